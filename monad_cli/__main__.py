@@ -1,0 +1,3 @@
+from monad_cli.app import main
+
+raise SystemExit(main())

@@ -1,0 +1,98 @@
+"""The root `monad` Typer app and the one error boundary.
+
+Errors leave as one line on stderr and an exit code (errors.ExitCode); a traceback only
+with `-v`/`MONAD_DEBUG=1`, and an unexpected crash writes `logs/crash.log` (without
+locals: they may hold tokens).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Annotated
+
+import typer
+
+from monad_cli import render
+from monad_cli.commands import daemon as daemon_cmd
+from monad_cli.commands import journal as journal_cmd
+from monad_cli.commands import mcp as mcp_cmd
+from monad_cli.errors import ExitCode, MonadError
+
+app = typer.Typer(
+    name="monad",
+    help="Manage the MCP servers your agents use: hot atoms, one supervisor, a journal.\n\n"
+         "Start with `monad mcp add NAME -- COMMAND [ARGS]` and `monad mcp status`.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(mcp_cmd.app, name="mcp")
+app.add_typer(daemon_cmd.app, name="daemon")
+app.command("journal")(journal_cmd.journal)
+
+_debug = False
+
+
+@app.callback()
+def _root(
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show tracebacks on errors.")] = False,
+    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False,
+) -> None:
+    global _debug
+    _debug = _debug or verbose
+    if version:
+        from monad_cli import __version__
+
+        render.line(f"monad {__version__}")
+        raise typer.Exit(0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    global _debug
+    _debug = os.environ.get("MONAD_DEBUG") == "1"
+    try:
+        app(args=argv, prog_name="monad")
+    except SystemExit as e:
+        code = e.code
+        return code if isinstance(code, int) else (0 if code is None else 1)
+    except MonadError as e:
+        if _debug:
+            import traceback
+
+            traceback.print_exc()
+        render.error(e.message)
+        return int(e.exit_code)
+    except KeyboardInterrupt:
+        render.error("interrupted")
+        return int(ExitCode.INTERRUPTED)
+    except Exception as e:  # noqa: BLE001 - the error boundary
+        if _debug:
+            import traceback
+
+            traceback.print_exc()
+        log = _write_crash_log()
+        render.error(f"internal error: {type(e).__name__}; details in `{log}` (rerun with -v to see them here)")
+        return int(ExitCode.ERROR)
+    return 0
+
+
+def _write_crash_log() -> str:
+    import traceback
+
+    from monad_cli.paths import paths
+
+    try:
+        p = paths().logs_dir / "crash.log"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        with open(p, "a") as f:
+            f.write(f"--- monad {' '.join(sys.argv[1:2])}\n")
+            traceback.print_exc(file=f)  # no locals: they may hold tokens
+        return str(p)
+    except OSError:
+        return "(could not write the crash log)"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

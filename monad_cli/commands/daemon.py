@@ -1,0 +1,109 @@
+"""`monad daemon ...`: the supervisor process."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Annotated
+
+import typer
+
+from monad_cli import render
+from monad_cli.commands._common import JsonOpt
+from monad_cli.errors import ExitCode, MonadError, SupervisorNotRunning
+from monad_cli.paths import paths
+
+app = typer.Typer(help="Start, stop and inspect the supervisor (one per MONAD_HOME).", no_args_is_help=True)
+
+
+@app.command("run")
+def run() -> None:
+    """Run the supervisor in the foreground (logs to stderr and logs/daemon.log).
+
+    Exits 1 if another supervisor owns this MONAD_HOME or a `required` server fails.
+    """
+    from monad_cli.supervisor.main import run as run_supervisor
+
+    raise typer.Exit(run_supervisor(paths()))
+
+
+@app.command("start")
+def start(as_json: JsonOpt = False) -> None:
+    """Start the supervisor in the background; returns once its socket answers."""
+    from monad_cli.control.client import ControlClient, start_supervisor
+
+    client = ControlClient(paths())
+    if client.is_running():
+        health = client.get("/v1/health")
+        if as_json:
+            render.data_json({"running": True, "pid": health["pid"], "started": False})
+        else:
+            render.info(f"the supervisor is already running (pid {health['pid']})")
+        return
+    pid = start_supervisor(paths())
+    if as_json:
+        render.data_json({"running": True, "pid": pid, "started": True})
+    else:
+        render.info(f"supervisor started (pid {pid}) for {paths().home}")
+
+
+@app.command("stop")
+def stop(
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait for it to exit.")] = 30.0,
+    as_json: JsonOpt = False,
+) -> None:
+    """Stop the supervisor: every server is shut down cleanly first."""
+    from monad_cli.control.client import ControlClient
+
+    client = ControlClient(paths())
+    try:
+        answer = client.post("/v1/daemon/stop")
+    except SupervisorNotRunning:
+        if as_json:
+            render.data_json({"running": False, "stopped": False})
+        else:
+            render.info("the supervisor is not running")
+        return
+    pid = int(answer["pid"])
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        raise MonadError(f"the supervisor (pid {pid}) did not exit within {timeout:g} s; "
+                         f"see `{paths().daemon_log}`")
+    if as_json:
+        render.data_json({"running": False, "stopped": True, "pid": pid})
+    else:
+        render.info(f"supervisor stopped (pid {pid})")
+
+
+@app.command("status")
+def status(as_json: JsonOpt = False) -> None:
+    """Is the supervisor running? Exit 3 if not."""
+    from monad_cli.control.client import ControlClient
+
+    client = ControlClient(paths())
+    try:
+        health = client.get("/v1/health")
+        servers = client.get("/v1/settings/mcp-servers/status")["servers"]
+    except SupervisorNotRunning:
+        if as_json:
+            render.data_json({"running": False, "home": str(paths().home)})
+        else:
+            render.info(f"the supervisor is not running for {paths().home}")
+        raise typer.Exit(int(ExitCode.NOT_RUNNING)) from None
+    counts: dict[str, int] = {}
+    for row in servers:
+        counts[row["state"]] = counts.get(row["state"], 0) + 1
+    data = {"running": True, **health, "servers": counts}
+    if as_json:
+        render.data_json(data)
+        return
+    up = time.time() - health["startedAt"]
+    render.key_values([("running", True), ("pid", health["pid"]), ("version", health["version"]),
+                       ("home", health["home"]), ("uptime", f"{up:.0f} s"),
+                       ("servers", ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "none")])

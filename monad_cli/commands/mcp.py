@@ -1,0 +1,340 @@
+"""`monad mcp ...`: define servers (atoms) and read their live state."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any
+
+import typer
+
+from monad_cli import render
+from monad_cli.commands._common import JsonOpt, supervisor
+from monad_cli.errors import ExitCode, InvalidInput, MonadError, NotFound
+from monad_cli.paths import paths
+
+app = typer.Typer(help="Add, inspect and control MCP servers.", no_args_is_help=True)
+
+STATUS_COLUMNS = [("name", "name"), ("transport", "transport"), ("state", "state"), ("tools", "tools"),
+                  ("protocolVersion", "protocol"), ("source", "source"), ("reason", "reason")]
+
+
+def _parse_pairs(items: list[str] | None, sep: str, what: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items or []:
+        if sep not in item:
+            raise InvalidInput(f"{what} `{item.split(sep)[0][:40]}` needs the form "
+                               f"{'K=V' if sep == '=' else 'Name: value'}")
+        k, v = item.split(sep, 1)
+        k = k.strip()
+        if not k:
+            raise InvalidInput(f"{what} has an empty name")
+        out[k] = v.strip() if sep == ":" else v
+    return out
+
+
+@app.command("add")
+def add(
+    name: Annotated[str, typer.Argument(help="Server name: letters, digits, `_`, `-`; at most 64.")],
+    command: Annotated[list[str] | None, typer.Argument(
+        help="For a stdio server, after `--`: the command and its arguments.", show_default=False)] = None,
+    url: Annotated[str | None, typer.Option("--url", help="URL of a remote (streamable HTTP) server.")] = None,
+    transport: Annotated[str | None, typer.Option("--transport", "-t",
+                                                  help="stdio or http (default: http with --url, else stdio).")] = None,
+    env: Annotated[list[str] | None, typer.Option("--env", "-e", help="K=V for the server's environment "
+                                                  "(repeatable; `$VAR` expands in the supervisor).")] = None,
+    header: Annotated[list[str] | None, typer.Option("--header", "-H",
+                                                     help='"Name: value" HTTP header (repeatable).')] = None,
+    bearer_token: Annotated[str | None, typer.Option("--bearer-token", help="Send `Authorization: Bearer "
+                                                     "TOKEN` (stored 0600; prefer `$VAR`).")] = None,
+    oauth: Annotated[bool, typer.Option("--oauth", help="Use MCP OAuth; then run `monad mcp authorize NAME`.")] = False,
+    cwd: Annotated[str | None, typer.Option("--cwd", help="Working directory of a stdio server.")] = None,
+    timeout: Annotated[float | None, typer.Option("--timeout", help="Seconds to connect (default 10).")] = None,
+    required: Annotated[bool, typer.Option("--required", help="`monad daemon start` fails if it fails.")] = False,
+    disabled: Annotated[bool, typer.Option("--disabled", help="Write it disabled.")] = False,
+    force: Annotated[bool, typer.Option("--force", "-f", help="Replace an existing atom of that name.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Define a server: writes the atom `atoms/mcp/NAME.toml`; the supervisor connects it live.
+
+    Examples:
+
+      monad mcp add time -- mcp-server-time --local-timezone UTC
+
+      monad mcp add docs --url https://example.com/mcp --header "X-Api-Key: $DOCS_KEY"
+    """
+    from monad_cli.config.edits import add_server
+
+    defn: dict[str, Any] = {}
+    kind = transport or ("http" if url else "stdio")
+    if kind not in ("stdio", "http"):
+        raise InvalidInput(f"--transport must be stdio or http, got {kind!r}")
+    defn["transport"] = kind
+    if kind == "stdio":
+        if url:
+            raise InvalidInput("--url is for http servers; a stdio server takes `-- COMMAND [ARGS]`")
+        if not command:
+            raise InvalidInput(f"server `{name}` needs a command: `monad mcp add {name} -- COMMAND [ARGS]`")
+        defn["command"] = command[0]
+        if command[1:]:
+            defn["args"] = list(command[1:])
+        if cwd:
+            defn["cwd"] = cwd
+        if env:
+            defn["env"] = _parse_pairs(env, "=", "--env")
+        if header or bearer_token or oauth:
+            raise InvalidInput("--header/--bearer-token/--oauth are for http servers (use --url)")
+    else:
+        if command:
+            raise InvalidInput("an http server takes --url, not a command after `--`")
+        if not url:
+            raise InvalidInput(f"server `{name}` needs --url for an http server")
+        if env or cwd:
+            raise InvalidInput("--env/--cwd are for stdio servers")
+        defn["url"] = url
+        if header:
+            defn["headers"] = _parse_pairs(header, ":", "--header")
+        if bearer_token and oauth:
+            raise InvalidInput("choose one of --bearer-token and --oauth")
+        if bearer_token:
+            defn["auth"] = {"mode": "bearer", "token": bearer_token}
+        elif oauth:
+            defn["auth"] = {"mode": "oauth"}
+    if timeout is not None:
+        defn["timeout"] = timeout
+    if required:
+        defn["required"] = True
+    if disabled:
+        defn["enabled"] = False
+    path = add_server(paths(), name, defn, force=force)
+    rel = f"atoms/mcp/{name}.toml"
+    if as_json:
+        render.data_json({"name": name, "path": path, "source": rel})
+        return
+    render.info(f"added server `{name}` ({rel}); the supervisor connects it live — "
+                f"`monad mcp wait {name}` or `monad mcp status {name}`")
+
+
+def _local_rows() -> list[dict[str, Any]]:
+    """Rows from the files alone (no supervisor): state `unknown`."""
+    from monad_cli.config.loader import load_definitions
+
+    defs = load_definitions(paths(), expand=False)
+    rows: list[dict[str, Any]] = []
+    for name, source in sorted(defs.sources.items()):
+        spec = defs.specs.get(name)
+        problem = defs.problem_for(name)
+        rows.append({"name": name, "transport": spec.transport if spec else None,
+                     "state": ("failed" if problem and not spec else
+                               "disabled" if spec and not spec.enabled else "unknown"),
+                     "reason": problem.message if problem else "supervisor not running",
+                     "tools": None, "protocolVersion": None, "source": source,
+                     "enabled": spec.enabled if spec else None, "required": spec.required if spec else None})
+    for p in defs.problems:
+        if p.server is None:
+            render.warn(p.message)
+    return rows
+
+
+def _show_status(rows: list[dict[str, Any]], problems: list[dict[str, Any]], as_json: bool) -> None:
+    for p in problems:
+        render.warn(p["message"])
+    if as_json:
+        render.data_json(rows)
+    else:
+        render.table(rows, STATUS_COLUMNS, empty="no servers defined; add one with `monad mcp add NAME -- COMMAND`")
+
+
+@app.command("list")
+def list_(as_json: JsonOpt = False) -> None:
+    """One row per server from the atoms and agents.json, with live state if the supervisor
+    runs (this command never starts it)."""
+    client = supervisor(autostart=False) if _running() else None
+    if client is None:
+        _show_status(_local_rows(), [], as_json)
+        return
+    answer = client.get("/v1/settings/mcp-servers/status")
+    _show_status(answer["servers"], answer["problems"], as_json)
+
+
+def _running() -> bool:
+    from monad_cli.control.client import ControlClient
+
+    return ControlClient(paths()).is_running()
+
+
+@app.command("status")
+def status(
+    name: Annotated[str | None, typer.Argument(help="One server: adds its tool names and stderr tail.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Live state of every server (or one): state, reason, tools, protocol version, source.
+
+    Starts the supervisor in the background if it is not running (unless MONAD_NO_AUTOSTART=1).
+    """
+    client = supervisor()
+    if name is None:
+        answer = client.get("/v1/settings/mcp-servers/status")
+        _show_status(answer["servers"], answer["problems"], as_json)
+        return
+    row = client.get(f"/v1/settings/mcp-servers/{_quote(name)}/status")
+    if as_json:
+        render.data_json(row)
+        return
+    render.key_values([
+        ("name", row["name"]), ("transport", row["transport"]), ("state", row["state"]),
+        ("reason", row["reason"]), ("since", render.when(row.get("since"))), ("source", row["source"]),
+        ("protocol", row["protocolVersion"]), ("pid", row.get("pid")), ("config error", row.get("configError")),
+        ("tools", row["toolNames"]), ("stderr tail", row["stderrTail"]),
+    ])
+
+
+def _quote(name: str) -> str:
+    from urllib.parse import quote
+
+    return quote(name, safe="")
+
+
+@app.command("get")
+def get(name: Annotated[str, typer.Argument(help="Server name.")], as_json: JsonOpt = False) -> None:
+    """The server's definition as written, with every secret value shown as `***`."""
+    from monad_cli.config.edits import read_definition
+    from monad_cli.redact import redact_definition
+
+    source, raw = read_definition(paths(), name)
+    shown = redact_definition(raw)
+    if as_json:
+        render.data_json({"name": name, "source": source, "definition": shown})
+        return
+    render.line(f"# {source}")
+    for key, value in shown.items():
+        render.line(f"{key} = {_toml_value(value)}")
+
+
+def _toml_value(value: Any) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False)
+
+
+@app.command("remove")
+def remove(name: Annotated[str, typer.Argument(help="Server name.")], as_json: JsonOpt = False) -> None:
+    """Delete the server's definition; the supervisor disconnects it live."""
+    from monad_cli.config.edits import remove_server
+
+    source = remove_server(paths(), name)
+    if as_json:
+        render.data_json({"name": name, "source": source, "removed": True})
+    else:
+        render.info(f"removed server `{name}` (from {source})")
+
+
+def _set_enabled(name: str, enabled: bool, as_json: bool) -> None:
+    from monad_cli.config.edits import update_server
+
+    source = update_server(paths(), name, {"enabled": enabled})
+    if as_json:
+        render.data_json({"name": name, "source": source, "enabled": enabled})
+    else:
+        render.info(f"{'enabled' if enabled else 'disabled'} server `{name}` ({source})")
+
+
+@app.command("enable")
+def enable(name: Annotated[str, typer.Argument(help="Server name.")], as_json: JsonOpt = False) -> None:
+    """Set `enabled = true`; the supervisor connects it."""
+    _set_enabled(name, True, as_json)
+
+
+@app.command("disable")
+def disable(name: Annotated[str, typer.Argument(help="Server name.")], as_json: JsonOpt = False) -> None:
+    """Set `enabled = false`; the supervisor disconnects it and keeps the definition."""
+    _set_enabled(name, False, as_json)
+
+
+@app.command("reconnect")
+def reconnect(
+    name: Annotated[str | None, typer.Argument(help="Server name (or --all).")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Reconnect every server from scratch.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Drop the session and connect again now (also clears a `failed` give-up)."""
+    if (name is None) == (not all_):
+        raise InvalidInput("name one server, or pass --all")
+    client = supervisor()
+    answer = client.post("/v1/mcp-servers/reconnect") if all_ else \
+        client.post(f"/v1/mcp-servers/{_quote(name or '')}/reconnect")
+    if as_json:
+        render.data_json(answer)
+    else:
+        names = answer.get("reconnecting") if all_ else [name]
+        render.info(f"reconnecting {', '.join(f'`{n}`' for n in names) or 'nothing'}")
+
+
+@app.command("wait")
+def wait(
+    names: Annotated[list[str], typer.Argument(help="Servers that must be connected.")],
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait.")] = 30.0,
+    as_json: JsonOpt = False,
+) -> None:
+    """Exit 0 once every named server is connected; else non-zero with each one's reason.
+
+    Gives up early when a server is failed, needs-auth or disabled. For CI scripts.
+    """
+    client = supervisor()
+    deadline = time.monotonic() + timeout
+    final_bad = {"failed", "needs-auth", "disabled", "filtered"}
+    rows: dict[str, dict[str, Any]] = {}
+    while True:
+        answer = client.get("/v1/settings/mcp-servers/status")
+        by_name = {r["name"]: r for r in answer["servers"]}
+        rows = {n: by_name.get(n, {"name": n, "state": "undefined",
+                                   "reason": f"server `{n}` is not defined (see `monad mcp list`)"})
+                for n in names}
+        states = {r["state"] for r in rows.values()}
+        if states <= {"connected"}:
+            break
+        stuck = any(r["state"] in final_bad | {"undefined"} for r in rows.values())
+        if stuck or time.monotonic() >= deadline:
+            break
+        time.sleep(0.05)
+    bad = [r for r in rows.values() if r["state"] != "connected"]
+    if as_json:
+        render.data_json(list(rows.values()))
+    for r in bad:
+        render.error(f"server `{r['name']}` is {r['state']}: {r.get('reason') or 'no reason given'}")
+    if bad:
+        timed_out = all(r["state"] not in final_bad | {"undefined"} for r in bad)
+        raise typer.Exit(int(ExitCode.TIMEOUT if timed_out else ExitCode.ERROR))
+    if not as_json:
+        render.info(f"connected: {', '.join(names)}")
+
+
+@app.command("tools")
+def tools(
+    name: Annotated[str, typer.Argument(help="Server name.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Tools a connected server advertises (name and description)."""
+    client = supervisor()
+    listed = client.get(f"/v1/mcp-servers/{_quote(name)}/tools")
+    if as_json:
+        render.data_json(listed)
+        return
+    render.table([{"name": t["name"], "description": (t.get("description") or "").split("\n")[0][:100]}
+                  for t in listed], [("name", "tool"), ("description", "description")],
+                 empty=f"server `{name}` has no tools listed (is it connected? `monad mcp status {name}`)")
+
+
+@app.command("path")
+def path(as_json: JsonOpt = False) -> None:
+    """Where monad keeps its state (MONAD_HOME and the folders inside)."""
+    p = paths()
+    data = {"home": str(p.home), "atoms": str(p.atoms_dir), "agentsJson": str(p.agents_json),
+            "journal": str(p.journal_db), "socket": str(p.socket), "logs": str(p.logs_dir),
+            "serverLogs": str(p.server_logs_dir)}
+    if as_json:
+        render.data_json(data)
+    else:
+        render.key_values(list(data.items()))
+
+
+__all__ = ["app", "MonadError", "NotFound"]

@@ -1,0 +1,1 @@
+"""Server definitions: atoms, agents.json, their schema, `$VAR` expansion and atomic writes."""

@@ -1,0 +1,88 @@
+"""`agents.json`: `{"mcpServers": [ {name, transport, ...}, ... ]}` (docs/atoms.md).
+
+The object form `{"mcpServers": {"name": {...}}}` that other MCP clients write is read
+too, and kept in that form when monad edits the file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from monad_cli.errors import ConfigError
+from monad_cli.paths import Paths
+
+SOURCE = "agents.json"
+
+
+@dataclass
+class AgentsFile:
+    document: dict[str, Any] | None  # None: the file does not exist
+    entries: list[tuple[str | None, Any]]  # (name or None, raw entry) in file order
+
+    @property
+    def keyed(self) -> bool:
+        return bool(self.document) and isinstance(self.document.get("mcpServers"), dict)
+
+
+def read_agents(paths: Paths) -> AgentsFile:
+    """Parse agents.json. A missing file is empty; a malformed one raises `ConfigError`
+    with `agents.json:line:col`."""
+    try:
+        data = paths.agents_json.read_bytes()
+    except FileNotFoundError:
+        return AgentsFile(None, [])
+    if not data.strip():
+        raise ConfigError(f"`{SOURCE}` is empty; write `{{\"mcpServers\": []}}` or delete it",
+                          file=SOURCE)
+    try:
+        doc = json.loads(data)
+    except UnicodeDecodeError:
+        raise ConfigError(f"`{SOURCE}` is not UTF-8 text", file=SOURCE) from None
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"`{SOURCE}:{e.lineno}:{e.colno}`: malformed JSON: {e.msg}; fix the file "
+                          f"(monad never rewrites it)", file=SOURCE) from None
+    if not isinstance(doc, dict) or "mcpServers" not in doc:
+        raise ConfigError(f"`{SOURCE}`: expected an object with an `mcpServers` list", file=SOURCE)
+    servers = doc["mcpServers"]
+    entries: list[tuple[str | None, Any]] = []
+    if isinstance(servers, list):
+        for entry in servers:
+            name = entry.get("name") if isinstance(entry, dict) else None
+            entries.append((name if isinstance(name, str) else None, entry))
+    elif isinstance(servers, dict):
+        for name, entry in servers.items():
+            entries.append((name, entry))
+    else:
+        raise ConfigError(f"`{SOURCE}`: `mcpServers` must be a list of server objects", file=SOURCE)
+    return AgentsFile(doc, entries)
+
+
+def strip_name(entry: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in entry.items() if k != "name"}
+
+
+def edit_agents(agents: AgentsFile, name: str, mutate: Callable[[dict[str, Any]], dict[str, Any] | None]) -> bytes:
+    """Apply `mutate` to the entry called `name` (return None to delete it); returns new bytes."""
+    assert agents.document is not None
+    doc = agents.document
+    servers = doc["mcpServers"]
+    if isinstance(servers, dict):
+        new = mutate(dict(servers[name]))
+        if new is None:
+            del servers[name]
+        else:
+            servers[name] = new
+    else:
+        out = []
+        for entry in servers:
+            if isinstance(entry, dict) and entry.get("name") == name:
+                new = mutate(dict(entry))
+                if new is not None:
+                    out.append(new)
+            else:
+                out.append(entry)
+        doc["mcpServers"] = out
+    return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode()

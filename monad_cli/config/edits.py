@@ -1,0 +1,120 @@
+"""Locked read-modify-write edits of server definitions, wherever they live.
+
+Used by the CLI (`add`, `remove`, `enable`, `disable`, ...) and by the control API's
+POST/PATCH/DELETE: one code path, so both leave the same files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from monad_cli.config import agents as agents_file
+from monad_cli.config.atoms import edit_atom, list_atom_files, read_atom, render_atom
+from monad_cli.config.schema import validate
+from monad_cli.config.store import config_lock, remove_file, write_atomic
+from monad_cli.errors import ConfigError, InvalidInput, NotFound
+from monad_cli.paths import Paths
+
+
+def _where(paths: Paths, name: str) -> str | None:
+    """`atom`, `agents`, or None: where `name` is defined (read inside the lock)."""
+    if paths.atom_path(name).exists():
+        return "atom"
+    try:
+        agents = agents_file.read_agents(paths)
+    except ConfigError:
+        return None
+    return "agents" if any(n == name for n, _ in agents.entries) else None
+
+
+def _not_found(name: str) -> NotFound:
+    return NotFound(f"server `{name}` is not defined (see `monad mcp list`)")
+
+
+def add_server(paths: Paths, name: str, definition: Mapping[str, Any], *, force: bool = False) -> str:
+    """Validate `definition` and write it as the atom `atoms/mcp/<name>.toml`; returns its path.
+
+    Raises `ConfigError`/`InvalidInput` for a bad definition or an existing name (unless
+    `force`, which replaces an existing atom; an agents.json server is never overwritten).
+    """
+    validate(definition, name=name, source=f"atoms/mcp/{name}.toml", environ=None)
+    paths.ensure()
+    target = paths.atom_path(name)
+    with config_lock(paths):
+        where = _where(paths, name)
+        if where == "agents":
+            raise InvalidInput(f"server `{name}` is already defined in `agents.json`; edit or remove "
+                               f"it there first")
+        if where == "atom" and not force:
+            raise InvalidInput(f"server `{name}` already exists (`atoms/mcp/{name}.toml`); "
+                               f"use --force to replace it")
+        write_atomic(target, render_atom(definition).encode())
+    return str(target)
+
+
+def remove_server(paths: Paths, name: str) -> str:
+    """Delete the server's definition (its atom, or its agents.json entry); returns the source."""
+    with config_lock(paths):
+        where = _where(paths, name)
+        if where == "atom":
+            remove_file(paths.atom_path(name))
+            return f"atoms/mcp/{name}.toml"
+        if where == "agents":
+            agents = agents_file.read_agents(paths)
+            write_atomic(paths.agents_json, agents_file.edit_agents(agents, name, lambda e: None))
+            return agents_file.SOURCE
+    raise _not_found(name)
+
+
+def update_server(paths: Paths, name: str, changes: Mapping[str, Any],
+                  *, mutate: Callable[[dict[str, Any]], None] | None = None) -> str:
+    """Set top-level fields (None deletes one) and/or run `mutate` on the definition, then
+    validate the result and write it back where it lives (comments kept in atoms)."""
+
+    def apply(defn: Any) -> None:
+        for key, value in changes.items():
+            if value is None:
+                if key in defn:
+                    del defn[key]
+            else:
+                defn[key] = value
+        if mutate is not None:
+            mutate(defn)
+
+    with config_lock(paths):
+        where = _where(paths, name)
+        if where == "atom":
+            path = paths.atom_path(name)
+            text = edit_atom(path, apply)
+            import tomllib
+
+            validate(tomllib.loads(text), name=name, source=f"atoms/mcp/{name}.toml", environ=None)
+            write_atomic(path, text.encode())
+            return f"atoms/mcp/{name}.toml"
+        if where == "agents":
+            agents = agents_file.read_agents(paths)
+
+            def edit(entry: dict[str, Any]) -> dict[str, Any]:
+                apply(entry)
+                validate(agents_file.strip_name(entry), name=name, source=agents_file.SOURCE, environ=None)
+                return entry
+
+            write_atomic(paths.agents_json, agents_file.edit_agents(agents, name, edit))
+            return agents_file.SOURCE
+    raise _not_found(name)
+
+
+def read_definition(paths: Paths, name: str) -> tuple[str, dict[str, Any]]:
+    """(source, raw definition) of one server, as written (not expanded, not redacted)."""
+    path = paths.atom_path(name)
+    if path.exists():
+        return f"atoms/mcp/{name}.toml", read_atom(paths, path)
+    agents = agents_file.read_agents(paths)
+    for n, entry in agents.entries:
+        if n == name and isinstance(entry, dict):
+            return agents_file.SOURCE, agents_file.strip_name(entry)
+    raise _not_found(name)
+
+
+__all__ = ["add_server", "remove_server", "update_server", "read_definition", "list_atom_files"]

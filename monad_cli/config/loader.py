@@ -1,0 +1,107 @@
+"""Load every server definition from the atoms and agents.json, with per-server problems.
+
+A bad file disables only the servers it defines; everything else loads. Names are unique
+across both homes (atoms first, in name order, then agents.json in file order: the later
+one is reported), and two http servers whose URLs normalize alike keep only the first.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from monad_cli.config import agents as agents_file
+from monad_cli.config.atoms import list_atom_files, read_atom, relative_source
+from monad_cli.config.schema import ServerSpec, check_name, normalize_url, validate
+from monad_cli.errors import ConfigError
+from monad_cli.paths import Paths
+
+
+@dataclass
+class Problem:
+    """A config error: `server` is None when a whole file could not be read."""
+
+    message: str
+    file: str
+    server: str | None = None
+
+
+@dataclass
+class Definitions:
+    specs: dict[str, ServerSpec] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+    # Every name a file claims, valid or not, with its source (for `get`/`remove`).
+    sources: dict[str, str] = field(default_factory=dict)
+    raw: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def problem_for(self, name: str) -> Problem | None:
+        return next((p for p in self.problems if p.server == name), None)
+
+
+def load_definitions(paths: Paths, environ: Mapping[str, str] | None = None, *,
+                     expand: bool = True) -> Definitions:
+    """Read and validate everything. `expand=False` checks `$VAR` syntax only."""
+    env = (os.environ if environ is None else environ) if expand else None
+    out = Definitions()
+    candidates: list[tuple[str, str, Any]] = []  # (name, source, raw)
+
+    for path in list_atom_files(paths):
+        source = relative_source(paths, path)
+        name = path.stem
+        try:
+            raw = read_atom(paths, path)
+        except ConfigError as e:
+            out.problems.append(Problem(e.message, source, name))
+            out.sources.setdefault(name, source)
+            continue
+        if "name" in raw and raw["name"] != name:
+            out.problems.append(Problem(f"`{source}`: server `{name}`, field `name`: says "
+                                        f"{raw['name']!r} but the file is named `{path.name}`; "
+                                        f"the file name is the server name", source, name))
+            out.sources.setdefault(name, source)
+            continue
+        candidates.append((name, source, raw))
+
+    try:
+        agents = agents_file.read_agents(paths)
+    except ConfigError as e:
+        out.problems.append(Problem(e.message, agents_file.SOURCE))
+    else:
+        for i, (name, entry) in enumerate(agents.entries):
+            if name is None:
+                out.problems.append(Problem(f"`{agents_file.SOURCE}`: entry {i + 1} of `mcpServers` has no "
+                                            f"`name`; give it one", agents_file.SOURCE))
+                continue
+            raw = agents_file.strip_name(entry) if isinstance(entry, dict) else entry
+            candidates.append((name, agents_file.SOURCE, raw))
+
+    seen_urls: dict[str, str] = {}
+    for name, source, raw in candidates:
+        if name in out.sources:
+            other = out.sources[name]
+            out.problems.append(Problem(f"`{source}`: server `{name}` is already defined in `{other}`; "
+                                        f"server names must be unique, rename or remove one", source, name))
+            continue
+        out.sources[name] = source
+        if isinstance(raw, dict):
+            out.raw[name] = raw
+        bad_name = check_name(name)
+        try:
+            spec = validate(raw, name=name, source=source, environ=env)
+        except ConfigError as e:
+            out.problems.append(Problem(e.message, source, name))
+            continue
+        if bad_name:  # validate() reports it, this is unreachable but keeps mypy honest
+            continue
+        if spec.url and spec.enabled:
+            key = normalize_url(spec.url)
+            if key in seen_urls:
+                out.problems.append(Problem(
+                    f"`{source}`: server `{name}`, field `url`: the same remote as server "
+                    f"`{seen_urls[key]}`; skipped (remove one of them)", source, name))
+                continue
+            seen_urls[key] = name
+        out.specs[name] = spec
+    return out

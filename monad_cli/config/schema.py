@@ -1,0 +1,271 @@
+"""The server definition: one object, the same field names in an atom and in agents.json.
+
+`validate(raw, name=..., source=..., environ=...)` turns the raw mapping read from a file
+into a `ServerSpec` (variables expanded) or raises `ConfigError` naming the file, the
+server and the field. docs/atoms.md is the reference for every field.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from monad_cli.config.expansion import ExpansionError, check_syntax, expand
+from monad_cli.errors import ConfigError
+
+NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
+TRANSPORTS = ("stdio", "http")
+AUTH_MODES = ("none", "bearer", "headers", "oauth")
+DEFAULT_TIMEOUT_S = 10.0
+
+COMMON_FIELDS = {"schema", "name", "transport", "enabled", "required", "timeout", "requestTimeoutMs",
+                 "deferred", "trust", "condition", "description"}
+STDIO_FIELDS = {"command", "args", "env", "cwd", "sandbox", "sandboxWritable"}
+HTTP_FIELDS = {"url", "headers", "auth"}
+ALL_FIELDS = COMMON_FIELDS | STDIO_FIELDS | HTTP_FIELDS
+TRUST_FIELDS = {"autoApproveTools", "pinnedToolHash", "hostEscape"}
+# `type` is what claude/cursor-style configs call the transport; accepted on read only.
+_TRANSPORT_ALIASES = {"stdio": "stdio", "http": "http", "streamable-http": "http",
+                      "streamableHttp": "http", "streamable_http": "http"}
+
+
+@dataclass
+class ServerSpec:
+    """A validated, expanded server definition. `raw` is the definition as written."""
+
+    name: str
+    transport: str
+    source: str
+    raw: dict[str, Any]
+    enabled: bool = True
+    required: bool = False
+    timeout: float = DEFAULT_TIMEOUT_S
+    request_timeout_ms: int | None = None
+    deferred: bool = False
+    trust: dict[str, Any] = field(default_factory=dict)
+    command: str | None = None
+    args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    sandbox: bool = False
+    url: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    auth: dict[str, Any] = field(default_factory=dict)
+
+    def connection_fingerprint(self) -> str:
+        """Stable digest of everything that affects the live session (not `source`, not `enabled`)."""
+        body = {k: v for k, v in self.__dict__.items() if k not in ("source", "raw", "enabled")}
+        return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
+
+    def definition_hash(self) -> str:
+        """sha256 over command, args, env names, cwd and url: approvals are keyed to it (TL-4)."""
+        body = {"command": self.command, "args": self.args, "env": sorted(self.env), "cwd": self.cwd,
+                "url": self.url}
+        return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def normalize_url(url: str) -> str:
+    """The identity of a remote for duplicate detection: lower-case scheme and host, no
+    default port, no trailing slash, no fragment."""
+    p = urlsplit(url)
+    host = (p.hostname or "").lower()
+    port = p.port
+    if port and not ((p.scheme == "http" and port == 80) or (p.scheme == "https" and port == 443)):
+        host = f"{host}:{port}"
+    path = p.path.rstrip("/") or ""
+    return urlunsplit((p.scheme.lower(), host, path, p.query, ""))
+
+
+def check_name(name: str) -> str | None:
+    """None when `name` is a valid server name, else why not."""
+    if not NAME_RE.match(name):
+        if len(name) > 64:
+            return f"is {len(name)} characters long; at most 64 are allowed"
+        if not name:
+            return "is empty"
+        return "may only contain letters A-Z a-z, digits, `_` and `-`"
+    if "__" in name:
+        return "must not contain `__` (it separates server and tool in tool names)"
+    return None
+
+
+def _suggest(key: str, choices: set[str]) -> str:
+    close = difflib.get_close_matches(key, sorted(choices), n=1)
+    return f" (did you mean `{close[0]}`?)" if close else ""
+
+
+class _Ctx:
+    def __init__(self, source: str, server: str) -> None:
+        self.source = source
+        self.server = server
+
+    def error(self, fld: str | None, message: str) -> ConfigError:
+        where = f"`{self.source}`: server `{self.server}`"
+        if fld:
+            where += f", field `{fld}`"
+        return ConfigError(f"{where}: {message}", file=self.source, server=self.server, field=fld)
+
+
+def _bool(ctx: _Ctx, raw: Mapping[str, Any], key: str, default: bool) -> bool:
+    v = raw.get(key, default)
+    if not isinstance(v, bool):
+        raise ctx.error(key, f"must be true or false, got {v!r}")
+    return v
+
+
+def _str_list(ctx: _Ctx, raw: Mapping[str, Any], key: str) -> list[str]:
+    v = raw.get(key, [])
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise ctx.error(key, "must be a list of strings")
+    return list(v)
+
+
+def _str_map(ctx: _Ctx, raw: Mapping[str, Any], key: str) -> dict[str, str]:
+    v = raw.get(key, {})
+    if not isinstance(v, Mapping):
+        raise ctx.error(key, "must be a table of string values")
+    out: dict[str, str] = {}
+    for k, val in v.items():
+        if isinstance(val, bool) or not isinstance(val, (str, int, float)):
+            raise ctx.error(f"{key}.{k}", "must be a string")
+        out[str(k)] = str(val)
+    return out
+
+
+def _expand(ctx: _Ctx, fld: str, value: str, environ: Mapping[str, str] | None) -> str:
+    try:
+        if environ is None:
+            check_syntax(value)
+            return value
+        return expand(value, environ)
+    except ExpansionError as e:
+        raise ctx.error(fld, str(e)) from None
+
+
+def validate(raw: Mapping[str, Any], *, name: str, source: str,
+             environ: Mapping[str, str] | None) -> ServerSpec:
+    """Validate one definition. `environ=None` checks `$VAR` syntax without expanding.
+
+    Raises `ConfigError` (one line: file, server, field, what to do).
+    """
+    ctx = _Ctx(source, name)
+    problem = check_name(name)
+    if problem:
+        raise ctx.error("name", f"the name {problem}")
+    if not isinstance(raw, Mapping):
+        raise ctx.error(None, "a server definition must be a table/object")
+    for key in raw:
+        if key not in ALL_FIELDS and key != "type":
+            raise ctx.error(key, f"unknown field{_suggest(key, ALL_FIELDS)}")
+    if "schema" in raw and raw["schema"] != 1:
+        raise ctx.error("schema", f"schema {raw['schema']!r} is not supported by this monad (expected 1)")
+
+    transport = raw.get("transport", raw.get("type"))
+    if transport is None:
+        transport = "http" if "url" in raw else "stdio" if "command" in raw else None
+        if transport is None:
+            raise ctx.error(None, "needs either `command` (stdio server) or `url` (http server)")
+    if transport not in _TRANSPORT_ALIASES:
+        raise ctx.error("transport", f"must be one of stdio, http; got {transport!r}")
+    transport = _TRANSPORT_ALIASES[transport]
+
+    timeout = raw.get("timeout", DEFAULT_TIMEOUT_S)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 600:
+        raise ctx.error("timeout", f"must be a number of seconds between 0 and 600, got {timeout!r}")
+    rto = raw.get("requestTimeoutMs")
+    if rto is not None and (isinstance(rto, bool) or not isinstance(rto, int) or rto <= 0):
+        raise ctx.error("requestTimeoutMs", f"must be a positive whole number of milliseconds, got {rto!r}")
+
+    trust = raw.get("trust", {})
+    if not isinstance(trust, Mapping):
+        raise ctx.error("trust", "must be a table")
+    for key in trust:
+        if key not in TRUST_FIELDS:
+            raise ctx.error(f"trust.{key}", f"unknown field{_suggest(key, TRUST_FIELDS)}")
+    auto = trust.get("autoApproveTools", [])
+    if not isinstance(auto, list) or not all(isinstance(x, str) for x in auto):
+        raise ctx.error("trust.autoApproveTools", "must be a list of tool names")
+    pin = trust.get("pinnedToolHash")
+    if pin is not None and not (isinstance(pin, str) and re.fullmatch(r"(sha256:)?[0-9a-f]{64}", pin)):
+        raise ctx.error("trust.pinnedToolHash", "must be a sha256 hex digest (see `monad mcp pin`)")
+    if not isinstance(trust.get("hostEscape", False), bool):
+        raise ctx.error("trust.hostEscape", "must be true or false")
+    condition = raw.get("condition")
+    if condition is not None and not isinstance(condition, str):
+        raise ctx.error("condition", "must be a string")
+
+    spec = ServerSpec(
+        name=name, transport=transport, source=source, raw=dict(raw),
+        enabled=_bool(ctx, raw, "enabled", True), required=_bool(ctx, raw, "required", False),
+        timeout=float(timeout), request_timeout_ms=rto, deferred=_bool(ctx, raw, "deferred", False),
+        trust=dict(trust),
+    )
+
+    if transport == "stdio":
+        for key in HTTP_FIELDS & set(raw):
+            raise ctx.error(key, "only http servers take this field (this server's transport is stdio)")
+        command = raw.get("command")
+        if not isinstance(command, str) or not command.strip():
+            raise ctx.error("command", "a stdio server needs a non-empty `command`")
+        spec.command = _expand(ctx, "command", command, environ)
+        spec.args = [_expand(ctx, f"args[{i}]", a, environ) for i, a in enumerate(_str_list(ctx, raw, "args"))]
+        spec.env = {k: _expand(ctx, f"env.{k}", v, environ) for k, v in _str_map(ctx, raw, "env").items()}
+        cwd = raw.get("cwd")
+        if cwd is not None:
+            if not isinstance(cwd, str) or not cwd:
+                raise ctx.error("cwd", "must be a directory path")
+            spec.cwd = _expand(ctx, "cwd", cwd, environ)
+        spec.sandbox = _bool(ctx, raw, "sandbox", False)
+        _str_list(ctx, raw, "sandboxWritable")
+    else:
+        for key in ("sandbox", "sandboxWritable"):
+            if raw.get(key):
+                raise ctx.error(key, "http servers cannot be confined locally; remove `sandbox`")
+        for key in ("command", "args", "env", "cwd") :
+            if key in raw:
+                raise ctx.error(key, "only stdio servers take this field (this server's transport is http)")
+        url = raw.get("url")
+        if not isinstance(url, str) or not url:
+            raise ctx.error("url", "an http server needs a `url`")
+        spec.url = _expand(ctx, "url", url, environ)
+        problem = check_url(spec.url) if environ is not None or "$" not in url else None
+        if problem:
+            raise ctx.error("url", problem)
+        spec.headers = {k: _expand(ctx, f"headers.{k}", v, environ)
+                        for k, v in _str_map(ctx, raw, "headers").items()}
+        auth = raw.get("auth", {})
+        if not isinstance(auth, Mapping):
+            raise ctx.error("auth", "must be a table")
+        mode = auth.get("mode", "none")
+        if mode not in AUTH_MODES:
+            raise ctx.error("auth.mode", f"must be one of {', '.join(AUTH_MODES)}; got {mode!r}")
+        if mode == "bearer" and not isinstance(auth.get("token"), str):
+            raise ctx.error("auth.token", "bearer mode needs a `token` string")
+        spec.auth = dict(auth)
+        if mode == "bearer":
+            spec.auth["token"] = _expand(ctx, "auth.token", auth["token"], environ)
+        if mode == "headers":
+            hdrs = _str_map(ctx, auth, "headers")
+            spec.auth["headers"] = {k: _expand(ctx, f"auth.headers.{k}", v, environ) for k, v in hdrs.items()}
+    return spec
+
+
+def check_url(url: str) -> str | None:
+    """None when `url` is usable for a streamable-HTTP server, else why not."""
+    try:
+        p = urlsplit(url)
+        p.port  # noqa: B018 - raises ValueError for a bad port
+    except ValueError as e:
+        return f"is not a valid URL ({e})"
+    if p.scheme not in ("http", "https"):
+        return (f"must start with http:// or https://, got `{p.scheme}://`" if p.scheme
+                else "must start with http:// or https://")
+    if not p.hostname:
+        return "has no host"
+    return None

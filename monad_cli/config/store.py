@@ -1,0 +1,103 @@
+"""Atomic, locked writes of config files (reliability requirements CF-1..CF-4).
+
+Every write: exclusive `flock` on `MONAD_HOME/.lock` (a separate file that is never
+deleted), the read-modify-write inside the lock, a temp file in the same folder
+(`O_CREAT|O_EXCL`, 0600, a dotfile the watcher ignores), fsync, `os.replace`, fsync of
+the folder. Temp files left by a crashed writer are removed by the next locked write.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import secrets
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from monad_cli.errors import LockTimeout
+from monad_cli.paths import Paths
+
+LOCK_TIMEOUT_S = 30.0
+TMP_SUFFIX = ".tmp"
+
+
+@contextmanager
+def config_lock(paths: Paths, *, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
+    """Hold the config lock. Raises `LockTimeout` naming the holder's pid after `timeout` s."""
+    paths.home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(paths.config_lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        deadline = time.monotonic() + timeout
+        delay = 0.002
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as e:
+                if e.errno not in (errno.EAGAIN, errno.EACCES):
+                    raise
+                if time.monotonic() >= deadline:
+                    holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+                    raise LockTimeout(f"another monad is writing `{paths.home}` (pid {holder}); "
+                                      f"nothing was written, try again") from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.05)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        _clean_stale_temp_files(paths)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the flock
+
+
+def _clean_stale_temp_files(paths: Paths) -> None:
+    # We hold the lock, so no temp file can belong to a live writer.
+    for folder in (paths.atoms_dir, paths.home):
+        try:
+            entries = list(os.scandir(folder))
+        except FileNotFoundError:
+            continue
+        for entry in entries:
+            if entry.name.startswith(".") and entry.name.endswith(TMP_SUFFIX):
+                try:
+                    os.unlink(entry.path)
+                except FileNotFoundError:
+                    pass
+
+
+def write_atomic(path: Path, data: bytes, *, mode: int = 0o600) -> None:
+    """Replace `path` with `data` atomically. Call inside `config_lock`."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    tmp = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}{TMP_SUFFIX}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)  # O_CREAT's mode is masked by the umask
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    fsync_dir(path.parent)
+
+
+def remove_file(path: Path) -> None:
+    """Delete `path` durably. Call inside `config_lock`."""
+    os.unlink(path)
+    fsync_dir(path.parent)
+
+
+def fsync_dir(folder: Path) -> None:
+    dfd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)

@@ -1,0 +1,156 @@
+"""The CLI's side of the control API: stdlib `http.client` over the unix socket.
+
+Deliberately light (no httpx2, no SDK): `monad mcp status` must cost little more than
+importing typer. Starting the supervisor in the background when a command needs it
+(as gpg-agent does) lives here too, unless `MONAD_NO_AUTOSTART=1`.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from typing import Any
+
+from monad_cli.errors import ApiError, MonadError, SupervisorNotRunning
+from monad_cli.paths import Paths
+
+START_TIMEOUT_S = 60.0
+
+
+class _UnixConnection(http.client.HTTPConnection):
+    def __init__(self, path: str, timeout: float) -> None:
+        super().__init__("localhost", timeout=timeout)
+        self._path = path
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        sock.connect(self._path)
+        self.sock = sock
+
+
+class ControlClient:
+    def __init__(self, paths: Paths, *, timeout: float = 30.0) -> None:
+        self.paths = paths
+        self.timeout = timeout
+
+    def request(self, method: str, path: str, body: Any = None) -> Any:
+        """One API call. Raises `SupervisorNotRunning` if nothing listens, `ApiError` for
+        an error answer."""
+        conn = _UnixConnection(str(self.paths.socket), self.timeout)
+        try:
+            payload = json.dumps(body).encode() if body is not None else None
+            headers = {"Content-Type": "application/json"} if payload is not None else {}
+            try:
+                conn.request(method, path, body=payload, headers=headers)
+                resp = conn.getresponse()
+                data = resp.read()
+            except (FileNotFoundError, ConnectionRefusedError):
+                raise SupervisorNotRunning(
+                    f"the supervisor is not running for `{self.paths.home}`; start it with "
+                    f"`monad daemon start`") from None
+            except TimeoutError:
+                raise MonadError(f"the supervisor did not answer {method} {path} within "
+                                 f"{self.timeout:g} s (see `{self.paths.daemon_log}`)") from None
+        finally:
+            conn.close()
+        try:
+            decoded = json.loads(data) if data else None
+        except ValueError:
+            raise MonadError(f"the supervisor sent a non-JSON answer to {method} {path}") from None
+        if resp.status >= 400:
+            err = (decoded or {}).get("error", {}) if isinstance(decoded, dict) else {}
+            raise ApiError(err.get("message", f"HTTP {resp.status}"), code=err.get("code", "unknown"),
+                           status=resp.status)
+        return decoded
+
+    def get(self, path: str) -> Any:
+        return self.request("GET", path)
+
+    def post(self, path: str, body: Any = None) -> Any:
+        return self.request("POST", path, body if body is not None else {})
+
+    def is_running(self) -> bool:
+        try:
+            self.get("/v1/health")
+            return True
+        except SupervisorNotRunning:
+            return False
+
+
+def autostart_allowed() -> bool:
+    return os.environ.get("MONAD_NO_AUTOSTART", "") not in ("1", "true", "yes")
+
+
+def start_supervisor(paths: Paths, *, timeout: float = START_TIMEOUT_S, extra_args: list[str] | None = None) -> int:
+    """Start `monad daemon run` detached and wait until it answers; returns its pid.
+
+    Readiness comes through a pipe (like sd_notify): the supervisor writes `ok` once the
+    socket serves, or `error: <reason>` (a required server failed) before it exits.
+    Raises `MonadError` with that reason.
+    """
+    paths.ensure()
+    read_fd, write_fd = os.pipe()
+    env = dict(os.environ)
+    env["MONAD_READY_FD"] = str(write_fd)
+    env["MONAD_HOME"] = str(paths.home)
+    log = open(paths.daemon_log, "ab")  # noqa: SIM115 - handed to the child
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "monad_cli", "daemon", "run", *(extra_args or [])],
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
+                                pass_fds=(write_fd,), start_new_session=True, close_fds=True)
+    finally:
+        os.close(write_fd)
+        log.close()
+    message = b""
+    deadline = time.monotonic() + timeout
+    with os.fdopen(read_fd, "rb") as ready:
+        import selectors
+
+        sel = selectors.DefaultSelector()
+        sel.register(ready, selectors.EVENT_READ)
+        while time.monotonic() < deadline:
+            if not sel.select(timeout=max(0.0, deadline - time.monotonic())):
+                break
+            chunk = os.read(read_fd, 4096)
+            if not chunk:
+                break
+            message += chunk
+            if message.endswith(b"\n"):
+                break
+    text = message.decode(errors="replace").strip()
+    if text == "ok":
+        return proc.pid
+    if text.startswith("error:"):
+        proc.wait(timeout=30)
+        raise MonadError(f"the supervisor did not start: {text[6:].strip()}")
+    code = proc.poll()
+    if code is None:
+        raise MonadError(f"the supervisor did not answer within {timeout:g} s (see `{paths.daemon_log}`)")
+    raise MonadError(f"the supervisor exited with status {code} while starting (see `{paths.daemon_log}`)")
+
+
+def connect(paths: Paths, *, autostart: bool = True) -> ControlClient:
+    """A client to a running supervisor, starting one if allowed and needed."""
+    client = ControlClient(paths)
+    if client.is_running():
+        return client
+    if autostart and autostart_allowed():
+        try:
+            start_supervisor(paths)
+        except MonadError as e:
+            if "already running" not in e.message:
+                raise
+            # Lost a race with another CLI that started it: wait for its socket.
+            for _ in range(200):
+                if client.is_running():
+                    break
+                time.sleep(0.05)
+        return client
+    raise SupervisorNotRunning(f"the supervisor is not running for `{paths.home}` (MONAD_NO_AUTOSTART is "
+                               f"set); start it with `monad daemon start`")

@@ -1,0 +1,231 @@
+"""Control API server (docs/supervisor.md "Control API").
+
+Starlette routes served by uvicorn on a unix socket we bind ourselves: 0600 inside the
+0700 `run/` directory, and every connection's peer uid checked with SO_PEERCRED (CA-1).
+Error answers are `{"error": {"code": ..., "message": ...}}` with stable codes. Every
+answer passes through the one redaction function.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import struct
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from monad_cli import __version__
+from monad_cli.config import edits
+from monad_cli.errors import ConfigError, InvalidInput, LockTimeout, NotFound
+from monad_cli.redact import redact_definition
+
+if TYPE_CHECKING:
+    from monad_cli.supervisor.supervisor import Supervisor
+
+log = logging.getLogger("monad.control")
+MAX_BODY = 1024 * 1024
+
+
+class PeerCheckedH11(H11Protocol):
+    """Refuse connections from another uid (root excepted: it can read the socket anyway)."""
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family == socket.AF_UNIX:
+            creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+            _pid, uid, _gid = struct.unpack("3i", creds)
+            if uid not in (os.getuid(), 0):
+                log.warning("refused a control connection from uid %d", uid)
+                transport.close()
+                return
+        super().connection_made(transport)
+
+
+class _QuietServer(uvicorn.Server):
+    # The supervisor owns signal handling; uvicorn must not install its own.
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def error(status: int, code: str, message: str) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+
+
+class ControlServer:
+    def __init__(self, sup: Supervisor) -> None:
+        self.sup = sup
+        self.server: _QuietServer | None = None
+        self.sock: socket.socket | None = None
+        self._task: asyncio.Task[None] | None = None
+        self.app = Starlette(routes=self.routes())
+        self.app.add_exception_handler(Exception, self._on_error)  # type: ignore[arg-type]
+
+    def routes(self) -> list[Route]:
+        return [
+            Route("/v1/health", self.health),
+            Route("/v1/daemon/stop", self.stop_daemon, methods=["POST"]),
+            Route("/v1/settings/mcp-servers", self.list_servers),
+            Route("/v1/settings/mcp-servers", self.add_server, methods=["POST"]),
+            Route("/v1/settings/mcp-servers/status", self.status),
+            Route("/v1/settings/mcp-servers/{name}", self.get_server),
+            Route("/v1/settings/mcp-servers/{name}", self.patch_server, methods=["PATCH"]),
+            Route("/v1/settings/mcp-servers/{name}", self.delete_server, methods=["DELETE"]),
+            Route("/v1/settings/mcp-servers/{name}/status", self.server_status),
+            Route("/v1/mcp-servers/reconnect", self.reconnect_all, methods=["POST"]),
+            Route("/v1/mcp-servers/{name}/reconnect", self.reconnect, methods=["POST"]),
+            Route("/v1/mcp-servers/{name}/tools", self.tools),
+        ]
+
+    async def _on_error(self, request: Request, exc: Exception) -> JSONResponse:
+        if isinstance(exc, NotFound):
+            return error(404, "not_found", exc.message)
+        if isinstance(exc, ConfigError):
+            return error(422, "invalid_definition", exc.message)
+        if isinstance(exc, InvalidInput):
+            return error(409 if "already" in exc.message else 400, "invalid_input", exc.message)
+        if isinstance(exc, LockTimeout):
+            return error(503, "locked", exc.message)
+        log.exception("control API error on %s %s", request.method, request.url.path)
+        return error(500, "internal", self.sup.scrub(f"{type(exc).__name__}: {exc}"))
+
+    async def _body(self, request: Request) -> dict[str, Any]:
+        raw = await request.body()
+        if len(raw) > MAX_BODY:
+            raise InvalidInput("request body too large")
+        import json
+
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            raise InvalidInput("request body is not JSON") from None
+        if not isinstance(body, dict):
+            raise InvalidInput("request body must be a JSON object")
+        return body
+
+    def _actor(self, name: str) -> Any:
+        actor = self.sup.actors.get(name)
+        if actor is None:
+            raise NotFound(f"server `{name}` is not defined (see `monad mcp list`)")
+        return actor
+
+    # -- endpoints -----------------------------------------------------------------------
+    async def health(self, request: Request) -> JSONResponse:
+        return JSONResponse({"pid": os.getpid(), "version": __version__, "home": str(self.sup.paths.home),
+                             "startedAt": self.sup.started_at})
+
+    async def stop_daemon(self, request: Request) -> JSONResponse:
+        self.sup.stop_event.set()
+        return JSONResponse({"stopping": True, "pid": os.getpid()})
+
+    async def list_servers(self, request: Request) -> JSONResponse:
+        await self.sup.reconcile()
+        out = []
+        for name, source in sorted(self.sup.definitions.sources.items()):
+            raw = self.sup.definitions.raw.get(name, {})
+            out.append({"name": name, "source": source, "definition": redact_definition(raw)})
+        return JSONResponse(out)
+
+    async def get_server(self, request: Request) -> JSONResponse:
+        name = request.path_params["name"]
+        source, raw = edits.read_definition(self.sup.paths, name)
+        return JSONResponse({"name": name, "source": source, "definition": redact_definition(raw)})
+
+    async def add_server(self, request: Request) -> JSONResponse:
+        body = await self._body(request)
+        name = body.get("name")
+        definition = body.get("definition")
+        if not isinstance(name, str) or not isinstance(definition, dict):
+            raise InvalidInput('expected {"name": ..., "definition": {...}}')
+        force = bool(body.get("force"))
+        path = await anyio.to_thread.run_sync(lambda: edits.add_server(self.sup.paths, name, definition,
+                                                                       force=force))
+        await self.sup.reconcile()
+        return JSONResponse({"name": name, "path": path}, status_code=201)
+
+    async def patch_server(self, request: Request) -> JSONResponse:
+        name = request.path_params["name"]
+        body = await self._body(request)
+        source = await anyio.to_thread.run_sync(lambda: edits.update_server(self.sup.paths, name, body))
+        await self.sup.reconcile()
+        return JSONResponse({"name": name, "source": source})
+
+    async def delete_server(self, request: Request) -> JSONResponse:
+        name = request.path_params["name"]
+        source = await anyio.to_thread.run_sync(lambda: edits.remove_server(self.sup.paths, name))
+        await self.sup.reconcile()
+        return JSONResponse({"name": name, "source": source})
+
+    async def status(self, request: Request) -> JSONResponse:
+        await self.sup.reconcile()
+        detail = request.query_params.get("detail") in ("1", "true")
+        return JSONResponse({"servers": self.sup.status(detail=detail), "problems": self.sup.file_problems})
+
+    async def server_status(self, request: Request) -> JSONResponse:
+        await self.sup.reconcile()
+        name = request.path_params["name"]
+        self._actor(name)
+        return JSONResponse(self.sup.status(name=name, detail=True)[0])
+
+    async def reconnect(self, request: Request) -> JSONResponse:
+        await self.sup.reconcile()
+        actor = self._actor(request.path_params["name"])
+        actor.reconnect()
+        return JSONResponse({"name": actor.name, "reconnecting": True})
+
+    async def reconnect_all(self, request: Request) -> JSONResponse:
+        await self.sup.reconcile(force=True)
+        for actor in self.sup.actors.values():
+            actor.reconnect()
+        return JSONResponse({"reconnecting": sorted(self.sup.actors)})
+
+    async def tools(self, request: Request) -> JSONResponse:
+        actor = self._actor(request.path_params["name"])
+        return JSONResponse([t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in actor.tools]
+                            if actor.live else [])
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def _bind(self) -> socket.socket:
+        path = self.sup.paths.socket
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()  # stale: we hold the daemon lock, so no live supervisor owns it
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old = os.umask(0o177)
+        try:
+            sock.bind(str(path))
+        finally:
+            os.umask(old)
+        os.chmod(path, 0o600)
+        sock.listen(128)
+        sock.setblocking(False)
+        return sock
+
+    async def start(self) -> None:
+        self.sock = self._bind()
+        config = uvicorn.Config(self.app, http=PeerCheckedH11, lifespan="off", log_config=None,
+                                access_log=False, timeout_graceful_shutdown=2, h11_max_incomplete_event_size=MAX_BODY)
+        self.server = _QuietServer(config)
+        config.load()
+        self.server.lifespan = config.lifespan_class(config)
+        await self.server.startup(sockets=[self.sock])
+
+    async def stop(self) -> None:
+        if self.server is not None and self.server.started:
+            self.server.force_exit = True
+            with anyio.move_on_after(3):
+                await self.server.shutdown(sockets=[self.sock] if self.sock else None)
+
+    def cleanup(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.sup.paths.socket.unlink()

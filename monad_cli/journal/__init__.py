@@ -1,0 +1,1 @@
+"""The SQLite journal (`journal.db`): server state changes, config errors, calls, tasks."""

@@ -1,0 +1,100 @@
+"""Where monad keeps its state: `MONAD_HOME` (default `~/.monad`), resolved once, here only.
+
+Layout (see docs/supervisor.md):
+
+    atoms/mcp/<name>.toml      one hot atom per server
+    agents.json                {"mcpServers": [...]}
+    journal.db                 SQLite journal (WAL)
+    run/monad.sock, monad.pid  control socket and pid file of the supervisor
+    logs/daemon.log            supervisor log; logs/servers/<name>.stderr.log per stdio server
+    .lock                      the never-deleted lock file every config write takes
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Paths:
+    home: Path
+
+    @property
+    def atoms_dir(self) -> Path:
+        return self.home / "atoms" / "mcp"
+
+    @property
+    def agents_json(self) -> Path:
+        return self.home / "agents.json"
+
+    @property
+    def features_dir(self) -> Path:
+        return self.home / "features"
+
+    @property
+    def journal_db(self) -> Path:
+        return self.home / "journal.db"
+
+    @property
+    def run_dir(self) -> Path:
+        return self.home / "run"
+
+    @property
+    def socket(self) -> Path:
+        return self.run_dir / "monad.sock"
+
+    @property
+    def pid_file(self) -> Path:
+        return self.run_dir / "monad.pid"
+
+    @property
+    def daemon_lock(self) -> Path:
+        return self.run_dir / "daemon.lock"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.home / "logs"
+
+    @property
+    def daemon_log(self) -> Path:
+        return self.logs_dir / "daemon.log"
+
+    @property
+    def server_logs_dir(self) -> Path:
+        return self.logs_dir / "servers"
+
+    @property
+    def config_lock(self) -> Path:
+        return self.home / ".lock"
+
+    def server_stderr_log(self, name: str) -> Path:
+        return self.server_logs_dir / f"{name}.stderr.log"
+
+    def atom_path(self, name: str) -> Path:
+        return self.atoms_dir / f"{name}.toml"
+
+    def ensure(self) -> None:
+        """Create the state directories (0700: atoms and agents.json may hold secrets)."""
+        for d in (self.home, self.atoms_dir.parent, self.atoms_dir, self.run_dir, self.logs_dir,
+                  self.server_logs_dir):
+            d.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # mkdir's mode is masked by the umask and ignored for existing dirs.
+        for d in (self.home, self.run_dir):
+            if d.stat().st_mode & 0o077:
+                os.chmod(d, 0o700)
+
+
+def resolve_home() -> Path:
+    raw = os.environ.get("MONAD_HOME")
+    if raw:
+        return Path(raw).expanduser().absolute()
+    return Path.home() / ".monad"
+
+
+@lru_cache(maxsize=1)
+def paths() -> Paths:
+    """The one `Paths` of this process, from `MONAD_HOME` at first use."""
+    return Paths(resolve_home())

@@ -1,0 +1,88 @@
+"""The only module that prints. Data goes to stdout, status and errors to stderr.
+
+`--json` output is the same data as the tables (pipx/hatch habit), printed with
+`json.dumps` so it parses with any tool.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+
+def data_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def line(text: str = "") -> None:
+    sys.stdout.write(text + "\n")
+
+
+def info(text: str) -> None:
+    sys.stderr.write(text + "\n")
+
+
+def warn(text: str) -> None:
+    sys.stderr.write(f"warning: {text}\n")
+
+
+def error(text: str) -> None:
+    sys.stderr.write(f"error: {text}\n")
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=False)
+
+
+def table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]], *, empty: str = "") -> None:
+    """Rows as a table; `columns` are (key, header). Plain text when stdout is not a TTY."""
+    if not rows:
+        if empty:
+            info(empty)
+        return
+    cells = [[_cell(r.get(k)) for k, _ in columns] for r in rows]
+    if not sys.stdout.isatty():
+        widths = [max(len(h), *(len(c[i]) for c in cells)) for i, (_, h) in enumerate(columns)]
+        line("  ".join(h.upper().ljust(w) for (_, h), w in zip(columns, widths)).rstrip())
+        for c in cells:
+            line("  ".join(v.ljust(w) for v, w in zip(c, widths)).rstrip())
+        return
+    from rich.markup import escape
+    from rich.table import Table
+
+    t = Table(box=None, pad_edge=False, header_style="bold")
+    for _, h in columns:
+        t.add_column(h.upper(), overflow="fold")
+    for c in cells:
+        t.add_row(*(escape(v) for v in c))
+    _console().print(t)
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    return str(v)
+
+
+def key_values(pairs: Sequence[tuple[str, Any]]) -> None:
+    width = max((len(k) for k, _ in pairs), default=0)
+    for k, v in pairs:
+        if isinstance(v, list):
+            line(f"{k.ljust(width)}  " + ("" if v else "-"))
+            for item in v:
+                line(f"{'':{width}}    {item}")
+        else:
+            line(f"{k.ljust(width)}  {_cell(v)}")
+
+
+def when(ts: float | None) -> str:
+    if ts is None:
+        return "-"
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))

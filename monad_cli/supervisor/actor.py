@@ -1,0 +1,366 @@
+"""One actor task per server: it alone enters and exits the server's `mcp.Client`.
+
+The SDK requires a Client to be entered and exited in the same task (anyio cancel
+scopes), so the actor holds `async with Client(...)` open for the life of a session while
+other tasks use `actor.client` concurrently. The actor owns the state machine
+(states.py), the connect deadline, the restart policy (backoff.py) and the reasons a
+person reads in `monad mcp status`.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from mcp import Client, MCPError
+from mcp_types import CONNECTION_CLOSED, Implementation, Tool, ToolListChangedNotification
+
+from monad_cli import __version__
+from monad_cli.config.schema import ServerSpec
+from monad_cli.redact import redact_url
+from monad_cli.supervisor.backoff import Backoff
+from monad_cli.supervisor.states import LIVE, State, check_transition
+from monad_cli.supervisor.stderr import StderrSink
+from monad_cli.supervisor.transports import Connection, SpawnError, http_transport, stdio_transport
+
+if TYPE_CHECKING:
+    from monad_cli.supervisor.supervisor import Supervisor
+
+log = logging.getLogger("monad.actor")
+MAX_TOOL_PAGES = 1000
+STDERR_IN_REASON = 3
+
+
+class NeedsAuth(Exception):
+    pass
+
+
+class ToolListProblem(Exception):
+    pass
+
+
+def leaf_exceptions(exc: BaseException) -> list[BaseException]:
+    """Flatten the ExceptionGroups anyio task groups wrap connect failures in."""
+    if isinstance(exc, BaseExceptionGroup):
+        out: list[BaseException] = []
+        for sub in exc.exceptions:
+            out.extend(leaf_exceptions(sub))
+        return out
+    return [exc]
+
+
+async def list_all_tools(client: Client) -> tuple[list[Tool], str | None]:
+    """Every page of tools/list; a repeated cursor ends the listing with a problem."""
+    tools: list[Tool] = []
+    seen: set[str] = set()
+    cursor: str | None = None
+    for _ in range(MAX_TOOL_PAGES):
+        result = await client.list_tools(cursor=cursor)
+        tools.extend(result.tools)
+        cursor = result.next_cursor
+        if cursor is None:
+            return tools, None
+        if cursor in seen:
+            return tools, f"tools/list repeated cursor {cursor[:40]!r}; stopped after {len(seen) + 1} pages"
+        seen.add(cursor)
+    return tools, f"tools/list did not end after {MAX_TOOL_PAGES} pages"
+
+
+class ServerActor:
+    """Lifecycle of one server. `spec is None` means its definition does not validate."""
+
+    def __init__(self, name: str, spec: ServerSpec | None, supervisor: Supervisor,
+                 *, config_error: str | None = None, source: str | None = None) -> None:
+        self.name = name
+        self.spec = spec
+        self.source = spec.source if spec else source
+        self.sup = supervisor
+        self.config_error = config_error
+        self.state = State.STOPPED
+        self.reason: str | None = None
+        self.since = time.time()
+        self.client: Client | None = None
+        self.tools: list[Tool] = []
+        self.tool_problem: str | None = None
+        self.protocol_version: str | None = None
+        self.server_info: dict[str, Any] | None = None
+        self.conn: Connection | None = None
+        self.connected_at: float | None = None
+        self.sink = StderrSink(supervisor.paths.server_stderr_log(name))
+        self.backoff = Backoff()
+        self.first_attempt = anyio.Event()
+        self.done = anyio.Event()
+        self._wake = anyio.Event()
+        self._wake_reason: str | None = None
+        self._scope: anyio.CancelScope | None = None
+        self._tg: anyio.abc.TaskGroup | None = None
+        self.listeners: list[Callable[[ServerActor], None]] = []
+
+    # -- control from other tasks ------------------------------------------------------
+    def update(self, spec: ServerSpec | None, *, config_error: str | None = None,
+               source: str | None = None) -> None:
+        """A new definition (or a new config error with no valid definition)."""
+        self.spec = spec
+        self.config_error = config_error
+        self.source = spec.source if spec else source or self.source
+        self.backoff.reset()
+        self._wakeup("update")
+
+    def reconnect(self) -> None:
+        self.backoff.reset()
+        self._wakeup("reconnect")
+
+    async def stop(self) -> None:
+        if self._scope is not None:
+            self._scope.cancel()
+            await self.done.wait()
+
+    def _wakeup(self, reason: str) -> None:
+        if self._wake_reason is None:
+            self._wake_reason = reason
+        self._wake.set()
+
+    async def _sleep_until_woken(self, timeout: float = math.inf) -> str | None:
+        with anyio.move_on_after(timeout):
+            await self._wake.wait()
+        reason, self._wake_reason = self._wake_reason, None
+        self._wake = anyio.Event()
+        return reason
+
+    # -- state -------------------------------------------------------------------------
+    def set_state(self, state: State, reason: str | None = None) -> None:
+        reason = self.sup.scrub(reason) if reason else reason
+        if state == self.state and reason == self.reason:
+            return
+        check_transition(self.state, state)
+        self.state, self.reason, self.since = state, reason, time.time()
+        log.info("server %s: %s%s", self.name, state, f" ({reason})" if reason else "")
+        self.sup.journal_state(self.name, state, reason)
+        for listener in list(self.listeners):
+            listener(self)
+
+    @property
+    def live(self) -> bool:
+        return self.state in LIVE and self.client is not None
+
+    # -- the task ----------------------------------------------------------------------
+    async def run(self) -> None:
+        with anyio.CancelScope() as self._scope:
+            try:
+                await self._loop()
+            finally:
+                self.first_attempt.set()
+                with anyio.CancelScope(shield=True):
+                    self.client = None
+                    self.set_state(State.STOPPED, "supervisor stopping" if self.sup.stopping else "removed")
+                self.done.set()
+
+    async def _loop(self) -> None:
+        while True:
+            spec = self.spec
+            if spec is None:
+                self.set_state(State.FAILED, f"config error: {self.config_error}")
+                self.first_attempt.set()
+                await self._sleep_until_woken()
+                continue
+            if not spec.enabled:
+                self.set_state(State.DISABLED, "enabled = false in its definition")
+                self.first_attempt.set()
+                await self._sleep_until_woken()
+                continue
+            if self.sup.filtered_out(self.name):
+                self.set_state(State.FILTERED, self.sup.filter_reason(self.name))
+                self.first_attempt.set()
+                await self._sleep_until_woken()
+                continue
+            outcome, reason = await self._session(spec)
+            self.first_attempt.set()
+            if outcome in ("update", "reconnect"):
+                continue
+            if outcome == "needs-auth":
+                self.set_state(State.NEEDS_AUTH, reason)
+                await self._sleep_until_woken()
+                continue
+            if outcome == "fatal":
+                self.set_state(State.FAILED, reason)
+                await self._sleep_until_woken()
+                continue
+            # "failed" (connect failed) or "closed" (a live session ended)
+            if self.backoff.record_failure(time.monotonic()):
+                n = self.backoff.give_up_after
+                self.set_state(State.FAILED, f"{reason}; gave up after {n} failures in "
+                                             f"{self.backoff.window:.0f} s, run `monad mcp reconnect {self.name}`")
+                await self._sleep_until_woken()
+                self.backoff.reset()
+                continue
+            delay = self.backoff.next_delay()
+            self.set_state(State.BACKOFF, f"{reason}; retrying in {delay:.1f} s")
+            await self._sleep_until_woken(delay)
+
+    async def _session(self, spec: ServerSpec) -> tuple[str, str]:
+        """One connection attempt and, if it succeeds, the session until it ends."""
+        conn = Connection(on_closed=lambda: self._wakeup("closed"))
+        self.conn = conn
+        self._wake = anyio.Event()
+        self._wake_reason = None
+        self.set_state(State.CONNECTING, "starting" if spec.transport == "stdio" else "connecting")
+        phase = "starting the server" if spec.transport == "stdio" else "connecting"
+        transport: Any
+        if spec.transport == "stdio":
+            transport = stdio_transport(spec, self.sink, conn)
+        else:
+            transport = http_transport(spec, conn, auth=self.sup.http_auth(spec))
+        try:
+            with anyio.CancelScope() as deadline:
+                deadline.deadline = anyio.current_time() + spec.timeout
+                client = Client(transport, mode="auto", cache=None,
+                                client_info=Implementation(name="monad", version=__version__),
+                                message_handler=self._on_message)
+                phase = "negotiating the protocol version (server/discover, initialize)"
+                async with client:
+                    phase = "listing tools"
+                    tools, problem = await list_all_tools(client)
+                    deadline.deadline = math.inf
+                    phase = "connected"
+                    self._connected(client, tools, problem)
+                    async with anyio.create_task_group() as tg:
+                        self._tg = tg
+                        reason = await self._sleep_until_woken()
+                        tg.cancel_scope.cancel()
+                    self._tg = None
+                    self.client = None
+            if deadline.cancelled_caught:
+                return "failed", self._explain_timeout(spec, phase)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a reason
+            self.client = None
+            self._tg = None
+            return self._classify(spec, exc, phase)
+        finally:
+            self.client = None
+            if self.connected_at is not None:
+                self.backoff.record_uptime(time.monotonic() - self.connected_at)
+                self.connected_at = None
+        if reason == "closed":
+            return "closed", self._explain_closed(spec, conn)
+        return reason or "reconnect", reason or "reconnect"
+
+    def _connected(self, client: Client, tools: list[Tool], problem: str | None) -> None:
+        self.client = client
+        self.tools = tools
+        self.tool_problem = problem
+        self.connected_at = time.monotonic()
+        self.protocol_version = client.protocol_version
+        info = client.server_info
+        self.server_info = info.model_dump(exclude_none=True) if info else None
+        self.sup.on_tools_changed(self)
+        if problem:
+            self.set_state(State.DEGRADED, problem)
+        else:
+            self.set_state(State.CONNECTED, None)
+
+    async def refresh_tools(self) -> None:
+        client = self.client
+        if client is None:
+            return
+        try:
+            tools, problem = await list_all_tools(client)
+        except Exception as exc:  # noqa: BLE001
+            self.set_state(State.DEGRADED, f"tools/list failed: {self._describe(exc)}")
+            return
+        self.tools, self.tool_problem = tools, problem
+        self.sup.on_tools_changed(self)
+        if self.client is not None:
+            self.set_state(State.DEGRADED if problem else State.CONNECTED, problem)
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, ToolListChangedNotification) and self._tg is not None:
+            self._tg.start_soon(self.refresh_tools)
+
+    # -- reasons -----------------------------------------------------------------------
+    def _stderr_hint(self) -> str:
+        lines = self.sink.lines()[-STDERR_IN_REASON:]
+        return f"; stderr: {' | '.join(lines)}" if lines else ""
+
+    def _explain_timeout(self, spec: ServerSpec, phase: str) -> str:
+        return f"timed out after {spec.timeout:g} s while {phase}{self._stderr_hint()}"
+
+    def _explain_closed(self, spec: ServerSpec, conn: Connection) -> str:
+        if conn.protocol_error:
+            return f"closed the session: {conn.protocol_error}"
+        if spec.transport == "stdio":
+            return f"server process {self._exit_text(conn)}{self._stderr_hint()}"
+        return "the server closed the connection"
+
+    @staticmethod
+    def _exit_text(conn: Connection) -> str:
+        rc = conn.returncode
+        if rc is None:
+            return "closed its stdout"
+        if rc < 0:
+            return f"was killed by signal {-rc}"
+        return f"exited with status {rc}"
+
+    def _describe(self, exc: BaseException) -> str:
+        if isinstance(exc, MCPError):
+            return f"{exc.error.message} (MCP error {exc.error.code})"
+        text = str(exc) or type(exc).__name__
+        return text
+
+    def _classify(self, spec: ServerSpec, exc: BaseException, phase: str) -> tuple[str, str]:
+        leaves = leaf_exceptions(exc)
+        conn = self.conn
+        for leaf in leaves:
+            if isinstance(leaf, SpawnError):
+                return "fatal", str(leaf)
+        if conn and conn.protocol_error:
+            return "failed", f"{conn.protocol_error} while {phase}"
+        if spec.transport == "http" and conn is not None:
+            status = conn.last_http_status
+            if status == 401 or any(isinstance(x, NeedsAuth) for x in leaves):
+                return "needs-auth", (f"the server answered 401 Unauthorized; run "
+                                      f"`monad mcp authorize {self.name}`")
+            if status is not None and status >= 400 and status != 404:
+                return "failed", f"HTTP {status} from {redact_url(spec.url or '')} while {phase}"
+        for leaf in leaves:
+            name = type(leaf).__name__
+            if name in ("ConnectError", "ConnectTimeout"):
+                return "failed", f"cannot connect to {redact_url(spec.url or '')}: {leaf or name}"
+            if name in ("ReadTimeout", "WriteTimeout", "PoolTimeout", "RemoteProtocolError", "ReadError"):
+                return "failed", f"HTTP error talking to {redact_url(spec.url or '')}: {leaf or name}"
+        for leaf in leaves:
+            if isinstance(leaf, MCPError) and leaf.error.code == CONNECTION_CLOSED and conn is not None:
+                if spec.transport == "stdio":
+                    return "failed", f"server process {self._exit_text(conn)} while {phase}{self._stderr_hint()}"
+                return "failed", f"the server closed the connection while {phase}"
+        leaf = leaves[0] if leaves else exc
+        if spec.transport == "http" and conn and conn.last_http_status == 404:
+            return "failed", f"HTTP 404 from {redact_url(spec.url or '')}: is the URL's path right?"
+        return "failed", f"{self._describe(leaf)} while {phase}{self._stderr_hint()}"
+
+    # -- status ------------------------------------------------------------------------
+    def status(self, *, detail: bool = False) -> dict[str, Any]:
+        spec = self.spec
+        row: dict[str, Any] = {
+            "name": self.name,
+            "transport": spec.transport if spec else None,
+            "state": str(self.state),
+            "reason": self.reason,
+            "since": self.since,
+            "tools": len(self.tools) if self.live else None,
+            "protocolVersion": self.protocol_version if self.live else None,
+            "source": self.source,
+            "enabled": spec.enabled if spec else None,
+            "required": spec.required if spec else None,
+            "pid": self.conn.pid if self.conn and self.live else None,
+            "configError": self.config_error if spec else None,
+        }
+        if detail:
+            row["toolNames"] = [t.name for t in self.tools] if self.live else []
+            row["stderrTail"] = [self.sup.scrub(line) for line in self.sink.lines()]
+            row["serverInfo"] = self.server_info if self.live else None
+            row["strayStdoutLines"] = self.conn.stray_lines if self.conn else 0
+        return row

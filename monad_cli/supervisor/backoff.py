@@ -1,0 +1,52 @@
+"""Restart policy (DESIGN "Failure policy"; reliability SV-2, SV-3, SV-7).
+
+Delay before retry n (n = consecutive failures, from 1): initial × 2^(n-1), capped at
+60 s, with ±20 % jitter. More than `give_up_after` failures inside `window` seconds
+means give up (`failed`) until `monad mcp reconnect`. A connection that stayed up for
+`healthy_after` seconds resets the consecutive count. All times are monotonic seconds.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections import deque
+from dataclasses import dataclass, field
+
+
+def _initial_default() -> float:
+    # Tests shorten the schedule; documented in docs/supervisor.md.
+    return float(os.environ.get("MONAD_BACKOFF_INITIAL", "1.0"))
+
+
+@dataclass
+class Backoff:
+    initial: float = field(default_factory=_initial_default)
+    factor: float = 2.0
+    cap: float = 60.0
+    jitter: float = 0.2
+    give_up_after: int = 5
+    window: float = 60.0
+    healthy_after: float = 10.0
+    consecutive: int = 0
+    failures: deque[float] = field(default_factory=deque)
+
+    def record_failure(self, now: float) -> bool:
+        """Count one failure; True when the server should be given up on."""
+        self.consecutive += 1
+        self.failures.append(now)
+        while self.failures and now - self.failures[0] > self.window:
+            self.failures.popleft()
+        return len(self.failures) >= self.give_up_after
+
+    def next_delay(self) -> float:
+        base = min(self.cap, self.initial * self.factor ** max(0, self.consecutive - 1))
+        return max(0.0, base * (1 + random.uniform(-self.jitter, self.jitter)))
+
+    def record_uptime(self, seconds: float) -> None:
+        if seconds >= self.healthy_after:
+            self.consecutive = 0
+
+    def reset(self) -> None:
+        self.consecutive = 0
+        self.failures.clear()

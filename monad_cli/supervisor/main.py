@@ -1,0 +1,83 @@
+"""`monad daemon run`: the supervisor's process entry (no typer here)."""
+
+from __future__ import annotations
+
+import logging
+import logging.handlers
+import os
+import sys
+
+import anyio
+
+from monad_cli.paths import Paths
+from monad_cli.supervisor.supervisor import AlreadyRunning, StartupFailed, Supervisor
+
+LOG_CAP_BYTES = 10 * 1024 * 1024
+
+
+class _ScrubFilter(logging.Filter):
+    def __init__(self, sup: Supervisor) -> None:
+        super().__init__()
+        self.sup = sup
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = self.sup.scrub(record.getMessage())
+        record.args = ()
+        return True
+
+
+def _setup_logging(paths: Paths, sup: Supervisor, *, to_stderr: bool) -> None:
+    paths.ensure()
+    root = logging.getLogger()
+    root.setLevel(logging.DEBUG if os.environ.get("MONAD_DEBUG") == "1" else logging.INFO)
+    fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    handlers: list[logging.Handler] = [
+        logging.handlers.RotatingFileHandler(paths.daemon_log, maxBytes=LOG_CAP_BYTES, backupCount=3)]
+    if to_stderr:
+        handlers.append(logging.StreamHandler(sys.stderr))
+    for h in handlers:
+        h.setFormatter(fmt)
+        h.addFilter(_ScrubFilter(sup))
+        root.addHandler(h)
+    for noisy in ("uvicorn", "uvicorn.error", "httpx2", "httpcore", "mcp", "watchfiles"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def run(paths: Paths) -> int:
+    """Run the supervisor in this process until SIGTERM/SIGINT or `daemon stop`.
+
+    Returns the exit status: 0 after a clean stop, 1 when it could not start (another
+    supervisor owns this MONAD_HOME, or a `required` server failed).
+    """
+    ready_fd = int(os.environ.pop("MONAD_READY_FD", "-1"))
+    sup = Supervisor(paths)
+    _setup_logging(paths, sup, to_stderr=ready_fd < 0)
+    log = logging.getLogger("monad.supervisor")
+
+    def notify(error: str | None) -> None:
+        nonlocal ready_fd
+        if ready_fd >= 0:
+            msg = "ok\n" if error is None else f"error: {sup.scrub(error)}\n"
+            try:
+                os.write(ready_fd, msg.encode())
+            finally:
+                os.close(ready_fd)
+                ready_fd = -1
+
+    try:
+        anyio.run(lambda: sup.run(on_ready=notify))
+    except AlreadyRunning as e:
+        notify(str(e))
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except StartupFailed as e:
+        log.error("not started: %s", e)
+        print(f"error: the supervisor did not start: {sup.scrub(str(e))}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BaseException as e:
+        log.exception("supervisor crashed")
+        notify(f"crashed: {type(e).__name__}: {e}")
+        raise
+    return 0

@@ -1,0 +1,101 @@
+"""Continuous draining of a stdio server's stderr (reliability ST-5).
+
+The server writes into a real pipe (the SDK and the kernel need an fd); the read end is
+drained by a task here into `logs/servers/<name>.stderr.log` (size-capped, rotated) and an
+in-memory tail of the last lines, so a server that writes megabytes, with or without
+newlines, never blocks on a full pipe.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from pathlib import Path
+
+import anyio
+
+LOG_CAP_BYTES = 10 * 1024 * 1024
+LOG_BACKUPS = 3
+TAIL_LINES = 20
+MAX_LINE_CHARS = 500
+
+
+class StderrSink:
+    """One pipe per connection attempt; `tail` keeps the lines across attempts."""
+
+    def __init__(self, log_path: Path) -> None:
+        self.log_path = log_path
+        self.tail: deque[str] = deque(maxlen=TAIL_LINES)
+        self._partial = ""
+        self.read_fd: int | None = None
+        self.write_fd: int | None = None
+
+    def open_pipe(self) -> int:
+        """Make a new pipe; returns the write end for the child."""
+        self.read_fd, self.write_fd = os.pipe()
+        os.set_blocking(self.read_fd, False)
+        return self.write_fd
+
+    def close_write_end(self) -> None:
+        # The parent must drop its copy, or EOF never comes when the child exits.
+        if self.write_fd is not None:
+            os.close(self.write_fd)
+            self.write_fd = None
+
+    def close(self) -> None:
+        self.close_write_end()
+        if self.read_fd is not None:
+            os.close(self.read_fd)
+            self.read_fd = None
+
+    async def drain(self) -> None:
+        """Read until EOF (every holder of the write end has exited)."""
+        fd = self.read_fd
+        assert fd is not None
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            while True:
+                try:
+                    chunk = os.read(fd, 65536)
+                except BlockingIOError:
+                    await anyio.wait_readable(fd)
+                    continue
+                except OSError:
+                    return
+                if not chunk:
+                    self._flush_partial()
+                    return
+                log.write(chunk)
+                log.flush()
+                self._feed(chunk.decode("utf-8", errors="replace"))
+                if log.tell() > LOG_CAP_BYTES:
+                    log.close()
+                    self._rotate()
+                    log = open(self.log_path, "ab")  # noqa: SIM115 - reopened after rotation
+                await anyio.lowlevel.checkpoint()
+
+    def _feed(self, text: str) -> None:
+        lines = (self._partial + text).split("\n")
+        self._partial = lines.pop()[-MAX_LINE_CHARS * 4:]
+        for line in lines:
+            line = line.rstrip("\r")
+            if line:
+                self.tail.append(line[:MAX_LINE_CHARS])
+
+    def _flush_partial(self) -> None:
+        if self._partial.strip():
+            self.tail.append(self._partial[:MAX_LINE_CHARS])
+        self._partial = ""
+
+    def _rotate(self) -> None:
+        for i in range(LOG_BACKUPS - 1, 0, -1):
+            src = self.log_path.with_name(f"{self.log_path.name}.{i}")
+            if src.exists():
+                os.replace(src, self.log_path.with_name(f"{self.log_path.name}.{i + 1}"))
+        os.replace(self.log_path, self.log_path.with_name(f"{self.log_path.name}.1"))
+
+    def lines(self) -> list[str]:
+        out = list(self.tail)
+        if self._partial.strip():
+            out.append(self._partial[:MAX_LINE_CHARS])
+        return out

@@ -1,0 +1,288 @@
+"""The supervisor process: watches the definitions, reconciles by diff, owns the actors,
+serves the control API, and journals every state change (DESIGN "The supervisor")."""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import signal
+import time
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+
+from monad_cli import __version__
+from monad_cli.config.loader import Definitions, load_definitions
+from monad_cli.config.schema import ServerSpec
+from monad_cli.journal.db import Journal
+from monad_cli.paths import Paths
+from monad_cli.redact import redact_text, secret_values
+from monad_cli.supervisor.actor import ServerActor
+from monad_cli.supervisor.reconcile import diff, fingerprints
+from monad_cli.supervisor.states import LIVE, State
+
+log = logging.getLogger("monad.supervisor")
+
+
+class AlreadyRunning(Exception):
+    pass
+
+
+class StartupFailed(Exception):
+    pass
+
+
+def _spec_secrets(spec: ServerSpec) -> set[str]:
+    return secret_values({"env": spec.env, "headers": spec.headers, "url": spec.url or "",
+                          "args": spec.args, "auth": spec.auth})
+
+
+class Supervisor:
+    def __init__(self, paths: Paths, *, environ: dict[str, str] | None = None) -> None:
+        self.paths = paths
+        self.environ = dict(os.environ if environ is None else environ)
+        self.actors: dict[str, ServerActor] = {}
+        self.applied: dict[str, str] = {}
+        self.definitions = Definitions()
+        self.file_problems: list[dict[str, Any]] = []
+        self.secrets: set[str] = set()
+        self.stopping = False
+        self.started_at = time.time()
+        self.journal: Journal | None = None
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._stamp: Any = None
+        self._lock_fd: int | None = None
+        self._reconcile_lock = anyio.Lock()
+        self.stop_event = anyio.Event()
+        self.tool_listeners: list[Callable[[ServerActor], None]] = []
+
+    # -- helpers used by actors ----------------------------------------------------------
+    def scrub(self, text: str) -> str:
+        return redact_text(text, self.secrets)
+
+    def journal_state(self, server: str, state: State, reason: str | None) -> None:
+        if self.journal is not None:
+            try:
+                self.journal.record("state", server=server, state=str(state), reason=reason)
+            except Exception:  # noqa: BLE001 - a journal hiccup must not stop a server
+                log.exception("journal write failed")
+
+    def http_auth(self, spec: ServerSpec) -> Any:
+        """The httpx2 Auth for an http server (OAuth plugs in here), or None."""
+        return None
+
+    def filtered_out(self, name: str) -> bool:
+        return False
+
+    def filter_reason(self, name: str) -> str:
+        return ""
+
+    def on_tools_changed(self, actor: ServerActor) -> None:
+        for listener in list(self.tool_listeners):
+            listener(actor)
+
+    # -- process-level guards ------------------------------------------------------------
+    def acquire_daemon_lock(self) -> None:
+        """One supervisor per MONAD_HOME: an flock on run/daemon.lock, held for life."""
+        self.paths.ensure()
+        fd = os.open(self.paths.daemon_lock, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise AlreadyRunning(f"a supervisor is already running for `{self.paths.home}` (pid {holder})") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        self._lock_fd = fd
+
+    # -- definitions -----------------------------------------------------------------
+    def config_stamp(self) -> Any:
+        """Cheap fingerprint of the config files (names, sizes, mtimes)."""
+        entries: list[tuple[str, int, int]] = []
+        for folder in (self.paths.atoms_dir,):
+            try:
+                with os.scandir(folder) as it:
+                    for e in it:
+                        if e.name.endswith(".toml") and not e.name.startswith("."):
+                            st = e.stat()
+                            entries.append((e.name, st.st_size, st.st_mtime_ns))
+            except FileNotFoundError:
+                pass
+        try:
+            st = self.paths.agents_json.stat()
+            entries.append(("agents.json", st.st_size, st.st_mtime_ns))
+        except FileNotFoundError:
+            pass
+        return tuple(sorted(entries))
+
+    async def reconcile(self, *, force: bool = False) -> None:
+        """Load the definitions and apply the diff. Safe to call from any task."""
+        async with self._reconcile_lock:
+            stamp = self.config_stamp()
+            if stamp == self._stamp and not force:
+                return
+            self._stamp = stamp
+            defs = load_definitions(self.paths, self.environ)
+            self._apply(defs)
+
+    def _apply(self, defs: Definitions) -> None:
+        old_problems = {(p.server, p.message) for p in self.definitions.problems}
+        self.definitions = defs
+        secrets: set[str] = set()
+        for spec in defs.specs.values():
+            secrets |= _spec_secrets(spec)
+        for raw in defs.raw.values():
+            secrets |= secret_values(raw)
+        for actor in self.actors.values():  # last-good definitions still in use
+            if actor.spec is not None:
+                secrets |= _spec_secrets(actor.spec)
+        self.secrets = secrets
+        self.file_problems = [{"file": p.file, "message": self.scrub(p.message)}
+                              for p in defs.problems if p.server is None]
+        for p in defs.problems:
+            if (p.server, p.message) not in old_problems and self.journal is not None:
+                self.journal.record("config-error", server=p.server, reason=p.message,
+                                    detail={"file": p.file})
+                log.warning("config error: %s", self.scrub(p.message))
+
+        d = diff(self.applied, defs)
+        for name in d.added:
+            self._start_actor(ServerActor(name, defs.specs[name], self))
+        for name in d.changed:
+            self.actors[name].update(defs.specs[name])
+            self._journal_config(name, "changed; reconnecting")
+        for name in d.unchanged:
+            actor = self.actors[name]
+            actor.spec = defs.specs[name]  # same session; the source may have moved
+            actor.source = actor.spec.source
+            if actor.config_error:
+                actor.config_error = None
+        for name in d.broken:
+            problem = defs.problem_for(name)
+            assert problem is not None
+            actor = self.actors.get(name)
+            if actor is None:
+                self._start_actor(ServerActor(name, None, self, config_error=self.scrub(problem.message),
+                                              source=problem.file))
+            elif actor.spec is not None and self.applied.get(name):
+                # Keep the last good definition running (CF-7); show the error beside it.
+                actor.config_error = self.scrub(problem.message)
+            else:
+                actor.update(None, config_error=self.scrub(problem.message), source=problem.file)
+        for name in d.removed:
+            actor = self.actors.pop(name)
+            self._journal_config(name, "removed")
+            assert self._tg is not None
+            self._tg.start_soon(actor.stop)
+        new_applied = fingerprints(defs)
+        for name in d.broken:  # the running definition is still the applied one
+            if self.applied.get(name):
+                new_applied[name] = self.applied[name]
+        self.applied = new_applied
+
+    def _journal_config(self, name: str, what: str) -> None:
+        if self.journal is not None:
+            self.journal.record("config", server=name, reason=what)
+
+    def _start_actor(self, actor: ServerActor) -> None:
+        self.actors[actor.name] = actor
+        assert self._tg is not None
+        self._tg.start_soon(actor.run)
+
+    # -- status ------------------------------------------------------------------------
+    def status(self, *, name: str | None = None, detail: bool = False) -> list[dict[str, Any]]:
+        names = [name] if name else sorted(self.actors)
+        return [self.actors[n].status(detail=detail) for n in names if n in self.actors]
+
+    # -- main --------------------------------------------------------------------------
+    async def run(self, *, on_ready: Callable[[str | None], None] = lambda err: None,
+                  serve: bool = True) -> None:
+        """Run until stopped. `on_ready(None)` once serving, `on_ready(reason)` on a failed start."""
+        from monad_cli.control.server import ControlServer
+
+        self.acquire_daemon_lock()
+        self.journal = Journal(self.paths.journal_db, scrub=self.scrub)
+        check = self.journal.quick_check()
+        self.journal.record("daemon", reason=f"supervisor {__version__} started (pid {os.getpid()})",
+                            detail={"quick_check": check})
+        self.paths.pid_file.write_text(f"{os.getpid()}\n")
+        control = ControlServer(self)
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                tg.start_soon(self._handle_signals)
+                await self.reconcile(force=True)
+                failure = await self._wait_required()
+                if failure:
+                    on_ready(failure)
+                    raise StartupFailed(failure)
+                if serve:
+                    await control.start()
+                on_ready(None)
+                tg.start_soon(self._watch)
+                await self.stop_event.wait()
+                self.stopping = True
+                await control.stop()
+                for actor in list(self.actors.values()):
+                    tg.start_soon(actor.stop)
+                with anyio.move_on_after(15):
+                    for actor in list(self.actors.values()):
+                        await actor.done.wait()
+                tg.cancel_scope.cancel()
+        finally:
+            self.stopping = True
+            control.cleanup()
+            try:
+                self.paths.pid_file.unlink()
+            except FileNotFoundError:
+                pass
+            if self.journal is not None:
+                self.journal.record("daemon", reason="supervisor stopped")
+                self.journal.close()
+
+    async def _wait_required(self) -> str | None:
+        required = [a for a in self.actors.values() if a.spec is not None and a.spec.required]
+        for actor in required:
+            await actor.first_attempt.wait()
+        failed = [a for a in required if a.state not in LIVE]
+        if not failed:
+            return None
+        return "; ".join(f"required server `{a.name}` is {a.state}: {a.reason}" for a in failed)
+
+    async def _handle_signals(self) -> None:
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+            async for signum in signals:
+                if signum == signal.SIGHUP:
+                    await self.reconcile(force=True)
+                    continue
+                log.info("signal %s: stopping", signal.Signals(signum).name)
+                self.stop_event.set()
+                return
+
+    async def _watch(self) -> None:
+        import watchfiles
+
+        atoms = self.paths.atoms_dir
+        home = self.paths.home
+        features = self.paths.features_dir
+
+        def wanted(change: Any, path: str) -> bool:
+            name = os.path.basename(path)
+            if name.startswith(".") or name.endswith(".tmp"):
+                return False
+            parent = os.path.dirname(path)
+            return ((parent == str(atoms) and name.endswith(".toml"))
+                    or (parent == str(home) and name == "agents.json")
+                    or (parent == str(features) and name.endswith(".toml")))
+
+        features.mkdir(parents=True, exist_ok=True)
+        # Short debounce: the hot-reload budget is 150 ms over a direct connect.
+        async for _changes in watchfiles.awatch(atoms, home, features, watch_filter=wanted, debounce=20,
+                                                step=10, recursive=False, stop_event=self.stop_event):
+            try:
+                await self.reconcile()
+            except Exception:  # noqa: BLE001 - the watcher must outlive any one bad reload
+                log.exception("reload failed")

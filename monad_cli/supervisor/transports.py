@@ -1,0 +1,271 @@
+"""Transports the supervisor hands to `mcp.Client` (any async CM yielding read/write streams).
+
+stdio is ours rather than the SDK's `stdio_client`: the supervisor needs what that one
+does not expose - the pid and exit status (for "why did it fail"), a bound on stdout
+line length (ST-3), counting stray non-JSON lines without ending the session (ST-4), and
+an end-of-connection signal while idle. It keeps the SDK's spawn and stop policy: its own
+process group, the SDK's default environment allowlist, and close stdin → 2 s → SIGTERM
+the group → 2 s → SIGKILL (ST-1), and it also kills the group on a cancelled connect.
+
+http wraps the SDK's `streamable_http_client` with an httpx2 client carrying the
+configured headers/auth, and watches the read stream for its end.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import signal
+import subprocess
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.abc
+from anyio.streams.buffered import BufferedByteReceiveStream
+from mcp.client.stdio import get_default_environment
+from mcp.shared.message import SessionMessage
+from mcp_types import jsonrpc_message_adapter
+
+from monad_cli.config.schema import ServerSpec
+from monad_cli.supervisor.stderr import StderrSink
+
+log = logging.getLogger("monad.transport")
+
+MAX_LINE_BYTES = 4 * 1024 * 1024
+STDIN_CLOSE_GRACE_S = 2.0
+TERM_GRACE_S = 2.0
+KILL_REAP_S = 2.0
+
+
+class SpawnError(Exception):
+    """The server could not be started at all (command missing, bad cwd...)."""
+
+
+class LineTooLong(Exception):
+    pass
+
+
+@dataclass
+class Connection:
+    """What the supervisor learns about one connection attempt."""
+
+    on_closed: Callable[[], None] = lambda: None
+    pid: int | None = None
+    returncode: int | None = None
+    stray_lines: int = 0
+    protocol_error: str | None = None
+    last_http_status: int | None = None
+    closed: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def mark_closed(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.on_closed()
+
+
+def resolve_command(spec: ServerSpec, env: dict[str, str]) -> str:
+    assert spec.command is not None
+    if os.sep in spec.command:
+        path = spec.command if os.path.isabs(spec.command) or not spec.cwd else os.path.join(spec.cwd, spec.command)
+        if not os.path.exists(path):
+            raise SpawnError(f"command `{spec.command}` does not exist")
+        if not os.access(path, os.X_OK):
+            raise SpawnError(f"command `{spec.command}` is not executable")
+        return spec.command
+    found = shutil.which(spec.command, path=env.get("PATH"))
+    if not found:
+        raise SpawnError(f"command `{spec.command}` not found on PATH")
+    return found
+
+
+def stdio_env(spec: ServerSpec) -> dict[str, str]:
+    # The SDK's allowlist (HOME LOGNAME PATH SHELL TERM USER) plus the definition's env:
+    # never the supervisor's own variables, which may hold tokens (ST-6).
+    return get_default_environment() | spec.env
+
+
+@asynccontextmanager
+async def stdio_transport(spec: ServerSpec, sink: StderrSink, conn: Connection) -> AsyncIterator[Any]:
+    env = stdio_env(spec)
+    command = resolve_command(spec, env)
+    if spec.cwd and not os.path.isdir(spec.cwd):
+        raise SpawnError(f"cwd `{spec.cwd}` is not a directory")
+    errfd = sink.open_pipe()
+    try:
+        process = await anyio.open_process([command, *spec.args], stdin=subprocess.PIPE,
+                                           stdout=subprocess.PIPE, stderr=errfd, env=env, cwd=spec.cwd,
+                                           start_new_session=True)
+    except OSError as e:
+        sink.close()
+        raise SpawnError(f"cannot start `{spec.command}`: {e.strerror or e}") from None
+    finally:
+        sink.close_write_end()
+    conn.pid = process.pid
+    read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
+
+    async def read_stdout() -> None:
+        assert process.stdout is not None
+        buffered = BufferedByteReceiveStream(process.stdout)
+        async with read_writer:
+            try:
+                while True:
+                    try:
+                        line = await buffered.receive_until(b"\n", MAX_LINE_BYTES)
+                    except anyio.DelimiterNotFound:
+                        conn.protocol_error = f"a stdout line longer than {MAX_LINE_BYTES} bytes"
+                        return
+                    except (anyio.IncompleteRead, anyio.EndOfStream, anyio.ClosedResourceError,
+                            anyio.BrokenResourceError):
+                        return
+                    if not line.strip():
+                        continue
+                    try:
+                        message = jsonrpc_message_adapter.validate_json(line, by_name=False)
+                    except ValueError:
+                        # Not JSON-RPC: count and log it, keep the session (ST-4).
+                        conn.stray_lines += 1
+                        log.warning("server %s: ignored a non-JSON-RPC stdout line (%d so far): %.200r",
+                                    spec.name, conn.stray_lines, line[:200])
+                        continue
+                    try:
+                        await read_writer.send(SessionMessage(message))
+                    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                        return
+            finally:
+                conn.mark_closed()
+
+    async def write_stdin() -> None:
+        assert process.stdin is not None
+        try:
+            async with write_reader:
+                async for msg in write_reader:
+                    data = msg.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+                    await process.stdin.send(data.encode())
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            await read_writer.aclose()
+
+    async def reap() -> None:
+        conn.returncode = await process.wait()
+        conn.mark_closed()
+
+    drained = anyio.Event()
+
+    async def drain() -> None:
+        try:
+            await sink.drain()
+        finally:
+            drained.set()
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(drain)
+            tg.start_soon(read_stdout)
+            tg.start_soon(write_stdin)
+            tg.start_soon(reap)
+            try:
+                yield read_stream, write_stream
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await _stop(process, conn)
+                    await write_stream.aclose()
+                    await read_stream.aclose()
+                    # Let the last stderr lines in: they are the reason a person reads.
+                    with anyio.move_on_after(0.5):
+                        await drained.wait()
+                tg.cancel_scope.cancel()
+    finally:
+        sink.close()
+
+
+async def _stop(process: anyio.abc.Process, conn: Connection) -> None:
+    """close stdin → 2 s → SIGTERM group → 2 s → SIGKILL group → reap (ST-1, ST-2)."""
+    pgid = process.pid  # start_new_session: the server leads its own group
+    if process.returncode is None:
+        with suppress(Exception):
+            assert process.stdin is not None
+            await process.stdin.aclose()
+        with anyio.move_on_after(STDIN_CLOSE_GRACE_S):
+            await process.wait()
+    if process.returncode is None:
+        _killpg(pgid, signal.SIGTERM)
+        with anyio.move_on_after(TERM_GRACE_S):
+            await process.wait()
+    # SIGKILL whatever is left of the group, the leader's descendants included.
+    _killpg(pgid, signal.SIGKILL)
+    if process.returncode is None:
+        with anyio.move_on_after(KILL_REAP_S):
+            await process.wait()
+        if process.returncode is None:
+            log.error("process %d survived SIGKILL for %.0f s; abandoning it", pgid, KILL_REAP_S)
+    conn.returncode = process.returncode
+
+
+def _killpg(pgid: int, sig: int) -> None:
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+class _WatchedReadStream:
+    """Proxy of the SDK transport's read stream that reports its end (http)."""
+
+    def __init__(self, inner: Any, conn: Connection) -> None:
+        self._inner = inner
+        self._conn = conn
+
+    async def receive(self) -> Any:
+        try:
+            return await self._inner.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            self._conn.mark_closed()
+            raise
+
+    def __aiter__(self) -> _WatchedReadStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _WatchedReadStream:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+
+def http_headers(spec: ServerSpec) -> dict[str, str]:
+    headers = dict(spec.headers)
+    mode = spec.auth.get("mode", "none")
+    if mode == "bearer":
+        headers["Authorization"] = f"Bearer {spec.auth['token']}"
+    elif mode == "headers":
+        headers.update(spec.auth.get("headers", {}))
+    return headers
+
+
+@asynccontextmanager
+async def http_transport(spec: ServerSpec, conn: Connection, *, auth: Any = None) -> AsyncIterator[Any]:
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def remember_status(response: Any) -> None:
+        conn.last_http_status = response.status_code
+
+    assert spec.url is not None
+    # The SDK's own defaults (create_mcp_http_client): 30 s, and 300 s to read an SSE stream.
+    async with httpx2.AsyncClient(headers=http_headers(spec), auth=auth,
+                                  timeout=httpx2.Timeout(30.0, read=300.0),
+                                  event_hooks={"response": [remember_status]}) as http:
+        async with streamable_http_client(spec.url, http_client=http) as (read, write):
+            yield _WatchedReadStream(read, conn), write

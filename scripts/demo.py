@@ -1,0 +1,49 @@
+"""`make demo`: a fresh state dir, the supervisor, the shipped time-server atom, its status.
+
+Runs the real `monad` CLI as a person would, prints each command, and exits 0 once
+the server is connected (non-zero with the reason otherwise). The supervisor is stopped
+at the end; the state dir (.demo/home) stays for a look around.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+HOME = ROOT / ".demo" / "home"
+
+
+def monad(*args: str, check: bool = True) -> int:
+    print(f"\n$ monad {' '.join(args)}", flush=True)
+    code = subprocess.call([sys.executable, "-m", "monad_cli", *args])
+    if check and code != 0:
+        print(f"demo: `monad {' '.join(args)}` exited {code}", file=sys.stderr)
+        monad("daemon", "stop", check=False)
+        sys.exit(code)
+    return code
+
+
+def main() -> None:
+    shutil.rmtree(HOME, ignore_errors=True)
+    os.environ["MONAD_HOME"] = str(HOME)
+    # The venv's bin holds mcp-server-time; the supervisor inherits this PATH.
+    os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
+    print(f"MONAD_HOME={HOME}")
+    monad("daemon", "start")
+    atoms = HOME / "atoms" / "mcp"
+    atoms.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / "atoms" / "time.toml", atoms / "time.toml")
+    print(f"\n$ cp atoms/time.toml {atoms}/time.toml")
+    monad("mcp", "wait", "time", "--timeout", "60")
+    monad("mcp", "status")
+    monad("mcp", "status", "time")
+    monad("daemon", "stop")
+    print(f"\ndemo ok: the state is in {HOME}")
+
+
+if __name__ == "__main__":
+    main()

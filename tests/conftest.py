@@ -1,0 +1,186 @@
+"""Fixtures: a tmp MONAD_HOME per test (the real home is guarded), the CLI in-process and
+as a subprocess, the real supervisor as a subprocess, and the test servers."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVERS = Path(__file__).resolve().parent / "servers"
+TESTSERVER = str(SERVERS / "testserver.py")
+BIN = str(Path(sys.executable).parent)
+REAL_HOME = Path.home()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _guard_real_home() -> Iterator[None]:
+    """Tests can never touch the real ~/.monad: fail the run if it appeared or changed."""
+    real = REAL_HOME / ".monad"
+    before = real.stat().st_mtime_ns if real.exists() else None
+    yield
+    after = real.stat().st_mtime_ns if real.exists() else None
+    assert before == after, f"a test touched the real {real}"
+
+
+@pytest.fixture(autouse=True)
+def monad_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "monad-home"
+    fake_user_home = tmp_path / "user-home"
+    fake_user_home.mkdir()
+    monkeypatch.setenv("MONAD_HOME", str(home))
+    monkeypatch.setenv("HOME", str(fake_user_home))
+    monkeypatch.setenv("MONAD_BACKOFF_INITIAL", "0.2")
+    monkeypatch.setenv("PATH", BIN + os.pathsep + os.environ.get("PATH", ""))
+    monkeypatch.delenv("MONAD_NO_AUTOSTART", raising=False)
+    monkeypatch.delenv("MONAD_DEBUG", raising=False)
+    from monad_cli.paths import paths
+
+    paths.cache_clear()
+    yield home
+    paths.cache_clear()
+    _stop_supervisor(home)
+
+
+def _stop_supervisor(home: Path) -> None:
+    pid_file = home / "run" / "monad.pid"
+    if not pid_file.exists():
+        return
+    try:
+        pid = int(pid_file.read_text().strip())
+    except ValueError:
+        return
+    try:
+        os.kill(pid, 15)
+    except ProcessLookupError:
+        return
+    for _ in range(300):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    try:
+        os.kill(pid, 9)
+    except ProcessLookupError:
+        pass
+
+
+class CliResult:
+    def __init__(self, code: int, out: str, err: str) -> None:
+        self.code, self.out, self.err = code, out, err
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+    def __repr__(self) -> str:
+        return f"CliResult(code={self.code}, out={self.out[:2000]!r}, err={self.err[:2000]!r})"
+
+
+@pytest.fixture
+def cli(capfd: pytest.CaptureFixture[str]) -> Any:
+    """Run the CLI in this process: `cli("mcp", "add", ...)` → CliResult."""
+    from monad_cli.app import main
+    from monad_cli.paths import paths
+
+    def run(*argv: str) -> CliResult:
+        paths.cache_clear()
+        capfd.readouterr()
+        code = main(list(argv))
+        out, err = capfd.readouterr()
+        return CliResult(code, out, err)
+
+    return run
+
+
+@pytest.fixture
+def monad(monad_home: Path) -> Any:
+    """Run the real `monad` executable as a subprocess."""
+
+    def run(*argv: str, timeout: float = 60, env: dict[str, str] | None = None,
+            input: str | None = None) -> CliResult:
+        proc = subprocess.run([sys.executable, "-m", "monad_cli", *argv], capture_output=True, text=True,
+                              timeout=timeout, env={**os.environ, **(env or {})}, input=input)
+        return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+    return run
+
+
+@pytest.fixture
+def supervisor(monad: Any, monad_home: Path) -> Iterator[Any]:
+    """The real supervisor, started with `monad daemon start`; stopped after the test."""
+    r = monad("daemon", "start")
+    assert r.code == 0, r
+    yield monad
+    monad("daemon", "stop")
+
+
+def server_cmd(*flags: str) -> list[str]:
+    return [sys.executable, TESTSERVER, *flags]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for(predicate: Any, timeout: float = 20.0, interval: float = 0.05) -> Any:
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout} s (last: {last!r})")
+
+
+def status_of(monad: Any, name: str) -> dict[str, Any]:
+    r = monad("mcp", "status", name, "--json")
+    assert r.code == 0, r
+    return r.json()
+
+
+def wait_state(monad: Any, name: str, state: str, timeout: float = 30.0) -> dict[str, Any]:
+    return wait_for(lambda: (s := status_of(monad, name))["state"] == state and s, timeout=timeout)
+
+
+@pytest.fixture
+def http_testserver() -> Iterator[Any]:
+    """Start tests/servers/testserver.py over streamable HTTP on a free loopback port."""
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start(*flags: str, path: str = "/mcp") -> str:
+        port = free_port()
+        proc = subprocess.Popen(server_cmd("--http", str(port), "--path", path, *flags),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        procs.append(proc)
+
+        def up() -> bool:
+            with socket.socket() as s:
+                return s.connect_ex(("127.0.0.1", port)) == 0
+
+        wait_for(up, timeout=20)
+        return f"http://127.0.0.1:{port}{path}"
+
+    yield start
+    for p in procs:
+        p.terminate()
+        try:
+            p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            p.kill()
+
+
+__all__ = ["TESTSERVER", "server_cmd", "free_port", "wait_for", "status_of", "wait_state", "shutil"]
