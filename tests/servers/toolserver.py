@@ -43,6 +43,7 @@ def main() -> None:
     ap.add_argument("--repeat-cursor", action="store_true")
     ap.add_argument("--tools-file", default=None)
     ap.add_argument("--marker-dir", default=None)
+    ap.add_argument("--token", default=None, help="ignored: a secret-looking argument for redaction tests")
     args = ap.parse_args()
 
     shape: dict[str, Any] = {"description": "Echo the text back.", "param": "text", "extra": False}
