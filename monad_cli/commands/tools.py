@@ -190,7 +190,7 @@ def call(
 
     supervisor()  # starts it if needed
     client = ControlClient(paths(), timeout=None)  # type: ignore[arg-type] - a call has no deadline here
-    listed = client.get("/v1/tools")["tools"]
+    listed = client.get(f"/v1/tools?name={_quote(name)}")["tools"]
     tool = next((t for t in listed if t["name"] == name), None)
     arguments = build_arguments(tool.get("inputSchema") if tool else None, arg, args_json)
     body: dict[str, Any] = {"name": name, "arguments": arguments, "via": "cli"}

@@ -1,6 +1,6 @@
 """Control API routes for tools, calls and approvals (docs/tools.md "Control API").
 
-    GET  /v1/tools[?server=NAME]          exposed tools + the set's `signature`
+    GET  /v1/tools[?server=NAME][&name=X] exposed tools + the set's `signature`
     GET  /v1/tools/changes?since=SIG      long poll (≤ `timeout` s): the new signature
     POST /v1/tools/call                   {name, arguments, via, approval: {mode, ...}}
     GET  /v1/tools/sets/{name}            the server's current tool-set hash and its pin
@@ -39,7 +39,11 @@ def tools_routes(server: ControlServer) -> list[Route]:
         name = request.query_params.get("server")
         if name is not None and name not in server.sup.actors:
             raise NotFound(f"server `{name}` is not defined (see `monad mcp list`)")
-        return JSONResponse({"tools": svc.listing(name), "signature": svc.signature(),
+        listed = svc.listing(name)
+        wanted = request.query_params.get("name")
+        if wanted is not None:  # one tool: `monad mcp call` needs only its inputSchema
+            listed = [t for t in listed if t["name"] == wanted]
+        return JSONResponse({"tools": listed, "signature": svc.signature(),
                              "collisions": svc.name_map().collisions})
 
     async def changes(request: Request) -> JSONResponse:

@@ -76,8 +76,12 @@ class Gateway:
                                           on_subscriptions_listen=self.listen)
 
     def _remember(self, ctx: Any) -> None:
+        # `ctx.session` is built per request; the SDK exposes no public handle on the
+        # long-lived per-client Connection, whose standalone channel carries notifications.
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            self.legacy_sessions.add(ctx.session)
+            conn = getattr(ctx.session, "_connection", None)
+            if conn is not None:
+                self.legacy_sessions.add(conn)
 
     async def list_tools(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         self._remember(ctx)

@@ -107,9 +107,11 @@ class ApprovalGate:
 
     async def wait(self, p: Pending, timeout: float) -> tuple[bool, str, str]:
         """(approved, decision, who): decision is approved | denied | timeout."""
-        with anyio.move_on_after(max(0.0, timeout)):
-            await p.event.wait()
-        self.pending.pop(p.id, None)
+        try:
+            with anyio.move_on_after(max(0.0, timeout)):
+                await p.event.wait()
+        finally:  # also when the caller goes away: nobody is left to run the call
+            self.pending.pop(p.id, None)
         if p.decision is None:
             return False, "timeout", f"no decision within {timeout:g} s"
         approved, _scope, who = p.decision

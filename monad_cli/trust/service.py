@@ -178,8 +178,7 @@ class ToolService:
 
     def signature(self) -> str:
         """Changes whenever the exposed tool set (names or definitions) changes."""
-        body = json.dumps([(r["name"], r.get("description"), r.get("inputSchema")) for r in self.listing()],
-                          sort_keys=True, default=str)
+        body = json.dumps(self.listing(), sort_keys=True, default=str)
         return hashlib.sha256(body.encode()).hexdigest()[:16]
 
     async def wait_changed(self, since: str, timeout: float) -> str:
@@ -289,8 +288,17 @@ class ToolService:
             raise InvalidInput(f"tool `{exposed}`: arguments must be a JSON object")
         actor, tool = self.resolve(exposed)
         validate_arguments(tool.input_schema, arguments, exposed)
-        approved, decision, who = await self._decide(actor, tool, exposed, arguments, via, approval)
         j = self.journal
+        try:
+            approved, decision, who = await self._decide(actor, tool, exposed, arguments, via, approval)
+        except anyio.get_cancelled_exc_class():
+            if j is not None:
+                with anyio.CancelScope(shield=True):
+                    cid = jt.start_call(j, server=actor.name, tool=tool.name, exposed=exposed,
+                                        arguments=arguments, via=via)
+                    jt.finish_call(j, cid, outcome="cancelled", decision="cancelled",
+                                   decided_by="the caller left while waiting for approval", duration_ms=0.0)
+            raise
         call_id = jt.start_call(j, server=actor.name, tool=tool.name, exposed=exposed, arguments=arguments,
                                 via=via) if j else 0
         started = time.monotonic()
