@@ -54,6 +54,9 @@ def dump_tool(tool: Tool) -> dict[str, Any]:
     return tool.model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
+_validators: dict[int, tuple[Any, Any]] = {}
+
+
 def validate_arguments(schema: dict[str, Any] | None, arguments: dict[str, Any], exposed: str) -> None:
     """Check `arguments` against the tool's inputSchema (JSON Schema); raises InvalidInput
     naming the first offending argument."""
@@ -62,9 +65,18 @@ def validate_arguments(schema: dict[str, Any] | None, arguments: dict[str, Any],
     import jsonschema
 
     try:
-        cls = jsonschema.validators.validator_for(schema)
-        errors = sorted(cls(schema).iter_errors(arguments), key=lambda e: list(e.absolute_path))
-    except jsonschema.SchemaError:
+        # Building a validator costs more than using one: keep one per schema object (the
+        # entry holds the schema, so its id cannot be reused while cached).
+        cached = _validators.get(id(schema))
+        if cached is not None and cached[0] is schema:
+            validator = cached[1]
+        else:
+            if len(_validators) > 4096:
+                _validators.clear()
+            validator = jsonschema.validators.validator_for(schema)(schema)
+            _validators[id(schema)] = (schema, validator)
+        errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+    except (jsonschema.SchemaError, jsonschema.exceptions.UnknownType, TypeError):
         return  # the server's schema is broken; let the server judge the call
     if errors:
         err = errors[0]
@@ -90,11 +102,11 @@ class ToolService:
 
     def attach(self) -> None:
         """After the journal opens: calls a dead supervisor left running become interrupted (JR-5)."""
-        self.gate.journal = self.journal
         if self.journal is not None:
             from monad_cli.journal.tools import interrupt_running
 
             self.journal.migrate()  # importing journal.tools registered its tables
+            self.gate.load(self.journal)
             n = interrupt_running(self.journal)
             if n:
                 self.journal.record("daemon", reason=f"{n} tool call(s) left running by the last supervisor "
