@@ -276,7 +276,7 @@ class ToolService:
             p = self._open_pending(actor, tool, exposed, arguments, via, timeout)
         else:
             p.expires = time.time() + timeout
-        log.info("approval %s pending: %s with arguments digest via %s", p.id, exposed, via)
+        log.info("approval %s pending: %s (via %s)", p.id, exposed, via)
         return await self.gate.wait(p, timeout)
 
     async def call(self, exposed: str, arguments: dict[str, Any] | None, *, via: str,
