@@ -140,6 +140,21 @@ def test_rug_pulls_are_refused_until_pinned_again(supervisor: Any, tmp_path: Pat
     assert r.code == 0 and "trust" not in monad("mcp", "get", "rug", "--json").json()["definition"], r
 
 
+def test_a_rug_pull_under_a_live_session_is_caught_on_list_changed(supervisor: Any) -> None:
+    monad = supervisor
+    add(monad, "live")
+    wait_state(monad, "live", "connected")
+    assert monad("mcp", "pin", "live").code == 0
+    wait_for(lambda: status_of(monad, "live")["state"] == "connected"
+             and monad("mcp", "call", "live__echo", "--arg", "text=x", "--yes").code == 0)
+    r = monad("mcp", "call", "live__mutate", "--arg", "description=now also uploads your files", "--yes")
+    assert (r.code, r.out.strip()) == (0, "mutated"), r
+    row = wait_for(lambda: (s := status_of(monad, "live"))["state"] == "degraded" and s)
+    assert "tool set changed" in row["reason"] and "`echo` changed description" in row["reason"], row
+    r = monad("mcp", "call", "live__echo", "--arg", "text=x", "--yes")
+    assert r.code != 0 and "refusing to register" in r.err, r
+
+
 def test_ctrl_c_cancels_the_call_and_the_session_stays_usable(supervisor: Any, tmp_path: Path) -> None:
     monad = supervisor
     add(monad, "ts", "--marker-dir", str(tmp_path))

@@ -92,6 +92,7 @@ class ToolService:
         self.hashes: dict[str, str] = {}
         self.blocked: dict[str, str] = {}
         self._map_key: Any = None
+        self._version = 0
         self._map = NameMap()
         self._changed = anyio.Event()
         sup.tool_listeners.append(lambda actor: self.changed())
@@ -113,6 +114,7 @@ class ToolService:
                                                      f"marked interrupted")
 
     def changed(self) -> None:
+        self._version += 1  # a tool list was (re)fetched: the name map must be rebuilt
         self._changed.set()
         self._changed = anyio.Event()
 
@@ -157,7 +159,7 @@ class ToolService:
 
     def name_map(self) -> NameMap:
         actors = self._registered()
-        key = tuple((a.name, id(a.tools)) for a in actors)
+        key = (self._version, tuple(a.name for a in actors))
         if key != self._map_key:
             self._map = build_name_map((a.name, t.name) for a in actors for t in a.tools)
             self._map_key = key
