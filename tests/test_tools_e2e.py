@@ -7,6 +7,7 @@ import json
 import signal
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +96,7 @@ def test_names_reverse_map_typed_args_and_journal(supervisor: Any) -> None:
 
 def test_pagination_101_tools_and_a_repeating_cursor(supervisor: Any) -> None:
     monad = supervisor
-    add(monad, "pages", "--many", "96", "--page-size", "40")
+    add(monad, "pages", "--many", "95", "--page-size", "40")  # + 6 default tools = 101
     add(monad, "loop", "--repeat-cursor")
     wait_state(monad, "pages", "connected")
     r = monad("mcp", "tools", "pages", "--json")
@@ -363,7 +364,7 @@ async def _approve_when_pending(monad: Any, decision: str, *extra: str) -> None:
     for _ in range(600):
         listed = await anyio.to_thread.run_sync(lambda: pending(monad))
         if listed:
-            r = await anyio.to_thread.run_sync(lambda: monad("approvals", decision, listed[0]["id"], *extra))
+            r = await anyio.to_thread.run_sync(partial(monad, "approvals", decision, listed[0]["id"], *extra))
             assert r.code == 0, r
             return
         await anyio.sleep(0.05)

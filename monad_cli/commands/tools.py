@@ -189,7 +189,8 @@ def call(
     from monad_cli.control.client import ControlClient
 
     supervisor()  # starts it if needed
-    client = ControlClient(paths(), timeout=None)  # type: ignore[arg-type] - a call has no deadline here
+    # A call has no deadline here: it may wait for a person, then run as long as the tool does.
+    client = ControlClient(paths(), timeout=None)  # type: ignore[arg-type]
     listed = client.get(f"/v1/tools?name={_quote(name)}")["tools"]
     tool = next((t for t in listed if t["name"] == name), None)
     arguments = build_arguments(tool.get("inputSchema") if tool else None, arg, args_json)

@@ -90,19 +90,19 @@ def tools_routes(server: ControlServer) -> list[Route]:
                 outcome["error"] = exc
             tg.cancel_scope.cancel()
 
-        exc = outcome.get("error")
+        failure = outcome.get("error")
         if "result" in outcome:
             return JSONResponse(outcome["result"])
-        if isinstance(exc, ApprovalRequired):
-            return JSONResponse({"approvalRequired": exc.pending.as_dict()}, status_code=202)
-        if isinstance(exc, CallRefused):
-            return JSONResponse({"error": {"code": exc.code, "message": exc.message}}, status_code=403)
-        if isinstance(exc, (NotFound, InvalidInput)):
-            raise exc
-        if isinstance(exc, MonadError):
-            return JSONResponse({"error": {"code": "tool_call_failed", "message": exc.message}}, status_code=502)
-        if exc is not None:
-            raise exc
+        if isinstance(failure, ApprovalRequired):
+            return JSONResponse({"approvalRequired": failure.pending.as_dict()}, status_code=202)
+        if isinstance(failure, CallRefused):
+            return JSONResponse({"error": {"code": failure.code, "message": failure.message}}, status_code=403)
+        if isinstance(failure, (NotFound, InvalidInput)):
+            raise failure
+        if isinstance(failure, MonadError):
+            return JSONResponse({"error": {"code": "tool_call_failed", "message": failure.message}}, status_code=502)
+        if failure is not None:
+            raise failure
         # The caller went away; nobody reads this answer.
         return JSONResponse({"error": {"code": "cancelled", "message": "the caller disconnected"}},
                             status_code=499)

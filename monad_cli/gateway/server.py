@@ -34,7 +34,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Too
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from monad_cli import __version__
+from monad_cli import __version__, render
 from monad_cli.paths import Paths
 
 log = logging.getLogger("monad.gateway")
@@ -162,9 +162,7 @@ class Gateway:
         bound = sock.getsockname()[1]
         config = uvicorn.Config(app, lifespan="on", log_level="warning", access_log=False)
         server = uvicorn.Server(config)
-        sys.stderr.write(f"monad gateway: http://127.0.0.1:{bound}/mcp (bearer token in "
-                         f"`{token_path(self.paths)}`)\n")
-        sys.stderr.flush()
+        render.info(f"monad gateway: http://127.0.0.1:{bound}/mcp (bearer token in `{token_path(self.paths)}`)")
         async with anyio.create_task_group() as tg:
             tg.start_soon(self.watch_changes)
             await server.serve(sockets=[sock])

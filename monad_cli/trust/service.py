@@ -273,10 +273,11 @@ class ToolService:
             raise InvalidInput(f"approval mode must be one of yes, check, wait, decided; got {mode!r}")
         timeout = float(approval.get("timeout", DEFAULT_APPROVAL_TIMEOUT_S))
         approval_id = approval.get("approvalId")
-        p = self.gate.pending.get(str(approval_id)) if approval_id else None
-        if p is None:
+        known = self.gate.pending.get(str(approval_id)) if approval_id else None
+        if known is None:
             p = self._open_pending(actor, tool, exposed, arguments, via, timeout)
         else:
+            p = known
             p.expires = time.time() + timeout
         log.info("approval %s pending: %s (via %s)", p.id, exposed, via)
         return await self.gate.wait(p, timeout)

@@ -24,11 +24,15 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from mcp.server import Server
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.stdio import stdio_server
-from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    ListenHandler,
+    ToolsListChanged,
+)
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 LONG_NAME = "a_tool_with_a_very_long_name_" + "x" * 41  # 70 characters
 assert len(LONG_NAME) == 70
