@@ -132,3 +132,16 @@ def test_evaluate_accepts_a_parsed_tree() -> None:
     tree = parse("fact_eq:env=ci")
     assert evaluate(tree, facts={"env": "ci"}, environ={}) is True
     assert evaluate(tree, facts={"env": "dev"}, environ={}) is False
+
+
+def test_the_new_config_modules_keep_the_cli_import_path_light() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, monad_cli.app, monad_cli.config.loader, monad_cli.filters, monad_cli.gateway_policy, "
+            "monad_cli.sandbox\n"
+            "heavy = {'mcp', 'mcp_types', 'sqlalchemy', 'sqlmodel', 'httpx2', 'uvicorn', 'landlockpy'}\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & heavy))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

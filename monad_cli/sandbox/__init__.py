@@ -88,7 +88,8 @@ def prepare(*, scratch: Path, command: str, args: list[str], cwd: str | None,
     reason = unavailable_reason(landlock_abi())
     if reason:
         raise SandboxError(reason)
-    scratch.mkdir(mode=0o700, parents=True, exist_ok=True)
+    scratch.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # one server's scratch is not another's
+    scratch.mkdir(mode=0o700, exist_ok=True)
     run_cwd = cwd or str(scratch)  # never the supervisor's own cwd: it could be anywhere
     rw = [run_cwd, str(scratch)]
     for path in writable:
