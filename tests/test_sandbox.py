@@ -202,3 +202,18 @@ def test_supervisor_fails_a_sandboxed_server_without_landlock(monad: Any, monad_
         assert not (d["outside"] / "x.txt").exists() and not (d["work"] / "x.txt").exists()
     finally:
         monad("daemon", "stop")
+
+
+def test_transport_resolves_a_relative_command_before_moving_to_the_scratch_dir(
+        monad_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if landlock_abi() < 1:
+        pytest.skip("this kernel has no Landlock")
+    from monad_cli.config.schema import validate
+    from monad_cli.supervisor.transports import _sandboxed
+
+    (tmp_path / "bin").mkdir()
+    monkeypatch.chdir(tmp_path)
+    spec = validate({"command": "./bin/server", "sandbox": True}, name="rel", source="t", environ={})
+    argv, cwd, _ = _sandboxed(spec, "./bin/server", {})
+    assert cwd == str(monad_home / "sandbox" / "rel")
+    assert argv[argv.index("--") + 1] == str(tmp_path / "bin" / "server")

@@ -191,6 +191,9 @@ def _sandboxed(spec: ServerSpec, command: str, env: dict[str, str]) -> tuple[lis
     from monad_cli.paths import paths
     from monad_cli.sandbox import SandboxError, prepare
 
+    if not spec.cwd and not os.path.isabs(command):
+        # `./server` was found relative to our cwd, but the sandbox runs it in its scratch dir.
+        command = os.path.abspath(command)
     try:
         return prepare(scratch=paths().sandbox_dir(spec.name), command=command, args=spec.args, cwd=spec.cwd,
                        writable=spec.sandbox_writable, env=env)
