@@ -203,7 +203,9 @@ class ServerActor:
 
     async def _session(self, spec: ServerSpec) -> tuple[str, str]:
         """One connection attempt and, if it succeeds, the session until it ends."""
-        conn = Connection(on_closed=lambda: self._wakeup("closed"))
+        conn = Connection()
+        # Only a live session's end wakes the actor; a failed connect reports itself.
+        conn.on_closed = lambda: self._wakeup("closed") if self.client is not None and self.conn is conn else None
         self.conn = conn
         self._wake = anyio.Event()
         self._wake_reason = None
@@ -241,6 +243,9 @@ class ServerActor:
             return self._classify(spec, exc, phase)
         finally:
             self.client = None
+            if self._wake_reason == "closed":  # stale: this session is over either way
+                self._wake_reason = None
+                self._wake = anyio.Event()
             if self.connected_at is not None:
                 self.backoff.record_uptime(time.monotonic() - self.connected_at)
                 self.connected_at = None
@@ -261,6 +266,8 @@ class ServerActor:
             self.set_state(State.DEGRADED, problem)
         else:
             self.set_state(State.CONNECTED, None)
+        if self.conn is not None and self.conn.closed:  # died between tools/list and now
+            self._wakeup("closed")
 
     async def refresh_tools(self) -> None:
         client = self.client

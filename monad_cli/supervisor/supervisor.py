@@ -129,6 +129,15 @@ class Supervisor:
             self._apply(defs)
 
     def _apply(self, defs: Definitions) -> None:
+        from monad_cli.config.loader import Problem
+
+        # A file that cannot be read at all disables nothing it defined before: its
+        # servers keep their last good definitions, with the file's error beside them.
+        unreadable = {p.file: p for p in defs.problems if p.server is None}
+        for name, actor in self.actors.items():
+            if actor.source in unreadable and name not in defs.sources:
+                defs.problems.append(Problem(unreadable[actor.source].message, actor.source or "", name))
+                defs.sources[name] = actor.source or ""
         old_problems = {(p.server, p.message) for p in self.definitions.problems}
         self.definitions = defs
         secrets: set[str] = set()
