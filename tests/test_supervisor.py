@@ -269,3 +269,17 @@ def test_daemon_status_and_journal(supervisor: Any) -> None:
     assert supervisor("journal", "--since", "bogus").code == 2
     text = supervisor("journal", "--since", "10m")
     assert text.code == 0 and "connected" in text.out
+
+
+@pytest.mark.e2e
+def test_slow_start_within_timeout_connects(supervisor: Any) -> None:
+    add_test_server(supervisor, "slow", "--slow-start", "1.5", timeout=30)
+    row = wait_for(lambda: (s := status_of(supervisor, "slow"))["state"] != "connected" and s, timeout=10)
+    assert row["state"] in ("connecting", "connected")
+    assert supervisor("mcp", "wait", "slow", "--timeout", "60").code == 0
+
+
+@pytest.mark.e2e
+def test_wait_for_undefined_server_fails_fast(supervisor: Any) -> None:
+    r = supervisor("mcp", "wait", "ghost", "--timeout", "30")
+    assert r.code == 1 and "server `ghost` is undefined" in r.err
