@@ -282,4 +282,4 @@ def test_slow_start_within_timeout_connects(supervisor: Any) -> None:
 @pytest.mark.e2e
 def test_wait_for_undefined_server_fails_fast(supervisor: Any) -> None:
     r = supervisor("mcp", "wait", "ghost", "--timeout", "30")
-    assert r.code == 1 and "server `ghost` is undefined" in r.err
+    assert r.code == 1 and "server `ghost` is not defined" in r.err
