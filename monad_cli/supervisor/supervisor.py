@@ -14,8 +14,11 @@ from typing import Any
 import anyio
 
 from monad_cli import __version__
-from monad_cli.config.loader import Definitions, load_definitions
+from monad_cli.config.features import MCP_FILE, load_mcp_filter
+from monad_cli.config.loader import Definitions, Problem, load_definitions
 from monad_cli.config.schema import ServerSpec
+from monad_cli.errors import ConfigError
+from monad_cli.filters import ServerFilter, combine
 from monad_cli.journal.db import Journal
 from monad_cli.paths import Paths
 from monad_cli.redact import redact_text, secret_values
@@ -40,8 +43,13 @@ def _spec_secrets(spec: ServerSpec) -> set[str]:
 
 
 class Supervisor:
-    def __init__(self, paths: Paths, *, environ: dict[str, str] | None = None) -> None:
+    def __init__(self, paths: Paths, *, environ: dict[str, str] | None = None,
+                 include: list[str] | None = None, exclude: list[str] | None = None) -> None:
         self.paths = paths
+        # Server filters: flags (None = not given) override `features/mcp.toml` list by list.
+        self.filter_flags = (include, exclude)
+        self.filter_file: tuple[list[str], list[str]] = ([], [])
+        self.server_filter = ServerFilter()
         self.environ = dict(os.environ if environ is None else environ)
         self.actors: dict[str, ServerActor] = {}
         self.applied: dict[str, str] = {}
@@ -74,10 +82,28 @@ class Supervisor:
         return None
 
     def filtered_out(self, name: str) -> bool:
-        return False
+        return self.server_filter.reason(name) is not None
 
     def filter_reason(self, name: str) -> str:
-        return ""
+        return self.server_filter.reason(name) or ""
+
+    def _refilter(self, defs: Definitions) -> None:
+        """Re-read `features/mcp.toml` and wake every actor whose filter verdict changed.
+        A malformed file keeps the last good filter and is reported like a bad atom."""
+        try:
+            self.filter_file = load_mcp_filter(self.paths)
+        except ConfigError as e:
+            defs.problems.append(Problem(f"{e.message}; the previous server filters stay in force",
+                                         e.file or MCP_FILE))
+        old = self.server_filter
+        include, exclude = self.filter_flags
+        self.server_filter = combine(flag_include=include, flag_exclude=exclude,
+                                     file_enabled=self.filter_file[0], file_disabled=self.filter_file[1])
+        if self.server_filter != old:
+            log.info("server filters: %s", self.server_filter.describe())
+        for name, actor in self.actors.items():
+            if old.reason(name) != self.server_filter.reason(name):
+                actor.reconnect()  # the actor's loop re-checks `filtered_out`
 
     def on_tools_changed(self, actor: ServerActor) -> None:
         for listener in list(self.tool_listeners):
@@ -111,11 +137,12 @@ class Supervisor:
                             entries.append((e.name, st.st_size, st.st_mtime_ns))
             except FileNotFoundError:
                 pass
-        try:
-            st = self.paths.agents_json.stat()
-            entries.append(("agents.json", st.st_size, st.st_mtime_ns))
-        except FileNotFoundError:
-            pass
+        for name in ("agents.json", "features/mcp.toml", "features/presets.toml"):
+            try:
+                st = (self.paths.home / name).stat()
+                entries.append((name, st.st_size, st.st_mtime_ns))
+            except FileNotFoundError:
+                pass
         return tuple(sorted(entries))
 
     async def reconcile(self, *, force: bool = False) -> None:
@@ -126,6 +153,7 @@ class Supervisor:
                 return
             self._stamp = stamp
             defs = load_definitions(self.paths, self.environ)
+            self._refilter(defs)
             self._apply(defs)
 
     def _apply(self, defs: Definitions) -> None:
@@ -256,7 +284,8 @@ class Supervisor:
         required = [a for a in self.actors.values() if a.spec is not None and a.spec.required]
         for actor in required:
             await actor.first_attempt.wait()
-        failed = [a for a in required if a.state not in LIVE]
+        # A required server the person filtered out on purpose does not fail the start.
+        failed = [a for a in required if a.state not in LIVE and a.state != State.FILTERED]
         if not failed:
             return None
         return "; ".join(f"required server `{a.name}` is {a.state}: {a.reason}" for a in failed)
