@@ -27,6 +27,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from monad_cli import __version__
 from monad_cli.config import edits
+from monad_cli.control.tools_api import tools_routes
 from monad_cli.errors import ConfigError, InvalidInput, LockTimeout, NotFound
 from monad_cli.redact import redact_definition
 
@@ -86,6 +87,7 @@ class ControlServer:
             Route("/v1/mcp-servers/reconnect", self.reconnect_all, methods=["POST"]),
             Route("/v1/mcp-servers/{name}/reconnect", self.reconnect, methods=["POST"]),
             Route("/v1/mcp-servers/{name}/tools", self.tools),
+            *tools_routes(self),
         ]
 
     async def _on_error(self, request: Request, exc: Exception) -> JSONResponse:

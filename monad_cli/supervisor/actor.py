@@ -261,6 +261,7 @@ class ServerActor:
         self.protocol_version = client.protocol_version
         info = client.server_info
         self.server_info = info.model_dump(exclude_none=True) if info else None
+        problem = problem or self.sup.tool_service.check_pin(self, tools)
         self.sup.on_tools_changed(self)
         if problem:
             self.set_state(State.DEGRADED, problem)
@@ -278,10 +279,28 @@ class ServerActor:
         except Exception as exc:  # noqa: BLE001
             self.set_state(State.DEGRADED, f"tools/list failed: {self._describe(exc)}")
             return
+        problem = problem or self.sup.tool_service.check_pin(self, tools)  # TL-2: re-check on list_changed
         self.tools, self.tool_problem = tools, problem
         self.sup.on_tools_changed(self)
         if self.client is not None:
             self.set_state(State.DEGRADED if problem else State.CONNECTED, problem)
+
+    async def call_tool(self, tool: str, arguments: dict[str, Any] | None) -> Any:
+        """tools/call on this session from any task (the actor task keeps the Client open).
+
+        `tool` is the server's own (original) name. The deadline is `requestTimeoutMs`
+        (unset = none); on expiry the SDK sends notifications/cancelled and raises
+        MCPError(-32001). Cancelling the caller's scope cancels the request the same way.
+        Raises MonadError if the server is not connected. Returns `mcp_types.CallToolResult`.
+        """
+        from monad_cli.errors import MonadError
+
+        client = self.client
+        if client is None or not self.live:
+            raise MonadError(f"server `{self.name}` is {self.state}"
+                             f"{': ' + self.reason if self.reason else ''} (see `monad mcp status {self.name}`)")
+        rto = self.spec.request_timeout_ms if self.spec else None
+        return await client.call_tool(tool, arguments, read_timeout_seconds=rto / 1000 if rto else None)
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, ToolListChangedNotification) and self._tg is not None:
@@ -370,4 +389,5 @@ class ServerActor:
             row["stderrTail"] = [self.sup.scrub(line) for line in self.sink.lines()]
             row["serverInfo"] = self.server_info if self.live else None
             row["strayStdoutLines"] = self.conn.stray_lines if self.conn else 0
+            row["warnings"] = self.sup.tool_service.warnings(self.name)
         return row

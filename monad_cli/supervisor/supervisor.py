@@ -25,6 +25,7 @@ from monad_cli.redact import redact_text, secret_values
 from monad_cli.supervisor.actor import ServerActor
 from monad_cli.supervisor.reconcile import diff, fingerprints
 from monad_cli.supervisor.states import LIVE, State
+from monad_cli.trust.service import ToolService
 
 log = logging.getLogger("monad.supervisor")
 
@@ -65,6 +66,7 @@ class Supervisor:
         self._reconcile_lock = anyio.Lock()
         self.stop_event = anyio.Event()
         self.tool_listeners: list[Callable[[ServerActor], None]] = []
+        self.tool_service = ToolService(self)
 
     # -- helpers used by actors ----------------------------------------------------------
     def scrub(self, text: str) -> str:
@@ -243,6 +245,7 @@ class Supervisor:
         self.acquire_daemon_lock()
         self.journal = Journal(self.paths.journal_db, scrub=self.scrub)
         check = self.journal.quick_check()
+        self.tool_service.attach()
         self.journal.record("daemon", reason=f"supervisor {__version__} started (pid {os.getpid()})",
                             detail={"quick_check": check})
         self.paths.pid_file.write_text(f"{os.getpid()}\n")
