@@ -99,6 +99,7 @@ class ServerActor:
         self._scope: anyio.CancelScope | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self.listeners: list[Callable[[ServerActor], None]] = []
+        self._auth_reason: str | None = None
 
     # -- control from other tasks ------------------------------------------------------
     def update(self, spec: ServerSpec | None, *, config_error: str | None = None,
@@ -109,6 +110,13 @@ class ServerActor:
         self.source = spec.source if spec else source or self.source
         self.backoff.reset()
         self._wakeup("update")
+
+    def auth_required(self, reason: str) -> None:
+        """The server's OAuth provider cannot authorize requests any more (refresh failed,
+        no token): end the session and wait in `needs-auth` for `monad mcp authorize`."""
+        self._auth_reason = reason
+        if self.live:  # while connecting, the failed connect itself carries the reason
+            self._wakeup("needs-auth")
 
     def reconnect(self) -> None:
         self.backoff.reset()
@@ -209,6 +217,7 @@ class ServerActor:
         self.conn = conn
         self._wake = anyio.Event()
         self._wake_reason = None
+        self._auth_reason = None
         self.set_state(State.CONNECTING, "starting" if spec.transport == "stdio" else "connecting")
         phase = "starting the server" if spec.transport == "stdio" else "connecting"
         transport: Any
@@ -251,6 +260,8 @@ class ServerActor:
                 self.connected_at = None
         if reason == "closed":
             return "closed", self._explain_closed(spec, conn)
+        if reason == "needs-auth":
+            return "needs-auth", self._auth_reason or f"run `monad mcp authorize {self.name}`"
         return reason or "reconnect", reason or "reconnect"
 
     def _connected(self, client: Client, tools: list[Tool], problem: str | None) -> None:
@@ -344,6 +355,8 @@ class ServerActor:
                 return "fatal", str(leaf)
         if conn and conn.protocol_error:
             return "failed", f"{conn.protocol_error} while {phase}"
+        if spec.transport == "http" and self._auth_reason:
+            return "needs-auth", self._auth_reason
         if spec.transport == "http" and conn is not None:
             status = conn.last_http_status
             if status == 401 or any(isinstance(x, NeedsAuth) for x in leaves):

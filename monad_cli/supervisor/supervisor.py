@@ -67,6 +67,7 @@ class Supervisor:
         self.stop_event = anyio.Event()
         self.tool_listeners: list[Callable[[ServerActor], None]] = []
         self.tool_service = ToolService(self)
+        self._auth: Any = None  # monad_cli.auth.session.SupervisorAuth, made on first oauth server
 
     # -- helpers used by actors ----------------------------------------------------------
     def scrub(self, text: str) -> str:
@@ -80,8 +81,15 @@ class Supervisor:
                 log.exception("journal write failed")
 
     def http_auth(self, spec: ServerSpec) -> Any:
-        """The httpx2 Auth for an http server (OAuth plugs in here), or None."""
-        return None
+        """The httpx2 Auth for an http server: for `auth.mode = "oauth"` the server's one
+        OAuth provider (monad_cli/auth/session.py), else None (headers do bearer/headers)."""
+        if spec.auth.get("mode") != "oauth":
+            return None
+        if self._auth is None:
+            from monad_cli.auth.session import SupervisorAuth
+
+            self._auth = SupervisorAuth(self)
+        return self._auth.provider(spec)
 
     def filtered_out(self, name: str) -> bool:
         return self.server_filter.reason(name) is not None
