@@ -150,6 +150,7 @@ class ServerActor:
         self.sup.journal_state(self.name, state, reason)
         for listener in list(self.listeners):
             listener(self)
+        self.sup.on_state_changed(self)
 
     @property
     def live(self) -> bool:
@@ -230,7 +231,8 @@ class ServerActor:
                 deadline.deadline = anyio.current_time() + spec.timeout
                 client = Client(transport, mode="auto", cache=None,
                                 client_info=Implementation(name="monad", version=__version__),
-                                message_handler=self._on_message)
+                                message_handler=self._on_message,
+                                extensions=self.sup.client_extensions(self))
                 phase = "negotiating the protocol version (server/discover, initialize)"
                 async with client:
                     phase = "listing tools"

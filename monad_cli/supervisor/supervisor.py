@@ -68,6 +68,8 @@ class Supervisor:
         self.tool_listeners: list[Callable[[ServerActor], None]] = []
         self.tool_service = ToolService(self)
         self._auth: Any = None  # monad_cli.auth.session.SupervisorAuth, made on first oauth server
+        self.state_listeners: list[Callable[[ServerActor], None]] = []
+        self.tasks: Any = None  # the TaskManager (monad_cli.tasks), set in run()
 
     # -- helpers used by actors ----------------------------------------------------------
     def scrub(self, text: str) -> str:
@@ -118,6 +120,15 @@ class Supervisor:
     def on_tools_changed(self, actor: ServerActor) -> None:
         for listener in list(self.tool_listeners):
             listener(actor)
+
+    def on_state_changed(self, actor: ServerActor) -> None:
+        """Every state change of every actor (after its own listeners)."""
+        for listener in list(self.state_listeners):
+            listener(actor)
+
+    def client_extensions(self, actor: ServerActor) -> list[Any] | None:
+        """`extensions=` for the actor's next `mcp.Client` (the tasks extension, SEP-2663)."""
+        return self.tasks.client_extensions(actor) if self.tasks is not None else None
 
     # -- process-level guards ------------------------------------------------------------
     def acquire_daemon_lock(self) -> None:
@@ -257,10 +268,15 @@ class Supervisor:
         self.journal.record("daemon", reason=f"supervisor {__version__} started (pid {os.getpid()})",
                             detail={"quick_check": check})
         self.paths.pid_file.write_text(f"{os.getpid()}\n")
+        from monad_cli.tasks.manager import TaskManager
+
+        self.tasks = TaskManager(self)
+        self.state_listeners.append(self.tasks.on_actor_state)
         control = ControlServer(self)
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
+                tg.start_soon(self.tasks.run)
                 tg.start_soon(self._handle_signals)
                 await self.reconcile(force=True)
                 failure = await self._wait_required()
