@@ -24,6 +24,9 @@ from monad_cli.errors import ConfigError
 NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
 TRANSPORTS = ("stdio", "http")
 AUTH_MODES = ("none", "bearer", "headers", "oauth")
+OAUTH_FLOWS = ("loopback", "device")
+# Tables under `auth` that monad writes (monad_cli/auth/storage.py).
+OAUTH_STATE_KEYS = ("tokens", "grant", "registration", "serverMetadata", "resourceMetadata")
 DEFAULT_TIMEOUT_S = 10.0
 
 COMMON_FIELDS = {"schema", "name", "transport", "enabled", "required", "timeout", "requestTimeoutMs",
@@ -67,6 +70,9 @@ class ServerSpec:
         # `deferred` and `condition` only shape the gateway's view: changing them keeps the session.
         body = {k: v for k, v in self.__dict__.items()
                 if k not in ("source", "raw", "enabled", "deferred", "condition")}
+        # Stored OAuth state (tokens, expiry, metadata) changes on every refresh; it is not
+        # part of how to connect, so writing it must not reconnect the server.
+        body["auth"] = {k: v for k, v in self.auth.items() if k not in OAUTH_STATE_KEYS}
         return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
 
     def definition_hash(self) -> str:
@@ -264,6 +270,17 @@ def validate(raw: Mapping[str, Any], *, name: str, source: str,
             raise ctx.error("auth.mode", f"must be one of {', '.join(AUTH_MODES)}; got {mode!r}")
         if mode == "bearer" and not isinstance(auth.get("token"), str):
             raise ctx.error("auth.token", "bearer mode needs a `token` string")
+        if mode == "oauth":
+            if auth.get("flow", "loopback") not in OAUTH_FLOWS:
+                raise ctx.error("auth.flow", f"must be one of {', '.join(OAUTH_FLOWS)}; got {auth.get('flow')!r}")
+            scopes = auth.get("scopes", [])
+            if not isinstance(scopes, list) or not all(isinstance(x, str) and x for x in scopes):
+                raise ctx.error("auth.scopes", "must be a list of scope names")
+            for key in ("clientId", "clientSecret"):
+                if key in auth and not isinstance(auth[key], str):
+                    raise ctx.error(f"auth.{key}", "must be a string")
+            if "clientSecret" in auth and "clientId" not in auth:
+                raise ctx.error("auth.clientSecret", "needs `clientId` beside it")
         spec.auth = dict(auth)
         if mode == "bearer":
             spec.auth["token"] = _expand(ctx, "auth.token", auth["token"], environ)

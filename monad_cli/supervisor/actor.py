@@ -99,6 +99,7 @@ class ServerActor:
         self._scope: anyio.CancelScope | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self.listeners: list[Callable[[ServerActor], None]] = []
+        self._auth_reason: str | None = None
 
     # -- control from other tasks ------------------------------------------------------
     def update(self, spec: ServerSpec | None, *, config_error: str | None = None,
@@ -109,6 +110,13 @@ class ServerActor:
         self.source = spec.source if spec else source or self.source
         self.backoff.reset()
         self._wakeup("update")
+
+    def auth_required(self, reason: str) -> None:
+        """The server's OAuth provider cannot authorize requests any more (refresh failed,
+        no token): end the session and wait in `needs-auth` for `monad mcp authorize`."""
+        self._auth_reason = reason
+        if self.live:  # while connecting, the failed connect itself carries the reason
+            self._wakeup("needs-auth")
 
     def reconnect(self) -> None:
         self.backoff.reset()
@@ -142,6 +150,7 @@ class ServerActor:
         self.sup.journal_state(self.name, state, reason)
         for listener in list(self.listeners):
             listener(self)
+        self.sup.on_state_changed(self)
 
     @property
     def live(self) -> bool:
@@ -203,10 +212,13 @@ class ServerActor:
 
     async def _session(self, spec: ServerSpec) -> tuple[str, str]:
         """One connection attempt and, if it succeeds, the session until it ends."""
-        conn = Connection(on_closed=lambda: self._wakeup("closed"))
+        conn = Connection()
+        # Only a live session's end wakes the actor; a failed connect reports itself.
+        conn.on_closed = lambda: self._wakeup("closed") if self.client is not None and self.conn is conn else None
         self.conn = conn
         self._wake = anyio.Event()
         self._wake_reason = None
+        self._auth_reason = None
         self.set_state(State.CONNECTING, "starting" if spec.transport == "stdio" else "connecting")
         phase = "starting the server" if spec.transport == "stdio" else "connecting"
         transport: Any
@@ -219,7 +231,8 @@ class ServerActor:
                 deadline.deadline = anyio.current_time() + spec.timeout
                 client = Client(transport, mode="auto", cache=None,
                                 client_info=Implementation(name="monad", version=__version__),
-                                message_handler=self._on_message)
+                                message_handler=self._on_message,
+                                extensions=self.sup.client_extensions(self))
                 phase = "negotiating the protocol version (server/discover, initialize)"
                 async with client:
                     phase = "listing tools"
@@ -241,11 +254,16 @@ class ServerActor:
             return self._classify(spec, exc, phase)
         finally:
             self.client = None
+            if self._wake_reason == "closed":  # stale: this session is over either way
+                self._wake_reason = None
+                self._wake = anyio.Event()
             if self.connected_at is not None:
                 self.backoff.record_uptime(time.monotonic() - self.connected_at)
                 self.connected_at = None
         if reason == "closed":
             return "closed", self._explain_closed(spec, conn)
+        if reason == "needs-auth":
+            return "needs-auth", self._auth_reason or f"run `monad mcp authorize {self.name}`"
         return reason or "reconnect", reason or "reconnect"
 
     def _connected(self, client: Client, tools: list[Tool], problem: str | None) -> None:
@@ -256,11 +274,14 @@ class ServerActor:
         self.protocol_version = client.protocol_version
         info = client.server_info
         self.server_info = info.model_dump(exclude_none=True) if info else None
+        problem = problem or self.sup.tool_service.check_pin(self, tools)
         self.sup.on_tools_changed(self)
         if problem:
             self.set_state(State.DEGRADED, problem)
         else:
             self.set_state(State.CONNECTED, None)
+        if self.conn is not None and self.conn.closed:  # died between tools/list and now
+            self._wakeup("closed")
 
     async def refresh_tools(self) -> None:
         client = self.client
@@ -271,10 +292,28 @@ class ServerActor:
         except Exception as exc:  # noqa: BLE001
             self.set_state(State.DEGRADED, f"tools/list failed: {self._describe(exc)}")
             return
+        problem = problem or self.sup.tool_service.check_pin(self, tools)  # TL-2: re-check on list_changed
         self.tools, self.tool_problem = tools, problem
         self.sup.on_tools_changed(self)
         if self.client is not None:
             self.set_state(State.DEGRADED if problem else State.CONNECTED, problem)
+
+    async def call_tool(self, tool: str, arguments: dict[str, Any] | None) -> Any:
+        """tools/call on this session from any task (the actor task keeps the Client open).
+
+        `tool` is the server's own (original) name. The deadline is `requestTimeoutMs`
+        (unset = none); on expiry the SDK sends notifications/cancelled and raises
+        MCPError(-32001). Cancelling the caller's scope cancels the request the same way.
+        Raises MonadError if the server is not connected. Returns `mcp_types.CallToolResult`.
+        """
+        from monad_cli.errors import MonadError
+
+        client = self.client
+        if client is None or not self.live:
+            raise MonadError(f"server `{self.name}` is {self.state}"
+                             f"{': ' + self.reason if self.reason else ''} (see `monad mcp status {self.name}`)")
+        rto = self.spec.request_timeout_ms if self.spec else None
+        return await client.call_tool(tool, arguments, read_timeout_seconds=rto / 1000 if rto else None)
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, ToolListChangedNotification) and self._tg is not None:
@@ -318,6 +357,8 @@ class ServerActor:
                 return "fatal", str(leaf)
         if conn and conn.protocol_error:
             return "failed", f"{conn.protocol_error} while {phase}"
+        if spec.transport == "http" and self._auth_reason:
+            return "needs-auth", self._auth_reason
         if spec.transport == "http" and conn is not None:
             status = conn.last_http_status
             if status == 401 or any(isinstance(x, NeedsAuth) for x in leaves):
@@ -363,4 +404,5 @@ class ServerActor:
             row["stderrTail"] = [self.sup.scrub(line) for line in self.sink.lines()]
             row["serverInfo"] = self.server_info if self.live else None
             row["strayStdoutLines"] = self.conn.stray_lines if self.conn else 0
+            row["warnings"] = self.sup.tool_service.warnings(self.name)
         return row

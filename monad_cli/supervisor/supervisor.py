@@ -25,6 +25,7 @@ from monad_cli.redact import redact_text, secret_values
 from monad_cli.supervisor.actor import ServerActor
 from monad_cli.supervisor.reconcile import diff, fingerprints
 from monad_cli.supervisor.states import LIVE, State
+from monad_cli.trust.service import ToolService
 
 log = logging.getLogger("monad.supervisor")
 
@@ -65,6 +66,10 @@ class Supervisor:
         self._reconcile_lock = anyio.Lock()
         self.stop_event = anyio.Event()
         self.tool_listeners: list[Callable[[ServerActor], None]] = []
+        self.tool_service = ToolService(self)
+        self._auth: Any = None  # monad_cli.auth.session.SupervisorAuth, made on first oauth server
+        self.state_listeners: list[Callable[[ServerActor], None]] = []
+        self.tasks: Any = None  # the TaskManager (monad_cli.tasks), set in run()
 
     # -- helpers used by actors ----------------------------------------------------------
     def scrub(self, text: str) -> str:
@@ -78,8 +83,15 @@ class Supervisor:
                 log.exception("journal write failed")
 
     def http_auth(self, spec: ServerSpec) -> Any:
-        """The httpx2 Auth for an http server (OAuth plugs in here), or None."""
-        return None
+        """The httpx2 Auth for an http server: for `auth.mode = "oauth"` the server's one
+        OAuth provider (monad_cli/auth/session.py), else None (headers do bearer/headers)."""
+        if spec.auth.get("mode") != "oauth":
+            return None
+        if self._auth is None:
+            from monad_cli.auth.session import SupervisorAuth
+
+            self._auth = SupervisorAuth(self)
+        return self._auth.provider(spec)
 
     def filtered_out(self, name: str) -> bool:
         return self.server_filter.reason(name) is not None
@@ -108,6 +120,15 @@ class Supervisor:
     def on_tools_changed(self, actor: ServerActor) -> None:
         for listener in list(self.tool_listeners):
             listener(actor)
+
+    def on_state_changed(self, actor: ServerActor) -> None:
+        """Every state change of every actor (after its own listeners)."""
+        for listener in list(self.state_listeners):
+            listener(actor)
+
+    def client_extensions(self, actor: ServerActor) -> list[Any] | None:
+        """`extensions=` for the actor's next `mcp.Client` (the tasks extension, SEP-2663)."""
+        return self.tasks.client_extensions(actor) if self.tasks is not None else None
 
     # -- process-level guards ------------------------------------------------------------
     def acquire_daemon_lock(self) -> None:
@@ -157,6 +178,15 @@ class Supervisor:
             self._apply(defs)
 
     def _apply(self, defs: Definitions) -> None:
+        from monad_cli.config.loader import Problem
+
+        # A file that cannot be read at all disables nothing it defined before: its
+        # servers keep their last good definitions, with the file's error beside them.
+        unreadable = {p.file: p for p in defs.problems if p.server is None}
+        for name, actor in self.actors.items():
+            if actor.source in unreadable and name not in defs.sources:
+                defs.problems.append(Problem(unreadable[actor.source].message, actor.source or "", name))
+                defs.sources[name] = actor.source or ""
         old_problems = {(p.server, p.message) for p in self.definitions.problems}
         self.definitions = defs
         secrets: set[str] = set()
@@ -234,13 +264,19 @@ class Supervisor:
         self.acquire_daemon_lock()
         self.journal = Journal(self.paths.journal_db, scrub=self.scrub)
         check = self.journal.quick_check()
+        self.tool_service.attach()
         self.journal.record("daemon", reason=f"supervisor {__version__} started (pid {os.getpid()})",
                             detail={"quick_check": check})
         self.paths.pid_file.write_text(f"{os.getpid()}\n")
+        from monad_cli.tasks.manager import TaskManager
+
+        self.tasks = TaskManager(self)
+        self.state_listeners.append(self.tasks.on_actor_state)
         control = ControlServer(self)
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
+                tg.start_soon(self.tasks.run)
                 tg.start_soon(self._handle_signals)
                 await self.reconcile(force=True)
                 failure = await self._wait_required()
