@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 
 from monad_cli import __version__
-from monad_cli.config.features import MCP_FILE, load_mcp_filter
+from monad_cli.config.features import MCP_FILE, TOOLS_FILE, load_deferred_tools, load_mcp_filter
 from monad_cli.config.loader import Definitions, Problem, load_definitions
 from monad_cli.config.schema import ServerSpec
 from monad_cli.errors import ConfigError
@@ -51,6 +51,8 @@ class Supervisor:
         self.filter_flags = (include, exclude)
         self.filter_file: tuple[list[str], list[str]] = ([], [])
         self.server_filter = ServerFilter()
+        # Globs over exposed tool names from `features/tools.toml` (the gateway defers them).
+        self.deferred_globs: list[str] = []
         self.environ = dict(os.environ if environ is None else environ)
         self.actors: dict[str, ServerActor] = {}
         self.applied: dict[str, str] = {}
@@ -116,6 +118,11 @@ class Supervisor:
         for name, actor in self.actors.items():
             if old.reason(name) != self.server_filter.reason(name):
                 actor.reconnect()  # the actor's loop re-checks `filtered_out`
+        try:
+            self.deferred_globs = load_deferred_tools(self.paths)
+        except ConfigError as e:
+            defs.problems.append(Problem(f"{e.message}; the previous deferred tools stay in force",
+                                         e.file or TOOLS_FILE))
 
     def on_tools_changed(self, actor: ServerActor) -> None:
         for listener in list(self.tool_listeners):
@@ -158,7 +165,7 @@ class Supervisor:
                             entries.append((e.name, st.st_size, st.st_mtime_ns))
             except FileNotFoundError:
                 pass
-        for name in ("agents.json", "features/mcp.toml", "features/presets.toml"):
+        for name in ("agents.json", "features/mcp.toml", "features/presets.toml", "features/tools.toml"):
             try:
                 st = (self.paths.home / name).stat()
                 entries.append((name, st.st_size, st.st_mtime_ns))
