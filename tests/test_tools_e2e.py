@@ -7,6 +7,7 @@ import json
 import signal
 import subprocess
 import sys
+import time
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,13 @@ def calls(monad: Any) -> list[dict[str, Any]]:
     r = monad("journal", "--calls", "--json")
     assert r.code == 0, r
     return r.json()
+
+
+def settled(monad: Any, name: str, state: str, after: float) -> dict[str, Any]:
+    """Wait for `state` entered after `after` (epoch s): edits apply asynchronously, so a
+    state seen before the supervisor reconnected for an edit does not count."""
+    return wait_for(lambda: (s := status_of(monad, name))["state"] == state and s["since"] > after and s,
+                    timeout=30)
 
 
 def pending(monad: Any) -> list[dict[str, Any]]:
@@ -111,23 +119,26 @@ def test_rug_pulls_are_refused_until_pinned_again(supervisor: Any, tmp_path: Pat
     shape.write_text(json.dumps({"description": "Echo the text back."}))
     add(monad, "rug", "--tools-file", str(shape))
     wait_state(monad, "rug", "connected")
+    t = time.time()
     r = monad("mcp", "pin", "rug")
     assert r.code == 0 and "pinned server `rug` to sha256:" in r.err, r
     pinned = monad("mcp", "get", "rug", "--json").json()["definition"]["trust"]["pinnedToolHash"]
-    wait_for(lambda: status_of(monad, "rug")["state"] == "connected")
+    settled(monad, "rug", "connected", t)  # the pin edit reconnects the server
 
     def pull(change: dict[str, Any], expect: str) -> None:
         shape.write_text(json.dumps({"description": "Echo the text back.", **change}))
+        t = time.time()
         assert monad("mcp", "reconnect", "rug").code == 0
-        row = wait_for(lambda: (s := status_of(monad, "rug"))["state"] == "degraded"
-                       and "tool set changed" in (s["reason"] or "") and s)
+        row = settled(monad, "rug", "degraded", t)
+        assert "tool set changed" in row["reason"], row
         assert "refusing to register" in row["reason"] and expect in row["reason"], row
         assert monad("mcp", "tools", "rug", "--json").json() == []
         r = monad("mcp", "call", "rug__echo", "--arg", "text=x", "--yes")
         assert r.code != 0 and "tool set changed" in r.err, r
         # Accept the new set: pin again; the server registers.
+        t = time.time()
         assert monad("mcp", "pin", "rug").code == 0
-        wait_state(monad, "rug", "connected")
+        settled(monad, "rug", "connected", t)
         r = monad("mcp", "tools", "rug", "--json")
         assert r.code == 0 and r.json(), r
 
@@ -145,9 +156,10 @@ def test_a_rug_pull_under_a_live_session_is_caught_on_list_changed(supervisor: A
     monad = supervisor
     add(monad, "live")
     wait_state(monad, "live", "connected")
+    t = time.time()
     assert monad("mcp", "pin", "live").code == 0
-    wait_for(lambda: status_of(monad, "live")["state"] == "connected"
-             and monad("mcp", "call", "live__echo", "--arg", "text=x", "--yes").code == 0)
+    settled(monad, "live", "connected", t)
+    assert monad("mcp", "call", "live__echo", "--arg", "text=x", "--yes").code == 0
     r = monad("mcp", "call", "live__mutate", "--arg", "description=now also uploads your files", "--yes")
     assert (r.code, r.out.strip()) == (0, "mutated"), r
     row = wait_for(lambda: (s := status_of(monad, "live"))["state"] == "degraded" and s)
@@ -228,17 +240,17 @@ def test_approvals_deny_once_session_always_and_host_escape(supervisor: Any) -> 
     assert (r.code, r.out.strip()) == (0, "4"), r
     r = monad("mcp", "call", "ts__echo", "--arg", "text=six", "--approval-timeout", "0.5")
     assert r.code == 4, r  # the session approval ended with the supervisor
+    t = time.time()
     r = monad("mcp", "add", "ts", "--force", "--", sys.executable, TOOLSERVER, "--name", "edited")
     assert r.code == 0, r
-    wait_for(lambda: status_of(monad, "ts")["state"] == "connected")
-    wait_for(lambda: monad("mcp", "call", "ts__add", "--arg", "a=3", "--arg", "b=3",
-                           "--approval-timeout", "0.3").code == 4)
+    settled(monad, "ts", "connected", t)
+    r = monad("mcp", "call", "ts__add", "--arg", "a=3", "--arg", "b=3", "--approval-timeout", "0.3")
+    assert r.code == 4, r  # an edited command asks again
 
     # hostEscape: session yes, always never.
+    t = time.time()
     assert monad("mcp", "trust", "ts", "--host-escape").code == 0
-    wait_for(lambda: monad("mcp", "get", "ts", "--json").json()["definition"].get("trust", {}).get("hostEscape"))
-    status_of(monad, "ts")  # makes the supervisor apply the edit now
-    wait_state(monad, "ts", "connected")
+    settled(monad, "ts", "connected", t)
     proc, p = call_waiting("seven")
     assert p["hostEscape"] is True
     r = monad("approvals", "allow", p["id"], "--always")
@@ -423,7 +435,7 @@ def test_gateway_http_requires_the_token_and_loopback_host(supervisor: Any, mona
     add(monad, "ts")
     r = monad("mcp", "trust", "ts", "--auto-approve", "echo")
     assert r.code == 0, r
-    wait_state(monad, "ts", "connected")
+    wait_for(lambda: "ts__echo" in {t["name"] for t in monad("mcp", "tools", "--json").json() if t["autoApproved"]})
     port = free_port()
     proc = popen_monad("mcp", "serve", "--http", "--port", str(port))
     try:

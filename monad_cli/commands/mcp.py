@@ -302,7 +302,10 @@ def wait(
     if as_json:
         render.data_json(list(rows.values()))
     for r in bad:
-        render.error(f"server `{r['name']}` is {r['state']}: {r.get('reason') or 'no reason given'}")
+        if r["state"] == "undefined":
+            render.error(r["reason"])
+        else:
+            render.error(f"server `{r['name']}` is {r['state']}: {r.get('reason') or 'no reason given'}")
     if bad:
         timed_out = all(r["state"] not in final_bad | {"undefined"} for r in bad)
         raise typer.Exit(int(ExitCode.TIMEOUT if timed_out else ExitCode.ERROR))

@@ -34,7 +34,8 @@ def tools(
     """Tools of the connected servers under their exposed names (`SERVER__TOOL`).
 
     `--json` adds each tool's description, inputSchema, original name and whether it is
-    auto-approved. Name collisions are reported on stderr.
+    auto-approved. Name collisions are reported on stderr. Tools the gateway defers until
+    `load_tools` are marked `deferred` (`monad mcp call` calls them directly).
     """
     client = supervisor()
     answer = client.get("/v1/tools" + (f"?server={_quote(server)}" if server else ""))
@@ -48,8 +49,9 @@ def tools(
         if server is None or any(m["server"] == server for m in c["members"]):
             render.warn(describe_collision(c))
     render.table([{"name": t["name"], "auto": "auto" if t.get("autoApproved") else "",
+                   "deferred": "deferred" if t.get("deferred") else "",
                    "description": (t.get("description") or "").strip().split("\n")[0][:90]} for t in listed],
-                 [("name", "tool"), ("auto", "approval"), ("description", "description")],
+                 [("name", "tool"), ("auto", "approval"), ("deferred", "gateway"), ("description", "description")],
                  empty=(f"server `{server}` exposes no tools (is it connected? `monad mcp status {server}`)"
                         if server else "no tools exposed (see `monad mcp status`)"))
 
@@ -336,15 +338,36 @@ def serve(
     approval_timeout: Annotated[float, typer.Option(
         "--approval-timeout", help="Seconds a call waits for `monad approvals allow ID` before it is "
                                    "refused.")] = DEFAULT_APPROVAL_TIMEOUT_S,
+    fact: Annotated[list[str] | None, typer.Option(
+        "--fact", metavar="KEY=VALUE", help="A fact for server conditions, e.g. model_params=8 or env=ci "
+                                            "(repeatable).")] = None,
+    include: Annotated[list[str] | None, typer.Option(
+        "--include-mcps", metavar="GLOBS", help="Serve only servers matching these comma-separated globs.")]
+        = None,
+    exclude: Annotated[list[str] | None, typer.Option(
+        "--exclude-mcps", metavar="GLOBS", help="Never serve servers matching these globs (wins over "
+                                                "--include-mcps).")] = None,
 ) -> None:
-    """Run an MCP server (the gateway) exposing every connected, non-deferred server's tools.
+    """Run an MCP server (the gateway) exposing the connected servers' tools.
 
-    Calls go through the supervisor and its approval gate: a call that is not auto-approved
-    waits for `monad approvals allow ID`. The gateway sends notifications/tools/list_changed
-    when the set changes. With --http it listens on 127.0.0.1 only and requires the bearer
-    token in `run/gateway.token` (0600); Host and Origin must be loopback.
+    Calls go through the supervisor and its approval gate: a call that is not auto-approved waits for `monad approvals allow ID`. The gateway sends notifications/tools/list_changed when the set changes. With --http it listens on 127.0.0.1 only and requires the bearer token in `run/gateway.token` (0600); Host and Origin must be loopback.
+
+    Deferred tools (`deferred = true`, features/tools.toml) are listed once loaded with the `load_tools` tool; a server's `condition` is checked against the --fact values and this environment on every list and call; --include-mcps/--exclude-mcps serve a filtered view (docs/filtering.md).
     """
+    from monad_cli.conditions import parse_facts
+    from monad_cli.filters import PatternError, combine, split_patterns
+
+    try:
+        facts = parse_facts(fact or [])
+        inc = None if include is None else split_patterns(include, what="--include-mcps")
+        exc = None if exclude is None else split_patterns(exclude, what="--exclude-mcps")
+    except (ValueError, PatternError) as e:
+        raise InvalidInput(str(e)) from None
+    # The supervisor already applies features/mcp.toml; these flags narrow this view only.
+    server_filter = (combine(flag_include=inc, flag_exclude=exc, file_enabled=[], file_disabled=[])
+                     if inc is not None or exc is not None else None)
     from monad_cli.gateway.server import run_gateway
 
     supervisor()
-    run_gateway(paths(), http=http, port=port, approval_timeout=approval_timeout)
+    run_gateway(paths(), http=http, port=port, approval_timeout=approval_timeout, facts=facts,
+                server_filter=server_filter)

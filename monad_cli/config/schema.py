@@ -16,12 +16,17 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from monad_cli.conditions import ConditionError
+from monad_cli.conditions import parse as parse_condition
 from monad_cli.config.expansion import ExpansionError, check_syntax, expand
 from monad_cli.errors import ConfigError
 
 NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
 TRANSPORTS = ("stdio", "http")
 AUTH_MODES = ("none", "bearer", "headers", "oauth")
+OAUTH_FLOWS = ("loopback", "device")
+# Tables under `auth` that monad writes (monad_cli/auth/storage.py).
+OAUTH_STATE_KEYS = ("tokens", "grant", "registration", "serverMetadata", "resourceMetadata")
 DEFAULT_TIMEOUT_S = 10.0
 
 COMMON_FIELDS = {"schema", "name", "transport", "enabled", "required", "timeout", "requestTimeoutMs",
@@ -54,13 +59,20 @@ class ServerSpec:
     env: dict[str, str] = field(default_factory=dict)
     cwd: str | None = None
     sandbox: bool = False
+    sandbox_writable: list[str] = field(default_factory=list)
+    condition: str | None = None
     url: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
     auth: dict[str, Any] = field(default_factory=dict)
 
     def connection_fingerprint(self) -> str:
         """Stable digest of everything that affects the live session (not `source`, not `enabled`)."""
-        body = {k: v for k, v in self.__dict__.items() if k not in ("source", "raw", "enabled")}
+        # `deferred` and `condition` only shape the gateway's view: changing them keeps the session.
+        body = {k: v for k, v in self.__dict__.items()
+                if k not in ("source", "raw", "enabled", "deferred", "condition")}
+        # Stored OAuth state (tokens, expiry, metadata) changes on every refresh; it is not
+        # part of how to connect, so writing it must not reconnect the server.
+        body["auth"] = {k: v for k, v in self.auth.items() if k not in OAUTH_STATE_KEYS}
         return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
 
     def definition_hash(self) -> str:
@@ -197,14 +209,19 @@ def validate(raw: Mapping[str, Any], *, name: str, source: str,
     if not isinstance(trust.get("hostEscape", False), bool):
         raise ctx.error("trust.hostEscape", "must be true or false")
     condition = raw.get("condition")
-    if condition is not None and not isinstance(condition, str):
-        raise ctx.error("condition", "must be a string")
+    if condition is not None:
+        if not isinstance(condition, str):
+            raise ctx.error("condition", "must be a string such as \"env_set:CI\"")
+        try:
+            parse_condition(condition)
+        except ConditionError as e:
+            raise ctx.error("condition", f"{e}; see docs/filtering.md \"Conditions\"") from None
 
     spec = ServerSpec(
         name=name, transport=transport, source=source, raw=dict(raw),
         enabled=_bool(ctx, raw, "enabled", True), required=_bool(ctx, raw, "required", False),
         timeout=float(timeout), request_timeout_ms=rto, deferred=_bool(ctx, raw, "deferred", False),
-        trust=dict(trust),
+        trust=dict(trust), condition=condition,
     )
 
     if transport == "stdio":
@@ -222,7 +239,13 @@ def validate(raw: Mapping[str, Any], *, name: str, source: str,
                 raise ctx.error("cwd", "must be a directory path")
             spec.cwd = _expand(ctx, "cwd", cwd, environ)
         spec.sandbox = _bool(ctx, raw, "sandbox", False)
-        _str_list(ctx, raw, "sandboxWritable")
+        for i, p in enumerate(_str_list(ctx, raw, "sandboxWritable")):
+            fld = f"sandboxWritable[{i}]"
+            path = _expand(ctx, fld, p, environ)
+            # Checked once expanded: `$HOME/work` is fine, a relative path is not.
+            if (environ is not None or "$" not in p) and not path.startswith("/"):
+                raise ctx.error(fld, f"must be an absolute path (`$HOME/...` works), got {p!r}")
+            spec.sandbox_writable.append(path)
     else:
         for key in ("sandbox", "sandboxWritable"):
             if raw.get(key):
@@ -247,6 +270,17 @@ def validate(raw: Mapping[str, Any], *, name: str, source: str,
             raise ctx.error("auth.mode", f"must be one of {', '.join(AUTH_MODES)}; got {mode!r}")
         if mode == "bearer" and not isinstance(auth.get("token"), str):
             raise ctx.error("auth.token", "bearer mode needs a `token` string")
+        if mode == "oauth":
+            if auth.get("flow", "loopback") not in OAUTH_FLOWS:
+                raise ctx.error("auth.flow", f"must be one of {', '.join(OAUTH_FLOWS)}; got {auth.get('flow')!r}")
+            scopes = auth.get("scopes", [])
+            if not isinstance(scopes, list) or not all(isinstance(x, str) and x for x in scopes):
+                raise ctx.error("auth.scopes", "must be a list of scope names")
+            for key in ("clientId", "clientSecret"):
+                if key in auth and not isinstance(auth[key], str):
+                    raise ctx.error(f"auth.{key}", "must be a string")
+            if "clientSecret" in auth and "clientId" not in auth:
+                raise ctx.error("auth.clientSecret", "needs `clientId` beside it")
         spec.auth = dict(auth)
         if mode == "bearer":
             spec.auth["token"] = _expand(ctx, "auth.token", auth["token"], environ)

@@ -30,6 +30,7 @@ from monad_cli.config import edits
 from monad_cli.control.tools_api import tools_routes
 from monad_cli.errors import ConfigError, InvalidInput, LockTimeout, MonadError, NotFound
 from monad_cli.redact import redact_definition
+from monad_cli.tasks.routes import task_routes
 
 if TYPE_CHECKING:
     from monad_cli.supervisor.supervisor import Supervisor
@@ -91,6 +92,7 @@ class ControlServer:
             Route("/v1/mcp-servers/{name}/reconnect", self.reconnect, methods=["POST"]),
             Route("/v1/mcp-servers/{name}/tools", self.tools),
             *tools_routes(self),
+            *task_routes(self.sup),
         ]
 
     async def _on_error(self, request: Request, exc: Exception) -> JSONResponse:

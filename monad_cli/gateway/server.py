@@ -1,7 +1,11 @@
 """The gateway: an MCP server on the SDK's lowlevel `Server` that forwards to the supervisor.
 
-- tools/list: the supervisor's exposed tools (`GET /v1/tools`), non-deferred servers only,
-  under their exposed names (`server__tool`).
+- tools/list: the supervisor's exposed tools (`GET /v1/tools`) under their exposed names
+  (`server__tool`), as `monad_cli/gateway_policy.py` decides: deferred tools only once
+  loaded with the meta-tool `load_tools`, servers whose `condition` does not hold (against
+  `--fact`s and this process's environment) and servers left out by `--include-mcps` /
+  `--exclude-mcps` not at all. Conditions are re-evaluated on every list and call; loads
+  last for this gateway process (docs/filtering.md).
 - tools/call: `POST /v1/tools/call` with `via: gateway` and approval mode `wait`, so every
   call passes the same approval gate as `monad mcp call`; a call that is not approved
   within `approval_timeout` s, or is denied, is a tool error (`isError: true`) whose text
@@ -35,10 +39,22 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from monad_cli import __version__, render
+from monad_cli.filters import ServerFilter
+from monad_cli.gateway_policy import (
+    LOAD_TOOLS,
+    LoadedTools,
+    check_call,
+    load_tools,
+    load_tools_tool,
+    offers_load_tools,
+    server_available,
+    visible_tools,
+)
 from monad_cli.paths import Paths
 
 log = logging.getLogger("monad.gateway")
 _OUR_KEYS = {"callId", "server", "tool", "name", "decidedBy"}
+_ROW_KEYS = ("server", "tool", "autoApproved", "deferred", "condition")
 _SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"
 
 
@@ -62,9 +78,14 @@ def gateway_token(paths: Paths) -> str:
 
 
 class Gateway:
-    def __init__(self, paths: Paths, *, approval_timeout: float) -> None:
+    def __init__(self, paths: Paths, *, approval_timeout: float, facts: dict[str, str] | None = None,
+                 server_filter: ServerFilter | None = None, environ: dict[str, str] | None = None) -> None:
         self.paths = paths
         self.approval_timeout = approval_timeout
+        self.facts = dict(facts or {})
+        self.server_filter = server_filter
+        self.environ = dict(os.environ if environ is None else environ)
+        self.loaded = LoadedTools()
         self.bus = InMemorySubscriptionBus()
         self.listen = ListenHandler(self.bus)
         self.legacy_sessions: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -83,20 +104,66 @@ class Gateway:
             if conn is not None:
                 self.legacy_sessions.add(conn)
 
-    async def list_tools(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        self._remember(ctx)
+    async def _rows(self) -> list[dict[str, Any]]:
         resp = await self.api.get("/v1/tools")
         resp.raise_for_status()
-        tools = []
-        for row in resp.json()["tools"]:
-            if row.get("deferred"):
-                continue
-            tools.append(types.Tool.model_validate({k: v for k, v in row.items()
-                                                    if k not in ("server", "tool", "autoApproved", "deferred")}))
+        return list(resp.json()["tools"])
+
+    def _policy(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
+        """gateway_policy's inputs from `/v1/tools` rows. The supervisor already decided
+        which tools are deferred (server flag or tools.toml glob); exposed names are
+        `[A-Za-z0-9_-]` only, so each deferred name is an exact-match glob."""
+        by_server: dict[str, list[str]] = {}
+        conditions: dict[str, str | None] = {}
+        for row in rows:
+            by_server.setdefault(row["server"], []).append(row["name"])
+            conditions[row["server"]] = row.get("condition")
+        return dict(tools_by_server=by_server, deferred_servers=(),
+                    deferred_globs=[r["name"] for r in rows if r.get("deferred")], conditions=conditions,
+                    facts=self.facts, environ=self.environ, server_filter=self.server_filter)
+
+    async def list_tools(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        self._remember(ctx)
+        rows = await self._rows()
+        policy = self._policy(rows)
+        by_server = policy.pop("tools_by_server")
+        shown = set(visible_tools(by_server, loaded=self.loaded, **policy))
+        tools = [types.Tool.model_validate({k: v for k, v in row.items() if k not in _ROW_KEYS})
+                 for row in rows if row["name"] in shown]
+        available = {s: names for s, names in by_server.items()
+                     if server_available(s, conditions=policy["conditions"], facts=self.facts,
+                                         environ=self.environ, server_filter=self.server_filter)}
+        if offers_load_tools(available, deferred_servers=(), deferred_globs=policy["deferred_globs"]):
+            tools.append(types.Tool.model_validate(load_tools_tool(
+                available, deferred_servers=(), deferred_globs=policy["deferred_globs"])))
         return types.ListToolsResult(tools=tools)
+
+    async def _load_tools(self, arguments: dict[str, Any]) -> types.CallToolResult:
+        """The `load_tools` meta-tool: local to the gateway (no upstream call, no approval)."""
+        policy = self._policy(await self._rows())
+        try:
+            result = load_tools(self.loaded, servers=arguments.get("servers") or [],
+                                tools=arguments.get("tools") or [], **policy)
+        except ValueError as e:
+            return types.CallToolResult(content=[types.TextContent(type="text", text=str(e))], is_error=True)
+        self.loaded = result.loaded
+        if result.changed:
+            await self.notify_changed()
+        failed = not result.added and bool(result.unknown_servers or result.unmatched_globs or result.hidden)
+        return types.CallToolResult(content=[types.TextContent(type="text", text=result.summary())],
+                                    is_error=failed)
 
     async def call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         self._remember(ctx)
+        if params.name == LOAD_TOOLS:
+            return await self._load_tools(params.arguments or {})
+        policy = self._policy(await self._rows())
+        by_server = policy.pop("tools_by_server")
+        if any(params.name in names for names in by_server.values()):
+            refused = check_call(params.name, by_server, conditions=policy["conditions"], facts=self.facts,
+                                 environ=self.environ, server_filter=self.server_filter)
+            if refused:
+                return types.CallToolResult(content=[types.TextContent(type="text", text=refused)], is_error=True)
         body = {"name": params.name, "arguments": params.arguments or {}, "via": "gateway",
                 "approval": {"mode": "wait", "timeout": self.approval_timeout}}
         resp = await self.api.post("/v1/tools/call", json=body)
@@ -189,10 +256,11 @@ class BearerGuard:
         await self.app(scope, receive, send)
 
 
-def run_gateway(paths: Paths, *, http: bool, port: int, approval_timeout: float) -> None:
+def run_gateway(paths: Paths, *, http: bool, port: int, approval_timeout: float,
+                facts: dict[str, str] | None = None, server_filter: ServerFilter | None = None) -> None:
     """Serve until stdin closes (stdio) or Ctrl-C (HTTP)."""
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="monad gateway: %(message)s")
-    gw = Gateway(paths, approval_timeout=approval_timeout)
+    gw = Gateway(paths, approval_timeout=approval_timeout, facts=facts, server_filter=server_filter)
     if http:
         anyio.run(gw.serve_http, port)
     else:

@@ -99,6 +99,7 @@ class ServerActor:
         self._scope: anyio.CancelScope | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self.listeners: list[Callable[[ServerActor], None]] = []
+        self._auth_reason: str | None = None
 
     # -- control from other tasks ------------------------------------------------------
     def update(self, spec: ServerSpec | None, *, config_error: str | None = None,
@@ -109,6 +110,13 @@ class ServerActor:
         self.source = spec.source if spec else source or self.source
         self.backoff.reset()
         self._wakeup("update")
+
+    def auth_required(self, reason: str) -> None:
+        """The server's OAuth provider cannot authorize requests any more (refresh failed,
+        no token): end the session and wait in `needs-auth` for `monad mcp authorize`."""
+        self._auth_reason = reason
+        if self.live:  # while connecting, the failed connect itself carries the reason
+            self._wakeup("needs-auth")
 
     def reconnect(self) -> None:
         self.backoff.reset()
@@ -142,6 +150,7 @@ class ServerActor:
         self.sup.journal_state(self.name, state, reason)
         for listener in list(self.listeners):
             listener(self)
+        self.sup.on_state_changed(self)
 
     @property
     def live(self) -> bool:
@@ -203,10 +212,13 @@ class ServerActor:
 
     async def _session(self, spec: ServerSpec) -> tuple[str, str]:
         """One connection attempt and, if it succeeds, the session until it ends."""
-        conn = Connection(on_closed=lambda: self._wakeup("closed"))
+        conn = Connection()
+        # Only a live session's end wakes the actor; a failed connect reports itself.
+        conn.on_closed = lambda: self._wakeup("closed") if self.client is not None and self.conn is conn else None
         self.conn = conn
         self._wake = anyio.Event()
         self._wake_reason = None
+        self._auth_reason = None
         self.set_state(State.CONNECTING, "starting" if spec.transport == "stdio" else "connecting")
         phase = "starting the server" if spec.transport == "stdio" else "connecting"
         transport: Any
@@ -219,7 +231,8 @@ class ServerActor:
                 deadline.deadline = anyio.current_time() + spec.timeout
                 client = Client(transport, mode="auto", cache=None,
                                 client_info=Implementation(name="monad", version=__version__),
-                                message_handler=self._on_message)
+                                message_handler=self._on_message,
+                                extensions=self.sup.client_extensions(self))
                 phase = "negotiating the protocol version (server/discover, initialize)"
                 async with client:
                     phase = "listing tools"
@@ -242,11 +255,16 @@ class ServerActor:
             return self._classify(spec, exc, phase)
         finally:
             self.client = None
+            if self._wake_reason == "closed":  # stale: this session is over either way
+                self._wake_reason = None
+                self._wake = anyio.Event()
             if self.connected_at is not None:
                 self.backoff.record_uptime(time.monotonic() - self.connected_at)
                 self.connected_at = None
         if reason == "closed":
             return "closed", self._explain_closed(spec, conn)
+        if reason == "needs-auth":
+            return "needs-auth", self._auth_reason or f"run `monad mcp authorize {self.name}`"
         return reason or "reconnect", reason or "reconnect"
 
     def _connected(self, client: Client, tools: list[Tool], problem: str | None) -> None:
@@ -264,6 +282,8 @@ class ServerActor:
             self.set_state(State.DEGRADED, problem)
         else:
             self.set_state(State.CONNECTED, None)
+        if self.conn is not None and self.conn.closed:  # died between tools/list and now
+            self._wakeup("closed")
 
     async def refresh_tools(self) -> None:
         client = self.client
@@ -358,6 +378,8 @@ class ServerActor:
                 return "fatal", str(leaf)
         if conn and conn.protocol_error:
             return "failed", f"{conn.protocol_error} while {phase}"
+        if spec.transport == "http" and self._auth_reason:
+            return "needs-auth", self._auth_reason
         if spec.transport == "http" and conn is not None:
             status = conn.last_http_status
             if status == 401 or any(isinstance(x, NeedsAuth) for x in leaves):

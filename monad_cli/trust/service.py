@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from monad_cli.errors import InvalidInput, MonadError, NotFound
+from monad_cli.gateway_policy import is_deferred
 from monad_cli.redact import redact_args, redact_url
 from monad_cli.trust.gate import ApprovalGate, Pending
 from monad_cli.trust.names import NameMap, build_name_map, describe_collision
@@ -173,7 +174,9 @@ class ToolService:
         return exposed in auto or f"{actor.name}__{tool}" in auto
 
     def listing(self, server: str | None = None) -> list[dict[str, Any]]:
-        """Exposed tools (wire shape + `server`, `tool`, `autoApproved`, `deferred`), by name."""
+        """Exposed tools (wire shape + `server`, `tool`, `autoApproved`, `deferred`, `condition`),
+        by name. `deferred`: the server has `deferred = true` or the name matches a glob of
+        `features/tools.toml`; `condition`: the server's condition text or None."""
         nmap = self.name_map()
         out = []
         for actor in self._registered():
@@ -184,14 +187,19 @@ class ToolService:
                 if exposed is None:
                     continue
                 row = dump_tool(t)
+                spec = actor.spec
                 row.update(name=exposed, server=actor.name, tool=t.name,
                            autoApproved=self.is_auto_approved(actor, t.name, exposed),
-                           deferred=bool(actor.spec and actor.spec.deferred))
+                           deferred=is_deferred(exposed, actor.name,
+                                                deferred_servers=(actor.name,) if spec and spec.deferred else (),
+                                                deferred_globs=self.sup.deferred_globs),
+                           condition=spec.condition if spec else None)
                 out.append(row)
         return sorted(out, key=lambda r: r["name"])
 
     def signature(self) -> str:
         """Changes whenever the exposed tool set (names or definitions) changes."""
+        # The whole listing: deferral and conditions change what a gateway lists, too.
         body = json.dumps(self.listing(), sort_keys=True, default=str)
         return hashlib.sha256(body.encode()).hexdigest()[:16]
 

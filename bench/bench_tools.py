@@ -1,7 +1,7 @@
 """Bench: one tool call through the supervisor's control API and through the gateway, against
 the same call on a direct SDK session. Prints medians and ratios; not a timed test.
 
-    python bench/tool_call.py [-n 300]
+    python bench/bench_tools.py [-n 300]      (also run by `make bench`)
 
 Targets (issue 3): control API ≤ 1.3× direct, or < 2 ms added; gateway adds < 3 ms per call
 over the control API. Runs in a temporary MONAD_HOME with tests/servers/toolserver.py.

@@ -1,0 +1,219 @@
+"""What `monad mcp authorize NAME` runs (docs/auth.md).
+
+1. Read the definition; only http servers with `auth.mode = "oauth"` (set when absent).
+2. Discovery (`discovery.py`), which refuses a bad authorization server before anything
+   reaches a browser: endpoints that are not https (or http on loopback), a metadata
+   `issuer` that is not the expected one, no `S256` for the code flow.
+3. Client identity: `clientId` in the definition (or `--client-id`, which is saved there)
+   skips registration; else the SDK uses a client ID metadata document where advertised
+   and dynamic client registration otherwise; with neither, an error names `--client-id`.
+4. `loopback` (default): the SDK's `OAuthClientProvider` drives discovery, registration,
+   PKCE S256, `state`, `resource` and the RFC 9207 `iss` check, against a one-shot
+   listener on 127.0.0.1; the URL is printed and opened with `webbrowser`
+   (`--no-browser`: printed only, and a pasted redirect URL is accepted on stdin).
+   `device`: RFC 8628 (`device.py`).
+5. The tokens, the absolute expiry and the metadata are written beside the server
+   (`storage.py`); the running supervisor is asked to reconnect it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import httpx2
+
+from monad_cli.auth.discovery import Discovery, discover, new_http_client
+from monad_cli.auth.errors import AuthError
+from monad_cli.auth.loopback import LoopbackListener, callback_result, open_in_browser, parse_callback
+from monad_cli.auth.provider import MonadOAuthProvider, check_server_metadata
+from monad_cli.auth.storage import DefinitionTokenStorage, configured_client, read_grant
+from monad_cli.auth.urls import url_problem
+from monad_cli.config.edits import read_definition, update_server
+from monad_cli.config.schema import validate
+from monad_cli.errors import InvalidInput
+from monad_cli.paths import Paths
+from monad_cli.redact import redact_url
+
+FLOWS = ("loopback", "device")
+
+
+@dataclass
+class Outcome:
+    """The result shown to the person (no secret in it)."""
+
+    name: str
+    source: str
+    flow: str
+    scope: str | None
+    expires_at: float | None
+    authorization_server: str | None
+    registered: bool
+
+
+@dataclass
+class Say:
+    """How authorize talks to the person: `info` (status lines), `url` (a URL to open or
+    type), `read_line` (a pasted redirect URL; None when stdin is not a terminal)."""
+
+    info: Callable[[str], None]
+    url: Callable[[str, str], None]
+
+
+def prepare(paths: Paths, name: str, *, client_id: str | None) -> tuple[str, dict[str, Any]]:
+    """Check the server can use OAuth; switch `auth.mode` none → oauth; save `--client-id`."""
+    source, raw = read_definition(paths, name)
+    spec = validate(raw, name=name, source=source, environ=os.environ)
+    if spec.transport != "http":
+        raise InvalidInput(f"server `{name}` is a stdio server; only http servers are authorized")
+    mode = spec.auth.get("mode", "none")
+    if mode not in ("none", "oauth"):
+        raise InvalidInput(f"`{source}`: server `{name}`, field `auth.mode`: is `{mode}`; set it to `oauth` "
+                           f"to use `monad mcp authorize`")
+
+    def mutate(defn: Any) -> None:
+        if "auth" not in defn:
+            defn["auth"] = {}
+        defn["auth"]["mode"] = "oauth"
+        if client_id:
+            defn["auth"]["clientId"] = client_id
+
+    if mode != "oauth" or client_id:
+        update_server(paths, name, {}, mutate=mutate)
+    assert spec.url is not None
+    return source, {"url": spec.url, "headers": dict(spec.headers), "auth": dict(spec.auth)}
+
+
+async def run_authorize(paths: Paths, name: str, *, flow: str | None, open_browser: bool,
+                        scopes: Sequence[str], client_id: str | None, say: Say,
+                        timeout: float = 300.0) -> Outcome:
+    """Authorize server `name`. Raises `AuthError`/`InvalidInput`/`NotFound`."""
+    source, spec = prepare(paths, name, client_id=client_id)
+    auth_cfg = spec["auth"]
+    flow = flow or auth_cfg.get("flow") or "loopback"
+    if flow not in FLOWS:
+        raise InvalidInput(f"`--flow` must be one of {', '.join(FLOWS)}; got `{flow}`")
+    explicit = list(scopes) or [s for s in auth_cfg.get("scopes", []) if isinstance(s, str)]
+    url = spec["url"]
+    async with new_http_client(spec["headers"]) as http:
+        found = await discover(http, url, name=name)
+        has_client = configured_client(read_grant(paths, name).config) is not None
+        storage = DefinitionTokenStorage(paths, name, fresh=True)
+        if flow == "device":
+            from monad_cli.auth.device import device_flow
+
+            def show(auth: Any) -> None:
+                say.info(f"To authorize `{name}`, open this URL on any device and enter the code "
+                         f"{auth.user_code}:")
+                say.url(auth.verification_uri, "verification")
+                if auth.verification_uri_complete:
+                    say.info("or open this one, which carries the code:")
+                    say.url(auth.verification_uri_complete, "verification")
+                say.info(f"waiting for approval (the code expires in {auth.expires_in:.0f} s)...")
+
+            token = await device_flow(http, found, storage, name=name, scopes=explicit, show=show)
+            scope = token.scope
+        else:
+            check_server_metadata(found.server_metadata)
+            _check_registration_possible(found, has_client, name)
+            scope = await _loopback(name, url, spec["headers"], storage, found, explicit, open_browser,
+                                    say, timeout)
+    grant = read_grant(paths, name)
+    return Outcome(name=name, source=source, flow=flow, scope=grant.scope or scope, expires_at=grant.expires_at,
+                   authorization_server=grant.authorization_server, registered=not has_client)
+
+
+def _check_registration_possible(found: Discovery, has_client: bool, name: str) -> None:
+    asm = found.server_metadata
+    if has_client or asm.registration_endpoint is not None:
+        return
+    # The SDK would otherwise POST to `{origin}/register` on a guess (2025-03-26 fallback).
+    raise AuthError(f"server `{name}`: the authorization server offers no dynamic client registration "
+                    f"(no `registration_endpoint`); register monad with it and run "
+                    f"`monad mcp authorize {name} --client-id ID`")
+
+
+async def _loopback(name: str, url: str, headers: dict[str, str], storage: DefinitionTokenStorage,
+                    found: Discovery, explicit: list[str], open_browser: bool, say: Say,
+                    timeout: float) -> str | None:
+    from mcp.client.auth import OAuthFlowError, OAuthRegistrationError, OAuthTokenError
+
+    async with LoopbackListener(server=name, timeout=timeout) as listener:
+        endpoint = str(found.server_metadata.authorization_endpoint)
+
+        async def redirect_handler(authorization_url: str) -> None:
+            problem = url_problem(authorization_url)
+            if problem or not authorization_url.startswith(endpoint.split("?")[0]):
+                raise AuthError(f"server `{name}`: refusing the authorization URL: "
+                                f"{problem or 'it is not the discovered authorization endpoint'}")
+            say.info(f"Open this URL in a browser to authorize `{name}`:")
+            say.url(authorization_url, "authorization")
+            if open_browser:
+                if not await open_in_browser(authorization_url):
+                    say.info("(no browser could be started; open the URL yourself)")
+            else:
+                say.info("After approving, paste the URL the browser was sent to here (or wait for it):")
+            say.info("waiting for the authorization server's redirect...")
+
+        async def callback_handler() -> Any:
+            async with anyio.create_task_group() as tg:
+                if not open_browser:
+                    tg.start_soon(_read_pasted, listener)
+                params = await listener.wait()
+                tg.cancel_scope.cancel()
+            return callback_result(params, server=name)
+
+        provider = MonadOAuthProvider(name=name, server_url=url, storage=storage, interactive=True,
+                                      redirect_uri=listener.redirect_uri, scopes=explicit,
+                                      redirect_handler=redirect_handler, callback_handler=callback_handler)
+        try:
+            async with httpx2.AsyncClient(auth=provider, headers=headers,
+                                          timeout=httpx2.Timeout(30.0)) as http:
+                r = await http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                                    headers={"Accept": "application/json, text/event-stream"})
+                await r.aclose()
+        except OAuthFlowError as e:
+            raise AuthError(f"server `{name}`: {_flow_error_text(str(e))}") from None
+        except (OAuthTokenError, OAuthRegistrationError) as e:
+            raise AuthError(f"server `{name}`: {_token_error_text(str(e))}") from None
+        except httpx2.HTTPError as e:
+            raise AuthError(f"server `{name}`: cannot reach `{redact_url(url)}`: {type(e).__name__}") from None
+        if r.status_code in (401, 403) or storage.writes == 0:
+            raise AuthError(f"server `{name}`: the server did not accept the new token "
+                            f"(HTTP {r.status_code}); check `auth.scopes`")
+    return provider.context.client_metadata.scope
+
+
+async def _read_pasted(listener: LoopbackListener) -> None:
+    """`--no-browser`: the person pastes the URL their browser was redirected to."""
+    if sys.stdin is None or sys.stdin.closed:
+        return
+    line = await anyio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True)
+    if line.strip():
+        listener.deliver(parse_callback(line.strip()))
+
+
+def _flow_error_text(message: str) -> str:
+    # The SDK's messages carry state values and the like; say what failed, not the values.
+    lowered = message.lower()
+    if "state parameter mismatch" in lowered:
+        return "the redirect's `state` does not match the request (possible CSRF); nothing was stored"
+    if "iss" in lowered and ("mismatch" in lowered or "missing iss" in lowered):
+        return ("the redirect's `iss` does not name the authorization server the request went to "
+                "(RFC 9207); nothing was stored")
+    if "issuer mismatch" in lowered:
+        return "the authorization server metadata names another issuer (RFC 8414 §3.3); refusing"
+    if "does not match expected" in lowered:
+        return "the protected resource metadata is for another resource (RFC 9728 §3.3); refusing"
+    return f"the authorization flow failed ({message.split(':')[0][:120]})"
+
+
+def _token_error_text(message: str) -> str:
+    lowered = message.lower()
+    if "registration" in lowered:
+        return "client registration failed; register monad with the authorization server and use `--client-id`"
+    return "the token request was refused by the authorization server"

@@ -1,0 +1,43 @@
+"""Which scopes to ask for (MCP authorization §Scope Selection, OF-8). Stdlib only."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+OFFLINE_ACCESS = "offline_access"
+
+
+def union_scopes(*groups: Iterable[str] | str | None) -> list[str]:
+    """Every scope of every group, in first-seen order, without repeats."""
+    out: list[str] = []
+    for group in groups:
+        if not group:
+            continue
+        for s in group.split() if isinstance(group, str) else group:
+            if s and s not in out:
+                out.append(s)
+    return out
+
+
+def select_scopes(*, explicit: Sequence[str] | None, challenged: str | None,
+                  resource_scopes: Sequence[str] | None, server_scopes: Sequence[str] | None,
+                  previous: str | None = None) -> str | None:
+    """The `scope` parameter to request, or None to omit it.
+
+    Order: explicit scopes (`auth.scopes` / `--scope`) win; else the scope of the
+    `WWW-Authenticate` challenge; else the protected resource's `scopes_supported`
+    (RFC 9728). Never the authorization server's whole catalogue (`server_scopes` is only
+    consulted for `offline_access`, added when advertised so the grant can be refreshed).
+    On step-up, `previous` (what was granted before) is kept in front (SEP-2350).
+    """
+    if explicit:
+        chosen = union_scopes(explicit)
+    elif challenged:
+        chosen = union_scopes(previous, challenged)
+    elif resource_scopes:
+        chosen = union_scopes(resource_scopes)
+    else:
+        chosen = []
+    if chosen and server_scopes and OFFLINE_ACCESS in server_scopes and OFFLINE_ACCESS not in chosen:
+        chosen.append(OFFLINE_ACCESS)
+    return " ".join(chosen) or None

@@ -1,0 +1,63 @@
+"""What the supervisor plugs into `Supervisor.http_auth(spec)` for `auth.mode = "oauth"`.
+
+One `MonadOAuthProvider` per server for the supervisor's lifetime (notes/mcp-sdk.md §1.7:
+a fresh provider per connect would forget the expiry and ask the person again), created in
+supervisor mode: it never opens a browser or registers a client; it refreshes, and when it
+cannot it tells the server's actor, which moves to `needs-auth` with the hint
+`monad mcp authorize NAME`.
+
+The supervisor is the only process that refreshes (TK-2's single owner): the CLI obtains
+grants (`authorize`) and removes them (`logout`), and each of those asks the supervisor to
+reconnect the server, at which point the provider re-reads the definition file.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from monad_cli.auth.provider import MonadOAuthProvider
+from monad_cli.auth.storage import DefinitionTokenStorage, read_grant
+
+if TYPE_CHECKING:
+    from monad_cli.config.schema import ServerSpec
+    from monad_cli.supervisor.supervisor import Supervisor
+
+log = logging.getLogger("monad.auth")
+
+
+class SupervisorAuth:
+    """Providers by server name; `provider(spec)` is `Supervisor.http_auth` for oauth."""
+
+    def __init__(self, supervisor: Supervisor) -> None:
+        self.sup = supervisor
+        self.providers: dict[str, tuple[str, MonadOAuthProvider]] = {}
+
+    def provider(self, spec: ServerSpec) -> MonadOAuthProvider:
+        assert spec.url is not None
+        key = f"{spec.url}\0{spec.auth.get('clientId', '')}"
+        held = self.providers.get(spec.name)
+        if held is None or held[0] != key:
+            storage = DefinitionTokenStorage(self.sup.paths, spec.name)
+            provider = MonadOAuthProvider(name=spec.name, server_url=spec.url, storage=storage, interactive=False,
+                                          on_needs_auth=lambda reason, n=spec.name: self._needs_auth(n, reason))
+            self.providers[spec.name] = (key, provider)
+            return provider
+        provider = held[1]
+        # A new connect: if someone else wrote the grant (`authorize`, `logout`, a person),
+        # start from the file again; our own refreshes are already in memory.
+        try:
+            stored = read_grant(self.sup.paths, spec.name)
+        except Exception:  # noqa: BLE001 - the definition moved or vanished: reload anyway
+            provider.reload()
+            return provider
+        ours = {provider.loaded_obtained_at, provider.storage.last_obtained_at}
+        if stored.obtained_at not in ours or stored.access_token is None:
+            provider.reload()
+        return provider
+
+    def _needs_auth(self, name: str, reason: str) -> None:
+        actor: Any = self.sup.actors.get(name)
+        log.warning("server %s: %s", name, reason)
+        if actor is not None and hasattr(actor, "auth_required"):
+            actor.auth_required(reason)

@@ -1,0 +1,184 @@
+"""An MCP server protected by a real OAuth authorization server: the SDK's `mcp.server.auth`
+(`MCPServer(auth_server_provider=...)`) with an in-memory provider written for the tests.
+
+    python oauth_as.py PORT [--ttl S] [--no-rotate] [--state-mode ok|wrong] [--iss-mode ok|wrong|none]
+                            [--scopes-required a,b] [--registration/--no-registration]
+
+- `/authorize` approves at once (a headless browser only has to follow the redirect);
+- every token starts with `SENTINEL` so tests can grep outputs, logs and the journal for it;
+- access tokens live `--ttl` seconds; refresh tokens are single use, and presenting a used
+  one revokes the whole grant (what rotating authorization servers do, RFC 9700 §4.14);
+- `GET /_stats` counts authorizations and refreshes; `POST /_revoke` revokes every grant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import secrets
+import time
+from typing import Any
+
+from mcp.server import MCPServer
+from mcp.server.auth.provider import (
+    AccessToken,
+    AuthorizationCode,
+    AuthorizationParams,
+    RefreshToken,
+    TokenError,
+    construct_redirect_uri,
+)
+from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, RevocationOptions
+from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+PRE_REGISTERED = "monad-preregistered"
+
+
+class Provider:
+    def __init__(self, args: argparse.Namespace, issuer: str) -> None:
+        self.args = args
+        self.issuer = issuer
+        self.clients: dict[str, OAuthClientInformationFull] = {}
+        self.codes: dict[str, AuthorizationCode] = {}
+        self.access: dict[str, tuple[AccessToken, str]] = {}   # token -> (token, grant id)
+        self.refresh: dict[str, tuple[RefreshToken, str]] = {}
+        self.used_refresh: dict[str, str] = {}
+        self.revoked_grants: set[str] = set()
+        self.stats = {"authorize": 0, "code_exchange": 0, "refresh": 0, "refresh_rejected": 0,
+                      "reuse_detected": 0, "registrations": 0, "authorize_scopes": [], "resources": []}
+
+    async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
+        if client_id == PRE_REGISTERED:
+            # A pre-registered public client; loopback redirect URIs may use any port (RFC 8252 §7.3).
+            return _AnyLoopbackClient(client_id=client_id, token_endpoint_auth_method="none",
+                                      redirect_uris=["http://127.0.0.1/"])
+        return self.clients.get(client_id)
+
+    async def register_client(self, client_info: OAuthClientInformationFull) -> None:
+        self.stats["registrations"] += 1
+        assert client_info.client_id
+        self.clients[client_info.client_id] = client_info
+
+    async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
+        self.stats["authorize"] += 1
+        self.stats["authorize_scopes"].append(params.scopes)
+        self.stats["resources"].append(params.resource)
+        code = "code-" + secrets.token_hex(12)
+        self.codes[code] = AuthorizationCode(
+            code=code, scopes=params.scopes or [], expires_at=time.time() + 300, client_id=client.client_id or "",
+            code_challenge=params.code_challenge, redirect_uri=params.redirect_uri,
+            redirect_uri_provided_explicitly=params.redirect_uri_provided_explicitly, resource=params.resource)
+        state = params.state if self.args.state_mode == "ok" else "not-the-state-you-sent"
+        iss = {"ok": self.issuer, "wrong": "https://evil.example", "none": None}[self.args.iss_mode]
+        return construct_redirect_uri(str(params.redirect_uri), code=code, state=state, iss=iss)
+
+    async def load_authorization_code(self, client: Any, authorization_code: str) -> AuthorizationCode | None:
+        return self.codes.get(authorization_code)
+
+    def _issue(self, client_id: str, scopes: list[str], resource: str | None, grant: str) -> OAuthToken:
+        access = "SENTINEL-access-" + secrets.token_hex(16)
+        refresh = "SENTINEL-refresh-" + secrets.token_hex(16)
+        self.access[access] = (AccessToken(token=access, client_id=client_id, scopes=scopes,
+                                           expires_at=int(time.time() + self.args.ttl) if self.args.ttl else None,
+                                           resource=resource), grant)
+        self.refresh[refresh] = (RefreshToken(token=refresh, client_id=client_id, scopes=scopes,
+                                              resource=resource), grant)
+        return OAuthToken(access_token=access, refresh_token=refresh, scope=" ".join(scopes),
+                          expires_in=int(self.args.ttl) if self.args.ttl else None)
+
+    async def exchange_authorization_code(self, client: Any, authorization_code: AuthorizationCode) -> OAuthToken:
+        self.stats["code_exchange"] += 1
+        del self.codes[authorization_code.code]
+        return self._issue(client.client_id, authorization_code.scopes, authorization_code.resource,
+                           "grant-" + secrets.token_hex(6))
+
+    async def load_refresh_token(self, client: Any, refresh_token: str) -> RefreshToken | None:
+        if refresh_token in self.used_refresh:
+            # Reuse of a rotated refresh token: revoke the whole grant.
+            self.stats["reuse_detected"] += 1
+            self.revoked_grants.add(self.used_refresh[refresh_token])
+            self.stats["refresh_rejected"] += 1
+            return None
+        held = self.refresh.get(refresh_token)
+        if held is None or held[1] in self.revoked_grants:
+            self.stats["refresh_rejected"] += 1
+            return None
+        return held[0]
+
+    async def exchange_refresh_token(self, client: Any, refresh_token: RefreshToken, scopes: list[str]) -> OAuthToken:
+        self.stats["refresh"] += 1
+        _, grant = self.refresh.pop(refresh_token.token)
+        if not self.args.no_rotate:
+            self.used_refresh[refresh_token.token] = grant
+        token = self._issue(client.client_id, scopes or refresh_token.scopes, refresh_token.resource, grant)
+        if self.args.no_rotate:
+            # Keep the same refresh token usable.
+            self.refresh[refresh_token.token] = self.refresh.pop(token.refresh_token)  # type: ignore[arg-type]
+            token.refresh_token = None
+        return token
+
+    async def load_access_token(self, token: str) -> AccessToken | None:
+        held = self.access.get(token)
+        if held is None or held[1] in self.revoked_grants:
+            return None
+        if held[0].expires_at is not None and held[0].expires_at < time.time():
+            return None
+        return held[0]
+
+    async def revoke_token(self, token: Any) -> None:
+        for table in (self.access, self.refresh):
+            held = table.get(token.token)
+            if held:
+                self.revoked_grants.add(held[1])
+
+
+class _AnyLoopbackClient(OAuthClientInformationFull):
+    def validate_redirect_uri(self, redirect_uri: Any) -> Any:
+        if redirect_uri is not None and str(redirect_uri).startswith("http://127.0.0.1:"):
+            return redirect_uri
+        return super().validate_redirect_uri(redirect_uri)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("port", type=int)
+    ap.add_argument("--ttl", type=float, default=3600)
+    ap.add_argument("--no-rotate", action="store_true")
+    ap.add_argument("--state-mode", choices=["ok", "wrong"], default="ok")
+    ap.add_argument("--iss-mode", choices=["ok", "wrong", "none"], default="ok")
+    ap.add_argument("--scopes-required", default="mcp:read")
+    args = ap.parse_args()
+
+    base = f"http://127.0.0.1:{args.port}"
+    provider = Provider(args, base)
+    required = [s for s in args.scopes_required.split(",") if s]
+    mcp = MCPServer(
+        name="oauth-protected", auth_server_provider=provider,
+        auth=AuthSettings(
+            issuer_url=base, resource_server_url=f"{base}/mcp", validate_token_resource=False,
+            client_registration_options=ClientRegistrationOptions(
+                enabled=True, valid_scopes=["mcp:read", "mcp:write", "admin", "offline_access"],
+                default_scopes=["mcp:read"]),
+            revocation_options=RevocationOptions(enabled=True), required_scopes=required or None))
+
+    @mcp.tool()
+    def echo(text: str) -> str:
+        """Echo the text back."""
+        return text
+
+    @mcp.custom_route("/_stats", methods=["GET"])
+    async def stats(request: Request) -> JSONResponse:
+        return JSONResponse(provider.stats)
+
+    @mcp.custom_route("/_revoke", methods=["POST"])
+    async def revoke(request: Request) -> JSONResponse:
+        grants = {g for _, g in provider.access.values()} | {g for _, g in provider.refresh.values()}
+        provider.revoked_grants |= grants
+        return JSONResponse({"revoked": len(grants)})
+
+    mcp.run("streamable-http", host="127.0.0.1", port=args.port)
+
+
+if __name__ == "__main__":
+    main()
