@@ -133,6 +133,9 @@ class ControlServer:
                              "startedAt": self.sup.started_at})
 
     async def stop_daemon(self, request: Request) -> JSONResponse:
+        # Read the (empty) body first: answering before it arrived makes uvicorn close the
+        # connection while the client still sends it, and the CLI sees EPIPE.
+        await request.body()
         self.sup.stop_event.set()
         return JSONResponse({"stopping": True, "pid": os.getpid()})
 

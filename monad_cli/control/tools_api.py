@@ -39,11 +39,12 @@ def tools_routes(server: ControlServer) -> list[Route]:
         name = request.query_params.get("server")
         if name is not None and name not in server.sup.actors:
             raise NotFound(f"server `{name}` is not defined (see `monad mcp list`)")
-        listed = svc.listing(name)
+        everything = svc.listing()
+        listed = everything if name is None else [t for t in everything if t["server"] == name]
         wanted = request.query_params.get("name")
         if wanted is not None:  # one tool: `monad mcp call` needs only its inputSchema
             listed = [t for t in listed if t["name"] == wanted]
-        return JSONResponse({"tools": listed, "signature": svc.signature(),
+        return JSONResponse({"tools": listed, "signature": svc.signature(everything),
                              "collisions": svc.name_map().collisions})
 
     async def changes(request: Request) -> JSONResponse:
@@ -52,7 +53,24 @@ def tools_routes(server: ControlServer) -> list[Route]:
             timeout = min(float(request.query_params.get("timeout", "30")), MAX_LONG_POLL_S)
         except ValueError:
             raise InvalidInput("timeout must be a number of seconds") from None
-        return JSONResponse({"signature": await svc.wait_changed(since, timeout)})
+        answer: dict[str, str] = {}
+        # End the long poll early when its caller goes away or the supervisor stops, so a
+        # shutdown does not have to cancel it mid-wait.
+        async with anyio.create_task_group() as tg:
+            async def watch_disconnect() -> None:
+                while (await request.receive())["type"] != "http.disconnect":
+                    pass
+                tg.cancel_scope.cancel()
+
+            async def watch_stop() -> None:
+                await server.sup.stop_event.wait()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(watch_disconnect)
+            tg.start_soon(watch_stop)
+            answer["signature"] = await svc.wait_changed(since, timeout)
+            tg.cancel_scope.cancel()
+        return JSONResponse({"signature": answer.get("signature") or svc.signature()})
 
     async def tool_set(request: Request) -> JSONResponse:
         name = request.path_params["name"]

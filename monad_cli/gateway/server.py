@@ -89,6 +89,8 @@ class Gateway:
         self.bus = InMemorySubscriptionBus()
         self.listen = ListenHandler(self.bus)
         self.legacy_sessions: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._signature: str | None = None  # the exposed set's signature, from the long poll
+        self._rows_cache: tuple[str | None, list[dict[str, Any]]] | None = None
         # No read deadline: a call may wait for a person's approval, then run long.
         self.api = httpx2.AsyncClient(transport=httpx2.AsyncHTTPTransport(uds=str(paths.socket)),
                                       base_url="http://monad", timeout=httpx2.Timeout(30.0, read=None))
@@ -105,9 +107,17 @@ class Gateway:
                 self.legacy_sessions.add(conn)
 
     async def _rows(self) -> list[dict[str, Any]]:
+        """The supervisor's `/v1/tools` rows, reused while the long poll reports no change
+        (every tools/call needs them; fetching them each time costs a round trip)."""
+        cached = self._rows_cache
+        if cached is not None and self._signature is not None and cached[0] == self._signature:
+            return cached[1]
         resp = await self.api.get("/v1/tools")
         resp.raise_for_status()
-        return list(resp.json()["tools"])
+        data = resp.json()
+        rows = list(data["tools"])
+        self._rows_cache = (data.get("signature"), rows)
+        return rows
 
     def _policy(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
         """gateway_policy's inputs from `/v1/tools` rows. The supervisor already decided
@@ -193,6 +203,7 @@ class Gateway:
                 log.warning("gateway: watching tool changes failed (%s); retrying", exc)
                 await anyio.sleep(1.0)
                 continue
+            self._signature = signature
             if since and signature != since:
                 await self.notify_changed()
             since = signature

@@ -197,10 +197,11 @@ class ToolService:
                 out.append(row)
         return sorted(out, key=lambda r: r["name"])
 
-    def signature(self) -> str:
-        """Changes whenever the exposed tool set (names or definitions) changes."""
+    def signature(self, listing: list[dict[str, Any]] | None = None) -> str:
+        """Changes whenever the exposed tool set (names or definitions) changes; pass the
+        full `listing()` when it is at hand."""
         # The whole listing: deferral and conditions change what a gateway lists, too.
-        body = json.dumps(self.listing(), sort_keys=True, default=str)
+        body = json.dumps(self.listing() if listing is None else listing, sort_keys=True, default=str)
         return hashlib.sha256(body.encode()).hexdigest()[:16]
 
     async def wait_changed(self, since: str, timeout: float) -> str:
