@@ -15,9 +15,9 @@ import typer
 
 from monad_cli import render
 from monad_cli.commands import auth as auth_cmd
+from monad_cli.commands import approvals as approvals_cmd
 from monad_cli.commands import daemon as daemon_cmd
 from monad_cli.commands import journal as journal_cmd
-from monad_cli.commands import approvals as approvals_cmd
 from monad_cli.commands import mcp as mcp_cmd
 from monad_cli.commands import tools as tools_cmd
 from monad_cli.errors import ExitCode, MonadError
