@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -35,7 +36,7 @@ from monad_cli.auth.storage import DefinitionTokenStorage, configured_client, re
 from monad_cli.auth.urls import url_problem
 from monad_cli.config.edits import read_definition, update_server
 from monad_cli.config.schema import validate
-from monad_cli.errors import InvalidInput
+from monad_cli.errors import InvalidInput, MonadError
 from monad_cli.paths import Paths
 from monad_cli.redact import redact_url
 
@@ -92,6 +93,27 @@ async def run_authorize(paths: Paths, name: str, *, flow: str | None, open_brows
                         scopes: Sequence[str], client_id: str | None, say: Say,
                         timeout: float = 300.0) -> Outcome:
     """Authorize server `name`. Raises `AuthError`/`InvalidInput`/`NotFound`."""
+    # The SDK logs a traceback for every failed flow; the person gets our one line instead.
+    logging.getLogger("mcp.client.auth").addHandler(logging.NullHandler())
+    try:
+        return await _run_authorize(paths, name, flow=flow, open_browser=open_browser, scopes=scopes,
+                                    client_id=client_id, say=say, timeout=timeout)
+    except BaseExceptionGroup as group:
+        # anyio task groups wrap what fails inside them; surface the person-facing error.
+        for leaf in _leaves(group):
+            if isinstance(leaf, MonadError):
+                raise leaf from None
+        raise
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for sub in exc.exceptions for leaf in _leaves(sub)]
+    return [exc]
+
+
+async def _run_authorize(paths: Paths, name: str, *, flow: str | None, open_browser: bool,
+                         scopes: Sequence[str], client_id: str | None, say: Say, timeout: float) -> Outcome:
     source, spec = prepare(paths, name, client_id=client_id)
     auth_cfg = spec["auth"]
     flow = flow or auth_cfg.get("flow") or "loopback"
