@@ -240,9 +240,11 @@ class MonadOAuthProvider(OAuthClientProvider):
             sent = self.context.current_tokens.access_token if problem is None and self.context.current_tokens \
                 else None
         if problem is not None:
-            # Send it bare: the server's 401 reaches the session, and the actor learns why.
-            self.on_needs_auth(problem)
-            yield request
+            # Send it bare: if the server answers 401 that reaches the session, and the actor
+            # learns why; a server that answers anything else is not asking for a token.
+            response = yield request
+            if response.status_code == 401:
+                self.on_needs_auth(problem)
             return
         self._add_auth_header(request)
         response = yield request
