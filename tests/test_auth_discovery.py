@@ -168,3 +168,30 @@ def test_device_flow_not_offered(monad: Any, servers: Servers) -> None:
     r = monad("mcp", "authorize", "remote", "--flow", "device", env=NO_AUTOSTART)
     assert r.code == 1, r
     assert "device_authorization_endpoint" in r.err and "--flow loopback" in r.err
+
+
+def test_tokens_stored_in_agents_json_entry_at_0600(monad: Any, monad_home: Path, servers: Servers) -> None:
+    """A server defined in agents.json keeps its grant in its own entry; the file, even if a
+    person made it world-readable, is 0600 once it holds tokens."""
+    import json
+
+    base = servers.start(DEVICE_AS, "--device", "--interval", "0.1")
+    monad_home.mkdir(parents=True, exist_ok=True)
+    agents = monad_home / "agents.json"
+    agents.write_text(json.dumps({"mcpServers": [
+        {"name": "other", "command": "true"},
+        {"name": "remote", "url": f"{base}/mcp", "auth": {"mode": "oauth", "flow": "device"}}]}, indent=2))
+    agents.chmod(0o644)
+    r = monad("mcp", "authorize", "remote", env=NO_AUTOSTART)  # flow from the definition
+    assert r.code == 0, r
+    assert stat.S_IMODE(agents.stat().st_mode) == 0o600
+    doc = json.loads(agents.read_text())
+    entry = next(e for e in doc["mcpServers"] if e["name"] == "remote")
+    assert entry["auth"]["tokens"]["accessToken"].startswith("SENTINEL")
+    assert entry["auth"]["flow"] == "device" and entry["auth"]["grant"]["expiresAt"] > 0
+    assert next(e for e in doc["mcpServers"] if e["name"] == "other") == {"name": "other", "command": "true"}
+    r = monad("mcp", "logout", "remote", env=NO_AUTOSTART)
+    assert r.code == 0, r
+    entry = next(e for e in json.loads(agents.read_text())["mcpServers"] if e["name"] == "remote")
+    assert entry["auth"] == {"mode": "oauth", "flow": "device"}
+    assert_no_sentinel(monad_home, r.out, r.err)

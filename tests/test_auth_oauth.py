@@ -225,3 +225,58 @@ def test_one_refresh_for_twenty_concurrent_requests(monad: Any, monad_home: Path
     assert s["refresh"] == 1 and s["reuse_detected"] == 0
     assert problems == []
     assert _expires_at(atom) > time.time()  # the new expiry is on disk
+
+
+def _supervisor_provider(base: str, problems: list[str]) -> Any:
+    from monad_cli.auth.provider import MonadOAuthProvider
+    from monad_cli.auth.storage import DefinitionTokenStorage
+    from monad_cli.paths import paths
+
+    return MonadOAuthProvider(name="remote", server_url=f"{base}/mcp", storage=DefinitionTokenStorage(paths(), "remote"),
+                              interactive=False, on_needs_auth=problems.append)
+
+
+async def _ping_many(base: str, provider: Any, n: int) -> list[int]:
+    import anyio
+
+    codes: list[int] = []
+
+    async def one(http: httpx2.AsyncClient) -> None:
+        resp = await http.post(f"{base}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                               headers={"Accept": "application/json, text/event-stream"})
+        codes.append(resp.status_code)
+
+    async with httpx2.AsyncClient(auth=provider, timeout=30) as http:
+        async with anyio.create_task_group() as tg:
+            for _ in range(n):
+                tg.start_soon(one, http)
+    return codes
+
+
+def test_mid_session_401_refreshes_once_then_invalid_grant_needs_auth(monad: Any, monad_home: Path,
+                                                                       servers: Servers, tmp_path: Path,
+                                                                       monkeypatch: Any) -> None:
+    """TK-3: a token rejected before its expiry → one refresh, the requests retried; a refresh
+    answered with invalid_grant → the actor is told (needs-auth) and nothing is retried."""
+    import anyio
+
+    base = servers.start(OAUTH_AS)  # an hour-long token: only the 401 path can refresh it
+    install_browser(tmp_path, monkeypatch)
+    _add(monad, "remote", f"{base}/mcp")
+    assert monad("mcp", "authorize", "remote", env={"MONAD_NO_AUTOSTART": "1"}).code == 0
+    problems: list[str] = []
+    provider = _supervisor_provider(base, problems)
+    assert anyio.run(_ping_many, base, provider, 3) .count(401) == 0
+    assert stats(base)["refresh"] == 0
+
+    post(base, "/_expire_access")
+    codes = anyio.run(_ping_many, base, provider, 20)
+    assert 401 not in codes, codes
+    assert provider.refreshes == 1 and stats(base)["refresh"] == 1 and problems == []
+
+    post(base, "/_revoke")
+    codes = anyio.run(_ping_many, base, provider, 5)
+    assert set(codes) == {401}
+    s = stats(base)
+    assert s["refresh"] == 1 and s["refresh_rejected"] == 1  # one failed refresh, never repeated
+    assert problems and all("invalid_grant" in p and "monad mcp authorize remote" in p for p in problems)

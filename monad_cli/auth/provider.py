@@ -264,6 +264,12 @@ class MonadOAuthProvider(OAuthClientProvider):
                 problem = None if self.context.current_tokens and not self.dead else self._token_problem()
             if problem is not None:
                 self.on_needs_auth(problem)
+                # httpx2 hands the caller the flow's last response, which would be the token
+                # endpoint's error; send the request once more, bare, so the caller sees the
+                # resource server's own 401.
+                if "Authorization" in request.headers:
+                    del request.headers["Authorization"]
+                yield request
                 return
             self._add_auth_header(request)
             response = yield request
