@@ -195,3 +195,24 @@ def test_tokens_stored_in_agents_json_entry_at_0600(monad: Any, monad_home: Path
     entry = next(e for e in json.loads(agents.read_text())["mcpServers"] if e["name"] == "remote")
     assert entry["auth"] == {"mode": "oauth", "flow": "device"}
     assert_no_sentinel(monad_home, r.out, r.err)
+
+
+def test_client_id_metadata_document_when_advertised(monad: Any, monad_home: Path, servers: Servers,
+                                                     tmp_path: Path, monkeypatch: Any) -> None:
+    """No registration endpoint, but the AS takes client ID metadata documents and the
+    definition names one: its URL is the client_id, nothing is registered."""
+    base = servers.start(DEVICE_AS, "--no-registration", "--cimd")
+    install_browser(tmp_path, monkeypatch)
+    cimd = "https://monad.example/oauth/client.json"
+    (monad_home / "atoms" / "mcp").mkdir(parents=True, exist_ok=True)
+    (monad_home / "atoms" / "mcp" / "remote.toml").write_text(
+        f'# my server\nschema = 1\nurl = "{base}/mcp"\n\n[auth]\nmode = "oauth"  # keep this comment\n'
+        f'clientMetadataUrl = "{cimd}"\n')
+    r = monad("mcp", "authorize", "remote", env=NO_AUTOSTART)
+    assert r.code == 0, r
+    from urllib.parse import quote
+
+    assert f"client_id={quote(cimd, safe='')}" in browser_calls(tmp_path)[0]
+    assert stats(base)["registrations"] == 0
+    text = (monad_home / "atoms" / "mcp" / "remote.toml").read_text()
+    assert "# my server" in text and "# keep this comment" in text  # tomlkit kept the comments

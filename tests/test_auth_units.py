@@ -5,6 +5,7 @@ CLI's light import path."""
 from __future__ import annotations
 
 import subprocess
+from typing import Any
 import sys
 
 import anyio
@@ -139,3 +140,56 @@ def test_cli_import_path_stays_light() -> None:
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == ""
+
+
+@pytest.mark.parametrize("atom,argv,expected", [
+    ('command = "true"\n', (), "is a stdio server"),
+    ('url = "https://x.example/mcp"\n[auth]\nmode = "bearer"\ntoken = "abcd1234"\n', (),
+     "field `auth.mode`: is `bearer`"),
+    ('url = "https://x.example/mcp"\n', ("--flow", "carrier-pigeon"), "`--flow` must be one of"),
+])
+def test_authorize_refuses_bad_input_in_one_line(cli: Any, monad_home: Any, atom: str, argv: tuple,
+                                                 expected: str) -> None:
+    folder = monad_home / "atoms" / "mcp"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "x.toml").write_text("schema = 1\n" + atom)
+    r = cli("mcp", "authorize", "x", *argv)
+    assert r.code == 2, r
+    assert expected in r.err and len(r.err.strip().splitlines()) == 1 and "abcd1234" not in r.err
+
+
+def test_authorize_and_logout_unknown_server(cli: Any) -> None:
+    for argv in (("mcp", "authorize", "ghost"), ("mcp", "logout", "ghost")):
+        r = cli(*argv)
+        assert r.code == 1 and "server `ghost` is not defined" in r.err, r
+
+
+def test_refresh_never_overwrites_a_newer_grant(monad_home: Any) -> None:
+    """A supervisor refresh of the old grant that lands after `authorize` wrote a new one is
+    dropped (compare-and-swap on grant.obtainedAt), so the new grant survives."""
+    from mcp.shared.auth import OAuthToken
+
+    from monad_cli.auth.storage import DefinitionTokenStorage, read_grant
+    from monad_cli.paths import paths
+
+    folder = monad_home / "atoms" / "mcp"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "x.toml").write_text('schema = 1\nurl = "https://x.example/mcp"\n[auth]\nmode = "oauth"\n')
+
+    async def main() -> None:
+        cli_side = DefinitionTokenStorage(paths(), "x", fresh=True)
+        await cli_side.set_tokens(OAuthToken(access_token="old-access", refresh_token="old-refresh", expires_in=60))
+        supervisor_side = DefinitionTokenStorage(paths(), "x")
+        assert (await supervisor_side.get_tokens()).access_token == "old-access"  # type: ignore[union-attr]
+        await DefinitionTokenStorage(paths(), "x", fresh=True).set_tokens(
+            OAuthToken(access_token="new-access", refresh_token="new-refresh", expires_in=60))
+        await supervisor_side.set_tokens(OAuthToken(access_token="refreshed-old", expires_in=60))
+        assert read_grant(paths(), "x").access_token == "new-access"
+        # With nothing newer on disk, its own refreshes are written.
+        assert (await supervisor_side.get_tokens()).access_token == "new-access"  # type: ignore[union-attr]
+        await supervisor_side.set_tokens(OAuthToken(access_token="refreshed-new", refresh_token="r2", expires_in=60))
+        g = read_grant(paths(), "x")
+        assert (g.access_token, g.refresh_token) == ("refreshed-new", "r2")
+        assert g.expires_at is not None and g.expires_at > g.obtained_at  # type: ignore[operator]
+
+    anyio.run(main)

@@ -141,17 +141,19 @@ async def _run_authorize(paths: Paths, name: str, *, flow: str | None, open_brow
             scope = token.scope
         else:
             check_server_metadata(found.server_metadata)
-            _check_registration_possible(found, has_client, name)
+            _check_registration_possible(found, has_client, name, auth_cfg.get("clientMetadataUrl"))
+            cimd = auth_cfg.get("clientMetadataUrl")
             scope = await _loopback(name, url, spec["headers"], storage, found, explicit, open_browser,
-                                    say, timeout)
+                                    say, timeout, cimd if found.server_metadata.client_id_metadata_document_supported
+                                    else None)
     grant = read_grant(paths, name)
     return Outcome(name=name, source=source, flow=flow, scope=grant.scope or scope, expires_at=grant.expires_at,
                    authorization_server=grant.authorization_server, registered=not has_client)
 
 
-def _check_registration_possible(found: Discovery, has_client: bool, name: str) -> None:
+def _check_registration_possible(found: Discovery, has_client: bool, name: str, cimd: str | None) -> None:
     asm = found.server_metadata
-    if has_client or asm.registration_endpoint is not None:
+    if has_client or asm.registration_endpoint is not None or (cimd and asm.client_id_metadata_document_supported):
         return
     # The SDK would otherwise POST to `{origin}/register` on a guess (2025-03-26 fallback).
     raise AuthError(f"server `{name}`: the authorization server offers no dynamic client registration "
@@ -161,7 +163,7 @@ def _check_registration_possible(found: Discovery, has_client: bool, name: str) 
 
 async def _loopback(name: str, url: str, headers: dict[str, str], storage: DefinitionTokenStorage,
                     found: Discovery, explicit: list[str], open_browser: bool, say: Say,
-                    timeout: float) -> str | None:
+                    timeout: float, client_metadata_url: str | None) -> str | None:
     from mcp.client.auth import OAuthFlowError, OAuthRegistrationError, OAuthTokenError
 
     async with LoopbackListener(server=name, timeout=timeout) as listener:
@@ -191,7 +193,8 @@ async def _loopback(name: str, url: str, headers: dict[str, str], storage: Defin
 
         provider = MonadOAuthProvider(name=name, server_url=url, storage=storage, interactive=True,
                                       redirect_uri=listener.redirect_uri, scopes=explicit,
-                                      redirect_handler=redirect_handler, callback_handler=callback_handler)
+                                      redirect_handler=redirect_handler, callback_handler=callback_handler,
+                                      client_metadata_url=client_metadata_url)
         try:
             async with httpx2.AsyncClient(auth=provider, headers=headers,
                                           timeout=httpx2.Timeout(30.0)) as http:

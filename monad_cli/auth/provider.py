@@ -97,13 +97,15 @@ class MonadOAuthProvider(OAuthClientProvider):
                  interactive: bool, redirect_uri: str = NO_REDIRECT, scopes: Sequence[str] | None = None,
                  redirect_handler: Callable[[str], Awaitable[None]] | None = None,
                  callback_handler: Callable[[], Awaitable[AuthorizationCodeResult]] | None = None,
-                 on_needs_auth: Callable[[str], None] | None = None) -> None:
+                 on_needs_auth: Callable[[str], None] | None = None,
+                 client_metadata_url: str | None = None) -> None:
         super().__init__(server_url, client_metadata(redirect_uri=redirect_uri, scope=None), storage,
-                         redirect_handler=redirect_handler, callback_handler=callback_handler)
+                         redirect_handler=redirect_handler, callback_handler=callback_handler,
+                         client_metadata_url=client_metadata_url)
         old = self.context
         self.context = _Context(server_url=old.server_url, client_metadata=old.client_metadata,
                                 storage=old.storage, redirect_handler=old.redirect_handler,
-                                callback_handler=old.callback_handler)
+                                callback_handler=old.callback_handler, client_metadata_url=client_metadata_url)
         storage.bind(self.context)
         self.name = name
         self.storage = storage

@@ -6,7 +6,7 @@ so this one covers what it cannot:
     python device_as.py PORT [--prefix /tenant] [--oidc-only] [--no-s256] [--no-registration]
                              [--authorization-endpoint URL] [--device] [--poll-script a,b,c]
                              [--interval S] [--expires-in S] [--issuer-mismatch]
-                             [--accept-bearer TOKEN] [--accept-header NAME=VALUE]
+                             [--accept-bearer TOKEN] [--accept-header NAME=VALUE] [--cimd]
 
 - the MCP endpoint is `<prefix>/mcp`; protected resource metadata (RFC 9728) only at
   `/.well-known/oauth-protected-resource<prefix>/mcp` (no `resource_metadata` in the 401);
@@ -48,6 +48,7 @@ def main() -> None:
     ap.add_argument("--interval", type=float, default=0.2)
     ap.add_argument("--expires-in", type=float, default=600)
     ap.add_argument("--issuer-mismatch", action="store_true")
+    ap.add_argument("--cimd", action="store_true", help="advertise client_id_metadata_document_supported")
     ap.add_argument("--accept-bearer", default=None, help="also accept this static bearer token")
     ap.add_argument("--accept-header", default=None, help="NAME=VALUE: a header that also grants access")
     args = ap.parse_args()
@@ -72,6 +73,8 @@ def main() -> None:
         }
         if not args.no_s256:
             doc["code_challenge_methods_supported"] = ["S256"]
+        if args.cimd:
+            doc["client_id_metadata_document_supported"] = True
         if not args.no_registration:
             doc["registration_endpoint"] = f"{issuer}/register"
         if args.device:
