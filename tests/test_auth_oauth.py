@@ -232,8 +232,9 @@ def _supervisor_provider(base: str, problems: list[str]) -> Any:
     from monad_cli.auth.storage import DefinitionTokenStorage
     from monad_cli.paths import paths
 
-    return MonadOAuthProvider(name="remote", server_url=f"{base}/mcp", storage=DefinitionTokenStorage(paths(), "remote"),
-                              interactive=False, on_needs_auth=problems.append)
+    return MonadOAuthProvider(name="remote", server_url=f"{base}/mcp",
+                              storage=DefinitionTokenStorage(paths(), "remote"), interactive=False,
+                              on_needs_auth=problems.append)
 
 
 async def _ping_many(base: str, provider: Any, n: int) -> list[int]:

@@ -42,8 +42,13 @@ class SupervisorAuth:
         held = self.providers.get(spec.name)
         if held is None or held[0] != key:
             storage = DefinitionTokenStorage(self.sup.paths, spec.name)
-            provider = MonadOAuthProvider(name=spec.name, server_url=spec.url, storage=storage, interactive=False,
-                                          on_needs_auth=lambda reason, n=spec.name: self._needs_auth(n, reason))
+            name = spec.name
+
+            def needs_auth(reason: str) -> None:
+                self._needs_auth(name, reason)
+
+            provider = MonadOAuthProvider(name=name, server_url=spec.url, storage=storage, interactive=False,
+                                          on_needs_auth=needs_auth)
             self.providers[spec.name] = (key, provider)
             return provider
         provider = held[1]

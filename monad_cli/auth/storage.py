@@ -71,12 +71,16 @@ class StoredGrant:
     config: dict[str, Any] = field(default_factory=dict)  # the person's part of `auth`
 
 
+def _table(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, dict) else {}
+
+
 def read_grant(paths: Paths, name: str) -> StoredGrant:
     """The stored state of server `name`. Raises `NotFound` if it is not defined."""
     _, raw = read_definition(paths, name)
-    auth = raw.get("auth") if isinstance(raw.get("auth"), dict) else {}
-    tokens = auth.get("tokens") if isinstance(auth.get("tokens"), dict) else {}
-    grant = auth.get("grant") if isinstance(auth.get("grant"), dict) else {}
+    auth: dict[str, Any] = _table(raw.get("auth"))
+    tokens = _table(auth.get("tokens"))
+    grant = _table(auth.get("grant"))
 
     def table(key: str) -> dict[str, Any] | None:
         v = auth.get(key)

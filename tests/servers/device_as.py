@@ -114,8 +114,8 @@ def main() -> None:
         sep = "&" if "?" in q["redirect_uri"] else "?"
         from urllib.parse import urlencode
 
-        return RedirectResponse(f"{q['redirect_uri']}{sep}{urlencode({'code': code, 'state': q.get('state', ''), 'iss': issuer})}",
-                                status_code=302)
+        query = urlencode({"code": code, "state": q.get("state", ""), "iss": issuer})
+        return RedirectResponse(f"{q['redirect_uri']}{sep}{query}", status_code=302)
 
     async def device_authorization(request: Request) -> Response:
         form = await request.form()
@@ -148,7 +148,7 @@ def main() -> None:
     async def stats(request: Request) -> Response:
         polls = state["polls"]
         return JSONResponse({"registrations": state["registrations"], "polls": len(polls),
-                             "poll_gaps": [b - a for a, b in zip(polls, polls[1:])],
+                             "poll_gaps": [b - a for a, b in zip(polls, polls[1:], strict=False)],
                              "device_requests": state["device_requests"], "refresh": state["refresh"]})
 
     server = MCPServer(name="device-protected")
