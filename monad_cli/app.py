@@ -17,7 +17,9 @@ from monad_cli import render
 from monad_cli.commands import auth as auth_cmd
 from monad_cli.commands import daemon as daemon_cmd
 from monad_cli.commands import journal as journal_cmd
+from monad_cli.commands import approvals as approvals_cmd
 from monad_cli.commands import mcp as mcp_cmd
+from monad_cli.commands import tools as tools_cmd
 from monad_cli.errors import ExitCode, MonadError
 
 app = typer.Typer(
@@ -33,6 +35,9 @@ auth_cmd.register(mcp_cmd.app)
 app.add_typer(mcp_cmd.app, name="mcp")
 app.add_typer(daemon_cmd.app, name="daemon")
 app.command("journal")(journal_cmd.journal)
+app.add_typer(approvals_cmd.app, name="approvals")
+for _name in ("tools", "call", "pin", "unpin", "trust", "serve"):
+    mcp_cmd.app.command(_name)(getattr(tools_cmd, _name))
 
 _debug = False
 

@@ -70,6 +70,10 @@ class Paths:
     def config_lock(self) -> Path:
         return self.home / ".lock"
 
+    def sandbox_dir(self, name: str) -> Path:
+        """Scratch dir of a `sandbox = true` server (writable inside its sandbox)."""
+        return self.home / "sandbox" / name
+
     def server_stderr_log(self, name: str) -> Path:
         return self.server_logs_dir / f"{name}.stderr.log"
 

@@ -15,23 +15,61 @@ from monad_cli.paths import paths
 
 app = typer.Typer(help="Start, stop and inspect the supervisor (one per MONAD_HOME).", no_args_is_help=True)
 
+IncludeOpt = Annotated[list[str] | None, typer.Option(
+    "--include-mcps", metavar="GLOBS",
+    help="Run only servers whose name matches one of these comma-separated globs, e.g. "
+         "\"context7,git*\" (repeatable). Replaces `\\[mcp] enabled` of features/mcp.toml.")]
+ExcludeOpt = Annotated[list[str] | None, typer.Option(
+    "--exclude-mcps", metavar="GLOBS",
+    help="Never run servers matching these globs; wins over --include-mcps. \"*\" turns all MCP off. "
+         "Replaces `\\[mcp] disabled` of features/mcp.toml.")]
+
+
+def _filter_flags(include: list[str] | None, exclude: list[str] | None) -> tuple[list[str] | None,
+                                                                                list[str] | None]:
+    from monad_cli.errors import InvalidInput
+    from monad_cli.filters import PatternError, split_patterns
+
+    try:
+        return (None if include is None else split_patterns(include, what="--include-mcps"),
+                None if exclude is None else split_patterns(exclude, what="--exclude-mcps"))
+    except PatternError as e:
+        raise InvalidInput(str(e)) from None
+
+
+def _filter_args(include: list[str] | None, exclude: list[str] | None) -> list[str]:
+    # Joined into one value each: an explicit empty list (`--include-mcps ""`) must survive.
+    args: list[str] = []
+    if include is not None:
+        args += ["--include-mcps", ",".join(include)]
+    if exclude is not None:
+        args += ["--exclude-mcps", ",".join(exclude)]
+    return args
+
 
 @app.command("run")
-def run() -> None:
+def run(include: IncludeOpt = None, exclude: ExcludeOpt = None) -> None:
     """Run the supervisor in the foreground (logs to stderr and logs/daemon.log).
 
-    Exits 1 if another supervisor owns this MONAD_HOME or a `required` server fails.
+    Exits 1 if another supervisor owns this MONAD_HOME or a `required` server fails (a required server left out by a filter does not count).
+
+    Filtered-out servers show state `filtered` with the rule in `monad mcp status`; editing features/mcp.toml re-applies the filters live.
     """
+    inc, exc = _filter_flags(include, exclude)
     from monad_cli.supervisor.main import run as run_supervisor
 
-    raise typer.Exit(run_supervisor(paths()))
+    raise typer.Exit(run_supervisor(paths(), include=inc, exclude=exc))
 
 
 @app.command("start")
-def start(as_json: JsonOpt = False) -> None:
-    """Start the supervisor in the background; returns once its socket answers."""
+def start(include: IncludeOpt = None, exclude: ExcludeOpt = None, as_json: JsonOpt = False) -> None:
+    """Start the supervisor in the background; returns once its socket answers.
+
+    --include-mcps/--exclude-mcps apply to the supervisor this starts; an already running one keeps its filters (stop it first).
+    """
     from monad_cli.control.client import ControlClient, start_supervisor
 
+    inc, exc = _filter_flags(include, exclude)
     client = ControlClient(paths())
     if client.is_running():
         health = client.get("/v1/health")
@@ -39,8 +77,10 @@ def start(as_json: JsonOpt = False) -> None:
             render.data_json({"running": True, "pid": health["pid"], "started": False})
         else:
             render.info(f"the supervisor is already running (pid {health['pid']})")
+            if inc is not None or exc is not None:
+                render.warn("its server filters were not changed; run `monad daemon stop` first")
         return
-    pid = start_supervisor(paths())
+    pid = start_supervisor(paths(), extra_args=_filter_args(inc, exc))
     if as_json:
         render.data_json({"running": True, "pid": pid, "started": True})
     else:

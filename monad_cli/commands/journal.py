@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import time
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -33,9 +33,13 @@ def journal(
     server: Annotated[str | None, typer.Option("--server", "-s", help="Only this server's rows.")] = None,
     since: Annotated[str | None, typer.Option("--since", help="10m, 2h, 7d, or an ISO time.")] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", help="At most this many rows (newest).")] = 200,
+    calls: Annotated[bool, typer.Option("--calls", help="Tool calls instead: server, tool, argument digest, "
+                                                        "approval decision and who made it, duration, "
+                                                        "outcome.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """What happened: every state change, config error and supervisor event, oldest first."""
+    """What happened: every state change, config error and supervisor event, oldest first
+    (or, with --calls, every tool call)."""
     p = paths()
     if not p.journal_db.exists():
         if as_json:
@@ -47,6 +51,10 @@ def journal(
 
     j = Journal(p.journal_db)
     try:
+        if calls:
+            _show_calls(j, server=server, since=parse_since(since) if since else None, limit=limit,
+                        as_json=as_json)
+            return
         rows = j.events(server=server, since=parse_since(since) if since else None, limit=limit)
     finally:
         j.close()
@@ -56,3 +64,18 @@ def journal(
     render.table([{**r, "time": render.when(r["ts"])} for r in rows],
                  [("time", "time"), ("server", "server"), ("kind", "kind"), ("state", "state"),
                   ("reason", "reason")], empty="no journal rows match")
+
+
+def _show_calls(j: Any, *, server: str | None, since: float | None, limit: int, as_json: bool) -> None:
+    from monad_cli.journal import tools as journal_tools
+
+    j.migrate()  # the calls table may be newer than this journal
+    rows = journal_tools.calls(j, server=server, since=since, limit=limit)
+    if as_json:
+        render.data_json(rows)
+        return
+    render.table([{**r, "time": render.when(r["ts"]),
+                   "ms": f"{r['durationMs']:.0f}" if r["durationMs"] is not None else None} for r in rows],
+                 [("time", "time"), ("server", "server"), ("tool", "tool"), ("argsDigest", "args"),
+                  ("decision", "decision"), ("decidedBy", "by"), ("ms", "ms"), ("outcome", "outcome"),
+                  ("error", "error")], empty="no tool calls journaled")

@@ -186,6 +186,8 @@ def status(
         ("protocol", row["protocolVersion"]), ("pid", row.get("pid")), ("config error", row.get("configError")),
         ("tools", row["toolNames"]), ("stderr tail", row["stderrTail"]),
     ])
+    for warning in row.get("warnings") or []:
+        render.warn(f"server `{name}`: {warning}")
 
 
 def _quote(name: str) -> str:
@@ -300,28 +302,15 @@ def wait(
     if as_json:
         render.data_json(list(rows.values()))
     for r in bad:
-        render.error(f"server `{r['name']}` is {r['state']}: {r.get('reason') or 'no reason given'}")
+        if r["state"] == "undefined":
+            render.error(r["reason"])
+        else:
+            render.error(f"server `{r['name']}` is {r['state']}: {r.get('reason') or 'no reason given'}")
     if bad:
         timed_out = all(r["state"] not in final_bad | {"undefined"} for r in bad)
         raise typer.Exit(int(ExitCode.TIMEOUT if timed_out else ExitCode.ERROR))
     if not as_json:
         render.info(f"connected: {', '.join(names)}")
-
-
-@app.command("tools")
-def tools(
-    name: Annotated[str, typer.Argument(help="Server name.")],
-    as_json: JsonOpt = False,
-) -> None:
-    """Tools a connected server advertises (name and description)."""
-    client = supervisor()
-    listed = client.get(f"/v1/mcp-servers/{_quote(name)}/tools")
-    if as_json:
-        render.data_json(listed)
-        return
-    render.table([{"name": t["name"], "description": (t.get("description") or "").split("\n")[0][:100]}
-                  for t in listed], [("name", "tool"), ("description", "description")],
-                 empty=f"server `{name}` has no tools listed (is it connected? `monad mcp status {name}`)")
 
 
 @app.command("path")

@@ -17,6 +17,7 @@ from monad_cli.paths import Paths
 
 SCHEMA_VERSION = 1
 _POS = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
+_EOF = re.compile(r"\s*\(at end of document\)$")
 # Field order in files monad writes: what a person reads first comes first.
 _ORDER = ["schema", "transport", "command", "args", "url", "enabled", "required", "timeout",
           "requestTimeoutMs", "deferred", "cwd", "condition", "sandbox", "sandboxWritable", "env",
@@ -45,8 +46,13 @@ def read_atom(paths: Paths, path: Path) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as e:
         msg = str(e)
         m = _POS.search(msg)
-        where = f"{source}:{m.group(1)}:{m.group(2)}" if m else source
-        msg = _POS.sub("", msg)
+        if m:
+            where = f"{source}:{m.group(1)}:{m.group(2)}"
+        elif _EOF.search(msg):
+            where = f"{source}:{max(1, len(text.splitlines()))}"  # the error is at the end of the file
+        else:
+            where = source
+        msg = _EOF.sub(" at the end of the file", _POS.sub("", msg))
         raise ConfigError(f"`{where}`: malformed TOML: {msg[:1].lower() + msg[1:]}; fix the file "
                           f"(monad never rewrites it)", file=source, server=path.stem) from None
 

@@ -14,6 +14,8 @@ from typing import Any
 
 from monad_cli.config import agents as agents_file
 from monad_cli.config.atoms import list_atom_files, read_atom, relative_source
+from monad_cli.config.features import PRESETS_FILE, load_presets
+from monad_cli.config.presets import preset_definitions
 from monad_cli.config.schema import ServerSpec, check_name, normalize_url, validate
 from monad_cli.errors import ConfigError
 from monad_cli.paths import Paths
@@ -77,6 +79,8 @@ def load_definitions(paths: Paths, environ: Mapping[str, str] | None = None, *,
             raw = agents_file.strip_name(entry) if isinstance(entry, dict) else entry
             candidates.append((name, agents_file.SOURCE, raw))
 
+    _add_presets(paths, candidates, out, os.environ if environ is None else environ)
+
     seen_urls: dict[str, str] = {}
     for name, source, raw in candidates:
         if name in out.sources:
@@ -105,3 +109,21 @@ def load_definitions(paths: Paths, environ: Mapping[str, str] | None = None, *,
             seen_urls[key] = name
         out.specs[name] = spec
     return out
+
+
+def _add_presets(paths: Paths, candidates: list[tuple[str, str, Any]], out: Definitions,
+                 environ: Mapping[str, str]) -> None:
+    """Append the enabled presets (features/presets.toml) that no user-defined server shadows."""
+    try:
+        presets = load_presets(paths)
+    except ConfigError as e:
+        out.problems.append(Problem(e.message, PRESETS_FILE))
+        return
+    taken = {name for name, _, _ in candidates} | set(out.sources)
+    definitions, errors = preset_definitions(presets, taken=taken, environ=environ)
+    for e in errors:
+        out.problems.append(Problem(e.message, PRESETS_FILE, e.server))
+        if e.server:
+            out.sources.setdefault(e.server, PRESETS_FILE)
+    for name, raw in definitions.items():
+        candidates.append((name, PRESETS_FILE, raw))

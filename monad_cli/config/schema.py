@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from monad_cli.conditions import ConditionError
+from monad_cli.conditions import parse as parse_condition
 from monad_cli.config.expansion import ExpansionError, check_syntax, expand
 from monad_cli.errors import ConfigError
 
@@ -57,13 +59,17 @@ class ServerSpec:
     env: dict[str, str] = field(default_factory=dict)
     cwd: str | None = None
     sandbox: bool = False
+    sandbox_writable: list[str] = field(default_factory=list)
+    condition: str | None = None
     url: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
     auth: dict[str, Any] = field(default_factory=dict)
 
     def connection_fingerprint(self) -> str:
         """Stable digest of everything that affects the live session (not `source`, not `enabled`)."""
-        body = {k: v for k, v in self.__dict__.items() if k not in ("source", "raw", "enabled")}
+        # `deferred` and `condition` only shape the gateway's view: changing them keeps the session.
+        body = {k: v for k, v in self.__dict__.items()
+                if k not in ("source", "raw", "enabled", "deferred", "condition")}
         # Stored OAuth state (tokens, expiry, metadata) changes on every refresh; it is not
         # part of how to connect, so writing it must not reconnect the server.
         body["auth"] = {k: v for k, v in self.auth.items() if k not in OAUTH_STATE_KEYS}
@@ -203,14 +209,19 @@ def validate(raw: Mapping[str, Any], *, name: str, source: str,
     if not isinstance(trust.get("hostEscape", False), bool):
         raise ctx.error("trust.hostEscape", "must be true or false")
     condition = raw.get("condition")
-    if condition is not None and not isinstance(condition, str):
-        raise ctx.error("condition", "must be a string")
+    if condition is not None:
+        if not isinstance(condition, str):
+            raise ctx.error("condition", "must be a string such as \"env_set:CI\"")
+        try:
+            parse_condition(condition)
+        except ConditionError as e:
+            raise ctx.error("condition", f"{e}; see docs/filtering.md \"Conditions\"") from None
 
     spec = ServerSpec(
         name=name, transport=transport, source=source, raw=dict(raw),
         enabled=_bool(ctx, raw, "enabled", True), required=_bool(ctx, raw, "required", False),
         timeout=float(timeout), request_timeout_ms=rto, deferred=_bool(ctx, raw, "deferred", False),
-        trust=dict(trust),
+        trust=dict(trust), condition=condition,
     )
 
     if transport == "stdio":
@@ -228,7 +239,13 @@ def validate(raw: Mapping[str, Any], *, name: str, source: str,
                 raise ctx.error("cwd", "must be a directory path")
             spec.cwd = _expand(ctx, "cwd", cwd, environ)
         spec.sandbox = _bool(ctx, raw, "sandbox", False)
-        _str_list(ctx, raw, "sandboxWritable")
+        for i, p in enumerate(_str_list(ctx, raw, "sandboxWritable")):
+            fld = f"sandboxWritable[{i}]"
+            path = _expand(ctx, fld, p, environ)
+            # Checked once expanded: `$HOME/work` is fine, a relative path is not.
+            if (environ is not None or "$" not in p) and not path.startswith("/"):
+                raise ctx.error(fld, f"must be an absolute path (`$HOME/...` works), got {p!r}")
+            spec.sandbox_writable.append(path)
     else:
         for key in ("sandbox", "sandboxWritable"):
             if raw.get(key):

@@ -27,8 +27,10 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from monad_cli import __version__
 from monad_cli.config import edits
+from monad_cli.control.tools_api import tools_routes
 from monad_cli.errors import ConfigError, InvalidInput, LockTimeout, NotFound
 from monad_cli.redact import redact_definition
+from monad_cli.tasks.routes import task_routes
 
 if TYPE_CHECKING:
     from monad_cli.supervisor.supervisor import Supervisor
@@ -86,6 +88,8 @@ class ControlServer:
             Route("/v1/mcp-servers/reconnect", self.reconnect_all, methods=["POST"]),
             Route("/v1/mcp-servers/{name}/reconnect", self.reconnect, methods=["POST"]),
             Route("/v1/mcp-servers/{name}/tools", self.tools),
+            *tools_routes(self),
+            *task_routes(self.sup),
         ]
 
     async def _on_error(self, request: Request, exc: Exception) -> JSONResponse:

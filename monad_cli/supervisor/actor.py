@@ -150,6 +150,7 @@ class ServerActor:
         self.sup.journal_state(self.name, state, reason)
         for listener in list(self.listeners):
             listener(self)
+        self.sup.on_state_changed(self)
 
     @property
     def live(self) -> bool:
@@ -211,7 +212,9 @@ class ServerActor:
 
     async def _session(self, spec: ServerSpec) -> tuple[str, str]:
         """One connection attempt and, if it succeeds, the session until it ends."""
-        conn = Connection(on_closed=lambda: self._wakeup("closed"))
+        conn = Connection()
+        # Only a live session's end wakes the actor; a failed connect reports itself.
+        conn.on_closed = lambda: self._wakeup("closed") if self.client is not None and self.conn is conn else None
         self.conn = conn
         self._wake = anyio.Event()
         self._wake_reason = None
@@ -228,7 +231,8 @@ class ServerActor:
                 deadline.deadline = anyio.current_time() + spec.timeout
                 client = Client(transport, mode="auto", cache=None,
                                 client_info=Implementation(name="monad", version=__version__),
-                                message_handler=self._on_message)
+                                message_handler=self._on_message,
+                                extensions=self.sup.client_extensions(self))
                 phase = "negotiating the protocol version (server/discover, initialize)"
                 async with client:
                     phase = "listing tools"
@@ -250,6 +254,9 @@ class ServerActor:
             return self._classify(spec, exc, phase)
         finally:
             self.client = None
+            if self._wake_reason == "closed":  # stale: this session is over either way
+                self._wake_reason = None
+                self._wake = anyio.Event()
             if self.connected_at is not None:
                 self.backoff.record_uptime(time.monotonic() - self.connected_at)
                 self.connected_at = None
@@ -267,11 +274,14 @@ class ServerActor:
         self.protocol_version = client.protocol_version
         info = client.server_info
         self.server_info = info.model_dump(exclude_none=True) if info else None
+        problem = problem or self.sup.tool_service.check_pin(self, tools)
         self.sup.on_tools_changed(self)
         if problem:
             self.set_state(State.DEGRADED, problem)
         else:
             self.set_state(State.CONNECTED, None)
+        if self.conn is not None and self.conn.closed:  # died between tools/list and now
+            self._wakeup("closed")
 
     async def refresh_tools(self) -> None:
         client = self.client
@@ -282,10 +292,28 @@ class ServerActor:
         except Exception as exc:  # noqa: BLE001
             self.set_state(State.DEGRADED, f"tools/list failed: {self._describe(exc)}")
             return
+        problem = problem or self.sup.tool_service.check_pin(self, tools)  # TL-2: re-check on list_changed
         self.tools, self.tool_problem = tools, problem
         self.sup.on_tools_changed(self)
         if self.client is not None:
             self.set_state(State.DEGRADED if problem else State.CONNECTED, problem)
+
+    async def call_tool(self, tool: str, arguments: dict[str, Any] | None) -> Any:
+        """tools/call on this session from any task (the actor task keeps the Client open).
+
+        `tool` is the server's own (original) name. The deadline is `requestTimeoutMs`
+        (unset = none); on expiry the SDK sends notifications/cancelled and raises
+        MCPError(-32001). Cancelling the caller's scope cancels the request the same way.
+        Raises MonadError if the server is not connected. Returns `mcp_types.CallToolResult`.
+        """
+        from monad_cli.errors import MonadError
+
+        client = self.client
+        if client is None or not self.live:
+            raise MonadError(f"server `{self.name}` is {self.state}"
+                             f"{': ' + self.reason if self.reason else ''} (see `monad mcp status {self.name}`)")
+        rto = self.spec.request_timeout_ms if self.spec else None
+        return await client.call_tool(tool, arguments, read_timeout_seconds=rto / 1000 if rto else None)
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, ToolListChangedNotification) and self._tg is not None:
@@ -376,4 +404,5 @@ class ServerActor:
             row["stderrTail"] = [self.sup.scrub(line) for line in self.sink.lines()]
             row["serverInfo"] = self.server_info if self.live else None
             row["strayStdoutLines"] = self.conn.stray_lines if self.conn else 0
+            row["warnings"] = self.sup.tool_service.warnings(self.name)
         return row

@@ -43,14 +43,17 @@ def _setup_logging(paths: Paths, sup: Supervisor, *, to_stderr: bool) -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
-def run(paths: Paths) -> int:
+def run(paths: Paths, *, include: list[str] | None = None, exclude: list[str] | None = None) -> int:
     """Run the supervisor in this process until SIGTERM/SIGINT or `daemon stop`.
+
+    `include`/`exclude` are validated server-name globs from `--include-mcps` /
+    `--exclude-mcps` (None: not given, `features/mcp.toml` decides).
 
     Returns the exit status: 0 after a clean stop, 1 when it could not start (another
     supervisor owns this MONAD_HOME, or a `required` server failed).
     """
     ready_fd = int(os.environ.pop("MONAD_READY_FD", "-1"))
-    sup = Supervisor(paths)
+    sup = Supervisor(paths, include=include, exclude=exclude)
     _setup_logging(paths, sup, to_stderr=ready_fd < 0)
     log = logging.getLogger("monad.supervisor")
 

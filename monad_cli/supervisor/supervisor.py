@@ -14,14 +14,18 @@ from typing import Any
 import anyio
 
 from monad_cli import __version__
-from monad_cli.config.loader import Definitions, load_definitions
+from monad_cli.config.features import MCP_FILE, TOOLS_FILE, load_deferred_tools, load_mcp_filter
+from monad_cli.config.loader import Definitions, Problem, load_definitions
 from monad_cli.config.schema import ServerSpec
+from monad_cli.errors import ConfigError
+from monad_cli.filters import ServerFilter, combine
 from monad_cli.journal.db import Journal
 from monad_cli.paths import Paths
 from monad_cli.redact import redact_text, secret_values
 from monad_cli.supervisor.actor import ServerActor
 from monad_cli.supervisor.reconcile import diff, fingerprints
 from monad_cli.supervisor.states import LIVE, State
+from monad_cli.trust.service import ToolService
 
 log = logging.getLogger("monad.supervisor")
 
@@ -40,8 +44,15 @@ def _spec_secrets(spec: ServerSpec) -> set[str]:
 
 
 class Supervisor:
-    def __init__(self, paths: Paths, *, environ: dict[str, str] | None = None) -> None:
+    def __init__(self, paths: Paths, *, environ: dict[str, str] | None = None,
+                 include: list[str] | None = None, exclude: list[str] | None = None) -> None:
         self.paths = paths
+        # Server filters: flags (None = not given) override `features/mcp.toml` list by list.
+        self.filter_flags = (include, exclude)
+        self.filter_file: tuple[list[str], list[str]] = ([], [])
+        self.server_filter = ServerFilter()
+        # Globs over exposed tool names from `features/tools.toml` (the gateway defers them).
+        self.deferred_globs: list[str] = []
         self.environ = dict(os.environ if environ is None else environ)
         self.actors: dict[str, ServerActor] = {}
         self.applied: dict[str, str] = {}
@@ -57,7 +68,10 @@ class Supervisor:
         self._reconcile_lock = anyio.Lock()
         self.stop_event = anyio.Event()
         self.tool_listeners: list[Callable[[ServerActor], None]] = []
+        self.tool_service = ToolService(self)
         self._auth: Any = None  # monad_cli.auth.session.SupervisorAuth, made on first oauth server
+        self.state_listeners: list[Callable[[ServerActor], None]] = []
+        self.tasks: Any = None  # the TaskManager (monad_cli.tasks), set in run()
 
     # -- helpers used by actors ----------------------------------------------------------
     def scrub(self, text: str) -> str:
@@ -82,14 +96,46 @@ class Supervisor:
         return self._auth.provider(spec)
 
     def filtered_out(self, name: str) -> bool:
-        return False
+        return self.server_filter.reason(name) is not None
 
     def filter_reason(self, name: str) -> str:
-        return ""
+        return self.server_filter.reason(name) or ""
+
+    def _refilter(self, defs: Definitions) -> None:
+        """Re-read `features/mcp.toml` and wake every actor whose filter verdict changed.
+        A malformed file keeps the last good filter and is reported like a bad atom."""
+        try:
+            self.filter_file = load_mcp_filter(self.paths)
+        except ConfigError as e:
+            defs.problems.append(Problem(f"{e.message}; the previous server filters stay in force",
+                                         e.file or MCP_FILE))
+        old = self.server_filter
+        include, exclude = self.filter_flags
+        self.server_filter = combine(flag_include=include, flag_exclude=exclude,
+                                     file_enabled=self.filter_file[0], file_disabled=self.filter_file[1])
+        if self.server_filter != old:
+            log.info("server filters: %s", self.server_filter.describe())
+        for name, actor in self.actors.items():
+            if old.reason(name) != self.server_filter.reason(name):
+                actor.reconnect()  # the actor's loop re-checks `filtered_out`
+        try:
+            self.deferred_globs = load_deferred_tools(self.paths)
+        except ConfigError as e:
+            defs.problems.append(Problem(f"{e.message}; the previous deferred tools stay in force",
+                                         e.file or TOOLS_FILE))
 
     def on_tools_changed(self, actor: ServerActor) -> None:
         for listener in list(self.tool_listeners):
             listener(actor)
+
+    def on_state_changed(self, actor: ServerActor) -> None:
+        """Every state change of every actor (after its own listeners)."""
+        for listener in list(self.state_listeners):
+            listener(actor)
+
+    def client_extensions(self, actor: ServerActor) -> list[Any] | None:
+        """`extensions=` for the actor's next `mcp.Client` (the tasks extension, SEP-2663)."""
+        return self.tasks.client_extensions(actor) if self.tasks is not None else None
 
     # -- process-level guards ------------------------------------------------------------
     def acquire_daemon_lock(self) -> None:
@@ -119,11 +165,12 @@ class Supervisor:
                             entries.append((e.name, st.st_size, st.st_mtime_ns))
             except FileNotFoundError:
                 pass
-        try:
-            st = self.paths.agents_json.stat()
-            entries.append(("agents.json", st.st_size, st.st_mtime_ns))
-        except FileNotFoundError:
-            pass
+        for name in ("agents.json", "features/mcp.toml", "features/presets.toml", "features/tools.toml"):
+            try:
+                st = (self.paths.home / name).stat()
+                entries.append((name, st.st_size, st.st_mtime_ns))
+            except FileNotFoundError:
+                pass
         return tuple(sorted(entries))
 
     async def reconcile(self, *, force: bool = False) -> None:
@@ -134,9 +181,19 @@ class Supervisor:
                 return
             self._stamp = stamp
             defs = load_definitions(self.paths, self.environ)
+            self._refilter(defs)
             self._apply(defs)
 
     def _apply(self, defs: Definitions) -> None:
+        from monad_cli.config.loader import Problem
+
+        # A file that cannot be read at all disables nothing it defined before: its
+        # servers keep their last good definitions, with the file's error beside them.
+        unreadable = {p.file: p for p in defs.problems if p.server is None}
+        for name, actor in self.actors.items():
+            if actor.source in unreadable and name not in defs.sources:
+                defs.problems.append(Problem(unreadable[actor.source].message, actor.source or "", name))
+                defs.sources[name] = actor.source or ""
         old_problems = {(p.server, p.message) for p in self.definitions.problems}
         self.definitions = defs
         secrets: set[str] = set()
@@ -214,13 +271,19 @@ class Supervisor:
         self.acquire_daemon_lock()
         self.journal = Journal(self.paths.journal_db, scrub=self.scrub)
         check = self.journal.quick_check()
+        self.tool_service.attach()
         self.journal.record("daemon", reason=f"supervisor {__version__} started (pid {os.getpid()})",
                             detail={"quick_check": check})
         self.paths.pid_file.write_text(f"{os.getpid()}\n")
+        from monad_cli.tasks.manager import TaskManager
+
+        self.tasks = TaskManager(self)
+        self.state_listeners.append(self.tasks.on_actor_state)
         control = ControlServer(self)
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
+                tg.start_soon(self.tasks.run)
                 tg.start_soon(self._handle_signals)
                 await self.reconcile(force=True)
                 failure = await self._wait_required()
@@ -255,7 +318,8 @@ class Supervisor:
         required = [a for a in self.actors.values() if a.spec is not None and a.spec.required]
         for actor in required:
             await actor.first_attempt.wait()
-        failed = [a for a in required if a.state not in LIVE]
+        # A required server the person filtered out on purpose does not fail the start.
+        failed = [a for a in required if a.state not in LIVE and a.state != State.FILTERED]
         if not failed:
             return None
         return "; ".join(f"required server `{a.name}` is {a.state}: {a.reason}" for a in failed)

@@ -95,10 +95,13 @@ async def stdio_transport(spec: ServerSpec, sink: StderrSink, conn: Connection) 
     command = resolve_command(spec, env)
     if spec.cwd and not os.path.isdir(spec.cwd):
         raise SpawnError(f"cwd `{spec.cwd}` is not a directory")
+    argv, cwd = [command, *spec.args], spec.cwd
+    if spec.sandbox:
+        argv, cwd, env = _sandboxed(spec, command, env)
     errfd = sink.open_pipe()
     try:
-        process = await anyio.open_process([command, *spec.args], stdin=subprocess.PIPE,
-                                           stdout=subprocess.PIPE, stderr=errfd, env=env, cwd=spec.cwd,
+        process = await anyio.open_process(argv, stdin=subprocess.PIPE,
+                                           stdout=subprocess.PIPE, stderr=errfd, env=env, cwd=cwd,
                                            start_new_session=True)
     except OSError as e:
         sink.close()
@@ -181,6 +184,21 @@ async def stdio_transport(spec: ServerSpec, sink: StderrSink, conn: Connection) 
                 tg.cancel_scope.cancel()
     finally:
         sink.close()
+
+
+def _sandboxed(spec: ServerSpec, command: str, env: dict[str, str]) -> tuple[list[str], str, dict[str, str]]:
+    """The Landlock launcher's argv, cwd and env for `sandbox = true` (monad_cli/sandbox)."""
+    from monad_cli.paths import paths
+    from monad_cli.sandbox import SandboxError, prepare
+
+    if not spec.cwd and not os.path.isabs(command):
+        # `./server` was found relative to our cwd, but the sandbox runs it in its scratch dir.
+        command = os.path.abspath(command)
+    try:
+        return prepare(scratch=paths().sandbox_dir(spec.name), command=command, args=spec.args, cwd=spec.cwd,
+                       writable=spec.sandbox_writable, env=env)
+    except SandboxError as e:
+        raise SpawnError(str(e)) from None  # fatal: never retried unconfined
 
 
 async def _stop(process: anyio.abc.Process, conn: Connection) -> None:

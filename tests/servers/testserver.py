@@ -18,7 +18,6 @@ import sys
 import threading
 import time
 
-from mcp.server import MCPServer
 
 
 def main() -> None:
@@ -64,6 +63,9 @@ def main() -> None:
             print("testserver: crashing as asked", file=sys.stderr, flush=True)
             os._exit(3)
         threading.Thread(target=crash, daemon=True).start()
+
+    # Imported late: the early-exit and hang modes above must act before the slow SDK import.
+    from mcp.server import MCPServer
 
     shape = {"description": "Echo the text back.", "param": "text", "extra": False}
     if args.tools_file and os.path.exists(args.tools_file):

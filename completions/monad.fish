@@ -1,0 +1,1 @@
+complete --command monad --no-files --arguments "(env _MONAD_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=get-args _TYPER_COMPLETE_ARGS=(commandline -cp) monad)" --condition "env _MONAD_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=is-args _TYPER_COMPLETE_ARGS=(commandline -cp) monad"

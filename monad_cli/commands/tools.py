@@ -1,0 +1,347 @@
+"""`monad mcp tools|call|pin|unpin|trust|serve`: tools of connected servers, calls through the
+approval gate, trust controls, and the gateway (docs/tools.md).
+
+Registered onto the `mcp` group in app.py. Light imports only: the SDK is loaded by
+`serve` alone, inside its body.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from monad_cli import render
+from monad_cli.commands._common import JsonOpt, supervisor
+from monad_cli.errors import ApiError, ExitCode, InvalidInput, MonadError
+from monad_cli.paths import paths
+
+DEFAULT_APPROVAL_TIMEOUT_S = 120.0
+
+
+def _quote(name: str) -> str:
+    from urllib.parse import quote
+
+    return quote(name, safe="")
+
+
+def tools(
+    server: Annotated[str | None, typer.Argument(help="Only this server's tools.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Tools of the connected servers under their exposed names (`SERVER__TOOL`).
+
+    `--json` adds each tool's description, inputSchema, original name and whether it is
+    auto-approved. Name collisions are reported on stderr. Tools the gateway defers until
+    `load_tools` are marked `deferred` (`monad mcp call` calls them directly).
+    """
+    client = supervisor()
+    answer = client.get("/v1/tools" + (f"?server={_quote(server)}" if server else ""))
+    listed = answer["tools"]
+    if as_json:
+        render.data_json(listed)
+        return
+    from monad_cli.trust.names import describe_collision
+
+    for c in answer.get("collisions", []):
+        if server is None or any(m["server"] == server for m in c["members"]):
+            render.warn(describe_collision(c))
+    render.table([{"name": t["name"], "auto": "auto" if t.get("autoApproved") else "",
+                   "deferred": "deferred" if t.get("deferred") else "",
+                   "description": (t.get("description") or "").strip().split("\n")[0][:90]} for t in listed],
+                 [("name", "tool"), ("auto", "approval"), ("deferred", "gateway"), ("description", "description")],
+                 empty=(f"server `{server}` exposes no tools (is it connected? `monad mcp status {server}`)"
+                        if server else "no tools exposed (see `monad mcp status`)"))
+
+
+# -- arguments ------------------------------------------------------------------------
+def _types_of(prop: Any) -> list[str]:
+    """JSON Schema types a property allows (`type`, a type list, or anyOf/oneOf branches)."""
+    if not isinstance(prop, dict):
+        return []
+    t = prop.get("type")
+    if isinstance(t, str):
+        return [t]
+    if isinstance(t, list):
+        return [x for x in t if isinstance(x, str)]
+    out: list[str] = []
+    for branch in prop.get("anyOf", []) + prop.get("oneOf", []):
+        out.extend(_types_of(branch))
+    return out
+
+
+def convert_value(key: str, value: str, prop: Any) -> Any:
+    """`--arg key=value` → the type the inputSchema declares for `key` (string if unknown)."""
+    kinds = [k for k in _types_of(prop) if k != "null"] or ["string"]
+    if value == "null" and "null" in _types_of(prop):
+        return None
+    errors = []
+    for kind in kinds:
+        try:
+            if kind == "string":
+                return value
+            if kind == "integer":
+                return int(value)
+            if kind == "number":
+                number = float(value)
+                return int(number) if number.is_integer() and "." not in value and "e" not in value.lower() \
+                    else number
+            if kind == "boolean":
+                low = value.lower()
+                if low in ("true", "1", "yes", "on"):
+                    return True
+                if low in ("false", "0", "no", "off"):
+                    return False
+                raise ValueError
+            if kind in ("array", "object"):
+                parsed = json.loads(value)
+                if not isinstance(parsed, list if kind == "array" else dict):
+                    raise ValueError
+                return parsed
+        except ValueError:
+            errors.append(kind)
+    want = " or ".join({"integer": "an integer", "number": "a number", "boolean": "true or false",
+                        "array": "a JSON array", "object": "a JSON object"}.get(k, k) for k in errors)
+    raise InvalidInput(f"--arg {key}: expected {want}, got {value!r}")
+
+
+def build_arguments(schema: dict[str, Any] | None, pairs: list[str] | None, args_json: str | None) -> dict[str, Any]:
+    arguments: dict[str, Any] = {}
+    if args_json:
+        try:
+            parsed = json.loads(args_json)
+        except ValueError as e:
+            raise InvalidInput(f"--args-json is not valid JSON ({e})") from None
+        if not isinstance(parsed, dict):
+            raise InvalidInput("--args-json must be a JSON object, e.g. '{\"text\": \"hi\"}'")
+        arguments.update(parsed)
+    props = (schema or {}).get("properties") or {}
+    for item in pairs or []:
+        if "=" not in item:
+            raise InvalidInput(f"--arg `{item[:40]}` needs the form key=value")
+        key, value = item.split("=", 1)
+        if not key:
+            raise InvalidInput("--arg has an empty key")
+        arguments[key] = convert_value(key, value, props.get(key))
+    return arguments
+
+
+def _show_result(result: dict[str, Any], as_json: bool) -> None:
+    content = result.get("content", [])
+    texts = [c.get("text", "") for c in content if c.get("type") == "text"]
+    if result.get("isError"):
+        if as_json:
+            render.data_json(result)
+        message = " ".join(texts).strip() or "the tool reported an error"
+        raise MonadError(f"tool `{result.get('name')}` failed: {message}")
+    if as_json:
+        render.data_json(result)
+        return
+    for text in texts:
+        render.line(text)
+    for c in content:
+        if c.get("type") != "text":
+            render.info(f"[{c.get('type')} content{': ' + c['mimeType'] if c.get('mimeType') else ''}]")
+    if not texts and result.get("structuredContent") is not None:
+        render.line(json.dumps(result["structuredContent"], ensure_ascii=False))
+
+
+def _prompt(pending: dict[str, Any]) -> str:
+    """Ask the person on the TTY: once / session / always / deny (TL-5, TL-6)."""
+    render.info(f"approve a call of `{pending['tool']}` on server `{pending['server']}` ({pending['exposed']})")
+    if pending.get("command"):
+        render.info(f"  server command: {' '.join(pending['command'])}")
+    if pending.get("url"):
+        render.info(f"  server url: {pending['url']}")
+    render.info("  arguments: " + json.dumps(pending["arguments"], ensure_ascii=False, indent=2).replace(
+        "\n", "\n  "))
+    choices = "[y] once, [s] this session" + ("" if pending.get("hostEscape") else ", [a] always") + ", [N] deny"
+    render.info(f"allow? {choices}: ")
+    answer = sys.stdin.readline().strip().lower()
+    grant = {"y": "once", "yes": "once", "s": "session", "a": "always"}.get(answer, "deny")
+    if grant == "always" and pending.get("hostEscape"):
+        grant = "deny"
+    return grant
+
+
+def call(
+    name: Annotated[str, typer.Argument(help="Exposed tool name `SERVER__TOOL` (see `monad mcp tools`).")],
+    arg: Annotated[list[str] | None, typer.Option("--arg", "-a", help="key=value, converted to the type the "
+                                                  "tool's inputSchema declares (repeatable).")] = None,
+    args_json: Annotated[str | None, typer.Option("--args-json", help="All arguments as one JSON object "
+                                                  "(--arg values override its keys).")] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Approve this call without asking.")] = False,
+    approval_timeout: Annotated[float, typer.Option(
+        "--approval-timeout", help="Without a TTY: seconds to wait for `monad approvals allow ID`.")]
+        = DEFAULT_APPROVAL_TIMEOUT_S,
+    as_json: JsonOpt = False,
+) -> None:
+    """Call a tool through the supervisor and its approval gate; text content goes to stdout.
+
+    Arguments are validated against the tool's inputSchema before the call. On a TTY you are
+    asked in place (server, tool, full arguments); without one the call waits for
+    `monad approvals allow ID` (or fails after --approval-timeout). A tool result with
+    `isError: true` exits 1 with its text. Ctrl-C cancels the call (the server is sent
+    notifications/cancelled) and exits 130.
+
+    Example: monad mcp call time__get_current_time --arg timezone=UTC --yes
+    """
+    from monad_cli.control.client import ControlClient
+
+    supervisor()  # starts it if needed
+    client = ControlClient(paths(), timeout=None)  # type: ignore[arg-type] - a call has no deadline here
+    listed = client.get("/v1/tools")["tools"]
+    tool = next((t for t in listed if t["name"] == name), None)
+    arguments = build_arguments(tool.get("inputSchema") if tool else None, arg, args_json)
+    body: dict[str, Any] = {"name": name, "arguments": arguments, "via": "cli"}
+    interactive = sys.stdin.isatty() and sys.stderr.isatty()
+    body["approval"] = {"mode": "yes"} if yes else {"mode": "check"}
+    try:
+        answer = client.post("/v1/tools/call", body)
+        pending = answer.get("approvalRequired") if isinstance(answer, dict) else None
+        if pending:
+            if interactive:
+                body["approval"] = {"mode": "decided", "approvalId": pending["id"], "grant": _prompt(pending)}
+            else:
+                render.info(f"waiting up to {approval_timeout:g} s for approval `{pending['id']}` of "
+                            f"`{name}`: run `monad approvals allow {pending['id']}` (or deny)")
+                body["approval"] = {"mode": "wait", "approvalId": pending["id"], "timeout": approval_timeout}
+            answer = client.post("/v1/tools/call", body)
+    except ApiError as e:
+        if e.code == "approval_timeout":
+            raise MonadError(f"{e.message}; approve it with `monad approvals allow ID`, pass --yes, or raise "
+                             f"--approval-timeout", exit_code=ExitCode.TIMEOUT) from None
+        raise
+    except KeyboardInterrupt:
+        # Closing the connection is the cancel: the supervisor cancels the call's scope.
+        render.error(f"cancelled `{name}` (the server was sent notifications/cancelled)")
+        raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
+    _show_result(answer, as_json)
+
+
+# -- trust controls -------------------------------------------------------------------
+def _set_trust(name: str, key: str, value: Any) -> str:
+    from monad_cli.config.edits import update_server
+
+    def mutate(defn: Any) -> None:
+        trust = defn.get("trust")
+        if value is None:
+            if trust is not None and key in trust:
+                del trust[key]
+                if not trust:
+                    del defn["trust"]
+            return
+        if trust is None:
+            defn["trust"] = {key: value}
+        else:
+            trust[key] = value
+
+    return update_server(paths(), name, {}, mutate=mutate)
+
+
+def pin(name: Annotated[str, typer.Argument(help="Server name.")], as_json: JsonOpt = False) -> None:
+    """Write the server's current tool-set hash as `trust.pinnedToolHash`.
+
+    From then on, a changed tool set (description, parameters, added or removed tools) makes
+    the supervisor refuse to register the server's tools until you pin again.
+    """
+    info = supervisor().get(f"/v1/tools/sets/{_quote(name)}")
+    digest = info.get("hash")
+    if not digest:
+        raise MonadError(f"server `{name}` is {info['state']}, so its tool set is unknown; pin it once it is "
+                         f"connected (`monad mcp wait {name}`)")
+    source = _set_trust(name, "pinnedToolHash", digest)
+    if as_json:
+        render.data_json({"name": name, "source": source, "pinnedToolHash": digest, "tools": info.get("tools")})
+    else:
+        render.info(f"pinned server `{name}` to {digest} ({info.get('tools')} tools) in {source}")
+
+
+def unpin(name: Annotated[str, typer.Argument(help="Server name.")], as_json: JsonOpt = False) -> None:
+    """Remove `trust.pinnedToolHash`: the server's tools register whatever they are."""
+    source = _set_trust(name, "pinnedToolHash", None)
+    if as_json:
+        render.data_json({"name": name, "source": source, "pinnedToolHash": None})
+    else:
+        render.info(f"unpinned server `{name}` ({source})")
+
+
+def trust(
+    name: Annotated[str, typer.Argument(help="Server name.")],
+    auto_approve: Annotated[list[str] | None, typer.Option(
+        "--auto-approve", help="Tool to exempt from the approval gate: `SERVER__TOOL` or just `TOOL` "
+                               "(repeatable).")] = None,
+    remove: Annotated[list[str] | None, typer.Option("--remove", help="Take a tool off the auto-approve "
+                                                                      "list (repeatable).")] = None,
+    host_escape: Annotated[bool | None, typer.Option(
+        "--host-escape/--no-host-escape", help="Mark the server as able to escape the host: its tools can "
+                                               "be approved for a session, never always.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Edit the server's `trust` table: `autoApproveTools` and `hostEscape`."""
+    from monad_cli.config.edits import read_definition
+
+    _, raw = read_definition(paths(), name)
+    current = list((raw.get("trust") or {}).get("autoApproveTools", []))
+
+    def exposed(tool: str) -> str:
+        return tool if tool.startswith(f"{name}__") else f"{name}__{tool}"
+
+    wanted = current + [exposed(t) for t in auto_approve or [] if exposed(t) not in current]
+    gone = {exposed(t) for t in remove or []}
+    wanted = [t for t in wanted if t not in gone]
+    if not auto_approve and not remove and host_escape is None:
+        raise InvalidInput("nothing to change: pass --auto-approve TOOL, --remove TOOL or --host-escape")
+    source = _set_trust(name, "autoApproveTools", wanted or None) if (auto_approve or remove) else None
+    if host_escape is not None:
+        source = _set_trust(name, "hostEscape", True if host_escape else None)
+    if as_json:
+        render.data_json({"name": name, "source": source, "autoApproveTools": wanted, "hostEscape": host_escape})
+    else:
+        render.info(f"server `{name}`: autoApproveTools = {', '.join(wanted) or '(none)'}"
+                    + (f"; hostEscape = {'true' if host_escape else 'false'}" if host_escape is not None else "")
+                    + f" ({source})")
+
+
+def serve(
+    http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP on 127.0.0.1 instead of stdio.")]
+        = False,
+    port: Annotated[int, typer.Option("--port", help="Port for --http (0 picks a free one).")] = 0,
+    approval_timeout: Annotated[float, typer.Option(
+        "--approval-timeout", help="Seconds a call waits for `monad approvals allow ID` before it is "
+                                   "refused.")] = DEFAULT_APPROVAL_TIMEOUT_S,
+    fact: Annotated[list[str] | None, typer.Option(
+        "--fact", metavar="KEY=VALUE", help="A fact for server conditions, e.g. model_params=8 or env=ci "
+                                            "(repeatable).")] = None,
+    include: Annotated[list[str] | None, typer.Option(
+        "--include-mcps", metavar="GLOBS", help="Serve only servers matching these comma-separated globs.")]
+        = None,
+    exclude: Annotated[list[str] | None, typer.Option(
+        "--exclude-mcps", metavar="GLOBS", help="Never serve servers matching these globs (wins over "
+                                                "--include-mcps).")] = None,
+) -> None:
+    """Run an MCP server (the gateway) exposing the connected servers' tools.
+
+    Calls go through the supervisor and its approval gate: a call that is not auto-approved waits for `monad approvals allow ID`. The gateway sends notifications/tools/list_changed when the set changes. With --http it listens on 127.0.0.1 only and requires the bearer token in `run/gateway.token` (0600); Host and Origin must be loopback.
+
+    Deferred tools (`deferred = true`, features/tools.toml) are listed once loaded with the `load_tools` tool; a server's `condition` is checked against the --fact values and this environment on every list and call; --include-mcps/--exclude-mcps serve a filtered view (docs/filtering.md).
+    """
+    from monad_cli.conditions import parse_facts
+    from monad_cli.filters import PatternError, combine, split_patterns
+
+    try:
+        facts = parse_facts(fact or [])
+        inc = None if include is None else split_patterns(include, what="--include-mcps")
+        exc = None if exclude is None else split_patterns(exclude, what="--exclude-mcps")
+    except (ValueError, PatternError) as e:
+        raise InvalidInput(str(e)) from None
+    # The supervisor already applies features/mcp.toml; these flags narrow this view only.
+    server_filter = (combine(flag_include=inc, flag_exclude=exc, file_enabled=[], file_disabled=[])
+                     if inc is not None or exc is not None else None)
+    from monad_cli.gateway.server import run_gateway
+
+    supervisor()
+    run_gateway(paths(), http=http, port=port, approval_timeout=approval_timeout, facts=facts,
+                server_filter=server_filter)

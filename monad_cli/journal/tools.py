@@ -1,0 +1,160 @@
+"""Journal tables for tool calls, "always" approvals and seen tool sets.
+
+- `tool_calls`: one row per call, written before the call (outcome `running`) and updated
+  after it (JR-6), so a crash leaves a visible gap. Arguments are kept only as a digest.
+- `approvals`: "always" approvals, keyed to (server, definition hash, tool) (TL-4).
+- `tool_sets`: every tool set a server advertised, by hash, so a pin mismatch can say what
+  changed against the pinned set.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from typing import Any
+
+from sqlmodel import Field, Session, SQLModel, col, select
+
+from monad_cli.journal.db import Journal, register_migration
+
+OUTCOMES = ("running", "ok", "tool-error", "cancelled", "timeout", "refused", "error", "interrupted")
+
+
+class ToolCall(SQLModel, table=True):
+    __tablename__ = "tool_calls"
+    id: int | None = Field(default=None, primary_key=True)
+    ts: float = Field(index=True)
+    server: str = Field(index=True)
+    tool: str
+    exposed: str
+    args_digest: str
+    via: str  # cli | gateway | api
+    decision: str | None = None  # approved | denied | timeout | refused
+    decided_by: str | None = None
+    outcome: str = "running"
+    duration_ms: float | None = None
+    error: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "ts": self.ts, "server": self.server, "tool": self.tool,
+                "exposed": self.exposed, "argsDigest": self.args_digest, "via": self.via,
+                "decision": self.decision, "decidedBy": self.decided_by, "outcome": self.outcome,
+                "durationMs": self.duration_ms, "error": self.error}
+
+
+class AlwaysApproval(SQLModel, table=True):
+    __tablename__ = "approvals"
+    id: int | None = Field(default=None, primary_key=True)
+    server: str = Field(index=True)
+    definition_hash: str
+    tool: str
+    created: float
+    decided_by: str
+
+
+class ToolSet(SQLModel, table=True):
+    __tablename__ = "tool_sets"
+    server: str = Field(primary_key=True)
+    hash: str = Field(primary_key=True)
+    tools: str  # JSON, the canonical pinned view
+    seen: float
+
+
+def _m0002_tools(conn: Any) -> None:
+    SQLModel.metadata.create_all(conn, tables=[ToolCall.__table__, AlwaysApproval.__table__,  # type: ignore[attr-defined]
+                                               ToolSet.__table__])  # type: ignore[attr-defined]
+
+
+register_migration("0002_tool_calls_approvals_tool_sets", _m0002_tools)
+
+
+def args_digest(arguments: Any) -> str:
+    """`sha256:` + 16 hex of the canonical JSON arguments: comparable, never the values."""
+    body = json.dumps(arguments or {}, sort_keys=True, separators=(",", ":"), default=str)
+    return "sha256:" + hashlib.sha256(body.encode()).hexdigest()[:16]
+
+
+def start_call(j: Journal, *, server: str, tool: str, exposed: str, arguments: Any, via: str) -> int:
+    row = ToolCall(ts=time.time(), server=server, tool=tool, exposed=exposed,
+                   args_digest=args_digest(arguments), via=via)
+    with Session(j.engine) as s:
+        s.add(row)
+        s.commit()
+        s.refresh(row)
+    assert row.id is not None
+    return row.id
+
+
+def finish_call(j: Journal, call_id: int, *, outcome: str, decision: str | None = None,
+                decided_by: str | None = None, duration_ms: float | None = None, error: str | None = None) -> None:
+    with Session(j.engine) as s:
+        row = s.get(ToolCall, call_id)
+        if row is None:
+            return
+        row.outcome = outcome
+        if decision is not None:
+            row.decision = decision
+            row.decided_by = decided_by
+        row.duration_ms = duration_ms
+        row.error = j.scrub(error)[:500] if error else None
+        s.add(row)
+        s.commit()
+
+
+def interrupt_running(j: Journal) -> int:
+    """JR-5: calls left `running` by a supervisor that died become `interrupted`."""
+    with Session(j.engine) as s:
+        rows = list(s.exec(select(ToolCall).where(ToolCall.outcome == "running")))
+        for row in rows:
+            row.outcome = "interrupted"
+            row.error = "the supervisor stopped during the call"
+            s.add(row)
+        s.commit()
+    return len(rows)
+
+
+def calls(j: Journal, *, server: str | None = None, since: float | None = None,
+          limit: int = 200) -> list[dict[str, Any]]:
+    q = select(ToolCall)
+    if server:
+        q = q.where(ToolCall.server == server)
+    if since is not None:
+        q = q.where(ToolCall.ts >= since)
+    q = q.order_by(col(ToolCall.id).desc()).limit(limit)
+    with Session(j.engine) as s:
+        rows = list(s.exec(q))
+    return [r.as_dict() for r in reversed(rows)]
+
+
+def always_approved(j: Journal, server: str, definition_hash: str, tool: str) -> AlwaysApproval | None:
+    q = select(AlwaysApproval).where(AlwaysApproval.server == server,
+                                     AlwaysApproval.definition_hash == definition_hash,
+                                     AlwaysApproval.tool == tool)
+    with Session(j.engine) as s:
+        return s.exec(q).first()
+
+
+def add_always(j: Journal, server: str, definition_hash: str, tool: str, decided_by: str) -> None:
+    if always_approved(j, server, definition_hash, tool):
+        return
+    with Session(j.engine) as s:
+        s.add(AlwaysApproval(server=server, definition_hash=definition_hash, tool=tool, created=time.time(),
+                             decided_by=decided_by))
+        s.commit()
+
+
+def remember_tool_set(j: Journal, server: str, digest: str, canonical: list[dict[str, Any]]) -> None:
+    with Session(j.engine) as s:
+        row = s.get(ToolSet, (server, digest))
+        if row is None:
+            row = ToolSet(server=server, hash=digest, tools=json.dumps(canonical), seen=time.time())
+        row.seen = time.time()
+        s.add(row)
+        s.commit()
+
+
+def tool_set(j: Journal, server: str, digest: str) -> list[dict[str, Any]] | None:
+    with Session(j.engine) as s:
+        row = s.get(ToolSet, (server, digest))
+    return json.loads(row.tools) if row else None

@@ -1,0 +1,214 @@
+"""SEP-2663 wire shapes and the SDK client extension that declares them.
+
+The SDK 2.3 has the hooks (`ClientExtension`, `ResultClaim`, `NotificationBinding`) but
+no tasks implementation, so this module supplies:
+
+- `CreateTaskResult`: the flat `resultType: "task"` answer a `tools/call` may return;
+- `GetTaskRequest` / `UpdateTaskRequest` / `CancelTaskRequest`: `tasks/get`, `tasks/update`,
+  `tasks/cancel`, each with `name_param = "taskId"` so the SDK sets `Mcp-Name` on HTTP
+  (ext-tasks "Streamable HTTP: Routing Headers");
+- `DetailedTask`: what `tasks/get` and `notifications/tasks` carry (exactly one of
+  `result`, `error`, `inputRequests` by status);
+- `TasksExtension`: declared in the client capabilities (`extensions`), claims
+  `resultType: "task"` on `tools/call`, and binds `notifications/tasks`;
+- `listen_for_tasks`: a `subscriptions/listen` stream with the extension's `taskIds` filter.
+
+Supervisor side only: imports the SDK.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, Literal
+
+import anyio
+import mcp_types as types
+from mcp.client import ClaimContext, ClientExtension, NotificationBinding, ResultClaim
+from pydantic import BaseModel, ConfigDict, Field
+
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+# Our own _meta key for the invocation id: the spec defines none, so it lives under a
+# prefix we own (spec "_meta" naming: reverse-DNS prefix, then a name).
+INVOCATION_META_KEY = "dev.monad/invocationId"
+TERMINAL = frozenset({"completed", "failed", "cancelled"})
+STATUSES = frozenset({"working", "input_required"}) | TERMINAL
+
+
+class CreateTaskResult(types.Result):
+    """`tools/call` answered with a task handle (SEP-2663 "Task Creation"); times are ISO 8601."""
+
+    model_config = ConfigDict(extra="allow")
+    result_type: Literal["task"] = Field(alias="resultType")
+    task_id: str
+    status: str
+    status_message: str | None = None
+    created_at: str | None = None
+    last_updated_at: str | None = None
+    ttl_ms: int | None = None
+    poll_interval_ms: int | None = None
+
+
+class DetailedTask(types.Result):
+    """A `tasks/get` answer or `notifications/tasks` params; extra keys are kept."""
+
+    model_config = ConfigDict(extra="allow")
+    task_id: str
+    status: str
+    status_message: str | None = None
+    created_at: str | None = None
+    last_updated_at: str | None = None
+    ttl_ms: int | None = None
+    poll_interval_ms: int | None = None
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+    input_requests: dict[str, Any] | None = None
+
+
+class TaskNotificationParams(types.NotificationParams):
+    model_config = ConfigDict(extra="allow")
+    task_id: str
+    status: str
+
+
+class TaskIdParams(types.RequestParams):
+    task_id: str
+
+
+class UpdateTaskParams(types.RequestParams):
+    task_id: str
+    input_responses: dict[str, Any]
+
+
+class GetTaskRequest(types.Request[TaskIdParams, Literal["tasks/get"]]):
+    method: Literal["tasks/get"] = "tasks/get"
+    name_param = "taskId"
+
+
+class UpdateTaskRequest(types.Request[UpdateTaskParams, Literal["tasks/update"]]):
+    method: Literal["tasks/update"] = "tasks/update"
+    name_param = "taskId"
+
+
+class CancelTaskRequest(types.Request[TaskIdParams, Literal["tasks/cancel"]]):
+    method: Literal["tasks/cancel"] = "tasks/cancel"
+    name_param = "taskId"
+
+
+class AckResult(types.Result):
+    """The empty acknowledgement of `tasks/update` and `tasks/cancel`."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+def dump(model: BaseModel) -> dict[str, Any]:
+    """Wire (camelCase) JSON of a model, without unset Nones."""
+    return model.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+async def get_task(session: Any, task_id: str, *, timeout: float | None = None) -> dict[str, Any]:
+    """`tasks/get`; returns the DetailedTask as wire JSON. Raises `MCPError` (-32602 unknown id)."""
+    res = await session.send_request(GetTaskRequest(params=TaskIdParams(task_id=task_id)), DetailedTask,
+                                     request_read_timeout_seconds=timeout)
+    return dump(res)
+
+
+async def update_task(session: Any, task_id: str, responses: dict[str, Any], *, timeout: float | None = None) -> None:
+    """`tasks/update {taskId, inputResponses}`; the ack is empty."""
+    await session.send_request(UpdateTaskRequest(params=UpdateTaskParams(task_id=task_id, input_responses=responses)),
+                               AckResult, request_read_timeout_seconds=timeout)
+
+
+async def cancel_task(session: Any, task_id: str, *, timeout: float | None = None) -> None:
+    """`tasks/cancel {taskId}` (idempotent); the ack is empty."""
+    await session.send_request(CancelTaskRequest(params=TaskIdParams(task_id=task_id)), AckResult,
+                               request_read_timeout_seconds=timeout)
+
+
+class TasksExtension(ClientExtension):
+    """The client side of `io.modelcontextprotocol/tasks`, one instance per connection.
+
+    `on_notification(params)` receives every `notifications/tasks` (wire JSON);
+    `resolve(created, ctx)` finishes a task returned to a plain `Client.call_tool` (the
+    SDK calls it) and must return the final `CallToolResult`.
+    """
+
+    identifier = TASKS_EXTENSION
+
+    def __init__(self, *, on_notification: Callable[[dict[str, Any]], Awaitable[None]],
+                 resolve: Callable[[CreateTaskResult, ClaimContext], Awaitable[types.CallToolResult]]) -> None:
+        self._on_notification = on_notification
+        self._resolve = resolve
+
+    def claims(self) -> Sequence[ResultClaim[Any]]:
+        return [ResultClaim(result_type="task", model=CreateTaskResult, resolve=self._resolve)]
+
+    def notifications(self) -> Sequence[NotificationBinding[Any]]:
+        async def handler(params: TaskNotificationParams) -> None:
+            await self._on_notification(dump(params))
+
+        return [NotificationBinding(method="notifications/tasks", params_type=TaskNotificationParams,
+                                    handler=handler)]
+
+
+_listen_ids = itertools.count(1)
+
+
+@asynccontextmanager
+async def listen_for_tasks(session: Any, task_ids: Sequence[str], *, ack_timeout: float = 10.0
+                           ) -> AsyncIterator[tuple[set[str], Callable[[], Awaitable[str]]]]:
+    """One `subscriptions/listen` stream asking for `notifications/tasks` of `task_ids`.
+
+    Yields `(honored, wait_end)`: the task ids the server agreed to notify about (from its
+    `notifications/subscriptions/acknowledged`), and a coroutine function that returns
+    `"graceful"` or `"lost"` when the stream ends. The notifications themselves arrive
+    through `TasksExtension`'s binding.
+
+    The SDK's `listen()` builds its filter without extension keys, so this mirrors it
+    (same private session seams: request stamping, the listen route demux) and adds
+    `taskIds` (ext-tasks "Task Status Notifications"). Raises `MCPError` if refused,
+    `TimeoutError` without an ack.
+    """
+    request_id = f"monad-tasks-listen-{next(_listen_ids)}"
+    data: dict[str, Any] = {"method": "subscriptions/listen",
+                            "params": {"notifications": {"taskIds": list(task_ids)}}}
+    opts: dict[str, Any] = {"request_id": request_id}
+    session._stamp(data, opts)
+    route = session._register_listen_route(request_id)
+    from mcp.shared.exceptions import MCPError
+
+    async def drive() -> None:
+        try:
+            await session._dispatcher.send_raw_request(data["method"], data.get("params"), opts)
+        except MCPError as exc:
+            route.settle("lost", error=exc)
+            return
+        route.set_acked(types.SubscriptionFilter())
+        route.settle("graceful")
+
+    async def wait_end() -> str:
+        while True:
+            outcome = await route.next_event()
+            if isinstance(outcome, str):
+                return outcome
+            route.consume(outcome)  # core events we did not ask for: drop
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(drive)
+            with anyio.fail_after(ack_timeout):
+                await route.acked.wait()
+            if route.honored is None or route.end == "lost":
+                if route.error is not None:
+                    raise route.error
+                raise TimeoutError("the listen stream ended before it was acknowledged")
+            extra = route.honored.model_extra or {}
+            honored = {str(t) for t in (extra.get("taskIds") or [])}
+            try:
+                yield honored, wait_end
+            finally:
+                tg.cancel_scope.cancel()
+    finally:
+        route.settle("local")
+        session._unregister_listen_route(request_id)

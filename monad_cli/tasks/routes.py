@@ -1,0 +1,110 @@
+"""Control API routes for tasks (docs/tasks.md "Control API"); added to the control server's
+routes list by `task_routes(sup)`.
+
+    POST /v1/tasks                {server, tool, arguments?, correlation?}  → 202 the task
+    GET  /v1/tasks                ?server=S&state=active|pending|done      → {"tasks": [...]}
+    GET  /v1/tasks/{id}           ?wait=SECONDS&deliver=1                  → the task (+ "delivered")
+    POST /v1/tasks/{id}/input     {responses: {<inputRequests key>: answer}} → the task
+    POST /v1/tasks/{id}/cancel                                               → the task
+
+Errors use the control API's shape; a full queue is 429 `queue_full`, a server that is
+not connected 409 `not_connected`, no task manager 503 `unavailable`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from monad_cli.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from monad_cli.supervisor.supervisor import Supervisor
+
+MAX_BODY = 1024 * 1024
+MAX_WAIT_S = 25.0  # below the CLI client's 30 s socket timeout
+
+
+def _error(status: int, code: str, message: str) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+
+
+async def _body(request: Request) -> dict[str, Any]:
+    raw = await request.body()
+    if len(raw) > MAX_BODY:
+        raise InvalidInput("request body too large")
+    try:
+        body = json.loads(raw or b"{}")
+    except ValueError:
+        raise InvalidInput("request body is not JSON") from None
+    if not isinstance(body, dict):
+        raise InvalidInput("request body must be a JSON object")
+    return body
+
+
+def task_routes(sup: Supervisor) -> list[Route]:
+    """The `/v1/tasks` routes over `sup.tasks` (a `TaskManager`)."""
+    from monad_cli.tasks.manager import NotConnected, QueueFull
+
+    def manager() -> Any:
+        return getattr(sup, "tasks", None)
+
+    def guarded(fn: Any) -> Any:
+        async def endpoint(request: Request) -> JSONResponse:
+            if manager() is None:
+                return _error(503, "unavailable", "the task manager is not running")
+            try:
+                return await fn(request)
+            except QueueFull as e:
+                return _error(429, "queue_full", e.message)
+            except NotConnected as e:
+                return _error(409, "not_connected", e.message)
+        return endpoint
+
+    async def start(request: Request) -> JSONResponse:
+        body = await _body(request)
+        server, tool = body.get("server"), body.get("tool")
+        arguments, correlation = body.get("arguments") or {}, body.get("correlation")
+        if not isinstance(server, str) or not isinstance(tool, str):
+            raise InvalidInput('expected {"server": ..., "tool": ..., "arguments": {...}}')
+        if not isinstance(arguments, dict):
+            raise InvalidInput("`arguments` must be a JSON object")
+        if correlation is not None and not isinstance(correlation, dict):
+            raise InvalidInput("`correlation` must be a JSON object")
+        row = await manager().start(server, tool, arguments, correlation=correlation)
+        return JSONResponse(row, status_code=202)
+
+    async def list_(request: Request) -> JSONResponse:
+        q = request.query_params
+        return JSONResponse({"tasks": manager().list(server=q.get("server") or None, state=q.get("state") or None)})
+
+    async def show(request: Request) -> JSONResponse:
+        q = request.query_params
+        try:
+            wait = min(max(float(q.get("wait") or 0), 0.0), MAX_WAIT_S)
+        except ValueError:
+            raise InvalidInput("`wait` must be a number of seconds") from None
+        row = await manager().show(request.path_params["id"], wait=wait, deliver=q.get("deliver") in ("1", "true"))
+        return JSONResponse(row)
+
+    async def answer(request: Request) -> JSONResponse:
+        body = await _body(request)
+        responses = body.get("responses")
+        if not isinstance(responses, dict):
+            raise InvalidInput('expected {"responses": {"<inputRequests key>": {...}}}')
+        return JSONResponse(await manager().answer(request.path_params["id"], responses))
+
+    async def cancel(request: Request) -> JSONResponse:
+        return JSONResponse(await manager().cancel(request.path_params["id"]))
+
+    return [
+        Route("/v1/tasks", guarded(start), methods=["POST"]),
+        Route("/v1/tasks", guarded(list_)),
+        Route("/v1/tasks/{id}", guarded(show)),
+        Route("/v1/tasks/{id}/input", guarded(answer), methods=["POST"]),
+        Route("/v1/tasks/{id}/cancel", guarded(cancel), methods=["POST"]),
+    ]

@@ -1,0 +1,177 @@
+"""The `tasks` journal table: one row per tool call started through the task manager.
+
+A row is written *before* anything is sent (JR-6: intent first), so a supervisor killed
+at any point leaves a row that says what to do next (JR-5): `queued` → submit,
+`submitting` → resend `tools/call` with the same invocation id (retry-safe servers
+deduplicate on it), `working`/`input_required` → observe again, `cancelRequested` →
+finish the `tasks/cancel`. Terminal rows are deleted 7 days after they ended.
+
+Times are epoch seconds from the manager's clock (injectable for tests). JSON columns
+hold wire JSON (camelCase), scrubbed of known secrets like every journal value.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy import text
+from sqlmodel import Field, Session, SQLModel, col, select
+
+from monad_cli.journal.db import Journal, register_migration
+
+# monad's own states around the MCP task statuses (ext-tasks "Task Status").
+QUEUED, SUBMITTING = "queued", "submitting"
+ACTIVE_STATES = (SUBMITTING, "working", "input_required")
+OPEN_STATES = (QUEUED, *ACTIVE_STATES)
+TERMINAL_STATES = ("completed", "failed", "cancelled")
+RETENTION_S = 7 * 24 * 3600
+
+
+class TaskRow(SQLModel, table=True):
+    __tablename__ = "tasks"
+    id: str = Field(primary_key=True)  # monad's id; also the invocation id sent in _meta
+    server: str = Field(index=True)
+    tool: str
+    arguments: str | None = None  # JSON
+    correlation: str | None = None  # JSON: who started it and why (caller-supplied)
+    task_id: str | None = Field(default=None, index=True)  # the server's taskId
+    state: str = Field(index=True)
+    status_message: str | None = None
+    created_at: float = Field(index=True)
+    updated_at: float
+    terminal_at: float | None = Field(default=None, index=True)
+    server_created_at: str | None = None
+    ttl_ms: int | None = None
+    poll_interval_ms: int | None = None
+    result: str | None = None  # JSON CallToolResult
+    error: str | None = None  # JSON error object
+    input_requests: str | None = None  # JSON: outstanding inputRequests
+    answered_keys: str | None = None  # JSON list: keys already answered (dedupe across polls)
+    delivery_pending: bool = Field(default=False, index=True)
+    pending_kind: str | None = None  # "result" | "input"
+    deliveries: int = 0
+    delivered_at: float | None = None
+    cancel_requested: bool = False
+    recoveries: int = 0
+    retries: int = 0
+    submitted: bool = False  # tools/call written at least once
+    adopted: bool = False  # a task returned to a plain call_tool (no arguments known)
+
+
+def _m0100_tasks(conn: Any) -> None:
+    SQLModel.metadata.create_all(conn, tables=[TaskRow.__table__])  # type: ignore[attr-defined]
+
+
+register_migration("0100_tasks", _m0100_tasks)
+
+_JSON_COLS = ("arguments", "correlation", "result", "error", "input_requests", "answered_keys")
+
+
+def row_dict(row: TaskRow) -> dict[str, Any]:
+    """The API shape of a row (camelCase, JSON columns decoded)."""
+    d = row.model_dump()
+    for c in _JSON_COLS:
+        d[c] = json.loads(d[c]) if d[c] else None
+    return {
+        "id": d["id"], "server": d["server"], "tool": d["tool"], "arguments": d["arguments"],
+        "correlation": d["correlation"], "taskId": d["task_id"], "state": d["state"],
+        "statusMessage": d["status_message"], "createdAt": d["created_at"], "updatedAt": d["updated_at"],
+        "terminalAt": d["terminal_at"], "ttlMs": d["ttl_ms"], "pollIntervalMs": d["poll_interval_ms"],
+        "result": d["result"], "error": d["error"], "inputRequests": d["input_requests"],
+        "answeredKeys": d["answered_keys"] or [], "deliveryPending": d["delivery_pending"],
+        "pendingKind": d["pending_kind"], "deliveries": d["deliveries"], "deliveredAt": d["delivered_at"],
+        "cancelRequested": d["cancel_requested"], "recoveries": d["recoveries"], "retries": d["retries"],
+        "adopted": d["adopted"],
+    }
+
+
+class TaskStore:
+    """Queries over the `tasks` table of an open `Journal` (migrates it on open)."""
+
+    def __init__(self, journal: Journal, *, clock: Callable[[], float]) -> None:
+        self.journal = journal
+        self.clock = clock
+        journal.migrate()  # our migration registers at import, possibly after the journal opened
+
+    def _json(self, value: Any) -> str | None:
+        return None if value is None else self.journal.scrub(json.dumps(value))
+
+    def insert(self, *, id: str, server: str, tool: str, arguments: Any, correlation: Any, state: str,
+               adopted: bool = False, task_id: str | None = None) -> TaskRow:
+        now = self.clock()
+        row = TaskRow(id=id, server=server, tool=tool, arguments=self._json(arguments),
+                      correlation=self._json(correlation), state=state, created_at=now, updated_at=now,
+                      adopted=adopted, task_id=task_id, submitted=task_id is not None)
+        with Session(self.journal.engine, expire_on_commit=False) as s:
+            s.add(row)
+            s.commit()
+        return row
+
+    def get(self, id: str) -> TaskRow | None:
+        with Session(self.journal.engine, expire_on_commit=False) as s:
+            return s.get(TaskRow, id)
+
+    def by_task_id(self, server: str, task_id: str) -> TaskRow | None:
+        with Session(self.journal.engine, expire_on_commit=False) as s:
+            return s.exec(select(TaskRow).where(TaskRow.server == server, TaskRow.task_id == task_id)).first()
+
+    def find(self, prefix: str) -> list[TaskRow]:
+        """Rows whose id (or server taskId) is `prefix` or starts with it."""
+        with Session(self.journal.engine, expire_on_commit=False) as s:
+            exact = s.get(TaskRow, prefix)
+            if exact is not None:
+                return [exact]
+            like = prefix.replace("%", "").replace("_", r"\_") + "%"
+            q = select(TaskRow).where(col(TaskRow.id).like(like, escape="\\") |
+                                      col(TaskRow.task_id).like(like, escape="\\")).limit(5)
+            return list(s.exec(q))
+
+    def update(self, id: str, **fields: Any) -> TaskRow | None:
+        """Set columns (JSON columns take Python values) and `updated_at`; returns the row."""
+        with Session(self.journal.engine, expire_on_commit=False) as s:
+            row = s.get(TaskRow, id)
+            if row is None:
+                return None
+            for k, v in fields.items():
+                setattr(row, k, self._json(v) if k in _JSON_COLS else v)
+            row.updated_at = self.clock()
+            s.add(row)
+            s.commit()
+            return row
+
+    def take_delivery(self, id: str) -> bool:
+        """Atomically turn `deliveryPending` off; True only for the one caller that did it."""
+        with self.journal.engine.begin() as conn:
+            res = conn.execute(text("UPDATE tasks SET delivery_pending = 0, deliveries = deliveries + 1, "
+                                    "delivered_at = :t WHERE id = :id AND delivery_pending = 1"),
+                               {"t": self.clock(), "id": id})
+            return bool(res.rowcount)
+
+    def list(self, *, server: str | None = None, states: tuple[str, ...] | None = None,
+             pending: bool | None = None, limit: int = 500) -> list[TaskRow]:
+        q = select(TaskRow)
+        if server:
+            q = q.where(TaskRow.server == server)
+        if states:
+            q = q.where(col(TaskRow.state).in_(list(states)))
+        if pending is not None:
+            q = q.where(TaskRow.delivery_pending == pending)
+        q = q.order_by(col(TaskRow.created_at).desc()).limit(limit)
+        with Session(self.journal.engine, expire_on_commit=False) as s:
+            return list(s.exec(q))
+
+    def open_rows(self) -> list[TaskRow]:
+        """Every non-terminal row, oldest first (the resume order)."""
+        with Session(self.journal.engine, expire_on_commit=False) as s:
+            q = select(TaskRow).where(col(TaskRow.state).in_(list(OPEN_STATES))).order_by(col(TaskRow.created_at))
+            return list(s.exec(q))
+
+    def cleanup(self, *, retention_s: float = RETENTION_S) -> int:
+        """Delete terminal rows that ended more than `retention_s` ago; returns how many."""
+        cutoff = self.clock() - retention_s
+        with self.journal.engine.begin() as conn:
+            res = conn.execute(text("DELETE FROM tasks WHERE terminal_at IS NOT NULL AND terminal_at < :c"),
+                               {"c": cutoff})
+            return int(res.rowcount or 0)

@@ -1,0 +1,134 @@
+"""The approval gate: every tool call passes it unless the tool is auto-approved (TL-5).
+
+Decisions, and who or what made them (journaled with each call):
+- `autoApproveTools` lists the exposed name → approved by `autoApproveTools`;
+- an earlier "session" approval (in memory: until the supervisor restarts) or "always"
+  approval (journal table `approvals`) for the same (server, definition hash, tool);
+- the caller said so (`monad mcp call --yes`, or the person answered the TTY prompt);
+- a pending approval that `monad approvals allow|deny ID` decides, or that times out.
+
+Approvals are keyed to `ServerSpec.definition_hash()` (command, args, env names, cwd, url;
+TL-4): after the command is edited, earlier approvals no longer apply. A `hostEscape`
+server's tools can be approved for the session but never always.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from monad_cli.errors import InvalidInput, NotFound
+
+if TYPE_CHECKING:
+    from monad_cli.journal.db import Journal
+
+GRANTS = ("once", "session", "always")
+
+
+@dataclass
+class Pending:
+    """An approval a caller waits on; `decision` is (approved, scope, who) once decided."""
+
+    id: str
+    server: str
+    tool: str
+    exposed: str
+    arguments: Any
+    definition_hash: str
+    host_escape: bool
+    command: list[str] | None
+    url: str | None
+    via: str
+    created: float
+    expires: float
+    decision: tuple[bool, str, str] | None = None
+    event: anyio.Event = field(default_factory=anyio.Event)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "server": self.server, "tool": self.tool, "exposed": self.exposed,
+                "arguments": self.arguments, "hostEscape": self.host_escape, "command": self.command,
+                "url": self.url, "via": self.via, "created": self.created, "expires": self.expires}
+
+
+class ApprovalGate:
+    def __init__(self, journal: Journal | None) -> None:
+        self.journal = journal
+        self.session: dict[tuple[str, str, str], str] = {}
+        self.pending: dict[str, Pending] = {}
+
+    def prior(self, server: str, definition_hash: str, tool: str) -> str | None:
+        """Who approved this tool earlier ("session …"/"always …"), or None."""
+        key = (server, definition_hash, tool)
+        if key in self.session:
+            return f"session approval ({self.session[key]})"
+        if self.journal is not None:
+            from monad_cli.journal.tools import always_approved
+
+            row = always_approved(self.journal, server, definition_hash, tool)
+            if row is not None:
+                return f"always approval ({row.decided_by})"
+        return None
+
+    def grant(self, server: str, definition_hash: str, tool: str, scope: str, by: str,
+              *, host_escape: bool) -> None:
+        """Remember a session/always approval. Raises InvalidInput for always on hostEscape."""
+        if scope not in GRANTS:
+            raise InvalidInput(f"approval scope must be one of {', '.join(GRANTS)}, got {scope!r}")
+        if scope == "always" and host_escape:
+            raise InvalidInput(f"server `{server}` has `trust.hostEscape = true`: its tools can be approved "
+                               f"once or for the session, never always")
+        if scope == "session":
+            self.session[(server, definition_hash, tool)] = by
+        elif scope == "always" and self.journal is not None:
+            from monad_cli.journal.tools import add_always
+
+            add_always(self.journal, server, definition_hash, tool, by)
+
+    def open(self, *, server: str, tool: str, exposed: str, arguments: Any, definition_hash: str,
+             host_escape: bool, command: list[str] | None, url: str | None, via: str,
+             timeout: float) -> Pending:
+        self.purge()
+        now = time.time()
+        p = Pending(id=secrets.token_hex(4), server=server, tool=tool, exposed=exposed, arguments=arguments,
+                    definition_hash=definition_hash, host_escape=host_escape, command=command, url=url,
+                    via=via, created=now, expires=now + timeout)
+        self.pending[p.id] = p
+        return p
+
+    def get(self, approval_id: str) -> Pending:
+        p = self.pending.get(approval_id)
+        if p is None:
+            raise NotFound(f"no pending approval `{approval_id}` (see `monad approvals`)")
+        return p
+
+    async def wait(self, p: Pending, timeout: float) -> tuple[bool, str, str]:
+        """(approved, decision, who): decision is approved | denied | timeout."""
+        with anyio.move_on_after(max(0.0, timeout)):
+            await p.event.wait()
+        self.pending.pop(p.id, None)
+        if p.decision is None:
+            return False, "timeout", f"no decision within {timeout:g} s"
+        approved, _scope, who = p.decision
+        return approved, "approved" if approved else "denied", who
+
+    def decide(self, approval_id: str, *, allow: bool, scope: str = "once", by: str) -> Pending:
+        p = self.get(approval_id)
+        if allow:
+            self.grant(p.server, p.definition_hash, p.tool, scope, by, host_escape=p.host_escape)
+        p.decision = (allow, scope, by)
+        p.event.set()
+        return p
+
+    def purge(self) -> None:
+        now = time.time()
+        for key in [k for k, p in self.pending.items() if p.expires < now and not p.event.is_set()]:
+            del self.pending[key]
+
+    def listing(self) -> list[dict[str, Any]]:
+        self.purge()
+        return [p.as_dict() for p in sorted(self.pending.values(), key=lambda p: p.created)
+                if p.decision is None]

@@ -1,0 +1,71 @@
+"""`pinnedToolHash`: sha256 over the canonical JSON of a server's whole tool set (TL-1, TL-3).
+
+The hash covers every page of tools/list and, per tool, the fields that change what an
+agent is told or what a call does: name, title, description, inputSchema, outputSchema,
+annotations, execution. Tools are sorted by name, keys sorted, no whitespace, so the hash
+does not depend on page order or the server's JSON formatting. Written `sha256:<hex>`.
+Stdlib only: the CLI computes nothing here, but may import it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+PINNED_FIELDS = ("name", "title", "description", "inputSchema", "outputSchema", "annotations", "execution")
+
+
+def canonical_tools(tools: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The pinned view of tools (wire shape, camelCase keys), sorted by name."""
+    out = [{k: t[k] for k in PINNED_FIELDS if t.get(k) is not None} for t in tools]
+    return sorted(out, key=lambda t: str(t.get("name")))
+
+
+def tool_set_hash(tools: Iterable[Mapping[str, Any]]) -> str:
+    body = json.dumps(canonical_tools(tools), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(body.encode()).hexdigest()
+
+
+def same_hash(a: str | None, b: str | None) -> bool:
+    """Compare pins with or without the `sha256:` prefix."""
+    if a is None or b is None:
+        return False
+    return a.removeprefix("sha256:").lower() == b.removeprefix("sha256:").lower()
+
+
+def _schema_params(tool: Mapping[str, Any]) -> set[str]:
+    props = (tool.get("inputSchema") or {}).get("properties") or {}
+    return set(props) if isinstance(props, Mapping) else set()
+
+
+def describe_change(old: Iterable[Mapping[str, Any]] | None, new: Iterable[Mapping[str, Any]]) -> str:
+    """What changed between two tool sets, one line: added/removed tools, changed fields.
+
+    `old=None` (the pinned set was never seen by this journal) says so instead of a diff.
+    """
+    new_by = {t["name"]: t for t in canonical_tools(new)}
+    if old is None:
+        return f"the pinned tool set is unknown to this journal; now {len(new_by)} tools advertised"
+    old_by = {t["name"]: t for t in canonical_tools(old)}
+    parts: list[str] = []
+    added = sorted(set(new_by) - set(old_by))
+    removed = sorted(set(old_by) - set(new_by))
+    if added:
+        parts.append("added " + ", ".join(f"`{n}`" for n in added))
+    if removed:
+        parts.append("removed " + ", ".join(f"`{n}`" for n in removed))
+    for name in sorted(set(old_by) & set(new_by)):
+        a, b = old_by[name], new_by[name]
+        fields = [f for f in PINNED_FIELDS if a.get(f) != b.get(f)]
+        if not fields:
+            continue
+        detail = ", ".join(fields)
+        if "inputSchema" in fields:
+            gone, new_params = _schema_params(a) - _schema_params(b), _schema_params(b) - _schema_params(a)
+            if gone or new_params:
+                detail += (f" (parameters removed: {', '.join(sorted(gone)) or '-'}; "
+                           f"added: {', '.join(sorted(new_params)) or '-'})")
+        parts.append(f"`{name}` changed {detail}")
+    return "; ".join(parts) or "no visible difference"

@@ -1,0 +1,337 @@
+"""The supervisor's tool service: exposed names, pins, the approval gate and the call path.
+
+One instance per supervisor (`Supervisor.tools`). `call()` is the one function every tool
+call goes through — the control API (`monad mcp call`) and the gateway (`monad mcp serve`)
+both reach it via `POST /v1/tools/call` — so a task-returning result (issue 5) plugs in
+at `ServerActor.call_tool` / here, in one place.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from monad_cli.errors import InvalidInput, MonadError, NotFound
+from monad_cli.gateway_policy import is_deferred
+from monad_cli.redact import redact_args, redact_url
+from monad_cli.trust.gate import ApprovalGate, Pending
+from monad_cli.trust.names import NameMap, build_name_map, describe_collision
+from monad_cli.trust.pins import canonical_tools, describe_change, same_hash, tool_set_hash
+
+if TYPE_CHECKING:
+    from mcp_types import Tool
+
+    from monad_cli.journal.db import Journal
+    from monad_cli.supervisor.actor import ServerActor
+    from monad_cli.supervisor.supervisor import Supervisor
+
+log = logging.getLogger("monad.tools")
+PENDING_TTL_S = 600.0
+DEFAULT_APPROVAL_TIMEOUT_S = 120.0
+
+
+class CallRefused(MonadError):
+    """The gate said no (denied, timed out, or the server's tools are not registered)."""
+
+    def __init__(self, message: str, *, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class ApprovalRequired(Exception):
+    """`mode: check` found no prior approval: the caller must ask the person."""
+
+    def __init__(self, pending: Pending) -> None:
+        super().__init__(pending.id)
+        self.pending = pending
+
+
+def dump_tool(tool: Tool) -> dict[str, Any]:
+    return tool.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+def validate_arguments(schema: dict[str, Any] | None, arguments: dict[str, Any], exposed: str) -> None:
+    """Check `arguments` against the tool's inputSchema (JSON Schema); raises InvalidInput
+    naming the first offending argument."""
+    if not schema:
+        return
+    import jsonschema
+
+    try:
+        cls = jsonschema.validators.validator_for(schema)
+        errors = sorted(cls(schema).iter_errors(arguments), key=lambda e: list(e.absolute_path))
+    except jsonschema.SchemaError:
+        return  # the server's schema is broken; let the server judge the call
+    if errors:
+        err = errors[0]
+        where = ".".join(str(p) for p in err.absolute_path)
+        prefix = f"argument `{where}`" if where else "arguments"
+        raise InvalidInput(f"tool `{exposed}`: {prefix}: {err.message}")
+
+
+class ToolService:
+    def __init__(self, sup: Supervisor) -> None:
+        self.sup = sup
+        self.gate = ApprovalGate(None)
+        self.hashes: dict[str, str] = {}
+        self.blocked: dict[str, str] = {}
+        self._map_key: Any = None
+        self._map = NameMap()
+        self._changed = anyio.Event()
+        sup.tool_listeners.append(lambda actor: self.changed())
+
+    @property
+    def journal(self) -> Journal | None:
+        return self.sup.journal
+
+    def attach(self) -> None:
+        """After the journal opens: calls a dead supervisor left running become interrupted (JR-5)."""
+        self.gate.journal = self.journal
+        if self.journal is not None:
+            from monad_cli.journal.tools import interrupt_running
+
+            self.journal.migrate()  # importing journal.tools registered its tables
+            n = interrupt_running(self.journal)
+            if n:
+                self.journal.record("daemon", reason=f"{n} tool call(s) left running by the last supervisor "
+                                                     f"marked interrupted")
+
+    def changed(self) -> None:
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    # -- pins (TL-1..TL-3) -----------------------------------------------------------
+    def check_pin(self, actor: ServerActor, tools: list[Tool]) -> str | None:
+        """The reason to refuse registering `tools`, or None. Logs an unpinned server's hash."""
+        dumped = [dump_tool(t) for t in tools]
+        digest = tool_set_hash(dumped)
+        name = actor.name
+        self.hashes[name] = digest
+        if self.journal is not None:
+            from monad_cli.journal.tools import remember_tool_set
+
+            try:
+                remember_tool_set(self.journal, name, digest, canonical_tools(dumped))
+            except Exception:  # noqa: BLE001 - a journal hiccup must not block a server
+                log.exception("journal write failed")
+        pinned = (actor.spec.trust.get("pinnedToolHash") if actor.spec else None)
+        if not pinned:
+            self.blocked.pop(name, None)
+            log.info("server %s: tool set hash %s (%d tools; pin it with `monad mcp pin %s`)",
+                     name, digest, len(tools), name)
+            return None
+        if same_hash(pinned, digest):
+            self.blocked.pop(name, None)
+            return None
+        old = None
+        if self.journal is not None:
+            from monad_cli.journal.tools import tool_set
+
+            old = tool_set(self.journal, name, "sha256:" + pinned.removeprefix("sha256:").lower())
+        reason = (f"tool set changed since it was pinned ({describe_change(old, dumped)}); refusing to register "
+                  f"its tools; new hash {digest}; accept it with `monad mcp pin {name}`")
+        log.warning("server %s: %s", name, reason)
+        self.blocked[name] = reason
+        return reason
+
+    # -- names ------------------------------------------------------------------------
+    def _registered(self) -> list[ServerActor]:
+        return [a for name, a in sorted(self.sup.actors.items())
+                if a.live and a.spec is not None and name not in self.blocked]
+
+    def name_map(self) -> NameMap:
+        actors = self._registered()
+        key = tuple((a.name, id(a.tools)) for a in actors)
+        if key != self._map_key:
+            self._map = build_name_map((a.name, t.name) for a in actors for t in a.tools)
+            self._map_key = key
+        return self._map
+
+    def _auto_list(self, actor: ServerActor) -> list[str]:
+        return list(actor.spec.trust.get("autoApproveTools", [])) if actor.spec else []
+
+    def is_auto_approved(self, actor: ServerActor, tool: str, exposed: str) -> bool:
+        auto = self._auto_list(actor)
+        return exposed in auto or f"{actor.name}__{tool}" in auto
+
+    def listing(self, server: str | None = None) -> list[dict[str, Any]]:
+        """Exposed tools (wire shape + `server`, `tool`, `autoApproved`, `deferred`, `condition`),
+        by name. `deferred`: the server has `deferred = true` or the name matches a glob of
+        `features/tools.toml`; `condition`: the server's condition text or None."""
+        nmap = self.name_map()
+        out = []
+        for actor in self._registered():
+            if server is not None and actor.name != server:
+                continue
+            for t in actor.tools:
+                exposed = nmap.exposed_name(actor.name, t.name)
+                if exposed is None:
+                    continue
+                row = dump_tool(t)
+                spec = actor.spec
+                row.update(name=exposed, server=actor.name, tool=t.name,
+                           autoApproved=self.is_auto_approved(actor, t.name, exposed),
+                           deferred=is_deferred(exposed, actor.name,
+                                                deferred_servers=(actor.name,) if spec and spec.deferred else (),
+                                                deferred_globs=self.sup.deferred_globs),
+                           condition=spec.condition if spec else None)
+                out.append(row)
+        return sorted(out, key=lambda r: r["name"])
+
+    def signature(self) -> str:
+        """Changes whenever the exposed tool set (names or definitions) changes."""
+        # Deferral and conditions change what a gateway lists, so they are part of it too.
+        body = json.dumps([(r["name"], r.get("description"), r.get("inputSchema"), r["deferred"], r["condition"])
+                           for r in self.listing()],
+                          sort_keys=True, default=str)
+        return hashlib.sha256(body.encode()).hexdigest()[:16]
+
+    async def wait_changed(self, since: str, timeout: float) -> str:
+        """Long poll: the signature once it differs from `since`, or after `timeout` s."""
+        with anyio.move_on_after(timeout):
+            while (sig := self.signature()) == since:
+                # State changes (a server going away) do not always pass through the tool
+                # listeners, so re-check at a modest pace as well.
+                with anyio.move_on_after(0.5):
+                    await self._changed.wait()
+            return sig
+        return self.signature()
+
+    def warnings(self, name: str) -> list[str]:
+        """Collisions and inert `autoApproveTools` entries of one server (for `status NAME`)."""
+        out = [describe_collision(c) for c in self.name_map().collisions_of(name)]
+        actor = self.sup.actors.get(name)
+        if actor is None or not actor.live or actor.spec is None:
+            return out
+        nmap = self.name_map()
+        advertised = sorted(n for t in actor.tools if (n := nmap.exposed_name(name, t.name)))
+        for entry in self._auto_list(actor):
+            if not any(self.is_auto_approved(actor, t.name, n) and entry in (n, f"{name}__{t.name}")
+                       for t in actor.tools if (n := nmap.exposed_name(name, t.name))):
+                out.append(f"trust.autoApproveTools entry `{entry}` matches no advertised tool (it has no "
+                           f"effect); advertised: {', '.join(advertised) or 'none'}")
+        return out
+
+    def resolve(self, exposed: str) -> tuple[ServerActor, Tool]:
+        entry = self.name_map().by_exposed.get(exposed)
+        if entry is None:
+            for name, reason in self.blocked.items():
+                if exposed.startswith(f"{name}__"):
+                    raise CallRefused(f"server `{name}`: {reason}", code="not_registered")
+            raise NotFound(f"no tool `{exposed}` is exposed (see `monad mcp tools`)")
+        actor = self.sup.actors[entry.server]
+        tool = next(t for t in actor.tools if t.name == entry.tool)
+        return actor, tool
+
+    # -- the call path ----------------------------------------------------------------
+    def _open_pending(self, actor: ServerActor, tool: Tool, exposed: str, arguments: Any, via: str,
+                      timeout: float) -> Pending:
+        spec = actor.spec
+        assert spec is not None
+        command = [spec.command, *redact_args(spec.args)] if spec.command else None
+        return self.gate.open(server=actor.name, tool=tool.name, exposed=exposed, arguments=arguments,
+                              definition_hash=spec.definition_hash(),
+                              host_escape=bool(spec.trust.get("hostEscape")), command=command,
+                              url=redact_url(spec.url) if spec.url else None, via=via, timeout=timeout)
+
+    async def _decide(self, actor: ServerActor, tool: Tool, exposed: str, arguments: Any, via: str,
+                      approval: dict[str, Any]) -> tuple[bool, str, str]:
+        """(approved, decision, who) for one call; raises ApprovalRequired for `mode: check`."""
+        spec = actor.spec
+        assert spec is not None
+        if self.is_auto_approved(actor, tool.name, exposed):
+            return True, "approved", "trust.autoApproveTools"
+        prior = self.gate.prior(actor.name, spec.definition_hash(), tool.name)
+        if prior:
+            return True, "approved", prior
+        mode = approval.get("mode", "wait")
+        if mode == "yes":
+            return True, "approved", f"{via} --yes"
+        if mode == "check":
+            raise ApprovalRequired(self._open_pending(actor, tool, exposed, arguments, via, PENDING_TTL_S))
+        if mode == "decided":
+            p = self.gate.get(str(approval.get("approvalId")))
+            grant = str(approval.get("grant", "deny"))
+            by = f"{via} prompt"
+            if grant == "deny":
+                self.gate.decide(p.id, allow=False, by=by)
+            else:
+                self.gate.decide(p.id, allow=True, scope=grant, by=by)
+            self.gate.pending.pop(p.id, None)
+            return grant != "deny", "approved" if grant != "deny" else "denied", \
+                by + (f" ({grant})" if grant != "deny" else "")
+        if mode != "wait":
+            raise InvalidInput(f"approval mode must be one of yes, check, wait, decided; got {mode!r}")
+        timeout = float(approval.get("timeout", DEFAULT_APPROVAL_TIMEOUT_S))
+        approval_id = approval.get("approvalId")
+        p = self.gate.pending.get(str(approval_id)) if approval_id else None
+        if p is None:
+            p = self._open_pending(actor, tool, exposed, arguments, via, timeout)
+        else:
+            p.expires = time.time() + timeout
+        log.info("approval %s pending: %s with arguments digest via %s", p.id, exposed, via)
+        return await self.gate.wait(p, timeout)
+
+    async def call(self, exposed: str, arguments: dict[str, Any] | None, *, via: str,
+                   approval: dict[str, Any]) -> dict[str, Any]:
+        """Gate, journal and forward one tools/call (MCP spec, server/tools "Calling Tools").
+
+        Returns the CallToolResult in wire shape plus `callId`, `server`, `tool`,
+        `decidedBy`. Raises NotFound (unknown exposed name), InvalidInput (arguments do not
+        match the inputSchema), ApprovalRequired (`mode: check`), CallRefused (denied,
+        approval timeout, pin mismatch), MonadError (the server failed the request).
+        Cancelling the caller's scope cancels the call: the SDK sends
+        notifications/cancelled, and the call is journaled `cancelled`.
+        """
+        from mcp import MCPError
+        from mcp_types import REQUEST_TIMEOUT
+
+        from monad_cli.journal import tools as jt
+
+        arguments = arguments or {}
+        if not isinstance(arguments, dict):
+            raise InvalidInput(f"tool `{exposed}`: arguments must be a JSON object")
+        actor, tool = self.resolve(exposed)
+        validate_arguments(tool.input_schema, arguments, exposed)
+        approved, decision, who = await self._decide(actor, tool, exposed, arguments, via, approval)
+        j = self.journal
+        call_id = jt.start_call(j, server=actor.name, tool=tool.name, exposed=exposed, arguments=arguments,
+                                via=via) if j else 0
+        started = time.monotonic()
+
+        def finish(outcome: str, error: str | None = None) -> None:
+            if j is not None:
+                jt.finish_call(j, call_id, outcome=outcome, decision=decision, decided_by=who,
+                               duration_ms=round((time.monotonic() - started) * 1000, 3), error=error)
+
+        if not approved:
+            finish("refused", f"approval {decision}: {who}")
+            what = "denied" if decision == "denied" else "not approved in time"
+            raise CallRefused(f"call to `{exposed}` was {what} ({who})",
+                              code="denied" if decision == "denied" else "approval_timeout")
+        try:
+            result = await actor.call_tool(tool.name, arguments)
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                finish("cancelled", "the caller cancelled the call")
+            raise
+        except MCPError as exc:
+            timed_out = exc.error.code == REQUEST_TIMEOUT
+            finish("timeout" if timed_out else "error", f"{exc.error.message} (MCP error {exc.error.code})")
+            raise MonadError(self.sup.scrub(f"server `{actor.name}` failed `{tool.name}`: {exc.error.message} "
+                                            f"(MCP error {exc.error.code})")) from None
+        except Exception as exc:  # noqa: BLE001 - e.g. an outputSchema mismatch in the SDK
+            finish("error", f"{type(exc).__name__}: {exc}")
+            raise MonadError(self.sup.scrub(f"server `{actor.name}` failed `{tool.name}`: {exc}")) from None
+        out = result.model_dump(by_alias=True, exclude_none=True, mode="json")
+        is_error = bool(result.is_error)
+        text = " ".join(c.get("text", "") for c in out.get("content", []) if c.get("type") == "text")
+        finish("tool-error" if is_error else "ok", text[:300] if is_error else None)
+        out.update(callId=call_id, server=actor.name, tool=tool.name, name=exposed, decidedBy=who)
+        out.setdefault("isError", is_error)
+        return out

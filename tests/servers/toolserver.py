@@ -1,0 +1,120 @@
+"""An MCP test server for tool names, pins, pagination and calls, on the SDK's lowlevel `Server`.
+
+    python toolserver.py [--names] [--many N] [--page-size K] [--repeat-cursor]
+                         [--tools-file PATH] [--marker-dir DIR] [--name NAME]
+
+Default tools: `echo(text)`, `add(a:int, b:int)`, `kinds(flag:bool, ratio:number, items:array,
+opts:object)`, `fail(message)` (isError), `slow(seconds)` (writes `<marker-dir>/slow.started`
+and, when the call is cancelled, `<marker-dir>/slow.cancelled`).
+`--names`: adds tools named `get.user`, `get_user`, `Dockerfile problems scanner` and a
+70-character name. `--many N`: N more tools `t000`... served `--page-size` per page.
+`--repeat-cursor`: every page returns the same nextCursor. `--tools-file`: JSON
+{"description": ..., "param": ..., "extra": bool} shapes `echo` (read at start: a rug pull
+between connects).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server import Server
+from mcp.server.stdio import stdio_server
+
+LONG_NAME = "a_tool_with_a_very_long_name_" + "x" * 41  # 70 characters
+assert len(LONG_NAME) == 70
+
+
+def schema(props: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
+    return {"type": "object", "properties": props, "required": required or list(props)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--name", default="toolserver")
+    ap.add_argument("--names", action="store_true")
+    ap.add_argument("--many", type=int, default=0)
+    ap.add_argument("--page-size", type=int, default=40)
+    ap.add_argument("--repeat-cursor", action="store_true")
+    ap.add_argument("--tools-file", default=None)
+    ap.add_argument("--marker-dir", default=None)
+    ap.add_argument("--token", default=None, help="ignored: a secret-looking argument for redaction tests")
+    args = ap.parse_args()
+
+    shape: dict[str, Any] = {"description": "Echo the text back.", "param": "text", "extra": False}
+    if args.tools_file and os.path.exists(args.tools_file):
+        shape.update(json.loads(Path(args.tools_file).read_text()))
+    param = shape["param"]
+    tools = [
+        types.Tool(name="echo", description=shape["description"], input_schema=schema({param: {"type": "string"}})),
+        types.Tool(name="add", description="Add two integers.",
+                   input_schema=schema({"a": {"type": "integer"}, "b": {"type": "integer"}})),
+        types.Tool(name="kinds", description="Echo typed arguments as JSON.",
+                   input_schema=schema({"flag": {"type": "boolean"}, "ratio": {"type": "number"},
+                                        "items": {"type": "array"}, "opts": {"type": "object"}}, ["flag"])),
+        types.Tool(name="fail", description="Always a tool error.",
+                   input_schema=schema({"message": {"type": "string"}})),
+        types.Tool(name="slow", description="Sleep, then answer.",
+                   input_schema=schema({"seconds": {"type": "number"}})),
+    ]
+    if shape.get("extra"):
+        tools.append(types.Tool(name="extra", description="An added tool.", input_schema=schema({})))
+    if args.names:
+        for n in ("get.user", "get_user", "Dockerfile problems scanner", LONG_NAME):
+            tools.append(types.Tool(name=n, description=f"Answers with its name: {n}", input_schema=schema({})))
+    for i in range(args.many):
+        tools.append(types.Tool(name=f"t{i:03d}", description=f"Tool number {i}.", input_schema=schema({})))
+    names = {t.name for t in tools}
+    marker = Path(args.marker_dir) if args.marker_dir else None
+
+    async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        if args.repeat_cursor:
+            return types.ListToolsResult(tools=tools[:2], next_cursor="again")
+        start = int(params.cursor) if params and params.cursor else 0
+        end = start + args.page_size
+        return types.ListToolsResult(tools=tools[start:end], next_cursor=str(end) if end < len(tools) else None)
+
+    def text(s: str, *, error: bool = False) -> types.CallToolResult:
+        return types.CallToolResult(content=[types.TextContent(type="text", text=s)], is_error=error)
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        a = params.arguments or {}
+        name = params.name
+        if name == "echo":
+            return text(str(a.get(param, "")))
+        if name == "add":
+            return text(str(a["a"] + a["b"]))
+        if name == "kinds":
+            return text(json.dumps(a, sort_keys=True))
+        if name == "fail":
+            return text(str(a.get("message", "failed")), error=True)
+        if name == "slow":
+            if marker:
+                (marker / "slow.started").write_text("1")
+            try:
+                await anyio.sleep(float(a.get("seconds", 1)))
+            except anyio.get_cancelled_exc_class():
+                if marker:
+                    (marker / "slow.cancelled").write_text("1")
+                raise
+            return text(f"slept {a.get('seconds')}")
+        if name in names:
+            return text(name)
+        return text(f"unknown tool {name}", error=True)
+
+    server = Server(args.name, on_list_tools=list_tools, on_call_tool=call_tool)
+
+    async def run() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    anyio.run(run)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,223 @@
+"""Definitions: names, fields, `$VAR` expansion, atomic locked writes, agents.json, redaction.
+
+These run the CLI in-process (no supervisor): `add`/`get`/`remove` work on files alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from monad_cli.config.expansion import ExpansionError, expand
+from monad_cli.config.loader import load_definitions
+from monad_cli.config.schema import normalize_url, validate
+from monad_cli.errors import ConfigError
+from monad_cli.paths import Paths
+
+SENTINEL = "SENTINEL-s3cr3t-9f8e7d"
+
+
+@pytest.mark.parametrize("name, why", [
+    ("my.server", "may only contain letters"),
+    ("a__b", "must not contain `__`"),
+    ("x" * 65, "65 characters long"),
+    ("服务器", "may only contain letters"),
+])
+def test_bad_names_are_refused_and_nothing_is_written(cli, monad_home: Path, name: str, why: str) -> None:
+    r = cli("mcp", "add", name, "--", "echo")
+    assert r.code == 2, r
+    assert why in r.err and "field `name`" in r.err
+    assert r.err.count("\n") == 1 and "Traceback" not in r.err
+    assert not list((monad_home / "atoms" / "mcp").glob("*")) if (monad_home / "atoms" / "mcp").exists() else True
+
+
+def test_64_character_name_is_fine(cli, monad_home: Path) -> None:
+    r = cli("mcp", "add", "x" * 64, "--", "echo")
+    assert r.code == 0, r
+    assert (monad_home / "atoms" / "mcp" / f"{'x' * 64}.toml").exists()
+
+
+def test_ftp_url_is_refused(cli) -> None:
+    r = cli("mcp", "add", "remote", "--url", "ftp://example.com/mcp")
+    assert r.code == 2, r
+    assert "field `url`" in r.err and "http:// or https://" in r.err
+
+
+def test_add_writes_an_atom_0600_and_refuses_a_duplicate(cli, monad_home: Path) -> None:
+    r = cli("mcp", "add", "t", "--env", f"TOKEN={SENTINEL}", "--", "server", "--flag", "v")
+    assert r.code == 0, r
+    atom = monad_home / "atoms" / "mcp" / "t.toml"
+    assert stat.S_IMODE(atom.stat().st_mode) == 0o600
+    assert stat.S_IMODE((monad_home / "atoms" / "mcp").stat().st_mode) == 0o700
+    text = atom.read_text()
+    assert 'command = "server"' in text and 'args = ["--flag", "v"]' in text and "schema = 1" in text
+    r = cli("mcp", "add", "t", "--", "other")
+    assert r.code == 2 and "already exists" in r.err and "--force" in r.err
+    assert atom.read_text() == text
+    r = cli("mcp", "add", "t", "--force", "--", "other")
+    assert r.code == 0 and 'command = "other"' in atom.read_text()
+
+
+def test_get_redacts_every_secret(cli) -> None:
+    assert cli("mcp", "add", "s", "--env", f"API_KEY={SENTINEL}", "--", "srv", "--token", SENTINEL,
+               f"--api-key={SENTINEL}").code == 0
+    assert cli("mcp", "add", "h", "--url", f"https://user:{SENTINEL}@example.com/mcp?key={SENTINEL}",
+               "--header", f"X-Api-Key: {SENTINEL}", "--bearer-token", SENTINEL).code == 0
+    for name in ("s", "h"):
+        for argv in (("mcp", "get", name), ("mcp", "get", name, "--json"), ("mcp", "list", "--json")):
+            r = cli(*argv)
+            assert r.code == 0, r
+            assert SENTINEL not in r.out + r.err
+    shown = cli("mcp", "get", "h", "--json").json()["definition"]
+    assert shown["headers"] == {"X-Api-Key": "***"}
+    assert shown["auth"]["token"] == "***"
+    assert shown["url"] == "https://user:***@example.com/mcp?key=***"
+
+
+def test_remove_and_unknown_server(cli, monad_home: Path) -> None:
+    assert cli("mcp", "add", "gone", "--", "echo").code == 0
+    r = cli("mcp", "remove", "gone")
+    assert r.code == 0 and not (monad_home / "atoms" / "mcp" / "gone.toml").exists()
+    r = cli("mcp", "remove", "gone")
+    assert r.code == 1 and "not defined" in r.err
+
+
+def test_stdio_and_http_flags_do_not_mix(cli) -> None:
+    assert "needs a command" in cli("mcp", "add", "a").err
+    assert "--header" in cli("mcp", "add", "a", "--header", "X: y", "--", "echo").err
+    assert "not a command" in cli("mcp", "add", "a", "--url", "https://x.test/mcp", "--", "echo").err
+    r = cli("mcp", "add", "a", "--env", "NOEQUALS", "--", "echo")
+    assert r.code == 2 and "K=V" in r.err
+
+
+def test_expansion_rules() -> None:
+    env = {"HOME_DIR": "/h", "EMPTY": ""}
+    assert expand("$HOME_DIR/x ${HOME_DIR}y $$ $EMPTY.", env) == "/h/x /hy $ ."
+    assert expand("cost: $5 and $", env) == "cost: $5 and $"
+    with pytest.raises(ExpansionError, match="`NOPE` is not set"):
+        expand("${NOPE}", env)
+    with pytest.raises(ExpansionError, match="secret"):
+        expand("${secret:github}", env)
+    with pytest.raises(ExpansionError, match="not closed"):
+        expand("${HOME_DIR", env)
+
+
+def test_unset_variable_names_file_server_field_and_variable() -> None:
+    with pytest.raises(ConfigError) as e:
+        validate({"command": "srv", "env": {"TOKEN": "$MISSING_TOKEN_VAR"}}, name="gh",
+                 source="atoms/mcp/gh.toml", environ={})
+    msg = e.value.message
+    assert "`atoms/mcp/gh.toml`" in msg and "server `gh`" in msg and "field `env.TOKEN`" in msg
+    assert "MISSING_TOKEN_VAR" in msg
+
+
+def test_unknown_field_suggests_the_right_one() -> None:
+    with pytest.raises(ConfigError, match="did you mean `command`"):
+        validate({"comand": "x"}, name="a", source="f", environ={})
+
+
+def test_secret_reference_is_refused_at_add(cli) -> None:
+    r = cli("mcp", "add", "a", "--env", "T=${secret:gh}", "--", "echo")
+    assert r.code == 2 and "secret" in r.err and "env.T" in r.err
+
+
+def test_url_normalization() -> None:
+    assert normalize_url("HTTPS://Example.COM:443/mcp/") == normalize_url("https://example.com/mcp")
+    assert normalize_url("http://h:8080/a") != normalize_url("http://h:8081/a")
+
+
+def test_malformed_atom_reports_file_line_and_keeps_others(monad_home: Path) -> None:
+    p = Paths(monad_home)
+    p.ensure()
+    for n in ("a", "b", "c"):
+        (p.atoms_dir / f"{n}.toml").write_text('command = "echo"\n')
+    (p.atoms_dir / "bad.toml").write_text('command = "echo"\nargs = [\n')
+    defs = load_definitions(p, {})
+    assert sorted(defs.specs) == ["a", "b", "c"]
+    problem = defs.problem_for("bad")
+    assert problem is not None and "`atoms/mcp/bad.toml:2`" in problem.message
+    assert (p.atoms_dir / "bad.toml").read_text() == 'command = "echo"\nargs = [\n'  # never rewritten
+
+
+def test_agents_json_forms_duplicates_and_empty_file(monad_home: Path) -> None:
+    p = Paths(monad_home)
+    p.ensure()
+    (p.atoms_dir / "dup.toml").write_text('command = "echo"\n')
+    p.agents_json.write_text(json.dumps({"mcpServers": [
+        {"name": "one", "command": "echo"},
+        {"name": "dup", "command": "echo"},
+        {"name": "r1", "url": "https://Example.com/mcp/"},
+        {"name": "r2", "url": "https://example.com:443/mcp"},
+    ]}))
+    defs = load_definitions(p, {})
+    assert sorted(defs.specs) == ["dup", "one", "r1"]
+    assert "already defined in `atoms/mcp/dup.toml`" in defs.problem_for("dup").message  # type: ignore[union-attr]
+    assert "same remote as server `r1`" in defs.problem_for("r2").message  # type: ignore[union-attr]
+    p.agents_json.write_text(json.dumps({"mcpServers": {"keyed": {"command": "echo"}}}))
+    assert "keyed" in load_definitions(p, {}).specs
+    p.agents_json.write_text("")
+    defs = load_definitions(p, {})
+    assert sorted(defs.specs) == ["dup"]
+    assert [pr.file for pr in defs.problems] == ["agents.json"] and "is empty" in defs.problems[0].message
+
+
+def test_enable_disable_keeps_comments(cli, monad_home: Path) -> None:
+    atom = monad_home / "atoms" / "mcp" / "c.toml"
+    atom.parent.mkdir(parents=True)
+    atom.write_text('# my comment\ncommand = "echo"  # trailing\n')
+    assert cli("mcp", "disable", "c").code == 0
+    text = atom.read_text()
+    assert "# my comment" in text and "# trailing" in text and "enabled = false" in text
+    assert cli("mcp", "enable", "c").code == 0
+    assert "enabled = true" in atom.read_text()
+
+
+def test_enable_edits_agents_json_entry(cli, monad_home: Path) -> None:
+    monad_home.mkdir(parents=True, exist_ok=True)
+    (monad_home / "agents.json").write_text(json.dumps({"mcpServers": [{"name": "j", "command": "echo"}]}))
+    assert cli("mcp", "disable", "j").code == 0
+    doc = json.loads((monad_home / "agents.json").read_text())
+    assert doc["mcpServers"][0] == {"name": "j", "command": "echo", "enabled": False}
+    assert cli("mcp", "remove", "j").code == 0
+    assert json.loads((monad_home / "agents.json").read_text()) == {"mcpServers": []}
+
+
+def test_twenty_parallel_adds_leave_twenty_valid_atoms(monad_home: Path) -> None:
+    procs = [subprocess.Popen([sys.executable, "-m", "monad_cli", "mcp", "add", f"s{i}", "--", "echo", str(i)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for i in range(20)]
+    codes = [p.wait(timeout=120) for p in procs]
+    assert codes == [0] * 20, [p.stderr.read() for p in procs if p.stderr]  # type: ignore[union-attr]
+    atoms = monad_home / "atoms" / "mcp"
+    assert sorted(os.listdir(atoms)) == sorted(f"s{i}.toml" for i in range(20))  # no temp files left
+    defs = load_definitions(Paths(monad_home), {})
+    assert len(defs.specs) == 20 and not defs.problems
+
+
+def test_shipped_example_atoms_validate() -> None:
+    root = Path(__file__).resolve().parent.parent / "atoms"
+    files = sorted(root.glob("*.toml"))
+    assert files
+    import tomllib
+
+    for f in files:
+        validate(tomllib.loads(f.read_text()), name=f.stem, source=str(f.name), environ=os.environ)
+
+
+def test_path_command(cli, monad_home: Path) -> None:
+    r = cli("mcp", "path", "--json")
+    assert r.code == 0
+    assert r.json()["home"] == str(monad_home) and r.json()["atoms"] == str(monad_home / "atoms" / "mcp")
+
+
+def test_malformed_atom_position_mid_file(monad_home: Path) -> None:
+    p = Paths(monad_home)
+    p.ensure()
+    (p.atoms_dir / "bad.toml").write_text('transport = "stdio"\ncommand = echo\n')
+    problem = load_definitions(p, {}).problem_for("bad")
+    assert problem is not None and "`atoms/mcp/bad.toml:2:11`: malformed TOML" in problem.message

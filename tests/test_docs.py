@@ -1,0 +1,24 @@
+"""Generated docs and completions stay current (`make docs` regenerates them)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_cli_docs_and_completions_are_current() -> None:
+    spec = importlib.util.spec_from_file_location("gen_docs", ROOT / "scripts" / "gen_docs.py")
+    assert spec and spec.loader
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    stale = [str(p.relative_to(ROOT)) for p, text in gen.outputs().items()
+             if not p.exists() or p.read_text() != text]
+    assert not stale, f"run `make docs`: stale {stale}"
+
+
+def test_readme_starts_with_the_two_commands() -> None:
+    text = (ROOT / "README.md").read_text()
+    first_block = text.split("```")[1]
+    assert "make demo" in first_block and "make test" in first_block

@@ -1,0 +1,190 @@
+"""Presets (features/presets.toml) and deferred-tool configuration (deferred, tools.toml).
+
+No network and no browser download: the browser preset is checked as the definition it
+synthesizes, with a stand-in Chromium executable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from monad_cli.config.features import load_deferred_tools
+from monad_cli.config.loader import load_definitions
+from monad_cli.config.presets import PLAYWRIGHT_MCP_VERSION
+from monad_cli.errors import ConfigError
+from monad_cli.paths import paths
+from tests.conftest import server_cmd, status_of, wait_for, wait_state
+
+
+def _write(home: Path, rel: str, text: str) -> Path:
+    p = home / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text)
+    return p
+
+
+def _fake_chromium(tmp_path: Path, name: str = "chromium") -> Path:
+    bindir = tmp_path / "bin"
+    bindir.mkdir(exist_ok=True)
+    exe = bindir / name
+    exe.write_text("#!/bin/sh\nexit 0\n")
+    exe.chmod(0o755)
+    return exe
+
+
+def test_browser_preset_synthesizes_a_headless_playwright_server(monad_home: Path, tmp_path: Path) -> None:
+    exe = _fake_chromium(tmp_path)
+    _write(monad_home, "features/presets.toml", "browser = {enabled = true}\n")
+    defs = load_definitions(paths(), {"PATH": str(exe.parent)})
+    spec = defs.specs["browser"]
+    assert spec.source == "features/presets.toml"
+    assert spec.transport == "stdio" and spec.command == "npx"
+    assert spec.args == ["-y", f"@playwright/mcp@{PLAYWRIGHT_MCP_VERSION}", "--headless", "--browser", "chromium",
+                         "--executable-path", str(exe), "--isolated"]
+    assert spec.trust == {"hostEscape": True}
+    assert spec.timeout == 120 and not spec.sandbox
+    assert defs.problems == []
+
+
+def test_browser_preset_options(monad_home: Path, tmp_path: Path) -> None:
+    exe = _fake_chromium(tmp_path, "my-chrome")
+    _write(monad_home, "features/presets.toml",
+           f'[browser]\nenabled = true\nexecutablePath = {json.dumps(str(exe))}\nversion = "latest"\n'
+           f'deferred = true\ncondition = "fact_eq:env=dev"\n')
+    spec = load_definitions(paths(), {"PATH": ""}).specs["browser"]
+    assert "@playwright/mcp@latest" in spec.args and str(exe) in spec.args
+    assert spec.deferred and spec.condition == "fact_eq:env=dev"
+
+
+def test_chromium_names_are_searched_in_order(monad_home: Path, tmp_path: Path) -> None:
+    _fake_chromium(tmp_path, "google-chrome")
+    chromium = _fake_chromium(tmp_path, "chromium-browser")
+    _write(monad_home, "features/presets.toml", "browser = {enabled = true}\n")
+    spec = load_definitions(paths(), {"PATH": str(chromium.parent)}).specs["browser"]
+    assert spec.args[spec.args.index("--executable-path") + 1] == str(chromium)
+
+
+def test_no_chromium_is_a_clear_problem_for_the_browser_server(monad_home: Path, tmp_path: Path) -> None:
+    _write(monad_home, "features/presets.toml", "browser = {enabled = true}\n")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    defs = load_definitions(paths(), {"PATH": str(empty)})
+    assert "browser" not in defs.specs
+    problem = defs.problem_for("browser")
+    assert problem is not None and problem.file == "features/presets.toml"
+    assert problem.message.startswith("`features/presets.toml`: preset `browser`: no system Chromium found on PATH")
+    assert "executablePath" in problem.message
+
+
+def test_a_user_defined_browser_takes_precedence(monad_home: Path, tmp_path: Path) -> None:
+    exe = _fake_chromium(tmp_path)
+    _write(monad_home, "features/presets.toml", "browser = {enabled = true}\n")
+    _write(monad_home, "atoms/mcp/browser.toml", 'command = "my-browser-server"\n')
+    defs = load_definitions(paths(), {"PATH": str(exe.parent)})
+    assert defs.specs["browser"].command == "my-browser-server"
+    assert defs.specs["browser"].source == "atoms/mcp/browser.toml"
+    assert defs.problems == []  # stepping aside is not a conflict
+
+    (monad_home / "atoms/mcp/browser.toml").unlink()
+    _write(monad_home, "agents.json", json.dumps({"mcpServers": [{"name": "browser", "command": "theirs"}]}))
+    defs = load_definitions(paths(), {"PATH": str(exe.parent)})
+    assert defs.specs["browser"].command == "theirs" and defs.problems == []
+
+    # Even a broken user definition wins: its error shows, the preset does not replace it.
+    _write(monad_home, "agents.json", json.dumps({"mcpServers": [{"name": "browser", "command": ""}]}))
+    defs = load_definitions(paths(), {"PATH": str(exe.parent)})
+    assert "browser" not in defs.specs
+    problem = defs.problem_for("browser")
+    assert problem is not None and problem.file == "agents.json"
+
+
+def test_disabled_or_absent_preset_adds_nothing(monad_home: Path, tmp_path: Path) -> None:
+    exe = _fake_chromium(tmp_path)
+    assert "browser" not in load_definitions(paths(), {"PATH": str(exe.parent)}).specs
+    _write(monad_home, "features/presets.toml", "browser = {enabled = false}\n")
+    defs = load_definitions(paths(), {"PATH": str(exe.parent)})
+    assert "browser" not in defs.specs and defs.problems == []
+
+
+@pytest.mark.parametrize(("text", "server", "expected"), [
+    ("computer = {enabled = true}\n", None,
+     "`features/presets.toml`: unknown preset `computer`; known presets: browser"),
+    ("browsr = {enabled = true}\n", None, "unknown preset `browsr` (did you mean `browser`?)"),
+    ("browser = true\n", None, "preset `browser` must be a table such as `browser = {enabled = true}`"),
+    ("browser = {enabled = \"yes\"}\n", "browser", "field `enabled`: must be true or false"),
+    ("browser = {enabled = true, executablepath = \"/x\"}\n", "browser",
+     "field `executablepath`: unknown field (did you mean `executablePath`?)"),
+    ("browser = {enabled = true, executablePath = \"chromium\"}\n", "browser", "must be an absolute path"),
+    ("browser = {enabled = true, executablePath = \"/nonexistent/chromium\"}\n", "browser",
+     "`/nonexistent/chromium` is not an executable file"),
+    ("browser = {enabled = true, condition = \"env_set:\"}\n", "browser",
+     "field `condition`: position 9: `env_set:` needs an argument"),
+    ("browser = {enabled = true\n", None, "`features/presets.toml:1:"),
+])
+def test_preset_errors(monad_home: Path, tmp_path: Path, text: str, server: str | None, expected: str) -> None:
+    exe = _fake_chromium(tmp_path)
+    _write(monad_home, "features/presets.toml", text)
+    _write(monad_home, "atoms/mcp/other.toml", 'command = "true"\n')
+    defs = load_definitions(paths(), {"PATH": str(exe.parent)})
+    assert "other" in defs.specs  # a bad presets file disables nothing else
+    matching = [p for p in defs.problems if expected in p.message]
+    assert matching, defs.problems
+    assert matching[0].server == server
+    assert "\n" not in matching[0].message
+
+
+# -- deferred ------------------------------------------------------------------------------------
+def test_deferred_server_flag(monad_home: Path) -> None:
+    _write(monad_home, "atoms/mcp/gh.toml", 'command = "true"\ndeferred = true\n')
+    _write(monad_home, "atoms/mcp/now.toml", 'command = "true"\n')
+    _write(monad_home, "atoms/mcp/bad.toml", 'command = "true"\ndeferred = "yes"\n')
+    defs = load_definitions(paths(), {})
+    assert defs.specs["gh"].deferred is True and defs.specs["now"].deferred is False
+    problem = defs.problem_for("bad")
+    assert problem is not None and "field `deferred`: must be true or false" in problem.message
+
+
+def test_tools_toml_deferred_globs(monad_home: Path) -> None:
+    assert load_deferred_tools(paths()) == []
+    _write(monad_home, "features/tools.toml", 'deferred = ["github__*", " slack__post_* "]\n')
+    assert load_deferred_tools(paths()) == ["github__*", "slack__post_*"]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ('deferred = "github__*"\n', "field `deferred` must be a list of glob patterns"),
+    ('deferred = ["ok", ""]\n', "field `deferred` has an empty pattern"),
+    ('deffered = []\n', "`deffered` is not a known field (did you mean `deferred`?)"),
+])
+def test_tools_toml_errors(monad_home: Path, text: str, expected: str) -> None:
+    _write(monad_home, "features/tools.toml", text)
+    with pytest.raises(ConfigError) as info:
+        load_deferred_tools(paths())
+    assert expected in info.value.message
+    assert info.value.message.startswith("`features/tools.toml`")
+
+
+# -- the real supervisor: a preset appears, then steps aside live ----------------------------
+@pytest.mark.e2e
+def test_supervisor_preset_then_user_definition_takes_over(monad: Any, monad_home: Path) -> None:
+    # A non-executable browser path keeps this deterministic on machines with or without
+    # Chromium, and never starts npx.
+    _write(monad_home, "features/presets.toml", 'browser = {enabled = true, executablePath = "/nonexistent/c"}\n')
+    r = monad("daemon", "start", timeout=120)
+    assert r.code == 0, r
+    try:
+        row = wait_for(lambda: (s := status_of(monad, "browser"))["state"] == "failed" and s, timeout=60)
+        assert row["source"] == "features/presets.toml"
+        assert "`/nonexistent/c` is not an executable file" in row["reason"]
+        cmd = server_cmd()
+        _write(monad_home, "atoms/mcp/browser.toml",
+               f"command = {json.dumps(cmd[0])}\nargs = {json.dumps(cmd[1:])}\ntimeout = 60\n")
+        row = wait_state(monad, "browser", "connected", timeout=90)
+        assert row["source"] == "atoms/mcp/browser.toml"
+        assert os.path.basename(cmd[1]) == "testserver.py"
+    finally:
+        monad("daemon", "stop")

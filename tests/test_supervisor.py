@@ -1,0 +1,285 @@
+"""End to end: the real supervisor as a subprocess, real MCP servers, the real CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import server_cmd, status_of, wait_for, wait_state
+
+SENTINEL = "SENTINEL-tok-4c1d9a"
+
+
+def add_test_server(monad: Any, name: str, *flags: str, timeout: float | None = None,
+                    env: dict[str, str] | None = None) -> None:
+    argv = ["mcp", "add", name]
+    if timeout is not None:
+        argv += ["--timeout", str(timeout)]
+    for k, v in (env or {}).items():
+        argv += ["--env", f"{k}={v}"]
+    r = monad(*argv, "--", *server_cmd(*flags))
+    assert r.code == 0, r
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is dead for our purposes
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.e2e
+def test_published_time_server_connects_and_reports(supervisor: Any) -> None:
+    r = supervisor("mcp", "add", "time", "--timeout", "30", "--", "mcp-server-time", "--local-timezone", "UTC")
+    assert r.code == 0, r
+    r = supervisor("mcp", "wait", "time", "--timeout", "60")
+    assert r.code == 0, r
+    row = status_of(supervisor, "time")
+    assert row["state"] == "connected" and row["tools"] == 2
+    assert row["protocolVersion"] == "2026-07-28"
+    assert sorted(row["toolNames"]) == ["convert_time", "get_current_time"]
+    rows = supervisor("mcp", "status", "--json").json()
+    assert {"name", "transport", "state", "reason", "tools", "protocolVersion", "source", "enabled",
+            "required"} <= set(rows[0])
+    table = supervisor("mcp", "status")
+    assert "time" in table.out and "connected" in table.out and "2026-07-28" in table.out
+
+
+@pytest.mark.e2e
+def test_hot_reload_changes_only_the_edited_server(supervisor: Any, monad_home: Path) -> None:
+    add_test_server(supervisor, "a")
+    add_test_server(supervisor, "b")
+    assert supervisor("mcp", "wait", "a", "b", "--timeout", "60").code == 0
+    pid_a, pid_b = status_of(supervisor, "a")["pid"], status_of(supervisor, "b")["pid"]
+    atom = monad_home / "atoms" / "mcp" / "a.toml"
+    atom.write_text(atom.read_text().replace("timeout", "#") + "timeout = 15\n")
+    wait_for(lambda: status_of(supervisor, "a")["pid"] not in (None, pid_a), timeout=60)
+    assert supervisor("mcp", "wait", "a", "--timeout", "60").code == 0
+    assert status_of(supervisor, "b")["pid"] == pid_b  # untouched: same process, same session
+    assert not pid_alive(pid_a)
+    # delete → disconnected and its process gone
+    atom.unlink()
+    wait_for(lambda: "a" not in {r["name"] for r in supervisor("mcp", "status", "--json").json()}, timeout=30)
+    new_a = None
+    assert new_a is None
+    assert status_of(supervisor, "b")["pid"] == pid_b
+
+
+@pytest.mark.e2e
+def test_bad_atom_beside_good_ones(supervisor: Any, monad_home: Path) -> None:
+    for n in ("g1", "g2", "g3"):
+        add_test_server(supervisor, n)
+    (monad_home / "atoms" / "mcp" / "broken.toml").write_text('command = "x"\nargs = [1,\nnope\n')
+    assert supervisor("mcp", "wait", "g1", "g2", "g3", "--timeout", "60").code == 0
+    row = wait_state(supervisor, "broken", "failed")
+    assert "atoms/mcp/broken.toml:3" in row["reason"] and "malformed TOML" in row["reason"]
+    # The broken file is reported, never rewritten.
+    assert (monad_home / "atoms" / "mcp" / "broken.toml").read_text() == 'command = "x"\nargs = [1,\nnope\n'
+    # A good server whose file turns bad keeps its last good definition running.
+    pid = status_of(supervisor, "g1")["pid"]
+    (monad_home / "atoms" / "mcp" / "g1.toml").write_text("this is = = not toml")
+    row = wait_for(lambda: (s := status_of(supervisor, "g1"))["configError"] and s, timeout=30)
+    assert row["state"] == "connected" and row["pid"] == pid and "g1.toml:1" in row["configError"]
+
+
+@pytest.mark.e2e
+def test_agents_json_truncated_to_zero_bytes(supervisor: Any, monad_home: Path) -> None:
+    (monad_home / "agents.json").write_text(json.dumps({"mcpServers": [
+        {"name": "j1", "command": server_cmd()[0], "args": server_cmd()[1:]}]}))
+    add_test_server(supervisor, "atom1")
+    assert supervisor("mcp", "wait", "j1", "atom1", "--timeout", "60").code == 0
+    pid = status_of(supervisor, "j1")["pid"]
+    (monad_home / "agents.json").write_text("")
+    r = wait_for(lambda: (x := supervisor("mcp", "status")) and "agents.json` is empty" in x.err and x, timeout=30)
+    assert "atom1" in r.out
+    assert status_of(supervisor, "j1")["pid"] == pid  # kept running on its last good definition
+    assert status_of(supervisor, "atom1")["state"] == "connected"
+
+
+@pytest.mark.e2e
+def test_missing_command_and_bin_false(supervisor: Any) -> None:
+    assert supervisor("mcp", "add", "nope", "--", "no-such-command-xyz").code == 0
+    assert supervisor("mcp", "add", "false", "--", "/bin/false").code == 0
+    row = wait_state(supervisor, "nope", "failed")
+    assert row["reason"] == "command `no-such-command-xyz` not found on PATH"
+    row = wait_for(lambda: (s := status_of(supervisor, "false"))["state"] in ("backoff", "failed") and s)
+    assert "exited with status 1" in row["reason"]
+    row = wait_state(supervisor, "false", "failed", timeout=60)  # gave up after 5 failures
+    assert "gave up after 5 failures" in row["reason"] and "monad mcp reconnect false" in row["reason"]
+    r = supervisor("mcp", "wait", "false", "--timeout", "5")
+    assert r.code == 1 and "server `false` is failed" in r.err
+
+
+@pytest.mark.e2e
+def test_server_that_never_answers_times_out_and_is_killed(supervisor: Any) -> None:
+    add_test_server(supervisor, "hang", "--hang", timeout=1.5)
+    row = wait_for(lambda: (s := status_of(supervisor, "hang"))["state"] in ("backoff", "failed") and s,
+                   timeout=60)
+    assert "timed out after 1.5 s" in row["reason"] and "hanging forever" in row["reason"]
+    # No process of the hung server survives: every testserver --hang is gone between attempts.
+    supervisor("mcp", "disable", "hang")
+    wait_state(supervisor, "hang", "disabled")
+    out = os.popen("ps -eo pid,args").read()
+    assert "--hang" not in out
+
+
+@pytest.mark.e2e
+def test_stderr_flood_and_stray_stdout_do_not_block(supervisor: Any, monad_home: Path) -> None:
+    add_test_server(supervisor, "flood", "--stderr-flood", str(3 * 1024 * 1024), timeout=30)
+    add_test_server(supervisor, "flood2", "--stderr-flood", str(3 * 1024 * 1024), "--no-newlines", timeout=30)
+    add_test_server(supervisor, "stray", "--stray-stdout")
+    assert supervisor("mcp", "wait", "flood", "flood2", "stray", "--timeout", "90").code == 0
+    assert status_of(supervisor, "stray")["strayStdoutLines"] == 1
+    tail = status_of(supervisor, "flood")["stderrTail"]
+    assert tail and set(tail[-1]) == {"x"}
+    log = monad_home / "logs" / "servers" / "flood.stderr.log"
+    assert log.stat().st_size >= 3 * 1024 * 1024
+
+
+@pytest.mark.e2e
+def test_crash_is_restarted_with_backoff_and_reason(supervisor: Any) -> None:
+    add_test_server(supervisor, "crashy", "--crash-after", "0.5")
+    row = wait_for(lambda: (s := status_of(supervisor, "crashy"))["state"] in ("backoff", "failed")
+                   and "exited with status 3" in (s["reason"] or "") and s, timeout=60)
+    assert "crashing as asked" in row["reason"]
+    rows = supervisor("journal", "--server", "crashy", "--json").json()
+    states = [r["state"] for r in rows if r["kind"] == "state"]
+    assert states.count("connected") >= 1 and "backoff" in states
+
+
+@pytest.mark.e2e
+def test_unset_variable_fails_that_server_only(supervisor: Any) -> None:
+    add_test_server(supervisor, "envy", env={"TOKEN": "$MONAD_TEST_UNSET_VAR"})
+    add_test_server(supervisor, "fine")
+    row = wait_state(supervisor, "envy", "failed")
+    assert "field `env.TOKEN`" in row["reason"] and "MONAD_TEST_UNSET_VAR" in row["reason"]
+    assert "server `envy`" in row["reason"] and "atoms/mcp/envy.toml" in row["reason"]
+    assert supervisor("mcp", "wait", "fine", "--timeout", "60").code == 0
+
+
+@pytest.mark.e2e
+def test_remove_disable_enable_reconnect(supervisor: Any) -> None:
+    add_test_server(supervisor, "r")
+    assert supervisor("mcp", "wait", "r", "--timeout", "60").code == 0
+    pid = status_of(supervisor, "r")["pid"]
+    assert supervisor("mcp", "reconnect", "r").code == 0
+    wait_for(lambda: status_of(supervisor, "r")["pid"] not in (None, pid), timeout=60)
+    assert supervisor("mcp", "disable", "r").code == 0
+    wait_state(supervisor, "r", "disabled")
+    r = supervisor("mcp", "wait", "r", "--timeout", "5")
+    assert r.code == 1 and "disabled" in r.err
+    assert supervisor("mcp", "enable", "r").code == 0
+    assert supervisor("mcp", "wait", "r", "--timeout", "60").code == 0
+    pid = status_of(supervisor, "r")["pid"]
+    assert supervisor("mcp", "remove", "r").code == 0
+    wait_for(lambda: not pid_alive(pid), timeout=30)
+    assert supervisor("mcp", "status", "r").code == 1
+
+
+@pytest.mark.e2e
+def test_http_server_with_header_secret_is_redacted_everywhere(supervisor: Any, http_testserver: Any,
+                                                                 monad_home: Path) -> None:
+    url = http_testserver()
+    r = supervisor("mcp", "add", "web", "--url", f"{url}?api_key={SENTINEL}", "--header",
+                   f"X-Api-Key: {SENTINEL}")
+    assert r.code == 0, r
+    assert supervisor("mcp", "wait", "web", "--timeout", "60").code == 0
+    row = status_of(supervisor, "web")
+    assert row["transport"] == "http" and row["tools"] >= 4
+    outputs = [supervisor(*a) for a in (("mcp", "status", "--json"), ("mcp", "status", "web", "--json"),
+                                        ("mcp", "get", "web"), ("mcp", "list"), ("journal", "--json"))]
+    for o in outputs:
+        assert SENTINEL not in o.out + o.err
+    assert SENTINEL not in (monad_home / "logs" / "daemon.log").read_text()
+    db = sqlite3.connect(monad_home / "journal.db")
+    assert SENTINEL not in json.dumps(db.execute("select * from events").fetchall())
+
+
+@pytest.mark.e2e
+def test_http_server_down_is_reported(supervisor: Any) -> None:
+    from tests.conftest import free_port
+
+    port = free_port()
+    assert supervisor("mcp", "add", "down", "--url", f"http://127.0.0.1:{port}/mcp").code == 0
+    row = wait_for(lambda: (s := status_of(supervisor, "down"))["state"] in ("backoff", "failed") and s)
+    assert f"cannot connect to http://127.0.0.1:{port}/mcp" in row["reason"]
+
+
+@pytest.mark.e2e
+def test_kill_9_then_restart_reconnects_everything(supervisor: Any, monad_home: Path) -> None:
+    for n in ("k1", "k2"):
+        add_test_server(supervisor, n)
+    assert supervisor("mcp", "wait", "k1", "k2", "--timeout", "60").code == 0
+    old = {n: status_of(supervisor, n)["pid"] for n in ("k1", "k2")}
+    daemon_pid = int((monad_home / "run" / "monad.pid").read_text())
+    os.kill(daemon_pid, signal.SIGKILL)
+    wait_for(lambda: not pid_alive(daemon_pid), timeout=10)
+    r = supervisor("mcp", "status", "--json")  # autostarts a new supervisor
+    assert r.code == 0, r
+    assert supervisor("mcp", "wait", "k1", "k2", "--timeout", "60").code == 0
+    new = {n: status_of(supervisor, n)["pid"] for n in ("k1", "k2")}
+    assert all(new[n] != old[n] for n in new)
+    db = sqlite3.connect(monad_home / "journal.db")
+    assert db.execute("pragma quick_check").fetchone()[0] == "ok"
+    rows = db.execute("select reason from events where kind='daemon'").fetchall()
+    assert sum("started" in r[0] for r in rows) == 2
+
+
+@pytest.mark.e2e
+def test_required_server_failure_fails_daemon_start(monad: Any) -> None:
+    assert monad("mcp", "add", "must", "--required", "--", "/bin/false").code == 0
+    r = monad("daemon", "start")
+    assert r.code == 1, r
+    assert "required server `must`" in r.err and "exited with status 1" in r.err
+    assert monad("daemon", "status").code == 3
+
+
+@pytest.mark.e2e
+def test_second_supervisor_is_refused(supervisor: Any) -> None:
+    r = supervisor("daemon", "run", timeout=30)
+    assert r.code == 1 and "already running" in r.err
+
+
+@pytest.mark.e2e
+def test_no_autostart_exit_code(monad: Any) -> None:
+    r = monad("mcp", "status", env={"MONAD_NO_AUTOSTART": "1"})
+    assert r.code == 3 and "not running" in r.err and "monad daemon start" in r.err
+    assert monad("daemon", "status").code == 3
+
+
+@pytest.mark.e2e
+def test_daemon_status_and_journal(supervisor: Any) -> None:
+    add_test_server(supervisor, "j")
+    assert supervisor("mcp", "wait", "j", "--timeout", "60").code == 0
+    st = supervisor("daemon", "status", "--json").json()
+    assert st["running"] and st["servers"] == {"connected": 1}
+    rows = supervisor("journal", "--server", "j", "--json").json()
+    assert [r["state"] for r in rows if r["kind"] == "state"][-2:] == ["connecting", "connected"]
+    assert supervisor("journal", "--since", "bogus").code == 2
+    text = supervisor("journal", "--since", "10m")
+    assert text.code == 0 and "connected" in text.out
+
+
+@pytest.mark.e2e
+def test_slow_start_within_timeout_connects(supervisor: Any) -> None:
+    add_test_server(supervisor, "slow", "--slow-start", "1.5", timeout=30)
+    row = wait_for(lambda: (s := status_of(supervisor, "slow"))["state"] != "connected" and s, timeout=10)
+    assert row["state"] in ("connecting", "connected")
+    assert supervisor("mcp", "wait", "slow", "--timeout", "60").code == 0
+
+
+@pytest.mark.e2e
+def test_wait_for_undefined_server_fails_fast(supervisor: Any) -> None:
+    r = supervisor("mcp", "wait", "ghost", "--timeout", "30")
+    assert r.code == 1 and "server `ghost` is not defined" in r.err

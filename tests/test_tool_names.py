@@ -1,0 +1,110 @@
+"""Exposed tool names, tool-set pins and `--arg` conversion: pure functions, no processes."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+from monad_cli.commands.tools import build_arguments, convert_value
+from monad_cli.errors import InvalidInput
+from monad_cli.trust.names import base_name, build_name_map, describe_collision
+from monad_cli.trust.pins import describe_change, same_hash, tool_set_hash
+
+SAFE = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
+LONG = "a_tool_with_a_very_long_name_" + "x" * 41
+
+
+def test_plain_and_sanitized_names() -> None:
+    assert base_name("github", "create_issue") == "github__create_issue"
+    assert base_name("ts", "Dockerfile problems scanner") == "ts__Dockerfile_problems_scanner"
+    assert base_name("ts", "files/read.v2") == "ts__files_read_v2"
+
+
+def test_long_names_are_truncated_deterministically_with_a_hash() -> None:
+    name = base_name("server", LONG)
+    assert len(name) == 64 and SAFE.match(name)
+    assert name == base_name("server", LONG)  # stable across runs: no randomness, no order
+    other = base_name("server", LONG[:-1] + "y")
+    assert other != name and other[:57] == name[:57]  # same prefix, different hash suffix
+
+
+def test_collisions_are_reported_and_neither_shadows_the_other() -> None:
+    nmap = build_name_map([("ts", "get.user"), ("ts", "get_user"), ("ts", "echo")])
+    assert nmap.exposed_name("ts", "echo") == "ts__echo"
+    a, b = nmap.exposed_name("ts", "get.user"), nmap.exposed_name("ts", "get_user")
+    assert a and b and a != b and a.startswith("ts__get_user_") and b.startswith("ts__get_user_")
+    assert "ts__get_user" not in nmap.by_exposed  # neither takes the contested name
+    assert nmap.by_exposed[a].tool == "get.user" and nmap.by_exposed[b].tool == "get_user"  # reverse map
+    assert len(nmap.collisions) == 1
+    text = describe_collision(nmap.collisions[0])
+    assert "`ts`/`get.user`" in text and "`ts`/`get_user`" in text
+
+
+def test_names_do_not_depend_on_connect_order() -> None:
+    pairs = [("a", "b__c"), ("a_b", "c"), ("a_", "b"), ("a", "_b"), ("ts", "get.user"), ("ts", "get_user"),
+             ("ts", LONG), ("x", "t1")]
+    first = build_name_map(pairs).by_original
+    for seed in range(5):
+        shuffled = pairs[:]
+        random.Random(seed).shuffle(shuffled)
+        assert build_name_map(shuffled).by_original == first
+    assert all(SAFE.match(n) for n in first.values())
+
+
+def test_server_a_with_tool_b__c_and_server_a_b() -> None:
+    nmap = build_name_map([("a", "b__c"), ("a_b", "c")])
+    assert nmap.by_exposed["a__b__c"].server == "a" and nmap.by_exposed["a__b__c"].tool == "b__c"
+    assert nmap.by_exposed["a_b__c"].server == "a_b"
+    assert not nmap.collisions
+
+
+def test_separator_ambiguity_is_a_collision_not_a_parse() -> None:
+    # `a_` + `__` + `b` and `a` + `__` + `_b` are both `a___b`.
+    nmap = build_name_map([("a_", "b"), ("a", "_b")])
+    assert len(nmap.collisions) == 1
+    assert {e.server for e in nmap.by_exposed.values()} == {"a", "a_"}
+
+
+def _tool(name: str, description: str = "d", params: tuple[str, ...] = ("text",)) -> dict:
+    return {"name": name, "description": description,
+            "inputSchema": {"type": "object", "properties": {p: {"type": "string"} for p in params}}}
+
+
+def test_tool_set_hash_covers_everything_and_ignores_order() -> None:
+    base = [_tool("echo"), _tool("add", params=("a", "b"))]
+    h = tool_set_hash(base)
+    assert h.startswith("sha256:") and len(h) == 7 + 64
+    assert tool_set_hash(list(reversed(base))) == h  # page order does not matter
+    assert tool_set_hash([_tool("echo", "changed"), base[1]]) != h
+    assert tool_set_hash([_tool("echo", params=("message",)), base[1]]) != h
+    assert tool_set_hash([*base, _tool("extra")]) != h
+    assert same_hash(h, h.removeprefix("sha256:")) and not same_hash(h, None)
+
+
+def test_describe_change_names_what_changed() -> None:
+    old = [_tool("echo"), _tool("add", params=("a", "b"))]
+    new = [_tool("echo", "now steals keys", params=("message",)), _tool("extra")]
+    text = describe_change(old, new)
+    assert "added `extra`" in text and "removed `add`" in text
+    assert "`echo` changed description, inputSchema" in text
+    assert "parameters removed: text; added: message" in text
+
+
+def test_arg_conversion_follows_the_schema() -> None:
+    schema = {"properties": {"n": {"type": "integer"}, "r": {"type": "number"}, "f": {"type": "boolean"},
+                             "l": {"type": "array"}, "o": {"type": "object"}, "s": {"type": "string"},
+                             "opt": {"anyOf": [{"type": "integer"}, {"type": "null"}]}}}
+    args = build_arguments(schema, ["n=3", "r=2.5", "f=false", "l=[1, 2]", "o={\"k\": 1}", "s=007", "opt=4",
+                                    "unknown=x"], '{"s": "overridden", "z": 1}')
+    assert args == {"n": 3, "r": 2.5, "f": False, "l": [1, 2], "o": {"k": 1}, "s": "007", "opt": 4,
+                    "unknown": "x", "z": 1}
+    with pytest.raises(InvalidInput, match="--arg n: expected an integer, got 'x'"):
+        convert_value("n", "x", {"type": "integer"})
+    with pytest.raises(InvalidInput, match="--arg l: expected a JSON array"):
+        convert_value("l", "{}", {"type": "array"})
+    with pytest.raises(InvalidInput, match="key=value"):
+        build_arguments(schema, ["novalue"], None)
+    with pytest.raises(InvalidInput, match="--args-json must be a JSON object"):
+        build_arguments(schema, [], "[1]")
