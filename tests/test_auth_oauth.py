@@ -127,6 +127,11 @@ def test_authorize_refresh_restart_invalid_grant_logout(monad: Any, monad_home: 
     assert 'mode = "oauth"' in atom.read_text()
     row = wait_state(monad, "remote", "needs-auth")
     assert "monad mcp authorize remote" in row["reason"]
+    r = monad("journal", "--server", "remote", "--json")
+    assert r.code == 0, r
+    outputs += [r.out, r.err]
+    reasons = [row["reason"] for row in r.json() if row["kind"] == "auth"]
+    assert reasons[0].startswith("authorized (loopback flow") and reasons[-1].startswith("logged out")
     monad("daemon", "stop")
     assert_no_sentinel(monad_home, *outputs)
 
