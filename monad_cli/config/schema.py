@@ -276,6 +276,11 @@ def validate(raw: Mapping[str, Any], *, name: str, source: str,
             scopes = auth.get("scopes", [])
             if not isinstance(scopes, list) or not all(isinstance(x, str) and x for x in scopes):
                 raise ctx.error("auth.scopes", "must be a list of scope names")
+            cimd = auth.get("clientMetadataUrl")
+            if cimd is not None and not (isinstance(cimd, str) and cimd.startswith("https://")
+                                         and urlsplit(cimd).path not in ("", "/")):
+                raise ctx.error("auth.clientMetadataUrl", "must be an https URL with a path (the client ID "
+                                                          "metadata document monad is known by)")
             for key in ("clientId", "clientSecret"):
                 if key in auth and not isinstance(auth[key], str):
                     raise ctx.error(f"auth.{key}", "must be a string")
