@@ -17,6 +17,7 @@ from monad_cli import render
 from monad_cli.commands import daemon as daemon_cmd
 from monad_cli.commands import journal as journal_cmd
 from monad_cli.commands import mcp as mcp_cmd
+from monad_cli.commands import tasks as tasks_cmd
 from monad_cli.errors import ExitCode, MonadError
 
 app = typer.Typer(
@@ -30,6 +31,7 @@ app = typer.Typer(
 )
 app.add_typer(mcp_cmd.app, name="mcp")
 app.add_typer(daemon_cmd.app, name="daemon")
+app.add_typer(tasks_cmd.app, name="tasks")
 app.command("journal")(journal_cmd.journal)
 
 _debug = False
