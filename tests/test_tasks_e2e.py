@@ -85,11 +85,19 @@ def wait_task(task_id: str, pred: Any, timeout: float = 30.0) -> dict[str, Any]:
                     timeout=timeout, interval=0.01)
 
 
-def test_completion_by_notifications_over_stdio(monad_home: Path, supervisor: Any, tmp_path: Path) -> None:
+def test_over_stdio_notifications_input_cancel_errors(monad_home: Path, supervisor: Any, tmp_path: Path) -> None:
+    """One supervisor and one stdio server for the checks that need no special setup."""
     log = tmp_path / "server.log"
-    # pollIntervalMs of 60 s: only notifications/tasks can finish it in time.
+    # pollIntervalMs of 60 s: only notifications/tasks can move these tasks in time.
     stdio_atom(monad_home, "ts", "--poll-ms", "60000", "--log", str(log))
     wait_state(supervisor, "ts", "connected")
+    check_completion_by_notifications(supervisor, log)
+    check_input_round_trip(supervisor, log)
+    check_cancel_from_the_cli(supervisor, log)
+    check_errors_are_one_line(supervisor)
+
+
+def check_completion_by_notifications(supervisor: Any, log: Path) -> None:
     task = start_task("slow", "ts", seconds=1.5, label="by-notification")
     assert task["state"] == "working" and task["taskId"], task
     started = time.monotonic()
@@ -114,8 +122,8 @@ def test_completion_by_notifications_over_stdio(monad_home: Path, supervisor: An
     assert r.code == 0 and "slept 1.5 by-notification" in r.out and "completed" in r.out
 
 
-def test_completion_by_polling_only_over_http(monad_home: Path, supervisor: Any, tasks_http: Any,
-                                              tmp_path: Path) -> None:
+def test_over_http_polling_only_and_reconnect(monad_home: Path, supervisor: Any, tasks_http: Any,
+                                             tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     url = tasks_http("--no-notify", "--poll-ms", "150", "--log", str(log))
     http_atom(monad_home, "th", url)
@@ -141,18 +149,21 @@ def test_completion_by_polling_only_over_http(monad_home: Path, supervisor: Any,
     assert quick["result"]["content"][0]["text"] == "now"
     r = supervisor("tasks", "--server", "th", "--state", "done", "--json")
     assert {t["id"] for t in r.json()} == {task["id"], failed["id"], tool_err["id"], quick["id"]}
+    # A rebuilt connection resumes the task: observed again, counted as a recovery.
+    across = start_task("slow", "th", seconds=2, label="across")
+    r = supervisor("mcp", "reconnect", "th")
+    assert r.code == 0, r
+    done = wait_task(across["id"], lambda t: t["state"] == "completed")
+    assert done["result"]["content"][0]["text"] == "slept 2 across"
+    assert done["recoveries"] >= 1
 
 
-def test_input_round_trip_typed_and_unsafe_names_refused(monad_home: Path, supervisor: Any,
-                                                          tmp_path: Path) -> None:
-    log = tmp_path / "server.log"
-    stdio_atom(monad_home, "ts", "--log", str(log))
-    wait_state(supervisor, "ts", "connected")
+def check_input_round_trip(supervisor: Any, log: Path) -> None:
     task = start_task("ask", "ts")
     waiting = wait_task(task["id"], lambda t: t["state"] == "input_required")
     assert waiting["deliveryPending"] is True and waiting["pendingKind"] == "input"
     r = supervisor("tasks", "--state", "pending", "--json")
-    assert [t["id"] for t in r.json()] == [task["id"]]
+    assert task["id"] in [t["id"] for t in r.json()]
 
     # An unsafe property name in an answer is refused before anything reaches the server.
     r = supervisor("tasks", "input", task["id"][:8], "--set", "__proto__=x", "--set", "name=a", "--set", "age=1")
@@ -181,10 +192,7 @@ def test_input_round_trip_typed_and_unsafe_names_refused(monad_home: Path, super
     assert r.code == 2 and "`__proto__` is not allowed" in r.err, r
 
 
-def test_cancel_from_the_cli(monad_home: Path, supervisor: Any, tmp_path: Path) -> None:
-    log = tmp_path / "server.log"
-    stdio_atom(monad_home, "ts", "--log", str(log))
-    wait_state(supervisor, "ts", "connected")
+def check_cancel_from_the_cli(supervisor: Any, log: Path) -> None:
     task = start_task("slow", "ts", seconds=60)
     r = supervisor("tasks", "cancel", task["id"][:8])
     assert r.code == 0 and "cancel requested" in r.err, r
@@ -233,8 +241,9 @@ def test_kill_9_during_20_active_tasks(monad_home: Path, supervisor: Any, tasks_
         http_atom(monad_home, f"h{i}", tasks_http("--log", str(log), "--poll-ms", "300"))
     for i in range(3):
         wait_state(supervisor, f"h{i}", "connected")
-    tasks = [start_task("slow", f"h{i % 3}", seconds=4, label=f"job-{i}") for i in range(20)]
+    tasks = [start_task("slow", f"h{i % 3}", seconds=5, label=f"job-{i}") for i in range(20)]
     assert {t["state"] for t in tasks} == {"working"}, [t["state"] for t in tasks]
+    assert len(api().get("/v1/tasks?state=active")["tasks"]) == 20  # all still running at the kill
 
     pid = int((monad_home / "run" / "monad.pid").read_text())
     os.kill(pid, signal.SIGKILL)
@@ -250,7 +259,7 @@ def test_kill_9_during_20_active_tasks(monad_home: Path, supervisor: Any, tasks_
     for t in tasks:
         shown = api().get(f"/v1/tasks/{t['id']}?deliver=1")
         assert shown["delivered"] is True and shown["deliveries"] == 1
-        assert shown["result"]["content"][0]["text"] == f"slept 4 {t['arguments']['label']}"
+        assert shown["result"]["content"][0]["text"] == f"slept 5 {t['arguments']['label']}"
         assert shown["recoveries"] >= 1
     for t in tasks:
         assert api().get(f"/v1/tasks/{t['id']}?deliver=1")["delivered"] is False
@@ -260,18 +269,7 @@ def test_kill_9_during_20_active_tasks(monad_home: Path, supervisor: Any, tasks_
     assert "resumed after (re)connect" in journal.out
 
 
-def test_reconnect_resumes_a_task(monad_home: Path, supervisor: Any, tasks_http: Any) -> None:
-    http_atom(monad_home, "th", tasks_http("--poll-ms", "200"))
-    wait_state(supervisor, "th", "connected")
-    task = start_task("slow", "th", seconds=2, label="across")
-    r = supervisor("mcp", "reconnect", "th")
-    assert r.code == 0, r
-    done = wait_task(task["id"], lambda t: t["state"] == "completed")
-    assert done["result"]["content"][0]["text"] == "slept 2 across"
-    assert done["recoveries"] >= 1
-
-
-def test_errors_are_one_line(monad_home: Path, supervisor: Any) -> None:
+def check_errors_are_one_line(supervisor: Any) -> None:
     from monad_cli.errors import ApiError
 
     with pytest.raises(ApiError) as e:
@@ -281,5 +279,5 @@ def test_errors_are_one_line(monad_home: Path, supervisor: Any) -> None:
     assert r.code == 2 and "--state must be active, pending or done" in r.err
     r = supervisor("tasks", "show", "0000")
     assert r.code == 1 and "task `0000` is not known" in r.err and "Traceback" not in r.err
-    r = supervisor("tasks")
-    assert r.code == 0 and "no tasks yet" in r.err
+    r = supervisor("tasks", "--server", "nobody")
+    assert r.code == 0 and "no tasks match" in r.err
