@@ -149,7 +149,7 @@ def test_stderr_flood_and_stray_stdout_do_not_block(supervisor: Any, monad_home:
 
 @pytest.mark.e2e
 def test_crash_is_restarted_with_backoff_and_reason(supervisor: Any) -> None:
-    add_test_server(supervisor, "crashy", "--crash-after", "0.5")
+    add_test_server(supervisor, "crashy", "--crash-after", "1.5")
     row = wait_for(lambda: (s := status_of(supervisor, "crashy"))["state"] in ("backoff", "failed")
                    and "exited with status 3" in (s["reason"] or "") and s, timeout=60)
     assert "crashing as asked" in row["reason"]
