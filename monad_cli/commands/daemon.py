@@ -112,14 +112,21 @@ def stop(
 
     client = ControlClient(paths())
     try:
-        answer = client.post("/v1/daemon/stop")
+        pid = int(client.get("/v1/health")["pid"])
     except SupervisorNotRunning:
         if as_json:
             render.data_json({"running": False, "stopped": False})
         else:
             render.info("the supervisor is not running")
         return
-    pid = int(answer["pid"])
+    try:
+        client.post("/v1/daemon/stop")
+    except SupervisorNotRunning:
+        pass  # it went away between the two requests: the wait below confirms it
+    except MonadError as e:
+        # A connection cut while it stops is the stop itself; the wait below judges.
+        if "closed the connection" not in e.message:
+            raise
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if not pid_alive(pid):
