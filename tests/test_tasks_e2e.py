@@ -94,6 +94,7 @@ def test_over_stdio_notifications_input_cancel_errors(monad_home: Path, supervis
     check_completion_by_notifications(supervisor, log)
     check_input_round_trip(supervisor, log)
     check_cancel_from_the_cli(supervisor, log)
+    check_follow_and_ctrl_c(supervisor, log)
     check_errors_are_one_line(supervisor)
 
 
@@ -281,3 +282,28 @@ def check_errors_are_one_line(supervisor: Any) -> None:
     assert r.code == 1 and "task `0000` is not known" in r.err and "Traceback" not in r.err
     r = supervisor("tasks", "--server", "nobody")
     assert r.code == 0 and "no tasks match" in r.err
+
+
+def check_follow_and_ctrl_c(supervisor: Any, log: Path) -> None:
+    """`monad tasks show --wait` follows a task to its result; Ctrl-C there is `tasks/cancel`."""
+    import select
+
+    task = start_task("slow", "ts", seconds=1, label="followed")
+    r = supervisor("tasks", "show", task["id"][:10], "--wait")
+    assert r.code == 0 and "slept 1 followed" in r.out and "completed" in r.out, r
+    long = start_task("slow", "ts", seconds=60, label="interrupted")
+    proc = subprocess.Popen([sys.executable, "-m", "monad_cli", "tasks", "show", long["id"], "--wait"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        ready, _, _ = select.select([proc.stderr], [], [], 30)
+        assert ready, "no progress line from `monad tasks show --wait`"
+        line = proc.stderr.readline()  # type: ignore[union-attr]
+        assert "working" in line and "Ctrl-C cancels it" in line, line
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    done = wait_task(long["id"], lambda t: t["state"] == "cancelled")
+    assert done["cancelRequested"] is True
+    assert long["taskId"] in [e["taskId"] for e in log_events(log) if e["event"] == "cancel"]

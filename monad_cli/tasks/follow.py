@@ -60,9 +60,12 @@ def follow(client: Any, task_id: str, *, interactive: bool,
     `timeout` (seconds) returns the task unfinished."""
     deadline = None if timeout is None else time.monotonic() + timeout
     seen_inputs: set[str] = set()
+    first = True
     try:
         while True:
             wait = POLL_WAIT_S if deadline is None else max(0.0, min(POLL_WAIT_S, deadline - time.monotonic()))
+            if first:  # show where it stands at once, then long-poll
+                wait, first = 0.0, False
             task = client.get(task_path(task_id, f"?wait={wait:g}&deliver=1"))
             on_update(task)
             if task["state"] in TERMINAL:
