@@ -38,10 +38,10 @@ async def scenario():
         with anyio.move_on_after(1.0):  # the caller gives up: the task is cancelled
             await client.call_tool("slow", {"seconds": 60, "label": "abandoned"})
         with anyio.fail_after(20):
-            while not any(r.state == "cancelled" for r in sup.tasks.store.list()):
+            while not any(r.state == "cancelled" for r in sup.tasks.store.rows()):
                 await anyio.sleep(0.05)
         out["rows"] = [[r.tool, r.state, r.adopted, r.deliveries, r.cancel_requested]
-                       for r in sorted(sup.tasks.store.list(), key=lambda r: r.created_at)]
+                       for r in sorted(sup.tasks.store.rows(), key=lambda r: r.created_at)]
         sup.stop_event.set()
 
 anyio.run(scenario)

@@ -36,7 +36,6 @@ from mcp.server import MCPServer
 from mcp.server.extension import Extension, MethodBinding
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
-from pydantic import ConfigDict
 
 EXT = "io.modelcontextprotocol/tasks"
 INVOCATION = "dev.monad/invocationId"
