@@ -249,6 +249,12 @@ def test_kill_9_during_20_active_tasks(monad_home: Path, supervisor: Any, tasks_
     pid = int((monad_home / "run" / "monad.pid").read_text())
     os.kill(pid, signal.SIGKILL)
     wait_for(lambda: subprocess.run(["kill", "-0", str(pid)], capture_output=True).returncode != 0, timeout=10)
+    # Make one row look like a crash between sending tools/call and storing its answer: it is
+    # resent with the same invocation id, and the server deduplicates instead of running it twice.
+    import sqlite3
+
+    with sqlite3.connect(monad_home / "journal.db") as db:
+        db.execute("UPDATE tasks SET state = 'submitting', task_id = NULL WHERE id = ?", (tasks[0]["id"],))
     r = supervisor("daemon", "start")
     assert r.code == 0, r
 
@@ -266,6 +272,9 @@ def test_kill_9_during_20_active_tasks(monad_home: Path, supervisor: Any, tasks_
         assert api().get(f"/v1/tasks/{t['id']}?deliver=1")["delivered"] is False
     runs = [e["invocationId"] for log in logs for e in log_events(log) if e["event"] == "run"]
     assert sorted(runs) == sorted(t["id"] for t in tasks)  # each call ran exactly once
+    dedupes = [e for log in logs for e in log_events(log) if e["event"] == "dedupe"]
+    assert [(e["invocationId"], e["taskId"]) for e in dedupes] == [(tasks[0]["id"], tasks[0]["taskId"])]
+    assert api().get(f"/v1/tasks/{tasks[0]['id']}")["retries"] >= 1
     journal = supervisor("journal", "-n", "2000")
     assert "resumed after (re)connect" in journal.out
 

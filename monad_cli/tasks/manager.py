@@ -467,6 +467,14 @@ class TaskManager:
         row = self.store.by_task_id(server, task_id)
         if row is None or row.state in TERMINAL:
             return  # terminal is sticky
+        if (status == "completed" and "result" not in snap) or (status == "failed" and "error" not in snap):
+            # A bare Task (e.g. a CreateTaskResult for a task that already ended) carries no
+            # payload: fetch the DetailedTask instead of recording an empty end.
+            st = self.servers.get(server)
+            if st is not None:
+                st.next_poll[row.id] = 0.0
+                st.poke()
+            return
         fields: dict[str, Any] = {"state": status, "status_message": snap.get("statusMessage")}
         if "ttlMs" in snap:
             fields["ttl_ms"] = snap.get("ttlMs")
