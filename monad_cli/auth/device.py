@@ -50,7 +50,8 @@ class DeviceAuthorization:
     interval: float
 
 
-async def register_device_client(http: httpx2.AsyncClient, found: Discovery, *, name: str) -> OAuthClientInformationFull:
+async def register_device_client(http: httpx2.AsyncClient, found: Discovery, *,
+                                 name: str) -> OAuthClientInformationFull:
     """Dynamic client registration (RFC 7591) for the device grant: a public native client."""
     endpoint = found.server_metadata.registration_endpoint
     if endpoint is None:

@@ -84,8 +84,11 @@ class LoopbackListener:
         assert self._tg is not None and self._listener is not None
         self._tg.cancel_scope.cancel()
         try:
-            # No other await before this one: the cancelled scope would raise there.
-            return await self._tg.__aexit__(et, e, tb)
+            # No other await before this one: the cancelled scope would raise there. The
+            # body's own exception is not handed to the task group, which would wrap it in an
+            # ExceptionGroup; it propagates as it is.
+            await self._tg.__aexit__(None, None, None)
+            return None
         finally:
             with anyio.CancelScope(shield=True):
                 await self._listener.aclose()

@@ -23,10 +23,9 @@ import logging
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import httpx2
-from mcp.client.auth import OAuthClientProvider, OAuthFlowError
+from mcp.client.auth import OAuthClientProvider
 from mcp.client.auth.oauth2 import OAuthContext
 from mcp.client.auth.utils import extract_field_from_www_auth, extract_scope_from_www_auth
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata, OAuthMetadata, OAuthToken
@@ -46,7 +45,6 @@ REFRESH_MARGIN_MAX_S = 60.0
 REFRESH_MARGIN_FRACTION = 0.1
 # The supervisor's provider has no redirect; the SDK's model still wants one.
 NO_REDIRECT = "http://127.0.0.1/unused"
-DEVICE_CODE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
 
 
 @dataclass
@@ -97,13 +95,15 @@ class MonadOAuthProvider(OAuthClientProvider):
                  interactive: bool, redirect_uri: str = NO_REDIRECT, scopes: Sequence[str] | None = None,
                  redirect_handler: Callable[[str], Awaitable[None]] | None = None,
                  callback_handler: Callable[[], Awaitable[AuthorizationCodeResult]] | None = None,
-                 on_needs_auth: Callable[[str], None] | None = None) -> None:
+                 on_needs_auth: Callable[[str], None] | None = None,
+                 client_metadata_url: str | None = None) -> None:
         super().__init__(server_url, client_metadata(redirect_uri=redirect_uri, scope=None), storage,
-                         redirect_handler=redirect_handler, callback_handler=callback_handler)
+                         redirect_handler=redirect_handler, callback_handler=callback_handler,
+                         client_metadata_url=client_metadata_url)
         old = self.context
-        self.context = _Context(server_url=old.server_url, client_metadata=old.client_metadata,
+        self.context: _Context = _Context(server_url=old.server_url, client_metadata=old.client_metadata,
                                 storage=old.storage, redirect_handler=old.redirect_handler,
-                                callback_handler=old.callback_handler)
+                                callback_handler=old.callback_handler, client_metadata_url=client_metadata_url)
         storage.bind(self.context)
         self.name = name
         self.storage = storage
@@ -240,9 +240,11 @@ class MonadOAuthProvider(OAuthClientProvider):
             sent = self.context.current_tokens.access_token if problem is None and self.context.current_tokens \
                 else None
         if problem is not None:
-            # Send it bare: the server's 401 reaches the session, and the actor learns why.
-            self.on_needs_auth(problem)
-            yield request
+            # Send it bare: if the server answers 401 that reaches the session, and the actor
+            # learns why; a server that answers anything else is not asking for a token.
+            response = yield request
+            if response.status_code == 401:
+                self.on_needs_auth(problem)
             return
         self._add_auth_header(request)
         response = yield request
@@ -262,6 +264,12 @@ class MonadOAuthProvider(OAuthClientProvider):
                 problem = None if self.context.current_tokens and not self.dead else self._token_problem()
             if problem is not None:
                 self.on_needs_auth(problem)
+                # httpx2 hands the caller the flow's last response, which would be the token
+                # endpoint's error; send the request once more, bare, so the caller sees the
+                # resource server's own 401.
+                if "Authorization" in request.headers:
+                    del request.headers["Authorization"]
+                yield request
                 return
             self._add_auth_header(request)
             response = yield request
@@ -269,10 +277,13 @@ class MonadOAuthProvider(OAuthClientProvider):
                 self.on_needs_auth(f"the server rejected a freshly refreshed token (401); run "
                                    f"`monad mcp authorize {self.name}`")
         elif response.status_code == 403 and extract_field_from_www_auth(response, "error") == "insufficient_scope":
+            # A step-up needs a person. One operation lacking scope does not take the whole
+            # server offline: that request fails (with the 403), the others go on, and the log
+            # says how to grant more.
             wanted = extract_scope_from_www_auth(response)
             hint = f" --scope {' --scope '.join(wanted.split())}" if wanted else ""
-            self.on_needs_auth(f"the server asks for more scope{f' ({wanted})' if wanted else ''}; run "
-                               f"`monad mcp authorize {self.name}{hint}`")
+            log.warning("server %s: a request needs more scope%s; run `monad mcp authorize %s%s`", self.name,
+                        f" ({wanted})" if wanted else "", self.name, hint)
 
     def _mark_dead(self) -> None:
         # invalid_grant (or any refresh failure) is final for this grant: never retry it, a

@@ -14,6 +14,8 @@ reconnect the server, at which point the provider re-reads the definition file.
 from __future__ import annotations
 
 import logging
+import os
+import stat
 from typing import TYPE_CHECKING, Any
 
 from monad_cli.auth.provider import MonadOAuthProvider
@@ -35,12 +37,18 @@ class SupervisorAuth:
 
     def provider(self, spec: ServerSpec) -> MonadOAuthProvider:
         assert spec.url is not None
+        self._tighten(spec)
         key = f"{spec.url}\0{spec.auth.get('clientId', '')}"
         held = self.providers.get(spec.name)
         if held is None or held[0] != key:
             storage = DefinitionTokenStorage(self.sup.paths, spec.name)
-            provider = MonadOAuthProvider(name=spec.name, server_url=spec.url, storage=storage, interactive=False,
-                                          on_needs_auth=lambda reason, n=spec.name: self._needs_auth(n, reason))
+            name = spec.name
+
+            def needs_auth(reason: str) -> None:
+                self._needs_auth(name, reason)
+
+            provider = MonadOAuthProvider(name=name, server_url=spec.url, storage=storage, interactive=False,
+                                          on_needs_auth=needs_auth)
             self.providers[spec.name] = (key, provider)
             return provider
         provider = held[1]
@@ -55,6 +63,18 @@ class SupervisorAuth:
         if stored.obtained_at not in ours or stored.access_token is None:
             provider.reload()
         return provider
+
+    def _tighten(self, spec: ServerSpec) -> None:
+        """TK-5: a definition file that holds tokens is 0600. monad writes it so; if a person
+        loosened it, fix it and say so (as OpenSSH refuses keys that are "too open")."""
+        path = self.sup.paths.home / spec.source
+        try:
+            mode = stat.S_IMODE(path.stat().st_mode)
+            if mode & 0o077 and isinstance(spec.auth.get("tokens"), dict):
+                os.chmod(path, 0o600)
+                log.warning("`%s` holds tokens but was mode %o; set it to 600", spec.source, mode)
+        except OSError:
+            pass
 
     def _needs_auth(self, name: str, reason: str) -> None:
         actor: Any = self.sup.actors.get(name)

@@ -35,6 +35,7 @@ CF-2), so a person's comments in the atom survive.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -45,6 +46,8 @@ from monad_cli.paths import Paths
 
 if TYPE_CHECKING:  # the SDK is imported lazily: this module is reachable from commands
     from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+
+log = logging.getLogger("monad.auth")
 
 # Tables monad writes; they are state, not configuration (schema.py leaves them out of the
 # connection fingerprint so a refresh does not reconnect the server).
@@ -68,12 +71,16 @@ class StoredGrant:
     config: dict[str, Any] = field(default_factory=dict)  # the person's part of `auth`
 
 
+def _table(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, dict) else {}
+
+
 def read_grant(paths: Paths, name: str) -> StoredGrant:
     """The stored state of server `name`. Raises `NotFound` if it is not defined."""
     _, raw = read_definition(paths, name)
-    auth = raw.get("auth") if isinstance(raw.get("auth"), dict) else {}
-    tokens = auth.get("tokens") if isinstance(auth.get("tokens"), dict) else {}
-    grant = auth.get("grant") if isinstance(auth.get("grant"), dict) else {}
+    auth: dict[str, Any] = _table(raw.get("auth"))
+    tokens = _table(auth.get("tokens"))
+    grant = _table(auth.get("grant"))
 
     def table(key: str) -> dict[str, Any] | None:
         v = auth.get(key)
@@ -105,13 +112,31 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def write_state(paths: Paths, name: str, updates: dict[str, dict[str, Any] | None]) -> None:
-    """Set (or, with None, delete) state tables under the server's `auth`, under the lock."""
+_ANY = object()
+
+
+class GrantChanged(Exception):
+    """Another process wrote a newer grant; this write was skipped."""
+
+
+def write_state(paths: Paths, name: str, updates: dict[str, dict[str, Any] | None], *,
+                expect_obtained_at: Any = _ANY) -> None:
+    """Set (or, with None, delete) state tables under the server's `auth`, under the lock.
+
+    With `expect_obtained_at`, the write happens only if the stored grant is still the one
+    read before (compare-and-swap on `grant.obtainedAt`); else `GrantChanged`. This keeps a
+    refresh of an old grant from overwriting one that `monad mcp authorize` just wrote.
+    """
 
     def mutate(defn: Any) -> None:
         auth = defn.get("auth")
         if auth is None:
             return
+        if expect_obtained_at is not _ANY:
+            grant = auth.get("grant")
+            current = grant.get("obtainedAt") if grant is not None else None
+            if current != expect_obtained_at:
+                raise GrantChanged()
         for key, value in updates.items():
             assert key in STATE_KEYS
             if value is None:
@@ -148,6 +173,7 @@ class DefinitionTokenStorage:
         self._client: OAuthClientInformationFull | None = None
         self.writes = 0
         self.last_obtained_at: float | None = None  # the `obtainedAt` this object last wrote
+        self._seen: Any = _ANY  # the `obtainedAt` of the grant the tokens in memory came from
 
     def bind(self, context: Any) -> None:
         self._context = context
@@ -161,6 +187,7 @@ class DefinitionTokenStorage:
         if self.fresh:
             return self._tokens
         g = self.stored()
+        self._seen = g.obtained_at
         if not g.access_token:
             return None
         remaining = None if g.expires_at is None else max(0, int(g.expires_at - time.time()))
@@ -187,9 +214,17 @@ class DefinitionTokenStorage:
                 updates["resourceMetadata"] = ctx.protected_resource_metadata.model_dump(
                     mode="json", exclude_none=True)
         updates["grant"] = grant
-        await _write(self.paths, self.name, updates)
+        try:
+            await _write(self.paths, self.name, updates,
+                         expect_obtained_at=_ANY if self.fresh else self._seen)
+        except GrantChanged:
+            # A newer grant is on disk (a concurrent `authorize`); keep it. The next connect
+            # re-reads the file and uses it.
+            log.warning("server %s: a newer grant was stored meanwhile; not overwriting it", self.name)
+            return
         self.writes += 1
         self.last_obtained_at = now
+        self._seen = now
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
         from mcp.shared.auth import OAuthClientInformationFull
@@ -226,8 +261,12 @@ def configured_client(config: dict[str, Any]) -> OAuthClientInformationFull | No
                                       token_endpoint_auth_method="client_secret_basic" if secret else "none")
 
 
-async def _write(paths: Paths, name: str, updates: dict[str, dict[str, Any] | None]) -> None:
+async def _write(paths: Paths, name: str, updates: dict[str, dict[str, Any] | None], *,
+                 expect_obtained_at: Any = _ANY) -> None:
+    import functools
+
     import anyio
 
     # The config lock may wait (another writer); never block the event loop on it.
-    await anyio.to_thread.run_sync(write_state, paths, name, updates)
+    await anyio.to_thread.run_sync(functools.partial(write_state, paths, name, updates,
+                                                     expect_obtained_at=expect_obtained_at))

@@ -6,7 +6,7 @@ module it imports the SDK and httpx2 only inside command bodies.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -42,11 +42,16 @@ def authorize(
     from monad_cli.auth.authorize import Say, run_authorize
 
     def show_url(url: str, kind: str) -> None:
-        render.line(url)  # always printed, also when a browser is opened (OF-5)
+        # Always printed, also when a browser is opened (OF-5); on stderr under --json so
+        # stdout stays one JSON document.
+        (render.info if as_json else render.line)(url)
 
     say = Say(info=render.info, url=show_url)
     outcome = anyio.run(lambda: run_authorize(paths(), name, flow=flow, open_browser=not no_browser,
                                               scopes=scope or [], client_id=client_id, say=say, timeout=timeout))
+    _journal(name, f"authorized ({outcome.flow} flow, scope: {outcome.scope or '(none)'})",
+             {"flow": outcome.flow, "scope": outcome.scope, "expiresAt": outcome.expires_at,
+              "authorizationServer": outcome.authorization_server})
     reconnected = _reconnect(name)
     if as_json:
         render.data_json({"name": name, "source": outcome.source, "flow": outcome.flow, "scope": outcome.scope,
@@ -68,6 +73,7 @@ def logout(name: Annotated[str, typer.Argument(help="Server name.")], as_json: J
 
     had = read_grant(paths(), name)
     clear_state(paths(), name)
+    _journal(name, "logged out: stored tokens removed", None)
     reconnected = _reconnect(name)
     if as_json:
         render.data_json({"name": name, "removed": bool(had.access_token or had.refresh_token),
@@ -75,6 +81,22 @@ def logout(name: Annotated[str, typer.Argument(help="Server name.")], as_json: J
         return
     what = "removed the stored tokens of" if had.access_token or had.refresh_token else "no tokens were stored for"
     render.info(f"{what} server `{name}`")
+
+
+def _journal(name: str, reason: str, detail: dict[str, Any] | None) -> None:
+    """A journal row for the person's own action (never a token: none is passed in)."""
+    from monad_cli.journal.db import Journal
+
+    try:
+        journal = Journal(paths().journal_db)
+    except Exception:  # noqa: BLE001 - the grant is stored; a journal problem must not fail the command
+        return
+    try:
+        journal.record("auth", server=name, reason=reason, detail=detail)
+    except Exception:  # noqa: BLE001
+        pass
+    finally:
+        journal.close()
 
 
 def _reconnect(name: str) -> bool:

@@ -8,7 +8,8 @@
 - every token starts with `SENTINEL` so tests can grep outputs, logs and the journal for it;
 - access tokens live `--ttl` seconds; refresh tokens are single use, and presenting a used
   one revokes the whole grant (what rotating authorization servers do, RFC 9700 §4.14);
-- `GET /_stats` counts authorizations and refreshes; `POST /_revoke` revokes every grant.
+- `GET /_stats` counts authorizations and refreshes; `POST /_revoke` revokes every grant;
+  `POST /_expire_access` invalidates the access tokens only.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from mcp.server.auth.provider import (
     AuthorizationCode,
     AuthorizationParams,
     RefreshToken,
-    TokenError,
     construct_redirect_uri,
 )
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, RevocationOptions
@@ -176,6 +176,14 @@ def main() -> None:
         grants = {g for _, g in provider.access.values()} | {g for _, g in provider.refresh.values()}
         provider.revoked_grants |= grants
         return JSONResponse({"revoked": len(grants)})
+
+    @mcp.custom_route("/_expire_access", methods=["POST"])
+    async def expire_access(request: Request) -> JSONResponse:
+        # The access tokens stop working before their announced expiry (a key rotation, say);
+        # the refresh tokens stay good.
+        n = len(provider.access)
+        provider.access.clear()
+        return JSONResponse({"expired": n})
 
     mcp.run("streamable-http", host="127.0.0.1", port=args.port)
 
