@@ -60,9 +60,11 @@ def _stop_supervisor(home: Path) -> None:
         pid = int(pid_file.read_text().strip())
     except ValueError:
         return
-    try:
+    try:  # only a supervisor of ours: a stale pid file may name a reused pid
+        if b"monad_cli" not in Path(f"/proc/{pid}/cmdline").read_bytes():
+            return
         os.kill(pid, 15)
-    except ProcessLookupError:
+    except (ProcessLookupError, FileNotFoundError):
         return
     for _ in range(300):
         try:
