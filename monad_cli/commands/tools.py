@@ -176,6 +176,8 @@ def call(
     approval_timeout: Annotated[float, typer.Option(
         "--approval-timeout", help="Without a TTY: seconds to wait for `monad approvals allow ID`.")]
         = DEFAULT_APPROVAL_TIMEOUT_S,
+    detach: Annotated[bool, typer.Option("--detach", help="Once approved, run the call as a background task: "
+                                         "print its id and return (see `monad tasks show ID`).")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Call a tool through the supervisor and its approval gate; text content goes to stdout.
@@ -196,7 +198,7 @@ def call(
     listed = client.get(f"/v1/tools?name={_quote(name)}")["tools"]
     tool = next((t for t in listed if t["name"] == name), None)
     arguments = build_arguments(tool.get("inputSchema") if tool else None, arg, args_json)
-    body: dict[str, Any] = {"name": name, "arguments": arguments, "via": "cli"}
+    body: dict[str, Any] = {"name": name, "arguments": arguments, "via": "cli", "detach": detach}
     interactive = sys.stdin.isatty() and sys.stderr.isatty()
     body["approval"] = {"mode": "yes"} if yes else {"mode": "check"}
     try:
@@ -219,6 +221,15 @@ def call(
         # Closing the connection is the cancel: the supervisor cancels the call's scope.
         render.error(f"cancelled `{name}` (the server was sent notifications/cancelled)")
         raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
+    if answer.get("detached"):
+        task = answer["task"]
+        if as_json:
+            render.data_json(task)
+        else:
+            render.line(str(task["id"]))
+            render.info(f"`{name}` runs as task {task['id']} ({task.get('state')}); follow it with "
+                        f"`monad tasks show {task['id']} --wait`")
+        return
     _show_result(answer, as_json)
 
 

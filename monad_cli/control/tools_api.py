@@ -103,7 +103,8 @@ def tools_routes(server: ControlServer) -> list[Route]:
 
             tg.start_soon(watch_disconnect)
             try:
-                outcome["result"] = await svc.call(name, body.get("arguments"), via=via, approval=approval)
+                outcome["result"] = await svc.call(name, body.get("arguments"), via=via, approval=approval,
+                                                   detach=bool(body.get("detach")))
             except Exception as exc:  # noqa: BLE001 - mapped to an answer below
                 outcome["error"] = exc
             tg.cancel_scope.cancel()

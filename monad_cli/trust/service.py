@@ -292,13 +292,16 @@ class ToolService:
         return await self.gate.wait(p, timeout)
 
     async def call(self, exposed: str, arguments: dict[str, Any] | None, *, via: str,
-                   approval: dict[str, Any]) -> dict[str, Any]:
+                   approval: dict[str, Any], detach: bool = False) -> dict[str, Any]:
         """Gate, journal and forward one tools/call (MCP spec, server/tools "Calling Tools").
 
         Returns the CallToolResult in wire shape plus `callId`, `server`, `tool`,
         `decidedBy`. Raises NotFound (unknown exposed name), InvalidInput (arguments do not
         match the inputSchema), ApprovalRequired (`mode: check`), CallRefused (denied,
         approval timeout, pin mismatch), MonadError (the server failed the request).
+        `detach`: once approved, hand the call to the task manager (monad_cli.tasks) and
+        return at once with `{"detached": True, "task": row}`; the call continues in the
+        supervisor and is read with `monad tasks show ID`.
         Cancelling the caller's scope cancels the call: the SDK sends
         notifications/cancelled, and the call is journaled `cancelled`.
         """
@@ -337,6 +340,19 @@ class ToolService:
             what = "denied" if decision == "denied" else "not approved in time"
             raise CallRefused(f"call to `{exposed}` was {what} ({who})",
                               code="denied" if decision == "denied" else "approval_timeout")
+        if detach:
+            if self.sup.tasks is None:
+                raise MonadError("the task manager is not running; try again in a moment")
+            try:
+                row = await self.sup.tasks.start(actor.name, tool.name, arguments,
+                                                 correlation={"callId": call_id, "exposed": exposed,
+                                                              "decidedBy": who})
+            except Exception as exc:
+                finish("error", str(exc))
+                raise
+            finish("detached", f"task {row.get('id')}")
+            return {"detached": True, "task": row, "callId": call_id, "server": actor.name, "tool": tool.name,
+                    "name": exposed, "decidedBy": who}
         try:
             result = await actor.call_tool(tool.name, arguments)
         except anyio.get_cancelled_exc_class():

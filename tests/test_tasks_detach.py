@@ -1,0 +1,42 @@
+"""`monad mcp call --detach`: the approval gate first, then the call runs as a task in the
+supervisor; plain `monad mcp call` on a task-returning tool still prints the tool's result."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import SERVERS, wait_for, wait_state
+
+pytestmark = pytest.mark.e2e
+
+
+def test_detach_returns_a_task_id_and_the_result_arrives(monad_home: Path, supervisor: Any) -> None:
+    atoms = monad_home / "atoms" / "mcp"
+    atoms.mkdir(parents=True, exist_ok=True)
+    args = json.dumps([str(SERVERS / "tasks_server.py")])
+    (atoms / "tk.toml").write_text(f'command = {json.dumps(sys.executable)}\nargs = {args}\n')
+    wait_state(supervisor, "tk", "connected")
+
+    r = supervisor("mcp", "call", "tk__slow", "--arg", "seconds=1.5", "--arg", "label=bg", "--yes", "--detach")
+    assert r.code == 0, r
+    task_id = r.out.strip()
+    assert task_id and "monad tasks show" in r.err
+    shown = wait_for(lambda: (s := supervisor("tasks", "show", task_id, "--json").json())["state"] == "completed"
+                     and s, timeout=60)
+    assert shown["result"]["content"][0]["text"] == "slept 1.5 bg"
+    calls = supervisor("journal", "--calls", "--json").json()
+    assert any(c["outcome"] == "detached" and c["tool"] == "slow" for c in calls)
+
+    # Without --detach the same tool's result is printed as a plain call's would be.
+    r = supervisor("mcp", "call", "tk__slow", "--arg", "seconds=0.5", "--arg", "label=fg", "--yes")
+    assert r.code == 0 and "slept 0.5 fg" in r.out, r
+
+    # Not approved → nothing is started.
+    r = supervisor("mcp", "call", "tk__slow", "--arg", "seconds=0.1", "--detach", "--approval-timeout", "0.5")
+    assert r.code == 4, r
+    assert len(supervisor("tasks", "--json").json()) == 2  # the detached one and the adopted plain call
