@@ -128,6 +128,40 @@ def build_arguments(schema: dict[str, Any] | None, pairs: list[str] | None, args
     return arguments
 
 
+def _lookup(client: Any, name: str) -> dict[str, Any] | None:
+    try:
+        listed = client.get(f"/v1/tools?name={_quote(name)}")["tools"]
+    except ApiError as e:
+        if e.code != "not_found":
+            raise
+        return None
+    return next((t for t in listed if t["name"] == name), None)
+
+
+def _wait_for_server(client: Any, server: str, limit: float = 120.0) -> dict[str, Any] | None:
+    """A server still connecting (the supervisor just started, or it was just added) is
+    waited for; returns its last status row (None: no such server)."""
+    import time
+
+    from monad_cli.errors import ApiError
+
+    deadline = time.monotonic() + limit
+    announced = False
+    row: dict[str, Any] | None = None
+    while time.monotonic() < deadline:
+        try:
+            row = client.get(f"/v1/settings/mcp-servers/{_quote(server)}/status")
+        except ApiError:
+            return None
+        if row["state"] not in ("connecting", "backoff", "stopped"):  # stopped: not started yet
+            return row
+        if not announced:
+            render.info(f"waiting for server `{server}` to connect ({row['state']})")
+            announced = True
+        time.sleep(0.1)
+    return row
+
+
 def _show_result(result: dict[str, Any], as_json: bool) -> None:
     content = result.get("content", [])
     texts = [c.get("text", "") for c in content if c.get("type") == "text"]
@@ -195,8 +229,15 @@ def call(
     supervisor()  # starts it if needed
     # A call has no deadline here: it may wait for a person, then run as long as the tool does.
     client = ControlClient(paths(), timeout=None)  # type: ignore[arg-type]
-    listed = client.get(f"/v1/tools?name={_quote(name)}")["tools"]
-    tool = next((t for t in listed if t["name"] == name), None)
+    tool = _lookup(client, name)
+    if tool is None:
+        server = name.split("__", 1)[0]
+        row = _wait_for_server(client, server)
+        if row is not None and row["state"] in ("connected", "degraded"):
+            tool = _lookup(client, name)
+        elif row is not None:
+            raise MonadError(f"server `{server}` is {row['state']}: {row.get('reason') or 'no reason given'} "
+                             f"(see `monad mcp status {server}`)")
     arguments = build_arguments(tool.get("inputSchema") if tool else None, arg, args_json)
     body: dict[str, Any] = {"name": name, "arguments": arguments, "via": "cli", "detach": detach}
     interactive = sys.stdin.isatty() and sys.stderr.isatty()
