@@ -242,6 +242,7 @@ def call(
     body: dict[str, Any] = {"name": name, "arguments": arguments, "via": "cli", "detach": detach}
     interactive = sys.stdin.isatty() and sys.stderr.isatty()
     body["approval"] = {"mode": "yes"} if yes else {"mode": "check"}
+    pending: dict[str, Any] | None = None
     try:
         answer = client.post("/v1/tools/call", body)
         pending = answer.get("approvalRequired") if isinstance(answer, dict) else None
@@ -260,7 +261,14 @@ def call(
         raise
     except KeyboardInterrupt:
         # Closing the connection is the cancel: the supervisor cancels the call's scope.
-        render.error(f"cancelled `{name}` (the server was sent notifications/cancelled)")
+        if pending and body["approval"].get("mode") != "decided":
+            try:  # nobody is left to approve it for: take the request back
+                ControlClient(paths(), timeout=5).post(f"/v1/approvals/{pending['id']}", {"decision": "withdraw"})
+            except MonadError:
+                pass
+            render.error(f"cancelled `{name}` while it waited for approval; nothing was sent to the server")
+        else:
+            render.error(f"cancelled `{name}` (the server was sent notifications/cancelled)")
         raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
     if answer.get("detached"):
         task = answer["task"]

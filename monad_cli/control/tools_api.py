@@ -133,6 +133,11 @@ def tools_routes(server: ControlServer) -> list[Route]:
         approval_id = request.path_params["id"]
         body = await server._body(request)
         decision = body.get("decision")
+        if decision == "withdraw":
+            # The caller gave up (Ctrl-C at the prompt): the request must not linger in the list.
+            p = svc.gate.decide(approval_id, allow=False, by="the caller withdrew it")
+            svc.gate.pending.pop(p.id, None)
+            return JSONResponse({"id": p.id, "decision": "withdrawn"})
         if decision not in ("allow", "deny"):
             raise InvalidInput('expected {"decision": "allow"|"deny", "scope": "once"|"session"|"always"}')
         scope = str(body.get("scope", "once"))
