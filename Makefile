@@ -10,7 +10,7 @@ CONFORMANCE = .cache/conformance/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]' --config-settings editable_mode=compat
+	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
 demo: $(STAMP)
