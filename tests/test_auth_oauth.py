@@ -326,6 +326,12 @@ def test_supervisor_refreshes_mid_session_once_for_twenty_tool_calls(monad: Any,
     s = stats(base)
     assert s["refresh"] == refreshes_before + 1 and s["reuse_detected"] == 0
     assert status_of(monad, "remote")["state"] == "connected"
+    # The refreshed grant was written to the atom, and that write is state, not a change of
+    # definition: the session was not reconnected.
+    assert "expiresAt" in atom.read_text()
+    rows = monad("journal", "--server", "remote", "--json").json()
+    assert [r for r in rows if r["kind"] == "config"] == []
+    assert [r["state"] for r in rows if r["kind"] == "state"].count("connecting") == 1
 
     post(base, "/_revoke")
     wait_for(lambda: time.time() > _expires_at(atom), timeout=15)
