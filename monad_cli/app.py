@@ -15,11 +15,12 @@ import typer
 
 from monad_cli import render
 from monad_cli.commands import auth as auth_cmd
+from monad_cli.commands import approvals as approvals_cmd
 from monad_cli.commands import daemon as daemon_cmd
 from monad_cli.commands import journal as journal_cmd
-from monad_cli.commands import approvals as approvals_cmd
 from monad_cli.commands import mcp as mcp_cmd
 from monad_cli.commands import tools as tools_cmd
+from monad_cli.commands import tasks as tasks_cmd
 from monad_cli.errors import ExitCode, MonadError
 
 app = typer.Typer(
@@ -34,6 +35,7 @@ app = typer.Typer(
 auth_cmd.register(mcp_cmd.app)
 app.add_typer(mcp_cmd.app, name="mcp")
 app.add_typer(daemon_cmd.app, name="daemon")
+app.add_typer(tasks_cmd.app, name="tasks")
 app.command("journal")(journal_cmd.journal)
 app.add_typer(approvals_cmd.app, name="approvals")
 for _name in ("tools", "call", "pin", "unpin", "trust", "serve"):

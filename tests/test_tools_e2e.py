@@ -7,6 +7,7 @@ import json
 import signal
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +96,7 @@ def test_names_reverse_map_typed_args_and_journal(supervisor: Any) -> None:
 
 def test_pagination_101_tools_and_a_repeating_cursor(supervisor: Any) -> None:
     monad = supervisor
-    add(monad, "pages", "--many", "96", "--page-size", "40")
+    add(monad, "pages", "--many", "95", "--page-size", "40")  # + 6 default tools = 101
     add(monad, "loop", "--repeat-cursor")
     wait_state(monad, "pages", "connected")
     r = monad("mcp", "tools", "pages", "--json")
@@ -138,6 +139,21 @@ def test_rug_pulls_are_refused_until_pinned_again(supervisor: Any, tmp_path: Pat
     assert monad("mcp", "get", "rug", "--json").json()["definition"]["trust"]["pinnedToolHash"] != pinned
     r = monad("mcp", "unpin", "rug")
     assert r.code == 0 and "trust" not in monad("mcp", "get", "rug", "--json").json()["definition"], r
+
+
+def test_a_rug_pull_under_a_live_session_is_caught_on_list_changed(supervisor: Any) -> None:
+    monad = supervisor
+    add(monad, "live")
+    wait_state(monad, "live", "connected")
+    assert monad("mcp", "pin", "live").code == 0
+    wait_for(lambda: status_of(monad, "live")["state"] == "connected"
+             and monad("mcp", "call", "live__echo", "--arg", "text=x", "--yes").code == 0)
+    r = monad("mcp", "call", "live__mutate", "--arg", "description=now also uploads your files", "--yes")
+    assert (r.code, r.out.strip()) == (0, "mutated"), r
+    row = wait_for(lambda: (s := status_of(monad, "live"))["state"] == "degraded" and s)
+    assert "tool set changed" in row["reason"] and "`echo` changed description" in row["reason"], row
+    r = monad("mcp", "call", "live__echo", "--arg", "text=x", "--yes")
+    assert r.code != 0 and "refusing to register" in r.err, r
 
 
 def test_ctrl_c_cancels_the_call_and_the_session_stays_usable(supervisor: Any, tmp_path: Path) -> None:
@@ -246,7 +262,8 @@ def test_auto_approve_and_inert_entries(supervisor: Any) -> None:
     assert "`ts__nosuch` matches no advertised tool" in r.err and "ts__echo" in r.err, r
     r = monad("mcp", "call", "ts__add", "--arg", "a=1", "--arg", "b=1", "--approval-timeout", "0.3")
     assert r.code == 4, r  # only the listed tool is exempt
-    assert monad("mcp", "tools", "ts", "--json").json()[1]["autoApproved"] in (True, False)
+    flags = {t["name"]: t["autoApproved"] for t in monad("mcp", "tools", "ts", "--json").json()}
+    assert flags["ts__echo"] is True and flags["ts__add"] is False
 
 
 def test_secrets_and_argument_values_stay_out_of_outputs(supervisor: Any, monad_home: Path) -> None:
@@ -270,6 +287,65 @@ def test_secrets_and_argument_values_stay_out_of_outputs(supervisor: Any, monad_
     assert secret not in (monad_home / "logs" / "daemon.log").read_text()
 
 
+def test_tty_prompt_asks_in_place(supervisor: Any) -> None:
+    import os
+    import select
+
+    monad = supervisor
+    add(monad, "ts")
+    wait_state(monad, "ts", "connected")
+    master, slave = os.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "monad_cli", "mcp", "call", "ts__echo", "--arg", "text=on a tty"],
+                            stdin=slave, stderr=slave, stdout=subprocess.PIPE)
+    os.close(slave)
+    shown = b""
+    try:
+        def prompted() -> bool:
+            nonlocal shown
+            if select.select([master], [], [], 0.1)[0]:
+                shown += os.read(master, 4096)
+            return b"allow?" in shown
+
+        wait_for(prompted, timeout=30)
+        os.write(master, b"s\n")
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+    text = shown.decode()
+    assert "`echo` on server `ts`" in text and '"text": "on a tty"' in text and "server command:" in text, text
+    assert "[a] always" in text
+    assert (proc.returncode, out.decode().strip()) == (0, "on a tty")
+    # Answered "s": the session approval covers the next, non-interactive call.
+    r = monad("mcp", "call", "ts__echo", "--arg", "text=again", "--approval-timeout", "0.3")
+    assert (r.code, r.out.strip()) == (0, "again"), r
+    assert any(c["decidedBy"] == "cli prompt (session)" for c in calls(monad))
+
+
+def test_interrupted_calls_are_marked_after_a_supervisor_crash(supervisor: Any, monad_home: Path,
+                                                               tmp_path: Path) -> None:
+    import os
+
+    monad = supervisor
+    add(monad, "ts", "--marker-dir", str(tmp_path))
+    wait_state(monad, "ts", "connected")
+    proc = popen_monad("mcp", "call", "ts__slow", "--arg", "seconds=300", "--yes")
+    try:
+        wait_for(lambda: (tmp_path / "slow.started").exists(), timeout=30)
+        assert [c["outcome"] for c in calls(monad)] == ["running"]  # written before the call (JR-6)
+        pid = int((monad_home / "run" / "monad.pid").read_text())
+        os.kill(pid, signal.SIGKILL)
+        proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode != 0
+    assert monad("daemon", "start").code == 0
+    row = calls(monad)[0]
+    assert row["outcome"] == "interrupted", row
+
+
 def test_cli_call_help_does_not_import_the_sdk() -> None:
     code = ("import sys; from monad_cli.app import main\n"
             "for argv in (['mcp', 'call', '--help'], ['approvals', '--help'], ['mcp', 'serve', '--help']):\n"
@@ -288,7 +364,7 @@ async def _approve_when_pending(monad: Any, decision: str, *extra: str) -> None:
     for _ in range(600):
         listed = await anyio.to_thread.run_sync(lambda: pending(monad))
         if listed:
-            r = await anyio.to_thread.run_sync(lambda: monad("approvals", decision, listed[0]["id"], *extra))
+            r = await anyio.to_thread.run_sync(partial(monad, "approvals", decision, listed[0]["id"], *extra))
             assert r.code == 0, r
             return
         await anyio.sleep(0.05)
@@ -384,3 +460,54 @@ def test_gateway_http_requires_the_token_and_loopback_host(supervisor: Any, mona
             proc.communicate(timeout=20)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+def test_gateway_legacy_client_list_changed_and_cancel(supervisor: Any, monad_home: Path, tmp_path: Path) -> None:
+    import anyio
+    from mcp import Client, StdioServerParameters
+    from mcp_types import ToolListChangedNotification
+
+    monad = supervisor
+    add(monad, "ts", "--marker-dir", str(tmp_path))
+    assert monad("mcp", "trust", "ts", "--auto-approve", "slow").code == 0
+    wait_state(monad, "ts", "connected")
+    wait_for(lambda: "ts__slow" in {t["name"] for t in monad("mcp", "tools", "--json").json() if t["autoApproved"]})
+    params = StdioServerParameters(command=sys.executable, args=["-m", "monad_cli", "mcp", "serve"],
+                                   env={"MONAD_HOME": str(monad_home), "MONAD_NO_AUTOSTART": "1"})
+    changed = []
+
+    async def main() -> None:
+        got = anyio.Event()
+
+        async def on_message(message: Any) -> None:
+            if isinstance(message, ToolListChangedNotification):
+                changed.append(message)
+                got.set()
+
+        async with Client(params, mode="legacy", message_handler=on_message) as client:
+            assert client.protocol_version == "2025-11-25"
+            assert "ts__slow" in {t.name for t in (await client.list_tools()).tools}
+
+            # Cancelling the gateway request cancels the upstream call, end to end.
+            with anyio.CancelScope() as scope:
+                async def cancel_when_started() -> None:
+                    while not (tmp_path / "slow.started").exists():
+                        await anyio.sleep(0.05)
+                    scope.cancel()
+
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(cancel_when_started)
+                    await client.call_tool("ts__slow", {"seconds": 300})
+            with anyio.fail_after(60):
+                while not (tmp_path / "slow.cancelled").exists():
+                    await anyio.sleep(0.05)
+
+            await anyio.to_thread.run_sync(lambda: add(monad, "two"))
+            with anyio.fail_after(60):
+                await got.wait()
+            assert "two__echo" in {t.name for t in (await client.list_tools()).tools}
+
+    anyio.run(main)
+    assert changed
+    wait_for(lambda: [c for c in calls(monad) if c["tool"] == "slow" and c["outcome"] == "cancelled"
+                      and c["via"] == "gateway"])

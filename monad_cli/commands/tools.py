@@ -191,8 +191,9 @@ def call(
     from monad_cli.control.client import ControlClient
 
     supervisor()  # starts it if needed
-    client = ControlClient(paths(), timeout=None)  # type: ignore[arg-type] - a call has no deadline here
-    listed = client.get("/v1/tools")["tools"]
+    # A call has no deadline here: it may wait for a person, then run as long as the tool does.
+    client = ControlClient(paths(), timeout=None)  # type: ignore[arg-type]
+    listed = client.get(f"/v1/tools?name={_quote(name)}")["tools"]
     tool = next((t for t in listed if t["name"] == name), None)
     arguments = build_arguments(tool.get("inputSchema") if tool else None, arg, args_json)
     body: dict[str, Any] = {"name": name, "arguments": arguments, "via": "cli"}
@@ -280,23 +281,48 @@ def trust(
                                                "be approved for a session, never always.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Edit the server's `trust` table: `autoApproveTools` and `hostEscape`."""
-    from monad_cli.config.edits import read_definition
+    """Edit the server's `trust` table: `autoApproveTools` and `hostEscape`.
 
-    _, raw = read_definition(paths(), name)
-    current = list((raw.get("trust") or {}).get("autoApproveTools", []))
+    Example: monad mcp trust time --auto-approve get_current_time
+    """
+    from monad_cli.config.edits import update_server
+
+    if not auto_approve and not remove and host_escape is None:
+        raise InvalidInput("nothing to change: pass --auto-approve TOOL, --remove TOOL or --host-escape")
 
     def exposed(tool: str) -> str:
         return tool if tool.startswith(f"{name}__") else f"{name}__{tool}"
 
-    wanted = current + [exposed(t) for t in auto_approve or [] if exposed(t) not in current]
-    gone = {exposed(t) for t in remove or []}
-    wanted = [t for t in wanted if t not in gone]
-    if not auto_approve and not remove and host_escape is None:
-        raise InvalidInput("nothing to change: pass --auto-approve TOOL, --remove TOOL or --host-escape")
-    source = _set_trust(name, "autoApproveTools", wanted or None) if (auto_approve or remove) else None
-    if host_escape is not None:
-        source = _set_trust(name, "hostEscape", True if host_escape else None)
+    result: dict[str, Any] = {}
+
+    def mutate(defn: Any) -> None:
+        # Inside the config lock: the read-modify-write of the list cannot lose a concurrent edit.
+        trust_table = defn.get("trust")
+        current = [str(t) for t in (trust_table or {}).get("autoApproveTools", [])]
+        gone = {exposed(t) for t in remove or []}
+        wanted = [t for t in current + [exposed(t) for t in auto_approve or []] if t not in gone]
+        wanted = list(dict.fromkeys(wanted))
+        result["autoApproveTools"] = wanted
+        updates: dict[str, Any] = {}
+        if auto_approve or remove:
+            updates["autoApproveTools"] = wanted or None
+        if host_escape is not None:
+            updates["hostEscape"] = True if host_escape else None
+        if trust_table is None:
+            trust_table = {}
+        for key, value in updates.items():
+            if value is None:
+                if key in trust_table:
+                    del trust_table[key]
+            else:
+                trust_table[key] = value
+        if "trust" in defn and not trust_table:
+            del defn["trust"]
+        elif trust_table and "trust" not in defn:
+            defn["trust"] = trust_table
+
+    source = update_server(paths(), name, {}, mutate=mutate)
+    wanted = result.get("autoApproveTools", [])
     if as_json:
         render.data_json({"name": name, "source": source, "autoApproveTools": wanted, "hostEscape": host_escape})
     else:

@@ -54,6 +54,10 @@ class ControlClient:
                 raise SupervisorNotRunning(
                     f"the supervisor is not running for `{self.paths.home}`; start it with "
                     f"`monad daemon start`") from None
+            except (BrokenPipeError, ConnectionResetError):
+                # Without this, click treats EPIPE as a closed stdout and exits 1 silently.
+                raise MonadError(f"the supervisor closed the connection during {method} {path} (is it "
+                                 f"stopping? see `{self.paths.daemon_log}`)") from None
             except TimeoutError:
                 raise MonadError(f"the supervisor did not answer {method} {path} within "
                                  f"{self.timeout:g} s (see `{self.paths.daemon_log}`)") from None

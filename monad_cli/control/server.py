@@ -28,7 +28,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from monad_cli import __version__
 from monad_cli.config import edits
 from monad_cli.control.tools_api import tools_routes
-from monad_cli.errors import ConfigError, InvalidInput, LockTimeout, NotFound
+from monad_cli.errors import ConfigError, InvalidInput, LockTimeout, MonadError, NotFound
 from monad_cli.redact import redact_definition
 from monad_cli.tasks.routes import task_routes
 
@@ -72,6 +72,9 @@ class ControlServer:
         self.sock: socket.socket | None = None
         self._task: asyncio.Task[None] | None = None
         self.app = Starlette(routes=self.routes())
+        # MonadError through Starlette's ExceptionMiddleware: answered without re-raising, so an
+        # expected 404/400 neither logs a traceback nor drops a keep-alive connection.
+        self.app.add_exception_handler(MonadError, self._on_error)  # type: ignore[arg-type]
         self.app.add_exception_handler(Exception, self._on_error)  # type: ignore[arg-type]
 
     def routes(self) -> list[Route]:

@@ -1,6 +1,6 @@
 """Control API routes for tools, calls and approvals (docs/tools.md "Control API").
 
-    GET  /v1/tools[?server=NAME]          exposed tools + the set's `signature`
+    GET  /v1/tools[?server=NAME][&name=X] exposed tools + the set's `signature`
     GET  /v1/tools/changes?since=SIG      long poll (≤ `timeout` s): the new signature
     POST /v1/tools/call                   {name, arguments, via, approval: {mode, ...}}
     GET  /v1/tools/sets/{name}            the server's current tool-set hash and its pin
@@ -39,7 +39,11 @@ def tools_routes(server: ControlServer) -> list[Route]:
         name = request.query_params.get("server")
         if name is not None and name not in server.sup.actors:
             raise NotFound(f"server `{name}` is not defined (see `monad mcp list`)")
-        return JSONResponse({"tools": svc.listing(name), "signature": svc.signature(),
+        listed = svc.listing(name)
+        wanted = request.query_params.get("name")
+        if wanted is not None:  # one tool: `monad mcp call` needs only its inputSchema
+            listed = [t for t in listed if t["name"] == wanted]
+        return JSONResponse({"tools": listed, "signature": svc.signature(),
                              "collisions": svc.name_map().collisions})
 
     async def changes(request: Request) -> JSONResponse:
@@ -86,19 +90,19 @@ def tools_routes(server: ControlServer) -> list[Route]:
                 outcome["error"] = exc
             tg.cancel_scope.cancel()
 
-        exc = outcome.get("error")
+        failure = outcome.get("error")
         if "result" in outcome:
             return JSONResponse(outcome["result"])
-        if isinstance(exc, ApprovalRequired):
-            return JSONResponse({"approvalRequired": exc.pending.as_dict()}, status_code=202)
-        if isinstance(exc, CallRefused):
-            return JSONResponse({"error": {"code": exc.code, "message": exc.message}}, status_code=403)
-        if isinstance(exc, (NotFound, InvalidInput)):
-            raise exc
-        if isinstance(exc, MonadError):
-            return JSONResponse({"error": {"code": "tool_call_failed", "message": exc.message}}, status_code=502)
-        if exc is not None:
-            raise exc
+        if isinstance(failure, ApprovalRequired):
+            return JSONResponse({"approvalRequired": failure.pending.as_dict()}, status_code=202)
+        if isinstance(failure, CallRefused):
+            return JSONResponse({"error": {"code": failure.code, "message": failure.message}}, status_code=403)
+        if isinstance(failure, (NotFound, InvalidInput)):
+            raise failure
+        if isinstance(failure, MonadError):
+            return JSONResponse({"error": {"code": "tool_call_failed", "message": failure.message}}, status_code=502)
+        if failure is not None:
+            raise failure
         # The caller went away; nobody reads this answer.
         return JSONResponse({"error": {"code": "cancelled", "message": "the caller disconnected"}},
                             status_code=499)

@@ -38,7 +38,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Too
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from monad_cli import __version__
+from monad_cli import __version__, render
 from monad_cli.filters import ServerFilter
 from monad_cli.gateway_policy import (
     LOAD_TOOLS,
@@ -97,8 +97,12 @@ class Gateway:
                                           on_subscriptions_listen=self.listen)
 
     def _remember(self, ctx: Any) -> None:
+        # `ctx.session` is built per request; the SDK exposes no public handle on the
+        # long-lived per-client Connection, whose standalone channel carries notifications.
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            self.legacy_sessions.add(ctx.session)
+            conn = getattr(ctx.session, "_connection", None)
+            if conn is not None:
+                self.legacy_sessions.add(conn)
 
     async def _rows(self) -> list[dict[str, Any]]:
         resp = await self.api.get("/v1/tools")
@@ -225,9 +229,7 @@ class Gateway:
         bound = sock.getsockname()[1]
         config = uvicorn.Config(app, lifespan="on", log_level="warning", access_log=False)
         server = uvicorn.Server(config)
-        sys.stderr.write(f"monad gateway: http://127.0.0.1:{bound}/mcp (bearer token in "
-                         f"`{token_path(self.paths)}`)\n")
-        sys.stderr.flush()
+        render.info(f"monad gateway: http://127.0.0.1:{bound}/mcp (bearer token in `{token_path(self.paths)}`)")
         async with anyio.create_task_group() as tg:
             tg.start_soon(self.watch_changes)
             await server.serve(sockets=[sock])

@@ -242,6 +242,7 @@ class ServerActor:
                     self._connected(client, tools, problem)
                     async with anyio.create_task_group() as tg:
                         self._tg = tg
+                        tg.start_soon(self._listen_for_tool_changes, client)
                         reason = await self._sleep_until_woken()
                         tg.cancel_scope.cancel()
                     self._tg = None
@@ -274,7 +275,8 @@ class ServerActor:
         self.protocol_version = client.protocol_version
         info = client.server_info
         self.server_info = info.model_dump(exclude_none=True) if info else None
-        problem = problem or self.sup.tool_service.check_pin(self, tools)
+        pin_problem = self.sup.tool_service.check_pin(self, tools)  # always: it also unblocks
+        problem = "; ".join(p for p in (problem, pin_problem) if p) or None
         self.sup.on_tools_changed(self)
         if problem:
             self.set_state(State.DEGRADED, problem)
@@ -292,7 +294,8 @@ class ServerActor:
         except Exception as exc:  # noqa: BLE001
             self.set_state(State.DEGRADED, f"tools/list failed: {self._describe(exc)}")
             return
-        problem = problem or self.sup.tool_service.check_pin(self, tools)  # TL-2: re-check on list_changed
+        pin_problem = self.sup.tool_service.check_pin(self, tools)  # TL-2: re-check on list_changed
+        problem = "; ".join(p for p in (problem, pin_problem) if p) or None
         self.tools, self.tool_problem = tools, problem
         self.sup.on_tools_changed(self)
         if self.client is not None:
@@ -314,6 +317,24 @@ class ServerActor:
                              f"{': ' + self.reason if self.reason else ''} (see `monad mcp status {self.name}`)")
         rto = self.spec.request_timeout_ms if self.spec else None
         return await client.call_tool(tool, arguments, read_timeout_seconds=rto / 1000 if rto else None)
+
+    async def _listen_for_tool_changes(self, client: Client) -> None:
+        """2026-07-28 servers announce list changes only on a `subscriptions/listen` stream
+        (legacy ones send notifications/tools/list_changed to `_on_message`); either way the
+        tools are re-listed and the pin re-checked (TL-2)."""
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+        caps = client.server_capabilities
+        if client.protocol_version not in MODERN_PROTOCOL_VERSIONS or not (caps and caps.tools
+                                                                           and caps.tools.list_changed):
+            return
+        try:
+            async with client.listen(tools_list_changed=True) as events:
+                async for _event in events:
+                    if self._tg is not None:
+                        self._tg.start_soon(self.refresh_tools)
+        except Exception as exc:  # noqa: BLE001 - no stream means no change events, nothing worse
+            log.info("server %s: no subscriptions/listen stream (%s)", self.name, self._describe(exc))
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, ToolListChangedNotification) and self._tg is not None:

@@ -426,11 +426,13 @@ class TaskManager:
                             tg.cancel_scope.cancel()
 
                         async def grown() -> None:
+                            # Re-listen for new tasks; close the stream once nothing is left to
+                            # hear about (an idle open stream holds an HTTP response open).
                             while True:
                                 await st.changed.wait()
                                 now = {r.task_id for r in self.store.open_rows()
                                        if r.server == st.name and r.task_id}
-                                if now - set(ids):
+                                if now - set(ids) or not now:
                                     tg.cancel_scope.cancel()
                                     return
 

@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from monad_cli.errors import InvalidInput
+from monad_cli.errors import InvalidInput, NotFound
 
 if TYPE_CHECKING:
     from monad_cli.supervisor.supervisor import Supervisor
@@ -63,6 +63,12 @@ def task_routes(sup: Supervisor) -> list[Route]:
                 return _error(429, "queue_full", e.message)
             except NotConnected as e:
                 return _error(409, "not_connected", e.message)
+            # Answered here rather than by the app's Exception handler: Starlette re-raises
+            # whatever reaches that one, which logs a traceback for a plain "not found".
+            except NotFound as e:
+                return _error(404, "not_found", e.message)
+            except InvalidInput as e:
+                return _error(400, "invalid_input", e.message)
         return endpoint
 
     async def start(request: Request) -> JSONResponse:

@@ -58,19 +58,24 @@ class ApprovalGate:
     def __init__(self, journal: Journal | None) -> None:
         self.journal = journal
         self.session: dict[tuple[str, str, str], str] = {}
+        self.always: dict[tuple[str, str, str], str] = {}
         self.pending: dict[str, Pending] = {}
+
+    def load(self, journal: Journal) -> None:
+        """Read the "always" approvals once; later ones are added here and in the journal,
+        so a call never waits on a journal query."""
+        from monad_cli.journal.tools import all_always
+
+        self.journal = journal
+        self.always = {(r.server, r.definition_hash, r.tool): r.decided_by for r in all_always(journal)}
 
     def prior(self, server: str, definition_hash: str, tool: str) -> str | None:
         """Who approved this tool earlier ("session …"/"always …"), or None."""
         key = (server, definition_hash, tool)
         if key in self.session:
             return f"session approval ({self.session[key]})"
-        if self.journal is not None:
-            from monad_cli.journal.tools import always_approved
-
-            row = always_approved(self.journal, server, definition_hash, tool)
-            if row is not None:
-                return f"always approval ({row.decided_by})"
+        if key in self.always:
+            return f"always approval ({self.always[key]})"
         return None
 
     def grant(self, server: str, definition_hash: str, tool: str, scope: str, by: str,
@@ -81,12 +86,15 @@ class ApprovalGate:
         if scope == "always" and host_escape:
             raise InvalidInput(f"server `{server}` has `trust.hostEscape = true`: its tools can be approved "
                                f"once or for the session, never always")
+        key = (server, definition_hash, tool)
         if scope == "session":
-            self.session[(server, definition_hash, tool)] = by
-        elif scope == "always" and self.journal is not None:
-            from monad_cli.journal.tools import add_always
+            self.session[key] = by
+        elif scope == "always":
+            self.always[key] = by
+            if self.journal is not None:
+                from monad_cli.journal.tools import add_always
 
-            add_always(self.journal, server, definition_hash, tool, by)
+                add_always(self.journal, server, definition_hash, tool, by)
 
     def open(self, *, server: str, tool: str, exposed: str, arguments: Any, definition_hash: str,
              host_escape: bool, command: list[str] | None, url: str | None, via: str,
@@ -107,9 +115,11 @@ class ApprovalGate:
 
     async def wait(self, p: Pending, timeout: float) -> tuple[bool, str, str]:
         """(approved, decision, who): decision is approved | denied | timeout."""
-        with anyio.move_on_after(max(0.0, timeout)):
-            await p.event.wait()
-        self.pending.pop(p.id, None)
+        try:
+            with anyio.move_on_after(max(0.0, timeout)):
+                await p.event.wait()
+        finally:  # also when the caller goes away: nobody is left to run the call
+            self.pending.pop(p.id, None)
         if p.decision is None:
             return False, "timeout", f"no decision within {timeout:g} s"
         approved, _scope, who = p.decision

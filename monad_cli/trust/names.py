@@ -63,7 +63,7 @@ class NameMap:
 
     def collisions_of(self, server: str) -> list[dict[str, object]]:
         return [c for c in self.collisions
-                if any(m["server"] == server for m in c["members"])]  # type: ignore[union-attr]
+                if any(m["server"] == server for m in c["members"])]  # type: ignore[attr-defined]
 
 
 def build_name_map(pairs: Iterable[tuple[str, str]]) -> NameMap:

@@ -55,6 +55,9 @@ def dump_tool(tool: Tool) -> dict[str, Any]:
     return tool.model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
+_validators: dict[int, tuple[Any, Any]] = {}
+
+
 def validate_arguments(schema: dict[str, Any] | None, arguments: dict[str, Any], exposed: str) -> None:
     """Check `arguments` against the tool's inputSchema (JSON Schema); raises InvalidInput
     naming the first offending argument."""
@@ -63,9 +66,18 @@ def validate_arguments(schema: dict[str, Any] | None, arguments: dict[str, Any],
     import jsonschema
 
     try:
-        cls = jsonschema.validators.validator_for(schema)
-        errors = sorted(cls(schema).iter_errors(arguments), key=lambda e: list(e.absolute_path))
-    except jsonschema.SchemaError:
+        # Building a validator costs more than using one: keep one per schema object (the
+        # entry holds the schema, so its id cannot be reused while cached).
+        cached = _validators.get(id(schema))
+        if cached is not None and cached[0] is schema:
+            validator = cached[1]
+        else:
+            if len(_validators) > 4096:
+                _validators.clear()
+            validator = jsonschema.validators.validator_for(schema)(schema)
+            _validators[id(schema)] = (schema, validator)
+        errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+    except (jsonschema.SchemaError, jsonschema.exceptions.UnknownType, TypeError):
         return  # the server's schema is broken; let the server judge the call
     if errors:
         err = errors[0]
@@ -81,6 +93,7 @@ class ToolService:
         self.hashes: dict[str, str] = {}
         self.blocked: dict[str, str] = {}
         self._map_key: Any = None
+        self._version = 0
         self._map = NameMap()
         self._changed = anyio.Event()
         sup.tool_listeners.append(lambda actor: self.changed())
@@ -91,17 +104,18 @@ class ToolService:
 
     def attach(self) -> None:
         """After the journal opens: calls a dead supervisor left running become interrupted (JR-5)."""
-        self.gate.journal = self.journal
         if self.journal is not None:
             from monad_cli.journal.tools import interrupt_running
 
             self.journal.migrate()  # importing journal.tools registered its tables
+            self.gate.load(self.journal)
             n = interrupt_running(self.journal)
             if n:
                 self.journal.record("daemon", reason=f"{n} tool call(s) left running by the last supervisor "
                                                      f"marked interrupted")
 
     def changed(self) -> None:
+        self._version += 1  # a tool list was (re)fetched: the name map must be rebuilt
         self._changed.set()
         self._changed = anyio.Event()
 
@@ -146,7 +160,7 @@ class ToolService:
 
     def name_map(self) -> NameMap:
         actors = self._registered()
-        key = tuple((a.name, id(a.tools)) for a in actors)
+        key = (self._version, tuple(a.name for a in actors))
         if key != self._map_key:
             self._map = build_name_map((a.name, t.name) for a in actors for t in a.tools)
             self._map_key = key
@@ -185,10 +199,7 @@ class ToolService:
 
     def signature(self) -> str:
         """Changes whenever the exposed tool set (names or definitions) changes."""
-        # Deferral and conditions change what a gateway lists, so they are part of it too.
-        body = json.dumps([(r["name"], r.get("description"), r.get("inputSchema"), r["deferred"], r["condition"])
-                           for r in self.listing()],
-                          sort_keys=True, default=str)
+        body = json.dumps(self.listing(), sort_keys=True, default=str)
         return hashlib.sha256(body.encode()).hexdigest()[:16]
 
     async def wait_changed(self, since: str, timeout: float) -> str:
@@ -269,12 +280,13 @@ class ToolService:
             raise InvalidInput(f"approval mode must be one of yes, check, wait, decided; got {mode!r}")
         timeout = float(approval.get("timeout", DEFAULT_APPROVAL_TIMEOUT_S))
         approval_id = approval.get("approvalId")
-        p = self.gate.pending.get(str(approval_id)) if approval_id else None
-        if p is None:
+        known = self.gate.pending.get(str(approval_id)) if approval_id else None
+        if known is None:
             p = self._open_pending(actor, tool, exposed, arguments, via, timeout)
         else:
+            p = known
             p.expires = time.time() + timeout
-        log.info("approval %s pending: %s with arguments digest via %s", p.id, exposed, via)
+        log.info("approval %s pending: %s (via %s)", p.id, exposed, via)
         return await self.gate.wait(p, timeout)
 
     async def call(self, exposed: str, arguments: dict[str, Any] | None, *, via: str,
@@ -298,8 +310,17 @@ class ToolService:
             raise InvalidInput(f"tool `{exposed}`: arguments must be a JSON object")
         actor, tool = self.resolve(exposed)
         validate_arguments(tool.input_schema, arguments, exposed)
-        approved, decision, who = await self._decide(actor, tool, exposed, arguments, via, approval)
         j = self.journal
+        try:
+            approved, decision, who = await self._decide(actor, tool, exposed, arguments, via, approval)
+        except anyio.get_cancelled_exc_class():
+            if j is not None:
+                with anyio.CancelScope(shield=True):
+                    cid = jt.start_call(j, server=actor.name, tool=tool.name, exposed=exposed,
+                                        arguments=arguments, via=via)
+                    jt.finish_call(j, cid, outcome="cancelled", decision="cancelled",
+                                   decided_by="the caller left while waiting for approval", duration_ms=0.0)
+            raise
         call_id = jt.start_call(j, server=actor.name, tool=tool.name, exposed=exposed, arguments=arguments,
                                 via=via) if j else 0
         started = time.monotonic()

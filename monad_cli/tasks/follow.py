@@ -1,0 +1,83 @@
+"""The CLI side of a task: prompt for input forms and follow a task to its end.
+
+Stdlib only (the CLI's import path stays light): it talks to the supervisor through
+`ControlClient`. `follow()` is what a waiting caller uses (`monad tasks show --wait`,
+and `monad mcp call` without `--detach`): it long-polls `GET /v1/tasks/{id}?wait=..&deliver=1`,
+prompts for `input_required` forms on a TTY, and turns Ctrl-C into `tasks/cancel`.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import quote
+
+from monad_cli.tasks.forms import FormError, coerce, form_fields
+
+TERMINAL = ("completed", "failed", "cancelled")
+POLL_WAIT_S = 20.0
+
+
+def task_path(task_id: str, suffix: str = "") -> str:
+    return f"/v1/tasks/{quote(task_id, safe='')}{suffix}"
+
+
+def prompt_answers(task: dict[str, Any], *, ask: Callable[[str], str] = input,
+                   say: Callable[[str], None] = lambda s: sys.stderr.write(s + "\n")) -> dict[str, Any]:
+    """Ask a person for every outstanding input request of `task`; returns `responses`
+    for `POST /v1/tasks/{id}/input`. Values are typed by the form (`coerce`); a wrong value
+    is asked again. Raises `FormError` for a form monad will not show (unsafe names)."""
+    responses: dict[str, Any] = {}
+    for key, request in (task.get("inputRequests") or {}).items():
+        message, props, required = form_fields(request)
+        say(f"task {task['id'][:12]} ({task['server']}/{task['tool']}) asks: {message or key}")
+        content: dict[str, Any] = {}
+        for name, prop in props.items():
+            kind = prop.get("type", "string")
+            opt = "" if name in required else ", optional"
+            label = prop.get("title") or name
+            while True:
+                raw = ask(f"  {label} ({kind}{opt}): ")
+                if raw == "" and name not in required:
+                    break
+                try:
+                    content[name] = coerce(name, prop, raw)
+                    break
+                except FormError as e:
+                    say(f"  {e}")
+        responses[key] = {"action": "accept", "content": content}
+    return responses
+
+
+def follow(client: Any, task_id: str, *, interactive: bool,
+           on_update: Callable[[dict[str, Any]], None] = lambda t: None,
+           timeout: float | None = None) -> dict[str, Any]:
+    """Wait for the task to end and return it (delivered). On `input_required`: prompt when
+    `interactive`, else return the task as is (its input waits in `monad tasks input ID`).
+    Ctrl-C sends `POST /v1/tasks/{id}/cancel` and re-raises `KeyboardInterrupt`.
+    `timeout` (seconds) returns the task unfinished."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    seen_inputs: set[str] = set()
+    try:
+        while True:
+            wait = POLL_WAIT_S if deadline is None else max(0.0, min(POLL_WAIT_S, deadline - time.monotonic()))
+            task = client.get(task_path(task_id, f"?wait={wait:g}&deliver=1"))
+            on_update(task)
+            if task["state"] in TERMINAL:
+                return task
+            if task["state"] == "input_required" and task.get("inputRequests"):
+                new = set(task["inputRequests"]) - seen_inputs
+                if new:
+                    if not interactive:
+                        return task
+                    seen_inputs |= set(task["inputRequests"])
+                    client.post(task_path(task["id"], "/input"), {"responses": prompt_answers(task)})
+            if deadline is not None and time.monotonic() >= deadline:
+                return task
+    except KeyboardInterrupt:
+        try:
+            client.post(task_path(task_id, "/cancel"))
+        finally:
+            raise KeyboardInterrupt from None
