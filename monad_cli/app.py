@@ -44,18 +44,22 @@ for _name in ("tools", "call", "pin", "unpin", "trust", "serve"):
 _debug = False
 
 
-@app.callback()
-def _root(
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show tracebacks on errors.")] = False,
-    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False,
-) -> None:
-    global _debug
-    _debug = _debug or verbose
-    if version:
+def _print_version(value: bool) -> None:
+    if value:
         from monad_cli import __version__
 
         render.line(f"monad {__version__}")
         raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show tracebacks on errors.")] = False,
+    version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_print_version,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    global _debug
+    _debug = _debug or verbose
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,6 +80,15 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         render.error("interrupted")
         return int(ExitCode.INTERRUPTED)
+    except OSError as e:
+        # The state directory itself is unusable (MONAD_HOME is a file, read-only, ...).
+        if _debug:
+            import traceback
+
+            traceback.print_exc()
+        where = f" `{e.filename}`" if e.filename else ""
+        render.error(f"cannot use{where}: {e.strerror or e}; check MONAD_HOME (`monad mcp path`)")
+        return int(ExitCode.ERROR)
     except Exception as e:  # noqa: BLE001 - the error boundary
         if _debug:
             import traceback

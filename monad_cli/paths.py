@@ -81,7 +81,14 @@ class Paths:
         return self.atoms_dir / f"{name}.toml"
 
     def ensure(self) -> None:
-        """Create the state directories (0700: atoms and agents.json may hold secrets)."""
+        """Create the state directories (0700: atoms and agents.json may hold secrets).
+
+        Raises `InvalidInput` when MONAD_HOME is too long for the control socket."""
+        if len(str(self.socket).encode()) > MAX_SOCKET_PATH:
+            from monad_cli.errors import InvalidInput
+
+            raise InvalidInput(f"MONAD_HOME `{self.home}` is too long: the control socket path must stay under "
+                               f"{MAX_SOCKET_PATH} bytes; use a shorter MONAD_HOME")
         for d in (self.home, self.atoms_dir.parent, self.atoms_dir, self.run_dir, self.logs_dir,
                   self.server_logs_dir):
             d.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -89,6 +96,10 @@ class Paths:
         for d in (self.home, self.run_dir):
             if d.stat().st_mode & 0o077:
                 os.chmod(d, 0o700)
+
+
+# sun_path holds 108 bytes on Linux; the socket lives at MONAD_HOME/run/monad.sock.
+MAX_SOCKET_PATH = 107
 
 
 def resolve_home() -> Path:

@@ -221,3 +221,60 @@ def test_malformed_atom_position_mid_file(monad_home: Path) -> None:
     (p.atoms_dir / "bad.toml").write_text('transport = "stdio"\ncommand = echo\n')
     problem = load_definitions(p, {}).problem_for("bad")
     assert problem is not None and "`atoms/mcp/bad.toml:2:11`: malformed TOML" in problem.message
+
+
+@pytest.mark.parametrize("argv, why", [
+    (("mcp", "add", "u", "--url", "http://exa mple.com/mcp"), "space or a control character"),
+    (("mcp", "add", "u", "--url", "javascript:alert(1)"), "got `javascript:`"),
+    (("mcp", "add", "u", "--url", ""), "needs --url"),
+    (("mcp", "add", "u", "--url", "https://h.test/mcp", "--bearer-token", ""), "non-empty `token`"),
+    (("mcp", "add", "u", "--url", "https://h.test/mcp", "--header", "Bad Name: v"), "valid HTTP header name"),
+    (("mcp", "add", "u", "--url", "https://h.test/mcp", "--header", "X-A: 1", "--header", "x-a: 2"),
+     "same header"),
+    (("mcp", "add", "u", "--env", "BAD KEY=1", "--", "echo"), "environment variable name"),
+    (("mcp", "add", "--", "-x", "echo"), "must not start with `-`"),
+])
+def test_add_refuses_bad_values(cli, argv: tuple[str, ...], why: str) -> None:
+    r = cli(*argv)
+    assert r.code == 2 and why in r.err, r
+
+
+def test_header_value_with_line_break_is_refused() -> None:
+    with pytest.raises(ConfigError, match="line breaks"):
+        validate({"url": "https://h.test/mcp", "headers": {"X-Inj": "a\r\nEvil: b"}}, name="h", source="f",
+                 environ={})
+
+
+def test_relative_cwd_is_made_absolute_at_add(cli, monad_home: Path, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert cli("mcp", "add", "c", "--cwd", ".", "--", "echo").code == 0
+    assert f'cwd = "{tmp_path}"' in (monad_home / "atoms" / "mcp" / "c.toml").read_text()
+    with pytest.raises(ConfigError, match="absolute path"):
+        validate({"command": "x", "cwd": "rel/dir"}, name="c", source="f", environ={})
+
+
+def test_agents_json_duplicate_keys_and_odd_atom_entries(monad_home: Path) -> None:
+    p = Paths(monad_home)
+    p.ensure()
+    p.agents_json.write_text('{"mcpServers": {"j2": {"command": "echo"}, "j2": {"command": "nope"}}}')
+    (p.atoms_dir / "dir.toml").mkdir()
+    (p.atoms_dir / "dangling.toml").symlink_to(p.atoms_dir / "missing")
+    defs = load_definitions(p, {})
+    messages = " ".join(x.message for x in defs.problems)
+    assert "key `j2` appears twice" in messages
+    assert "`atoms/mcp/dir.toml` is not a regular file" in messages
+    assert "`atoms/mcp/dangling.toml` is not a regular file" in messages
+
+
+def test_version_and_bad_monad_home(cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    r = cli("--version")
+    assert r.code == 0 and r.out.startswith("monad ")
+    f = tmp_path / "file"
+    f.write_text("")
+    monkeypatch.setenv("MONAD_HOME", str(f))
+    r = cli("mcp", "add", "x", "--", "echo")
+    assert r.code == 1 and "cannot use" in r.err and "Traceback" not in r.err
+    monkeypatch.setenv("MONAD_HOME", str(tmp_path / ("a" * 120)))
+    r = cli("mcp", "status")
+    assert r.code == 2 and "is too long" in r.err

@@ -16,7 +16,7 @@ from tests.conftest import status_of, wait_state
 
 pytestmark = pytest.mark.e2e
 TOOLSERVER = str(Path(__file__).resolve().parent / "servers" / "toolserver.py")
-TOOLS = ["add", "echo", "fail", "kinds", "slow"]
+TOOLS = ["add", "echo", "fail", "kinds", "mutate", "slow"]
 
 
 def _atom(home: Path, name: str, *extra: str) -> Path:
@@ -72,12 +72,12 @@ def test_deferred_tools_load_tools_and_list_changed(supervisor: Any, monad_home:
             first = await _names(client)
             assert first == sorted([f"ts__{t}" for t in TOOLS if t != "slow"] + ["load_tools"])
             meta = next(t for t in (await client.list_tools()).tools if t.name == "load_tools")
-            assert "Deferred now: gh (5 tools), ts (1 tool)." in (meta.description or "")
+            assert "Deferred now: gh (6 tools), ts (1 tool)." in (meta.description or "")
 
             async with client.listen(tools_list_changed=True) as sub:
                 loaded = await client.call_tool("load_tools", {"servers": ["gh"]})
                 assert not loaded.is_error
-                assert _text(loaded) == "loaded 5 tool(s): " + ", ".join(f"gh__{t}" for t in TOOLS)
+                assert _text(loaded) == f"loaded {len(TOOLS)} tool(s): " + ", ".join(f"gh__{t}" for t in TOOLS)
                 await _expect_list_changed(sub)
             assert await _names(client) == sorted(first + [f"gh__{t}" for t in TOOLS])
             echoed = await client.call_tool("gh__echo", {"text": "via gateway"})

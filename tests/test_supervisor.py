@@ -149,7 +149,7 @@ def test_stderr_flood_and_stray_stdout_do_not_block(supervisor: Any, monad_home:
 
 @pytest.mark.e2e
 def test_crash_is_restarted_with_backoff_and_reason(supervisor: Any) -> None:
-    add_test_server(supervisor, "crashy", "--crash-after", "0.5")
+    add_test_server(supervisor, "crashy", "--crash-after", "1.5")
     row = wait_for(lambda: (s := status_of(supervisor, "crashy"))["state"] in ("backoff", "failed")
                    and "exited with status 3" in (s["reason"] or "") and s, timeout=60)
     assert "crashing as asked" in row["reason"]
@@ -283,3 +283,63 @@ def test_slow_start_within_timeout_connects(supervisor: Any) -> None:
 def test_wait_for_undefined_server_fails_fast(supervisor: Any) -> None:
     r = supervisor("mcp", "wait", "ghost", "--timeout", "30")
     assert r.code == 1 and "server `ghost` is not defined" in r.err
+
+
+@pytest.mark.e2e
+def test_stderr_log_is_redacted_and_private(supervisor: Any, monad_home: Path) -> None:
+    add_test_server(supervisor, "leaky", "--say", f"token is {SENTINEL} / Authorization: Bearer abcdef123456",
+                    env={"API_TOKEN": SENTINEL})
+    assert supervisor("mcp", "wait", "leaky", "--timeout", "60").code == 0
+    log = monad_home / "logs" / "servers" / "leaky.stderr.log"
+    text = wait_for(lambda: log.exists() and "token is" in (t := log.read_text()) and t)
+    assert SENTINEL not in text and "abcdef123456" not in text and "token is ***" in text
+    assert (log.stat().st_mode & 0o777) == 0o600
+    assert SENTINEL not in json.dumps(status_of(supervisor, "leaky"))
+
+
+@pytest.mark.e2e
+def test_required_server_does_not_block_other_commands(monad: Any) -> None:
+    assert monad("mcp", "add", "must", "--required", "--", "/bin/false").code == 0
+    assert monad("daemon", "start").code == 1
+    r = monad("mcp", "status", "--json")  # autostart comes up and reports the failure
+    assert r.code == 0, r
+    assert monad("mcp", "disable", "must").code == 0
+    assert monad("daemon", "stop").code == 0
+    assert monad("daemon", "start").code == 0  # a disabled required server does not count
+    monad("daemon", "stop")
+
+
+@pytest.mark.e2e
+def test_stop_right_after_start_and_concurrent_starts(monad: Any, monad_home: Path) -> None:
+    import subprocess
+    import sys
+
+    for _ in range(2):
+        assert monad("daemon", "start").code == 0
+        r = monad("daemon", "stop")
+        assert r.code == 0 and "supervisor stopped" in r.err, r
+    procs = [subprocess.Popen([sys.executable, "-m", "monad_cli", "daemon", "start"], stderr=subprocess.PIPE,
+                              text=True) for _ in range(3)]
+    outs = [(p.wait(timeout=60), p.stderr.read() if p.stderr else "") for p in procs]
+    assert [c for c, _ in outs] == [0, 0, 0], outs
+    assert monad("daemon", "stop").code == 0
+
+
+@pytest.mark.e2e
+def test_duplicate_url_keeps_the_running_server(supervisor: Any, http_testserver: Any) -> None:
+    url = http_testserver()
+    assert supervisor("mcp", "add", "zz", "--url", url).code == 0
+    assert supervisor("mcp", "wait", "zz", "--timeout", "60").code == 0
+    assert supervisor("mcp", "add", "aa", "--url", url + "/").code == 0  # sorts first, arrives second
+    row = wait_state(supervisor, "aa", "failed")
+    assert "same remote as server `zz`" in row["reason"]
+    assert status_of(supervisor, "zz")["state"] == "connected"
+
+
+@pytest.mark.e2e
+def test_disable_shows_at_once(supervisor: Any) -> None:
+    add_test_server(supervisor, "d")
+    assert supervisor("mcp", "wait", "d", "--timeout", "60").code == 0
+    assert supervisor("mcp", "disable", "d").code == 0
+    row = status_of(supervisor, "d")
+    assert row["state"] == "disabled" and row["tools"] is None

@@ -94,6 +94,7 @@ def test_over_stdio_notifications_input_cancel_errors(monad_home: Path, supervis
     check_completion_by_notifications(supervisor, log)
     check_input_round_trip(supervisor, log)
     check_cancel_from_the_cli(supervisor, log)
+    check_follow_and_ctrl_c(supervisor, log)
     check_errors_are_one_line(supervisor)
 
 
@@ -248,6 +249,12 @@ def test_kill_9_during_20_active_tasks(monad_home: Path, supervisor: Any, tasks_
     pid = int((monad_home / "run" / "monad.pid").read_text())
     os.kill(pid, signal.SIGKILL)
     wait_for(lambda: subprocess.run(["kill", "-0", str(pid)], capture_output=True).returncode != 0, timeout=10)
+    # Make one row look like a crash between sending tools/call and storing its answer: it is
+    # resent with the same invocation id, and the server deduplicates instead of running it twice.
+    import sqlite3
+
+    with sqlite3.connect(monad_home / "journal.db") as db:
+        db.execute("UPDATE tasks SET state = 'submitting', task_id = NULL WHERE id = ?", (tasks[0]["id"],))
     r = supervisor("daemon", "start")
     assert r.code == 0, r
 
@@ -265,6 +272,9 @@ def test_kill_9_during_20_active_tasks(monad_home: Path, supervisor: Any, tasks_
         assert api().get(f"/v1/tasks/{t['id']}?deliver=1")["delivered"] is False
     runs = [e["invocationId"] for log in logs for e in log_events(log) if e["event"] == "run"]
     assert sorted(runs) == sorted(t["id"] for t in tasks)  # each call ran exactly once
+    dedupes = [e for log in logs for e in log_events(log) if e["event"] == "dedupe"]
+    assert [(e["invocationId"], e["taskId"]) for e in dedupes] == [(tasks[0]["id"], tasks[0]["taskId"])]
+    assert api().get(f"/v1/tasks/{tasks[0]['id']}")["retries"] >= 1
     journal = supervisor("journal", "-n", "2000")
     assert "resumed after (re)connect" in journal.out
 
@@ -281,3 +291,28 @@ def check_errors_are_one_line(supervisor: Any) -> None:
     assert r.code == 1 and "task `0000` is not known" in r.err and "Traceback" not in r.err
     r = supervisor("tasks", "--server", "nobody")
     assert r.code == 0 and "no tasks match" in r.err
+
+
+def check_follow_and_ctrl_c(supervisor: Any, log: Path) -> None:
+    """`monad tasks show --wait` follows a task to its result; Ctrl-C there is `tasks/cancel`."""
+    import select
+
+    task = start_task("slow", "ts", seconds=1, label="followed")
+    r = supervisor("tasks", "show", task["id"][:10], "--wait")
+    assert r.code == 0 and "slept 1 followed" in r.out and "completed" in r.out, r
+    long = start_task("slow", "ts", seconds=60, label="interrupted")
+    proc = subprocess.Popen([sys.executable, "-m", "monad_cli", "tasks", "show", long["id"], "--wait"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        ready, _, _ = select.select([proc.stderr], [], [], 30)
+        assert ready, "no progress line from `monad tasks show --wait`"
+        line = proc.stderr.readline()  # type: ignore[union-attr]
+        assert "working" in line and "Ctrl-C cancels it" in line, line
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    done = wait_task(long["id"], lambda t: t["state"] == "cancelled")
+    assert done["cancelRequested"] is True
+    assert long["taskId"] in [e["taskId"] for e in log_events(log) if e["event"] == "cancel"]

@@ -28,15 +28,15 @@ def test_terminal_rows_are_removed_after_seven_days(tmp_path: Path) -> None:
             store.update(f"t{i}", state=state)
     clock.t += RETENTION_S - 1  # one second short of 7 days: nothing goes
     assert store.cleanup() == 0
-    assert len(store.list()) == 5
+    assert len(store.rows()) == 5
     store.insert(id="late", server="s", tool="slow", arguments={}, correlation=None, state="queued")
     store.update("late", state="completed", terminal_at=clock())
     clock.t += 2  # the first three ended 7 days + 1 s ago
     assert store.cleanup() == 3
-    assert sorted(r.id for r in store.list()) == ["late", "t3", "t4"]  # open rows are never removed
+    assert sorted(r.id for r in store.rows()) == ["late", "t3", "t4"]  # open rows are never removed
     clock.t += RETENTION_S
     assert store.cleanup() == 1
-    assert sorted(r.id for r in store.list()) == ["t3", "t4"]
+    assert sorted(r.id for r in store.rows()) == ["t3", "t4"]
     journal.close()
 
 

@@ -32,7 +32,7 @@ def parse_since(value: str) -> float:
 def journal(
     server: Annotated[str | None, typer.Option("--server", "-s", help="Only this server's rows.")] = None,
     since: Annotated[str | None, typer.Option("--since", help="10m, 2h, 7d, or an ISO time.")] = None,
-    limit: Annotated[int, typer.Option("--limit", "-n", help="At most this many rows (newest).")] = 200,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="At most this many rows (newest).")] = 200,
     calls: Annotated[bool, typer.Option("--calls", help="Tool calls instead: server, tool, argument digest, "
                                                         "approval decision and who made it, duration, "
                                                         "outcome.")] = False,

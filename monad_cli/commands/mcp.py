@@ -65,7 +65,7 @@ def add(
     from monad_cli.config.edits import add_server
 
     defn: dict[str, Any] = {}
-    kind = transport or ("http" if url else "stdio")
+    kind = transport or ("http" if url is not None else "stdio")
     if kind not in ("stdio", "http"):
         raise InvalidInput(f"--transport must be stdio or http, got {kind!r}")
     defn["transport"] = kind
@@ -78,7 +78,10 @@ def add(
         if command[1:]:
             defn["args"] = list(command[1:])
         if cwd:
-            defn["cwd"] = cwd
+            import os
+
+            # Relative to where the person is, not to wherever the supervisor runs.
+            defn["cwd"] = cwd if cwd.startswith("$") else os.path.abspath(os.path.expanduser(cwd))
         if env:
             defn["env"] = _parse_pairs(env, "=", "--env")
         if header or bearer_token or oauth:
@@ -95,7 +98,7 @@ def add(
             defn["headers"] = _parse_pairs(header, ":", "--header")
         if bearer_token and oauth:
             raise InvalidInput("choose one of --bearer-token and --oauth")
-        if bearer_token:
+        if bearer_token is not None:
             defn["auth"] = {"mode": "bearer", "token": bearer_token}
         elif oauth:
             defn["auth"] = {"mode": "oauth"}
@@ -141,6 +144,9 @@ def _show_status(rows: list[dict[str, Any]], problems: list[dict[str, Any]], as_
     if as_json:
         render.data_json(rows)
     else:
+        # A running server whose file went bad keeps its last good definition: say so.
+        rows = [{**r, "reason": f"runs its last good definition; config error: {r['configError']}"}
+                if r.get("configError") else r for r in rows]
         render.table(rows, STATUS_COLUMNS, empty="no servers defined; add one with `monad mcp add NAME -- COMMAND`")
 
 
@@ -274,13 +280,17 @@ def reconnect(
 @app.command("wait")
 def wait(
     names: Annotated[list[str], typer.Argument(help="Servers that must be connected.")],
-    timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait.")] = 30.0,
+    timeout: Annotated[float, typer.Option("--timeout", min=0, help="Seconds to wait.")] = 30.0,
     as_json: JsonOpt = False,
 ) -> None:
     """Exit 0 once every named server is connected; else non-zero with each one's reason.
 
     Gives up early when a server is failed, needs-auth or disabled. For CI scripts.
     """
+    import math
+
+    if not math.isfinite(timeout):
+        raise InvalidInput("--timeout must be a finite number of seconds")
     client = supervisor()
     deadline = time.monotonic() + timeout
     final_bad = {"failed", "needs-auth", "disabled", "filtered"}

@@ -95,7 +95,16 @@ def show(
     client = supervisor()
     if wait:
         tty = sys.stdin.isatty() and sys.stderr.isatty() and not as_json
-        task = follow(client, task_id, interactive=tty)
+        last: list[Any] = [None]
+
+        def progress(t: dict[str, Any]) -> None:
+            now = (t["state"], t["statusMessage"])
+            if now != last[0] and t["state"] not in TERMINAL:
+                last[0] = now
+                render.info(f"task {t['id'][:12]} {t['state']}{': ' + t['statusMessage'] if t['statusMessage'] else ''}"
+                            f" (Ctrl-C cancels it)")
+
+        task = follow(client, task_id, interactive=tty, on_update=progress)
     else:
         task = client.get(task_path(task_id, "?deliver=1"))
     if as_json:

@@ -27,6 +27,21 @@ class AgentsFile:
         return bool(self.document) and isinstance(self.document.get("mcpServers"), dict)
 
 
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise _DuplicateKey(k)
+        out[k] = v
+    return out
+
+
 def read_agents(paths: Paths) -> AgentsFile:
     """Parse agents.json. A missing file is empty; a malformed one raises `ConfigError`
     with `agents.json:line:col`."""
@@ -38,9 +53,12 @@ def read_agents(paths: Paths) -> AgentsFile:
         raise ConfigError(f"`{SOURCE}` is empty; write `{{\"mcpServers\": []}}` or delete it",
                           file=SOURCE)
     try:
-        doc = json.loads(data)
+        doc = json.loads(data, object_pairs_hook=_unique_keys)
     except UnicodeDecodeError:
         raise ConfigError(f"`{SOURCE}` is not UTF-8 text", file=SOURCE) from None
+    except _DuplicateKey as e:
+        raise ConfigError(f"`{SOURCE}`: key `{e.key}` appears twice in one object; JSON keeps only the "
+                          f"last, so remove or rename one", file=SOURCE) from None
     except json.JSONDecodeError as e:
         raise ConfigError(f"`{SOURCE}:{e.lineno}:{e.colno}`: malformed JSON: {e.msg}; fix the file "
                           f"(monad never rewrites it)", file=SOURCE) from None

@@ -8,6 +8,7 @@ one is reported), and two http servers whose URLs normalize alike keep only the 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,13 +43,29 @@ class Definitions:
         return next((p for p in self.problems if p.server == name), None)
 
 
+def _odd_atom_entries(paths: Paths) -> list[Path]:
+    try:
+        return sorted(p for p in paths.atoms_dir.iterdir()
+                      if p.suffix == ".toml" and not p.name.startswith(".") and not p.is_file())
+    except FileNotFoundError:
+        return []
+
+
 def load_definitions(paths: Paths, environ: Mapping[str, str] | None = None, *,
-                     expand: bool = True) -> Definitions:
-    """Read and validate everything. `expand=False` checks `$VAR` syntax only."""
+                     expand: bool = True, prefer: frozenset[str] = frozenset()) -> Definitions:
+    """Read and validate everything. `expand=False` checks `$VAR` syntax only.
+
+    `prefer`: servers that keep a contested URL (the supervisor passes the running ones,
+    so adding a duplicate never displaces the server already connected)."""
     env = (os.environ if environ is None else environ) if expand else None
     out = Definitions()
     candidates: list[tuple[str, str, Any]] = []  # (name, source, raw)
 
+    for path in _odd_atom_entries(paths):
+        source = relative_source(paths, path)
+        out.problems.append(Problem(f"`{source}` is not a regular file (a dangling link or a folder?); "
+                                    f"not read", source, path.stem))
+        out.sources.setdefault(path.stem, source)
     for path in list_atom_files(paths):
         source = relative_source(paths, path)
         name = path.stem
@@ -81,7 +98,7 @@ def load_definitions(paths: Paths, environ: Mapping[str, str] | None = None, *,
 
     _add_presets(paths, candidates, out, os.environ if environ is None else environ)
 
-    seen_urls: dict[str, str] = {}
+    valid: list[ServerSpec] = []
     for name, source, raw in candidates:
         if name in out.sources:
             other = out.sources[name]
@@ -99,15 +116,19 @@ def load_definitions(paths: Paths, environ: Mapping[str, str] | None = None, *,
             continue
         if bad_name:  # validate() reports it, this is unreachable but keeps mypy honest
             continue
+        valid.append(spec)
+
+    seen_urls: dict[str, str] = {}
+    for spec in sorted(valid, key=lambda s: s.name not in prefer):  # stable: file order otherwise
         if spec.url and spec.enabled:
             key = normalize_url(spec.url)
             if key in seen_urls:
                 out.problems.append(Problem(
-                    f"`{source}`: server `{name}`, field `url`: the same remote as server "
-                    f"`{seen_urls[key]}`; skipped (remove one of them)", source, name))
+                    f"`{spec.source}`: server `{spec.name}`, field `url`: the same remote as server "
+                    f"`{seen_urls[key]}`; skipped (remove one of them)", spec.source, spec.name))
                 continue
-            seen_urls[key] = name
-        out.specs[name] = spec
+            seen_urls[key] = spec.name
+        out.specs[spec.name] = spec
     return out
 
 

@@ -102,6 +102,8 @@ def check_name(name: str) -> str | None:
         if not name:
             return "is empty"
         return "may only contain letters A-Z a-z, digits, `_` and `-`"
+    if name.startswith("-"):
+        return "must not start with `-` (it would read as an option)"
     if "__" in name:
         return "must not contain `__` (it separates server and tool in tool names)"
     return None
@@ -228,16 +230,24 @@ def validate(raw: Mapping[str, Any], *, name: str, source: str,
         for key in HTTP_FIELDS & set(raw):
             raise ctx.error(key, "only http servers take this field (this server's transport is stdio)")
         command = raw.get("command")
+        if command is not None and not isinstance(command, str):
+            raise ctx.error("command", f"must be a string (the executable), got {type(command).__name__}")
         if not isinstance(command, str) or not command.strip():
             raise ctx.error("command", "a stdio server needs a non-empty `command`")
         spec.command = _expand(ctx, "command", command, environ)
         spec.args = [_expand(ctx, f"args[{i}]", a, environ) for i, a in enumerate(_str_list(ctx, raw, "args"))]
-        spec.env = {k: _expand(ctx, f"env.{k}", v, environ) for k, v in _str_map(ctx, raw, "env").items()}
+        env_map = _str_map(ctx, raw, "env")
+        for k in env_map:
+            if not _ENV_NAME.fullmatch(k):
+                raise ctx.error(f"env.{k}", "is not a valid environment variable name (no `=` or spaces)")
+        spec.env = {k: _expand(ctx, f"env.{k}", v, environ) for k, v in env_map.items()}
         cwd = raw.get("cwd")
         if cwd is not None:
             if not isinstance(cwd, str) or not cwd:
                 raise ctx.error("cwd", "must be a directory path")
             spec.cwd = _expand(ctx, "cwd", cwd, environ)
+            if not spec.cwd.startswith(("/", "$")):
+                raise ctx.error("cwd", "must be an absolute path (the supervisor runs elsewhere)")
         spec.sandbox = _bool(ctx, raw, "sandbox", False)
         for i, p in enumerate(_str_list(ctx, raw, "sandboxWritable")):
             fld = f"sandboxWritable[{i}]"
@@ -262,14 +272,15 @@ def validate(raw: Mapping[str, Any], *, name: str, source: str,
             raise ctx.error("url", problem)
         spec.headers = {k: _expand(ctx, f"headers.{k}", v, environ)
                         for k, v in _str_map(ctx, raw, "headers").items()}
+        _check_headers(ctx, "headers", spec.headers)
         auth = raw.get("auth", {})
         if not isinstance(auth, Mapping):
             raise ctx.error("auth", "must be a table")
         mode = auth.get("mode", "none")
         if mode not in AUTH_MODES:
             raise ctx.error("auth.mode", f"must be one of {', '.join(AUTH_MODES)}; got {mode!r}")
-        if mode == "bearer" and not isinstance(auth.get("token"), str):
-            raise ctx.error("auth.token", "bearer mode needs a `token` string")
+        if mode == "bearer" and (not isinstance(auth.get("token"), str) or not auth["token"].strip()):
+            raise ctx.error("auth.token", "bearer mode needs a non-empty `token`")
         if mode == "oauth":
             if auth.get("flow", "loopback") not in OAUTH_FLOWS:
                 raise ctx.error("auth.flow", f"must be one of {', '.join(OAUTH_FLOWS)}; got {auth.get('flow')!r}")
@@ -303,8 +314,28 @@ def check_url(url: str) -> str | None:
     except ValueError as e:
         return f"is not a valid URL ({e})"
     if p.scheme not in ("http", "https"):
-        return (f"must start with http:// or https://, got `{p.scheme}://`" if p.scheme
+        return (f"must start with http:// or https://, got `{p.scheme}:`" if p.scheme
                 else "must start with http:// or https://")
     if not p.hostname:
         return "has no host"
+    if _BAD_URL_CHARS.search(url) or not _HOST.fullmatch(p.hostname):
+        return "has a space or a control character in it; percent-encode it"
     return None
+
+
+_BAD_URL_CHARS = re.compile(r"[\s\x00-\x1f\x7f]")
+_HOST = re.compile(r"[A-Za-z0-9._~%!$&'()*+,;=:\[\]-]+")
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_ENV_NAME = re.compile(r"[^=\s\x00]+")
+
+
+def _check_headers(ctx: _Ctx, fld: str, headers: Mapping[str, str]) -> None:
+    seen: dict[str, str] = {}
+    for k, v in headers.items():
+        if not _HEADER_NAME.fullmatch(k):
+            raise ctx.error(f"{fld}.{k}", "is not a valid HTTP header name (letters, digits, `-`; no spaces)")
+        if any(c in v for c in "\r\n\x00"):
+            raise ctx.error(f"{fld}.{k}", "a header value must not contain line breaks")
+        if k.lower() in seen:
+            raise ctx.error(f"{fld}.{k}", f"is the same header as `{seen[k.lower()]}` (names ignore case)")
+        seen[k.lower()] = k

@@ -42,6 +42,10 @@ class ControlClient:
     def request(self, method: str, path: str, body: Any = None) -> Any:
         """One API call. Raises `SupervisorNotRunning` if nothing listens, `ApiError` for
         an error answer."""
+        from monad_cli.paths import MAX_SOCKET_PATH
+
+        if len(str(self.paths.socket).encode()) > MAX_SOCKET_PATH:
+            self.paths.ensure()  # raises the clear "MONAD_HOME is too long" error
         conn = _UnixConnection(str(self.paths.socket), self.timeout)
         try:
             payload = json.dumps(body).encode() if body is not None else None
@@ -87,11 +91,27 @@ class ControlClient:
             return False
 
 
+def pid_alive(pid: int) -> bool:
+    """True while `pid` runs; a zombie (exited, not yet reaped by its parent) counts as gone."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
 def autostart_allowed() -> bool:
     return os.environ.get("MONAD_NO_AUTOSTART", "") not in ("1", "true", "yes")
 
 
-def start_supervisor(paths: Paths, *, timeout: float = START_TIMEOUT_S, extra_args: list[str] | None = None) -> int:
+def start_supervisor(paths: Paths, *, timeout: float = START_TIMEOUT_S, extra_args: list[str] | None = None,
+                     check_required: bool = True) -> int:
     """Start `monad daemon run` detached and wait until it answers; returns its pid.
 
     Readiness comes through a pipe (like sd_notify): the supervisor writes `ok` once the
@@ -103,6 +123,8 @@ def start_supervisor(paths: Paths, *, timeout: float = START_TIMEOUT_S, extra_ar
     env = dict(os.environ)
     env["MONAD_READY_FD"] = str(write_fd)
     env["MONAD_HOME"] = str(paths.home)
+    if not check_required:
+        env["MONAD_SKIP_REQUIRED"] = "1"
     log = open(paths.daemon_log, "ab")  # noqa: SIM115 - handed to the child
     try:
         proc = subprocess.Popen([sys.executable, "-m", "monad_cli", "daemon", "run", *(extra_args or [])],
@@ -146,7 +168,7 @@ def connect(paths: Paths, *, autostart: bool = True) -> ControlClient:
         return client
     if autostart and autostart_allowed():
         try:
-            start_supervisor(paths)
+            start_supervisor(paths, check_required=False)
         except MonadError as e:
             if "already running" not in e.message:
                 raise

@@ -133,8 +133,10 @@ class ControlServer:
                              "startedAt": self.sup.started_at})
 
     async def stop_daemon(self, request: Request) -> JSONResponse:
-        self.sup.stop_event.set()
-        return JSONResponse({"stopping": True, "pid": os.getpid()})
+        from starlette.background import BackgroundTask
+
+        # Stop once the answer is sent: stopping first would cut this very connection.
+        return JSONResponse({"stopping": True, "pid": os.getpid()}, background=BackgroundTask(self.sup.stop_event.set))
 
     async def list_servers(self, request: Request) -> JSONResponse:
         await self.sup.reconcile()

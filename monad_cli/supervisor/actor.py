@@ -90,7 +90,7 @@ class ServerActor:
         self.server_info: dict[str, Any] | None = None
         self.conn: Connection | None = None
         self.connected_at: float | None = None
-        self.sink = StderrSink(supervisor.paths.server_stderr_log(name))
+        self.sink = StderrSink(supervisor.paths.server_stderr_log(name), scrub=supervisor.scrub)
         self.backoff = Backoff()
         self.first_attempt = anyio.Event()
         self.done = anyio.Event()
@@ -245,6 +245,10 @@ class ServerActor:
                         tg.start_soon(self._listen_for_tool_changes, client)
                         reason = await self._sleep_until_woken()
                         tg.cancel_scope.cancel()
+                    # Shutting a session down takes up to seconds (stdin grace); status
+                    # must not say `connected` meanwhile, and calls must fail fast.
+                    self.client = None
+                    self._announce_end(reason)
                     self._tg = None
                     self.client = None
             if deadline.cancelled_caught:
@@ -267,11 +271,23 @@ class ServerActor:
             return "needs-auth", self._auth_reason or f"run `monad mcp authorize {self.name}`"
         return reason or "reconnect", reason or "reconnect"
 
+    def _announce_end(self, reason: str | None) -> None:
+        spec = self.spec
+        if reason == "update" and (spec is None or not spec.enabled):
+            self.set_state(State.DISABLED if spec else State.FAILED,
+                           "enabled = false in its definition" if spec else f"config error: {self.config_error}")
+        elif reason == "update":
+            self.set_state(State.CONNECTING, "reconnecting: its definition changed")
+        elif reason == "reconnect":
+            self.set_state(State.CONNECTING, "reconnecting")
+
     def _connected(self, client: Client, tools: list[Tool], problem: str | None) -> None:
         self.client = client
         self.tools = tools
         self.tool_problem = problem
         self.connected_at = time.monotonic()
+        if self.conn is not None:
+            self.conn.established = True
         self.protocol_version = client.protocol_version
         info = client.server_info
         self.server_info = info.model_dump(exclude_none=True) if info else None

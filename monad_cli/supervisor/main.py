@@ -54,6 +54,7 @@ def run(paths: Paths, *, include: list[str] | None = None, exclude: list[str] | 
     """
     ready_fd = int(os.environ.pop("MONAD_READY_FD", "-1"))
     sup = Supervisor(paths, include=include, exclude=exclude)
+    sup.check_required = os.environ.pop("MONAD_SKIP_REQUIRED", "") != "1"
     _setup_logging(paths, sup, to_stderr=ready_fd < 0)
     log = logging.getLogger("monad.supervisor")
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -23,16 +24,22 @@ MAX_LINE_CHARS = 500
 class StderrSink:
     """One pipe per connection attempt; `tail` keeps the lines across attempts."""
 
-    def __init__(self, log_path: Path) -> None:
+    def __init__(self, log_path: Path, scrub: Callable[[str], str] = lambda s: s) -> None:
         self.log_path = log_path
+        self.scrub = scrub
         self.tail: deque[str] = deque(maxlen=TAIL_LINES)
         self._partial = ""
+        self._log_pending = ""
         self.read_fd: int | None = None
         self.write_fd: int | None = None
 
     def open_pipe(self) -> int:
         """Make a new pipe; returns the write end for the child."""
         self.read_fd, self.write_fd = os.pipe()
+        # The reason of a failed attempt must quote that attempt's stderr, not an older one's.
+        self.tail.clear()
+        self._partial = ""
+        self._log_pending = ""
         os.set_blocking(self.read_fd, False)
         return self.write_fd
 
@@ -53,7 +60,8 @@ class StderrSink:
         fd = self.read_fd
         assert fd is not None
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "ab") as log:
+        fd_log = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        with os.fdopen(fd_log, "ab") as log:
             while True:
                 try:
                     chunk = os.read(fd, 65536)
@@ -64,15 +72,30 @@ class StderrSink:
                     return
                 if not chunk:
                     self._flush_partial()
+                    if self._log_pending:
+                        log.write(self.scrub(self._log_pending).encode())
+                        self._log_pending = ""
+                    log.flush()
                     return
-                log.write(chunk)
+                text = chunk.decode("utf-8", errors="replace")
+                log.write(self._scrubbed_lines(text).encode())
                 log.flush()
-                self._feed(chunk.decode("utf-8", errors="replace"))
+                self._feed(text)
                 if log.tell() > LOG_CAP_BYTES:
                     log.close()
                     self._rotate()
-                    log = open(self.log_path, "ab")  # noqa: SIM115 - reopened after rotation
+                    log = os.fdopen(os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab")
                 await anyio.lowlevel.checkpoint()
+
+    def _scrubbed_lines(self, text: str) -> str:
+        """Complete lines, scrubbed of known secrets (a secret split across two reads is
+        still whole in a line); a line that never ends is written in 64 KiB pieces."""
+        pending = self._log_pending + text
+        cut = pending.rfind("\n") + 1
+        if cut == 0 and len(pending) > 65536:
+            cut = len(pending)
+        self._log_pending = pending[cut:]
+        return self.scrub(pending[:cut])
 
     def _feed(self, text: str) -> None:
         lines = (self._partial + text).split("\n")

@@ -60,6 +60,9 @@ class Supervisor:
         self.file_problems: list[dict[str, Any]] = []
         self.secrets: set[str] = set()
         self.stopping = False
+        # `required` gates an explicit `daemon start`/`run`; a supervisor started in the
+        # background for some other command comes up anyway and reports the failure.
+        self.check_required = True
         self.started_at = time.time()
         self.journal: Journal | None = None
         self._tg: anyio.abc.TaskGroup | None = None
@@ -180,7 +183,8 @@ class Supervisor:
             if stamp == self._stamp and not force:
                 return
             self._stamp = stamp
-            defs = load_definitions(self.paths, self.environ)
+            running = frozenset(n for n, a in self.actors.items() if a.spec is not None)
+            defs = load_definitions(self.paths, self.environ, prefer=running)
             self._refilter(defs)
             self._apply(defs)
 
@@ -205,8 +209,10 @@ class Supervisor:
             if actor.spec is not None:
                 secrets |= _spec_secrets(actor.spec)
         self.secrets = secrets
+        # Whole-file errors, and errors about a definition that lost to another one
+        # (duplicate name or URL) while the winner runs: no status row would show them.
         self.file_problems = [{"file": p.file, "message": self.scrub(p.message)}
-                              for p in defs.problems if p.server is None]
+                              for p in defs.problems if p.server is None or p.server in defs.specs]
         for p in defs.problems:
             if (p.server, p.message) not in old_problems and self.journal is not None:
                 self.journal.record("config-error", server=p.server, reason=p.message,
@@ -315,7 +321,10 @@ class Supervisor:
                 self.journal.close()
 
     async def _wait_required(self) -> str | None:
-        required = [a for a in self.actors.values() if a.spec is not None and a.spec.required]
+        if not self.check_required:
+            return None
+        required = [a for a in self.actors.values()
+                    if a.spec is not None and a.spec.required and a.spec.enabled]
         for actor in required:
             await actor.first_attempt.wait()
         # A required server the person filtered out on purpose does not fail the start.

@@ -60,6 +60,7 @@ class Connection:
     protocol_error: str | None = None
     last_http_status: int | None = None
     closed: bool = False
+    established: bool = False  # the handshake completed: it earns a graceful stop
     extra: dict[str, Any] = field(default_factory=dict)
 
     def mark_closed(self) -> None:
@@ -202,13 +203,16 @@ def _sandboxed(spec: ServerSpec, command: str, env: dict[str, str]) -> tuple[lis
 
 
 async def _stop(process: anyio.abc.Process, conn: Connection) -> None:
-    """close stdin → 2 s → SIGTERM group → 2 s → SIGKILL group → reap (ST-1, ST-2)."""
+    """close stdin → 2 s → SIGTERM group → 2 s → SIGKILL group → reap (ST-1, ST-2).
+
+    A server that never completed the handshake (a connect that timed out or was
+    cancelled) gets no stdin grace: the connect timeout is the time a person waits."""
     pgid = process.pid  # start_new_session: the server leads its own group
     if process.returncode is None:
         with suppress(Exception):
             assert process.stdin is not None
             await process.stdin.aclose()
-        with anyio.move_on_after(STDIN_CLOSE_GRACE_S):
+        with anyio.move_on_after(STDIN_CLOSE_GRACE_S if conn.established else 0.1):
             await process.wait()
     if process.returncode is None:
         _killpg(pgid, signal.SIGTERM)

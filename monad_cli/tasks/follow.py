@@ -24,8 +24,12 @@ def task_path(task_id: str, suffix: str = "") -> str:
     return f"/v1/tasks/{quote(task_id, safe='')}{suffix}"
 
 
+def _say(text: str) -> None:
+    sys.stderr.write(text + "\n")
+
+
 def prompt_answers(task: dict[str, Any], *, ask: Callable[[str], str] = input,
-                   say: Callable[[str], None] = lambda s: sys.stderr.write(s + "\n")) -> dict[str, Any]:
+                   say: Callable[[str], None] = _say) -> dict[str, Any]:
     """Ask a person for every outstanding input request of `task`; returns `responses`
     for `POST /v1/tasks/{id}/input`. Values are typed by the form (`coerce`); a wrong value
     is asked again. Raises `FormError` for a form monad will not show (unsafe names)."""
@@ -60,9 +64,12 @@ def follow(client: Any, task_id: str, *, interactive: bool,
     `timeout` (seconds) returns the task unfinished."""
     deadline = None if timeout is None else time.monotonic() + timeout
     seen_inputs: set[str] = set()
+    first = True
     try:
         while True:
             wait = POLL_WAIT_S if deadline is None else max(0.0, min(POLL_WAIT_S, deadline - time.monotonic()))
+            if first:  # show where it stands at once, then long-poll
+                wait, first = 0.0, False
             task = client.get(task_path(task_id, f"?wait={wait:g}&deliver=1"))
             on_update(task)
             if task["state"] in TERMINAL:

@@ -185,7 +185,7 @@ class TaskManager:
     # -- starting calls ------------------------------------------------------------------
     def counts(self, server: str) -> tuple[int, int]:
         """(active, queued) rows of `server`."""
-        rows = self.store.list(server=server, states=(*ACTIVE_STATES, QUEUED), limit=100_000)
+        rows = self.store.rows(server=server, states=(*ACTIVE_STATES, QUEUED), limit=100_000)
         active = sum(1 for r in rows if r.state in ACTIVE_STATES)
         return active, len(rows) - active
 
@@ -425,7 +425,7 @@ class TaskManager:
                             ended = True
                             tg.cancel_scope.cancel()
 
-                        async def grown() -> None:
+                        async def grown(ids: dict[str, str] = ids) -> None:
                             # Re-listen for new tasks; close the stream once nothing is left to
                             # hear about (an idle open stream holds an HTTP response open).
                             while True:
@@ -467,6 +467,14 @@ class TaskManager:
         row = self.store.by_task_id(server, task_id)
         if row is None or row.state in TERMINAL:
             return  # terminal is sticky
+        if (status == "completed" and "result" not in snap) or (status == "failed" and "error" not in snap):
+            # A bare Task (e.g. a CreateTaskResult for a task that already ended) carries no
+            # payload: fetch the DetailedTask instead of recording an empty end.
+            st = self.servers.get(server)
+            if st is not None:
+                st.next_poll[row.id] = 0.0
+                st.poke()
+            return
         fields: dict[str, Any] = {"state": status, "status_message": snap.get("statusMessage")}
         if "ttlMs" in snap:
             fields["ttl_ms"] = snap.get("ttlMs")
@@ -564,17 +572,17 @@ class TaskManager:
         out["delivered"] = bool(delivered)
         return out
 
-    def list(self, *, server: str | None = None, state: str | None = None) -> list[dict[str, Any]]:
+    def list_tasks(self, *, server: str | None = None, state: str | None = None) -> list[dict[str, Any]]:
         """Rows for `monad tasks`: state `active` (not terminal), `pending` (deliveryPending),
         `done` (terminal), or None for all."""
         if state == "active":
-            rows = self.store.list(server=server, states=(QUEUED, *ACTIVE_STATES))
+            rows = self.store.rows(server=server, states=(QUEUED, *ACTIVE_STATES))
         elif state == "pending":
-            rows = self.store.list(server=server, pending=True)
+            rows = self.store.rows(server=server, pending=True)
         elif state == "done":
-            rows = self.store.list(server=server, states=tuple(TERMINAL))
+            rows = self.store.rows(server=server, states=tuple(TERMINAL))
         elif state is None:
-            rows = self.store.list(server=server)
+            rows = self.store.rows(server=server)
         else:
             raise InvalidInput(f"--state must be active, pending or done, got {state!r}")
         return [self.view(r) for r in rows]

@@ -86,7 +86,8 @@ def task_routes(sup: Supervisor) -> list[Route]:
 
     async def list_(request: Request) -> JSONResponse:
         q = request.query_params
-        return JSONResponse({"tasks": manager().list(server=q.get("server") or None, state=q.get("state") or None)})
+        rows = manager().list_tasks(server=q.get("server") or None, state=q.get("state") or None)
+        return JSONResponse({"tasks": rows})
 
     async def show(request: Request) -> JSONResponse:
         q = request.query_params

@@ -149,7 +149,7 @@ class TaskStore:
                                {"t": self.clock(), "id": id})
             return bool(res.rowcount)
 
-    def list(self, *, server: str | None = None, states: tuple[str, ...] | None = None,
+    def rows(self, *, server: str | None = None, states: tuple[str, ...] | None = None,
              pending: bool | None = None, limit: int = 500) -> list[TaskRow]:
         q = select(TaskRow)
         if server:

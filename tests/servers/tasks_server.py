@@ -36,11 +36,17 @@ from mcp.server import MCPServer
 from mcp.server.extension import Extension, MethodBinding
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
-from pydantic import ConfigDict
 
 EXT = "io.modelcontextprotocol/tasks"
 INVOCATION = "dev.monad/invocationId"
 TASK_TOOLS = {"slow", "ask", "fail"}
+# The fixture names the official conformance `tasks-*` server scenarios call, mapped to ours.
+ALIASES: dict[str, tuple[str, dict[str, Any]]] = {
+    "slow_compute": ("slow", {}),
+    "failing_job": ("fail", {"kind": "tool", "message": "failing_job failed"}),
+    "protocol_error_job": ("fail", {"kind": "error", "message": "protocol_error_job failed"}),
+}
+CAPS_META = "io.modelcontextprotocol/clientCapabilities"
 
 
 def now_iso() -> str:
@@ -162,9 +168,19 @@ async def work(state: State, t: ServerTask) -> None:
                                  status_message=f"Tool execution failed: {message}")
 
 
-def declared(ctx: Any) -> bool:
+def declared(ctx: Any, meta: dict[str, Any] | None = None) -> bool:
+    """The client declared the extension: for the session, or on this request's `_meta`."""
     caps = ctx.session.client_capabilities
-    return bool(caps and caps.extensions and EXT in caps.extensions)
+    if caps and caps.extensions and EXT in caps.extensions:
+        return True
+    per_request = (meta or {}).get(CAPS_META) or {}
+    return EXT in (per_request.get("extensions") or {})
+
+
+def require_declared(ctx: Any, meta: dict[str, Any] | None) -> None:
+    if not declared(ctx, meta):
+        raise MCPError(-32021, f"Client did not declare required extension {EXT!r}",
+                       data={"requiredCapabilities": {"extensions": {EXT: {}}}})
 
 
 class TasksServerExtension(Extension):
@@ -179,7 +195,8 @@ class TasksServerExtension(Extension):
                 MethodBinding("tasks/cancel", TaskIdParams, self.cancel)]
 
     async def intercept_tool_call(self, params: types.CallToolRequestParams, ctx: Any, call_next: Any) -> Any:
-        if params.name not in TASK_TOOLS or not declared(ctx):
+        name, preset = ALIASES.get(params.name, (params.name, {}))
+        if name not in TASK_TOOLS or not declared(ctx, params.meta):
             return await call_next(ctx)
         st = self.state
         invocation = (params.meta or {}).get(INVOCATION)
@@ -187,7 +204,7 @@ class TasksServerExtension(Extension):
             t = st.by_invocation[invocation]
             st.log("dedupe", invocationId=invocation, taskId=t.task_id)
         else:
-            t = ServerTask(params.name, dict(params.arguments or {}), invocation, st.cfg)
+            t = ServerTask(name, {**preset, **(params.arguments or {})}, invocation, st.cfg)
             st.tasks[t.task_id] = t
             if invocation:
                 st.by_invocation[invocation] = t
@@ -200,11 +217,13 @@ class TasksServerExtension(Extension):
         return {"resultType": "task", **snap}
 
     async def get(self, ctx: Any, params: TaskIdParams) -> dict[str, Any]:
+        require_declared(ctx, params.meta)
         t = self.state.get(params.task_id)
         self.state.log("get", taskId=t.task_id)
         return {"resultType": "complete", **t.detailed()}
 
     async def update(self, ctx: Any, params: UpdateParams) -> dict[str, Any]:
+        require_declared(ctx, params.meta)
         t = self.state.get(params.task_id)
         self.state.log("update", taskId=t.task_id, inputResponses=params.input_responses)
         for key, value in params.input_responses.items():
@@ -215,6 +234,7 @@ class TasksServerExtension(Extension):
         return {"resultType": "complete"}
 
     async def cancel(self, ctx: Any, params: TaskIdParams) -> dict[str, Any]:
+        require_declared(ctx, params.meta)
         t = self.state.get(params.task_id)
         self.state.log("cancel", taskId=t.task_id)
         if t.status not in ("completed", "failed", "cancelled"):
@@ -289,7 +309,19 @@ def main() -> None:
         """Answer at once, never as a task."""
         return text
 
-    for fn in (slow, ask, fail, quick):
+    async def slow_compute(seconds: float = 1.0, label: str = "") -> str:
+        """Conformance fixture: `slow` under the name the scenarios call."""
+        return await slow(seconds, label)
+
+    def failing_job() -> str:
+        """Conformance fixture: a tool error (a completed task with isError)."""
+        raise ValueError("failing_job failed")
+
+    def protocol_error_job() -> str:
+        """Conformance fixture: a protocol error (a failed task)."""
+        raise ValueError("protocol_error_job failed")
+
+    for fn in (slow, ask, fail, quick, slow_compute, failing_job, protocol_error_job):
         mcp.add_tool(fn, structured_output=False)
     mcp._lowlevel_server.add_request_handler("subscriptions/listen", types.SubscriptionsListenRequestParams,
                                              listen_handler(state))

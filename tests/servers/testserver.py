@@ -57,12 +57,6 @@ def main() -> None:
         # Not JSON-RPC: a well-behaved client counts and ignores it.
         sys.stdout.write("this is not json\n")
         sys.stdout.flush()
-    if args.crash_after is not None:
-        def crash() -> None:
-            time.sleep(args.crash_after)
-            print("testserver: crashing as asked", file=sys.stderr, flush=True)
-            os._exit(3)
-        threading.Thread(target=crash, daemon=True).start()
 
     # Imported late: the early-exit and hang modes above must act before the slow SDK import.
     from mcp.server import MCPServer
@@ -110,6 +104,14 @@ def main() -> None:
         def extra() -> str:
             """An added tool."""
             return "extra"
+
+    if args.crash_after is not None:
+        # Counted from here, after the slow imports: the server gets to connect first.
+        def crash() -> None:
+            time.sleep(args.crash_after)
+            print("testserver: crashing as asked", file=sys.stderr, flush=True)
+            os._exit(3)
+        threading.Thread(target=crash, daemon=True).start()
 
     if args.http is not None:
         mcp.run("streamable-http", host="127.0.0.1", port=args.http, streamable_http_path=args.path)

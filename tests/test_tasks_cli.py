@@ -1,0 +1,24 @@
+"""`monad tasks` stays on the CLI's light import path and documents itself."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+HEAVY = ("mcp", "mcp_types", "sqlalchemy", "sqlmodel", "httpx2", "uvicorn", "starlette")
+
+
+def test_the_tasks_commands_import_nothing_heavy() -> None:
+    code = ("import sys, monad_cli.app, monad_cli.commands.tasks, monad_cli.tasks.follow; "
+            f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_help_names_the_commands_and_states(cli) -> None:  # type: ignore[no-untyped-def]
+    r = cli("tasks", "--help")
+    assert r.code == 0
+    for word in ("show", "input", "cancel", "active", "pending", "done"):
+        assert word in r.out
+    r = cli("tasks", "input", "--help")
+    assert r.code == 0 and "--set" in r.out and "NAME=VALUE" in r.out
