@@ -5,6 +5,7 @@ concurrent requests. Tokens are sentinels; every output, log and journal row is 
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
@@ -25,7 +26,7 @@ from tests.auth_helpers import (
     post,
     stats,
 )
-from tests.conftest import wait_for, wait_state
+from tests.conftest import status_of, wait_for, wait_state
 
 pytestmark = pytest.mark.e2e
 
@@ -286,3 +287,57 @@ def test_mid_session_401_refreshes_once_then_invalid_grant_needs_auth(monad: Any
     s = stats(base)
     assert s["refresh"] == 1 and s["refresh_rejected"] == 1  # one failed refresh, never repeated
     assert problems and all("invalid_grant" in p and "monad mcp authorize remote" in p for p in problems)
+
+
+def test_supervisor_refreshes_mid_session_once_for_twenty_tool_calls(monad: Any, monad_home: Path,
+                                                                     servers: Servers, tmp_path: Path,
+                                                                     monkeypatch: Any) -> None:
+    """End to end through the control API: the token expires while the session is open; 20
+    concurrent tool calls cause exactly one refresh and all succeed. After the grant is
+    revoked, the next call fails and the server goes to needs-auth with the hint."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from monad_cli.control.client import ControlClient
+    from monad_cli.errors import MonadError
+    from monad_cli.paths import paths
+
+    base = servers.start(OAUTH_AS, "--ttl", "3")
+    install_browser(tmp_path, monkeypatch)
+    _add(monad, "remote", f"{base}/mcp")
+    assert monad("mcp", "authorize", "remote", env={"MONAD_NO_AUTOSTART": "1"}).code == 0
+    atom = _atom(monad_home, "remote")
+    assert monad("daemon", "start").code == 0
+    wait_state(monad, "remote", "connected")
+    refreshes_before = stats(base)["refresh"]
+    wait_for(lambda: time.time() > _expires_at(atom), timeout=15)
+
+    def call(i: int) -> Any:
+        client = ControlClient(paths(), timeout=60)
+        try:
+            return client.post("/v1/tools/call", {"name": "remote__echo", "arguments": {"text": f"hi {i}"},
+                                                  "via": "api", "approval": {"mode": "yes"}})
+        except MonadError as e:
+            return e.message
+
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        answers = list(pool.map(call, range(20)))
+    texts = sorted(a["content"][0]["text"] for a in answers if isinstance(a, dict) and "content" in a)
+    assert texts == sorted(f"hi {i}" for i in range(20)), answers
+    s = stats(base)
+    assert s["refresh"] == refreshes_before + 1 and s["reuse_detected"] == 0
+    assert status_of(monad, "remote")["state"] == "connected"
+    # The refreshed grant was written to the atom, and that write is state, not a change of
+    # definition: the session was not reconnected.
+    assert "expiresAt" in atom.read_text()
+    rows = monad("journal", "--server", "remote", "--json").json()
+    assert [r for r in rows if r["kind"] == "config"] == []
+    assert [r["state"] for r in rows if r["kind"] == "state"].count("connecting") == 1
+
+    post(base, "/_revoke")
+    wait_for(lambda: time.time() > _expires_at(atom), timeout=15)
+    answer = call(99)
+    assert not (isinstance(answer, dict) and "content" in answer), answer
+    row = wait_state(monad, "remote", "needs-auth")
+    assert "invalid_grant" in row["reason"] and "monad mcp authorize remote" in row["reason"]
+    monad("daemon", "stop")
+    assert_no_sentinel(monad_home, json.dumps(answers), str(answer), json.dumps(row))

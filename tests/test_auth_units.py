@@ -193,3 +193,41 @@ def test_refresh_never_overwrites_a_newer_grant(monad_home: Any) -> None:
         assert g.expires_at is not None and g.expires_at > g.obtained_at  # type: ignore[operator]
 
     anyio.run(main)
+
+
+def test_device_poll_doubles_the_interval_on_a_network_timeout() -> None:
+    """RFC 8628 §3.5: a timed-out poll doubles the interval. A real server cannot be made to
+    time out on cue, so this one edge uses httpx2.MockTransport."""
+    from mcp.shared.auth import OAuthClientInformationFull, OAuthMetadata
+
+    from monad_cli.auth.device import DeviceAuthorization, poll_for_token
+    from monad_cli.auth.discovery import Discovery
+
+    answers = ["timeout", "pending", "slow_down", "ok"]
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        step = answers.pop(0)
+        if step == "timeout":
+            raise httpx2.ReadTimeout("slow", request=request)
+        if step == "ok":
+            return httpx2.Response(200, json={"access_token": "t", "token_type": "bearer", "expires_in": 60})
+        return httpx2.Response(400, json={"error": "authorization_pending" if step == "pending" else step})
+
+    asm = OAuthMetadata.model_validate({"issuer": "https://as.example", "authorization_endpoint":
+                                        "https://as.example/a", "token_endpoint": "https://as.example/t"})
+    found = Discovery(resource="https://mcp.example/mcp", challenged_scope=None, resource_metadata=None,
+                      authorization_server="https://as.example", server_metadata=asm, server_metadata_raw={})
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    async def main() -> str:
+        async with httpx2.AsyncClient(transport=httpx2.MockTransport(handler)) as http:
+            token = await poll_for_token(http, found, OAuthClientInformationFull(client_id="c"),
+                                         DeviceAuthorization("dc", "UC", "https://as.example/device", None, 600, 2),
+                                         name="x", sleep=sleep)
+        return token.access_token
+
+    assert anyio.run(main) == "t"
+    assert slept == [2, 4, 4, 9]  # timeout doubles; pending keeps; slow_down adds 5 s for good

@@ -101,9 +101,11 @@ class MonadOAuthProvider(OAuthClientProvider):
                          redirect_handler=redirect_handler, callback_handler=callback_handler,
                          client_metadata_url=client_metadata_url)
         old = self.context
-        self.context: _Context = _Context(server_url=old.server_url, client_metadata=old.client_metadata,
-                                storage=old.storage, redirect_handler=old.redirect_handler,
-                                callback_handler=old.callback_handler, client_metadata_url=client_metadata_url)
+        # The SDK builds a plain OAuthContext; swap in ours (early refresh, TK-4).
+        self.context: _Context = _Context(
+            server_url=old.server_url, client_metadata=old.client_metadata, storage=old.storage,
+            redirect_handler=old.redirect_handler, callback_handler=old.callback_handler,
+            client_metadata_url=client_metadata_url)
         storage.bind(self.context)
         self.name = name
         self.storage = storage
