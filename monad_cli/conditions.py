@@ -27,6 +27,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import cast
 
 PREDICATES = ("model_params_gt", "fact_eq", "env_set")
 KEYWORDS = ("and", "or", "not")
@@ -200,7 +201,7 @@ def evaluate(node: Node, *, facts: Mapping[str, str], environ: Mapping[str, str]
             assert isinstance(node.value, float)
             return math.isfinite(have) and have > node.value
         if node.name == "fact_eq":
-            key, value = node.value  # type: ignore[misc]
+            key, value = cast("tuple[str, str]", node.value)
             return facts.get(key) == value
         return node.argument in environ
     if isinstance(node, Not):

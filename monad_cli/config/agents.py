@@ -24,7 +24,7 @@ class AgentsFile:
 
     @property
     def keyed(self) -> bool:
-        return bool(self.document) and isinstance(self.document.get("mcpServers"), dict)
+        return self.document is not None and isinstance(self.document.get("mcpServers"), dict)
 
 
 class _DuplicateKey(ValueError):

@@ -88,13 +88,13 @@ def load_definitions(paths: Paths, environ: Mapping[str, str] | None = None, *,
     except ConfigError as e:
         out.problems.append(Problem(e.message, agents_file.SOURCE))
     else:
-        for i, (name, entry) in enumerate(agents.entries):
-            if name is None:
+        for i, (entry_name, entry) in enumerate(agents.entries):
+            if entry_name is None:
                 out.problems.append(Problem(f"`{agents_file.SOURCE}`: entry {i + 1} of `mcpServers` has no "
                                             f"`name`; give it one", agents_file.SOURCE))
                 continue
             raw = agents_file.strip_name(entry) if isinstance(entry, dict) else entry
-            candidates.append((name, agents_file.SOURCE, raw))
+            candidates.append((entry_name, agents_file.SOURCE, raw))
 
     _add_presets(paths, candidates, out, os.environ if environ is None else environ)
 
@@ -142,9 +142,9 @@ def _add_presets(paths: Paths, candidates: list[tuple[str, str, Any]], out: Defi
         return
     taken = {name for name, _, _ in candidates} | set(out.sources)
     definitions, errors = preset_definitions(presets, taken=taken, environ=environ)
-    for e in errors:
-        out.problems.append(Problem(e.message, PRESETS_FILE, e.server))
-        if e.server:
-            out.sources.setdefault(e.server, PRESETS_FILE)
+    for err in errors:
+        out.problems.append(Problem(err.message, PRESETS_FILE, err.server))
+        if err.server:
+            out.sources.setdefault(err.server, PRESETS_FILE)
     for name, raw in definitions.items():
         candidates.append((name, PRESETS_FILE, raw))

@@ -234,15 +234,15 @@ class Supervisor:
         for name in d.broken:
             problem = defs.problem_for(name)
             assert problem is not None
-            actor = self.actors.get(name)
-            if actor is None:
+            running = self.actors.get(name)
+            if running is None:
                 self._start_actor(ServerActor(name, None, self, config_error=self.scrub(problem.message),
                                               source=problem.file))
-            elif actor.spec is not None and self.applied.get(name):
+            elif running.spec is not None and self.applied.get(name):
                 # Keep the last good definition running (CF-7); show the error beside it.
-                actor.config_error = self.scrub(problem.message)
+                running.config_error = self.scrub(problem.message)
             else:
-                actor.update(None, config_error=self.scrub(problem.message), source=problem.file)
+                running.update(None, config_error=self.scrub(problem.message), source=problem.file)
         for name in d.removed:
             actor = self.actors.pop(name)
             self._journal_config(name, "removed")
