@@ -95,8 +95,14 @@ def edit_atom(path: Path, mutate: Callable[[Any], None]) -> str:
         doc = tomlkit.parse(path.read_text("utf-8"))
     except FileNotFoundError:
         raise NotFound(f"`{path.name}` is gone; nothing was changed") from None
-    except Exception as e:  # tomlkit raises its own ParseError family
-        raise ConfigError(f"`{path}`: cannot edit a malformed atom ({e}); fix it by hand first",
-                          file=str(path), server=path.stem) from None
+    except Exception:  # tomlkit raises its own ParseError family; tomllib words it better
+        try:
+            tomllib.loads(path.read_text("utf-8"))
+            detail = "tomlkit cannot parse it"
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+            detail = str(e)
+        raise ConfigError(f"`atoms/mcp/{path.name}` is malformed ({detail}); fix it by hand first, "
+                          f"monad does not edit a broken file", file=f"atoms/mcp/{path.name}",
+                          server=path.stem) from None
     mutate(doc)
     return tomlkit.dumps(doc)

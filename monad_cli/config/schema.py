@@ -7,8 +7,6 @@ server and the field. docs/atoms.md is the reference for every field.
 
 from __future__ import annotations
 
-import difflib
-import hashlib
 import json
 import re
 from collections.abc import Mapping
@@ -16,8 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from monad_cli.conditions import ConditionError
-from monad_cli.conditions import parse as parse_condition
 from monad_cli.config.expansion import ExpansionError, check_syntax, expand
 from monad_cli.errors import ConfigError
 
@@ -73,12 +69,16 @@ class ServerSpec:
         # Stored OAuth state (tokens, expiry, metadata) changes on every refresh; it is not
         # part of how to connect, so writing it must not reconnect the server.
         body["auth"] = {k: v for k, v in self.auth.items() if k not in OAUTH_STATE_KEYS}
+        import hashlib  # lazy: the CLI's fast path validates but never hashes
+
         return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
 
     def definition_hash(self) -> str:
         """sha256 over command, args, env names, cwd and url: approvals are keyed to it (TL-4)."""
         body = {"command": self.command, "args": self.args, "env": sorted(self.env), "cwd": self.cwd,
                 "url": self.url}
+        import hashlib
+
         return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
@@ -110,6 +110,8 @@ def check_name(name: str) -> str | None:
 
 
 def _suggest(key: str, choices: set[str]) -> str:
+    import difflib  # only on an error
+
     close = difflib.get_close_matches(key, sorted(choices), n=1)
     return f" (did you mean `{close[0]}`?)" if close else ""
 
@@ -214,6 +216,9 @@ def validate(raw: Mapping[str, Any], *, name: str, source: str,
     if condition is not None:
         if not isinstance(condition, str):
             raise ctx.error("condition", "must be a string such as \"env_set:CI\"")
+        from monad_cli.conditions import ConditionError
+        from monad_cli.conditions import parse as parse_condition
+
         try:
             parse_condition(condition)
         except ConditionError as e:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-import secrets
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -71,7 +70,7 @@ def _clean_stale_temp_files(paths: Paths) -> None:
 def write_atomic(path: Path, data: bytes, *, mode: int = 0o600) -> None:
     """Replace `path` with `data` atomically. Call inside `config_lock`."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}{TMP_SUFFIX}"
+    tmp = path.parent / f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}{TMP_SUFFIX}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
         with os.fdopen(fd, "wb") as f:
