@@ -278,3 +278,17 @@ def test_version_and_bad_monad_home(cli, monkeypatch: pytest.MonkeyPatch, tmp_pa
     monkeypatch.setenv("MONAD_HOME", str(tmp_path / ("a" * 120)))
     r = cli("mcp", "status")
     assert r.code == 2 and "is too long" in r.err
+
+
+def test_odd_ids_get_one_line_errors(cli) -> None:
+    for argv in (("approvals", "allow", ""), ("approvals", "deny", "?x"), ("approvals", "allow", "../../v1/x"),
+                 ("tasks", "show", ""), ("tasks", "cancel", "a/b"), ("tasks", "input", " ", "--set", "a=b")):
+        r = cli(*argv)
+        assert r.code == 2 and "is not a valid id" in r.err and "internal error" not in r.err, (argv, r)
+
+
+def test_header_without_colon_does_not_echo_the_value(cli) -> None:
+    r = cli("mcp", "add", "h", "--url", "https://h.test/mcp", "--header", "SENTINEL-hdr-77")
+    assert r.code == 2 and "SENTINEL-hdr-77" not in r.err
+    r = cli("mcp", "add", "h", "--url", "https://h.test/mcp", "--bearer-token", "SENTINEL-77\nX")
+    assert r.code == 2 and "SENTINEL-77" not in r.err and "line breaks" in r.err

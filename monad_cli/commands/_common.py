@@ -19,3 +19,16 @@ def supervisor(*, autostart: bool = True) -> ControlClient:
     from monad_cli.control.client import connect
 
     return connect(paths(), autostart=autostart)
+
+
+_ID_CHARS = frozenset("0123456789abcdefABCDEF-")
+
+
+def check_id(value: str, what: str, hint: str) -> str:
+    """An approval or task id as typed by a person: hex digits (a prefix is fine)."""
+    from monad_cli.errors import InvalidInput
+
+    if not value or not set(value) <= _ID_CHARS:
+        shown = value if len(value) <= 40 and value.isprintable() else "that value"
+        raise InvalidInput(f"{what} `{shown}` is not a valid id (hex digits; see `{hint}`)")
+    return value

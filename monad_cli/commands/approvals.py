@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from monad_cli import render
-from monad_cli.commands._common import JsonOpt, supervisor
+from monad_cli.commands._common import JsonOpt, supervisor, check_id
 from monad_cli.errors import InvalidInput
 
 app = typer.Typer(help="Pending tool-call approvals: list, allow, deny.", invoke_without_command=True)
@@ -43,6 +43,7 @@ def allow(
     if session and always:
         raise InvalidInput("choose one of --session and --always")
     scope = "session" if session else "always" if always else "once"
+    check_id(approval_id, "approval", "monad approvals")
     answer = supervisor().post(f"/v1/approvals/{approval_id}", {"decision": "allow", "scope": scope})
     if as_json:
         render.data_json(answer)
@@ -56,6 +57,7 @@ def deny(
     as_json: JsonOpt = False,
 ) -> None:
     """Deny the waiting call; the caller gets a refusal."""
+    check_id(approval_id, "approval", "monad approvals")
     answer = supervisor().post(f"/v1/approvals/{approval_id}", {"decision": "deny"})
     if as_json:
         render.data_json(answer)

@@ -22,8 +22,8 @@ def _parse_pairs(items: list[str] | None, sep: str, what: str) -> dict[str, str]
     out: dict[str, str] = {}
     for item in items or []:
         if sep not in item:
-            raise InvalidInput(f"{what} `{item.split(sep)[0][:40]}` needs the form "
-                               f"{'K=V' if sep == '=' else 'Name: value'}")
+            # Never echo the value: it may be the secret that lacks its name.
+            raise InvalidInput(f"every {what} needs the form {'K=V' if sep == '=' else '`Name: value`'}")
         k, v = item.split(sep, 1)
         k = k.strip()
         if not k:

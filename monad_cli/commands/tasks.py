@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from monad_cli import render
-from monad_cli.commands._common import JsonOpt, supervisor
+from monad_cli.commands._common import JsonOpt, supervisor, check_id
 from monad_cli.errors import InvalidInput, MonadError
 from monad_cli.tasks.follow import TERMINAL, follow, prompt_answers, task_path
 
@@ -104,15 +104,18 @@ def show(
                 render.info(f"task {t['id'][:12]} {t['state']}{': ' + t['statusMessage'] if t['statusMessage'] else ''}"
                             f" (Ctrl-C cancels it)")
 
-        task = follow(client, task_id, interactive=tty, on_update=progress)
+        task = follow(client, check_id(task_id, "task", "monad tasks"), interactive=tty, on_update=progress)
     else:
-        task = client.get(task_path(task_id, "?deliver=1"))
+        task = client.get(task_path(check_id(task_id, "task", "monad tasks"), "?deliver=1"))
     if as_json:
         render.data_json(task)
     else:
         _print_task(task)
     if wait and task["state"] not in TERMINAL and not as_json:
         render.info(f"task {task['id'][:12]} is waiting for input: `monad tasks input {task['id'][:12]}`")
+    # Exit like `monad mcp call` would: a failed task or a tool error is not a success.
+    if task["state"] == "failed" or (isinstance(task.get("result"), dict) and task["result"].get("isError")):
+        raise typer.Exit(1)
 
 
 def _parse_sets(items: list[str]) -> dict[str, str]:
@@ -140,7 +143,7 @@ def input_(
     On a terminal it prompts for each field; otherwise pass `--set NAME=VALUE`.
     """
     client = supervisor()
-    task = client.get(task_path(task_id))
+    task = client.get(task_path(check_id(task_id, "task", "monad tasks")))
     requests = task.get("inputRequests") or {}
     if task["state"] != "input_required" or not requests:
         raise InvalidInput(f"task `{task['id'][:12]}` is {task['state']} and asks for no input")
@@ -176,7 +179,11 @@ def cancel(task_id: Annotated[str, typer.Argument(help=ID_HELP)], as_json: JsonO
     `tasks/cancel` goes out now, or when the server is connected again. The server decides
     whether the work stops; see `monad tasks show ID`.
     """
-    task = supervisor().post(task_path(task_id, "/cancel"))
+    client = supervisor()
+    before = client.get(task_path(check_id(task_id, "task", "monad tasks")))
+    if before["state"] in TERMINAL:
+        raise MonadError(f"task {before['id'][:12]} is already {before['state']}; nothing to cancel")
+    task = client.post(task_path(check_id(task_id, "task", "monad tasks"), "/cancel"))
     if as_json:
         render.data_json(task)
     else:

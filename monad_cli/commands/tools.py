@@ -208,7 +208,7 @@ def call(
                                                   "(--arg values override its keys).")] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Approve this call without asking.")] = False,
     approval_timeout: Annotated[float, typer.Option(
-        "--approval-timeout", help="Without a TTY: seconds to wait for `monad approvals allow ID`.")]
+        "--approval-timeout", min=0, help="Without a TTY: seconds to wait for `monad approvals allow ID`.")]
         = DEFAULT_APPROVAL_TIMEOUT_S,
     detach: Annotated[bool, typer.Option("--detach", help="Once approved, run the call as a background task: "
                                          "print its id and return (see `monad tasks show ID`).")] = False,
@@ -226,6 +226,10 @@ def call(
     """
     from monad_cli.control.client import ControlClient
 
+    import math
+
+    if not math.isfinite(approval_timeout):
+        raise InvalidInput("--approval-timeout must be a finite number of seconds")
     supervisor()  # starts it if needed
     # A call has no deadline here: it may wait for a person, then run as long as the tool does.
     client = ControlClient(paths(), timeout=None)  # type: ignore[arg-type]

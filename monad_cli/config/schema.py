@@ -286,6 +286,8 @@ def validate(raw: Mapping[str, Any], *, name: str, source: str,
             raise ctx.error("auth.mode", f"must be one of {', '.join(AUTH_MODES)}; got {mode!r}")
         if mode == "bearer" and (not isinstance(auth.get("token"), str) or not auth["token"].strip()):
             raise ctx.error("auth.token", "bearer mode needs a non-empty `token`")
+        if mode == "bearer" and any(c in auth["token"] for c in "\r\n\x00 "):
+            raise ctx.error("auth.token", "a token must not contain spaces or line breaks")
         if mode == "oauth":
             if auth.get("flow", "loopback") not in OAUTH_FLOWS:
                 raise ctx.error("auth.flow", f"must be one of {', '.join(OAUTH_FLOWS)}; got {auth.get('flow')!r}")

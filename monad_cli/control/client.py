@@ -70,6 +70,12 @@ class ControlClient:
         try:
             decoded = json.loads(data) if data else None
         except ValueError:
+            if resp.status >= 400:
+                # Not one of our answers: the route does not exist, or the supervisor is stopping.
+                raise ApiError(f"the supervisor answered HTTP {resp.status} to {method} {path} "
+                               f"(is it stopping? see `{self.paths.daemon_log}`)",
+                               code="not_found" if resp.status in (404, 405) else "http_error",
+                               status=resp.status) from None
             raise MonadError(f"the supervisor sent a non-JSON answer to {method} {path}") from None
         if resp.status >= 400:
             err = (decoded or {}).get("error", {}) if isinstance(decoded, dict) else {}

@@ -399,6 +399,11 @@ class ServerActor:
         if spec.transport == "http" and conn is not None:
             status = conn.last_http_status
             if status == 401 or any(isinstance(x, NeedsAuth) for x in leaves):
+                mode = spec.auth.get("mode", "none")
+                if mode in ("bearer", "headers"):
+                    field = "auth.token" if mode == "bearer" else "auth.headers"
+                    return "needs-auth", (f"the server answered 401 Unauthorized: it rejected the credentials "
+                                          f"in `{field}`; update them in `{spec.source}`")
                 return "needs-auth", (f"the server answered 401 Unauthorized; run "
                                       f"`monad mcp authorize {self.name}`")
             if status is not None and status >= 400 and status != 404:
