@@ -143,7 +143,7 @@ def test_over_http_polling_only_and_reconnect(monad_home: Path, supervisor: Any,
     tool_err = wait_task(tool_err["id"], lambda t: t["state"] == "completed")
     assert tool_err["result"]["isError"] is True
     r = supervisor("tasks", "show", failed["id"])
-    assert r.code == 0 and "disk on fire" in r.out
+    assert r.code == 1 and "disk on fire" in r.out  # a failed task exits like a failed call
     # A tool the server answers at once is still a row, completed, without a server task id.
     quick = start_task("quick", "th", text="now")
     assert quick["state"] == "completed" and quick["taskId"] is None
@@ -202,8 +202,10 @@ def check_cancel_from_the_cli(supervisor: Any, log: Path) -> None:
     assert [e["taskId"] for e in log_events(log) if e["event"] == "cancel"] == [task["taskId"]]
     r = supervisor("tasks", "cancel", task["id"][:8])  # idempotent
     assert r.code == 0, r
+    r = supervisor("tasks", "cancel", "beef0000")
+    assert r.code == 1 and "task `beef0000` is not known" in r.err, r
     r = supervisor("tasks", "cancel", "nope")
-    assert r.code == 1 and "task `nope` is not known" in r.err, r
+    assert r.code == 2 and "not a valid id" in r.err, r
 
 
 def test_ninth_active_task_is_queued_and_the_65th_queued_refused(monad_home: Path, supervisor: Any,

@@ -181,8 +181,12 @@ def cancel(task_id: Annotated[str, typer.Argument(help=ID_HELP)], as_json: JsonO
     """
     client = supervisor()
     before = client.get(task_path(check_id(task_id, "task", "monad tasks")))
-    if before["state"] in TERMINAL:
-        raise MonadError(f"task {before['id'][:12]} is already {before['state']}; nothing to cancel")
+    if before["state"] in TERMINAL:  # cancel is idempotent: say so, and succeed
+        if as_json:
+            render.data_json(before)
+        else:
+            render.info(f"task {before['id'][:12]} is already {before['state']}; nothing to cancel")
+        return
     task = client.post(task_path(check_id(task_id, "task", "monad tasks"), "/cancel"))
     if as_json:
         render.data_json(task)
