@@ -292,3 +292,10 @@ def test_header_without_colon_does_not_echo_the_value(cli) -> None:
     assert r.code == 2 and "SENTINEL-hdr-77" not in r.err
     r = cli("mcp", "add", "h", "--url", "https://h.test/mcp", "--bearer-token", "SENTINEL-77\nX")
     assert r.code == 2 and "SENTINEL-77" not in r.err and "line breaks" in r.err
+
+
+def test_add_refuses_a_second_server_for_the_same_remote(cli) -> None:
+    assert cli("mcp", "add", "one", "--url", "https://h.test/mcp").code == 0
+    r = cli("mcp", "add", "two", "--url", "HTTPS://h.test:443/mcp/")
+    assert r.code == 2 and "server `one`" in r.err and "already uses this URL" in r.err
+    assert cli("mcp", "add", "one", "--force", "--url", "https://h.test/mcp").code == 0  # itself is fine

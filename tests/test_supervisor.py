@@ -326,11 +326,15 @@ def test_stop_right_after_start_and_concurrent_starts(monad: Any, monad_home: Pa
 
 
 @pytest.mark.e2e
-def test_duplicate_url_keeps_the_running_server(supervisor: Any, http_testserver: Any) -> None:
+def test_duplicate_url_keeps_the_running_server(supervisor: Any, http_testserver: Any,
+                                                monad_home: Path) -> None:
     url = http_testserver()
     assert supervisor("mcp", "add", "zz", "--url", url).code == 0
     assert supervisor("mcp", "wait", "zz", "--timeout", "60").code == 0
-    assert supervisor("mcp", "add", "aa", "--url", url + "/").code == 0  # sorts first, arrives second
+    r = supervisor("mcp", "add", "aa", "--url", url + "/")
+    assert r.code == 2 and "already uses this URL" in r.err  # `add` refuses it outright
+    # A hand-written atom can still do it: it sorts first but arrives second.
+    (monad_home / "atoms" / "mcp" / "aa.toml").write_text(f'url = "{url}/"\n')
     row = wait_state(supervisor, "aa", "failed")
     assert "same remote as server `zz`" in row["reason"]
     assert status_of(supervisor, "zz")["state"] == "connected"

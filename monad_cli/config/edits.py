@@ -49,8 +49,24 @@ def add_server(paths: Paths, name: str, definition: Mapping[str, Any], *, force:
         if where == "atom" and not force:
             raise InvalidInput(f"server `{name}` already exists (`atoms/mcp/{name}.toml`); "
                                f"use --force to replace it")
+        _refuse_duplicate_url(paths, name, definition)
         write_atomic(target, render_atom(definition).encode())
     return str(target)
+
+
+def _refuse_duplicate_url(paths: Paths, name: str, definition: Mapping[str, Any]) -> None:
+    """The supervisor would skip a second server for the same remote; say so now instead."""
+    url = definition.get("url")
+    if not isinstance(url, str) or "$" in url:
+        return
+    from monad_cli.config.loader import load_definitions
+    from monad_cli.config.schema import normalize_url
+
+    key = normalize_url(url)
+    for other, spec in load_definitions(paths, expand=False).specs.items():
+        if other != name and spec.url and "$" not in spec.url and normalize_url(spec.url) == key:
+            raise InvalidInput(f"server `{other}` ({spec.source}) already uses this URL; two servers for "
+                               f"the same remote would be skipped, so nothing was written")
 
 
 def remove_server(paths: Paths, name: str) -> str:
