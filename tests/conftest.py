@@ -185,4 +185,12 @@ def http_testserver() -> Iterator[Any]:
             p.kill()
 
 
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Print the `summary` properties tests recorded (e.g. the conformance pass count)."""
+    for report in terminalreporter.stats.get("passed", []):
+        for key, value in getattr(report, "user_properties", []):
+            if key == "summary":
+                terminalreporter.write_line(str(value))
+
+
 __all__ = ["TESTSERVER", "server_cmd", "free_port", "wait_for", "status_of", "wait_state", "shutil"]
