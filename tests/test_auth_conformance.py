@@ -44,7 +44,7 @@ def _node_bin() -> str | None:
     return None
 
 
-def test_conformance_auth_suite(tmp_path: Path, capsys: Any, record_property: Any) -> None:
+def test_conformance_auth_suite(tmp_path: Path, record_property: Any) -> None:
     cli = DEPS / "node_modules" / ".bin" / "conformance"
     node_dir = _node_bin()
     if node_dir is None or not cli.exists():
