@@ -67,7 +67,7 @@ def start(include: IncludeOpt = None, exclude: ExcludeOpt = None, as_json: JsonO
 
     --include-mcps/--exclude-mcps apply to the supervisor this starts; an already running one keeps its filters (stop it first).
     """
-    from monad_cli.control.client import ControlClient, start_supervisor
+    from monad_cli.control.client import ControlClient, LostStartRace, start_or_join
 
     inc, exc = _filter_flags(include, exclude)
     client = ControlClient(paths())
@@ -81,16 +81,10 @@ def start(include: IncludeOpt = None, exclude: ExcludeOpt = None, as_json: JsonO
                 render.warn("its server filters were not changed; run `monad daemon stop` first")
         return
     try:
-        pid = start_supervisor(paths(), extra_args=_filter_args(inc, exc))
-    except MonadError as e:
-        if "already running" not in e.message:
-            raise
+        pid = start_or_join(paths(), extra_args=_filter_args(inc, exc))
+    except LostStartRace as race:
         # Another `start` won the race; report the one that runs, as a second start would.
-        for _ in range(200):
-            if client.is_running():
-                break
-            time.sleep(0.05)
-        pid = client.get("/v1/health")["pid"]
+        pid = race.pid
         if as_json:
             render.data_json({"running": True, "pid": pid, "started": False})
         else:

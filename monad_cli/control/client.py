@@ -167,6 +167,30 @@ def start_supervisor(paths: Paths, *, timeout: float = START_TIMEOUT_S, extra_ar
     raise MonadError(f"the supervisor exited with status {code} while starting (see `{paths.daemon_log}`)")
 
 
+class LostStartRace(Exception):
+    """Another CLI started the supervisor first; its pid is `pid`."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(pid)
+        self.pid = pid
+
+
+def start_or_join(paths: Paths, **kwargs: Any) -> int:
+    """`start_supervisor`, except that losing the race to another starter is not an error:
+    wait for the winner's socket and raise `LostStartRace` with its pid."""
+    try:
+        return start_supervisor(paths, **kwargs)
+    except MonadError as e:
+        if "already running" not in e.message:
+            raise
+    client = ControlClient(paths)
+    for _ in range(200):
+        if client.is_running():
+            raise LostStartRace(int(client.get("/v1/health")["pid"]))
+        time.sleep(0.05)
+    raise MonadError(f"another supervisor is starting for `{paths.home}` but does not answer yet; try again")
+
+
 def connect(paths: Paths, *, autostart: bool = True) -> ControlClient:
     """A client to a running supervisor, starting one if allowed and needed."""
     client = ControlClient(paths)
@@ -174,15 +198,9 @@ def connect(paths: Paths, *, autostart: bool = True) -> ControlClient:
         return client
     if autostart and autostart_allowed():
         try:
-            start_supervisor(paths, check_required=False)
-        except MonadError as e:
-            if "already running" not in e.message:
-                raise
-            # Lost a race with another CLI that started it: wait for its socket.
-            for _ in range(200):
-                if client.is_running():
-                    break
-                time.sleep(0.05)
+            start_or_join(paths, check_required=False)
+        except LostStartRace:
+            pass  # another CLI started it: same result
         return client
     raise SupervisorNotRunning(f"the supervisor is not running for `{paths.home}` (MONAD_NO_AUTOSTART is "
                                f"set); start it with `monad daemon start`")
