@@ -27,6 +27,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from monad_cli import __version__
 from monad_cli.config import edits
+from monad_cli.control.http import MAX_BODY, error_response, read_json_body
 from monad_cli.control.tools_api import tools_routes
 from monad_cli.errors import ConfigError, InvalidInput, LockTimeout, MonadError, NotFound
 from monad_cli.redact import redact_definition
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
     from monad_cli.supervisor.supervisor import Supervisor
 
 log = logging.getLogger("monad.control")
-MAX_BODY = 1024 * 1024
 
 
 class PeerCheckedH11(H11Protocol):
@@ -61,8 +61,7 @@ class _QuietServer(uvicorn.Server):
         yield
 
 
-def error(status: int, code: str, message: str) -> JSONResponse:
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+error = error_response
 
 
 class ControlServer:
@@ -108,18 +107,7 @@ class ControlServer:
         return error(500, "internal", self.sup.scrub(f"{type(exc).__name__}: {exc}"))
 
     async def _body(self, request: Request) -> dict[str, Any]:
-        raw = await request.body()
-        if len(raw) > MAX_BODY:
-            raise InvalidInput("request body too large")
-        import json
-
-        try:
-            body = json.loads(raw or b"{}")
-        except ValueError:
-            raise InvalidInput("request body is not JSON") from None
-        if not isinstance(body, dict):
-            raise InvalidInput("request body must be a JSON object")
-        return body
+        return await read_json_body(request)
 
     def _actor(self, name: str) -> Any:
         actor = self.sup.actors.get(name)

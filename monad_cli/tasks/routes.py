@@ -13,37 +13,23 @@ not connected 409 `not_connected`, no task manager 503 `unavailable`.
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from monad_cli.control.http import error_response, read_json_body
 from monad_cli.errors import InvalidInput, NotFound
 
 if TYPE_CHECKING:
     from monad_cli.supervisor.supervisor import Supervisor
 
-MAX_BODY = 1024 * 1024
 MAX_WAIT_S = 25.0  # below the CLI client's 30 s socket timeout
 
 
-def _error(status: int, code: str, message: str) -> JSONResponse:
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
-
-
-async def _body(request: Request) -> dict[str, Any]:
-    raw = await request.body()
-    if len(raw) > MAX_BODY:
-        raise InvalidInput("request body too large")
-    try:
-        body = json.loads(raw or b"{}")
-    except ValueError:
-        raise InvalidInput("request body is not JSON") from None
-    if not isinstance(body, dict):
-        raise InvalidInput("request body must be a JSON object")
-    return body
+_error = error_response
+_body = read_json_body
 
 
 def task_routes(sup: Supervisor) -> list[Route]:
