@@ -160,20 +160,23 @@ def wait_state(monad: Any, name: str, state: str, timeout: float = 30.0) -> dict
 
 @pytest.fixture
 def http_testserver() -> Iterator[Any]:
-    """Start tests/servers/testserver.py over streamable HTTP on a free loopback port."""
+    """Start a test server over streamable HTTP on a free loopback port; returns its URL.
+
+    `start(*flags, path="/mcp", script=None)`: tests/servers/testserver.py by default, or
+    another server script that takes `--http PORT` (and serves `/mcp`)."""
     procs: list[subprocess.Popen[bytes]] = []
 
-    def start(*flags: str, path: str = "/mcp") -> str:
+    def start(*flags: str, path: str = "/mcp", script: str | None = None) -> str:
         port = free_port()
-        proc = subprocess.Popen(server_cmd("--http", str(port), "--path", path, *flags),
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        procs.append(proc)
+        argv = ([sys.executable, script, "--http", str(port), *flags] if script
+                else server_cmd("--http", str(port), "--path", path, *flags))
+        procs.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
 
         def up() -> bool:
             with socket.socket() as s:
                 return s.connect_ex(("127.0.0.1", port)) == 0
 
-        wait_for(up, timeout=20)
+        wait_for(up, timeout=30)
         return f"http://127.0.0.1:{port}{path}"
 
     yield start

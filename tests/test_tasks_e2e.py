@@ -5,17 +5,15 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import SERVERS, free_port, wait_for, wait_state
+from tests.conftest import SERVERS, wait_for, wait_state
 
 TASKS_SERVER = str(SERVERS / "tasks_server.py")
 pytestmark = pytest.mark.e2e
@@ -37,29 +35,9 @@ def http_atom(home: Path, name: str, url: str) -> None:
 
 
 @pytest.fixture
-def tasks_http() -> Iterator[Any]:
+def tasks_http(http_testserver: Any) -> Any:
     """Start tests/servers/tasks_server.py over streamable HTTP; returns its URL."""
-    procs: list[subprocess.Popen[bytes]] = []
-
-    def start(*flags: str) -> str:
-        port = free_port()
-        procs.append(subprocess.Popen([sys.executable, TASKS_SERVER, "--http", str(port), *flags],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-
-        def up() -> bool:
-            with socket.socket() as s:
-                return s.connect_ex(("127.0.0.1", port)) == 0
-
-        wait_for(up, timeout=30)
-        return f"http://127.0.0.1:{port}/mcp"
-
-    yield start
-    for p in procs:
-        p.terminate()
-        try:
-            p.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            p.kill()
+    return lambda *flags: http_testserver(*flags, script=TASKS_SERVER)
 
 
 def api() -> Any:
