@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: demo test bench docs completions clean conformance-deps
+.PHONY: demo test check bench docs completions clean conformance-deps
 CONFORMANCE = .cache/conformance/.installed
 
 $(STAMP): pyproject.toml
@@ -25,6 +25,11 @@ $(CONFORMANCE):
 		&& touch $(CONFORMANCE) || echo "conformance suite not installed; its test will be skipped"
 
 conformance-deps: $(CONFORMANCE)
+
+# The check gate: lint (ruff, rules in pyproject.toml) and types (mypy, strict defs).
+check: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 test: $(STAMP) $(CONFORMANCE)
 	$(PY) -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)

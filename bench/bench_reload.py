@@ -9,7 +9,7 @@ import statistics
 import time
 
 import anyio
-from _util import temp_home, monad
+from _util import monad, temp_home
 
 from monad_cli.control.client import ControlClient
 from monad_cli.paths import Paths

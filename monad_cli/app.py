@@ -19,8 +19,8 @@ from monad_cli.commands import auth as auth_cmd
 from monad_cli.commands import daemon as daemon_cmd
 from monad_cli.commands import journal as journal_cmd
 from monad_cli.commands import mcp as mcp_cmd
-from monad_cli.commands import tools as tools_cmd
 from monad_cli.commands import tasks as tasks_cmd
+from monad_cli.commands import tools as tools_cmd
 from monad_cli.errors import ExitCode, MonadError
 
 app = typer.Typer(

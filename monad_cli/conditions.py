@@ -236,5 +236,16 @@ def parse_facts(items: list[str]) -> dict[str, str]:
     return facts
 
 
-__all__ = ["ConditionError", "Node", "Predicate", "Not", "And", "Or", "PREDICATES", "parse", "evaluate",
-           "holds", "parse_facts"]
+__all__ = [
+    "PREDICATES",
+    "And",
+    "ConditionError",
+    "Node",
+    "Not",
+    "Or",
+    "Predicate",
+    "evaluate",
+    "holds",
+    "parse",
+    "parse_facts",
+]

@@ -83,12 +83,12 @@ async def run(url: str) -> None:
                                   interactive=True, redirect_uri=REDIRECT_URI, redirect_handler=redirect_handler,
                                   callback_handler=callback_handler)
     mode: Any = "auto" if version >= "2026-07-28" else "legacy"
-    async with httpx2.AsyncClient(auth=provider, timeout=httpx2.Timeout(30.0, read=300.0)) as http:
-        async with Client(streamable_http_client(url, http_client=http), mode=mode, cache=None,
-                          client_info=Implementation(name="monad", version=__version__)) as session:
-            tools = (await session.list_tools()).tools
-            if tools:
-                await session.call_tool(tools[0].name, {})
+    async with (httpx2.AsyncClient(auth=provider, timeout=httpx2.Timeout(30.0, read=300.0)) as http,
+                Client(streamable_http_client(url, http_client=http), mode=mode, cache=None,
+                       client_info=Implementation(name="monad", version=__version__)) as session):
+        tools = (await session.list_tools()).tools
+        if tools:
+            await session.call_tool(tools[0].name, {})
 
 
 def main() -> int:

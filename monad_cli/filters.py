@@ -103,4 +103,4 @@ def combine(*, flag_include: Sequence[str] | None, flag_exclude: Sequence[str] |
     return ServerFilter(include=include, exclude=exclude)
 
 
-__all__ = ["PatternError", "Rule", "ServerFilter", "combine", "split_patterns", "FILE"]
+__all__ = ["FILE", "PatternError", "Rule", "ServerFilter", "combine", "split_patterns"]

@@ -218,5 +218,15 @@ def _strings(values: Any, name: str) -> list[str]:
     return [v.strip() for v in values]
 
 
-__all__ = ["LOAD_TOOLS", "LoadedTools", "LoadResult", "visible_tools", "load_tools", "check_call", "is_deferred",
-           "offers_load_tools", "load_tools_tool", "server_available"]
+__all__ = [
+    "LOAD_TOOLS",
+    "LoadResult",
+    "LoadedTools",
+    "check_call",
+    "is_deferred",
+    "load_tools",
+    "load_tools_tool",
+    "offers_load_tools",
+    "server_available",
+    "visible_tools",
+]

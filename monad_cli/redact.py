@@ -90,9 +90,7 @@ def redact_definition(defn: Mapping[str, Any]) -> dict[str, Any]:
             out[k] = redact_url(v)
         elif k == "args" and isinstance(v, list):
             out[k] = redact_args(str(a) for a in v)
-        elif k == "auth":
-            out[k] = _redact_auth(v)
-        elif k == "oauth":
+        elif k == "auth" or k == "oauth":
             out[k] = _redact_auth(v)
         else:
             out[k] = v
@@ -123,7 +121,7 @@ def secret_values(defn: Mapping[str, Any]) -> set[str]:
             pass
     args = defn.get("args")
     if isinstance(args, list):
-        for raw, shown in zip(args, redact_args(str(a) for a in args)):
+        for raw, shown in zip(args, redact_args(str(a) for a in args), strict=False):
             if shown != raw:
                 take(str(raw).split("=", 1)[1] if str(raw).startswith("-") and "=" in str(raw) else raw)
 

@@ -48,9 +48,9 @@ def table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]], *,
     cells = [[_cell(r.get(k)) for k, _ in columns] for r in rows]
     if not sys.stdout.isatty():
         widths = [max(len(h), *(len(c[i]) for c in cells)) for i, (_, h) in enumerate(columns)]
-        line("  ".join(h.upper().ljust(w) for (_, h), w in zip(columns, widths)).rstrip())
+        line("  ".join(h.upper().ljust(w) for (_, h), w in zip(columns, widths, strict=False)).rstrip())
         for c in cells:
-            line("  ".join(v.ljust(w) for v, w in zip(c, widths)).rstrip())
+            line("  ".join(v.ljust(w) for v, w in zip(c, widths, strict=False)).rstrip())
         return
     from rich.markup import escape
     from rich.table import Table

@@ -3,6 +3,7 @@ as a subprocess, the real supervisor as a subprocess, and the test servers."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -72,10 +73,8 @@ def _stop_supervisor(home: Path) -> None:
         except ProcessLookupError:
             return
         time.sleep(0.05)
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, 9)
-    except ProcessLookupError:
-        pass
 
 
 class CliResult:
@@ -196,4 +195,4 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
                 terminalreporter.write_line(str(value))
 
 
-__all__ = ["TESTSERVER", "server_cmd", "free_port", "wait_for", "status_of", "wait_state", "shutil"]
+__all__ = ["TESTSERVER", "free_port", "server_cmd", "shutil", "status_of", "wait_for", "wait_state"]

@@ -218,10 +218,9 @@ def test_one_refresh_for_twenty_concurrent_requests(monad: Any, monad_home: Path
                                    headers={"Accept": "application/json, text/event-stream"})
             codes.append(resp.status_code)
 
-        async with httpx2.AsyncClient(auth=provider, timeout=30) as http:
-            async with anyio.create_task_group() as tg:
-                for _ in range(20):
-                    tg.start_soon(one, http)
+        async with httpx2.AsyncClient(auth=provider, timeout=30) as http, anyio.create_task_group() as tg:
+            for _ in range(20):
+                tg.start_soon(one, http)
         assert provider.refreshes == 1
         return codes
 
@@ -253,10 +252,9 @@ async def _ping_many(base: str, provider: Any, n: int) -> list[int]:
                                headers={"Accept": "application/json, text/event-stream"})
         codes.append(resp.status_code)
 
-    async with httpx2.AsyncClient(auth=provider, timeout=30) as http:
-        async with anyio.create_task_group() as tg:
-            for _ in range(n):
-                tg.start_soon(one, http)
+    async with httpx2.AsyncClient(auth=provider, timeout=30) as http, anyio.create_task_group() as tg:
+        for _ in range(n):
+            tg.start_soon(one, http)
     return codes
 
 

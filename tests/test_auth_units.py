@@ -5,8 +5,8 @@ CLI's light import path."""
 from __future__ import annotations
 
 import subprocess
-from typing import Any
 import sys
+from typing import Any
 
 import anyio
 import httpx2

@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import sqlite3
-import time
 from pathlib import Path
 from typing import Any
 

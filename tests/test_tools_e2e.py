@@ -458,12 +458,12 @@ def test_gateway_http_requires_the_token_and_loopback_host(supervisor: Any, mona
         assert evil.status_code in (400, 403, 421), evil.status_code
 
         async def main() -> None:
-            async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http:
-                async with Client(streamable_http_client(url, http_client=http)) as client:
-                    names = {t.name for t in (await client.list_tools()).tools}
-                    assert "ts__echo" in names
-                    result = await client.call_tool("ts__echo", {"text": "over http"})
-                    assert result.content[0].text == "over http" and not result.is_error
+            async with (httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
+                        Client(streamable_http_client(url, http_client=http)) as client):
+                names = {t.name for t in (await client.list_tools()).tools}
+                assert "ts__echo" in names
+                result = await client.call_tool("ts__echo", {"text": "over http"})
+                assert result.content[0].text == "over http" and not result.is_error
 
         anyio.run(main)
     finally:

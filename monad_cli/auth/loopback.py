@@ -11,6 +11,7 @@ Raw HTTP/1.1 over anyio rather than a web framework: one GET, one answer, no dep
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import webbrowser
 from types import TracebackType
@@ -143,10 +144,8 @@ async def _answer(stream: Any, status: int, body: str) -> None:
     head = (f"HTTP/1.1 {status} {reason}\r\nContent-Type: text/html; charset=utf-8\r\n"
             f"Content-Length: {len(payload)}\r\nCache-Control: no-store\r\nConnection: close\r\n"
             f"Referrer-Policy: no-referrer\r\n\r\n").encode()
-    try:
+    with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
         await stream.send(head + payload)
-    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-        pass
 
 
 async def open_in_browser(url: str) -> bool:

@@ -28,8 +28,13 @@ import httpx2
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.auth.oauth2 import OAuthContext
 from mcp.client.auth.utils import extract_field_from_www_auth, extract_scope_from_www_auth
-from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata, OAuthMetadata, OAuthToken
-from mcp.shared.auth import ProtectedResourceMetadata
+from mcp.shared.auth import (
+    AuthorizationCodeResult,
+    OAuthClientMetadata,
+    OAuthMetadata,
+    OAuthToken,
+    ProtectedResourceMetadata,
+)
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 
 from monad_cli.auth.errors import AuthError
@@ -191,12 +196,12 @@ class MonadOAuthProvider(OAuthClientProvider):
                     self._check_flow_request(outgoing)
                 response = yield outgoing
                 if outgoing is request and response.status_code in (401, 403):
-                    if response.status_code == 403:
-                        if extract_field_from_www_auth(response, "error") == "insufficient_scope":
-                            self.step_ups += 1
-                            if self.step_ups > MAX_STEP_UPS:
-                                raise AuthError(f"server `{self.name}` keeps asking for more scope "
-                                                f"({MAX_STEP_UPS} step-ups already); giving up")
+                    if (response.status_code == 403
+                            and extract_field_from_www_auth(response, "error") == "insufficient_scope"):
+                        self.step_ups += 1
+                        if self.step_ups > MAX_STEP_UPS:
+                            raise AuthError(f"server `{self.name}` keeps asking for more scope "
+                                            f"({MAX_STEP_UPS} step-ups already); giving up")
                     self.challenged_scope = extract_scope_from_www_auth(response)
                 outgoing = await flow.asend(response)
         except StopAsyncIteration:
@@ -292,5 +297,5 @@ class MonadOAuthProvider(OAuthClientProvider):
         # rotating refresh token presented twice revokes the whole grant at many servers.
         self.dead = f"token refresh failed ({self.refresh_error or 'error'}); run `monad mcp authorize {self.name}`"
 
-    def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:  # type: ignore[override]
+    def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         return self._interactive_flow(request) if self.interactive else self._supervisor_flow(request)

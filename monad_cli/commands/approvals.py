@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from monad_cli import render
-from monad_cli.commands._common import JsonOpt, supervisor, check_id
+from monad_cli.commands._common import JsonOpt, check_id, supervisor
 from monad_cli.errors import InvalidInput
 
 app = typer.Typer(help="Pending tool-call approvals: list, allow, deny.", invoke_without_command=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Annotated
 
@@ -51,9 +50,11 @@ def _filter_args(include: list[str] | None, exclude: list[str] | None) -> list[s
 def run(include: IncludeOpt = None, exclude: ExcludeOpt = None) -> None:
     """Run the supervisor in the foreground (logs to stderr and logs/daemon.log).
 
-    Exits 1 if another supervisor owns this MONAD_HOME or a `required` server fails (a required server left out by a filter does not count).
+    Exits 1 if another supervisor owns this MONAD_HOME or a `required` server fails (a
+    required server left out by a filter does not count).
 
-    Filtered-out servers show state `filtered` with the rule in `monad mcp status`; editing features/mcp.toml re-applies the filters live.
+    Filtered-out servers show state `filtered` with the rule in `monad mcp status`; editing
+    features/mcp.toml re-applies the filters live.
     """
     inc, exc = _filter_flags(include, exclude)
     from monad_cli.supervisor.main import run as run_supervisor
@@ -65,7 +66,8 @@ def run(include: IncludeOpt = None, exclude: ExcludeOpt = None) -> None:
 def start(include: IncludeOpt = None, exclude: ExcludeOpt = None, as_json: JsonOpt = False) -> None:
     """Start the supervisor in the background; returns once its socket answers.
 
-    --include-mcps/--exclude-mcps apply to the supervisor this starts; an already running one keeps its filters (stop it first).
+    --include-mcps/--exclude-mcps apply to the supervisor this starts; an already running one
+    keeps its filters (stop it first).
     """
     from monad_cli.control.client import ControlClient, LostStartRace, start_or_join
 

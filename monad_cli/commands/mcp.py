@@ -336,4 +336,4 @@ def path(as_json: JsonOpt = False) -> None:
         render.key_values(list(data.items()))
 
 
-__all__ = ["app", "MonadError", "NotFound"]
+__all__ = ["MonadError", "NotFound", "app"]

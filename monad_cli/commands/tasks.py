@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from monad_cli import render
-from monad_cli.commands._common import JsonOpt, supervisor, check_id
+from monad_cli.commands._common import JsonOpt, check_id, supervisor
 from monad_cli.errors import InvalidInput, MonadError
 from monad_cli.tasks.follow import TERMINAL, follow, prompt_answers, task_path
 

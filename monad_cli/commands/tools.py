@@ -7,6 +7,7 @@ Registered onto the `mcp` group in app.py. Light imports only: the SDK is loaded
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from typing import Annotated, Any
@@ -224,9 +225,9 @@ def call(
 
     Example: monad mcp call time__get_current_time --arg timezone=UTC --yes
     """
-    from monad_cli.control.client import ControlClient
-
     import math
+
+    from monad_cli.control.client import ControlClient
 
     if not math.isfinite(approval_timeout):
         raise InvalidInput("--approval-timeout must be a finite number of seconds")
@@ -266,10 +267,8 @@ def call(
     except KeyboardInterrupt:
         # Closing the connection is the cancel: the supervisor cancels the call's scope.
         if pending and body["approval"].get("mode") != "decided":
-            try:  # nobody is left to approve it for: take the request back
+            with contextlib.suppress(MonadError):  # nobody is left to approve it for: take it back
                 ControlClient(paths(), timeout=5).post(f"/v1/approvals/{pending['id']}", {"decision": "withdraw"})
-            except MonadError:
-                pass
             render.error(f"cancelled `{name}` while it waited for approval; nothing was sent to the server")
         else:
             render.error(f"cancelled `{name}` (the server was sent notifications/cancelled)")
@@ -414,9 +413,15 @@ def serve(
 ) -> None:
     """Run an MCP server (the gateway) exposing the connected servers' tools.
 
-    Calls go through the supervisor and its approval gate: a call that is not auto-approved waits for `monad approvals allow ID`. The gateway sends notifications/tools/list_changed when the set changes. With --http it listens on 127.0.0.1 only and requires the bearer token in `run/gateway.token` (0600); Host and Origin must be loopback.
+    Calls go through the supervisor and its approval gate: a call that is not auto-approved
+    waits for `monad approvals allow ID`. The gateway sends notifications/tools/list_changed
+    when the set changes. With --http it listens on 127.0.0.1 only and requires the bearer
+    token in `run/gateway.token` (0600); Host and Origin must be loopback.
 
-    Deferred tools (`deferred = true`, features/tools.toml) are listed once loaded with the `load_tools` tool; a server's `condition` is checked against the --fact values and this environment on every list and call; --include-mcps/--exclude-mcps serve a filtered view (docs/filtering.md).
+    Deferred tools (`deferred = true`, features/tools.toml) are listed once loaded with the
+    `load_tools` tool; a server's `condition` is checked against the --fact values and this
+    environment on every list and call; --include-mcps/--exclude-mcps serve a filtered view
+    (docs/filtering.md).
     """
     from monad_cli.conditions import parse_facts
     from monad_cli.filters import PatternError, combine, split_patterns

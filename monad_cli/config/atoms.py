@@ -95,7 +95,7 @@ def edit_atom(path: Path, mutate: Callable[[Any], None]) -> str:
         doc = tomlkit.parse(path.read_text("utf-8"))
     except FileNotFoundError:
         raise NotFound(f"`{path.name}` is gone; nothing was changed") from None
-    except Exception:  # tomlkit raises its own ParseError family; tomllib words it better
+    except Exception:  # noqa: BLE001 - tomlkit raises its own ParseError family; tomllib words it better
         try:
             tomllib.loads(path.read_text("utf-8"))
             detail = "tomlkit cannot parse it"

@@ -133,4 +133,4 @@ def read_definition(paths: Paths, name: str) -> tuple[str, dict[str, Any]]:
     raise _not_found(name)
 
 
-__all__ = ["add_server", "remove_server", "update_server", "read_definition", "list_atom_files"]
+__all__ = ["add_server", "list_atom_files", "read_definition", "remove_server", "update_server"]

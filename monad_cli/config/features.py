@@ -99,5 +99,12 @@ def load_presets(paths: Paths) -> dict[str, dict[str, Any]]:
     return out
 
 
-__all__ = ["read_feature", "load_mcp_filter", "load_deferred_tools", "load_presets", "MCP_FILE",
-           "TOOLS_FILE", "PRESETS_FILE"]
+__all__ = [
+    "MCP_FILE",
+    "PRESETS_FILE",
+    "TOOLS_FILE",
+    "load_deferred_tools",
+    "load_mcp_filter",
+    "load_presets",
+    "read_feature",
+]

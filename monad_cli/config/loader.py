@@ -8,9 +8,9 @@ one is reported), and two http servers whose URLs normalize alike keep only the 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from monad_cli.config import agents as agents_file

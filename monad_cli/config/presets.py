@@ -117,5 +117,11 @@ def preset_definitions(presets: Mapping[str, Mapping[str, Any]], *, taken: set[s
     return out, errors
 
 
-__all__ = ["PRESETS", "PLAYWRIGHT_MCP", "PLAYWRIGHT_MCP_VERSION", "browser_definition", "find_chromium",
-           "preset_definitions"]
+__all__ = [
+    "PLAYWRIGHT_MCP",
+    "PLAYWRIGHT_MCP_VERSION",
+    "PRESETS",
+    "browser_definition",
+    "find_chromium",
+    "preset_definitions",
+]

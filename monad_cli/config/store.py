@@ -13,7 +13,7 @@ import fcntl
 import os
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from monad_cli.errors import LockTimeout
@@ -61,10 +61,8 @@ def _clean_stale_temp_files(paths: Paths) -> None:
             continue
         for entry in entries:
             if entry.name.startswith(".") and entry.name.endswith(TMP_SUFFIX):
-                try:
+                with suppress(FileNotFoundError):
                     os.unlink(entry.path)
-                except FileNotFoundError:
-                    pass
 
 
 def write_atomic(path: Path, data: bytes, *, mode: int = 0o600) -> None:
@@ -80,10 +78,8 @@ def write_atomic(path: Path, data: bytes, *, mode: int = 0o600) -> None:
         os.chmod(tmp, mode)  # O_CREAT's mode is masked by the umask
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with suppress(FileNotFoundError):
             os.unlink(tmp)
-        except FileNotFoundError:
-            pass
         raise
     fsync_dir(path.parent)
 

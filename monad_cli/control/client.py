@@ -7,6 +7,7 @@ importing typer. Starting the supervisor in the background when a command needs 
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -197,10 +198,8 @@ def connect(paths: Paths, *, autostart: bool = True) -> ControlClient:
     if client.is_running():
         return client
     if autostart and autostart_allowed():
-        try:
+        with contextlib.suppress(LostStartRace):  # another CLI started it: same result
             start_or_join(paths, check_required=False)
-        except LostStartRace:
-            pass  # another CLI started it: same result
         return client
     raise SupervisorNotRunning(f"the supervisor is not running for `{paths.home}` (MONAD_NO_AUTOSTART is "
                                f"set); start it with `monad daemon start`")

@@ -73,8 +73,8 @@ class ControlServer:
         self.app = Starlette(routes=self.routes())
         # MonadError through Starlette's ExceptionMiddleware: answered without re-raising, so an
         # expected 404/400 neither logs a traceback nor drops a keep-alive connection.
-        self.app.add_exception_handler(MonadError, self._on_error)  # type: ignore[arg-type]
-        self.app.add_exception_handler(Exception, self._on_error)  # type: ignore[arg-type]
+        self.app.add_exception_handler(MonadError, self._on_error)
+        self.app.add_exception_handler(Exception, self._on_error)
 
     def routes(self) -> list[Route]:
         return [

@@ -102,5 +102,12 @@ def prepare(*, scratch: Path, command: str, args: list[str], cwd: str | None,
     return launch_argv(command, args, list(dict.fromkeys(rw)), abi_max=abi_cap()), run_cwd, env
 
 
-__all__ = ["SandboxError", "landlock_abi", "unavailable_reason", "launch_argv", "prepare",
-           "ABI_MAX_ENV", "KERNEL_DOCS"]
+__all__ = [
+    "ABI_MAX_ENV",
+    "KERNEL_DOCS",
+    "SandboxError",
+    "landlock_abi",
+    "launch_argv",
+    "prepare",
+    "unavailable_reason",
+]

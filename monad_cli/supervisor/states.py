@@ -13,10 +13,10 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 
-class State(str, Enum):
+class State(StrEnum):
     DISABLED = "disabled"
     CONNECTING = "connecting"
     CONNECTED = "connected"

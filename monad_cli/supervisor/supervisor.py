@@ -3,6 +3,7 @@ serves the control API, and journals every state change (DESIGN "The supervisor"
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import logging
 import os
@@ -84,7 +85,7 @@ class Supervisor:
         if self.journal is not None:
             try:
                 self.journal.record("state", server=server, state=str(state), reason=reason)
-            except Exception:  # noqa: BLE001 - a journal hiccup must not stop a server
+            except Exception:
                 log.exception("journal write failed")
 
     def http_auth(self, spec: ServerSpec) -> Any:
@@ -312,10 +313,8 @@ class Supervisor:
         finally:
             self.stopping = True
             control.cleanup()
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 self.paths.pid_file.unlink()
-            except FileNotFoundError:
-                pass
             if self.journal is not None:
                 self.journal.record("daemon", reason="supervisor stopped")
                 self.journal.close()
@@ -365,5 +364,5 @@ class Supervisor:
                                                 step=10, recursive=False, stop_event=self.stop_event):
             try:
                 await self.reconcile()
-            except Exception:  # noqa: BLE001 - the watcher must outlive any one bad reload
+            except Exception:
                 log.exception("reload failed")

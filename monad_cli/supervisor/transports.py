@@ -286,8 +286,8 @@ async def http_transport(spec: ServerSpec, conn: Connection, *, auth: Any = None
 
     assert spec.url is not None
     # The SDK's own defaults (create_mcp_http_client): 30 s, and 300 s to read an SSE stream.
-    async with httpx2.AsyncClient(headers=http_headers(spec), auth=auth,
-                                  timeout=httpx2.Timeout(30.0, read=300.0),
-                                  event_hooks={"response": [remember_status]}) as http:
-        async with streamable_http_client(spec.url, http_client=http) as (read, write):
-            yield _WatchedReadStream(read, conn), write
+    async with (httpx2.AsyncClient(headers=http_headers(spec), auth=auth,
+                                   timeout=httpx2.Timeout(30.0, read=300.0),
+                                   event_hooks={"response": [remember_status]}) as http,
+                streamable_http_client(spec.url, http_client=http) as (read, write)):
+        yield _WatchedReadStream(read, conn), write

@@ -238,7 +238,7 @@ class TaskManager:
                 continue
             try:
                 await self._serve(st, client)
-            except Exception:  # noqa: BLE001 - one bad connection must not end task handling
+            except Exception:
                 log.exception("task handling for server %s failed; retrying", st.name)
                 await anyio.sleep(1.0)
 
@@ -701,5 +701,5 @@ class TaskManager:
         try:
             self.sup.journal.record("task", server=server, state=state, reason=reason,  # type: ignore[union-attr]
                                     detail={"id": row_id} if row_id else None)
-        except Exception:  # noqa: BLE001 - a journal hiccup must not stop task handling
+        except Exception:
             log.exception("journal write failed")

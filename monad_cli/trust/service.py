@@ -131,7 +131,7 @@ class ToolService:
 
             try:
                 remember_tool_set(self.journal, name, digest, canonical_tools(dumped))
-            except Exception:  # noqa: BLE001 - a journal hiccup must not block a server
+            except Exception:
                 log.exception("journal write failed")
         pinned = (actor.spec.trust.get("pinnedToolHash") if actor.spec else None)
         if not pinned:

@@ -22,6 +22,7 @@ so this one covers what it cannot:
 from __future__ import annotations
 
 import argparse
+import itertools
 import secrets
 import time
 from typing import Any
@@ -148,7 +149,7 @@ def main() -> None:
     async def stats(request: Request) -> Response:
         polls = state["polls"]
         return JSONResponse({"registrations": state["registrations"], "polls": len(polls),
-                             "poll_gaps": [b - a for a, b in zip(polls, polls[1:], strict=False)],
+                             "poll_gaps": [b - a for a, b in itertools.pairwise(polls)],
                              "device_requests": state["device_requests"], "refresh": state["refresh"]})
 
     server = MCPServer(name="device-protected")

@@ -27,7 +27,7 @@ import datetime
 import json
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from typing import Any, Literal
 
 import anyio
@@ -118,10 +118,8 @@ class State:
         snap = t.detailed()
         for ids, send in list(self.listeners):
             if t.task_id in ids:
-                try:
+                with suppress(anyio.WouldBlock, anyio.ClosedResourceError):
                     send.send_nowait(snap)
-                except (anyio.WouldBlock, anyio.ClosedResourceError):
-                    pass
 
     def get(self, task_id: str) -> ServerTask:
         t = self.tasks.get(task_id)

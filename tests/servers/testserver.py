@@ -19,7 +19,6 @@ import threading
 import time
 
 
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--http", type=int, default=None)
@@ -63,7 +62,8 @@ def main() -> None:
 
     shape = {"description": "Echo the text back.", "param": "text", "extra": False}
     if args.tools_file and os.path.exists(args.tools_file):
-        shape.update(json.loads(open(args.tools_file).read()))
+        with open(args.tools_file) as f:
+            shape.update(json.load(f))
 
     mcp = MCPServer(args.name)
 
@@ -73,7 +73,7 @@ def main() -> None:
     # Build echo with the configured parameter name and description.
     param = shape["param"]
     ns: dict = {}
-    exec(f"def echo({param}: str) -> str:\n    return {param}\n", ns)  # noqa: S102 - test-only shaping
+    exec(f"def echo({param}: str) -> str:\n    return {param}\n", ns)
     mcp.add_tool(ns["echo"], name="echo", description=shape["description"])
 
     @mcp.tool()
