@@ -1,7 +1,13 @@
-"""One error family; each error carries the exit code the CLI leaves with.
+"""One error family: every kind carries a stable `code`, an HTTP status and an exit code.
+
+As supervisord's `Faults`, the kind is the contract: the control API answers a kind as
+`{"error": {"code", "message"}}` with its `http_status` (`control/http.py`), the CLI and
+the gateway rebuild the same kind from that answer (`control/envelope.py`), and the CLI
+leaves with its `exit_code`. Code paths branch on the kind, never on message text.
 
 Exit codes (docs/cli.md): 0 ok, 1 error, 2 usage or invalid input, 3 supervisor not
-running (autostart off), 4 timed out waiting, 130 interrupted.
+running (autostart off), 4 timed out waiting, 130 interrupted. The table of codes is in
+docs/supervisor.md "Control API". Stdlib only: the CLI's light path imports this.
 """
 
 from __future__ import annotations
@@ -19,25 +25,35 @@ class ExitCode(IntEnum):
 
 
 class MonadError(Exception):
-    """A failure with a one-line message for the person and an exit code."""
+    """A failure with a one-line message for the person (what failed, where, what to do).
 
+    Raised as it is, it is the kind with no more specific meaning: `internal`, HTTP 500,
+    exit 1. Subclasses set `code`, `http_status` and `exit_code` as class attributes; a
+    kind's `code` never changes once released (clients branch on it).
+    """
+
+    code: str = "internal"
+    http_status: int = 500
     exit_code: ExitCode = ExitCode.ERROR
 
-    def __init__(self, message: str, *, exit_code: ExitCode | None = None) -> None:
+    def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
-        if exit_code is not None:
-            self.exit_code = exit_code
 
 
 class InvalidInput(MonadError):
-    """Bad input from the person: a flag, a name, a field in a file."""
+    """Bad input from the person: a flag, a name, a request body, a tool's arguments."""
 
+    code = "invalid_input"
+    http_status = 400
     exit_code = ExitCode.USAGE
 
 
 class ConfigError(InvalidInput):
     """A definition that does not validate; names file, server and field."""
+
+    code = "invalid_definition"
+    http_status = 422
 
     def __init__(self, message: str, *, file: str | None = None, server: str | None = None,
                  field: str | None = None) -> None:
@@ -48,21 +64,112 @@ class ConfigError(InvalidInput):
 
 
 class NotFound(MonadError):
-    exit_code = ExitCode.ERROR
+    """No such server, tool, task or pending approval."""
+
+    code = "not_found"
+    http_status = 404
 
 
-class SupervisorNotRunning(MonadError):
-    exit_code = ExitCode.NOT_RUNNING
+class Conflict(MonadError):
+    """The request conflicts with the current state: the name is already defined, the URL
+    already used, a supervisor already running for this MONAD_HOME (RFC 9110 §15.5.10)."""
+
+    code = "conflict"
+    http_status = 409
+    exit_code = ExitCode.USAGE
+
+
+class NotConnected(Conflict):
+    """The server a task request names is not connected (its state says why)."""
+
+    code = "not_connected"
+
+
+class QueueFull(MonadError):
+    """A server already has `max_active` tasks in flight and `max_queued` waiting
+    (docs/tasks.md); HTTP 429 as RFC 6585 §4 "Too Many Requests"."""
+
+    code = "queue_full"
+    http_status = 429
+
+
+class CallRefused(MonadError):
+    """The approval gate refused a tool call: the person denied it (`denied`). The
+    subclasses are the other refusals; every refusal is 403."""
+
+    code = "denied"
+    http_status = 403
+
+
+class ApprovalTimeout(CallRefused):
+    """Nobody approved the call within the approval timeout."""
+
+    code = "approval_timeout"
+    exit_code = ExitCode.TIMEOUT
+
+
+class NotRegistered(CallRefused):
+    """The server's tools are not registered (its tool set does not match its pin)."""
+
+    code = "not_registered"
+
+
+class ToolCallFailed(MonadError):
+    """The upstream server failed a request (an MCP error, a timeout, a broken answer)."""
+
+    code = "tool_call_failed"
+    http_status = 502
+
+
+class AuthError(MonadError):
+    """Authorization with a server's authorization server failed or was refused; the
+    message names the server and says what to do. Messages never carry token values,
+    codes or verifiers."""
+
+    code = "auth_failed"
+    http_status = 502
 
 
 class LockTimeout(MonadError):
-    exit_code = ExitCode.ERROR
+    """Another monad process holds the config lock longer than we wait."""
+
+    code = "locked"
+    http_status = 503
 
 
-class ApiError(MonadError):
-    """An error answer of the control API: `code` is its stable error code."""
+class Unavailable(MonadError):
+    """A part of the supervisor the request needs is not running (yet), e.g. the task
+    manager before the journal is open, or a required server that failed at start."""
 
-    def __init__(self, message: str, *, code: str, status: int) -> None:
-        super().__init__(message, exit_code=ExitCode.USAGE if status in (400, 409, 422) else ExitCode.ERROR)
-        self.code = code
-        self.status = status
+    code = "unavailable"
+    http_status = 503
+
+
+class SupervisorNotRunning(MonadError):
+    """Nothing listens on the control socket (and autostart is off or failed)."""
+
+    code = "not_running"
+    http_status = 503
+    exit_code = ExitCode.NOT_RUNNING
+
+
+class ConnectionClosed(MonadError):
+    """The supervisor closed the control connection before answering (it is stopping)."""
+
+    code = "connection_closed"
+    http_status = 502
+
+
+KINDS: tuple[type[MonadError], ...] = (
+    MonadError, InvalidInput, ConfigError, NotFound, Conflict, NotConnected, QueueFull, CallRefused,
+    ApprovalTimeout, NotRegistered, ToolCallFailed, AuthError, LockTimeout, Unavailable,
+    SupervisorNotRunning, ConnectionClosed,
+)
+"""Every kind, each with its own `code` (a test checks they are unique)."""
+
+BY_CODE: dict[str, type[MonadError]] = {kind.code: kind for kind in KINDS}
+
+
+def kind_of(code: str) -> type[MonadError] | None:
+    """The kind whose stable `code` is `code`, or None for a code this version does not know."""
+    return BY_CODE.get(code)

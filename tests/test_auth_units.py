@@ -12,11 +12,10 @@ import anyio
 import httpx2
 import pytest
 
-from monad_cli.auth.errors import AuthError
 from monad_cli.auth.scopes import select_scopes
 from monad_cli.auth.urls import url_problem
 from monad_cli.config.schema import validate
-from monad_cli.errors import ConfigError
+from monad_cli.errors import AuthError, ConfigError
 from monad_cli.redact import redact_definition, secret_values
 
 

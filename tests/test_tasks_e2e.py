@@ -197,12 +197,21 @@ def test_ninth_active_task_is_queued_and_the_65th_queued_refused(monad_home: Pat
     assert ninth["state"] == "queued" and ninth["taskId"] is None
     queued = [start_task("slow", "ts", seconds=60, label=str(i)) for i in range(9, 8 + 64)]
     assert {t["state"] for t in queued} == {"queued"}
-    from monad_cli.errors import ApiError
+    from monad_cli.errors import QueueFull
 
-    with pytest.raises(ApiError) as refused:
+    with pytest.raises(QueueFull) as refused:
         start_task("slow", "ts", seconds=60, label="refused")
-    assert refused.value.status == 429 and refused.value.code == "queue_full"
+    assert refused.value.http_status == 429 and refused.value.code == "queue_full"
     assert "8 active and 64 queued" in refused.value.message
+    # The same refusal through a detached tools/call (it was a 502 `tool_call_failed` once).
+    with pytest.raises(QueueFull) as detached:
+        api().post("/v1/tools/call", {"name": "ts__slow", "arguments": {"seconds": 60, "label": "detached"},
+                                      "approval": {"mode": "yes"}, "detach": True})
+    assert "8 active and 64 queued" in detached.value.message
+    r = supervisor("mcp", "call", "ts__slow", "--arg", "seconds=60", "--yes", "--detach")
+    assert r.code == 1 and "8 active and 64 queued" in r.err and "Traceback" not in r.err, r
+    refused_calls = [c for c in supervisor("journal", "--calls", "--json").json() if c["outcome"] == "error"]
+    assert len(refused_calls) == 2 and all("8 active and 64 queued" in c["error"] for c in refused_calls)
     r = supervisor("tasks", "--server", "ts", "--state", "active", "--json")
     assert len(r.json()) == 72
     assert len([e for e in log_events(log) if e["event"] == "run"]) == 8  # nothing queued was sent
@@ -260,11 +269,11 @@ def test_kill_9_during_20_active_tasks(monad_home: Path, supervisor: Any, tasks_
 
 
 def check_errors_are_one_line(supervisor: Any) -> None:
-    from monad_cli.errors import ApiError
+    from monad_cli.errors import NotFound
 
-    with pytest.raises(ApiError) as e:
+    with pytest.raises(NotFound) as e:
         start_task("slow", "missing")
-    assert e.value.status == 404 and "server `missing` is not defined" in e.value.message
+    assert e.value.http_status == 404 and "server `missing` is not defined" in e.value.message
     r = supervisor("tasks", "--state", "weird")
     assert r.code == 2 and "--state must be active, pending or done" in r.err
     r = supervisor("tasks", "show", "0000")

@@ -13,6 +13,6 @@ refresh. This package adds what it lacks (docs/auth.md):
 - `authorize`: what `monad mcp authorize` runs; `session`: what the supervisor plugs into
   `Supervisor.http_auth`.
 
-Only `urls`, `errors` and `storage`'s key names are stdlib-light; everything else imports
-the SDK and is imported inside command bodies.
+Only `urls` and `storage`'s key names are stdlib-light; everything else imports the SDK
+and is imported inside command bodies. Their one error, `AuthError`, is in `monad_cli.errors`.
 """

@@ -29,14 +29,13 @@ import anyio
 import httpx2
 
 from monad_cli.auth.discovery import Discovery, discover, new_http_client
-from monad_cli.auth.errors import AuthError
 from monad_cli.auth.loopback import LoopbackListener, callback_result, open_in_browser, parse_callback
 from monad_cli.auth.provider import MonadOAuthProvider, check_server_metadata
 from monad_cli.auth.storage import DefinitionTokenStorage, configured_client, read_grant
 from monad_cli.auth.urls import url_problem
 from monad_cli.config.edits import read_definition, update_server
 from monad_cli.config.schema import validate
-from monad_cli.errors import InvalidInput, MonadError
+from monad_cli.errors import AuthError, InvalidInput, MonadError
 from monad_cli.paths import Paths
 from monad_cli.redact import redact_url
 

@@ -27,10 +27,10 @@ from mcp.client.auth.utils import handle_registration_response
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 from monad_cli.auth.discovery import Discovery
-from monad_cli.auth.errors import AuthError
 from monad_cli.auth.scopes import select_scopes
 from monad_cli.auth.storage import DefinitionTokenStorage
 from monad_cli.auth.urls import url_problem
+from monad_cli.errors import AuthError
 
 DEVICE_CODE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
 DEFAULT_INTERVAL_S = 5.0

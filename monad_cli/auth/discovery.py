@@ -33,8 +33,8 @@ from mcp.shared.auth import OAuthMetadata, ProtectedResourceMetadata
 from mcp.shared.auth_utils import check_resource_allowed, resource_url_from_server_url
 from mcp_types import LATEST_PROTOCOL_VERSION
 
-from monad_cli.auth.errors import AuthError
 from monad_cli.auth.urls import url_problem
+from monad_cli.errors import AuthError
 from monad_cli.redact import redact_url
 
 MAX_DOCUMENT_BYTES = 1024 * 1024

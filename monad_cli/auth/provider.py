@@ -37,10 +37,10 @@ from mcp.shared.auth import (
 )
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 
-from monad_cli.auth.errors import AuthError
 from monad_cli.auth.scopes import select_scopes
 from monad_cli.auth.storage import DefinitionTokenStorage
 from monad_cli.auth.urls import url_problem
+from monad_cli.errors import AuthError
 
 log = logging.getLogger("monad.auth")
 

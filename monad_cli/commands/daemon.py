@@ -9,7 +9,7 @@ import typer
 
 from monad_cli import render
 from monad_cli.commands._common import JsonOpt
-from monad_cli.errors import ExitCode, MonadError, SupervisorNotRunning
+from monad_cli.errors import ConnectionClosed, ExitCode, MonadError, SupervisorNotRunning
 from monad_cli.paths import paths
 
 app = typer.Typer(help="Start, stop and inspect the supervisor (one per MONAD_HOME).", no_args_is_help=True)
@@ -119,10 +119,8 @@ def stop(
         client.post("/v1/daemon/stop")
     except SupervisorNotRunning:
         pass  # it went away between the two requests: the wait below confirms it
-    except MonadError as e:
-        # A connection cut while it stops is the stop itself; the wait below judges.
-        if "closed the connection" not in e.message:
-            raise
+    except ConnectionClosed:
+        pass  # a connection cut while it stops is the stop itself; the wait below judges
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if not pid_alive(pid):

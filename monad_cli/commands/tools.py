@@ -16,7 +16,7 @@ import typer
 
 from monad_cli import render
 from monad_cli.commands._common import JsonOpt, supervisor
-from monad_cli.errors import ApiError, ExitCode, InvalidInput, MonadError
+from monad_cli.errors import ApprovalTimeout, ExitCode, InvalidInput, MonadError, NotFound
 from monad_cli.paths import paths
 
 DEFAULT_APPROVAL_TIMEOUT_S = 120.0
@@ -132,9 +132,7 @@ def build_arguments(schema: dict[str, Any] | None, pairs: list[str] | None, args
 def _lookup(client: Any, name: str) -> dict[str, Any] | None:
     try:
         listed = client.get(f"/v1/tools?name={_quote(name)}")["tools"]
-    except ApiError as e:
-        if e.code != "not_found":
-            raise
+    except NotFound:
         return None
     return next((t for t in listed if t["name"] == name), None)
 
@@ -144,15 +142,13 @@ def _wait_for_server(client: Any, server: str, limit: float = 120.0) -> dict[str
     waited for; returns its last status row (None: no such server)."""
     import time
 
-    from monad_cli.errors import ApiError
-
     deadline = time.monotonic() + limit
     announced = False
     row: dict[str, Any] | None = None
     while time.monotonic() < deadline:
         try:
             row = client.get(f"/v1/settings/mcp-servers/{_quote(server)}/status")
-        except ApiError:
+        except NotFound:
             return None
         if row["state"] not in ("connecting", "backoff", "stopped"):  # stopped: not started yet
             return row
@@ -259,11 +255,9 @@ def call(
                             f"`{name}`: run `monad approvals allow {pending['id']}` (or deny)")
                 body["approval"] = {"mode": "wait", "approvalId": pending["id"], "timeout": approval_timeout}
             answer = client.post("/v1/tools/call", body)
-    except ApiError as e:
-        if e.code == "approval_timeout":
-            raise MonadError(f"{e.message}; approve it with `monad approvals allow ID`, pass --yes, or raise "
-                             f"--approval-timeout", exit_code=ExitCode.TIMEOUT) from None
-        raise
+    except ApprovalTimeout as e:
+        raise ApprovalTimeout(f"{e.message}; approve it with `monad approvals allow ID`, pass --yes, or raise "
+                              f"--approval-timeout") from None
     except KeyboardInterrupt:
         # Closing the connection is the cancel: the supervisor cancels the call's scope.
         if pending and body["approval"].get("mode") != "decided":

@@ -13,7 +13,7 @@ from monad_cli.config import agents as agents_file
 from monad_cli.config.atoms import edit_atom, list_atom_files, read_atom, render_atom
 from monad_cli.config.schema import validate
 from monad_cli.config.store import config_lock, remove_file, write_atomic
-from monad_cli.errors import ConfigError, InvalidInput, NotFound
+from monad_cli.errors import ConfigError, Conflict, NotFound
 from monad_cli.paths import Paths
 
 
@@ -35,8 +35,9 @@ def _not_found(name: str) -> NotFound:
 def add_server(paths: Paths, name: str, definition: Mapping[str, Any], *, force: bool = False) -> str:
     """Validate `definition` and write it as the atom `atoms/mcp/<name>.toml`; returns its path.
 
-    Raises `ConfigError`/`InvalidInput` for a bad definition or an existing name (unless
-    `force`, which replaces an existing atom; an agents.json server is never overwritten).
+    Raises `ConfigError` for a bad definition, `Conflict` for an existing name (unless
+    `force`, which replaces an existing atom; an agents.json server is never overwritten)
+    or a URL another server already uses.
     """
     validate(definition, name=name, source=f"atoms/mcp/{name}.toml", environ=None)
     paths.ensure()
@@ -44,11 +45,11 @@ def add_server(paths: Paths, name: str, definition: Mapping[str, Any], *, force:
     with config_lock(paths):
         where = _where(paths, name)
         if where == "agents":
-            raise InvalidInput(f"server `{name}` is already defined in `agents.json`; edit or remove "
-                               f"it there first")
+            raise Conflict(f"server `{name}` is already defined in `agents.json`; edit or remove "
+                           f"it there first")
         if where == "atom" and not force:
-            raise InvalidInput(f"server `{name}` already exists (`atoms/mcp/{name}.toml`); "
-                               f"use --force to replace it")
+            raise Conflict(f"server `{name}` already exists (`atoms/mcp/{name}.toml`); "
+                           f"use --force to replace it")
         _refuse_duplicate_url(paths, name, definition)
         write_atomic(target, render_atom(definition).encode())
     return str(target)
@@ -65,8 +66,8 @@ def _refuse_duplicate_url(paths: Paths, name: str, definition: Mapping[str, Any]
     key = normalize_url(url)
     for other, spec in load_definitions(paths, expand=False).specs.items():
         if other != name and spec.url and "$" not in spec.url and normalize_url(spec.url) == key:
-            raise InvalidInput(f"server `{other}` ({spec.source}) already uses this URL; two servers for "
-                               f"the same remote would be skipped, so nothing was written")
+            raise Conflict(f"server `{other}` ({spec.source}) already uses this URL; two servers for "
+                           f"the same remote would be skipped, so nothing was written")
 
 
 def remove_server(paths: Paths, name: str) -> str:

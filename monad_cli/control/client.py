@@ -17,7 +17,8 @@ import sys
 import time
 from typing import Any
 
-from monad_cli.errors import ApiError, MonadError, SupervisorNotRunning
+from monad_cli.control.envelope import decode_error, decode_line
+from monad_cli.errors import Conflict, ConnectionClosed, MonadError, SupervisorNotRunning
 from monad_cli.paths import Paths
 
 START_TIMEOUT_S = 60.0
@@ -36,13 +37,28 @@ class _UnixConnection(http.client.HTTPConnection):
 
 
 class ControlClient:
+    """The CLI's handle on one supervisor's control API (`run/monad.sock`).
+
+    Owns: one short HTTP/1.1 connection per request (stdlib `http.client`, `timeout`
+    seconds for connect and each read), the JSON in and out, and turning every failure
+    into a `MonadError` kind: an error answer becomes the kind its envelope names
+    (`control/envelope.py`), nothing listening `SupervisorNotRunning`, a connection cut
+    `ConnectionClosed`.
+
+    Never: imports the SDK, httpx2, pydantic or the server stack (the CLI's light path
+    builds one), opens an MCP session or reads the journal (the supervisor owns both),
+    starts a supervisor itself (`connect` / `start_supervisor` do), or looks at a message's
+    text to decide anything (branch on the kind).
+    """
+
     def __init__(self, paths: Paths, *, timeout: float = 30.0) -> None:
         self.paths = paths
         self.timeout = timeout
 
     def request(self, method: str, path: str, body: Any = None) -> Any:
-        """One API call. Raises `SupervisorNotRunning` if nothing listens, `ApiError` for
-        an error answer."""
+        """One API call: the answer's decoded JSON. Raises `SupervisorNotRunning` if
+        nothing listens, `ConnectionClosed` if the supervisor hung up, the decoded kind
+        (`NotFound`, `InvalidInput`, `Conflict`, ...) for an error answer."""
         from monad_cli.paths import MAX_SOCKET_PATH
 
         if len(str(self.paths.socket).encode()) > MAX_SOCKET_PATH:
@@ -61,8 +77,8 @@ class ControlClient:
                     f"`monad daemon start`") from None
             except (BrokenPipeError, ConnectionResetError):
                 # Without this, click treats EPIPE as a closed stdout and exits 1 silently.
-                raise MonadError(f"the supervisor closed the connection during {method} {path} (is it "
-                                 f"stopping? see `{self.paths.daemon_log}`)") from None
+                raise ConnectionClosed(f"the supervisor closed the connection during {method} {path} (is it "
+                                       f"stopping? see `{self.paths.daemon_log}`)") from None
             except TimeoutError:
                 raise MonadError(f"the supervisor did not answer {method} {path} within "
                                  f"{self.timeout:g} s (see `{self.paths.daemon_log}`)") from None
@@ -73,15 +89,12 @@ class ControlClient:
         except ValueError:
             if resp.status >= 400:
                 # Not one of our answers: the route does not exist, or the supervisor is stopping.
-                raise ApiError(f"the supervisor answered HTTP {resp.status} to {method} {path} "
-                               f"(is it stopping? see `{self.paths.daemon_log}`)",
-                               code="not_found" if resp.status in (404, 405) else "http_error",
-                               status=resp.status) from None
+                raise decode_error(resp.status, None, default_message=(
+                    f"the supervisor answered HTTP {resp.status} to {method} {path} (is it stopping? see "
+                    f"`{self.paths.daemon_log}`)")) from None
             raise MonadError(f"the supervisor sent a non-JSON answer to {method} {path}") from None
         if resp.status >= 400:
-            err = (decoded or {}).get("error", {}) if isinstance(decoded, dict) else {}
-            raise ApiError(err.get("message", f"HTTP {resp.status}"), code=err.get("code", "unknown"),
-                           status=resp.status)
+            raise decode_error(resp.status, decoded)
         return decoded
 
     def get(self, path: str) -> Any:
@@ -122,8 +135,10 @@ def start_supervisor(paths: Paths, *, timeout: float = START_TIMEOUT_S, extra_ar
     """Start `monad daemon run` detached and wait until it answers; returns its pid.
 
     Readiness comes through a pipe (like sd_notify): the supervisor writes `ok` once the
-    socket serves, or `error: <reason>` (a required server failed) before it exits.
-    Raises `MonadError` with that reason.
+    socket serves, or, before it exits, one line of the API's error envelope
+    (`control/envelope.py`): `Conflict` when another supervisor holds this MONAD_HOME,
+    `Unavailable` when a required server failed. Raises that kind, its message prefixed
+    with "the supervisor did not start"; `MonadError` when it neither answers nor says why.
     """
     paths.ensure()
     read_fd, write_fd = os.pipe()
@@ -159,9 +174,10 @@ def start_supervisor(paths: Paths, *, timeout: float = START_TIMEOUT_S, extra_ar
     text = message.decode(errors="replace").strip()
     if text == "ok":
         return proc.pid
-    if text.startswith("error:"):
+    refused = decode_line(text)
+    if refused is not None:
         proc.wait(timeout=30)
-        raise MonadError(f"the supervisor did not start: {text[6:].strip()}")
+        raise type(refused)(f"the supervisor did not start: {refused.message}")
     code = proc.poll()
     if code is None:
         raise MonadError(f"the supervisor did not answer within {timeout:g} s (see `{paths.daemon_log}`)")
@@ -177,13 +193,13 @@ class LostStartRace(Exception):
 
 
 def start_or_join(paths: Paths, **kwargs: Any) -> int:
-    """`start_supervisor`, except that losing the race to another starter is not an error:
-    wait for the winner's socket and raise `LostStartRace` with its pid."""
+    """`start_supervisor`, except that losing the race to another starter (the `Conflict`
+    its ready pipe reports) is not an error: wait for the winner's socket and raise
+    `LostStartRace` with its pid."""
     try:
         return start_supervisor(paths, **kwargs)
-    except MonadError as e:
-        if "already running" not in e.message:
-            raise
+    except Conflict:
+        pass
     client = ControlClient(paths)
     for _ in range(200):
         if client.is_running():

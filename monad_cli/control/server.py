@@ -1,9 +1,10 @@
 """Control API server (docs/supervisor.md "Control API").
 
 Starlette routes served by uvicorn on a unix socket we bind ourselves: 0600 inside the
-0700 `run/` directory, and every connection's peer uid checked with SO_PEERCRED (CA-1).
-Error answers are `{"error": {"code": ..., "message": ...}}` with stable codes. Every
-answer passes through the one redaction function.
+0700 `run/` directory, and every connection's peer uid checked with SO_PEERCRED.
+Routes raise `MonadError` kinds; `control/http.py`'s `ErrorBoundary` answers them as
+`{"error": {"code": ..., "message": ...}}` with the kind's status. Every answer passes
+through the one redaction function.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import uvicorn
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
@@ -27,11 +29,11 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from monad_cli import __version__
 from monad_cli.config import edits
-from monad_cli.control.http import MAX_BODY, error_response, read_json_body
+from monad_cli.control.http import MAX_BODY, ErrorBoundary, read_json_body
+from monad_cli.control.tasks_api import task_routes
 from monad_cli.control.tools_api import tools_routes
-from monad_cli.errors import ConfigError, InvalidInput, LockTimeout, MonadError, NotFound
+from monad_cli.errors import InvalidInput, NotFound
 from monad_cli.redact import redact_definition
-from monad_cli.tasks.routes import task_routes
 
 if TYPE_CHECKING:
     from monad_cli.supervisor.supervisor import Supervisor
@@ -61,20 +63,27 @@ class _QuietServer(uvicorn.Server):
         yield
 
 
-error = error_response
-
-
 class ControlServer:
+    """The control API (`/v1/`) on the unix socket: its routes, its socket and its uvicorn.
+
+    Owns: binding `run/monad.sock` (0600, peers of another uid refused), the Starlette app
+    (`self.app`: these routes plus `tools_routes` and `task_routes`, inside one
+    `ErrorBoundary`), and starting and stopping the uvicorn server that serves it.
+
+    Never: keeps API state of its own (every answer is read from the supervisor's actors,
+    definitions and services at request time), opens an MCP session (the actors own them),
+    writes a definition other than through `config.edits` (the locked path the CLI takes
+    too), answers an error other than by raising a `MonadError` kind (the boundary maps
+    it, scrubbed), or lets a secret value into an answer (definitions pass
+    `redact_definition`).
+    """
+
     def __init__(self, sup: Supervisor) -> None:
         self.sup = sup
         self.server: _QuietServer | None = None
         self.sock: socket.socket | None = None
         self._task: asyncio.Task[None] | None = None
-        self.app = Starlette(routes=self.routes())
-        # MonadError through Starlette's ExceptionMiddleware: answered without re-raising, so an
-        # expected 404/400 neither logs a traceback nor drops a keep-alive connection.
-        self.app.add_exception_handler(MonadError, self._on_error)
-        self.app.add_exception_handler(Exception, self._on_error)
+        self.app = Starlette(routes=self.routes(), middleware=[Middleware(ErrorBoundary, scrub=sup.scrub)])
 
     def routes(self) -> list[Route]:
         return [
@@ -93,18 +102,6 @@ class ControlServer:
             *tools_routes(self),
             *task_routes(self.sup),
         ]
-
-    async def _on_error(self, request: Request, exc: Exception) -> JSONResponse:
-        if isinstance(exc, NotFound):
-            return error(404, "not_found", exc.message)
-        if isinstance(exc, ConfigError):
-            return error(422, "invalid_definition", exc.message)
-        if isinstance(exc, InvalidInput):
-            return error(409 if "already" in exc.message else 400, "invalid_input", exc.message)
-        if isinstance(exc, LockTimeout):
-            return error(503, "locked", exc.message)
-        log.exception("control API error on %s %s", request.method, request.url.path)
-        return error(500, "internal", self.sup.scrub(f"{type(exc).__name__}: {exc}"))
 
     async def _body(self, request: Request) -> dict[str, Any]:
         return await read_json_body(request)

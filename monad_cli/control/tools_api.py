@@ -22,8 +22,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from monad_cli.errors import InvalidInput, MonadError, NotFound
-from monad_cli.trust.service import ApprovalRequired, CallRefused
+from monad_cli.control.http import error_response
+from monad_cli.errors import InvalidInput, NotFound
+from monad_cli.trust.service import ApprovalRequired
 
 if TYPE_CHECKING:
     from monad_cli.control.server import ControlServer
@@ -105,26 +106,19 @@ def tools_routes(server: ControlServer) -> list[Route]:
             try:
                 outcome["result"] = await svc.call(name, body.get("arguments"), via=via, approval=approval,
                                                    detach=bool(body.get("detach")))
-            except Exception as exc:  # noqa: BLE001 - mapped to an answer below
+            except Exception as exc:  # noqa: BLE001 - raised below, outside the task group
                 outcome["error"] = exc
             tg.cancel_scope.cancel()
 
         failure = outcome.get("error")
         if "result" in outcome:
             return JSONResponse(outcome["result"])
-        if isinstance(failure, ApprovalRequired):
+        if isinstance(failure, ApprovalRequired):  # not an error: the caller asks the person
             return JSONResponse({"approvalRequired": failure.pending.as_dict()}, status_code=202)
-        if isinstance(failure, CallRefused):
-            return JSONResponse({"error": {"code": failure.code, "message": failure.message}}, status_code=403)
-        if isinstance(failure, (NotFound, InvalidInput)):
-            raise failure
-        if isinstance(failure, MonadError):
-            return JSONResponse({"error": {"code": "tool_call_failed", "message": failure.message}}, status_code=502)
         if failure is not None:
-            raise failure
+            raise failure  # the ErrorBoundary answers with the kind's status
         # The caller went away; nobody reads this answer.
-        return JSONResponse({"error": {"code": "cancelled", "message": "the caller disconnected"}},
-                            status_code=499)
+        return error_response(499, "cancelled", "the caller disconnected")
 
     async def approvals(request: Request) -> JSONResponse:
         return JSONResponse({"pending": svc.gate.listing()})

@@ -39,6 +39,8 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from monad_cli import __version__, render
+from monad_cli.control.envelope import decode_error
+from monad_cli.errors import MonadError, NotFound
 from monad_cli.filters import ServerFilter
 from monad_cli.gateway_policy import (
     LOAD_TOOLS,
@@ -113,8 +115,7 @@ class Gateway:
         if cached is not None and self._signature is not None and cached[0] == self._signature:
             return cached[1]
         resp = await self.api.get("/v1/tools")
-        resp.raise_for_status()
-        data = resp.json()
+        data = _answer(resp)
         rows = list(data["tools"])
         self._rows_cache = (data.get("signature"), rows)
         return rows
@@ -177,19 +178,18 @@ class Gateway:
         body = {"name": params.name, "arguments": params.arguments or {}, "via": "gateway",
                 "approval": {"mode": "wait", "timeout": self.approval_timeout}}
         resp = await self.api.post("/v1/tools/call", json=body)
-        data = resp.json()
-        if resp.status_code == 200:
-            result = {k: v for k, v in data.items() if k not in _OUR_KEYS}
-            meta = {k: v for k, v in (result.pop("_meta", None) or {}).items() if k != _SERVER_INFO_META}
-            if meta:  # the upstream server's own identity is not ours to pass on
-                result["_meta"] = meta
-            return types.CallToolResult.model_validate(result)
-        err = data.get("error", {}) if isinstance(data, dict) else {}
-        message = err.get("message", f"HTTP {resp.status_code}")
-        if resp.status_code == 404:
-            raise MCPError(code=types.INVALID_PARAMS, message=message)
-        # Refusals, invalid arguments and upstream failures are tool errors the model can read.
-        return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
+        try:
+            data = _answer(resp)
+        except NotFound as e:  # no such tool: a protocol error (MCP spec, server/tools "Error Handling")
+            raise MCPError(code=types.INVALID_PARAMS, message=e.message) from None
+        except MonadError as e:
+            # Refusals, invalid arguments and upstream failures are tool errors the model can read.
+            return types.CallToolResult(content=[types.TextContent(type="text", text=e.message)], is_error=True)
+        result = {k: v for k, v in data.items() if k not in _OUR_KEYS}
+        meta = {k: v for k, v in (result.pop("_meta", None) or {}).items() if k != _SERVER_INFO_META}
+        if meta:  # the upstream server's own identity is not ours to pass on
+            result["_meta"] = meta
+        return types.CallToolResult.model_validate(result)
 
     async def watch_changes(self) -> None:
         """Long-poll the supervisor and tell every client when the exposed tool set changes."""
@@ -198,8 +198,8 @@ class Gateway:
             try:
                 resp = await self.api.get("/v1/tools/changes", params={"since": since, "timeout": "30"},
                                           timeout=httpx2.Timeout(30.0, read=60.0))
-                signature = resp.json()["signature"]
-            except (httpx2.HTTPError, ValueError, KeyError) as exc:
+                signature = _answer(resp)["signature"]
+            except (httpx2.HTTPError, MonadError, ValueError, KeyError) as exc:
                 log.warning("gateway: watching tool changes failed (%s); retrying", exc)
                 await anyio.sleep(1.0)
                 continue
@@ -245,6 +245,20 @@ class Gateway:
             tg.start_soon(self.watch_changes)
             await server.serve(sockets=[sock])
             tg.cancel_scope.cancel()
+
+
+def _answer(resp: httpx2.Response) -> Any:
+    """The decoded JSON of a control API answer; an error answer raises its kind
+    (`control/envelope.py`), as the CLI client does."""
+    try:
+        data = resp.json() if resp.content else None
+    except ValueError:
+        data = None
+    if resp.status_code >= 400:
+        raise decode_error(resp.status_code, data)
+    if data is None:
+        raise MonadError(f"the supervisor sent a non-JSON answer to {resp.request.method} {resp.request.url.path}")
+    return data
 
 
 class BearerGuard:

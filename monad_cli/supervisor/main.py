@@ -9,8 +9,10 @@ import sys
 
 import anyio
 
+from monad_cli.control.envelope import encode_line
+from monad_cli.errors import Conflict, MonadError, Unavailable
 from monad_cli.paths import Paths
-from monad_cli.supervisor.supervisor import AlreadyRunning, StartupFailed, Supervisor
+from monad_cli.supervisor.supervisor import StartupFailed, Supervisor
 
 LOG_CAP_BYTES = 10 * 1024 * 1024
 
@@ -58,20 +60,26 @@ def run(paths: Paths, *, include: list[str] | None = None, exclude: list[str] | 
     _setup_logging(paths, sup, to_stderr=ready_fd < 0)
     log = logging.getLogger("monad.supervisor")
 
-    def notify(error: str | None) -> None:
+    def notify(error: MonadError | None) -> None:
+        # The ready pipe speaks the API's error envelope, so the starter branches on the
+        # kind (`Conflict`: another supervisor won the start race), never on the text.
         nonlocal ready_fd
         if ready_fd >= 0:
-            msg = "ok\n" if error is None else f"error: {sup.scrub(error)}\n"
+            msg = "ok\n" if error is None else encode_line(type(error)(sup.scrub(error.message)))
             try:
                 os.write(ready_fd, msg.encode())
             finally:
                 os.close(ready_fd)
                 ready_fd = -1
 
+    def on_ready(reason: str | None) -> None:
+        # `reason`: a required server failed, so this supervisor cannot offer what was asked.
+        notify(None if reason is None else Unavailable(reason))
+
     try:
-        anyio.run(lambda: sup.run(on_ready=notify))
-    except AlreadyRunning as e:
-        notify(str(e))
+        anyio.run(lambda: sup.run(on_ready=on_ready))
+    except Conflict as e:  # another supervisor holds this MONAD_HOME's daemon lock
+        notify(e)
         print(f"error: {e}", file=sys.stderr)
         return 1
     except StartupFailed as e:
@@ -82,6 +90,6 @@ def run(paths: Paths, *, include: list[str] | None = None, exclude: list[str] | 
         return 130
     except BaseException as e:
         log.exception("supervisor crashed")
-        notify(f"crashed: {type(e).__name__}: {e}")
+        notify(MonadError(f"crashed: {type(e).__name__}: {e}"))
         raise
     return 0

@@ -18,7 +18,7 @@ from monad_cli import __version__
 from monad_cli.config.features import MCP_FILE, TOOLS_FILE, load_deferred_tools, load_mcp_filter
 from monad_cli.config.loader import Definitions, Problem, load_definitions
 from monad_cli.config.schema import ServerSpec
-from monad_cli.errors import ConfigError
+from monad_cli.errors import ConfigError, Conflict
 from monad_cli.filters import ServerFilter, combine
 from monad_cli.journal.db import Journal
 from monad_cli.paths import Paths
@@ -29,10 +29,6 @@ from monad_cli.supervisor.states import LIVE, State
 from monad_cli.trust.service import ToolService
 
 log = logging.getLogger("monad.supervisor")
-
-
-class AlreadyRunning(Exception):
-    pass
 
 
 class StartupFailed(Exception):
@@ -151,7 +147,7 @@ class Supervisor:
         except OSError:
             holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
             os.close(fd)
-            raise AlreadyRunning(f"a supervisor is already running for `{self.paths.home}` (pid {holder})") from None
+            raise Conflict(f"a supervisor is already running for `{self.paths.home}` (pid {holder})") from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         self._lock_fd = fd

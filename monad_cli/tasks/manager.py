@@ -38,7 +38,7 @@ from mcp import MCPError
 from mcp.client import ClaimContext
 from mcp_types import CONNECTION_CLOSED, INVALID_PARAMS
 
-from monad_cli.errors import InvalidInput, MonadError, NotFound
+from monad_cli.errors import InvalidInput, NotConnected, NotFound, QueueFull
 from monad_cli.tasks import forms
 from monad_cli.tasks.protocol import (
     INVOCATION_META_KEY,
@@ -76,14 +76,6 @@ BACKOFF_CAP_S = 30.0
 REQUEST_TIMEOUT_S = 30.0
 CLEANUP_EVERY_S = 3600.0
 RELATED_TASK_META = "io.modelcontextprotocol/related-task"
-
-
-class QueueFull(MonadError):
-    """A server already has `max_active` tasks in flight and `max_queued` waiting."""
-
-
-class NotConnected(MonadError):
-    pass
 
 
 @dataclass

@@ -16,7 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from monad_cli.errors import InvalidInput, MonadError, NotFound
+from monad_cli.errors import (
+    ApprovalTimeout,
+    CallRefused,
+    InvalidInput,
+    NotFound,
+    NotRegistered,
+    ToolCallFailed,
+    Unavailable,
+)
 from monad_cli.gateway_policy import is_deferred
 from monad_cli.redact import redact_args, redact_url
 from monad_cli.trust.gate import ApprovalGate, Pending
@@ -33,14 +41,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("monad.tools")
 PENDING_TTL_S = 600.0
 DEFAULT_APPROVAL_TIMEOUT_S = 120.0
-
-
-class CallRefused(MonadError):
-    """The gate said no (denied, timed out, or the server's tools are not registered)."""
-
-    def __init__(self, message: str, *, code: str) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 class ApprovalRequired(Exception):
@@ -235,7 +235,7 @@ class ToolService:
         if entry is None:
             for name, reason in self.blocked.items():
                 if exposed.startswith(f"{name}__"):
-                    raise CallRefused(f"server `{name}`: {reason}", code="not_registered")
+                    raise NotRegistered(f"server `{name}`: {reason}")
             raise NotFound(f"no tool `{exposed}` is exposed (see `monad mcp tools`)")
         actor = self.sup.actors[entry.server]
         tool = next(t for t in actor.tools if t.name == entry.tool)
@@ -297,8 +297,10 @@ class ToolService:
 
         Returns the CallToolResult in wire shape plus `callId`, `server`, `tool`,
         `decidedBy`. Raises NotFound (unknown exposed name), InvalidInput (arguments do not
-        match the inputSchema), ApprovalRequired (`mode: check`), CallRefused (denied,
-        approval timeout, pin mismatch), MonadError (the server failed the request).
+        match the inputSchema), ApprovalRequired (`mode: check`), CallRefused (denied) and
+        its ApprovalTimeout and NotRegistered (pin mismatch), ToolCallFailed (the server
+        failed the request), and with `detach` Unavailable (no task manager yet) and the
+        task manager's NotConnected and QueueFull.
         `detach`: once approved, hand the call to the task manager (monad_cli.tasks) and
         return at once with `{"detached": True, "task": row}`; the call continues in the
         supervisor and is read with `monad tasks show ID`.
@@ -337,12 +339,12 @@ class ToolService:
 
         if not approved:
             finish("refused", f"approval {decision}: {who}")
-            what = "denied" if decision == "denied" else "not approved in time"
-            raise CallRefused(f"call to `{exposed}` was {what} ({who})",
-                              code="denied" if decision == "denied" else "approval_timeout")
+            if decision == "denied":
+                raise CallRefused(f"call to `{exposed}` was denied ({who})")
+            raise ApprovalTimeout(f"call to `{exposed}` was not approved in time ({who})")
         if detach:
             if self.sup.tasks is None:
-                raise MonadError("the task manager is not running; try again in a moment")
+                raise Unavailable("the task manager is not running; try again in a moment")
             try:
                 row = await self.sup.tasks.start(actor.name, tool.name, arguments,
                                                  correlation={"callId": call_id, "exposed": exposed,
@@ -362,11 +364,11 @@ class ToolService:
         except MCPError as exc:
             timed_out = exc.error.code == REQUEST_TIMEOUT
             finish("timeout" if timed_out else "error", f"{exc.error.message} (MCP error {exc.error.code})")
-            raise MonadError(self.sup.scrub(f"server `{actor.name}` failed `{tool.name}`: {exc.error.message} "
+            raise ToolCallFailed(self.sup.scrub(f"server `{actor.name}` failed `{tool.name}`: {exc.error.message} "
                                             f"(MCP error {exc.error.code})")) from None
         except Exception as exc:  # noqa: BLE001 - e.g. an outputSchema mismatch in the SDK
             finish("error", f"{type(exc).__name__}: {exc}")
-            raise MonadError(self.sup.scrub(f"server `{actor.name}` failed `{tool.name}`: {exc}")) from None
+            raise ToolCallFailed(self.sup.scrub(f"server `{actor.name}` failed `{tool.name}`: {exc}")) from None
         out = result.model_dump(by_alias=True, exclude_none=True, mode="json")
         is_error = bool(result.is_error)
         text = " ".join(c.get("text", "") for c in out.get("content", []) if c.get("type") == "text")

@@ -7,8 +7,8 @@ routes list by `task_routes(sup)`.
     POST /v1/tasks/{id}/input     {responses: {<inputRequests key>: answer}} → the task
     POST /v1/tasks/{id}/cancel                                               → the task
 
-Errors use the control API's shape; a full queue is 429 `queue_full`, a server that is
-not connected 409 `not_connected`, no task manager 503 `unavailable`.
+Routes raise; the control app's `ErrorBoundary` answers: a full queue is 429 `queue_full`,
+a server that is not connected 409 `not_connected`, no task manager 503 `unavailable`.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from monad_cli.control.http import error_response, read_json_body
-from monad_cli.errors import InvalidInput, NotFound
+from monad_cli.control.http import read_json_body
+from monad_cli.errors import InvalidInput, Unavailable
 
 if TYPE_CHECKING:
     from monad_cli.supervisor.supervisor import Supervisor
@@ -28,37 +28,18 @@ if TYPE_CHECKING:
 MAX_WAIT_S = 25.0  # below the CLI client's 30 s socket timeout
 
 
-_error = error_response
-_body = read_json_body
-
-
 def task_routes(sup: Supervisor) -> list[Route]:
     """The `/v1/tasks` routes over `sup.tasks` (a `TaskManager`)."""
-    from monad_cli.tasks.manager import NotConnected, QueueFull
 
     def manager() -> Any:
-        return getattr(sup, "tasks", None)
-
-    def guarded(fn: Any) -> Any:
-        async def endpoint(request: Request) -> JSONResponse:
-            if manager() is None:
-                return _error(503, "unavailable", "the task manager is not running")
-            try:
-                return await fn(request)
-            except QueueFull as e:
-                return _error(429, "queue_full", e.message)
-            except NotConnected as e:
-                return _error(409, "not_connected", e.message)
-            # Answered here rather than by the app's Exception handler: Starlette re-raises
-            # whatever reaches that one, which logs a traceback for a plain "not found".
-            except NotFound as e:
-                return _error(404, "not_found", e.message)
-            except InvalidInput as e:
-                return _error(400, "invalid_input", e.message)
-        return endpoint
+        tasks = getattr(sup, "tasks", None)
+        if tasks is None:  # before the journal is open, or after it closed
+            raise Unavailable("the task manager is not running; try again in a moment")
+        return tasks
 
     async def start(request: Request) -> JSONResponse:
-        body = await _body(request)
+        tasks = manager()
+        body = await read_json_body(request)
         server, tool = body.get("server"), body.get("tool")
         arguments, correlation = body.get("arguments") or {}, body.get("correlation")
         if not isinstance(server, str) or not isinstance(tool, str):
@@ -67,37 +48,41 @@ def task_routes(sup: Supervisor) -> list[Route]:
             raise InvalidInput("`arguments` must be a JSON object")
         if correlation is not None and not isinstance(correlation, dict):
             raise InvalidInput("`correlation` must be a JSON object")
-        row = await manager().start(server, tool, arguments, correlation=correlation)
+        row = await tasks.start(server, tool, arguments, correlation=correlation)
         return JSONResponse(row, status_code=202)
 
     async def list_(request: Request) -> JSONResponse:
+        tasks = manager()
         q = request.query_params
-        rows = manager().list_tasks(server=q.get("server") or None, state=q.get("state") or None)
+        rows = tasks.list_tasks(server=q.get("server") or None, state=q.get("state") or None)
         return JSONResponse({"tasks": rows})
 
     async def show(request: Request) -> JSONResponse:
+        tasks = manager()
         q = request.query_params
         try:
             wait = min(max(float(q.get("wait") or 0), 0.0), MAX_WAIT_S)
         except ValueError:
             raise InvalidInput("`wait` must be a number of seconds") from None
-        row = await manager().show(request.path_params["id"], wait=wait, deliver=q.get("deliver") in ("1", "true"))
+        row = await tasks.show(request.path_params["id"], wait=wait, deliver=q.get("deliver") in ("1", "true"))
         return JSONResponse(row)
 
     async def answer(request: Request) -> JSONResponse:
-        body = await _body(request)
+        tasks = manager()
+        body = await read_json_body(request)
         responses = body.get("responses")
         if not isinstance(responses, dict):
             raise InvalidInput('expected {"responses": {"<inputRequests key>": {...}}}')
-        return JSONResponse(await manager().answer(request.path_params["id"], responses))
+        return JSONResponse(await tasks.answer(request.path_params["id"], responses))
 
     async def cancel(request: Request) -> JSONResponse:
-        return JSONResponse(await manager().cancel(request.path_params["id"]))
+        tasks = manager()
+        return JSONResponse(await tasks.cancel(request.path_params["id"]))
 
     return [
-        Route("/v1/tasks", guarded(start), methods=["POST"]),
-        Route("/v1/tasks", guarded(list_)),
-        Route("/v1/tasks/{id}", guarded(show)),
-        Route("/v1/tasks/{id}/input", guarded(answer), methods=["POST"]),
-        Route("/v1/tasks/{id}/cancel", guarded(cancel), methods=["POST"]),
+        Route("/v1/tasks", start, methods=["POST"]),
+        Route("/v1/tasks", list_),
+        Route("/v1/tasks/{id}", show),
+        Route("/v1/tasks/{id}/input", answer, methods=["POST"]),
+        Route("/v1/tasks/{id}/cancel", cancel, methods=["POST"]),
     ]
