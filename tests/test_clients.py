@@ -102,6 +102,9 @@ def test_import_maps_each_clients_fields(cli: Any, monad_home: Path) -> None:
     assert atom(monad_home, "httpServer")["url"] == "https://api.example.com/mcp"
     assert atom(monad_home, "sentry")["transport"] == "http"  # Claude Code
     assert atom(monad_home, "api")["url"].endswith("?key=SENTINEL-7f3a9c-mcpjson")
+    for name in ("docs", "memory", "pythonTools", "sentry", "api", "local"):  # `get` masks them all
+        r = cli("mcp", "get", name, "--json")
+        assert r.code == 0 and SENTINEL not in r.out + r.err and "***" in r.out, r
 
 
 def test_import_reasons_name_the_server_and_field(cli: Any) -> None:

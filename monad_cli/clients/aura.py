@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from monad_cli.clients.entries import Candidate, Unimportable, check_references, left_out, map_strings, split_definition
-from monad_cli.errors import ConfigError, InvalidInput
+from monad_cli.errors import ConfigError, Conflict
 
 OWN_FILE = "monad.yaml"
 HEADER = "# Written by `monad mcp connect aura`: monad's gateway. Remove with `--remove`.\n"
@@ -161,7 +161,7 @@ def check_target(path: Path) -> None:
 
         data = _load_yaml(read_text(file, shown(file)), shown(file))
         if isinstance(data, dict) and any(str(k).lower() == "monad" for k in data):
-            raise InvalidInput(f"`{shown(file)}` already defines `monad`; monad does not rewrite that file "
+            raise Conflict(f"`{shown(file)}` already defines `monad`; monad does not rewrite that file "
                                f"(its comments would be lost): remove the entry there first")
 
 
@@ -170,7 +170,7 @@ def connect(client: str, text: str, entry: dict[str, Any] | None, source: str) -
     if text.strip():
         data = _load_yaml(text, source)
         if isinstance(data, dict) and set(map(str, data)) - {"monad"}:
-            raise InvalidInput(f"`{source}` holds other servers besides `monad`; monad does not rewrite it "
+            raise Conflict(f"`{source}` holds other servers besides `monad`; monad does not rewrite it "
                                f"(its comments would be lost): edit it by hand")
     if entry is None:
         return ""

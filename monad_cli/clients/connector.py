@@ -61,8 +61,8 @@ def connect_client(client_name: str, path: str | None, *, remove: bool = False) 
     """Write (or with `remove`, delete) the `monad` entry. Returns
     `{"client", "file", "entry", "changed", "removed"}`; `entry` is what the file now holds.
 
-    Raises `ConfigError` (exit 2) for a malformed client file, `InvalidInput` when the entry
-    cannot be written without rewriting a person's text (Aura), `MonadError` otherwise.
+    Raises `ConfigError` (exit 2) for a malformed client file, `Conflict` (exit 2) when the
+    entry cannot be written without rewriting a person's text (Aura), `MonadError` otherwise.
     """
     from monad_cli.config.store import write_atomic
 
