@@ -16,6 +16,7 @@ import typer
 from monad_cli import render
 from monad_cli.commands import approvals as approvals_cmd
 from monad_cli.commands import auth as auth_cmd
+from monad_cli.commands import clients as clients_cmd
 from monad_cli.commands import daemon as daemon_cmd
 from monad_cli.commands import journal as journal_cmd
 from monad_cli.commands import mcp as mcp_cmd
@@ -33,6 +34,7 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 auth_cmd.register(mcp_cmd.app)
+clients_cmd.register(mcp_cmd.app)
 app.add_typer(mcp_cmd.app, name="mcp")
 app.add_typer(daemon_cmd.app, name="daemon")
 app.add_typer(tasks_cmd.app, name="tasks")

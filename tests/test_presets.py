@@ -112,8 +112,8 @@ def test_disabled_or_absent_preset_adds_nothing(monad_home: Path, tmp_path: Path
 
 
 @pytest.mark.parametrize(("text", "server", "expected"), [
-    ("computer = {enabled = true}\n", None,
-     "`features/presets.toml`: unknown preset `computer`; known presets: browser"),
+    ("desktop = {enabled = true}\n", None,
+     "`features/presets.toml`: unknown preset `desktop`; known presets: browser, computer"),
     ("browsr = {enabled = true}\n", None, "unknown preset `browsr` (did you mean `browser`?)"),
     ("browser = true\n", None, "preset `browser` must be a table such as `browser = {enabled = true}`"),
     ("browser = {enabled = \"yes\"}\n", "browser", "field `enabled`: must be true or false"),

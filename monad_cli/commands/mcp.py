@@ -204,11 +204,20 @@ def _quote(name: str) -> str:
 
 @app.command("get")
 def get(name: Annotated[str, typer.Argument(help="Server name.")], as_json: JsonOpt = False) -> None:
-    """The server's definition as written, with every secret value shown as `***`."""
+    """The server's definition as written, with every secret value shown as `***`.
+
+    For a preset server (features/presets.toml), the definition the preset synthesizes."""
     from monad_cli.config.edits import read_definition
     from monad_cli.redact import redact_definition
 
-    source, raw = read_definition(paths(), name)
+    try:
+        source, raw = read_definition(paths(), name)
+    except NotFound:
+        import os
+
+        from monad_cli.config.presets import PRESETS_FILE, preset_definition
+
+        source, raw = PRESETS_FILE, preset_definition(paths(), name, os.environ)  # NotFound again if not one
     shown = redact_definition(raw)
     if as_json:
         render.data_json({"name": name, "source": source, "definition": shown})
@@ -226,14 +235,25 @@ def _toml_value(value: Any) -> str:
 
 @app.command("remove")
 def remove(name: Annotated[str, typer.Argument(help="Server name.")], as_json: JsonOpt = False) -> None:
-    """Delete the server's definition; the supervisor disconnects it live."""
+    """Delete the server's definition; the supervisor disconnects it live.
+
+    A preset server is turned off instead: `enabled = false` in features/presets.toml."""
     from monad_cli.config.edits import remove_server
 
-    source = remove_server(paths(), name)
+    try:
+        source = remove_server(paths(), name)
+    except NotFound:
+        from monad_cli.config.presets import PRESETS_FILE, turn_off_preset
+
+        turn_off_preset(paths(), name)  # NotFound again when it is not an enabled preset
+        source = PRESETS_FILE
+        if not as_json:
+            render.info(f"turned off preset `{name}` ({source}: `enabled = false`, its options kept)")
+    else:
+        if not as_json:
+            render.info(f"removed server `{name}` (from {source})")
     if as_json:
         render.data_json({"name": name, "source": source, "removed": True})
-    else:
-        render.info(f"removed server `{name}` (from {source})")
 
 
 def _set_enabled(name: str, enabled: bool, as_json: bool) -> None:

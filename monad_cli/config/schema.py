@@ -26,11 +26,14 @@ OAUTH_STATE_KEYS = ("tokens", "grant", "registration", "serverMetadata", "resour
 DEFAULT_TIMEOUT_S = 10.0
 
 COMMON_FIELDS = {"schema", "name", "transport", "enabled", "required", "timeout", "requestTimeoutMs",
-                 "deferred", "trust", "condition", "description"}
+                 "deferred", "trust", "condition", "description", "tools"}
 STDIO_FIELDS = {"command", "args", "env", "cwd", "sandbox", "sandboxWritable"}
 HTTP_FIELDS = {"url", "headers", "auth"}
 ALL_FIELDS = COMMON_FIELDS | STDIO_FIELDS | HTTP_FIELDS
 TRUST_FIELDS = {"autoApproveTools", "pinnedToolHash", "hostEscape"}
+# `tools = {enabled = [...], disabled = [...]}`: globs over the server's own tool names.
+# Parsed and validated here; the gateway does not enforce them yet (docs/atoms.md).
+TOOL_FILTER_FIELDS = ("enabled", "disabled")
 # `type` is what claude/cursor-style configs call the transport; accepted on read only.
 _TRANSPORT_ALIASES = {"stdio": "stdio", "http": "http", "streamable-http": "http",
                       "streamableHttp": "http", "streamable_http": "http"}
@@ -60,12 +63,14 @@ class ServerSpec:
     url: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
     auth: dict[str, Any] = field(default_factory=dict)
+    tools: dict[str, list[str]] = field(default_factory=dict)
 
     def connection_fingerprint(self) -> str:
         """Stable digest of everything that affects the live session (not `source`, not `enabled`)."""
-        # `deferred` and `condition` only shape the gateway's view: changing them keeps the session.
+        # `deferred`, `condition` and `tools` only shape the gateway's view: changing them keeps
+        # the session.
         body = {k: v for k, v in self.__dict__.items()
-                if k not in ("source", "raw", "enabled", "deferred", "condition")}
+                if k not in ("source", "raw", "enabled", "deferred", "condition", "tools")}
         # Stored OAuth state (tokens, expiry, metadata) changes on every refresh; it is not
         # part of how to connect, so writing it must not reconnect the server.
         body["auth"] = {k: v for k, v in self.auth.items() if k not in OAUTH_STATE_KEYS}
@@ -228,7 +233,7 @@ def validate(raw: Mapping[str, Any], *, name: str, source: str,
         name=name, transport=transport, source=source, raw=dict(raw),
         enabled=_bool(ctx, raw, "enabled", True), required=_bool(ctx, raw, "required", False),
         timeout=float(timeout), request_timeout_ms=rto, deferred=_bool(ctx, raw, "deferred", False),
-        trust=dict(trust), condition=condition,
+        trust=dict(trust), condition=condition, tools=_tool_filters(ctx, raw.get("tools")),
     )
 
     if transport == "stdio":
@@ -311,6 +316,26 @@ def validate(raw: Mapping[str, Any], *, name: str, source: str,
             hdrs = _str_map(ctx, auth, "headers")
             spec.auth["headers"] = {k: _expand(ctx, f"auth.headers.{k}", v, environ) for k, v in hdrs.items()}
     return spec
+
+
+def _tool_filters(ctx: _Ctx, value: Any) -> dict[str, list[str]]:
+    """`tools = {enabled = [GLOB, ...], disabled = [GLOB, ...]}` → the two lists (absent: none)."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ctx.error("tools", 'must be a table such as `tools = {disabled = ["delete_*"]}`')
+    out: dict[str, list[str]] = {}
+    for key, globs in value.items():
+        if key not in TOOL_FILTER_FIELDS:
+            raise ctx.error(f"tools.{key}", f"unknown field{_suggest(key, set(TOOL_FILTER_FIELDS))}; "
+                                            f"known: enabled, disabled")
+        if not isinstance(globs, list) or not all(isinstance(g, str) for g in globs):
+            raise ctx.error(f"tools.{key}", "must be a list of glob patterns over tool names")
+        for i, g in enumerate(globs):
+            if not g.strip() or g != g.strip():
+                raise ctx.error(f"tools.{key}[{i}]", "must be a non-empty glob without surrounding spaces")
+        out[key] = list(globs)
+    return out
 
 
 def check_url(url: str) -> str | None:
