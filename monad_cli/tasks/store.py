@@ -17,9 +17,10 @@ from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import text
-from sqlmodel import Field, Session, SQLModel, col, select
+from sqlmodel import Session, col, select
 
-from monad_cli.journal.db import Journal, register_migration
+from monad_cli.journal.db import Journal
+from monad_cli.journal.tables import TaskRow
 
 # monad's own states around the MCP task statuses (ext-tasks "Task Status").
 QUEUED, SUBMITTING = "queued", "submitting"
@@ -28,43 +29,6 @@ OPEN_STATES = (QUEUED, *ACTIVE_STATES)
 TERMINAL_STATES = ("completed", "failed", "cancelled")
 RETENTION_S = 7 * 24 * 3600
 
-
-class TaskRow(SQLModel, table=True):
-    __tablename__ = "tasks"
-    id: str = Field(primary_key=True)  # monad's id; also the invocation id sent in _meta
-    server: str = Field(index=True)
-    tool: str
-    arguments: str | None = None  # JSON
-    correlation: str | None = None  # JSON: who started it and why (caller-supplied)
-    task_id: str | None = Field(default=None, index=True)  # the server's taskId
-    state: str = Field(index=True)
-    status_message: str | None = None
-    created_at: float = Field(index=True)
-    updated_at: float
-    terminal_at: float | None = Field(default=None, index=True)
-    server_created_at: str | None = None
-    ttl_ms: int | None = None
-    poll_interval_ms: int | None = None
-    result: str | None = None  # JSON CallToolResult
-    error: str | None = None  # JSON error object
-    input_requests: str | None = None  # JSON: outstanding inputRequests
-    answered_keys: str | None = None  # JSON list: keys already answered (dedupe across polls)
-    delivery_pending: bool = Field(default=False, index=True)
-    pending_kind: str | None = None  # "result" | "input"
-    deliveries: int = 0
-    delivered_at: float | None = None
-    cancel_requested: bool = False
-    recoveries: int = 0
-    retries: int = 0
-    submitted: bool = False  # tools/call written at least once
-    adopted: bool = False  # a task returned to a plain call_tool (no arguments known)
-
-
-def _m0100_tasks(conn: Any) -> None:
-    SQLModel.metadata.create_all(conn, tables=[TaskRow.__table__])  # type: ignore[attr-defined]
-
-
-register_migration("0100_tasks", _m0100_tasks)
 
 _JSON_COLS = ("arguments", "correlation", "result", "error", "input_requests", "answered_keys")
 
@@ -88,12 +52,11 @@ def row_dict(row: TaskRow) -> dict[str, Any]:
 
 
 class TaskStore:
-    """Queries over the `tasks` table of an open `Journal` (migrates it on open)."""
+    """Queries over the `tasks` table of an open `Journal`."""
 
     def __init__(self, journal: Journal, *, clock: Callable[[], float]) -> None:
         self.journal = journal
         self.clock = clock
-        journal.migrate()  # our migration registers at import, possibly after the journal opened
 
     def _json(self, value: Any) -> str | None:
         return None if value is None else self.journal.scrub(json.dumps(value))
