@@ -7,9 +7,9 @@ one task group:
 - the submitter: queued calls go out as `tools/call` as slots free up (at most
   `max_active` in flight);
 - a poll loop: `tasks/get` for every open task at the server's `pollIntervalMs`
-  (ext-tasks "Task Polling"), with bounded exponential backoff on transient failures;
+  (SEP-2663 "Task Polling"), with bounded exponential backoff on transient failures;
 - a listen loop: `subscriptions/listen` with `taskIds` so `notifications/tasks` arrive as
-  they happen (ext-tasks "Task Status Notifications"); it re-listens when the stream ends
+  they happen (SEP-2663 "Task Status Notifications"); it re-listens when the stream ends
   or new tasks appear, and polls each honored task once after the ack, because a change
   made before the ack is never notified.
 

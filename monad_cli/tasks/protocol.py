@@ -6,7 +6,7 @@ no tasks implementation, so this module supplies:
 - `CreateTaskResult`: the flat `resultType: "task"` answer a `tools/call` may return;
 - `GetTaskRequest` / `UpdateTaskRequest` / `CancelTaskRequest`: `tasks/get`, `tasks/update`,
   `tasks/cancel`, each with `name_param = "taskId"` so the SDK sets `Mcp-Name` on HTTP
-  (ext-tasks "Streamable HTTP: Routing Headers");
+  (SEP-2663 "Streamable HTTP: Routing Headers");
 - `DetailedTask`: what `tasks/get` and `notifications/tasks` carry (exactly one of
   `result`, `error`, `inputRequests` by status);
 - `TasksExtension`: declared in the client capabilities (`extensions`), claims
@@ -165,7 +165,7 @@ async def listen_for_tasks(session: Any, task_ids: Sequence[str], *, ack_timeout
 
     The SDK's `listen()` builds its filter without extension keys, so this mirrors it
     (same private session seams: request stamping, the listen route demux) and adds
-    `taskIds` (ext-tasks "Task Status Notifications"). Raises `MCPError` if refused,
+    `taskIds` (SEP-2663 "Task Status Notifications"). Raises `MCPError` if refused,
     `TimeoutError` without an ack.
     """
     request_id = f"monad-tasks-listen-{next(_listen_ids)}"
