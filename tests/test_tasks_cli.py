@@ -5,11 +5,13 @@ from __future__ import annotations
 import subprocess
 import sys
 
-HEAVY = ("mcp", "mcp_types", "sqlalchemy", "sqlmodel", "httpx2", "uvicorn", "starlette")
+HEAVY = ("mcp", "mcp_types", "sqlalchemy", "sqlmodel", "httpx2", "uvicorn", "starlette", "pydantic")
 
 
 def test_the_tasks_commands_import_nothing_heavy() -> None:
-    code = ("import sys, monad_cli.app, monad_cli.commands.tasks, monad_cli.tasks.follow; "
+    # The CLI side (follow, forms) and the stdlib-only state machine and snapshot fold.
+    code = ("import sys, monad_cli.app, monad_cli.commands.tasks, monad_cli.commands._follow, "
+            "monad_cli.tasks.forms, monad_cli.tasks.states, monad_cli.tasks.snapshot; "
             f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -69,7 +69,6 @@ def journal(
 def _show_calls(j: Any, *, server: str | None, since: float | None, limit: int, as_json: bool) -> None:
     from monad_cli.journal import tools as journal_tools
 
-    j.migrate()  # the calls table may be newer than this journal
     rows = journal_tools.calls(j, server=server, since=since, limit=limit)
     if as_json:
         render.data_json(rows)

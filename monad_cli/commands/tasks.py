@@ -10,8 +10,9 @@ import typer
 
 from monad_cli import render
 from monad_cli.commands._common import JsonOpt, check_id, supervisor
+from monad_cli.commands._follow import follow, prompt_answers, task_path
 from monad_cli.errors import InvalidInput, MonadError
-from monad_cli.tasks.follow import TERMINAL, follow, prompt_answers, task_path
+from monad_cli.tasks.states import TERMINAL
 
 app = typer.Typer(
     help="Long-running tool calls (MCP tasks): list them, show or answer them, cancel them.\n\n"

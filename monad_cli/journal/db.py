@@ -1,9 +1,11 @@
-"""journal.db: SQLite in WAL mode through SQLModel, with named migrations.
+"""journal.db: SQLite in WAL mode through SQLModel, migrated once, on open.
 
 Every connection: `journal_mode=WAL`, `busy_timeout=5000`, `synchronous=NORMAL` (an app
 crash loses nothing committed; a power loss may lose the last commits, which the journal
-accepts - JR-1), and every write transaction starts with `BEGIN IMMEDIATE` (JR-2) so two
-writers queue on the busy timeout instead of failing mid-transaction.
+accepts: it records what happened, it is not the only copy of anything), and every write
+transaction starts with `BEGIN IMMEDIATE` so two writers queue on the busy timeout instead
+of failing mid-transaction with SQLITE_BUSY when a read lock cannot be upgraded (SQLite
+"Transaction": deferred transactions upgrade lazily).
 """
 
 from __future__ import annotations
@@ -15,54 +17,23 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import event, text
-from sqlmodel import Field, Session, SQLModel, col, create_engine, select
+from sqlmodel import Session, SQLModel, col, create_engine, select
 
-
-class Migration(SQLModel, table=True):
-    __tablename__ = "migrations"
-    name: str = Field(primary_key=True)
-    applied_at: float
-
-
-class Event(SQLModel, table=True):
-    """One journal row: a state change, a config error, a supervisor event."""
-
-    __tablename__ = "events"
-    id: int | None = Field(default=None, primary_key=True)
-    ts: float = Field(index=True)
-    server: str | None = Field(default=None, index=True)
-    kind: str  # state | config-error | config | daemon
-    state: str | None = None
-    reason: str | None = None
-    detail: str | None = None  # JSON
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "ts": self.ts, "server": self.server, "kind": self.kind,
-                "state": self.state, "reason": self.reason,
-                "detail": json.loads(self.detail) if self.detail else None}
-
-
-def _m0001_events(conn: Any) -> None:
-    SQLModel.metadata.create_all(conn, tables=[Event.__table__])  # type: ignore[attr-defined]
-
-
-# Named migrations, applied in order, each recorded in `migrations` once (llm's pattern).
-# Later features append here; a name is never reused or edited once released.
-MIGRATIONS: list[tuple[str, Callable[[Any], None]]] = [
-    ("0001_events", _m0001_events),
-]
-
-
-def register_migration(name: str, fn: Callable[[Any], None]) -> None:
-    """Feature modules add their tables here (before `Journal` opens)."""
-    if name not in {n for n, _ in MIGRATIONS}:
-        MIGRATIONS.append((name, fn))
+from monad_cli.journal.migrations import MIGRATIONS
+from monad_cli.journal.tables import Event, Migration
 
 
 class Journal:
-    """Open (creating and migrating) the journal at `path`.
+    """The journal at `path`: opened, created if missing, and migrated once, on open (every
+    entry of `journal.migrations.MIGRATIONS` not yet recorded, in the list's order; their
+    names are in `applied`).
 
-    `scrub` is applied to every free-text value before it is written (secret redaction).
+    Owns the SQLite engine and its connection settings, the schema, and the `events` rows
+    (`record`, `events`); the other tables' queries live beside their users
+    (`journal.tools`, `tasks.store`) and run on `engine`. `scrub` is applied to every
+    free-text value before it is written. It must never decide anything about servers,
+    calls or tasks (it stores what the services tell it), never write a value that has not
+    been through `scrub`, and never import the supervisor.
     """
 
     def __init__(self, path: Path, *, scrub: Callable[[str], str] = lambda s: s) -> None:
@@ -86,10 +57,11 @@ class Journal:
             conn.exec_driver_sql("BEGIN IMMEDIATE")
 
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.migrate()
+        self.applied = self._migrate()
 
-    def migrate(self) -> list[str]:
-        """Apply pending named migrations; returns the names applied."""
+    def _migrate(self) -> list[str]:
+        """Apply the migrations not yet recorded, in list order, in one transaction with
+        their rows in `migrations`; returns the names applied."""
         applied: list[str] = []
         with self.engine.begin() as conn:
             SQLModel.metadata.create_all(conn, tables=[Migration.__table__])  # type: ignore[attr-defined]

@@ -1,8 +1,11 @@
-"""Journal tables for tool calls, "always" approvals and seen tool sets.
+"""Queries over the journal tables of tool calls, "always" approvals and seen tool sets
+(the tables are in `journal/tables.py`).
 
 - `tool_calls`: one row per call, written before the call (outcome `running`) and updated
-  after it (JR-6), so a crash leaves a visible gap. Arguments are kept only as a digest.
-- `approvals`: "always" approvals, keyed to (server, definition hash, tool) (TL-4).
+  after it, so a crash between the side effect and its outcome leaves a visible gap.
+  Arguments are kept only as a digest.
+- `approvals`: "always" approvals, keyed to (server, definition hash, tool), so an edited
+  command or URL asks again.
 - `tool_sets`: every tool set a server advertised, by hash, so a pin mismatch can say what
   changed against the pinned set.
 """
@@ -14,59 +17,12 @@ import json
 import time
 from typing import Any
 
-from sqlmodel import Field, Session, SQLModel, col, select
+from sqlmodel import Session, col, select
 
-from monad_cli.journal.db import Journal, register_migration
+from monad_cli.journal.db import Journal
+from monad_cli.journal.tables import AlwaysApproval, ToolCall, ToolSet
 
 OUTCOMES = ("running", "ok", "tool-error", "cancelled", "timeout", "refused", "error", "interrupted")
-
-
-class ToolCall(SQLModel, table=True):
-    __tablename__ = "tool_calls"
-    id: int | None = Field(default=None, primary_key=True)
-    ts: float = Field(index=True)
-    server: str = Field(index=True)
-    tool: str
-    exposed: str
-    args_digest: str
-    via: str  # cli | gateway | api
-    decision: str | None = None  # approved | denied | timeout | refused
-    decided_by: str | None = None
-    outcome: str = "running"
-    duration_ms: float | None = None
-    error: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "ts": self.ts, "server": self.server, "tool": self.tool,
-                "exposed": self.exposed, "argsDigest": self.args_digest, "via": self.via,
-                "decision": self.decision, "decidedBy": self.decided_by, "outcome": self.outcome,
-                "durationMs": self.duration_ms, "error": self.error}
-
-
-class AlwaysApproval(SQLModel, table=True):
-    __tablename__ = "approvals"
-    id: int | None = Field(default=None, primary_key=True)
-    server: str = Field(index=True)
-    definition_hash: str
-    tool: str
-    created: float
-    decided_by: str
-
-
-class ToolSet(SQLModel, table=True):
-    __tablename__ = "tool_sets"
-    server: str = Field(primary_key=True)
-    hash: str = Field(primary_key=True)
-    tools: str  # JSON, the canonical pinned view
-    seen: float
-
-
-def _m0002_tools(conn: Any) -> None:
-    SQLModel.metadata.create_all(conn, tables=[ToolCall.__table__, AlwaysApproval.__table__,  # type: ignore[attr-defined]
-                                               ToolSet.__table__])  # type: ignore[attr-defined]
-
-
-register_migration("0002_tool_calls_approvals_tool_sets", _m0002_tools)
 
 
 def args_digest(arguments: Any) -> str:
@@ -97,7 +53,7 @@ def _write(j: Journal, sql: str, params: tuple[Any, ...]) -> int | None:
 
 
 def start_call(j: Journal, *, server: str, tool: str, exposed: str, arguments: Any, via: str) -> int:
-    """The intent row (outcome `running`, JR-6: written before the call); returns its id."""
+    """The intent row (outcome `running`), written before the call; returns its id."""
     row_id = _write(j, "INSERT INTO tool_calls (ts, server, tool, exposed, args_digest, via, outcome) "
                        "VALUES (?, ?, ?, ?, ?, ?, 'running')",
                     (time.time(), server, tool, exposed, args_digest(arguments), via))
@@ -107,14 +63,15 @@ def start_call(j: Journal, *, server: str, tool: str, exposed: str, arguments: A
 
 def finish_call(j: Journal, call_id: int, *, outcome: str, decision: str | None = None,
                 decided_by: str | None = None, duration_ms: float | None = None, error: str | None = None) -> None:
-    """The outcome of the call `call_id` (JR-6: written after the side effect)."""
+    """The outcome of the call `call_id`, written after the side effect."""
     _write(j, "UPDATE tool_calls SET outcome = ?, decision = ?, decided_by = ?, duration_ms = ?, error = ? "
               "WHERE id = ?",
            (outcome, decision, decided_by, duration_ms, j.scrub(error)[:500] if error else None, call_id))
 
 
 def interrupt_running(j: Journal) -> int:
-    """JR-5: calls left `running` by a supervisor that died become `interrupted`."""
+    """Calls left `running` by a supervisor that died become `interrupted` (never retried:
+    whether the server acted on them is unknown); returns how many."""
     with Session(j.engine) as s:
         rows = list(s.exec(select(ToolCall).where(ToolCall.outcome == "running")))
         for row in rows:

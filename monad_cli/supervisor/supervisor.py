@@ -10,7 +10,7 @@ import os
 import signal
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -27,6 +27,9 @@ from monad_cli.supervisor.actor import ServerActor
 from monad_cli.supervisor.reconcile import diff, fingerprints
 from monad_cli.supervisor.states import LIVE, State
 from monad_cli.trust.service import ToolService
+
+if TYPE_CHECKING:
+    from monad_cli.tasks.manager import TaskManager
 
 log = logging.getLogger("monad.supervisor")
 
@@ -71,7 +74,7 @@ class Supervisor:
         self.tool_service = ToolService(self)
         self._auth: Any = None  # monad_cli.auth.session.SupervisorAuth, made on first oauth server
         self.state_listeners: list[Callable[[ServerActor], None]] = []
-        self.tasks: Any = None  # the TaskManager (monad_cli.tasks), set in run()
+        self.tasks: TaskManager | None = None  # set in run(), once the journal is open
 
     # -- helpers used by actors ----------------------------------------------------------
     def scrub(self, text: str) -> str:
@@ -135,7 +138,13 @@ class Supervisor:
 
     def client_extensions(self, actor: ServerActor) -> list[Any] | None:
         """`extensions=` for the actor's next `mcp.Client` (the tasks extension, SEP-2663)."""
-        return self.tasks.client_extensions(actor) if self.tasks is not None else None
+        return self.tasks.client_extensions(actor.name) if self.tasks is not None else None
+
+    def request_timeout(self, name: str) -> float | None:
+        """Seconds a request to server `name` may take (its `requestTimeoutMs`; None: no deadline)."""
+        actor = self.actors.get(name)
+        spec = actor.spec if actor is not None else None
+        return spec.request_timeout_ms / 1000 if spec is not None and spec.request_timeout_ms else None
 
     # -- process-level guards ------------------------------------------------------------
     def acquire_daemon_lock(self) -> None:
@@ -280,7 +289,7 @@ class Supervisor:
         self.paths.pid_file.write_text(f"{os.getpid()}\n")
         from monad_cli.tasks.manager import TaskManager
 
-        self.tasks = TaskManager(self)
+        self.tasks = TaskManager(self.journal, self.actors, redact=self.scrub, request_timeout=self.request_timeout)
         self.state_listeners.append(self.tasks.on_actor_state)
         control = ControlServer(self)
         try:

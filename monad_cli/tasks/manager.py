@@ -2,18 +2,10 @@
 
 One `TaskManager` per supervisor. Per server it keeps at most `max_active` (8) tasks in
 flight (`submitting`, `working`, `input_required`) and `max_queued` (64) waiting; more is
-refused (`QueueFull`). For each connection of a server it runs, in one task group:
-
-- a poll loop: `tasks/get` for every open task at the server's `pollIntervalMs`
-  (ext-tasks "Task Polling"), with bounded exponential backoff on transient failures;
-- a listen loop: `subscriptions/listen` with `taskIds` so `notifications/tasks` arrive as
-  they happen; it re-listens when the stream ends or new tasks appear, and polls each
-  honored task once after the ack (a change before the ack is not notified);
-- the submitter: queued calls go out as slots free up.
-
-When the connection is rebuilt (reconnect, server restart, supervisor restarted after
-`kill -9`) the open rows of the journal are resumed: observed again, `submitting` ones
-resent with the same invocation id, pending cancellations finished (JR-5).
+refused (`QueueFull`). This module is its API side (start, show, list, answer, cancel, the
+resolver of tasks returned to a plain `Client.call_tool`); each server's per-connection
+loops (submit, poll, listen) are in `tasks.connection`, the rows and their changes in
+`tasks.ledger`, the states in `tasks.states`.
 
 Results are never handed to anyone implicitly: a terminal snapshot, or new input
 requests, set `deliveryPending` in the journal; whoever reads it with `deliver`
@@ -24,162 +16,137 @@ delivery exactly once (`TaskStore.take_delivery`).
 from __future__ import annotations
 
 import json
-import logging
-import math
 import time
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 import anyio
 import mcp_types as types
-from mcp import MCPError
+from mcp import Client, MCPError
 from mcp.client import ClaimContext
-from mcp_types import CONNECTION_CLOSED, INVALID_PARAMS
 
 from monad_cli.errors import InvalidInput, NotConnected, NotFound, QueueFull
+from monad_cli.journal.db import Journal
+from monad_cli.journal.tables import TaskRow
 from monad_cli.tasks import forms
-from monad_cli.tasks.protocol import (
-    INVOCATION_META_KEY,
-    TASKS_EXTENSION,
-    TERMINAL,
-    CreateTaskResult,
-    TasksExtension,
-    cancel_task,
-    get_task,
-    listen_for_tasks,
-    update_task,
-)
-from monad_cli.tasks.store import (
-    ACTIVE_STATES,
-    QUEUED,
-    SUBMITTING,
-    TaskRow,
-    TaskStore,
-    row_dict,
-)
-
-if TYPE_CHECKING:
-    from monad_cli.supervisor.actor import ServerActor
-    from monad_cli.supervisor.supervisor import Supervisor
-
-log = logging.getLogger("monad.tasks")
+from monad_cli.tasks.connection import REQUEST_TIMEOUT_S, ServerTasks
+from monad_cli.tasks.ledger import TaskLedger
+from monad_cli.tasks.protocol import CreateTaskResult, TasksExtension, dump, update_task
+from monad_cli.tasks.snapshot import PENDING_INPUT
+from monad_cli.tasks.states import OPEN, TERMINAL, TaskState
+from monad_cli.tasks.store import row_dict
 
 MAX_ACTIVE = 8
 MAX_QUEUED = 64
-DEFAULT_POLL_MS = 1000
-MIN_POLL_MS = 50
-MAX_POLL_MS = 300_000
-BACKOFF_INITIAL_S = 0.5
-BACKOFF_CAP_S = 30.0
-REQUEST_TIMEOUT_S = 30.0
 CLEANUP_EVERY_S = 3600.0
 RELATED_TASK_META = "io.modelcontextprotocol/related-task"
 
 
-@dataclass
-class _Server:
-    """In-memory state of one server's tasks (the journal holds the durable part)."""
+class ServerLink(Protocol):
+    """What the task manager reads of one server (the supervisor's actor for it)."""
 
-    name: str
-    client: Any = None
-    changed: anyio.Event = field(default_factory=anyio.Event)  # connection or task set changed
-    next_poll: dict[str, float] = field(default_factory=dict)  # row id -> monotonic due time
-    failures: dict[str, int] = field(default_factory=dict)  # row id -> consecutive poll failures
-    in_flight: set[str] = field(default_factory=set)
-    honored: set[str] = field(default_factory=set)  # server taskIds notified on the listen stream
-    loop_started: bool = False
+    @property
+    def name(self) -> str: ...
 
-    def poke(self) -> None:
-        self.changed.set()
-        self.changed = anyio.Event()
+    @property
+    def live(self) -> bool:
+        """Connected, with a `client` to send on."""
 
+    @property
+    def client(self) -> Client | None: ...
 
-def _flatten(exc: BaseException) -> list[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        return [leaf for sub in exc.exceptions for leaf in _flatten(sub)]
-    return [exc]
+    @property
+    def state(self) -> str: ...
 
-
-def _error_obj(exc: BaseException) -> dict[str, Any]:
-    if isinstance(exc, MCPError):
-        out: dict[str, Any] = {"code": exc.error.code, "message": exc.error.message}
-        if exc.error.data is not None:
-            out["data"] = exc.error.data
-        return out
-    return {"code": types.INTERNAL_ERROR, "message": str(exc) or type(exc).__name__}
+    @property
+    def reason(self) -> str | None: ...
 
 
 class TaskManager:
-    """Owns the `tasks` rows of one supervisor. `clock` is epoch seconds (injectable)."""
+    """Owns one supervisor's tasks: the `tasks` rows (through a `TaskLedger` on `journal`),
+    the per-server bounds, and one `ServerTasks` loop per server.
 
-    def __init__(self, sup: Supervisor, *, clock: Callable[[], float] = time.time,
-                 max_active: int = MAX_ACTIVE, max_queued: int = MAX_QUEUED) -> None:
-        assert sup.journal is not None
-        self.sup = sup
+    It is handed what it uses, built once the journal is open: `servers` maps a server
+    name to its live link (the supervisor's actors; read, never changed), `redact` scrubs
+    secrets from messages, `request_timeout(name)` is a server's `tools/call` deadline in
+    seconds (None: none), `clock` is epoch seconds (injectable). The supervisor calls
+    `on_actor_state` on every state change and passes `client_extensions(name)` to each
+    new `mcp.Client`.
+
+    It must never open, close or reconnect a session (the actors own them; it only sends
+    on the live client it was told about), never send a call that has no row yet, never
+    hand a result to anyone who did not ask for it, and never import the supervisor.
+    """
+
+    def __init__(self, journal: Journal, servers: Mapping[str, ServerLink], *, redact: Callable[[str], str],
+                 request_timeout: Callable[[str], float | None] = lambda name: None,
+                 clock: Callable[[], float] = time.time, max_active: int = MAX_ACTIVE,
+                 max_queued: int = MAX_QUEUED) -> None:
+        self.links = servers
+        self.redact = redact
+        self.request_timeout = request_timeout
         self.clock = clock
-        self.store = TaskStore(sup.journal, clock=clock)
+        self.ledger = TaskLedger(journal, clock=clock)
+        self.store = self.ledger.store
         self.max_active = max_active
         self.max_queued = max_queued
-        self.servers: dict[str, _Server] = {}
-        self._events: dict[str, anyio.Event] = {}
+        self.servers: dict[str, ServerTasks] = {}
         self._tg: anyio.abc.TaskGroup | None = None
 
     # -- wiring into the supervisor ---------------------------------------------------------
-    def client_extensions(self, actor: ServerActor) -> list[Any]:
-        """The `extensions=` of the actor's next `mcp.Client` (one per connection)."""
-        name = actor.name
+    def client_extensions(self, name: str) -> list[Any]:
+        """The `extensions=` of server `name`'s next `mcp.Client` (one per connection)."""
 
         async def on_notification(params: dict[str, Any]) -> None:
-            self.apply_snapshot(name, params, source="notification")
+            self._server(name).apply(params, source="notification")
 
         async def resolve(created: CreateTaskResult, ctx: ClaimContext) -> types.CallToolResult:
             return await self._resolve_claimed(name, created, ctx)
 
         return [TasksExtension(on_notification=on_notification, resolve=resolve)]
 
-    def on_actor_state(self, actor: ServerActor) -> None:
-        """Supervisor state listener: track the live client of every server."""
-        st = self._server(actor.name)
-        client = actor.client if actor.live else None
+    def on_actor_state(self, link: ServerLink) -> None:
+        """State listener: track the live client of every server."""
+        st = self._server(link.name)
+        client = link.client if link.live else None
         if client is not st.client:
             st.client = client
             st.poke()
 
-    def _server(self, name: str) -> _Server:
+    def _server(self, name: str) -> ServerTasks:
         st = self.servers.get(name)
         if st is None:
-            st = self.servers[name] = _Server(name)
+            st = self.servers[name] = ServerTasks(name, self.ledger, max_active=self.max_active,
+                                                  request_timeout=lambda: self.request_timeout(name),
+                                                  redact=self.redact)
         if not st.loop_started and self._tg is not None:
             st.loop_started = True
-            self._tg.start_soon(self._server_loop, st)
+            self._tg.start_soon(st.run)
         return st
 
     async def run(self) -> None:
         """Run until cancelled: resume the journal's open rows, clean up old ones hourly."""
         async with anyio.create_task_group() as tg:
             self._tg = tg
-            removed = self.store.cleanup()
-            if removed:
-                self._journal(None, "cleanup", f"removed {removed} task records older than 7 days")
+            self._cleanup()
             for row in self.store.open_rows():
                 self._server(row.server)
-            for name, actor in list(self.sup.actors.items()):
-                self._server(name)
-                self.on_actor_state(actor)
+            for link in list(self.links.values()):
+                self.on_actor_state(link)
             while True:
                 await anyio.sleep(CLEANUP_EVERY_S)
-                removed = self.store.cleanup()
-                if removed:
-                    self._journal(None, "cleanup", f"removed {removed} task records older than 7 days")
+                self._cleanup()
+
+    def _cleanup(self) -> None:
+        removed = self.store.cleanup()
+        if removed:
+            self.ledger.note(None, "cleanup", f"removed {removed} task records older than 7 days")
 
     # -- starting calls ------------------------------------------------------------------
     def counts(self, server: str) -> tuple[int, int]:
         """(active, queued) rows of `server`."""
-        rows = self.store.rows(server=server, states=(*ACTIVE_STATES, QUEUED), limit=100_000)
-        active = sum(1 for r in rows if r.state in ACTIVE_STATES)
-        return active, len(rows) - active
+        return self.ledger.counts(server)
 
     async def start(self, server: str, tool: str, arguments: dict[str, Any] | None, *,
                     correlation: dict[str, Any] | None = None, submit_wait: float = 15.0) -> dict[str, Any]:
@@ -191,12 +158,12 @@ class TaskManager:
         seconds. Returns the row (API shape). Raises `NotFound` (no such server),
         `NotConnected`, `QueueFull`.
         """
-        actor = self.sup.actors.get(server)
-        if actor is None:
+        link = self.links.get(server)
+        if link is None:
             raise NotFound(f"server `{server}` is not defined (see `monad mcp list`)")
-        if not actor.live:
-            raise NotConnected(f"server `{server}` is {actor.state}"
-                               f"{': ' + actor.reason if actor.reason else ''}; see `monad mcp status {server}`")
+        if not link.live:
+            raise NotConnected(f"server `{server}` is {link.state}"
+                               f"{': ' + link.reason if link.reason else ''}; see `monad mcp status {server}`")
         active, queued = self.counts(server)
         if active >= self.max_active and queued >= self.max_queued:
             raise QueueFull(f"server `{server}` already has {active} active and {queued} queued tasks "
@@ -204,326 +171,23 @@ class TaskManager:
                             f"(`monad tasks --server {server}`)")
         row_id = uuid.uuid4().hex
         self.store.insert(id=row_id, server=server, tool=tool, arguments=arguments or {},
-                          correlation=correlation, state=QUEUED)
-        self._journal(server, QUEUED, f"task {row_id[:12]} `{tool}` accepted", row_id)
-        st = self._server(server)
-        st.poke()
+                          correlation=correlation, state=TaskState.QUEUED)
+        self.ledger.note(server, TaskState.QUEUED, f"task {row_id[:12]} `{tool}` accepted", row_id)
+        self._server(server).poke()
         with anyio.move_on_after(submit_wait):
             while True:
                 row = self.store.get(row_id)
                 assert row is not None
-                if row.state not in (QUEUED, SUBMITTING):
+                if row.state not in (TaskState.QUEUED, TaskState.SUBMITTING):
                     break
-                if row.state == QUEUED and self.counts(server)[0] >= self.max_active:
+                if row.state == TaskState.QUEUED and self.counts(server)[0] >= self.max_active:
                     break
-                await self.wait_change(row_id, 1.0)
+                await self.ledger.wait_change(row_id, 1.0)
         row = self.store.get(row_id)
         assert row is not None
         return self.view(row)
 
-    # -- the per-server loop ---------------------------------------------------------------
-    async def _server_loop(self, st: _Server) -> None:
-        while True:
-            client = st.client
-            if client is None:
-                await st.changed.wait()
-                continue
-            try:
-                await self._serve(st, client)
-            except Exception:
-                log.exception("task handling for server %s failed; retrying", st.name)
-                await anyio.sleep(1.0)
-
-    async def _serve(self, st: _Server, client: Any) -> None:
-        """Everything for one connection of a server; returns when the connection changes."""
-        st.next_poll.clear()
-        st.failures.clear()
-        st.in_flight.clear()
-        st.honored = set()
-        async with anyio.create_task_group() as tg:
-            for row in self.store.open_rows():
-                if row.server != st.name:
-                    continue
-                if row.task_id or row.state == SUBMITTING:
-                    self.store.update(row.id, recoveries=row.recoveries + 1)
-                    self._journal(st.name, row.state, f"task {row.id[:12]} resumed after (re)connect", row.id)
-                if row.state == SUBMITTING:
-                    # It may or may not exist on the server: resend with the same invocation id.
-                    self.store.update(row.id, state=QUEUED)
-                elif row.task_id:
-                    st.next_poll[row.id] = 0.0
-                    if row.cancel_requested:
-                        tg.start_soon(self._send_cancel, st, client, row.id)
-            tg.start_soon(self._listen_loop, st, client)
-            tg.start_soon(self._poll_loop, st, client, tg)
-            while st.client is client:
-                await st.changed.wait()
-            tg.cancel_scope.cancel()
-
-    def _fill_slots(self, st: _Server, client: Any, tg: anyio.abc.TaskGroup) -> None:
-        active, _queued = self.counts(st.name)
-        free = self.max_active - active
-        if free <= 0:
-            return
-        queued = [r for r in self.store.open_rows() if r.server == st.name and r.state == QUEUED]
-        for row in queued[:free]:
-            if row.cancel_requested:
-                self._finish_local(row.id, "cancelled", "cancelled before it was sent")
-                continue
-            retry = row.submitted
-            self.store.update(row.id, state=SUBMITTING, submitted=True, retries=row.retries + (1 if retry else 0))
-            tg.start_soon(self._submit, st, client, row.id)
-
-    async def _poll_loop(self, st: _Server, client: Any, tg: anyio.abc.TaskGroup) -> None:
-        while True:
-            changed = st.changed  # taken first: a poke during this pass wakes the wait below
-            self._fill_slots(st, client, tg)
-            now = time.monotonic()
-            due = [rid for rid, t in st.next_poll.items() if t <= now and rid not in st.in_flight]
-            for rid in due:
-                st.in_flight.add(rid)
-                tg.start_soon(self._poll, st, client, rid)
-            pending = [t for rid, t in st.next_poll.items() if rid not in st.in_flight]
-            delay = max(0.0, min(pending) - time.monotonic()) if pending else math.inf
-            with anyio.move_on_after(min(delay, 5.0)):
-                await changed.wait()
-
-    async def _submit(self, st: _Server, client: Any, row_id: str) -> None:
-        row = self.store.get(row_id)
-        assert row is not None
-        args = json.loads(row.arguments) if row.arguments else {}
-        self._journal(st.name, SUBMITTING, f"task {row_id[:12]} `{row.tool}` sent (tools/call)", row_id)
-        spec = self.sup.actors[st.name].spec if st.name in self.sup.actors else None
-        timeout = spec.request_timeout_ms / 1000 if spec and spec.request_timeout_ms else None
-        try:
-            res = await client.session.call_tool(row.tool, args, read_timeout_seconds=timeout,
-                                                 meta={INVOCATION_META_KEY: row_id}, allow_claimed=True)
-        except Exception as exc:  # noqa: BLE001 - every failure is recorded on the row
-            leaves = _flatten(exc)
-            if any(isinstance(e, MCPError) and e.error.code == CONNECTION_CLOSED for e in leaves) \
-                    or st.client is not client:
-                return  # left `submitting`: resent on the next connection
-            leaf = leaves[0]
-            self._finish_local(row_id, "failed", f"tools/call failed: {self.sup.scrub(str(leaf))}",
-                               error=_error_obj(leaf))
-            return
-        finally:
-            st.poke()
-        if isinstance(res, CreateTaskResult):
-            snap = res.model_dump(by_alias=True, mode="json", exclude_none=True)
-            self.store.update(row_id, task_id=res.task_id, server_created_at=res.created_at)
-            self._journal(st.name, res.status, f"task {row_id[:12]} created as server task {res.task_id}",
-                          row_id)
-            self.apply_snapshot(st.name, snap, source="tools/call")
-            st.next_poll.setdefault(row_id, time.monotonic() + self._poll_s(res.poll_interval_ms))
-            row = self.store.get(row_id)
-            if row is not None and row.cancel_requested:
-                await self._send_cancel(st, client, row_id)
-            st.poke()
-            return
-        if isinstance(res, types.CallToolResult):
-            # The server answered synchronously: no task, the row holds the result.
-            self._finish_local(row_id, "completed", None, result=res.model_dump(by_alias=True, mode="json",
-                                                                                exclude_none=True))
-            return
-        self._finish_local(row_id, "failed", "the server asked for input before creating a task "
-                                             "(multi round-trip), which monad does not answer",
-                           error={"code": types.INTERNAL_ERROR, "message": "input_required on tools/call"})
-
-    @staticmethod
-    def _poll_s(poll_ms: int | None) -> float:
-        ms = poll_ms if isinstance(poll_ms, int) and poll_ms > 0 else DEFAULT_POLL_MS
-        return min(max(ms, MIN_POLL_MS), MAX_POLL_MS) / 1000
-
-    async def _poll(self, st: _Server, client: Any, row_id: str) -> None:
-        try:
-            row = self.store.get(row_id)
-            if row is None or row.state in TERMINAL or not row.task_id:
-                st.next_poll.pop(row_id, None)
-                return
-            try:
-                snap = await get_task(client.session, row.task_id, timeout=REQUEST_TIMEOUT_S)
-            except Exception as exc:  # noqa: BLE001
-                if st.client is not client:
-                    return
-                leaves = _flatten(exc)
-                mcp = next((e for e in leaves if isinstance(e, MCPError)), None)
-                if mcp is not None and mcp.error.code == INVALID_PARAMS:
-                    self._finish_local(row_id, "failed", f"the server no longer knows task {row.task_id} "
-                                       f"(expired, or the server restarted): {mcp.error.message}",
-                                       error=_error_obj(mcp))
-                    st.next_poll.pop(row_id, None)
-                    return
-                if mcp is not None and mcp.error.code == CONNECTION_CLOSED:
-                    return  # the actor reconnects; the next connection resumes
-                if self._expired(row):
-                    self._finish_local(row_id, "failed", f"task {row.task_id} passed its ttlMs "
-                                       f"({row.ttl_ms} ms) and the server cannot be read: {leaves[0]}",
-                                       error=_error_obj(leaves[0]))
-                    st.next_poll.pop(row_id, None)
-                    return
-                # Transient: bounded exponential backoff, counted on the row.
-                n = st.failures.get(row_id, 0) + 1
-                st.failures[row_id] = n
-                self.store.update(row_id, retries=row.retries + 1)
-                delay = min(BACKOFF_INITIAL_S * 2 ** (n - 1), BACKOFF_CAP_S)
-                log.info("tasks/get %s on %s failed (%s); retry %d in %.1f s", row.task_id, st.name,
-                         self.sup.scrub(str(leaves[0])), n, delay)
-                st.next_poll[row_id] = time.monotonic() + delay
-                return
-            st.failures.pop(row_id, None)
-            self.apply_snapshot(st.name, snap, source="tasks/get")
-            row = self.store.get(row_id)
-            if row is None or row.state in TERMINAL:
-                st.next_poll.pop(row_id, None)
-            else:
-                st.next_poll[row_id] = time.monotonic() + self._poll_s(row.poll_interval_ms)
-        finally:
-            st.in_flight.discard(row_id)
-            st.poke()
-
-    def _expired(self, row: TaskRow) -> bool:
-        return row.ttl_ms is not None and self.clock() > row.created_at + row.ttl_ms / 1000
-
-    async def _listen_loop(self, st: _Server, client: Any) -> None:
-        """Keep one `subscriptions/listen` stream covering every open task of the server."""
-        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-
-        caps = client.server_capabilities
-        exts = (caps.extensions or {}) if caps is not None else {}
-        if client.protocol_version not in MODERN_PROTOCOL_VERSIONS or TASKS_EXTENSION not in exts:
-            return  # legacy era or no extension: polling only
-        backoff = 0.2
-        while True:
-            notifying, ended = True, False
-            ids = {r.task_id: r.id for r in self.store.open_rows() if r.server == st.name and r.task_id}
-            if not ids:
-                await st.changed.wait()
-                continue
-            try:
-                async with listen_for_tasks(client.session, sorted(ids)) as (honored, wait_end):
-                    st.honored = honored
-                    backoff = 0.2
-                    for task_id in honored:  # changes before the ack were not notified
-                        rid = ids.get(task_id)
-                        if rid is not None:
-                            st.next_poll[rid] = 0.0
-                    st.poke()
-                    notifying = bool(honored)
-                    async with anyio.create_task_group() as tg:
-                        async def end() -> None:
-                            nonlocal ended
-                            await wait_end()
-                            ended = True
-                            tg.cancel_scope.cancel()
-
-                        async def grown(ids: dict[str, str] = ids) -> None:
-                            # Re-listen for new tasks; close the stream once nothing is left to
-                            # hear about (an idle open stream holds an HTTP response open).
-                            while True:
-                                await st.changed.wait()
-                                now = {r.task_id for r in self.store.open_rows()
-                                       if r.server == st.name and r.task_id}
-                                if now - set(ids) or not now:
-                                    tg.cancel_scope.cancel()
-                                    return
-
-                        if notifying:
-                            tg.start_soon(end)
-                            tg.start_soon(grown)
-            except Exception as exc:  # noqa: BLE001 - polling carries on regardless
-                if st.client is not client:
-                    return
-                log.info("listen for tasks on %s ended: %s; re-listening in %.1f s", st.name,
-                         self.sup.scrub(str(_flatten(exc)[0])), backoff)
-                await anyio.sleep(backoff)
-                backoff = min(backoff * 2, BACKOFF_CAP_S)
-            st.honored = set()
-            if ended and st.client is client:
-                # The server closed the stream: re-listen, but never in a tight loop.
-                await anyio.sleep(backoff)
-                backoff = min(backoff * 2, BACKOFF_CAP_S)
-            if not notifying:
-                # The server acknowledged no taskIds: it does not notify, so polling alone serves
-                # this connection (re-asking on every new task would only cost round trips).
-                while st.client is client:
-                    await st.changed.wait()
-                return
-
-    # -- snapshots ------------------------------------------------------------------------
-    def apply_snapshot(self, server: str, snap: dict[str, Any], *, source: str) -> None:
-        """Fold a DetailedTask (wire JSON from tasks/get, a notification or tools/call) into its row."""
-        task_id, status = snap.get("taskId"), snap.get("status")
-        if not isinstance(task_id, str) or not isinstance(status, str):
-            return
-        row = self.store.by_task_id(server, task_id)
-        if row is None or row.state in TERMINAL:
-            return  # terminal is sticky
-        if (status == "completed" and "result" not in snap) or (status == "failed" and "error" not in snap):
-            # A bare Task (e.g. a CreateTaskResult for a task that already ended) carries no
-            # payload: fetch the DetailedTask instead of recording an empty end.
-            st = self.servers.get(server)
-            if st is not None:
-                st.next_poll[row.id] = 0.0
-                st.poke()
-            return
-        fields: dict[str, Any] = {"state": status, "status_message": snap.get("statusMessage")}
-        if "ttlMs" in snap:
-            fields["ttl_ms"] = snap.get("ttlMs")
-        if isinstance(snap.get("pollIntervalMs"), int):
-            fields["poll_interval_ms"] = snap["pollIntervalMs"]
-        if status == "input_required":
-            answered = set(json.loads(row.answered_keys or "[]"))
-            outstanding = {k: v for k, v in (snap.get("inputRequests") or {}).items() if k not in answered}
-            known = set(json.loads(row.input_requests or "{}"))
-            fields["input_requests"] = outstanding
-            if set(outstanding) - known:
-                fields.update(delivery_pending=True, pending_kind="input")
-            elif not outstanding and row.pending_kind == "input":
-                fields.update(delivery_pending=False, pending_kind=None)
-        elif status in TERMINAL:
-            fields.update(result=snap.get("result"), error=snap.get("error"), terminal_at=self.clock(),
-                          input_requests=None, delivery_pending=True, pending_kind="result")
-        else:
-            fields["input_requests"] = None
-            if row.pending_kind == "input":
-                fields.update(delivery_pending=False, pending_kind=None)
-        self.store.update(row.id, **fields)
-        if status != row.state:
-            self._journal(server, status, f"task {row.id[:12]} ({row.tool}) {status} via {source}", row.id)
-        self._changed(row.id)
-        st = self.servers.get(server)
-        if st is not None and status in TERMINAL:
-            st.next_poll.pop(row.id, None)
-            st.poke()
-
-    def _finish_local(self, row_id: str, state: str, message: str | None, *, result: Any = None,
-                      error: Any = None, deliver: bool = True) -> None:
-        row = self.store.update(row_id, state=state, status_message=message, result=result, error=error,
-                                terminal_at=self.clock(), input_requests=None, delivery_pending=deliver,
-                                pending_kind="result" if deliver else None)
-        if row is not None:
-            self._journal(row.server, state, f"task {row_id[:12]} ({row.tool}) {state}"
-                                             f"{': ' + message if message else ''}", row_id)
-            st = self.servers.get(row.server)
-            if st is not None:
-                st.next_poll.pop(row_id, None)
-                st.poke()
-        self._changed(row_id)
-
-    # -- waiting and delivery -------------------------------------------------------------
-    def _changed(self, row_id: str) -> None:
-        ev = self._events.pop(row_id, None)
-        if ev is not None:
-            ev.set()
-
-    async def wait_change(self, row_id: str, timeout: float) -> None:
-        ev = self._events.get(row_id)
-        if ev is None:
-            ev = self._events[row_id] = anyio.Event()
-        with anyio.move_on_after(timeout):
-            await ev.wait()
-
+    # -- reading ---------------------------------------------------------------------------
     def resolve_id(self, ref: str) -> TaskRow:
         """The row `ref` names: a full id, a unique id prefix, or the server's taskId."""
         rows = self.store.find(ref)
@@ -542,6 +206,10 @@ class TaskManager:
             d["result"]["_meta"] = meta
         return d
 
+    async def wait_change(self, row_id: str, timeout: float) -> None:
+        """Return when the row changes, or after `timeout` seconds."""
+        await self.ledger.wait_change(row_id, timeout)
+
     async def show(self, ref: str, *, wait: float = 0.0, deliver: bool = False) -> dict[str, Any]:
         """The row; with `wait`, first wait up to `wait` s for it to need attention (a terminal
         state or outstanding input). With `deliver`, take a pending delivery (`delivered`)."""
@@ -549,16 +217,17 @@ class TaskManager:
         deadline = anyio.current_time() + max(0.0, wait)
         while wait > 0:
             row = self.store.get(row.id) or row
-            if row.state in TERMINAL or (row.state == "input_required" and row.input_requests not in (None, "{}")):
+            if row.state in TERMINAL or (row.state == TaskState.INPUT_REQUIRED
+                                         and row.input_requests not in (None, "{}")):
                 break
             left = deadline - anyio.current_time()
             if left <= 0:
                 break
-            await self.wait_change(row.id, left)
+            await self.ledger.wait_change(row.id, left)
         row = self.store.get(row.id) or row
         delivered = deliver and row.delivery_pending and self.store.take_delivery(row.id)
         if delivered:
-            self._journal(row.server, row.state, f"task {row.id[:12]} {row.pending_kind} delivered", row.id)
+            self.ledger.note(row.server, row.state, f"task {row.id[:12]} {row.pending_kind} delivered", row.id)
             row = self.store.get(row.id) or row
         out = self.view(row)
         out["delivered"] = bool(delivered)
@@ -568,11 +237,11 @@ class TaskManager:
         """Rows for `monad tasks`: state `active` (not terminal), `pending` (deliveryPending),
         `done` (terminal), or None for all."""
         if state == "active":
-            rows = self.store.rows(server=server, states=(QUEUED, *ACTIVE_STATES))
+            rows = self.store.rows(server=server, states=OPEN)
         elif state == "pending":
             rows = self.store.rows(server=server, pending=True)
         elif state == "done":
-            rows = self.store.rows(server=server, states=tuple(TERMINAL))
+            rows = self.store.rows(server=server, states=TERMINAL)
         elif state is None:
             rows = self.store.rows(server=server)
         else:
@@ -586,7 +255,7 @@ class TaskManager:
         answer (unsafe or unknown property, wrong type), `NotConnected`."""
         row = self.resolve_id(ref)
         outstanding = json.loads(row.input_requests or "{}")
-        if row.state != "input_required" or not outstanding:
+        if row.state != TaskState.INPUT_REQUIRED or not outstanding:
             raise InvalidInput(f"task `{row.id[:12]}` is {row.state} and has no outstanding input requests")
         if not isinstance(answers, dict) or not answers:
             raise InvalidInput('expected {"responses": {"<inputRequests key>": {...}}}')
@@ -610,13 +279,13 @@ class TaskManager:
         answered = sorted(set(json.loads(row.answered_keys or "[]")) | set(responses))
         left = {k: v for k, v in outstanding.items() if k not in responses}
         fields: dict[str, Any] = {"answered_keys": answered, "input_requests": left}
-        if not left and row.pending_kind == "input":
+        if not left and row.pending_kind == PENDING_INPUT:
             fields.update(delivery_pending=False, pending_kind=None)
         self.store.update(row.id, **fields)
-        self._journal(row.server, row.state, f"task {row.id[:12]} answered input {', '.join(responses)}", row.id)
+        self.ledger.note(row.server, row.state, f"task {row.id[:12]} answered input {', '.join(responses)}",
+                         row.id)
         if st is not None:
-            st.next_poll[row.id] = 0.0  # see the effect soon
-            st.poke()
+            st.poll_soon(row.id)  # see the effect soon
         return self.view(self.store.get(row.id) or row)
 
     async def cancel(self, ref: str) -> dict[str, Any]:
@@ -626,72 +295,49 @@ class TaskManager:
         if row.state in TERMINAL:
             return self.view(row)
         self.store.update(row.id, cancel_requested=True)  # intent first: survives a crash
-        self._journal(row.server, row.state, f"task {row.id[:12]} cancel requested", row.id)
-        if row.state == QUEUED:
-            self._finish_local(row.id, "cancelled", "cancelled before it was sent", deliver=False)
-        elif row.task_id:
-            st = self.servers.get(row.server)
-            if st is not None and st.client is not None:
-                await self._send_cancel(st, st.client, row.id)
+        self.ledger.note(row.server, row.state, f"task {row.id[:12]} cancel requested", row.id)
+        st = self.servers.get(row.server)
+        if row.state == TaskState.QUEUED:
+            self.ledger.finish(row.id, TaskState.CANCELLED, "cancelled before it was sent", deliver=False)
+            if st is not None:
+                st.ended(row.id)
+        elif row.task_id and st is not None and st.client is not None:
+            await st.send_cancel(st.client, row.id)
         return self.view(self.store.get(row.id) or row)
-
-    async def _send_cancel(self, st: _Server, client: Any, row_id: str) -> None:
-        row = self.store.get(row_id)
-        if row is None or not row.task_id or row.state in TERMINAL:
-            return
-        try:
-            await cancel_task(client.session, row.task_id, timeout=REQUEST_TIMEOUT_S)
-        except Exception as exc:  # noqa: BLE001 - retried on the next connection (cancel_requested stays)
-            leaf = _flatten(exc)[0]
-            if isinstance(leaf, MCPError) and leaf.error.code == INVALID_PARAMS:
-                self._finish_local(row_id, "cancelled", f"the server no longer knows task {row.task_id}")
-                return
-            log.info("tasks/cancel %s on %s failed: %s", row.task_id, st.name, self.sup.scrub(str(leaf)))
-            return
-        self._journal(st.name, row.state, f"task {row_id[:12]} tasks/cancel acknowledged", row_id)
-        st.next_poll[row_id] = 0.0
-        st.poke()
 
     # -- tasks returned to a plain Client.call_tool -------------------------------------------
     async def _resolve_claimed(self, server: str, created: CreateTaskResult, ctx: ClaimContext
                                ) -> types.CallToolResult:
         """The SDK's resolver: journal the task, wait for its end, return the tool result.
 
-        Cancelling the caller cancels the task (`tasks/cancel`). A `failed` task raises
+        The row starts `submitting` (the call is out; its answer, `created`, is folded in
+        next), as a row monad sent itself would be. Cancelling the caller cancels the task
+        (`tasks/cancel`). A task that does not end `completed` with a result raises
         `MCPError` with the task's error.
         """
         row_id = uuid.uuid4().hex
         self.store.insert(id=row_id, server=server, tool=ctx.tool_name, arguments=None, correlation=None,
-                          state=created.status, adopted=True, task_id=created.task_id)
-        self._journal(server, created.status, f"task {row_id[:12]} `{ctx.tool_name}` adopted from tools/call", row_id)
-        self.apply_snapshot(server, created.model_dump(by_alias=True, mode="json", exclude_none=True),
-                            source="tools/call")
+                          state=TaskState.SUBMITTING, adopted=True, task_id=created.task_id)
+        self.ledger.note(server, created.status, f"task {row_id[:12]} `{ctx.tool_name}` adopted from tools/call",
+                         row_id)
         st = self._server(server)
-        st.next_poll.setdefault(row_id, time.monotonic() + self._poll_s(created.poll_interval_ms))
-        st.poke()
+        st.apply(dump(created), source="tools/call")
+        st.watch(row_id, created.poll_interval_ms)
         try:
             while True:
                 row = self.store.get(row_id)
                 assert row is not None
                 if row.state in TERMINAL:
                     break
-                await self.wait_change(row_id, 5.0)
+                await self.ledger.wait_change(row_id, 5.0)
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True), anyio.move_on_after(5):
                 await self.cancel(row_id)
             raise
         self.store.take_delivery(row_id)
-        if row.state == "completed" and row.result:
+        if row.state == TaskState.COMPLETED and row.result:
             return types.CallToolResult.model_validate(self.view(row)["result"])
         err = json.loads(row.error) if row.error else {}
         raise MCPError(code=int(err.get("code", types.INTERNAL_ERROR)),
                        message=str(err.get("message") or row.status_message or f"task {row.state}"),
                        data=err.get("data"))
-
-    # -- journal ------------------------------------------------------------------------------
-    def _journal(self, server: str | None, state: str, reason: str, row_id: str | None = None) -> None:
-        try:
-            self.sup.journal.record("task", server=server, state=state, reason=reason,  # type: ignore[union-attr]
-                                    detail={"id": row_id} if row_id else None)
-        except Exception:
-            log.exception("journal write failed")

@@ -6,7 +6,7 @@ no tasks implementation, so this module supplies:
 - `CreateTaskResult`: the flat `resultType: "task"` answer a `tools/call` may return;
 - `GetTaskRequest` / `UpdateTaskRequest` / `CancelTaskRequest`: `tasks/get`, `tasks/update`,
   `tasks/cancel`, each with `name_param = "taskId"` so the SDK sets `Mcp-Name` on HTTP
-  (ext-tasks "Streamable HTTP: Routing Headers");
+  (SEP-2663 "Streamable HTTP: Routing Headers");
 - `DetailedTask`: what `tasks/get` and `notifications/tasks` carry (exactly one of
   `result`, `error`, `inputRequests` by status);
 - `TasksExtension`: declared in the client capabilities (`extensions`), claims
@@ -32,35 +32,33 @@ TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 # Our own _meta key for the invocation id: the spec defines none, so it lives under a
 # prefix we own (spec "_meta" naming: reverse-DNS prefix, then a name).
 INVOCATION_META_KEY = "dev.monad/invocationId"
-TERMINAL = frozenset({"completed", "failed", "cancelled"})
-STATUSES = frozenset({"working", "input_required"}) | TERMINAL
 
 
-class CreateTaskResult(types.Result):
-    """`tools/call` answered with a task handle (SEP-2663 "Task Creation"); times are ISO 8601."""
+class Task(types.Result):
+    """The fields every task shape carries (SEP-2663 "Task"); times are ISO 8601, extra keys
+    are kept. `status` stays a plain string: a status monad does not know is the fold's
+    to ignore (`tasks.snapshot`), not a reason to reject the whole answer."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow")  # merged with `Result`'s camelCase aliases
+    task_id: str
+    status: str
+    status_message: str | None = None
+    created_at: str | None = None
+    last_updated_at: str | None = None
+    ttl_ms: int | None = None
+    poll_interval_ms: int | None = None
+
+
+class CreateTaskResult(Task):
+    """`tools/call` answered with a task handle (SEP-2663 "Task Creation")."""
+
     result_type: Literal["task"] = Field(alias="resultType")
-    task_id: str
-    status: str
-    status_message: str | None = None
-    created_at: str | None = None
-    last_updated_at: str | None = None
-    ttl_ms: int | None = None
-    poll_interval_ms: int | None = None
 
 
-class DetailedTask(types.Result):
-    """A `tasks/get` answer or `notifications/tasks` params; extra keys are kept."""
+class DetailedTask(Task):
+    """A `tasks/get` answer or `notifications/tasks` params: the task and exactly one of
+    `result`, `error`, `inputRequests` by status (SEP-2663 "Getting Tasks")."""
 
-    model_config = ConfigDict(extra="allow")
-    task_id: str
-    status: str
-    status_message: str | None = None
-    created_at: str | None = None
-    last_updated_at: str | None = None
-    ttl_ms: int | None = None
-    poll_interval_ms: int | None = None
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
     input_requests: dict[str, Any] | None = None
@@ -167,7 +165,7 @@ async def listen_for_tasks(session: Any, task_ids: Sequence[str], *, ack_timeout
 
     The SDK's `listen()` builds its filter without extension keys, so this mirrors it
     (same private session seams: request stamping, the listen route demux) and adds
-    `taskIds` (ext-tasks "Task Status Notifications"). Raises `MCPError` if refused,
+    `taskIds` (SEP-2663 "Task Status Notifications"). Raises `MCPError` if refused,
     `TimeoutError` without an ack.
     """
     request_id = f"monad-tasks-listen-{next(_listen_ids)}"

@@ -1,10 +1,10 @@
-"""The `tasks` journal table: one row per tool call started through the task manager.
+"""Queries over the `tasks` journal table (`journal.tables.TaskRow`): one row per tool call
+started through the task manager, and the only place rows change state.
 
-A row is written *before* anything is sent (JR-6: intent first), so a supervisor killed
-at any point leaves a row that says what to do next (JR-5): `queued` → submit,
-`submitting` → resend `tools/call` with the same invocation id (retry-safe servers
-deduplicate on it), `working`/`input_required` → observe again, `cancelRequested` →
-finish the `tasks/cancel`. Terminal rows are deleted 7 days after they ended.
+Every state change goes through `TaskStore.update`, which checks it against
+`tasks.states.TRANSITIONS` inside the write transaction, so a stale reader cannot move a
+row that another task has already ended. Terminal rows are deleted 7 days after they
+ended (`cleanup`).
 
 Times are epoch seconds from the manager's clock (injectable for tests). JSON columns
 hold wire JSON (camelCase), scrubbed of known secrets like every journal value.
@@ -13,58 +13,17 @@ hold wire JSON (camelCase), scrubbed of known secrets like every journal value.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from sqlalchemy import text
-from sqlmodel import Field, Session, SQLModel, col, select
+from sqlmodel import Session, col, select
 
-from monad_cli.journal.db import Journal, register_migration
+from monad_cli.journal.db import Journal
+from monad_cli.journal.tables import TaskRow
+from monad_cli.tasks.states import INITIAL, OPEN, IllegalTransition, check_transition
 
-# monad's own states around the MCP task statuses (ext-tasks "Task Status").
-QUEUED, SUBMITTING = "queued", "submitting"
-ACTIVE_STATES = (SUBMITTING, "working", "input_required")
-OPEN_STATES = (QUEUED, *ACTIVE_STATES)
-TERMINAL_STATES = ("completed", "failed", "cancelled")
 RETENTION_S = 7 * 24 * 3600
-
-
-class TaskRow(SQLModel, table=True):
-    __tablename__ = "tasks"
-    id: str = Field(primary_key=True)  # monad's id; also the invocation id sent in _meta
-    server: str = Field(index=True)
-    tool: str
-    arguments: str | None = None  # JSON
-    correlation: str | None = None  # JSON: who started it and why (caller-supplied)
-    task_id: str | None = Field(default=None, index=True)  # the server's taskId
-    state: str = Field(index=True)
-    status_message: str | None = None
-    created_at: float = Field(index=True)
-    updated_at: float
-    terminal_at: float | None = Field(default=None, index=True)
-    server_created_at: str | None = None
-    ttl_ms: int | None = None
-    poll_interval_ms: int | None = None
-    result: str | None = None  # JSON CallToolResult
-    error: str | None = None  # JSON error object
-    input_requests: str | None = None  # JSON: outstanding inputRequests
-    answered_keys: str | None = None  # JSON list: keys already answered (dedupe across polls)
-    delivery_pending: bool = Field(default=False, index=True)
-    pending_kind: str | None = None  # "result" | "input"
-    deliveries: int = 0
-    delivered_at: float | None = None
-    cancel_requested: bool = False
-    recoveries: int = 0
-    retries: int = 0
-    submitted: bool = False  # tools/call written at least once
-    adopted: bool = False  # a task returned to a plain call_tool (no arguments known)
-
-
-def _m0100_tasks(conn: Any) -> None:
-    SQLModel.metadata.create_all(conn, tables=[TaskRow.__table__])  # type: ignore[attr-defined]
-
-
-register_migration("0100_tasks", _m0100_tasks)
 
 _JSON_COLS = ("arguments", "correlation", "result", "error", "input_requests", "answered_keys")
 
@@ -88,21 +47,23 @@ def row_dict(row: TaskRow) -> dict[str, Any]:
 
 
 class TaskStore:
-    """Queries over the `tasks` table of an open `Journal` (migrates it on open)."""
+    """Queries over the `tasks` table of an open `Journal`."""
 
     def __init__(self, journal: Journal, *, clock: Callable[[], float]) -> None:
         self.journal = journal
         self.clock = clock
-        journal.migrate()  # our migration registers at import, possibly after the journal opened
 
     def _json(self, value: Any) -> str | None:
         return None if value is None else self.journal.scrub(json.dumps(value))
 
     def insert(self, *, id: str, server: str, tool: str, arguments: Any, correlation: Any, state: str,
                adopted: bool = False, task_id: str | None = None) -> TaskRow:
+        """A new row in `state` (one of `states.INITIAL`). Raises `IllegalTransition` otherwise."""
+        if state not in INITIAL:
+            raise IllegalTransition(f"a task row cannot start in state {state}")
         now = self.clock()
         row = TaskRow(id=id, server=server, tool=tool, arguments=self._json(arguments),
-                      correlation=self._json(correlation), state=state, created_at=now, updated_at=now,
+                      correlation=self._json(correlation), state=str(state), created_at=now, updated_at=now,
                       adopted=adopted, task_id=task_id, submitted=task_id is not None)
         with Session(self.journal.engine, expire_on_commit=False) as s:
             s.add(row)
@@ -114,8 +75,12 @@ class TaskStore:
             return s.get(TaskRow, id)
 
     def by_task_id(self, server: str, task_id: str) -> TaskRow | None:
+        """The row of `server`'s task `task_id`: the open one if any, else the newest. Two rows
+        share a taskId when a caller reused an invocation id and the server deduplicated."""
         with Session(self.journal.engine, expire_on_commit=False) as s:
-            return s.exec(select(TaskRow).where(TaskRow.server == server, TaskRow.task_id == task_id)).first()
+            q = select(TaskRow).where(TaskRow.server == server, TaskRow.task_id == task_id)
+            rows = list(s.exec(q.order_by(col(TaskRow.created_at).desc())))
+        return next((r for r in rows if r.state in OPEN), rows[0] if rows else None)
 
     def find(self, prefix: str) -> list[TaskRow]:
         """Rows whose id (or server taskId) is `prefix` or starts with it."""
@@ -129,11 +94,16 @@ class TaskStore:
             return list(s.exec(q))
 
     def update(self, id: str, **fields: Any) -> TaskRow | None:
-        """Set columns (JSON columns take Python values) and `updated_at`; returns the row."""
+        """Set columns (JSON columns take Python values) and `updated_at`; returns the row,
+        or None if there is none. A `state` must be allowed from the row's current state
+        (`states.TRANSITIONS`), else `IllegalTransition` is raised and nothing is written."""
         with Session(self.journal.engine, expire_on_commit=False) as s:
             row = s.get(TaskRow, id)
             if row is None:
                 return None
+            if "state" in fields:
+                check_transition(row.state, fields["state"])
+                fields["state"] = str(fields["state"])  # a TaskState: store its plain name
             for k, v in fields.items():
                 setattr(row, k, self._json(v) if k in _JSON_COLS else v)
             row.updated_at = self.clock()
@@ -149,13 +119,13 @@ class TaskStore:
                                {"t": self.clock(), "id": id})
             return bool(res.rowcount)
 
-    def rows(self, *, server: str | None = None, states: tuple[str, ...] | None = None,
+    def rows(self, *, server: str | None = None, states: Collection[str] | None = None,
              pending: bool | None = None, limit: int = 500) -> list[TaskRow]:
         q = select(TaskRow)
         if server:
             q = q.where(TaskRow.server == server)
         if states:
-            q = q.where(col(TaskRow.state).in_(list(states)))
+            q = q.where(col(TaskRow.state).in_([str(s) for s in states]))
         if pending is not None:
             q = q.where(TaskRow.delivery_pending == pending)
         q = q.order_by(col(TaskRow.created_at).desc()).limit(limit)
@@ -165,7 +135,7 @@ class TaskStore:
     def open_rows(self) -> list[TaskRow]:
         """Every non-terminal row, oldest first (the resume order)."""
         with Session(self.journal.engine, expire_on_commit=False) as s:
-            q = select(TaskRow).where(col(TaskRow.state).in_(list(OPEN_STATES))).order_by(col(TaskRow.created_at))
+            q = select(TaskRow).where(col(TaskRow.state).in_([str(s) for s in OPEN])).order_by(col(TaskRow.created_at))
             return list(s.exec(q))
 
     def cleanup(self, *, retention_s: float = RETENTION_S) -> int:

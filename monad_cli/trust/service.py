@@ -107,7 +107,6 @@ class ToolService:
         if self.journal is not None:
             from monad_cli.journal.tools import interrupt_running
 
-            self.journal.migrate()  # importing journal.tools registered its tables
             self.gate.load(self.journal)
             n = interrupt_running(self.journal)
             if n:

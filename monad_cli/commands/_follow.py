@@ -1,9 +1,10 @@
 """The CLI side of a task: prompt for input forms and follow a task to its end.
 
-Stdlib only (the CLI's import path stays light): it talks to the supervisor through
-`ControlClient`. `follow()` is what a waiting caller uses (`monad tasks show --wait`,
-and `monad mcp call` without `--detach`): it long-polls `GET /v1/tasks/{id}?wait=..&deliver=1`,
-prompts for `input_required` forms on a TTY, and turns Ctrl-C into `tasks/cancel`.
+Stdlib only (the CLI's import path stays light; `tasks.forms` and `tasks.states` are
+stdlib only too): it talks to the supervisor through `ControlClient`. `follow()` is what a
+waiting caller uses (`monad tasks show --wait`): it long-polls
+`GET /v1/tasks/{id}?wait=..&deliver=1`, prompts for `input_required` forms on a TTY, and
+turns Ctrl-C into `tasks/cancel`.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from typing import Any
 from urllib.parse import quote
 
 from monad_cli.tasks.forms import FormError, coerce, form_fields
+from monad_cli.tasks.states import TERMINAL
 
-TERMINAL = ("completed", "failed", "cancelled")
 POLL_WAIT_S = 20.0
 
 

@@ -1,0 +1,126 @@
+"""The journal's tables (SQLModel). `journal/migrations.py` creates them, in its order.
+
+- `migrations`: the named migrations applied, each once;
+- `events`: state changes, config errors, supervisor and task events;
+- `tool_calls`: one row per call, written before the call (outcome `running`) and updated
+  after it, so a crash between the two leaves a visible gap; arguments only as a digest;
+- `approvals`: "always" approvals, keyed to (server, definition hash, tool), so an edited
+  command asks again;
+- `tool_sets`: every tool set a server advertised, by hash, so a pin mismatch can say what
+  changed against the pinned set;
+- `tasks`: one row per tool call started through the task manager (see `TaskRow`).
+
+A released table is never edited in place: a change is a new named migration.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sqlmodel import Field, SQLModel
+
+
+class Migration(SQLModel, table=True):
+    __tablename__ = "migrations"
+    name: str = Field(primary_key=True)
+    applied_at: float
+
+
+class Event(SQLModel, table=True):
+    """One journal row: a state change, a config error, a supervisor event."""
+
+    __tablename__ = "events"
+    id: int | None = Field(default=None, primary_key=True)
+    ts: float = Field(index=True)
+    server: str | None = Field(default=None, index=True)
+    kind: str  # state | config-error | config | daemon | task
+    state: str | None = None
+    reason: str | None = None
+    detail: str | None = None  # JSON
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "ts": self.ts, "server": self.server, "kind": self.kind,
+                "state": self.state, "reason": self.reason,
+                "detail": json.loads(self.detail) if self.detail else None}
+
+
+class ToolCall(SQLModel, table=True):
+    __tablename__ = "tool_calls"
+    id: int | None = Field(default=None, primary_key=True)
+    ts: float = Field(index=True)
+    server: str = Field(index=True)
+    tool: str
+    exposed: str
+    args_digest: str
+    via: str  # cli | gateway | api
+    decision: str | None = None  # approved | denied | timeout | refused
+    decided_by: str | None = None
+    outcome: str = "running"
+    duration_ms: float | None = None
+    error: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "ts": self.ts, "server": self.server, "tool": self.tool,
+                "exposed": self.exposed, "argsDigest": self.args_digest, "via": self.via,
+                "decision": self.decision, "decidedBy": self.decided_by, "outcome": self.outcome,
+                "durationMs": self.duration_ms, "error": self.error}
+
+
+class AlwaysApproval(SQLModel, table=True):
+    __tablename__ = "approvals"
+    id: int | None = Field(default=None, primary_key=True)
+    server: str = Field(index=True)
+    definition_hash: str
+    tool: str
+    created: float
+    decided_by: str
+
+
+class ToolSet(SQLModel, table=True):
+    __tablename__ = "tool_sets"
+    server: str = Field(primary_key=True)
+    hash: str = Field(primary_key=True)
+    tools: str  # JSON, the canonical pinned view
+    seen: float
+
+
+class TaskRow(SQLModel, table=True):
+    """One tool call started through the task manager (SEP-2663 tasks).
+
+    The row is written before anything is sent, so a supervisor killed at any point leaves
+    a row that says what to do next: `queued` → submit, `submitting` → resend `tools/call`
+    with the same invocation id (retry-safe servers deduplicate on it), `working` /
+    `input_required` → observe again, `cancel_requested` → finish the `tasks/cancel`.
+    `state` is a `monad_cli.tasks.states.TaskState` name. Times are epoch seconds; JSON
+    columns hold wire JSON (camelCase), scrubbed of known secrets like every journal value.
+    """
+
+    __tablename__ = "tasks"
+    id: str = Field(primary_key=True)  # monad's id; also the invocation id sent in _meta
+    server: str = Field(index=True)
+    tool: str
+    arguments: str | None = None  # JSON
+    correlation: str | None = None  # JSON: who started it and why (caller-supplied)
+    task_id: str | None = Field(default=None, index=True)  # the server's taskId
+    state: str = Field(index=True)
+    status_message: str | None = None
+    created_at: float = Field(index=True)
+    updated_at: float
+    terminal_at: float | None = Field(default=None, index=True)
+    server_created_at: str | None = None
+    ttl_ms: int | None = None
+    poll_interval_ms: int | None = None
+    result: str | None = None  # JSON CallToolResult
+    error: str | None = None  # JSON error object
+    input_requests: str | None = None  # JSON: outstanding inputRequests
+    answered_keys: str | None = None  # JSON list: keys already answered (dedupe across polls)
+    delivery_pending: bool = Field(default=False, index=True)
+    pending_kind: str | None = None  # "result" | "input"
+    deliveries: int = 0
+    delivered_at: float | None = None
+    cancel_requested: bool = False
+    recoveries: int = 0
+    retries: int = 0
+    submitted: bool = False  # tools/call written at least once
+    adopted: bool = False  # a task returned to a plain call_tool (no arguments known)

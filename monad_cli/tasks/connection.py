@@ -1,0 +1,381 @@
+"""One server's tasks over its live connection: submit, poll, listen (SEP-2663).
+
+`ServerTasks` keeps the in-memory side of one server's tasks (the journal holds the
+durable part, through `TaskLedger`). While the server has a live `mcp.Client`, it runs in
+one task group:
+
+- the submitter: queued calls go out as `tools/call` as slots free up (at most
+  `max_active` in flight);
+- a poll loop: `tasks/get` for every open task at the server's `pollIntervalMs`
+  (SEP-2663 "Task Polling"), with bounded exponential backoff on transient failures;
+- a listen loop: `subscriptions/listen` with `taskIds` so `notifications/tasks` arrive as
+  they happen (SEP-2663 "Task Status Notifications"); it re-listens when the stream ends
+  or new tasks appear, and polls each honored task once after the ack, because a change
+  made before the ack is never notified.
+
+When the connection is rebuilt (reconnect, server restart, supervisor restarted after
+`kill -9`) the open rows are resumed: tasks the server has are observed again, a call
+whose answer was lost is resent with the same invocation id, pending cancellations are
+finished.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, cast
+
+import anyio
+import mcp_types as types
+from mcp import Client, MCPError
+from mcp_types import CONNECTION_CLOSED, INVALID_PARAMS
+
+from monad_cli.tasks.ledger import TaskLedger
+from monad_cli.tasks.protocol import (
+    INVOCATION_META_KEY,
+    TASKS_EXTENSION,
+    CreateTaskResult,
+    cancel_task,
+    dump,
+    get_task,
+    listen_for_tasks,
+)
+from monad_cli.tasks.states import TERMINAL, TaskState
+
+log = logging.getLogger("monad.tasks")
+
+DEFAULT_POLL_MS = 1000
+MIN_POLL_MS = 50
+MAX_POLL_MS = 300_000
+BACKOFF_INITIAL_S = 0.5
+BACKOFF_CAP_S = 30.0
+REQUEST_TIMEOUT_S = 30.0  # tasks/get, tasks/update, tasks/cancel: small requests
+
+
+def flatten(exc: BaseException) -> list[BaseException]:
+    """The leaves of an exception group (the SDK's task groups wrap errors), or `[exc]`."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for sub in exc.exceptions for leaf in flatten(sub)]
+    return [exc]
+
+
+def error_object(exc: BaseException) -> dict[str, Any]:
+    """A JSON-RPC error object (`code`, `message`, `data`?) for the row's `error`."""
+    if isinstance(exc, MCPError):
+        out: dict[str, Any] = {"code": exc.error.code, "message": exc.error.message}
+        if exc.error.data is not None:
+            out["data"] = exc.error.data
+        return out
+    return {"code": types.INTERNAL_ERROR, "message": str(exc) or type(exc).__name__}
+
+
+def poll_seconds(poll_ms: int | None) -> float:
+    """The poll period for a server's `pollIntervalMs`, clamped to 50 ms … 5 min."""
+    ms = poll_ms if isinstance(poll_ms, int) and poll_ms > 0 else DEFAULT_POLL_MS
+    return min(max(ms, MIN_POLL_MS), MAX_POLL_MS) / 1000
+
+
+class ServerTasks:
+    """The tasks of server `name`: its live client (set by the manager), due polls, and the
+    loops that serve each connection. `request_timeout()` is the seconds a `tools/call`
+    may take (the server's `requestTimeoutMs`; None: no deadline)."""
+
+    def __init__(self, name: str, ledger: TaskLedger, *, max_active: int,
+                 request_timeout: Callable[[], float | None], redact: Callable[[str], str]) -> None:
+        self.name = name
+        self.ledger = ledger
+        self.store = ledger.store
+        self.max_active = max_active
+        self.request_timeout = request_timeout
+        self.redact = redact
+        self.client: Client | None = None
+        self.changed = anyio.Event()  # connection or task set changed
+        self.next_poll: dict[str, float] = {}  # row id -> monotonic due time
+        self.failures: dict[str, int] = {}  # row id -> consecutive poll failures
+        self.in_flight: set[str] = set()
+        self.honored: set[str] = set()  # server taskIds notified on the listen stream
+        self.loop_started = False
+
+    def poke(self) -> None:
+        """Wake the loops: the connection or the set of tasks changed."""
+        self.changed.set()
+        self.changed = anyio.Event()
+
+    def poll_soon(self, row_id: str) -> None:
+        self.next_poll[row_id] = 0.0
+        self.poke()
+
+    def watch(self, row_id: str, poll_ms: int | None) -> None:
+        """Poll a task the server just created, after its first poll interval."""
+        self.next_poll.setdefault(row_id, time.monotonic() + poll_seconds(poll_ms))
+        self.poke()
+
+    def ended(self, row_id: str) -> None:
+        """The row is terminal: stop polling it."""
+        self.next_poll.pop(row_id, None)
+        self.poke()
+
+    def apply(self, snap: Mapping[str, Any], *, source: str) -> None:
+        """Fold a snapshot of one of this server's tasks into its row (see `TaskLedger.fold`)."""
+        folded = self.ledger.fold(self.name, snap, source=source)
+        if folded is None:
+            return
+        row, result = folded
+        if result.poll_now:
+            self.poll_soon(row.id)
+        elif result.ended:
+            self.ended(row.id)
+
+    def finish(self, row_id: str, state: TaskState, message: str | None, **kw: Any) -> None:
+        """End the row locally (`TaskLedger.finish`) and stop polling it."""
+        self.ledger.finish(row_id, state, message, **kw)
+        self.ended(row_id)
+
+    # -- the loops ------------------------------------------------------------------------
+    async def run(self) -> None:
+        """Serve every connection of the server, one after the other, until cancelled."""
+        while True:
+            client = self.client
+            if client is None:
+                await self.changed.wait()
+                continue
+            try:
+                await self._serve(client)
+            except Exception:  # one server's failure must not end its loop for good
+                log.exception("task handling for server %s failed; retrying", self.name)
+                await anyio.sleep(1.0)
+
+    async def _serve(self, client: Client) -> None:
+        """Everything for one connection; returns when the connection changes."""
+        self.next_poll.clear()
+        self.failures.clear()
+        self.in_flight.clear()
+        self.honored = set()
+        async with anyio.create_task_group() as tg:
+            for row in self.store.open_rows():
+                if row.server != self.name or row.state == TaskState.QUEUED:
+                    continue  # queued rows go out through the submitter
+                self.store.update(row.id, recoveries=row.recoveries + 1)
+                self.ledger.note(self.name, row.state, f"task {row.id[:12]} resumed after (re)connect", row.id)
+                if row.task_id:
+                    # The server has the task (a `submitting` row with a taskId waits for the
+                    # payload of a task that had already ended): observe it again.
+                    self.next_poll[row.id] = 0.0
+                    if row.cancel_requested:
+                        tg.start_soon(self.send_cancel, client, row.id)
+                else:
+                    # It may or may not exist on the server: resend with the same invocation id.
+                    self.store.update(row.id, state=TaskState.QUEUED)
+            tg.start_soon(self._listen_loop, client)
+            tg.start_soon(self._poll_loop, client, tg)
+            while self.client is client:
+                await self.changed.wait()
+            tg.cancel_scope.cancel()
+
+    def _fill_slots(self, client: Client, tg: anyio.abc.TaskGroup) -> None:
+        active, _queued = self.ledger.counts(self.name)
+        free = self.max_active - active
+        if free <= 0:
+            return
+        queued = [r for r in self.store.open_rows() if r.server == self.name and r.state == TaskState.QUEUED]
+        for row in queued[:free]:
+            if row.cancel_requested:
+                self.finish(row.id, TaskState.CANCELLED, "cancelled before it was sent")
+                continue
+            retry = row.submitted
+            self.store.update(row.id, state=TaskState.SUBMITTING, submitted=True,
+                              retries=row.retries + (1 if retry else 0))
+            tg.start_soon(self._submit, client, row.id)
+
+    async def _poll_loop(self, client: Client, tg: anyio.abc.TaskGroup) -> None:
+        while True:
+            changed = self.changed  # taken first: a poke during this pass wakes the wait below
+            self._fill_slots(client, tg)
+            now = time.monotonic()
+            due = [rid for rid, t in self.next_poll.items() if t <= now and rid not in self.in_flight]
+            for rid in due:
+                self.in_flight.add(rid)
+                tg.start_soon(self._poll, client, rid)
+            pending = [t for rid, t in self.next_poll.items() if rid not in self.in_flight]
+            delay = max(0.0, min(pending) - time.monotonic()) if pending else math.inf
+            with anyio.move_on_after(min(delay, 5.0)):
+                await changed.wait()
+
+    async def _submit(self, client: Client, row_id: str) -> None:
+        row = self.store.get(row_id)
+        assert row is not None
+        args = json.loads(row.arguments) if row.arguments else {}
+        self.ledger.note(self.name, TaskState.SUBMITTING, f"task {row_id[:12]} `{row.tool}` sent (tools/call)",
+                         row_id)
+        meta = cast(types.RequestParamsMeta, {INVOCATION_META_KEY: row_id})  # an open map (extra_items)
+        try:
+            res = await client.session.call_tool(row.tool, args, read_timeout_seconds=self.request_timeout(),
+                                                 meta=meta, allow_claimed=True)
+        except Exception as exc:  # noqa: BLE001 - every failure is recorded on the row
+            leaves = flatten(exc)
+            if any(isinstance(e, MCPError) and e.error.code == CONNECTION_CLOSED for e in leaves) \
+                    or self.client is not client:
+                return  # left `submitting`: resent on the next connection
+            leaf = leaves[0]
+            self.finish(row_id, TaskState.FAILED, f"tools/call failed: {self.redact(str(leaf))}",
+                        error=error_object(leaf))
+            return
+        finally:
+            self.poke()
+        if isinstance(res, CreateTaskResult):
+            self.store.update(row_id, task_id=res.task_id, server_created_at=res.created_at)
+            self.ledger.note(self.name, res.status, f"task {row_id[:12]} created as server task {res.task_id}",
+                             row_id)
+            self.apply(dump(res), source="tools/call")
+            self.next_poll.setdefault(row_id, time.monotonic() + poll_seconds(res.poll_interval_ms))
+            row = self.store.get(row_id)
+            if row is not None and row.cancel_requested:
+                await self.send_cancel(client, row_id)
+            self.poke()
+            return
+        if isinstance(res, types.CallToolResult):
+            # The server answered synchronously: no task, the row holds the result.
+            self.finish(row_id, TaskState.COMPLETED, None, result=dump(res))
+            return
+        self.finish(row_id, TaskState.FAILED, "the server asked for input before creating a task "
+                                              "(multi round-trip), which monad does not answer",
+                    error={"code": types.INTERNAL_ERROR, "message": "input_required on tools/call"})
+
+    async def _poll(self, client: Client, row_id: str) -> None:
+        try:
+            row = self.store.get(row_id)
+            if row is None or row.state in TERMINAL or not row.task_id:
+                self.next_poll.pop(row_id, None)
+                return
+            try:
+                snap = await get_task(client.session, row.task_id, timeout=REQUEST_TIMEOUT_S)
+            except Exception as exc:  # noqa: BLE001 - a failed read is judged below, never fatal
+                if self.client is not client:
+                    return
+                self._poll_failed(row_id, row.task_id, flatten(exc))
+                return
+            self.failures.pop(row_id, None)
+            self.apply(snap, source="tasks/get")
+            row = self.store.get(row_id)
+            if row is None or row.state in TERMINAL:
+                self.next_poll.pop(row_id, None)
+            else:
+                self.next_poll[row_id] = time.monotonic() + poll_seconds(row.poll_interval_ms)
+        finally:
+            self.in_flight.discard(row_id)
+            self.poke()
+
+    def _poll_failed(self, row_id: str, task_id: str, leaves: list[BaseException]) -> None:
+        """`tasks/get` failed: the task is gone (-32602), the connection closed, or a
+        transient error (retried with bounded exponential backoff, counted on the row)."""
+        row = self.store.get(row_id)
+        if row is None:
+            return
+        mcp = next((e for e in leaves if isinstance(e, MCPError)), None)
+        if mcp is not None and mcp.error.code == INVALID_PARAMS:
+            self.finish(row_id, TaskState.FAILED, f"the server no longer knows task {task_id} "
+                        f"(expired, or the server restarted): {mcp.error.message}", error=error_object(mcp))
+            return
+        if mcp is not None and mcp.error.code == CONNECTION_CLOSED:
+            return  # the actor reconnects; the next connection resumes
+        if self.ledger.expired(row):
+            self.finish(row_id, TaskState.FAILED, f"task {task_id} passed its ttlMs "
+                        f"({row.ttl_ms} ms) and the server cannot be read: {leaves[0]}",
+                        error=error_object(leaves[0]))
+            return
+        n = self.failures.get(row_id, 0) + 1
+        self.failures[row_id] = n
+        self.store.update(row_id, retries=row.retries + 1)
+        delay = min(BACKOFF_INITIAL_S * 2 ** (n - 1), BACKOFF_CAP_S)
+        log.info("tasks/get %s on %s failed (%s); retry %d in %.1f s", task_id, self.name,
+                 self.redact(str(leaves[0])), n, delay)
+        self.next_poll[row_id] = time.monotonic() + delay
+
+    def _open_task_ids(self) -> dict[str, str]:
+        """Server taskId -> row id of every open row of this server that has one."""
+        return {r.task_id: r.id for r in self.store.open_rows() if r.server == self.name and r.task_id}
+
+    async def _listen_loop(self, client: Client) -> None:
+        """Keep one `subscriptions/listen` stream covering every open task of the server."""
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+        caps = client.server_capabilities
+        exts = (caps.extensions or {}) if caps is not None else {}
+        if client.protocol_version not in MODERN_PROTOCOL_VERSIONS or TASKS_EXTENSION not in exts:
+            return  # legacy era or no extension: polling only
+        backoff = 0.2
+        while True:
+            notifying, ended = True, False
+            ids = self._open_task_ids()
+            if not ids:
+                await self.changed.wait()
+                continue
+            try:
+                async with listen_for_tasks(client.session, sorted(ids)) as (honored, wait_end):
+                    self.honored = honored
+                    backoff = 0.2
+                    for task_id in honored:  # changes before the ack were not notified
+                        rid = ids.get(task_id)
+                        if rid is not None:
+                            self.next_poll[rid] = 0.0
+                    self.poke()
+                    notifying = bool(honored)
+                    async with anyio.create_task_group() as tg:
+                        async def end() -> None:
+                            nonlocal ended
+                            await wait_end()
+                            ended = True
+                            tg.cancel_scope.cancel()
+
+                        async def grown(ids: dict[str, str] = ids) -> None:
+                            # Re-listen for new tasks; close the stream once nothing is left to
+                            # hear about (an idle open stream holds an HTTP response open).
+                            while True:
+                                await self.changed.wait()
+                                now = set(self._open_task_ids())
+                                if now - set(ids) or not now:
+                                    tg.cancel_scope.cancel()
+                                    return
+
+                        if notifying:
+                            tg.start_soon(end)
+                            tg.start_soon(grown)
+            except Exception as exc:  # noqa: BLE001 - polling carries on regardless
+                if self.client is not client:
+                    return
+                log.info("listen for tasks on %s ended: %s; re-listening in %.1f s", self.name,
+                         self.redact(str(flatten(exc)[0])), backoff)
+                await anyio.sleep(backoff)
+                backoff = min(backoff * 2, BACKOFF_CAP_S)
+            self.honored = set()
+            if ended and self.client is client:
+                # The server closed the stream: re-listen, but never in a tight loop.
+                await anyio.sleep(backoff)
+                backoff = min(backoff * 2, BACKOFF_CAP_S)
+            if not notifying:
+                # The server acknowledged no taskIds: it does not notify, so polling alone serves
+                # this connection (re-asking on every new task would only cost round trips).
+                while self.client is client:
+                    await self.changed.wait()
+                return
+
+    async def send_cancel(self, client: Client, row_id: str) -> None:
+        """`tasks/cancel` for the row's task; a failure leaves `cancel_requested` for the next
+        connection, and an unknown task (-32602) ends the row `cancelled`."""
+        row = self.store.get(row_id)
+        if row is None or not row.task_id or row.state in TERMINAL:
+            return
+        try:
+            await cancel_task(client.session, row.task_id, timeout=REQUEST_TIMEOUT_S)
+        except Exception as exc:  # noqa: BLE001 - retried on the next connection (cancel_requested stays)
+            leaf = flatten(exc)[0]
+            if isinstance(leaf, MCPError) and leaf.error.code == INVALID_PARAMS:
+                self.finish(row_id, TaskState.CANCELLED, f"the server no longer knows task {row.task_id}")
+                return
+            log.info("tasks/cancel %s on %s failed: %s", row.task_id, self.name, self.redact(str(leaf)))
+            return
+        self.ledger.note(self.name, row.state, f"task {row_id[:12]} tasks/cancel acknowledged", row_id)
+        self.poll_soon(row_id)
