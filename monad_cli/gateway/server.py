@@ -1,7 +1,7 @@
 """The gateway: an MCP server on the SDK's lowlevel `Server` that forwards to the supervisor.
 
 - tools/list: the supervisor's exposed tools (`GET /v1/tools`) under their exposed names
-  (`server__tool`), as `monad_cli/gateway_policy.py` decides: deferred tools only once
+  (`server__tool`), as `monad_cli/gateway/policy.py` decides: deferred tools only once
   loaded with the meta-tool `load_tools`, servers whose `condition` does not hold (against
   `--fact`s and this process's environment) and servers left out by `--include-mcps` /
   `--exclude-mcps` not at all. Conditions are re-evaluated on every list and call; loads
@@ -42,7 +42,7 @@ from monad_cli import __version__, render
 from monad_cli.control.envelope import decode_error
 from monad_cli.errors import MonadError, NotFound
 from monad_cli.filters import ServerFilter
-from monad_cli.gateway_policy import (
+from monad_cli.gateway.policy import (
     LOAD_TOOLS,
     LoadedTools,
     check_call,
@@ -121,7 +121,7 @@ class Gateway:
         return rows
 
     def _policy(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
-        """gateway_policy's inputs from `/v1/tools` rows. The supervisor already decided
+        """The policy's inputs from `/v1/tools` rows. The supervisor already decided
         which tools are deferred (server flag or tools.toml glob); exposed names are
         `[A-Za-z0-9_-]` only, so each deferred name is an exact-match glob."""
         by_server: dict[str, list[str]] = {}

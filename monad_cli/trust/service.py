@@ -25,7 +25,7 @@ from monad_cli.errors import (
     ToolCallFailed,
     Unavailable,
 )
-from monad_cli.gateway_policy import is_deferred
+from monad_cli.gateway.policy import is_deferred
 from monad_cli.redact import redact_args, redact_url
 from monad_cli.trust.gate import ApprovalGate, Pending
 from monad_cli.trust.names import NameMap, build_name_map, describe_collision
