@@ -38,7 +38,7 @@ class SupervisorAuth:
     def provider(self, spec: ServerSpec) -> MonadOAuthProvider:
         assert spec.url is not None
         self._tighten(spec)
-        key = f"{spec.url}\0{spec.auth.get('clientId', '')}"
+        key = f"{spec.url}\0{spec.auth.client_id or ''}"
         held = self.providers.get(spec.name)
         if held is None or held[0] != key:
             storage = DefinitionTokenStorage(self.sup.paths, spec.name)
@@ -70,7 +70,7 @@ class SupervisorAuth:
         path = self.sup.paths.home / spec.source
         try:
             mode = stat.S_IMODE(path.stat().st_mode)
-            if mode & 0o077 and isinstance(spec.auth.get("tokens"), dict):
+            if mode & 0o077 and spec.auth.holds_tokens:
                 os.chmod(path, 0o600)
                 log.warning("`%s` holds tokens but was mode %o; set it to 600", spec.source, mode)
         except OSError:

@@ -61,7 +61,7 @@ def _refuse_duplicate_url(paths: Paths, name: str, definition: Mapping[str, Any]
     if not isinstance(url, str) or "$" in url:
         return
     from monad_cli.config.loader import load_definitions
-    from monad_cli.config.schema import normalize_url
+    from monad_cli.config.urls import normalize_url
 
     key = normalize_url(url)
     for other, spec in load_definitions(paths, expand=False).specs.items():

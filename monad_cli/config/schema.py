@@ -12,9 +12,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from monad_cli.config.expansion import ExpansionError, check_syntax, expand
+from monad_cli.config.urls import check_url
 from monad_cli.errors import ConfigError
 
 NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
@@ -39,6 +40,71 @@ _TRANSPORT_ALIASES = {"stdio": "stdio", "http": "http", "streamable-http": "http
                       "streamableHttp": "http", "streamable_http": "http"}
 
 
+@dataclass(frozen=True)
+class TrustSpec:
+    """The `trust` table, validated (docs/atoms.md "trust", docs/tools.md).
+
+    `auto_approve_tools`: exposed names (`server__tool`) the approval gate lets through;
+    `pinned_tool_hash`: `[sha256:]<64 hex>` the whole tool set must hash to, or None;
+    `host_escape`: the server can act outside the host, so its tools are approved once or
+    for a session, never always. `table` is the table as written (hashed for the session).
+    """
+
+    auto_approve_tools: tuple[str, ...] = ()
+    pinned_tool_hash: str | None = None
+    host_escape: bool = False
+    table: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AuthSpec:
+    """The `auth` table of an http server, validated and expanded (docs/auth.md).
+
+    `mode`: none | bearer | headers | oauth. `token`: the bearer token (RFC 6750 §2.1) in
+    bearer mode; `headers`: the extra headers in headers mode. For oauth: `client_id` /
+    `client_secret` of a pre-registered client (RFC 6749 §2.2, §2.3.1), `scopes`, `flow`
+    (loopback, RFC 8252; device, RFC 8628) and `client_metadata_url` (a client ID metadata
+    document). Fields another mode would use are read as unset. `table` is the whole table
+    (expanded, stored OAuth state included): what redaction walks.
+    """
+
+    mode: str = "none"
+    token: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    client_id: str | None = None
+    client_secret: str | None = None
+    scopes: tuple[str, ...] = ()
+    flow: str = "loopback"
+    client_metadata_url: str | None = None
+    table: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def holds_tokens(self) -> bool:
+        """Stored OAuth tokens sit in the definition file (so it must stay 0600)."""
+        return isinstance(self.table.get("tokens"), Mapping)
+
+    def connection_fields(self) -> dict[str, Any]:
+        """The table without the stored OAuth state (tokens, expiry, metadata), which
+        changes on every refresh but is not part of how to connect."""
+        return {k: v for k, v in self.table.items() if k not in OAUTH_STATE_KEYS}
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _auth_spec(table: Mapping[str, Any]) -> AuthSpec:
+    mode = table.get("mode", "none")
+    scopes = table.get("scopes", [])
+    headers = table.get("headers") if mode == "headers" else None
+    return AuthSpec(mode=mode, token=_text(table.get("token")) if mode == "bearer" else None,
+                    headers=dict(headers) if isinstance(headers, Mapping) else {},
+                    client_id=_text(table.get("clientId")), client_secret=_text(table.get("clientSecret")),
+                    scopes=tuple(x for x in scopes if isinstance(x, str)) if isinstance(scopes, list) else (),
+                    flow=_text(table.get("flow")) or "loopback",
+                    client_metadata_url=_text(table.get("clientMetadataUrl")), table=table)
+
+
 @dataclass
 class ServerSpec:
     """A validated, expanded server definition. `raw` is the definition as written."""
@@ -52,7 +118,7 @@ class ServerSpec:
     timeout: float = DEFAULT_TIMEOUT_S
     request_timeout_ms: int | None = None
     deferred: bool = False
-    trust: dict[str, Any] = field(default_factory=dict)
+    trust: TrustSpec = field(default_factory=TrustSpec)
     command: str | None = None
     args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
@@ -62,7 +128,7 @@ class ServerSpec:
     condition: str | None = None
     url: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
-    auth: dict[str, Any] = field(default_factory=dict)
+    auth: AuthSpec = field(default_factory=AuthSpec)
     tools: dict[str, list[str]] = field(default_factory=dict)
 
     def connection_fingerprint(self) -> str:
@@ -71,32 +137,22 @@ class ServerSpec:
         # the session.
         body = {k: v for k, v in self.__dict__.items()
                 if k not in ("source", "raw", "enabled", "deferred", "condition", "tools")}
-        # Stored OAuth state (tokens, expiry, metadata) changes on every refresh; it is not
-        # part of how to connect, so writing it must not reconnect the server.
-        body["auth"] = {k: v for k, v in self.auth.items() if k not in OAUTH_STATE_KEYS}
+        # The tables as written (the same digest as when they were plain dicts); writing
+        # refreshed OAuth state must not reconnect the server.
+        body["trust"] = dict(self.trust.table)
+        body["auth"] = self.auth.connection_fields()
         import hashlib  # lazy: the CLI's fast path validates but never hashes
 
         return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
 
     def definition_hash(self) -> str:
-        """sha256 over command, args, env names, cwd and url: approvals are keyed to it (TL-4)."""
+        """sha256 over command, args, env names, cwd and url: approvals are keyed to it, so
+        an edited command asks again (docs/tools.md "Approvals")."""
         body = {"command": self.command, "args": self.args, "env": sorted(self.env), "cwd": self.cwd,
                 "url": self.url}
         import hashlib
 
         return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
-
-
-def normalize_url(url: str) -> str:
-    """The identity of a remote for duplicate detection: lower-case scheme and host, no
-    default port, no trailing slash, no fragment."""
-    p = urlsplit(url)
-    host = (p.hostname or "").lower()
-    port = p.port
-    if port and not ((p.scheme == "http" and port == 80) or (p.scheme == "https" and port == 443)):
-        host = f"{host}:{port}"
-    path = p.path.rstrip("/") or ""
-    return urlunsplit((p.scheme.lower(), host, path, p.query, ""))
 
 
 def check_name(name: str) -> str | None:
@@ -233,7 +289,9 @@ def validate(raw: Mapping[str, Any], *, name: str, source: str,
         name=name, transport=transport, source=source, raw=dict(raw),
         enabled=_bool(ctx, raw, "enabled", True), required=_bool(ctx, raw, "required", False),
         timeout=float(timeout), request_timeout_ms=rto, deferred=_bool(ctx, raw, "deferred", False),
-        trust=dict(trust), condition=condition, tools=_tool_filters(ctx, raw.get("tools")),
+        trust=TrustSpec(auto_approve_tools=tuple(auto), pinned_tool_hash=pin,
+                        host_escape=trust.get("hostEscape", False), table=dict(trust)),
+        condition=condition, tools=_tool_filters(ctx, raw.get("tools")),
     )
 
     if transport == "stdio":
@@ -309,12 +367,13 @@ def validate(raw: Mapping[str, Any], *, name: str, source: str,
                     raise ctx.error(f"auth.{key}", "must be a string")
             if "clientSecret" in auth and "clientId" not in auth:
                 raise ctx.error("auth.clientSecret", "needs `clientId` beside it")
-        spec.auth = dict(auth)
+        table = dict(auth)
         if mode == "bearer":
-            spec.auth["token"] = _expand(ctx, "auth.token", auth["token"], environ)
+            table["token"] = _expand(ctx, "auth.token", auth["token"], environ)
         if mode == "headers":
             hdrs = _str_map(ctx, auth, "headers")
-            spec.auth["headers"] = {k: _expand(ctx, f"auth.headers.{k}", v, environ) for k, v in hdrs.items()}
+            table["headers"] = {k: _expand(ctx, f"auth.headers.{k}", v, environ) for k, v in hdrs.items()}
+        spec.auth = _auth_spec(table)
     return spec
 
 
@@ -338,25 +397,6 @@ def _tool_filters(ctx: _Ctx, value: Any) -> dict[str, list[str]]:
     return out
 
 
-def check_url(url: str) -> str | None:
-    """None when `url` is usable for a streamable-HTTP server, else why not."""
-    try:
-        p = urlsplit(url)
-        p.port  # noqa: B018 - raises ValueError for a bad port
-    except ValueError as e:
-        return f"is not a valid URL ({e})"
-    if p.scheme not in ("http", "https"):
-        return (f"must start with http:// or https://, got `{p.scheme}:`" if p.scheme
-                else "must start with http:// or https://")
-    if not p.hostname:
-        return "has no host"
-    if _BAD_URL_CHARS.search(url) or not _HOST.fullmatch(p.hostname):
-        return "has a space or a control character in it; percent-encode it"
-    return None
-
-
-_BAD_URL_CHARS = re.compile(r"[\s\x00-\x1f\x7f]")
-_HOST = re.compile(r"[A-Za-z0-9._~%!$&'()*+,;=:\[\]-]+")
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _ENV_NAME = re.compile(r"[^=\s\x00]+")
 

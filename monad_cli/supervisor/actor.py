@@ -399,7 +399,7 @@ class ServerActor:
         if spec.transport == "http" and conn is not None:
             status = conn.last_http_status
             if status == 401 or any(isinstance(x, NeedsAuth) for x in leaves):
-                mode = spec.auth.get("mode", "none")
+                mode = spec.auth.mode
                 if mode in ("bearer", "headers"):
                     field = "auth.token" if mode == "bearer" else "auth.headers"
                     return "needs-auth", (f"the server answered 401 Unauthorized: it rejected the credentials "

@@ -40,7 +40,7 @@ class StartupFailed(Exception):
 
 def _spec_secrets(spec: ServerSpec) -> set[str]:
     return secret_values({"env": spec.env, "headers": spec.headers, "url": spec.url or "",
-                          "args": spec.args, "auth": spec.auth})
+                          "args": spec.args, "auth": spec.auth.table})
 
 
 class Supervisor:
@@ -90,7 +90,7 @@ class Supervisor:
     def http_auth(self, spec: ServerSpec) -> Any:
         """The httpx2 Auth for an http server: for `auth.mode = "oauth"` the server's one
         OAuth provider (monad_cli/auth/session.py), else None (headers do bearer/headers)."""
-        if spec.auth.get("mode") != "oauth":
+        if spec.auth.mode != "oauth":
             return None
         if self._auth is None:
             from monad_cli.auth.session import SupervisorAuth

@@ -45,10 +45,6 @@ class SpawnError(Exception):
     """The server could not be started at all (command missing, bad cwd...)."""
 
 
-class LineTooLong(Exception):
-    pass
-
-
 @dataclass
 class Connection:
     """What the supervisor learns about one connection attempt."""
@@ -268,11 +264,10 @@ class _WatchedReadStream:
 
 def http_headers(spec: ServerSpec) -> dict[str, str]:
     headers = dict(spec.headers)
-    mode = spec.auth.get("mode", "none")
-    if mode == "bearer":
-        headers["Authorization"] = f"Bearer {spec.auth['token']}"
-    elif mode == "headers":
-        headers.update(spec.auth.get("headers", {}))
+    if spec.auth.mode == "bearer":
+        headers["Authorization"] = f"Bearer {spec.auth.token}"
+    elif spec.auth.mode == "headers":
+        headers.update(spec.auth.headers)
     return headers
 
 

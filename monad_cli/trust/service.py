@@ -132,7 +132,7 @@ class ToolService:
                 remember_tool_set(self.journal, name, digest, canonical_tools(dumped))
             except Exception:
                 log.exception("journal write failed")
-        pinned = (actor.spec.trust.get("pinnedToolHash") if actor.spec else None)
+        pinned = actor.spec.trust.pinned_tool_hash if actor.spec else None
         if not pinned:
             self.blocked.pop(name, None)
             log.info("server %s: tool set hash %s (%d tools; pin it with `monad mcp pin %s`)",
@@ -166,7 +166,7 @@ class ToolService:
         return self._map
 
     def _auto_list(self, actor: ServerActor) -> list[str]:
-        return list(actor.spec.trust.get("autoApproveTools", [])) if actor.spec else []
+        return list(actor.spec.trust.auto_approve_tools) if actor.spec else []
 
     def is_auto_approved(self, actor: ServerActor, tool: str, exposed: str) -> bool:
         auto = self._auto_list(actor)
@@ -248,7 +248,7 @@ class ToolService:
         command = [spec.command, *redact_args(spec.args)] if spec.command else None
         return self.gate.open(server=actor.name, tool=tool.name, exposed=exposed, arguments=arguments,
                               definition_hash=spec.definition_hash(),
-                              host_escape=bool(spec.trust.get("hostEscape")), command=command,
+                              host_escape=spec.trust.host_escape, command=command,
                               url=redact_url(spec.url) if spec.url else None, via=via, timeout=timeout)
 
     async def _decide(self, actor: ServerActor, tool: Tool, exposed: str, arguments: Any, via: str,
