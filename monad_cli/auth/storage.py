@@ -26,11 +26,10 @@ The state lives in the server's `auth` table (atom) or `auth` object (agents.jso
 
 Why the expiry is absolute and the metadata is kept: the SDK's provider only knows an
 expiry it computed itself and forgets the metadata on exit, so after a restart it would
-send the expired token, get a 401 and ask the person again instead of refreshing
-(notes/mcp-sdk.md §1.7, "restart gap").
+send the expired token, get a 401 and ask the person again instead of refreshing.
 
-Every write is a locked read-modify-write through `config.edits.update_server` (CF-1,
-CF-2), so a person's comments in the atom survive.
+Every write is a locked read-modify-write through `config.edits.update_server`, so a
+concurrent edit is never lost and a person's comments in the atom survive.
 """
 
 from __future__ import annotations

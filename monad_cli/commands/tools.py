@@ -109,7 +109,8 @@ def _show_result(result: dict[str, Any], as_json: bool) -> None:
 
 
 def _prompt(pending: dict[str, Any]) -> str:
-    """Ask the person on the TTY: once / session / always / deny (TL-5, TL-6)."""
+    """Ask the person on the TTY: once / session / always / deny. The exact command (or URL)
+    and the full arguments are shown: what is approved must be what runs."""
     render.info(f"approve a call of `{pending['tool']}` on server `{pending['server']}` ({pending['exposed']})")
     if pending.get("command"):
         render.info(f"  server command: {' '.join(pending['command'])}")

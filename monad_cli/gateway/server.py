@@ -15,7 +15,8 @@
   2026-07-28 `subscriptions/listen` streams and sends `notifications/tools/list_changed`
   to every legacy (≤ 2025-11-25) session seen (MCP spec, server/tools "List Changed").
 - transports: stdio, or streamable HTTP on 127.0.0.1 only with a bearer token from
-  `run/gateway.token` (0600) and the SDK's Host/Origin checks (CA-2).
+  `run/gateway.token` (0600) and the SDK's Host/Origin checks (MCP spec, basic/transports
+  "Security Warning": DNS rebinding).
 """
 
 from __future__ import annotations
@@ -80,6 +81,16 @@ def gateway_token(paths: Paths) -> str:
 
 
 class Gateway:
+    """One `monad mcp serve` process: an MCP server (the SDK's lowlevel `Server`) whose
+    tools are the supervisor's exposed tools, filtered by this process's view (facts,
+    server filters, `load_tools` loads, which last as long as the process).
+
+    It owns no MCP client session and no approval: every call goes to the supervisor's
+    tool service (`POST /v1/tools/call`, approval mode `wait`), so it passes the same gate
+    as `monad mcp call`. It never reads a definition file or a secret, and never answers a
+    call itself except the local `load_tools` meta-tool.
+    """
+
     def __init__(self, paths: Paths, *, approval_timeout: float, facts: dict[str, str] | None = None,
                  server_filter: ServerFilter | None = None, environ: dict[str, str] | None = None) -> None:
         self.paths = paths
@@ -235,7 +246,7 @@ class Gateway:
         app = BearerGuard(self.server.streamable_http_app(host="127.0.0.1", streamable_http_path="/mcp"), token)
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", port))  # loopback only, never 0.0.0.0 (CA-2)
+        sock.bind(("127.0.0.1", port))  # loopback only, never 0.0.0.0: no other host may call tools
         sock.listen(128)
         bound = sock.getsockname()[1]
         config = uvicorn.Config(app, lifespan="on", log_level="warning", access_log=False)

@@ -1,4 +1,4 @@
-"""The approval gate: every tool call passes it unless the tool is auto-approved (TL-5).
+"""The approval gate: every tool call passes it unless the tool is auto-approved.
 
 Decisions, and who or what made them (journaled with each call):
 - `autoApproveTools` lists the exposed name → approved by `autoApproveTools`;
@@ -7,9 +7,11 @@ Decisions, and who or what made them (journaled with each call):
 - the caller said so (`monad mcp call --yes`, or the person answered the TTY prompt);
 - a pending approval that `monad approvals allow|deny ID` decides, or that times out.
 
-Approvals are keyed to `ServerSpec.definition_hash()` (command, args, env names, cwd, url;
-TL-4): after the command is edited, earlier approvals no longer apply. A `hostEscape`
-server's tools can be approved for the session but never always.
+The person sees the server, the tool and the full arguments before deciding; tool
+annotations never approve anything (MCP spec, server/tools "Security Considerations":
+annotations are untrusted). Approvals are keyed to `ServerSpec.definition_hash()`
+(command, args, env names, cwd, url): after the command is edited, earlier approvals no
+longer apply. A `hostEscape` server's tools can be approved for the session but never always.
 """
 
 from __future__ import annotations
@@ -55,6 +57,15 @@ class Pending:
 
 
 class ApprovalGate:
+    """Owns the approvals: pending requests (in memory, by id), "session" grants (in memory,
+    until the supervisor restarts) and "always" grants (the journal's `approvals` table,
+    read once by `load`). Keys are (server, definition hash, tool).
+
+    It only records and answers decisions; it never runs a call, never decides on its own
+    (a pending request is decided by a person, or times out as a refusal), and never grants
+    "always" to a `hostEscape` server.
+    """
+
     def __init__(self, journal: Journal | None) -> None:
         self.journal = journal
         self.session: dict[tuple[str, str, str], str] = {}
