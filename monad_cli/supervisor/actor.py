@@ -17,6 +17,7 @@ from typing import Any
 
 import anyio
 from mcp import Client
+from mcp.client.session import IncomingMessage
 from mcp_types import CallToolResult, Implementation, Tool, ToolListChangedNotification
 
 from monad_cli import __version__
@@ -347,7 +348,7 @@ class ServerActor:
         except Exception as exc:  # noqa: BLE001 - no stream means no change events, nothing worse
             log.info("server %s: no subscriptions/listen stream (%s)", self.name, describe(exc))
 
-    async def _on_message(self, message: Any) -> None:
+    async def _on_message(self, message: IncomingMessage) -> None:
         if isinstance(message, ToolListChangedNotification) and self._tg is not None:
             self._tg.start_soon(self.refresh_tools)
 

@@ -31,6 +31,8 @@ from monad_cli.supervisor.states import LIVE, State
 from monad_cli.trust.service import ToolService
 
 if TYPE_CHECKING:
+    from mcp.client import ClientExtension
+
     from monad_cli.tasks.manager import TaskManager
 
 log = logging.getLogger("monad.supervisor")
@@ -79,7 +81,7 @@ class Supervisor:
         self.started_at = time.time()
         self.journal: Journal | None = None
         self._tg: anyio.abc.TaskGroup | None = None
-        self._stamp: Any = None
+        self._stamp: tuple[tuple[str, int, int], ...] | None = None
         self._lock_fd: int | None = None
         self._reconcile_lock = anyio.Lock()
         self.stop_event = anyio.Event()
@@ -141,7 +143,7 @@ class Supervisor:
         for listener in list(self.state_listeners):
             listener(actor)
 
-    def client_extensions(self, actor: ServerActor) -> list[Any] | None:
+    def client_extensions(self, actor: ServerActor) -> list[ClientExtension] | None:
         """`extensions=` for the actor's next `mcp.Client` (the tasks extension, SEP-2663)."""
         return self.tasks.client_extensions(actor.name) if self.tasks is not None else None
 
@@ -167,7 +169,7 @@ class Supervisor:
         self._lock_fd = fd
 
     # -- definitions -----------------------------------------------------------------
-    def config_stamp(self) -> Any:
+    def config_stamp(self) -> tuple[tuple[str, int, int], ...]:
         """Cheap fingerprint of the config files (names, sizes, mtimes)."""
         entries: list[tuple[str, int, int]] = []
         for folder in (self.paths.atoms_dir,):

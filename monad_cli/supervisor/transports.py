@@ -24,7 +24,7 @@ import subprocess
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -35,6 +35,9 @@ from mcp_types import jsonrpc_message_adapter
 
 from monad_cli.config.schema import ServerSpec
 from monad_cli.supervisor.stderr import StderrSink
+
+if TYPE_CHECKING:
+    import httpx2
 
 log = logging.getLogger("monad.transport")
 
@@ -276,7 +279,8 @@ def http_headers(spec: ServerSpec) -> dict[str, str]:
 
 
 @asynccontextmanager
-async def http_transport(spec: ServerSpec, conn: Connection, *, auth: Any = None) -> AsyncIterator[Any]:
+async def http_transport(spec: ServerSpec, conn: Connection, *,
+                         auth: httpx2.Auth | None = None) -> AsyncIterator[Any]:
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
