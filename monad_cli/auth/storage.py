@@ -48,10 +48,6 @@ if TYPE_CHECKING:  # the SDK is imported lazily: this module is reachable from c
 
 log = logging.getLogger("monad.auth")
 
-# Tables monad writes; they are state, not configuration (schema.py leaves them out of the
-# connection fingerprint so a refresh does not reconnect the server).
-STATE_KEYS = OAUTH_STATE_KEYS
-
 
 @dataclass
 class StoredGrant:
@@ -98,7 +94,7 @@ def read_grant(paths: Paths, name: str) -> StoredGrant:
         registration=table("registration"),
         server_metadata=table("serverMetadata"),
         resource_metadata=table("resourceMetadata"),
-        config={k: v for k, v in auth.items() if k not in STATE_KEYS},
+        config={k: v for k, v in auth.items() if k not in OAUTH_STATE_KEYS},
     )
 
 
@@ -137,7 +133,7 @@ def write_state(paths: Paths, name: str, updates: dict[str, dict[str, Any] | Non
             if current != expect_obtained_at:
                 raise GrantChanged()
         for key, value in updates.items():
-            assert key in STATE_KEYS
+            assert key in OAUTH_STATE_KEYS
             if value is None:
                 if key in auth:
                     del auth[key]
@@ -149,7 +145,7 @@ def write_state(paths: Paths, name: str, updates: dict[str, dict[str, Any] | Non
 
 def clear_state(paths: Paths, name: str) -> None:
     """Remove every stored token and OAuth state table (`monad mcp logout`)."""
-    write_state(paths, name, {k: None for k in STATE_KEYS})
+    write_state(paths, name, {k: None for k in OAUTH_STATE_KEYS})
 
 
 class DefinitionTokenStorage:

@@ -19,10 +19,10 @@ from monad_cli.config.urls import check_url
 from monad_cli.errors import ConfigError
 
 NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
-TRANSPORTS = ("stdio", "http")
 AUTH_MODES = ("none", "bearer", "headers", "oauth")
 OAUTH_FLOWS = ("loopback", "device")
-# Tables under `auth` that monad writes (monad_cli/auth/storage.py).
+# Tables under `auth` that monad writes (monad_cli/auth/storage.py): state, not configuration,
+# so they are left out of the connection fingerprint (a refresh must not reconnect).
 OAUTH_STATE_KEYS = ("tokens", "grant", "registration", "serverMetadata", "resourceMetadata")
 DEFAULT_TIMEOUT_S = 10.0
 
