@@ -205,3 +205,22 @@ def test_a_server_error_is_scrubbed_and_a_server_that_went_away_is_not_exposed(t
                 await svc.call("srv__upstream", {"text": "x"}, via="test", approval={})
 
     run(main)
+
+
+def test_an_unanswered_approval_request_expires_on_the_service_clock(tmp_path: Path) -> None:
+    now = [1_000_000.0]
+
+    async def main() -> None:
+        async with service(tmp_path, _spec(), clock=lambda: now[0]) as (svc, _session):
+            with pytest.raises(ApprovalRequired) as asked:
+                await svc.call("srv__echo", {"text": "x"}, via="test", approval={"mode": "check"})
+            pending = asked.value.pending
+            assert (pending.created, pending.expires) == (now[0], now[0] + 600)
+            assert [p["id"] for p in svc.gate.listing()] == [pending.id]
+            now[0] += 601  # nobody answered within the request's lifetime
+            assert svc.gate.listing() == []
+            with pytest.raises(NotFound):
+                await svc.call("srv__echo", {"text": "x"}, via="test",
+                               approval={"mode": "decided", "approvalId": pending.id, "grant": "once"})
+
+    run(main)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -63,11 +64,12 @@ class ApprovalGate:
 
     It only records and answers decisions; it never runs a call, never decides on its own
     (a pending request is decided by a person, or times out as a refusal), and never grants
-    "always" to a `hostEscape` server.
+    "always" to a `hostEscape` server. `clock` is epoch seconds (injectable).
     """
 
-    def __init__(self, journal: Journal | None) -> None:
+    def __init__(self, journal: Journal | None, *, clock: Callable[[], float] = time.time) -> None:
         self.journal = journal
+        self.clock = clock
         self.session: dict[tuple[str, str, str], str] = {}
         self.always: dict[tuple[str, str, str], str] = {}
         self.pending: dict[str, Pending] = {}
@@ -111,7 +113,7 @@ class ApprovalGate:
              host_escape: bool, command: list[str] | None, url: str | None, via: str,
              timeout: float) -> Pending:
         self.purge()
-        now = time.time()
+        now = self.clock()
         p = Pending(id=secrets.token_hex(4), server=server, tool=tool, exposed=exposed, arguments=arguments,
                     definition_hash=definition_hash, host_escape=host_escape, command=command, url=url,
                     via=via, created=now, expires=now + timeout)
@@ -145,7 +147,7 @@ class ApprovalGate:
         return p
 
     def purge(self) -> None:
-        now = time.time()
+        now = self.clock()
         for key in [k for k, p in self.pending.items() if p.expires < now and not p.event.is_set()]:
             del self.pending[key]
 

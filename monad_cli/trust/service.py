@@ -93,9 +93,10 @@ class ToolService:
     journal rows of tool calls.
 
     `servers` is a live view (the supervisor's actors), read on every call; `scrub` redacts
-    every error text it raises; `deferred_globs()` returns the current globs of
-    `features/tools.toml`; `start_task` runs detached calls (None: `detach` is refused).
-    Call `changed()` whenever a server's tool list was (re)fetched.
+    a server's error text before it is raised; `deferred_globs()` returns the current globs of
+    `features/tools.toml`; `start_task` runs detached calls (None: `detach` is refused);
+    `clock` (epoch seconds) dates approval requests. Call `changed()` whenever a server's
+    tool list was (re)fetched.
 
     It never opens or closes a session, never edits a definition file and never asks a
     person anything itself: a call that needs a person waits on the gate (or raises
@@ -104,13 +105,14 @@ class ToolService:
 
     def __init__(self, journal: Journal, servers: Mapping[str, ToolServer], *,
                  scrub: Callable[[str], str], deferred_globs: Callable[[], Sequence[str]] = lambda: (),
-                 start_task: StartTask | None = None) -> None:
+                 start_task: StartTask | None = None, clock: Callable[[], float] = time.time) -> None:
         self.journal = journal
         self.servers = servers
         self.scrub = scrub
         self.deferred_globs = deferred_globs
         self.start_task = start_task
-        self.gate = ApprovalGate(None)
+        self.clock = clock
+        self.gate = ApprovalGate(journal, clock=clock)
         self.gate.load(journal)
         self.hashes: dict[str, str] = {}
         self.blocked: dict[str, str] = {}
@@ -298,7 +300,7 @@ class ToolService:
             p = self._open_pending(actor, tool, exposed, arguments, via, timeout)
         else:
             p = known
-            p.expires = time.time() + timeout
+            p.expires = self.clock() + timeout
         log.info("approval %s pending: %s (via %s)", p.id, exposed, via)
         return await self.gate.wait(p, timeout)
 
