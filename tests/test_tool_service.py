@@ -120,7 +120,7 @@ def test_an_approval_decided_through_the_gate(tmp_path: Path) -> None:
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(caller)
-                with anyio.fail_after(10):
+                with anyio.fail_after(60):
                     while not svc.gate.listing():
                         await anyio.sleep(0.01)
                 [pending] = svc.gate.listing()
