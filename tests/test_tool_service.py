@@ -19,10 +19,10 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, Tool
 
 from monad_cli.config.schema import ServerSpec, validate
-from monad_cli.errors import InvalidInput, MonadError, NotFound
+from monad_cli.errors import CallRefused, InvalidInput, NotFound, NotRegistered, ToolCallFailed
 from monad_cli.journal import tools as jt
 from monad_cli.journal.db import Journal
-from monad_cli.trust.service import ApprovalRequired, CallRefused, ToolService
+from monad_cli.trust.service import ApprovalRequired, ToolService
 
 SECRET = "SENTINEL-service-secret"
 
@@ -178,9 +178,9 @@ def test_a_pin_mismatch_refuses_registration(tmp_path: Path) -> None:
             reason = svc.check_pin(session, session.tools)
             assert reason is not None and "tool set changed since it was pinned" in reason and digest in reason
             assert svc.blocked["srv"] == reason and svc.listing() == []
-            with pytest.raises(CallRefused) as refused:
+            with pytest.raises(NotRegistered) as refused:
                 await svc.call("srv__echo", {"text": "x"}, via="test", approval={"mode": "yes"})
-            assert refused.value.code == "not_registered"
+            assert refused.value.code == "not_registered" and reason in refused.value.message
             # Pinning the current hash registers the tools again.
             session.spec = _spec(pinnedToolHash=digest)
             assert svc.check_pin(session, session.tools) is None
@@ -193,7 +193,7 @@ def test_a_pin_mismatch_refuses_registration(tmp_path: Path) -> None:
 def test_a_server_error_is_scrubbed_and_a_server_that_went_away_is_not_exposed(tmp_path: Path) -> None:
     async def main() -> None:
         async with service(tmp_path, _spec(autoApproveTools=["srv__upstream"])) as (svc, session):
-            with pytest.raises(MonadError) as failed:
+            with pytest.raises(ToolCallFailed) as failed:
                 await svc.call("srv__upstream", {"text": SECRET}, via="test", approval={})
             assert failed.value.message == "server `srv` failed `upstream`: upstream said *** (MCP error -32000)"
             [row] = jt.calls(svc.journal)

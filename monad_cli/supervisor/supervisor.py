@@ -87,11 +87,11 @@ class Supervisor:
         self.stop_event = anyio.Event()
         self.tool_listeners: list[Callable[[ServerActor], None]] = []
         self.state_listeners: list[Callable[[ServerActor], None]] = []
-        # The services exist once the journal is open (`_build_services`, from `run`).
+        # The services exist once the journal is open (`open`, from `run`).
         self.tool_service: ToolService
         self.auth: SupervisorAuth
         self._actor_context: ActorContext
-        self.tasks: TaskManager | None = None  # set in run(), once the journal is open
+        self.tasks: TaskManager
 
     def scrub(self, text: str) -> str:
         """The one redaction function over free text: every secret value the definitions hold."""
@@ -120,12 +120,18 @@ class Supervisor:
             defs.problems.append(Problem(f"{e.message}; the previous deferred tools stay in force",
                                          e.file or TOOLS_FILE))
 
-    def _build_services(self, journal: Journal) -> None:
-        """Each service gets only what it uses: the journal, the actors as a live lookup,
-        the redaction function, callbacks. Built once, with the journal open."""
+    def open(self) -> Journal:
+        """Open the journal and build the services on it, each handed only what it uses (the
+        journal, the actors as a live lookup, the redaction function, callbacks): what `run`
+        does first, once it holds the daemon lock. Call once; returns the journal."""
+        journal = self.journal = Journal(self.paths.journal_db, scrub=self.scrub)
+        from monad_cli.tasks.manager import TaskManager
+
+        tasks = self.tasks = TaskManager(journal, self.actors, redact=self.scrub,
+                                         request_timeout=self.request_timeout)
+        self.state_listeners.append(tasks.on_actor_state)
         self.tool_service = ToolService(journal, self.actors, scrub=self.scrub,
-                                        deferred_globs=lambda: self.deferred_globs,
-                                        start_task=self.tasks.start if self.tasks is not None else None)
+                                        deferred_globs=lambda: self.deferred_globs, start_task=tasks.start)
         self.tool_listeners.append(lambda actor: self.tool_service.changed())
         self.auth = SupervisorAuth(self.paths, self.actors)
         self._actor_context = ActorContext(
@@ -133,6 +139,7 @@ class Supervisor:
             filter_reason=lambda name: self.server_filter.reason(name), http_auth=self.auth.http_auth,
             client_extensions=self.client_extensions, on_tools_changed=self.on_tools_changed,
             on_state_changed=self.on_state_changed, stopping=lambda: self.stopping)
+        return journal
 
     def on_tools_changed(self, actor: ServerActor) -> None:
         for listener in list(self.tool_listeners):
@@ -145,7 +152,7 @@ class Supervisor:
 
     def client_extensions(self, actor: ServerActor) -> list[ClientExtension] | None:
         """`extensions=` for the actor's next `mcp.Client` (the tasks extension, SEP-2663)."""
-        return self.tasks.client_extensions(actor.name) if self.tasks is not None else None
+        return self.tasks.client_extensions(actor.name)
 
     def request_timeout(self, name: str) -> float | None:
         """Seconds a request to server `name` may take (its `requestTimeoutMs`; None: no deadline)."""
@@ -296,17 +303,12 @@ class Supervisor:
         from monad_cli.control.server import ControlServer
 
         self.acquire_daemon_lock()
-        self.journal = Journal(self.paths.journal_db, scrub=self.scrub)
-        check = self.journal.quick_check()
-        from monad_cli.tasks.manager import TaskManager
-
-        self.tasks = TaskManager(self.journal, self.actors, redact=self.scrub, request_timeout=self.request_timeout)
-        self._build_services(self.journal)
+        journal = self.open()
+        check = journal.quick_check()
         self.tool_service.recover()
-        self.journal.record("daemon", reason=f"supervisor {__version__} started (pid {os.getpid()})",
-                            detail={"quick_check": check})
+        journal.record("daemon", reason=f"supervisor {__version__} started (pid {os.getpid()})",
+                       detail={"quick_check": check})
         self.paths.pid_file.write_text(f"{os.getpid()}\n")
-        self.state_listeners.append(self.tasks.on_actor_state)
         control = ControlServer(self)
         try:
             async with anyio.create_task_group() as tg:
