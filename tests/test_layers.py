@@ -11,7 +11,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "monad_cli"
 # Services are handed what they use; they never import the supervisor to get it.
-BELOW_THE_SUPERVISOR = ("trust", "auth", "journal", "config", "gateway")
+BELOW_THE_SUPERVISOR = ("trust", "tasks", "auth", "journal", "config", "gateway")
 
 
 def _package_of(path: Path) -> str:

@@ -14,11 +14,20 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from monad_cli.config.expansion import ExpansionError, check_syntax, expand
+from monad_cli.config.fields import (
+    FieldContext,
+    boolean,
+    check_headers,
+    expand_field,
+    str_list,
+    str_map,
+    suggest,
+    tool_filters,
+)
 from monad_cli.config.urls import check_url
-from monad_cli.errors import ConfigError
 
 NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
+_ENV_NAME = re.compile(r"[^=\s\x00]+")
 AUTH_MODES = ("none", "bearer", "headers", "oauth")
 OAUTH_FLOWS = ("loopback", "device")
 # Tables under `auth` that monad writes (monad_cli/auth/storage.py): state, not configuration,
@@ -32,9 +41,6 @@ STDIO_FIELDS = {"command", "args", "env", "cwd", "sandbox", "sandboxWritable"}
 HTTP_FIELDS = {"url", "headers", "auth"}
 ALL_FIELDS = COMMON_FIELDS | STDIO_FIELDS | HTTP_FIELDS
 TRUST_FIELDS = {"autoApproveTools", "pinnedToolHash", "hostEscape"}
-# `tools = {enabled = [...], disabled = [...]}`: globs over the server's own tool names.
-# Parsed and validated here; the gateway does not enforce them yet (docs/atoms.md).
-TOOL_FILTER_FIELDS = ("enabled", "disabled")
 # `type` is what claude/cursor-style configs call the transport; accepted on read only.
 _TRANSPORT_ALIASES = {"stdio": "stdio", "http": "http", "streamable-http": "http",
                       "streamableHttp": "http", "streamable_http": "http"}
@@ -170,68 +176,13 @@ def check_name(name: str) -> str | None:
     return None
 
 
-def _suggest(key: str, choices: set[str]) -> str:
-    import difflib  # only on an error
-
-    close = difflib.get_close_matches(key, sorted(choices), n=1)
-    return f" (did you mean `{close[0]}`?)" if close else ""
-
-
-class _Ctx:
-    def __init__(self, source: str, server: str) -> None:
-        self.source = source
-        self.server = server
-
-    def error(self, fld: str | None, message: str) -> ConfigError:
-        where = f"`{self.source}`: server `{self.server}`"
-        if fld:
-            where += f", field `{fld}`"
-        return ConfigError(f"{where}: {message}", file=self.source, server=self.server, field=fld)
-
-
-def _bool(ctx: _Ctx, raw: Mapping[str, Any], key: str, default: bool) -> bool:
-    v = raw.get(key, default)
-    if not isinstance(v, bool):
-        raise ctx.error(key, f"must be true or false, got {v!r}")
-    return v
-
-
-def _str_list(ctx: _Ctx, raw: Mapping[str, Any], key: str) -> list[str]:
-    v = raw.get(key, [])
-    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-        raise ctx.error(key, "must be a list of strings")
-    return list(v)
-
-
-def _str_map(ctx: _Ctx, raw: Mapping[str, Any], key: str) -> dict[str, str]:
-    v = raw.get(key, {})
-    if not isinstance(v, Mapping):
-        raise ctx.error(key, "must be a table of string values")
-    out: dict[str, str] = {}
-    for k, val in v.items():
-        if isinstance(val, bool) or not isinstance(val, (str, int, float)):
-            raise ctx.error(f"{key}.{k}", "must be a string")
-        out[str(k)] = str(val)
-    return out
-
-
-def _expand(ctx: _Ctx, fld: str, value: str, environ: Mapping[str, str] | None) -> str:
-    try:
-        if environ is None:
-            check_syntax(value)
-            return value
-        return expand(value, environ)
-    except ExpansionError as e:
-        raise ctx.error(fld, str(e)) from None
-
-
 def validate(raw: Mapping[str, Any], *, name: str, source: str,
              environ: Mapping[str, str] | None) -> ServerSpec:
     """Validate one definition. `environ=None` checks `$VAR` syntax without expanding.
 
     Raises `ConfigError` (one line: file, server, field, what to do).
     """
-    ctx = _Ctx(source, name)
+    ctx = FieldContext(source, name)
     problem = check_name(name)
     if problem:
         raise ctx.error("name", f"the name {problem}")
@@ -239,7 +190,7 @@ def validate(raw: Mapping[str, Any], *, name: str, source: str,
         raise ctx.error(None, "a server definition must be a table/object")
     for key in raw:
         if key not in ALL_FIELDS and key != "type":
-            raise ctx.error(key, f"unknown field{_suggest(key, ALL_FIELDS)}")
+            raise ctx.error(key, f"unknown field{suggest(key, ALL_FIELDS)}")
     if "schema" in raw and raw["schema"] != 1:
         raise ctx.error("schema", f"schema {raw['schema']!r} is not supported by this monad (expected 1)")
 
@@ -264,7 +215,7 @@ def validate(raw: Mapping[str, Any], *, name: str, source: str,
         raise ctx.error("trust", "must be a table")
     for key in trust:
         if key not in TRUST_FIELDS:
-            raise ctx.error(f"trust.{key}", f"unknown field{_suggest(key, TRUST_FIELDS)}")
+            raise ctx.error(f"trust.{key}", f"unknown field{suggest(key, TRUST_FIELDS)}")
     auto = trust.get("autoApproveTools", [])
     if not isinstance(auto, list) or not all(isinstance(x, str) for x in auto):
         raise ctx.error("trust.autoApproveTools", "must be a list of tool names")
@@ -287,11 +238,11 @@ def validate(raw: Mapping[str, Any], *, name: str, source: str,
 
     spec = ServerSpec(
         name=name, transport=transport, source=source, raw=dict(raw),
-        enabled=_bool(ctx, raw, "enabled", True), required=_bool(ctx, raw, "required", False),
-        timeout=float(timeout), request_timeout_ms=rto, deferred=_bool(ctx, raw, "deferred", False),
+        enabled=boolean(ctx, raw, "enabled", True), required=boolean(ctx, raw, "required", False),
+        timeout=float(timeout), request_timeout_ms=rto, deferred=boolean(ctx, raw, "deferred", False),
         trust=TrustSpec(auto_approve_tools=tuple(auto), pinned_tool_hash=pin,
                         host_escape=trust.get("hostEscape", False), table=dict(trust)),
-        condition=condition, tools=_tool_filters(ctx, raw.get("tools")),
+        condition=condition, tools=tool_filters(ctx, raw.get("tools")),
     )
 
     if transport == "stdio":
@@ -302,24 +253,24 @@ def validate(raw: Mapping[str, Any], *, name: str, source: str,
             raise ctx.error("command", f"must be a string (the executable), got {type(command).__name__}")
         if not isinstance(command, str) or not command.strip():
             raise ctx.error("command", "a stdio server needs a non-empty `command`")
-        spec.command = _expand(ctx, "command", command, environ)
-        spec.args = [_expand(ctx, f"args[{i}]", a, environ) for i, a in enumerate(_str_list(ctx, raw, "args"))]
-        env_map = _str_map(ctx, raw, "env")
+        spec.command = expand_field(ctx, "command", command, environ)
+        spec.args = [expand_field(ctx, f"args[{i}]", a, environ) for i, a in enumerate(str_list(ctx, raw, "args"))]
+        env_map = str_map(ctx, raw, "env")
         for k in env_map:
             if not _ENV_NAME.fullmatch(k):
                 raise ctx.error(f"env.{k}", "is not a valid environment variable name (no `=` or spaces)")
-        spec.env = {k: _expand(ctx, f"env.{k}", v, environ) for k, v in env_map.items()}
+        spec.env = {k: expand_field(ctx, f"env.{k}", v, environ) for k, v in env_map.items()}
         cwd = raw.get("cwd")
         if cwd is not None:
             if not isinstance(cwd, str) or not cwd:
                 raise ctx.error("cwd", "must be a directory path")
-            spec.cwd = _expand(ctx, "cwd", cwd, environ)
+            spec.cwd = expand_field(ctx, "cwd", cwd, environ)
             if not spec.cwd.startswith(("/", "$")):
                 raise ctx.error("cwd", "must be an absolute path (the supervisor runs elsewhere)")
-        spec.sandbox = _bool(ctx, raw, "sandbox", False)
-        for i, p in enumerate(_str_list(ctx, raw, "sandboxWritable")):
+        spec.sandbox = boolean(ctx, raw, "sandbox", False)
+        for i, p in enumerate(str_list(ctx, raw, "sandboxWritable")):
             fld = f"sandboxWritable[{i}]"
-            path = _expand(ctx, fld, p, environ)
+            path = expand_field(ctx, fld, p, environ)
             # Checked once expanded: `$HOME/work` is fine, a relative path is not.
             if (environ is not None or "$" not in p) and not path.startswith("/"):
                 raise ctx.error(fld, f"must be an absolute path (`$HOME/...` works), got {p!r}")
@@ -334,13 +285,13 @@ def validate(raw: Mapping[str, Any], *, name: str, source: str,
         url = raw.get("url")
         if not isinstance(url, str) or not url:
             raise ctx.error("url", "an http server needs a `url`")
-        spec.url = _expand(ctx, "url", url, environ)
+        spec.url = expand_field(ctx, "url", url, environ)
         problem = check_url(spec.url) if environ is not None or "$" not in url else None
         if problem:
             raise ctx.error("url", problem)
-        spec.headers = {k: _expand(ctx, f"headers.{k}", v, environ)
-                        for k, v in _str_map(ctx, raw, "headers").items()}
-        _check_headers(ctx, "headers", spec.headers)
+        spec.headers = {k: expand_field(ctx, f"headers.{k}", v, environ)
+                        for k, v in str_map(ctx, raw, "headers").items()}
+        check_headers(ctx, "headers", spec.headers)
         auth = raw.get("auth", {})
         if not isinstance(auth, Mapping):
             raise ctx.error("auth", "must be a table")
@@ -369,45 +320,9 @@ def validate(raw: Mapping[str, Any], *, name: str, source: str,
                 raise ctx.error("auth.clientSecret", "needs `clientId` beside it")
         table = dict(auth)
         if mode == "bearer":
-            table["token"] = _expand(ctx, "auth.token", auth["token"], environ)
+            table["token"] = expand_field(ctx, "auth.token", auth["token"], environ)
         if mode == "headers":
-            hdrs = _str_map(ctx, auth, "headers")
-            table["headers"] = {k: _expand(ctx, f"auth.headers.{k}", v, environ) for k, v in hdrs.items()}
+            hdrs = str_map(ctx, auth, "headers")
+            table["headers"] = {k: expand_field(ctx, f"auth.headers.{k}", v, environ) for k, v in hdrs.items()}
         spec.auth = _auth_spec(table)
     return spec
-
-
-def _tool_filters(ctx: _Ctx, value: Any) -> dict[str, list[str]]:
-    """`tools = {enabled = [GLOB, ...], disabled = [GLOB, ...]}` → the two lists (absent: none)."""
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise ctx.error("tools", 'must be a table such as `tools = {disabled = ["delete_*"]}`')
-    out: dict[str, list[str]] = {}
-    for key, globs in value.items():
-        if key not in TOOL_FILTER_FIELDS:
-            raise ctx.error(f"tools.{key}", f"unknown field{_suggest(key, set(TOOL_FILTER_FIELDS))}; "
-                                            f"known: enabled, disabled")
-        if not isinstance(globs, list) or not all(isinstance(g, str) for g in globs):
-            raise ctx.error(f"tools.{key}", "must be a list of glob patterns over tool names")
-        for i, g in enumerate(globs):
-            if not g.strip() or g != g.strip():
-                raise ctx.error(f"tools.{key}[{i}]", "must be a non-empty glob without surrounding spaces")
-        out[key] = list(globs)
-    return out
-
-
-_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
-_ENV_NAME = re.compile(r"[^=\s\x00]+")
-
-
-def _check_headers(ctx: _Ctx, fld: str, headers: Mapping[str, str]) -> None:
-    seen: dict[str, str] = {}
-    for k, v in headers.items():
-        if not _HEADER_NAME.fullmatch(k):
-            raise ctx.error(f"{fld}.{k}", "is not a valid HTTP header name (letters, digits, `-`; no spaces)")
-        if any(c in v for c in "\r\n\x00"):
-            raise ctx.error(f"{fld}.{k}", "a header value must not contain line breaks")
-        if k.lower() in seen:
-            raise ctx.error(f"{fld}.{k}", f"is the same header as `{seen[k.lower()]}` (names ignore case)")
-        seen[k.lower()] = k
