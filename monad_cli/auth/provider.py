@@ -73,7 +73,8 @@ class _Context(OAuthContext):
 
 
 def client_metadata(*, redirect_uri: str, scope: str | None) -> OAuthClientMetadata:
-    """RFC 7591 metadata monad registers with: a native public client (OF-6)."""
+    """RFC 7591 metadata monad registers with: a native public client (RFC 8252 §8.4: a
+    native app cannot keep a secret)."""
     return OAuthClientMetadata(redirect_uris=[redirect_uri], client_name="monad", scope=scope,  # type: ignore[list-item]
                                token_endpoint_auth_method="none", application_type="native",
                                grant_types=["authorization_code", "refresh_token"], response_types=["code"])
