@@ -16,7 +16,8 @@ import pytest
 
 from monad_cli.config.expansion import ExpansionError, expand
 from monad_cli.config.loader import load_definitions
-from monad_cli.config.schema import normalize_url, validate
+from monad_cli.config.schema import validate
+from monad_cli.config.urls import normalize_url
 from monad_cli.errors import ConfigError
 from monad_cli.paths import Paths
 

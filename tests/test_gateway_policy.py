@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from monad_cli.filters import Rule, ServerFilter
-from monad_cli.gateway_policy import (
+from monad_cli.gateway.policy import (
     LOAD_TOOLS,
     LoadedTools,
     check_call,

@@ -51,7 +51,7 @@ def test_computer_preset_runs_the_pinned_server_on_the_sessions_display(monad_ho
     assert spec.env == {"DISPLAY": ":7", "XAUTHORITY": "/dev/null", "SSL_CERT_FILE": "/etc/ca.pem",
                         "UV_CACHE_DIR": "/var/cache/uv"}
     assert spec.raw["env"]["DISPLAY"] == "${DISPLAY}"
-    assert spec.trust == {"hostEscape": True} and spec.timeout == 300
+    assert spec.trust.host_escape and spec.trust.table == {"hostEscape": True} and spec.timeout == 300
 
     (tmp_path / ".Xauthority").write_text("")
     assert "XAUTHORITY" not in load_definitions(paths(), env).specs["computer"].env  # the default file works

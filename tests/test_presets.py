@@ -46,7 +46,7 @@ def test_browser_preset_synthesizes_a_headless_playwright_server(monad_home: Pat
     assert spec.transport == "stdio" and spec.command == "npx"
     assert spec.args == ["-y", f"@playwright/mcp@{PLAYWRIGHT_MCP_VERSION}", "--headless", "--browser", "chromium",
                          "--executable-path", str(exe), "--isolated"]
-    assert spec.trust == {"hostEscape": True}
+    assert spec.trust.host_escape and spec.trust.table == {"hostEscape": True}
     assert spec.timeout == 120 and not spec.sandbox
     assert defs.problems == []
 

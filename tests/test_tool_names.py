@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from monad_cli.commands.tools import build_arguments, convert_value
 from monad_cli.errors import InvalidInput
+from monad_cli.trust.arguments import build_arguments, convert_value
 from monad_cli.trust.names import base_name, build_name_map, describe_collision
 from monad_cli.trust.pins import describe_change, same_hash, tool_set_hash
 

@@ -34,7 +34,7 @@ from monad_cli.auth.provider import MonadOAuthProvider, check_server_metadata
 from monad_cli.auth.storage import DefinitionTokenStorage, configured_client, read_grant
 from monad_cli.auth.urls import url_problem
 from monad_cli.config.edits import read_definition, update_server
-from monad_cli.config.schema import validate
+from monad_cli.config.schema import ServerSpec, validate
 from monad_cli.errors import AuthError, InvalidInput, MonadError
 from monad_cli.paths import Paths
 from monad_cli.redact import redact_url
@@ -64,13 +64,13 @@ class Say:
     url: Callable[[str, str], None]
 
 
-def prepare(paths: Paths, name: str, *, client_id: str | None) -> tuple[str, dict[str, Any]]:
+def prepare(paths: Paths, name: str, *, client_id: str | None) -> tuple[str, ServerSpec]:
     """Check the server can use OAuth; switch `auth.mode` none → oauth; save `--client-id`."""
     source, raw = read_definition(paths, name)
     spec = validate(raw, name=name, source=source, environ=os.environ)
     if spec.transport != "http":
         raise InvalidInput(f"server `{name}` is a stdio server; only http servers are authorized")
-    mode = spec.auth.get("mode", "none")
+    mode = spec.auth.mode
     if mode not in ("none", "oauth"):
         raise InvalidInput(f"`{source}`: server `{name}`, field `auth.mode`: is `{mode}`; set it to `oauth` "
                            f"to use `monad mcp authorize`")
@@ -84,8 +84,7 @@ def prepare(paths: Paths, name: str, *, client_id: str | None) -> tuple[str, dic
 
     if mode != "oauth" or client_id:
         update_server(paths, name, {}, mutate=mutate)
-    assert spec.url is not None
-    return source, {"url": spec.url, "headers": dict(spec.headers), "auth": dict(spec.auth)}
+    return source, spec
 
 
 async def run_authorize(paths: Paths, name: str, *, flow: str | None, open_browser: bool,
@@ -114,13 +113,13 @@ def _leaves(exc: BaseException) -> list[BaseException]:
 async def _run_authorize(paths: Paths, name: str, *, flow: str | None, open_browser: bool,
                          scopes: Sequence[str], client_id: str | None, say: Say, timeout: float) -> Outcome:
     source, spec = prepare(paths, name, client_id=client_id)
-    auth_cfg = spec["auth"]
-    flow = flow or auth_cfg.get("flow") or "loopback"
+    flow = flow or spec.auth.flow
     if flow not in FLOWS:
         raise InvalidInput(f"`--flow` must be one of {', '.join(FLOWS)}; got `{flow}`")
-    explicit = list(scopes) or [s for s in auth_cfg.get("scopes", []) if isinstance(s, str)]
-    url = spec["url"]
-    async with new_http_client(spec["headers"]) as http:
+    explicit = list(scopes) or list(spec.auth.scopes)
+    url, headers = spec.url, dict(spec.headers)
+    assert url is not None
+    async with new_http_client(headers) as http:
         found = await discover(http, url, name=name)
         has_client = configured_client(read_grant(paths, name).config) is not None
         storage = DefinitionTokenStorage(paths, name, fresh=True)
@@ -140,9 +139,9 @@ async def _run_authorize(paths: Paths, name: str, *, flow: str | None, open_brow
             scope = token.scope
         else:
             check_server_metadata(found.server_metadata)
-            _check_registration_possible(found, has_client, name, auth_cfg.get("clientMetadataUrl"))
-            cimd = auth_cfg.get("clientMetadataUrl")
-            scope = await _loopback(name, url, spec["headers"], storage, found, explicit, open_browser,
+            cimd = spec.auth.client_metadata_url
+            _check_registration_possible(found, has_client, name, cimd)
+            scope = await _loopback(name, url, headers, storage, found, explicit, open_browser,
                                     say, timeout, cimd if found.server_metadata.client_id_metadata_document_supported
                                     else None)
     grant = read_grant(paths, name)

@@ -91,7 +91,7 @@ async def request_device_code(http: httpx2.AsyncClient, found: Discovery, client
     """§3.1: POST to the device authorization endpoint."""
     endpoint = found.device_authorization_endpoint
     assert endpoint is not None
-    data = {"resource": found.resource}  # RFC 8707 (OF-3)
+    data = {"resource": found.resource}  # RFC 8707 §2
     if scope:
         data["scope"] = scope
     headers = _client_auth(client, data)

@@ -4,15 +4,18 @@ models drop (`device_authorization_endpoint`), and refusing bad servers early.
 1. An unauthenticated request to the MCP server; its 401 `WWW-Authenticate` may name
    `resource_metadata` and `scope`.
 2. Protected resource metadata (RFC 9728): the header's URL, then
-   `/.well-known/oauth-protected-resource/<path>`, then the root (OA-1). Its `resource`
-   must match the server URL (OA-2, RFC 8707).
+   `/.well-known/oauth-protected-resource/<path>`, then the root (MCP spec, basic/authorization
+   "Protected Resource Metadata Discovery"). Its `resource` must match the server URL
+   (RFC 9728 §3.3, RFC 8707).
 3. Authorization server metadata (RFC 8414, OpenID Connect Discovery) in the path-aware
-   order; any 4xx or non-JSON answer means "try the next candidate", a 5xx stops (OA-3).
-   The `issuer` must equal the one the URL was built from.
-4. Every endpoint must be https, or http on loopback (OA-5).
+   order; any 4xx or non-JSON answer means "try the next candidate", a 5xx stops.
+   The `issuer` must equal the one the URL was built from (RFC 8414 §3.3).
+4. Every endpoint must be https, or http on loopback (MCP spec, basic/authorization
+   "Communication Security"; server-supplied URLs are an SSRF vector).
 
 The URL builders are the SDK's (`mcp.client.auth.utils`), so both flows walk the same
-candidates. Redirects are not followed (OA-7); answers are capped at 1 MiB and 10 s (OA-8).
+candidates. Redirects are not followed (each hop would need the same checks); answers are capped at
+1 MiB and 10 s, so a hostile server cannot hold or flood the client.
 """
 
 from __future__ import annotations

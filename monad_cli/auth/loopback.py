@@ -1,4 +1,4 @@
-"""The loopback redirect listener (RFC 8252 §7.3, §8.3; OF-4) and opening the browser.
+"""The loopback redirect listener (RFC 8252 §7.3, §8.3) and opening the browser.
 
 `LoopbackListener` binds 127.0.0.1 on an ephemeral port, serves exactly one path with a
 random component, accepts the first callback that carries the expected `state` (or an

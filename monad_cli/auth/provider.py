@@ -1,4 +1,4 @@
-"""The SDK's `OAuthClientProvider` with what monad adds (notes/mcp-sdk.md §1.7).
+"""The SDK's `OAuthClientProvider` with what monad adds.
 
 `MonadOAuthProvider` is an `httpx2.Auth`. Two modes:
 
@@ -45,7 +45,8 @@ from monad_cli.errors import AuthError
 log = logging.getLogger("monad.auth")
 
 MAX_STEP_UPS = 2
-# Refresh this long before the expiry: 10 % of the lifetime, at most 60 s (TK-4).
+# Refresh this long before the expiry: 10 % of the lifetime, at most 60 s, so a request
+# sent just before the expiry does not arrive just after it.
 REFRESH_MARGIN_MAX_S = 60.0
 REFRESH_MARGIN_FRACTION = 0.1
 # The supervisor's provider has no redirect; the SDK's model still wants one.
@@ -54,7 +55,7 @@ NO_REDIRECT = "http://127.0.0.1/unused"
 
 @dataclass
 class _Context(OAuthContext):
-    """OAuthContext whose token counts as expired a little early (TK-4)."""
+    """OAuthContext whose token counts as expired a little early (`REFRESH_MARGIN_*`)."""
 
     token_lifetime: float | None = None
 
@@ -72,7 +73,8 @@ class _Context(OAuthContext):
 
 
 def client_metadata(*, redirect_uri: str, scope: str | None) -> OAuthClientMetadata:
-    """RFC 7591 metadata monad registers with: a native public client (OF-6)."""
+    """RFC 7591 metadata monad registers with: a native public client (RFC 8252 §8.4: a
+    native app cannot keep a secret)."""
     return OAuthClientMetadata(redirect_uris=[redirect_uri], client_name="monad", scope=scope,  # type: ignore[list-item]
                                token_endpoint_auth_method="none", application_type="native",
                                grant_types=["authorization_code", "refresh_token"], response_types=["code"])
@@ -80,7 +82,8 @@ def client_metadata(*, redirect_uri: str, scope: str | None) -> OAuthClientMetad
 
 def check_server_metadata(asm: OAuthMetadata, *, pkce: bool = True) -> None:
     """Refuse an authorization server before any request to it: every endpoint must pass
-    `url_problem` (OA-5) and, for the code flow, S256 must be advertised (OA-4).
+    `url_problem` and, for the code flow, S256 must be advertised (MCP spec,
+    basic/authorization "Authorization Code Protection"; RFC 7636).
 
     Raises `AuthError`.
     """
@@ -106,7 +109,7 @@ class MonadOAuthProvider(OAuthClientProvider):
                          redirect_handler=redirect_handler, callback_handler=callback_handler,
                          client_metadata_url=client_metadata_url)
         old = self.context
-        # The SDK builds a plain OAuthContext; swap in ours (early refresh, TK-4).
+        # The SDK builds a plain OAuthContext; swap in ours (early refresh).
         self.context: _Context = _Context(
             server_url=old.server_url, client_metadata=old.client_metadata, storage=old.storage,
             redirect_handler=old.redirect_handler, callback_handler=old.callback_handler,
@@ -137,7 +140,7 @@ class MonadOAuthProvider(OAuthClientProvider):
             if stored.obtained_at is not None:
                 self.context.token_lifetime = max(0.0, stored.expires_at - stored.obtained_at)
         # Restore what discovery found, so a refresh goes to the right token endpoint with the
-        # right `resource` (OF-3) instead of guessing `{origin}/token`.
+        # right `resource` (RFC 8707 §2: on refresh too) instead of guessing `{origin}/token`.
         if stored.server_metadata:
             try:
                 self.context.oauth_metadata = OAuthMetadata.model_validate(stored.server_metadata)
@@ -180,7 +183,8 @@ class MonadOAuthProvider(OAuthClientProvider):
         check_server_metadata(asm)
         prm = self.context.protected_resource_metadata
         # The SDK would fall back to the authorization server's whole scope catalogue; monad's
-        # order is explicit > challenge > the resource's scopes_supported (OF-8).
+        # order is explicit > challenge > the resource's scopes_supported (MCP spec,
+        # basic/authorization "Scope Selection Strategy").
         self.context.client_metadata.scope = select_scopes(
             explicit=self.explicit_scopes, challenged=self.challenged_scope,
             resource_scopes=prm.scopes_supported if prm else None, server_scopes=asm.scopes_supported,
@@ -210,7 +214,7 @@ class MonadOAuthProvider(OAuthClientProvider):
             await flow.aclose()
 
     def _check_flow_request(self, outgoing: httpx2.Request) -> None:
-        """Every request the flow makes goes to https, or http on loopback (OA-5); nothing is
+        """Every request the flow makes goes to https, or http on loopback; nothing is
         sent to an authorization server that fails `check_server_metadata`."""
         problem = url_problem(str(outgoing.url))
         if problem:
@@ -256,7 +260,7 @@ class MonadOAuthProvider(OAuthClientProvider):
         self._add_auth_header(request)
         response = yield request
         if response.status_code == 401:
-            # TK-3: one refresh and one retry - unless another request already refreshed
+            # One refresh and one retry, never a loop - unless another request already refreshed
             # while this one was in flight, in which case its token is used.
             async with self.context.lock:
                 current = self.context.current_tokens

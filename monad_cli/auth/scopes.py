@@ -1,4 +1,4 @@
-"""Which scopes to ask for (MCP authorization §Scope Selection, OF-8). Stdlib only."""
+"""Which scopes to ask for (MCP spec, basic/authorization "Scope Selection Strategy"). Stdlib only."""
 
 from __future__ import annotations
 

@@ -1,14 +1,15 @@
-"""What the supervisor plugs into `Supervisor.http_auth(spec)` for `auth.mode = "oauth"`.
+"""The supervisor's side of OAuth: one `MonadOAuthProvider` per server for its lifetime.
 
-One `MonadOAuthProvider` per server for the supervisor's lifetime (notes/mcp-sdk.md §1.7:
-a fresh provider per connect would forget the expiry and ask the person again), created in
-supervisor mode: it never opens a browser or registers a client; it refreshes, and when it
-cannot it tells the server's actor, which moves to `needs-auth` with the hint
-`monad mcp authorize NAME`.
+A fresh provider per connect would forget the token's expiry and the authorization
+server's metadata, and send an expired token (then ask the person again) where a refresh
+would do. Providers run in supervisor mode: they never open a browser or register a
+client; they refresh (RFC 6749 §6), and when they cannot they tell the server's session,
+which moves to `needs-auth` with the hint `monad mcp authorize NAME`.
 
-The supervisor is the only process that refreshes (TK-2's single owner): the CLI obtains
-grants (`authorize`) and removes them (`logout`), and each of those asks the supervisor to
-reconnect the server, at which point the provider re-reads the definition file.
+The supervisor is the only process that refreshes, so two processes never spend the same
+refresh token: the CLI obtains grants (`authorize`) and removes them (`logout`), and each
+of those asks the supervisor to reconnect the server, at which point the provider
+re-reads the definition file.
 """
 
 from __future__ import annotations
@@ -16,32 +17,57 @@ from __future__ import annotations
 import logging
 import os
 import stat
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Protocol
 
-from monad_cli.auth.provider import MonadOAuthProvider
 from monad_cli.auth.storage import DefinitionTokenStorage, read_grant
 
 if TYPE_CHECKING:
+    from monad_cli.auth.provider import MonadOAuthProvider
     from monad_cli.config.schema import ServerSpec
-    from monad_cli.supervisor.supervisor import Supervisor
+    from monad_cli.paths import Paths
 
 log = logging.getLogger("monad.auth")
 
 
-class SupervisorAuth:
-    """Providers by server name; `provider(spec)` is `Supervisor.http_auth` for oauth."""
+class Authorizable(Protocol):
+    """A server session the OAuth side can tell that its authorization lapsed."""
 
-    def __init__(self, supervisor: Supervisor) -> None:
-        self.sup = supervisor
+    def auth_required(self, reason: str) -> None:
+        """End the session and wait for `monad mcp authorize` (`reason` says why)."""
+
+
+class SupervisorAuth:
+    """Owns the OAuth providers of the supervisor's http servers, by server name.
+
+    `paths`: where the definitions (and their stored grants) live; `servers`: a live
+    name → session lookup (the supervisor's actors), told through `auth_required` when a
+    provider cannot authorize requests any more. It never opens a browser, never registers
+    a client and never writes a definition itself (the token storage does, under the
+    config lock).
+    """
+
+    def __init__(self, paths: Paths, servers: Mapping[str, Authorizable]) -> None:
+        self.paths = paths
+        self.servers = servers
         self.providers: dict[str, tuple[str, MonadOAuthProvider]] = {}
 
+    def http_auth(self, spec: ServerSpec) -> MonadOAuthProvider | None:
+        """The httpx2 Auth for an http server: its provider for `auth.mode = "oauth"`, else
+        None (bearer and headers modes are plain request headers)."""
+        return self.provider(spec) if spec.auth.mode == "oauth" else None
+
     def provider(self, spec: ServerSpec) -> MonadOAuthProvider:
+        """The server's provider: made on its first connect, kept while its URL and
+        `clientId` stay the same, reloaded from the file when someone else wrote the grant."""
+        from monad_cli.auth.provider import MonadOAuthProvider  # the SDK's OAuth, only when used
+
         assert spec.url is not None
         self._tighten(spec)
-        key = f"{spec.url}\0{spec.auth.get('clientId', '')}"
+        key = f"{spec.url}\0{spec.auth.client_id or ''}"
         held = self.providers.get(spec.name)
         if held is None or held[0] != key:
-            storage = DefinitionTokenStorage(self.sup.paths, spec.name)
+            storage = DefinitionTokenStorage(self.paths, spec.name)
             name = spec.name
 
             def needs_auth(reason: str) -> None:
@@ -55,7 +81,7 @@ class SupervisorAuth:
         # A new connect: if someone else wrote the grant (`authorize`, `logout`, a person),
         # start from the file again; our own refreshes are already in memory.
         try:
-            stored = read_grant(self.sup.paths, spec.name)
+            stored = read_grant(self.paths, spec.name)
         except Exception:  # noqa: BLE001 - the definition moved or vanished: reload anyway
             provider.reload()
             return provider
@@ -65,19 +91,19 @@ class SupervisorAuth:
         return provider
 
     def _tighten(self, spec: ServerSpec) -> None:
-        """TK-5: a definition file that holds tokens is 0600. monad writes it so; if a person
+        """A definition file that holds tokens is 0600. monad writes it so; if a person
         loosened it, fix it and say so (as OpenSSH refuses keys that are "too open")."""
-        path = self.sup.paths.home / spec.source
+        path = self.paths.home / spec.source
         try:
             mode = stat.S_IMODE(path.stat().st_mode)
-            if mode & 0o077 and isinstance(spec.auth.get("tokens"), dict):
+            if mode & 0o077 and spec.auth.holds_tokens:
                 os.chmod(path, 0o600)
                 log.warning("`%s` holds tokens but was mode %o; set it to 600", spec.source, mode)
         except OSError:
             pass
 
     def _needs_auth(self, name: str, reason: str) -> None:
-        actor: Any = self.sup.actors.get(name)
         log.warning("server %s: %s", name, reason)
-        if actor is not None and hasattr(actor, "auth_required"):
-            actor.auth_required(reason)
+        server = self.servers.get(name)
+        if server is not None:
+            server.auth_required(reason)

@@ -26,11 +26,10 @@ The state lives in the server's `auth` table (atom) or `auth` object (agents.jso
 
 Why the expiry is absolute and the metadata is kept: the SDK's provider only knows an
 expiry it computed itself and forgets the metadata on exit, so after a restart it would
-send the expired token, get a 401 and ask the person again instead of refreshing
-(notes/mcp-sdk.md §1.7, "restart gap").
+send the expired token, get a 401 and ask the person again instead of refreshing.
 
-Every write is a locked read-modify-write through `config.edits.update_server` (CF-1,
-CF-2), so a person's comments in the atom survive.
+Every write is a locked read-modify-write through `config.edits.update_server`, so a
+concurrent edit is never lost and a person's comments in the atom survive.
 """
 
 from __future__ import annotations
@@ -48,10 +47,6 @@ if TYPE_CHECKING:  # the SDK is imported lazily: this module is reachable from c
     from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 log = logging.getLogger("monad.auth")
-
-# Tables monad writes; they are state, not configuration (schema.py leaves them out of the
-# connection fingerprint so a refresh does not reconnect the server).
-STATE_KEYS = OAUTH_STATE_KEYS
 
 
 @dataclass
@@ -99,7 +94,7 @@ def read_grant(paths: Paths, name: str) -> StoredGrant:
         registration=table("registration"),
         server_metadata=table("serverMetadata"),
         resource_metadata=table("resourceMetadata"),
-        config={k: v for k, v in auth.items() if k not in STATE_KEYS},
+        config={k: v for k, v in auth.items() if k not in OAUTH_STATE_KEYS},
     )
 
 
@@ -138,7 +133,7 @@ def write_state(paths: Paths, name: str, updates: dict[str, dict[str, Any] | Non
             if current != expect_obtained_at:
                 raise GrantChanged()
         for key, value in updates.items():
-            assert key in STATE_KEYS
+            assert key in OAUTH_STATE_KEYS
             if value is None:
                 if key in auth:
                     del auth[key]
@@ -150,7 +145,7 @@ def write_state(paths: Paths, name: str, updates: dict[str, dict[str, Any] | Non
 
 def clear_state(paths: Paths, name: str) -> None:
     """Remove every stored token and OAuth state table (`monad mcp logout`)."""
-    write_state(paths, name, {k: None for k in STATE_KEYS})
+    write_state(paths, name, {k: None for k in OAUTH_STATE_KEYS})
 
 
 class DefinitionTokenStorage:

@@ -4,7 +4,8 @@ A malicious server controls its authorization endpoint and the device flow's
 `verification_uri`. Handing such a URL to a browser launcher has led to command execution
 (CVE-2025-6514: a URL that was really shell syntax; a URL starting with `-` read as a flag).
 So every URL is parsed and must be https, or http to a loopback host, with a host, no
-leading `-`, and no whitespace or control characters (OF-5, OA-5). Stdlib only.
+leading `-`, and no whitespace or control characters (MCP security best practices, "OAuth
+Authorization URL Validation"). Stdlib only.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def is_loopback_host(host: str | None) -> bool:
 def url_problem(url: str) -> str | None:
     """None when `url` may be shown to a person and opened in a browser, else why not.
 
-    Rules (OF-5): a string with no whitespace or control characters, not starting with
+    Rules: a string with no whitespace or control characters, not starting with
     `-`; scheme `https`, or `http` to a loopback host; a host. Everything else, including
     `javascript:`, `file:` and `data:`, is refused.
     """

@@ -56,7 +56,8 @@ def import_servers(paths: Paths, client_name: str, path: str | None, *, dry_run:
     from monad_cli.config.edits import add_server
     from monad_cli.config.loader import load_definitions
     from monad_cli.config.presets import PRESETS_FILE
-    from monad_cli.config.schema import check_name, normalize_url, validate
+    from monad_cli.config.schema import check_name, validate
+    from monad_cli.config.urls import normalize_url
 
     client = get_client(client_name)
     file = resolve(client_name, path)

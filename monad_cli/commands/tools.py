@@ -18,6 +18,7 @@ from monad_cli import render
 from monad_cli.commands._common import JsonOpt, supervisor
 from monad_cli.errors import ApprovalTimeout, ExitCode, InvalidInput, MonadError, NotFound
 from monad_cli.paths import paths
+from monad_cli.trust.arguments import build_arguments
 
 DEFAULT_APPROVAL_TIMEOUT_S = 120.0
 
@@ -55,78 +56,6 @@ def tools(
                  [("name", "tool"), ("auto", "approval"), ("deferred", "gateway"), ("description", "description")],
                  empty=(f"server `{server}` exposes no tools (is it connected? `monad mcp status {server}`)"
                         if server else "no tools exposed (see `monad mcp status`)"))
-
-
-# -- arguments ------------------------------------------------------------------------
-def _types_of(prop: Any) -> list[str]:
-    """JSON Schema types a property allows (`type`, a type list, or anyOf/oneOf branches)."""
-    if not isinstance(prop, dict):
-        return []
-    t = prop.get("type")
-    if isinstance(t, str):
-        return [t]
-    if isinstance(t, list):
-        return [x for x in t if isinstance(x, str)]
-    out: list[str] = []
-    for branch in prop.get("anyOf", []) + prop.get("oneOf", []):
-        out.extend(_types_of(branch))
-    return out
-
-
-def convert_value(key: str, value: str, prop: Any) -> Any:
-    """`--arg key=value` → the type the inputSchema declares for `key` (string if unknown)."""
-    kinds = [k for k in _types_of(prop) if k != "null"] or ["string"]
-    if value == "null" and "null" in _types_of(prop):
-        return None
-    errors = []
-    for kind in kinds:
-        try:
-            if kind == "string":
-                return value
-            if kind == "integer":
-                return int(value)
-            if kind == "number":
-                number = float(value)
-                return int(number) if number.is_integer() and "." not in value and "e" not in value.lower() \
-                    else number
-            if kind == "boolean":
-                low = value.lower()
-                if low in ("true", "1", "yes", "on"):
-                    return True
-                if low in ("false", "0", "no", "off"):
-                    return False
-                raise ValueError
-            if kind in ("array", "object"):
-                parsed = json.loads(value)
-                if not isinstance(parsed, list if kind == "array" else dict):
-                    raise ValueError
-                return parsed
-        except ValueError:
-            errors.append(kind)
-    want = " or ".join({"integer": "an integer", "number": "a number", "boolean": "true or false",
-                        "array": "a JSON array", "object": "a JSON object"}.get(k, k) for k in errors)
-    raise InvalidInput(f"--arg {key}: expected {want}, got {value!r}")
-
-
-def build_arguments(schema: dict[str, Any] | None, pairs: list[str] | None, args_json: str | None) -> dict[str, Any]:
-    arguments: dict[str, Any] = {}
-    if args_json:
-        try:
-            parsed = json.loads(args_json)
-        except ValueError as e:
-            raise InvalidInput(f"--args-json is not valid JSON ({e})") from None
-        if not isinstance(parsed, dict):
-            raise InvalidInput("--args-json must be a JSON object, e.g. '{\"text\": \"hi\"}'")
-        arguments.update(parsed)
-    props = (schema or {}).get("properties") or {}
-    for item in pairs or []:
-        if "=" not in item:
-            raise InvalidInput(f"--arg `{item[:40]}` needs the form key=value")
-        key, value = item.split("=", 1)
-        if not key:
-            raise InvalidInput("--arg has an empty key")
-        arguments[key] = convert_value(key, value, props.get(key))
-    return arguments
 
 
 def _lookup(client: Any, name: str) -> dict[str, Any] | None:
@@ -180,7 +109,8 @@ def _show_result(result: dict[str, Any], as_json: bool) -> None:
 
 
 def _prompt(pending: dict[str, Any]) -> str:
-    """Ask the person on the TTY: once / session / always / deny (TL-5, TL-6)."""
+    """Ask the person on the TTY: once / session / always / deny. The exact command (or URL)
+    and the full arguments are shown: what is approved must be what runs."""
     render.info(f"approve a call of `{pending['tool']}` on server `{pending['server']}` ({pending['exposed']})")
     if pending.get("command"):
         render.info(f"  server command: {' '.join(pending['command'])}")
@@ -280,25 +210,6 @@ def call(
 
 
 # -- trust controls -------------------------------------------------------------------
-def _set_trust(name: str, key: str, value: Any) -> str:
-    from monad_cli.config.edits import update_server
-
-    def mutate(defn: Any) -> None:
-        trust = defn.get("trust")
-        if value is None:
-            if trust is not None and key in trust:
-                del trust[key]
-                if not trust:
-                    del defn["trust"]
-            return
-        if trust is None:
-            defn["trust"] = {key: value}
-        else:
-            trust[key] = value
-
-    return update_server(paths(), name, {}, mutate=mutate)
-
-
 def pin(name: Annotated[str, typer.Argument(help="Server name.")], as_json: JsonOpt = False) -> None:
     """Write the server's current tool-set hash as `trust.pinnedToolHash`.
 
@@ -310,7 +221,9 @@ def pin(name: Annotated[str, typer.Argument(help="Server name.")], as_json: Json
     if not digest:
         raise MonadError(f"server `{name}` is {info['state']}, so its tool set is unknown; pin it once it is "
                          f"connected (`monad mcp wait {name}`)")
-    source = _set_trust(name, "pinnedToolHash", digest)
+    from monad_cli.config.edits import set_trust
+
+    source = set_trust(paths(), name, "pinnedToolHash", digest)
     if as_json:
         render.data_json({"name": name, "source": source, "pinnedToolHash": digest, "tools": info.get("tools")})
     else:
@@ -319,7 +232,9 @@ def pin(name: Annotated[str, typer.Argument(help="Server name.")], as_json: Json
 
 def unpin(name: Annotated[str, typer.Argument(help="Server name.")], as_json: JsonOpt = False) -> None:
     """Remove `trust.pinnedToolHash`: the server's tools register whatever they are."""
-    source = _set_trust(name, "pinnedToolHash", None)
+    from monad_cli.config.edits import set_trust
+
+    source = set_trust(paths(), name, "pinnedToolHash", None)
     if as_json:
         render.data_json({"name": name, "source": source, "pinnedToolHash": None})
     else:
@@ -342,44 +257,12 @@ def trust(
 
     Example: monad mcp trust time --auto-approve get_current_time
     """
-    from monad_cli.config.edits import update_server
+    from monad_cli.config.edits import edit_trust
 
     if not auto_approve and not remove and host_escape is None:
         raise InvalidInput("nothing to change: pass --auto-approve TOOL, --remove TOOL or --host-escape")
-
-    def exposed(tool: str) -> str:
-        return tool if tool.startswith(f"{name}__") else f"{name}__{tool}"
-
-    result: dict[str, Any] = {}
-
-    def mutate(defn: Any) -> None:
-        # Inside the config lock: the read-modify-write of the list cannot lose a concurrent edit.
-        trust_table = defn.get("trust")
-        current = [str(t) for t in (trust_table or {}).get("autoApproveTools", [])]
-        gone = {exposed(t) for t in remove or []}
-        wanted = [t for t in current + [exposed(t) for t in auto_approve or []] if t not in gone]
-        wanted = list(dict.fromkeys(wanted))
-        result["autoApproveTools"] = wanted
-        updates: dict[str, Any] = {}
-        if auto_approve or remove:
-            updates["autoApproveTools"] = wanted or None
-        if host_escape is not None:
-            updates["hostEscape"] = True if host_escape else None
-        if trust_table is None:
-            trust_table = {}
-        for key, value in updates.items():
-            if value is None:
-                if key in trust_table:
-                    del trust_table[key]
-            else:
-                trust_table[key] = value
-        if "trust" in defn and not trust_table:
-            del defn["trust"]
-        elif trust_table and "trust" not in defn:
-            defn["trust"] = trust_table
-
-    source = update_server(paths(), name, {}, mutate=mutate)
-    wanted = result.get("autoApproveTools", [])
+    source, wanted = edit_trust(paths(), name, auto_approve=auto_approve or [], remove=remove or [],
+                                host_escape=host_escape)
     if as_json:
         render.data_json({"name": name, "source": source, "autoApproveTools": wanted, "hostEscape": host_escape})
     else:

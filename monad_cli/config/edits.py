@@ -6,7 +6,7 @@ POST/PATCH/DELETE: one code path, so both leave the same files.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from monad_cli.config import agents as agents_file
@@ -61,7 +61,7 @@ def _refuse_duplicate_url(paths: Paths, name: str, definition: Mapping[str, Any]
     if not isinstance(url, str) or "$" in url:
         return
     from monad_cli.config.loader import load_definitions
-    from monad_cli.config.schema import normalize_url
+    from monad_cli.config.urls import normalize_url
 
     key = normalize_url(url)
     for other, spec in load_definitions(paths, expand=False).specs.items():
@@ -122,6 +122,65 @@ def update_server(paths: Paths, name: str, changes: Mapping[str, Any],
     raise _not_found(name)
 
 
+def set_trust(paths: Paths, name: str, key: str, value: Any) -> str:
+    """Set one field of the server's `trust` table (None removes it; an emptied table goes
+    too). Returns the source; raises as `update_server`."""
+
+    def mutate(defn: Any) -> None:
+        trust = defn.get("trust")
+        if value is None:
+            if trust is not None and key in trust:
+                del trust[key]
+                if not trust:
+                    del defn["trust"]
+            return
+        if trust is None:
+            defn["trust"] = {key: value}
+        else:
+            trust[key] = value
+
+    return update_server(paths, name, {}, mutate=mutate)
+
+
+def edit_trust(paths: Paths, name: str, *, auto_approve: Sequence[str] = (), remove: Sequence[str] = (),
+               host_escape: bool | None = None) -> tuple[str, list[str]]:
+    """Add `auto_approve` to and take `remove` off `trust.autoApproveTools` (a bare `TOOL`
+    means `NAME__TOOL`), and set (True) or clear (False) `trust.hostEscape`; None leaves it.
+    Returns (source, the resulting list); raises as `update_server`."""
+
+    def exposed(tool: str) -> str:
+        return tool if tool.startswith(f"{name}__") else f"{name}__{tool}"
+
+    result: list[str] = []
+
+    def mutate(defn: Any) -> None:
+        # Inside the config lock: the read-modify-write of the list cannot lose a concurrent edit.
+        trust_table = defn.get("trust")
+        current = [str(t) for t in (trust_table or {}).get("autoApproveTools", [])]
+        gone = {exposed(t) for t in remove}
+        wanted = list(dict.fromkeys(t for t in current + [exposed(t) for t in auto_approve] if t not in gone))
+        result[:] = wanted
+        updates: dict[str, Any] = {}
+        if auto_approve or remove:
+            updates["autoApproveTools"] = wanted or None
+        if host_escape is not None:
+            updates["hostEscape"] = True if host_escape else None
+        if trust_table is None:
+            trust_table = {}
+        for key, value in updates.items():
+            if value is None:
+                if key in trust_table:
+                    del trust_table[key]
+            else:
+                trust_table[key] = value
+        if "trust" in defn and not trust_table:
+            del defn["trust"]
+        elif trust_table and "trust" not in defn:
+            defn["trust"] = trust_table
+
+    return update_server(paths, name, {}, mutate=mutate), result
+
+
 def read_definition(paths: Paths, name: str) -> tuple[str, dict[str, Any]]:
     """(source, raw definition) of one server, as written (not expanded, not redacted)."""
     path = paths.atom_path(name)
@@ -134,4 +193,5 @@ def read_definition(paths: Paths, name: str) -> tuple[str, dict[str, Any]]:
     raise _not_found(name)
 
 
-__all__ = ["add_server", "list_atom_files", "read_definition", "remove_server", "update_server"]
+__all__ = ["add_server", "edit_trust", "list_atom_files", "read_definition", "remove_server", "set_trust",
+           "update_server"]

@@ -17,7 +17,8 @@ from monad_cli.config import agents as agents_file
 from monad_cli.config.atoms import list_atom_files, read_atom, relative_source
 from monad_cli.config.features import PRESETS_FILE, load_presets
 from monad_cli.config.presets import preset_definitions
-from monad_cli.config.schema import ServerSpec, check_name, normalize_url, validate
+from monad_cli.config.schema import ServerSpec, check_name, validate
+from monad_cli.config.urls import normalize_url
 from monad_cli.errors import ConfigError
 from monad_cli.paths import Paths
 

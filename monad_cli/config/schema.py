@@ -12,16 +12,26 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
-from monad_cli.config.expansion import ExpansionError, check_syntax, expand
-from monad_cli.errors import ConfigError
+from monad_cli.config.fields import (
+    FieldContext,
+    boolean,
+    check_headers,
+    expand_field,
+    str_list,
+    str_map,
+    suggest,
+    tool_filters,
+)
+from monad_cli.config.urls import check_url
 
 NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
-TRANSPORTS = ("stdio", "http")
+_ENV_NAME = re.compile(r"[^=\s\x00]+")
 AUTH_MODES = ("none", "bearer", "headers", "oauth")
 OAUTH_FLOWS = ("loopback", "device")
-# Tables under `auth` that monad writes (monad_cli/auth/storage.py).
+# Tables under `auth` that monad writes (monad_cli/auth/storage.py): state, not configuration,
+# so they are left out of the connection fingerprint (a refresh must not reconnect).
 OAUTH_STATE_KEYS = ("tokens", "grant", "registration", "serverMetadata", "resourceMetadata")
 DEFAULT_TIMEOUT_S = 10.0
 
@@ -31,12 +41,74 @@ STDIO_FIELDS = {"command", "args", "env", "cwd", "sandbox", "sandboxWritable"}
 HTTP_FIELDS = {"url", "headers", "auth"}
 ALL_FIELDS = COMMON_FIELDS | STDIO_FIELDS | HTTP_FIELDS
 TRUST_FIELDS = {"autoApproveTools", "pinnedToolHash", "hostEscape"}
-# `tools = {enabled = [...], disabled = [...]}`: globs over the server's own tool names.
-# Parsed and validated here; the gateway does not enforce them yet (docs/atoms.md).
-TOOL_FILTER_FIELDS = ("enabled", "disabled")
 # `type` is what claude/cursor-style configs call the transport; accepted on read only.
 _TRANSPORT_ALIASES = {"stdio": "stdio", "http": "http", "streamable-http": "http",
                       "streamableHttp": "http", "streamable_http": "http"}
+
+
+@dataclass(frozen=True)
+class TrustSpec:
+    """The `trust` table, validated (docs/atoms.md "trust", docs/tools.md).
+
+    `auto_approve_tools`: exposed names (`server__tool`) the approval gate lets through;
+    `pinned_tool_hash`: `[sha256:]<64 hex>` the whole tool set must hash to, or None;
+    `host_escape`: the server can act outside the host, so its tools are approved once or
+    for a session, never always. `table` is the table as written (hashed for the session).
+    """
+
+    auto_approve_tools: tuple[str, ...] = ()
+    pinned_tool_hash: str | None = None
+    host_escape: bool = False
+    table: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AuthSpec:
+    """The `auth` table of an http server, validated and expanded (docs/auth.md).
+
+    `mode`: none | bearer | headers | oauth. `token`: the bearer token (RFC 6750 §2.1) in
+    bearer mode; `headers`: the extra headers in headers mode. For oauth: `client_id` /
+    `client_secret` of a pre-registered client (RFC 6749 §2.2, §2.3.1), `scopes`, `flow`
+    (loopback, RFC 8252; device, RFC 8628) and `client_metadata_url` (a client ID metadata
+    document). Fields another mode would use are read as unset. `table` is the whole table
+    (expanded, stored OAuth state included): what redaction walks.
+    """
+
+    mode: str = "none"
+    token: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    client_id: str | None = None
+    client_secret: str | None = None
+    scopes: tuple[str, ...] = ()
+    flow: str = "loopback"
+    client_metadata_url: str | None = None
+    table: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def holds_tokens(self) -> bool:
+        """Stored OAuth tokens sit in the definition file (so it must stay 0600)."""
+        return isinstance(self.table.get("tokens"), Mapping)
+
+    def connection_fields(self) -> dict[str, Any]:
+        """The table without the stored OAuth state (tokens, expiry, metadata), which
+        changes on every refresh but is not part of how to connect."""
+        return {k: v for k, v in self.table.items() if k not in OAUTH_STATE_KEYS}
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _auth_spec(table: Mapping[str, Any]) -> AuthSpec:
+    mode = table.get("mode", "none")
+    scopes = table.get("scopes", [])
+    headers = table.get("headers") if mode == "headers" else None
+    return AuthSpec(mode=mode, token=_text(table.get("token")) if mode == "bearer" else None,
+                    headers=dict(headers) if isinstance(headers, Mapping) else {},
+                    client_id=_text(table.get("clientId")), client_secret=_text(table.get("clientSecret")),
+                    scopes=tuple(x for x in scopes if isinstance(x, str)) if isinstance(scopes, list) else (),
+                    flow=_text(table.get("flow")) or "loopback",
+                    client_metadata_url=_text(table.get("clientMetadataUrl")), table=table)
 
 
 @dataclass
@@ -52,7 +124,7 @@ class ServerSpec:
     timeout: float = DEFAULT_TIMEOUT_S
     request_timeout_ms: int | None = None
     deferred: bool = False
-    trust: dict[str, Any] = field(default_factory=dict)
+    trust: TrustSpec = field(default_factory=TrustSpec)
     command: str | None = None
     args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
@@ -62,7 +134,7 @@ class ServerSpec:
     condition: str | None = None
     url: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
-    auth: dict[str, Any] = field(default_factory=dict)
+    auth: AuthSpec = field(default_factory=AuthSpec)
     tools: dict[str, list[str]] = field(default_factory=dict)
 
     def connection_fingerprint(self) -> str:
@@ -71,32 +143,22 @@ class ServerSpec:
         # the session.
         body = {k: v for k, v in self.__dict__.items()
                 if k not in ("source", "raw", "enabled", "deferred", "condition", "tools")}
-        # Stored OAuth state (tokens, expiry, metadata) changes on every refresh; it is not
-        # part of how to connect, so writing it must not reconnect the server.
-        body["auth"] = {k: v for k, v in self.auth.items() if k not in OAUTH_STATE_KEYS}
+        # The tables as written (the same digest as when they were plain dicts); writing
+        # refreshed OAuth state must not reconnect the server.
+        body["trust"] = dict(self.trust.table)
+        body["auth"] = self.auth.connection_fields()
         import hashlib  # lazy: the CLI's fast path validates but never hashes
 
         return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
 
     def definition_hash(self) -> str:
-        """sha256 over command, args, env names, cwd and url: approvals are keyed to it (TL-4)."""
+        """sha256 over command, args, env names, cwd and url: approvals are keyed to it, so
+        an edited command asks again (docs/tools.md "Approvals")."""
         body = {"command": self.command, "args": self.args, "env": sorted(self.env), "cwd": self.cwd,
                 "url": self.url}
         import hashlib
 
         return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
-
-
-def normalize_url(url: str) -> str:
-    """The identity of a remote for duplicate detection: lower-case scheme and host, no
-    default port, no trailing slash, no fragment."""
-    p = urlsplit(url)
-    host = (p.hostname or "").lower()
-    port = p.port
-    if port and not ((p.scheme == "http" and port == 80) or (p.scheme == "https" and port == 443)):
-        host = f"{host}:{port}"
-    path = p.path.rstrip("/") or ""
-    return urlunsplit((p.scheme.lower(), host, path, p.query, ""))
 
 
 def check_name(name: str) -> str | None:
@@ -114,68 +176,13 @@ def check_name(name: str) -> str | None:
     return None
 
 
-def _suggest(key: str, choices: set[str]) -> str:
-    import difflib  # only on an error
-
-    close = difflib.get_close_matches(key, sorted(choices), n=1)
-    return f" (did you mean `{close[0]}`?)" if close else ""
-
-
-class _Ctx:
-    def __init__(self, source: str, server: str) -> None:
-        self.source = source
-        self.server = server
-
-    def error(self, fld: str | None, message: str) -> ConfigError:
-        where = f"`{self.source}`: server `{self.server}`"
-        if fld:
-            where += f", field `{fld}`"
-        return ConfigError(f"{where}: {message}", file=self.source, server=self.server, field=fld)
-
-
-def _bool(ctx: _Ctx, raw: Mapping[str, Any], key: str, default: bool) -> bool:
-    v = raw.get(key, default)
-    if not isinstance(v, bool):
-        raise ctx.error(key, f"must be true or false, got {v!r}")
-    return v
-
-
-def _str_list(ctx: _Ctx, raw: Mapping[str, Any], key: str) -> list[str]:
-    v = raw.get(key, [])
-    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-        raise ctx.error(key, "must be a list of strings")
-    return list(v)
-
-
-def _str_map(ctx: _Ctx, raw: Mapping[str, Any], key: str) -> dict[str, str]:
-    v = raw.get(key, {})
-    if not isinstance(v, Mapping):
-        raise ctx.error(key, "must be a table of string values")
-    out: dict[str, str] = {}
-    for k, val in v.items():
-        if isinstance(val, bool) or not isinstance(val, (str, int, float)):
-            raise ctx.error(f"{key}.{k}", "must be a string")
-        out[str(k)] = str(val)
-    return out
-
-
-def _expand(ctx: _Ctx, fld: str, value: str, environ: Mapping[str, str] | None) -> str:
-    try:
-        if environ is None:
-            check_syntax(value)
-            return value
-        return expand(value, environ)
-    except ExpansionError as e:
-        raise ctx.error(fld, str(e)) from None
-
-
 def validate(raw: Mapping[str, Any], *, name: str, source: str,
              environ: Mapping[str, str] | None) -> ServerSpec:
     """Validate one definition. `environ=None` checks `$VAR` syntax without expanding.
 
     Raises `ConfigError` (one line: file, server, field, what to do).
     """
-    ctx = _Ctx(source, name)
+    ctx = FieldContext(source, name)
     problem = check_name(name)
     if problem:
         raise ctx.error("name", f"the name {problem}")
@@ -183,7 +190,7 @@ def validate(raw: Mapping[str, Any], *, name: str, source: str,
         raise ctx.error(None, "a server definition must be a table/object")
     for key in raw:
         if key not in ALL_FIELDS and key != "type":
-            raise ctx.error(key, f"unknown field{_suggest(key, ALL_FIELDS)}")
+            raise ctx.error(key, f"unknown field{suggest(key, ALL_FIELDS)}")
     if "schema" in raw and raw["schema"] != 1:
         raise ctx.error("schema", f"schema {raw['schema']!r} is not supported by this monad (expected 1)")
 
@@ -208,7 +215,7 @@ def validate(raw: Mapping[str, Any], *, name: str, source: str,
         raise ctx.error("trust", "must be a table")
     for key in trust:
         if key not in TRUST_FIELDS:
-            raise ctx.error(f"trust.{key}", f"unknown field{_suggest(key, TRUST_FIELDS)}")
+            raise ctx.error(f"trust.{key}", f"unknown field{suggest(key, TRUST_FIELDS)}")
     auto = trust.get("autoApproveTools", [])
     if not isinstance(auto, list) or not all(isinstance(x, str) for x in auto):
         raise ctx.error("trust.autoApproveTools", "must be a list of tool names")
@@ -231,9 +238,11 @@ def validate(raw: Mapping[str, Any], *, name: str, source: str,
 
     spec = ServerSpec(
         name=name, transport=transport, source=source, raw=dict(raw),
-        enabled=_bool(ctx, raw, "enabled", True), required=_bool(ctx, raw, "required", False),
-        timeout=float(timeout), request_timeout_ms=rto, deferred=_bool(ctx, raw, "deferred", False),
-        trust=dict(trust), condition=condition, tools=_tool_filters(ctx, raw.get("tools")),
+        enabled=boolean(ctx, raw, "enabled", True), required=boolean(ctx, raw, "required", False),
+        timeout=float(timeout), request_timeout_ms=rto, deferred=boolean(ctx, raw, "deferred", False),
+        trust=TrustSpec(auto_approve_tools=tuple(auto), pinned_tool_hash=pin,
+                        host_escape=trust.get("hostEscape", False), table=dict(trust)),
+        condition=condition, tools=tool_filters(ctx, raw.get("tools")),
     )
 
     if transport == "stdio":
@@ -244,24 +253,24 @@ def validate(raw: Mapping[str, Any], *, name: str, source: str,
             raise ctx.error("command", f"must be a string (the executable), got {type(command).__name__}")
         if not isinstance(command, str) or not command.strip():
             raise ctx.error("command", "a stdio server needs a non-empty `command`")
-        spec.command = _expand(ctx, "command", command, environ)
-        spec.args = [_expand(ctx, f"args[{i}]", a, environ) for i, a in enumerate(_str_list(ctx, raw, "args"))]
-        env_map = _str_map(ctx, raw, "env")
+        spec.command = expand_field(ctx, "command", command, environ)
+        spec.args = [expand_field(ctx, f"args[{i}]", a, environ) for i, a in enumerate(str_list(ctx, raw, "args"))]
+        env_map = str_map(ctx, raw, "env")
         for k in env_map:
             if not _ENV_NAME.fullmatch(k):
                 raise ctx.error(f"env.{k}", "is not a valid environment variable name (no `=` or spaces)")
-        spec.env = {k: _expand(ctx, f"env.{k}", v, environ) for k, v in env_map.items()}
+        spec.env = {k: expand_field(ctx, f"env.{k}", v, environ) for k, v in env_map.items()}
         cwd = raw.get("cwd")
         if cwd is not None:
             if not isinstance(cwd, str) or not cwd:
                 raise ctx.error("cwd", "must be a directory path")
-            spec.cwd = _expand(ctx, "cwd", cwd, environ)
+            spec.cwd = expand_field(ctx, "cwd", cwd, environ)
             if not spec.cwd.startswith(("/", "$")):
                 raise ctx.error("cwd", "must be an absolute path (the supervisor runs elsewhere)")
-        spec.sandbox = _bool(ctx, raw, "sandbox", False)
-        for i, p in enumerate(_str_list(ctx, raw, "sandboxWritable")):
+        spec.sandbox = boolean(ctx, raw, "sandbox", False)
+        for i, p in enumerate(str_list(ctx, raw, "sandboxWritable")):
             fld = f"sandboxWritable[{i}]"
-            path = _expand(ctx, fld, p, environ)
+            path = expand_field(ctx, fld, p, environ)
             # Checked once expanded: `$HOME/work` is fine, a relative path is not.
             if (environ is not None or "$" not in p) and not path.startswith("/"):
                 raise ctx.error(fld, f"must be an absolute path (`$HOME/...` works), got {p!r}")
@@ -276,13 +285,13 @@ def validate(raw: Mapping[str, Any], *, name: str, source: str,
         url = raw.get("url")
         if not isinstance(url, str) or not url:
             raise ctx.error("url", "an http server needs a `url`")
-        spec.url = _expand(ctx, "url", url, environ)
+        spec.url = expand_field(ctx, "url", url, environ)
         problem = check_url(spec.url) if environ is not None or "$" not in url else None
         if problem:
             raise ctx.error("url", problem)
-        spec.headers = {k: _expand(ctx, f"headers.{k}", v, environ)
-                        for k, v in _str_map(ctx, raw, "headers").items()}
-        _check_headers(ctx, "headers", spec.headers)
+        spec.headers = {k: expand_field(ctx, f"headers.{k}", v, environ)
+                        for k, v in str_map(ctx, raw, "headers").items()}
+        check_headers(ctx, "headers", spec.headers)
         auth = raw.get("auth", {})
         if not isinstance(auth, Mapping):
             raise ctx.error("auth", "must be a table")
@@ -309,65 +318,11 @@ def validate(raw: Mapping[str, Any], *, name: str, source: str,
                     raise ctx.error(f"auth.{key}", "must be a string")
             if "clientSecret" in auth and "clientId" not in auth:
                 raise ctx.error("auth.clientSecret", "needs `clientId` beside it")
-        spec.auth = dict(auth)
+        table = dict(auth)
         if mode == "bearer":
-            spec.auth["token"] = _expand(ctx, "auth.token", auth["token"], environ)
+            table["token"] = expand_field(ctx, "auth.token", auth["token"], environ)
         if mode == "headers":
-            hdrs = _str_map(ctx, auth, "headers")
-            spec.auth["headers"] = {k: _expand(ctx, f"auth.headers.{k}", v, environ) for k, v in hdrs.items()}
+            hdrs = str_map(ctx, auth, "headers")
+            table["headers"] = {k: expand_field(ctx, f"auth.headers.{k}", v, environ) for k, v in hdrs.items()}
+        spec.auth = _auth_spec(table)
     return spec
-
-
-def _tool_filters(ctx: _Ctx, value: Any) -> dict[str, list[str]]:
-    """`tools = {enabled = [GLOB, ...], disabled = [GLOB, ...]}` → the two lists (absent: none)."""
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise ctx.error("tools", 'must be a table such as `tools = {disabled = ["delete_*"]}`')
-    out: dict[str, list[str]] = {}
-    for key, globs in value.items():
-        if key not in TOOL_FILTER_FIELDS:
-            raise ctx.error(f"tools.{key}", f"unknown field{_suggest(key, set(TOOL_FILTER_FIELDS))}; "
-                                            f"known: enabled, disabled")
-        if not isinstance(globs, list) or not all(isinstance(g, str) for g in globs):
-            raise ctx.error(f"tools.{key}", "must be a list of glob patterns over tool names")
-        for i, g in enumerate(globs):
-            if not g.strip() or g != g.strip():
-                raise ctx.error(f"tools.{key}[{i}]", "must be a non-empty glob without surrounding spaces")
-        out[key] = list(globs)
-    return out
-
-
-def check_url(url: str) -> str | None:
-    """None when `url` is usable for a streamable-HTTP server, else why not."""
-    try:
-        p = urlsplit(url)
-        p.port  # noqa: B018 - raises ValueError for a bad port
-    except ValueError as e:
-        return f"is not a valid URL ({e})"
-    if p.scheme not in ("http", "https"):
-        return (f"must start with http:// or https://, got `{p.scheme}:`" if p.scheme
-                else "must start with http:// or https://")
-    if not p.hostname:
-        return "has no host"
-    if _BAD_URL_CHARS.search(url) or not _HOST.fullmatch(p.hostname):
-        return "has a space or a control character in it; percent-encode it"
-    return None
-
-
-_BAD_URL_CHARS = re.compile(r"[\s\x00-\x1f\x7f]")
-_HOST = re.compile(r"[A-Za-z0-9._~%!$&'()*+,;=:\[\]-]+")
-_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
-_ENV_NAME = re.compile(r"[^=\s\x00]+")
-
-
-def _check_headers(ctx: _Ctx, fld: str, headers: Mapping[str, str]) -> None:
-    seen: dict[str, str] = {}
-    for k, v in headers.items():
-        if not _HEADER_NAME.fullmatch(k):
-            raise ctx.error(f"{fld}.{k}", "is not a valid HTTP header name (letters, digits, `-`; no spaces)")
-        if any(c in v for c in "\r\n\x00"):
-            raise ctx.error(f"{fld}.{k}", "a header value must not contain line breaks")
-        if k.lower() in seen:
-            raise ctx.error(f"{fld}.{k}", f"is the same header as `{seen[k.lower()]}` (names ignore case)")
-        seen[k.lower()] = k

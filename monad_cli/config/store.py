@@ -1,4 +1,4 @@
-"""Atomic, locked writes of config files (reliability requirements CF-1..CF-4).
+"""Atomic, locked writes of config files (git's lockfile discipline).
 
 Every write: exclusive `flock` on `MONAD_HOME/.lock` (a separate file that is never
 deleted), the read-modify-write inside the lock, a temp file in the same folder

@@ -76,7 +76,7 @@ def tools_routes(server: ControlServer) -> list[Route]:
     async def tool_set(request: Request) -> JSONResponse:
         name = request.path_params["name"]
         actor = server._actor(name)
-        pinned = actor.spec.trust.get("pinnedToolHash") if actor.spec else None
+        pinned = actor.spec.trust.pinned_tool_hash if actor.spec else None
         current = svc.hashes.get(name) if actor.live else None
         return JSONResponse({"server": name, "hash": current, "pinned": pinned,
                              "blocked": svc.blocked.get(name), "state": str(actor.state),

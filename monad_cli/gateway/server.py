@@ -1,7 +1,7 @@
 """The gateway: an MCP server on the SDK's lowlevel `Server` that forwards to the supervisor.
 
 - tools/list: the supervisor's exposed tools (`GET /v1/tools`) under their exposed names
-  (`server__tool`), as `monad_cli/gateway_policy.py` decides: deferred tools only once
+  (`server__tool`), as `monad_cli/gateway/policy.py` decides: deferred tools only once
   loaded with the meta-tool `load_tools`, servers whose `condition` does not hold (against
   `--fact`s and this process's environment) and servers left out by `--include-mcps` /
   `--exclude-mcps` not at all. Conditions are re-evaluated on every list and call; loads
@@ -15,7 +15,8 @@
   2026-07-28 `subscriptions/listen` streams and sends `notifications/tools/list_changed`
   to every legacy (≤ 2025-11-25) session seen (MCP spec, server/tools "List Changed").
 - transports: stdio, or streamable HTTP on 127.0.0.1 only with a bearer token from
-  `run/gateway.token` (0600) and the SDK's Host/Origin checks (CA-2).
+  `run/gateway.token` (0600) and the SDK's Host/Origin checks (MCP spec, basic/transports
+  "Security Warning": DNS rebinding).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from monad_cli import __version__, render
 from monad_cli.control.envelope import decode_error
 from monad_cli.errors import MonadError, NotFound
 from monad_cli.filters import ServerFilter
-from monad_cli.gateway_policy import (
+from monad_cli.gateway.policy import (
     LOAD_TOOLS,
     LoadedTools,
     check_call,
@@ -80,6 +81,16 @@ def gateway_token(paths: Paths) -> str:
 
 
 class Gateway:
+    """One `monad mcp serve` process: an MCP server (the SDK's lowlevel `Server`) whose
+    tools are the supervisor's exposed tools, filtered by this process's view (facts,
+    server filters, `load_tools` loads, which last as long as the process).
+
+    It owns no MCP client session and no approval: every call goes to the supervisor's
+    tool service (`POST /v1/tools/call`, approval mode `wait`), so it passes the same gate
+    as `monad mcp call`. It never reads a definition file or a secret, and never answers a
+    call itself except the local `load_tools` meta-tool.
+    """
+
     def __init__(self, paths: Paths, *, approval_timeout: float, facts: dict[str, str] | None = None,
                  server_filter: ServerFilter | None = None, environ: dict[str, str] | None = None) -> None:
         self.paths = paths
@@ -121,7 +132,7 @@ class Gateway:
         return rows
 
     def _policy(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
-        """gateway_policy's inputs from `/v1/tools` rows. The supervisor already decided
+        """The policy's inputs from `/v1/tools` rows. The supervisor already decided
         which tools are deferred (server flag or tools.toml glob); exposed names are
         `[A-Za-z0-9_-]` only, so each deferred name is an exact-match glob."""
         by_server: dict[str, list[str]] = {}
@@ -235,7 +246,7 @@ class Gateway:
         app = BearerGuard(self.server.streamable_http_app(host="127.0.0.1", streamable_http_path="/mcp"), token)
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", port))  # loopback only, never 0.0.0.0 (CA-2)
+        sock.bind(("127.0.0.1", port))  # loopback only, never 0.0.0.0: no other host may call tools
         sock.listen(128)
         bound = sock.getsockname()[1]
         config = uvicorn.Config(app, lifespan="on", log_level="warning", access_log=False)

@@ -4,7 +4,8 @@ The SDK requires a Client to be entered and exited in the same task (anyio cance
 scopes), so the actor holds `async with Client(...)` open for the life of a session while
 other tasks use `actor.client` concurrently. The actor owns the state machine
 (states.py), the connect deadline, the restart policy (backoff.py) and the reasons a
-person reads in `monad mcp status`.
+person reads in `monad mcp status` (reasons.py). What it needs from around it comes in one
+`ActorContext`, built once by the supervisor.
 """
 
 from __future__ import annotations
@@ -12,45 +13,24 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
-from mcp import Client, MCPError
-from mcp_types import CONNECTION_CLOSED, Implementation, Tool, ToolListChangedNotification
+from mcp import Client
+from mcp.client.session import IncomingMessage
+from mcp_types import CallToolResult, Implementation, Tool, ToolListChangedNotification
 
 from monad_cli import __version__
 from monad_cli.config.schema import ServerSpec
-from monad_cli.redact import redact_url
 from monad_cli.supervisor.backoff import Backoff
+from monad_cli.supervisor.context import ActorContext
+from monad_cli.supervisor.reasons import classify, describe, explain_closed, explain_timeout
 from monad_cli.supervisor.states import LIVE, State, check_transition
 from monad_cli.supervisor.stderr import StderrSink
-from monad_cli.supervisor.transports import Connection, SpawnError, http_transport, stdio_transport
-
-if TYPE_CHECKING:
-    from monad_cli.supervisor.supervisor import Supervisor
+from monad_cli.supervisor.transports import Connection, http_transport, stdio_transport
 
 log = logging.getLogger("monad.actor")
 MAX_TOOL_PAGES = 1000
-STDERR_IN_REASON = 3
-
-
-class NeedsAuth(Exception):
-    pass
-
-
-class ToolListProblem(Exception):
-    pass
-
-
-def leaf_exceptions(exc: BaseException) -> list[BaseException]:
-    """Flatten the ExceptionGroups anyio task groups wrap connect failures in."""
-    if isinstance(exc, BaseExceptionGroup):
-        out: list[BaseException] = []
-        for sub in exc.exceptions:
-            out.extend(leaf_exceptions(sub))
-        return out
-    return [exc]
 
 
 async def list_all_tools(client: Client) -> tuple[list[Tool], str | None]:
@@ -71,14 +51,23 @@ async def list_all_tools(client: Client) -> tuple[list[Tool], str | None]:
 
 
 class ServerActor:
-    """Lifecycle of one server. `spec is None` means its definition does not validate."""
+    """The lifecycle of one server's session; `spec is None`: its definition does not validate.
 
-    def __init__(self, name: str, spec: ServerSpec | None, supervisor: Supervisor,
+    Owns the server's one `mcp.Client` (entered and exited in its own task, `run()`), its
+    state and reason, its tool list, its stderr log and its restart backoff. Other tasks
+    read `client`, `tools`, `state` and call `call_tool`, `update`, `reconnect`,
+    `auth_required` and `stop`. It never decides approvals or pins itself (it asks
+    `ctx.check_pin`), never edits a definition file, never opens a browser, and never
+    raises out of `run()` for a failure of the server: every failure becomes a state and a
+    reason.
+    """
+
+    def __init__(self, name: str, spec: ServerSpec | None, ctx: ActorContext,
                  *, config_error: str | None = None, source: str | None = None) -> None:
         self.name = name
         self.spec = spec
         self.source = spec.source if spec else source
-        self.sup = supervisor
+        self.ctx = ctx
         self.config_error = config_error
         self.state = State.STOPPED
         self.reason: str | None = None
@@ -90,7 +79,7 @@ class ServerActor:
         self.server_info: dict[str, Any] | None = None
         self.conn: Connection | None = None
         self.connected_at: float | None = None
-        self.sink = StderrSink(supervisor.paths.server_stderr_log(name), scrub=supervisor.scrub)
+        self.sink = StderrSink(ctx.paths.server_stderr_log(name), scrub=ctx.scrub)
         self.backoff = Backoff()
         self.first_attempt = anyio.Event()
         self.done = anyio.Event()
@@ -98,7 +87,6 @@ class ServerActor:
         self._wake_reason: str | None = None
         self._scope: anyio.CancelScope | None = None
         self._tg: anyio.abc.TaskGroup | None = None
-        self.listeners: list[Callable[[ServerActor], None]] = []
         self._auth_reason: str | None = None
 
     # -- control from other tasks ------------------------------------------------------
@@ -141,16 +129,19 @@ class ServerActor:
 
     # -- state -------------------------------------------------------------------------
     def set_state(self, state: State, reason: str | None = None) -> None:
-        reason = self.sup.scrub(reason) if reason else reason
+        reason = self.ctx.scrub(reason) if reason else reason
         if state == self.state and reason == self.reason:
             return
         check_transition(self.state, state)
         self.state, self.reason, self.since = state, reason, time.time()
         log.info("server %s: %s%s", self.name, state, f" ({reason})" if reason else "")
-        self.sup.journal_state(self.name, state, reason)
-        for listener in list(self.listeners):
-            listener(self)
-        self.sup.on_state_changed(self)
+        try:
+            self.ctx.journal.record("state", server=self.name, state=str(state), reason=reason)
+        except Exception:
+            # A journal that cannot be written (disk full, locked too long) must not stop
+            # the session; the log above still has the change.
+            log.exception("journal write failed")
+        self.ctx.on_state_changed(self)
 
     @property
     def live(self) -> bool:
@@ -165,7 +156,7 @@ class ServerActor:
                 self.first_attempt.set()
                 with anyio.CancelScope(shield=True):
                     self.client = None
-                    self.set_state(State.STOPPED, "supervisor stopping" if self.sup.stopping else "removed")
+                    self.set_state(State.STOPPED, "supervisor stopping" if self.ctx.stopping() else "removed")
                 self.done.set()
 
     async def _loop(self) -> None:
@@ -181,8 +172,9 @@ class ServerActor:
                 self.first_attempt.set()
                 await self._sleep_until_woken()
                 continue
-            if self.sup.filtered_out(self.name):
-                self.set_state(State.FILTERED, self.sup.filter_reason(self.name))
+            filtered = self.ctx.filter_reason(self.name)
+            if filtered is not None:
+                self.set_state(State.FILTERED, filtered)
                 self.first_attempt.set()
                 await self._sleep_until_woken()
                 continue
@@ -225,14 +217,14 @@ class ServerActor:
         if spec.transport == "stdio":
             transport = stdio_transport(spec, self.sink, conn)
         else:
-            transport = http_transport(spec, conn, auth=self.sup.http_auth(spec))
+            transport = http_transport(spec, conn, auth=self.ctx.http_auth(spec))
         try:
             with anyio.CancelScope() as deadline:
                 deadline.deadline = anyio.current_time() + spec.timeout
                 client = Client(transport, mode="auto", cache=None,
                                 client_info=Implementation(name="monad", version=__version__),
                                 message_handler=self._on_message,
-                                extensions=self.sup.client_extensions(self))
+                                extensions=self.ctx.client_extensions(self))
                 phase = "negotiating the protocol version (server/discover, initialize)"
                 async with client:
                     phase = "listing tools"
@@ -252,11 +244,12 @@ class ServerActor:
                     self._tg = None
                     self.client = None
             if deadline.cancelled_caught:
-                return "failed", self._explain_timeout(spec, phase)
+                return "failed", explain_timeout(spec, phase, self.sink.lines())
         except Exception as exc:  # noqa: BLE001 - every failure becomes a reason
             self.client = None
             self._tg = None
-            return self._classify(spec, exc, phase)
+            return classify(spec, exc, phase, conn=self.conn, auth_reason=self._auth_reason,
+                            stderr=self.sink.lines())
         finally:
             self.client = None
             if self._wake_reason == "closed":  # stale: this session is over either way
@@ -266,7 +259,7 @@ class ServerActor:
                 self.backoff.record_uptime(time.monotonic() - self.connected_at)
                 self.connected_at = None
         if reason == "closed":
-            return "closed", self._explain_closed(spec, conn)
+            return "closed", explain_closed(spec, conn, self.sink.lines())
         if reason == "needs-auth":
             return "needs-auth", self._auth_reason or f"run `monad mcp authorize {self.name}`"
         return reason or "reconnect", reason or "reconnect"
@@ -291,9 +284,9 @@ class ServerActor:
         self.protocol_version = client.protocol_version
         info = client.server_info
         self.server_info = info.model_dump(exclude_none=True) if info else None
-        pin_problem = self.sup.tool_service.check_pin(self, tools)  # always: it also unblocks
+        pin_problem = self.ctx.check_pin(self, tools)  # always: it also unblocks
         problem = "; ".join(p for p in (problem, pin_problem) if p) or None
-        self.sup.on_tools_changed(self)
+        self.ctx.on_tools_changed(self)
         if problem:
             self.set_state(State.DEGRADED, problem)
         else:
@@ -308,16 +301,18 @@ class ServerActor:
         try:
             tools, problem = await list_all_tools(client)
         except Exception as exc:  # noqa: BLE001
-            self.set_state(State.DEGRADED, f"tools/list failed: {self._describe(exc)}")
+            self.set_state(State.DEGRADED, f"tools/list failed: {describe(exc)}")
             return
-        pin_problem = self.sup.tool_service.check_pin(self, tools)  # TL-2: re-check on list_changed
+        # A changed list is checked against the pin again: a server must not swap its tools
+        # under an approved pin mid-session.
+        pin_problem = self.ctx.check_pin(self, tools)
         problem = "; ".join(p for p in (problem, pin_problem) if p) or None
         self.tools, self.tool_problem = tools, problem
-        self.sup.on_tools_changed(self)
+        self.ctx.on_tools_changed(self)
         if self.client is not None:
             self.set_state(State.DEGRADED if problem else State.CONNECTED, problem)
 
-    async def call_tool(self, tool: str, arguments: dict[str, Any] | None) -> Any:
+    async def call_tool(self, tool: str, arguments: dict[str, Any] | None) -> CallToolResult:
         """tools/call on this session from any task (the actor task keeps the Client open).
 
         `tool` is the server's own (original) name. The deadline is `requestTimeoutMs`
@@ -337,7 +332,8 @@ class ServerActor:
     async def _listen_for_tool_changes(self, client: Client) -> None:
         """2026-07-28 servers announce list changes only on a `subscriptions/listen` stream
         (legacy ones send notifications/tools/list_changed to `_on_message`); either way the
-        tools are re-listed and the pin re-checked (TL-2)."""
+        tools are re-listed and the pin re-checked (MCP spec, server/tools "List Changed
+        Notification")."""
         from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
         caps = client.server_capabilities
@@ -350,79 +346,11 @@ class ServerActor:
                     if self._tg is not None:
                         self._tg.start_soon(self.refresh_tools)
         except Exception as exc:  # noqa: BLE001 - no stream means no change events, nothing worse
-            log.info("server %s: no subscriptions/listen stream (%s)", self.name, self._describe(exc))
+            log.info("server %s: no subscriptions/listen stream (%s)", self.name, describe(exc))
 
-    async def _on_message(self, message: Any) -> None:
+    async def _on_message(self, message: IncomingMessage) -> None:
         if isinstance(message, ToolListChangedNotification) and self._tg is not None:
             self._tg.start_soon(self.refresh_tools)
-
-    # -- reasons -----------------------------------------------------------------------
-    def _stderr_hint(self) -> str:
-        lines = self.sink.lines()[-STDERR_IN_REASON:]
-        return f"; stderr: {' | '.join(lines)}" if lines else ""
-
-    def _explain_timeout(self, spec: ServerSpec, phase: str) -> str:
-        return f"timed out after {spec.timeout:g} s while {phase}{self._stderr_hint()}"
-
-    def _explain_closed(self, spec: ServerSpec, conn: Connection) -> str:
-        if conn.protocol_error:
-            return f"closed the session: {conn.protocol_error}"
-        if spec.transport == "stdio":
-            return f"server process {self._exit_text(conn)}{self._stderr_hint()}"
-        return "the server closed the connection"
-
-    @staticmethod
-    def _exit_text(conn: Connection) -> str:
-        rc = conn.returncode
-        if rc is None:
-            return "closed its stdout"
-        if rc < 0:
-            return f"was killed by signal {-rc}"
-        return f"exited with status {rc}"
-
-    def _describe(self, exc: BaseException) -> str:
-        if isinstance(exc, MCPError):
-            return f"{exc.error.message} (MCP error {exc.error.code})"
-        text = str(exc) or type(exc).__name__
-        return text
-
-    def _classify(self, spec: ServerSpec, exc: BaseException, phase: str) -> tuple[str, str]:
-        leaves = leaf_exceptions(exc)
-        conn = self.conn
-        for leaf in leaves:
-            if isinstance(leaf, SpawnError):
-                return "fatal", str(leaf)
-        if conn and conn.protocol_error:
-            return "failed", f"{conn.protocol_error} while {phase}"
-        if spec.transport == "http" and self._auth_reason:
-            return "needs-auth", self._auth_reason
-        if spec.transport == "http" and conn is not None:
-            status = conn.last_http_status
-            if status == 401 or any(isinstance(x, NeedsAuth) for x in leaves):
-                mode = spec.auth.get("mode", "none")
-                if mode in ("bearer", "headers"):
-                    field = "auth.token" if mode == "bearer" else "auth.headers"
-                    return "needs-auth", (f"the server answered 401 Unauthorized: it rejected the credentials "
-                                          f"in `{field}`; update them in `{spec.source}`")
-                return "needs-auth", (f"the server answered 401 Unauthorized; run "
-                                      f"`monad mcp authorize {self.name}`")
-            if status is not None and status >= 400 and status != 404:
-                return "failed", f"HTTP {status} from {redact_url(spec.url or '')} while {phase}"
-        for leaf in leaves:
-            name = type(leaf).__name__
-            if name in ("ConnectError", "ConnectTimeout"):
-                return "failed", f"cannot connect to {redact_url(spec.url or '')}: {leaf or name}"
-            if name in ("ReadTimeout", "WriteTimeout", "PoolTimeout", "RemoteProtocolError", "ReadError"):
-                return "failed", f"HTTP error talking to {redact_url(spec.url or '')}: {leaf or name}"
-        for leaf in leaves:
-            if isinstance(leaf, MCPError) and leaf.error.code == CONNECTION_CLOSED and conn is not None:
-                if spec.transport == "stdio":
-                    return "failed", f"server process {self._exit_text(conn)} while {phase}{self._stderr_hint()}"
-                return "failed", f"the server closed the connection while {phase}"
-        leaf = leaves[0] if leaves else exc
-        if spec.transport == "http" and conn and conn.last_http_status == 404:
-            return "failed", f"HTTP 404 from {redact_url(spec.url or '')}: is the URL's path right?"
-        return "failed", f"{self._describe(leaf)} while {phase}{self._stderr_hint()}"
 
     # -- status ------------------------------------------------------------------------
     def status(self, *, detail: bool = False) -> dict[str, Any]:
@@ -443,8 +371,7 @@ class ServerActor:
         }
         if detail:
             row["toolNames"] = [t.name for t in self.tools] if self.live else []
-            row["stderrTail"] = [self.sup.scrub(line) for line in self.sink.lines()]
+            row["stderrTail"] = [self.ctx.scrub(line) for line in self.sink.lines()]
             row["serverInfo"] = self.server_info if self.live else None
             row["strayStdoutLines"] = self.conn.stray_lines if self.conn else 0
-            row["warnings"] = self.sup.tool_service.warnings(self.name)
         return row

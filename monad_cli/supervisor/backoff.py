@@ -1,4 +1,5 @@
-"""Restart policy (DESIGN "Failure policy"; reliability SV-2, SV-3, SV-7).
+"""Restart policy (docs/supervisor.md; systemd's RestartSteps and StartLimitBurst, supervisord's
+BACKOFF and FATAL).
 
 Delay before retry n (n = consecutive failures, from 1): initial × 2^(n-1), capped at
 60 s, with ±20 % jitter. More than `give_up_after` failures inside `window` seconds

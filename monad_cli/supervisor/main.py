@@ -6,6 +6,7 @@ import logging
 import logging.handlers
 import os
 import sys
+from collections.abc import Callable
 
 import anyio
 
@@ -18,17 +19,19 @@ LOG_CAP_BYTES = 10 * 1024 * 1024
 
 
 class _ScrubFilter(logging.Filter):
-    def __init__(self, sup: Supervisor) -> None:
+    """Every log line passes the supervisor's redaction function before any handler."""
+
+    def __init__(self, scrub: Callable[[str], str]) -> None:
         super().__init__()
-        self.sup = sup
+        self.scrub = scrub
 
     def filter(self, record: logging.LogRecord) -> bool:
-        record.msg = self.sup.scrub(record.getMessage())
+        record.msg = self.scrub(record.getMessage())
         record.args = ()
         return True
 
 
-def _setup_logging(paths: Paths, sup: Supervisor, *, to_stderr: bool) -> None:
+def _setup_logging(paths: Paths, scrub: Callable[[str], str], *, to_stderr: bool) -> None:
     paths.ensure()
     root = logging.getLogger()
     root.setLevel(logging.DEBUG if os.environ.get("MONAD_DEBUG") == "1" else logging.INFO)
@@ -39,7 +42,7 @@ def _setup_logging(paths: Paths, sup: Supervisor, *, to_stderr: bool) -> None:
         handlers.append(logging.StreamHandler(sys.stderr))
     for h in handlers:
         h.setFormatter(fmt)
-        h.addFilter(_ScrubFilter(sup))
+        h.addFilter(_ScrubFilter(scrub))
         root.addHandler(h)
     for noisy in ("uvicorn", "uvicorn.error", "httpx2", "httpcore", "mcp", "watchfiles"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
@@ -57,7 +60,7 @@ def run(paths: Paths, *, include: list[str] | None = None, exclude: list[str] | 
     ready_fd = int(os.environ.pop("MONAD_READY_FD", "-1"))
     sup = Supervisor(paths, include=include, exclude=exclude)
     sup.check_required = os.environ.pop("MONAD_SKIP_REQUIRED", "") != "1"
-    _setup_logging(paths, sup, to_stderr=ready_fd < 0)
+    _setup_logging(paths, sup.scrub, to_stderr=ready_fd < 0)
     log = logging.getLogger("monad.supervisor")
 
     def notify(error: MonadError | None) -> None:

@@ -1,4 +1,4 @@
-"""Continuous draining of a stdio server's stderr (reliability ST-5).
+"""Continuous draining of a stdio server's stderr (a full pipe would block the server).
 
 The server writes into a real pipe (the SDK and the kernel need an fd); the read end is
 drained by a task here into `logs/servers/<name>.stderr.log` (size-capped, rotated) and an

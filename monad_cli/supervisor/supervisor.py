@@ -1,5 +1,5 @@
 """The supervisor process: watches the definitions, reconciles by diff, owns the actors,
-serves the control API, and journals every state change (DESIGN "The supervisor")."""
+serves the control API, and journals every state change (docs/supervisor.md)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from monad_cli import __version__
+from monad_cli.auth.session import SupervisorAuth
 from monad_cli.config.features import MCP_FILE, TOOLS_FILE, load_deferred_tools, load_mcp_filter
 from monad_cli.config.loader import Definitions, Problem, load_definitions
 from monad_cli.config.schema import ServerSpec
@@ -24,11 +25,14 @@ from monad_cli.journal.db import Journal
 from monad_cli.paths import Paths
 from monad_cli.redact import redact_text, secret_values
 from monad_cli.supervisor.actor import ServerActor
+from monad_cli.supervisor.context import ActorContext
 from monad_cli.supervisor.reconcile import diff, fingerprints
 from monad_cli.supervisor.states import LIVE, State
 from monad_cli.trust.service import ToolService
 
 if TYPE_CHECKING:
+    from mcp.client import ClientExtension
+
     from monad_cli.tasks.manager import TaskManager
 
 log = logging.getLogger("monad.supervisor")
@@ -40,10 +44,21 @@ class StartupFailed(Exception):
 
 def _spec_secrets(spec: ServerSpec) -> set[str]:
     return secret_values({"env": spec.env, "headers": spec.headers, "url": spec.url or "",
-                          "args": spec.args, "auth": spec.auth})
+                          "args": spec.args, "auth": spec.auth.table})
 
 
 class Supervisor:
+    """One per MONAD_HOME (an flock): owns the actors (one per defined server), the last
+    applied definitions and their problems, the secret values to scrub, the server
+    filters, the journal, and the services built on them once the journal is open
+    (`tool_service`, `auth`, `tasks`), each handed only what it uses.
+
+    It reconciles by diff (added → start an actor, changed → `update`, removed → stop),
+    so an unchanged server keeps its process and session. It never talks MCP itself (the
+    actors do), never edits a definition (the control API's edits do, through
+    config/edits.py), and never hands itself to a service.
+    """
+
     def __init__(self, paths: Paths, *, environ: dict[str, str] | None = None,
                  include: list[str] | None = None, exclude: list[str] | None = None) -> None:
         self.paths = paths
@@ -66,43 +81,21 @@ class Supervisor:
         self.started_at = time.time()
         self.journal: Journal | None = None
         self._tg: anyio.abc.TaskGroup | None = None
-        self._stamp: Any = None
+        self._stamp: tuple[tuple[str, int, int], ...] | None = None
         self._lock_fd: int | None = None
         self._reconcile_lock = anyio.Lock()
         self.stop_event = anyio.Event()
         self.tool_listeners: list[Callable[[ServerActor], None]] = []
-        self.tool_service = ToolService(self)
-        self._auth: Any = None  # monad_cli.auth.session.SupervisorAuth, made on first oauth server
         self.state_listeners: list[Callable[[ServerActor], None]] = []
-        self.tasks: TaskManager | None = None  # set in run(), once the journal is open
+        # The services exist once the journal is open (`open`, from `run`).
+        self.tool_service: ToolService
+        self.auth: SupervisorAuth
+        self._actor_context: ActorContext
+        self.tasks: TaskManager
 
-    # -- helpers used by actors ----------------------------------------------------------
     def scrub(self, text: str) -> str:
+        """The one redaction function over free text: every secret value the definitions hold."""
         return redact_text(text, self.secrets)
-
-    def journal_state(self, server: str, state: State, reason: str | None) -> None:
-        if self.journal is not None:
-            try:
-                self.journal.record("state", server=server, state=str(state), reason=reason)
-            except Exception:
-                log.exception("journal write failed")
-
-    def http_auth(self, spec: ServerSpec) -> Any:
-        """The httpx2 Auth for an http server: for `auth.mode = "oauth"` the server's one
-        OAuth provider (monad_cli/auth/session.py), else None (headers do bearer/headers)."""
-        if spec.auth.get("mode") != "oauth":
-            return None
-        if self._auth is None:
-            from monad_cli.auth.session import SupervisorAuth
-
-            self._auth = SupervisorAuth(self)
-        return self._auth.provider(spec)
-
-    def filtered_out(self, name: str) -> bool:
-        return self.server_filter.reason(name) is not None
-
-    def filter_reason(self, name: str) -> str:
-        return self.server_filter.reason(name) or ""
 
     def _refilter(self, defs: Definitions) -> None:
         """Re-read `features/mcp.toml` and wake every actor whose filter verdict changed.
@@ -127,6 +120,27 @@ class Supervisor:
             defs.problems.append(Problem(f"{e.message}; the previous deferred tools stay in force",
                                          e.file or TOOLS_FILE))
 
+    def open(self) -> Journal:
+        """Open the journal and build the services on it, each handed only what it uses (the
+        journal, the actors as a live lookup, the redaction function, callbacks): what `run`
+        does first, once it holds the daemon lock. Call once; returns the journal."""
+        journal = self.journal = Journal(self.paths.journal_db, scrub=self.scrub)
+        from monad_cli.tasks.manager import TaskManager
+
+        tasks = self.tasks = TaskManager(journal, self.actors, redact=self.scrub,
+                                         request_timeout=self.request_timeout)
+        self.state_listeners.append(tasks.on_actor_state)
+        self.tool_service = ToolService(journal, self.actors, scrub=self.scrub,
+                                        deferred_globs=lambda: self.deferred_globs, start_task=tasks.start)
+        self.tool_listeners.append(lambda actor: self.tool_service.changed())
+        self.auth = SupervisorAuth(self.paths, self.actors)
+        self._actor_context = ActorContext(
+            paths=self.paths, journal=journal, scrub=self.scrub, check_pin=self.tool_service.check_pin,
+            filter_reason=lambda name: self.server_filter.reason(name), http_auth=self.auth.http_auth,
+            client_extensions=self.client_extensions, on_tools_changed=self.on_tools_changed,
+            on_state_changed=self.on_state_changed, stopping=lambda: self.stopping)
+        return journal
+
     def on_tools_changed(self, actor: ServerActor) -> None:
         for listener in list(self.tool_listeners):
             listener(actor)
@@ -136,9 +150,9 @@ class Supervisor:
         for listener in list(self.state_listeners):
             listener(actor)
 
-    def client_extensions(self, actor: ServerActor) -> list[Any] | None:
+    def client_extensions(self, actor: ServerActor) -> list[ClientExtension] | None:
         """`extensions=` for the actor's next `mcp.Client` (the tasks extension, SEP-2663)."""
-        return self.tasks.client_extensions(actor.name) if self.tasks is not None else None
+        return self.tasks.client_extensions(actor.name)
 
     def request_timeout(self, name: str) -> float | None:
         """Seconds a request to server `name` may take (its `requestTimeoutMs`; None: no deadline)."""
@@ -162,7 +176,7 @@ class Supervisor:
         self._lock_fd = fd
 
     # -- definitions -----------------------------------------------------------------
-    def config_stamp(self) -> Any:
+    def config_stamp(self) -> tuple[tuple[str, int, int], ...]:
         """Cheap fingerprint of the config files (names, sizes, mtimes)."""
         entries: list[tuple[str, int, int]] = []
         for folder in (self.paths.atoms_dir,):
@@ -227,7 +241,7 @@ class Supervisor:
 
         d = diff(self.applied, defs)
         for name in d.added:
-            self._start_actor(ServerActor(name, defs.specs[name], self))
+            self._start_actor(ServerActor(name, defs.specs[name], self._actor_context))
         for name in d.changed:
             self.actors[name].update(defs.specs[name])
             self._journal_config(name, "changed; reconnecting")
@@ -242,10 +256,11 @@ class Supervisor:
             assert problem is not None
             running = self.actors.get(name)
             if running is None:
-                self._start_actor(ServerActor(name, None, self, config_error=self.scrub(problem.message),
-                                              source=problem.file))
+                self._start_actor(ServerActor(name, None, self._actor_context,
+                                              config_error=self.scrub(problem.message), source=problem.file))
             elif running.spec is not None and self.applied.get(name):
-                # Keep the last good definition running (CF-7); show the error beside it.
+                # A broken edit must not take down a server that works: keep the last good
+                # definition running and show the error beside it.
                 running.config_error = self.scrub(problem.message)
             else:
                 running.update(None, config_error=self.scrub(problem.message), source=problem.file)
@@ -271,8 +286,15 @@ class Supervisor:
 
     # -- status ------------------------------------------------------------------------
     def status(self, *, name: str | None = None, detail: bool = False) -> list[dict[str, Any]]:
+        """Status rows by name (`ServerActor.status`); `detail` adds the tool warnings."""
         names = [name] if name else sorted(self.actors)
-        return [self.actors[n].status(detail=detail) for n in names if n in self.actors]
+        rows = []
+        for n in (n for n in names if n in self.actors):
+            row = self.actors[n].status(detail=detail)
+            if detail:
+                row["warnings"] = self.tool_service.warnings(n)
+            rows.append(row)
+        return rows
 
     # -- main --------------------------------------------------------------------------
     async def run(self, *, on_ready: Callable[[str | None], None] = lambda err: None,
@@ -281,16 +303,12 @@ class Supervisor:
         from monad_cli.control.server import ControlServer
 
         self.acquire_daemon_lock()
-        self.journal = Journal(self.paths.journal_db, scrub=self.scrub)
-        check = self.journal.quick_check()
-        self.tool_service.attach()
-        self.journal.record("daemon", reason=f"supervisor {__version__} started (pid {os.getpid()})",
-                            detail={"quick_check": check})
+        journal = self.open()
+        check = journal.quick_check()
+        self.tool_service.recover()
+        journal.record("daemon", reason=f"supervisor {__version__} started (pid {os.getpid()})",
+                       detail={"quick_check": check})
         self.paths.pid_file.write_text(f"{os.getpid()}\n")
-        from monad_cli.tasks.manager import TaskManager
-
-        self.tasks = TaskManager(self.journal, self.actors, redact=self.scrub, request_timeout=self.request_timeout)
-        self.state_listeners.append(self.tasks.on_actor_state)
         control = ControlServer(self)
         try:
             async with anyio.create_task_group() as tg:

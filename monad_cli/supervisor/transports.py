@@ -2,10 +2,13 @@
 
 stdio is ours rather than the SDK's `stdio_client`: the supervisor needs what that one
 does not expose - the pid and exit status (for "why did it fail"), a bound on stdout
-line length (ST-3), counting stray non-JSON lines without ending the session (ST-4), and
+line length (a server cannot grow the supervisor's memory without bound), counting
+stray non-JSON lines without ending the session (the stdio transport forbids them, but
+one stray print should not cost a working session), and
 an end-of-connection signal while idle. It keeps the SDK's spawn and stop policy: its own
 process group, the SDK's default environment allowlist, and close stdin → 2 s → SIGTERM
-the group → 2 s → SIGKILL (ST-1), and it also kills the group on a cancelled connect.
+the group → 2 s → SIGKILL (MCP spec, basic/lifecycle "Shutdown"), and it also kills the
+group on a cancelled connect.
 
 http wraps the SDK's `streamable_http_client` with an httpx2 client carrying the
 configured headers/auth, and watches the read stream for its end.
@@ -21,7 +24,7 @@ import subprocess
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -33,6 +36,9 @@ from mcp_types import jsonrpc_message_adapter
 from monad_cli.config.schema import ServerSpec
 from monad_cli.supervisor.stderr import StderrSink
 
+if TYPE_CHECKING:
+    import httpx2
+
 log = logging.getLogger("monad.transport")
 
 MAX_LINE_BYTES = 4 * 1024 * 1024
@@ -43,10 +49,6 @@ KILL_REAP_S = 2.0
 
 class SpawnError(Exception):
     """The server could not be started at all (command missing, bad cwd...)."""
-
-
-class LineTooLong(Exception):
-    pass
 
 
 @dataclass
@@ -86,7 +88,7 @@ def resolve_command(spec: ServerSpec, env: dict[str, str]) -> str:
 
 def stdio_env(spec: ServerSpec) -> dict[str, str]:
     # The SDK's allowlist (HOME LOGNAME PATH SHELL TERM USER) plus the definition's env:
-    # never the supervisor's own variables, which may hold tokens (ST-6).
+    # never the supervisor's own variables, which may hold tokens.
     return get_default_environment() | spec.env
 
 
@@ -132,7 +134,7 @@ async def stdio_transport(spec: ServerSpec, sink: StderrSink, conn: Connection) 
                     try:
                         message = jsonrpc_message_adapter.validate_json(line, by_name=False)
                     except ValueError:
-                        # Not JSON-RPC: count and log it, keep the session (ST-4).
+                        # Not JSON-RPC: count and log it, keep the session.
                         conn.stray_lines += 1
                         log.warning("server %s: ignored a non-JSON-RPC stdout line (%d so far): %.200r",
                                     spec.name, conn.stray_lines, line[:200])
@@ -203,7 +205,8 @@ def _sandboxed(spec: ServerSpec, command: str, env: dict[str, str]) -> tuple[lis
 
 
 async def _stop(process: anyio.abc.Process, conn: Connection) -> None:
-    """close stdin → 2 s → SIGTERM group → 2 s → SIGKILL group → reap (ST-1, ST-2).
+    """close stdin → 2 s → SIGTERM group → 2 s → SIGKILL group → reap (MCP spec, lifecycle
+    "Shutdown"); no descendant of the server survives it.
 
     A server that never completed the handshake (a connect that timed out or was
     cancelled) gets no stdin grace: the connect timeout is the time a person waits."""
@@ -268,16 +271,16 @@ class _WatchedReadStream:
 
 def http_headers(spec: ServerSpec) -> dict[str, str]:
     headers = dict(spec.headers)
-    mode = spec.auth.get("mode", "none")
-    if mode == "bearer":
-        headers["Authorization"] = f"Bearer {spec.auth['token']}"
-    elif mode == "headers":
-        headers.update(spec.auth.get("headers", {}))
+    if spec.auth.mode == "bearer":
+        headers["Authorization"] = f"Bearer {spec.auth.token}"
+    elif spec.auth.mode == "headers":
+        headers.update(spec.auth.headers)
     return headers
 
 
 @asynccontextmanager
-async def http_transport(spec: ServerSpec, conn: Connection, *, auth: Any = None) -> AsyncIterator[Any]:
+async def http_transport(spec: ServerSpec, conn: Connection, *,
+                         auth: httpx2.Auth | None = None) -> AsyncIterator[Any]:
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
 

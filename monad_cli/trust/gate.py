@@ -1,4 +1,4 @@
-"""The approval gate: every tool call passes it unless the tool is auto-approved (TL-5).
+"""The approval gate: every tool call passes it unless the tool is auto-approved.
 
 Decisions, and who or what made them (journaled with each call):
 - `autoApproveTools` lists the exposed name → approved by `autoApproveTools`;
@@ -7,15 +7,18 @@ Decisions, and who or what made them (journaled with each call):
 - the caller said so (`monad mcp call --yes`, or the person answered the TTY prompt);
 - a pending approval that `monad approvals allow|deny ID` decides, or that times out.
 
-Approvals are keyed to `ServerSpec.definition_hash()` (command, args, env names, cwd, url;
-TL-4): after the command is edited, earlier approvals no longer apply. A `hostEscape`
-server's tools can be approved for the session but never always.
+The person sees the server, the tool and the full arguments before deciding; tool
+annotations never approve anything (MCP spec, server/tools "Security Considerations":
+annotations are untrusted). Approvals are keyed to `ServerSpec.definition_hash()`
+(command, args, env names, cwd, url): after the command is edited, earlier approvals no
+longer apply. A `hostEscape` server's tools can be approved for the session but never always.
 """
 
 from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -55,8 +58,18 @@ class Pending:
 
 
 class ApprovalGate:
-    def __init__(self, journal: Journal | None) -> None:
+    """Owns the approvals: pending requests (in memory, by id), "session" grants (in memory,
+    until the supervisor restarts) and "always" grants (the journal's `approvals` table,
+    read once by `load`). Keys are (server, definition hash, tool).
+
+    It only records and answers decisions; it never runs a call, never decides on its own
+    (a pending request is decided by a person, or times out as a refusal), and never grants
+    "always" to a `hostEscape` server. `clock` is epoch seconds (injectable).
+    """
+
+    def __init__(self, journal: Journal | None, *, clock: Callable[[], float] = time.time) -> None:
         self.journal = journal
+        self.clock = clock
         self.session: dict[tuple[str, str, str], str] = {}
         self.always: dict[tuple[str, str, str], str] = {}
         self.pending: dict[str, Pending] = {}
@@ -100,7 +113,7 @@ class ApprovalGate:
              host_escape: bool, command: list[str] | None, url: str | None, via: str,
              timeout: float) -> Pending:
         self.purge()
-        now = time.time()
+        now = self.clock()
         p = Pending(id=secrets.token_hex(4), server=server, tool=tool, exposed=exposed, arguments=arguments,
                     definition_hash=definition_hash, host_escape=host_escape, command=command, url=url,
                     via=via, created=now, expires=now + timeout)
@@ -134,7 +147,7 @@ class ApprovalGate:
         return p
 
     def purge(self) -> None:
-        now = time.time()
+        now = self.clock()
         for key in [k for k, p in self.pending.items() if p.expires < now and not p.event.is_set()]:
             del self.pending[key]
 

@@ -1,4 +1,4 @@
-"""Exposed tool names: `<server>__<tool>`, the names agents see (DESIGN "Tools, trust and the gateway").
+"""Exposed tool names: `<server>__<tool>`, the names agents see (docs/tools.md).
 
 Rules, stdlib only so the CLI may import this module:
 - every character outside `[A-Za-z0-9_-]` becomes `_` (tool names in the spec's SEP-986

@@ -1,9 +1,11 @@
-"""The supervisor's tool service: exposed names, pins, the approval gate and the call path.
+"""The tool service: exposed names, pins, the approval gate and the call path.
 
-One instance per supervisor (`Supervisor.tools`). `call()` is the one function every tool
-call goes through — the control API (`monad mcp call`) and the gateway (`monad mcp serve`)
-both reach it via `POST /v1/tools/call` — so a task-returning result (issue 5) plugs in
-at `ServerActor.call_tool` / here, in one place.
+One instance per supervisor (`Supervisor.tool_service`). `call()` is the one function every
+tool call goes through: the control API (`monad mcp call`, and the gateway `monad mcp
+serve` through `POST /v1/tools/call`) calls it, and an in-process caller can call it
+directly. It is built from narrow parts only: the journal, a name → `ToolServer` lookup
+(the supervisor's actors), the redaction function, the deferred-tool globs and a
+`StartTask` callback for detached calls.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ import hashlib
 import json
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
@@ -25,22 +28,52 @@ from monad_cli.errors import (
     ToolCallFailed,
     Unavailable,
 )
-from monad_cli.gateway_policy import is_deferred
+from monad_cli.gateway.policy import is_deferred
+from monad_cli.journal import tools as jt
 from monad_cli.redact import redact_args, redact_url
+from monad_cli.trust.arguments import validate_arguments
 from monad_cli.trust.gate import ApprovalGate, Pending
 from monad_cli.trust.names import NameMap, build_name_map, describe_collision
 from monad_cli.trust.pins import canonical_tools, describe_change, same_hash, tool_set_hash
 
 if TYPE_CHECKING:
-    from mcp_types import Tool
+    from mcp_types import CallToolResult, Tool
 
+    from monad_cli.config.schema import ServerSpec
     from monad_cli.journal.db import Journal
-    from monad_cli.supervisor.actor import ServerActor
-    from monad_cli.supervisor.supervisor import Supervisor
 
 log = logging.getLogger("monad.tools")
 PENDING_TTL_S = 600.0
 DEFAULT_APPROVAL_TIMEOUT_S = 120.0
+
+
+class ToolServer(Protocol):
+    """What the tool service uses of one server's session (a supervisor actor is one).
+
+    `live`: the session is up and `call_tool` can be used; `tools`: its last tools/list;
+    `call_tool(tool, arguments)`: tools/call with the server's own tool name, raising
+    `MonadError` when not connected and `mcp.MCPError` when the server fails the request.
+    """
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def spec(self) -> ServerSpec | None: ...
+    @property
+    def live(self) -> bool: ...
+    @property
+    def tools(self) -> Sequence[Tool]: ...
+    async def call_tool(self, tool: str, arguments: dict[str, Any] | None) -> CallToolResult: ...
+
+
+class StartTask(Protocol):
+    """Hand an approved call to the task manager (`TaskManager.start`): the server's own
+    tool name, the arguments and what to journal beside the task; returns the task's row
+    (API shape) once it is submitted or queued. Raises `MonadError` (not connected, queue
+    full)."""
+
+    async def __call__(self, server: str, tool: str, arguments: dict[str, Any] | None, *,
+                       correlation: dict[str, Any] | None = None) -> dict[str, Any]: ...
 
 
 class ApprovalRequired(Exception):
@@ -55,84 +88,67 @@ def dump_tool(tool: Tool) -> dict[str, Any]:
     return tool.model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
-_validators: dict[int, tuple[Any, Any]] = {}
-
-
-def validate_arguments(schema: dict[str, Any] | None, arguments: dict[str, Any], exposed: str) -> None:
-    """Check `arguments` against the tool's inputSchema (JSON Schema); raises InvalidInput
-    naming the first offending argument."""
-    if not schema:
-        return
-    import jsonschema
-
-    try:
-        # Building a validator costs more than using one: keep one per schema object (the
-        # entry holds the schema, so its id cannot be reused while cached).
-        cached = _validators.get(id(schema))
-        if cached is not None and cached[0] is schema:
-            validator = cached[1]
-        else:
-            if len(_validators) > 4096:
-                _validators.clear()
-            validator = jsonschema.validators.validator_for(schema)(schema)
-            _validators[id(schema)] = (schema, validator)
-        errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
-    except (jsonschema.SchemaError, jsonschema.exceptions.UnknownType, TypeError):
-        return  # the server's schema is broken; let the server judge the call
-    if errors:
-        err = errors[0]
-        where = ".".join(str(p) for p in err.absolute_path)
-        prefix = f"argument `{where}`" if where else "arguments"
-        raise InvalidInput(f"tool `{exposed}`: {prefix}: {err.message}")
-
-
 class ToolService:
-    def __init__(self, sup: Supervisor) -> None:
-        self.sup = sup
-        self.gate = ApprovalGate(None)
+    """Owns the exposed tool names, the tool-set hashes and pins, the approval gate, and the
+    journal rows of tool calls.
+
+    `servers` is a live view (the supervisor's actors), read on every call; `scrub` redacts
+    a server's error text before it is raised; `deferred_globs()` returns the current globs of
+    `features/tools.toml`; `start_task` runs detached calls (None: `detach` is refused);
+    `clock` (epoch seconds) dates approval requests. Call `changed()` whenever a server's
+    tool list was (re)fetched.
+
+    It never opens or closes a session, never edits a definition file and never asks a
+    person anything itself: a call that needs a person waits on the gate (or raises
+    `ApprovalRequired`) until someone decides through `gate.decide`.
+    """
+
+    def __init__(self, journal: Journal, servers: Mapping[str, ToolServer], *,
+                 scrub: Callable[[str], str], deferred_globs: Callable[[], Sequence[str]] = lambda: (),
+                 start_task: StartTask | None = None, clock: Callable[[], float] = time.time) -> None:
+        self.journal = journal
+        self.servers = servers
+        self.scrub = scrub
+        self.deferred_globs = deferred_globs
+        self.start_task = start_task
+        self.clock = clock
+        self.gate = ApprovalGate(journal, clock=clock)
+        self.gate.load(journal)
         self.hashes: dict[str, str] = {}
         self.blocked: dict[str, str] = {}
         self._map_key: Any = None
         self._version = 0
         self._map = NameMap()
         self._changed = anyio.Event()
-        sup.tool_listeners.append(lambda actor: self.changed())
 
-    @property
-    def journal(self) -> Journal | None:
-        return self.sup.journal
-
-    def attach(self) -> None:
-        """After the journal opens: calls a dead supervisor left running become interrupted (JR-5)."""
-        if self.journal is not None:
-            from monad_cli.journal.tools import interrupt_running
-
-            self.gate.load(self.journal)
-            n = interrupt_running(self.journal)
-            if n:
-                self.journal.record("daemon", reason=f"{n} tool call(s) left running by the last supervisor "
-                                                     f"marked interrupted")
+    def recover(self) -> int:
+        """Once at startup: calls the last supervisor left running (it died mid-call) are
+        journaled `interrupted`, with a `daemon` row saying how many. Returns that number."""
+        n = jt.interrupt_running(self.journal)
+        if n:
+            self.journal.record("daemon", reason=f"{n} tool call(s) left running by the last supervisor "
+                                                 f"marked interrupted")
+        return n
 
     def changed(self) -> None:
         self._version += 1  # a tool list was (re)fetched: the name map must be rebuilt
         self._changed.set()
         self._changed = anyio.Event()
 
-    # -- pins (TL-1..TL-3) -----------------------------------------------------------
-    def check_pin(self, actor: ServerActor, tools: list[Tool]) -> str | None:
-        """The reason to refuse registering `tools`, or None. Logs an unpinned server's hash."""
+    # -- pins ------------------------------------------------------------------------
+    def check_pin(self, server: ToolServer, tools: Sequence[Tool]) -> str | None:
+        """The reason to refuse registering `tools` (`trust.pinnedToolHash` does not match
+        their hash), or None. Remembers the hash and the tool set in the journal, so the
+        next mismatch can say what changed; logs an unpinned server's hash."""
         dumped = [dump_tool(t) for t in tools]
         digest = tool_set_hash(dumped)
-        name = actor.name
+        name = server.name
         self.hashes[name] = digest
-        if self.journal is not None:
-            from monad_cli.journal.tools import remember_tool_set
-
-            try:
-                remember_tool_set(self.journal, name, digest, canonical_tools(dumped))
-            except Exception:
-                log.exception("journal write failed")
-        pinned = (actor.spec.trust.get("pinnedToolHash") if actor.spec else None)
+        try:
+            jt.remember_tool_set(self.journal, name, digest, canonical_tools(dumped))
+        except Exception:
+            log.exception("journal write failed")  # the pin check itself needs no journal
+        pinned = server.spec.trust.pinned_tool_hash if server.spec else None
         if not pinned:
             self.blocked.pop(name, None)
             log.info("server %s: tool set hash %s (%d tools; pin it with `monad mcp pin %s`)",
@@ -141,11 +157,7 @@ class ToolService:
         if same_hash(pinned, digest):
             self.blocked.pop(name, None)
             return None
-        old = None
-        if self.journal is not None:
-            from monad_cli.journal.tools import tool_set
-
-            old = tool_set(self.journal, name, "sha256:" + pinned.removeprefix("sha256:").lower())
+        old = jt.tool_set(self.journal, name, "sha256:" + pinned.removeprefix("sha256:").lower())
         reason = (f"tool set changed since it was pinned ({describe_change(old, dumped)}); refusing to register "
                   f"its tools; new hash {digest}; accept it with `monad mcp pin {name}`")
         log.warning("server %s: %s", name, reason)
@@ -153,8 +165,8 @@ class ToolService:
         return reason
 
     # -- names ------------------------------------------------------------------------
-    def _registered(self) -> list[ServerActor]:
-        return [a for name, a in sorted(self.sup.actors.items())
+    def _registered(self) -> list[ToolServer]:
+        return [a for name, a in sorted(self.servers.items())
                 if a.live and a.spec is not None and name not in self.blocked]
 
     def name_map(self) -> NameMap:
@@ -165,10 +177,10 @@ class ToolService:
             self._map_key = key
         return self._map
 
-    def _auto_list(self, actor: ServerActor) -> list[str]:
-        return list(actor.spec.trust.get("autoApproveTools", [])) if actor.spec else []
+    def _auto_list(self, actor: ToolServer) -> list[str]:
+        return list(actor.spec.trust.auto_approve_tools) if actor.spec else []
 
-    def is_auto_approved(self, actor: ServerActor, tool: str, exposed: str) -> bool:
+    def is_auto_approved(self, actor: ToolServer, tool: str, exposed: str) -> bool:
         auto = self._auto_list(actor)
         return exposed in auto or f"{actor.name}__{tool}" in auto
 
@@ -191,7 +203,7 @@ class ToolService:
                            autoApproved=self.is_auto_approved(actor, t.name, exposed),
                            deferred=is_deferred(exposed, actor.name,
                                                 deferred_servers=(actor.name,) if spec and spec.deferred else (),
-                                                deferred_globs=self.sup.deferred_globs),
+                                                deferred_globs=self.deferred_globs()),
                            condition=spec.condition if spec else None)
                 out.append(row)
         return sorted(out, key=lambda r: r["name"])
@@ -217,7 +229,7 @@ class ToolService:
     def warnings(self, name: str) -> list[str]:
         """Collisions and inert `autoApproveTools` entries of one server (for `status NAME`)."""
         out = [describe_collision(c) for c in self.name_map().collisions_of(name)]
-        actor = self.sup.actors.get(name)
+        actor = self.servers.get(name)
         if actor is None or not actor.live or actor.spec is None:
             return out
         nmap = self.name_map()
@@ -229,29 +241,31 @@ class ToolService:
                            f"effect); advertised: {', '.join(advertised) or 'none'}")
         return out
 
-    def resolve(self, exposed: str) -> tuple[ServerActor, Tool]:
+    def resolve(self, exposed: str) -> tuple[ToolServer, Tool]:
+        """The server and tool behind an exposed name. Raises CallRefused (`not_registered`:
+        the server's tool set does not match its pin), NotFound."""
         entry = self.name_map().by_exposed.get(exposed)
         if entry is None:
             for name, reason in self.blocked.items():
                 if exposed.startswith(f"{name}__"):
                     raise NotRegistered(f"server `{name}`: {reason}")
             raise NotFound(f"no tool `{exposed}` is exposed (see `monad mcp tools`)")
-        actor = self.sup.actors[entry.server]
+        actor = self.servers[entry.server]
         tool = next(t for t in actor.tools if t.name == entry.tool)
         return actor, tool
 
     # -- the call path ----------------------------------------------------------------
-    def _open_pending(self, actor: ServerActor, tool: Tool, exposed: str, arguments: Any, via: str,
+    def _open_pending(self, actor: ToolServer, tool: Tool, exposed: str, arguments: Any, via: str,
                       timeout: float) -> Pending:
         spec = actor.spec
         assert spec is not None
         command = [spec.command, *redact_args(spec.args)] if spec.command else None
         return self.gate.open(server=actor.name, tool=tool.name, exposed=exposed, arguments=arguments,
                               definition_hash=spec.definition_hash(),
-                              host_escape=bool(spec.trust.get("hostEscape")), command=command,
+                              host_escape=spec.trust.host_escape, command=command,
                               url=redact_url(spec.url) if spec.url else None, via=via, timeout=timeout)
 
-    async def _decide(self, actor: ServerActor, tool: Tool, exposed: str, arguments: Any, via: str,
+    async def _decide(self, actor: ToolServer, tool: Tool, exposed: str, arguments: Any, via: str,
                       approval: dict[str, Any]) -> tuple[bool, str, str]:
         """(approved, decision, who) for one call; raises ApprovalRequired for `mode: check`."""
         spec = actor.spec
@@ -286,7 +300,7 @@ class ToolService:
             p = self._open_pending(actor, tool, exposed, arguments, via, timeout)
         else:
             p = known
-            p.expires = time.time() + timeout
+            p.expires = self.clock() + timeout
         log.info("approval %s pending: %s (via %s)", p.id, exposed, via)
         return await self.gate.wait(p, timeout)
 
@@ -298,18 +312,16 @@ class ToolService:
         `decidedBy`. Raises NotFound (unknown exposed name), InvalidInput (arguments do not
         match the inputSchema), ApprovalRequired (`mode: check`), CallRefused (denied) and
         its ApprovalTimeout and NotRegistered (pin mismatch), ToolCallFailed (the server
-        failed the request), and with `detach` Unavailable (no task manager yet) and the
-        task manager's NotConnected and QueueFull.
-        `detach`: once approved, hand the call to the task manager (monad_cli.tasks) and
-        return at once with `{"detached": True, "task": row}`; the call continues in the
-        supervisor and is read with `monad tasks show ID`.
+        failed the request), and with `detach` Unavailable (no task manager) and the task
+        manager's NotConnected and QueueFull.
+        `detach`: once approved, hand the call to `start_task` and return at once with
+        `{"detached": True, "task": row}`; the call continues as a task (`monad tasks show
+        ID`). Every call that got past name and argument checks leaves one `tool_calls` row.
         Cancelling the caller's scope cancels the call: the SDK sends
         notifications/cancelled, and the call is journaled `cancelled`.
         """
         from mcp import MCPError
         from mcp_types import REQUEST_TIMEOUT
-
-        from monad_cli.journal import tools as jt
 
         arguments = arguments or {}
         if not isinstance(arguments, dict):
@@ -320,21 +332,19 @@ class ToolService:
         try:
             approved, decision, who = await self._decide(actor, tool, exposed, arguments, via, approval)
         except anyio.get_cancelled_exc_class():
-            if j is not None:
-                with anyio.CancelScope(shield=True):
-                    cid = jt.start_call(j, server=actor.name, tool=tool.name, exposed=exposed,
-                                        arguments=arguments, via=via)
-                    jt.finish_call(j, cid, outcome="cancelled", decision="cancelled",
-                                   decided_by="the caller left while waiting for approval", duration_ms=0.0)
+            with anyio.CancelScope(shield=True):
+                cid = jt.start_call(j, server=actor.name, tool=tool.name, exposed=exposed,
+                                    arguments=arguments, via=via)
+                jt.finish_call(j, cid, outcome="cancelled", decision="cancelled",
+                               decided_by="the caller left while waiting for approval", duration_ms=0.0)
             raise
         call_id = jt.start_call(j, server=actor.name, tool=tool.name, exposed=exposed, arguments=arguments,
-                                via=via) if j else 0
+                                via=via)
         started = time.monotonic()
 
         def finish(outcome: str, error: str | None = None) -> None:
-            if j is not None:
-                jt.finish_call(j, call_id, outcome=outcome, decision=decision, decided_by=who,
-                               duration_ms=round((time.monotonic() - started) * 1000, 3), error=error)
+            jt.finish_call(j, call_id, outcome=outcome, decision=decision, decided_by=who,
+                           duration_ms=round((time.monotonic() - started) * 1000, 3), error=error)
 
         if not approved:
             finish("refused", f"approval {decision}: {who}")
@@ -342,12 +352,11 @@ class ToolService:
                 raise CallRefused(f"call to `{exposed}` was denied ({who})")
             raise ApprovalTimeout(f"call to `{exposed}` was not approved in time ({who})")
         if detach:
-            if self.sup.tasks is None:
+            if self.start_task is None:
                 raise Unavailable("the task manager is not running; try again in a moment")
             try:
-                row = await self.sup.tasks.start(actor.name, tool.name, arguments,
-                                                 correlation={"callId": call_id, "exposed": exposed,
-                                                              "decidedBy": who})
+                row = await self.start_task(actor.name, tool.name, arguments,
+                                            correlation={"callId": call_id, "exposed": exposed, "decidedBy": who})
             except Exception as exc:
                 finish("error", str(exc))
                 raise
@@ -363,11 +372,11 @@ class ToolService:
         except MCPError as exc:
             timed_out = exc.error.code == REQUEST_TIMEOUT
             finish("timeout" if timed_out else "error", f"{exc.error.message} (MCP error {exc.error.code})")
-            raise ToolCallFailed(self.sup.scrub(f"server `{actor.name}` failed `{tool.name}`: {exc.error.message} "
+            raise ToolCallFailed(self.scrub(f"server `{actor.name}` failed `{tool.name}`: {exc.error.message} "
                                             f"(MCP error {exc.error.code})")) from None
         except Exception as exc:  # noqa: BLE001 - e.g. an outputSchema mismatch in the SDK
             finish("error", f"{type(exc).__name__}: {exc}")
-            raise ToolCallFailed(self.sup.scrub(f"server `{actor.name}` failed `{tool.name}`: {exc}")) from None
+            raise ToolCallFailed(self.scrub(f"server `{actor.name}` failed `{tool.name}`: {exc}")) from None
         out = result.model_dump(by_alias=True, exclude_none=True, mode="json")
         is_error = bool(result.is_error)
         text = " ".join(c.get("text", "") for c in out.get("content", []) if c.get("type") == "text")

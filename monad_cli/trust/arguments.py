@@ -1,0 +1,116 @@
+"""Tool arguments against the tool's `inputSchema` (MCP spec, server/tools "Tool"; JSON
+Schema 2020-12): `build_arguments` turns `monad mcp call --arg key=value` pairs into the
+types the schema declares, `validate_arguments` checks a call's arguments before it is
+sent. Light imports (the CLI uses it): jsonschema is loaded on the first validation.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from monad_cli.errors import InvalidInput
+
+
+def _types_of(prop: Any) -> list[str]:
+    """JSON Schema types a property allows (`type`, a type list, or anyOf/oneOf branches)."""
+    if not isinstance(prop, dict):
+        return []
+    t = prop.get("type")
+    if isinstance(t, str):
+        return [t]
+    if isinstance(t, list):
+        return [x for x in t if isinstance(x, str)]
+    out: list[str] = []
+    for branch in prop.get("anyOf", []) + prop.get("oneOf", []):
+        out.extend(_types_of(branch))
+    return out
+
+
+def convert_value(key: str, value: str, prop: Any) -> Any:
+    """`--arg key=value` → the type the inputSchema declares for `key` (string if unknown)."""
+    kinds = [k for k in _types_of(prop) if k != "null"] or ["string"]
+    if value == "null" and "null" in _types_of(prop):
+        return None
+    errors = []
+    for kind in kinds:
+        try:
+            if kind == "string":
+                return value
+            if kind == "integer":
+                return int(value)
+            if kind == "number":
+                number = float(value)
+                return int(number) if number.is_integer() and "." not in value and "e" not in value.lower() \
+                    else number
+            if kind == "boolean":
+                low = value.lower()
+                if low in ("true", "1", "yes", "on"):
+                    return True
+                if low in ("false", "0", "no", "off"):
+                    return False
+                raise ValueError
+            if kind in ("array", "object"):
+                parsed = json.loads(value)
+                if not isinstance(parsed, list if kind == "array" else dict):
+                    raise ValueError
+                return parsed
+        except ValueError:
+            errors.append(kind)
+    want = " or ".join({"integer": "an integer", "number": "a number", "boolean": "true or false",
+                        "array": "a JSON array", "object": "a JSON object"}.get(k, k) for k in errors)
+    raise InvalidInput(f"--arg {key}: expected {want}, got {value!r}")
+
+
+def build_arguments(schema: dict[str, Any] | None, pairs: list[str] | None, args_json: str | None) -> dict[str, Any]:
+    """The arguments object of `monad mcp call`: `--args-json` (an object), then each
+    `--arg key=value` converted by `convert_value` (overriding its key). Raises InvalidInput."""
+    arguments: dict[str, Any] = {}
+    if args_json:
+        try:
+            parsed = json.loads(args_json)
+        except ValueError as e:
+            raise InvalidInput(f"--args-json is not valid JSON ({e})") from None
+        if not isinstance(parsed, dict):
+            raise InvalidInput("--args-json must be a JSON object, e.g. '{\"text\": \"hi\"}'")
+        arguments.update(parsed)
+    props = (schema or {}).get("properties") or {}
+    for item in pairs or []:
+        if "=" not in item:
+            raise InvalidInput(f"--arg `{item[:40]}` needs the form key=value")
+        key, value = item.split("=", 1)
+        if not key:
+            raise InvalidInput("--arg has an empty key")
+        arguments[key] = convert_value(key, value, props.get(key))
+    return arguments
+
+
+_validators: dict[int, tuple[Any, Any]] = {}
+
+
+def validate_arguments(schema: dict[str, Any] | None, arguments: dict[str, Any], exposed: str) -> None:
+    """Check `arguments` against the tool's inputSchema (JSON Schema); raises InvalidInput
+    naming the first offending argument."""
+    if not schema:
+        return
+    import jsonschema
+
+    try:
+        # Building a validator costs more than using one: keep one per schema object (the
+        # entry holds the schema, so its id cannot be reused while cached).
+        cached = _validators.get(id(schema))
+        if cached is not None and cached[0] is schema:
+            validator = cached[1]
+        else:
+            if len(_validators) > 4096:
+                _validators.clear()
+            validator = jsonschema.validators.validator_for(schema)(schema)
+            _validators[id(schema)] = (schema, validator)
+        errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+    except (jsonschema.SchemaError, jsonschema.exceptions.UnknownType, TypeError):
+        return  # the server's schema is broken; let the server judge the call
+    if errors:
+        err = errors[0]
+        where = ".".join(str(p) for p in err.absolute_path)
+        prefix = f"argument `{where}`" if where else "arguments"
+        raise InvalidInput(f"tool `{exposed}`: {prefix}: {err.message}")

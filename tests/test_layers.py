@@ -1,0 +1,61 @@
+"""The package map's import rules, read from the source (every `import`, also under
+`TYPE_CHECKING` and inside functions): the services' packages never reach into the
+supervisor, and nothing imports the CLI's command modules."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "monad_cli"
+# Services are handed what they use; they never import the supervisor to get it.
+BELOW_THE_SUPERVISOR = ("trust", "tasks", "auth", "journal", "config", "gateway")
+
+
+def _package_of(path: Path) -> str:
+    return ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts[:-1])
+
+
+def _imports(source: str, package: str) -> set[str]:
+    """Every module a file of `package` imports, absolute (relative imports resolved)."""
+    tree = ast.parse(source)
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+    return found
+
+
+def _violations(files: list[Path], forbidden: str) -> list[str]:
+    return sorted(f"{f.relative_to(PACKAGE.parent)} imports {m}" for f in files
+                  for m in _imports(f.read_text(), _package_of(f))
+                  if m == forbidden or m.startswith(forbidden + "."))
+
+
+@pytest.mark.parametrize("package", BELOW_THE_SUPERVISOR)
+def test_services_do_not_import_the_supervisor(package: str) -> None:
+    files = sorted((PACKAGE / package).rglob("*.py"))
+    assert files
+    assert _violations(files, "monad_cli.supervisor") == []
+
+
+def test_nothing_imports_the_commands() -> None:
+    files = [f for f in PACKAGE.rglob("*.py") if "commands" not in f.relative_to(PACKAGE).parts
+             and f.name != "app.py"]
+    assert _violations(files, "monad_cli.commands") == []
+
+
+def test_the_check_sees_imports_under_type_checking_relative_and_in_functions() -> None:
+    source = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..supervisor.actor import ServerActor\n"
+              "def f() -> None:\n    import monad_cli.supervisor.states\n")
+    assert _imports(source, "monad_cli.trust") >= {"monad_cli.supervisor.actor", "monad_cli.supervisor.states"}
+    assert _imports("from . import gate\n", "monad_cli.trust") == {"monad_cli.trust", "monad_cli.trust.gate"}

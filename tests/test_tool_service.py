@@ -1,0 +1,226 @@
+"""`ToolService` built in-process from its narrow parts: a real `Journal` in a tmp dir, and a
+lookup holding a real `mcp.Client` session to a real server (the SDK's `MCPServer`,
+connected in-process). No supervisor, no control socket: what an in-supervisor gateway
+will do when it calls `ToolService.call()` directly."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, MCPError
+from mcp.server import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult, Tool
+
+from monad_cli.config.schema import ServerSpec, validate
+from monad_cli.errors import CallRefused, InvalidInput, NotFound, NotRegistered, ToolCallFailed
+from monad_cli.journal import tools as jt
+from monad_cli.journal.db import Journal
+from monad_cli.trust.service import ApprovalRequired, ToolService
+
+SECRET = "SENTINEL-service-secret"
+
+
+def _server() -> MCPServer:
+    server = MCPServer("inproc")
+
+    @server.tool()
+    def echo(text: str) -> str:
+        """Echo the text back."""
+        return text
+
+    @server.tool()
+    def fail(text: str) -> str:
+        """Always fails, with the text as its error (a tool error: `isError`)."""
+        raise ToolError(text)
+
+    @server.tool()
+    def upstream(text: str) -> str:
+        """Fails the request itself (a JSON-RPC error)."""
+        raise MCPError(code=-32000, message=f"upstream said {text}")
+
+    return server
+
+
+@dataclass
+class Session:
+    """A server's live session as the tool service sees it (`ToolServer`)."""
+
+    name: str
+    spec: ServerSpec | None
+    client: Client
+    tools: list[Tool] = field(default_factory=list)
+    live: bool = True
+
+    async def call_tool(self, tool: str, arguments: dict[str, Any] | None) -> CallToolResult:
+        return await self.client.call_tool(tool, arguments)
+
+
+def _spec(**trust: Any) -> ServerSpec:
+    raw = {"command": "inproc", "args": ["--token", SECRET], "trust": trust} if trust else {"command": "inproc"}
+    return validate(raw, name="srv", source="atoms/mcp/srv.toml", environ={})
+
+
+@asynccontextmanager
+async def service(tmp_path: Path, spec: ServerSpec, **kwargs: Any) -> AsyncIterator[tuple[ToolService, Session]]:
+    journal = Journal(tmp_path / "journal.db")
+    try:
+        async with Client(_server()) as client:
+            session = Session("srv", spec, client, list((await client.list_tools()).tools))
+            servers: dict[str, Session] = {"srv": session}
+            svc = ToolService(journal, servers, scrub=lambda text: text.replace(SECRET, "***"), **kwargs)
+            assert svc.check_pin(session, session.tools) is None  # what an actor does on connect
+            svc.changed()
+            yield svc, session
+    finally:
+        journal.close()
+
+
+def run(fn: Callable[[], Any]) -> Any:
+    return anyio.run(fn)
+
+
+def test_resolve_gate_call_and_the_journal_row(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with service(tmp_path, _spec(autoApproveTools=["srv__echo"])) as (svc, session):
+            assert [(t["name"], t["autoApproved"]) for t in svc.listing()] == \
+                [("srv__echo", True), ("srv__fail", False), ("srv__upstream", False)]
+            server, tool = svc.resolve("srv__echo")
+            assert server is session and tool.name == "echo"
+            out = await svc.call("srv__echo", {"text": "hi"}, via="test", approval={})
+            assert out["content"] == [{"type": "text", "text": "hi"}]
+            assert (out["server"], out["tool"], out["decidedBy"], out["isError"]) == \
+                ("srv", "echo", "trust.autoApproveTools", False)
+            [row] = jt.calls(svc.journal)
+            assert (row["id"], row["exposed"], row["via"], row["decision"], row["outcome"]) == \
+                (out["callId"], "srv__echo", "test", "approved", "ok")
+            with pytest.raises(NotFound):
+                await svc.call("srv__nope", {}, via="test", approval={})
+            with pytest.raises(InvalidInput, match="argument"):
+                await svc.call("srv__echo", {"text": 5}, via="test", approval={})
+            assert len(jt.calls(svc.journal)) == 1  # refused before the gate: no row
+
+    run(main)
+
+
+def test_an_approval_decided_through_the_gate(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with service(tmp_path, _spec()) as (svc, _session):
+            answers: list[dict[str, Any]] = []
+
+            async def caller() -> None:
+                answers.append(await svc.call("srv__echo", {"text": "ok"}, via="test",
+                                              approval={"mode": "wait", "timeout": 30}))
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(caller)
+                with anyio.fail_after(60):
+                    while not svc.gate.listing():
+                        await anyio.sleep(0.01)
+                [pending] = svc.gate.listing()
+                assert (pending["exposed"], pending["arguments"], pending["command"]) == \
+                    ("srv__echo", {"text": "ok"}, ["inproc"])
+                svc.gate.decide(pending["id"], allow=True, scope="session", by="a person")
+            assert answers[0]["decidedBy"] == "a person" and answers[0]["content"][0]["text"] == "ok"
+            # The session grant covers the next call without asking.
+            again = await svc.call("srv__echo", {"text": "2"}, via="test", approval={"mode": "check"})
+            assert again["decidedBy"] == "session approval (a person)"
+
+            with pytest.raises(ApprovalRequired) as asked:
+                await svc.call("srv__fail", {"text": "x"}, via="test", approval={"mode": "check"})
+            decided = {"mode": "decided", "approvalId": asked.value.pending.id, "grant": "deny"}
+            with pytest.raises(CallRefused) as refused:
+                await svc.call("srv__fail", {"text": "x"}, via="test", approval=decided)
+            assert refused.value.code == "denied"
+            outcomes = [(r["tool"], r["decision"], r["outcome"]) for r in jt.calls(svc.journal)]
+            assert outcomes == [("echo", "approved", "ok"), ("echo", "approved", "ok"),
+                                ("fail", "denied", "refused")]
+
+    run(main)
+
+
+def test_a_tool_error_and_a_detached_call(tmp_path: Path) -> None:
+    started: list[tuple[str, str, Any, Any]] = []
+
+    async def start_task(server: str, tool: str, arguments: dict[str, Any] | None, *,
+                         correlation: dict[str, Any] | None = None) -> dict[str, Any]:
+        started.append((server, tool, arguments, correlation))
+        return {"id": "t1", "state": "working"}
+
+    async def main() -> None:
+        spec = _spec(autoApproveTools=["srv__echo", "srv__fail"])
+        async with service(tmp_path, spec, start_task=start_task) as (svc, _session):
+            out = await svc.call("srv__fail", {"text": "broken"}, via="test", approval={})
+            assert out["isError"] is True and "broken" in out["content"][0]["text"]
+            detached = await svc.call("srv__echo", {"text": "later"}, via="test", approval={}, detach=True)
+            assert detached["detached"] is True and detached["task"]["id"] == "t1"
+            assert started == [("srv", "echo", {"text": "later"},
+                                {"callId": detached["callId"], "exposed": "srv__echo",
+                                 "decidedBy": "trust.autoApproveTools"})]
+            rows = jt.calls(svc.journal)
+            assert [(r["tool"], r["outcome"]) for r in rows] == [("fail", "tool-error"), ("echo", "detached")]
+            assert "broken" in (rows[0]["error"] or "") and rows[1]["error"] == "task t1"
+
+    run(main)
+
+
+def test_a_pin_mismatch_refuses_registration(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with service(tmp_path, _spec()) as (svc, session):
+            digest = svc.hashes["srv"]
+            session.spec = _spec(pinnedToolHash="0" * 64)
+            reason = svc.check_pin(session, session.tools)
+            assert reason is not None and "tool set changed since it was pinned" in reason and digest in reason
+            assert svc.blocked["srv"] == reason and svc.listing() == []
+            with pytest.raises(NotRegistered) as refused:
+                await svc.call("srv__echo", {"text": "x"}, via="test", approval={"mode": "yes"})
+            assert refused.value.code == "not_registered" and reason in refused.value.message
+            # Pinning the current hash registers the tools again.
+            session.spec = _spec(pinnedToolHash=digest)
+            assert svc.check_pin(session, session.tools) is None
+            assert "srv" not in svc.blocked and len(svc.listing()) == 3
+            assert jt.calls(svc.journal) == []  # a refused registration calls nothing
+
+    run(main)
+
+
+def test_a_server_error_is_scrubbed_and_a_server_that_went_away_is_not_exposed(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with service(tmp_path, _spec(autoApproveTools=["srv__upstream"])) as (svc, session):
+            with pytest.raises(ToolCallFailed) as failed:
+                await svc.call("srv__upstream", {"text": SECRET}, via="test", approval={})
+            assert failed.value.message == "server `srv` failed `upstream`: upstream said *** (MCP error -32000)"
+            [row] = jt.calls(svc.journal)
+            assert row["outcome"] == "error" and row["decision"] == "approved"
+            # The lookup is read live: a session that is down is not exposed, nor callable.
+            session.live = False
+            assert svc.listing() == []
+            with pytest.raises(NotFound):
+                await svc.call("srv__upstream", {"text": "x"}, via="test", approval={})
+
+    run(main)
+
+
+def test_an_unanswered_approval_request_expires_on_the_service_clock(tmp_path: Path) -> None:
+    now = [1_000_000.0]
+
+    async def main() -> None:
+        async with service(tmp_path, _spec(), clock=lambda: now[0]) as (svc, _session):
+            with pytest.raises(ApprovalRequired) as asked:
+                await svc.call("srv__echo", {"text": "x"}, via="test", approval={"mode": "check"})
+            pending = asked.value.pending
+            assert (pending.created, pending.expires) == (now[0], now[0] + 600)
+            assert [p["id"] for p in svc.gate.listing()] == [pending.id]
+            now[0] += 601  # nobody answered within the request's lifetime
+            assert svc.gate.listing() == []
+            with pytest.raises(NotFound):
+                await svc.call("srv__echo", {"text": "x"}, via="test",
+                               approval={"mode": "decided", "approvalId": pending.id, "grant": "once"})
+
+    run(main)
