@@ -82,7 +82,7 @@ def browser_calls(tmp: Path) -> list[str]:
 
 
 def assert_no_sentinel(home: Path, *outputs: str) -> None:
-    """No sentinel token in any CLI output, in daemon.log or in any journal row (TK-6).
+    """No sentinel token in any CLI output, in daemon.log or in any journal row.
 
     The definition files are the one place tokens are meant to be; everything else under
     MONAD_HOME (logs, the journal and its WAL) is searched byte by byte."""

@@ -136,6 +136,33 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def write_atom(home: Path, name: str, body: str) -> Path:
+    """Write `atoms/mcp/NAME.toml` under `home` with `body` as it is; returns its path."""
+    folder = home / "atoms" / "mcp"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.toml"
+    path.write_text(body)
+    return path
+
+
+def pid_alive(pid: int) -> bool:
+    """The one liveness check (a zombie counts as gone), as the CLI itself uses it."""
+    from monad_cli.control.client import pid_alive as alive
+
+    return alive(pid)
+
+
+@pytest.fixture
+def servers() -> Iterator[Any]:
+    """`servers.start(SCRIPT, *flags)` → base URL of a script serving on a free loopback port;
+    every one is stopped after the test (tests/auth_helpers.py `Servers`)."""
+    from tests.auth_helpers import Servers
+
+    s = Servers()
+    yield s
+    s.stop()
+
+
 def wait_for(predicate: Any, timeout: float = 20.0, interval: float = 0.05) -> Any:
     deadline = time.monotonic() + timeout
     last = None
@@ -195,4 +222,5 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
                 terminalreporter.write_line(str(value))
 
 
-__all__ = ["TESTSERVER", "free_port", "server_cmd", "shutil", "status_of", "wait_for", "wait_state"]
+__all__ = ["TESTSERVER", "free_port", "pid_alive", "server_cmd", "shutil", "status_of", "wait_for", "wait_state",
+           "write_atom"]

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import pytest
 
 from monad_cli.auth.session import SupervisorAuth
 from monad_cli.config.schema import ServerSpec, validate
@@ -112,12 +111,6 @@ def test_a_filtered_server_is_not_started(monad_home: Path) -> None:
 
     anyio.run(main)
 
-
-@pytest.fixture
-def servers() -> Any:
-    s = Servers()
-    yield s
-    s.stop()
 
 
 def test_supervisor_auth_without_a_supervisor_reaches_the_actor(monad_home: Path, servers: Servers) -> None:

@@ -17,12 +17,6 @@ pytestmark = pytest.mark.e2e
 NO_AUTOSTART = {"MONAD_NO_AUTOSTART": "1"}
 
 
-@pytest.fixture
-def servers() -> Any:
-    s = Servers()
-    yield s
-    s.stop()
-
 
 def _setup(monad: Any, base: str, path: str = "/mcp", name: str = "remote") -> None:
     r = monad("mcp", "add", name, "--url", f"{base}{path}")

@@ -10,39 +10,27 @@ from typing import Any
 import pytest
 
 from tests.auth_helpers import DEVICE_AS, Servers, assert_no_sentinel
-from tests.conftest import wait_state
+from tests.conftest import wait_state, write_atom
 
 pytestmark = pytest.mark.e2e
 TOKEN = "SENTINEL-bearer-0b1c2d3e4f"
 HEADER_VALUE = "SENTINEL-header-9a8b7c6d"
 
 
-@pytest.fixture
-def servers() -> Any:
-    s = Servers()
-    yield s
-    s.stop()
-
-
-def _write_atom(home: Path, name: str, body: str) -> None:
-    folder = home / "atoms" / "mcp"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{name}.toml").write_text(body)
-
 
 def test_bearer_and_headers_modes_connect_and_never_leak(supervisor: Any, monad_home: Path,
                                                          servers: Servers) -> None:
     monad = supervisor
     base = servers.start(DEVICE_AS, "--accept-bearer", TOKEN, "--accept-header", f"X-Api-Key={HEADER_VALUE}")
-    _write_atom(monad_home, "bearer", f'schema = 1\nurl = "{base}/mcp"\n[auth]\nmode = "bearer"\n'
+    write_atom(monad_home, "bearer", f'schema = 1\nurl = "{base}/mcp"\n[auth]\nmode = "bearer"\n'
                                       f'token = "{TOKEN}"\n')
     # agents.json home, with the token from the environment would also work; here literal.
     (monad_home / "agents.json").write_text(json.dumps({"mcpServers": [
         {"name": "keyed", "url": f"{base}/mcp?x=1", "auth": {"mode": "headers",
                                                              "headers": {"X-Api-Key": HEADER_VALUE}}}]}))
-    _write_atom(monad_home, "wrong", f'schema = 1\nurl = "{base}/mcp?wrong=1"\n[auth]\nmode = "bearer"\n'
+    write_atom(monad_home, "wrong", f'schema = 1\nurl = "{base}/mcp?wrong=1"\n[auth]\nmode = "bearer"\n'
                                      f'token = "SENTINEL-not-the-token"\n')
-    _write_atom(monad_home, "none", f'schema = 1\nurl = "{base}/mcp?none=1"\n')
+    write_atom(monad_home, "none", f'schema = 1\nurl = "{base}/mcp?none=1"\n')
     outputs: list[str] = []
     for name in ("bearer", "keyed"):
         row = wait_state(monad, name, "connected")
@@ -70,6 +58,6 @@ def test_unreachable_oauth_server_is_failed_not_needs_auth(supervisor: Any, mona
     """A server that answers 500 is `failed`/`backoff` with the HTTP status; only a 401 is needs-auth."""
     monad = supervisor
     base = servers.start(DEVICE_AS)
-    _write_atom(monad_home, "broken", f'schema = 1\nurl = "{base}/nothing-here"\n[auth]\nmode = "oauth"\n')
+    write_atom(monad_home, "broken", f'schema = 1\nurl = "{base}/nothing-here"\n[auth]\nmode = "oauth"\n')
     row = wait_state(monad, "broken", "backoff")
     assert "404" in row["reason"]

@@ -31,12 +31,6 @@ from tests.conftest import status_of, wait_for, wait_state
 pytestmark = pytest.mark.e2e
 
 
-@pytest.fixture
-def servers() -> Any:
-    s = Servers()
-    yield s
-    s.stop()
-
 
 def _add(monad: Any, name: str, url: str) -> None:
     r = monad("mcp", "add", name, "--url", url)
@@ -261,7 +255,7 @@ async def _ping_many(base: str, provider: Any, n: int) -> list[int]:
 def test_mid_session_401_refreshes_once_then_invalid_grant_needs_auth(monad: Any, monad_home: Path,
                                                                        servers: Servers, tmp_path: Path,
                                                                        monkeypatch: Any) -> None:
-    """TK-3: a token rejected before its expiry → one refresh, the requests retried; a refresh
+    """A token rejected before its expiry → one refresh, the requests retried; a refresh
     answered with invalid_grant → the actor is told (needs-auth) and nothing is retried."""
     import anyio
 

@@ -17,6 +17,7 @@ from monad_cli.auth.urls import url_problem
 from monad_cli.config.schema import validate
 from monad_cli.errors import AuthError, ConfigError
 from monad_cli.redact import redact_definition, secret_values
+from tests.conftest import write_atom
 
 
 @pytest.mark.parametrize("url", [
@@ -149,9 +150,7 @@ def test_cli_import_path_stays_light() -> None:
 ])
 def test_authorize_refuses_bad_input_in_one_line(cli: Any, monad_home: Any, atom: str, argv: tuple,
                                                  expected: str) -> None:
-    folder = monad_home / "atoms" / "mcp"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "x.toml").write_text("schema = 1\n" + atom)
+    write_atom(monad_home, "x", "schema = 1\n" + atom)
     r = cli("mcp", "authorize", "x", *argv)
     assert r.code == 2, r
     assert expected in r.err and len(r.err.strip().splitlines()) == 1 and "abcd1234" not in r.err
@@ -171,9 +170,7 @@ def test_refresh_never_overwrites_a_newer_grant(monad_home: Any) -> None:
     from monad_cli.auth.storage import DefinitionTokenStorage, read_grant
     from monad_cli.paths import paths
 
-    folder = monad_home / "atoms" / "mcp"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "x.toml").write_text('schema = 1\nurl = "https://x.example/mcp"\n[auth]\nmode = "oauth"\n')
+    write_atom(monad_home, "x", 'schema = 1\nurl = "https://x.example/mcp"\n[auth]\nmode = "oauth"\n')
 
     async def main() -> None:
         cli_side = DefinitionTokenStorage(paths(), "x", fresh=True)

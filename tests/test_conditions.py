@@ -9,6 +9,7 @@ import pytest
 from monad_cli.conditions import And, ConditionError, Not, Or, Predicate, evaluate, holds, parse, parse_facts
 from monad_cli.config.loader import load_definitions
 from monad_cli.paths import paths
+from tests.conftest import write_atom
 
 FACTS = {"model_params": "8", "env": "ci"}
 ENV = {"CI": "1", "EMPTY": ""}
@@ -95,15 +96,9 @@ def test_parse_facts() -> None:
         parse_facts(["model_params=huge"])
 
 
-def _atom(home: Path, name: str, body: str) -> None:
-    d = home / "atoms" / "mcp"
-    d.mkdir(parents=True, exist_ok=True)
-    (d / f"{name}.toml").write_text(body)
-
-
 def test_malformed_condition_is_a_config_error_for_that_server_only(monad_home: Path) -> None:
-    _atom(monad_home, "good", 'command = "true"\ncondition = "env_set:CI or fact_eq:env=ci"\n')
-    _atom(monad_home, "bad", 'command = "true"\ncondition = "env_set:CI or"\n')
+    write_atom(monad_home, "good", 'command = "true"\ncondition = "env_set:CI or fact_eq:env=ci"\n')
+    write_atom(monad_home, "bad", 'command = "true"\ncondition = "env_set:CI or"\n')
     defs = load_definitions(paths(), {})
     assert defs.specs["good"].condition == "env_set:CI or fact_eq:env=ci"
     assert "bad" not in defs.specs
@@ -114,15 +109,15 @@ def test_malformed_condition_is_a_config_error_for_that_server_only(monad_home: 
 
 
 def test_condition_must_be_a_string(monad_home: Path) -> None:
-    _atom(monad_home, "bad", 'command = "true"\ncondition = 3\n')
+    write_atom(monad_home, "bad", 'command = "true"\ncondition = 3\n')
     problem = load_definitions(paths(), {}).problem_for("bad")
     assert problem is not None and "field `condition`: must be a string" in problem.message
 
 
 def test_changing_condition_or_deferred_keeps_the_session_fingerprint(monad_home: Path) -> None:
-    _atom(monad_home, "s", 'command = "true"\n')
+    write_atom(monad_home, "s", 'command = "true"\n')
     before = load_definitions(paths(), {}).specs["s"].connection_fingerprint()
-    _atom(monad_home, "s", 'command = "true"\ndeferred = true\ncondition = "env_set:CI"\n')
+    write_atom(monad_home, "s", 'command = "true"\ndeferred = true\ncondition = "env_set:CI"\n')
     after = load_definitions(paths(), {}).specs["s"]
     assert after.deferred and after.condition == "env_set:CI"
     assert after.connection_fingerprint() == before

@@ -128,11 +128,10 @@ def test_no_control_flow_on_message_text() -> None:
 
 # -- a real ControlServer on the real socket, and the CLI's real client --------------------------
 
-def _scenario(monad_home: Path, calls: Any, *, without_tasks: bool = False) -> Any:
+def _scenario(monad_home: Path, calls: Any) -> Any:
     """Serve a real `ControlServer` (of a supervisor that is opened but not run) on
     `run/monad.sock` plus one extra route that raises the kind named in its path; run
-    `calls(client)` in a thread with the CLI's `ControlClient`. `without_tasks`: the task
-    manager is gone (what the tasks routes guard against)."""
+    `calls(client)` in a thread with the CLI's `ControlClient`."""
     from starlette.requests import Request
     from starlette.routing import Route
 
@@ -153,8 +152,6 @@ def _scenario(monad_home: Path, calls: Any, *, without_tasks: bool = False) -> A
         sup = Supervisor(p)
         sup.secrets = {SECRET}  # what a definition's header value would put there
         journal = sup.open()  # the journal and the services the routes use
-        if without_tasks:
-            del sup.tasks
         control = ControlServer(sup)
         control.app.router.routes.append(Route("/v1/test/raise/{code}", raise_kind))
         await control.start()
@@ -228,16 +225,16 @@ def test_real_routes_raise_their_kinds(monad_home: Path) -> None:
             "invalid_input": _raised(client, "POST", add, {"name": "x"}),
             "invalid_definition": _raised(client, "POST", add, {"name": "bad", "definition": {"transport": "x"}}),
             "conflict": _raised(client, "POST", add, {"name": "taken", "definition": {"command": "echo"}}),
-            "unavailable": _raised(client, "GET", "/v1/tasks"),  # no task manager
+            "task": _raised(client, "GET", "/v1/tasks/0123abcd"),
             "route": _raised(client, "GET", "/v1/no/such/route"),
         }
 
-    out = _scenario(monad_home, calls, without_tasks=True)
+    out = _scenario(monad_home, calls)
     assert type(out["not_found"]) is NotFound and "server `ghost` is not defined" in out["not_found"].message
     assert type(out["invalid_input"]) is InvalidInput
     assert type(out["invalid_definition"]) is ConfigError
     assert type(out["conflict"]) is Conflict and "already exists" in out["conflict"].message
-    assert type(out["unavailable"]) is Unavailable
+    assert type(out["task"]) is NotFound and "task `0123abcd` is not known" in out["task"].message
     assert type(out["route"]) is NotFound and "HTTP 404" in out["route"].message
     assert out["conflict"].exit_code == ExitCode.USAGE  # as the old 409 `invalid_input` was
 

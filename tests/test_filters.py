@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,7 @@ from monad_cli.config.features import load_mcp_filter
 from monad_cli.errors import ConfigError
 from monad_cli.filters import PatternError, Rule, ServerFilter, combine, split_patterns
 from monad_cli.paths import paths
-from tests.conftest import server_cmd, status_of, wait_for, wait_state
+from tests.conftest import pid_alive, server_cmd, status_of, wait_for, wait_state, write_atom
 
 
 # -- pure rules -----------------------------------------------------------------------------
@@ -100,25 +99,16 @@ def test_bad_pattern_flag_is_a_one_line_usage_error(cli: Any) -> None:
 # -- the real supervisor ----------------------------------------------------------------------
 def _atom(home: Path, name: str, *, required: bool = False) -> None:
     cmd = server_cmd()
-    d = home / "atoms" / "mcp"
-    d.mkdir(parents=True, exist_ok=True)
     lines = [f"command = {json.dumps(cmd[0])}", f"args = {json.dumps(cmd[1:])}", "timeout = 60"]
     if required:
         lines.append("required = true")
-    (d / f"{name}.toml").write_text("\n".join(lines) + "\n")
+    write_atom(home, name, "\n".join(lines) + "\n")
 
 
 def _start(monad: Any, *flags: str) -> None:
     r = monad("daemon", "start", *flags, timeout=120)
     assert r.code == 0, r
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 @pytest.mark.e2e
@@ -157,13 +147,13 @@ def test_file_defaults_flags_override_and_live_refiltering(monad: Any, monad_hom
         keep = wait_state(monad, "keep", "connected", timeout=90)
         drop = wait_state(monad, "drop", "connected", timeout=90)
         drop_pid = drop["pid"]
-        assert drop_pid and _alive(drop_pid)
+        assert drop_pid and pid_alive(drop_pid)
 
         # Live: exclude `drop` in the file; its process goes away, `keep` keeps its session.
         mcp_toml.write_text('[mcp]\nenabled = ["nothing-matches"]\ndisabled = ["dr*"]\n')
         drop = wait_state(monad, "drop", "filtered", timeout=60)
         assert drop["reason"] == "excluded by `dr*` (`[mcp] disabled` in `features/mcp.toml`)"
-        wait_for(lambda: not _alive(drop_pid), timeout=30)
+        wait_for(lambda: not pid_alive(drop_pid), timeout=30)
         assert status_of(monad, "keep")["pid"] == keep["pid"]
 
         # A malformed file keeps the last good filters and says so.

@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.conftest import status_of, wait_state
+from tests.conftest import status_of, wait_state, write_atom
 
 pytestmark = pytest.mark.e2e
 TOOLSERVER = str(Path(__file__).resolve().parent / "servers" / "toolserver.py")
@@ -20,12 +20,9 @@ TOOLS = ["add", "echo", "fail", "kinds", "mutate", "slow"]
 
 
 def _atom(home: Path, name: str, *extra: str) -> Path:
-    path = home / "atoms" / "mcp" / f"{name}.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join([f"command = {json.dumps(sys.executable)}", f"args = {json.dumps([TOOLSERVER])}",
-                               "timeout = 60", *extra,
-                               f"trust = {{autoApproveTools = [\"{name}__echo\"]}}"]) + "\n")
-    return path
+    return write_atom(home, name, "\n".join([f"command = {json.dumps(sys.executable)}",
+                                             f"args = {json.dumps([TOOLSERVER])}", "timeout = 60", *extra,
+                                             f"trust = {{autoApproveTools = [\"{name}__echo\"]}}"]) + "\n")
 
 
 def _gateway(home: Path, *flags: str, env: dict[str, str] | None = None) -> Any:

@@ -5,6 +5,7 @@ supervisor, and nothing imports the CLI's command modules."""
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,9 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "monad_cli"
 # Services are handed what they use; they never import the supervisor to get it.
 BELOW_THE_SUPERVISOR = ("trust", "tasks", "auth", "journal", "config", "gateway")
+# The state machines and the CLI-side task code load on the CLI's fast path: stdlib only.
+STDLIB_ONLY = ("supervisor/states.py", "tasks/states.py", "tasks/snapshot.py", "tasks/forms.py",
+               "commands/_follow.py", "errors.py", "control/envelope.py")
 
 
 def _package_of(path: Path) -> str:
@@ -54,8 +58,26 @@ def test_nothing_imports_the_commands() -> None:
     assert _violations(files, "monad_cli.commands") == []
 
 
+@pytest.mark.parametrize("rel", STDLIB_ONLY)
+def test_stdlib_only_modules(rel: str) -> None:
+    path = PACKAGE / rel
+    outside = {m for m in _imports(path.read_text(), _package_of(path))
+               if m.split(".")[0] not in (*sys.stdlib_module_names, "monad_cli")}
+    ours = {m for m in _imports(path.read_text(), _package_of(path)) if m.startswith("monad_cli.")}
+    allowed = {f"monad_cli.{p.removesuffix('.py').replace('/', '.')}" for p in STDLIB_ONLY} | {"monad_cli"}
+    assert not outside
+    assert {m for m in ours if m not in allowed and m.rsplit(".", 1)[0] not in allowed} == set()
+
+
 def test_the_check_sees_imports_under_type_checking_relative_and_in_functions() -> None:
     source = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..supervisor.actor import ServerActor\n"
               "def f() -> None:\n    import monad_cli.supervisor.states\n")
     assert _imports(source, "monad_cli.trust") >= {"monad_cli.supervisor.actor", "monad_cli.supervisor.states"}
     assert _imports("from . import gate\n", "monad_cli.trust") == {"monad_cli.trust", "monad_cli.trust.gate"}
+
+
+def test_no_module_over_400_lines() -> None:
+    """A module that grows past this holds two things; split it where they part."""
+    long = {str(p.relative_to(PACKAGE)): n for p in PACKAGE.rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > 400}
+    assert long == {}

@@ -19,7 +19,7 @@ import pytest
 from monad_cli.config.loader import load_definitions
 from monad_cli.paths import paths
 from monad_cli.sandbox import SandboxError, landlock_abi, launch_argv, prepare, unavailable_reason
-from tests.conftest import SERVERS, status_of, wait_for, wait_state
+from tests.conftest import SERVERS, status_of, wait_for, wait_state, write_atom
 
 PROBE = str(SERVERS / "sandboxprobe.py")
 needs_landlock = pytest.mark.skipif(landlock_abi() < 1, reason="this kernel has no Landlock; the "
@@ -133,16 +133,10 @@ def test_prepare_fails_closed_when_landlock_is_missing(tmp_path: Path, monkeypat
 
 
 # -- schema --------------------------------------------------------------------------------------
-def _atom(home: Path, name: str, body: str) -> None:
-    d = home / "atoms" / "mcp"
-    d.mkdir(parents=True, exist_ok=True)
-    (d / f"{name}.toml").write_text(body)
-
-
 def test_schema_refuses_sandbox_for_http_and_relative_writable_paths(monad_home: Path) -> None:
-    _atom(monad_home, "remote", 'url = "https://example.com/mcp"\nsandbox = true\n')
-    _atom(monad_home, "rel", 'command = "true"\nsandbox = true\nsandboxWritable = ["data"]\n')
-    _atom(monad_home, "env", 'command = "true"\nsandbox = true\nsandboxWritable = ["$WORK/data"]\n')
+    write_atom(monad_home, "remote", 'url = "https://example.com/mcp"\nsandbox = true\n')
+    write_atom(monad_home, "rel", 'command = "true"\nsandbox = true\nsandboxWritable = ["data"]\n')
+    write_atom(monad_home, "env", 'command = "true"\nsandbox = true\nsandboxWritable = ["$WORK/data"]\n')
     defs = load_definitions(paths(), {"WORK": "/srv/work"})
     remote = defs.problem_for("remote")
     assert remote is not None and remote.message == (
@@ -154,10 +148,10 @@ def test_schema_refuses_sandbox_for_http_and_relative_writable_paths(monad_home:
 
 
 # -- the real supervisor ----------------------------------------------------------------------
-def _probe_atom(home: Path, d: dict[str, Path], name: str = "probe") -> None:
+def _probewrite_atom(home: Path, d: dict[str, Path], name: str = "probe") -> None:
     args = [PROBE, "--try-write", str(d["outside"] / "x.txt"), "--try-write", str(d["work"] / "x.txt"),
             "--try-write", str(d["extra"] / "x.txt"), "--try-write-tmpdir"]
-    _atom(home, name, "\n".join([
+    write_atom(home, name, "\n".join([
         f"command = {json.dumps(sys.executable)}", f"args = {json.dumps(args)}", "timeout = 60",
         "sandbox = true", f"cwd = {json.dumps(str(d['work']))}",
         f"sandboxWritable = {json.dumps([str(d['extra'])])}"]) + "\n")
@@ -167,7 +161,7 @@ def _probe_atom(home: Path, d: dict[str, Path], name: str = "probe") -> None:
 @pytest.mark.e2e
 def test_supervisor_runs_a_sandboxed_server(monad: Any, monad_home: Path, tmp_path: Path) -> None:
     d = _dirs(tmp_path)
-    _probe_atom(monad_home, d)
+    _probewrite_atom(monad_home, d)
     r = monad("daemon", "start", timeout=120)
     assert r.code == 0, r
     try:
@@ -190,7 +184,7 @@ def test_supervisor_runs_a_sandboxed_server(monad: Any, monad_home: Path, tmp_pa
 def test_supervisor_fails_a_sandboxed_server_without_landlock(monad: Any, monad_home: Path,
                                                                tmp_path: Path) -> None:
     d = _dirs(tmp_path)
-    _probe_atom(monad_home, d)
+    _probewrite_atom(monad_home, d)
     r = monad("daemon", "start", timeout=120, env={"MONAD_LANDLOCK_ABI_MAX": "0"})
     assert r.code == 0, r
     try:

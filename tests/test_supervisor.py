@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import server_cmd, status_of, wait_for, wait_state
+from tests.conftest import pid_alive, server_cmd, status_of, wait_for, wait_state
 
 SENTINEL = "SENTINEL-tok-4c1d9a"
 
@@ -26,16 +26,6 @@ def add_test_server(monad: Any, name: str, *flags: str, timeout: float | None = 
     r = monad(*argv, "--", *server_cmd(*flags))
     assert r.code == 0, r
 
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie is dead for our purposes
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except OSError:
-        return False
 
 
 @pytest.mark.e2e
@@ -67,11 +57,12 @@ def test_hot_reload_changes_only_the_edited_server(supervisor: Any, monad_home: 
     assert supervisor("mcp", "wait", "a", "--timeout", "60").code == 0
     assert status_of(supervisor, "b")["pid"] == pid_b  # untouched: same process, same session
     assert not pid_alive(pid_a)
+    new_pid_a = status_of(supervisor, "a")["pid"]
+    assert pid_alive(new_pid_a)
     # delete → disconnected and its process gone
     atom.unlink()
     wait_for(lambda: "a" not in {r["name"] for r in supervisor("mcp", "status", "--json").json()}, timeout=30)
-    new_a = None
-    assert new_a is None
+    wait_for(lambda: not pid_alive(new_pid_a), timeout=30)
     assert status_of(supervisor, "b")["pid"] == pid_b
 
 

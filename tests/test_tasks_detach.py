@@ -10,16 +10,14 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import SERVERS, wait_for, wait_state
+from tests.conftest import SERVERS, wait_for, wait_state, write_atom
 
 pytestmark = pytest.mark.e2e
 
 
 def test_detach_returns_a_task_id_and_the_result_arrives(monad_home: Path, supervisor: Any) -> None:
-    atoms = monad_home / "atoms" / "mcp"
-    atoms.mkdir(parents=True, exist_ok=True)
     args = json.dumps([str(SERVERS / "tasks_server.py")])
-    (atoms / "tk.toml").write_text(f'command = {json.dumps(sys.executable)}\nargs = {args}\n')
+    write_atom(monad_home, "tk", f'command = {json.dumps(sys.executable)}\nargs = {args}\n')
     wait_state(supervisor, "tk", "connected")
 
     r = supervisor("mcp", "call", "tk__slow", "--arg", "seconds=1.5", "--arg", "label=bg", "--yes", "--detach")

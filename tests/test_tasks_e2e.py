@@ -13,16 +13,15 @@ from typing import Any
 
 import pytest
 
+from tests import conftest
 from tests.conftest import SERVERS, wait_for, wait_state
 
 TASKS_SERVER = str(SERVERS / "tasks_server.py")
 pytestmark = pytest.mark.e2e
 
 
-def write_atom(home: Path, name: str, body: str) -> None:
-    d = home / "atoms" / "mcp"
-    d.mkdir(parents=True, exist_ok=True)
-    (d / f"{name}.toml").write_text(f"schema = 1\n{body}")
+def write_atom(home: Path, name: str, body: str) -> Path:
+    return conftest.write_atom(home, name, f"schema = 1\n{body}")
 
 
 def stdio_atom(home: Path, name: str, *flags: str) -> None:

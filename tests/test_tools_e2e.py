@@ -198,7 +198,7 @@ def test_approvals_deny_once_session_always_and_host_escape(supervisor: Any) -> 
         proc = popen_monad("mcp", "call", "ts__echo", "--arg", f"text={text}", "--approval-timeout", "60")
         p = wait_for(lambda: [p for p in pending(monad) if p["arguments"] == {"text": text}])[0]
         assert p["server"] == "ts" and p["tool"] == "echo" and p["exposed"] == "ts__echo"
-        assert p["command"][0] == sys.executable  # the exact command is shown (TL-6)
+        assert p["command"][0] == sys.executable  # the exact, untruncated command is shown
         return proc, p
 
     proc, p = call_waiting("one")
@@ -228,7 +228,8 @@ def test_approvals_deny_once_session_always_and_host_escape(supervisor: Any) -> 
     assert any(d == "timeout" and o == "refused" for d, _, o in decided)
     assert any(b.startswith("session approval") for _, b, _ in decided)
 
-    # "always" survives a supervisor restart but not an edit of the command (TL-4).
+    # "always" survives a supervisor restart but not an edit of the command (approvals are keyed
+    # to the definition hash).
     proc = popen_monad("mcp", "call", "ts__add", "--arg", "a=1", "--arg", "b=1", "--approval-timeout", "60")
     p = wait_for(lambda: [p for p in pending(monad) if p["tool"] == "add"])[0]
     assert monad("approvals", "allow", p["id"], "--always").code == 0
@@ -345,7 +346,7 @@ def test_interrupted_calls_are_marked_after_a_supervisor_crash(supervisor: Any, 
     proc = popen_monad("mcp", "call", "ts__slow", "--arg", "seconds=300", "--yes")
     try:
         wait_for(lambda: (tmp_path / "slow.started").exists(), timeout=30)
-        assert [c["outcome"] for c in calls(monad)] == ["running"]  # written before the call (JR-6)
+        assert [c["outcome"] for c in calls(monad)] == ["running"]  # the intent row is written before the call
         pid = int((monad_home / "run" / "monad.pid").read_text())
         os.kill(pid, signal.SIGKILL)
         proc.communicate(timeout=30)

@@ -42,7 +42,7 @@ def authorize(
     from monad_cli.auth.authorize import Say, run_authorize
 
     def show_url(url: str, kind: str) -> None:
-        # Always printed, also when a browser is opened (OF-5); on stderr under --json so
+        # Always printed, also when a browser is opened (it may not open, or open elsewhere); on stderr under --json so
         # stdout stays one JSON document.
         (render.info if as_json else render.line)(url)
 

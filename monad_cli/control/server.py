@@ -100,7 +100,7 @@ class ControlServer:
             Route("/v1/mcp-servers/{name}/reconnect", self.reconnect, methods=["POST"]),
             Route("/v1/mcp-servers/{name}/tools", self.tools),
             *tools_routes(self),
-            *task_routes(self.sup),
+            *task_routes(self.sup.tasks),
         ]
 
     async def _body(self, request: Request) -> dict[str, Any]:

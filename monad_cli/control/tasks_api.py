@@ -1,5 +1,5 @@
 """Control API routes for tasks (docs/tasks.md "Control API"); added to the control server's
-routes list by `task_routes(sup)`.
+routes list by `task_routes(sup.tasks)`.
 
     POST /v1/tasks                {server, tool, arguments?, correlation?}  → 202 the task
     GET  /v1/tasks                ?server=S&state=active|pending|done      → {"tasks": [...]}
@@ -13,32 +13,26 @@ a server that is not connected 409 `not_connected`, no task manager 503 `unavail
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from monad_cli.control.http import read_json_body
-from monad_cli.errors import InvalidInput, Unavailable
+from monad_cli.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from monad_cli.supervisor.supervisor import Supervisor
+    from monad_cli.tasks.manager import TaskManager
 
 MAX_WAIT_S = 25.0  # below the CLI client's 30 s socket timeout
 
 
-def task_routes(sup: Supervisor) -> list[Route]:
-    """The `/v1/tasks` routes over `sup.tasks` (a `TaskManager`)."""
-
-    def manager() -> Any:
-        tasks = getattr(sup, "tasks", None)
-        if tasks is None:  # before the journal is open, or after it closed
-            raise Unavailable("the task manager is not running; try again in a moment")
-        return tasks
+def task_routes(tasks: TaskManager) -> list[Route]:
+    """The `/v1/tasks` routes over the supervisor's `TaskManager` (built before any route
+    serves: `Supervisor.open`)."""
 
     async def start(request: Request) -> JSONResponse:
-        tasks = manager()
         body = await read_json_body(request)
         server, tool = body.get("server"), body.get("tool")
         arguments, correlation = body.get("arguments") or {}, body.get("correlation")
@@ -52,13 +46,11 @@ def task_routes(sup: Supervisor) -> list[Route]:
         return JSONResponse(row, status_code=202)
 
     async def list_(request: Request) -> JSONResponse:
-        tasks = manager()
         q = request.query_params
         rows = tasks.list_tasks(server=q.get("server") or None, state=q.get("state") or None)
         return JSONResponse({"tasks": rows})
 
     async def show(request: Request) -> JSONResponse:
-        tasks = manager()
         q = request.query_params
         try:
             wait = min(max(float(q.get("wait") or 0), 0.0), MAX_WAIT_S)
@@ -68,7 +60,6 @@ def task_routes(sup: Supervisor) -> list[Route]:
         return JSONResponse(row)
 
     async def answer(request: Request) -> JSONResponse:
-        tasks = manager()
         body = await read_json_body(request)
         responses = body.get("responses")
         if not isinstance(responses, dict):
@@ -76,7 +67,6 @@ def task_routes(sup: Supervisor) -> list[Route]:
         return JSONResponse(await tasks.answer(request.path_params["id"], responses))
 
     async def cancel(request: Request) -> JSONResponse:
-        tasks = manager()
         return JSONResponse(await tasks.cancel(request.path_params["id"]))
 
     return [
