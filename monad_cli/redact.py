@@ -158,9 +158,9 @@ def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
 def restore_masked(field: str, sent: Any, stored: Any) -> Any:
     """The value to write for top-level `field` of an edit: `sent`, except that wherever it
     holds the mask (`***`, or a URL/argument exactly as `redact_definition` shows the stored
-    one) the stored secret at the same place (same env/header name, same query parameter,
-    same argument) comes back. A mask with nothing stored behind it stays (see
-    `masked_fields`)."""
+    one) the stored secret at the same place (same env/header name, same query parameter or
+    password of a URL to the same origin, same argument) comes back. A mask with nothing
+    stored behind it stays (see `masked_fields`)."""
     if field in ("env", "headers") and isinstance(sent, Mapping) and isinstance(stored, Mapping):
         return {k: (stored[k] if v == MASK and k in stored else v) for k, v in sent.items()}
     if field == "url" and isinstance(sent, str) and isinstance(stored, str):
@@ -190,8 +190,11 @@ def _restore_url(sent: str, stored: str) -> str:
         return stored  # unchanged (redact_url also drops the fragment)
     try:
         new, old = urlsplit(sent), urlsplit(stored)
+        same_origin = (new.scheme, new.hostname, new.port) == (old.scheme, old.hostname, old.port)
     except ValueError:
         return sent
+    if not same_origin:
+        return sent  # a URL's secrets belong to its origin: another host gets none of them
     netloc = new.netloc
     if f":{MASK}@" in netloc and old.password is not None and new.username == old.username:
         netloc = netloc.replace(f":{MASK}@", f":{old.password}@", 1)
