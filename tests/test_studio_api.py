@@ -282,7 +282,7 @@ def test_no_secret_in_any_answer_and_an_unchanged_edit_keeps_every_secret(studio
     wait_for(lambda: all(row["state"] != "connecting" for row in
                          studio.get("/v1/settings/mcp-servers/status").json()["servers"]), timeout=30)
     answers = [studio.get(p).text for p in (
-        "/v1/settings/mcp-servers", "/v1/settings/mcp-servers/status?detail=1", "/v1/journal?limit=500",
+        "/studio/", "/v1/settings/mcp-servers", "/v1/settings/mcp-servers/status?detail=1", "/v1/journal?limit=500",
         "/v1/tools", *(f"/v1/settings/mcp-servers/{n}" for n in definitions),
         *(f"/v1/settings/mcp-servers/{n}/status" for n in definitions))]
     answers.append(_first_event(studio))

@@ -24,17 +24,17 @@ import socket
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import anyio
 import uvicorn
 from sse_starlette import EventSourceResponse
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
-from starlette.staticfiles import StaticFiles
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from monad_cli.errors import Conflict
 from monad_cli.studio.events import PING_S, EventBus, event_stream
@@ -64,6 +64,54 @@ class _QuietServer(uvicorn.Server):
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         yield
+
+
+class StaticPage:
+    """The page's files (`static/`), read once and answered from memory: a first render must
+    not wait on a thread pool opening files. ETags let a reload revalidate cheaply.
+
+    The page itself carries the current `snapshot()` (the first event every stream starts
+    with) in a JSON data block, so it renders before its event stream is even open."""
+
+    TYPES: ClassVar[dict[str, str]] = {".html": "text/html; charset=utf-8", ".css": "text/css; charset=utf-8",
+                                       ".js": "text/javascript; charset=utf-8"}
+    SLOT = b'<script type="application/json" id="studio-snapshot">null</script>'
+
+    def __init__(self, snapshot: Callable[[], dict[str, Any]], root: Path = STATIC) -> None:
+        import hashlib
+
+        self.snapshot = snapshot
+        self.files: dict[str, tuple[bytes, str, str]] = {}
+        for path in sorted(root.rglob("*")):
+            if path.is_file() and path.suffix in self.TYPES:
+                body = path.read_bytes()
+                etag = '"' + hashlib.sha256(body).hexdigest()[:16] + '"'
+                self.files["/" + path.relative_to(root).as_posix()] = (body, self.TYPES[path.suffix], etag)
+        self.files["/"] = self.files["/index.html"]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope["path"][len(scope.get("root_path", "")):] or "/"
+        found = self.files.get(path)
+        if scope["method"] not in ("GET", "HEAD") or found is None:
+            await PlainTextResponse("not found", status_code=404)(scope, receive, send)
+            return
+        body, kind, etag = found
+        if path in ("/", "/index.html"):
+            await Response(self._page(body), media_type=kind)(scope, receive, send)
+            return
+        headers = {"ETag": etag, "Cache-Control": "no-cache", "Content-Type": kind}
+        if etag in Headers(scope=scope).get("if-none-match", ""):
+            await Response(status_code=304, headers=headers)(scope, receive, send)
+            return
+        await Response(b"" if scope["method"] == "HEAD" else body, headers=headers)(scope, receive, send)
+
+
+    def _page(self, template: bytes) -> bytes:
+        import json
+
+        # `<` escaped: no text in the data can end the block (`</script>`) or open a comment.
+        data = json.dumps(self.snapshot(), separators=(",", ":"), default=str).replace("<", "\\u003c")
+        return template.replace(self.SLOT, self.SLOT.replace(b">null<", f">{data}<".encode()), 1)
 
 
 class Listener:
@@ -121,6 +169,7 @@ class Studio:
         self.listener: Listener | None = None
         self._lock = anyio.Lock()
         self._watching = False
+        self.page = StaticPage(deps.snapshot)
 
     async def serve(self, *, port: int | None, default_port: int) -> dict[str, Any]:
         """`{url, port, started, movedFrom}`: a new one-time login URL for the page.
@@ -168,7 +217,7 @@ class Studio:
             Route("/", to_page),
             Route("/studio", to_page),
             Route("/v1/events", events),
-            Mount("/studio", app=StaticFiles(directory=STATIC, html=True)),
+            Mount("/studio", app=self.page),
             Mount("", app=self.deps.control_app),
         ])
         return StudioLocks(app, port=listener.port, logins=listener.logins)

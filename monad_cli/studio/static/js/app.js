@@ -32,6 +32,15 @@ function notify(message, isError = false) {
 
 const servers = new ServersView(document.getElementById("view"), notify);
 
+// The page came with a snapshot (the same data the stream starts with): render it now, before
+// the stream is open; the stream's own snapshot replaces it a moment later.
+try {
+  const inline = JSON.parse(document.getElementById("studio-snapshot").textContent);
+  if (inline) servers.applySnapshot(inline);
+} catch {
+  // no snapshot in the page: the stream brings one
+}
+
 new LiveStream(showStatus)
   .on("snapshot", (data) => servers.applySnapshot(data))
   .on("config", (data) => servers.applySnapshot(data))
