@@ -189,6 +189,11 @@ def test_a_change_from_another_origin_is_refused_and_writes_nothing(studio: Stud
         assert r.status_code == 403, (method, path)
     assert _atom(monad_home, "mine").read_text() == text
     assert [r for r in journal_rows(monad_home)[before:] if r["kind"] in ("edit", "action")] == []
+    # An oversized body is refused before it is read.
+    r = studio.http.post(f"{studio.base}/v1/settings/mcp-servers", content=b"x" * (1024 * 1024 + 1),
+                         headers={"Host": f"127.0.0.1:{studio.port}", "Origin": studio.origin,
+                                  "Cookie": f"{studio.cookie_name}={studio.cookie}"})
+    assert r.status_code == 413
     # A cross-site read is refused too (CA-2), even though it could not read the answer.
     assert studio.get("/v1/settings/mcp-servers", origin="http://evil.example").status_code == 403
     # The page's own origin may change things.

@@ -32,6 +32,8 @@ from urllib.parse import parse_qs
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from monad_cli.control.http import MAX_BODY
+
 LOGIN_PATH = "/studio/login"
 TOKEN_TTL_S = 600.0  # an unused login URL stops working after 10 minutes
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
@@ -118,6 +120,10 @@ class StudioLocks:
         if scope["method"] not in SAFE_METHODS and origin is None:
             await self._refuse(scope, send, 403, "origin_required",
                                "a change needs the Studio page's own Origin header; nothing was changed")
+            return
+        if not headers.get("content-length", "0").isdigit() or int(headers.get("content-length", "0")) > MAX_BODY:
+            # Refused before anything is read, with the control socket's limit (CA-3).
+            await self._refuse(scope, send, 413, "too_large", "the request body is too large; nothing was changed")
             return
         session = _cookie(headers.get("cookie", ""), self.cookie)
         if scope["path"] == LOGIN_PATH and scope["method"] == "GET":
