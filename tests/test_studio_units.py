@@ -173,3 +173,14 @@ def test_edits_keep_secrets_in_agents_json_and_atoms_and_never_write_the_mask(tm
     paths.atom_path("odd").write_text('command = "srv"\n[env]\nX = "***"\n')
     update_server(paths, "odd", {"enabled": False})
     assert "enabled = false" in paths.atom_path("odd").read_text()
+
+
+def test_an_invalid_definition_names_its_field_in_the_envelope_both_ways() -> None:
+    from monad_cli.control.envelope import decode_error, encode_error
+
+    err = ConfigError("`atoms/mcp/x.toml`: server `x`, field `env.A B`: is not valid", field="env.A B")
+    body = encode_error(err)
+    assert body == {"error": {"code": "invalid_definition", "message": err.message, "field": "env.A B"}}
+    back = decode_error(422, body)
+    assert isinstance(back, ConfigError) and back.field == "env.A B" and back.message == err.message
+    assert "field" not in encode_error(ConfigError("no field here"))["error"]
