@@ -90,6 +90,8 @@ def test_monad_studio_autostarts_prints_one_url_and_a_new_one_each_time(monad: A
 def test_default_port_moving_and_a_busy_port(monad: Any, monkeypatch: Any) -> None:
     r = monad("studio", "--help")
     assert "8720" in r.out and "MONAD_STUDIO_PORT" in r.out
+    r = monad("studio", "--no-browser", env={"MONAD_STUDIO_PORT": "eighty"})
+    assert r.code == 2 and r.err == "error: $MONAD_STUDIO_PORT must be a port number from 0 to 65535\n"
     first = free_port()
     monkeypatch.setenv("MONAD_STUDIO_PORT", str(first))
     r = monad("studio", "--no-browser", "--json")  # no --port: $MONAD_STUDIO_PORT, else 8720

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.auth_helpers import DEVICE_AS, OAUTH_AS, Servers, stats
+from tests.auth_helpers import DEVICE_AS, OAUTH_AS, Servers, assert_no_sentinel, stats
 from tests.conftest import TESTSERVER, _stop_supervisor, wait_for
 from tests.studio_helpers import browser, context, journal_rows, open_studio, page, server_row, state_of
 
@@ -268,7 +268,8 @@ def test_authorize_opens_the_authorization_server_in_a_new_tab(monad: Any, page:
     assert "SENTINEL-access-" in _atom(monad_home, "remote").read_text()
     auth = [r for r in journal_rows(monad_home, "auth") if r["server"] == "remote"]
     assert len(auth) == 1 and auth[0]["detail"]["via"] == "studio" and "from the Studio" in auth[0]["reason"]
-    assert "SENTINEL" not in page.content() and "SENTINEL" not in json.dumps(journal_rows(monad_home))
+    # No token in the page, the journal (WAL included), daemon.log or any other file but the atom.
+    assert_no_sentinel(monad_home, page.content(), json.dumps(journal_rows(monad_home)))
     dialog.get_by_role("button", name="Close").click()
     expect(dialog).to_be_hidden()
 
@@ -289,6 +290,8 @@ def test_authorize_with_the_device_flow_shows_the_code_and_url(monad: Any, page:
     assert len(page.context.pages) == pages_before  # the device flow opens no tab
     expect(dialog.get_by_role("status")).to_contain_text("Authorized", timeout=30_000)
     expect(state_of(page, "dev")).to_have_text("connected", timeout=30_000)
+    assert "WDJB-MJHT" not in (monad_home / "logs" / "daemon.log").read_text()
+    assert_no_sentinel(monad_home, page.content())
 
 
 def test_the_page_says_when_the_stream_is_down_and_reconnects_by_itself(monad: Any, page: Any) -> None:

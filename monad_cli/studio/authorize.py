@@ -124,7 +124,9 @@ class AuthorizeRuns:
             run.ready.set()
             self._publish(run)
 
-        say = Say(info=lambda text: log.info("authorize %s: %s", name, text), url=on_url, device=on_device,
+        # The status lines a terminal would show go to the debug log only: the page gets the
+        # same facts as structured events, and a device code has no business in daemon.log.
+        say = Say(info=lambda text: log.debug("authorize %s: %s", name, text), url=on_url, device=on_device,
                   paste=False)
         try:
             with run.cancel_scope:

@@ -164,7 +164,7 @@ export class ServerForm {
     document.body.append(this.dialog);
     this.showTransport();
     this.dialog.showModal();
-    (mode === "add" ? nameInput : form.querySelector("#f-command, #f-url")).focus();
+    (mode === "add" ? nameInput : form.querySelector(transport === "http" ? "#f-url" : "#f-command")).focus();
   }
 
   showTransport() {
