@@ -99,6 +99,12 @@ def test_live_state_add_from_the_page_and_cli_and_hand_edits_show_without_reload
     assert monad("mcp", "add", "broken", "--", "/nonexistent/mcp-server").code == 0
     expect(state_of(page, "broken")).to_have_text("failed")
     expect(server_row(page, "broken").get_by_role("cell").nth(3)).to_contain_text("/nonexistent/mcp-server")
+    # A whole file that cannot be read is listed above the table; the rows stay.
+    (monad_home / "agents.json").write_text("{not json")
+    problems = page.get_by_role("list", name="Configuration problems")
+    expect(problems).to_contain_text("`agents.json:1:2`: malformed JSON")
+    (monad_home / "agents.json").unlink()
+    expect(problems).to_be_hidden()
     _not_reloaded(page)
     names = page.get_by_role("table", name="MCP servers").locator("tbody").get_by_role("row")
     expect(names).to_have_count(4)  # one row per server: broken, clock, from-cli, time

@@ -35,7 +35,15 @@ MAX_JOURNAL_ROWS = 500
 
 
 class StudioHub:
-    """The bus, the (lazy) Studio and the authorization runs of one control server."""
+    """The Studio's side of one control server.
+
+    Owns: the event bus and what feeds it (the supervisor's state, tool and reload
+    listeners, turned into `server.state` and `config` events, only while a page listens),
+    the Studio service once `POST /v1/studio` asks for it, and the authorization runs.
+
+    Never: keeps server state of its own (events are read from the actors and definitions
+    when they happen), writes a definition (the control routes do, through `config.edits`),
+    or puts an unredacted definition into an event."""
 
     def __init__(self, control: ControlServer) -> None:
         self.control = control

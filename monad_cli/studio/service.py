@@ -161,7 +161,13 @@ class Listener:
 
 
 class Studio:
-    """The page's listener and its event bus (shared with `routes.StudioHub`)."""
+    """The page's listener on 127.0.0.1 (at most one at a time) and its login URLs.
+
+    Owns: binding, moving and stopping the listener (it stops with the supervisor), the
+    ASGI app it serves (locks → login, page, events, the control app), and minting one-time
+    tokens. Never: answers a `/v1/` route itself other than `/v1/events` (the control app
+    does, the same as on the unix socket), or serves anything before `StudioLocks` passed it.
+    """
 
     def __init__(self, deps: StudioDeps, bus: EventBus) -> None:
         self.deps = deps
