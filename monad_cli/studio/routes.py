@@ -92,7 +92,8 @@ class StudioHub:
 
         if self.studio is None:
             self.studio = Studio(StudioDeps(control_app=self.control.app, snapshot=self.snapshot,
-                                            stopping=self.sup.stop_event, start_soon=self.sup.start_soon),
+                                            refresh=self.sup.reconcile, stopping=self.sup.stop_event,
+                                            start_soon=self.sup.start_soon),
                                  self.bus)
         return await self.studio.serve(port=port, default_port=default_port)
 

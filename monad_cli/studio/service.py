@@ -50,11 +50,14 @@ class StudioDeps:
     """What the Studio needs from the supervisor.
 
     `control_app`: the control API's ASGI app; `snapshot()`: `{servers, problems,
-    definitions}` as the events carry them; `stopping`: set when the supervisor stops;
-    `start_soon(fn)`: run a task that ends with the supervisor."""
+    definitions}` as the events carry them; `refresh()`: re-read the definition files if
+    they changed (so a page opened right after `monad mcp add` shows the server, as
+    `monad mcp status` would); `stopping`: set when the supervisor stops; `start_soon(fn)`:
+    run a task that ends with the supervisor."""
 
     control_app: ASGIApp
     snapshot: Callable[[], dict[str, Any]]
+    refresh: Callable[[], Coroutine[Any, Any, None]]
     stopping: anyio.Event
     start_soon: Callable[[Callable[[], Coroutine[Any, Any, Any]]], None]
 
@@ -77,10 +80,12 @@ class StaticPage:
                                        ".js": "text/javascript; charset=utf-8"}
     SLOT = b'<script type="application/json" id="studio-snapshot">null</script>'
 
-    def __init__(self, snapshot: Callable[[], dict[str, Any]], root: Path = STATIC) -> None:
+    def __init__(self, snapshot: Callable[[], dict[str, Any]], refresh: Callable[[], Coroutine[Any, Any, None]],
+                 root: Path = STATIC) -> None:
         import hashlib
 
         self.snapshot = snapshot
+        self.refresh = refresh
         self.files: dict[str, tuple[bytes, str, str]] = {}
         for path in sorted(root.rglob("*")):
             if path.is_file() and path.suffix in self.TYPES:
@@ -97,6 +102,7 @@ class StaticPage:
             return
         body, kind, etag = found
         if path in ("/", "/index.html"):
+            await self.refresh()
             await Response(self._page(body), media_type=kind)(scope, receive, send)
             return
         headers = {"ETag": etag, "Cache-Control": "no-cache", "Content-Type": kind}
@@ -175,7 +181,7 @@ class Studio:
         self.listener: Listener | None = None
         self._lock = anyio.Lock()
         self._watching = False
-        self.page = StaticPage(deps.snapshot)
+        self.page = StaticPage(deps.snapshot, deps.refresh)
 
     async def serve(self, *, port: int | None, default_port: int) -> dict[str, Any]:
         """`{url, port, started, movedFrom}`: a new one-time login URL for the page.
@@ -216,6 +222,7 @@ class Studio:
             return RedirectResponse("/studio/", status_code=303)
 
         async def events(request: Request) -> Response:
+            await self.deps.refresh()
             return EventSourceResponse(event_stream(self.bus, self.deps.snapshot, group=listener), ping=PING_S,
                                        send_timeout=30)
 
