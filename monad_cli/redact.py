@@ -148,3 +148,120 @@ def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
         if len(s) >= _MIN_SCRUB_LEN and s in text:
             text = text.replace(s, MASK)
     return _BEARER.sub(lambda m: f"{m.group(1)} {MASK}", text)
+
+
+# -- the way back: an edit that carries masks --------------------------------------------
+# The Studio's edit form never holds a secret: it shows `***` and sends `***` back for a
+# value the person left alone. These put the stored secret back in its place, so a saved,
+# unchanged form keeps every secret and `***` is never written to a file.
+
+def restore_masked(field: str, sent: Any, stored: Any) -> Any:
+    """The value to write for top-level `field` of an edit: `sent`, except that wherever it
+    holds the mask (`***`, or a URL/argument exactly as `redact_definition` shows the stored
+    one) the stored secret at the same place (same env/header name, same query parameter or
+    password of a URL to the same origin, same argument) comes back. A mask with nothing
+    stored behind it stays (see `masked_fields`)."""
+    if field in ("env", "headers") and isinstance(sent, Mapping) and isinstance(stored, Mapping):
+        return {k: (stored[k] if v == MASK and k in stored else v) for k, v in sent.items()}
+    if field == "url" and isinstance(sent, str) and isinstance(stored, str):
+        return _restore_url(sent, stored)
+    if field == "args" and isinstance(sent, list) and isinstance(stored, list):
+        return _restore_args(sent, stored)
+    if field in ("auth", "oauth") and isinstance(sent, Mapping) and isinstance(stored, Mapping):
+        return _restore_nested(sent, stored)
+    return sent
+
+
+def _restore_nested(sent: Mapping[str, Any], stored: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in sent.items():
+        old = stored.get(k)
+        if v == MASK and k in stored:
+            out[k] = old
+        elif isinstance(v, Mapping) and isinstance(old, Mapping):
+            out[k] = _restore_nested(v, old)
+        else:
+            out[k] = v
+    return out
+
+
+def _restore_url(sent: str, stored: str) -> str:
+    if sent == redact_url(stored):
+        return stored  # unchanged (redact_url also drops the fragment)
+    try:
+        new, old = urlsplit(sent), urlsplit(stored)
+        same_origin = (new.scheme, new.hostname, new.port) == (old.scheme, old.hostname, old.port)
+    except ValueError:
+        return sent
+    if not same_origin:
+        return sent  # a URL's secrets belong to its origin: another host gets none of them
+    netloc = new.netloc
+    if f":{MASK}@" in netloc and old.password is not None and new.username == old.username:
+        netloc = netloc.replace(f":{MASK}@", f":{old.password}@", 1)
+    old_values: dict[str, list[str]] = {}
+    for piece in old.query.split("&") if old.query else []:
+        key, _, _ = piece.partition("=")
+        old_values.setdefault(key, []).append(piece)
+    pieces = []
+    for piece in new.query.split("&") if new.query else []:
+        key, _, value = piece.partition("=")
+        if value in (MASK, "%2A%2A%2A") and old_values.get(key):
+            piece = old_values[key].pop(0)  # the raw stored piece: its encoding is kept
+        pieces.append(piece)
+    return urlunsplit((new.scheme, netloc, new.path, "&".join(pieces), new.fragment))
+
+
+def _restore_args(sent: list[Any], stored: list[Any]) -> list[Any]:
+    shown = redact_args(str(a) for a in stored)
+    used: set[int] = set()
+    out = []
+    for arg in sent:
+        if isinstance(arg, str) and MASK in arg:
+            j = next((j for j, s in enumerate(shown) if s == arg and j not in used), None)
+            if j is not None:
+                used.add(j)
+                arg = stored[j]
+        out.append(arg)
+    return out
+
+
+def masked_fields(defn: Mapping[str, Any], fields: Iterable[str] | None = None) -> list[str]:
+    """Field paths (`headers.X-Key`, `url`, `args[2]`, `auth.token`) of `defn` that still hold
+    the mask where a secret belongs: writing them would store `***` instead of the secret.
+    `fields` limits the search to those top-level fields."""
+    wanted = set(defn) if fields is None else set(fields) & set(defn)
+    found: list[str] = []
+    for key in sorted(wanted):
+        value = defn[key]
+        if key in ("env", "headers") and isinstance(value, Mapping):
+            found += [f"{key}.{k}" for k, v in value.items() if v == MASK]
+        elif key == "url" and isinstance(value, str) and _url_has_mask(value):
+            found.append("url")
+        elif key == "args" and isinstance(value, list):
+            found += [f"args[{i}]" for i, a in enumerate(value)
+                      if isinstance(a, str) and (a == MASK or a.endswith(f"={MASK}") or _url_has_mask(a))]
+        elif key in ("auth", "oauth") and isinstance(value, Mapping):
+            found += [f"{key}.{path}" for path in _nested_masks(value)]
+    return found
+
+
+def _url_has_mask(url: str) -> bool:
+    if "://" not in url:
+        return False
+    if f":{MASK}@" in url:
+        return True
+    try:
+        query = urlsplit(url).query
+    except ValueError:
+        return False
+    return any(piece.partition("=")[2] in (MASK, "%2A%2A%2A") for piece in query.split("&"))
+
+
+def _nested_masks(value: Mapping[str, Any], prefix: str = "") -> list[str]:
+    out: list[str] = []
+    for k, v in value.items():
+        if v == MASK:
+            out.append(f"{prefix}{k}")
+        elif isinstance(v, Mapping):
+            out += _nested_masks(v, f"{prefix}{k}.")
+    return out

@@ -58,10 +58,15 @@ class Outcome:
 @dataclass
 class Say:
     """How authorize talks to the person: `info` (status lines), `url` (a URL to open or
-    type), `read_line` (a pasted redirect URL; None when stdin is not a terminal)."""
+    type, with its kind: `authorization` or `verification`), `device` (the RFC 8628 §3.2
+    `DeviceAuthorization`, for a caller that shows the code itself), `paste` (without a
+    browser, also accept the redirect URL pasted on stdin; the supervisor, running the flow
+    for the Studio, has no stdin)."""
 
     info: Callable[[str], None]
     url: Callable[[str, str], None]
+    device: Callable[[Any], None] | None = None
+    paste: bool = True
 
 
 def prepare(paths: Paths, name: str, *, client_id: str | None) -> tuple[str, ServerSpec]:
@@ -134,6 +139,8 @@ async def _run_authorize(paths: Paths, name: str, *, flow: str | None, open_brow
                     say.info("or open this one, which carries the code:")
                     say.url(auth.verification_uri_complete, "verification")
                 say.info(f"waiting for approval (the code expires in {auth.expires_in:.0f} s)...")
+                if say.device is not None:
+                    say.device(auth)
 
             token = await device_flow(http, found, storage, name=name, scopes=explicit, show=show)
             scope = token.scope
@@ -177,13 +184,13 @@ async def _loopback(name: str, url: str, headers: dict[str, str], storage: Defin
             if open_browser:
                 if not await open_in_browser(authorization_url):
                     say.info("(no browser could be started; open the URL yourself)")
-            else:
+            elif say.paste:
                 say.info("After approving, paste the URL the browser was sent to here (or wait for it):")
             say.info("waiting for the authorization server's redirect...")
 
         async def callback_handler() -> Any:
             async with anyio.create_task_group() as tg:
-                if not open_browser:
+                if not open_browser and say.paste:
                     tg.start_soon(_read_pasted, listener)
                 params = await listener.wait()
                 tg.cancel_scope.cancel()

@@ -15,6 +15,7 @@ from monad_cli.config.schema import validate
 from monad_cli.config.store import config_lock, remove_file, write_atomic
 from monad_cli.errors import ConfigError, Conflict, NotFound
 from monad_cli.paths import Paths
+from monad_cli.redact import masked_fields, restore_masked
 
 
 def _where(paths: Paths, name: str) -> str | None:
@@ -40,6 +41,7 @@ def add_server(paths: Paths, name: str, definition: Mapping[str, Any], *, force:
     or a URL another server already uses.
     """
     validate(definition, name=name, source=f"atoms/mcp/{name}.toml", environ=None)
+    _refuse_masks(definition, name, f"atoms/mcp/{name}.toml", None, stored=False)
     paths.ensure()
     target = paths.atom_path(name)
     with config_lock(paths):
@@ -87,7 +89,12 @@ def remove_server(paths: Paths, name: str) -> str:
 def update_server(paths: Paths, name: str, changes: Mapping[str, Any],
                   *, mutate: Callable[[dict[str, Any]], None] | None = None) -> str:
     """Set top-level fields (None deletes one) and/or run `mutate` on the definition, then
-    validate the result and write it back where it lives (comments kept in atoms)."""
+    validate the result and write it back where it lives (comments kept in atoms).
+
+    A changed field may carry the mask `***` where the stored definition has a secret (the
+    Studio's form sends back what `redact_definition` showed it): the stored secret is kept
+    (`redact.restore_masked`). A mask with no stored secret behind it raises `ConfigError`
+    naming the field, and nothing is written."""
 
     def apply(defn: Any) -> None:
         for key, value in changes.items():
@@ -95,7 +102,7 @@ def update_server(paths: Paths, name: str, changes: Mapping[str, Any],
                 if key in defn:
                     del defn[key]
             else:
-                defn[key] = value
+                defn[key] = restore_masked(key, value, _plain(defn.get(key)))
         if mutate is not None:
             mutate(defn)
 
@@ -106,7 +113,9 @@ def update_server(paths: Paths, name: str, changes: Mapping[str, Any],
             text = edit_atom(path, apply)
             import tomllib
 
-            validate(tomllib.loads(text), name=name, source=f"atoms/mcp/{name}.toml", environ=None)
+            edited = tomllib.loads(text)
+            validate(edited, name=name, source=f"atoms/mcp/{name}.toml", environ=None)
+            _refuse_masks(edited, name, f"atoms/mcp/{name}.toml", changes)
             write_atomic(path, text.encode())
             return f"atoms/mcp/{name}.toml"
         if where == "agents":
@@ -115,6 +124,7 @@ def update_server(paths: Paths, name: str, changes: Mapping[str, Any],
             def edit(entry: dict[str, Any]) -> dict[str, Any]:
                 apply(entry)
                 validate(agents_file.strip_name(entry), name=name, source=agents_file.SOURCE, environ=None)
+                _refuse_masks(entry, name, agents_file.SOURCE, changes)
                 return entry
 
             write_atomic(paths.agents_json, agents_file.edit_agents(agents, name, edit))
@@ -179,6 +189,23 @@ def edit_trust(paths: Paths, name: str, *, auto_approve: Sequence[str] = (), rem
             defn["trust"] = trust_table
 
     return update_server(paths, name, {}, mutate=mutate), result
+
+
+def _plain(value: Any) -> Any:
+    """A tomlkit item as plain Python (dicts, lists, str); anything else as it is."""
+    return value.unwrap() if hasattr(value, "unwrap") else value
+
+
+def _refuse_masks(defn: Mapping[str, Any], name: str, source: str, changes: Mapping[str, Any] | None,
+                  *, stored: bool = True) -> None:
+    """Never write `***`: a mask left in a secret field (of those `changes` touched) is an error."""
+    found = masked_fields(defn, None if changes is None else [k for k, v in changes.items() if v is not None])
+    if not found:
+        return
+    why = ("it stands for a stored secret that is kept, but none is stored under this name; type the value"
+           if stored else "it is how monad shows a hidden secret, not a value; type the real value")
+    raise ConfigError(f"`{source}`: server `{name}`, field `{found[0]}`: is `***`: {why} (nothing was written)",
+                      file=source, server=name, field=found[0])
 
 
 def read_definition(paths: Paths, name: str) -> tuple[str, dict[str, Any]]:

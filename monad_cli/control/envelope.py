@@ -38,8 +38,13 @@ def envelope(code: str, message: str) -> dict[str, Any]:
 
 
 def encode_error(exc: MonadError) -> dict[str, Any]:
-    """The envelope of `exc` (its message as is: the server side scrubs it first)."""
-    return envelope(type(exc).code, exc.message)
+    """The envelope of `exc` (its message as is: the server side scrubs it first). A
+    `ConfigError` about one field also names it (`"field": "headers.X-Key"`), so the
+    Studio can show the message next to that field."""
+    body = envelope(type(exc).code, exc.message)
+    if isinstance(exc, ConfigError) and exc.field:
+        body["error"]["field"] = exc.field
+    return body
 
 
 def decode_error(status: int, body: Any, *, default_message: str | None = None) -> MonadError:
@@ -56,6 +61,9 @@ def decode_error(status: int, body: Any, *, default_message: str | None = None) 
     kind = (kind_of(code) if isinstance(code, str) else None) or _BY_STATUS.get(status, MonadError)
     if not isinstance(message, str) or not message:
         message = default_message or f"HTTP {status}"
+    field = err.get("field") if isinstance(err, dict) else None
+    if issubclass(kind, ConfigError) and isinstance(field, str):
+        return kind(message, field=field)
     return kind(message)
 
 

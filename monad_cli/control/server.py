@@ -34,6 +34,7 @@ from monad_cli.control.tasks_api import task_routes
 from monad_cli.control.tools_api import tools_routes
 from monad_cli.errors import InvalidInput, NotFound
 from monad_cli.redact import redact_definition
+from monad_cli.studio.routes import studio_routes
 
 if TYPE_CHECKING:
     from monad_cli.supervisor.supervisor import Supervisor
@@ -101,6 +102,7 @@ class ControlServer:
             Route("/v1/mcp-servers/{name}/tools", self.tools),
             *tools_routes(self),
             *task_routes(self.sup.tasks),
+            *studio_routes(self),
         ]
 
     async def _body(self, request: Request) -> dict[str, Any]:
@@ -111,6 +113,16 @@ class ControlServer:
         if actor is None:
             raise NotFound(f"server `{name}` is not defined (see `monad mcp list`)")
         return actor
+
+    def _journal_edit(self, request: Request, what: str, name: str, source: str, fields: list[str]) -> None:
+        """A journal row for a definition edited through the API, saying through which door
+        (`via`: "studio" when the Studio's listener passed it on, else "control"). Field names
+        only, never values."""
+        via = getattr(request.state, "via", "control")
+        where = "from the Studio" if via == "studio" else "through the control API"
+        if self.sup.journal is not None:
+            self.sup.journal.record("edit", server=name, reason=f"{what} {where} ({source})",
+                                    detail={"via": via, "action": what, "source": source, "fields": sorted(fields)})
 
     # -- endpoints -----------------------------------------------------------------------
     async def health(self, request: Request) -> JSONResponse:
@@ -145,6 +157,7 @@ class ControlServer:
         force = bool(body.get("force"))
         path = await anyio.to_thread.run_sync(lambda: edits.add_server(self.sup.paths, name, definition,
                                                                        force=force))
+        self._journal_edit(request, "added", name, f"atoms/mcp/{name}.toml", list(definition))
         await self.sup.reconcile()
         return JSONResponse({"name": name, "path": path}, status_code=201)
 
@@ -152,12 +165,14 @@ class ControlServer:
         name = request.path_params["name"]
         body = await self._body(request)
         source = await anyio.to_thread.run_sync(lambda: edits.update_server(self.sup.paths, name, body))
+        self._journal_edit(request, "edited", name, source, list(body))
         await self.sup.reconcile()
         return JSONResponse({"name": name, "source": source})
 
     async def delete_server(self, request: Request) -> JSONResponse:
         name = request.path_params["name"]
         source = await anyio.to_thread.run_sync(lambda: edits.remove_server(self.sup.paths, name))
+        self._journal_edit(request, "removed", name, source, [])
         await self.sup.reconcile()
         return JSONResponse({"name": name, "source": source})
 
@@ -176,6 +191,9 @@ class ControlServer:
         await self.sup.reconcile()
         actor = self._actor(request.path_params["name"])
         actor.reconnect()
+        if getattr(request.state, "via", None) == "studio" and self.sup.journal is not None:
+            self.sup.journal.record("action", server=actor.name, reason="reconnect asked from the Studio",
+                                    detail={"via": "studio", "action": "reconnect"})
         return JSONResponse({"name": actor.name, "reconnecting": True})
 
     async def reconnect_all(self, request: Request) -> JSONResponse:

@@ -9,7 +9,7 @@ import logging
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -26,7 +26,7 @@ from monad_cli.paths import Paths
 from monad_cli.redact import redact_text, secret_values
 from monad_cli.supervisor.actor import ServerActor
 from monad_cli.supervisor.context import ActorContext
-from monad_cli.supervisor.reconcile import diff, fingerprints
+from monad_cli.supervisor.reconcile import Diff, diff, fingerprints
 from monad_cli.supervisor.states import LIVE, State
 from monad_cli.trust.service import ToolService
 
@@ -87,6 +87,8 @@ class Supervisor:
         self.stop_event = anyio.Event()
         self.tool_listeners: list[Callable[[ServerActor], None]] = []
         self.state_listeners: list[Callable[[ServerActor], None]] = []
+        # After every reload that was applied (the Studio's event stream listens).
+        self.config_listeners: list[Callable[[Diff], None]] = []
         # The services exist once the journal is open (`open`, from `run`).
         self.tool_service: ToolService
         self.auth: SupervisorAuth
@@ -149,6 +151,11 @@ class Supervisor:
         """Every state change of every actor (after its own listeners)."""
         for listener in list(self.state_listeners):
             listener(actor)
+
+    def start_soon(self, fn: Callable[[], Coroutine[Any, Any, Any]]) -> None:
+        """Run `fn` as a task of the supervisor: it lives until it returns or the supervisor stops."""
+        assert self._tg is not None, "the supervisor is not running"
+        self._tg.start_soon(fn)
 
     def client_extensions(self, actor: ServerActor) -> list[ClientExtension] | None:
         """`extensions=` for the actor's next `mcp.Client` (the tasks extension, SEP-2663)."""
@@ -274,6 +281,8 @@ class Supervisor:
             if self.applied.get(name):
                 new_applied[name] = self.applied[name]
         self.applied = new_applied
+        for listener in list(self.config_listeners):
+            listener(d)
 
     def _journal_config(self, name: str, what: str) -> None:
         if self.journal is not None:

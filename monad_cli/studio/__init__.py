@@ -1,0 +1,35 @@
+"""The Studio: the web page for MCP servers, served by the supervisor on 127.0.0.1 (docs/studio.md).
+
+- `routes`: what the control API gains (`POST /v1/studio` mints a one-time login URL,
+  `GET /v1/journal`, `…/{name}/authorize`), on the unix socket and the Studio's port alike;
+- `service`: the Studio itself: the listener on 127.0.0.1:PORT, which serves the control
+  API's own Starlette app (same routes, same JSON) behind the locks, plus the event stream
+  and the page;
+- `locks`: the listener's locks (Host, one-time token → cookie, Origin, CSP);
+- `events`: the event bus and `GET /v1/events` (server-sent events);
+- `authorize`: `monad mcp authorize`'s flow run by the supervisor for the page;
+- `static/`: the page (HTML, CSS, ES modules; no build step, nothing from a CDN).
+
+Everything here runs in the supervisor; the CLI's `monad studio` only talks to `POST /v1/studio`.
+"""
+
+from __future__ import annotations
+
+import os
+
+# The Studio's port unless `monad studio --port N` says otherwise (docs/studio.md). Fixed, so
+# a bookmark or an open tab finds the page again after `monad daemon stop` and `monad studio`;
+# chosen away from the ports other local MCP tools default to (Inspector 6274/6277).
+DEFAULT_PORT = 8720
+PORT_ENV = "MONAD_STUDIO_PORT"
+
+
+def default_port() -> int:
+    """`$MONAD_STUDIO_PORT` if set to a port number, else `DEFAULT_PORT`. Raises ValueError."""
+    raw = os.environ.get(PORT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_PORT
+    port = int(raw)
+    if not 0 <= port <= 65535:
+        raise ValueError(raw)
+    return port

@@ -1,0 +1,162 @@
+"""What the control API gains for the Studio, on the unix socket and the Studio's port alike.
+
+    POST   /v1/studio                        {port?, defaultPort?} → {url, port, started, movedFrom}
+                                             (the Studio's port refuses it: locks.py)
+    GET    /v1/journal                       ?server=NAME&limit=N → {events: [...]} (newest last)
+    POST   /v1/mcp-servers/{name}/authorize  start `monad mcp authorize`'s flow → 202 the run
+    GET    /v1/mcp-servers/{name}/authorize  the last run of that server
+    DELETE /v1/mcp-servers/{name}/authorize  cancel it
+
+`StudioHub` owns the event bus and wires it to the supervisor's listeners (state changes,
+tool lists, reloads); the Studio service itself starts on the first `POST /v1/studio`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from monad_cli.control.http import read_json_body
+from monad_cli.errors import InvalidInput, NotFound
+from monad_cli.redact import redact_definition
+from monad_cli.studio import DEFAULT_PORT
+from monad_cli.studio.authorize import AuthorizeDeps, AuthorizeRuns
+from monad_cli.studio.events import EventBus
+
+if TYPE_CHECKING:
+    from monad_cli.control.server import ControlServer
+    from monad_cli.studio.service import Studio
+
+MAX_JOURNAL_ROWS = 500
+
+
+class StudioHub:
+    """The Studio's side of one control server.
+
+    Owns: the event bus and what feeds it (the supervisor's state, tool and reload
+    listeners, turned into `server.state` and `config` events, only while a page listens),
+    the Studio service once `POST /v1/studio` asks for it, and the authorization runs.
+
+    Never: keeps server state of its own (events are read from the actors and definitions
+    when they happen), writes a definition (the control routes do, through `config.edits`),
+    or puts an unredacted definition into an event."""
+
+    def __init__(self, control: ControlServer) -> None:
+        self.control = control
+        sup = control.sup
+        self.sup = sup
+        self.bus = EventBus()
+        self.studio: Studio | None = None
+        self.authorize = AuthorizeRuns(AuthorizeDeps(
+            paths=sup.paths, scrub=sup.scrub, publish=self.bus.publish, record=self._record_auth,
+            reconnect=self._reconnect, start_soon=sup.start_soon))
+        sup.state_listeners.append(self._on_actor)
+        sup.tool_listeners.append(self._on_actor)
+        sup.config_listeners.append(lambda _diff: self._on_config())
+
+    # -- what the events carry ---------------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        """`{servers: [status row], problems: [{file, message}], definitions: [{name, source,
+        definition}]}`, as `GET …/status` and `GET /v1/settings/mcp-servers` answer (redacted)."""
+        defs = self.sup.definitions
+        definitions = [{"name": name, "source": source, "definition": redact_definition(defs.raw.get(name, {}))}
+                       for name, source in sorted(defs.sources.items())]
+        return {"servers": self.sup.status(), "problems": self.sup.file_problems, "definitions": definitions}
+
+    def _on_actor(self, actor: Any) -> None:
+        # A removed server's actor still reports `stopped` on its way out; it is no row any more.
+        registered = self.sup.actors.get(actor.name)
+        if self.bus.listening and registered is actor:
+            self.bus.publish("server.state", {"server": registered.status()})
+
+    def _on_config(self) -> None:
+        if self.bus.listening:
+            self.bus.publish("config", self.snapshot())
+
+    def _record_auth(self, server: str, reason: str, detail: dict[str, Any]) -> None:
+        if self.sup.journal is not None:
+            self.sup.journal.record("auth", server=server, reason=reason, detail=detail)
+
+    def _reconnect(self, name: str) -> None:
+        actor = self.sup.actors.get(name)
+        if actor is not None:
+            actor.reconnect()
+
+    # -- the Studio --------------------------------------------------------------------------
+    async def serve(self, *, port: int | None, default_port: int) -> dict[str, Any]:
+        from monad_cli.studio.service import Studio, StudioDeps
+
+        if self.studio is None:
+            self.studio = Studio(StudioDeps(control_app=self.control.app, snapshot=self.snapshot,
+                                            refresh=self.sup.reconcile, stopping=self.sup.stop_event,
+                                            start_soon=self.sup.start_soon),
+                                 self.bus)
+        return await self.studio.serve(port=port, default_port=default_port)
+
+
+def _port(value: Any, what: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 65535:
+        raise InvalidInput(f"{what} must be a port number from 0 to 65535, got {value!r}")
+    return value
+
+
+def studio_routes(control: ControlServer) -> list[Route]:
+    hub = StudioHub(control)
+    sup = control.sup
+
+    async def serve_studio(request: Request) -> JSONResponse:
+        body = await read_json_body(request)
+        port = _port(body.get("port"), "`--port`")
+        default = _port(body.get("defaultPort"), "the default port")
+        answer = await hub.serve(port=port, default_port=DEFAULT_PORT if default is None else default)
+        return JSONResponse(answer)
+
+    async def journal(request: Request) -> JSONResponse:
+        server = request.query_params.get("server") or None
+        try:
+            limit = max(1, min(int(request.query_params.get("limit", "50")), MAX_JOURNAL_ROWS))
+        except ValueError:
+            raise InvalidInput("limit must be a whole number") from None
+        journal_db = sup.journal
+        if journal_db is None:
+            return JSONResponse({"events": []})
+        rows = await anyio.to_thread.run_sync(lambda: journal_db.events(server=server, limit=limit))
+        return JSONResponse({"events": rows})
+
+    def known(request: Request) -> str:
+        name = request.path_params["name"]
+        if name not in sup.actors:
+            raise NotFound(f"server `{name}` is not defined (see `monad mcp list`)")
+        return str(name)
+
+    async def authorize(request: Request) -> JSONResponse:
+        name = known(request)
+        return JSONResponse(await hub.authorize.start(name), status_code=202)
+
+    async def authorize_status(request: Request) -> JSONResponse:
+        name = known(request)
+        run = hub.authorize.view(name)
+        if run is None:
+            raise NotFound(f"server `{name}` has no authorization in progress")
+        return JSONResponse(run)
+
+    async def authorize_cancel(request: Request) -> JSONResponse:
+        name = known(request)
+        run = hub.authorize.cancel(name)
+        if run is None:
+            raise NotFound(f"server `{name}` has no authorization in progress")
+        return JSONResponse(run)
+
+    return [
+        Route("/v1/studio", serve_studio, methods=["POST"]),
+        Route("/v1/journal", journal),
+        Route("/v1/mcp-servers/{name}/authorize", authorize, methods=["POST"]),
+        Route("/v1/mcp-servers/{name}/authorize", authorize_status),
+        Route("/v1/mcp-servers/{name}/authorize", authorize_cancel, methods=["DELETE"]),
+    ]

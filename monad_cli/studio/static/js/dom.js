@@ -1,0 +1,47 @@
+// Elements from data, never from HTML strings: names, reasons, descriptions and stderr come
+// from servers and files, so text only ever goes in as text (no innerHTML in the Studio).
+
+/** h("button", {class: "x", onclick: fn, "aria-label": "Edit time"}, "Edit") → an element. */
+export function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === false || value === null || value === undefined) continue;
+    if (key === "class") el.className = value;
+    else if (key === "text") el.textContent = value;
+    else if (key === "value") el.value = value;
+    else if (key === "checked") el.checked = Boolean(value);
+    else if (key === "dataset") Object.assign(el.dataset, value);
+    else if (key.startsWith("on") && typeof value === "function") el.addEventListener(key.slice(2), value);
+    else el.setAttribute(key, value === true ? "" : String(value));
+  }
+  append(el, children);
+  return el;
+}
+
+export function append(el, children) {
+  for (const child of children.flat(Infinity)) {
+    if (child === null || child === undefined || child === false) continue;
+    el.append(child instanceof Node ? child : String(child));
+  }
+  return el;
+}
+
+/** Set text only when it changed (keeps live updates cheap and screen readers quiet). */
+export function setText(el, text) {
+  const value = text === null || text === undefined ? "" : String(text);
+  if (el.textContent !== value) el.textContent = value;
+}
+
+export function replaceChildren(el, ...children) {
+  el.replaceChildren();
+  return append(el, children);
+}
+
+export function when(epochSeconds) {
+  if (!epochSeconds) return "–";
+  const d = new Date(epochSeconds * 1000);
+  const pad = (n) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+}
+
+export const enc = encodeURIComponent;

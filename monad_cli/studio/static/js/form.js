@@ -1,0 +1,280 @@
+// The server form (Add server / Edit): labelled inputs for name, transport, command,
+// arguments, URL, environment and header rows, timeout, required, enabled.
+//
+// The page never holds a secret. Editing shows every env and header value as an empty input
+// whose placeholder is `***`; left empty, the value is sent back as `***`, which the
+// supervisor replaces with the stored secret (config/edits.py). Only fields that differ from
+// what was loaded are sent, so an unchanged form changes nothing. Errors come back as the
+// CLI's one-line reasons with the field they concern, and are shown next to that field.
+
+import { api } from "./api.js";
+import { enc, h, setText } from "./dom.js";
+
+export const MASK = "***";
+
+function inferTransport(def) {
+  return def.transport || def.type || (def.url ? "http" : "stdio");
+}
+
+function field(id, label, input, hint) {
+  return h("div", { class: "field", "data-field": id },
+    h("label", { for: `f-${id}` }, label), input,
+    hint ? h("p", { class: "hint", id: `hint-${id}` }, hint) : null,
+    h("p", { class: "field-error", id: `err-${id}`, hidden: true }));
+}
+
+function check(id, label, checked) {
+  return h("div", { class: "field check", "data-field": id },
+    h("input", { type: "checkbox", id: `f-${id}`, checked }),
+    h("label", { for: `f-${id}` }, label),
+    h("p", { class: "field-error", id: `err-${id}`, hidden: true }));
+}
+
+/** Rows of name/value pairs (env, headers); a value kept from the stored definition is `***`. */
+class PairRows {
+  constructor(kind, nameLabel, valueLabel, noun) {
+    this.kind = kind;
+    this.nameLabel = nameLabel;
+    this.valueLabel = valueLabel;
+    this.noun = noun;
+    this.list = h("div", { class: "pairs" });
+    this.error = h("p", { class: "field-error", id: `err-${kind}`, hidden: true });
+    this.element = h("fieldset", { class: "pairs-set", "data-field": kind },
+      h("legend", {}, kind === "env" ? "Environment" : "Headers"),
+      this.list,
+      h("button", { type: "button", class: "small", onclick: () => this.add("", "", false).focus() }, `Add ${noun}`),
+      this.error);
+  }
+
+  add(name, value, kept) {
+    const nameInput = h("input", { class: "pair-name", value: name, autocomplete: "off", spellcheck: "false" });
+    const valueInput = h("input", { class: "pair-value", value: kept ? "" : value, autocomplete: "off",
+                                    spellcheck: "false", placeholder: kept ? MASK : "" });
+    if (kept) valueInput.dataset.kept = "1";
+    const row = h("div", { class: "pair" },
+      h("label", {}, h("span", {}, this.nameLabel), nameInput),
+      h("label", {}, h("span", {}, this.valueLabel), valueInput),
+      h("button", { type: "button", class: "small", onclick: () => row.remove() }, `Remove ${this.noun}`),
+      h("p", { class: "field-error", hidden: true }));
+    this.list.append(row);
+    return nameInput;
+  }
+
+  fill(map) {
+    this.list.replaceChildren();
+    for (const [name, value] of Object.entries(map || {})) this.add(name, value, value === MASK);
+  }
+
+  /** {name: value}; an untouched kept value is `***` (the supervisor keeps the secret). */
+  value() {
+    const out = {};
+    for (const row of this.list.querySelectorAll(".pair")) {
+      const name = row.querySelector(".pair-name").value.trim();
+      const input = row.querySelector(".pair-value");
+      if (!name && !input.value) continue;
+      out[name] = input.dataset.kept && input.value === "" ? MASK : input.value;
+    }
+    return out;
+  }
+
+  errorFor(name) {
+    for (const row of this.list.querySelectorAll(".pair")) {
+      if (row.querySelector(".pair-name").value.trim() === name) return row.querySelector(".field-error");
+    }
+    return this.error;
+  }
+}
+
+function same(a, b) {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+function emptyToNull(value) {
+  if (value === undefined || value === null || value === "") return null;
+  if (Array.isArray(value) && value.length === 0) return null;
+  if (typeof value === "object" && !Array.isArray(value) && Object.keys(value).length === 0) return null;
+  return value;
+}
+
+export class ServerForm {
+  /** `onSaved(message)` after a successful save (the dialog closes itself). */
+  constructor(onSaved) {
+    this.onSaved = onSaved;
+    this.dialog = null;
+  }
+
+  open({ mode, name = "", definition = {}, source = null }) {
+    this.close();
+    this.mode = mode;
+    this.name = name;
+    this.stored = definition;
+    this.env = new PairRows("env", "Variable name", "Variable value", "variable");
+    this.headers = new PairRows("headers", "Header name", "Header value", "header");
+    const def = definition;
+    const transport = inferTransport(def);
+    const authMode = (def.auth && def.auth.mode) || "none";
+    const authSelect = h("select", { id: "f-auth" },
+      h("option", { value: "none" }, "none (or a header)"),
+      h("option", { value: "oauth" }, "OAuth (then Authorize)"));
+    if (!["none", "oauth"].includes(authMode)) {
+      authSelect.append(h("option", { value: authMode }, `${authMode} (kept; edit ${source || "the file"} to change)`));
+    }
+    authSelect.value = authMode;
+    const titleId = "form-title";
+    this.formError = h("p", { class: "field-error form-error", id: "err-form", role: "alert", hidden: true });
+    this.saveButton = h("button", { type: "submit", class: "primary" }, "Save");
+    const nameInput = h("input", { id: "f-name", value: name, autocomplete: "off", spellcheck: "false",
+                                   readonly: mode === "edit", "aria-describedby": "err-name" });
+    const form = h("form", { novalidate: true },
+      h("h2", { id: titleId }, mode === "add" ? "Add server" : `Edit ${name}`),
+      source ? h("p", { class: "hint" }, `Saved to ${source}.`) : null,
+      this.formError,
+      field("name", "Name", nameInput, mode === "add" ? "Letters, digits, _ and -; at most 64." : null),
+      field("transport", "Transport", h("select", { id: "f-transport", onchange: () => this.showTransport() },
+        h("option", { value: "stdio" }, "stdio (a local command)"),
+        h("option", { value: "http" }, "http (a remote URL)"))),
+      h("div", { class: "for-stdio" },
+        field("command", "Command", h("input", { id: "f-command", value: def.command || "", autocomplete: "off",
+                                                 spellcheck: "false" })),
+        field("args", "Arguments", h("textarea", { id: "f-args", rows: 3, spellcheck: "false" }),
+              "One argument per line."),
+        this.env.element),
+      h("div", { class: "for-http" },
+        field("url", "URL", h("input", { id: "f-url", type: "url", value: def.url || "", autocomplete: "off",
+                                         spellcheck: "false" })),
+        this.headers.element,
+        field("auth", "Authorization", authSelect)),
+      field("timeout", "Timeout (seconds to connect)",
+            h("input", { id: "f-timeout", type: "number", min: "0", step: "any", value: def.timeout ?? "" })),
+      check("required", "Required (`monad daemon start` fails without it)", def.required === true),
+      check("enabled", "Enabled", def.enabled !== false),
+      h("div", { class: "buttons" }, this.saveButton,
+        h("button", { type: "button", onclick: () => this.close() }, "Cancel")));
+    form.querySelector("#f-transport").value = transport;
+    form.querySelector("#f-args").value = (def.args || []).join("\n");
+    this.env.fill(def.env);
+    this.headers.fill(def.headers);
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      this.save();
+    });
+    this.form = form;
+    this.dialog = h("dialog", { class: "modal wide", "aria-labelledby": titleId }, form);
+    this.dialog.addEventListener("close", () => this.dialog && this.dialog.remove());
+    document.body.append(this.dialog);
+    this.showTransport();
+    this.dialog.showModal();
+    (mode === "add" ? nameInput : form.querySelector(transport === "http" ? "#f-url" : "#f-command")).focus();
+  }
+
+  showTransport() {
+    const http = this.form.querySelector("#f-transport").value === "http";
+    this.form.querySelector(".for-stdio").hidden = http;
+    this.form.querySelector(".for-http").hidden = !http;
+  }
+
+  /** The definition as the form says it, every field present (null: not set). */
+  read() {
+    const f = (id) => this.form.querySelector(`#f-${id}`);
+    const transport = f("transport").value;
+    const stdio = transport === "stdio";
+    const timeout = f("timeout").value.trim();
+    const args = f("args").value.split("\n").map((a) => a.replace(/\r$/, "")).filter((a) => a !== "");
+    const auth = f("auth").value;
+    return {
+      transport,
+      command: stdio ? emptyToNull(f("command").value.trim()) : null,
+      args: stdio ? emptyToNull(args) : null,
+      env: stdio ? emptyToNull(this.env.value()) : null,
+      url: stdio ? null : emptyToNull(f("url").value.trim()),
+      headers: stdio ? null : emptyToNull(this.headers.value()),
+      auth: stdio || auth === "none" ? null : { mode: auth },
+      timeout: timeout === "" ? null : Number(timeout),
+      required: f("required").checked ? true : null,
+      enabled: f("enabled").checked ? null : false,
+    };
+  }
+
+  /** What to send: the whole definition to add; only what changed to edit. */
+  payload() {
+    const now = this.read();
+    if (this.mode === "add") {
+      const definition = {};
+      for (const [key, value] of Object.entries(now)) if (value !== null) definition[key] = value;
+      return { name: this.form.querySelector("#f-name").value.trim(), definition };
+    }
+    const old = this.stored;
+    const before = {
+      transport: inferTransport(old), command: old.command ?? null, args: emptyToNull(old.args),
+      env: emptyToNull(old.env), url: old.url ?? null, headers: emptyToNull(old.headers),
+      auth: old.auth && old.auth.mode ? old.auth.mode : null,
+      timeout: old.timeout ?? null, required: old.required === true ? true : null,
+      enabled: old.enabled === false ? false : null,
+    };
+    const changes = {};
+    for (const [key, value] of Object.entries(now)) {
+      if (key === "auth") {
+        if ((value ? value.mode : null) !== before.auth) changes.auth = value; // a new mode starts afresh
+        continue;
+      }
+      if (key === "transport" && value === before.transport) continue;
+      if (!same(value, before[key])) changes[key] = value;
+    }
+    if (changes.enabled === null && old.enabled === false) changes.enabled = true; // as `monad mcp enable`
+    return changes;
+  }
+
+  async save() {
+    this.clearErrors();
+    const body = this.payload();
+    this.saveButton.disabled = true;
+    try {
+      if (this.mode === "add") {
+        await api("POST", "/v1/settings/mcp-servers", body);
+        this.onSaved(`added ${body.name}`);
+      } else {
+        await api("PATCH", `/v1/settings/mcp-servers/${enc(this.name)}`, body);
+        this.onSaved(`saved ${this.name}`);
+      }
+      this.close();
+    } catch (err) {
+      this.showError(err);
+    } finally {
+      this.saveButton.disabled = false;
+    }
+  }
+
+  clearErrors() {
+    for (const el of this.form.querySelectorAll(".field-error")) {
+      el.hidden = true;
+      el.textContent = "";
+    }
+    for (const el of this.form.querySelectorAll("[aria-invalid]")) el.removeAttribute("aria-invalid");
+  }
+
+  /** The reason goes next to the field it names (`name`, `headers.X-Key`, `args[2]`, ...). */
+  showError(err) {
+    const fieldName = err.field || "";
+    let target = this.formError;
+    const top = fieldName.split(/[.[]/)[0];
+    if (top === "env" || top === "headers") {
+      target = this[top].errorFor(fieldName.slice(top.length + 1));
+    } else if (["name", "transport", "command", "args", "url", "timeout", "required", "enabled", "auth"].includes(top)) {
+      target = this.form.querySelector(`#err-${top}`);
+      const input = this.form.querySelector(`#f-${top}`);
+      if (input) input.setAttribute("aria-invalid", "true");
+    }
+    setText(target, err.message);
+    target.hidden = false;
+    target.setAttribute("role", "alert");
+  }
+
+  close() {
+    if (this.dialog) {
+      const dialog = this.dialog;
+      this.dialog = null;
+      if (dialog.open) dialog.close();
+      dialog.remove();
+    }
+  }
+}

@@ -1,0 +1,146 @@
+"""Helpers for the Studio tests: open the page with `monad studio`, an HTTP client that
+logs in and sends the page's headers (or a foreign page's), and the shared browser."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync"]
+URL_RE = re.compile(r"http://127\.0\.0\.1:(\d+)/studio/login\?token=[A-Za-z0-9_-]{40,}")
+
+
+def open_studio(monad: Any, *args: str) -> dict[str, Any]:
+    """`monad studio --no-browser --json [args]` → {url, port, started}; `--port 0` unless given."""
+    argv = ["studio", "--no-browser", "--json", *args]
+    if "--port" not in args:
+        argv += ["--port", "0"]
+    r = monad(*argv)
+    assert r.code == 0, r
+    answer = r.json()
+    assert URL_RE.fullmatch(answer["url"]), answer
+    return answer
+
+
+class StudioHTTP:
+    """Requests to the Studio's port as the page makes them: the session cookie, `Host` and,
+    for changes, the page's own `Origin`. Each can be swapped for a foreign one."""
+
+    def __init__(self, url: str) -> None:
+        m = URL_RE.fullmatch(url)
+        assert m, url
+        self.url = url
+        self.port = int(m.group(1))
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.origin = self.base
+        self.cookie_name = f"monad_studio_{self.port}"
+        self.cookie: str | None = None
+        self.http = httpx2.Client(timeout=30, follow_redirects=False)
+
+    def login(self) -> httpx2.Response:
+        r = self.http.get(self.url)
+        assert r.status_code == 303, (r.status_code, r.text)
+        set_cookie = r.headers["set-cookie"]
+        name, _, rest = set_cookie.partition("=")
+        assert name == self.cookie_name
+        self.cookie = rest.split(";", 1)[0]
+        self.http.cookies.clear()  # every request says itself whether it sends the cookie
+        return r
+
+    def request(self, method: str, path: str, *, body: Any = None, host: str | None = None,
+                origin: str | None = "page", cookie: str | bool | None = True) -> httpx2.Response:
+        headers = {"Host": host or f"127.0.0.1:{self.port}"}
+        if origin == "page":
+            if method not in ("GET", "HEAD"):
+                headers["Origin"] = self.origin
+        elif origin is not None:
+            headers["Origin"] = origin
+        value = self.cookie if cookie is True else (cookie or None)
+        if value:
+            headers["Cookie"] = f"{self.cookie_name}={value}"
+        content = json.dumps(body).encode() if body is not None else None
+        if content is not None:
+            headers["Content-Type"] = "application/json"
+        return self.http.request(method, f"{self.base}{path}", headers=headers, content=content)
+
+    def get(self, path: str, **kw: Any) -> httpx2.Response:
+        return self.request("GET", path, **kw)
+
+    def close(self) -> None:
+        self.http.close()
+
+
+def journal_rows(home: Path, kind: str | None = None) -> list[dict[str, Any]]:
+    import sqlite3
+
+    db = home / "journal.db"
+    if not db.exists():
+        return []
+    with sqlite3.connect(db) as conn:
+        conn.row_factory = sqlite3.Row
+        rows = [dict(r) for r in conn.execute("SELECT * FROM events ORDER BY id")]
+    for r in rows:
+        r["detail"] = json.loads(r["detail"]) if r["detail"] else None
+    return [r for r in rows if kind is None or r["kind"] == kind]
+
+
+# -- the browser ---------------------------------------------------------------------------
+def chromium_or_skip() -> str:
+    """Debian's chromium, or a skip that says why; CI (MONAD_REQUIRE_BROWSER=1) fails instead."""
+    path = CHROMIUM if os.path.exists(CHROMIUM) else shutil.which("chromium")
+    if path:
+        return path
+    reason = f"chromium is not installed ({CHROMIUM}); `apt-get install -y chromium` runs these browser tests"
+    if os.environ.get("MONAD_REQUIRE_BROWSER") == "1":
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """One chromium per test module (each test gets its own context: its own cookies)."""
+    executable = chromium_or_skip()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def context(browser: Any) -> Iterator[Any]:
+    ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+    ctx.set_default_timeout(20_000)
+    yield ctx
+    ctx.close()
+
+
+@pytest.fixture
+def page(context: Any) -> Iterator[Any]:
+    """A page whose uncaught script errors fail the test."""
+    pg = context.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    yield pg
+    assert not errors, f"script errors in the page: {errors}"
+
+
+def server_row(page: Any, name: str) -> Any:
+    """The servers table's row whose first cell is `name`."""
+    table = page.get_by_role("table", name="MCP servers")
+    return table.get_by_role("row").filter(has=page.get_by_role("cell", name=name, exact=True))
+
+
+def state_of(page: Any, name: str) -> Any:
+    return server_row(page, name).get_by_role("cell").nth(2)
