@@ -5,6 +5,7 @@ supervisor, and nothing imports the CLI's command modules."""
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -81,3 +82,15 @@ def test_no_module_over_400_lines() -> None:
     long = {str(p.relative_to(PACKAGE)): n for p in PACKAGE.rglob("*.py")
             if (n := len(p.read_text().splitlines())) > 400}
     assert long == {}
+
+
+def test_no_requirement_ids_in_comments() -> None:
+    """Ids like `JR-5` point at notes the repository does not have: say the reason, or cite
+    the spec section or RFC."""
+    pattern = re.compile(r"\b(JR|TL|TK|CA|CF|SV|ST|OA|OF)-[0-9]+\b")
+    root = PACKAGE.parent
+    files = [*PACKAGE.rglob("*.py"), *PACKAGE.rglob("*.js"), *(root / "tests").rglob("*.py"),
+             *(root / "docs").glob("*.md")]
+    found = [f"{f.relative_to(root)}:{n}" for f in files if f.name != "test_layers.py"
+             for n, line in enumerate(f.read_text().splitlines(), 1) if pattern.search(line)]
+    assert found == []

@@ -196,7 +196,7 @@ def test_a_change_from_another_origin_is_refused_and_writes_nothing(studio: Stud
                          headers={"Host": f"127.0.0.1:{studio.port}", "Origin": studio.origin,
                                   "Cookie": f"{studio.cookie_name}={studio.cookie}"})
     assert r.status_code == 413
-    # A cross-site read is refused too (CA-2), even though it could not read the answer.
+    # A cross-site read is refused too, even though it could not read the answer.
     assert studio.get("/v1/settings/mcp-servers", origin="http://evil.example").status_code == 403
     # The page's own origin may change things.
     r = studio.request("POST", "/v1/settings/mcp-servers", body={"name": "ok", "definition": {"command": "true"}})

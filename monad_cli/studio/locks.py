@@ -122,7 +122,8 @@ class StudioLocks:
                                "a change needs the Studio page's own Origin header; nothing was changed")
             return
         if not headers.get("content-length", "0").isdigit() or int(headers.get("content-length", "0")) > MAX_BODY:
-            # Refused before anything is read, with the control socket's limit (CA-3).
+            # Refused before anything is read, with the control socket's limit: a huge
+            # upload must not tie up the supervisor.
             await self._refuse(scope, send, 413, "too_large", "the request body is too large; nothing was changed")
             return
         session = _cookie(headers.get("cookie", ""), self.cookie)
