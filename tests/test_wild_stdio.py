@@ -6,6 +6,7 @@ Framing unit tests (line cuts, repairs, ids) come first; they need no process.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -168,3 +169,49 @@ def test_any_legacy_server_negotiates_within_the_discover_budget(tmp_path: Path,
     assert version == "2025-11-25"
     # `never` waits the budget out, the others fall back at once; none waits the SDK's 10 s.
     assert time.monotonic() - started < 9
+
+
+def _alive(pid: int) -> bool:
+    from monad_cli.supervisor.processes import alive
+
+    return bool(alive([pid]))
+
+
+def _read_pid(path: Path, timeout: float = 20) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().strip():
+            return int(path.read_text())
+        time.sleep(0.05)
+    raise AssertionError(f"{path} was not written")
+
+
+def test_descendants_that_left_the_group_die_with_the_server(tmp_path: Path) -> None:
+    from monad_cli.supervisor.processes import SpawnRecords
+
+    setsid_pidfile, orphan_pidfile = tmp_path / "setsid.pid", tmp_path / "orphan.pid"
+    records = SpawnRecords(tmp_path / "run")
+
+    async def body(client: Client, conn: Connection) -> tuple[int, int, int]:
+        server = int(_text(await client.call_tool("pid", {})))
+        assert [r.pid for r in records.read_all()] == [server]  # recorded while it runs
+        return server, _read_pid(setsid_pidfile), _read_pid(orphan_pidfile)
+
+    server, child, orphan = run_session(tmp_path, body, "--setsid-child", str(setsid_pidfile),
+                                        "--orphan-child", str(orphan_pidfile),
+                                        options=TransportOptions(workdir=str(tmp_path), records=records))
+    # They had left the server's session: its group kill alone would have missed them.
+    assert not _alive(server)
+    for pid in (child, orphan):
+        assert not _alive(pid), f"pid {pid} outlived its server"
+    assert records.read_all() == []  # forgotten once every process is gone
+
+
+def test_a_server_without_cwd_runs_in_its_work_dir(tmp_path: Path) -> None:
+    work = tmp_path / "work" / "wild"
+
+    async def body(client: Client, conn: Connection) -> str:
+        return os.readlink(f"/proc/{conn.pid}/cwd")
+
+    assert run_session(tmp_path, body, options=TransportOptions(workdir=str(work))) == str(work)
+    assert work.stat().st_mode & 0o777 == 0o700
