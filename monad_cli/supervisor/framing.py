@@ -3,7 +3,7 @@
 
 `LineReader` cuts the byte stream into lines with bounded memory: a line longer than the
 limit is skipped up to its newline and reported as `Oversize` (its first and last few KiB
-kept, to find the request it answers), so the session goes on with the next line (ST-3).
+kept, to find the request it answers), so the session goes on with the next line.
 
 `decode_line` turns one line into a JSON-RPC message, repairing what other clients repair:
 invalid UTF-8 bytes and lone UTF-16 surrogate escapes (`\\ud83d` from a server that cut an
@@ -23,9 +23,11 @@ from anyio.abc import ByteReceiveStream
 from mcp_types import JSONRPCMessage, jsonrpc_message_adapter
 from pydantic import ValidationError
 
-DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
-MIN_MAX_MESSAGE_BYTES = 64 * 1024
-MAX_MAX_MESSAGE_BYTES = 1024 * 1024 * 1024
+from monad_cli.config.schema import DEFAULT_MAX_MESSAGE_BYTES
+
+__all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "Decoded", "LineReader", "Oversize", "decode_line", "find_response_id",
+           "format_size"]
+
 EDGE_BYTES = 4096  # kept from each end of an oversize line: where the `id` is
 READ_CHUNK = 65536
 

@@ -1,6 +1,6 @@
 """A stdio server's processes: finding every one of them, and the records under `run/`.
 
-A server runs in its own session and process group (ST-1), but its descendants may leave
+A server runs in its own session and process group, but its descendants may leave
 it: browser-driving servers start the browser with `setsid`, launchers double-fork. So a
 server's processes are the union of
 - its process group,

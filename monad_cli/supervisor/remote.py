@@ -6,7 +6,7 @@ protocol version 2024-11-05, both from the SDK, under monad's own bookkeeping.
   400/404/405 means "try the legacy SSE transport") and keeps a streamable-HTTP session
   alive across a server restart: a 404 to a request carrying an old `Mcp-Session-Id` is
   answered by a new `initialize` without a session id, then the request is sent again,
-  once (MCP spec, basic/transports "Session Management" 4; reliability HT-2). The SDK's
+  once (MCP spec, basic/transports "Session Management", item 4). The SDK's
   transport keeps sending the old id; the keeper rewrites it to the new one.
 - The session's streams pass through an `Exchange` (exchange.py): the `server/discover`
   budget, and failing a request locally when the server refused its POST (legacy SSE).

@@ -26,6 +26,7 @@ from monad_cli.paths import Paths
 from monad_cli.redact import redact_text, secret_values
 from monad_cli.supervisor.actor import ServerActor
 from monad_cli.supervisor.context import ActorContext
+from monad_cli.supervisor.processes import SpawnRecords, kill_leftovers
 from monad_cli.supervisor.reconcile import Diff, diff, fingerprints
 from monad_cli.supervisor.states import LIVE, State
 from monad_cli.trust.service import ToolService
@@ -317,6 +318,11 @@ class Supervisor:
         self.tool_service.recover()
         journal.record("daemon", reason=f"supervisor {__version__} started (pid {os.getpid()})",
                        detail={"quick_check": check})
+        # A supervisor that died (kill -9, a crash) left its servers running: kill them
+        # before starting new ones beside them (docs/supervisor.md "Processes").
+        for line in kill_leftovers(SpawnRecords(self.paths.run_dir)):
+            log.warning("%s", line)
+            journal.record("daemon", reason=line)
         self.paths.pid_file.write_text(f"{os.getpid()}\n")
         control = ControlServer(self)
         try:

@@ -10,8 +10,8 @@ process group, the SDK's default environment allowlist, and close stdin → 2 s 
 the group → 2 s → SIGKILL (MCP spec, basic/lifecycle "Shutdown"), and it also kills the
 group on a cancelled connect.
 
-http wraps the SDK's `streamable_http_client` with an httpx2 client carrying the
-configured headers/auth, and watches the read stream for its end.
+The http transports (streamable HTTP, legacy HTTP+SSE) are in remote.py; `http_headers` is
+shared by both.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import subprocess
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import anyio.abc
@@ -53,9 +53,6 @@ from monad_cli.supervisor.processes import (
     spawn_record,
 )
 from monad_cli.supervisor.stderr import StderrSink
-
-if TYPE_CHECKING:
-    import httpx2
 
 log = logging.getLogger("monad.transport")
 
@@ -92,6 +89,7 @@ class Connection:
     repaired_lines: int = 0
     oversize_messages: int = 0
     protocol_error: str | None = None
+    hung: str | None = None  # why the supervisor ended an unresponsive session
     last_http_status: int | None = None
     # HTTP status of the last POST of each JSON-RPC method (`initialize` → 405 means the
     # URL is a legacy HTTP+SSE endpoint).
@@ -339,61 +337,12 @@ def _killpg(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
-class _WatchedReadStream:
-    """Proxy of the SDK transport's read stream that reports its end (http)."""
-
-    def __init__(self, inner: Any, conn: Connection) -> None:
-        self._inner = inner
-        self._conn = conn
-
-    async def receive(self) -> Any:
-        try:
-            return await self._inner.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            self._conn.mark_closed()
-            raise
-
-    def __aiter__(self) -> _WatchedReadStream:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            return await self.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            raise StopAsyncIteration from None
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> _WatchedReadStream:
-        return self
-
-    async def __aexit__(self, *exc: Any) -> None:
-        await self.aclose()
-
-
 def http_headers(spec: ServerSpec) -> dict[str, str]:
+    """The headers every request to an http server carries: `headers`, plus the bearer
+    token (RFC 6750 §2.1) or the `auth.headers` of those auth modes."""
     headers = dict(spec.headers)
     if spec.auth.mode == "bearer":
         headers["Authorization"] = f"Bearer {spec.auth.token}"
     elif spec.auth.mode == "headers":
         headers.update(spec.auth.headers)
     return headers
-
-
-@asynccontextmanager
-async def http_transport(spec: ServerSpec, conn: Connection, *,
-                         auth: httpx2.Auth | None = None) -> AsyncIterator[Any]:
-    import httpx2
-    from mcp.client.streamable_http import streamable_http_client
-
-    async def remember_status(response: Any) -> None:
-        conn.last_http_status = response.status_code
-
-    assert spec.url is not None
-    # The SDK's own defaults (create_mcp_http_client): 30 s, and 300 s to read an SSE stream.
-    async with (httpx2.AsyncClient(headers=http_headers(spec), auth=auth,
-                                   timeout=httpx2.Timeout(30.0, read=300.0),
-                                   event_hooks={"response": [remember_status]}) as http,
-                streamable_http_client(spec.url, http_client=http) as (read, write)):
-        yield _WatchedReadStream(read, conn), write

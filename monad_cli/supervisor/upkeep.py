@@ -10,10 +10,10 @@ than `STORM_COUNT` changes within `STORM_WINDOW_S` is in a storm: refreshes slow
 per `STORM_INTERVAL_S` and `storm_reason` (constant text, so a long storm is one journal
 row, not thousands) stays set until the server has been quiet for `STORM_QUIET_S`.
 
-`keep_alive` pings an idle session every `PING_INTERVAL_S` (`ping` up to 2025-11-25,
-`server/discover` on 2026-07-28, where `ping` is gone); no answer within `PING_TIMEOUT_S`
-means the server is hung (reliability SV-5), noticed within interval + timeout (40 s).
-Any answer, an error included, proves it alive. `MONAD_PING_INTERVAL` (seconds) shortens
+`keep_alive` pings an idle session every `PING_INTERVAL_S` (MCP spec, basic/utilities
+"Ping": `ping` up to 2025-11-25; `server/discover` on 2026-07-28, where `ping` is gone);
+no answer within `PING_TIMEOUT_S` means the server is hung, noticed within interval +
+timeout (40 s). Any answer, an error included, proves it alive. `MONAD_PING_INTERVAL` (seconds) shortens
 the interval for tests, as `MONAD_BACKOFF_INITIAL` does the backoff.
 """
 
