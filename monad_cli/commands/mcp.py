@@ -195,8 +195,11 @@ def status(
     if as_json:
         render.data_json(row)
         return
+    transport = row["transport"]
+    if row.get("httpTransport"):  # streamable-http, or a legacy HTTP+SSE endpoint
+        transport = f"{transport} ({row['httpTransport']})"
     render.key_values([
-        ("name", row["name"]), ("transport", row["transport"]), ("state", row["state"]),
+        ("name", row["name"]), ("transport", transport), ("state", row["state"]),
         ("reason", row["reason"]), ("since", render.when(row.get("since"))), ("source", row["source"]),
         ("protocol", row["protocolVersion"]), ("pid", row.get("pid")), ("config error", row.get("configError")),
         ("tools", row["toolNames"]), ("stderr tail", row["stderrTail"]),

@@ -32,6 +32,7 @@ from mcp_types import (
     ErrorData,
     JSONRPCError,
     JSONRPCMessage,
+    JSONRPCNotification,
     JSONRPCRequest,
     JSONRPCResponse,
     RequestId,
@@ -40,6 +41,7 @@ from mcp_types import (
 log = logging.getLogger("monad.transport")
 
 DISCOVER = "server/discover"
+CANCELLED = "notifications/cancelled"
 # Long-lived by design: never the one a stray, unmatched answer is pinned on.
 LONG_LIVED = frozenset({"subscriptions/listen"})
 DISCOVER_TIMEOUT_S = 10.0  # the SDK's own bound (DISCOVER_TIMEOUT_SECONDS)
@@ -87,6 +89,13 @@ class Exchange:
     # -- the session's side ----------------------------------------------------------
     def sent(self, item: SessionMessage) -> None:
         message = item.message
+        if isinstance(message, JSONRPCNotification) and message.method == CANCELLED:
+            # The session gave up on that request (a timeout, the caller left): nobody
+            # waits for its answer any more, so it no longer makes the session busy.
+            cancelled = (message.params or {}).get("requestId")
+            if cancelled is not None:
+                self.outstanding.pop(_key(cancelled), None)
+            return
         if not isinstance(message, JSONRPCRequest):
             return
         key = _key(message.id)

@@ -112,7 +112,8 @@ def resolve_command(spec: ServerSpec, env: dict[str, str]) -> str:
         if not os.path.isabs(spec.command) and not spec.cwd:
             raise SpawnError(f"command `{spec.command}` is a relative path but the server has no `cwd`; set "
                              f"`cwd` in `{spec.source}` to the directory it is relative to")
-        path = spec.command if os.path.isabs(spec.command) else os.path.join(spec.cwd or "", spec.command)
+        path = spec.command if os.path.isabs(spec.command) else \
+            os.path.normpath(os.path.join(spec.cwd or "", spec.command))
         if not os.path.exists(path):
             raise SpawnError(f"command `{spec.command}` does not exist")
         if not os.access(path, os.X_OK):
