@@ -47,7 +47,9 @@ def add(
     bearer_token: Annotated[str | None, typer.Option("--bearer-token", help="Send `Authorization: Bearer "
                                                      "TOKEN` (stored 0600; prefer `$VAR`).")] = None,
     oauth: Annotated[bool, typer.Option("--oauth", help="Use MCP OAuth; then run `monad mcp authorize NAME`.")] = False,
-    cwd: Annotated[str | None, typer.Option("--cwd", help="Working directory of a stdio server.")] = None,
+    cwd: Annotated[str | None, typer.Option("--cwd", help="Working directory of a stdio server (default: this "
+                                            "directory when the command or an argument is a relative path "
+                                            "here, else its own directory under MONAD_HOME).")] = None,
     timeout: Annotated[float | None, typer.Option("--timeout", help="Seconds to connect (default 10).")] = None,
     required: Annotated[bool, typer.Option("--required", help="`monad daemon start` fails if it fails.")] = False,
     disabled: Annotated[bool, typer.Option("--disabled", help="Write it disabled.")] = False,
