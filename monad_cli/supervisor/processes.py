@@ -25,14 +25,16 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import secrets
 import signal
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 MARKER_ENV = "MONAD_SERVER_ID"
+log = logging.getLogger("monad.supervisor")
 
 
 @dataclass(frozen=True)
@@ -203,18 +205,22 @@ def spawn_record(server: str, pid: int, marker: str) -> SpawnRecord:
                        marker=marker, supervisor=os.getpid())
 
 
-def kill_leftovers(records: SpawnRecords) -> list[str]:
+def kill_leftovers(records: SpawnRecords, report: Callable[[str], None] = lambda line: None) -> list[str]:
     """At supervisor start: SIGKILL every process the records of a dead supervisor name
-    (verified as ours, see `members`), forget those records; returns one line per spawn
-    that still had processes, e.g. "server `x` (pid 123): killed 3 processes"."""
-    report = []
+    (verified as ours, see `members`), forget those records. Each spawn that still had
+    processes is logged and `report`ed, and returned, as one line: "server `x` (pid 123):
+    killed 3 processes a previous supervisor left running"."""
+    lines = []
     for rec in records.read_all():
         if rec.supervisor == os.getpid():
             continue
         pids = members(rec)
         if pids:
             signal_pids(pids, signal.SIGKILL)
-            report.append(f"server `{rec.server}` (pid {rec.pid}): killed {len(pids)} "
-                          f"process{'es' if len(pids) != 1 else ''} a previous supervisor left running")
+            line = (f"server `{rec.server}` (pid {rec.pid}): killed {len(pids)} "
+                    f"process{'es' if len(pids) != 1 else ''} a previous supervisor left running")
+            log.warning("%s", line)
+            report(line)
+            lines.append(line)
         records.forget(rec)
-    return report
+    return lines
