@@ -4,8 +4,9 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: demo test check bench docs completions clean conformance-deps
+.PHONY: demo test check bench docs completions clean conformance-deps everything-deps
 CONFORMANCE = .cache/conformance/.installed
+EVERYTHING = .cache/everything/.installed
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,12 +27,22 @@ $(CONFORMANCE):
 
 conformance-deps: $(CONFORMANCE)
 
+# The reference TypeScript server, for the legacy HTTP+SSE test (tests/test_wild_e2e.py);
+# optional like the conformance suite: without it that test is skipped and says why.
+$(EVERYTHING):
+	@mkdir -p .cache/everything
+	@npm install --silent --no-audit --no-fund --prefix .cache/everything \
+		@modelcontextprotocol/server-everything@2026.8.31 >/dev/null 2>&1 \
+		&& touch $(EVERYTHING) || echo "server-everything not installed; its test will be skipped"
+
+everything-deps: $(EVERYTHING)
+
 # The check gate: lint (ruff, rules in pyproject.toml) and types (mypy, strict defs).
 check: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 
-test: $(STAMP) $(CONFORMANCE)
+test: $(STAMP) $(CONFORMANCE) $(EVERYTHING)
 	$(PY) -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
 bench: $(STAMP)

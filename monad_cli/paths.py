@@ -7,6 +7,8 @@ Layout (see docs/supervisor.md):
     journal.db                 SQLite journal (WAL)
     run/monad.sock, monad.pid  control socket and pid file of the supervisor
     logs/daemon.log            supervisor log; logs/servers/<name>.stderr.log per stdio server
+    work/<name>/               the working directory of a stdio server without `cwd`
+    run/servers/               one record per running stdio server process (run/servers/*.json)
     .lock                      the never-deleted lock file every config write takes
 """
 
@@ -69,6 +71,10 @@ class Paths:
     @property
     def config_lock(self) -> Path:
         return self.home / ".lock"
+
+    def server_workdir(self, name: str) -> Path:
+        """Working directory of a stdio server whose definition sets no `cwd`."""
+        return self.home / "work" / name
 
     def sandbox_dir(self, name: str) -> Path:
         """Scratch dir of a `sandbox = true` server (writable inside its sandbox)."""

@@ -109,9 +109,9 @@ def monad(monad_home: Path) -> Any:
     """Run the real `monad` executable as a subprocess."""
 
     def run(*argv: str, timeout: float = 60, env: dict[str, str] | None = None,
-            input: str | None = None) -> CliResult:
+            input: str | None = None, cwd: str | Path | None = None) -> CliResult:
         proc = subprocess.run([sys.executable, "-m", "monad_cli", *argv], capture_output=True, text=True,
-                              timeout=timeout, env={**os.environ, **(env or {})}, input=input)
+                              timeout=timeout, env={**os.environ, **(env or {})}, input=input, cwd=cwd)
         return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
     return run

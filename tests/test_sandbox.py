@@ -198,16 +198,24 @@ def test_supervisor_fails_a_sandboxed_server_without_landlock(monad: Any, monad_
         monad("daemon", "stop")
 
 
-def test_transport_resolves_a_relative_command_before_moving_to_the_scratch_dir(
+def test_a_relative_command_needs_a_cwd_and_resolves_against_it(
         monad_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Never against the supervisor's own directory (docs/atoms.md "Working directory")."""
     if landlock_abi() < 1:
         pytest.skip("this kernel has no Landlock")
     from monad_cli.config.schema import validate
-    from monad_cli.supervisor.transports import _sandboxed
+    from monad_cli.supervisor.transports import SpawnError, _sandboxed, resolve_command
 
     (tmp_path / "bin").mkdir()
-    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bin" / "server").write_text("#!/bin/sh\n")
+    (tmp_path / "bin" / "server").chmod(0o755)
+    monkeypatch.chdir(tmp_path)  # where a supervisor might happen to run: not used
     spec = validate({"command": "./bin/server", "sandbox": True}, name="rel", source="t", environ={})
-    argv, cwd, _ = _sandboxed(spec, "./bin/server", {})
-    assert cwd == str(monad_home / "sandbox" / "rel")
+    with pytest.raises(SpawnError, match="is a relative path but the server has no `cwd`"):
+        resolve_command(spec, {})
+    spec = validate({"command": "./bin/server", "sandbox": True, "cwd": str(tmp_path)}, name="rel",
+                    source="t", environ={})
+    command = resolve_command(spec, {})
+    argv, cwd, _ = _sandboxed(spec, command, {})
+    assert cwd == str(tmp_path)
     assert argv[argv.index("--") + 1] == str(tmp_path / "bin" / "server")

@@ -47,7 +47,9 @@ def add(
     bearer_token: Annotated[str | None, typer.Option("--bearer-token", help="Send `Authorization: Bearer "
                                                      "TOKEN` (stored 0600; prefer `$VAR`).")] = None,
     oauth: Annotated[bool, typer.Option("--oauth", help="Use MCP OAuth; then run `monad mcp authorize NAME`.")] = False,
-    cwd: Annotated[str | None, typer.Option("--cwd", help="Working directory of a stdio server.")] = None,
+    cwd: Annotated[str | None, typer.Option("--cwd", help="Working directory of a stdio server (default: this "
+                                            "directory when the command or an argument is a relative path "
+                                            "here, else its own directory under MONAD_HOME).")] = None,
     timeout: Annotated[float | None, typer.Option("--timeout", help="Seconds to connect (default 10).")] = None,
     required: Annotated[bool, typer.Option("--required", help="`monad daemon start` fails if it fails.")] = False,
     disabled: Annotated[bool, typer.Option("--disabled", help="Write it disabled.")] = False,
@@ -65,6 +67,7 @@ def add(
     from monad_cli.config.edits import add_server
 
     defn: dict[str, Any] = {}
+    why: str | None = None
     kind = transport or ("http" if url is not None else "stdio")
     if kind not in ("stdio", "http"):
         raise InvalidInput(f"--transport must be stdio or http, got {kind!r}")
@@ -77,11 +80,17 @@ def add(
         defn["command"] = command[0]
         if command[1:]:
             defn["args"] = list(command[1:])
-        if cwd:
-            import os
+        import os
 
+        if cwd:
             # Relative to where the person is, not to wherever the supervisor runs.
             defn["cwd"] = cwd if cwd.startswith("$") else os.path.abspath(os.path.expanduser(cwd))
+        else:
+            from monad_cli.config.workdir import cwd_to_record
+
+            recorded = cwd_to_record(command[0], list(command[1:]), os.getcwd())
+            if recorded:
+                defn["cwd"], why = recorded
         if env:
             defn["env"] = _parse_pairs(env, "=", "--env")
         if header or bearer_token or oauth:
@@ -111,8 +120,10 @@ def add(
     path = add_server(paths(), name, defn, force=force)
     rel = f"atoms/mcp/{name}.toml"
     if as_json:
-        render.data_json({"name": name, "path": path, "source": rel})
+        render.data_json({"name": name, "path": path, "source": rel, "cwd": defn.get("cwd")})
         return
+    if why:
+        render.info(f"it runs in `{defn['cwd']}` (recorded as `cwd`: {why})")
     render.info(f"added server `{name}` ({rel}); the supervisor connects it live — "
                 f"`monad mcp wait {name}` or `monad mcp status {name}`")
 
@@ -186,8 +197,11 @@ def status(
     if as_json:
         render.data_json(row)
         return
+    transport = row["transport"]
+    if row.get("httpTransport"):  # streamable-http, or a legacy HTTP+SSE endpoint
+        transport = f"{transport} ({row['httpTransport']})"
     render.key_values([
-        ("name", row["name"]), ("transport", row["transport"]), ("state", row["state"]),
+        ("name", row["name"]), ("transport", transport), ("state", row["state"]),
         ("reason", row["reason"]), ("since", render.when(row.get("since"))), ("source", row["source"]),
         ("protocol", row["protocolVersion"]), ("pid", row.get("pid")), ("config error", row.get("configError")),
         ("tools", row["toolNames"]), ("stderr tail", row["stderrTail"]),
@@ -219,12 +233,27 @@ def get(name: Annotated[str, typer.Argument(help="Server name.")], as_json: Json
 
         source, raw = PRESETS_FILE, preset_definition(paths(), name, os.environ)  # NotFound again if not one
     shown = redact_definition(raw)
+    runs_in = _runs_in(name, raw)
     if as_json:
-        render.data_json({"name": name, "source": source, "definition": shown})
+        render.data_json({"name": name, "source": source, "definition": shown,
+                          "cwd": runs_in[0] if runs_in else None, "cwdDefault": bool(runs_in and runs_in[1])})
         return
     render.line(f"# {source}")
     for key, value in shown.items():
         render.line(f"{key} = {_toml_value(value)}")
+    if runs_in and runs_in[1]:
+        render.line(f"# runs in {runs_in[0]} (no `cwd` set: the server's own directory under MONAD_HOME)")
+
+
+def _runs_in(name: str, raw: dict[str, Any]) -> tuple[str, bool] | None:
+    """(directory, is_default) a stdio server runs in; None for an http server."""
+    if raw.get("url") is not None or raw.get("transport", raw.get("type", "stdio")) != "stdio":
+        return None
+    if isinstance(raw.get("cwd"), str):
+        return raw["cwd"], False
+    from monad_cli.config.workdir import default_workdir
+
+    return str(default_workdir(paths(), name, sandbox=raw.get("sandbox") is True)), True
 
 
 def _toml_value(value: Any) -> str:
@@ -349,7 +378,7 @@ def path(as_json: JsonOpt = False) -> None:
     p = paths()
     data = {"home": str(p.home), "atoms": str(p.atoms_dir), "agentsJson": str(p.agents_json),
             "journal": str(p.journal_db), "socket": str(p.socket), "logs": str(p.logs_dir),
-            "serverLogs": str(p.server_logs_dir)}
+            "serverLogs": str(p.server_logs_dir), "work": str(p.home / "work")}
     if as_json:
         render.data_json(data)
     else:

@@ -34,9 +34,14 @@ OAUTH_FLOWS = ("loopback", "device")
 # so they are left out of the connection fingerprint (a refresh must not reconnect).
 OAUTH_STATE_KEYS = ("tokens", "grant", "registration", "serverMetadata", "resourceMetadata")
 DEFAULT_TIMEOUT_S = 10.0
+# The largest single message accepted from a server (a stdio line, an SSE event): over the
+# TypeScript SDK's 10 MB, so what other clients take, monad takes (docs/atoms.md).
+DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+MIN_MAX_MESSAGE_BYTES = 64 * 1024
+MAX_MAX_MESSAGE_BYTES = 1024 * 1024 * 1024
 
 COMMON_FIELDS = {"schema", "name", "transport", "enabled", "required", "timeout", "requestTimeoutMs",
-                 "deferred", "trust", "condition", "description", "tools"}
+                 "maxMessageBytes", "deferred", "trust", "condition", "description", "tools"}
 STDIO_FIELDS = {"command", "args", "env", "cwd", "sandbox", "sandboxWritable"}
 HTTP_FIELDS = {"url", "headers", "auth"}
 ALL_FIELDS = COMMON_FIELDS | STDIO_FIELDS | HTTP_FIELDS
@@ -123,6 +128,7 @@ class ServerSpec:
     required: bool = False
     timeout: float = DEFAULT_TIMEOUT_S
     request_timeout_ms: int | None = None
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     deferred: bool = False
     trust: TrustSpec = field(default_factory=TrustSpec)
     command: str | None = None
@@ -147,6 +153,8 @@ class ServerSpec:
         # refreshed OAuth state must not reconnect the server.
         body["trust"] = dict(self.trust.table)
         body["auth"] = self.auth.connection_fields()
+        if self.max_message_bytes == DEFAULT_MAX_MESSAGE_BYTES:
+            del body["max_message_bytes"]  # unset: the digest stays what it was before the field
         import hashlib  # lazy: the CLI's fast path validates but never hashes
 
         return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
@@ -209,6 +217,11 @@ def validate(raw: Mapping[str, Any], *, name: str, source: str,
     rto = raw.get("requestTimeoutMs")
     if rto is not None and (isinstance(rto, bool) or not isinstance(rto, int) or rto <= 0):
         raise ctx.error("requestTimeoutMs", f"must be a positive whole number of milliseconds, got {rto!r}")
+    limit = raw.get("maxMessageBytes", DEFAULT_MAX_MESSAGE_BYTES)
+    if isinstance(limit, bool) or not isinstance(limit, int) \
+            or not MIN_MAX_MESSAGE_BYTES <= limit <= MAX_MAX_MESSAGE_BYTES:
+        raise ctx.error("maxMessageBytes", f"must be a whole number of bytes from {MIN_MAX_MESSAGE_BYTES} to "
+                                           f"{MAX_MAX_MESSAGE_BYTES} (16 MiB is 16777216), got {limit!r}")
 
     trust = raw.get("trust", {})
     if not isinstance(trust, Mapping):
@@ -239,7 +252,8 @@ def validate(raw: Mapping[str, Any], *, name: str, source: str,
     spec = ServerSpec(
         name=name, transport=transport, source=source, raw=dict(raw),
         enabled=boolean(ctx, raw, "enabled", True), required=boolean(ctx, raw, "required", False),
-        timeout=float(timeout), request_timeout_ms=rto, deferred=boolean(ctx, raw, "deferred", False),
+        timeout=float(timeout), request_timeout_ms=rto, max_message_bytes=limit,
+        deferred=boolean(ctx, raw, "deferred", False),
         trust=TrustSpec(auto_approve_tools=tuple(auto), pinned_tool_hash=pin,
                         host_escape=trust.get("hostEscape", False), table=dict(trust)),
         condition=condition, tools=tool_filters(ctx, raw.get("tools")),

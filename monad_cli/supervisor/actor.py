@@ -23,31 +23,17 @@ from mcp_types import CallToolResult, Implementation, Tool, ToolListChangedNotif
 from monad_cli import __version__
 from monad_cli.config.schema import ServerSpec
 from monad_cli.supervisor.backoff import Backoff
+from monad_cli.supervisor.connect import Learned, list_all_tools, start_upkeep, transport_for
 from monad_cli.supervisor.context import ActorContext
 from monad_cli.supervisor.reasons import classify, describe, explain_closed, explain_timeout
+from monad_cli.supervisor.remote import legacy_sse_candidate
 from monad_cli.supervisor.states import LIVE, State, check_transition
+from monad_cli.supervisor.status import status_row
 from monad_cli.supervisor.stderr import StderrSink
-from monad_cli.supervisor.transports import Connection, http_transport, stdio_transport
+from monad_cli.supervisor.transports import Connection
+from monad_cli.supervisor.upkeep import ToolRefresh
 
 log = logging.getLogger("monad.actor")
-MAX_TOOL_PAGES = 1000
-
-
-async def list_all_tools(client: Client) -> tuple[list[Tool], str | None]:
-    """Every page of tools/list; a repeated cursor ends the listing with a problem."""
-    tools: list[Tool] = []
-    seen: set[str] = set()
-    cursor: str | None = None
-    for _ in range(MAX_TOOL_PAGES):
-        result = await client.list_tools(cursor=cursor)
-        tools.extend(result.tools)
-        cursor = result.next_cursor
-        if cursor is None:
-            return tools, None
-        if cursor in seen:
-            return tools, f"tools/list repeated cursor {cursor[:40]!r}; stopped after {len(seen) + 1} pages"
-        seen.add(cursor)
-    return tools, f"tools/list did not end after {MAX_TOOL_PAGES} pages"
 
 
 class ServerActor:
@@ -88,6 +74,10 @@ class ServerActor:
         self._scope: anyio.CancelScope | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self._auth_reason: str | None = None
+        self._phase = ""
+        self._refresh: ToolRefresh | None = None
+        self.storm_reason: str | None = None
+        self.learned = Learned()
 
     # -- control from other tasks ------------------------------------------------------
     def update(self, spec: ServerSpec | None, *, config_error: str | None = None,
@@ -107,7 +97,10 @@ class ServerActor:
             self._wakeup("needs-auth")
 
     def reconnect(self) -> None:
+        """Drop the session and connect again, from scratch: what earlier connections
+        taught (a legacy era, a legacy SSE endpoint) is forgotten too."""
         self.backoff.reset()
+        self.learned = Learned()
         self._wakeup("reconnect")
 
     async def stop(self) -> None:
@@ -202,53 +195,53 @@ class ServerActor:
             self.set_state(State.BACKOFF, f"{reason}; retrying in {delay:.1f} s")
             await self._sleep_until_woken(delay)
 
-    async def _session(self, spec: ServerSpec) -> tuple[str, str]:
-        """One connection attempt and, if it succeeds, the session until it ends."""
+    def _new_connection(self) -> Connection:
         conn = Connection()
         # Only a live session's end wakes the actor; a failed connect reports itself.
         conn.on_closed = lambda: self._wakeup("closed") if self.client is not None and self.conn is conn else None
         self.conn = conn
+        return conn
+
+    async def _session(self, spec: ServerSpec) -> tuple[str, str]:
+        """One connection attempt and, if it succeeds, the session until it ends.
+
+        An http URL whose `initialize` POST is refused as a GET-only endpoint refuses it
+        is tried again as legacy HTTP+SSE within the same deadline (MCP spec,
+        basic/transports "Backwards Compatibility")."""
+        conn = self._new_connection()
         self._wake = anyio.Event()
         self._wake_reason = None
         self._auth_reason = None
         self.set_state(State.CONNECTING, "starting" if spec.transport == "stdio" else "connecting")
-        phase = "starting the server" if spec.transport == "stdio" else "connecting"
-        transport: Any
-        if spec.transport == "stdio":
-            transport = stdio_transport(spec, self.sink, conn)
-        else:
-            transport = http_transport(spec, conn, auth=self.ctx.http_auth(spec))
+        self._phase = "starting the server" if spec.transport == "stdio" else "connecting"
+        learned = self.learned.for_spec(spec)
+        over_sse = spec.transport == "http" and learned.sse
+        first: tuple[Exception, Connection] | None = None
+        reason: str | None = None
         try:
             with anyio.CancelScope() as deadline:
                 deadline.deadline = anyio.current_time() + spec.timeout
-                client = Client(transport, mode="auto", cache=None,
-                                client_info=Implementation(name="monad", version=__version__),
-                                message_handler=self._on_message,
-                                extensions=self.ctx.client_extensions(self))
-                phase = "negotiating the protocol version (server/discover, initialize)"
-                async with client:
-                    phase = "listing tools"
-                    tools, problem = await list_all_tools(client)
-                    deadline.deadline = math.inf
-                    phase = "connected"
-                    self._connected(client, tools, problem)
-                    async with anyio.create_task_group() as tg:
-                        self._tg = tg
-                        tg.start_soon(self._listen_for_tool_changes, client)
-                        reason = await self._sleep_until_woken()
-                        tg.cancel_scope.cancel()
-                    # Shutting a session down takes up to seconds (stdin grace); status
-                    # must not say `connected` meanwhile, and calls must fail fast.
-                    self.client = None
-                    self._announce_end(reason)
-                    self._tg = None
-                    self.client = None
+                while True:
+                    try:
+                        reason = await self._run_client(spec, conn, deadline, over_sse=over_sse)
+                        break
+                    except Exception as exc:
+                        if over_sse or spec.transport != "http" or conn.established \
+                                or not legacy_sse_candidate(conn):
+                            raise
+                        first, over_sse = (exc, conn), True
+                        conn = self._new_connection()
+                        self._phase = "connecting over legacy HTTP+SSE (GET, `endpoint` event)"
             if deadline.cancelled_caught:
-                return "failed", explain_timeout(spec, phase, self.sink.lines())
+                return "failed", explain_timeout(spec, self._phase, self.sink.lines())
         except Exception as exc:  # noqa: BLE001 - every failure becomes a reason
             self.client = None
             self._tg = None
-            return classify(spec, exc, phase, conn=self.conn, auth_reason=self._auth_reason,
+            if first is not None:  # neither streamable HTTP nor legacy SSE: the first reason tells more
+                verdict, text = classify(spec, first[0], "connecting", conn=first[1], auth_reason=self._auth_reason,
+                                         stderr=())
+                return verdict, f"{text}; a GET did not open a legacy SSE stream either ({describe(exc)})"
+            return classify(spec, exc, self._phase, conn=self.conn, auth_reason=self._auth_reason,
                             stderr=self.sink.lines())
         finally:
             self.client = None
@@ -263,6 +256,52 @@ class ServerActor:
         if reason == "needs-auth":
             return "needs-auth", self._auth_reason or f"run `monad mcp authorize {self.name}`"
         return reason or "reconnect", reason or "reconnect"
+
+    async def _run_client(self, spec: ServerSpec, conn: Connection, deadline: anyio.CancelScope,
+                          *, over_sse: bool) -> str | None:
+        """Enter the Client, list the tools, serve the session until woken; the wake reason."""
+        transport = transport_for(spec, conn, self.sink, self.ctx.paths, auth=self.ctx.http_auth(spec),
+                                  over_sse=over_sse)
+        client = Client(transport, mode=self.learned.mode(over_sse=over_sse), cache=None,
+                        client_info=Implementation(name="monad", version=__version__),
+                        message_handler=self._on_message, extensions=self.ctx.client_extensions(self))
+        self._phase = "negotiating the protocol version (server/discover, initialize)"
+        async with client:
+            self._phase = "listing tools"
+            tools, problem = await list_all_tools(client)
+            deadline.deadline = math.inf
+            self._phase = "connected"
+            self.learned.note(client.protocol_version, conn.transport)
+            refresh = self._refresh = ToolRefresh(self.refresh_tools, on_storm=self._on_storm)
+            self.storm_reason = None
+            self._connected(client, tools, problem)
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                start_upkeep(tg, client, conn, refresh, on_hung=self._on_hung)
+                tg.start_soon(self._listen_for_tool_changes, client)
+                reason = await self._sleep_until_woken()
+                tg.cancel_scope.cancel()
+            # Shutting a session down takes up to seconds (stdin grace); status
+            # must not say `connected` meanwhile, and calls must fail fast.
+            self.client = None
+            self._refresh = None
+            self._announce_end(reason)
+            self._tg = None
+        return reason
+
+    def _on_hung(self, reason: str) -> None:
+        if self.conn is not None:
+            self.conn.hung = reason
+        self._wakeup("closed")
+
+    def _on_storm(self, reason: str | None) -> None:
+        self.storm_reason = reason
+        if self.client is not None:
+            problem = self._problem()
+            self.set_state(State.DEGRADED if problem else State.CONNECTED, problem)
+
+    def _problem(self) -> str | None:
+        return "; ".join(p for p in (self.tool_problem, self.storm_reason) if p) or None
 
     def _announce_end(self, reason: str | None) -> None:
         spec = self.spec
@@ -285,12 +324,10 @@ class ServerActor:
         info = client.server_info
         self.server_info = info.model_dump(exclude_none=True) if info else None
         pin_problem = self.ctx.check_pin(self, tools)  # always: it also unblocks
-        problem = "; ".join(p for p in (problem, pin_problem) if p) or None
+        self.tool_problem = "; ".join(p for p in (problem, pin_problem) if p) or None
         self.ctx.on_tools_changed(self)
-        if problem:
-            self.set_state(State.DEGRADED, problem)
-        else:
-            self.set_state(State.CONNECTED, None)
+        problem = self._problem()
+        self.set_state(State.DEGRADED if problem else State.CONNECTED, problem)
         if self.conn is not None and self.conn.closed:  # died between tools/list and now
             self._wakeup("closed")
 
@@ -306,10 +343,11 @@ class ServerActor:
         # A changed list is checked against the pin again: a server must not swap its tools
         # under an approved pin mid-session.
         pin_problem = self.ctx.check_pin(self, tools)
-        problem = "; ".join(p for p in (problem, pin_problem) if p) or None
-        self.tools, self.tool_problem = tools, problem
+        self.tools = tools
+        self.tool_problem = "; ".join(p for p in (problem, pin_problem) if p) or None
         self.ctx.on_tools_changed(self)
         if self.client is not None:
+            problem = self._problem()
             self.set_state(State.DEGRADED if problem else State.CONNECTED, problem)
 
     async def call_tool(self, tool: str, arguments: dict[str, Any] | None) -> CallToolResult:
@@ -332,8 +370,8 @@ class ServerActor:
     async def _listen_for_tool_changes(self, client: Client) -> None:
         """2026-07-28 servers announce list changes only on a `subscriptions/listen` stream
         (legacy ones send notifications/tools/list_changed to `_on_message`); either way the
-        tools are re-listed and the pin re-checked (MCP spec, server/tools "List Changed
-        Notification")."""
+        tools are re-listed, coalesced and rate-limited (upkeep.ToolRefresh), and the pin
+        re-checked (MCP spec, server/tools "List Changed Notification")."""
         from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
         caps = client.server_capabilities
@@ -343,35 +381,16 @@ class ServerActor:
         try:
             async with client.listen(tools_list_changed=True) as events:
                 async for _event in events:
-                    if self._tg is not None:
-                        self._tg.start_soon(self.refresh_tools)
+                    if self._refresh is not None:
+                        self._refresh.request()
         except Exception as exc:  # noqa: BLE001 - no stream means no change events, nothing worse
             log.info("server %s: no subscriptions/listen stream (%s)", self.name, describe(exc))
 
     async def _on_message(self, message: IncomingMessage) -> None:
-        if isinstance(message, ToolListChangedNotification) and self._tg is not None:
-            self._tg.start_soon(self.refresh_tools)
+        if isinstance(message, ToolListChangedNotification) and self._refresh is not None:
+            self._refresh.request()
 
     # -- status ------------------------------------------------------------------------
     def status(self, *, detail: bool = False) -> dict[str, Any]:
-        spec = self.spec
-        row: dict[str, Any] = {
-            "name": self.name,
-            "transport": spec.transport if spec else None,
-            "state": str(self.state),
-            "reason": self.reason,
-            "since": self.since,
-            "tools": len(self.tools) if self.live else None,
-            "protocolVersion": self.protocol_version if self.live else None,
-            "source": self.source,
-            "enabled": spec.enabled if spec else None,
-            "required": spec.required if spec else None,
-            "pid": self.conn.pid if self.conn and self.live else None,
-            "configError": self.config_error if spec else None,
-        }
-        if detail:
-            row["toolNames"] = [t.name for t in self.tools] if self.live else []
-            row["stderrTail"] = [self.ctx.scrub(line) for line in self.sink.lines()]
-            row["serverInfo"] = self.server_info if self.live else None
-            row["strayStdoutLines"] = self.conn.stray_lines if self.conn else 0
-        return row
+        """The server's row in `monad mcp status` (docs/supervisor.md "Routes")."""
+        return status_row(self, detail=detail)

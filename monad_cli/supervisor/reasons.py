@@ -65,6 +65,8 @@ def explain_timeout(spec: ServerSpec, phase: str, stderr: Sequence[str]) -> str:
 
 def explain_closed(spec: ServerSpec, conn: Connection, stderr: Sequence[str]) -> str:
     """A live session ended."""
+    if conn.hung:
+        return conn.hung
     if conn.protocol_error:
         return f"closed the session: {conn.protocol_error}"
     if spec.transport == "stdio":

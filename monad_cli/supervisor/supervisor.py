@@ -26,8 +26,10 @@ from monad_cli.paths import Paths
 from monad_cli.redact import redact_text, secret_values
 from monad_cli.supervisor.actor import ServerActor
 from monad_cli.supervisor.context import ActorContext
+from monad_cli.supervisor.processes import SpawnRecords, kill_leftovers
 from monad_cli.supervisor.reconcile import Diff, diff, fingerprints
 from monad_cli.supervisor.states import LIVE, State
+from monad_cli.supervisor.watch import watch_definitions
 from monad_cli.trust.service import ToolService
 
 if TYPE_CHECKING:
@@ -317,6 +319,8 @@ class Supervisor:
         self.tool_service.recover()
         journal.record("daemon", reason=f"supervisor {__version__} started (pid {os.getpid()})",
                        detail={"quick_check": check})
+        # A dead supervisor's servers die before new ones start beside them (docs/supervisor.md).
+        kill_leftovers(SpawnRecords(self.paths.run_dir), report=lambda line: journal.record("daemon", reason=line))
         self.paths.pid_file.write_text(f"{os.getpid()}\n")
         control = ControlServer(self)
         try:
@@ -332,7 +336,7 @@ class Supervisor:
                 if serve:
                     await control.start()
                 on_ready(None)
-                tg.start_soon(self._watch)
+                tg.start_soon(watch_definitions, self.paths, self.stop_event, self.reconcile)
                 await self.stop_event.wait()
                 self.stopping = True
                 await control.stop()
@@ -373,28 +377,3 @@ class Supervisor:
                 log.info("signal %s: stopping", signal.Signals(signum).name)
                 self.stop_event.set()
                 return
-
-    async def _watch(self) -> None:
-        import watchfiles
-
-        atoms = self.paths.atoms_dir
-        home = self.paths.home
-        features = self.paths.features_dir
-
-        def wanted(change: Any, path: str) -> bool:
-            name = os.path.basename(path)
-            if name.startswith(".") or name.endswith(".tmp"):
-                return False
-            parent = os.path.dirname(path)
-            return ((parent == str(atoms) and name.endswith(".toml"))
-                    or (parent == str(home) and name == "agents.json")
-                    or (parent == str(features) and name.endswith(".toml")))
-
-        features.mkdir(parents=True, exist_ok=True)
-        # Short debounce: the hot-reload budget is 150 ms over a direct connect.
-        async for _changes in watchfiles.awatch(atoms, home, features, watch_filter=wanted, debounce=20,
-                                                step=10, recursive=False, stop_event=self.stop_event):
-            try:
-                await self.reconcile()
-            except Exception:
-                log.exception("reload failed")

@@ -10,8 +10,8 @@ process group, the SDK's default environment allowlist, and close stdin → 2 s 
 the group → 2 s → SIGKILL (MCP spec, basic/lifecycle "Shutdown"), and it also kills the
 group on a cancelled connect.
 
-http wraps the SDK's `streamable_http_client` with an httpx2 client carrying the
-configured headers/auth, and watches the read stream for its end.
+The http transports (streamable HTTP, legacy HTTP+SSE) are in remote.py; `http_headers` is
+shared by both.
 """
 
 from __future__ import annotations
@@ -24,24 +24,38 @@ import subprocess
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import anyio.abc
-from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
-from mcp_types import jsonrpc_message_adapter
 
 from monad_cli.config.schema import ServerSpec
+from monad_cli.supervisor.exchange import Exchange
+from monad_cli.supervisor.framing import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    Decoded,
+    LineReader,
+    Oversize,
+    decode_line,
+    find_response_id,
+    format_size,
+)
+from monad_cli.supervisor.processes import (
+    MARKER_ENV,
+    SpawnRecord,
+    SpawnRecords,
+    alive,
+    members,
+    new_marker,
+    signal_pids,
+    spawn_record,
+)
 from monad_cli.supervisor.stderr import StderrSink
-
-if TYPE_CHECKING:
-    import httpx2
 
 log = logging.getLogger("monad.transport")
 
-MAX_LINE_BYTES = 4 * 1024 * 1024
 STDIN_CLOSE_GRACE_S = 2.0
 TERM_GRACE_S = 2.0
 KILL_REAP_S = 2.0
@@ -49,6 +63,19 @@ KILL_REAP_S = 2.0
 
 class SpawnError(Exception):
     """The server could not be started at all (command missing, bad cwd...)."""
+
+
+@dataclass(frozen=True)
+class TransportOptions:
+    """How a transport bounds one connection: `max_message_bytes` per message (a stdio
+    line, an SSE event); `discover_budget` seconds for `server/discover` (None: the SDK's
+    own 10 s); `workdir`, the cwd of a stdio server without `cwd`; `records`, where
+    spawned processes are recorded (None: not recorded)."""
+
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    discover_budget: float | None = None
+    workdir: str | None = None
+    records: SpawnRecords | None = None
 
 
 @dataclass
@@ -59,8 +86,16 @@ class Connection:
     pid: int | None = None
     returncode: int | None = None
     stray_lines: int = 0
+    repaired_lines: int = 0
+    oversize_messages: int = 0
     protocol_error: str | None = None
+    hung: str | None = None  # why the supervisor ended an unresponsive session
     last_http_status: int | None = None
+    # HTTP status of the last POST of each JSON-RPC method (`initialize` → 405 means the
+    # URL is a legacy HTTP+SSE endpoint).
+    post_status: dict[str, int] = field(default_factory=dict)
+    transport: str | None = None  # stdio, streamable-http or sse once connected
+    exchange: Exchange | None = None
     closed: bool = False
     established: bool = False  # the handshake completed: it earns a graceful stop
     extra: dict[str, Any] = field(default_factory=dict)
@@ -74,12 +109,16 @@ class Connection:
 def resolve_command(spec: ServerSpec, env: dict[str, str]) -> str:
     assert spec.command is not None
     if os.sep in spec.command:
-        path = spec.command if os.path.isabs(spec.command) or not spec.cwd else os.path.join(spec.cwd, spec.command)
+        if not os.path.isabs(spec.command) and not spec.cwd:
+            raise SpawnError(f"command `{spec.command}` is a relative path but the server has no `cwd`; set "
+                             f"`cwd` in `{spec.source}` to the directory it is relative to")
+        path = spec.command if os.path.isabs(spec.command) else \
+            os.path.normpath(os.path.join(spec.cwd or "", spec.command))
         if not os.path.exists(path):
             raise SpawnError(f"command `{spec.command}` does not exist")
         if not os.access(path, os.X_OK):
             raise SpawnError(f"command `{spec.command}` is not executable")
-        return spec.command
+        return path
     found = shutil.which(spec.command, path=env.get("PATH"))
     if not found:
         raise SpawnError(f"command `{spec.command}` not found on PATH")
@@ -92,15 +131,25 @@ def stdio_env(spec: ServerSpec) -> dict[str, str]:
     return get_default_environment() | spec.env
 
 
+def _limit_hint(spec: ServerSpec, limit: int) -> str:
+    return f"the {format_size(limit)} message limit (raise `maxMessageBytes` in `{spec.source}`)"
+
+
 @asynccontextmanager
-async def stdio_transport(spec: ServerSpec, sink: StderrSink, conn: Connection) -> AsyncIterator[Any]:
+async def stdio_transport(spec: ServerSpec, sink: StderrSink, conn: Connection,
+                          options: TransportOptions | None = None) -> AsyncIterator[Any]:
+    opts = options or TransportOptions()
     env = stdio_env(spec)
     command = resolve_command(spec, env)
     if spec.cwd and not os.path.isdir(spec.cwd):
         raise SpawnError(f"cwd `{spec.cwd}` is not a directory")
-    argv, cwd = [command, *spec.args], spec.cwd
+    marker = new_marker(spec.name)
+    env[MARKER_ENV] = marker
+    argv, cwd = [command, *spec.args], spec.cwd or opts.workdir
     if spec.sandbox:
         argv, cwd, env = _sandboxed(spec, command, env)
+    elif cwd and not spec.cwd:
+        os.makedirs(cwd, mode=0o700, exist_ok=True)
     errfd = sink.open_pipe()
     try:
         process = await anyio.open_process(argv, stdin=subprocess.PIPE,
@@ -112,35 +161,72 @@ async def stdio_transport(spec: ServerSpec, sink: StderrSink, conn: Connection) 
     finally:
         sink.close_write_end()
     conn.pid = process.pid
+    conn.transport = "stdio"
+    record = spawn_record(spec.name, process.pid, marker)
+    if opts.records is not None:
+        opts.records.write(record)
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
+    injector = read_writer.clone()
+    exchange = Exchange(injector.send, name=spec.name, discover_budget=opts.discover_budget)
+    conn.exchange = exchange
+    limit = opts.max_message_bytes
+
+    async def oversize(item: Oversize) -> None:
+        conn.oversize_messages += 1
+        found = find_response_id(item.head, item.tail)
+        target = exchange.lookup(found)
+        looks_like_answer = target is not None or b'"result"' in item.head[:64] or b'"error"' in item.head[:64]
+        log.warning("server %s: a %s stdout message over %s was skipped", spec.name, format_size(item.size),
+                    format_size(limit))
+        if not looks_like_answer:
+            return  # a notification or request from the server: nobody waits for it
+        size = format_size(item.size)
+        targets = [target] if target is not None else exchange.unmatched_candidates()
+        for out in targets:
+            what = f"the response to `{out.method}`" if target is not None else \
+                "a response (its id unreadable; it may be this request's)"
+            await exchange.fail(out, f"{what} is {size}, over {_limit_hint(spec, limit)}; the session goes on",
+                                data={"size": item.size, "limit": limit})
+
+    async def bad_line(line: bytes, decoded: Decoded) -> None:
+        target = exchange.lookup(decoded.response_id)
+        if target is not None:
+            log.warning("server %s: its response to %s was %s", spec.name, target.method, decoded.problem)
+            await exchange.fail(target, f"the server's response to `{target.method}` was {decoded.problem}; "
+                                        f"the request failed, the session goes on")
+            return
+        # Not JSON-RPC and no request waits for it: count and log it, keep the session.
+        conn.stray_lines += 1
+        log.warning("server %s: ignored a non-JSON-RPC stdout line (%d so far): %.200r",
+                    spec.name, conn.stray_lines, line[:200])
 
     async def read_stdout() -> None:
         assert process.stdout is not None
-        buffered = BufferedByteReceiveStream(process.stdout)
-        async with read_writer:
+        reader = LineReader(process.stdout, limit)
+        async with read_writer, injector:
             try:
                 while True:
                     try:
-                        line = await buffered.receive_until(b"\n", MAX_LINE_BYTES)
-                    except anyio.DelimiterNotFound:
-                        conn.protocol_error = f"a stdout line longer than {MAX_LINE_BYTES} bytes"
+                        item = await reader.next()
+                    except anyio.EndOfStream:
                         return
-                    except (anyio.IncompleteRead, anyio.EndOfStream, anyio.ClosedResourceError,
-                            anyio.BrokenResourceError):
-                        return
-                    if not line.strip():
+                    if isinstance(item, Oversize):
+                        await oversize(item)
+                        continue
+                    if not item.strip():
+                        continue
+                    decoded = decode_line(item)
+                    if decoded.message is None:
+                        await bad_line(item, decoded)
+                        continue
+                    if decoded.repaired:
+                        conn.repaired_lines += 1
+                        log.warning("server %s: repaired a stdout message: %s", spec.name, decoded.repaired)
+                    if not exchange.received(decoded.message):
                         continue
                     try:
-                        message = jsonrpc_message_adapter.validate_json(line, by_name=False)
-                    except ValueError:
-                        # Not JSON-RPC: count and log it, keep the session.
-                        conn.stray_lines += 1
-                        log.warning("server %s: ignored a non-JSON-RPC stdout line (%d so far): %.200r",
-                                    spec.name, conn.stray_lines, line[:200])
-                        continue
-                    try:
-                        await read_writer.send(SessionMessage(message))
+                        await read_writer.send(SessionMessage(decoded.message))
                     except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                         return
             finally:
@@ -151,6 +237,7 @@ async def stdio_transport(spec: ServerSpec, sink: StderrSink, conn: Connection) 
         try:
             async with write_reader:
                 async for msg in write_reader:
+                    exchange.sent(msg)
                     data = msg.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
                     await process.stdin.send(data.encode())
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
@@ -170,6 +257,7 @@ async def stdio_transport(spec: ServerSpec, sink: StderrSink, conn: Connection) 
 
     try:
         async with anyio.create_task_group() as tg:
+            exchange.start(tg)
             tg.start_soon(drain)
             tg.start_soon(read_stdout)
             tg.start_soon(write_stdin)
@@ -178,7 +266,7 @@ async def stdio_transport(spec: ServerSpec, sink: StderrSink, conn: Connection) 
                 yield read_stream, write_stream
             finally:
                 with anyio.CancelScope(shield=True):
-                    await _stop(process, conn)
+                    await _stop(process, conn, record, opts.records)
                     await write_stream.aclose()
                     await read_stream.aclose()
                     # Let the last stderr lines in: they are the reason a person reads.
@@ -194,9 +282,6 @@ def _sandboxed(spec: ServerSpec, command: str, env: dict[str, str]) -> tuple[lis
     from monad_cli.paths import paths
     from monad_cli.sandbox import SandboxError, prepare
 
-    if not spec.cwd and not os.path.isabs(command):
-        # `./server` was found relative to our cwd, but the sandbox runs it in its scratch dir.
-        command = os.path.abspath(command)
     try:
         return prepare(scratch=paths().sandbox_dir(spec.name), command=command, args=spec.args, cwd=spec.cwd,
                        writable=spec.sandbox_writable, env=env)
@@ -204,9 +289,12 @@ def _sandboxed(spec: ServerSpec, command: str, env: dict[str, str]) -> tuple[lis
         raise SpawnError(str(e)) from None  # fatal: never retried unconfined
 
 
-async def _stop(process: anyio.abc.Process, conn: Connection) -> None:
-    """close stdin → 2 s → SIGTERM group → 2 s → SIGKILL group → reap (MCP spec, lifecycle
-    "Shutdown"); no descendant of the server survives it.
+async def _stop(process: anyio.abc.Process, conn: Connection, record: SpawnRecord,
+                records: SpawnRecords | None) -> None:
+    """close stdin → 2 s → SIGTERM → 2 s → SIGKILL → reap (MCP spec, basic/lifecycle
+    "Shutdown"), for the server's
+    group and for every process of the spawn that left it (`processes.members`: setsid
+    descendants, orphans carrying its marker) — also after a graceful exit of the leader.
 
     A server that never completed the handshake (a connect that timed out or was
     cancelled) gets no stdin grace: the connect timeout is the time a person waits."""
@@ -217,17 +305,31 @@ async def _stop(process: anyio.abc.Process, conn: Connection) -> None:
             await process.stdin.aclose()
         with anyio.move_on_after(STDIN_CLOSE_GRACE_S if conn.established else 0.1):
             await process.wait()
-    if process.returncode is None:
+    others = members(record) - {process.pid}
+    if process.returncode is None or others:
         _killpg(pgid, signal.SIGTERM)
+        signal_pids(others, signal.SIGTERM)
         with anyio.move_on_after(TERM_GRACE_S):
-            await process.wait()
-    # SIGKILL whatever is left of the group, the leader's descendants included.
+            while process.returncode is None or alive(others):
+                await anyio.sleep(0.05)
+    # SIGKILL whatever is left: the group, and the spawn's processes outside it.
     _killpg(pgid, signal.SIGKILL)
+    others = alive(others | (members(record) - {process.pid}))
+    signal_pids(others, signal.SIGKILL)
     if process.returncode is None:
         with anyio.move_on_after(KILL_REAP_S):
             await process.wait()
         if process.returncode is None:
             log.error("process %d survived SIGKILL for %.0f s; abandoning it", pgid, KILL_REAP_S)
+    with anyio.move_on_after(KILL_REAP_S):
+        while alive(others):
+            await anyio.sleep(0.05)
+    left = alive(others)
+    if left:
+        log.error("server %s: %d processes survived SIGKILL; the next supervisor start retries", record.server,
+                  len(left))
+    elif records is not None and process.returncode is not None:
+        records.forget(record)
     conn.returncode = process.returncode
 
 
@@ -236,61 +338,12 @@ def _killpg(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
-class _WatchedReadStream:
-    """Proxy of the SDK transport's read stream that reports its end (http)."""
-
-    def __init__(self, inner: Any, conn: Connection) -> None:
-        self._inner = inner
-        self._conn = conn
-
-    async def receive(self) -> Any:
-        try:
-            return await self._inner.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            self._conn.mark_closed()
-            raise
-
-    def __aiter__(self) -> _WatchedReadStream:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            return await self.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            raise StopAsyncIteration from None
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> _WatchedReadStream:
-        return self
-
-    async def __aexit__(self, *exc: Any) -> None:
-        await self.aclose()
-
-
 def http_headers(spec: ServerSpec) -> dict[str, str]:
+    """The headers every request to an http server carries: `headers`, plus the bearer
+    token (RFC 6750 §2.1) or the `auth.headers` of those auth modes."""
     headers = dict(spec.headers)
     if spec.auth.mode == "bearer":
         headers["Authorization"] = f"Bearer {spec.auth.token}"
     elif spec.auth.mode == "headers":
         headers.update(spec.auth.headers)
     return headers
-
-
-@asynccontextmanager
-async def http_transport(spec: ServerSpec, conn: Connection, *,
-                         auth: httpx2.Auth | None = None) -> AsyncIterator[Any]:
-    import httpx2
-    from mcp.client.streamable_http import streamable_http_client
-
-    async def remember_status(response: Any) -> None:
-        conn.last_http_status = response.status_code
-
-    assert spec.url is not None
-    # The SDK's own defaults (create_mcp_http_client): 30 s, and 300 s to read an SSE stream.
-    async with (httpx2.AsyncClient(headers=http_headers(spec), auth=auth,
-                                   timeout=httpx2.Timeout(30.0, read=300.0),
-                                   event_hooks={"response": [remember_status]}) as http,
-                streamable_http_client(spec.url, http_client=http) as (read, write)):
-        yield _WatchedReadStream(read, conn), write

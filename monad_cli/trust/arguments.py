@@ -1,19 +1,25 @@
 """Tool arguments against the tool's `inputSchema` (MCP spec, server/tools "Tool"; JSON
 Schema 2020-12): `build_arguments` turns `monad mcp call --arg key=value` pairs into the
-types the schema declares, `validate_arguments` checks a call's arguments before it is
-sent. Light imports (the CLI uses it): jsonschema is loaded on the first validation.
+types the schema declares (local `$ref`s followed: schema_refs.py), `validate_arguments`
+checks a call's arguments before it is sent — with an empty `referencing.Registry`, so a
+`$ref` is never fetched; one that cannot be resolved (remote, dangling) leaves the call
+unvalidated for the server to judge. Light imports (the CLI uses it): jsonschema is
+loaded on the first validation.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from monad_cli.errors import InvalidInput
+from monad_cli.trust.schema_refs import resolve_local
 
 
 def _types_of(prop: Any) -> list[str]:
-    """JSON Schema types a property allows (`type`, a type list, or anyOf/oneOf branches)."""
+    """JSON Schema types a (resolved) property allows: `type`, a type list, or the types of
+    its anyOf/oneOf/allOf branches."""
     if not isinstance(prop, dict):
         return []
     t = prop.get("type")
@@ -22,8 +28,10 @@ def _types_of(prop: Any) -> list[str]:
     if isinstance(t, list):
         return [x for x in t if isinstance(x, str)]
     out: list[str] = []
-    for branch in prop.get("anyOf", []) + prop.get("oneOf", []):
-        out.extend(_types_of(branch))
+    for key in ("anyOf", "oneOf", "allOf"):
+        branches = prop.get(key)
+        for branch in branches if isinstance(branches, list) else []:
+            out.extend(_types_of(branch))
     return out
 
 
@@ -74,7 +82,9 @@ def build_arguments(schema: dict[str, Any] | None, pairs: list[str] | None, args
         if not isinstance(parsed, dict):
             raise InvalidInput("--args-json must be a JSON object, e.g. '{\"text\": \"hi\"}'")
         arguments.update(parsed)
-    props = (schema or {}).get("properties") or {}
+    resolved = resolve_local(schema) if pairs and isinstance(schema, dict) else {}
+    props = resolved.get("properties") if isinstance(resolved, dict) else None
+    props = props if isinstance(props, dict) else {}
     for item in pairs or []:
         if "=" not in item:
             raise InvalidInput(f"--arg `{item[:40]}` needs the form key=value")
@@ -85,6 +95,7 @@ def build_arguments(schema: dict[str, Any] | None, pairs: list[str] | None, args
     return arguments
 
 
+log = logging.getLogger("monad.tools")
 _validators: dict[int, tuple[Any, Any]] = {}
 
 
@@ -94,6 +105,8 @@ def validate_arguments(schema: dict[str, Any] | None, arguments: dict[str, Any],
     if not schema:
         return
     import jsonschema
+    from referencing import Registry
+    from referencing.exceptions import Unresolvable
 
     try:
         # Building a validator costs more than using one: keep one per schema object (the
@@ -104,9 +117,15 @@ def validate_arguments(schema: dict[str, Any] | None, arguments: dict[str, Any],
         else:
             if len(_validators) > 4096:
                 _validators.clear()
-            validator = jsonschema.validators.validator_for(schema)(schema)
+            # An empty registry, as the SDK uses for output schemas: jsonschema's default
+            # one fetches remote `$ref`s, blocking, inside the supervisor's event loop.
+            validator = jsonschema.validators.validator_for(schema)(schema, registry=Registry())
             _validators[id(schema)] = (schema, validator)
         errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+    except Unresolvable as e:
+        log.info("tool `%s`: arguments sent unvalidated: its inputSchema has a $ref that cannot be resolved "
+                 "here (%s)", exposed, type(e).__name__)
+        return  # a remote or dangling $ref: the server judges the call
     except (jsonschema.SchemaError, jsonschema.exceptions.UnknownType, TypeError):
         return  # the server's schema is broken; let the server judge the call
     if errors:

@@ -1,8 +1,12 @@
 """A configurable MCP test server built on the SDK's `MCPServer` (stdio or streamable HTTP).
 
-    python testserver.py [--http PORT] [--slow-start S] [--hang] [--stderr-flood BYTES]
-                         [--no-newlines] [--stray-stdout] [--crash-after S] [--exit-at-start N]
-                         [--tools-file PATH] [--name NAME]
+    python testserver.py [--http PORT [--legacy | --sse]] [--slow-start S] [--hang]
+                         [--stderr-flood BYTES] [--no-newlines] [--stray-stdout]
+                         [--crash-after S] [--exit-at-start N] [--tools-file PATH] [--name NAME]
+
+`--legacy` (HTTP): refuse `server/discover` with HTTP 400, as a pre-2026 stateful server
+(the TypeScript SDK's) does, so clients fall back to `initialize` and get an
+`Mcp-Session-Id`. `--sse`: the legacy HTTP+SSE transport (2024-11-05) at `/sse`.
 
 Tools: `echo(text)`, `pid()`, `add(a, b)`, `slow(seconds)`, `env(name)`. With
 `--tools-file`, the file (JSON: {"description": ..., "param": ..., "extra": bool}) shapes the
@@ -23,6 +27,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--http", type=int, default=None)
     ap.add_argument("--path", default="/mcp")
+    ap.add_argument("--legacy", action="store_true")
+    ap.add_argument("--sse", action="store_true")
     ap.add_argument("--name", default="testserver")
     ap.add_argument("--slow-start", type=float, default=0.0)
     ap.add_argument("--hang", action="store_true")
@@ -113,10 +119,55 @@ def main() -> None:
             os._exit(3)
         threading.Thread(target=crash, daemon=True).start()
 
-    if args.http is not None:
+    if args.http is not None and args.sse:
+        mcp.run("sse", host="127.0.0.1", port=args.http)
+    elif args.http is not None and args.legacy:
+        import uvicorn
+
+        app = mcp.streamable_http_app(streamable_http_path=args.path)
+        uvicorn.run(refuse_discover(app), host="127.0.0.1", port=args.http, log_level="warning")
+    elif args.http is not None:
         mcp.run("streamable-http", host="127.0.0.1", port=args.http, streamable_http_path=args.path)
     else:
         mcp.run()
+
+
+def refuse_discover(app: object) -> object:
+    """ASGI wrapper: a POST of `server/discover` gets 400, as from a server that predates it."""
+
+    async def wrapped(scope: dict, receive: object, send: object) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            return await app(scope, receive, send)  # type: ignore[operator]
+        chunks = []
+        while True:
+            message = await receive()  # type: ignore[operator]
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body"):
+                break
+        body = b"".join(chunks)
+        try:
+            method = json.loads(body).get("method")
+        except (ValueError, AttributeError):
+            method = None
+        if method == "server/discover":
+            payload = json.dumps({"jsonrpc": "2.0", "id": None, "error": {
+                "code": -32000, "message": "Bad Request: Server not initialized"}}).encode()
+            await send({"type": "http.response.start", "status": 400,  # type: ignore[operator]
+                        "headers": [(b"content-type", b"application/json")]})
+            await send({"type": "http.response.body", "body": payload})  # type: ignore[operator]
+            return None
+        replayed = False
+
+        async def replay() -> dict:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()  # type: ignore[operator, no-any-return]
+
+        return await app(scope, replay, send)  # type: ignore[operator]
+
+    return wrapped
 
 
 if __name__ == "__main__":

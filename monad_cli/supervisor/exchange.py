@@ -1,0 +1,151 @@
+"""The requests in flight on one connection, between a transport and the SDK's session.
+
+Every transport (stdio, streamable HTTP, legacy HTTP+SSE) records here the requests the
+session writes and the responses it reads, so that a response that can never arrive —
+a line over the size limit, a line that is not JSON, a POST the server refused — fails
+exactly the request it belonged to, with a reason, instead of leaving its caller waiting
+forever (JSON-RPC 2.0 §5: every request gets a response object; here a local one).
+
+It also bounds the era probe: `server/discover` (MCP 2026-07-28, basic/lifecycle
+"Version Negotiation") gets `discover_budget` seconds, after which it is answered locally
+with a timeout error, which the SDK's `mode="auto"` takes as "legacy server" and falls
+back to `initialize` — so any legacy server, whatever it does with the probe, connects
+within the connect timeout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import anyio.abc
+from mcp.shared.message import SessionMessage
+from mcp_types import (
+    INTERNAL_ERROR,
+    REQUEST_TIMEOUT,
+    ErrorData,
+    JSONRPCError,
+    JSONRPCMessage,
+    JSONRPCNotification,
+    JSONRPCRequest,
+    JSONRPCResponse,
+    RequestId,
+)
+
+log = logging.getLogger("monad.transport")
+
+DISCOVER = "server/discover"
+CANCELLED = "notifications/cancelled"
+# Long-lived by design: never the one a stray, unmatched answer is pinned on.
+LONG_LIVED = frozenset({"subscriptions/listen"})
+DISCOVER_TIMEOUT_S = 10.0  # the SDK's own bound (DISCOVER_TIMEOUT_SECONDS)
+DISCOVER_SHARE = 0.5  # of the connect timeout: the rest is for initialize + tools/list
+
+
+def discover_budget(connect_timeout: float) -> float:
+    """Seconds `server/discover` may take before the server is treated as legacy."""
+    return min(DISCOVER_TIMEOUT_S, connect_timeout * DISCOVER_SHARE)
+
+
+@dataclass
+class Outgoing:
+    """One request written to the server and not answered yet."""
+
+    id: RequestId
+    method: str
+    message: SessionMessage
+    sent_at: float
+
+
+def _key(request_id: object) -> str:
+    # The SDK mints ints; a server may echo "7" for 7 (the dispatcher coerces the same way).
+    return str(request_id)
+
+
+class Exchange:
+    """Bookkeeping of one connection's requests; `deliver` puts a message in front of the
+    session (the transport's read stream). Use from the transport's tasks only."""
+
+    def __init__(self, deliver: Callable[[SessionMessage], Any], *, name: str = "",
+                 discover_budget: float | None = None) -> None:
+        self._deliver = deliver
+        self.name = name
+        self.discover_budget = discover_budget
+        self.outstanding: dict[str, Outgoing] = {}
+        self._failed: set[str] = set()
+        self.last_received = time.monotonic()
+        self._tg: anyio.abc.TaskGroup | None = None
+
+    def start(self, tg: anyio.abc.TaskGroup) -> None:
+        """Timers (the discover budget) run in `tg`, the transport's task group."""
+        self._tg = tg
+
+    # -- the session's side ----------------------------------------------------------
+    def sent(self, item: SessionMessage) -> None:
+        message = item.message
+        if isinstance(message, JSONRPCNotification) and message.method == CANCELLED:
+            # The session gave up on that request (a timeout, the caller left): nobody
+            # waits for its answer any more, so it no longer makes the session busy.
+            cancelled = (message.params or {}).get("requestId")
+            if cancelled is not None:
+                self.outstanding.pop(_key(cancelled), None)
+            return
+        if not isinstance(message, JSONRPCRequest):
+            return
+        key = _key(message.id)
+        self.outstanding[key] = Outgoing(message.id, message.method, item, time.monotonic())
+        self._failed.discard(key)
+        if message.method == DISCOVER and self.discover_budget is not None and self._tg is not None:
+            self._tg.start_soon(self._bound_discover, key, self.discover_budget)
+
+    def received(self, message: JSONRPCMessage) -> bool:
+        """Note a message from the server; False: drop it (the late answer to a request
+        already failed locally, which the session has forgotten)."""
+        self.last_received = time.monotonic()
+        if isinstance(message, (JSONRPCResponse, JSONRPCError)) and message.id is not None:
+            key = _key(message.id)
+            if key in self._failed:
+                self._failed.discard(key)
+                log.info("server %s: dropped a late answer to request %s", self.name, key)
+                return False
+            self.outstanding.pop(key, None)
+        return True
+
+    # -- failing requests ------------------------------------------------------------
+    def lookup(self, request_id: object) -> Outgoing | None:
+        return self.outstanding.get(_key(request_id)) if request_id is not None else None
+
+    def unmatched_candidates(self) -> list[Outgoing]:
+        """The requests an answer whose id could not be read may have belonged to."""
+        return [o for o in self.outstanding.values() if o.method not in LONG_LIVED]
+
+    async def fail(self, outgoing: Outgoing, message: str, *, code: int = INTERNAL_ERROR,
+                   data: Any = None) -> None:
+        """Answer `outgoing` locally with a JSON-RPC error; its real answer, if it ever
+        comes, is dropped."""
+        key = _key(outgoing.id)
+        if self.outstanding.pop(key, None) is None:
+            return
+        self._failed.add(key)
+        error = JSONRPCError(jsonrpc="2.0", id=outgoing.id, error=ErrorData(code=code, message=message, data=data))
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            await self._deliver(SessionMessage(error))
+
+    async def fail_all(self, message: str, *, code: int = INTERNAL_ERROR) -> None:
+        for outgoing in list(self.outstanding.values()):
+            await self.fail(outgoing, message, code=code)
+
+    async def _bound_discover(self, key: str, budget: float) -> None:
+        await anyio.sleep(budget if math.isfinite(budget) else math.inf)
+        outgoing = self.outstanding.get(key)
+        if outgoing is not None and outgoing.method == DISCOVER:
+            log.info("server %s: no answer to server/discover within %.1f s; trying initialize (legacy)",
+                     self.name, budget)
+            await self.fail(outgoing, f"server/discover was not answered within {budget:g} s",
+                            code=REQUEST_TIMEOUT)

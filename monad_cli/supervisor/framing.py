@@ -1,0 +1,207 @@
+"""Reading a stdio server's stdout: newline-delimited JSON-RPC (MCP spec, basic/transports
+"stdio": messages are delimited by newlines and MUST NOT contain embedded newlines).
+
+`LineReader` cuts the byte stream into lines with bounded memory: a line longer than the
+limit is skipped up to its newline and reported as `Oversize` (its first and last few KiB
+kept, to find the request it answers), so the session goes on with the next line.
+
+`decode_line` turns one line into a JSON-RPC message, repairing what other clients repair:
+invalid UTF-8 bytes and lone UTF-16 surrogate escapes (`\\ud83d` from a server that cut an
+emoji in half) become U+FFFD REPLACEMENT CHARACTER. A line that is still not JSON-RPC but
+names a response `id` is reported so that exactly that request can be failed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from anyio.abc import ByteReceiveStream
+from mcp_types import JSONRPCMessage, jsonrpc_message_adapter
+from pydantic import ValidationError
+
+from monad_cli.config.schema import DEFAULT_MAX_MESSAGE_BYTES
+
+__all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "Decoded", "LineReader", "Oversize", "decode_line", "find_response_id",
+           "format_size"]
+
+EDGE_BYTES = 4096  # kept from each end of an oversize line: where the `id` is
+READ_CHUNK = 65536
+
+
+@dataclass
+class Oversize:
+    """A line longer than the limit, already skipped: `size` bytes, its edges kept."""
+
+    size: int
+    head: bytes
+    tail: bytes
+
+
+class LineReader:
+    """Newline-delimited lines from `stream`, each at most `limit` bytes (else `Oversize`).
+
+    Memory stays under `limit` + one read chunk however long a line is. Each byte is
+    scanned for a newline once. Raises `anyio.EndOfStream` after the last line (a final
+    line without a newline is returned first).
+    """
+
+    def __init__(self, stream: ByteReceiveStream, limit: int) -> None:
+        self._stream = stream
+        self.limit = limit
+        self._buf = bytearray()
+        self._scanned = 0
+        self._eof = False
+
+    async def _more(self) -> bytes | None:
+        if self._eof:
+            return None
+        try:
+            return await self._stream.receive(READ_CHUNK)
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._eof = True
+            return None
+
+    async def next(self) -> bytes | Oversize:
+        buf = self._buf
+        while True:
+            cut = buf.find(b"\n", self._scanned)
+            if cut >= 0:
+                line = bytes(buf[:cut])
+                del buf[:cut + 1]
+                self._scanned = 0
+                return line
+            self._scanned = len(buf)
+            if len(buf) > self.limit:
+                return await self._skip()
+            chunk = await self._more()
+            if chunk is None:
+                if buf:
+                    line = bytes(buf)
+                    buf.clear()
+                    self._scanned = 0
+                    return line
+                raise anyio.EndOfStream
+            buf.extend(chunk)
+
+    async def _skip(self) -> Oversize:
+        """Drop the rest of an over-long line, keeping its edges."""
+        head = bytes(self._buf[:EDGE_BYTES])
+        size = len(self._buf)
+        tail = bytes(self._buf[-EDGE_BYTES:])
+        self._buf.clear()
+        self._scanned = 0
+        while True:
+            chunk = await self._more()
+            if chunk is None:
+                return Oversize(size, head, tail)
+            cut = chunk.find(b"\n")
+            if cut >= 0:
+                size += cut
+                tail = (tail + chunk[:cut])[-EDGE_BYTES:]
+                self._buf.extend(chunk[cut + 1:])
+                return Oversize(size, head, tail)
+            size += len(chunk)
+            tail = (tail + chunk)[-EDGE_BYTES:]
+
+
+@dataclass
+class Decoded:
+    """What one line is: a message (maybe `repaired`), or `problem` text plus the `id` of
+    the response it seems to be (None: a stray line, not a response)."""
+
+    message: JSONRPCMessage | None = None
+    repaired: str | None = None
+    problem: str | None = None
+    response_id: str | int | None = None
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_ID = r'(-?\d+|"(?:[^"\\]|\\.){0,200}")'
+# `id` near the start (the Python SDK writes jsonrpc, id, result) or at the end (the
+# TypeScript SDK writes result, jsonrpc, id).
+_HEAD_ID = re.compile(rb'\A\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*' + _ID.encode())
+_TAIL_ID = re.compile(rb'"id"\s*:\s*' + _ID.encode() + rb'\s*(?:,\s*"jsonrpc"\s*:\s*"2\.0"\s*)?\}\s*\Z')
+
+
+def find_response_id(head: bytes, tail: bytes = b"") -> str | int | None:
+    """The JSON-RPC `id` a (possibly cut or oversize) response line names, or None."""
+    for pattern, text in ((_HEAD_ID, head), (_TAIL_ID, tail or head)):
+        m = pattern.search(text.rstrip(b"\r"))
+        if m:
+            try:
+                found = json.loads(m.group(1))
+            except ValueError:
+                continue
+            if isinstance(found, (str, int)) and not isinstance(found, bool):
+                return found
+    return None
+
+
+def _scrub_surrogates(value: Any) -> tuple[Any, int]:
+    """`value` with every lone surrogate (the only kind json.loads leaves) → U+FFFD."""
+    if isinstance(value, str):
+        fixed, n = _SURROGATE.subn("\ufffd", value)
+        return fixed, n
+    if isinstance(value, list):
+        total = 0
+        out = []
+        for item in value:
+            fixed, n = _scrub_surrogates(item)
+            out.append(fixed)
+            total += n
+        return out, total
+    if isinstance(value, dict):
+        total = 0
+        obj = {}
+        for k, v in value.items():
+            fk, nk = _scrub_surrogates(k)
+            fv, nv = _scrub_surrogates(v)
+            obj[fk] = fv
+            total += nk + nv
+        return obj, total
+    return value, 0
+
+
+def decode_line(line: bytes) -> Decoded:
+    """One stdout line → `Decoded` (see the module docstring for the repair policy)."""
+    try:
+        return Decoded(jsonrpc_message_adapter.validate_json(line, by_name=False))
+    except ValueError:
+        pass
+    repairs = []
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        text = line.decode("utf-8", errors="replace")
+        repairs.append("invalid UTF-8")
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError as e:
+        return Decoded(problem=f"not valid JSON ({e.msg} at column {e.colno})",
+                       response_id=find_response_id(line[:EDGE_BYTES], line[-EDGE_BYTES:]))
+    except RecursionError:
+        return Decoded(problem="JSON nested too deeply",
+                       response_id=find_response_id(line[:EDGE_BYTES], line[-EDGE_BYTES:]))
+    parsed, fixed = _scrub_surrogates(parsed)
+    if fixed:
+        repairs.append(f"{fixed} lone UTF-16 surrogate{'s' if fixed > 1 else ''}")
+    try:
+        message = jsonrpc_message_adapter.validate_python(parsed, by_name=False)
+    except ValidationError:
+        rid = parsed.get("id") if isinstance(parsed, dict) and ("result" in parsed or "error" in parsed) else None
+        rid = rid if isinstance(rid, (str, int)) and not isinstance(rid, bool) else None
+        return Decoded(problem="JSON but not a JSON-RPC message", response_id=rid)
+    return Decoded(message, repaired=" and ".join(repairs) + " replaced by U+FFFD" if repairs else None)
+
+
+def format_size(n: int) -> str:
+    """Bytes as a person reads them: `512 KiB`, `16 MiB`, `20.5 MiB`."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            value = n / scale
+            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
+    return f"{n} bytes"

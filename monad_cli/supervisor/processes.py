@@ -1,0 +1,226 @@
+"""A stdio server's processes: finding every one of them, and the records under `run/`.
+
+A server runs in its own session and process group, but its descendants may leave
+it: browser-driving servers start the browser with `setsid`, launchers double-fork. So a
+server's processes are the union of
+- its process group,
+- the descendants of its leader (by parent pid, across sessions),
+- every process whose environment carries the server's spawn marker `MONAD_SERVER_ID`
+  (inherited by every descendant that does not scrub its environment, even after its
+  parent died and it was reparented away).
+
+Why not `PR_SET_CHILD_SUBREAPER` or a cgroup: a subreaper keeps orphans in the
+supervisor's tree only while it lives (not across a `kill -9`), cannot tell which server
+an adopted orphan came from, and makes the supervisor reap other processes' zombies; a
+cgroup per server needs a delegated cgroup v2 subtree (a systemd user session), which
+containers and many hosts do not give. The marker works after a supervisor crash too.
+
+Each spawn is recorded in `run/servers/<name>.<pid>.json` (pid, group, start time from
+`/proc/<pid>/stat`, boot id, marker) and forgotten once its processes are gone. On
+start, the supervisor kills what the records of a dead supervisor still name; the start
+time and boot id make sure a reused pid is never taken for one of ours.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import secrets
+import signal
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+MARKER_ENV = "MONAD_SERVER_ID"
+log = logging.getLogger("monad.supervisor")
+
+
+@dataclass(frozen=True)
+class ProcInfo:
+    """One line of /proc/<pid>/stat: `start` in clock ticks since boot; `zombie` if exited."""
+
+    pid: int
+    ppid: int
+    pgid: int
+    start: int
+    zombie: bool
+
+
+@dataclass
+class SpawnRecord:
+    """What `run/servers/<server>.<pid>.json` holds about one spawned server process."""
+
+    server: str
+    pid: int
+    pgid: int
+    start: int
+    boot: str
+    marker: str
+    supervisor: int
+
+
+def new_marker(server: str) -> str:
+    """A value for `MONAD_SERVER_ID` unique to one spawn (server name + 64 random bits)."""
+    return f"{server}.{secrets.token_hex(8)}"
+
+
+def boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
+
+
+def proc_info(pid: int) -> ProcInfo | None:
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # comm is in parentheses and may itself hold spaces or parentheses: split at the last one.
+    fields = raw[raw.rfind(")") + 2:].split()
+    try:
+        return ProcInfo(pid, int(fields[1]), int(fields[2]), int(fields[19]), fields[0] in ("Z", "X"))
+    except (IndexError, ValueError):
+        return None
+
+
+def _all_procs() -> list[ProcInfo]:
+    out = []
+    uid = os.getuid()
+    with os.scandir("/proc") as it:
+        for entry in it:
+            if not entry.name.isdigit():
+                continue
+            try:
+                if entry.stat().st_uid != uid:
+                    continue  # not ours to signal anyway
+            except OSError:
+                continue
+            info = proc_info(int(entry.name))
+            if info is not None:
+                out.append(info)
+    return out
+
+
+def _has_marker(pid: int, needle: bytes) -> bool:
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return False
+    return environ.startswith(needle) or b"\0" + needle in environ
+
+
+def record_is_ours(rec: SpawnRecord, info: ProcInfo | None) -> bool:
+    """The live process `info` is the one `rec` describes (same boot, same start time)."""
+    return info is not None and info.start == rec.start and rec.boot == boot_id()
+
+
+def members(rec: SpawnRecord) -> set[int]:
+    """Live (non-zombie) pids of the spawn `rec`: group, descendants and marker holders."""
+    procs = [p for p in _all_procs() if not p.zombie and p.pid != os.getpid()]
+    leader = proc_info(rec.pid)
+    leader_ok = record_is_ours(rec, leader)
+    # The kernel never hands out a pid still used as some process's group id: if the
+    # leader's pid runs something else now, the old group is empty and that pgid is not ours.
+    group_ok = rec.boot == boot_id() and (leader_ok or leader is None)
+    needle = f"{MARKER_ENV}={rec.marker}\0".encode()
+    found: set[int] = set()
+    for p in procs:
+        if (group_ok and p.pgid == rec.pgid) or _has_marker(p.pid, needle):
+            found.add(p.pid)
+    if leader_ok:
+        found.add(rec.pid)
+    # Descendants of anything found, whatever session or group they moved to.
+    children: dict[int, list[ProcInfo]] = {}
+    for p in procs:
+        children.setdefault(p.ppid, []).append(p)
+    todo = list(found)
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child.pid not in found:
+                found.add(child.pid)
+                todo.append(child.pid)
+    found.discard(os.getpid())
+    return found
+
+
+def signal_pids(pids: Iterable[int], sig: int) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+
+
+def alive(pids: Iterable[int]) -> set[int]:
+    """The pids that still run (a zombie has exited; its parent reaps it)."""
+    out = set()
+    for pid in pids:
+        info = proc_info(pid)
+        if info is not None and not info.zombie:
+            out.add(pid)
+    return out
+
+
+class SpawnRecords:
+    """The records of one MONAD_HOME's spawns, in `run_dir/servers/` (0700, files 0600)."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.dir = run_dir / "servers"
+
+    def _path(self, server: str, pid: int) -> Path:
+        return self.dir / f"{server}.{pid}.json"
+
+    def write(self, rec: SpawnRecord) -> None:
+        self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path = self._path(rec.server, rec.pid)
+        tmp = path.with_name(f".{path.name}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(asdict(rec), f)
+        os.replace(tmp, path)
+
+    def forget(self, rec: SpawnRecord) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self._path(rec.server, rec.pid).unlink()
+
+    def read_all(self) -> list[SpawnRecord]:
+        out = []
+        try:
+            files = sorted(self.dir.glob("*.json"))
+        except OSError:
+            return []
+        for path in files:
+            try:
+                out.append(SpawnRecord(**json.loads(path.read_text())))
+            except (OSError, ValueError, TypeError):
+                path.unlink(missing_ok=True)  # unreadable: it can name nothing we could verify
+        return out
+
+
+def spawn_record(server: str, pid: int, marker: str) -> SpawnRecord:
+    """The record of a just-spawned leader `pid` (its own group: start_new_session)."""
+    info = proc_info(pid)
+    return SpawnRecord(server=server, pid=pid, pgid=pid, start=info.start if info else 0, boot=boot_id(),
+                       marker=marker, supervisor=os.getpid())
+
+
+def kill_leftovers(records: SpawnRecords, report: Callable[[str], None] = lambda line: None) -> list[str]:
+    """At supervisor start: SIGKILL every process the records of a dead supervisor name
+    (verified as ours, see `members`), forget those records. Each spawn that still had
+    processes is logged and `report`ed, and returned, as one line: "server `x` (pid 123):
+    killed 3 processes a previous supervisor left running"."""
+    lines = []
+    for rec in records.read_all():
+        if rec.supervisor == os.getpid():
+            continue
+        pids = members(rec)
+        if pids:
+            signal_pids(pids, signal.SIGKILL)
+            line = (f"server `{rec.server}` (pid {rec.pid}): killed {len(pids)} "
+                    f"process{'es' if len(pids) != 1 else ''} a previous supervisor left running")
+            log.warning("%s", line)
+            report(line)
+            lines.append(line)
+        records.forget(rec)
+    return lines

@@ -1,0 +1,128 @@
+"""Issue 17, remote servers: the supervisor's HTTP transports (monad_cli/supervisor/remote.py)
+against real servers on 127.0.0.1 (the SDK's MCPServer in tests/servers/testserver.py),
+driven by the real SDK client."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+
+from monad_cli.config.schema import validate
+from monad_cli.supervisor.remote import legacy_sse_candidate, sse_transport, streamable_http_transport
+from monad_cli.supervisor.transports import Connection, TransportOptions
+from tests.conftest import TESTSERVER, free_port, wait_for
+
+
+class Servers:
+    """Test servers by port; `restart(port)` starts the same server again on that port."""
+
+    def __init__(self) -> None:
+        self.procs: dict[int, tuple[subprocess.Popen[bytes], tuple[str, ...]]] = {}
+
+    def start(self, *flags: str, port: int | None = None) -> int:
+        port = port or free_port()
+        proc = subprocess.Popen([sys.executable, TESTSERVER, "--http", str(port), *flags],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.procs[port] = (proc, flags)
+
+        def up() -> bool:
+            with socket.socket() as s:
+                return s.connect_ex(("127.0.0.1", port)) == 0
+
+        wait_for(up, timeout=30)
+        return port
+
+    def stop(self, port: int) -> None:
+        proc, _ = self.procs.pop(port)
+        proc.terminate()
+        proc.wait(timeout=10)
+
+    def restart(self, port: int) -> None:
+        flags = self.procs[port][1]
+        self.stop(port)
+        self.start(*flags, port=port)
+
+    def close(self) -> None:
+        for port in list(self.procs):
+            self.stop(port)
+
+
+@pytest.fixture
+def servers() -> Iterator[Servers]:
+    s = Servers()
+    yield s
+    s.close()
+
+
+def spec_for(url: str) -> Any:
+    return validate({"url": url}, name="remote", source="atoms/mcp/remote.toml", environ={})
+
+
+def _text(result: Any) -> str:
+    return str(result.content[0].text)
+
+
+def test_a_restarted_server_gets_a_new_session_and_the_call_is_retried(servers: Servers) -> None:
+    port = servers.start("--legacy")  # stateful: it hands out an Mcp-Session-Id
+    conn = Connection()
+
+    async def main() -> tuple[str, str, str]:
+        async with Client(streamable_http_transport(spec_for(f"http://127.0.0.1:{port}/mcp"), conn),
+                          mode="auto") as client:
+            before = _text(await client.call_tool("pid", {}))
+            servers.restart(port)  # the new process knows nothing of the old session: 404
+            with anyio.fail_after(30):
+                after = _text(await client.call_tool("pid", {}))
+                again = _text(await client.call_tool("echo", {"text": "same session"}))
+            assert not conn.closed  # the same session went on
+            return client.protocol_version, before, after + "|" + again
+
+    version, before, after = anyio.run(main)
+    assert version == "2025-11-25"
+    new_pid, echoed = after.split("|")
+    assert new_pid != before and echoed == "same session"
+    assert conn.extra["keeper"].reinitialized == 1
+
+
+def test_a_legacy_sse_endpoint_is_recognised_and_connects_over_sse(servers: Servers) -> None:
+    port = servers.start("--sse")
+    spec = spec_for(f"http://127.0.0.1:{port}/sse")
+    first = Connection()
+
+    async def streamable() -> None:
+        async with Client(streamable_http_transport(spec, first), mode="auto"):
+            pass
+
+    with pytest.raises(BaseException):  # noqa: B017 - whatever the SDK raises, the statuses tell
+        anyio.run(streamable)
+    assert legacy_sse_candidate(first) and first.post_status["initialize"] in (404, 405)
+    conn = Connection()
+
+    async def sse() -> tuple[str, str]:
+        async with Client(sse_transport(spec, conn, TransportOptions()), mode="legacy") as client:
+            return client.protocol_version, _text(await client.call_tool("echo", {"text": "over sse"}))
+
+    assert anyio.run(sse) == ("2025-11-25", "over sse")
+    assert conn.transport == "sse"
+
+
+def test_a_streamable_server_is_not_taken_for_a_legacy_one(servers: Servers) -> None:
+    port = servers.start()
+    conn = Connection()
+
+    async def main() -> str:
+        async with Client(streamable_http_transport(spec_for(f"http://127.0.0.1:{port}/mcp"), conn),
+                          mode="auto") as client:
+            return client.protocol_version
+
+    started = time.monotonic()
+    assert anyio.run(main) == "2026-07-28"
+    assert not legacy_sse_candidate(conn) and time.monotonic() - started < 20
