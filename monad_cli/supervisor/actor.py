@@ -264,7 +264,8 @@ class ServerActor:
                                   over_sse=over_sse)
         client = Client(transport, mode=self.learned.mode(over_sse=over_sse), cache=None,
                         client_info=Implementation(name="monad", version=__version__),
-                        message_handler=self._on_message, extensions=self.ctx.client_extensions(self))
+                        message_handler=self._on_message, extensions=self.ctx.client_extensions(self),
+                        elicitation_callback=self.ctx.elicitation_callback(self))
         self._phase = "negotiating the protocol version (server/discover, initialize)"
         async with client:
             self._phase = "listing tools"

@@ -135,13 +135,16 @@ class Supervisor:
                                          request_timeout=self.request_timeout)
         self.state_listeners.append(tasks.on_actor_state)
         self.tool_service = ToolService(journal, self.actors, scrub=self.scrub,
-                                        deferred_globs=lambda: self.deferred_globs, start_task=tasks.start)
+                                        deferred_globs=lambda: self.deferred_globs, start_task=tasks.start,
+                                        run_task=tasks.run_call)
         self.tool_listeners.append(lambda actor: self.tool_service.changed())
         self.auth = SupervisorAuth(self.paths, self.actors)
         self._actor_context = ActorContext(
             paths=self.paths, journal=journal, scrub=self.scrub, check_pin=self.tool_service.check_pin,
             filter_reason=lambda name: self.server_filter.reason(name), http_auth=self.auth.http_auth,
-            client_extensions=self.client_extensions, on_tools_changed=self.on_tools_changed,
+            client_extensions=self.client_extensions,
+            elicitation_callback=lambda actor: tasks.elicitation_callback(actor.name),
+            on_tools_changed=self.on_tools_changed,
             on_state_changed=self.on_state_changed, stopping=lambda: self.stopping)
         return journal
 
