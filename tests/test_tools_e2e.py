@@ -132,6 +132,13 @@ def test_rug_pulls_are_refused_until_pinned_again(supervisor: Any, tmp_path: Pat
         row = settled(monad, "rug", "degraded", t)
         assert "tool set changed" in row["reason"], row
         assert "refusing to register" in row["reason"] and expect in row["reason"], row
+        # Refused, not counted as if its tools were there.
+        assert row["tools"] is None and row["toolsRefused"] is True, row
+        listed = {r["name"]: r for r in monad("mcp", "status", "--json").json()}
+        assert listed["rug"]["tools"] is None and listed["rug"]["toolsRefused"] is True
+        table = monad("mcp", "status").out.splitlines()
+        assert "refused" in next(line for line in table if line.startswith("rug ")), table
+        assert "refused (its tool set does not match its pin" in monad("mcp", "status", "rug").out
         assert monad("mcp", "tools", "rug", "--json").json() == []
         r = monad("mcp", "call", "rug__echo", "--arg", "text=x", "--yes")
         assert r.code != 0 and "tool set changed" in r.err, r

@@ -155,10 +155,20 @@ def _show_status(rows: list[dict[str, Any]], problems: list[dict[str, Any]], as_
     if as_json:
         render.data_json(rows)
     else:
-        # A running server whose file went bad keeps its last good definition: say so.
-        rows = [{**r, "reason": f"runs its last good definition; config error: {r['configError']}"}
-                if r.get("configError") else r for r in rows]
-        render.table(rows, STATUS_COLUMNS, empty="no servers defined; add one with `monad mcp add NAME -- COMMAND`")
+        render.table([_row_text(r) for r in rows], STATUS_COLUMNS,
+                     empty="no servers defined; add one with `monad mcp add NAME -- COMMAND`")
+
+
+def _row_text(row: dict[str, Any]) -> dict[str, Any]:
+    """A status row as the table shows it."""
+    out = dict(row)
+    if row.get("configError"):  # a running server whose file went bad keeps its last good definition
+        out["reason"] = f"runs its last good definition; config error: {row['configError']}"
+    elif row.get("lastAttemptReason") and row["state"] == "connecting":  # retrying: why the last one failed
+        out["reason"] = f"{row.get('reason') or row['state']}; last attempt: {row['lastAttemptReason']}"
+    if row.get("toolsRefused"):
+        out["tools"] = "refused"
+    return out
 
 
 @app.command("list")
@@ -203,8 +213,10 @@ def status(
     render.key_values([
         ("name", row["name"]), ("transport", transport), ("state", row["state"]),
         ("reason", row["reason"]), ("since", render.when(row.get("since"))), ("source", row["source"]),
-        ("protocol", row["protocolVersion"]), ("pid", row.get("pid")), ("config error", row.get("configError")),
-        ("tools", row["toolNames"]), ("stderr tail", row["stderrTail"]),
+        ("protocol", row["protocolVersion"]), ("pid", row.get("pid")), ("attempt", row.get("attempt")),
+        ("last attempt", row.get("lastAttemptReason")), ("config error", row.get("configError")),
+        ("tools", "refused (its tool set does not match its pin; see the reason)" if row.get("toolsRefused")
+         else row["toolNames"]), ("stderr tail", row["stderrTail"]),
     ])
     for warning in row.get("warnings") or []:
         render.warn(f"server `{name}`: {warning}")

@@ -31,7 +31,7 @@ from monad_cli.supervisor.states import LIVE, State, check_transition
 from monad_cli.supervisor.status import status_row
 from monad_cli.supervisor.stderr import StderrSink
 from monad_cli.supervisor.transports import Connection
-from monad_cli.supervisor.upkeep import ToolRefresh
+from monad_cli.supervisor.upkeep import ToolRefresh, listen_for_tool_changes
 
 log = logging.getLogger("monad.actor")
 
@@ -78,6 +78,9 @@ class ServerActor:
         self._refresh: ToolRefresh | None = None
         self.storm_reason: str | None = None
         self.learned = Learned()
+        self.attempt = 0  # connection attempts since the last success (or reset), this one included
+        self.last_failure: str | None = None  # why the previous attempt failed, while retrying
+        self.retired = False
 
     # -- control from other tasks ------------------------------------------------------
     def update(self, spec: ServerSpec | None, *, config_error: str | None = None,
@@ -184,6 +187,7 @@ class ServerActor:
                 await self._sleep_until_woken()
                 continue
             # "failed" (connect failed) or "closed" (a live session ended)
+            self.last_failure = reason
             if self.backoff.record_failure(time.monotonic()):
                 n = self.backoff.give_up_after
                 self.set_state(State.FAILED, f"{reason}; gave up after {n} failures in "
@@ -212,7 +216,9 @@ class ServerActor:
         self._wake = anyio.Event()
         self._wake_reason = None
         self._auth_reason = None
-        self.set_state(State.CONNECTING, "starting" if spec.transport == "stdio" else "connecting")
+        self.attempt = self.backoff.consecutive + 1
+        what = "starting" if spec.transport == "stdio" else "connecting"
+        self.set_state(State.CONNECTING, what if self.attempt == 1 else f"{what} (attempt {self.attempt})")
         self._phase = "starting the server" if spec.transport == "stdio" else "connecting"
         learned = self.learned.for_spec(spec)
         over_sse = spec.transport == "http" and learned.sse
@@ -279,7 +285,7 @@ class ServerActor:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
                 start_upkeep(tg, client, conn, refresh, on_hung=self._on_hung)
-                tg.start_soon(self._listen_for_tool_changes, client)
+                tg.start_soon(listen_for_tool_changes, client, refresh, self.name)
                 reason = await self._sleep_until_woken()
                 tg.cancel_scope.cancel()
             # Shutting a session down takes up to seconds (stdin grace); status
@@ -316,6 +322,7 @@ class ServerActor:
 
     def _connected(self, client: Client, tools: list[Tool], problem: str | None) -> None:
         self.client = client
+        self.last_failure = None
         self.tools = tools
         self.tool_problem = problem
         self.connected_at = time.monotonic()
@@ -367,25 +374,6 @@ class ServerActor:
                              f"{': ' + self.reason if self.reason else ''} (see `monad mcp status {self.name}`)")
         rto = self.spec.request_timeout_ms if self.spec else None
         return await client.call_tool(tool, arguments, read_timeout_seconds=rto / 1000 if rto else None)
-
-    async def _listen_for_tool_changes(self, client: Client) -> None:
-        """2026-07-28 servers announce list changes only on a `subscriptions/listen` stream
-        (legacy ones send notifications/tools/list_changed to `_on_message`); either way the
-        tools are re-listed, coalesced and rate-limited (upkeep.ToolRefresh), and the pin
-        re-checked (MCP spec, server/tools "List Changed Notification")."""
-        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-
-        caps = client.server_capabilities
-        if client.protocol_version not in MODERN_PROTOCOL_VERSIONS or not (caps and caps.tools
-                                                                           and caps.tools.list_changed):
-            return
-        try:
-            async with client.listen(tools_list_changed=True) as events:
-                async for _event in events:
-                    if self._refresh is not None:
-                        self._refresh.request()
-        except Exception as exc:  # noqa: BLE001 - no stream means no change events, nothing worse
-            log.info("server %s: no subscriptions/listen stream (%s)", self.name, describe(exc))
 
     async def _on_message(self, message: IncomingMessage) -> None:
         if isinstance(message, ToolListChangedNotification) and self._refresh is not None:

@@ -300,11 +300,16 @@ class Supervisor:
 
     # -- status ------------------------------------------------------------------------
     def status(self, *, name: str | None = None, detail: bool = False) -> list[dict[str, Any]]:
-        """Status rows by name (`ServerActor.status`); `detail` adds the tool warnings."""
+        """Status rows by name (`ServerActor.status`, plus `toolsRefused`: connected, but its
+        tools are refused by its pin, so `tools` is None); `detail` adds the tool warnings."""
         names = [name] if name else sorted(self.actors)
         rows = []
         for n in (n for n in names if n in self.actors):
             row = self.actors[n].status(detail=detail)
+            # A pin mismatch registers none of its tools: no count that reads as if it had.
+            row["toolsRefused"] = n in self.tool_service.blocked and row["tools"] is not None
+            if row["toolsRefused"]:
+                row["tools"] = None
             if detail:
                 row["warnings"] = self.tool_service.warnings(n)
             rows.append(row)
