@@ -333,9 +333,11 @@ def reconnect(
         client.post(f"/v1/mcp-servers/{_quote(name or '')}/reconnect")
     if as_json:
         render.data_json(answer)
-    else:
-        names = answer.get("reconnecting") if all_ else [name]
-        render.info(f"reconnecting {', '.join(f'`{n}`' for n in names) or 'nothing'}")
+        return
+    names = answer.get("reconnecting") if all_ else [name]
+    render.info(f"reconnecting {', '.join(f'`{n}`' for n in names or []) or 'nothing'}")
+    for skipped in answer.get("skipped") or []:
+        render.info(f"not reconnecting `{skipped['name']}`: {skipped['reason']}")
 
 
 @app.command("wait")
