@@ -35,7 +35,7 @@ from monad_cli.journal import tools as jt
 from monad_cli.redact import redact_args, redact_url
 from monad_cli.trust.arguments import validate_arguments
 from monad_cli.trust.gate import ApprovalGate, Pending
-from monad_cli.trust.names import NameMap, build_name_map, describe_collision
+from monad_cli.trust.names import NameMap, build_name_map, describe_collision, inert_entries, inert_entry_warning
 from monad_cli.trust.pins import canonical_tools, describe_change, same_hash, tool_set_hash
 
 if TYPE_CHECKING:
@@ -242,12 +242,9 @@ class ToolService:
         if actor is None or not actor.live or actor.spec is None:
             return out
         nmap = self.name_map()
-        advertised = sorted(n for t in actor.tools if (n := nmap.exposed_name(name, t.name)))
-        for entry in self._auto_list(actor):
-            if not any(self.is_auto_approved(actor, t.name, n) and entry in (n, f"{name}__{t.name}")
-                       for t in actor.tools if (n := nmap.exposed_name(name, t.name))):
-                out.append(f"trust.autoApproveTools entry `{entry}` matches no advertised tool (it has no "
-                           f"effect); advertised: {', '.join(advertised) or 'none'}")
+        pairs = [(t.name, n) for t in actor.tools if (n := nmap.exposed_name(name, t.name))]
+        advertised = sorted(n for _own, n in pairs)
+        out += [inert_entry_warning(e, advertised) for e in inert_entries(name, self._auto_list(actor), pairs)]
         return out
 
     def resolve(self, exposed: str) -> tuple[ToolServer, Tool]:
