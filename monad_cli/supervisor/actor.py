@@ -106,6 +106,13 @@ class ServerActor:
         self.learned = Learned()
         self._wakeup("reconnect")
 
+    def retire(self) -> None:
+        """The definition is gone: make no new attempt and no state change but `stopped`
+        (whatever the loop was about to do next, such as a `backoff`), so the journal's rows
+        for the server end with its removal. A live session stays up until `stop()`, so its
+        tasks can still be cancelled."""
+        self.retired = True
+
     async def stop(self) -> None:
         if self._scope is not None:
             self._scope.cancel()
@@ -156,7 +163,7 @@ class ServerActor:
                 self.done.set()
 
     async def _loop(self) -> None:
-        while True:
+        while not self.retired:
             spec = self.spec
             if spec is None:
                 self.set_state(State.FAILED, f"config error: {self.config_error}")
@@ -176,6 +183,8 @@ class ServerActor:
                 continue
             outcome, reason = await self._session(spec)
             self.first_attempt.set()
+            if self.retired:
+                return
             if outcome in ("update", "reconnect"):
                 continue
             if outcome == "needs-auth":

@@ -274,30 +274,33 @@ class TaskManager(TaskReader):
     # -- servers that went away ---------------------------------------------------------------
     async def server_removed(self, name: str, *, timeout: float = 5.0) -> int:
         """Server `name` left the config: its open rows end `cancelled` (reason: server
-        removed), each task it still holds sent `tasks/cancel` first while its connection is
-        live (at most `timeout` s in all). Call before its session is closed. Returns how
-        many rows ended."""
+        removed), and each task it still holds is sent `tasks/cancel` while its connection
+        is live (at most `timeout` s in all; the outcome is journaled). The rows end first, so
+        the server's own answer (a `cancelled` notification) cannot replace the reason. Call
+        before its session is closed. Returns how many rows ended."""
         rows = [r for r in self.store.open_rows() if r.server == name]
         st = self.servers.get(name)
-        told: set[str] = set()
         wire = st.wire if st is not None else None
-        if wire is not None and wire.cancels:
+        told = wire is not None and wire.cancels
+        how = ("; tasks/cancel sent to it" if told else
+               "; the server declares no tasks.cancel, so its work may go on" if wire is not None else
+               "; the server could not be told (not connected)")
+        for row in rows:
+            self.ledger.finish(row.id, TaskState.CANCELLED,
+                               f"server removed from the config{how if row.task_id else ''}")
+            if st is not None:
+                st.ended(row.id)
+        if wire is not None and told:
             with anyio.move_on_after(timeout):
                 for row in rows:
                     if not row.task_id:
                         continue
                     try:
                         await wire.cancel(row.task_id)
-                        told.add(row.id)
-                    except Exception as exc:  # noqa: BLE001 - the row ends either way
-                        self.ledger.note(name, row.state, f"task {row.id[:12]} tasks/cancel failed: "
-                                         f"{self.redact(str(flatten(exc)[0]))}", row.id)
-        for row in rows:
-            how = ("; tasks/cancel sent" if row.id in told else
-                   "; the server could not be told (not connected)" if row.task_id else "")
-            self.ledger.finish(row.id, TaskState.CANCELLED, f"server removed from the config{how}")
-            if st is not None:
-                st.ended(row.id)
+                        outcome = "tasks/cancel acknowledged"
+                    except Exception as exc:  # noqa: BLE001 - the row has ended either way
+                        outcome = f"tasks/cancel failed: {self.redact(str(flatten(exc)[0]))}"
+                    self.ledger.note(name, TaskState.CANCELLED, f"task {row.id[:12]} {outcome}", row.id)
         return len(rows)
 
     def close_orphans(self, defined: Collection[str]) -> int:
