@@ -322,7 +322,8 @@ def disable(name: Annotated[str, typer.Argument(help="Server name.")], as_json: 
 @app.command("reconnect")
 def reconnect(
     name: Annotated[str | None, typer.Argument(help="Server name (or --all).")] = None,
-    all_: Annotated[bool, typer.Option("--all", help="Reconnect every server from scratch.")] = False,
+    all_: Annotated[bool, typer.Option("--all", help="Reconnect every server that can connect, from scratch "
+                                       "(filtered, disabled and invalid ones are named apart).")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Drop the session and connect again now (also clears a `failed` give-up)."""

@@ -263,6 +263,10 @@ def trust(
 ) -> None:
     """Edit the server's `trust` table: `autoApproveTools` and `hostEscape`.
 
+    A new `--auto-approve` name that matches none of the tools the server advertises is
+    warned about at once, with the advertised names (when the supervisor runs and the server
+    is connected).
+
     Example: monad mcp trust time --auto-approve get_current_time
     """
     from monad_cli.config.edits import edit_trust
