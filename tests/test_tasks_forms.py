@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from monad_cli.tasks.forms import FormError, build_response, describe_request, form_fields
@@ -111,3 +113,32 @@ def test_a_titled_single_select_enum_takes_only_its_consts() -> None:
     with pytest.raises(FormError, match="one of snake, programming"):
         build_response(titled, {"pick": "comedy"})
     assert describe_request("c", titled)["fields"][0]["choices"] == ["snake", "programming"]
+
+
+def test_the_prompt_shows_a_url_whole_and_asks_for_the_decision() -> None:
+    from monad_cli.commands._follow import prompt_answers
+
+    said: list[str] = []
+    answers = iter(["maybe", "y", "Ada", "36", "", "", "snake"])
+    titled = {"method": "elicitation/create",
+              "params": {"message": "which?", "requestedSchema": {"type": "object", "properties": {
+                  "pick": {"type": "string", "oneOf": [{"const": "snake"}, {"const": "lizard"}]}}}}}
+    form = json.loads(json.dumps(FORM))
+    del form["params"]["requestedSchema"]["properties"]["color"]
+    task = {"id": "0123456789abcdef", "server": "cal", "tool": "sync",
+            "inputRequests": {"signin": URL, "profile": form, "pick": titled}}
+    asked: list[str] = []
+
+    def ask(prompt: str) -> str:
+        asked.append(prompt)
+        return next(answers)
+
+    out = prompt_answers(task, ask=ask, say=said.append)
+    assert out == {"signin": {"action": "accept"},
+                   "profile": {"action": "accept", "content": {"name": "Ada", "age": 36}},
+                   "pick": {"action": "accept", "content": {"pick": "snake"}}}
+    assert said[0] == ("task 0123456789ab (cal/sync) asks you to open a URL on auth.example.com: "
+                       "Sign in to the calendar")
+    assert said[1] == "  https://auth.example.com/connect?elicitationId=e-1"
+    assert said[2] == "  answer y, d or c"  # "maybe" is asked again
+    assert "(string: snake | lizard, optional)" in asked[-1]
