@@ -9,14 +9,11 @@ import typer
 
 from monad_cli import render
 from monad_cli.commands._common import JsonOpt, supervisor
+from monad_cli.commands._status import local_rows, show_status
 from monad_cli.errors import ExitCode, InvalidInput, MonadError, NotFound
 from monad_cli.paths import paths
 
 app = typer.Typer(help="Add, inspect and control MCP servers.", no_args_is_help=True)
-
-STATUS_COLUMNS = [("name", "name"), ("transport", "transport"), ("state", "state"), ("tools", "tools"),
-                  ("protocolVersion", "protocol"), ("source", "source"), ("reason", "reason")]
-
 
 def _parse_pairs(items: list[str] | None, sep: str, what: str) -> dict[str, str]:
     out: dict[str, str] = {}
@@ -128,59 +125,16 @@ def add(
                 f"`monad mcp wait {name}` or `monad mcp status {name}`")
 
 
-def _local_rows() -> list[dict[str, Any]]:
-    """Rows from the files alone (no supervisor): state `unknown`."""
-    from monad_cli.config.loader import load_definitions
-
-    defs = load_definitions(paths(), expand=False)
-    rows: list[dict[str, Any]] = []
-    for name, source in sorted(defs.sources.items()):
-        spec = defs.specs.get(name)
-        problem = defs.problem_for(name)
-        rows.append({"name": name, "transport": spec.transport if spec else None,
-                     "state": ("failed" if problem and not spec else
-                               "disabled" if spec and not spec.enabled else "unknown"),
-                     "reason": problem.message if problem else "supervisor not running",
-                     "tools": None, "protocolVersion": None, "source": source,
-                     "enabled": spec.enabled if spec else None, "required": spec.required if spec else None})
-    for p in defs.problems:
-        if p.server is None:
-            render.warn(p.message)
-    return rows
-
-
-def _show_status(rows: list[dict[str, Any]], problems: list[dict[str, Any]], as_json: bool) -> None:
-    for p in problems:
-        render.warn(p["message"])
-    if as_json:
-        render.data_json(rows)
-    else:
-        render.table([_row_text(r) for r in rows], STATUS_COLUMNS,
-                     empty="no servers defined; add one with `monad mcp add NAME -- COMMAND`")
-
-
-def _row_text(row: dict[str, Any]) -> dict[str, Any]:
-    """A status row as the table shows it."""
-    out = dict(row)
-    if row.get("configError"):  # a running server whose file went bad keeps its last good definition
-        out["reason"] = f"runs its last good definition; config error: {row['configError']}"
-    elif row.get("lastAttemptReason") and row["state"] == "connecting":  # retrying: why the last one failed
-        out["reason"] = f"{row.get('reason') or row['state']}; last attempt: {row['lastAttemptReason']}"
-    if row.get("toolsRefused"):
-        out["tools"] = "refused"
-    return out
-
-
 @app.command("list")
 def list_(as_json: JsonOpt = False) -> None:
     """One row per server from the atoms and agents.json, with live state if the supervisor
     runs (this command never starts it)."""
     client = supervisor(autostart=False) if _running() else None
     if client is None:
-        _show_status(_local_rows(), [], as_json)
+        show_status(local_rows(), [], as_json)
         return
     answer = client.get("/v1/settings/mcp-servers/status")
-    _show_status(answer["servers"], answer["problems"], as_json)
+    show_status(answer["servers"], answer["problems"], as_json)
 
 
 def _running() -> bool:
@@ -201,7 +155,7 @@ def status(
     client = supervisor()
     if name is None:
         answer = client.get("/v1/settings/mcp-servers/status")
-        _show_status(answer["servers"], answer["problems"], as_json)
+        show_status(answer["servers"], answer["problems"], as_json)
         return
     row = client.get(f"/v1/settings/mcp-servers/{_quote(name)}/status")
     if as_json:
