@@ -27,8 +27,9 @@ $(CONFORMANCE):
 
 conformance-deps: $(CONFORMANCE)
 
-# The reference TypeScript server, for the legacy HTTP+SSE test (tests/test_wild_e2e.py);
-# optional like the conformance suite: without it that test is skipped and says why.
+# The reference TypeScript server, for the legacy HTTP+SSE test (tests/test_wild_e2e.py) and
+# the 2025-11-25 tasks (tests/test_tasks_legacy*.py); optional like the conformance suite:
+# without it those tests are skipped and say why.
 $(EVERYTHING):
 	@mkdir -p .cache/everything
 	@npm install --silent --no-audit --no-fund --prefix .cache/everything \

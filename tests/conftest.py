@@ -22,6 +22,17 @@ SERVERS = Path(__file__).resolve().parent / "servers"
 TESTSERVER = str(SERVERS / "testserver.py")
 BIN = str(Path(sys.executable).parent)
 REAL_HOME = Path.home()
+# `make everything-deps` installs the reference server from npm here (`.ci/run` does, through `make test`).
+EVERYTHING = Path(os.environ.get("MONAD_EVERYTHING_DIR", ROOT / ".cache" / "everything"))
+
+
+def everything_bin() -> str:
+    """The real `@modelcontextprotocol/server-everything` executable, or skip saying why."""
+    bin_ = EVERYTHING / "node_modules" / ".bin" / "mcp-server-everything"
+    if not bin_.exists():
+        pytest.skip(f"@modelcontextprotocol/server-everything is not installed in {EVERYTHING} "
+                    f"(`make everything-deps`; npm could not give it)")
+    return str(bin_)
 
 
 @pytest.fixture(scope="session", autouse=True)

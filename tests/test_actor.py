@@ -142,3 +142,23 @@ def test_supervisor_auth_without_a_supervisor_reaches_the_actor(monad_home: Path
             assert auth.http_auth(bearer) is None
 
     anyio.run(main)
+
+
+def test_a_retired_actor_records_nothing_after_its_removal_but_stopped(monad_home: Path) -> None:
+    # The supervisor retires the actor of a removed server, then journals `config removed`,
+    # then stops it. An attempt that fails after the removal (here: the connect deadline of a
+    # server that never answers) must not add a `backoff` row after that one (issue 16).
+    async def main() -> None:
+        spec = _stdio("gone", "--hang", timeout=1.5)
+        async with running(lambda ctx, _: ServerActor("gone", spec, ctx)) as (actor, journal, seen):
+            await _until(lambda: actor.state == State.CONNECTING and actor.conn is not None
+                         and actor.conn.pid is not None)
+            actor.retire()
+            journal.record("config", server="gone", reason="removed")
+            await _until(lambda: actor.done.is_set(), timeout=60)  # the attempt failed, and it ended
+            rows = journal.events(server="gone")
+            after = rows[[r["reason"] for r in rows].index("removed") + 1:]
+            assert [(r["kind"], r["state"], r["reason"]) for r in after] == [("state", "stopped", "removed")], rows
+            assert "backoff" not in seen
+
+    anyio.run(main)

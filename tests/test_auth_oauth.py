@@ -146,11 +146,16 @@ def test_wrong_state_or_iss_is_refused(monad: Any, monad_home: Path, servers: Se
     base = servers.start(OAUTH_AS, *flag)
     install_browser(tmp_path, monkeypatch)
     _add(monad, "remote", f"{base}/mcp")
+    before = _atom(monad_home, "remote").read_bytes()
     r = monad("mcp", "authorize", "remote", env={"MONAD_NO_AUTOSTART": "1"})
     assert r.code == 1, r
     assert expected in r.err and "Traceback" not in r.err
     assert len(r.err.strip().splitlines()[-1]) < 300
     assert "SENTINEL" not in _atom(monad_home, "remote").read_text()  # nothing stored
+    # The definition is as it was: no `auth.mode = "oauth"`, no registration, although the
+    # flow registered monad before the redirect was refused (issue 16).
+    assert stats(base)["registrations"] == 1
+    assert _atom(monad_home, "remote").read_bytes() == before
     assert stats(base)["code_exchange"] == 0  # the code was never redeemed
 
 

@@ -194,8 +194,17 @@ def test_reconnect_all_keeps_filtered_servers_filtered(monad: Any, monad_home: P
     try:
         first = wait_state(monad, "on", "connected", timeout=90)
         assert status_of(monad, "off")["reason"] == "excluded by `off` (`[mcp] disabled` in `features/mcp.toml`)"
+        (monad_home / "atoms" / "mcp" / "idle.toml").write_text('command = "true"\nenabled = false\n')
+        wait_state(monad, "idle", "disabled")
         r = monad("mcp", "reconnect", "--all", "--json")
-        assert r.code == 0 and sorted(r.json()["reconnecting"]) == ["off", "on"], r
+        # Only what a reconnect reconnects is named so; the others are named apart, with why.
+        assert r.code == 0 and r.json()["reconnecting"] == ["on"], r
+        assert r.json()["skipped"] == [
+            {"name": "idle", "reason": "disabled (enabled = false)"},
+            {"name": "off", "reason": "filtered out: excluded by `off` (`[mcp] disabled` in `features/mcp.toml`)"}]
+        r = monad("mcp", "reconnect", "--all")
+        assert r.code == 0 and "reconnecting `on`\n" in r.err and "`off`" not in r.err.splitlines()[0], r
+        assert "not reconnecting `off`: filtered out: excluded by `off`" in r.err
         again = wait_for(lambda: (s := status_of(monad, "on"))["state"] == "connected"
                          and s["pid"] != first["pid"] and s, timeout=90)
         assert again["pid"] != first["pid"]

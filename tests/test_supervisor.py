@@ -337,3 +337,22 @@ def test_disable_shows_at_once(supervisor: Any) -> None:
     assert supervisor("mcp", "disable", "d").code == 0
     row = status_of(supervisor, "d")
     assert row["state"] == "disabled" and row["tools"] is None
+
+
+@pytest.mark.e2e
+def test_a_server_that_hangs_at_start_shows_its_pid_attempt_and_last_reason(supervisor: Any) -> None:
+    add_test_server(supervisor, "hang", "--hang", timeout=3)
+    row = wait_for(lambda: (s := status_of(supervisor, "hang"))["state"] == "connecting"
+                   and (s.get("attempt") or 0) >= 2 and s["pid"] and s, timeout=60)
+    # The process of this attempt is alive and named, beside why the previous one failed.
+    assert pid_alive(row["pid"]), row
+    assert row["reason"] == f"starting (attempt {row['attempt']})"
+    assert row["lastAttemptReason"].startswith("timed out after 3 s"), row
+    shown = wait_for(lambda: (r := supervisor("mcp", "status", "hang")).out.count("last attempt") == 1
+                     and "(attempt " in r.out and r, timeout=30)
+    lines = dict(line.split(None, 1) for line in shown.out.splitlines() if line.startswith(("pid", "attempt")))
+    assert lines["pid"].strip().isdigit() and lines["attempt"].strip().isdigit(), shown
+    assert "last attempt  timed out after 3 s" in shown.out
+    # Once it backs off the reason says why and when; no pid is named for a process that is gone.
+    backoff = wait_for(lambda: (s := status_of(supervisor, "hang"))["state"] == "backoff" and s, timeout=60)
+    assert backoff["pid"] is None and backoff["attempt"] >= 1

@@ -4,6 +4,7 @@ gate, Ctrl-C cancellation, the call journal, and the gateway driven by `mcp.Clie
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -132,6 +133,13 @@ def test_rug_pulls_are_refused_until_pinned_again(supervisor: Any, tmp_path: Pat
         row = settled(monad, "rug", "degraded", t)
         assert "tool set changed" in row["reason"], row
         assert "refusing to register" in row["reason"] and expect in row["reason"], row
+        # Refused, not counted as if its tools were there.
+        assert row["tools"] is None and row["toolsRefused"] is True, row
+        listed = {r["name"]: r for r in monad("mcp", "status", "--json").json()}
+        assert listed["rug"]["tools"] is None and listed["rug"]["toolsRefused"] is True
+        table = monad("mcp", "status").out.splitlines()
+        assert "refused" in next(line for line in table if line.startswith("rug ")), table
+        assert "refused (its tool set does not match its pin" in monad("mcp", "status", "rug").out
         assert monad("mcp", "tools", "rug", "--json").json() == []
         r = monad("mcp", "call", "rug__echo", "--arg", "text=x", "--yes")
         assert r.code != 0 and "tool set changed" in r.err, r
@@ -150,6 +158,17 @@ def test_rug_pulls_are_refused_until_pinned_again(supervisor: Any, tmp_path: Pat
     assert monad("mcp", "get", "rug", "--json").json()["definition"]["trust"]["pinnedToolHash"] != pinned
     r = monad("mcp", "unpin", "rug")
     assert r.code == 0 and "trust" not in monad("mcp", "get", "rug", "--json").json()["definition"], r
+    assert "unpinned server `rug`" in r.err
+    # Again: there is no pin to remove, and it says so (and succeeds, and writes nothing).
+    atom = next((Path(os.environ["MONAD_HOME"]) / "atoms" / "mcp").glob("rug.toml"))
+    before = atom.read_bytes()
+    r = monad("mcp", "unpin", "rug")
+    assert r.code == 0 and "server `rug` has no pin" in r.err and "unpinned" not in r.err, r
+    assert monad("mcp", "unpin", "rug", "--json").json()["removed"] is False
+    assert atom.read_bytes() == before
+    # Unpinned, it registers whatever it has: counted again.
+    wait_for(lambda: (row := status_of(monad, "rug"))["state"] == "connected" and row["toolsRefused"] is False
+             and isinstance(row["tools"], int) and row["tools"] >= 6)
 
 
 def test_a_rug_pull_under_a_live_session_is_caught_on_list_changed(supervisor: Any) -> None:
@@ -266,6 +285,15 @@ def test_auto_approve_and_inert_entries(supervisor: Any) -> None:
     wait_state(monad, "ts", "connected")
     r = monad("mcp", "trust", "ts", "--auto-approve", "echo", "--auto-approve", "ts__nosuch")
     assert r.code == 0, r
+    # Warned at once, with the advertised names; the matching entry is not warned about.
+    assert "warning: trust.autoApproveTools entry `ts__nosuch` matches no advertised tool" in r.err, r
+    assert "advertised: " in r.err and "ts__echo" in r.err.split("advertised: ", 1)[1]
+    assert "entry `ts__echo`" not in r.err
+    wait_for(lambda: status_of(monad, "ts")["state"] == "connected" and "ts__nosuch" in str(
+        monad("mcp", "status", "ts").err))  # the edit reconnected it
+    r = monad("mcp", "trust", "ts", "--auto-approve", "add", "--json")
+    assert r.code == 0 and r.json()["inert"] == [] and "warning" not in r.err, r
+    assert monad("mcp", "trust", "ts", "--remove", "add").code == 0
     trust = monad("mcp", "get", "ts", "--json").json()["definition"]["trust"]
     assert trust["autoApproveTools"] == ["ts__echo", "ts__nosuch"]
     wait_for(lambda: monad("mcp", "call", "ts__echo", "--arg", "text=hi", "--approval-timeout", "0.3").code == 0)

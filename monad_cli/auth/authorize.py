@@ -1,6 +1,6 @@
 """What `monad mcp authorize NAME` runs (docs/auth.md).
 
-1. Read the definition; only http servers with `auth.mode = "oauth"` (set when absent).
+1. Read the definition; only http servers with `auth.mode` `none` or `oauth`.
 2. Discovery (`discovery.py`), which refuses a bad authorization server before anything
    reaches a browser: endpoints that are not https (or http on loopback), a metadata
    `issuer` that is not the expected one, no `S256` for the code flow.
@@ -12,8 +12,10 @@
    listener on 127.0.0.1; the URL is printed and opened with `webbrowser`
    (`--no-browser`: printed only, and a pasted redirect URL is accepted on stdin).
    `device`: RFC 8628 (`device.py`).
-5. The tokens, the absolute expiry and the metadata are written beside the server
-   (`storage.py`); the running supervisor is asked to reconnect it.
+5. Only then is anything written: `auth.mode = "oauth"`, a `--client-id`, the tokens,
+   the absolute expiry and the metadata, beside the server in one locked write
+   (`storage.py`); a flow that fails leaves the definition as it was. The running
+   supervisor is asked to reconnect the server.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from monad_cli.auth.loopback import LoopbackListener, callback_result, open_in_b
 from monad_cli.auth.provider import MonadOAuthProvider, check_server_metadata
 from monad_cli.auth.storage import DefinitionTokenStorage, configured_client, read_grant
 from monad_cli.auth.urls import url_problem
-from monad_cli.config.edits import read_definition, update_server
+from monad_cli.config.edits import read_definition
 from monad_cli.config.schema import ServerSpec, validate
 from monad_cli.errors import AuthError, InvalidInput, MonadError
 from monad_cli.paths import Paths
@@ -69,8 +71,10 @@ class Say:
     paste: bool = True
 
 
-def prepare(paths: Paths, name: str, *, client_id: str | None) -> tuple[str, ServerSpec]:
-    """Check the server can use OAuth; switch `auth.mode` none → oauth; save `--client-id`."""
+def prepare(paths: Paths, name: str) -> tuple[str, ServerSpec]:
+    """Check the server can use OAuth (`auth.mode` is `none` or `oauth`). Writes nothing:
+    `auth.mode = "oauth"` and a `--client-id` are written with the tokens, once the flow
+    has succeeded (`DefinitionTokenStorage.commit`), so a failed flow changes nothing."""
     source, raw = read_definition(paths, name)
     spec = validate(raw, name=name, source=source, environ=os.environ)
     if spec.transport != "http":
@@ -79,16 +83,6 @@ def prepare(paths: Paths, name: str, *, client_id: str | None) -> tuple[str, Ser
     if mode not in ("none", "oauth"):
         raise InvalidInput(f"`{source}`: server `{name}`, field `auth.mode`: is `{mode}`; set it to `oauth` "
                            f"to use `monad mcp authorize`")
-
-    def mutate(defn: Any) -> None:
-        if "auth" not in defn:
-            defn["auth"] = {}
-        defn["auth"]["mode"] = "oauth"
-        if client_id:
-            defn["auth"]["clientId"] = client_id
-
-    if mode != "oauth" or client_id:
-        update_server(paths, name, {}, mutate=mutate)
     return source, spec
 
 
@@ -117,7 +111,7 @@ def _leaves(exc: BaseException) -> list[BaseException]:
 
 async def _run_authorize(paths: Paths, name: str, *, flow: str | None, open_browser: bool,
                          scopes: Sequence[str], client_id: str | None, say: Say, timeout: float) -> Outcome:
-    source, spec = prepare(paths, name, client_id=client_id)
+    source, spec = prepare(paths, name)
     flow = flow or spec.auth.flow
     if flow not in FLOWS:
         raise InvalidInput(f"`--flow` must be one of {', '.join(FLOWS)}; got `{flow}`")
@@ -126,8 +120,9 @@ async def _run_authorize(paths: Paths, name: str, *, flow: str | None, open_brow
     assert url is not None
     async with new_http_client(headers) as http:
         found = await discover(http, url, name=name)
-        has_client = configured_client(read_grant(paths, name).config) is not None
-        storage = DefinitionTokenStorage(paths, name, fresh=True)
+        config = read_grant(paths, name).config
+        has_client = configured_client({**config, "clientId": client_id} if client_id else config) is not None
+        storage = DefinitionTokenStorage(paths, name, fresh=True, staged=True, client_id=client_id)
         if flow == "device":
             from monad_cli.auth.device import device_flow
 
@@ -151,6 +146,7 @@ async def _run_authorize(paths: Paths, name: str, *, flow: str | None, open_brow
             scope = await _loopback(name, url, headers, storage, found, explicit, open_browser,
                                     say, timeout, cimd if found.server_metadata.client_id_metadata_document_supported
                                     else None)
+    storage.commit()
     grant = read_grant(paths, name)
     return Outcome(name=name, source=source, flow=flow, scope=grant.scope or scope, expires_at=grant.expires_at,
                    authorization_server=grant.authorization_server, registered=not has_client)

@@ -154,15 +154,22 @@ class DefinitionTokenStorage:
     `fresh=True` (what `monad mcp authorize` uses) starts from nothing: stored tokens and a
     stored registration are ignored (the registration names the redirect URI of an earlier
     run), and whatever the new flow obtains is written. A person-configured `clientId`
-    always wins over a registration.
+    always wins over a registration; `client_id` is one given for this flow (`--client-id`).
+
+    `staged=True` writes nothing until `commit()`: a flow that fails half-way (registered,
+    then refused a token) leaves the definition exactly as it was.
 
     `bind(context)` lets `set_tokens` also persist the metadata the provider discovered.
     """
 
-    def __init__(self, paths: Paths, name: str, *, fresh: bool = False) -> None:
+    def __init__(self, paths: Paths, name: str, *, fresh: bool = False, staged: bool = False,
+                 client_id: str | None = None) -> None:
         self.paths = paths
         self.name = name
         self.fresh = fresh
+        self.staged = staged
+        self.client_id = client_id
+        self._pending: dict[str, dict[str, Any] | None] = {}
         self._context: Any = None
         self._tokens: OAuthToken | None = None
         self._client: OAuthClientInformationFull | None = None
@@ -209,6 +216,11 @@ class DefinitionTokenStorage:
                 updates["resourceMetadata"] = ctx.protected_resource_metadata.model_dump(
                     mode="json", exclude_none=True)
         updates["grant"] = grant
+        if self.staged:
+            self._pending.update(updates)
+            self.writes += 1
+            self.last_obtained_at = self._seen = now
+            return
         try:
             await _write(self.paths, self.name, updates,
                          expect_obtained_at=_ANY if self.fresh else self._seen)
@@ -225,7 +237,7 @@ class DefinitionTokenStorage:
         from mcp.shared.auth import OAuthClientInformationFull
 
         g = self.stored()
-        configured = configured_client(g.config)
+        configured = configured_client(self._config(g))
         if configured is not None:
             return configured
         if self.fresh:
@@ -236,10 +248,40 @@ class DefinitionTokenStorage:
 
     async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
         self._client = client_info
-        if configured_client(self.stored().config) is not None:
+        if configured_client(self._config(self.stored())) is not None:
             return  # the person's clientId is configuration; never overwrite it
-        await _write(self.paths, self.name,
-                     {"registration": client_info.model_dump(mode="json", exclude_none=True)})
+        registration: dict[str, dict[str, Any] | None] = {
+            "registration": client_info.model_dump(mode="json", exclude_none=True)}
+        if self.staged:
+            self._pending.update(registration)
+            return
+        await _write(self.paths, self.name, registration)
+
+    def _config(self, grant: StoredGrant) -> dict[str, Any]:
+        return {**grant.config, "clientId": self.client_id} if self.client_id else grant.config
+
+    def commit(self) -> None:
+        """Write what a staged flow obtained, with `auth.mode = "oauth"` (and its `clientId`),
+        in one locked read-modify-write; the rest of the definition stays as it is then."""
+        pending, client_id = dict(self._pending), self.client_id
+
+        def mutate(defn: Any) -> None:
+            if "auth" not in defn:
+                defn["auth"] = {}
+            auth = defn["auth"]
+            auth["mode"] = "oauth"
+            if client_id:
+                auth["clientId"] = client_id
+            for key, value in pending.items():
+                assert key in OAUTH_STATE_KEYS
+                if value is None:
+                    if key in auth:
+                        del auth[key]
+                else:
+                    auth[key] = _plain(value)
+
+        update_server(self.paths, self.name, {}, mutate=mutate)
+        self._pending.clear()
 
 
 def configured_client(config: dict[str, Any]) -> OAuthClientInformationFull | None:

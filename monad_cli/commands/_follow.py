@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
-from monad_cli.tasks.forms import FormError, coerce, form_fields
+from monad_cli.tasks.forms import FormError, choices, coerce, form_fields, request_mode, url_fields
 from monad_cli.tasks.states import TERMINAL
 
 POLL_WAIT_S = 20.0
@@ -33,14 +33,21 @@ def prompt_answers(task: dict[str, Any], *, ask: Callable[[str], str] = input,
                    say: Callable[[str], None] = _say) -> dict[str, Any]:
     """Ask a person for every outstanding input request of `task`; returns `responses`
     for `POST /v1/tasks/{id}/input`. Values are typed by the form (`coerce`); a wrong value
-    is asked again. Raises `FormError` for a form monad will not show (unsafe names)."""
+    is asked again. A URL request is shown whole, with its host, and the person says whether
+    they opened it (monad never opens it: MCP elicitation "Safe URL Handling"). Raises
+    `FormError` for a request monad will not show (unsafe names, a URL that is not http(s))."""
     responses: dict[str, Any] = {}
     for key, request in (task.get("inputRequests") or {}).items():
+        if request_mode(request) == "url":
+            responses[key] = _ask_url(task, key, request, ask=ask, say=say)
+            continue
         message, props, required = form_fields(request)
         say(f"task {task['id'][:12]} ({task['server']}/{task['tool']}) asks: {message or key}")
         content: dict[str, Any] = {}
         for name, prop in props.items():
             kind = prop.get("type", "string")
+            allowed = choices(prop) if kind == "string" else None
+            kind = f"{kind}: {' | '.join(allowed)}" if allowed else kind
             opt = "" if name in required else ", optional"
             label = prop.get("title") or name
             while True:
@@ -54,6 +61,23 @@ def prompt_answers(task: dict[str, Any], *, ask: Callable[[str], str] = input,
                     say(f"  {e}")
         responses[key] = {"action": "accept", "content": content}
     return responses
+
+
+def _ask_url(task: dict[str, Any], key: str, request: dict[str, Any], *, ask: Callable[[str], str],
+             say: Callable[[str], None]) -> dict[str, Any]:
+    from urllib.parse import urlsplit
+
+    message, url, _eid = url_fields(request)
+    say(f"task {task['id'][:12]} ({task['server']}/{task['tool']}) asks you to open a URL on "
+        f"{urlsplit(url).hostname}: {message or key}")
+    say(f"  {url}")
+    while True:
+        raw = ask("  open it in your browser yourself; opened it? [y]es / [d]ecline / [c]ancel: ").strip().lower()
+        action = {"y": "accept", "yes": "accept", "d": "decline", "decline": "decline", "c": "cancel",
+                  "cancel": "cancel"}.get(raw)
+        if action:
+            return {"action": action}
+        say("  answer y, d or c")
 
 
 def follow(client: Any, task_id: str, *, interactive: bool,
@@ -81,7 +105,11 @@ def follow(client: Any, task_id: str, *, interactive: bool,
                     if not interactive:
                         return task
                     seen_inputs |= set(task["inputRequests"])
-                    client.post(task_path(task["id"], "/input"), {"responses": prompt_answers(task)})
+                    try:
+                        responses = prompt_answers(task)
+                    except FormError:
+                        return task  # one monad will not show: the caller says why and what to do
+                    client.post(task_path(task["id"], "/input"), {"responses": responses})
             if deadline is not None and time.monotonic() >= deadline:
                 return task
     except KeyboardInterrupt:

@@ -1,4 +1,7 @@
-"""`monad journal`: read the journal (state changes, config errors, supervisor events)."""
+"""`monad journal`: read the journal (state changes, config errors, supervisor events).
+
+Read-only, on the standard library's sqlite3 (`journal.reader`): it costs what `status` does.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ import typer
 
 from monad_cli import render
 from monad_cli.commands._common import JsonOpt
-from monad_cli.errors import InvalidInput
+from monad_cli.errors import InvalidInput, MonadError
 from monad_cli.paths import paths
 
 _REL = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd])\Z")
@@ -47,17 +50,18 @@ def journal(
         else:
             render.info("the journal is empty (the supervisor has not run yet)")
         return
-    from monad_cli.journal.db import Journal
+    import sqlite3
 
-    j = Journal(p.journal_db)
+    from monad_cli.journal import reader
+
+    after = parse_since(since) if since else None
     try:
         if calls:
-            _show_calls(j, server=server, since=parse_since(since) if since else None, limit=limit,
-                        as_json=as_json)
+            _show_calls(reader.calls(p.journal_db, server=server, since=after, limit=limit), as_json=as_json)
             return
-        rows = j.events(server=server, since=parse_since(since) if since else None, limit=limit)
-    finally:
-        j.close()
+        rows = reader.events(p.journal_db, server=server, since=after, limit=limit)
+    except sqlite3.Error as e:
+        raise MonadError(f"cannot read the journal `{p.journal_db}`: {e}") from None
     if as_json:
         render.data_json(rows)
         return
@@ -66,15 +70,12 @@ def journal(
                   ("reason", "reason")], empty="no journal rows match")
 
 
-def _show_calls(j: Any, *, server: str | None, since: float | None, limit: int, as_json: bool) -> None:
-    from monad_cli.journal import tools as journal_tools
-
-    rows = journal_tools.calls(j, server=server, since=since, limit=limit)
+def _show_calls(rows: list[dict[str, Any]], *, as_json: bool) -> None:
     if as_json:
         render.data_json(rows)
         return
     render.table([{**r, "time": render.when(r["ts"]),
                    "ms": f"{r['durationMs']:.0f}" if r["durationMs"] is not None else None} for r in rows],
-                 [("time", "time"), ("server", "server"), ("tool", "tool"), ("argsDigest", "args"),
-                  ("decision", "decision"), ("decidedBy", "by"), ("ms", "ms"), ("outcome", "outcome"),
-                  ("error", "error")], empty="no tool calls journaled")
+                 [("time", "time"), ("via", "via"), ("exposed", "exposed as"), ("server", "server"),
+                  ("tool", "tool"), ("argsDigest", "args"), ("decision", "decision"), ("decidedBy", "by"),
+                  ("ms", "ms"), ("outcome", "outcome"), ("error", "error")], empty="no tool calls journaled")

@@ -9,14 +9,11 @@ import typer
 
 from monad_cli import render
 from monad_cli.commands._common import JsonOpt, supervisor
+from monad_cli.commands._status import local_rows, show_status
 from monad_cli.errors import ExitCode, InvalidInput, MonadError, NotFound
 from monad_cli.paths import paths
 
 app = typer.Typer(help="Add, inspect and control MCP servers.", no_args_is_help=True)
-
-STATUS_COLUMNS = [("name", "name"), ("transport", "transport"), ("state", "state"), ("tools", "tools"),
-                  ("protocolVersion", "protocol"), ("source", "source"), ("reason", "reason")]
-
 
 def _parse_pairs(items: list[str] | None, sep: str, what: str) -> dict[str, str]:
     out: dict[str, str] = {}
@@ -128,49 +125,16 @@ def add(
                 f"`monad mcp wait {name}` or `monad mcp status {name}`")
 
 
-def _local_rows() -> list[dict[str, Any]]:
-    """Rows from the files alone (no supervisor): state `unknown`."""
-    from monad_cli.config.loader import load_definitions
-
-    defs = load_definitions(paths(), expand=False)
-    rows: list[dict[str, Any]] = []
-    for name, source in sorted(defs.sources.items()):
-        spec = defs.specs.get(name)
-        problem = defs.problem_for(name)
-        rows.append({"name": name, "transport": spec.transport if spec else None,
-                     "state": ("failed" if problem and not spec else
-                               "disabled" if spec and not spec.enabled else "unknown"),
-                     "reason": problem.message if problem else "supervisor not running",
-                     "tools": None, "protocolVersion": None, "source": source,
-                     "enabled": spec.enabled if spec else None, "required": spec.required if spec else None})
-    for p in defs.problems:
-        if p.server is None:
-            render.warn(p.message)
-    return rows
-
-
-def _show_status(rows: list[dict[str, Any]], problems: list[dict[str, Any]], as_json: bool) -> None:
-    for p in problems:
-        render.warn(p["message"])
-    if as_json:
-        render.data_json(rows)
-    else:
-        # A running server whose file went bad keeps its last good definition: say so.
-        rows = [{**r, "reason": f"runs its last good definition; config error: {r['configError']}"}
-                if r.get("configError") else r for r in rows]
-        render.table(rows, STATUS_COLUMNS, empty="no servers defined; add one with `monad mcp add NAME -- COMMAND`")
-
-
 @app.command("list")
 def list_(as_json: JsonOpt = False) -> None:
     """One row per server from the atoms and agents.json, with live state if the supervisor
     runs (this command never starts it)."""
     client = supervisor(autostart=False) if _running() else None
     if client is None:
-        _show_status(_local_rows(), [], as_json)
+        show_status(local_rows(), [], as_json)
         return
     answer = client.get("/v1/settings/mcp-servers/status")
-    _show_status(answer["servers"], answer["problems"], as_json)
+    show_status(answer["servers"], answer["problems"], as_json)
 
 
 def _running() -> bool:
@@ -191,7 +155,7 @@ def status(
     client = supervisor()
     if name is None:
         answer = client.get("/v1/settings/mcp-servers/status")
-        _show_status(answer["servers"], answer["problems"], as_json)
+        show_status(answer["servers"], answer["problems"], as_json)
         return
     row = client.get(f"/v1/settings/mcp-servers/{_quote(name)}/status")
     if as_json:
@@ -203,8 +167,10 @@ def status(
     render.key_values([
         ("name", row["name"]), ("transport", transport), ("state", row["state"]),
         ("reason", row["reason"]), ("since", render.when(row.get("since"))), ("source", row["source"]),
-        ("protocol", row["protocolVersion"]), ("pid", row.get("pid")), ("config error", row.get("configError")),
-        ("tools", row["toolNames"]), ("stderr tail", row["stderrTail"]),
+        ("protocol", row["protocolVersion"]), ("pid", row.get("pid")), ("attempt", row.get("attempt")),
+        ("last attempt", row.get("lastAttemptReason")), ("config error", row.get("configError")),
+        ("tools", "refused (its tool set does not match its pin; see the reason)" if row.get("toolsRefused")
+         else row["toolNames"]), ("stderr tail", row["stderrTail"]),
     ])
     for warning in row.get("warnings") or []:
         render.warn(f"server `{name}`: {warning}")
@@ -310,7 +276,8 @@ def disable(name: Annotated[str, typer.Argument(help="Server name.")], as_json: 
 @app.command("reconnect")
 def reconnect(
     name: Annotated[str | None, typer.Argument(help="Server name (or --all).")] = None,
-    all_: Annotated[bool, typer.Option("--all", help="Reconnect every server from scratch.")] = False,
+    all_: Annotated[bool, typer.Option("--all", help="Reconnect every server that can connect, from scratch "
+                                       "(filtered, disabled and invalid ones are named apart).")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Drop the session and connect again now (also clears a `failed` give-up)."""
@@ -321,9 +288,11 @@ def reconnect(
         client.post(f"/v1/mcp-servers/{_quote(name or '')}/reconnect")
     if as_json:
         render.data_json(answer)
-    else:
-        names = answer.get("reconnecting") if all_ else [name]
-        render.info(f"reconnecting {', '.join(f'`{n}`' for n in names) or 'nothing'}")
+        return
+    names = answer.get("reconnecting") if all_ else [name]
+    render.info(f"reconnecting {', '.join(f'`{n}`' for n in names or []) or 'nothing'}")
+    for skipped in answer.get("skipped") or []:
+        render.info(f"not reconnecting `{skipped['name']}`: {skipped['reason']}")
 
 
 @app.command("wait")

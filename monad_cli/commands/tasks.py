@@ -61,6 +61,30 @@ def _result_text(result: dict[str, Any]) -> list[str]:
     return out
 
 
+def input_lines(task: dict[str, Any]) -> list[str]:
+    """What an outstanding input request asks and how to answer it, one request at a time
+    (`inputs` of the API: a form, a URL to open, or one monad will not show)."""
+    short, out = task["id"][:12], []
+    inputs = task.get("inputs") or []
+    key_flag = (lambda i: f" --key {i['key']}") if len(inputs) > 1 else (lambda i: "")
+    for i in inputs:
+        what = f": {i['message']}" if i.get("message") else ""
+        if i["mode"] == "url":
+            out += [f"asks you to open a URL (on {i['host']}){what}",
+                    f"  {i['url']}",
+                    f"  open it yourself in a browser (monad never opens it), then run "
+                    f"`monad tasks input {short}{key_flag(i)} --accept` (or --decline)"]
+        elif i["mode"] == "form":
+            names = ", ".join(f["name"] for f in i.get("fields") or []) or "no fields"
+            out.append(f"needs input{what} ({names}): run `monad tasks input {short}{key_flag(i)}`")
+        elif i.get("declinable"):
+            out.append(f"asks for input monad cannot show ({i.get('problem')}); decline it with "
+                       f"`monad tasks input {short}{key_flag(i)} --decline` or `monad tasks cancel {short}`")
+        else:
+            out.append(f"asks for input monad cannot answer ({i.get('problem')}); `monad tasks cancel {short}`")
+    return out
+
+
 def _print_task(task: dict[str, Any]) -> None:
     pending = f"{task['pendingKind']} (delivered now)" if task.get("delivered") else \
         (task["pendingKind"] if task["deliveryPending"] else None)
@@ -70,8 +94,8 @@ def _print_task(task: dict[str, Any]) -> None:
         ("message", task["statusMessage"]), ("pending", pending),
         ("recoveries", task["recoveries"]), ("retries", task["retries"]),
     ])
-    if task["state"] == "input_required" and task.get("inputRequests"):
-        render.line(f"needs input: run `monad tasks input {task['id'][:12]}`")
+    for text in input_lines(task):
+        render.line(text)
     if task.get("error"):
         err = task["error"]
         render.line(f"error: {err.get('message')} (MCP error {err.get('code')})")
@@ -112,7 +136,7 @@ def show(
         render.data_json(task)
     else:
         _print_task(task)
-    if wait and task["state"] not in TERMINAL and not as_json:
+    if wait and task["state"] not in TERMINAL and not as_json and not task.get("inputs"):
         render.info(f"task {task['id'][:12]} is waiting for input: `monad tasks input {task['id'][:12]}`")
     # Exit like `monad mcp call` would: a failed task or a tool error is not a success.
     if task["state"] == "failed" or (isinstance(task.get("result"), dict) and task["result"].get("isError")):
@@ -136,24 +160,29 @@ def input_(
                                                    "values are typed by the form.")] = None,
     key: Annotated[str | None, typer.Option("--key", help="Which input request to answer (default: "
                                             "the only one).")] = None,
+    accept: Annotated[bool, typer.Option("--accept", help="Accept without fields: for a URL request, "
+                                         "say you opened the URL.")] = False,
     decline: Annotated[bool, typer.Option("--decline", help="Decline the request instead of answering.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Answer a task's input request (a form the server asks through `input_required`).
+    """Answer a task's input request: a form, or a URL to open (`input_required`).
 
-    On a terminal it prompts for each field; otherwise pass `--set NAME=VALUE`.
+    On a terminal it prompts for each field (or shows the URL and asks whether you opened
+    it); otherwise pass `--set NAME=VALUE`, or `--accept` for a URL you opened.
     """
     client = supervisor()
     task = client.get(task_path(check_id(task_id, "task", "monad tasks")))
     requests = task.get("inputRequests") or {}
     if task["state"] != "input_required" or not requests:
         raise InvalidInput(f"task `{task['id'][:12]}` is {task['state']} and asks for no input")
-    if set_ or decline:
+    if sum((bool(set_), accept, decline)) > 1:
+        raise InvalidInput("choose one of --set, --accept and --decline")
+    if set_ or decline or accept:
         keys = [key] if key else list(requests)
         if len(keys) != 1 or keys[0] not in requests:
             raise InvalidInput(f"task `{task['id'][:12]}` has input requests {', '.join(requests)}; "
                                f"pick one with --key")
-        answer: dict[str, Any] = {"action": "decline"} if decline else \
+        answer: dict[str, Any] = {"action": "decline"} if decline else {"action": "accept"} if accept else \
             {"action": "accept", "content": _parse_sets(set_ or [])}
         responses = {keys[0]: answer}
     elif sys.stdin.isatty():

@@ -231,14 +231,22 @@ def pin(name: Annotated[str, typer.Argument(help="Server name.")], as_json: Json
 
 
 def unpin(name: Annotated[str, typer.Argument(help="Server name.")], as_json: JsonOpt = False) -> None:
-    """Remove `trust.pinnedToolHash`: the server's tools register whatever they are."""
-    from monad_cli.config.edits import set_trust
+    """Remove `trust.pinnedToolHash`: the server's tools register whatever they are.
 
-    source = set_trust(paths(), name, "pinnedToolHash", None)
+    A server that has no pin is left as it is (and says so; exit 0)."""
+    from monad_cli.config.edits import read_definition, set_trust
+
+    source, raw = read_definition(paths(), name)
+    trust_table = raw.get("trust")
+    had = isinstance(trust_table, dict) and trust_table.get("pinnedToolHash") is not None
+    if had:
+        source = set_trust(paths(), name, "pinnedToolHash", None)
     if as_json:
-        render.data_json({"name": name, "source": source, "pinnedToolHash": None})
-    else:
+        render.data_json({"name": name, "source": source, "pinnedToolHash": None, "removed": had})
+    elif had:
         render.info(f"unpinned server `{name}` ({source})")
+    else:
+        render.info(f"server `{name}` has no pin (`trust.pinnedToolHash` is not set in {source}); nothing changed")
 
 
 def trust(
@@ -255,20 +263,67 @@ def trust(
 ) -> None:
     """Edit the server's `trust` table: `autoApproveTools` and `hostEscape`.
 
+    A new `--auto-approve` name that matches none of the tools the server advertises is
+    warned about at once, with the advertised names (when the supervisor runs and the server
+    is connected).
+
     Example: monad mcp trust time --auto-approve get_current_time
     """
     from monad_cli.config.edits import edit_trust
 
     if not auto_approve and not remove and host_escape is None:
         raise InvalidInput("nothing to change: pass --auto-approve TOOL, --remove TOOL or --host-escape")
+    # Read before the edit: the edit reconnects the server, and its tools do not depend on it.
+    advertised = _advertised(name) if auto_approve else (None, "")
     source, wanted = edit_trust(paths(), name, auto_approve=auto_approve or [], remove=remove or [],
                                 host_escape=host_escape)
+    added = [t if t.startswith(f"{name}__") else f"{name}__{t}" for t in auto_approve or []]
+    inert = _warn_inert(name, added, advertised)
     if as_json:
-        render.data_json({"name": name, "source": source, "autoApproveTools": wanted, "hostEscape": host_escape})
+        render.data_json({"name": name, "source": source, "autoApproveTools": wanted, "hostEscape": host_escape,
+                          "inert": inert})
     else:
         render.info(f"server `{name}`: autoApproveTools = {', '.join(wanted) or '(none)'}"
                     + (f"; hostEscape = {'true' if host_escape else 'false'}" if host_escape is not None else "")
                     + f" ({source})")
+
+
+def _advertised(name: str) -> tuple[list[tuple[str, str]] | None, str]:
+    """The tools server `name` advertises now as (own name, exposed name) pairs, from the
+    running supervisor (never started for this), or (None, why not)."""
+    from monad_cli.control.client import ControlClient
+
+    client = ControlClient(paths())
+    try:
+        row = client.get(f"/v1/settings/mcp-servers/{_quote(name)}/status") if client.is_running() else None
+        listed = client.get(f"/v1/tools?server={_quote(name)}")["tools"] if row and row["toolNames"] else []
+    except MonadError:
+        return None, f"server `{name}` is unknown to the supervisor"
+    if row is None:
+        return None, "the supervisor is not running"
+    if row["state"] not in ("connected", "degraded"):
+        return None, f"server `{name}` is {row['state']}"
+    exposed = {t["tool"]: t["name"] for t in listed}
+    return [(own, exposed.get(own, f"{name}__{own}")) for own in row["toolNames"]], ""
+
+
+def _warn_inert(name: str, entries: list[str], advertised: tuple[list[tuple[str, str]] | None, str]
+                ) -> list[str] | None:
+    """Warn at once about new `autoApproveTools` entries that match no advertised tool;
+    returns them, or None when they could not be checked."""
+    from monad_cli.trust.names import inert_entries, inert_entry_warning
+
+    pairs, why = advertised
+    if not entries:
+        return []
+    if pairs is None:
+        render.info(f"could not check the tool name{'s' if len(entries) > 1 else ''} against the advertised "
+                    f"tools ({why}); `monad mcp status {name}` warns once it is connected")
+        return None
+    inert = inert_entries(name, entries, pairs)
+    for entry in inert:
+        render.warn(inert_entry_warning(entry, sorted(n for _own, n in pairs)))
+    return inert
 
 
 def serve(

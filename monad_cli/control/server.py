@@ -197,10 +197,21 @@ class ControlServer:
         return JSONResponse({"name": actor.name, "reconnecting": True})
 
     async def reconnect_all(self, request: Request) -> JSONResponse:
+        """Reconnect every server that can connect; `skipped` names the others and why
+        (filtered out, disabled, an invalid definition), which a reconnect does not change."""
         await self.sup.reconcile(force=True)
-        for actor in self.sup.actors.values():
-            actor.reconnect()
-        return JSONResponse({"reconnecting": sorted(self.sup.actors)})
+        reconnecting, skipped = [], []
+        for name, actor in sorted(self.sup.actors.items()):
+            filtered = self.sup.server_filter.reason(name)
+            why = ("its definition is invalid" if actor.spec is None else
+                   "disabled (enabled = false)" if not actor.spec.enabled else
+                   f"filtered out: {filtered}" if filtered else None)
+            if why is None:
+                actor.reconnect()
+                reconnecting.append(name)
+            else:
+                skipped.append({"name": name, "reason": why})
+        return JSONResponse({"reconnecting": reconnecting, "skipped": skipped})
 
     async def tools(self, request: Request) -> JSONResponse:
         actor = self._actor(request.path_params["name"])

@@ -31,7 +31,7 @@ from monad_cli.supervisor.states import LIVE, State, check_transition
 from monad_cli.supervisor.status import status_row
 from monad_cli.supervisor.stderr import StderrSink
 from monad_cli.supervisor.transports import Connection
-from monad_cli.supervisor.upkeep import ToolRefresh
+from monad_cli.supervisor.upkeep import ToolRefresh, listen_for_tool_changes
 
 log = logging.getLogger("monad.actor")
 
@@ -78,6 +78,9 @@ class ServerActor:
         self._refresh: ToolRefresh | None = None
         self.storm_reason: str | None = None
         self.learned = Learned()
+        self.attempt = 0  # connection attempts since the last success (or reset), this one included
+        self.last_failure: str | None = None  # why the previous attempt failed, while retrying
+        self.retired = False
 
     # -- control from other tasks ------------------------------------------------------
     def update(self, spec: ServerSpec | None, *, config_error: str | None = None,
@@ -102,6 +105,13 @@ class ServerActor:
         self.backoff.reset()
         self.learned = Learned()
         self._wakeup("reconnect")
+
+    def retire(self) -> None:
+        """The definition is gone: make no new attempt and no state change but `stopped`
+        (whatever the loop was about to do next, such as a `backoff`), so the journal's rows
+        for the server end with its removal. A live session stays up until `stop()`, so its
+        tasks can still be cancelled."""
+        self.retired = True
 
     async def stop(self) -> None:
         if self._scope is not None:
@@ -153,7 +163,7 @@ class ServerActor:
                 self.done.set()
 
     async def _loop(self) -> None:
-        while True:
+        while not self.retired:
             spec = self.spec
             if spec is None:
                 self.set_state(State.FAILED, f"config error: {self.config_error}")
@@ -173,6 +183,8 @@ class ServerActor:
                 continue
             outcome, reason = await self._session(spec)
             self.first_attempt.set()
+            if self.retired:
+                return
             if outcome in ("update", "reconnect"):
                 continue
             if outcome == "needs-auth":
@@ -184,6 +196,7 @@ class ServerActor:
                 await self._sleep_until_woken()
                 continue
             # "failed" (connect failed) or "closed" (a live session ended)
+            self.last_failure = reason
             if self.backoff.record_failure(time.monotonic()):
                 n = self.backoff.give_up_after
                 self.set_state(State.FAILED, f"{reason}; gave up after {n} failures in "
@@ -212,7 +225,9 @@ class ServerActor:
         self._wake = anyio.Event()
         self._wake_reason = None
         self._auth_reason = None
-        self.set_state(State.CONNECTING, "starting" if spec.transport == "stdio" else "connecting")
+        self.attempt = self.backoff.consecutive + 1
+        what = "starting" if spec.transport == "stdio" else "connecting"
+        self.set_state(State.CONNECTING, what if self.attempt == 1 else f"{what} (attempt {self.attempt})")
         self._phase = "starting the server" if spec.transport == "stdio" else "connecting"
         learned = self.learned.for_spec(spec)
         over_sse = spec.transport == "http" and learned.sse
@@ -264,7 +279,8 @@ class ServerActor:
                                   over_sse=over_sse)
         client = Client(transport, mode=self.learned.mode(over_sse=over_sse), cache=None,
                         client_info=Implementation(name="monad", version=__version__),
-                        message_handler=self._on_message, extensions=self.ctx.client_extensions(self))
+                        message_handler=self._on_message, extensions=self.ctx.client_extensions(self),
+                        elicitation_callback=self.ctx.elicitation_callback(self))
         self._phase = "negotiating the protocol version (server/discover, initialize)"
         async with client:
             self._phase = "listing tools"
@@ -278,7 +294,7 @@ class ServerActor:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
                 start_upkeep(tg, client, conn, refresh, on_hung=self._on_hung)
-                tg.start_soon(self._listen_for_tool_changes, client)
+                tg.start_soon(listen_for_tool_changes, client, refresh, self.name)
                 reason = await self._sleep_until_woken()
                 tg.cancel_scope.cancel()
             # Shutting a session down takes up to seconds (stdin grace); status
@@ -315,6 +331,7 @@ class ServerActor:
 
     def _connected(self, client: Client, tools: list[Tool], problem: str | None) -> None:
         self.client = client
+        self.last_failure = None
         self.tools = tools
         self.tool_problem = problem
         self.connected_at = time.monotonic()
@@ -366,25 +383,6 @@ class ServerActor:
                              f"{': ' + self.reason if self.reason else ''} (see `monad mcp status {self.name}`)")
         rto = self.spec.request_timeout_ms if self.spec else None
         return await client.call_tool(tool, arguments, read_timeout_seconds=rto / 1000 if rto else None)
-
-    async def _listen_for_tool_changes(self, client: Client) -> None:
-        """2026-07-28 servers announce list changes only on a `subscriptions/listen` stream
-        (legacy ones send notifications/tools/list_changed to `_on_message`); either way the
-        tools are re-listed, coalesced and rate-limited (upkeep.ToolRefresh), and the pin
-        re-checked (MCP spec, server/tools "List Changed Notification")."""
-        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-
-        caps = client.server_capabilities
-        if client.protocol_version not in MODERN_PROTOCOL_VERSIONS or not (caps and caps.tools
-                                                                           and caps.tools.list_changed):
-            return
-        try:
-            async with client.listen(tools_list_changed=True) as events:
-                async for _event in events:
-                    if self._refresh is not None:
-                        self._refresh.request()
-        except Exception as exc:  # noqa: BLE001 - no stream means no change events, nothing worse
-            log.info("server %s: no subscriptions/listen stream (%s)", self.name, describe(exc))
 
     async def _on_message(self, message: IncomingMessage) -> None:
         if isinstance(message, ToolListChangedNotification) and self._refresh is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from monad_cli.config.schema import ServerSpec
 from monad_cli.journal.db import Journal
@@ -23,6 +23,10 @@ def _no_extensions(actor: ServerActor) -> list[ClientExtension] | None:
     return None
 
 
+def _no_elicitation(actor: ServerActor) -> Any:
+    return None
+
+
 @dataclass(frozen=True)
 class ActorContext:
     """Everything an actor uses from its surroundings (as uvicorn hands its protocols a
@@ -32,7 +36,9 @@ class ActorContext:
     `scrub`: the redaction function applied to every reason; `check_pin(actor, tools)`: the
     reason to refuse registering `tools`, or None; `filter_reason(name)`: why the server is
     filtered out, or None; `http_auth(spec)`: the httpx2 Auth of an http server, or None;
-    `client_extensions(actor)`: `extensions=` for its next `mcp.Client`; `on_tools_changed`
+    `client_extensions(actor)`: `extensions=` for its next `mcp.Client`;
+    `elicitation_callback(actor)`: its `elicitation_callback=` (None: the SDK's default, which
+    advertises no elicitation); `on_tools_changed`
     and `on_state_changed`: called after a (re)listing and after every state change;
     `stopping()`: whether the supervisor is shutting down (the `stopped` reason says so).
     """
@@ -44,6 +50,7 @@ class ActorContext:
     filter_reason: Callable[[str], str | None] = lambda name: None
     http_auth: Callable[[ServerSpec], httpx2.Auth | None] = lambda spec: None
     client_extensions: Callable[[ServerActor], list[ClientExtension] | None] = _no_extensions
+    elicitation_callback: Callable[[ServerActor], Any] = _no_elicitation
     on_tools_changed: Callable[[ServerActor], None] = lambda actor: None
     on_state_changed: Callable[[ServerActor], None] = lambda actor: None
     stopping: Callable[[], bool] = lambda: False

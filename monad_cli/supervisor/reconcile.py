@@ -6,9 +6,11 @@ moved (atom ↔ agents.json) with the same definition keeps its session.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from monad_cli.config.loader import Definitions
+from monad_cli.paths import Paths
 
 
 @dataclass
@@ -47,3 +49,24 @@ def fingerprints(defs: Definitions) -> dict[str, str]:
         if p.server and p.server not in out:
             out[p.server] = ""
     return out
+
+
+def config_stamp(paths: Paths) -> tuple[tuple[str, int, int], ...]:
+    """Cheap fingerprint of the config files (names, sizes, mtimes): a reload whose stamp is
+    unchanged has nothing to diff."""
+    entries: list[tuple[str, int, int]] = []
+    try:
+        with os.scandir(paths.atoms_dir) as it:
+            for e in it:
+                if e.name.endswith(".toml") and not e.name.startswith("."):
+                    st = e.stat()
+                    entries.append((e.name, st.st_size, st.st_mtime_ns))
+    except FileNotFoundError:
+        pass
+    for name in ("agents.json", "features/mcp.toml", "features/presets.toml", "features/tools.toml"):
+        try:
+            st = (paths.home / name).stat()
+            entries.append((name, st.st_size, st.st_mtime_ns))
+        except FileNotFoundError:
+            pass
+    return tuple(sorted(entries))

@@ -27,7 +27,7 @@ from monad_cli.redact import redact_text, secret_values
 from monad_cli.supervisor.actor import ServerActor
 from monad_cli.supervisor.context import ActorContext
 from monad_cli.supervisor.processes import SpawnRecords, kill_leftovers
-from monad_cli.supervisor.reconcile import Diff, diff, fingerprints
+from monad_cli.supervisor.reconcile import Diff, config_stamp, diff, fingerprints
 from monad_cli.supervisor.states import LIVE, State
 from monad_cli.supervisor.watch import watch_definitions
 from monad_cli.trust.service import ToolService
@@ -135,13 +135,16 @@ class Supervisor:
                                          request_timeout=self.request_timeout)
         self.state_listeners.append(tasks.on_actor_state)
         self.tool_service = ToolService(journal, self.actors, scrub=self.scrub,
-                                        deferred_globs=lambda: self.deferred_globs, start_task=tasks.start)
+                                        deferred_globs=lambda: self.deferred_globs, start_task=tasks.start,
+                                        run_task=tasks.run_call)
         self.tool_listeners.append(lambda actor: self.tool_service.changed())
         self.auth = SupervisorAuth(self.paths, self.actors)
         self._actor_context = ActorContext(
             paths=self.paths, journal=journal, scrub=self.scrub, check_pin=self.tool_service.check_pin,
             filter_reason=lambda name: self.server_filter.reason(name), http_auth=self.auth.http_auth,
-            client_extensions=self.client_extensions, on_tools_changed=self.on_tools_changed,
+            client_extensions=self.client_extensions,
+            elicitation_callback=lambda actor: tasks.elicitation_callback(actor.name),
+            on_tools_changed=self.on_tools_changed,
             on_state_changed=self.on_state_changed, stopping=lambda: self.stopping)
         return journal
 
@@ -185,30 +188,10 @@ class Supervisor:
         self._lock_fd = fd
 
     # -- definitions -----------------------------------------------------------------
-    def config_stamp(self) -> tuple[tuple[str, int, int], ...]:
-        """Cheap fingerprint of the config files (names, sizes, mtimes)."""
-        entries: list[tuple[str, int, int]] = []
-        for folder in (self.paths.atoms_dir,):
-            try:
-                with os.scandir(folder) as it:
-                    for e in it:
-                        if e.name.endswith(".toml") and not e.name.startswith("."):
-                            st = e.stat()
-                            entries.append((e.name, st.st_size, st.st_mtime_ns))
-            except FileNotFoundError:
-                pass
-        for name in ("agents.json", "features/mcp.toml", "features/presets.toml", "features/tools.toml"):
-            try:
-                st = (self.paths.home / name).stat()
-                entries.append((name, st.st_size, st.st_mtime_ns))
-            except FileNotFoundError:
-                pass
-        return tuple(sorted(entries))
-
     async def reconcile(self, *, force: bool = False) -> None:
         """Load the definitions and apply the diff. Safe to call from any task."""
         async with self._reconcile_lock:
-            stamp = self.config_stamp()
+            stamp = config_stamp(self.paths)
             if stamp == self._stamp and not force:
                 return
             self._stamp = stamp
@@ -275,9 +258,12 @@ class Supervisor:
                 running.update(None, config_error=self.scrub(problem.message), source=problem.file)
         for name in d.removed:
             actor = self.actors.pop(name)
+            # Retired before the row is written: nothing the actor was about to do (a backoff)
+            # can land after `config removed` (this runs without awaiting, so in this order).
+            actor.retire()
             self._journal_config(name, "removed")
             assert self._tg is not None
-            self._tg.start_soon(actor.stop)
+            self._tg.start_soon(self._remove, actor)
         new_applied = fingerprints(defs)
         for name in d.broken:  # the running definition is still the applied one
             if self.applied.get(name):
@@ -285,6 +271,14 @@ class Supervisor:
         self.applied = new_applied
         for listener in list(self.config_listeners):
             listener(d)
+
+    async def _remove(self, actor: ServerActor) -> None:
+        """A removed server: its open tasks end `cancelled` (told to it while it is up), then it stops."""
+        try:
+            await self.tasks.server_removed(actor.name)
+        except Exception:  # the actor must stop regardless
+            log.exception("closing the tasks of removed server %s failed", actor.name)
+        await actor.stop()
 
     def _journal_config(self, name: str, what: str) -> None:
         if self.journal is not None:
@@ -297,11 +291,16 @@ class Supervisor:
 
     # -- status ------------------------------------------------------------------------
     def status(self, *, name: str | None = None, detail: bool = False) -> list[dict[str, Any]]:
-        """Status rows by name (`ServerActor.status`); `detail` adds the tool warnings."""
+        """Status rows by name (`ServerActor.status`, plus `toolsRefused`: connected, but its
+        tools are refused by its pin, so `tools` is None); `detail` adds the tool warnings."""
         names = [name] if name else sorted(self.actors)
         rows = []
         for n in (n for n in names if n in self.actors):
             row = self.actors[n].status(detail=detail)
+            # A pin mismatch registers none of its tools: no count that reads as if it had.
+            row["toolsRefused"] = n in self.tool_service.blocked and row["tools"] is not None
+            if row["toolsRefused"]:
+                row["tools"] = None
             if detail:
                 row["warnings"] = self.tool_service.warnings(n)
             rows.append(row)
@@ -329,6 +328,7 @@ class Supervisor:
                 tg.start_soon(self.tasks.run)
                 tg.start_soon(self._handle_signals)
                 await self.reconcile(force=True)
+                self.tasks.close_orphans(set(self.actors))
                 failure = await self._wait_required()
                 if failure:
                     on_ready(failure)

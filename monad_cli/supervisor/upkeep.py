@@ -10,6 +10,9 @@ than `STORM_COUNT` changes within `STORM_WINDOW_S` is in a storm: refreshes slow
 per `STORM_INTERVAL_S` and `storm_reason` (constant text, so a long storm is one journal
 row, not thousands) stays set until the server has been quiet for `STORM_QUIET_S`.
 
+`listen_for_tool_changes` feeds a 2026-07-28 session's `subscriptions/listen` events to a
+`ToolRefresh` (legacy sessions send the notification to the actor's message handler).
+
 `keep_alive` pings an idle session every `PING_INTERVAL_S` (MCP spec, basic/utilities
 "Ping": `ping` up to 2025-11-25; `server/discover` on 2026-07-28, where `ping` is gone);
 no answer within `PING_TIMEOUT_S` means the server is hung, noticed within interval +
@@ -25,8 +28,12 @@ import os
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 import anyio
+
+if TYPE_CHECKING:
+    from mcp import Client
 
 log = logging.getLogger("monad.actor")
 
@@ -127,3 +134,25 @@ async def keep_alive(ping: Callable[[], Awaitable[object]], *, idle_for: Callabl
             on_hung(f"it stopped answering: no answer to a ping within {timeout:g} s "
                     f"after {interval:g} s without traffic")
             return
+
+
+async def listen_for_tool_changes(client: Client, refresh: ToolRefresh, name: str) -> None:
+    """2026-07-28 servers announce list changes only on a `subscriptions/listen` stream
+    (legacy ones send notifications/tools/list_changed to the actor's `_on_message`); either
+    way the tools are re-listed through `refresh`, coalesced and rate-limited, and the pin
+    re-checked (MCP spec, server/tools "List Changed Notification"). `name` is the server's
+    (for the log)."""
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    from monad_cli.supervisor.reasons import describe
+
+    caps = client.server_capabilities
+    if client.protocol_version not in MODERN_PROTOCOL_VERSIONS or not (caps and caps.tools
+                                                                       and caps.tools.list_changed):
+        return
+    try:
+        async with client.listen(tools_list_changed=True) as events:
+            async for _event in events:
+                refresh.request()
+    except Exception as exc:  # noqa: BLE001 - no stream means no change events, nothing worse
+        log.info("server %s: no subscriptions/listen stream (%s)", name, describe(exc))

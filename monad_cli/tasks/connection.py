@@ -1,4 +1,9 @@
-"""One server's tasks over its live connection: submit, poll, listen (SEP-2663).
+"""One server's tasks over its live connection: submit, poll, listen, answer, cancel.
+
+Two shapes of tasks sit behind the same rows: SEP-2663 (`io.modelcontextprotocol/tasks`, a
+2026-07-28 extension; `protocol.Sep2663Wire`) and the 2025-11-25 core tasks
+(`legacy.LegacyTaskWire`). Each connection gets the wire its server speaks; the loops
+below see only SEP-2663 snapshots.
 
 `ServerTasks` keeps the in-memory side of one server's tasks (the journal holds the
 durable part, through `TaskLedger`). While the server has a live `mcp.Client`, it runs in
@@ -8,10 +13,10 @@ one task group:
   `max_active` in flight);
 - a poll loop: `tasks/get` for every open task at the server's `pollIntervalMs`
   (SEP-2663 "Task Polling"), with bounded exponential backoff on transient failures;
-- a listen loop: `subscriptions/listen` with `taskIds` so `notifications/tasks` arrive as
-  they happen (SEP-2663 "Task Status Notifications"); it re-listens when the stream ends
-  or new tasks appear, and polls each honored task once after the ack, because a change
-  made before the ack is never notified.
+- on SEP-2663, a listen loop (`tasks.listen`) so `notifications/tasks` arrive as they
+  happen; on 2025-11-25, a `tasks/list` resync of the open rows when a connection starts,
+  and the server's task-related `elicitation/create` requests held as input requests
+  (`on_elicitation`).
 
 When the connection is rebuilt (reconnect, server restart, supervisor restarted after
 `kill -9`) the open rows are resumed: tasks the server has are observed again, a call
@@ -25,24 +30,19 @@ import json
 import logging
 import math
 import time
-from collections.abc import Callable, Mapping
-from typing import Any, cast
+from collections.abc import Callable, Coroutine, Mapping
+from typing import Any
 
 import anyio
 import mcp_types as types
 from mcp import Client, MCPError
-from mcp_types import CONNECTION_CLOSED, INVALID_PARAMS
+from mcp.client import ClientRequestContext
+from mcp_types import CONNECTION_CLOSED, INVALID_PARAMS, INVALID_REQUEST
 
 from monad_cli.tasks.ledger import TaskLedger
-from monad_cli.tasks.protocol import (
-    INVOCATION_META_KEY,
-    TASKS_EXTENSION,
-    CreateTaskResult,
-    cancel_task,
-    dump,
-    get_task,
-    listen_for_tasks,
-)
+from monad_cli.tasks.legacy import ElicitationInbox, LegacyTaskWire, related_task_id, speaks_legacy_tasks
+from monad_cli.tasks.listen import listen_loop
+from monad_cli.tasks.protocol import INVOCATION_META_KEY, Sep2663Wire, error_object, flatten
 from monad_cli.tasks.states import TERMINAL, TaskState
 
 log = logging.getLogger("monad.tasks")
@@ -55,21 +55,8 @@ BACKOFF_CAP_S = 30.0
 REQUEST_TIMEOUT_S = 30.0  # tasks/get, tasks/update, tasks/cancel: small requests
 
 
-def flatten(exc: BaseException) -> list[BaseException]:
-    """The leaves of an exception group (the SDK's task groups wrap errors), or `[exc]`."""
-    if isinstance(exc, BaseExceptionGroup):
-        return [leaf for sub in exc.exceptions for leaf in flatten(sub)]
-    return [exc]
-
-
-def error_object(exc: BaseException) -> dict[str, Any]:
-    """A JSON-RPC error object (`code`, `message`, `data`?) for the row's `error`."""
-    if isinstance(exc, MCPError):
-        out: dict[str, Any] = {"code": exc.error.code, "message": exc.error.message}
-        if exc.error.data is not None:
-            out["data"] = exc.error.data
-        return out
-    return {"code": types.INTERNAL_ERROR, "message": str(exc) or type(exc).__name__}
+TaskWire = Sep2663Wire | LegacyTaskWire
+ELICITATION_ROW_WAIT_S = 2.0  # an input request may overtake the answer that names its task
 
 
 def poll_seconds(poll_ms: int | None) -> float:
@@ -81,17 +68,22 @@ def poll_seconds(poll_ms: int | None) -> float:
 class ServerTasks:
     """The tasks of server `name`: its live client (set by the manager), due polls, and the
     loops that serve each connection. `request_timeout()` is the seconds a `tools/call`
-    may take (the server's `requestTimeoutMs`; None: no deadline)."""
+    may take (the server's `requestTimeoutMs`; None: no deadline); `task_support(tool)` is
+    the tool's 2025-11-25 `execution.taskSupport` (None: not declared)."""
 
     def __init__(self, name: str, ledger: TaskLedger, *, max_active: int,
-                 request_timeout: Callable[[], float | None], redact: Callable[[str], str]) -> None:
+                 request_timeout: Callable[[], float | None], redact: Callable[[str], str],
+                 task_support: Callable[[str], str | None] = lambda tool: None) -> None:
         self.name = name
         self.ledger = ledger
         self.store = ledger.store
         self.max_active = max_active
         self.request_timeout = request_timeout
         self.redact = redact
+        self.task_support = task_support
         self.client: Client | None = None
+        self.wire: TaskWire | None = None  # the live connection's, while it is served
+        self.inbox = ElicitationInbox()  # 2025-11-25 input requests waiting for a person
         self.changed = anyio.Event()  # connection or task set changed
         self.next_poll: dict[str, float] = {}  # row id -> monotonic due time
         self.failures: dict[str, int] = {}  # row id -> consecutive poll failures
@@ -155,6 +147,16 @@ class ServerTasks:
         self.in_flight.clear()
         self.honored = set()
         async with anyio.create_task_group() as tg:
+            if speaks_legacy_tasks(client):
+                def start_soon(fn: Callable[[], Coroutine[Any, Any, None]]) -> None:
+                    tg.start_soon(fn)
+
+                wire: TaskWire = LegacyTaskWire(client, self.inbox, start_soon=start_soon,
+                                                on_result_stream_end=self._read_again,
+                                                request_timeout=REQUEST_TIMEOUT_S)
+            else:
+                wire = Sep2663Wire(client, request_timeout=REQUEST_TIMEOUT_S)
+            self.wire = wire
             for row in self.store.open_rows():
                 if row.server != self.name or row.state == TaskState.QUEUED:
                     continue  # queued rows go out through the submitter
@@ -165,15 +167,37 @@ class ServerTasks:
                     # payload of a task that had already ended): observe it again.
                     self.next_poll[row.id] = 0.0
                     if row.cancel_requested:
-                        tg.start_soon(self.send_cancel, client, row.id)
+                        tg.start_soon(self.send_cancel, row.id)
                 else:
                     # It may or may not exist on the server: resend with the same invocation id.
                     self.store.update(row.id, state=TaskState.QUEUED)
-            tg.start_soon(self._listen_loop, client)
+            tg.start_soon(listen_loop, self, client)
+            tg.start_soon(self._resync, wire)
             tg.start_soon(self._poll_loop, client, tg)
-            while self.client is client:
-                await self.changed.wait()
+            try:
+                while self.client is client:
+                    await self.changed.wait()
+            finally:
+                self.wire = None
             tg.cancel_scope.cancel()
+
+    async def _resync(self, wire: TaskWire) -> None:
+        """2025-11-25 `tasks/list` once per connection: the statuses of every task the server
+        still has, folded into the open rows before their first poll lands."""
+        try:
+            listed = await wire.list_tasks()
+        except Exception as exc:  # noqa: BLE001 - the polls read each task anyway
+            log.info("tasks/list on %s failed: %s", self.name, self.redact(str(flatten(exc)[0])))
+            return
+        open_ids = self.open_task_ids()
+        for snap in listed:
+            if snap["taskId"] in open_ids:
+                self.apply(snap, source="tasks/list")
+
+    def _read_again(self, task_id: str) -> None:
+        row_id = self.open_task_ids().get(task_id)
+        if row_id is not None:
+            self.poll_soon(row_id)
 
     def _fill_slots(self, client: Client, tg: anyio.abc.TaskGroup) -> None:
         active, _queued = self.ledger.counts(self.name)
@@ -206,14 +230,14 @@ class ServerTasks:
 
     async def _submit(self, client: Client, row_id: str) -> None:
         row = self.store.get(row_id)
-        assert row is not None
+        assert row is not None and self.wire is not None
         args = json.loads(row.arguments) if row.arguments else {}
         self.ledger.note(self.name, TaskState.SUBMITTING, f"task {row_id[:12]} `{row.tool}` sent (tools/call)",
                          row_id)
-        meta = cast(types.RequestParamsMeta, {INVOCATION_META_KEY: row_id})  # an open map (extra_items)
         try:
-            res = await client.session.call_tool(row.tool, args, read_timeout_seconds=self.request_timeout(),
-                                                 meta=meta, allow_claimed=True)
+            kind, res = await self.wire.submit(row.tool, args, meta={INVOCATION_META_KEY: row_id},
+                                               task_support=self.task_support(row.tool),
+                                               timeout=self.request_timeout())
         except Exception as exc:  # noqa: BLE001 - every failure is recorded on the row
             leaves = flatten(exc)
             if any(isinstance(e, MCPError) and e.error.code == CONNECTION_CLOSED for e in leaves) \
@@ -225,20 +249,21 @@ class ServerTasks:
             return
         finally:
             self.poke()
-        if isinstance(res, CreateTaskResult):
-            self.store.update(row_id, task_id=res.task_id, server_created_at=res.created_at)
-            self.ledger.note(self.name, res.status, f"task {row_id[:12]} created as server task {res.task_id}",
-                             row_id)
-            self.apply(dump(res), source="tools/call")
-            self.next_poll.setdefault(row_id, time.monotonic() + poll_seconds(res.poll_interval_ms))
+        if kind == "task":
+            task_id = str(res["taskId"])
+            self.store.update(row_id, task_id=task_id, server_created_at=res.get("createdAt"))
+            self.ledger.note(self.name, str(res["status"]), f"task {row_id[:12]} created as server task {task_id}"
+                             f"{' (2025-11-25 tasks)' if self.wire.kind == '2025-11-25' else ''}", row_id)
+            self.apply(res, source="tools/call")
+            self.next_poll.setdefault(row_id, time.monotonic() + poll_seconds(res.get("pollIntervalMs")))
             row = self.store.get(row_id)
             if row is not None and row.cancel_requested:
-                await self.send_cancel(client, row_id)
+                await self.send_cancel(row_id)
             self.poke()
             return
-        if isinstance(res, types.CallToolResult):
+        if kind == "result":
             # The server answered synchronously: no task, the row holds the result.
-            self.finish(row_id, TaskState.COMPLETED, None, result=dump(res))
+            self.finish(row_id, TaskState.COMPLETED, None, result=res)
             return
         self.finish(row_id, TaskState.FAILED, "the server asked for input before creating a task "
                                               "(multi round-trip), which monad does not answer",
@@ -247,11 +272,12 @@ class ServerTasks:
     async def _poll(self, client: Client, row_id: str) -> None:
         try:
             row = self.store.get(row_id)
-            if row is None or row.state in TERMINAL or not row.task_id:
+            wire = self.wire
+            if row is None or row.state in TERMINAL or not row.task_id or wire is None:
                 self.next_poll.pop(row_id, None)
                 return
             try:
-                snap = await get_task(client.session, row.task_id, timeout=REQUEST_TIMEOUT_S)
+                snap = await wire.get(row.task_id)
             except Exception as exc:  # noqa: BLE001 - a failed read is judged below, never fatal
                 if self.client is not client:
                     return
@@ -294,88 +320,65 @@ class ServerTasks:
                  self.redact(str(leaves[0])), n, delay)
         self.next_poll[row_id] = time.monotonic() + delay
 
-    def _open_task_ids(self) -> dict[str, str]:
+    def open_task_ids(self) -> dict[str, str]:
         """Server taskId -> row id of every open row of this server that has one."""
         return {r.task_id: r.id for r in self.store.open_rows() if r.server == self.name and r.task_id}
 
-    async def _listen_loop(self, client: Client) -> None:
-        """Keep one `subscriptions/listen` stream covering every open task of the server."""
-        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-
-        caps = client.server_capabilities
-        exts = (caps.extensions or {}) if caps is not None else {}
-        if client.protocol_version not in MODERN_PROTOCOL_VERSIONS or TASKS_EXTENSION not in exts:
-            return  # legacy era or no extension: polling only
-        backoff = 0.2
-        while True:
-            notifying, ended = True, False
-            ids = self._open_task_ids()
-            if not ids:
-                await self.changed.wait()
-                continue
-            try:
-                async with listen_for_tasks(client.session, sorted(ids)) as (honored, wait_end):
-                    self.honored = honored
-                    backoff = 0.2
-                    for task_id in honored:  # changes before the ack were not notified
-                        rid = ids.get(task_id)
-                        if rid is not None:
-                            self.next_poll[rid] = 0.0
-                    self.poke()
-                    notifying = bool(honored)
-                    async with anyio.create_task_group() as tg:
-                        async def end() -> None:
-                            nonlocal ended
-                            await wait_end()
-                            ended = True
-                            tg.cancel_scope.cancel()
-
-                        async def grown(ids: dict[str, str] = ids) -> None:
-                            # Re-listen for new tasks; close the stream once nothing is left to
-                            # hear about (an idle open stream holds an HTTP response open).
-                            while True:
-                                await self.changed.wait()
-                                now = set(self._open_task_ids())
-                                if now - set(ids) or not now:
-                                    tg.cancel_scope.cancel()
-                                    return
-
-                        if notifying:
-                            tg.start_soon(end)
-                            tg.start_soon(grown)
-            except Exception as exc:  # noqa: BLE001 - polling carries on regardless
-                if self.client is not client:
-                    return
-                log.info("listen for tasks on %s ended: %s; re-listening in %.1f s", self.name,
-                         self.redact(str(flatten(exc)[0])), backoff)
-                await anyio.sleep(backoff)
-                backoff = min(backoff * 2, BACKOFF_CAP_S)
-            self.honored = set()
-            if ended and self.client is client:
-                # The server closed the stream: re-listen, but never in a tight loop.
-                await anyio.sleep(backoff)
-                backoff = min(backoff * 2, BACKOFF_CAP_S)
-            if not notifying:
-                # The server acknowledged no taskIds: it does not notify, so polling alone serves
-                # this connection (re-asking on every new task would only cost round trips).
-                while self.client is client:
-                    await self.changed.wait()
-                return
-
-    async def send_cancel(self, client: Client, row_id: str) -> None:
-        """`tasks/cancel` for the row's task; a failure leaves `cancel_requested` for the next
-        connection, and an unknown task (-32602) ends the row `cancelled`."""
+    async def send_cancel(self, row_id: str) -> bool:
+        """`tasks/cancel` for the row's task on the live connection; True once the server
+        acknowledged it. A failure leaves `cancel_requested` for the next connection. An
+        unknown task (-32602) ends the row `cancelled` on SEP-2663, where cancel is
+        idempotent; on 2025-11-25 it may mean "already terminal", so the task is read again.
+        A 2025-11-25 server without `tasks.cancel` cannot be asked: the row ends `cancelled`
+        here, saying so."""
         row = self.store.get(row_id)
-        if row is None or not row.task_id or row.state in TERMINAL:
-            return
+        wire = self.wire
+        if row is None or not row.task_id or row.state in TERMINAL or wire is None:
+            return False
+        if not wire.cancels:
+            self.finish(row_id, TaskState.CANCELLED, "cancelled in monad only: the server declares no "
+                                                     "`tasks.cancel`, so its work may go on")
+            return False
         try:
-            await cancel_task(client.session, row.task_id, timeout=REQUEST_TIMEOUT_S)
+            snap = await wire.cancel(row.task_id)
         except Exception as exc:  # noqa: BLE001 - retried on the next connection (cancel_requested stays)
             leaf = flatten(exc)[0]
             if isinstance(leaf, MCPError) and leaf.error.code == INVALID_PARAMS:
-                self.finish(row_id, TaskState.CANCELLED, f"the server no longer knows task {row.task_id}")
-                return
+                if wire.kind == "2025-11-25":
+                    self.poll_soon(row_id)
+                else:
+                    self.finish(row_id, TaskState.CANCELLED, f"the server no longer knows task {row.task_id}")
+                return False
             log.info("tasks/cancel %s on %s failed: %s", row.task_id, self.name, self.redact(str(leaf)))
-            return
+            return False
         self.ledger.note(self.name, row.state, f"task {row_id[:12]} tasks/cancel acknowledged", row_id)
+        if snap is not None:
+            self.apply(snap, source="tasks/cancel")
         self.poll_soon(row_id)
+        return True
+
+    async def on_elicitation(self, ctx: ClientRequestContext, params: types.ElicitRequestParams
+                             ) -> types.ElicitResult | types.ErrorData:
+        """A server's `elicitation/create`: one tagged with a task of ours (2025-11-25
+        "Associating Task-Related Messages") waits as that task's input request until a
+        person answers it (`monad tasks input`); any other is refused, since nobody sits
+        behind the supervisor to answer it."""
+        task_id = related_task_id(ctx.meta) or related_task_id(params.meta)
+        row = None
+        with anyio.move_on_after(ELICITATION_ROW_WAIT_S if task_id else 0):
+            while task_id and (row := self.store.by_task_id(self.name, task_id)) is None:
+                await anyio.sleep(0.05)
+        if task_id is None or row is None or row.state in TERMINAL:
+            return types.ErrorData(code=INVALID_REQUEST, message="monad answers elicitation/create only for "
+                                   "the input of a running task (see `monad tasks`)")
+        request = {"method": "elicitation/create",
+                   "params": params.model_dump(by_alias=True, mode="json", exclude_none=True, exclude={"meta"})}
+
+        def listed() -> None:
+            current = self.store.get(row.id) or row
+            self.apply({"taskId": task_id, "status": "input_required", "statusMessage": current.status_message,
+                        "inputRequests": self.inbox.requests(task_id)}, source="elicitation/create")
+
+        answer = await self.inbox.ask(task_id, request, listed)
+        self.poll_soon(row.id)
+        return types.ElicitResult.model_validate(answer)

@@ -1,9 +1,19 @@
-"""Checks for `input_required` forms (stdlib only: the CLI and the supervisor share them).
+"""Checks for `input_required` requests (stdlib only: the CLI and the supervisor share them).
 
-An input request in a task's `inputRequests` is an `elicitation/create` request (form
-mode) whose `requestedSchema` is a flat object of primitive properties (MCP
-elicitation "Requested Schema": string, number, integer, boolean, enums of strings).
-Answers keep their JSON types: `"3"` for an integer property is converted to `3` and
+An input request in a task's `inputRequests` is an `elicitation/create` request (MCP
+2025-11-25 client/elicitation), in one of two modes:
+
+- form mode: a `requestedSchema` that is a flat object of primitive properties
+  ("Requested Schema": string, number, integer, boolean, enums of strings, titled
+  single-select enums as `oneOf` of `const`s);
+- URL mode (`mode: "url"`): the person opens `url` in a browser, out of band; the answer
+  says only whether they agreed to (`accept`, `decline`, `cancel`), never any content.
+  monad shows the whole URL and its host ("Safe URL Handling": highlight the domain) and
+  never opens or fetches it itself; a URL that is not absolute http(s), or that carries
+  control characters, is refused.
+
+`describe_request` gives either kind the one shape the API, the CLI and the Studio show.
+Form answers keep their JSON types: `"3"` for an integer property is converted to `3` and
 `"yes"` for a boolean to `true`; anything that does not fit is refused with a one-line
 message. Property names that are dangerous to the many clients that merge answers
 into JavaScript objects (`__proto__`, `constructor`, `prototype`) or that carry control
@@ -15,9 +25,11 @@ from __future__ import annotations
 import math
 import re
 from typing import Any
+from urllib.parse import urlsplit
 
 UNSAFE_NAMES = frozenset({"__proto__", "constructor", "prototype"})
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# C0/C1 controls, line separators, and the invisible and bidi controls that disguise text.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069]")
 MAX_NAME = 128
 _TRUE = {"true", "yes", "y", "1", "on"}
 _FALSE = {"false", "no", "n", "0", "off"}
@@ -57,10 +69,79 @@ def form_fields(request: dict[str, Any]) -> tuple[str, dict[str, dict[str, Any]]
     return str(params.get("message") or ""), props, required
 
 
+def request_mode(request: dict[str, Any]) -> str | None:
+    """`form` or `url` for an `elicitation/create` input request, None for anything else
+    (another method, an unknown mode)."""
+    if not isinstance(request, dict) or request.get("method") != "elicitation/create":
+        return None
+    mode = (request.get("params") or {}).get("mode", "form")
+    return mode if mode in ("form", "url") else None
+
+
+def url_fields(request: dict[str, Any]) -> tuple[str, str, str | None]:
+    """`(message, url, elicitationId)` of a URL-mode input request; raises `FormError` if it
+    is not one, or its URL is not an absolute http(s) URL a person can safely be shown."""
+    if request_mode(request) != "url":
+        raise FormError("not a URL-mode elicitation request")
+    params = request.get("params") or {}
+    url = params.get("url")
+    if not isinstance(url, str) or not url:
+        raise FormError("the URL request carries no `url`")
+    if _CONTROL.search(url) or any(c.isspace() for c in url):
+        raise FormError("the URL contains spaces or control characters; monad will not show it as a link")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise FormError(f"the URL's scheme `{parts.scheme or '(none)'}` is not http or https; monad will "
+                        f"not offer it to open")
+    eid = params.get("elicitationId")
+    return str(params.get("message") or ""), url, eid if isinstance(eid, str) else None
+
+
+def describe_request(key: str, request: dict[str, Any]) -> dict[str, Any]:
+    """One outstanding input request as the API shows it (`inputs` of a task):
+
+        {"key", "mode": "form" | "url" | "unsupported", "message",
+         form: "fields": [{"name", "type", "title", "required", "choices"?}],
+         url:  "url", "host", "elicitationId",
+         unsupported (or a form/URL monad refuses): "problem", "declinable" (an elicitation,
+         which may still be declined)}
+    """
+    out: dict[str, Any] = {"key": key, "mode": request_mode(request) or "unsupported",
+                           "message": str(((request or {}).get("params") or {}).get("message") or "")}
+    try:
+        if out["mode"] == "url":
+            _message, url, eid = url_fields(request)
+            out.update(url=url, host=urlsplit(url).hostname, elicitationId=eid)
+        elif out["mode"] == "form":
+            _message, props, required = form_fields(request)
+            out["fields"] = [{"name": n, "type": p.get("type", "string"), "title": p.get("title") or n,
+                              "required": n in required, **({"choices": c} if (c := choices(p)) else {})}
+                             for n, p in props.items()]
+        else:
+            method = (request or {}).get("method") if isinstance(request, dict) else None
+            out["problem"] = f"input request of kind `{method}` is not supported (only forms and URLs)"
+    except FormError as e:
+        out["mode"], out["problem"] = "unsupported", str(e)
+    if out["mode"] == "unsupported":
+        out["declinable"] = isinstance(request, dict) and request.get("method") == "elicitation/create"
+    return out
+
+
+def choices(prop: dict[str, Any]) -> list[str] | None:
+    """The allowed values of a string property: `enum`, or the `const`s of a titled
+    single-select enum (`oneOf: [{const, title}]`); None when any string goes."""
+    if isinstance(prop.get("enum"), list):
+        return [str(v) for v in prop["enum"]]
+    one_of = prop.get("oneOf")
+    if isinstance(one_of, list) and one_of and all(isinstance(o, dict) and "const" in o for o in one_of):
+        return [str(o["const"]) for o in one_of]
+    return None
+
+
 def coerce(name: str, prop: dict[str, Any], value: Any) -> Any:
     """One answer value in the property's JSON type (strings from a prompt are converted)."""
     kind = prop.get("type", "string")
-    enum = prop.get("enum")
+    enum = choices(prop) if kind == "string" else prop.get("enum")
     if kind == "boolean":
         if isinstance(value, bool):
             return value
@@ -115,11 +196,12 @@ def _check_range(name: str, prop: dict[str, Any], value: float) -> None:
 
 
 def build_response(request: dict[str, Any], answer: dict[str, Any]) -> dict[str, Any]:
-    """An `ElicitResult` for one form input request from `answer`.
+    """An `ElicitResult` for one input request from `answer`.
 
     `answer` is `{"action": "accept"|"decline"|"cancel", "content": {...}}` or just the
-    content mapping (meaning accept). Raises `FormError` for an unsafe or unknown
-    property, a missing required one, or a value of the wrong type.
+    content mapping (meaning accept). A URL-mode request takes the action alone (`accept`:
+    the person agreed to open the URL). Raises `FormError` for an unsafe or unknown
+    property, a missing required one, a value of the wrong type, or content for a URL.
     """
     if "action" in answer and set(answer) <= {"action", "content"}:
         action, content = answer["action"], answer.get("content") or {}
@@ -127,9 +209,14 @@ def build_response(request: dict[str, Any], answer: dict[str, Any]) -> dict[str,
         action, content = "accept", answer
     if action not in ("accept", "decline", "cancel"):
         raise FormError(f"action must be accept, decline or cancel, got {action!r}")
-    _message, props, required = form_fields(request)
-    if action != "accept":
+    if action != "accept" and isinstance(request, dict) and request.get("method") == "elicitation/create":
+        return {"action": action}  # any elicitation may be declined, also one monad will not show
+    if request_mode(request) == "url":
+        url_fields(request)  # a URL monad refuses to show is not accepted either
+        if content:
+            raise FormError("a URL request takes no fields; answer accept (you opened it), decline or cancel")
         return {"action": action}
+    _message, props, required = form_fields(request)
     if not isinstance(content, dict):
         raise FormError("the answer must be an object of property values")
     out: dict[str, Any] = {}

@@ -1,4 +1,5 @@
-"""The supervisor's task manager: every tool call that may become a SEP-2663 task.
+"""The supervisor's task manager: every tool call that may become a task (SEP-2663, or the
+2025-11-25 core tasks: `tasks.legacy`).
 
 One `TaskManager` per supervisor. Per server it keeps at most `max_active` (8) tasks in
 flight (`submitting`, `working`, `input_required`) and `max_queued` (64) waiting; more is
@@ -18,29 +19,28 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Protocol
 
 import anyio
 import mcp_types as types
 from mcp import Client, MCPError
-from mcp.client import ClaimContext
+from mcp.client import ClaimContext, ClientRequestContext
 
 from monad_cli.errors import InvalidInput, NotConnected, NotFound, QueueFull
 from monad_cli.journal.db import Journal
-from monad_cli.journal.tables import TaskRow
 from monad_cli.tasks import forms
-from monad_cli.tasks.connection import REQUEST_TIMEOUT_S, ServerTasks
+from monad_cli.tasks.connection import ServerTasks
 from monad_cli.tasks.ledger import TaskLedger
-from monad_cli.tasks.protocol import CreateTaskResult, TasksExtension, dump, update_task
+from monad_cli.tasks.legacy import InputGone
+from monad_cli.tasks.protocol import CreateTaskResult, TasksExtension, dump, flatten
 from monad_cli.tasks.snapshot import PENDING_INPUT
-from monad_cli.tasks.states import OPEN, TERMINAL, TaskState
-from monad_cli.tasks.store import row_dict
+from monad_cli.tasks.states import TERMINAL, TaskState
+from monad_cli.tasks.views import TaskReader
 
 MAX_ACTIVE = 8
 MAX_QUEUED = 64
 CLEANUP_EVERY_S = 3600.0
-RELATED_TASK_META = "io.modelcontextprotocol/related-task"
 
 
 class ServerLink(Protocol):
@@ -62,8 +62,12 @@ class ServerLink(Protocol):
     @property
     def reason(self) -> str | None: ...
 
+    @property
+    def tools(self) -> Sequence[types.Tool]:
+        """Its last tools/list (read for each tool's 2025-11-25 `execution.taskSupport`)."""
 
-class TaskManager:
+
+class TaskManager(TaskReader):
     """Owns one supervisor's tasks: the `tasks` rows (through a `TaskLedger` on `journal`),
     the per-server bounds, and one `ServerTasks` loop per server.
 
@@ -71,8 +75,8 @@ class TaskManager:
     name to its live link (the supervisor's actors; read, never changed), `redact` scrubs
     secrets from messages, `request_timeout(name)` is a server's `tools/call` deadline in
     seconds (None: none), `clock` is epoch seconds (injectable). The supervisor calls
-    `on_actor_state` on every state change and passes `client_extensions(name)` to each
-    new `mcp.Client`.
+    `on_actor_state` on every state change and passes `client_extensions(name)` and
+    `elicitation_callback(name)` to each new `mcp.Client`.
 
     It must never open, close or reconnect a session (the actors own them; it only sends
     on the live client it was told about), never send a call that has no row yet, never
@@ -87,8 +91,7 @@ class TaskManager:
         self.redact = redact
         self.request_timeout = request_timeout
         self.clock = clock
-        self.ledger = TaskLedger(journal, clock=clock)
-        self.store = self.ledger.store
+        super().__init__(TaskLedger(journal, clock=clock))
         self.max_active = max_active
         self.max_queued = max_queued
         self.servers: dict[str, ServerTasks] = {}
@@ -106,6 +109,24 @@ class TaskManager:
 
         return [TasksExtension(on_notification=on_notification, resolve=resolve)]
 
+    def elicitation_callback(self, name: str) -> Callable[[ClientRequestContext, types.ElicitRequestParams],
+                                                          Any]:
+        """The `elicitation_callback=` of server `name`'s next `mcp.Client`: a 2025-11-25 task's
+        `elicitation/create` becomes that task's input request (`ServerTasks.on_elicitation`)."""
+
+        async def elicit(ctx: ClientRequestContext, params: types.ElicitRequestParams
+                         ) -> types.ElicitResult | types.ErrorData:
+            return await self._server(name).on_elicitation(ctx, params)
+
+        return elicit
+
+    def _task_support(self, server: str, tool: str) -> str | None:
+        link = self.links.get(server)
+        for t in getattr(link, "tools", None) or ():
+            if t.name == tool:
+                return t.execution.task_support if t.execution is not None else None
+        return None
+
     def on_actor_state(self, link: ServerLink) -> None:
         """State listener: track the live client of every server."""
         st = self._server(link.name)
@@ -119,7 +140,8 @@ class TaskManager:
         if st is None:
             st = self.servers[name] = ServerTasks(name, self.ledger, max_active=self.max_active,
                                                   request_timeout=lambda: self.request_timeout(name),
-                                                  redact=self.redact)
+                                                  redact=self.redact,
+                                                  task_support=lambda tool: self._task_support(name, tool))
         if not st.loop_started and self._tg is not None:
             st.loop_started = True
             self._tg.start_soon(st.run)
@@ -187,67 +209,6 @@ class TaskManager:
         assert row is not None
         return self.view(row)
 
-    # -- reading ---------------------------------------------------------------------------
-    def resolve_id(self, ref: str) -> TaskRow:
-        """The row `ref` names: a full id, a unique id prefix, or the server's taskId."""
-        rows = self.store.find(ref)
-        if not rows:
-            raise NotFound(f"task `{ref}` is not known (see `monad tasks`)")
-        if len(rows) > 1:
-            raise InvalidInput(f"task `{ref}` is ambiguous ({', '.join(r.id[:12] for r in rows)}); give more of the id")
-        return rows[0]
-
-    def view(self, row: TaskRow) -> dict[str, Any]:
-        """The API shape; a completed task's result keeps the task id in its `_meta`."""
-        d = row_dict(row)
-        if isinstance(d.get("result"), dict) and row.task_id:
-            meta = dict(d["result"].get("_meta") or {})
-            meta[RELATED_TASK_META] = {"taskId": row.task_id}
-            d["result"]["_meta"] = meta
-        return d
-
-    async def wait_change(self, row_id: str, timeout: float) -> None:
-        """Return when the row changes, or after `timeout` seconds."""
-        await self.ledger.wait_change(row_id, timeout)
-
-    async def show(self, ref: str, *, wait: float = 0.0, deliver: bool = False) -> dict[str, Any]:
-        """The row; with `wait`, first wait up to `wait` s for it to need attention (a terminal
-        state or outstanding input). With `deliver`, take a pending delivery (`delivered`)."""
-        row = self.resolve_id(ref)
-        deadline = anyio.current_time() + max(0.0, wait)
-        while wait > 0:
-            row = self.store.get(row.id) or row
-            if row.state in TERMINAL or (row.state == TaskState.INPUT_REQUIRED
-                                         and row.input_requests not in (None, "{}")):
-                break
-            left = deadline - anyio.current_time()
-            if left <= 0:
-                break
-            await self.ledger.wait_change(row.id, left)
-        row = self.store.get(row.id) or row
-        delivered = deliver and row.delivery_pending and self.store.take_delivery(row.id)
-        if delivered:
-            self.ledger.note(row.server, row.state, f"task {row.id[:12]} {row.pending_kind} delivered", row.id)
-            row = self.store.get(row.id) or row
-        out = self.view(row)
-        out["delivered"] = bool(delivered)
-        return out
-
-    def list_tasks(self, *, server: str | None = None, state: str | None = None) -> list[dict[str, Any]]:
-        """Rows for `monad tasks`: state `active` (not terminal), `pending` (deliveryPending),
-        `done` (terminal), or None for all."""
-        if state == "active":
-            rows = self.store.rows(server=server, states=OPEN)
-        elif state == "pending":
-            rows = self.store.rows(server=server, pending=True)
-        elif state == "done":
-            rows = self.store.rows(server=server, states=TERMINAL)
-        elif state is None:
-            rows = self.store.rows(server=server)
-        else:
-            raise InvalidInput(f"--state must be active, pending or done, got {state!r}")
-        return [self.view(r) for r in rows]
-
     # -- input and cancel ---------------------------------------------------------------------
     async def answer(self, ref: str, answers: dict[str, Any]) -> dict[str, Any]:
         """Answer outstanding input requests: `answers` maps an inputRequests key to an answer
@@ -271,11 +232,16 @@ class TaskManager:
             except forms.FormError as e:
                 raise InvalidInput(f"input `{key}` of task `{row.id[:12]}`: {e}") from None
         st = self.servers.get(row.server)
-        client = st.client if st else None
-        if client is None or not row.task_id:
+        wire = st.wire if st else None
+        if wire is None or not row.task_id:
             raise NotConnected(f"server `{row.server}` is not connected; answer again once it is "
                                f"(`monad mcp status {row.server}`)")
-        await update_task(client.session, row.task_id, responses, timeout=REQUEST_TIMEOUT_S)
+        try:
+            await wire.answer(row.task_id, responses)
+        except InputGone as e:
+            raise NotConnected(f"task `{row.id[:12]}`: input request {e} no longer waits for an answer (the "
+                               f"connection to `{row.server}` ended); the server asks again once it is back "
+                               f"(`monad tasks show {row.id[:12]}`)") from None
         answered = sorted(set(json.loads(row.answered_keys or "[]")) | set(responses))
         left = {k: v for k, v in outstanding.items() if k not in responses}
         fields: dict[str, Any] = {"answered_keys": answered, "input_requests": left}
@@ -301,9 +267,50 @@ class TaskManager:
             self.ledger.finish(row.id, TaskState.CANCELLED, "cancelled before it was sent", deliver=False)
             if st is not None:
                 st.ended(row.id)
-        elif row.task_id and st is not None and st.client is not None:
-            await st.send_cancel(st.client, row.id)
+        elif row.task_id and st is not None:
+            await st.send_cancel(row.id)
         return self.view(self.store.get(row.id) or row)
+
+    # -- servers that went away ---------------------------------------------------------------
+    async def server_removed(self, name: str, *, timeout: float = 5.0) -> int:
+        """Server `name` left the config: its open rows end `cancelled` (reason: server
+        removed), and each task it still holds is sent `tasks/cancel` while its connection
+        is live (at most `timeout` s in all; the outcome is journaled). The rows end first, so
+        the server's own answer (a `cancelled` notification) cannot replace the reason. Call
+        before its session is closed. Returns how many rows ended."""
+        rows = [r for r in self.store.open_rows() if r.server == name]
+        st = self.servers.get(name)
+        wire = st.wire if st is not None else None
+        told = wire is not None and wire.cancels
+        how = ("; tasks/cancel sent to it" if told else
+               "; the server declares no tasks.cancel, so its work may go on" if wire is not None else
+               "; the server could not be told (not connected)")
+        for row in rows:
+            self.ledger.finish(row.id, TaskState.CANCELLED,
+                               f"server removed from the config{how if row.task_id else ''}")
+            if st is not None:
+                st.ended(row.id)
+        if wire is not None and told:
+            with anyio.move_on_after(timeout):
+                for row in rows:
+                    if not row.task_id:
+                        continue
+                    try:
+                        await wire.cancel(row.task_id)
+                        outcome = "tasks/cancel acknowledged"
+                    except Exception as exc:  # noqa: BLE001 - the row has ended either way
+                        outcome = f"tasks/cancel failed: {self.redact(str(flatten(exc)[0]))}"
+                    self.ledger.note(name, TaskState.CANCELLED, f"task {row.id[:12]} {outcome}", row.id)
+        return len(rows)
+
+    def close_orphans(self, defined: Collection[str]) -> int:
+        """Open rows of servers no longer defined (removed while no supervisor ran) end
+        `cancelled`; returns how many."""
+        rows = [r for r in self.store.open_rows() if r.server not in defined]
+        for row in rows:
+            self.ledger.finish(row.id, TaskState.CANCELLED, "server removed from the config (while the "
+                                                             "supervisor was not running)")
+        return len(rows)
 
     # -- tasks returned to a plain Client.call_tool -------------------------------------------
     async def _resolve_claimed(self, server: str, created: CreateTaskResult, ctx: ClaimContext
@@ -323,6 +330,19 @@ class TaskManager:
         st = self._server(server)
         st.apply(dump(created), source="tools/call")
         st.watch(row_id, created.poll_interval_ms)
+        return await self._await_end(row_id)
+
+    async def run_call(self, server: str, tool: str, arguments: dict[str, Any] | None, *,
+                       correlation: dict[str, Any] | None = None) -> types.CallToolResult:
+        """A call whose caller waits for the result, of a tool that must run as a task
+        (2025-11-25 `execution.taskSupport: "required"`, "Tool-Level Negotiation"): started
+        like `start`, followed to its end; returns the `CallToolResult`. Raises what `start`
+        raises, and `MCPError` for a task that did not complete."""
+        row = await self.start(server, tool, arguments, correlation=correlation, submit_wait=0)
+        return await self._await_end(row["id"])
+
+    async def _await_end(self, row_id: str) -> types.CallToolResult:
+        """Wait for the row's end and take its result; cancelling the caller cancels the task."""
         try:
             while True:
                 row = self.store.get(row_id)

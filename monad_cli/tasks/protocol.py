@@ -11,7 +11,10 @@ no tasks implementation, so this module supplies:
   `result`, `error`, `inputRequests` by status);
 - `TasksExtension`: declared in the client capabilities (`extensions`), claims
   `resultType: "task"` on `tools/call`, and binds `notifications/tasks`;
-- `listen_for_tasks`: a `subscriptions/listen` stream with the extension's `taskIds` filter.
+- `listen_for_tasks`: a `subscriptions/listen` stream with the extension's `taskIds` filter;
+- `Sep2663Wire`: those requests over one live connection, in the interface the
+  per-connection loops use for either shape (`tasks.legacy.LegacyTaskWire` is the other);
+- `flatten`, `error_object`: the SDK's exception groups and errors as the rows keep them.
 
 Supervisor side only: imports the SDK.
 """
@@ -21,12 +24,15 @@ from __future__ import annotations
 import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import anyio
 import mcp_types as types
+from mcp import Client, MCPError
 from mcp.client import ClaimContext, ClientExtension, NotificationBinding, ResultClaim
 from pydantic import BaseModel, ConfigDict, Field
+
+from monad_cli.tasks.legacy import normalize_task
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 # Our own _meta key for the invocation id: the spec defines none, so it lives under a
@@ -100,6 +106,23 @@ class AckResult(types.Result):
     model_config = ConfigDict(extra="allow")
 
 
+def flatten(exc: BaseException) -> list[BaseException]:
+    """The leaves of an exception group (the SDK's task groups wrap errors), or `[exc]`."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for sub in exc.exceptions for leaf in flatten(sub)]
+    return [exc]
+
+
+def error_object(exc: BaseException) -> dict[str, Any]:
+    """A JSON-RPC error object (`code`, `message`, `data`?) for the row's `error`."""
+    if isinstance(exc, MCPError):
+        out: dict[str, Any] = {"code": exc.error.code, "message": exc.error.message}
+        if exc.error.data is not None:
+            out["data"] = exc.error.data
+        return out
+    return {"code": types.INTERNAL_ERROR, "message": str(exc) or type(exc).__name__}
+
+
 def dump(model: BaseModel) -> dict[str, Any]:
     """Wire (camelCase) JSON of a model, without unset Nones."""
     return model.model_dump(by_alias=True, mode="json", exclude_none=True)
@@ -127,7 +150,9 @@ async def cancel_task(session: Any, task_id: str, *, timeout: float | None = Non
 class TasksExtension(ClientExtension):
     """The client side of `io.modelcontextprotocol/tasks`, one instance per connection.
 
-    `on_notification(params)` receives every `notifications/tasks` (wire JSON);
+    `on_notification(params)` receives every `notifications/tasks` (wire JSON), and every
+    2025-11-25 `notifications/tasks/status` in the same spelling (`legacy.normalize_task`:
+    the binding works at any version; only the claim is modern-only);
     `resolve(created, ctx)` finishes a task returned to a plain `Client.call_tool` (the
     SDK calls it) and must return the final `CallToolResult`.
     """
@@ -146,8 +171,13 @@ class TasksExtension(ClientExtension):
         async def handler(params: TaskNotificationParams) -> None:
             await self._on_notification(dump(params))
 
+        async def legacy_handler(params: TaskNotificationParams) -> None:
+            await self._on_notification(normalize_task(dump(params)))
+
         return [NotificationBinding(method="notifications/tasks", params_type=TaskNotificationParams,
-                                    handler=handler)]
+                                    handler=handler),
+                NotificationBinding(method="notifications/tasks/status", params_type=TaskNotificationParams,
+                                    handler=legacy_handler)]
 
 
 _listen_ids = itertools.count(1)
@@ -210,3 +240,42 @@ async def listen_for_tasks(session: Any, task_ids: Sequence[str], *, ack_timeout
     finally:
         route.settle("local")
         session._unregister_listen_route(request_id)
+
+
+class Sep2663Wire:
+    """SEP-2663 tasks over one live connection: the server decides whether `tools/call`
+    becomes a task (the claim is declared on the session), input goes back with
+    `tasks/update`, and `tasks/cancel` is always there (SEP-2663 "Cancelling Tasks")."""
+
+    kind = "sep-2663"
+    cancels = True
+
+    def __init__(self, client: Client, *, request_timeout: float) -> None:
+        self.client = client
+        self.request_timeout = request_timeout
+
+    async def submit(self, tool: str, arguments: dict[str, Any], *, meta: dict[str, Any],
+                     task_support: str | None, timeout: float | None) -> tuple[str, dict[str, Any]]:
+        """`tools/call`: `("task", snapshot)`, `("result", CallToolResult)`, or `("input", {})`
+        for an `input_required` answer before any task (not answered by monad)."""
+        res = await self.client.session.call_tool(tool, arguments, read_timeout_seconds=timeout,
+                                                  meta=cast(types.RequestParamsMeta, meta),  # an open map
+                                                  allow_claimed=True)
+        if isinstance(res, CreateTaskResult):
+            return "task", dump(res)
+        if isinstance(res, types.CallToolResult):
+            return "result", dump(res)
+        return "input", {}
+
+    async def get(self, task_id: str) -> dict[str, Any]:
+        return await get_task(self.client.session, task_id, timeout=self.request_timeout)
+
+    async def answer(self, task_id: str, responses: dict[str, Any]) -> None:
+        await update_task(self.client.session, task_id, responses, timeout=self.request_timeout)
+
+    async def cancel(self, task_id: str) -> dict[str, Any] | None:
+        await cancel_task(self.client.session, task_id, timeout=self.request_timeout)
+        return None  # the ack is empty; the next poll shows the ending
+
+    async def list_tasks(self) -> list[dict[str, Any]]:
+        return []  # SEP-2663 has no tasks/list

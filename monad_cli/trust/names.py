@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 SEPARATOR = "__"
@@ -106,3 +106,17 @@ def describe_collision(collision: dict[str, object]) -> str:
     sides = " and ".join(f"`{m['server']}`/`{m['tool']}`" for m in members)
     shown = ", ".join(f"`{m['exposed']}`" for m in members if m["exposed"])
     return f"tool name collision: {sides} both map to `{collision['name']}`; exposed as {shown}"
+
+
+def inert_entries(server: str, entries: Sequence[str], tools: Iterable[tuple[str, str]]) -> list[str]:
+    """The `trust.autoApproveTools` entries of `server` that match none of its advertised
+    tools, given as (the server's own name, exposed name) pairs: an entry approves a tool
+    when it is its exposed name or `SERVER__TOOL` with the tool's own name."""
+    names = {n for own, exposed in tools for n in (exposed, f"{server}{SEPARATOR}{own}")}
+    return [e for e in entries if e not in names]
+
+
+def inert_entry_warning(entry: str, advertised: Sequence[str]) -> str:
+    """What `monad mcp status NAME` and `monad mcp trust` say about an entry that matches nothing."""
+    return (f"trust.autoApproveTools entry `{entry}` matches no advertised tool (it has no effect); "
+            f"advertised: {', '.join(advertised) or 'none'}")

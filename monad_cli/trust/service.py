@@ -14,7 +14,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
@@ -23,8 +23,10 @@ from monad_cli.errors import (
     ApprovalTimeout,
     CallRefused,
     InvalidInput,
+    NotConnected,
     NotFound,
     NotRegistered,
+    QueueFull,
     ToolCallFailed,
     Unavailable,
 )
@@ -33,7 +35,7 @@ from monad_cli.journal import tools as jt
 from monad_cli.redact import redact_args, redact_url
 from monad_cli.trust.arguments import validate_arguments
 from monad_cli.trust.gate import ApprovalGate, Pending
-from monad_cli.trust.names import NameMap, build_name_map, describe_collision
+from monad_cli.trust.names import NameMap, build_name_map, describe_collision, inert_entries, inert_entry_warning
 from monad_cli.trust.pins import canonical_tools, describe_change, same_hash, tool_set_hash
 
 if TYPE_CHECKING:
@@ -75,6 +77,10 @@ class StartTask(Protocol):
     async def __call__(self, server: str, tool: str, arguments: dict[str, Any] | None, *,
                        correlation: dict[str, Any] | None = None) -> dict[str, Any]: ...
 
+# Run an approved call that must be a task and wait for its result (`TaskManager.run_call`,
+# same arguments as `StartTask`); raises `MonadError`, or `mcp.MCPError` for a failed task.
+RunTask = Callable[..., Awaitable["CallToolResult"]]
+
 
 class ApprovalRequired(Exception):
     """`mode: check` found no prior approval: the caller must ask the person."""
@@ -94,7 +100,8 @@ class ToolService:
 
     `servers` is a live view (the supervisor's actors), read on every call; `scrub` redacts
     a server's error text before it is raised; `deferred_globs()` returns the current globs of
-    `features/tools.toml`; `start_task` runs detached calls (None: `detach` is refused);
+    `features/tools.toml`; `start_task` runs detached calls (None: `detach` is refused),
+    `run_task` the calls of tools whose `execution.taskSupport` is `required` (2025-11-25);
     `clock` (epoch seconds) dates approval requests. Call `changed()` whenever a server's
     tool list was (re)fetched.
 
@@ -105,12 +112,14 @@ class ToolService:
 
     def __init__(self, journal: Journal, servers: Mapping[str, ToolServer], *,
                  scrub: Callable[[str], str], deferred_globs: Callable[[], Sequence[str]] = lambda: (),
-                 start_task: StartTask | None = None, clock: Callable[[], float] = time.time) -> None:
+                 start_task: StartTask | None = None, run_task: RunTask | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
         self.journal = journal
         self.servers = servers
         self.scrub = scrub
         self.deferred_globs = deferred_globs
         self.start_task = start_task
+        self.run_task = run_task
         self.clock = clock
         self.gate = ApprovalGate(journal, clock=clock)
         self.gate.load(journal)
@@ -233,12 +242,9 @@ class ToolService:
         if actor is None or not actor.live or actor.spec is None:
             return out
         nmap = self.name_map()
-        advertised = sorted(n for t in actor.tools if (n := nmap.exposed_name(name, t.name)))
-        for entry in self._auto_list(actor):
-            if not any(self.is_auto_approved(actor, t.name, n) and entry in (n, f"{name}__{t.name}")
-                       for t in actor.tools if (n := nmap.exposed_name(name, t.name))):
-                out.append(f"trust.autoApproveTools entry `{entry}` matches no advertised tool (it has no "
-                           f"effect); advertised: {', '.join(advertised) or 'none'}")
+        pairs = [(t.name, n) for t in actor.tools if (n := nmap.exposed_name(name, t.name))]
+        advertised = sorted(n for _own, n in pairs)
+        out += [inert_entry_warning(e, advertised) for e in inert_entries(name, self._auto_list(actor), pairs)]
         return out
 
     def resolve(self, exposed: str) -> tuple[ToolServer, Tool]:
@@ -351,12 +357,12 @@ class ToolService:
             if decision == "denied":
                 raise CallRefused(f"call to `{exposed}` was denied ({who})")
             raise ApprovalTimeout(f"call to `{exposed}` was not approved in time ({who})")
+        correlation = {"callId": call_id, "exposed": exposed, "decidedBy": who}
         if detach:
             if self.start_task is None:
                 raise Unavailable("the task manager is not running; try again in a moment")
             try:
-                row = await self.start_task(actor.name, tool.name, arguments,
-                                            correlation={"callId": call_id, "exposed": exposed, "decidedBy": who})
+                row = await self.start_task(actor.name, tool.name, arguments, correlation=correlation)
             except Exception as exc:
                 finish("error", str(exc))
                 raise
@@ -364,7 +370,12 @@ class ToolService:
             return {"detached": True, "task": row, "callId": call_id, "server": actor.name, "tool": tool.name,
                     "name": exposed, "decidedBy": who}
         try:
-            result = await actor.call_tool(tool.name, arguments)
+            # A tool its server runs only as a task (2025-11-25 "Tool-Level Negotiation") goes
+            # through the task manager, also for a caller who waits: a plain call is refused.
+            if self.run_task is not None and tool.execution and tool.execution.task_support == "required":
+                result = await self.run_task(actor.name, tool.name, arguments, correlation=correlation)
+            else:
+                result = await actor.call_tool(tool.name, arguments)
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
                 finish("cancelled", "the caller cancelled the call")
@@ -374,6 +385,9 @@ class ToolService:
             finish("timeout" if timed_out else "error", f"{exc.error.message} (MCP error {exc.error.code})")
             raise ToolCallFailed(self.scrub(f"server `{actor.name}` failed `{tool.name}`: {exc.error.message} "
                                             f"(MCP error {exc.error.code})")) from None
+        except (NotConnected, QueueFull) as exc:  # from the task manager: the kind stays
+            finish("error", exc.message)
+            raise
         except Exception as exc:  # noqa: BLE001 - e.g. an outputSchema mismatch in the SDK
             finish("error", f"{type(exc).__name__}: {exc}")
             raise ToolCallFailed(self.scrub(f"server `{actor.name}` failed `{tool.name}`: {exc}")) from None

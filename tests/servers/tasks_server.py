@@ -11,9 +11,10 @@ ids, unless `--no-notify` (then the ack honors no task ids and nothing is pushed
 
 Task tools:
 - `slow(seconds, label)`: sleeps, completes with text `slept <seconds> <label>`;
-- `ask(unsafe)`: asks for a form {name: string, age: integer, ratio: number, subscribe:
-  boolean} (with `unsafe`, the form also names `__proto__`), completes with the answer
-  as JSON text;
+- `ask(unsafe, mode)`: asks for a form {name: string, age: integer, ratio: number, subscribe:
+  boolean} (with `unsafe`, the form also names `__proto__`), or with `mode=url` asks the
+  person to open a sign-in URL (URL-mode elicitation; `url` overrides it); completes with
+  the answer as JSON text;
 - `fail(kind, message)`: `kind=error` → task `failed` with a JSON-RPC error; `kind=tool`
   → `completed` with `isError: true`.
 `quick(text)` is never a task. With `--log`, every run, dedupe, get, update and cancel is
@@ -147,12 +148,19 @@ async def work(state: State, t: ServerTask) -> None:
             schema = json.loads(json.dumps(FORM))
             if t.args.get("unsafe"):
                 schema["properties"]["__proto__"] = {"type": "string"}
+            key = "profile"
             request = {"method": "elicitation/create",
                        "params": {"mode": "form", "message": "Tell me about you", "requestedSchema": schema}}
-            state.set_status(t, "input_required", input_requests={"profile": request},
-                             status_message="waiting for your profile")
+            if t.args.get("mode") == "url":
+                key, eid = "signin", uuid.uuid4().hex
+                url = t.args.get("url") or f"https://calendar.example.com/connect?elicitationId={eid}"
+                request = {"method": "elicitation/create",
+                           "params": {"mode": "url", "message": "Sign in to the example calendar",
+                                      "url": url, "elicitationId": eid}}
+            state.set_status(t, "input_required", input_requests={key: request},
+                             status_message=f"waiting for your {key}")
             await t.answered.wait()
-            answer = t.responses["profile"]
+            answer = t.responses[key]
             state.set_status(t, "working", input_requests={}, status_message=None)
             await anyio.sleep(0.05)
             state.set_status(t, "completed", result=text_result(json.dumps(answer, sort_keys=True)))
@@ -295,8 +303,8 @@ def main() -> None:
         await anyio.sleep(seconds)
         return f"slept {seconds} {label}".strip()
 
-    def ask(unsafe: bool = False) -> str:
-        """Ask for a profile form (only as a task)."""
+    def ask(unsafe: bool = False, mode: str = "form", url: str = "") -> str:
+        """Ask for a profile form, or (mode=url) to open a sign-in URL (only as a task)."""
         raise ValueError("ask needs the tasks extension")
 
     def fail(kind: str = "error", message: str = "it broke") -> str:

@@ -106,7 +106,7 @@ export class ServersView {
     entry.badge.className = `badge state-${row.state}`;
     entry.tr.dataset.state = row.state;
     setText(reason, reasonOf(row));
-    setText(tools, dash(row.tools));
+    setText(tools, row.toolsRefused ? "refused" : dash(row.tools)); // a pin mismatch registers none
     setText(protocol, dash(row.protocolVersion));
     setText(source, dash(row.source));
     this.actions(entry);

@@ -1,0 +1,277 @@
+"""The 2025-11-25 shape of tasks (MCP 2025-11-25 basic/utilities/tasks, SEP-1686) behind
+the same rows as SEP-2663.
+
+A server speaking the 2025-11-25 revision (the legacy `initialize` handshake) declares
+`capabilities.tasks.requests.tools.call` and marks each tool `execution.taskSupport`
+(`required`, `optional`, `forbidden`). The shapes differ from SEP-2663:
+
+- the requestor asks for a task: `tools/call` carries `task: {ttl}` and is answered
+  `{task: {taskId, status, ttl, pollInterval, ...}}` (a nested `CreateTaskResult`);
+- `tasks/get` answers the bare Task; the payload comes from `tasks/result`, which blocks
+  until the task ends and returns exactly what `tools/call` would have (a `CallToolResult`
+  or the JSON-RPC error);
+- input: while a task is `input_required` the server sends ordinary `elicitation/create`
+  requests tagged `_meta["io.modelcontextprotocol/related-task"]`, and may deliver them
+  only on a pending `tasks/result` ("Input Required Status": the requestor SHOULD call it
+  preemptively);
+- `tasks/cancel` answers the cancelled Task, and refuses a terminal one with -32602;
+  `tasks/list` pages through every task; `notifications/tasks/status` is optional.
+
+`LegacyTaskWire` speaks that over one live connection and hands the per-connection loops
+(`tasks.connection`) the SEP-2663 shapes they fold: `normalize_task` renames `ttl` and
+`pollInterval`, `get` merges `tasks/get` and `tasks/result` into a DetailedTask, and the
+elicitations waiting in an `ElicitationInbox` become the task's `inputRequests`. A
+2025-11-25 `failed` task whose payload is a tool result (`isError`) is recorded as
+SEP-2663 spells a tool error: `completed` with that result.
+
+The SDK's `ClientSession` validates every `tools/call` answer as a `CallToolResult`, so
+the task-augmented call and the `tasks/*` requests go through its dispatcher as raw
+requests (the same private seams `protocol.listen_for_tasks` uses: `_stamp`, `_dispatcher`).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Coroutine, Mapping
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import anyio
+import mcp_types as types
+from mcp import Client, MCPError
+from mcp.shared.dispatcher import CallOptions
+from mcp_types import INVALID_PARAMS
+
+log = logging.getLogger("monad.tasks")
+
+RELATED_TASK_META = "io.modelcontextprotocol/related-task"
+REQUESTED_TTL_MS = 3_600_000  # what monad asks for; a server MAY override it ("Creating Tasks")
+LIST_PAGES = 100
+TERMINAL_PAYLOAD = ("completed", "failed")  # statuses whose payload `tasks/result` holds
+
+
+def normalize_task(task: Mapping[str, Any]) -> dict[str, Any]:
+    """A 2025-11-25 Task (wire JSON) in SEP-2663 spelling: `ttl` → `ttlMs`, `pollInterval` →
+    `pollIntervalMs`, everything else as it came. Raises `ValueError` without a string
+    `taskId` and `status`."""
+    if not isinstance(task.get("taskId"), str) or not isinstance(task.get("status"), str):
+        raise ValueError("not a task: `taskId` and `status` must be strings")
+    out = {k: v for k, v in task.items() if k not in ("ttl", "pollInterval", "_meta")}
+    if "ttl" in task and "ttlMs" not in task:
+        out["ttlMs"] = task["ttl"]
+    if "pollInterval" in task and "pollIntervalMs" not in task:
+        out["pollIntervalMs"] = task["pollInterval"]
+    return out
+
+
+def related_task_id(meta: Mapping[str, Any] | None) -> str | None:
+    """The taskId of `_meta["io.modelcontextprotocol/related-task"]`, or None."""
+    related = (meta or {}).get(RELATED_TASK_META)
+    task_id = related.get("taskId") if isinstance(related, Mapping) else None
+    return task_id if isinstance(task_id, str) else None
+
+
+def speaks_legacy_tasks(client: Client) -> bool:
+    """Whether the connection is a 2025-11-25 one whose server takes task-augmented
+    `tools/call` (`capabilities.tasks.requests.tools.call`, "Capability Negotiation")."""
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    caps = client.server_capabilities
+    tasks = caps.tasks if caps is not None else None
+    tools = tasks.requests.tools if tasks is not None and tasks.requests is not None else None
+    return client.protocol_version not in MODERN_PROTOCOL_VERSIONS and tools is not None and tools.call is not None
+
+
+async def raw_request(client: Client, method: str, params: dict[str, Any], *,
+                      timeout: float | None) -> dict[str, Any]:
+    """One request through the session's dispatcher, stamped as the session stamps its own
+    (the protocol-version header), its answer unvalidated. Raises `MCPError`."""
+    session = client.session
+    data: dict[str, Any] = {"method": method, "params": params}
+    opts: CallOptions = {}
+    session._stamp(data, opts)
+    if timeout is not None:
+        opts["timeout"] = timeout
+    raw = await session._dispatcher.send_raw_request(method, data["params"], opts)
+    if not isinstance(raw, dict):
+        raise MCPError(code=-32603, message=f"{method}: the answer is not a JSON object")
+    return raw
+
+
+@dataclass
+class _Asked:
+    request: dict[str, Any]
+    answered: anyio.Event = field(default_factory=anyio.Event)
+    answer: dict[str, Any] | None = None
+
+
+class InputGone(LookupError):
+    """An answer for an elicitation that is no longer waiting (its connection ended)."""
+
+
+class ElicitationInbox:
+    """The `elicitation/create` requests of one server's tasks that wait for a person,
+    by taskId and then by input key (a key monad makes: unique for the row's lifetime,
+    so an answered key is never mistaken for a new question after a reconnect)."""
+
+    def __init__(self) -> None:
+        self.asked: dict[str, dict[str, _Asked]] = {}
+
+    def requests(self, task_id: str) -> dict[str, dict[str, Any]]:
+        """The unanswered requests of `task_id`, key → input request (wire JSON)."""
+        return {k: a.request for k, a in self.asked.get(task_id, {}).items() if a.answer is None}
+
+    async def ask(self, task_id: str, request: dict[str, Any], on_asked: Callable[[], None]
+                  ) -> dict[str, Any]:
+        """Hold `request` until `answer` gives its `ElicitResult` (wire JSON) and return it;
+        `on_asked()` runs once it is listed. Cancelling the caller withdraws it."""
+        key = f"elicitation-{uuid.uuid4().hex[:8]}"
+        asked = self.asked.setdefault(task_id, {})[key] = _Asked(request)
+        try:
+            on_asked()
+            await asked.answered.wait()
+            assert asked.answer is not None
+            return asked.answer
+        finally:
+            waiting = self.asked.get(task_id, {})
+            waiting.pop(key, None)
+            if not waiting:
+                self.asked.pop(task_id, None)
+
+    def answer(self, task_id: str, responses: Mapping[str, dict[str, Any]]) -> None:
+        """Answer waiting requests of `task_id` (key → `ElicitResult`). Raises `InputGone`
+        naming a key nobody waits for any more; nothing is answered then."""
+        waiting = self.asked.get(task_id, {})
+        gone = [k for k in responses if k not in waiting or waiting[k].answer is not None]
+        if gone:
+            raise InputGone(", ".join(gone))
+        for key, result in responses.items():
+            waiting[key].answer = dict(result)
+            waiting[key].answered.set()
+
+
+class LegacyTaskWire:
+    """Tasks over one live 2025-11-25 connection (see the module docstring).
+
+    `inbox`: the server's waiting elicitations; `start_soon`: the connection's task group
+    (a pending `tasks/result` lives there); `on_result_stream_end(task_id)`: a pending
+    `tasks/result` returned or failed, so the task should be read again.
+    """
+
+    kind = "2025-11-25"
+
+    def __init__(self, client: Client, inbox: ElicitationInbox, *,
+                 start_soon: Callable[[Callable[[], Coroutine[Any, Any, None]]], None],
+                 on_result_stream_end: Callable[[str], None], request_timeout: float) -> None:
+        self.client = client
+        self.inbox = inbox
+        self.start_soon = start_soon
+        self.on_result_stream_end = on_result_stream_end
+        self.request_timeout = request_timeout
+        self.streams: set[str] = set()  # taskIds with a `tasks/result` pending
+        caps = client.server_capabilities
+        tasks = caps.tasks if caps is not None else None
+        self.cancels = tasks is not None and tasks.cancel is not None
+        self.lists = tasks is not None and tasks.list is not None
+
+    async def submit(self, tool: str, arguments: dict[str, Any], *, meta: dict[str, Any],
+                     task_support: str | None, timeout: float | None) -> tuple[str, dict[str, Any]]:
+        """`tools/call`, task-augmented when the tool allows it ("Tool-Level Negotiation":
+        `required` or `optional`; absent or `forbidden` must not be). Returns `("task",
+        snapshot)` or `("result", CallToolResult)`. Raises `MCPError`."""
+        if task_support not in ("required", "optional"):
+            res = await self.client.session.call_tool(tool, arguments, read_timeout_seconds=timeout,
+                                                      meta=cast(types.RequestParamsMeta, meta))
+            return "result", res.model_dump(by_alias=True, mode="json", exclude_none=True)
+        raw = await raw_request(self.client, "tools/call",
+                                {"name": tool, "arguments": arguments, "task": {"ttl": REQUESTED_TTL_MS},
+                                 "_meta": meta}, timeout=timeout)
+        if isinstance(raw.get("task"), Mapping):
+            return "task", normalize_task(raw["task"])
+        return "result", raw  # a server that ran it at once after all
+
+    async def get(self, task_id: str) -> dict[str, Any]:
+        """The task as a SEP-2663 DetailedTask: `tasks/get`, plus the `tasks/result` payload
+        once it ended, plus the elicitations waiting for a person as `inputRequests`. On
+        `input_required` without any, a `tasks/result` is opened so the server can deliver
+        them. Raises `MCPError` (-32602: the server does not know the task)."""
+        snap = normalize_task(await raw_request(self.client, "tasks/get", {"taskId": task_id},
+                                                timeout=self.request_timeout))
+        asked = self.inbox.requests(task_id)
+        status = snap["status"]
+        if status in TERMINAL_PAYLOAD:
+            await self._payload(task_id, snap)
+        elif asked:
+            # Asked and not yet answered: whatever the status says, the server waits on us.
+            snap.update(status="input_required", inputRequests=asked)
+        elif status == "input_required":
+            snap["inputRequests"] = {}
+            self.open_result_stream(task_id)
+        return snap
+
+    async def _payload(self, task_id: str, snap: dict[str, Any]) -> None:
+        try:
+            payload = await raw_request(self.client, "tasks/result", {"taskId": task_id},
+                                        timeout=self.request_timeout)
+        except MCPError as exc:
+            if exc.error.code == INVALID_PARAMS and snap["status"] == "completed":
+                raise  # it ended and is gone already: the caller judges a forgotten task
+            snap.update(status="failed", error={"code": exc.error.code, "message": exc.error.message,
+                                                **({"data": exc.error.data} if exc.error.data is not None else {})})
+            return
+        if set(payload.get("_meta") or {}) <= {RELATED_TASK_META}:
+            payload.pop("_meta", None)  # only the task's own id, which the row has anyway
+        # SEP-2663 spells a tool error `completed` + `isError`; 2025-11-25 spells it `failed`.
+        snap.update(status="completed", result=payload)
+
+    def open_result_stream(self, task_id: str) -> None:
+        """Keep one `tasks/result` pending for `task_id` (the server's channel for its
+        input requests); its answer is read again through `get` when it returns."""
+        if task_id in self.streams:
+            return
+        self.streams.add(task_id)
+
+        async def stream() -> None:
+            try:
+                await raw_request(self.client, "tasks/result", {"taskId": task_id}, timeout=None)
+            except Exception as exc:  # noqa: BLE001 - the next `get` judges the task either way
+                log.info("tasks/result %s ended: %s", task_id, exc)
+            finally:
+                self.streams.discard(task_id)
+                self.on_result_stream_end(task_id)
+
+        self.start_soon(stream)
+
+    async def answer(self, task_id: str, responses: Mapping[str, dict[str, Any]]) -> None:
+        """Answer the waiting elicitations (they return to the server as the answers of its
+        `elicitation/create`). Raises `InputGone`."""
+        self.inbox.answer(task_id, responses)
+
+    async def cancel(self, task_id: str) -> dict[str, Any] | None:
+        """`tasks/cancel`: the cancelled task as a snapshot. Raises `MCPError` (-32602: unknown
+        or already terminal, "Task Cancellation")."""
+        raw = await raw_request(self.client, "tasks/cancel", {"taskId": task_id}, timeout=self.request_timeout)
+        try:
+            return normalize_task(raw)
+        except ValueError:
+            return None
+
+    async def list_tasks(self) -> list[dict[str, Any]]:
+        """Every task `tasks/list` names (all pages), normalized; [] without `tasks.list`."""
+        if not self.lists:
+            return []
+        out: list[dict[str, Any]] = []
+        cursor: str | None = None
+        for _ in range(LIST_PAGES):
+            raw = await raw_request(self.client, "tasks/list", {"cursor": cursor} if cursor else {},
+                                    timeout=self.request_timeout)
+            for task in raw.get("tasks") or []:
+                try:
+                    out.append(normalize_task(task))
+                except (ValueError, AttributeError):
+                    continue
+            cursor = raw.get("nextCursor")
+            if not isinstance(cursor, str) or not cursor:
+                break
+        return out
