@@ -130,12 +130,14 @@ def test_refs_convert_dangling_and_remote_refs_are_forwarded(supervisor: Any, si
     started = time.monotonic()
     r = call(supervisor, "wild__remote_ref", "x=1", timeout=30)
     assert r.code == 0 and json.loads(r.out) == {"x": "1"}, r
-    assert time.monotonic() - started < 15
+    # A fetch of the silent host would block for good; these bounds only tell a freeze from a
+    # slow, loaded machine (the proof that nothing was fetched is `accepted` below).
+    assert time.monotonic() - started < 25
     for _ in range(3):
         t = time.monotonic()
         assert supervisor("mcp", "status", "--json").code == 0
         assert call(supervisor, "other__echo", "text=fast").out.strip() == "fast"
-        assert time.monotonic() - t < 10
+        assert time.monotonic() - t < 25
     assert silent_host.accepted == []  # nobody even connected to it
 
 
