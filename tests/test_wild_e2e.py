@@ -227,6 +227,18 @@ def test_relative_commands_work_wherever_the_supervisor_started(monad: Any, tmp_
 
 
 # -- liveness, storms, negotiation ------------------------------------------------------
+def test_a_server_that_only_prints_to_stdout_is_named_in_its_timeout_reason(supervisor: Any) -> None:
+    # A banner on stdout and then nothing readable: the handshake times out, and the reason says
+    # what the server wrote there and where its logs belong.
+    script = "import sys, time; print('Listening on port 3000'); print('ready'); sys.stdout.flush(); time.sleep(60)"
+    r = supervisor("mcp", "add", "chatty", "--timeout", "2", "--", sys.executable, "-c", script)
+    assert r.code == 0, r
+    row = wait_for(lambda: (s := status_of(supervisor, "chatty")) and s.get("lastAttemptReason") and s, timeout=60)
+    assert row["lastAttemptReason"].startswith("timed out after 2 s while negotiating the protocol version"), row
+    assert "it wrote 2 lines to stdout that are not JSON-RPC (the first: 'Listening on port 3000'): " \
+           "a stdio server must log to stderr, not stdout" in row["lastAttemptReason"], row
+
+
 def test_a_server_that_stops_answering_is_noticed_while_idle(monad: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MONAD_PING_INTERVAL", "1")
     try:

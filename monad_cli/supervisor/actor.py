@@ -248,7 +248,7 @@ class ServerActor:
                         conn = self._new_connection()
                         self._phase = "connecting over legacy HTTP+SSE (GET, `endpoint` event)"
             if deadline.cancelled_caught:
-                return "failed", explain_timeout(spec, self._phase, self.sink.lines())
+                return "failed", explain_timeout(spec, self._phase, self.sink.lines(), conn)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a reason
             self.client = None
             self._tg = None

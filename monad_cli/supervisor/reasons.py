@@ -59,8 +59,23 @@ def exit_text(conn: Connection) -> str:
     return f"exited with status {rc}"
 
 
-def explain_timeout(spec: ServerSpec, phase: str, stderr: Sequence[str]) -> str:
-    return f"timed out after {spec.timeout:g} s while {phase}{stderr_hint(stderr)}"
+def stray_hint(conn: Connection) -> str:
+    """`; it wrote N lines to stdout that are not JSON-RPC (the first: …)`, or ``.
+
+    A server that prints a banner or its logs to stdout usually never answers in a way the
+    client can read; saying so names the fix (the stdio transport keeps stdout for messages).
+    """
+    if not conn.stray_lines:
+        return ""
+    lines = "a line" if conn.stray_lines == 1 else f"{conn.stray_lines} lines"
+    return (f"; it wrote {lines} to stdout that {'is' if conn.stray_lines == 1 else 'are'} not JSON-RPC "
+            f"(the first: {conn.first_stray_line!r}): a stdio server must log to stderr, not stdout")
+
+
+def explain_timeout(spec: ServerSpec, phase: str, stderr: Sequence[str], conn: Connection | None = None) -> str:
+    """Why a connect attempt ran out of time: the phase it was in, stdout noise, the stderr tail."""
+    noise = stray_hint(conn) if conn is not None else ""
+    return f"timed out after {spec.timeout:g} s while {phase}{noise}{stderr_hint(stderr)}"
 
 
 def explain_closed(spec: ServerSpec, conn: Connection, stderr: Sequence[str]) -> str:

@@ -86,6 +86,7 @@ class Connection:
     pid: int | None = None
     returncode: int | None = None
     stray_lines: int = 0
+    first_stray_line: str | None = None  # the first one, cut short: it names the culprit in a reason
     repaired_lines: int = 0
     oversize_messages: int = 0
     protocol_error: str | None = None
@@ -198,6 +199,8 @@ async def stdio_transport(spec: ServerSpec, sink: StderrSink, conn: Connection,
             return
         # Not JSON-RPC and no request waits for it: count and log it, keep the session.
         conn.stray_lines += 1
+        if conn.first_stray_line is None:
+            conn.first_stray_line = line[:80].decode("utf-8", "replace").strip()
         log.warning("server %s: ignored a non-JSON-RPC stdout line (%d so far): %.200r",
                     spec.name, conn.stray_lines, line[:200])
 
