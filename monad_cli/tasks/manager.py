@@ -356,7 +356,8 @@ class TaskManager(TaskReader):
             with anyio.CancelScope(shield=True), anyio.move_on_after(5):
                 await self.cancel(row_id)
             raise
-        self.store.take_delivery(row_id)
+        if self.store.take_delivery(row_id):  # the caller gets it now: listeners see it taken
+            self.ledger.changed(row_id)
         if row.state == TaskState.COMPLETED and row.result:
             return types.CallToolResult.model_validate(self.view(row)["result"])
         err = json.loads(row.error) if row.error else {}

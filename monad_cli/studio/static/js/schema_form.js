@@ -79,7 +79,7 @@ export class SchemaForm {
     } else if (kind === "json") {
       input = h("textarea", { id, rows: 3, spellcheck: "false",
                               placeholder: prop.type === "array" ? "[ ]" : prop.type === "object" ? "{ }" : "" });
-      if (hasDefault) input.value = JSON.stringify(fallback);
+      if (hasDefault && fallback !== null) input.value = JSON.stringify(fallback); // null: left empty, not sent
     } else {
       const type = kind === "string" ? "text" : "number";
       input = h("input", { type, id, step: kind === "integer" ? "1" : kind === "number" ? "any" : null,

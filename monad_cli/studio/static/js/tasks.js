@@ -112,7 +112,7 @@ export class TaskCard {
       }
     };
     replaceChildren(this.input,
-      h("form", { class: "task-form", "aria-label": `Input for ${taskTitle(this.row)}`,
+      h("form", { class: "task-form", "aria-label": `Input for ${taskTitle(this.row)}`, novalidate: true,
                   onsubmit: (e) => { e.preventDefault(); send("accept"); } },
         h("p", {}, params.message || "The server asks:"), form.element, error,
         h("div", { class: "buttons" },

@@ -42,7 +42,7 @@ class TryPanel {
         h("h2", { id: titleId }, `Try ${tool.name}`),
         h("button", { type: "button", class: "small", onclick: () => this.close("the person closed it") }, "Close")),
       tool.description ? h("p", { class: "hint" }, tool.description) : null,
-      h("form", { class: "try-form", "aria-label": `Arguments of ${tool.name}`,
+      h("form", { class: "try-form", "aria-label": `Arguments of ${tool.name}`, novalidate: true,
                   onsubmit: (e) => { e.preventDefault(); this.call(); } },
         this.form.element,
         h("div", { class: "buttons" }, this.callButton, this.stopButton)),
