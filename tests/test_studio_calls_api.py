@@ -270,8 +270,14 @@ def test_events_carry_approvals_tasks_and_no_secret(studio: StudioHTTP, monad: A
             thread.start()
             return thread
 
+        def pending_request(n: int) -> dict[str, Any]:
+            """The n-th request announced (a request is announced again when its caller waits)."""
+            def requests() -> list[dict[str, Any]]:
+                return list({p["approval"]["id"]: p for p in events.of("approval.pending")}.values())
+            return wait_for(lambda: len(requests()) > n and requests())[n]
+
         caller = call("ts__echo", {"text": SECRET})
-        [pending] = wait_for(lambda: events.of("approval.pending"))
+        pending = pending_request(0)
         assert pending["approval"]["via"] == "studio" and pending["approval"]["arguments"] == {"text": "***"}
         assert studio.get("/v1/approvals").json()["pending"][0]["arguments"] == {"text": "***"}
         studio.request("POST", f"/v1/approvals/{pending['approval']['id']}", body={"decision": "deny"})
@@ -280,7 +286,7 @@ def test_events_carry_approvals_tasks_and_no_secret(studio: StudioHTTP, monad: A
         closed = wait_for(lambda: events.of("approval.closed"))
         assert (closed[0]["decision"], closed[0]["by"]) == ("denied", "denied in the Studio")
         caller = call("ts__env", {"name": "API_KEY"})
-        pending = wait_for(lambda: events.of("approval.pending")[1:])[0]
+        pending = pending_request(1)
         r = studio.request("POST", f"/v1/approvals/{pending['approval']['id']}", body={"decision": "allow",
                                                                                      "scope": "session"})
         assert r.status_code == 200, r.text
@@ -288,6 +294,24 @@ def test_events_carry_approvals_tasks_and_no_secret(studio: StudioHTTP, monad: A
         answer = outcome["ts__env"]
         assert answer.status_code == 200 and answer.json()["content"][0]["text"] == "***", answer.text
         assert answer.json()["decidedBy"] == "the Studio (session)"
+        # An agent's call through the gateway waits in the page like any other, and the page decides it.
+        gateway: dict[str, Any] = {}
+
+        async def through_the_gateway() -> None:
+            from mcp import Client, StdioServerParameters
+
+            params = StdioServerParameters(command=sys.executable, args=["-m", "monad_cli", "mcp", "serve"],
+                                           env={"MONAD_HOME": str(monad_home), "MONAD_NO_AUTOSTART": "1"})
+            async with Client(params) as client:
+                gateway["result"] = await client.call_tool("tk__quick", {"text": "from an agent"})
+
+        agent = threading.Thread(target=lambda: anyio.run(through_the_gateway))
+        agent.start()
+        pending = pending_request(2)
+        assert (pending["approval"]["via"], pending["approval"]["exposed"]) == ("gateway", "tk__quick")
+        studio.request("POST", f"/v1/approvals/{pending['approval']['id']}", body={"decision": "allow"})
+        agent.join(60)
+        assert gateway["result"].content[0].text == "from an agent"
         # A detached task's every change is a `task` event.
         detached = monad("mcp", "call", "tk__slow", "--arg", "seconds=0.5", "--yes", "--detach")
         assert detached.code == 0, detached

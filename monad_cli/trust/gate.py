@@ -14,7 +14,7 @@ annotations are untrusted). Approvals are keyed to `ServerSpec.definition_hash()
 longer apply. A `hostEscape` server's tools can be approved for the session but never always.
 
 Listeners (`gate.listeners`, the Studio's event stream) hear `("approval.pending", request)`
-when a request opens and `("approval.closed", {"id", "decision", "by"})` when it is decided,
+when a request opens or a caller starts waiting on it, and `("approval.closed", {"id", "decision", "by"})` when it is decided,
 withdrawn or expires, or its caller went away.
 """
 
@@ -146,6 +146,7 @@ class ApprovalGate:
 
     async def wait(self, p: Pending, timeout: float) -> tuple[bool, str, str]:
         """(approved, decision, who): decision is approved | denied | timeout."""
+        self._tell("approval.pending", p.as_dict())  # again: a caller that waits now may have moved `expires`
         waited = anyio.move_on_after(max(0.0, timeout))
         try:
             with waited:

@@ -93,10 +93,7 @@ new LiveStream(showStatus)
     tools.refreshSoon();
   })
   .on("authorize", (data) => servers.applyAuthorize(data))
-  .on("call", (data) => {
-    transcript.applyCall(data.call);
-    tools.applyCall(data.call);
-  })
+  .on("call", (data) => transcript.applyCall(data.call))
   .on("approval.pending", (data) => approvals.add(data.approval))
   .on("approval.closed", (data) => approvals.remove(data.id))
   .on("task", (data) => {

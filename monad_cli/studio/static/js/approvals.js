@@ -28,7 +28,13 @@ export class ApprovalsPanel {
   }
 
   add(a) {
-    if (this.cards.has(a.id)) return;
+    const known = this.cards.get(a.id);
+    if (known) { // the same request again: its caller started waiting, maybe with a new deadline
+      const clock = known.querySelector("[data-expires]");
+      if (clock) clock.dataset.expires = String(a.expires || 0);
+      this.tick();
+      return;
+    }
     const where = a.command ? h("code", {}, a.command.join(" ")) : a.url ? h("code", {}, a.url) : "–";
     const button = (label, decision, scope, extra = {}) =>
       h("button", { type: "button", class: "small", onclick: () => this.decide(a, decision, scope), ...extra }, label);

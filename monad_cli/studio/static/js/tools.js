@@ -219,10 +219,6 @@ export class ToolsView {
     this.panel.element.scrollIntoView({ block: "nearest" });
   }
 
-  applyCall(_call) {
-    // the panel learns its outcome from its own request; the transcript lists every call
-  }
-
   applyTask(row) {
     if (this.panel) this.panel.applyTask(row);
   }
