@@ -14,8 +14,8 @@ annotations are untrusted). Approvals are keyed to `ServerSpec.definition_hash()
 longer apply. A `hostEscape` server's tools can be approved for the session but never always.
 
 Listeners (`gate.listeners`, the Studio's event stream) hear `("approval.pending", request)`
-when a request opens or a caller starts waiting on it, and `("approval.closed", {"id", "decision", "by"})` when it is decided,
-withdrawn or expires, or its caller went away.
+when a request opens or a caller starts waiting on it, and `("approval.closed", {"id",
+"decision", "by"})` when it is decided, withdrawn or expires, or its caller went away.
 """
 
 from __future__ import annotations
