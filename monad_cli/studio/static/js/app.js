@@ -6,8 +6,10 @@ import { ApprovalsPanel } from "./approvals.js";
 import { h, replaceChildren, setText } from "./dom.js";
 import { LiveStream } from "./events.js";
 import { ServersView } from "./servers.js";
-import { ToolsView } from "./tools.js";
-import { TranscriptView } from "./transcript.js";
+
+// Tools and Transcript (and the MCP Apps host behind Tools) load after the first render, so
+// the servers table never waits for modules it does not need.
+const later = Promise.all([import("./tools.js"), import("./transcript.js")]);
 
 const STATUS_TEXT = {
   connecting: "Connecting…",
@@ -49,8 +51,8 @@ function readData(id) {
 const host = readData("studio-host") || {};
 const servers = new ServersView(document.getElementById("view"), notify);
 const approvals = new ApprovalsPanel(document.getElementById("approvals"), notify);
-const tools = new ToolsView(document.getElementById("tools-view"), { notify, host });
-const transcript = new TranscriptView(document.getElementById("transcript-view"), { notify });
+let tools = null;
+let transcript = null;
 const roots = { servers: "view", tools: "tools-view", transcript: "transcript-view" };
 
 function route() {
@@ -64,7 +66,7 @@ function route() {
   replaceChildren(document.getElementById("crumbs"),
     crumbs.map((c, i) => h("li", i === crumbs.length - 1 ? { "aria-current": "page" } : {}, c)));
   document.title = `${crumbs[crumbs.length - 1]} · monad Studio`;
-  if (current.view === "tools") tools.shown();
+  if (current.view === "tools" && tools) tools.shown();
 }
 window.addEventListener("hashchange", route);
 route();
@@ -76,6 +78,11 @@ if (inline) {
   servers.applySnapshot(inline);
   approvals.apply(inline.approvals || []);
 }
+
+const [{ ToolsView }, { TranscriptView }] = await later;
+tools = new ToolsView(document.getElementById("tools-view"), { notify, host });
+transcript = new TranscriptView(document.getElementById("transcript-view"), { notify });
+route();
 
 new LiveStream(showStatus)
   .on("snapshot", (data) => {

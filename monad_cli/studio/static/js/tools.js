@@ -167,7 +167,7 @@ export class ToolsView {
       h("div", { class: "toolbar" }, h("h1", { id: "tools-title" }, "Tools")),
       h("p", { class: "hint" }, "Every tool agents see through monad, under its exposed name. Try calls it through "
                                 + "the same approval gate as the CLI and the gateway."),
-      h("table", { class: "servers tools-list", "aria-labelledby": "tools-title" },
+      h("table", { class: "tools-list", "aria-labelledby": "tools-title" },
         h("thead", {}, h("tr", {}, ["Exposed name", "Server", "Description", "Actions"]
           .map((c) => h("th", { scope: "col" }, c)))),
         this.tbody),
