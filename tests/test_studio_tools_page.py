@@ -290,6 +290,10 @@ def test_task_cards_stop_input_and_tasks_from_the_cli_and_the_gateway(monad: Any
     gateway_card = page.get_by_role("region", name="Tasks").locator("article.task").filter(has_text="from gateway")
     expect(gateway_card.locator(".task-state")).to_have_text("completed", timeout=30_000)
     expect(gateway_card.get_by_role("group", name="Tool result")).to_contain_text("slept 0.3 gw")
+    # The transcript has every call: the page's, the CLI's, the gateway's, newest first.
+    vias = _calls(page).locator("td:nth-child(2)")
+    expect(vias).to_have_text(["gateway", "cli", "studio"])
+    expect(_calls(page).nth(2).get_by_role("cell").nth(5)).to_have_text("error")  # the stopped Task's call
 
 
 def _run_apart(fn: Any) -> None:
@@ -411,7 +415,7 @@ def test_what_an_app_may_ask_tool_calls_through_the_gate_links_and_malformed_mes
     with context.expect_page() as opened:
         dialog.get_by_role("button", name="Open link").click()
     opened.value.wait_for_load_state()
-    assert opened.value.url == link and landing.hits == ["/landing"]
+    assert opened.value.url == link and landing.hits[0] == "/landing"  # (then the tab asks for its favicon)
     assert opened.value.evaluate("window.opener") is None  # the tab has no handle on the Studio
     expect(answers).to_contain_text("link: ok")
     app.get_by_role("button", name="Open bad link").click()
