@@ -85,6 +85,7 @@ export class AppFrame {
     this.queue = []; // to the app, held until it said initialized
     this.waiting = new Map(); // id → resolve, our requests to the app
     this.inFlight = 0;
+    this.links = Promise.resolve(false);
     this.nextId = 1;
     this.resource = null;
     this.sandboxOrigin = `http://${location.hostname}:${host.sandboxPort}`;
@@ -182,7 +183,12 @@ export class AppFrame {
       if (isObject(m) && m.method === "ui/initialize") body.hostContext = this.hostContext();
       if (isObject(m) && m.method === "ui/open-link") {
         const url = isObject(m.params) ? m.params.url : null;
-        if (linkProblem(url) === null) body.confirmed = await confirmLink(this.name, url);
+        if (linkProblem(url) === null) {
+          // One dialog at a time: a second request waits for the person to answer the first.
+          const asked = this.links.then(() => confirmLink(this.name, url));
+          this.links = asked.catch(() => false);
+          body.confirmed = await asked;
+        }
         this.onLog(`link ${String(url).slice(0, 200)}: ${body.confirmed ? "opened" : "not opened"}`);
       }
       const answer = await api("POST", "/v1/studio/apps/request", body);
