@@ -32,6 +32,7 @@ import anyio
 from monad_cli.errors import InvalidInput, NotFound
 
 if TYPE_CHECKING:
+    from monad_cli.config.schema import ServerSpec
     from monad_cli.journal.db import Journal
 
 GRANTS = ("once", "session", "always")
@@ -137,6 +138,19 @@ class ApprovalGate:
         self.pending[p.id] = p
         self._tell("approval.pending", p.as_dict())
         return p
+
+    def open_call(self, spec: ServerSpec, server: str, tool: str, exposed: str, arguments: Any, via: str,
+                  timeout: float) -> Pending:
+        """A request for one call of `tool` of `server` as `spec` defines it: the person sees
+        the exact command (secret-looking arguments redacted) or the URL (query secrets
+        redacted), and the decision is keyed to its definition hash."""
+        from monad_cli.redact import redact_args, redact_url
+
+        command = [spec.command, *redact_args(spec.args)] if spec.command else None
+        return self.open(server=server, tool=tool, exposed=exposed, arguments=arguments,
+                         definition_hash=spec.definition_hash(), host_escape=spec.trust.host_escape,
+                         command=command, url=redact_url(spec.url) if spec.url else None, via=via,
+                         timeout=timeout)
 
     def get(self, approval_id: str) -> Pending:
         p = self.pending.get(approval_id)

@@ -32,9 +32,8 @@ from monad_cli.errors import (
 )
 from monad_cli.gateway.policy import is_deferred
 from monad_cli.journal import tools as jt
-from monad_cli.redact import redact_args, redact_url
 from monad_cli.trust.arguments import validate_arguments
-from monad_cli.trust.calls import CallLog
+from monad_cli.trust.calls import CallLog, current_call
 from monad_cli.trust.gate import ApprovalGate, Pending
 from monad_cli.trust.names import NameMap, build_name_map, describe_collision, inert_entries, inert_entry_warning
 from monad_cli.trust.pins import canonical_tools, describe_change, same_hash, tool_set_hash
@@ -265,16 +264,6 @@ class ToolService:
         return actor, tool
 
     # -- the call path ----------------------------------------------------------------
-    def _open_pending(self, actor: ToolServer, tool: Tool, exposed: str, arguments: Any, via: str,
-                      timeout: float) -> Pending:
-        spec = actor.spec
-        assert spec is not None
-        command = [spec.command, *redact_args(spec.args)] if spec.command else None
-        return self.gate.open(server=actor.name, tool=tool.name, exposed=exposed, arguments=arguments,
-                              definition_hash=spec.definition_hash(),
-                              host_escape=spec.trust.host_escape, command=command,
-                              url=redact_url(spec.url) if spec.url else None, via=via, timeout=timeout)
-
     async def _decide(self, actor: ToolServer, tool: Tool, exposed: str, arguments: Any, via: str,
                       approval: dict[str, Any]) -> tuple[bool, str, str]:
         """(approved, decision, who) for one call; raises ApprovalRequired for `mode: check`."""
@@ -289,7 +278,8 @@ class ToolService:
         if mode == "yes":
             return True, "approved", f"{via} --yes"
         if mode == "check":
-            raise ApprovalRequired(self._open_pending(actor, tool, exposed, arguments, via, PENDING_TTL_S))
+            raise ApprovalRequired(self.gate.open_call(spec, actor.name, tool.name, exposed, arguments, via,
+                                                       PENDING_TTL_S))
         if mode == "decided":
             p = self.gate.get(str(approval.get("approvalId")))
             grant = str(approval.get("grant", "deny"))
@@ -307,7 +297,7 @@ class ToolService:
         approval_id = approval.get("approvalId")
         known = self.gate.pending.get(str(approval_id)) if approval_id else None
         if known is None:
-            p = self._open_pending(actor, tool, exposed, arguments, via, timeout)
+            p = self.gate.open_call(spec, actor.name, tool.name, exposed, arguments, via, timeout)
         else:
             p = known
             p.expires = self.clock() + timeout
@@ -363,7 +353,7 @@ class ToolService:
             if decision == "denied":
                 raise CallRefused(f"call to `{exposed}` was denied ({who})")
             raise ApprovalTimeout(f"call to `{exposed}` was not approved in time ({who})")
-        correlation = {"callId": call_id, "exposed": exposed, "decidedBy": who}
+        correlation = {**(current_call() or {}), "decidedBy": who}  # callId, exposed, via, ref
         if detach:
             if self.start_task is None:
                 raise Unavailable("the task manager is not running; try again in a moment")
