@@ -277,6 +277,24 @@ def test_task_cards_stop_input_and_tasks_from_the_cli_and_the_gateway(monad: Any
     assert monad("tasks", "show", ask_id).code == 0  # read: delivered
     expect(pending.get_by_role("listitem")).to_have_count(0)
 
+    # A URL-mode request: the whole URL and its host, a link the person may follow, and the
+    # answer the action alone (the page opens nothing itself).
+    url = "https://calendar.example.com/connect?elicitationId=e42"
+    r = monad("mcp", "call", "tk__ask", "--arg", "mode=url", "--arg", f"url={url}", "--yes", "--detach")
+    assert r.code == 0, r
+    signin = page.get_by_role("region", name="Tasks").locator(f'article[data-id="{r.out.strip()}"]')
+    expect(signin.locator(".task-state")).to_have_text("input_required", timeout=30_000)
+    form = signin.get_by_role("form", name="Input for tk__ask")
+    expect(form).to_contain_text("Sign in to the example calendar")
+    expect(form.locator(".task-url-host")).to_have_text("calendar.example.com")
+    link = form.get_by_role("link", name=url)
+    expect(link).to_have_attribute("href", url)
+    expect(link).to_have_attribute("rel", "noopener noreferrer")
+    assert len(page.context.pages) == 1  # nothing opened
+    form.get_by_role("button", name="I opened it").click()
+    expect(signin.locator(".task-state")).to_have_text("completed", timeout=30_000)
+    expect(signin.get_by_role("group", name="Tool result")).to_contain_text('{"action": "accept"}')
+
     async def through_the_gateway() -> None:
         from mcp import Client, StdioServerParameters
 
@@ -292,8 +310,8 @@ def test_task_cards_stop_input_and_tasks_from_the_cli_and_the_gateway(monad: Any
     expect(gateway_card.get_by_role("group", name="Tool result")).to_contain_text("slept 0.3 gw")
     # The transcript has every call: the page's, the CLI's, the gateway's, newest first.
     vias = _calls(page).locator("td:nth-child(2)")
-    expect(vias).to_have_text(["gateway", "cli", "studio"])
-    expect(_calls(page).nth(2).get_by_role("cell").nth(5)).to_have_text("error")  # the stopped Task's call
+    expect(vias).to_have_text(["gateway", "cli", "cli", "studio"])
+    expect(_calls(page).nth(3).get_by_role("cell").nth(5)).to_have_text("error")  # the stopped Task's call
 
 
 def _run_apart(fn: Any) -> None:

@@ -86,23 +86,12 @@ export class TaskCard {
       replaceChildren(this.input);
       return;
     }
-    const request = requests[key] || {};
-    const params = request.params || {};
-    if (request.method !== "elicitation/create" || (params.mode && params.mode !== "form")) {
-      replaceChildren(this.input, h("p", { class: "hint" },
-        `The server asks for input the page cannot show (${request.method} ${params.mode || ""}); `
-        + `answer with \`monad tasks answer ${this.row.id.slice(0, 12)}\`.`));
-      return;
-    }
-    const form = new SchemaForm(params.requestedSchema || {}, `task-${this.row.id.slice(0, 8)}-${key}`);
+    // The supervisor's description of the request (tasks/forms.py describe_request): a form,
+    // a URL to open, or one monad will not show (with why).
+    const info = (this.row.inputs || []).find((i) => i.key === key)
+      || { mode: "unsupported", problem: "the server's input request is not described" };
     const error = h("p", { class: "field-error", hidden: true });
-    const send = async (action) => {
-      let answer = { action };
-      if (action === "accept") {
-        const got = form.collect();
-        if (!got.ok) return;
-        answer = { action, content: got.value };
-      }
+    const send = async (answer) => {
       try {
         await api("POST", `/v1/tasks/${enc(this.row.id)}/input`, { responses: { [key]: answer } });
         this.notify(`answered ${taskTitle(this.row)}`);
@@ -111,13 +100,50 @@ export class TaskCard {
         error.hidden = false;
       }
     };
+    const name = `Input for ${taskTitle(this.row)}`;
+    if (info.mode === "url") {
+      replaceChildren(this.input, this.urlInput(info, name, error, send));
+      return;
+    }
+    if (info.mode !== "form") {
+      replaceChildren(this.input, h("div", { class: "task-form", role: "group", "aria-label": name },
+        h("p", { class: "hint" }, `The page cannot show this input request: ${info.problem || "not supported"}.`),
+        error,
+        info.declinable ? h("div", { class: "buttons" },
+          h("button", { type: "button", onclick: () => send({ action: "decline" }) }, "Decline")) : null));
+      return;
+    }
+    const params = requests[key].params || {};
+    const form = new SchemaForm(params.requestedSchema || {}, `task-${this.row.id.slice(0, 8)}-${key}`);
+    const accept = () => {
+      const got = form.collect();
+      if (got.ok) send({ action: "accept", content: got.value });
+    };
     replaceChildren(this.input,
-      h("form", { class: "task-form", "aria-label": `Input for ${taskTitle(this.row)}`, novalidate: true,
-                  onsubmit: (e) => { e.preventDefault(); send("accept"); } },
-        h("p", {}, params.message || "The server asks:"), form.element, error,
+      h("form", { class: "task-form", "aria-label": name, novalidate: true,
+                  onsubmit: (e) => { e.preventDefault(); accept(); } },
+        h("p", {}, info.message || "The server asks:"), form.element, error,
         h("div", { class: "buttons" },
           h("button", { type: "submit", class: "primary" }, "Send answer"),
-          h("button", { type: "button", onclick: () => send("decline") }, "Decline"))));
+          h("button", { type: "button", onclick: () => send({ action: "decline" }) }, "Decline"))));
+  }
+
+  /** A URL-mode request (MCP 2025-11-25 client/elicitation "Safe URL Handling"): the whole
+   *  URL and its host are shown; the page never opens or fetches it, the person may follow
+   *  the link (a new tab, no opener, no referrer) and then says so. The answer is the action
+   *  alone. */
+  urlInput(info, name, error, send) {
+    return h("form", { class: "task-form", "aria-label": name, novalidate: true,
+                       onsubmit: (e) => { e.preventDefault(); send({ action: "accept" }); } },
+      h("p", {}, info.message || "The server asks you to open a URL:"),
+      h("p", {}, "on ", h("strong", { class: "task-url-host" }, info.host || "?")),
+      h("p", {}, h("a", { class: "url task-url", href: info.url, target: "_blank",
+                          rel: "noopener noreferrer" }, info.url)),
+      error,
+      h("div", { class: "buttons" },
+        h("button", { type: "submit", class: "primary" }, "I opened it"),
+        h("button", { type: "button", onclick: () => send({ action: "decline" }) }, "Decline"),
+        h("button", { type: "button", onclick: () => send({ action: "cancel" }) }, "Cancel")));
   }
 
   async cancel() {
