@@ -1,10 +1,13 @@
-"""Take docs/studio.png: the Studio page with a few real servers in different states.
+"""Take docs/studio.png (the Studio page with a few real servers in different states) and
+docs/studio-tools.png (Tools: the MCP App probe called from Try, a CLI call waiting for
+approval above).
 
     .venv/bin/python scripts/studio_screenshot.py
 
 Needs Debian's chromium (`apt-get install -y chromium`). Runs a supervisor on a temporary
 MONAD_HOME with mcp-server-time, the test server, a remote behind the test authorization
-server (needs-auth), a disabled and a broken server; opens one row's details.
+server (needs-auth), a disabled and a broken server; opens one row's details. Then adds the
+MCP App probe server (tests/servers/appserver.py) and calls its `show` from the Tools view.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 OUT = ROOT / "docs" / "studio.png"
+OUT_TOOLS = ROOT / "docs" / "studio-tools.png"
 
 
 def monad(*argv: str) -> subprocess.CompletedProcess[str]:
@@ -66,8 +70,29 @@ def main() -> None:
             expect(page.get_by_role("table", name="Tools of time")).to_be_visible()
             page.evaluate("() => window.scrollTo(0, 0)")
             page.screenshot(path=str(OUT), full_page=False)
+
+            monad("mcp", "add", "probe", "--", sys.executable, str(ROOT / "tests" / "servers" / "appserver.py"))
+            monad("mcp", "trust", "probe", "--auto-approve", "show")
+            monad("mcp", "wait", "probe", "--timeout", "60")
+            waiting = subprocess.Popen([str(BIN / "monad"), "mcp", "call", "time__get_current_time", "--arg",
+                                        "timezone=Europe/Paris", "--approval-timeout", "60"],
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            page.get_by_role("link", name="Tools").click()
+            page.get_by_role("button", name="Try probe__show").click()
+            page.get_by_label("text").fill("Hello from an MCP App")
+            page.get_by_role("button", name="Call").click()
+            app = page.frame_locator('iframe[title="MCP App of probe__show"]').frame_locator("iframe")
+            expect(app.locator("#result")).to_contain_text("Hello from an MCP App", timeout=30_000)
+            expect(page.get_by_role("article", name="Approval for time__get_current_time")).to_be_visible()
+            # One tall viewport, not `full_page`: a full-page capture leaves out the app's frame,
+            # which renders in another process (another origin).
+            page.set_viewport_size({"width": 1280, "height": page.evaluate("document.body.scrollHeight")})
+            page.evaluate("() => window.scrollTo(0, 0)")
+            page.screenshot(path=str(OUT_TOOLS), full_page=False)
+            waiting.kill()
             browser.close()
-        print(f"wrote {OUT.relative_to(ROOT)} ({OUT.stat().st_size // 1024} KiB)")
+        for out in (OUT, OUT_TOOLS):
+            print(f"wrote {out.relative_to(ROOT)} ({out.stat().st_size // 1024} KiB)")
     finally:
         subprocess.run([str(BIN / "monad"), "daemon", "stop"], capture_output=True)
         oauth.terminate()

@@ -161,7 +161,7 @@ def test_a_tool_error_and_a_detached_call(tmp_path: Path) -> None:
             detached = await svc.call("srv__echo", {"text": "later"}, via="test", approval={}, detach=True)
             assert detached["detached"] is True and detached["task"]["id"] == "t1"
             assert started == [("srv", "echo", {"text": "later"},
-                                {"callId": detached["callId"], "exposed": "srv__echo",
+                                {"callId": detached["callId"], "exposed": "srv__echo", "via": "test", "ref": None,
                                  "decidedBy": "trust.autoApproveTools"})]
             rows = jt.calls(svc.journal)
             assert [(r["tool"], r["outcome"]) for r in rows] == [("fail", "tool-error"), ("echo", "detached")]

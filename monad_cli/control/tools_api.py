@@ -2,14 +2,16 @@
 
     GET  /v1/tools[?server=NAME][&name=X] exposed tools + the set's `signature`
     GET  /v1/tools/changes?since=SIG      long poll (≤ `timeout` s): the new signature
-    POST /v1/tools/call                   {name, arguments, via, approval: {mode, ...}}
+    POST /v1/tools/call                   {name, arguments, via, approval: {mode, ...}, ref?}
     GET  /v1/tools/sets/{name}            the server's current tool-set hash and its pin
     GET  /v1/approvals                    pending approvals
     POST /v1/approvals/{id}               {decision: allow|deny, scope: once|session|always}
 
 A call's HTTP connection is its lifetime: when the caller disconnects (Ctrl-C in
 `monad mcp call`, a cancelled gateway request) the call's scope is cancelled, the SDK
-sends notifications/cancelled, and the call is journaled `cancelled`.
+sends notifications/cancelled, and the call is journaled `cancelled`. On the Studio's port
+`via` is always `studio`, whatever the body says; `ref` (the caller's own tag, ≤ 64
+characters) comes back on the call's events and its Task's correlation (trust/calls.py).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from starlette.routing import Route
 
 from monad_cli.control.http import error_response
 from monad_cli.errors import InvalidInput, NotFound
+from monad_cli.trust.calls import call_ref
 from monad_cli.trust.service import ApprovalRequired
 
 if TYPE_CHECKING:
@@ -90,7 +93,7 @@ def tools_routes(server: ControlServer) -> list[Route]:
         approval = body.get("approval") or {}
         if not isinstance(approval, dict):
             raise InvalidInput("approval must be an object")
-        via = str(body.get("via", "api"))[:20]
+        via = "studio" if getattr(request.state, "via", None) == "studio" else str(body.get("via", "api"))[:20]
         outcome: dict[str, Any] = {}
 
         async with anyio.create_task_group() as tg:
@@ -104,8 +107,9 @@ def tools_routes(server: ControlServer) -> list[Route]:
 
             tg.start_soon(watch_disconnect)
             try:
-                outcome["result"] = await svc.call(name, body.get("arguments"), via=via, approval=approval,
-                                                   detach=bool(body.get("detach")))
+                with call_ref(body.get("ref")):
+                    outcome["result"] = await svc.call(name, body.get("arguments"), via=via, approval=approval,
+                                                       detach=bool(body.get("detach")))
             except Exception as exc:  # noqa: BLE001 - raised below, outside the task group
                 outcome["error"] = exc
             tg.cancel_scope.cancel()
@@ -135,9 +139,11 @@ def tools_routes(server: ControlServer) -> list[Route]:
         if decision not in ("allow", "deny"):
             raise InvalidInput('expected {"decision": "allow"|"deny", "scope": "once"|"session"|"always"}')
         scope = str(body.get("scope", "once"))
-        p = svc.gate.decide(approval_id, allow=decision == "allow", scope=scope,
-                            by=f"monad approvals {decision}" + (f" --{scope}" if decision == "allow"
-                                                                and scope != "once" else ""))
+        if getattr(request.state, "via", None) == "studio":
+            by = f"the Studio ({scope})" if decision == "allow" else "denied in the Studio"
+        else:
+            by = f"monad approvals {decision}" + (f" --{scope}" if decision == "allow" and scope != "once" else "")
+        p = svc.gate.decide(approval_id, allow=decision == "allow", scope=scope, by=by)
         return JSONResponse({"id": p.id, "decision": decision, "scope": scope, "server": p.server,
                              "tool": p.tool, "exposed": p.exposed})
 

@@ -16,7 +16,9 @@ commands). So, in this order, for every request:
 5. `/v1/studio` (minting login URLs) is refused here: only the control socket's peer may.
 
 Every answer, refusals included, carries a Content-Security-Policy that allows only the
-Studio's own scripts, styles and connections, and no framing. Stdlib + starlette only.
+Studio's own scripts, styles and connections, images and audio of results as `data:` URLs,
+frames only from the MCP Apps sandbox port (sandbox.py), and no framing of the Studio
+itself. Stdlib + starlette only.
 """
 
 from __future__ import annotations
@@ -37,10 +39,18 @@ from monad_cli.control.http import MAX_BODY
 LOGIN_PATH = "/studio/login"
 TOKEN_TTL_S = 600.0  # an unused login URL stops working after 10 minutes
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
-       "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; media-src 'self' data:; "
+       "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+
+
+def studio_csp(sandbox_port: int | None) -> str:
+    """`CSP`, plus `frame-src` for the MCP Apps sandbox on `sandbox_port` (None: no frames)."""
+    if sandbox_port is None:
+        return CSP
+    return f"{CSP}; frame-src http://127.0.0.1:{sandbox_port} http://localhost:{sandbox_port}"
+
+
 SECURITY_HEADERS = [
-    (b"content-security-policy", CSP.encode()),
     (b"x-content-type-options", b"nosniff"),
     (b"referrer-policy", b"no-referrer"),  # the login URL carries a token
     (b"x-frame-options", b"DENY"),
@@ -90,8 +100,9 @@ class Logins:
 class StudioLocks:
     """ASGI middleware in front of everything the Studio's port serves."""
 
-    def __init__(self, app: ASGIApp, *, port: int, logins: Logins) -> None:
+    def __init__(self, app: ASGIApp, *, port: int, logins: Logins, csp: str = CSP) -> None:
         self.app = app
+        self.headers = [(b"content-security-policy", csp.encode()), *SECURITY_HEADERS]
         self.port = port
         self.logins = logins
         self.cookie = f"monad_studio_{port}"
@@ -104,7 +115,7 @@ class StudioLocks:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        send = _with_security_headers(send)
+        send = _with_security_headers(send, self.headers)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         host = headers.get("host", "")
         if host not in self.hosts:
@@ -188,11 +199,11 @@ async def _redirect(send: Send, location: str, *, cookie: str | None = None) -> 
     await send({"type": "http.response.body", "body": b""})
 
 
-def _with_security_headers(send: Send) -> Send:
+def _with_security_headers(send: Send, security: list[tuple[bytes, bytes]]) -> Send:
     async def wrapped(message: Message) -> None:
         if message["type"] == "http.response.start":
             present = {k.lower() for k, _ in message.get("headers", [])}
-            extra: list[tuple[bytes, bytes]] = [(k, v) for k, v in SECURITY_HEADERS if k not in present]
+            extra: list[tuple[bytes, bytes]] = [(k, v) for k, v in security if k not in present]
             if b"cache-control" not in present:
                 extra.append((b"cache-control", b"no-store"))
             message = {**message, "headers": [*message.get("headers", []), *extra]}
@@ -201,4 +212,4 @@ def _with_security_headers(send: Send) -> Send:
     return wrapped
 
 
-__all__ = ["CSP", "LOGIN_PATH", "Logins", "StudioLocks"]
+__all__ = ["CSP", "LOGIN_PATH", "Logins", "StudioLocks", "studio_csp"]

@@ -2,13 +2,19 @@
 
     POST   /v1/studio                        {port?, defaultPort?} → {url, port, started, movedFrom}
                                              (the Studio's port refuses it: locks.py)
+    GET    /v1/studio/tools                  the Tools view: `GET /v1/tools` rows + `formSchema`
+                                             (inputSchema, local $refs resolved) + `ui` ({resourceUri})
     GET    /v1/journal                       ?server=NAME&limit=N → {events: [...]} (newest last)
+    GET    /v1/journal/calls                 ?server=NAME&limit=N → {calls: [...]} (newest first;
+                                             transcript.py)
+    GET    /v1/studio/apps/resource · POST /v1/studio/apps/request   MCP Apps (apps.py)
     POST   /v1/mcp-servers/{name}/authorize  start `monad mcp authorize`'s flow → 202 the run
     GET    /v1/mcp-servers/{name}/authorize  the last run of that server
     DELETE /v1/mcp-servers/{name}/authorize  cancel it
 
 `StudioHub` owns the event bus and wires it to the supervisor's listeners (state changes,
-tool lists, reloads); the Studio service itself starts on the first `POST /v1/studio`.
+tool lists, reloads) and, through the transcript, to the tool service's calls and
+approvals and the task ledger; the Studio service itself starts on the first `POST /v1/studio`.
 """
 
 from __future__ import annotations
@@ -24,8 +30,13 @@ from monad_cli.control.http import read_json_body
 from monad_cli.errors import InvalidInput, NotFound
 from monad_cli.redact import redact_definition
 from monad_cli.studio import DEFAULT_PORT
+from monad_cli.studio.apps import AppHost, app_routes
 from monad_cli.studio.authorize import AuthorizeDeps, AuthorizeRuns
 from monad_cli.studio.events import EventBus
+from monad_cli.studio.scrub import scrub_data
+from monad_cli.studio.transcript import Transcript, transcript_routes
+from monad_cli.trust.schema_refs import resolve_local
+from monad_cli.trust.visibility import resource_uri
 
 if TYPE_CHECKING:
     from monad_cli.control.server import ControlServer
@@ -38,12 +49,14 @@ class StudioHub:
     """The Studio's side of one control server.
 
     Owns: the event bus and what feeds it (the supervisor's state, tool and reload
-    listeners, turned into `server.state` and `config` events, only while a page listens),
-    the Studio service once `POST /v1/studio` asks for it, and the authorization runs.
+    listeners, turned into `server.state` and `config` events, only while a page listens;
+    the transcript's call, approval and task events), the Studio service once `POST
+    /v1/studio` asks for it, the authorization runs, and the MCP Apps host.
 
     Never: keeps server state of its own (events are read from the actors and definitions
     when they happen), writes a definition (the control routes do, through `config.edits`),
-    or puts an unredacted definition into an event."""
+    decides an approval (a person does, through `POST /v1/approvals/{id}`), or publishes
+    anything the redaction function has not passed (`publish`)."""
 
     def __init__(self, control: ControlServer) -> None:
         self.control = control
@@ -52,30 +65,41 @@ class StudioHub:
         self.bus = EventBus()
         self.studio: Studio | None = None
         self.authorize = AuthorizeRuns(AuthorizeDeps(
-            paths=sup.paths, scrub=sup.scrub, publish=self.bus.publish, record=self._record_auth,
+            paths=sup.paths, scrub=sup.scrub, publish=self.publish, record=self._record_auth,
             reconnect=self._reconnect, start_soon=sup.start_soon))
+        self.transcript = Transcript(sup.tool_service, sup.tasks, publish=self.publish,
+                                     listening=lambda: self.bus.listening)
+        self.apps = AppHost(sup.tool_service, sup.actors, sup.tool_service.journal, scrub=sup.scrub)
         sup.state_listeners.append(self._on_actor)
         sup.tool_listeners.append(self._on_actor)
         sup.config_listeners.append(lambda _diff: self._on_config())
 
     # -- what the events carry ---------------------------------------------------------------
+    def publish(self, type_: str, data: dict[str, Any]) -> None:
+        """An event to every open page, every string of it scrubbed (scrub.py)."""
+        if self.bus.listening:
+            self.bus.publish(type_, scrub_data(data, self.sup.scrub))
+
     def snapshot(self) -> dict[str, Any]:
         """`{servers: [status row], problems: [{file, message}], definitions: [{name, source,
-        definition}]}`, as `GET …/status` and `GET /v1/settings/mcp-servers` answer (redacted)."""
+        definition}], approvals: [pending request]}`, as `GET …/status`, `GET
+        /v1/settings/mcp-servers` and `GET /v1/approvals` answer (redacted)."""
         defs = self.sup.definitions
         definitions = [{"name": name, "source": source, "definition": redact_definition(defs.raw.get(name, {}))}
                        for name, source in sorted(defs.sources.items())]
-        return {"servers": self.sup.status(), "problems": self.sup.file_problems, "definitions": definitions}
+        return scrub_data({"servers": self.sup.status(), "problems": self.sup.file_problems,
+                           "definitions": definitions, "approvals": self.sup.tool_service.gate.listing()},
+                          self.sup.scrub)
 
     def _on_actor(self, actor: Any) -> None:
         # A removed server's actor still reports `stopped` on its way out; it is no row any more.
         registered = self.sup.actors.get(actor.name)
         if self.bus.listening and registered is actor:
-            self.bus.publish("server.state", {"server": registered.status()})
+            self.publish("server.state", {"server": registered.status()})
 
     def _on_config(self) -> None:
         if self.bus.listening:
-            self.bus.publish("config", self.snapshot())
+            self.publish("config", self.snapshot())
 
     def _record_auth(self, server: str, reason: str, detail: dict[str, Any]) -> None:
         if self.sup.journal is not None:
@@ -93,7 +117,7 @@ class StudioHub:
         if self.studio is None:
             self.studio = Studio(StudioDeps(control_app=self.control.app, snapshot=self.snapshot,
                                             refresh=self.sup.reconcile, stopping=self.sup.stop_event,
-                                            start_soon=self.sup.start_soon),
+                                            start_soon=self.sup.start_soon, scrub=self.sup.scrub),
                                  self.bus)
         return await self.studio.serve(port=port, default_port=default_port)
 
@@ -116,6 +140,14 @@ def studio_routes(control: ControlServer) -> list[Route]:
         default = _port(body.get("defaultPort"), "the default port")
         answer = await hub.serve(port=port, default_port=DEFAULT_PORT if default is None else default)
         return JSONResponse(answer)
+
+    async def studio_tools(request: Request) -> JSONResponse:
+        rows = sup.tool_service.listing()
+        for row in rows:
+            row["formSchema"] = resolve_local(row.get("inputSchema") or {})
+            uri = resource_uri(row.get("_meta"))
+            row["ui"] = {"resourceUri": uri} if uri else None
+        return JSONResponse({"tools": rows})
 
     async def journal(request: Request) -> JSONResponse:
         server = request.query_params.get("server") or None
@@ -155,7 +187,10 @@ def studio_routes(control: ControlServer) -> list[Route]:
 
     return [
         Route("/v1/studio", serve_studio, methods=["POST"]),
+        Route("/v1/studio/tools", studio_tools),
         Route("/v1/journal", journal),
+        *transcript_routes(hub.transcript),
+        *app_routes(hub.apps),
         Route("/v1/mcp-servers/{name}/authorize", authorize, methods=["POST"]),
         Route("/v1/mcp-servers/{name}/authorize", authorize_status),
         Route("/v1/mcp-servers/{name}/authorize", authorize_cancel, methods=["DELETE"]),

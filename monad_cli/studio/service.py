@@ -6,7 +6,11 @@ What the port serves, behind `locks.StudioLocks`:
     GET /studio/…               the page (static files shipped in the package)
     GET /v1/events              server-sent events (events.py)
     everything else             the control API's own Starlette app: the same routes and the
-                                same JSON as on the unix socket
+                                same JSON as on the unix socket, every string scrubbed of
+                                secret values (scrub.py)
+
+and, on a second loopback port bound with the first listener, the MCP Apps sandbox proxy
+(sandbox.py): another origin, so an app never runs in the page's.
 
 `Studio.serve(port=…)` starts the listener (or keeps the running one) and returns a fresh
 one-time login URL. Asking for another explicit port moves the page there: the new port is
@@ -38,7 +42,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from monad_cli.errors import Conflict
 from monad_cli.studio.events import PING_S, EventBus, event_stream
-from monad_cli.studio.locks import LOGIN_PATH, Logins, StudioLocks
+from monad_cli.studio.locks import LOGIN_PATH, Logins, StudioLocks, studio_csp
+from monad_cli.studio.sandbox import PROXY_PATH, SandboxProxy
+from monad_cli.studio.scrub import ScrubAnswers
 
 log = logging.getLogger("monad.studio")
 STATIC = Path(__file__).resolve().parent / "static"
@@ -53,13 +59,14 @@ class StudioDeps:
     definitions}` as the events carry them; `refresh()`: re-read the definition files if
     they changed (so a page opened right after `monad mcp add` shows the server, as
     `monad mcp status` would); `stopping`: set when the supervisor stops; `start_soon(fn)`:
-    run a task that ends with the supervisor."""
+    run a task that ends with the supervisor; `scrub(text)`: the redaction function."""
 
     control_app: ASGIApp
     snapshot: Callable[[], dict[str, Any]]
     refresh: Callable[[], Coroutine[Any, Any, None]]
     stopping: anyio.Event
     start_soon: Callable[[Callable[[], Coroutine[Any, Any, Any]]], None]
+    scrub: Callable[[str], str] = str
 
 
 class _QuietServer(uvicorn.Server):
@@ -74,17 +81,20 @@ class StaticPage:
     not wait on a thread pool opening files. ETags let a reload revalidate cheaply.
 
     The page itself carries the current `snapshot()` (the first event every stream starts
-    with) in a JSON data block, so it renders before its event stream is even open."""
+    with) in a JSON data block, so it renders before its event stream is even open, and
+    `host()` (`{sandboxPort}`: where MCP Apps render) in another."""
 
     TYPES: ClassVar[dict[str, str]] = {".html": "text/html; charset=utf-8", ".css": "text/css; charset=utf-8",
                                        ".js": "text/javascript; charset=utf-8"}
     SLOT = b'<script type="application/json" id="studio-snapshot">null</script>'
+    HOST_SLOT = b'<script type="application/json" id="studio-host">null</script>'
 
     def __init__(self, snapshot: Callable[[], dict[str, Any]], refresh: Callable[[], Coroutine[Any, Any, None]],
-                 root: Path = STATIC) -> None:
+                 root: Path = STATIC, host: Callable[[], dict[str, Any]] = dict) -> None:
         import hashlib
 
         self.snapshot = snapshot
+        self.host = host
         self.refresh = refresh
         self.files: dict[str, tuple[bytes, str, str]] = {}
         for path in sorted(root.rglob("*")):
@@ -116,14 +126,20 @@ class StaticPage:
         import json
 
         # `<` escaped: no text in the data can end the block (`</script>`) or open a comment.
-        data = json.dumps(self.snapshot(), separators=(",", ":"), default=str).replace("<", "\\u003c")
-        return template.replace(self.SLOT, self.SLOT.replace(b">null<", f">{data}<".encode()), 1)
+        def block(slot: bytes, value: Any) -> bytes:
+            data = json.dumps(value, separators=(",", ":"), default=str).replace("<", "\\u003c")
+            return slot.replace(b">null<", f">{data}<".encode())
+
+        page = template.replace(self.SLOT, block(self.SLOT, self.snapshot()), 1)
+        return page.replace(self.HOST_SLOT, block(self.HOST_SLOT, self.host()), 1)
 
 
 class Listener:
     """One bound port: its socket, its uvicorn server, its logins (cookies of one port)."""
 
-    def __init__(self, make_app: Callable[[Listener], ASGIApp], *, port: int) -> None:
+    def __init__(self, make_app: Callable[[Listener], ASGIApp], *, port: int, what: str = "Studio",
+                 path: str = "/studio/") -> None:
+        self.what, self.path = what, path
         self.requested = port
         self.port = port
         self.logins = Logins()
@@ -144,7 +160,7 @@ class Listener:
             sock.close()
             hint = ("pass `--port N` for another port, or `--port 0` for any free one"
                     if e.errno == errno.EADDRINUSE else "pass `--port N` with N above 1023")
-            raise Conflict(f"cannot serve the Studio on {HOST}:{self.requested}: "
+            raise Conflict(f"cannot serve the {self.what} on {HOST}:{self.requested}: "
                              f"{e.strerror or e}; {hint}") from None
         sock.setblocking(False)
         self._sock = sock
@@ -155,7 +171,7 @@ class Listener:
         config.load()
         self._server.lifespan = config.lifespan_class(config)
         await self._server.startup(sockets=[sock])
-        log.info("Studio listening on http://%s:%d/studio/", HOST, self.port)
+        log.info("%s listening on http://%s:%d%s", self.what, HOST, self.port, self.path)
 
     async def stop(self) -> None:
         self.logins.clear()
@@ -163,15 +179,16 @@ class Listener:
             self._server.force_exit = True
             with anyio.move_on_after(3):
                 await self._server.shutdown(sockets=[self._sock] if self._sock else None)
-        log.info("Studio on port %d stopped", self.port)
+        log.info("%s on port %d stopped", self.what, self.port)
 
 
 class Studio:
     """The page's listener on 127.0.0.1 (at most one at a time) and its login URLs.
 
     Owns: binding, moving and stopping the listener (it stops with the supervisor), the
-    ASGI app it serves (locks → login, page, events, the control app), and minting one-time
-    tokens. Never: answers a `/v1/` route itself other than `/v1/events` (the control app
+    ASGI app it serves (locks → login, page, events, the control app), the MCP Apps sandbox
+    listener (bound with the first page listener, on any free port, kept while the page
+    moves), and minting one-time tokens. Never: answers a `/v1/` route itself other than `/v1/events` (the control app
     does, the same as on the unix socket), or serves anything before `StudioLocks` passed it.
     """
 
@@ -179,9 +196,19 @@ class Studio:
         self.deps = deps
         self.bus = bus
         self.listener: Listener | None = None
+        self.sandbox: Listener | None = None
         self._lock = anyio.Lock()
         self._watching = False
-        self.page = StaticPage(deps.snapshot, deps.refresh)
+        self.page = StaticPage(deps.snapshot, deps.refresh, host=self.host_info)
+        self.control_app = ScrubAnswers(deps.control_app, deps.scrub)
+
+    def host_info(self) -> dict[str, Any]:
+        """What the page needs to host MCP Apps: `{sandboxPort, sandboxPath}`."""
+        return {"sandboxPort": self.sandbox.port if self.sandbox else None, "sandboxPath": PROXY_PATH}
+
+    def _sandbox_app(self, listener: Listener) -> ASGIApp:
+        return SandboxProxy(port=lambda: listener.port,
+                            page_port=lambda: self.listener.port if self.listener else None)
 
     async def serve(self, *, port: int | None, default_port: int) -> dict[str, Any]:
         """`{url, port, started, movedFrom}`: a new one-time login URL for the page.
@@ -192,6 +219,10 @@ class Studio:
             current = self.listener
             started = current is None or (port not in (None, 0) and port != current.port)
             if started:
+                if self.sandbox is None:
+                    sandbox = Listener(self._sandbox_app, port=0, what="MCP Apps sandbox", path=PROXY_PATH)
+                    await sandbox.start()
+                    self.sandbox = sandbox
                 new = Listener(self._app, port=default_port if port is None else port)
                 await new.start()  # a port that cannot be bound leaves the current one serving
                 self.listener = new
@@ -212,6 +243,9 @@ class Studio:
             if self.listener is not None:
                 await self._stop_listener(self.listener)
                 self.listener = None
+            if self.sandbox is not None:
+                await self.sandbox.stop()
+                self.sandbox = None
 
     async def _stop_listener(self, listener: Listener) -> None:
         self.bus.close(group=listener)  # its pages' streams end first, so shutdown need not wait
@@ -231,6 +265,7 @@ class Studio:
             Route("/studio", to_page),
             Route("/v1/events", events),
             Mount("/studio", app=self.page),
-            Mount("", app=self.deps.control_app),
+            Mount("", app=self.control_app),
         ])
-        return StudioLocks(app, port=listener.port, logins=listener.logins)
+        return StudioLocks(app, port=listener.port, logins=listener.logins,
+                           csp=studio_csp(self.sandbox.port if self.sandbox else None))

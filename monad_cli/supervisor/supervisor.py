@@ -24,6 +24,7 @@ from monad_cli.filters import ServerFilter, combine
 from monad_cli.journal.db import Journal
 from monad_cli.paths import Paths
 from monad_cli.redact import redact_text, secret_values
+from monad_cli.studio.apps import apps_extension
 from monad_cli.supervisor.actor import ServerActor
 from monad_cli.supervisor.context import ActorContext
 from monad_cli.supervisor.processes import SpawnRecords, kill_leftovers
@@ -163,8 +164,8 @@ class Supervisor:
         self._tg.start_soon(fn)
 
     def client_extensions(self, actor: ServerActor) -> list[ClientExtension] | None:
-        """`extensions=` for the actor's next `mcp.Client` (the tasks extension, SEP-2663)."""
-        return self.tasks.client_extensions(actor.name)
+        """`extensions=` for the actor's next `mcp.Client`: tasks (SEP-2663), MCP Apps (studio/apps.py)."""
+        return [*self.tasks.client_extensions(actor.name), apps_extension()]
 
     def request_timeout(self, name: str) -> float | None:
         """Seconds a request to server `name` may take (its `requestTimeoutMs`; None: no deadline)."""
@@ -364,9 +365,7 @@ class Supervisor:
             await actor.first_attempt.wait()
         # A required server the person filtered out on purpose does not fail the start.
         failed = [a for a in required if a.state not in LIVE and a.state != State.FILTERED]
-        if not failed:
-            return None
-        return "; ".join(f"required server `{a.name}` is {a.state}: {a.reason}" for a in failed)
+        return "; ".join(f"required server `{a.name}` is {a.state}: {a.reason}" for a in failed) or None
 
     async def _handle_signals(self) -> None:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:

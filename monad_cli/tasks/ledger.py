@@ -3,7 +3,8 @@
 `TaskLedger` writes rows (through `TaskStore`, which checks each state change), journals
 what happened (`kind = "task"` events), and wakes whoever waits on a row. It holds no
 connection and sends nothing: the per-connection loops (`tasks.connection`) and the API
-(`tasks.manager`) decide, the ledger records.
+(`tasks.manager`) decide, the ledger records. Its `listeners` (the Studio's Task cards) are
+told the row id after every change it records or journals.
 """
 
 from __future__ import annotations
@@ -31,6 +32,14 @@ class TaskLedger:
         self.clock = clock
         self.store = TaskStore(journal, clock=clock)
         self._events: dict[str, anyio.Event] = {}
+        self.listeners: list[Callable[[str], None]] = []
+
+    def _tell(self, row_id: str) -> None:
+        for listener in list(self.listeners):
+            try:
+                listener(row_id)
+            except Exception:  # a page listening must never fail a task
+                log.exception("task listener failed")
 
     def note(self, server: str | None, state: str, reason: str, row_id: str | None = None) -> None:
         """A `task` journal event; a failed write is logged, never raised (the row is the record)."""
@@ -39,6 +48,8 @@ class TaskLedger:
                                 detail={"id": row_id} if row_id else None)
         except Exception:
             log.exception("journal write failed")
+        if row_id:
+            self._tell(row_id)
 
     def counts(self, server: str) -> tuple[int, int]:
         """(active, queued) rows of `server`."""
@@ -92,6 +103,7 @@ class TaskLedger:
         ev = self._events.pop(row_id, None)
         if ev is not None:
             ev.set()
+        self._tell(row_id)
 
     async def wait_change(self, row_id: str, timeout: float) -> None:
         """Return when the row changes, or after `timeout` seconds."""

@@ -37,6 +37,7 @@ from monad_cli.tasks.protocol import CreateTaskResult, TasksExtension, dump, fla
 from monad_cli.tasks.snapshot import PENDING_INPUT
 from monad_cli.tasks.states import TERMINAL, TaskState
 from monad_cli.tasks.views import TaskReader
+from monad_cli.trust.calls import current_call
 
 MAX_ACTIVE = 8
 MAX_QUEUED = 64
@@ -318,12 +319,13 @@ class TaskManager(TaskReader):
         """The SDK's resolver: journal the task, wait for its end, return the tool result.
 
         The row starts `submitting` (the call is out; its answer, `created`, is folded in
-        next), as a row monad sent itself would be. Cancelling the caller cancels the task
-        (`tasks/cancel`). A task that does not end `completed` with a result raises
-        `MCPError` with the task's error.
+        next), as a row monad sent itself would be. Its correlation is the tool service's call
+        running in this task (`trust.calls.current_call`: the SDK runs this resolver there).
+        Cancelling the caller cancels the task (`tasks/cancel`). A task that does not end
+        `completed` with a result raises `MCPError` with the task's error.
         """
         row_id = uuid.uuid4().hex
-        self.store.insert(id=row_id, server=server, tool=ctx.tool_name, arguments=None, correlation=None,
+        self.store.insert(id=row_id, server=server, tool=ctx.tool_name, arguments=None, correlation=current_call(),
                           state=TaskState.SUBMITTING, adopted=True, task_id=created.task_id)
         self.ledger.note(server, created.status, f"task {row_id[:12]} `{ctx.tool_name}` adopted from tools/call",
                          row_id)
@@ -354,7 +356,8 @@ class TaskManager(TaskReader):
             with anyio.CancelScope(shield=True), anyio.move_on_after(5):
                 await self.cancel(row_id)
             raise
-        self.store.take_delivery(row_id)
+        if self.store.take_delivery(row_id):  # the caller gets it now: listeners see it taken
+            self.ledger.changed(row_id)
         if row.state == TaskState.COMPLETED and row.result:
             return types.CallToolResult.model_validate(self.view(row)["result"])
         err = json.loads(row.error) if row.error else {}

@@ -12,10 +12,15 @@ annotations never approve anything (MCP spec, server/tools "Security Considerati
 annotations are untrusted). Approvals are keyed to `ServerSpec.definition_hash()`
 (command, args, env names, cwd, url): after the command is edited, earlier approvals no
 longer apply. A `hostEscape` server's tools can be approved for the session but never always.
+
+Listeners (`gate.listeners`, the Studio's event stream) hear `("approval.pending", request)`
+when a request opens or a caller starts waiting on it, and `("approval.closed", {"id",
+"decision", "by"})` when it is decided, withdrawn or expires, or its caller went away.
 """
 
 from __future__ import annotations
 
+import logging
 import secrets
 import time
 from collections.abc import Callable
@@ -27,9 +32,11 @@ import anyio
 from monad_cli.errors import InvalidInput, NotFound
 
 if TYPE_CHECKING:
+    from monad_cli.config.schema import ServerSpec
     from monad_cli.journal.db import Journal
 
 GRANTS = ("once", "session", "always")
+log = logging.getLogger("monad.tools")
 
 
 @dataclass
@@ -73,6 +80,17 @@ class ApprovalGate:
         self.session: dict[tuple[str, str, str], str] = {}
         self.always: dict[tuple[str, str, str], str] = {}
         self.pending: dict[str, Pending] = {}
+        self.listeners: list[Callable[[str, dict[str, Any]], None]] = []
+
+    def _tell(self, kind: str, data: dict[str, Any]) -> None:
+        for listener in list(self.listeners):
+            try:
+                listener(kind, data)
+            except Exception:  # a page listening must never fail a call
+                log.exception("approval listener failed")
+
+    def _closed(self, p: Pending, decision: str, by: str) -> None:
+        self._tell("approval.closed", {"id": p.id, "decision": decision, "by": by})
 
     def load(self, journal: Journal) -> None:
         """Read the "always" approvals once; later ones are added here and in the journal,
@@ -118,7 +136,21 @@ class ApprovalGate:
                     definition_hash=definition_hash, host_escape=host_escape, command=command, url=url,
                     via=via, created=now, expires=now + timeout)
         self.pending[p.id] = p
+        self._tell("approval.pending", p.as_dict())
         return p
+
+    def open_call(self, spec: ServerSpec, server: str, tool: str, exposed: str, arguments: Any, via: str,
+                  timeout: float) -> Pending:
+        """A request for one call of `tool` of `server` as `spec` defines it: the person sees
+        the exact command (secret-looking arguments redacted) or the URL (query secrets
+        redacted), and the decision is keyed to its definition hash."""
+        from monad_cli.redact import redact_args, redact_url
+
+        command = [spec.command, *redact_args(spec.args)] if spec.command else None
+        return self.open(server=server, tool=tool, exposed=exposed, arguments=arguments,
+                         definition_hash=spec.definition_hash(), host_escape=spec.trust.host_escape,
+                         command=command, url=redact_url(spec.url) if spec.url else None, via=via,
+                         timeout=timeout)
 
     def get(self, approval_id: str) -> Pending:
         p = self.pending.get(approval_id)
@@ -128,11 +160,16 @@ class ApprovalGate:
 
     async def wait(self, p: Pending, timeout: float) -> tuple[bool, str, str]:
         """(approved, decision, who): decision is approved | denied | timeout."""
+        self._tell("approval.pending", p.as_dict())  # again: a caller that waits now may have moved `expires`
+        waited = anyio.move_on_after(max(0.0, timeout))
         try:
-            with anyio.move_on_after(max(0.0, timeout)):
+            with waited:
                 await p.event.wait()
         finally:  # also when the caller goes away: nobody is left to run the call
-            self.pending.pop(p.id, None)
+            if self.pending.pop(p.id, None) is not None and p.decision is None:
+                timed_out = waited.cancelled_caught
+                self._closed(p, "timeout" if timed_out else "withdrawn",
+                             "nobody decided in time" if timed_out else "the caller stopped waiting")
         if p.decision is None:
             return False, "timeout", f"no decision within {timeout:g} s"
         approved, _scope, who = p.decision
@@ -144,12 +181,13 @@ class ApprovalGate:
             self.grant(p.server, p.definition_hash, p.tool, scope, by, host_escape=p.host_escape)
         p.decision = (allow, scope, by)
         p.event.set()
+        self._closed(p, f"allowed ({scope})" if allow else "denied", by)
         return p
 
     def purge(self) -> None:
         now = self.clock()
         for key in [k for k, p in self.pending.items() if p.expires < now and not p.event.is_set()]:
-            del self.pending[key]
+            self._closed(self.pending.pop(key), "timeout", "nobody decided in time")
 
     def listing(self) -> list[dict[str, Any]]:
         self.purge()

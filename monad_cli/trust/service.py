@@ -32,11 +32,12 @@ from monad_cli.errors import (
 )
 from monad_cli.gateway.policy import is_deferred
 from monad_cli.journal import tools as jt
-from monad_cli.redact import redact_args, redact_url
 from monad_cli.trust.arguments import validate_arguments
+from monad_cli.trust.calls import CallLog, current_call
 from monad_cli.trust.gate import ApprovalGate, Pending
 from monad_cli.trust.names import NameMap, build_name_map, describe_collision, inert_entries, inert_entry_warning
 from monad_cli.trust.pins import canonical_tools, describe_change, same_hash, tool_set_hash
+from monad_cli.trust.visibility import check_caller, for_model
 
 if TYPE_CHECKING:
     from mcp_types import CallToolResult, Tool
@@ -122,6 +123,7 @@ class ToolService:
         self.run_task = run_task
         self.clock = clock
         self.gate = ApprovalGate(journal, clock=clock)
+        self.calls = CallLog(journal)  # the tool_calls rows, and the Studio's transcript listening
         self.gate.load(journal)
         self.hashes: dict[str, str] = {}
         self.blocked: dict[str, str] = {}
@@ -195,8 +197,9 @@ class ToolService:
 
     def listing(self, server: str | None = None) -> list[dict[str, Any]]:
         """Exposed tools (wire shape + `server`, `tool`, `autoApproved`, `deferred`, `condition`),
-        by name. `deferred`: the server has `deferred = true` or the name matches a glob of
-        `features/tools.toml`; `condition`: the server's condition text or None."""
+        by name; never a tool whose `_meta.ui.visibility` leaves out "model". `deferred`: the
+        server has `deferred = true` or the name matches a glob of `features/tools.toml`;
+        `condition`: the server's condition text or None."""
         nmap = self.name_map()
         out = []
         for actor in self._registered():
@@ -204,7 +207,7 @@ class ToolService:
                 continue
             for t in actor.tools:
                 exposed = nmap.exposed_name(actor.name, t.name)
-                if exposed is None:
+                if exposed is None or not for_model(t.meta):
                     continue
                 row = dump_tool(t)
                 spec = actor.spec
@@ -261,16 +264,6 @@ class ToolService:
         return actor, tool
 
     # -- the call path ----------------------------------------------------------------
-    def _open_pending(self, actor: ToolServer, tool: Tool, exposed: str, arguments: Any, via: str,
-                      timeout: float) -> Pending:
-        spec = actor.spec
-        assert spec is not None
-        command = [spec.command, *redact_args(spec.args)] if spec.command else None
-        return self.gate.open(server=actor.name, tool=tool.name, exposed=exposed, arguments=arguments,
-                              definition_hash=spec.definition_hash(),
-                              host_escape=spec.trust.host_escape, command=command,
-                              url=redact_url(spec.url) if spec.url else None, via=via, timeout=timeout)
-
     async def _decide(self, actor: ToolServer, tool: Tool, exposed: str, arguments: Any, via: str,
                       approval: dict[str, Any]) -> tuple[bool, str, str]:
         """(approved, decision, who) for one call; raises ApprovalRequired for `mode: check`."""
@@ -285,7 +278,8 @@ class ToolService:
         if mode == "yes":
             return True, "approved", f"{via} --yes"
         if mode == "check":
-            raise ApprovalRequired(self._open_pending(actor, tool, exposed, arguments, via, PENDING_TTL_S))
+            raise ApprovalRequired(self.gate.open_call(spec, actor.name, tool.name, exposed, arguments, via,
+                                                       PENDING_TTL_S))
         if mode == "decided":
             p = self.gate.get(str(approval.get("approvalId")))
             grant = str(approval.get("grant", "deny"))
@@ -303,7 +297,7 @@ class ToolService:
         approval_id = approval.get("approvalId")
         known = self.gate.pending.get(str(approval_id)) if approval_id else None
         if known is None:
-            p = self._open_pending(actor, tool, exposed, arguments, via, timeout)
+            p = self.gate.open_call(spec, actor.name, tool.name, exposed, arguments, via, timeout)
         else:
             p = known
             p.expires = self.clock() + timeout
@@ -311,11 +305,13 @@ class ToolService:
         return await self.gate.wait(p, timeout)
 
     async def call(self, exposed: str, arguments: dict[str, Any] | None, *, via: str,
-                   approval: dict[str, Any], detach: bool = False) -> dict[str, Any]:
+                   approval: dict[str, Any], detach: bool = False,
+                   app_of: str | None = None) -> dict[str, Any]:
         """Gate, journal and forward one tools/call (MCP spec, server/tools "Calling Tools").
 
         Returns the CallToolResult in wire shape plus `callId`, `server`, `tool`,
-        `decidedBy`. Raises NotFound (unknown exposed name), InvalidInput (arguments do not
+        `decidedBy`. `app_of`: the server whose MCP App makes the call (visibility.py decides
+        who may call what). Raises NotFound (unknown exposed name, or an app-only tool), InvalidInput (arguments do not
         match the inputSchema), ApprovalRequired (`mode: check`), CallRefused (denied) and
         its ApprovalTimeout and NotRegistered (pin mismatch), ToolCallFailed (the server
         failed the request), and with `detach` Unavailable (no task manager) and the task
@@ -333,31 +329,31 @@ class ToolService:
         if not isinstance(arguments, dict):
             raise InvalidInput(f"tool `{exposed}`: arguments must be a JSON object")
         actor, tool = self.resolve(exposed)
+        check_caller(tool.meta, exposed=exposed, server=actor.name, app_of=app_of)
         validate_arguments(tool.input_schema, arguments, exposed)
-        j = self.journal
         try:
             approved, decision, who = await self._decide(actor, tool, exposed, arguments, via, approval)
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
-                cid = jt.start_call(j, server=actor.name, tool=tool.name, exposed=exposed,
-                                    arguments=arguments, via=via)
-                jt.finish_call(j, cid, outcome="cancelled", decision="cancelled",
-                               decided_by="the caller left while waiting for approval", duration_ms=0.0)
+                cid = self.calls.start(server=actor.name, tool=tool.name, exposed=exposed,
+                                       arguments=arguments, via=via)
+                self.calls.finish(cid, outcome="cancelled", decision="cancelled",
+                                  decided_by="the caller left while waiting for approval", duration_ms=0.0)
             raise
-        call_id = jt.start_call(j, server=actor.name, tool=tool.name, exposed=exposed, arguments=arguments,
-                                via=via)
+        call_id = self.calls.start(server=actor.name, tool=tool.name, exposed=exposed, arguments=arguments,
+                                   via=via)
         started = time.monotonic()
 
         def finish(outcome: str, error: str | None = None) -> None:
-            jt.finish_call(j, call_id, outcome=outcome, decision=decision, decided_by=who,
-                           duration_ms=round((time.monotonic() - started) * 1000, 3), error=error)
+            self.calls.finish(call_id, outcome=outcome, decision=decision, decided_by=who,
+                              duration_ms=round((time.monotonic() - started) * 1000, 3), error=error)
 
         if not approved:
             finish("refused", f"approval {decision}: {who}")
             if decision == "denied":
                 raise CallRefused(f"call to `{exposed}` was denied ({who})")
             raise ApprovalTimeout(f"call to `{exposed}` was not approved in time ({who})")
-        correlation = {"callId": call_id, "exposed": exposed, "decidedBy": who}
+        correlation = {**(current_call() or {}), "decidedBy": who}  # callId, exposed, via, ref
         if detach:
             if self.start_task is None:
                 raise Unavailable("the task manager is not running; try again in a moment")

@@ -10,7 +10,8 @@ request declares the extension and answers `resultType: "task"`; `tasks/get`,
 ids, unless `--no-notify` (then the ack honors no task ids and nothing is pushed).
 
 Task tools:
-- `slow(seconds, label)`: sleeps, completes with text `slept <seconds> <label>`;
+- `slow(seconds, label)`: says `sleeping <seconds> s` (statusMessage), sleeps, completes
+  with text `slept <seconds> <label>`;
 - `ask(unsafe, mode)`: asks for a form {name: string, age: integer, ratio: number, subscribe:
   boolean} (with `unsafe`, the form also names `__proto__`), or with `mode=url` asks the
   person to open a sign-in URL (URL-mode elicitation; `url` overrides it); completes with
@@ -141,6 +142,7 @@ FORM = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"ty
 async def work(state: State, t: ServerTask) -> None:
     with t.scope:
         if t.tool == "slow":
+            state.set_status(t, "working", status_message=f"sleeping {t.args.get('seconds', 1)} s")
             await anyio.sleep(float(t.args.get("seconds", 1)))
             state.set_status(t, "completed", result=text_result(f"slept {t.args.get('seconds', 1)} "
                                                                 f"{t.args.get('label', '')}".strip()))

@@ -1,10 +1,15 @@
-// The Studio page: the live stream, the views, and the little messages after an action.
-// Views register here by route; the next ones (Tools, approvals, Task cards) add themselves
-// beside "Capabilities → MCP servers" and their own event types on the same stream.
+// The Studio page: the live stream, the three views (MCP servers, Tools, Transcript), the
+// approvals waiting above whichever is shown, and the little messages after an action.
+// Every view hears every event, shown or not, so switching views never needs a reload.
 
-import { h, setText } from "./dom.js";
+import { ApprovalsPanel } from "./approvals.js";
+import { h, replaceChildren, setText } from "./dom.js";
 import { LiveStream } from "./events.js";
 import { ServersView } from "./servers.js";
+
+// Tools and Transcript (and the MCP Apps host behind Tools) load after the first render, so
+// the servers table never waits for modules it does not need.
+const later = Promise.all([import("./tools.js"), import("./transcript.js")]);
 
 const STATUS_TEXT = {
   connecting: "Connecting…",
@@ -12,6 +17,11 @@ const STATUS_TEXT = {
   reconnecting: "Live updates interrupted: reconnecting…",
   unreachable: "The supervisor is not answering (stopped?): retrying…",
   "signed-out": "Signed out: run `monad studio` in a terminal for a new login URL",
+};
+const ROUTES = {
+  "#/capabilities/mcp-servers": { view: "servers", crumbs: ["Capabilities", "MCP servers"] },
+  "#/tools": { view: "tools", crumbs: ["Capabilities", "Tools"] },
+  "#/transcript": { view: "transcript", crumbs: ["Transcript"] },
 };
 
 const live = document.getElementById("live");
@@ -30,20 +40,71 @@ function notify(message, isError = false) {
   setTimeout(() => toast.remove(), isError ? 12000 : 4000);
 }
 
+function readData(id) {
+  try {
+    return JSON.parse(document.getElementById(id).textContent);
+  } catch {
+    return null;
+  }
+}
+
+const host = readData("studio-host") || {};
 const servers = new ServersView(document.getElementById("view"), notify);
+const approvals = new ApprovalsPanel(document.getElementById("approvals"), notify);
+let tools = null;
+let transcript = null;
+const roots = { servers: "view", tools: "tools-view", transcript: "transcript-view" };
+
+function route() {
+  const current = ROUTES[location.hash] || ROUTES["#/capabilities/mcp-servers"];
+  for (const [view, id] of Object.entries(roots)) document.getElementById(id).hidden = view !== current.view;
+  for (const link of document.querySelectorAll(".sections a")) {
+    if (link.dataset.view === current.view) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
+  const crumbs = current.crumbs;
+  replaceChildren(document.getElementById("crumbs"),
+    crumbs.map((c, i) => h("li", i === crumbs.length - 1 ? { "aria-current": "page" } : {}, c)));
+  document.title = `${crumbs[crumbs.length - 1]} · monad Studio`;
+  if (current.view === "tools" && tools) tools.shown();
+}
+window.addEventListener("hashchange", route);
+route();
 
 // The page came with a snapshot (the same data the stream starts with): render it now, before
 // the stream is open; the stream's own snapshot replaces it a moment later.
-try {
-  const inline = JSON.parse(document.getElementById("studio-snapshot").textContent);
-  if (inline) servers.applySnapshot(inline);
-} catch {
-  // no snapshot in the page: the stream brings one
+const inline = readData("studio-snapshot");
+if (inline) {
+  servers.applySnapshot(inline);
+  approvals.apply(inline.approvals || []);
 }
 
+const [{ ToolsView }, { TranscriptView }] = await later;
+tools = new ToolsView(document.getElementById("tools-view"), { notify, host });
+transcript = new TranscriptView(document.getElementById("transcript-view"), { notify });
+route();
+
 new LiveStream(showStatus)
-  .on("snapshot", (data) => servers.applySnapshot(data))
-  .on("config", (data) => servers.applySnapshot(data))
-  .on("server.state", (data) => servers.applyServer(data.server))
+  .on("snapshot", (data) => {
+    servers.applySnapshot(data);
+    approvals.apply(data.approvals || []);
+    tools.refresh();
+    transcript.reload(); // nothing is replayed after a reconnect: read the rows again
+  })
+  .on("config", (data) => {
+    servers.applySnapshot(data);
+    tools.refreshSoon();
+  })
+  .on("server.state", (data) => {
+    servers.applyServer(data.server);
+    tools.refreshSoon();
+  })
   .on("authorize", (data) => servers.applyAuthorize(data))
+  .on("call", (data) => transcript.applyCall(data.call))
+  .on("approval.pending", (data) => approvals.add(data.approval))
+  .on("approval.closed", (data) => approvals.remove(data.id))
+  .on("task", (data) => {
+    transcript.applyTask(data.task);
+    tools.applyTask(data.task);
+  })
   .start();

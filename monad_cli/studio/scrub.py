@@ -1,0 +1,74 @@
+"""The page never holds a secret: every JSON value the Studio sends passes the supervisor's
+redaction function (`Supervisor.scrub`: every secret value the definitions hold → `***`).
+
+- `scrub_data(value, scrub)`: a copy of a JSON value with every string scrubbed (keys too);
+  used on every event (`StudioHub.publish`);
+- `ScrubAnswers`: ASGI middleware in front of the control app on the Studio's port, which
+  does the same to every JSON answer. Tool results, approval arguments and task rows are
+  what a server or a caller sent, so they may carry a secret value (a server echoing its
+  own environment, an agent passing a token); the CLI shows them as they are, the page
+  never.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+Scrub = Callable[[str], str]
+
+
+def scrub_data(value: Any, scrub: Scrub) -> Any:
+    """`value` (JSON-shaped) with `scrub` applied to every string in it."""
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, dict):
+        return {scrub(k) if isinstance(k, str) else k: scrub_data(v, scrub) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [scrub_data(v, scrub) for v in value]
+    return value
+
+
+class ScrubAnswers:
+    """Re-encode every `application/json` answer with its strings scrubbed. Other answers
+    (an event stream, NDJSON) pass as they are; their producers scrub them."""
+
+    def __init__(self, app: ASGIApp, scrub: Scrub) -> None:
+        self.app = app
+        self.scrub = scrub
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start: Message | None = None
+        chunks: list[bytes] = []
+
+        async def wrapped(message: Message) -> None:
+            nonlocal start
+            if message["type"] == "http.response.start":
+                kind = dict(message.get("headers", [])).get(b"content-type", b"")
+                if kind.startswith(b"application/json"):
+                    start = message  # held until the whole body is in
+                    return
+                await send(message)
+                return
+            if message["type"] == "http.response.body" and start is not None:
+                chunks.append(message.get("body", b""))
+                if message.get("more_body"):
+                    return
+                body = b"".join(chunks)
+                try:
+                    body = json.dumps(scrub_data(json.loads(body), self.scrub), separators=(",", ":")).encode()
+                except ValueError:
+                    body = self.scrub(body.decode("utf-8", "replace")).encode()
+                headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
+                await send({**start, "headers": [*headers, (b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body})
+                return
+            await send(message)
+
+        await self.app(scope, receive, wrapped)

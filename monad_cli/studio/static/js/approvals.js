@@ -1,0 +1,90 @@
+// Approvals waiting, above every view: each tool call the gate holds (from this page, the
+// CLI, the gateway or an MCP App) with the server, the tool, the exact command or URL and
+// the full arguments, and the four answers. Deciding here ends the waiting call wherever it
+// came from. "Always allow" is not offered for a `hostEscape` server (the gate refuses it
+// too). Cards come and go with `approval.pending` / `approval.closed` events.
+
+import { api } from "./api.js";
+import { enc, h, replaceChildren, setText } from "./dom.js";
+
+const CALLERS = { cli: "monad mcp call", gateway: "an agent, through the gateway", studio: "this page",
+                  app: "an MCP App" };
+
+export class ApprovalsPanel {
+  constructor(root, notify) {
+    this.root = root;
+    this.notify = notify;
+    this.cards = new Map(); // id → element
+    this.list = h("div", { class: "approval-list" });
+    this.title = h("h2", { id: "approvals-title" }, "Approvals waiting");
+    replaceChildren(root, this.title, this.list);
+    setInterval(() => this.tick(), 1000);
+  }
+
+  apply(pending) {
+    const ids = new Set(pending.map((a) => a.id));
+    for (const id of [...this.cards.keys()]) if (!ids.has(id)) this.remove(id);
+    for (const a of pending) this.add(a);
+  }
+
+  add(a) {
+    const known = this.cards.get(a.id);
+    if (known) { // the same request again: its caller started waiting, maybe with a new deadline
+      const clock = known.querySelector("[data-expires]");
+      if (clock) clock.dataset.expires = String(a.expires || 0);
+      this.tick();
+      return;
+    }
+    const where = a.command ? h("code", {}, a.command.join(" ")) : a.url ? h("code", {}, a.url) : "–";
+    const button = (label, decision, scope, extra = {}) =>
+      h("button", { type: "button", class: "small", onclick: () => this.decide(a, decision, scope), ...extra }, label);
+    const expires = h("span", { class: "hint", dataset: { expires: String(a.expires || 0) } });
+    const card = h("article", { class: "approval", "aria-label": `Approval for ${a.exposed}`, dataset: { id: a.id } },
+      h("h3", {}, a.exposed, " ", expires),
+      h("dl", { class: "facts" },
+        h("dt", {}, "Asked by"), h("dd", {}, CALLERS[a.via] || a.via),
+        h("dt", {}, "Server"), h("dd", {}, a.server),
+        h("dt", {}, a.command ? "Command" : "URL"), h("dd", {}, where),
+        h("dt", {}, "Arguments"), h("dd", {}, h("pre", { class: "json" }, JSON.stringify(a.arguments, null, 2)))),
+      h("div", { class: "buttons" },
+        button("Allow once", "allow", "once", { class: "small primary" }),
+        button("Allow for session", "allow", "session"),
+        a.hostEscape ? null : button("Always allow", "allow", "always"),
+        button("Deny", "deny", "once", { class: "small danger" })),
+      a.hostEscape ? h("p", { class: "hint" }, "This server has trust.hostEscape: it can be allowed once or for the "
+                                              + "session, never always.") : null);
+    this.cards.set(a.id, card);
+    this.list.append(card);
+    this.root.hidden = false;
+    this.tick();
+  }
+
+  remove(id) {
+    const card = this.cards.get(id);
+    if (card) card.remove();
+    this.cards.delete(id);
+    this.root.hidden = this.cards.size === 0;
+  }
+
+  tick() {
+    const now = Date.now() / 1000;
+    for (const el of this.list.querySelectorAll("[data-expires]")) {
+      const left = Math.max(0, Math.round(Number(el.dataset.expires) - now));
+      setText(el, `(refused in ${left} s unless decided)`);
+    }
+  }
+
+  async decide(a, decision, scope) {
+    const card = this.cards.get(a.id);
+    for (const b of card ? card.querySelectorAll("button") : []) b.disabled = true;
+    try {
+      await api("POST", `/v1/approvals/${enc(a.id)}`, { decision, scope });
+      this.remove(a.id);
+      this.notify(decision === "allow" ? `allowed ${a.exposed} (${scope})` : `denied ${a.exposed}`);
+    } catch (err) {
+      for (const b of card ? card.querySelectorAll("button") : []) b.disabled = false;
+      if (err.status === 404) this.remove(a.id); // decided elsewhere, or its caller left
+      this.notify(err.message, true);
+    }
+  }
+}

@@ -1,0 +1,225 @@
+// Capabilities → Tools: one row per tool agents see (the exposed name `server__tool` first),
+// and **Try**: a form from the tool's inputSchema, **Call** through the same approval gate as
+// every other caller (`POST /v1/tools/call`, journaled `via: studio`), the result as the model
+// gets it, the call's Task card when the server made it a Task, and the tool's MCP App when it
+// has one (apphost.js).
+
+import { api } from "./api.js";
+import { AppFrame, appLog } from "./apphost.js";
+import { h, replaceChildren, setText } from "./dom.js";
+import { renderResult } from "./results.js";
+import { SchemaForm } from "./schema_form.js";
+import { TaskCard } from "./tasks.js";
+
+const APPROVAL_WAIT_S = 600; // the page waits as long as the person may take to decide
+
+function newRef() {
+  const bytes = new Uint8Array(12);
+  crypto.getRandomValues(bytes);
+  return `studio-${Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")}`;
+}
+
+class TryPanel {
+  constructor(tool, { notify, host, onClose }) {
+    this.tool = tool;
+    this.notify = notify;
+    this.host = host;
+    this.onClose = onClose;
+    this.ref = null;
+    this.controller = null;
+    this.task = null;
+    this.app = null;
+    const titleId = "try-title";
+    this.form = new SchemaForm(tool.formSchema || tool.inputSchema || {}, "try");
+    this.callButton = h("button", { type: "submit", class: "primary" }, "Call");
+    this.stopButton = h("button", { type: "button", class: "danger", hidden: true, onclick: () => this.stop() }, "Stop");
+    this.status = h("p", { class: "call-status", role: "status" });
+    this.taskArea = h("div", { class: "try-task" });
+    this.appArea = h("div", { class: "try-app" });
+    this.resultArea = h("div", { class: "try-result", "aria-live": "polite" });
+    this.element = h("section", { class: "try", "aria-labelledby": titleId },
+      h("div", { class: "details-head" },
+        h("h2", { id: titleId }, `Try ${tool.name}`),
+        h("button", { type: "button", class: "small", onclick: () => this.close("the person closed it") }, "Close")),
+      tool.description ? h("p", { class: "hint" }, tool.description) : null,
+      h("form", { class: "try-form", "aria-label": `Arguments of ${tool.name}`, novalidate: true,
+                  onsubmit: (e) => { e.preventDefault(); this.call(); } },
+        this.form.element,
+        h("div", { class: "buttons" }, this.callButton, this.stopButton)),
+      this.status, this.taskArea, this.appArea, this.resultArea);
+  }
+
+  async call() {
+    const got = this.form.collect();
+    if (!got.ok) return;
+    await this.closeApp("another call of the tool started");
+    this.ref = newRef();
+    this.task = null;
+    replaceChildren(this.taskArea);
+    replaceChildren(this.resultArea);
+    this.callButton.disabled = true;
+    this.stopButton.hidden = false;
+    this.status.classList.remove("error");
+    setText(this.status, "Calling… (if the call needs an approval, it is waiting above)");
+    this.controller = new AbortController();
+    if (this.tool.ui) this.startApp(got.value);
+    let result = null;
+    let failure = null;
+    try {
+      result = await callTool(this.tool.name, got.value, this.ref, this.controller.signal);
+    } catch (err) {
+      failure = err;
+    }
+    this.controller = null;
+    this.callButton.disabled = false;
+    this.stopButton.hidden = true;
+    if (result) {
+      setText(this.status, `${result.isError ? "Tool error" : "Done"} · approved by ${result.decidedBy}`);
+      replaceChildren(this.resultArea, renderResult(result));
+      if (this.app) this.app.toolResult(result);
+    } else {
+      const why = failure.name === "AbortError" ? "stopped (notifications/cancelled sent to the server)" : failure.message;
+      setText(this.status, `Not done: ${why}`);
+      this.status.classList.add("error");
+      if (this.app) this.app.toolCancelled(failure.name === "AbortError" ? "stopped by the person" : why);
+    }
+  }
+
+  startApp(args) {
+    const log = appLog();
+    this.app = new AppFrame({ name: this.tool.name, host: this.host, onLog: log.add });
+    const app = this.app;
+    replaceChildren(this.appArea,
+      h("div", { class: "details-head" }, h("h3", {}, `MCP App: ${this.tool.ui.resourceUri}`),
+        h("button", { type: "button", class: "small", onclick: () => this.closeApp("the person closed it") }, "Close app")),
+      app.element, h("h4", {}, "App log"), log.element);
+    app.toolInput(args); // held until the app says initialized
+    app.open().catch((err) => {
+      log.add(`not shown: ${err.message}`);
+      app.close(err.message);
+    });
+  }
+
+  async closeApp(reason) {
+    const app = this.app;
+    this.app = null;
+    if (app) await app.close(reason);
+  }
+
+  /** A Task row: this panel's own when its correlation carries this call's ref. */
+  applyTask(row) {
+    if (!this.ref || !row.correlation || row.correlation.ref !== this.ref) return;
+    if (!this.task) {
+      this.task = new TaskCard(row, this.notify);
+      replaceChildren(this.taskArea, this.task.element);
+    } else this.task.update(row);
+  }
+
+  async stop() {
+    if (this.task && this.task.open) {
+      setText(this.status, "Stopping the Task (tasks/cancel)…");
+      await this.task.cancel(); // the waiting call ends with the Task
+      return;
+    }
+    if (this.controller) this.controller.abort();
+  }
+
+  async close(reason) {
+    if (this.controller) this.controller.abort();
+    await this.closeApp(reason);
+    this.element.remove();
+    this.onClose(this);
+  }
+
+  tick() {
+    if (this.task) this.task.tick();
+  }
+}
+
+/** `POST /v1/tools/call` that an AbortSignal can cut (the supervisor cancels the call then). */
+async function callTool(name, args, ref, signal) {
+  const response = await fetch("/v1/tools/call", {
+    method: "POST", credentials: "same-origin", signal,
+    headers: { Accept: "application/json", "Content-Type": "application/json" },
+    body: JSON.stringify({ name, arguments: args, ref, via: "studio",
+                           approval: { mode: "wait", timeout: APPROVAL_WAIT_S } }),
+  });
+  const data = await response.json().catch(() => null);
+  if (!response.ok) {
+    const err = new Error((data && data.error && data.error.message) || `HTTP ${response.status}`);
+    err.code = data && data.error && data.error.code;
+    throw err;
+  }
+  return data;
+}
+
+export class ToolsView {
+  constructor(root, { notify, host }) {
+    this.root = root;
+    this.notify = notify;
+    this.host = host;
+    this.tools = [];
+    this.panel = null;
+    this.tbody = h("tbody");
+    this.empty = h("p", { class: "empty", hidden: true }, "No tools: no server is connected, or none lists tools.");
+    this.slot = h("div", { class: "try-slot" });
+    replaceChildren(root,
+      h("div", { class: "toolbar" }, h("h1", { id: "tools-title" }, "Tools")),
+      h("p", { class: "hint" }, "Every tool agents see through monad, under its exposed name. Try calls it through "
+                                + "the same approval gate as the CLI and the gateway."),
+      h("table", { class: "tools-list", "aria-labelledby": "tools-title" },
+        h("thead", {}, h("tr", {}, ["Exposed name", "Server", "Description", "Actions"]
+          .map((c) => h("th", { scope: "col" }, c)))),
+        this.tbody),
+      this.empty, this.slot);
+    setInterval(() => this.panel && this.panel.tick(), 1000);
+  }
+
+  shown() {
+    if (!this.loaded) this.refresh();
+  }
+
+  refreshSoon() {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.refresh(), 300);
+  }
+
+  async refresh() {
+    try {
+      const answer = await api("GET", "/v1/studio/tools");
+      this.loaded = true;
+      this.render(answer.tools || []);
+    } catch (err) {
+      this.notify(`tools: ${err.message}`, true);
+    }
+  }
+
+  render(tools) {
+    const key = JSON.stringify(tools.map((t) => [t.name, t.description, t.ui]));
+    if (key === this.key) return;
+    this.key = key;
+    this.tools = tools;
+    replaceChildren(this.tbody, tools.map((t) => h("tr", { dataset: { name: t.name } },
+      h("td", {}, h("code", {}, t.name)),
+      h("td", {}, t.server),
+      h("td", {}, t.description || "", t.ui ? h("span", { class: "badge tag" }, "MCP App") : null,
+        t.autoApproved ? h("span", { class: "badge tag" }, "auto-approved") : null),
+      h("td", {}, h("button", { type: "button", class: "small", "aria-label": `Try ${t.name}`,
+                                onclick: () => this.open(t.name) }, "Try")))));
+    this.empty.hidden = tools.length > 0;
+  }
+
+  async open(name) {
+    const tool = this.tools.find((t) => t.name === name);
+    if (!tool) return;
+    if (this.panel) await this.panel.close("another tool was opened");
+    this.panel = new TryPanel(tool, { notify: this.notify, host: this.host,
+                                      onClose: (p) => { if (this.panel === p) this.panel = null; } });
+    this.slot.append(this.panel.element);
+    this.panel.element.scrollIntoView({ block: "nearest" });
+  }
+
+  applyTask(row) {
+    if (this.panel) this.panel.applyTask(row);
+  }
+}

@@ -1,0 +1,96 @@
+"""The `tool_calls` rows of the tool service, and who hears of them as they are written.
+
+`CallLog` writes a call's intent row before the call and its outcome after it (through
+`journal/tools.py`), and tells its listeners (the Studio's transcript) each time:
+
+    listener("call.started",  {"id", "ts", "server", "tool", "exposed", "via", "arguments", "ref"})
+    listener("call.finished", {"id", "outcome", "decision", "decidedBy", "durationMs", "error"})
+
+The journal keeps only a digest of the arguments (docs/tools.md "The journal of calls");
+the listeners get them, for a transcript held in memory. A listener's failure is logged and
+never fails the call.
+
+While a call runs, `current_call()` says which one it is in the calling task (a context
+variable): the task manager's resolver for a task returned to a plain `tools/call` runs in
+that task and keeps it as the task's correlation, so a Task card knows its call. A caller
+may tag its next call with `call_ref(ref)` (the Studio page does, to find its own call's
+rows and Task among everyone's).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import logging
+import time
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from monad_cli.journal import tools as jt
+
+if TYPE_CHECKING:
+    from monad_cli.journal.db import Journal
+
+log = logging.getLogger("monad.tools")
+Listener = Callable[[str, dict[str, Any]], None]
+MAX_REF = 64
+
+_current: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("monad_current_call", default=None)
+_ref: contextvars.ContextVar[str | None] = contextvars.ContextVar("monad_call_ref", default=None)
+
+
+def current_call() -> dict[str, Any] | None:
+    """`{"callId", "exposed", "via", "ref"}` of the call running in this task, or None."""
+    return _current.get()
+
+
+@contextlib.contextmanager
+def call_ref(ref: Any) -> Iterator[None]:
+    """Tag the calls made inside with the caller's own reference (a short string; anything
+    else is ignored)."""
+    token = _ref.set(ref[:MAX_REF] if isinstance(ref, str) and ref else None)
+    try:
+        yield
+    finally:
+        _ref.reset(token)
+
+
+class CallLog:
+    """Owns the writes of `tool_calls` rows for one `ToolService` and the listeners of them."""
+
+    def __init__(self, journal: Journal) -> None:
+        self.journal = journal
+        self.listeners: list[Listener] = []
+        self._tokens: dict[int, contextvars.Token[dict[str, Any] | None]] = {}
+
+    def _tell(self, kind: str, data: dict[str, Any]) -> None:
+        for listener in list(self.listeners):
+            try:
+                listener(kind, data)
+            except Exception:  # a transcript must never fail a call
+                log.exception("call listener failed")
+
+    def start(self, *, server: str, tool: str, exposed: str, arguments: Any, via: str) -> int:
+        """The intent row (outcome `running`); returns its id. Until `finish` of this id, the
+        calling task's `current_call()` names it."""
+        call_id = jt.start_call(self.journal, server=server, tool=tool, exposed=exposed, arguments=arguments,
+                                via=via)
+        ref = _ref.get()
+        self._tokens[call_id] = _current.set({"callId": call_id, "exposed": exposed, "via": via, "ref": ref})
+        self._tell("call.started", {"id": call_id, "ts": time.time(), "server": server, "tool": tool,
+                                    "exposed": exposed, "via": via, "arguments": arguments, "ref": ref,
+                                    "outcome": "running"})
+        return call_id
+
+    def finish(self, call_id: int, *, outcome: str, decision: str | None = None, decided_by: str | None = None,
+               duration_ms: float | None = None, error: str | None = None) -> None:
+        """The outcome of call `call_id`, written after the side effect."""
+        jt.finish_call(self.journal, call_id, outcome=outcome, decision=decision, decided_by=decided_by,
+                       duration_ms=duration_ms, error=error)
+        token = self._tokens.pop(call_id, None)
+        if token is not None:
+            with contextlib.suppress(ValueError):  # set in another context: nothing to undo here
+                _current.reset(token)
+        self._tell("call.finished", {"id": call_id, "outcome": outcome, "decision": decision,
+                                     "decidedBy": decided_by, "durationMs": duration_ms,
+                                     "error": self.journal.scrub(error)[:500] if error else None})
