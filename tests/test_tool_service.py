@@ -58,8 +58,9 @@ class Session:
     tools: list[Tool] = field(default_factory=list)
     live: bool = True
 
-    async def call_tool(self, tool: str, arguments: dict[str, Any] | None) -> CallToolResult:
-        return await self.client.call_tool(tool, arguments)
+    async def call_tool(self, tool: str, arguments: dict[str, Any] | None, *,
+                        progress: Any = None) -> CallToolResult:
+        return await self.client.call_tool(tool, arguments, progress_callback=progress)
 
 
 def _spec(**trust: Any) -> ServerSpec:

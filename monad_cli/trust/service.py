@@ -50,12 +50,18 @@ PENDING_TTL_S = 600.0
 DEFAULT_APPROVAL_TIMEOUT_S = 120.0
 
 
+class ProgressFn(Protocol):
+    """Awaited with each notifications/progress of a call (MCP spec, basic/utilities/progress)."""
+    async def __call__(self, progress: float, total: float | None, message: str | None) -> None: ...
+
+
 class ToolServer(Protocol):
     """What the tool service uses of one server's session (a supervisor actor is one).
 
     `live`: the session is up and `call_tool` can be used; `tools`: its last tools/list;
-    `call_tool(tool, arguments)`: tools/call with the server's own tool name, raising
-    `MonadError` when not connected and `mcp.MCPError` when the server fails the request.
+    `call_tool(tool, arguments, progress=...)`: tools/call with the server's own tool name
+    (`progress` awaited per progress notification), raising `MonadError` when not connected
+    and `mcp.MCPError` when the server fails the request.
     """
 
     @property
@@ -66,7 +72,8 @@ class ToolServer(Protocol):
     def live(self) -> bool: ...
     @property
     def tools(self) -> Sequence[Tool]: ...
-    async def call_tool(self, tool: str, arguments: dict[str, Any] | None) -> CallToolResult: ...
+    async def call_tool(self, tool: str, arguments: dict[str, Any] | None, *,
+                        progress: ProgressFn | None = None) -> CallToolResult: ...
 
 
 class StartTask(Protocol):
@@ -250,6 +257,11 @@ class ToolService:
         out += [inert_entry_warning(e, advertised) for e in inert_entries(name, self._auto_list(actor), pairs)]
         return out
 
+    def server_of(self, exposed: str) -> str | None:
+        """The server an exposed name belongs to (None: not exposed). One dict lookup."""
+        entry = self.name_map().by_exposed.get(exposed)
+        return entry.server if entry is not None else None
+
     def resolve(self, exposed: str) -> tuple[ToolServer, Tool]:
         """The server and tool behind an exposed name. Raises CallRefused (`not_registered`:
         the server's tool set does not match its pin), NotFound."""
@@ -306,7 +318,7 @@ class ToolService:
 
     async def call(self, exposed: str, arguments: dict[str, Any] | None, *, via: str,
                    approval: dict[str, Any], detach: bool = False,
-                   app_of: str | None = None) -> dict[str, Any]:
+                   app_of: str | None = None, progress: ProgressFn | None = None) -> dict[str, Any]:
         """Gate, journal and forward one tools/call (MCP spec, server/tools "Calling Tools").
 
         Returns the CallToolResult in wire shape plus `callId`, `server`, `tool`,
@@ -321,6 +333,7 @@ class ToolService:
         ID`). Every call that got past name and argument checks leaves one `tool_calls` row.
         Cancelling the caller's scope cancels the call: the SDK sends
         notifications/cancelled, and the call is journaled `cancelled`.
+        `progress` is awaited per notifications/progress of the call (not when detached).
         """
         from mcp import MCPError
         from mcp_types import REQUEST_TIMEOUT
@@ -371,7 +384,7 @@ class ToolService:
             if self.run_task is not None and tool.execution and tool.execution.task_support == "required":
                 result = await self.run_task(actor.name, tool.name, arguments, correlation=correlation)
             else:
-                result = await actor.call_tool(tool.name, arguments)
+                result = await actor.call_tool(tool.name, arguments, progress=progress)
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
                 finish("cancelled", "the caller cancelled the call")
