@@ -1,5 +1,5 @@
 """The supervisor process: watches the definitions, reconciles by diff, owns the actors,
-serves the control API, and journals every state change (docs/supervisor.md)."""
+serves the control API and the gateway, and journals every state change (docs/supervisor.md)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from monad_cli.config.loader import Definitions, Problem, load_definitions
 from monad_cli.config.schema import ServerSpec
 from monad_cli.errors import ConfigError, Conflict
 from monad_cli.filters import ServerFilter, combine
+from monad_cli.gateway.server import Gateway
 from monad_cli.journal.db import Journal
 from monad_cli.paths import Paths
 from monad_cli.redact import redact_text, secret_values
@@ -97,6 +98,7 @@ class Supervisor:
         self.auth: SupervisorAuth
         self._actor_context: ActorContext
         self.tasks: TaskManager
+        self.gateway: Gateway
 
     def scrub(self, text: str) -> str:
         """The one redaction function over free text: every secret value the definitions hold."""
@@ -140,6 +142,7 @@ class Supervisor:
                                         run_task=tasks.run_call)
         self.tool_listeners.append(lambda actor: self.tool_service.changed())
         self.auth = SupervisorAuth(self.paths, self.actors)
+        self.gateway = Gateway(self.tool_service, scrub=self.scrub)
         self._actor_context = ActorContext(
             paths=self.paths, journal=journal, scrub=self.scrub, check_pin=self.tool_service.check_pin,
             filter_reason=lambda name: self.server_filter.reason(name), http_auth=self.auth.http_auth,
@@ -312,6 +315,7 @@ class Supervisor:
                   serve: bool = True) -> None:
         """Run until stopped. `on_ready(None)` once serving, `on_ready(reason)` on a failed start."""
         from monad_cli.control.server import ControlServer
+        from monad_cli.gateway.listener import GatewayListener
 
         self.acquire_daemon_lock()
         journal = self.open()
@@ -323,6 +327,7 @@ class Supervisor:
         kill_leftovers(SpawnRecords(self.paths.run_dir), report=lambda line: journal.record("daemon", reason=line))
         self.paths.pid_file.write_text(f"{os.getpid()}\n")
         control = ControlServer(self)
+        relays = GatewayListener(self.gateway, self.paths)
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
@@ -334,12 +339,21 @@ class Supervisor:
                 if failure:
                     on_ready(failure)
                     raise StartupFailed(failure)
+                gateway = anyio.CancelScope()
                 if serve:
                     await control.start()
+
+                    async def serve_gateway(*, task_status: anyio.abc.TaskStatus[None]) -> None:
+                        with gateway:
+                            await relays.serve(task_status=task_status)
+
+                    await tg.start(serve_gateway)
+                    tg.start_soon(self.gateway.run)
                 on_ready(None)
                 tg.start_soon(watch_definitions, self.paths, self.stop_event, self.reconcile)
                 await self.stop_event.wait()
                 self.stopping = True
+                gateway.cancel()  # no new gateway sessions; the open ones end with the task group
                 await control.stop()
                 for actor in list(self.actors.values()):
                     tg.start_soon(actor.stop)
@@ -350,6 +364,7 @@ class Supervisor:
         finally:
             self.stopping = True
             control.cleanup()
+            relays.cleanup()
             with contextlib.suppress(FileNotFoundError):
                 self.paths.pid_file.unlink()
             if self.journal is not None:
