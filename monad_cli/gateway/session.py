@@ -51,7 +51,8 @@ from monad_cli.gateway.policy import (
     server_available,
     visible_tools,
 )
-from monad_cli.trust.service import ProgressFn, ToolService
+from monad_cli.trust.servers import ProgressFn
+from monad_cli.trust.service import ToolService
 
 log = logging.getLogger("monad.gateway")
 # What `ToolService.call` adds to a CallToolResult, and the listing's own keys.

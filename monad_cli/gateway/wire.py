@@ -3,7 +3,9 @@
 The relay (`monad mcp serve`) passes its client's stdin and stdout through unparsed, so
 this is where the gateway's stdio framing lives (MCP spec, basic/transports "stdio":
 newline-delimited JSON-RPC messages). Each line is parsed once, into the SDK's
-`SessionMessage`; each outgoing message is written as one line.
+`SessionMessage`; each outgoing message is written as one line. The reader and writer are
+the SDK server's streams themselves (its `ReadStream`/`WriteStream` protocols), so no task
+and no memory stream sits between the socket and the SDK's dispatcher.
 
 A line that is not JSON is answered `-32700 Parse error`, and JSON that is not a JSON-RPC
 message (an array, a number, an object without `jsonrpc: "2.0"`) `-32600 Invalid Request`,
@@ -20,7 +22,6 @@ from typing import Any
 
 import anyio
 import anyio.abc
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 from mcp_types import jsonrpc_message_adapter
 
@@ -29,7 +30,7 @@ log = logging.getLogger("monad.gateway")
 MAX_LINE_BYTES = 16 * 1024 * 1024
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
-Serve = Callable[[MemoryObjectReceiveStream[Any], MemoryObjectSendStream[SessionMessage]], Awaitable[None]]
+Serve = Callable[["MessageReader", "LineWriter"], Awaitable[None]]
 
 
 def error_line(code: int, message: str, request_id: Any = None) -> bytes:
@@ -90,62 +91,91 @@ class LineReader:
             self.buffer += chunk
 
 
+class LineWriter:
+    """The SDK server's write stream, straight onto the connection: each message one line,
+    written by the task that sends it (no relay task in between). Our own rejections take
+    the same lock, so lines never interleave. A connection gone raises BrokenResourceError,
+    which the SDK treats as the end of the session."""
+
+    def __init__(self, stream: anyio.abc.ByteSendStream) -> None:
+        self.stream = stream
+        self.lock = anyio.Lock()
+        self.closed = False
+
+    async def send_raw(self, data: bytes) -> None:
+        if self.closed:
+            raise anyio.ClosedResourceError
+        async with self.lock:
+            await self.stream.send(data)
+
+    async def send(self, item: SessionMessage, /) -> None:
+        await self.send_raw(item.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n")
+
+    async def aclose(self) -> None:
+        self.closed = True  # the connection itself is its owner's to close
+
+    async def __aenter__(self) -> LineWriter:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+class MessageReader:
+    """The SDK server's read stream, straight off the connection: one parsed
+    `SessionMessage` per line; lines that are not JSON-RPC messages are answered here
+    (`rejection`) and never reach the SDK. Ends (StopAsyncIteration) when the client
+    closes its side."""
+
+    def __init__(self, lines: LineReader, writer: LineWriter, max_line: int) -> None:
+        self.lines = lines
+        self.writer = writer
+        self.max_line = max_line
+
+    async def receive(self) -> SessionMessage:
+        while True:
+            line = await self.lines.next()  # anyio.EndOfStream at the end
+            if line is None:
+                answer = error_line(INVALID_REQUEST, f"Invalid Request: a message over {self.max_line} bytes")
+            elif not line.strip():
+                continue
+            else:
+                try:
+                    return SessionMessage(jsonrpc_message_adapter.validate_json(line, by_name=False))
+                except ValueError:
+                    answer = rejection(line)
+            try:
+                await self.writer.send_raw(answer)
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                raise anyio.EndOfStream from None
+
+    def __aiter__(self) -> MessageReader:
+        return self
+
+    async def __anext__(self) -> SessionMessage:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        pass  # the connection itself is its owner's to close
+
+    async def __aenter__(self) -> MessageReader:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
 async def serve_lines(stream: anyio.abc.ByteStream, serve: Serve, *, buffered: bytes = b"",
                       max_line: int = MAX_LINE_BYTES) -> None:
     """Run `serve(read, write)` (the SDK server loop) over `stream` until the client closes
     its side. The end of the stream ends the read side, which makes the SDK cancel every
-    request still in flight (and so their upstream calls); what the server still writes
-    is flushed before this returns."""
-    read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
-    reader = LineReader(stream, buffered=buffered, max_line=max_line)
-    sending = anyio.Lock()  # our rejections and the server's messages share the stream
-
-    async def send(data: bytes) -> None:
-        async with sending:
-            await stream.send(data)
-
-    async def read_lines() -> None:
-        async with read_send:
-            while True:
-                try:
-                    line = await reader.next()
-                except anyio.EndOfStream:
-                    return
-                if line is None:
-                    answer = error_line(INVALID_REQUEST, f"Invalid Request: a message over {max_line} bytes")
-                elif not line.strip():
-                    continue
-                else:
-                    try:
-                        message = jsonrpc_message_adapter.validate_json(line, by_name=False)
-                    except ValueError:
-                        answer = rejection(line)
-                    else:
-                        try:
-                            await read_send.send(SessionMessage(message))
-                        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                            return
-                        continue
-                try:
-                    await send(answer)
-                except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-                    return
-
-    async def write_lines() -> None:
-        try:
-            async with write_recv:
-                async for msg in write_recv:
-                    await send(msg.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n")
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            log.debug("a gateway client went away while we wrote to it")
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(read_lines)
-        tg.start_soon(write_lines)
-        # Returns once the read side ended (the SDK loop closes `write_send` on its way out,
-        # which ends the writer after its last line).
-        await serve(read_recv, write_send)
+    request still in flight (and so their upstream calls)."""
+    writer = LineWriter(stream)
+    reader = MessageReader(LineReader(stream, buffered=buffered, max_line=max_line), writer, max_line)
+    await serve(reader, writer)
 
 
-__all__ = ["MAX_LINE_BYTES", "LineReader", "error_line", "rejection", "serve_lines"]
+__all__ = ["MAX_LINE_BYTES", "LineReader", "LineWriter", "MessageReader", "error_line", "rejection", "serve_lines"]

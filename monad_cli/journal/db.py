@@ -58,6 +58,23 @@ class Journal:
 
         path.parent.mkdir(parents=True, exist_ok=True)
         self.applied = self._migrate()
+        # Write-behind statements (`defer`): written before the next write transaction, by
+        # `flush`, or at `close`, whichever comes first.
+        self.deferred: list[tuple[str, tuple[Any, ...]]] = []
+
+    def defer(self, sql: str, params: tuple[Any, ...]) -> None:
+        """Queue one statement for the next write transaction (see `journal.tools.write`)."""
+        self.deferred.append((sql, params))
+
+    def flush(self) -> int:
+        """Write the deferred statements now, in one transaction; returns how many."""
+        if not self.deferred:
+            return 0
+        from monad_cli.journal.tools import write
+
+        n = len(self.deferred)
+        write(self, [])
+        return n
 
     def _migrate(self) -> list[str]:
         """Apply the migrations not yet recorded, in list order, in one transaction with
@@ -103,4 +120,5 @@ class Journal:
             return str(conn.execute(text("PRAGMA quick_check")).scalar())
 
     def close(self) -> None:
+        self.flush()
         self.engine.dispose()

@@ -32,7 +32,7 @@ from monad_cli.supervisor.status import status_row
 from monad_cli.supervisor.stderr import StderrSink
 from monad_cli.supervisor.transports import Connection
 from monad_cli.supervisor.upkeep import ToolRefresh, listen_for_tool_changes
-from monad_cli.trust.service import ProgressFn
+from monad_cli.trust.servers import ProgressFn
 
 log = logging.getLogger("monad.actor")
 

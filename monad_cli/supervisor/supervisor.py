@@ -332,6 +332,7 @@ class Supervisor:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
                 tg.start_soon(self.tasks.run)
+                tg.start_soon(self.tool_service.write_outcomes)
                 tg.start_soon(self._handle_signals)
                 await self.reconcile(force=True)
                 self.tasks.close_orphans(set(self.actors))

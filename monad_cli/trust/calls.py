@@ -83,10 +83,12 @@ class CallLog:
         return call_id
 
     def finish(self, call_id: int, *, outcome: str, decision: str | None = None, decided_by: str | None = None,
-               duration_ms: float | None = None, error: str | None = None) -> None:
-        """The outcome of call `call_id`, written after the side effect."""
+               duration_ms: float | None = None, error: str | None = None, defer: bool = False) -> None:
+        """The outcome of call `call_id`, written after the side effect (`defer`: behind the
+        answer, in the journal's next write transaction; `jt.finish_call`). Listeners hear of
+        it at once either way."""
         jt.finish_call(self.journal, call_id, outcome=outcome, decision=decision, decided_by=decided_by,
-                       duration_ms=duration_ms, error=error)
+                       duration_ms=duration_ms, error=error, defer=defer)
         token = self._tokens.pop(call_id, None)
         if token is not None:
             with contextlib.suppress(ValueError):  # set in another context: nothing to undo here

@@ -1,9 +1,8 @@
 """The tool service: exposed names, pins, the approval gate and the call path.
 
 One instance per supervisor (`Supervisor.tool_service`). `call()` is the one function every
-tool call goes through: the control API (`monad mcp call`, and the gateway `monad mcp
-serve` through `POST /v1/tools/call`) calls it, and an in-process caller can call it
-directly. It is built from narrow parts only: the journal, a name → `ToolServer` lookup
+tool call goes through: the control API (`monad mcp call`) and the gateway's sessions
+(`monad mcp serve`, in-process) call it. It is built from narrow parts only: the journal, a name → `ToolServer` lookup
 (the supervisor's actors), the redaction function, the deferred-tool globs and a
 `StartTask` callback for detached calls.
 """
@@ -15,7 +14,7 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -37,53 +36,18 @@ from monad_cli.trust.calls import CallLog, current_call
 from monad_cli.trust.gate import ApprovalGate, Pending
 from monad_cli.trust.names import NameMap, build_name_map, describe_collision, inert_entries, inert_entry_warning
 from monad_cli.trust.pins import canonical_tools, describe_change, same_hash, tool_set_hash
+from monad_cli.trust.servers import ProgressFn, StartTask, ToolServer
 from monad_cli.trust.visibility import check_caller, for_model
 
 if TYPE_CHECKING:
     from mcp_types import CallToolResult, Tool
 
-    from monad_cli.config.schema import ServerSpec
     from monad_cli.journal.db import Journal
 
 log = logging.getLogger("monad.tools")
 PENDING_TTL_S = 600.0
 DEFAULT_APPROVAL_TIMEOUT_S = 120.0
-
-
-class ProgressFn(Protocol):
-    """Awaited with each notifications/progress of a call (MCP spec, basic/utilities/progress)."""
-    async def __call__(self, progress: float, total: float | None, message: str | None) -> None: ...
-
-
-class ToolServer(Protocol):
-    """What the tool service uses of one server's session (a supervisor actor is one).
-
-    `live`: the session is up and `call_tool` can be used; `tools`: its last tools/list;
-    `call_tool(tool, arguments, progress=...)`: tools/call with the server's own tool name
-    (`progress` awaited per progress notification), raising `MonadError` when not connected
-    and `mcp.MCPError` when the server fails the request.
-    """
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def spec(self) -> ServerSpec | None: ...
-    @property
-    def live(self) -> bool: ...
-    @property
-    def tools(self) -> Sequence[Tool]: ...
-    async def call_tool(self, tool: str, arguments: dict[str, Any] | None, *,
-                        progress: ProgressFn | None = None) -> CallToolResult: ...
-
-
-class StartTask(Protocol):
-    """Hand an approved call to the task manager (`TaskManager.start`): the server's own
-    tool name, the arguments and what to journal beside the task; returns the task's row
-    (API shape) once it is submitted or queued. Raises `MonadError` (not connected, queue
-    full)."""
-
-    async def __call__(self, server: str, tool: str, arguments: dict[str, Any] | None, *,
-                       correlation: dict[str, Any] | None = None) -> dict[str, Any]: ...
+OUTCOME_DELAY_S = 0.002
 
 # Run an approved call that must be a task and wait for its result (`TaskManager.run_call`,
 # same arguments as `StartTask`); raises `MonadError`, or `mcp.MCPError` for a failed task.
@@ -138,6 +102,20 @@ class ToolService:
         self._version = 0
         self._map = NameMap()
         self._changed = anyio.Event()
+        self._outcomes = anyio.Event()
+
+    async def write_outcomes(self) -> None:
+        """Commit the calls' deferred outcome rows within ~2 ms (run once, for the service's
+        life): the answer goes out first, and outcomes that pile up meanwhile share one
+        commit. Never returns (cancel it); `Journal.close` writes what is left."""
+        while True:
+            await self._outcomes.wait()
+            self._outcomes = anyio.Event()
+            await anyio.sleep(OUTCOME_DELAY_S)
+            try:
+                self.journal.flush()
+            except Exception:
+                log.exception("journal write failed")  # the next write transaction retries them
 
     def recover(self) -> int:
         """Once at startup: calls the last supervisor left running (it died mid-call) are
@@ -357,9 +335,11 @@ class ToolService:
                                    via=via)
         started = time.monotonic()
 
-        def finish(outcome: str, error: str | None = None) -> None:
+        def finish(outcome: str, error: str | None = None, *, defer: bool = False) -> None:
             self.calls.finish(call_id, outcome=outcome, decision=decision, decided_by=who,
-                              duration_ms=round((time.monotonic() - started) * 1000, 3), error=error)
+                              duration_ms=round((time.monotonic() - started) * 1000, 3), error=error, defer=defer)
+            if defer:
+                self._outcomes.set()
 
         if not approved:
             finish("refused", f"approval {decision}: {who}")
@@ -403,7 +383,8 @@ class ToolService:
         out = result.model_dump(by_alias=True, exclude_none=True, mode="json")
         is_error = bool(result.is_error)
         text = " ".join(c.get("text", "") for c in out.get("content", []) if c.get("type") == "text")
-        finish("tool-error" if is_error else "ok", text[:300] if is_error else None)
+        # The intent row was committed before the call; the outcome may follow the answer.
+        finish("tool-error" if is_error else "ok", text[:300] if is_error else None, defer=True)
         out.update(callId=call_id, server=actor.name, tool=tool.name, name=exposed, decidedBy=who)
         out.setdefault("isError", is_error)
         return out
