@@ -226,7 +226,8 @@ def autostart_allowed() -> bool:
 
 def start_supervisor(paths: Paths, *, timeout: float = START_TIMEOUT_S, extra_args: list[str] | None = None,
                      check_required: bool = True) -> int:
-    """Start `monad daemon run` detached and wait until it answers; returns its pid.
+    """Start the supervisor (`python -m monad_cli.supervisor`, what `monad daemon run` runs)
+    detached and wait until it answers; returns its pid.
 
     Readiness comes through a pipe (like sd_notify): the supervisor writes `ok` once the
     socket serves, or, before it exits, one line of the API's error envelope
@@ -245,7 +246,8 @@ def start_supervisor(paths: Paths, *, timeout: float = START_TIMEOUT_S, extra_ar
 
     log = open(paths.daemon_log, "ab")  # noqa: SIM115 - handed to the child
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "monad_cli", "daemon", "run", *(extra_args or [])],
+        # The supervisor's own entry, not `monad daemon run`: no CLI (typer) to import first.
+        proc = subprocess.Popen([sys.executable, "-m", "monad_cli.supervisor", *(extra_args or [])],
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
                                 pass_fds=(write_fd,), start_new_session=True, close_fds=True)
     finally:

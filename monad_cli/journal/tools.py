@@ -34,37 +34,11 @@ def args_digest(arguments: Any) -> str:
 FINISH_SQL = "UPDATE tool_calls SET outcome = ?, decision = ?, decided_by = ?, duration_ms = ?, error = ? WHERE id = ?"
 
 
-def write(j: Journal, statements: list[tuple[str, tuple[Any, ...]]]) -> int | None:
-    """The journal's deferred statements, then `statements`, in one `BEGIN IMMEDIATE`
-    transaction on a pooled DBAPI connection; returns the last row id.
-
-    These writes sit on every tool call's path; the ORM costs ~1 ms per call and Core
-    ~0.4 ms, the driver ~0.05 ms. The pool's connect hook set WAL and busy_timeout.
-    """
-    queued = len(j.deferred)
-    batch = [*j.deferred, *statements]
-    raw = j.engine.raw_connection()
-    try:
-        cur = raw.cursor()
-        cur.execute("BEGIN IMMEDIATE")
-        try:
-            for sql, params in batch:
-                cur.execute(sql, params)
-            cur.execute("COMMIT")
-        except BaseException:
-            cur.execute("ROLLBACK")
-            raise
-        del j.deferred[:queued]  # written: a failed transaction keeps them for the next one
-        return cur.lastrowid
-    finally:
-        raw.close()  # back to the pool
-
-
 def start_call(j: Journal, *, server: str, tool: str, exposed: str, arguments: Any, via: str) -> int:
     """The intent row (outcome `running`), committed before the call; returns its id."""
-    row_id = write(j, [("INSERT INTO tool_calls (ts, server, tool, exposed, args_digest, via, outcome) "
-                        "VALUES (?, ?, ?, ?, ?, ?, 'running')",
-                        (time.time(), server, tool, exposed, args_digest(arguments), via))])
+    row_id = j.write("INSERT INTO tool_calls (ts, server, tool, exposed, args_digest, via, outcome) "
+                     "VALUES (?, ?, ?, ?, ?, ?, 'running')",
+                     (time.time(), server, tool, exposed, args_digest(arguments), via))
     assert row_id is not None
     return row_id
 
@@ -79,7 +53,7 @@ def finish_call(j: Journal, call_id: int, *, outcome: str, decision: str | None 
     if defer:
         j.defer(FINISH_SQL, params)
     else:
-        write(j, [(FINISH_SQL, params)])
+        j.write(FINISH_SQL, params)
 
 
 def interrupt_running(j: Journal) -> int:
@@ -132,13 +106,10 @@ def add_always(j: Journal, server: str, definition_hash: str, tool: str, decided
 
 
 def remember_tool_set(j: Journal, server: str, digest: str, canonical: list[dict[str, Any]]) -> None:
-    with Session(j.engine) as s:
-        row = s.get(ToolSet, (server, digest))
-        if row is None:
-            row = ToolSet(server=server, hash=digest, tools=json.dumps(canonical), seen=time.time())
-        row.seen = time.time()
-        s.add(row)
-        s.commit()
+    """Record (or mark seen again) a tool set a server advertised; every connect does it."""
+    j.write("INSERT INTO tool_sets (server, hash, tools, seen) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (server, hash) DO UPDATE SET seen = excluded.seen",
+            (server, digest, json.dumps(canonical), time.time()))
 
 
 def tool_set(j: Journal, server: str, digest: str) -> list[dict[str, Any]] | None:

@@ -4,7 +4,6 @@ serves the control API and the gateway, and journals every state change (docs/su
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 import os
 import signal
@@ -19,7 +18,7 @@ from monad_cli.auth.session import SupervisorAuth
 from monad_cli.config.features import MCP_FILE, TOOLS_FILE, load_deferred_tools, load_mcp_filter
 from monad_cli.config.loader import Definitions, Problem, load_definitions
 from monad_cli.config.schema import ServerSpec
-from monad_cli.errors import ConfigError, Conflict
+from monad_cli.errors import ConfigError
 from monad_cli.filters import ServerFilter, combine
 from monad_cli.gateway.server import Gateway
 from monad_cli.journal.db import Journal
@@ -30,6 +29,8 @@ from monad_cli.supervisor.actor import ServerActor
 from monad_cli.supervisor.context import ActorContext
 from monad_cli.supervisor.processes import SpawnRecords, kill_leftovers
 from monad_cli.supervisor.reconcile import Diff, config_stamp, diff, fingerprints
+from monad_cli.supervisor.spawn import EARLY
+from monad_cli.supervisor.startup import acquire_daemon_lock
 from monad_cli.supervisor.states import LIVE, State
 from monad_cli.supervisor.watch import watch_definitions
 from monad_cli.trust.service import ToolService
@@ -178,18 +179,10 @@ class Supervisor:
 
     # -- process-level guards ------------------------------------------------------------
     def acquire_daemon_lock(self) -> None:
-        """One supervisor per MONAD_HOME: an flock on run/daemon.lock, held for life."""
-        self.paths.ensure()
-        fd = os.open(self.paths.daemon_lock, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-            os.close(fd)
-            raise Conflict(f"a supervisor is already running for `{self.paths.home}` (pid {holder})") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
-        self._lock_fd = fd
+        """One supervisor per MONAD_HOME: an flock on run/daemon.lock, held for life (taken
+        already when `monad daemon run` spawned early: `supervisor/startup.py`)."""
+        if self._lock_fd is None:
+            self._lock_fd = acquire_daemon_lock(self.paths)
 
     # -- definitions -----------------------------------------------------------------
     async def reconcile(self, *, force: bool = False) -> None:
@@ -323,8 +316,11 @@ class Supervisor:
         self.tool_service.recover()
         journal.record("daemon", reason=f"supervisor {__version__} started (pid {os.getpid()})",
                        detail={"quick_check": check})
-        # A dead supervisor's servers die before new ones start beside them (docs/supervisor.md).
-        kill_leftovers(SpawnRecords(self.paths.run_dir), report=lambda line: journal.record("daemon", reason=line))
+        # A dead supervisor's servers die before new ones start beside them (docs/supervisor.md);
+        # `monad daemon run` killed them before its early spawns already.
+        killed, EARLY.leftovers_killed = EARLY.leftovers_killed, []
+        for line in killed + kill_leftovers(SpawnRecords(self.paths.run_dir)):
+            journal.record("daemon", reason=line)
         self.paths.pid_file.write_text(f"{os.getpid()}\n")
         control = ControlServer(self)
         relays = GatewayListener(self.gateway, self.paths)
@@ -336,6 +332,7 @@ class Supervisor:
                 tg.start_soon(self._handle_signals)
                 await self.reconcile(force=True)
                 self.tasks.close_orphans(set(self.actors))
+                tg.start_soon(self._discard_early_spawns)
                 failure = await self._wait_required()
                 if failure:
                     on_ready(failure)
@@ -371,6 +368,14 @@ class Supervisor:
             if self.journal is not None:
                 self.journal.record("daemon", reason="supervisor stopped")
                 self.journal.close()
+
+    async def _discard_early_spawns(self) -> None:
+        """Once every actor made its first attempt (and so adopted its early process, if it
+        had one), stop the early processes nobody adopted."""
+        with anyio.move_on_after(60):
+            for actor in list(self.actors.values()):
+                await actor.first_attempt.wait()
+        await EARLY.discard()
 
     async def _wait_required(self) -> str | None:
         if not self.check_required:
