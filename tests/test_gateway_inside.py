@@ -171,3 +171,15 @@ def test_a_gateway_client_that_goes_away_cancels_its_call(supervisor: Any, monad
         return any(c["tool"] == "slow" and c["outcome"] == "cancelled" and c["via"] == "gateway" for c in r.json())
 
     wait_for(journaled, timeout=30)
+
+
+def test_a_relay_whose_stdin_is_a_file_copies_bytes(supervisor: Any, monad_home: Path, tmp_path: Path) -> None:
+    # A file cannot be polled by the supervisor: the relay copies bytes itself (`stdio: bytes`).
+    given = tmp_path / "in.jsonl"
+    given.write_text("not json\n")
+    with given.open("rb") as stdin:
+        r = subprocess.run([sys.executable, "-m", "monad_cli", "mcp", "serve"], stdin=stdin, capture_output=True,
+                           env={**os.environ, "MONAD_HOME": str(monad_home), "MONAD_NO_AUTOSTART": "1"},
+                           timeout=60)
+    assert r.returncode == 0, r
+    assert json.loads(r.stdout) == {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}

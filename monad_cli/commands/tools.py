@@ -399,14 +399,18 @@ def serve(
         raise InvalidInput(str(e)) from None
     if not math.isfinite(approval_timeout) or approval_timeout < 0:
         raise InvalidInput("--approval-timeout must be a finite number of seconds >= 0")
+    # The client's own pipes go to the supervisor when they can: no byte passes through here.
+    hand_over = not http and relay.passable(0) and relay.passable(1)
     # Only the names of set variables travel: a condition asks no more of the environment.
     hello = build_hello(transport="http" if http else "stdio", port=port, facts=facts, include=inc, exclude=exc,
-                        approval_timeout=approval_timeout, env_names=list(os.environ))
+                        approval_timeout=approval_timeout, env_names=list(os.environ), stdio_fds=hand_over)
     supervisor()  # starts it if needed
-    opened = relay.open_relay(paths(), hello)
+    opened = relay.open_relay(paths(), hello, fds=[0, 1] if hand_over else None)
     if http:
         render.info(f"monad gateway: {opened.answer['url']} (bearer token in `{opened.answer['tokenFile']}`); "
                     f"Ctrl-C stops it")
         relay.hold(opened)
+    elif hand_over:
+        relay.wait(opened)
     else:
         relay.pump(opened)

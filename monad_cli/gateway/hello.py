@@ -4,14 +4,19 @@ Stdlib only: the relay (the CLI side) builds it, the supervisor parses it. One J
 
     {"monad": "gateway", "version": 1, "transport": "stdio" | "http", "port": 0,
      "facts": {"model_params": "8"}, "include": ["k*"] | null, "exclude": [...] | null,
-     "approvalTimeout": 120.0, "envSet": ["HOME", "CI", ...]}
+     "approvalTimeout": 120.0, "envSet": ["HOME", "CI", ...], "stdio": "fds" | "bytes"}
+
+`stdio: "fds"`: the hello's message carries the relay's stdin and stdout (SCM_RIGHTS), and
+the supervisor reads and writes the MCP client's pipes itself; the relay then only waits.
+`"bytes"`: the relay copies bytes between its stdio and this connection.
 
 `envSet` carries the *names* of the relay's set environment variables, never a value: the
 only thing a condition reads of the environment is whether a variable is set (`env_set:`,
 docs/filtering.md "Conditions"). The supervisor answers one line, `{"ok": true, ...}`
 (for http: `url`, `tokenFile`), or the control API's error envelope
-(`control/envelope.py`); after an `ok` to a stdio hello the connection carries JSON-RPC
-lines both ways until either side closes it.
+(`control/envelope.py`). After an `ok` to a `bytes` stdio hello the connection carries
+JSON-RPC lines both ways until either side closes it; after one to an `fds` hello the
+supervisor writes `{"end": "client"}` when the client closed its side, then closes.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ class GatewayView:
     approval_timeout: float = 120.0
     transport: str = "stdio"
     port: int = 0
+    stdio_fds: bool = False
 
     @property
     def environ(self) -> dict[str, str]:
@@ -50,12 +56,13 @@ class GatewayView:
 
 def build_hello(*, transport: str, port: int = 0, facts: Mapping[str, str] | None = None,
                 include: Sequence[str] | None = None, exclude: Sequence[str] | None = None,
-                approval_timeout: float = 120.0, env_names: Sequence[str] = ()) -> bytes:
-    """The hello line (with its newline) for the relay to send."""
+                approval_timeout: float = 120.0, env_names: Sequence[str] = (), stdio_fds: bool = False) -> bytes:
+    """The hello line (with its newline) for the relay to send (`stdio_fds`: its message
+    carries the relay's stdin and stdout)."""
     body = {"monad": "gateway", "version": HELLO_VERSION, "transport": transport, "port": port,
             "facts": dict(facts or {}), "include": None if include is None else list(include),
             "exclude": None if exclude is None else list(exclude), "approvalTimeout": approval_timeout,
-            "envSet": sorted(env_names)}
+            "envSet": sorted(env_names), "stdio": "fds" if stdio_fds else "bytes"}
     return json.dumps(body, separators=(",", ":")).encode() + b"\n"
 
 
@@ -98,13 +105,20 @@ def parse_hello(line: bytes) -> GatewayView:
     env = body.get("envSet") or []
     if not isinstance(env, list) or not all(isinstance(v, str) for v in env):
         raise InvalidInput("gateway hello: `envSet` must be a list of names")
+    stdio = body.get("stdio", "bytes")
+    if stdio not in ("fds", "bytes"):
+        raise InvalidInput("gateway hello: `stdio` must be fds or bytes")
     include = _patterns(body.get("include"), "--include-mcps")
     exclude = _patterns(body.get("exclude"), "--exclude-mcps")
     # The supervisor already applies features/mcp.toml; these flags narrow this view only.
     server_filter = (combine(flag_include=include, flag_exclude=exclude, file_enabled=[], file_disabled=[])
                      if include is not None or exclude is not None else None)
     return GatewayView(facts=dict(facts), env_names=frozenset(env), server_filter=server_filter,
-                       approval_timeout=float(timeout), transport=transport, port=port)
+                       approval_timeout=float(timeout), transport=transport, port=port,
+                       stdio_fds=stdio == "fds")
+
+
+END_LINE = b'{"end":"client"}\n'  # an fds session ended because the client closed its side
 
 
 def answer_ok(**fields: Any) -> bytes:
@@ -112,4 +126,4 @@ def answer_ok(**fields: Any) -> bytes:
     return json.dumps({"ok": True, **fields}, separators=(",", ":")).encode() + b"\n"
 
 
-__all__ = ["HELLO_VERSION", "MAX_HELLO_BYTES", "GatewayView", "answer_ok", "build_hello", "parse_hello"]
+__all__ = ["END_LINE", "HELLO_VERSION", "MAX_HELLO_BYTES", "GatewayView", "answer_ok", "build_hello", "parse_hello"]

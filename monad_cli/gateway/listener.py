@@ -2,9 +2,15 @@
 
 A unix socket, 0600 inside the 0700 `run/` directory; a peer of another uid is refused
 (SO_PEERCRED), as on the control socket. Each connection starts with one hello line
-(`gateway/hello.py`) and its answer; then either JSON-RPC lines for one stdio session
-(`Gateway.serve_relay`), or, for `--http`, nothing more: the HTTP listener it asked for
-lives until the relay closes the connection.
+(`gateway/hello.py`) and its answer; then one of:
+
+- `stdio: fds`: the hello brought the relay's stdin and stdout (SCM_RIGHTS), and the session
+  reads and writes the MCP client's pipes directly; the connection stays open as the
+  relay's lifeline (its end ends the session) and gets `{"end": "client"}` at the end;
+- `stdio: bytes`: JSON-RPC lines on the connection itself (a relay whose stdio cannot be
+  polled: a terminal, a file);
+- `--http`: nothing more: the HTTP listener it asked for lives until the relay closes the
+  connection.
 """
 
 from __future__ import annotations
@@ -21,10 +27,10 @@ from anyio.abc import SocketAttribute
 
 from monad_cli.control.envelope import encode_line
 from monad_cli.errors import MonadError
-from monad_cli.gateway.hello import MAX_HELLO_BYTES, GatewayView, answer_ok, parse_hello
+from monad_cli.gateway.hello import END_LINE, MAX_HELLO_BYTES, GatewayView, answer_ok, parse_hello
 from monad_cli.gateway.http import bind_loopback, gateway_token, serve_http
 from monad_cli.gateway.server import Gateway
-from monad_cli.gateway.wire import LineReader
+from monad_cli.gateway.wire import LineReader, PipeStream
 from monad_cli.paths import Paths
 
 log = logging.getLogger("monad.gateway")
@@ -75,35 +81,75 @@ class GatewayListener:
             log.exception("gateway connection failed")
 
     async def _handle(self, stream: anyio.abc.SocketStream) -> None:
-        async with stream:
-            uid = peer_uid(stream)
-            if uid is not None and uid not in (os.getuid(), 0):  # root can read the socket anyway
-                log.warning("refused a gateway connection from uid %d", uid)
-                return
-            reader = LineReader(stream, max_line=MAX_HELLO_BYTES)
-            try:
-                with anyio.fail_after(HELLO_TIMEOUT_S):
-                    line = await reader.next()
-                if line is None:
-                    raise MonadError("gateway hello: the first line is too long")
-                view = parse_hello(line)
-            except (anyio.EndOfStream, TimeoutError):
-                return
-            except MonadError as e:
-                with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                    await stream.send(encode_line(e).encode())
-                return
-            buffered = bytes(reader.buffer)
-            try:
-                if view.transport == "http":
-                    await self._serve_http(stream, view)
-                else:
-                    await stream.send(answer_ok())
-                    log.info("gateway session opened (stdio relay)")
-                    await self.gateway.serve_relay(stream, view, buffered=buffered)
-                    log.info("gateway session closed (stdio relay)")
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, ConnectionError):
-                log.info("gateway relay went away")
+        fds: list[int] = []
+        if not isinstance(stream, anyio.abc.UNIXSocketStream):  # what a unix listener accepts
+            await stream.aclose()
+            return
+        try:
+            async with stream:
+                uid = peer_uid(stream)
+                if uid is not None and uid not in (os.getuid(), 0):  # root can read the socket anyway
+                    log.warning("refused a gateway connection from uid %d", uid)
+                    return
+                try:
+                    with anyio.fail_after(HELLO_TIMEOUT_S):
+                        # The relay's stdin and stdout ride on the hello's message (SCM_RIGHTS).
+                        first, fds = await stream.receive_fds(MAX_HELLO_BYTES, 2)
+                        reader = LineReader(stream, buffered=first, max_line=MAX_HELLO_BYTES)
+                        line = await reader.next()
+                    if line is None:
+                        raise MonadError("gateway hello: the first line is too long")
+                    view = parse_hello(line)
+                    if view.stdio_fds and len(fds) != 2:
+                        raise MonadError("gateway hello: `stdio: fds` without the two descriptors")
+                except (anyio.EndOfStream, TimeoutError):
+                    return
+                except MonadError as e:
+                    with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                        await stream.send(encode_line(e).encode())
+                    return
+                buffered = bytes(reader.buffer)
+                try:
+                    if view.transport == "http":
+                        await self._serve_http(stream, view)
+                    elif view.stdio_fds:
+                        pipes, fds = PipeStream(fds[0], fds[1]), []
+                        try:
+                            await self._serve_pipes(stream, pipes, view)
+                        finally:
+                            pipes.close()
+                    else:
+                        await stream.send(answer_ok())
+                        log.info("gateway session opened (stdio relay)")
+                        await self.gateway.serve_relay(stream, view, buffered=buffered)
+                        log.info("gateway session closed (stdio relay)")
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError, ConnectionError):
+                    log.info("gateway relay went away")
+        finally:
+            for fd in fds:  # descriptors received but never put to use
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+
+    async def _serve_pipes(self, stream: anyio.abc.SocketStream, pipes: PipeStream, view: GatewayView) -> None:
+        """A session on the MCP client's own pipes: no bytes pass through the relay. The
+        relay's connection only says it is alive: its end (the relay died) ends the session
+        as the client's stdin ending would, cancelling the calls in flight."""
+        await stream.send(answer_ok())
+        log.info("gateway session opened (stdio, the client's pipes)")
+        async with anyio.create_task_group() as tg:
+            async def relay_gone() -> None:
+                with contextlib.suppress(anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    while True:
+                        await stream.receive()
+                log.info("gateway relay went away: ending its session")
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(relay_gone)
+            await self.gateway.serve_relay(pipes, view)
+            tg.cancel_scope.cancel()
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            await stream.send(END_LINE)
+        log.info("gateway session closed (stdio, the client's pipes)")
 
     async def _serve_http(self, stream: anyio.abc.SocketStream, view: GatewayView) -> None:
         try:

@@ -19,7 +19,7 @@ import anyio
 
 from monad_cli.gateway.hello import GatewayView
 from monad_cli.gateway.session import GatewaySession
-from monad_cli.gateway.wire import serve_lines
+from monad_cli.gateway.wire import PipeStream, serve_lines
 from monad_cli.trust.service import ToolService
 
 log = logging.getLogger("monad.gateway")
@@ -52,7 +52,8 @@ class Gateway:
             self.sessions.discard(session)
             session.close()
 
-    async def serve_relay(self, stream: anyio.abc.ByteStream, view: GatewayView, *, buffered: bytes = b"") -> None:
+    async def serve_relay(self, stream: anyio.abc.ByteStream | PipeStream, view: GatewayView, *,
+                          buffered: bytes = b"") -> None:
         """Serve one relay connection (JSON-RPC lines) until its client closes it."""
         async with self.session(view) as session:
             await serve_lines(stream, lambda read, write: session.server.run(read, write, session.init_options()),

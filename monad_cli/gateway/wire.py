@@ -15,8 +15,10 @@ ends the session. A line over `max_line` bytes is answered `-32600` and skipped.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -58,7 +60,7 @@ class LineReader:
     raises `anyio.EndOfStream` at the end. `buffered` bytes come first (what the hello
     read brought along)."""
 
-    def __init__(self, stream: anyio.abc.ByteReceiveStream, *, buffered: bytes = b"",
+    def __init__(self, stream: anyio.abc.ByteReceiveStream | PipeStream, *, buffered: bytes = b"",
                  max_line: int = MAX_LINE_BYTES) -> None:
         self.stream = stream
         self.buffer = bytearray(buffered)
@@ -91,13 +93,54 @@ class LineReader:
             self.buffer += chunk
 
 
+class PipeStream:
+    """A byte stream over two non-blocking pipe fds handed over by a relay (its stdin and
+    stdout, the MCP client's pipes): `receive` reads the one, `send` writes the other.
+    Closing is the owner's (`close`)."""
+
+    def __init__(self, read_fd: int, write_fd: int) -> None:
+        self.read_fd, self.write_fd = read_fd, write_fd
+        os.set_blocking(read_fd, False)
+        os.set_blocking(write_fd, False)
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        while True:
+            try:
+                data = os.read(self.read_fd, max_bytes)
+            except BlockingIOError:
+                await anyio.wait_readable(self.read_fd)
+                continue
+            except OSError:
+                raise anyio.EndOfStream from None
+            if not data:
+                raise anyio.EndOfStream
+            return data
+
+    async def send(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                n = os.write(self.write_fd, view)
+            except BlockingIOError:
+                await anyio.wait_writable(self.write_fd)
+                continue
+            except OSError:  # the client closed its stdout (EPIPE)
+                raise anyio.BrokenResourceError from None
+            view = view[n:]
+
+    def close(self) -> None:
+        for fd in (self.read_fd, self.write_fd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
 class LineWriter:
     """The SDK server's write stream, straight onto the connection: each message one line,
     written by the task that sends it (no relay task in between). Our own rejections take
     the same lock, so lines never interleave. A connection gone raises BrokenResourceError,
     which the SDK treats as the end of the session."""
 
-    def __init__(self, stream: anyio.abc.ByteSendStream) -> None:
+    def __init__(self, stream: anyio.abc.ByteSendStream | PipeStream) -> None:
         self.stream = stream
         self.lock = anyio.Lock()
         self.closed = False
@@ -168,7 +211,7 @@ class MessageReader:
         await self.aclose()
 
 
-async def serve_lines(stream: anyio.abc.ByteStream, serve: Serve, *, buffered: bytes = b"",
+async def serve_lines(stream: anyio.abc.ByteStream | PipeStream, serve: Serve, *, buffered: bytes = b"",
                       max_line: int = MAX_LINE_BYTES) -> None:
     """Run `serve(read, write)` (the SDK server loop) over `stream` until the client closes
     its side. The end of the stream ends the read side, which makes the SDK cancel every
@@ -178,4 +221,5 @@ async def serve_lines(stream: anyio.abc.ByteStream, serve: Serve, *, buffered: b
     await serve(reader, writer)
 
 
-__all__ = ["MAX_LINE_BYTES", "LineReader", "LineWriter", "MessageReader", "error_line", "rejection", "serve_lines"]
+__all__ = ["MAX_LINE_BYTES", "LineReader", "LineWriter", "MessageReader", "PipeStream", "error_line", "rejection",
+           "serve_lines"]
