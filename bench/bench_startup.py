@@ -33,6 +33,15 @@ HERE = Path(__file__).resolve().parent
 LIGHT = str(HERE.parent / "tests" / "servers" / "lightserver.py")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of `pid` so far (/proc/PID/stat fields 14 and 15)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+CPU: dict[str, list[float]] = {"direct": [], "supervisor": []}
+
+
 def direct(n: int) -> float:
     t = time.perf_counter()
     proc = subprocess.Popen([sys.executable, str(HERE / "_direct_connect.py"), str(n), sys.executable, LIGHT],
@@ -40,6 +49,7 @@ def direct(n: int) -> float:
     assert proc.stdout is not None and proc.stdin is not None
     line = proc.stdout.readline()
     elapsed = time.perf_counter() - t
+    CPU["direct"].append(cpu_seconds(proc.pid))
     proc.stdin.close()
     proc.wait(timeout=60)
     if line.strip() != "connected":
@@ -72,6 +82,7 @@ def monad(n: int) -> tuple[float, float, float]:
                 rows = client.get("/v1/settings/mcp-servers/status")["servers"]
                 if sum(r["state"] == "connected" for r in rows) == n:
                     elapsed = time.perf_counter() - t
+                    CPU["supervisor"].append(cpu_seconds(int((home / "run" / "monad.pid").read_text())))
                     break
                 if time.perf_counter() - t > 120:
                     raise SystemExit(f"not all {n} servers connected within 120 s")
@@ -100,6 +111,8 @@ def main() -> None:
     print(f"direct SDK client, {args.n} servers connected: " + ", ".join(f"{x:.2f}" for x in directs) + " s")
     print(f"monad daemon start -> {args.n} connected:       " + ", ".join(f"{x:.2f}" for x in monads) + " s"
           " (of which `daemon start` returned after " + ", ".join(f"{x:.2f}" for x in starts) + " s)")
+    print("CPU seconds until then: direct client " + ", ".join(f"{x:.2f}" for x in CPU["direct"])
+          + "; supervisor " + ", ".join(f"{x:.2f}" for x in CPU["supervisor"]))
     target(f"startup: `daemon start` -> {args.n} light servers connected", f"{m:.2f} s", f"{m / d:.2f}x direct",
            "<= 1.5x", m <= 1.5 * d)
     r = max(rsss)

@@ -56,8 +56,10 @@ class GatewayListener:
     def __init__(self, gateway: Gateway, paths: Paths) -> None:
         self.gateway = gateway
         self.paths = paths
+        self._scope = anyio.CancelScope()
 
     async def serve(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Accept relays until `close` (or cancellation); `task_status` once listening."""
         path = self.paths.gateway_socket
         with contextlib.suppress(FileNotFoundError):
             path.unlink()  # stale: we hold the daemon lock, so no live supervisor owns it
@@ -67,8 +69,13 @@ class GatewayListener:
         finally:
             os.umask(old)
         task_status.started()
-        async with listener:
-            await listener.serve(self.handle)
+        with self._scope:
+            async with listener:
+                await listener.serve(self.handle)
+
+    def close(self) -> None:
+        """Stop accepting and end the open sessions (their relays see the connection end)."""
+        self._scope.cancel()
 
     def cleanup(self) -> None:
         with contextlib.suppress(FileNotFoundError):

@@ -7,7 +7,10 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Protocol
+
+import anyio
 
 from monad_cli.config.features import load_mcp_filter
 from monad_cli.config.loader import load_definitions
@@ -73,4 +76,20 @@ async def spawn_early(paths: Paths, environ: Mapping[str, str], *, include: list
     return n
 
 
-__all__ = ["acquire_daemon_lock", "spawn_early"]
+class Attempted(Protocol):
+    """What `discard_unadopted` waits on: an actor's first connection attempt."""
+
+    @property
+    def first_attempt(self) -> anyio.Event: ...
+
+
+async def discard_unadopted(actors: Sequence[Attempted], *, limit: float = 60.0) -> None:
+    """Once every actor made its first attempt (and so adopted its early process, if it had
+    one), or after `limit` seconds, stop the early processes nobody adopted."""
+    with anyio.move_on_after(limit):
+        for actor in actors:
+            await actor.first_attempt.wait()
+    await EARLY.discard()
+
+
+__all__ = ["acquire_daemon_lock", "discard_unadopted", "spawn_early"]

@@ -30,7 +30,7 @@ from monad_cli.supervisor.context import ActorContext
 from monad_cli.supervisor.processes import SpawnRecords, kill_leftovers
 from monad_cli.supervisor.reconcile import Diff, config_stamp, diff, fingerprints
 from monad_cli.supervisor.spawn import EARLY
-from monad_cli.supervisor.startup import acquire_daemon_lock
+from monad_cli.supervisor.startup import acquire_daemon_lock, discard_unadopted
 from monad_cli.supervisor.states import LIVE, State
 from monad_cli.supervisor.watch import watch_definitions
 from monad_cli.trust.service import ToolService
@@ -332,26 +332,20 @@ class Supervisor:
                 tg.start_soon(self._handle_signals)
                 await self.reconcile(force=True)
                 self.tasks.close_orphans(set(self.actors))
-                tg.start_soon(self._discard_early_spawns)
+                tg.start_soon(discard_unadopted, list(self.actors.values()))
                 failure = await self._wait_required()
                 if failure:
                     on_ready(failure)
                     raise StartupFailed(failure)
-                gateway = anyio.CancelScope()
                 if serve:
                     await control.start()
-
-                    async def serve_gateway(*, task_status: anyio.abc.TaskStatus[None]) -> None:
-                        with gateway:
-                            await relays.serve(task_status=task_status)
-
-                    await tg.start(serve_gateway)
+                    await tg.start(relays.serve)
                     tg.start_soon(self.gateway.run)
                 on_ready(None)
                 tg.start_soon(watch_definitions, self.paths, self.stop_event, self.reconcile)
                 await self.stop_event.wait()
                 self.stopping = True
-                gateway.cancel()  # no new gateway sessions; the open ones end with the task group
+                relays.close()  # no new gateway sessions; the open ones end (their relays say so)
                 await control.stop()
                 for actor in list(self.actors.values()):
                     tg.start_soon(actor.stop)
@@ -368,14 +362,6 @@ class Supervisor:
             if self.journal is not None:
                 self.journal.record("daemon", reason="supervisor stopped")
                 self.journal.close()
-
-    async def _discard_early_spawns(self) -> None:
-        """Once every actor made its first attempt (and so adopted its early process, if it
-        had one), stop the early processes nobody adopted."""
-        with anyio.move_on_after(60):
-            for actor in list(self.actors.values()):
-                await actor.first_attempt.wait()
-        await EARLY.discard()
 
     async def _wait_required(self) -> str | None:
         if not self.check_required:
