@@ -48,7 +48,7 @@ def finish_call(j: Journal, call_id: int, *, outcome: str, decision: str | None 
                 defer: bool = False) -> None:
     """The outcome of the call `call_id`, written after the side effect. `defer`: queued for
     the journal's next write transaction (the next call's intent, or `Journal.flush`, which
-    the supervisor runs within milliseconds), so the answer need not wait for a commit."""
+    the supervisor runs within ~20 ms), so the answer need not wait for a commit."""
     params = (outcome, decision, decided_by, duration_ms, j.scrub(error)[:500] if error else None, call_id)
     if defer:
         j.defer(FINISH_SQL, params)

@@ -34,7 +34,14 @@ from monad_cli.journal import tools as jt
 from monad_cli.trust.arguments import validate_arguments
 from monad_cli.trust.calls import CallLog, current_call
 from monad_cli.trust.gate import ApprovalGate, Pending
-from monad_cli.trust.names import NameMap, build_name_map, describe_collision, inert_entries, inert_entry_warning
+from monad_cli.trust.names import (
+    ExposedTool,
+    NameMap,
+    build_name_map,
+    describe_collision,
+    inert_entries,
+    inert_entry_warning,
+)
 from monad_cli.trust.pins import canonical_tools, describe_change, same_hash, tool_set_hash
 from monad_cli.trust.servers import ProgressFn, StartTask, ToolServer
 from monad_cli.trust.visibility import check_caller, for_model
@@ -47,7 +54,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("monad.tools")
 PENDING_TTL_S = 600.0
 DEFAULT_APPROVAL_TIMEOUT_S = 120.0
-OUTCOME_DELAY_S = 0.002
+OUTCOME_DELAY_S = 0.02  # sequential calls closer than this share commits
 
 # Run an approved call that must be a task and wait for its result (`TaskManager.run_call`,
 # same arguments as `StartTask`); raises `MonadError`, or `mcp.MCPError` for a failed task.
@@ -105,9 +112,10 @@ class ToolService:
         self._outcomes = anyio.Event()
 
     async def write_outcomes(self) -> None:
-        """Commit the calls' deferred outcome rows within ~2 ms (run once, for the service's
+        """Commit the calls' deferred outcome rows within ~20 ms (run once, for the service's
         life): the answer goes out first, and outcomes that pile up meanwhile share one
-        commit. Never returns (cancel it); `Journal.close` writes what is left."""
+        commit (or ride on the next call's intent row). Never returns (cancel it);
+        `Journal.close` writes what is left."""
         while True:
             await self._outcomes.wait()
             self._outcomes = anyio.Event()
@@ -235,15 +243,26 @@ class ToolService:
         out += [inert_entry_warning(e, advertised) for e in inert_entries(name, self._auto_list(actor), pairs)]
         return out
 
+    def _entry(self, exposed: str) -> ExposedTool | None:
+        """`exposed`'s name-map entry, on every call's path: the built map is reused while no
+        tool list changed and the entry's server is still registered (else it is rebuilt;
+        building it sorts every server)."""
+        if self._map_key is not None and self._map_key[0] == self._version:
+            entry = self._map.by_exposed.get(exposed)
+            actor = self.servers.get(entry.server) if entry is not None else None
+            if actor is not None and actor.live and actor.spec is not None and actor.name not in self.blocked:
+                return entry
+        return self.name_map().by_exposed.get(exposed)
+
     def server_of(self, exposed: str) -> str | None:
-        """The server an exposed name belongs to (None: not exposed). One dict lookup."""
-        entry = self.name_map().by_exposed.get(exposed)
+        """The server an exposed name belongs to (None: not exposed)."""
+        entry = self._entry(exposed)
         return entry.server if entry is not None else None
 
     def resolve(self, exposed: str) -> tuple[ToolServer, Tool]:
         """The server and tool behind an exposed name. Raises CallRefused (`not_registered`:
         the server's tool set does not match its pin), NotFound."""
-        entry = self.name_map().by_exposed.get(exposed)
+        entry = self._entry(exposed)
         if entry is None:
             for name, reason in self.blocked.items():
                 if exposed.startswith(f"{name}__"):
