@@ -55,3 +55,24 @@ def test_the_gateway_relay_imports_no_sdk(supervisor: Any) -> None:
     assert "monad_cli.gateway.relay" in names  # the relay ran
     mods = {name.split(".")[0] for name in names}
     assert not (mods & {*HEAVY, *HTTP_CLIENT}), sorted(mods & {*HEAVY, *HTTP_CLIENT})
+
+
+@pytest.mark.parametrize("argv", [
+    ("mcp", "add", "--help"), ("mcp", "status", "--help"), ("mcp", "serve", "--help"), ("daemon", "start", "--help"),
+    ("tasks", "show", "--help"), ("approvals", "allow", "--help"), ("mcp", "add"), ("mcp", "status", "--bogus"),
+])
+def test_the_narrowed_app_says_what_the_whole_app_says(argv: tuple[str, ...], capsys: pytest.CaptureFixture[str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run that names one command gets an app holding only it (typer builds no siblings);
+    its help, usage and errors must be the whole app's, word for word."""
+    from monad_cli import app as app_module
+
+    monkeypatch.setenv("COLUMNS", "100")
+    outputs = []
+    for build in (app_module._narrowed, lambda argv: app_module.app):
+        with pytest.raises(SystemExit) as done:
+            build(list(argv))(args=list(argv), prog_name="monad")
+        outputs.append((done.value.code, capsys.readouterr()))
+    narrowed, whole = outputs
+    assert narrowed == whole
+    assert app_module._narrowed(list(argv)) is not app_module.app  # it was narrowed
