@@ -330,17 +330,18 @@ class Supervisor:
                 tg.start_soon(self.tasks.run)
                 tg.start_soon(self.tool_service.write_outcomes)
                 tg.start_soon(self._handle_signals)
+                if serve:  # before the servers connect: 50 handshakes at once would hold it up
+                    await control.start()
+                    await tg.start(relays.serve)
+                    tg.start_soon(self.gateway.run)
                 await self.reconcile(force=True)
                 self.tasks.close_orphans(set(self.actors))
                 tg.start_soon(discard_unadopted, list(self.actors.values()))
                 failure = await self._wait_required()
                 if failure:
                     on_ready(failure)
+                    await control.stop()
                     raise StartupFailed(failure)
-                if serve:
-                    await control.start()
-                    await tg.start(relays.serve)
-                    tg.start_soon(self.gateway.run)
                 on_ready(None)
                 tg.start_soon(watch_definitions, self.paths, self.stop_event, self.reconcile)
                 await self.stop_event.wait()
