@@ -3,6 +3,7 @@ the SDK is imported, and each actor adopts the process spawned for exactly its c
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -27,22 +28,40 @@ def test_the_default_environment_is_the_sdks(monkeypatch: pytest.MonkeyPatch) ->
     assert "SHELL" not in default_environment() and default_environment()["TERM"] == "xterm"
 
 
+def _cmd(argv: list[str], env: dict[str, str], cwd: str | None, marker: str) -> Any:
+    from monad_cli.supervisor.processes import MARKER_ENV
+    from monad_cli.supervisor.spawn import StdioCommand
+
+    return StdioCommand(argv, {**env, MARKER_ENV: marker}, cwd, marker)
+
+
 def test_early_processes_are_adopted_exactly_once_and_the_rest_stopped(tmp_path: Path) -> None:
+    from monad_cli.supervisor.processes import SpawnRecords, proc_info
     from monad_cli.supervisor.spawn import EarlySpawns
+
+    records = SpawnRecords(tmp_path / "run")
 
     async def main() -> None:
         early = EarlySpawns()
         env = {"PATH": os.environ["PATH"]}
-        await early.spawn(["sleep", "30"], env, str(tmp_path))
-        await early.spawn([sys.executable, "-c", "import sys; sys.stderr.write('hello'); input()"], env, None)
-        assert early.take(["sleep", "30"], env, None) is None  # another cwd: another command
-        assert early.take(["sleep", "30"], {**env, "X": "1"}, str(tmp_path)) is None  # another environment
-        adopted = early.take(["sleep", "30"], env, str(tmp_path))
-        assert adopted is not None and adopted.process.returncode is None
-        assert early.take(["sleep", "30"], env, str(tmp_path)) is None  # once
+        await early.spawn("a", _cmd(["sleep", "30"], env, str(tmp_path), "a.1"), records)
+        await early.spawn("b", _cmd([sys.executable, "-c", "import sys; sys.stderr.write('hello'); input()"], env,
+                                    None, "b.1"), records)
+        assert sorted(r.server for r in records.read_all()) == ["a", "b"]  # recorded like any spawn
+        assert early.take(_cmd(["sleep", "30"], env, None, "a.2")) is None  # another cwd: another command
+        assert early.take(_cmd(["sleep", "30"], {**env, "X": "1"}, str(tmp_path), "a.2")) is None  # another env
+        # The same command with a new spawn marker (each attempt makes one) is adopted, and
+        # keeps the marker its process was started with.
+        adopted = early.take(_cmd(["sleep", "30"], env, str(tmp_path), "a.2"))
+        assert adopted is not None and adopted.process.returncode is None and adopted.marker == "a.1"
+        environ = Path(f"/proc/{adopted.process.pid}/environ").read_bytes().split(b"\0")
+        assert b"MONAD_SERVER_ID=a.1" in environ
+        assert early.take(_cmd(["sleep", "30"], env, str(tmp_path), "a.3")) is None  # once
         [left] = early.waiting.values()
         await early.discard()
         assert left.process.returncode is not None and not early.waiting
+        assert proc_info(left.process.pid) is None or proc_info(left.process.pid).zombie  # type: ignore[union-attr]
+        assert [r.server for r in records.read_all()] == ["a"]  # the discarded one's record is gone
         adopted.process.kill()
         await adopted.process.wait()
         os.close(adopted.stderr_fd)
@@ -80,5 +99,9 @@ def test_daemon_start_spawns_before_the_sdk_and_the_actor_adopts_it(monad: Any, 
         detail = status_of(monad, "early")
         assert any(marker in line for line in detail["stderrTail"]), detail["stderrTail"]
         assert "stopping early-spawned process" not in log
+        # Its spawn record names it with the marker it runs with (a crash leaves it findable).
+        [rec] = [json.loads(p.read_text()) for p in (monad_home / "run" / "servers").glob("early.*.json")]
+        environ = Path(f"/proc/{row['pid']}/environ").read_bytes().split(b"\0")
+        assert rec["pid"] == row["pid"] and f"MONAD_SERVER_ID={rec['marker']}".encode() in environ, rec
     finally:
         monad("daemon", "stop")
