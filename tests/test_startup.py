@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,21 @@ def test_the_default_environment_is_the_sdks(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv("MONAD_SECRET_LOOKING", "not for servers")
     assert default_environment() == get_default_environment()
     assert "SHELL" not in default_environment() and default_environment()["TERM"] == "xterm"
+
+
+def test_the_early_spawn_path_imports_no_sdk() -> None:
+    # What `python -m monad_cli.supervisor` runs before its early spawns (the lock, the
+    # definitions, the spawn code) must not pull in the SDK, pydantic or SQLModel: that
+    # import is the time the servers' own starts overlap.
+    from tests.test_cli_weight import HEAVY
+
+    code = "import monad_cli.supervisor.__main__, monad_cli.supervisor.startup, monad_cli.supervisor.spawn"
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True,
+                          timeout=60, check=True)
+    mods = {line.rsplit("|", 1)[1].strip().split(".")[0] for line in proc.stderr.splitlines()
+            if line.startswith("import time:") and "|" in line}
+    assert "monad_cli" in mods and "anyio" in mods  # the measurement works
+    assert not (mods & set(HEAVY)), sorted(mods & set(HEAVY))
 
 
 def _cmd(argv: list[str], env: dict[str, str], cwd: str | None, marker: str) -> Any:
