@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from monad_cli import render
+from monad_cli.commands._calls import post_call
 from monad_cli.commands._common import JsonOpt, supervisor
 from monad_cli.errors import ApprovalTimeout, ExitCode, InvalidInput, MonadError, NotFound
 from monad_cli.paths import paths
@@ -108,31 +109,6 @@ def _show_result(result: dict[str, Any], as_json: bool) -> None:
         render.line(json.dumps(result["structuredContent"], ensure_ascii=False))
 
 
-def _number(value: Any) -> str:
-    return f"{value:g}" if isinstance(value, int | float) else str(value)
-
-
-def progress_line(name: str, progress: dict[str, Any]) -> str:
-    """One stderr line for a notifications/progress of a call: `NAME: MESSAGE (2/3)`."""
-    done, total = progress.get("progress"), progress.get("total")
-    counted = _number(done) + (f"/{_number(total)}" if total is not None else "")
-    return f"{name}: {progress.get('message') or 'working'} ({counted}; Ctrl-C cancels it)"
-
-
-def _post_call(client: Any, body: dict[str, Any]) -> dict[str, Any]:
-    """`POST /v1/tools/call` asking for progress: each progress notification of the call is
-    a line on stderr as it comes (as `monad tasks show --wait` shows a task's); returns the
-    answer (the result, or `{"approvalRequired": ...}`). Raises the error kind."""
-    last: dict[str, Any] = {}
-    for item in client.stream("POST", "/v1/tools/call", {**body, "progress": True}):
-        if "progress" in item:
-            render.info(progress_line(body["name"], item["progress"]))
-            continue
-        last = item
-    result: dict[str, Any] = last.get("result", last)
-    return result
-
-
 def _prompt(pending: dict[str, Any]) -> str:
     """Ask the person on the TTY: once / session / always / deny. The exact command (or URL)
     and the full arguments are shown: what is approved must be what runs."""
@@ -200,7 +176,7 @@ def call(
     body["approval"] = {"mode": "yes"} if yes else {"mode": "check"}
     pending: dict[str, Any] | None = None
     try:
-        answer = _post_call(client, body)
+        answer = post_call(client, body)
         pending = answer.get("approvalRequired") if isinstance(answer, dict) else None
         if pending:
             if interactive:
@@ -209,7 +185,7 @@ def call(
                 render.info(f"waiting up to {approval_timeout:g} s for approval `{pending['id']}` of "
                             f"`{name}`: run `monad approvals allow {pending['id']}` (or deny)")
                 body["approval"] = {"mode": "wait", "approvalId": pending["id"], "timeout": approval_timeout}
-            answer = _post_call(client, body)
+            answer = post_call(client, body)
     except ApprovalTimeout as e:
         raise ApprovalTimeout(f"{e.message}; approve it with `monad approvals allow ID`, pass --yes, or raise "
                               f"--approval-timeout") from None

@@ -328,7 +328,7 @@ class Supervisor:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
                 tg.start_soon(self.tasks.run)
-                tg.start_soon(self.tool_service.write_outcomes)
+                tg.start_soon(self.tool_service.calls.write_outcomes)
                 tg.start_soon(self._handle_signals)
                 if serve:  # before the servers connect: 50 handshakes at once would hold it up
                     await control.start()

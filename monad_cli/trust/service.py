@@ -54,7 +54,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("monad.tools")
 PENDING_TTL_S = 600.0
 DEFAULT_APPROVAL_TIMEOUT_S = 120.0
-OUTCOME_DELAY_S = 0.02  # sequential calls closer than this share commits
 
 # Run an approved call that must be a task and wait for its result (`TaskManager.run_call`,
 # same arguments as `StartTask`); raises `MonadError`, or `mcp.MCPError` for a failed task.
@@ -109,21 +108,6 @@ class ToolService:
         self._version = 0
         self._map = NameMap()
         self._changed = anyio.Event()
-        self._outcomes = anyio.Event()
-
-    async def write_outcomes(self) -> None:
-        """Commit the calls' deferred outcome rows within ~20 ms (run once, for the service's
-        life): the answer goes out first, and outcomes that pile up meanwhile share one
-        commit (or ride on the next call's intent row). Never returns (cancel it);
-        `Journal.close` writes what is left."""
-        while True:
-            await self._outcomes.wait()
-            self._outcomes = anyio.Event()
-            await anyio.sleep(OUTCOME_DELAY_S)
-            try:
-                self.journal.flush()
-            except Exception:
-                log.exception("journal write failed")  # the next write transaction retries them
 
     def recover(self) -> int:
         """Once at startup: calls the last supervisor left running (it died mid-call) are
@@ -357,8 +341,6 @@ class ToolService:
         def finish(outcome: str, error: str | None = None, *, defer: bool = False) -> None:
             self.calls.finish(call_id, outcome=outcome, decision=decision, decided_by=who,
                               duration_ms=round((time.monotonic() - started) * 1000, 3), error=error, defer=defer)
-            if defer:
-                self._outcomes.set()
 
         if not approved:
             finish("refused", f"approval {decision}: {who}")
