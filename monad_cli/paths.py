@@ -49,6 +49,16 @@ class Paths:
         return self.run_dir / "monad.sock"
 
     @property
+    def gateway_socket(self) -> Path:
+        """Where `monad mcp serve` relays reach the gateway inside the supervisor (0600)."""
+        return self.run_dir / "gateway.sock"
+
+    @property
+    def gateway_token(self) -> Path:
+        """The HTTP gateway's bearer token (0600)."""
+        return self.run_dir / "gateway.token"
+
+    @property
     def pid_file(self) -> Path:
         return self.run_dir / "monad.pid"
 
@@ -89,11 +99,11 @@ class Paths:
     def ensure(self) -> None:
         """Create the state directories (0700: atoms and agents.json may hold secrets).
 
-        Raises `InvalidInput` when MONAD_HOME is too long for the control socket."""
-        if len(str(self.socket).encode()) > MAX_SOCKET_PATH:
+        Raises `InvalidInput` when MONAD_HOME is too long for the sockets."""
+        if len(str(self.gateway_socket).encode()) > MAX_SOCKET_PATH:  # the longer of the two names
             from monad_cli.errors import InvalidInput
 
-            raise InvalidInput(f"MONAD_HOME `{self.home}` is too long: the control socket path must stay under "
+            raise InvalidInput(f"MONAD_HOME `{self.home}` is too long: the socket paths under `run/` must stay under "
                                f"{MAX_SOCKET_PATH} bytes; use a shorter MONAD_HOME")
         for d in (self.home, self.atoms_dir.parent, self.atoms_dir, self.run_dir, self.logs_dir,
                   self.server_logs_dir):
@@ -104,7 +114,7 @@ class Paths:
                 os.chmod(d, 0o700)
 
 
-# sun_path holds 108 bytes on Linux; the socket lives at MONAD_HOME/run/monad.sock.
+# sun_path holds 108 bytes on Linux; the sockets live at MONAD_HOME/run/{monad,gateway}.sock.
 MAX_SOCKET_PATH = 107
 
 

@@ -1,5 +1,7 @@
 """The CLI's fast path stays light: `--help`, `add`, `status`, `remove` never load the MCP
-SDK, SQLAlchemy, uvicorn or httpx2 (DESIGN "Control API"; the SDK import alone costs ~0.8 s)."""
+SDK, SQLAlchemy, uvicorn or httpx2 (DESIGN "Control API"; the SDK import alone costs ~0.8 s),
+the control client not even `http.client` (it pulls `email` and `ssl`), and the gateway
+relay (`monad mcp serve`) none of them either: the MCP server is in the supervisor."""
 
 from __future__ import annotations
 
@@ -10,16 +12,21 @@ from typing import Any
 import pytest
 
 HEAVY = ("mcp", "mcp_types", "sqlalchemy", "sqlmodel", "uvicorn", "httpx2", "starlette", "pydantic")
+# What `http.client` brings along; the control client speaks HTTP/1.1 on the bare socket.
+HTTP_CLIENT = ("http", "email", "ssl")
 
 
-def imported_modules(*argv: str) -> set[str]:
+def imported(*argv: str, stdin: str | None = None) -> set[str]:
+    """Every module (dotted name) `monad ARGV` imported, from `python -X importtime`."""
     proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "monad_cli", *argv],
-                          capture_output=True, text=True, timeout=60)
-    mods = set()
-    for line in proc.stderr.splitlines():
-        if line.startswith("import time:") and "|" in line:
-            mods.add(line.rsplit("|", 1)[1].strip().split(".")[0])
-    return mods
+                          capture_output=True, text=True, timeout=60, input=stdin)
+    return {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines()
+            if line.startswith("import time:") and "|" in line}
+
+
+def imported_modules(*argv: str, stdin: str | None = None) -> set[str]:
+    """The top-level packages `monad ARGV` imported."""
+    return {name.split(".")[0] for name in imported(*argv, stdin=stdin)}
 
 
 @pytest.mark.parametrize("argv", [
@@ -38,4 +45,34 @@ def test_fast_path_does_not_import_heavy_packages(argv: tuple[str, ...]) -> None
 @pytest.mark.e2e
 def test_status_with_live_supervisor_is_light(supervisor: Any) -> None:
     mods = imported_modules("mcp", "status", "--json")
-    assert "http" in mods and not (mods & set(HEAVY)), sorted(mods & set(HEAVY))
+    assert "socket" in mods  # it did talk to the supervisor
+    assert not (mods & {*HEAVY, *HTTP_CLIENT}), sorted(mods & {*HEAVY, *HTTP_CLIENT})
+
+
+@pytest.mark.e2e
+def test_the_gateway_relay_imports_no_sdk(supervisor: Any) -> None:
+    names = imported("mcp", "serve", stdin='{"jsonrpc": "2.0", "id": 1, "method": "ping"}\n')
+    assert "monad_cli.gateway.relay" in names  # the relay ran
+    mods = {name.split(".")[0] for name in names}
+    assert not (mods & {*HEAVY, *HTTP_CLIENT}), sorted(mods & {*HEAVY, *HTTP_CLIENT})
+
+
+@pytest.mark.parametrize("argv", [
+    ("mcp", "add", "--help"), ("mcp", "status", "--help"), ("mcp", "serve", "--help"), ("daemon", "start", "--help"),
+    ("tasks", "show", "--help"), ("approvals", "allow", "--help"), ("mcp", "add"), ("mcp", "status", "--bogus"),
+])
+def test_the_narrowed_app_says_what_the_whole_app_says(argv: tuple[str, ...], capsys: pytest.CaptureFixture[str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run that names one command gets an app holding only it (typer builds no siblings);
+    its help, usage and errors must be the whole app's, word for word."""
+    from monad_cli import app as app_module
+
+    monkeypatch.setenv("COLUMNS", "100")
+    outputs = []
+    for build in (app_module._narrowed, lambda argv: app_module.app):
+        with pytest.raises(SystemExit) as done:
+            build(list(argv))(args=list(argv), prog_name="monad")
+        outputs.append((done.value.code, capsys.readouterr()))
+    narrowed, whole = outputs
+    assert narrowed == whole
+    assert app_module._narrowed(list(argv)) is not app_module.app  # it was narrowed

@@ -167,16 +167,9 @@ def _scenario(monad_home: Path, calls: Any) -> Any:
 
 def _status(client: Any, path: str) -> int:
     """The HTTP status on the wire (the client itself decodes by code)."""
-    from monad_cli.control.client import _UnixConnection
-
-    conn = _UnixConnection(str(client.paths.socket), 10)
-    try:
-        conn.request("GET", path)
-        resp = conn.getresponse()
+    with client.exchange("GET", path) as resp:
         resp.read()
-        return resp.status
-    finally:
-        conn.close()
+        return int(resp.status)
 
 
 def _raised(client: Any, method: str, path: str, body: Any = None) -> MonadError:

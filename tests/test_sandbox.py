@@ -204,7 +204,7 @@ def test_a_relative_command_needs_a_cwd_and_resolves_against_it(
     if landlock_abi() < 1:
         pytest.skip("this kernel has no Landlock")
     from monad_cli.config.schema import validate
-    from monad_cli.supervisor.transports import SpawnError, _sandboxed, resolve_command
+    from monad_cli.supervisor.spawn import SpawnError, _sandboxed, resolve_command
 
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "server").write_text("#!/bin/sh\n")

@@ -5,6 +5,7 @@ will do when it calls `ToolService.call()` directly."""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -58,8 +59,9 @@ class Session:
     tools: list[Tool] = field(default_factory=list)
     live: bool = True
 
-    async def call_tool(self, tool: str, arguments: dict[str, Any] | None) -> CallToolResult:
-        return await self.client.call_tool(tool, arguments)
+    async def call_tool(self, tool: str, arguments: dict[str, Any] | None, *,
+                        progress: Any = None) -> CallToolResult:
+        return await self.client.call_tool(tool, arguments, progress_callback=progress)
 
 
 def _spec(**trust: Any) -> ServerSpec:
@@ -224,3 +226,25 @@ def test_an_unanswered_approval_request_expires_on_the_service_clock(tmp_path: P
                                approval={"mode": "decided", "approvalId": pending.id, "grant": "once"})
 
     run(main)
+
+
+def test_an_outcome_written_behind_the_answer_is_never_lost(tmp_path: Path) -> None:
+    """The intent row commits before the call; the outcome may follow the answer (the next
+    write transaction, `Journal.flush`, or `close`), but always lands."""
+    async def main() -> int:
+        async with service(tmp_path, _spec(autoApproveTools=["srv__echo"])) as (svc, _session):
+            out = await svc.call("srv__echo", {"text": "hi"}, via="test", approval={})
+            assert svc.journal.deferred  # queued: nobody has read or written since
+            raw = sqlite3.connect(svc.journal.path)
+            assert raw.execute("SELECT outcome FROM tool_calls WHERE id = ?", (out["callId"],)).fetchone() == \
+                ("running",)  # the intent, committed before the call went out
+            raw.close()
+            return int(out["callId"])  # `service` closes the journal on the way out
+
+    call_id = run(main)
+    reopened = Journal(tmp_path / "journal.db")
+    try:
+        [row] = [r for r in jt.calls(reopened) if r["id"] == call_id]
+        assert (row["outcome"], row["decision"], row["decidedBy"]) == ("ok", "approved", "trust.autoApproveTools")
+    finally:
+        reopened.close()

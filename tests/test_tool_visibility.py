@@ -122,9 +122,9 @@ def test_the_call_log_and_the_gate_tell_their_listeners(tmp_path: Path) -> None:
             session = svc.servers["srv"]
             original = session.call_tool
 
-            async def spying(tool: str, arguments: dict[str, Any] | None) -> Any:
+            async def spying(tool: str, arguments: dict[str, Any] | None, **kw: Any) -> Any:
                 seen_inside.append(current_call())  # what a task resolver in this task would read
-                return await original(tool, arguments)
+                return await original(tool, arguments, **kw)
 
             session.call_tool = spying  # type: ignore[method-assign]
             with call_ref("page-ref-1"):

@@ -1,8 +1,8 @@
 """`monad mcp tools|call|pin|unpin|trust|serve`: tools of connected servers, calls through the
 approval gate, trust controls, and the gateway (docs/tools.md).
 
-Registered onto the `mcp` group in app.py. Light imports only: the SDK is loaded by
-`serve` alone, inside its body.
+Registered onto the `mcp` group in app.py. Light imports only: no command here loads the
+SDK (`serve` is a stdlib relay to the gateway inside the supervisor).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from monad_cli import render
+from monad_cli.commands._calls import post_call
 from monad_cli.commands._common import JsonOpt, supervisor
 from monad_cli.errors import ApprovalTimeout, ExitCode, InvalidInput, MonadError, NotFound
 from monad_cli.paths import paths
@@ -159,7 +160,7 @@ def call(
         raise InvalidInput("--approval-timeout must be a finite number of seconds")
     supervisor()  # starts it if needed
     # A call has no deadline here: it may wait for a person, then run as long as the tool does.
-    client = ControlClient(paths(), timeout=None)  # type: ignore[arg-type]
+    client = ControlClient(paths(), timeout=None)
     tool = _lookup(client, name)
     if tool is None:
         server = name.split("__", 1)[0]
@@ -175,7 +176,7 @@ def call(
     body["approval"] = {"mode": "yes"} if yes else {"mode": "check"}
     pending: dict[str, Any] | None = None
     try:
-        answer = client.post("/v1/tools/call", body)
+        answer = post_call(client, body)
         pending = answer.get("approvalRequired") if isinstance(answer, dict) else None
         if pending:
             if interactive:
@@ -184,7 +185,7 @@ def call(
                 render.info(f"waiting up to {approval_timeout:g} s for approval `{pending['id']}` of "
                             f"`{name}`: run `monad approvals allow {pending['id']}` (or deny)")
                 body["approval"] = {"mode": "wait", "approvalId": pending["id"], "timeout": approval_timeout}
-            answer = client.post("/v1/tools/call", body)
+            answer = post_call(client, body)
     except ApprovalTimeout as e:
         raise ApprovalTimeout(f"{e.message}; approve it with `monad approvals allow ID`, pass --yes, or raise "
                               f"--approval-timeout") from None
@@ -343,20 +344,28 @@ def serve(
         "--exclude-mcps", metavar="GLOBS", help="Never serve servers matching these globs (wins over "
                                                 "--include-mcps).")] = None,
 ) -> None:
-    """Run an MCP server (the gateway) exposing the connected servers' tools.
+    """Serve the gateway: one MCP server exposing the connected servers' tools.
 
-    Calls go through the supervisor and its approval gate: a call that is not auto-approved
-    waits for `monad approvals allow ID`. The gateway sends notifications/tools/list_changed
-    when the set changes. With --http it listens on 127.0.0.1 only and requires the bearer
-    token in `run/gateway.token` (0600); Host and Origin must be loopback.
+    The gateway runs inside the supervisor: over stdio this command relays its stdin and
+    stdout to it; with --http the supervisor listens on 127.0.0.1 only (until Ctrl-C here)
+    and requires the bearer token in `run/gateway.token` (0600); Host and Origin must be
+    loopback. Calls go through the supervisor and its approval gate: a call that is not
+    auto-approved waits for `monad approvals allow ID`. The gateway sends
+    notifications/tools/list_changed when the set changes, and passes the servers'
+    progress notifications on to the caller.
 
     Deferred tools (`deferred = true`, features/tools.toml) are listed once loaded with the
     `load_tools` tool; a server's `condition` is checked against the --fact values and this
     environment on every list and call; --include-mcps/--exclude-mcps serve a filtered view
     (docs/filtering.md).
     """
+    import math
+    import os
+
     from monad_cli.conditions import parse_facts
-    from monad_cli.filters import PatternError, combine, split_patterns
+    from monad_cli.filters import PatternError, split_patterns
+    from monad_cli.gateway import relay
+    from monad_cli.gateway.hello import build_hello
 
     try:
         facts = parse_facts(fact or [])
@@ -364,11 +373,20 @@ def serve(
         exc = None if exclude is None else split_patterns(exclude, what="--exclude-mcps")
     except (ValueError, PatternError) as e:
         raise InvalidInput(str(e)) from None
-    # The supervisor already applies features/mcp.toml; these flags narrow this view only.
-    server_filter = (combine(flag_include=inc, flag_exclude=exc, file_enabled=[], file_disabled=[])
-                     if inc is not None or exc is not None else None)
-    from monad_cli.gateway.server import run_gateway
-
-    supervisor()
-    run_gateway(paths(), http=http, port=port, approval_timeout=approval_timeout, facts=facts,
-                server_filter=server_filter)
+    if not math.isfinite(approval_timeout) or approval_timeout < 0:
+        raise InvalidInput("--approval-timeout must be a finite number of seconds >= 0")
+    # The client's own pipes go to the supervisor when they can: no byte passes through here.
+    hand_over = not http and relay.passable(0) and relay.passable(1)
+    # Only the names of set variables travel: a condition asks no more of the environment.
+    hello = build_hello(transport="http" if http else "stdio", port=port, facts=facts, include=inc, exclude=exc,
+                        approval_timeout=approval_timeout, env_names=list(os.environ), stdio_fds=hand_over)
+    supervisor()  # starts it if needed
+    opened = relay.open_relay(paths(), hello, fds=[0, 1] if hand_over else None)
+    if http:
+        render.info(f"monad gateway: {opened.answer['url']} (bearer token in `{opened.answer['tokenFile']}`); "
+                    f"Ctrl-C stops it")
+        relay.hold(opened)
+    elif hand_over:
+        relay.wait(opened)
+    else:
+        relay.pump(opened)

@@ -2,7 +2,7 @@
 
     GET  /v1/tools[?server=NAME][&name=X] exposed tools + the set's `signature`
     GET  /v1/tools/changes?since=SIG      long poll (≤ `timeout` s): the new signature
-    POST /v1/tools/call                   {name, arguments, via, approval: {mode, ...}, ref?}
+    POST /v1/tools/call                   {name, arguments, via, approval: {mode, ...}, ref?, progress?}
     GET  /v1/tools/sets/{name}            the server's current tool-set hash and its pin
     GET  /v1/approvals                    pending approvals
     POST /v1/approvals/{id}               {decision: allow|deny, scope: once|session|always}
@@ -12,6 +12,8 @@ A call's HTTP connection is its lifetime: when the caller disconnects (Ctrl-C in
 sends notifications/cancelled, and the call is journaled `cancelled`. On the Studio's port
 `via` is always `studio`, whatever the body says; `ref` (the caller's own tag, ≤ 64
 characters) comes back on the call's events and its Task's correlation (trust/calls.py).
+With `progress: true` the answer is NDJSON (`control/progress.py`): the server's progress
+notifications as they come, then the outcome.
 """
 
 from __future__ import annotations
@@ -21,10 +23,11 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from monad_cli.control.http import error_response
+from monad_cli.control.progress import ProgressStream
 from monad_cli.errors import InvalidInput, NotFound
 from monad_cli.trust.calls import call_ref
 from monad_cli.trust.service import ApprovalRequired
@@ -85,7 +88,7 @@ def tools_routes(server: ControlServer) -> list[Route]:
                              "blocked": svc.blocked.get(name), "state": str(actor.state),
                              "tools": len(actor.tools) if actor.live else None})
 
-    async def call(request: Request) -> JSONResponse:
+    async def call(request: Request) -> Response | ProgressStream:
         body = await server._body(request)
         name = body.get("name")
         if not isinstance(name, str):
@@ -94,6 +97,8 @@ def tools_routes(server: ControlServer) -> list[Route]:
         if not isinstance(approval, dict):
             raise InvalidInput("approval must be an object")
         via = "studio" if getattr(request.state, "via", None) == "studio" else str(body.get("via", "api"))[:20]
+        if body.get("progress"):
+            return ProgressStream(svc, name, body, via=via, approval=approval, scrub=server.sup.scrub)
         outcome: dict[str, Any] = {}
 
         async with anyio.create_task_group() as tg:

@@ -58,6 +58,47 @@ class Journal:
 
         path.parent.mkdir(parents=True, exist_ok=True)
         self.applied = self._migrate()
+        # Write-behind statements (`defer`): written before the next write transaction, by
+        # `flush`, or at `close`, whichever comes first.
+        self.deferred: list[tuple[str, tuple[Any, ...]]] = []
+
+    def write(self, sql: str, params: tuple[Any, ...]) -> int | None:
+        """The deferred statements, then `sql`, in one `BEGIN IMMEDIATE` transaction on a
+        pooled DB-API connection; returns the row id it inserted, if any.
+
+        The tool-call writes sit on every call's path: the ORM costs ~1 ms per call, Core
+        ~0.4 ms, the driver ~0.05 ms. The pool's connect hook set WAL and busy_timeout.
+        """
+        return self._transaction([(sql, params)])
+
+    def defer(self, sql: str, params: tuple[Any, ...]) -> None:
+        """Queue `sql` for the next write transaction (or `flush`): a write-behind row."""
+        self.deferred.append((sql, params))
+
+    def flush(self) -> int:
+        """Write the deferred statements now, in one transaction; returns how many."""
+        n = len(self.deferred)
+        if n:
+            self._transaction([])
+        return n
+
+    def _transaction(self, statements: list[tuple[str, tuple[Any, ...]]]) -> int | None:
+        queued = len(self.deferred)
+        raw = self.engine.raw_connection()
+        try:
+            cur = raw.cursor()
+            cur.execute("BEGIN IMMEDIATE")
+            try:
+                for sql, params in [*self.deferred[:queued], *statements]:
+                    cur.execute(sql, params)
+                cur.execute("COMMIT")
+            except BaseException:
+                cur.execute("ROLLBACK")
+                raise
+            del self.deferred[:queued]  # written; after a failure they wait for the next transaction
+            return cur.lastrowid
+        finally:
+            raw.close()  # back to the pool
 
     def _migrate(self) -> list[str]:
         """Apply the migrations not yet recorded, in list order, in one transaction with
@@ -77,12 +118,10 @@ class Journal:
 
     def record(self, kind: str, *, server: str | None = None, state: str | None = None,
                reason: str | None = None, detail: dict[str, Any] | None = None) -> None:
-        row = Event(ts=time.time(), server=server, kind=kind, state=state,
-                    reason=self.scrub(reason) if reason else reason,
-                    detail=self.scrub(json.dumps(detail)) if detail else None)
-        with Session(self.engine) as s:
-            s.add(row)
-            s.commit()
+        # The driver, not the ORM: 50 servers starting write ~150 of these (~1 ms each by ORM).
+        self.write("INSERT INTO events (ts, server, kind, state, reason, detail) VALUES (?, ?, ?, ?, ?, ?)",
+                   (time.time(), server, kind, state, self.scrub(reason) if reason else reason,
+                    self.scrub(json.dumps(detail)) if detail else None))
 
     def events(self, *, server: str | None = None, since: float | None = None,
                kinds: Iterable[str] | None = None, limit: int = 1000) -> list[dict[str, Any]]:
@@ -103,4 +142,5 @@ class Journal:
             return str(conn.execute(text("PRAGMA quick_check")).scalar())
 
     def close(self) -> None:
+        self.flush()
         self.engine.dispose()

@@ -31,42 +31,29 @@ def args_digest(arguments: Any) -> str:
     return "sha256:" + hashlib.sha256(body.encode()).hexdigest()[:16]
 
 
-def _write(j: Journal, sql: str, params: tuple[Any, ...]) -> int | None:
-    """One statement in its own `BEGIN IMMEDIATE` transaction on a pooled DBAPI connection.
-
-    These two writes sit on every tool call's path; the ORM costs ~1 ms per call and
-    Core ~0.4 ms, the driver ~0.05 ms. The pool's connect hook set WAL and busy_timeout.
-    """
-    raw = j.engine.raw_connection()
-    try:
-        cur = raw.cursor()
-        cur.execute("BEGIN IMMEDIATE")
-        try:
-            cur.execute(sql, params)
-            cur.execute("COMMIT")
-        except BaseException:
-            cur.execute("ROLLBACK")
-            raise
-        return cur.lastrowid
-    finally:
-        raw.close()  # back to the pool
+FINISH_SQL = "UPDATE tool_calls SET outcome = ?, decision = ?, decided_by = ?, duration_ms = ?, error = ? WHERE id = ?"
 
 
 def start_call(j: Journal, *, server: str, tool: str, exposed: str, arguments: Any, via: str) -> int:
-    """The intent row (outcome `running`), written before the call; returns its id."""
-    row_id = _write(j, "INSERT INTO tool_calls (ts, server, tool, exposed, args_digest, via, outcome) "
-                       "VALUES (?, ?, ?, ?, ?, ?, 'running')",
-                    (time.time(), server, tool, exposed, args_digest(arguments), via))
+    """The intent row (outcome `running`), committed before the call; returns its id."""
+    row_id = j.write("INSERT INTO tool_calls (ts, server, tool, exposed, args_digest, via, outcome) "
+                     "VALUES (?, ?, ?, ?, ?, ?, 'running')",
+                     (time.time(), server, tool, exposed, args_digest(arguments), via))
     assert row_id is not None
     return row_id
 
 
 def finish_call(j: Journal, call_id: int, *, outcome: str, decision: str | None = None,
-                decided_by: str | None = None, duration_ms: float | None = None, error: str | None = None) -> None:
-    """The outcome of the call `call_id`, written after the side effect."""
-    _write(j, "UPDATE tool_calls SET outcome = ?, decision = ?, decided_by = ?, duration_ms = ?, error = ? "
-              "WHERE id = ?",
-           (outcome, decision, decided_by, duration_ms, j.scrub(error)[:500] if error else None, call_id))
+                decided_by: str | None = None, duration_ms: float | None = None, error: str | None = None,
+                defer: bool = False) -> None:
+    """The outcome of the call `call_id`, written after the side effect. `defer`: queued for
+    the journal's next write transaction (the next call's intent, or `Journal.flush`, which
+    the supervisor runs within ~20 ms), so the answer need not wait for a commit."""
+    params = (outcome, decision, decided_by, duration_ms, j.scrub(error)[:500] if error else None, call_id)
+    if defer:
+        j.defer(FINISH_SQL, params)
+    else:
+        j.write(FINISH_SQL, params)
 
 
 def interrupt_running(j: Journal) -> int:
@@ -84,6 +71,7 @@ def interrupt_running(j: Journal) -> int:
 
 def calls(j: Journal, *, server: str | None = None, since: float | None = None,
           limit: int = 200) -> list[dict[str, Any]]:
+    j.flush()  # outcomes still queued in this process are part of the answer
     q = select(ToolCall)
     if server:
         q = q.where(ToolCall.server == server)
@@ -118,13 +106,10 @@ def add_always(j: Journal, server: str, definition_hash: str, tool: str, decided
 
 
 def remember_tool_set(j: Journal, server: str, digest: str, canonical: list[dict[str, Any]]) -> None:
-    with Session(j.engine) as s:
-        row = s.get(ToolSet, (server, digest))
-        if row is None:
-            row = ToolSet(server=server, hash=digest, tools=json.dumps(canonical), seen=time.time())
-        row.seen = time.time()
-        s.add(row)
-        s.commit()
+    """Record (or mark seen again) a tool set a server advertised; every connect does it."""
+    j.write("INSERT INTO tool_sets (server, hash, tools, seen) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (server, hash) DO UPDATE SET seen = excluded.seen",
+            (server, digest, json.dumps(canonical), time.time()))
 
 
 def tool_set(j: Journal, server: str, digest: str) -> list[dict[str, Any]] | None:

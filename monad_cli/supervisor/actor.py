@@ -32,6 +32,7 @@ from monad_cli.supervisor.status import status_row
 from monad_cli.supervisor.stderr import StderrSink
 from monad_cli.supervisor.transports import Connection
 from monad_cli.supervisor.upkeep import ToolRefresh, listen_for_tool_changes
+from monad_cli.trust.servers import ProgressFn
 
 log = logging.getLogger("monad.actor")
 
@@ -367,12 +368,16 @@ class ServerActor:
             problem = self._problem()
             self.set_state(State.DEGRADED if problem else State.CONNECTED, problem)
 
-    async def call_tool(self, tool: str, arguments: dict[str, Any] | None) -> CallToolResult:
+    async def call_tool(self, tool: str, arguments: dict[str, Any] | None, *,
+                        progress: ProgressFn | None = None) -> CallToolResult:
         """tools/call on this session from any task (the actor task keeps the Client open).
 
         `tool` is the server's own (original) name. The deadline is `requestTimeoutMs`
         (unset = none); on expiry the SDK sends notifications/cancelled and raises
         MCPError(-32001). Cancelling the caller's scope cancels the request the same way.
+        `progress(progress, total, message)` is awaited for each notifications/progress the
+        server sends for this call (the SDK asks for them with `_meta.progressToken`; MCP
+        spec, basic/utilities/progress); None asks for none.
         Raises MonadError if the server is not connected. Returns `mcp_types.CallToolResult`.
         """
         from monad_cli.errors import MonadError
@@ -382,7 +387,8 @@ class ServerActor:
             raise MonadError(f"server `{self.name}` is {self.state}"
                              f"{': ' + self.reason if self.reason else ''} (see `monad mcp status {self.name}`)")
         rto = self.spec.request_timeout_ms if self.spec else None
-        return await client.call_tool(tool, arguments, read_timeout_seconds=rto / 1000 if rto else None)
+        return await client.call_tool(tool, arguments, read_timeout_seconds=rto / 1000 if rto else None,
+                                      progress_callback=progress)
 
     async def _on_message(self, message: IncomingMessage) -> None:
         if isinstance(message, ToolListChangedNotification) and self._refresh is not None:

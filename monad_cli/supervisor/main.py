@@ -1,19 +1,29 @@
-"""`monad daemon run`: the supervisor's process entry (no typer here)."""
+"""`monad daemon run`: the supervisor's process entry (no typer here).
+
+`python -m monad_cli.supervisor` (what `monad daemon start` runs) and `monad daemon run`
+both end in `run`. Startup is "spawn first, import while they start": the daemon lock, the
+definitions and the stdio servers' processes come before the SDK and the journal's
+SQLModel are imported (`supervisor/startup.py`); this module imports neither itself.
+"""
 
 from __future__ import annotations
 
+import gc
 import logging
 import logging.handlers
 import os
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import anyio
 
 from monad_cli.control.envelope import encode_line
 from monad_cli.errors import Conflict, MonadError, Unavailable
 from monad_cli.paths import Paths
-from monad_cli.supervisor.supervisor import StartupFailed, Supervisor
+
+if TYPE_CHECKING:
+    from monad_cli.supervisor.supervisor import Supervisor
 
 LOG_CAP_BYTES = 10 * 1024 * 1024
 
@@ -58,9 +68,13 @@ def run(paths: Paths, *, include: list[str] | None = None, exclude: list[str] | 
     supervisor owns this MONAD_HOME, or a `required` server failed).
     """
     ready_fd = int(os.environ.pop("MONAD_READY_FD", "-1"))
-    sup = Supervisor(paths, include=include, exclude=exclude)
-    sup.check_required = os.environ.pop("MONAD_SKIP_REQUIRED", "") != "1"
-    _setup_logging(paths, sup.scrub, to_stderr=ready_fd < 0)
+    check_required = os.environ.pop("MONAD_SKIP_REQUIRED", "") != "1"
+    holder: list[Supervisor] = []  # the supervisor, once the SDK is imported and it exists
+
+    def scrub(text: str) -> str:
+        return holder[0].scrub(text) if holder else text  # before it exists no secret is known
+
+    _setup_logging(paths, scrub, to_stderr=ready_fd < 0)
     log = logging.getLogger("monad.supervisor")
 
     def notify(error: MonadError | None) -> None:
@@ -68,7 +82,7 @@ def run(paths: Paths, *, include: list[str] | None = None, exclude: list[str] | 
         # kind (`Conflict`: another supervisor won the start race), never on the text.
         nonlocal ready_fd
         if ready_fd >= 0:
-            msg = "ok\n" if error is None else encode_line(type(error)(sup.scrub(error.message)))
+            msg = "ok\n" if error is None else encode_line(type(error)(scrub(error.message)))
             try:
                 os.write(ready_fd, msg.encode())
             finally:
@@ -79,19 +93,42 @@ def run(paths: Paths, *, include: list[str] | None = None, exclude: list[str] | 
         # `reason`: a required server failed, so this supervisor cannot offer what was asked.
         notify(None if reason is None else Unavailable(reason))
 
+    async def main() -> None:
+        from monad_cli.supervisor.startup import acquire_daemon_lock, spawn_early
+
+        lock = acquire_daemon_lock(paths)
+        await spawn_early(paths, os.environ, include=include, exclude=exclude)
+        # Only now the SDK, SQLModel and the HTTP stack (~1.2 s): the servers start meanwhile.
+        import monad_cli.control.server  # noqa: F401 - imported here, not mid-connect
+        from monad_cli.supervisor.supervisor import Supervisor
+
+        # The imports made ~1e5 long-lived objects (pydantic schemas above all); a full
+        # collection walking them takes 0.1-0.2 s, a pause in the middle of some call. Freeze
+        # them out of the collector's generations (Python docs, `gc.freeze`): later
+        # collections walk only what the supervisor made since.
+        gc.freeze()
+
+        sup = Supervisor(paths, include=include, exclude=exclude)
+        sup.check_required = check_required
+        sup._lock_fd = lock
+        holder.append(sup)
+        await sup.run(on_ready=on_ready)
+
     try:
-        anyio.run(lambda: sup.run(on_ready=on_ready))
+        anyio.run(main)
     except Conflict as e:  # another supervisor holds this MONAD_HOME's daemon lock
         notify(e)
         print(f"error: {e}", file=sys.stderr)
         return 1
-    except StartupFailed as e:
-        log.error("not started: %s", e)
-        print(f"error: the supervisor did not start: {sup.scrub(str(e))}", file=sys.stderr)
-        return 1
     except KeyboardInterrupt:
         return 130
     except BaseException as e:
+        from monad_cli.supervisor.supervisor import StartupFailed
+
+        if isinstance(e, StartupFailed):
+            log.error("not started: %s", e)
+            print(f"error: the supervisor did not start: {scrub(str(e))}", file=sys.stderr)
+            return 1
         log.exception("supervisor crashed")
         notify(MonadError(f"crashed: {type(e).__name__}: {e}"))
         raise

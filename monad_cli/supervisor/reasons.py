@@ -17,7 +17,8 @@ from mcp_types import CONNECTION_CLOSED
 
 from monad_cli.config.schema import ServerSpec
 from monad_cli.redact import redact_url
-from monad_cli.supervisor.transports import Connection, SpawnError
+from monad_cli.supervisor.spawn import SpawnError
+from monad_cli.supervisor.transports import Connection
 
 Verdict = Literal["fatal", "failed", "needs-auth"]
 STDERR_IN_REASON = 3

@@ -43,6 +43,12 @@ class StderrSink:
         os.set_blocking(self.read_fd, False)
         return self.write_fd
 
+    def adopt(self, read_fd: int) -> None:
+        """Drain `read_fd` (the stderr pipe of a process spawned before this attempt) instead
+        of the pipe `open_pipe` made."""
+        self.close()
+        self.read_fd = read_fd
+
     def close_write_end(self) -> None:
         # The parent must drop its copy, or EOF never comes when the child exits.
         if self.write_fd is not None:

@@ -1,10 +1,9 @@
 """The supervisor process: watches the definitions, reconciles by diff, owns the actors,
-serves the control API, and journals every state change (docs/supervisor.md)."""
+serves the control API and the gateway, and journals every state change (docs/supervisor.md)."""
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 import os
 import signal
@@ -19,8 +18,9 @@ from monad_cli.auth.session import SupervisorAuth
 from monad_cli.config.features import MCP_FILE, TOOLS_FILE, load_deferred_tools, load_mcp_filter
 from monad_cli.config.loader import Definitions, Problem, load_definitions
 from monad_cli.config.schema import ServerSpec
-from monad_cli.errors import ConfigError, Conflict
+from monad_cli.errors import ConfigError
 from monad_cli.filters import ServerFilter, combine
+from monad_cli.gateway.server import Gateway
 from monad_cli.journal.db import Journal
 from monad_cli.paths import Paths
 from monad_cli.redact import redact_text, secret_values
@@ -29,6 +29,8 @@ from monad_cli.supervisor.actor import ServerActor
 from monad_cli.supervisor.context import ActorContext
 from monad_cli.supervisor.processes import SpawnRecords, kill_leftovers
 from monad_cli.supervisor.reconcile import Diff, config_stamp, diff, fingerprints
+from monad_cli.supervisor.spawn import EARLY
+from monad_cli.supervisor.startup import acquire_daemon_lock, discard_unadopted
 from monad_cli.supervisor.states import LIVE, State
 from monad_cli.supervisor.watch import watch_definitions
 from monad_cli.trust.service import ToolService
@@ -97,6 +99,7 @@ class Supervisor:
         self.auth: SupervisorAuth
         self._actor_context: ActorContext
         self.tasks: TaskManager
+        self.gateway: Gateway
 
     def scrub(self, text: str) -> str:
         """The one redaction function over free text: every secret value the definitions hold."""
@@ -140,6 +143,7 @@ class Supervisor:
                                         run_task=tasks.run_call)
         self.tool_listeners.append(lambda actor: self.tool_service.changed())
         self.auth = SupervisorAuth(self.paths, self.actors)
+        self.gateway = Gateway(self.tool_service, scrub=self.scrub)
         self._actor_context = ActorContext(
             paths=self.paths, journal=journal, scrub=self.scrub, check_pin=self.tool_service.check_pin,
             filter_reason=lambda name: self.server_filter.reason(name), http_auth=self.auth.http_auth,
@@ -175,18 +179,10 @@ class Supervisor:
 
     # -- process-level guards ------------------------------------------------------------
     def acquire_daemon_lock(self) -> None:
-        """One supervisor per MONAD_HOME: an flock on run/daemon.lock, held for life."""
-        self.paths.ensure()
-        fd = os.open(self.paths.daemon_lock, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-            os.close(fd)
-            raise Conflict(f"a supervisor is already running for `{self.paths.home}` (pid {holder})") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
-        self._lock_fd = fd
+        """One supervisor per MONAD_HOME: an flock on run/daemon.lock, held for life (taken
+        already when `monad daemon run` spawned early: `supervisor/startup.py`)."""
+        if self._lock_fd is None:
+            self._lock_fd = acquire_daemon_lock(self.paths)
 
     # -- definitions -----------------------------------------------------------------
     async def reconcile(self, *, force: bool = False) -> None:
@@ -312,6 +308,7 @@ class Supervisor:
                   serve: bool = True) -> None:
         """Run until stopped. `on_ready(None)` once serving, `on_ready(reason)` on a failed start."""
         from monad_cli.control.server import ControlServer
+        from monad_cli.gateway.listener import GatewayListener
 
         self.acquire_daemon_lock()
         journal = self.open()
@@ -319,27 +316,37 @@ class Supervisor:
         self.tool_service.recover()
         journal.record("daemon", reason=f"supervisor {__version__} started (pid {os.getpid()})",
                        detail={"quick_check": check})
-        # A dead supervisor's servers die before new ones start beside them (docs/supervisor.md).
-        kill_leftovers(SpawnRecords(self.paths.run_dir), report=lambda line: journal.record("daemon", reason=line))
+        # A dead supervisor's servers die before new ones start beside them (docs/supervisor.md);
+        # `monad daemon run` killed them before its early spawns already.
+        killed, EARLY.leftovers_killed = EARLY.leftovers_killed, []
+        for line in killed + kill_leftovers(SpawnRecords(self.paths.run_dir)):
+            journal.record("daemon", reason=line)
         self.paths.pid_file.write_text(f"{os.getpid()}\n")
         control = ControlServer(self)
+        relays = GatewayListener(self.gateway, self.paths)
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
                 tg.start_soon(self.tasks.run)
+                tg.start_soon(self.tool_service.calls.write_outcomes)
                 tg.start_soon(self._handle_signals)
+                if serve:  # before the servers connect: 50 handshakes at once would hold it up
+                    await control.start()
+                    await tg.start(relays.serve)
+                    tg.start_soon(self.gateway.run)
                 await self.reconcile(force=True)
                 self.tasks.close_orphans(set(self.actors))
+                tg.start_soon(discard_unadopted, list(self.actors.values()))
                 failure = await self._wait_required()
                 if failure:
                     on_ready(failure)
+                    await control.stop()
                     raise StartupFailed(failure)
-                if serve:
-                    await control.start()
                 on_ready(None)
                 tg.start_soon(watch_definitions, self.paths, self.stop_event, self.reconcile)
                 await self.stop_event.wait()
                 self.stopping = True
+                relays.close()  # no new gateway sessions; the open ones end (their relays say so)
                 await control.stop()
                 for actor in list(self.actors.values()):
                     tg.start_soon(actor.stop)
@@ -350,6 +357,7 @@ class Supervisor:
         finally:
             self.stopping = True
             control.cleanup()
+            relays.cleanup()
             with contextlib.suppress(FileNotFoundError):
                 self.paths.pid_file.unlink()
             if self.journal is not None:

@@ -10,6 +10,8 @@ process group, the SDK's default environment allowlist, and close stdin → 2 s 
 the group → 2 s → SIGKILL (MCP spec, basic/lifecycle "Shutdown"), and it also kills the
 group on a cancelled connect.
 
+How a stdio server's command, environment and cwd are built is in spawn.py (standard
+library, shared with the early spawn at supervisor start, whose process an attempt adopts).
 The http transports (streamable HTTP, legacy HTTP+SSE) are in remote.py; `http_headers` is
 shared by both.
 """
@@ -18,7 +20,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import signal
 import subprocess
 from collections.abc import AsyncIterator, Callable
@@ -28,7 +29,6 @@ from typing import Any
 
 import anyio
 import anyio.abc
-from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
 from monad_cli.config.schema import ServerSpec
@@ -42,16 +42,8 @@ from monad_cli.supervisor.framing import (
     find_response_id,
     format_size,
 )
-from monad_cli.supervisor.processes import (
-    MARKER_ENV,
-    SpawnRecord,
-    SpawnRecords,
-    alive,
-    members,
-    new_marker,
-    signal_pids,
-    spawn_record,
-)
+from monad_cli.supervisor.processes import SpawnRecord, SpawnRecords, alive, members, signal_pids, spawn_record
+from monad_cli.supervisor.spawn import EARLY, SpawnError, stdio_command
 from monad_cli.supervisor.stderr import StderrSink
 
 log = logging.getLogger("monad.transport")
@@ -59,10 +51,6 @@ log = logging.getLogger("monad.transport")
 STDIN_CLOSE_GRACE_S = 2.0
 TERM_GRACE_S = 2.0
 KILL_REAP_S = 2.0
-
-
-class SpawnError(Exception):
-    """The server could not be started at all (command missing, bad cwd...)."""
 
 
 @dataclass(frozen=True)
@@ -107,31 +95,6 @@ class Connection:
             self.on_closed()
 
 
-def resolve_command(spec: ServerSpec, env: dict[str, str]) -> str:
-    assert spec.command is not None
-    if os.sep in spec.command:
-        if not os.path.isabs(spec.command) and not spec.cwd:
-            raise SpawnError(f"command `{spec.command}` is a relative path but the server has no `cwd`; set "
-                             f"`cwd` in `{spec.source}` to the directory it is relative to")
-        path = spec.command if os.path.isabs(spec.command) else \
-            os.path.normpath(os.path.join(spec.cwd or "", spec.command))
-        if not os.path.exists(path):
-            raise SpawnError(f"command `{spec.command}` does not exist")
-        if not os.access(path, os.X_OK):
-            raise SpawnError(f"command `{spec.command}` is not executable")
-        return path
-    found = shutil.which(spec.command, path=env.get("PATH"))
-    if not found:
-        raise SpawnError(f"command `{spec.command}` not found on PATH")
-    return found
-
-
-def stdio_env(spec: ServerSpec) -> dict[str, str]:
-    # The SDK's allowlist (HOME LOGNAME PATH SHELL TERM USER) plus the definition's env:
-    # never the supervisor's own variables, which may hold tokens.
-    return get_default_environment() | spec.env
-
-
 def _limit_hint(spec: ServerSpec, limit: int) -> str:
     return f"the {format_size(limit)} message limit (raise `maxMessageBytes` in `{spec.source}`)"
 
@@ -140,22 +103,17 @@ def _limit_hint(spec: ServerSpec, limit: int) -> str:
 async def stdio_transport(spec: ServerSpec, sink: StderrSink, conn: Connection,
                           options: TransportOptions | None = None) -> AsyncIterator[Any]:
     opts = options or TransportOptions()
-    env = stdio_env(spec)
-    command = resolve_command(spec, env)
-    if spec.cwd and not os.path.isdir(spec.cwd):
-        raise SpawnError(f"cwd `{spec.cwd}` is not a directory")
-    marker = new_marker(spec.name)
-    env[MARKER_ENV] = marker
-    argv, cwd = [command, *spec.args], spec.cwd or opts.workdir
-    if spec.sandbox:
-        argv, cwd, env = _sandboxed(spec, command, env)
-    elif cwd and not spec.cwd:
-        os.makedirs(cwd, mode=0o700, exist_ok=True)
+    cmd = stdio_command(spec, opts.workdir)
+    marker = cmd.marker
     errfd = sink.open_pipe()
     try:
-        process = await anyio.open_process(argv, stdin=subprocess.PIPE,
-                                           stdout=subprocess.PIPE, stderr=errfd, env=env, cwd=cwd,
-                                           start_new_session=True)
+        early = EARLY.take(cmd)
+        if early is not None:  # started at supervisor start, before the SDK import
+            process, marker = early.process, early.marker
+            sink.adopt(early.stderr_fd)
+        else:
+            process = await anyio.open_process(cmd.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                               stderr=errfd, env=cmd.env, cwd=cmd.cwd, start_new_session=True)
     except OSError as e:
         sink.close()
         raise SpawnError(f"cannot start `{spec.command}`: {e.strerror or e}") from None
@@ -278,18 +236,6 @@ async def stdio_transport(spec: ServerSpec, sink: StderrSink, conn: Connection,
                 tg.cancel_scope.cancel()
     finally:
         sink.close()
-
-
-def _sandboxed(spec: ServerSpec, command: str, env: dict[str, str]) -> tuple[list[str], str, dict[str, str]]:
-    """The Landlock launcher's argv, cwd and env for `sandbox = true` (monad_cli/sandbox)."""
-    from monad_cli.paths import paths
-    from monad_cli.sandbox import SandboxError, prepare
-
-    try:
-        return prepare(scratch=paths().sandbox_dir(spec.name), command=command, args=spec.args, cwd=spec.cwd,
-                       writable=spec.sandbox_writable, env=env)
-    except SandboxError as e:
-        raise SpawnError(str(e)) from None  # fatal: never retried unconfined
 
 
 async def _stop(process: anyio.abc.Process, conn: Connection, record: SpawnRecord,

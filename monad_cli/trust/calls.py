@@ -1,7 +1,8 @@
 """The `tool_calls` rows of the tool service, and who hears of them as they are written.
 
 `CallLog` writes a call's intent row before the call and its outcome after it (through
-`journal/tools.py`), and tells its listeners (the Studio's transcript) each time:
+`journal/tools.py`; a deferred outcome behind the answer, committed by `write_outcomes`),
+and tells its listeners (the Studio's transcript) each time:
 
     listener("call.started",  {"id", "ts", "server", "tool", "exposed", "via", "arguments", "ref"})
     listener("call.finished", {"id", "outcome", "decision", "decidedBy", "durationMs", "error"})
@@ -26,6 +27,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
 from monad_cli.journal import tools as jt
 
 if TYPE_CHECKING:
@@ -34,6 +37,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("monad.tools")
 Listener = Callable[[str, dict[str, Any]], None]
 MAX_REF = 64
+OUTCOME_DELAY_S = 0.02  # sequential calls closer than this share commits
 
 _current: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("monad_current_call", default=None)
 _ref: contextvars.ContextVar[str | None] = contextvars.ContextVar("monad_call_ref", default=None)
@@ -62,6 +66,21 @@ class CallLog:
         self.journal = journal
         self.listeners: list[Listener] = []
         self._tokens: dict[int, contextvars.Token[dict[str, Any] | None]] = {}
+        self._deferred = anyio.Event()
+
+    async def write_outcomes(self) -> None:
+        """Commit the deferred outcome rows within ~20 ms (run once, for the log's life): the
+        answer goes out first, and outcomes that pile up meanwhile share one commit (or ride
+        on the next call's intent row). Never returns (cancel it); `Journal.close` writes
+        what is left."""
+        while True:
+            await self._deferred.wait()
+            self._deferred = anyio.Event()
+            await anyio.sleep(OUTCOME_DELAY_S)
+            try:
+                self.journal.flush()
+            except Exception:
+                log.exception("journal write failed")  # the next write transaction retries them
 
     def _tell(self, kind: str, data: dict[str, Any]) -> None:
         for listener in list(self.listeners):
@@ -83,10 +102,14 @@ class CallLog:
         return call_id
 
     def finish(self, call_id: int, *, outcome: str, decision: str | None = None, decided_by: str | None = None,
-               duration_ms: float | None = None, error: str | None = None) -> None:
-        """The outcome of call `call_id`, written after the side effect."""
+               duration_ms: float | None = None, error: str | None = None, defer: bool = False) -> None:
+        """The outcome of call `call_id`, written after the side effect (`defer`: behind the
+        answer, in the journal's next write transaction; `jt.finish_call`). Listeners hear of
+        it at once either way."""
         jt.finish_call(self.journal, call_id, outcome=outcome, decision=decision, decided_by=decided_by,
-                       duration_ms=duration_ms, error=error)
+                       duration_ms=duration_ms, error=error, defer=defer)
+        if defer:
+            self._deferred.set()
         token = self._tokens.pop(call_id, None)
         if token is not None:
             with contextlib.suppress(ValueError):  # set in another context: nothing to undo here

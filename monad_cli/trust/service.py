@@ -1,9 +1,8 @@
 """The tool service: exposed names, pins, the approval gate and the call path.
 
 One instance per supervisor (`Supervisor.tool_service`). `call()` is the one function every
-tool call goes through: the control API (`monad mcp call`, and the gateway `monad mcp
-serve` through `POST /v1/tools/call`) calls it, and an in-process caller can call it
-directly. It is built from narrow parts only: the journal, a name → `ToolServer` lookup
+tool call goes through: the control API (`monad mcp call`) and the gateway's sessions
+(`monad mcp serve`, in-process) call it. It is built from narrow parts only: the journal, a name → `ToolServer` lookup
 (the supervisor's actors), the redaction function, the deferred-tool globs and a
 `StartTask` callback for detached calls.
 """
@@ -15,7 +14,7 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -35,48 +34,26 @@ from monad_cli.journal import tools as jt
 from monad_cli.trust.arguments import validate_arguments
 from monad_cli.trust.calls import CallLog, current_call
 from monad_cli.trust.gate import ApprovalGate, Pending
-from monad_cli.trust.names import NameMap, build_name_map, describe_collision, inert_entries, inert_entry_warning
+from monad_cli.trust.names import (
+    ExposedTool,
+    NameMap,
+    build_name_map,
+    describe_collision,
+    inert_entries,
+    inert_entry_warning,
+)
 from monad_cli.trust.pins import canonical_tools, describe_change, same_hash, tool_set_hash
+from monad_cli.trust.servers import ProgressFn, StartTask, ToolServer
 from monad_cli.trust.visibility import check_caller, for_model
 
 if TYPE_CHECKING:
     from mcp_types import CallToolResult, Tool
 
-    from monad_cli.config.schema import ServerSpec
     from monad_cli.journal.db import Journal
 
 log = logging.getLogger("monad.tools")
 PENDING_TTL_S = 600.0
 DEFAULT_APPROVAL_TIMEOUT_S = 120.0
-
-
-class ToolServer(Protocol):
-    """What the tool service uses of one server's session (a supervisor actor is one).
-
-    `live`: the session is up and `call_tool` can be used; `tools`: its last tools/list;
-    `call_tool(tool, arguments)`: tools/call with the server's own tool name, raising
-    `MonadError` when not connected and `mcp.MCPError` when the server fails the request.
-    """
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def spec(self) -> ServerSpec | None: ...
-    @property
-    def live(self) -> bool: ...
-    @property
-    def tools(self) -> Sequence[Tool]: ...
-    async def call_tool(self, tool: str, arguments: dict[str, Any] | None) -> CallToolResult: ...
-
-
-class StartTask(Protocol):
-    """Hand an approved call to the task manager (`TaskManager.start`): the server's own
-    tool name, the arguments and what to journal beside the task; returns the task's row
-    (API shape) once it is submitted or queued. Raises `MonadError` (not connected, queue
-    full)."""
-
-    async def __call__(self, server: str, tool: str, arguments: dict[str, Any] | None, *,
-                       correlation: dict[str, Any] | None = None) -> dict[str, Any]: ...
 
 # Run an approved call that must be a task and wait for its result (`TaskManager.run_call`,
 # same arguments as `StartTask`); raises `MonadError`, or `mcp.MCPError` for a failed task.
@@ -250,10 +227,26 @@ class ToolService:
         out += [inert_entry_warning(e, advertised) for e in inert_entries(name, self._auto_list(actor), pairs)]
         return out
 
+    def _entry(self, exposed: str) -> ExposedTool | None:
+        """`exposed`'s name-map entry, on every call's path: the built map is reused while no
+        tool list changed and the entry's server is still registered (else it is rebuilt;
+        building it sorts every server)."""
+        if self._map_key is not None and self._map_key[0] == self._version:
+            entry = self._map.by_exposed.get(exposed)
+            actor = self.servers.get(entry.server) if entry is not None else None
+            if actor is not None and actor.live and actor.spec is not None and actor.name not in self.blocked:
+                return entry
+        return self.name_map().by_exposed.get(exposed)
+
+    def server_of(self, exposed: str) -> str | None:
+        """The server an exposed name belongs to (None: not exposed)."""
+        entry = self._entry(exposed)
+        return entry.server if entry is not None else None
+
     def resolve(self, exposed: str) -> tuple[ToolServer, Tool]:
         """The server and tool behind an exposed name. Raises CallRefused (`not_registered`:
         the server's tool set does not match its pin), NotFound."""
-        entry = self.name_map().by_exposed.get(exposed)
+        entry = self._entry(exposed)
         if entry is None:
             for name, reason in self.blocked.items():
                 if exposed.startswith(f"{name}__"):
@@ -306,7 +299,7 @@ class ToolService:
 
     async def call(self, exposed: str, arguments: dict[str, Any] | None, *, via: str,
                    approval: dict[str, Any], detach: bool = False,
-                   app_of: str | None = None) -> dict[str, Any]:
+                   app_of: str | None = None, progress: ProgressFn | None = None) -> dict[str, Any]:
         """Gate, journal and forward one tools/call (MCP spec, server/tools "Calling Tools").
 
         Returns the CallToolResult in wire shape plus `callId`, `server`, `tool`,
@@ -321,6 +314,7 @@ class ToolService:
         ID`). Every call that got past name and argument checks leaves one `tool_calls` row.
         Cancelling the caller's scope cancels the call: the SDK sends
         notifications/cancelled, and the call is journaled `cancelled`.
+        `progress` is awaited per notifications/progress of the call (not when detached).
         """
         from mcp import MCPError
         from mcp_types import REQUEST_TIMEOUT
@@ -344,9 +338,9 @@ class ToolService:
                                    via=via)
         started = time.monotonic()
 
-        def finish(outcome: str, error: str | None = None) -> None:
+        def finish(outcome: str, error: str | None = None, *, defer: bool = False) -> None:
             self.calls.finish(call_id, outcome=outcome, decision=decision, decided_by=who,
-                              duration_ms=round((time.monotonic() - started) * 1000, 3), error=error)
+                              duration_ms=round((time.monotonic() - started) * 1000, 3), error=error, defer=defer)
 
         if not approved:
             finish("refused", f"approval {decision}: {who}")
@@ -371,7 +365,7 @@ class ToolService:
             if self.run_task is not None and tool.execution and tool.execution.task_support == "required":
                 result = await self.run_task(actor.name, tool.name, arguments, correlation=correlation)
             else:
-                result = await actor.call_tool(tool.name, arguments)
+                result = await actor.call_tool(tool.name, arguments, progress=progress)
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
                 finish("cancelled", "the caller cancelled the call")
@@ -390,7 +384,8 @@ class ToolService:
         out = result.model_dump(by_alias=True, exclude_none=True, mode="json")
         is_error = bool(result.is_error)
         text = " ".join(c.get("text", "") for c in out.get("content", []) if c.get("type") == "text")
-        finish("tool-error" if is_error else "ok", text[:300] if is_error else None)
+        # The intent row was committed before the call; the outcome may follow the answer.
+        finish("tool-error" if is_error else "ok", text[:300] if is_error else None, defer=True)
         out.update(callId=call_id, server=actor.name, tool=tool.name, name=exposed, decidedBy=who)
         out.setdefault("isError", is_error)
         return out

@@ -1,7 +1,7 @@
 """An MCP test server for tool names, pins, pagination and calls, on the SDK's lowlevel `Server`.
 
     python toolserver.py [--names] [--many N] [--page-size K] [--repeat-cursor]
-                         [--tools-file PATH] [--marker-dir DIR] [--name NAME]
+                         [--tools-file PATH] [--marker-dir DIR] [--name NAME] [--progress]
 
 Default tools: `echo(text)`, `add(a:int, b:int)`, `kinds(flag:bool, ratio:number, items:array,
 opts:object)`, `fail(message)` (isError), `mutate(description)` (changes echo's
@@ -9,7 +9,9 @@ description and announces it: a rug pull under a live session), `slow(seconds)` 
 and, when the call is cancelled, `<marker-dir>/slow.cancelled`).
 `--names`: adds tools named `get.user`, `get_user`, `Dockerfile problems scanner` and a
 70-character name. `--many N`: N more tools `t000`... served `--page-size` per page.
-`--repeat-cursor`: every page returns the same nextCursor. `--tools-file`: JSON
+`--repeat-cursor`: every page returns the same nextCursor. `--progress`: adds `steps(n)`, which
+sends n notifications/progress (`step i`, i/n) when the caller asked for them, then
+answers `did n steps`. `--tools-file`: JSON
 {"description": ..., "param": ..., "extra": bool} shapes `echo` (read at start: a rug pull
 between connects).
 """
@@ -51,6 +53,7 @@ def main() -> None:
     ap.add_argument("--repeat-cursor", action="store_true")
     ap.add_argument("--tools-file", default=None)
     ap.add_argument("--marker-dir", default=None)
+    ap.add_argument("--progress", action="store_true")
     ap.add_argument("--token", default=None, help="ignored: a secret-looking argument for redaction tests")
     args = ap.parse_args()
 
@@ -72,6 +75,9 @@ def main() -> None:
         types.Tool(name="mutate", description="Change echo's description, then announce the change.",
                    input_schema=schema({"description": {"type": "string"}})),
     ]
+    if args.progress:
+        tools.append(types.Tool(name="steps", description="Report progress n times, then answer.",
+                                input_schema=schema({"n": {"type": "integer"}})))
     if shape.get("extra"):
         tools.append(types.Tool(name="extra", description="An added tool.", input_schema=schema({})))
     if args.names:
@@ -103,6 +109,12 @@ def main() -> None:
             return text(json.dumps(a, sort_keys=True))
         if name == "fail":
             return text(str(a.get("message", "failed")), error=True)
+        if name == "steps":
+            n = int(a.get("n", 3))
+            for i in range(1, n + 1):
+                await ctx.session.report_progress(float(i), float(n), f"step {i}")
+                await anyio.sleep(0.05)
+            return text(f"did {n} steps")
         if name == "mutate":
             # A rug pull at runtime: the tool set changes under a live session.
             tools[0] = tools[0].model_copy(update={"description": str(a.get("description"))})

@@ -1,0 +1,225 @@
+"""JSON-RPC lines over one relay connection: the byte stream ↔ the SDK server's streams.
+
+The relay (`monad mcp serve`) passes its client's stdin and stdout through unparsed, so
+this is where the gateway's stdio framing lives (MCP spec, basic/transports "stdio":
+newline-delimited JSON-RPC messages). Each line is parsed once, into the SDK's
+`SessionMessage`; each outgoing message is written as one line. The reader and writer are
+the SDK server's streams themselves (its `ReadStream`/`WriteStream` protocols), so no task
+and no memory stream sits between the socket and the SDK's dispatcher.
+
+A line that is not JSON is answered `-32700 Parse error`, and JSON that is not a JSON-RPC
+message (an array, a number, an object without `jsonrpc: "2.0"`) `-32600 Invalid Request`,
+with `id: null` unless the object carries a usable id (JSON-RPC 2.0 §5 and §5.1). Neither
+ends the session. A line over `max_line` bytes is answered `-32600` and skipped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import anyio.abc
+from mcp.shared.message import SessionMessage
+from mcp_types import jsonrpc_message_adapter
+
+log = logging.getLogger("monad.gateway")
+
+MAX_LINE_BYTES = 16 * 1024 * 1024
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+Serve = Callable[["MessageReader", "LineWriter"], Awaitable[None]]
+
+
+def error_line(code: int, message: str, request_id: Any = None) -> bytes:
+    """One JSON-RPC error response line (JSON-RPC 2.0 §5.1)."""
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}},
+                      separators=(",", ":")).encode() + b"\n"
+
+
+def rejection(line: bytes) -> bytes:
+    """The answer to a line that is not a JSON-RPC message: -32700 for text that is not
+    JSON, -32600 for JSON of the wrong shape (echoing its id when it has a valid one)."""
+    try:
+        body = json.loads(line)
+    except ValueError:
+        return error_line(PARSE_ERROR, "Parse error")
+    rid = body.get("id") if isinstance(body, dict) else None
+    if isinstance(rid, bool) or not isinstance(rid, str | int):
+        rid = None
+    return error_line(INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message", rid)
+
+
+class LineReader:
+    """Lines from a byte stream, at most `max_line` bytes each (the newline excluded);
+    `next()` returns a line, `None` for a line over the limit (already skipped), and
+    raises `anyio.EndOfStream` at the end. `buffered` bytes come first (what the hello
+    read brought along)."""
+
+    def __init__(self, stream: anyio.abc.ByteReceiveStream | PipeStream, *, buffered: bytes = b"",
+                 max_line: int = MAX_LINE_BYTES) -> None:
+        self.stream = stream
+        self.buffer = bytearray(buffered)
+        self.max_line = max_line
+        self._skipping = False
+
+    async def next(self) -> bytes | None:
+        while True:
+            cut = self.buffer.find(b"\n")
+            if cut >= 0:
+                line = bytes(self.buffer[:cut])
+                del self.buffer[:cut + 1]
+                if self._skipping:
+                    self._skipping = False
+                    return None
+                return line
+            if len(self.buffer) > self.max_line:
+                # Keep reading to the end of the oversized line without keeping it.
+                self.buffer.clear()
+                if not self._skipping:
+                    self._skipping = True
+            try:
+                chunk = await self.stream.receive(65536)
+            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                if self.buffer and not self._skipping:
+                    line = bytes(self.buffer)  # a last line without its newline still counts
+                    self.buffer.clear()
+                    return line
+                raise anyio.EndOfStream from None
+            self.buffer += chunk
+
+
+class PipeStream:
+    """A byte stream over two non-blocking pipe fds handed over by a relay (its stdin and
+    stdout, the MCP client's pipes): `receive` reads the one, `send` writes the other.
+    Closing is the owner's (`close`)."""
+
+    def __init__(self, read_fd: int, write_fd: int) -> None:
+        self.read_fd, self.write_fd = read_fd, write_fd
+        os.set_blocking(read_fd, False)
+        os.set_blocking(write_fd, False)
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        while True:
+            try:
+                data = os.read(self.read_fd, max_bytes)
+            except BlockingIOError:
+                await anyio.wait_readable(self.read_fd)
+                continue
+            except OSError:
+                raise anyio.EndOfStream from None
+            if not data:
+                raise anyio.EndOfStream
+            return data
+
+    async def send(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                n = os.write(self.write_fd, view)
+            except BlockingIOError:
+                await anyio.wait_writable(self.write_fd)
+                continue
+            except OSError:  # the client closed its stdout (EPIPE)
+                raise anyio.BrokenResourceError from None
+            view = view[n:]
+
+    def close(self) -> None:
+        for fd in (self.read_fd, self.write_fd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+class LineWriter:
+    """The SDK server's write stream, straight onto the connection: each message one line,
+    written by the task that sends it (no relay task in between). Our own rejections take
+    the same lock, so lines never interleave. A connection gone raises BrokenResourceError,
+    which the SDK treats as the end of the session."""
+
+    def __init__(self, stream: anyio.abc.ByteSendStream | PipeStream) -> None:
+        self.stream = stream
+        self.lock = anyio.Lock()
+        self.closed = False
+
+    async def send_raw(self, data: bytes) -> None:
+        if self.closed:
+            raise anyio.ClosedResourceError
+        async with self.lock:
+            await self.stream.send(data)
+
+    async def send(self, item: SessionMessage, /) -> None:
+        await self.send_raw(item.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n")
+
+    async def aclose(self) -> None:
+        self.closed = True  # the connection itself is its owner's to close
+
+    async def __aenter__(self) -> LineWriter:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+class MessageReader:
+    """The SDK server's read stream, straight off the connection: one parsed
+    `SessionMessage` per line; lines that are not JSON-RPC messages are answered here
+    (`rejection`) and never reach the SDK. Ends (StopAsyncIteration) when the client
+    closes its side."""
+
+    def __init__(self, lines: LineReader, writer: LineWriter, max_line: int) -> None:
+        self.lines = lines
+        self.writer = writer
+        self.max_line = max_line
+
+    async def receive(self) -> SessionMessage:
+        while True:
+            line = await self.lines.next()  # anyio.EndOfStream at the end
+            if line is None:
+                answer = error_line(INVALID_REQUEST, f"Invalid Request: a message over {self.max_line} bytes")
+            elif not line.strip():
+                continue
+            else:
+                try:
+                    return SessionMessage(jsonrpc_message_adapter.validate_json(line, by_name=False))
+                except ValueError:
+                    answer = rejection(line)
+            try:
+                await self.writer.send_raw(answer)
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                raise anyio.EndOfStream from None
+
+    def __aiter__(self) -> MessageReader:
+        return self
+
+    async def __anext__(self) -> SessionMessage:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        pass  # the connection itself is its owner's to close
+
+    async def __aenter__(self) -> MessageReader:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+async def serve_lines(stream: anyio.abc.ByteStream | PipeStream, serve: Serve, *, buffered: bytes = b"",
+                      max_line: int = MAX_LINE_BYTES) -> None:
+    """Run `serve(read, write)` (the SDK server loop) over `stream` until the client closes
+    its side. The end of the stream ends the read side, which makes the SDK cancel every
+    request still in flight (and so their upstream calls)."""
+    writer = LineWriter(stream)
+    reader = MessageReader(LineReader(stream, buffered=buffered, max_line=max_line), writer, max_line)
+    await serve(reader, writer)
+
+
+__all__ = ["MAX_LINE_BYTES", "LineReader", "LineWriter", "MessageReader", "PipeStream", "error_line", "rejection",
+           "serve_lines"]
