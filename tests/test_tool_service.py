@@ -228,12 +228,26 @@ def test_an_unanswered_approval_request_expires_on_the_service_clock(tmp_path: P
     run(main)
 
 
+def test_a_cli_or_studio_call_has_its_outcome_committed_before_it_returns(tmp_path: Path) -> None:
+    """`monad mcp call X && monad journal --calls` reads another process's view of the file: the
+    outcome must be there when the answer is (only the gateway writes it behind)."""
+    async def main() -> None:
+        async with service(tmp_path, _spec(autoApproveTools=["srv__echo"])) as (svc, _session):
+            out = await svc.call("srv__echo", {"text": "hi"}, via="api", approval={})
+            assert not svc.journal.deferred
+            raw = sqlite3.connect(svc.journal.path)
+            assert raw.execute("SELECT outcome FROM tool_calls WHERE id = ?", (out["callId"],)).fetchone() == ("ok",)
+            raw.close()
+
+    run(main)
+
+
 def test_an_outcome_written_behind_the_answer_is_never_lost(tmp_path: Path) -> None:
     """The intent row commits before the call; the outcome may follow the answer (the next
     write transaction, `Journal.flush`, or `close`), but always lands."""
     async def main() -> int:
         async with service(tmp_path, _spec(autoApproveTools=["srv__echo"])) as (svc, _session):
-            out = await svc.call("srv__echo", {"text": "hi"}, via="test", approval={})
+            out = await svc.call("srv__echo", {"text": "hi"}, via="test", approval={}, write_behind=True)
             assert svc.journal.deferred  # queued: nobody has read or written since
             raw = sqlite3.connect(svc.journal.path)
             assert raw.execute("SELECT outcome FROM tool_calls WHERE id = ?", (out["callId"],)).fetchone() == \

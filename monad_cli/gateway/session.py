@@ -195,7 +195,7 @@ class GatewaySession:
         approval = {"mode": "wait", "timeout": self.view.approval_timeout}
         try:
             data = await self.tools.call(params.name, params.arguments, via="gateway", approval=approval,
-                                         progress=progress)
+                                         progress=progress, write_behind=True)
         except NotFound as e:  # no such tool: a protocol error (MCP spec, server/tools "Error Handling")
             raise MCPError(code=types.INVALID_PARAMS, message=self.scrub(e.message)) from None
         except MonadError as e:

@@ -299,7 +299,8 @@ class ToolService:
 
     async def call(self, exposed: str, arguments: dict[str, Any] | None, *, via: str,
                    approval: dict[str, Any], detach: bool = False,
-                   app_of: str | None = None, progress: ProgressFn | None = None) -> dict[str, Any]:
+                   app_of: str | None = None, progress: ProgressFn | None = None,
+                   write_behind: bool = False) -> dict[str, Any]:
         """Gate, journal and forward one tools/call (MCP spec, server/tools "Calling Tools").
 
         Returns the CallToolResult in wire shape plus `callId`, `server`, `tool`,
@@ -315,6 +316,9 @@ class ToolService:
         Cancelling the caller's scope cancels the call: the SDK sends
         notifications/cancelled, and the call is journaled `cancelled`.
         `progress` is awaited per notifications/progress of the call (not when detached).
+        `write_behind`: commit a successful call's outcome row just after the answer (within
+        ~20 ms, `CallLog.write_outcomes`) instead of before it — the gateway's hot path; a CLI
+        or Studio caller that reads the journal next must find the outcome there.
         """
         from mcp import MCPError
         from mcp_types import REQUEST_TIMEOUT
@@ -385,7 +389,7 @@ class ToolService:
         is_error = bool(result.is_error)
         text = " ".join(c.get("text", "") for c in out.get("content", []) if c.get("type") == "text")
         # The intent row was committed before the call; the outcome may follow the answer.
-        finish("tool-error" if is_error else "ok", text[:300] if is_error else None, defer=True)
+        finish("tool-error" if is_error else "ok", text[:300] if is_error else None, defer=write_behind)
         out.update(callId=call_id, server=actor.name, tool=tool.name, name=exposed, decidedBy=who)
         out.setdefault("isError", is_error)
         return out
