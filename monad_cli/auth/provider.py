@@ -54,7 +54,7 @@ NO_REDIRECT = "http://127.0.0.1/unused"
 
 
 @dataclass
-class _Context(OAuthContext):
+class EarlyRefreshContext(OAuthContext):
     """OAuthContext whose token counts as expired a little early (`REFRESH_MARGIN_*`)."""
 
     token_lifetime: float | None = None
@@ -110,7 +110,7 @@ class MonadOAuthProvider(OAuthClientProvider):
                          client_metadata_url=client_metadata_url)
         old = self.context
         # The SDK builds a plain OAuthContext; swap in ours (early refresh).
-        self.context: _Context = _Context(
+        self.context: EarlyRefreshContext = EarlyRefreshContext(
             server_url=old.server_url, client_metadata=old.client_metadata, storage=old.storage,
             redirect_handler=old.redirect_handler, callback_handler=old.callback_handler,
             client_metadata_url=client_metadata_url)
