@@ -45,9 +45,9 @@ def test_rich_schema_survives_the_tool_service_and_the_gateway(supervisor: Any, 
         async with Client(params) as modern:
             assert modern.protocol_version == "2026-07-28"
             seen["modern"] = next(t for t in (await modern.list_tools()).tools if t.name == "ts__rich")
-            # `note` is optional and nullable, `email` is optional and not: a `null` for either
-            # is the caller's to send, and the server's to judge.
-            args = {"email": "a@example.org", "note": None, "name": "Ada"}
+            # `note` is optional and nullable, `phone` is optional and not: a `null` for either
+            # is the caller's to send, and the server's to judge (monad's check lets it pass).
+            args = {"email": "a@example.org", "note": None, "name": "Ada", "phone": None}
             result = await modern.call_tool("ts__rich", args)
             seen["call"] = result
 
@@ -55,4 +55,5 @@ def test_rich_schema_survives_the_tool_service_and_the_gateway(supervisor: Any, 
     for era in ("legacy", "modern"):
         assert seen[era].input_schema == RICH_SCHEMA, era
     assert not seen["call"].is_error, seen["call"]
-    assert json.loads(seen["call"].content[0].text) == {"email": "a@example.org", "name": "Ada", "note": None}
+    assert json.loads(seen["call"].content[0].text) == {"email": "a@example.org", "name": "Ada", "note": None,
+                                                              "phone": None}
