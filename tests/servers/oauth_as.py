@@ -28,6 +28,7 @@ import binascii
 import json
 import secrets
 import time
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
@@ -158,7 +159,7 @@ class ClientCredentialsGrant:
         self.provider = provider
         self.client_id: str = args.client_credentials
         self.secret: str | None = args.client_secret
-        self.public_key = open(args.jwt_public_key).read() if args.jwt_public_key else None
+        self.public_key = Path(args.jwt_public_key).read_text() if args.jwt_public_key else None
         self.issuer = issuer
         self.ttl = args.ttl
 
