@@ -18,13 +18,6 @@ pytestmark = pytest.mark.e2e
 SECRET = "SENTINEL-client-secret-4711"
 
 
-@pytest.fixture
-def servers() -> Any:
-    s = Servers()
-    yield s
-    s.stop()
-
-
 def _keypair(tmp: Path) -> tuple[str, Path]:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ec
