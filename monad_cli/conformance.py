@@ -71,8 +71,9 @@ WAIT_S = 60  # for a connect, a state, a redirect: the overall deadline comes fi
 
 
 def server_name(scenario: str) -> str:
-    """A valid server name for a scenario (`auth/basic-cimd` → `auth-basic-cimd`)."""
-    name = re.sub(r"[^A-Za-z0-9-]+", "-", scenario).strip("-")[:64]
+    """A valid server name for a scenario (`auth/basic-cimd` → `auth-basic-cimd`; no `__`,
+    the tool namespace separator)."""
+    name = re.sub(r"_{2,}", "_", re.sub(r"[^A-Za-z0-9_-]+", "-", scenario)).strip("-_")[:64]
     return name or "conformance"
 
 
