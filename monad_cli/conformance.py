@@ -251,8 +251,9 @@ class Scenario:
         self.authorizations += 1
         needed = host.auth.person_needed(host.name)
         scopes = needed.scope.split() if needed and needed.scope else []
+        # No one pastes a redirect URL here: the stand-in browser delivers it to the listener.
         say = Say(info=lambda text: print(f"authorize: {text}", file=sys.stderr),
-                  url=lambda url, kind: headless_browser(url) if kind == "authorization" else None)
+                  url=lambda url, kind: headless_browser(url) if kind == "authorization" else None, paste=False)
         try:
             await run_authorize(host.paths, host.name, flow="loopback", open_browser=False, scopes=scopes,
                                 client_id=None, say=say, timeout=WAIT_S)
@@ -368,8 +369,6 @@ def main() -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(name)s: %(message)s")
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
-    # authorize reads a pasted redirect URL from stdin when no browser opens; nobody pastes here.
-    sys.stdin = open(os.devnull)  # noqa: SIM115 - for the life of the process
     home = os.environ.get("MONAD_HOME")
     # The suite kills a client after its --timeout (30 s by default): end a little before,
     # saying so. A run with a longer --timeout sets MONAD_CONFORMANCE_DEADLINE (seconds).
