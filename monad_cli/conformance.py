@@ -56,6 +56,7 @@ from monad_cli.supervisor.actor import ServerActor
 from monad_cli.supervisor.context import ActorContext
 from monad_cli.supervisor.states import LIVE, State
 from monad_cli.tasks.forms import FormError, form_fields
+from monad_cli.tasks.manager import TaskManager
 from monad_cli.trust.inputs import InputHandler
 from monad_cli.trust.service import ToolService
 
@@ -187,18 +188,24 @@ class Host:
         self.secrets: set[str] = set()
         self.journal = Journal(paths.journal_db, scrub=self.scrub)
         self.actors: dict[str, ServerActor] = {}
-        self.tool_service = ToolService(self.journal, self.actors, scrub=self.scrub)
+        # As Supervisor.open: the task manager's extension and its elicitation callback too.
+        self.tasks = tasks = TaskManager(self.journal, self.actors, redact=self.scrub)
+        self.tool_service = ToolService(self.journal, self.actors, scrub=self.scrub, start_task=tasks.start,
+                                        run_task=tasks.run_call)
         self.auth = SupervisorAuth(paths, self.actors)
         self.changed = anyio.Event()
         self.context = ActorContext(paths=paths, journal=self.journal, scrub=self.scrub,
                                     check_pin=self.tool_service.check_pin, http_auth=self.auth.http_auth,
+                                    client_extensions=lambda actor: tasks.client_extensions(actor.name),
+                                    elicitation_callback=lambda actor: tasks.elicitation_callback(actor.name),
                                     on_tools_changed=lambda actor: self.tool_service.changed(),
-                                    on_state_changed=lambda actor: self._poke())
+                                    on_state_changed=self._poke)
 
     def scrub(self, text: str) -> str:
         return redact_text(text, self.secrets)
 
-    def _poke(self) -> None:
+    def _poke(self, actor: ServerActor) -> None:
+        self.tasks.on_actor_state(actor)
         self.changed.set()
         self.changed = anyio.Event()
 
@@ -350,6 +357,7 @@ async def run(url: str, home: Path, scenario: str, context: dict[str, Any]) -> i
         async with anyio.create_task_group() as tg:
             actor = ServerActor(name, host.load(), host.context)
             host.actors[name] = actor
+            tg.start_soon(host.tasks.run)
             tg.start_soon(actor.run)
             try:
                 job = Scenario(host, scenario, context)
