@@ -1,12 +1,10 @@
 """One actor task per server: it alone enters and exits the server's `mcp.Client`.
 
-The SDK requires a Client to be entered and exited in the same task (anyio cancel
-scopes), so the actor holds `async with Client(...)` open for the life of a session while
-other tasks use `actor.client` concurrently. The actor owns the state machine
-(states.py), the connect deadline, the restart policy (backoff.py) and the reasons a
-person reads in `monad mcp status` (reasons.py). What it needs from around it comes in one
-`ActorContext`, built once by the supervisor.
-"""
+The SDK requires a Client to be entered and exited in the same task (anyio cancel scopes),
+so the actor holds `async with Client(...)` open for the life of a session while other tasks
+use `actor.client` concurrently. It owns the state machine (states.py), the connect deadline,
+the restart policy (backoff.py) and the reasons in `monad mcp status` (reasons.py); what it
+needs from around it comes in one `ActorContext`, built once by the supervisor."""
 
 from __future__ import annotations
 
@@ -375,15 +373,12 @@ class ServerActor:
                         inputs: InputHandler | None = None) -> CallToolResult:
         """tools/call on this session from any task (the actor task keeps the Client open).
 
-        `tool` is the server's own (original) name. The deadline is `requestTimeoutMs`
-        (unset = none); on expiry the SDK sends notifications/cancelled and raises
-        MCPError(-32001). Cancelling the caller's scope cancels the request the same way.
-        `progress(progress, total, message)` is awaited for each notifications/progress the
-        server sends for this call (the SDK asks for them with `_meta.progressToken`; MCP
-        spec, basic/utilities/progress); None asks for none. The server's questions during
-        the call go to `inputs` (trust/inputs.py; none: refused).
-        Raises MonadError if the server is not connected. Returns `mcp_types.CallToolResult`.
-        """
+        `tool` is the server's own name. The deadline is `requestTimeoutMs` (unset = none); on
+        expiry, or when the caller's scope is cancelled, the SDK sends notifications/cancelled
+        (expiry raises MCPError(-32001)). `progress(progress, total, message)` is awaited per
+        notifications/progress of this call (MCP spec, basic/utilities/progress; None asks for
+        none); the server's questions during the call go to `inputs` (trust/inputs.py; none:
+        refused). Raises MonadError if not connected. Returns `mcp_types.CallToolResult`."""
         from monad_cli.errors import MonadError
 
         client = self.client
