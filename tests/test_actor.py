@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 
 from monad_cli.auth.session import SupervisorAuth
 from monad_cli.config.schema import ServerSpec, validate
@@ -160,5 +161,41 @@ def test_a_retired_actor_records_nothing_after_its_removal_but_stopped(monad_hom
             after = rows[[r["reason"] for r in rows].index("removed") + 1:]
             assert [(r["kind"], r["state"], r["reason"]) for r in after] == [("state", "stopped", "removed")], rows
             assert "backoff" not in seen
+
+
+@pytest.mark.parametrize("era", ["2026-07-28", "legacy"])
+def test_a_servers_question_goes_to_the_handler_of_the_call_it_belongs_to(monad_home: Path, era: str) -> None:
+    """SEP-2322: on 2026-07-28 the SDK runs the `InputRequiredResult` rounds through the
+    actor's elicitation callback; on a legacy session the server sends `elicitation/create`
+    mid-call. Either way the call's own handler answers, and a call without one fails with
+    a reason instead of hanging."""
+    from monad_cli.errors import MonadError
+    from monad_cli.trust.inputs import InputRefused
+
+    asked: list[dict[str, Any]] = []
+
+    async def answer(request: dict[str, Any]) -> dict[str, Any]:
+        asked.append(request)
+        return {"action": "accept", "content": {"name": "Ada"}}
+
+    async def refuse(request: dict[str, Any]) -> dict[str, Any]:
+        raise InputRefused("nobody is at the keyboard")
+
+    async def main() -> None:
+        flags = ("--ask", "--legacy") if era == "legacy" else ("--ask",)
+        spec = _stdio("ask", *flags, trust={"autoApproveTools": ["ask__greet"]})
+        async with running(lambda ctx, actors: ServerActor("ask", spec, ctx)) as (actor, journal, _):
+            await _until(lambda: actor.state == State.CONNECTED)
+            assert (actor.protocol_version == "2026-07-28") == (era == "2026-07-28"), actor.protocol_version
+            service = ToolService(journal, {"ask": actor}, scrub=lambda text: text)
+            service.changed()
+            result = await service.call("ask__greet", {}, via="test", approval={"mode": "wait"}, inputs=answer)
+            assert result["content"][0]["text"] == "hello Ada"
+            assert asked[0]["method"] == "elicitation/create"
+            assert asked[0]["params"]["message"] == "Who is there?"
+            with pytest.raises(MonadError, match="nobody is at the keyboard"):
+                await service.call("ask__greet", {}, via="test", approval={"mode": "wait"}, inputs=refuse)
+            with pytest.raises(MonadError, match="cannot answer questions"):
+                await service.call("ask__greet", {}, via="test", approval={"mode": "wait"})
 
     anyio.run(main)

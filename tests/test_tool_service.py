@@ -60,7 +60,7 @@ class Session:
     live: bool = True
 
     async def call_tool(self, tool: str, arguments: dict[str, Any] | None, *,
-                        progress: Any = None) -> CallToolResult:
+                        progress: Any = None, inputs: Any = None) -> CallToolResult:
         return await self.client.call_tool(tool, arguments, progress_callback=progress)
 
 

@@ -83,6 +83,9 @@ def prepare(paths: Paths, name: str) -> tuple[str, ServerSpec]:
     if mode not in ("none", "oauth"):
         raise InvalidInput(f"`{source}`: server `{name}`, field `auth.mode`: is `{mode}`; set it to `oauth` "
                            f"to use `monad mcp authorize`")
+    if spec.auth.flow == "client_credentials":
+        raise InvalidInput(f"server `{name}` uses client credentials (`auth.flow` in `{source}`): the supervisor "
+                           f"gets its tokens itself, there is nothing to authorize; see `monad mcp status {name}`")
     return source, spec
 
 

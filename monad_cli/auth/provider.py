@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import httpx2
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.auth.oauth2 import OAuthContext
-from mcp.client.auth.utils import extract_field_from_www_auth, extract_scope_from_www_auth
+from mcp.client.auth.utils import extract_field_from_www_auth, extract_scope_from_www_auth, union_scopes
 from mcp.shared.auth import (
     AuthorizationCodeResult,
     OAuthClientMetadata,
@@ -54,7 +54,7 @@ NO_REDIRECT = "http://127.0.0.1/unused"
 
 
 @dataclass
-class _Context(OAuthContext):
+class EarlyRefreshContext(OAuthContext):
     """OAuthContext whose token counts as expired a little early (`REFRESH_MARGIN_*`)."""
 
     token_lifetime: float | None = None
@@ -104,13 +104,14 @@ class MonadOAuthProvider(OAuthClientProvider):
                  redirect_handler: Callable[[str], Awaitable[None]] | None = None,
                  callback_handler: Callable[[], Awaitable[AuthorizationCodeResult]] | None = None,
                  on_needs_auth: Callable[[str], None] | None = None,
+                 on_scope_required: Callable[[str], None] | None = None,
                  client_metadata_url: str | None = None) -> None:
         super().__init__(server_url, client_metadata(redirect_uri=redirect_uri, scope=None), storage,
                          redirect_handler=redirect_handler, callback_handler=callback_handler,
                          client_metadata_url=client_metadata_url)
         old = self.context
         # The SDK builds a plain OAuthContext; swap in ours (early refresh).
-        self.context: _Context = _Context(
+        self.context: EarlyRefreshContext = EarlyRefreshContext(
             server_url=old.server_url, client_metadata=old.client_metadata, storage=old.storage,
             redirect_handler=old.redirect_handler, callback_handler=old.callback_handler,
             client_metadata_url=client_metadata_url)
@@ -120,6 +121,9 @@ class MonadOAuthProvider(OAuthClientProvider):
         self.interactive = interactive
         self.explicit_scopes = list(scopes or [])
         self.on_needs_auth = on_needs_auth or (lambda reason: None)
+        self.on_scope_required = on_scope_required or (lambda reason: None)
+        # The scopes (space-separated) a refused step-up asks the person to grant, or None.
+        self.wanted_scope: str | None = None
         self.challenged_scope: str | None = None
         self.step_ups = 0
         self.refreshes = 0
@@ -158,6 +162,7 @@ class MonadOAuthProvider(OAuthClientProvider):
         """Forget the in-memory state; the next request reads the definition file again."""
         self._initialized = False
         self.dead = None
+        self.wanted_scope = None
 
     async def _refresh_token(self) -> httpx2.Request:
         self.refreshes += 1
@@ -288,13 +293,22 @@ class MonadOAuthProvider(OAuthClientProvider):
                 self.on_needs_auth(f"the server rejected a freshly refreshed token (401); run "
                                    f"`monad mcp authorize {self.name}`")
         elif response.status_code == 403 and extract_field_from_www_auth(response, "error") == "insufficient_scope":
-            # A step-up needs a person. One operation lacking scope does not take the whole
-            # server offline: that request fails (with the 403), the others go on, and the log
-            # says how to grant more.
-            wanted = extract_scope_from_www_auth(response)
-            hint = f" --scope {' --scope '.join(wanted.split())}" if wanted else ""
-            log.warning("server %s: a request needs more scope%s; run `monad mcp authorize %s%s`", self.name,
-                        f" ({wanted})" if wanted else "", self.name, hint)
+            self._scope_refused(response)
+
+    def _scope_refused(self, response: httpx2.Response) -> None:
+        """A step-up (MCP authorization, "Scope Challenge Handling") needs a person. One
+        operation lacking scope does not take the whole server offline: that request fails
+        (with the 403), the others go on. The scope to ask for is the union of what was
+        granted and what the challenge names (SEP-2350: escalating one operation must not
+        drop another's grant); `wanted_scope` holds it and `on_scope_required` is told."""
+        challenged = extract_scope_from_www_auth(response)
+        granted = self.context.current_tokens.scope if self.context.current_tokens else None
+        self.wanted_scope = union_scopes(granted, challenged) or ""
+        hint = "".join(f" --scope {s}" for s in self.wanted_scope.split())
+        reason = (f"the server needs more scope{f' ({challenged})' if challenged else ''} for a request; run "
+                  f"`monad mcp authorize {self.name}{hint}`")
+        log.warning("server %s: %s", self.name, reason)
+        self.on_scope_required(reason)
 
     def _mark_dead(self) -> None:
         # invalid_grant (or any refresh failure) is final for this grant: never retry it, a

@@ -10,19 +10,27 @@ The supervisor is the only process that refreshes, so two processes never spend 
 refresh token: the CLI obtains grants (`authorize`) and removes them (`logout`), and each
 of those asks the supervisor to reconnect the server, at which point the provider
 re-reads the definition file.
+
+Servers with `flow = "client_credentials"` get the client credentials provider
+(`client_credentials.py`) instead: no person, no stored grant; a refusal names the field.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import stat
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from monad_cli.auth.storage import DefinitionTokenStorage, read_grant
 
 if TYPE_CHECKING:
+    import httpx2
+
+    from monad_cli.auth.client_credentials import KeyProvider, SecretProvider
     from monad_cli.auth.provider import MonadOAuthProvider
     from monad_cli.config.schema import ServerSpec
     from monad_cli.paths import Paths
@@ -33,8 +41,19 @@ log = logging.getLogger("monad.auth")
 class Authorizable(Protocol):
     """A server session the OAuth side can tell that its authorization lapsed."""
 
-    def auth_required(self, reason: str) -> None:
-        """End the session and wait for `monad mcp authorize` (`reason` says why)."""
+    def auth_required(self, reason: str, *, end_session: bool = True) -> None:
+        """End the session and wait for `monad mcp authorize` (`reason` says why). With
+        `end_session=False` (one request lacked scope) a live session goes on; a connect
+        that fails on it still ends in `needs-auth` with that reason."""
+
+
+@dataclass(frozen=True)
+class PersonNeeded:
+    """Why a server's OAuth needs `monad mcp authorize` before it can go on: `reason`, and
+    `scope`, the scopes (space-separated) to ask for when a step-up was refused, else None."""
+
+    reason: str
+    scope: str | None = None
 
 
 class SupervisorAuth:
@@ -51,11 +70,53 @@ class SupervisorAuth:
         self.paths = paths
         self.servers = servers
         self.providers: dict[str, tuple[str, MonadOAuthProvider]] = {}
+        self.machine: dict[str, tuple[str, SecretProvider | KeyProvider]] = {}
 
-    def http_auth(self, spec: ServerSpec) -> MonadOAuthProvider | None:
-        """The httpx2 Auth for an http server: its provider for `auth.mode = "oauth"`, else
-        None (bearer and headers modes are plain request headers)."""
-        return self.provider(spec) if spec.auth.mode == "oauth" else None
+    def http_auth(self, spec: ServerSpec) -> httpx2.Auth | None:
+        """The httpx2 Auth for an http server: for `auth.mode = "oauth"` its provider (the
+        client credentials one for `flow = "client_credentials"`), else None (bearer and
+        headers modes are plain request headers)."""
+        if spec.auth.mode != "oauth":
+            return None
+        if spec.auth.flow == "client_credentials":
+            return self.client_credentials(spec)
+        return self.provider(spec)
+
+    def person_needed(self, name: str) -> PersonNeeded | None:
+        """Why server `name` waits for `monad mcp authorize` (a refresh that failed, a token
+        rejected with nothing to refresh it, a refused step-up), or None."""
+        held = self.providers.get(name)
+        if held is None:
+            return None
+        provider = held[1]
+        if provider.wanted_scope is not None:
+            return PersonNeeded(f"a request needs more scope ({provider.wanted_scope})", provider.wanted_scope or None)
+        if provider.dead:
+            return PersonNeeded(provider.dead)
+        return None
+
+    def client_credentials(self, spec: ServerSpec) -> SecretProvider | KeyProvider:
+        """The server's client credentials provider: kept while its URL and credentials stay
+        the same (a new one after an edit), told to try again on every connect."""
+        import hashlib
+
+        from monad_cli.auth.client_credentials import client_credentials_provider
+
+        a = spec.auth
+        assert spec.url is not None and a.client_id is not None  # schema.py: the flow needs both
+        digest = hashlib.sha256(json.dumps([spec.url, a.client_id, a.client_secret, a.private_key,
+                                            a.signing_algorithm, a.issuer, list(a.scopes)]).encode()).hexdigest()
+        held = self.machine.get(spec.name)
+        if held is not None and held[0] == digest:
+            held[1].reset()
+            return held[1]
+        name = spec.name
+        provider = client_credentials_provider(
+            name=name, source=spec.source, server_url=spec.url, client_id=a.client_id,
+            client_secret=a.client_secret, private_key=a.private_key, algorithm=a.signing_algorithm,
+            scopes=a.scopes, issuer=a.issuer, on_needs_auth=lambda reason: self._needs_auth(name, reason))
+        self.machine[spec.name] = (digest, provider)
+        return provider
 
     def provider(self, spec: ServerSpec) -> MonadOAuthProvider:
         """The server's provider: made on its first connect, kept while its URL and
@@ -73,8 +134,11 @@ class SupervisorAuth:
             def needs_auth(reason: str) -> None:
                 self._needs_auth(name, reason)
 
+            def scope_required(reason: str) -> None:
+                self._needs_auth(name, reason, end_session=False)
+
             provider = MonadOAuthProvider(name=name, server_url=spec.url, storage=storage, interactive=False,
-                                          on_needs_auth=needs_auth)
+                                          on_needs_auth=needs_auth, on_scope_required=scope_required)
             self.providers[spec.name] = (key, provider)
             return provider
         provider = held[1]
@@ -102,8 +166,8 @@ class SupervisorAuth:
         except OSError:
             pass
 
-    def _needs_auth(self, name: str, reason: str) -> None:
+    def _needs_auth(self, name: str, reason: str, *, end_session: bool = True) -> None:
         log.warning("server %s: %s", name, reason)
         server = self.servers.get(name)
         if server is not None:
-            server.auth_required(reason)
+            server.auth_required(reason, end_session=end_session)

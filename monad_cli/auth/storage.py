@@ -35,7 +35,9 @@ concurrent edit is never lost and a person's comments in the atom survive.
 from __future__ import annotations
 
 import logging
+import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -284,15 +286,28 @@ class DefinitionTokenStorage:
         self._pending.clear()
 
 
-def configured_client(config: dict[str, Any]) -> OAuthClientInformationFull | None:
-    """The pre-registered client named by `clientId` (and `clientSecret`), or None."""
+def configured_client(config: dict[str, Any], environ: Mapping[str, str] | None = None,
+                      ) -> OAuthClientInformationFull | None:
+    """The pre-registered client named by `clientId` (and `clientSecret`), or None.
+
+    `clientSecret` may be a `${VAR}` reference: it is expanded from `environ` (default: this
+    process's environment), as the definition's other fields are. Raises `AuthError` naming
+    the field (never a value) when a variable is unset."""
     from mcp.shared.auth import OAuthClientInformationFull
+
+    from monad_cli.config.expansion import ExpansionError, expand
+    from monad_cli.errors import AuthError
 
     client_id = config.get("clientId")
     if not isinstance(client_id, str) or not client_id:
         return None
     secret = config.get("clientSecret")
     secret = secret if isinstance(secret, str) and secret else None
+    if secret is not None:
+        try:
+            secret = expand(secret, os.environ if environ is None else environ) or None
+        except ExpansionError as e:
+            raise AuthError(f"`auth.clientSecret`: {e}") from None
     # A confidential client authenticates with HTTP Basic (RFC 6749 §2.3.1: MUST support).
     return OAuthClientInformationFull(client_id=client_id, client_secret=secret,
                                       token_endpoint_auth_method="client_secret_basic" if secret else "none")

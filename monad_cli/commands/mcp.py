@@ -44,6 +44,14 @@ def add(
     bearer_token: Annotated[str | None, typer.Option("--bearer-token", help="Send `Authorization: Bearer "
                                                      "TOKEN` (stored 0600; prefer `$VAR`).")] = None,
     oauth: Annotated[bool, typer.Option("--oauth", help="Use MCP OAuth; then run `monad mcp authorize NAME`.")] = False,
+    client_credentials: Annotated[bool, typer.Option("--client-credentials", help="OAuth client credentials "
+                                                     "(CI, no person): --client-id and a secret or key.")] = False,
+    client_id: Annotated[str | None, typer.Option("--client-id", help="OAuth client ID (pre-registered).")] = None,
+    client_secret: Annotated[str | None, typer.Option(
+        "--client-secret", help="OAuth client secret (client_secret_basic); prefer '${VAR}'.")] = None,
+    private_key: Annotated[str | None, typer.Option(
+        "--private-key", help="PEM private key for private_key_jwt (RFC 7523); prefer '${VAR}'.")] = None,
+    scope: Annotated[list[str] | None, typer.Option("--scope", help="OAuth scope to ask for (repeatable).")] = None,
     cwd: Annotated[str | None, typer.Option("--cwd", help="Working directory of a stdio server (default: this "
                                             "directory when the command or an argument is a relative path "
                                             "here, else its own directory under MONAD_HOME).")] = None,
@@ -60,6 +68,8 @@ def add(
       monad mcp add time -- mcp-server-time --local-timezone UTC
 
       monad mcp add docs --url https://example.com/mcp --header "X-Api-Key: $DOCS_KEY"
+
+      monad mcp add ci --url https://example.com/mcp --client-credentials --client-id ci --client-secret '${CI_SECRET}'
     """
     from monad_cli.config.edits import add_server
 
@@ -90,8 +100,8 @@ def add(
                 defn["cwd"], why = recorded
         if env:
             defn["env"] = _parse_pairs(env, "=", "--env")
-        if header or bearer_token or oauth:
-            raise InvalidInput("--header/--bearer-token/--oauth are for http servers (use --url)")
+        if header or bearer_token or oauth or client_credentials or client_id or client_secret or private_key:
+            raise InvalidInput("--header/--bearer-token/--oauth/--client-* are for http servers (use --url)")
     else:
         if command:
             raise InvalidInput("an http server takes --url, not a command after `--`")
@@ -102,12 +112,14 @@ def add(
         defn["url"] = url
         if header:
             defn["headers"] = _parse_pairs(header, ":", "--header")
-        if bearer_token and oauth:
-            raise InvalidInput("choose one of --bearer-token and --oauth")
+        if sum((bearer_token is not None, oauth, client_credentials)) > 1:
+            raise InvalidInput("choose one of --bearer-token, --oauth and --client-credentials")
         if bearer_token is not None:
             defn["auth"] = {"mode": "bearer", "token": bearer_token}
-        elif oauth:
-            defn["auth"] = {"mode": "oauth"}
+        elif oauth or client_credentials or client_id or client_secret or private_key or scope:
+            from monad_cli.commands._oauth import oauth_table
+            defn["auth"] = oauth_table(client_credentials=client_credentials, client_id=client_id,
+                                        client_secret=client_secret, private_key=private_key, scopes=scope)
     if timeout is not None:
         defn["timeout"] = timeout
     if required:

@@ -12,7 +12,6 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 from monad_cli.config.fields import (
     FieldContext,
@@ -24,12 +23,12 @@ from monad_cli.config.fields import (
     suggest,
     tool_filters,
 )
+from monad_cli.config.oauth import check_oauth
 from monad_cli.config.urls import check_url
 
 NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
 _ENV_NAME = re.compile(r"[^=\s\x00]+")
 AUTH_MODES = ("none", "bearer", "headers", "oauth")
-OAUTH_FLOWS = ("loopback", "device")
 # Tables under `auth` that monad writes (monad_cli/auth/storage.py): state, not configuration,
 # so they are left out of the connection fingerprint (a refresh must not reconnect).
 OAUTH_STATE_KEYS = ("tokens", "grant", "registration", "serverMetadata", "resourceMetadata")
@@ -74,9 +73,13 @@ class AuthSpec:
     `mode`: none | bearer | headers | oauth. `token`: the bearer token (RFC 6750 §2.1) in
     bearer mode; `headers`: the extra headers in headers mode. For oauth: `client_id` /
     `client_secret` of a pre-registered client (RFC 6749 §2.2, §2.3.1), `scopes`, `flow`
-    (loopback, RFC 8252; device, RFC 8628) and `client_metadata_url` (a client ID metadata
-    document). Fields another mode would use are read as unset. `table` is the whole table
-    (expanded, stored OAuth state included): what redaction walks.
+    (loopback, RFC 8252; device, RFC 8628; client_credentials, RFC 6749 §4.4) and
+    `client_metadata_url` (a client ID metadata document). For client_credentials also
+    `private_key` (PEM, private_key_jwt, RFC 7523 §2.2), its `signing_algorithm` (None: the
+    key's own) and `issuer` (the one authorization server the credentials may go to; None:
+    the first discovered). Secrets are expanded (`${VAR}`). Fields another mode would use
+    are read as unset. `table` is the whole table (expanded, stored OAuth state included):
+    what redaction walks.
     """
 
     mode: str = "none"
@@ -87,6 +90,9 @@ class AuthSpec:
     scopes: tuple[str, ...] = ()
     flow: str = "loopback"
     client_metadata_url: str | None = None
+    private_key: str | None = None
+    signing_algorithm: str | None = None
+    issuer: str | None = None
     table: Mapping[str, Any] = field(default_factory=dict)
 
     @property
@@ -113,7 +119,9 @@ def _auth_spec(table: Mapping[str, Any]) -> AuthSpec:
                     client_id=_text(table.get("clientId")), client_secret=_text(table.get("clientSecret")),
                     scopes=tuple(x for x in scopes if isinstance(x, str)) if isinstance(scopes, list) else (),
                     flow=_text(table.get("flow")) or "loopback",
-                    client_metadata_url=_text(table.get("clientMetadataUrl")), table=table)
+                    client_metadata_url=_text(table.get("clientMetadataUrl")),
+                    private_key=_text(table.get("privateKey")), signing_algorithm=_text(table.get("signingAlgorithm")),
+                    issuer=_text(table.get("issuer")), table=table)
 
 
 @dataclass
@@ -316,23 +324,9 @@ def validate(raw: Mapping[str, Any], *, name: str, source: str,
             raise ctx.error("auth.token", "bearer mode needs a non-empty `token`")
         if mode == "bearer" and any(c in auth["token"] for c in "\r\n\x00 "):
             raise ctx.error("auth.token", "a token must not contain spaces or line breaks")
-        if mode == "oauth":
-            if auth.get("flow", "loopback") not in OAUTH_FLOWS:
-                raise ctx.error("auth.flow", f"must be one of {', '.join(OAUTH_FLOWS)}; got {auth.get('flow')!r}")
-            scopes = auth.get("scopes", [])
-            if not isinstance(scopes, list) or not all(isinstance(x, str) and x for x in scopes):
-                raise ctx.error("auth.scopes", "must be a list of scope names")
-            cimd = auth.get("clientMetadataUrl")
-            if cimd is not None and not (isinstance(cimd, str) and cimd.startswith("https://")
-                                         and urlsplit(cimd).path not in ("", "/")):
-                raise ctx.error("auth.clientMetadataUrl", "must be an https URL with a path (the client ID "
-                                                          "metadata document monad is known by)")
-            for key in ("clientId", "clientSecret"):
-                if key in auth and not isinstance(auth[key], str):
-                    raise ctx.error(f"auth.{key}", "must be a string")
-            if "clientSecret" in auth and "clientId" not in auth:
-                raise ctx.error("auth.clientSecret", "needs `clientId` beside it")
         table = dict(auth)
+        if mode == "oauth":
+            table.update(check_oauth(ctx, auth, environ))
         if mode == "bearer":
             table["token"] = expand_field(ctx, "auth.token", auth["token"], environ)
         if mode == "headers":

@@ -1,12 +1,10 @@
 """One actor task per server: it alone enters and exits the server's `mcp.Client`.
 
-The SDK requires a Client to be entered and exited in the same task (anyio cancel
-scopes), so the actor holds `async with Client(...)` open for the life of a session while
-other tasks use `actor.client` concurrently. The actor owns the state machine
-(states.py), the connect deadline, the restart policy (backoff.py) and the reasons a
-person reads in `monad mcp status` (reasons.py). What it needs from around it comes in one
-`ActorContext`, built once by the supervisor.
-"""
+The SDK requires a Client to be entered and exited in the same task (anyio cancel scopes),
+so the actor holds `async with Client(...)` open for the life of a session while other tasks
+use `actor.client` concurrently. It owns the state machine (states.py), the connect deadline,
+the restart policy (backoff.py) and the reasons in `monad mcp status` (reasons.py); what it
+needs from around it comes in one `ActorContext`, built once by the supervisor."""
 
 from __future__ import annotations
 
@@ -25,6 +23,7 @@ from monad_cli.config.schema import ServerSpec
 from monad_cli.supervisor.backoff import Backoff
 from monad_cli.supervisor.connect import Learned, list_all_tools, start_upkeep, transport_for
 from monad_cli.supervisor.context import ActorContext
+from monad_cli.supervisor.inputs import InputHandler, InputRouter
 from monad_cli.supervisor.reasons import classify, describe, explain_closed, explain_timeout
 from monad_cli.supervisor.remote import legacy_sse_candidate
 from monad_cli.supervisor.states import LIVE, State, check_transition
@@ -75,6 +74,7 @@ class ServerActor:
         self._scope: anyio.CancelScope | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self._auth_reason: str | None = None
+        self.inputs = InputRouter(name)
         self._phase = ""
         self._refresh: ToolRefresh | None = None
         self.storm_reason: str | None = None
@@ -93,11 +93,11 @@ class ServerActor:
         self.backoff.reset()
         self._wakeup("update")
 
-    def auth_required(self, reason: str) -> None:
-        """The server's OAuth provider cannot authorize requests any more (refresh failed,
-        no token): end the session and wait in `needs-auth` for `monad mcp authorize`."""
+    def auth_required(self, reason: str, *, end_session: bool = True) -> None:
+        """The OAuth provider cannot authorize requests any more: end the session and wait in
+        `needs-auth` (`end_session=False`, a refused step-up: only a connect failing on it)."""
         self._auth_reason = reason
-        if self.live:  # while connecting, the failed connect itself carries the reason
+        if self.live and end_session:  # while connecting, the failed connect carries the reason
             self._wakeup("needs-auth")
 
     def reconnect(self) -> None:
@@ -281,7 +281,7 @@ class ServerActor:
         client = Client(transport, mode=self.learned.mode(over_sse=over_sse), cache=None,
                         client_info=Implementation(name="monad", version=__version__),
                         message_handler=self._on_message, extensions=self.ctx.client_extensions(self),
-                        elicitation_callback=self.ctx.elicitation_callback(self))
+                        elicitation_callback=self.inputs.callback(self.ctx.elicitation_callback(self)))
         self._phase = "negotiating the protocol version (server/discover, initialize)"
         async with client:
             self._phase = "listing tools"
@@ -369,17 +369,16 @@ class ServerActor:
             self.set_state(State.DEGRADED if problem else State.CONNECTED, problem)
 
     async def call_tool(self, tool: str, arguments: dict[str, Any] | None, *,
-                        progress: ProgressFn | None = None) -> CallToolResult:
+                        progress: ProgressFn | None = None,
+                        inputs: InputHandler | None = None) -> CallToolResult:
         """tools/call on this session from any task (the actor task keeps the Client open).
 
-        `tool` is the server's own (original) name. The deadline is `requestTimeoutMs`
-        (unset = none); on expiry the SDK sends notifications/cancelled and raises
-        MCPError(-32001). Cancelling the caller's scope cancels the request the same way.
-        `progress(progress, total, message)` is awaited for each notifications/progress the
-        server sends for this call (the SDK asks for them with `_meta.progressToken`; MCP
-        spec, basic/utilities/progress); None asks for none.
-        Raises MonadError if the server is not connected. Returns `mcp_types.CallToolResult`.
-        """
+        `tool` is the server's own name. The deadline is `requestTimeoutMs` (unset = none); on
+        expiry, or when the caller's scope is cancelled, the SDK sends notifications/cancelled
+        (expiry raises MCPError(-32001)). `progress(progress, total, message)` is awaited per
+        notifications/progress of this call (MCP spec, basic/utilities/progress; None asks for
+        none); the server's questions during the call go to `inputs` (trust/inputs.py; none:
+        refused). Raises MonadError if not connected. Returns `mcp_types.CallToolResult`."""
         from monad_cli.errors import MonadError
 
         client = self.client
@@ -387,8 +386,9 @@ class ServerActor:
             raise MonadError(f"server `{self.name}` is {self.state}"
                              f"{': ' + self.reason if self.reason else ''} (see `monad mcp status {self.name}`)")
         rto = self.spec.request_timeout_ms if self.spec else None
-        return await client.call_tool(tool, arguments, read_timeout_seconds=rto / 1000 if rto else None,
-                                      progress_callback=progress)
+        with self.inputs.serving(inputs):
+            return await client.call_tool(tool, arguments, read_timeout_seconds=rto / 1000 if rto else None,
+                                          progress_callback=progress)
 
     async def _on_message(self, message: IncomingMessage) -> None:
         if isinstance(message, ToolListChangedNotification) and self._refresh is not None:

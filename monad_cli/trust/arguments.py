@@ -99,9 +99,26 @@ log = logging.getLogger("monad.tools")
 _validators: dict[int, tuple[Any, Any]] = {}
 
 
+def _without_optional_nulls(schema: dict[str, Any], arguments: dict[str, Any]) -> dict[str, Any]:
+    """`arguments` as checked: a `null` for a declared, optional property counts as not given.
+
+    Agents send `null` for "no value" whatever the property's type, and the MCP spec counts
+    on it: a client "MUST omit" the `Mcp-Param` header of a null argument (SEP-2243, basic/
+    transports "Custom Headers"). Whether the tool accepts it is the server's to judge; the
+    arguments are sent as given."""
+    props = schema.get("properties")
+    if not isinstance(props, dict):
+        return arguments
+    required = schema.get("required")
+    required = set(required) if isinstance(required, list) else set()
+    return {k: v for k, v in arguments.items() if v is not None or k in required or k not in props}
+
+
 def validate_arguments(schema: dict[str, Any] | None, arguments: dict[str, Any], exposed: str) -> None:
-    """Check `arguments` against the tool's inputSchema (JSON Schema); raises InvalidInput
-    naming the first offending argument."""
+    """Check `arguments` against the tool's inputSchema (JSON Schema 2020-12, or the dialect
+    its `$schema` names; `$ref`s are resolved within the schema only, never fetched); raises
+    InvalidInput naming the first offending argument. A `null` for an optional property
+    passes (`_without_optional_nulls`)."""
     if not schema:
         return
     import jsonschema
@@ -121,7 +138,8 @@ def validate_arguments(schema: dict[str, Any] | None, arguments: dict[str, Any],
             # one fetches remote `$ref`s, blocking, inside the supervisor's event loop.
             validator = jsonschema.validators.validator_for(schema)(schema, registry=Registry())
             _validators[id(schema)] = (schema, validator)
-        errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+        errors = sorted(validator.iter_errors(_without_optional_nulls(schema, arguments)),
+                        key=lambda e: list(e.absolute_path))
     except Unresolvable as e:
         log.info("tool `%s`: arguments sent unvalidated: its inputSchema has a $ref that cannot be resolved "
                  "here (%s)", exposed, type(e).__name__)

@@ -1,16 +1,18 @@
-"""What the tool service uses of its surroundings, as protocols (no SDK import at run time):
-a server's live session (`ToolServer`, which a supervisor actor is), the task manager's
-`StartTask`, and a call's progress callback (`ProgressFn`)."""
+"""What the tool service is handed (service.py): the server sessions it calls through, the
+task manager's entry points and a call's progress callback. Protocols only (no SDK import at
+run time), so a test double or an in-process caller can stand in for the supervisor's actors
+and task manager."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from mcp_types import CallToolResult, Tool
 
     from monad_cli.config.schema import ServerSpec
+    from monad_cli.trust.inputs import InputHandler
 
 
 class ProgressFn(Protocol):
@@ -23,9 +25,10 @@ class ToolServer(Protocol):
     """What the tool service uses of one server's session (a supervisor actor is one).
 
     `live`: the session is up and `call_tool` can be used; `tools`: its last tools/list;
-    `call_tool(tool, arguments, progress=...)`: tools/call with the server's own tool name
-    (`progress` awaited per progress notification), raising `MonadError` when not connected
-    and `mcp.MCPError` when the server fails the request.
+    `call_tool(tool, arguments, progress=, inputs=)`: tools/call with the server's own tool
+    name (`progress` awaited per progress notification, its questions during the call going
+    to `inputs`, trust/inputs.py), raising `MonadError` when not connected and
+    `mcp.MCPError` when the server fails the request.
     """
 
     @property
@@ -37,7 +40,8 @@ class ToolServer(Protocol):
     @property
     def tools(self) -> Sequence[Tool]: ...
     async def call_tool(self, tool: str, arguments: dict[str, Any] | None, *,
-                        progress: ProgressFn | None = None) -> CallToolResult: ...
+                        progress: ProgressFn | None = None,
+                        inputs: InputHandler | None = None) -> CallToolResult: ...
 
 
 class StartTask(Protocol):
@@ -50,4 +54,8 @@ class StartTask(Protocol):
                        correlation: dict[str, Any] | None = None) -> dict[str, Any]: ...
 
 
-__all__ = ["ProgressFn", "StartTask", "ToolServer"]
+# Run an approved call that must be a task and wait for its result (`TaskManager.run_call`,
+# same arguments as `StartTask`); raises `MonadError`, or `mcp.MCPError` for a failed task.
+RunTask = Callable[..., Awaitable["CallToolResult"]]
+
+__all__ = ["ProgressFn", "RunTask", "StartTask", "ToolServer"]

@@ -13,7 +13,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -43,21 +43,18 @@ from monad_cli.trust.names import (
     inert_entry_warning,
 )
 from monad_cli.trust.pins import canonical_tools, describe_change, same_hash, tool_set_hash
-from monad_cli.trust.servers import ProgressFn, StartTask, ToolServer
+from monad_cli.trust.servers import ProgressFn, RunTask, StartTask, ToolServer
 from monad_cli.trust.visibility import check_caller, for_model
 
 if TYPE_CHECKING:
-    from mcp_types import CallToolResult, Tool
+    from mcp_types import Tool
 
     from monad_cli.journal.db import Journal
+    from monad_cli.trust.inputs import InputHandler
 
 log = logging.getLogger("monad.tools")
 PENDING_TTL_S = 600.0
 DEFAULT_APPROVAL_TIMEOUT_S = 120.0
-
-# Run an approved call that must be a task and wait for its result (`TaskManager.run_call`,
-# same arguments as `StartTask`); raises `MonadError`, or `mcp.MCPError` for a failed task.
-RunTask = Callable[..., Awaitable["CallToolResult"]]
 
 
 class ApprovalRequired(Exception):
@@ -300,7 +297,7 @@ class ToolService:
     async def call(self, exposed: str, arguments: dict[str, Any] | None, *, via: str,
                    approval: dict[str, Any], detach: bool = False,
                    app_of: str | None = None, progress: ProgressFn | None = None,
-                   write_behind: bool = False) -> dict[str, Any]:
+                   inputs: InputHandler | None = None, write_behind: bool = False) -> dict[str, Any]:
         """Gate, journal and forward one tools/call (MCP spec, server/tools "Calling Tools").
 
         Returns the CallToolResult in wire shape plus `callId`, `server`, `tool`,
@@ -316,6 +313,7 @@ class ToolService:
         Cancelling the caller's scope cancels the call: the SDK sends
         notifications/cancelled, and the call is journaled `cancelled`.
         `progress` is awaited per notifications/progress of the call (not when detached).
+        `inputs` answers the server's questions during the call (trust/inputs.py; none: refused).
         `write_behind`: commit a successful call's outcome row just after the answer (within
         ~20 ms, `CallLog.write_outcomes`) instead of before it — the gateway's hot path; a CLI
         or Studio caller that reads the journal next must find the outcome there.
@@ -369,7 +367,7 @@ class ToolService:
             if self.run_task is not None and tool.execution and tool.execution.task_support == "required":
                 result = await self.run_task(actor.name, tool.name, arguments, correlation=correlation)
             else:
-                result = await actor.call_tool(tool.name, arguments, progress=progress)
+                result = await actor.call_tool(tool.name, arguments, progress=progress, inputs=inputs)
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
                 finish("cancelled", "the caller cancelled the call")

@@ -3,6 +3,7 @@
 
     python oauth_as.py PORT [--ttl S] [--no-rotate] [--state-mode ok|wrong] [--iss-mode ok|wrong|none]
                             [--scopes-required a,b] [--registration/--no-registration]
+                            [--client-credentials ID] [--client-secret S] [--jwt-public-key PEM-FILE]
 
 - `/authorize` approves at once (a headless browser only has to follow the redirect);
 - every token starts with `SENTINEL` so tests can grep outputs, logs and the journal for it;
@@ -10,14 +11,26 @@
   one revokes the whole grant (what rotating authorization servers do, RFC 9700 §4.14);
 - `GET /_stats` counts authorizations and refreshes; `POST /_revoke` revokes every grant;
   `POST /_expire_access` invalidates the access tokens only.
+- `--client-credentials ID`: the token endpoint also serves the client credentials grant
+  (RFC 6749 §4.4) for the confidential client ID, authenticated with `client_secret_basic`
+  (`--client-secret`, RFC 6749 §2.3.1) or `private_key_jwt` (`--jwt-public-key`, RFC 7523
+  §2.2: `iss` = `sub` = ID, `aud` = the issuer, `exp` in the future, each `jti` once). The
+  SDK's token handler knows no such grant, so an ASGI wrapper answers it before the SDK does
+  and adds it to the metadata. Its access tokens are `SENTINEL-cc-…`, live `--ttl`, and come
+  without a refresh token (RFC 6749 §4.4.3).
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
+import binascii
+import json
 import secrets
 import time
+from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, unquote
 
 from mcp.server import MCPServer
 from mcp.server.auth.provider import (
@@ -46,7 +59,10 @@ class Provider:
         self.used_refresh: dict[str, str] = {}
         self.revoked_grants: set[str] = set()
         self.stats = {"authorize": 0, "code_exchange": 0, "refresh": 0, "refresh_rejected": 0,
-                      "reuse_detected": 0, "registrations": 0, "authorize_scopes": [], "resources": []}
+                      "reuse_detected": 0, "registrations": 0, "authorize_scopes": [], "resources": [],
+                      "client_credentials": 0, "client_credentials_rejected": 0, "client_credentials_auth": [],
+                      "client_credentials_resources": []}
+        self.seen_jti: set[str] = set()
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
         if client_id == PRE_REGISTERED:
@@ -133,6 +149,133 @@ class Provider:
                 self.revoked_grants.add(held[1])
 
 
+class ClientCredentialsGrant:
+    """ASGI wrapper: `POST /token` with `grant_type=client_credentials` is answered here, and
+    the authorization server metadata advertises the grant and its two client
+    authentication methods; everything else goes to the SDK's app unchanged."""
+
+    def __init__(self, app: Any, provider: Provider, args: argparse.Namespace, issuer: str) -> None:
+        self.app = app
+        self.provider = provider
+        self.client_id: str = args.client_credentials
+        self.secret: str | None = args.client_secret
+        self.public_key = Path(args.jwt_public_key).read_text() if args.jwt_public_key else None
+        self.issuer = issuer
+        self.ttl = args.ttl
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] == "/token" and scope["method"] == "POST":
+            body = b""
+            while True:
+                message = await receive()
+                body += message.get("body", b"")
+                if not message.get("more_body"):
+                    break
+            form = {k: v[0] for k, v in parse_qs(body.decode()).items()}
+            if form.get("grant_type") == "client_credentials":
+                status, answer = self.token(form, dict(scope["headers"]))
+                await _send_json(send, status, answer)
+                return
+            replayed = False
+
+            async def replay() -> Any:
+                nonlocal replayed
+                if replayed:
+                    return await receive()
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+
+            await self.app(scope, replay, send)
+            return
+        if scope["type"] == "http" and scope["path"] == "/.well-known/oauth-authorization-server":
+            await self.app(scope, receive, _AmendMetadata(send))
+            return
+        await self.app(scope, receive, send)
+
+    def token(self, form: dict[str, str], headers: dict[bytes, bytes]) -> tuple[int, dict[str, Any]]:
+        stats = self.provider.stats
+        method, problem = self._authenticate(form, headers.get(b"authorization", b"").decode())
+        if problem is not None:
+            stats["client_credentials_rejected"] += 1
+            return 401, {"error": "invalid_client", "error_description": problem}
+        stats["client_credentials"] += 1
+        stats["client_credentials_auth"].append(method)
+        stats["client_credentials_resources"].append(form.get("resource"))
+        scopes = form.get("scope", "mcp:read").split()
+        access = "SENTINEL-cc-" + secrets.token_hex(16)
+        self.provider.access[access] = (AccessToken(
+            token=access, client_id=self.client_id, scopes=scopes, resource=form.get("resource"),
+            expires_at=int(time.time() + self.ttl) if self.ttl else None), "cc-" + secrets.token_hex(6))
+        answer: dict[str, Any] = {"access_token": access, "token_type": "Bearer", "scope": " ".join(scopes)}
+        if self.ttl:
+            answer["expires_in"] = int(self.ttl)
+        return 200, answer
+
+    def _authenticate(self, form: dict[str, str], authorization: str) -> tuple[str, str | None]:
+        if authorization.startswith("Basic "):
+            try:
+                client_id, _, secret = base64.b64decode(authorization[6:]).decode().partition(":")
+            except (binascii.Error, UnicodeDecodeError):
+                return "client_secret_basic", "malformed Basic credentials"
+            if unquote(client_id) != self.client_id or self.secret is None or \
+                    not secrets.compare_digest(unquote(secret), self.secret):
+                return "client_secret_basic", "wrong client id or secret"
+            return "client_secret_basic", None
+        if form.get("client_assertion_type") == "urn:ietf:params:oauth:client-assertion-type:jwt-bearer":
+            import jwt
+
+            if self.public_key is None:
+                return "private_key_jwt", "private_key_jwt is not configured for this client"
+            try:
+                claims = jwt.decode(form.get("client_assertion", ""), self.public_key,
+                                    algorithms=["ES256", "RS256"], audience=self.issuer,
+                                    options={"require": ["iss", "sub", "aud", "exp", "jti"]})
+            except jwt.PyJWTError as e:
+                return "private_key_jwt", f"assertion rejected: {type(e).__name__}"
+            if claims["iss"] != self.client_id or claims["sub"] != self.client_id:
+                return "private_key_jwt", "assertion iss/sub is not the client id"
+            if claims["jti"] in self.provider.seen_jti:
+                return "private_key_jwt", "assertion replayed (jti seen before)"
+            self.provider.seen_jti.add(claims["jti"])
+            return "private_key_jwt", None
+        return "none", "client authentication is required"
+
+
+class _AmendMetadata:
+    """Adds the client credentials grant to the SDK's metadata document on its way out."""
+
+    def __init__(self, send: Any) -> None:
+        self.send = send
+        self.start: dict[str, Any] | None = None
+        self.body = b""
+
+    async def __call__(self, message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            self.start = message
+            return
+        self.body += message.get("body", b"")
+        if message.get("more_body"):
+            return
+        assert self.start is not None
+        doc = json.loads(self.body)
+        doc["grant_types_supported"] = [*doc.get("grant_types_supported", []), "client_credentials"]
+        doc["token_endpoint_auth_methods_supported"] = [
+            *doc.get("token_endpoint_auth_methods_supported", []), "private_key_jwt"]
+        doc["token_endpoint_auth_signing_alg_values_supported"] = ["ES256", "RS256"]
+        body = json.dumps(doc).encode()
+        headers = [(k, v) for k, v in self.start["headers"] if k.lower() != b"content-length"]
+        await self.send({**self.start, "headers": [*headers, (b"content-length", str(len(body)).encode())]})
+        await self.send({"type": "http.response.body", "body": body})
+
+
+async def _send_json(send: Any, status: int, body: dict[str, Any]) -> None:
+    data = json.dumps(body).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"cache-control", b"no-store"),
+                            (b"content-length", str(len(data)).encode())]})
+    await send({"type": "http.response.body", "body": data})
+
+
 class _AnyLoopbackClient(OAuthClientInformationFull):
     def validate_redirect_uri(self, redirect_uri: Any) -> Any:
         if redirect_uri is not None and str(redirect_uri).startswith("http://127.0.0.1:"):
@@ -148,6 +291,9 @@ def main() -> None:
     ap.add_argument("--state-mode", choices=["ok", "wrong"], default="ok")
     ap.add_argument("--iss-mode", choices=["ok", "wrong", "none"], default="ok")
     ap.add_argument("--scopes-required", default="mcp:read")
+    ap.add_argument("--client-credentials", metavar="CLIENT_ID")
+    ap.add_argument("--client-secret")
+    ap.add_argument("--jwt-public-key", metavar="PEM_FILE")
     args = ap.parse_args()
 
     base = f"http://127.0.0.1:{args.port}"
@@ -185,7 +331,13 @@ def main() -> None:
         provider.access.clear()
         return JSONResponse({"expired": n})
 
-    mcp.run("streamable-http", host="127.0.0.1", port=args.port)
+    if not args.client_credentials:
+        mcp.run("streamable-http", host="127.0.0.1", port=args.port)
+        return
+    import uvicorn
+
+    app = ClientCredentialsGrant(mcp.streamable_http_app(host="127.0.0.1"), provider, args, base)
+    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
 
 
 if __name__ == "__main__":

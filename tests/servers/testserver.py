@@ -1,16 +1,19 @@
 """A configurable MCP test server built on the SDK's `MCPServer` (stdio or streamable HTTP).
 
-    python testserver.py [--http PORT [--legacy | --sse]] [--slow-start S] [--hang]
+    python testserver.py [--http PORT [--sse]] [--legacy] [--slow-start S] [--hang]
                          [--stderr-flood BYTES] [--no-newlines] [--stray-stdout]
-                         [--crash-after S] [--exit-at-start N] [--tools-file PATH] [--name NAME]
+                         [--crash-after S] [--exit-at-start N] [--tools-file PATH] [--name NAME] [--ask]
 
-`--legacy` (HTTP): refuse `server/discover` with HTTP 400, as a pre-2026 stateful server
-(the TypeScript SDK's) does, so clients fall back to `initialize` and get an
-`Mcp-Session-Id`. `--sse`: the legacy HTTP+SSE transport (2024-11-05) at `/sse`.
+`--legacy`: refuse `server/discover`, so clients fall back to `initialize`: over HTTP with
+HTTP 400, as a pre-2026 stateful server (the TypeScript SDK's) does, giving an
+`Mcp-Session-Id`; over stdio with -32601, as a server of 2025-11-25 or older does. `--sse`:
+the legacy HTTP+SSE transport (2024-11-05) at `/sse`.
 
 Tools: `echo(text)`, `pid()`, `add(a, b)`, `slow(seconds)`, `env(name)`. With
 `--tools-file`, the file (JSON: {"description": ..., "param": ..., "extra": bool}) shapes the
-`echo` tool so tests can change the tool set between connects.
+`echo` tool so tests can change the tool set between connects. `--ask` adds `greet()`, which
+asks the client for a name (a form elicitation: a standalone `elicitation/create` on a legacy
+session, an `InputRequiredResult` round on 2026-07-28) and answers `hello NAME`.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import os
 import sys
 import threading
 import time
+from typing import Any
 
 
 def main() -> None:
@@ -39,6 +43,7 @@ def main() -> None:
     ap.add_argument("--exit-at-start", type=int, default=None)
     ap.add_argument("--tools-file", default=None)
     ap.add_argument("--say", default=None, help="write this line to stderr at start")
+    ap.add_argument("--ask", action="store_true")
     args = ap.parse_args()
 
     if args.say:
@@ -105,6 +110,28 @@ def main() -> None:
         """The value of an environment variable in the server ('<unset>' if unset)."""
         return os.environ.get(name, "<unset>")
 
+    if args.ask:
+        from typing import Annotated
+
+        from mcp.server.mcpserver import Elicit, Resolve
+        from pydantic import BaseModel
+
+        class Name(BaseModel):
+            name: str
+
+        def ask_name() -> Any:
+            return Elicit("Who is there?", Name)
+
+        def greet(who: Any) -> str:
+            """Ask for a name, then greet it."""
+            return f"hello {who.name}"
+
+        # Real objects, not the strings `from __future__ import annotations` leaves: the SDK
+        # resolves them against this module, where these local names do not exist.
+        ask_name.__annotations__ = {"return": Elicit[Name]}
+        greet.__annotations__ = {"who": Annotated[Name, Resolve(ask_name)], "return": str}
+        mcp.add_tool(greet, name="greet")
+
     if shape.get("extra"):
         @mcp.tool()
         def extra() -> str:
@@ -128,6 +155,10 @@ def main() -> None:
         uvicorn.run(refuse_discover(app), host="127.0.0.1", port=args.http, log_level="warning")
     elif args.http is not None:
         mcp.run("streamable-http", host="127.0.0.1", port=args.http, streamable_http_path=args.path)
+    elif args.legacy:
+        import anyio
+
+        anyio.run(_serve_legacy, mcp)
     else:
         mcp.run()
 
@@ -168,6 +199,33 @@ def refuse_discover(app: object) -> object:
         return await app(scope, replay, send)  # type: ignore[operator]
 
     return wrapped
+
+
+async def _serve_legacy(mcp: Any) -> None:
+    """stdio, refusing the 2026-07-28 `server/discover` probe (the SDK's server speaks both)."""
+    import anyio
+    import mcp_types as types
+    from mcp.server.stdio import stdio_server
+    from mcp.shared.message import SessionMessage
+
+    async with stdio_server() as (read, write):
+        send, receive = anyio.create_memory_object_stream[Any](100)
+
+        async def refuse_discover() -> None:
+            async with send:
+                async for item in read:
+                    msg = getattr(item, "message", None)
+                    if isinstance(msg, types.JSONRPCRequest) and msg.method == "server/discover":
+                        error = types.ErrorData(code=types.METHOD_NOT_FOUND, message="Method not found")
+                        await write.send(SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=msg.id, error=error)))
+                        continue
+                    await send.send(item)
+
+        low = mcp._lowlevel_server
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(refuse_discover)
+            await low.run(receive, write, low.create_initialization_options())
+            tg.cancel_scope.cancel()
 
 
 if __name__ == "__main__":

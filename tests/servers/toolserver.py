@@ -1,7 +1,7 @@
 """An MCP test server for tool names, pins, pagination and calls, on the SDK's lowlevel `Server`.
 
     python toolserver.py [--names] [--many N] [--page-size K] [--repeat-cursor]
-                         [--tools-file PATH] [--marker-dir DIR] [--name NAME] [--progress]
+                         [--tools-file PATH] [--marker-dir DIR] [--name NAME] [--progress] [--rich-schema]
 
 Default tools: `echo(text)`, `add(a:int, b:int)`, `kinds(flag:bool, ratio:number, items:array,
 opts:object)`, `fail(message)` (isError), `mutate(description)` (changes echo's
@@ -11,7 +11,9 @@ and, when the call is cancelled, `<marker-dir>/slow.cancelled`).
 70-character name. `--many N`: N more tools `t000`... served `--page-size` per page.
 `--repeat-cursor`: every page returns the same nextCursor. `--progress`: adds `steps(n)`, which
 sends n notifications/progress (`step i`, i/n) when the caller asked for them, then
-answers `did n steps`. `--tools-file`: JSON
+answers `did n steps`. `--rich-schema`: adds `rich`, whose inputSchema (`RICH_SCHEMA`)
+uses JSON Schema 2020-12 keywords a careless client drops or rewrites; it answers
+with its arguments as JSON. `--tools-file`: JSON
 {"description": ..., "param": ..., "extra": bool} shapes `echo` (read at start: a rug pull
 between connects).
 """
@@ -40,6 +42,37 @@ LONG_NAME = "a_tool_with_a_very_long_name_" + "x" * 41  # 70 characters
 assert len(LONG_NAME) == 70
 
 
+# The conformance suite's `json_schema_2020_12_tool` fixture (SEP-1613, SEP-2106) plus keywords
+# whose values are easy to lose on the way: nulls (`default`, `const`), `$comment`, vendor
+# `x-` keywords, an `x-mcp-header` annotation (SEP-2243), `$id`-less `$ref`s, `prefixItems`,
+# `dependentRequired`, `unevaluatedProperties`.
+RICH_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$comment": "kept verbatim",
+    "type": "object",
+    "$defs": {"address": {"$anchor": "addressDef", "type": "object",
+                          "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
+    "properties": {
+        "name": {"type": "string", "x-mcp-header": "Name"},
+        "address": {"$ref": "#/$defs/address"},
+        "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+        "phone": {"type": "string"},
+        "email": {"type": "string", "format": "email"},
+        "note": {"type": ["string", "null"], "default": None},
+        "nothing": {"const": None},
+        "pair": {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}], "items": False},
+        "x-vendor": {"type": "string", "x-internal": True},
+    },
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then": {"required": ["phone"]},
+    "else": {"required": ["email"]},
+    "dependentRequired": {"phone": ["name"]},
+    "unevaluatedProperties": False,
+    "additionalProperties": False,
+}
+
+
 def schema(props: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
     return {"type": "object", "properties": props, "required": required or list(props)}
 
@@ -54,6 +87,7 @@ def main() -> None:
     ap.add_argument("--tools-file", default=None)
     ap.add_argument("--marker-dir", default=None)
     ap.add_argument("--progress", action="store_true")
+    ap.add_argument("--rich-schema", action="store_true")
     ap.add_argument("--token", default=None, help="ignored: a secret-looking argument for redaction tests")
     args = ap.parse_args()
 
@@ -78,6 +112,8 @@ def main() -> None:
     if args.progress:
         tools.append(types.Tool(name="steps", description="Report progress n times, then answer.",
                                 input_schema=schema({"n": {"type": "integer"}})))
+    if args.rich_schema:
+        tools.append(types.Tool(name="rich", description="JSON Schema 2020-12 keywords.", input_schema=RICH_SCHEMA))
     if shape.get("extra"):
         tools.append(types.Tool(name="extra", description="An added tool.", input_schema=schema({})))
     if args.names:
@@ -105,7 +141,7 @@ def main() -> None:
             return text(str(a.get(param, "")))
         if name == "add":
             return text(str(a["a"] + a["b"]))
-        if name == "kinds":
+        if name in ("kinds", "rich"):
             return text(json.dumps(a, sort_keys=True))
         if name == "fail":
             return text(str(a.get("message", "failed")), error=True)

@@ -1,0 +1,27 @@
+"""Who answers a server's requests for input during a tool call (stdlib only).
+
+A server may ask the caller something before it answers a `tools/call`: an
+`elicitation/create` request on a legacy session, or, on 2026-07-28, an
+`InputRequiredResult` whose `inputRequests` the client answers and retries with
+(SEP-2322, multi-round-trip requests). The caller of `ToolService.call` passes an
+`InputHandler` for its call; the server's session routes each request to the handler of
+the call it belongs to, never to another call's.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+
+class InputRefused(Exception):
+    """The handler cannot answer (no person, an unsupported kind); the message says why, in
+    one line, and goes back to the server as the request's error."""
+
+
+class InputHandler(Protocol):
+    """Answer one input request. `request` is the wire shape, e.g. `{"method":
+    "elicitation/create", "params": {"message": ..., "requestedSchema": {...}}}`; the answer
+    is the result's wire shape (`{"action": "accept", "content": {...}}`, or `"decline"` /
+    `"cancel"`). Raises `InputRefused`."""
+
+    async def __call__(self, request: dict[str, Any]) -> dict[str, Any]: ...
