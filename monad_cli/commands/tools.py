@@ -38,7 +38,9 @@ def tools(
 
     `--json` adds each tool's description, inputSchema, original name and whether it is
     auto-approved. Name collisions are reported on stderr. Tools the gateway defers until
-    `load_tools` are marked `deferred` (`monad mcp call` calls them directly).
+    `load_tools` are marked `deferred` (`monad mcp call` calls them directly). Tools a tool
+    filter hides are listed as `hidden` with the rule (`hidden` in --json, null when shown);
+    no gateway lists them and every call of them is refused (docs/filtering.md).
     """
     client = supervisor()
     answer = client.get("/v1/tools" + (f"?server={_quote(server)}" if server else ""))
@@ -52,7 +54,8 @@ def tools(
         if server is None or any(m["server"] == server for m in c["members"]):
             render.warn(describe_collision(c))
     render.table([{"name": t["name"], "auto": "auto" if t.get("autoApproved") else "",
-                   "deferred": "deferred" if t.get("deferred") else "",
+                   "deferred": f"hidden: {t['hidden']}" if t.get("hidden") else
+                   "deferred" if t.get("deferred") else "",
                    "description": (t.get("description") or "").strip().split("\n")[0][:90]} for t in listed],
                  [("name", "tool"), ("auto", "approval"), ("deferred", "gateway"), ("description", "description")],
                  empty=(f"server `{server}` exposes no tools (is it connected? `monad mcp status {server}`)"

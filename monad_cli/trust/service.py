@@ -2,9 +2,11 @@
 
 One instance per supervisor (`Supervisor.tool_service`). `call()` is the one function every
 tool call goes through: the control API (`monad mcp call`) and the gateway's sessions
-(`monad mcp serve`, in-process) call it. It is built from narrow parts only: the journal, a name → `ToolServer` lookup
-(the supervisor's actors), the redaction function, the deferred-tool globs and a
-`StartTask` callback for detached calls.
+(`monad mcp serve`, in-process) call it. It is built from narrow parts only: the journal, a
+name → `ToolServer` lookup (the supervisor's actors), the redaction function, the globs of
+`features/tools.toml` and a `StartTask` callback for detached calls. It is also the one place
+a call of a tool that a tool filter hides is refused (`trust/filters.py`), so every caller
+gets the same refusal.
 """
 
 from __future__ import annotations
@@ -27,12 +29,14 @@ from monad_cli.errors import (
     NotRegistered,
     QueueFull,
     ToolCallFailed,
+    ToolHidden,
     Unavailable,
 )
 from monad_cli.gateway.policy import is_deferred
 from monad_cli.journal import tools as jt
 from monad_cli.trust.arguments import validate_arguments
 from monad_cli.trust.calls import CallLog, current_call
+from monad_cli.trust.filters import ToolRule, file_rule, hidden_by, server_rule, session_rule
 from monad_cli.trust.gate import ApprovalGate, Pending
 from monad_cli.trust.names import (
     ExposedTool,
@@ -74,8 +78,9 @@ class ToolService:
     journal rows of tool calls.
 
     `servers` is a live view (the supervisor's actors), read on every call; `scrub` redacts
-    a server's error text before it is raised; `deferred_globs()` returns the current globs of
-    `features/tools.toml`; `start_task` runs detached calls (None: `detach` is refused),
+    a server's error text before it is raised; `tool_globs()` returns the current globs of
+    `features/tools.toml` (`deferred`, `enabled`, `disabled`); `start_task` runs detached
+    calls (None: `detach` is refused),
     `run_task` the calls of tools whose `execution.taskSupport` is `required` (2025-11-25);
     `clock` (epoch seconds) dates approval requests. Call `changed()` whenever a server's
     tool list was (re)fetched.
@@ -86,13 +91,13 @@ class ToolService:
     """
 
     def __init__(self, journal: Journal, servers: Mapping[str, ToolServer], *,
-                 scrub: Callable[[str], str], deferred_globs: Callable[[], Sequence[str]] = lambda: (),
+                 scrub: Callable[[str], str], tool_globs: Callable[[], Mapping[str, Sequence[str]]] = dict,
                  start_task: StartTask | None = None, run_task: RunTask | None = None,
                  clock: Callable[[], float] = time.time) -> None:
         self.journal = journal
         self.servers = servers
         self.scrub = scrub
-        self.deferred_globs = deferred_globs
+        self.tool_globs = tool_globs
         self.start_task = start_task
         self.run_task = run_task
         self.clock = clock
@@ -169,36 +174,54 @@ class ToolService:
         auto = self._auto_list(actor)
         return exposed in auto or f"{actor.name}__{tool}" in auto
 
-    def listing(self, server: str | None = None) -> list[dict[str, Any]]:
+    def rules(self, actor: ToolServer, include: Sequence[str] = (), exclude: Sequence[str] = ()) -> list[ToolRule]:
+        """The tool filters over `actor`'s tools, in order: its own `tools` field, features/tools.toml,
+        and a gateway session's `include`/`exclude` globs (`trust/filters.py`)."""
+        globs = self.tool_globs()
+        spec = actor.spec
+        return [server_rule(actor.name, spec.tools if spec else {}, spec.source if spec else None),
+                file_rule(globs.get("enabled", ()), globs.get("disabled", ())), session_rule(include, exclude)]
+
+    def listing(self, server: str | None = None, *, include: Sequence[str] = (), exclude: Sequence[str] = (),
+                hidden: bool = False) -> list[dict[str, Any]]:
         """Exposed tools (wire shape + `server`, `tool`, `autoApproved`, `deferred`, `condition`),
         by name; never a tool whose `_meta.ui.visibility` leaves out "model". `deferred`: the
         server has `deferred = true` or the name matches a glob of `features/tools.toml`;
-        `condition`: the server's condition text or None."""
+        `condition`: the server's condition text or None. Tools a filter hides (with a
+        session's `include`/`exclude` globs over exposed names) are left out, unless `hidden`:
+        then every row has `hidden`, the rule that hid it or None."""
         nmap = self.name_map()
+        deferred_globs = self.tool_globs().get("deferred", ())
         out = []
         for actor in self._registered():
             if server is not None and actor.name != server:
                 continue
+            spec = actor.spec
+            rules = self.rules(actor, include, exclude)
             for t in actor.tools:
                 exposed = nmap.exposed_name(actor.name, t.name)
                 if exposed is None or not for_model(t.meta):
                     continue
+                why = hidden_by(exposed, t.name, rules)
+                if why and not hidden:
+                    continue
                 row = dump_tool(t)
-                spec = actor.spec
                 row.update(name=exposed, server=actor.name, tool=t.name,
                            autoApproved=self.is_auto_approved(actor, t.name, exposed),
                            deferred=is_deferred(exposed, actor.name,
                                                 deferred_servers=(actor.name,) if spec and spec.deferred else (),
-                                                deferred_globs=self.deferred_globs()),
+                                                deferred_globs=deferred_globs),
                            condition=spec.condition if spec else None)
+                if hidden:
+                    row["hidden"] = why
                 out.append(row)
         return sorted(out, key=lambda r: r["name"])
 
     def signature(self, listing: list[dict[str, Any]] | None = None) -> str:
         """Changes whenever the exposed tool set (names or definitions) changes; pass the
         full `listing()` when it is at hand."""
-        # The whole listing: deferral and conditions change what a gateway lists, too.
-        body = json.dumps(self.listing() if listing is None else listing, sort_keys=True, default=str)
+        # The whole listing: deferral, conditions and filters change what a gateway lists, too.
+        body = json.dumps(self.listing(hidden=True) if listing is None else listing, sort_keys=True, default=str)
         return hashlib.sha256(body.encode()).hexdigest()[:16]
 
     async def wait_changed(self, since: str, timeout: float) -> str:
@@ -297,12 +320,15 @@ class ToolService:
     async def call(self, exposed: str, arguments: dict[str, Any] | None, *, via: str,
                    approval: dict[str, Any], detach: bool = False,
                    app_of: str | None = None, progress: ProgressFn | None = None,
-                   inputs: InputHandler | None = None, write_behind: bool = False) -> dict[str, Any]:
+                   inputs: InputHandler | None = None, write_behind: bool = False,
+                   include: Sequence[str] = (), exclude: Sequence[str] = ()) -> dict[str, Any]:
         """Gate, journal and forward one tools/call (MCP spec, server/tools "Calling Tools").
 
         Returns the CallToolResult in wire shape plus `callId`, `server`, `tool`,
         `decidedBy`. `app_of`: the server whose MCP App makes the call (visibility.py decides
-        who may call what). Raises NotFound (unknown exposed name, or an app-only tool), InvalidInput (arguments do not
+        who may call what). Raises NotFound (unknown exposed name, or an app-only tool),
+        ToolHidden (a tool filter hides it, with a session's `include`/`exclude` globs; the
+        message names the rule), InvalidInput (arguments do not
         match the inputSchema), ApprovalRequired (`mode: check`), CallRefused (denied) and
         its ApprovalTimeout and NotRegistered (pin mismatch), ToolCallFailed (the server
         failed the request), and with `detach` Unavailable (no task manager) and the task
@@ -326,6 +352,9 @@ class ToolService:
             raise InvalidInput(f"tool `{exposed}`: arguments must be a JSON object")
         actor, tool = self.resolve(exposed)
         check_caller(tool.meta, exposed=exposed, server=actor.name, app_of=app_of)
+        why = hidden_by(exposed, tool.name, self.rules(actor, include, exclude))
+        if why:
+            raise ToolHidden(f"tool `{exposed}` is hidden: {why}; nothing was sent to the server")
         validate_arguments(tool.input_schema, arguments, exposed)
         try:
             approved, decision, who = await self._decide(actor, tool, exposed, arguments, via, approval)
