@@ -124,3 +124,15 @@ def test_service_hides_lists_and_refuses(tmp_path: Path) -> None:
             assert [r["tool"] for r in jt.calls(svc.journal)] == ["echo"]
 
     run(main)
+
+
+def test_the_gateway_hello_carries_tool_globs() -> None:
+    from monad_cli.errors import InvalidInput
+    from monad_cli.gateway.hello import build_hello, parse_hello
+
+    view = parse_hello(build_hello(transport="stdio", include_tools=["gh__*"], exclude_tools=["*__delete_*"]))
+    assert (view.include_tools, view.exclude_tools) == (("gh__*",), ("*__delete_*",))
+    assert parse_hello(build_hello(transport="stdio")).include_tools == ()
+    with pytest.raises(InvalidInput) as info:
+        parse_hello(build_hello(transport="stdio", exclude_tools=["no spaces"]))
+    assert str(info.value.message).startswith("--exclude-tools: `no spaces` is not a tool-name pattern")

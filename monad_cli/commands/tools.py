@@ -346,6 +346,12 @@ def serve(
     exclude: Annotated[list[str] | None, typer.Option(
         "--exclude-mcps", metavar="GLOBS", help="Never serve servers matching these globs (wins over "
                                                 "--include-mcps).")] = None,
+    include_tools: Annotated[list[str] | None, typer.Option(
+        "--include-tools", metavar="GLOBS", help="Serve only tools whose exposed names (SERVER__TOOL) match "
+                                                 "these comma-separated globs.")] = None,
+    exclude_tools: Annotated[list[str] | None, typer.Option(
+        "--exclude-tools", metavar="GLOBS", help="Hide tools whose exposed names match these globs (wins over "
+                                                 "--include-tools); calls of them are refused.")] = None,
 ) -> None:
     """Serve the gateway: one MCP server exposing the connected servers' tools.
 
@@ -359,8 +365,9 @@ def serve(
 
     Deferred tools (`deferred = true`, features/tools.toml) are listed once loaded with the
     `load_tools` tool; a server's `condition` is checked against the --fact values and this
-    environment on every list and call; --include-mcps/--exclude-mcps serve a filtered view
-    (docs/filtering.md).
+    environment on every list and call; --include-mcps/--exclude-mcps serve a filtered view;
+    --include-tools/--exclude-tools hide tools on top of the servers' `tools` filters and
+    features/tools.toml (docs/filtering.md).
     """
     import math
     import os
@@ -369,11 +376,14 @@ def serve(
     from monad_cli.filters import PatternError, split_patterns
     from monad_cli.gateway import relay
     from monad_cli.gateway.hello import build_hello
+    from monad_cli.trust.filters import split_tool_patterns
 
     try:
         facts = parse_facts(fact or [])
         inc = None if include is None else split_patterns(include, what="--include-mcps")
         exc = None if exclude is None else split_patterns(exclude, what="--exclude-mcps")
+        tools_in = split_tool_patterns(include_tools or [], what="--include-tools")
+        tools_out = split_tool_patterns(exclude_tools or [], what="--exclude-tools")
     except (ValueError, PatternError) as e:
         raise InvalidInput(str(e)) from None
     if not math.isfinite(approval_timeout) or approval_timeout < 0:
@@ -382,7 +392,8 @@ def serve(
     hand_over = not http and relay.passable(0) and relay.passable(1)
     # Only the names of set variables travel: a condition asks no more of the environment.
     hello = build_hello(transport="http" if http else "stdio", port=port, facts=facts, include=inc, exclude=exc,
-                        approval_timeout=approval_timeout, env_names=list(os.environ), stdio_fds=hand_over)
+                        approval_timeout=approval_timeout, env_names=list(os.environ), stdio_fds=hand_over,
+                        include_tools=tools_in, exclude_tools=tools_out)
     supervisor()  # starts it if needed
     opened = relay.open_relay(paths(), hello, fds=[0, 1] if hand_over else None)
     if http:
