@@ -5,7 +5,7 @@
      ...every other key of the client's file...}
 
 Dialects: a `url` with no `type` is streamable HTTP, except for Gemini CLI, whose `url` is
-the legacy SSE endpoint and `httpUrl` the streamable one (`timeout` is its per-request
+the legacy SSE endpoint and `httpUrl` the streamable one (both import as http) (`timeout` is its per-request
 deadline in ms; `includeTools`/`excludeTools` are tool filters). Cursor writes `${env:NAME}`.
 `type: "sse"` (the legacy HTTP+SSE transport) imports as an http server: the supervisor falls
 back to SSE by itself (the spec's backwards-compatibility procedure, docs/supervisor.md).
