@@ -15,6 +15,7 @@ import anyio
 import pytest
 
 from tests.conftest import status_of, wait_for, wait_state, write_atom
+from tests.studio_helpers import StudioHTTP, open_studio
 
 pytestmark = pytest.mark.e2e
 TOOLSERVER = str(Path(__file__).resolve().parent / "servers" / "toolserver.py")
@@ -65,6 +66,18 @@ def test_hidden_tools_listed_refused_and_applied_live(supervisor: Any, monad_hom
     r = monad("mcp", "call", "ts__fail", "--arg", "text=x", "--yes")
     assert r.code == 1 and "Traceback" not in r.err, r
     assert f"tool `ts__fail` is hidden: excluded by `fail` ({src}); nothing was sent to the server" in r.err
+    # The Studio (its own listener, cookie and Origin) gets the same rows and the same refusal.
+    studio = StudioHTTP(open_studio(monad)["url"])
+    try:
+        studio.login()
+        listed = {t["name"]: t["hidden"] for t in studio.get("/v1/tools?server=ts").json()["tools"]}
+        assert listed == rows
+        answer = studio.request("POST", "/v1/tools/call", body={"name": "ts__fail", "arguments": {}, "via": "studio",
+                                                                 "approval": {"mode": "yes"}})
+        assert answer.status_code == 403 and answer.json()["error"]["code"] == "tool_hidden", answer.text
+        assert f"excluded by `fail` ({src})" in answer.json()["error"]["message"]
+    finally:
+        studio.close()
 
     async def main() -> None:
         async with Client(_gateway(monad_home, "--approval-timeout", "30")) as client:
