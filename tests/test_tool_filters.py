@@ -17,6 +17,7 @@ from monad_cli.trust.filters import (
     ToolPatternError,
     file_rule,
     hidden_by,
+    inert_globs,
     literal_glob,
     server_rule,
     session_rule,
@@ -73,6 +74,13 @@ def test_split_tool_patterns_and_literal_globs() -> None:
     assert literal_glob("get[1]?") == "get[[]1][?]"
 
 
+def test_inert_globs_are_named() -> None:
+    assert inert_globs({"enabled": ["echo", "f*"], "disabled": ["srv__fail"]}, ["echo", "fail"]) == [
+        "`tools.disabled` entry `srv__fail` matches no advertised tool (these globs match the server's own tool "
+        "names: `fail`?); advertised: echo, fail"]
+    assert inert_globs({}, ["echo"]) == []
+
+
 def test_tools_toml_enabled_disabled(monad_home: Path) -> None:
     (monad_home / "features").mkdir(parents=True, exist_ok=True)
     (monad_home / "features" / "tools.toml").write_text(
@@ -120,6 +128,7 @@ def test_service_hides_lists_and_refuses(tmp_path: Path) -> None:
             with pytest.raises(ToolHidden) as info:
                 await svc.call("srv__echo", {"text": "hi"}, via="cli", approval={"mode": "yes"})
             assert "excluded by `srv__echo` (`disabled` in features/tools.toml)" in info.value.message
+            assert svc.warnings("srv") == []  # `fail` is advertised: not inert
             # refusals never reach the server and leave no call row (as a pin refusal)
             assert [r["tool"] for r in jt.calls(svc.journal)] == ["echo"]
 

@@ -94,6 +94,21 @@ def hidden_by(exposed: str, own: str, rules: Iterable[ToolRule]) -> str | None:
     return None
 
 
+def inert_globs(tools: Mapping[str, Sequence[str]], own_names: Sequence[str]) -> list[str]:
+    """Warnings for the globs of a server's `tools` field that match none of its advertised
+    tool names (`own_names`): most often a typo, or an exposed name where the server's own
+    name belongs (for `monad mcp status NAME`)."""
+    out = []
+    for key in ("enabled", "disabled"):
+        for g in tools.get(key, ()):
+            if not any(fnmatchcase(n, g) for n in own_names):
+                hint = (f" (these globs match the server's own tool names: `{g.split('__', 1)[1]}`?)"
+                        if "__" in g else "")
+                out.append(f"`tools.{key}` entry `{g}` matches no advertised tool{hint}; advertised: "
+                           f"{', '.join(sorted(own_names)) or 'none'}")
+    return out
+
+
 def split_tool_patterns(values: Iterable[str], *, what: str) -> list[str]:
     """`["github__*,time__*", "x__y"]` → three globs over exposed names: comma-separated,
     repeatable, blanks dropped. Raises `ToolPatternError` naming `what` (`--include-tools`)."""
@@ -122,6 +137,7 @@ __all__ = [
     "ToolRule",
     "file_rule",
     "hidden_by",
+    "inert_globs",
     "literal_glob",
     "server_rule",
     "session_rule",

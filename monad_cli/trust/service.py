@@ -36,7 +36,7 @@ from monad_cli.gateway.policy import is_deferred
 from monad_cli.journal import tools as jt
 from monad_cli.trust.arguments import validate_arguments
 from monad_cli.trust.calls import CallLog, current_call
-from monad_cli.trust.filters import ToolRule, file_rule, hidden_by, server_rule, session_rule
+from monad_cli.trust.filters import ToolRule, file_rule, hidden_by, inert_globs, server_rule, session_rule
 from monad_cli.trust.gate import ApprovalGate, Pending
 from monad_cli.trust.names import (
     ExposedTool,
@@ -236,7 +236,7 @@ class ToolService:
         return self.signature()
 
     def warnings(self, name: str) -> list[str]:
-        """Collisions and inert `autoApproveTools` entries of one server (for `status NAME`)."""
+        """Collisions, inert `autoApproveTools` entries and `tools` globs of one server (for `status NAME`)."""
         out = [describe_collision(c) for c in self.name_map().collisions_of(name)]
         actor = self.servers.get(name)
         if actor is None or not actor.live or actor.spec is None:
@@ -245,7 +245,7 @@ class ToolService:
         pairs = [(t.name, n) for t in actor.tools if (n := nmap.exposed_name(name, t.name))]
         advertised = sorted(n for _own, n in pairs)
         out += [inert_entry_warning(e, advertised) for e in inert_entries(name, self._auto_list(actor), pairs)]
-        return out
+        return out + inert_globs(actor.spec.tools, [t.name for t in actor.tools])
 
     def _entry(self, exposed: str) -> ExposedTool | None:
         """`exposed`'s name-map entry, on every call's path: the built map is reused while no
