@@ -32,12 +32,12 @@ from monad_cli.errors import (
     ToolHidden,
     Unavailable,
 )
-from monad_cli.gateway.policy import is_deferred
 from monad_cli.journal import tools as jt
 from monad_cli.trust.arguments import validate_arguments
 from monad_cli.trust.calls import CallLog, current_call
-from monad_cli.trust.filters import ToolRule, file_rule, hidden_by, inert_globs, server_rule, session_rule
+from monad_cli.trust.filters import hidden_by, inert_globs
 from monad_cli.trust.gate import ApprovalGate, Pending
+from monad_cli.trust.listing import dump_tool, listing_rows, tool_rules
 from monad_cli.trust.names import (
     ExposedTool,
     NameMap,
@@ -48,7 +48,7 @@ from monad_cli.trust.names import (
 )
 from monad_cli.trust.pins import canonical_tools, describe_change, same_hash, tool_set_hash
 from monad_cli.trust.servers import ProgressFn, RunTask, StartTask, ToolServer
-from monad_cli.trust.visibility import check_caller, for_model
+from monad_cli.trust.visibility import check_caller
 
 if TYPE_CHECKING:
     from mcp_types import Tool
@@ -67,10 +67,6 @@ class ApprovalRequired(Exception):
     def __init__(self, pending: Pending) -> None:
         super().__init__(pending.id)
         self.pending = pending
-
-
-def dump_tool(tool: Tool) -> dict[str, Any]:
-    return tool.model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
 class ToolService:
@@ -174,14 +170,6 @@ class ToolService:
         auto = self._auto_list(actor)
         return exposed in auto or f"{actor.name}__{tool}" in auto
 
-    def rules(self, actor: ToolServer, include: Sequence[str] = (), exclude: Sequence[str] = ()) -> list[ToolRule]:
-        """The tool filters over `actor`'s tools, in order: its own `tools` field, features/tools.toml,
-        and a gateway session's `include`/`exclude` globs (`trust/filters.py`)."""
-        globs = self.tool_globs()
-        spec = actor.spec
-        return [server_rule(actor.name, spec.tools if spec else {}, spec.source if spec else None),
-                file_rule(globs.get("enabled", ()), globs.get("disabled", ())), session_rule(include, exclude)]
-
     def listing(self, server: str | None = None, *, include: Sequence[str] = (), exclude: Sequence[str] = (),
                 hidden: bool = False) -> list[dict[str, Any]]:
         """Exposed tools (wire shape + `server`, `tool`, `autoApproved`, `deferred`, `condition`),
@@ -189,33 +177,9 @@ class ToolService:
         server has `deferred = true` or the name matches a glob of `features/tools.toml`;
         `condition`: the server's condition text or None. Tools a filter hides (with a
         session's `include`/`exclude` globs over exposed names) are left out, unless `hidden`:
-        then every row has `hidden`, the rule that hid it or None."""
-        nmap = self.name_map()
-        deferred_globs = self.tool_globs().get("deferred", ())
-        out = []
-        for actor in self._registered():
-            if server is not None and actor.name != server:
-                continue
-            spec = actor.spec
-            rules = self.rules(actor, include, exclude)
-            for t in actor.tools:
-                exposed = nmap.exposed_name(actor.name, t.name)
-                if exposed is None or not for_model(t.meta):
-                    continue
-                why = hidden_by(exposed, t.name, rules)
-                if why and not hidden:
-                    continue
-                row = dump_tool(t)
-                row.update(name=exposed, server=actor.name, tool=t.name,
-                           autoApproved=self.is_auto_approved(actor, t.name, exposed),
-                           deferred=is_deferred(exposed, actor.name,
-                                                deferred_servers=(actor.name,) if spec and spec.deferred else (),
-                                                deferred_globs=deferred_globs),
-                           condition=spec.condition if spec else None)
-                if hidden:
-                    row["hidden"] = why
-                out.append(row)
-        return sorted(out, key=lambda r: r["name"])
+        then every row has `hidden`, the rule that hid it or None (`trust/listing.py`)."""
+        return listing_rows(self._registered(), self.name_map(), self.tool_globs(), auto_approved=self.is_auto_approved,
+                            server=server, include=include, exclude=exclude, hidden=hidden)
 
     def signature(self, listing: list[dict[str, Any]] | None = None) -> str:
         """Changes whenever the exposed tool set (names or definitions) changes; pass the
@@ -352,7 +316,7 @@ class ToolService:
             raise InvalidInput(f"tool `{exposed}`: arguments must be a JSON object")
         actor, tool = self.resolve(exposed)
         check_caller(tool.meta, exposed=exposed, server=actor.name, app_of=app_of)
-        why = hidden_by(exposed, tool.name, self.rules(actor, include, exclude))
+        why = hidden_by(exposed, tool.name, tool_rules(actor, self.tool_globs(), include, exclude))
         if why:
             raise ToolHidden(f"tool `{exposed}` is hidden: {why}; nothing was sent to the server")
         validate_arguments(tool.input_schema, arguments, exposed)
