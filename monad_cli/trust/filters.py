@@ -57,8 +57,13 @@ class ToolRule:
         return f"not included: matches none of `{','.join(self.include)}` ({self.include_origin})"
 
 
+NO_RULE = ToolRule()  # no globs: nothing hidden (built once: a rule is made on every call's path)
+
+
 def server_rule(server: str, tools: Mapping[str, Sequence[str]], source: str | None) -> ToolRule:
     """The `tools` field of server `server` (from `source`, e.g. `atoms/mcp/github.toml`)."""
+    if not tools.get("enabled") and not tools.get("disabled"):
+        return NO_RULE
     where = f" in {source}" if source else ""
     return ToolRule(include=tuple(tools.get("enabled", ())), exclude=tuple(tools.get("disabled", ())),
                     include_origin=f"`tools.enabled` of server `{server}`{where}",
@@ -67,6 +72,8 @@ def server_rule(server: str, tools: Mapping[str, Sequence[str]], source: str | N
 
 def file_rule(enabled: Sequence[str], disabled: Sequence[str]) -> ToolRule:
     """`enabled` / `disabled` of `features/tools.toml`."""
+    if not enabled and not disabled:
+        return NO_RULE
     return ToolRule(include=tuple(enabled), exclude=tuple(disabled),
                     include_origin="`enabled` in features/tools.toml",
                     exclude_origin="`disabled` in features/tools.toml")
@@ -74,6 +81,8 @@ def file_rule(enabled: Sequence[str], disabled: Sequence[str]) -> ToolRule:
 
 def session_rule(include: Sequence[str] = (), exclude: Sequence[str] = ()) -> ToolRule:
     """A gateway session's `--include-tools` / `--exclude-tools`."""
+    if not include and not exclude:
+        return NO_RULE
     return ToolRule(include=tuple(include), exclude=tuple(exclude),
                     include_origin="--include-tools of this gateway",
                     exclude_origin="--exclude-tools of this gateway")
