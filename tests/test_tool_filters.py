@@ -145,3 +145,24 @@ def test_the_gateway_hello_carries_tool_globs() -> None:
     with pytest.raises(InvalidInput) as info:
         parse_hello(build_hello(transport="stdio", exclude_tools=["no spaces"]))
     assert str(info.value.message).startswith("--exclude-tools: `no spaces` is not a tool-name pattern")
+
+
+def test_import_vscode_sse_and_empty_allow_lists(cli: Any, monad_home: Path, tmp_path: Path) -> None:
+    import json
+    import tomllib
+
+    vscode = tmp_path / "mcp.json"
+    vscode.write_text(json.dumps({"servers": {"old": {"type": "sse", "url": "http://127.0.0.1:9/sse"}}}))
+    r = cli("mcp", "import", "vscode", str(vscode), "--json")
+    assert r.code == 0 and r.json()["imported"] == 1, r
+    old = tomllib.loads((monad_home / "atoms/mcp/old.toml").read_text())
+    assert (old["transport"], old["url"]) == ("http", "http://127.0.0.1:9/sse")
+    codex = tmp_path / "config.toml"
+    codex.write_text('[mcp_servers.none]\ncommand = "srv"\nenabled_tools = []\n'
+                     '[mcp_servers.bad]\ncommand = "srv"\nenabled_tools = "echo"\n')
+    r = cli("mcp", "import", "codex", str(codex), "--json")
+    rows = {s["name"]: s for s in r.json()["servers"]}
+    assert tomllib.loads((monad_home / "atoms/mcp/none.toml").read_text())["tools"] == {"disabled": ["*"]}
+    assert "`enabled_tools` is empty (no tool is let through)" in rows["none"]["detail"]
+    assert rows["bad"]["result"] == "skipped" and "field `enabled_tools` must be a list of tool names" in \
+        rows["bad"]["detail"]
