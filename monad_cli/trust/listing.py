@@ -39,7 +39,13 @@ def listing_rows(actors: Sequence[ToolServer], nmap: NameMap, globs: Mapping[str
                  auto_approved: Callable[[ToolServer, str, str], bool], server: str | None = None,
                  include: Sequence[str] = (), exclude: Sequence[str] = (),
                  hidden: bool = False) -> list[dict[str, Any]]:
-    """Rows of `actors`' tools (see `ToolService.listing`), sorted by exposed name."""
+    """Rows of `actors`' tools, sorted by exposed name: the tool in wire shape plus `name`
+    (exposed), `server`, `tool` (its own name), `autoApproved`, `deferred` (the server has
+    `deferred = true` or the name matches a `deferred` glob of features/tools.toml) and
+    `condition` (the server's condition text or None). Never a tool whose
+    `_meta.ui.visibility` leaves out "model". A tool the rules hide (`tool_rules` with the
+    session's `include`/`exclude` globs over exposed names) is left out, unless `hidden`:
+    then every row has `hidden`, the rule that hid it or None."""
     out = []
     for actor in actors:
         if server is not None and actor.name != server:

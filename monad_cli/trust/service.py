@@ -172,12 +172,9 @@ class ToolService:
 
     def listing(self, server: str | None = None, *, include: Sequence[str] = (), exclude: Sequence[str] = (),
                 hidden: bool = False) -> list[dict[str, Any]]:
-        """Exposed tools (wire shape + `server`, `tool`, `autoApproved`, `deferred`, `condition`),
-        by name; never a tool whose `_meta.ui.visibility` leaves out "model". `deferred`: the
-        server has `deferred = true` or the name matches a glob of `features/tools.toml`;
-        `condition`: the server's condition text or None. Tools a filter hides (with a
-        session's `include`/`exclude` globs over exposed names) are left out, unless `hidden`:
-        then every row has `hidden`, the rule that hid it or None (`trust/listing.py`)."""
+        """Exposed tools by name: wire shape + `server`, `tool`, `autoApproved`, `deferred`,
+        `condition`; what a tool filter hides (with a session's `include`/`exclude`) is left out,
+        unless `hidden`: then every row has `hidden` (`trust/listing.py` says more)."""
         return listing_rows(self._registered(), self.name_map(), self.tool_globs(), auto_approved=self.is_auto_approved,
                             server=server, include=include, exclude=exclude, hidden=hidden)
 
