@@ -20,6 +20,7 @@ from monad_cli.commands import clients as clients_cmd
 from monad_cli.commands import daemon as daemon_cmd
 from monad_cli.commands import journal as journal_cmd
 from monad_cli.commands import mcp as mcp_cmd
+from monad_cli.commands import serve as serve_cmd
 from monad_cli.commands import studio as studio_cmd
 from monad_cli.commands import tasks as tasks_cmd
 from monad_cli.commands import tools as tools_cmd
@@ -42,8 +43,9 @@ app.add_typer(tasks_cmd.app, name="tasks")
 app.command("journal")(journal_cmd.journal)
 app.add_typer(approvals_cmd.app, name="approvals")
 app.command("studio")(studio_cmd.studio)
-for _name in ("tools", "call", "pin", "unpin", "trust", "serve"):
+for _name in ("tools", "call", "pin", "unpin", "trust"):
     mcp_cmd.app.command(_name)(getattr(tools_cmd, _name))
+mcp_cmd.app.command("serve")(serve_cmd.serve)
 
 _debug = False
 

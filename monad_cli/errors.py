@@ -114,6 +114,12 @@ class NotRegistered(CallRefused):
     code = "not_registered"
 
 
+class ToolHidden(CallRefused):
+    """A tool filter hides the tool (docs/filtering.md "Tool filters"); the message names the rule."""
+
+    code = "tool_hidden"
+
+
 class ToolCallFailed(MonadError):
     """The upstream server failed a request (an MCP error, a timeout, a broken answer)."""
 
@@ -162,7 +168,7 @@ class ConnectionClosed(MonadError):
 
 KINDS: tuple[type[MonadError], ...] = (
     MonadError, InvalidInput, ConfigError, NotFound, Conflict, NotConnected, QueueFull, CallRefused,
-    ApprovalTimeout, NotRegistered, ToolCallFailed, AuthError, LockTimeout, Unavailable,
+    ApprovalTimeout, NotRegistered, ToolHidden, ToolCallFailed, AuthError, LockTimeout, Unavailable,
     SupervisorNotRunning, ConnectionClosed,
 )
 """Every kind, each with its own `code` (a test checks they are unique)."""

@@ -21,13 +21,13 @@ SENTINEL = "SENTINEL-7f3a9c"
 # client → (fixture, {server: result})
 EXPECTED: dict[str, tuple[str, dict[str, str]]] = {
     "claude-desktop": ("claude_desktop_config.json", {"time": "imported", "github": "imported"}),
-    "claude-code": ("claude.json", {"sentry": "imported", "playwright": "imported", "notion": "skipped",
+    "claude-code": ("claude.json", {"sentry": "imported", "playwright": "imported", "notion": "imported",
                                     "search": "skipped", "local-db": "skipped"}),
     "cursor": ("cursor-mcp.json", {"context7": "imported", "filesystem": "imported", "linear tools": "skipped"}),
     "vscode": ("vscode-mcp.json", {"github": "imported", "perplexity": "skipped", "memory": "imported"}),
     "codex": ("codex-config.toml", {"docs": "imported", "figma": "imported", "legacy": "imported"}),
     "gemini": ("gemini-settings.json", {"pythonTools": "imported", "httpServer": "imported",
-                                        "sseServer": "skipped"}),
+                                        "sseServer": "imported"}),
     "mcp-json": ("mcp.json", {"api": "imported", "local": "imported"}),
     "aura": ("aura/config/mcp", {"context7": "imported", "filesystem": "imported", "experimental": "imported"}),
 }
@@ -89,16 +89,20 @@ def test_import_maps_each_clients_fields(cli: Any, monad_home: Path) -> None:
     docs = atom(monad_home, "docs")  # Codex
     assert docs["env"] == {"DOCS_REGION": "eu", "DOCS_API_KEY": "SENTINEL-7f3a9c-codex", "DOCS_TOKEN": "${DOCS_TOKEN}"}
     assert (docs["timeout"], docs["requestTimeoutMs"], docs["tools"]) == (20, 90000,
-                                                                         {"enabled": ["search", "fetch_*"]})
+                                                                         {"enabled": ["search", "fetch_[*]"]})
     figma = atom(monad_home, "figma")
     assert figma["auth"] == {"mode": "bearer", "token": "${FIGMA_OAUTH_TOKEN}"}
     assert figma["headers"] == {"X-Figma-Region": "us-east-1", "X-Org-Id": "${FIGMA_ORG_ID}"}
-    assert figma["required"] is True and figma["tools"] == {"disabled": ["delete_*"]}
+    assert figma["required"] is True and figma["tools"] == {"disabled": ["delete_[*]"]}
     assert atom(monad_home, "legacy")["enabled"] is False
     py = atom(monad_home, "pythonTools")  # Gemini
     assert (py["requestTimeoutMs"], py["cwd"], py["env"]["DATABASE_URL"]) == (15000, "/opt/tools",
                                                                               "$DB_CONNECTION_STRING")
-    assert py["tools"] == {"enabled": ["query", "list_*"], "disabled": ["drop_table"]}
+    assert py["tools"] == {"enabled": ["query", "list_[*]"], "disabled": ["drop_table"]}
+    # legacy HTTP+SSE entries import as http servers: the supervisor falls back to SSE itself
+    assert (atom(monad_home, "sseServer")["transport"], atom(monad_home, "sseServer")["url"]) == (
+        "http", "http://localhost:8080/sse")
+    assert atom(monad_home, "notion")["url"] == "https://mcp.notion.com/sse"
     assert atom(monad_home, "httpServer")["url"] == "https://api.example.com/mcp"
     assert atom(monad_home, "sentry")["transport"] == "http"  # Claude Code
     assert atom(monad_home, "api")["url"].endswith("?key=SENTINEL-7f3a9c-mcpjson")
@@ -115,7 +119,10 @@ def test_import_reasons_name_the_server_and_field(cli: Any) -> None:
     assert "`env.PERPLEXITY_API_KEY`" in reasons["vscode", "perplexity"]
     assert "${input:perplexity-key}" in reasons["vscode", "perplexity"]
     assert "`env.SEARCH_KEY`" in reasons["claude-code", "search"] and ":-" in reasons["claude-code", "search"]
-    assert "legacy HTTP+SSE" in reasons["claude-code", "notion"] and "legacy HTTP+SSE" in reasons["gemini", "sseServer"]
+    # Codex and Gemini match the names in their tool lists exactly: a `*` there is a literal
+    assert "`includeTools` lists `list_*`, which the client matches as an exact name: imported as `list_[*]`" \
+        in reasons["gemini", "pythonTools"]
+    assert "`enabled_tools` lists `fetch_*`" in reasons["codex", "docs"]
     assert "project `/home/user/app`" in reasons["claude-code", "local-db"]
     assert "may only contain letters" in reasons["cursor", "linear tools"]
     assert "`scopes`" in reasons["codex", "legacy"]

@@ -31,6 +31,7 @@ from monad_cli.errors import (
     QueueFull,
     SupervisorNotRunning,
     ToolCallFailed,
+    ToolHidden,
     Unavailable,
 )
 
@@ -49,6 +50,7 @@ TABLE: dict[str, tuple[type[MonadError], int, ExitCode]] = {
     "denied": (CallRefused, 403, ExitCode.ERROR),
     "approval_timeout": (ApprovalTimeout, 403, ExitCode.TIMEOUT),
     "not_registered": (NotRegistered, 403, ExitCode.ERROR),
+    "tool_hidden": (ToolHidden, 403, ExitCode.ERROR),
     "tool_call_failed": (ToolCallFailed, 502, ExitCode.ERROR),
     "auth_failed": (AuthError, 502, ExitCode.ERROR),
     "locked": (LockTimeout, 503, ExitCode.ERROR),

@@ -216,7 +216,8 @@ def export_document(servers: list[tuple[str, dict[str, Any]]]) -> tuple[str, dic
             if key in rest:
                 out[key] = rest.pop(key)
         lost[name] = list(rest) + (["cwd"] if p.cwd else []) + (
-            ["auth (OAuth: the client authorizes on its own)"] if p.oauth else [])
+            ["auth (OAuth: the client authorizes on its own)"] if p.oauth else []) + (
+            [f"the name's case (Aura lower-cases names: it will be `{name.lower()}`)"] if name != name.lower() else [])
         body[name] = out
     return yaml.safe_dump(body, sort_keys=False, allow_unicode=True), lost
 

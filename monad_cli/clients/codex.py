@@ -32,10 +32,12 @@ from typing import Any
 from monad_cli.clients.entries import (
     Candidate,
     Unimportable,
+    allow_deny_tools,
     check_references,
     left_out,
     map_strings,
     split_definition,
+    tool_names,
 )
 from monad_cli.errors import ConfigError
 
@@ -108,12 +110,17 @@ def _candidate(name: str, entry: Any) -> Candidate:
         defn["timeout"] = entry["startup_timeout_ms"] / 1000
     if _number(entry.get("tool_timeout_sec")):
         defn["requestTimeoutMs"] = round(entry["tool_timeout_sec"] * 1000)
-    tools = {k: entry[f"{k}_tools"] for k in ("enabled", "disabled") if f"{k}_tools" in entry}
+    try:
+        tools = allow_deny_tools(entry.get("enabled_tools"), entry.get("disabled_tools"),
+                                 allow_field="enabled_tools", deny_field="disabled_tools", notes=cand.notes)
+    except Unimportable as e:
+        cand.problem = str(e)
+        return cand
     if tools:
         defn["tools"] = tools
     used = _USED - ({"command", "args", "env", "env_vars", "cwd"} if http else
                     {"url", "bearer_token_env_var", "http_headers", "env_http_headers"})
-    cand.notes = left_out(entry, used)
+    cand.notes = left_out(entry, used) + cand.notes
     try:
         cand.definition = map_strings(defn, check_references)
     except Unimportable as e:
@@ -223,8 +230,11 @@ def export_document(servers: list[tuple[str, dict[str, Any]]]) -> tuple[str, dic
             t["tool_timeout_sec"] = rest.pop("requestTimeoutMs") / 1000
         tools = rest.pop("tools", None) or {}
         for key in ("enabled", "disabled"):
-            if tools.get(key):
-                t[f"{key}_tools"] = tools[key]
+            names, globs = tool_names(tools.get(key) or [])
+            if names or (key == "enabled" and globs):  # an allow list of globs alone must not vanish
+                t[f"{key}_tools"] = names
+            if globs:  # Codex matches exact names; a glob there would match nothing
+                lost[name].append(f"tools.{key} globs {', '.join(f'`{g}`' for g in globs)} (Codex lists exact names)")
         lost[name] = list(rest) + lost[name]
         root[name] = t
     doc[KEY] = root

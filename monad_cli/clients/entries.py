@@ -91,6 +91,50 @@ def left_out(entry: Mapping[str, Any], used: set[str]) -> list[str]:
     return [f"left out {', '.join(f'`{k}`' for k in extra)} (no monad equivalent)"] if extra else []
 
 
+def allow_deny_tools(allow: Any, deny: Any, *, allow_field: str, deny_field: str, notes: list[str],
+                     call_form: bool = False) -> dict[str, list[str]]:
+    """A client's per-server allow list (`enabled_tools`, `includeTools`: "only these") and deny
+    list (deny wins) as monad's `tools` field (docs/filtering.md "Tool filters"); None is
+    absent; what the summary should say is appended to `notes`.
+
+    The clients match the server's own tool names exactly. A name without a glob character
+    (MCP tool names are `[A-Za-z0-9_.-]`) is a glob matching only itself; one with a glob
+    character (`fetch_*`) is written escaped (`fetch_[*]`), and `notes` says so. An empty
+    allow list lets no tool through, which monad spells `disabled = ["*"]` (its empty
+    `enabled` means all). `call_form`: Gemini also accepts `name(...)` in `includeTools`.
+    Raises `Unimportable` naming the field when a list is not a list of names."""
+    from monad_cli.trust.filters import literal_glob
+
+    out: dict[str, list[str]] = {}
+    for key, value, fld in (("enabled", allow, allow_field), ("disabled", deny, deny_field)):
+        if value is None:
+            continue
+        if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+            raise Unimportable(f"field `{fld}` must be a list of tool names")
+        names = [v.strip().split("(", 1)[0] if call_form and key == "enabled" else v.strip() for v in value]
+        for n in names:
+            if literal_glob(n) != n:
+                notes.append(f"`{fld}` lists `{n}`, which the client matches as an exact name: imported as "
+                             f"`{literal_glob(n)}` (write `{n}` in `tools.{key}` for a glob)")
+        out[key] = list(dict.fromkeys(literal_glob(n) for n in names))
+    if out.get("enabled") == []:
+        del out["enabled"]
+        out["disabled"] = ["*"]  # nothing else matters: no tool is let through
+        notes.append(f"`{allow_field}` is empty (no tool is let through): imported as `tools.disabled = [\"*\"]`")
+    return out
+
+
+def tool_names(globs: list[str]) -> tuple[list[str], list[str]]:
+    """Globs of a `tools` list as the exact names a client lists (`fetch_[*]` → `fetch_*`), and
+    the globs no exact name can say (`fetch_*`), which an export leaves out."""
+    names: list[str] = []
+    lost: list[str] = []
+    for g in globs:
+        plain = re.sub(r"\[([*?\[])\]", "", g)
+        (lost if any(c in plain for c in "*?[") else names).append(re.sub(r"\[([*?\[])\]", r"\1", g))
+    return names, lost
+
+
 # -- monad's definition, taken apart for other formats ------------------------------------------
 _PURE_REFERENCE = re.compile(r"((Bearer|Basic|Token|token) )?(\$\{[A-Za-z_][A-Za-z0-9_]*\}|\$[A-Za-z_][A-Za-z0-9_]*)+")
 

@@ -6,7 +6,7 @@ is written, so a malformed file writes nothing. Per server the outcome is one of
 
 - `imported`  — written (with `--force`, an existing different atom is replaced);
 - `unchanged` — already defined with the same definition;
-- `skipped`   — with the reason: not importable (SSE, `${input:…}`, ...), refused by monad's
+- `skipped`   — with the reason: not importable (`${input:…}`, `envFile`, ...), refused by monad's
   validation, a name taken by a different definition, or the same remote as another server.
 """
 

@@ -5,9 +5,10 @@
      ...every other key of the client's file...}
 
 Dialects: a `url` with no `type` is streamable HTTP, except for Gemini CLI, whose `url` is
-the legacy SSE endpoint and `httpUrl` the streamable one (`timeout` is its per-request
+the legacy SSE endpoint and `httpUrl` the streamable one (both import as http) (`timeout` is its per-request
 deadline in ms; `includeTools`/`excludeTools` are tool filters). Cursor writes `${env:NAME}`.
-`type: "sse"` (the legacy HTTP+SSE transport) is not importable: monad speaks streamable HTTP.
+`type: "sse"` (the legacy HTTP+SSE transport) imports as an http server: the supervisor falls
+back to SSE by itself (the spec's backwards-compatibility procedure, docs/supervisor.md).
 Claude Code's `~/.claude.json` also holds per-project servers (`projects.PATH.mcpServers`):
 those are reported, not imported. Gemini's `settings.json` may carry comments (JSONC).
 """
@@ -21,6 +22,7 @@ from monad_cli.clients import jsonc
 from monad_cli.clients.entries import (
     Candidate,
     Unimportable,
+    allow_deny_tools,
     check_references,
     editor_references,
     left_out,
@@ -48,11 +50,9 @@ def _candidate(client: str, name: str, entry: Any) -> Candidate:
     if client == "gemini" and "httpUrl" in entry:
         defn["transport"] = "http"
         defn["url"] = entry["httpUrl"]
-    elif kind == "sse" or (client == "gemini" and "url" in entry and kind != "http"):
-        cand.problem = ("uses the legacy HTTP+SSE transport, which monad does not speak; if the server also "
-                        "serves streamable HTTP (often at `/mcp`), add that with `monad mcp add NAME --url URL`")
-        return cand
-    elif "url" in entry and kind in _HTTP_TYPES:
+    elif "url" in entry and (kind in _HTTP_TYPES or kind == "sse"):
+        # A legacy HTTP+SSE server (`type: "sse"`, Gemini's `url`) is an http server to monad:
+        # the supervisor falls back to SSE by itself (docs/supervisor.md "Legacy HTTP+SSE").
         defn["transport"] = "http"
         defn["url"] = entry["url"]
     elif kind in (None, "stdio"):
@@ -73,7 +73,13 @@ def _candidate(client: str, name: str, entry: Any) -> Candidate:
     if client == "gemini":
         if "timeout" in entry:
             defn["requestTimeoutMs"] = entry["timeout"]
-        tools = {k: entry[v] for k, v in (("enabled", "includeTools"), ("disabled", "excludeTools")) if v in entry}
+        try:
+            tools = allow_deny_tools(entry.get("includeTools"), entry.get("excludeTools"),
+                                     allow_field="includeTools", deny_field="excludeTools", notes=cand.notes,
+                                     call_form=True)
+        except Unimportable as e:
+            cand.problem = str(e)
+            return cand
         if tools:
             defn["tools"] = tools
         if entry.get("trust"):

@@ -6,8 +6,9 @@
 
 A user `settings.json` that still holds the older `"mcp": {"servers": {...}}` is read too.
 `${env:NAME}` becomes `${NAME}` and `${userHome}` `${HOME}`; a server using `${input:ID}` or
-the editor's workspace variables is reported as not importable, naming the field. `envFile`
-(variables monad would not see) and `type: "sse"` make a server not importable either.
+the editor's workspace variables is reported as not importable, naming the field, and so is
+one with `envFile` (variables monad would not see). `type: "sse"` (legacy HTTP+SSE) imports
+as http: the supervisor falls back to SSE by itself.
 """
 
 from __future__ import annotations
@@ -43,9 +44,7 @@ def _candidate(name: str, entry: Any, prefix: str) -> Candidate:
         return cand
     kind = entry.get("type") or ("http" if "url" in entry else "stdio")
     if kind == "sse":
-        cand.problem = ("uses the legacy HTTP+SSE transport, which monad does not speak; if the server also "
-                        "serves streamable HTTP, add that with `monad mcp add NAME --url URL`")
-        return cand
+        kind = "http"  # the supervisor falls back to the legacy HTTP+SSE transport by itself
     if kind not in ("stdio", "http"):
         cand.problem = f"`type` {kind!r} is not a transport monad knows (stdio, http)"
         return cand

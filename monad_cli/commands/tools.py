@@ -1,8 +1,7 @@
-"""`monad mcp tools|call|pin|unpin|trust|serve`: tools of connected servers, calls through the
-approval gate, trust controls, and the gateway (docs/tools.md).
+"""`monad mcp tools|call|pin|unpin|trust`: tools of connected servers, calls through the
+approval gate and trust controls (docs/tools.md); the gateway, `serve`, is in serve.py.
 
-Registered onto the `mcp` group in app.py. Light imports only: no command here loads the
-SDK (`serve` is a stdlib relay to the gateway inside the supervisor).
+Registered onto the `mcp` group in app.py. Light imports only: no command here loads the SDK.
 """
 
 from __future__ import annotations
@@ -38,7 +37,9 @@ def tools(
 
     `--json` adds each tool's description, inputSchema, original name and whether it is
     auto-approved. Name collisions are reported on stderr. Tools the gateway defers until
-    `load_tools` are marked `deferred` (`monad mcp call` calls them directly).
+    `load_tools` are marked `deferred` (`monad mcp call` calls them directly). Tools a tool
+    filter hides are listed as `hidden` with the rule (`hidden` in --json, null when shown);
+    no gateway lists them and every call of them is refused (docs/filtering.md).
     """
     client = supervisor()
     answer = client.get("/v1/tools" + (f"?server={_quote(server)}" if server else ""))
@@ -52,7 +53,8 @@ def tools(
         if server is None or any(m["server"] == server for m in c["members"]):
             render.warn(describe_collision(c))
     render.table([{"name": t["name"], "auto": "auto" if t.get("autoApproved") else "",
-                   "deferred": "deferred" if t.get("deferred") else "",
+                   "deferred": f"hidden: {t['hidden']}" if t.get("hidden") else
+                   "deferred" if t.get("deferred") else "",
                    "description": (t.get("description") or "").strip().split("\n")[0][:90]} for t in listed],
                  [("name", "tool"), ("auto", "approval"), ("deferred", "gateway"), ("description", "description")],
                  empty=(f"server `{server}` exposes no tools (is it connected? `monad mcp status {server}`)"
@@ -325,68 +327,3 @@ def _warn_inert(name: str, entries: list[str], advertised: tuple[list[tuple[str,
     for entry in inert:
         render.warn(inert_entry_warning(entry, sorted(n for _own, n in pairs)))
     return inert
-
-
-def serve(
-    http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP on 127.0.0.1 instead of stdio.")]
-        = False,
-    port: Annotated[int, typer.Option("--port", help="Port for --http (0 picks a free one).")] = 0,
-    approval_timeout: Annotated[float, typer.Option(
-        "--approval-timeout", help="Seconds a call waits for `monad approvals allow ID` before it is "
-                                   "refused.")] = DEFAULT_APPROVAL_TIMEOUT_S,
-    fact: Annotated[list[str] | None, typer.Option(
-        "--fact", metavar="KEY=VALUE", help="A fact for server conditions, e.g. model_params=8 or env=ci "
-                                            "(repeatable).")] = None,
-    include: Annotated[list[str] | None, typer.Option(
-        "--include-mcps", metavar="GLOBS", help="Serve only servers matching these comma-separated globs.")]
-        = None,
-    exclude: Annotated[list[str] | None, typer.Option(
-        "--exclude-mcps", metavar="GLOBS", help="Never serve servers matching these globs (wins over "
-                                                "--include-mcps).")] = None,
-) -> None:
-    """Serve the gateway: one MCP server exposing the connected servers' tools.
-
-    The gateway runs inside the supervisor: over stdio this command relays its stdin and
-    stdout to it; with --http the supervisor listens on 127.0.0.1 only (until Ctrl-C here)
-    and requires the bearer token in `run/gateway.token` (0600); Host and Origin must be
-    loopback. Calls go through the supervisor and its approval gate: a call that is not
-    auto-approved waits for `monad approvals allow ID`. The gateway sends
-    notifications/tools/list_changed when the set changes, and passes the servers'
-    progress notifications on to the caller.
-
-    Deferred tools (`deferred = true`, features/tools.toml) are listed once loaded with the
-    `load_tools` tool; a server's `condition` is checked against the --fact values and this
-    environment on every list and call; --include-mcps/--exclude-mcps serve a filtered view
-    (docs/filtering.md).
-    """
-    import math
-    import os
-
-    from monad_cli.conditions import parse_facts
-    from monad_cli.filters import PatternError, split_patterns
-    from monad_cli.gateway import relay
-    from monad_cli.gateway.hello import build_hello
-
-    try:
-        facts = parse_facts(fact or [])
-        inc = None if include is None else split_patterns(include, what="--include-mcps")
-        exc = None if exclude is None else split_patterns(exclude, what="--exclude-mcps")
-    except (ValueError, PatternError) as e:
-        raise InvalidInput(str(e)) from None
-    if not math.isfinite(approval_timeout) or approval_timeout < 0:
-        raise InvalidInput("--approval-timeout must be a finite number of seconds >= 0")
-    # The client's own pipes go to the supervisor when they can: no byte passes through here.
-    hand_over = not http and relay.passable(0) and relay.passable(1)
-    # Only the names of set variables travel: a condition asks no more of the environment.
-    hello = build_hello(transport="http" if http else "stdio", port=port, facts=facts, include=inc, exclude=exc,
-                        approval_timeout=approval_timeout, env_names=list(os.environ), stdio_fds=hand_over)
-    supervisor()  # starts it if needed
-    opened = relay.open_relay(paths(), hello, fds=[0, 1] if hand_over else None)
-    if http:
-        render.info(f"monad gateway: {opened.answer['url']} (bearer token in `{opened.answer['tokenFile']}`); "
-                    f"Ctrl-C stops it")
-        relay.hold(opened)
-    elif hand_over:
-        relay.wait(opened)
-    else:
-        relay.pump(opened)

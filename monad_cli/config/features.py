@@ -1,7 +1,7 @@
 """Feature files under `MONAD_HOME/features/` (docs/filtering.md):
 
     features/mcp.toml      [mcp] enabled = ["git*"]  disabled = ["portainer"]   server filters
-    features/tools.toml    deferred = ["github__*"]                              deferred tools
+    features/tools.toml    deferred = ["github__*"]  disabled = ["*__delete_*"]  deferred / hidden tools
     features/presets.toml  browser = {enabled = true}                            preset servers
 
 A missing file is the same as an empty one. A malformed file raises `ConfigError` naming
@@ -77,13 +77,23 @@ def load_mcp_filter(paths: Paths) -> tuple[list[str], list[str]]:
             _globs(MCP_FILE, "mcp.disabled", table.get("disabled", []), server_patterns=True))
 
 
-def load_deferred_tools(paths: Paths) -> list[str]:
-    """Glob patterns over exposed tool names (`server__tool`) from `features/tools.toml`."""
+TOOLS_FIELDS = ("deferred", "enabled", "disabled")
+
+
+def load_tool_globs(paths: Paths) -> dict[str, list[str]]:
+    """`{"deferred": [...], "enabled": [...], "disabled": [...]}` from `features/tools.toml`:
+    glob patterns over exposed tool names (`server__tool`); absent lists are empty.
+    `enabled` (only these) and `disabled` are tool filters (docs/filtering.md "Tool filters")."""
     doc = read_feature(paths, "tools.toml")
     for key in doc:
-        if key != "deferred":
-            raise _unknown(TOOLS_FILE, "", key, {"deferred"})
-    return _globs(TOOLS_FILE, "deferred", doc.get("deferred", []), server_patterns=False)
+        if key not in TOOLS_FIELDS:
+            raise _unknown(TOOLS_FILE, "", key, set(TOOLS_FIELDS))
+    return {k: _globs(TOOLS_FILE, k, doc.get(k, []), server_patterns=False) for k in TOOLS_FIELDS}
+
+
+def load_deferred_tools(paths: Paths) -> list[str]:
+    """The `deferred` globs of `features/tools.toml`."""
+    return load_tool_globs(paths)["deferred"]
 
 
 def load_presets(paths: Paths) -> dict[str, dict[str, Any]]:
@@ -106,5 +116,6 @@ __all__ = [
     "load_deferred_tools",
     "load_mcp_filter",
     "load_presets",
+    "load_tool_globs",
     "read_feature",
 ]

@@ -1,6 +1,7 @@
 """Control API routes for tools, calls and approvals (docs/tools.md "Control API").
 
-    GET  /v1/tools[?server=NAME][&name=X] exposed tools + the set's `signature`
+    GET  /v1/tools[?server=NAME][&name=X] exposed tools (hidden ones too, with `hidden`: the
+                                          rule) + the set's `signature`
     GET  /v1/tools/changes?since=SIG      long poll (≤ `timeout` s): the new signature
     POST /v1/tools/call                   {name, arguments, via, approval: {mode, ...}, ref?, progress?}
     GET  /v1/tools/sets/{name}            the server's current tool-set hash and its pin
@@ -46,7 +47,7 @@ def tools_routes(server: ControlServer) -> list[Route]:
         name = request.query_params.get("server")
         if name is not None and name not in server.sup.actors:
             raise NotFound(f"server `{name}` is not defined (see `monad mcp list`)")
-        everything = svc.listing()
+        everything = svc.listing(hidden=True)  # `monad mcp tools` shows hidden tools and why
         listed = everything if name is None else [t for t in everything if t["server"] == name]
         wanted = request.query_params.get("name")
         if wanted is not None:  # one tool: `monad mcp call` needs only its inputSchema

@@ -4,6 +4,7 @@ Stdlib only: the relay (the CLI side) builds it, the supervisor parses it. One J
 
     {"monad": "gateway", "version": 1, "transport": "stdio" | "http", "port": 0,
      "facts": {"model_params": "8"}, "include": ["k*"] | null, "exclude": [...] | null,
+     "includeTools": ["gh__*"], "excludeTools": ["*__delete_*"],
      "approvalTimeout": 120.0, "envSet": ["HOME", "CI", ...], "stdio": "fds" | "bytes"}
 
 `stdio: "fds"`: the hello's message carries the relay's stdin and stdout (SCM_RIGHTS), and
@@ -29,6 +30,7 @@ from typing import Any
 
 from monad_cli.errors import InvalidInput
 from monad_cli.filters import PatternError, ServerFilter, combine, split_patterns
+from monad_cli.trust.filters import ToolPatternError, split_tool_patterns
 
 HELLO_VERSION = 1
 MAX_HELLO_BYTES = 256 * 1024
@@ -37,8 +39,10 @@ MAX_HELLO_BYTES = 256 * 1024
 @dataclass(frozen=True)
 class GatewayView:
     """What one gateway client may see: its facts, the names of its set environment
-    variables, its own server filter (None: the supervisor's filters only), how long a call
-    waits for approval (seconds), and the transport it came in on."""
+    variables, its own server filter (None: the supervisor's filters only), its own tool
+    globs over exposed names (`--include-tools` / `--exclude-tools`, on top of the servers'
+    and features/tools.toml's tool filters), how long a call waits for approval (seconds),
+    and the transport it came in on."""
 
     facts: Mapping[str, str] = field(default_factory=dict)
     env_names: frozenset[str] = frozenset()
@@ -47,6 +51,8 @@ class GatewayView:
     transport: str = "stdio"
     port: int = 0
     stdio_fds: bool = False
+    include_tools: tuple[str, ...] = ()
+    exclude_tools: tuple[str, ...] = ()
 
     @property
     def environ(self) -> dict[str, str]:
@@ -56,13 +62,15 @@ class GatewayView:
 
 def build_hello(*, transport: str, port: int = 0, facts: Mapping[str, str] | None = None,
                 include: Sequence[str] | None = None, exclude: Sequence[str] | None = None,
-                approval_timeout: float = 120.0, env_names: Sequence[str] = (), stdio_fds: bool = False) -> bytes:
+                approval_timeout: float = 120.0, env_names: Sequence[str] = (), stdio_fds: bool = False,
+                include_tools: Sequence[str] = (), exclude_tools: Sequence[str] = ()) -> bytes:
     """The hello line (with its newline) for the relay to send (`stdio_fds`: its message
     carries the relay's stdin and stdout)."""
     body = {"monad": "gateway", "version": HELLO_VERSION, "transport": transport, "port": port,
             "facts": dict(facts or {}), "include": None if include is None else list(include),
             "exclude": None if exclude is None else list(exclude), "approvalTimeout": approval_timeout,
-            "envSet": sorted(env_names), "stdio": "fds" if stdio_fds else "bytes"}
+            "envSet": sorted(env_names), "stdio": "fds" if stdio_fds else "bytes",
+            "includeTools": list(include_tools), "excludeTools": list(exclude_tools)}
     return json.dumps(body, separators=(",", ":")).encode() + b"\n"
 
 
@@ -74,6 +82,17 @@ def _patterns(value: Any, what: str) -> list[str] | None:
     try:
         return split_patterns(value, what=what)
     except PatternError as e:
+        raise InvalidInput(str(e)) from None
+
+
+def _tool_patterns(value: Any, what: str) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InvalidInput(f"gateway hello: `{what}` must be a list of patterns")
+    try:
+        return split_tool_patterns(value, what=what)
+    except ToolPatternError as e:
         raise InvalidInput(str(e)) from None
 
 
@@ -108,6 +127,8 @@ def parse_hello(line: bytes) -> GatewayView:
     stdio = body.get("stdio", "bytes")
     if stdio not in ("fds", "bytes"):
         raise InvalidInput("gateway hello: `stdio` must be fds or bytes")
+    include_tools = _tool_patterns(body.get("includeTools"), "--include-tools")
+    exclude_tools = _tool_patterns(body.get("excludeTools"), "--exclude-tools")
     include = _patterns(body.get("include"), "--include-mcps")
     exclude = _patterns(body.get("exclude"), "--exclude-mcps")
     # The supervisor already applies features/mcp.toml; these flags narrow this view only.
@@ -115,7 +136,8 @@ def parse_hello(line: bytes) -> GatewayView:
                      if include is not None or exclude is not None else None)
     return GatewayView(facts=dict(facts), env_names=frozenset(env), server_filter=server_filter,
                        approval_timeout=float(timeout), transport=transport, port=port,
-                       stdio_fds=stdio == "fds")
+                       stdio_fds=stdio == "fds", include_tools=tuple(include_tools),
+                       exclude_tools=tuple(exclude_tools))
 
 
 END_LINE = b'{"end":"client"}\n'  # an fds session ended because the client closed its side

@@ -8,8 +8,9 @@ same approval gate and the same journal row (`via: gateway`) as `monad mcp call`
 
 - tools/list: the exposed tools `gateway/policy.py` lets this view see (deferred tools once
   loaded, no server whose `condition` fails or that its filter leaves out), plus the
-  `load_tools` meta-tool when anything is deferred. Conditions are re-evaluated on every
-  list and call.
+  `load_tools` meta-tool when anything is deferred, never a tool a tool filter hides (the
+  servers', features/tools.toml's and this view's `--include-tools`/`--exclude-tools`).
+  Conditions are re-evaluated on every list and call.
 - tools/call: `ToolService.call(..., via="gateway", approval={"mode": "wait"})`. A call that
   is denied, not approved in time, refused by a pin or failed upstream is a tool error
   (`isError: true`) with the one-line reason; an unknown tool is a protocol error
@@ -124,7 +125,7 @@ class GatewaySession:
 
     async def list_tools(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         self._remember(ctx)
-        rows = self.tools.listing()
+        rows = self.tools.listing(include=self.view.include_tools, exclude=self.view.exclude_tools)
         policy = self._policy(rows)
         by_server = policy.pop("tools_by_server")
         shown = set(visible_tools(by_server, loaded=self.loaded, **policy))
@@ -140,7 +141,7 @@ class GatewaySession:
 
     async def _load_tools(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """The `load_tools` meta-tool: local to the session (no upstream call, no approval)."""
-        policy = self._policy(self.tools.listing())
+        policy = self._policy(self.tools.listing(include=self.view.include_tools, exclude=self.view.exclude_tools))
         try:
             result = load_tools(self.loaded, servers=arguments.get("servers") or [],
                                 tools=arguments.get("tools") or [], **policy)
@@ -194,8 +195,10 @@ class GatewaySession:
 
         approval = {"mode": "wait", "timeout": self.view.approval_timeout}
         try:
+            # The service refuses a hidden tool (with this view's globs), naming the rule.
             data = await self.tools.call(params.name, params.arguments, via="gateway", approval=approval,
-                                         progress=progress, write_behind=True)
+                                         progress=progress, write_behind=True, include=self.view.include_tools,
+                                         exclude=self.view.exclude_tools)
         except NotFound as e:  # no such tool: a protocol error (MCP spec, server/tools "Error Handling")
             raise MCPError(code=types.INVALID_PARAMS, message=self.scrub(e.message)) from None
         except MonadError as e:

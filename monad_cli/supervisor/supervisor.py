@@ -15,7 +15,7 @@ import anyio
 
 from monad_cli import __version__
 from monad_cli.auth.session import SupervisorAuth
-from monad_cli.config.features import MCP_FILE, TOOLS_FILE, load_deferred_tools, load_mcp_filter
+from monad_cli.config.features import MCP_FILE, TOOLS_FILE, load_mcp_filter, load_tool_globs
 from monad_cli.config.loader import Definitions, Problem, load_definitions
 from monad_cli.config.schema import ServerSpec
 from monad_cli.errors import ConfigError
@@ -71,8 +71,8 @@ class Supervisor:
         self.filter_flags = (include, exclude)
         self.filter_file: tuple[list[str], list[str]] = ([], [])
         self.server_filter = ServerFilter()
-        # Globs over exposed tool names from `features/tools.toml` (the gateway defers them).
-        self.deferred_globs: list[str] = []
+        # Globs over exposed tool names from `features/tools.toml`: deferred, enabled, disabled.
+        self.tool_globs: dict[str, list[str]] = {}
         self.environ = dict(os.environ if environ is None else environ)
         self.actors: dict[str, ServerActor] = {}
         self.applied: dict[str, str] = {}
@@ -123,10 +123,15 @@ class Supervisor:
             if old.reason(name) != self.server_filter.reason(name):
                 actor.reconnect()  # the actor's loop re-checks `filtered_out`
         try:
-            self.deferred_globs = load_deferred_tools(self.paths)
+            globs = load_tool_globs(self.paths)
         except ConfigError as e:
-            defs.problems.append(Problem(f"{e.message}; the previous deferred tools stay in force",
+            defs.problems.append(Problem(f"{e.message}; the previous tool globs stay in force",
                                          e.file or TOOLS_FILE))
+        else:
+            if globs != self.tool_globs:
+                self.tool_globs = globs
+                if self.journal is not None:  # the tool service exists once the journal is open
+                    self.tool_service.changed()  # gateways re-list: a filter may hide or show tools
 
     def open(self) -> Journal:
         """Open the journal and build the services on it, each handed only what it uses (the
@@ -139,7 +144,7 @@ class Supervisor:
                                          request_timeout=self.request_timeout)
         self.state_listeners.append(tasks.on_actor_state)
         self.tool_service = ToolService(journal, self.actors, scrub=self.scrub,
-                                        deferred_globs=lambda: self.deferred_globs, start_task=tasks.start,
+                                        tool_globs=lambda: self.tool_globs, start_task=tasks.start,
                                         run_task=tasks.run_call)
         self.tool_listeners.append(lambda actor: self.tool_service.changed())
         self.auth = SupervisorAuth(self.paths, self.actors)

@@ -2,9 +2,11 @@
 
 One instance per supervisor (`Supervisor.tool_service`). `call()` is the one function every
 tool call goes through: the control API (`monad mcp call`) and the gateway's sessions
-(`monad mcp serve`, in-process) call it. It is built from narrow parts only: the journal, a name → `ToolServer` lookup
-(the supervisor's actors), the redaction function, the deferred-tool globs and a
-`StartTask` callback for detached calls.
+(`monad mcp serve`, in-process) call it. It is built from narrow parts only: the journal, a
+name → `ToolServer` lookup (the supervisor's actors), the redaction function, the globs of
+`features/tools.toml` and a `StartTask` callback for detached calls. It is also the one place
+a call of a tool that a tool filter hides is refused (`trust/filters.py`), so every caller
+gets the same refusal.
 """
 
 from __future__ import annotations
@@ -27,13 +29,15 @@ from monad_cli.errors import (
     NotRegistered,
     QueueFull,
     ToolCallFailed,
+    ToolHidden,
     Unavailable,
 )
-from monad_cli.gateway.policy import is_deferred
 from monad_cli.journal import tools as jt
 from monad_cli.trust.arguments import validate_arguments
 from monad_cli.trust.calls import CallLog, current_call
+from monad_cli.trust.filters import hidden_by, inert_globs
 from monad_cli.trust.gate import ApprovalGate, Pending
+from monad_cli.trust.listing import dump_tool, listing_rows, tool_rules
 from monad_cli.trust.names import (
     ExposedTool,
     NameMap,
@@ -44,7 +48,7 @@ from monad_cli.trust.names import (
 )
 from monad_cli.trust.pins import canonical_tools, describe_change, same_hash, tool_set_hash
 from monad_cli.trust.servers import ProgressFn, RunTask, StartTask, ToolServer
-from monad_cli.trust.visibility import check_caller, for_model
+from monad_cli.trust.visibility import check_caller
 
 if TYPE_CHECKING:
     from mcp_types import Tool
@@ -65,17 +69,14 @@ class ApprovalRequired(Exception):
         self.pending = pending
 
 
-def dump_tool(tool: Tool) -> dict[str, Any]:
-    return tool.model_dump(by_alias=True, exclude_none=True, mode="json")
-
-
 class ToolService:
     """Owns the exposed tool names, the tool-set hashes and pins, the approval gate, and the
     journal rows of tool calls.
 
     `servers` is a live view (the supervisor's actors), read on every call; `scrub` redacts
-    a server's error text before it is raised; `deferred_globs()` returns the current globs of
-    `features/tools.toml`; `start_task` runs detached calls (None: `detach` is refused),
+    a server's error text before it is raised; `tool_globs()` returns the current globs of
+    `features/tools.toml` (`deferred`, `enabled`, `disabled`); `start_task` runs detached
+    calls (None: `detach` is refused),
     `run_task` the calls of tools whose `execution.taskSupport` is `required` (2025-11-25);
     `clock` (epoch seconds) dates approval requests. Call `changed()` whenever a server's
     tool list was (re)fetched.
@@ -86,13 +87,13 @@ class ToolService:
     """
 
     def __init__(self, journal: Journal, servers: Mapping[str, ToolServer], *,
-                 scrub: Callable[[str], str], deferred_globs: Callable[[], Sequence[str]] = lambda: (),
+                 scrub: Callable[[str], str], tool_globs: Callable[[], Mapping[str, Sequence[str]]] = dict,
                  start_task: StartTask | None = None, run_task: RunTask | None = None,
                  clock: Callable[[], float] = time.time) -> None:
         self.journal = journal
         self.servers = servers
         self.scrub = scrub
-        self.deferred_globs = deferred_globs
+        self.tool_globs = tool_globs
         self.start_task = start_task
         self.run_task = run_task
         self.clock = clock
@@ -169,36 +170,19 @@ class ToolService:
         auto = self._auto_list(actor)
         return exposed in auto or f"{actor.name}__{tool}" in auto
 
-    def listing(self, server: str | None = None) -> list[dict[str, Any]]:
-        """Exposed tools (wire shape + `server`, `tool`, `autoApproved`, `deferred`, `condition`),
-        by name; never a tool whose `_meta.ui.visibility` leaves out "model". `deferred`: the
-        server has `deferred = true` or the name matches a glob of `features/tools.toml`;
-        `condition`: the server's condition text or None."""
-        nmap = self.name_map()
-        out = []
-        for actor in self._registered():
-            if server is not None and actor.name != server:
-                continue
-            for t in actor.tools:
-                exposed = nmap.exposed_name(actor.name, t.name)
-                if exposed is None or not for_model(t.meta):
-                    continue
-                row = dump_tool(t)
-                spec = actor.spec
-                row.update(name=exposed, server=actor.name, tool=t.name,
-                           autoApproved=self.is_auto_approved(actor, t.name, exposed),
-                           deferred=is_deferred(exposed, actor.name,
-                                                deferred_servers=(actor.name,) if spec and spec.deferred else (),
-                                                deferred_globs=self.deferred_globs()),
-                           condition=spec.condition if spec else None)
-                out.append(row)
-        return sorted(out, key=lambda r: r["name"])
+    def listing(self, server: str | None = None, *, include: Sequence[str] = (), exclude: Sequence[str] = (),
+                hidden: bool = False) -> list[dict[str, Any]]:
+        """Exposed tools by name: wire shape + `server`, `tool`, `autoApproved`, `deferred`,
+        `condition`; what a tool filter hides (with a session's `include`/`exclude`) is left out,
+        unless `hidden`: then every row has `hidden` (`trust/listing.py` says more)."""
+        return listing_rows(self._registered(), self.name_map(), self.tool_globs(), auto_approved=self.is_auto_approved,
+                            server=server, include=include, exclude=exclude, hidden=hidden)
 
     def signature(self, listing: list[dict[str, Any]] | None = None) -> str:
         """Changes whenever the exposed tool set (names or definitions) changes; pass the
         full `listing()` when it is at hand."""
-        # The whole listing: deferral and conditions change what a gateway lists, too.
-        body = json.dumps(self.listing() if listing is None else listing, sort_keys=True, default=str)
+        # The whole listing: deferral, conditions and filters change what a gateway lists, too.
+        body = json.dumps(self.listing(hidden=True) if listing is None else listing, sort_keys=True, default=str)
         return hashlib.sha256(body.encode()).hexdigest()[:16]
 
     async def wait_changed(self, since: str, timeout: float) -> str:
@@ -213,7 +197,7 @@ class ToolService:
         return self.signature()
 
     def warnings(self, name: str) -> list[str]:
-        """Collisions and inert `autoApproveTools` entries of one server (for `status NAME`)."""
+        """Collisions, inert `autoApproveTools` entries and `tools` globs of one server (for `status NAME`)."""
         out = [describe_collision(c) for c in self.name_map().collisions_of(name)]
         actor = self.servers.get(name)
         if actor is None or not actor.live or actor.spec is None:
@@ -222,7 +206,7 @@ class ToolService:
         pairs = [(t.name, n) for t in actor.tools if (n := nmap.exposed_name(name, t.name))]
         advertised = sorted(n for _own, n in pairs)
         out += [inert_entry_warning(e, advertised) for e in inert_entries(name, self._auto_list(actor), pairs)]
-        return out
+        return out + inert_globs(actor.spec.tools, [t.name for t in actor.tools])
 
     def _entry(self, exposed: str) -> ExposedTool | None:
         """`exposed`'s name-map entry, on every call's path: the built map is reused while no
@@ -297,12 +281,15 @@ class ToolService:
     async def call(self, exposed: str, arguments: dict[str, Any] | None, *, via: str,
                    approval: dict[str, Any], detach: bool = False,
                    app_of: str | None = None, progress: ProgressFn | None = None,
-                   inputs: InputHandler | None = None, write_behind: bool = False) -> dict[str, Any]:
+                   inputs: InputHandler | None = None, write_behind: bool = False,
+                   include: Sequence[str] = (), exclude: Sequence[str] = ()) -> dict[str, Any]:
         """Gate, journal and forward one tools/call (MCP spec, server/tools "Calling Tools").
 
         Returns the CallToolResult in wire shape plus `callId`, `server`, `tool`,
         `decidedBy`. `app_of`: the server whose MCP App makes the call (visibility.py decides
-        who may call what). Raises NotFound (unknown exposed name, or an app-only tool), InvalidInput (arguments do not
+        who may call what). Raises NotFound (unknown exposed name, or an app-only tool),
+        ToolHidden (a tool filter hides it, with a session's `include`/`exclude` globs; the
+        message names the rule), InvalidInput (arguments do not
         match the inputSchema), ApprovalRequired (`mode: check`), CallRefused (denied) and
         its ApprovalTimeout and NotRegistered (pin mismatch), ToolCallFailed (the server
         failed the request), and with `detach` Unavailable (no task manager) and the task
@@ -326,6 +313,9 @@ class ToolService:
             raise InvalidInput(f"tool `{exposed}`: arguments must be a JSON object")
         actor, tool = self.resolve(exposed)
         check_caller(tool.meta, exposed=exposed, server=actor.name, app_of=app_of)
+        why = hidden_by(exposed, tool.name, tool_rules(actor, self.tool_globs(), include, exclude))
+        if why:
+            raise ToolHidden(f"tool `{exposed}` is hidden: {why}; nothing was sent to the server")
         validate_arguments(tool.input_schema, arguments, exposed)
         try:
             approved, decision, who = await self._decide(actor, tool, exposed, arguments, via, approval)

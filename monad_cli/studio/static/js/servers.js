@@ -283,7 +283,8 @@ function toolsPart(name, tools) {
     list.length ? h("table", { class: "tools", "aria-label": `Tools of ${name}` },
       h("thead", {}, h("tr", {}, ["Exposed name", "Description", "Parameters"].map((c) => h("th", { scope: "col" }, c)))),
       h("tbody", {}, list.map((t) => h("tr", {},
-        h("td", {}, h("code", {}, t.name)),
+        h("td", {}, h("code", {}, t.name),
+          t.hidden ? h("span", { class: "hint" }, ` hidden: ${t.hidden}`) : null),
         h("td", {}, t.description || ""),
         h("td", {}, parameters(t.inputSchema))))))
       : h("p", { class: "hint" }, "No tools listed (the server is not connected, or has none)."));
