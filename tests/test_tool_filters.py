@@ -31,10 +31,14 @@ SRC = "atoms/mcp/gh.toml"
 @pytest.mark.parametrize(("exposed", "own", "rules", "expected"), [
     # no rules: shown
     ("gh__delete_repo", "delete_repo", [], None),
-    # per-server globs match the server's own name, not the exposed one
+    # per-server globs match the server's own name or the exposed one
     ("gh__delete_repo", "delete_repo", [server_rule("gh", {"disabled": ["delete_*"]}, SRC)],
      "excluded by `delete_*` (`tools.disabled` of server `gh` in atoms/mcp/gh.toml)"),
-    ("gh__delete_repo", "delete_repo", [server_rule("gh", {"disabled": ["gh__delete_*"]}, SRC)], None),
+    ("gh__delete_repo", "delete_repo", [server_rule("gh", {"disabled": ["gh__delete_*"]}, SRC)],
+     "excluded by `gh__delete_*` (`tools.disabled` of server `gh` in atoms/mcp/gh.toml)"),
+    ("gh__search", "search", [server_rule("gh", {"enabled": ["gh__s*"]}, SRC)], None),
+    # the file's and a gateway's globs match exposed names only
+    ("gh__delete_repo", "delete_repo", [file_rule([], ["delete_*"])], None),
     # an enabled list means "only these"
     ("gh__search", "search", [server_rule("gh", {"enabled": ["search", "fetch_*"]}, SRC)], None),
     ("gh__push", "push", [server_rule("gh", {"enabled": ["search", "fetch_*"]}, SRC)],
@@ -75,9 +79,11 @@ def test_split_tool_patterns_and_literal_globs() -> None:
 
 
 def test_inert_globs_are_named() -> None:
-    assert inert_globs({"enabled": ["echo", "f*"], "disabled": ["srv__fail"]}, ["echo", "fail"]) == [
-        "`tools.disabled` entry `srv__fail` matches no advertised tool (these globs match the server's own tool "
-        "names: `fail`?); advertised: echo, fail"]
+    own, exposed = ["echo", "fail"], ["srv__echo", "srv__fail"]
+    assert inert_globs({"enabled": ["echo", "f*"], "disabled": ["srv__fail"]}, own, exposed) == []
+    assert inert_globs({"disabled": ["other__fail", "fial"]}, own, exposed) == [
+        "`tools.disabled` entry `other__fail` matches no advertised tool; advertised: echo, fail",
+        "`tools.disabled` entry `fial` matches no advertised tool; advertised: echo, fail"]
     assert inert_globs({}, ["echo"]) == []
 
 

@@ -11,7 +11,7 @@ from typing import Any
 from monad_cli.config.expansion import ExpansionError, check_syntax, expand
 from monad_cli.errors import ConfigError
 
-# `tools = {enabled = [...], disabled = [...]}`: globs over the server's own tool names.
+# `tools = {enabled = [...], disabled = [...]}`: globs over the server's own or the exposed tool names.
 # Parsed and validated here; the gateway does not enforce them yet (docs/atoms.md).
 TOOL_FILTER_FIELDS = ("enabled", "disabled")
 

@@ -4,7 +4,7 @@ Three layers of rules, each an include list (`enabled`) and an exclude list (`di
 
 | layer | where | globs match |
 |---|---|---|
-| server | `tools = {enabled, disabled}` of the atom / agents.json entry | the server's own tool name (`delete_repo`) |
+| server | `tools = {enabled, disabled}` of the atom / agents.json entry | either: own (`delete_repo`) or exposed name |
 | file | `enabled`, `disabled` in `features/tools.toml` | the exposed name (`github__delete_repo`) |
 | session | `monad mcp serve --include-tools`, `--exclude-tools` | the exposed name |
 
@@ -34,7 +34,8 @@ class ToolPatternError(ValueError):
 @dataclass(frozen=True)
 class ToolRule:
     """One layer: include and exclude globs, where each came from (for the reason), and
-    whether the globs match the server's own tool name (`own_names`) or the exposed name."""
+    whether a glob may match the server's own tool name as well as the exposed name
+    (`own_names`: a server's own `tools` field, where either name means the same tool)."""
 
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
@@ -45,14 +46,15 @@ class ToolRule:
     def __bool__(self) -> bool:
         return bool(self.include or self.exclude)
 
+    def _matches(self, glob: str, exposed: str, own: str) -> bool:
+        return fnmatchcase(exposed, glob) or (self.own_names and fnmatchcase(own, glob))
+
     def excluded(self, exposed: str, own: str) -> str | None:
-        name = own if self.own_names else exposed
-        hit = next((g for g in self.exclude if fnmatchcase(name, g)), None)
+        hit = next((g for g in self.exclude if self._matches(g, exposed, own)), None)
         return None if hit is None else f"excluded by `{hit}` ({self.exclude_origin})"
 
     def not_included(self, exposed: str, own: str) -> str | None:
-        name = own if self.own_names else exposed
-        if not self.include or any(fnmatchcase(name, g) for g in self.include):
+        if not self.include or any(self._matches(g, exposed, own) for g in self.include):
             return None
         return f"not included: matches none of `{','.join(self.include)}` ({self.include_origin})"
 
@@ -103,17 +105,16 @@ def hidden_by(exposed: str, own: str, rules: Iterable[ToolRule]) -> str | None:
     return None
 
 
-def inert_globs(tools: Mapping[str, Sequence[str]], own_names: Sequence[str]) -> list[str]:
+def inert_globs(tools: Mapping[str, Sequence[str]], own_names: Sequence[str],
+                exposed_names: Sequence[str] = ()) -> list[str]:
     """Warnings for the globs of a server's `tools` field that match none of its advertised
-    tool names (`own_names`): most often a typo, or an exposed name where the server's own
-    name belongs (for `monad mcp status NAME`)."""
+    tools, by their own names (`own_names`) or exposed names (`exposed_names`): most often a
+    typo, or another server's prefix (for `monad mcp status NAME`)."""
     out = []
     for key in ("enabled", "disabled"):
         for g in tools.get(key, ()):
-            if not any(fnmatchcase(n, g) for n in own_names):
-                hint = (f" (these globs match the server's own tool names: `{g.split('__', 1)[1]}`?)"
-                        if "__" in g else "")
-                out.append(f"`tools.{key}` entry `{g}` matches no advertised tool{hint}; advertised: "
+            if not any(fnmatchcase(n, g) for n in (*own_names, *exposed_names)):
+                out.append(f"`tools.{key}` entry `{g}` matches no advertised tool; advertised: "
                            f"{', '.join(sorted(own_names)) or 'none'}")
     return out
 

@@ -206,7 +206,7 @@ class ToolService:
         pairs = [(t.name, n) for t in actor.tools if (n := nmap.exposed_name(name, t.name))]
         advertised = sorted(n for _own, n in pairs)
         out += [inert_entry_warning(e, advertised) for e in inert_entries(name, self._auto_list(actor), pairs)]
-        return out + inert_globs(actor.spec.tools, [t.name for t in actor.tools])
+        return out + inert_globs(actor.spec.tools, [t.name for t in actor.tools], advertised)
 
     def _entry(self, exposed: str) -> ExposedTool | None:
         """`exposed`'s name-map entry, on every call's path: the built map is reused while no
