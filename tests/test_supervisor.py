@@ -99,7 +99,9 @@ def test_agents_json_truncated_to_zero_bytes(supervisor: Any, monad_home: Path) 
 
 @pytest.mark.e2e
 def test_missing_command_and_bin_false(supervisor: Any) -> None:
-    assert supervisor("mcp", "add", "nope", "--", "no-such-command-xyz").code == 0
+    r = supervisor("mcp", "add", "nope", "--", "no-such-command-xyz")
+    assert r.code == 0 and "warning: server `nope`: command `no-such-command-xyz` is not on PATH; it is added" \
+        in r.err, r
     assert supervisor("mcp", "add", "false", "--", "/bin/false").code == 0
     row = wait_state(supervisor, "nope", "failed")
     assert row["reason"] == "command `no-such-command-xyz` not found on PATH"
@@ -108,7 +110,7 @@ def test_missing_command_and_bin_false(supervisor: Any) -> None:
     row = wait_state(supervisor, "false", "failed", timeout=60)  # gave up after 5 failures
     assert "gave up after 5 failures" in row["reason"] and "monad mcp reconnect false" in row["reason"]
     r = supervisor("mcp", "wait", "false", "--timeout", "5")
-    assert r.code == 1 and "server `false` is failed" in r.err
+    assert r.code == 1 and "server `false` has failed: " in r.err and "exited with status 1" in r.err, r
 
 
 @pytest.mark.e2e
@@ -356,3 +358,17 @@ def test_a_server_that_hangs_at_start_shows_its_pid_attempt_and_last_reason(supe
     # Once it backs off the reason says why and when; no pid is named for a process that is gone.
     backoff = wait_for(lambda: (s := status_of(supervisor, "hang"))["state"] == "backoff" and s, timeout=60)
     assert backoff["pid"] is None and backoff["attempt"] >= 1
+
+
+def test_not_ready_lines_name_the_last_attempt_while_retrying() -> None:
+    from monad_cli.commands._status import not_ready
+
+    row = {"name": "g", "state": "connecting", "reason": "starting (attempt 4)",
+           "lastAttemptReason": "timed out after 10 s while negotiating the protocol version"}
+    assert not_ready(row) == ("server `g` is still connecting: starting (attempt 4); the last attempt timed out "
+                              "after 10 s while negotiating the protocol version")
+    row = {"name": "n", "state": "failed", "reason": "command `x` not found on PATH", "lastAttemptReason": None}
+    assert not_ready(row) == "server `n` has failed: command `x` not found on PATH"
+    row = {"name": "b", "state": "backoff", "reason": "exited with status 1; retrying in 2 s",
+           "lastAttemptReason": "exited with status 1"}
+    assert not_ready(row) == "server `b` is waiting to retry: exited with status 1; retrying in 2 s"

@@ -53,3 +53,21 @@ def _row_text(row: dict[str, Any]) -> dict[str, Any]:
     if row.get("toolsRefused"):
         out["tools"] = "refused"
     return out
+
+
+_STATE_WORDS = {"failed": "has failed", "needs-auth": "needs authorization", "connecting": "is still connecting",
+                "backoff": "is waiting to retry", "disabled": "is disabled", "filtered": "is filtered out",
+                "degraded": "is degraded"}
+
+
+def not_ready(row: dict[str, Any]) -> str:
+    """One line for a server that is not connected: what it is doing, why, and, while it
+    retries, why the last attempt failed (`server `x` is still connecting: starting (attempt
+    3); the last attempt timed out after 10 s …`)."""
+    words = _STATE_WORDS.get(row["state"], f"is {row['state']}")
+    text = f"server `{row['name']}` {words}: {row.get('reason') or 'no reason given'}"
+    last = row.get("lastAttemptReason")
+    if last and last not in text:
+        text += f"; the last attempt {last}" if last.startswith(("timed out", "failed")) else \
+            f"; the last attempt failed: {last}"
+    return text

@@ -9,7 +9,7 @@ import typer
 
 from monad_cli import render
 from monad_cli.commands._common import JsonOpt, supervisor
-from monad_cli.commands._status import local_rows, show_status
+from monad_cli.commands._status import local_rows, not_ready, show_status
 from monad_cli.errors import ExitCode, InvalidInput, MonadError, NotFound
 from monad_cli.paths import paths
 
@@ -128,6 +128,9 @@ def add(
         defn["enabled"] = False
     path = add_server(paths(), name, defn, force=force)
     rel = f"atoms/mcp/{name}.toml"
+    missing = _missing_command(defn)
+    if missing:
+        render.warn(f"server `{name}`: {missing}; it is added, and will fail to start until that is fixed")
     if as_json:
         render.data_json({"name": name, "path": path, "source": rel, "cwd": defn.get("cwd")})
         return
@@ -135,6 +138,21 @@ def add(
         render.info(f"it runs in `{defn['cwd']}` (recorded as `cwd`: {why})")
     render.info(f"added server `{name}` ({rel}); the supervisor connects it live — "
                 f"`monad mcp wait {name}` or `monad mcp status {name}`")
+
+
+def _missing_command(defn: dict[str, Any]) -> str | None:
+    """Why a stdio definition's command will not be found, as far as this shell can tell
+    (the supervisor resolves it the same way: PATH, or a path relative to `cwd`)."""
+    import os
+    import shutil
+
+    command = defn.get("command")
+    if not isinstance(command, str) or "$" in command:
+        return None  # a ${VAR} is expanded by the supervisor, in its environment
+    if os.sep in command:
+        where = os.path.join(str(defn.get("cwd") or os.getcwd()), os.path.expanduser(command))
+        return None if os.access(where, os.X_OK) else f"`{command}` is not an executable file"
+    return None if shutil.which(command) else f"command `{command}` is not on PATH"
 
 
 @app.command("list")
@@ -345,7 +363,7 @@ def wait(
         if r["state"] == "undefined":
             render.error(r["reason"])
         else:
-            render.error(f"server `{r['name']}` is {r['state']}: {r.get('reason') or 'no reason given'}")
+            render.error(not_ready(r))
     if bad:
         timed_out = all(r["state"] not in final_bad | {"undefined"} for r in bad)
         raise typer.Exit(int(ExitCode.TIMEOUT if timed_out else ExitCode.ERROR))

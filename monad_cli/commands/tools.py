@@ -16,6 +16,7 @@ import typer
 from monad_cli import render
 from monad_cli.commands._calls import post_call
 from monad_cli.commands._common import JsonOpt, supervisor
+from monad_cli.commands._status import not_ready
 from monad_cli.errors import ApprovalTimeout, ExitCode, InvalidInput, MonadError, NotFound
 from monad_cli.paths import paths
 from monad_cli.trust.arguments import build_arguments
@@ -170,8 +171,7 @@ def call(
         if row is not None and row["state"] in ("connected", "degraded"):
             tool = _lookup(client, name)
         elif row is not None:
-            raise MonadError(f"server `{server}` is {row['state']}: {row.get('reason') or 'no reason given'} "
-                             f"(see `monad mcp status {server}`)")
+            raise MonadError(f"{not_ready(row)} (see `monad mcp status {server}`)")
     arguments = build_arguments(tool.get("inputSchema") if tool else None, arg, args_json)
     body: dict[str, Any] = {"name": name, "arguments": arguments, "via": "cli", "detach": detach}
     interactive = sys.stdin.isatty() and sys.stderr.isatty()
