@@ -237,6 +237,12 @@ def test_a_server_that_only_prints_to_stdout_is_named_in_its_timeout_reason(supe
     assert row["lastAttemptReason"].startswith("timed out after 2 s while negotiating the protocol version"), row
     assert "it wrote 2 lines to stdout that are not JSON-RPC (the first: 'Listening on port 3000'): " \
            "a stdio server must log to stderr, not stdout" in row["lastAttemptReason"], row
+    # A server that writes nothing at all (Python holding print()s back in a pipe's buffer).
+    r = supervisor("mcp", "add", "mute", "--timeout", "2", "--", sys.executable, "-c",
+                   "import time; print('never flushed'); time.sleep(60)")
+    assert r.code == 0, r
+    row = wait_for(lambda: (s := status_of(supervisor, "mute")) and s.get("lastAttemptReason") and s, timeout=60)
+    assert "it wrote nothing to its stdout (does it flush its output?)" in row["lastAttemptReason"], row
 
 
 def test_a_server_that_stops_answering_is_noticed_while_idle(monad: Any, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -76,6 +76,9 @@ def stray_hint(conn: Connection) -> str:
 def explain_timeout(spec: ServerSpec, phase: str, stderr: Sequence[str], conn: Connection | None = None) -> str:
     """Why a connect attempt ran out of time: the phase it was in, stdout noise, the stderr tail."""
     noise = stray_hint(conn) if conn is not None else ""
+    if conn is not None and spec.transport == "stdio" and not conn.stdout_lines:
+        # Often a server that buffers its stdout (a pipe is not a terminal) or reads a config first.
+        noise = "; it wrote nothing to its stdout (does it flush its output?)"
     return f"timed out after {spec.timeout:g} s while {phase}{noise}{stderr_hint(stderr)}"
 
 

@@ -73,6 +73,7 @@ class Connection:
     on_closed: Callable[[], None] = lambda: None
     pid: int | None = None
     returncode: int | None = None
+    stdout_lines: int = 0  # every line a stdio server wrote, JSON-RPC or not
     stray_lines: int = 0
     first_stray_line: str | None = None  # the first one, cut short: it names the culprit in a reason
     repaired_lines: int = 0
@@ -177,6 +178,7 @@ async def stdio_transport(spec: ServerSpec, sink: StderrSink, conn: Connection,
                         continue
                     if not item.strip():
                         continue
+                    conn.stdout_lines += 1
                     decoded = decode_line(item)
                     if decoded.message is None:
                         await bad_line(item, decoded)
