@@ -7,7 +7,11 @@
 - `approvals`: "always" approvals, keyed to (server, definition hash, tool), so an edited
   command or URL asks again.
 - `tool_sets`: every tool set a server advertised, by hash, so a pin mismatch can say what
-  changed against the pinned set.
+  changed against the pinned set;
+- `vetted_tool_sets`: the tool sets a pin accepted, per definition hash, shared by a fleet.
+
+Every write stamps the origin columns and wakes the fleet link (`Journal.write`); in a
+fleet the row is then queued locally until the link ships it (docs/fleet.md).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from monad_cli.journal.db import Journal
-from monad_cli.journal.tables import AlwaysApproval, ToolCall, ToolSet
+from monad_cli.journal.tables import AlwaysApproval, ToolCall, ToolSet, VettedToolSet
 
 OUTCOMES = ("running", "ok", "tool-error", "cancelled", "timeout", "refused", "error", "interrupted")
 
@@ -31,14 +35,19 @@ def args_digest(arguments: Any) -> str:
     return "sha256:" + hashlib.sha256(body.encode()).hexdigest()[:16]
 
 
-FINISH_SQL = "UPDATE tool_calls SET outcome = ?, decision = ?, decided_by = ?, duration_ms = ?, error = ? WHERE id = ?"
+FINISH_SQL = ("UPDATE tool_calls SET outcome = ?, decision = ?, decided_by = ?, duration_ms = ?, error = ?, "
+              "rev = rev + 1, shipped = shipped + ? WHERE id = ?")
 
 
 def start_call(j: Journal, *, server: str, tool: str, exposed: str, arguments: Any, via: str) -> int:
-    """The intent row (outcome `running`), committed before the call; returns its id."""
-    row_id = j.write("INSERT INTO tool_calls (ts, server, tool, exposed, args_digest, via, outcome) "
-                     "VALUES (?, ?, ?, ?, ?, ?, 'running')",
-                     (time.time(), server, tool, exposed, args_digest(arguments), via))
+    """The intent row (outcome `running`), committed before the call; returns its id. In a
+    fleet the row is only queued here (`rev > shipped`): the link ships it from its own
+    thread, so no call waits on the network."""
+    o = j.origin()
+    row_id = j.write("INSERT INTO tool_calls (ts, server, tool, exposed, args_digest, via, outcome, "
+                     "uid, host, home, rev, shipped) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, 1, ?)",
+                     (time.time(), server, tool, exposed, args_digest(arguments), via, o["uid"], o["host"],
+                      o["home"], o["shipped"]))
     assert row_id is not None
     return row_id
 
@@ -49,7 +58,8 @@ def finish_call(j: Journal, call_id: int, *, outcome: str, decision: str | None 
     """The outcome of the call `call_id`, written after the side effect. `defer`: queued for
     the journal's next write transaction (the next call's intent, or `Journal.flush`, which
     the supervisor runs within ~20 ms), so the answer need not wait for a commit."""
-    params = (outcome, decision, decided_by, duration_ms, j.scrub(error)[:500] if error else None, call_id)
+    params = (outcome, decision, decided_by, duration_ms, j.scrub(error)[:500] if error else None,
+              j.shipped_start, call_id)
     if defer:
         j.defer(FINISH_SQL, params)
     else:
@@ -64,17 +74,22 @@ def interrupt_running(j: Journal) -> int:
         for row in rows:
             row.outcome = "interrupted"
             row.error = "the supervisor stopped during the call"
+            row.rev += 1
+            row.shipped += j.shipped_start
             s.add(row)
         s.commit()
+    j.wrote()
     return len(rows)
 
 
-def calls(j: Journal, *, server: str | None = None, since: float | None = None,
+def calls(j: Journal, *, server: str | None = None, since: float | None = None, host: str | None = None,
           limit: int = 200) -> list[dict[str, Any]]:
     j.flush()  # outcomes still queued in this process are part of the answer
     q = select(ToolCall)
     if server:
         q = q.where(ToolCall.server == server)
+    if host:
+        q = q.where(ToolCall.host == host)
     if since is not None:
         q = q.where(ToolCall.ts >= since)
     q = q.order_by(col(ToolCall.id).desc()).limit(limit)
@@ -101,8 +116,27 @@ def add_always(j: Journal, server: str, definition_hash: str, tool: str, decided
         return
     with Session(j.engine) as s:
         s.add(AlwaysApproval(server=server, definition_hash=definition_hash, tool=tool, created=time.time(),
-                             decided_by=decided_by))
+                             decided_by=decided_by, **j.origin()))
         s.commit()
+    j.wrote()
+
+
+def all_vetted(j: Journal) -> list[VettedToolSet]:
+    with Session(j.engine) as s:
+        return list(s.exec(select(VettedToolSet)))
+
+
+def add_vetted(j: Journal, server: str, definition_hash: str, digest: str, decided_by: str) -> None:
+    """Record that `digest` was accepted for `server` as defined by `definition_hash` (once)."""
+    q = select(VettedToolSet).where(VettedToolSet.server == server, VettedToolSet.definition_hash == definition_hash,
+                                    VettedToolSet.hash == digest)
+    with Session(j.engine) as s:
+        if s.exec(q).first() is not None:
+            return
+        s.add(VettedToolSet(server=server, definition_hash=definition_hash, hash=digest, created=time.time(),
+                            decided_by=decided_by, **j.origin()))
+        s.commit()
+    j.wrote()
 
 
 def remember_tool_set(j: Journal, server: str, digest: str, canonical: list[dict[str, Any]]) -> None:

@@ -82,6 +82,15 @@ class CallLog:
             except Exception:
                 log.exception("journal write failed")  # the next write transaction retries them
 
+    def recover(self) -> int:
+        """Once at startup: calls the last supervisor left running (it died mid-call) are
+        journaled `interrupted`, with a `daemon` row saying how many. Returns that number."""
+        n = jt.interrupt_running(self.journal)
+        if n:
+            self.journal.record("daemon", reason=f"{n} tool call(s) left running by the last supervisor "
+                                                 f"marked interrupted")
+        return n
+
     def _tell(self, kind: str, data: dict[str, Any]) -> None:
         for listener in list(self.listeners):
             try:

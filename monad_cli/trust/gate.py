@@ -96,9 +96,12 @@ class ApprovalGate:
         """Read the "always" approvals once; later ones are added here and in the journal,
         so a call never waits on a journal query."""
         from monad_cli.journal.tools import all_always
+        from monad_cli.trust.shared import decided_where
 
         self.journal = journal
-        self.always = {(r.server, r.definition_hash, r.tool): r.decided_by for r in all_always(journal)}
+        # Rows another supervisor of a fleet wrote say where they were decided.
+        self.always = {(r.server, r.definition_hash, r.tool): decided_where(journal, r.decided_by, r.host, r.home)
+                       for r in all_always(journal)}
 
     def prior(self, server: str, definition_hash: str, tool: str) -> str | None:
         """Who approved this tool earlier ("session …"/"always …"), or None."""
@@ -183,6 +186,18 @@ class ApprovalGate:
         p.event.set()
         self._closed(p, f"allowed ({scope})" if allow else "denied", by)
         return p
+
+    def answer(self, approval_id: str, grant: str, *, by: str) -> tuple[bool, str, str]:
+        """Decide the pending `approval_id` for the call that holds it (`grant`: `deny`, or
+        the scope to allow) and forget it; returns (approved, decision, who) for that call."""
+        p = self.get(approval_id)
+        allow = grant != "deny"
+        if allow:
+            self.decide(p.id, allow=True, scope=grant, by=by)
+        else:
+            self.decide(p.id, allow=False, by=by)
+        self.pending.pop(p.id, None)
+        return allow, "approved" if allow else "denied", by + (f" ({grant})" if allow else "")
 
     def purge(self) -> None:
         now = self.clock()
