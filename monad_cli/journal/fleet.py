@@ -153,22 +153,25 @@ class FleetLink:
                 while self._ship(engine) >= self.batch:
                     pass
                 self._set("ok", None)
-                delay = RETRY_FIRST_S
+                failed = False
             except Exception as exc:  # noqa: BLE001 - a failing link only degrades the journal
                 self._set("degraded", self.journal.scrub(describe(exc)))
                 self._drop_engine()
-                if stopping or self._stop.wait(delay):
-                    return
-                delay = min(delay * 2, RETRY_MAX_S)
-                continue
-            finally:
-                try:
-                    self._count()
-                except Exception:
-                    log.exception("counting queued journal rows failed")
+                failed = True
+            try:
+                self._count()
+            except Exception:
+                log.exception("counting queued journal rows failed")
             if stopping:
                 return
-            self._wake.wait(self.interval)
+            if failed:
+                # Writes keep waking the link; while it is down only the backoff paces it.
+                if self._stop.wait(delay):
+                    return
+                delay = min(delay * 2, RETRY_MAX_S)
+            else:
+                delay = RETRY_FIRST_S
+                self._wake.wait(self.interval)
 
     def _connect(self) -> Engine:
         from sqlalchemy import create_engine

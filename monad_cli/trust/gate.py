@@ -103,14 +103,24 @@ class ApprovalGate:
         self.always = {(r.server, r.definition_hash, r.tool): decided_where(journal, r.decided_by, r.host, r.home)
                        for r in all_always(journal)}
 
-    def prior(self, server: str, definition_hash: str, tool: str) -> str | None:
-        """Who approved this tool earlier ("session …"/"always …"), or None."""
+    def prior(self, server: str, definition_hash: str, tool: str, *, host_escape: bool = False) -> str | None:
+        """Who approved this tool earlier ("session …"/"always …"), or None. A `hostEscape`
+        server's "always" approvals do not count (one made before the flag was set here, or
+        by a supervisor of the fleet where the server is not marked)."""
         key = (server, definition_hash, tool)
         if key in self.session:
             return f"session approval ({self.session[key]})"
-        if key in self.always:
+        if key in self.always and not host_escape:
             return f"always approval ({self.always[key]})"
         return None
+
+    def release(self, key: tuple[str, str, str], by: str) -> None:
+        """An "always" approval that arrived from a fleet's shared journal answers the
+        requests waiting on the same (server, definition hash, tool)."""
+        for p in list(self.pending.values()):
+            if p.decision is None and not p.host_escape and (p.server, p.definition_hash, p.tool) == key:
+                p.decision = (True, "always", f"always approval ({by})")
+                p.event.set()
 
     def grant(self, server: str, definition_hash: str, tool: str, scope: str, by: str,
               *, host_escape: bool) -> None:

@@ -253,12 +253,13 @@ class ToolService:
         assert spec is not None
         if self.is_auto_approved(actor, tool.name, exposed):
             return True, "approved", "trust.autoApproveTools"
-        prior = self.gate.prior(actor.name, spec.definition_hash(), tool.name)
+        escape = spec.trust.host_escape
+        prior = self.gate.prior(actor.name, spec.definition_hash(), tool.name, host_escape=escape)
         mode = approval.get("mode", "wait")
         # In a fleet, an "always" decided elsewhere moments ago may not be merged yet: ask
         # the shared journal once before asking a person (never on an approved call's path).
         if not prior and mode != "yes" and await self.shared.sync(timeout=1.0):
-            prior = self.gate.prior(actor.name, spec.definition_hash(), tool.name)
+            prior = self.gate.prior(actor.name, spec.definition_hash(), tool.name, host_escape=escape)
         if prior:
             return True, "approved", prior
         if mode == "yes":

@@ -93,7 +93,9 @@ class SharedTrust:
                 self._after[table] = max(self._after.get(table, 0), *(int(r["id"]) for r in rows))
         for r in fresh.get("approvals", []):
             key = (r["server"], r["definition_hash"], r["tool"])
-            self.gate.always.setdefault(key, decided_where(self.journal, r["decided_by"], r["host"], r["home"]))
+            if key not in self.gate.always:
+                self.gate.always[key] = decided_where(self.journal, r["decided_by"], r["host"], r["home"])
+                self.gate.release(key, self.gate.always[key])
         for r in fresh.get("vetted_tool_sets", []):
             key = (r["server"], r["definition_hash"], norm_hash(r["hash"]))
             if key not in self.vetted:
