@@ -213,3 +213,39 @@ def test_a_tool_set_vetted_on_one_supervisor_is_accepted_by_the_other(fleet: Any
     r = b("mcp", "call", "ts__extra", "--yes")
     assert (r.code, r.out.strip()) == (0, "extra"), r
     assert "pinnedToolHash" in (b.home / "atoms" / "mcp" / "ts.toml").read_text()  # b's file untouched
+
+
+def test_the_password_never_shows_right_or_wrong(fleet: Any, pg: Any) -> None:
+    """Sentinel passwords: the right one (from `${MONAD_TEST_PG_PASSWORD}`) and a wrong one
+    written into the URL appear in no output, log, error, journal row or API answer."""
+    a = fleet("a")
+    wrong = "wrong-pw-sentinel-93b1"
+    b = fleet("b")
+    b.env["MONAD_JOURNAL_URL"] = pg.cluster.url(pg.name, password=wrong)
+    for m in (a, b):
+        m.add_toolserver()
+    start_all(a, b)
+    for m in (a, b):
+        wait_for(lambda m=m: m.state("ts") == "connected", timeout=60)
+        m.call("ts__add", {"a": 1, "b": 1})
+    wait_for(a.drained)
+    journal = wait_for(lambda: (j := b.journal())["state"] == "degraded" and j, timeout=30)
+    assert "password authentication failed" in journal["reason"] and journal["url"].count("***") == 1
+    outputs = []
+    for m in (a, b):
+        for argv in (("daemon", "status"), ("daemon", "status", "--json"), ("mcp", "status"),
+                     ("mcp", "status", "--json"), ("journal",), ("journal", "--json"), ("journal", "--calls")):
+            r = m(*argv)
+            outputs.append(r.out + r.err)
+        outputs.append((m.home / "logs" / "daemon.log").read_text())
+        for f in m.home.glob("journal.db*"):
+            outputs.append(f.read_bytes().decode("latin-1"))
+        outputs.append(str(ControlClient(Paths(m.home)).get("/v1/health")))
+    shared = pg.query("SELECT coalesce(reason, '') || coalesce(detail, '') FROM events")
+    outputs += [r for (r,) in shared] + [str(pg.query("SELECT * FROM tool_calls"))]
+    assert any("monad:***@" in o for o in outputs)
+    for sentinel in (pg.password, wrong):
+        assert not [o[:200] for o in outputs if sentinel in o]
+    assert "journal degraded" in b("mcp", "status").err
+    r = b("journal")  # reading the shared journal with the wrong password: one line, no secret
+    assert r.code == 1 and "password authentication failed" in r.err and wrong not in r.err, r

@@ -160,7 +160,7 @@ class FleetLink:
                 failed = True
             try:
                 self._count()
-            except Exception:
+            except Exception:  # the count is for status only: never let it end the link
                 log.exception("counting queued journal rows failed")
             if stopping:
                 return
