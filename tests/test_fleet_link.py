@@ -43,29 +43,29 @@ def test_rows_reach_the_shared_journal_once_with_their_origin(pg: Any, tmp_path:
     rows = pg.query("SELECT reason, host, home FROM events WHERE kind = 'daemon' ORDER BY id")
     assert [r[0] for r in rows] == [f"row {i}" for i in range(30)]  # in the order written
     assert {(r[1], r[2]) for r in rows} == {("host-a", str(tmp_path / "a"))}
-    calls = pg.query("SELECT outcome, decided_by, rev, shipped FROM tool_calls")
-    assert calls == [("ok", "test", 2, 2)]  # the finished revision, one row
+    calls = pg.query("SELECT outcome, decided_by FROM tool_calls")
+    assert calls == [("ok", "test")]  # the finished revision, one row
     assert pg.query("SELECT count(*) FROM migrations") == [(len(__import__("monad_cli.journal.migrations",
                                                                              fromlist=["MIGRATIONS"]).MIGRATIONS),)]
 
 
 def test_a_batch_shipped_twice_is_written_once(pg: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The link dies between the shared commit and the local mark: the same rows go again."""
+    """The link dies between the shared commit and moving its cursor: the same rows go again."""
     j = open_journal(tmp_path / "a", pg, "host-a")
     link = j.link
     assert link is not None
-    real = link._local_write
+    real = link._save_cursor
     failures = {"left": 1}
 
-    def flaky(sql: str, rows: Any) -> None:
-        if sql.startswith("UPDATE") and failures["left"]:
+    def flaky(cursor: dict[str, int]) -> None:
+        if cursor["tool_calls"] > 0 and failures["left"]:
             failures["left"] -= 1
             raise OSError("the link died after the shared commit")
-        real(sql, rows)
+        real(cursor)
 
     try:
         wait_for(lambda: drained(j))
-        monkeypatch.setattr(link, "_local_write", flaky)
+        monkeypatch.setattr(link, "_save_cursor", flaky)
         cids = [jt.start_call(j, server="s", tool="t", exposed="s__t", arguments={"i": i}, via="api")
                 for i in range(10)]
         wait_for(lambda: failures["left"] == 0)
@@ -74,11 +74,30 @@ def test_a_batch_shipped_twice_is_written_once(pg: Any, tmp_path: Path, monkeypa
         wait_for(lambda: drained(j))
     finally:
         j.close()
-    rows = pg.query("SELECT count(*), count(DISTINCT uid), min(rev), max(rev) FROM tool_calls")
-    assert rows == [(10, 10, 2, 2)]
+    rows = pg.query("SELECT count(*), count(DISTINCT uid), count(*) FILTER (WHERE outcome = 'ok') FROM tool_calls")
+    assert rows == [(10, 10, 10)]
     # The degraded spell is journaled, then its end.
     states = [r[0] for r in pg.query("SELECT state FROM events WHERE kind = 'journal' ORDER BY id")]
     assert states[-2:] == ["degraded", "ok"]
+
+
+def test_a_restarted_link_resumes_at_its_cursor_and_a_lost_cursor_ships_again(pg: Any, tmp_path: Path) -> None:
+    j = open_journal(tmp_path / "a", pg, "host-a")
+    for i in range(5):
+        j.record("daemon", reason=f"first {i}")
+    wait_for(lambda: drained(j))
+    j.close()
+    j = open_journal(tmp_path / "a", pg, "host-a")  # resumes: nothing queued, nothing shipped again
+    assert j.link is not None and j.link.cursor["events"] > 0
+    j.record("daemon", reason="second")
+    wait_for(lambda: drained(j))
+    j.close()
+    (tmp_path / "a" / "journal.cursor.json").unlink()
+    j = open_journal(tmp_path / "a", pg, "host-a")  # every row again: idempotent by uid
+    wait_for(lambda: drained(j))
+    j.close()
+    reasons = [r for (r,) in pg.query("SELECT reason FROM events WHERE kind = 'daemon' ORDER BY ts")]
+    assert reasons == [f"first {i}" for i in range(5)] + ["second"]
 
 
 def test_three_links_migrating_at_the_same_instant_apply_each_migration_once(pg: Any, tmp_path: Path) -> None:

@@ -103,10 +103,10 @@ def test_an_existing_journal_is_not_migrated_again(tmp_path: Path) -> None:
     assert recorded(db)[:len(OLD)] == before
     assert shape(db) == fresh_shape(tmp_path)  # upgraded = made fresh
     with sqlite3.connect(db) as conn:
-        rows = list(conn.execute("SELECT reason, uid IS NOT NULL, host IS NOT NULL, rev, shipped FROM events "
+        rows = list(conn.execute("SELECT reason, uid IS NOT NULL, host IS NOT NULL, rev FROM events "
                                  "ORDER BY id"))
-    # The old row has no uid and counts as shipped: history stays local (docs/fleet.md).
-    assert rows == [("old row", 0, 0, 1, 1), ("new row", 1, 1, 1, 1)]
+    # The old row has no uid and rev 0 (never shipped): history stays local (docs/fleet.md).
+    assert rows == [("old row", 0, 0, 0), ("new row", 1, 1, 0)]
 
 
 def test_a_journal_from_before_tools_and_tasks_gets_the_rest_in_order(tmp_path: Path) -> None:

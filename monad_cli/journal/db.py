@@ -63,10 +63,11 @@ class Journal:
     been through `scrub`, and never import the supervisor.
 
     `settings` name this supervisor's origin (`host`, `home`: stamped on every row) and, in
-    a fleet, the shared journal: then new rows start queued (`shipped = 0`) and
-    `start_link()` starts the `FleetLink` that ships them; without a URL they start shipped
-    (`shipped_start = 1`: nothing to send anywhere). Local rows stay the complete record of
-    this supervisor either way, and every write here is local: none waits on the network.
+    a fleet, the shared journal: then every write of a shipped table gives its row the next
+    `rev` (`rev_sql`) and `start_link()` starts the `FleetLink` that ships rows above its
+    cursor; without a URL rows get `rev = 0` (nothing to send anywhere). Local rows stay
+    the complete record of this supervisor either way, and every write here is local: none
+    waits on the network.
     """
 
     def __init__(self, path: Path, *, scrub: Callable[[str], str] = lambda s: s,
@@ -75,8 +76,6 @@ class Journal:
         self.scrub = scrub
         self.settings = settings or JournalSettings(home=str(path.parent), host="localhost")
         self.host, self.home = self.settings.host, self.settings.home
-        # Added to `shipped` on every write: 1 keeps solo rows equal to their rev.
-        self.shipped_start = 0 if self.settings.fleet else 1
         self.link: FleetLink | None = None
         self.engine = create_engine(f"sqlite:///{path}", connect_args={"check_same_thread": False,
                                                                         "timeout": 5.0})
@@ -146,10 +145,15 @@ class Journal:
         with self.engine.begin() as conn:
             return migrate(conn)
 
-    def origin(self) -> dict[str, Any]:
-        """The origin columns of a new row (`tables.ORIGIN_COLUMNS`)."""
-        return {"uid": new_uid(), "host": self.host, "home": self.home, "rev": 1,
-                "shipped": self.shipped_start}
+    def origin(self) -> tuple[str, str, str]:
+        """(uid, host, home) of a new row (`tables.ORIGIN_COLUMNS` without `rev`)."""
+        return new_uid(), self.host, self.home
+
+    def rev_sql(self, table: str) -> str:
+        """The SQL for a written row's `rev`: in a fleet one above the table's highest,
+        evaluated inside the write's `BEGIN IMMEDIATE` transaction (so rev order is commit
+        order: the link's cursor never skips a row); 0 without a fleet (never shipped)."""
+        return f"(SELECT coalesce(max(rev), 0) + 1 FROM {table})" if self.settings.fleet else "0"
 
     def wrote(self) -> None:
         """A shipped table changed: wake the link (a flag set, no I/O)."""
@@ -178,12 +182,10 @@ class Journal:
     def record(self, kind: str, *, server: str | None = None, state: str | None = None,
                reason: str | None = None, detail: dict[str, Any] | None = None) -> None:
         # The driver, not the ORM: 50 servers starting write ~150 of these (~1 ms each by ORM).
-        o = self.origin()
-        self.write("INSERT INTO events (ts, server, kind, state, reason, detail, uid, host, home, rev, shipped) "
-                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        self.write(f"INSERT INTO events (ts, server, kind, state, reason, detail, uid, host, home, rev) "
+                   f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, {self.rev_sql('events')})",
                    (time.time(), server, kind, state, self.scrub(reason) if reason else reason,
-                    self.scrub(json.dumps(detail)) if detail else None, o["uid"], o["host"], o["home"], o["rev"],
-                    o["shipped"]))
+                    self.scrub(json.dumps(detail)) if detail else None, *self.origin()))
 
     def events(self, *, server: str | None = None, since: float | None = None,
                kinds: Iterable[str] | None = None, host: str | None = None,

@@ -1,29 +1,34 @@
 """The link from this supervisor's local journal to a fleet's shared PostgreSQL journal
 (docs/fleet.md).
 
-The local SQLite journal stays the journal every write goes to; it is also the queue. A
-row of a shipped table (`tables.SHIPPED_TABLES`) is queued while `rev > shipped`. One
-thread, `FleetLink`, ships queued rows: it reads them in id order, upserts them into the
-shared journal in one PostgreSQL transaction, keyed by `uid` (`ON CONFLICT (uid) DO
-UPDATE … WHERE rev is newer`), and only after that commit marks them shipped locally. A
-crash or a lost connection between the two ships the same rows again: the upsert makes
-the second write a no-op, so no row is lost and none is written twice. While the database
-is down the rows wait on disk (nothing is held in memory) and `status()` says `degraded`
-and why; the thread retries with backoff (0.5 s doubling to 10 s) and flushes in order
-when it is back.
+The local SQLite journal stays the journal every write goes to; it is also the queue. In a
+fleet each write of a shipped table (`tables.SHIPPED_TABLES`) gives its row the next `rev`
+of that table inside the write's transaction, so rev order is commit order. One thread,
+`FleetLink`, ships the rows whose `rev` is above its cursor: it reads them in rev order,
+upserts them into the shared journal in one PostgreSQL transaction, keyed by `uid` (`ON
+CONFLICT (uid) DO UPDATE … WHERE the incoming rev is newer`), and only after that commit
+moves its cursor (kept in `journal.cursor.json` beside the journal). A crash or a lost
+connection between the two ships the same rows again: the upsert makes the second write a
+no-op, so no row is lost and none is written twice. The link never writes the local
+journal's shipped tables, so it never holds the write lock a tool call waits for. While
+the database is down the rows wait on disk (nothing is held in memory), `status()` says
+`degraded` and why, and the thread retries with backoff (0.5 s doubling to 10 s) and
+flushes in order when it is back.
 
 The first connection migrates the shared journal with the same ordered list as the local
 one, inside a transaction holding `pg_advisory_xact_lock(LOCK_KEY)`: supervisors starting
 at the same moment queue on the lock, and the later ones find every migration recorded.
 
-`pull_trust` reads the other supervisors' "always" approvals and vetted tool sets from the
-shared journal and keeps a local copy (so they still apply when the database is away
-later). psycopg is imported only here, and only when a PostgreSQL URL is configured.
+`pull_trust` reads the fleet's "always" approvals and vetted tool sets from the shared
+journal and keeps a local copy (`rev = 0`: never shipped back), so they still apply when
+the database is away later. psycopg is imported only here, and only for a PostgreSQL URL.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import threading
 import time
 from collections.abc import Sequence
@@ -44,6 +49,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("monad.journal")
 # One key for every monad journal: migrations of one database are serialized, whoever runs them.
 LOCK_KEY = int.from_bytes(b"monadjnl", "big") >> 1
+CURSOR_FILE = "journal.cursor.json"
 # The time column of each shipped table, for "oldest queued".
 _TIME_COLUMN = {"events": "ts", "tool_calls": "ts", "approvals": "created", "vetted_tool_sets": "created"}
 TRUST_TABLES = ("approvals", "vetted_tool_sets")
@@ -99,6 +105,9 @@ class FleetLink:
         self._shipped_total = 0
         self._wake = threading.Event()
         self._stop = threading.Event()
+        self.cursor_path = journal.path.with_name(CURSOR_FILE)
+        self.cursor = self._load_cursor()
+        self._upserts: dict[str, Any] = {}
         self._thread = threading.Thread(target=self._run, name="monad-journal-link", daemon=True)
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -227,39 +236,66 @@ class FleetLink:
         finally:
             raw.close()
 
+    def _load_cursor(self) -> dict[str, int]:
+        """The highest rev shipped per table. A cursor above the journal's highest rev (the
+        journal was replaced) starts over at 0: shipping again is harmless, skipping is not."""
+        try:
+            saved = json.loads(self.cursor_path.read_text())
+        except (OSError, ValueError):
+            saved = {}
+        cursor = {}
+        for table in SHIPPED_TABLES:
+            ((top,),) = self._local(f"SELECT coalesce(max(rev), 0) FROM {table}")
+            value = saved.get(table, 0) if isinstance(saved, dict) else 0
+            cursor[table] = value if isinstance(value, int) and 0 <= value <= int(top) else 0
+        return cursor
+
+    def _save_cursor(self, cursor: dict[str, int]) -> None:
+        # Atomic replace; a cursor lost in a crash only ships rows again (idempotent).
+        tmp = self.cursor_path.with_name(f".{CURSOR_FILE}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(cursor))
+        os.replace(tmp, self.cursor_path)
+
+    def _upsert(self, table: str) -> Any:
+        """`INSERT … ON CONFLICT (uid) DO UPDATE … WHERE newer` for `table`, built once.
+
+        Idempotent: a row shipped again (a crash after the shared commit, before the cursor
+        moved) changes nothing, and an older revision never overwrites a newer one."""
+        stmt = self._upserts.get(table)
+        if stmt is None:
+            from sqlalchemy.dialects.postgresql import insert
+
+            t = SQLModel.metadata.tables[table]
+            base = insert(t)
+            stmt = self._upserts[table] = base.on_conflict_do_update(
+                index_elements=["uid"], set_={c: base.excluded[c] for c in _columns(table) if c != "uid"},
+                where=t.c.rev < base.excluded.rev)
+        return stmt
+
     def _ship(self, engine: Engine) -> int:
         """Ship up to `batch` queued rows of each table in one transaction; returns the most
         rows any table had (== batch: call again)."""
-        from sqlalchemy.dialects.postgresql import insert
-
         queued: dict[str, tuple[list[str], list[tuple[Any, ...]]]] = {}
         for table in SHIPPED_TABLES:
             cols = _columns(table)
-            rows = self._local(f"SELECT id, {', '.join(cols)} FROM {table} WHERE rev > shipped ORDER BY id "
-                               f"LIMIT ?", (self.batch,))
+            rows = self._local(f"SELECT {', '.join(cols)} FROM {table} WHERE rev > ? ORDER BY rev LIMIT ?",
+                               (self.cursor[table], self.batch))
             if rows:
                 queued[table] = (cols, rows)
         with engine.begin() as conn:
             if not queued:
                 conn.execute(text("SELECT 1"))  # the idle round's check that the link is up
             for table, (cols, rows) in queued.items():
-                t = SQLModel.metadata.tables[table]
-                values = []
-                for row in rows:
-                    v = dict(zip(cols, row[1:], strict=True))
-                    v["shipped"] = v["rev"]
-                    values.append(v)
-                stmt = insert(t).values(values)
-                # Idempotent: a row shipped again (crash after this commit, before the local
-                # mark) changes nothing; an older revision never overwrites a newer one.
-                stmt = stmt.on_conflict_do_update(
-                    index_elements=["uid"], set_={c: stmt.excluded[c] for c in cols if c != "uid"},
-                    where=t.c.rev < stmt.excluded.rev)
-                conn.execute(stmt)
-        for table, (cols, rows) in queued.items():
-            rev_at = cols.index("rev") + 1
-            self._local_write(f"UPDATE {table} SET shipped = ? WHERE id = ? AND shipped < ?",
-                              [(row[rev_at], row[0], row[rev_at]) for row in rows])
+                # One compiled statement, many parameter sets: the driver sends the batch;
+                # little Python runs here, so the link thread seldom holds the GIL a tool
+                # call is waiting for.
+                conn.execute(self._upsert(table), [dict(zip(cols, row, strict=True)) for row in rows])
+        if queued:
+            moved = dict(self.cursor)
+            for table, (cols, rows) in queued.items():
+                moved[table] = int(rows[-1][cols.index("rev")])
+            self._save_cursor(moved)
+            self.cursor = moved
         n = sum(len(rows) for _, rows in queued.values())
         with self._lock:
             self._shipped_total += n
@@ -270,7 +306,7 @@ class FleetLink:
         oldest: float | None = None
         for table in SHIPPED_TABLES:
             ((count, first),) = self._local(f"SELECT count(*), min({_TIME_COLUMN[table]}) FROM {table} "
-                                            f"WHERE rev > shipped")
+                                            f"WHERE rev > ?", (self.cursor[table],))
             total += int(count)
             if first is not None and (oldest is None or first < oldest):
                 oldest = float(first)
@@ -279,10 +315,10 @@ class FleetLink:
 
     # -- shared trust ------------------------------------------------------------------
     def pull_trust(self, after: dict[str, int]) -> dict[str, list[dict[str, Any]]] | None:
-        """Rows of `TRUST_TABLES` other supervisors wrote to the shared journal after the
-        shared ids in `after` (`id` is the shared journal's), copied into the local journal
-        (once, by uid, marked shipped). None when the link is not up. Blocking: run it in a
-        thread."""
+        """Rows of `TRUST_TABLES` in the shared journal after the shared ids in `after` (`id`
+        is the shared journal's), each copied into the local journal once (by uid; this
+        supervisor's own rows are there already) with `rev = 0`, so it is never shipped
+        back. None when the link is not up. Blocking: run it in a thread."""
         engine = self._engine
         if engine is None or self.status()["state"] != "ok":
             return None
@@ -290,14 +326,12 @@ class FleetLink:
         with engine.connect() as conn:
             for table in TRUST_TABLES:
                 cols = _columns(table)
-                result = conn.execute(text(f"SELECT id, {', '.join(cols)} FROM {table} WHERE id > :after AND NOT "
-                                           f"(host = :host AND home = :home) ORDER BY id LIMIT 1000"),
-                                      {"after": after.get(table, 0), "host": self.settings.host,
-                                       "home": self.settings.home})
+                result = conn.execute(text(f"SELECT id, {', '.join(cols)} FROM {table} WHERE id > :after "
+                                           f"ORDER BY id LIMIT 1000"), {"after": after.get(table, 0)})
                 rows = [dict(r._mapping) for r in result]
                 if rows:
                     self._local_write(f"INSERT INTO {table} ({', '.join(cols)}) VALUES "
                                       f"({', '.join('?' for _ in cols)}) ON CONFLICT (uid) DO NOTHING",
-                                      [[r["rev"] if c == "shipped" else r[c] for c in cols] for r in rows])
+                                      [[0 if c == "rev" else r[c] for c in cols] for r in rows])
                 out[table] = rows
         return out

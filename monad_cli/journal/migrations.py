@@ -22,9 +22,8 @@ from sqlmodel import SQLModel
 from monad_cli.journal.tables import AlwaysApproval, Event, TaskRow, ToolCall, ToolSet, VettedToolSet
 
 # How the origin columns are added to a table that predates them. Rows already there stay
-# local: `shipped = rev` (they have no uid to be written idempotently elsewhere).
-_ORIGIN_DDL = (("uid", "VARCHAR"), ("host", "VARCHAR"), ("home", "VARCHAR"),
-               ("rev", "INTEGER NOT NULL DEFAULT 1"), ("shipped", "INTEGER NOT NULL DEFAULT 1"))
+# local: `rev = 0` (they have no uid to be written idempotently elsewhere).
+_ORIGIN_DDL = (("uid", "VARCHAR"), ("host", "VARCHAR"), ("home", "VARCHAR"), ("rev", "INTEGER NOT NULL DEFAULT 0"))
 
 
 def _create(*models: type[SQLModel]) -> Callable[[Any], None]:
@@ -35,10 +34,10 @@ def _create(*models: type[SQLModel]) -> Callable[[Any], None]:
 
 
 def _origin_indexes(conn: Any, table: str) -> None:
-    # uid: the idempotency key of every upsert into the shared journal. The partial index
-    # keeps "what is still queued" cheap to find however long the journal grows.
+    # uid: the idempotency key of every upsert into the shared journal; rev: "what is still
+    # queued" (above the link's cursor) and the next rev stay cheap however long it grows.
     conn.execute(text(f"CREATE UNIQUE INDEX IF NOT EXISTS ix_{table}_uid ON {table} (uid)"))
-    conn.execute(text(f"CREATE INDEX IF NOT EXISTS ix_{table}_queued ON {table} (id) WHERE rev > shipped"))
+    conn.execute(text(f"CREATE INDEX IF NOT EXISTS ix_{table}_rev ON {table} (rev)"))
     conn.execute(text(f"CREATE INDEX IF NOT EXISTS ix_{table}_host ON {table} (host)"))
 
 

@@ -12,11 +12,12 @@
 - `vetted_tool_sets`: tool sets a person accepted for a server definition (its pin
   matched them), so a supervisor sharing the journal accepts the same set (docs/fleet.md).
 
-Shipped rows (`events`, `tool_calls`, `approvals`, `vetted_tool_sets`) carry their origin
-and bookkeeping for the shared journal (docs/fleet.md), the `Origin` columns:
-`uid` (the row's identity across journals: the idempotency key of every upsert), `host`
-and `home` (the supervisor that wrote it), `rev` (bumped on every local write) and
-`shipped` (the `rev` the shared journal has; `rev > shipped` = still queued locally).
+Shipped rows (`events`, `tool_calls`, `approvals`, `vetted_tool_sets`) end with the origin
+columns (docs/fleet.md): `uid` (the row's identity across journals: the idempotency key of
+every upsert), `host` and `home` (the supervisor that wrote it) and `rev`: in a fleet, set on
+every write to one more than the table's highest, inside the write's transaction, so `rev`
+order is commit order and the link ships "every row with `rev` above its cursor"; 0 for
+rows that are never shipped (written without a fleet, or copied from the shared journal).
 
 A released table is never edited in place: a change is a new named migration.
 """
@@ -30,7 +31,7 @@ from sqlmodel import Field, SQLModel
 
 # The origin columns every shipped table ends with (added by migration 0200 to journals
 # made before it; `migrations.add_origin_columns`).
-ORIGIN_COLUMNS = ("uid", "host", "home", "rev", "shipped")
+ORIGIN_COLUMNS = ("uid", "host", "home", "rev")
 SHIPPED_TABLES = ("events", "tool_calls", "approvals", "vetted_tool_sets")
 
 
@@ -54,8 +55,7 @@ class Event(SQLModel, table=True):
     uid: str | None = None
     host: str | None = None
     home: str | None = None
-    rev: int = 1
-    shipped: int = 0
+    rev: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {"id": self.id, "ts": self.ts, "server": self.server, "kind": self.kind,
@@ -81,8 +81,7 @@ class ToolCall(SQLModel, table=True):
     uid: str | None = None
     host: str | None = None
     home: str | None = None
-    rev: int = 1
-    shipped: int = 0
+    rev: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {"id": self.id, "ts": self.ts, "server": self.server, "tool": self.tool,
@@ -102,8 +101,7 @@ class AlwaysApproval(SQLModel, table=True):
     uid: str | None = None
     host: str | None = None
     home: str | None = None
-    rev: int = 1
-    shipped: int = 0
+    rev: int = 0
 
 
 class ToolSet(SQLModel, table=True):
@@ -128,8 +126,7 @@ class VettedToolSet(SQLModel, table=True):
     uid: str | None = None
     host: str | None = None
     home: str | None = None
-    rev: int = 1
-    shipped: int = 0
+    rev: int = 0
 
 
 class TaskRow(SQLModel, table=True):
