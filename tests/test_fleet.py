@@ -145,6 +145,9 @@ def test_an_always_through_one_applies_through_the_other_and_concurrent_calls_la
     assert {r["host"] for r in rows} == {"host-b"} and len(rows) == 22
     table = a("journal", "--calls", "--limit", "100")
     assert table.code == 0 and "HOST" in table.out and "host-a" in table.out and "host-b" in table.out
+    # The Studio's journal of a server (the same route on the unix socket) shows every host's rows.
+    answer = ControlClient(Paths(b.home)).get("/v1/journal?server=ts&limit=200")
+    assert answer["shared"] is True and {r["host"] for r in answer["events"]} == {"host-a", "host-b"}
 
 
 def test_the_database_stopped_mid_run_loses_nothing_and_status_says_why(fleet: Any, pg: Any) -> None:
