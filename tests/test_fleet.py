@@ -118,6 +118,15 @@ def test_an_always_through_one_applies_through_the_other_and_concurrent_calls_la
     by = [c["decidedBy"] for c in b("journal", "--calls", "--host", "host-b", "--json").json() if c["outcome"] == "ok"]
     assert by and "on host-a" in by[-1], by
 
+    # A call already waiting for a person on b is answered by an "always" made meanwhile on a.
+    waiting = b.popen("mcp", "call", "ts__echo", "--arg", "text=waited", "--approval-timeout", "60")
+    wait_for(lambda: [p for p in b("approvals", "--json").json() if p["tool"] == "echo"])
+    proc = a.popen("mcp", "call", "ts__echo", "--arg", "text=hi", "--approval-timeout", "60")
+    pending = wait_for(lambda: [p for p in a("approvals", "--json").json() if p["tool"] == "echo"])[0]
+    assert a("approvals", "allow", pending["id"], "--always").code == 0
+    assert proc.communicate(timeout=30)[0].strip() == "hi"
+    assert waiting.communicate(timeout=30)[0].strip() == "waited"
+
     # 20 concurrent calls through each, approved by that shared "always" (mode check: no person).
     answers: list[dict[str, Any]] = []
     lock = threading.Lock()
@@ -139,10 +148,10 @@ def test_an_always_through_one_applies_through_the_other_and_concurrent_calls_la
     for m in (a, b):
         shared = pg.query("SELECT uid, outcome FROM tool_calls WHERE home = %s ORDER BY id", str(m.home))
         assert sorted(u for u, _ in shared) == sorted(m.local_uids())  # every row, each once
-        assert sum(1 for _, o in shared if o == "ok") == 21  # one approved by a person or shared, 20 concurrent
+        assert sum(1 for _, o in shared if o == "ok") == 22  # add and echo (a person or shared), 20 concurrent
     # `monad journal --calls --host` reads the shared journal, from either supervisor's home.
     rows = a("journal", "--calls", "--host", "host-b", "--json", "--limit", "100").json()
-    assert {r["host"] for r in rows} == {"host-b"} and len(rows) == 22
+    assert {r["host"] for r in rows} == {"host-b"} and len(rows) == 23
     table = a("journal", "--calls", "--limit", "100")
     assert table.code == 0 and "HOST" in table.out and "host-a" in table.out and "host-b" in table.out
     # The Studio's journal of a server (the same route on the unix socket) shows every host's rows.
