@@ -141,7 +141,7 @@ class Supervisor:
         does first, once it holds the daemon lock. Call once; returns the journal."""
         # Where the journal lives (docs/fleet.md); a bad setting stops the start here.
         settings = self.journal_settings = load_journal_settings(self.paths, self.environ)
-        self.secrets = set(settings.secrets)
+        self.secrets |= settings.secrets  # the journal password, before anything is logged
         journal = self.journal = Journal(self.paths.journal_db, scrub=self.scrub, settings=settings)
         from monad_cli.tasks.manager import TaskManager
 
