@@ -17,6 +17,9 @@ from monad_cli.control.client import ControlClient
 from monad_cli.journal.migrations import MIGRATIONS
 from monad_cli.paths import Paths
 from tests.conftest import wait_for, write_atom
+from tests.studio_helpers import browser, context, page
+
+__all__ = ["browser", "context", "page"]  # fixtures, used by name
 
 pytestmark = pytest.mark.e2e
 TOOLSERVER = str(Path(__file__).resolve().parent / "servers" / "toolserver.py")
@@ -261,3 +264,24 @@ def test_the_password_never_shows_right_or_wrong(fleet: Any, pg: Any) -> None:
     assert "journal degraded" in b("mcp", "status").err
     r = b("journal")  # reading the shared journal with the wrong password: one line, no secret
     assert r.code == 1 and "password authentication failed" in r.err and wrong not in r.err, r
+
+
+@pytest.mark.browser
+def test_the_studio_journal_of_a_server_names_every_host(fleet: Any, page: Any) -> None:
+    from playwright.sync_api import expect
+
+    from tests.studio_helpers import open_studio
+
+    a, b = fleet("a"), fleet("b")
+    for m in (a, b):
+        m.add_toolserver()
+    start_all(a, b)
+    for m in (a, b):
+        wait_for(lambda m=m: m.state("ts") == "connected", timeout=60)
+    wait_for(a.drained)
+    page.goto(open_studio(b)["url"])
+    page.get_by_role("button", name="Show details of ts").click()
+    rows = page.locator("#details").get_by_role("table", name="Journal rows")
+    expect(rows.get_by_role("columnheader", name="Host")).to_be_visible(timeout=30_000)
+    expect(rows).to_contain_text("host-a")
+    expect(rows).to_contain_text("host-b")
