@@ -113,7 +113,6 @@ class FleetLink:
     # -- lifecycle ---------------------------------------------------------------------
     def start(self) -> None:
         require_driver(self.settings)
-        self._count()
         self._thread.start()
 
     def wake(self) -> None:
@@ -128,7 +127,17 @@ class FleetLink:
         if self._engine is not None:
             self._engine.dispose()
 
+    def state(self) -> str:
+        """`connecting`, `ok` or `degraded` (without counting anything)."""
+        with self._lock:
+            return self._state
+
     def status(self) -> dict[str, Any]:
+        """The link's state and the rows queued right now (counted on the rev index)."""
+        try:
+            self._count()
+        except Exception:  # the count is for status only: a busy journal keeps the last one
+            log.exception("counting queued journal rows failed")
         with self._lock:
             return {"backend": "postgresql", "url": self.settings.shown, "source": self.settings.source,
                     "state": self._state, "reason": self._reason, "since": self._since, "queued": self._queued,
@@ -167,10 +176,6 @@ class FleetLink:
                 self._set("degraded", self.journal.scrub(describe(exc)))
                 self._drop_engine()
                 failed = True
-            try:
-                self._count()
-            except Exception:  # the count is for status only: never let it end the link
-                log.exception("counting queued journal rows failed")
             if stopping:
                 return
             if failed:
@@ -320,7 +325,7 @@ class FleetLink:
         supervisor's own rows are there already) with `rev = 0`, so it is never shipped
         back. None when the link is not up. Blocking: run it in a thread."""
         engine = self._engine
-        if engine is None or self.status()["state"] != "ok":
+        if engine is None or self.state() != "ok":
             return None
         out: dict[str, list[dict[str, Any]]] = {}
         with engine.connect() as conn:

@@ -161,7 +161,7 @@ def studio_routes(control: ControlServer) -> list[Route]:
         journal_db = sup.journal
         if journal_db is None:
             return JSONResponse({"events": []})
-        if journal_db.link is not None and journal_db.status()["state"] == "ok":
+        if journal_db.link is not None and journal_db.link.state() == "ok":
             # A fleet: the shared journal's rows of this server, from every host (docs/fleet.md).
             from monad_cli.journal import pg_reader
 
