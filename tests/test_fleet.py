@@ -285,3 +285,14 @@ def test_the_studio_journal_of_a_server_names_every_host(fleet: Any, page: Any) 
     expect(rows.get_by_role("columnheader", name="Host")).to_be_visible(timeout=30_000)
     expect(rows).to_contain_text("host-a")
     expect(rows).to_contain_text("host-b")
+
+    # The transcript names each call's host: a call through b, live, and one from before the page.
+    b.call("ts__add", {"a": 40, "b": 2})
+    page.get_by_role("link", name="Transcript").click()
+    calls = page.get_by_role("table", name="Calls")
+    expect(calls.get_by_role("columnheader", name="Host")).to_be_visible(timeout=30_000)
+    first = calls.locator("tbody").get_by_role("row").first
+    expect(first.get_by_role("cell").last).to_have_text("host-b")
+    b.call("ts__add", {"a": 1, "b": 2})
+    expect(calls.locator("tbody").get_by_role("row")).to_have_count(2)
+    expect(calls.locator("tbody").get_by_role("row").first.get_by_role("cell").last).to_have_text("host-b")

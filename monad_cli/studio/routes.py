@@ -6,8 +6,8 @@
                                              (inputSchema, local $refs resolved) + `ui` ({resourceUri})
     GET    /v1/journal                       ?server=NAME&limit=N → {events: [...], shared} (newest
                                              last; `shared`: a fleet's rows of every host, docs/fleet.md)
-    GET    /v1/journal/calls                 ?server=NAME&limit=N → {calls: [...]} (newest first;
-                                             transcript.py)
+    GET    /v1/journal/calls                 ?server=NAME&limit=N → {calls: [...], fleet, host} (newest
+                                             first; transcript.py)
     GET    /v1/studio/apps/resource · POST /v1/studio/apps/request   MCP Apps (apps.py)
     POST   /v1/mcp-servers/{name}/authorize  start `monad mcp authorize`'s flow → 202 the run
     GET    /v1/mcp-servers/{name}/authorize  the last run of that server

@@ -4,7 +4,7 @@
 `journal/tools.py`; a deferred outcome behind the answer, committed by `write_outcomes`),
 and tells its listeners (the Studio's transcript) each time:
 
-    listener("call.started",  {"id", "ts", "server", "tool", "exposed", "via", "arguments", "ref"})
+    listener("call.started",  {"id", "ts", "server", "tool", "exposed", "via", "arguments", "ref", "host"})
     listener("call.finished", {"id", "outcome", "decision", "decidedBy", "durationMs", "error"})
 
 The journal keeps only a digest of the arguments (docs/tools.md "The journal of calls");
@@ -107,7 +107,7 @@ class CallLog:
         self._tokens[call_id] = _current.set({"callId": call_id, "exposed": exposed, "via": via, "ref": ref})
         self._tell("call.started", {"id": call_id, "ts": time.time(), "server": server, "tool": tool,
                                     "exposed": exposed, "via": via, "arguments": arguments, "ref": ref,
-                                    "outcome": "running"})
+                                    "outcome": "running", "host": self.journal.host})
         return call_id
 
     def finish(self, call_id: int, *, outcome: str, decision: str | None = None, decided_by: str | None = None,
