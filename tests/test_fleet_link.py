@@ -49,6 +49,27 @@ def test_rows_reach_the_shared_journal_once_with_their_origin(pg: Any, tmp_path:
                                                                              fromlist=["MIGRATIONS"]).MIGRATIONS),)]
 
 
+def test_a_write_behind_outcome_takes_its_rev_when_it_commits_and_close_ships_it(pg: Any, tmp_path: Path) -> None:
+    """A gateway call's outcome row waits in `Journal.defer`; its `rev` is the table's next
+    when it commits (so the link's cursor cannot pass it), and `close` writes it before the
+    link's last round."""
+    import sqlite3
+
+    j = open_journal(tmp_path / "a", pg, "host-a")
+    try:
+        first = jt.start_call(j, server="s", tool="t", exposed="s__t", arguments={"i": 1}, via="gateway")
+        wait_for(lambda: drained(j))  # the intent row is shipped: the link's cursor is past it
+        jt.finish_call(j, first, outcome="ok", decided_by="test", defer=True)
+        second = jt.start_call(j, server="s", tool="t", exposed="s__t", arguments={"i": 2}, via="gateway")
+        with sqlite3.connect(tmp_path / "a" / "journal.db") as db:
+            revs = dict(db.execute("SELECT id, rev FROM tool_calls").fetchall())
+        assert revs == {first: 2, second: 3}  # the outcome committed first, in the second intent's transaction
+        jt.finish_call(j, second, outcome="tool-error", decided_by="test", defer=True)
+    finally:
+        j.close()  # no flush before it: close writes the deferred outcome, then the link ships it
+    assert pg.query("SELECT outcome FROM tool_calls ORDER BY id") == [("ok",), ("tool-error",)]
+
+
 def test_a_batch_shipped_twice_is_written_once(pg: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The link dies between the shared commit and moving its cursor: the same rows go again."""
     j = open_journal(tmp_path / "a", pg, "host-a")
