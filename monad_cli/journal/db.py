@@ -12,6 +12,7 @@ of failing mid-transaction with SQLITE_BUSY when a read lock cannot be upgraded 
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -97,8 +98,12 @@ class Journal:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.applied = self._migrate()
         # Write-behind statements (`defer`): written before the next write transaction, by
-        # `flush`, or at `close`, whichever comes first.
+        # `flush`, or at `close`, whichever comes first. Writers are not only the event loop
+        # (the fleet link's thread journals its state, the Studio reads calls in worker
+        # threads, and reads flush): each transaction takes the queue under the lock, so no
+        # statement is written twice or dropped by another's bookkeeping.
         self.deferred: list[tuple[str, tuple[Any, ...]]] = []
+        self._deferred_lock = threading.Lock()
 
     def write(self, sql: str, params: tuple[Any, ...]) -> int | None:
         """The deferred statements, then `sql`, in one `BEGIN IMMEDIATE` transaction on a
@@ -107,38 +112,45 @@ class Journal:
         The tool-call writes sit on every call's path: the ORM costs ~1 ms per call, Core
         ~0.4 ms, the driver ~0.05 ms. The pool's connect hook set WAL and busy_timeout.
         """
-        return self._transaction([(sql, params)])
+        return self._transaction([(sql, params)])[0]
 
     def defer(self, sql: str, params: tuple[Any, ...]) -> None:
         """Queue `sql` for the next write transaction (or `flush`): a write-behind row."""
-        self.deferred.append((sql, params))
+        with self._deferred_lock:
+            self.deferred.append((sql, params))
 
     def flush(self) -> int:
         """Write the deferred statements now, in one transaction; returns how many."""
-        n = len(self.deferred)
-        if n:
-            self._transaction([])
-        return n
+        return self._transaction([])[1]
 
-    def _transaction(self, statements: list[tuple[str, tuple[Any, ...]]]) -> int | None:
-        queued = len(self.deferred)
-        raw = self.engine.raw_connection()
+    def _transaction(self, statements: list[tuple[str, tuple[Any, ...]]]) -> tuple[int | None, int]:
+        """(row id, deferred statements written): the queue, then `statements`, committed."""
+        with self._deferred_lock:
+            queued = self.deferred[:]
+            del self.deferred[:]
+        if not queued and not statements:
+            return None, 0
         try:
-            cur = raw.cursor()
-            cur.execute("BEGIN IMMEDIATE")
+            raw = self.engine.raw_connection()
             try:
-                for sql, params in [*self.deferred[:queued], *statements]:
-                    cur.execute(sql, params)
-                cur.execute("COMMIT")
-            except BaseException:
-                cur.execute("ROLLBACK")
-                raise
-            del self.deferred[:queued]  # written; after a failure they wait for the next transaction
-            row_id = cur.lastrowid
-        finally:
-            raw.close()  # back to the pool
+                cur = raw.cursor()
+                cur.execute("BEGIN IMMEDIATE")
+                try:
+                    for sql, params in [*queued, *statements]:
+                        cur.execute(sql, params)
+                    cur.execute("COMMIT")
+                except BaseException:
+                    cur.execute("ROLLBACK")
+                    raise
+                row_id = cur.lastrowid
+            finally:
+                raw.close()  # back to the pool
+        except BaseException:
+            with self._deferred_lock:  # not written: they wait for the next transaction, first
+                self.deferred[:0] = queued
+            raise
         self.wrote()
-        return row_id
+        return row_id, len(queued)
 
     def _migrate(self) -> list[str]:
         """Apply the pending migrations in one transaction; returns the names applied."""
