@@ -22,7 +22,7 @@ from monad_cli.errors import ConfigError
 from monad_cli.filters import ServerFilter, combine
 from monad_cli.gateway.server import Gateway
 from monad_cli.journal.db import Journal
-from monad_cli.journal.settings import JournalSettings, load_journal_settings
+from monad_cli.journal.settings import load_journal_settings
 from monad_cli.paths import Paths
 from monad_cli.redact import redact_text, secret_values
 from monad_cli.studio.apps import apps_extension
@@ -86,7 +86,6 @@ class Supervisor:
         self.check_required = True
         self.started_at = time.time()
         self.journal: Journal | None = None
-        self.journal_settings: JournalSettings | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self._stamp: tuple[tuple[str, int, int], ...] | None = None
         self._lock_fd: int | None = None
@@ -139,8 +138,7 @@ class Supervisor:
         """Open the journal and build the services on it, each handed only what it uses (the
         journal, the actors as a live lookup, the redaction function, callbacks): what `run`
         does first, once it holds the daemon lock. Call once; returns the journal."""
-        # Where the journal lives (docs/fleet.md); a bad setting stops the start here.
-        settings = self.journal_settings = load_journal_settings(self.paths, self.environ)
+        settings = load_journal_settings(self.paths, self.environ)  # docs/fleet.md; a bad one stops the start
         self.secrets |= settings.secrets  # the journal password, before anything is logged
         journal = self.journal = Journal(self.paths.journal_db, scrub=self.scrub, settings=settings)
         from monad_cli.tasks.manager import TaskManager
@@ -163,9 +161,8 @@ class Supervisor:
             on_state_changed=self.on_state_changed, stopping=lambda: self.stopping)
         return journal
 
-    def _recheck_tools(self, name: str) -> None:
-        actor = self.actors.get(name)
-        if actor is not None and self._tg is not None:
+    def _recheck_tools(self, name: str) -> None:  # a tool set vetted elsewhere in the fleet
+        if (actor := self.actors.get(name)) is not None and self._tg is not None:
             self._tg.start_soon(actor.refresh_tools)
 
     def on_tools_changed(self, actor: ServerActor) -> None:
@@ -232,7 +229,7 @@ class Supervisor:
         for actor in self.actors.values():  # last-good definitions still in use
             if actor.spec is not None:
                 secrets |= _spec_secrets(actor.spec)
-        self.secrets = secrets | (self.journal_settings.secrets if self.journal_settings else set())
+        self.secrets = secrets | (self.journal.settings.secrets if self.journal is not None else set())
         # Whole-file errors, and errors about a definition that lost to another one
         # (duplicate name or URL) while the winner runs: no status row would show them.
         self.file_problems = [{"file": p.file, "message": self.scrub(p.message)}
@@ -345,8 +342,7 @@ class Supervisor:
                 self._tg = tg
                 tg.start_soon(self.tasks.run)
                 tg.start_soon(self.tool_service.calls.write_outcomes)
-                if journal.link is not None:
-                    tg.start_soon(self.tool_service.shared.follow)
+                tg.start_soon(self.tool_service.shared.follow)  # a fleet's trust (returns at once without one)
                 tg.start_soon(self._handle_signals)
                 if serve:  # before the servers connect: 50 handshakes at once would hold it up
                     await control.start()

@@ -104,7 +104,10 @@ class SharedTrust:
         return True
 
     async def follow(self, interval: float = FOLLOW_INTERVAL_S) -> None:
-        """Run until cancelled: merge the fleet's trust every `interval` seconds."""
+        """Run until cancelled: merge the fleet's trust every `interval` seconds. Without a
+        fleet link it returns at once (the local journal is all the trust there is)."""
+        if self.journal.link is None:
+            return
         while True:
             await self.sync()
             await anyio.sleep(interval)
