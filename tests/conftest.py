@@ -225,6 +225,51 @@ def http_testserver() -> Iterator[Any]:
             p.kill()
 
 
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[Any]:
+    """One throwaway PostgreSQL cluster per test worker (tests/pg.py); skipped without the
+    binaries, except where MONAD_REQUIRE_POSTGRES=1 (`.ci/run` installs Debian's postgresql
+    and sets it): there it fails."""
+    import secrets
+
+    from tests.pg import Cluster, find_bindir
+
+    bindir = find_bindir()
+    if bindir is None:
+        if os.environ.get("MONAD_REQUIRE_POSTGRES") == "1":
+            pytest.fail("PostgreSQL is not installed (.ci/run installs Debian's postgresql)")
+        pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
+    cluster = Cluster(bindir, free_port(), "pg-sentinel-" + secrets.token_hex(8))
+    cluster.init()
+    cluster.start()
+    yield cluster
+    cluster.destroy()
+
+
+class FleetDB:
+    """One fresh database of the cluster: `url` has the password as `${MONAD_TEST_PG_PASSWORD}`."""
+
+    def __init__(self, cluster: Any, name: str) -> None:
+        self.cluster, self.name = cluster, name
+        self.url = cluster.url(name)
+        self.password = cluster.password
+
+    def query(self, sql: str, *params: object) -> list[tuple[Any, ...]]:
+        return self.cluster.query(self.name, sql, *params)
+
+
+@pytest.fixture
+def pg(pg_cluster: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[FleetDB]:
+    """A new database for this test; the cluster is started again if a test stopped it."""
+    import secrets
+
+    name = "t_" + secrets.token_hex(6)
+    pg_cluster.create_database(name)
+    monkeypatch.setenv("MONAD_TEST_PG_PASSWORD", pg_cluster.password)
+    yield FleetDB(pg_cluster, name)
+    pg_cluster.start_if_stopped()
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """Print the `summary` properties tests recorded (e.g. the conformance pass count)."""
     for report in terminalreporter.stats.get("passed", []):

@@ -87,3 +87,20 @@ def test_the_calls_table_shows_how_each_call_came_and_as_what(monad_home: Path) 
     header, first, second = proc.stdout.splitlines()[:3]
     assert header.split()[:4] == ["TIME", "VIA", "EXPOSED", "AS"]
     assert "cli" in first and "a__get_time" in first and "gateway" in second and "b__echo" in second
+
+
+def test_rows_name_their_host_and_home_and_host_filters(tmp_path: Path) -> None:
+    from monad_cli.journal.settings import JournalSettings
+
+    path = tmp_path / "journal.db"
+    j = Journal(path, settings=JournalSettings(home=str(tmp_path), host="runner-7"))
+    j.record("daemon", reason="started")
+    cid = jt.start_call(j, server="a", tool="t", exposed="a__t", arguments={}, via="cli")
+    jt.finish_call(j, cid, outcome="ok")
+    try:
+        assert [(r["host"], r["home"]) for r in reader.events(path)] == [("runner-7", str(tmp_path))]
+        assert reader.events(path, host="runner-7") == j.events(host="runner-7") != []
+        assert reader.calls(path, host="runner-7") == jt.calls(j, host="runner-7") != []
+        assert reader.events(path, host="elsewhere") == reader.calls(path, host="elsewhere") == []
+    finally:
+        j.close()

@@ -95,7 +95,9 @@ def test_studio_calls_are_studio_calls_and_the_transcript_keeps_their_arguments(
         assert answer["decidedBy"] == "trust.autoApproveTools" and not answer["isError"]
         cli = monad("mcp", "call", "time__get_current_time", "--arg", "timezone=Europe/Paris")
         assert cli.code == 0, cli
-        calls = studio.get("/v1/journal/calls?limit=10").json()["calls"]
+        answer_calls = studio.get("/v1/journal/calls?limit=10").json()
+        calls = answer_calls["calls"]
+        assert answer_calls["fleet"] is False and {c["host"] for c in calls} == {answer_calls["host"]}
         assert [(c["via"], c["arguments"], c["outcome"]) for c in calls] == [
             ("cli", {"timezone": "Europe/Paris"}, "ok"), ("studio", {"timezone": "UTC"}, "ok")]
         assert calls[1]["ref"] == "my-ref" and calls[1]["id"] == answer["callId"]
@@ -104,6 +106,7 @@ def test_studio_calls_are_studio_calls_and_the_transcript_keeps_their_arguments(
         live = [c["call"] for c in events.of("call")]
         assert [(c["via"], c["outcome"]) for c in live if "via" in c] == [("studio", "running"), ("cli", "running")]
         assert live[0]["arguments"] == {"timezone": "UTC"} and live[0]["ref"] == "my-ref"
+        assert live[0]["host"] == answer_calls["host"]
     finally:
         events.close()
     # The journal itself still keeps a digest only (docs/tools.md).

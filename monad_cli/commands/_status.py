@@ -33,9 +33,23 @@ def local_rows() -> list[dict[str, Any]]:
     return rows
 
 
-def show_status(rows: list[dict[str, Any]], problems: list[dict[str, Any]], as_json: bool) -> None:
+def journal_warning(journal: dict[str, Any] | None) -> str | None:
+    """The line that says the journal is degraded and why (docs/fleet.md), or None."""
+    if not journal or journal.get("state") != "degraded":
+        return None
+    queued = journal.get("queued") or 0
+    since = f" since {render.when(journal['oldestQueued'])}" if journal.get("oldestQueued") else ""
+    return (f"journal degraded: {journal.get('reason')}; {queued} row(s) queued locally{since}, flushed when "
+            f"the shared journal is back (servers and calls keep running)")
+
+
+def show_status(rows: list[dict[str, Any]], problems: list[dict[str, Any]], as_json: bool,
+                journal: dict[str, Any] | None = None) -> None:
+    """Warnings (file problems, a degraded journal) on stderr, then the rows."""
     for p in problems:
         render.warn(p["message"])
+    if warning := journal_warning(journal):
+        render.warn(warning)
     if as_json:
         render.data_json(rows)
     else:

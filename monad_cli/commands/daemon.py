@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -160,4 +160,15 @@ def status(as_json: JsonOpt = False) -> None:
     up = time.time() - health["startedAt"]
     render.key_values([("running", True), ("pid", health["pid"]), ("version", health["version"]),
                        ("home", health["home"]), ("uptime", f"{up:.0f} s"),
-                       ("servers", ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "none")])
+                       ("servers", ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "none"),
+                       ("journal", _journal_line(health.get("journal")))])
+
+
+def _journal_line(journal: dict[str, Any] | None) -> str | None:
+    """`sqlite PATH`, or `postgresql URL (state; N queued)` with the reason when degraded."""
+    if not journal:
+        return None
+    if journal["backend"] == "sqlite":
+        return f"sqlite {journal['path']}"
+    line = f"postgresql {journal['url']} as {journal['host']} ({journal['state']}; {journal['queued']} queued)"
+    return line + (f": {journal['reason']}" if journal.get("reason") else "")

@@ -1,6 +1,7 @@
 """`monad journal`: read the journal (state changes, config errors, supervisor events).
 
 Read-only, on the standard library's sqlite3 (`journal.reader`): it costs what `status` does.
+With a fleet's shared journal (docs/fleet.md), psycopg reads it (`journal.pg_reader`).
 """
 
 from __future__ import annotations
@@ -39,11 +40,28 @@ def journal(
     calls: Annotated[bool, typer.Option("--calls", help="Tool calls instead: server, tool, argument digest, "
                                                         "approval decision and who made it, duration, "
                                                         "outcome.")] = False,
+    host: Annotated[str | None, typer.Option("--host", help="Only rows this host wrote (a fleet's shared "
+                                                           "journal holds every host's rows).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """What happened: every state change, config error and supervisor event, oldest first
-    (or, with --calls, every tool call)."""
+    (or, with --calls, every tool call).
+
+    With a shared journal (MONAD_JOURNAL_URL or settings.toml, see docs/fleet.md) the rows of
+    every supervisor that uses it, each with its host.
+    """
+    from monad_cli.journal.settings import load_journal_settings
+
     p = paths()
+    settings = load_journal_settings(p)
+    after = parse_since(since) if since else None
+    if settings.fleet:
+        from monad_cli.journal import pg_reader
+
+        read = pg_reader.calls if calls else pg_reader.events
+        _show(read(settings, server=server, since=after, host=host, limit=limit), calls=calls, fleet=True,
+              as_json=as_json)
+        return
     if not p.journal_db.exists():
         if as_json:
             render.data_json([])
@@ -54,28 +72,27 @@ def journal(
 
     from monad_cli.journal import reader
 
-    after = parse_since(since) if since else None
     try:
-        if calls:
-            _show_calls(reader.calls(p.journal_db, server=server, since=after, limit=limit), as_json=as_json)
-            return
-        rows = reader.events(p.journal_db, server=server, since=after, limit=limit)
+        read_local = reader.calls if calls else reader.events
+        rows = read_local(p.journal_db, server=server, since=after, host=host, limit=limit)
     except sqlite3.Error as e:
         raise MonadError(f"cannot read the journal `{p.journal_db}`: {e}") from None
+    _show(rows, calls=calls, fleet=False, as_json=as_json)
+
+
+def _show(rows: list[dict[str, Any]], *, calls: bool, fleet: bool, as_json: bool) -> None:
+    """Rows as JSON or a table; a shared journal's table names each row's host."""
     if as_json:
         render.data_json(rows)
         return
-    render.table([{**r, "time": render.when(r["ts"])} for r in rows],
-                 [("time", "time"), ("server", "server"), ("kind", "kind"), ("state", "state"),
-                  ("reason", "reason")], empty="no journal rows match")
-
-
-def _show_calls(rows: list[dict[str, Any]], *, as_json: bool) -> None:
-    if as_json:
-        render.data_json(rows)
+    host = [("host", "host")] if fleet else []
+    if not calls:
+        render.table([{**r, "time": render.when(r["ts"])} for r in rows],
+                     [("time", "time"), *host, ("server", "server"), ("kind", "kind"), ("state", "state"),
+                      ("reason", "reason")], empty="no journal rows match")
         return
     render.table([{**r, "time": render.when(r["ts"]),
                    "ms": f"{r['durationMs']:.0f}" if r["durationMs"] is not None else None} for r in rows],
-                 [("time", "time"), ("via", "via"), ("exposed", "exposed as"), ("server", "server"),
+                 [("time", "time"), *host, ("via", "via"), ("exposed", "exposed as"), ("server", "server"),
                   ("tool", "tool"), ("argsDigest", "args"), ("decision", "decision"), ("decidedBy", "by"),
                   ("ms", "ms"), ("outcome", "outcome"), ("error", "error")], empty="no tool calls journaled")

@@ -164,7 +164,7 @@ def list_(as_json: JsonOpt = False) -> None:
         show_status(local_rows(), [], as_json)
         return
     answer = client.get("/v1/settings/mcp-servers/status")
-    show_status(answer["servers"], answer["problems"], as_json)
+    show_status(answer["servers"], answer["problems"], as_json, answer.get("journal"))
 
 
 def _running() -> bool:
@@ -185,7 +185,7 @@ def status(
     client = supervisor()
     if name is None:
         answer = client.get("/v1/settings/mcp-servers/status")
-        show_status(answer["servers"], answer["problems"], as_json)
+        show_status(answer["servers"], answer["problems"], as_json, answer.get("journal"))
         return
     row = client.get(f"/v1/settings/mcp-servers/{_quote(name)}/status")
     if as_json:

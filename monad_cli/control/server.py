@@ -127,7 +127,11 @@ class ControlServer:
     # -- endpoints -----------------------------------------------------------------------
     async def health(self, request: Request) -> JSONResponse:
         return JSONResponse({"pid": os.getpid(), "version": __version__, "home": str(self.sup.paths.home),
-                             "startedAt": self.sup.started_at})
+                             "startedAt": self.sup.started_at, "journal": self._journal()})
+
+    def _journal(self) -> dict[str, Any] | None:
+        """The journal's backend and health (`Journal.status`; the URL without its password)."""
+        return self.sup.journal.status() if self.sup.journal is not None else None
 
     async def stop_daemon(self, request: Request) -> JSONResponse:
         from starlette.background import BackgroundTask
@@ -179,7 +183,8 @@ class ControlServer:
     async def status(self, request: Request) -> JSONResponse:
         await self.sup.reconcile()
         detail = request.query_params.get("detail") in ("1", "true")
-        return JSONResponse({"servers": self.sup.status(detail=detail), "problems": self.sup.file_problems})
+        return JSONResponse({"servers": self.sup.status(detail=detail), "problems": self.sup.file_problems,
+                             "journal": self._journal()})
 
     async def server_status(self, request: Request) -> JSONResponse:
         await self.sup.reconcile()

@@ -4,6 +4,11 @@
 transaction as its row in `migrations`. The schema therefore does not depend on which
 modules happen to be imported. A released name is never renamed, reordered or edited (a
 journal that recorded it would not run the new code); a change is a new entry at the end.
+The same list migrates the SQLite journal and a shared PostgreSQL one (`journal.fleet`
+runs it under an advisory lock, so supervisors starting together migrate it once).
+
+The early entries create tables from the current models, so on a fresh journal they
+already have the columns later entries add: those entries add only what is missing.
 """
 
 from __future__ import annotations
@@ -11,9 +16,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from sqlalchemy import inspect, text
 from sqlmodel import SQLModel
 
-from monad_cli.journal.tables import AlwaysApproval, Event, TaskRow, ToolCall, ToolSet
+from monad_cli.journal.tables import AlwaysApproval, Event, TaskRow, ToolCall, ToolSet, VettedToolSet
+
+# How the origin columns are added to a table that predates them. Rows already there stay
+# local: `rev = 0` (they have no uid to be written idempotently elsewhere).
+_ORIGIN_DDL = (("uid", "VARCHAR"), ("host", "VARCHAR"), ("home", "VARCHAR"), ("rev", "INTEGER NOT NULL DEFAULT 0"))
 
 
 def _create(*models: type[SQLModel]) -> Callable[[Any], None]:
@@ -23,9 +33,36 @@ def _create(*models: type[SQLModel]) -> Callable[[Any], None]:
     return migrate
 
 
+def _origin_indexes(conn: Any, table: str) -> None:
+    # uid: the idempotency key of every upsert into the shared journal; rev: "what is still
+    # queued" (above the link's cursor) and the next rev stay cheap however long it grows.
+    conn.execute(text(f"CREATE UNIQUE INDEX IF NOT EXISTS ix_{table}_uid ON {table} (uid)"))
+    conn.execute(text(f"CREATE INDEX IF NOT EXISTS ix_{table}_rev ON {table} (rev)"))
+    conn.execute(text(f"CREATE INDEX IF NOT EXISTS ix_{table}_host ON {table} (host)"))
+
+
+def add_origin_columns(*tables: str) -> Callable[[Any], None]:
+    def migrate(conn: Any) -> None:
+        for table in tables:
+            have = {c["name"] for c in inspect(conn).get_columns(table)}
+            for name, ddl in _ORIGIN_DDL:
+                if name not in have:
+                    conn.execute(text(f"ALTER TABLE {table} ADD COLUMN {name} {ddl}"))
+            _origin_indexes(conn, table)
+
+    return migrate
+
+
+def _create_vetted(conn: Any) -> None:
+    _create(VettedToolSet)(conn)
+    _origin_indexes(conn, "vetted_tool_sets")
+
+
 MIGRATIONS: tuple[tuple[str, Callable[[Any], None]], ...] = (
     ("0001_events", _create(Event)),
     ("0002_tool_calls_approvals_tool_sets", _create(ToolCall, AlwaysApproval, ToolSet)),
     # Numbered apart from the core tables when tasks were a separate feature; kept as released.
     ("0100_tasks", _create(TaskRow)),
+    ("0200_origin_columns", add_origin_columns("events", "tool_calls", "approvals")),
+    ("0201_vetted_tool_sets", _create_vetted),
 )

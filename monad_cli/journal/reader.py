@@ -31,12 +31,13 @@ def connect_readonly(path: Path) -> sqlite3.Connection:
 
 
 def _select(path: Path, table: str, *, server: str | None, since: float | None, limit: int,
-            kinds: Iterable[str] | None = None) -> list[sqlite3.Row]:
+            kinds: Iterable[str] | None = None, host: str | None = None) -> list[sqlite3.Row]:
     where: list[str] = []
     args: list[Any] = []
-    if server:
-        where.append("server = ?")
-        args.append(server)
+    for column, value in (("server", server), ("host", host)):
+        if value:
+            where.append(f"{column} = ?")
+            args.append(value)
     if since is not None:
         where.append("ts >= ?")
         args.append(since)
@@ -50,25 +51,38 @@ def _select(path: Path, table: str, *, server: str | None, since: float | None, 
     try:
         if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone() is None:
             return []
+        if host and not _has_column(conn, table, "host"):
+            return []  # a journal from before rows named their host: none is this host's
         rows = conn.execute(sql, [*args, limit]).fetchall()
     finally:
         conn.close()
     return list(reversed(rows))
 
 
+def _has_column(conn: sqlite3.Connection, table: str, column: str) -> bool:
+    return any(r["name"] == column for r in conn.execute(f"PRAGMA table_info({table})"))
+
+
+def _origin(r: sqlite3.Row) -> dict[str, Any]:
+    # A journal the supervisor has not migrated yet has no origin columns: None, as rows
+    # written before them have.
+    keys = r.keys()
+    return {"host": r["host"] if "host" in keys else None, "home": r["home"] if "home" in keys else None}
+
+
 def events(path: Path, *, server: str | None = None, since: float | None = None,
-           kinds: Iterable[str] | None = None, limit: int = 1000) -> list[dict[str, Any]]:
+           kinds: Iterable[str] | None = None, host: str | None = None, limit: int = 1000) -> list[dict[str, Any]]:
     """The newest `limit` event rows, oldest first: `Journal.events`' answer, read-only."""
     return [{"id": r["id"], "ts": r["ts"], "server": r["server"], "kind": r["kind"], "state": r["state"],
-             "reason": r["reason"], "detail": json.loads(r["detail"]) if r["detail"] else None}
-            for r in _select(path, "events", server=server, since=since, limit=limit, kinds=kinds)]
+             "reason": r["reason"], "detail": json.loads(r["detail"]) if r["detail"] else None, **_origin(r)}
+            for r in _select(path, "events", server=server, since=since, limit=limit, kinds=kinds, host=host)]
 
 
-def calls(path: Path, *, server: str | None = None, since: float | None = None,
+def calls(path: Path, *, server: str | None = None, since: float | None = None, host: str | None = None,
           limit: int = 200) -> list[dict[str, Any]]:
     """The newest `limit` tool calls, oldest first: `journal.tools.calls`' answer, read-only."""
     return [{"id": r["id"], "ts": r["ts"], "server": r["server"], "tool": r["tool"], "exposed": r["exposed"],
              "argsDigest": r["args_digest"], "via": r["via"], "decision": r["decision"],
              "decidedBy": r["decided_by"], "outcome": r["outcome"], "durationMs": r["duration_ms"],
-             "error": r["error"]}
-            for r in _select(path, "tool_calls", server=server, since=since, limit=limit)]
+             "error": r["error"], **_origin(r)}
+            for r in _select(path, "tool_calls", server=server, since=since, limit=limit, host=host)]

@@ -8,7 +8,16 @@
   command asks again;
 - `tool_sets`: every tool set a server advertised, by hash, so a pin mismatch can say what
   changed against the pinned set;
-- `tasks`: one row per tool call started through the task manager (see `TaskRow`).
+- `tasks`: one row per tool call started through the task manager (see `TaskRow`);
+- `vetted_tool_sets`: tool sets a person accepted for a server definition (its pin
+  matched them), so a supervisor sharing the journal accepts the same set (docs/fleet.md).
+
+Shipped rows (`events`, `tool_calls`, `approvals`, `vetted_tool_sets`) end with the origin
+columns (docs/fleet.md): `uid` (the row's identity across journals: the idempotency key of
+every upsert), `host` and `home` (the supervisor that wrote it) and `rev`: in a fleet, set on
+every write to one more than the table's highest, inside the write's transaction, so `rev`
+order is commit order and the link ships "every row with `rev` above its cursor"; 0 for
+rows that are never shipped (written without a fleet, or copied from the shared journal).
 
 A released table is never edited in place: a change is a new named migration.
 """
@@ -19,6 +28,11 @@ import json
 from typing import Any
 
 from sqlmodel import Field, SQLModel
+
+# The origin columns every shipped table ends with (added by migration 0200 to journals
+# made before it; `migrations.add_origin_columns`).
+ORIGIN_COLUMNS = ("uid", "host", "home", "rev")
+SHIPPED_TABLES = ("events", "tool_calls", "approvals", "vetted_tool_sets")
 
 
 class Migration(SQLModel, table=True):
@@ -38,11 +52,16 @@ class Event(SQLModel, table=True):
     state: str | None = None
     reason: str | None = None
     detail: str | None = None  # JSON
+    uid: str | None = None
+    host: str | None = None
+    home: str | None = None
+    rev: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {"id": self.id, "ts": self.ts, "server": self.server, "kind": self.kind,
                 "state": self.state, "reason": self.reason,
-                "detail": json.loads(self.detail) if self.detail else None}
+                "detail": json.loads(self.detail) if self.detail else None, "host": self.host,
+                "home": self.home}
 
 
 class ToolCall(SQLModel, table=True):
@@ -59,12 +78,16 @@ class ToolCall(SQLModel, table=True):
     outcome: str = "running"
     duration_ms: float | None = None
     error: str | None = None
+    uid: str | None = None
+    host: str | None = None
+    home: str | None = None
+    rev: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {"id": self.id, "ts": self.ts, "server": self.server, "tool": self.tool,
                 "exposed": self.exposed, "argsDigest": self.args_digest, "via": self.via,
                 "decision": self.decision, "decidedBy": self.decided_by, "outcome": self.outcome,
-                "durationMs": self.duration_ms, "error": self.error}
+                "durationMs": self.duration_ms, "error": self.error, "host": self.host, "home": self.home}
 
 
 class AlwaysApproval(SQLModel, table=True):
@@ -75,6 +98,10 @@ class AlwaysApproval(SQLModel, table=True):
     tool: str
     created: float
     decided_by: str
+    uid: str | None = None
+    host: str | None = None
+    home: str | None = None
+    rev: int = 0
 
 
 class ToolSet(SQLModel, table=True):
@@ -83,6 +110,23 @@ class ToolSet(SQLModel, table=True):
     hash: str = Field(primary_key=True)
     tools: str  # JSON, the canonical pinned view
     seen: float
+
+
+class VettedToolSet(SQLModel, table=True):
+    """A tool set (`hash`, `sha256:<hex>`) a person accepted for server `server` defined as
+    `definition_hash`: recorded when its `trust.pinnedToolHash` matched what it advertised."""
+
+    __tablename__ = "vetted_tool_sets"
+    id: int | None = Field(default=None, primary_key=True)
+    server: str = Field(index=True)
+    definition_hash: str
+    hash: str
+    created: float
+    decided_by: str
+    uid: str | None = None
+    host: str | None = None
+    home: str | None = None
+    rev: int = 0
 
 
 class TaskRow(SQLModel, table=True):

@@ -7,7 +7,12 @@
 - `approvals`: "always" approvals, keyed to (server, definition hash, tool), so an edited
   command or URL asks again.
 - `tool_sets`: every tool set a server advertised, by hash, so a pin mismatch can say what
-  changed against the pinned set.
+  changed against the pinned set;
+- `vetted_tool_sets`: the tool sets a pin accepted, per definition hash, shared by a fleet.
+
+Every write stamps the origin columns and its `rev` and wakes the fleet link
+(`Journal.write`); in a fleet the row is then queued locally until the link ships it
+(docs/fleet.md).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from monad_cli.journal.db import Journal
-from monad_cli.journal.tables import AlwaysApproval, ToolCall, ToolSet
+from monad_cli.journal.tables import AlwaysApproval, ToolCall, ToolSet, VettedToolSet
 
 OUTCOMES = ("running", "ok", "tool-error", "cancelled", "timeout", "refused", "error", "interrupted")
 
@@ -31,14 +36,13 @@ def args_digest(arguments: Any) -> str:
     return "sha256:" + hashlib.sha256(body.encode()).hexdigest()[:16]
 
 
-FINISH_SQL = "UPDATE tool_calls SET outcome = ?, decision = ?, decided_by = ?, duration_ms = ?, error = ? WHERE id = ?"
-
-
 def start_call(j: Journal, *, server: str, tool: str, exposed: str, arguments: Any, via: str) -> int:
-    """The intent row (outcome `running`), committed before the call; returns its id."""
-    row_id = j.write("INSERT INTO tool_calls (ts, server, tool, exposed, args_digest, via, outcome) "
-                     "VALUES (?, ?, ?, ?, ?, ?, 'running')",
-                     (time.time(), server, tool, exposed, args_digest(arguments), via))
+    """The intent row (outcome `running`), committed before the call; returns its id. In a
+    fleet the row is only queued here: the link ships it from its own thread, so no call
+    waits on the network."""
+    row_id = j.write(f"INSERT INTO tool_calls (ts, server, tool, exposed, args_digest, via, outcome, uid, host, "
+                     f"home, rev) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, {j.rev_sql('tool_calls')})",
+                     (time.time(), server, tool, exposed, args_digest(arguments), via, *j.origin()))
     assert row_id is not None
     return row_id
 
@@ -48,33 +52,37 @@ def finish_call(j: Journal, call_id: int, *, outcome: str, decision: str | None 
                 defer: bool = False) -> None:
     """The outcome of the call `call_id`, written after the side effect. `defer`: queued for
     the journal's next write transaction (the next call's intent, or `Journal.flush`, which
-    the supervisor runs within ~20 ms), so the answer need not wait for a commit."""
+    the supervisor runs within ~20 ms), so the answer need not wait for a commit. Its `rev`
+    is taken when the statement runs, inside that transaction, so a deferred row is ordered
+    by its commit like any other (`Journal.rev_sql`)."""
+    sql = (f"UPDATE tool_calls SET outcome = ?, decision = ?, decided_by = ?, duration_ms = ?, error = ?, "
+           f"rev = {j.rev_sql('tool_calls')} WHERE id = ?")
     params = (outcome, decision, decided_by, duration_ms, j.scrub(error)[:500] if error else None, call_id)
     if defer:
-        j.defer(FINISH_SQL, params)
+        j.defer(sql, params)
     else:
-        j.write(FINISH_SQL, params)
+        j.write(sql, params)
 
 
 def interrupt_running(j: Journal) -> int:
     """Calls left `running` by a supervisor that died become `interrupted` (never retried:
     whether the server acted on them is unknown); returns how many."""
     with Session(j.engine) as s:
-        rows = list(s.exec(select(ToolCall).where(ToolCall.outcome == "running")))
-        for row in rows:
-            row.outcome = "interrupted"
-            row.error = "the supervisor stopped during the call"
-            s.add(row)
-        s.commit()
-    return len(rows)
+        ids = list(s.exec(select(ToolCall.id).where(ToolCall.outcome == "running")))
+    for call_id in ids:  # one write each: every row gets its own rev
+        j.write(f"UPDATE tool_calls SET outcome = 'interrupted', error = 'the supervisor stopped during the call', "
+                f"rev = {j.rev_sql('tool_calls')} WHERE id = ? AND outcome = 'running'", (call_id,))
+    return len(ids)
 
 
-def calls(j: Journal, *, server: str | None = None, since: float | None = None,
+def calls(j: Journal, *, server: str | None = None, since: float | None = None, host: str | None = None,
           limit: int = 200) -> list[dict[str, Any]]:
     j.flush()  # outcomes still queued in this process are part of the answer
     q = select(ToolCall)
     if server:
         q = q.where(ToolCall.server == server)
+    if host:
+        q = q.where(ToolCall.host == host)
     if since is not None:
         q = q.where(ToolCall.ts >= since)
     q = q.order_by(col(ToolCall.id).desc()).limit(limit)
@@ -99,10 +107,26 @@ def all_always(j: Journal) -> list[AlwaysApproval]:
 def add_always(j: Journal, server: str, definition_hash: str, tool: str, decided_by: str) -> None:
     if always_approved(j, server, definition_hash, tool):
         return
+    j.write(f"INSERT INTO approvals (server, definition_hash, tool, created, decided_by, uid, host, home, rev) "
+            f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, {j.rev_sql('approvals')})",
+            (server, definition_hash, tool, time.time(), decided_by, *j.origin()))
+
+
+def all_vetted(j: Journal) -> list[VettedToolSet]:
     with Session(j.engine) as s:
-        s.add(AlwaysApproval(server=server, definition_hash=definition_hash, tool=tool, created=time.time(),
-                             decided_by=decided_by))
-        s.commit()
+        return list(s.exec(select(VettedToolSet)))
+
+
+def add_vetted(j: Journal, server: str, definition_hash: str, digest: str, decided_by: str) -> None:
+    """Record that `digest` was accepted for `server` as defined by `definition_hash` (once)."""
+    q = select(VettedToolSet).where(VettedToolSet.server == server, VettedToolSet.definition_hash == definition_hash,
+                                    VettedToolSet.hash == digest)
+    with Session(j.engine) as s:
+        if s.exec(q).first() is not None:
+            return
+    j.write(f"INSERT INTO vetted_tool_sets (server, definition_hash, hash, created, decided_by, uid, host, home, "
+            f"rev) VALUES (?, ?, ?, ?, ?, ?, ?, ?, {j.rev_sql('vetted_tool_sets')})",
+            (server, definition_hash, digest, time.time(), decided_by, *j.origin()))
 
 
 def remember_tool_set(j: Journal, server: str, digest: str, canonical: list[dict[str, Any]]) -> None:

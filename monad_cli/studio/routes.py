@@ -4,9 +4,10 @@
                                              (the Studio's port refuses it: locks.py)
     GET    /v1/studio/tools                  the Tools view: `GET /v1/tools` rows + `formSchema`
                                              (inputSchema, local $refs resolved) + `ui` ({resourceUri})
-    GET    /v1/journal                       ?server=NAME&limit=N → {events: [...]} (newest last)
-    GET    /v1/journal/calls                 ?server=NAME&limit=N → {calls: [...]} (newest first;
-                                             transcript.py)
+    GET    /v1/journal                       ?server=NAME&limit=N → {events: [...], shared} (newest
+                                             last; `shared`: a fleet's rows of every host, docs/fleet.md)
+    GET    /v1/journal/calls                 ?server=NAME&limit=N → {calls: [...], fleet, host} (newest
+                                             first; transcript.py)
     GET    /v1/studio/apps/resource · POST /v1/studio/apps/request   MCP Apps (apps.py)
     POST   /v1/mcp-servers/{name}/authorize  start `monad mcp authorize`'s flow → 202 the run
     GET    /v1/mcp-servers/{name}/authorize  the last run of that server
@@ -19,6 +20,7 @@ approvals and the task ledger; the Studio service itself starts on the first `PO
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -27,7 +29,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from monad_cli.control.http import read_json_body
-from monad_cli.errors import InvalidInput, NotFound
+from monad_cli.errors import InvalidInput, NotFound, Unavailable
 from monad_cli.redact import redact_definition
 from monad_cli.studio import DEFAULT_PORT
 from monad_cli.studio.apps import AppHost, app_routes
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
     from monad_cli.control.server import ControlServer
     from monad_cli.studio.service import Studio
 
+log = logging.getLogger("monad.studio")
 MAX_JOURNAL_ROWS = 500
 
 
@@ -158,8 +161,18 @@ def studio_routes(control: ControlServer) -> list[Route]:
         journal_db = sup.journal
         if journal_db is None:
             return JSONResponse({"events": []})
+        if journal_db.link is not None and journal_db.link.state() == "ok":
+            # A fleet: the shared journal's rows of this server, from every host (docs/fleet.md).
+            from monad_cli.journal import pg_reader
+
+            try:
+                rows = await anyio.to_thread.run_sync(
+                    lambda: pg_reader.events(journal_db.settings, server=server, limit=limit))
+                return JSONResponse({"events": rows, "shared": True})
+            except Unavailable as e:  # the link went down meanwhile: this supervisor's own rows
+                log.info("studio journal: %s", e.message)
         rows = await anyio.to_thread.run_sync(lambda: journal_db.events(server=server, limit=limit))
-        return JSONResponse({"events": rows})
+        return JSONResponse({"events": rows, "shared": False})
 
     def known(request: Request) -> str:
         name = request.path_params["name"]

@@ -4,7 +4,7 @@ every approval request and every Task, live, on the one event stream (events.py)
 `Transcript` listens to the tool service's call log (`trust/calls.py`), the approval gate
 and the task ledger, and publishes:
 
-    call              {call: {id, ts?, server?, tool?, exposed?, via?, arguments?, ref?,
+    call              {call: {id, ts?, server?, tool?, exposed?, via?, arguments?, ref?, host?,
                               outcome, decision?, decidedBy?, durationMs?, error?}}
                       (a call that started, then the same id again when it finished)
     approval.pending  {approval: {id, server, tool, exposed, arguments, hostEscape, command,
@@ -14,7 +14,10 @@ and the task ledger, and publishes:
 
 The journal keeps a call's arguments only as a digest (docs/tools.md), so the transcript
 keeps the arguments of the last `KEEP` calls in memory, scrubbed; a row from before the
-supervisor started shows its digest only. `GET /v1/journal/calls` merges them back in.
+supervisor started shows its digest only. `GET /v1/journal/calls` merges them back in, and
+says whether this supervisor is one of a fleet's (`fleet`, docs/fleet.md): then the page
+shows each call's host (this supervisor's `host`; other hosts' calls are in the shared
+journal, `monad journal --calls`).
 """
 
 from __future__ import annotations
@@ -102,6 +105,8 @@ def transcript_routes(transcript: Transcript) -> list[Route]:
         except ValueError:
             raise InvalidInput("limit must be a whole number") from None
         server = q.get("server") or None
-        return JSONResponse({"calls": await transcript.calls(server=server, limit=limit)})
+        journal = transcript.tools.journal
+        return JSONResponse({"calls": await transcript.calls(server=server, limit=limit),
+                             "fleet": journal.settings.fleet, "host": journal.host})
 
     return [Route("/v1/journal/calls", calls)]

@@ -120,6 +120,11 @@ def run(paths: Paths, *, include: list[str] | None = None, exclude: list[str] | 
         notify(e)
         print(f"error: {e}", file=sys.stderr)
         return 1
+    except MonadError as e:  # e.g. the journal's settings (docs/fleet.md): nothing started yet
+        notify(e)
+        log.error("not started: %s", scrub(e.message))
+        print(f"error: the supervisor did not start: {scrub(e.message)}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
     except BaseException as e:

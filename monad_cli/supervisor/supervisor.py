@@ -22,6 +22,7 @@ from monad_cli.errors import ConfigError
 from monad_cli.filters import ServerFilter, combine
 from monad_cli.gateway.server import Gateway
 from monad_cli.journal.db import Journal
+from monad_cli.journal.settings import load_journal_settings
 from monad_cli.paths import Paths
 from monad_cli.redact import redact_text, secret_values
 from monad_cli.studio.apps import apps_extension
@@ -137,7 +138,9 @@ class Supervisor:
         """Open the journal and build the services on it, each handed only what it uses (the
         journal, the actors as a live lookup, the redaction function, callbacks): what `run`
         does first, once it holds the daemon lock. Call once; returns the journal."""
-        journal = self.journal = Journal(self.paths.journal_db, scrub=self.scrub)
+        settings = load_journal_settings(self.paths, self.environ)  # docs/fleet.md; a bad one stops the start
+        self.secrets |= settings.secrets  # the journal password, before anything is logged
+        journal = self.journal = Journal(self.paths.journal_db, scrub=self.scrub, settings=settings)
         from monad_cli.tasks.manager import TaskManager
 
         tasks = self.tasks = TaskManager(journal, self.actors, redact=self.scrub,
@@ -145,7 +148,7 @@ class Supervisor:
         self.state_listeners.append(tasks.on_actor_state)
         self.tool_service = ToolService(journal, self.actors, scrub=self.scrub,
                                         tool_globs=lambda: self.tool_globs, start_task=tasks.start,
-                                        run_task=tasks.run_call)
+                                        run_task=tasks.run_call, recheck=self._recheck_tools)
         self.tool_listeners.append(lambda actor: self.tool_service.changed())
         self.auth = SupervisorAuth(self.paths, self.actors)
         self.gateway = Gateway(self.tool_service, scrub=self.scrub)
@@ -157,6 +160,10 @@ class Supervisor:
             on_tools_changed=self.on_tools_changed,
             on_state_changed=self.on_state_changed, stopping=lambda: self.stopping)
         return journal
+
+    def _recheck_tools(self, name: str) -> None:  # a tool set vetted elsewhere in the fleet
+        if (actor := self.actors.get(name)) is not None and self._tg is not None:
+            self._tg.start_soon(actor.refresh_tools)
 
     def on_tools_changed(self, actor: ServerActor) -> None:
         for listener in list(self.tool_listeners):
@@ -222,7 +229,7 @@ class Supervisor:
         for actor in self.actors.values():  # last-good definitions still in use
             if actor.spec is not None:
                 secrets |= _spec_secrets(actor.spec)
-        self.secrets = secrets
+        self.secrets = secrets | (self.journal.settings.secrets if self.journal is not None else set())
         # Whole-file errors, and errors about a definition that lost to another one
         # (duplicate name or URL) while the winner runs: no status row would show them.
         self.file_problems = [{"file": p.file, "message": self.scrub(p.message)}
@@ -317,8 +324,9 @@ class Supervisor:
 
         self.acquire_daemon_lock()
         journal = self.open()
+        journal.start_link()  # a fleet's shared journal: shipped from a thread, never awaited
         check = journal.quick_check()
-        self.tool_service.recover()
+        self.tool_service.calls.recover()
         journal.record("daemon", reason=f"supervisor {__version__} started (pid {os.getpid()})",
                        detail={"quick_check": check})
         # A dead supervisor's servers die before new ones start beside them (docs/supervisor.md);
@@ -334,6 +342,7 @@ class Supervisor:
                 self._tg = tg
                 tg.start_soon(self.tasks.run)
                 tg.start_soon(self.tool_service.calls.write_outcomes)
+                tg.start_soon(self.tool_service.shared.follow)  # a fleet's trust (returns at once without one)
                 tg.start_soon(self._handle_signals)
                 if serve:  # before the servers connect: 50 handshakes at once would hold it up
                     await control.start()

@@ -4,7 +4,7 @@
 `journal/tools.py`; a deferred outcome behind the answer, committed by `write_outcomes`),
 and tells its listeners (the Studio's transcript) each time:
 
-    listener("call.started",  {"id", "ts", "server", "tool", "exposed", "via", "arguments", "ref"})
+    listener("call.started",  {"id", "ts", "server", "tool", "exposed", "via", "arguments", "ref", "host"})
     listener("call.finished", {"id", "outcome", "decision", "decidedBy", "durationMs", "error"})
 
 The journal keeps only a digest of the arguments (docs/tools.md "The journal of calls");
@@ -82,6 +82,15 @@ class CallLog:
             except Exception:
                 log.exception("journal write failed")  # the next write transaction retries them
 
+    def recover(self) -> int:
+        """Once at startup: calls the last supervisor left running (it died mid-call) are
+        journaled `interrupted`, with a `daemon` row saying how many. Returns that number."""
+        n = jt.interrupt_running(self.journal)
+        if n:
+            self.journal.record("daemon", reason=f"{n} tool call(s) left running by the last supervisor "
+                                                 f"marked interrupted")
+        return n
+
     def _tell(self, kind: str, data: dict[str, Any]) -> None:
         for listener in list(self.listeners):
             try:
@@ -98,7 +107,7 @@ class CallLog:
         self._tokens[call_id] = _current.set({"callId": call_id, "exposed": exposed, "via": via, "ref": ref})
         self._tell("call.started", {"id": call_id, "ts": time.time(), "server": server, "tool": tool,
                                     "exposed": exposed, "via": via, "arguments": arguments, "ref": ref,
-                                    "outcome": "running"})
+                                    "outcome": "running", "host": self.journal.host})
         return call_id
 
     def finish(self, call_id: int, *, outcome: str, decision: str | None = None, decided_by: str | None = None,

@@ -96,18 +96,31 @@ class ApprovalGate:
         """Read the "always" approvals once; later ones are added here and in the journal,
         so a call never waits on a journal query."""
         from monad_cli.journal.tools import all_always
+        from monad_cli.trust.shared import decided_where
 
         self.journal = journal
-        self.always = {(r.server, r.definition_hash, r.tool): r.decided_by for r in all_always(journal)}
+        # Rows another supervisor of a fleet wrote say where they were decided.
+        self.always = {(r.server, r.definition_hash, r.tool): decided_where(journal, r.decided_by, r.host, r.home)
+                       for r in all_always(journal)}
 
-    def prior(self, server: str, definition_hash: str, tool: str) -> str | None:
-        """Who approved this tool earlier ("session …"/"always …"), or None."""
+    def prior(self, server: str, definition_hash: str, tool: str, *, host_escape: bool = False) -> str | None:
+        """Who approved this tool earlier ("session …"/"always …"), or None. A `hostEscape`
+        server's "always" approvals do not count (one made before the flag was set here, or
+        by a supervisor of the fleet where the server is not marked)."""
         key = (server, definition_hash, tool)
         if key in self.session:
             return f"session approval ({self.session[key]})"
-        if key in self.always:
+        if key in self.always and not host_escape:
             return f"always approval ({self.always[key]})"
         return None
+
+    def release(self, key: tuple[str, str, str], by: str) -> None:
+        """An "always" approval that arrived from a fleet's shared journal answers the
+        requests waiting on the same (server, definition hash, tool)."""
+        for p in list(self.pending.values()):
+            if p.decision is None and not p.host_escape and (p.server, p.definition_hash, p.tool) == key:
+                p.decision = (True, "always", f"always approval ({by})")
+                p.event.set()
 
     def grant(self, server: str, definition_hash: str, tool: str, scope: str, by: str,
               *, host_escape: bool) -> None:
@@ -183,6 +196,18 @@ class ApprovalGate:
         p.event.set()
         self._closed(p, f"allowed ({scope})" if allow else "denied", by)
         return p
+
+    def answer(self, approval_id: str, grant: str, *, by: str) -> tuple[bool, str, str]:
+        """Decide the pending `approval_id` for the call that holds it (`grant`: `deny`, or
+        the scope to allow) and forget it; returns (approved, decision, who) for that call."""
+        p = self.get(approval_id)
+        allow = grant != "deny"
+        if allow:
+            self.decide(p.id, allow=True, scope=grant, by=by)
+        else:
+            self.decide(p.id, allow=False, by=by)
+        self.pending.pop(p.id, None)
+        return allow, "approved" if allow else "denied", by + (f" ({grant})" if allow else "")
 
     def purge(self) -> None:
         now = self.clock()

@@ -48,6 +48,7 @@ from monad_cli.trust.names import (
 )
 from monad_cli.trust.pins import canonical_tools, describe_change, same_hash, tool_set_hash
 from monad_cli.trust.servers import ProgressFn, RunTask, StartTask, ToolServer
+from monad_cli.trust.shared import SharedTrust
 from monad_cli.trust.visibility import check_caller
 
 if TYPE_CHECKING:
@@ -89,8 +90,9 @@ class ToolService:
     def __init__(self, journal: Journal, servers: Mapping[str, ToolServer], *,
                  scrub: Callable[[str], str], tool_globs: Callable[[], Mapping[str, Sequence[str]]] = dict,
                  start_task: StartTask | None = None, run_task: RunTask | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, recheck: Callable[[str], None] = lambda name: None) -> None:
         self.journal = journal
+        self.recheck = recheck
         self.servers = servers
         self.scrub = scrub
         self.tool_globs = tool_globs
@@ -100,21 +102,14 @@ class ToolService:
         self.gate = ApprovalGate(journal, clock=clock)
         self.calls = CallLog(journal)  # the tool_calls rows, and the Studio's transcript listening
         self.gate.load(journal)
+        # A fleet's approvals and vetted tool sets (docs/fleet.md); local rows alone without one.
+        self.shared = SharedTrust(journal, self.gate, on_vetted=self._on_vetted)
         self.hashes: dict[str, str] = {}
         self.blocked: dict[str, str] = {}
         self._map_key: Any = None
         self._version = 0
         self._map = NameMap()
         self._changed = anyio.Event()
-
-    def recover(self) -> int:
-        """Once at startup: calls the last supervisor left running (it died mid-call) are
-        journaled `interrupted`, with a `daemon` row saying how many. Returns that number."""
-        n = jt.interrupt_running(self.journal)
-        if n:
-            self.journal.record("daemon", reason=f"{n} tool call(s) left running by the last supervisor "
-                                                 f"marked interrupted")
-        return n
 
     def changed(self) -> None:
         self._version += 1  # a tool list was (re)fetched: the name map must be rebuilt
@@ -135,13 +130,20 @@ class ToolService:
         except Exception:
             log.exception("journal write failed")  # the pin check itself needs no journal
         pinned = server.spec.trust.pinned_tool_hash if server.spec else None
-        if not pinned:
+        if not pinned or server.spec is None:
             self.blocked.pop(name, None)
             log.info("server %s: tool set hash %s (%d tools; pin it with `monad mcp pin %s`)",
                      name, digest, len(tools), name)
             return None
+        definition = server.spec.definition_hash()
         if same_hash(pinned, digest):
             self.blocked.pop(name, None)
+            self.shared.vet(name, definition, digest, f"trust.pinnedToolHash in {server.spec.source or 'its file'}")
+            return None
+        vetted = self.shared.accepted(name, definition, digest)
+        if vetted:  # re-vetted elsewhere in the fleet for this very definition
+            self.blocked.pop(name, None)
+            log.info("server %s: tool set %s differs from its pin but was vetted (%s)", name, digest, vetted)
             return None
         old = jt.tool_set(self.journal, name, "sha256:" + pinned.removeprefix("sha256:").lower())
         reason = (f"tool set changed since it was pinned ({describe_change(old, dumped)}); refusing to register "
@@ -149,6 +151,12 @@ class ToolService:
         log.warning("server %s: %s", name, reason)
         self.blocked[name] = reason
         return reason
+
+    def _on_vetted(self, server: str, definition_hash: str, digest: str) -> None:
+        actor = self.servers.get(server)
+        if (server in self.blocked and actor is not None and actor.spec is not None
+                and actor.spec.definition_hash() == definition_hash and same_hash(self.hashes.get(server), digest)):
+            self.recheck(server)
 
     # -- names ------------------------------------------------------------------------
     def _registered(self) -> list[ToolServer]:
@@ -245,26 +253,23 @@ class ToolService:
         assert spec is not None
         if self.is_auto_approved(actor, tool.name, exposed):
             return True, "approved", "trust.autoApproveTools"
-        prior = self.gate.prior(actor.name, spec.definition_hash(), tool.name)
+        escape = spec.trust.host_escape
+        prior = self.gate.prior(actor.name, spec.definition_hash(), tool.name, host_escape=escape)
+        mode = approval.get("mode", "wait")
+        # In a fleet, an "always" decided elsewhere moments ago may not be merged yet: ask
+        # the shared journal once before asking a person (never on an approved call's path).
+        if not prior and mode != "yes" and await self.shared.sync(timeout=1.0):
+            prior = self.gate.prior(actor.name, spec.definition_hash(), tool.name, host_escape=escape)
         if prior:
             return True, "approved", prior
-        mode = approval.get("mode", "wait")
         if mode == "yes":
             return True, "approved", f"{via} --yes"
         if mode == "check":
             raise ApprovalRequired(self.gate.open_call(spec, actor.name, tool.name, exposed, arguments, via,
                                                        PENDING_TTL_S))
         if mode == "decided":
-            p = self.gate.get(str(approval.get("approvalId")))
-            grant = str(approval.get("grant", "deny"))
-            by = f"{via} prompt"
-            if grant == "deny":
-                self.gate.decide(p.id, allow=False, by=by)
-            else:
-                self.gate.decide(p.id, allow=True, scope=grant, by=by)
-            self.gate.pending.pop(p.id, None)
-            return grant != "deny", "approved" if grant != "deny" else "denied", \
-                by + (f" ({grant})" if grant != "deny" else "")
+            return self.gate.answer(str(approval.get("approvalId")), str(approval.get("grant", "deny")),
+                                    by=f"{via} prompt")
         if mode != "wait":
             raise InvalidInput(f"approval mode must be one of yes, check, wait, decided; got {mode!r}")
         timeout = float(approval.get("timeout", DEFAULT_APPROVAL_TIMEOUT_S))

@@ -4,13 +4,14 @@
 // with its arguments (kept in memory for calls since the supervisor started; older rows show
 // the digest the journal keeps), the approval decision and who made it, the outcome and
 // the duration. Rows are read once per stream (each snapshot), then kept current by
-// `call` and `task` events.
+// `call` and `task` events. In a fleet (docs/fleet.md) a last column names each call's host.
 
 import { api } from "./api.js";
 import { h, replaceChildren, setText, when } from "./dom.js";
 import { OPEN, TaskCard, taskTitle } from "./tasks.js";
 
-const COLUMNS = ["Time", "Via", "Tool", "Arguments", "Decision", "Outcome", "Duration"];
+// Host last, shown only in a fleet, so the other columns keep their places either way.
+const COLUMNS = ["Time", "Via", "Tool", "Arguments", "Decision", "Outcome", "Duration", "Host"];
 const MAX_ROWS = 300;
 const FINISHED_CARDS = 20;
 
@@ -32,6 +33,7 @@ export class TranscriptView {
     this.root = root;
     this.notify = notify;
     this.calls = new Map(); // id → {row, tr}
+    this.fleet = false;
     this.cards = new Map(); // task row id → TaskCard
     this.tbody = h("tbody");
     this.cardList = h("div", { class: "task-cards" });
@@ -50,7 +52,8 @@ export class TranscriptView {
       h("section", { "aria-labelledby": "calls-title" },
         h("h2", { id: "calls-title" }, "Calls (newest first)"),
         h("table", { class: "journal calls", "aria-label": "Calls" },
-          h("thead", {}, h("tr", {}, COLUMNS.map((c) => h("th", { scope: "col" }, c)))), this.tbody),
+          h("thead", {}, h("tr", {}, COLUMNS.map((c) => h("th", { scope: "col", hidden: c === "Host" }, c)))),
+          this.tbody),
         this.noCalls));
     setInterval(() => { for (const card of this.cards.values()) if (card.open) card.tick(); }, 1000);
   }
@@ -61,7 +64,10 @@ export class TranscriptView {
       api("GET", "/v1/tasks").catch((err) => ({ error: err.message })),
     ]);
     if (calls.error) this.notify(`calls: ${calls.error}`, true);
-    else for (const row of calls.calls.slice().reverse()) this.applyCall(row);
+    else {
+      this.showHosts(Boolean(calls.fleet));
+      for (const row of calls.calls.slice().reverse()) this.applyCall(row);
+    }
     if (tasks.error) this.notify(`tasks: ${tasks.error}`, true);
     else for (const row of tasks.tasks.slice(0, 100).reverse()) this.applyTask(row);
   }
@@ -81,6 +87,12 @@ export class TranscriptView {
     this.noCalls.hidden = true;
   }
 
+  showHosts(fleet) {
+    this.fleet = fleet;
+    this.root.querySelectorAll("table.calls th:last-child, table.calls td:last-child")
+      .forEach((cell) => { cell.hidden = !fleet; });
+  }
+
   insert(entry, id) {
     // Newest first: before the first row with a smaller id.
     const next = [...this.tbody.children].find((tr) => Number(tr.dataset.callId) < id);
@@ -94,7 +106,7 @@ export class TranscriptView {
 
   renderCall(entry) {
     const r = entry.row;
-    const [time, via, tool, args, decision, outcome, duration] = entry.cells;
+    const [time, via, tool, args, decision, outcome, duration, host] = entry.cells;
     setText(time, when(r.ts));
     setText(via, r.via || "");
     setText(tool, r.exposed || "");
@@ -109,6 +121,8 @@ export class TranscriptView {
     entry.tr.dataset.outcome = r.outcome || "";
     if (r.error) badge.title = r.error;
     setText(duration, typeof r.durationMs === "number" ? `${Math.round(r.durationMs)} ms` : "");
+    setText(host, r.host || "");
+    host.hidden = !this.fleet;
   }
 
   // -- tasks ----------------------------------------------------------------------------

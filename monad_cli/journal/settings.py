@@ -1,0 +1,139 @@
+"""Where the journal lives: `MONAD_JOURNAL_URL`, else `[journal] url` in `MONAD_HOME/settings.toml`,
+else the SQLite file `journal.db` (docs/fleet.md).
+
+    # MONAD_HOME/settings.toml
+    [journal]
+    url = "postgresql+psycopg://monad:${MONAD_JOURNAL_PASSWORD}@db.example:5432/monad"
+    host = "ci-runner-7"     # optional: how this machine is named in the shared journal
+
+`$VAR` / `${VAR}` expand from the environment as in definitions (an unset variable is an
+error naming the setting); the expanded password is a secret: it is only ever shown as
+`***` (`shown`), and `secrets` lists it for the redaction function. `MONAD_HOST` overrides
+`host`; the default is the machine's host name. Stdlib only: the CLI reads this for
+`monad journal` without loading SQLAlchemy.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+from urllib.parse import unquote, urlsplit
+
+if TYPE_CHECKING:  # the journal imports only the dataclass; reading settings needs the rest
+    from monad_cli.paths import Paths
+
+SETTINGS_FILE = "settings.toml"
+URL_ENV = "MONAD_JOURNAL_URL"
+HOST_ENV = "MONAD_HOST"
+# The SQLAlchemy dialect+driver monad speaks; `postgresql://` and `postgres://` mean the same.
+PG_SCHEMES = ("postgresql+psycopg", "postgresql", "postgres")
+_KNOWN = {"url", "host"}
+
+
+@dataclass(frozen=True)
+class JournalSettings:
+    """The journal's location and this supervisor's origin.
+
+    `url`: the expanded PostgreSQL URL (`postgresql+psycopg://…`, holds the password) or
+    None for the SQLite journal; `shown`: the same with the password and query values as
+    `***`; `source`: where the URL came from (`MONAD_JOURNAL_URL` or `settings.toml`);
+    `host`, `home`: the origin every row is stamped with; `secrets`: values to scrub.
+    """
+
+    home: str
+    host: str
+    url: str | None = None
+    shown: str | None = None
+    source: str | None = None
+    secrets: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def fleet(self) -> bool:
+        return self.url is not None
+
+    @property
+    def conninfo(self) -> str:
+        """The URL as libpq takes it (no `+psycopg`), for psycopg without SQLAlchemy."""
+        assert self.url is not None
+        return "postgresql://" + self.url.split("://", 1)[1]
+
+
+def _read_file(paths: Paths) -> dict[str, object]:
+    from monad_cli.errors import ConfigError
+
+    path = paths.home / SETTINGS_FILE
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except FileNotFoundError:
+        return {}
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"`{SETTINGS_FILE}`: {e}; fix the file (see docs/fleet.md)", file=SETTINGS_FILE) from None
+    table = data.get("journal", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"`{SETTINGS_FILE}`: `journal` must be a table (`[journal]`)", file=SETTINGS_FILE,
+                          field="journal")
+    for key in table:
+        if key not in _KNOWN:
+            raise ConfigError(f"`{SETTINGS_FILE}`: `journal.{key}` is not a known setting; known: "
+                              f"{', '.join(sorted(_KNOWN))}", file=SETTINGS_FILE, field=f"journal.{key}")
+        if not isinstance(table[key], str):
+            raise ConfigError(f"`{SETTINGS_FILE}`: `journal.{key}` must be a string", file=SETTINGS_FILE,
+                              field=f"journal.{key}")
+    return table
+
+
+def check_url(url: str, where: str) -> tuple[str, set[str]]:
+    """The normalized URL (`postgresql+psycopg://…`) and its secret values; raises
+    `ConfigError` naming `where` for any other scheme or a URL without host or database."""
+    from monad_cli.errors import ConfigError
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        raise ConfigError(f"{where} is not a URL; use postgresql+psycopg://USER:PASSWORD@HOST:PORT/DB",
+                          field=where) from None
+    if parts.scheme not in PG_SCHEMES:
+        scheme = parts.scheme or "(none)"
+        raise ConfigError(f"{where}: scheme `{scheme}` is not supported; use postgresql+psycopg://USER:PASSWORD"
+                          f"@HOST:PORT/DB, or leave it unset for the SQLite journal", field=where)
+    try:
+        _ = parts.port
+    except ValueError:
+        raise ConfigError(f"{where}: the port is not a number", field=where) from None
+    if not parts.hostname or not parts.path.strip("/"):
+        raise ConfigError(f"{where}: name the server and the database, as in postgresql+psycopg://USER:PASSWORD"
+                          f"@HOST:PORT/DB", field=where)
+    secrets = {s for s in (parts.password, unquote(parts.password or "")) if s}
+    return "postgresql+psycopg://" + url.split("://", 1)[1], secrets
+
+
+def load_journal_settings(paths: Paths, environ: Mapping[str, str] | None = None) -> JournalSettings:
+    """Read `MONAD_JOURNAL_URL` / `settings.toml` (the variable wins). Raises `ConfigError`
+    (bad TOML, unknown key, unset variable, unsupported URL), never showing the password."""
+    from monad_cli.config.expansion import ExpansionError, expand
+    from monad_cli.errors import ConfigError
+    from monad_cli.redact import redact_url
+
+    env = os.environ if environ is None else environ
+    table = _read_file(paths)
+    host = env.get(HOST_ENV) or str(table.get("host") or "") or socket.gethostname()
+    home = str(paths.home)
+    raw_url, source, where = env.get(URL_ENV), URL_ENV, f"`{URL_ENV}`"
+    if not raw_url:
+        raw_url, source, where = (str(table["url"]) if table.get("url") else None), SETTINGS_FILE, \
+            f"`journal.url` in `{SETTINGS_FILE}`"
+    if not raw_url:
+        return JournalSettings(home=home, host=host)
+    try:
+        expanded = expand(raw_url, env)
+    except ExpansionError as e:
+        raise ConfigError(f"{where}: {e}; set it or change the URL", file=SETTINGS_FILE
+                          if source == SETTINGS_FILE else None, field="journal.url") from None
+    url, secrets = check_url(expanded, where)
+    return JournalSettings(home=home, host=host, url=url, shown=redact_url(url), source=source,
+                           secrets=frozenset(secrets))
