@@ -134,13 +134,7 @@ def write_state(paths: Paths, name: str, updates: dict[str, dict[str, Any] | Non
             current = grant.get("obtainedAt") if grant is not None else None
             if current != expect_obtained_at:
                 raise GrantChanged()
-        for key, value in updates.items():
-            assert key in OAUTH_STATE_KEYS
-            if value is None:
-                if key in auth:
-                    del auth[key]
-            else:
-                auth[key] = _plain(value)
+        _apply_state(auth, updates)
 
     update_server(paths, name, {}, mutate=mutate)
 
@@ -274,16 +268,21 @@ class DefinitionTokenStorage:
             auth["mode"] = "oauth"
             if client_id:
                 auth["clientId"] = client_id
-            for key, value in pending.items():
-                assert key in OAUTH_STATE_KEYS
-                if value is None:
-                    if key in auth:
-                        del auth[key]
-                else:
-                    auth[key] = _plain(value)
+            _apply_state(auth, pending)
 
         update_server(self.paths, self.name, {}, mutate=mutate)
         self._pending.clear()
+
+
+def _apply_state(auth: Any, updates: Mapping[str, Any]) -> None:
+    """Write OAuth state keys into an atom's `[auth]` table; None removes a key."""
+    for key, value in updates.items():
+        assert key in OAUTH_STATE_KEYS
+        if value is None:
+            if key in auth:
+                del auth[key]
+        else:
+            auth[key] = _plain(value)
 
 
 def configured_client(config: dict[str, Any], environ: Mapping[str, str] | None = None,

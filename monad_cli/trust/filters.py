@@ -1,4 +1,4 @@
-"""Tool filters: glob rules that hide tools (docs/filtering.md "Tool filters"). Pure, stdlib only.
+"""Tool filters: glob rules that hide tools (docs/filtering.md "Tool filters"). Pure (stdlib, filters.py).
 
 Three layers of rules, each an include list (`enabled`) and an exclude list (`disabled`):
 
@@ -22,6 +22,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+
+from monad_cli.filters import split_globs
 
 # Exposed-name characters plus the glob ones (exposed names are `[A-Za-z0-9_-]`).
 _PATTERN = re.compile(r"[A-Za-z0-9_\-*?\[\]!]{1,160}\Z")
@@ -122,18 +124,8 @@ def inert_globs(tools: Mapping[str, Sequence[str]], own_names: Sequence[str],
 def split_tool_patterns(values: Iterable[str], *, what: str) -> list[str]:
     """`["github__*,time__*", "x__y"]` → three globs over exposed names: comma-separated,
     repeatable, blanks dropped. Raises `ToolPatternError` naming `what` (`--include-tools`)."""
-    out: list[str] = []
-    for value in values:
-        for part in value.split(","):
-            part = part.strip()
-            if not part:
-                continue
-            if not _PATTERN.match(part):
-                raise ToolPatternError(f"{what}: `{part[:60]}` is not a tool-name pattern (letters, digits, `_`, "
-                                       f"`-` and the globs `*`, `?`, `[...]`; exposed names look like "
-                                       f"`server__tool`)")
-            out.append(part)
-    return out
+    return split_globs(values, what=what, pattern=_PATTERN, kind="tool-name", error=ToolPatternError,
+                       hint="; exposed names look like `server__tool`")
 
 
 def literal_glob(name: str) -> str:
