@@ -3,7 +3,8 @@ SDK, SQLAlchemy, uvicorn or httpx2 (DESIGN "Control API"; the SDK import alone c
 the control client not even `http.client` (it pulls `email` and `ssl`), and the gateway
 relay (`monad mcp serve`) none of them either: the MCP server is in the supervisor. A
 command its group's module defines loads no other command module, `add` writes a new atom
-without a TOML library, and `remove` needs neither one nor the schema (issue 15)."""
+without a TOML library, and `remove` needs neither one nor the schema; neither loads `json`
+unless there is an agents.json to read or JSON to print (issue 15)."""
 
 from __future__ import annotations
 
@@ -50,8 +51,8 @@ OTHER_COMMANDS = {f"monad_cli.commands.{m}" for m in
 
 
 @pytest.mark.parametrize("argv,absent", [
-    (("mcp", "add", "light", "--", "echo", "hi"), {"tomlkit", "tomllib"}),
-    (("mcp", "remove", "light"), {"tomlkit", "tomllib", "monad_cli.config.schema", "monad_cli.redact"}),
+    (("mcp", "add", "light", "--", "echo", "hi"), {"tomlkit", "tomllib", "json"}),
+    (("mcp", "remove", "light"), {"tomlkit", "tomllib", "json", "monad_cli.config.schema", "monad_cli.redact"}),
     (("mcp", "list", "--json"), {"tomlkit"}),
 ])
 def test_add_and_remove_load_only_what_they_use(argv: tuple[str, ...], absent: set[str]) -> None:

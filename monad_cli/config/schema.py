@@ -7,7 +7,6 @@ server and the field. docs/atoms.md is the reference for every field.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -170,6 +169,7 @@ class ServerSpec:
         if self.max_message_bytes == DEFAULT_MAX_MESSAGE_BYTES:
             del body["max_message_bytes"]  # unset: the digest stays what it was before the field
         import hashlib  # lazy: the CLI's fast path validates but never hashes
+        import json
 
         known = hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
         self.__dict__["_fingerprint"] = known
@@ -181,6 +181,7 @@ class ServerSpec:
         body = {"command": self.command, "args": self.args, "env": sorted(self.env), "cwd": self.cwd,
                 "url": self.url}
         import hashlib
+        import json
 
         return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
