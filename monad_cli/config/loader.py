@@ -47,6 +47,7 @@ class Definitions:
         return next((p for p in self.problems if p.server == name), None)
 
 
+# Seconds: an atom modified more recently is read on every load (see `AtomCache`).
 RECENT_S = 1.0
 
 
