@@ -14,19 +14,10 @@ from typing import Annotated
 import typer
 
 from monad_cli import render
-from monad_cli.commands import approvals as approvals_cmd
-from monad_cli.commands import auth as auth_cmd
-from monad_cli.commands import clients as clients_cmd
-from monad_cli.commands import daemon as daemon_cmd
-from monad_cli.commands import journal as journal_cmd
-from monad_cli.commands import mcp as mcp_cmd
-from monad_cli.commands import serve as serve_cmd
-from monad_cli.commands import studio as studio_cmd
-from monad_cli.commands import tasks as tasks_cmd
-from monad_cli.commands import tools as tools_cmd
 from monad_cli.errors import ExitCode, MonadError
 
-app = typer.Typer(
+# The root alone; `app` (below) is it with every group and command on it.
+_root_app = typer.Typer(
     name="monad",
     help="Manage the MCP servers your agents use: hot atoms, one supervisor, a journal.\n\n"
          "Start with `monad mcp add NAME -- COMMAND [ARGS]` and `monad mcp status`.",
@@ -35,19 +26,54 @@ app = typer.Typer(
     add_completion=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-auth_cmd.register(mcp_cmd.app)
-clients_cmd.register(mcp_cmd.app)
-app.add_typer(mcp_cmd.app, name="mcp")
-app.add_typer(daemon_cmd.app, name="daemon")
-app.add_typer(tasks_cmd.app, name="tasks")
-app.command("journal")(journal_cmd.journal)
-app.add_typer(approvals_cmd.app, name="approvals")
-app.command("studio")(studio_cmd.studio)
-for _name in ("tools", "call", "pin", "unpin", "trust"):
-    mcp_cmd.app.command(_name)(getattr(tools_cmd, _name))
-mcp_cmd.app.command("serve")(serve_cmd.serve)
+# Each group and the command module whose `app` it is; the whole app adds more to `mcp`.
+_GROUPS = {"mcp": "mcp", "daemon": "daemon", "tasks": "tasks", "approvals": "approvals"}
+_whole: typer.Typer | None = None
 
 _debug = False
+
+
+def _whole_app() -> typer.Typer:
+    """The root with every group and command registered (imports every command module, once)."""
+    global _whole
+    if _whole is not None:
+        return _whole
+    from monad_cli.commands import approvals as approvals_cmd
+    from monad_cli.commands import auth as auth_cmd
+    from monad_cli.commands import clients as clients_cmd
+    from monad_cli.commands import daemon as daemon_cmd
+    from monad_cli.commands import journal as journal_cmd
+    from monad_cli.commands import mcp as mcp_cmd
+    from monad_cli.commands import serve as serve_cmd
+    from monad_cli.commands import studio as studio_cmd
+    from monad_cli.commands import tasks as tasks_cmd
+    from monad_cli.commands import tools as tools_cmd
+
+    whole = _root_app
+    auth_cmd.register(mcp_cmd.app)
+    clients_cmd.register(mcp_cmd.app)
+    whole.add_typer(mcp_cmd.app, name="mcp")
+    whole.add_typer(daemon_cmd.app, name="daemon")
+    whole.add_typer(tasks_cmd.app, name="tasks")
+    whole.command("journal")(journal_cmd.journal)
+    whole.add_typer(approvals_cmd.app, name="approvals")
+    whole.command("studio")(studio_cmd.studio)
+    for name in ("tools", "call", "pin", "unpin", "trust"):
+        mcp_cmd.app.command(name)(getattr(tools_cmd, name))
+    mcp_cmd.app.command("serve")(serve_cmd.serve)
+    _whole = whole
+    return whole
+
+
+def __getattr__(name: str) -> typer.Typer:
+    """`app`, the whole app, is built on first use (`python -m typer monad_cli.app`, tests)."""
+    if name == "app":
+        return _whole_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return [*globals(), "app"]
 
 
 def _narrowed(argv: list[str]) -> typer.Typer:
@@ -57,24 +83,32 @@ def _narrowed(argv: list[str]) -> typer.Typer:
     registered command on every run: ~30 commands cost ~40 ms before any command starts
     (`monad mcp status` is ~150 ms all told). A command's own parsing, help and errors do
     not depend on its siblings, so a run that names a group and one of its commands gets
-    an app holding just that command. Help for a group or the root, an unknown name, and
-    shell completion get the whole app.
+    an app holding just that command. A command its group's module defines (`mcp add`,
+    `daemon start`) is found by importing that module alone: the other ten command modules
+    stay unimported (~8 ms). Help for a group or the root, an unknown name, and shell
+    completion get the whole app.
     """
     if len(argv) < 2 or any(k.startswith("_MONAD_COMPLETE") for k in os.environ):
-        return app
+        return _whole_app()
+    group: typer.Typer | None = None
+    if argv[0] in _GROUPS:
+        # The import statement's own path (importlib.import_module would hide the module
+        # from `python -X importtime`, which tests/test_cli_weight.py reads).
+        group = __import__(f"monad_cli.commands.{_GROUPS[argv[0]]}", fromlist=["app"]).app
+    command = next((c for c in group.registered_commands if c.name == argv[1]), None) if group else None
+    if group is None or command is None:
+        info = next((g for g in _whole_app().registered_groups if g.name == argv[0]), None)
+        group = info.typer_instance if info is not None else None
+        command = next((c for c in group.registered_commands if c.name == argv[1]), None) if group else None
+        if group is None or command is None:
+            return _whole_app()
     import copy
 
-    group = next((g for g in app.registered_groups if g.name == argv[0]), None)
-    if group is None or group.typer_instance is None:
-        return app
-    command = next((c for c in group.typer_instance.registered_commands if c.name == argv[1]), None)
-    if command is None:
-        return app
-    sub = copy.copy(group.typer_instance)
+    sub = copy.copy(group)
     sub.registered_commands, sub.registered_groups = [command], []
-    root = copy.copy(app)
-    root.registered_commands, root.registered_groups = [], [copy.copy(group)]
-    root.registered_groups[0].typer_instance = sub
+    root = copy.copy(_root_app)
+    root.registered_commands, root.registered_groups = [], []
+    root.add_typer(sub, name=argv[0])
     return root
 
 
@@ -86,7 +120,7 @@ def _print_version(value: bool) -> None:
         raise typer.Exit(0)
 
 
-@app.callback()
+@_root_app.callback()
 def _root(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show tracebacks on errors.")] = False,
     version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_print_version,

@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections.abc import Sequence
@@ -14,6 +13,8 @@ from typing import Any
 
 
 def data_json(data: Any) -> None:
+    import json  # here: a command that prints no JSON never loads it
+
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
 
 

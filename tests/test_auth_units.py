@@ -135,7 +135,7 @@ def test_loopback_listener_times_out() -> None:
 
 
 def test_cli_import_path_stays_light() -> None:
-    code = ("import sys, monad_cli.app; "
+    code = ("import sys, monad_cli.app; monad_cli.app.app; "  # the whole app: every command module
             "print(','.join(m for m in ('mcp', 'httpx2', 'sqlalchemy', 'uvicorn', 'monad_cli.auth.provider') "
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

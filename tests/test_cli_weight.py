@@ -1,7 +1,10 @@
 """The CLI's fast path stays light: `--help`, `add`, `status`, `remove` never load the MCP
 SDK, SQLAlchemy, uvicorn or httpx2 (DESIGN "Control API"; the SDK import alone costs ~0.8 s),
 the control client not even `http.client` (it pulls `email` and `ssl`), and the gateway
-relay (`monad mcp serve`) none of them either: the MCP server is in the supervisor."""
+relay (`monad mcp serve`) none of them either: the MCP server is in the supervisor. A
+command its group's module defines loads no other command module, `add` writes a new atom
+without a TOML library, and `remove` needs neither one nor the schema; neither loads `json`
+unless there is an agents.json to read or JSON to print (issue 15)."""
 
 from __future__ import annotations
 
@@ -42,11 +45,45 @@ def test_fast_path_does_not_import_heavy_packages(argv: tuple[str, ...]) -> None
     assert not (mods & set(HEAVY)), sorted(mods & set(HEAVY))
 
 
+# The command modules `monad mcp add/remove/list/status` have no use for.
+OTHER_COMMANDS = {f"monad_cli.commands.{m}" for m in
+                  ("tools", "serve", "tasks", "approvals", "auth", "clients", "daemon", "journal", "studio")}
+
+
+@pytest.mark.parametrize("argv,absent", [
+    (("mcp", "add", "light", "--", "echo", "hi"), {"tomlkit", "tomllib", "json"}),
+    (("mcp", "remove", "light"), {"tomlkit", "tomllib", "json", "monad_cli.config.schema", "monad_cli.redact"}),
+    (("mcp", "list", "--json"), {"tomlkit"}),
+])
+def test_add_and_remove_load_only_what_they_use(argv: tuple[str, ...], absent: set[str]) -> None:
+    if argv[1] == "remove":
+        subprocess.run([sys.executable, "-m", "monad_cli", "mcp", "add", "light", "--force", "--", "echo"],
+                       check=True, capture_output=True)
+    names = imported(*argv)
+    assert "monad_cli.commands.mcp" in names  # the measurement works
+    assert not names & (OTHER_COMMANDS | absent), sorted(names & (OTHER_COMMANDS | absent))
+
+
+def test_the_group_table_names_each_groups_module() -> None:
+    """`_narrowed` finds `monad mcp add` by importing `_GROUPS["mcp"]` alone: the table must
+    name every group of the whole app, with the module whose `app` that group is."""
+    import importlib
+
+    from monad_cli import app as app_module
+
+    groups = {g.name: g.typer_instance for g in app_module.app.registered_groups}
+    assert set(groups) == set(app_module._GROUPS)
+    for name, module in app_module._GROUPS.items():
+        assert groups[name] is importlib.import_module(f"monad_cli.commands.{module}").app
+
+
 @pytest.mark.e2e
 def test_status_with_live_supervisor_is_light(supervisor: Any) -> None:
-    mods = imported_modules("mcp", "status", "--json")
+    names = imported("mcp", "status", "--json")
+    mods = {name.split(".")[0] for name in names}
     assert "socket" in mods  # it did talk to the supervisor
     assert not (mods & {*HEAVY, *HTTP_CLIENT}), sorted(mods & {*HEAVY, *HTTP_CLIENT})
+    assert not names & OTHER_COMMANDS, sorted(names & OTHER_COMMANDS)
 
 
 @pytest.mark.e2e

@@ -6,7 +6,6 @@ too, and kept in that form when monad edits the file.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -52,6 +51,8 @@ def read_agents(paths: Paths) -> AgentsFile:
     if not data.strip():
         raise ConfigError(f"`{SOURCE}` is empty; write `{{\"mcpServers\": []}}` or delete it",
                           file=SOURCE)
+    import json  # here: `monad mcp add` and `remove` without an agents.json never load it
+
     try:
         doc = json.loads(data, object_pairs_hook=_unique_keys)
     except UnicodeDecodeError:
@@ -103,4 +104,6 @@ def edit_agents(agents: AgentsFile, name: str, mutate: Callable[[dict[str, Any]]
             else:
                 out.append(entry)
         doc["mcpServers"] = out
+    import json
+
     return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode()

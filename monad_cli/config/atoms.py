@@ -1,14 +1,15 @@
 """Atoms: one TOML file per server under `atoms/mcp/<name>.toml` (docs/atoms.md).
 
 Reads use the standard library's `tomllib` (fast, exact line/column in errors); edits use
-tomlkit so a person's comments and layout survive `enable`, `disable` and `pin`.
+tomlkit so a person's comments and layout survive `enable`, `disable` and `pin`. A new atom
+is written as plain text, the text tomlkit would write (`render_atom`): `monad mcp add`
+loads neither tomlkit nor tomllib.
 """
 
 from __future__ import annotations
 
 import re
-import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ SCHEMA_VERSION = 1
 _POS = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
 _EOF = re.compile(r"\s*\(at end of document\)$")
 # Field order in files monad writes: what a person reads first comes first.
+_HEADER = "# monad MCP server atom; see docs/atoms.md. Edits are applied live."
 _ORDER = ["schema", "transport", "command", "args", "url", "enabled", "required", "timeout",
           "requestTimeoutMs", "deferred", "cwd", "condition", "sandbox", "sandboxWritable", "env",
           "headers", "auth", "trust"]
@@ -33,6 +35,8 @@ def relative_source(paths: Paths, path: Path) -> str:
 
 def read_atom(paths: Paths, path: Path) -> dict[str, Any]:
     """Parse one atom. Raises `ConfigError` with `file:line:col` for malformed TOML."""
+    import tomllib
+
     source = relative_source(paths, path)
     try:
         data = path.read_bytes()
@@ -68,14 +72,87 @@ def list_atom_files(paths: Paths) -> list[Path]:
 
 
 def render_atom(defn: Mapping[str, Any]) -> str:
+    """The text of a new atom for `defn` (a definition's fields; `name` and `schema` are
+    left out, `schema = 1` is written): a header comment, then the fields in `_ORDER`,
+    plain values before tables, as tomlkit writes them. Raises what tomlkit raises for a
+    value TOML cannot hold (None, an object)."""
+    keys = sorted((k for k in defn if k not in ("schema", "name")),
+                  key=lambda k: (_ORDER.index(k) if k in _ORDER else len(_ORDER), k))
+    text = _plain_atom(defn, keys)
+    return text if text is not None else _tomlkit_atom(defn, keys)
+
+
+def _plain_atom(defn: Mapping[str, Any], keys: Sequence[str]) -> str | None:
+    """tomlkit's text for the shapes definitions have: scalars, arrays of them, and tables
+    of those one level deep; None for anything else (nested tables, arrays of tables, other
+    types), which `_tomlkit_atom` writes. tests/test_atoms_render.py holds the two equal."""
+    lines = [f"{_HEADER}\nschema = {SCHEMA_VERSION}\n"]
+    tables: list[str] = []
+    for key in keys:
+        value = defn[key]
+        if type(key) is not str:
+            return None
+        if isinstance(value, Mapping):
+            rows = [_pair(k, v) for k, v in value.items()]
+            if None in rows:
+                return None
+            tables.append(f"\n[{_key(key)}]\n" + "".join(f"{row}\n" for row in rows))
+            continue
+        row = _pair(key, value)
+        if row is None:
+            return None
+        lines.append(f"{row}\n")
+    return "".join(lines + tables)
+
+
+_BARE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+# TOML basic-string escapes, as tomlkit writes them: the short ones, else \u00XX.
+_ESCAPES = {c: f"\\u{c:04x}" for c in (*range(0x20), 0x7F)} | {
+    ord(c): e for c, e in (("\b", "\\b"), ("\t", "\\t"), ("\n", "\\n"), ("\f", "\\f"), ("\r", "\\r"),
+                           ('"', '\\"'), ("\\", "\\\\"))}
+
+
+def _string(s: str) -> str:
+    return f'"{s.translate(_ESCAPES)}"'
+
+
+def _key(key: str) -> str:
+    return key if key and _BARE.issuperset(key) else _string(key)
+
+
+def _pair(key: object, value: Any) -> str | None:
+    text = _inline(value)
+    return f"{_key(key)} = {text}" if text is not None and type(key) is str else None
+
+
+def _inline(value: Any) -> str | None:
+    """A scalar or an array of them as tomlkit writes it; None for anything else."""
+    kind = type(value)
+    if kind is bool:
+        return "true" if value else "false"
+    if kind is int or kind is float:
+        return str(value)
+    if kind is str:
+        return _string(value)
+    if kind is list or kind is tuple:
+        items: list[str] = []
+        for item in value:
+            text = _inline(item)
+            if text is None:
+                return None
+            items.append(text)
+        return f"[{', '.join(items)}]"
+    return None
+
+
+def _tomlkit_atom(defn: Mapping[str, Any], keys: Sequence[str]) -> str:
+    """The new atom written by tomlkit (as every atom was before `_plain_atom`)."""
     import tomlkit
 
     doc = tomlkit.document()
-    doc.add(tomlkit.comment("monad MCP server atom; see docs/atoms.md. Edits are applied live."))
+    doc.add(tomlkit.comment(_HEADER[2:]))
     doc["schema"] = SCHEMA_VERSION
-    for key in sorted(defn, key=lambda k: (_ORDER.index(k) if k in _ORDER else len(_ORDER), k)):
-        if key in ("schema", "name"):
-            continue
+    for key in keys:
         value = defn[key]
         if isinstance(value, Mapping):
             table = tomlkit.table()
@@ -89,6 +166,8 @@ def render_atom(defn: Mapping[str, Any]) -> str:
 
 def edit_atom(path: Path, mutate: Callable[[Any], None]) -> str:
     """Round-trip an atom through tomlkit (comments kept); returns the new text."""
+    import tomllib
+
     import tomlkit
 
     try:

@@ -1,7 +1,9 @@
 """Locked read-modify-write edits of server definitions, wherever they live.
 
 Used by the CLI (`add`, `remove`, `enable`, `disable`, ...) and by the control API's
-POST/PATCH/DELETE: one code path, so both leave the same files.
+POST/PATCH/DELETE: one code path, so both leave the same files. The schema, the redaction
+rules and the TOML libraries are imported by the functions that use them: `monad mcp
+remove` needs none of them, `add` no TOML library.
 """
 
 from __future__ import annotations
@@ -10,12 +12,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from monad_cli.config import agents as agents_file
-from monad_cli.config.atoms import edit_atom, list_atom_files, read_atom, render_atom
-from monad_cli.config.schema import validate
 from monad_cli.config.store import config_lock, remove_file, write_atomic
 from monad_cli.errors import ConfigError, Conflict, NotFound
 from monad_cli.paths import Paths
-from monad_cli.redact import masked_fields, restore_masked
 
 
 def _where(paths: Paths, name: str) -> str | None:
@@ -40,6 +39,9 @@ def add_server(paths: Paths, name: str, definition: Mapping[str, Any], *, force:
     `force`, which replaces an existing atom; an agents.json server is never overwritten)
     or a URL another server already uses.
     """
+    from monad_cli.config.atoms import render_atom
+    from monad_cli.config.schema import validate
+
     validate(definition, name=name, source=f"atoms/mcp/{name}.toml", environ=None)
     _refuse_masks(definition, name, f"atoms/mcp/{name}.toml", None, stored=False)
     paths.ensure()
@@ -95,6 +97,9 @@ def update_server(paths: Paths, name: str, changes: Mapping[str, Any],
     Studio's form sends back what `redact_definition` showed it): the stored secret is kept
     (`redact.restore_masked`). A mask with no stored secret behind it raises `ConfigError`
     naming the field, and nothing is written."""
+    from monad_cli.config.atoms import edit_atom
+    from monad_cli.config.schema import validate
+    from monad_cli.redact import restore_masked
 
     def apply(defn: Any) -> None:
         for key, value in changes.items():
@@ -199,6 +204,8 @@ def _plain(value: Any) -> Any:
 def _refuse_masks(defn: Mapping[str, Any], name: str, source: str, changes: Mapping[str, Any] | None,
                   *, stored: bool = True) -> None:
     """Never write `***`: a mask left in a secret field (of those `changes` touched) is an error."""
+    from monad_cli.redact import masked_fields
+
     found = masked_fields(defn, None if changes is None else [k for k, v in changes.items() if v is not None])
     if not found:
         return
@@ -210,6 +217,8 @@ def _refuse_masks(defn: Mapping[str, Any], name: str, source: str, changes: Mapp
 
 def read_definition(paths: Paths, name: str) -> tuple[str, dict[str, Any]]:
     """(source, raw definition) of one server, as written (not expanded, not redacted)."""
+    from monad_cli.config.atoms import read_atom
+
     path = paths.atom_path(name)
     if path.exists():
         return f"atoms/mcp/{name}.toml", read_atom(paths, path)
@@ -220,5 +229,5 @@ def read_definition(paths: Paths, name: str) -> tuple[str, dict[str, Any]]:
     raise _not_found(name)
 
 
-__all__ = ["add_server", "edit_trust", "list_atom_files", "read_definition", "remove_server", "set_trust",
+__all__ = ["add_server", "edit_trust", "read_definition", "remove_server", "set_trust",
            "update_server"]

@@ -3,11 +3,14 @@
 A bad file disables only the servers it defines; everything else loads. Names are unique
 across both homes (atoms first, in name order, then agents.json in file order: the later
 one is reported), and two http servers whose URLs normalize alike keep only the first.
+A caller that loads again and again (the supervisor, on every file change) passes an
+`AtomCache`: an atom whose file is unchanged is neither read nor validated again.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +47,70 @@ class Definitions:
         return next((p for p in self.problems if p.server == name), None)
 
 
+# Seconds: an atom modified more recently is read on every load (see `AtomCache`).
+RECENT_S = 1.0
+
+
+class AtomCache:
+    """What `load_definitions` read and validated from each atom, kept while the file is
+    unchanged: its inode, size, mtime and ctime are (monad replaces an atom with a new
+    file; a write in place moves its mtime and ctime). The supervisor reloads all the
+    definitions on every change of any file, and reading and validating the 49 atoms
+    that did not change was most of that reload's CPU (bench/README.md, issue 15).
+
+    A file modified in the last `RECENT_S` is read every time, not kept: a second write
+    within the file system's timestamp tick, of the same size into a reused inode, would
+    leave all four alike (git's "racily clean" entries).
+
+    A validation is reused only for the same parsed atom and the same `environ` object:
+    the supervisor's, which does not change while it runs. Specs are shared between loads
+    (nothing changes a `ServerSpec` after `validate`)."""
+
+    def __init__(self) -> None:
+        self._read: dict[str, tuple[tuple[int, int, int, int], dict[str, Any] | ConfigError]] = {}
+        self._valid: dict[str, tuple[object, object, ServerSpec | ConfigError]] = {}
+
+    def read(self, paths: Paths, path: Path) -> dict[str, Any]:
+        """`read_atom(paths, path)`, from memory while the file is unchanged; raises as it."""
+        try:
+            st = path.stat()
+        except OSError:
+            return read_atom(paths, path)  # which says why it cannot be read
+        key = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        if time.time_ns() - st.st_mtime_ns < RECENT_S * 1e9:
+            self._read.pop(path.name, None)
+            return read_atom(paths, path)
+        hit = self._read.get(path.name)
+        if hit is None or hit[0] != key:
+            try:
+                hit = (key, read_atom(paths, path))
+            except ConfigError as e:
+                hit = (key, e)
+            self._read[path.name] = hit
+        if isinstance(hit[1], ConfigError):
+            raise hit[1]
+        return hit[1]
+
+    def validate(self, raw: Any, *, name: str, source: str, environ: Mapping[str, str] | None) -> ServerSpec:
+        """`schema.validate`, reused for the same `raw` and `environ` objects; raises as it."""
+        hit = self._valid.get(source)
+        if hit is None or hit[0] is not raw or hit[1] is not environ:
+            try:
+                hit = (raw, environ, validate(raw, name=name, source=source, environ=environ))
+            except ConfigError as e:
+                hit = (raw, environ, e)
+            self._valid[source] = hit
+        if isinstance(hit[2], ConfigError):
+            raise hit[2]
+        return hit[2]
+
+    def keep(self, names: set[str]) -> None:
+        """Forget the atoms (file names) that are gone."""
+        for table in (self._read, self._valid):
+            for key in [k for k in table if k.rsplit("/", 1)[-1] not in names]:
+                del table[key]
+
+
 def _odd_atom_entries(paths: Paths) -> list[Path]:
     try:
         return sorted(p for p in paths.atoms_dir.iterdir()
@@ -53,11 +120,13 @@ def _odd_atom_entries(paths: Paths) -> list[Path]:
 
 
 def load_definitions(paths: Paths, environ: Mapping[str, str] | None = None, *,
-                     expand: bool = True, prefer: frozenset[str] = frozenset()) -> Definitions:
+                     expand: bool = True, prefer: frozenset[str] = frozenset(),
+                     cache: AtomCache | None = None) -> Definitions:
     """Read and validate everything. `expand=False` checks `$VAR` syntax only.
 
     `prefer`: servers that keep a contested URL (the supervisor passes the running ones,
-    so adding a duplicate never displaces the server already connected)."""
+    so adding a duplicate never displaces the server already connected). `cache`: what
+    an earlier load read (see `AtomCache`); the result is the same with or without it."""
     env = (os.environ if environ is None else environ) if expand else None
     out = Definitions()
     candidates: list[tuple[str, str, Any]] = []  # (name, source, raw)
@@ -67,11 +136,15 @@ def load_definitions(paths: Paths, environ: Mapping[str, str] | None = None, *,
         out.problems.append(Problem(f"`{source}` is not a regular file (a dangling link or a folder?); "
                                     f"not read", source, path.stem))
         out.sources.setdefault(path.stem, source)
-    for path in list_atom_files(paths):
+    atom_files = list_atom_files(paths)
+    if cache is not None:
+        cache.keep({p.name for p in atom_files})
+    atom_sources: set[str] = set()
+    for path in atom_files:
         source = relative_source(paths, path)
         name = path.stem
         try:
-            raw = read_atom(paths, path)
+            raw = read_atom(paths, path) if cache is None else cache.read(paths, path)
         except ConfigError as e:
             out.problems.append(Problem(e.message, source, name))
             out.sources.setdefault(name, source)
@@ -83,6 +156,7 @@ def load_definitions(paths: Paths, environ: Mapping[str, str] | None = None, *,
             out.sources.setdefault(name, source)
             continue
         candidates.append((name, source, raw))
+        atom_sources.add(source)
 
     try:
         agents = agents_file.read_agents(paths)
@@ -111,7 +185,10 @@ def load_definitions(paths: Paths, environ: Mapping[str, str] | None = None, *,
             out.raw[name] = raw
         bad_name = check_name(name)
         try:
-            spec = validate(raw, name=name, source=source, environ=env)
+            if cache is not None and source in atom_sources:
+                spec = cache.validate(raw, name=name, source=source, environ=env)
+            else:
+                spec = validate(raw, name=name, source=source, environ=env)
         except ConfigError as e:
             out.problems.append(Problem(e.message, source, name))
             continue

@@ -7,7 +7,6 @@ server and the field. docs/atoms.md is the reference for every field.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -152,11 +151,17 @@ class ServerSpec:
     tools: dict[str, list[str]] = field(default_factory=dict)
 
     def connection_fingerprint(self) -> str:
-        """Stable digest of everything that affects the live session (not `source`, not `enabled`)."""
+        """Stable digest of everything that affects the live session (not `source`, not `enabled`).
+
+        Computed once per spec: nothing changes a spec after `validate`, and the supervisor's
+        reloads reuse the specs of unchanged atoms (loader.AtomCache)."""
+        known: str | None = self.__dict__.get("_fingerprint")
+        if known is not None:
+            return known
         # `deferred`, `condition` and `tools` only shape the gateway's view: changing them keeps
         # the session.
         body = {k: v for k, v in self.__dict__.items()
-                if k not in ("source", "raw", "enabled", "deferred", "condition", "tools")}
+                if k not in ("source", "raw", "enabled", "deferred", "condition", "tools", "_fingerprint")}
         # The tables as written (the same digest as when they were plain dicts); writing
         # refreshed OAuth state must not reconnect the server.
         body["trust"] = dict(self.trust.table)
@@ -164,8 +169,11 @@ class ServerSpec:
         if self.max_message_bytes == DEFAULT_MAX_MESSAGE_BYTES:
             del body["max_message_bytes"]  # unset: the digest stays what it was before the field
         import hashlib  # lazy: the CLI's fast path validates but never hashes
+        import json
 
-        return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
+        known = hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
+        self.__dict__["_fingerprint"] = known
+        return known
 
     def definition_hash(self) -> str:
         """sha256 over command, args, env names, cwd and url: approvals are keyed to it, so
@@ -173,6 +181,7 @@ class ServerSpec:
         body = {"command": self.command, "args": self.args, "env": sorted(self.env), "cwd": self.cwd,
                 "url": self.url}
         import hashlib
+        import json
 
         return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 

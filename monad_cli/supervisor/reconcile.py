@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 from monad_cli.config.loader import Definitions
+from monad_cli.config.schema import ServerSpec
 from monad_cli.paths import Paths
+from monad_cli.redact import secret_values
 
 
 @dataclass
@@ -20,14 +23,16 @@ class Diff:
     changed: list[str] = field(default_factory=list)
     broken: list[str] = field(default_factory=list)  # has a config error now
     unchanged: list[str] = field(default_factory=list)
+    # Every server's connection fingerprint in the new definitions (what `fingerprints` returns).
+    fingerprints: dict[str, str] = field(default_factory=dict)
 
 
 def diff(old: dict[str, str], new: Definitions) -> Diff:
     """`old` maps server name → connection fingerprint (or "" for a broken definition)."""
-    d = Diff()
+    d = Diff(fingerprints=fingerprints(new))
     broken_names = {p.server for p in new.problems if p.server and p.server not in new.specs}
-    for name, spec in new.specs.items():
-        fp = spec.connection_fingerprint() + ("|on" if spec.enabled else "|off")
+    for name in new.specs:
+        fp = d.fingerprints[name]
         if name not in old:
             d.added.append(name)
         elif old[name] != fp:
@@ -70,3 +75,33 @@ def config_stamp(paths: Paths) -> tuple[tuple[str, int, int], ...]:
         except FileNotFoundError:
             pass
     return tuple(sorted(entries))
+
+
+def spec_secrets(spec: ServerSpec) -> set[str]:
+    """The secret values of a validated (expanded) definition."""
+    return secret_values({"env": spec.env, "headers": spec.headers, "url": spec.url or "",
+                          "args": spec.args, "auth": spec.auth.table})
+
+
+class Secrets:
+    """The secret values the definitions hold (what the supervisor scrubs from free text),
+    each spec's and raw definition's found once while a reload keeps the object (the
+    atoms' cache hands the same ones back while a file is unchanged)."""
+
+    def __init__(self) -> None:
+        self._known: dict[int, tuple[object, set[str]]] = {}
+
+    def of(self, defs: Definitions, in_use: list[ServerSpec]) -> set[str]:
+        """Every secret in `defs` (specs and raw definitions) and in `in_use`: the last
+        good specs that running servers still hold."""
+        known: dict[int, tuple[object, set[str]]] = {}
+        found: set[str] = set()
+        objects: list[ServerSpec | dict[str, Any]] = [*defs.specs.values(), *defs.raw.values(), *in_use]
+        for obj in objects:
+            hit = known.get(id(obj)) or self._known.get(id(obj))
+            if hit is None or hit[0] is not obj:
+                hit = (obj, spec_secrets(obj) if isinstance(obj, ServerSpec) else secret_values(obj))
+            known[id(obj)] = hit
+            found |= hit[1]
+        self._known = known
+        return found

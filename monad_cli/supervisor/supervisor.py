@@ -16,20 +16,19 @@ import anyio
 from monad_cli import __version__
 from monad_cli.auth.session import SupervisorAuth
 from monad_cli.config.features import MCP_FILE, TOOLS_FILE, load_mcp_filter, load_tool_globs
-from monad_cli.config.loader import Definitions, Problem, load_definitions
-from monad_cli.config.schema import ServerSpec
+from monad_cli.config.loader import AtomCache, Definitions, Problem, load_definitions
 from monad_cli.errors import ConfigError
 from monad_cli.filters import ServerFilter, combine
 from monad_cli.gateway.server import Gateway
 from monad_cli.journal.db import Journal
 from monad_cli.journal.settings import load_journal_settings
 from monad_cli.paths import Paths
-from monad_cli.redact import redact_text, secret_values
+from monad_cli.redact import redact_text
 from monad_cli.studio.apps import apps_extension
 from monad_cli.supervisor.actor import ServerActor
 from monad_cli.supervisor.context import ActorContext
 from monad_cli.supervisor.processes import SpawnRecords, kill_leftovers
-from monad_cli.supervisor.reconcile import Diff, config_stamp, diff, fingerprints
+from monad_cli.supervisor.reconcile import Diff, Secrets, config_stamp, diff
 from monad_cli.supervisor.spawn import EARLY
 from monad_cli.supervisor.startup import acquire_daemon_lock, discard_unadopted
 from monad_cli.supervisor.states import LIVE, State
@@ -46,11 +45,6 @@ log = logging.getLogger("monad.supervisor")
 
 class StartupFailed(Exception):
     pass
-
-
-def _spec_secrets(spec: ServerSpec) -> set[str]:
-    return secret_values({"env": spec.env, "headers": spec.headers, "url": spec.url or "",
-                          "args": spec.args, "auth": spec.auth.table})
 
 
 class Supervisor:
@@ -88,6 +82,8 @@ class Supervisor:
         self.journal: Journal | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self._stamp: tuple[tuple[str, int, int], ...] | None = None
+        self._atoms = AtomCache()  # the atoms the last reload read, kept while unchanged
+        self._secrets = Secrets()
         self._lock_fd: int | None = None
         self._reconcile_lock = anyio.Lock()
         self.stop_event = anyio.Event()
@@ -204,8 +200,8 @@ class Supervisor:
             if stamp == self._stamp and not force:
                 return
             self._stamp = stamp
-            running = frozenset(n for n, a in self.actors.items() if a.spec is not None)
-            defs = load_definitions(self.paths, self.environ, prefer=running)
+            defs = load_definitions(self.paths, self.environ, cache=self._atoms,
+                                    prefer=frozenset(n for n, a in self.actors.items() if a.spec is not None))
             self._refilter(defs)
             self._apply(defs)
 
@@ -221,14 +217,8 @@ class Supervisor:
                 defs.sources[name] = actor.source or ""
         old_problems = {(p.server, p.message) for p in self.definitions.problems}
         self.definitions = defs
-        secrets: set[str] = set()
-        for spec in defs.specs.values():
-            secrets |= _spec_secrets(spec)
-        for raw in defs.raw.values():
-            secrets |= secret_values(raw)
-        for actor in self.actors.values():  # last-good definitions still in use
-            if actor.spec is not None:
-                secrets |= _spec_secrets(actor.spec)
+        # With the last good definitions still in use.
+        secrets = self._secrets.of(defs, [a.spec for a in self.actors.values() if a.spec is not None])
         self.secrets = secrets | (self.journal.settings.secrets if self.journal is not None else set())
         # Whole-file errors, and errors about a definition that lost to another one
         # (duplicate name or URL) while the winner runs: no status row would show them.
@@ -273,7 +263,7 @@ class Supervisor:
             self._journal_config(name, "removed")
             assert self._tg is not None
             self._tg.start_soon(self._remove, actor)
-        new_applied = fingerprints(defs)
+        new_applied = dict(d.fingerprints)
         for name in d.broken:  # the running definition is still the applied one
             if self.applied.get(name):
                 new_applied[name] = self.applied[name]
