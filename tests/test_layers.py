@@ -14,9 +14,10 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "monad_cli"
 # Services are handed what they use; they never import the supervisor to get it.
 BELOW_THE_SUPERVISOR = ("trust", "tasks", "auth", "journal", "config", "gateway")
-# The state machines and the CLI-side task code load on the CLI's fast path: stdlib only.
+# The state machines and the CLI-side task code load on the CLI's fast path, and the
+# journal's own connections open it before the ORM is loaded (a supervisor's start): stdlib only.
 STDLIB_ONLY = ("supervisor/states.py", "tasks/states.py", "tasks/snapshot.py", "tasks/forms.py",
-               "commands/_follow.py", "errors.py", "control/envelope.py")
+               "commands/_follow.py", "errors.py", "control/envelope.py", "journal/pool.py")
 
 
 def _package_of(path: Path) -> str:

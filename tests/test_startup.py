@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.conftest import TESTSERVER, status_of, wait_state
+from tests.conftest import TESTSERVER, status_of, wait_for, wait_state
 
 
 def test_the_default_environment_is_the_sdks(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -119,5 +119,54 @@ def test_daemon_start_spawns_before_the_sdk_and_the_actor_adopts_it(monad: Any, 
         [rec] = [json.loads(p.read_text()) for p in (monad_home / "run" / "servers").glob("early.*.json")]
         environ = Path(f"/proc/{row['pid']}/environ").read_bytes().split(b"\0")
         assert rec["pid"] == row["pid"] and f"MONAD_SERVER_ID={rec['marker']}".encode() in environ, rec
+    finally:
+        monad("daemon", "stop")
+
+
+def test_the_supervisors_modules_import_no_sqlalchemy() -> None:
+    # The ORM (~0.2 s) is loaded after the start (`startup.after_start`): nothing the
+    # supervisor imports to reach its servers may pull it in.
+    code = ("import sys; import monad_cli.supervisor.__main__, monad_cli.control.server, "
+            "monad_cli.supervisor.supervisor, monad_cli.tasks.manager, monad_cli.gateway.listener; "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'sqlalchemy', 'sqlmodel', 'mcp'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "['mcp']"  # the SDK is there: the measurement works
+
+
+def test_the_supervisor_runs_with_the_collector_on_and_the_imports_frozen(tmp_path: Path) -> None:
+    # `main.run` turns the cyclic collector off for its imports; the supervisor itself must
+    # run with it on again (else every reference cycle it makes would stay), and with the
+    # imports' objects frozen out of it. `Supervisor.run` is replaced here by a probe.
+    code = ("import gc, json, sys; from pathlib import Path\n"
+            "from monad_cli.paths import Paths\n"
+            "from monad_cli.supervisor import main, supervisor\n"
+            "async def probe(self, **kwargs):\n"
+            "    print(json.dumps([gc.isenabled(), gc.get_freeze_count(), 'sqlalchemy' in sys.modules]))\n"
+            "supervisor.Supervisor.run = probe\n"
+            "sys.exit(main.run(Paths(Path(sys.argv[1]))))\n")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "home")], capture_output=True, text=True,
+                         timeout=60, check=True)
+    enabled, frozen, orm = json.loads(out.stdout)
+    assert enabled is True and frozen > 50_000 and orm is False, out.stdout
+
+
+@pytest.mark.e2e
+def test_the_journals_orm_is_loaded_after_the_servers_connected(monad: Any, monad_home: Path) -> None:
+    atoms = monad_home / "atoms" / "mcp"
+    atoms.mkdir(parents=True)
+    for name in ("one", "two"):
+        (atoms / f"{name}.toml").write_text(f'command = "{sys.executable}"\nargs = ["{TESTSERVER}"]\n')
+    r = monad("daemon", "start", env={"MONAD_DEBUG": "1"})
+    assert r.code == 0, r
+    try:
+        wait_state(monad, "one", "connected")
+        wait_state(monad, "two", "connected")
+        log = monad_home / "logs" / "daemon.log"
+        lines = wait_for(lambda: "loaded the journal's ORM" in (t := log.read_text()) and t.splitlines())
+        loaded = next(i for i, line in enumerate(lines) if "loaded the journal's ORM" in line)
+        assert all(any(f"server {n}: connected" in line for line in lines[:loaded]) for n in ("one", "two"))
+        # Queries through the ORM work then: the journal of the start, through the API.
+        rows = monad("journal", "--server", "one", "--json").json()
+        assert [r["state"] for r in rows if r["kind"] == "state"][-2:] == ["connecting", "connected"]
     finally:
         monad("daemon", "stop")

@@ -238,6 +238,17 @@ def test_required_server_failure_fails_daemon_start(monad: Any) -> None:
 
 
 @pytest.mark.e2e
+def test_a_required_server_that_connects_lets_daemon_start_return(monad: Any) -> None:
+    # Its first attempt ends when it is connected, not when that session ends: `daemon start`
+    # used to wait for it until the start's own timeout, and `daemon stop` could not stop it.
+    assert monad("mcp", "add", "must", "--required", "--", *server_cmd()).code == 0
+    r = monad("daemon", "start", timeout=30)
+    assert r.code == 0, r
+    assert status_of(monad, "must")["state"] == "connected"  # it is up when the start returns
+    assert monad("daemon", "stop", "--timeout", "10").code == 0
+
+
+@pytest.mark.e2e
 def test_second_supervisor_is_refused(supervisor: Any) -> None:
     r = supervisor("daemon", "run", timeout=30)
     assert r.code == 1 and "already running" in r.err

@@ -1,5 +1,10 @@
-"""journal.db: SQLite in WAL mode through SQLModel, migrated once, on open; in a fleet, also
-the queue of rows for the shared PostgreSQL journal (`journal.fleet`, docs/fleet.md).
+"""journal.db: SQLite in WAL mode, migrated once, on open; in a fleet, also the queue of
+rows for the shared PostgreSQL journal (`journal.fleet`, docs/fleet.md).
+
+The writes, the open and a fresh file's schema (`journal.fresh`) use the standard library's
+`sqlite3` (`journal.pool`); SQLModel/SQLAlchemy (~0.2 s to import) come with the first
+query that needs the ORM (`Journal.engine`), which a supervisor makes after its start
+(`Journal.load_orm`, from a worker thread), so its servers connect without waiting for it.
 
 Every connection: `journal_mode=WAL`, `busy_timeout=5000`, `synchronous=NORMAL` (an app
 crash loses nothing committed; a power loss may lose the last commits, which the journal
@@ -19,14 +24,14 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import event, text
-from sqlmodel import Session, SQLModel, col, create_engine, select
-
+from monad_cli.journal import fresh
 from monad_cli.journal.migrations import MIGRATIONS
+from monad_cli.journal.pool import PRAGMAS, SqlitePool
 from monad_cli.journal.settings import JournalSettings
-from monad_cli.journal.tables import Event, Migration
 
 if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
     from monad_cli.journal.fleet import FleetLink
 
 
@@ -38,6 +43,11 @@ def new_uid() -> str:
 def migrate(conn: Any) -> list[str]:
     """Apply the migrations not yet recorded on `conn` (a SQLAlchemy connection inside a
     transaction), in list order, each with its row in `migrations`; returns their names."""
+    from sqlalchemy import text
+    from sqlmodel import SQLModel
+
+    from monad_cli.journal.tables import Migration
+
     applied: list[str] = []
     SQLModel.metadata.create_all(conn, tables=[Migration.__table__])  # type: ignore[attr-defined]
     done = {row[0] for row in conn.execute(text("SELECT name FROM migrations"))}
@@ -56,9 +66,11 @@ class Journal:
     entry of `journal.migrations.MIGRATIONS` not yet recorded, in the list's order; their
     names are in `applied`).
 
-    Owns the SQLite engine and its connection settings, the schema, and the `events` rows
-    (`record`, `events`); the other tables' queries live beside their users
-    (`journal.tools`, `tasks.store`) and run on `engine`. `scrub` is applied to every
+    Owns the connections and their settings (`pool`, the standard library's; `engine`,
+    SQLAlchemy's, made on first use), the schema, and the `events` rows (`record`,
+    `events`); the other tables' queries live beside their users (`journal.tools`,
+    `tasks.store`) and run on `engine`, or on `pool` where a supervisor's start needs them
+    before the ORM is loaded. `scrub` is applied to every
     free-text value before it is written. It must never decide anything about servers,
     calls or tasks (it stores what the services tell it), never write a value that has not
     been through `scrub`, and never import the supervisor.
@@ -78,23 +90,9 @@ class Journal:
         self.settings = settings or JournalSettings(home=str(path.parent), host="localhost")
         self.host, self.home = self.settings.host, self.settings.home
         self.link: FleetLink | None = None
-        self.engine = create_engine(f"sqlite:///{path}", connect_args={"check_same_thread": False,
-                                                                        "timeout": 5.0})
-
-        @event.listens_for(self.engine, "connect")
-        def _on_connect(dbapi_conn: Any, _rec: Any) -> None:
-            dbapi_conn.isolation_level = None  # we issue BEGIN ourselves
-            cur = dbapi_conn.cursor()
-            cur.execute("PRAGMA journal_mode=WAL")
-            cur.execute("PRAGMA busy_timeout=5000")
-            cur.execute("PRAGMA synchronous=NORMAL")
-            cur.execute("PRAGMA foreign_keys=ON")
-            cur.close()
-
-        @event.listens_for(self.engine, "begin")
-        def _on_begin(conn: Any) -> None:
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
-
+        self.pool = SqlitePool(path)
+        self._engine: Engine | None = None
+        self._engine_lock = threading.Lock()
         path.parent.mkdir(parents=True, exist_ok=True)
         self.applied = self._migrate()
         # Write-behind statements (`defer`): written before the next write transaction, by
@@ -131,7 +129,7 @@ class Journal:
         if not queued and not statements:
             return None, 0
         try:
-            raw = self.engine.raw_connection()
+            raw = self.pool.checkout()
             try:
                 cur = raw.cursor()
                 cur.execute("BEGIN IMMEDIATE")
@@ -144,7 +142,7 @@ class Journal:
                     raise
                 row_id = cur.lastrowid
             finally:
-                raw.close()  # back to the pool
+                self.pool.give_back(raw)
         except BaseException:
             with self._deferred_lock:  # not written: they wait for the next transaction, first
                 self.deferred[:0] = queued
@@ -152,10 +150,75 @@ class Journal:
         self.wrote()
         return row_id, len(queued)
 
+    @property
+    def engine(self) -> Engine:
+        """The SQLAlchemy engine on the file (the ORM's queries run on it), made on first use:
+        that imports SQLAlchemy and SQLModel. Its connections get the same settings as
+        `pool`'s, and every transaction it begins is `BEGIN IMMEDIATE`."""
+        with self._engine_lock:
+            if self._engine is None:
+                self._engine = self._make_engine()
+            return self._engine
+
+    def _make_engine(self) -> Engine:
+        from sqlalchemy import create_engine, event
+
+        engine = create_engine(f"sqlite:///{self.path}", connect_args={"check_same_thread": False, "timeout": 5.0})
+
+        @event.listens_for(engine, "connect")
+        def _on_connect(dbapi_conn: Any, _rec: Any) -> None:
+            dbapi_conn.isolation_level = None  # we issue BEGIN ourselves
+            cur = dbapi_conn.cursor()
+            for pragma in PRAGMAS:
+                cur.execute(pragma)
+            cur.close()
+
+        @event.listens_for(engine, "begin")
+        def _on_begin(conn: Any) -> None:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+        return engine
+
+    def load_orm(self) -> bool:
+        """Import the ORM and make `engine` now (~0.2 s), so no later query waits for it: what
+        a supervisor runs in a worker thread once its servers had their first attempt.
+        Returns whether this loaded it (False: some query needed it before)."""
+        import sys
+
+        loading = "sqlmodel" not in sys.modules
+        import monad_cli.journal.tables  # noqa: F401 - SQLModel and the models
+        self.engine  # noqa: B018 - made here, not by the first query
+        return loading
+
     def _migrate(self) -> list[str]:
-        """Apply the pending migrations in one transaction; returns the names applied."""
-        with self.engine.begin() as conn:
-            return migrate(conn)
+        """Apply the pending migrations; returns the names applied. A journal that has them
+        all, or a new file (`journal.fresh`), needs no SQLAlchemy; anything else runs
+        `migrate` on `engine`, in one transaction."""
+        names = [name for name, _ in MIGRATIONS]
+        with self.pool.connection() as conn:
+            cur = conn.cursor()
+            cur.execute("BEGIN IMMEDIATE")  # another opener waits, then sees what this one made
+            try:
+                if fresh.is_empty(cur) and names[:len(fresh.COVERS)] == list(fresh.COVERS):
+                    made = fresh.create(cur)
+                else:
+                    made, done = [], self._recorded(cur)
+                    if all(name in done for name in names):
+                        names = []
+                cur.execute("COMMIT")
+            except BaseException:
+                cur.execute("ROLLBACK")
+                raise
+        if names[len(made):]:
+            with self.engine.begin() as sa:
+                made += migrate(sa)
+        return made
+
+    @staticmethod
+    def _recorded(cur: Any) -> set[str]:
+        if cur.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'migrations'").fetchone() is None:
+            return set()
+        return {row[0] for row in cur.execute("SELECT name FROM migrations")}
 
     def origin(self) -> tuple[str, str, str]:
         """(uid, host, home) of a new row (`tables.ORIGIN_COLUMNS` without `rev`)."""
@@ -202,6 +265,10 @@ class Journal:
     def events(self, *, server: str | None = None, since: float | None = None,
                kinds: Iterable[str] | None = None, host: str | None = None,
                limit: int = 1000) -> list[dict[str, Any]]:
+        from sqlmodel import Session, col, select
+
+        from monad_cli.journal.tables import Event
+
         q = select(Event)
         if server:
             q = q.where(Event.server == server)
@@ -217,8 +284,8 @@ class Journal:
         return [r.as_dict() for r in reversed(rows)]
 
     def quick_check(self) -> str:
-        with self.engine.connect() as conn:
-            return str(conn.execute(text("PRAGMA quick_check")).scalar())
+        """SQLite's `PRAGMA quick_check` verdict: `ok`, or what is damaged."""
+        return str(self.pool.read("PRAGMA quick_check")[0][0])
 
     def close(self) -> None:
         """Write the deferred statements, stop the link (one last flush, bounded in time) and
@@ -226,4 +293,6 @@ class Journal:
         self.flush()
         if self.link is not None:
             self.link.stop()
-        self.engine.dispose()
+        if self._engine is not None:
+            self._engine.dispose()
+        self.pool.close()

@@ -16,24 +16,29 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import inspect, text
-from sqlmodel import SQLModel
-
-from monad_cli.journal.tables import AlwaysApproval, Event, TaskRow, ToolCall, ToolSet, VettedToolSet
-
 # How the origin columns are added to a table that predates them. Rows already there stay
 # local: `rev = 0` (they have no uid to be written idempotently elsewhere).
 _ORIGIN_DDL = (("uid", "VARCHAR"), ("host", "VARCHAR"), ("home", "VARCHAR"), ("rev", "INTEGER NOT NULL DEFAULT 0"))
 
 
-def _create(*models: type[SQLModel]) -> Callable[[Any], None]:
+def _create(*models: str) -> Callable[[Any], None]:
+    """Create the tables of these `journal.tables` models (by class name). SQLModel is
+    imported when a migration runs, not with this list: naming the migrations is cheap
+    (`Journal` reads the names on every open; `journal/fresh.py`)."""
+
     def migrate(conn: Any) -> None:
-        SQLModel.metadata.create_all(conn, tables=[m.__table__ for m in models])  # type: ignore[attr-defined]
+        from sqlmodel import SQLModel
+
+        from monad_cli.journal import tables
+
+        SQLModel.metadata.create_all(conn, tables=[getattr(tables, m).__table__ for m in models])
 
     return migrate
 
 
 def _origin_indexes(conn: Any, table: str) -> None:
+    from sqlalchemy import text
+
     # uid: the idempotency key of every upsert into the shared journal; rev: "what is still
     # queued" (above the link's cursor) and the next rev stay cheap however long it grows.
     conn.execute(text(f"CREATE UNIQUE INDEX IF NOT EXISTS ix_{table}_uid ON {table} (uid)"))
@@ -43,6 +48,8 @@ def _origin_indexes(conn: Any, table: str) -> None:
 
 def add_origin_columns(*tables: str) -> Callable[[Any], None]:
     def migrate(conn: Any) -> None:
+        from sqlalchemy import inspect, text
+
         for table in tables:
             have = {c["name"] for c in inspect(conn).get_columns(table)}
             for name, ddl in _ORIGIN_DDL:
@@ -54,15 +61,15 @@ def add_origin_columns(*tables: str) -> Callable[[Any], None]:
 
 
 def _create_vetted(conn: Any) -> None:
-    _create(VettedToolSet)(conn)
+    _create("VettedToolSet")(conn)
     _origin_indexes(conn, "vetted_tool_sets")
 
 
 MIGRATIONS: tuple[tuple[str, Callable[[Any], None]], ...] = (
-    ("0001_events", _create(Event)),
-    ("0002_tool_calls_approvals_tool_sets", _create(ToolCall, AlwaysApproval, ToolSet)),
+    ("0001_events", _create("Event")),
+    ("0002_tool_calls_approvals_tool_sets", _create("ToolCall", "AlwaysApproval", "ToolSet")),
     # Numbered apart from the core tables when tasks were a separate feature; kept as released.
-    ("0100_tasks", _create(TaskRow)),
+    ("0100_tasks", _create("TaskRow")),
     ("0200_origin_columns", add_origin_columns("events", "tool_calls", "approvals")),
     ("0201_vetted_tool_sets", _create_vetted),
 )

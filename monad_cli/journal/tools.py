@@ -13,6 +13,11 @@
 Every write stamps the origin columns and its `rev` and wakes the fleet link
 (`Journal.write`); in a fleet the row is then queued locally until the link ships it
 (docs/fleet.md).
+
+What a supervisor reads while it starts and connects (`all_always`, `all_vetted`,
+`interrupt_running`, and on a pinned server's connect `add_vetted`, `tool_set`) is plain SQL
+on the journal's own connections: the ORM (SQLModel, ~0.2 s to import) is loaded by the
+first query that needs it (`Journal.engine`).
 """
 
 from __future__ import annotations
@@ -20,12 +25,12 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from typing import Any
-
-from sqlmodel import Session, col, select
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from monad_cli.journal.db import Journal
-from monad_cli.journal.tables import AlwaysApproval, ToolCall, ToolSet, VettedToolSet
+
+if TYPE_CHECKING:
+    from monad_cli.journal.tables import AlwaysApproval
 
 OUTCOMES = ("running", "ok", "tool-error", "cancelled", "timeout", "refused", "error", "interrupted")
 
@@ -67,8 +72,7 @@ def finish_call(j: Journal, call_id: int, *, outcome: str, decision: str | None 
 def interrupt_running(j: Journal) -> int:
     """Calls left `running` by a supervisor that died become `interrupted` (never retried:
     whether the server acted on them is unknown); returns how many."""
-    with Session(j.engine) as s:
-        ids = list(s.exec(select(ToolCall.id).where(ToolCall.outcome == "running")))
+    ids = [row[0] for row in j.pool.read("SELECT id FROM tool_calls WHERE outcome = 'running'")]
     for call_id in ids:  # one write each: every row gets its own rev
         j.write(f"UPDATE tool_calls SET outcome = 'interrupted', error = 'the supervisor stopped during the call', "
                 f"rev = {j.rev_sql('tool_calls')} WHERE id = ? AND outcome = 'running'", (call_id,))
@@ -77,6 +81,10 @@ def interrupt_running(j: Journal) -> int:
 
 def calls(j: Journal, *, server: str | None = None, since: float | None = None, host: str | None = None,
           limit: int = 200) -> list[dict[str, Any]]:
+    from sqlmodel import Session, col, select
+
+    from monad_cli.journal.tables import ToolCall
+
     j.flush()  # outcomes still queued in this process are part of the answer
     q = select(ToolCall)
     if server:
@@ -92,6 +100,10 @@ def calls(j: Journal, *, server: str | None = None, since: float | None = None, 
 
 
 def always_approved(j: Journal, server: str, definition_hash: str, tool: str) -> AlwaysApproval | None:
+    from sqlmodel import Session, select
+
+    from monad_cli.journal.tables import AlwaysApproval
+
     q = select(AlwaysApproval).where(AlwaysApproval.server == server,
                                      AlwaysApproval.definition_hash == definition_hash,
                                      AlwaysApproval.tool == tool)
@@ -99,9 +111,31 @@ def always_approved(j: Journal, server: str, definition_hash: str, tool: str) ->
         return s.exec(q).first()
 
 
-def all_always(j: Journal) -> list[AlwaysApproval]:
-    with Session(j.engine) as s:
-        return list(s.exec(select(AlwaysApproval)))
+class Approval(NamedTuple):
+    """An `approvals` row, as a supervisor's start reads them."""
+
+    server: str
+    definition_hash: str
+    tool: str
+    decided_by: str
+    host: str | None
+    home: str | None
+
+
+class Vetted(NamedTuple):
+    """A `vetted_tool_sets` row, as a supervisor's start reads them."""
+
+    server: str
+    definition_hash: str
+    hash: str
+    decided_by: str
+    host: str | None
+    home: str | None
+
+
+def all_always(j: Journal) -> list[Approval]:
+    rows = j.pool.read("SELECT server, definition_hash, tool, decided_by, host, home FROM approvals ORDER BY id")
+    return [Approval(*row) for row in rows]
 
 
 def add_always(j: Journal, server: str, definition_hash: str, tool: str, decided_by: str) -> None:
@@ -112,18 +146,17 @@ def add_always(j: Journal, server: str, definition_hash: str, tool: str, decided
             (server, definition_hash, tool, time.time(), decided_by, *j.origin()))
 
 
-def all_vetted(j: Journal) -> list[VettedToolSet]:
-    with Session(j.engine) as s:
-        return list(s.exec(select(VettedToolSet)))
+def all_vetted(j: Journal) -> list[Vetted]:
+    rows = j.pool.read("SELECT server, definition_hash, hash, decided_by, host, home FROM vetted_tool_sets "
+                       "ORDER BY id")
+    return [Vetted(*row) for row in rows]
 
 
 def add_vetted(j: Journal, server: str, definition_hash: str, digest: str, decided_by: str) -> None:
     """Record that `digest` was accepted for `server` as defined by `definition_hash` (once)."""
-    q = select(VettedToolSet).where(VettedToolSet.server == server, VettedToolSet.definition_hash == definition_hash,
-                                    VettedToolSet.hash == digest)
-    with Session(j.engine) as s:
-        if s.exec(q).first() is not None:
-            return
+    if j.pool.read("SELECT 1 FROM vetted_tool_sets WHERE server = ? AND definition_hash = ? AND hash = ? LIMIT 1",
+                   (server, definition_hash, digest)):
+        return
     j.write(f"INSERT INTO vetted_tool_sets (server, definition_hash, hash, created, decided_by, uid, host, home, "
             f"rev) VALUES (?, ?, ?, ?, ?, ?, ?, ?, {j.rev_sql('vetted_tool_sets')})",
             (server, definition_hash, digest, time.time(), decided_by, *j.origin()))
@@ -137,6 +170,6 @@ def remember_tool_set(j: Journal, server: str, digest: str, canonical: list[dict
 
 
 def tool_set(j: Journal, server: str, digest: str) -> list[dict[str, Any]] | None:
-    with Session(j.engine) as s:
-        row = s.get(ToolSet, (server, digest))
-    return json.loads(row.tools) if row else None
+    """The tool set `server` advertised with hash `digest` (canonical view), if it was seen."""
+    rows = j.pool.read("SELECT tools FROM tool_sets WHERE server = ? AND hash = ?", (server, digest))
+    return json.loads(rows[0][0]) if rows else None

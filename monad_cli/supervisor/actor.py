@@ -339,13 +339,13 @@ class ServerActor:
         if self.conn is not None:
             self.conn.established = True
         self.protocol_version = client.protocol_version
-        info = client.server_info
-        self.server_info = info.model_dump(exclude_none=True) if info else None
+        self.server_info = client.server_info.model_dump(exclude_none=True) if client.server_info else None
         pin_problem = self.ctx.check_pin(self, tools)  # always: it also unblocks
         self.tool_problem = "; ".join(p for p in (problem, pin_problem) if p) or None
         self.ctx.on_tools_changed(self)
         problem = self._problem()
         self.set_state(State.DEGRADED if problem else State.CONNECTED, problem)
+        self.first_attempt.set()  # it ended connected (else `_loop` sets it when `_session` returns)
         if self.conn is not None and self.conn.closed:  # died between tools/list and now
             self._wakeup("closed")
 

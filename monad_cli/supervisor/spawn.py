@@ -27,6 +27,7 @@ import shutil
 import signal
 import subprocess
 from dataclasses import dataclass
+from pathlib import Path
 
 import anyio
 import anyio.abc
@@ -144,12 +145,14 @@ def _sandboxed(spec: ServerSpec, command: str, env: dict[str, str]) -> tuple[lis
 @dataclass
 class EarlyProcess:
     """A server process started before the SDK was imported, the read end of its stderr
-    pipe (the adopting actor's `StderrSink` drains it), its spawn marker and record."""
+    pipe (the adopting actor's `StderrSink` drains it), its spawn marker and record, and
+    the directory that record was written to (None: not written)."""
 
     process: anyio.abc.Process
     stderr_fd: int
     marker: str
     record: SpawnRecord
+    recorded_in: Path | None = None
 
 
 class EarlySpawns:
@@ -178,7 +181,8 @@ class EarlySpawns:
             records.write(record)
             self.records = records
         os.set_blocking(read_fd, False)
-        self.waiting[cmd.key()] = EarlyProcess(process, read_fd, cmd.marker, record)
+        self.waiting[cmd.key()] = EarlyProcess(process, read_fd, cmd.marker, record,
+                                               records.dir if records is not None else None)
 
     def take(self, cmd: StdioCommand) -> EarlyProcess | None:
         """The early process for exactly this command line, environment and cwd, once."""

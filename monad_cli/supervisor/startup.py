@@ -1,13 +1,15 @@
 """What `monad daemon run` does before it imports the SDK: take the daemon lock, read the
 definitions, and spawn the stdio servers (`supervisor/spawn.py`), so they start while the
-supervisor imports the rest. Standard library, anyio and the config code only."""
+supervisor imports the rest; and what waits until every server had its first attempt
+(`after_start`). Standard library, anyio and the config code only."""
 
 from __future__ import annotations
 
 import fcntl
 import logging
 import os
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 import anyio
@@ -48,8 +50,6 @@ async def spawn_early(paths: Paths, environ: Mapping[str, str], *, include: list
     `EARLY.leftovers_killed` for the journal), so new servers never start beside them.
     Anything that fails here (a bad file, a missing command) is left for the supervisor to
     meet again and report in its place."""
-    import time
-
     started = time.monotonic()
     records = SpawnRecords(paths.run_dir)
     EARLY.leftovers_killed += kill_leftovers(records)
@@ -77,19 +77,32 @@ async def spawn_early(paths: Paths, environ: Mapping[str, str], *, include: list
 
 
 class Attempted(Protocol):
-    """What `discard_unadopted` waits on: an actor's first connection attempt."""
+    """What `after_start` waits on: an actor's first connection attempt."""
 
     @property
     def first_attempt(self) -> anyio.Event: ...
 
 
-async def discard_unadopted(actors: Sequence[Attempted], *, limit: float = 60.0) -> None:
+async def after_start(actors: Sequence[Attempted], warm: Callable[[], bool], *, limit: float = 60.0) -> None:
     """Once every actor made its first attempt (and so adopted its early process, if it had
-    one), or after `limit` seconds, stop the early processes nobody adopted."""
+    one), or after `limit` seconds: stop the early processes nobody adopted, then run `warm`
+    in a worker thread (`Journal.load_orm`: the ORM's import, ~0.2 s, which no server's
+    connect needed; the loop goes on meanwhile; True: it loaded it). A `warm` that fails is
+    logged: the first query that needs it meets the error again."""
     with anyio.move_on_after(limit):
         for actor in actors:
             await actor.first_attempt.wait()
     await EARLY.discard()
+    started = time.monotonic()
+    try:
+        loaded = await anyio.to_thread.run_sync(warm)
+    except Exception:  # the supervisor runs on; the query that needs the ORM raises it again
+        log.exception("loading the journal's ORM after the start failed")
+        return
+    if loaded:
+        log.debug("loaded the journal's ORM after the start (%.0f ms)", (time.monotonic() - started) * 1000)
+    else:
+        log.debug("the journal's ORM was loaded before the start was over")
 
 
-__all__ = ["acquire_daemon_lock", "discard_unadopted", "spawn_early"]
+__all__ = ["acquire_daemon_lock", "after_start", "spawn_early"]

@@ -30,7 +30,7 @@ from monad_cli.supervisor.context import ActorContext
 from monad_cli.supervisor.processes import SpawnRecords, kill_leftovers
 from monad_cli.supervisor.reconcile import Diff, Secrets, config_stamp, diff
 from monad_cli.supervisor.spawn import EARLY
-from monad_cli.supervisor.startup import acquire_daemon_lock, discard_unadopted
+from monad_cli.supervisor.startup import acquire_daemon_lock, after_start
 from monad_cli.supervisor.states import LIVE, State
 from monad_cli.supervisor.watch import watch_definitions
 from monad_cli.trust.service import ToolService
@@ -340,7 +340,7 @@ class Supervisor:
                     tg.start_soon(self.gateway.run)
                 await self.reconcile(force=True)
                 self.tasks.close_orphans(set(self.actors))
-                tg.start_soon(discard_unadopted, list(self.actors.values()))
+                tg.start_soon(after_start, list(self.actors.values()), journal.load_orm)
                 failure = await self._wait_required()
                 if failure:
                     on_ready(failure)

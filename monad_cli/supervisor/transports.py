@@ -109,7 +109,7 @@ async def stdio_transport(spec: ServerSpec, sink: StderrSink, conn: Connection,
     errfd = sink.open_pipe()
     try:
         early = EARLY.take(cmd)
-        if early is not None:  # started at supervisor start, before the SDK import
+        if early is not None:  # started at supervisor start, before the SDK import (and recorded)
             process, marker = early.process, early.marker
             sink.adopt(early.stderr_fd)
         else:
@@ -122,8 +122,8 @@ async def stdio_transport(spec: ServerSpec, sink: StderrSink, conn: Connection,
         sink.close_write_end()
     conn.pid = process.pid
     conn.transport = "stdio"
-    record = spawn_record(spec.name, process.pid, marker)
-    if opts.records is not None:
+    record = early.record if early is not None else spawn_record(spec.name, process.pid, marker)
+    if opts.records is not None and (early is None or early.recorded_in != opts.records.dir):
         opts.records.write(record)
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)

@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from monad_cli.journal.db import Journal
-from monad_cli.journal.tables import TaskRow
 from monad_cli.tasks.snapshot import PENDING_RESULT, Fold, RowView, fold_snapshot
 from monad_cli.tasks.states import ACTIVE, TERMINAL, TaskState
 from monad_cli.tasks.store import TaskStore
+
+if TYPE_CHECKING:
+    from monad_cli.journal.tables import TaskRow
 
 log = logging.getLogger("monad.tasks")
 
@@ -53,9 +55,9 @@ class TaskLedger:
 
     def counts(self, server: str) -> tuple[int, int]:
         """(active, queued) rows of `server`."""
-        rows = self.store.rows(server=server, states=ACTIVE | {TaskState.QUEUED}, limit=100_000)
-        active = sum(1 for r in rows if r.state in ACTIVE)
-        return active, len(rows) - active
+        by_state = self.store.count_by_state(server, ACTIVE | {TaskState.QUEUED})
+        queued = by_state.get(str(TaskState.QUEUED), 0)
+        return sum(by_state.values()) - queued, queued
 
     def fold(self, server: str, snap: Mapping[str, Any], *, source: str) -> tuple[TaskRow, Fold] | None:
         """Fold a snapshot (wire JSON with `taskId`, see `snapshot.fold_snapshot`) into the row

@@ -8,20 +8,24 @@ ended (`cleanup`).
 
 Times are epoch seconds from the manager's clock (injectable for tests). JSON columns
 hold wire JSON (camelCase), scrubbed of known secrets like every journal value.
+
+A supervisor reads the open rows and the counts of a server's rows each time it connects
+one, and cleans up at its start: the counts and the cleanup are plain SQL on the journal's
+own connections, and so are the open rows while there are none (the usual case), so a
+start does not load the ORM (SQLModel, ~0.2 s to import) for them (`Journal.engine`).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Collection
-from typing import Any
-
-from sqlalchemy import text
-from sqlmodel import Session, col, select
+from typing import TYPE_CHECKING, Any
 
 from monad_cli.journal.db import Journal
-from monad_cli.journal.tables import TaskRow
 from monad_cli.tasks.states import INITIAL, OPEN, IllegalTransition, check_transition
+
+if TYPE_CHECKING:
+    from monad_cli.journal.tables import TaskRow
 
 RETENTION_S = 7 * 24 * 3600
 
@@ -59,6 +63,10 @@ class TaskStore:
     def insert(self, *, id: str, server: str, tool: str, arguments: Any, correlation: Any, state: str,
                adopted: bool = False, task_id: str | None = None) -> TaskRow:
         """A new row in `state` (one of `states.INITIAL`). Raises `IllegalTransition` otherwise."""
+        from sqlmodel import Session
+
+        from monad_cli.journal.tables import TaskRow
+
         if state not in INITIAL:
             raise IllegalTransition(f"a task row cannot start in state {state}")
         now = self.clock()
@@ -71,12 +79,20 @@ class TaskStore:
         return row
 
     def get(self, id: str) -> TaskRow | None:
+        from sqlmodel import Session
+
+        from monad_cli.journal.tables import TaskRow
+
         with Session(self.journal.engine, expire_on_commit=False) as s:
             return s.get(TaskRow, id)
 
     def by_task_id(self, server: str, task_id: str) -> TaskRow | None:
         """The row of `server`'s task `task_id`: the open one if any, else the newest. Two rows
         share a taskId when a caller reused an invocation id and the server deduplicated."""
+        from sqlmodel import Session, col, select
+
+        from monad_cli.journal.tables import TaskRow
+
         with Session(self.journal.engine, expire_on_commit=False) as s:
             q = select(TaskRow).where(TaskRow.server == server, TaskRow.task_id == task_id)
             rows = list(s.exec(q.order_by(col(TaskRow.created_at).desc())))
@@ -84,6 +100,10 @@ class TaskStore:
 
     def find(self, prefix: str) -> list[TaskRow]:
         """Rows whose id (or server taskId) is `prefix` or starts with it."""
+        from sqlmodel import Session, col, select
+
+        from monad_cli.journal.tables import TaskRow
+
         with Session(self.journal.engine, expire_on_commit=False) as s:
             exact = s.get(TaskRow, prefix)
             if exact is not None:
@@ -97,6 +117,10 @@ class TaskStore:
         """Set columns (JSON columns take Python values) and `updated_at`; returns the row,
         or None if there is none. A `state` must be allowed from the row's current state
         (`states.TRANSITIONS`), else `IllegalTransition` is raised and nothing is written."""
+        from sqlmodel import Session
+
+        from monad_cli.journal.tables import TaskRow
+
         with Session(self.journal.engine, expire_on_commit=False) as s:
             row = s.get(TaskRow, id)
             if row is None:
@@ -113,6 +137,8 @@ class TaskStore:
 
     def take_delivery(self, id: str) -> bool:
         """Atomically turn `deliveryPending` off; True only for the one caller that did it."""
+        from sqlalchemy import text
+
         with self.journal.engine.begin() as conn:
             res = conn.execute(text("UPDATE tasks SET delivery_pending = 0, deliveries = deliveries + 1, "
                                     "delivered_at = :t WHERE id = :id AND delivery_pending = 1"),
@@ -121,6 +147,10 @@ class TaskStore:
 
     def rows(self, *, server: str | None = None, states: Collection[str] | None = None,
              pending: bool | None = None, limit: int = 500) -> list[TaskRow]:
+        from sqlmodel import Session, col, select
+
+        from monad_cli.journal.tables import TaskRow
+
         q = select(TaskRow)
         if server:
             q = q.where(TaskRow.server == server)
@@ -132,8 +162,23 @@ class TaskStore:
         with Session(self.journal.engine, expire_on_commit=False) as s:
             return list(s.exec(q))
 
+    def count_by_state(self, server: str, states: Collection[str]) -> dict[str, int]:
+        """How many rows of `server` are in each of `states` (states without rows left out)."""
+        names = tuple(str(s) for s in states)
+        rows = self.journal.pool.read(f"SELECT state, count(*) FROM tasks WHERE server = ? AND state IN "
+                                      f"({', '.join('?' * len(names))}) GROUP BY state", (server, *names))
+        return {str(state): int(n) for state, n in rows}
+
     def open_rows(self) -> list[TaskRow]:
         """Every non-terminal row, oldest first (the resume order)."""
+        states = tuple(str(s) for s in OPEN)
+        if not self.journal.pool.read(f"SELECT 1 FROM tasks WHERE state IN ({', '.join('?' * len(states))}) LIMIT 1",
+                                      states):
+            return []  # the usual answer, without the ORM
+        from sqlmodel import Session, col, select
+
+        from monad_cli.journal.tables import TaskRow
+
         with Session(self.journal.engine, expire_on_commit=False) as s:
             q = select(TaskRow).where(col(TaskRow.state).in_([str(s) for s in OPEN])).order_by(col(TaskRow.created_at))
             return list(s.exec(q))
@@ -141,7 +186,5 @@ class TaskStore:
     def cleanup(self, *, retention_s: float = RETENTION_S) -> int:
         """Delete terminal rows that ended more than `retention_s` ago; returns how many."""
         cutoff = self.clock() - retention_s
-        with self.journal.engine.begin() as conn:
-            res = conn.execute(text("DELETE FROM tasks WHERE terminal_at IS NOT NULL AND terminal_at < :c"),
-                               {"c": cutoff})
-            return int(res.rowcount or 0)
+        return self.journal.pool.change("DELETE FROM tasks WHERE terminal_at IS NOT NULL AND terminal_at < ?",
+                                        (cutoff,))

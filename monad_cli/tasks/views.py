@@ -3,16 +3,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from monad_cli.errors import InvalidInput, NotFound
-from monad_cli.journal.tables import TaskRow
 from monad_cli.tasks.forms import describe_request
 from monad_cli.tasks.ledger import TaskLedger
 from monad_cli.tasks.states import OPEN, TERMINAL, TaskState
 from monad_cli.tasks.store import row_dict
+
+if TYPE_CHECKING:
+    from monad_cli.journal.tables import TaskRow
 
 RELATED_TASK_META = "io.modelcontextprotocol/related-task"
 
