@@ -150,6 +150,22 @@ def test_the_supervisor_runs_with_the_collector_on_and_the_imports_frozen(tmp_pa
     assert enabled is True and frozen > 50_000 and orm is False, out.stdout
 
 
+@pytest.mark.parametrize("choice, loop", [("", "uvloop"), ("asyncio", "asyncio")])
+def test_the_supervisor_runs_on_uvloop_unless_told_asyncio(tmp_path: Path, choice: str, loop: str) -> None:
+    pytest.importorskip("uvloop")  # a dependency on POSIX
+    code = ("import asyncio, sys; from pathlib import Path\n"
+            "from monad_cli.paths import Paths\n"
+            "from monad_cli.supervisor import main, supervisor\n"
+            "async def probe(self, **kwargs):\n"
+            "    print(type(asyncio.get_running_loop()).__module__.split('.')[0])\n"
+            "supervisor.Supervisor.run = probe\n"
+            "sys.exit(main.run(Paths(Path(sys.argv[1]))))\n")
+    env = {**os.environ, "MONAD_EVENT_LOOP": choice}
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "home")], capture_output=True, text=True,
+                         timeout=60, check=True, env=env)
+    assert out.stdout.strip() == loop, out
+
+
 @pytest.mark.e2e
 def test_the_journals_orm_is_loaded_after_the_servers_connected(monad: Any, monad_home: Path) -> None:
     atoms = monad_home / "atoms" / "mcp"

@@ -100,6 +100,10 @@ class GatewaySession:
         self.server = GatewayServer("monad", version=__version__, title="monad gateway",
                                     on_list_tools=self.list_tools, on_call_tool=self.call_tool,
                                     on_subscriptions_listen=self.listen)
+        # The SDK's default middleware opens an OpenTelemetry span per request, which does
+        # nothing until an exporter is installed; emptying the list is the SDK's opt-out.
+        # The supervisor installs no exporter, so on the gateway's hot path it is cost only.
+        self.server.middleware.clear()
 
     def init_options(self) -> Any:
         return self.server.create_initialization_options()

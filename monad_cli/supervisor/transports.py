@@ -96,6 +96,46 @@ class Connection:
             self.on_closed()
 
 
+class StdinWriter:
+    """The session's write stream, straight onto the server's stdin: each message one line,
+    written by the task that sends it (no writer task and memory stream in between: one
+    event-loop hop less on every request). A lock keeps lines whole; a cancelled sender
+    never cuts one (the process stream takes the whole line into its buffer before it
+    waits to drain). When the server's
+    stdin is gone, the read side is closed (the session ends) and the send raises
+    BrokenResourceError, which the SDK reports as a closed connection."""
+
+    def __init__(self, stdin: anyio.abc.ByteSendStream, exchange: Exchange,
+                 on_broken: Callable[[], Any]) -> None:
+        self.stdin = stdin
+        self.exchange = exchange
+        self.on_broken = on_broken
+        self.lock = anyio.Lock()
+        self.closed = False
+
+    async def send(self, item: SessionMessage, /) -> None:
+        if self.closed:
+            raise anyio.ClosedResourceError
+        self.exchange.sent(item)
+        data = item.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
+        try:
+            async with self.lock:
+                await self.stdin.send(data)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            self.closed = True
+            await self.on_broken()
+            raise anyio.BrokenResourceError from None
+
+    async def aclose(self) -> None:
+        self.closed = True  # stdin itself is closed by `_stop` (the graceful shutdown)
+
+    async def __aenter__(self) -> StdinWriter:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
 def _limit_hint(spec: ServerSpec, limit: int) -> str:
     return f"the {format_size(limit)} message limit (raise `maxMessageBytes` in `{spec.source}`)"
 
@@ -126,9 +166,10 @@ async def stdio_transport(spec: ServerSpec, sink: StderrSink, conn: Connection,
     if opts.records is not None and (early is None or early.recorded_in != opts.records.dir):
         opts.records.write(record)
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
     injector = read_writer.clone()
     exchange = Exchange(injector.send, name=spec.name, discover_budget=opts.discover_budget)
+    assert process.stdin is not None
+    write_stream = StdinWriter(process.stdin, exchange, read_writer.aclose)
     conn.exchange = exchange
     limit = opts.max_message_bytes
 
@@ -195,17 +236,6 @@ async def stdio_transport(spec: ServerSpec, sink: StderrSink, conn: Connection,
             finally:
                 conn.mark_closed()
 
-    async def write_stdin() -> None:
-        assert process.stdin is not None
-        try:
-            async with write_reader:
-                async for msg in write_reader:
-                    exchange.sent(msg)
-                    data = msg.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
-                    await process.stdin.send(data.encode())
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            await read_writer.aclose()
-
     async def reap() -> None:
         conn.returncode = await process.wait()
         conn.mark_closed()
@@ -223,7 +253,6 @@ async def stdio_transport(spec: ServerSpec, sink: StderrSink, conn: Connection,
             exchange.start(tg)
             tg.start_soon(drain)
             tg.start_soon(read_stdout)
-            tg.start_soon(write_stdin)
             tg.start_soon(reap)
             try:
                 yield read_stream, write_stream
