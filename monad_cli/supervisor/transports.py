@@ -101,9 +101,9 @@ class StdinWriter:
     written by the task that sends it (no writer task and memory stream in between: one
     event-loop hop less on every request). A lock keeps lines whole; a cancelled sender
     never cuts one (the process stream takes the whole line into its buffer before it
-    waits to drain). When the server's
-    stdin is gone, the read side is closed (the session ends) and the send raises
-    BrokenResourceError, which the SDK reports as a closed connection."""
+    waits to drain). When the server's stdin is gone, the read side is closed (the session
+    ends) and the send raises BrokenResourceError, which the SDK reports as a closed
+    connection."""
 
     def __init__(self, stdin: anyio.abc.ByteSendStream, exchange: Exchange,
                  on_broken: Callable[[], Any]) -> None:
