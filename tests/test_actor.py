@@ -87,6 +87,25 @@ def test_an_actor_runs_a_stdio_server_without_a_supervisor(monad_home: Path) -> 
     anyio.run(main)
 
 
+def test_the_last_attempts_reason_is_scrubbed_like_the_reason(monad_home: Path) -> None:
+    async def main() -> None:
+        # The server's last stderr words (a secret among them) are part of why it failed.
+        spec = _stdio("leaky", "--say", "my key is SENTINEL", "--crash-after", "0.2")
+        async with running(lambda ctx, _: ServerActor("leaky", spec, ctx), stopping=True) as (actor, _j, _s):
+            rows: list[dict[str, Any]] = []
+
+            def retrying() -> bool:
+                rows.append(actor.status())
+                return rows[-1]["lastAttemptReason"] is not None
+
+            await _until(retrying, timeout=30)
+            row = rows[-1]
+            assert "my key is ***" in row["lastAttemptReason"], row
+            assert not any("SENTINEL" in str(r) for r in rows), [r for r in rows if "SENTINEL" in str(r)]
+
+    anyio.run(main)
+
+
 def test_an_actor_explains_a_crash_and_backs_off(monad_home: Path) -> None:
     async def main() -> None:
         spec = _stdio("crashy", "--crash-after", "0.3")

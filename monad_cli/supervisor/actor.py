@@ -197,7 +197,7 @@ class ServerActor:
                 await self._sleep_until_woken()
                 continue
             # "failed" (connect failed) or "closed" (a live session ended)
-            self.last_failure = reason
+            self.last_failure = self.ctx.scrub(reason) if reason else reason
             if self.backoff.record_failure(time.monotonic()):
                 n = self.backoff.give_up_after
                 self.set_state(State.FAILED, f"{reason}; gave up after {n} failures in "
