@@ -186,3 +186,26 @@ def test_the_journals_orm_is_loaded_after_the_servers_connected(monad: Any, mona
         assert [r["state"] for r in rows if r["kind"] == "state"][-2:] == ["connecting", "connected"]
     finally:
         monad("daemon", "stop")
+
+
+@pytest.mark.e2e
+def test_daemon_stop_during_the_start_waits_for_it_and_stops_it(monad: Any, monad_home: Path) -> None:
+    from monad_cli.control.client import pid_alive, starting_pid
+    from monad_cli.paths import Paths
+
+    atoms = monad_home / "atoms" / "mcp"
+    atoms.mkdir(parents=True)
+    for i in range(10):
+        (atoms / f"s{i}.toml").write_text(f'command = "{sys.executable}"\nargs = ["{TESTSERVER}"]\n')
+    start = subprocess.Popen([sys.executable, "-m", "monad_cli", "daemon", "start"], env=os.environ.copy(),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        # The supervisor holds the daemon lock well before its control socket answers.
+        holder = wait_for(lambda: starting_pid(Paths(monad_home)), timeout=60, interval=0.005)
+        r = monad("daemon", "stop", "--timeout", "90", timeout=120)
+        assert r.code == 0 and f"supervisor stopped (pid {holder})" in r.err, r
+        assert not pid_alive(holder)
+        assert starting_pid(Paths(monad_home)) is None
+    finally:
+        start.communicate(timeout=120)
+        monad("daemon", "stop")

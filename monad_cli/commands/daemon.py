@@ -103,18 +103,29 @@ def stop(
     timeout: Annotated[float, typer.Option("--timeout", min=0, help="Seconds to wait for it to exit.")] = 30.0,
     as_json: JsonOpt = False,
 ) -> None:
-    """Stop the supervisor: every server is shut down cleanly first."""
-    from monad_cli.control.client import ControlClient, pid_alive
+    """Stop the supervisor: every server is shut down cleanly first. A supervisor that is
+    still starting (it holds the daemon lock, its control socket does not answer yet) is
+    waited for, within `--timeout`, and then stopped."""
+    from monad_cli.control.client import ControlClient, pid_alive, starting_pid
 
     client = ControlClient(paths())
-    try:
-        pid = int(client.get("/v1/health")["pid"])
-    except SupervisorNotRunning:
-        if as_json:
-            render.data_json({"running": False, "stopped": False})
-        else:
-            render.info("the supervisor is not running")
-        return
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            pid = int(client.get("/v1/health")["pid"])
+            break
+        except SupervisorNotRunning:
+            starting = starting_pid(paths())
+            if starting is None or not pid_alive(starting):
+                if as_json:
+                    render.data_json({"running": False, "stopped": False})
+                else:
+                    render.info("the supervisor is not running")
+                return
+            if time.monotonic() > deadline:
+                raise MonadError(f"the supervisor (pid {starting}) is still starting after {timeout:g} s; "
+                                 f"see `{paths().daemon_log}`") from None
+            time.sleep(0.05)
     try:
         client.post("/v1/daemon/stop")
     except SupervisorNotRunning:

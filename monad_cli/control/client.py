@@ -205,6 +205,24 @@ class ControlClient:
             return False
 
 
+def starting_pid(p: Paths) -> int | None:
+    """The pid of a process holding the flock on `run/daemon.lock` (a supervisor that is
+    starting when the control socket does not answer yet), or None. Read from /proc/locks
+    (Linux) without touching the lock, so a start racing this probe is never refused."""
+    try:
+        st = os.stat(p.daemon_lock)
+        with open("/proc/locks") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    where = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    for line in lines:  # "1: FLOCK  ADVISORY  WRITE 4242 fd:01:123456 0 EOF"
+        fields = line.split()
+        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == where and fields[4].isdigit():
+            return int(fields[4])
+    return None
+
+
 def pid_alive(pid: int) -> bool:
     """True while `pid` runs; a zombie (exited, not yet reaped by its parent) counts as gone."""
     try:
