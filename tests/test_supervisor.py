@@ -131,8 +131,14 @@ def test_stderr_flood_and_stray_stdout_do_not_block(supervisor: Any, monad_home:
     add_test_server(supervisor, "flood", "--stderr-flood", str(3 * 1024 * 1024), timeout=30)
     add_test_server(supervisor, "flood2", "--stderr-flood", str(3 * 1024 * 1024), "--no-newlines", timeout=30)
     add_test_server(supervisor, "stray", "--stray-stdout")
-    assert supervisor("mcp", "wait", "flood", "flood2", "stray", "--timeout", "90").code == 0
+    add_test_server(supervisor, "stray5k", "--stray-stdout", "5000")
+    assert supervisor("mcp", "wait", "flood", "flood2", "stray", "stray5k", "--timeout", "90").code == 0
     assert status_of(supervisor, "stray")["strayStdoutLines"] == 1
+    assert status_of(supervisor, "stray5k")["strayStdoutLines"] == 5000
+    # Counted, not logged line by line: a chatty server cannot flood the daemon's log.
+    logged = [line for line in (monad_home / "logs" / "daemon.log").read_text().splitlines()
+              if "server stray5k: ignored a non-JSON-RPC stdout line" in line]
+    assert 1 <= len(logged) <= 15, len(logged)
     tail = status_of(supervisor, "flood")["stderrTail"]
     assert tail and set(tail[-1]) == {"x"}
     log = monad_home / "logs" / "servers" / "flood.stderr.log"

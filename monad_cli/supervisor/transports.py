@@ -136,6 +136,15 @@ class StdinWriter:
         await self.aclose()
 
 
+STRAY_LOGGED = 10  # stray stdout lines logged one by one; after that at every power of ten
+
+
+def _power_of_ten(n: int) -> bool:
+    while n >= 10 and n % 10 == 0:
+        n //= 10
+    return n == 1
+
+
 def _limit_hint(spec: ServerSpec, limit: int) -> str:
     return f"the {format_size(limit)} message limit (raise `maxMessageBytes` in `{spec.source}`)"
 
@@ -201,8 +210,11 @@ async def stdio_transport(spec: ServerSpec, sink: StderrSink, conn: Connection,
         conn.stray_lines += 1
         if conn.first_stray_line is None:
             conn.first_stray_line = line[:80].decode("utf-8", "replace").strip()
-        log.warning("server %s: ignored a non-JSON-RPC stdout line (%d so far): %.200r",
-                    spec.name, conn.stray_lines, line[:200])
+        n = conn.stray_lines
+        if n <= STRAY_LOGGED or _power_of_ten(n):  # counted always, logged 10 times, then at 100, 1000, ...
+            log.warning("server %s: ignored a non-JSON-RPC stdout line (%d so far%s): %.200r", spec.name, n,
+                        "; further ones are counted, and logged at 100, 1000, ..." if n == STRAY_LOGGED else "",
+                        line[:200])
 
     async def read_stdout() -> None:
         assert process.stdout is not None

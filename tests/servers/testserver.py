@@ -1,7 +1,7 @@
 """A configurable MCP test server built on the SDK's `MCPServer` (stdio or streamable HTTP).
 
     python testserver.py [--http PORT [--sse]] [--legacy] [--slow-start S] [--hang]
-                         [--stderr-flood BYTES] [--no-newlines] [--stray-stdout]
+                         [--stderr-flood BYTES] [--no-newlines] [--stray-stdout [LINES]]
                          [--crash-after S] [--exit-at-start N] [--tools-file PATH] [--name NAME] [--ask]
 
 `--legacy`: refuse `server/discover`, so clients fall back to `initialize`: over HTTP with
@@ -38,7 +38,7 @@ def main() -> None:
     ap.add_argument("--hang", action="store_true")
     ap.add_argument("--stderr-flood", type=int, default=0)
     ap.add_argument("--no-newlines", action="store_true")
-    ap.add_argument("--stray-stdout", action="store_true")
+    ap.add_argument("--stray-stdout", type=int, nargs="?", const=1, default=0, metavar="LINES")
     ap.add_argument("--crash-after", type=float, default=None)
     ap.add_argument("--exit-at-start", type=int, default=None)
     ap.add_argument("--tools-file", default=None)
@@ -65,7 +65,7 @@ def main() -> None:
         time.sleep(args.slow_start)
     if args.stray_stdout:
         # Not JSON-RPC: a well-behaved client counts and ignores it.
-        sys.stdout.write("this is not json\n")
+        sys.stdout.write("this is not json\n" * args.stray_stdout)
         sys.stdout.flush()
 
     # Imported late: the early-exit and hang modes above must act before the slow SDK import.
