@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import sqlite3
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -389,3 +390,16 @@ def test_not_ready_lines_name_the_last_attempt_while_retrying() -> None:
     row = {"name": "b", "state": "backoff", "reason": "exited with status 1; retrying in 2 s",
            "lastAttemptReason": "exited with status 1"}
     assert not_ready(row) == "server `b` is waiting to retry: exited with status 1; retrying in 2 s"
+
+
+@pytest.mark.e2e
+def test_a_skipped_oversize_message_is_the_reason_not_silence(supervisor: Any, monad_home: Path) -> None:
+    # It answers nothing readable: its one stdout line is over the limit and skipped.
+    code = "import sys, time; sys.stdout.write('a' * 2000000 + chr(10)); sys.stdout.flush(); time.sleep(100)"
+    (monad_home / "atoms" / "mcp").mkdir(parents=True, exist_ok=True)
+    (monad_home / "atoms" / "mcp" / "big.toml").write_text(
+        f'command = "{sys.executable}"\nargs = ["-c", "{code}"]\ntimeout = 2\nmaxMessageBytes = 65536\n')
+    row = wait_for(lambda: (s := status_of(supervisor, "big"))["state"] in ("backoff", "failed") and s, timeout=60)
+    assert "a stdout message over the 64 KiB message limit was skipped (raise `maxMessageBytes` in " \
+           "`atoms/mcp/big.toml`)" in row["reason"], row
+    assert "wrote nothing to its stdout" not in row["reason"], row

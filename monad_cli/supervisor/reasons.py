@@ -17,6 +17,7 @@ from mcp_types import CONNECTION_CLOSED
 
 from monad_cli.config.schema import ServerSpec
 from monad_cli.redact import redact_url
+from monad_cli.supervisor.framing import format_size
 from monad_cli.supervisor.spawn import SpawnError
 from monad_cli.supervisor.transports import Connection
 
@@ -76,7 +77,13 @@ def stray_hint(conn: Connection) -> str:
 def explain_timeout(spec: ServerSpec, phase: str, stderr: Sequence[str], conn: Connection | None = None) -> str:
     """Why a connect attempt ran out of time: the phase it was in, stdout noise, the stderr tail."""
     noise = stray_hint(conn) if conn is not None else ""
-    if conn is not None and spec.transport == "stdio" and not conn.stdout_lines:
+    if conn is not None and conn.oversize_messages:
+        # Its answer may be the message that was skipped: the limit is the fix, not the server.
+        n = conn.oversize_messages
+        noise = (f"; {'a stdout message' if n == 1 else f'{n} stdout messages'} over the "
+                 f"{format_size(spec.max_message_bytes)} message limit {'was' if n == 1 else 'were'} skipped "
+                 f"(raise `maxMessageBytes` in `{spec.source}`){noise}")
+    elif conn is not None and spec.transport == "stdio" and not conn.stdout_lines:
         # Often a server that buffers its stdout (a pipe is not a terminal) or reads a config first.
         noise = "; it wrote nothing to its stdout (does it flush its output?)"
     return f"timed out after {spec.timeout:g} s while {phase}{noise}{stderr_hint(stderr)}"
