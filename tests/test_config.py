@@ -91,6 +91,8 @@ def test_remove_and_unknown_server(cli, monad_home: Path) -> None:
 
 def test_stdio_and_http_flags_do_not_mix(cli) -> None:
     assert "needs a command" in cli("mcp", "add", "a").err
+    r = cli("mcp", "add", "--", "/bin/cat")  # the name left out: the command is not the name
+    assert r.code == 2 and r.err.strip() == "error: the server's name is missing: `monad mcp add NAME -- /bin/cat ...`"
     assert "--header" in cli("mcp", "add", "a", "--header", "X: y", "--", "echo").err
     assert "not a command" in cli("mcp", "add", "a", "--url", "https://x.test/mcp", "--", "echo").err
     r = cli("mcp", "add", "a", "--env", "NOEQUALS", "--", "echo")

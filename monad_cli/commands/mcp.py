@@ -87,6 +87,8 @@ def add(
         if url:
             raise InvalidInput("--url is for http servers; a stdio server takes `-- COMMAND [ARGS]`")
         if not command:
+            if "/" in name:  # `add -- /path/to/cmd`: no server name has a slash, the name was left out
+                raise InvalidInput(f"the server's name is missing: `monad mcp add NAME -- {name} ...`")
             raise InvalidInput(f"server `{name}` needs a command: `monad mcp add {name} -- COMMAND [ARGS]`")
         defn["command"] = command[0]
         if command[1:]:
