@@ -164,6 +164,14 @@ def test_agents_json_forms_duplicates_and_empty_file(monad_home: Path) -> None:
     assert "same remote as server `r1`" in defs.problem_for("r2").message  # type: ignore[union-attr]
     p.agents_json.write_text(json.dumps({"mcpServers": {"keyed": {"command": "echo"}}}))
     assert "keyed" in load_definitions(p, {}).specs
+    p.agents_json.write_text(json.dumps({"mcpServers": [5, {"command": "echo"}, {"name": "n1", "command": "echo"},
+                                                        {"name": "n1", "command": "cat"}]}))
+    defs = load_definitions(p, {})
+    messages = [pr.message for pr in defs.problems]
+    assert "`agents.json`: entry 1 of `mcpServers` is not an object (`5`); each server is " \
+           "`{\"name\": ..., ...}`" in messages, messages
+    assert "`agents.json`: entry 2 of `mcpServers` has no `name`; give it one" in messages, messages
+    assert defs.specs["n1"].command == "echo" and "already defined in `agents.json`" in messages[-1], messages
     p.agents_json.write_text("")
     defs = load_definitions(p, {})
     assert sorted(defs.specs) == ["dup"]

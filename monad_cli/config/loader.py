@@ -9,6 +9,7 @@ A caller that loads again and again (the supervisor, on every file change) passe
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Mapping
@@ -165,8 +166,10 @@ def load_definitions(paths: Paths, environ: Mapping[str, str] | None = None, *,
     else:
         for i, (entry_name, entry) in enumerate(agents.entries):
             if entry_name is None:
-                out.problems.append(Problem(f"`{agents_file.SOURCE}`: entry {i + 1} of `mcpServers` has no "
-                                            f"`name`; give it one", agents_file.SOURCE))
+                what = "has no `name`; give it one" if isinstance(entry, dict) else \
+                    f"is not an object (`{json.dumps(entry)[:40]}`); each server is `{{\"name\": ..., ...}}`"
+                out.problems.append(Problem(f"`{agents_file.SOURCE}`: entry {i + 1} of `mcpServers` {what}",
+                                            agents_file.SOURCE))
                 continue
             raw = agents_file.strip_name(entry) if isinstance(entry, dict) else entry
             candidates.append((entry_name, agents_file.SOURCE, raw))
