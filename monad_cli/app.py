@@ -134,10 +134,23 @@ def main(argv: list[str] | None = None) -> int:
     global _debug
     _debug = os.environ.get("MONAD_DEBUG") == "1"
     try:
-        _narrowed(sys.argv[1:] if argv is None else argv)(args=argv, prog_name="monad")
+        # Not standalone: a usage error comes back here, to be one line like every other error
+        # (typer's own rendering is a four-line box); `--help` and `typer.Exit` return a code.
+        code = _narrowed(sys.argv[1:] if argv is None else argv)(args=argv, prog_name="monad",
+                                                                 standalone_mode=False)
+        return code if isinstance(code, int) else 0
     except SystemExit as e:
         code = e.code
         return code if isinstance(code, int) else (0 if code is None else 1)
+    except typer.Abort:
+        render.error("interrupted")
+        return int(ExitCode.INTERRUPTED)
+    except typer.TyperException as e:  # click's usage errors: a bad option, value or command
+        ctx = getattr(e, "ctx", None)
+        where = ctx.command_path if ctx is not None else "monad"
+        message = e.format_message() if hasattr(e, "format_message") else str(e)
+        render.error(f"{message.rstrip('.')} (see `{where} --help`)")
+        return int(getattr(e, "exit_code", 2))
     except MonadError as e:
         if _debug:
             import traceback

@@ -89,6 +89,21 @@ def test_remove_and_unknown_server(cli, monad_home: Path) -> None:
     assert r.code == 1 and "not defined" in r.err
 
 
+def test_usage_errors_are_one_line_naming_the_help(cli) -> None:
+    for argv, start, where in [
+        (("mcp", "add", "x", "--timeout", "abc", "--", "echo"), "error: Invalid value for '--timeout'", "mcp add"),
+        (("nosuchcmd",), "error: No such command 'nosuchcmd'", "monad"),
+        (("mcp", "status", "--jsn"), "error: No such option: --jsn", "mcp status"),
+    ]:
+        r = cli(*argv)
+        assert r.code == 2 and r.out == "", (argv, r)
+        lines = r.err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(start) and f"--help`)" in lines[0], (argv, r)
+        assert where in lines[0], (argv, r)
+    r = cli("mcp", "add", "--help")
+    assert r.code == 0 and "Usage:" in r.out
+
+
 def test_stdio_and_http_flags_do_not_mix(cli) -> None:
     assert "needs a command" in cli("mcp", "add", "a").err
     r = cli("mcp", "add", "--", "/bin/cat")  # the name left out: the command is not the name
