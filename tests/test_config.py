@@ -98,7 +98,7 @@ def test_usage_errors_are_one_line_naming_the_help(cli) -> None:
         r = cli(*argv)
         assert r.code == 2 and r.out == "", (argv, r)
         lines = r.err.strip().splitlines()
-        assert len(lines) == 1 and lines[0].startswith(start) and f"--help`)" in lines[0], (argv, r)
+        assert len(lines) == 1 and lines[0].startswith(start) and "--help`)" in lines[0], (argv, r)
         assert where in lines[0], (argv, r)
     r = cli("mcp", "add", "--help")
     assert r.code == 0 and "Usage:" in r.out
@@ -191,6 +191,10 @@ def test_agents_json_forms_duplicates_and_empty_file(monad_home: Path) -> None:
     defs = load_definitions(p, {})
     assert sorted(defs.specs) == ["dup"]
     assert [pr.file for pr in defs.problems] == ["agents.json"] and "is empty" in defs.problems[0].message
+    p.agents_json.unlink()
+    p.agents_json.mkdir()  # not silently "no file"
+    defs = load_definitions(p, {})
+    assert sorted(defs.specs) == ["dup"] and "`agents.json` is a directory, not a file" in defs.problems[0].message
 
 
 def test_enable_disable_keeps_comments(cli, monad_home: Path) -> None:

@@ -48,6 +48,11 @@ def read_agents(paths: Paths) -> AgentsFile:
         data = paths.agents_json.read_bytes()
     except FileNotFoundError:
         return AgentsFile(None, [])
+    except IsADirectoryError:
+        raise ConfigError(f"`{SOURCE}` is a directory, not a file; remove it (or move it away) and write "
+                          f"the file", file=SOURCE) from None
+    except OSError as e:
+        raise ConfigError(f"`{SOURCE}` cannot be read: {e.strerror or e}", file=SOURCE) from None
     if not data.strip():
         raise ConfigError(f"`{SOURCE}` is empty; write `{{\"mcpServers\": []}}` or delete it",
                           file=SOURCE)
