@@ -149,7 +149,11 @@ export class TranscriptView {
     // Open tasks first, then the most recently finished.
     const order = [...this.cards.values()].sort((a, b) => (Number(b.open) - Number(a.open))
       || (b.row.createdAt - a.row.createdAt));
-    for (const card of order) this.cardList.append(card.element);
+    // Moved only when out of place: moving a card's element takes the focus from a person
+    // typing an answer into its input form.
+    order.forEach((card, i) => {
+      if (this.cardList.children[i] !== card.element) this.cardList.insertBefore(card.element, this.cardList.children[i] || null);
+    });
   }
 
   renderPending() {
