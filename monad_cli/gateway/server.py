@@ -56,8 +56,11 @@ class Gateway:
                           buffered: bytes = b"") -> None:
         """Serve one relay connection (JSON-RPC lines) until its client closes it."""
         async with self.session(view) as session:
-            await serve_lines(stream, lambda read, write: session.server.run(read, write, session.init_options()),
-                              buffered=buffered)
+            try:
+                await serve_lines(stream, lambda read, write: session.server.run(read, write, session.init_options()),
+                                  buffered=buffered, lane=session.direct_lane)
+            finally:
+                log.info("gateway session served %s", session.calls_summary())
 
     async def notify_changed(self) -> None:
         for session in list(self.sessions):

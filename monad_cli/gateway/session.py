@@ -32,6 +32,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+import anyio.abc
 import mcp_types as types
 from mcp.server import Server
 from mcp.server.lowlevel.server import NotificationOptions
@@ -41,6 +42,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from monad_cli import __version__
 from monad_cli.errors import MonadError, NotFound
+from monad_cli.gateway.direct import DirectCalls
 from monad_cli.gateway.hello import GatewayView
 from monad_cli.gateway.policy import (
     LOAD_TOOLS,
@@ -104,6 +106,8 @@ class GatewaySession:
         # nothing until an exporter is installed; emptying the list is the SDK's opt-out.
         # The supervisor installs no exporter, so on the gateway's hot path it is cost only.
         self.server.middleware.clear()
+        self.lane: DirectCalls | None = None
+        self.sdk_calls = 0  # tools/calls the SDK's server handled (the rest: `lane.taken`)
 
     def init_options(self) -> Any:
         return self.server.create_initialization_options()
@@ -169,23 +173,9 @@ class GatewaySession:
                           environ=self.environ, server_filter=self.view.server_filter)
 
     async def call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> Any:
-        # A dict, not a CallToolResult: the SDK validates the wire shape once, on the way out.
+        """The SDK's tools/call handler (every call `gateway/direct.py` does not take)."""
         self._remember(ctx)
-        result = await self._call(ctx, params)
-        # `resultType` is 2026-07-28 vocabulary (required there, unknown before); the upstream
-        # server's era need not be the client's.
-        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            result.setdefault("resultType", "complete")
-        else:
-            result.pop("resultType", None)
-        return result
-
-    async def _call(self, ctx: Any, params: types.CallToolRequestParams) -> dict[str, Any]:
-        if params.name == LOAD_TOOLS:
-            return await self._load_tools(params.arguments or {})
-        refused = self._refusal(params.name)
-        if refused:
-            return _text_result(refused, error=True)
+        self.sdk_calls += 1
         progress: ProgressFn | None = None
         raw_meta = (ctx.params or {}).get("_meta")
         if isinstance(raw_meta, dict) and raw_meta.get("progressToken") is not None:
@@ -196,11 +186,34 @@ class GatewaySession:
                 await session.report_progress(progress, total, message)
 
             progress = forward
+        # A dict, not a CallToolResult: the SDK validates the wire shape once, on the way out.
+        return await self.call(params.name, params.arguments, ctx.protocol_version, progress=progress)
 
+    async def call(self, name: str, arguments: dict[str, Any] | None, protocol_version: str, *,
+                   progress: ProgressFn | None = None) -> dict[str, Any]:
+        """One tools/call of this view at `protocol_version` (the client's): the result as a
+        dict in that era's vocabulary. Raises MCPError(-32602) for an unknown tool; every
+        other failure is a tool error result (`isError: true`)."""
+        result = await self._call(name, arguments, progress)
+        # `resultType` is 2026-07-28 vocabulary (required there, unknown before); the upstream
+        # server's era need not be the client's.
+        if protocol_version in MODERN_PROTOCOL_VERSIONS:
+            result.setdefault("resultType", "complete")
+        else:
+            result.pop("resultType", None)
+        return result
+
+    async def _call(self, name: str, arguments: dict[str, Any] | None,
+                    progress: ProgressFn | None) -> dict[str, Any]:
+        if name == LOAD_TOOLS:
+            return await self._load_tools(arguments or {})
+        refused = self._refusal(name)
+        if refused:
+            return _text_result(refused, error=True)
         approval = {"mode": "wait", "timeout": self.view.approval_timeout}
         try:
             # The service refuses a hidden tool (with this view's globs), naming the rule.
-            data = await self.tools.call(params.name, params.arguments, via="gateway", approval=approval,
+            data = await self.tools.call(name, arguments, via="gateway", approval=approval,
                                          progress=progress, write_behind=True, include=self.view.include_tools,
                                          exclude=self.view.exclude_tools)
         except NotFound as e:  # no such tool: a protocol error (MCP spec, server/tools "Error Handling")
@@ -215,6 +228,16 @@ class GatewaySession:
             if meta:
                 result["_meta"] = meta
         return result
+
+    def direct_lane(self, writer: Any, tg: anyio.abc.TaskGroup) -> DirectCalls:
+        """This session's direct lane for one relay connection (`gateway/direct.py`)."""
+        self.lane = DirectCalls(self.call, writer.send_line, tg, server_info=self.server.server_info_stamp,
+                                listed=lambda: bool(self.legacy_connections))
+        return self.lane
+
+    def calls_summary(self) -> str:
+        direct = self.lane.taken if self.lane is not None else 0
+        return f"{direct + self.sdk_calls} tools/call ({direct} on the direct lane)"
 
     async def notify_changed(self) -> None:
         await self.bus.publish(ToolsListChanged())

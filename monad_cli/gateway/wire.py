@@ -15,6 +15,7 @@ ends the session. A line over `max_line` bytes is answered `-32600` and skipped.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -33,6 +34,7 @@ MAX_LINE_BYTES = 16 * 1024 * 1024
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 Serve = Callable[["MessageReader", "LineWriter"], Awaitable[None]]
+Lane = Callable[["LineWriter", anyio.abc.TaskGroup], Any]
 
 
 def error_line(code: int, message: str, request_id: Any = None) -> bytes:
@@ -94,27 +96,45 @@ class LineReader:
 
 
 class PipeStream:
-    """A byte stream over two non-blocking pipe fds handed over by a relay (its stdin and
-    stdout, the MCP client's pipes): `receive` reads the one, `send` writes the other.
-    Closing is the owner's (`close`)."""
+    """A byte stream over two pipe fds handed over by a relay (its stdin and stdout, the MCP
+    client's pipes, or the socketpair some clients use instead): `receive` reads the one,
+    `send` writes the other. Closing is the owner's (`close`).
+
+    The read side is the event loop's own pipe transport (`loop.connect_read_pipe`, read
+    in C under uvloop), registered once for the connection's life: waiting for each line
+    with `wait_readable` registered and removed the fd with the loop every time, seven
+    system calls per request. Writes go straight to the fd and wait only when the pipe is
+    full."""
 
     def __init__(self, read_fd: int, write_fd: int) -> None:
         self.read_fd, self.write_fd = read_fd, write_fd
         os.set_blocking(read_fd, False)
         os.set_blocking(write_fd, False)
+        self._reader: asyncio.StreamReader | None = None
+        self._transport: asyncio.ReadTransport | None = None
+        self._closed = False
+
+    async def _connect(self) -> asyncio.StreamReader:
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(loop=loop)  # pauses the pipe past 128 KiB unread
+        # The transport owns the read fd from here on (it closes it).
+        pipe = os.fdopen(self.read_fd, "rb", buffering=0, closefd=True)
+        self._transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop),
+                                                          pipe)
+        self._reader = reader
+        return reader
 
     async def receive(self, max_bytes: int = 65536) -> bytes:
-        while True:
-            try:
-                data = os.read(self.read_fd, max_bytes)
-            except BlockingIOError:
-                await anyio.wait_readable(self.read_fd)
-                continue
-            except OSError:
-                raise anyio.EndOfStream from None
-            if not data:
-                raise anyio.EndOfStream
-            return data
+        if self._closed:
+            raise anyio.ClosedResourceError
+        reader = self._reader or await self._connect()
+        try:
+            data = await reader.read(max_bytes)
+        except OSError:
+            raise anyio.EndOfStream from None
+        if not data:
+            raise anyio.EndOfStream
+        return data
 
     async def send(self, data: bytes) -> None:
         view = memoryview(data)
@@ -129,9 +149,16 @@ class PipeStream:
             view = view[n:]
 
     def close(self) -> None:
-        for fd in (self.read_fd, self.write_fd):
+        if self._closed:
+            return
+        self._closed = True
+        if self._transport is not None:
+            self._transport.close()  # closes the read fd
+        else:
             with contextlib.suppress(OSError):
-                os.close(fd)
+                os.close(self.read_fd)
+        with contextlib.suppress(OSError):
+            os.close(self.write_fd)
 
 
 class LineWriter:
@@ -142,16 +169,26 @@ class LineWriter:
 
     def __init__(self, stream: anyio.abc.ByteSendStream | PipeStream) -> None:
         self.stream = stream
-        self.lock = anyio.Lock()
+        # Uncontended, taking it does not yield to the event loop (anyio's default does).
+        self.lock = anyio.Lock(fast_acquire=True)
         self.closed = False
+        self.on_send: Callable[[Any], None] | None = None  # sees each SDK message on its way out
 
     async def send_raw(self, data: bytes) -> None:
         if self.closed:
             raise anyio.ClosedResourceError
+        await self.send_line(data)
+
+    async def send_line(self, data: bytes) -> None:
+        """`data` onto the connection even after the SDK closed its side (`aclose`): the
+        direct lane's last answers come after the SDK has ended, while the connection,
+        which its owner closes, is still open."""
         async with self.lock:
             await self.stream.send(data)
 
     async def send(self, item: SessionMessage, /) -> None:
+        if self.on_send is not None:
+            self.on_send(item.message)
         await self.send_raw(item.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n")
 
     async def aclose(self) -> None:
@@ -167,20 +204,23 @@ class LineWriter:
 class MessageReader:
     """The SDK server's read stream, straight off the connection: one parsed
     `SessionMessage` per line; lines that are not JSON-RPC messages are answered here
-    (`rejection`) and never reach the SDK. Ends (StopAsyncIteration) when the client
-    closes its side."""
+    (`rejection`) and never reach the SDK, nor do the lines `take(line)` claims (True:
+    taken; `gateway/direct.py`). Ends (StopAsyncIteration) when the client closes its
+    side."""
 
-    def __init__(self, lines: LineReader, writer: LineWriter, max_line: int) -> None:
+    def __init__(self, lines: LineReader, writer: LineWriter, max_line: int, *,
+                 take: Callable[[bytes], bool] | None = None) -> None:
         self.lines = lines
         self.writer = writer
         self.max_line = max_line
+        self.take = take
 
     async def receive(self) -> SessionMessage:
         while True:
             line = await self.lines.next()  # anyio.EndOfStream at the end
             if line is None:
                 answer = error_line(INVALID_REQUEST, f"Invalid Request: a message over {self.max_line} bytes")
-            elif not line.strip():
+            elif not line.strip() or (self.take is not None and self.take(line)):
                 continue
             else:
                 try:
@@ -212,13 +252,21 @@ class MessageReader:
 
 
 async def serve_lines(stream: anyio.abc.ByteStream | PipeStream, serve: Serve, *, buffered: bytes = b"",
-                      max_line: int = MAX_LINE_BYTES) -> None:
+                      max_line: int = MAX_LINE_BYTES, lane: Lane | None = None) -> None:
     """Run `serve(read, write)` (the SDK server loop) over `stream` until the client closes
     its side. The end of the stream ends the read side, which makes the SDK cancel every
-    request still in flight (and so their upstream calls)."""
+    request still in flight (and so their upstream calls). `lane(writer, tg)` builds the
+    connection's direct lane (`gateway/direct.py`): its `take` sees every line first, its
+    `sent` every SDK message going out, and its calls run in `tg`, cancelled at the end."""
     writer = LineWriter(stream)
-    reader = MessageReader(LineReader(stream, buffered=buffered, max_line=max_line), writer, max_line)
-    await serve(reader, writer)
+    async with anyio.create_task_group() as tg:
+        take = None
+        if lane is not None:
+            direct = lane(writer, tg)
+            take, writer.on_send = direct.take, direct.sent
+        reader = MessageReader(LineReader(stream, buffered=buffered, max_line=max_line), writer, max_line, take=take)
+        await serve(reader, writer)
+        tg.cancel_scope.cancel()
 
 
 __all__ = ["MAX_LINE_BYTES", "LineReader", "LineWriter", "MessageReader", "PipeStream", "error_line", "rejection",

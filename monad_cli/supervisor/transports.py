@@ -110,7 +110,7 @@ class StdinWriter:
         self.stdin = stdin
         self.exchange = exchange
         self.on_broken = on_broken
-        self.lock = anyio.Lock()
+        self.lock = anyio.Lock(fast_acquire=True)
         self.closed = False
 
     async def send(self, item: SessionMessage, /) -> None:

@@ -1,0 +1,261 @@
+"""Plain `tools/call`s on a stdio gateway connection, answered without the SDK's server runner.
+
+Every line of a relay connection passes `gateway/wire.py`'s `MessageReader`, which first
+offers it to `DirectCalls.take`. A plain `tools/call` — the request an agent sends over and
+over — is taken there before the SDK parses it, run by `GatewaySession.call` (the same
+policy, approval gate, journal row and error mapping as the SDK's path), and answered with
+one `json.loads` and one `json.dumps`. That skips, per call, the SDK's relay task, its
+message model, its dispatcher task, the per-request connection, runner, session and
+context, and the params' validation: about a third of the supervisor's CPU per gateway
+call (bench/README.md, issue 15).
+
+The SDK's server stays the reference, and everything else goes to it: the handshake, every
+other method, and any `tools/call` this does not fully understand. An answer here is the
+one the SDK gives: the result through its own per-version sieve
+(`mcp_types.methods.serialize_server_result`), `resultType` and the `serverInfo` stamp on
+2026-07-28 connections, -32602 for an unknown tool, no answer for a cancelled request, and
+-32000 "Connection closed" for a call the connection's end cut short.
+
+What is taken (shapes as in the MCP spec, server/tools "Calling Tools"):
+- the connection's era is decided as the SDK decides it (`serve_dual_era_loop`): by the
+  first request; a 2026-07-28 `_meta` envelope on a request other than `initialize` opens
+  a modern connection, anything else a handshake-era one;
+- modern: `_meta` holds the envelope (a protocol version we serve, client capabilities,
+  optionally client info) and nothing else; each distinct envelope is validated once
+  with the SDK's own request check;
+- handshake era: after the `initialize` answer (its negotiated version) and
+  `notifications/initialized`, and once the session has listed tools for this connection
+  (which registers it for list_changed); no envelope keys in `_meta`;
+- params are `name` (a string), `arguments` (an object, or absent) and that `_meta`: no
+  `progressToken` (progress stays with the SDK's path) and no `task`.
+
+`notifications/cancelled` naming a call in flight here cancels it, which cancels the
+upstream request (basic/utilities/cancellation); the connection's end cancels them all.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import anyio.abc
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    CLIENT_CAPABILITIES_META_KEY,
+    CLIENT_INFO_META_KEY,
+    CORE_RESULT_TYPES,
+    INTERNAL_ERROR,
+    PROTOCOL_VERSION_META_KEY,
+    SERVER_INFO_META_KEY,
+    JSONRPCResponse,
+    methods,
+)
+from mcp_types.jsonrpc import CONNECTION_CLOSED
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
+
+log = logging.getLogger("monad.gateway")
+
+CALL = "tools/call"
+ENVELOPE = frozenset({PROTOCOL_VERSION_META_KEY, CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY})
+PARAMS = frozenset({"name", "arguments", "_meta"})
+# Lines worth parsing here: the calls, their cancellations, and what the handshake era's
+# state is read from. Anything else (and most bytes) goes to the SDK unparsed.
+_MARKS = (b'"tools/call"', b'"notifications/cancelled"', b'"initialize"', b'"notifications/initialized"')
+_SHUTDOWN_WRITE_S = 1.0
+Call = Callable[[str, dict[str, Any] | None, str], Awaitable[dict[str, Any]]]
+
+
+def _key(request_id: object) -> str:
+    return str(request_id)  # "7" cancels 7, as the SDK's dispatcher coerces ids
+
+
+def _line(body: dict[str, Any]) -> bytes:
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode() + b"\n"
+
+
+def _error(request_id: Any, code: int, message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+
+
+class DirectCalls:
+    """One connection's direct lane: `take(line)` claims a plain tools/call (or the
+    cancellation of one it runs), `sent(message)` watches the SDK's answers for the
+    handshake's negotiated version.
+
+    `call(name, arguments, protocol_version)` is `GatewaySession.call`; `send` writes one
+    line to the client; `server_info` is the 2026-07-28 `serverInfo` stamp (the SDK
+    server's, serialized at once, so one dict serves every answer); `listed()` says whether
+    the session has registered this connection for list_changed (handshake era). Calls
+    run in `tg`, the connection's task group: cancelling it (the connection ended)
+    cancels them."""
+
+    def __init__(self, call: Call, send: Callable[[bytes], Awaitable[None]], tg: anyio.abc.TaskGroup, *,
+                 server_info: dict[str, Any], listed: Callable[[], bool]) -> None:
+        self.call = call
+        self.send = send
+        self.tg = tg
+        self.server_info = server_info
+        self.listed = listed
+        self.era: str | None = None  # "modern" | "handshake", from the first request
+        self.version: str | None = None  # the handshake's negotiated version
+        self.initialized = False
+        self._initialize_id: Any = None
+        self._envelopes: list[dict[str, Any]] = []  # validated, at most a few per connection
+        self.in_flight: dict[str, anyio.CancelScope] = {}
+        self._peer_cancelled: set[str] = set()
+        self.taken = 0  # tools/calls answered here (the session's end logs it)
+
+    # -- the reader's side -------------------------------------------------------------
+    def take(self, line: bytes) -> bool:
+        """True: `line` was taken here (never reaches the SDK)."""
+        if self.era is not None and not any(mark in line for mark in _MARKS):
+            return False
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return False  # the SDK's reader answers it
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            return False
+        method = message.get("method")
+        if not isinstance(method, str):
+            return False
+        params = message.get("params")
+        if "id" not in message:
+            if method == "notifications/initialized":
+                self.initialized = True
+            elif method == "notifications/cancelled" and isinstance(params, dict):
+                return self._cancel(params.get("requestId"))
+            return False
+        request_id = message["id"]
+        if isinstance(request_id, bool) or not isinstance(request_id, str | int):
+            return False
+        if self.era is None:
+            opens_modern = (method != "initialize" and isinstance(params, dict)
+                            and isinstance(params.get("_meta"), dict) and PROTOCOL_VERSION_META_KEY in params["_meta"])
+            self.era = "modern" if opens_modern else "handshake"
+        if method == "initialize":
+            self._initialize_id = request_id
+            return False
+        if method != CALL or not isinstance(params, dict):
+            return False
+        version = self._version(params)
+        key = _key(request_id)
+        if version is None or key in self.in_flight:  # a duplicate id: the SDK's to judge
+            return False
+        # In flight from here: a cancellation that comes before the task runs still finds it.
+        self.in_flight[key] = scope = anyio.CancelScope()
+        self.taken += 1
+        self.tg.start_soon(self._run, scope, request_id, params["name"], params.get("arguments"), version)
+        return True
+
+    def sent(self, message: Any) -> None:
+        """An SDK answer on its way out: the `initialize` result names the negotiated version."""
+        if (self._initialize_id is not None and isinstance(message, JSONRPCResponse)
+                and message.id == self._initialize_id):
+            version = message.result.get("protocolVersion")
+            self.version = version if version in HANDSHAKE_PROTOCOL_VERSIONS else None
+            self._initialize_id = None
+
+    def _version(self, params: dict[str, Any]) -> str | None:
+        """The protocol version to answer this tools/call at, or None: not one for this lane."""
+        if not params.keys() <= PARAMS or not isinstance(params.get("name"), str):
+            return None
+        arguments = params.get("arguments")
+        if arguments is not None and not isinstance(arguments, dict):
+            return None
+        meta = params.get("_meta")
+        if self.era == "modern":
+            if not isinstance(meta, dict) or not meta.keys() <= ENVELOPE or CLIENT_CAPABILITIES_META_KEY not in meta:
+                return None
+            version = meta.get(PROTOCOL_VERSION_META_KEY)
+            if not isinstance(version, str) or version not in MODERN_PROTOCOL_VERSIONS:
+                return None
+            if meta not in self._envelopes:
+                try:  # the SDK's own check of a request's params, once per envelope
+                    methods.validate_client_request(CALL, version, {"name": "x", "_meta": meta})
+                except (ValidationError, ValueError, KeyError):
+                    return None
+                if len(self._envelopes) < 8:
+                    self._envelopes.append(meta)
+            return version
+        if meta or self.version is None or not self.initialized or not self.listed():
+            return None  # `_meta` in this era carries progressToken and the like: the SDK's
+        return self.version
+
+    def _cancel(self, request_id: Any) -> bool:
+        key = _key(request_id)
+        scope = self.in_flight.get(key)
+        if scope is None:
+            return False  # not ours: the SDK's dispatcher cancels its own
+        self._peer_cancelled.add(key)
+        scope.cancel()
+        return True
+
+    # -- one call ------------------------------------------------------------------------
+    async def _run(self, scope: anyio.CancelScope, request_id: Any, name: str, arguments: dict[str, Any] | None,
+                   version: str) -> None:
+        key = _key(request_id)
+        line: bytes | None = None
+        if scope.cancel_called:  # cancelled by the client before this task ran: nothing was done
+            self.in_flight.pop(key, None)
+            self._peer_cancelled.discard(key)
+            return
+        try:
+            with scope:
+                line = await self._answer(request_id, name, arguments, version)
+        except anyio.get_cancelled_exc_class():
+            # The connection is ending: answer so nobody waits (the SDK does the same).
+            if key not in self._peer_cancelled:
+                with anyio.move_on_after(_SHUTDOWN_WRITE_S, shield=True):
+                    await self._write(_line(_error(request_id, CONNECTION_CLOSED, "Connection closed")))
+            raise
+        finally:
+            self.in_flight.pop(key, None)
+            peer_cancelled = key in self._peer_cancelled
+            self._peer_cancelled.discard(key)
+        if line is not None and not peer_cancelled:  # a cancelled request is never answered
+            await self._write(line)
+
+    async def _answer(self, request_id: Any, name: str, arguments: dict[str, Any] | None, version: str) -> bytes:
+        """The answer line: the result, or the error the SDK's runner would answer."""
+        try:
+            result = await self.call(name, arguments, version)
+        except MCPError as e:
+            return _line({"jsonrpc": "2.0", "id": request_id,
+                          "error": e.error.model_dump(by_alias=True, mode="json", exclude_none=True)})
+        except Exception:  # the SDK answers a handler's failure too; ours is a bug, logged
+            log.exception("gateway tools/call %s failed", name)
+            return _line(_error(request_id, INTERNAL_ERROR, "Internal error"))
+        try:
+            return _line({"jsonrpc": "2.0", "id": request_id, "result": self._shape(result, version)})
+        except (ValidationError, ValueError, TypeError):  # not a CallToolResult, or not JSON (NaN)
+            log.exception("gateway tools/call %s: the result is not a valid CallToolResult", name)
+            return _line(_error(request_id, INTERNAL_ERROR, "Handler returned an invalid result"))
+
+    def _shape(self, result: dict[str, Any], version: str) -> dict[str, Any]:
+        """The wire result, as the SDK's runner shapes a handler's (`ServerRunner._serialize`)."""
+        modern = version in MODERN_PROTOCOL_VERSIONS
+        result_type = result.get("resultType")
+        if not modern or not isinstance(result_type, str) or result_type in CORE_RESULT_TYPES:
+            result = methods.serialize_server_result(CALL, version, result)
+        if modern:
+            result.setdefault("resultType", "complete")
+            meta = result.get("_meta")
+            if meta is None:
+                result["_meta"] = {SERVER_INFO_META_KEY: self.server_info}
+            elif isinstance(meta, dict) and meta.get(SERVER_INFO_META_KEY) is None:
+                result["_meta"] = {**meta, SERVER_INFO_META_KEY: self.server_info}
+        return result
+
+    async def _write(self, line: bytes) -> None:
+        try:
+            await self.send(line)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            log.debug("gateway client gone before its answer")
+
+
+__all__ = ["DirectCalls"]
