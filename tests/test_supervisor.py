@@ -75,6 +75,8 @@ def test_bad_atom_beside_good_ones(supervisor: Any, monad_home: Path) -> None:
     assert supervisor("mcp", "wait", "g1", "g2", "g3", "--timeout", "60").code == 0
     row = wait_state(supervisor, "broken", "failed")
     assert "atoms/mcp/broken.toml:3" in row["reason"] and "malformed TOML" in row["reason"]
+    shown = supervisor("mcp", "status", "broken").out  # the error once, in `reason`; no `config error -`
+    assert "malformed TOML" in shown and "config error  " not in shown
     # The broken file is reported, never rewritten.
     assert (monad_home / "atoms" / "mcp" / "broken.toml").read_text() == 'command = "x"\nargs = [1,\nnope\n'
     # A good server whose file turns bad keeps its last good definition running.
@@ -82,6 +84,8 @@ def test_bad_atom_beside_good_ones(supervisor: Any, monad_home: Path) -> None:
     (monad_home / "atoms" / "mcp" / "g1.toml").write_text("this is = = not toml")
     row = wait_for(lambda: (s := status_of(supervisor, "g1"))["configError"] and s, timeout=30)
     assert row["state"] == "connected" and row["pid"] == pid and "g1.toml:1" in row["configError"]
+    shown = supervisor("mcp", "status", "g1").out
+    assert any(line.startswith("config error") and "g1.toml:1" in line for line in shown.splitlines()), shown
 
 
 @pytest.mark.e2e

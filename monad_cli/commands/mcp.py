@@ -200,11 +200,14 @@ def status(
     transport = row["transport"]
     if row.get("httpTransport"):  # streamable-http, or a legacy HTTP+SSE endpoint
         transport = f"{transport} ({row['httpTransport']})"
+    # `config error` is the edit that failed while the last good definition runs: a row only
+    # then (a definition that never loaded says so in `reason`, and `-` there read as "none").
+    config_error = [("config error", row["configError"])] if row.get("configError") else []
     render.key_values([
         ("name", row["name"]), ("transport", transport), ("state", row["state"]),
         ("reason", row["reason"]), ("since", render.when(row.get("since"))), ("source", row["source"]),
         ("protocol", row["protocolVersion"]), ("pid", row.get("pid")), ("attempt", row.get("attempt")),
-        ("last attempt", row.get("lastAttemptReason")), ("config error", row.get("configError")),
+        ("last attempt", row.get("lastAttemptReason")), *config_error,
         ("tools", "refused (its tool set does not match its pin; see the reason)" if row.get("toolsRefused")
          else row["toolNames"]), ("stderr tail", row["stderrTail"]),
     ])
