@@ -29,11 +29,13 @@ SENTINEL = "SENTINEL-s3cr3t-9f8e7d"
     ("a__b", "must not contain `__`"),
     ("x" * 65, "65 characters long"),
     ("服务器", "may only contain letters"),
+    ("../evil", "may only contain letters"),
 ])
 def test_bad_names_are_refused_and_nothing_is_written(cli, monad_home: Path, name: str, why: str) -> None:
     r = cli("mcp", "add", name, "--", "echo")
     assert r.code == 2, r
-    assert why in r.err and "field `name`" in r.err
+    assert why in r.err and f"server name `{name}`" in r.err and "choose another" in r.err
+    assert "atoms/mcp" not in r.err  # no would-be path made of a bad name (`../evil.toml`)
     assert r.err.count("\n") == 1 and "Traceback" not in r.err
     assert not list((monad_home / "atoms" / "mcp").glob("*")) if (monad_home / "atoms" / "mcp").exists() else True
 

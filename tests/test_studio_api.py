@@ -268,8 +268,8 @@ def test_the_same_control_api_and_json_as_the_unix_socket(studio: StudioHTTP, mo
     assert r.status_code == 422
     assert r.json()["error"] == {
         "code": "invalid_definition", "field": "name",
-        "message": "`atoms/mcp/bad name.toml`: server `bad name`, field `name`: the name may only contain "
-                   "letters A-Z a-z, digits, `_` and `-`"}
+        "message": "server name `bad name`: the name may only contain letters A-Z a-z, digits, `_` and `-`; "
+                   "choose another"}
     assert not list((monad_home / "atoms" / "mcp").glob("bad*"))
 
 

@@ -40,8 +40,11 @@ def add_server(paths: Paths, name: str, definition: Mapping[str, Any], *, force:
     or a URL another server already uses.
     """
     from monad_cli.config.atoms import render_atom
-    from monad_cli.config.schema import validate
+    from monad_cli.config.schema import check_name, validate
 
+    bad_name = check_name(name)
+    if bad_name:  # before any path is made of it: `../evil` names no file
+        raise ConfigError(f"server name `{name}`: the name {bad_name}; choose another", server=name, field="name")
     validate(definition, name=name, source=f"atoms/mcp/{name}.toml", environ=None)
     _refuse_masks(definition, name, f"atoms/mcp/{name}.toml", None, stored=False)
     paths.ensure()
