@@ -11,7 +11,9 @@ same approval gate and the same journal row (`via: gateway`) as `monad mcp call`
   `load_tools` meta-tool when anything is deferred, never a tool a tool filter hides (the
   servers', features/tools.toml's and this view's `--include-tools`/`--exclude-tools`).
   Conditions are re-evaluated on every list and call.
-- tools/call: `ToolService.call(..., via="gateway", approval={"mode": "wait"})`. A call that
+- tools/call: `ToolService.call(..., via="gateway", approval={"mode": "wait"})`, through
+  `call`, which both the SDK's handler and the stdio direct lane (`gateway/direct.py`, plain
+  calls past the SDK's per-request machinery) run. A call that
   is denied, not approved in time, refused by a pin or failed upstream is a tool error
   (`isError: true`) with the one-line reason; an unknown tool is a protocol error
   (-32602; MCP spec, server/tools "Error Handling"). The caller's `_meta.progressToken`

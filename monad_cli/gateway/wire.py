@@ -2,10 +2,11 @@
 
 The relay (`monad mcp serve`) passes its client's stdin and stdout through unparsed, so
 this is where the gateway's stdio framing lives (MCP spec, basic/transports "stdio":
-newline-delimited JSON-RPC messages). Each line is parsed once, into the SDK's
-`SessionMessage`; each outgoing message is written as one line. The reader and writer are
-the SDK server's streams themselves (its `ReadStream`/`WriteStream` protocols), so no task
-and no memory stream sits between the socket and the SDK's dispatcher.
+newline-delimited JSON-RPC messages). Each line is offered to the connection's direct lane
+first (`gateway/direct.py`, which takes plain tools/calls); any other is parsed once, into
+the SDK's `SessionMessage`; each outgoing message is written as one line. The reader and
+writer are the SDK server's streams themselves (its `ReadStream`/`WriteStream` protocols),
+so none of our tasks or memory streams sits between the socket and the SDK.
 
 A line that is not JSON is answered `-32700 Parse error`, and JSON that is not a JSON-RPC
 message (an array, a number, an object without `jsonrpc: "2.0"`) `-32600 Invalid Request`,
