@@ -118,6 +118,9 @@ def test_the_arguments_and_era_reach_the_call() -> None:
     line({"jsonrpc": "1.0", "id": 1, "method": "tools/call", "params": {"name": "x", "_meta": ENVELOPE}}),
     b"not json",
     b"[1, 2]",
+    # A surrogate escape (a lone one is no text at all): the SDK's parser judges the line.
+    call(1, arguments={"text": "x"}).replace(b'"x"', b'"\\ud800"'),
+    call(1, arguments={"ratio": 1}).replace(b"1}", b"Infinity}"),  # not JSON (RFC 8259 section 6)
 ])
 def test_what_the_lane_does_not_fully_understand_goes_to_the_sdk(request_line: bytes) -> None:
     async def test(lane: DirectCalls, answers: list[dict[str, Any]]) -> None:
@@ -240,3 +243,28 @@ def test_a_call_cancelled_before_its_task_runs_is_never_run_nor_answered() -> No
         assert lane.in_flight == {}
 
     assert run_lane(test, call_fn=record) == [] and ran == []
+
+
+def test_escaped_spellings_are_read_as_json_reads_them() -> None:
+    seen: list[str] = []
+
+    async def slow(name: str, arguments: dict[str, Any] | None, version: str) -> dict[str, Any]:
+        try:
+            await anyio.sleep(30)
+        except anyio.get_cancelled_exc_class():
+            seen.append(name)
+            raise
+        return text_result("late")
+
+    async def test(lane: DirectCalls, answers: list[dict[str, Any]]) -> None:
+        lane.era = "modern"
+        # PHP's json_encode writes `\/`; any character may be a \u escape.
+        assert lane.take(call(1, "first").replace(b"tools/call", b"tools\\/call"))
+        assert lane.take(call(2, "second").replace(b"tools/call", b"tools\\u002fcall"))
+        await settle()
+        assert lane.take(b'{"jsonrpc":"2.0","method":"notifications\\/cancelled","params":{"requestId":1}}')
+        assert lane.take(b'{"jsonrpc":"2.0","method":"notifications\\u002Fcancelled","params":{"requestId":2}}')
+        await settle()
+        assert sorted(seen) == ["first", "second"] and lane.in_flight == {}
+
+    assert run_lane(test, call_fn=slow) == []

@@ -160,3 +160,34 @@ def test_a_client_that_closes_its_stdin_mid_call_gets_connection_closed_on_both_
         answers.append(lines.answer(timeout=30))
     assert answers[0] == answers[1] == {"jsonrpc": "2.0", "id": 1,
                                         "error": {"code": -32000, "message": "Connection closed"}}
+
+
+@pytest.mark.parametrize("stdout", ["pipe", "file"])  # the client's pipes handed over, or bytes relayed
+def test_requests_followed_at_once_by_the_end_of_input_are_answered(supervisor: Any, monad_home: Path,
+                                                                    tmp_path: Path, stdout: str) -> None:
+    _atom(monad_home, "ts", auto=("echo",))
+    wait_state(supervisor, "ts", "connected", timeout=90)
+    envelope = {"_meta": MODERN}  # the first request opens a 2026-07-28 connection
+    lines = [{"id": 1, "method": "ping", "params": envelope},
+             {"id": 2, "method": "tools/call", "params": {"name": "ts__echo", "arguments": {"text": "piped"},
+                                                          **envelope}},
+             *({"id": bad, "method": "ping", "params": envelope} for bad in (1.5, None, True))]
+    data = b"".join(json.dumps({"jsonrpc": "2.0", **line}).encode() + b"\n" for line in lines)
+    out = tmp_path / "out.jsonl"
+    env = {**os.environ, "MONAD_HOME": str(monad_home), "MONAD_NO_AUTOSTART": "1"}
+    argv = [sys.executable, "-m", "monad_cli", "mcp", "serve"]
+    if stdout == "file":  # `echo ... | monad mcp serve > out`: stdout is no pipe, the relay copies bytes
+        with out.open("wb") as f:
+            r = subprocess.run(argv, input=data, stdout=f, stderr=subprocess.PIPE, env=env, timeout=60)
+        text = out.read_text()
+    else:
+        r = subprocess.run(argv, input=data, capture_output=True, env=env, timeout=60)
+        text = r.stdout.decode()
+    assert r.returncode == 0, r.stderr
+    answers = {json.dumps(a["id"]): a for a in map(json.loads, text.splitlines())}
+    assert answers["1"]["error"]["code"] == -32601  # answered: ping is no 2026-07-28 method
+    assert answers["2"]["result"]["content"][0]["text"] == "piped"
+    # Bad ids: the SDK's model read these as notifications and answered nothing.
+    assert answers["null"]["error"] == {"code": -32600,
+                                        "message": "Invalid Request: `id` must be a string or an integer"}
+    assert len(text.splitlines()) == 5, text

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -63,10 +64,20 @@ CALL = "tools/call"
 ENVELOPE = frozenset({PROTOCOL_VERSION_META_KEY, CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY})
 PARAMS = frozenset({"name", "arguments", "_meta"})
 # Lines worth parsing here: the calls, their cancellations, and what the handshake era's
-# state is read from. Anything else (and most bytes) goes to the SDK unparsed.
-_MARKS = (b'"tools/call"', b'"notifications/cancelled"', b'"initialize"', b'"notifications/initialized"')
+# state is read from. Anything else (and most bytes) goes to the SDK unparsed. JSON may
+# spell any of these with escapes (PHP writes `notifications\/cancelled`): a line with
+# one is parsed too.
+_MARKS = (b'"tools/call"', b'"notifications/cancelled"', b'"initialize"', b'"notifications/initialized"', b"\\/",
+          b"\\u")
+# A `\uD800`-`\uDFFF` escape: a surrogate, alone or in a pair. The SDK's parser takes the
+# pairs and refuses a lone one; which it is stays the SDK's to judge, so the line goes there.
+_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
 _SHUTDOWN_WRITE_S = 1.0
 Call = Callable[[str, dict[str, Any] | None, str], Awaitable[dict[str, Any]]]
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
 
 
 def _key(request_id: object) -> str:
@@ -115,7 +126,8 @@ class DirectCalls:
         if self.era is not None and not any(mark in line for mark in _MARKS):
             return False
         try:
-            message = json.loads(line)
+            # NaN and Infinity are not JSON (RFC 8259 §6); Python's parser takes them.
+            message = json.loads(line, parse_constant=_not_json)
         except ValueError:
             return False  # the SDK's reader answers it
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
@@ -141,6 +153,8 @@ class DirectCalls:
             self._initialize_id = request_id
             return False
         if method != CALL or not isinstance(params, dict):
+            return False
+        if b"\\u" in line and _SURROGATE.search(line):
             return False
         version = self._version(params)
         key = _key(request_id)

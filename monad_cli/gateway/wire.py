@@ -10,8 +10,11 @@ so none of our tasks or memory streams sits between the socket and the SDK.
 
 A line that is not JSON is answered `-32700 Parse error`, and JSON that is not a JSON-RPC
 message (an array, a number, an object without `jsonrpc: "2.0"`) `-32600 Invalid Request`,
-with `id: null` unless the object carries a usable id (JSON-RPC 2.0 §5 and §5.1). Neither
-ends the session. A line over `max_line` bytes is answered `-32600` and skipped.
+with `id: null` unless the object carries a usable id (JSON-RPC 2.0 §5 and §5.1), and so is
+a request whose id is not a string or an integer (`1.5`, `null`, `true`: the SDK's model
+would read it as a notification and answer nothing). None of these ends the session. A line
+over `max_line` bytes is answered `-32600` and skipped. At the end of the client's input,
+what it asked has `EOF_GRACE_S` to be answered before the SDK cancels the rest.
 """
 
 from __future__ import annotations
@@ -27,11 +30,20 @@ from typing import Any
 import anyio
 import anyio.abc
 from mcp.shared.message import SessionMessage
-from mcp_types import jsonrpc_message_adapter
+from mcp_types import (
+    JSONRPCError,
+    JSONRPCMessage,
+    JSONRPCNotification,
+    JSONRPCRequest,
+    JSONRPCResponse,
+    jsonrpc_message_adapter,
+)
 
 log = logging.getLogger("monad.gateway")
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
+EOF_GRACE_S = 1.0  # after the client's end of input, what it asked has this long to be answered
+SETTLE_POLL_S = 0.005
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 Serve = Callable[["MessageReader", "LineWriter"], Awaitable[None]]
@@ -55,6 +67,14 @@ def rejection(line: bytes) -> bytes:
     if isinstance(rid, bool) or not isinstance(rid, str | int):
         rid = None
     return error_line(INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message", rid)
+
+
+def _has_id(line: bytes) -> bool:
+    try:
+        body = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(body, dict) and "id" in body
 
 
 class LineReader:
@@ -174,6 +194,15 @@ class LineWriter:
         self.lock = anyio.Lock(fast_acquire=True)
         self.closed = False
         self.on_send: Callable[[Any], None] | None = None  # sees each SDK message on its way out
+        self.unanswered: set[str] = set()  # ids of the requests handed to the SDK, until answered
+
+    def asked(self, message: JSONRPCMessage) -> None:
+        """A message handed to the SDK: a request waits for its answer; a cancellation ends
+        the wait for the request it names (a cancelled request is never answered)."""
+        if isinstance(message, JSONRPCRequest):
+            self.unanswered.add(str(message.id))
+        elif isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
+            self.unanswered.discard(str((message.params or {}).get("requestId")))
 
     async def send_raw(self, data: bytes) -> None:
         if self.closed:
@@ -188,6 +217,8 @@ class LineWriter:
             await self.stream.send(data)
 
     async def send(self, item: SessionMessage, /) -> None:
+        if isinstance(item.message, JSONRPCResponse | JSONRPCError):
+            self.unanswered.discard(str(item.message.id))
         if self.on_send is not None:
             self.on_send(item.message)
         await self.send_raw(item.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n")
@@ -210,28 +241,50 @@ class MessageReader:
     side."""
 
     def __init__(self, lines: LineReader, writer: LineWriter, max_line: int, *,
-                 take: Callable[[bytes], bool] | None = None) -> None:
+                 take: Callable[[bytes], bool] | None = None, busy: Callable[[], bool] | None = None) -> None:
         self.lines = lines
         self.writer = writer
         self.max_line = max_line
         self.take = take
+        self.busy = busy  # the lane has calls in flight
 
     async def receive(self) -> SessionMessage:
         while True:
-            line = await self.lines.next()  # anyio.EndOfStream at the end
+            try:
+                line = await self.lines.next()
+            except anyio.EndOfStream:
+                await self._settle()
+                raise
             if line is None:
                 answer = error_line(INVALID_REQUEST, f"Invalid Request: a message over {self.max_line} bytes")
             elif not line.strip() or (self.take is not None and self.take(line)):
                 continue
             else:
                 try:
-                    return SessionMessage(jsonrpc_message_adapter.validate_json(line, by_name=False))
+                    message = jsonrpc_message_adapter.validate_json(line, by_name=False)
                 except ValueError:
                     answer = rejection(line)
+                else:
+                    if not (isinstance(message, JSONRPCNotification) and b'"id"' in line and _has_id(line)):
+                        self.writer.asked(message)
+                        return SessionMessage(message)
+                    # The SDK's model reads a request with a bad id as a notification, and
+                    # would answer nothing (JSON-RPC 2.0 §4: ids are strings or numbers).
+                    answer = error_line(INVALID_REQUEST, "Invalid Request: `id` must be a string or an integer")
             try:
                 await self.writer.send_raw(answer)
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                 raise anyio.EndOfStream from None
+
+    async def _settle(self) -> None:
+        """The client's end of input: what it asked gets up to `EOF_GRACE_S` to be answered
+        before the SDK hears of the end (and cancels the rest, answering them `Connection
+        closed`). A request and the end of input often come in one read: without this, the
+        SDK cancelled the handler before it ever ran, and nothing was answered
+        (`echo '{... "ping"}' | monad mcp serve`)."""
+        with anyio.move_on_after(EOF_GRACE_S):
+            while self.writer.unanswered or (self.busy is not None and self.busy()):
+                await anyio.sleep(SETTLE_POLL_S)
 
     def __aiter__(self) -> MessageReader:
         return self
@@ -265,7 +318,8 @@ async def serve_lines(stream: anyio.abc.ByteStream | PipeStream, serve: Serve, *
         if lane is not None:
             direct = lane(writer, tg)
             take, writer.on_send = direct.take, direct.sent
-        reader = MessageReader(LineReader(stream, buffered=buffered, max_line=max_line), writer, max_line, take=take)
+        reader = MessageReader(LineReader(stream, buffered=buffered, max_line=max_line), writer, max_line, take=take,
+                               busy=(lambda: bool(direct.in_flight)) if lane is not None else None)
         await serve(reader, writer)
         tg.cancel_scope.cancel()
 
