@@ -75,6 +75,8 @@ def test_monad_mcp_call_shows_progress_on_stderr(supervisor: Any, monad_home: Pa
     # An error kind still comes back as itself through the progress stream.
     r = supervisor("mcp", "call", "p__nope", "--yes")
     assert r.code == 1 and r.err == "error: no tool `p__nope` is exposed (see `monad mcp tools`)\n", r
+    # A caller that leaves after its answer cancelled nothing (the log said so for every call).
+    assert "disconnected: cancelling" not in (monad_home / "logs" / "daemon.log").read_text()
 
 
 def test_what_is_not_json_rpc_is_answered_and_the_session_goes_on(supervisor: Any, monad_home: Path) -> None:

@@ -81,19 +81,23 @@ class ProgressStream:
             async with send_line:
                 await send_line.send(_line(last))
 
+        answered = anyio.Event()
+
         async def write() -> None:
             await send({"type": "http.response.start", "status": 200,
                         "headers": [(b"content-type", b"application/x-ndjson"), (b"cache-control", b"no-store")]})
             async with lines:
                 async for chunk in lines:
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            answered.set()  # the outcome line is out: a disconnect from here on is the caller done
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
         async with anyio.create_task_group() as tg:
             async def watch_disconnect() -> None:
                 while (await receive())["type"] != "http.disconnect":
                     pass
-                log.info("caller of %s disconnected: cancelling the call", self.name)
+                if not answered.is_set():
+                    log.info("caller of %s disconnected: cancelling the call", self.name)
                 tg.cancel_scope.cancel()
 
             tg.start_soon(watch_disconnect)
