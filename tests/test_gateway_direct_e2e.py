@@ -11,6 +11,7 @@ import queue
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -42,12 +43,24 @@ class Lines:
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      env={**os.environ, "MONAD_HOME": str(home), "MONAD_NO_AUTOSTART": "1"})
         self.answers: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.reading = threading.Event()
+        self.reading.set()
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
-        for raw in self.proc.stdout:
+        while self.reading.wait():
+            raw = self.proc.stdout.readline()
+            if not raw:
+                return
             self.answers.put(json.loads(raw))
+
+    def pause(self) -> None:
+        """Stop reading the client's stdout (after the line being read)."""
+        self.reading.clear()
+
+    def resume(self) -> None:
+        self.reading.set()
 
     def send(self, body: dict[str, Any]) -> None:
         assert self.proc.stdin is not None
@@ -191,3 +204,45 @@ def test_requests_followed_at_once_by_the_end_of_input_are_answered(supervisor: 
     assert answers["null"]["error"] == {"code": -32600,
                                         "message": "Invalid Request: `id` must be a string or an integer"}
     assert len(text.splitlines()) == 5, text
+
+
+def test_a_client_that_does_not_read_its_answers_is_not_read_either(supervisor: Any, monad_home: Path) -> None:
+    """Back-pressure: past `BACKLOG_BYTES` of unread answers the session stops reading the
+    client's requests, so a client that never reads cannot grow the supervisor without bound
+    (it grew by ~525 MiB for these 60 calls of 4 MiB before); once it reads, all is answered."""
+    _atom(monad_home, "ts", auto=("echo",))
+    wait_state(supervisor, "ts", "connected", timeout=90)
+    pid = int((monad_home / "run" / "monad.pid").read_text())
+
+    def rss_mib() -> int:
+        status = Path(f"/proc/{pid}/status").read_text().splitlines()
+        return int(next(line for line in status if line.startswith("VmRSS")).split()[1]) // 1024
+
+    lines = Lines(monad_home)
+    big, n = "x" * (4 * 1024 * 1024), 60
+
+    def write_all() -> None:
+        for i in range(n):
+            lines.send({"id": i, "method": "tools/call",
+                        "params": {"name": "ts__echo", "arguments": {"text": big}, "_meta": MODERN}})
+
+    writer = threading.Thread(target=write_all, daemon=True)
+    try:
+        before = rss_mib()
+        # Nobody reads `lines.answers` until the writer is stuck (the reader thread queues
+        # what arrives; the pipe fills once the queue's consumer, below, is not running).
+        lines.pause()
+        writer.start()
+        peak = before
+        for _ in range(16):
+            time.sleep(0.5)
+            peak = max(peak, rss_mib())
+        assert writer.is_alive(), "the supervisor read every request of a client that reads nothing"
+        assert peak - before < 300, (before, peak)
+        lines.resume()
+        answers = [lines.answer(timeout=60) for _ in range(n)]
+        assert sorted(a["id"] for a in answers) == list(range(n))
+        assert all(a["result"]["content"][0]["text"] == big for a in answers)
+        writer.join(timeout=30)
+    finally:
+        lines.close()

@@ -44,6 +44,7 @@ log = logging.getLogger("monad.gateway")
 MAX_LINE_BYTES = 16 * 1024 * 1024
 EOF_GRACE_S = 1.0  # after the client's end of input, what it asked has this long to be answered
 SETTLE_POLL_S = 0.005
+BACKLOG_BYTES = 32 * 1024 * 1024  # unread answers past this: stop reading the client's requests
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 Serve = Callable[["MessageReader", "LineWriter"], Awaitable[None]]
@@ -195,6 +196,9 @@ class LineWriter:
         self.closed = False
         self.on_send: Callable[[Any], None] | None = None  # sees each SDK message on its way out
         self.unanswered: set[str] = set()  # ids of the requests handed to the SDK, until answered
+        self.waiting_bytes = 0  # bytes of the writes under way (they wait when the client's pipe is full)
+        self._flowing = anyio.Event()
+        self._flowing.set()
 
     def asked(self, message: JSONRPCMessage) -> None:
         """A message handed to the SDK: a request waits for its answer; a cancellation ends
@@ -213,8 +217,26 @@ class LineWriter:
         """`data` onto the connection even after the SDK closed its side (`aclose`): the
         direct lane's last answers come after the SDK has ended, while the connection,
         which its owner closes, is still open."""
-        async with self.lock:
-            await self.stream.send(data)
+        self.waiting_bytes += len(data)
+        try:
+            async with self.lock:
+                await self.stream.send(data)
+        finally:
+            self.waiting_bytes -= len(data)
+            if self.waiting_bytes <= BACKLOG_BYTES:
+                self._flowing.set()
+
+    @property
+    def backlogged(self) -> bool:
+        """More than `BACKLOG_BYTES` of answers wait for the client to read them. A write
+        that goes through at once never yields, so what a reader sees waiting is stuck."""
+        return self.waiting_bytes > BACKLOG_BYTES
+
+    async def flowing(self) -> None:
+        """Return once the backlog is under `BACKLOG_BYTES` again."""
+        if self.backlogged:
+            self._flowing = anyio.Event()
+            await self._flowing.wait()
 
     async def send(self, item: SessionMessage, /) -> None:
         if isinstance(item.message, JSONRPCResponse | JSONRPCError):
@@ -250,6 +272,12 @@ class MessageReader:
 
     async def receive(self) -> SessionMessage:
         while True:
+            if self.writer.backlogged:
+                # The client is not reading what it asked for: read no more of its requests
+                # until it does, so its answers cannot pile up without bound. (Not at the
+                # first stuck answer: a client that writes a few requests before it reads
+                # any would deadlock against us.)
+                await self.writer.flowing()
             try:
                 line = await self.lines.next()
             except anyio.EndOfStream:
