@@ -61,6 +61,14 @@ def test_line_reader_cuts_lines_across_chunks_and_skips_oversize_ones() -> None:
     assert out[3:] == [b'{"c":3}', b"last"]  # the session goes on; a final unterminated line is kept
 
 
+def test_a_line_over_the_limit_that_comes_in_one_read_is_over_the_limit_too() -> None:
+    # A whole 100 kB line in one chunk was returned as it was, under a 64 KiB limit.
+    big = b"x" * 100_000
+    out = _lines([b"small\n" + big + b"\nafter\n"], 65536)
+    assert out[0] == b"small" and out[2] == b"after"
+    assert isinstance(out[1], Oversize) and out[1].size == len(big) and out[1].head == big[:4096]
+
+
 def test_decode_repairs_lone_surrogates_and_bad_utf8_with_u_fffd() -> None:
     d = decode_line(b'{"jsonrpc":"2.0","id":1,"result":{"t":"cut \\ud83d here","ok":"\\ud83d\\ude00"}}')
     assert d.message is not None and d.repaired and "surrogate" in d.repaired

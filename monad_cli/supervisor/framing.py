@@ -73,6 +73,8 @@ class LineReader:
                 line = bytes(buf[:cut])
                 del buf[:cut + 1]
                 self._scanned = 0
+                if len(line) > self.limit:  # it came whole, in one read: over the limit all the same
+                    return Oversize(len(line), line[:EDGE_BYTES], line[-EDGE_BYTES:])
                 return line
             self._scanned = len(buf)
             if len(buf) > self.limit:
