@@ -1,10 +1,10 @@
 """One actor task per server: it alone enters and exits the server's `mcp.Client`.
 
-The SDK requires a Client to be entered and exited in the same task (anyio cancel scopes),
-so the actor holds `async with Client(...)` open for the life of a session while other tasks
-use `actor.client` concurrently. It owns the state machine (states.py), the connect deadline,
-the restart policy (backoff.py) and the reasons in `monad mcp status` (reasons.py); what it
-needs from around it comes in one `ActorContext`, built once by the supervisor."""
+The SDK requires a Client to be entered and exited in the same task (anyio cancel scopes), so
+the actor holds `async with Client(...)` open for the life of a session while other tasks use
+`actor.client` concurrently. It owns the state machine (states.py), the connect deadline, the
+restart policy (backoff.py) and the reasons in `monad mcp status` (reasons.py); what it needs
+from around it comes in one `ActorContext`, built once by the supervisor."""
 
 from __future__ import annotations
 
@@ -39,14 +39,12 @@ log = logging.getLogger("monad.actor")
 class ServerActor:
     """The lifecycle of one server's session; `spec is None`: its definition does not validate.
 
-    Owns the server's one `mcp.Client` (entered and exited in its own task, `run()`), its
-    state and reason, its tool list, its stderr log and its restart backoff. Other tasks
-    read `client`, `tools`, `state` and call `call_tool`, `update`, `reconnect`,
-    `auth_required` and `stop`. It never decides approvals or pins itself (it asks
-    `ctx.check_pin`), never edits a definition file, never opens a browser, and never
-    raises out of `run()` for a failure of the server: every failure becomes a state and a
-    reason.
-    """
+    Owns the server's one `mcp.Client` (entered and exited in its own task, `run()`), its state
+    and reason, its tool list, its stderr log and its restart backoff. Other tasks read `client`,
+    `tools`, `state` and call `call_tool`, `update`, `reconnect`, `auth_required` and `stop`.
+    It never decides approvals or pins (it asks `ctx.check_pin`), never edits a definition file,
+    never opens a browser, and never raises out of `run()` for a server's failure: every
+    failure becomes a state and a reason."""
 
     def __init__(self, name: str, spec: ServerSpec | None, ctx: ActorContext,
                  *, config_error: str | None = None, source: str | None = None) -> None:
@@ -108,10 +106,9 @@ class ServerActor:
         self._wakeup("reconnect")
 
     def retire(self) -> None:
-        """The definition is gone: make no new attempt and no state change but `stopped`
-        (whatever the loop was about to do next, such as a `backoff`), so the journal's rows
-        for the server end with its removal. A live session stays up until `stop()`, so its
-        tasks can still be cancelled."""
+        """The definition is gone: no new attempt and no state change but `stopped` (whatever the
+        loop was about to do next, such as a `backoff`), so the journal's rows for the server end
+        with its removal. A live session stays up until `stop()`, for its tasks' cancellation."""
         self.retired = True
 
     async def stop(self) -> None:
@@ -210,8 +207,7 @@ class ServerActor:
             await self._sleep_until_woken(delay)
 
     def _new_connection(self) -> Connection:
-        conn = Connection()
-        # Only a live session's end wakes the actor; a failed connect reports itself.
+        conn = Connection()  # only a live session's end wakes the actor; a failed connect reports itself
         conn.on_closed = lambda: self._wakeup("closed") if self.client is not None and self.conn is conn else None
         self.conn = conn
         return conn
@@ -339,6 +335,8 @@ class ServerActor:
         if self.conn is not None:
             self.conn.established = True
         self.protocol_version = client.protocol_version
+        if self.conn is not None and self.conn.lane is not None:
+            self.conn.lane.attach(client)  # it shares the session's ids
         self.server_info = client.server_info.model_dump(exclude_none=True) if client.server_info else None
         pin_problem = self.ctx.check_pin(self, tools)  # always: it also unblocks
         self.tool_problem = "; ".join(p for p in (problem, pin_problem) if p) or None
@@ -358,8 +356,7 @@ class ServerActor:
         except Exception as exc:  # noqa: BLE001
             self.set_state(State.DEGRADED, f"tools/list failed: {describe(exc)}")
             return
-        # A changed list is checked against the pin again: a server must not swap its tools
-        # under an approved pin mid-session.
+        # A changed list meets the pin again: no swapping tools under an approved pin mid-session.
         pin_problem = self.ctx.check_pin(self, tools)
         self.tools = tools
         self.tool_problem = "; ".join(p for p in (problem, pin_problem) if p) or None
@@ -374,11 +371,12 @@ class ServerActor:
         """tools/call on this session from any task (the actor task keeps the Client open).
 
         `tool` is the server's own name. The deadline is `requestTimeoutMs` (unset = none); on
-        expiry, or when the caller's scope is cancelled, the SDK sends notifications/cancelled
+        expiry, or when the caller's scope is cancelled, the server gets notifications/cancelled
         (expiry raises MCPError(-32001)). `progress(progress, total, message)` is awaited per
-        notifications/progress of this call (MCP spec, basic/utilities/progress; None asks for
-        none); the server's questions during the call go to `inputs` (trust/inputs.py; none:
-        refused). Raises MonadError if not connected. Returns `mcp_types.CallToolResult`."""
+        notifications/progress (basic/utilities/progress; None asks for none); the server's
+        questions go to `inputs` (trust/inputs.py; none: refused). A plain call takes the stdio
+        transport's direct lane (supervisor/direct.py), any other the SDK's session. Raises
+        MonadError if not connected. Returns `mcp_types.CallToolResult`."""
         from monad_cli.errors import MonadError
 
         client = self.client
@@ -386,9 +384,11 @@ class ServerActor:
             raise MonadError(f"server `{self.name}` is {self.state}"
                              f"{': ' + self.reason if self.reason else ''} (see `monad mcp status {self.name}`)")
         rto = self.spec.request_timeout_ms if self.spec else None
+        lane = self.conn.lane if self.conn is not None and progress is None and not rto else None
         with self.inputs.serving(inputs):
-            return await client.call_tool(tool, arguments, read_timeout_seconds=rto / 1000 if rto else None,
-                                          progress_callback=progress)
+            result = await lane.call(tool, arguments, client.protocol_version, self.tools) if lane else None
+            return result if result is not None else await client.call_tool(
+                tool, arguments, read_timeout_seconds=rto / 1000 if rto else None, progress_callback=progress)
 
     async def _on_message(self, message: IncomingMessage) -> None:
         if isinstance(message, ToolListChangedNotification) and self._refresh is not None:

@@ -59,7 +59,7 @@ class Outgoing:
 
     id: RequestId
     method: str
-    message: SessionMessage
+    message: SessionMessage | None  # None: a line of the direct lane's (supervisor/direct.py)
     sent_at: float
 
 
@@ -103,6 +103,16 @@ class Exchange:
         self._failed.discard(key)
         if message.method == DISCOVER and self.discover_budget is not None and self._tg is not None:
             self._tg.start_soon(self._bound_discover, key, self.discover_budget)
+
+    def sent_request(self, request_id: RequestId, method: str) -> None:
+        """A request written as a line of our own (the direct lane's), not by the session."""
+        key = _key(request_id)
+        self.outstanding[key] = Outgoing(request_id, method, None, time.monotonic())
+        self._failed.discard(key)
+
+    def forget(self, request_id: RequestId) -> None:
+        """Nobody waits for that request's answer any more (its caller cancelled it)."""
+        self.outstanding.pop(_key(request_id), None)
 
     def received(self, message: JSONRPCMessage) -> bool:
         """Note a message from the server; False: drop it (the late answer to a request

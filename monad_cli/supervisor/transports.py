@@ -4,8 +4,9 @@ stdio is ours rather than the SDK's `stdio_client`: the supervisor needs what th
 does not expose - the pid and exit status (for "why did it fail"), a bound on stdout
 line length (a server cannot grow the supervisor's memory without bound), counting
 stray non-JSON lines without ending the session (the stdio transport forbids them, but
-one stray print should not cost a working session), and
-an end-of-connection signal while idle. It keeps the SDK's spawn and stop policy: its own
+one stray print should not cost a working session), an end-of-connection signal while
+idle, and a place for the direct lane's plain tools/calls (supervisor/direct.py) beside the
+SDK's session. It keeps the SDK's spawn and stop policy: its own
 process group, the SDK's default environment allowlist, and close stdin → 2 s → SIGTERM
 the group → 2 s → SIGKILL (MCP spec, basic/lifecycle "Shutdown"), and it also kills the
 group on a cancelled connect.
@@ -32,6 +33,7 @@ import anyio.abc
 from mcp.shared.message import SessionMessage
 
 from monad_cli.config.schema import ServerSpec
+from monad_cli.supervisor.direct import DirectLane
 from monad_cli.supervisor.exchange import Exchange
 from monad_cli.supervisor.framing import (
     DEFAULT_MAX_MESSAGE_BYTES,
@@ -86,6 +88,7 @@ class Connection:
     post_status: dict[str, int] = field(default_factory=dict)
     transport: str | None = None  # stdio, streamable-http or sse once connected
     exchange: Exchange | None = None
+    lane: DirectLane | None = None  # stdio: plain tools/calls past the SDK's client (supervisor/direct.py)
     closed: bool = False
     established: bool = False  # the handshake completed: it earns a graceful stop
     extra: dict[str, Any] = field(default_factory=dict)
@@ -93,6 +96,8 @@ class Connection:
     def mark_closed(self) -> None:
         if not self.closed:
             self.closed = True
+            if self.lane is not None:
+                self.lane.close()
             self.on_closed()
 
 
@@ -112,12 +117,30 @@ class StdinWriter:
         self.on_broken = on_broken
         self.lock = anyio.Lock(fast_acquire=True)
         self.closed = False
+        self.on_send: Callable[[Any], None] | None = None  # sees each of the session's messages
 
     async def send(self, item: SessionMessage, /) -> None:
         if self.closed:
             raise anyio.ClosedResourceError
         self.exchange.sent(item)
-        data = item.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
+        if self.on_send is not None:
+            self.on_send(item.message)
+        await self._write(item.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n")
+
+    async def send_line(self, data: bytes, request_id: Any = None, method: str = "", *,
+                        cancels: Any = None) -> None:
+        """A line of our own (the direct lane's): a request (`request_id`, `method`) is
+        recorded in the exchange as the session's are; a cancellation (`cancels`) ends the
+        wait for the request it names."""
+        if self.closed:
+            raise anyio.ClosedResourceError
+        if request_id is not None:
+            self.exchange.sent_request(request_id, method)
+        elif cancels is not None:
+            self.exchange.forget(cancels)
+        await self._write(data)
+
+    async def _write(self, data: bytes) -> None:
         try:
             async with self.lock:
                 await self.stdin.send(data)
@@ -176,10 +199,18 @@ async def stdio_transport(spec: ServerSpec, sink: StderrSink, conn: Connection,
         opts.records.write(record)
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     injector = read_writer.clone()
-    exchange = Exchange(injector.send, name=spec.name, discover_budget=opts.discover_budget)
+    lane = DirectLane(lambda line, rid, method: write_stream.send_line(line, rid, method),
+                      lambda line, rid: write_stream.send_line(line, cancels=rid))
+
+    async def deliver(item: SessionMessage) -> None:  # a local answer: the lane's, or the session's
+        if not lane.resolve(item.message):
+            await injector.send(item)
+
+    exchange = Exchange(deliver, name=spec.name, discover_budget=opts.discover_budget)
     assert process.stdin is not None
     write_stream = StdinWriter(process.stdin, exchange, read_writer.aclose)
-    conn.exchange = exchange
+    write_stream.on_send = lane.sent
+    conn.exchange, conn.lane = exchange, lane
     limit = opts.max_message_bytes
 
     async def oversize(item: Oversize) -> None:
@@ -239,7 +270,7 @@ async def stdio_transport(spec: ServerSpec, sink: StderrSink, conn: Connection,
                     if decoded.repaired:
                         conn.repaired_lines += 1
                         log.warning("server %s: repaired a stdout message: %s", spec.name, decoded.repaired)
-                    if not exchange.received(decoded.message):
+                    if not exchange.received(decoded.message) or lane.resolve(decoded.message):
                         continue
                     try:
                         await read_writer.send(SessionMessage(decoded.message))
@@ -279,6 +310,9 @@ async def stdio_transport(spec: ServerSpec, sink: StderrSink, conn: Connection,
                 tg.cancel_scope.cancel()
     finally:
         sink.close()
+        lane.close()
+        if lane.taken:
+            log.info("server %s: %d tools/call on the direct lane this session", spec.name, lane.taken)
 
 
 async def _stop(process: anyio.abc.Process, conn: Connection, record: SpawnRecord,

@@ -1,0 +1,166 @@
+"""A plain tools/call on a stdio session, written and read as JSON-RPC lines past the SDK's
+client machinery (the upstream half of the gateway's direct lane, `gateway/direct.py`).
+
+The SDK's `Client.call_tool` costs ~0.36 ms of CPU per call on its own (its request model,
+the dispatcher's pending-response stream, request clock and cancel scopes, the response's
+hop through a memory stream, the result's validation; bench/README.md, issue 15); the same
+request as a line costs ~0.07 ms. This lane writes the request itself, on the session's own
+stdin writer (so the transport's bookkeeping, `Exchange`, knows it), takes its answer out of
+the stdout reader before the SDK sees it (after the transport's repairs, size limit and
+stray-line handling), and checks the result with the SDK's own per-version validation.
+
+The SDK's session stays the reference, and everything else goes to it (`DirectLane.call`
+returns None and the caller sends the call through the SDK): a call with progress or a
+request timeout, a tool with an `outputSchema` (the SDK checks structured content), a
+session whose era stamp has not been seen yet, and any answer that is not a complete
+`CallToolResult` (an `input_required` round, an extension's claimed shape) — such a call
+is sent again through the SDK, which runs those rounds (MCP 2026-07-28 servers answer
+`input_required` before they act). Ids come from the SDK's own allocator, so the server sees
+one sequence. A cancelled call tells the server (notifications/cancelled); the session's end
+fails every call in flight `-32000 Connection closed`, as the SDK does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    CONNECTION_CLOSED,
+    PROTOCOL_VERSION_META_KEY,
+    JSONRPCError,
+    JSONRPCRequest,
+    JSONRPCResponse,
+    methods,
+)
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+log = logging.getLogger("monad.transport")
+
+CALL = "tools/call"
+_ENVELOPE_PREFIX = "io.modelcontextprotocol/"
+_CANCEL_WRITE_S = 1.0
+
+
+class _Waiter:
+    __slots__ = ("answer", "event")
+
+    def __init__(self) -> None:
+        self.event = anyio.Event()
+        self.answer: JSONRPCResponse | JSONRPCError | None = None
+
+
+class DirectLane:
+    """One stdio connection's lane. `send(line, request_id, method)` writes a request line
+    and `cancel(line, request_id)` the cancellation of one (the transport's
+    `StdinWriter.send_line`, which records both in its `Exchange`)."""
+
+    def __init__(self, send: Callable[[bytes, Any, str], Awaitable[None]],
+                 cancel: Callable[[bytes, Any], Awaitable[None]]) -> None:
+        self.send = send
+        self.cancel = cancel
+        self.allocate: Callable[[], int] | None = None  # the SDK dispatcher's id allocator (`attach`)
+        self.stamp: dict[str, Any] | None = None  # the 2026-07-28 envelope of the SDK's requests
+        self.pending: dict[str, _Waiter] = {}
+        self.closed = False
+        self.taken = 0
+
+    def attach(self, client: Any) -> None:
+        """Share the SDK session's id sequence (its dispatcher's allocator); without one the
+        lane stays off."""
+        dispatcher = getattr(getattr(client, "session", None), "_dispatcher", None)
+        allocate = getattr(dispatcher, "_allocate_id", None)
+        self.allocate = allocate if callable(allocate) else None
+
+    # -- the transport's side ----------------------------------------------------------
+    def sent(self, message: Any) -> None:
+        """An SDK message on its way to the server: a request's envelope is the stamp ours carry."""
+        if isinstance(message, JSONRPCRequest) and isinstance(message.params, dict):
+            meta = message.params.get("_meta")
+            if isinstance(meta, dict) and PROTOCOL_VERSION_META_KEY in meta:
+                self.stamp = {k: v for k, v in meta.items() if k.startswith(_ENVELOPE_PREFIX)}
+
+    def resolve(self, message: Any) -> bool:
+        """True: `message` answers one of the lane's requests (the SDK never sees it)."""
+        if not self.pending or not isinstance(message, JSONRPCResponse | JSONRPCError) or message.id is None:
+            return False
+        waiter = self.pending.pop(str(message.id), None)
+        if waiter is None:
+            return False
+        waiter.answer = message
+        waiter.event.set()
+        return True
+
+    def close(self) -> None:
+        """The connection ended: every call in flight fails as the SDK's would."""
+        self.closed = True
+        for key, waiter in list(self.pending.items()):
+            waiter.answer = JSONRPCError(jsonrpc="2.0", id=key, error=types.ErrorData(
+                code=CONNECTION_CLOSED, message="Connection closed"))
+            waiter.event.set()
+        self.pending.clear()
+
+    # -- one call ------------------------------------------------------------------------
+    async def call(self, tool: str, arguments: dict[str, Any] | None, version: str | None,
+                   tools: Sequence[types.Tool]) -> Any:
+        """The call's `CallToolResult`, or None: not one for this lane (send it through the
+        SDK). `tools` is the session's listing: the tool must be in it without an
+        `outputSchema`. Raises MCPError for an error answer, pydantic.ValidationError for a
+        result that does not conform to `version` (as the SDK does)."""
+        if self.closed or self.allocate is None or version is None:
+            return None
+        if not any(t.name == tool and t.output_schema is None for t in tools):
+            return None  # unlisted (the SDK lists again), or its structured content is the SDK's to check
+        params: dict[str, Any] = {"name": tool}
+        if arguments is not None:
+            params["arguments"] = arguments
+        if version in MODERN_PROTOCOL_VERSIONS:
+            if self.stamp is None:
+                return None
+            params["_meta"] = dict(self.stamp)
+        request_id = self.allocate()
+        key = str(request_id)
+        try:
+            line = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": CALL, "params": params},
+                              ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode() + b"\n"
+        except (TypeError, ValueError):
+            return None  # not JSON as Python holds it (NaN, a surrogate): the SDK's to refuse
+        waiter = self.pending[key] = _Waiter()
+        self.taken += 1
+        try:
+            await self.send(line, request_id, CALL)
+            await waiter.event.wait()
+        except anyio.get_cancelled_exc_class():
+            if self.pending.pop(key, None) is not None and not self.closed:  # the server still works on it
+                body = {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                        "params": {"requestId": request_id, "reason": "the caller cancelled the call"}}
+                with (anyio.move_on_after(_CANCEL_WRITE_S, shield=True),
+                      contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError)):
+                    await self.cancel(json.dumps(body, separators=(",", ":")).encode() + b"\n", request_id)
+            raise
+        except BaseException:
+            self.pending.pop(key, None)
+            raise
+        answer = waiter.answer
+        if isinstance(answer, JSONRPCError):
+            raise MCPError.from_error_data(answer.error)
+        assert answer is not None
+        return self._result(answer.result, version)
+
+    @staticmethod
+    def _result(raw: dict[str, Any], version: str) -> Any:
+        result_type = raw.get("resultType", "complete")
+        if result_type != "complete":
+            return None  # input_required, or an extension's shape: the SDK's rounds
+        with contextlib.suppress(KeyError):  # a version the surface does not list: the SDK skips it too
+            methods.validate_server_result(CALL, version, raw)
+        return types.CallToolResult.model_validate(raw, by_name=False)
+
+
+__all__ = ["DirectLane"]
