@@ -156,6 +156,20 @@ def test_an_error_answer_is_the_sdks_error_and_the_end_fails_what_is_in_flight()
     assert isinstance(error, MCPError) and (error.error.code, error.error.message) == (-32000, "Connection closed")
 
 
+def test_a_server_whose_stdin_is_gone_is_a_closed_connection() -> None:
+    async def test(wire: Wire, tg: Any, call: Any) -> None:
+        async def broken(line: bytes, request_id: Any, method: str) -> None:
+            raise anyio.BrokenResourceError
+
+        wire.lane.send = broken
+        with pytest.raises(MCPError) as caught:
+            await wire.lane.call("echo", None, "2025-06-18", TOOLS)
+        assert (caught.value.error.code, caught.value.error.message) == (-32000, "Connection closed")
+        assert wire.lane.pending == {}
+
+    run(test)
+
+
 def test_a_cancelled_call_tells_the_server() -> None:
     async def test(wire: Wire, tg: Any, call: Any) -> None:
         with anyio.move_on_after(0.05):

@@ -134,7 +134,10 @@ class DirectLane:
         waiter = self.pending[key] = _Waiter()
         self.taken += 1
         try:
-            await self.send(line, request_id, CALL)
+            try:
+                await self.send(line, request_id, CALL)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):  # the server's stdin is gone
+                raise MCPError(code=CONNECTION_CLOSED, message="Connection closed") from None
             await waiter.event.wait()
         except anyio.get_cancelled_exc_class():
             if self.pending.pop(key, None) is not None and not self.closed:  # the server still works on it
