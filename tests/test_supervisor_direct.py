@@ -105,6 +105,28 @@ def test_a_tool_that_is_not_listed_or_has_an_output_schema_is_the_sdks() -> None
     run(test)
 
 
+def test_before_2026_a_result_type_means_nothing() -> None:
+    async def test(wire: Wire, tg: Any, call: Any) -> None:
+        tg.start_soon(call, "2025-11-25", None)
+        await settle()
+        wire.answer({"content": [{"type": "text", "text": "weird"}], "resultType": "input_required"})
+        await settle()
+
+    out = run(test)  # the version's surface drops the field, as the SDK does: kept, not sent again
+    assert out["result"].content[0].text == "weird" and len(out["wire"].lines) == 1
+
+
+def test_a_tool_that_may_be_a_task_or_a_server_with_extensions_is_the_sdks() -> None:
+    async def test(wire: Wire, tg: Any, call: Any) -> None:
+        task_tool = [Tool(name="echo", inputSchema={"type": "object"}, execution={"taskSupport": "optional"})]
+        assert await wire.lane.call("echo", None, "2025-06-18", task_tool) is None
+        wire.lane.extended = True  # the tasks extension answers calls with tasks the SDK follows
+        assert await wire.lane.call("echo", None, "2025-06-18", TOOLS) is None
+        assert wire.lines == []
+
+    run(test)
+
+
 def test_a_handshake_era_request_has_no_stamp() -> None:
     async def test(wire: Wire, tg: Any, call: Any) -> None:
         tg.start_soon(call, "2025-06-18", None)
@@ -119,6 +141,7 @@ def test_a_handshake_era_request_has_no_stamp() -> None:
 @pytest.mark.parametrize("result, expect", [
     ({"resultType": "input_required", "inputRequests": {}}, None),  # the SDK's rounds: sent again there
     ({"content": "not a list", "resultType": "complete"}, ValidationError),  # as the SDK refuses it
+    ({"resultType": "task", "task": {"taskId": "t1"}}, ValueError),  # never sent twice: refused
 ])
 def test_answers_the_lane_does_not_keep(result: dict[str, Any], expect: Any) -> None:
     async def test(wire: Wire, tg: Any, call: Any) -> None:
@@ -206,3 +229,33 @@ def test_an_answer_over_the_limit_fails_the_lanes_call_and_the_session_goes_on(s
     supervisor("mcp", "disable", "big")  # the session's end logs what the lane carried
     wait_for(lambda: "server big: 2 tools/call on the direct lane" in (monad_home / "logs" / "daemon.log").read_text(),
              timeout=30)
+
+
+@pytest.mark.e2e
+def test_a_task_tool_of_a_tasks_server_runs_once_through_the_gateway(supervisor: Any, monad_home: Path,
+                                                                     tmp_path: Path) -> None:
+    """The tasks extension answers a call of a task tool with a task (SEP-2663), which the
+    SDK's claim follows: such a server's calls never take the lane (a lane call answered
+    `task` was once sent again through the SDK: two runs, one never tracked)."""
+    log = tmp_path / "tasks.log"
+    tasks = str(Path(__file__).resolve().parent / "servers" / "tasks_server.py")
+    path = monad_home / "atoms" / "mcp" / "tk.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"command = {json.dumps(sys.executable)}\n"
+                    f"args = {json.dumps([tasks, '--log', str(log), '--poll-ms', '100'])}\n"
+                    'trust = {autoApproveTools = ["tk__slow", "tk__quick"]}\n')
+    wait_state(supervisor, "tk", "connected", timeout=90)
+    from tests.test_gateway_direct_e2e import MODERN as ENVELOPE
+    from tests.test_gateway_direct_e2e import Lines
+
+    lines = Lines(monad_home)
+    try:
+        answer = lines.ask(1, "tools/call", {"name": "tk__slow", "arguments": {"seconds": 0.2, "label": "once"},
+                                             "_meta": ENVELOPE})
+        assert answer["result"]["content"][0]["text"] == "slept 0.2 once", answer
+        answer = lines.ask(2, "tools/call", {"name": "tk__quick", "arguments": {"text": "q"}, "_meta": ENVELOPE})
+        assert answer["result"]["isError"] is False, answer
+    finally:
+        lines.close()
+    runs = [e for e in map(json.loads, log.read_text().splitlines()) if e["event"] == "run"]
+    assert len(runs) == 1, runs

@@ -13,11 +13,12 @@ The SDK's session stays the reference, and everything else goes to it (`DirectLa
 returns None and the caller sends the call through the SDK): a call with progress or a
 request timeout, a tool with an `outputSchema` (the SDK checks structured content), a
 session whose era stamp has not been seen yet, and any answer that is not a complete
-`CallToolResult` (an `input_required` round, an extension's claimed shape) — such a call
-is sent again through the SDK, which runs those rounds (MCP 2026-07-28 servers answer
-`input_required` before they act). Ids come from the SDK's own allocator, so the server sees
-one sequence. A cancelled call tells the server (notifications/cancelled); the session's end
-fails every call in flight `-32000 Connection closed`, as the SDK does.
+`CallToolResult`: an `input_required` round is sent again through the SDK, which runs the
+rounds (a 2026-07-28 server asks before it acts), and any other shape is refused, never sent
+twice; a tool that may answer with a task stays with the SDK's task support. Ids come from
+the SDK's own allocator, so the server sees one sequence. A cancelled call tells the server
+(notifications/cancelled); the session's end fails every call in flight `-32000 Connection
+closed`, as the SDK does.
 """
 
 from __future__ import annotations
@@ -70,13 +71,17 @@ class DirectLane:
         self.pending: dict[str, _Waiter] = {}
         self.closed = False
         self.taken = 0
+        self.extended = False  # the server declares extensions: their result shapes are the SDK's
 
     def attach(self, client: Any) -> None:
         """Share the SDK session's id sequence (its dispatcher's allocator); without one the
-        lane stays off."""
+        lane stays off. A server that declares extensions (the tasks extension answers a call
+        with a task, which the SDK's claim follows) keeps every call on the SDK's session."""
         dispatcher = getattr(getattr(client, "session", None), "_dispatcher", None)
         allocate = getattr(dispatcher, "_allocate_id", None)
         self.allocate = allocate if callable(allocate) else None
+        caps = getattr(client, "server_capabilities", None)
+        self.extended = bool(getattr(caps, "extensions", None))
 
     # -- the transport's side ----------------------------------------------------------
     def sent(self, message: Any) -> None:
@@ -113,10 +118,12 @@ class DirectLane:
         SDK). `tools` is the session's listing: the tool must be in it without an
         `outputSchema`. Raises MCPError for an error answer, pydantic.ValidationError for a
         result that does not conform to `version` (as the SDK does)."""
-        if self.closed or self.allocate is None or version is None:
+        if self.closed or self.allocate is None or version is None or self.extended:
             return None
-        if not any(t.name == tool and t.output_schema is None for t in tools):
-            return None  # unlisted (the SDK lists again), or its structured content is the SDK's to check
+        if not any(t.name == tool and t.output_schema is None and not _may_be_a_task(t) for t in tools):
+            # Unlisted (the SDK lists again), structured content the SDK checks, or a tool that
+            # may answer with a task (the SDK's task support follows it).
+            return None
         params: dict[str, Any] = {"name": tool}
         if arguments is not None:
             params["arguments"] = arguments
@@ -158,12 +165,33 @@ class DirectLane:
 
     @staticmethod
     def _result(raw: dict[str, Any], version: str) -> Any:
+        """The answer as a `CallToolResult`; None for an `input_required` round (2026-07-28).
+
+        Before 2026-07-28 a `resultType` means nothing: the version's own surface drops it
+        and every later field, as the SDK does. At 2026-07-28, `input_required` is the one
+        shape handed back: the caller sends the call again through the SDK, which runs the
+        rounds; a server asks before it acts and keeps what it needs in `requestState`
+        (MCP 2026-07-28, "Multi Round-Trip Requests"), so the first ask is only asked again.
+        Any other shape is refused: it is never sent twice."""
+        if version not in MODERN_PROTOCOL_VERSIONS:
+            with contextlib.suppress(KeyError):  # a version the surface does not list: the SDK skips it too
+                raw = methods.serialize_server_result(CALL, version, raw)
+            return types.CallToolResult.model_validate(raw, by_name=False)
         result_type = raw.get("resultType", "complete")
+        if result_type == "input_required":
+            return None
         if result_type != "complete":
-            return None  # input_required, or an extension's shape: the SDK's rounds
-        with contextlib.suppress(KeyError):  # a version the surface does not list: the SDK skips it too
+            raise ValueError(f"the server answered a `{result_type}` result, which is not a tools/call result "
+                             f"monad takes (MCP 2026-07-28 server/tools)")
+        with contextlib.suppress(KeyError):
             methods.validate_server_result(CALL, version, raw)
         return types.CallToolResult.model_validate(raw, by_name=False)
+
+
+def _may_be_a_task(tool: types.Tool) -> bool:
+    """The tool's server may answer a call with a task (2025-11-25 "Tool-Level Negotiation")."""
+    execution = tool.execution
+    return execution is not None and execution.task_support in ("optional", "required")
 
 
 __all__ = ["DirectLane"]
