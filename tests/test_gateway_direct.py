@@ -45,6 +45,19 @@ async def echo(name: str, arguments: dict[str, Any] | None, version: str) -> dic
     return {**text_result(f"{name} {arguments} {version}"), **({"resultType": "complete"} if version == MODERN else {})}
 
 
+def slow_call(cancelled: list[str]) -> Callable[..., Awaitable[dict[str, Any]]]:
+    """A call that waits 30 s and notes its tool's name in `cancelled` when cancelled."""
+    async def slow(name: str, arguments: dict[str, Any] | None, version: str) -> dict[str, Any]:
+        try:
+            await anyio.sleep(30)
+        except anyio.get_cancelled_exc_class():
+            cancelled.append(name)
+            raise
+        return text_result("late")
+
+    return slow
+
+
 def run_lane(test: Callable[[DirectCalls, list[dict[str, Any]]], Awaitable[None]], *,
              call_fn: Callable[..., Awaitable[dict[str, Any]]] = echo, listed: bool = True) -> list[dict[str, Any]]:
     """Run `test(lane, answers)` with a lane in a task group; returns every line it wrote."""
@@ -189,14 +202,7 @@ def test_errors_are_answered_as_the_sdk_answers_them() -> None:
 
 def test_a_cancelled_call_is_cancelled_and_never_answered() -> None:
     seen: list[str] = []
-
-    async def slow(name: str, arguments: dict[str, Any] | None, version: str) -> dict[str, Any]:
-        try:
-            await anyio.sleep(30)
-        except anyio.get_cancelled_exc_class():
-            seen.append(f"{name} cancelled")
-            raise
-        return text_result("late")
+    slow = slow_call(seen)
 
     async def test(lane: DirectCalls, answers: list[dict[str, Any]]) -> None:
         assert lane.take(call(7, "first"))
@@ -208,12 +214,12 @@ def test_a_cancelled_call_is_cancelled_and_never_answered() -> None:
         assert lane.take(line({"jsonrpc": "2.0", "method": "notifications/cancelled",
                                "params": {"requestId": "7", "reason": "user"}}))
         await settle()
-        assert seen == ["first cancelled"] and list(lane.in_flight) == ["8"]
+        assert seen == ["first"] and list(lane.in_flight) == ["8"]
 
     answers = run_lane(test, call_fn=slow)
     # The connection's end (the task group cancelled) answers the call still in flight.
     assert answers == [{"jsonrpc": "2.0", "id": 8, "error": {"code": -32000, "message": "Connection closed"}}]
-    assert seen == ["first cancelled", "second cancelled"]
+    assert seen == ["first", "second"]
 
 
 def test_a_duplicate_id_in_flight_goes_to_the_sdk() -> None:
@@ -247,14 +253,7 @@ def test_a_call_cancelled_before_its_task_runs_is_never_run_nor_answered() -> No
 
 def test_escaped_spellings_are_read_as_json_reads_them() -> None:
     seen: list[str] = []
-
-    async def slow(name: str, arguments: dict[str, Any] | None, version: str) -> dict[str, Any]:
-        try:
-            await anyio.sleep(30)
-        except anyio.get_cancelled_exc_class():
-            seen.append(name)
-            raise
-        return text_result("late")
+    slow = slow_call(seen)
 
     async def test(lane: DirectCalls, answers: list[dict[str, Any]]) -> None:
         lane.era = "modern"

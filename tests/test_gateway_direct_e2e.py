@@ -18,21 +18,12 @@ from typing import Any
 import pytest
 
 from tests.conftest import wait_for, wait_state
+from tests.test_gateway_inside import _atom
 
 pytestmark = pytest.mark.e2e
-TOOLSERVER = str(Path(__file__).resolve().parent / "servers" / "toolserver.py")
 MODERN = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
           "io.modelcontextprotocol/clientCapabilities": {},
           "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"}}
-
-
-def _atom(home: Path, name: str, *flags: str, auto: tuple[str, ...] = ()) -> None:
-    path = home / "atoms" / "mcp" / f"{name}.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join([f"command = {json.dumps(sys.executable)}",
-                               f"args = {json.dumps([TOOLSERVER, *flags])}", "timeout = 60",
-                               f"trust = {{autoApproveTools = {json.dumps([f'{name}__{t}' for t in auto])}}}"])
-                    + "\n")
 
 
 class Lines:
