@@ -85,8 +85,8 @@ async def bench(home: str, n: int, clients: int, per_client: int) -> dict[str, l
     async with Client(gateway_params(home)) as gateway:
         results["gateway (stdio relay)"] = await sequential(n, lambda: gateway.call_tool("b__echo", ARGS))
 
-    from monad_cli.control.client import ControlClient
-    from monad_cli.paths import Paths
+    from monad_cli.cli.control import ControlClient
+    from monad_cli.core.paths import Paths
 
     api = ControlClient(Paths(Path(home)))
     body = {"name": "b__echo", "arguments": ARGS, "via": "bench", "approval": {"mode": "wait"}}

@@ -24,10 +24,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from monad_cli.core.paths import Paths  # noqa: E402
 from monad_cli.journal import tools as jt  # noqa: E402
 from monad_cli.journal.db import Journal  # noqa: E402
 from monad_cli.journal.settings import load_journal_settings  # noqa: E402
-from monad_cli.paths import Paths  # noqa: E402
 from tests.pg import Cluster, find_bindir  # noqa: E402
 
 

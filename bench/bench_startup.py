@@ -26,8 +26,8 @@ from pathlib import Path
 
 from _util import BIN, target
 
-from monad_cli.control.client import ControlClient
-from monad_cli.paths import Paths
+from monad_cli.cli.control import ControlClient
+from monad_cli.core.paths import Paths
 
 HERE = Path(__file__).resolve().parent
 LIGHT = str(HERE.parent / "tests" / "servers" / "lightserver.py")

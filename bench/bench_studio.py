@@ -22,8 +22,8 @@ from pathlib import Path
 
 from _util import monad, temp_home
 
-from monad_cli.control.client import ControlClient
-from monad_cli.paths import Paths
+from monad_cli.cli.control import ControlClient
+from monad_cli.core.paths import Paths
 
 COMMAND = shutil.which("mcp-server-time") or "mcp-server-time"
 N_SERVERS = 50

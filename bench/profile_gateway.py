@@ -38,9 +38,9 @@ BUCKETS = [
     ("MCP SDK server side", ("mcp/server/",)),
     ("MCP SDK client side", ("mcp/client/",)),
     ("MCP SDK dispatcher", ("mcp/shared/",)),
-    ("monad gateway / relay", ("monad_cli/gateway",)),
-    ("monad tool service, gate", ("monad_cli/trust",)),
-    ("monad transports, actor", ("monad_cli/supervisor",)),
+    ("monad gateway / relay", ("monad_cli/daemon/gateway",)),
+    ("monad tool service, gate", ("monad_cli/daemon/trust",)),
+    ("monad transports, actor", ("monad_cli/daemon",)),
     ("monad other", ("monad_cli/",)),
     ("event loop (asyncio, anyio)", ("asyncio/", "anyio/", "selectors")),
 ]

@@ -1,3 +1,3 @@
-from monad_cli.app import main
+from monad_cli.cli.app import main
 
 raise SystemExit(main())

@@ -56,7 +56,7 @@ def monad_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("PATH", BIN + os.pathsep + os.environ.get("PATH", ""))
     monkeypatch.delenv("MONAD_NO_AUTOSTART", raising=False)
     monkeypatch.delenv("MONAD_DEBUG", raising=False)
-    from monad_cli.paths import paths
+    from monad_cli.core.paths import paths
 
     paths.cache_clear()
     yield home
@@ -102,8 +102,8 @@ class CliResult:
 @pytest.fixture
 def cli(capfd: pytest.CaptureFixture[str]) -> Any:
     """Run the CLI in this process: `cli("mcp", "add", ...)` → CliResult."""
-    from monad_cli.app import main
-    from monad_cli.paths import paths
+    from monad_cli.cli.app import main
+    from monad_cli.core.paths import paths
 
     def run(*argv: str) -> CliResult:
         paths.cache_clear()
@@ -158,7 +158,7 @@ def write_atom(home: Path, name: str, body: str) -> Path:
 
 def pid_alive(pid: int) -> bool:
     """The one liveness check (a zombie counts as gone), as the CLI itself uses it."""
-    from monad_cli.control.client import pid_alive as alive
+    from monad_cli.cli.control import pid_alive as alive
 
     return alive(pid)
 

@@ -16,12 +16,12 @@ import pytest
 
 from monad_cli.auth.session import SupervisorAuth
 from monad_cli.config.schema import ServerSpec, validate
+from monad_cli.core.paths import paths
+from monad_cli.core.states import State
+from monad_cli.daemon.sessions.actor import ServerActor
+from monad_cli.daemon.sessions.context import ActorContext
+from monad_cli.daemon.trust.service import ToolService
 from monad_cli.journal.db import Journal
-from monad_cli.paths import paths
-from monad_cli.supervisor.actor import ServerActor
-from monad_cli.supervisor.context import ActorContext
-from monad_cli.supervisor.states import State
-from monad_cli.trust.service import ToolService
 from tests.auth_helpers import OAUTH_AS, Servers
 from tests.conftest import server_cmd
 
@@ -188,8 +188,8 @@ def test_a_servers_question_goes_to_the_handler_of_the_call_it_belongs_to(monad_
     actor's elicitation callback; on a legacy session the server sends `elicitation/create`
     mid-call. Either way the call's own handler answers, and a call without one fails with
     a reason instead of hanging."""
-    from monad_cli.errors import MonadError
-    from monad_cli.trust.inputs import InputRefused
+    from monad_cli.core.errors import MonadError
+    from monad_cli.daemon.trust.inputs import InputRefused
 
     asked: list[dict[str, Any]] = []
 

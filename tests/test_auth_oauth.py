@@ -195,7 +195,7 @@ def test_one_refresh_for_twenty_concurrent_requests(monad: Any, monad_home: Path
 
     from monad_cli.auth.provider import MonadOAuthProvider
     from monad_cli.auth.storage import DefinitionTokenStorage
-    from monad_cli.paths import paths
+    from monad_cli.core.paths import paths
 
     base = servers.start(OAUTH_AS, "--ttl", "2")
     install_browser(tmp_path, monkeypatch)
@@ -239,7 +239,7 @@ def test_one_refresh_for_twenty_concurrent_requests(monad: Any, monad_home: Path
 def _supervisor_provider(base: str, problems: list[str]) -> Any:
     from monad_cli.auth.provider import MonadOAuthProvider
     from monad_cli.auth.storage import DefinitionTokenStorage
-    from monad_cli.paths import paths
+    from monad_cli.core.paths import paths
 
     return MonadOAuthProvider(name="remote", server_url=f"{base}/mcp",
                               storage=DefinitionTokenStorage(paths(), "remote"), interactive=False,
@@ -299,9 +299,9 @@ def test_supervisor_refreshes_mid_session_once_for_twenty_tool_calls(monad: Any,
     revoked, the next call fails and the server goes to needs-auth with the hint."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from monad_cli.control.client import ControlClient
-    from monad_cli.errors import MonadError
-    from monad_cli.paths import paths
+    from monad_cli.cli.control import ControlClient
+    from monad_cli.core.errors import MonadError
+    from monad_cli.core.paths import paths
 
     base = servers.start(OAUTH_AS, "--ttl", "3")
     install_browser(tmp_path, monkeypatch)

@@ -15,8 +15,8 @@ import pytest
 from monad_cli.auth.scopes import select_scopes
 from monad_cli.auth.urls import url_problem
 from monad_cli.config.schema import validate
-from monad_cli.errors import AuthError, ConfigError
-from monad_cli.redact import redact_definition, secret_values
+from monad_cli.core.errors import AuthError, ConfigError
+from monad_cli.core.redact import redact_definition, secret_values
 from tests.conftest import write_atom
 
 
@@ -135,7 +135,7 @@ def test_loopback_listener_times_out() -> None:
 
 
 def test_cli_import_path_stays_light() -> None:
-    code = ("import sys, monad_cli.app; monad_cli.app.app; "  # the whole app: every command module
+    code = ("import sys, monad_cli.cli.app; monad_cli.cli.app.app; "  # the whole app: every command module
             "print(','.join(m for m in ('mcp', 'httpx2', 'sqlalchemy', 'uvicorn', 'monad_cli.auth.provider') "
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -168,7 +168,7 @@ def test_refresh_never_overwrites_a_newer_grant(monad_home: Any) -> None:
     from mcp.shared.auth import OAuthToken
 
     from monad_cli.auth.storage import DefinitionTokenStorage, read_grant
-    from monad_cli.paths import paths
+    from monad_cli.core.paths import paths
 
     write_atom(monad_home, "x", 'schema = 1\nurl = "https://x.example/mcp"\n[auth]\nmode = "oauth"\n')
 

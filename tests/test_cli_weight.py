@@ -46,13 +46,13 @@ def test_fast_path_does_not_import_heavy_packages(argv: tuple[str, ...]) -> None
 
 
 # The command modules `monad mcp add/remove/list/status` have no use for.
-OTHER_COMMANDS = {f"monad_cli.commands.{m}" for m in
+OTHER_COMMANDS = {f"monad_cli.cli.commands.{m}" for m in
                   ("tools", "serve", "tasks", "approvals", "auth", "clients", "daemon", "journal", "studio")}
 
 
 @pytest.mark.parametrize("argv,absent", [
     (("mcp", "add", "light", "--", "echo", "hi"), {"tomlkit", "tomllib", "json"}),
-    (("mcp", "remove", "light"), {"tomlkit", "tomllib", "json", "monad_cli.config.schema", "monad_cli.redact"}),
+    (("mcp", "remove", "light"), {"tomlkit", "tomllib", "json", "monad_cli.config.schema", "monad_cli.core.redact"}),
     (("mcp", "list", "--json"), {"tomlkit"}),
 ])
 def test_add_and_remove_load_only_what_they_use(argv: tuple[str, ...], absent: set[str]) -> None:
@@ -60,7 +60,7 @@ def test_add_and_remove_load_only_what_they_use(argv: tuple[str, ...], absent: s
         subprocess.run([sys.executable, "-m", "monad_cli", "mcp", "add", "light", "--force", "--", "echo"],
                        check=True, capture_output=True)
     names = imported(*argv)
-    assert "monad_cli.commands.mcp" in names  # the measurement works
+    assert "monad_cli.cli.commands.mcp" in names  # the measurement works
     assert not names & (OTHER_COMMANDS | absent), sorted(names & (OTHER_COMMANDS | absent))
 
 
@@ -69,12 +69,12 @@ def test_the_group_table_names_each_groups_module() -> None:
     name every group of the whole app, with the module whose `app` that group is."""
     import importlib
 
-    from monad_cli import app as app_module
+    from monad_cli.cli import app as app_module
 
     groups = {g.name: g.typer_instance for g in app_module.app.registered_groups}
     assert set(groups) == set(app_module._GROUPS)
     for name, module in app_module._GROUPS.items():
-        assert groups[name] is importlib.import_module(f"monad_cli.commands.{module}").app
+        assert groups[name] is importlib.import_module(f"monad_cli.cli.commands.{module}").app
 
 
 @pytest.mark.e2e
@@ -89,7 +89,7 @@ def test_status_with_live_supervisor_is_light(supervisor: Any) -> None:
 @pytest.mark.e2e
 def test_the_gateway_relay_imports_no_sdk(supervisor: Any) -> None:
     names = imported("mcp", "serve", stdin='{"jsonrpc": "2.0", "id": 1, "method": "ping"}\n')
-    assert "monad_cli.gateway.relay" in names  # the relay ran
+    assert "monad_cli.cli.relay" in names  # the relay ran
     mods = {name.split(".")[0] for name in names}
     assert not (mods & {*HEAVY, *HTTP_CLIENT}), sorted(mods & {*HEAVY, *HTTP_CLIENT})
 
@@ -102,7 +102,7 @@ def test_the_narrowed_app_says_what_the_whole_app_says(argv: tuple[str, ...], ca
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """A run that names one command gets an app holding only it (typer builds no siblings);
     its help, usage and errors must be the whole app's, word for word."""
-    from monad_cli import app as app_module
+    from monad_cli.cli import app as app_module
 
     monkeypatch.setenv("COLUMNS", "100")
     outputs = []

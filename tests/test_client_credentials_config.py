@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from monad_cli.config.schema import validate
-from monad_cli.errors import ConfigError
-from monad_cli.redact import redact_definition, redact_text, secret_values
+from monad_cli.core.errors import ConfigError
+from monad_cli.core.redact import redact_definition, redact_text, secret_values
 
 URL = "https://mcp.example.com/mcp"
 PEM = "-----BEGIN PRIVATE KEY-----\nSENTINELkeymaterial\n-----END PRIVATE KEY-----\n"

@@ -326,9 +326,9 @@ def test_export_masks_secrets_and_keeps_references(cli: Any, fmt: str) -> None:
 ])
 def test_export_then_import_gives_the_same_servers(cli: Any, monad_home: Path, tmp_path: Path, monkeypatch: Any,
                                                    fmt: str, client: str, filename: str) -> None:
-    from monad_cli.clients.importer import same_definition
+    from monad_cli.cli.clients.importer import same_definition
     from monad_cli.config.loader import load_definitions
-    from monad_cli.paths import paths
+    from monad_cli.core.paths import paths
 
     _import_all(cli)
     original = load_definitions(paths(), expand=False).raw
@@ -369,7 +369,7 @@ def test_export_leaves_out_disabled_servers_where_the_format_has_no_off_switch(c
 # -- the per-server tool filters field ------------------------------------------------------------
 def test_tool_filters_field_is_validated_and_does_not_reconnect(monad_home: Path) -> None:
     from monad_cli.config.schema import validate
-    from monad_cli.errors import ConfigError
+    from monad_cli.core.errors import ConfigError
 
     base = {"command": "x"}
     spec = validate({**base, "tools": {"enabled": ["get_*"], "disabled": ["get_secret"]}}, name="s",

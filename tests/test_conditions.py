@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from monad_cli.conditions import And, ConditionError, Not, Or, Predicate, evaluate, holds, parse, parse_facts
+from monad_cli.config.conditions import And, ConditionError, Not, Or, Predicate, evaluate, holds, parse, parse_facts
 from monad_cli.config.loader import load_definitions
-from monad_cli.paths import paths
+from monad_cli.core.paths import paths
 from tests.conftest import write_atom
 
 FACTS = {"model_params": "8", "env": "ci"}
@@ -133,8 +133,9 @@ def test_the_new_config_modules_keep_the_cli_import_path_light() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, monad_cli.app, monad_cli.config.loader, monad_cli.filters, monad_cli.gateway.policy, "
-            "monad_cli.sandbox\nmonad_cli.app.app  # the whole app: every command module\n"
+    code = ("import sys, monad_cli.cli.app, monad_cli.config.loader, monad_cli.core.filters, "
+            "monad_cli.daemon.gateway.policy, "
+            "monad_cli.daemon.sandbox\nmonad_cli.cli.app.app  # the whole app: every command module\n"
             "heavy = {'mcp', 'mcp_types', 'sqlalchemy', 'sqlmodel', 'httpx2', 'uvicorn', 'landlockpy'}\n"
             "print(sorted({m.split('.')[0] for m in sys.modules} & heavy))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

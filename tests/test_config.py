@@ -18,8 +18,8 @@ from monad_cli.config.expansion import ExpansionError, expand
 from monad_cli.config.loader import load_definitions
 from monad_cli.config.schema import validate
 from monad_cli.config.urls import normalize_url
-from monad_cli.errors import ConfigError
-from monad_cli.paths import Paths
+from monad_cli.core.errors import ConfigError
+from monad_cli.core.paths import Paths
 
 SENTINEL = "SENTINEL-s3cr3t-9f8e7d"
 

@@ -1,6 +1,6 @@
 """The official `@modelcontextprotocol/conformance` client suite, `--requirements 2026-07-28`
 (every scenario the revision scores, and the extensions it runs unscored), against
-`python -m monad_cli.conformance`, which runs each scenario through monad's real path.
+`python scripts/conformance.py`, which runs each scenario through monad's real path.
 
 Fails on any failing check or warning in a scored scenario or a claimed extension; the
 unclaimed extensions are listed in docs/conformance.md with why. The calls land in the
@@ -122,7 +122,7 @@ def test_conformance_client_suite(tmp_path: Path, monad_home: Path, record_prope
 def _run(cli: Path, env: dict[str, str], *argv: str) -> str:
     """The conformance CLI's client mode with monad's module; its whole output. Niced: the
     processes it starts at once must not starve the tests running beside it."""
-    proc = subprocess.run([str(cli), "client", "--command", f"{sys.executable} -m monad_cli.conformance",
+    proc = subprocess.run([str(cli), "client", "--command", f"{sys.executable} scripts/conformance.py",
                            "--timeout", str(TIMEOUT_MS), *argv], capture_output=True, text=True, timeout=600,
                           env=env, cwd=ROOT, preexec_fn=lambda: os.nice(10))
     return proc.stdout + proc.stderr

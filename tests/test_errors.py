@@ -11,8 +11,8 @@ from typing import Any
 import anyio
 import pytest
 
-from monad_cli.control.envelope import decode_error, decode_line, encode_error, encode_line
-from monad_cli.errors import (
+from monad_cli.core.envelope import decode_error, decode_line, encode_error, encode_line
+from monad_cli.core.errors import (
     BY_CODE,
     KINDS,
     ApprovalTimeout,
@@ -137,10 +137,10 @@ def _scenario(monad_home: Path, calls: Any) -> Any:
     from starlette.requests import Request
     from starlette.routing import Route
 
-    from monad_cli.control.client import ControlClient
-    from monad_cli.control.server import ControlServer
-    from monad_cli.paths import paths
-    from monad_cli.supervisor.supervisor import Supervisor
+    from monad_cli.cli.control import ControlClient
+    from monad_cli.core.paths import paths
+    from monad_cli.daemon.api.server import ControlServer
+    from monad_cli.daemon.supervisor import Supervisor
 
     async def raise_kind(request: Request) -> Any:
         code = request.path_params["code"]
@@ -236,8 +236,8 @@ def test_real_routes_raise_their_kinds(monad_home: Path) -> None:
 
 @pytest.mark.e2e
 def test_second_start_is_a_conflict_through_the_ready_pipe_and_is_joined(supervisor: Any) -> None:
-    from monad_cli.control.client import ControlClient, LostStartRace, start_or_join, start_supervisor
-    from monad_cli.paths import paths
+    from monad_cli.cli.control import ControlClient, LostStartRace, start_or_join, start_supervisor
+    from monad_cli.core.paths import paths
 
     paths.cache_clear()
     running = ControlClient(paths()).get("/v1/health")["pid"]

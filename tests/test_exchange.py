@@ -1,5 +1,5 @@
 """The requests-in-flight bookkeeping between a transport and the SDK session
-(monad_cli/supervisor/exchange.py), in-process; transports use it in test_wild_*.py."""
+(monad_cli/daemon/sessions/exchange.py), in-process; transports use it in test_wild_*.py."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import anyio
 from mcp.shared.message import SessionMessage
 from mcp_types import JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
 
-from monad_cli.supervisor.exchange import Exchange, discover_budget
+from monad_cli.daemon.sessions.exchange import Exchange, discover_budget
 
 
 def _request(rid: int, method: str) -> SessionMessage:

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from monad_cli.config.features import load_mcp_filter
-from monad_cli.errors import ConfigError
-from monad_cli.filters import PatternError, Rule, ServerFilter, combine, split_patterns
-from monad_cli.paths import paths
+from monad_cli.core.errors import ConfigError
+from monad_cli.core.filters import PatternError, Rule, ServerFilter, combine, split_patterns
+from monad_cli.core.paths import paths
 from tests.conftest import pid_alive, server_cmd, status_of, wait_for, wait_state, write_atom
 
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from monad_cli.control.client import ControlClient
+from monad_cli.cli.control import ControlClient
+from monad_cli.core.paths import Paths
 from monad_cli.journal.migrations import MIGRATIONS
-from monad_cli.paths import Paths
 from tests.conftest import wait_for, write_atom
 from tests.studio_helpers import browser, context, page
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from monad_cli.core.paths import Paths
 from monad_cli.journal import tools as jt
 from monad_cli.journal.db import Journal
 from monad_cli.journal.settings import load_journal_settings
-from monad_cli.paths import Paths
 from tests.conftest import wait_for
 
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from monad_cli.errors import ConfigError
+from monad_cli.core.errors import ConfigError
+from monad_cli.core.paths import Paths
 from monad_cli.journal.settings import load_journal_settings
-from monad_cli.paths import Paths
 
 SENTINEL = "pw-sentinel-4f1c9e"
 

@@ -15,7 +15,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 from mcp_types import JSONRPCResponse
 
-from monad_cli.gateway.direct import DirectCalls
+from monad_cli.daemon.gateway.direct import DirectCalls
 
 MODERN = "2026-07-28"
 ENVELOPE = {"io.modelcontextprotocol/protocolVersion": MODERN,

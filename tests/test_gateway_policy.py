@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from monad_cli.filters import Rule, ServerFilter
-from monad_cli.gateway.policy import (
+from monad_cli.core.filters import Rule, ServerFilter
+from monad_cli.daemon.gateway.policy import (
     LOAD_TOOLS,
     LoadedTools,
     check_call,

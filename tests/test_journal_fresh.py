@@ -43,8 +43,8 @@ import json, sys
 from pathlib import Path
 from monad_cli.journal import tools as jt
 from monad_cli.journal.db import Journal
-from monad_cli.tasks.store import TaskStore
-from monad_cli.tasks.states import ACTIVE, TaskState
+from monad_cli.daemon.tasks.store import TaskStore
+from monad_cli.core.task_states import ACTIVE, TaskState
 
 j = Journal(Path(sys.argv[1]))
 store = TaskStore(j, clock=lambda: 1000.0)
@@ -89,9 +89,9 @@ def test_a_supervisors_start_needs_no_sqlalchemy_fresh_or_not(tmp_path: Path) ->
 
 
 def test_the_starts_reads_see_rows_written_through_the_orm(tmp_path: Path) -> None:
+    from monad_cli.core.task_states import TaskState
+    from monad_cli.daemon.tasks.store import TaskStore
     from monad_cli.journal.tables import AlwaysApproval, ToolCall
-    from monad_cli.tasks.states import TaskState
-    from monad_cli.tasks.store import TaskStore
 
     j = Journal(tmp_path / "journal.db")
     store = TaskStore(j, clock=lambda: 1000.0)

@@ -18,7 +18,7 @@ import pytest
 
 from monad_cli.config.loader import load_definitions
 from monad_cli.config.presets import COMPUTER_MCP_VERSION
-from monad_cli.paths import paths
+from monad_cli.core.paths import paths
 from tests.conftest import ROOT, wait_state
 
 

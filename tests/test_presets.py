@@ -16,8 +16,8 @@ import pytest
 from monad_cli.config.features import load_deferred_tools
 from monad_cli.config.loader import load_definitions
 from monad_cli.config.presets import PLAYWRIGHT_MCP_VERSION
-from monad_cli.errors import ConfigError
-from monad_cli.paths import paths
+from monad_cli.core.errors import ConfigError
+from monad_cli.core.paths import paths
 from tests.conftest import server_cmd, status_of, wait_for, wait_state
 
 

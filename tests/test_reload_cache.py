@@ -11,9 +11,9 @@ from typing import Any
 
 from monad_cli.config.edits import add_server, remove_server, update_server
 from monad_cli.config.loader import AtomCache, Definitions, load_definitions
-from monad_cli.paths import paths
-from monad_cli.redact import secret_values
-from monad_cli.supervisor.reconcile import Secrets, fingerprints, spec_secrets
+from monad_cli.core.paths import paths
+from monad_cli.core.redact import secret_values
+from monad_cli.daemon.reconcile import Secrets, fingerprints, spec_secrets
 
 ENVIRON = {"TOKEN": "t-0123456789", "HOME": "/home/x"}
 

@@ -17,8 +17,8 @@ import anyio
 import pytest
 
 from monad_cli.config.loader import load_definitions
-from monad_cli.paths import paths
-from monad_cli.sandbox import SandboxError, landlock_abi, launch_argv, prepare, unavailable_reason
+from monad_cli.core.paths import paths
+from monad_cli.daemon.sandbox import SandboxError, landlock_abi, launch_argv, prepare, unavailable_reason
 from tests.conftest import SERVERS, status_of, wait_for, wait_state, write_atom
 
 PROBE = str(SERVERS / "sandboxprobe.py")
@@ -87,7 +87,7 @@ def test_launcher_fails_closed_without_landlock(tmp_path: Path) -> None:
 
 
 def test_launcher_usage_errors() -> None:
-    proc = subprocess.run([sys.executable, "-I", "-m", "monad_cli.sandbox.launch", "--rw", "/tmp"],
+    proc = subprocess.run([sys.executable, "-I", "-m", "monad_cli.daemon.sandbox.launch", "--rw", "/tmp"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 126 and "usage:" in proc.stderr
 
@@ -109,7 +109,7 @@ def test_prepare_defaults_cwd_to_scratch_and_sets_tmpdir(tmp_path: Path, monkeyp
                              writable=[str(extra)], env={"PATH": "/usr/bin"})
     assert cwd == str(scratch) and scratch.is_dir() and (scratch.stat().st_mode & 0o777) == 0o700
     assert env == {"PATH": "/usr/bin", "TMPDIR": str(scratch)}
-    assert argv[1:4] == ["-I", "-m", "monad_cli.sandbox.launch"]
+    assert argv[1:4] == ["-I", "-m", "monad_cli.daemon.sandbox.launch"]
     assert argv[argv.index("--"):] == ["--", "/bin/true", "x"]
     assert [argv[i + 1] for i, a in enumerate(argv) if a == "--rw"] == [str(scratch), str(extra)]
     # A TMPDIR from the definition is kept.
@@ -204,7 +204,7 @@ def test_a_relative_command_needs_a_cwd_and_resolves_against_it(
     if landlock_abi() < 1:
         pytest.skip("this kernel has no Landlock")
     from monad_cli.config.schema import validate
-    from monad_cli.supervisor.spawn import SpawnError, _sandboxed, resolve_command
+    from monad_cli.daemon.sessions.spawn import SpawnError, _sandboxed, resolve_command
 
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "server").write_text("#!/bin/sh\n")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from monad_cli.trust.schema_refs import property_schema, resolve_local
+from monad_cli.tools.schema_refs import property_schema, resolve_local
 
 PYDANTIC = {  # what pydantic emits for `def f(n: Count, opts: Opts | None = None)`
     "type": "object",

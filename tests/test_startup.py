@@ -19,7 +19,7 @@ from tests.conftest import TESTSERVER, status_of, wait_for, wait_state
 def test_the_default_environment_is_the_sdks(monkeypatch: pytest.MonkeyPatch) -> None:
     from mcp.client.stdio import get_default_environment
 
-    from monad_cli.supervisor.spawn import default_environment
+    from monad_cli.daemon.sessions.spawn import default_environment
 
     monkeypatch.setenv("SHELL", "() { :; }; echo shellshock")  # an exported function: never inherited
     monkeypatch.setenv("TERM", "xterm")
@@ -30,12 +30,12 @@ def test_the_default_environment_is_the_sdks(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_the_early_spawn_path_imports_no_sdk() -> None:
-    # What `python -m monad_cli.supervisor` runs before its early spawns (the lock, the
+    # What `python -m monad_cli.daemon` runs before its early spawns (the lock, the
     # definitions, the spawn code) must not pull in the SDK, pydantic or SQLModel: that
     # import is the time the servers' own starts overlap.
     from tests.test_cli_weight import HEAVY
 
-    code = "import monad_cli.supervisor.__main__, monad_cli.supervisor.startup, monad_cli.supervisor.spawn"
+    code = "import monad_cli.daemon.__main__, monad_cli.daemon.startup, monad_cli.daemon.sessions.spawn"
     proc = subprocess.run([sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True,
                           timeout=60, check=True)
     mods = {line.rsplit("|", 1)[1].strip().split(".")[0] for line in proc.stderr.splitlines()
@@ -45,15 +45,15 @@ def test_the_early_spawn_path_imports_no_sdk() -> None:
 
 
 def _cmd(argv: list[str], env: dict[str, str], cwd: str | None, marker: str) -> Any:
-    from monad_cli.supervisor.processes import MARKER_ENV
-    from monad_cli.supervisor.spawn import StdioCommand
+    from monad_cli.daemon.sessions.processes import MARKER_ENV
+    from monad_cli.daemon.sessions.spawn import StdioCommand
 
     return StdioCommand(argv, {**env, MARKER_ENV: marker}, cwd, marker)
 
 
 def test_early_processes_are_adopted_exactly_once_and_the_rest_stopped(tmp_path: Path) -> None:
-    from monad_cli.supervisor.processes import SpawnRecords, proc_info
-    from monad_cli.supervisor.spawn import EarlySpawns
+    from monad_cli.daemon.sessions.processes import SpawnRecords, proc_info
+    from monad_cli.daemon.sessions.spawn import EarlySpawns
 
     records = SpawnRecords(tmp_path / "run")
 
@@ -126,8 +126,8 @@ def test_daemon_start_spawns_before_the_sdk_and_the_actor_adopts_it(monad: Any, 
 def test_the_supervisors_modules_import_no_sqlalchemy() -> None:
     # The ORM (~0.2 s) is loaded after the start (`startup.after_start`): nothing the
     # supervisor imports to reach its servers may pull it in.
-    code = ("import sys; import monad_cli.supervisor.__main__, monad_cli.control.server, "
-            "monad_cli.supervisor.supervisor, monad_cli.tasks.manager, monad_cli.gateway.listener; "
+    code = ("import sys; import monad_cli.daemon.__main__, monad_cli.daemon.api.server, "
+            "monad_cli.daemon.supervisor, monad_cli.daemon.tasks.manager, monad_cli.daemon.gateway.listener; "
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'sqlalchemy', 'sqlmodel', 'mcp'}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "['mcp']"  # the SDK is there: the measurement works
@@ -138,8 +138,8 @@ def test_the_supervisor_runs_with_the_collector_on_and_the_imports_frozen(tmp_pa
     # run with it on again (else every reference cycle it makes would stay), and with the
     # imports' objects frozen out of it. `Supervisor.run` is replaced here by a probe.
     code = ("import gc, json, sys; from pathlib import Path\n"
-            "from monad_cli.paths import Paths\n"
-            "from monad_cli.supervisor import main, supervisor\n"
+            "from monad_cli.core.paths import Paths\n"
+            "from monad_cli.daemon import main, supervisor\n"
             "async def probe(self, **kwargs):\n"
             "    print(json.dumps([gc.isenabled(), gc.get_freeze_count(), 'sqlalchemy' in sys.modules]))\n"
             "supervisor.Supervisor.run = probe\n"
@@ -154,8 +154,8 @@ def test_the_supervisor_runs_with_the_collector_on_and_the_imports_frozen(tmp_pa
 def test_the_supervisor_runs_on_uvloop_unless_told_asyncio(tmp_path: Path, choice: str, loop: str) -> None:
     pytest.importorskip("uvloop")  # a dependency on POSIX
     code = ("import asyncio, sys; from pathlib import Path\n"
-            "from monad_cli.paths import Paths\n"
-            "from monad_cli.supervisor import main, supervisor\n"
+            "from monad_cli.core.paths import Paths\n"
+            "from monad_cli.daemon import main, supervisor\n"
             "async def probe(self, **kwargs):\n"
             "    print(type(asyncio.get_running_loop()).__module__.split('.')[0])\n"
             "supervisor.Supervisor.run = probe\n"
@@ -190,8 +190,8 @@ def test_the_journals_orm_is_loaded_after_the_servers_connected(monad: Any, mona
 
 @pytest.mark.e2e
 def test_daemon_stop_during_the_start_waits_for_it_and_stops_it(monad: Any, monad_home: Path) -> None:
-    from monad_cli.control.client import pid_alive, starting_pid
-    from monad_cli.paths import Paths
+    from monad_cli.cli.control import pid_alive, starting_pid
+    from monad_cli.core.paths import Paths
 
     atoms = monad_home / "atoms" / "mcp"
     atoms.mkdir(parents=True)

@@ -254,8 +254,8 @@ def test_minting_login_urls_is_for_the_control_socket_only(shared: tuple[StudioH
 
 
 def test_the_same_control_api_and_json_as_the_unix_socket(studio: StudioHTTP, monad: Any, monad_home: Path) -> None:
-    from monad_cli.control.client import ControlClient
-    from monad_cli.paths import Paths
+    from monad_cli.cli.control import ControlClient
+    from monad_cli.core.paths import Paths
 
     assert monad("mcp", "add", "t", "--", "mcp-server-time").code == 0
     unix = ControlClient(Paths(monad_home))

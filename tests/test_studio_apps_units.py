@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from monad_cli.errors import CallRefused, NotFound
-from monad_cli.studio import csp
-from monad_cli.studio.apps import INVALID_REQUEST, RpcError, _check_message, link_problem
-from monad_cli.studio.scrub import scrub_data
-from monad_cli.trust.arguments import build_arguments
-from monad_cli.trust.schema_refs import resolve_local
-from monad_cli.trust.visibility import check_caller, resource_uri, visibility
+from monad_cli.core.errors import CallRefused, NotFound
+from monad_cli.daemon.studio import csp
+from monad_cli.daemon.studio.apps import INVALID_REQUEST, RpcError, _check_message, link_problem
+from monad_cli.daemon.studio.scrub import scrub_data
+from monad_cli.daemon.trust.visibility import check_caller, resource_uri, visibility
+from monad_cli.tools.arguments import build_arguments
+from monad_cli.tools.schema_refs import resolve_local
 
 
 def test_the_csp_allows_what_was_declared_and_nothing_more() -> None:

@@ -12,11 +12,11 @@ import anyio
 import pytest
 
 from monad_cli.config.edits import add_server, read_definition, update_server
-from monad_cli.errors import ConfigError
-from monad_cli.paths import Paths
-from monad_cli.redact import MASK, masked_fields, redact_args, redact_definition, redact_url, restore_masked
-from monad_cli.studio.events import BUFFER, EventBus, event_stream
-from monad_cli.studio.locks import TOKEN_TTL_S, Logins
+from monad_cli.core.errors import ConfigError
+from monad_cli.core.paths import Paths
+from monad_cli.core.redact import MASK, masked_fields, redact_args, redact_definition, redact_url, restore_masked
+from monad_cli.daemon.studio.events import BUFFER, EventBus, event_stream
+from monad_cli.daemon.studio.locks import TOKEN_TTL_S, Logins
 
 
 class Clock:
@@ -176,7 +176,7 @@ def test_edits_keep_secrets_in_agents_json_and_atoms_and_never_write_the_mask(tm
 
 
 def test_an_invalid_definition_names_its_field_in_the_envelope_both_ways() -> None:
-    from monad_cli.control.envelope import decode_error, encode_error
+    from monad_cli.core.envelope import decode_error, encode_error
 
     err = ConfigError("`atoms/mcp/x.toml`: server `x`, field `env.A B`: is not valid", field="env.A B")
     body = encode_error(err)

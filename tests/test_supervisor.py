@@ -383,7 +383,7 @@ def test_a_server_that_hangs_at_start_shows_its_pid_attempt_and_last_reason(supe
 
 
 def test_not_ready_lines_name_the_last_attempt_while_retrying() -> None:
-    from monad_cli.commands._status import not_ready
+    from monad_cli.cli.commands._status import not_ready
 
     row = {"name": "g", "state": "connecting", "reason": "starting (attempt 4)",
            "lastAttemptReason": "timed out after 10 s while negotiating the protocol version"}

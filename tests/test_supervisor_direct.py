@@ -17,7 +17,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import ErrorData, JSONRPCError, JSONRPCRequest, JSONRPCResponse, Tool
 from pydantic import ValidationError
 
-from monad_cli.supervisor.direct import DirectLane
+from monad_cli.daemon.sessions.direct import DirectLane
 from tests.conftest import wait_for, wait_state
 
 MODERN = "2026-07-28"

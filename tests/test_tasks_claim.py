@@ -19,9 +19,9 @@ import anyio
 import pytest
 from mcp import Client, MCPError, StdioServerParameters
 
+from monad_cli.daemon.tasks.manager import TaskManager
 from monad_cli.journal.db import Journal
 from monad_cli.journal.tables import TaskRow
-from monad_cli.tasks.manager import TaskManager
 from tests.conftest import SERVERS
 
 INVOCATION = "dev.monad/invocationId"
@@ -181,7 +181,7 @@ def test_input_required_is_answered_with_tasks_update(tmp_path: Path) -> None:
 
 
 def test_a_server_that_is_not_live_is_refused(tmp_path: Path) -> None:
-    from monad_cli.errors import NotConnected, NotFound
+    from monad_cli.core.errors import NotConnected, NotFound
 
     async def scenario() -> None:
         journal = Journal(tmp_path / "journal.db")

@@ -10,9 +10,9 @@ HEAVY = ("mcp", "mcp_types", "sqlalchemy", "sqlmodel", "httpx2", "uvicorn", "sta
 
 def test_the_tasks_commands_import_nothing_heavy() -> None:
     # The CLI side (follow, forms) and the stdlib-only state machine and snapshot fold.
-    code = ("import sys, monad_cli.app, monad_cli.commands.tasks, monad_cli.commands._follow, "
-            "monad_cli.tasks.forms, monad_cli.tasks.states, monad_cli.tasks.snapshot; "
-            "monad_cli.app.app; "  # the whole app: every command module
+    code = ("import sys, monad_cli.cli.app, monad_cli.cli.commands.tasks, monad_cli.cli.commands._follow, "
+            "monad_cli.core.task_forms, monad_cli.core.task_states, monad_cli.daemon.tasks.snapshot; "
+            "monad_cli.cli.app.app; "  # the whole app: every command module
             f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -40,8 +40,8 @@ def tasks_http(http_testserver: Any) -> Any:
 
 
 def api() -> Any:
-    from monad_cli.control.client import ControlClient
-    from monad_cli.paths import paths
+    from monad_cli.cli.control import ControlClient
+    from monad_cli.core.paths import paths
 
     paths.cache_clear()
     return ControlClient(paths())
@@ -196,7 +196,7 @@ def test_ninth_active_task_is_queued_and_the_65th_queued_refused(monad_home: Pat
     assert ninth["state"] == "queued" and ninth["taskId"] is None
     queued = [start_task("slow", "ts", seconds=60, label=str(i)) for i in range(9, 8 + 64)]
     assert {t["state"] for t in queued} == {"queued"}
-    from monad_cli.errors import QueueFull
+    from monad_cli.core.errors import QueueFull
 
     with pytest.raises(QueueFull) as refused:
         start_task("slow", "ts", seconds=60, label="refused")
@@ -269,7 +269,7 @@ def test_kill_9_during_20_active_tasks(monad_home: Path, supervisor: Any, tasks_
 
 
 def check_errors_are_one_line(supervisor: Any) -> None:
-    from monad_cli.errors import NotFound
+    from monad_cli.core.errors import NotFound
 
     with pytest.raises(NotFound) as e:
         start_task("slow", "missing")

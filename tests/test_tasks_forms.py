@@ -1,4 +1,4 @@
-"""input_required forms: typed values, unsafe property names (monad_cli/tasks/forms.py)."""
+"""input_required forms: typed values, unsafe property names (monad_cli/core/task_forms.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from monad_cli.tasks.forms import FormError, build_response, describe_request, form_fields
+from monad_cli.core.task_forms import FormError, build_response, describe_request, form_fields
 
 FORM = {"method": "elicitation/create",
         "params": {"mode": "form", "message": "Tell me",
@@ -116,7 +116,7 @@ def test_a_titled_single_select_enum_takes_only_its_consts() -> None:
 
 
 def test_the_prompt_shows_a_url_whole_and_asks_for_the_decision() -> None:
-    from monad_cli.commands._follow import prompt_answers
+    from monad_cli.cli.commands._follow import prompt_answers
 
     said: list[str] = []
     answers = iter(["maybe", "y", "Ada", "36", "", "", "snake"])

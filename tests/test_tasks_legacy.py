@@ -1,6 +1,6 @@
 """The 2025-11-25 shape of tasks, in-process: the task manager against the real
 `@modelcontextprotocol/server-everything` from npm (its `simulate-research-query` tool is
-`taskSupport: "required"`), over stdio, with a real journal (monad_cli/tasks/legacy.py)."""
+`taskSupport: "required"`), over stdio, with a real journal (monad_cli/daemon/tasks/legacy.py)."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from monad_cli.daemon.tasks.legacy import ElicitationInbox, InputGone, LegacyTaskWire, normalize_task
+from monad_cli.daemon.tasks.manager import TaskManager
 from monad_cli.journal.db import Journal
-from monad_cli.tasks.legacy import ElicitationInbox, InputGone, LegacyTaskWire, normalize_task
-from monad_cli.tasks.manager import TaskManager
 from tests.conftest import everything_bin
 
 TOOL = "simulate-research-query"

@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from monad_cli.tasks.snapshot import Fold, RowView, fold_snapshot
-from monad_cli.tasks.states import (
+from monad_cli.core.task_states import (
     ACTIVE,
     INITIAL,
     MCP_STATUSES,
@@ -20,6 +19,7 @@ from monad_cli.tasks.states import (
     can_transition,
     check_transition,
 )
+from monad_cli.daemon.tasks.snapshot import Fold, RowView, fold_snapshot
 
 NOW = 1_700_000_000.0
 FORM = {"method": "elicitation/create", "params": {"message": "who?", "requestedSchema": {

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from monad_cli.core.task_states import IllegalTransition, TaskState
+from monad_cli.daemon.tasks.store import RETENTION_S, TaskStore
 from monad_cli.journal.db import Journal
-from monad_cli.tasks.states import IllegalTransition, TaskState
-from monad_cli.tasks.store import RETENTION_S, TaskStore
 
 
 class Clock:

@@ -10,10 +10,9 @@ import pytest
 
 from monad_cli.config.features import load_tool_globs
 from monad_cli.config.schema import validate
-from monad_cli.errors import ConfigError, ToolHidden
-from monad_cli.journal import tools as jt
-from monad_cli.paths import paths
-from monad_cli.trust.filters import (
+from monad_cli.core.errors import ConfigError, ToolHidden
+from monad_cli.core.paths import paths
+from monad_cli.core.tool_filters import (
     ToolPatternError,
     file_rule,
     hidden_by,
@@ -23,6 +22,7 @@ from monad_cli.trust.filters import (
     session_rule,
     split_tool_patterns,
 )
+from monad_cli.journal import tools as jt
 from tests.test_tool_service import run, service
 
 SRC = "atoms/mcp/gh.toml"
@@ -142,8 +142,8 @@ def test_service_hides_lists_and_refuses(tmp_path: Path) -> None:
 
 
 def test_the_gateway_hello_carries_tool_globs() -> None:
-    from monad_cli.errors import InvalidInput
-    from monad_cli.gateway.hello import build_hello, parse_hello
+    from monad_cli.core.errors import InvalidInput
+    from monad_cli.core.hello import build_hello, parse_hello
 
     view = parse_hello(build_hello(transport="stdio", include_tools=["gh__*"], exclude_tools=["*__delete_*"]))
     assert (view.include_tools, view.exclude_tools) == (("gh__*",), ("*__delete_*",))

@@ -7,10 +7,10 @@ import re
 
 import pytest
 
-from monad_cli.errors import InvalidInput
-from monad_cli.trust.arguments import build_arguments, convert_value
-from monad_cli.trust.names import base_name, build_name_map, describe_collision
-from monad_cli.trust.pins import describe_change, same_hash, tool_set_hash
+from monad_cli.core.errors import InvalidInput
+from monad_cli.core.tool_names import base_name, build_name_map, describe_collision
+from monad_cli.daemon.trust.pins import describe_change, same_hash, tool_set_hash
+from monad_cli.tools.arguments import build_arguments, convert_value
 
 SAFE = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
 LONG = "a_tool_with_a_very_long_name_" + "x" * 41

@@ -20,10 +20,10 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, Tool
 
 from monad_cli.config.schema import ServerSpec, validate
-from monad_cli.errors import CallRefused, InvalidInput, NotFound, NotRegistered, ToolCallFailed
+from monad_cli.core.errors import CallRefused, InvalidInput, NotFound, NotRegistered, ToolCallFailed
+from monad_cli.daemon.trust.service import ApprovalRequired, ToolService
 from monad_cli.journal import tools as jt
 from monad_cli.journal.db import Journal
-from monad_cli.trust.service import ApprovalRequired, ToolService
 
 SECRET = "SENTINEL-service-secret"
 

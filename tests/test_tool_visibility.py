@@ -17,11 +17,11 @@ from mcp.server import MCPServer
 from mcp.server.apps import Apps
 
 from monad_cli.config.schema import ServerSpec, validate
-from monad_cli.errors import CallRefused, NotFound
+from monad_cli.core.errors import CallRefused, NotFound
+from monad_cli.daemon.trust.calls import call_ref, current_call
+from monad_cli.daemon.trust.service import ToolService
 from monad_cli.journal import tools as jt
 from monad_cli.journal.db import Journal
-from monad_cli.trust.calls import call_ref, current_call
-from monad_cli.trust.service import ToolService
 from tests.test_tool_service import Session, run
 
 URI = "ui://srv/app.html"

@@ -388,7 +388,7 @@ def test_interrupted_calls_are_marked_after_a_supervisor_crash(supervisor: Any, 
 
 
 def test_cli_call_help_does_not_import_the_sdk() -> None:
-    code = ("import sys; from monad_cli.app import main\n"
+    code = ("import sys; from monad_cli.cli.app import main\n"
             "for argv in (['mcp', 'call', '--help'], ['approvals', '--help'], ['mcp', 'serve', '--help']):\n"
             "    try: main(argv)\n"
             "    except SystemExit: pass\n"

@@ -1,4 +1,4 @@
-"""The session upkeep logic in-process (monad_cli/supervisor/upkeep.py), on short clocks; the
+"""The session upkeep logic in-process (monad_cli/daemon/sessions/upkeep.py), on short clocks; the
 end-to-end storm and hang tests with real servers are in tests/test_wild_e2e.py."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import time
 import anyio
 import pytest
 
-from monad_cli.supervisor import upkeep
+from monad_cli.daemon.sessions import upkeep
 
 
 @pytest.fixture

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import anyio
 
-from monad_cli.paths import Paths
-from monad_cli.supervisor.watch import watch_definitions
+from monad_cli.core.paths import Paths
+from monad_cli.daemon.watch import watch_definitions
 
 
 def _watched_inodes() -> set[int]:

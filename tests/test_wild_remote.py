@@ -1,4 +1,4 @@
-"""Issue 17, remote servers: the supervisor's HTTP transports (monad_cli/supervisor/remote.py)
+"""Issue 17, remote servers: the supervisor's HTTP transports (monad_cli/daemon/sessions/remote.py)
 against real servers on 127.0.0.1 (the SDK's MCPServer in tests/servers/testserver.py),
 driven by the real SDK client."""
 
@@ -16,8 +16,8 @@ import pytest
 from mcp import Client
 
 from monad_cli.config.schema import validate
-from monad_cli.supervisor.remote import legacy_sse_candidate, sse_transport, streamable_http_transport
-from monad_cli.supervisor.transports import Connection, TransportOptions
+from monad_cli.daemon.sessions.remote import legacy_sse_candidate, sse_transport, streamable_http_transport
+from monad_cli.daemon.sessions.transports import Connection, TransportOptions
 from tests.conftest import TESTSERVER, free_port, wait_for
 
 

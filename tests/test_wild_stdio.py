@@ -18,9 +18,9 @@ from mcp import Client, MCPError
 from mcp_types import Implementation
 
 from monad_cli.config.schema import validate
-from monad_cli.supervisor.framing import LineReader, Oversize, decode_line, find_response_id, format_size
-from monad_cli.supervisor.stderr import StderrSink
-from monad_cli.supervisor.transports import Connection, TransportOptions, stdio_transport
+from monad_cli.daemon.sessions.framing import LineReader, Oversize, decode_line, find_response_id, format_size
+from monad_cli.daemon.sessions.stderr import StderrSink
+from monad_cli.daemon.sessions.transports import Connection, TransportOptions, stdio_transport
 
 WILD = str(Path(__file__).resolve().parent / "servers" / "wildserver.py")
 
@@ -180,7 +180,7 @@ def test_any_legacy_server_negotiates_within_the_discover_budget(tmp_path: Path,
 
 
 def _alive(pid: int) -> bool:
-    from monad_cli.supervisor.processes import alive
+    from monad_cli.daemon.sessions.processes import alive
 
     return bool(alive([pid]))
 
@@ -195,7 +195,7 @@ def _read_pid(path: Path, timeout: float = 20) -> int:
 
 
 def test_descendants_that_left_the_group_die_with_the_server(tmp_path: Path) -> None:
-    from monad_cli.supervisor.processes import SpawnRecords
+    from monad_cli.daemon.sessions.processes import SpawnRecords
 
     setsid_pidfile, orphan_pidfile = tmp_path / "setsid.pid", tmp_path / "orphan.pid"
     records = SpawnRecords(tmp_path / "run")

@@ -14,5 +14,5 @@ refresh. This package adds what it lacks (docs/auth.md):
   per oauth server (`SupervisorAuth.http_auth`).
 
 Only `urls` and `storage`'s key names are stdlib-light; everything else imports the SDK
-and is imported inside command bodies. Their one error, `AuthError`, is in `monad_cli.errors`.
+and is imported inside command bodies. Their one error, `AuthError`, is in `monad_cli.core.errors`.
 """

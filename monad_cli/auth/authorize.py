@@ -37,9 +37,9 @@ from monad_cli.auth.storage import DefinitionTokenStorage, configured_client, re
 from monad_cli.auth.urls import url_problem
 from monad_cli.config.edits import read_definition
 from monad_cli.config.schema import ServerSpec, validate
-from monad_cli.errors import AuthError, InvalidInput, MonadError
-from monad_cli.paths import Paths
-from monad_cli.redact import redact_url
+from monad_cli.core.errors import AuthError, InvalidInput, MonadError
+from monad_cli.core.paths import Paths
+from monad_cli.core.redact import redact_url
 
 FLOWS = ("loopback", "device")
 

@@ -30,7 +30,7 @@ from monad_cli.auth.discovery import Discovery
 from monad_cli.auth.scopes import select_scopes
 from monad_cli.auth.storage import DefinitionTokenStorage
 from monad_cli.auth.urls import url_problem
-from monad_cli.errors import AuthError
+from monad_cli.core.errors import AuthError
 
 DEVICE_CODE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
 DEFAULT_INTERVAL_S = 5.0

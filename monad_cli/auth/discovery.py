@@ -37,8 +37,8 @@ from mcp.shared.auth_utils import check_resource_allowed, resource_url_from_serv
 from mcp_types import LATEST_PROTOCOL_VERSION
 
 from monad_cli.auth.urls import url_problem
-from monad_cli.errors import AuthError
-from monad_cli.redact import redact_url
+from monad_cli.core.errors import AuthError
+from monad_cli.core.redact import redact_url
 
 MAX_DOCUMENT_BYTES = 1024 * 1024
 FETCH_TIMEOUT_S = 10.0

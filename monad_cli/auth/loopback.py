@@ -23,7 +23,7 @@ import anyio.abc
 from mcp.shared.auth import AuthorizationCodeResult
 
 from monad_cli.auth.urls import url_problem
-from monad_cli.errors import AuthError
+from monad_cli.core.errors import AuthError
 
 MAX_REQUEST_BYTES = 16 * 1024
 PAGE_OK = ("<!doctype html><title>monad</title><p>Authorization received. You can close this window "

@@ -40,7 +40,7 @@ from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from monad_cli.auth.scopes import select_scopes
 from monad_cli.auth.storage import DefinitionTokenStorage
 from monad_cli.auth.urls import url_problem
-from monad_cli.errors import AuthError
+from monad_cli.core.errors import AuthError
 
 log = logging.getLogger("monad.auth")
 

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from monad_cli.auth.client_credentials import KeyProvider, SecretProvider
     from monad_cli.auth.provider import MonadOAuthProvider
     from monad_cli.config.schema import ServerSpec
-    from monad_cli.paths import Paths
+    from monad_cli.core.paths import Paths
 
 log = logging.getLogger("monad.auth")
 

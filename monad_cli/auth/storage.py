@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from monad_cli.config.edits import read_definition, update_server
 from monad_cli.config.schema import OAUTH_STATE_KEYS
-from monad_cli.paths import Paths
+from monad_cli.core.paths import Paths
 
 if TYPE_CHECKING:  # the SDK is imported lazily: this module is reachable from commands
     from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
@@ -295,7 +295,7 @@ def configured_client(config: dict[str, Any], environ: Mapping[str, str] | None 
     from mcp.shared.auth import OAuthClientInformationFull
 
     from monad_cli.config.expansion import ExpansionError, expand
-    from monad_cli.errors import AuthError
+    from monad_cli.core.errors import AuthError
 
     client_id = config.get("clientId")
     if not isinstance(client_id, str) or not client_id:

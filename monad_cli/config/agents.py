@@ -10,8 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from monad_cli.errors import ConfigError
-from monad_cli.paths import Paths
+from monad_cli.core.errors import ConfigError
+from monad_cli.core.paths import Paths
 
 SOURCE = "agents.json"
 

@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from monad_cli.errors import ConfigError, NotFound
-from monad_cli.paths import Paths
+from monad_cli.core.errors import ConfigError, NotFound
+from monad_cli.core.paths import Paths
 
 SCHEMA_VERSION = 1
 _POS = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")

@@ -13,8 +13,8 @@ from typing import Any
 
 from monad_cli.config import agents as agents_file
 from monad_cli.config.store import config_lock, remove_file, write_atomic
-from monad_cli.errors import ConfigError, Conflict, NotFound
-from monad_cli.paths import Paths
+from monad_cli.core.errors import ConfigError, Conflict, NotFound
+from monad_cli.core.paths import Paths
 
 
 def _where(paths: Paths, name: str) -> str | None:
@@ -102,7 +102,7 @@ def update_server(paths: Paths, name: str, changes: Mapping[str, Any],
     naming the field, and nothing is written."""
     from monad_cli.config.atoms import edit_atom
     from monad_cli.config.schema import validate
-    from monad_cli.redact import restore_masked
+    from monad_cli.core.redact import restore_masked
 
     def apply(defn: Any) -> None:
         for key, value in changes.items():
@@ -207,7 +207,7 @@ def _plain(value: Any) -> Any:
 def _refuse_masks(defn: Mapping[str, Any], name: str, source: str, changes: Mapping[str, Any] | None,
                   *, stored: bool = True) -> None:
     """Never write `***`: a mask left in a secret field (of those `changes` touched) is an error."""
-    from monad_cli.redact import masked_fields
+    from monad_cli.core.redact import masked_fields
 
     found = masked_fields(defn, None if changes is None else [k for k, v in changes.items() if v is not None])
     if not found:

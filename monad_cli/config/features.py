@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from monad_cli.config.atoms import read_atom
-from monad_cli.errors import ConfigError
-from monad_cli.filters import PatternError, split_patterns
-from monad_cli.paths import Paths
+from monad_cli.core.errors import ConfigError
+from monad_cli.core.filters import PatternError, split_patterns
+from monad_cli.core.paths import Paths
 
 MCP_FILE = "features/mcp.toml"
 TOOLS_FILE = "features/tools.toml"

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from monad_cli.config.expansion import ExpansionError, check_syntax, expand
-from monad_cli.errors import ConfigError
+from monad_cli.core.errors import ConfigError
 
 # `tools = {enabled = [...], disabled = [...]}`: globs over the server's own or the exposed tool names.
 # Parsed and validated here; the gateway does not enforce them yet (docs/atoms.md).

@@ -23,8 +23,8 @@ from monad_cli.config.features import PRESETS_FILE, load_presets
 from monad_cli.config.presets import preset_definitions
 from monad_cli.config.schema import ServerSpec, check_name, validate
 from monad_cli.config.urls import normalize_url
-from monad_cli.errors import ConfigError
-from monad_cli.paths import Paths
+from monad_cli.core.errors import ConfigError
+from monad_cli.core.paths import Paths
 
 
 @dataclass

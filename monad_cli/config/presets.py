@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from monad_cli.config.features import PRESETS_FILE, load_presets
-from monad_cli.errors import ConfigError, NotFound
-from monad_cli.paths import Paths
+from monad_cli.core.errors import ConfigError, NotFound
+from monad_cli.core.paths import Paths
 
 # Pinned so a preset does not change under a running setup; `version = "latest"` opts out.
 PLAYWRIGHT_MCP = "@playwright/mcp"

@@ -258,8 +258,8 @@ def validate(raw: Mapping[str, Any], *, name: str, source: str,
     if condition is not None:
         if not isinstance(condition, str):
             raise ctx.error("condition", "must be a string such as \"env_set:CI\"")
-        from monad_cli.conditions import ConditionError
-        from monad_cli.conditions import parse as parse_condition
+        from monad_cli.config.conditions import ConditionError
+        from monad_cli.config.conditions import parse as parse_condition
 
         try:
             parse_condition(condition)

@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from monad_cli.errors import LockTimeout
-from monad_cli.paths import Paths
+from monad_cli.core.errors import LockTimeout
+from monad_cli.core.paths import Paths
 
 LOCK_TIMEOUT_S = 30.0
 TMP_SUFFIX = ".tmp"

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from monad_cli.paths import Paths
+from monad_cli.core.paths import Paths
 
 
 def _relative_path_value(arg: str) -> str | None:

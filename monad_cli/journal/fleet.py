@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import text
 from sqlmodel import SQLModel
 
-from monad_cli.errors import ConfigError
+from monad_cli.core.errors import ConfigError
 from monad_cli.journal.settings import JournalSettings
 from monad_cli.journal.tables import SHIPPED_TABLES
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from monad_cli.errors import Unavailable
+from monad_cli.core.errors import Unavailable
+from monad_cli.core.redact import redact_text
 from monad_cli.journal.settings import JournalSettings
-from monad_cli.redact import redact_text
 
 _EVENT_COLS = ("id", "ts", "server", "kind", "state", "reason", "detail", "host", "home")
 _CALL_COLS = ("id", "ts", "server", "tool", "exposed", "args_digest", "via", "decision", "decided_by", "outcome",

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
 if TYPE_CHECKING:  # the journal imports only the dataclass; reading settings needs the rest
-    from monad_cli.paths import Paths
+    from monad_cli.core.paths import Paths
 
 SETTINGS_FILE = "settings.toml"
 URL_ENV = "MONAD_JOURNAL_URL"
@@ -63,7 +63,7 @@ class JournalSettings:
 
 
 def _read_file(paths: Paths) -> dict[str, object]:
-    from monad_cli.errors import ConfigError
+    from monad_cli.core.errors import ConfigError
 
     path = paths.home / SETTINGS_FILE
     try:
@@ -90,7 +90,7 @@ def _read_file(paths: Paths) -> dict[str, object]:
 def check_url(url: str, where: str) -> tuple[str, set[str]]:
     """The normalized URL (`postgresql+psycopg://…`) and its secret values; raises
     `ConfigError` naming `where` for any other scheme or a URL without host or database."""
-    from monad_cli.errors import ConfigError
+    from monad_cli.core.errors import ConfigError
 
     try:
         parts = urlsplit(url)
@@ -116,8 +116,8 @@ def load_journal_settings(paths: Paths, environ: Mapping[str, str] | None = None
     """Read `MONAD_JOURNAL_URL` / `settings.toml` (the variable wins). Raises `ConfigError`
     (bad TOML, unknown key, unset variable, unsupported URL), never showing the password."""
     from monad_cli.config.expansion import ExpansionError, expand
-    from monad_cli.errors import ConfigError
-    from monad_cli.redact import redact_url
+    from monad_cli.core.errors import ConfigError
+    from monad_cli.core.redact import redact_url
 
     env = os.environ if environ is None else environ
     table = _read_file(paths)

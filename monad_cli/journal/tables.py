@@ -136,7 +136,7 @@ class TaskRow(SQLModel, table=True):
     a row that says what to do next: `queued` → submit, `submitting` → resend `tools/call`
     with the same invocation id (retry-safe servers deduplicate on it), `working` /
     `input_required` → observe again, `cancel_requested` → finish the `tasks/cancel`.
-    `state` is a `monad_cli.tasks.states.TaskState` name. Times are epoch seconds; JSON
+    `state` is a `monad_cli.core.task_states.TaskState` name. Times are epoch seconds; JSON
     columns hold wire JSON (camelCase), scrubbed of known secrets like every journal value.
     """
 

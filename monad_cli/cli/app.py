@@ -1,0 +1,201 @@
+"""The root `monad` Typer app and the one error boundary.
+
+Errors leave as one line on stderr and an exit code (errors.ExitCode); a traceback only
+with `-v`/`MONAD_DEBUG=1`, and an unexpected crash writes `logs/crash.log` (without
+locals: they may hold tokens).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Annotated
+
+import typer
+
+from monad_cli.cli import render
+from monad_cli.core.errors import ExitCode, MonadError
+
+# The root alone; `app` (below) is it with every group and command on it.
+_root_app = typer.Typer(
+    name="monad",
+    help="Manage the MCP servers your agents use: hot atoms, one supervisor, a journal.\n\n"
+         "Start with `monad mcp add NAME -- COMMAND [ARGS]` and `monad mcp status`.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+# Each group and the command module whose `app` it is; the whole app adds more to `mcp`.
+_GROUPS = {"mcp": "mcp", "daemon": "daemon", "tasks": "tasks", "approvals": "approvals"}
+_whole: typer.Typer | None = None
+
+_debug = False
+
+
+def _whole_app() -> typer.Typer:
+    """The root with every group and command registered (imports every command module, once)."""
+    global _whole
+    if _whole is not None:
+        return _whole
+    from monad_cli.cli.commands import approvals as approvals_cmd
+    from monad_cli.cli.commands import auth as auth_cmd
+    from monad_cli.cli.commands import clients as clients_cmd
+    from monad_cli.cli.commands import daemon as daemon_cmd
+    from monad_cli.cli.commands import journal as journal_cmd
+    from monad_cli.cli.commands import mcp as mcp_cmd
+    from monad_cli.cli.commands import serve as serve_cmd
+    from monad_cli.cli.commands import studio as studio_cmd
+    from monad_cli.cli.commands import tasks as tasks_cmd
+    from monad_cli.cli.commands import tools as tools_cmd
+
+    whole = _root_app
+    auth_cmd.register(mcp_cmd.app)
+    clients_cmd.register(mcp_cmd.app)
+    whole.add_typer(mcp_cmd.app, name="mcp")
+    whole.add_typer(daemon_cmd.app, name="daemon")
+    whole.add_typer(tasks_cmd.app, name="tasks")
+    whole.command("journal")(journal_cmd.journal)
+    whole.add_typer(approvals_cmd.app, name="approvals")
+    whole.command("studio")(studio_cmd.studio)
+    for name in ("tools", "call", "pin", "unpin", "trust"):
+        mcp_cmd.app.command(name)(getattr(tools_cmd, name))
+    mcp_cmd.app.command("serve")(serve_cmd.serve)
+    _whole = whole
+    return whole
+
+
+def __getattr__(name: str) -> typer.Typer:
+    """`app`, the whole app, is built on first use (`python -m typer monad_cli.cli.app`, tests)."""
+    if name == "app":
+        return _whole_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return [*globals(), "app"]
+
+
+def _narrowed(argv: list[str]) -> typer.Typer:
+    """The app with only the one command `argv` runs (`monad mcp add ...`), else the whole app.
+
+    Typer builds a click command, with every parameter's type hints evaluated, for every
+    registered command on every run: ~30 commands cost ~40 ms before any command starts
+    (`monad mcp status` is ~150 ms all told). A command's own parsing, help and errors do
+    not depend on its siblings, so a run that names a group and one of its commands gets
+    an app holding just that command. A command its group's module defines (`mcp add`,
+    `daemon start`) is found by importing that module alone: the other ten command modules
+    stay unimported (~8 ms). Help for a group or the root, an unknown name, and shell
+    completion get the whole app.
+    """
+    if len(argv) < 2 or any(k.startswith("_MONAD_COMPLETE") for k in os.environ):
+        return _whole_app()
+    group: typer.Typer | None = None
+    if argv[0] in _GROUPS:
+        # The import statement's own path (importlib.import_module would hide the module
+        # from `python -X importtime`, which tests/test_cli_weight.py reads).
+        group = __import__(f"monad_cli.cli.commands.{_GROUPS[argv[0]]}", fromlist=["app"]).app
+    command = next((c for c in group.registered_commands if c.name == argv[1]), None) if group else None
+    if group is None or command is None:
+        info = next((g for g in _whole_app().registered_groups if g.name == argv[0]), None)
+        group = info.typer_instance if info is not None else None
+        command = next((c for c in group.registered_commands if c.name == argv[1]), None) if group else None
+        if group is None or command is None:
+            return _whole_app()
+    import copy
+
+    sub = copy.copy(group)
+    sub.registered_commands, sub.registered_groups = [command], []
+    root = copy.copy(_root_app)
+    root.registered_commands, root.registered_groups = [], []
+    root.add_typer(sub, name=argv[0])
+    return root
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from monad_cli import __version__
+
+        render.line(f"monad {__version__}")
+        raise typer.Exit(0)
+
+
+@_root_app.callback()
+def _root(
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show tracebacks on errors.")] = False,
+    version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_print_version,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    global _debug
+    _debug = _debug or verbose
+
+
+def main(argv: list[str] | None = None) -> int:
+    global _debug
+    _debug = os.environ.get("MONAD_DEBUG") == "1"
+    try:
+        # Not standalone: a usage error comes back here, to be one line like every other error
+        # (typer's own rendering is a four-line box); `--help` and `typer.Exit` return a code.
+        code = _narrowed(sys.argv[1:] if argv is None else argv)(args=argv, prog_name="monad",
+                                                                 standalone_mode=False)
+        return code if isinstance(code, int) else 0
+    except SystemExit as e:
+        code = e.code
+        return code if isinstance(code, int) else (0 if code is None else 1)
+    except typer.Abort:
+        render.error("interrupted")
+        return int(ExitCode.INTERRUPTED)
+    except typer.TyperException as e:  # click's usage errors: a bad option, value or command
+        ctx = getattr(e, "ctx", None)
+        where = ctx.command_path if ctx is not None else "monad"
+        message = e.format_message() if hasattr(e, "format_message") else str(e)
+        render.error(f"{message.rstrip('.')} (see `{where} --help`)")
+        return int(getattr(e, "exit_code", 2))
+    except MonadError as e:
+        if _debug:
+            import traceback
+
+            traceback.print_exc()
+        render.error(e.message)
+        return int(e.exit_code)
+    except KeyboardInterrupt:
+        render.error("interrupted")
+        return int(ExitCode.INTERRUPTED)
+    except OSError as e:
+        # The state directory itself is unusable (MONAD_HOME is a file, read-only, ...).
+        if _debug:
+            import traceback
+
+            traceback.print_exc()
+        where = f" `{e.filename}`" if e.filename else ""
+        render.error(f"cannot use{where}: {e.strerror or e}; check MONAD_HOME (`monad mcp path`)")
+        return int(ExitCode.ERROR)
+    except Exception as e:  # noqa: BLE001 - the error boundary
+        if _debug:
+            import traceback
+
+            traceback.print_exc()
+        log = _write_crash_log()
+        render.error(f"internal error: {type(e).__name__}; details in `{log}` (rerun with -v to see them here)")
+        return int(ExitCode.ERROR)
+    return 0
+
+
+def _write_crash_log() -> str:
+    import traceback
+
+    from monad_cli.core.paths import paths
+
+    try:
+        p = paths().logs_dir / "crash.log"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        with open(p, "a") as f:
+            f.write(f"--- monad {' '.join(sys.argv[1:2])}\n")
+            traceback.print_exc(file=f)  # no locals: they may hold tokens
+        return str(p)
+    except OSError:
+        return "(could not write the crash log)"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

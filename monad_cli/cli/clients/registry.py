@@ -1,0 +1,110 @@
+"""The clients monad reads and writes, their format and their usual file on each OS.
+
+    client          format    where the servers are            usual file (Linux)
+    claude-desktop  mcp-json  `mcpServers` object              ~/.config/Claude/claude_desktop_config.json
+    claude-code     mcp-json  `mcpServers` (user scope)        ~/.claude.json
+    cursor          mcp-json  `mcpServers`                     ~/.cursor/mcp.json
+    gemini          mcp-json  `mcpServers` (JSONC)             ~/.gemini/settings.json
+    mcp-json        mcp-json  `mcpServers`                     ./.mcp.json
+    vscode          vscode    `servers` (JSONC)                ~/.config/Code/User/mcp.json
+    codex           codex     `[mcp_servers.NAME]` (TOML)      ~/.codex/config.toml
+    aura            aura      one YAML map per file            ./.aura/config/mcp/*.yaml
+
+Paths are shown with `~` (the home folder) so help texts and docs name no machine.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from monad_cli.core.errors import InvalidInput
+
+
+@dataclass(frozen=True)
+class Client:
+    name: str
+    format: str  # the module that reads and writes it: mcp_json, vscode, codex, aura
+    title: str
+
+
+CLIENTS: dict[str, Client] = {c.name: c for c in (
+    Client("claude-desktop", "mcp_json", "Claude Desktop"),
+    Client("claude-code", "mcp_json", "Claude Code"),
+    Client("cursor", "mcp_json", "Cursor"),
+    Client("vscode", "vscode", "VS Code"),
+    Client("codex", "codex", "Codex"),
+    Client("gemini", "mcp_json", "Gemini CLI"),
+    Client("aura", "aura", "Aura"),
+    Client("mcp-json", "mcp_json", "a generic `.mcp.json`"),
+)}
+EXPORT_FORMATS = ("mcp-json", "codex", "vscode", "aura")
+
+
+def get_client(name: str) -> Client:
+    """The client called `name`; `InvalidInput` naming the known ones otherwise."""
+    if name not in CLIENTS:
+        import difflib
+
+        close = difflib.get_close_matches(name, list(CLIENTS), n=1)
+        hint = f" (did you mean `{close[0]}`?)" if close else ""
+        raise InvalidInput(f"unknown client `{name}`{hint}; one of: {', '.join(CLIENTS)}")
+    return CLIENTS[name]
+
+
+def _app_config(system: str, environ: Mapping[str, str]) -> str:
+    """The per-user application config folder, as `~`-relative text where it can be."""
+    if system == "Darwin":
+        return "~/Library/Application Support"
+    if system == "Windows":
+        return "%APPDATA%"
+    return environ.get("XDG_CONFIG_HOME") or "~/.config"
+
+
+def default_path(name: str, *, system: str | None = None, environ: Mapping[str, str] | None = None) -> str:
+    """The client's usual config file (a folder for `aura`) on `system`, unexpanded (`~`)."""
+    system = system or platform.system()
+    env = os.environ if environ is None else environ
+    sep = "\\" if system == "Windows" else "/"
+    if name == "claude-desktop":
+        return sep.join((_app_config(system, env), "Claude", "claude_desktop_config.json"))
+    if name == "claude-code":
+        return sep.join((env.get("CLAUDE_CONFIG_DIR") or "~", ".claude.json"))
+    if name == "cursor":
+        return sep.join(("~", ".cursor", "mcp.json"))
+    if name == "vscode":
+        return sep.join((_app_config(system, env), "Code", "User", "mcp.json"))
+    if name == "codex":
+        return sep.join((env.get("CODEX_HOME") or sep.join(("~", ".codex")), "config.toml"))
+    if name == "gemini":
+        return sep.join(("~", ".gemini", "settings.json"))
+    if name == "aura":
+        return sep.join((".aura", "config", "mcp"))
+    return ".mcp.json"
+
+
+def resolve(name: str, path: str | None) -> Path:
+    """PATH as given, or the client's default, expanded (`~`, `%APPDATA%`) and absolute."""
+    raw = path if path is not None else default_path(name)
+    return Path(os.path.abspath(os.path.expanduser(os.path.expandvars(raw))))
+
+
+def shown(path: Path) -> str:
+    """`path` for messages: `~/...` under the home folder (it may be a person's name)."""
+    home = str(Path.home())
+    text = str(path)
+    return "~" + text[len(home):] if home not in ("", "/") and text.startswith(home + os.sep) else text
+
+
+def defaults_help() -> str:
+    """One paragraph per client naming its default PATH on this OS (for `--help`)."""
+    system = platform.system()
+    lines = [f"{n}: {default_path(n, system=system, environ={})}" for n in CLIENTS]
+    return (f"Default PATH per client on this OS ({system or 'unknown'}; `$XDG_CONFIG_HOME`, "
+            f"`$CLAUDE_CONFIG_DIR` and `$CODEX_HOME` are honoured):\n\n" + "\n\n".join(lines))
+
+
+__all__ = ["CLIENTS", "EXPORT_FORMATS", "Client", "default_path", "defaults_help", "get_client", "resolve", "shown"]

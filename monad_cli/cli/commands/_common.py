@@ -1,0 +1,34 @@
+"""Small pieces the command modules share (options, the supervisor connection)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from monad_cli.core.paths import paths
+
+if TYPE_CHECKING:
+    from monad_cli.cli.control import ControlClient
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (the same data as the table).")]
+
+
+def supervisor(*, autostart: bool = True) -> ControlClient:
+    """A client to the running supervisor, started in the background if needed."""
+    from monad_cli.cli.control import connect
+
+    return connect(paths(), autostart=autostart)
+
+
+_ID_CHARS = frozenset("0123456789abcdefABCDEF-")
+
+
+def check_id(value: str, what: str, hint: str) -> str:
+    """An approval or task id as typed by a person: hex digits (a prefix is fine)."""
+    from monad_cli.core.errors import InvalidInput
+
+    if not value or not set(value) <= _ID_CHARS:
+        shown = value if len(value) <= 40 and value.isprintable() else "that value"
+        raise InvalidInput(f"{what} `{shown}` is not a valid id (hex digits; see `{hint}`)")
+    return value

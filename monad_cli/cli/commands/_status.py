@@ -1,0 +1,87 @@
+"""The status table of `monad mcp list` and `monad mcp status`: rows from the supervisor, or
+from the files alone when none runs, as the table shows them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from monad_cli.cli import render
+from monad_cli.core.paths import paths
+
+STATUS_COLUMNS = [("name", "name"), ("transport", "transport"), ("state", "state"), ("tools", "tools"),
+                  ("protocolVersion", "protocol"), ("source", "source"), ("reason", "reason")]
+
+
+def local_rows() -> list[dict[str, Any]]:
+    """Rows from the files alone (no supervisor): state `unknown`."""
+    from monad_cli.config.loader import load_definitions
+
+    defs = load_definitions(paths(), expand=False)
+    rows: list[dict[str, Any]] = []
+    for name, source in sorted(defs.sources.items()):
+        spec = defs.specs.get(name)
+        problem = defs.problem_for(name)
+        rows.append({"name": name, "transport": spec.transport if spec else None,
+                     "state": ("failed" if problem and not spec else
+                               "disabled" if spec and not spec.enabled else "unknown"),
+                     "reason": problem.message if problem else "supervisor not running",
+                     "tools": None, "protocolVersion": None, "source": source,
+                     "enabled": spec.enabled if spec else None, "required": spec.required if spec else None})
+    for p in defs.problems:
+        if p.server is None:
+            render.warn(p.message)
+    return rows
+
+
+def journal_warning(journal: dict[str, Any] | None) -> str | None:
+    """The line that says the journal is degraded and why (docs/fleet.md), or None."""
+    if not journal or journal.get("state") != "degraded":
+        return None
+    queued = journal.get("queued") or 0
+    since = f" since {render.when(journal['oldestQueued'])}" if journal.get("oldestQueued") else ""
+    return (f"journal degraded: {journal.get('reason')}; {queued} row(s) queued locally{since}, flushed when "
+            f"the shared journal is back (servers and calls keep running)")
+
+
+def show_status(rows: list[dict[str, Any]], problems: list[dict[str, Any]], as_json: bool,
+                journal: dict[str, Any] | None = None) -> None:
+    """Warnings (file problems, a degraded journal) on stderr, then the rows."""
+    for p in problems:
+        render.warn(p["message"])
+    if warning := journal_warning(journal):
+        render.warn(warning)
+    if as_json:
+        render.data_json(rows)
+    else:
+        render.table([_row_text(r) for r in rows], STATUS_COLUMNS,
+                     empty="no servers defined; add one with `monad mcp add NAME -- COMMAND`")
+
+
+def _row_text(row: dict[str, Any]) -> dict[str, Any]:
+    """A status row as the table shows it."""
+    out = dict(row)
+    if row.get("configError"):  # a running server whose file went bad keeps its last good definition
+        out["reason"] = f"runs its last good definition; config error: {row['configError']}"
+    elif row.get("lastAttemptReason") and row["state"] == "connecting":  # retrying: why the last one failed
+        out["reason"] = f"{row.get('reason') or row['state']}; last attempt: {row['lastAttemptReason']}"
+    if row.get("toolsRefused"):
+        out["tools"] = "refused"
+    return out
+
+
+_STATE_WORDS = {"failed": "has failed", "needs-auth": "needs authorization", "connecting": "is still connecting",
+                "backoff": "is waiting to retry", "disabled": "is disabled", "filtered": "is filtered out",
+                "degraded": "is degraded"}
+
+
+def not_ready(row: dict[str, Any]) -> str:
+    """One line for a server that is not connected: what it is doing, why, and, while it
+    retries, why the last attempt failed (`server `x` is still connecting: starting (attempt
+    3); the last attempt timed out after 10 s …`)."""
+    words = _STATE_WORDS.get(row["state"], f"is {row['state']}")
+    text = f"server `{row['name']}` {words}: {row.get('reason') or 'no reason given'}"
+    last = row.get("lastAttemptReason")
+    if last and last not in text:
+        text += f"; the last attempt {last}" if last.startswith(("timed out", "failed")) else \
+            f"; the last attempt failed: {last}"
+    return text

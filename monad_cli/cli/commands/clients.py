@@ -1,0 +1,110 @@
+"""`monad mcp import`, `connect`, `export`: other MCP clients' config files (docs/clients.md)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from monad_cli.cli import render
+from monad_cli.cli.clients.registry import CLIENTS, EXPORT_FORMATS, defaults_help
+from monad_cli.cli.commands._common import JsonOpt
+from monad_cli.core.paths import paths
+
+ClientArg = Annotated[str, typer.Argument(metavar="CLIENT", help=f"One of: {', '.join(CLIENTS)}.",
+                                          show_default=False)]
+PathArg = Annotated[str | None, typer.Argument(metavar="[PATH]", help="The client's config file (a folder for "
+                                               "aura); default: its usual file, listed above.",
+                                               show_default=False)]
+SUMMARY_COLUMNS = [("name", "name"), ("result", "result"), ("detail", "detail")]
+
+
+def import_(
+    client: ClientArg,
+    path: PathArg = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would happen; write nothing.")] = False,
+    force: Annotated[bool, typer.Option("--force", "-f", help="Replace atoms defined differently.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    from monad_cli.cli.clients.importer import import_servers
+
+    summary = import_servers(paths(), client, path, dry_run=dry_run, force=force)
+    if as_json:
+        render.data_json(summary)
+    else:
+        render.table(summary["servers"], SUMMARY_COLUMNS, empty=f"no servers in `{summary['file']}`")
+        verb = "would import" if dry_run else "imported"
+        render.info(f"{verb} {summary['imported']}, unchanged {summary['unchanged']}, skipped "
+                    f"{summary['skipped']} from `{summary['file']}`"
+                    + (" (dry run: nothing written)" if dry_run else
+                       "; the supervisor connects them live" if summary["imported"] else ""))
+    if summary["skipped"]:
+        raise typer.Exit(1)
+
+
+def connect(
+    client: ClientArg,
+    path: PathArg = None,
+    remove: Annotated[bool, typer.Option("--remove", help="Take the `monad` entry out again.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    from monad_cli.cli.clients.connector import connect_client
+
+    result = connect_client(client, path, remove=remove)
+    if as_json:
+        render.data_json(result)
+        return
+    where = f"`{result['file']}`"
+    if not result["changed"]:
+        render.info(f"{where} {'has no `monad` entry' if remove else 'already runs monad'}; nothing changed")
+    elif remove:
+        render.info(f"removed the `monad` entry from {where}; restart {CLIENTS[client].title} to drop it")
+    else:
+        render.info(f"wrote the `monad` entry into {where}; restart {CLIENTS[client].title} to see every "
+                    f"monad server through the approval gate")
+
+
+def export(
+    fmt: Annotated[str, typer.Option("--format", help=f"One of: {', '.join(EXPORT_FORMATS)}.")] = "mcp-json",
+    reveal_secrets: Annotated[bool, typer.Option("--reveal-secrets", help="Print secret values instead of "
+                                                 "`***` (references such as `${TOKEN}` always show).")]
+        = False,
+) -> None:
+    """Print every server in another client's format (stdout); what cannot be carried goes to stderr.
+
+    Secret values (env and header values, bearer tokens, URL query values) print as `***`
+    unless --reveal-secrets. Stored OAuth tokens are never exported.
+    """
+    from monad_cli.cli.clients.exporter import export_servers
+
+    text, warnings = export_servers(paths(), fmt, reveal=reveal_secrets)
+    for w in warnings:
+        render.warn(w)
+    render.line(text.rstrip("\n"))
+
+
+# One paragraph per line: Typer joins the lines of a paragraph.
+_IMPORT_HELP = (
+    "Turn every server of another client's config into a monad atom.\n\n"
+    "Each server goes through the same validation and writer as `monad mcp add`; `${VAR}` references stay "
+    "references, literal secrets land in 0600 atoms. Prints one row per server: imported, unchanged (the same "
+    "definition exists) or skipped with the reason. Exit 1 when a server was skipped; exit 2 for a malformed "
+    "file (nothing is written).\n\n"
+)
+_CONNECT_HELP = (
+    "Add a server named `monad` to a client's config: it runs `monad mcp serve` (this monad, by absolute path), "
+    "so the client sees every monad server through the approval gate.\n\n"
+    "Keeps every other key, comment and server of the file; the write is atomic; running it twice changes "
+    "nothing; --remove takes the entry out.\n\n"
+)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the commands to the `mcp` group (their help names this OS's default paths)."""
+    defaults = defaults_help()
+    app.command("import", help=_IMPORT_HELP + defaults)(import_)
+    app.command("connect", help=_CONNECT_HELP + defaults)(connect)
+    app.command("export")(export)
+
+
+__all__ = ["register"]

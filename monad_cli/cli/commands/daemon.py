@@ -1,0 +1,185 @@
+"""`monad daemon ...`: the supervisor process."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any
+
+import typer
+
+from monad_cli.cli import render
+from monad_cli.cli.commands._common import JsonOpt
+from monad_cli.core.errors import ConnectionClosed, ExitCode, MonadError, SupervisorNotRunning
+from monad_cli.core.paths import paths
+
+app = typer.Typer(help="Start, stop and inspect the supervisor (one per MONAD_HOME).", no_args_is_help=True)
+
+IncludeOpt = Annotated[list[str] | None, typer.Option(
+    "--include-mcps", metavar="GLOBS",
+    help="Run only servers whose name matches one of these comma-separated globs, e.g. "
+         "\"context7,git*\" (repeatable). Replaces `\\[mcp] enabled` of features/mcp.toml.")]
+ExcludeOpt = Annotated[list[str] | None, typer.Option(
+    "--exclude-mcps", metavar="GLOBS",
+    help="Never run servers matching these globs; wins over --include-mcps. \"*\" turns all MCP off. "
+         "Replaces `\\[mcp] disabled` of features/mcp.toml.")]
+
+
+def _filter_flags(include: list[str] | None, exclude: list[str] | None) -> tuple[list[str] | None,
+                                                                                list[str] | None]:
+    from monad_cli.core.errors import InvalidInput
+    from monad_cli.core.filters import PatternError, split_patterns
+
+    try:
+        return (None if include is None else split_patterns(include, what="--include-mcps"),
+                None if exclude is None else split_patterns(exclude, what="--exclude-mcps"))
+    except PatternError as e:
+        raise InvalidInput(str(e)) from None
+
+
+def _filter_args(include: list[str] | None, exclude: list[str] | None) -> list[str]:
+    # Joined into one value each: an explicit empty list (`--include-mcps ""`) must survive.
+    args: list[str] = []
+    if include is not None:
+        args += ["--include-mcps", ",".join(include)]
+    if exclude is not None:
+        args += ["--exclude-mcps", ",".join(exclude)]
+    return args
+
+
+@app.command("run")
+def run(include: IncludeOpt = None, exclude: ExcludeOpt = None) -> None:
+    """Run the supervisor in the foreground (logs to stderr and logs/daemon.log).
+
+    Exits 1 if another supervisor owns this MONAD_HOME or a `required` server fails (a
+    required server left out by a filter does not count).
+
+    Filtered-out servers show state `filtered` with the rule in `monad mcp status`; editing
+    features/mcp.toml re-applies the filters live.
+    """
+    inc, exc = _filter_flags(include, exclude)
+    from monad_cli.daemon.main import run as run_supervisor
+
+    raise typer.Exit(run_supervisor(paths(), include=inc, exclude=exc))
+
+
+@app.command("start")
+def start(include: IncludeOpt = None, exclude: ExcludeOpt = None, as_json: JsonOpt = False) -> None:
+    """Start the supervisor in the background; returns once its socket answers.
+
+    --include-mcps/--exclude-mcps apply to the supervisor this starts; an already running one
+    keeps its filters (stop it first).
+    """
+    from monad_cli.cli.control import ControlClient, LostStartRace, start_or_join
+
+    inc, exc = _filter_flags(include, exclude)
+    client = ControlClient(paths())
+    if client.is_running():
+        health = client.get("/v1/health")
+        if as_json:
+            render.data_json({"running": True, "pid": health["pid"], "started": False})
+        else:
+            render.info(f"the supervisor is already running (pid {health['pid']})")
+            if inc is not None or exc is not None:
+                render.warn("its server filters were not changed; run `monad daemon stop` first")
+        return
+    try:
+        pid = start_or_join(paths(), extra_args=_filter_args(inc, exc))
+    except LostStartRace as race:
+        # Another `start` won the race; report the one that runs, as a second start would.
+        pid = race.pid
+        if as_json:
+            render.data_json({"running": True, "pid": pid, "started": False})
+        else:
+            render.info(f"the supervisor is already running (pid {pid})")
+        return
+    if as_json:
+        render.data_json({"running": True, "pid": pid, "started": True})
+    else:
+        render.info(f"supervisor started (pid {pid}) for {paths().home}")
+
+
+@app.command("stop")
+def stop(
+    timeout: Annotated[float, typer.Option("--timeout", min=0, help="Seconds to wait for it to exit.")] = 30.0,
+    as_json: JsonOpt = False,
+) -> None:
+    """Stop the supervisor: every server is shut down cleanly first. A supervisor that is
+    still starting (it holds the daemon lock, its control socket does not answer yet) is
+    waited for, within `--timeout`, and then stopped."""
+    from monad_cli.cli.control import ControlClient, pid_alive, starting_pid
+
+    client = ControlClient(paths())
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            pid = int(client.get("/v1/health")["pid"])
+            break
+        except SupervisorNotRunning:
+            starting = starting_pid(paths())
+            if starting is None or not pid_alive(starting):
+                if as_json:
+                    render.data_json({"running": False, "stopped": False})
+                else:
+                    render.info("the supervisor is not running")
+                return
+            if time.monotonic() > deadline:
+                raise MonadError(f"the supervisor (pid {starting}) is still starting after {timeout:g} s; "
+                                 f"see `{paths().daemon_log}`") from None
+            time.sleep(0.05)
+    try:
+        client.post("/v1/daemon/stop")
+    except SupervisorNotRunning:
+        pass  # it went away between the two requests: the wait below confirms it
+    except ConnectionClosed:
+        pass  # a connection cut while it stops is the stop itself; the wait below judges
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not pid_alive(pid):
+            break
+        time.sleep(0.05)
+    else:
+        raise MonadError(f"the supervisor (pid {pid}) did not exit within {timeout:g} s; "
+                         f"see `{paths().daemon_log}`")
+    if as_json:
+        render.data_json({"running": False, "stopped": True, "pid": pid})
+    else:
+        render.info(f"supervisor stopped (pid {pid})")
+
+
+@app.command("status")
+def status(as_json: JsonOpt = False) -> None:
+    """Is the supervisor running? Exit 3 if not."""
+    from monad_cli.cli.control import ControlClient
+
+    client = ControlClient(paths())
+    try:
+        health = client.get("/v1/health")
+        servers = client.get("/v1/settings/mcp-servers/status")["servers"]
+    except SupervisorNotRunning:
+        if as_json:
+            render.data_json({"running": False, "home": str(paths().home)})
+        else:
+            render.info(f"the supervisor is not running for {paths().home}")
+        raise typer.Exit(int(ExitCode.NOT_RUNNING)) from None
+    counts: dict[str, int] = {}
+    for row in servers:
+        counts[row["state"]] = counts.get(row["state"], 0) + 1
+    data = {"running": True, **health, "servers": counts}
+    if as_json:
+        render.data_json(data)
+        return
+    up = time.time() - health["startedAt"]
+    render.key_values([("running", True), ("pid", health["pid"]), ("version", health["version"]),
+                       ("home", health["home"]), ("uptime", f"{up:.0f} s"),
+                       ("servers", ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "none"),
+                       ("journal", _journal_line(health.get("journal")))])
+
+
+def _journal_line(journal: dict[str, Any] | None) -> str | None:
+    """`sqlite PATH`, or `postgresql URL (state; N queued)` with the reason when degraded."""
+    if not journal:
+        return None
+    if journal["backend"] == "sqlite":
+        return f"sqlite {journal['path']}"
+    line = f"postgresql {journal['url']} as {journal['host']} ({journal['state']}; {journal['queued']} queued)"
+    return line + (f": {journal['reason']}" if journal.get("reason") else "")

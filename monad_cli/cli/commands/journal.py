@@ -1,0 +1,98 @@
+"""`monad journal`: read the journal (state changes, config errors, supervisor events).
+
+Read-only, on the standard library's sqlite3 (`journal.reader`): it costs what `status` does.
+With a fleet's shared journal (docs/fleet.md), psycopg reads it (`journal.pg_reader`).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from datetime import datetime
+from typing import Annotated, Any
+
+import typer
+
+from monad_cli.cli import render
+from monad_cli.cli.commands._common import JsonOpt
+from monad_cli.core.errors import InvalidInput, MonadError
+from monad_cli.core.paths import paths
+
+_REL = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd])\Z")
+
+
+def parse_since(value: str) -> float:
+    """`30s`, `10m`, `2h`, `7d` ago, or an ISO 8601 time → epoch seconds."""
+    m = _REL.match(value.strip())
+    if m:
+        return time.time() - float(m.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
+    try:
+        return datetime.fromisoformat(value).timestamp()
+    except ValueError:
+        raise InvalidInput(f"--since {value!r}: use a duration like 10m, 2h, 7d or an ISO time "
+                           f"like 2026-11-30T10:00") from None
+
+
+def journal(
+    server: Annotated[str | None, typer.Option("--server", "-s", help="Only this server's rows.")] = None,
+    since: Annotated[str | None, typer.Option("--since", help="10m, 2h, 7d, or an ISO time.")] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="At most this many rows (newest).")] = 200,
+    calls: Annotated[bool, typer.Option("--calls", help="Tool calls instead: server, tool, argument digest, "
+                                                        "approval decision and who made it, duration, "
+                                                        "outcome.")] = False,
+    host: Annotated[str | None, typer.Option("--host", help="Only rows this host wrote (a fleet's shared "
+                                                           "journal holds every host's rows).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """What happened: every state change, config error and supervisor event, oldest first
+    (or, with --calls, every tool call).
+
+    With a shared journal (MONAD_JOURNAL_URL or settings.toml, see docs/fleet.md) the rows of
+    every supervisor that uses it, each with its host.
+    """
+    from monad_cli.journal.settings import load_journal_settings
+
+    p = paths()
+    settings = load_journal_settings(p)
+    after = parse_since(since) if since else None
+    if settings.fleet:
+        from monad_cli.journal import pg_reader
+
+        read = pg_reader.calls if calls else pg_reader.events
+        _show(read(settings, server=server, since=after, host=host, limit=limit), calls=calls, fleet=True,
+              as_json=as_json)
+        return
+    if not p.journal_db.exists():
+        if as_json:
+            render.data_json([])
+        else:
+            render.info("the journal is empty (the supervisor has not run yet)")
+        return
+    import sqlite3
+
+    from monad_cli.journal import reader
+
+    try:
+        read_local = reader.calls if calls else reader.events
+        rows = read_local(p.journal_db, server=server, since=after, host=host, limit=limit)
+    except sqlite3.Error as e:
+        raise MonadError(f"cannot read the journal `{p.journal_db}`: {e}") from None
+    _show(rows, calls=calls, fleet=False, as_json=as_json)
+
+
+def _show(rows: list[dict[str, Any]], *, calls: bool, fleet: bool, as_json: bool) -> None:
+    """Rows as JSON or a table; a shared journal's table names each row's host."""
+    if as_json:
+        render.data_json(rows)
+        return
+    host = [("host", "host")] if fleet else []
+    if not calls:
+        render.table([{**r, "time": render.when(r["ts"])} for r in rows],
+                     [("time", "time"), *host, ("server", "server"), ("kind", "kind"), ("state", "state"),
+                      ("reason", "reason")], empty="no journal rows match")
+        return
+    render.table([{**r, "time": render.when(r["ts"]),
+                   "ms": f"{r['durationMs']:.0f}" if r["durationMs"] is not None else None} for r in rows],
+                 [("time", "time"), *host, ("via", "via"), ("exposed", "exposed as"), ("server", "server"),
+                  ("tool", "tool"), ("argsDigest", "args"), ("decision", "decision"), ("decidedBy", "by"),
+                  ("ms", "ms"), ("outcome", "outcome"), ("error", "error")], empty="no tool calls journaled")

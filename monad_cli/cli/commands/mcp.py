@@ -1,0 +1,396 @@
+"""`monad mcp ...`: define servers (atoms) and read their live state.
+
+Unlike the other modules, no `from __future__ import annotations`: typer evaluates a
+command's string annotations on every run, four times over (`inspect.signature` and
+`get_type_hints`, for building the command and its callback), ~5 ms for `add`'s twenty
+parameters; evaluated once, as the functions are defined, they cost nothing measurable.
+"""
+
+import time
+from typing import Annotated, Any
+
+import typer
+
+from monad_cli.cli import render
+from monad_cli.cli.commands._common import JsonOpt, supervisor
+from monad_cli.cli.commands._status import local_rows, not_ready, show_status
+from monad_cli.core.errors import ExitCode, InvalidInput, MonadError, NotFound
+from monad_cli.core.paths import paths
+
+app = typer.Typer(help="Add, inspect and control MCP servers.", no_args_is_help=True)
+
+def _parse_pairs(items: list[str] | None, sep: str, what: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items or []:
+        if sep not in item:
+            # Never echo the value: it may be the secret that lacks its name.
+            raise InvalidInput(f"every {what} needs the form {'K=V' if sep == '=' else '`Name: value`'}")
+        k, v = item.split(sep, 1)
+        k = k.strip()
+        if not k:
+            raise InvalidInput(f"{what} has an empty name")
+        out[k] = v.strip() if sep == ":" else v
+    return out
+
+
+@app.command("add")
+def add(
+    name: Annotated[str, typer.Argument(help="Server name: letters, digits, `_`, `-`; at most 64.")],
+    command: Annotated[list[str] | None, typer.Argument(
+        help="For a stdio server, after `--`: the command and its arguments.", show_default=False)] = None,
+    url: Annotated[str | None, typer.Option("--url", help="URL of a remote (streamable HTTP) server.")] = None,
+    transport: Annotated[str | None, typer.Option("--transport", "-t",
+                                                  help="stdio or http (default: http with --url, else stdio).")] = None,
+    env: Annotated[list[str] | None, typer.Option("--env", "-e", help="K=V for the server's environment "
+                                                  "(repeatable; `$VAR` expands in the supervisor).")] = None,
+    header: Annotated[list[str] | None, typer.Option("--header", "-H",
+                                                     help='"Name: value" HTTP header (repeatable).')] = None,
+    bearer_token: Annotated[str | None, typer.Option("--bearer-token", help="Send `Authorization: Bearer "
+                                                     "TOKEN` (stored 0600; prefer `$VAR`).")] = None,
+    oauth: Annotated[bool, typer.Option("--oauth", help="Use MCP OAuth; then run `monad mcp authorize NAME`.")] = False,
+    client_credentials: Annotated[bool, typer.Option("--client-credentials", help="OAuth client credentials "
+                                                     "(CI, no person): --client-id and a secret or key.")] = False,
+    client_id: Annotated[str | None, typer.Option("--client-id", help="OAuth client ID (pre-registered).")] = None,
+    client_secret: Annotated[str | None, typer.Option(
+        "--client-secret", help="OAuth client secret (client_secret_basic); prefer '${VAR}'.")] = None,
+    private_key: Annotated[str | None, typer.Option(
+        "--private-key", help="PEM private key for private_key_jwt (RFC 7523); prefer '${VAR}'.")] = None,
+    scope: Annotated[list[str] | None, typer.Option("--scope", help="OAuth scope to ask for (repeatable).")] = None,
+    cwd: Annotated[str | None, typer.Option("--cwd", help="Working directory of a stdio server (default: this "
+                                            "directory when the command or an argument is a relative path "
+                                            "here, else its own directory under MONAD_HOME).")] = None,
+    timeout: Annotated[float | None, typer.Option("--timeout", help="Seconds to connect (default 10).")] = None,
+    required: Annotated[bool, typer.Option("--required", help="`monad daemon start` fails if it fails.")] = False,
+    disabled: Annotated[bool, typer.Option("--disabled", help="Write it disabled.")] = False,
+    force: Annotated[bool, typer.Option("--force", "-f", help="Replace an existing atom of that name.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Define a server: writes the atom `atoms/mcp/NAME.toml`; the supervisor connects it live.
+
+    Examples:
+
+      monad mcp add time -- mcp-server-time --local-timezone UTC
+
+      monad mcp add docs --url https://example.com/mcp --header "X-Api-Key: $DOCS_KEY"
+
+      monad mcp add ci --url https://example.com/mcp --client-credentials --client-id ci --client-secret '${CI_SECRET}'
+    """
+    from monad_cli.config.edits import add_server
+
+    defn: dict[str, Any] = {}
+    why: str | None = None
+    kind = transport or ("http" if url is not None else "stdio")
+    if kind not in ("stdio", "http"):
+        raise InvalidInput(f"--transport must be stdio or http, got {kind!r}")
+    defn["transport"] = kind
+    if kind == "stdio":
+        if url:
+            raise InvalidInput("--url is for http servers; a stdio server takes `-- COMMAND [ARGS]`")
+        if not command:
+            if "/" in name:  # `add -- /path/to/cmd`: no server name has a slash, the name was left out
+                raise InvalidInput(f"the server's name is missing: `monad mcp add NAME -- {name} ...`")
+            raise InvalidInput(f"server `{name}` needs a command: `monad mcp add {name} -- COMMAND [ARGS]`")
+        defn["command"] = command[0]
+        if command[1:]:
+            defn["args"] = list(command[1:])
+        import os
+
+        if cwd:
+            # Relative to where the person is, not to wherever the supervisor runs.
+            defn["cwd"] = cwd if cwd.startswith("$") else os.path.abspath(os.path.expanduser(cwd))
+        else:
+            from monad_cli.config.workdir import cwd_to_record
+
+            recorded = cwd_to_record(command[0], list(command[1:]), os.getcwd())
+            if recorded:
+                defn["cwd"], why = recorded
+        if env:
+            defn["env"] = _parse_pairs(env, "=", "--env")
+        if header or bearer_token or oauth or client_credentials or client_id or client_secret or private_key:
+            raise InvalidInput("--header/--bearer-token/--oauth/--client-* are for http servers (use --url)")
+    else:
+        if command:
+            raise InvalidInput("an http server takes --url, not a command after `--`")
+        if not url:
+            raise InvalidInput(f"server `{name}` needs --url for an http server")
+        if env or cwd:
+            raise InvalidInput("--env/--cwd are for stdio servers")
+        defn["url"] = url
+        if header:
+            defn["headers"] = _parse_pairs(header, ":", "--header")
+        if sum((bearer_token is not None, oauth, client_credentials)) > 1:
+            raise InvalidInput("choose one of --bearer-token, --oauth and --client-credentials")
+        if bearer_token is not None:
+            defn["auth"] = {"mode": "bearer", "token": bearer_token}
+        elif oauth or client_credentials or client_id or client_secret or private_key or scope:
+            from monad_cli.cli.commands._oauth import oauth_table
+            defn["auth"] = oauth_table(client_credentials=client_credentials, client_id=client_id,
+                                        client_secret=client_secret, private_key=private_key, scopes=scope)
+    if timeout is not None:
+        defn["timeout"] = timeout
+    if required:
+        defn["required"] = True
+    if disabled:
+        defn["enabled"] = False
+    path = add_server(paths(), name, defn, force=force)
+    rel = f"atoms/mcp/{name}.toml"
+    missing = _missing_command(defn)
+    if missing:
+        render.warn(f"server `{name}`: {missing}; it is added, and will fail to start until that is fixed")
+    if as_json:
+        render.data_json({"name": name, "path": path, "source": rel, "cwd": defn.get("cwd")})
+        return
+    if why:
+        render.info(f"it runs in `{defn['cwd']}` (recorded as `cwd`: {why})")
+    render.info(f"added server `{name}` ({rel}); the supervisor connects it live — "
+                f"`monad mcp wait {name}` or `monad mcp status {name}`")
+
+
+def _missing_command(defn: dict[str, Any]) -> str | None:
+    """Why a stdio definition's command will not be found, as far as this shell can tell
+    (the supervisor resolves it the same way: PATH, or a path relative to `cwd`)."""
+    import os
+    import shutil
+
+    command = defn.get("command")
+    if not isinstance(command, str) or "$" in command:
+        return None  # a ${VAR} is expanded by the supervisor, in its environment
+    if os.sep in command:
+        where = os.path.join(str(defn.get("cwd") or os.getcwd()), os.path.expanduser(command))
+        return None if os.access(where, os.X_OK) else f"`{command}` is not an executable file"
+    return None if shutil.which(command) else f"command `{command}` is not on PATH"
+
+
+@app.command("list")
+def list_(as_json: JsonOpt = False) -> None:
+    """One row per server from the atoms and agents.json, with live state if the supervisor
+    runs (this command never starts it)."""
+    client = supervisor(autostart=False) if _running() else None
+    if client is None:
+        show_status(local_rows(), [], as_json)
+        return
+    answer = client.get("/v1/settings/mcp-servers/status")
+    show_status(answer["servers"], answer["problems"], as_json, answer.get("journal"))
+
+
+def _running() -> bool:
+    from monad_cli.cli.control import ControlClient
+
+    return ControlClient(paths()).is_running()
+
+
+@app.command("status")
+def status(
+    name: Annotated[str | None, typer.Argument(help="One server: adds its tool names and stderr tail.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Live state of every server (or one): state, reason, tools, protocol version, source.
+
+    Starts the supervisor in the background if it is not running (unless MONAD_NO_AUTOSTART=1).
+    """
+    client = supervisor()
+    if name is None:
+        answer = client.get("/v1/settings/mcp-servers/status")
+        show_status(answer["servers"], answer["problems"], as_json, answer.get("journal"))
+        return
+    row = client.get(f"/v1/settings/mcp-servers/{_quote(name)}/status")
+    if as_json:
+        render.data_json(row)
+        return
+    transport = row["transport"]
+    if row.get("httpTransport"):  # streamable-http, or a legacy HTTP+SSE endpoint
+        transport = f"{transport} ({row['httpTransport']})"
+    # `config error` is the edit that failed while the last good definition runs: a row only
+    # then (a definition that never loaded says so in `reason`, and `-` there read as "none").
+    config_error = [("config error", row["configError"])] if row.get("configError") else []
+    render.key_values([
+        ("name", row["name"]), ("transport", transport), ("state", row["state"]),
+        ("reason", row["reason"]), ("since", render.when(row.get("since"))), ("source", row["source"]),
+        ("protocol", row["protocolVersion"]), ("pid", row.get("pid")), ("attempt", row.get("attempt")),
+        ("last attempt", row.get("lastAttemptReason")), *config_error,
+        ("tools", "refused (its tool set does not match its pin; see the reason)" if row.get("toolsRefused")
+         else row["toolNames"]), ("stderr tail", row["stderrTail"]),
+    ])
+    for warning in row.get("warnings") or []:
+        render.warn(f"server `{name}`: {warning}")
+
+
+def _quote(name: str) -> str:
+    from urllib.parse import quote
+
+    return quote(name, safe="")
+
+
+@app.command("get")
+def get(name: Annotated[str, typer.Argument(help="Server name.")], as_json: JsonOpt = False) -> None:
+    """The server's definition as written, with every secret value shown as `***`.
+
+    For a preset server (features/presets.toml), the definition the preset synthesizes."""
+    from monad_cli.config.edits import read_definition
+    from monad_cli.core.redact import redact_definition
+
+    try:
+        source, raw = read_definition(paths(), name)
+    except NotFound:
+        import os
+
+        from monad_cli.config.presets import PRESETS_FILE, preset_definition
+
+        source, raw = PRESETS_FILE, preset_definition(paths(), name, os.environ)  # NotFound again if not one
+    shown = redact_definition(raw)
+    runs_in = _runs_in(name, raw)
+    if as_json:
+        render.data_json({"name": name, "source": source, "definition": shown,
+                          "cwd": runs_in[0] if runs_in else None, "cwdDefault": bool(runs_in and runs_in[1])})
+        return
+    render.line(f"# {source}")
+    for key, value in shown.items():
+        render.line(f"{key} = {_toml_value(value)}")
+    if runs_in and runs_in[1]:
+        render.line(f"# runs in {runs_in[0]} (no `cwd` set: the server's own directory under MONAD_HOME)")
+
+
+def _runs_in(name: str, raw: dict[str, Any]) -> tuple[str, bool] | None:
+    """(directory, is_default) a stdio server runs in; None for an http server."""
+    if raw.get("url") is not None or raw.get("transport", raw.get("type", "stdio")) != "stdio":
+        return None
+    if isinstance(raw.get("cwd"), str):
+        return raw["cwd"], False
+    from monad_cli.config.workdir import default_workdir
+
+    return str(default_workdir(paths(), name, sandbox=raw.get("sandbox") is True)), True
+
+
+def _toml_value(value: Any) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False)
+
+
+@app.command("remove")
+def remove(name: Annotated[str, typer.Argument(help="Server name.")], as_json: JsonOpt = False) -> None:
+    """Delete the server's definition; the supervisor disconnects it live.
+
+    A preset server is turned off instead: `enabled = false` in features/presets.toml."""
+    from monad_cli.config.edits import remove_server
+
+    try:
+        source = remove_server(paths(), name)
+    except NotFound:
+        from monad_cli.config.presets import PRESETS_FILE, turn_off_preset
+
+        turn_off_preset(paths(), name)  # NotFound again when it is not an enabled preset
+        source = PRESETS_FILE
+        if not as_json:
+            render.info(f"turned off preset `{name}` ({source}: `enabled = false`, its options kept)")
+    else:
+        if not as_json:
+            render.info(f"removed server `{name}` (from {source})")
+    if as_json:
+        render.data_json({"name": name, "source": source, "removed": True})
+
+
+def _set_enabled(name: str, enabled: bool, as_json: bool) -> None:
+    from monad_cli.config.edits import update_server
+
+    source = update_server(paths(), name, {"enabled": enabled})
+    if as_json:
+        render.data_json({"name": name, "source": source, "enabled": enabled})
+    else:
+        render.info(f"{'enabled' if enabled else 'disabled'} server `{name}` ({source})")
+
+
+@app.command("enable")
+def enable(name: Annotated[str, typer.Argument(help="Server name.")], as_json: JsonOpt = False) -> None:
+    """Set `enabled = true`; the supervisor connects it."""
+    _set_enabled(name, True, as_json)
+
+
+@app.command("disable")
+def disable(name: Annotated[str, typer.Argument(help="Server name.")], as_json: JsonOpt = False) -> None:
+    """Set `enabled = false`; the supervisor disconnects it and keeps the definition."""
+    _set_enabled(name, False, as_json)
+
+
+@app.command("reconnect")
+def reconnect(
+    name: Annotated[str | None, typer.Argument(help="Server name (or --all).")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Reconnect every server that can connect, from scratch "
+                                       "(filtered, disabled and invalid ones are named apart).")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Drop the session and connect again now (also clears a `failed` give-up)."""
+    if (name is None) == (not all_):
+        raise InvalidInput("name one server, or pass --all")
+    client = supervisor()
+    answer = client.post("/v1/mcp-servers/reconnect") if all_ else \
+        client.post(f"/v1/mcp-servers/{_quote(name or '')}/reconnect")
+    if as_json:
+        render.data_json(answer)
+        return
+    names = answer.get("reconnecting") if all_ else [name]
+    render.info(f"reconnecting {', '.join(f'`{n}`' for n in names or []) or 'nothing'}")
+    for skipped in answer.get("skipped") or []:
+        render.info(f"not reconnecting `{skipped['name']}`: {skipped['reason']}")
+
+
+@app.command("wait")
+def wait(
+    names: Annotated[list[str], typer.Argument(help="Servers that must be connected.")],
+    timeout: Annotated[float, typer.Option("--timeout", min=0, help="Seconds to wait.")] = 30.0,
+    as_json: JsonOpt = False,
+) -> None:
+    """Exit 0 once every named server is connected; else non-zero with each one's reason.
+
+    Gives up early when a server is failed, needs-auth or disabled. For CI scripts.
+    """
+    import math
+
+    if not math.isfinite(timeout):
+        raise InvalidInput("--timeout must be a finite number of seconds")
+    client = supervisor()
+    deadline = time.monotonic() + timeout
+    final_bad = {"failed", "needs-auth", "disabled", "filtered"}
+    rows: dict[str, dict[str, Any]] = {}
+    while True:
+        answer = client.get("/v1/settings/mcp-servers/status")
+        by_name = {r["name"]: r for r in answer["servers"]}
+        rows = {n: by_name.get(n, {"name": n, "state": "undefined",
+                                   "reason": f"server `{n}` is not defined (see `monad mcp list`)"})
+                for n in names}
+        states = {r["state"] for r in rows.values()}
+        if states <= {"connected"}:
+            break
+        stuck = any(r["state"] in final_bad | {"undefined"} for r in rows.values())
+        if stuck or time.monotonic() >= deadline:
+            break
+        time.sleep(0.05)
+    bad = [r for r in rows.values() if r["state"] != "connected"]
+    if as_json:
+        render.data_json(list(rows.values()))
+    for r in bad:
+        if r["state"] == "undefined":
+            render.error(r["reason"])
+        else:
+            render.error(not_ready(r))
+    if bad:
+        timed_out = all(r["state"] not in final_bad | {"undefined"} for r in bad)
+        raise typer.Exit(int(ExitCode.TIMEOUT if timed_out else ExitCode.ERROR))
+    if not as_json:
+        render.info(f"connected: {', '.join(names)}")
+
+
+@app.command("path")
+def path(as_json: JsonOpt = False) -> None:
+    """Where monad keeps its state (MONAD_HOME and the folders inside)."""
+    p = paths()
+    data = {"home": str(p.home), "atoms": str(p.atoms_dir), "agentsJson": str(p.agents_json),
+            "journal": str(p.journal_db), "socket": str(p.socket), "logs": str(p.logs_dir),
+            "serverLogs": str(p.server_logs_dir), "work": str(p.home / "work")}
+    if as_json:
+        render.data_json(data)
+    else:
+        render.key_values(list(data.items()))
+
+
+__all__ = ["MonadError", "NotFound", "app"]

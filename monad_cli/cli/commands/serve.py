@@ -1,0 +1,94 @@
+"""`monad mcp serve`: the gateway, one MCP server exposing the connected servers' tools
+(docs/tools.md).
+
+Registered onto the `mcp` group in app.py. A stdlib relay to the gateway inside the
+supervisor: nothing here loads the SDK (tests/test_cli_weight.py keeps it so).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from monad_cli.cli import render
+from monad_cli.cli.commands._common import supervisor
+from monad_cli.cli.commands.tools import DEFAULT_APPROVAL_TIMEOUT_S
+from monad_cli.core.errors import InvalidInput
+from monad_cli.core.paths import paths
+
+
+def serve(
+    http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP on 127.0.0.1 instead of stdio.")]
+        = False,
+    port: Annotated[int, typer.Option("--port", help="Port for --http (0 picks a free one).")] = 0,
+    approval_timeout: Annotated[float, typer.Option(
+        "--approval-timeout", help="Seconds a call waits for `monad approvals allow ID` before it is "
+                                   "refused.")] = DEFAULT_APPROVAL_TIMEOUT_S,
+    fact: Annotated[list[str] | None, typer.Option(
+        "--fact", metavar="KEY=VALUE", help="A fact for server conditions, e.g. model_params=8 or env=ci "
+                                            "(repeatable).")] = None,
+    include: Annotated[list[str] | None, typer.Option(
+        "--include-mcps", metavar="GLOBS", help="Serve only servers matching these comma-separated globs.")]
+        = None,
+    exclude: Annotated[list[str] | None, typer.Option(
+        "--exclude-mcps", metavar="GLOBS", help="Never serve servers matching these globs (wins over "
+                                                "--include-mcps).")] = None,
+    include_tools: Annotated[list[str] | None, typer.Option(
+        "--include-tools", metavar="GLOBS", help="Serve only tools whose exposed names (SERVER__TOOL) match "
+                                                 "these comma-separated globs.")] = None,
+    exclude_tools: Annotated[list[str] | None, typer.Option(
+        "--exclude-tools", metavar="GLOBS", help="Hide tools whose exposed names match these globs (wins over "
+                                                 "--include-tools); calls of them are refused.")] = None,
+) -> None:
+    """Serve the gateway: one MCP server exposing the connected servers' tools.
+
+    The gateway runs inside the supervisor: over stdio this command relays its stdin and
+    stdout to it; with --http the supervisor listens on 127.0.0.1 only (until Ctrl-C here)
+    and requires the bearer token in `run/gateway.token` (0600); Host and Origin must be
+    loopback. Calls go through the supervisor and its approval gate: a call that is not
+    auto-approved waits for `monad approvals allow ID`. The gateway sends
+    notifications/tools/list_changed when the set changes, and passes the servers'
+    progress notifications on to the caller.
+
+    Deferred tools (`deferred = true`, features/tools.toml) are listed once loaded with the
+    `load_tools` tool; a server's `condition` is checked against the --fact values and this
+    environment on every list and call; --include-mcps/--exclude-mcps serve a filtered view;
+    --include-tools/--exclude-tools hide tools on top of the servers' `tools` filters and
+    features/tools.toml (docs/filtering.md).
+    """
+    import math
+    import os
+
+    from monad_cli.cli import relay
+    from monad_cli.config.conditions import parse_facts
+    from monad_cli.core.filters import PatternError, split_patterns
+    from monad_cli.core.hello import build_hello
+    from monad_cli.core.tool_filters import split_tool_patterns
+
+    try:
+        facts = parse_facts(fact or [])
+        inc = None if include is None else split_patterns(include, what="--include-mcps")
+        exc = None if exclude is None else split_patterns(exclude, what="--exclude-mcps")
+        tools_in = split_tool_patterns(include_tools or [], what="--include-tools")
+        tools_out = split_tool_patterns(exclude_tools or [], what="--exclude-tools")
+    except (ValueError, PatternError) as e:
+        raise InvalidInput(str(e)) from None
+    if not math.isfinite(approval_timeout) or approval_timeout < 0:
+        raise InvalidInput("--approval-timeout must be a finite number of seconds >= 0")
+    # The client's own pipes go to the supervisor when they can: no byte passes through here.
+    hand_over = not http and relay.passable(0) and relay.passable(1)
+    # Only the names of set variables travel: a condition asks no more of the environment.
+    hello = build_hello(transport="http" if http else "stdio", port=port, facts=facts, include=inc, exclude=exc,
+                        approval_timeout=approval_timeout, env_names=list(os.environ), stdio_fds=hand_over,
+                        include_tools=tools_in, exclude_tools=tools_out)
+    supervisor()  # starts it if needed
+    opened = relay.open_relay(paths(), hello, fds=[0, 1] if hand_over else None)
+    if http:
+        render.info(f"monad gateway: {opened.answer['url']} (bearer token in `{opened.answer['tokenFile']}`); "
+                    f"Ctrl-C stops it")
+        relay.hold(opened)
+    elif hand_over:
+        relay.wait(opened)
+    else:
+        relay.pump(opened)

@@ -1,0 +1,329 @@
+"""`monad mcp tools|call|pin|unpin|trust`: tools of connected servers, calls through the
+approval gate and trust controls (docs/tools.md); the gateway, `serve`, is in serve.py.
+
+Registered onto the `mcp` group in app.py. Light imports only: no command here loads the SDK.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from monad_cli.cli import render
+from monad_cli.cli.commands._calls import post_call
+from monad_cli.cli.commands._common import JsonOpt, supervisor
+from monad_cli.cli.commands._status import not_ready
+from monad_cli.core.errors import ApprovalTimeout, ExitCode, InvalidInput, MonadError, NotFound
+from monad_cli.core.paths import paths
+from monad_cli.tools.arguments import build_arguments
+
+DEFAULT_APPROVAL_TIMEOUT_S = 120.0
+
+
+def _quote(name: str) -> str:
+    from urllib.parse import quote
+
+    return quote(name, safe="")
+
+
+def tools(
+    server: Annotated[str | None, typer.Argument(help="Only this server's tools.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Tools of the connected servers under their exposed names (`SERVER__TOOL`).
+
+    `--json` adds each tool's description, inputSchema, original name and whether it is
+    auto-approved. Name collisions are reported on stderr. Tools the gateway defers until
+    `load_tools` are marked `deferred` (`monad mcp call` calls them directly). Tools a tool
+    filter hides are listed as `hidden` with the rule (`hidden` in --json, null when shown);
+    no gateway lists them and every call of them is refused (docs/filtering.md).
+    """
+    client = supervisor()
+    answer = client.get("/v1/tools" + (f"?server={_quote(server)}" if server else ""))
+    listed = answer["tools"]
+    if as_json:
+        render.data_json(listed)
+        return
+    from monad_cli.core.tool_names import describe_collision
+
+    for c in answer.get("collisions", []):
+        if server is None or any(m["server"] == server for m in c["members"]):
+            render.warn(describe_collision(c))
+    render.table([{"name": t["name"], "auto": "auto" if t.get("autoApproved") else "",
+                   "deferred": f"hidden: {t['hidden']}" if t.get("hidden") else
+                   "deferred" if t.get("deferred") else "",
+                   "description": (t.get("description") or "").strip().split("\n")[0][:90]} for t in listed],
+                 [("name", "tool"), ("auto", "approval"), ("deferred", "gateway"), ("description", "description")],
+                 empty=(f"server `{server}` exposes no tools (is it connected? `monad mcp status {server}`)"
+                        if server else "no tools exposed (see `monad mcp status`)"))
+
+
+def _lookup(client: Any, name: str) -> dict[str, Any] | None:
+    try:
+        listed = client.get(f"/v1/tools?name={_quote(name)}")["tools"]
+    except NotFound:
+        return None
+    return next((t for t in listed if t["name"] == name), None)
+
+
+def _wait_for_server(client: Any, server: str, limit: float = 120.0) -> dict[str, Any] | None:
+    """A server still connecting (the supervisor just started, or it was just added) is
+    waited for; returns its last status row (None: no such server)."""
+    import time
+
+    deadline = time.monotonic() + limit
+    announced = False
+    row: dict[str, Any] | None = None
+    while time.monotonic() < deadline:
+        try:
+            row = client.get(f"/v1/settings/mcp-servers/{_quote(server)}/status")
+        except NotFound:
+            return None
+        if row["state"] not in ("connecting", "backoff", "stopped"):  # stopped: not started yet
+            return row
+        if not announced:
+            render.info(f"waiting for server `{server}` to connect ({row['state']})")
+            announced = True
+        time.sleep(0.1)
+    return row
+
+
+def _show_result(result: dict[str, Any], as_json: bool) -> None:
+    content = result.get("content", [])
+    texts = [c.get("text", "") for c in content if c.get("type") == "text"]
+    if result.get("isError"):
+        if as_json:
+            render.data_json(result)
+        message = " ".join(texts).strip() or "the tool reported an error"
+        raise MonadError(f"tool `{result.get('name')}` failed: {message}")
+    if as_json:
+        render.data_json(result)
+        return
+    for text in texts:
+        render.line(text)
+    for c in content:
+        if c.get("type") != "text":
+            render.info(f"[{c.get('type')} content{': ' + c['mimeType'] if c.get('mimeType') else ''}]")
+    if not texts and result.get("structuredContent") is not None:
+        render.line(json.dumps(result["structuredContent"], ensure_ascii=False))
+
+
+def _prompt(pending: dict[str, Any]) -> str:
+    """Ask the person on the TTY: once / session / always / deny. The exact command (or URL)
+    and the full arguments are shown: what is approved must be what runs."""
+    render.info(f"approve a call of `{pending['tool']}` on server `{pending['server']}` ({pending['exposed']})")
+    if pending.get("command"):
+        render.info(f"  server command: {' '.join(pending['command'])}")
+    if pending.get("url"):
+        render.info(f"  server url: {pending['url']}")
+    render.info("  arguments: " + json.dumps(pending["arguments"], ensure_ascii=False, indent=2).replace(
+        "\n", "\n  "))
+    choices = "[y] once, [s] this session" + ("" if pending.get("hostEscape") else ", [a] always") + ", [N] deny"
+    render.info(f"allow? {choices}: ")
+    answer = sys.stdin.readline().strip().lower()
+    grant = {"y": "once", "yes": "once", "s": "session", "a": "always"}.get(answer, "deny")
+    if grant == "always" and pending.get("hostEscape"):
+        grant = "deny"
+    return grant
+
+
+def call(
+    name: Annotated[str, typer.Argument(help="Exposed tool name `SERVER__TOOL` (see `monad mcp tools`).")],
+    arg: Annotated[list[str] | None, typer.Option("--arg", "-a", help="key=value, converted to the type the "
+                                                  "tool's inputSchema declares (repeatable).")] = None,
+    args_json: Annotated[str | None, typer.Option("--args-json", help="All arguments as one JSON object "
+                                                  "(--arg values override its keys).")] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Approve this call without asking.")] = False,
+    approval_timeout: Annotated[float, typer.Option(
+        "--approval-timeout", min=0, help="Without a TTY: seconds to wait for `monad approvals allow ID`.")]
+        = DEFAULT_APPROVAL_TIMEOUT_S,
+    detach: Annotated[bool, typer.Option("--detach", help="Once approved, run the call as a background task: "
+                                         "print its id and return (see `monad tasks show ID`).")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Call a tool through the supervisor and its approval gate; text content goes to stdout.
+
+    Arguments are validated against the tool's inputSchema before the call. On a TTY you are
+    asked in place (server, tool, full arguments); without one the call waits for
+    `monad approvals allow ID` (or fails after --approval-timeout). A tool result with
+    `isError: true` exits 1 with its text. Ctrl-C cancels the call (the server is sent
+    notifications/cancelled) and exits 130.
+
+    Example: monad mcp call time__get_current_time --arg timezone=UTC --yes
+    """
+    import math
+
+    from monad_cli.cli.control import ControlClient
+
+    if not math.isfinite(approval_timeout):
+        raise InvalidInput("--approval-timeout must be a finite number of seconds")
+    supervisor()  # starts it if needed
+    # A call has no deadline here: it may wait for a person, then run as long as the tool does.
+    client = ControlClient(paths(), timeout=None)
+    tool = _lookup(client, name)
+    if tool is None:
+        server = name.split("__", 1)[0]
+        row = _wait_for_server(client, server)
+        if row is not None and row["state"] in ("connected", "degraded"):
+            tool = _lookup(client, name)
+        elif row is not None:
+            raise MonadError(f"{not_ready(row)} (see `monad mcp status {server}`)")
+    arguments = build_arguments(tool.get("inputSchema") if tool else None, arg, args_json)
+    body: dict[str, Any] = {"name": name, "arguments": arguments, "via": "cli", "detach": detach}
+    interactive = sys.stdin.isatty() and sys.stderr.isatty()
+    body["approval"] = {"mode": "yes"} if yes else {"mode": "check"}
+    pending: dict[str, Any] | None = None
+    try:
+        answer = post_call(client, body)
+        pending = answer.get("approvalRequired") if isinstance(answer, dict) else None
+        if pending:
+            if interactive:
+                body["approval"] = {"mode": "decided", "approvalId": pending["id"], "grant": _prompt(pending)}
+            else:
+                render.info(f"waiting up to {approval_timeout:g} s for approval `{pending['id']}` of "
+                            f"`{name}`: run `monad approvals allow {pending['id']}` (or deny)")
+                body["approval"] = {"mode": "wait", "approvalId": pending["id"], "timeout": approval_timeout}
+            answer = post_call(client, body)
+    except ApprovalTimeout as e:
+        raise ApprovalTimeout(f"{e.message}; approve it with `monad approvals allow ID`, pass --yes, or raise "
+                              f"--approval-timeout") from None
+    except KeyboardInterrupt:
+        # Closing the connection is the cancel: the supervisor cancels the call's scope.
+        if pending and body["approval"].get("mode") != "decided":
+            with contextlib.suppress(MonadError):  # nobody is left to approve it for: take it back
+                ControlClient(paths(), timeout=5).post(f"/v1/approvals/{pending['id']}", {"decision": "withdraw"})
+            render.error(f"cancelled `{name}` while it waited for approval; nothing was sent to the server")
+        else:
+            render.error(f"cancelled `{name}` (the server was sent notifications/cancelled)")
+        raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
+    if answer.get("detached"):
+        task = answer["task"]
+        if as_json:
+            render.data_json(task)
+        else:
+            render.line(str(task["id"]))
+            render.info(f"`{name}` runs as task {task['id']} ({task.get('state')}); follow it with "
+                        f"`monad tasks show {task['id']} --wait`")
+        return
+    _show_result(answer, as_json)
+
+
+# -- trust controls -------------------------------------------------------------------
+def pin(name: Annotated[str, typer.Argument(help="Server name.")], as_json: JsonOpt = False) -> None:
+    """Write the server's current tool-set hash as `trust.pinnedToolHash`.
+
+    From then on, a changed tool set (description, parameters, added or removed tools) makes
+    the supervisor refuse to register the server's tools until you pin again.
+    """
+    info = supervisor().get(f"/v1/tools/sets/{_quote(name)}")
+    digest = info.get("hash")
+    if not digest:
+        raise MonadError(f"server `{name}` is {info['state']}, so its tool set is unknown; pin it once it is "
+                         f"connected (`monad mcp wait {name}`)")
+    from monad_cli.config.edits import set_trust
+
+    source = set_trust(paths(), name, "pinnedToolHash", digest)
+    if as_json:
+        render.data_json({"name": name, "source": source, "pinnedToolHash": digest, "tools": info.get("tools")})
+    else:
+        render.info(f"pinned server `{name}` to {digest} ({info.get('tools')} tools) in {source}")
+
+
+def unpin(name: Annotated[str, typer.Argument(help="Server name.")], as_json: JsonOpt = False) -> None:
+    """Remove `trust.pinnedToolHash`: the server's tools register whatever they are.
+
+    A server that has no pin is left as it is (and says so; exit 0)."""
+    from monad_cli.config.edits import read_definition, set_trust
+
+    source, raw = read_definition(paths(), name)
+    trust_table = raw.get("trust")
+    had = isinstance(trust_table, dict) and trust_table.get("pinnedToolHash") is not None
+    if had:
+        source = set_trust(paths(), name, "pinnedToolHash", None)
+    if as_json:
+        render.data_json({"name": name, "source": source, "pinnedToolHash": None, "removed": had})
+    elif had:
+        render.info(f"unpinned server `{name}` ({source})")
+    else:
+        render.info(f"server `{name}` has no pin (`trust.pinnedToolHash` is not set in {source}); nothing changed")
+
+
+def trust(
+    name: Annotated[str, typer.Argument(help="Server name.")],
+    auto_approve: Annotated[list[str] | None, typer.Option(
+        "--auto-approve", help="Tool to exempt from the approval gate: `SERVER__TOOL` or just `TOOL` "
+                               "(repeatable).")] = None,
+    remove: Annotated[list[str] | None, typer.Option("--remove", help="Take a tool off the auto-approve "
+                                                                      "list (repeatable).")] = None,
+    host_escape: Annotated[bool | None, typer.Option(
+        "--host-escape/--no-host-escape", help="Mark the server as able to escape the host: its tools can "
+                                               "be approved for a session, never always.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Edit the server's `trust` table: `autoApproveTools` and `hostEscape`.
+
+    A new `--auto-approve` name that matches none of the tools the server advertises is
+    warned about at once, with the advertised names (when the supervisor runs and the server
+    is connected).
+
+    Example: monad mcp trust time --auto-approve get_current_time
+    """
+    from monad_cli.config.edits import edit_trust
+
+    if not auto_approve and not remove and host_escape is None:
+        raise InvalidInput("nothing to change: pass --auto-approve TOOL, --remove TOOL or --host-escape")
+    # Read before the edit: the edit reconnects the server, and its tools do not depend on it.
+    advertised = _advertised(name) if auto_approve else (None, "")
+    source, wanted = edit_trust(paths(), name, auto_approve=auto_approve or [], remove=remove or [],
+                                host_escape=host_escape)
+    added = [t if t.startswith(f"{name}__") else f"{name}__{t}" for t in auto_approve or []]
+    inert = _warn_inert(name, added, advertised)
+    if as_json:
+        render.data_json({"name": name, "source": source, "autoApproveTools": wanted, "hostEscape": host_escape,
+                          "inert": inert})
+    else:
+        render.info(f"server `{name}`: autoApproveTools = {', '.join(wanted) or '(none)'}"
+                    + (f"; hostEscape = {'true' if host_escape else 'false'}" if host_escape is not None else "")
+                    + f" ({source})")
+
+
+def _advertised(name: str) -> tuple[list[tuple[str, str]] | None, str]:
+    """The tools server `name` advertises now as (own name, exposed name) pairs, from the
+    running supervisor (never started for this), or (None, why not)."""
+    from monad_cli.cli.control import ControlClient
+
+    client = ControlClient(paths())
+    try:
+        row = client.get(f"/v1/settings/mcp-servers/{_quote(name)}/status") if client.is_running() else None
+        listed = client.get(f"/v1/tools?server={_quote(name)}")["tools"] if row and row["toolNames"] else []
+    except MonadError:
+        return None, f"server `{name}` is unknown to the supervisor"
+    if row is None:
+        return None, "the supervisor is not running"
+    if row["state"] not in ("connected", "degraded"):
+        return None, f"server `{name}` is {row['state']}"
+    exposed = {t["tool"]: t["name"] for t in listed}
+    return [(own, exposed.get(own, f"{name}__{own}")) for own in row["toolNames"]], ""
+
+
+def _warn_inert(name: str, entries: list[str], advertised: tuple[list[tuple[str, str]] | None, str]
+                ) -> list[str] | None:
+    """Warn at once about new `autoApproveTools` entries that match no advertised tool;
+    returns them, or None when they could not be checked."""
+    from monad_cli.core.tool_names import inert_entries, inert_entry_warning
+
+    pairs, why = advertised
+    if not entries:
+        return []
+    if pairs is None:
+        render.info(f"could not check the tool name{'s' if len(entries) > 1 else ''} against the advertised "
+                    f"tools ({why}); `monad mcp status {name}` warns once it is connected")
+        return None
+    inert = inert_entries(name, entries, pairs)
+    for entry in inert:
+        render.warn(inert_entry_warning(entry, sorted(n for _own, n in pairs)))
+    return inert

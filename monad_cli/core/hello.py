@@ -1,0 +1,151 @@
+"""The first line a `monad mcp serve` relay sends on `run/gateway.sock`, and the answer.
+
+Stdlib only: the relay (the CLI side) builds it, the supervisor parses it. One JSON object:
+
+    {"monad": "gateway", "version": 1, "transport": "stdio" | "http", "port": 0,
+     "facts": {"model_params": "8"}, "include": ["k*"] | null, "exclude": [...] | null,
+     "includeTools": ["gh__*"], "excludeTools": ["*__delete_*"],
+     "approvalTimeout": 120.0, "envSet": ["HOME", "CI", ...], "stdio": "fds" | "bytes"}
+
+`stdio: "fds"`: the hello's message carries the relay's stdin and stdout (SCM_RIGHTS), and
+the supervisor reads and writes the MCP client's pipes itself; the relay then only waits.
+`"bytes"`: the relay copies bytes between its stdio and this connection.
+
+`envSet` carries the *names* of the relay's set environment variables, never a value: the
+only thing a condition reads of the environment is whether a variable is set (`env_set:`,
+docs/filtering.md "Conditions"). The supervisor answers one line, `{"ok": true, ...}`
+(for http: `url`, `tokenFile`), or the control API's error envelope
+(`control/envelope.py`). After an `ok` to a `bytes` stdio hello the connection carries
+JSON-RPC lines both ways until either side closes it; after one to an `fds` hello the
+supervisor writes `{"end": "client"}` when the client closed its side, then closes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from monad_cli.core.errors import InvalidInput
+from monad_cli.core.filters import PatternError, ServerFilter, combine, split_patterns
+from monad_cli.core.tool_filters import ToolPatternError, split_tool_patterns
+
+HELLO_VERSION = 1
+MAX_HELLO_BYTES = 256 * 1024
+
+
+@dataclass(frozen=True)
+class GatewayView:
+    """What one gateway client may see: its facts, the names of its set environment
+    variables, its own server filter (None: the supervisor's filters only), its own tool
+    globs over exposed names (`--include-tools` / `--exclude-tools`, on top of the servers'
+    and features/tools.toml's tool filters), how long a call waits for approval (seconds),
+    and the transport it came in on."""
+
+    facts: Mapping[str, str] = field(default_factory=dict)
+    env_names: frozenset[str] = frozenset()
+    server_filter: ServerFilter | None = None
+    approval_timeout: float = 120.0
+    transport: str = "stdio"
+    port: int = 0
+    stdio_fds: bool = False
+    include_tools: tuple[str, ...] = ()
+    exclude_tools: tuple[str, ...] = ()
+
+    @property
+    def environ(self) -> dict[str, str]:
+        """The environment as conditions read it (`env_set:` only asks whether a name is set)."""
+        return dict.fromkeys(self.env_names, "")
+
+
+def build_hello(*, transport: str, port: int = 0, facts: Mapping[str, str] | None = None,
+                include: Sequence[str] | None = None, exclude: Sequence[str] | None = None,
+                approval_timeout: float = 120.0, env_names: Sequence[str] = (), stdio_fds: bool = False,
+                include_tools: Sequence[str] = (), exclude_tools: Sequence[str] = ()) -> bytes:
+    """The hello line (with its newline) for the relay to send (`stdio_fds`: its message
+    carries the relay's stdin and stdout)."""
+    body = {"monad": "gateway", "version": HELLO_VERSION, "transport": transport, "port": port,
+            "facts": dict(facts or {}), "include": None if include is None else list(include),
+            "exclude": None if exclude is None else list(exclude), "approvalTimeout": approval_timeout,
+            "envSet": sorted(env_names), "stdio": "fds" if stdio_fds else "bytes",
+            "includeTools": list(include_tools), "excludeTools": list(exclude_tools)}
+    return json.dumps(body, separators=(",", ":")).encode() + b"\n"
+
+
+def _patterns(value: Any, what: str) -> list[str] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InvalidInput(f"gateway hello: `{what}` must be a list of patterns")
+    try:
+        return split_patterns(value, what=what)
+    except PatternError as e:
+        raise InvalidInput(str(e)) from None
+
+
+def _tool_patterns(value: Any, what: str) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InvalidInput(f"gateway hello: `{what}` must be a list of patterns")
+    try:
+        return split_tool_patterns(value, what=what)
+    except ToolPatternError as e:
+        raise InvalidInput(str(e)) from None
+
+
+def parse_hello(line: bytes) -> GatewayView:
+    """The view a hello line asks for. Raises InvalidInput (one line, naming the field)."""
+    try:
+        body = json.loads(line)
+    except ValueError:
+        raise InvalidInput("gateway hello: the first line is not JSON (is this a `monad mcp serve` of "
+                           "another version?)") from None
+    if not isinstance(body, dict) or body.get("monad") != "gateway":
+        raise InvalidInput("gateway hello: not a `monad mcp serve` hello")
+    if body.get("version") != HELLO_VERSION:
+        raise InvalidInput(f"gateway hello: version {body.get('version')!r} is not {HELLO_VERSION} (the CLI "
+                           f"and the supervisor differ: restart it with `monad daemon stop`)")
+    transport = body.get("transport")
+    if transport not in ("stdio", "http"):
+        raise InvalidInput("gateway hello: `transport` must be stdio or http")
+    port = body.get("port", 0)
+    if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
+        raise InvalidInput("gateway hello: `port` must be 0..65535")
+    facts = body.get("facts") or {}
+    if not isinstance(facts, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in facts.items()):
+        raise InvalidInput("gateway hello: `facts` must map names to strings")
+    timeout = body.get("approvalTimeout", 120.0)
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not math.isfinite(timeout) \
+            or timeout < 0:
+        raise InvalidInput("gateway hello: `approvalTimeout` must be a finite number of seconds >= 0")
+    env = body.get("envSet") or []
+    if not isinstance(env, list) or not all(isinstance(v, str) for v in env):
+        raise InvalidInput("gateway hello: `envSet` must be a list of names")
+    stdio = body.get("stdio", "bytes")
+    if stdio not in ("fds", "bytes"):
+        raise InvalidInput("gateway hello: `stdio` must be fds or bytes")
+    include_tools = _tool_patterns(body.get("includeTools"), "--include-tools")
+    exclude_tools = _tool_patterns(body.get("excludeTools"), "--exclude-tools")
+    include = _patterns(body.get("include"), "--include-mcps")
+    exclude = _patterns(body.get("exclude"), "--exclude-mcps")
+    # The supervisor already applies features/mcp.toml; these flags narrow this view only.
+    server_filter = (combine(flag_include=include, flag_exclude=exclude, file_enabled=[], file_disabled=[])
+                     if include is not None or exclude is not None else None)
+    return GatewayView(facts=dict(facts), env_names=frozenset(env), server_filter=server_filter,
+                       approval_timeout=float(timeout), transport=transport, port=port,
+                       stdio_fds=stdio == "fds", include_tools=tuple(include_tools),
+                       exclude_tools=tuple(exclude_tools))
+
+
+END_LINE = b'{"end":"client"}\n'  # an fds session ended because the client closed its side
+
+
+def answer_ok(**fields: Any) -> bytes:
+    """The supervisor's `ok` answer line."""
+    return json.dumps({"ok": True, **fields}, separators=(",", ":")).encode() + b"\n"
+
+
+__all__ = ["END_LINE", "HELLO_VERSION", "MAX_HELLO_BYTES", "GatewayView", "answer_ok", "build_hello", "parse_hello"]

@@ -1,0 +1,131 @@
+"""Where monad keeps its state: `MONAD_HOME` (default `~/.monad`), resolved once, here only.
+
+Layout (see docs/supervisor.md):
+
+    atoms/mcp/<name>.toml      one hot atom per server
+    agents.json                {"mcpServers": [...]}
+    journal.db                 SQLite journal (WAL)
+    run/monad.sock, monad.pid  control socket and pid file of the supervisor
+    logs/daemon.log            supervisor log; logs/servers/<name>.stderr.log per stdio server
+    work/<name>/               the working directory of a stdio server without `cwd`
+    run/servers/               one record per running stdio server process (run/servers/*.json)
+    .lock                      the never-deleted lock file every config write takes
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Paths:
+    home: Path
+
+    @property
+    def atoms_dir(self) -> Path:
+        return self.home / "atoms" / "mcp"
+
+    @property
+    def agents_json(self) -> Path:
+        return self.home / "agents.json"
+
+    @property
+    def features_dir(self) -> Path:
+        return self.home / "features"
+
+    @property
+    def journal_db(self) -> Path:
+        return self.home / "journal.db"
+
+    @property
+    def run_dir(self) -> Path:
+        return self.home / "run"
+
+    @property
+    def socket(self) -> Path:
+        return self.run_dir / "monad.sock"
+
+    @property
+    def gateway_socket(self) -> Path:
+        """Where `monad mcp serve` relays reach the gateway inside the supervisor (0600)."""
+        return self.run_dir / "gateway.sock"
+
+    @property
+    def gateway_token(self) -> Path:
+        """The HTTP gateway's bearer token (0600)."""
+        return self.run_dir / "gateway.token"
+
+    @property
+    def pid_file(self) -> Path:
+        return self.run_dir / "monad.pid"
+
+    @property
+    def daemon_lock(self) -> Path:
+        return self.run_dir / "daemon.lock"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.home / "logs"
+
+    @property
+    def daemon_log(self) -> Path:
+        return self.logs_dir / "daemon.log"
+
+    @property
+    def server_logs_dir(self) -> Path:
+        return self.logs_dir / "servers"
+
+    @property
+    def config_lock(self) -> Path:
+        return self.home / ".lock"
+
+    def server_workdir(self, name: str) -> Path:
+        """Working directory of a stdio server whose definition sets no `cwd`."""
+        return self.home / "work" / name
+
+    def sandbox_dir(self, name: str) -> Path:
+        """Scratch dir of a `sandbox = true` server (writable inside its sandbox)."""
+        return self.home / "sandbox" / name
+
+    def server_stderr_log(self, name: str) -> Path:
+        return self.server_logs_dir / f"{name}.stderr.log"
+
+    def atom_path(self, name: str) -> Path:
+        return self.atoms_dir / f"{name}.toml"
+
+    def ensure(self) -> None:
+        """Create the state directories (0700: atoms and agents.json may hold secrets).
+
+        Raises `InvalidInput` when MONAD_HOME is too long for the sockets."""
+        if len(str(self.gateway_socket).encode()) > MAX_SOCKET_PATH:  # the longer of the two names
+            from monad_cli.core.errors import InvalidInput
+
+            raise InvalidInput(f"MONAD_HOME `{self.home}` is too long: the socket paths under `run/` must stay under "
+                               f"{MAX_SOCKET_PATH} bytes; use a shorter MONAD_HOME")
+        for d in (self.home, self.atoms_dir.parent, self.atoms_dir, self.run_dir, self.logs_dir,
+                  self.server_logs_dir):
+            d.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # mkdir's mode is masked by the umask and ignored for existing dirs.
+        for d in (self.home, self.run_dir):
+            if d.stat().st_mode & 0o077:
+                os.chmod(d, 0o700)
+
+
+# sun_path holds 108 bytes on Linux; the sockets live at MONAD_HOME/run/{monad,gateway}.sock.
+MAX_SOCKET_PATH = 107
+
+
+def resolve_home() -> Path:
+    raw = os.environ.get("MONAD_HOME")
+    if raw:
+        return Path(raw).expanduser().absolute()
+    return Path.home() / ".monad"
+
+
+@lru_cache(maxsize=1)
+def paths() -> Paths:
+    """The one `Paths` of this process, from `MONAD_HOME` at first use."""
+    return Paths(resolve_home())

@@ -1,0 +1,210 @@
+"""What the control API gains for the Studio, on the unix socket and the Studio's port alike.
+
+    POST   /v1/studio                        {port?, defaultPort?} → {url, port, started, movedFrom}
+                                             (the Studio's port refuses it: locks.py)
+    GET    /v1/studio/tools                  the Tools view: `GET /v1/tools` rows + `formSchema`
+                                             (inputSchema, local $refs resolved) + `ui` ({resourceUri})
+    GET    /v1/journal                       ?server=NAME&limit=N → {events: [...], shared} (newest
+                                             last; `shared`: a fleet's rows of every host, docs/fleet.md)
+    GET    /v1/journal/calls                 ?server=NAME&limit=N → {calls: [...], fleet, host} (newest
+                                             first; transcript.py)
+    GET    /v1/studio/apps/resource · POST /v1/studio/apps/request   MCP Apps (apps.py)
+    POST   /v1/mcp-servers/{name}/authorize  start `monad mcp authorize`'s flow → 202 the run
+    GET    /v1/mcp-servers/{name}/authorize  the last run of that server
+    DELETE /v1/mcp-servers/{name}/authorize  cancel it
+
+`StudioHub` owns the event bus and wires it to the supervisor's listeners (state changes,
+tool lists, reloads) and, through the transcript, to the tool service's calls and
+approvals and the task ledger; the Studio service itself starts on the first `POST /v1/studio`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from monad_cli.core.errors import InvalidInput, NotFound, Unavailable
+from monad_cli.core.redact import redact_definition
+from monad_cli.core.studio import DEFAULT_PORT
+from monad_cli.daemon.http import read_json_body
+from monad_cli.daemon.studio.apps import AppHost, app_routes
+from monad_cli.daemon.studio.authorize import AuthorizeDeps, AuthorizeRuns
+from monad_cli.daemon.studio.events import EventBus
+from monad_cli.daemon.studio.scrub import scrub_data
+from monad_cli.daemon.studio.transcript import Transcript, transcript_routes
+from monad_cli.daemon.trust.visibility import resource_uri
+from monad_cli.tools.schema_refs import resolve_local
+
+if TYPE_CHECKING:
+    from monad_cli.daemon.api.server import ControlServer
+    from monad_cli.daemon.studio.service import Studio
+
+log = logging.getLogger("monad.studio")
+MAX_JOURNAL_ROWS = 500
+
+
+class StudioHub:
+    """The Studio's side of one control server.
+
+    Owns: the event bus and what feeds it (the supervisor's state, tool and reload
+    listeners, turned into `server.state` and `config` events, only while a page listens;
+    the transcript's call, approval and task events), the Studio service once `POST
+    /v1/studio` asks for it, the authorization runs, and the MCP Apps host.
+
+    Never: keeps server state of its own (events are read from the actors and definitions
+    when they happen), writes a definition (the control routes do, through `config.edits`),
+    decides an approval (a person does, through `POST /v1/approvals/{id}`), or publishes
+    anything the redaction function has not passed (`publish`)."""
+
+    def __init__(self, control: ControlServer) -> None:
+        self.control = control
+        sup = control.sup
+        self.sup = sup
+        self.bus = EventBus()
+        self.studio: Studio | None = None
+        self.authorize = AuthorizeRuns(AuthorizeDeps(
+            paths=sup.paths, scrub=sup.scrub, publish=self.publish, record=self._record_auth,
+            reconnect=self._reconnect, start_soon=sup.start_soon))
+        self.transcript = Transcript(sup.tool_service, sup.tasks, publish=self.publish,
+                                     listening=lambda: self.bus.listening)
+        self.apps = AppHost(sup.tool_service, sup.actors, sup.tool_service.journal, scrub=sup.scrub)
+        sup.on_state(self._on_actor)
+        sup.on_tools(self._on_actor)
+        sup.on_config(lambda _diff: self._on_config())
+
+    # -- what the events carry ---------------------------------------------------------------
+    def publish(self, type_: str, data: dict[str, Any]) -> None:
+        """An event to every open page, every string of it scrubbed (scrub.py)."""
+        if self.bus.listening:
+            self.bus.publish(type_, scrub_data(data, self.sup.scrub))
+
+    def snapshot(self) -> dict[str, Any]:
+        """`{servers: [status row], problems: [{file, message}], definitions: [{name, source,
+        definition}], approvals: [pending request]}`, as `GET …/status`, `GET
+        /v1/settings/mcp-servers` and `GET /v1/approvals` answer (redacted)."""
+        defs = self.sup.definitions
+        definitions = [{"name": name, "source": source, "definition": redact_definition(defs.raw.get(name, {}))}
+                       for name, source in sorted(defs.sources.items())]
+        return scrub_data({"servers": self.sup.status(), "problems": self.sup.file_problems,
+                           "definitions": definitions, "approvals": self.sup.tool_service.gate.listing()},
+                          self.sup.scrub)
+
+    def _on_actor(self, actor: Any) -> None:
+        # A removed server's actor still reports `stopped` on its way out; it is no row any more.
+        registered = self.sup.actors.get(actor.name)
+        if self.bus.listening and registered is actor:
+            self.publish("server.state", {"server": registered.status()})
+
+    def _on_config(self) -> None:
+        if self.bus.listening:
+            self.publish("config", self.snapshot())
+
+    def _record_auth(self, server: str, reason: str, detail: dict[str, Any]) -> None:
+        if self.sup.journal is not None:
+            self.sup.journal.record("auth", server=server, reason=reason, detail=detail)
+
+    def _reconnect(self, name: str) -> None:
+        actor = self.sup.actors.get(name)
+        if actor is not None:
+            actor.reconnect()
+
+    # -- the Studio --------------------------------------------------------------------------
+    async def serve(self, *, port: int | None, default_port: int) -> dict[str, Any]:
+        from monad_cli.daemon.studio.service import Studio, StudioDeps
+
+        if self.studio is None:
+            self.studio = Studio(StudioDeps(control_app=self.control.app, snapshot=self.snapshot,
+                                            refresh=self.sup.reconcile, stopping=self.sup.stop_event,
+                                            start_soon=self.sup.start_soon, scrub=self.sup.scrub),
+                                 self.bus)
+        return await self.studio.serve(port=port, default_port=default_port)
+
+
+def _port(value: Any, what: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 65535:
+        raise InvalidInput(f"{what} must be a port number from 0 to 65535, got {value!r}")
+    return value
+
+
+def studio_routes(control: ControlServer) -> list[Route]:
+    hub = StudioHub(control)
+    sup = control.sup
+
+    async def serve_studio(request: Request) -> JSONResponse:
+        body = await read_json_body(request)
+        port = _port(body.get("port"), "`--port`")
+        default = _port(body.get("defaultPort"), "the default port")
+        answer = await hub.serve(port=port, default_port=DEFAULT_PORT if default is None else default)
+        return JSONResponse(answer)
+
+    async def studio_tools(request: Request) -> JSONResponse:
+        rows = sup.tool_service.listing()
+        for row in rows:
+            row["formSchema"] = resolve_local(row.get("inputSchema") or {})
+            uri = resource_uri(row.get("_meta"))
+            row["ui"] = {"resourceUri": uri} if uri else None
+        return JSONResponse({"tools": rows})
+
+    async def journal(request: Request) -> JSONResponse:
+        server = request.query_params.get("server") or None
+        try:
+            limit = max(1, min(int(request.query_params.get("limit", "50")), MAX_JOURNAL_ROWS))
+        except ValueError:
+            raise InvalidInput("limit must be a whole number") from None
+        journal_db = sup.journal
+        if journal_db is None:
+            return JSONResponse({"events": []})
+        if journal_db.link is not None and journal_db.link.state() == "ok":
+            # A fleet: the shared journal's rows of this server, from every host (docs/fleet.md).
+            from monad_cli.journal import pg_reader
+
+            try:
+                rows = await anyio.to_thread.run_sync(
+                    lambda: pg_reader.events(journal_db.settings, server=server, limit=limit))
+                return JSONResponse({"events": rows, "shared": True})
+            except Unavailable as e:  # the link went down meanwhile: this supervisor's own rows
+                log.info("studio journal: %s", e.message)
+        rows = await anyio.to_thread.run_sync(lambda: journal_db.events(server=server, limit=limit))
+        return JSONResponse({"events": rows, "shared": False})
+
+    def known(request: Request) -> str:
+        name = request.path_params["name"]
+        if name not in sup.actors:
+            raise NotFound(f"server `{name}` is not defined (see `monad mcp list`)")
+        return str(name)
+
+    async def authorize(request: Request) -> JSONResponse:
+        name = known(request)
+        return JSONResponse(await hub.authorize.start(name), status_code=202)
+
+    async def authorize_status(request: Request) -> JSONResponse:
+        name = known(request)
+        run = hub.authorize.view(name)
+        if run is None:
+            raise NotFound(f"server `{name}` has no authorization in progress")
+        return JSONResponse(run)
+
+    async def authorize_cancel(request: Request) -> JSONResponse:
+        name = known(request)
+        run = hub.authorize.cancel(name)
+        if run is None:
+            raise NotFound(f"server `{name}` has no authorization in progress")
+        return JSONResponse(run)
+
+    return [
+        Route("/v1/studio", serve_studio, methods=["POST"]),
+        Route("/v1/studio/tools", studio_tools),
+        Route("/v1/journal", journal),
+        *transcript_routes(hub.transcript),
+        *app_routes(hub.apps),
+        Route("/v1/mcp-servers/{name}/authorize", authorize, methods=["POST"]),
+        Route("/v1/mcp-servers/{name}/authorize", authorize_status),
+        Route("/v1/mcp-servers/{name}/authorize", authorize_cancel, methods=["DELETE"]),
+    ]

@@ -1,0 +1,163 @@
+"""Control API routes for tools, calls and approvals (docs/tools.md "Control API").
+
+    GET  /v1/tools[?server=NAME][&name=X] exposed tools (hidden ones too, with `hidden`: the
+                                          rule) + the set's `signature`
+    GET  /v1/tools/changes?since=SIG      long poll (≤ `timeout` s): the new signature
+    POST /v1/tools/call                   {name, arguments, via, approval: {mode, ...}, ref?, progress?}
+    GET  /v1/tools/sets/{name}            the server's current tool-set hash and its pin
+    GET  /v1/approvals                    pending approvals
+    POST /v1/approvals/{id}               {decision: allow|deny, scope: once|session|always}
+
+A call's HTTP connection is its lifetime: when the caller disconnects (Ctrl-C in
+`monad mcp call`, a cancelled gateway request) the call's scope is cancelled, the SDK
+sends notifications/cancelled, and the call is journaled `cancelled`. On the Studio's port
+`via` is always `studio`, whatever the body says; `ref` (the caller's own tag, ≤ 64
+characters) comes back on the call's events and its Task's correlation (trust/calls.py).
+With `progress: true` the answer is NDJSON (`control/progress.py`): the server's progress
+notifications as they come, then the outcome.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from monad_cli.core.errors import InvalidInput, NotFound
+from monad_cli.daemon.api.progress import ProgressStream
+from monad_cli.daemon.http import error_response
+from monad_cli.daemon.trust.calls import call_ref
+from monad_cli.daemon.trust.service import ApprovalRequired
+
+if TYPE_CHECKING:
+    from monad_cli.daemon.api.server import ControlServer
+
+log = logging.getLogger("monad.control")
+MAX_LONG_POLL_S = 60.0
+
+
+def tools_routes(server: ControlServer) -> list[Route]:
+    svc = server.sup.tool_service
+
+    async def list_tools(request: Request) -> JSONResponse:
+        name = request.query_params.get("server")
+        if name is not None and name not in server.sup.actors:
+            raise NotFound(f"server `{name}` is not defined (see `monad mcp list`)")
+        everything = svc.listing(hidden=True)  # `monad mcp tools` shows hidden tools and why
+        listed = everything if name is None else [t for t in everything if t["server"] == name]
+        wanted = request.query_params.get("name")
+        if wanted is not None:  # one tool: `monad mcp call` needs only its inputSchema
+            listed = [t for t in listed if t["name"] == wanted]
+        return JSONResponse({"tools": listed, "signature": svc.signature(everything),
+                             "collisions": svc.name_map().collisions})
+
+    async def changes(request: Request) -> JSONResponse:
+        since = request.query_params.get("since", "")
+        try:
+            timeout = min(float(request.query_params.get("timeout", "30")), MAX_LONG_POLL_S)
+        except ValueError:
+            raise InvalidInput("timeout must be a number of seconds") from None
+        answer: dict[str, str] = {}
+        # End the long poll early when its caller goes away or the supervisor stops, so a
+        # shutdown does not have to cancel it mid-wait.
+        async with anyio.create_task_group() as tg:
+            async def watch_disconnect() -> None:
+                while (await request.receive())["type"] != "http.disconnect":
+                    pass
+                tg.cancel_scope.cancel()
+
+            async def watch_stop() -> None:
+                await server.sup.stop_event.wait()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(watch_disconnect)
+            tg.start_soon(watch_stop)
+            answer["signature"] = await svc.wait_changed(since, timeout)
+            tg.cancel_scope.cancel()
+        return JSONResponse({"signature": answer.get("signature") or svc.signature()})
+
+    async def tool_set(request: Request) -> JSONResponse:
+        name = request.path_params["name"]
+        actor = server._actor(name)
+        pinned = actor.spec.trust.pinned_tool_hash if actor.spec else None
+        current = svc.hashes.get(name) if actor.live else None
+        return JSONResponse({"server": name, "hash": current, "pinned": pinned,
+                             "blocked": svc.blocked.get(name), "state": str(actor.state),
+                             "tools": len(actor.tools) if actor.live else None})
+
+    async def call(request: Request) -> Response | ProgressStream:
+        body = await server._body(request)
+        name = body.get("name")
+        if not isinstance(name, str):
+            raise InvalidInput('expected {"name": "server__tool", "arguments": {...}}')
+        approval = body.get("approval") or {}
+        if not isinstance(approval, dict):
+            raise InvalidInput("approval must be an object")
+        via = "studio" if getattr(request.state, "via", None) == "studio" else str(body.get("via", "api"))[:20]
+        if body.get("progress"):
+            return ProgressStream(svc, name, body, via=via, approval=approval, scrub=server.sup.scrub)
+        outcome: dict[str, Any] = {}
+
+        async with anyio.create_task_group() as tg:
+            async def watch_disconnect() -> None:
+                while True:
+                    message = await request.receive()
+                    if message["type"] == "http.disconnect":
+                        log.info("caller of %s disconnected: cancelling the call", name)
+                        tg.cancel_scope.cancel()
+                        return
+
+            tg.start_soon(watch_disconnect)
+            try:
+                with call_ref(body.get("ref")):
+                    outcome["result"] = await svc.call(name, body.get("arguments"), via=via, approval=approval,
+                                                       detach=bool(body.get("detach")))
+            except Exception as exc:  # noqa: BLE001 - raised below, outside the task group
+                outcome["error"] = exc
+            tg.cancel_scope.cancel()
+
+        failure = outcome.get("error")
+        if "result" in outcome:
+            return JSONResponse(outcome["result"])
+        if isinstance(failure, ApprovalRequired):  # not an error: the caller asks the person
+            return JSONResponse({"approvalRequired": failure.pending.as_dict()}, status_code=202)
+        if failure is not None:
+            raise failure  # the ErrorBoundary answers with the kind's status
+        # The caller went away; nobody reads this answer.
+        return error_response(499, "cancelled", "the caller disconnected")
+
+    async def approvals(request: Request) -> JSONResponse:
+        return JSONResponse({"pending": svc.gate.listing()})
+
+    async def decide(request: Request) -> JSONResponse:
+        approval_id = request.path_params["id"]
+        body = await server._body(request)
+        decision = body.get("decision")
+        if decision == "withdraw":
+            # The caller gave up (Ctrl-C at the prompt): the request must not linger in the list.
+            p = svc.gate.decide(approval_id, allow=False, by="the caller withdrew it")
+            svc.gate.pending.pop(p.id, None)
+            return JSONResponse({"id": p.id, "decision": "withdrawn"})
+        if decision not in ("allow", "deny"):
+            raise InvalidInput('expected {"decision": "allow"|"deny", "scope": "once"|"session"|"always"}')
+        scope = str(body.get("scope", "once"))
+        if getattr(request.state, "via", None) == "studio":
+            by = f"the Studio ({scope})" if decision == "allow" else "denied in the Studio"
+        else:
+            by = f"monad approvals {decision}" + (f" --{scope}" if decision == "allow" and scope != "once" else "")
+        p = svc.gate.decide(approval_id, allow=decision == "allow", scope=scope, by=by)
+        return JSONResponse({"id": p.id, "decision": decision, "scope": scope, "server": p.server,
+                             "tool": p.tool, "exposed": p.exposed})
+
+    return [
+        Route("/v1/tools", list_tools),
+        Route("/v1/tools/changes", changes),
+        Route("/v1/tools/call", call, methods=["POST"]),
+        Route("/v1/tools/sets/{name}", tool_set),
+        Route("/v1/approvals", approvals),
+        Route("/v1/approvals/{id}", decide, methods=["POST"]),
+    ]

@@ -1,0 +1,257 @@
+"""One gateway client's MCP server inside the supervisor (a `GatewaySession`).
+
+Every client of `monad mcp serve` gets its own session: its own `mcp.server.Server` (the
+SDK's lowlevel server; building one costs ~25 µs), its view (`GatewayView`: facts, set
+environment names, server filter, approval timeout), its `load_tools` loads and its own
+list-changed delivery. The session calls the supervisor's `ToolService` directly: the
+same approval gate and the same journal row (`via: gateway`) as `monad mcp call`.
+
+- tools/list: the exposed tools `gateway/policy.py` lets this view see (deferred tools once
+  loaded, no server whose `condition` fails or that its filter leaves out), plus the
+  `load_tools` meta-tool when anything is deferred, never a tool a tool filter hides (the
+  servers', features/tools.toml's and this view's `--include-tools`/`--exclude-tools`).
+  Conditions are re-evaluated on every list and call.
+- tools/call: `ToolService.call(..., via="gateway", approval={"mode": "wait"})`, through
+  `call`, which both the SDK's handler and the stdio direct lane (`gateway/direct.py`, plain
+  calls past the SDK's per-request machinery) run. A call that
+  is denied, not approved in time, refused by a pin or failed upstream is a tool error
+  (`isError: true`) with the one-line reason; an unknown tool is a protocol error
+  (-32602; MCP spec, server/tools "Error Handling"). The caller's `_meta.progressToken`
+  makes the upstream call ask for progress, and every notifications/progress of the
+  server is passed on under the caller's token (basic/utilities/progress). Cancelling
+  the request (notifications/cancelled, or the client going away) cancels the upstream
+  call: the SDK sends notifications/cancelled to the server.
+- list changes: `notify_changed()` publishes `ToolsListChanged` to this session's
+  2026-07-28 `subscriptions/listen` streams and sends notifications/tools/list_changed to
+  its legacy (≤ 2025-11-25) connections. Both eras advertise `tools.listChanged: true`, on
+  stdio and on HTTP alike.
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import anyio.abc
+import mcp_types as types
+from mcp.server import Server
+from mcp.server.lowlevel.server import NotificationOptions
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from monad_cli import __version__
+from monad_cli.core.errors import MonadError, NotFound
+from monad_cli.core.hello import GatewayView
+from monad_cli.daemon.gateway.direct import DirectCalls
+from monad_cli.daemon.gateway.policy import (
+    LOAD_TOOLS,
+    LoadedTools,
+    check_call,
+    load_tools,
+    load_tools_tool,
+    offers_load_tools,
+    server_available,
+    visible_tools,
+)
+from monad_cli.daemon.trust.servers import ProgressFn
+from monad_cli.daemon.trust.service import ToolService
+
+log = logging.getLogger("monad.gateway")
+# What `ToolService.call` adds to a CallToolResult, and the listing's own keys.
+_OUR_KEYS = frozenset({"callId", "server", "tool", "name", "decidedBy"})
+_ROW_KEYS = frozenset({"server", "tool", "autoApproved", "deferred", "condition"})
+_SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"
+
+
+class GatewayServer(Server[Any]):
+    """The SDK's lowlevel `Server`, advertising `tools.listChanged: true` however it is run:
+    `Server.run` (the relay) passes our options, but the streamable-HTTP manager builds them
+    with no `NotificationOptions` (listChanged false) unless this default says otherwise."""
+
+    def create_initialization_options(self, notification_options: NotificationOptions | None = None,
+                                      experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+                                      extensions: dict[str, dict[str, Any]] | None = None) -> Any:
+        return super().create_initialization_options(notification_options or NotificationOptions(tools_changed=True),
+                                                     experimental_capabilities, extensions)
+
+
+def _text_result(text: str, *, error: bool) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": text}], "isError": error}
+
+
+class GatewaySession:
+    """One gateway client: its view, its loads, its `Server` and its list-changed delivery.
+
+    Owns no MCP client session and decides no approval: every call goes through
+    `ToolService.call`. Never reads a definition file or a secret, and answers nothing
+    itself except the `load_tools` meta-tool. `scrub` redacts every error text it returns.
+    """
+
+    def __init__(self, tools: ToolService, view: GatewayView, *, scrub: Callable[[str], str]) -> None:
+        self.tools = tools
+        self.view = view
+        self.scrub = scrub
+        self.environ = view.environ
+        self.loaded = LoadedTools()
+        self.bus = InMemorySubscriptionBus()
+        self.listen = ListenHandler(self.bus)
+        # `ctx.session` is built per request; the SDK exposes no public handle on the
+        # long-lived per-client Connection, whose standalone channel carries notifications.
+        self.legacy_connections: weakref.WeakSet[Any] = weakref.WeakSet()
+        self.server = GatewayServer("monad", version=__version__, title="monad gateway",
+                                    on_list_tools=self.list_tools, on_call_tool=self.call_tool,
+                                    on_subscriptions_listen=self.listen)
+        # The SDK's default middleware opens an OpenTelemetry span per request, which does
+        # nothing until an exporter is installed; emptying the list is the SDK's opt-out.
+        # The supervisor installs no exporter, so on the gateway's hot path it is cost only.
+        self.server.middleware.clear()
+        self.lane: DirectCalls | None = None
+        self.sdk_calls = 0  # tools/calls the SDK's server handled (the rest: `lane.taken`)
+
+    def init_options(self) -> Any:
+        return self.server.create_initialization_options()
+
+    def _remember(self, ctx: Any) -> None:
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            conn = getattr(ctx.session, "_connection", None)
+            if conn is not None:
+                self.legacy_connections.add(conn)
+
+    def _policy(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
+        """The policy's inputs from `ToolService.listing()` rows. The service already decided
+        which tools are deferred (server flag or tools.toml glob); exposed names are
+        `[A-Za-z0-9_-]` only, so each deferred name is an exact-match glob."""
+        by_server: dict[str, list[str]] = {}
+        conditions: dict[str, str | None] = {}
+        for row in rows:
+            by_server.setdefault(row["server"], []).append(row["name"])
+            conditions[row["server"]] = row.get("condition")
+        return dict(tools_by_server=by_server, deferred_servers=(),
+                    deferred_globs=[r["name"] for r in rows if r.get("deferred")], conditions=conditions,
+                    facts=self.view.facts, environ=self.environ, server_filter=self.view.server_filter)
+
+    async def list_tools(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        self._remember(ctx)
+        rows = self.tools.listing(include=self.view.include_tools, exclude=self.view.exclude_tools)
+        policy = self._policy(rows)
+        by_server = policy.pop("tools_by_server")
+        shown = set(visible_tools(by_server, loaded=self.loaded, **policy))
+        listed: list[dict[str, Any]] = [{k: v for k, v in row.items() if k not in _ROW_KEYS}
+                                        for row in rows if row["name"] in shown]
+        available = {s: names for s, names in by_server.items()
+                     if server_available(s, conditions=policy["conditions"], facts=self.view.facts,
+                                         environ=self.environ, server_filter=self.view.server_filter)}
+        if offers_load_tools(available, deferred_servers=(), deferred_globs=policy["deferred_globs"]):
+            listed.append(load_tools_tool(available, deferred_servers=(), deferred_globs=policy["deferred_globs"]))
+        # The model, not a dict: it carries the 2026-07-28 cache fields (ttlMs, cacheScope).
+        return types.ListToolsResult(tools=[types.Tool.model_validate(t) for t in listed])
+
+    async def _load_tools(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The `load_tools` meta-tool: local to the session (no upstream call, no approval)."""
+        policy = self._policy(self.tools.listing(include=self.view.include_tools, exclude=self.view.exclude_tools))
+        try:
+            result = load_tools(self.loaded, servers=arguments.get("servers") or [],
+                                tools=arguments.get("tools") or [], **policy)
+        except ValueError as e:
+            return _text_result(str(e), error=True)
+        self.loaded = result.loaded
+        if result.changed:
+            await self.notify_changed()
+        failed = not result.added and bool(result.unknown_servers or result.unmatched_globs or result.hidden)
+        return _text_result(result.summary(), error=failed)
+
+    def _refusal(self, exposed: str) -> str | None:
+        """Why this view may not call `exposed` now (filter or condition), or None. Cheap:
+        one name lookup, not the whole listing (this is on every call's path)."""
+        server = self.tools.server_of(exposed)
+        if server is None:
+            return None  # unknown or refused by a pin: the service says which
+        actor = self.tools.servers.get(server)
+        condition = actor.spec.condition if actor is not None and actor.spec is not None else None
+        return check_call(exposed, {server: [exposed]}, conditions={server: condition}, facts=self.view.facts,
+                          environ=self.environ, server_filter=self.view.server_filter)
+
+    async def call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> Any:
+        """The SDK's tools/call handler (every call `gateway/direct.py` does not take)."""
+        self._remember(ctx)
+        self.sdk_calls += 1
+        progress: ProgressFn | None = None
+        raw_meta = (ctx.params or {}).get("_meta")
+        if isinstance(raw_meta, dict) and raw_meta.get("progressToken") is not None:
+            session = ctx.session
+
+            async def forward(progress: float, total: float | None, message: str | None) -> None:
+                # Sent on this request's own channel under the caller's progressToken.
+                await session.report_progress(progress, total, message)
+
+            progress = forward
+        # A dict, not a CallToolResult: the SDK validates the wire shape once, on the way out.
+        return await self.call(params.name, params.arguments, ctx.protocol_version, progress=progress)
+
+    async def call(self, name: str, arguments: dict[str, Any] | None, protocol_version: str, *,
+                   progress: ProgressFn | None = None) -> dict[str, Any]:
+        """One tools/call of this view at `protocol_version` (the client's): the result as a
+        dict in that era's vocabulary. Raises MCPError(-32602) for an unknown tool; every
+        other failure is a tool error result (`isError: true`)."""
+        result = await self._call(name, arguments, progress)
+        # `resultType` is 2026-07-28 vocabulary (required there, unknown before); the upstream
+        # server's era need not be the client's.
+        if protocol_version in MODERN_PROTOCOL_VERSIONS:
+            result.setdefault("resultType", "complete")
+        else:
+            result.pop("resultType", None)
+        return result
+
+    async def _call(self, name: str, arguments: dict[str, Any] | None,
+                    progress: ProgressFn | None) -> dict[str, Any]:
+        if name == LOAD_TOOLS:
+            return await self._load_tools(arguments or {})
+        refused = self._refusal(name)
+        if refused:
+            return _text_result(refused, error=True)
+        approval = {"mode": "wait", "timeout": self.view.approval_timeout}
+        try:
+            # The service refuses a hidden tool (with this view's globs), naming the rule.
+            data = await self.tools.call(name, arguments, via="gateway", approval=approval,
+                                         progress=progress, write_behind=True, include=self.view.include_tools,
+                                         exclude=self.view.exclude_tools)
+        except NotFound as e:  # no such tool: a protocol error (MCP spec, server/tools "Error Handling")
+            raise MCPError(code=types.INVALID_PARAMS, message=self.scrub(e.message)) from None
+        except MonadError as e:
+            # Refusals, invalid arguments and upstream failures are tool errors the model can read.
+            return _text_result(self.scrub(e.message), error=True)
+        result = {k: v for k, v in data.items() if k not in _OUR_KEYS}
+        meta = result.pop("_meta", None)
+        if meta:  # the upstream server's own identity is not ours to pass on
+            meta = {k: v for k, v in meta.items() if k != _SERVER_INFO_META}
+            if meta:
+                result["_meta"] = meta
+        return result
+
+    def direct_lane(self, writer: Any, tg: anyio.abc.TaskGroup) -> DirectCalls:
+        """This session's direct lane for one relay connection (`gateway/direct.py`)."""
+        self.lane = DirectCalls(self.call, writer.send_line, tg, server_info=self.server.server_info_stamp,
+                                listed=lambda: bool(self.legacy_connections))
+        return self.lane
+
+    def calls_summary(self) -> str:
+        direct = self.lane.taken if self.lane is not None else 0
+        return f"{direct + self.sdk_calls} tools/call ({direct} on the direct lane)"
+
+    async def notify_changed(self) -> None:
+        await self.bus.publish(ToolsListChanged())
+        for conn in list(self.legacy_connections):
+            try:
+                await conn.send_tool_list_changed()
+            except Exception:  # noqa: BLE001 - a gone client must not stop the others
+                self.legacy_connections.discard(conn)
+
+    def close(self) -> None:
+        """End this session's listen streams (the client is gone)."""
+        self.listen.close()
+
+
+__all__ = ["GatewayServer", "GatewaySession"]

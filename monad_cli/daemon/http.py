@@ -1,0 +1,93 @@
+"""What every control API route shares: the JSON body reader and the one error boundary.
+
+Routes just raise. `ErrorBoundary` is the only place an exception becomes an HTTP answer:
+a `MonadError` is answered with its kind's status and `{"error": {"code", "message"}}`
+(`control/envelope.py`); anything else is a bug, answered 500 `internal` and logged once.
+Every message passes through the supervisor's redaction function on the way out.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from monad_cli.core.envelope import encode_error, envelope
+from monad_cli.core.errors import InvalidInput, MonadError
+
+MAX_BODY = 1024 * 1024  # bytes; a control request is a few hundred
+
+log = logging.getLogger("monad.control")
+
+
+def error_response(status: int, code: str, message: str) -> JSONResponse:
+    """`{"error": {"code", "message"}}` with `status`: the one error shape of the API."""
+    return JSONResponse(envelope(code, message), status_code=status)
+
+
+def error_answer(exc: Exception, *, scrub: Callable[[str], str], where: str = "") -> JSONResponse:
+    """The answer for `exc`: its kind's status and envelope, the message scrubbed. A
+    non-`MonadError` is logged (with its traceback) and answered 500 `internal`."""
+    if isinstance(exc, MonadError):
+        if type(exc) is MonadError:  # raised without a kind: worth a line in the log
+            log.warning("control API error on %s: %s", where, scrub(exc.message))
+        body = encode_error(exc)
+        body["error"]["message"] = scrub(exc.message)
+        return JSONResponse(body, status_code=type(exc).http_status)
+    log.exception("control API error on %s", where)
+    return error_response(MonadError.http_status, MonadError.code, scrub(f"{type(exc).__name__}: {exc}"))
+
+
+class ErrorBoundary:
+    """ASGI middleware around the control app's routes (inside Starlette's own
+    ServerErrorMiddleware, outside its ExceptionMiddleware, so route-not-found stays
+    Starlette's plain 404/405).
+
+    Owns: turning every exception a route raises into its answer (`error_answer`), so
+    nothing is re-raised to uvicorn (no second traceback, the keep-alive connection
+    survives). Never answers twice: an exception after the response started is re-raised.
+    """
+
+    def __init__(self, app: ASGIApp, scrub: Callable[[str], str]) -> None:
+        self.app = app
+        self.scrub = scrub
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watch(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watch)
+        except Exception as exc:  # the error boundary: every exception a route raises ends here
+            if started:
+                raise
+            answer = error_answer(exc, scrub=self.scrub, where=f"{scope.get('method')} {scope.get('path')}")
+            await answer(scope, receive, send)
+
+
+async def read_json_body(request: Request) -> dict[str, Any]:
+    """The request's JSON object (`{}` when empty). Raises InvalidInput when too large,
+    not JSON, or not an object."""
+    raw = await request.body()
+    if len(raw) > MAX_BODY:
+        raise InvalidInput("request body too large")
+    try:
+        body = json.loads(raw or b"{}")
+    except ValueError:
+        raise InvalidInput("request body is not JSON") from None
+    if not isinstance(body, dict):
+        raise InvalidInput("request body must be a JSON object")
+    return body

@@ -1,0 +1,158 @@
+"""`monad daemon run`: the supervisor's process entry (no typer here).
+
+`python -m monad_cli.daemon` (what `monad daemon start` runs) and `monad daemon run`
+both end in `run`. Startup is "spawn first, import while they start": the daemon lock, the
+definitions and the stdio servers' processes come before the SDK and the HTTP stack are
+imported (`supervisor/startup.py`); this module imports neither itself. The journal's ORM
+(SQLModel) comes after the start (`startup.after_start`).
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib.util
+import logging
+import logging.handlers
+import os
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import anyio
+
+from monad_cli.core.envelope import encode_line
+from monad_cli.core.errors import Conflict, MonadError, Unavailable
+from monad_cli.core.paths import Paths
+
+if TYPE_CHECKING:
+    from monad_cli.daemon.supervisor import Supervisor
+
+LOG_CAP_BYTES = 10 * 1024 * 1024
+
+
+class _ScrubFilter(logging.Filter):
+    """Every log line passes the supervisor's redaction function before any handler."""
+
+    def __init__(self, scrub: Callable[[str], str]) -> None:
+        super().__init__()
+        self.scrub = scrub
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = self.scrub(record.getMessage())
+        record.args = ()
+        return True
+
+
+def _setup_logging(paths: Paths, scrub: Callable[[str], str], *, to_stderr: bool) -> None:
+    paths.ensure()
+    root = logging.getLogger()
+    root.setLevel(logging.DEBUG if os.environ.get("MONAD_DEBUG") == "1" else logging.INFO)
+    fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    handlers: list[logging.Handler] = [
+        logging.handlers.RotatingFileHandler(paths.daemon_log, maxBytes=LOG_CAP_BYTES, backupCount=3)]
+    if to_stderr:
+        handlers.append(logging.StreamHandler(sys.stderr))
+    for h in handlers:
+        h.setFormatter(fmt)
+        h.addFilter(_ScrubFilter(scrub))
+        root.addHandler(h)
+    for noisy in ("uvicorn", "uvicorn.error", "httpx2", "httpcore", "mcp", "watchfiles"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def use_uvloop() -> bool:
+    """Whether the supervisor runs on uvloop: when it is installed (a dependency on POSIX)
+    and `MONAD_EVENT_LOOP` is not `asyncio`. Every session, the gateway and the control API
+    share this one loop; libuv's costs ~10-15 % less supervisor CPU per gateway call than
+    the standard library's selector loop (bench/README.md). `MONAD_EVENT_LOOP=asyncio`
+    is the way back, to rule the loop out when debugging."""
+    if os.environ.get("MONAD_EVENT_LOOP", "").lower() == "asyncio":
+        return False
+    return importlib.util.find_spec("uvloop") is not None
+
+
+def run(paths: Paths, *, include: list[str] | None = None, exclude: list[str] | None = None) -> int:
+    """Run the supervisor in this process until SIGTERM/SIGINT or `daemon stop`.
+
+    `include`/`exclude` are validated server-name globs from `--include-mcps` /
+    `--exclude-mcps` (None: not given, `features/mcp.toml` decides).
+
+    Returns the exit status: 0 after a clean stop, 1 when it could not start (another
+    supervisor owns this MONAD_HOME, or a `required` server failed).
+    """
+    ready_fd = int(os.environ.pop("MONAD_READY_FD", "-1"))
+    check_required = os.environ.pop("MONAD_SKIP_REQUIRED", "") != "1"
+    holder: list[Supervisor] = []  # the supervisor, once the SDK is imported and it exists
+
+    def scrub(text: str) -> str:
+        return holder[0].scrub(text) if holder else text  # before it exists no secret is known
+
+    _setup_logging(paths, scrub, to_stderr=ready_fd < 0)
+    log = logging.getLogger("monad.supervisor")
+
+    def notify(error: MonadError | None) -> None:
+        # The ready pipe speaks the API's error envelope, so the starter branches on the
+        # kind (`Conflict`: another supervisor won the start race), never on the text.
+        nonlocal ready_fd
+        if ready_fd >= 0:
+            msg = "ok\n" if error is None else encode_line(type(error)(scrub(error.message)))
+            try:
+                os.write(ready_fd, msg.encode())
+            finally:
+                os.close(ready_fd)
+                ready_fd = -1
+
+    def on_ready(reason: str | None) -> None:
+        # `reason`: a required server failed, so this supervisor cannot offer what was asked.
+        notify(None if reason is None else Unavailable(reason))
+
+    async def main() -> None:
+        # No cyclic collection while the imports below make ~1.2e5 long-lived objects: the
+        # collector would walk them again and again (~0.1 s of the start's CPU, measured) to
+        # find a few hundred cycles. Frozen and enabled again once they are in (below).
+        gc.disable()
+        from monad_cli.daemon.startup import acquire_daemon_lock, spawn_early
+
+        lock = acquire_daemon_lock(paths)
+        await spawn_early(paths, os.environ, include=include, exclude=exclude)
+        # Only now the SDK and the HTTP stack (~0.55 s of CPU): the servers start meanwhile.
+        import monad_cli.daemon.api.server  # noqa: F401 - imported here, not mid-connect
+        from monad_cli.daemon.supervisor import Supervisor
+
+        # The imports made ~1e5 long-lived objects (pydantic schemas above all); a full
+        # collection walking them takes 0.1-0.2 s, a pause in the middle of some call. Freeze
+        # them out of the collector's generations (Python docs, `gc.freeze`): later
+        # collections walk only what the supervisor made since.
+        gc.freeze()
+        gc.enable()
+
+        sup = Supervisor(paths, include=include, exclude=exclude)
+        sup.check_required = check_required
+        sup._lock_fd = lock
+        holder.append(sup)
+        await sup.run(on_ready=on_ready)
+
+    try:
+        anyio.run(main, backend_options={"use_uvloop": use_uvloop()})
+    except Conflict as e:  # another supervisor holds this MONAD_HOME's daemon lock
+        notify(e)
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except MonadError as e:  # e.g. the journal's settings (docs/fleet.md): nothing started yet
+        notify(e)
+        log.error("not started: %s", scrub(e.message))
+        print(f"error: the supervisor did not start: {scrub(e.message)}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BaseException as e:
+        from monad_cli.daemon.supervisor import StartupFailed
+
+        if isinstance(e, StartupFailed):
+            log.error("not started: %s", e)
+            print(f"error: the supervisor did not start: {scrub(str(e))}", file=sys.stderr)
+            return 1
+        log.exception("supervisor crashed")
+        notify(MonadError(f"crashed: {type(e).__name__}: {e}"))
+        raise
+    return 0

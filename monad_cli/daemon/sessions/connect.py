@@ -1,0 +1,128 @@
+"""How an actor reaches its server: the transport for the definition, the bounds it gets,
+and what earlier connections to the same definition taught.
+
+- stdio → transports.stdio_transport; http → remote.streamable_http_transport, or
+  remote.sse_transport for a legacy HTTP+SSE endpoint (2024-11-05), found by the spec's
+  backwards-compatibility procedure (remote.legacy_sse_candidate) or remembered.
+- `Learned`: a server found to speak only the handshake era (up to 2025-11-25) is
+  reconnected with `mode="legacy"` — straight to `initialize`, no `server/discover` probe —
+  and one found on legacy SSE straight over SSE. Kept in memory per definition (its
+  connection fingerprint): a changed definition or `monad mcp reconnect` forgets it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING, Any, Literal
+
+import anyio.abc
+from mcp import Client
+from mcp_types import Tool
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from monad_cli.config.schema import ServerSpec
+from monad_cli.config.workdir import default_workdir
+from monad_cli.core.paths import Paths
+from monad_cli.daemon.sessions.exchange import discover_budget
+from monad_cli.daemon.sessions.processes import SpawnRecords
+from monad_cli.daemon.sessions.remote import sse_transport, streamable_http_transport
+from monad_cli.daemon.sessions.stderr import StderrSink
+from monad_cli.daemon.sessions.transports import Connection, TransportOptions, stdio_transport
+from monad_cli.daemon.sessions.upkeep import ToolRefresh, keep_alive
+
+if TYPE_CHECKING:
+    import httpx2
+
+Mode = Literal["auto", "legacy"]
+
+
+@dataclass
+class Learned:
+    """What connecting to one definition showed: `legacy` (no 2026-07-28), `sse`."""
+
+    fingerprint: str | None = None
+    legacy: bool = False
+    sse: bool = False
+
+    def for_spec(self, spec: ServerSpec) -> Learned:
+        """Itself, forgotten first if `spec` is not the definition it was learned from."""
+        fingerprint = spec.connection_fingerprint()
+        if fingerprint != self.fingerprint:
+            self.fingerprint, self.legacy, self.sse = fingerprint, False, False
+        return self
+
+    def note(self, protocol_version: str | None, transport: str | None) -> None:
+        """After a successful connect: remember the era and the HTTP transport."""
+        self.legacy = protocol_version not in MODERN_PROTOCOL_VERSIONS
+        self.sse = transport == "sse"
+
+    def mode(self, *, over_sse: bool) -> Mode:
+        # HTTP+SSE is the 2024-11-05 transport: the modern era is not defined over it.
+        return "legacy" if self.legacy or over_sse else "auto"
+
+
+def options_for(spec: ServerSpec, paths: Paths) -> TransportOptions:
+    """The bounds of a connection to `spec`: its message limit, a `server/discover` budget
+    from its connect timeout, its default working directory, the spawn records."""
+    return TransportOptions(max_message_bytes=spec.max_message_bytes, discover_budget=discover_budget(spec.timeout),
+                            workdir=str(default_workdir(paths, spec.name)), records=SpawnRecords(paths.run_dir))
+
+
+def transport_for(spec: ServerSpec, conn: Connection, sink: StderrSink, paths: Paths, *,
+                  auth: httpx2.Auth | None, over_sse: bool) -> AbstractAsyncContextManager[Any]:
+    """The transport (an async CM yielding the session's read and write streams)."""
+    options = options_for(spec, paths)
+    if spec.transport == "stdio":
+        return stdio_transport(spec, sink, conn, options)
+    if over_sse:
+        return sse_transport(spec, conn, options, auth=auth)
+    return streamable_http_transport(spec, conn, options, auth=auth)
+
+
+MAX_TOOL_PAGES = 1000
+
+
+async def list_all_tools(client: Client) -> tuple[list[Tool], str | None]:
+    """Every page of tools/list; a repeated cursor ends the listing with a problem."""
+    tools: list[Tool] = []
+    seen: set[str] = set()
+    cursor: str | None = None
+    for _ in range(MAX_TOOL_PAGES):
+        result = await client.list_tools(cursor=cursor)
+        tools.extend(result.tools)
+        cursor = result.next_cursor
+        if cursor is None:
+            return tools, None
+        if cursor in seen:
+            return tools, f"tools/list repeated cursor {cursor[:40]!r}; stopped after {len(seen) + 1} pages"
+        seen.add(cursor)
+    return tools, f"tools/list did not end after {MAX_TOOL_PAGES} pages"
+
+
+async def ping(client: Client) -> None:
+    """A liveness check: `ping` (MCP spec, basic/utilities "Ping"), or `server/discover` on
+    2026-07-28, where `ping` was removed and discover is the cheap stateless request."""
+    if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        await client.session.send_discover(client.protocol_version)
+    else:
+        await client.session.send_ping()
+
+
+def start_upkeep(tg: anyio.abc.TaskGroup, client: Client, conn: Connection, refresh: ToolRefresh, *,
+                 on_hung: Callable[[str], None]) -> None:
+    """Start a connected session's upkeep in `tg` (the session's task group): the tool
+    re-listing worker, the idle-liveness pings (upkeep.py), and a re-listing after a
+    restarted remote's new session (remote.SessionKeeper), which may list other tools."""
+    tg.start_soon(refresh.run)
+    keeper = conn.extra.get("keeper")
+    if keeper is not None:
+        keeper.on_reinitialized = lambda: refresh.request(announced=False)
+    exchange = conn.exchange
+    if exchange is not None:
+        tg.start_soon(partial(keep_alive, partial(ping, client),
+                              idle_for=lambda: time.monotonic() - exchange.last_received,
+                              busy=lambda: bool(exchange.unmatched_candidates()), on_hung=on_hung))

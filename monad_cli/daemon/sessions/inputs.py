@@ -1,0 +1,95 @@
+"""Routing a server's requests for input to the tool call they belong to.
+
+The actor's `mcp.Client` gets `InputRouter.elicitation_callback`, which advertises form and
+URL elicitation and is what the SDK calls both for a legacy `elicitation/create` request
+and for each `elicitation/create` inside a 2026-07-28 `InputRequiredResult` (SEP-2322: the
+SDK runs the rounds, echoes `requestState` untouched and sends each retry with a new
+JSON-RPC id). Which call a request belongs to:
+
+- a 2026 round runs in the calling task, so the handler is in a context variable set for
+  the length of the call (tasks the SDK starts for concurrent requests inherit it, and a
+  call made meanwhile from elsewhere has its own);
+- a legacy request arrives on the session's receive task, outside any call: it goes to the
+  only call in flight that has a handler, and is refused when there are several (the
+  session does not say which request it relates to).
+
+With no handler the request is refused with an error naming why, and the call fails with it.
+A request that names a 2025-11-25 task goes to the task manager instead (`callback`).
+Sampling and roots are not offered: monad has no model and no roots to give.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+
+from mcp.client.session import ElicitationFnT
+from mcp_types import INVALID_REQUEST, ElicitRequestParams, ElicitResult, ErrorData
+
+from monad_cli.daemon.tasks.legacy import related_task_id
+from monad_cli.daemon.trust.inputs import InputHandler, InputRefused
+
+log = logging.getLogger("monad.actor")
+_current: ContextVar[InputHandler | None] = ContextVar("monad_input_handler", default=None)
+
+
+class InputRouter:
+    """One per server session (see the module docstring). `server` names it in messages."""
+
+    def __init__(self, server: str) -> None:
+        self.server = server
+        self._inflight: list[InputHandler] = []
+
+    @contextmanager
+    def serving(self, handler: InputHandler | None) -> Iterator[None]:
+        """The requests for input of the call made inside this block go to `handler`."""
+        token = _current.set(handler)
+        if handler is not None:
+            self._inflight.append(handler)
+        try:
+            yield
+        finally:
+            _current.reset(token)
+            if handler is not None:
+                self._inflight.remove(handler)
+
+    def _handler(self) -> InputHandler | None:
+        handler = _current.get()
+        if handler is None and len(self._inflight) == 1:
+            handler = self._inflight[0]
+        return handler
+
+    def callback(self, tasks: ElicitationFnT | None = None) -> ElicitationFnT:
+        """The session's `elicitation_callback=`: a request that names a task of the session
+        (`_meta` "io.modelcontextprotocol/related-task", 2025-11-25 tasks) goes to `tasks` (the
+        task manager's, which holds it as that task's input request); any other to its call."""
+
+        async def elicit(context: Any, params: ElicitRequestParams) -> ElicitResult | ErrorData:
+            if tasks is not None and (related_task_id(getattr(context, "meta", None))
+                                      or related_task_id(params.meta)):
+                result: ElicitResult | ErrorData = await tasks(context, params)
+                return result
+            return await self.elicitation_callback(context, params)
+
+        return elicit
+
+    async def elicitation_callback(self, context: Any, params: ElicitRequestParams) -> ElicitResult | ErrorData:
+        handler = self._handler()
+        if handler is None:
+            why = ("several calls are waiting and the request does not say which it is for" if self._inflight
+                   else "the caller of this tool call cannot answer questions")
+            return ErrorData(code=INVALID_REQUEST, message=f"monad: server `{self.server}` asked for input, "
+                                                           f"but {why}")
+        request = {"method": "elicitation/create",
+                   "params": params.model_dump(by_alias=True, mode="json", exclude_none=True)}
+        try:
+            answer = await handler(request)
+            return ElicitResult.model_validate(answer)
+        except InputRefused as e:
+            return ErrorData(code=INVALID_REQUEST, message=f"monad: {e}")
+        except ValueError as e:  # an answer that is not an ElicitResult
+            log.warning("server %s: an input answer was not usable: %s", self.server, type(e).__name__)
+            return ErrorData(code=INVALID_REQUEST, message="monad: the answer to the server's question was not usable")

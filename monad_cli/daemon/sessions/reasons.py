@@ -1,0 +1,143 @@
+"""Why a connection attempt or a session ended, in the words `monad mcp status` shows.
+
+Pure functions of what the actor saw: the server's definition, the phase it was in, the
+`Connection` record (pid, exit status, last HTTP status, a protocol error), the last
+stderr lines, and the reason the OAuth provider gave. `classify` also decides what the
+actor does next: `fatal` (no retry: the command cannot start), `needs-auth` (wait for
+`monad mcp authorize`) or `failed` (back off and retry).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from mcp import MCPError
+from mcp_types import CONNECTION_CLOSED
+
+from monad_cli.config.schema import ServerSpec
+from monad_cli.core.redact import redact_url
+from monad_cli.daemon.sessions.framing import format_size
+from monad_cli.daemon.sessions.spawn import SpawnError
+from monad_cli.daemon.sessions.transports import Connection
+
+Verdict = Literal["fatal", "failed", "needs-auth"]
+STDERR_IN_REASON = 3
+# Transport errors matched by name, so httpx2's and those of the connection layer under it
+# (httpcore2, which uses the same names) are both recognised.
+_CONNECT_ERRORS = ("ConnectError", "ConnectTimeout")
+_TRANSFER_ERRORS = ("ReadTimeout", "WriteTimeout", "PoolTimeout", "RemoteProtocolError", "ReadError")
+
+
+def leaf_exceptions(exc: BaseException) -> list[BaseException]:
+    """Flatten the ExceptionGroups anyio task groups wrap connect failures in."""
+    if isinstance(exc, BaseExceptionGroup):
+        out: list[BaseException] = []
+        for sub in exc.exceptions:
+            out.extend(leaf_exceptions(sub))
+        return out
+    return [exc]
+
+
+def describe(exc: BaseException) -> str:
+    """One line for an exception: an MCP error's message and code, else its text."""
+    if isinstance(exc, MCPError):
+        return f"{exc.error.message} (MCP error {exc.error.code})"
+    return str(exc) or type(exc).__name__
+
+
+def stderr_hint(lines: Sequence[str]) -> str:
+    """`; stderr: a | b | c` from the last lines a stdio server wrote, or ``."""
+    last = list(lines)[-STDERR_IN_REASON:]
+    return f"; stderr: {' | '.join(last)}" if last else ""
+
+
+def exit_text(conn: Connection) -> str:
+    rc = conn.returncode
+    if rc is None:
+        return "closed its stdout"
+    if rc < 0:
+        return f"was killed by signal {-rc}"
+    return f"exited with status {rc}"
+
+
+def stray_hint(conn: Connection) -> str:
+    """`; it wrote N lines to stdout that are not JSON-RPC (the first: …)`, or ``.
+
+    A server that prints a banner or its logs to stdout usually never answers in a way the
+    client can read; saying so names the fix (the stdio transport keeps stdout for messages).
+    """
+    if not conn.stray_lines:
+        return ""
+    lines = "a line" if conn.stray_lines == 1 else f"{conn.stray_lines} lines"
+    return (f"; it wrote {lines} to stdout that {'is' if conn.stray_lines == 1 else 'are'} not JSON-RPC "
+            f"(the first: {conn.first_stray_line!r}): a stdio server must log to stderr, not stdout")
+
+
+def explain_timeout(spec: ServerSpec, phase: str, stderr: Sequence[str], conn: Connection | None = None) -> str:
+    """Why a connect attempt ran out of time: the phase it was in, stdout noise, the stderr tail."""
+    noise = stray_hint(conn) if conn is not None else ""
+    if conn is not None and conn.oversize_messages:
+        # Its answer may be the message that was skipped: the limit is the fix, not the server.
+        n = conn.oversize_messages
+        noise = (f"; {'a stdout message' if n == 1 else f'{n} stdout messages'} over the "
+                 f"{format_size(spec.max_message_bytes)} message limit {'was' if n == 1 else 'were'} skipped "
+                 f"(raise `maxMessageBytes` in `{spec.source}`){noise}")
+    elif conn is not None and spec.transport == "stdio" and not conn.stdout_lines:
+        # Often a server that buffers its stdout (a pipe is not a terminal) or reads a config first.
+        noise = "; it wrote nothing to its stdout (does it flush its output?)"
+    return f"timed out after {spec.timeout:g} s while {phase}{noise}{stderr_hint(stderr)}"
+
+
+def explain_closed(spec: ServerSpec, conn: Connection, stderr: Sequence[str]) -> str:
+    """A live session ended."""
+    if conn.hung:
+        return conn.hung
+    if conn.protocol_error:
+        return f"closed the session: {conn.protocol_error}"
+    if spec.transport == "stdio":
+        return f"server process {exit_text(conn)}{stderr_hint(stderr)}"
+    return "the server closed the connection"
+
+
+def classify(spec: ServerSpec, exc: BaseException, phase: str, *, conn: Connection | None,
+             auth_reason: str | None, stderr: Sequence[str]) -> tuple[Verdict, str]:
+    """(what to do next, the reason) for a connection attempt that raised `exc` in `phase`.
+
+    `auth_reason`: what the server's OAuth provider reported during the attempt, if anything.
+    A 401 is `needs-auth` (RFC 6750 §3.1 `invalid_token`; MCP spec, basic/authorization).
+    """
+    leaves = leaf_exceptions(exc)
+    url = redact_url(spec.url or "")
+    for leaf in leaves:
+        if isinstance(leaf, SpawnError):
+            return "fatal", str(leaf)
+    if conn and conn.protocol_error:
+        return "failed", f"{conn.protocol_error} while {phase}"
+    if spec.transport == "http" and auth_reason:
+        return "needs-auth", auth_reason
+    if spec.transport == "http" and conn is not None:
+        status = conn.last_http_status
+        if status == 401:
+            if spec.auth.mode in ("bearer", "headers"):
+                field = "auth.token" if spec.auth.mode == "bearer" else "auth.headers"
+                return "needs-auth", (f"the server answered 401 Unauthorized: it rejected the credentials "
+                                      f"in `{field}`; update them in `{spec.source}`")
+            return "needs-auth", f"the server answered 401 Unauthorized; run `monad mcp authorize {spec.name}`"
+        if status is not None and status >= 400 and status != 404:
+            return "failed", f"HTTP {status} from {url} while {phase}"
+    for leaf in leaves:
+        name = type(leaf).__name__
+        if name in _CONNECT_ERRORS:
+            return "failed", f"cannot connect to {url}: {leaf or name}"
+        if name in _TRANSFER_ERRORS:
+            return "failed", f"HTTP error talking to {url}: {leaf or name}"
+    for leaf in leaves:
+        if isinstance(leaf, MCPError) and leaf.error.code == CONNECTION_CLOSED and conn is not None:
+            if spec.transport == "stdio":
+                return "failed", f"server process {exit_text(conn)} while {phase}{stderr_hint(stderr)}"
+            return "failed", f"the server closed the connection while {phase}"
+    first = leaves[0] if leaves else exc
+    if spec.transport == "http" and conn and conn.last_http_status == 404:
+        return "failed", f"HTTP 404 from {url}: is the URL's path right?"
+    return "failed", f"{describe(first)} while {phase}{stderr_hint(stderr)}"

@@ -1,0 +1,328 @@
+"""Transports to remote servers: streamable HTTP, and the legacy HTTP+SSE transport of
+protocol version 2024-11-05, both from the SDK, under monad's own bookkeeping.
+
+- `SessionKeeper`, an httpx2 transport under the SDK's HTTP client, records the status of
+  every POST by JSON-RPC method (the reasons a person reads; `initialize` answered
+  400/404/405 means "try the legacy SSE transport") and keeps a streamable-HTTP session
+  alive across a server restart: a 404 to a request carrying an old `Mcp-Session-Id` is
+  answered by a new `initialize` without a session id, then the request is sent again,
+  once (MCP spec, basic/transports "Session Management", item 4). The SDK's
+  transport keeps sending the old id; the keeper rewrites it to the new one.
+- The session's streams pass through an `Exchange` (exchange.py): the `server/discover`
+  budget, and failing a request locally when the server refused its POST (legacy SSE).
+
+`legacy_sse_candidate(conn)` says when a failed streamable-HTTP connect should be tried
+again as legacy HTTP+SSE: the spec's backwards-compatibility procedure (basic/transports
+"Backwards Compatibility": POST `initialize`; on 400, 404 or 405, GET the URL and expect
+an SSE `endpoint` event).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import httpx2
+from mcp.shared.message import SessionMessage
+
+from monad_cli.config.schema import ServerSpec
+from monad_cli.daemon.sessions.exchange import Exchange, Outgoing
+from monad_cli.daemon.sessions.transports import Connection, TransportOptions, http_headers
+
+log = logging.getLogger("monad.transport")
+
+LEGACY_SSE_STATUSES = frozenset({400, 404, 405})
+SESSION_HEADER = "mcp-session-id"
+HTTP_TIMEOUT_S = 30.0  # the SDK's own defaults (create_mcp_http_client): 30 s,
+SSE_READ_TIMEOUT_S = 300.0  # and 300 s between events of an SSE stream
+
+
+def legacy_sse_candidate(conn: Connection) -> bool:
+    """A failed streamable-HTTP connect whose `initialize` POST was refused the way a
+    GET-only legacy SSE endpoint refuses it."""
+    return conn.post_status.get("initialize") in LEGACY_SSE_STATUSES
+
+
+def _rpc_of(body: bytes) -> tuple[Any, str] | None:
+    """(id, method) of a JSON-RPC request or notification body, else None."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    if isinstance(data, dict) and isinstance(data.get("method"), str):
+        return data.get("id"), data["method"]
+    return None
+
+
+def _sse_or_json_result(body: bytes) -> dict[str, Any] | None:
+    """The `result` of the one JSON-RPC response in a JSON or SSE body."""
+    candidates = [body] + [line[5:] for line in body.splitlines() if line.startswith(b"data:")]
+    for raw in candidates:
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(data, dict) and isinstance(data.get("result"), dict):
+            return data["result"]
+    return None
+
+
+class SessionKeeper(httpx2.AsyncBaseTransport):
+    """An `httpx2.AsyncBaseTransport` wrapping `inner` (see the module docstring).
+
+    `on_refused(id, method, status)`: awaited when a POST carrying a request is answered
+    with a 4xx/5xx status the SDK's transport will not turn into a response itself (the
+    legacy SSE client only logs it, and the request would wait forever)."""
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport, conn: Connection, *,
+                 keep_session: bool = True,
+                 on_refused: Callable[[Any, str, int], Awaitable[None]] | None = None) -> None:
+        self.inner = inner
+        self.conn = conn
+        self.keep_session = keep_session
+        self.on_refused = on_refused
+        self._initialize: tuple[bytes, Any] | None = None
+        self._initialized: tuple[bytes, Any] | None = None
+        self._current: str | None = None  # the session id the server knows now
+        self._renamed: dict[str, str] = {}  # an id the SDK still sends → the current one
+        self._lock = anyio.Lock()
+        self.reinitialized = 0
+        self.on_reinitialized: Callable[[], None] = lambda: None
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        body = await request.aread() if request.method == "POST" else b""
+        rpc = _rpc_of(body) if body else None
+        sent_sid = request.headers.get(SESSION_HEADER)
+        if sent_sid is not None and sent_sid in self._renamed:
+            request.headers[SESSION_HEADER] = self._renamed[sent_sid]
+        response = await self.inner.handle_async_request(request)
+        status = response.status_code
+        self.conn.last_http_status = status
+        if rpc is not None:
+            self.conn.post_status[rpc[1]] = status
+            self._remember(rpc[1], body, request, response)
+        if status == 404 and sent_sid is not None and self.keep_session and self._initialize is not None \
+                and request.method in ("POST", "GET"):
+            await response.aclose()
+            return await self._retry_in_new_session(request, sent_sid)
+        if status >= 400 and rpc is not None and rpc[0] is not None and self.on_refused is not None:
+            await self.on_refused(rpc[0], rpc[1], status)
+        return response
+
+    def _remember(self, method: str, body: bytes, request: httpx2.Request, response: httpx2.Response) -> None:
+        if response.status_code >= 300:
+            return
+        if method == "initialize":
+            self._initialize = (body, request.headers.copy())
+            self._current = response.headers.get(SESSION_HEADER)
+        elif method == "notifications/initialized" and self._initialized is None:
+            self._initialized = (body, request.headers.copy())
+
+    async def _retry_in_new_session(self, request: httpx2.Request, sent_sid: str) -> httpx2.Response:
+        async with self._lock:
+            if self._renamed.get(sent_sid, sent_sid) == self._current:
+                # Nobody re-initialized since this request went out: this one does.
+                new_sid = await self._reinitialize(request)
+                if new_sid is None:
+                    self.conn.mark_closed()  # the actor reconnects from scratch
+                    return httpx2.Response(404, request=request)
+                for old in [sent_sid, *self._renamed]:
+                    self._renamed[old] = new_sid
+            request.headers[SESSION_HEADER] = self._current or ""
+        log.info("retrying a %s in the new session", request.method)
+        return await self.inner.handle_async_request(request)  # once: a second 404 stands
+
+    async def _reinitialize(self, failed: httpx2.Request) -> str | None:
+        """A new session with the restarted server: `initialize` without a session id,
+        the same parameters as the first time, then `notifications/initialized`."""
+        assert self._initialize is not None
+        body, headers = self._initialize
+        headers = headers.copy()
+        headers.pop(SESSION_HEADER, None)
+        headers.pop("content-length", None)
+        if "authorization" in failed.headers:  # the token may have been refreshed since
+            headers["authorization"] = failed.headers["authorization"]
+        response = await self.inner.handle_async_request(
+            httpx2.Request("POST", failed.url, headers=headers, content=body))
+        raw = await response.aread()
+        await response.aclose()
+        new_sid = response.headers.get(SESSION_HEADER)
+        result = _sse_or_json_result(raw)
+        negotiated = failed.headers.get("mcp-protocol-version")
+        if response.status_code >= 300 or result is None or not new_sid:
+            log.warning("the server lost the session and refused a new one (HTTP %d)", response.status_code)
+            return None
+        if negotiated and result.get("protocolVersion") != negotiated:
+            log.warning("the restarted server negotiates %s, not %s; reconnecting", result.get("protocolVersion"),
+                        negotiated)
+            return None
+        self._current = new_sid
+        if self._initialized is not None:
+            note_body, note_headers = self._initialized
+            note_headers = note_headers.copy()
+            note_headers[SESSION_HEADER] = new_sid
+            note_headers.pop("content-length", None)
+            if "authorization" in failed.headers:
+                note_headers["authorization"] = failed.headers["authorization"]
+            note = await self.inner.handle_async_request(
+                httpx2.Request("POST", failed.url, headers=note_headers, content=note_body))
+            await note.aread()
+            await note.aclose()
+        self.reinitialized += 1
+        log.info("the server lost the session (HTTP 404); re-initialized (%d so far)", self.reinitialized)
+        self.on_reinitialized()
+        return new_sid
+
+
+# -- the session's streams, through an Exchange ----------------------------------------
+class _ReadSide:
+    """What the SDK session reads: the transport's messages (their sender context kept,
+    as the SDK's context streams do) and local answers from the exchange."""
+
+    def __init__(self, receive: Any) -> None:
+        self._receive = receive
+        self.last_context: contextvars.Context | None = None
+
+    async def receive(self) -> Any:
+        ctx, item = await self._receive.receive()
+        self.last_context = ctx
+        return item
+
+    def __aiter__(self) -> _ReadSide:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._receive.aclose()
+
+    async def __aenter__(self) -> _ReadSide:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+class _WriteSide:
+    """What the SDK session writes to: recorded, then sent on in the caller's own task
+    (the SDK's streams capture the caller's contextvars, e.g. its request clock)."""
+
+    def __init__(self, inner: Any, exchange: Exchange) -> None:
+        self._inner = inner
+        self._exchange = exchange
+
+    async def send(self, item: SessionMessage) -> None:
+        self._exchange.sent(item)
+        await self._inner.send(item)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _WriteSide:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+@asynccontextmanager
+async def _through_exchange(read: Any, write: Any, conn: Connection, exchange_box: list[Exchange],
+                            name: str, options: TransportOptions) -> AsyncIterator[tuple[_ReadSide, _WriteSide]]:
+    send, receive = anyio.create_memory_object_stream[tuple[contextvars.Context | None, Any]](0)
+    local = send.clone()
+
+    async def deliver(message: SessionMessage) -> None:
+        await local.send((None, message))
+
+    exchange = Exchange(deliver, name=name, discover_budget=options.discover_budget)
+    exchange_box.append(exchange)
+    conn.exchange = exchange
+
+    async def pump() -> None:
+        async with send, local:
+            try:
+                async for item in read:
+                    if isinstance(item, SessionMessage) and not exchange.received(item.message):
+                        continue
+                    await send.send((getattr(read, "last_context", None), item))
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
+                pass
+            finally:
+                conn.mark_closed()
+
+    async with anyio.create_task_group() as tg:
+        exchange.start(tg)
+        tg.start_soon(pump)
+        try:
+            yield _ReadSide(receive), _WriteSide(write, exchange)
+        finally:
+            tg.cancel_scope.cancel()
+
+
+def _client(spec: ServerSpec, keeper: SessionKeeper, auth: Any, headers: dict[str, str] | None = None,
+            timeout: Any = None) -> httpx2.AsyncClient:
+    return httpx2.AsyncClient(headers=headers if headers is not None else http_headers(spec), auth=auth,
+                              timeout=timeout or httpx2.Timeout(HTTP_TIMEOUT_S, read=SSE_READ_TIMEOUT_S),
+                              transport=keeper)
+
+
+@asynccontextmanager
+async def streamable_http_transport(spec: ServerSpec, conn: Connection, options: TransportOptions | None = None,
+                                    *, auth: Any = None) -> AsyncIterator[Any]:
+    """The SDK's streamable-HTTP client over a `SessionKeeper`; yields (read, write)."""
+    from mcp.client.streamable_http import streamable_http_client
+
+    opts = options or TransportOptions()
+    assert spec.url is not None
+    conn.transport = "streamable-http"
+    keeper = SessionKeeper(httpx2.AsyncHTTPTransport(), conn)
+    conn.extra["keeper"] = keeper
+    box: list[Exchange] = []
+    async with (_client(spec, keeper, auth) as http,
+                streamable_http_client(spec.url, http_client=http,
+                                       max_sse_event_size=opts.max_message_bytes) as (read, write),
+                _through_exchange(read, write, conn, box, spec.name, opts) as streams):
+        yield streams
+
+
+@asynccontextmanager
+async def sse_transport(spec: ServerSpec, conn: Connection, options: TransportOptions | None = None,
+                        *, auth: Any = None) -> AsyncIterator[Any]:
+    """The SDK's legacy HTTP+SSE client (2024-11-05: GET the URL for an SSE stream whose
+    `endpoint` event names where to POST); yields (read, write). A POST the server
+    refuses fails its request at once and ends the session (the SDK's writer stops)."""
+    from mcp.client.sse import sse_client
+
+    opts = options or TransportOptions()
+    assert spec.url is not None
+    conn.transport = "sse"
+    box: list[Exchange] = []
+
+    async def refused(request_id: Any, method: str, status: int) -> None:
+        outgoing: Outgoing | None = box[0].lookup(request_id) if box else None
+        if outgoing is not None:
+            await box[0].fail(outgoing, f"the server answered HTTP {status} to the POST of `{method}`")
+        conn.mark_closed()
+
+    keeper = SessionKeeper(httpx2.AsyncHTTPTransport(), conn, keep_session=False, on_refused=refused)
+
+    def factory(headers: dict[str, str] | None = None, timeout: Any = None, auth: Any = None) -> Any:
+        return _client(spec, keeper, auth, headers=headers, timeout=timeout)
+
+    async with (sse_client(spec.url, headers=http_headers(spec), timeout=HTTP_TIMEOUT_S,
+                           sse_read_timeout=SSE_READ_TIMEOUT_S, httpx_client_factory=factory,
+                           auth=auth) as (read, write),
+                _through_exchange(read, write, conn, box, spec.name, opts) as streams):
+        yield streams

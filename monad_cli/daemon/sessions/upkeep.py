@@ -1,0 +1,158 @@
+"""What a connected session needs while it lasts: re-listing tools when the server says they
+changed, without letting a chatty server burn a core; and noticing a server that stopped
+answering while nothing else would.
+
+`ToolRefresh` answers `notifications/tools/list_changed` (MCP spec, server/tools "List
+Changed Notification"; on 2026-07-28 the same event arrives on `subscriptions/listen`):
+one refresh in flight and at most one pending (notifications arriving meanwhile are
+coalesced into it), at most one refresh per `MIN_INTERVAL_S`. A server that announces more
+than `STORM_COUNT` changes within `STORM_WINDOW_S` is in a storm: refreshes slow to one
+per `STORM_INTERVAL_S` and `storm_reason` (constant text, so a long storm is one journal
+row, not thousands) stays set until the server has been quiet for `STORM_QUIET_S`.
+
+`listen_for_tool_changes` feeds a 2026-07-28 session's `subscriptions/listen` events to a
+`ToolRefresh` (legacy sessions send the notification to the actor's message handler).
+
+`keep_alive` pings an idle session every `PING_INTERVAL_S` (MCP spec, basic/utilities
+"Ping": `ping` up to 2025-11-25; `server/discover` on 2026-07-28, where `ping` is gone);
+no answer within `PING_TIMEOUT_S` means the server is hung, noticed within interval +
+timeout (40 s). Any answer, an error included, proves it alive. `MONAD_PING_INTERVAL` (seconds) shortens
+the interval for tests, as `MONAD_BACKOFF_INITIAL` does the backoff.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+import anyio
+
+if TYPE_CHECKING:
+    from mcp import Client
+
+log = logging.getLogger("monad.actor")
+
+MIN_INTERVAL_S = 1.0
+STORM_COUNT = 10
+STORM_WINDOW_S = 10.0
+STORM_INTERVAL_S = 15.0
+STORM_QUIET_S = 60.0
+STORM_REASON = (f"it announces tools/list_changed continuously (more than {STORM_COUNT} in "
+                f"{STORM_WINDOW_S:.0f} s); its tools are re-listed at most every {STORM_INTERVAL_S:.0f} s")
+
+PING_INTERVAL_S = 30.0
+PING_TIMEOUT_S = 10.0
+
+
+def ping_schedule() -> tuple[float, float]:
+    """(interval, timeout) in seconds; `MONAD_PING_INTERVAL` overrides the interval."""
+    try:
+        interval = float(os.environ.get("MONAD_PING_INTERVAL", PING_INTERVAL_S))
+    except ValueError:
+        interval = PING_INTERVAL_S
+    if not math.isfinite(interval) or interval <= 0:
+        interval = PING_INTERVAL_S
+    return interval, min(PING_TIMEOUT_S, max(1.0, interval))
+
+
+class ToolRefresh:
+    """Coalesced, rate-limited re-listing (see the module docstring). `request()` from any
+    task; `run()` is the worker, in the session's task group; `on_storm(reason | None)`
+    is called when a storm starts or ends."""
+
+    def __init__(self, refresh: Callable[[], Awaitable[None]],
+                 on_storm: Callable[[str | None], None] = lambda reason: None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._refresh = refresh
+        self._on_storm = on_storm
+        self._clock = clock
+        self._wake = anyio.Event()
+        self._announced: deque[float] = deque()
+        self._last_start = -math.inf
+        self._last_notice = -math.inf
+        self.storm_reason: str | None = None
+        self.refreshes = 0
+        self.notices = 0
+
+    def request(self, *, announced: bool = True) -> None:
+        """Ask for a refresh; `announced`: it comes from the server (counts toward a storm)."""
+        if announced:
+            now = self._clock()
+            self.notices += 1
+            self._last_notice = now
+            self._announced.append(now)
+            while self._announced and now - self._announced[0] > STORM_WINDOW_S:
+                self._announced.popleft()
+            if self.storm_reason is None and len(self._announced) > STORM_COUNT:
+                self.storm_reason = STORM_REASON
+                log.warning("tools/list_changed storm: %s", STORM_REASON)
+                self._on_storm(self.storm_reason)
+        self._wake.set()
+
+    async def run(self) -> None:
+        while True:
+            with anyio.move_on_after(STORM_QUIET_S if self.storm_reason else math.inf):
+                await self._wake.wait()
+            self._wake = anyio.Event()
+            if self.storm_reason and self._clock() - self._last_notice >= STORM_QUIET_S:
+                self.storm_reason = None
+                self._on_storm(None)
+                continue
+            interval = STORM_INTERVAL_S if self.storm_reason else MIN_INTERVAL_S
+            wait = self._last_start + interval - self._clock()
+            if wait > 0:
+                await anyio.sleep(wait)  # requests meanwhile coalesce into this one refresh
+            self._wake = anyio.Event()
+            self._last_start = self._clock()
+            self.refreshes += 1
+            await self._refresh()
+
+
+async def keep_alive(ping: Callable[[], Awaitable[object]], *, idle_for: Callable[[], float],
+                     busy: Callable[[], bool], on_hung: Callable[[str], None]) -> None:
+    """Ping every interval while the session is idle (nothing received for an interval and
+    no request waiting for its answer: a server busy with a call is not judged by a ping);
+    `on_hung(reason)` once when a ping gets no answer in time, then return."""
+    interval, timeout = ping_schedule()
+    while True:
+        await anyio.sleep(max(0.05, interval - idle_for()))
+        if busy() or idle_for() < interval:
+            continue
+        with anyio.move_on_after(timeout) as scope:
+            try:
+                await ping()
+            except anyio.get_cancelled_exc_class():
+                raise
+            except Exception as exc:  # noqa: BLE001 - an error answer is an answer: it lives
+                log.debug("ping answered with %s", exc)
+        if scope.cancelled_caught:
+            on_hung(f"it stopped answering: no answer to a ping within {timeout:g} s "
+                    f"after {interval:g} s without traffic")
+            return
+
+
+async def listen_for_tool_changes(client: Client, refresh: ToolRefresh, name: str) -> None:
+    """2026-07-28 servers announce list changes only on a `subscriptions/listen` stream
+    (legacy ones send notifications/tools/list_changed to the actor's `_on_message`); either
+    way the tools are re-listed through `refresh`, coalesced and rate-limited, and the pin
+    re-checked (MCP spec, server/tools "List Changed Notification"). `name` is the server's
+    (for the log)."""
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    from monad_cli.daemon.sessions.reasons import describe
+
+    caps = client.server_capabilities
+    if client.protocol_version not in MODERN_PROTOCOL_VERSIONS or not (caps and caps.tools
+                                                                       and caps.tools.list_changed):
+        return
+    try:
+        async with client.listen(tools_list_changed=True) as events:
+            async for _event in events:
+                refresh.request()
+    except Exception as exc:  # noqa: BLE001 - no stream means no change events, nothing worse
+        log.info("server %s: no subscriptions/listen stream (%s)", name, describe(exc))

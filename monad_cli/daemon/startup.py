@@ -1,0 +1,108 @@
+"""What `monad daemon run` does before it imports the SDK: take the daemon lock, read the
+definitions, and spawn the stdio servers (`supervisor/spawn.py`), so they start while the
+supervisor imports the rest; and what waits until every server had its first attempt
+(`after_start`). Standard library, anyio and the config code only."""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
+
+import anyio
+
+from monad_cli.config.features import load_mcp_filter
+from monad_cli.config.loader import load_definitions
+from monad_cli.config.workdir import default_workdir
+from monad_cli.core.errors import ConfigError, Conflict
+from monad_cli.core.filters import combine
+from monad_cli.core.paths import Paths
+from monad_cli.daemon.sessions.processes import SpawnRecords, kill_leftovers
+from monad_cli.daemon.sessions.spawn import EARLY, SpawnError, stdio_command
+
+log = logging.getLogger("monad.supervisor")
+
+
+def acquire_daemon_lock(paths: Paths) -> int:
+    """One supervisor per MONAD_HOME: an flock on run/daemon.lock, held for life (the fd is
+    returned and never closed). Raises Conflict naming the holder's pid."""
+    paths.ensure()
+    fd = os.open(paths.daemon_lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+        os.close(fd)
+        raise Conflict(f"a supervisor is already running for `{paths.home}` (pid {holder})") from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, str(os.getpid()).encode(), 0)
+    return fd
+
+
+async def spawn_early(paths: Paths, environ: Mapping[str, str], *, include: list[str] | None,
+                      exclude: list[str] | None) -> int:
+    """Spawn every enabled, unfiltered, unsandboxed stdio server of the current definitions
+    as its transport would (recorded in `run/servers/`); returns how many. A dead
+    supervisor's leftover processes are killed first (their lines kept in
+    `EARLY.leftovers_killed` for the journal), so new servers never start beside them.
+    Anything that fails here (a bad file, a missing command) is left for the supervisor to
+    meet again and report in its place."""
+    started = time.monotonic()
+    records = SpawnRecords(paths.run_dir)
+    EARLY.leftovers_killed += kill_leftovers(records)
+    try:
+        defs = load_definitions(paths, environ)
+        enabled, disabled = load_mcp_filter(paths)
+    except (ConfigError, OSError):
+        return 0
+    server_filter = combine(flag_include=include, flag_exclude=exclude, file_enabled=enabled, file_disabled=disabled)
+    n = 0
+    for name, spec in defs.specs.items():
+        # A sandboxed server is prepared per attempt (its scratch dir); it starts with its actor.
+        if spec.transport != "stdio" or not spec.enabled or spec.sandbox or not server_filter.allows(name):
+            continue
+        try:
+            cmd = stdio_command(spec, str(default_workdir(paths, name)))
+        except (SpawnError, OSError):
+            continue
+        await EARLY.spawn(name, cmd, records)
+        n += 1
+    if n:
+        log.info("spawned %d stdio server(s) before loading the SDK (%.0f ms)", n,
+                 (time.monotonic() - started) * 1000)
+    return n
+
+
+class Attempted(Protocol):
+    """What `after_start` waits on: an actor's first connection attempt."""
+
+    @property
+    def first_attempt(self) -> anyio.Event: ...
+
+
+async def after_start(actors: Sequence[Attempted], warm: Callable[[], bool], *, limit: float = 60.0) -> None:
+    """Once every actor made its first attempt (and so adopted its early process, if it had
+    one), or after `limit` seconds: stop the early processes nobody adopted, then run `warm`
+    in a worker thread (`Journal.load_orm`: the ORM's import, ~0.2 s, which no server's
+    connect needed; the loop goes on meanwhile; True: it loaded it). A `warm` that fails is
+    logged: the first query that needs it meets the error again."""
+    with anyio.move_on_after(limit):
+        for actor in actors:
+            await actor.first_attempt.wait()
+    await EARLY.discard()
+    started = time.monotonic()
+    try:
+        loaded = await anyio.to_thread.run_sync(warm)
+    except Exception:  # the supervisor runs on; the query that needs the ORM raises it again
+        log.exception("loading the journal's ORM after the start failed")
+        return
+    if loaded:
+        log.debug("loaded the journal's ORM after the start (%.0f ms)", (time.monotonic() - started) * 1000)
+    else:
+        log.debug("the journal's ORM was loaded before the start was over")
+
+
+__all__ = ["acquire_daemon_lock", "after_start", "spawn_early"]

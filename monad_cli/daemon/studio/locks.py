@@ -1,0 +1,215 @@
+"""The Studio listener's locks (docs/studio.md "Security"), as one ASGI middleware.
+
+The listener is a local web port, and any web page the person visits can send requests to
+it (CVE-2025-49596: the MCP Inspector's unauthenticated proxy let a page start stdio
+commands). So, in this order, for every request:
+
+1. `Host` must be `127.0.0.1:PORT` or `localhost:PORT` (DNS rebinding: a foreign name that
+   resolves to 127.0.0.1 reaches the port but not the page) → else 403;
+2. an `Origin`, when sent, must be the page's own (`http://` + that Host); a state-changing
+   request (anything but GET/HEAD/OPTIONS) must send it → else 403, before any route runs,
+   so nothing is written;
+3. `GET /studio/login?token=…` trades a one-time token (from `POST /v1/studio` on the unix
+   socket) for a session cookie: HttpOnly, SameSite=Strict, named after the port (cookies
+   are per host, not per port). The token then no longer works; unused ones expire;
+4. every other path needs a live session cookie → else 401;
+5. `/v1/studio` (minting login URLs) is refused here: only the control socket's peer may.
+
+Every answer, refusals included, carries a Content-Security-Policy that allows only the
+Studio's own scripts, styles and connections, images and audio of results as `data:` URLs,
+frames only from the MCP Apps sandbox port (sandbox.py), and no framing of the Studio
+itself. Stdlib + starlette only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import secrets
+import time
+from collections.abc import Callable
+from http.cookies import SimpleCookie
+from urllib.parse import parse_qs
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from monad_cli.daemon.http import MAX_BODY
+
+LOGIN_PATH = "/studio/login"
+TOKEN_TTL_S = 600.0  # an unused login URL stops working after 10 minutes
+SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; media-src 'self' data:; "
+       "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+
+
+def studio_csp(sandbox_port: int | None) -> str:
+    """`CSP`, plus `frame-src` for the MCP Apps sandbox on `sandbox_port` (None: no frames)."""
+    if sandbox_port is None:
+        return CSP
+    return f"{CSP}; frame-src http://127.0.0.1:{sandbox_port} http://localhost:{sandbox_port}"
+
+
+SECURITY_HEADERS = [
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),  # the login URL carries a token
+    (b"x-frame-options", b"DENY"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+    (b"cross-origin-resource-policy", b"same-origin"),
+]
+
+
+def _digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+class Logins:
+    """One-time login tokens and the sessions they become. Only digests are kept, so a
+    lookup compares digests, never the secrets themselves. Times are `clock()` seconds."""
+
+    def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._tokens: dict[str, float] = {}  # digest → expiry
+        self._sessions: set[str] = set()
+
+    def new_token(self) -> str:
+        """A fresh 256-bit token, valid once, for `TOKEN_TTL_S` seconds."""
+        now = self._clock()
+        self._tokens = {d: t for d, t in self._tokens.items() if t > now}
+        token = secrets.token_urlsafe(32)
+        self._tokens[_digest(token)] = now + TOKEN_TTL_S
+        return token
+
+    def redeem(self, token: str) -> str | None:
+        """A new session id for a valid unused token (which is used up), else None."""
+        expiry = self._tokens.pop(_digest(token), None)
+        if expiry is None or expiry < self._clock():
+            return None
+        session = secrets.token_urlsafe(32)
+        self._sessions.add(_digest(session))
+        return session
+
+    def valid(self, session: str | None) -> bool:
+        return bool(session) and _digest(session or "") in self._sessions
+
+    def clear(self) -> None:
+        self._tokens.clear()
+        self._sessions.clear()
+
+
+class StudioLocks:
+    """ASGI middleware in front of everything the Studio's port serves."""
+
+    def __init__(self, app: ASGIApp, *, port: int, logins: Logins, csp: str = CSP) -> None:
+        self.app = app
+        self.headers = [(b"content-security-policy", csp.encode()), *SECURITY_HEADERS]
+        self.port = port
+        self.logins = logins
+        self.cookie = f"monad_studio_{port}"
+        self.hosts = {f"127.0.0.1:{port}", f"localhost:{port}"}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        send = _with_security_headers(send, self.headers)
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        host = headers.get("host", "")
+        if host not in self.hosts:
+            await self._refuse(scope, send, 403, "forbidden_host",
+                               f"this Studio answers only at http://127.0.0.1:{self.port}/ (the request named "
+                               f"another host: DNS rebinding protection)")
+            return
+        origin = headers.get("origin")
+        if origin is not None and origin != f"http://{host}":
+            await self._refuse(scope, send, 403, "cross_origin",
+                               "a request from another web page is refused; nothing was changed")
+            return
+        if scope["method"] not in SAFE_METHODS and origin is None:
+            await self._refuse(scope, send, 403, "origin_required",
+                               "a change needs the Studio page's own Origin header; nothing was changed")
+            return
+        if not headers.get("content-length", "0").isdigit() or int(headers.get("content-length", "0")) > MAX_BODY:
+            # Refused before anything is read, with the control socket's limit: a huge
+            # upload must not tie up the supervisor.
+            await self._refuse(scope, send, 413, "too_large", "the request body is too large; nothing was changed")
+            return
+        session = _cookie(headers.get("cookie", ""), self.cookie)
+        if scope["path"] == LOGIN_PATH and scope["method"] == "GET":
+            await self._login(scope, send, session)
+            return
+        if not self.logins.valid(session):
+            await self._refuse(scope, send, 401, "unauthorized",
+                               "not signed in to the Studio: run `monad studio` and open the URL it prints")
+            return
+        if scope["path"].rstrip("/") == "/v1/studio":
+            await self._refuse(scope, send, 403, "forbidden",
+                               "login URLs are made over the control socket only (`monad studio`)")
+            return
+        # Routes behind this point journal what they change as made from the Studio.
+        scope.setdefault("state", {})["via"] = "studio"
+        await self.app(scope, receive, send)
+
+    async def _login(self, scope: Scope, send: Send, session: str | None) -> None:
+        if self.logins.valid(session):  # already signed in (say, the login URL reloaded)
+            await _redirect(send, "/studio/")
+            return
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        token = (query.get("token") or [""])[0]
+        new = self.logins.redeem(token) if token else None
+        if new is None:
+            await self._refuse(scope, send, 401, "unauthorized",
+                               "this login URL was used already or has expired: run `monad studio` for a new one")
+            return
+        cookie = f"{self.cookie}={new}; HttpOnly; SameSite=Strict; Path=/"
+        await _redirect(send, "/studio/", cookie=cookie)
+
+    async def _refuse(self, scope: Scope, send: Send, status: int, code: str, message: str) -> None:
+        if scope["path"].startswith("/v1/"):
+            body = json.dumps({"error": {"code": code, "message": message}}).encode()
+            kind = b"application/json"
+        else:
+            body = (f"<!doctype html><meta charset=utf-8><title>monad Studio</title>"
+                    f"<p>{html.escape(message)}</p>").encode()
+            kind = b"text/html; charset=utf-8"
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", kind), (b"content-length", str(len(body)).encode()),
+                                (b"cache-control", b"no-store")]})
+        await send({"type": "http.response.body", "body": body})
+
+
+def _cookie(header: str, name: str) -> str | None:
+    jar: SimpleCookie = SimpleCookie()
+    try:
+        jar.load(header)
+    except Exception:  # noqa: BLE001 - http.cookies raises CookieError and friends on junk
+        return None
+    morsel = jar.get(name)
+    return morsel.value if morsel is not None else None
+
+
+async def _redirect(send: Send, location: str, *, cookie: str | None = None) -> None:
+    headers = [(b"location", location.encode()), (b"content-length", b"0"), (b"cache-control", b"no-store")]
+    if cookie:
+        headers.append((b"set-cookie", cookie.encode()))
+    await send({"type": "http.response.start", "status": 303, "headers": headers})
+    await send({"type": "http.response.body", "body": b""})
+
+
+def _with_security_headers(send: Send, security: list[tuple[bytes, bytes]]) -> Send:
+    async def wrapped(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            present = {k.lower() for k, _ in message.get("headers", [])}
+            extra: list[tuple[bytes, bytes]] = [(k, v) for k, v in security if k not in present]
+            if b"cache-control" not in present:
+                extra.append((b"cache-control", b"no-store"))
+            message = {**message, "headers": [*message.get("headers", []), *extra]}
+        await send(message)
+
+    return wrapped
+
+
+__all__ = ["CSP", "LOGIN_PATH", "Logins", "StudioLocks", "studio_csp"]

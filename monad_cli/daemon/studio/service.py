@@ -1,0 +1,271 @@
+"""The Studio service: serves the page on 127.0.0.1:PORT until the supervisor stops.
+
+What the port serves, behind `locks.StudioLocks`:
+
+    GET /studio/login?token=…   one-time token → session cookie (locks.py)
+    GET /studio/…               the page (static files shipped in the package)
+    GET /v1/events              server-sent events (events.py)
+    everything else             the control API's own Starlette app: the same routes and the
+                                same JSON as on the unix socket, every string scrubbed of
+                                secret values (scrub.py)
+
+and, on a second loopback port bound with the first listener, the MCP Apps sandbox proxy
+(sandbox.py): another origin, so an app never runs in the page's.
+
+`Studio.serve(port=…)` starts the listener (or keeps the running one) and returns a fresh
+one-time login URL. Asking for another explicit port moves the page there: the new port is
+bound first (a busy port leaves the old one serving), then the old listener stops, which
+ends its pages' streams and sessions. The service gets only what it uses (`StudioDeps`),
+never the supervisor.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import socket
+from collections.abc import Callable, Coroutine, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import anyio
+import uvicorn
+from sse_starlette import EventSourceResponse
+from starlette.applications import Starlette
+from starlette.datastructures import Headers
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from monad_cli.core.errors import Conflict
+from monad_cli.daemon.studio.events import PING_S, EventBus, event_stream
+from monad_cli.daemon.studio.locks import LOGIN_PATH, Logins, StudioLocks, studio_csp
+from monad_cli.daemon.studio.sandbox import PROXY_PATH, SandboxProxy
+from monad_cli.daemon.studio.scrub import ScrubAnswers
+
+log = logging.getLogger("monad.studio")
+STATIC = Path(__file__).resolve().parent / "static"
+HOST = "127.0.0.1"
+
+
+@dataclass
+class StudioDeps:
+    """What the Studio needs from the supervisor.
+
+    `control_app`: the control API's ASGI app; `snapshot()`: `{servers, problems,
+    definitions}` as the events carry them; `refresh()`: re-read the definition files if
+    they changed (so a page opened right after `monad mcp add` shows the server, as
+    `monad mcp status` would); `stopping`: set when the supervisor stops; `start_soon(fn)`:
+    run a task that ends with the supervisor; `scrub(text)`: the redaction function."""
+
+    control_app: ASGIApp
+    snapshot: Callable[[], dict[str, Any]]
+    refresh: Callable[[], Coroutine[Any, Any, None]]
+    stopping: anyio.Event
+    start_soon: Callable[[Callable[[], Coroutine[Any, Any, Any]]], None]
+    scrub: Callable[[str], str] = str
+
+
+class _QuietServer(uvicorn.Server):
+    # The supervisor owns signal handling; uvicorn must not install its own.
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+class StaticPage:
+    """The page's files (`static/`), read once and answered from memory: a first render must
+    not wait on a thread pool opening files. ETags let a reload revalidate cheaply.
+
+    The page itself carries the current `snapshot()` (the first event every stream starts
+    with) in a JSON data block, so it renders before its event stream is even open, and
+    `host()` (`{sandboxPort}`: where MCP Apps render) in another."""
+
+    TYPES: ClassVar[dict[str, str]] = {".html": "text/html; charset=utf-8", ".css": "text/css; charset=utf-8",
+                                       ".js": "text/javascript; charset=utf-8"}
+    SLOT = b'<script type="application/json" id="studio-snapshot">null</script>'
+    HOST_SLOT = b'<script type="application/json" id="studio-host">null</script>'
+
+    def __init__(self, snapshot: Callable[[], dict[str, Any]], refresh: Callable[[], Coroutine[Any, Any, None]],
+                 root: Path = STATIC, host: Callable[[], dict[str, Any]] = dict) -> None:
+        import hashlib
+
+        self.snapshot = snapshot
+        self.host = host
+        self.refresh = refresh
+        self.files: dict[str, tuple[bytes, str, str]] = {}
+        for path in sorted(root.rglob("*")):
+            if path.is_file() and path.suffix in self.TYPES:
+                body = path.read_bytes()
+                etag = '"' + hashlib.sha256(body).hexdigest()[:16] + '"'
+                self.files["/" + path.relative_to(root).as_posix()] = (body, self.TYPES[path.suffix], etag)
+        self.files["/"] = self.files["/index.html"]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope["path"][len(scope.get("root_path", "")):] or "/"
+        found = self.files.get(path)
+        if scope["method"] not in ("GET", "HEAD") or found is None:
+            await PlainTextResponse("not found", status_code=404)(scope, receive, send)
+            return
+        body, kind, etag = found
+        if path in ("/", "/index.html"):
+            await self.refresh()
+            await Response(self._page(body), media_type=kind)(scope, receive, send)
+            return
+        headers = {"ETag": etag, "Cache-Control": "no-cache", "Content-Type": kind}
+        if etag in Headers(scope=scope).get("if-none-match", ""):
+            await Response(status_code=304, headers=headers)(scope, receive, send)
+            return
+        await Response(b"" if scope["method"] == "HEAD" else body, headers=headers)(scope, receive, send)
+
+
+    def _page(self, template: bytes) -> bytes:
+        import json
+
+        # `<` escaped: no text in the data can end the block (`</script>`) or open a comment.
+        def block(slot: bytes, value: Any) -> bytes:
+            data = json.dumps(value, separators=(",", ":"), default=str).replace("<", "\\u003c")
+            return slot.replace(b">null<", f">{data}<".encode())
+
+        page = template.replace(self.SLOT, block(self.SLOT, self.snapshot()), 1)
+        return page.replace(self.HOST_SLOT, block(self.HOST_SLOT, self.host()), 1)
+
+
+class Listener:
+    """One bound port: its socket, its uvicorn server, its logins (cookies of one port)."""
+
+    def __init__(self, make_app: Callable[[Listener], ASGIApp], *, port: int, what: str = "Studio",
+                 path: str = "/studio/") -> None:
+        self.what, self.path = what, path
+        self.requested = port
+        self.port = port
+        self.logins = Logins()
+        self._make_app = make_app
+        self._sock: socket.socket | None = None
+        self._server: _QuietServer | None = None
+
+    async def start(self) -> None:
+        """Bind 127.0.0.1:port (0: any free port) and serve. Raises `Conflict` (HTTP 409, exit 2:
+        a port to change) when the port cannot be bound."""
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # Rebinding right after a stop must work; SO_REUSEADDR still refuses a port in use.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((HOST, self.requested))
+            sock.listen(128)
+        except OSError as e:
+            sock.close()
+            hint = ("pass `--port N` for another port, or `--port 0` for any free one"
+                    if e.errno == errno.EADDRINUSE else "pass `--port N` with N above 1023")
+            raise Conflict(f"cannot serve the {self.what} on {HOST}:{self.requested}: "
+                             f"{e.strerror or e}; {hint}") from None
+        sock.setblocking(False)
+        self._sock = sock
+        self.port = int(sock.getsockname()[1])
+        config = uvicorn.Config(self._make_app(self), lifespan="off", log_config=None, access_log=False,
+                                timeout_graceful_shutdown=1)
+        self._server = _QuietServer(config)
+        config.load()
+        self._server.lifespan = config.lifespan_class(config)
+        await self._server.startup(sockets=[sock])
+        log.info("%s listening on http://%s:%d%s", self.what, HOST, self.port, self.path)
+
+    async def stop(self) -> None:
+        self.logins.clear()
+        if self._server is not None and self._server.started:
+            self._server.force_exit = True
+            with anyio.move_on_after(3):
+                await self._server.shutdown(sockets=[self._sock] if self._sock else None)
+        log.info("%s on port %d stopped", self.what, self.port)
+
+
+class Studio:
+    """The page's listener on 127.0.0.1 (at most one at a time) and its login URLs.
+
+    Owns: binding, moving and stopping the listener (it stops with the supervisor), the
+    ASGI app it serves (locks → login, page, events, the control app), the MCP Apps sandbox
+    listener (bound with the first page listener, on any free port, kept while the page
+    moves), and minting one-time tokens. Never: answers a `/v1/` route itself other than `/v1/events` (the control app
+    does, the same as on the unix socket), or serves anything before `StudioLocks` passed it.
+    """
+
+    def __init__(self, deps: StudioDeps, bus: EventBus) -> None:
+        self.deps = deps
+        self.bus = bus
+        self.listener: Listener | None = None
+        self.sandbox: Listener | None = None
+        self._lock = anyio.Lock()
+        self._watching = False
+        self.page = StaticPage(deps.snapshot, deps.refresh, host=self.host_info)
+        self.control_app = ScrubAnswers(deps.control_app, deps.scrub)
+
+    def host_info(self) -> dict[str, Any]:
+        """What the page needs to host MCP Apps: `{sandboxPort, sandboxPath}`."""
+        return {"sandboxPort": self.sandbox.port if self.sandbox else None, "sandboxPath": PROXY_PATH}
+
+    def _sandbox_app(self, listener: Listener) -> ASGIApp:
+        return SandboxProxy(port=lambda: listener.port,
+                            page_port=lambda: self.listener.port if self.listener else None)
+
+    async def serve(self, *, port: int | None, default_port: int) -> dict[str, Any]:
+        """`{url, port, started, movedFrom}`: a new one-time login URL for the page.
+
+        `port` None or 0 keeps a running listener; another port moves it there; with no
+        listener yet it binds `port`, or `default_port` when `port` is None."""
+        async with self._lock:
+            current = self.listener
+            started = current is None or (port not in (None, 0) and port != current.port)
+            if started:
+                if self.sandbox is None:
+                    sandbox = Listener(self._sandbox_app, port=0, what="MCP Apps sandbox", path=PROXY_PATH)
+                    await sandbox.start()
+                    self.sandbox = sandbox
+                new = Listener(self._app, port=default_port if port is None else port)
+                await new.start()  # a port that cannot be bound leaves the current one serving
+                self.listener = new
+                if current is not None:
+                    await self._stop_listener(current)
+                if not self._watching:
+                    self._watching = True
+                    self.deps.start_soon(self._until_stopped)
+            listener = self.listener
+            assert listener is not None
+            token = listener.logins.new_token()
+            return {"url": f"http://{HOST}:{listener.port}{LOGIN_PATH}?token={token}", "port": listener.port,
+                    "started": started, "movedFrom": current.port if started and current else None}
+
+    async def _until_stopped(self) -> None:
+        await self.deps.stopping.wait()
+        async with self._lock:
+            if self.listener is not None:
+                await self._stop_listener(self.listener)
+                self.listener = None
+            if self.sandbox is not None:
+                await self.sandbox.stop()
+                self.sandbox = None
+
+    async def _stop_listener(self, listener: Listener) -> None:
+        self.bus.close(group=listener)  # its pages' streams end first, so shutdown need not wait
+        await listener.stop()
+
+    def _app(self, listener: Listener) -> ASGIApp:
+        async def to_page(request: Request) -> Response:
+            return RedirectResponse("/studio/", status_code=303)
+
+        async def events(request: Request) -> Response:
+            await self.deps.refresh()
+            return EventSourceResponse(event_stream(self.bus, self.deps.snapshot, group=listener), ping=PING_S,
+                                       send_timeout=30)
+
+        app = Starlette(routes=[
+            Route("/", to_page),
+            Route("/studio", to_page),
+            Route("/v1/events", events),
+            Mount("/studio", app=self.page),
+            Mount("", app=self.control_app),
+        ])
+        return StudioLocks(app, port=listener.port, logins=listener.logins,
+                           csp=studio_csp(self.sandbox.port if self.sandbox else None))

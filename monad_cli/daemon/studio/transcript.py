@@ -1,0 +1,112 @@
+"""The Studio's transcript: every tool call (from the page, the CLI, the gateway, an MCP App),
+every approval request and every Task, live, on the one event stream (events.py).
+
+`Transcript` listens to the tool service's call log (`trust/calls.py`), the approval gate
+and the task ledger, and publishes:
+
+    call              {call: {id, ts?, server?, tool?, exposed?, via?, arguments?, ref?, host?,
+                              outcome, decision?, decidedBy?, durationMs?, error?}}
+                      (a call that started, then the same id again when it finished)
+    approval.pending  {approval: {id, server, tool, exposed, arguments, hostEscape, command,
+                                  url, via, created, expires}}
+    approval.closed   {id, decision, by}
+    task              {task: <the task row, as GET /v1/tasks/{id} answers>}
+
+The journal keeps a call's arguments only as a digest (docs/tools.md), so the transcript
+keeps the arguments of the last `KEEP` calls in memory, scrubbed; a row from before the
+supervisor started shows its digest only. `GET /v1/journal/calls` merges them back in, and
+says whether this supervisor is one of a fleet's (`fleet`, docs/fleet.md): then the page
+shows each call's host (this supervisor's `host`; other hosts' calls are in the shared
+journal, `monad journal --calls`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from monad_cli.core.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from monad_cli.daemon.tasks.manager import TaskManager
+    from monad_cli.daemon.trust.service import ToolService
+
+KEEP = 500  # calls whose arguments are kept
+MAX_ARGUMENTS = 16 * 1024  # bytes of JSON per call; larger ones show their size only
+MAX_CALLS = 500
+
+
+class Transcript:
+    """Owns the in-memory arguments of recent calls and turns the services' callbacks into
+    events. `publish(type, data)` sends an event (scrubbed by the hub), `listening()` says
+    whether any page listens (a task row is read only then)."""
+
+    def __init__(self, tools: ToolService, tasks: TaskManager, *, publish: Callable[[str, dict[str, Any]], None],
+                 listening: Callable[[], bool]) -> None:
+        self.tools = tools
+        self.tasks = tasks
+        self.publish = publish
+        self.listening = listening
+        self.arguments: OrderedDict[int, tuple[Any, str | None]] = OrderedDict()  # call id → (arguments, ref)
+        tools.calls.listeners.append(self.on_call)
+        tools.gate.listeners.append(self.on_approval)
+        tasks.ledger.listeners.append(self.on_task)
+
+    def on_call(self, kind: str, data: dict[str, Any]) -> None:
+        call = dict(data)
+        if kind == "call.started":
+            arguments = call.get("arguments")
+            size = len(json.dumps(arguments, default=str))
+            if size > MAX_ARGUMENTS:
+                arguments = {"(not kept)": f"{size} bytes of arguments"}
+            call["arguments"] = arguments
+            self.arguments[call["id"]] = (arguments, call.get("ref"))
+            while len(self.arguments) > KEEP:
+                self.arguments.popitem(last=False)
+        self.publish("call", {"call": call})
+
+    def on_approval(self, kind: str, data: dict[str, Any]) -> None:
+        self.publish(kind, {"approval": data} if kind == "approval.pending" else data)
+
+    def on_task(self, row_id: str) -> None:
+        if not self.listening():
+            return
+        row = self.tasks.store.get(row_id)
+        if row is not None:
+            self.publish("task", {"task": self.tasks.view(row)})
+
+    async def calls(self, *, server: str | None, limit: int) -> list[dict[str, Any]]:
+        """The journal's `tool_calls` rows, newest first, with `arguments` and `ref` where kept."""
+        from monad_cli.journal import tools as jt
+
+        journal = self.tools.journal
+        rows = await anyio.to_thread.run_sync(lambda: jt.calls(journal, server=server, limit=limit))
+        out = []
+        for row in reversed(rows):
+            kept = self.arguments.get(row["id"])
+            if kept is not None:
+                row["arguments"], row["ref"] = kept
+            out.append(row)
+        return out
+
+
+def transcript_routes(transcript: Transcript) -> list[Route]:
+    async def calls(request: Request) -> JSONResponse:
+        q = request.query_params
+        try:
+            limit = max(1, min(int(q.get("limit", "100")), MAX_CALLS))
+        except ValueError:
+            raise InvalidInput("limit must be a whole number") from None
+        server = q.get("server") or None
+        journal = transcript.tools.journal
+        return JSONResponse({"calls": await transcript.calls(server=server, limit=limit),
+                             "fleet": journal.settings.fleet, "host": journal.host})
+
+    return [Route("/v1/journal/calls", calls)]

@@ -1,0 +1,402 @@
+"""The supervisor process: watches the definitions, reconciles by diff, owns the actors,
+serves the control API and the gateway, and journals every state change (docs/supervisor.md)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import time
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from monad_cli import __version__
+from monad_cli.auth.session import SupervisorAuth
+from monad_cli.config.features import MCP_FILE, TOOLS_FILE, load_mcp_filter, load_tool_globs
+from monad_cli.config.loader import AtomCache, Definitions, Problem, load_definitions
+from monad_cli.core.errors import ConfigError
+from monad_cli.core.filters import ServerFilter, combine
+from monad_cli.core.paths import Paths
+from monad_cli.core.redact import redact_text
+from monad_cli.core.states import LIVE, State
+from monad_cli.daemon.gateway.server import Gateway
+from monad_cli.daemon.reconcile import Diff, Secrets, config_stamp, diff
+from monad_cli.daemon.sessions.actor import ServerActor
+from monad_cli.daemon.sessions.context import ActorContext
+from monad_cli.daemon.sessions.processes import SpawnRecords, kill_leftovers
+from monad_cli.daemon.sessions.spawn import EARLY
+from monad_cli.daemon.startup import acquire_daemon_lock, after_start
+from monad_cli.daemon.studio.apps import apps_extension
+from monad_cli.daemon.trust.service import ToolService
+from monad_cli.daemon.watch import watch_definitions
+from monad_cli.journal.db import Journal
+from monad_cli.journal.settings import load_journal_settings
+
+if TYPE_CHECKING:
+    from mcp.client import ClientExtension
+
+    from monad_cli.daemon.tasks.manager import TaskManager
+
+log = logging.getLogger("monad.supervisor")
+
+
+class StartupFailed(Exception):
+    pass
+
+
+class Supervisor:
+    """One per MONAD_HOME (an flock): owns the actors (one per defined server), the last
+    applied definitions and their problems, the secret values to scrub, the server
+    filters, the journal, and the services built on them once the journal is open
+    (`tool_service`, `auth`, `tasks`), each handed only what it uses.
+
+    It reconciles by diff (added → start an actor, changed → `update`, removed → stop),
+    so an unchanged server keeps its process and session. It never talks MCP itself (the
+    actors do), never edits a definition (the control API's edits do, through
+    config/edits.py), and never hands itself to a service.
+    """
+
+    def __init__(self, paths: Paths, *, environ: dict[str, str] | None = None,
+                 include: list[str] | None = None, exclude: list[str] | None = None) -> None:
+        self.paths = paths
+        # Server filters: flags (None = not given) override `features/mcp.toml` list by list.
+        self.filter_flags = (include, exclude)
+        self.filter_file: tuple[list[str], list[str]] = ([], [])
+        self.server_filter = ServerFilter()
+        # Globs over exposed tool names from `features/tools.toml`: deferred, enabled, disabled.
+        self.tool_globs: dict[str, list[str]] = {}
+        self.environ = dict(os.environ if environ is None else environ)
+        self.actors: dict[str, ServerActor] = {}
+        self.applied: dict[str, str] = {}
+        self.definitions = Definitions()
+        self.file_problems: list[dict[str, Any]] = []
+        self.secrets: set[str] = set()
+        self.stopping = False
+        # `required` gates an explicit `daemon start`/`run`; a supervisor started in the
+        # background for some other command comes up anyway and reports the failure.
+        self.check_required = True
+        self.started_at = time.time()
+        self.journal: Journal | None = None
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._stamp: tuple[tuple[str, int, int], ...] | None = None
+        self._atoms = AtomCache()  # the atoms the last reload read, kept while unchanged
+        self._secrets = Secrets()
+        self._lock_fd: int | None = None
+        self._reconcile_lock = anyio.Lock()
+        self.stop_event = anyio.Event()
+        self.tool_listeners: list[Callable[[ServerActor], None]] = []
+        self.state_listeners: list[Callable[[ServerActor], None]] = []
+        # After every reload that was applied (the Studio's event stream listens).
+        self.config_listeners: list[Callable[[Diff], None]] = []
+        # The services exist once the journal is open (`open`, from `run`).
+        self.tool_service: ToolService
+        self.auth: SupervisorAuth
+        self._actor_context: ActorContext
+        self.tasks: TaskManager
+        self.gateway: Gateway
+
+    def scrub(self, text: str) -> str:
+        """The one redaction function over free text: every secret value the definitions hold."""
+        return redact_text(text, self.secrets)
+
+    def _refilter(self, defs: Definitions) -> None:
+        """Re-read `features/mcp.toml` and wake every actor whose filter verdict changed.
+        A malformed file keeps the last good filter and is reported like a bad atom."""
+        try:
+            self.filter_file = load_mcp_filter(self.paths)
+        except ConfigError as e:
+            defs.problems.append(Problem(f"{e.message}; the previous server filters stay in force",
+                                         e.file or MCP_FILE))
+        old = self.server_filter
+        include, exclude = self.filter_flags
+        self.server_filter = combine(flag_include=include, flag_exclude=exclude,
+                                     file_enabled=self.filter_file[0], file_disabled=self.filter_file[1])
+        if self.server_filter != old:
+            log.info("server filters: %s", self.server_filter.describe())
+        for name, actor in self.actors.items():
+            if old.reason(name) != self.server_filter.reason(name):
+                actor.reconnect()  # the actor's loop re-checks `filtered_out`
+        try:
+            globs = load_tool_globs(self.paths)
+        except ConfigError as e:
+            defs.problems.append(Problem(f"{e.message}; the previous tool globs stay in force",
+                                         e.file or TOOLS_FILE))
+        else:
+            if globs != self.tool_globs:
+                self.tool_globs = globs
+                if self.journal is not None:  # the tool service exists once the journal is open
+                    self.tool_service.changed()  # gateways re-list: a filter may hide or show tools
+
+    def open(self) -> Journal:
+        """Open the journal and build the services on it, each handed only what it uses (the
+        journal, the actors as a live lookup, the redaction function, callbacks): what `run`
+        does first, once it holds the daemon lock. Call once; returns the journal."""
+        settings = load_journal_settings(self.paths, self.environ)  # docs/fleet.md; a bad one stops the start
+        self.secrets |= settings.secrets  # the journal password, before anything is logged
+        journal = self.journal = Journal(self.paths.journal_db, scrub=self.scrub, settings=settings)
+        from monad_cli.daemon.tasks.manager import TaskManager
+
+        tasks = self.tasks = TaskManager(journal, self.actors, redact=self.scrub,
+                                         request_timeout=self.request_timeout)
+        self.state_listeners.append(tasks.on_actor_state)
+        self.tool_service = ToolService(journal, self.actors, scrub=self.scrub,
+                                        tool_globs=lambda: self.tool_globs, start_task=tasks.start,
+                                        run_task=tasks.run_call, recheck=self._recheck_tools)
+        self.tool_listeners.append(lambda actor: self.tool_service.changed())
+        self.auth = SupervisorAuth(self.paths, self.actors)
+        self.gateway = Gateway(self.tool_service, scrub=self.scrub)
+        self._actor_context = ActorContext(
+            paths=self.paths, journal=journal, scrub=self.scrub, check_pin=self.tool_service.check_pin,
+            filter_reason=lambda name: self.server_filter.reason(name), http_auth=self.auth.http_auth,
+            client_extensions=self.client_extensions,
+            elicitation_callback=lambda actor: tasks.elicitation_callback(actor.name),
+            on_tools_changed=self.on_tools_changed,
+            on_state_changed=self.on_state_changed, stopping=lambda: self.stopping)
+        return journal
+
+    def _recheck_tools(self, name: str) -> None:  # a tool set vetted elsewhere in the fleet
+        if (actor := self.actors.get(name)) is not None and self._tg is not None:
+            self._tg.start_soon(actor.refresh_tools)
+
+    def on_tools_changed(self, actor: ServerActor) -> None:
+        for listener in list(self.tool_listeners):
+            listener(actor)
+
+    def on_state_changed(self, actor: ServerActor) -> None:
+        """Every state change of every actor (after its own listeners)."""
+        for listener in list(self.state_listeners):
+            listener(actor)
+
+    def on_state(self, listener: Callable[[ServerActor], None]) -> None:
+        """Call `listener(actor)` on every state change of a server (the port's subscription)."""
+        self.state_listeners.append(listener)
+
+    def on_tools(self, listener: Callable[[ServerActor], None]) -> None:
+        """Call `listener(actor)` whenever a server's tool set is new."""
+        self.tool_listeners.append(listener)
+
+    def on_config(self, listener: Callable[[Diff], None]) -> None:
+        """Call `listener(diff)` after every applied reconcile."""
+        self.config_listeners.append(listener)
+
+    def start_soon(self, fn: Callable[[], Coroutine[Any, Any, Any]]) -> None:
+        """Run `fn` as a task of the supervisor: it lives until it returns or the supervisor stops."""
+        assert self._tg is not None, "the supervisor is not running"
+        self._tg.start_soon(fn)
+
+    def client_extensions(self, actor: ServerActor) -> list[ClientExtension] | None:
+        """`extensions=` for the actor's next `mcp.Client`: tasks (SEP-2663), MCP Apps (studio/apps.py)."""
+        return [*self.tasks.client_extensions(actor.name), apps_extension()]
+
+    def request_timeout(self, name: str) -> float | None:
+        """Seconds a request to server `name` may take (its `requestTimeoutMs`; None: no deadline)."""
+        actor = self.actors.get(name)
+        spec = actor.spec if actor is not None else None
+        return spec.request_timeout_ms / 1000 if spec is not None and spec.request_timeout_ms else None
+
+    # -- process-level guards ------------------------------------------------------------
+    def acquire_daemon_lock(self) -> None:
+        """One supervisor per MONAD_HOME: an flock on run/daemon.lock, held for life (taken
+        already when `monad daemon run` spawned early: `supervisor/startup.py`)."""
+        if self._lock_fd is None:
+            self._lock_fd = acquire_daemon_lock(self.paths)
+
+    # -- definitions -----------------------------------------------------------------
+    async def reconcile(self, *, force: bool = False) -> None:
+        """Load the definitions and apply the diff. Safe to call from any task."""
+        async with self._reconcile_lock:
+            stamp = config_stamp(self.paths)
+            if stamp == self._stamp and not force:
+                return
+            self._stamp = stamp
+            defs = load_definitions(self.paths, self.environ, cache=self._atoms,
+                                    prefer=frozenset(n for n, a in self.actors.items() if a.spec is not None))
+            self._refilter(defs)
+            self._apply(defs)
+
+    def _apply(self, defs: Definitions) -> None:
+        from monad_cli.config.loader import Problem
+
+        # A file that cannot be read at all disables nothing it defined before: its
+        # servers keep their last good definitions, with the file's error beside them.
+        unreadable = {p.file: p for p in defs.problems if p.server is None}
+        for name, actor in self.actors.items():
+            if actor.source in unreadable and name not in defs.sources:
+                defs.problems.append(Problem(unreadable[actor.source].message, actor.source or "", name))
+                defs.sources[name] = actor.source or ""
+        old_problems = {(p.server, p.message) for p in self.definitions.problems}
+        self.definitions = defs
+        # With the last good definitions still in use.
+        secrets = self._secrets.of(defs, [a.spec for a in self.actors.values() if a.spec is not None])
+        self.secrets = secrets | (self.journal.settings.secrets if self.journal is not None else set())
+        # Whole-file errors, and errors about a definition that lost to another one
+        # (duplicate name or URL) while the winner runs: no status row would show them.
+        self.file_problems = [{"file": p.file, "message": self.scrub(p.message)}
+                              for p in defs.problems if p.server is None or p.server in defs.specs]
+        for p in defs.problems:
+            if (p.server, p.message) not in old_problems and self.journal is not None:
+                self.journal.record("config-error", server=p.server, reason=p.message,
+                                    detail={"file": p.file})
+                log.warning("config error: %s", self.scrub(p.message))
+
+        d = diff(self.applied, defs)
+        for name in d.added:
+            self._start_actor(ServerActor(name, defs.specs[name], self._actor_context))
+        for name in d.changed:
+            self.actors[name].update(defs.specs[name])
+            self._journal_config(name, "changed; reconnecting")
+        for name in d.unchanged:
+            actor = self.actors[name]
+            actor.spec = defs.specs[name]  # same session; the source may have moved
+            actor.source = actor.spec.source
+            if actor.config_error:
+                actor.config_error = None
+        for name in d.broken:
+            problem = defs.problem_for(name)
+            assert problem is not None
+            running = self.actors.get(name)
+            if running is None:
+                self._start_actor(ServerActor(name, None, self._actor_context,
+                                              config_error=self.scrub(problem.message), source=problem.file))
+            elif running.spec is not None and self.applied.get(name):
+                # A broken edit must not take down a server that works: keep the last good
+                # definition running and show the error beside it.
+                running.config_error = self.scrub(problem.message)
+            else:
+                running.update(None, config_error=self.scrub(problem.message), source=problem.file)
+        for name in d.removed:
+            actor = self.actors.pop(name)
+            # Retired before the row is written: nothing the actor was about to do (a backoff)
+            # can land after `config removed` (this runs without awaiting, so in this order).
+            actor.retire()
+            self._journal_config(name, "removed")
+            assert self._tg is not None
+            self._tg.start_soon(self._remove, actor)
+        new_applied = dict(d.fingerprints)
+        for name in d.broken:  # the running definition is still the applied one
+            if self.applied.get(name):
+                new_applied[name] = self.applied[name]
+        self.applied = new_applied
+        for listener in list(self.config_listeners):
+            listener(d)
+
+    async def _remove(self, actor: ServerActor) -> None:
+        """A removed server: its open tasks end `cancelled` (told to it while it is up), then it stops."""
+        try:
+            await self.tasks.server_removed(actor.name)
+        except Exception:  # the actor must stop regardless
+            log.exception("closing the tasks of removed server %s failed", actor.name)
+        await actor.stop()
+
+    def _journal_config(self, name: str, what: str) -> None:
+        if self.journal is not None:
+            self.journal.record("config", server=name, reason=what)
+
+    def _start_actor(self, actor: ServerActor) -> None:
+        self.actors[actor.name] = actor
+        assert self._tg is not None
+        self._tg.start_soon(actor.run)
+
+    # -- status ------------------------------------------------------------------------
+    def status(self, *, name: str | None = None, detail: bool = False) -> list[dict[str, Any]]:
+        """Status rows by name (`ServerActor.status`, plus `toolsRefused`: connected, but its
+        tools are refused by its pin, so `tools` is None); `detail` adds the tool warnings."""
+        names = [name] if name else sorted(self.actors)
+        rows = []
+        for n in (n for n in names if n in self.actors):
+            row = self.actors[n].status(detail=detail)
+            # A pin mismatch registers none of its tools: no count that reads as if it had.
+            row["toolsRefused"] = n in self.tool_service.blocked and row["tools"] is not None
+            if row["toolsRefused"]:
+                row["tools"] = None
+            if detail:
+                row["warnings"] = self.tool_service.warnings(n)
+            rows.append(row)
+        return rows
+
+    # -- main --------------------------------------------------------------------------
+    async def run(self, *, on_ready: Callable[[str | None], None] = lambda err: None,
+                  serve: bool = True) -> None:
+        """Run until stopped. `on_ready(None)` once serving, `on_ready(reason)` on a failed start."""
+        from monad_cli.daemon.api.server import ControlServer
+        from monad_cli.daemon.gateway.listener import GatewayListener
+
+        self.acquire_daemon_lock()
+        journal = self.open()
+        journal.start_link()  # a fleet's shared journal: shipped from a thread, never awaited
+        check = journal.quick_check()
+        self.tool_service.calls.recover()
+        journal.record("daemon", reason=f"supervisor {__version__} started (pid {os.getpid()})",
+                       detail={"quick_check": check})
+        # A dead supervisor's servers die before new ones start beside them (docs/supervisor.md);
+        # `monad daemon run` killed them before its early spawns already.
+        killed, EARLY.leftovers_killed = EARLY.leftovers_killed, []
+        for line in killed + kill_leftovers(SpawnRecords(self.paths.run_dir)):
+            journal.record("daemon", reason=line)
+        self.paths.pid_file.write_text(f"{os.getpid()}\n")
+        control = ControlServer(self)
+        relays = GatewayListener(self.gateway, self.paths)
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                tg.start_soon(self.tasks.run)
+                tg.start_soon(self.tool_service.calls.write_outcomes)
+                tg.start_soon(self.tool_service.shared.follow)  # a fleet's trust (returns at once without one)
+                tg.start_soon(self._handle_signals)
+                if serve:  # before the servers connect: 50 handshakes at once would hold it up
+                    await control.start()
+                    await tg.start(relays.serve)
+                    tg.start_soon(self.gateway.run)
+                await self.reconcile(force=True)
+                self.tasks.close_orphans(set(self.actors))
+                tg.start_soon(after_start, list(self.actors.values()), journal.load_orm)
+                failure = await self._wait_required()
+                if failure:
+                    on_ready(failure)
+                    await control.stop()
+                    raise StartupFailed(failure)
+                on_ready(None)
+                tg.start_soon(watch_definitions, self.paths, self.stop_event, self.reconcile)
+                await self.stop_event.wait()
+                self.stopping = True
+                relays.close()  # no new gateway sessions; the open ones end (their relays say so)
+                await control.stop()
+                for actor in list(self.actors.values()):
+                    tg.start_soon(actor.stop)
+                with anyio.move_on_after(15):
+                    for actor in list(self.actors.values()):
+                        await actor.done.wait()
+                tg.cancel_scope.cancel()
+        finally:
+            self.stopping = True
+            control.cleanup()
+            relays.cleanup()
+            with contextlib.suppress(FileNotFoundError):
+                self.paths.pid_file.unlink()
+            if self.journal is not None:
+                self.journal.record("daemon", reason="supervisor stopped")
+                self.journal.close()
+
+    async def _wait_required(self) -> str | None:
+        if not self.check_required:
+            return None
+        required = [a for a in self.actors.values()
+                    if a.spec is not None and a.spec.required and a.spec.enabled]
+        for actor in required:
+            await actor.first_attempt.wait()
+        # A required server the person filtered out on purpose does not fail the start.
+        failed = [a for a in required if a.state not in LIVE and a.state != State.FILTERED]
+        return "; ".join(f"required server `{a.name}` is {a.state}: {a.reason}" for a in failed) or None
+
+    async def _handle_signals(self) -> None:
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+            async for signum in signals:
+                if signum == signal.SIGHUP:
+                    await self.reconcile(force=True)
+                    continue
+                log.info("signal %s: stopping", signal.Signals(signum).name)
+                self.stop_event.set()
+                return

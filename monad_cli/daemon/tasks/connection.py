@@ -1,0 +1,384 @@
+"""One server's tasks over its live connection: submit, poll, listen, answer, cancel.
+
+Two shapes of tasks sit behind the same rows: SEP-2663 (`io.modelcontextprotocol/tasks`, a
+2026-07-28 extension; `protocol.Sep2663Wire`) and the 2025-11-25 core tasks
+(`legacy.LegacyTaskWire`). Each connection gets the wire its server speaks; the loops
+below see only SEP-2663 snapshots.
+
+`ServerTasks` keeps the in-memory side of one server's tasks (the journal holds the
+durable part, through `TaskLedger`). While the server has a live `mcp.Client`, it runs in
+one task group:
+
+- the submitter: queued calls go out as `tools/call` as slots free up (at most
+  `max_active` in flight);
+- a poll loop: `tasks/get` for every open task at the server's `pollIntervalMs`
+  (SEP-2663 "Task Polling"), with bounded exponential backoff on transient failures;
+- on SEP-2663, a listen loop (`tasks.listen`) so `notifications/tasks` arrive as they
+  happen; on 2025-11-25, a `tasks/list` resync of the open rows when a connection starts,
+  and the server's task-related `elicitation/create` requests held as input requests
+  (`on_elicitation`).
+
+When the connection is rebuilt (reconnect, server restart, supervisor restarted after
+`kill -9`) the open rows are resumed: tasks the server has are observed again, a call
+whose answer was lost is resent with the same invocation id, pending cancellations are
+finished.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from collections.abc import Callable, Coroutine, Mapping
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp import Client, MCPError
+from mcp.client import ClientRequestContext
+from mcp_types import CONNECTION_CLOSED, INVALID_PARAMS, INVALID_REQUEST
+
+from monad_cli.core.task_states import TERMINAL, TaskState
+from monad_cli.daemon.tasks.ledger import TaskLedger
+from monad_cli.daemon.tasks.legacy import ElicitationInbox, LegacyTaskWire, related_task_id, speaks_legacy_tasks
+from monad_cli.daemon.tasks.listen import listen_loop
+from monad_cli.daemon.tasks.protocol import INVOCATION_META_KEY, Sep2663Wire, error_object, flatten
+
+log = logging.getLogger("monad.tasks")
+
+DEFAULT_POLL_MS = 1000
+MIN_POLL_MS = 50
+MAX_POLL_MS = 300_000
+BACKOFF_INITIAL_S = 0.5
+BACKOFF_CAP_S = 30.0
+REQUEST_TIMEOUT_S = 30.0  # tasks/get, tasks/update, tasks/cancel: small requests
+
+
+TaskWire = Sep2663Wire | LegacyTaskWire
+ELICITATION_ROW_WAIT_S = 2.0  # an input request may overtake the answer that names its task
+
+
+def poll_seconds(poll_ms: int | None) -> float:
+    """The poll period for a server's `pollIntervalMs`, clamped to 50 ms … 5 min."""
+    ms = poll_ms if isinstance(poll_ms, int) and poll_ms > 0 else DEFAULT_POLL_MS
+    return min(max(ms, MIN_POLL_MS), MAX_POLL_MS) / 1000
+
+
+class ServerTasks:
+    """The tasks of server `name`: its live client (set by the manager), due polls, and the
+    loops that serve each connection. `request_timeout()` is the seconds a `tools/call`
+    may take (the server's `requestTimeoutMs`; None: no deadline); `task_support(tool)` is
+    the tool's 2025-11-25 `execution.taskSupport` (None: not declared)."""
+
+    def __init__(self, name: str, ledger: TaskLedger, *, max_active: int,
+                 request_timeout: Callable[[], float | None], redact: Callable[[str], str],
+                 task_support: Callable[[str], str | None] = lambda tool: None) -> None:
+        self.name = name
+        self.ledger = ledger
+        self.store = ledger.store
+        self.max_active = max_active
+        self.request_timeout = request_timeout
+        self.redact = redact
+        self.task_support = task_support
+        self.client: Client | None = None
+        self.wire: TaskWire | None = None  # the live connection's, while it is served
+        self.inbox = ElicitationInbox()  # 2025-11-25 input requests waiting for a person
+        self.changed = anyio.Event()  # connection or task set changed
+        self.next_poll: dict[str, float] = {}  # row id -> monotonic due time
+        self.failures: dict[str, int] = {}  # row id -> consecutive poll failures
+        self.in_flight: set[str] = set()
+        self.honored: set[str] = set()  # server taskIds notified on the listen stream
+        self.loop_started = False
+
+    def poke(self) -> None:
+        """Wake the loops: the connection or the set of tasks changed."""
+        self.changed.set()
+        self.changed = anyio.Event()
+
+    def poll_soon(self, row_id: str) -> None:
+        self.next_poll[row_id] = 0.0
+        self.poke()
+
+    def watch(self, row_id: str, poll_ms: int | None) -> None:
+        """Poll a task the server just created, after its first poll interval."""
+        self.next_poll.setdefault(row_id, time.monotonic() + poll_seconds(poll_ms))
+        self.poke()
+
+    def ended(self, row_id: str) -> None:
+        """The row is terminal: stop polling it."""
+        self.next_poll.pop(row_id, None)
+        self.poke()
+
+    def apply(self, snap: Mapping[str, Any], *, source: str) -> None:
+        """Fold a snapshot of one of this server's tasks into its row (see `TaskLedger.fold`)."""
+        folded = self.ledger.fold(self.name, snap, source=source)
+        if folded is None:
+            return
+        row, result = folded
+        if result.poll_now:
+            self.poll_soon(row.id)
+        elif result.ended:
+            self.ended(row.id)
+
+    def finish(self, row_id: str, state: TaskState, message: str | None, **kw: Any) -> None:
+        """End the row locally (`TaskLedger.finish`) and stop polling it."""
+        self.ledger.finish(row_id, state, message, **kw)
+        self.ended(row_id)
+
+    # -- the loops ------------------------------------------------------------------------
+    async def run(self) -> None:
+        """Serve every connection of the server, one after the other, until cancelled."""
+        while True:
+            client = self.client
+            if client is None:
+                await self.changed.wait()
+                continue
+            try:
+                await self._serve(client)
+            except Exception:  # one server's failure must not end its loop for good
+                log.exception("task handling for server %s failed; retrying", self.name)
+                await anyio.sleep(1.0)
+
+    async def _serve(self, client: Client) -> None:
+        """Everything for one connection; returns when the connection changes."""
+        self.next_poll.clear()
+        self.failures.clear()
+        self.in_flight.clear()
+        self.honored = set()
+        async with anyio.create_task_group() as tg:
+            if speaks_legacy_tasks(client):
+                def start_soon(fn: Callable[[], Coroutine[Any, Any, None]]) -> None:
+                    tg.start_soon(fn)
+
+                wire: TaskWire = LegacyTaskWire(client, self.inbox, start_soon=start_soon,
+                                                on_result_stream_end=self._read_again,
+                                                request_timeout=REQUEST_TIMEOUT_S)
+            else:
+                wire = Sep2663Wire(client, request_timeout=REQUEST_TIMEOUT_S)
+            self.wire = wire
+            for row in self.store.open_rows():
+                if row.server != self.name or row.state == TaskState.QUEUED:
+                    continue  # queued rows go out through the submitter
+                self.store.update(row.id, recoveries=row.recoveries + 1)
+                self.ledger.note(self.name, row.state, f"task {row.id[:12]} resumed after (re)connect", row.id)
+                if row.task_id:
+                    # The server has the task (a `submitting` row with a taskId waits for the
+                    # payload of a task that had already ended): observe it again.
+                    self.next_poll[row.id] = 0.0
+                    if row.cancel_requested:
+                        tg.start_soon(self.send_cancel, row.id)
+                else:
+                    # It may or may not exist on the server: resend with the same invocation id.
+                    self.store.update(row.id, state=TaskState.QUEUED)
+            tg.start_soon(listen_loop, self, client)
+            tg.start_soon(self._resync, wire)
+            tg.start_soon(self._poll_loop, client, tg)
+            try:
+                while self.client is client:
+                    await self.changed.wait()
+            finally:
+                self.wire = None
+            tg.cancel_scope.cancel()
+
+    async def _resync(self, wire: TaskWire) -> None:
+        """2025-11-25 `tasks/list` once per connection: the statuses of every task the server
+        still has, folded into the open rows before their first poll lands."""
+        try:
+            listed = await wire.list_tasks()
+        except Exception as exc:  # noqa: BLE001 - the polls read each task anyway
+            log.info("tasks/list on %s failed: %s", self.name, self.redact(str(flatten(exc)[0])))
+            return
+        open_ids = self.open_task_ids()
+        for snap in listed:
+            if snap["taskId"] in open_ids:
+                self.apply(snap, source="tasks/list")
+
+    def _read_again(self, task_id: str) -> None:
+        row_id = self.open_task_ids().get(task_id)
+        if row_id is not None:
+            self.poll_soon(row_id)
+
+    def _fill_slots(self, client: Client, tg: anyio.abc.TaskGroup) -> None:
+        active, _queued = self.ledger.counts(self.name)
+        free = self.max_active - active
+        if free <= 0:
+            return
+        queued = [r for r in self.store.open_rows() if r.server == self.name and r.state == TaskState.QUEUED]
+        for row in queued[:free]:
+            if row.cancel_requested:
+                self.finish(row.id, TaskState.CANCELLED, "cancelled before it was sent")
+                continue
+            retry = row.submitted
+            self.store.update(row.id, state=TaskState.SUBMITTING, submitted=True,
+                              retries=row.retries + (1 if retry else 0))
+            tg.start_soon(self._submit, client, row.id)
+
+    async def _poll_loop(self, client: Client, tg: anyio.abc.TaskGroup) -> None:
+        while True:
+            changed = self.changed  # taken first: a poke during this pass wakes the wait below
+            self._fill_slots(client, tg)
+            now = time.monotonic()
+            due = [rid for rid, t in self.next_poll.items() if t <= now and rid not in self.in_flight]
+            for rid in due:
+                self.in_flight.add(rid)
+                tg.start_soon(self._poll, client, rid)
+            pending = [t for rid, t in self.next_poll.items() if rid not in self.in_flight]
+            delay = max(0.0, min(pending) - time.monotonic()) if pending else math.inf
+            with anyio.move_on_after(min(delay, 5.0)):
+                await changed.wait()
+
+    async def _submit(self, client: Client, row_id: str) -> None:
+        row = self.store.get(row_id)
+        assert row is not None and self.wire is not None
+        args = json.loads(row.arguments) if row.arguments else {}
+        self.ledger.note(self.name, TaskState.SUBMITTING, f"task {row_id[:12]} `{row.tool}` sent (tools/call)",
+                         row_id)
+        try:
+            kind, res = await self.wire.submit(row.tool, args, meta={INVOCATION_META_KEY: row_id},
+                                               task_support=self.task_support(row.tool),
+                                               timeout=self.request_timeout())
+        except Exception as exc:  # noqa: BLE001 - every failure is recorded on the row
+            leaves = flatten(exc)
+            if any(isinstance(e, MCPError) and e.error.code == CONNECTION_CLOSED for e in leaves) \
+                    or self.client is not client:
+                return  # left `submitting`: resent on the next connection
+            leaf = leaves[0]
+            self.finish(row_id, TaskState.FAILED, f"tools/call failed: {self.redact(str(leaf))}",
+                        error=error_object(leaf))
+            return
+        finally:
+            self.poke()
+        if kind == "task":
+            task_id = str(res["taskId"])
+            self.store.update(row_id, task_id=task_id, server_created_at=res.get("createdAt"))
+            self.ledger.note(self.name, str(res["status"]), f"task {row_id[:12]} created as server task {task_id}"
+                             f"{' (2025-11-25 tasks)' if self.wire.kind == '2025-11-25' else ''}", row_id)
+            self.apply(res, source="tools/call")
+            self.next_poll.setdefault(row_id, time.monotonic() + poll_seconds(res.get("pollIntervalMs")))
+            row = self.store.get(row_id)
+            if row is not None and row.cancel_requested:
+                await self.send_cancel(row_id)
+            self.poke()
+            return
+        if kind == "result":
+            # The server answered synchronously: no task, the row holds the result.
+            self.finish(row_id, TaskState.COMPLETED, None, result=res)
+            return
+        self.finish(row_id, TaskState.FAILED, "the server asked for input before creating a task "
+                                              "(multi round-trip), which monad does not answer",
+                    error={"code": types.INTERNAL_ERROR, "message": "input_required on tools/call"})
+
+    async def _poll(self, client: Client, row_id: str) -> None:
+        try:
+            row = self.store.get(row_id)
+            wire = self.wire
+            if row is None or row.state in TERMINAL or not row.task_id or wire is None:
+                self.next_poll.pop(row_id, None)
+                return
+            try:
+                snap = await wire.get(row.task_id)
+            except Exception as exc:  # noqa: BLE001 - a failed read is judged below, never fatal
+                if self.client is not client:
+                    return
+                self._poll_failed(row_id, row.task_id, flatten(exc))
+                return
+            self.failures.pop(row_id, None)
+            self.apply(snap, source="tasks/get")
+            row = self.store.get(row_id)
+            if row is None or row.state in TERMINAL:
+                self.next_poll.pop(row_id, None)
+            else:
+                self.next_poll[row_id] = time.monotonic() + poll_seconds(row.poll_interval_ms)
+        finally:
+            self.in_flight.discard(row_id)
+            self.poke()
+
+    def _poll_failed(self, row_id: str, task_id: str, leaves: list[BaseException]) -> None:
+        """`tasks/get` failed: the task is gone (-32602), the connection closed, or a
+        transient error (retried with bounded exponential backoff, counted on the row)."""
+        row = self.store.get(row_id)
+        if row is None:
+            return
+        mcp = next((e for e in leaves if isinstance(e, MCPError)), None)
+        if mcp is not None and mcp.error.code == INVALID_PARAMS:
+            self.finish(row_id, TaskState.FAILED, f"the server no longer knows task {task_id} "
+                        f"(expired, or the server restarted): {mcp.error.message}", error=error_object(mcp))
+            return
+        if mcp is not None and mcp.error.code == CONNECTION_CLOSED:
+            return  # the actor reconnects; the next connection resumes
+        if self.ledger.expired(row):
+            self.finish(row_id, TaskState.FAILED, f"task {task_id} passed its ttlMs "
+                        f"({row.ttl_ms} ms) and the server cannot be read: {leaves[0]}",
+                        error=error_object(leaves[0]))
+            return
+        n = self.failures.get(row_id, 0) + 1
+        self.failures[row_id] = n
+        self.store.update(row_id, retries=row.retries + 1)
+        delay = min(BACKOFF_INITIAL_S * 2 ** (n - 1), BACKOFF_CAP_S)
+        log.info("tasks/get %s on %s failed (%s); retry %d in %.1f s", task_id, self.name,
+                 self.redact(str(leaves[0])), n, delay)
+        self.next_poll[row_id] = time.monotonic() + delay
+
+    def open_task_ids(self) -> dict[str, str]:
+        """Server taskId -> row id of every open row of this server that has one."""
+        return {r.task_id: r.id for r in self.store.open_rows() if r.server == self.name and r.task_id}
+
+    async def send_cancel(self, row_id: str) -> bool:
+        """`tasks/cancel` for the row's task on the live connection; True once the server
+        acknowledged it. A failure leaves `cancel_requested` for the next connection. An
+        unknown task (-32602) ends the row `cancelled` on SEP-2663, where cancel is
+        idempotent; on 2025-11-25 it may mean "already terminal", so the task is read again.
+        A 2025-11-25 server without `tasks.cancel` cannot be asked: the row ends `cancelled`
+        here, saying so."""
+        row = self.store.get(row_id)
+        wire = self.wire
+        if row is None or not row.task_id or row.state in TERMINAL or wire is None:
+            return False
+        if not wire.cancels:
+            self.finish(row_id, TaskState.CANCELLED, "cancelled in monad only: the server declares no "
+                                                     "`tasks.cancel`, so its work may go on")
+            return False
+        try:
+            snap = await wire.cancel(row.task_id)
+        except Exception as exc:  # noqa: BLE001 - retried on the next connection (cancel_requested stays)
+            leaf = flatten(exc)[0]
+            if isinstance(leaf, MCPError) and leaf.error.code == INVALID_PARAMS:
+                if wire.kind == "2025-11-25":
+                    self.poll_soon(row_id)
+                else:
+                    self.finish(row_id, TaskState.CANCELLED, f"the server no longer knows task {row.task_id}")
+                return False
+            log.info("tasks/cancel %s on %s failed: %s", row.task_id, self.name, self.redact(str(leaf)))
+            return False
+        self.ledger.note(self.name, row.state, f"task {row_id[:12]} tasks/cancel acknowledged", row_id)
+        if snap is not None:
+            self.apply(snap, source="tasks/cancel")
+        self.poll_soon(row_id)
+        return True
+
+    async def on_elicitation(self, ctx: ClientRequestContext, params: types.ElicitRequestParams
+                             ) -> types.ElicitResult | types.ErrorData:
+        """A server's `elicitation/create`: one tagged with a task of ours (2025-11-25
+        "Associating Task-Related Messages") waits as that task's input request until a
+        person answers it (`monad tasks input`); any other is refused, since nobody sits
+        behind the supervisor to answer it."""
+        task_id = related_task_id(ctx.meta) or related_task_id(params.meta)
+        row = None
+        with anyio.move_on_after(ELICITATION_ROW_WAIT_S if task_id else 0):
+            while task_id and (row := self.store.by_task_id(self.name, task_id)) is None:
+                await anyio.sleep(0.05)
+        if task_id is None or row is None or row.state in TERMINAL:
+            return types.ErrorData(code=INVALID_REQUEST, message="monad answers elicitation/create only for "
+                                   "the input of a running task (see `monad tasks`)")
+        request = {"method": "elicitation/create",
+                   "params": params.model_dump(by_alias=True, mode="json", exclude_none=True, exclude={"meta"})}
+
+        def listed() -> None:
+            current = self.store.get(row.id) or row
+            self.apply({"taskId": task_id, "status": "input_required", "statusMessage": current.status_message,
+                        "inputRequests": self.inbox.requests(task_id)}, source="elicitation/create")
+
+        answer = await self.inbox.ask(task_id, request, listed)
+        self.poll_soon(row.id)
+        return types.ElicitResult.model_validate(answer)

@@ -1,0 +1,281 @@
+"""SEP-2663 wire shapes and the SDK client extension that declares them.
+
+The SDK 2.3 has the hooks (`ClientExtension`, `ResultClaim`, `NotificationBinding`) but
+no tasks implementation, so this module supplies:
+
+- `CreateTaskResult`: the flat `resultType: "task"` answer a `tools/call` may return;
+- `GetTaskRequest` / `UpdateTaskRequest` / `CancelTaskRequest`: `tasks/get`, `tasks/update`,
+  `tasks/cancel`, each with `name_param = "taskId"` so the SDK sets `Mcp-Name` on HTTP
+  (SEP-2663 "Streamable HTTP: Routing Headers");
+- `DetailedTask`: what `tasks/get` and `notifications/tasks` carry (exactly one of
+  `result`, `error`, `inputRequests` by status);
+- `TasksExtension`: declared in the client capabilities (`extensions`), claims
+  `resultType: "task"` on `tools/call`, and binds `notifications/tasks`;
+- `listen_for_tasks`: a `subscriptions/listen` stream with the extension's `taskIds` filter;
+- `Sep2663Wire`: those requests over one live connection, in the interface the
+  per-connection loops use for either shape (`tasks.legacy.LegacyTaskWire` is the other);
+- `flatten`, `error_object`: the SDK's exception groups and errors as the rows keep them.
+
+Supervisor side only: imports the SDK.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, Literal, cast
+
+import anyio
+import mcp_types as types
+from mcp import Client, MCPError
+from mcp.client import ClaimContext, ClientExtension, NotificationBinding, ResultClaim
+from pydantic import BaseModel, ConfigDict, Field
+
+from monad_cli.daemon.tasks.legacy import normalize_task
+
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+# Our own _meta key for the invocation id: the spec defines none, so it lives under a
+# prefix we own (spec "_meta" naming: reverse-DNS prefix, then a name).
+INVOCATION_META_KEY = "dev.monad/invocationId"
+
+
+class Task(types.Result):
+    """The fields every task shape carries (SEP-2663 "Task"); times are ISO 8601, extra keys
+    are kept. `status` stays a plain string: a status monad does not know is the fold's
+    to ignore (`tasks.snapshot`), not a reason to reject the whole answer."""
+
+    model_config = ConfigDict(extra="allow")  # merged with `Result`'s camelCase aliases
+    task_id: str
+    status: str
+    status_message: str | None = None
+    created_at: str | None = None
+    last_updated_at: str | None = None
+    ttl_ms: int | None = None
+    poll_interval_ms: int | None = None
+
+
+class CreateTaskResult(Task):
+    """`tools/call` answered with a task handle (SEP-2663 "Task Creation")."""
+
+    result_type: Literal["task"] = Field(alias="resultType")
+
+
+class DetailedTask(Task):
+    """A `tasks/get` answer or `notifications/tasks` params: the task and exactly one of
+    `result`, `error`, `inputRequests` by status (SEP-2663 "Getting Tasks")."""
+
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+    input_requests: dict[str, Any] | None = None
+
+
+class TaskNotificationParams(types.NotificationParams):
+    model_config = ConfigDict(extra="allow")
+    task_id: str
+    status: str
+
+
+class TaskIdParams(types.RequestParams):
+    task_id: str
+
+
+class UpdateTaskParams(types.RequestParams):
+    task_id: str
+    input_responses: dict[str, Any]
+
+
+class GetTaskRequest(types.Request[TaskIdParams, Literal["tasks/get"]]):
+    method: Literal["tasks/get"] = "tasks/get"
+    name_param = "taskId"
+
+
+class UpdateTaskRequest(types.Request[UpdateTaskParams, Literal["tasks/update"]]):
+    method: Literal["tasks/update"] = "tasks/update"
+    name_param = "taskId"
+
+
+class CancelTaskRequest(types.Request[TaskIdParams, Literal["tasks/cancel"]]):
+    method: Literal["tasks/cancel"] = "tasks/cancel"
+    name_param = "taskId"
+
+
+class AckResult(types.Result):
+    """The empty acknowledgement of `tasks/update` and `tasks/cancel`."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+def flatten(exc: BaseException) -> list[BaseException]:
+    """The leaves of an exception group (the SDK's task groups wrap errors), or `[exc]`."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for sub in exc.exceptions for leaf in flatten(sub)]
+    return [exc]
+
+
+def error_object(exc: BaseException) -> dict[str, Any]:
+    """A JSON-RPC error object (`code`, `message`, `data`?) for the row's `error`."""
+    if isinstance(exc, MCPError):
+        out: dict[str, Any] = {"code": exc.error.code, "message": exc.error.message}
+        if exc.error.data is not None:
+            out["data"] = exc.error.data
+        return out
+    return {"code": types.INTERNAL_ERROR, "message": str(exc) or type(exc).__name__}
+
+
+def dump(model: BaseModel) -> dict[str, Any]:
+    """Wire (camelCase) JSON of a model, without unset Nones."""
+    return model.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+async def get_task(session: Any, task_id: str, *, timeout: float | None = None) -> dict[str, Any]:
+    """`tasks/get`; returns the DetailedTask as wire JSON. Raises `MCPError` (-32602 unknown id)."""
+    res = await session.send_request(GetTaskRequest(params=TaskIdParams(task_id=task_id)), DetailedTask,
+                                     request_read_timeout_seconds=timeout)
+    return dump(res)
+
+
+async def update_task(session: Any, task_id: str, responses: dict[str, Any], *, timeout: float | None = None) -> None:
+    """`tasks/update {taskId, inputResponses}`; the ack is empty."""
+    await session.send_request(UpdateTaskRequest(params=UpdateTaskParams(task_id=task_id, input_responses=responses)),
+                               AckResult, request_read_timeout_seconds=timeout)
+
+
+async def cancel_task(session: Any, task_id: str, *, timeout: float | None = None) -> None:
+    """`tasks/cancel {taskId}` (idempotent); the ack is empty."""
+    await session.send_request(CancelTaskRequest(params=TaskIdParams(task_id=task_id)), AckResult,
+                               request_read_timeout_seconds=timeout)
+
+
+class TasksExtension(ClientExtension):
+    """The client side of `io.modelcontextprotocol/tasks`, one instance per connection.
+
+    `on_notification(params)` receives every `notifications/tasks` (wire JSON), and every
+    2025-11-25 `notifications/tasks/status` in the same spelling (`legacy.normalize_task`:
+    the binding works at any version; only the claim is modern-only);
+    `resolve(created, ctx)` finishes a task returned to a plain `Client.call_tool` (the
+    SDK calls it) and must return the final `CallToolResult`.
+    """
+
+    identifier = TASKS_EXTENSION
+
+    def __init__(self, *, on_notification: Callable[[dict[str, Any]], Awaitable[None]],
+                 resolve: Callable[[CreateTaskResult, ClaimContext], Awaitable[types.CallToolResult]]) -> None:
+        self._on_notification = on_notification
+        self._resolve = resolve
+
+    def claims(self) -> Sequence[ResultClaim[Any]]:
+        return [ResultClaim(result_type="task", model=CreateTaskResult, resolve=self._resolve)]
+
+    def notifications(self) -> Sequence[NotificationBinding[Any]]:
+        async def handler(params: TaskNotificationParams) -> None:
+            await self._on_notification(dump(params))
+
+        async def legacy_handler(params: TaskNotificationParams) -> None:
+            await self._on_notification(normalize_task(dump(params)))
+
+        return [NotificationBinding(method="notifications/tasks", params_type=TaskNotificationParams,
+                                    handler=handler),
+                NotificationBinding(method="notifications/tasks/status", params_type=TaskNotificationParams,
+                                    handler=legacy_handler)]
+
+
+_listen_ids = itertools.count(1)
+
+
+@asynccontextmanager
+async def listen_for_tasks(session: Any, task_ids: Sequence[str], *, ack_timeout: float = 10.0
+                           ) -> AsyncIterator[tuple[set[str], Callable[[], Awaitable[str]]]]:
+    """One `subscriptions/listen` stream asking for `notifications/tasks` of `task_ids`.
+
+    Yields `(honored, wait_end)`: the task ids the server agreed to notify about (from its
+    `notifications/subscriptions/acknowledged`), and a coroutine function that returns
+    `"graceful"` or `"lost"` when the stream ends. The notifications themselves arrive
+    through `TasksExtension`'s binding.
+
+    The SDK's `listen()` builds its filter without extension keys, so this mirrors it
+    (same private session seams: request stamping, the listen route demux) and adds
+    `taskIds` (SEP-2663 "Task Status Notifications"). Raises `MCPError` if refused,
+    `TimeoutError` without an ack.
+    """
+    request_id = f"monad-tasks-listen-{next(_listen_ids)}"
+    data: dict[str, Any] = {"method": "subscriptions/listen",
+                            "params": {"notifications": {"taskIds": list(task_ids)}}}
+    opts: dict[str, Any] = {"request_id": request_id}
+    session._stamp(data, opts)
+    route = session._register_listen_route(request_id)
+    from mcp.shared.exceptions import MCPError
+
+    async def drive() -> None:
+        try:
+            await session._dispatcher.send_raw_request(data["method"], data.get("params"), opts)
+        except MCPError as exc:
+            route.settle("lost", error=exc)
+            return
+        route.set_acked(types.SubscriptionFilter())
+        route.settle("graceful")
+
+    async def wait_end() -> str:
+        while True:
+            outcome = await route.next_event()
+            if isinstance(outcome, str):
+                return outcome
+            route.consume(outcome)  # core events we did not ask for: drop
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(drive)
+            with anyio.fail_after(ack_timeout):
+                await route.acked.wait()
+            if route.honored is None or route.end == "lost":
+                if route.error is not None:
+                    raise route.error
+                raise TimeoutError("the listen stream ended before it was acknowledged")
+            extra = route.honored.model_extra or {}
+            honored = {str(t) for t in (extra.get("taskIds") or [])}
+            try:
+                yield honored, wait_end
+            finally:
+                tg.cancel_scope.cancel()
+    finally:
+        route.settle("local")
+        session._unregister_listen_route(request_id)
+
+
+class Sep2663Wire:
+    """SEP-2663 tasks over one live connection: the server decides whether `tools/call`
+    becomes a task (the claim is declared on the session), input goes back with
+    `tasks/update`, and `tasks/cancel` is always there (SEP-2663 "Cancelling Tasks")."""
+
+    kind = "sep-2663"
+    cancels = True
+
+    def __init__(self, client: Client, *, request_timeout: float) -> None:
+        self.client = client
+        self.request_timeout = request_timeout
+
+    async def submit(self, tool: str, arguments: dict[str, Any], *, meta: dict[str, Any],
+                     task_support: str | None, timeout: float | None) -> tuple[str, dict[str, Any]]:
+        """`tools/call`: `("task", snapshot)`, `("result", CallToolResult)`, or `("input", {})`
+        for an `input_required` answer before any task (not answered by monad)."""
+        res = await self.client.session.call_tool(tool, arguments, read_timeout_seconds=timeout,
+                                                  meta=cast(types.RequestParamsMeta, meta),  # an open map
+                                                  allow_claimed=True)
+        if isinstance(res, CreateTaskResult):
+            return "task", dump(res)
+        if isinstance(res, types.CallToolResult):
+            return "result", dump(res)
+        return "input", {}
+
+    async def get(self, task_id: str) -> dict[str, Any]:
+        return await get_task(self.client.session, task_id, timeout=self.request_timeout)
+
+    async def answer(self, task_id: str, responses: dict[str, Any]) -> None:
+        await update_task(self.client.session, task_id, responses, timeout=self.request_timeout)
+
+    async def cancel(self, task_id: str) -> dict[str, Any] | None:
+        await cancel_task(self.client.session, task_id, timeout=self.request_timeout)
+        return None  # the ack is empty; the next poll shows the ending
+
+    async def list_tasks(self) -> list[dict[str, Any]]:
+        return []  # SEP-2663 has no tasks/list

@@ -1,0 +1,220 @@
+"""The approval gate: every tool call passes it unless the tool is auto-approved.
+
+Decisions, and who or what made them (journaled with each call):
+- `autoApproveTools` lists the exposed name → approved by `autoApproveTools`;
+- an earlier "session" approval (in memory: until the supervisor restarts) or "always"
+  approval (journal table `approvals`) for the same (server, definition hash, tool);
+- the caller said so (`monad mcp call --yes`, or the person answered the TTY prompt);
+- a pending approval that `monad approvals allow|deny ID` decides, or that times out.
+
+The person sees the server, the tool and the full arguments before deciding; tool
+annotations never approve anything (MCP spec, server/tools "Security Considerations":
+annotations are untrusted). Approvals are keyed to `ServerSpec.definition_hash()`
+(command, args, env names, cwd, url): after the command is edited, earlier approvals no
+longer apply. A `hostEscape` server's tools can be approved for the session but never always.
+
+Listeners (`gate.listeners`, the Studio's event stream) hear `("approval.pending", request)`
+when a request opens or a caller starts waiting on it, and `("approval.closed", {"id",
+"decision", "by"})` when it is decided, withdrawn or expires, or its caller went away.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from monad_cli.core.errors import InvalidInput, NotFound
+
+if TYPE_CHECKING:
+    from monad_cli.config.schema import ServerSpec
+    from monad_cli.journal.db import Journal
+
+GRANTS = ("once", "session", "always")
+log = logging.getLogger("monad.tools")
+
+
+@dataclass
+class Pending:
+    """An approval a caller waits on; `decision` is (approved, scope, who) once decided."""
+
+    id: str
+    server: str
+    tool: str
+    exposed: str
+    arguments: Any
+    definition_hash: str
+    host_escape: bool
+    command: list[str] | None
+    url: str | None
+    via: str
+    created: float
+    expires: float
+    decision: tuple[bool, str, str] | None = None
+    event: anyio.Event = field(default_factory=anyio.Event)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "server": self.server, "tool": self.tool, "exposed": self.exposed,
+                "arguments": self.arguments, "hostEscape": self.host_escape, "command": self.command,
+                "url": self.url, "via": self.via, "created": self.created, "expires": self.expires}
+
+
+class ApprovalGate:
+    """Owns the approvals: pending requests (in memory, by id), "session" grants (in memory,
+    until the supervisor restarts) and "always" grants (the journal's `approvals` table,
+    read once by `load`). Keys are (server, definition hash, tool).
+
+    It only records and answers decisions; it never runs a call, never decides on its own
+    (a pending request is decided by a person, or times out as a refusal), and never grants
+    "always" to a `hostEscape` server. `clock` is epoch seconds (injectable).
+    """
+
+    def __init__(self, journal: Journal | None, *, clock: Callable[[], float] = time.time) -> None:
+        self.journal = journal
+        self.clock = clock
+        self.session: dict[tuple[str, str, str], str] = {}
+        self.always: dict[tuple[str, str, str], str] = {}
+        self.pending: dict[str, Pending] = {}
+        self.listeners: list[Callable[[str, dict[str, Any]], None]] = []
+
+    def _tell(self, kind: str, data: dict[str, Any]) -> None:
+        for listener in list(self.listeners):
+            try:
+                listener(kind, data)
+            except Exception:  # a page listening must never fail a call
+                log.exception("approval listener failed")
+
+    def _closed(self, p: Pending, decision: str, by: str) -> None:
+        self._tell("approval.closed", {"id": p.id, "decision": decision, "by": by})
+
+    def load(self, journal: Journal) -> None:
+        """Read the "always" approvals once; later ones are added here and in the journal,
+        so a call never waits on a journal query."""
+        from monad_cli.daemon.trust.shared import decided_where
+        from monad_cli.journal.tools import all_always
+
+        self.journal = journal
+        # Rows another supervisor of a fleet wrote say where they were decided.
+        self.always = {(r.server, r.definition_hash, r.tool): decided_where(journal, r.decided_by, r.host, r.home)
+                       for r in all_always(journal)}
+
+    def prior(self, server: str, definition_hash: str, tool: str, *, host_escape: bool = False) -> str | None:
+        """Who approved this tool earlier ("session …"/"always …"), or None. A `hostEscape`
+        server's "always" approvals do not count (one made before the flag was set here, or
+        by a supervisor of the fleet where the server is not marked)."""
+        key = (server, definition_hash, tool)
+        if key in self.session:
+            return f"session approval ({self.session[key]})"
+        if key in self.always and not host_escape:
+            return f"always approval ({self.always[key]})"
+        return None
+
+    def release(self, key: tuple[str, str, str], by: str) -> None:
+        """An "always" approval that arrived from a fleet's shared journal answers the
+        requests waiting on the same (server, definition hash, tool)."""
+        for p in list(self.pending.values()):
+            if p.decision is None and not p.host_escape and (p.server, p.definition_hash, p.tool) == key:
+                p.decision = (True, "always", f"always approval ({by})")
+                p.event.set()
+
+    def grant(self, server: str, definition_hash: str, tool: str, scope: str, by: str,
+              *, host_escape: bool) -> None:
+        """Remember a session/always approval. Raises InvalidInput for always on hostEscape."""
+        if scope not in GRANTS:
+            raise InvalidInput(f"approval scope must be one of {', '.join(GRANTS)}, got {scope!r}")
+        if scope == "always" and host_escape:
+            raise InvalidInput(f"server `{server}` has `trust.hostEscape = true`: its tools can be approved "
+                               f"once or for the session, never always")
+        key = (server, definition_hash, tool)
+        if scope == "session":
+            self.session[key] = by
+        elif scope == "always":
+            self.always[key] = by
+            if self.journal is not None:
+                from monad_cli.journal.tools import add_always
+
+                add_always(self.journal, server, definition_hash, tool, by)
+
+    def open(self, *, server: str, tool: str, exposed: str, arguments: Any, definition_hash: str,
+             host_escape: bool, command: list[str] | None, url: str | None, via: str,
+             timeout: float) -> Pending:
+        self.purge()
+        now = self.clock()
+        p = Pending(id=secrets.token_hex(4), server=server, tool=tool, exposed=exposed, arguments=arguments,
+                    definition_hash=definition_hash, host_escape=host_escape, command=command, url=url,
+                    via=via, created=now, expires=now + timeout)
+        self.pending[p.id] = p
+        self._tell("approval.pending", p.as_dict())
+        return p
+
+    def open_call(self, spec: ServerSpec, server: str, tool: str, exposed: str, arguments: Any, via: str,
+                  timeout: float) -> Pending:
+        """A request for one call of `tool` of `server` as `spec` defines it: the person sees
+        the exact command (secret-looking arguments redacted) or the URL (query secrets
+        redacted), and the decision is keyed to its definition hash."""
+        from monad_cli.core.redact import redact_args, redact_url
+
+        command = [spec.command, *redact_args(spec.args)] if spec.command else None
+        return self.open(server=server, tool=tool, exposed=exposed, arguments=arguments,
+                         definition_hash=spec.definition_hash(), host_escape=spec.trust.host_escape,
+                         command=command, url=redact_url(spec.url) if spec.url else None, via=via,
+                         timeout=timeout)
+
+    def get(self, approval_id: str) -> Pending:
+        p = self.pending.get(approval_id)
+        if p is None:
+            raise NotFound(f"no pending approval `{approval_id}` (see `monad approvals`)")
+        return p
+
+    async def wait(self, p: Pending, timeout: float) -> tuple[bool, str, str]:
+        """(approved, decision, who): decision is approved | denied | timeout."""
+        self._tell("approval.pending", p.as_dict())  # again: a caller that waits now may have moved `expires`
+        waited = anyio.move_on_after(max(0.0, timeout))
+        try:
+            with waited:
+                await p.event.wait()
+        finally:  # also when the caller goes away: nobody is left to run the call
+            if self.pending.pop(p.id, None) is not None and p.decision is None:
+                timed_out = waited.cancelled_caught
+                self._closed(p, "timeout" if timed_out else "withdrawn",
+                             "nobody decided in time" if timed_out else "the caller stopped waiting")
+        if p.decision is None:
+            return False, "timeout", f"no decision within {timeout:g} s"
+        approved, _scope, who = p.decision
+        return approved, "approved" if approved else "denied", who
+
+    def decide(self, approval_id: str, *, allow: bool, scope: str = "once", by: str) -> Pending:
+        p = self.get(approval_id)
+        if allow:
+            self.grant(p.server, p.definition_hash, p.tool, scope, by, host_escape=p.host_escape)
+        p.decision = (allow, scope, by)
+        p.event.set()
+        self._closed(p, f"allowed ({scope})" if allow else "denied", by)
+        return p
+
+    def answer(self, approval_id: str, grant: str, *, by: str) -> tuple[bool, str, str]:
+        """Decide the pending `approval_id` for the call that holds it (`grant`: `deny`, or
+        the scope to allow) and forget it; returns (approved, decision, who) for that call."""
+        p = self.get(approval_id)
+        allow = grant != "deny"
+        if allow:
+            self.decide(p.id, allow=True, scope=grant, by=by)
+        else:
+            self.decide(p.id, allow=False, by=by)
+        self.pending.pop(p.id, None)
+        return allow, "approved" if allow else "denied", by + (f" ({grant})" if allow else "")
+
+    def purge(self) -> None:
+        now = self.clock()
+        for key in [k for k, p in self.pending.items() if p.expires < now and not p.event.is_set()]:
+            self._closed(self.pending.pop(key), "timeout", "nobody decided in time")
+
+    def listing(self) -> list[dict[str, Any]]:
+        self.purge()
+        return [p.as_dict() for p in sorted(self.pending.values(), key=lambda p: p.created)
+                if p.decision is None]

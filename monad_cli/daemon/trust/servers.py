@@ -1,0 +1,61 @@
+"""What the tool service is handed (service.py): the server sessions it calls through, the
+task manager's entry points and a call's progress callback. Protocols only (no SDK import at
+run time), so a test double or an in-process caller can stand in for the supervisor's actors
+and task manager."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from mcp_types import CallToolResult, Tool
+
+    from monad_cli.config.schema import ServerSpec
+    from monad_cli.daemon.trust.inputs import InputHandler
+
+
+class ProgressFn(Protocol):
+    """Awaited with each notifications/progress of a call (MCP spec, basic/utilities/progress)."""
+
+    async def __call__(self, progress: float, total: float | None, message: str | None) -> None: ...
+
+
+class ToolServer(Protocol):
+    """What the tool service uses of one server's session (a supervisor actor is one).
+
+    `live`: the session is up and `call_tool` can be used; `tools`: its last tools/list;
+    `call_tool(tool, arguments, progress=, inputs=)`: tools/call with the server's own tool
+    name (`progress` awaited per progress notification, its questions during the call going
+    to `inputs`, trust/inputs.py), raising `MonadError` when not connected and
+    `mcp.MCPError` when the server fails the request.
+    """
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def spec(self) -> ServerSpec | None: ...
+    @property
+    def live(self) -> bool: ...
+    @property
+    def tools(self) -> Sequence[Tool]: ...
+    async def call_tool(self, tool: str, arguments: dict[str, Any] | None, *,
+                        progress: ProgressFn | None = None,
+                        inputs: InputHandler | None = None) -> CallToolResult: ...
+
+
+class StartTask(Protocol):
+    """Hand an approved call to the task manager (`TaskManager.start`): the server's own
+    tool name, the arguments and what to journal beside the task; returns the task's row
+    (API shape) once it is submitted or queued. Raises `MonadError` (not connected, queue
+    full)."""
+
+    async def __call__(self, server: str, tool: str, arguments: dict[str, Any] | None, *,
+                       correlation: dict[str, Any] | None = None) -> dict[str, Any]: ...
+
+
+# Run an approved call that must be a task and wait for its result (`TaskManager.run_call`,
+# same arguments as `StartTask`); raises `MonadError`, or `mcp.MCPError` for a failed task.
+RunTask = Callable[..., Awaitable["CallToolResult"]]
+
+__all__ = ["ProgressFn", "RunTask", "StartTask", "ToolServer"]

@@ -1,0 +1,388 @@
+"""The tool service: exposed names, pins, the approval gate and the call path.
+
+One instance per supervisor (`Supervisor.tool_service`). `call()` is the one function every
+tool call goes through: the control API (`monad mcp call`) and the gateway's sessions
+(`monad mcp serve`, in-process) call it. It is built from narrow parts only: the journal, a
+name → `ToolServer` lookup (the supervisor's actors), the redaction function, the globs of
+`features/tools.toml` and a `StartTask` callback for detached calls. It is also the one place
+a call of a tool that a tool filter hides is refused (`trust/filters.py`), so every caller
+gets the same refusal.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from monad_cli.core.errors import (
+    ApprovalTimeout,
+    CallRefused,
+    InvalidInput,
+    NotConnected,
+    NotFound,
+    NotRegistered,
+    QueueFull,
+    ToolCallFailed,
+    ToolHidden,
+    Unavailable,
+)
+from monad_cli.core.tool_filters import hidden_by, inert_globs
+from monad_cli.core.tool_names import (
+    ExposedTool,
+    NameMap,
+    build_name_map,
+    describe_collision,
+    inert_entries,
+    inert_entry_warning,
+)
+from monad_cli.daemon.trust.calls import CallLog, current_call
+from monad_cli.daemon.trust.gate import ApprovalGate, Pending
+from monad_cli.daemon.trust.listing import dump_tool, listing_rows, tool_rules
+from monad_cli.daemon.trust.pins import canonical_tools, describe_change, same_hash, tool_set_hash
+from monad_cli.daemon.trust.servers import ProgressFn, RunTask, StartTask, ToolServer
+from monad_cli.daemon.trust.shared import SharedTrust
+from monad_cli.daemon.trust.visibility import check_caller
+from monad_cli.journal import tools as jt
+from monad_cli.tools.arguments import validate_arguments
+
+if TYPE_CHECKING:
+    from mcp_types import Tool
+
+    from monad_cli.daemon.trust.inputs import InputHandler
+    from monad_cli.journal.db import Journal
+
+log = logging.getLogger("monad.tools")
+PENDING_TTL_S = 600.0
+DEFAULT_APPROVAL_TIMEOUT_S = 120.0
+
+
+class ApprovalRequired(Exception):
+    """`mode: check` found no prior approval: the caller must ask the person."""
+
+    def __init__(self, pending: Pending) -> None:
+        super().__init__(pending.id)
+        self.pending = pending
+
+
+class ToolService:
+    """Owns the exposed tool names, the tool-set hashes and pins, the approval gate, and the
+    journal rows of tool calls.
+
+    `servers` is a live view (the supervisor's actors), read on every call; `scrub` redacts
+    a server's error text before it is raised; `tool_globs()` returns the current globs of
+    `features/tools.toml` (`deferred`, `enabled`, `disabled`); `start_task` runs detached
+    calls (None: `detach` is refused),
+    `run_task` the calls of tools whose `execution.taskSupport` is `required` (2025-11-25);
+    `clock` (epoch seconds) dates approval requests. Call `changed()` whenever a server's
+    tool list was (re)fetched.
+
+    It never opens or closes a session, never edits a definition file and never asks a
+    person anything itself: a call that needs a person waits on the gate (or raises
+    `ApprovalRequired`) until someone decides through `gate.decide`.
+    """
+
+    def __init__(self, journal: Journal, servers: Mapping[str, ToolServer], *,
+                 scrub: Callable[[str], str], tool_globs: Callable[[], Mapping[str, Sequence[str]]] = dict,
+                 start_task: StartTask | None = None, run_task: RunTask | None = None,
+                 clock: Callable[[], float] = time.time, recheck: Callable[[str], None] = lambda name: None) -> None:
+        self.journal = journal
+        self.recheck = recheck
+        self.servers = servers
+        self.scrub = scrub
+        self.tool_globs = tool_globs
+        self.start_task = start_task
+        self.run_task = run_task
+        self.clock = clock
+        self.gate = ApprovalGate(journal, clock=clock)
+        self.calls = CallLog(journal)  # the tool_calls rows, and the Studio's transcript listening
+        self.gate.load(journal)
+        # A fleet's approvals and vetted tool sets (docs/fleet.md); local rows alone without one.
+        self.shared = SharedTrust(journal, self.gate, on_vetted=self._on_vetted)
+        self.hashes: dict[str, str] = {}
+        self.blocked: dict[str, str] = {}
+        self._map_key: Any = None
+        self._version = 0
+        self._map = NameMap()
+        self._changed = anyio.Event()
+
+    def changed(self) -> None:
+        self._version += 1  # a tool list was (re)fetched: the name map must be rebuilt
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    # -- pins ------------------------------------------------------------------------
+    def check_pin(self, server: ToolServer, tools: Sequence[Tool]) -> str | None:
+        """The reason to refuse registering `tools` (`trust.pinnedToolHash` does not match
+        their hash), or None. Remembers the hash and the tool set in the journal, so the
+        next mismatch can say what changed; logs an unpinned server's hash."""
+        dumped = [dump_tool(t) for t in tools]
+        digest = tool_set_hash(dumped)
+        name = server.name
+        self.hashes[name] = digest
+        try:
+            jt.remember_tool_set(self.journal, name, digest, canonical_tools(dumped))
+        except Exception:
+            log.exception("journal write failed")  # the pin check itself needs no journal
+        pinned = server.spec.trust.pinned_tool_hash if server.spec else None
+        if not pinned or server.spec is None:
+            self.blocked.pop(name, None)
+            log.info("server %s: tool set hash %s (%d tools; pin it with `monad mcp pin %s`)",
+                     name, digest, len(tools), name)
+            return None
+        definition = server.spec.definition_hash()
+        if same_hash(pinned, digest):
+            self.blocked.pop(name, None)
+            self.shared.vet(name, definition, digest, f"trust.pinnedToolHash in {server.spec.source or 'its file'}")
+            return None
+        vetted = self.shared.accepted(name, definition, digest)
+        if vetted:  # re-vetted elsewhere in the fleet for this very definition
+            self.blocked.pop(name, None)
+            log.info("server %s: tool set %s differs from its pin but was vetted (%s)", name, digest, vetted)
+            return None
+        old = jt.tool_set(self.journal, name, "sha256:" + pinned.removeprefix("sha256:").lower())
+        reason = (f"tool set changed since it was pinned ({describe_change(old, dumped)}); refusing to register "
+                  f"its tools; new hash {digest}; accept it with `monad mcp pin {name}`")
+        log.warning("server %s: %s", name, reason)
+        self.blocked[name] = reason
+        return reason
+
+    def _on_vetted(self, server: str, definition_hash: str, digest: str) -> None:
+        actor = self.servers.get(server)
+        if (server in self.blocked and actor is not None and actor.spec is not None
+                and actor.spec.definition_hash() == definition_hash and same_hash(self.hashes.get(server), digest)):
+            self.recheck(server)
+
+    # -- names ------------------------------------------------------------------------
+    def _registered(self) -> list[ToolServer]:
+        return [a for name, a in sorted(self.servers.items())
+                if a.live and a.spec is not None and name not in self.blocked]
+
+    def name_map(self) -> NameMap:
+        actors = self._registered()
+        key = (self._version, tuple(a.name for a in actors))
+        if key != self._map_key:
+            self._map = build_name_map((a.name, t.name) for a in actors for t in a.tools)
+            self._map_key = key
+        return self._map
+
+    def _auto_list(self, actor: ToolServer) -> list[str]:
+        return list(actor.spec.trust.auto_approve_tools) if actor.spec else []
+
+    def is_auto_approved(self, actor: ToolServer, tool: str, exposed: str) -> bool:
+        auto = self._auto_list(actor)
+        return exposed in auto or f"{actor.name}__{tool}" in auto
+
+    def listing(self, server: str | None = None, *, include: Sequence[str] = (), exclude: Sequence[str] = (),
+                hidden: bool = False) -> list[dict[str, Any]]:
+        """Exposed tools by name: wire shape + `server`, `tool`, `autoApproved`, `deferred`,
+        `condition`; what a tool filter hides (with a session's `include`/`exclude`) is left out,
+        unless `hidden`: then every row has `hidden` (`trust/listing.py` says more)."""
+        return listing_rows(self._registered(), self.name_map(), self.tool_globs(), auto_approved=self.is_auto_approved,
+                            server=server, include=include, exclude=exclude, hidden=hidden)
+
+    def signature(self, listing: list[dict[str, Any]] | None = None) -> str:
+        """Changes whenever the exposed tool set (names or definitions) changes; pass the
+        full `listing()` when it is at hand."""
+        # The whole listing: deferral, conditions and filters change what a gateway lists, too.
+        body = json.dumps(self.listing(hidden=True) if listing is None else listing, sort_keys=True, default=str)
+        return hashlib.sha256(body.encode()).hexdigest()[:16]
+
+    async def wait_changed(self, since: str, timeout: float) -> str:
+        """Long poll: the signature once it differs from `since`, or after `timeout` s."""
+        with anyio.move_on_after(timeout):
+            while (sig := self.signature()) == since:
+                # State changes (a server going away) do not always pass through the tool
+                # listeners, so re-check at a modest pace as well.
+                with anyio.move_on_after(0.5):
+                    await self._changed.wait()
+            return sig
+        return self.signature()
+
+    def warnings(self, name: str) -> list[str]:
+        """Collisions, inert `autoApproveTools` entries and `tools` globs of one server (for `status NAME`)."""
+        out = [describe_collision(c) for c in self.name_map().collisions_of(name)]
+        actor = self.servers.get(name)
+        if actor is None or not actor.live or actor.spec is None:
+            return out
+        nmap = self.name_map()
+        pairs = [(t.name, n) for t in actor.tools if (n := nmap.exposed_name(name, t.name))]
+        advertised = sorted(n for _own, n in pairs)
+        out += [inert_entry_warning(e, advertised) for e in inert_entries(name, self._auto_list(actor), pairs)]
+        return out + inert_globs(actor.spec.tools, [t.name for t in actor.tools], advertised)
+
+    def _entry(self, exposed: str) -> ExposedTool | None:
+        """`exposed`'s name-map entry, on every call's path: the built map is reused while no
+        tool list changed and the entry's server is still registered (else it is rebuilt;
+        building it sorts every server)."""
+        if self._map_key is not None and self._map_key[0] == self._version:
+            entry = self._map.by_exposed.get(exposed)
+            actor = self.servers.get(entry.server) if entry is not None else None
+            if actor is not None and actor.live and actor.spec is not None and actor.name not in self.blocked:
+                return entry
+        return self.name_map().by_exposed.get(exposed)
+
+    def server_of(self, exposed: str) -> str | None:
+        """The server an exposed name belongs to (None: not exposed)."""
+        entry = self._entry(exposed)
+        return entry.server if entry is not None else None
+
+    def resolve(self, exposed: str) -> tuple[ToolServer, Tool]:
+        """The server and tool behind an exposed name. Raises CallRefused (`not_registered`:
+        the server's tool set does not match its pin), NotFound."""
+        entry = self._entry(exposed)
+        if entry is None:
+            for name, reason in self.blocked.items():
+                if exposed.startswith(f"{name}__"):
+                    raise NotRegistered(f"server `{name}`: {reason}")
+            raise NotFound(f"no tool `{exposed}` is exposed (see `monad mcp tools`)")
+        actor = self.servers[entry.server]
+        tool = next(t for t in actor.tools if t.name == entry.tool)
+        return actor, tool
+
+    # -- the call path ----------------------------------------------------------------
+    async def _decide(self, actor: ToolServer, tool: Tool, exposed: str, arguments: Any, via: str,
+                      approval: dict[str, Any]) -> tuple[bool, str, str]:
+        """(approved, decision, who) for one call; raises ApprovalRequired for `mode: check`."""
+        spec = actor.spec
+        assert spec is not None
+        if self.is_auto_approved(actor, tool.name, exposed):
+            return True, "approved", "trust.autoApproveTools"
+        escape = spec.trust.host_escape
+        prior = self.gate.prior(actor.name, spec.definition_hash(), tool.name, host_escape=escape)
+        mode = approval.get("mode", "wait")
+        # In a fleet, an "always" decided elsewhere moments ago may not be merged yet: ask
+        # the shared journal once before asking a person (never on an approved call's path).
+        if not prior and mode != "yes" and await self.shared.sync(timeout=1.0):
+            prior = self.gate.prior(actor.name, spec.definition_hash(), tool.name, host_escape=escape)
+        if prior:
+            return True, "approved", prior
+        if mode == "yes":
+            return True, "approved", f"{via} --yes"
+        if mode == "check":
+            raise ApprovalRequired(self.gate.open_call(spec, actor.name, tool.name, exposed, arguments, via,
+                                                       PENDING_TTL_S))
+        if mode == "decided":
+            return self.gate.answer(str(approval.get("approvalId")), str(approval.get("grant", "deny")),
+                                    by=f"{via} prompt")
+        if mode != "wait":
+            raise InvalidInput(f"approval mode must be one of yes, check, wait, decided; got {mode!r}")
+        timeout = float(approval.get("timeout", DEFAULT_APPROVAL_TIMEOUT_S))
+        approval_id = approval.get("approvalId")
+        known = self.gate.pending.get(str(approval_id)) if approval_id else None
+        if known is None:
+            p = self.gate.open_call(spec, actor.name, tool.name, exposed, arguments, via, timeout)
+        else:
+            p = known
+            p.expires = self.clock() + timeout
+        log.info("approval %s pending: %s (via %s)", p.id, exposed, via)
+        return await self.gate.wait(p, timeout)
+
+    async def call(self, exposed: str, arguments: dict[str, Any] | None, *, via: str,
+                   approval: dict[str, Any], detach: bool = False,
+                   app_of: str | None = None, progress: ProgressFn | None = None,
+                   inputs: InputHandler | None = None, write_behind: bool = False,
+                   include: Sequence[str] = (), exclude: Sequence[str] = ()) -> dict[str, Any]:
+        """Gate, journal and forward one tools/call (MCP spec, server/tools "Calling Tools").
+
+        Returns the CallToolResult in wire shape plus `callId`, `server`, `tool`,
+        `decidedBy`. `app_of`: the server whose MCP App makes the call (visibility.py decides
+        who may call what). Raises NotFound (unknown exposed name, or an app-only tool),
+        ToolHidden (a tool filter hides it, with a session's `include`/`exclude` globs; the
+        message names the rule), InvalidInput (arguments do not
+        match the inputSchema), ApprovalRequired (`mode: check`), CallRefused (denied) and
+        its ApprovalTimeout and NotRegistered (pin mismatch), ToolCallFailed (the server
+        failed the request), and with `detach` Unavailable (no task manager) and the task
+        manager's NotConnected and QueueFull.
+        `detach`: once approved, hand the call to `start_task` and return at once with
+        `{"detached": True, "task": row}`; the call continues as a task (`monad tasks show
+        ID`). Every call that got past name and argument checks leaves one `tool_calls` row.
+        Cancelling the caller's scope cancels the call: the SDK sends
+        notifications/cancelled, and the call is journaled `cancelled`.
+        `progress` is awaited per notifications/progress of the call (not when detached).
+        `inputs` answers the server's questions during the call (trust/inputs.py; none: refused).
+        `write_behind`: commit a successful call's outcome row just after the answer (within
+        ~20 ms, `CallLog.write_outcomes`) instead of before it — the gateway's hot path; a CLI
+        or Studio caller that reads the journal next must find the outcome there.
+        """
+        from mcp import MCPError
+        from mcp_types import REQUEST_TIMEOUT
+
+        arguments = arguments or {}
+        if not isinstance(arguments, dict):
+            raise InvalidInput(f"tool `{exposed}`: arguments must be a JSON object")
+        actor, tool = self.resolve(exposed)
+        check_caller(tool.meta, exposed=exposed, server=actor.name, app_of=app_of)
+        why = hidden_by(exposed, tool.name, tool_rules(actor, self.tool_globs(), include, exclude))
+        if why:
+            raise ToolHidden(f"tool `{exposed}` is hidden: {why}; nothing was sent to the server")
+        validate_arguments(tool.input_schema, arguments, exposed)
+        try:
+            approved, decision, who = await self._decide(actor, tool, exposed, arguments, via, approval)
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                cid = self.calls.start(server=actor.name, tool=tool.name, exposed=exposed,
+                                       arguments=arguments, via=via)
+                self.calls.finish(cid, outcome="cancelled", decision="cancelled",
+                                  decided_by="the caller left while waiting for approval", duration_ms=0.0)
+            raise
+        call_id = self.calls.start(server=actor.name, tool=tool.name, exposed=exposed, arguments=arguments,
+                                   via=via)
+        started = time.monotonic()
+
+        def finish(outcome: str, error: str | None = None, *, defer: bool = False) -> None:
+            self.calls.finish(call_id, outcome=outcome, decision=decision, decided_by=who,
+                              duration_ms=round((time.monotonic() - started) * 1000, 3), error=error, defer=defer)
+
+        if not approved:
+            finish("refused", f"approval {decision}: {who}")
+            if decision == "denied":
+                raise CallRefused(f"call to `{exposed}` was denied ({who})")
+            raise ApprovalTimeout(f"call to `{exposed}` was not approved in time ({who})")
+        correlation = {**(current_call() or {}), "decidedBy": who}  # callId, exposed, via, ref
+        if detach:
+            if self.start_task is None:
+                raise Unavailable("the task manager is not running; try again in a moment")
+            try:
+                row = await self.start_task(actor.name, tool.name, arguments, correlation=correlation)
+            except Exception as exc:
+                finish("error", str(exc))
+                raise
+            finish("detached", f"task {row.get('id')}")
+            return {"detached": True, "task": row, "callId": call_id, "server": actor.name, "tool": tool.name,
+                    "name": exposed, "decidedBy": who}
+        try:
+            # A tool its server runs only as a task (2025-11-25 "Tool-Level Negotiation") goes
+            # through the task manager, also for a caller who waits: a plain call is refused.
+            if self.run_task is not None and tool.execution and tool.execution.task_support == "required":
+                result = await self.run_task(actor.name, tool.name, arguments, correlation=correlation)
+            else:
+                result = await actor.call_tool(tool.name, arguments, progress=progress, inputs=inputs)
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                finish("cancelled", "the caller cancelled the call")
+            raise
+        except MCPError as exc:
+            timed_out = exc.error.code == REQUEST_TIMEOUT
+            finish("timeout" if timed_out else "error", f"{exc.error.message} (MCP error {exc.error.code})")
+            raise ToolCallFailed(self.scrub(f"server `{actor.name}` failed `{tool.name}`: {exc.error.message} "
+                                            f"(MCP error {exc.error.code})")) from None
+        except (NotConnected, QueueFull) as exc:  # from the task manager: the kind stays
+            finish("error", exc.message)
+            raise
+        except Exception as exc:  # noqa: BLE001 - e.g. an outputSchema mismatch in the SDK
+            finish("error", f"{type(exc).__name__}: {exc}")
+            raise ToolCallFailed(self.scrub(f"server `{actor.name}` failed `{tool.name}`: {exc}")) from None
+        out = result.model_dump(by_alias=True, exclude_none=True, mode="json")
+        is_error = bool(result.is_error)
+        text = " ".join(c.get("text", "") for c in out.get("content", []) if c.get("type") == "text")
+        # The intent row was committed before the call; the outcome may follow the answer.
+        finish("tool-error" if is_error else "ok", text[:300] if is_error else None, defer=write_behind)
+        out.update(callId=call_id, server=actor.name, tool=tool.name, name=exposed, decidedBy=who)
+        out.setdefault("isError", is_error)
+        return out

@@ -1,0 +1,65 @@
+"""Watching the definition files: the atoms and features/*.toml (watchfiles), and agents.json
+(its stat, checked every `AGENTS_POLL_MS`); every change batch reconciles (dotfiles and temp
+files ignored).
+
+agents.json is not watched through its directory: the home also holds `journal.db` and its
+WAL, which every tool call writes, and inotify on a directory reports every entry's writes,
+so each call woke the watcher's thread and the event loop (~0.3 ms of supervisor CPU per
+gateway call, bench/README.md). One `stat` of one file ten times a second costs nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+
+from monad_cli.core.paths import Paths
+
+log = logging.getLogger("monad.supervisor")
+AGENTS_POLL_MS = 100
+
+
+def _stamp(path: str) -> tuple[int, int, int] | None:
+    """(inode, size, mtime in ns) of `path`, or None when it does not exist: an atomic
+    replace changes the inode, an edit in place the size or the mtime."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+async def watch_definitions(paths: Paths, stop_event: anyio.Event, reconcile: Callable[[], Awaitable[None]]) -> None:
+    """Run `reconcile()` after each batch of changes until `stop_event` is set."""
+    import watchfiles
+
+    atoms = paths.atoms_dir
+    features = paths.features_dir
+    agents = str(paths.agents_json)
+    seen = _stamp(agents)
+
+    def wanted(change: Any, path: str) -> bool:
+        name = os.path.basename(path)
+        if name.startswith(".") or name.endswith(".tmp"):
+            return False
+        parent = os.path.dirname(path)
+        return (parent == str(atoms) or parent == str(features)) and name.endswith(".toml")
+
+    features.mkdir(parents=True, exist_ok=True)
+    # Short debounce: the hot-reload budget is 150 ms over a direct connect. The Rust side
+    # returns at least every AGENTS_POLL_MS (an empty batch then), for agents.json's stat.
+    async for changes in watchfiles.awatch(atoms, features, watch_filter=wanted, debounce=20, step=10,
+                                           recursive=False, stop_event=stop_event, rust_timeout=AGENTS_POLL_MS,
+                                           yield_on_timeout=True):
+        stamp = _stamp(agents)
+        if not changes and stamp == seen:
+            continue
+        seen = stamp
+        try:
+            await reconcile()
+        except Exception:
+            log.exception("reload failed")

@@ -1,0 +1,153 @@
+"""Tool arguments against the tool's `inputSchema` (MCP spec, server/tools "Tool"; JSON
+Schema 2020-12): `build_arguments` turns `monad mcp call --arg key=value` pairs into the
+types the schema declares (local `$ref`s followed: schema_refs.py), `validate_arguments`
+checks a call's arguments before it is sent — with an empty `referencing.Registry`, so a
+`$ref` is never fetched; one that cannot be resolved (remote, dangling) leaves the call
+unvalidated for the server to judge. Light imports (the CLI uses it): jsonschema is
+loaded on the first validation.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from monad_cli.core.errors import InvalidInput
+from monad_cli.tools.schema_refs import resolve_local
+
+
+def _types_of(prop: Any) -> list[str]:
+    """JSON Schema types a (resolved) property allows: `type`, a type list, or the types of
+    its anyOf/oneOf/allOf branches."""
+    if not isinstance(prop, dict):
+        return []
+    t = prop.get("type")
+    if isinstance(t, str):
+        return [t]
+    if isinstance(t, list):
+        return [x for x in t if isinstance(x, str)]
+    out: list[str] = []
+    for key in ("anyOf", "oneOf", "allOf"):
+        branches = prop.get(key)
+        for branch in branches if isinstance(branches, list) else []:
+            out.extend(_types_of(branch))
+    return out
+
+
+def convert_value(key: str, value: str, prop: Any) -> Any:
+    """`--arg key=value` → the type the inputSchema declares for `key` (string if unknown)."""
+    kinds = [k for k in _types_of(prop) if k != "null"] or ["string"]
+    if value == "null" and "null" in _types_of(prop):
+        return None
+    errors = []
+    for kind in kinds:
+        try:
+            if kind == "string":
+                return value
+            if kind == "integer":
+                return int(value)
+            if kind == "number":
+                number = float(value)
+                return int(number) if number.is_integer() and "." not in value and "e" not in value.lower() \
+                    else number
+            if kind == "boolean":
+                low = value.lower()
+                if low in ("true", "1", "yes", "on"):
+                    return True
+                if low in ("false", "0", "no", "off"):
+                    return False
+                raise ValueError
+            if kind in ("array", "object"):
+                parsed = json.loads(value)
+                if not isinstance(parsed, list if kind == "array" else dict):
+                    raise ValueError
+                return parsed
+        except ValueError:
+            errors.append(kind)
+    want = " or ".join({"integer": "an integer", "number": "a number", "boolean": "true or false",
+                        "array": "a JSON array", "object": "a JSON object"}.get(k, k) for k in errors)
+    raise InvalidInput(f"--arg {key}: expected {want}, got {value!r}")
+
+
+def build_arguments(schema: dict[str, Any] | None, pairs: list[str] | None, args_json: str | None) -> dict[str, Any]:
+    """The arguments object of `monad mcp call`: `--args-json` (an object), then each
+    `--arg key=value` converted by `convert_value` (overriding its key). Raises InvalidInput."""
+    arguments: dict[str, Any] = {}
+    if args_json:
+        try:
+            parsed = json.loads(args_json)
+        except ValueError as e:
+            raise InvalidInput(f"--args-json is not valid JSON ({e})") from None
+        if not isinstance(parsed, dict):
+            raise InvalidInput("--args-json must be a JSON object, e.g. '{\"text\": \"hi\"}'")
+        arguments.update(parsed)
+    resolved = resolve_local(schema) if pairs and isinstance(schema, dict) else {}
+    props = resolved.get("properties") if isinstance(resolved, dict) else None
+    props = props if isinstance(props, dict) else {}
+    for item in pairs or []:
+        if "=" not in item:
+            raise InvalidInput(f"--arg `{item[:40]}` needs the form key=value")
+        key, value = item.split("=", 1)
+        if not key:
+            raise InvalidInput("--arg has an empty key")
+        arguments[key] = convert_value(key, value, props.get(key))
+    return arguments
+
+
+log = logging.getLogger("monad.tools")
+_validators: dict[int, tuple[Any, Any]] = {}
+
+
+def _without_optional_nulls(schema: dict[str, Any], arguments: dict[str, Any]) -> dict[str, Any]:
+    """`arguments` as checked: a `null` for a declared, optional property counts as not given.
+
+    Agents send `null` for "no value" whatever the property's type, and the MCP spec counts
+    on it: a client "MUST omit" the `Mcp-Param` header of a null argument (SEP-2243, basic/
+    transports "Custom Headers"). Whether the tool accepts it is the server's to judge; the
+    arguments are sent as given."""
+    props = schema.get("properties")
+    if not isinstance(props, dict):
+        return arguments
+    required = schema.get("required")
+    required = set(required) if isinstance(required, list) else set()
+    return {k: v for k, v in arguments.items() if v is not None or k in required or k not in props}
+
+
+def validate_arguments(schema: dict[str, Any] | None, arguments: dict[str, Any], exposed: str) -> None:
+    """Check `arguments` against the tool's inputSchema (JSON Schema 2020-12, or the dialect
+    its `$schema` names; `$ref`s are resolved within the schema only, never fetched); raises
+    InvalidInput naming the first offending argument. A `null` for an optional property
+    passes (`_without_optional_nulls`)."""
+    if not schema:
+        return
+    import jsonschema
+    from referencing import Registry
+    from referencing.exceptions import Unresolvable
+
+    try:
+        # Building a validator costs more than using one: keep one per schema object (the
+        # entry holds the schema, so its id cannot be reused while cached).
+        cached = _validators.get(id(schema))
+        if cached is not None and cached[0] is schema:
+            validator = cached[1]
+        else:
+            if len(_validators) > 4096:
+                _validators.clear()
+            # An empty registry, as the SDK uses for output schemas: jsonschema's default
+            # one fetches remote `$ref`s, blocking, inside the supervisor's event loop.
+            validator = jsonschema.validators.validator_for(schema)(schema, registry=Registry())
+            _validators[id(schema)] = (schema, validator)
+        errors = sorted(validator.iter_errors(_without_optional_nulls(schema, arguments)),
+                        key=lambda e: list(e.absolute_path))
+    except Unresolvable as e:
+        log.info("tool `%s`: arguments sent unvalidated: its inputSchema has a $ref that cannot be resolved "
+                 "here (%s)", exposed, type(e).__name__)
+        return  # a remote or dangling $ref: the server judges the call
+    except (jsonschema.SchemaError, jsonschema.exceptions.UnknownType, TypeError):
+        return  # the server's schema is broken; let the server judge the call
+    if errors:
+        err = errors[0]
+        where = ".".join(str(p) for p in err.absolute_path)
+        prefix = f"argument `{where}`" if where else "arguments"
+        raise InvalidInput(f"tool `{exposed}`: {prefix}: {err.message}")
