@@ -1,8 +1,8 @@
-"""What every control API route shares: the JSON body reader and the one error boundary.
+"""What every route of the supervisor's listeners shares: the JSON body reader and the one error boundary.
 
 Routes just raise. `ErrorBoundary` is the only place an exception becomes an HTTP answer:
 a `MonadError` is answered with its kind's status and `{"error": {"code", "message"}}`
-(`control/envelope.py`); anything else is a bug, answered 500 `internal` and logged once.
+(`core/envelope.py`); anything else is a bug, answered 500 `internal` and logged once.
 Every message passes through the supervisor's redaction function on the way out.
 """
 

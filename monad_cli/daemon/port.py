@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from monad_cli.core.errors import NotFound
+
 if TYPE_CHECKING:
     import anyio
 
@@ -63,3 +65,11 @@ class DaemonPort(Protocol):
     def on_tools(self, listener: Callable[[ServerActor], None]) -> None: ...
 
     def on_config(self, listener: Callable[[Diff], None]) -> None: ...
+
+
+def actor_named(port: DaemonPort, name: str) -> ServerActor:
+    """The live actor of server `name`. Raises NotFound (404) when no server has that name."""
+    actor = port.actors.get(name)
+    if actor is None:
+        raise NotFound(f"server `{name}` is not defined (see `monad mcp list`)")
+    return actor

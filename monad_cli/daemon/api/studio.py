@@ -4,10 +4,8 @@
                                              (the Studio's port refuses it: locks.py)
     GET    /v1/studio/tools                  the Tools view: `GET /v1/tools` rows + `formSchema`
                                              (inputSchema, local $refs resolved) + `ui` ({resourceUri})
-    GET    /v1/journal                       ?server=NAME&limit=N → {events: [...], shared} (newest
-                                             last; `shared`: a fleet's rows of every host, docs/fleet.md)
-    GET    /v1/journal/calls                 ?server=NAME&limit=N → {calls: [...], fleet, host} (newest
-                                             first; transcript.py)
+    GET    /v1/journal, /v1/journal/calls    the journal's rows (journal.py; the calls with the
+                                             arguments the transcript kept)
     GET    /v1/studio/apps/resource · POST /v1/studio/apps/request   MCP Apps (apps.py)
     POST   /v1/mcp-servers/{name}/authorize  start `monad mcp authorize`'s flow → 202 the run
     GET    /v1/mcp-servers/{name}/authorize  the last run of that server
@@ -21,6 +19,7 @@ approvals and the task ledger; the Studio service itself starts on the first `PO
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -28,24 +27,26 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from monad_cli.core.errors import InvalidInput, NotFound, Unavailable
+from monad_cli.core.errors import InvalidInput, NotFound
 from monad_cli.core.redact import redact_definition
 from monad_cli.core.studio import DEFAULT_PORT
+from monad_cli.daemon.api.journal import journal_routes
 from monad_cli.daemon.http import read_json_body
-from monad_cli.daemon.studio.apps import AppHost, app_routes
+from monad_cli.daemon.studio.apps import INTERNAL, AppHost
 from monad_cli.daemon.studio.authorize import AuthorizeDeps, AuthorizeRuns
 from monad_cli.daemon.studio.events import EventBus
 from monad_cli.daemon.studio.scrub import scrub_data
-from monad_cli.daemon.studio.transcript import Transcript, transcript_routes
+from monad_cli.daemon.studio.transcript import Transcript
 from monad_cli.daemon.trust.visibility import resource_uri
 from monad_cli.tools.schema_refs import resolve_local
 
 if TYPE_CHECKING:
-    from monad_cli.daemon.api.server import ControlServer
+    from starlette.applications import Starlette
+
+    from monad_cli.daemon.port import DaemonPort
     from monad_cli.daemon.studio.service import Studio
 
 log = logging.getLogger("monad.studio")
-MAX_JOURNAL_ROWS = 500
 
 
 class StudioHub:
@@ -61,9 +62,8 @@ class StudioHub:
     decides an approval (a person does, through `POST /v1/approvals/{id}`), or publishes
     anything the redaction function has not passed (`publish`)."""
 
-    def __init__(self, control: ControlServer) -> None:
-        self.control = control
-        sup = control.sup
+    def __init__(self, sup: DaemonPort, control_app: Callable[[], Starlette]) -> None:
+        self.control_app = control_app
         self.sup = sup
         self.bus = EventBus()
         self.studio: Studio | None = None
@@ -118,7 +118,7 @@ class StudioHub:
         from monad_cli.daemon.studio.service import Studio, StudioDeps
 
         if self.studio is None:
-            self.studio = Studio(StudioDeps(control_app=self.control.app, snapshot=self.snapshot,
+            self.studio = Studio(StudioDeps(control_app=self.control_app(), snapshot=self.snapshot,
                                             refresh=self.sup.reconcile, stopping=self.sup.stop_event,
                                             start_soon=self.sup.start_soon, scrub=self.sup.scrub),
                                  self.bus)
@@ -133,9 +133,8 @@ def _port(value: Any, what: str) -> int | None:
     return value
 
 
-def studio_routes(control: ControlServer) -> list[Route]:
-    hub = StudioHub(control)
-    sup = control.sup
+def studio_routes(sup: DaemonPort, *, control_app: Callable[[], Starlette]) -> list[Route]:
+    hub = StudioHub(sup, control_app)
 
     async def serve_studio(request: Request) -> JSONResponse:
         body = await read_json_body(request)
@@ -151,28 +150,6 @@ def studio_routes(control: ControlServer) -> list[Route]:
             uri = resource_uri(row.get("_meta"))
             row["ui"] = {"resourceUri": uri} if uri else None
         return JSONResponse({"tools": rows})
-
-    async def journal(request: Request) -> JSONResponse:
-        server = request.query_params.get("server") or None
-        try:
-            limit = max(1, min(int(request.query_params.get("limit", "50")), MAX_JOURNAL_ROWS))
-        except ValueError:
-            raise InvalidInput("limit must be a whole number") from None
-        journal_db = sup.journal
-        if journal_db is None:
-            return JSONResponse({"events": []})
-        if journal_db.link is not None and journal_db.link.state() == "ok":
-            # A fleet: the shared journal's rows of this server, from every host (docs/fleet.md).
-            from monad_cli.journal import pg_reader
-
-            try:
-                rows = await anyio.to_thread.run_sync(
-                    lambda: pg_reader.events(journal_db.settings, server=server, limit=limit))
-                return JSONResponse({"events": rows, "shared": True})
-            except Unavailable as e:  # the link went down meanwhile: this supervisor's own rows
-                log.info("studio journal: %s", e.message)
-        rows = await anyio.to_thread.run_sync(lambda: journal_db.events(server=server, limit=limit))
-        return JSONResponse({"events": rows, "shared": False})
 
     def known(request: Request) -> str:
         name = request.path_params["name"]
@@ -201,10 +178,47 @@ def studio_routes(control: ControlServer) -> list[Route]:
     return [
         Route("/v1/studio", serve_studio, methods=["POST"]),
         Route("/v1/studio/tools", studio_tools),
-        Route("/v1/journal", journal),
-        *transcript_routes(hub.transcript),
+        *journal_routes(sup, hub.transcript),
         *app_routes(hub.apps),
         Route("/v1/mcp-servers/{name}/authorize", authorize, methods=["POST"]),
         Route("/v1/mcp-servers/{name}/authorize", authorize_status),
         Route("/v1/mcp-servers/{name}/authorize", authorize_cancel, methods=["DELETE"]),
     ]
+
+
+async def until_disconnect(request: Request, work: Callable[[], Awaitable[Any]]) -> Any:
+    """Run `work()`; if the caller disconnects first, cancel it (a waiting approval goes with it)
+    and return None."""
+    outcome: dict[str, Any] = {}
+    async with anyio.create_task_group() as tg:
+        async def watch() -> None:
+            while (await request.receive())["type"] != "http.disconnect":
+                pass
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(watch)
+        try:
+            outcome["value"] = await work()
+        except Exception as exc:  # noqa: BLE001 - raised below, outside the task group
+            outcome["error"] = exc
+        tg.cancel_scope.cancel()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")
+
+
+def app_routes(host: AppHost) -> list[Route]:
+    async def resource(request: Request) -> JSONResponse:
+        name = request.query_params.get("name")
+        if not name:
+            raise InvalidInput("expected ?name=server__tool")
+        return JSONResponse(await host.resource(name))
+
+    async def app_request(request: Request) -> JSONResponse:
+        body = await read_json_body(request)
+        answer = await until_disconnect(request, lambda: host.request(body))
+        return JSONResponse(answer if answer is not None else {"jsonrpc": "2.0", "id": None, "error": {
+            "code": INTERNAL, "message": "the page went away"}})
+
+    return [Route("/v1/studio/apps/resource", resource),
+            Route("/v1/studio/apps/request", app_request, methods=["POST"])]

@@ -29,23 +29,24 @@ from starlette.routing import Route
 
 from monad_cli.core.errors import InvalidInput, NotFound
 from monad_cli.daemon.api.progress import ProgressStream
-from monad_cli.daemon.http import error_response
+from monad_cli.daemon.http import error_response, read_json_body
+from monad_cli.daemon.port import actor_named
 from monad_cli.daemon.trust.calls import call_ref
 from monad_cli.daemon.trust.service import ApprovalRequired
 
 if TYPE_CHECKING:
-    from monad_cli.daemon.api.server import ControlServer
+    from monad_cli.daemon.port import DaemonPort
 
 log = logging.getLogger("monad.control")
 MAX_LONG_POLL_S = 60.0
 
 
-def tools_routes(server: ControlServer) -> list[Route]:
-    svc = server.sup.tool_service
+def tools_routes(port: DaemonPort) -> list[Route]:
+    svc = port.tool_service
 
     async def list_tools(request: Request) -> JSONResponse:
         name = request.query_params.get("server")
-        if name is not None and name not in server.sup.actors:
+        if name is not None and name not in port.actors:
             raise NotFound(f"server `{name}` is not defined (see `monad mcp list`)")
         everything = svc.listing(hidden=True)  # `monad mcp tools` shows hidden tools and why
         listed = everything if name is None else [t for t in everything if t["server"] == name]
@@ -71,7 +72,7 @@ def tools_routes(server: ControlServer) -> list[Route]:
                 tg.cancel_scope.cancel()
 
             async def watch_stop() -> None:
-                await server.sup.stop_event.wait()
+                await port.stop_event.wait()
                 tg.cancel_scope.cancel()
 
             tg.start_soon(watch_disconnect)
@@ -82,7 +83,7 @@ def tools_routes(server: ControlServer) -> list[Route]:
 
     async def tool_set(request: Request) -> JSONResponse:
         name = request.path_params["name"]
-        actor = server._actor(name)
+        actor = actor_named(port, name)
         pinned = actor.spec.trust.pinned_tool_hash if actor.spec else None
         current = svc.hashes.get(name) if actor.live else None
         return JSONResponse({"server": name, "hash": current, "pinned": pinned,
@@ -90,7 +91,7 @@ def tools_routes(server: ControlServer) -> list[Route]:
                              "tools": len(actor.tools) if actor.live else None})
 
     async def call(request: Request) -> Response | ProgressStream:
-        body = await server._body(request)
+        body = await read_json_body(request)
         name = body.get("name")
         if not isinstance(name, str):
             raise InvalidInput('expected {"name": "server__tool", "arguments": {...}}')
@@ -99,7 +100,7 @@ def tools_routes(server: ControlServer) -> list[Route]:
             raise InvalidInput("approval must be an object")
         via = "studio" if getattr(request.state, "via", None) == "studio" else str(body.get("via", "api"))[:20]
         if body.get("progress"):
-            return ProgressStream(svc, name, body, via=via, approval=approval, scrub=server.sup.scrub)
+            return ProgressStream(svc, name, body, via=via, approval=approval, scrub=port.scrub)
         outcome: dict[str, Any] = {}
 
         async with anyio.create_task_group() as tg:
@@ -135,7 +136,7 @@ def tools_routes(server: ControlServer) -> list[Route]:
 
     async def decide(request: Request) -> JSONResponse:
         approval_id = request.path_params["id"]
-        body = await server._body(request)
+        body = await read_json_body(request)
         decision = body.get("decision")
         if decision == "withdraw":
             # The caller gave up (Ctrl-C at the prompt): the request must not linger in the list.

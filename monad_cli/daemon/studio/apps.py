@@ -30,18 +30,12 @@ from __future__ import annotations
 import base64
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
-import anyio
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
-
 from monad_cli import __version__
 from monad_cli.core.errors import CallRefused, InvalidInput, MonadError, NotFound
-from monad_cli.daemon.http import read_json_body
 from monad_cli.daemon.studio import csp
 from monad_cli.daemon.trust.visibility import resource_uri
 
@@ -280,41 +274,3 @@ class AppHost:
         except MonadError as e:
             raise _rpc_error(e) from None
         return f" `{name[:100]}`", {k: v for k, v in out.items() if k not in _MONAD_KEYS}
-
-
-async def until_disconnect(request: Request, work: Callable[[], Awaitable[Any]]) -> Any:
-    """Run `work()`; if the caller disconnects first, cancel it (a waiting approval goes with it)
-    and return None."""
-    outcome: dict[str, Any] = {}
-    async with anyio.create_task_group() as tg:
-        async def watch() -> None:
-            while (await request.receive())["type"] != "http.disconnect":
-                pass
-            tg.cancel_scope.cancel()
-
-        tg.start_soon(watch)
-        try:
-            outcome["value"] = await work()
-        except Exception as exc:  # noqa: BLE001 - raised below, outside the task group
-            outcome["error"] = exc
-        tg.cancel_scope.cancel()
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome.get("value")
-
-
-def app_routes(host: AppHost) -> list[Route]:
-    async def resource(request: Request) -> JSONResponse:
-        name = request.query_params.get("name")
-        if not name:
-            raise InvalidInput("expected ?name=server__tool")
-        return JSONResponse(await host.resource(name))
-
-    async def app_request(request: Request) -> JSONResponse:
-        body = await read_json_body(request)
-        answer = await until_disconnect(request, lambda: host.request(body))
-        return JSONResponse(answer if answer is not None else {"jsonrpc": "2.0", "id": None, "error": {
-            "code": INTERNAL, "message": "the page went away"}})
-
-    return [Route("/v1/studio/apps/resource", resource),
-            Route("/v1/studio/apps/request", app_request, methods=["POST"])]

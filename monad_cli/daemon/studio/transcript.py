@@ -28,11 +28,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
-
-from monad_cli.core.errors import InvalidInput
 
 if TYPE_CHECKING:
     from monad_cli.daemon.tasks.manager import TaskManager
@@ -95,18 +90,3 @@ class Transcript:
                 row["arguments"], row["ref"] = kept
             out.append(row)
         return out
-
-
-def transcript_routes(transcript: Transcript) -> list[Route]:
-    async def calls(request: Request) -> JSONResponse:
-        q = request.query_params
-        try:
-            limit = max(1, min(int(q.get("limit", "100")), MAX_CALLS))
-        except ValueError:
-            raise InvalidInput("limit must be a whole number") from None
-        server = q.get("server") or None
-        journal = transcript.tools.journal
-        return JSONResponse({"calls": await transcript.calls(server=server, limit=limit),
-                             "fleet": journal.settings.fleet, "host": journal.host})
-
-    return [Route("/v1/journal/calls", calls)]

@@ -1,0 +1,149 @@
+"""Control API routes for server definitions and their live state (docs/supervisor.md
+"Control API").
+
+    GET    /v1/settings/mcp-servers               every definition, redacted, with its file
+    POST   /v1/settings/mcp-servers               {name, definition, force?} → a new atom
+    GET    /v1/settings/mcp-servers/status        {servers: [status row], problems, journal}
+    GET    /v1/settings/mcp-servers/{name}        one definition, redacted
+    PATCH  /v1/settings/mcp-servers/{name}        fields to set (null removes one)
+    DELETE /v1/settings/mcp-servers/{name}        remove it from its file
+    GET    /v1/settings/mcp-servers/{name}/status one status row, in detail
+    POST   /v1/mcp-servers/reconnect              every server that can connect
+    POST   /v1/mcp-servers/{name}/reconnect
+    GET    /v1/mcp-servers/{name}/tools           the server's tools as it listed them
+
+Definitions are written only through `config.edits` (the locked path the CLI takes too), then
+the supervisor reconciles before the answer, so a status read after an edit sees it. Never a
+secret value in an answer: definitions pass `redact_definition`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from monad_cli.config import edits
+from monad_cli.core.errors import InvalidInput
+from monad_cli.core.redact import redact_definition
+from monad_cli.daemon.http import read_json_body
+from monad_cli.daemon.port import actor_named
+
+if TYPE_CHECKING:
+    from monad_cli.daemon.port import DaemonPort
+
+
+def journal_status(port: DaemonPort) -> dict[str, Any] | None:
+    """The journal's backend and health (`Journal.status`; the URL without its password)."""
+    return port.journal.status() if port.journal is not None else None
+
+
+def server_routes(port: DaemonPort) -> list[Route]:
+    def journal_edit(request: Request, what: str, name: str, source: str, fields: list[str]) -> None:
+        """A journal row for a definition edited through the API, saying through which door
+        (`via`: "studio" when the Studio's listener passed it on, else "control"). Field names
+        only, never values."""
+        via = getattr(request.state, "via", "control")
+        where = "from the Studio" if via == "studio" else "through the control API"
+        if port.journal is not None:
+            port.journal.record("edit", server=name, reason=f"{what} {where} ({source})",
+                                detail={"via": via, "action": what, "source": source, "fields": sorted(fields)})
+
+    async def list_servers(request: Request) -> JSONResponse:
+        await port.reconcile()
+        out = []
+        for name, source in sorted(port.definitions.sources.items()):
+            raw = port.definitions.raw.get(name, {})
+            out.append({"name": name, "source": source, "definition": redact_definition(raw)})
+        return JSONResponse(out)
+
+    async def get_server(request: Request) -> JSONResponse:
+        name = request.path_params["name"]
+        source, raw = edits.read_definition(port.paths, name)
+        return JSONResponse({"name": name, "source": source, "definition": redact_definition(raw)})
+
+    async def add_server(request: Request) -> JSONResponse:
+        body = await read_json_body(request)
+        name = body.get("name")
+        definition = body.get("definition")
+        if not isinstance(name, str) or not isinstance(definition, dict):
+            raise InvalidInput('expected {"name": ..., "definition": {...}}')
+        force = bool(body.get("force"))
+        path = await anyio.to_thread.run_sync(lambda: edits.add_server(port.paths, name, definition, force=force))
+        journal_edit(request, "added", name, f"atoms/mcp/{name}.toml", list(definition))
+        await port.reconcile()
+        return JSONResponse({"name": name, "path": path}, status_code=201)
+
+    async def patch_server(request: Request) -> JSONResponse:
+        name = request.path_params["name"]
+        body = await read_json_body(request)
+        source = await anyio.to_thread.run_sync(lambda: edits.update_server(port.paths, name, body))
+        journal_edit(request, "edited", name, source, list(body))
+        await port.reconcile()
+        return JSONResponse({"name": name, "source": source})
+
+    async def delete_server(request: Request) -> JSONResponse:
+        name = request.path_params["name"]
+        source = await anyio.to_thread.run_sync(lambda: edits.remove_server(port.paths, name))
+        journal_edit(request, "removed", name, source, [])
+        await port.reconcile()
+        return JSONResponse({"name": name, "source": source})
+
+    async def status(request: Request) -> JSONResponse:
+        await port.reconcile()
+        detail = request.query_params.get("detail") in ("1", "true")
+        return JSONResponse({"servers": port.status(detail=detail), "problems": port.file_problems,
+                             "journal": journal_status(port)})
+
+    async def server_status(request: Request) -> JSONResponse:
+        await port.reconcile()
+        name = request.path_params["name"]
+        actor_named(port, name)
+        return JSONResponse(port.status(name=name, detail=True)[0])
+
+    async def reconnect(request: Request) -> JSONResponse:
+        await port.reconcile()
+        actor = actor_named(port, request.path_params["name"])
+        actor.reconnect()
+        if getattr(request.state, "via", None) == "studio" and port.journal is not None:
+            port.journal.record("action", server=actor.name, reason="reconnect asked from the Studio",
+                                detail={"via": "studio", "action": "reconnect"})
+        return JSONResponse({"name": actor.name, "reconnecting": True})
+
+    async def reconnect_all(request: Request) -> JSONResponse:
+        """Reconnect every server that can connect; `skipped` names the others and why
+        (filtered out, disabled, an invalid definition), which a reconnect does not change."""
+        await port.reconcile(force=True)
+        reconnecting, skipped = [], []
+        for name, actor in sorted(port.actors.items()):
+            filtered = port.server_filter.reason(name)
+            why = ("its definition is invalid" if actor.spec is None else
+                   "disabled (enabled = false)" if not actor.spec.enabled else
+                   f"filtered out: {filtered}" if filtered else None)
+            if why is None:
+                actor.reconnect()
+                reconnecting.append(name)
+            else:
+                skipped.append({"name": name, "reason": why})
+        return JSONResponse({"reconnecting": reconnecting, "skipped": skipped})
+
+    async def tools(request: Request) -> JSONResponse:
+        actor = actor_named(port, request.path_params["name"])
+        return JSONResponse([t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in actor.tools]
+                            if actor.live else [])
+
+    return [
+        Route("/v1/settings/mcp-servers", list_servers),
+        Route("/v1/settings/mcp-servers", add_server, methods=["POST"]),
+        Route("/v1/settings/mcp-servers/status", status),
+        Route("/v1/settings/mcp-servers/{name}", get_server),
+        Route("/v1/settings/mcp-servers/{name}", patch_server, methods=["PATCH"]),
+        Route("/v1/settings/mcp-servers/{name}", delete_server, methods=["DELETE"]),
+        Route("/v1/settings/mcp-servers/{name}/status", server_status),
+        Route("/v1/mcp-servers/reconnect", reconnect_all, methods=["POST"]),
+        Route("/v1/mcp-servers/{name}/reconnect", reconnect, methods=["POST"]),
+        Route("/v1/mcp-servers/{name}/tools", tools),
+    ]

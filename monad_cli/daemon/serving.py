@@ -1,0 +1,50 @@
+"""One way the supervisor serves an ASGI app: uvicorn on a socket the supervisor bound itself
+(the control API's unix socket, the Studio's and the sandbox's loopback ports, the HTTP
+gateway's port), started and stopped inside the supervisor's own event loop.
+
+Only `Server.startup()` and `Server.shutdown()` are used, never `Server.serve()`: `serve()`
+captures SIGINT/SIGTERM, and the supervisor owns its signals (daemon/main.py), so with these
+two no uvicorn subclass is needed to keep uvicorn's hands off them."""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+import anyio
+import uvicorn
+
+
+class AppServer:
+    """`app` served on a bound, listening, non-blocking socket.
+
+    `config` is passed to `uvicorn.Config` (`lifespan` defaults to "off", `log_config` to None,
+    `access_log` to False). `start(sock)` returns once uvicorn listens; `stop()` closes the
+    listener and every connection, waiting at most `stop_within` seconds (open event streams
+    are cut, not drained), and runs the app's lifespan shutdown when it has one."""
+
+    def __init__(self, app: Any, *, stop_within: float = 3.0, **config: Any) -> None:
+        config.setdefault("lifespan", "off")
+        config.setdefault("log_config", None)
+        config.setdefault("access_log", False)
+        self.config = uvicorn.Config(app, **config)
+        self.server = uvicorn.Server(self.config)
+        self.stop_within = stop_within
+        self.sock: socket.socket | None = None
+
+    @property
+    def started(self) -> bool:
+        return bool(self.server.started)
+
+    async def start(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.config.load()
+        self.server.lifespan = self.config.lifespan_class(self.config)
+        await self.server.startup(sockets=[sock])
+
+    async def stop(self) -> None:
+        if not self.server.started:
+            return
+        self.server.force_exit = True
+        with anyio.move_on_after(self.stop_within):
+            await self.server.shutdown(sockets=[self.sock] if self.sock else None)

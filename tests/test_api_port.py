@@ -1,0 +1,124 @@
+"""The control API's routes driven over a fake `DaemonPort` (daemon/port.py): no supervisor,
+no actor, no MCP session — the routes need only what the port gives them."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+
+from monad_cli.config.loader import Definitions
+from monad_cli.core.filters import ServerFilter
+from monad_cli.core.paths import Paths
+from monad_cli.daemon.api.daemon import daemon_routes
+from monad_cli.daemon.api.servers import server_routes
+from monad_cli.daemon.http import ErrorBoundary
+
+SECRET = "SENTINEL-port-7f3a"
+
+
+@dataclass
+class FakeSpec:
+    enabled: bool = True
+
+
+@dataclass
+class FakeActor:
+    name: str
+    spec: FakeSpec | None = field(default_factory=FakeSpec)
+    live: bool = False
+    tools: list[Any] = field(default_factory=list)
+    reconnects: int = 0
+
+    def reconnect(self) -> None:
+        self.reconnects += 1
+
+
+@dataclass
+class FakePort:
+    paths: Paths
+    actors: dict[str, FakeActor]
+    started_at: float = 1.5
+    journal: Any = None
+    tool_service: Any = None
+    tasks: Any = None
+    definitions: Definitions = field(default_factory=Definitions)
+    file_problems: list[dict[str, Any]] = field(default_factory=list)
+    server_filter: ServerFilter = field(default_factory=ServerFilter)
+    stop_event: anyio.Event = field(default_factory=anyio.Event)
+    reconciles: list[bool] = field(default_factory=list)
+
+    async def reconcile(self, *, force: bool = False) -> None:
+        self.reconciles.append(force)
+
+    def status(self, *, name: str | None = None, detail: bool = False) -> list[dict[str, Any]]:
+        rows = [{"name": n, "state": "connected", "reason": f"token {SECRET}", "detail": detail}
+                for n in sorted(self.actors)]
+        return [r for r in rows if name is None or r["name"] == name]
+
+    def scrub(self, text: str) -> str:
+        return text.replace(SECRET, "***")
+
+
+def _app(port: FakePort) -> Starlette:
+    return Starlette(routes=[*daemon_routes(port), *server_routes(port)],  # type: ignore[arg-type]
+                     middleware=[Middleware(ErrorBoundary, scrub=port.scrub)])
+
+
+def _call(port: FakePort, method: str, url: str, **kw: Any) -> httpx2.Response:
+    async def go() -> httpx2.Response:
+        transport = httpx2.ASGITransport(app=_app(port))
+        async with httpx2.AsyncClient(transport=transport, base_url="http://control") as client:
+            return await client.request(method, url, **kw)
+    return anyio.run(go)
+
+
+@pytest.fixture
+def port(tmp_path: Path) -> FakePort:
+    return FakePort(paths=Paths(home=tmp_path), actors={"a": FakeActor("a"), "off": FakeActor("off", FakeSpec(False)),
+                                                        "broken": FakeActor("broken", None)})
+
+
+def test_health_reads_the_port(port: FakePort, tmp_path: Path) -> None:
+    r = _call(port, "GET", "/v1/health")
+    assert r.status_code == 200
+    assert r.json()["pid"] == os.getpid() and r.json()["home"] == str(tmp_path) and r.json()["startedAt"] == 1.5
+
+
+def test_an_unknown_server_is_the_404_envelope(port: FakePort) -> None:
+    r = _call(port, "GET", "/v1/settings/mcp-servers/nope/status")
+    assert r.status_code == 404
+    assert r.json()["error"]["code"] == "not_found"
+    assert "`nope`" in r.json()["error"]["message"]
+
+
+def test_reconnect_one_and_all(port: FakePort) -> None:
+    assert _call(port, "POST", "/v1/mcp-servers/a/reconnect").json() == {"name": "a", "reconnecting": True}
+    assert port.actors["a"].reconnects == 1
+    answer = _call(port, "POST", "/v1/mcp-servers/reconnect").json()
+    assert answer["reconnecting"] == ["a"]
+    assert {s["name"]: s["reason"] for s in answer["skipped"]} == {
+        "broken": "its definition is invalid", "off": "disabled (enabled = false)"}
+    assert port.actors["a"].reconnects == 2 and port.actors["off"].reconnects == 0
+    assert port.reconciles[-1] is True  # reconnecting all re-reads the files first
+
+
+def test_status_is_the_ports_rows_scrubbed_on_the_way_out_of_an_error(port: FakePort) -> None:
+    rows = _call(port, "GET", "/v1/settings/mcp-servers/status?detail=1").json()["servers"]
+    assert [r["name"] for r in rows] == ["a", "broken", "off"] and rows[0]["detail"] is True
+    # The boundary scrubs error messages (answers are redacted by what the port gives).
+    bad = _call(port, "GET", f"/v1/settings/mcp-servers/{SECRET}/status")
+    assert bad.status_code == 404 and SECRET not in bad.text and "***" in bad.text
+
+
+def test_stop_sets_the_ports_stop_event(port: FakePort) -> None:
+    r = _call(port, "POST", "/v1/daemon/stop")
+    assert r.json()["stopping"] is True
+    assert port.stop_event.is_set()
