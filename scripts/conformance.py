@@ -53,8 +53,7 @@ from monad_cli.core.paths import Paths
 from monad_cli.core.redact import redact_text, secret_values
 from monad_cli.core.states import LIVE, State
 from monad_cli.core.task_forms import FormError, form_fields
-from monad_cli.daemon.sessions.actor import ServerActor
-from monad_cli.daemon.sessions.context import ActorContext
+from monad_cli.daemon.sessions.actor import ActorContext, ServerActor
 from monad_cli.daemon.tasks.manager import TaskManager
 from monad_cli.daemon.trust.inputs import InputHandler
 from monad_cli.daemon.trust.service import ToolService

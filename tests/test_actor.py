@@ -18,8 +18,7 @@ from monad_cli.auth.session import SupervisorAuth
 from monad_cli.config.schema import ServerSpec, validate
 from monad_cli.core.paths import paths
 from monad_cli.core.states import State
-from monad_cli.daemon.sessions.actor import ServerActor
-from monad_cli.daemon.sessions.context import ActorContext
+from monad_cli.daemon.sessions.actor import ActorContext, ServerActor
 from monad_cli.daemon.trust.service import ToolService
 from monad_cli.journal.db import Journal
 from tests.auth_helpers import OAUTH_AS, Servers

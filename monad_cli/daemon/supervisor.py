@@ -24,8 +24,7 @@ from monad_cli.core.redact import redact_text
 from monad_cli.core.states import LIVE, State
 from monad_cli.daemon.gateway.server import Gateway
 from monad_cli.daemon.reconcile import Diff, Secrets, config_stamp, diff
-from monad_cli.daemon.sessions.actor import ServerActor
-from monad_cli.daemon.sessions.context import ActorContext
+from monad_cli.daemon.sessions.actor import ActorContext, ServerActor
 from monad_cli.daemon.sessions.processes import SpawnRecords, kill_leftovers
 from monad_cli.daemon.sessions.spawn import EARLY
 from monad_cli.daemon.startup import acquire_daemon_lock, after_start
@@ -218,8 +217,6 @@ class Supervisor:
             self._apply(defs)
 
     def _apply(self, defs: Definitions) -> None:
-        from monad_cli.config.loader import Problem
-
         # A file that cannot be read at all disables nothing it defined before: its
         # servers keep their last good definitions, with the file's error beside them.
         unreadable = {p.file: p for p in defs.problems if p.server is None}

@@ -11,7 +11,9 @@ from __future__ import annotations
 import logging
 import math
 import time
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp import Client
@@ -20,20 +22,61 @@ from mcp_types import CallToolResult, Implementation, Tool, ToolListChangedNotif
 
 from monad_cli import __version__
 from monad_cli.config.schema import ServerSpec
+from monad_cli.core.paths import Paths
 from monad_cli.core.states import LIVE, State, check_transition
 from monad_cli.daemon.sessions.backoff import Backoff
 from monad_cli.daemon.sessions.connect import Learned, list_all_tools, start_upkeep, transport_for
-from monad_cli.daemon.sessions.context import ActorContext
 from monad_cli.daemon.sessions.inputs import InputHandler, InputRouter
 from monad_cli.daemon.sessions.reasons import classify, describe, explain_closed, explain_timeout
 from monad_cli.daemon.sessions.remote import legacy_sse_candidate
-from monad_cli.daemon.sessions.status import status_row
 from monad_cli.daemon.sessions.stderr import StderrSink
 from monad_cli.daemon.sessions.transports import Connection
 from monad_cli.daemon.sessions.upkeep import ToolRefresh, listen_for_tool_changes
 from monad_cli.daemon.trust.servers import ProgressFn
+from monad_cli.journal.db import Journal
+
+if TYPE_CHECKING:
+    import httpx2
+    from mcp.client import ClientExtension
 
 log = logging.getLogger("monad.actor")
+
+
+def _no_extensions(actor: ServerActor) -> list[ClientExtension] | None:
+    return None
+
+
+def _no_elicitation(actor: ServerActor) -> Any:
+    return None
+
+
+@dataclass(frozen=True)
+class ActorContext:
+    """Everything an actor uses from its surroundings (as uvicorn hands its protocols a
+    `Config` and a `ServerState`, never the `Server`).
+
+    `paths`: where the server's stderr log goes; `journal`: one `state` row per change;
+    `scrub`: the redaction function applied to every reason; `check_pin(actor, tools)`: the
+    reason to refuse registering `tools`, or None; `filter_reason(name)`: why the server is
+    filtered out, or None; `http_auth(spec)`: the httpx2 Auth of an http server, or None;
+    `client_extensions(actor)`: `extensions=` for its next `mcp.Client`;
+    `elicitation_callback(actor)`: its `elicitation_callback=` (None: the SDK's default, which
+    advertises no elicitation); `on_tools_changed`
+    and `on_state_changed`: called after a (re)listing and after every state change;
+    `stopping()`: whether the supervisor is shutting down (the `stopped` reason says so).
+    """
+
+    paths: Paths
+    journal: Journal
+    scrub: Callable[[str], str]
+    check_pin: Callable[[ServerActor, list[Tool]], str | None]
+    filter_reason: Callable[[str], str | None] = lambda name: None
+    http_auth: Callable[[ServerSpec], httpx2.Auth | None] = lambda spec: None
+    client_extensions: Callable[[ServerActor], list[ClientExtension] | None] = _no_extensions
+    elicitation_callback: Callable[[ServerActor], Any] = _no_elicitation
+    on_tools_changed: Callable[[ServerActor], None] = lambda actor: None
+    on_state_changed: Callable[[ServerActor], None] = lambda actor: None
+    stopping: Callable[[], bool] = lambda: False
 
 
 class ServerActor:
@@ -396,5 +439,39 @@ class ServerActor:
 
     # -- status ------------------------------------------------------------------------
     def status(self, *, detail: bool = False) -> dict[str, Any]:
-        """The server's row in `monad mcp status` (docs/supervisor.md "Routes")."""
-        return status_row(self, detail=detail)
+        """The server's row in `monad mcp status` (docs/supervisor.md "Routes"):
+        `{name, transport, state, reason, since, tools, protocolVersion, source, enabled,
+        required, pid, configError, attempt, lastAttemptReason}` (`pid` also while it connects;
+        `attempt` and why the last one failed while connecting or backing off); with `detail`,
+        also `toolNames`, `stderrTail` (scrubbed), `serverInfo`, `strayStdoutLines`,
+        `repairedStdoutLines`, `oversizeMessages` and `httpTransport` (`streamable-http` or
+        `sse`, for an http server)."""
+        spec, conn, live = self.spec, self.conn, self.live
+        retrying = self.state in (State.CONNECTING, State.BACKOFF)
+        row: dict[str, Any] = {
+            "name": self.name,
+            "transport": spec.transport if spec else None,
+            "state": str(self.state),
+            "reason": self.reason,
+            "since": self.since,
+            "tools": len(self.tools) if live else None,
+            "protocolVersion": self.protocol_version if live else None,
+            "source": self.source,
+            "enabled": spec.enabled if spec else None,
+            "required": spec.required if spec else None,
+            # While it connects too: a server that hangs at start is a live process worth naming.
+            "pid": conn.pid if conn and conn.returncode is None and (live or self.state == State.CONNECTING) else None,
+            "configError": self.config_error if spec else None,
+            "attempt": self.attempt if retrying else None,
+            "lastAttemptReason": self.last_failure if retrying else None,
+        }
+        if detail:
+            row["toolNames"] = [t.name for t in self.tools] if live else []
+            row["stderrTail"] = [self.ctx.scrub(line) for line in self.sink.lines()]
+            row["serverInfo"] = self.server_info if live else None
+            row["strayStdoutLines"] = conn.stray_lines if conn else 0
+            row["repairedStdoutLines"] = conn.repaired_lines if conn else 0
+            row["oversizeMessages"] = conn.oversize_messages if conn else 0
+            row["httpTransport"] = conn.transport if conn and spec and spec.transport == "http" else None
+        return row
+

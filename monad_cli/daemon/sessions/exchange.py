@@ -147,10 +147,6 @@ class Exchange:
         with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
             await self._deliver(SessionMessage(error))
 
-    async def fail_all(self, message: str, *, code: int = INTERNAL_ERROR) -> None:
-        for outgoing in list(self.outstanding.values()):
-            await self.fail(outgoing, message, code=code)
-
     async def _bound_discover(self, key: str, budget: float) -> None:
         await anyio.sleep(budget if math.isfinite(budget) else math.inf)
         outgoing = self.outstanding.get(key)

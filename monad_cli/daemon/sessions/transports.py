@@ -53,6 +53,7 @@ log = logging.getLogger("monad.transport")
 STDIN_CLOSE_GRACE_S = 2.0
 TERM_GRACE_S = 2.0
 KILL_REAP_S = 2.0
+EXIT_POLL_S = 0.1  # where no pidfd can be had (not Linux): how often `returncode` is read
 
 
 @dataclass(frozen=True)
@@ -280,7 +281,7 @@ async def stdio_transport(spec: ServerSpec, sink: StderrSink, conn: Connection,
                 conn.mark_closed()
 
     async def reap() -> None:
-        conn.returncode = await process.wait()
+        conn.returncode = await wait_for_exit(process)
         conn.mark_closed()
 
     drained = anyio.Event()
@@ -315,6 +316,29 @@ async def stdio_transport(spec: ServerSpec, sink: StderrSink, conn: Connection,
             log.info("server %s: %d tools/call on the direct lane this session", spec.name, lane.taken)
 
 
+async def wait_for_exit(process: anyio.abc.Process) -> int:
+    """The process's exit code, once it has exited, whoever still holds its pipes.
+
+    Not `process.wait()`: on asyncio 3.11+ that also waits for the pipes' EOF, so a grandchild
+    that inherited the server's stdout makes an exited server look alive (the SDK's stdio client
+    polls `returncode` for the same reason, `mcp.client.stdio._wait_for_process_exit`). Here the
+    exit is waited for on a pidfd (Linux ≥ 5.3: readable once the process has exited, no
+    wake-ups before), then `returncode` is read once the event loop's child watcher has reaped
+    it; elsewhere `returncode` is polled every `EXIT_POLL_S`."""
+    pidfd = -1
+    with suppress(AttributeError, OSError):
+        pidfd = os.pidfd_open(process.pid)
+    try:
+        if pidfd >= 0 and process.returncode is None:
+            await anyio.wait_readable(pidfd)
+        while process.returncode is None:
+            await anyio.sleep(0.005 if pidfd >= 0 else EXIT_POLL_S)
+    finally:
+        if pidfd >= 0:
+            os.close(pidfd)
+    return process.returncode
+
+
 async def _stop(process: anyio.abc.Process, conn: Connection, record: SpawnRecord,
                 records: SpawnRecords | None) -> None:
     """close stdin → 2 s → SIGTERM → 2 s → SIGKILL → reap (MCP spec, basic/lifecycle
@@ -330,7 +354,7 @@ async def _stop(process: anyio.abc.Process, conn: Connection, record: SpawnRecor
             assert process.stdin is not None
             await process.stdin.aclose()
         with anyio.move_on_after(STDIN_CLOSE_GRACE_S if conn.established else 0.1):
-            await process.wait()
+            await wait_for_exit(process)
     others = members(record) - {process.pid}
     if process.returncode is None or others:
         _killpg(pgid, signal.SIGTERM)
@@ -344,7 +368,7 @@ async def _stop(process: anyio.abc.Process, conn: Connection, record: SpawnRecor
     signal_pids(others, signal.SIGKILL)
     if process.returncode is None:
         with anyio.move_on_after(KILL_REAP_S):
-            await process.wait()
+            await wait_for_exit(process)
         if process.returncode is None:
             log.error("process %d survived SIGKILL for %.0f s; abandoning it", pgid, KILL_REAP_S)
     with anyio.move_on_after(KILL_REAP_S):

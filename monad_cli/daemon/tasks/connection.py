@@ -13,7 +13,7 @@ one task group:
   `max_active` in flight);
 - a poll loop: `tasks/get` for every open task at the server's `pollIntervalMs`
   (SEP-2663 "Task Polling"), with bounded exponential backoff on transient failures;
-- on SEP-2663, a listen loop (`tasks.listen`) so `notifications/tasks` arrive as they
+- on SEP-2663, a listen loop (`_listen_loop`) so `notifications/tasks` arrive as they
   happen; on 2025-11-25, a `tasks/list` resync of the open rows when a connection starts,
   and the server's task-related `elicitation/create` requests held as input requests
   (`on_elicitation`).
@@ -42,10 +42,17 @@ from mcp_types import CONNECTION_CLOSED, INVALID_PARAMS, INVALID_REQUEST
 from monad_cli.core.task_states import TERMINAL, TaskState
 from monad_cli.daemon.tasks.ledger import TaskLedger
 from monad_cli.daemon.tasks.legacy import ElicitationInbox, LegacyTaskWire, related_task_id, speaks_legacy_tasks
-from monad_cli.daemon.tasks.listen import listen_loop
-from monad_cli.daemon.tasks.protocol import INVOCATION_META_KEY, Sep2663Wire, error_object, flatten
+from monad_cli.daemon.tasks.protocol import (
+    INVOCATION_META_KEY,
+    TASKS_EXTENSION,
+    Sep2663Wire,
+    error_object,
+    flatten,
+    listen_for_tasks,
+)
 
 log = logging.getLogger("monad.tasks")
+LISTEN_BACKOFF_CAP_S = 30.0  # seconds between re-listens for task notifications, at most
 
 DEFAULT_POLL_MS = 1000
 MIN_POLL_MS = 50
@@ -171,7 +178,7 @@ class ServerTasks:
                 else:
                     # It may or may not exist on the server: resend with the same invocation id.
                     self.store.update(row.id, state=TaskState.QUEUED)
-            tg.start_soon(listen_loop, self, client)
+            tg.start_soon(self._listen_loop, client)
             tg.start_soon(self._resync, wire)
             tg.start_soon(self._poll_loop, client, tg)
             try:
@@ -319,6 +326,77 @@ class ServerTasks:
         log.info("tasks/get %s on %s failed (%s); retry %d in %.1f s", task_id, self.name,
                  self.redact(str(leaves[0])), n, delay)
         self.next_poll[row_id] = time.monotonic() + delay
+
+    async def _listen_loop(self, client: Client) -> None:
+        """Keep one `subscriptions/listen` stream covering every open task of this server, for as
+        long as `client` is its connection (returns at once on a connection without the extension).
+
+        SEP-2663 "Task Status Notifications": the stream has the extension's `taskIds` filter, so
+        `notifications/tasks` arrive as they happen. It re-listens when the stream ends or new tasks
+        appear, and polls each honored task once after the ack, because a change made before the ack
+        is never notified. Polling serves every task either way; this only makes changes arrive
+        sooner."""
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+        caps = client.server_capabilities
+        exts = (caps.extensions or {}) if caps is not None else {}
+        if client.protocol_version not in MODERN_PROTOCOL_VERSIONS or TASKS_EXTENSION not in exts:
+            return  # legacy era or no extension: polling only
+        backoff = 0.2
+        while True:
+            notifying, ended = True, False
+            ids = self.open_task_ids()
+            if not ids:
+                await self.changed.wait()
+                continue
+            try:
+                async with listen_for_tasks(client.session, sorted(ids)) as (honored, wait_end):
+                    self.honored = honored
+                    backoff = 0.2
+                    for task_id in honored:  # changes before the ack were not notified
+                        rid = ids.get(task_id)
+                        if rid is not None:
+                            self.next_poll[rid] = 0.0
+                    self.poke()
+                    notifying = bool(honored)
+                    async with anyio.create_task_group() as tg:
+                        async def end() -> None:
+                            nonlocal ended
+                            await wait_end()
+                            ended = True
+                            tg.cancel_scope.cancel()
+
+                        async def grown(ids: dict[str, str] = ids) -> None:
+                            # Re-listen for new tasks; close the stream once nothing is left to
+                            # hear about (an idle open stream holds an HTTP response open).
+                            while True:
+                                await self.changed.wait()
+                                now = set(self.open_task_ids())
+                                if now - set(ids) or not now:
+                                    tg.cancel_scope.cancel()
+                                    return
+
+                        if notifying:
+                            tg.start_soon(end)
+                            tg.start_soon(grown)
+            except Exception as exc:  # noqa: BLE001 - polling carries on regardless
+                if self.client is not client:
+                    return
+                log.info("listen for tasks on %s ended: %s; re-listening in %.1f s", self.name,
+                         self.redact(str(flatten(exc)[0])), backoff)
+                await anyio.sleep(backoff)
+                backoff = min(backoff * 2, LISTEN_BACKOFF_CAP_S)
+            self.honored = set()
+            if ended and self.client is client:
+                # The server closed the stream: re-listen, but never in a tight loop.
+                await anyio.sleep(backoff)
+                backoff = min(backoff * 2, LISTEN_BACKOFF_CAP_S)
+            if not notifying:
+                # The server acknowledged no taskIds: it does not notify, so polling alone serves
+                # this connection (re-asking on every new task would only cost round trips).
+                while self.client is client:
+                    await self.changed.wait()
+                return
 
     def open_task_ids(self) -> dict[str, str]:
         """Server taskId -> row id of every open row of this server that has one."""
