@@ -264,6 +264,22 @@ def test_a_server_that_stops_answering_is_noticed_while_idle(monad: Any, monkeyp
         monad("daemon", "stop")
 
 
+def test_a_server_that_exits_while_a_child_holds_its_stdout_is_seen_gone(supervisor: Any, tmp_path: Path) -> None:
+    """The stdio pipe never ends (a child holds it), so only the exit itself can tell: the
+    supervisor waits for the exit, not for the pipes (transports.wait_for_exit)."""
+    add_wild(supervisor, "leaver")
+    wait_state(supervisor, "leaver", "connected")
+    pid = status_of(supervisor, "leaver")["pid"]
+    pidfile = tmp_path / "child.pid"
+    assert call(supervisor, "leaver__exit_leaving_child", f"pidfile={pidfile}").code == 0
+    child = read_pid(pidfile)
+    # Seen as gone at once (long before any ping), its group killed, then reconnected.
+    row = wait_for(lambda: (s := status_of(supervisor, "leaver"))["state"] != "connected" and s, timeout=15)
+    assert row["state"] in ("backoff", "connecting"), row
+    wait_for(lambda: not pid_alive(child), timeout=15)
+    wait_for(lambda: (s := status_of(supervisor, "leaver"))["state"] == "connected" and s["pid"] != pid, timeout=60)
+
+
 def _cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

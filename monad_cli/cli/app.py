@@ -178,7 +178,6 @@ def main(argv: list[str] | None = None) -> int:
         log = _write_crash_log()
         render.error(f"internal error: {type(e).__name__}; details in `{log}` (rerun with -v to see them here)")
         return int(ExitCode.ERROR)
-    return 0
 
 
 def _write_crash_log() -> str:

@@ -14,6 +14,8 @@ Tools:
   cut in half), `bad_utf8()`: raw bytes of a cut UTF-8 sequence;
 - `garbage()`: its response line is cut off mid-JSON (never valid), later ones are fine;
 - `freeze()`: answers, then the server stops answering anything (the process lives on);
+- `exit_leaving_child(pidfile)`: starts a child (same process group) that inherits stdout
+  and sleeps, writes its pid to `pidfile`, answers, then exits: its stdout never ends;
 - `local_ref(n, opts)`, `allof_ref(flag)`: inputSchemas using local `$ref`/`$defs` and
   `allOf: [{$ref}]`, as pydantic and FastMCP emit them; `dangling_ref(x)`: a `$ref` to
   nothing; `remote_ref(x)` (with `--remote-ref URL`): a `$ref` to a remote URL. Each
@@ -38,7 +40,9 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
+from pathlib import Path
 from typing import Any
 
 HALF_EMOJI = "@@HALF_EMOJI@@"
@@ -69,6 +73,7 @@ def tool_defs(remote_ref: str | None) -> list[dict[str, Any]]:
         {"name": "bad_utf8", "inputSchema": obj},
         {"name": "garbage", "inputSchema": obj},
         {"name": "freeze", "inputSchema": obj},
+        {"name": "exit_leaving_child", "inputSchema": {**obj, "properties": {"pidfile": {"type": "string"}}}},
         # The shape pydantic gives `def local_ref(n: Count, opts: Opts)`.
         {"name": "local_ref", "inputSchema": {
             **obj, "$defs": {"Count": {"type": "integer", "minimum": 0},
@@ -133,6 +138,11 @@ def main() -> None:
         elif name == "freeze":
             state["frozen"] = True
             text = "frozen from now on"
+        elif name == "exit_leaving_child":
+            child = subprocess.Popen(["sleep", "300"], stdin=subprocess.DEVNULL)  # stdout: ours
+            Path(str(arguments["pidfile"])).write_text(str(child.pid))
+            threading.Timer(0.3, os._exit, (3,)).start()
+            text = f"exiting, child {child.pid} keeps stdout"
         else:
             text = json.dumps(arguments, sort_keys=True)
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
