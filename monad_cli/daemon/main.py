@@ -111,10 +111,12 @@ def run(paths: Paths, *, include: list[str] | None = None, exclude: list[str] | 
         # collector would walk them again and again (~0.1 s of the start's CPU, measured) to
         # find a few hundred cycles. Frozen and enabled again once they are in (below).
         gc.disable()
+        from monad_cli.daemon.sessions.spawn import EarlySpawns
         from monad_cli.daemon.startup import acquire_daemon_lock, spawn_early
 
         lock = acquire_daemon_lock(paths)
-        await spawn_early(paths, os.environ, include=include, exclude=exclude)
+        early = EarlySpawns()
+        await spawn_early(paths, os.environ, early, include=include, exclude=exclude)
         # Only now the SDK and the HTTP stack (~0.55 s of CPU): the servers start meanwhile.
         import monad_cli.daemon.api.server  # noqa: F401 - imported here, not mid-connect
         from monad_cli.daemon.supervisor import Supervisor
@@ -126,7 +128,7 @@ def run(paths: Paths, *, include: list[str] | None = None, exclude: list[str] | 
         gc.freeze()
         gc.enable()
 
-        sup = Supervisor(paths, include=include, exclude=exclude)
+        sup = Supervisor(paths, include=include, exclude=exclude, early=early)
         sup.check_required = check_required
         sup._lock_fd = lock
         holder.append(sup)

@@ -21,7 +21,7 @@ from monad_cli.core.errors import ConfigError, Conflict
 from monad_cli.core.filters import combine
 from monad_cli.core.paths import Paths
 from monad_cli.daemon.sessions.processes import SpawnRecords, kill_leftovers
-from monad_cli.daemon.sessions.spawn import EARLY, SpawnError, stdio_command
+from monad_cli.daemon.sessions.spawn import EarlySpawns, SpawnError, stdio_command
 
 log = logging.getLogger("monad.supervisor")
 
@@ -42,17 +42,17 @@ def acquire_daemon_lock(paths: Paths) -> int:
     return fd
 
 
-async def spawn_early(paths: Paths, environ: Mapping[str, str], *, include: list[str] | None,
+async def spawn_early(paths: Paths, environ: Mapping[str, str], early: EarlySpawns, *, include: list[str] | None,
                       exclude: list[str] | None) -> int:
     """Spawn every enabled, unfiltered, unsandboxed stdio server of the current definitions
-    as its transport would (recorded in `run/servers/`); returns how many. A dead
+    as its transport would, into `early` (recorded in `run/servers/`); returns how many. A dead
     supervisor's leftover processes are killed first (their lines kept in
-    `EARLY.leftovers_killed` for the journal), so new servers never start beside them.
+    `early.leftovers_killed` for the journal), so new servers never start beside them.
     Anything that fails here (a bad file, a missing command) is left for the supervisor to
     meet again and report in its place."""
     started = time.monotonic()
     records = SpawnRecords(paths.run_dir)
-    EARLY.leftovers_killed += kill_leftovers(records)
+    early.leftovers_killed += kill_leftovers(records)
     try:
         defs = load_definitions(paths, environ)
         enabled, disabled = load_mcp_filter(paths)
@@ -68,7 +68,7 @@ async def spawn_early(paths: Paths, environ: Mapping[str, str], *, include: list
             cmd = stdio_command(spec, str(default_workdir(paths, name)))
         except (SpawnError, OSError):
             continue
-        await EARLY.spawn(name, cmd, records)
+        await early.spawn(name, cmd, records)
         n += 1
     if n:
         log.info("spawned %d stdio server(s) before loading the SDK (%.0f ms)", n,
@@ -83,7 +83,8 @@ class Attempted(Protocol):
     def first_attempt(self) -> anyio.Event: ...
 
 
-async def after_start(actors: Sequence[Attempted], warm: Callable[[], bool], *, limit: float = 60.0) -> None:
+async def after_start(actors: Sequence[Attempted], warm: Callable[[], bool], early: EarlySpawns, *,
+                      limit: float = 60.0) -> None:
     """Once every actor made its first attempt (and so adopted its early process, if it had
     one), or after `limit` seconds: stop the early processes nobody adopted, then run `warm`
     in a worker thread (`Journal.load_orm`: the ORM's import, ~0.2 s, which no server's
@@ -92,7 +93,7 @@ async def after_start(actors: Sequence[Attempted], warm: Callable[[], bool], *, 
     with anyio.move_on_after(limit):
         for actor in actors:
             await actor.first_attempt.wait()
-    await EARLY.discard()
+    await early.discard()
     started = time.monotonic()
     try:
         loaded = await anyio.to_thread.run_sync(warm)

@@ -26,7 +26,7 @@ from monad_cli.daemon.gateway.server import Gateway
 from monad_cli.daemon.reconcile import Diff, Secrets, config_stamp, diff
 from monad_cli.daemon.sessions.actor import ActorContext, ServerActor
 from monad_cli.daemon.sessions.processes import SpawnRecords, kill_leftovers
-from monad_cli.daemon.sessions.spawn import EARLY
+from monad_cli.daemon.sessions.spawn import EarlySpawns
 from monad_cli.daemon.startup import acquire_daemon_lock, after_start
 from monad_cli.daemon.studio.apps import apps_extension
 from monad_cli.daemon.trust.service import ToolService
@@ -59,8 +59,11 @@ class Supervisor:
     """
 
     def __init__(self, paths: Paths, *, environ: dict[str, str] | None = None,
-                 include: list[str] | None = None, exclude: list[str] | None = None) -> None:
+                 include: list[str] | None = None, exclude: list[str] | None = None,
+                 early: EarlySpawns | None = None) -> None:
         self.paths = paths
+        # The stdio servers `monad daemon run` spawned before the SDK's import (daemon/main.py).
+        self.early = early if early is not None else EarlySpawns()
         # Server filters: flags (None = not given) override `features/mcp.toml` list by list.
         self.filter_flags = (include, exclude)
         self.filter_file: tuple[list[str], list[str]] = ([], [])
@@ -153,7 +156,8 @@ class Supervisor:
             client_extensions=self.client_extensions,
             elicitation_callback=lambda actor: tasks.elicitation_callback(actor.name),
             on_tools_changed=self.on_tools_changed,
-            on_state_changed=self.on_state_changed, stopping=lambda: self.stopping)
+            on_state_changed=self.on_state_changed, stopping=lambda: self.stopping,
+            early=self.early)
         return journal
 
     def _recheck_tools(self, name: str) -> None:  # a tool set vetted elsewhere in the fleet
@@ -330,7 +334,7 @@ class Supervisor:
                        detail={"quick_check": check})
         # A dead supervisor's servers die before new ones start beside them (docs/supervisor.md);
         # `monad daemon run` killed them before its early spawns already.
-        killed, EARLY.leftovers_killed = EARLY.leftovers_killed, []
+        killed, self.early.leftovers_killed = self.early.leftovers_killed, []
         for line in killed + kill_leftovers(SpawnRecords(self.paths.run_dir)):
             journal.record("daemon", reason=line)
         self.paths.pid_file.write_text(f"{os.getpid()}\n")
@@ -349,7 +353,7 @@ class Supervisor:
                     tg.start_soon(self.gateway.run)
                 await self.reconcile(force=True)
                 self.tasks.close_orphans(set(self.actors))
-                tg.start_soon(after_start, list(self.actors.values()), journal.load_orm)
+                tg.start_soon(after_start, list(self.actors.values()), journal.load_orm, self.early)
                 failure = await self._wait_required()
                 if failure:
                     on_ready(failure)

@@ -29,6 +29,7 @@ from monad_cli.daemon.sessions.connect import Learned, list_all_tools, start_upk
 from monad_cli.daemon.sessions.inputs import InputHandler, InputRouter
 from monad_cli.daemon.sessions.reasons import classify, describe, explain_closed, explain_timeout
 from monad_cli.daemon.sessions.remote import legacy_sse_candidate
+from monad_cli.daemon.sessions.spawn import EarlySpawns
 from monad_cli.daemon.sessions.stderr import StderrSink
 from monad_cli.daemon.sessions.transports import Connection
 from monad_cli.daemon.sessions.upkeep import ToolRefresh, listen_for_tool_changes
@@ -63,7 +64,9 @@ class ActorContext:
     `elicitation_callback(actor)`: its `elicitation_callback=` (None: the SDK's default, which
     advertises no elicitation); `on_tools_changed`
     and `on_state_changed`: called after a (re)listing and after every state change;
-    `stopping()`: whether the supervisor is shutting down (the `stopped` reason says so).
+    `stopping()`: whether the supervisor is shutting down (the `stopped` reason says so);
+    `early`: the stdio servers spawned before the SDK's import, one of which a first connect
+    adopts (sessions/spawn.py).
     """
 
     paths: Paths
@@ -77,6 +80,7 @@ class ActorContext:
     on_tools_changed: Callable[[ServerActor], None] = lambda actor: None
     on_state_changed: Callable[[ServerActor], None] = lambda actor: None
     stopping: Callable[[], bool] = lambda: False
+    early: EarlySpawns | None = None
 
 
 class ServerActor:
@@ -316,7 +320,7 @@ class ServerActor:
                           *, over_sse: bool) -> str | None:
         """Enter the Client, list the tools, serve the session until woken; the wake reason."""
         transport = transport_for(spec, conn, self.sink, self.ctx.paths, auth=self.ctx.http_auth(spec),
-                                  over_sse=over_sse)
+                                  over_sse=over_sse, early=self.ctx.early)
         client = Client(transport, mode=self.learned.mode(over_sse=over_sse), cache=None,
                         client_info=Implementation(name="monad", version=__version__),
                         message_handler=self._on_message, extensions=self.ctx.client_extensions(self),

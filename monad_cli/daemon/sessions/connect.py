@@ -30,6 +30,7 @@ from monad_cli.core.paths import Paths
 from monad_cli.daemon.sessions.exchange import discover_budget
 from monad_cli.daemon.sessions.processes import SpawnRecords
 from monad_cli.daemon.sessions.remote import sse_transport, streamable_http_transport
+from monad_cli.daemon.sessions.spawn import EarlySpawns
 from monad_cli.daemon.sessions.stderr import StderrSink
 from monad_cli.daemon.sessions.transports import Connection, TransportOptions, stdio_transport
 from monad_cli.daemon.sessions.upkeep import ToolRefresh, keep_alive
@@ -65,17 +66,20 @@ class Learned:
         return "legacy" if self.legacy or over_sse else "auto"
 
 
-def options_for(spec: ServerSpec, paths: Paths) -> TransportOptions:
+def options_for(spec: ServerSpec, paths: Paths, early: EarlySpawns | None = None) -> TransportOptions:
     """The bounds of a connection to `spec`: its message limit, a `server/discover` budget
-    from its connect timeout, its default working directory, the spawn records."""
+    from its connect timeout, its default working directory, the spawn records, the early
+    spawns it may adopt."""
     return TransportOptions(max_message_bytes=spec.max_message_bytes, discover_budget=discover_budget(spec.timeout),
-                            workdir=str(default_workdir(paths, spec.name)), records=SpawnRecords(paths.run_dir))
+                            workdir=str(default_workdir(paths, spec.name)), records=SpawnRecords(paths.run_dir),
+                            early=early)
 
 
 def transport_for(spec: ServerSpec, conn: Connection, sink: StderrSink, paths: Paths, *,
-                  auth: httpx2.Auth | None, over_sse: bool) -> AbstractAsyncContextManager[Any]:
+                  auth: httpx2.Auth | None, over_sse: bool,
+                  early: EarlySpawns | None = None) -> AbstractAsyncContextManager[Any]:
     """The transport (an async CM yielding the session's read and write streams)."""
-    options = options_for(spec, paths)
+    options = options_for(spec, paths, early)
     if spec.transport == "stdio":
         return stdio_transport(spec, sink, conn, options)
     if over_sse:

@@ -6,8 +6,9 @@ SDK. So `monad daemon run` reads the definitions first (the config code is stand
 library and tomlkit only), spawns every enabled, unfiltered stdio server exactly as its
 transport would (`transports.stdio_command`), and only then imports the rest; the servers
 start on the other core meanwhile. Each actor's first connect adopts its early process
-(`EARLY.take`, matched on the very argv, environment and cwd it would spawn, the spawn
-marker aside) instead of spawning one; whatever nobody adopted is stopped once every actor
+(`EarlySpawns.take`; the one instance is made by `daemon/main.py` and handed down through
+the supervisor and the actors' context, matched on the very argv, environment and cwd it
+would spawn, the spawn marker aside) instead of spawning one; whatever nobody adopted is stopped once every actor
 had its first attempt. Each early process is recorded in `run/servers/` like any spawn
 (`processes.py`), so a supervisor that dies before adopting it leaves nothing unnamed.
 
@@ -212,8 +213,7 @@ class EarlySpawns:
 
 
 # One supervisor per process: the early processes of this one.
-EARLY = EarlySpawns()
 
 
-__all__ = ["DEFAULT_INHERITED_ENV_VARS", "EARLY", "EarlyProcess", "EarlySpawns", "SpawnError", "StdioCommand",
+__all__ = ["DEFAULT_INHERITED_ENV_VARS", "EarlyProcess", "EarlySpawns", "SpawnError", "StdioCommand",
            "default_environment", "resolve_command", "stdio_command", "stdio_env"]

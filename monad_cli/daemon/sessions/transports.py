@@ -45,7 +45,7 @@ from monad_cli.daemon.sessions.framing import (
     format_size,
 )
 from monad_cli.daemon.sessions.processes import SpawnRecord, SpawnRecords, alive, members, signal_pids, spawn_record
-from monad_cli.daemon.sessions.spawn import EARLY, SpawnError, stdio_command
+from monad_cli.daemon.sessions.spawn import EarlySpawns, SpawnError, stdio_command
 from monad_cli.daemon.sessions.stderr import StderrSink
 
 log = logging.getLogger("monad.transport")
@@ -61,12 +61,14 @@ class TransportOptions:
     """How a transport bounds one connection: `max_message_bytes` per message (a stdio
     line, an SSE event); `discover_budget` seconds for `server/discover` (None: the SDK's
     own 10 s); `workdir`, the cwd of a stdio server without `cwd`; `records`, where
-    spawned processes are recorded (None: not recorded)."""
+    spawned processes are recorded (None: not recorded); `early`, the processes the
+    supervisor spawned before importing the SDK, one of which this connection may adopt."""
 
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     discover_budget: float | None = None
     workdir: str | None = None
     records: SpawnRecords | None = None
+    early: EarlySpawns | None = None
 
 
 @dataclass
@@ -181,7 +183,7 @@ async def stdio_transport(spec: ServerSpec, sink: StderrSink, conn: Connection,
     marker = cmd.marker
     errfd = sink.open_pipe()
     try:
-        early = EARLY.take(cmd)
+        early = opts.early.take(cmd) if opts.early is not None else None
         if early is not None:  # started at supervisor start, before the SDK import (and recorded)
             process, marker = early.process, early.marker
             sink.adopt(early.stderr_fd)
