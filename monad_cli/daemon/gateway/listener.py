@@ -31,7 +31,8 @@ from monad_cli.core.hello import END_LINE, MAX_HELLO_BYTES, GatewayView, answer_
 from monad_cli.core.paths import Paths
 from monad_cli.daemon.gateway.http import bind_loopback, gateway_token, serve_http
 from monad_cli.daemon.gateway.server import Gateway
-from monad_cli.daemon.gateway.wire import LineReader, PipeStream
+from monad_cli.daemon.gateway.wire import PipeStream
+from monad_cli.daemon.sessions.framing import LineReader, Oversize
 
 log = logging.getLogger("monad.gateway")
 HELLO_TIMEOUT_S = 10.0
@@ -102,9 +103,9 @@ class GatewayListener:
                     with anyio.fail_after(HELLO_TIMEOUT_S):
                         # The relay's stdin and stdout ride on the hello's message (SCM_RIGHTS).
                         first, fds = await stream.receive_fds(MAX_HELLO_BYTES, 2)
-                        reader = LineReader(stream, buffered=first, max_line=MAX_HELLO_BYTES)
+                        reader = LineReader(stream, MAX_HELLO_BYTES, buffered=first)
                         line = await reader.next()
-                    if line is None:
+                    if isinstance(line, Oversize):
                         raise MonadError("gateway hello: the first line is too long")
                     view = parse_hello(line)
                     if view.stdio_fds and len(fds) != 2:
@@ -115,7 +116,7 @@ class GatewayListener:
                     with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                         await stream.send(encode_line(e).encode())
                     return
-                buffered = bytes(reader.buffer)
+                buffered = reader.rest()
                 try:
                     if view.transport == "http":
                         await self._serve_http(stream, view)

@@ -39,6 +39,8 @@ from mcp_types import (
     jsonrpc_message_adapter,
 )
 
+from monad_cli.daemon.sessions.framing import LineReader, Oversize
+
 log = logging.getLogger("monad.gateway")
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -76,45 +78,6 @@ def _has_id(line: bytes) -> bool:
     except ValueError:
         return False
     return isinstance(body, dict) and "id" in body
-
-
-class LineReader:
-    """Lines from a byte stream, at most `max_line` bytes each (the newline excluded);
-    `next()` returns a line, `None` for a line over the limit (already skipped), and
-    raises `anyio.EndOfStream` at the end. `buffered` bytes come first (what the hello
-    read brought along)."""
-
-    def __init__(self, stream: anyio.abc.ByteReceiveStream | PipeStream, *, buffered: bytes = b"",
-                 max_line: int = MAX_LINE_BYTES) -> None:
-        self.stream = stream
-        self.buffer = bytearray(buffered)
-        self.max_line = max_line
-        self._skipping = False
-
-    async def next(self) -> bytes | None:
-        while True:
-            cut = self.buffer.find(b"\n")
-            if cut >= 0:
-                line = bytes(self.buffer[:cut])
-                del self.buffer[:cut + 1]
-                if self._skipping:
-                    self._skipping = False
-                    return None
-                return line
-            if len(self.buffer) > self.max_line:
-                # Keep reading to the end of the oversized line without keeping it.
-                self.buffer.clear()
-                if not self._skipping:
-                    self._skipping = True
-            try:
-                chunk = await self.stream.receive(65536)
-            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-                if self.buffer and not self._skipping:
-                    line = bytes(self.buffer)  # a last line without its newline still counts
-                    self.buffer.clear()
-                    return line
-                raise anyio.EndOfStream from None
-            self.buffer += chunk
 
 
 class PipeStream:
@@ -283,7 +246,7 @@ class MessageReader:
             except anyio.EndOfStream:
                 await self._settle()
                 raise
-            if line is None:
+            if isinstance(line, Oversize):
                 answer = error_line(INVALID_REQUEST, f"Invalid Request: a message over {self.max_line} bytes")
             elif not line.strip() or (self.take is not None and self.take(line)):
                 continue
@@ -346,11 +309,11 @@ async def serve_lines(stream: anyio.abc.ByteStream | PipeStream, serve: Serve, *
         if lane is not None:
             direct = lane(writer, tg)
             take, writer.on_send = direct.take, direct.sent
-        reader = MessageReader(LineReader(stream, buffered=buffered, max_line=max_line), writer, max_line, take=take,
+        reader = MessageReader(LineReader(stream, max_line, buffered=buffered), writer, max_line, take=take,
                                busy=(lambda: bool(direct.in_flight)) if lane is not None else None)
         await serve(reader, writer)
         tg.cancel_scope.cancel()
 
 
-__all__ = ["MAX_LINE_BYTES", "LineReader", "LineWriter", "MessageReader", "PipeStream", "error_line", "rejection",
+__all__ = ["MAX_LINE_BYTES", "LineWriter", "MessageReader", "PipeStream", "error_line", "rejection",
            "serve_lines"]

@@ -46,15 +46,21 @@ class LineReader:
 
     Memory stays under `limit` + one read chunk however long a line is. Each byte is
     scanned for a newline once. Raises `anyio.EndOfStream` after the last line (a final
-    line without a newline is returned first).
+    line without a newline is returned first). `buffered` bytes come first (what an earlier
+    read brought along: the gateway's hello). Both sides of the supervisor read lines with
+    it: a stdio server's stdout and a gateway client's requests.
     """
 
-    def __init__(self, stream: ByteReceiveStream, limit: int) -> None:
+    def __init__(self, stream: ByteReceiveStream | Any, limit: int, *, buffered: bytes = b"") -> None:
         self._stream = stream
         self.limit = limit
-        self._buf = bytearray()
+        self._buf = bytearray(buffered)
         self._scanned = 0
         self._eof = False
+
+    def rest(self) -> bytes:
+        """What was read past the last line returned (the next reader's `buffered`)."""
+        return bytes(self._buf)
 
     async def _more(self) -> bytes | None:
         if self._eof:
