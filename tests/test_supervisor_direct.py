@@ -1,4 +1,4 @@
-"""The upstream half of the direct lane (`supervisor/direct.py`): the request line it writes
+"""The upstream half of the direct lane (`daemon/sessions/direct.py`): the request line it writes
 (the SDK's id sequence, the session's 2026-07-28 stamp), the answers it takes and the ones it
 leaves to the SDK, cancellation and the connection's end — on its own, with the SDK's real
 result validation inside — and, through the real supervisor, an answer over the size limit

@@ -1,4 +1,4 @@
-"""Tool filters: the rules (`trust/filters.py`, table tests), `features/tools.toml` parsing,
+"""Tool filters: the rules (`core/tool_filters.py`, table tests), `features/tools.toml` parsing,
 and the tool service hiding and refusing with a real in-process MCP server."""
 
 from __future__ import annotations

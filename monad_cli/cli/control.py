@@ -106,7 +106,7 @@ class ControlClient:
     Owns: one short HTTP/1.1 connection per request (`timeout` seconds for connect and
     each read; None: no deadline), the JSON in and out, and turning every failure into a
     `MonadError` kind: an error answer becomes the kind its envelope names
-    (`control/envelope.py`), nothing listening `SupervisorNotRunning`, a connection cut
+    (`core/envelope.py`), nothing listening `SupervisorNotRunning`, a connection cut
     `ConnectionClosed`.
 
     Never: imports the SDK, httpx2, pydantic, `http.client` or the server stack (the CLI's
@@ -250,7 +250,7 @@ def start_supervisor(paths: Paths, *, timeout: float = START_TIMEOUT_S, extra_ar
 
     Readiness comes through a pipe (like sd_notify): the supervisor writes `ok` once the
     socket serves, or, before it exits, one line of the API's error envelope
-    (`control/envelope.py`): `Conflict` when another supervisor holds this MONAD_HOME,
+    (`core/envelope.py`): `Conflict` when another supervisor holds this MONAD_HOME,
     `Unavailable` when a required server failed. Raises that kind, its message prefixed
     with "the supervisor did not start"; `MonadError` when it neither answers nor says why.
     """

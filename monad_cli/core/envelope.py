@@ -1,8 +1,8 @@
 """The control API's error envelope, both ways (stdlib only: the CLI's light path uses it).
 
 An error answer is `{"error": {"code": "<kind code>", "message": "<one line>"}}` with the
-kind's HTTP status (docs/supervisor.md "Control API"). `control/http.py` writes it for
-every route; `decode_error` rebuilds the kind for the CLI client (`control/client.py`),
+kind's HTTP status (docs/supervisor.md "Control API"). `daemon/http.py` writes it for
+every route; `decode_error` rebuilds the kind for the CLI client (`cli/control.py`),
 the gateway (`gateway/server.py`) and the supervisor's ready pipe (`start_supervisor`).
 """
 

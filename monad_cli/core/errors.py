@@ -1,8 +1,8 @@
 """One error family: every kind carries a stable `code`, an HTTP status and an exit code.
 
 As supervisord's `Faults`, the kind is the contract: the control API answers a kind as
-`{"error": {"code", "message"}}` with its `http_status` (`control/http.py`), the CLI and
-the gateway rebuild the same kind from that answer (`control/envelope.py`), and the CLI
+`{"error": {"code", "message"}}` with its `http_status` (`daemon/http.py`), the CLI and
+the gateway rebuild the same kind from that answer (`core/envelope.py`), and the CLI
 leaves with its `exit_code`. Code paths branch on the kind, never on message text.
 
 Exit codes (docs/cli.md): 0 ok, 1 error, 2 usage or invalid input, 3 supervisor not

@@ -15,7 +15,7 @@ the supervisor reads and writes the MCP client's pipes itself; the relay then on
 only thing a condition reads of the environment is whether a variable is set (`env_set:`,
 docs/filtering.md "Conditions"). The supervisor answers one line, `{"ok": true, ...}`
 (for http: `url`, `tokenFile`), or the control API's error envelope
-(`control/envelope.py`). After an `ok` to a `bytes` stdio hello the connection carries
+(`core/envelope.py`). After an `ok` to a `bytes` stdio hello the connection carries
 JSON-RPC lines both ways until either side closes it; after one to an `fds` hello the
 supervisor writes `{"end": "client"}` when the client closed its side, then closes.
 """

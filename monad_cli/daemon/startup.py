@@ -1,5 +1,5 @@
 """What `monad daemon run` does before it imports the SDK: take the daemon lock, read the
-definitions, and spawn the stdio servers (`supervisor/spawn.py`), so they start while the
+definitions, and spawn the stdio servers (`daemon/sessions/spawn.py`), so they start while the
 supervisor imports the rest; and what waits until every server had its first attempt
 (`after_start`). Standard library, anyio and the config code only."""
 

@@ -203,7 +203,7 @@ class Supervisor:
     # -- process-level guards ------------------------------------------------------------
     def acquire_daemon_lock(self) -> None:
         """One supervisor per MONAD_HOME: an flock on run/daemon.lock, held for life (taken
-        already when `monad daemon run` spawned early: `supervisor/startup.py`)."""
+        already when `monad daemon run` spawned early: `daemon/startup.py`)."""
         if self._lock_fd is None:
             self._lock_fd = acquire_daemon_lock(self.paths)
 

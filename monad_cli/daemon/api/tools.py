@@ -13,7 +13,7 @@ A call's HTTP connection is its lifetime: when the caller disconnects (Ctrl-C in
 sends notifications/cancelled, and the call is journaled `cancelled`. On the Studio's port
 `via` is always `studio`, whatever the body says; `ref` (the caller's own tag, ≤ 64
 characters) comes back on the call's events and its Task's correlation (trust/calls.py).
-With `progress: true` the answer is NDJSON (`control/progress.py`): the server's progress
+With `progress: true` the answer is NDJSON (`daemon/api/progress.py`): the server's progress
 notifications as they come, then the outcome.
 """
 

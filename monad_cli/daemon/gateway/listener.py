@@ -2,7 +2,7 @@
 
 A unix socket, 0600 inside the 0700 `run/` directory; a peer of another uid is refused
 (SO_PEERCRED), as on the control socket. Each connection starts with one hello line
-(`gateway/hello.py`) and its answer; then one of:
+(`core/hello.py`) and its answer; then one of:
 
 - `stdio: fds`: the hello brought the relay's stdin and stdout (SCM_RIGHTS), and the session
   reads and writes the MCP client's pipes directly; the connection stays open as the

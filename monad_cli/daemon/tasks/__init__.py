@@ -11,6 +11,6 @@
 
 Nothing here imports the supervisor: the `TaskManager` gets the journal, a lookup of the
 servers' live links, the redaction function, a clock and a timeout lookup. The control API's
-`/v1/tasks` routes are `control/tasks_api.py`; the CLI side of following a task is
-`commands/_follow.py`. See docs/tasks.md.
+`/v1/tasks` routes are `daemon/api/tasks.py`; the CLI side of following a task is
+`cli/commands/_follow.py`. See docs/tasks.md.
 """

@@ -5,7 +5,7 @@ tool call goes through: the control API (`monad mcp call`) and the gateway's ses
 (`monad mcp serve`, in-process) call it. It is built from narrow parts only: the journal, a
 name → `ToolServer` lookup (the supervisor's actors), the redaction function, the globs of
 `features/tools.toml` and a `StartTask` callback for detached calls. It is also the one place
-a call of a tool that a tool filter hides is refused (`trust/filters.py`), so every caller
+a call of a tool that a tool filter hides is refused (`core/tool_filters.py`), so every caller
 gets the same refusal.
 """
 
