@@ -14,21 +14,19 @@ filters and `load_tools` loads are that command's. The SDK's streamable HTTP app
 
 from __future__ import annotations
 
-import contextlib
 import hmac
 import logging
 import os
 import secrets
 import socket
-from collections.abc import Iterator
 from typing import Any
 
 import anyio
-import uvicorn
 
 from monad_cli.core.errors import Conflict
 from monad_cli.core.paths import Paths
 from monad_cli.daemon.gateway.session import GatewaySession
+from monad_cli.daemon.serving import AppServer
 
 log = logging.getLogger("monad.gateway")
 
@@ -71,12 +69,6 @@ class BearerGuard:
         await self.app(scope, receive, send)
 
 
-class _Server(uvicorn.Server):
-    # The supervisor owns signal handling; uvicorn must not install its own.
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
 
 def bind_loopback(port: int) -> socket.socket:
     """A listening TCP socket on 127.0.0.1:`port` (0: any free port). Raises Conflict when
@@ -98,20 +90,15 @@ async def serve_http(session: GatewaySession, sock: socket.socket, token: str, *
                      until: anyio.Event) -> None:
     """Serve the session's streamable HTTP app on `sock` until `until` is set."""
     app = BearerGuard(session.server.streamable_http_app(host="127.0.0.1", streamable_http_path="/mcp"), token)
-    config = uvicorn.Config(app, lifespan="on", log_config=None, access_log=False, timeout_graceful_shutdown=2)
-    server = _Server(config)
-
-    async def stop_when_told() -> None:
+    # lifespan on: the SDK's app runs its session manager's task group in it.
+    server = AppServer(app, lifespan="on", timeout_graceful_shutdown=2)
+    try:
+        await server.start(sock)
         await until.wait()
-        server.should_exit = True
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(stop_when_told)
-        try:
-            await server.serve(sockets=[sock])
-        finally:
-            tg.cancel_scope.cancel()
-            sock.close()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await server.stop()
+        sock.close()
 
 
 __all__ = ["BearerGuard", "bind_loopback", "gateway_token", "serve_http"]
