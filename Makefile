@@ -38,10 +38,12 @@ $(EVERYTHING):
 
 everything-deps: $(EVERYTHING)
 
-# The check gate: lint (ruff, rules in pyproject.toml) and types (mypy, strict defs).
+# The check gate: lint (ruff, rules in pyproject.toml), types (mypy, strict defs) and the
+# layout's import rules (two programs over shared parts, no import circle: tests/test_layers.py).
 check: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
+	$(PY) -m pytest -q -p no:xdist -p no:cacheprovider tests/test_layers.py
 
 test: $(STAMP) $(CONFORMANCE) $(EVERYTHING)
 	$(PY) -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
