@@ -102,7 +102,22 @@ def test_add_by_name_writes_the_exact_version_and_a_first_use_pin(cli: Any, regi
     assert r.code == 0, r
     atom = _atom(monad_home, "memory")
     assert atom["command"] == "npx" and atom["args"] == ["-y", f"@modelcontextprotocol/server-memory@{MEMORY_VERSION}"]
-    assert "env" not in atom  # an optional variable with no default is left out
+    assert "MEMORY_FILE_PATH" not in atom.get("env", {})  # an optional variable with no default is left out
+
+
+def test_npx_and_uvx_get_the_network_settings_as_references(cli: Any, registry: tuple[str, Path], monad_home: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Behind a proxy or a private CA `uvx` and `npx` need these; the value stays in the
+    supervisor's environment, the atom names it."""
+    import ssl
+
+    monkeypatch.setenv("SSL_CERT_FILE", ssl.get_default_verify_paths().openssl_cafile)
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
+    monkeypatch.setenv("UV_INDEX_URL", "https://mirror.invalid/simple")
+    assert cli("mcp", "add", "io.github.modelcontextprotocol/time").code == 0
+    env = _atom(monad_home, "time")["env"]
+    assert env["SSL_CERT_FILE"] == "${SSL_CERT_FILE}" and env["HTTPS_PROXY"] == "${HTTPS_PROXY}"
+    assert env["UV_INDEX_URL"] == "${UV_INDEX_URL}"
 
 
 def test_a_required_secret_header_is_refused_until_given_and_never_shown(cli: Any, registry: tuple[str, Path],
@@ -148,7 +163,7 @@ def test_package_choice_variables_and_docker(cli: Any, registry: tuple[str, Path
     assert r.code == 0 and SENTINEL not in r.out + r.err, r
     atom = _atom(monad_home, "database")
     assert atom["args"] == ["-y", "@example/database-mcp@3.1.0", "shop"]
-    assert atom["env"] == {"DB_PASSWORD": SENTINEL, "EXTRA": "1"}
+    assert {k: v for k, v in atom["env"].items() if not v.startswith("${")} == {"DB_PASSWORD": SENTINEL, "EXTRA": "1"}
     r = cli("mcp", "add", "io.github.example/database", "--name", "db2", "--arg", "nope=1",
             "--arg", "database_name=x", "--env", "DB_PASSWORD=x")
     assert r.code == 2 and "has no argument `nope`" in r.err, r
@@ -187,8 +202,14 @@ def test_oci_runs_with_docker_run_when_docker_answers(registry: tuple[str, Path]
         install.docker_works.cache_clear()
 
 
-def test_a_registry_that_cannot_be_reached_is_one_line(cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_registry_that_cannot_be_reached_is_one_line(cli: Any, monkeypatch: pytest.MonkeyPatch,
+                                                       tmp_path: Path) -> None:
     from tests.conftest import free_port
+
+    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "missing-ca.pem"))
+    r = cli("mcp", "search", "time")
+    assert r.code == 2 and "cannot set up HTTPS" in r.err and "SSL_CERT_FILE" in r.err, r
+    monkeypatch.delenv("SSL_CERT_FILE")
 
     monkeypatch.setenv("MONAD_REGISTRY_URL", f"http://127.0.0.1:{free_port()}")
     r = cli("mcp", "add", "io.github.modelcontextprotocol/time")

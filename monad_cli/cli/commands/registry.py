@@ -186,6 +186,13 @@ def upgrade(
     given = {"env": {str(k): str(v) for k, v in (raw.get("env") or {}).items()},
              "header": {str(k): str(v) for k, v in (raw.get("headers") or {}).items()},
              "arg": _parse_pairs(arg, "=", "--arg")}
+    if origin.get("bundle"):  # a bundle's user_config values, read back through its old manifest
+        from pathlib import Path
+
+        from monad_cli.cli.registry.bundles import recover_values
+
+        given["arg"] = {**recover_values(Path(str(origin["bundle"])), raw), **given["arg"]}
+        given["env"] = {}  # its environment is the manifest's, filled from those values
     defn, _, _ = build(paths(), entry, name, package=None, remote=None, given=given, ask=_ask(),
                        recorded=str(origin.get("package") or ""))
     client = _running_client()
@@ -194,6 +201,7 @@ def upgrade(
     changes = {k: defn.get(k) for k in ("transport", "command", "args", "env", "cwd", "url", "headers",
                                          "registry", "description", "timeout")}
     update_server(paths(), name, changes)
+    _drop_old_bundle(origin.get("bundle"), defn["registry"].get("bundle"))
     answer: dict[str, Any] = {"name": name, "from": origin.get("version"), "to": entry.version, "changed": True,
                               "tools": None}
     if client is not None and wait > 0:
@@ -208,6 +216,16 @@ def upgrade(
                     f"{name}` once it connects")
     else:
         render.line(tools["summary"])
+
+
+def _drop_old_bundle(old: Any, new: Any) -> None:
+    """The previous version's unpacked bundle, once nothing refers to it (only under MONAD_HOME/bundles)."""
+    import shutil
+    from pathlib import Path
+
+    root = paths().home / "bundles"
+    if isinstance(old, str) and old != new and Path(old).resolve().is_relative_to(root.resolve()):
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def _tool_difference(client: Any, name: str, before: Mapping[str, Any] | None, started: float,

@@ -162,13 +162,22 @@ def _entry(item: Any, base: str) -> Entry | None:
     return Entry(server=dict(server), meta=dict(meta or {}), registry=base)
 
 
+def http_client(timeout: float, headers: Mapping[str, str] | None = None) -> httpx2.Client:
+    """An HTTP client honouring the proxy and CA variables; a CA file that cannot be read
+    (`SSL_CERT_FILE`) is one clear error, not a stray `OSError`."""
+    try:
+        return httpx2.Client(timeout=httpx2.Timeout(timeout), follow_redirects=True, headers=dict(headers or {}))
+    except OSError as e:
+        raise ConfigError(f"cannot set up HTTPS: {e.strerror or e} (is `SSL_CERT_FILE` or `SSL_CERT_DIR` right?)") \
+            from None
+
+
 class Registries:
     """The configured registries, asked in order. A context manager (it holds the HTTP client)."""
 
     def __init__(self, paths: Paths, environ: Mapping[str, str] | None = None) -> None:
         self.urls = registry_urls(paths, environ)
-        self.http = httpx2.Client(timeout=httpx2.Timeout(TIMEOUT_S), follow_redirects=True,
-                                  headers={"Accept": "application/json"})
+        self.http = http_client(TIMEOUT_S, headers={"Accept": "application/json"})
         self.registries = [Registry(u, self.http) for u in self.urls]
 
     def __enter__(self) -> Registries:

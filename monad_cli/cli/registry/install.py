@@ -11,6 +11,7 @@ name is taken: a bundle unpacked for a refused install is removed again.
 from __future__ import annotations
 
 import functools
+import os
 import shutil
 import subprocess
 from collections.abc import Mapping
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from monad_cli.cli.registry import bundles, serverjson
-from monad_cli.cli.registry.api import Entry, Registries
+from monad_cli.cli.registry.api import Entry, Registries, http_client
 from monad_cli.cli.registry.variables import Ask, gather
 from monad_cli.core.errors import InvalidInput, MonadError, Unavailable
 from monad_cli.core.paths import Paths
@@ -61,6 +62,22 @@ def _extras(defn: dict[str, Any], given: Mapping[str, Mapping[str, str]], declar
             flag = "--env" if kind == "env" else "--header"
             raise InvalidInput(f"{flag} is for {transport} servers; this one runs over {defn['transport']}")
         defn[fld] = {**defn.get(fld, {}), **extra}
+
+
+def _network_env(defn: dict[str, Any], environ: Mapping[str, str]) -> None:
+    """References to the variables `npx`/`uvx` need to reach their package index from behind
+    a proxy or a private CA, for those set here (the server's environment is otherwise only
+    HOME LOGNAME PATH SHELL TERM USER, docs/atoms.md), as the `computer` preset does."""
+    from monad_cli.config.presets import NETWORK_ENV
+
+    names = [*NETWORK_ENV, "NODE_EXTRA_CA_CERTS",
+             *sorted(k for k in environ if k.startswith(("UV_", "npm_config_", "NPM_CONFIG_")))]
+    env = defn.setdefault("env", {})
+    for var in names:
+        if var in environ and var not in env:
+            env[var] = "${" + var + "}"
+    if not env:
+        del defn["env"]
 
 
 def _write(paths: Paths, name: str, defn: dict[str, Any], *, force: bool) -> str:
@@ -143,6 +160,8 @@ def build(paths: Paths, entry: Entry, atom: str, *, package: int | None, remote:
         raise
     if defn["transport"] == "stdio":
         defn["timeout"] = FETCH_TIMEOUT_S
+        if option.kind == "package" and option.body.get("registryType") in ("npm", "pypi", "nuget"):
+            _network_env(defn, os.environ)
     defn["registry"] = origin
     summary = {"name": atom, "server": entry.name, "version": entry.version, "option": option.where,
                "package": option.label, "transport": defn["transport"], "path": None,
@@ -212,8 +231,7 @@ def download(url: str, *, what: str) -> bytes:
     if problem:
         raise InvalidInput(f"{what}: `{url}` {problem}")
     try:
-        with httpx2.Client(timeout=httpx2.Timeout(60.0), follow_redirects=True) as http, \
-                http.stream("GET", url) as response:
+        with http_client(60.0) as http, http.stream("GET", url) as response:
             if response.status_code != 200:
                 raise Unavailable(f"{what}: HTTP {response.status_code} from its URL; nothing was installed")
             chunks: list[bytes] = []
