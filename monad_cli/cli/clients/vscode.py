@@ -171,7 +171,8 @@ def _editor(value: str) -> str:
     return "$$".join(_BARE.sub(lambda m: "${env:" + (m.group(1) or m.group(2)) + "}", p) for p in parts)
 
 
-def export_document(servers: list[tuple[str, dict[str, Any]]]) -> tuple[str, dict[str, list[str]]]:
+def export_document(servers: list[tuple[str, dict[str, Any]]],
+                    client: str = "") -> tuple[str, dict[str, list[str]]]:
     """`{"servers": {...}}` text with references as `${env:NAME}`, and what each server lost."""
     import json
 
