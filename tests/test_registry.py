@@ -268,3 +268,41 @@ def test_unsafe_bundle_members_are_refused(tmp_path: Path) -> None:
     with pytest.raises(InvalidInput, match="points outside the bundle"):
         unpack(evil.read_bytes(), tmp_path / "dest", what="evil")
     assert not (tmp_path / "dest").exists() and not (tmp_path / "outside.txt").exists()
+
+
+def test_a_terminal_is_asked_for_each_variable_and_a_secret_is_not_echoed(registry: tuple[str, Path],
+                                                                          monad_home: Path) -> None:
+    import os
+    import pty
+    import select
+    import sys
+    import time
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: `monad` with the pseudo-terminal as its controlling terminal
+        os.execv(sys.executable, [sys.executable, "-m", "monad_cli", "mcp", "add", "com.example/weather"])
+    seen = b""
+
+    def read_until(marker: bytes, timeout: float = 30) -> None:
+        nonlocal seen
+        deadline = time.monotonic() + timeout
+        while marker not in seen:
+            assert time.monotonic() < deadline, seen
+            if select.select([fd], [], [], 0.5)[0]:
+                try:
+                    seen += os.read(fd, 4096)
+                except OSError:
+                    break
+
+    try:
+        read_until(b"X-API-Key (Your API key): ")
+        os.write(fd, f"{SENTINEL}\n".encode())
+        read_until(b"X-Region (Service region; one of us-east-1, eu-west-1; default eu-west-1; optional): ")
+        os.write(fd, b"\n")  # Enter takes the default
+        read_until(b"added server `weather`")
+    finally:
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+    assert os.waitstatus_to_exitcode(status) == 0, seen
+    assert SENTINEL.encode() not in seen  # typed without echo, and never printed
+    assert _atom(monad_home, "weather")["headers"] == {"X-API-Key": SENTINEL, "X-Region": "eu-west-1"}

@@ -198,8 +198,10 @@ def upgrade(
     client = _running_client()
     before = client.get(f"/v1/tools/sets/{_quote(name)}") if client is not None else None
     started = time.time()
-    changes = {k: defn.get(k) for k in ("transport", "command", "args", "env", "cwd", "url", "headers",
-                                         "registry", "description", "timeout")}
+    # How to run it changes; what a person set around it (timeout, tools, trust, a cwd of a
+    # package) stays. A bundle's `cwd` is its folder, which moves with the version.
+    fields = ("transport", "command", "args", "env", "url", "headers", "registry", "description")
+    changes = {k: defn.get(k) for k in (*fields, *(("cwd",) if origin.get("bundle") else ()))}
     update_server(paths(), name, changes)
     _drop_old_bundle(origin.get("bundle"), defn["registry"].get("bundle"))
     answer: dict[str, Any] = {"name": name, "from": origin.get("version"), "to": entry.version, "changed": True,
