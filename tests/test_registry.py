@@ -306,3 +306,22 @@ def test_a_terminal_is_asked_for_each_variable_and_a_secret_is_not_echoed(regist
     assert os.waitstatus_to_exitcode(status) == 0, seen
     assert SENTINEL.encode() not in seen  # typed without echo, and never printed
     assert _atom(monad_home, "weather")["headers"] == {"X-API-Key": SENTINEL, "X-Region": "eu-west-1"}
+
+
+def test_a_registry_url_with_a_token_is_shown_masked(cli: Any, registry: tuple[str, Path], monad_home: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    base, _ = registry
+    with_token = base.replace("http://", f"http://ci:{SENTINEL}@")
+    monkeypatch.setenv("MONAD_REGISTRY_URL", with_token)
+    r = cli("mcp", "add", "io.github.example/nothing-here")
+    assert r.code == 1 and "is in no registry asked" in r.err and SENTINEL not in r.err, r
+    monkeypatch.setenv("MONAD_REGISTRY_URL", f"{with_token}/?token={SENTINEL}")
+    r = cli("mcp", "search", "x")
+    assert r.code == 2 and "takes no `?query`" in r.err and SENTINEL not in r.err, r
+    monkeypatch.setenv("MONAD_REGISTRY_URL", with_token)
+    r = cli("mcp", "search", "time", "--json")
+    assert r.code == 0 and r.json() and SENTINEL not in r.out, r
+    r = cli("mcp", "add", "io.github.modelcontextprotocol/time", "--json")
+    assert r.code == 0 and SENTINEL not in r.out + r.err, r
+    shown = cli("mcp", "get", "time", "--json")
+    assert SENTINEL not in shown.out and "***" in shown.json()["definition"]["registry"]["registry"], shown

@@ -95,13 +95,15 @@ def search(
 
 
 def _row(entry: Any) -> dict[str, Any]:
+    from monad_cli.cli.registry.api import shown
+
     server = entry.server
     packages = [p for p in server.get("packages") or [] if isinstance(p, Mapping)]
     remotes = [r for r in server.get("remotes") or [] if isinstance(r, Mapping)]
     runs = [str(p.get("registryType")) for p in packages] + [f"remote {r.get('type')}" for r in remotes]
     repo = server.get("repository")
     return {"name": entry.name, "version": entry.version, "description": server.get("description"),
-            "runs": ", ".join(runs) or "-", "status": entry.status, "registry": entry.registry,
+            "runs": ", ".join(runs) or "-", "status": entry.status, "registry": shown(entry.registry),
             "repository": repo.get("url") if isinstance(repo, Mapping) else None,
             "packages": [{"registryType": p.get("registryType"), "identifier": p.get("identifier"),
                           "version": p.get("version"),

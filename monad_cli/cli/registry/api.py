@@ -82,10 +82,23 @@ def registry_urls(paths: Paths, environ: Mapping[str, str] | None = None) -> lis
 
 
 def _check_base(url: str, where: str) -> str:
+    from monad_cli.core.redact import redact_url
+
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ConfigError(f"`{where}`: {url!r} is not an http(s) base URL of a registry", file=SETTINGS_FILE)
+        raise ConfigError(f"`{where}`: `{redact_url(url)}` is not an http(s) base URL of a registry",
+                          file=SETTINGS_FILE)
+    if parts.query or parts.fragment:
+        raise ConfigError(f"`{where}`: `{redact_url(url)}`: a registry's base URL takes no `?query` or "
+                          f"`#fragment`", file=SETTINGS_FILE)
     return url.rstrip("/")
+
+
+def shown(url: str) -> str:
+    """A registry URL for messages: a password in it (`https://ci:TOKEN@host`) as `***`."""
+    from monad_cli.core.redact import redact_url
+
+    return redact_url(url)
 
 
 class Registry:
@@ -94,6 +107,7 @@ class Registry:
 
     def __init__(self, base: str, http: httpx2.Client) -> None:
         self.base = base
+        self.shown = shown(base)
         self.http = http
 
     def _get(self, path: str, params: Mapping[str, str] | None = None) -> Any:
@@ -101,21 +115,21 @@ class Registry:
         try:
             response = self.http.get(url, params=dict(params or {}))
         except httpx2.HTTPError as e:
-            raise Unavailable(f"registry `{self.base}` cannot be reached ({type(e).__name__}); check the "
+            raise Unavailable(f"registry `{self.shown}` cannot be reached ({type(e).__name__}); check the "
                               f"network or `registry.urls` in settings.toml") from None
         if response.status_code == 404:
-            raise NotFound(f"registry `{self.base}` has no `{path}`")
+            raise NotFound(f"registry `{self.shown}` has no `{path}`")
         if response.status_code != 200:
-            raise Unavailable(f"registry `{self.base}` answered HTTP {response.status_code} for `{path}`; "
+            raise Unavailable(f"registry `{self.shown}` answered HTTP {response.status_code} for `{path}`; "
                               f"try again later")
         try:
             return response.json()
         except ValueError:
-            raise Unavailable(f"registry `{self.base}` answered `{path}` with something that is not JSON") from None
+            raise Unavailable(f"registry `{self.shown}` answered `{path}` with something that is not JSON") from None
 
     def _entries(self, body: Any, path: str) -> tuple[list[Entry], str | None]:
         if not isinstance(body, Mapping) or not isinstance(body.get("servers"), list):
-            raise Unavailable(f"registry `{self.base}`: the answer to `{path}` has no `servers` list")
+            raise Unavailable(f"registry `{self.shown}`: the answer to `{path}` has no `servers` list")
         out = [_entry(item, self.base) for item in body["servers"]]
         meta = body.get("metadata") if isinstance(body.get("metadata"), Mapping) else {}
         cursor = meta.get("nextCursor") if isinstance(meta, Mapping) else None
@@ -144,11 +158,11 @@ class Registry:
         try:
             body = self._get(path)
         except NotFound:
-            raise NotFound(f"registry `{self.base}` has no server `{name}`"
+            raise NotFound(f"registry `{self.shown}` has no server `{name}`"
                            + ("" if version == "latest" else f" at version `{version}`")) from None
         entry = _entry(body, self.base)
         if entry is None:
-            raise Unavailable(f"registry `{self.base}`: the answer to `{path}` is not a server entry")
+            raise Unavailable(f"registry `{self.shown}`: the answer to `{path}` is not a server entry")
         return entry
 
 
@@ -209,7 +223,7 @@ class Registries:
                 return registry.server(name, version)
             except NotFound:
                 continue
-        asked = ", ".join(f"`{u}`" for u in self.urls)
+        asked = ", ".join(f"`{shown(u)}`" for u in self.urls)
         what = f"server `{name}`" + ("" if version == "latest" else f" version `{version}`")
         raise NotFound(f"{what} is in no registry asked ({asked}); try `monad mcp search`")
 
