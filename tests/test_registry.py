@@ -325,3 +325,22 @@ def test_a_registry_url_with_a_token_is_shown_masked(cli: Any, registry: tuple[s
     assert r.code == 0 and SENTINEL not in r.out + r.err, r
     shown = cli("mcp", "get", "time", "--json")
     assert SENTINEL not in shown.out and "***" in shown.json()["definition"]["registry"]["registry"], shown
+
+
+def test_a_secret_argument_redaction_cannot_see_is_warned_about(cli: Any, registry: tuple[str, Path],
+                                                                monad_home: Path) -> None:
+    _, folder = registry
+    publish(folder, {"name": "io.github.example/keyed", "description": "Secrets as arguments", "version": "1.0.0",
+                     "packages": [{"registryType": "npm", "identifier": "@example/keyed", "version": "1.0.0",
+                                   "transport": {"type": "stdio"}, "packageArguments": [
+                                       {"type": "positional", "valueHint": "api_key", "isSecret": True,
+                                        "isRequired": True},
+                                       {"type": "named", "name": "--token", "isSecret": True, "isRequired": True}]}]})
+    r = cli("mcp", "add", "io.github.example/keyed", "--arg", f"api_key={SENTINEL}-1", "--arg",
+            f"token={SENTINEL}-2")
+    assert r.code == 0 and SENTINEL not in r.out + r.err, r
+    assert "the secret `api_key` is passed as a command-line argument" in r.err and "`token`" not in r.err, r
+    assert _atom(monad_home, "keyed")["args"][-3:] == [f"{SENTINEL}-1", "--token", f"{SENTINEL}-2"]
+    r = cli("mcp", "add", "io.github.example/keyed", "--name", "keyed2", "--arg", "api_key=${KEYED_KEY}",
+            "--arg", "token=${KEYED_TOKEN}")
+    assert r.code == 0 and "warning" not in r.err, r  # references name where the secret lives

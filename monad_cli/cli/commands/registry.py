@@ -60,6 +60,8 @@ def install(ref: str, *, as_name: str | None, env: Mapping[str, str], header: Ma
     else:
         result = install_by_name(paths(), ref, as_name=as_name, package=package, remote=remote, given=given,
                                  ask=_ask(), force=force)
+    for warning in result["warnings"]:
+        render.warn(f"server `{result['name']}`: {warning}")
     if as_json:
         render.data_json(result)
         return

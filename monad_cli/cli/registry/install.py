@@ -165,8 +165,25 @@ def build(paths: Paths, entry: Entry, atom: str, *, package: int | None, remote:
     defn["registry"] = origin
     summary = {"name": atom, "server": entry.name, "version": entry.version, "option": option.where,
                "package": option.label, "transport": defn["transport"], "path": None,
-               "variables": _shown_variables(variables, values), "deprecated": entry.status == "deprecated"}
+               "variables": _shown_variables(variables, values), "deprecated": entry.status == "deprecated",
+               "warnings": secrets_in_args(defn, variables, values)}
     return defn, summary, made
+
+
+def secrets_in_args(defn: Mapping[str, Any], variables: list[serverjson.Variable],
+                    values: Mapping[tuple[str, str], str]) -> list[str]:
+    """A warning per secret value that lands in `args` where redaction cannot see it (not
+    after a secret-named flag): arguments show in `get` and in the process list."""
+    from monad_cli.core.redact import redact_args
+
+    shown = " ".join(redact_args(str(a) for a in defn.get("args") or []))
+    out = []
+    for v in variables:
+        value = values.get((v.kind, v.key))
+        if v.secret and value and "$" not in value and value in shown:
+            out.append(f"the secret `{v.key}` is passed as a command-line argument, which `monad mcp get` and "
+                       f"the process list show; give a reference instead (`--arg {v.key}='${{VAR}}'`)")
+    return out
 
 
 def _package_key(option: serverjson.Option) -> str:
@@ -203,7 +220,8 @@ def install_bundle_file(paths: Paths, file: str, *, as_name: str | None, given: 
         raise
     return {"name": atom, "server": manifest["name"], "version": manifest["version"], "option": "bundle",
             "package": f"mcpb {path.name}", "transport": "stdio", "path": written,
-            "variables": _shown_variables(variables, values), "deprecated": False}
+            "variables": _shown_variables(variables, values), "deprecated": False,
+            "warnings": secrets_in_args(defn, variables, values)}
 
 
 def _unpack(paths: Paths, atom: str, manifest: Mapping[str, Any], data: bytes, *,
