@@ -133,7 +133,9 @@ _CONNECT_HELP = (
     "Add a server named `monad` to a client's config: it runs `monad mcp serve` (this monad, by absolute path), "
     "so the client sees every monad server through the approval gate.\n\n"
     "Keeps every other key, comment and server of the file; the write is atomic; running it twice changes "
-    "nothing; --remove takes the entry out.\n\n"
+    "nothing; --remove takes the entry out; --dry-run writes nothing.\n\n"
+    "--all does it for every client found on this machine by its usual file (below), one row each; exit 1 "
+    "when one failed.\n\n"
 )
 
 
