@@ -344,3 +344,21 @@ def test_a_secret_argument_redaction_cannot_see_is_warned_about(cli: Any, regist
     r = cli("mcp", "add", "io.github.example/keyed", "--name", "keyed2", "--arg", "api_key=${KEYED_KEY}",
             "--arg", "token=${KEYED_TOKEN}")
     assert r.code == 0 and "warning" not in r.err, r  # references name where the secret lives
+
+
+def test_an_unreachable_registry_stops_add_but_not_search(cli: Any, registry: tuple[str, Path], monad_home: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """`add` never falls through to a later registry when an earlier one cannot answer."""
+    from tests.conftest import free_port
+
+    base, _ = registry
+    monkeypatch.delenv("MONAD_REGISTRY_URL")
+    monad_home.mkdir(parents=True, exist_ok=True)
+    down = f"http://127.0.0.1:{free_port()}"
+    (monad_home / "settings.toml").write_text(f'[registry]\nurls = ["{down}", "{base}"]\n')
+    r = cli("mcp", "search", "time", "--json")
+    assert r.code == 0 and [row["name"] for row in r.json()] == ["io.github.modelcontextprotocol/time"], r
+    assert f"registry `{down}` cannot be reached" in r.err, r
+    r = cli("mcp", "add", "io.github.modelcontextprotocol/time")
+    assert r.code == 1 and f"registry `{down}` cannot be reached" in r.err, r
+    assert not (monad_home / "atoms" / "mcp" / "time.toml").exists()

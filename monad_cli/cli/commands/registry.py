@@ -88,6 +88,8 @@ def search(
 
     with Registries(paths()) as regs:
         entries = regs.search(text, limit=limit)
+    for problem in regs.problems:
+        render.warn(f"{problem}; showing what the other registries answered")
     rows = [_row(e) for e in entries]
     if as_json:
         render.data_json(rows)

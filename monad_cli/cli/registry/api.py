@@ -23,7 +23,7 @@ from urllib.parse import quote, urlsplit
 
 import httpx2
 
-from monad_cli.core.errors import ConfigError, InvalidInput, NotFound, Unavailable
+from monad_cli.core.errors import ConfigError, InvalidInput, MonadError, NotFound, Unavailable
 from monad_cli.core.paths import Paths
 
 OFFICIAL = "https://registry.modelcontextprotocol.io"
@@ -193,6 +193,7 @@ class Registries:
         self.urls = registry_urls(paths, environ)
         self.http = http_client(TIMEOUT_S, headers={"Accept": "application/json"})
         self.registries = [Registry(u, self.http) for u in self.urls]
+        self.problems: list[str] = []  # registries a search could not read (the others still count)
 
     def __enter__(self) -> Registries:
         return self
@@ -205,17 +206,28 @@ class Registries:
         an earlier registry hides the same name in a later one."""
         seen: set[str] = set()
         out: list[Entry] = []
+        failed: list[MonadError] = []
         for registry in self.registries:
-            for entry in _pages(registry, text):
-                if entry.name not in seen:
-                    seen.add(entry.name)
-                    out.append(entry)
-                if len(out) >= limit:
-                    return out
+            try:
+                for entry in _pages(registry, text):
+                    if entry.name not in seen:
+                        seen.add(entry.name)
+                        out.append(entry)
+                    if len(out) >= limit:
+                        return out
+            except (Unavailable, NotFound) as e:
+                failed.append(e)
+                self.problems.append(e.message)
+        if failed and len(failed) == len(self.registries):
+            raise failed[0]
         return out
 
     def server(self, name: str, version: str = "latest") -> Entry:
-        """The first registry's entry for `name` at `version`; `NotFound` naming every registry asked."""
+        """The first registry's entry for `name` at `version`; `NotFound` naming every registry asked.
+
+        A registry that cannot be reached stops the lookup (`Unavailable`): falling through
+        to the next one could install a same-named server from a registry the person ranked
+        lower (a dependency confusion)."""
         if "/" not in name:
             raise InvalidInput(f"`{name}` is not a registry name (they read `io.github.owner/server`)")
         for registry in self.registries:
