@@ -22,9 +22,9 @@ SENTINEL = "SENTINEL-7f3a9c"
 EXPECTED: dict[str, tuple[str, dict[str, str]]] = {
     "claude-desktop": ("claude_desktop_config.json", {"time": "imported", "github": "imported"}),
     "claude-code": ("claude.json", {"sentry": "imported", "playwright": "imported", "notion": "imported",
-                                    "search": "skipped", "local-db": "skipped"}),
+                                    "search": "imported", "local-db": "skipped"}),
     "cursor": ("cursor-mcp.json", {"context7": "imported", "filesystem": "imported", "linear tools": "skipped"}),
-    "vscode": ("vscode-mcp.json", {"github": "imported", "perplexity": "skipped", "memory": "imported"}),
+    "vscode": ("vscode-mcp.json", {"github": "imported", "perplexity": "imported", "memory": "imported"}),
     "codex": ("codex-config.toml", {"docs": "imported", "figma": "imported", "legacy": "imported"}),
     "gemini": ("gemini-settings.json", {"pythonTools": "imported", "httpServer": "imported",
                                         "sseServer": "imported"}),
@@ -105,6 +105,8 @@ def test_import_maps_each_clients_fields(cli: Any, monad_home: Path) -> None:
     assert atom(monad_home, "notion")["url"] == "https://mcp.notion.com/sse"
     assert atom(monad_home, "httpServer")["url"] == "https://api.example.com/mcp"
     assert atom(monad_home, "sentry")["transport"] == "http"  # Claude Code
+    assert atom(monad_home, "search")["env"] == {"SEARCH_KEY": "${SEARCH_KEY:-dev}"}  # the default kept
+    assert atom(monad_home, "perplexity")["env"] == {"PERPLEXITY_API_KEY": "${PERPLEXITY_KEY}"}  # VS Code input
     assert atom(monad_home, "api")["url"].endswith("?key=SENTINEL-7f3a9c-mcpjson")
     for name in ("docs", "memory", "pythonTools", "sentry", "api", "local"):  # `get` masks them all
         r = cli("mcp", "get", name, "--json")
@@ -116,9 +118,8 @@ def test_import_reasons_name_the_server_and_field(cli: Any) -> None:
     for client, (rel, _) in EXPECTED.items():
         r = cli("mcp", "import", client, str(FIXTURES / rel), "--json", "--dry-run")
         reasons.update({(client, s["name"]): s["detail"] for s in r.json()["servers"]})
-    assert "`env.PERPLEXITY_API_KEY`" in reasons["vscode", "perplexity"]
-    assert "${input:perplexity-key}" in reasons["vscode", "perplexity"]
-    assert "`env.SEARCH_KEY`" in reasons["claude-code", "search"] and ":-" in reasons["claude-code", "search"]
+    assert "`${input:perplexity-key}` (Perplexity API Key), a secret, is read from `${PERPLEXITY_KEY}`" \
+        in reasons["vscode", "perplexity"]
     # Codex and Gemini match the names in their tool lists exactly: a `*` there is a literal
     assert "`includeTools` lists `list_*`, which the client matches as an exact name: imported as `list_[*]`" \
         in reasons["gemini", "pythonTools"]
@@ -384,3 +385,26 @@ def test_tool_filters_field_is_validated_and_does_not_reconnect(monad_home: Path
         with pytest.raises(ConfigError) as info:
             validate({**base, "tools": tools}, name="s", source="atoms/mcp/s.toml", environ={})
         assert message in info.value.message
+
+
+def test_vscode_env_file_of_a_workspace_is_read_into_env(cli: Any, monad_home: Path, tmp_path: Path) -> None:
+    workspace = tmp_path / "project"
+    (workspace / ".vscode").mkdir(parents=True)
+    (workspace / ".env").write_text(f"# keys\nexport API_TOKEN='{SENTINEL}-env'\nREGION=eu # the region\n"
+                                    "PRICE=5$\n")
+    (workspace / ".vscode" / "mcp.json").write_text(json.dumps({"servers": {
+        "api": {"type": "stdio", "command": "api-mcp", "envFile": "${workspaceFolder}/.env",
+                "env": {"REGION": "us"}},
+        "user": {"type": "stdio", "command": "x", "envFile": "${workspaceFolder}/missing.env"}}}))
+    r = cli("mcp", "import", "vscode", str(workspace / ".vscode" / "mcp.json"), "--json")
+    rows = {s["name"]: s for s in r.json()["servers"]}
+    assert rows["api"]["result"] == "imported" and "read 3 variable(s) from `envFile`" in rows["api"]["detail"], r
+    assert rows["user"]["result"] == "skipped" and "cannot read" in rows["user"]["detail"], r
+    assert SENTINEL not in r.out + r.err
+    # The entry's own `env` wins; a `$` from the file stays literal.
+    assert atom(monad_home, "api")["env"] == {"API_TOKEN": f"{SENTINEL}-env", "REGION": "us", "PRICE": "5$$"}
+    # A user-level file has no workspace to fill `${workspaceFolder}` in.
+    user = tmp_path / "user-mcp.json"
+    user.write_text(json.dumps({"servers": {"w": {"command": "x", "envFile": "${workspaceFolder}/.env"}}}))
+    r = cli("mcp", "import", "vscode", str(user), "--json")
+    assert "only a workspace's `.vscode/mcp.json` can fill in" in r.json()["servers"][0]["detail"], r

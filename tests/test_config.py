@@ -331,3 +331,13 @@ def test_add_refuses_a_second_server_for_the_same_remote(cli) -> None:
     r = cli("mcp", "add", "two", "--url", "HTTPS://h.test:443/mcp/")
     assert r.code == 2 and "server `one`" in r.err and "already uses this URL" in r.err
     assert cli("mcp", "add", "one", "--force", "--url", "https://h.test/mcp").code == 0  # itself is fine
+
+
+def test_a_reference_with_a_default_expands_as_posix_shells_do() -> None:
+    """`${VAR:-default}` (Claude Code's `.mcp.json` writes it): the default when VAR is unset or empty."""
+    assert expand("${REGION:-eu}/x", {}) == "eu/x"
+    assert expand("${REGION:-eu}", {"REGION": ""}) == "eu"
+    assert expand("${REGION:-eu}", {"REGION": "us"}) == "us"
+    assert expand("${REGION:-}", {}) == ""
+    with pytest.raises(ExpansionError, match="`REGION` is not set"):
+        expand("${REGION}", {})

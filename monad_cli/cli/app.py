@@ -44,6 +44,7 @@ def _whole_app() -> typer.Typer:
     from monad_cli.cli.commands import daemon as daemon_cmd
     from monad_cli.cli.commands import journal as journal_cmd
     from monad_cli.cli.commands import mcp as mcp_cmd
+    from monad_cli.cli.commands import registry as registry_cmd
     from monad_cli.cli.commands import serve as serve_cmd
     from monad_cli.cli.commands import studio as studio_cmd
     from monad_cli.cli.commands import tasks as tasks_cmd
@@ -52,6 +53,7 @@ def _whole_app() -> typer.Typer:
     whole = _root_app
     auth_cmd.register(mcp_cmd.app)
     clients_cmd.register(mcp_cmd.app)
+    registry_cmd.register(mcp_cmd.app)
     whole.add_typer(mcp_cmd.app, name="mcp")
     whole.add_typer(daemon_cmd.app, name="daemon")
     whole.add_typer(tasks_cmd.app, name="tasks")

@@ -34,6 +34,18 @@ def error(text: str) -> None:
     sys.stderr.write(f"error: {text}\n")
 
 
+def ask(prompt: str, *, secret: bool = False) -> str:
+    """One answer from the person at the terminal (the prompt on stderr); a secret is read
+    without echo. An empty answer is ``""``; end of input is too."""
+    if secret:
+        import getpass
+
+        return getpass.getpass(prompt, stream=sys.stderr)
+    sys.stderr.write(prompt)
+    sys.stderr.flush()
+    return sys.stdin.readline().rstrip("\n")
+
+
 def _console() -> Any:
     from rich.console import Console
 

@@ -2,6 +2,8 @@
 
 - `$NAME` and `${NAME}` take the value from the environment; an unset variable is an
   error (a set-but-empty one expands to "");
+- `${NAME:-default}` takes the default when NAME is unset or empty, as POSIX shells do
+  (and Claude Code's `.mcp.json`); the default is literal text (no `}` in it);
 - `$$` is a literal `$`; a `$` not followed by a name or `{` stays as it is;
 - `${secret:...}` is rejected: monad keeps secrets in 0600 files, not a secret store.
 """
@@ -13,6 +15,7 @@ from collections.abc import Mapping
 
 _TOKEN = re.compile(r"\$(?:(\$)|\{([^}]*)\}|([A-Za-z_][A-Za-z0-9_]*)|(\{))")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_DEFAULTED = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):-(.*)\Z", re.S)
 
 
 class ExpansionError(ValueError):
@@ -36,6 +39,10 @@ def expand(value: str, environ: Mapping[str, str]) -> str:
             if name.startswith("secret:"):
                 raise ExpansionError("`${secret:...}` references are not supported; put the value in "
                                      "the file (it is kept 0600) or in an environment variable")
+            defaulted = _DEFAULTED.match(name)
+            if defaulted:
+                got = environ.get(defaulted.group(1)) if not isinstance(environ, _AnyEnv) else ""
+                return got if got else defaulted.group(2)
             if not _NAME.match(name):
                 raise ExpansionError(f"`${{{name}}}` is not a valid variable name")
         if name not in environ:

@@ -39,11 +39,14 @@ MIN_MAX_MESSAGE_BYTES = 64 * 1024
 MAX_MAX_MESSAGE_BYTES = 1024 * 1024 * 1024
 
 COMMON_FIELDS = {"schema", "name", "transport", "enabled", "required", "timeout", "requestTimeoutMs",
-                 "maxMessageBytes", "deferred", "trust", "condition", "description", "tools"}
+                 "maxMessageBytes", "deferred", "trust", "condition", "description", "tools", "registry"}
 STDIO_FIELDS = {"command", "args", "env", "cwd", "sandbox", "sandboxWritable"}
 HTTP_FIELDS = {"url", "headers", "auth"}
 ALL_FIELDS = COMMON_FIELDS | STDIO_FIELDS | HTTP_FIELDS
-TRUST_FIELDS = {"autoApproveTools", "pinnedToolHash", "hostEscape"}
+TRUST_FIELDS = {"autoApproveTools", "pinnedToolHash", "hostEscape", "pinOnFirstUse"}
+# Where a server installed by name came from (docs/registry.md): read by `outdated` and
+# `upgrade`, never by the session (so it is not part of the connection fingerprint).
+REGISTRY_FIELDS = {"name", "version", "package", "registry", "bundle"}
 # `type` is what claude/cursor-style configs call the transport; accepted on read only.
 _TRANSPORT_ALIASES = {"stdio": "stdio", "http": "http", "streamable-http": "http",
                       "streamableHttp": "http", "streamable_http": "http"}
@@ -56,12 +59,15 @@ class TrustSpec:
     `auto_approve_tools`: exposed names (`server__tool`) the approval gate lets through;
     `pinned_tool_hash`: `[sha256:]<64 hex>` the whole tool set must hash to, or None;
     `host_escape`: the server can act outside the host, so its tools are approved once or
-    for a session, never always. `table` is the table as written (hashed for the session).
+    for a session, never always; `pin_on_first_use`: with no pin yet, the supervisor writes
+    the first tool set it sees as the pin (servers installed by name, docs/registry.md).
+    `table` is the table as written (hashed for the session).
     """
 
     auto_approve_tools: tuple[str, ...] = ()
     pinned_tool_hash: str | None = None
     host_escape: bool = False
+    pin_on_first_use: bool = False
     table: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -201,6 +207,23 @@ def check_name(name: str) -> str | None:
     return None
 
 
+def _check_registry(ctx: FieldContext, table: Any) -> None:
+    """The `registry` table: `name` and `version` (strings, required), `package`, `registry`
+    (the registry's base URL) and `bundle` (an unpacked bundle's folder), all strings."""
+    if table is None:
+        return
+    if not isinstance(table, Mapping):
+        raise ctx.error("registry", "must be a table such as {name = \"io.github.owner/server\", version = \"1.2.3\"}")
+    for key, value in table.items():
+        if key not in REGISTRY_FIELDS:
+            raise ctx.error(f"registry.{key}", f"unknown field{suggest(key, REGISTRY_FIELDS)}")
+        if not isinstance(value, str) or not value:
+            raise ctx.error(f"registry.{key}", "must be a non-empty string")
+    for key in ("name", "version"):
+        if key not in table:
+            raise ctx.error(f"registry.{key}", "is required in the `registry` table")
+
+
 def validate(raw: Mapping[str, Any], *, name: str, source: str,
              environ: Mapping[str, str] | None) -> ServerSpec:
     """Validate one definition. `environ=None` checks `$VAR` syntax without expanding.
@@ -254,6 +277,9 @@ def validate(raw: Mapping[str, Any], *, name: str, source: str,
         raise ctx.error("trust.pinnedToolHash", "must be a sha256 hex digest (see `monad mcp pin`)")
     if not isinstance(trust.get("hostEscape", False), bool):
         raise ctx.error("trust.hostEscape", "must be true or false")
+    if not isinstance(trust.get("pinOnFirstUse", False), bool):
+        raise ctx.error("trust.pinOnFirstUse", "must be true or false")
+    _check_registry(ctx, raw.get("registry"))
     condition = raw.get("condition")
     if condition is not None:
         if not isinstance(condition, str):
@@ -272,7 +298,8 @@ def validate(raw: Mapping[str, Any], *, name: str, source: str,
         timeout=float(timeout), request_timeout_ms=rto, max_message_bytes=limit,
         deferred=boolean(ctx, raw, "deferred", False),
         trust=TrustSpec(auto_approve_tools=tuple(auto), pinned_tool_hash=pin,
-                        host_escape=trust.get("hostEscape", False), table=dict(trust)),
+                        host_escape=trust.get("hostEscape", False),
+                        pin_on_first_use=trust.get("pinOnFirstUse", False), table=dict(trust)),
         condition=condition, tools=tool_filters(ctx, raw.get("tools")),
     )
 

@@ -93,9 +93,24 @@ def redact_definition(defn: Mapping[str, Any]) -> dict[str, Any]:
             out[k] = redact_args(str(a) for a in v)
         elif k == "auth" or k == "oauth":
             out[k] = _redact_auth(v)
+        elif k == "registry" and isinstance(v, Mapping):
+            out[k] = {name: _redact_origin(value) for name, value in v.items()}
         else:
             out[k] = v
     return out
+
+
+def _redact_origin(value: Any) -> Any:
+    """A `registry` table value: a private registry's URL or a bundle's download URL may
+    carry a token (userinfo, a signed query)."""
+    if not isinstance(value, str):
+        return value
+    scheme, sep, rest = value.partition(":")
+    if value.startswith(("http://", "https://")):
+        return redact_url(value)
+    if sep and rest.startswith(("http://", "https://")):  # `mcpb:https://…`
+        return f"{scheme}:{redact_url(rest)}"
+    return value
 
 
 def secret_values(defn: Mapping[str, Any]) -> set[str]:

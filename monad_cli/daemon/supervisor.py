@@ -146,7 +146,8 @@ class Supervisor:
         self.state_listeners.append(tasks.on_actor_state)
         self.tool_service = ToolService(journal, self.actors, scrub=self.scrub,
                                         tool_globs=lambda: self.tool_globs, start_task=tasks.start,
-                                        run_task=tasks.run_call, recheck=self._recheck_tools)
+                                        run_task=tasks.run_call, recheck=self._recheck_tools,
+                                        write_pin=self._write_first_pin)
         self.tool_listeners.append(lambda actor: self.tool_service.changed())
         self.auth = SupervisorAuth(self.paths, self.actors)
         self.gateway = Gateway(self.tool_service, scrub=self.scrub)
@@ -159,6 +160,26 @@ class Supervisor:
             on_state_changed=self.on_state_changed, stopping=lambda: self.stopping,
             early=self.early)
         return journal
+
+    def _write_first_pin(self, name: str, digest: str) -> None:
+        """`trust.pinOnFirstUse` → `trust.pinnedToolHash = digest` in the server's own file
+        (locked, atomic, as `monad mcp pin` writes it); the reload that follows reconnects
+        the server once, now checked against its pin (docs/registry.md "Pinned on first use")."""
+        from monad_cli.config.edits import update_server
+
+        def mutate(defn: Any) -> None:
+            trust = defn.get("trust")
+            if trust is None:
+                defn["trust"] = {"pinnedToolHash": digest}
+                return
+            trust["pinnedToolHash"] = digest
+            if "pinOnFirstUse" in trust:
+                del trust["pinOnFirstUse"]
+
+        source = update_server(self.paths, name, {}, mutate=mutate)
+        if self.journal is not None:
+            self.journal.record("config", server=name, reason=f"pinned on first use: trust.pinnedToolHash = "
+                                                              f"{digest} in {source}")
 
     def _recheck_tools(self, name: str) -> None:  # a tool set vetted elsewhere in the fleet
         if (actor := self.actors.get(name)) is not None and self._tg is not None:

@@ -195,7 +195,8 @@ def read_entry(client: str, text: str, source: str) -> Any:
     return data.get("monad") if isinstance(data, dict) else None
 
 
-def export_document(servers: list[tuple[str, dict[str, Any]]]) -> tuple[str, dict[str, list[str]]]:
+def export_document(servers: list[tuple[str, dict[str, Any]]],
+                    client: str = "") -> tuple[str, dict[str, list[str]]]:
     """One YAML map of every server in Aura's fields, and what each lost (`cwd`, `trust`, ...)."""
     import yaml
 

@@ -178,7 +178,8 @@ def _var(value: str) -> str | None:
     return (m.group(1) or m.group(2)) if m else None
 
 
-def export_document(servers: list[tuple[str, dict[str, Any]]]) -> tuple[str, dict[str, list[str]]]:
+def export_document(servers: list[tuple[str, dict[str, Any]]],
+                    client: str = "") -> tuple[str, dict[str, list[str]]]:
     """`[mcp_servers.NAME]` tables; a reference to a variable of the same name becomes
     `env_vars`, a bearer `${VAR}` `bearer_token_env_var`, a header `${VAR}` `env_http_headers`."""
     import tomlkit

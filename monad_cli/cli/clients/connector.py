@@ -44,12 +44,14 @@ def _others(mod: Any, client: str, text: str, source: str) -> Any:
         return {}
     if mod.__name__.endswith("codex"):
         data = mod.load(without, source)
+    elif hasattr(mod, "load_document"):
+        data = mod.load_document(without, source)
     else:
         from monad_cli.cli.clients import jsonc
 
         data = jsonc.load(without, source=source, comments=client in ("vscode", "gemini"))
     if isinstance(data, dict):  # an empty server table left by the edit says nothing
-        for key in ("mcpServers", "servers", "mcp_servers"):
+        for key in ("mcpServers", "servers", "mcp_servers", "mcp", "context_servers", "extensions"):
             if data.get(key) == {}:
                 data.pop(key)
         if data.get("mcp") == {"servers": {}}:
@@ -57,9 +59,41 @@ def _others(mod: Any, client: str, text: str, source: str) -> Any:
     return data
 
 
-def connect_client(client_name: str, path: str | None, *, remove: bool = False) -> dict[str, Any]:
+def installed_clients() -> list[str]:
+    """The clients this machine has, found by their usual config file: the file exists, or
+    its own folder does (the client is installed, with no MCP file yet). Project files
+    (`.mcp.json`, Aura's) are not looked for."""
+    from monad_cli.cli.clients.registry import CLIENTS, PROJECT_CLIENTS
+
+    home = Path.home()
+    found = []
+    for name in CLIENTS:
+        if name in PROJECT_CLIENTS:
+            continue
+        file = resolve(name, None)
+        if file.exists() or (file.parent != home and file.parent.is_dir()):
+            found.append(name)
+    return found
+
+
+def connect_all(*, dry_run: bool = False, remove: bool = False) -> list[dict[str, Any]]:
+    """`connect_client` for every installed client; one row each, with `error` (a message)
+    instead of raising, so one bad file does not stop the others."""
+    rows = []
+    for name in installed_clients():
+        try:
+            rows.append({**connect_client(name, None, remove=remove, dry_run=dry_run), "error": None})
+        except MonadError as e:
+            rows.append({"client": name, "file": shown(resolve(name, None)), "entry": None, "removed": remove,
+                         "changed": False, "dryRun": dry_run, "error": e.message})
+    return rows
+
+
+def connect_client(client_name: str, path: str | None, *, remove: bool = False,
+                   dry_run: bool = False) -> dict[str, Any]:
     """Write (or with `remove`, delete) the `monad` entry. Returns
-    `{"client", "file", "entry", "changed", "removed"}`; `entry` is what the file now holds.
+    `{"client", "file", "entry", "changed", "removed", "dryRun"}`; `entry` is what the file
+    now holds (with `dry_run`: would hold; nothing is written).
 
     Raises `ConfigError` (exit 2) for a malformed client file, `Conflict` (exit 2) when the
     entry cannot be written without rewriting a person's text (Aura), `MonadError` otherwise.
@@ -85,9 +119,9 @@ def connect_client(client_name: str, path: str | None, *, remove: bool = False) 
         if got != want or _others(mod, client_name, new, source) != _others(mod, client_name, text, source):
             raise MonadError(f"editing `{source}` did not give the intended result; nothing was written "
                              f"(please report this with the file's shape)")
-        result = {"client": client.name, "file": source, "entry": want, "removed": remove}
-        if new == text:
-            return {**result, "changed": False}
+        result = {"client": client.name, "file": source, "entry": want, "removed": remove, "dryRun": dry_run}
+        if new == text or dry_run:
+            return {**result, "changed": new != text}
         if _read(real) != old:
             continue  # the client wrote meanwhile: redo the edit on its new text
         if not new.strip() and old is not None:
@@ -100,4 +134,4 @@ def connect_client(client_name: str, path: str | None, *, remove: bool = False) 
                      f"nothing was written, try again")
 
 
-__all__ = ["connect_client"]
+__all__ = ["connect_all", "connect_client", "installed_clients"]

@@ -30,23 +30,28 @@ class Unimportable(Exception):
 
 # VS Code's (and Cursor's) own variables: `${env:NAME}`, `${userHome}`, `${input:ID}`, ...
 _EDITOR_VAR = re.compile(r"\$\{([^}]*)\}")
-_DEFAULTED = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*):-[^}]*\}")
 
 
 def check_references(value: str, fld: str) -> str:
-    """`${VAR:-default}` (Claude Code) has no monad equivalent: refuse it rather than drop the default."""
-    m = _DEFAULTED.search(value)
-    if m:
-        raise Unimportable(f"field `{fld}` uses `${{{m.group(1)}:-…}}`; monad references have no default, "
-                           f"so set `{m.group(1)}` and write `${{{m.group(1)}}}`")
+    """References as monad reads them: `${VAR}`, `$VAR`, and `${VAR:-default}` (Claude Code's,
+    POSIX's) all mean the same in monad (docs/atoms.md "Variables"), so they stay as written."""
     return value
 
 
-def editor_references(value: str, fld: str) -> str:
-    """VS Code/Cursor variables as monad references: `${env:X}` → `${X}`, `${userHome}` → `${HOME}`.
+def input_variable(input_id: str) -> str:
+    """The environment variable a VS Code input `${input:ID}` becomes: ID upper-cased, every
+    other character `_` (`perplexity-key` → `PERPLEXITY_KEY`)."""
+    name = re.sub(r"[^A-Za-z0-9_]", "_", input_id).upper()
+    return name if re.match(r"[A-Za-z_]", name) else "_" + name
 
-    Raises `Unimportable` for `${input:…}` (a prompt monad cannot show) and for the editor's
-    workspace variables (`${workspaceFolder}`, ...), which mean nothing outside the editor.
+
+def editor_references(value: str, fld: str) -> str:
+    """VS Code/Cursor variables as monad references: `${env:X}` → `${X}`, `${userHome}` →
+    `${HOME}`, `${input:ID}` → `${ID}` (`input_variable`: monad cannot prompt while a server
+    starts, so the value comes from `monad env set` or the supervisor's environment).
+
+    Raises `Unimportable` for the editor's workspace variables (`${workspaceFolder}`, ...),
+    which mean nothing outside the editor.
     """
 
     def sub(m: re.Match[str]) -> str:
@@ -56,8 +61,7 @@ def editor_references(value: str, fld: str) -> str:
         if inner == "userHome":
             return "${HOME}"
         if inner.startswith("input:"):
-            raise Unimportable(f"field `{fld}` uses `${{{inner}}}`, a VS Code input monad cannot prompt for; "
-                               f"put the value in an environment variable and write `${{NAME}}`")
+            return "${" + input_variable(inner[6:]) + "}"
         if ":" in inner or inner in _EDITOR_ONLY:
             raise Unimportable(f"field `{fld}` uses `${{{inner}}}`, which only the editor can fill in")
         return m.group(0)

@@ -35,7 +35,7 @@ def export_servers(paths: Paths, fmt: str, *, reveal: bool = False) -> tuple[str
             warnings.append(f"server `{name}` is disabled and the {fmt} format has no off switch; not exported")
         elif name in defs.raw:
             servers.append((name, shown_definition(defs.raw[name], reveal=reveal)))
-    text, lost = format_module(get_client(fmt)).export_document(servers)
+    text, lost = format_module(get_client(fmt)).export_document(servers, client=fmt)
     for name, fields in lost.items():
         if fields:
             warnings.append(f"server `{name}`: left out of the {fmt} export (no equivalent there): "

@@ -1,4 +1,5 @@
-"""The `mcpServers` object: Claude Desktop, Claude Code, Cursor, Gemini CLI, plain `.mcp.json`.
+"""The `mcpServers` object: Claude Desktop, Claude Code, Cursor, Gemini CLI, Antigravity CLI,
+Copilot CLI, plain `.mcp.json`.
 
     {"mcpServers": {"NAME": {"command": "...", "args": [...], "env": {...}, "cwd": "..."},
                     "NAME": {"type": "http", "url": "...", "headers": {...}}},
@@ -9,6 +10,9 @@ the legacy SSE endpoint and `httpUrl` the streamable one (both import as http) (
 deadline in ms; `includeTools`/`excludeTools` are tool filters). Cursor writes `${env:NAME}`.
 `type: "sse"` (the legacy HTTP+SSE transport) imports as an http server: the supervisor falls
 back to SSE by itself (the spec's backwards-compatibility procedure, docs/supervisor.md).
+Antigravity CLI (`~/.gemini/config/mcp_config.json`) names a remote's URL `serverUrl`.
+Copilot CLI (`~/.copilot/mcp-config.json`) writes `type: "local"` for stdio and a `tools`
+list on every entry (`["*"]`: all; else only these).
 Claude Code's `~/.claude.json` also holds per-project servers (`projects.PATH.mcpServers`):
 those are reported, not imported. Gemini's `settings.json` may carry comments (JSONC).
 """
@@ -35,6 +39,8 @@ KEY = "mcpServers"
 COMMENTS = {"gemini"}  # clients whose file may hold comments (they strip them before JSON.parse)
 _COMMON = {"command", "args", "env", "cwd", "type", "url", "headers", "disabled", "description"}
 _GEMINI = {"httpUrl", "timeout", "includeTools", "excludeTools", "trust"}
+_ANTIGRAVITY = {"serverUrl"}
+_COPILOT = {"tools"}
 _HTTP_TYPES = {None, "http", "streamable-http", "streamableHttp", "streamable_http"}
 
 
@@ -46,10 +52,15 @@ def _candidate(client: str, name: str, entry: Any) -> Candidate:
         return cand
     kind = entry.get("type")
     defn: dict[str, Any] = {}
-    used = set(_COMMON) | (_GEMINI if client == "gemini" else set())
+    used = set(_COMMON) | {"gemini": _GEMINI, "antigravity": _ANTIGRAVITY, "copilot": _COPILOT}.get(client, set())
+    if client == "copilot" and kind == "local":
+        kind = "stdio"
     if client == "gemini" and "httpUrl" in entry:
         defn["transport"] = "http"
         defn["url"] = entry["httpUrl"]
+    elif client == "antigravity" and "serverUrl" in entry:
+        defn["transport"] = "http"
+        defn["url"] = entry["serverUrl"]
     elif "url" in entry and (kind in _HTTP_TYPES or kind == "sse"):
         # A legacy HTTP+SSE server (`type: "sse"`, Gemini's `url`) is an http server to monad:
         # the supervisor falls back to SSE by itself (docs/supervisor.md "Legacy HTTP+SSE").
@@ -70,6 +81,14 @@ def _candidate(client: str, name: str, entry: Any) -> Candidate:
         defn["enabled"] = False
     if isinstance(entry.get("description"), str):
         defn["description"] = entry["description"]
+    if client == "copilot" and "tools" in entry and entry["tools"] != ["*"]:
+        try:
+            tools = allow_deny_tools(entry["tools"], None, allow_field="tools", deny_field="", notes=cand.notes)
+        except Unimportable as e:
+            cand.problem = str(e)
+            return cand
+        if tools:
+            defn["tools"] = tools
     if client == "gemini":
         if "timeout" in entry:
             defn["requestTimeoutMs"] = entry["timeout"]
@@ -116,8 +135,13 @@ def read(client: str, path: Path, source: str) -> list[Candidate]:
 
 
 def client_entry(client: str, entry: dict[str, Any]) -> dict[str, Any]:
-    """The `monad` entry in this client's spelling (Claude Code writes `type` on stdio entries)."""
-    return {"type": "stdio", **entry} if client == "claude-code" else dict(entry)
+    """The `monad` entry in this client's spelling (Claude Code writes `type` on stdio entries,
+    Copilot CLI `type: "local"` and the `tools` it may use)."""
+    if client == "claude-code":
+        return {"type": "stdio", **entry}
+    if client == "copilot":
+        return {"type": "local", **entry, "tools": ["*"]}
+    return dict(entry)
 
 
 def connect(client: str, text: str, entry: dict[str, Any] | None, source: str) -> str:
@@ -135,12 +159,13 @@ def read_entry(client: str, text: str, source: str) -> Any:
     return servers.get("monad") if isinstance(servers, dict) else None
 
 
-def export_entry(defn: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """One server in `.mcp.json` form (Claude Code's spelling) and the fields it cannot hold."""
+def export_entry(defn: dict[str, Any], client: str = "mcp-json") -> tuple[dict[str, Any], list[str]]:
+    """One server in `.mcp.json` form (Claude Code's spelling; Antigravity's `serverUrl`,
+    Copilot's `type: "local"` and `tools`) and the fields it cannot hold."""
     p = split_definition(defn)
     out: dict[str, Any]
     if p.transport == "stdio":
-        out = {"command": p.command}
+        out = {"type": "local", "command": p.command} if client == "copilot" else {"command": p.command}
         if p.args:
             out["args"] = p.args
         if p.env:
@@ -148,23 +173,26 @@ def export_entry(defn: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         if p.cwd:
             out["cwd"] = p.cwd
     else:
-        out = {"type": "http", "url": p.url}
+        out = {"serverUrl": p.url} if client == "antigravity" else {"type": "http", "url": p.url}
         if p.all_headers():
             out["headers"] = p.all_headers()
+    if client == "copilot":
+        out["tools"] = ["*"]
     lost = list(p.rest)
     if p.oauth:
         lost.append("auth (OAuth: the client authorizes on its own)")
     return out, lost
 
 
-def export_document(servers: list[tuple[str, dict[str, Any]]]) -> tuple[str, dict[str, list[str]]]:
+def export_document(servers: list[tuple[str, dict[str, Any]]],
+                    client: str = "mcp-json") -> tuple[str, dict[str, list[str]]]:
     """`{"mcpServers": {...}}` text and, per server, what was left out."""
     import json
 
     body: dict[str, Any] = {}
     lost: dict[str, list[str]] = {}
     for name, defn in servers:
-        body[name], lost[name] = export_entry(defn)
+        body[name], lost[name] = export_entry(defn, client)
     return json.dumps({KEY: body}, indent=2, ensure_ascii=False) + "\n", lost
 
 

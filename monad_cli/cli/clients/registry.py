@@ -5,9 +5,14 @@
     claude-code     mcp-json  `mcpServers` (user scope)        ~/.claude.json
     cursor          mcp-json  `mcpServers`                     ~/.cursor/mcp.json
     gemini          mcp-json  `mcpServers` (JSONC)             ~/.gemini/settings.json
+    antigravity     mcp-json  `mcpServers`, `serverUrl`        ~/.gemini/config/mcp_config.json
+    copilot         mcp-json  `mcpServers`, `type: "local"`    $COPILOT_HOME/mcp-config.json (~/.copilot/)
     mcp-json        mcp-json  `mcpServers`                     ./.mcp.json
     vscode          vscode    `servers` (JSONC)                ~/.config/Code/User/mcp.json
     codex           codex     `[mcp_servers.NAME]` (TOML)      ~/.codex/config.toml
+    opencode        opencode  `mcp` (JSONC)                    ~/.config/opencode/opencode.json
+    zed             zed       `context_servers` (JSONC)        ~/.config/zed/settings.json
+    goose           goose     `extensions` (YAML)              ~/.config/goose/config.yaml
     aura            aura      one YAML map per file            ./.aura/config/mcp/*.yaml
 
 Paths are shown with `~` (the home folder) so help texts and docs name no machine.
@@ -38,10 +43,17 @@ CLIENTS: dict[str, Client] = {c.name: c for c in (
     Client("vscode", "vscode", "VS Code"),
     Client("codex", "codex", "Codex"),
     Client("gemini", "mcp_json", "Gemini CLI"),
+    Client("antigravity", "mcp_json", "Antigravity CLI"),
+    Client("copilot", "mcp_json", "Copilot CLI"),
+    Client("opencode", "opencode", "OpenCode"),
+    Client("zed", "zed", "Zed"),
+    Client("goose", "goose", "Goose"),
     Client("aura", "aura", "Aura"),
     Client("mcp-json", "mcp_json", "a generic `.mcp.json`"),
 )}
-EXPORT_FORMATS = ("mcp-json", "codex", "vscode", "aura")
+EXPORT_FORMATS = ("mcp-json", "codex", "vscode", "aura", "antigravity", "copilot", "opencode", "zed", "goose")
+# Clients whose usual file is a project's (relative to the current folder): `connect --all` skips them.
+PROJECT_CLIENTS = ("mcp-json", "aura")
 
 
 def get_client(name: str) -> Client:
@@ -81,6 +93,18 @@ def default_path(name: str, *, system: str | None = None, environ: Mapping[str, 
         return sep.join((env.get("CODEX_HOME") or sep.join(("~", ".codex")), "config.toml"))
     if name == "gemini":
         return sep.join(("~", ".gemini", "settings.json"))
+    if name == "antigravity":
+        return sep.join(("~", ".gemini", "config", "mcp_config.json"))
+    if name == "copilot":
+        return sep.join((env.get("COPILOT_HOME") or sep.join(("~", ".copilot")), "mcp-config.json"))
+    if name in ("opencode", "zed", "goose"):
+        # These three use `~/.config` on macOS too (XDG layout), `%APPDATA%` on Windows.
+        base = "%APPDATA%" if system == "Windows" else env.get("XDG_CONFIG_HOME") or "~/.config"
+        tail = {"opencode": ("opencode", "opencode.json"), "zed": ("Zed" if system == "Windows" else "zed",
+                                                                  "settings.json"),
+                "goose": ("Block", "goose", "config", "config.yaml") if system == "Windows"
+                else ("goose", "config.yaml")}[name]
+        return sep.join((base, *tail))
     if name == "aura":
         return sep.join((".aura", "config", "mcp"))
     return ".mcp.json"
@@ -104,7 +128,8 @@ def defaults_help() -> str:
     system = platform.system()
     lines = [f"{n}: {default_path(n, system=system, environ={})}" for n in CLIENTS]
     return (f"Default PATH per client on this OS ({system or 'unknown'}; `$XDG_CONFIG_HOME`, "
-            f"`$CLAUDE_CONFIG_DIR` and `$CODEX_HOME` are honoured):\n\n" + "\n\n".join(lines))
+            f"`$CLAUDE_CONFIG_DIR`, `$CODEX_HOME` and `$COPILOT_HOME` are honoured):\n\n" + "\n\n".join(lines))
 
 
-__all__ = ["CLIENTS", "EXPORT_FORMATS", "Client", "default_path", "defaults_help", "get_client", "resolve", "shown"]
+__all__ = ["CLIENTS", "EXPORT_FORMATS", "PROJECT_CLIENTS",
+           "Client", "default_path", "defaults_help", "get_client", "resolve", "shown"]

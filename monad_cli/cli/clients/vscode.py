@@ -5,14 +5,18 @@
                  "NAME": {"type": "http", "url": "...", "headers": {...}}}}
 
 A user `settings.json` that still holds the older `"mcp": {"servers": {...}}` is read too.
-`${env:NAME}` becomes `${NAME}` and `${userHome}` `${HOME}`; a server using `${input:ID}` or
-the editor's workspace variables is reported as not importable, naming the field, and so is
-one with `envFile` (variables monad would not see). `type: "sse"` (legacy HTTP+SSE) imports
-as http: the supervisor falls back to SSE by itself.
+`${env:NAME}` becomes `${NAME}` and `${userHome}` `${HOME}`; `${input:ID}` becomes a
+reference to the variable `ID` (upper-cased, `-` as `_`), and the summary names the input
+it stands for (monad cannot prompt while a server starts). `envFile` is read (dotenv lines,
+`${workspaceFolder}` being the folder above `.vscode/`) into `env`, under the entry's own
+`env`. A server using the editor's other workspace variables is reported as not importable,
+naming the field. `type: "sse"` (legacy HTTP+SSE) imports as http: the supervisor falls
+back to SSE by itself.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -22,13 +26,15 @@ from monad_cli.cli.clients.entries import (
     Candidate,
     Unimportable,
     editor_references,
+    input_variable,
     left_out,
     map_strings,
     split_definition,
 )
 from monad_cli.core.errors import ConfigError
 
-_BARE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)|\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_BARE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-[^}]*)?\}")
+_DEFAULTED = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*:-[^}]*\}")
 
 
 def _servers_key(data: Any) -> tuple[str, ...]:
@@ -37,7 +43,55 @@ def _servers_key(data: Any) -> tuple[str, ...]:
     return ("servers",)
 
 
-def _candidate(name: str, entry: Any, prefix: str) -> Candidate:
+_INPUT = re.compile(r"\$\{input:([^}]*)\}")
+
+
+def read_env_file(text: str) -> dict[str, str]:
+    """dotenv lines (`KEY=VALUE`, `export KEY=VALUE`, quotes, `#` comments) as monad env
+    values: a `$` in a value is literal there, so it is written `$$`."""
+    out: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, value = line.removeprefix("export ").split("=", 1)
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        elif " #" in value:
+            value = value.split(" #", 1)[0].rstrip()
+        out[key.strip()] = value.replace("$", "$$")
+    return out
+
+
+def _env_file(entry: dict[str, Any], workspace: Path | None, folder: Path) -> tuple[dict[str, str], str]:
+    """The variables of the entry's `envFile` and a note naming it; `Unimportable` when it cannot be read."""
+    import os
+
+    raw = entry["envFile"]
+    if not isinstance(raw, str) or not raw:
+        raise Unimportable("field `envFile` must be a path")
+    text = raw.replace("${userHome}", str(Path.home()))
+    if "${workspaceFolder}" in text:
+        if workspace is None:
+            raise Unimportable(f"field `envFile` uses `${{workspaceFolder}}` ({raw}), which only a workspace's "
+                               f"`.vscode/mcp.json` can fill in")
+        text = text.replace("${workspaceFolder}", str(workspace))
+    text = re.sub(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}", lambda m: os.environ.get(m.group(1), ""), text)
+    if "${" in text:
+        raise Unimportable(f"field `envFile` ({raw}) uses a variable only the editor can fill in")
+    path = Path(text).expanduser()
+    if not path.is_absolute():
+        path = (workspace or folder) / path
+    try:
+        values = read_env_file(path.read_text())
+    except OSError as e:
+        raise Unimportable(f"field `envFile`: cannot read `{path}` ({e.strerror or e})") from None
+    return values, f"read {len(values)} variable(s) from `envFile` into `env` (kept in the 0600 atom)"
+
+
+def _candidate(name: str, entry: Any, prefix: str, inputs: dict[str, Any] | None = None,
+               workspace: Path | None = None, folder: Path = Path()) -> Candidate:
     cand = Candidate(name=name, where=f"{prefix}.{name}")
     if not isinstance(entry, dict):
         cand.problem = "the entry is not an object"
@@ -48,17 +102,28 @@ def _candidate(name: str, entry: Any, prefix: str) -> Candidate:
     if kind not in ("stdio", "http"):
         cand.problem = f"`type` {kind!r} is not a transport monad knows (stdio, http)"
         return cand
-    if "envFile" in entry:
-        cand.problem = ("field `envFile`: monad does not read env files; copy the variables into `env` "
-                        "(or the supervisor's environment as `${NAME}`) and import again")
-        return cand
     keep = ("command", "args", "env", "cwd") if kind == "stdio" else ("url", "headers")
     defn: dict[str, Any] = {"transport": kind, **{k: entry[k] for k in keep if k in entry}}
-    cand.notes = left_out(entry, {"type", *keep})
+    cand.notes = left_out(entry, {"type", "envFile", *keep})
     try:
+        if "envFile" in entry:
+            if kind != "stdio":
+                raise Unimportable("field `envFile` is for stdio servers")
+            values, note = _env_file(entry, workspace, folder)
+            own: dict[str, Any] = defn["env"] if isinstance(defn.get("env"), dict) else {}
+            defn["env"] = {**values, **own}
+            cand.notes.append(note)
         cand.definition = map_strings(defn, editor_references)
     except Unimportable as e:
         cand.problem = str(e)
+        return cand
+    used = sorted(set(_INPUT.findall(json.dumps(entry))))
+    for input_id in used:
+        about = (inputs or {}).get(input_id) or {}
+        what = f" ({about['description']})" if isinstance(about.get("description"), str) else ""
+        secret = ", a secret," if about.get("password") else ""
+        cand.notes.append(f"`${{input:{input_id}}}`{what}{secret} is read from `${{{input_variable(input_id)}}}`: "
+                          f"set `{input_variable(input_id)}` in MONAD_HOME/env or the supervisor's environment")
     return cand
 
 
@@ -73,7 +138,11 @@ def read(client: str, path: Path, source: str) -> list[Candidate]:
         servers = servers.get(key, {}) if isinstance(servers, dict) else None
     if not isinstance(servers, dict):
         raise ConfigError(f"`{source}`: `{'.'.join(keys)}` must be an object of servers", file=source)
-    return [_candidate(name, entry, ".".join(keys)) for name, entry in servers.items()]
+    inputs = {i["id"]: i for i in data.get("inputs") or [] if isinstance(i, dict) and isinstance(i.get("id"), str)}
+    # A workspace's `.vscode/mcp.json`: `${workspaceFolder}` is the folder above `.vscode`.
+    workspace = path.parent.parent if path.parent.name == ".vscode" else None
+    return [_candidate(name, entry, ".".join(keys), inputs, workspace, path.parent)
+            for name, entry in servers.items()]
 
 
 def client_entry(client: str, entry: dict[str, Any]) -> dict[str, Any]:
@@ -96,12 +165,14 @@ def read_entry(client: str, text: str, source: str) -> Any:
 
 
 def _editor(value: str) -> str:
-    """monad references in VS Code's spelling: `$X`/`${X}` → `${env:X}` (`$$` stays literal)."""
+    """monad references in VS Code's spelling: `$X`/`${X}` → `${env:X}` (`$$` stays literal;
+    `${X:-default}` loses its default)."""
     parts = value.split("$$")
     return "$$".join(_BARE.sub(lambda m: "${env:" + (m.group(1) or m.group(2)) + "}", p) for p in parts)
 
 
-def export_document(servers: list[tuple[str, dict[str, Any]]]) -> tuple[str, dict[str, list[str]]]:
+def export_document(servers: list[tuple[str, dict[str, Any]]],
+                    client: str = "") -> tuple[str, dict[str, list[str]]]:
     """`{"servers": {...}}` text with references as `${env:NAME}`, and what each server lost."""
     import json
 
@@ -124,6 +195,8 @@ def export_document(servers: list[tuple[str, dict[str, Any]]]) -> tuple[str, dic
                 out["headers"] = {k: _editor(v) for k, v in p.all_headers().items()}
         body[name] = out
         lost[name] = list(p.rest) + (["auth (OAuth: the client authorizes on its own)"] if p.oauth else [])
+        if _DEFAULTED.search(json.dumps(defn)):
+            lost[name].append("the defaults of `${VAR:-default}` (VS Code has none)")
     return json.dumps({"servers": body}, indent=2, ensure_ascii=False) + "\n", lost
 
 

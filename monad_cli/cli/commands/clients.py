@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from monad_cli.cli import render
 from monad_cli.cli.clients.registry import CLIENTS, EXPORT_FORMATS, defaults_help
 from monad_cli.cli.commands._common import JsonOpt
+from monad_cli.core.errors import InvalidInput
 from monad_cli.core.paths import paths
 
 ClientArg = Annotated[str, typer.Argument(metavar="CLIENT", help=f"One of: {', '.join(CLIENTS)}.",
@@ -43,18 +44,34 @@ def import_(
 
 
 def connect(
-    client: ClientArg,
+    client: Annotated[str | None, typer.Argument(metavar="[CLIENT]", help=f"One of: {', '.join(CLIENTS)} "
+                                                 f"(or --all).", show_default=False)] = None,
     path: PathArg = None,
     remove: Annotated[bool, typer.Option("--remove", help="Take the `monad` entry out again.")] = False,
+    all_: Annotated[bool, typer.Option("--all", help="Every client found on this machine by its usual config "
+                                       "file (project files such as `.mcp.json` are left alone).")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would change; write nothing.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    from monad_cli.cli.clients.connector import connect_client
+    from monad_cli.cli.clients.connector import connect_all, connect_client
 
-    result = connect_client(client, path, remove=remove)
+    if all_:
+        if client is not None or path is not None:
+            raise InvalidInput("--all connects every client found at its usual file; name no CLIENT or PATH")
+        _show_all(connect_all(dry_run=dry_run, remove=remove), dry_run=dry_run, remove=remove, as_json=as_json)
+        return
+    if client is None:
+        raise InvalidInput("name a CLIENT, or pass --all")
+    result = connect_client(client, path, remove=remove, dry_run=dry_run)
     if as_json:
         render.data_json(result)
         return
     where = f"`{result['file']}`"
+    if dry_run:
+        verb = ("would remove the `monad` entry from" if remove else "would write the `monad` entry into") \
+            if result["changed"] else "nothing would change in"
+        render.info(f"{verb} {where} (dry run: nothing written)")
+        return
     if not result["changed"]:
         render.info(f"{where} {'has no `monad` entry' if remove else 'already runs monad'}; nothing changed")
     elif remove:
@@ -62,6 +79,27 @@ def connect(
     else:
         render.info(f"wrote the `monad` entry into {where}; restart {CLIENTS[client].title} to see every "
                     f"monad server through the approval gate")
+
+
+def _show_all(rows: list[dict[str, Any]], *, dry_run: bool, remove: bool, as_json: bool) -> None:
+    for row in rows:
+        if row["error"]:
+            row["result"] = "failed"
+        elif not row["changed"]:
+            row["result"] = "unchanged"
+        else:
+            row["result"] = ("would remove" if remove else "would connect") if dry_run else \
+                ("removed" if remove else "connected")
+    if as_json:
+        render.data_json(rows)
+    else:
+        render.table([{**r, "detail": r["error"] or ""} for r in rows],
+                     [("client", "client"), ("file", "file"), ("result", "result"), ("detail", "detail")],
+                     empty="no client config file found on this machine (see `monad mcp connect --help`)")
+        if rows and not dry_run and any(r["changed"] for r in rows):
+            render.info("restart each changed client to see every monad server through the approval gate")
+    if any(r["error"] for r in rows):
+        raise typer.Exit(1)
 
 
 def export(
@@ -95,7 +133,9 @@ _CONNECT_HELP = (
     "Add a server named `monad` to a client's config: it runs `monad mcp serve` (this monad, by absolute path), "
     "so the client sees every monad server through the approval gate.\n\n"
     "Keeps every other key, comment and server of the file; the write is atomic; running it twice changes "
-    "nothing; --remove takes the entry out.\n\n"
+    "nothing; --remove takes the entry out; --dry-run writes nothing.\n\n"
+    "--all does it for every client found on this machine by its usual file (below), one row each; exit 1 "
+    "when one failed.\n\n"
 )
 
 

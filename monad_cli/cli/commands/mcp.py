@@ -35,7 +35,8 @@ def _parse_pairs(items: list[str] | None, sep: str, what: str) -> dict[str, str]
 
 @app.command("add")
 def add(
-    name: Annotated[str, typer.Argument(help="Server name: letters, digits, `_`, `-`; at most 64.")],
+    name: Annotated[str, typer.Argument(help="Server name: letters, digits, `_`, `-`; at most 64. Or a registry "
+                                        "name `io.github.owner/server[@VERSION]`, or a bundle file `./x.mcpb`.")],
     command: Annotated[list[str] | None, typer.Argument(
         help="For a stdio server, after `--`: the command and its arguments.", show_default=False)] = None,
     url: Annotated[str | None, typer.Option("--url", help="URL of a remote (streamable HTTP) server.")] = None,
@@ -63,18 +64,50 @@ def add(
     required: Annotated[bool, typer.Option("--required", help="`monad daemon start` fails if it fails.")] = False,
     disabled: Annotated[bool, typer.Option("--disabled", help="Write it disabled.")] = False,
     force: Annotated[bool, typer.Option("--force", "-f", help="Replace an existing atom of that name.")] = False,
+    arg: Annotated[list[str] | None, typer.Option("--arg", help="NAME=VALUE for an argument or user_config "
+                                                  "field of a registry server or bundle (repeatable).")] = None,
+    package: Annotated[int | None, typer.Option("--package", min=0, help="Install the registry server's "
+                                                "`packages[N]` (default: the first this machine can run).")] = None,
+    remote: Annotated[int | None, typer.Option("--remote", min=0, help="Install the registry server's "
+                                               "`remotes[N]` instead of a package.")] = None,
+    as_name: Annotated[str | None, typer.Option("--name", help="The server's name for a registry server or "
+                                                "bundle (default: the last part of its name).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Define a server: writes the atom `atoms/mcp/NAME.toml`; the supervisor connects it live.
+
+    A registry name (`io.github.owner/server[@VERSION]`) or a bundle (`./x.mcpb`) instead of
+    NAME installs it: the exact version is written, the variables it needs are asked for on
+    a terminal (else given with --env, --header, --arg), and its tools are pinned when it
+    first connects (docs/registry.md).
 
     Examples:
 
       monad mcp add time -- mcp-server-time --local-timezone UTC
 
+      monad mcp add io.github.modelcontextprotocol/time
+
       monad mcp add docs --url https://example.com/mcp --header "X-Api-Key: $DOCS_KEY"
 
       monad mcp add ci --url https://example.com/mcp --client-credentials --client-id ci --client-secret '${CI_SECRET}'
     """
+    if not command and url is None and transport is None:
+        from monad_cli.cli.commands.registry import is_install_ref
+
+        if is_install_ref(name):
+            from monad_cli.cli.commands.registry import install
+
+            if bearer_token or oauth or client_credentials or client_id or client_secret or private_key or scope \
+                    or cwd or timeout is not None or required or disabled:
+                raise InvalidInput("installing by name or bundle takes --env, --header, --arg, --package, --remote, "
+                                   "--name and --force; set the rest afterwards")
+            install(name, as_name=as_name, env=_parse_pairs(env, "=", "--env"),
+                    header=_parse_pairs(header, ":", "--header"), arg=_parse_pairs(arg, "=", "--arg"),
+                    package=package, remote=remote, force=force, as_json=as_json)
+            return
+    if arg or package is not None or remote is not None or as_name:
+        raise InvalidInput("--arg/--package/--remote/--name are for installing a registry server or a bundle "
+                           "(`monad mcp add io.github.owner/server`)")
     from monad_cli.config.edits import add_server
 
     defn: dict[str, Any] = {}

@@ -90,8 +90,10 @@ class ToolService:
     def __init__(self, journal: Journal, servers: Mapping[str, ToolServer], *,
                  scrub: Callable[[str], str], tool_globs: Callable[[], Mapping[str, Sequence[str]]] = dict,
                  start_task: StartTask | None = None, run_task: RunTask | None = None,
-                 clock: Callable[[], float] = time.time, recheck: Callable[[str], None] = lambda name: None) -> None:
+                 clock: Callable[[], float] = time.time, recheck: Callable[[str], None] = lambda name: None,
+                 write_pin: Callable[[str, str], None] = lambda name, digest: None) -> None:
         self.journal = journal
+        self.write_pin = write_pin
         self.recheck = recheck
         self.servers = servers
         self.scrub = scrub
@@ -106,6 +108,9 @@ class ToolService:
         self.shared = SharedTrust(journal, self.gate, on_vetted=self._on_vetted)
         self.hashes: dict[str, str] = {}
         self.blocked: dict[str, str] = {}
+        # Pins taken on first use and not yet read back from the file (the write reloads
+        # the definition): a second, different tool set in between is refused, not re-pinned.
+        self.first_pins: dict[str, str] = {}
         self._map_key: Any = None
         self._version = 0
         self._map = NameMap()
@@ -130,6 +135,13 @@ class ToolService:
         except Exception:
             log.exception("journal write failed")  # the pin check itself needs no journal
         pinned = server.spec.trust.pinned_tool_hash if server.spec else None
+        if server.spec is not None and not pinned and server.spec.trust.pin_on_first_use:
+            pinned = self.first_pins.get(name)
+            if pinned is None:
+                self._pin_first_use(server, digest, len(tools))
+                return None
+        elif server.spec is not None:
+            self.first_pins.pop(name, None)
         if not pinned or server.spec is None:
             self.blocked.pop(name, None)
             log.info("server %s: tool set hash %s (%d tools; pin it with `monad mcp pin %s`)",
@@ -147,10 +159,25 @@ class ToolService:
             return None
         old = jt.tool_set(self.journal, name, "sha256:" + pinned.removeprefix("sha256:").lower())
         reason = (f"tool set changed since it was pinned ({describe_change(old, dumped)}); refusing to register "
-                  f"its tools; new hash {digest}; accept it with `monad mcp pin {name}`")
+                  f"its tools: `trust.pinnedToolHash` is {pinned}, the new hash {digest}; accept it with "
+                  f"`monad mcp pin {name}`")
         log.warning("server %s: %s", name, reason)
         self.blocked[name] = reason
         return reason
+
+    def _pin_first_use(self, server: ToolServer, digest: str, count: int) -> None:
+        """`trust.pinOnFirstUse`: the first tool set seen becomes `trust.pinnedToolHash`
+        (written to the server's file by `write_pin`), so a later change is refused."""
+        name = server.name
+        self.first_pins[name] = digest
+        self.blocked.pop(name, None)
+        try:
+            self.write_pin(name, digest)
+        except Exception as e:  # noqa: BLE001 - the tools still register; the next connect tries again
+            self.first_pins.pop(name, None)
+            log.warning("server %s: could not write its first-use pin: %s", name, self.scrub(str(e)))
+            return
+        log.info("server %s: pinned on first use to %s (%d tools)", name, digest, count)
 
     def _on_vetted(self, server: str, definition_hash: str, digest: str) -> None:
         actor = self.servers.get(server)

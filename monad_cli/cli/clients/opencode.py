@@ -1,0 +1,147 @@
+"""OpenCode's `opencode.json`: the `mcp` object (JSON with comments, as OpenCode reads it).
+
+    {"$schema": "https://opencode.ai/config.json",
+     "mcp": {"NAME": {"type": "local", "command": ["npx", "-y", "pkg"], "environment": {...},
+                      "enabled": true, "timeout": 5000},
+             "NAME": {"type": "remote", "url": "...", "headers": {...}, "enabled": false}}}
+
+`command` is one list (the executable, then its arguments); `environment` is the env.
+OpenCode writes a variable as `{env:NAME}`: it imports as `${NAME}` and monad's references
+export as `{env:NAME}`. `timeout` is milliseconds for fetching the tool list. A remote's
+`oauth` table is left out (monad authorizes on its own: `monad mcp authorize`).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from monad_cli.cli.clients import jsonc
+from monad_cli.cli.clients.entries import Candidate, Unimportable, left_out, map_strings, split_definition
+from monad_cli.core.errors import ConfigError
+
+KEY = "mcp"
+_ENV_REF = re.compile(r"\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
+_MONAD_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-[^}]*)?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _from_opencode(value: str, fld: str) -> str:
+    if "{file:" in value:
+        raise Unimportable(f"field `{fld}` uses `{{file:…}}`, which monad does not read; put the value in an "
+                           f"environment variable and write `${{NAME}}`")
+    return _ENV_REF.sub(lambda m: "${" + m.group(1) + "}", value.replace("$", "$$"))
+
+
+def _to_opencode(value: str) -> str:
+    parts = value.split("$$")
+    return "$".join(_MONAD_REF.sub(lambda m: "{env:" + (m.group(1) or m.group(2)) + "}", p) for p in parts)
+
+
+def _candidate(name: str, entry: Any) -> Candidate:
+    cand = Candidate(name=name, where=f"{KEY}.{name}")
+    if not isinstance(entry, dict):
+        cand.problem = "the entry is not an object"
+        return cand
+    kind = entry.get("type")
+    defn: dict[str, Any] = {}
+    if kind == "local":
+        command = entry.get("command")
+        if not isinstance(command, list) or not command or not all(isinstance(c, str) for c in command):
+            cand.problem = "field `command` must be a non-empty list (the executable and its arguments)"
+            return cand
+        defn.update(transport="stdio", command=command[0])
+        if command[1:]:
+            defn["args"] = command[1:]
+        if isinstance(entry.get("environment"), dict):
+            defn["env"] = entry["environment"]
+        used = {"type", "command", "environment", "enabled", "timeout"}
+    elif kind == "remote":
+        defn.update(transport="http", url=entry.get("url"))
+        if isinstance(entry.get("headers"), dict):
+            defn["headers"] = entry["headers"]
+        used = {"type", "url", "headers", "enabled", "timeout"}
+    else:
+        cand.problem = f"`type` {kind!r} is not one OpenCode writes (local, remote)"
+        return cand
+    if entry.get("enabled") is False:
+        defn["enabled"] = False
+    if isinstance(entry.get("timeout"), (int, float)) and not isinstance(entry["timeout"], bool):
+        defn["timeout"] = min(600.0, max(1.0, entry["timeout"] / 1000))
+    cand.notes = left_out(entry, used)
+    try:
+        cand.definition = map_strings(defn, _from_opencode)
+    except Unimportable as e:
+        cand.problem = str(e)
+    return cand
+
+
+def load_document(text: str, source: str) -> Any:
+    return jsonc.load(text, source=source, comments=True) if text.strip() else {}
+
+
+def read(client: str, path: Path, source: str) -> list[Candidate]:
+    """The servers of an `opencode.json`. `ConfigError` for a malformed file or a wrong shape."""
+    data = jsonc.load(jsonc.read_text(path, source), source=source, comments=True)
+    if not isinstance(data, dict):
+        raise ConfigError(f"`{source}`: expected a JSON object with `{KEY}`", file=source)
+    servers = data.get(KEY, {})
+    if not isinstance(servers, dict):
+        raise ConfigError(f"`{source}`: `{KEY}` must be an object of servers", file=source)
+    return [_candidate(name, entry) for name, entry in servers.items()]
+
+
+def client_entry(client: str, entry: dict[str, Any]) -> dict[str, Any]:
+    """The `monad` entry as OpenCode spells it: one `command` list, `environment`."""
+    out: dict[str, Any] = {"type": "local", "command": [entry["command"], *entry.get("args", [])]}
+    if entry.get("env"):
+        out["environment"] = dict(entry["env"])
+    out["enabled"] = True
+    return out
+
+
+def connect(client: str, text: str, entry: dict[str, Any] | None, source: str) -> str:
+    """`text` with `mcp.monad` set to `entry` (None removes it); comments and all else kept."""
+    if text.strip():
+        jsonc.load(text, source=source, comments=True)
+    value = None if entry is None else client_entry(client, entry)
+    return jsonc.set_member(text, (KEY, "monad"), value, comments=True)
+
+
+def read_entry(client: str, text: str, source: str) -> Any:
+    data = load_document(text, source)
+    servers = data.get(KEY) if isinstance(data, dict) else None
+    return servers.get("monad") if isinstance(servers, dict) else None
+
+
+def export_document(servers: list[tuple[str, dict[str, Any]]],
+                    client: str = "") -> tuple[str, dict[str, list[str]]]:
+    """`{"$schema": ..., "mcp": {...}}` text with references as `{env:NAME}`, and what each server lost."""
+    import json
+
+    body: dict[str, Any] = {}
+    lost: dict[str, list[str]] = {}
+    for name, defn in servers:
+        p = split_definition(defn)
+        out: dict[str, Any]
+        if p.transport == "stdio":
+            out = {"type": "local", "command": [_to_opencode(c) for c in [p.command or "", *p.args]]}
+            if p.env:
+                out["environment"] = {k: _to_opencode(v) for k, v in p.env.items()}
+        else:
+            out = {"type": "remote", "url": _to_opencode(p.url or "")}
+            if p.all_headers():
+                out["headers"] = {k: _to_opencode(v) for k, v in p.all_headers().items()}
+        rest = dict(p.rest)
+        out["enabled"] = rest.pop("enabled", True) is not False
+        if "timeout" in rest:
+            out["timeout"] = int(float(rest.pop("timeout")) * 1000)
+        rest.pop("description", None)
+        body[name] = out
+        lost[name] = list(rest) + (["cwd"] if p.cwd else []) + \
+            (["auth (OAuth: the client authorizes on its own)"] if p.oauth else [])
+    doc = {"$schema": "https://opencode.ai/config.json", KEY: body}
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n", lost
+
+
+__all__ = ["client_entry", "connect", "export_document", "load_document", "read", "read_entry"]

@@ -1,0 +1,284 @@
+"""`monad mcp search|outdated|upgrade`, and `add` of a registry name or a bundle (docs/registry.md)."""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from monad_cli.cli import render
+from monad_cli.cli.commands._common import JsonOpt
+from monad_cli.core.errors import InvalidInput, MonadError
+from monad_cli.core.paths import paths
+
+if TYPE_CHECKING:
+    from monad_cli.cli.registry.serverjson import Variable
+
+# A registry name (`io.github.owner/server`, reverse DNS: a dot before the slash) with an
+# optional `@VERSION`; `./bin/server` or `tools/server` are paths, not names.
+_REGISTRY_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*(\.[A-Za-z0-9-]+)+/[A-Za-z0-9._-]+(@[^\s/]+)?")
+
+
+def is_install_ref(text: str) -> bool:
+    """Whether `monad mcp add TEXT` (with no command and no --url) installs: a registry name or a `.mcpb` file."""
+    return text.endswith(".mcpb") or bool(_REGISTRY_REF.fullmatch(text))
+
+
+def _ask() -> Any:
+    """The terminal question for a variable, or None when stdin is not a terminal."""
+    if not sys.stdin.isatty():
+        return None
+
+    def ask(var: Variable) -> str:
+        bits = [var.description] if var.description else []
+        if var.choices:
+            bits.append("one of " + ", ".join(var.choices))
+        if var.default is not None:
+            bits.append(f"default {var.default}")
+        if not var.required:
+            bits.append("optional")
+        hint = f" ({'; '.join(bits)})" if bits else ""
+        return render.ask(f"{var.key}{hint}: ", secret=var.secret)
+
+    return ask
+
+
+def install(ref: str, *, as_name: str | None, env: Mapping[str, str], header: Mapping[str, str],
+            arg: Mapping[str, str], package: int | None, remote: int | None, force: bool, as_json: bool) -> None:
+    """What `monad mcp add REF` does when REF is a registry name or a bundle file."""
+    from monad_cli.cli.registry.install import install_bundle_file, install_by_name
+
+    given = {"env": dict(env), "header": dict(header), "arg": dict(arg)}
+    if ref.endswith(".mcpb"):
+        if package is not None or remote is not None:
+            raise InvalidInput("--package/--remote choose from a registry entry; a bundle file has one server")
+        result = install_bundle_file(paths(), ref, as_name=as_name, given=given, ask=_ask(), force=force)
+    else:
+        result = install_by_name(paths(), ref, as_name=as_name, package=package, remote=remote, given=given,
+                                 ask=_ask(), force=force)
+    for warning in result["warnings"]:
+        render.warn(f"server `{result['name']}`: {warning}")
+    if as_json:
+        render.data_json(result)
+        return
+    if result["deprecated"]:
+        render.warn(f"`{result['server']}` is marked deprecated in its registry")
+    name = result["name"]
+    render.info(f"added server `{name}` from `{result['server']}` {result['version']} ({result['package']}; "
+                f"atoms/mcp/{name}.toml); its tools are pinned when it first connects — "
+                f"`monad mcp wait {name}`")
+
+
+def search(
+    text: Annotated[str, typer.Argument(help="Words to look for in server names.")],
+    limit: Annotated[int, typer.Option("--limit", min=1, max=1000, help="At most this many servers.")] = 30,
+    as_json: JsonOpt = False,
+) -> None:
+    """Search the MCP Registry (and the other registries of settings.toml) for servers.
+
+    Shows the latest version of each, with how it runs (npm, pypi, oci, mcpb packages;
+    remote streamable-http or sse). Install one with `monad mcp add NAME[@VERSION]`.
+    MONAD_REGISTRY_URL (one base URL) replaces the configured registries.
+    """
+    from monad_cli.cli.registry.api import Registries
+
+    with Registries(paths()) as regs:
+        entries = regs.search(text, limit=limit)
+    for problem in regs.problems:
+        render.warn(f"{problem}; showing what the other registries answered")
+    rows = [_row(e) for e in entries]
+    if as_json:
+        render.data_json(rows)
+        return
+    render.table(rows, [("name", "name"), ("version", "version"), ("runs", "runs"), ("description", "description")],
+                 empty=f"no server matches `{text}`")
+
+
+def _row(entry: Any) -> dict[str, Any]:
+    from monad_cli.cli.registry.api import shown
+
+    server = entry.server
+    packages = [p for p in server.get("packages") or [] if isinstance(p, Mapping)]
+    remotes = [r for r in server.get("remotes") or [] if isinstance(r, Mapping)]
+    runs = [str(p.get("registryType")) for p in packages] + [f"remote {r.get('type')}" for r in remotes]
+    repo = server.get("repository")
+    return {"name": entry.name, "version": entry.version, "description": server.get("description"),
+            "runs": ", ".join(runs) or "-", "status": entry.status, "registry": shown(entry.registry),
+            "repository": repo.get("url") if isinstance(repo, Mapping) else None,
+            "packages": [{"registryType": p.get("registryType"), "identifier": p.get("identifier"),
+                          "version": p.get("version"),
+                          "transport": (p.get("transport") or {}).get("type", "stdio")
+                          if isinstance(p.get("transport"), Mapping) else "stdio"} for p in packages],
+            "remotes": [{"type": r.get("type"), "url": r.get("url")} for r in remotes]}
+
+
+def _installed() -> list[tuple[str, dict[str, Any]]]:
+    """(name, raw definition) of every server with a `registry` table that names its registry."""
+    from monad_cli.config.loader import load_definitions
+
+    defs = load_definitions(paths(), expand=False)
+    return [(n, raw) for n, raw in sorted(defs.raw.items())
+            if isinstance(raw.get("registry"), Mapping) and raw["registry"].get("registry")]
+
+
+def outdated(as_json: JsonOpt = False) -> None:
+    """List servers installed by name whose registry has a newer version (exit 0 either way).
+
+    Asks each server's own registry for its latest version; `monad mcp upgrade NAME` moves to it.
+    """
+    from monad_cli.cli.registry.api import Registries
+
+    rows = []
+    with Registries(paths()) as regs:
+        for name, raw in _installed():
+            origin = raw["registry"]
+            try:
+                latest = regs.server_at(str(origin["registry"]), str(origin["name"]))
+                newest, problem = latest.version, None
+            except MonadError as e:
+                newest, problem = None, e.message
+            rows.append({"name": name, "server": origin["name"], "installed": origin["version"], "latest": newest,
+                         "outdated": newest is not None and newest != origin["version"], "problem": problem})
+    if as_json:
+        render.data_json(rows)
+        return
+    for r in rows:
+        if r["problem"]:
+            render.warn(f"server `{r['name']}`: {r['problem']}")
+    stale = [r for r in rows if r["outdated"]]
+    render.table(stale, [("name", "name"), ("server", "server"), ("installed", "installed"), ("latest", "latest")],
+                 empty="every server installed by name is at its registry's latest version"
+                 if rows else "no server was installed by name (`monad mcp add io.github.owner/server`)")
+
+
+def upgrade(
+    name: Annotated[str, typer.Argument(help="Server name (as in `monad mcp list`).")],
+    version: Annotated[str, typer.Option("--version", help="Move to this version (default: the latest).")]
+        = "latest",
+    arg: Annotated[list[str] | None, typer.Option("--arg", help="NAME=VALUE for an argument the new version "
+                                                  "asks for (repeatable).")] = None,
+    wait: Annotated[float, typer.Option("--wait", min=0, help="Seconds to wait for the new version to connect "
+                                        "and show its tool-set difference (0: do not wait).")] = 150.0,
+    as_json: JsonOpt = False,
+) -> None:
+    """Move a server installed by name to another version, then show its tool-set difference.
+
+    Its environment and header values are kept; its pin (`trust.pinnedToolHash`) stays, so a
+    new version whose tools differ is refused until you accept it with `monad mcp pin NAME`.
+    """
+    from monad_cli.cli.registry.api import Registries
+    from monad_cli.cli.registry.install import build
+    from monad_cli.config.edits import read_definition, update_server
+
+    _, raw = read_definition(paths(), name)
+    origin = raw.get("registry")
+    if not isinstance(origin, Mapping) or not origin.get("registry"):
+        raise InvalidInput(f"server `{name}` was not installed from a registry (it has no `registry.registry`); "
+                           f"nothing to upgrade")
+    with Registries(paths()) as regs:
+        entry = regs.server_at(str(origin["registry"]), str(origin["name"]), version)
+    if entry.version == origin.get("version"):
+        if as_json:
+            render.data_json({"name": name, "from": origin.get("version"), "to": entry.version, "changed": False})
+        else:
+            render.info(f"server `{name}` is already at {entry.version}; nothing changed")
+        return
+    from monad_cli.cli.commands.mcp import _parse_pairs
+
+    given = {"env": {str(k): str(v) for k, v in (raw.get("env") or {}).items()},
+             "header": {str(k): str(v) for k, v in (raw.get("headers") or {}).items()},
+             "arg": _parse_pairs(arg, "=", "--arg")}
+    if origin.get("bundle"):  # a bundle's user_config values, read back through its old manifest
+        from pathlib import Path
+
+        from monad_cli.cli.registry.bundles import recover_values
+
+        given["arg"] = {**recover_values(Path(str(origin["bundle"])), raw), **given["arg"]}
+        given["env"] = {}  # its environment is the manifest's, filled from those values
+    defn, _, _ = build(paths(), entry, name, package=None, remote=None, given=given, ask=_ask(),
+                       recorded=str(origin.get("package") or ""))
+    client = _running_client()
+    before = client.get(f"/v1/tools/sets/{_quote(name)}") if client is not None else None
+    started = time.time()
+    # How to run it changes; what a person set around it (timeout, tools, trust, a cwd of a
+    # package) stays. A bundle's `cwd` is its folder, which moves with the version.
+    fields = ("transport", "command", "args", "env", "url", "headers", "registry", "description")
+    changes = {k: defn.get(k) for k in (*fields, *(("cwd",) if origin.get("bundle") else ()))}
+    update_server(paths(), name, changes)
+    _drop_old_bundle(origin.get("bundle"), defn["registry"].get("bundle"))
+    answer: dict[str, Any] = {"name": name, "from": origin.get("version"), "to": entry.version, "changed": True,
+                              "tools": None}
+    if client is not None and wait > 0:
+        answer["tools"] = _tool_difference(client, name, before, started, wait)
+    if as_json:
+        render.data_json(answer)
+        return
+    render.info(f"server `{name}`: {origin.get('version')} → {entry.version}")
+    tools: dict[str, Any] | None = answer["tools"]
+    if tools is None:
+        render.info("the supervisor is not running (or --wait 0): see the tools with `monad mcp status "
+                    f"{name}` once it connects")
+    else:
+        render.line(tools["summary"])
+
+
+def _drop_old_bundle(old: Any, new: Any) -> None:
+    """The previous version's unpacked bundle, once nothing refers to it (only under MONAD_HOME/bundles)."""
+    import shutil
+    from pathlib import Path
+
+    root = paths().home / "bundles"
+    if isinstance(old, str) and old != new and Path(old).resolve().is_relative_to(root.resolve()):
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _tool_difference(client: Any, name: str, before: Mapping[str, Any] | None, started: float,
+                     wait: float) -> dict[str, Any]:
+    """Wait for the new version's session, then say how its tool set differs from the old one's."""
+    deadline = time.monotonic() + wait
+    row: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        row = client.get(f"/v1/settings/mcp-servers/{_quote(name)}/status")
+        settled = row.get("state") in ("connected", "degraded", "failed", "needs-auth", "disabled")
+        if settled and (row.get("since") or 0) >= started:
+            break
+        time.sleep(0.2)
+    after = client.get(f"/v1/tools/sets/{_quote(name)}")
+    old_hash = (before or {}).get("hash")
+    if after.get("blocked"):
+        summary = f"tools: {after['blocked']}"
+    elif after.get("hash") is None:
+        summary = f"tools: unknown ({row.get('state')}: {row.get('reason') or 'not connected'})"
+    elif old_hash is not None and after["hash"] == old_hash:
+        summary = "tools: unchanged"
+    else:
+        summary = f"tools: now {after.get('tools')} tools, hash {after['hash']} (there was no pin to compare with)"
+    return {"before": old_hash, "after": after.get("hash"), "refused": bool(after.get("blocked")),
+            "state": row.get("state"), "summary": summary}
+
+
+def _running_client() -> Any:
+    from monad_cli.cli.control import ControlClient
+
+    client = ControlClient(paths())
+    return client if client.is_running() else None
+
+
+def _quote(name: str) -> str:
+    from urllib.parse import quote
+
+    return quote(name, safe="")
+
+
+def register(app: typer.Typer) -> None:
+    """Add `search`, `outdated` and `upgrade` to the `mcp` group."""
+    app.command("search")(search)
+    app.command("outdated")(outdated)
+    app.command("upgrade")(upgrade)
+
+
+__all__ = ["install", "is_install_ref", "register"]
