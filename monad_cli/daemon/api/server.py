@@ -100,6 +100,8 @@ class ControlServer:
             Route("/v1/mcp-servers/reconnect", self.reconnect_all, methods=["POST"]),
             Route("/v1/mcp-servers/{name}/reconnect", self.reconnect, methods=["POST"]),
             Route("/v1/mcp-servers/{name}/tools", self.tools),
+            Route("/v1/telemetry", self.telemetry),
+            Route("/v1/telemetry/metrics", self.metrics),
             *tools_routes(self),
             *task_routes(self.sup.tasks),
             *studio_routes(self),
@@ -222,6 +224,27 @@ class ControlServer:
         actor = self._actor(request.path_params["name"])
         return JSONResponse([t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in actor.tools]
                             if actor.live else [])
+
+    async def telemetry(self, request: Request) -> JSONResponse:
+        """`{on, endpoint (secrets as ***), prometheus: {url, tokenFile} | null}` (docs/telemetry.md)."""
+        from monad_cli.core.redact import redact_url
+        from monad_cli.daemon.telemetry import TELEMETRY
+
+        endpoint = TELEMETRY.settings.endpoint
+        return JSONResponse({"on": TELEMETRY.on, "endpoint": redact_url(endpoint) if endpoint else None,
+                             "prometheus": TELEMETRY.where})
+
+    async def metrics(self, request: Request) -> JSONResponse:
+        """`{text}`: what `GET /metrics` serves now, in the Prometheus text format. Raises
+        Unavailable while telemetry is off."""
+        from monad_cli.core.errors import Unavailable
+        from monad_cli.daemon.telemetry import TELEMETRY
+
+        exposition = TELEMETRY.exposition
+        if exposition is None:
+            raise Unavailable("telemetry is off; turn it on with `enabled = true` under `[telemetry]` in "
+                              "settings.toml and restart the supervisor (see docs/telemetry.md)")
+        return JSONResponse({"text": exposition.text().decode()})
 
     # -- lifecycle -----------------------------------------------------------------------
     def _bind(self) -> socket.socket:
