@@ -2,11 +2,12 @@
 as an agent that exports its own traces has it; run as its own process (the global tracer
 provider must not leak into the test process).
 
-    python telemetry_agent.py TOOL [TEXT]   (MONAD_HOME in the environment)
+    python telemetry_agent.py TOOL [TEXT] [--progress]   (MONAD_HOME in the environment)
 
 Starts a span `agent turn`, calls TOOL through `monad mcp serve` over stdio (the SDK's
 dispatcher opens its CLIENT span and puts its traceparent into `params._meta`), and prints
-JSON: `{"traceId", "spans": [{name, spanId, parentSpanId}], "text", "isError"}`.
+`{"traceId", "spans": [{name, spanId, parentSpanId}], "text", "isError"}` as JSON.
+`--progress`: the call asks for progress, which takes the SDK's paths inside monad.
 """
 
 from __future__ import annotations
@@ -24,8 +25,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 
 def main() -> None:
-    tool = sys.argv[1]
-    text = sys.argv[2] if len(sys.argv) > 2 else ""
+    argv = [a for a in sys.argv[1:] if a != "--progress"]
+    tool = argv[0]
+    text = argv[1] if len(argv) > 1 else ""
+    progress = "--progress" in sys.argv
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
@@ -34,11 +37,15 @@ def main() -> None:
                                    env={"MONAD_HOME": os.environ["MONAD_HOME"], "MONAD_NO_AUTOSTART": "1"})
     out: dict[str, object] = {}
 
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        pass
+
     async def run() -> None:
         async with Client(params) as client:
             with trace.get_tracer("agent").start_as_current_span("agent turn") as span:
                 out["traceId"] = format(span.get_span_context().trace_id, "032x")
-                result = await client.call_tool(tool, {"text": text})
+                result = await client.call_tool(tool, {"text": text},
+                                                progress_callback=on_progress if progress else None)
                 out["text"] = result.content[0].text if result.content else ""
                 out["isError"] = bool(result.is_error)
 

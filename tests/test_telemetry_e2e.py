@@ -48,8 +48,8 @@ def _telemetry_on(home: Path, monkeypatch: pytest.MonkeyPatch, endpoint: str, **
     monkeypatch.setenv("OTEL_METRIC_EXPORT_INTERVAL", "300")
 
 
-def _agent(home: Path, tool: str, text: str = "") -> dict[str, Any]:
-    proc = subprocess.run([sys.executable, AGENT, tool, text], capture_output=True, text=True, timeout=120,
+def _agent(home: Path, tool: str, text: str = "", *flags: str) -> dict[str, Any]:
+    proc = subprocess.run([sys.executable, AGENT, tool, text, *flags], capture_output=True, text=True, timeout=120,
                           env={"MONAD_HOME": str(home), "PATH": str(Path(sys.executable).parent)})
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout)
@@ -61,21 +61,24 @@ def _named(spans: list[Span], name: str, trace_id: str) -> Span:
     return found[0]
 
 
+@pytest.mark.parametrize("lanes", ["direct", "sdk"])
 def test_one_trace_from_the_agent_through_monad_to_the_server(monad: Any, monad_home: Path,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+                                                              monkeypatch: pytest.MonkeyPatch, lanes: str) -> None:
+    """The same spans whichever path the call takes: the direct lanes (a plain call), or the
+    SDK's server and client (a call that asks for progress)."""
     with OtlpReceiver() as otlp:
         _telemetry_on(monad_home, monkeypatch, otlp.endpoint)
         _atom(monad_home, "traced")
         assert monad("daemon", "start").code == 0
         try:
             wait_state(monad, "traced", "connected", timeout=90)
-            agent = _agent(monad_home, "traced__where")
+            agent = _agent(monad_home, "traced__where", "", *(["--progress"] if lanes == "sdk" else []))
             trace_id = agent["traceId"]
             sent = next(s for s in agent["spans"] if s["name"].startswith("MCP send tools/call"))
             server = wait_for(lambda: next((s for s in otlp.spans() if s.trace_id == trace_id and s.kind == SERVER),
                                            None), timeout=30)
-            client = wait_for(lambda: next((s for s in otlp.spans() if s.trace_id == trace_id and s.kind == CLIENT),
-                                           None), timeout=30)
+            client = wait_for(lambda: next((s for s in otlp.spans() if s.trace_id == trace_id and s.kind == CLIENT
+                                            and s.name == "tools/call where"), None), timeout=30)
         finally:
             monad("daemon", "stop")
 
@@ -93,10 +96,19 @@ def test_one_trace_from_the_agent_through_monad_to_the_server(monad: Any, monad_
     assert client.name == "tools/call where" and client.parent_span_id == server.span_id
     assert client.attributes["network.transport"] == "pipe" and client.attributes["monad.server"] == "traced"
     assert client.attributes["gen_ai.tool.name"] == "where" and client.attributes["jsonrpc.request.id"]
-    # The upstream server got monad's CLIENT span as the parent of its request (W3C traceparent).
+    # The upstream server got monad's span as the parent of its request (W3C traceparent):
+    # on the direct lane monad's CLIENT span; on the SDK's path the SDK dispatcher's own
+    # CLIENT span (its hook, `MCP send …`), a child of monad's.
     seen = json.loads(agent["text"])
     version, got_trace, parent, _flags = seen["traceparent"].split("-")
-    assert (version, got_trace, parent) == ("00", trace_id, client.span_id)
+    assert (version, got_trace) == ("00", trace_id)
+    if lanes == "direct":
+        assert parent == client.span_id
+    else:
+        sdk = next(s for s in otlp.spans() if s.span_id == parent)
+        assert sdk.name == "MCP send tools/call where" and sdk.parent_span_id == client.span_id
+    log = (monad_home / "logs" / "daemon.log").read_text()
+    assert ("(1 on the direct lane)" if lanes == "direct" else "(0 on the direct lane)") in log
 
 
 def test_errors_a_cli_trace_and_no_secret_in_any_export(monad: Any, monad_home: Path,

@@ -18,10 +18,10 @@ from opentelemetry import metrics, trace
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader, MetricReader, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult, _get_from_env_or_default
-from opentelemetry.trace import get_current_span
+from opentelemetry.trace import SpanKind, get_current_span
 
 from monad_cli import __version__
 from monad_cli.daemon.telemetry.settings import ENDPOINT_VARS, TelemetrySettings
@@ -47,10 +47,25 @@ class QuietSampler(Sampler):
         return f"QuietSampler({self.inner.get_description()})"
 
 
+class SdkRequestIds(SpanProcessor):
+    """The JSON-RPC id of an upstream request sent by the MCP SDK's session (not a direct
+    lane) is known only to the SDK's own `MCP send …` span, opened inside monad's CLIENT
+    span: copy it to monad's, so both paths give the CLIENT span `jsonrpc.request.id`."""
+
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
+        if not span.name.startswith(_SDK_BACKGROUND):
+            return
+        parent = get_current_span(parent_context)
+        request_id = (span.attributes or {}).get("jsonrpc.request.id")
+        if request_id is not None and parent.is_recording() and getattr(parent, "kind", None) == SpanKind.CLIENT:
+            parent.set_attribute("jsonrpc.request.id", request_id)
+
+
 def install(settings: TelemetrySettings, environ: Mapping[str, str]) -> tuple[InMemoryMetricReader, Callable[[], None]]:
     """Set the global providers; returns the pull reader and the shutdown function (flushes)."""
     resource = Resource.create({"service.name": settings.service_name, "service.version": __version__})
     tracer_provider = TracerProvider(resource=resource, sampler=QuietSampler(_get_from_env_or_default()))
+    tracer_provider.add_span_processor(SdkRequestIds())
     pull = InMemoryMetricReader()
     readers: list[MetricReader] = [pull]
     if settings.endpoint is not None:
