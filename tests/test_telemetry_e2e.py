@@ -156,3 +156,34 @@ def test_errors_a_cli_trace_and_no_secret_in_any_export(monad: Any, monad_home: 
         assert not any(secret.encode() in body for body in otlp.received.bodies)
         assert secret not in metrics.out
     assert "monad_tool_calls_total" in metrics.out
+
+
+def test_the_approval_gate_wait_is_a_span_of_the_trace(monad: Any, monad_home: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A gateway call that waits for a person: `approval {tool}` under the call's SERVER span,
+    with the decision, who decided and the wait; the call's span says the same."""
+    with OtlpReceiver() as otlp:
+        _telemetry_on(monad_home, monkeypatch, otlp.endpoint)
+        _atom(monad_home, "gated", auto=False)
+        assert monad("daemon", "start").code == 0
+        try:
+            wait_state(monad, "gated", "connected", timeout=90)
+            agent = subprocess.Popen([sys.executable, AGENT, "gated__where"], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True,
+                                     env={"MONAD_HOME": str(monad_home), "PATH": str(Path(sys.executable).parent)})
+            waiting = wait_for(lambda: monad("approvals", "--json").json(), timeout=60)[0]
+            assert monad("approvals", "allow", waiting["id"]).code == 0
+            out, err = agent.communicate(timeout=60)
+            assert agent.returncode == 0, err[-3000:]
+            trace_id = json.loads(out)["traceId"]
+            gate = wait_for(lambda: next((s for s in otlp.spans() if s.trace_id == trace_id
+                                          and s.name == "approval gated__where"), None), timeout=30)
+            server = _named(otlp.spans(), "tools/call gated__where", trace_id)
+        finally:
+            monad("daemon", "stop")
+    assert gate.kind == INTERNAL and gate.parent_span_id == server.span_id
+    assert gate.attributes["monad.approval.decision"] == "approved"
+    assert gate.attributes["monad.approval.decided_by"] and gate.attributes["monad.approval.wait.duration"] > 0
+    assert server.attributes["monad.approval.decided_by"] == gate.attributes["monad.approval.decided_by"]
+    # The upstream call came after the gate, under the same SERVER span.
+    assert _named(otlp.spans(), "tools/call where", trace_id).parent_span_id == server.span_id
