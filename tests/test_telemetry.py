@@ -134,3 +134,29 @@ def test_prometheus_names(name: str, unit: str, expected: str) -> None:
 
     assert metric_name(name, unit) == expected
     assert label_name("monad.approval.decision") == "monad_approval_decision"
+
+
+def test_every_instrument_is_documented_and_the_dashboard_uses_documented_series() -> None:
+    import re
+
+    root = Path(__file__).resolve().parent.parent
+    source = (root / "monad_cli" / "daemon" / "telemetry" / "recorder.py").read_text()
+    instruments = set(re.findall(r'create_(?:histogram|counter|observable_gauge)\(\s*"([a-z.]+)"', source))
+    instruments |= set(re.findall(r'\bh\("([a-z.]+)"', source))
+    assert {"mcp.client.operation.duration", "mcp.server.operation.duration", "mcp.client.session.duration",
+            "monad.tool.calls", "monad.servers", "monad.server.state"} <= instruments
+    doc = (root / "docs" / "telemetry.md").read_text()
+    documented = dict(re.findall(r"^\| `([a-z.]+)` \| `([a-z_]+)` \|", doc, re.M))
+    assert instruments == set(documented), instruments ^ set(documented)
+    from monad_cli.daemon.telemetry.prometheus import metric_name
+
+    units = {"s": [n for n in instruments if n.endswith(".duration")]}
+    for name, prom in documented.items():
+        expected = metric_name(name, "s" if name in units["s"] else None)
+        assert prom in (expected, expected + "_total"), (name, prom)
+    dashboard = json.loads((root / "docs" / "grafana-dashboard.json").read_text())
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
+    # Label names sit in `by (...)` and `{...}`: what is left are the series.
+    bare = [re.sub(r"by \([^)]*\)|\{[^}]*\}", "", e) for e in exprs]
+    used = {re.sub(r"_(bucket|count|sum)$", "", m) for e in bare for m in re.findall(r"\b((?:monad|mcp)_[a-z_]+)", e)}
+    assert used and used <= set(documented.values()), used - set(documented.values())
