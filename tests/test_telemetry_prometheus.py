@@ -34,7 +34,10 @@ def _prometheus() -> str:
 
 
 def _query(api: str, promql: str) -> list[dict[str, Any]]:
-    answer = httpx2.get(f"{api}/api/v1/query", params={"query": promql}, timeout=10).json()
+    response = httpx2.get(f"{api}/api/v1/query", params={"query": promql}, timeout=10)
+    if response.status_code == 503:  # "Service Unavailable" while its storage starts
+        return []
+    answer = response.json()
     assert answer["status"] == "success", answer
     return list(answer["data"]["result"])
 

@@ -359,6 +359,8 @@ class Supervisor:
                     await tg.start(relays.serve)
                     tg.start_soon(self.gateway.run)
                     self._serve_metrics(tg)
+                if telemetry.TELEMETRY.recorder is not None:
+                    tg.start_soon(telemetry.TELEMETRY.recorder.run)  # measurements, off the calls' path
                 await self.reconcile(force=True)
                 self.tasks.close_orphans(set(self.actors))
                 tg.start_soon(after_start, list(self.actors.values()), journal.load_orm)
@@ -402,6 +404,7 @@ class Supervisor:
         exposition = t.exposition
         t.where = {"url": f"http://127.0.0.1:{sock.getsockname()[1]}/metrics",
                    "tokenFile": str(self.paths.metrics_token)}
+        # A scrape runs on the event loop (the collection is quick and needs no thread).
         tg.start_soon(lambda: serve_metrics(exposition.text, sock, token, until=self.stop_event))
         log.info("Prometheus metrics on %s", t.where["url"])
 

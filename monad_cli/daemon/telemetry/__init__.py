@@ -41,6 +41,8 @@ class Telemetry:
 
     def shutdown(self) -> None:
         """Flush what is batched and stop exporting (the supervisor's stop)."""
+        if self.recorder is not None:
+            self.recorder.flush()
         if self._shutdown is not None:
             try:
                 self._shutdown()
@@ -69,7 +71,7 @@ def start(paths: Paths, environ: Mapping[str, str], *, states: Callable[[], Mapp
     pull, shutdown = install(settings, environ)
     recorder = Recorder(capture_arguments=settings.capture_arguments, digest=digest)
     recorder.observe_servers(states)
-    TELEMETRY.exposition = Exposition(pull)
+    TELEMETRY.exposition = Exposition(pull, before=recorder.flush)
     TELEMETRY._shutdown = shutdown
     TELEMETRY.recorder = recorder
     from monad_cli.core.redact import redact_url
