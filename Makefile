@@ -11,7 +11,7 @@ EVERYTHING = .cache/everything/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,postgres]'
+	$(PY) -m pip install --quiet -e '.[test,postgres,telemetry]'
 	touch $(STAMP)
 
 demo: $(STAMP)

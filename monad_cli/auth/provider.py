@@ -128,6 +128,8 @@ class MonadOAuthProvider(OAuthClientProvider):
         self.step_ups = 0
         self.refreshes = 0
         self.refresh_error: str | None = None
+        # Told (server name, outcome: ok | invalid_grant | error) after each refresh answer.
+        self.on_refresh: Callable[[str, str], None] | None = None
         self.loaded_obtained_at: float | None = None
         self._metadata_checked: OAuthMetadata | None = None
         self.dead: str | None = None  # why the grant is unusable until the next authorize
@@ -177,7 +179,12 @@ class MonadOAuthProvider(OAuthClientProvider):
                 self.refresh_error = str(body.get("error") or f"HTTP {response.status_code}")[:64]
             except ValueError:
                 self.refresh_error = f"HTTP {response.status_code}"
-        return await super()._handle_refresh_response(response)
+        ok = await super()._handle_refresh_response(response)
+        if self.on_refresh is not None:
+            # A fixed vocabulary: the server's own error text never becomes a metric label.
+            self.on_refresh(self.name, "ok" if ok else "invalid_grant" if self.refresh_error == "invalid_grant"
+                            else "error")
+        return ok
 
     # -- interactive ---------------------------------------------------------------------
     async def _perform_authorization_code_grant(self) -> tuple[str, str]:

@@ -21,7 +21,7 @@ import json
 import logging
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -71,6 +71,8 @@ class SupervisorAuth:
         self.servers = servers
         self.providers: dict[str, tuple[str, MonadOAuthProvider]] = {}
         self.machine: dict[str, tuple[str, SecretProvider | KeyProvider]] = {}
+        # Told (server, outcome) after each refresh of a provider made here (telemetry).
+        self.on_refresh: Callable[[str, str], None] | None = None
 
     def http_auth(self, spec: ServerSpec) -> httpx2.Auth | None:
         """The httpx2 Auth for an http server: for `auth.mode = "oauth"` its provider (the
@@ -139,6 +141,7 @@ class SupervisorAuth:
 
             provider = MonadOAuthProvider(name=name, server_url=spec.url, storage=storage, interactive=False,
                                           on_needs_auth=needs_auth, on_scope_required=scope_required)
+            provider.on_refresh = self.on_refresh
             self.providers[spec.name] = (key, provider)
             return provider
         provider = held[1]

@@ -44,6 +44,7 @@ def _whole_app() -> typer.Typer:
     from monad_cli.cli.commands import daemon as daemon_cmd
     from monad_cli.cli.commands import journal as journal_cmd
     from monad_cli.cli.commands import mcp as mcp_cmd
+    from monad_cli.cli.commands import metrics as metrics_cmd
     from monad_cli.cli.commands import registry as registry_cmd
     from monad_cli.cli.commands import serve as serve_cmd
     from monad_cli.cli.commands import studio as studio_cmd
@@ -60,6 +61,7 @@ def _whole_app() -> typer.Typer:
     whole.command("journal")(journal_cmd.journal)
     whole.add_typer(approvals_cmd.app, name="approvals")
     whole.command("studio")(studio_cmd.studio)
+    whole.command("metrics")(metrics_cmd.metrics)
     for name in ("tools", "call", "pin", "unpin", "trust"):
         mcp_cmd.app.command(name)(getattr(tools_cmd, name))
     mcp_cmd.app.command("serve")(serve_cmd.serve)

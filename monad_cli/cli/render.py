@@ -22,6 +22,11 @@ def line(text: str = "") -> None:
     sys.stdout.write(text + "\n")
 
 
+def text(body: str) -> None:
+    """`body` as it is (a document: its own line ends)."""
+    sys.stdout.write(body)
+
+
 def info(text: str) -> None:
     sys.stderr.write(text + "\n")
 

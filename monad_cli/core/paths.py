@@ -59,6 +59,11 @@ class Paths:
         return self.run_dir / "gateway.token"
 
     @property
+    def metrics_token(self) -> Path:
+        """The Prometheus endpoint's bearer token (0600; docs/telemetry.md)."""
+        return self.run_dir / "metrics.token"
+
+    @property
     def pid_file(self) -> Path:
         return self.run_dir / "monad.pid"
 

@@ -22,6 +22,7 @@ from monad_cli.core.filters import ServerFilter, combine
 from monad_cli.core.paths import Paths
 from monad_cli.core.redact import redact_text
 from monad_cli.core.states import LIVE, State
+from monad_cli.daemon import telemetry
 from monad_cli.daemon.gateway.server import Gateway
 from monad_cli.daemon.reconcile import Diff, Secrets, config_stamp, diff
 from monad_cli.daemon.sessions.actor import ActorContext, ServerActor
@@ -31,6 +32,7 @@ from monad_cli.daemon.startup import acquire_daemon_lock, after_start
 from monad_cli.daemon.studio.apps import apps_extension
 from monad_cli.daemon.trust.service import ToolService
 from monad_cli.daemon.watch import watch_definitions
+from monad_cli.journal import tools as jt
 from monad_cli.journal.db import Journal
 from monad_cli.journal.settings import load_journal_settings
 
@@ -150,6 +152,12 @@ class Supervisor:
                                         write_pin=self._write_first_pin)
         self.tool_listeners.append(lambda actor: self.tool_service.changed())
         self.auth = SupervisorAuth(self.paths, self.actors)
+        # Before the gateway: its sessions read whether telemetry is on (docs/telemetry.md).
+        recorder = telemetry.start(self.paths, self.environ, digest=jt.args_digest,
+                                   states=lambda: {n: str(a.state) for n, a in self.actors.items()}).recorder
+        if recorder is not None:
+            journal.on_write = recorder.journal_written
+            self.auth.on_refresh = recorder.refreshed
         self.gateway = Gateway(self.tool_service, scrub=self.scrub)
         self._actor_context = ActorContext(
             paths=self.paths, journal=journal, scrub=self.scrub, check_pin=self.tool_service.check_pin,
@@ -372,6 +380,9 @@ class Supervisor:
                     await control.start()
                     await tg.start(relays.serve)
                     tg.start_soon(self.gateway.run)
+                    self._serve_metrics(tg)
+                if telemetry.TELEMETRY.recorder is not None:
+                    tg.start_soon(telemetry.TELEMETRY.recorder.run)  # measurements, off the calls' path
                 await self.reconcile(force=True)
                 self.tasks.close_orphans(set(self.actors))
                 tg.start_soon(after_start, list(self.actors.values()), journal.load_orm, self.early)
@@ -401,6 +412,23 @@ class Supervisor:
             if self.journal is not None:
                 self.journal.record("daemon", reason="supervisor stopped")
                 self.journal.close()
+            telemetry.TELEMETRY.shutdown()  # flushes the last spans to the collector
+
+    def _serve_metrics(self, tg: anyio.abc.TaskGroup) -> None:
+        """`GET /metrics` on loopback while telemetry is on and `prometheus` is not false."""
+        t = telemetry.TELEMETRY
+        if t.exposition is None or not t.settings.prometheus:
+            return
+        from monad_cli.daemon.telemetry.listener import bind, metrics_token, serve_metrics
+
+        sock = bind(t.settings.prometheus_port)
+        token = metrics_token(self.paths.metrics_token)
+        exposition = t.exposition
+        t.where = {"url": f"http://127.0.0.1:{sock.getsockname()[1]}/metrics",
+                   "tokenFile": str(self.paths.metrics_token)}
+        # A scrape runs on the event loop (the collection is quick and needs no thread).
+        tg.start_soon(lambda: serve_metrics(exposition.text, sock, token, until=self.stop_event))
+        log.info("Prometheus metrics on %s", t.where["url"])
 
     async def _wait_required(self) -> str | None:
         if not self.check_required:

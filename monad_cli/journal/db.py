@@ -102,6 +102,8 @@ class Journal:
         # statement is written twice or dropped by another's bookkeeping.
         self.deferred: list[tuple[str, tuple[Any, ...]]] = []
         self._deferred_lock = threading.Lock()
+        # Told each write transaction's seconds (the supervisor's telemetry); None: not timed.
+        self.on_write: Callable[[float], None] | None = None
 
     def write(self, sql: str, params: tuple[Any, ...]) -> int | None:
         """The deferred statements, then `sql`, in one `BEGIN IMMEDIATE` transaction on a
@@ -128,6 +130,8 @@ class Journal:
             del self.deferred[:]
         if not queued and not statements:
             return None, 0
+        on_write = self.on_write
+        started = time.perf_counter() if on_write is not None else 0.0
         try:
             raw = self.pool.checkout()
             try:
@@ -147,6 +151,8 @@ class Journal:
             with self._deferred_lock:  # not written: they wait for the next transaction, first
                 self.deferred[:0] = queued
             raise
+        if on_write is not None:
+            on_write(time.perf_counter() - started)
         self.wrote()
         return row_id, len(queued)
 

@@ -25,6 +25,7 @@ from monad_cli.daemon.api.daemon import daemon_routes
 from monad_cli.daemon.api.servers import server_routes
 from monad_cli.daemon.api.studio import studio_routes
 from monad_cli.daemon.api.tasks import task_routes
+from monad_cli.daemon.api.telemetry import telemetry_routes
 from monad_cli.daemon.api.tools import tools_routes
 from monad_cli.daemon.http import MAX_BODY, ErrorBoundary
 from monad_cli.daemon.serving import AppServer
@@ -58,6 +59,7 @@ def build_app(port: DaemonPort) -> Starlette:
     routes are handed the app itself (`lambda: app`) to serve it there."""
     app = Starlette(middleware=[Middleware(ErrorBoundary, scrub=port.scrub)])
     for route in [*daemon_routes(port), *server_routes(port), *tools_routes(port), *task_routes(port.tasks),
+                  *telemetry_routes(),
                   *studio_routes(port, control_app=lambda: app)]:
         app.router.routes.append(route)
     return app

@@ -27,7 +27,10 @@ What is taken (shapes as in the MCP spec, server/tools "Calling Tools"):
   `notifications/initialized`, and once the session has listed tools for this connection
   (which registers it for list_changed); no envelope keys in `_meta`;
 - params are `name` (a string), `arguments` (an object, or absent) and that `_meta`: no
-  `progressToken` (progress stays with the SDK's path) and no `task`.
+  `progressToken` (progress stays with the SDK's path) and no `task`;
+- W3C trace context in `_meta` (`traceparent`, `tracestate`, `baggage`; SEP-414) is taken in
+  either era: with telemetry on, the call's SERVER span continues the caller's trace, as the
+  SDK's `OpenTelemetryMiddleware` does on its path (`telemetry/recorder.py`); off, it is ignored.
 
 `notifications/cancelled` naming a call in flight here cancels it, which cancels the
 upstream request (basic/utilities/cancellation); the connection's end cancels them all.
@@ -58,11 +61,14 @@ from mcp_types.jsonrpc import CONNECTION_CLOSED
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
+from monad_cli.daemon.telemetry import TELEMETRY
+
 log = logging.getLogger("monad.gateway")
 
 CALL = "tools/call"
 ENVELOPE = frozenset({PROTOCOL_VERSION_META_KEY, CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY})
 PARAMS = frozenset({"name", "arguments", "_meta"})
+TRACE = frozenset({"traceparent", "tracestate", "baggage"})  # W3C Trace Context in `_meta` (SEP-414)
 # Lines worth parsing here: the calls, their cancellations, and what the handshake era's
 # state is read from. Anything else (and most bytes) goes to the SDK unparsed. JSON may
 # spell any of these with escapes (PHP writes `notifications\/cancelled`): a line with
@@ -156,6 +162,11 @@ class DirectCalls:
             return False
         if b"\\u" in line and _SURROGATE.search(line):
             return False
+        meta = params.get("_meta")
+        trace: dict[str, Any] | None = None
+        if isinstance(meta, dict) and not meta.keys().isdisjoint(TRACE):
+            trace = {k: v for k, v in meta.items() if k in TRACE}
+            params = {**params, "_meta": {k: v for k, v in meta.items() if k not in TRACE}}
         version = self._version(params)
         key = _key(request_id)
         if version is None or key in self.in_flight:  # a duplicate id: the SDK's to judge
@@ -163,7 +174,7 @@ class DirectCalls:
         # In flight from here: a cancellation that comes before the task runs still finds it.
         self.in_flight[key] = scope = anyio.CancelScope()
         self.taken += 1
-        self.tg.start_soon(self._run, scope, request_id, params["name"], params.get("arguments"), version)
+        self.tg.start_soon(self._run, scope, request_id, params["name"], params.get("arguments"), version, trace)
         return True
 
     def sent(self, message: Any) -> None:
@@ -211,7 +222,7 @@ class DirectCalls:
 
     # -- one call ------------------------------------------------------------------------
     async def _run(self, scope: anyio.CancelScope, request_id: Any, name: str, arguments: dict[str, Any] | None,
-                   version: str) -> None:
+                   version: str, trace: dict[str, Any] | None = None) -> None:
         key = _key(request_id)
         line: bytes | None = None
         if scope.cancel_called:  # cancelled by the client before this task ran: nothing was done
@@ -220,7 +231,13 @@ class DirectCalls:
             return
         try:
             with scope:
-                line = await self._answer(request_id, name, arguments, version)
+                recorder = TELEMETRY.recorder
+                if recorder is None:
+                    line = await self._answer(request_id, name, arguments, version)
+                else:  # the SERVER span the SDK's middleware opens on its path
+                    with recorder.server_request(CALL, name, request_id=request_id, protocol_version=version,
+                                                 meta=trace, transport="pipe") as span:
+                        line = await self._answer(request_id, name, arguments, version, span=span)
         except anyio.get_cancelled_exc_class():
             # The connection is ending: answer so nobody waits (the SDK does the same).
             if key not in self._peer_cancelled:
@@ -234,16 +251,22 @@ class DirectCalls:
         if line is not None and not peer_cancelled:  # a cancelled request is never answered
             await self._write(line)
 
-    async def _answer(self, request_id: Any, name: str, arguments: dict[str, Any] | None, version: str) -> bytes:
-        """The answer line: the result, or the error the SDK's runner would answer."""
+    async def _answer(self, request_id: Any, name: str, arguments: dict[str, Any] | None, version: str, *,
+                      span: Any = None) -> bytes:
+        """The answer line: the result, or the error the SDK's runner would answer. `span`:
+        the call's SERVER span (telemetry on), told the error code or the tool error."""
         try:
             result = await self.call(name, arguments, version)
         except MCPError as e:
+            if span is not None and TELEMETRY.recorder is not None:
+                TELEMETRY.recorder.rpc_error(span, e)
             return _line({"jsonrpc": "2.0", "id": request_id,
                           "error": e.error.model_dump(by_alias=True, mode="json", exclude_none=True)})
         except Exception:  # the SDK answers a handler's failure too; ours is a bug, logged
             log.exception("gateway tools/call %s failed", name)
             return _line(_error(request_id, INTERNAL_ERROR, "Internal error"))
+        if span is not None and TELEMETRY.recorder is not None:
+            TELEMETRY.recorder.result(span, result)
         try:
             return _line({"jsonrpc": "2.0", "id": request_id, "result": self._shape(result, version)})
         except (ValidationError, ValueError, TypeError):  # not a CallToolResult, or not JSON (NaN)

@@ -168,7 +168,7 @@ class GatewayListener:
         port = sock.getsockname()[1]
         token = gateway_token(self.paths)
         until = anyio.Event()
-        async with self.gateway.session(view) as session, anyio.create_task_group() as tg:
+        async with self.gateway.session(view, transport="tcp") as session, anyio.create_task_group() as tg:
             tg.start_soon(lambda: serve_http(session, sock, token, until=until))
             url = f"http://127.0.0.1:{port}/mcp"
             await stream.send(answer_ok(url=url, tokenFile=str(self.paths.gateway_token)))

@@ -41,9 +41,10 @@ class Gateway:
         self._opened = anyio.Event()
 
     @asynccontextmanager
-    async def session(self, view: GatewayView) -> AsyncIterator[GatewaySession]:
-        """A new session for `view`, told about changes until the block ends."""
-        session = GatewaySession(self.tools, view, scrub=self.scrub)
+    async def session(self, view: GatewayView, *, transport: str = "pipe") -> AsyncIterator[GatewaySession]:
+        """A new session for `view`, told about changes until the block ends. `transport`:
+        how its client reaches it (`pipe`: a relay's stdio, `tcp`: HTTP), for telemetry."""
+        session = GatewaySession(self.tools, view, scrub=self.scrub, transport=transport)
         self.sessions.add(session)
         self._opened.set()
         try:

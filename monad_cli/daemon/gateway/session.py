@@ -56,6 +56,7 @@ from monad_cli.daemon.gateway.policy import (
     server_available,
     visible_tools,
 )
+from monad_cli.daemon.telemetry import TELEMETRY
 from monad_cli.daemon.trust.servers import ProgressFn
 from monad_cli.daemon.trust.service import ToolService
 
@@ -90,7 +91,8 @@ class GatewaySession:
     itself except the `load_tools` meta-tool. `scrub` redacts every error text it returns.
     """
 
-    def __init__(self, tools: ToolService, view: GatewayView, *, scrub: Callable[[str], str]) -> None:
+    def __init__(self, tools: ToolService, view: GatewayView, *, scrub: Callable[[str], str],
+                 transport: str = "pipe") -> None:
         self.tools = tools
         self.view = view
         self.scrub = scrub
@@ -104,10 +106,15 @@ class GatewaySession:
         self.server = GatewayServer("monad", version=__version__, title="monad gateway",
                                     on_list_tools=self.list_tools, on_call_tool=self.call_tool,
                                     on_subscriptions_listen=self.listen)
-        # The SDK's default middleware opens an OpenTelemetry span per request, which does
-        # nothing until an exporter is installed; emptying the list is the SDK's opt-out.
-        # The supervisor installs no exporter, so on the gateway's hot path it is cost only.
-        self.server.middleware.clear()
+        # The SDK's default middleware opens an OpenTelemetry SERVER span per request (the
+        # conventions' name and attributes, the caller's `_meta` trace context): with
+        # telemetry on it stays, and ours adds `network.transport` and the duration metric.
+        # Off, it would cost a no-op span per request: emptying the list is the SDK's opt-out.
+        recorder = TELEMETRY.recorder
+        if recorder is None:
+            self.server.middleware.clear()
+        else:
+            self.server.middleware.append(recorder.middleware(transport))
         self.lane: DirectCalls | None = None
         self.sdk_calls = 0  # tools/calls the SDK's server handled (the rest: `lane.taken`)
 

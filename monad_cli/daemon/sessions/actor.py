@@ -33,6 +33,7 @@ from monad_cli.daemon.sessions.spawn import EarlySpawns
 from monad_cli.daemon.sessions.stderr import StderrSink
 from monad_cli.daemon.sessions.transports import Connection
 from monad_cli.daemon.sessions.upkeep import ToolRefresh, listen_for_tool_changes
+from monad_cli.daemon.telemetry import TELEMETRY
 from monad_cli.daemon.trust.servers import ProgressFn
 from monad_cli.journal.db import Journal
 
@@ -125,6 +126,7 @@ class ServerActor:
         self.storm_reason: str | None = None
         self.learned = Learned()
         self.attempt = 0  # connection attempts since the last success (or reset), this one included
+        self._connect_span: Any = None  # `connect {server}` while connecting, telemetry on
         self.last_failure: str | None = None  # why the previous attempt failed, while retrying
         self.retired = False
 
@@ -250,6 +252,8 @@ class ServerActor:
                 self.backoff.reset()
                 continue
             delay = self.backoff.next_delay()
+            if (recorder := TELEMETRY.recorder) is not None:
+                recorder.restarted(self.name, outcome)
             self.set_state(State.BACKOFF, f"{reason}; retrying in {delay:.1f} s")
             await self._sleep_until_woken(delay)
 
@@ -273,6 +277,8 @@ class ServerActor:
         what = "starting" if spec.transport == "stdio" else "connecting"
         self.set_state(State.CONNECTING, what if self.attempt == 1 else f"{what} (attempt {self.attempt})")
         self._phase = "starting the server" if spec.transport == "stdio" else "connecting"
+        recorder = TELEMETRY.recorder
+        self._connect_span = recorder.connecting(self.name, spec.transport) if recorder is not None else None
         learned = self.learned.for_spec(spec)
         over_sse = spec.transport == "http" and learned.sse
         first: tuple[Exception, Connection] | None = None
@@ -292,8 +298,10 @@ class ServerActor:
                         conn = self._new_connection()
                         self._phase = "connecting over legacy HTTP+SSE (GET, `endpoint` event)"
             if deadline.cancelled_caught:
+                self._connect_ended("timeout")
                 return "failed", explain_timeout(spec, self._phase, self.sink.lines(), conn)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a reason
+            self._connect_ended(type(exc).__qualname__)
             self.client = None
             self._tg = None
             if first is not None:  # neither streamable HTTP nor legacy SSE: the first reason tells more
@@ -307,9 +315,15 @@ class ServerActor:
             if self._wake_reason == "closed":  # stale: this session is over either way
                 self._wake_reason = None
                 self._wake = anyio.Event()
+            self._connect_ended("cancelled")  # stopped while connecting
             if self.connected_at is not None:
-                self.backoff.record_uptime(time.monotonic() - self.connected_at)
+                uptime = time.monotonic() - self.connected_at
+                self.backoff.record_uptime(uptime)
                 self.connected_at = None
+                if (recorder := TELEMETRY.recorder) is not None:
+                    # A session the server ended (or whose token died) ended in error.
+                    recorder.session_ended(self.name, spec.transport, uptime,
+                                           error=reason if reason in ("closed", "needs-auth") else None)
         if reason == "closed":
             return "closed", explain_closed(spec, conn, self.sink.lines())
         if reason == "needs-auth":
@@ -349,6 +363,13 @@ class ServerActor:
             self._tg = None
         return reason
 
+    def _connect_ended(self, error: str | None) -> None:
+        """End the `connect {server}` span (telemetry on), once: connected, or why not."""
+        span, self._connect_span = self._connect_span, None
+        if span is not None and TELEMETRY.recorder is not None:
+            TELEMETRY.recorder.connected(span, protocol_version=self.protocol_version if error is None else None,
+                                         error=error)
+
     def _on_hung(self, reason: str) -> None:
         if self.conn is not None:
             self.conn.hung = reason
@@ -382,6 +403,7 @@ class ServerActor:
         if self.conn is not None:
             self.conn.established = True
         self.protocol_version = client.protocol_version
+        self._connect_ended(None)
         if self.conn is not None and self.conn.lane is not None:
             self.conn.lane.attach(client)  # it shares the session's ids
         self.server_info = client.server_info.model_dump(exclude_none=True) if client.server_info else None
@@ -432,10 +454,35 @@ class ServerActor:
                              f"{': ' + self.reason if self.reason else ''} (see `monad mcp status {self.name}`)")
         rto = self.spec.request_timeout_ms if self.spec else None
         lane = self.conn.lane if self.conn is not None and progress is None and not rto else None
-        with self.inputs.serving(inputs):
+        recorder = TELEMETRY.recorder
+        if recorder is None:
+            with self.inputs.serving(inputs):
+                result = await lane.call(tool, arguments, client.protocol_version, self.tools) if lane else None
+                return result if result is not None else await client.call_tool(
+                    tool, arguments, read_timeout_seconds=rto / 1000 if rto else None, progress_callback=progress)
+        # The CLIENT span of the upstream request; its context goes into the request's `_meta`
+        # (the direct lane injects it, the SDK's dispatcher does on its path).
+        with recorder.client_request("tools/call", tool, server=self.name, transport=self.spec.transport
+                                     if self.spec else "stdio", protocol_version=client.protocol_version,
+                                     address=self._address(), session_id=None) as span, self.inputs.serving(inputs):
             result = await lane.call(tool, arguments, client.protocol_version, self.tools) if lane else None
-            return result if result is not None else await client.call_tool(
-                tool, arguments, read_timeout_seconds=rto / 1000 if rto else None, progress_callback=progress)
+            if result is None:
+                result = await client.call_tool(tool, arguments, read_timeout_seconds=rto / 1000 if rto else None,
+                                                progress_callback=progress)
+            recorder.result(span, result)
+            return result
+
+    def _address(self) -> tuple[str, int | None] | None:
+        """`server.address`/`server.port` of a remote server (its URL's host, never its query)."""
+        if self.spec is None or self.spec.transport != "http" or not self.spec.url:
+            return None
+        from urllib.parse import urlsplit
+
+        try:
+            parts = urlsplit(self.spec.url)
+            return (parts.hostname, parts.port) if parts.hostname else None
+        except ValueError:
+            return None
 
     async def _on_message(self, message: IncomingMessage) -> None:
         if isinstance(message, ToolListChangedNotification) and self._refresh is not None:

@@ -16,7 +16,9 @@ session whose era stamp has not been seen yet, and any answer that is not a comp
 `CallToolResult`: an `input_required` round is sent again through the SDK, which runs the
 rounds (a 2026-07-28 server asks before it acts), and any other shape is refused, never sent
 twice; a tool that may answer with a task stays with the SDK's task support. Ids come from
-the SDK's own allocator, so the server sees one sequence. A cancelled call tells the server
+the SDK's own allocator, so the server sees one sequence. With telemetry on, the current
+span's W3C trace context goes into the request's `_meta` (SEP-414), as the SDK's dispatcher
+puts it there on its path. A cancelled call tells the server
 (notifications/cancelled); the session's end fails every call in flight `-32000 Connection
 closed`, as the SDK does.
 """
@@ -41,6 +43,8 @@ from mcp_types import (
     methods,
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from monad_cli.daemon.telemetry import TELEMETRY
 
 log = logging.getLogger("monad.transport")
 
@@ -133,6 +137,13 @@ class DirectLane:
             params["_meta"] = dict(self.stamp)
         request_id = self.allocate()
         key = str(request_id)
+        if (recorder := TELEMETRY.recorder) is not None:
+            # The caller's CLIENT span goes into `_meta` (SEP-414), as the SDK's dispatcher does.
+            meta = params.setdefault("_meta", {})
+            recorder.inject(meta)
+            if not meta:
+                del params["_meta"]
+            recorder.request_id(request_id)
         try:
             line = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": CALL, "params": params},
                               ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode() + b"\n"

@@ -41,6 +41,7 @@ from monad_cli.core.tool_names import (
     inert_entries,
     inert_entry_warning,
 )
+from monad_cli.daemon.telemetry import TELEMETRY
 from monad_cli.daemon.trust.calls import CallLog, current_call
 from monad_cli.daemon.trust.gate import ApprovalGate, Pending
 from monad_cli.daemon.trust.listing import dump_tool, listing_rows, tool_rules
@@ -308,7 +309,13 @@ class ToolService:
             p = known
             p.expires = self.clock() + timeout
         log.info("approval %s pending: %s (via %s)", p.id, exposed, via)
-        return await self.gate.wait(p, timeout)
+        recorder = TELEMETRY.recorder
+        if recorder is None:
+            return await self.gate.wait(p, timeout)
+        with recorder.approval(exposed, actor.name) as decided:  # the gate's wait, a span of its own
+            answer = await self.gate.wait(p, timeout)
+            decided(answer[1], answer[2])
+            return answer
 
     async def call(self, exposed: str, arguments: dict[str, Any] | None, *, via: str,
                    approval: dict[str, Any], detach: bool = False,
@@ -336,7 +343,24 @@ class ToolService:
         `write_behind`: commit a successful call's outcome row just after the answer (within
         ~20 ms, `CallLog.write_outcomes`) instead of before it — the gateway's hot path; a CLI
         or Studio caller that reads the journal next must find the outcome there.
+        With telemetry on, a call that is not inside a gateway request's span gets a SERVER
+        span of its own (a new trace), and the span carries monad's attributes
+        (docs/telemetry.md).
         """
+        recorder = TELEMETRY.recorder
+        if recorder is None:
+            return await self._call(exposed, arguments, via=via, approval=approval, detach=detach, app_of=app_of,
+                                    progress=progress, inputs=inputs, write_behind=write_behind, include=include,
+                                    exclude=exclude)
+        with recorder.call(exposed, via):
+            return await self._call(exposed, arguments, via=via, approval=approval, detach=detach, app_of=app_of,
+                                    progress=progress, inputs=inputs, write_behind=write_behind, include=include,
+                                    exclude=exclude)
+
+    async def _call(self, exposed: str, arguments: dict[str, Any] | None, *, via: str,
+                    approval: dict[str, Any], detach: bool, app_of: str | None, progress: ProgressFn | None,
+                    inputs: InputHandler | None, write_behind: bool, include: Sequence[str],
+                    exclude: Sequence[str]) -> dict[str, Any]:
         from mcp import MCPError
         from mcp_types import REQUEST_TIMEOUT
 
@@ -357,14 +381,22 @@ class ToolService:
                                        arguments=arguments, via=via)
                 self.calls.finish(cid, outcome="cancelled", decision="cancelled",
                                   decided_by="the caller left while waiting for approval", duration_ms=0.0)
+                if (recorder := TELEMETRY.recorder) is not None:
+                    recorder.outcome(server=actor.name, outcome="cancelled", decision="cancelled", via=via)
             raise
         call_id = self.calls.start(server=actor.name, tool=tool.name, exposed=exposed, arguments=arguments,
                                    via=via)
         started = time.monotonic()
+        recorder = TELEMETRY.recorder
+        if recorder is not None:
+            recorder.annotate_call(server=actor.name, exposed=exposed, via=via, decision=decision, decided_by=who,
+                                   call_id=call_id, arguments=arguments)
 
         def finish(outcome: str, error: str | None = None, *, defer: bool = False) -> None:
             self.calls.finish(call_id, outcome=outcome, decision=decision, decided_by=who,
                               duration_ms=round((time.monotonic() - started) * 1000, 3), error=error, defer=defer)
+            if recorder is not None:
+                recorder.outcome(server=actor.name, outcome=outcome, decision=decision, via=via)
 
         if not approved:
             finish("refused", f"approval {decision}: {who}")

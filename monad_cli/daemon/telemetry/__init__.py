@@ -1,0 +1,85 @@
+"""Telemetry: OpenTelemetry spans and metrics by the MCP semantic conventions, and a
+Prometheus `/metrics` (docs/telemetry.md).
+
+Off by default, and then free: `TELEMETRY.recorder` is None, every hook on a call's path
+is one attribute test, and the OpenTelemetry SDK is not imported (tests/test_telemetry.py
+holds it). `start` turns it on for this process from `[telemetry]` in settings.toml and
+the `OTEL_*` environment (`settings.py`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from monad_cli.daemon.telemetry.settings import OFF, TelemetrySettings, load_telemetry_settings
+
+if TYPE_CHECKING:
+    from monad_cli.core.paths import Paths
+    from monad_cli.daemon.telemetry.prometheus import Exposition
+    from monad_cli.daemon.telemetry.recorder import Recorder
+
+log = logging.getLogger("monad.telemetry")
+
+
+class Telemetry:
+    """The process's telemetry: `recorder` (None while off), `exposition` (the `/metrics`
+    text, None while off), `settings`, and `listener` (the `/metrics` URL and token file,
+    once it listens)."""
+
+    def __init__(self) -> None:
+        self.recorder: Recorder | None = None
+        self.exposition: Exposition | None = None
+        self.settings: TelemetrySettings = OFF
+        self.where: dict[str, Any] | None = None
+        self._shutdown: Callable[[], None] | None = None
+
+    @property
+    def on(self) -> bool:
+        return self.recorder is not None
+
+    def shutdown(self) -> None:
+        """Flush what is batched and stop exporting (the supervisor's stop)."""
+        if self.recorder is not None:
+            self.recorder.flush()
+        if self._shutdown is not None:
+            try:
+                self._shutdown()
+            except Exception:  # an exporter that cannot reach its collector must not fail a stop
+                log.exception("telemetry shutdown failed")
+        self.recorder = self.exposition = self._shutdown = None
+        self.where = None
+
+
+TELEMETRY = Telemetry()
+
+
+def start(paths: Paths, environ: Mapping[str, str], *, states: Callable[[], Mapping[str, str]],
+          digest: Callable[[Any], str] | None = None) -> Telemetry:
+    """Turn telemetry on for this process if the settings say so (else import nothing).
+    `states()`: server name → state, read at each collection. Raises `ConfigError` for bad
+    settings."""
+    settings = load_telemetry_settings(paths, environ)
+    TELEMETRY.settings = settings
+    if not settings.enabled or TELEMETRY.on:
+        return TELEMETRY
+    from monad_cli.daemon.telemetry.prometheus import Exposition
+    from monad_cli.daemon.telemetry.recorder import Recorder
+    from monad_cli.daemon.telemetry.sdk import install
+
+    pull, shutdown = install(settings, environ)
+    recorder = Recorder(capture_arguments=settings.capture_arguments, digest=digest)
+    recorder.observe_servers(states)
+    TELEMETRY.exposition = Exposition(pull, before=recorder.flush)
+    TELEMETRY._shutdown = shutdown
+    TELEMETRY.recorder = recorder
+    from monad_cli.core.redact import redact_url
+
+    log.info("telemetry on: %s; /metrics %s",
+             f"OTLP to {redact_url(settings.endpoint)}" if settings.endpoint else "no OTLP export",
+             "served" if settings.prometheus else "not served")
+    return TELEMETRY
+
+
+__all__ = ["TELEMETRY", "Telemetry", "start"]

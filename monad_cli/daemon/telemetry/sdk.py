@@ -1,0 +1,94 @@
+"""The OpenTelemetry SDK, set up once when telemetry is on (never imported otherwise).
+
+- traces: a `TracerProvider` (resource from `service_name` and `OTEL_RESOURCE_ATTRIBUTES`,
+  sampler from `OTEL_TRACES_SAMPLER`, default parent-based always-on), exported by OTLP/HTTP
+  in batches when an endpoint is set;
+- metrics: a `MeterProvider` with a pull reader for `GET /metrics` and, when an endpoint is
+  set, a periodic OTLP/HTTP exporter (`OTEL_METRIC_EXPORT_INTERVAL`, default 60 s);
+- both become the global providers, so the MCP SDK's own hooks (`mcp/shared/_otel.py`,
+  `mcp/server/_otel.py`) record into them too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from opentelemetry import metrics, trace
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader, MetricReader, PeriodicExportingMetricReader
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult, _get_from_env_or_default
+from opentelemetry.trace import SpanKind, get_current_span
+
+from monad_cli import __version__
+from monad_cli.daemon.telemetry.settings import ENDPOINT_VARS, TelemetrySettings
+
+_SDK_BACKGROUND = "MCP send "
+
+
+class QuietSampler(Sampler):
+    """The configured sampler, except for the MCP SDK's own CLIENT spans that start a trace:
+    its pings, list refreshes and handshakes, which no caller asked for (a span per ping per
+    server every few seconds). Under a monad span the SDK's spans are kept."""
+
+    def __init__(self, inner: Sampler) -> None:
+        self.inner = inner
+
+    def should_sample(self, parent_context: Any, trace_id: int, name: str, kind: Any = None,
+                      attributes: Any = None, links: Any = None, trace_state: Any = None) -> SamplingResult:
+        if name.startswith(_SDK_BACKGROUND) and not get_current_span(parent_context).get_span_context().is_valid:
+            return SamplingResult(Decision.DROP)
+        return self.inner.should_sample(parent_context, trace_id, name, kind, attributes, links, trace_state)
+
+    def get_description(self) -> str:
+        return f"QuietSampler({self.inner.get_description()})"
+
+
+class SdkRequestIds(SpanProcessor):
+    """The JSON-RPC id of an upstream request sent by the MCP SDK's session (not a direct
+    lane) is known only to the SDK's own `MCP send …` span, opened inside monad's CLIENT
+    span: copy it to monad's, so both paths give the CLIENT span `jsonrpc.request.id`."""
+
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
+        if not span.name.startswith(_SDK_BACKGROUND):
+            return
+        parent = get_current_span(parent_context)
+        request_id = (span.attributes or {}).get("jsonrpc.request.id")
+        if request_id is not None and parent.is_recording() and getattr(parent, "kind", None) == SpanKind.CLIENT:
+            parent.set_attribute("jsonrpc.request.id", request_id)
+
+
+def install(settings: TelemetrySettings, environ: Mapping[str, str]) -> tuple[InMemoryMetricReader, Callable[[], None]]:
+    """Set the global providers; returns the pull reader and the shutdown function (flushes)."""
+    resource = Resource.create({"service.name": settings.service_name, "service.version": __version__})
+    tracer_provider = TracerProvider(resource=resource, sampler=QuietSampler(_get_from_env_or_default()))
+    tracer_provider.add_span_processor(SdkRequestIds())
+    pull = InMemoryMetricReader()
+    readers: list[MetricReader] = [pull]
+    if settings.endpoint is not None:
+        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        # The exporters read the OTEL_EXPORTER_OTLP_* variables themselves; an endpoint from
+        # settings.toml is a base URL, completed with the signal's path as the spec says.
+        from_env = any(environ.get(v) for v in ENDPOINT_VARS)
+        base = settings.endpoint.rstrip("/")
+        span_exporter = OTLPSpanExporter() if from_env else OTLPSpanExporter(endpoint=f"{base}/v1/traces")
+        metric_exporter = OTLPMetricExporter() if from_env else OTLPMetricExporter(endpoint=f"{base}/v1/metrics")
+        tracer_provider.add_span_processor(BatchSpanProcessor(span_exporter))
+        readers.append(PeriodicExportingMetricReader(metric_exporter))
+    meter_provider = MeterProvider(resource=resource, metric_readers=readers)
+    trace.set_tracer_provider(tracer_provider)
+    metrics.set_meter_provider(meter_provider)
+
+    def shutdown() -> None:
+        tracer_provider.shutdown()
+        meter_provider.shutdown()
+
+    return pull, shutdown
+
+
+__all__ = ["QuietSampler", "install"]

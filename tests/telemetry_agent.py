@@ -1,0 +1,60 @@
+"""An agent for the telemetry tests: the MCP SDK's client with the OpenTelemetry SDK set up,
+as an agent that exports its own traces has it; run as its own process (the global tracer
+provider must not leak into the test process).
+
+    python telemetry_agent.py TOOL [TEXT] [--progress]   (MONAD_HOME in the environment)
+
+Starts a span `agent turn`, calls TOOL through `monad mcp serve` over stdio (the SDK's
+dispatcher opens its CLIENT span and puts its traceparent into `params._meta`), and prints
+`{"traceId", "spans": [{name, spanId, parentSpanId}], "text", "isError"}` as JSON.
+`--progress`: the call asks for progress, which takes the SDK's paths inside monad.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import anyio
+from mcp import Client, StdioServerParameters
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+
+def main() -> None:
+    argv = [a for a in sys.argv[1:] if a != "--progress"]
+    tool = argv[0]
+    text = argv[1] if len(argv) > 1 else ""
+    progress = "--progress" in sys.argv
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "monad_cli", "mcp", "serve"],
+                                   env={"MONAD_HOME": os.environ["MONAD_HOME"], "MONAD_NO_AUTOSTART": "1"})
+    out: dict[str, object] = {}
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        pass
+
+    async def run() -> None:
+        async with Client(params) as client:
+            with trace.get_tracer("agent").start_as_current_span("agent turn") as span:
+                out["traceId"] = format(span.get_span_context().trace_id, "032x")
+                result = await client.call_tool(tool, {"text": text},
+                                                progress_callback=on_progress if progress else None)
+                out["text"] = result.content[0].text if result.content else ""
+                out["isError"] = bool(result.is_error)
+
+    anyio.run(run)
+    out["spans"] = [{"name": s.name, "spanId": format(s.context.span_id, "016x"),
+                     "parentSpanId": format(s.parent.span_id, "016x") if s.parent else ""}
+                    for s in exporter.get_finished_spans()]
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
