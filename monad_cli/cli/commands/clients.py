@@ -38,7 +38,7 @@ def import_(
                     f"{summary['skipped']} from `{summary['file']}`"
                     + (" (dry run: nothing written)" if dry_run else
                        "; the supervisor connects them live" if summary["imported"] else ""))
-    if summary["skipped"]:
+    if summary["skipped"] > summary["gateway"]:  # monad's own entry is skipped by design, not a failure
         raise typer.Exit(1)
 
 
@@ -46,22 +46,38 @@ def connect(
     client: ClientArg,
     path: PathArg = None,
     remove: Annotated[bool, typer.Option("--remove", help="Take the `monad` entry out again.")] = False,
+    replace: Annotated[bool, typer.Option("--replace", help="Also take out the client's own entries for "
+                                          "servers monad runs (else each runs twice).")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     from monad_cli.cli.clients.connector import connect_client
 
-    result = connect_client(client, path, remove=remove)
+    result = connect_client(client, path, remove=remove, replace=replace)
+    title = CLIENTS[client].title
     if as_json:
         render.data_json(result)
-        return
-    where = f"`{result['file']}`"
-    if not result["changed"]:
-        render.info(f"{where} {'has no `monad` entry' if remove else 'already runs monad'}; nothing changed")
-    elif remove:
-        render.info(f"removed the `monad` entry from {where}; restart {CLIENTS[client].title} to drop it")
     else:
-        render.info(f"wrote the `monad` entry into {where}; restart {CLIENTS[client].title} to see every "
-                    f"monad server through the approval gate")
+        where = f"`{result['file']}`"
+        if not result["changed"]:
+            render.info(f"{where} {'has no `monad` entry' if remove else 'already runs monad'}; nothing changed")
+        elif result["deleted"]:
+            render.info(f"removed {where}: monad had created it, and nothing else was in it")
+        elif remove:
+            render.info(f"removed the `monad` entry from {where}; restart {title} to drop it")
+        else:
+            render.info(f"wrote the `monad` entry into {where}; restart {title} to see every "
+                        f"monad server through the approval gate")
+        if result["replaced"]:
+            render.info(f"took {title}'s own entries {_names(result['replaced'])} out of {where}: "
+                        f"monad runs those servers now")
+    if result["duplicates"]:
+        render.warn(f"{title}'s own entries {_names(result['duplicates'])} stay in `{result['file']}`, so each "
+                    f"of those servers runs twice (once by {title}, once through monad); "
+                    f"`monad mcp connect {client} --replace` takes them out")
+
+
+def _names(names: list[str]) -> str:
+    return ", ".join(f"`{n}`" for n in names)
 
 
 def export(
@@ -95,7 +111,9 @@ _CONNECT_HELP = (
     "Add a server named `monad` to a client's config: it runs `monad mcp serve` (this monad, by absolute path), "
     "so the client sees every monad server through the approval gate.\n\n"
     "Keeps every other key, comment and server of the file; the write is atomic; running it twice changes "
-    "nothing; --remove takes the entry out.\n\n"
+    "nothing; --remove takes the entry out (and deletes the file if connect created it). The client's own "
+    "entries for servers monad also runs stay and are named (each would run twice); --replace takes them "
+    "out.\n\n"
 )
 
 
