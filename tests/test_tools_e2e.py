@@ -375,6 +375,7 @@ def test_interrupted_calls_are_marked_after_a_supervisor_crash(supervisor: Any, 
     try:
         wait_for(lambda: (tmp_path / "slow.started").exists(), timeout=30)
         assert [c["outcome"] for c in calls(monad)] == ["running"]  # the intent row is written before the call
+        approved = calls(monad)[0]
         pid = int((monad_home / "run" / "monad.pid").read_text())
         os.kill(pid, signal.SIGKILL)
         proc.communicate(timeout=30)
@@ -385,6 +386,33 @@ def test_interrupted_calls_are_marked_after_a_supervisor_crash(supervisor: Any, 
     assert monad("daemon", "start").code == 0
     row = calls(monad)[0]
     assert row["outcome"] == "interrupted", row
+    # approved with --yes before the crash: the decision and who made it survive it (issue 30)
+    assert approved["decision"] not in (None, "-") and approved["decidedBy"] not in (None, "-"), approved
+    assert (row["decision"], row["decidedBy"]) == (approved["decision"], approved["decidedBy"]), row
+    r = monad("journal", "--calls")
+    assert r.code == 0 and approved["decidedBy"] in r.out, r
+
+
+def test_daemon_stop_during_a_call_names_the_supervisor_not_the_server(supervisor: Any, tmp_path: Path) -> None:
+    """`monad daemon stop` while a call runs: the CLI says the supervisor stopped, not that the
+    server failed the call, and the journal row is `interrupted` with its decision (issue 30)."""
+    monad = supervisor
+    add(monad, "ts", "--marker-dir", str(tmp_path))
+    wait_state(monad, "ts", "connected")
+    proc = popen_monad("mcp", "call", "ts__slow", "--arg", "seconds=300", "--yes")
+    try:
+        wait_for(lambda: (tmp_path / "slow.started").exists(), timeout=30)
+        assert monad("daemon", "stop").code == 0
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode != 0 and "the supervisor stopped during the call to `ts__slow`" in err, err
+    assert "failed `slow`" not in err and "Traceback" not in err, err
+    assert monad("daemon", "start").code == 0
+    row = calls(monad)[0]
+    assert (row["outcome"], row["decision"], row["error"]) == (
+        "interrupted", "approved", "the supervisor stopped during the call"), row
 
 
 def test_cli_call_help_does_not_import_the_sdk() -> None:

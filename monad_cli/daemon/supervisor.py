@@ -144,7 +144,8 @@ class Supervisor:
         self.state_listeners.append(tasks.on_actor_state)
         self.tool_service = ToolService(journal, self.actors, scrub=self.scrub,
                                         tool_globs=lambda: self.tool_globs, start_task=tasks.start,
-                                        run_task=tasks.run_call, recheck=self._recheck_tools)
+                                        run_task=tasks.run_call, recheck=self._recheck_tools,
+                                        stopping=lambda: self.stopping)
         self.tool_listeners.append(lambda actor: self.tool_service.changed())
         self.auth = SupervisorAuth(self.paths, self.actors)
         self.gateway = Gateway(self.tool_service, scrub=self.scrub)

@@ -29,7 +29,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from monad_cli import __version__
 from monad_cli.config import edits
-from monad_cli.core.errors import InvalidInput, NotFound
+from monad_cli.core.errors import Conflict, InvalidInput, NotFound
 from monad_cli.core.redact import redact_definition
 from monad_cli.daemon.api.studio import studio_routes
 from monad_cli.daemon.api.tasks import task_routes
@@ -192,9 +192,25 @@ class ControlServer:
         self._actor(name)
         return JSONResponse(self.sup.status(name=name, detail=True)[0])
 
+    def _not_reconnectable(self, name: str, actor: Any) -> str | None:
+        """Why reconnecting `name` would change nothing (an invalid definition, disabled,
+        filtered out), or None when it can reconnect."""
+        filtered = self.sup.server_filter.reason(name)
+        if actor.spec is None:
+            return (f"its definition is invalid ({actor.reason})" if actor.reason else
+                    "its definition is invalid") + f"; fix it (`monad mcp get {name}`) and it connects live"
+        if not actor.spec.enabled:
+            return f"disabled (enabled = false); `monad mcp enable {name}` connects it"
+        return f"filtered out: {filtered}" if filtered else None
+
     async def reconnect(self, request: Request) -> JSONResponse:
+        """Drop the session and connect again; `Conflict` (409) saying why when a reconnect
+        would change nothing (an invalid definition, disabled, filtered out)."""
         await self.sup.reconcile()
         actor = self._actor(request.path_params["name"])
+        why = self._not_reconnectable(actor.name, actor)
+        if why is not None:
+            raise Conflict(f"not reconnecting `{actor.name}`: {why}")
         actor.reconnect()
         if getattr(request.state, "via", None) == "studio" and self.sup.journal is not None:
             self.sup.journal.record("action", server=actor.name, reason="reconnect asked from the Studio",
@@ -207,10 +223,7 @@ class ControlServer:
         await self.sup.reconcile(force=True)
         reconnecting, skipped = [], []
         for name, actor in sorted(self.sup.actors.items()):
-            filtered = self.sup.server_filter.reason(name)
-            why = ("its definition is invalid" if actor.spec is None else
-                   "disabled (enabled = false)" if not actor.spec.enabled else
-                   f"filtered out: {filtered}" if filtered else None)
+            why = self._not_reconnectable(name, actor)
             if why is None:
                 actor.reconnect()
                 reconnecting.append(name)

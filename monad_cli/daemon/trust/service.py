@@ -79,8 +79,9 @@ class ToolService:
     `features/tools.toml` (`deferred`, `enabled`, `disabled`); `start_task` runs detached
     calls (None: `detach` is refused),
     `run_task` the calls of tools whose `execution.taskSupport` is `required` (2025-11-25);
-    `clock` (epoch seconds) dates approval requests. Call `changed()` whenever a server's
-    tool list was (re)fetched.
+    `clock` (epoch seconds) dates approval requests; `stopping()` is true once the supervisor
+    stops (a call its stop cuts fails naming the supervisor, not the server). Call `changed()`
+    whenever a server's tool list was (re)fetched.
 
     It never opens or closes a session, never edits a definition file and never asks a
     person anything itself: a call that needs a person waits on the gate (or raises
@@ -90,8 +91,10 @@ class ToolService:
     def __init__(self, journal: Journal, servers: Mapping[str, ToolServer], *,
                  scrub: Callable[[str], str], tool_globs: Callable[[], Mapping[str, Sequence[str]]] = dict,
                  start_task: StartTask | None = None, run_task: RunTask | None = None,
-                 clock: Callable[[], float] = time.time, recheck: Callable[[str], None] = lambda name: None) -> None:
+                 clock: Callable[[], float] = time.time, recheck: Callable[[str], None] = lambda name: None,
+                 stopping: Callable[[], bool] = lambda: False) -> None:
         self.journal = journal
+        self.stopping = stopping
         self.recheck = recheck
         self.servers = servers
         self.scrub = scrub
@@ -283,6 +286,15 @@ class ToolService:
         log.info("approval %s pending: %s (via %s)", p.id, exposed, via)
         return await self.gate.wait(p, timeout)
 
+    def _fail_if_stopping(self, finish: Callable[..., None], exposed: str, server: str) -> None:
+        """When the supervisor's stop closed the session under a call, the server did not fail
+        it and whether it acted is unknown (as after a crash): journal it `interrupted` and
+        raise `Unavailable` naming the supervisor."""
+        if self.stopping():
+            finish("interrupted", "the supervisor stopped during the call")
+            raise Unavailable(f"the supervisor stopped during the call to `{exposed}` (`monad daemon stop` or a "
+                              f"signal); whether server `{server}` acted on it is unknown") from None
+
     async def call(self, exposed: str, arguments: dict[str, Any] | None, *, via: str,
                    approval: dict[str, Any], detach: bool = False,
                    app_of: str | None = None, progress: ProgressFn | None = None,
@@ -332,7 +344,7 @@ class ToolService:
                                   decided_by="the caller left while waiting for approval", duration_ms=0.0)
             raise
         call_id = self.calls.start(server=actor.name, tool=tool.name, exposed=exposed, arguments=arguments,
-                                   via=via)
+                                   via=via, decision=decision, decided_by=who)
         started = time.monotonic()
 
         def finish(outcome: str, error: str | None = None, *, defer: bool = False) -> None:
@@ -368,6 +380,7 @@ class ToolService:
                 finish("cancelled", "the caller cancelled the call")
             raise
         except MCPError as exc:
+            self._fail_if_stopping(finish, exposed, actor.name)
             timed_out = exc.error.code == REQUEST_TIMEOUT
             finish("timeout" if timed_out else "error", f"{exc.error.message} (MCP error {exc.error.code})")
             raise ToolCallFailed(self.scrub(f"server `{actor.name}` failed `{tool.name}`: {exc.error.message} "
@@ -376,6 +389,7 @@ class ToolService:
             finish("error", exc.message)
             raise
         except Exception as exc:  # noqa: BLE001 - e.g. an outputSchema mismatch in the SDK
+            self._fail_if_stopping(finish, exposed, actor.name)
             finish("error", f"{type(exc).__name__}: {exc}")
             raise ToolCallFailed(self.scrub(f"server `{actor.name}` failed `{tool.name}`: {exc}")) from None
         out = result.model_dump(by_alias=True, exclude_none=True, mode="json")
