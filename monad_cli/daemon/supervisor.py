@@ -38,6 +38,7 @@ from monad_cli.journal.settings import load_journal_settings
 if TYPE_CHECKING:
     from mcp.client import ClientExtension
 
+    from monad_cli.config.schema import ServerSpec
     from monad_cli.daemon.tasks.manager import TaskManager
 
 log = logging.getLogger("monad.supervisor")
@@ -251,8 +252,11 @@ class Supervisor:
             self._journal_config(name, "changed; reconnecting")
         for name in d.unchanged:
             actor = self.actors[name]
+            before = actor.spec
             actor.spec = defs.specs[name]  # same session; the source may have moved
             actor.source = actor.spec.source
+            if before is not None and before.trust != actor.spec.trust:
+                self._trust_changed(actor, before)
             if actor.config_error:
                 actor.config_error = None
         for name in d.broken:
@@ -283,6 +287,17 @@ class Supervisor:
         self.applied = new_applied
         for listener in list(self.config_listeners):
             listener(d)
+
+    def _trust_changed(self, actor: ServerActor, before: ServerSpec) -> None:
+        """A `trust` edit applies to the live session: the gate reads `autoApproveTools` and
+        `hostEscape` at each call, the listing's `autoApproved` is rebuilt, and a changed
+        `pinnedToolHash` meets the tools the session holds now (a tools/list, then the pin:
+        registered, or refused with the reason), never the tools of a future reconnect."""
+        assert actor.spec is not None
+        self._journal_config(actor.name, "trust changed; applied to the live session")
+        self.tool_service.changed()
+        if before.trust.pinned_tool_hash != actor.spec.trust.pinned_tool_hash and actor.live:
+            self._recheck_tools(actor.name)
 
     async def _remove(self, actor: ServerActor) -> None:
         """A removed server: its open tasks end `cancelled` (told to it while it is up), then it stops."""

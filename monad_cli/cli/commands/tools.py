@@ -264,7 +264,8 @@ def trust(
                                                "be approved for a session, never always.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Edit the server's `trust` table: `autoApproveTools` and `hostEscape`.
+    """Edit the server's `trust` table: `autoApproveTools` and `hostEscape`; the supervisor
+    applies it to the live session (no reconnect).
 
     A new `--auto-approve` name that matches none of the tools the server advertises is
     warned about at once, with the advertised names (when the supervisor runs and the server
@@ -276,7 +277,6 @@ def trust(
 
     if not auto_approve and not remove and host_escape is None:
         raise InvalidInput("nothing to change: pass --auto-approve TOOL, --remove TOOL or --host-escape")
-    # Read before the edit: the edit reconnects the server, and its tools do not depend on it.
     advertised = _advertised(name) if auto_approve else (None, "")
     source, wanted = edit_trust(paths(), name, auto_approve=auto_approve or [], remove=remove or [],
                                 host_escape=host_escape)
@@ -288,7 +288,7 @@ def trust(
     else:
         render.info(f"server `{name}`: autoApproveTools = {', '.join(wanted) or '(none)'}"
                     + (f"; hostEscape = {'true' if host_escape else 'false'}" if host_escape is not None else "")
-                    + f" ({source})")
+                    + f" ({source}); applied to the live session, the server keeps running")
 
 
 def _advertised(name: str) -> tuple[list[tuple[str, str]] | None, str]:

@@ -20,6 +20,7 @@ from mcp_types import CallToolResult, Implementation, Tool, ToolListChangedNotif
 
 from monad_cli import __version__
 from monad_cli.config.schema import ServerSpec
+from monad_cli.core.messages import one_line
 from monad_cli.core.states import LIVE, State, check_transition
 from monad_cli.daemon.sessions.backoff import Backoff
 from monad_cli.daemon.sessions.connect import Learned, list_all_tools, start_upkeep, transport_for
@@ -130,7 +131,9 @@ class ServerActor:
 
     # -- state -------------------------------------------------------------------------
     def set_state(self, state: State, reason: str | None = None) -> None:
-        reason = self.ctx.scrub(reason) if reason else reason
+        # One line: a reason is one row of `status` and one journal field (an HTTP library's
+        # hint may span lines).
+        reason = one_line(self.ctx.scrub(reason)) if reason else reason
         if state == self.state and reason == self.reason:
             return
         check_transition(self.state, state)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from monad_cli.core.messages import one_line
 from monad_cli.core.states import State
 
 if TYPE_CHECKING:
@@ -32,9 +33,9 @@ def status_row(actor: ServerActor, *, detail: bool = False) -> dict[str, Any]:
         "required": spec.required if spec else None,
         # While it connects too: a server that hangs at start is a live process worth naming.
         "pid": conn.pid if conn and conn.returncode is None and (live or actor.state == State.CONNECTING) else None,
-        "configError": actor.config_error if spec else None,
+        "configError": one_line(actor.config_error) if spec and actor.config_error else None,
         "attempt": actor.attempt if retrying else None,
-        "lastAttemptReason": actor.last_failure if retrying else None,
+        "lastAttemptReason": one_line(actor.last_failure) if retrying and actor.last_failure else None,
     }
     if detail:
         row["toolNames"] = [t.name for t in actor.tools] if live else []
