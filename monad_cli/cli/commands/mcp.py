@@ -220,6 +220,10 @@ def status(
         ("tools", "refused (its tool set does not match its pin; see the reason)" if row.get("toolsRefused")
          else row["toolNames"]), ("stderr tail", row["stderrTail"]),
     ])
+    if row.get("probeNoiseLines"):
+        render.info(f"({row['probeNoiseLines']} lines the server wrote about monad's `server/discover` probe, "
+                    f"validation warnings of an older SDK, are left out of the tail; the log has them: "
+                    f"`monad mcp path`)")
     for warning in row.get("warnings") or []:
         render.warn(f"server `{name}`: {warning}")
 

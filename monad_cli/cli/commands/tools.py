@@ -99,7 +99,9 @@ def _show_result(result: dict[str, Any], as_json: bool) -> None:
         if as_json:
             render.data_json(result)
         message = " ".join(texts).strip() or "the tool reported an error"
-        raise MonadError(f"tool `{result.get('name')}` failed: {message}")
+        said = result.get("serverStderr")
+        hint = f"; stderr during the call: {' | '.join(said)}" if said else ""
+        raise MonadError(f"tool `{result.get('name')}` failed: {message}{hint}")
     if as_json:
         render.data_json(result)
         return

@@ -15,7 +15,8 @@ def status_row(actor: ServerActor, *, detail: bool = False) -> dict[str, Any]:
     """`{name, transport, state, reason, since, tools, protocolVersion, source, enabled,
     required, pid, configError, attempt, lastAttemptReason}` (`pid` also while it connects;
     `attempt` and why the last one failed while connecting or backing off); with `detail`,
-    also `toolNames`, `stderrTail` (scrubbed), `serverInfo`, `strayStdoutLines`,
+    also `toolNames`, `stderrTail` (scrubbed), `probeNoiseLines` (lines of an older SDK's
+    validation warning about the `server/discover` probe, left out of the tail), `serverInfo`, `strayStdoutLines`,
     `repairedStdoutLines`, `oversizeMessages` and `httpTransport` (`streamable-http` or
     `sse`, for an http server)."""
     spec, conn, live = actor.spec, actor.conn, actor.live
@@ -40,6 +41,7 @@ def status_row(actor: ServerActor, *, detail: bool = False) -> dict[str, Any]:
     if detail:
         row["toolNames"] = [t.name for t in actor.tools] if live else []
         row["stderrTail"] = [actor.ctx.scrub(line) for line in actor.sink.lines()]
+        row["probeNoiseLines"] = actor.sink.probe_noise
         row["serverInfo"] = actor.server_info if live else None
         row["strayStdoutLines"] = conn.stray_lines if conn else 0
         row["repairedStdoutLines"] = conn.repaired_lines if conn else 0

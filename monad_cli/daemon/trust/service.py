@@ -60,6 +60,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("monad.tools")
 PENDING_TTL_S = 600.0
 DEFAULT_APPROVAL_TIMEOUT_S = 120.0
+STDERR_OF_CALL = 5  # stderr lines of a failed call quoted in its reason
 
 
 class ApprovalRequired(Exception):
@@ -286,6 +287,15 @@ class ToolService:
         log.info("approval %s pending: %s (via %s)", p.id, exposed, via)
         return await self.gate.wait(p, timeout)
 
+    async def _stderr_of_call(self, sink: Any, mark: int) -> list[str]:
+        """The last `STDERR_OF_CALL` lines a stdio server wrote to stderr since `mark` (its
+        sink's count when the call was sent), scrubbed; Python's `^^^^` marker lines left out."""
+        if sink is None:
+            return []
+        await sink.settle()
+        lines = [line.strip() for line in sink.since(mark) if line.strip().strip("^~").strip()]
+        return [self.scrub(line) for line in lines[-STDERR_OF_CALL:]]
+
     def _fail_if_stopping(self, finish: Callable[..., None], exposed: str, server: str) -> None:
         """When the supervisor's stop closed the session under a call, the server did not fail
         it and whether it acted is unknown (as after a crash): journal it `interrupted` and
@@ -346,6 +356,8 @@ class ToolService:
         call_id = self.calls.start(server=actor.name, tool=tool.name, exposed=exposed, arguments=arguments,
                                    via=via, decision=decision, decided_by=who)
         started = time.monotonic()
+        sink = getattr(actor, "sink", None)  # a stdio server's stderr (sessions/stderr.py), if any
+        mark = sink.count if sink is not None else 0
 
         def finish(outcome: str, error: str | None = None, *, defer: bool = False) -> None:
             self.calls.finish(call_id, outcome=outcome, decision=decision, decided_by=who,
@@ -382,9 +394,11 @@ class ToolService:
         except MCPError as exc:
             self._fail_if_stopping(finish, exposed, actor.name)
             timed_out = exc.error.code == REQUEST_TIMEOUT
-            finish("timeout" if timed_out else "error", f"{exc.error.message} (MCP error {exc.error.code})")
+            said = await self._stderr_of_call(sink, mark)
+            hint = f"; stderr during the call: {' | '.join(said)}" if said else ""
+            finish("timeout" if timed_out else "error", f"{exc.error.message} (MCP error {exc.error.code}){hint}")
             raise ToolCallFailed(self.scrub(f"server `{actor.name}` failed `{tool.name}`: {exc.error.message} "
-                                            f"(MCP error {exc.error.code})")) from None
+                                            f"(MCP error {exc.error.code}){hint}")) from None
         except (NotConnected, QueueFull) as exc:  # from the task manager: the kind stays
             finish("error", exc.message)
             raise
@@ -395,8 +409,14 @@ class ToolService:
         out = result.model_dump(by_alias=True, exclude_none=True, mode="json")
         is_error = bool(result.is_error)
         text = " ".join(c.get("text", "") for c in out.get("content", []) if c.get("type") == "text")
+        said = await self._stderr_of_call(sink, mark) if is_error else []
+        if said:
+            # An opaque "Error executing tool fetch" is often explained by what the server
+            # logged meanwhile: the caller (never the agent: gateway/session.py) gets it.
+            out["serverStderr"] = said
+        why = text[:300] + (f"; stderr during the call: {' | '.join(said)}" if said else "")
         # The intent row was committed before the call; the outcome may follow the answer.
-        finish("tool-error" if is_error else "ok", text[:300] if is_error else None, defer=write_behind)
+        finish("tool-error" if is_error else "ok", why if is_error else None, defer=write_behind)
         out.update(callId=call_id, server=actor.name, tool=tool.name, name=exposed, decidedBy=who)
         out.setdefault("isError", is_error)
         return out
