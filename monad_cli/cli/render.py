@@ -25,7 +25,9 @@ def line(text: str = "") -> None:
 
 
 def info(text: str) -> None:
-    sys.stderr.write(cut_values(text) + "\n")
+    # Not cut: an info line may carry a URL to open whole (`authorize --json` prints the
+    # authorization URL here), so the commands cut the values they echo themselves.
+    sys.stderr.write(text + "\n")
 
 
 def warn(text: str) -> None:

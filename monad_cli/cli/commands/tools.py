@@ -18,6 +18,7 @@ from monad_cli.cli.commands._calls import post_call
 from monad_cli.cli.commands._common import JsonOpt, supervisor
 from monad_cli.cli.commands._status import not_ready
 from monad_cli.core.errors import ApprovalTimeout, ExitCode, InvalidInput, MonadError, NotFound
+from monad_cli.core.messages import cut
 from monad_cli.core.paths import paths
 from monad_cli.tools.arguments import build_arguments
 
@@ -288,7 +289,7 @@ def trust(
         render.data_json({"name": name, "source": source, "autoApproveTools": wanted, "hostEscape": host_escape,
                           "inert": inert})
     else:
-        render.info(f"server `{name}`: autoApproveTools = {', '.join(wanted) or '(none)'}"
+        render.info(f"server `{name}`: autoApproveTools = {', '.join(cut(t) for t in wanted) or '(none)'}"
                     + (f"; hostEscape = {'true' if host_escape else 'false'}" if host_escape is not None else "")
                     + f" ({source}); applied to the live session, the server keeps running")
 
