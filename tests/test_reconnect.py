@@ -40,3 +40,10 @@ def test_reconnect_refuses_a_disabled_or_invalid_server_and_says_why(supervisor:
     assert r.code == 0 and "reconnecting `ok`" in r.err, r
     r = monad("mcp", "reconnect", "--all")
     assert r.code == 0 and "not reconnecting `off`: disabled" in r.err, r
+
+    # A broken edit of a running server: the reconnect uses the last good definition, and says so.
+    atom = monad_home / "atoms" / "mcp" / "ok.toml"
+    atom.write_text(atom.read_text() + 'timeout = "soon"\n')
+    r = monad("mcp", "reconnect", "ok")
+    assert r.code == 0 and "reconnects with its last good definition; the edit is not applied" in r.err, r
+    assert "timeout" in r.err

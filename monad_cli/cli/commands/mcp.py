@@ -343,6 +343,9 @@ def reconnect(
         return
     names = answer.get("reconnecting") if all_ else [name]
     render.info(f"reconnecting {', '.join(f'`{n}`' for n in names or []) or 'nothing'}")
+    if answer.get("configError"):
+        render.warn(f"server `{name}` reconnects with its last good definition; the edit is not applied: "
+                    f"{answer['configError']}")
     for skipped in answer.get("skipped") or []:
         render.info(f"not reconnecting `{skipped['name']}`: {skipped['reason']}")
 

@@ -215,7 +215,8 @@ class ControlServer:
         if getattr(request.state, "via", None) == "studio" and self.sup.journal is not None:
             self.sup.journal.record("action", server=actor.name, reason="reconnect asked from the Studio",
                                     detail={"via": "studio", "action": "reconnect"})
-        return JSONResponse({"name": actor.name, "reconnecting": True})
+        # A broken edit beside a running definition: the reconnect uses the last good one.
+        return JSONResponse({"name": actor.name, "reconnecting": True, "configError": actor.config_error})
 
     async def reconnect_all(self, request: Request) -> JSONResponse:
         """Reconnect every server that can connect; `skipped` names the others and why
