@@ -246,6 +246,8 @@ class Studio:
         to the same URL on `new`, until such a token would have expired."""
         self.bus.close(group=old)
         old.logins.clear_sessions()
+        for earlier in self._forwarding:  # a second move: older ports forward to the page's port too
+            earlier.moved_to = new
         if not old.logins.hand_over(new.logins):
             await old.stop()
             return
