@@ -145,9 +145,14 @@ def test_two_studio_ports_at_once_leave_no_dead_url(monad: Any) -> None:
         assert browser.get("/v1/health").status_code == 200
     # A URL opened on the forwarding port is spent like any other; the old port serves nothing else.
     moved = [a for a in answers if StudioHTTP(a["url"]).http.get(a["url"]).status_code == 307]
+    assert len(moved) == 1, answers  # the port that lost the race
     for answer in moved:
         forward = httpx2.get(f"http://127.0.0.1:{answer['port']}/studio/")
         assert forward.status_code == 410 and "the Studio moved to" in forward.text
+        # Moving back to the forwarding port works: it becomes the page's port again.
+        r = monad("studio", "--no-browser", "--json", "--port", str(answer["port"]))
+        assert r.code == 0 and r.json()["port"] == answer["port"], r
+        assert StudioHTTP(r.json()["url"]).login().status_code == 303
     assert monad("daemon", "stop").code == 0
 
 

@@ -225,7 +225,12 @@ class Studio:
                     sandbox = Listener(self._sandbox_app, port=0, what="MCP Apps sandbox", path=PROXY_PATH)
                     await sandbox.start()
                     self.sandbox = sandbox
-                new = Listener(self._app, port=default_port if port is None else port)
+                wanted = default_port if port is None else port
+                for old in [f for f in self._forwarding if f.port == wanted]:
+                    # Moving back to a port that only forwards: it is the page's again.
+                    self._forwarding.remove(old)
+                    await old.stop()
+                new = Listener(self._app, port=wanted)
                 await new.start()  # a port that cannot be bound leaves the current one serving
                 self.listener = new
                 if current is not None:
