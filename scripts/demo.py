@@ -42,7 +42,8 @@ def main() -> None:
     monad("mcp", "status")
     monad("mcp", "status", "time")
     monad("daemon", "stop")
-    print(f"\ndemo ok: the state is in {HOME}")
+    print(f"\ndemo ok: the state is in {HOME}, and its supervisor is stopped. For your own setup, "
+          f"`make install` puts `monad` on PATH; the README's Quick start then keeps its state in ~/.monad")
 
 
 if __name__ == "__main__":

@@ -33,6 +33,8 @@ class FakeSpec:
 class FakeActor:
     name: str
     spec: FakeSpec | None = field(default_factory=FakeSpec)
+    reason: str | None = None
+    config_error: str | None = None
     live: bool = False
     tools: list[Any] = field(default_factory=list)
     reconnects: int = 0
@@ -100,14 +102,17 @@ def test_an_unknown_server_is_the_404_envelope(port: FakePort) -> None:
 
 
 def test_reconnect_one_and_all(port: FakePort) -> None:
-    assert _call(port, "POST", "/v1/mcp-servers/a/reconnect").json() == {"name": "a", "reconnecting": True}
+    assert _call(port, "POST", "/v1/mcp-servers/a/reconnect").json() == {"name": "a", "reconnecting": True,
+                                                                         "configError": None}
     assert port.actors["a"].reconnects == 1
     answer = _call(port, "POST", "/v1/mcp-servers/reconnect").json()
     assert answer["reconnecting"] == ["a"]
-    assert {s["name"]: s["reason"] for s in answer["skipped"]} == {
+    assert {s["name"]: s["reason"].split(";")[0] for s in answer["skipped"]} == {
         "broken": "its definition is invalid", "off": "disabled (enabled = false)"}
-    assert port.actors["a"].reconnects == 2 and port.actors["off"].reconnects == 0
     assert port.reconciles[-1] is True  # reconnecting all re-reads the files first
+    refused = _call(port, "POST", "/v1/mcp-servers/off/reconnect")
+    assert refused.status_code == 409 and "`monad mcp enable off`" in refused.json()["error"]["message"]
+    assert port.actors["a"].reconnects == 2 and port.actors["off"].reconnects == 0
 
 
 def test_status_is_the_ports_rows_scrubbed_on_the_way_out_of_an_error(port: FakePort) -> None:

@@ -408,3 +408,76 @@ def test_vscode_env_file_of_a_workspace_is_read_into_env(cli: Any, monad_home: P
     user.write_text(json.dumps({"servers": {"w": {"command": "x", "envFile": "${workspaceFolder}/.env"}}}))
     r = cli("mcp", "import", "vscode", str(user), "--json")
     assert "only a workspace's `.vscode/mcp.json` can fill in" in r.json()["servers"][0]["detail"], r
+
+
+# -- what a newcomer hit (issue 30) --------------------------------------------------------------
+def test_dry_run_rows_say_would_import(cli: Any, monad_home: Path) -> None:
+    src = str(FIXTURES / "claude_desktop_config.json")
+    r = cli("mcp", "import", "claude-desktop", src, "--dry-run")
+    assert r.code == 0, r
+    rows = [line.split()[:3] for line in r.out.splitlines()[1:]]
+    assert rows and all(row[1:3] == ["would", "import"] for row in rows), r.out
+    assert "imported" not in r.out and "would import 2" in r.err
+    assert [s["result"] for s in cli("mcp", "import", "claude-desktop", src, "--dry-run", "--json").json()[
+        "servers"]] == ["would import", "would import"]
+    assert not (monad_home / "atoms").exists()
+
+
+def test_import_never_takes_monads_own_gateway_entry(cli: Any, monad_home: Path, tmp_path: Path) -> None:
+    """`connect claude-code` then `import claude-code`: monad's entry is skipped, said so, and
+    alone does not fail the import; the client's other servers are imported."""
+    path = tmp_path / ".claude.json"
+    path.write_text(json.dumps({"mcpServers": {"time": {"type": "stdio", "command": "mcp-server-time"}},
+                                "numStartups": 3}))
+    assert cli("mcp", "connect", "claude-code", str(path)).code == 0
+    # also by hand, through `python -m monad_cli`, under another name
+    data = json.loads(path.read_text())
+    data["mcpServers"]["gw"] = {"command": "/usr/bin/python3", "args": ["-m", "monad_cli", "mcp", "serve", "time"]}
+    path.write_text(json.dumps(data))
+    r = cli("mcp", "import", "claude-code", str(path), "--json")
+    assert r.code == 0, r
+    rows = {s["name"]: s for s in r.json()["servers"]}
+    assert rows["time"]["result"] == "imported"
+    for name in ("monad", "gw"):
+        assert rows[name]["result"] == "skipped" and "monad's own gateway" in rows[name]["detail"]
+    assert not (monad_home / "atoms" / "mcp" / "monad.toml").exists()
+    assert not (monad_home / "atoms" / "mcp" / "gw.toml").exists()
+    r = cli("mcp", "import", "claude-code", str(path))
+    assert r.code == 0 and "monad's own gateway" in r.out, r
+
+
+def test_connect_names_the_clients_own_entries_and_replace_takes_them_out(
+        cli: Any, monad_home: Path, tmp_path: Path) -> None:
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": {
+        "time": {"command": "mcp-server-time", "args": ["--local-timezone", "UTC"]},  # same name
+        "clock": {"command": "mcp-server-git"},  # the same definition as monad's `git`
+        "mine": {"command": "my-own-server"}}, "theme": "dark"}))
+    assert cli("mcp", "add", "time", "--", "mcp-server-time").code == 0
+    assert cli("mcp", "add", "git", "--", "mcp-server-git").code == 0
+    r = cli("mcp", "connect", "cursor", str(path))
+    assert r.code == 0, r
+    assert "Cursor's own entries `time`, `clock` stay in" in r.err and "runs twice" in r.err
+    assert "--replace" in r.err
+    assert set(json.loads(path.read_text())["mcpServers"]) == {"monad", "time", "clock", "mine"}
+    r = cli("mcp", "connect", "cursor", str(path), "--replace", "--json")
+    assert r.code == 0 and r.json()["replaced"] == ["time", "clock"] and r.json()["duplicates"] == [], r
+    data = json.loads(path.read_text())
+    assert set(data["mcpServers"]) == {"monad", "mine"} and data["theme"] == "dark"
+    assert "runs twice" not in cli("mcp", "connect", "cursor", str(path)).err
+    r = cli("mcp", "connect", "aura", str(tmp_path), "--replace")
+    assert r.code == 2 and "--replace is not for aura" in r.err, r
+
+
+def test_connect_remove_deletes_the_file_connect_created(cli: Any, tmp_path: Path) -> None:
+    new = tmp_path / "fresh" / ".cursor" / "mcp.json"
+    assert cli("mcp", "connect", "cursor", str(new)).code == 0 and new.exists()
+    r = cli("mcp", "connect", "cursor", str(new), "--remove")
+    assert r.code == 0 and "monad had created it" in r.err, r
+    assert not new.exists()
+    # a file that held something else of the person's is kept
+    kept = tmp_path / "kept.json"
+    kept.write_text('{"mcpServers": {}, "theme": "dark"}\n')
+    assert cli("mcp", "connect", "cursor", str(kept)).code == 0
+    assert cli("mcp", "connect", "cursor", str(kept), "--remove").code == 0
+    assert json.loads(kept.read_text()) == {"mcpServers": {}, "theme": "dark"}

@@ -1,9 +1,10 @@
 """The typed `trust` and `auth` tables of a `ServerSpec`, and the digests keyed to a definition.
 
 Approvals are stored against `definition_hash()` and reconcile compares
-`connection_fingerprint()`: the digests below were computed by the code before `trust` and
-`auth` became dataclasses, so a change to either hash (and every "always" approval lost with
-it) fails here first."""
+`connection_fingerprint()`: the definition hashes below were computed by the code before
+`trust` and `auth` became dataclasses, so a change to it (and every "always" approval lost
+with it) fails here first. The fingerprints lost `trust` (issue 30: trust edits apply to the
+live session); a fingerprint is never stored, so changing it costs nothing but this table."""
 
 from __future__ import annotations
 
@@ -30,18 +31,18 @@ HEADERS: dict[str, Any] = {"transport": "http", "url": "https://example.test/mcp
                            "auth": {"mode": "headers", "headers": {"X-K": "$TOKEN"}}}
 PLAIN: dict[str, Any] = {"command": "x"}
 
-# (definition_hash, connection_fingerprint) as the dict-based code computed them.
+# (definition_hash as the dict-based code computed it, connection_fingerprint without `trust`).
 DIGESTS = {
     "stdio": (STDIO, "4d41e11cda064c0f0bdca6da2c221816dcc2e880f91876c89f82c8f627f0b4ad",
-              "57c1cb03e847a1d555749834e41f7382639d235ca08dccbc7f839655f75c95de"),
+              "49f6cccccc8a93fd79f455495db1e1c7bc2e060a713d20849aebcb37f1d44654"),
     "http": (OAUTH, "c4a7b7f053befd52f97f2d30f93109edc0eafdc3112115ea19595ec4d799a7e2",
-             "983f7e172dbe71cca090bfa26222eea670051520bb757f43353c69529c4df420"),
+             "e93acf551df7a58d1d88d55d877b94693e2d7856d22321b9e8fde3a17b6bd77e"),
     "bearer": (BEARER, "09f240efbc4a7a733b20d6616f3da9dba41f2ad3b6109c070ddbc7daec0b7967",
-               "412a9f1be0dff9534f3866272b227af7caa62f7769bf646bea25bd1916fc08d4"),
+               "72fb349baa7842f1abc17664b52ebd72b7c55a74e461fb1f92a7b05fcc8430ba"),
     "hdrs": (HEADERS, "09f240efbc4a7a733b20d6616f3da9dba41f2ad3b6109c070ddbc7daec0b7967",
-             "0726bbe6280ecf6d281609bf6c99375e737c78130e5b3fc933b5e6741fbb8cb2"),
+             "ed733c52bd60a7023fce8faae0f5509fcf38942f96068c6af1e2236f63ce6bd7"),
     "plain": (PLAIN, "2144d5194094fb3e7549b9d4f633e795d4b55214f3761249f506aa6bae9062db",
-              "bd0774767d9873d0097800b194d68fe39465a4e2eb7643c9550486faf4d19658"),
+              "c7ea36dc6ec1ca29edca06e7538f6055e4a8891b1816c5edd24a75d04b25fae8"),
 }
 
 
@@ -91,3 +92,13 @@ def test_fields_of_another_mode_read_as_unset() -> None:
     auth = validate(raw, name="n", source="agents.json", environ=ENV).auth
     assert (auth.token, auth.flow, auth.scopes, auth.client_metadata_url) == (None, "loopback", (), None)
     assert auth.table["token"] == 5  # still walked by redaction
+
+
+def test_trust_is_not_part_of_the_connection_fingerprint() -> None:
+    """A `trust` edit keeps the session: reconcile sees the server unchanged and swaps the spec."""
+    base = validate(STDIO, name="stdio", source="atoms/mcp/stdio.toml", environ=ENV)
+    edited = validate({**STDIO, "trust": {"autoApproveTools": ["time__other"], "pinnedToolHash": "b" * 64}},
+                      name="stdio", source="atoms/mcp/stdio.toml", environ=ENV)
+    assert edited.connection_fingerprint() == base.connection_fingerprint() and edited.trust != base.trust
+    other = validate({**STDIO, "args": ["mcp-server-time"]}, name="stdio", source="atoms/mcp/stdio.toml", environ=ENV)
+    assert other.connection_fingerprint() != base.connection_fingerprint()

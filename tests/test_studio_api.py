@@ -121,6 +121,41 @@ def test_default_port_moving_and_a_busy_port(monad: Any, monkeypatch: Any) -> No
     monad("daemon", "stop")
 
 
+def test_two_studio_ports_at_once_leave_no_dead_url(monad: Any) -> None:
+    """`monad studio --port A` and `--port B` at the same moment: the page ends on one port,
+    and the login URL the other printed still works (issue 30)."""
+    ports = [free_port(), free_port()]
+    procs = [subprocess.Popen([sys.executable, "-m", "monad_cli", "studio", "--no-browser", "--json", "--port",
+                               str(p)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for p in ports]
+    answers = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        answers.append(json.loads(out))
+    assert {a["port"] for a in answers} == set(ports)
+    for answer in answers:  # each printed URL signs a browser in, wherever the page is now
+        browser = StudioHTTP(answer["url"])
+        r = browser.http.get(answer["url"], follow_redirects=False)
+        if r.status_code == 307:  # the port that lost the race forwards its URL to the page's port
+            assert r.headers["location"].startswith("http://127.0.0.1:") and "token=" in r.headers["location"]
+            browser = StudioHTTP(r.headers["location"])
+            r = browser.http.get(browser.url)
+        assert r.status_code == 303 and r.headers["location"] == "/studio/", (r.status_code, r.text)
+        browser.cookie = r.headers["set-cookie"].split(";", 1)[0].partition("=")[2]
+        assert browser.get("/v1/health").status_code == 200
+    # A URL opened on the forwarding port is spent like any other; the old port serves nothing else.
+    moved = [a for a in answers if StudioHTTP(a["url"]).http.get(a["url"]).status_code == 307]
+    assert len(moved) == 1, answers  # the port that lost the race
+    for answer in moved:
+        forward = httpx2.get(f"http://127.0.0.1:{answer['port']}/studio/")
+        assert forward.status_code == 410 and "the Studio moved to" in forward.text
+        # Moving back to the forwarding port works: it becomes the page's port again.
+        r = monad("studio", "--no-browser", "--json", "--port", str(answer["port"]))
+        assert r.code == 0 and r.json()["port"] == answer["port"], r
+        assert StudioHTTP(r.json()["url"]).login().status_code == 303
+    assert monad("daemon", "stop").code == 0
+
+
 def test_one_time_token_becomes_an_httponly_samesite_strict_cookie(shared: tuple[StudioHTTP, Any]) -> None:
     login = StudioHTTP(open_studio(shared[1])["url"])
     r = login.login()

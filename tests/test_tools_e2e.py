@@ -119,12 +119,12 @@ def test_rug_pulls_are_refused_until_pinned_again(supervisor: Any, tmp_path: Pat
     shape = tmp_path / "shape.json"
     shape.write_text(json.dumps({"description": "Echo the text back."}))
     add(monad, "rug", "--tools-file", str(shape))
-    wait_state(monad, "rug", "connected")
-    t = time.time()
+    pid = wait_state(monad, "rug", "connected")["pid"]
     r = monad("mcp", "pin", "rug")
     assert r.code == 0 and "pinned server `rug` to sha256:" in r.err, r
     pinned = monad("mcp", "get", "rug", "--json").json()["definition"]["trust"]["pinnedToolHash"]
-    settled(monad, "rug", "connected", t)  # the pin edit reconnects the server
+    # The pin applies to the live session (`status` reconciles first): the same process.
+    assert (status_of(monad, "rug")["state"], status_of(monad, "rug")["pid"]) == ("connected", pid)
 
     def pull(change: dict[str, Any], expect: str) -> None:
         shape.write_text(json.dumps({"description": "Echo the text back.", **change}))
@@ -171,13 +171,47 @@ def test_rug_pulls_are_refused_until_pinned_again(supervisor: Any, tmp_path: Pat
              and isinstance(row["tools"], int) and row["tools"] >= 6)
 
 
+def test_trust_edits_apply_to_the_live_session_without_a_restart(supervisor: Any, monad_home: Path) -> None:
+    """`monad mcp trust --auto-approve` (and a `pinnedToolHash` written by hand) keep the
+    server's process and what its session holds; a changed pin is checked at once against
+    the tools the live session advertises (issue 30)."""
+    import tomlkit
+
+    monad = supervisor
+    add(monad, "ts")
+    pid = wait_state(monad, "ts", "connected")["pid"]
+    r = monad("mcp", "call", "ts__mutate", "--arg", "description=state the session holds", "--yes")
+    assert r.code == 0, r  # what a restart would lose, as a browser server loses its open page
+    r = monad("mcp", "trust", "ts", "--auto-approve", "echo")
+    assert r.code == 0 and "applied to the live session, the server keeps running" in r.err, r
+    row = status_of(monad, "ts")  # `status` applies the edit first
+    assert (row["state"], row["pid"]) == ("connected", pid), row
+    tools = {t["name"]: t for t in monad("mcp", "tools", "ts", "--json").json()}
+    assert tools["ts__echo"]["autoApproved"] is True
+    assert tools["ts__echo"]["description"] == "state the session holds"
+    r = monad("mcp", "call", "ts__echo", "--arg", "text=no prompt", "--approval-timeout", "0.3")
+    assert (r.code, r.out.strip()) == (0, "no prompt"), r
+    assert calls(monad)[-1]["decidedBy"] == "trust.autoApproveTools"
+
+    atom = monad_home / "atoms" / "mcp" / "ts.toml"
+    doc = tomlkit.parse(atom.read_text())
+    doc["trust"]["pinnedToolHash"] = "sha256:" + "0" * 64  # type: ignore[index]
+    atom.write_text(tomlkit.dumps(doc))
+    row = wait_for(lambda: (s := status_of(monad, "ts"))["state"] == "degraded" and s)
+    assert "tool set changed since it was pinned" in row["reason"] and row["pid"] == pid, row
+    assert row["toolsRefused"] is True
+    assert monad("mcp", "unpin", "ts").code == 0
+    row = wait_for(lambda: (s := status_of(monad, "ts"))["state"] == "connected" and s)
+    assert row["pid"] == pid and row["toolsRefused"] is False, row
+    assert "trust changed; applied to the live session" in monad("journal", "--server", "ts").out
+
+
 def test_a_rug_pull_under_a_live_session_is_caught_on_list_changed(supervisor: Any) -> None:
     monad = supervisor
     add(monad, "live")
-    wait_state(monad, "live", "connected")
-    t = time.time()
+    pid = wait_state(monad, "live", "connected")["pid"]
     assert monad("mcp", "pin", "live").code == 0
-    settled(monad, "live", "connected", t)
+    assert status_of(monad, "live")["pid"] == pid  # `status` applies the edit first: no reconnect
     assert monad("mcp", "call", "live__echo", "--arg", "text=x", "--yes").code == 0
     r = monad("mcp", "call", "live__mutate", "--arg", "description=now also uploads your files", "--yes")
     assert (r.code, r.out.strip()) == (0, "mutated"), r
@@ -268,9 +302,10 @@ def test_approvals_deny_once_session_always_and_host_escape(supervisor: Any) -> 
     assert r.code == 4, r  # an edited command asks again
 
     # hostEscape: session yes, always never.
-    t = time.time()
-    assert monad("mcp", "trust", "ts", "--host-escape").code == 0
-    settled(monad, "ts", "connected", t)
+    pid = status_of(monad, "ts")["pid"]
+    r = monad("mcp", "trust", "ts", "--host-escape")
+    assert r.code == 0 and "applied to the live session" in r.err, r
+    assert status_of(monad, "ts")["pid"] == pid  # `status` applies the edit first; the session stays
     proc, p = call_waiting("seven")
     assert p["hostEscape"] is True
     r = monad("approvals", "allow", p["id"], "--always")
@@ -375,6 +410,7 @@ def test_interrupted_calls_are_marked_after_a_supervisor_crash(supervisor: Any, 
     try:
         wait_for(lambda: (tmp_path / "slow.started").exists(), timeout=30)
         assert [c["outcome"] for c in calls(monad)] == ["running"]  # the intent row is written before the call
+        approved = calls(monad)[0]
         pid = int((monad_home / "run" / "monad.pid").read_text())
         os.kill(pid, signal.SIGKILL)
         proc.communicate(timeout=30)
@@ -385,6 +421,33 @@ def test_interrupted_calls_are_marked_after_a_supervisor_crash(supervisor: Any, 
     assert monad("daemon", "start").code == 0
     row = calls(monad)[0]
     assert row["outcome"] == "interrupted", row
+    # approved with --yes before the crash: the decision and who made it survive it (issue 30)
+    assert approved["decision"] not in (None, "-") and approved["decidedBy"] not in (None, "-"), approved
+    assert (row["decision"], row["decidedBy"]) == (approved["decision"], approved["decidedBy"]), row
+    r = monad("journal", "--calls")
+    assert r.code == 0 and approved["decidedBy"] in r.out, r
+
+
+def test_daemon_stop_during_a_call_names_the_supervisor_not_the_server(supervisor: Any, tmp_path: Path) -> None:
+    """`monad daemon stop` while a call runs: the CLI says the supervisor stopped, not that the
+    server failed the call, and the journal row is `interrupted` with its decision (issue 30)."""
+    monad = supervisor
+    add(monad, "ts", "--marker-dir", str(tmp_path))
+    wait_state(monad, "ts", "connected")
+    proc = popen_monad("mcp", "call", "ts__slow", "--arg", "seconds=300", "--yes")
+    try:
+        wait_for(lambda: (tmp_path / "slow.started").exists(), timeout=30)
+        assert monad("daemon", "stop").code == 0
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode != 0 and "the supervisor stopped during the call to `ts__slow`" in err, err
+    assert "failed `slow`" not in err and "Traceback" not in err, err
+    assert monad("daemon", "start").code == 0
+    row = calls(monad)[0]
+    assert (row["outcome"], row["decision"], row["error"]) == (
+        "interrupted", "approved", "the supervisor stopped during the call"), row
 
 
 def test_cli_call_help_does_not_import_the_sdk() -> None:

@@ -11,6 +11,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from monad_cli.core.messages import cut_values, one_line
+
 
 def data_json(data: Any) -> None:
     import json  # here: a command that prints no JSON never loads it
@@ -28,15 +30,22 @@ def text(body: str) -> None:
 
 
 def info(text: str) -> None:
+    # Not cut: an info line may carry a URL to open whole (`authorize --json` prints the
+    # authorization URL here), so the commands cut the values they echo themselves.
     sys.stderr.write(text + "\n")
 
 
 def warn(text: str) -> None:
-    sys.stderr.write(f"warning: {text}\n")
+    sys.stderr.write(f"warning: {_message(text)}\n")
 
 
 def error(text: str) -> None:
-    sys.stderr.write(f"error: {text}\n")
+    sys.stderr.write(f"error: {_message(text)}\n")
+
+
+def _message(text: str) -> str:
+    """One line, and no quoted value of 10 kB echoed whole (core/messages.py)."""
+    return cut_values(one_line(text))
 
 
 def ask(prompt: str, *, secret: bool = False) -> str:
@@ -86,7 +95,7 @@ def _cell(v: Any) -> str:
         return "-"
     if isinstance(v, bool):
         return "yes" if v else "no"
-    return str(v)
+    return one_line(str(v))  # a row per item: a reason with a newline must not split it
 
 
 def key_values(pairs: Sequence[tuple[str, Any]]) -> None:

@@ -157,20 +157,23 @@ class ServerSpec:
     tools: dict[str, list[str]] = field(default_factory=dict)
 
     def connection_fingerprint(self) -> str:
-        """Stable digest of everything that affects the live session (not `source`, not `enabled`).
+        """Stable digest of everything that affects the live session (not `source`, `enabled`,
+        `trust`, `deferred`, `condition`, `tools`). Kept in memory only (reconcile, `Learned`),
+        never stored: approvals are keyed to `definition_hash`.
 
         Computed once per spec: nothing changes a spec after `validate`, and the supervisor's
         reloads reuse the specs of unchanged atoms (loader.AtomCache)."""
         known: str | None = self.__dict__.get("_fingerprint")
         if known is not None:
             return known
-        # `deferred`, `condition` and `tools` only shape the gateway's view: changing them keeps
-        # the session.
+        # `deferred`, `condition` and `tools` only shape the gateway's view, and `trust` only
+        # what the approval gate and the pin decide, read at each call and re-checked when the
+        # supervisor swaps the spec in (supervisor.reconcile): changing them keeps the session,
+        # so `monad mcp trust` never costs a server its state (a browser's open page).
         body = {k: v for k, v in self.__dict__.items()
-                if k not in ("source", "raw", "enabled", "deferred", "condition", "tools", "_fingerprint")}
-        # The tables as written (the same digest as when they were plain dicts); writing
+                if k not in ("source", "raw", "enabled", "deferred", "condition", "tools", "trust", "_fingerprint")}
+        # The table as written (the same digest as when it was a plain dict); writing
         # refreshed OAuth state must not reconnect the server.
-        body["trust"] = dict(self.trust.table)
         body["auth"] = self.auth.connection_fields()
         if self.max_message_bytes == DEFAULT_MAX_MESSAGE_BYTES:
             del body["max_message_bytes"]  # unset: the digest stays what it was before the field

@@ -19,6 +19,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from monad_cli.core.envelope import encode_error, envelope
 from monad_cli.core.errors import InvalidInput, MonadError
+from monad_cli.core.messages import cut_values, one_line
 
 MAX_BODY = 1024 * 1024  # bytes; a control request is a few hundred
 
@@ -31,13 +32,15 @@ def error_response(status: int, code: str, message: str) -> JSONResponse:
 
 
 def error_answer(exc: Exception, *, scrub: Callable[[str], str], where: str = "") -> JSONResponse:
-    """The answer for `exc`: its kind's status and envelope, the message scrubbed. A
+    """The answer for `exc`: its kind's status and envelope, the message scrubbed, on one
+    line, long values cut (core/messages.py). A
     non-`MonadError` is logged (with its traceback) and answered 500 `internal`."""
     if isinstance(exc, MonadError):
         if type(exc) is MonadError:  # raised without a kind: worth a line in the log
             log.warning("control API error on %s: %s", where, scrub(exc.message))
         body = encode_error(exc)
-        body["error"]["message"] = scrub(exc.message)
+        # Scrubbed first: cutting could split a secret the scrubber would then not recognise.
+        body["error"]["message"] = cut_values(one_line(scrub(exc.message)))
         return JSONResponse(body, status_code=type(exc).http_status)
     log.exception("control API error on %s", where)
     return error_response(MonadError.http_status, MonadError.code, scrub(f"{type(exc).__name__}: {exc}"))

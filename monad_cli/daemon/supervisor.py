@@ -39,6 +39,7 @@ from monad_cli.journal.settings import load_journal_settings
 if TYPE_CHECKING:
     from mcp.client import ClientExtension
 
+    from monad_cli.config.schema import ServerSpec
     from monad_cli.daemon.tasks.manager import TaskManager
 
 log = logging.getLogger("monad.supervisor")
@@ -149,7 +150,7 @@ class Supervisor:
         self.tool_service = ToolService(journal, self.actors, scrub=self.scrub,
                                         tool_globs=lambda: self.tool_globs, start_task=tasks.start,
                                         run_task=tasks.run_call, recheck=self._recheck_tools,
-                                        write_pin=self._write_first_pin)
+                                        write_pin=self._write_first_pin, stopping=lambda: self.stopping)
         self.tool_listeners.append(lambda actor: self.tool_service.changed())
         self.auth = SupervisorAuth(self.paths, self.actors)
         # Before the gateway: its sessions read whether telemetry is on (docs/telemetry.md).
@@ -280,8 +281,11 @@ class Supervisor:
             self._journal_config(name, "changed; reconnecting")
         for name in d.unchanged:
             actor = self.actors[name]
+            before = actor.spec
             actor.spec = defs.specs[name]  # same session; the source may have moved
             actor.source = actor.spec.source
+            if before is not None and before.trust != actor.spec.trust:
+                self._trust_changed(actor, before)
             if actor.config_error:
                 actor.config_error = None
         for name in d.broken:
@@ -312,6 +316,17 @@ class Supervisor:
         self.applied = new_applied
         for listener in list(self.config_listeners):
             listener(d)
+
+    def _trust_changed(self, actor: ServerActor, before: ServerSpec) -> None:
+        """A `trust` edit applies to the live session: the gate reads `autoApproveTools` and
+        `hostEscape` at each call, the listing's `autoApproved` is rebuilt, and a changed
+        `pinnedToolHash` meets the tools the session holds now (a tools/list, then the pin:
+        registered, or refused with the reason), never the tools of a future reconnect."""
+        assert actor.spec is not None
+        self._journal_config(actor.name, "trust changed; applied to the live session")
+        self.tool_service.changed()
+        if before.trust.pinned_tool_hash != actor.spec.trust.pinned_tool_hash and actor.live:
+            self._recheck_tools(actor.name)
 
     async def _remove(self, actor: ServerActor) -> None:
         """A removed server: its open tasks end `cancelled` (told to it while it is up), then it stops."""

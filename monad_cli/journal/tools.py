@@ -41,13 +41,17 @@ def args_digest(arguments: Any) -> str:
     return "sha256:" + hashlib.sha256(body.encode()).hexdigest()[:16]
 
 
-def start_call(j: Journal, *, server: str, tool: str, exposed: str, arguments: Any, via: str) -> int:
-    """The intent row (outcome `running`), committed before the call; returns its id. In a
-    fleet the row is only queued here: the link ships it from its own thread, so no call
-    waits on the network."""
-    row_id = j.write(f"INSERT INTO tool_calls (ts, server, tool, exposed, args_digest, via, outcome, uid, host, "
-                     f"home, rev) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, {j.rev_sql('tool_calls')})",
-                     (time.time(), server, tool, exposed, args_digest(arguments), via, *j.origin()))
+def start_call(j: Journal, *, server: str, tool: str, exposed: str, arguments: Any, via: str,
+               decision: str | None = None, decided_by: str | None = None) -> int:
+    """The intent row (outcome `running`), committed before the call; returns its id. It holds
+    the approval `decision` and who made it, so a call the supervisor's death interrupts keeps
+    them (`interrupt_running` changes only the outcome). In a fleet the row is only queued
+    here: the link ships it from its own thread, so no call waits on the network."""
+    row_id = j.write(f"INSERT INTO tool_calls (ts, server, tool, exposed, args_digest, via, outcome, decision, "
+                     f"decided_by, uid, host, home, rev) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, "
+                     f"{j.rev_sql('tool_calls')})",
+                     (time.time(), server, tool, exposed, args_digest(arguments), via, decision, decided_by,
+                      *j.origin()))
     assert row_id is not None
     return row_id
 

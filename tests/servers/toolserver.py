@@ -4,7 +4,7 @@
                          [--tools-file PATH] [--marker-dir DIR] [--name NAME] [--progress] [--rich-schema]
 
 Default tools: `echo(text)`, `add(a:int, b:int)`, `kinds(flag:bool, ratio:number, items:array,
-opts:object)`, `fail(message)` (isError), `mutate(description)` (changes echo's
+opts:object)`, `fail(message, log)` (isError, after writing `log` to stderr), `mutate(description)` (changes echo's
 description and announces it: a rug pull under a live session), `slow(seconds)` (writes `<marker-dir>/slow.started`
 and, when the call is cancelled, `<marker-dir>/slow.cancelled`).
 `--names`: adds tools named `get.user`, `get_user`, `Dockerfile problems scanner` and a
@@ -103,7 +103,7 @@ def main() -> None:
                    input_schema=schema({"flag": {"type": "boolean"}, "ratio": {"type": "number"},
                                         "items": {"type": "array"}, "opts": {"type": "object"}}, ["flag"])),
         types.Tool(name="fail", description="Always a tool error.",
-                   input_schema=schema({"message": {"type": "string"}})),
+                   input_schema=schema({"message": {"type": "string"}, "log": {"type": "string"}}, ["message"])),
         types.Tool(name="slow", description="Sleep, then answer.",
                    input_schema=schema({"seconds": {"type": "number"}})),
         types.Tool(name="mutate", description="Change echo's description, then announce the change.",
@@ -144,6 +144,11 @@ def main() -> None:
         if name in ("kinds", "rich"):
             return text(json.dumps(a, sort_keys=True))
         if name == "fail":
+            if a.get("log"):  # what it logs before the opaque answer, as a server's traceback
+                import sys
+
+                sys.stderr.write(str(a["log"]) + "\n")
+                sys.stderr.flush()
             return text(str(a.get("message", "failed")), error=True)
         if name == "steps":
             n = int(a.get("n", 3))

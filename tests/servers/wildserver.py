@@ -3,7 +3,7 @@
 The SDK's lowlevel `Server` does the MCP part; this file owns only the stdio wire, so it
 can bend what crosses it the way the public bug reports describe:
 
-    python wildserver.py [--discover answer|error|odd|never] [--id-last] [--storm]
+    python wildserver.py [--discover answer|error|odd|never|old-sdk] [--id-last] [--storm]
                          [--log-requests PATH] [--setsid-child PIDFILE]
                          [--orphan-child PIDFILE] [--remote-ref URL]
 
@@ -24,7 +24,10 @@ Tools:
 Wire options:
 - `--discover`: what to do with `server/discover` (`answer`: let the SDK answer, the
   2026-07-28 era; `error`: -32601; `odd`: a result that is no DiscoverResult; `never`:
-  drop it). Anything but `answer` makes this a legacy (2025-11-25) server.
+  drop it; `old-sdk`: what a server on the Python SDK 1.x does, a root-logger warning on
+  stderr quoting pydantic's 31 validation errors for `ClientRequest`, then -32602 "Invalid
+  request parameters"). Anything but `answer` makes this a legacy (2025-11-25) server.
+  With `old-sdk`, `hello from the server` is written to stderr before and after.
 - `--id-last`: write `id` as the last key of a response (as the TypeScript SDK does).
 - `--storm`: announce `notifications/tools/list_changed` after every tools/list answer.
 - `--log-requests PATH`: append the method of every request received, one per line.
@@ -93,9 +96,31 @@ def tool_defs(remote_ref: str | None) -> list[dict[str, Any]]:
     return tools
 
 
+# The request types of the Python SDK 1.x's `ClientRequest` union: pydantic reports one
+# literal error per member for a method none of them has.
+_OLD_REQUESTS = ("PingRequest", "InitializeRequest", "CompleteRequest", "SetLevelRequest", "GetPromptRequest",
+                 "ListPromptsRequest", "ListResourcesRequest", "ListResourceTemplatesRequest", "ReadResourceRequest",
+                 "SubscribeRequest", "UnsubscribeRequest", "CallToolRequest", "ListToolsRequest")
+
+
+def old_sdk_warning(method: str) -> str:
+    """The stderr text SDK 1.x's `BaseSession` writes (`logging.warning(f"Failed to validate
+    request: {e}")`, the root logger's default format) for a request of unknown `method`."""
+    blocks = []
+    for name in _OLD_REQUESTS:
+        blocks.append(f"{name}.method\n  Input should be '{name[:-7].lower()}' [type=literal_error, "
+                      f"input_value='{method}', input_type=str]\n    For further information visit "
+                      f"https://errors.pydantic.dev/2.11/v/literal_error")
+    blocks += [f"{name}.params.x\n  Field required [type=missing, input_value={{}}, input_type=dict]"
+               for name in (_OLD_REQUESTS * 2)[:18]]  # 13 + 18: the 31 a real one reports
+    n = len(blocks)
+    return f"WARNING:root:Failed to validate request: {n} validation errors for ClientRequest\n" + \
+        "\n".join(blocks) + "\n"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--discover", choices=("answer", "error", "odd", "never"), default="answer")
+    ap.add_argument("--discover", choices=("answer", "error", "odd", "never", "old-sdk"), default="answer")
     ap.add_argument("--id-last", action="store_true")
     ap.add_argument("--storm", action="store_true")
     ap.add_argument("--log-requests", default=None)
@@ -103,6 +128,8 @@ def main() -> None:
     ap.add_argument("--orphan-child", default=None)
     ap.add_argument("--remote-ref", default=None)
     args = ap.parse_args()
+    if args.discover == "old-sdk":
+        print("hello from the server: starting", file=sys.stderr, flush=True)
     if args.setsid_child:
         spawn_setsid_child(args.setsid_child)
     if args.orphan_child:
@@ -187,6 +214,14 @@ def main() -> None:
                             if args.discover == "error":
                                 await write_line(json.dumps({"jsonrpc": "2.0", "id": message.id, "error": {
                                     "code": -32601, "message": "Method not found"}}).encode() + b"\n")
+                            elif args.discover == "old-sdk":
+                                sys.stderr.write(old_sdk_warning(message.method))
+                                sys.stderr.flush()
+                                await write_line(json.dumps({"jsonrpc": "2.0", "id": message.id, "error": {
+                                    "code": -32602, "message": "Invalid request parameters", "data": ""}}).encode()
+                                                 + b"\n")
+                                sys.stderr.write("hello from the server: serving\n")
+                                sys.stderr.flush()
                             elif args.discover == "odd":
                                 await write_line(json.dumps({"jsonrpc": "2.0", "id": message.id,
                                                              "result": {"hello": "world"}}).encode() + b"\n")

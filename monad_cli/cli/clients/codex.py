@@ -143,17 +143,17 @@ def client_entry(client: str, entry: dict[str, Any]) -> dict[str, Any]:
     return dict(entry)
 
 
-def connect(client: str, text: str, entry: dict[str, Any] | None, source: str) -> str:
-    """`text` with `[mcp_servers.monad]` set to `entry` (None removes it), via tomlkit so
-    comments, order and every other table stay."""
+def connect(client: str, text: str, entry: dict[str, Any] | None, source: str, *, name: str = "monad") -> str:
+    """`text` with `[mcp_servers.NAME]` (`monad`) set to `entry` (None removes it), via tomlkit
+    so comments, order and every other table stay."""
     import tomlkit
 
     load(text, source)  # a malformed file is refused with its position, never rewritten
     doc = tomlkit.parse(text)
     servers = doc.get(KEY)
     if entry is None:
-        if servers is not None and "monad" in servers:
-            del servers["monad"]
+        if servers is not None and name in servers:
+            del servers[name]
         return tomlkit.dumps(doc)
     if servers is None:
         servers = tomlkit.table(is_super_table=True)
@@ -161,9 +161,9 @@ def connect(client: str, text: str, entry: dict[str, Any] | None, source: str) -
     table = tomlkit.table()
     for key, value in entry.items():
         table[key] = value
-    if "monad" in servers:
-        del servers["monad"]
-    servers["monad"] = table
+    if name in servers:
+        del servers[name]
+    servers[name] = table
     return tomlkit.dumps(doc)
 
 

@@ -9,6 +9,11 @@ exactly the intended entry and everything the file held before, or nothing is wr
 The client may rewrite its file at any moment (Claude Code does), and monad's lock does
 not bind it: the file is re-read just before the atomic replace and the edit redone if it
 changed meanwhile (three tries). A symlinked file is written through to its target.
+
+The client's own entries for servers monad also runs stay unless `replace`: each such server
+would then run twice (once by the client, once behind the gateway), so the result names
+them (`duplicates`) and `replace` takes them out in the same write. `remove` on a file that
+then holds only what `connect` itself would have created from nothing deletes the file.
 """
 
 from __future__ import annotations
@@ -59,6 +64,27 @@ def _others(mod: Any, client: str, text: str, source: str) -> Any:
     return data
 
 
+def duplicates(client_name: str, file: Path, source: str) -> list[str]:
+    """Names of the client's own entries (not `monad`, not monad's gateway) for servers monad
+    also defines: the same name, or the same definition under another name."""
+    from monad_cli.cli.clients.entries import is_monad_gateway
+    from monad_cli.cli.clients.importer import same_definition
+    from monad_cli.config.loader import load_definitions
+    from monad_cli.core.paths import paths
+
+    if not file.exists() or file.is_dir():
+        return []
+    mine = load_definitions(paths(), expand=False)
+    out = []
+    for cand in format_module(get_client(client_name)).read(client_name, file, source):
+        if cand.name == "monad" or is_monad_gateway(cand.definition) or cand.where.startswith("projects."):
+            continue  # a project-scoped entry of Claude Code is not the client's global one
+        if cand.name in mine.raw or (cand.definition is not None and any(
+                same_definition(raw, cand.definition, cand.name) for raw in mine.raw.values())):
+            out.append(cand.name)
+    return out
+
+
 def installed_clients() -> list[str]:
     """The clients this machine has, found by their usual config file: the file exists, or
     its own folder does (the client is installed, with no MCP file yet). Project files
@@ -76,31 +102,41 @@ def installed_clients() -> list[str]:
     return found
 
 
-def connect_all(*, dry_run: bool = False, remove: bool = False) -> list[dict[str, Any]]:
+def connect_all(*, dry_run: bool = False, remove: bool = False, replace: bool = False) -> list[dict[str, Any]]:
     """`connect_client` for every installed client; one row each, with `error` (a message)
     instead of raising, so one bad file does not stop the others."""
     rows = []
     for name in installed_clients():
         try:
-            rows.append({**connect_client(name, None, remove=remove, dry_run=dry_run), "error": None})
+            rows.append({**connect_client(name, None, remove=remove, replace=replace and name != "aura",
+                                          dry_run=dry_run), "error": None})
         except MonadError as e:
             rows.append({"client": name, "file": shown(resolve(name, None)), "entry": None, "removed": remove,
-                         "changed": False, "dryRun": dry_run, "error": e.message})
+                         "changed": False, "dryRun": dry_run, "duplicates": [], "replaced": [], "deleted": False,
+                         "error": e.message})
     return rows
 
 
-def connect_client(client_name: str, path: str | None, *, remove: bool = False,
+def connect_client(client_name: str, path: str | None, *, remove: bool = False, replace: bool = False,
                    dry_run: bool = False) -> dict[str, Any]:
     """Write (or with `remove`, delete) the `monad` entry. Returns
-    `{"client", "file", "entry", "changed", "removed", "dryRun"}`; `entry` is what the file
-    now holds (with `dry_run`: would hold; nothing is written).
+    `{"client", "file", "entry", "changed", "removed", "dryRun", "duplicates", "replaced",
+    "deleted"}`; `entry` is what the file now holds (with `dry_run`: would hold; nothing is
+    written), `duplicates` the client's own entries for servers monad runs too (taken out when
+    `replace`: then `replaced` lists them), `deleted` whether `remove` deleted the file monad
+    had created.
 
     Raises `ConfigError` (exit 2) for a malformed client file, `Conflict` (exit 2) when the
-    entry cannot be written without rewriting a person's text (Aura), `MonadError` otherwise.
+    entry cannot be written without rewriting a person's text (Aura), `InvalidInput` for
+    `replace` with Aura or with `remove`, `MonadError` otherwise.
     """
     from monad_cli.config.store import write_atomic
+    from monad_cli.core.errors import InvalidInput
 
     client = get_client(client_name)
+    if replace and (remove or client.name == "aura"):
+        raise InvalidInput("--replace goes with connect, not --remove" if remove else
+                           "--replace is not for aura (each server is a file of its own there; delete it)")
     mod = format_module(client)
     file = resolve(client_name, path)
     if client.name == "aura":
@@ -111,21 +147,29 @@ def connect_client(client_name: str, path: str | None, *, remove: bool = False,
     source = shown(file)
     entry = None if remove else monad_entry()
     want = None if entry is None else mod.client_entry(client_name, entry)
+    dups = [] if remove or client.name == "aura" else duplicates(client_name, real, source)
     for _ in range(_TRIES):
         old = _read(real)
         text = old or ""
+        if replace:
+            for name in dups:
+                text = mod.connect(client_name, text, None, source, name=name)
         new = mod.connect(client_name, text, entry, source)
         got = mod.read_entry(client_name, new, source) if new.strip() else None
         if got != want or _others(mod, client_name, new, source) != _others(mod, client_name, text, source):
             raise MonadError(f"editing `{source}` did not give the intended result; nothing was written "
                              f"(please report this with the file's shape)")
-        result = {"client": client.name, "file": source, "entry": want, "removed": remove, "dryRun": dry_run}
-        if new == text or dry_run:
-            return {**result, "changed": new != text}
+        result = {"client": client.name, "file": source, "entry": want, "removed": remove, "dryRun": dry_run,
+                  "duplicates": [] if replace else dups, "replaced": dups if replace else [], "deleted": False}
+        if new == (old or "") or dry_run:
+            return {**result, "changed": new != (old or "")}
         if _read(real) != old:
             continue  # the client wrote meanwhile: redo the edit on its new text
-        if not new.strip() and old is not None:
-            os.unlink(real)  # Aura: monad's own file, nothing else in it
+        if old is not None and (not new.strip() or (remove and new == _created(mod, client_name, source))):
+            # Aura: monad's own file, nothing else in it; or a file `connect` created from
+            # nothing, now back to the empty shell it wrote (`{"mcpServers": {}}`).
+            os.unlink(real)
+            result["deleted"] = True
         else:
             mode = stat.S_IMODE(real.stat().st_mode) if old is not None else 0o600
             write_atomic(real, new.encode(), mode=mode)
@@ -134,4 +178,9 @@ def connect_client(client_name: str, path: str | None, *, remove: bool = False,
                      f"nothing was written, try again")
 
 
-__all__ = ["connect_all", "connect_client", "installed_clients"]
+def _created(mod: Any, client: str, source: str) -> str:
+    """What the file holds when `connect` created it and `connect --remove` took the entry out."""
+    return str(mod.connect(client, mod.connect(client, "", monad_entry(), source), None, source))
+
+
+__all__ = ["connect_all", "connect_client", "duplicates", "installed_clients"]

@@ -265,5 +265,24 @@ def monad_entry() -> dict[str, Any]:
     return entry
 
 
-__all__ = ["Candidate", "Parts", "Unimportable", "check_references", "editor_references", "is_reference",
-           "left_out", "map_strings", "monad_entry", "shown_definition", "split_definition"]
+def is_monad_gateway(definition: Mapping[str, Any] | None) -> bool:
+    """Whether a client's server entry runs monad's own gateway (`monad mcp serve [NAME]`,
+    as `connect` writes it, or by hand through `python -m monad_cli`). Importing it would
+    serve every monad tool a second time under `monad__…` and ask two approvals per call."""
+    import os
+
+    if not definition or not isinstance(definition.get("command"), str):
+        return False
+    argv = [definition["command"], *[a for a in definition.get("args") or [] if isinstance(a, str)]]
+    if os.path.basename(argv[0]) == "monad":
+        rest = argv[1:]
+    elif "-m" in argv and argv[argv.index("-m") + 1:argv.index("-m") + 2] in (["monad_cli"], ["monad"]):
+        rest = argv[argv.index("-m") + 2:]
+    else:
+        return False
+    rest = [a for a in rest if not a.startswith("-")]  # global flags such as `-v`
+    return rest[:2] == ["mcp", "serve"]
+
+
+__all__ = ["Candidate", "Parts", "Unimportable", "check_references", "editor_references", "is_monad_gateway",
+           "is_reference", "left_out", "map_strings", "monad_entry", "shown_definition", "split_definition"]

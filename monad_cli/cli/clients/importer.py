@@ -7,7 +7,11 @@ is written, so a malformed file writes nothing. Per server the outcome is one of
 - `imported`  — written (with `--force`, an existing different atom is replaced);
 - `unchanged` — already defined with the same definition;
 - `skipped`   — with the reason: not importable (`${input:…}`, `envFile`, ...), refused by monad's
-  validation, a name taken by a different definition, or the same remote as another server.
+  validation, a name taken by a different definition, or the same remote as another server;
+  or monad's own gateway entry (`monad mcp serve`, as `connect` writes it), which is never
+  imported and alone does not make the import fail.
+
+With `dry_run`, an `imported` row reads `would import` (the counts keep their keys).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
-from monad_cli.cli.clients.entries import Candidate
+from monad_cli.cli.clients.entries import Candidate, is_monad_gateway
 from monad_cli.cli.clients.registry import Client, get_client, resolve, shown
 from monad_cli.core.errors import ConfigError, MonadError, NotFound
 from monad_cli.core.paths import Paths
@@ -48,7 +52,8 @@ def import_servers(paths: Paths, client_name: str, path: str | None, *, dry_run:
                    force: bool = False) -> dict[str, Any]:
     """Import every server of the file; returns the summary
     `{"client", "file", "dryRun", "servers": [{name, where, result, detail, atom}], "imported",
-    "unchanged", "skipped"}` (the last three are counts).
+    "unchanged", "skipped", "gateway"}` (counts; `gateway` counts the skipped rows that are
+    monad's own gateway entry).
 
     Raises `NotFound` for a missing file and `ConfigError` (exit 2) for a malformed one;
     in both cases nothing is written.
@@ -70,9 +75,15 @@ def import_servers(paths: Paths, client_name: str, path: str | None, *, dry_run:
     remotes = {normalize_url(s.url): n for n, s in existing.specs.items() if s.url and "$" not in s.url}
     rows: list[dict[str, Any]] = []
     planned: list[tuple[Candidate, dict[str, Any], bool]] = []  # (candidate, definition, replace)
+    own: set[str] = set()
     for cand in candidates:
         defn = cand.definition
         notes = "; ".join(cand.notes)
+        if is_monad_gateway(defn):
+            rows.append(_outcome(cand, "skipped", "monad's own gateway (`monad mcp serve`, as `monad mcp connect` "
+                                                  "writes it); importing it would list every tool twice"))
+            own.add(cand.name)
+            continue
         if cand.problem or defn is None:
             rows.append(_outcome(cand, "skipped", cand.problem or "not importable"))
             continue
@@ -120,7 +131,12 @@ def import_servers(paths: Paths, client_name: str, path: str | None, *, dry_run:
             except MonadError as e:  # a race with another writer: report it, keep going
                 by_name[cand.name].update(result="skipped", detail=e.message, atom=None)
     counts = {k: sum(1 for r in rows if r["result"] == k) for k in ("imported", "unchanged", "skipped")}
-    return {"client": client.name, "file": source, "dryRun": dry_run, "servers": rows, **counts}
+    if dry_run:
+        for r in rows:
+            if r["result"] == "imported":
+                r["result"] = "would import"
+    return {"client": client.name, "file": source, "dryRun": dry_run, "servers": rows, **counts,
+            "gateway": len(own)}
 
 
 __all__ = ["format_module", "import_servers", "same_definition"]

@@ -144,11 +144,11 @@ def client_entry(client: str, entry: dict[str, Any]) -> dict[str, Any]:
     return dict(entry)
 
 
-def connect(client: str, text: str, entry: dict[str, Any] | None, source: str) -> str:
-    """`text` with `mcpServers.monad` set to `entry` (None removes it), all else kept."""
+def connect(client: str, text: str, entry: dict[str, Any] | None, source: str, *, name: str = "monad") -> str:
+    """`text` with `mcpServers.NAME` (`monad`) set to `entry` (None removes it), all else kept."""
     if text.strip():
         jsonc.load(text, source=source, comments=client in COMMENTS)  # refuse a malformed file first
-    return jsonc.set_member(text, (KEY, "monad"),
+    return jsonc.set_member(text, (KEY, name),
                             None if entry is None else client_entry(client, entry), comments=client in COMMENTS)
 
 

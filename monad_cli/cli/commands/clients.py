@@ -39,7 +39,7 @@ def import_(
                     f"{summary['skipped']} from `{summary['file']}`"
                     + (" (dry run: nothing written)" if dry_run else
                        "; the supervisor connects them live" if summary["imported"] else ""))
-    if summary["skipped"]:
+    if summary["skipped"] > summary["gateway"]:  # monad's own entry is skipped by design, not a failure
         raise typer.Exit(1)
 
 
@@ -48,6 +48,8 @@ def connect(
                                                  f"(or --all).", show_default=False)] = None,
     path: PathArg = None,
     remove: Annotated[bool, typer.Option("--remove", help="Take the `monad` entry out again.")] = False,
+    replace: Annotated[bool, typer.Option("--replace", help="Also take out the client's own entries for "
+                                          "servers monad runs (else each runs twice).")] = False,
     all_: Annotated[bool, typer.Option("--all", help="Every client found on this machine by its usual config "
                                        "file (project files such as `.mcp.json` are left alone).")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would change; write nothing.")] = False,
@@ -58,27 +60,41 @@ def connect(
     if all_:
         if client is not None or path is not None:
             raise InvalidInput("--all connects every client found at its usual file; name no CLIENT or PATH")
-        _show_all(connect_all(dry_run=dry_run, remove=remove), dry_run=dry_run, remove=remove, as_json=as_json)
+        _show_all(connect_all(dry_run=dry_run, remove=remove, replace=replace), dry_run=dry_run, remove=remove,
+                  as_json=as_json)
         return
     if client is None:
         raise InvalidInput("name a CLIENT, or pass --all")
-    result = connect_client(client, path, remove=remove, dry_run=dry_run)
+    result = connect_client(client, path, remove=remove, replace=replace, dry_run=dry_run)
+    title = CLIENTS[client].title
     if as_json:
         render.data_json(result)
-        return
-    where = f"`{result['file']}`"
-    if dry_run:
-        verb = ("would remove the `monad` entry from" if remove else "would write the `monad` entry into") \
-            if result["changed"] else "nothing would change in"
-        render.info(f"{verb} {where} (dry run: nothing written)")
-        return
-    if not result["changed"]:
-        render.info(f"{where} {'has no `monad` entry' if remove else 'already runs monad'}; nothing changed")
-    elif remove:
-        render.info(f"removed the `monad` entry from {where}; restart {CLIENTS[client].title} to drop it")
     else:
-        render.info(f"wrote the `monad` entry into {where}; restart {CLIENTS[client].title} to see every "
-                    f"monad server through the approval gate")
+        where = f"`{result['file']}`"
+        if dry_run:
+            verb = ("would remove the `monad` entry from" if remove else "would write the `monad` entry into") \
+                if result["changed"] else "nothing would change in"
+            render.info(f"{verb} {where} (dry run: nothing written)")
+        elif not result["changed"]:
+            render.info(f"{where} {'has no `monad` entry' if remove else 'already runs monad'}; nothing changed")
+        elif result["deleted"]:
+            render.info(f"removed {where}: monad had created it, and nothing else was in it")
+        elif remove:
+            render.info(f"removed the `monad` entry from {where}; restart {title} to drop it")
+        else:
+            render.info(f"wrote the `monad` entry into {where}; restart {title} to see every "
+                        f"monad server through the approval gate")
+        if result["replaced"]:
+            render.info(f"{'would take' if dry_run else 'took'} {title}'s own entries {_names(result['replaced'])} "
+                        f"out of {where}: monad runs those servers now")
+    if result["duplicates"]:
+        render.warn(f"{title}'s own entries {_names(result['duplicates'])} stay in `{result['file']}`, so each "
+                    f"of those servers runs twice (once by {title}, once through monad); "
+                    f"`monad mcp connect {client} --replace` takes them out")
+
+
+def _names(names: list[str]) -> str:
+    return ", ".join(f"`{n}`" for n in names)
 
 
 def _show_all(rows: list[dict[str, Any]], *, dry_run: bool, remove: bool, as_json: bool) -> None:
@@ -133,9 +149,11 @@ _CONNECT_HELP = (
     "Add a server named `monad` to a client's config: it runs `monad mcp serve` (this monad, by absolute path), "
     "so the client sees every monad server through the approval gate.\n\n"
     "Keeps every other key, comment and server of the file; the write is atomic; running it twice changes "
-    "nothing; --remove takes the entry out; --dry-run writes nothing.\n\n"
+    "nothing; --remove takes the entry out (and deletes the file if connect created it). The client's own "
+    "entries for servers monad also runs stay and are named (each would run twice); --replace takes them "
+    "out.\n\n"
     "--all does it for every client found on this machine by its usual file (below), one row each; exit 1 "
-    "when one failed.\n\n"
+    "when one failed; --dry-run writes nothing.\n\n"
 )
 
 

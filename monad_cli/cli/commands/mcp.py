@@ -15,6 +15,7 @@ from monad_cli.cli import render
 from monad_cli.cli.commands._common import JsonOpt, supervisor
 from monad_cli.cli.commands._status import local_rows, not_ready, show_status
 from monad_cli.core.errors import ExitCode, InvalidInput, MonadError, NotFound
+from monad_cli.core.messages import cut
 from monad_cli.core.paths import paths
 
 app = typer.Typer(help="Add, inspect and control MCP servers.", no_args_is_help=True)
@@ -128,9 +129,17 @@ def add(
             defn["args"] = list(command[1:])
         import os
 
-        if cwd:
+        if cwd and "$" in cwd:
+            defn["cwd"] = cwd  # expanded by the supervisor, which also checks it
+        elif cwd:
             # Relative to where the person is, not to wherever the supervisor runs.
-            defn["cwd"] = cwd if cwd.startswith("$") else os.path.abspath(os.path.expanduser(cwd))
+            defn["cwd"] = os.path.abspath(os.path.expanduser(cwd))
+            if not os.path.isdir(defn["cwd"]):
+                raise InvalidInput(f"--cwd `{cut(cwd)}` is not a directory"
+                                   + (f" (`{cut(defn['cwd'])}`)" if defn["cwd"] != cwd else "")
+                                   + "; create it first or pass an existing one")
+            if defn["cwd"] != cwd:
+                why = f"--cwd `{cut(cwd)}` made absolute, relative to this directory"
         else:
             from monad_cli.config.workdir import cwd_to_record
 
@@ -244,6 +253,10 @@ def status(
         ("tools", "refused (its tool set does not match its pin; see the reason)" if row.get("toolsRefused")
          else row["toolNames"]), ("stderr tail", row["stderrTail"]),
     ])
+    if row.get("probeNoiseLines"):
+        render.info(f"({row['probeNoiseLines']} lines the server wrote about monad's `server/discover` probe, "
+                    f"validation warnings of an older SDK, are left out of the tail; the log has them: "
+                    f"`monad mcp path`)")
     for warning in row.get("warnings") or []:
         render.warn(f"server `{name}`: {warning}")
 
@@ -363,6 +376,9 @@ def reconnect(
         return
     names = answer.get("reconnecting") if all_ else [name]
     render.info(f"reconnecting {', '.join(f'`{n}`' for n in names or []) or 'nothing'}")
+    if answer.get("configError"):
+        render.warn(f"server `{name}` reconnects with its last good definition; the edit is not applied: "
+                    f"{answer['configError']}")
     for skipped in answer.get("skipped") or []:
         render.info(f"not reconnecting `{skipped['name']}`: {skipped['reason']}")
 

@@ -59,6 +59,7 @@ def serve(
     """
     import math
     import os
+    import sys
 
     from monad_cli.cli import relay
     from monad_cli.config.conditions import parse_facts
@@ -82,7 +83,17 @@ def serve(
     hello = build_hello(transport="http" if http else "stdio", port=port, facts=facts, include=inc, exclude=exc,
                         approval_timeout=approval_timeout, env_names=list(os.environ), stdio_fds=hand_over,
                         include_tools=tools_in, exclude_tools=tools_out)
-    supervisor()  # starts it if needed
+    if not http and sys.stdin.isatty():
+        # A person who ran it by hand sees a silent wait otherwise; an agent's client never
+        # gives it a terminal, so it never sees this.
+        render.info("monad mcp serve: an MCP server speaking JSON-RPC on stdin/stdout, for agents: an MCP "
+                    "client runs it as a stdio server (`monad mcp connect CLIENT` writes that entry); "
+                    "Ctrl-C stops it")
+    client = supervisor()  # starts it if needed
+    if not client.get("/v1/settings/mcp-servers/status")["servers"]:
+        # Typically a client that does not pass MONAD_HOME: it reaches another (empty) home.
+        render.info(f"monad mcp serve: no server is defined in MONAD_HOME `{paths().home}`, so it serves no "
+                    f"tools; add one with `monad mcp add`, or set MONAD_HOME in the client's entry")
     opened = relay.open_relay(paths(), hello, fds=[0, 1] if hand_over else None)
     if http:
         render.info(f"monad gateway: {opened.answer['url']} (bearer token in `{opened.answer['tokenFile']}`); "

@@ -40,7 +40,8 @@ def studio(
         render.line(url)
     if answer.get("movedFrom"):
         render.info(f"the Studio moved from port {answer['movedFrom']} to {answer['port']}; pages open on "
-                    f"the old port have stopped")
+                    f"the old port have stopped (a login URL printed for it and not opened yet still works: "
+                    f"it forwards here)")
     if not no_browser:
         import webbrowser
 

@@ -18,6 +18,7 @@ from monad_cli.cli.commands._calls import post_call
 from monad_cli.cli.commands._common import JsonOpt, supervisor
 from monad_cli.cli.commands._status import not_ready
 from monad_cli.core.errors import ApprovalTimeout, ExitCode, InvalidInput, MonadError, NotFound
+from monad_cli.core.messages import cut
 from monad_cli.core.paths import paths
 from monad_cli.tools.arguments import build_arguments
 
@@ -99,7 +100,9 @@ def _show_result(result: dict[str, Any], as_json: bool) -> None:
         if as_json:
             render.data_json(result)
         message = " ".join(texts).strip() or "the tool reported an error"
-        raise MonadError(f"tool `{result.get('name')}` failed: {message}")
+        said = result.get("serverStderr")
+        hint = f"; stderr during the call: {' | '.join(said)}" if said else ""
+        raise MonadError(f"tool `{result.get('name')}` failed: {message}{hint}")
     if as_json:
         render.data_json(result)
         return
@@ -264,7 +267,8 @@ def trust(
                                                "be approved for a session, never always.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Edit the server's `trust` table: `autoApproveTools` and `hostEscape`.
+    """Edit the server's `trust` table: `autoApproveTools` and `hostEscape`; the supervisor
+    applies it to the live session (no reconnect).
 
     A new `--auto-approve` name that matches none of the tools the server advertises is
     warned about at once, with the advertised names (when the supervisor runs and the server
@@ -276,7 +280,6 @@ def trust(
 
     if not auto_approve and not remove and host_escape is None:
         raise InvalidInput("nothing to change: pass --auto-approve TOOL, --remove TOOL or --host-escape")
-    # Read before the edit: the edit reconnects the server, and its tools do not depend on it.
     advertised = _advertised(name) if auto_approve else (None, "")
     source, wanted = edit_trust(paths(), name, auto_approve=auto_approve or [], remove=remove or [],
                                 host_escape=host_escape)
@@ -286,9 +289,9 @@ def trust(
         render.data_json({"name": name, "source": source, "autoApproveTools": wanted, "hostEscape": host_escape,
                           "inert": inert})
     else:
-        render.info(f"server `{name}`: autoApproveTools = {', '.join(wanted) or '(none)'}"
+        render.info(f"server `{name}`: autoApproveTools = {', '.join(cut(t) for t in wanted) or '(none)'}"
                     + (f"; hostEscape = {'true' if host_escape else 'false'}" if host_escape is not None else "")
-                    + f" ({source})")
+                    + f" ({source}); applied to the live session, the server keeps running")
 
 
 def _advertised(name: str) -> tuple[list[tuple[str, str]] | None, str]:

@@ -27,7 +27,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from monad_cli.config import edits
-from monad_cli.core.errors import InvalidInput
+from monad_cli.core.errors import Conflict, InvalidInput
 from monad_cli.core.redact import redact_definition
 from monad_cli.daemon.http import read_json_body
 from monad_cli.daemon.port import actor_named
@@ -104,14 +104,31 @@ def server_routes(port: DaemonPort) -> list[Route]:
         actor_named(port, name)
         return JSONResponse(port.status(name=name, detail=True)[0])
 
+    def not_reconnectable(name: str, actor: Any) -> str | None:
+        """Why reconnecting `name` would change nothing (an invalid definition, disabled,
+        filtered out), or None when it can reconnect."""
+        filtered = port.server_filter.reason(name)
+        if actor.spec is None:
+            return (f"its definition is invalid ({actor.reason})" if actor.reason else
+                    "its definition is invalid") + f"; fix it (`monad mcp get {name}`) and it connects live"
+        if not actor.spec.enabled:
+            return f"disabled (enabled = false); `monad mcp enable {name}` connects it"
+        return f"filtered out: {filtered}" if filtered else None
+
     async def reconnect(request: Request) -> JSONResponse:
+        """Drop the session and connect again; `Conflict` (409) saying why when a reconnect
+        would change nothing (an invalid definition, disabled, filtered out)."""
         await port.reconcile()
         actor = actor_named(port, request.path_params["name"])
+        why = not_reconnectable(actor.name, actor)
+        if why is not None:
+            raise Conflict(f"not reconnecting `{actor.name}`: {why}")
         actor.reconnect()
         if getattr(request.state, "via", None) == "studio" and port.journal is not None:
             port.journal.record("action", server=actor.name, reason="reconnect asked from the Studio",
                                 detail={"via": "studio", "action": "reconnect"})
-        return JSONResponse({"name": actor.name, "reconnecting": True})
+        # A broken edit beside a running definition: the reconnect uses the last good one.
+        return JSONResponse({"name": actor.name, "reconnecting": True, "configError": actor.config_error})
 
     async def reconnect_all(request: Request) -> JSONResponse:
         """Reconnect every server that can connect; `skipped` names the others and why
@@ -119,10 +136,7 @@ def server_routes(port: DaemonPort) -> list[Route]:
         await port.reconcile(force=True)
         reconnecting, skipped = [], []
         for name, actor in sorted(port.actors.items()):
-            filtered = port.server_filter.reason(name)
-            why = ("its definition is invalid" if actor.spec is None else
-                   "disabled (enabled = false)" if not actor.spec.enabled else
-                   f"filtered out: {filtered}" if filtered else None)
+            why = not_reconnectable(name, actor)
             if why is None:
                 actor.reconnect()
                 reconnecting.append(name)

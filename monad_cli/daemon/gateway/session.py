@@ -62,7 +62,7 @@ from monad_cli.daemon.trust.service import ToolService
 
 log = logging.getLogger("monad.gateway")
 # What `ToolService.call` adds to a CallToolResult, and the listing's own keys.
-_OUR_KEYS = frozenset({"callId", "server", "tool", "name", "decidedBy"})
+_OUR_KEYS = frozenset({"callId", "server", "tool", "name", "decidedBy", "serverStderr"})
 _ROW_KEYS = frozenset({"server", "tool", "autoApproved", "deferred", "condition"})
 _SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"
 

@@ -22,6 +22,7 @@ from mcp_types import CallToolResult, Implementation, Tool, ToolListChangedNotif
 
 from monad_cli import __version__
 from monad_cli.config.schema import ServerSpec
+from monad_cli.core.messages import one_line
 from monad_cli.core.paths import Paths
 from monad_cli.core.states import LIVE, State, check_transition
 from monad_cli.daemon.sessions.backoff import Backoff
@@ -179,7 +180,9 @@ class ServerActor:
 
     # -- state -------------------------------------------------------------------------
     def set_state(self, state: State, reason: str | None = None) -> None:
-        reason = self.ctx.scrub(reason) if reason else reason
+        # One line: a reason is one row of `status` and one journal field (an HTTP library's
+        # hint may span lines).
+        reason = one_line(self.ctx.scrub(reason)) if reason else reason
         if state == self.state and reason == self.reason:
             return
         check_transition(self.state, state)
@@ -494,7 +497,9 @@ class ServerActor:
         `{name, transport, state, reason, since, tools, protocolVersion, source, enabled,
         required, pid, configError, attempt, lastAttemptReason}` (`pid` also while it connects;
         `attempt` and why the last one failed while connecting or backing off); with `detail`,
-        also `toolNames`, `stderrTail` (scrubbed), `serverInfo`, `strayStdoutLines`,
+        also `toolNames`, `stderrTail` (scrubbed), `probeNoiseLines` (lines of an older SDK's
+        validation warning about the `server/discover` probe, left out of the tail), `serverInfo`,
+        `strayStdoutLines`,
         `repairedStdoutLines`, `oversizeMessages` and `httpTransport` (`streamable-http` or
         `sse`, for an http server)."""
         spec, conn, live = self.spec, self.conn, self.live
@@ -512,13 +517,14 @@ class ServerActor:
             "required": spec.required if spec else None,
             # While it connects too: a server that hangs at start is a live process worth naming.
             "pid": conn.pid if conn and conn.returncode is None and (live or self.state == State.CONNECTING) else None,
-            "configError": self.config_error if spec else None,
+            "configError": one_line(self.config_error) if spec and self.config_error else None,
             "attempt": self.attempt if retrying else None,
-            "lastAttemptReason": self.last_failure if retrying else None,
+            "lastAttemptReason": one_line(self.last_failure) if retrying and self.last_failure else None,
         }
         if detail:
             row["toolNames"] = [t.name for t in self.tools] if live else []
             row["stderrTail"] = [self.ctx.scrub(line) for line in self.sink.lines()]
+            row["probeNoiseLines"] = self.sink.probe_noise
             row["serverInfo"] = self.server_info if live else None
             row["strayStdoutLines"] = conn.stray_lines if conn else 0
             row["repairedStdoutLines"] = conn.repaired_lines if conn else 0

@@ -47,8 +47,10 @@ def describe(exc: BaseException) -> str:
 
 
 def stderr_hint(lines: Sequence[str]) -> str:
-    """`; stderr: a | b | c` from the last lines a stdio server wrote, or ``."""
-    last = list(lines)[-STDERR_IN_REASON:]
+    """`; stderr: a | b | c` from the last lines a stdio server wrote, or ``. Lines that only
+    underline the line above (Python's `^^^^` and `~~~~` markers) say nothing and are skipped,
+    so a traceback's last lines quote its code and its exception."""
+    last = [line.strip() for line in lines if line.strip().strip("^~").strip()][-STDERR_IN_REASON:]
     return f"; stderr: {' | '.join(last)}" if last else ""
 
 
@@ -135,6 +137,11 @@ def classify(spec: ServerSpec, exc: BaseException, phase: str, *, conn: Connecti
     for leaf in leaves:
         if isinstance(leaf, MCPError) and leaf.error.code == CONNECTION_CLOSED and conn is not None:
             if spec.transport == "stdio":
+                if not conn.stdout_lines:
+                    # It never wrote a line: it died starting (an import error, a missing
+                    # dependency), not while speaking MCP; its stderr says why.
+                    return "failed", (f"server process {exit_text(conn)} before answering (it wrote nothing to "
+                                      f"its stdout){stderr_hint(stderr)}")
                 return "failed", f"server process {exit_text(conn)} while {phase}{stderr_hint(stderr)}"
             return "failed", f"the server closed the connection while {phase}"
     first = leaves[0] if leaves else exc

@@ -4,11 +4,19 @@ The server writes into a real pipe (the SDK and the kernel need an fd); the read
 drained by a task here into `logs/servers/<name>.stderr.log` (size-capped, rotated) and an
 in-memory tail of the last lines, so a server that writes megabytes, with or without
 newlines, never blocks on a full pipe.
+
+The tail leaves out one kind of noise monad itself causes: a server on an older SDK (the
+Python SDK 1.x) answers the `server/discover` probe of `mode="auto"` with a root-logger
+warning quoting pydantic's validation errors, one per request type it knows (31 of them,
+~90 lines), which would push every line of its own out of the tail. Such a block, recognised
+by its first line and its continuation lines and dropped only when it names
+`server/discover`, goes to the log file but not the tail (`probe_noise` counts its lines).
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
@@ -19,6 +27,12 @@ LOG_CAP_BYTES = 10 * 1024 * 1024
 LOG_BACKUPS = 3
 TAIL_LINES = 20
 MAX_LINE_CHARS = 500
+# The first line of a validation warning (`WARNING:root:Failed to validate request: …`), and
+# the lines pydantic continues it with: an error's location (`PingRequest.method`), its text
+# and its help link, both indented.
+_VALIDATION_START = re.compile(r"Failed to validate (request|notification)\b|\d+ validation errors? for ")
+_VALIDATION_MORE = re.compile(r"\s|[A-Za-z_][\w-]*(\.[\w-]+|\[[^\]]*\])+\Z")
+PROBE_METHOD = "server/discover"
 
 
 class StderrSink:
@@ -28,6 +42,9 @@ class StderrSink:
         self.log_path = log_path
         self.scrub = scrub
         self.tail: deque[str] = deque(maxlen=TAIL_LINES)
+        self.probe_noise = 0  # lines of `server/discover` validation noise left out of the tail
+        self.count = 0  # lines ever put in the tail: `since(mark)` finds those of one call
+        self._block: list[str] = []  # a validation warning being read, not yet in the tail
         self._partial = ""
         self._log_pending = ""
         self.read_fd: int | None = None
@@ -38,6 +55,7 @@ class StderrSink:
         self.read_fd, self.write_fd = os.pipe()
         # The reason of a failed attempt must quote that attempt's stderr, not an older one's.
         self.tail.clear()
+        self._block = []
         self._partial = ""
         self._log_pending = ""
         os.set_blocking(self.read_fd, False)
@@ -109,12 +127,58 @@ class StderrSink:
         for line in lines:
             line = line.rstrip("\r")
             if line:
-                self.tail.append(line[:MAX_LINE_CHARS])
+                self._append(line[:MAX_LINE_CHARS])
+
+    def _append(self, line: str) -> None:
+        """Into the tail, except the lines of a validation warning about the probe."""
+        if self._block and _VALIDATION_MORE.match(line) and not _VALIDATION_START.search(line):
+            self._block.append(line)
+            return
+        self._end_block()
+        if _VALIDATION_START.search(line):
+            self._block = [line]
+        else:
+            self.tail.append(line)
+            self.count += 1
+
+    def _end_block(self) -> None:
+        block, self._block = self._block, []
+        if any(PROBE_METHOD in line for line in block):
+            self.probe_noise += len(block)
+        else:
+            self.tail.extend(block)
+            self.count += len(block)
+
+    def since(self, mark: int) -> list[str]:
+        """The tail's lines put there after `count` was `mark` (at most the tail's length),
+        and a line still being written."""
+        n = min(self.count - mark, len(self.tail))
+        out = list(self.tail)[-n:] if n > 0 else []
+        if self._partial.strip():
+            out.append(self._partial[:MAX_LINE_CHARS])
+        return out
+
+    async def settle(self, timeout: float = 0.2) -> None:
+        """Wait (at most `timeout` s) until what the server already wrote to stderr is read:
+        a server writes its stderr before its answer, but the two pipes are drained apart."""
+        import select
+
+        fd = self.read_fd
+        with anyio.move_on_after(timeout):
+            while fd is not None and fd == self.read_fd:
+                try:
+                    readable, _, _ = select.select([fd], [], [], 0)
+                except (OSError, ValueError):
+                    return
+                if not readable:
+                    return
+                await anyio.sleep(0.005)
 
     def _flush_partial(self) -> None:
         if self._partial.strip():
-            self.tail.append(self._partial[:MAX_LINE_CHARS])
+            self._append(self._partial[:MAX_LINE_CHARS])
         self._partial = ""
+        self._end_block()
 
     def _rotate(self) -> None:
         for i in range(LOG_BACKUPS - 1, 0, -1):
@@ -125,6 +189,8 @@ class StderrSink:
 
     def lines(self) -> list[str]:
         out = list(self.tail)
+        if not any(PROBE_METHOD in line for line in self._block):  # still being read: shown unless noise
+            out.extend(self._block[-TAIL_LINES:])
         if self._partial.strip():
             out.append(self._partial[:MAX_LINE_CHARS])
         return out

@@ -56,7 +56,7 @@ HOST_CONTEXT_KEYS = ("theme", "styles", "displayMode", "availableDisplayModes", 
                      "timeZone", "userAgent", "platform", "deviceCapabilities", "safeAreaInsets")
 APPROVAL_TIMEOUT_S = 120.0
 INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL, REFUSED = -32600, -32601, -32602, -32603, -32000
-_MONAD_KEYS = ("callId", "server", "tool", "name", "decidedBy")
+_MONAD_KEYS = ("callId", "server", "tool", "name", "decidedBy", "serverStderr")
 
 
 def apps_extension() -> ClientExtension:

@@ -89,11 +89,24 @@ class Logins:
         self._sessions.add(_digest(session))
         return session
 
+    def hand_over(self, other: Logins) -> int:
+        """Move this port's unused, unexpired login tokens to `other` (the port the page moved
+        to), so a URL handed out here still logs in there; returns how many moved."""
+        now = self._clock()
+        live = {d: t for d, t in self._tokens.items() if t > now}
+        other._tokens.update(live)
+        self._tokens.clear()
+        return len(live)
+
     def valid(self, session: str | None) -> bool:
         return bool(session) and _digest(session or "") in self._sessions
 
     def clear(self) -> None:
         self._tokens.clear()
+        self._sessions.clear()
+
+    def clear_sessions(self) -> None:
+        """End every signed-in session (the page moved; its login tokens may live on)."""
         self._sessions.clear()
 
 

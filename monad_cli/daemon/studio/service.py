@@ -42,7 +42,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from monad_cli.core.errors import Conflict
 from monad_cli.daemon.studio.events import PING_S, EventBus, event_stream
-from monad_cli.daemon.studio.locks import LOGIN_PATH, Logins, StudioLocks, studio_csp
+from monad_cli.daemon.studio.locks import LOGIN_PATH, TOKEN_TTL_S, Logins, StudioLocks, studio_csp
 from monad_cli.daemon.studio.sandbox import PROXY_PATH, SandboxProxy
 from monad_cli.daemon.studio.scrub import ScrubAnswers
 
@@ -143,6 +143,7 @@ class Listener:
         self.requested = port
         self.port = port
         self.logins = Logins()
+        self.moved_to: Listener | None = None  # the page moved: this port forwards login URLs there
         self._make_app = make_app
         self._sock: socket.socket | None = None
         self._server: _QuietServer | None = None
@@ -197,6 +198,7 @@ class Studio:
         self.bus = bus
         self.listener: Listener | None = None
         self.sandbox: Listener | None = None
+        self._forwarding: list[Listener] = []  # old ports a move left forwarding login URLs
         self._lock = anyio.Lock()
         self._watching = False
         self.page = StaticPage(deps.snapshot, deps.refresh, host=self.host_info)
@@ -223,11 +225,16 @@ class Studio:
                     sandbox = Listener(self._sandbox_app, port=0, what="MCP Apps sandbox", path=PROXY_PATH)
                     await sandbox.start()
                     self.sandbox = sandbox
-                new = Listener(self._app, port=default_port if port is None else port)
+                wanted = default_port if port is None else port
+                for old in [f for f in self._forwarding if f.port == wanted]:
+                    # Moving back to a port that only forwards: it is the page's again.
+                    self._forwarding.remove(old)
+                    await old.stop()
+                new = Listener(self._app, port=wanted)
                 await new.start()  # a port that cannot be bound leaves the current one serving
                 self.listener = new
                 if current is not None:
-                    await self._stop_listener(current)
+                    await self._retire(current, new)
                 if not self._watching:
                     self._watching = True
                     self.deps.start_soon(self._until_stopped)
@@ -237,9 +244,36 @@ class Studio:
             return {"url": f"http://{HOST}:{listener.port}{LOGIN_PATH}?token={token}", "port": listener.port,
                     "started": started, "movedFrom": current.port if started and current else None}
 
+    async def _retire(self, old: Listener, new: Listener) -> None:
+        """The page moved from `old` to `new`. Its pages' sessions end now; but a login URL
+        handed out for `old` and not opened yet (two `monad studio --port` at once) must not
+        be dead: its token moves to `new`, and `old` stays up, answering only with a redirect
+        to the same URL on `new`, until such a token would have expired."""
+        self.bus.close(group=old)
+        old.logins.clear_sessions()
+        for earlier in self._forwarding:  # a second move: older ports forward to the page's port too
+            earlier.moved_to = new
+        if not old.logins.hand_over(new.logins):
+            await old.stop()
+            return
+        old.moved_to = new
+        self._forwarding.append(old)
+
+        async def stop_later() -> None:
+            with anyio.move_on_after(TOKEN_TTL_S):
+                await self.deps.stopping.wait()
+            if old in self._forwarding:
+                self._forwarding.remove(old)
+                await old.stop()
+
+        self.deps.start_soon(stop_later)
+
     async def _until_stopped(self) -> None:
         await self.deps.stopping.wait()
         async with self._lock:
+            for old in list(self._forwarding):
+                self._forwarding.remove(old)
+                await old.stop()
             if self.listener is not None:
                 await self._stop_listener(self.listener)
                 self.listener = None
@@ -267,5 +301,22 @@ class Studio:
             Mount("/studio", app=self.page),
             Mount("", app=self.control_app),
         ])
-        return StudioLocks(app, port=listener.port, logins=listener.logins,
-                           csp=studio_csp(self.sandbox.port if self.sandbox else None))
+        locked = StudioLocks(app, port=listener.port, logins=listener.logins,
+                             csp=studio_csp(self.sandbox.port if self.sandbox else None))
+
+        async def forwarding(scope: Scope, receive: Receive, send: Send) -> None:
+            moved = listener.moved_to
+            if moved is None or scope["type"] != "http":
+                await locked(scope, receive, send)
+                return
+            # The token in the query is checked on the new port; nothing is served here.
+            if scope["path"] == LOGIN_PATH:
+                query = scope.get("query_string", b"").decode("latin-1")
+                response: Response = RedirectResponse(f"http://{HOST}:{moved.port}{LOGIN_PATH}?{query}",
+                                                      status_code=307, headers={"cache-control": "no-store"})
+            else:
+                response = PlainTextResponse(f"the Studio moved to http://{HOST}:{moved.port}/: run `monad studio` "
+                                             f"for a login URL", status_code=410)
+            await response(scope, receive, send)
+
+        return forwarding

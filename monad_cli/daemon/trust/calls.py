@@ -98,11 +98,12 @@ class CallLog:
             except Exception:  # a transcript must never fail a call
                 log.exception("call listener failed")
 
-    def start(self, *, server: str, tool: str, exposed: str, arguments: Any, via: str) -> int:
-        """The intent row (outcome `running`); returns its id. Until `finish` of this id, the
-        calling task's `current_call()` names it."""
+    def start(self, *, server: str, tool: str, exposed: str, arguments: Any, via: str,
+              decision: str | None = None, decided_by: str | None = None) -> int:
+        """The intent row (outcome `running`, with the approval `decision` and who made it);
+        returns its id. Until `finish` of this id, the calling task's `current_call()` names it."""
         call_id = jt.start_call(self.journal, server=server, tool=tool, exposed=exposed, arguments=arguments,
-                                via=via)
+                                via=via, decision=decision, decided_by=decided_by)
         ref = _ref.get()
         self._tokens[call_id] = _current.set({"callId": call_id, "exposed": exposed, "via": via, "ref": ref})
         self._tell("call.started", {"id": call_id, "ts": time.time(), "server": server, "tool": tool,

@@ -61,6 +61,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("monad.tools")
 PENDING_TTL_S = 600.0
 DEFAULT_APPROVAL_TIMEOUT_S = 120.0
+STDERR_OF_CALL = 5  # stderr lines of a failed call quoted in its reason
 
 
 class ApprovalRequired(Exception):
@@ -80,8 +81,9 @@ class ToolService:
     `features/tools.toml` (`deferred`, `enabled`, `disabled`); `start_task` runs detached
     calls (None: `detach` is refused),
     `run_task` the calls of tools whose `execution.taskSupport` is `required` (2025-11-25);
-    `clock` (epoch seconds) dates approval requests. Call `changed()` whenever a server's
-    tool list was (re)fetched.
+    `clock` (epoch seconds) dates approval requests; `stopping()` is true once the supervisor
+    stops (a call its stop cuts fails naming the supervisor, not the server). Call `changed()`
+    whenever a server's tool list was (re)fetched.
 
     It never opens or closes a session, never edits a definition file and never asks a
     person anything itself: a call that needs a person waits on the gate (or raises
@@ -92,9 +94,11 @@ class ToolService:
                  scrub: Callable[[str], str], tool_globs: Callable[[], Mapping[str, Sequence[str]]] = dict,
                  start_task: StartTask | None = None, run_task: RunTask | None = None,
                  clock: Callable[[], float] = time.time, recheck: Callable[[str], None] = lambda name: None,
-                 write_pin: Callable[[str, str], None] = lambda name, digest: None) -> None:
+                 write_pin: Callable[[str, str], None] = lambda name, digest: None,
+                 stopping: Callable[[], bool] = lambda: False) -> None:
         self.journal = journal
         self.write_pin = write_pin
+        self.stopping = stopping
         self.recheck = recheck
         self.servers = servers
         self.scrub = scrub
@@ -317,6 +321,24 @@ class ToolService:
             decided(answer[1], answer[2])
             return answer
 
+    async def _stderr_of_call(self, sink: Any, mark: int) -> list[str]:
+        """The last `STDERR_OF_CALL` lines a stdio server wrote to stderr since `mark` (its
+        sink's count when the call was sent), scrubbed; Python's `^^^^` marker lines left out."""
+        if sink is None:
+            return []
+        await sink.settle()
+        lines = [line.strip() for line in sink.since(mark) if line.strip().strip("^~").strip()]
+        return [self.scrub(line) for line in lines[-STDERR_OF_CALL:]]
+
+    def _fail_if_stopping(self, finish: Callable[..., None], exposed: str, server: str) -> None:
+        """When the supervisor's stop closed the session under a call, the server did not fail
+        it and whether it acted is unknown (as after a crash): journal it `interrupted` and
+        raise `Unavailable` naming the supervisor."""
+        if self.stopping():
+            finish("interrupted", "the supervisor stopped during the call")
+            raise Unavailable(f"the supervisor stopped during the call to `{exposed}` (`monad daemon stop` or a "
+                              f"signal); whether server `{server}` acted on it is unknown") from None
+
     async def call(self, exposed: str, arguments: dict[str, Any] | None, *, via: str,
                    approval: dict[str, Any], detach: bool = False,
                    app_of: str | None = None, progress: ProgressFn | None = None,
@@ -385,12 +407,14 @@ class ToolService:
                     recorder.outcome(server=actor.name, outcome="cancelled", decision="cancelled", via=via)
             raise
         call_id = self.calls.start(server=actor.name, tool=tool.name, exposed=exposed, arguments=arguments,
-                                   via=via)
+                                   via=via, decision=decision, decided_by=who)
         started = time.monotonic()
         recorder = TELEMETRY.recorder
         if recorder is not None:
             recorder.annotate_call(server=actor.name, exposed=exposed, via=via, decision=decision, decided_by=who,
                                    call_id=call_id, arguments=arguments)
+        sink = getattr(actor, "sink", None)  # a stdio server's stderr (sessions/stderr.py), if any
+        mark = sink.count if sink is not None else 0
 
         def finish(outcome: str, error: str | None = None, *, defer: bool = False) -> None:
             self.calls.finish(call_id, outcome=outcome, decision=decision, decided_by=who,
@@ -427,21 +451,31 @@ class ToolService:
                 finish("cancelled", "the caller cancelled the call")
             raise
         except MCPError as exc:
+            self._fail_if_stopping(finish, exposed, actor.name)
             timed_out = exc.error.code == REQUEST_TIMEOUT
-            finish("timeout" if timed_out else "error", f"{exc.error.message} (MCP error {exc.error.code})")
+            said = await self._stderr_of_call(sink, mark)
+            hint = f"; stderr during the call: {' | '.join(said)}" if said else ""
+            finish("timeout" if timed_out else "error", f"{exc.error.message} (MCP error {exc.error.code}){hint}")
             raise ToolCallFailed(self.scrub(f"server `{actor.name}` failed `{tool.name}`: {exc.error.message} "
-                                            f"(MCP error {exc.error.code})")) from None
+                                            f"(MCP error {exc.error.code}){hint}")) from None
         except (NotConnected, QueueFull) as exc:  # from the task manager: the kind stays
             finish("error", exc.message)
             raise
         except Exception as exc:  # noqa: BLE001 - e.g. an outputSchema mismatch in the SDK
+            self._fail_if_stopping(finish, exposed, actor.name)
             finish("error", f"{type(exc).__name__}: {exc}")
             raise ToolCallFailed(self.scrub(f"server `{actor.name}` failed `{tool.name}`: {exc}")) from None
         out = result.model_dump(by_alias=True, exclude_none=True, mode="json")
         is_error = bool(result.is_error)
         text = " ".join(c.get("text", "") for c in out.get("content", []) if c.get("type") == "text")
+        said = await self._stderr_of_call(sink, mark) if is_error else []
+        if said:
+            # An opaque "Error executing tool fetch" is often explained by what the server
+            # logged meanwhile: the caller (never the agent: gateway/session.py) gets it.
+            out["serverStderr"] = said
+        why = text[:300] + (f"; stderr during the call: {' | '.join(said)}" if said else "")
         # The intent row was committed before the call; the outcome may follow the answer.
-        finish("tool-error" if is_error else "ok", text[:300] if is_error else None, defer=write_behind)
+        finish("tool-error" if is_error else "ok", why if is_error else None, defer=write_behind)
         out.update(callId=call_id, server=actor.name, tool=tool.name, name=exposed, decidedBy=who)
         out.setdefault("isError", is_error)
         return out

@@ -1,0 +1,48 @@
+"""The shape of a message for a person: one line, no value longer than a line.
+
+A message names what failed by quoting it (``server `github` is not defined``), and the
+quoted thing comes from the person or from a server: a 10,000-character name, a pasted
+file, an HTTP library's multi-line hint. `cut` shortens one value, `cut_values` every
+overlong word of a finished message, `one_line` folds a reason that spans lines into the
+single line a `status` row or a journal row has room for. Stdlib only.
+"""
+
+from __future__ import annotations
+
+import re
+
+VALUE_LIMIT = 80
+"""Characters of one quoted value kept in a message (the rest is counted, not shown)."""
+
+NET_LIMIT = 240
+"""A word (no whitespace) of a finished message longer than this is a value pasted whole: no
+path, URL or name a person reads is that long, and a test's temporary paths stay shorter."""
+
+_LONG_WORD = re.compile(r"\S{" + str(NET_LIMIT + 1) + ",}")
+
+
+def cut(value: object, limit: int = VALUE_LIMIT) -> str:
+    """`value` as text, at most `limit` characters plus a note of its full length:
+    `xxxx…(10000 characters)`."""
+    text = str(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}…({len(text)} characters)"
+
+
+def cut_values(message: str) -> str:
+    """`message` with each whitespace-free run longer than `NET_LIMIT` characters cut to
+    `VALUE_LIMIT` (`cut`): a net for messages that quote a value whole. Shorter words, and so
+    every path, URL and name of ordinary size, stay as they are."""
+    return _LONG_WORD.sub(lambda m: cut(m.group(0)), message)
+
+
+def one_line(text: str) -> str:
+    """`text` on one line: its non-blank lines, stripped, joined by ` | ` (a reason that
+    quotes a multi-line hint stays one row of `status` and one journal field)."""
+    if "\n" not in text and "\r" not in text:
+        return text
+    return " | ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
+__all__ = ["NET_LIMIT", "VALUE_LIMIT", "cut", "cut_values", "one_line"]

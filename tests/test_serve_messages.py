@@ -1,0 +1,77 @@
+"""What `monad mcp serve` says on stderr (issue 30): on a terminal, what it is and how agents
+use it; where no server is defined, which MONAD_HOME it serves. Through the real CLI, relay
+and supervisor."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import server_cmd
+
+pytestmark = pytest.mark.e2e
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}
+
+
+def _serve_over_pipes(lines: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
+    """Run `monad mcp serve` as an MCP client would: JSON-RPC lines on its stdin, answers read."""
+    proc = subprocess.Popen([sys.executable, "-m", "monad_cli", "mcp", "serve"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdin and proc.stdout
+    answers = []
+    try:
+        for message in lines:
+            proc.stdin.write(json.dumps(message) + "\n")
+            proc.stdin.flush()
+            if "id" in message:
+                answers.append(json.loads(proc.stdout.readline()))
+        _, err = proc.communicate(timeout=60)  # closes its stdin: the client went away
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return answers, err
+
+
+def test_serve_in_an_empty_home_says_which_home_and_that_it_is_empty(monad: Any, monad_home: Path) -> None:
+    answers, err = _serve_over_pipes([INIT, {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                                      {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}])
+    assert answers[1]["result"]["tools"] == []
+    assert f"no server is defined in MONAD_HOME `{monad_home}`" in err and "MONAD_HOME in the client's entry" in err
+    assert "speaking JSON-RPC" not in err  # not a terminal: an agent's client
+    assert monad("daemon", "stop").code == 0
+
+
+def test_serve_with_servers_says_nothing_to_a_client(monad: Any, monad_home: Path) -> None:
+    assert monad("mcp", "add", "ts", "--", *server_cmd()).code == 0
+    answers, err = _serve_over_pipes([INIT])
+    assert answers[0]["result"]["serverInfo"]
+    assert "no server is defined" not in err and "speaking JSON-RPC" not in err, err
+    assert monad("daemon", "stop").code == 0
+
+
+def test_serve_on_a_terminal_says_what_it_is(monad: Any, monad_home: Path) -> None:
+    assert monad("mcp", "add", "ts", "--", *server_cmd()).code == 0
+    primary, secondary = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "monad_cli", "mcp", "serve"], stdin=secondary,
+                            stdout=secondary, stderr=subprocess.PIPE, text=True)
+    os.close(secondary)
+    try:
+        assert proc.stderr
+        ready, _, _ = select.select([proc.stderr], [], [], 60)
+        assert ready
+        first = proc.stderr.readline()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        os.close(primary)
+    assert first.startswith("monad mcp serve: an MCP server speaking JSON-RPC on stdin/stdout, for agents"), first
+    assert "`monad mcp connect CLIENT`" in first

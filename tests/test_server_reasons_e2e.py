@@ -1,0 +1,88 @@
+"""Reasons that point the right way, through the real supervisor and real servers (issue 30):
+a server that dies before answering, a failed tool call with what the server logged
+meanwhile, an older SDK's noise about the `server/discover` probe kept out of the stderr
+tail, and reasons that stay one line."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import SERVERS, status_of, wait_for, wait_state
+
+pytestmark = pytest.mark.e2e
+TOOLSERVER = str(SERVERS / "toolserver.py")
+WILDSERVER = str(SERVERS / "wildserver.py")
+
+
+def test_a_server_that_dies_at_import_is_said_to_exit_before_answering(supervisor: Any, tmp_path: Path) -> None:
+    """As a server whose dependency changed under it: a traceback on stderr, nothing on stdout."""
+    monad = supervisor
+    script = tmp_path / "server.py"
+    script.write_text("import sys\nprint('starting', file=sys.stderr)\nimport json\njson.no_such_function()\n")
+    assert monad("mcp", "add", "dies", "--", sys.executable, str(script)).code == 0
+    row = wait_for(lambda: (s := status_of(monad, "dies"))["state"] in ("backoff", "failed") and s["reason"] and s)
+    reason = row["reason"]
+    assert reason.startswith("server process exited with status 1 before answering"), row
+    assert "while negotiating the protocol version" not in reason
+    assert "AttributeError: module 'json' has no attribute 'no_such_function'" in reason, row
+    assert "json.no_such_function()" in reason and "^^^" not in reason, row
+    r = monad("mcp", "wait", "dies", "--timeout", "0")
+    assert r.code != 0 and "AttributeError" in r.err, r
+
+
+def test_a_failed_tool_call_quotes_what_the_server_logged_during_it(supervisor: Any) -> None:
+    monad = supervisor
+    assert monad("mcp", "add", "ts", "--", sys.executable, TOOLSERVER).code == 0
+    wait_state(monad, "ts", "connected")
+    assert monad("mcp", "call", "ts__fail", "--arg", "message=before", "--arg", "log=an older line",
+                 "--yes").code == 1
+    log = "Traceback (most recent call last):\n  File \"fetch.py\", line 3\nValueError: no route to host"
+    r = monad("mcp", "call", "ts__fail", "--arg", "message=Error executing tool fetch", "--arg", f"log={log}",
+              "--yes")
+    assert r.code == 1, r
+    assert r.err.startswith("error: tool `ts__fail` failed: Error executing tool fetch; stderr during the call: "
+                            "Traceback (most recent call last): | File \"fetch.py\", line 3 | "
+                            "ValueError: no route to host"), r
+    assert "an older line" not in r.err and len(r.err.strip().splitlines()) == 1, r
+    r = monad("mcp", "call", "ts__fail", "--arg", "message=Error executing tool fetch", "--arg", f"log={log}",
+              "--yes", "--json")
+    assert r.json()["serverStderr"][-1] == "ValueError: no route to host", r
+    rows = monad("journal", "--calls", "--json").json()
+    assert "stderr during the call" in rows[-1]["error"] and "ValueError: no route to host" in rows[-1]["error"]
+    # no stderr during the call: the reason is the tool's own text, as before
+    r = monad("mcp", "call", "ts__fail", "--arg", "message=plain", "--yes")
+    assert r.err.strip() == "error: tool `ts__fail` failed: plain", r
+
+
+def test_reasons_with_newlines_stay_one_line_in_every_row(supervisor: Any) -> None:
+    monad = supervisor
+    assert monad("mcp", "add", "ts", "--", sys.executable, TOOLSERVER).code == 0
+    wait_state(monad, "ts", "connected")
+    r = monad("mcp", "call", "ts__fail", "--arg", "message=refused\nHint: check the proxy\n\nsee the docs",
+              "--yes")
+    assert r.code == 1 and r.err.strip() == (
+        "error: tool `ts__fail` failed: refused | Hint: check the proxy | see the docs"), r
+    assert monad("mcp", "call", "ts__echo", "--arg", "text=x", "--yes").code == 0
+    r = monad("journal", "--calls")
+    assert r.code == 0, r
+    lines = r.out.strip().splitlines()
+    assert len(lines) == 3 and "refused | Hint: check the proxy | see the docs" in lines[1], r.out
+
+
+def test_an_older_sdks_probe_noise_stays_out_of_the_stderr_tail(supervisor: Any, monad_home: Path) -> None:
+    """A healthy server on the Python SDK 1.x answers `server/discover` with ~60 lines of
+    pydantic validation errors on stderr: the tail shown keeps the server's own lines."""
+    monad = supervisor
+    assert monad("mcp", "add", "old", "--", sys.executable, WILDSERVER, "--discover", "old-sdk").code == 0
+    row = wait_state(monad, "old", "connected")
+    assert row["protocolVersion"] == "2025-11-25"
+    assert row["stderrTail"] == ["hello from the server: starting", "hello from the server: serving"], row
+    assert row["probeNoiseLines"] > 30
+    r = monad("mcp", "status", "old")
+    assert r.code == 0 and "validation errors" not in r.out and "left out of the tail" in r.err, r
+    log = (monad_home / "logs" / "servers" / "old.stderr.log").read_text()
+    assert "Failed to validate request: 31 validation errors for ClientRequest" in log  # the log keeps all
