@@ -15,6 +15,7 @@ import anyio
 
 from monad_cli import __version__
 from monad_cli.auth.session import SupervisorAuth
+from monad_cli.config import envfile
 from monad_cli.config.features import MCP_FILE, TOOLS_FILE, load_mcp_filter, load_tool_globs
 from monad_cli.config.loader import AtomCache, Definitions, Problem, load_definitions
 from monad_cli.core.errors import ConfigError
@@ -69,6 +70,11 @@ class Supervisor:
         # Globs over exposed tool names from `features/tools.toml`: deferred, enabled, disabled.
         self.tool_globs: dict[str, list[str]] = {}
         self.environ = dict(os.environ if environ is None else environ)
+        # What `$VAR` expands from: MONAD_HOME/env over `environ`, rebuilt only when the file
+        # changes (the atoms' cache reuses a validation only for the same object).
+        self.variables = envfile.LayeredEnviron({}, self.environ)
+        self.env_problems: list[str] = []
+        self._env_stamp: tuple[int, int, int] | bool | None = False
         self.actors: dict[str, ServerActor] = {}
         self.applied: dict[str, str] = {}
         self.definitions = Definitions()
@@ -212,10 +218,24 @@ class Supervisor:
             if stamp == self._stamp and not force:
                 return
             self._stamp = stamp
-            defs = load_definitions(self.paths, self.environ, cache=self._atoms,
+            self._load_env_file()
+            defs = load_definitions(self.paths, self.variables, cache=self._atoms,
                                     prefer=frozenset(n for n, a in self.actors.items() if a.spec is not None))
             self._refilter(defs)
+            defs.problems += [Problem(message, envfile.SOURCE) for message in self.env_problems]
             self._apply(defs)
+
+    def _load_env_file(self) -> None:
+        """Read MONAD_HOME/env again if it changed (docs/atoms.md "Variables")."""
+        stamp = envfile.stamp(self.paths)
+        if stamp == self._env_stamp:
+            return
+        self._env_stamp = stamp
+        read = envfile.read_env_file(self.paths)
+        if read.values != self.variables.file:
+            self.variables = envfile.LayeredEnviron(read.values, self.environ)
+            log.info("MONAD_HOME/env: %d variable(s)", len(read.values))
+        self.env_problems = read.problems
 
     def _apply(self, defs: Definitions) -> None:
         from monad_cli.config.loader import Problem
@@ -231,7 +251,9 @@ class Supervisor:
         self.definitions = defs
         # With the last good definitions still in use.
         secrets = self._secrets.of(defs, [a.spec for a in self.actors.values() if a.spec is not None])
-        self.secrets = secrets | (self.journal.settings.secrets if self.journal is not None else set())
+        referenced = {n for spec in defs.specs.values() for n in spec.variables}
+        self.secrets = secrets | {v for v in self.variables.secret_values(referenced) if v} | \
+            (self.journal.settings.secrets if self.journal is not None else set())
         # Whole-file errors, and errors about a definition that lost to another one
         # (duplicate name or URL) while the winner runs: no status row would show them.
         self.file_problems = [{"file": p.file, "message": self.scrub(p.message)}

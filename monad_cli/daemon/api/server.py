@@ -31,10 +31,12 @@ from monad_cli import __version__
 from monad_cli.config import edits
 from monad_cli.core.errors import InvalidInput, NotFound
 from monad_cli.core.redact import redact_definition
+from monad_cli.daemon.api.env import env_routes
 from monad_cli.daemon.api.studio import studio_routes
 from monad_cli.daemon.api.tasks import task_routes
 from monad_cli.daemon.api.tools import tools_routes
 from monad_cli.daemon.http import MAX_BODY, ErrorBoundary, read_json_body
+from monad_cli.daemon.studio.scrub import ScrubAnswers
 
 if TYPE_CHECKING:
     from monad_cli.daemon.port import DaemonPort
@@ -84,7 +86,10 @@ class ControlServer:
         self.server: _QuietServer | None = None
         self.sock: socket.socket | None = None
         self._task: asyncio.Task[None] | None = None
-        self.app = Starlette(routes=self.routes(), middleware=[Middleware(ErrorBoundary, scrub=sup.scrub)])
+        # Every JSON answer scrubbed, tool results and arguments too: the CLI shows what the
+        # Studio shows (docs/atoms.md "Secrets"); streamed answers scrub their own lines.
+        self.app = Starlette(routes=self.routes(), middleware=[Middleware(ScrubAnswers, scrub=sup.scrub),
+                                                               Middleware(ErrorBoundary, scrub=sup.scrub)])
 
     def routes(self) -> list[Route]:
         return [
@@ -101,6 +106,7 @@ class ControlServer:
             Route("/v1/mcp-servers/{name}/reconnect", self.reconnect, methods=["POST"]),
             Route("/v1/mcp-servers/{name}/tools", self.tools),
             *tools_routes(self),
+            *env_routes(self),
             *task_routes(self.sup.tasks),
             *studio_routes(self),
         ]

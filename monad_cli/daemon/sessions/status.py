@@ -12,7 +12,9 @@ if TYPE_CHECKING:
 
 def status_row(actor: ServerActor, *, detail: bool = False) -> dict[str, Any]:
     """`{name, transport, state, reason, since, tools, protocolVersion, source, enabled,
-    required, pid, configError, attempt, lastAttemptReason}` (`pid` also while it connects;
+    required, pid, configError, attempt, lastAttemptReason, variables}` (`variables`: each
+    `$VAR` its definition references, `{name, source}` with source `env-file` or `environment`,
+    never a value; `pid` also while it connects;
     `attempt` and why the last one failed while connecting or backing off); with `detail`,
     also `toolNames`, `stderrTail` (scrubbed), `serverInfo`, `strayStdoutLines`,
     `repairedStdoutLines`, `oversizeMessages` and `httpTransport` (`streamable-http` or
@@ -35,6 +37,7 @@ def status_row(actor: ServerActor, *, detail: bool = False) -> dict[str, Any]:
         "configError": actor.config_error if spec else None,
         "attempt": actor.attempt if retrying else None,
         "lastAttemptReason": actor.last_failure if retrying else None,
+        "variables": [{"name": n, "source": src} for n, src in spec.variables.items()] if spec else [],
     }
     if detail:
         row["toolNames"] = [t.name for t in actor.tools] if live else []
