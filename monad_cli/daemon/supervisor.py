@@ -140,7 +140,8 @@ class Supervisor:
         """Open the journal and build the services on it, each handed only what it uses (the
         journal, the actors as a live lookup, the redaction function, callbacks): what `run`
         does first, once it holds the daemon lock. Call once; returns the journal."""
-        settings = load_journal_settings(self.paths, self.environ)  # docs/fleet.md; a bad one stops the start
+        self._load_env_file()  # a journal password may live in MONAD_HOME/env too
+        settings = load_journal_settings(self.paths, self.variables)  # docs/fleet.md; a bad one stops the start
         self.secrets |= settings.secrets  # the journal password, before anything is logged
         journal = self.journal = Journal(self.paths.journal_db, scrub=self.scrub, settings=settings)
         from monad_cli.daemon.tasks.manager import TaskManager
@@ -236,6 +237,7 @@ class Supervisor:
             self.variables = envfile.LayeredEnviron(read.values, self.environ)
             log.info("MONAD_HOME/env: %d variable(s)", len(read.values))
         self.env_problems = read.problems
+        self.secrets |= {v for v in read.values.values() if v}  # before the first reload's log lines
 
     def _apply(self, defs: Definitions) -> None:
         from monad_cli.config.loader import Problem
