@@ -193,3 +193,64 @@ def test_add_without_a_supervisor_names_this_shell_for_the_environment(monad: An
     assert monad("env", "set", "UNSET_ONE", input="v1234", env=env).code == 0
     r = monad("mcp", "add", "w2", "--url", "https://example.com/mcp2", "-H", "X-Key: $UNSET_ONE", env=env)
     assert r.code == 0 and "warning" not in r.err, r
+
+
+# -- the Studio -------------------------------------------------------------------------------
+@pytest.mark.e2e
+def test_the_studio_sets_a_variable_and_never_gets_it_back(monad: Any, monad_home: Path) -> None:
+    """What the Add/Edit forms do (static/js/form.js `VariableValues`): `PUT /v1/env/NAME` on
+    the Studio's port writes the value; answers, events and the definition say only names and
+    where each is set."""
+    from tests.studio_helpers import StudioHTTP, journal_rows, open_studio
+
+    _env_atom(monad_home, "docs", "DOCS_KEY")
+    studio = StudioHTTP(open_studio(monad)["url"])
+    studio.login()
+    try:
+        wait_state(monad, "docs", "failed")
+        asked = studio.get("/v1/env?name=DOCS_KEY")
+        assert asked.json()["variables"] == [{"name": "DOCS_KEY", "source": None, "servers": ["docs"]}], asked.text
+        # The edit form sees the reference as written (it holds no secret), so it can offer the value's row.
+        shown = studio.get("/v1/settings/mcp-servers/docs").json()["definition"]
+        assert shown["env"] == {"DOCS_KEY": "$DOCS_KEY"}, shown
+        r = studio.request("PUT", "/v1/env/DOCS_KEY", body={"value": VALUE})
+        assert r.status_code == 200 and r.json() == {"name": "DOCS_KEY", "created": True, "servers": ["docs"]}, r.text
+        docs = wait_state(monad, "docs", "connected", timeout=60)
+        assert _server_environ(docs["pid"])["DOCS_KEY"] == VALUE
+        # A foreign page may not set one (the Studio's Origin lock), and bad input is one line.
+        assert studio.request("PUT", "/v1/env/DOCS_KEY", body={"value": "x"}, origin="http://evil.test").status_code \
+            == 403
+        bad = studio.request("PUT", "/v1/env/1X", body={"value": "x"})
+        assert bad.status_code == 400 and "is not a variable name" in bad.json()["error"]["message"], bad.text
+        texts = [studio.get(p).text for p in ("/v1/env", "/v1/settings/mcp-servers", "/v1/settings/mcp-servers/status",
+                                            "/v1/journal?limit=500")]
+        assert studio.request("DELETE", "/v1/env/DOCS_KEY").status_code == 200
+        assert "DOCS_KEY" not in (monad_home / "env").read_text()
+    finally:
+        studio.close()
+        monad("daemon", "stop")
+    assert all(VALUE not in t for t in texts)
+    edits = [r for r in journal_rows(monad_home, "edit") if (r["detail"] or {}).get("variable") == "DOCS_KEY"]
+    assert [r["detail"]["action"] for r in edits] == ["env set", "env unset"]
+    assert edits[0]["detail"]["via"] == "studio" and VALUE not in json.dumps(edits)
+
+
+def test_the_forms_find_the_references_as_the_supervisor_expands_them() -> None:
+    import shutil
+    import subprocess
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    form = Path(__file__).resolve().parent.parent / "monad_cli" / "daemon" / "studio" / "static" / "js" / "form.js"
+    texts = ["$A ${B} $$C", "Bearer ${A}", "$1x", "${D", "$E_2/x"]
+    script = (f"const m = await import({json.dumps(form.as_uri())});\n"
+              f"console.log(JSON.stringify(m.references({json.dumps(texts)})));")
+    out = subprocess.run([node, "--input-type=module", "-e", script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    from monad_cli.config.expansion import references
+
+    expected: list[str] = []
+    for t in texts:
+        expected += [n for n in references(t) if n not in expected]
+    assert json.loads(out.stdout) == expected == ["A", "B", "E_2"]

@@ -1,7 +1,8 @@
 """The one redaction function family: the API, the CLI, logs, errors and the journal use it.
 
 What counts as secret (docs/atoms.md "Secrets"):
-- every `env` value and every `headers` value (names stay visible);
+- every `env` value and every `headers` value (names stay visible), except a value that is
+  only a `$VAR` reference (`$DOCS_KEY`, `Bearer ${TOKEN}`): it holds no secret;
 - URL userinfo passwords and every URL query value (`?key=***`);
 - `auth.token`, `auth.clientSecret`, `auth.privateKey` (a client credentials key), stored
   OAuth token state, a signed client assertion;
@@ -96,6 +97,16 @@ def _redact_auth(auth: Any) -> Any:
     return out
 
 
+# A value that only names where the secret is (`$DOCS_KEY`, `Bearer ${TOKEN}`): no secret in it.
+_REFERENCE_ONLY = re.compile(r"(?i:(?:bearer|basic|token)\s+)?\$(?:\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_][A-Za-z0-9_]*)")
+
+
+def is_reference(value: object) -> bool:
+    """Whether an env or header value is only a `$VAR` reference (an optional auth scheme
+    before it): shown as written, since the secret is elsewhere (MONAD_HOME/env)."""
+    return isinstance(value, str) and _REFERENCE_ONLY.fullmatch(value) is not None
+
+
 def redact_definition(defn: Mapping[str, Any], secrets: Iterable[str] = ()) -> dict[str, Any]:
     """A copy of a server definition (atom/agents.json shape) with every secret value masked:
     its own (`secret_values`) and `secrets` (the env file's, say) wherever they appear in an
@@ -104,7 +115,7 @@ def redact_definition(defn: Mapping[str, Any], secrets: Iterable[str] = ()) -> d
     out: dict[str, Any] = {}
     for k, v in defn.items():
         if k in ("env", "headers") and isinstance(v, Mapping):
-            out[k] = {name: MASK for name in v}
+            out[k] = {name: value if is_reference(value) else MASK for name, value in v.items()}
         elif k == "url" and isinstance(v, str):
             out[k] = redact_url(v)
         elif k == "args" and isinstance(v, list):
@@ -121,7 +132,7 @@ def secret_values(defn: Mapping[str, Any]) -> set[str]:
     found: set[str] = set()
 
     def take(v: Any) -> None:
-        if isinstance(v, str) and len(v) >= _MIN_SCRUB_LEN:
+        if isinstance(v, str) and len(v) >= _MIN_SCRUB_LEN and not is_reference(v):
             found.add(v)
             scheme = _SCHEME_VALUE.match(v)
             if scheme and len(scheme.group(1)) >= _MIN_SCRUB_LEN:

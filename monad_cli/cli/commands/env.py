@@ -61,7 +61,7 @@ def set_(name: NameArg, as_json: JsonOpt = False) -> None:
 
       monad env set DOCS_KEY
 
-      printf %s "$TOKEN" | monad env set GITHUB_TOKEN
+      monad env set GITHUB_TOKEN < token.txt
     """
     from monad_cli.config.envfile import check_name, set_variable
 
@@ -77,7 +77,7 @@ def set_(name: NameArg, as_json: JsonOpt = False) -> None:
 
 @app.command("unset")
 def unset(name: NameArg, as_json: JsonOpt = False) -> None:
-    """Remove NAME from MONAD_HOME/env (the supervisor's own environment may still set it)."""
+    """Remove NAME from MONAD_HOME/env (the environment of the supervisor may still set it)."""
     from monad_cli.config.envfile import unset_variable
 
     unset_variable(paths(), name)
