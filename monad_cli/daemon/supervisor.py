@@ -21,7 +21,7 @@ from monad_cli.config.loader import AtomCache, Definitions, Problem, load_defini
 from monad_cli.core.errors import ConfigError
 from monad_cli.core.filters import ServerFilter, combine
 from monad_cli.core.paths import Paths
-from monad_cli.core.redact import redact_text
+from monad_cli.core.redact import Scrubber
 from monad_cli.core.states import LIVE, State
 from monad_cli.daemon.gateway.server import Gateway
 from monad_cli.daemon.reconcile import Diff, Secrets, config_stamp, diff
@@ -80,6 +80,7 @@ class Supervisor:
         self.definitions = Definitions()
         self.file_problems: list[dict[str, Any]] = []
         self.secrets: set[str] = set()
+        self._scrubber = Scrubber(self.secrets)
         self.stopping = False
         # `required` gates an explicit `daemon start`/`run`; a supervisor started in the
         # background for some other command comes up anyway and reports the failure.
@@ -106,7 +107,10 @@ class Supervisor:
 
     def scrub(self, text: str) -> str:
         """The one redaction function over free text: every secret value the definitions hold."""
-        return redact_text(text, self.secrets)
+        scrubber = self._scrubber
+        if scrubber.source is not self.secrets:  # `self.secrets` is replaced, never changed in place
+            scrubber = self._scrubber = Scrubber(self.secrets)
+        return scrubber(text)
 
     def _refilter(self, defs: Definitions) -> None:
         """Re-read `features/mcp.toml` and wake every actor whose filter verdict changed.
@@ -142,7 +146,7 @@ class Supervisor:
         does first, once it holds the daemon lock. Call once; returns the journal."""
         self._load_env_file()  # a journal password may live in MONAD_HOME/env too
         settings = load_journal_settings(self.paths, self.variables)  # docs/fleet.md; a bad one stops the start
-        self.secrets |= settings.secrets  # the journal password, before anything is logged
+        self.secrets = self.secrets | settings.secrets  # the journal password, before anything is logged
         journal = self.journal = Journal(self.paths.journal_db, scrub=self.scrub, settings=settings)
         from monad_cli.daemon.tasks.manager import TaskManager
 
@@ -237,7 +241,7 @@ class Supervisor:
             self.variables = envfile.LayeredEnviron(read.values, self.environ)
             log.info("MONAD_HOME/env: %d variable(s)", len(read.values))
         self.env_problems = read.problems
-        self.secrets |= {v for v in read.values.values() if v}  # before the first reload's log lines
+        self.secrets = self.secrets | set(read.values.values())  # before the first reload's log lines
 
     def _apply(self, defs: Definitions) -> None:
         from monad_cli.config.loader import Problem
