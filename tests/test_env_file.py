@@ -254,3 +254,35 @@ def test_the_forms_find_the_references_as_the_supervisor_expands_them() -> None:
     for t in texts:
         expected += [n for n in references(t) if n not in expected]
     assert json.loads(out.stdout) == expected == ["A", "B", "E_2"]
+
+
+def test_on_a_terminal_the_value_is_read_without_echo(monad_home: Path) -> None:
+    import pty
+    import time
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the pty is its controlling terminal, as in a person's shell
+        os.execve(sys.executable, [sys.executable, "-m", "monad_cli", "env", "set", "TTY_KEY"], dict(os.environ))
+    seen = b""
+
+    def read_until(marker: bytes, timeout: float = 60) -> None:
+        nonlocal seen
+        deadline = time.monotonic() + timeout
+        while marker not in seen and time.monotonic() < deadline:
+            try:
+                seen += os.read(fd, 1024)
+            except OSError:  # the child closed the terminal
+                return
+
+    read_until(b"(not shown): ")
+    assert b"value of TTY_KEY (not shown): " in seen, seen
+    os.write(fd, VALUE.encode() + b"\n")
+    read_until(b"MONAD_HOME/env;")
+    read_until(b"\0never\0")  # the rest: read until the child exits and the terminal closes
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    assert os.waitstatus_to_exitcode(status) == 0, seen
+    assert b"set `TTY_KEY` in MONAD_HOME/env" in seen and VALUE.encode() not in seen, seen
+    from monad_cli.config.envfile import parse
+
+    assert parse((monad_home / "env").read_text()).values == {"TTY_KEY": VALUE}
