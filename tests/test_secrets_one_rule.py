@@ -97,6 +97,10 @@ def test_a_secret_is_masked_on_every_surface(monad: Any, monad_home: Path, http_
             assert r.status_code == 200, r.text
             outputs[f"Studio {path}"] = r.text
 
+        # The transcript holds the calls (their arguments and results), masked.
+        transcript = outputs["Studio /v1/journal/calls?limit=50"]
+        assert "the token is ***" in transcript and "token ***" in transcript, transcript[:2000]
+
         # An agent through the gateway: the stored secrets stay out of its context.
         async def agent() -> list[str]:
             from mcp import Client, StdioServerParameters
