@@ -45,6 +45,21 @@ def test_fast_path_does_not_import_heavy_packages(argv: tuple[str, ...]) -> None
     assert not (mods & set(HEAVY)), sorted(mods & set(HEAVY))
 
 
+@pytest.mark.parametrize("argv", [("env", "set", "LIGHT"), ("env", "list", "--json"), ("env", "unset", "LIGHT"),
+                                  ("mcp", "add", "lightvar", "--force", "--", "echo", "$LIGHT_UNSET")])
+def test_the_env_commands_stay_light(argv: tuple[str, ...]) -> None:
+    """`monad env ...` and `add`'s check of the variables it references read MONAD_HOME/env
+    and the definitions without the SDK, the ORM, the HTTP stack or another command module."""
+    if argv[:2] == ("env", "unset"):
+        subprocess.run([sys.executable, "-m", "monad_cli", "env", "set", "LIGHT"], input="v", text=True,
+                       check=True, capture_output=True)
+    names = imported(*argv, stdin="value\n")
+    assert "monad_cli.config.envfile" in names  # the measurement works
+    mods = {name.split(".")[0] for name in names}
+    assert not (mods & set(HEAVY)), sorted(mods & set(HEAVY))
+    assert not names & (OTHER_COMMANDS | {"monad_cli.cli.commands.mcp"} if argv[0] == "env" else OTHER_COMMANDS)
+
+
 # The command modules `monad mcp add/remove/list/status` have no use for.
 OTHER_COMMANDS = {f"monad_cli.cli.commands.{m}" for m in
                   ("tools", "serve", "tasks", "approvals", "auth", "clients", "daemon", "journal", "studio")}

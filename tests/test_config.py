@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -120,7 +121,8 @@ def test_expansion_rules() -> None:
     env = {"HOME_DIR": "/h", "EMPTY": ""}
     assert expand("$HOME_DIR/x ${HOME_DIR}y $$ $EMPTY.", env) == "/h/x /hy $ ."
     assert expand("cost: $5 and $", env) == "cost: $5 and $"
-    with pytest.raises(ExpansionError, match="`NOPE` is not set"):
+    with pytest.raises(ExpansionError, match=re.escape("`NOPE` is set neither in MONAD_HOME/env nor in the "
+                                                       "supervisor's environment; set it with `monad env set NOPE`")):
         expand("${NOPE}", env)
     with pytest.raises(ExpansionError, match="secret"):
         expand("${secret:github}", env)

@@ -33,7 +33,8 @@ def test_the_variable_wins_and_the_password_expands_but_is_never_shown(tmp_path:
 
 
 @pytest.mark.parametrize(("env", "file", "says"), [
-    ({"MONAD_JOURNAL_URL": "postgresql+psycopg://m:${NOPE_PW}@h/db"}, None, "`NOPE_PW` is not set"),
+    ({"MONAD_JOURNAL_URL": "postgresql+psycopg://m:${NOPE_PW}@h/db"}, None,
+     "`NOPE_PW` is set neither in MONAD_HOME/env"),
     ({"MONAD_JOURNAL_URL": f"mysql://m:{SENTINEL}@h/db"}, None, "scheme `mysql` is not supported"),
     ({"MONAD_JOURNAL_URL": f"postgresql://m:{SENTINEL}@h"}, None, "name the server and the database"),
     ({}, '[journal]\nurll = "x"\n', "`journal.urll` is not a known setting"),

@@ -25,8 +25,27 @@ def test_the_default_environment_is_the_sdks(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv("TERM", "xterm")
     monkeypatch.delenv("LOGNAME", raising=False)
     monkeypatch.setenv("MONAD_SECRET_LOOKING", "not for servers")
+    from monad_cli.daemon.sessions.spawn import NETWORK_ENV_VARS
+
+    for name in NETWORK_ENV_VARS:
+        monkeypatch.delenv(name, raising=False)
     assert default_environment() == get_default_environment()
     assert "SHELL" not in default_environment() and default_environment()["TERM"] == "xterm"
+
+
+def test_servers_inherit_the_proxy_and_ca_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Behind a company proxy or a custom CA, `npx`/`uvx` servers need these (docs/atoms.md)."""
+    from monad_cli.daemon.sessions.spawn import default_environment
+
+    wanted = {"HTTPS_PROXY": "http://proxy.invalid:3128", "no_proxy": "localhost",
+              "SSL_CERT_FILE": "/etc/ssl/corp.pem", "NODE_EXTRA_CA_CERTS": "/etc/ssl/corp.pem",
+              "REQUESTS_CA_BUNDLE": "/etc/ssl/corp.pem", "PIP_CERT": "/etc/ssl/corp.pem"}
+    for name, value in wanted.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("MONAD_SECRET_LOOKING", "not for servers")
+    env = default_environment()
+    assert {k: env.get(k) for k in wanted} == wanted
+    assert "MONAD_SECRET_LOOKING" not in env
 
 
 def test_the_early_spawn_path_imports_no_sdk() -> None:

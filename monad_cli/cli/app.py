@@ -27,7 +27,7 @@ _root_app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 # Each group and the command module whose `app` it is; the whole app adds more to `mcp`.
-_GROUPS = {"mcp": "mcp", "daemon": "daemon", "tasks": "tasks", "approvals": "approvals"}
+_GROUPS = {"mcp": "mcp", "daemon": "daemon", "tasks": "tasks", "approvals": "approvals", "env": "env"}
 _whole: typer.Typer | None = None
 
 _debug = False
@@ -42,6 +42,7 @@ def _whole_app() -> typer.Typer:
     from monad_cli.cli.commands import auth as auth_cmd
     from monad_cli.cli.commands import clients as clients_cmd
     from monad_cli.cli.commands import daemon as daemon_cmd
+    from monad_cli.cli.commands import env as env_cmd
     from monad_cli.cli.commands import journal as journal_cmd
     from monad_cli.cli.commands import mcp as mcp_cmd
     from monad_cli.cli.commands import metrics as metrics_cmd
@@ -57,6 +58,7 @@ def _whole_app() -> typer.Typer:
     registry_cmd.register(mcp_cmd.app)
     whole.add_typer(mcp_cmd.app, name="mcp")
     whole.add_typer(daemon_cmd.app, name="daemon")
+    whole.add_typer(env_cmd.app, name="env")
     whole.add_typer(tasks_cmd.app, name="tasks")
     whole.command("journal")(journal_cmd.journal)
     whole.add_typer(approvals_cmd.app, name="approvals")

@@ -102,15 +102,17 @@ def update_server(paths: Paths, name: str, changes: Mapping[str, Any],
     naming the field, and nothing is written."""
     from monad_cli.config.atoms import edit_atom
     from monad_cli.config.schema import validate
-    from monad_cli.core.redact import restore_masked
+    from monad_cli.core.redact import restore_masked, secret_values
 
     def apply(defn: Any) -> None:
+        # What `redact_definition` masked inside arguments, to find them again.
+        known = secret_values({k: _plain(v) for k, v in defn.items()})
         for key, value in changes.items():
             if value is None:
                 if key in defn:
                     del defn[key]
             else:
-                defn[key] = restore_masked(key, value, _plain(defn.get(key)))
+                defn[key] = restore_masked(key, value, _plain(defn.get(key)), known)
         if mutate is not None:
             mutate(defn)
 

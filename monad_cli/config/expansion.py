@@ -1,7 +1,8 @@
 """`$VAR` / `${VAR}` expansion in definition strings (docs/atoms.md "Variables").
 
-- `$NAME` and `${NAME}` take the value from the environment; an unset variable is an
-  error (a set-but-empty one expands to "");
+- `$NAME` and `${NAME}` take the value from the environment given (the supervisor passes
+  MONAD_HOME/env over its own environment, config/envfile.py); an unset variable is an
+  error naming both places and `monad env set` (a set-but-empty one expands to "");
 - `${NAME:-default}` takes the default when NAME is unset or empty, as POSIX shells do
   (and Claude Code's `.mcp.json`); the default is literal text (no `}` in it);
 - `$$` is a literal `$`; a `$` not followed by a name or `{` stays as it is;
@@ -46,10 +47,52 @@ def expand(value: str, environ: Mapping[str, str]) -> str:
             if not _NAME.match(name):
                 raise ExpansionError(f"`${{{name}}}` is not a valid variable name")
         if name not in environ:
-            raise ExpansionError(f"environment variable `{name}` is not set", variable=name)
+            from monad_cli.config.envfile import unset_hint
+
+            raise ExpansionError(unset_hint(name), variable=name)
         return environ[name]
 
     return _TOKEN.sub(sub, value)
+
+
+def references(value: str) -> list[str]:
+    """The variable names `value` references, in order (malformed references are skipped)."""
+    out: list[str] = []
+    for m in _TOKEN.finditer(value):
+        _, braced, bare, _ = m.groups()
+        name = braced if braced is not None else bare
+        defaulted = _DEFAULTED.match(name) if braced is not None else None
+        if defaulted:
+            name = defaulted.group(1)
+        if name and _NAME.match(name) and name not in out:
+            out.append(name)
+    return out
+
+
+# The fields `$VAR` expands in (docs/atoms.md "Variables"); `auth`'s stored OAuth state is not.
+EXPANDED_FIELDS = ("command", "args", "env", "cwd", "sandboxWritable", "url", "headers", "auth")
+_STATE_KEYS = {"tokens", "grant", "registration", "serverMetadata", "resourceMetadata"}
+
+
+def definition_references(raw: Mapping[str, object]) -> list[str]:
+    """Every variable name a raw definition (atom/agents.json shape) references, in order."""
+    out: list[str] = []
+
+    def walk(value: object) -> None:
+        if isinstance(value, str):
+            out.extend(n for n in references(value) if n not in out)
+        elif isinstance(value, Mapping):
+            for k, v in value.items():
+                if k not in _STATE_KEYS:
+                    walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    if isinstance(raw, Mapping):
+        for key in EXPANDED_FIELDS:
+            walk(raw.get(key))
+    return out
 
 
 def check_syntax(value: str) -> None:

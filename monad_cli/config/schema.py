@@ -155,10 +155,14 @@ class ServerSpec:
     headers: dict[str, str] = field(default_factory=dict)
     auth: AuthSpec = field(default_factory=AuthSpec)
     tools: dict[str, list[str]] = field(default_factory=dict)
+    # Every variable a `$VAR` reference expanded, and where its value came from
+    # (`env-file` or `environment`, config/envfile.py): names and sources, never values.
+    variables: dict[str, str] = field(default_factory=dict)
 
     def connection_fingerprint(self) -> str:
         """Stable digest of everything that affects the live session (not `source`, `enabled`,
-        `trust`, `deferred`, `condition`, `tools`). Kept in memory only (reconcile, `Learned`),
+        `trust`, `deferred`, `condition`, `tools`, `variables` — the sources of the values,
+        whose expanded values are in the fields themselves). Kept in memory only (reconcile, `Learned`),
         never stored: approvals are keyed to `definition_hash`.
 
         Computed once per spec: nothing changes a spec after `validate`, and the supervisor's
@@ -171,7 +175,8 @@ class ServerSpec:
         # supervisor swaps the spec in (supervisor.reconcile): changing them keeps the session,
         # so `monad mcp trust` never costs a server its state (a browser's open page).
         body = {k: v for k, v in self.__dict__.items()
-                if k not in ("source", "raw", "enabled", "deferred", "condition", "tools", "trust", "_fingerprint")}
+                if k not in ("source", "raw", "enabled", "deferred", "condition", "tools", "trust", "variables",
+                             "_fingerprint")}
         # The table as written (the same digest as when it was a plain dict); writing
         # refreshed OAuth state must not reconnect the server.
         body["auth"] = self.auth.connection_fields()
@@ -234,6 +239,42 @@ def validate(raw: Mapping[str, Any], *, name: str, source: str,
     Raises `ConfigError` (one line: file, server, field, what to do).
     """
     ctx = FieldContext(source, name)
+    recorder = None if environ is None else _Recorder(environ)
+    spec = _validate(raw, ctx, name=name, source=source, environ=recorder)
+    if recorder is not None:
+        from monad_cli.config.envfile import source_of
+
+        assert environ is not None
+        spec.variables = {n: found for n in recorder.seen if (found := source_of(environ, n))}
+    return spec
+
+
+class _Recorder(Mapping[str, str]):
+    """The environment as `expand` reads it, noting every name looked up (in order)."""
+
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        self.environ = environ
+        self.seen: dict[str, None] = {}
+
+    def __contains__(self, name: object) -> bool:
+        if isinstance(name, str):
+            self.seen[name] = None
+        return name in self.environ
+
+    def __getitem__(self, name: str) -> str:
+        self.seen[name] = None
+        return self.environ[name]
+
+    def __iter__(self) -> Any:
+        return iter(self.environ)
+
+    def __len__(self) -> int:
+        return len(self.environ)
+
+
+
+def _validate(raw: Mapping[str, Any], ctx: FieldContext, *, name: str, source: str,
+              environ: Mapping[str, str] | None) -> ServerSpec:
     problem = check_name(name)
     if problem:
         raise ctx.error("name", f"the name {problem}")

@@ -4,6 +4,7 @@ Layout (see docs/supervisor.md):
 
     atoms/mcp/<name>.toml      one hot atom per server
     agents.json                {"mcpServers": [...]}
+    env                        NAME=value lines `$VAR` expands from (0600; config/envfile.py)
     journal.db                 SQLite journal (WAL)
     run/monad.sock, monad.pid  control socket and pid file of the supervisor
     logs/daemon.log            supervisor log; logs/servers/<name>.stderr.log per stdio server
@@ -31,6 +32,11 @@ class Paths:
     @property
     def agents_json(self) -> Path:
         return self.home / "agents.json"
+
+    @property
+    def env_file(self) -> Path:
+        """`NAME=value` lines `$VAR` references expand from, before the supervisor's environment (0600)."""
+        return self.home / "env"
 
     @property
     def features_dir(self) -> Path:

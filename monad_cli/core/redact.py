@@ -1,19 +1,25 @@
 """The one redaction function family: the API, the CLI, logs, errors and the journal use it.
 
 What counts as secret (docs/atoms.md "Secrets"):
-- every `env` value and every `headers` value (names stay visible);
+- every `env` value and every `headers` value (names stay visible), except a value that is
+  only a `$VAR` reference (`$DOCS_KEY`, `Bearer ${TOKEN}`): it holds no secret;
 - URL userinfo passwords and every URL query value (`?key=***`);
 - `auth.token`, `auth.clientSecret`, `auth.privateKey` (a client credentials key), stored
   OAuth token state, a signed client assertion;
-- an argument that follows a flag named like a secret (`--token X`, `--api-key=X`).
-Free text (reasons, stderr tails) is scrubbed of every known secret value and of
-`Bearer <token>` spans. Redacted values read `***`.
+- an argument that follows a flag named like a secret (`--token X`, `--api-key=X`), and
+  any part of an argument that is one of the definition's secret values (`"token X"`);
+- the bare token of a `Bearer X` / `Basic X` / `token X` header or env value, as well as the
+  whole value;
+- the values of MONAD_HOME/env (config/envfile.py), which the supervisor adds.
+Free text (reasons, stderr tails, tool results and arguments) is scrubbed of every known
+secret value and of `Bearer <token>` spans. Redacted values read `***`. One rule
+(docs/atoms.md "Secrets"): a value monad holds as a secret is `***` wherever it appears.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -23,6 +29,8 @@ _BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{4,}")
 _SECRET_AUTH_KEYS = {"token", "clientsecret", "client_secret", "accesstoken", "access_token",
                      "refreshtoken", "refresh_token", "idtoken", "id_token", "tokens", "codeverifier",
                      "password", "privatekey", "private_key", "client_assertion"}
+# `Bearer X`, `Basic X`, `token X`: the scheme of an Authorization-like value, and its token.
+_SCHEME_VALUE = re.compile(r"(?i)^\s*(?:bearer|basic|token|digest|apikey)\s+(\S+)\s*$")
 # Values shorter than this are not scrubbed from free text: "1" or "on" would
 # blank out unrelated words, and nobody uses such a short secret.
 _MIN_SCRUB_LEN = 4
@@ -45,7 +53,15 @@ def redact_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
 
 
-def redact_args(args: Iterable[str]) -> list[str]:
+def redact_args(args: Iterable[str], secrets: Iterable[str] = ()) -> list[str]:
+    """Arguments as shown: the value after a secret-named flag, URL secrets, and every known
+    secret value inside an argument (`"token X"` → `"token ***"`) masked."""
+    known = set(secrets)
+    out = _redact_flagged(args)
+    return [redact_text(a, known) for a in out] if known else out
+
+
+def _redact_flagged(args: Iterable[str]) -> list[str]:
     out: list[str] = []
     mask_next = False
     for arg in args:
@@ -81,16 +97,29 @@ def _redact_auth(auth: Any) -> Any:
     return out
 
 
-def redact_definition(defn: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of a server definition (atom/agents.json shape) with every secret value masked."""
+# A value that only names where the secret is (`$DOCS_KEY`, `Bearer ${TOKEN}`): no secret in it.
+_REFERENCE_ONLY = re.compile(r"(?i:(?:bearer|basic|token)\s+)?\$(?:\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_][A-Za-z0-9_]*)")
+
+
+def is_reference(value: object) -> bool:
+    """Whether an env or header value is only a `$VAR` reference (an optional auth scheme
+    before it): shown as written, since the secret is elsewhere (MONAD_HOME/env)."""
+    return isinstance(value, str) and _REFERENCE_ONLY.fullmatch(value) is not None
+
+
+def redact_definition(defn: Mapping[str, Any], secrets: Iterable[str] = ()) -> dict[str, Any]:
+    """A copy of a server definition (atom/agents.json shape) with every secret value masked:
+    its own (`secret_values`) and `secrets` (the env file's, say) wherever they appear in an
+    argument."""
+    known = secret_values(defn) | set(secrets)
     out: dict[str, Any] = {}
     for k, v in defn.items():
         if k in ("env", "headers") and isinstance(v, Mapping):
-            out[k] = {name: MASK for name in v}
+            out[k] = {name: value if is_reference(value) else MASK for name, value in v.items()}
         elif k == "url" and isinstance(v, str):
             out[k] = redact_url(v)
         elif k == "args" and isinstance(v, list):
-            out[k] = redact_args(str(a) for a in v)
+            out[k] = redact_args((str(a) for a in v), known)
         elif k == "auth" or k == "oauth":
             out[k] = _redact_auth(v)
         elif k == "registry" and isinstance(v, Mapping):
@@ -118,8 +147,11 @@ def secret_values(defn: Mapping[str, Any]) -> set[str]:
     found: set[str] = set()
 
     def take(v: Any) -> None:
-        if isinstance(v, str) and len(v) >= _MIN_SCRUB_LEN:
+        if isinstance(v, str) and len(v) >= _MIN_SCRUB_LEN and not is_reference(v):
             found.add(v)
+            scheme = _SCHEME_VALUE.match(v)
+            if scheme and len(scheme.group(1)) >= _MIN_SCRUB_LEN:
+                found.add(scheme.group(1))  # the bare token travels alone too (a tool argument)
 
     for k in ("env", "headers"):
         if isinstance(defn.get(k), Mapping):
@@ -137,7 +169,7 @@ def secret_values(defn: Mapping[str, Any]) -> set[str]:
             pass
     args = defn.get("args")
     if isinstance(args, list):
-        for raw, shown in zip(args, redact_args(str(a) for a in args), strict=False):
+        for raw, shown in zip(args, _redact_flagged(str(a) for a in args), strict=False):
             if shown != raw:
                 take(str(raw).split("=", 1)[1] if str(raw).startswith("-") and "=" in str(raw) else raw)
 
@@ -160,10 +192,40 @@ def secret_values(defn: Mapping[str, Any]) -> set[str]:
 
 def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
     """Scrub known secret values and `Bearer <token>` spans from free text."""
-    for s in sorted(set(secrets), key=len, reverse=True):
-        if len(s) >= _MIN_SCRUB_LEN and s in text:
-            text = text.replace(s, MASK)
-    return _BEARER.sub(lambda m: f"{m.group(1)} {MASK}", text)
+    return Scrubber(secrets)(text)
+
+
+class Scrubber:
+    """`redact_text` over one set of secrets, prepared once: the values sorted longest first
+    (a secret inside a longer one must not leave the rest of the longer one behind). The
+    supervisor scrubs every tool result and every JSON answer with one of these, so sorting
+    per call (~10 µs for 20 secrets, several times per result) is not paid per call.
+    `source` is the set it was built from, as given."""
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        self.source = secrets
+        self.values = tuple(sorted({s for s in secrets if len(s) >= _MIN_SCRUB_LEN}, key=len, reverse=True))
+
+    def __call__(self, text: str) -> str:
+        for s in self.values:
+            if s in text:
+                text = text.replace(s, MASK)
+        low = text.lower()  # the case-insensitive regex scans every position: look first
+        if "bearer" not in low and "basic" not in low:
+            return text
+        return _BEARER.sub(lambda m: f"{m.group(1)} {MASK}", text)
+
+
+def scrub_data(value: Any, scrub: Callable[[str], str]) -> Any:
+    """`value` (JSON-shaped) with `scrub` applied to every string in it, keys too: a tool's
+    result or arguments, a task row, an approval, before any person or model sees it."""
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, dict):
+        return {scrub(k) if isinstance(k, str) else k: scrub_data(v, scrub) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [scrub_data(v, scrub) for v in value]
+    return value
 
 
 # -- the way back: an edit that carries masks --------------------------------------------
@@ -171,7 +233,7 @@ def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
 # value the person left alone. These put the stored secret back in its place, so a saved,
 # unchanged form keeps every secret and `***` is never written to a file.
 
-def restore_masked(field: str, sent: Any, stored: Any) -> Any:
+def restore_masked(field: str, sent: Any, stored: Any, secrets: Iterable[str] = ()) -> Any:
     """The value to write for top-level `field` of an edit: `sent`, except that wherever it
     holds the mask (`***`, or a URL/argument exactly as `redact_definition` shows the stored
     one) the stored secret at the same place (same env/header name, same query parameter or
@@ -182,7 +244,7 @@ def restore_masked(field: str, sent: Any, stored: Any) -> Any:
     if field == "url" and isinstance(sent, str) and isinstance(stored, str):
         return _restore_url(sent, stored)
     if field == "args" and isinstance(sent, list) and isinstance(stored, list):
-        return _restore_args(sent, stored)
+        return _restore_args(sent, stored, secrets)
     if field in ("auth", "oauth") and isinstance(sent, Mapping) and isinstance(stored, Mapping):
         return _restore_nested(sent, stored)
     return sent
@@ -227,8 +289,8 @@ def _restore_url(sent: str, stored: str) -> str:
     return urlunsplit((new.scheme, netloc, new.path, "&".join(pieces), new.fragment))
 
 
-def _restore_args(sent: list[Any], stored: list[Any]) -> list[Any]:
-    shown = redact_args(str(a) for a in stored)
+def _restore_args(sent: list[Any], stored: list[Any], secrets: Iterable[str] = ()) -> list[Any]:
+    shown = redact_args((str(a) for a in stored), secrets)
     used: set[int] = set()
     out = []
     for arg in sent:
@@ -255,7 +317,7 @@ def masked_fields(defn: Mapping[str, Any], fields: Iterable[str] | None = None) 
             found.append("url")
         elif key == "args" and isinstance(value, list):
             found += [f"args[{i}]" for i, a in enumerate(value)
-                      if isinstance(a, str) and (a == MASK or a.endswith(f"={MASK}") or _url_has_mask(a))]
+                      if isinstance(a, str) and MASK in a]
         elif key in ("auth", "oauth") and isinstance(value, Mapping):
             found += [f"{key}.{path}" for path in _nested_masks(value)]
     return found

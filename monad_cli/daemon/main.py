@@ -115,8 +115,13 @@ def run(paths: Paths, *, include: list[str] | None = None, exclude: list[str] | 
         from monad_cli.daemon.startup import acquire_daemon_lock, spawn_early
 
         lock = acquire_daemon_lock(paths)
+        from monad_cli.config.envfile import LayeredEnviron, read_env_file
+
         early = EarlySpawns()
-        await spawn_early(paths, os.environ, early, include=include, exclude=exclude)
+        # What the supervisor will expand from (MONAD_HOME/env first), so the early processes
+        # are the ones its actors would start and adopt.
+        await spawn_early(paths, LayeredEnviron(read_env_file(paths).values, os.environ), early,
+                          include=include, exclude=exclude)
         # Only now the SDK and the HTTP stack (~0.55 s of CPU): the servers start meanwhile.
         import monad_cli.daemon.api.server  # noqa: F401 - imported here, not mid-connect
         from monad_cli.daemon.supervisor import Supervisor

@@ -13,6 +13,7 @@ from monad_cli.core.errors import NotFound
 if TYPE_CHECKING:
     import anyio
 
+    from monad_cli.config.envfile import LayeredEnviron
     from monad_cli.config.loader import Definitions
     from monad_cli.core.filters import ServerFilter
     from monad_cli.core.paths import Paths
@@ -30,6 +31,8 @@ class DaemonPort(Protocol):
       `tasks`: what the supervisor built, read-only here;
     - `actors`: the live actors by server name (read; the supervisor alone adds and removes);
     - `definitions`, `file_problems`, `server_filter`: the last applied load and its problems;
+    - `variables`, `env_problems`: what `$VAR` expands from (MONAD_HOME/env over the
+      supervisor's environment) and the env file's problems, as last read;
     - `reconcile(force=)`: apply the files now (an edit's route awaits it before answering);
     - `status(name=, detail=)`: status rows (docs/supervisor.md "Status");
     - `scrub(text)`: every secret value the definitions hold → `***`;
@@ -47,6 +50,8 @@ class DaemonPort(Protocol):
     definitions: Definitions
     file_problems: list[dict[str, Any]]
     server_filter: ServerFilter
+    variables: LayeredEnviron
+    env_problems: list[str]
     stop_event: anyio.Event
 
     @property

@@ -68,7 +68,7 @@ def config_stamp(paths: Paths) -> tuple[tuple[str, int, int], ...]:
                     entries.append((e.name, st.st_size, st.st_mtime_ns))
     except FileNotFoundError:
         pass
-    for name in ("agents.json", "features/mcp.toml", "features/presets.toml", "features/tools.toml"):
+    for name in ("agents.json", "env", "features/mcp.toml", "features/presets.toml", "features/tools.toml"):
         try:
             st = (paths.home / name).stat()
             entries.append((name, st.st_size, st.st_mtime_ns))

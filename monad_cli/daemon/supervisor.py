@@ -15,12 +15,13 @@ import anyio
 
 from monad_cli import __version__
 from monad_cli.auth.session import SupervisorAuth
+from monad_cli.config import envfile
 from monad_cli.config.features import MCP_FILE, TOOLS_FILE, load_mcp_filter, load_tool_globs
 from monad_cli.config.loader import AtomCache, Definitions, Problem, load_definitions
 from monad_cli.core.errors import ConfigError
 from monad_cli.core.filters import ServerFilter, combine
 from monad_cli.core.paths import Paths
-from monad_cli.core.redact import redact_text
+from monad_cli.core.redact import Scrubber
 from monad_cli.core.states import LIVE, State
 from monad_cli.daemon import telemetry
 from monad_cli.daemon.gateway.server import Gateway
@@ -74,11 +75,17 @@ class Supervisor:
         # Globs over exposed tool names from `features/tools.toml`: deferred, enabled, disabled.
         self.tool_globs: dict[str, list[str]] = {}
         self.environ = dict(os.environ if environ is None else environ)
+        # What `$VAR` expands from: MONAD_HOME/env over `environ`, rebuilt only when the file
+        # changes (the atoms' cache reuses a validation only for the same object).
+        self.variables = envfile.LayeredEnviron({}, self.environ)
+        self.env_problems: list[str] = []
+        self._env_stamp: tuple[int, int, int] | bool | None = False
         self.actors: dict[str, ServerActor] = {}
         self.applied: dict[str, str] = {}
         self.definitions = Definitions()
         self.file_problems: list[dict[str, Any]] = []
         self.secrets: set[str] = set()
+        self._scrubber = Scrubber(self.secrets)
         self.stopping = False
         # `required` gates an explicit `daemon start`/`run`; a supervisor started in the
         # background for some other command comes up anyway and reports the failure.
@@ -105,7 +112,10 @@ class Supervisor:
 
     def scrub(self, text: str) -> str:
         """The one redaction function over free text: every secret value the definitions hold."""
-        return redact_text(text, self.secrets)
+        scrubber = self._scrubber
+        if scrubber.source is not self.secrets:  # `self.secrets` is replaced, never changed in place
+            scrubber = self._scrubber = Scrubber(self.secrets)
+        return scrubber(text)
 
     def _refilter(self, defs: Definitions) -> None:
         """Re-read `features/mcp.toml` and wake every actor whose filter verdict changed.
@@ -139,8 +149,9 @@ class Supervisor:
         """Open the journal and build the services on it, each handed only what it uses (the
         journal, the actors as a live lookup, the redaction function, callbacks): what `run`
         does first, once it holds the daemon lock. Call once; returns the journal."""
-        settings = load_journal_settings(self.paths, self.environ)  # docs/fleet.md; a bad one stops the start
-        self.secrets |= settings.secrets  # the journal password, before anything is logged
+        self._load_env_file()  # a journal password may live in MONAD_HOME/env too
+        settings = load_journal_settings(self.paths, self.variables)  # docs/fleet.md; a bad one stops the start
+        self.secrets = self.secrets | settings.secrets  # the journal password, before anything is logged
         journal = self.journal = Journal(self.paths.journal_db, scrub=self.scrub, settings=settings)
         from monad_cli.daemon.tasks.manager import TaskManager
 
@@ -245,10 +256,25 @@ class Supervisor:
             if stamp == self._stamp and not force:
                 return
             self._stamp = stamp
-            defs = load_definitions(self.paths, self.environ, cache=self._atoms,
+            self._load_env_file()
+            defs = load_definitions(self.paths, self.variables, cache=self._atoms,
                                     prefer=frozenset(n for n, a in self.actors.items() if a.spec is not None))
             self._refilter(defs)
+            defs.problems += [Problem(message, envfile.SOURCE) for message in self.env_problems]
             self._apply(defs)
+
+    def _load_env_file(self) -> None:
+        """Read MONAD_HOME/env again if it changed (docs/atoms.md "Variables")."""
+        stamp = envfile.stamp(self.paths)
+        if stamp == self._env_stamp:
+            return
+        self._env_stamp = stamp
+        read = envfile.read_env_file(self.paths)
+        if read.values != self.variables.file:
+            self.variables = envfile.LayeredEnviron(read.values, self.environ)
+            log.info("MONAD_HOME/env: %d variable(s)", len(read.values))
+        self.env_problems = read.problems
+        self.secrets = self.secrets | set(read.values.values())  # before the first reload's log lines
 
     def _apply(self, defs: Definitions) -> None:
         # A file that cannot be read at all disables nothing it defined before: its
@@ -262,7 +288,9 @@ class Supervisor:
         self.definitions = defs
         # With the last good definitions still in use.
         secrets = self._secrets.of(defs, [a.spec for a in self.actors.values() if a.spec is not None])
-        self.secrets = secrets | (self.journal.settings.secrets if self.journal is not None else set())
+        referenced = {n for spec in defs.specs.values() for n in spec.variables}
+        self.secrets = secrets | {v for v in self.variables.secret_values(referenced) if v} | \
+            (self.journal.settings.secrets if self.journal is not None else set())
         # Whole-file errors, and errors about a definition that lost to another one
         # (duplicate name or URL) while the winner runs: no status row would show them.
         self.file_problems = [{"file": p.file, "message": self.scrub(p.message)}

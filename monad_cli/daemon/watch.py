@@ -1,6 +1,6 @@
 """Watching the definition files: the atoms and features/*.toml (watchfiles), and agents.json
-(its stat, checked every `AGENTS_POLL_MS`); every change batch reconciles (dotfiles and temp
-files ignored).
+and the env file (their stats, checked every `AGENTS_POLL_MS`); every change batch reconciles
+(dotfiles and temp files ignored).
 
 agents.json is not watched through its directory: the home also holds `journal.db` and its
 WAL, which every tool call writes, and inotify on a directory reports every entry's writes,
@@ -39,8 +39,8 @@ async def watch_definitions(paths: Paths, stop_event: anyio.Event, reconcile: Ca
 
     atoms = paths.atoms_dir
     features = paths.features_dir
-    agents = str(paths.agents_json)
-    seen = _stamp(agents)
+    polled = (str(paths.agents_json), str(paths.env_file))
+    seen = tuple(_stamp(p) for p in polled)
 
     def wanted(change: Any, path: str) -> bool:
         name = os.path.basename(path)
@@ -55,7 +55,7 @@ async def watch_definitions(paths: Paths, stop_event: anyio.Event, reconcile: Ca
     async for changes in watchfiles.awatch(atoms, features, watch_filter=wanted, debounce=20, step=10,
                                            recursive=False, stop_event=stop_event, rust_timeout=AGENTS_POLL_MS,
                                            yield_on_timeout=True):
-        stamp = _stamp(agents)
+        stamp = tuple(_stamp(p) for p in polled)
         if not changes and stamp == seen:
             continue
         seen = stamp

@@ -6,8 +6,8 @@ else the SQLite file `journal.db` (docs/fleet.md).
     url = "postgresql+psycopg://monad:${MONAD_JOURNAL_PASSWORD}@db.example:5432/monad"
     host = "ci-runner-7"     # optional: how this machine is named in the shared journal
 
-`$VAR` / `${VAR}` expand from the environment as in definitions (an unset variable is an
-error naming the setting); the expanded password is a secret: it is only ever shown as
+`$VAR` / `${VAR}` expand as in definitions, from MONAD_HOME/env first, then the environment
+(an unset variable is an error naming the setting); the expanded password is a secret: it is only ever shown as
 `***` (`shown`), and `secrets` lists it for the redaction function. `MONAD_HOST` overrides
 `host`; the default is the machine's host name. Stdlib only: the CLI reads this for
 `monad journal` without loading SQLAlchemy.
@@ -119,7 +119,11 @@ def load_journal_settings(paths: Paths, environ: Mapping[str, str] | None = None
     from monad_cli.core.errors import ConfigError
     from monad_cli.core.redact import redact_url
 
-    env = os.environ if environ is None else environ
+    if environ is None:  # the CLI's own read: the env file over this process's environment
+        from monad_cli.config.envfile import LayeredEnviron, read_env_file
+
+        environ = LayeredEnviron(read_env_file(paths).values, os.environ)
+    env = environ
     table = _read_file(paths)
     host = env.get(HOST_ENV) or str(table.get("host") or "") or socket.gethostname()
     home = str(paths.home)

@@ -179,6 +179,10 @@ def add(
     missing = _missing_command(defn)
     if missing:
         render.warn(f"server `{name}`: {missing}; it is added, and will fail to start until that is fixed")
+    for variable in _unset_variables(defn):
+        from monad_cli.config.envfile import unset_hint
+
+        render.warn(f"server `{name}`: {unset_hint(variable)}; until then it fails to start")
     if as_json:
         render.data_json({"name": name, "path": path, "source": rel, "cwd": defn.get("cwd")})
         return
@@ -186,6 +190,19 @@ def add(
         render.info(f"it runs in `{defn['cwd']}` (recorded as `cwd`: {why})")
     render.info(f"added server `{name}` ({rel}); the supervisor connects it live — "
                 f"`monad mcp wait {name}` or `monad mcp status {name}`")
+
+
+def _unset_variables(defn: dict[str, Any]) -> list[str]:
+    """The variables `defn` references that neither MONAD_HOME/env nor the supervisor's
+    environment sets (docs/atoms.md "Variables")."""
+    from monad_cli.config.expansion import definition_references
+
+    names = definition_references(defn)
+    if not names:
+        return []
+    from monad_cli.cli.commands._variables import sources
+
+    return [n for n, source in sources(names).items() if source is None]
 
 
 def _missing_command(defn: dict[str, Any]) -> str | None:
@@ -250,6 +267,7 @@ def status(
         ("reason", row["reason"]), ("since", render.when(row.get("since"))), ("source", row["source"]),
         ("protocol", row["protocolVersion"]), ("pid", row.get("pid")), ("attempt", row.get("attempt")),
         ("last attempt", row.get("lastAttemptReason")), *config_error,
+        ("variables", _variables_text(row.get("variables") or [])),
         ("tools", "refused (its tool set does not match its pin; see the reason)" if row.get("toolsRefused")
          else row["toolNames"]), ("stderr tail", row["stderrTail"]),
     ])
@@ -259,6 +277,14 @@ def status(
                     f"`monad mcp path`)")
     for warning in row.get("warnings") or []:
         render.warn(f"server `{name}`: {warning}")
+
+
+def _variables_text(variables: list[dict[str, Any]]) -> str | None:
+    """`A (MONAD_HOME/env), B (the supervisor's environment)`: names and sources, never values."""
+    from monad_cli.config.envfile import SOURCE_WORDS
+
+    return ", ".join(f"{v['name']} ({SOURCE_WORDS.get(v.get('source') or '', 'not set')})"
+                     for v in variables) or None
 
 
 def _quote(name: str) -> str:
@@ -283,17 +309,35 @@ def get(name: Annotated[str, typer.Argument(help="Server name.")], as_json: Json
         from monad_cli.config.presets import PRESETS_FILE, preset_definition
 
         source, raw = PRESETS_FILE, preset_definition(paths(), name, os.environ)  # NotFound again if not one
-    shown = redact_definition(raw)
+    from monad_cli.config.envfile import read_env_file
+
+    shown = redact_definition(raw, read_env_file(paths()).values.values())
     runs_in = _runs_in(name, raw)
+    variables = _variable_sources(raw)
     if as_json:
         render.data_json({"name": name, "source": source, "definition": shown,
-                          "cwd": runs_in[0] if runs_in else None, "cwdDefault": bool(runs_in and runs_in[1])})
+                          "cwd": runs_in[0] if runs_in else None, "cwdDefault": bool(runs_in and runs_in[1]),
+                          "variables": variables})
         return
     render.line(f"# {source}")
     for key, value in shown.items():
         render.line(f"{key} = {_toml_value(value)}")
+    if variables:
+        render.line(f"# variables: {_variables_text(variables)}")
     if runs_in and runs_in[1]:
         render.line(f"# runs in {runs_in[0]} (no `cwd` set: the server's own directory under MONAD_HOME)")
+
+
+def _variable_sources(raw: dict[str, Any]) -> list[dict[str, Any]]:
+    """`[{name, source}]` for each `$VAR` the definition references (source None: unset)."""
+    from monad_cli.config.expansion import definition_references
+
+    names = definition_references(raw)
+    if not names:
+        return []
+    from monad_cli.cli.commands._variables import sources
+
+    return [{"name": n, "source": src} for n, src in sources(names).items()]
 
 
 def _runs_in(name: str, raw: dict[str, Any]) -> tuple[str, bool] | None:

@@ -28,6 +28,7 @@ from starlette.types import Receive, Scope, Send
 
 from monad_cli.core.envelope import encode_error
 from monad_cli.core.errors import MonadError
+from monad_cli.core.redact import scrub_data
 from monad_cli.daemon.trust.calls import call_ref
 from monad_cli.daemon.trust.service import ApprovalRequired, ToolService
 
@@ -53,7 +54,7 @@ class ProgressStream:
 
     def _outcome(self, exc: BaseException) -> dict[str, Any]:
         if isinstance(exc, ApprovalRequired):  # not an error: the caller asks the person
-            return {"approvalRequired": exc.pending.as_dict()}
+            return {"approvalRequired": scrub_data(exc.pending.as_dict(), self.scrub)}
         if isinstance(exc, MonadError):
             envelope = encode_error(exc)
             envelope["error"]["message"] = self.scrub(exc.message)
@@ -66,8 +67,10 @@ class ProgressStream:
         send_line, lines = anyio.create_memory_object_stream[bytes](MAX_QUEUED)
 
         async def progress(progress: float, total: float | None, message: str | None) -> None:
+            line = {"progress": {"progress": progress, "total": total,
+                                 "message": self.scrub(message) if message else message}}
             with contextlib.suppress(anyio.WouldBlock):  # a slow reader misses a step, never the outcome
-                send_line.send_nowait(_line({"progress": {"progress": progress, "total": total, "message": message}}))
+                send_line.send_nowait(_line(line))
 
         async def run() -> None:
             try:
@@ -75,7 +78,7 @@ class ProgressStream:
                     result = await self.svc.call(self.name, self.body.get("arguments"), via=self.via,
                                                  approval=self.approval, detach=bool(self.body.get("detach")),
                                                  progress=progress)
-                last = {"result": result}
+                last = {"result": scrub_data(result, self.scrub)}  # one rule: no secret value out
             except Exception as exc:  # noqa: BLE001 - every outcome becomes the last line
                 last = self._outcome(exc)
             async with send_line:

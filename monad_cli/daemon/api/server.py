@@ -22,6 +22,7 @@ from starlette.middleware import Middleware
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from monad_cli.daemon.api.daemon import daemon_routes
+from monad_cli.daemon.api.env import env_routes
 from monad_cli.daemon.api.servers import server_routes
 from monad_cli.daemon.api.studio import studio_routes
 from monad_cli.daemon.api.tasks import task_routes
@@ -29,6 +30,7 @@ from monad_cli.daemon.api.telemetry import telemetry_routes
 from monad_cli.daemon.api.tools import tools_routes
 from monad_cli.daemon.http import MAX_BODY, ErrorBoundary
 from monad_cli.daemon.serving import AppServer
+from monad_cli.daemon.studio.scrub import ScrubAnswers
 
 if TYPE_CHECKING:
     from monad_cli.daemon.port import DaemonPort
@@ -54,12 +56,16 @@ class PeerCheckedH11(H11Protocol):
 
 def build_app(port: DaemonPort) -> Starlette:
     """The control API's one Starlette app: every resource's routes inside one
-    `ErrorBoundary` (MonadError kinds → the error envelope, scrubbed). The same app answers
+    `ErrorBoundary` (MonadError kinds → the error envelope, scrubbed) and `ScrubAnswers` (every
+    JSON answer passes the redaction function). The same app answers
     on the unix socket and, behind the Studio's locks, on the Studio's port; the Studio's
     routes are handed the app itself (`lambda: app`) to serve it there."""
-    app = Starlette(middleware=[Middleware(ErrorBoundary, scrub=port.scrub)])
-    for route in [*daemon_routes(port), *server_routes(port), *tools_routes(port), *task_routes(port.tasks),
-                  *telemetry_routes(),
+    # Every JSON answer scrubbed, tool results and arguments too: the CLI shows what the Studio
+    # shows (docs/atoms.md "Secrets"); streamed answers scrub their own lines.
+    app = Starlette(middleware=[Middleware(ScrubAnswers, scrub=port.scrub),
+                                Middleware(ErrorBoundary, scrub=port.scrub)])
+    for route in [*daemon_routes(port), *server_routes(port), *tools_routes(port), *env_routes(port),
+                  *task_routes(port.tasks), *telemetry_routes(),
                   *studio_routes(port, control_app=lambda: app)]:
         app.router.routes.append(route)
     return app

@@ -45,6 +45,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from monad_cli import __version__
 from monad_cli.core.errors import MonadError, NotFound
 from monad_cli.core.hello import GatewayView
+from monad_cli.core.redact import scrub_data
 from monad_cli.daemon.gateway.direct import DirectCalls
 from monad_cli.daemon.gateway.policy import (
     LOAD_TOOLS,
@@ -192,7 +193,7 @@ class GatewaySession:
 
             async def forward(progress: float, total: float | None, message: str | None) -> None:
                 # Sent on this request's own channel under the caller's progressToken.
-                await session.report_progress(progress, total, message)
+                await session.report_progress(progress, total, self.scrub(message) if message else message)
 
             progress = forward
         # A dict, not a CallToolResult: the SDK validates the wire shape once, on the way out.
@@ -230,7 +231,10 @@ class GatewaySession:
         except MonadError as e:
             # Refusals, invalid arguments and upstream failures are tool errors the model can read.
             return _text_result(self.scrub(e.message), error=True)
-        result = {k: v for k, v in data.items() if k not in _OUR_KEYS}
+        # A person's stored secrets stay out of a model's context: a value monad holds as a
+        # secret (a header, an env value, MONAD_HOME/env) is `***` in what the agent gets,
+        # as everywhere else (docs/atoms.md "Secrets").
+        result = {k: scrub_data(v, self.scrub) for k, v in data.items() if k not in _OUR_KEYS}
         meta = result.pop("_meta", None)
         if meta:  # the upstream server's own identity is not ours to pass on
             meta = {k: v for k, v in meta.items() if k != _SERVER_INFO_META}

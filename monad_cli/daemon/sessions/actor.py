@@ -495,7 +495,9 @@ class ServerActor:
     def status(self, *, detail: bool = False) -> dict[str, Any]:
         """The server's row in `monad mcp status` (docs/supervisor.md "Routes"):
         `{name, transport, state, reason, since, tools, protocolVersion, source, enabled,
-        required, pid, configError, attempt, lastAttemptReason}` (`pid` also while it connects;
+        required, pid, configError, attempt, lastAttemptReason, variables}` (`variables`: each
+        `$VAR` its definition references, `{name, source}` with source `env-file` or
+        `environment`, never a value; `pid` also while it connects;
         `attempt` and why the last one failed while connecting or backing off); with `detail`,
         also `toolNames`, `stderrTail` (scrubbed), `probeNoiseLines` (lines of an older SDK's
         validation warning about the `server/discover` probe, left out of the tail), `serverInfo`,
@@ -520,6 +522,7 @@ class ServerActor:
             "configError": one_line(self.config_error) if spec and self.config_error else None,
             "attempt": self.attempt if retrying else None,
             "lastAttemptReason": one_line(self.last_failure) if retrying and self.last_failure else None,
+            "variables": [{"name": n, "source": src} for n, src in spec.variables.items()] if spec else [],
         }
         if detail:
             row["toolNames"] = [t.name for t in self.tools] if live else []

@@ -86,9 +86,27 @@ def explain_timeout(spec: ServerSpec, phase: str, stderr: Sequence[str], conn: C
                  f"{format_size(spec.max_message_bytes)} message limit {'was' if n == 1 else 'were'} skipped "
                  f"(raise `maxMessageBytes` in `{spec.source}`){noise}")
     elif conn is not None and spec.transport == "stdio" and not conn.stdout_lines:
-        # Often a server that buffers its stdout (a pipe is not a terminal) or reads a config first.
-        noise = "; it wrote nothing to its stdout (does it flush its output?)"
+        if stderr:
+            # Its stderr says why (a package manager retrying a certificate error, a missing
+            # key): quote it first, not a guess about buffering.
+            noise = f"; it wrote nothing to its stdout{network_hint(stderr)}"
+        else:
+            # Often a server that buffers its stdout (a pipe is not a terminal) or reads a config first.
+            noise = "; it wrote nothing to its stdout (does it flush its output?)"
     return f"timed out after {spec.timeout:g} s while {phase}{noise}{stderr_hint(stderr)}"
+
+
+_NETWORK_WORDS = ("certificate", "cert_", "ssl", "tls", "proxy", "econnrefused", "etimedout", "enotfound",
+                  "getaddrinfo", "unable to get local issuer")
+
+
+def network_hint(stderr: Sequence[str]) -> str:
+    """` (its stderr names a network or certificate problem: …)` when the last lines do."""
+    text = " ".join(list(stderr)[-STDERR_IN_REASON:]).lower()
+    if not any(word in text for word in _NETWORK_WORDS):
+        return ""
+    return (" (its stderr names a network or certificate problem: the proxy and CA variables it inherits "
+            "are listed in docs/atoms.md \"What a server inherits\")")
 
 
 def explain_closed(spec: ServerSpec, conn: Connection, stderr: Sequence[str]) -> str:

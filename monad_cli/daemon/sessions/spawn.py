@@ -50,15 +50,25 @@ log = logging.getLogger("monad.transport")
 # get_default_environment` on POSIX), here so spawning needs no SDK import; a test keeps
 # the two equal.
 DEFAULT_INHERITED_ENV_VARS = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
+# Beyond the SDK's list: how to reach the network behind a company proxy or a custom CA.
+# Without them `npx -y …` and `uvx …` servers retry a certificate error until the connect
+# times out (docs/atoms.md "What a server inherits"). Both spellings: curl, Python and Node
+# read the lowercase ones, others the uppercase.
+NETWORK_ENV_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
+                    "http_proxy", "https_proxy", "no_proxy", "all_proxy",
+                    "SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE",
+                    "CURL_CA_BUNDLE", "PIP_CERT", "NPM_CONFIG_CAFILE", "npm_config_cafile",
+                    "UV_NATIVE_TLS", "GIT_SSL_CAINFO")
 
 Key = tuple[tuple[str, ...], str | None, tuple[tuple[str, str], ...]]
 
 
 def default_environment() -> dict[str, str]:
-    """The variables a stdio server inherits from the supervisor: the SDK's allowlist, minus
-    values that start with `()` (exported shell functions)."""
+    """The variables a stdio server inherits from the supervisor: the SDK's allowlist and the
+    proxy and CA variables (`NETWORK_ENV_VARS`), minus values that start with `()` (exported
+    shell functions)."""
     env = {}
-    for key in DEFAULT_INHERITED_ENV_VARS:
+    for key in (*DEFAULT_INHERITED_ENV_VARS, *NETWORK_ENV_VARS):
         value = os.environ.get(key)
         if value is not None and not value.startswith("()"):
             env[key] = value
@@ -108,8 +118,8 @@ def resolve_command(spec: ServerSpec, env: dict[str, str]) -> str:
 
 
 def stdio_env(spec: ServerSpec) -> dict[str, str]:
-    # The SDK's allowlist (HOME LOGNAME PATH SHELL TERM USER) plus the definition's env:
-    # never the supervisor's own variables, which may hold tokens.
+    # The SDK's allowlist (HOME LOGNAME PATH SHELL TERM USER), the proxy and CA variables,
+    # then the definition's env: never the supervisor's other variables, which may hold tokens.
     return default_environment() | spec.env
 
 
@@ -215,5 +225,5 @@ class EarlySpawns:
 # One supervisor per process: the early processes of this one.
 
 
-__all__ = ["DEFAULT_INHERITED_ENV_VARS", "EarlyProcess", "EarlySpawns", "SpawnError", "StdioCommand",
-           "default_environment", "resolve_command", "stdio_command", "stdio_env"]
+__all__ = ["DEFAULT_INHERITED_ENV_VARS", "NETWORK_ENV_VARS", "EarlyProcess", "EarlySpawns", "SpawnError",
+           "StdioCommand", "default_environment", "resolve_command", "stdio_command", "stdio_env"]

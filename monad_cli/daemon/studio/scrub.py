@@ -1,35 +1,25 @@
 """The page never holds a secret: every JSON value the Studio sends passes the supervisor's
 redaction function (`Supervisor.scrub`: every secret value the definitions hold → `***`).
 
-- `scrub_data(value, scrub)`: a copy of a JSON value with every string scrubbed (keys too);
-  used on every event (`StudioHub.publish`);
-- `ScrubAnswers`: ASGI middleware in front of the control app on the Studio's port, which
-  does the same to every JSON answer. Tool results, approval arguments and task rows are
-  what a server or a caller sent, so they may carry a secret value (a server echoing its
-  own environment, an agent passing a token); the CLI shows them as they are, the page
-  never.
+- `scrub_data(value, scrub)` (core/redact.py): a copy of a JSON value with every string
+  scrubbed (keys too); used on every event (`StudioHub.publish`);
+- `ScrubAnswers`: ASGI middleware that does the same to every JSON answer, in front of the
+  control app (the unix socket: the CLI) and again on the Studio's port. Tool results,
+  approval arguments and task rows are what a server or a caller sent, so they may carry a
+  secret value (a server echoing its own environment, an agent passing a token): one rule,
+  the CLI and the page show `***` alike (docs/atoms.md "Secrets").
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from monad_cli.core.redact import scrub_data
+
 Scrub = Callable[[str], str]
-
-
-def scrub_data(value: Any, scrub: Scrub) -> Any:
-    """`value` (JSON-shaped) with `scrub` applied to every string in it."""
-    if isinstance(value, str):
-        return scrub(value)
-    if isinstance(value, dict):
-        return {scrub(k) if isinstance(k, str) else k: scrub_data(v, scrub) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [scrub_data(v, scrub) for v in value]
-    return value
 
 
 class ScrubAnswers:
@@ -72,3 +62,6 @@ class ScrubAnswers:
             await send(message)
 
         await self.app(scope, receive, wrapped)
+
+
+__all__ = ["ScrubAnswers", "scrub_data"]

@@ -1,5 +1,6 @@
 // The server form (Add server / Edit): labelled inputs for name, transport, command,
-// arguments, URL, environment and header rows, timeout, required, enabled.
+// arguments, URL, environment and header rows, the values of the `$VAR`s they reference
+// (saved to MONAD_HOME/env, never shown back), timeout, required, enabled.
 //
 // The page never holds a secret. Editing shows every env and header value as an empty input
 // whose placeholder is `***`; left empty, the value is sent back as `***`, which the
@@ -85,6 +86,89 @@ class PairRows {
   }
 }
 
+// `$NAME` / `${NAME}` references, as the supervisor expands them (`$$` is a literal `$`).
+const REFERENCE = /\$(?:\$|\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))/g;
+
+/** The variable names `texts` reference, in order, each once. */
+export function references(texts) {
+  const out = [];
+  for (const text of texts) {
+    for (const m of String(text || "").matchAll(REFERENCE)) {
+      const name = m[1] || m[2];
+      if (name && !out.includes(name)) out.push(name);
+    }
+  }
+  return out;
+}
+
+const SOURCES = { "env-file": "set in MONAD_HOME/env", environment: "set in the supervisor's environment" };
+
+/**
+ * One password input per `$VAR` the form references: a value typed there is written to
+ * MONAD_HOME/env (`PUT /v1/env/NAME`) before the definition is saved, so the server can
+ * connect at once. A value is never shown back: the input starts empty and says only where
+ * the variable is set now (`GET /v1/env` answers names and sources, never values).
+ */
+class VariableValues {
+  constructor() {
+    this.rows = new Map();
+    this.list = h("div", { class: "pairs" });
+    this.error = h("p", { class: "field-error", id: "err-variables", hidden: true });
+    this.element = h("fieldset", { class: "pairs-set", "data-field": "variables", hidden: true },
+      h("legend", {}, "Variable values (MONAD_HOME/env)"),
+      h("p", { class: "hint" }, "For the $VAR references above. A value typed here is saved to MONAD_HOME/env " +
+        "and never shown again; leave it empty to keep what is set."),
+      this.list, this.error);
+  }
+
+  /** Show a row for each of `names` (and only those); ask where each is set now. */
+  async sync(names) {
+    for (const [name, row] of this.rows) {
+      if (!names.includes(name)) {
+        row.element.remove();
+        this.rows.delete(name);
+      }
+    }
+    const fresh = names.filter((n) => !this.rows.has(n));
+    for (const name of fresh) {
+      const input = h("input", { type: "password", class: "variable-value", autocomplete: "new-password",
+                                 spellcheck: "false", "aria-label": `Value of ${name}` });
+      const status = h("span", { class: "hint" }, "");
+      const element = h("div", { class: "pair", "data-variable": name },
+        h("label", {}, h("span", {}, `Value of ${name}`), input), status);
+      this.rows.set(name, { element, input, status });
+      this.list.append(element);
+    }
+    this.element.hidden = this.rows.size === 0;
+    if (!fresh.length) return;
+    try {
+      const query = fresh.map((n) => `name=${enc(n)}`).join("&");
+      const answer = await api("GET", `/v1/env?${query}`);
+      for (const v of answer.variables) {
+        const row = this.rows.get(v.name);
+        if (row) {
+          setText(row.status, SOURCES[v.source] || "not set: type its value");
+          row.input.placeholder = v.source ? "(kept)" : "";
+        }
+      }
+    } catch (err) {
+      setText(this.error, err.message);
+      this.error.hidden = false;
+    }
+  }
+
+  /** Write every typed value to MONAD_HOME/env; the inputs are emptied once sent. */
+  async save() {
+    for (const [name, row] of this.rows) {
+      if (row.input.value === "") continue;
+      await api("PUT", `/v1/env/${enc(name)}`, { value: row.input.value });
+      row.input.value = "";
+      row.input.placeholder = "(kept)";
+      setText(row.status, SOURCES["env-file"]);
+    }
+  }
+}
+
 function same(a, b) {
   return JSON.stringify(a) === JSON.stringify(b);
 }
@@ -110,6 +194,7 @@ export class ServerForm {
     this.stored = definition;
     this.env = new PairRows("env", "Variable name", "Variable value", "variable");
     this.headers = new PairRows("headers", "Header name", "Header value", "header");
+    this.variables = new VariableValues();
     const def = definition;
     const transport = inferTransport(def);
     const authMode = (def.auth && def.auth.mode) || "none";
@@ -144,6 +229,7 @@ export class ServerForm {
                                          spellcheck: "false" })),
         this.headers.element,
         field("auth", "Authorization", authSelect)),
+      this.variables.element,
       field("timeout", "Timeout (seconds to connect)",
             h("input", { id: "f-timeout", type: "number", min: "0", step: "any", value: def.timeout ?? "" })),
       check("required", "Required (`monad daemon start` fails without it)", def.required === true),
@@ -158,6 +244,10 @@ export class ServerForm {
       event.preventDefault();
       this.save();
     });
+    // A `$VAR` typed anywhere (command, arguments, env or header values, URL) gets its value row.
+    form.addEventListener("change", (event) => {
+      if (!event.target.classList.contains("variable-value")) this.syncVariables();
+    });
     this.form = form;
     this.dialog = h("dialog", { class: "modal wide", "aria-labelledby": titleId }, form);
     this.dialog.addEventListener("close", () => this.dialog && this.dialog.remove());
@@ -167,10 +257,21 @@ export class ServerForm {
     (mode === "add" ? nameInput : form.querySelector(transport === "http" ? "#f-url" : "#f-command")).focus();
   }
 
+  /** The `$VAR`s the form references now (a stored value that is only a reference, such as
+   *  `Bearer ${TOKEN}`, is shown as written; a literal secret shows as `***`). */
+  syncVariables() {
+    const f = (id) => this.form.querySelector(`#f-${id}`).value;
+    const stdio = f("transport") === "stdio";
+    const pairs = (rows) => Object.entries(rows.value()).flat();
+    const texts = stdio ? [f("command"), f("args"), ...pairs(this.env)] : [f("url"), ...pairs(this.headers)];
+    return this.variables.sync(references(texts));
+  }
+
   showTransport() {
     const http = this.form.querySelector("#f-transport").value === "http";
     this.form.querySelector(".for-stdio").hidden = http;
     this.form.querySelector(".for-http").hidden = !http;
+    if (this.variables) this.syncVariables();
   }
 
   /** The definition as the form says it, every field present (null: not set). */
@@ -229,6 +330,7 @@ export class ServerForm {
     const body = this.payload();
     this.saveButton.disabled = true;
     try {
+      await this.variables.save(); // first: the saved server connects with its values in place
       if (this.mode === "add") {
         await api("POST", "/v1/settings/mcp-servers", body);
         this.onSaved(`added ${body.name}`);
@@ -257,7 +359,9 @@ export class ServerForm {
     const fieldName = err.field || "";
     let target = this.formError;
     const top = fieldName.split(/[.[]/)[0];
-    if (top === "env" || top === "headers") {
+    if (top === "variables") {
+      target = this.variables.error;
+    } else if (top === "env" || top === "headers") {
       target = this[top].errorFor(fieldName.slice(top.length + 1));
     } else if (["name", "transport", "command", "args", "url", "timeout", "required", "enabled", "auth"].includes(top)) {
       target = this.form.querySelector(`#err-${top}`);

@@ -1,0 +1,207 @@
+"""`MONAD_HOME/env`: the variables `$VAR` references expand from, before the supervisor's own
+environment (docs/atoms.md "Variables").
+
+The file holds `NAME=value` lines, like systemd's `EnvironmentFile` and `docker --env-file`:
+the value is the rest of the line, taken as it is (no quotes, no `$` expansion); blank lines
+and lines starting with `#` are ignored. It is kept 0600 (its values are secrets) and
+written like every config file: under the config lock, atomically (config/store.py). The
+supervisor reads it on every change (watch.py) and reconnects exactly the servers whose
+expanded definition changed.
+
+Stdlib only: `monad env ...` and `monad mcp add` read it on the CLI's light path.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+from monad_cli.core.errors import InvalidInput, NotFound
+from monad_cli.core.paths import Paths
+
+SOURCE = "env"  # the file, relative to MONAD_HOME, as messages name it
+NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# Where a variable's value came from (status rows, `monad env list`, `monad mcp get`).
+FROM_FILE = "env-file"
+FROM_ENVIRONMENT = "environment"
+SOURCE_WORDS = {FROM_FILE: "MONAD_HOME/env", FROM_ENVIRONMENT: "the supervisor's environment"}
+# Names of inherited variables that never hold a secret: their values (paths, a user
+# name) are not scrubbed from output even when a definition references them.
+PLAIN_NAMES = frozenset({"HOME", "PATH", "USER", "LOGNAME", "SHELL", "TERM", "PWD", "TMPDIR", "LANG",
+                         "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME"})
+_SECRET_NAME = re.compile(r"(token|secret|key|passw|pwd|auth|credential|cookie|session)", re.I)
+
+
+@dataclass
+class EnvFile:
+    """What the file holds: `values` by name (a later line wins), `problems` (one-line
+    messages about lines that were skipped, or a mode that lets others read it)."""
+
+    values: dict[str, str] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+
+def check_name(name: str) -> None:
+    """Raise `InvalidInput` unless `name` is a variable name `$NAME` can reference."""
+    if not NAME_RE.match(name):
+        shown = name if len(name) <= 64 and name.isprintable() else "that name"
+        raise InvalidInput(f"`{shown}` is not a variable name (letters, digits and `_`, not starting "
+                           f"with a digit)")
+
+
+def check_value(name: str, value: str) -> None:
+    """A value is one line: the file has one variable per line."""
+    if "\n" in value or "\r" in value or "\x00" in value:
+        raise InvalidInput(f"the value of `{name}` holds a line break or NUL; the env file keeps one "
+                           f"variable per line")
+
+
+def parse(text: str) -> EnvFile:
+    """The variables of the file's `text` (never raises: a bad line is a problem, skipped)."""
+    out = EnvFile()
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        name, sep, value = raw.partition("=")
+        name = name.strip()
+        if name.startswith("export "):  # a shell-style file: `export NAME=value`
+            name = name[len("export "):].strip()
+        if not sep or not NAME_RE.match(name):
+            # Never the line itself: it may be a secret that lost its name.
+            out.problems.append(f"`{SOURCE}` line {number}: not `NAME=value`; skipped")
+            continue
+        out.values[name] = value
+    return out
+
+
+def read_env_file(paths: Paths) -> EnvFile:
+    """The file's variables; an absent file holds none. A mode that lets group or others
+    read it is a problem (the values are secrets), yet the file is read."""
+    try:
+        with open(paths.env_file, "rb") as f:
+            st = os.fstat(f.fileno())
+            data = f.read()
+    except FileNotFoundError:
+        return EnvFile()
+    except OSError as e:
+        return EnvFile(problems=[f"`{SOURCE}` cannot be read: {e.strerror}"])
+    out = parse(data.decode("utf-8", "replace"))
+    if st.st_mode & 0o077:
+        out.problems.append(f"`{SOURCE}` is readable by others (mode {st.st_mode & 0o777:o}); "
+                            f"run `chmod 600 {paths.env_file}`")
+    return out
+
+
+def stamp(paths: Paths) -> tuple[int, int, int] | None:
+    """(inode, size, mtime in ns) of the file, or None when it does not exist."""
+    try:
+        st = os.stat(paths.env_file)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def set_variable(paths: Paths, name: str, value: str) -> bool:
+    """Write `NAME=value` into the file (replacing that name's line, or appended), under the
+    config lock, atomically, 0600. Returns whether the name was there before. Raises
+    `InvalidInput` for a bad name or a value of more than one line."""
+    from monad_cli.config.store import config_lock, write_atomic
+
+    check_name(name)
+    check_value(name, value)
+    with config_lock(paths):
+        lines, found = _lines_without(paths, name)
+        at = found[0] if found else len(lines)
+        lines.insert(at, f"{name}={value}")
+        write_atomic(paths.env_file, ("\n".join(lines) + "\n").encode())
+    return bool(found)
+
+
+def unset_variable(paths: Paths, name: str) -> None:
+    """Remove every line of `name` from the file. Raises `NotFound` when it has none."""
+    from monad_cli.config.store import config_lock, write_atomic
+
+    check_name(name)
+    with config_lock(paths):
+        lines, found = _lines_without(paths, name)
+        if not found:
+            raise NotFound(f"variable `{name}` is not in MONAD_HOME/env (see `monad env list`)")
+        write_atomic(paths.env_file, ("\n".join(lines) + "\n").encode() if lines else b"")
+
+
+def _lines_without(paths: Paths, name: str) -> tuple[list[str], list[int]]:
+    """The file's lines without those that set `name`, and where they were (comments and
+    the order of the other lines are kept)."""
+    try:
+        text = paths.env_file.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        text = ""
+    lines: list[str] = []
+    found: list[int] = []
+    for raw in text.splitlines():
+        key, sep, _ = raw.partition("=")
+        key = key.strip()
+        key = key[len("export "):].strip() if key.startswith("export ") else key
+        if sep and key == name:
+            found.append(len(lines))
+            continue
+        lines.append(raw)
+    return lines, found
+
+
+class LayeredEnviron(Mapping[str, str]):
+    """The variables `$VAR` expands from: the env file first, then the process's environment
+    (DESIGN "One server definition"). `source(name)` says which one holds a name."""
+
+    def __init__(self, file: Mapping[str, str], environment: Mapping[str, str]) -> None:
+        self.file = dict(file)
+        self.environment = environment
+
+    def __getitem__(self, name: str) -> str:
+        if name in self.file:
+            return self.file[name]
+        return self.environment[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.file or name in self.environment
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self.file
+        yield from (k for k in self.environment if k not in self.file)
+
+    def __len__(self) -> int:
+        return len(set(self.file) | set(self.environment))
+
+    def source(self, name: str) -> str | None:
+        """`env-file`, `environment`, or None when neither holds `name`."""
+        if name in self.file:
+            return FROM_FILE
+        if name in self.environment:
+            return FROM_ENVIRONMENT
+        return None
+
+    def secret_values(self, referenced: set[str]) -> set[str]:
+        """The values monad holds as secrets: every value of the env file, and the value of
+        each `referenced` variable of the environment whose name reads like a secret."""
+        found = set(self.file.values())
+        for name in referenced:
+            if name not in self.file and name in self.environment and name not in PLAIN_NAMES \
+                    and _SECRET_NAME.search(name):
+                found.add(self.environment[name])
+        return found
+
+
+def source_of(environ: Mapping[str, str], name: str) -> str | None:
+    """Where `environ` (a `LayeredEnviron` or a plain mapping) holds `name`."""
+    if isinstance(environ, LayeredEnviron):
+        return environ.source(name)
+    return FROM_ENVIRONMENT if name in environ else None
+
+
+def unset_hint(name: str) -> str:
+    """The one sentence for an unset variable: both places, and the command that fixes it."""
+    return (f"variable `{name}` is set neither in MONAD_HOME/env nor in the supervisor's environment; "
+            f"set it with `monad env set {name}`")
