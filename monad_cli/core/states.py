@@ -32,22 +32,28 @@ class State(StrEnum):
 
 
 S = State
-_ANY = set(State)
+# Every move an actor makes (daemon/sessions/actor.py), and no other; a move to the same state
+# is listed where the reason can change (set_state ignores the same state with the same reason).
+_PARKED = {S.CONNECTING, S.DISABLED, S.FAILED, S.FILTERED, S.STOPPED}  # `_loop`'s checks, or the end
 TRANSITIONS: dict[State, set[State]] = {
-    S.STOPPED: {S.CONNECTING, S.DISABLED, S.FAILED, S.FILTERED, S.STOPPED},
-    S.DISABLED: {S.CONNECTING, S.STOPPED, S.FAILED, S.FILTERED, S.DISABLED},
-    S.FILTERED: {S.CONNECTING, S.STOPPED, S.DISABLED, S.FAILED, S.FILTERED},
+    S.STOPPED: _PARKED,  # the first check of `_loop`; `run` ending before it started
+    S.DISABLED: _PARKED - {S.DISABLED},  # woken: enabled again, edited, filtered, removed
+    S.FILTERED: set(_PARKED),  # woken; another filter rule is another reason
+    S.FAILED: set(_PARKED),  # woken; another config error is another reason
+    S.NEEDS_AUTH: _PARKED - {S.NEEDS_AUTH},  # woken by new tokens or an edit
+    S.BACKOFF: _PARKED - {S.BACKOFF},  # the delay is over, or woken by an edit
+    # A connect: it ends connected (or degraded), refused (needs-auth, failed), failed (backoff,
+    # or failed after too many), cut by an edit (connecting again, disabled, failed, filtered),
+    # or by the end; a new attempt's reason names its number.
     S.CONNECTING: {S.CONNECTED, S.DEGRADED, S.NEEDS_AUTH, S.BACKOFF, S.FAILED, S.STOPPED, S.DISABLED,
                    S.FILTERED, S.CONNECTING},
-    S.CONNECTED: {S.DEGRADED, S.BACKOFF, S.FAILED, S.NEEDS_AUTH, S.STOPPED, S.DISABLED, S.CONNECTING,
-                  S.FILTERED, S.CONNECTED},
-    S.DEGRADED: {S.CONNECTED, S.BACKOFF, S.FAILED, S.NEEDS_AUTH, S.STOPPED, S.DISABLED, S.CONNECTING,
-                 S.FILTERED, S.DEGRADED},
-    S.NEEDS_AUTH: {S.CONNECTING, S.STOPPED, S.DISABLED, S.FAILED, S.FILTERED, S.NEEDS_AUTH},
-    S.BACKOFF: {S.CONNECTING, S.FAILED, S.STOPPED, S.DISABLED, S.FILTERED, S.BACKOFF},
-    S.FAILED: {S.CONNECTING, S.STOPPED, S.DISABLED, S.FILTERED, S.FAILED},
+    # A session: a tool list or storm problem (degraded), an edit or reconnect (connecting,
+    # disabled, failed), its end (backoff, failed, needs-auth), the supervisor's end.
+    S.CONNECTED: {S.DEGRADED, S.CONNECTING, S.DISABLED, S.FAILED, S.NEEDS_AUTH, S.BACKOFF, S.STOPPED},
+    S.DEGRADED: {S.CONNECTED, S.DEGRADED, S.CONNECTING, S.DISABLED, S.FAILED, S.NEEDS_AUTH, S.BACKOFF,
+                 S.STOPPED},
 }
-assert set(TRANSITIONS) == _ANY
+assert set(TRANSITIONS) == set(State)
 
 LIVE = {S.CONNECTED, S.DEGRADED}
 
