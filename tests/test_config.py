@@ -341,5 +341,5 @@ def test_a_reference_with_a_default_expands_as_posix_shells_do() -> None:
     assert expand("${REGION:-eu}", {"REGION": ""}) == "eu"
     assert expand("${REGION:-eu}", {"REGION": "us"}) == "us"
     assert expand("${REGION:-}", {}) == ""
-    with pytest.raises(ExpansionError, match="`REGION` is not set"):
+    with pytest.raises(ExpansionError, match="variable `REGION` is set neither in MONAD_HOME/env"):
         expand("${REGION}", {})
