@@ -146,6 +146,7 @@ class Supervisor:
                                         tool_globs=lambda: self.tool_globs, start_task=tasks.start,
                                         run_task=tasks.run_call, recheck=self._recheck_tools)
         self.tool_listeners.append(lambda actor: self.tool_service.changed())
+        self.state_listeners.append(lambda actor: self.tool_service.state_changed())  # waiting calls look again
         self.auth = SupervisorAuth(self.paths, self.actors)
         self.gateway = Gateway(self.tool_service, scrub=self.scrub)
         self._actor_context = ActorContext(

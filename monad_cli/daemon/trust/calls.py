@@ -71,10 +71,17 @@ class CallLog:
     async def write_outcomes(self) -> None:
         """Commit the deferred outcome rows within ~20 ms (run once, for the log's life): the
         answer goes out first, and outcomes that pile up meanwhile share one commit (or ride
-        on the next call's intent row). Never returns (cancel it); `Journal.close` writes
-        what is left."""
+        on the next call's intent row); while the journal's disk takes no writes, retry the
+        rows it holds every second. Never returns (cancel it); `Journal.close` writes what is
+        left."""
+        from monad_cli.journal.db import RETRY_S
+
         while True:
-            await self._deferred.wait()
+            if self.journal.fault is None:
+                await self._deferred.wait()
+            else:  # a disk fault: the held rows are tried again every RETRY_S (`Journal` "held")
+                with anyio.move_on_after(RETRY_S):
+                    await self._deferred.wait()
             self._deferred = anyio.Event()
             await anyio.sleep(OUTCOME_DELAY_S)
             try:
