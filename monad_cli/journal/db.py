@@ -57,10 +57,8 @@ _HOLD_CODES = {10, 13, 14}
 
 def is_disk_fault(exc: BaseException) -> bool:
     """True for an SQLite error that says the file could not be written (disk full, I/O)."""
-    code = getattr(exc, "sqlite_errorcode", None)
-    if isinstance(code, int):
-        return (code & 0xFF) in _HOLD_CODES
-    return isinstance(exc, sqlite3.OperationalError) and "disk" in str(exc)
+    code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+ sets it on every sqlite3.Error
+    return isinstance(exc, sqlite3.Error) and isinstance(code, int) and (code & 0xFF) in _HOLD_CODES
 
 
 def new_uid() -> str:
@@ -163,13 +161,20 @@ class Journal:
             self.deferred.append((sql, params))
 
     def flush(self) -> int:
-        """Write the deferred statements now, in one transaction; returns how many."""
-        return self._transaction([])[1]
+        """Write the deferred statements now, in one transaction; returns how many. While
+        rows are held (a disk fault) this is the retry."""
+        return self._transaction([], attempt=True)[1]
 
-    def _transaction(self, statements: list[tuple[str, tuple[Any, ...]]]) -> tuple[int | None, int]:
+    def _transaction(self, statements: list[tuple[str, tuple[Any, ...]]], *,
+                     attempt: bool = False) -> tuple[int | None, int]:
         """(row id, deferred statements written): the queue, then `statements`, committed.
-        On a disk fault `statements` join the queue (bounded, `HOLD_MAX`) and nothing is raised."""
+        On a disk fault `statements` join the queue (bounded, `HOLD_MAX`) and nothing is
+        raised; while the fault lasts only `flush` (`attempt`) tries the disk again, so a
+        write costs no more than an append."""
         with self._deferred_lock:
+            if self.fault is not None and not attempt and statements:
+                self._hold(statements, None)
+                return None, 0
             queued = self.deferred[:]
             del self.deferred[:]
         if not queued and not statements:
@@ -205,11 +210,14 @@ class Journal:
             self._recovered(len(queued))
         return row_id, len(queued)
 
-    def _hold(self, statements: list[tuple[str, tuple[Any, ...]]], exc: BaseException) -> None:
-        """Keep `statements` after the queue, up to `HOLD_MAX`; count the rest (lock held)."""
+    def _hold(self, statements: list[tuple[str, tuple[Any, ...]]], exc: BaseException | None) -> None:
+        """Keep `statements` after the queue, up to `HOLD_MAX`; count the rest (lock held).
+        `exc`: the disk's error (None: held because an earlier one still stands)."""
         room = max(0, HOLD_MAX - len(self.deferred))
         self.deferred.extend(statements[:room])
         self.lost += len(statements) - min(room, len(statements))
+        if exc is None:
+            return
         if self.fault is None:
             self.fault_since = time.time()
             log.error("journal %s: cannot write (%s); holding rows in memory (at most %d)", self.path, exc,

@@ -77,13 +77,13 @@ class CallLog:
         from monad_cli.journal.db import RETRY_S
 
         while True:
-            if self.journal.fault is None:
+            # Also every RETRY_S: after a disk fault, that is the retry of the rows the journal
+            # holds (`Journal` "held"); otherwise a flush with nothing queued, which costs nothing.
+            with anyio.move_on_after(RETRY_S):
                 await self._deferred.wait()
-            else:  # a disk fault: the held rows are tried again every RETRY_S (`Journal` "held")
-                with anyio.move_on_after(RETRY_S):
-                    await self._deferred.wait()
-            self._deferred = anyio.Event()
-            await anyio.sleep(OUTCOME_DELAY_S)
+            if self._deferred.is_set():
+                self._deferred = anyio.Event()
+                await anyio.sleep(OUTCOME_DELAY_S)
             try:
                 self.journal.flush()
             except Exception:
