@@ -27,7 +27,7 @@ _root_app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 # Each group and the command module whose `app` it is; the whole app adds more to `mcp`.
-_GROUPS = {"mcp": "mcp", "daemon": "daemon", "tasks": "tasks", "approvals": "approvals"}
+_GROUPS = {"mcp": "mcp", "daemon": "daemon", "tasks": "tasks", "approvals": "approvals", "journal": "journal"}
 _whole: typer.Typer | None = None
 
 _debug = False
@@ -55,7 +55,7 @@ def _whole_app() -> typer.Typer:
     whole.add_typer(mcp_cmd.app, name="mcp")
     whole.add_typer(daemon_cmd.app, name="daemon")
     whole.add_typer(tasks_cmd.app, name="tasks")
-    whole.command("journal")(journal_cmd.journal)
+    whole.add_typer(journal_cmd.app, name="journal")
     whole.add_typer(approvals_cmd.app, name="approvals")
     whole.command("studio")(studio_cmd.studio)
     for name in ("tools", "call", "pin", "unpin", "trust"):

@@ -24,6 +24,7 @@ from monad_cli.core.redact import redact_text
 from monad_cli.core.states import LIVE, State
 from monad_cli.daemon.gateway.server import Gateway
 from monad_cli.daemon.reconcile import Diff, Secrets, config_stamp, diff
+from monad_cli.daemon.retention import keep_journal
 from monad_cli.daemon.sessions.actor import ServerActor
 from monad_cli.daemon.sessions.context import ActorContext
 from monad_cli.daemon.sessions.processes import SpawnRecords, kill_leftovers
@@ -361,6 +362,7 @@ class Supervisor:
                     raise StartupFailed(failure)
                 on_ready(None)
                 tg.start_soon(watch_definitions, self.paths, self.stop_event, self.reconcile)
+                tg.start_soon(keep_journal, journal)  # `[journal] keep`: prune now, then daily
                 await self.stop_event.wait()
                 self.stopping = True
                 relays.close()  # no new gateway sessions; the open ones end (their relays say so)

@@ -13,9 +13,10 @@ transaction starts with `BEGIN IMMEDIATE` so two writers queue on the busy timeo
 of failing mid-transaction with SQLITE_BUSY when a read lock cannot be upgraded (SQLite
 "Transaction": deferred transactions upgrade lazily).
 
-A write the file cannot take (its disk is full, or fails with an I/O error) is held, not
-raised: the statements stay in memory, in order, up to `HOLD_MAX`, and go out with the next
-write transaction that succeeds (the supervisor retries every `RETRY_S`; `CallLog.write_outcomes`).
+A write the file cannot take (its disk is full, fails with an I/O error, or stays locked
+past the busy timeout) is held, not raised: the statements stay in memory, in order, up to
+`HOLD_MAX`, and go out with the next write transaction that succeeds (the supervisor
+retries every `RETRY_S`; `CallLog.write_outcomes`).
 Meanwhile `status()` says `degraded`, how many rows wait and how many did not fit (`lost`,
 counted, never silent); once the file takes writes again an `events` row says what happened.
 So a full disk costs the journal its durability for a while, never a call.
@@ -50,9 +51,14 @@ log = logging.getLogger("monad.journal")
 HOLD_MAX = 20_000
 RETRY_S = 1.0
 # The primary result codes of a write the file could not take (sqlite3's `sqlite_errorcode`,
-# low byte): SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN. Anything else is a bug in a
-# statement, raised as before.
-_HOLD_CODES = {10, 13, 14}
+# low byte), with what to say: anything else is a bug in a statement, raised as before.
+_HOLD_CODES = {
+    5: "another process holds it locked (SQLITE_BUSY), e.g. `monad journal prune` converting an old journal",
+    6: "it is locked (SQLITE_LOCKED)",
+    10: "is its disk failing or full? (SQLITE_IOERR)",
+    13: "its disk is full (SQLITE_FULL)",
+    14: "it cannot be opened (SQLITE_CANTOPEN); is its disk full?",
+}
 
 
 def is_disk_fault(exc: BaseException) -> bool:
@@ -222,7 +228,8 @@ class Journal:
             self.fault_since = time.time()
             log.error("journal %s: cannot write (%s); holding rows in memory (at most %d)", self.path, exc,
                       HOLD_MAX)
-        self.fault = f"cannot write `{self.path}` ({exc}); is its disk full?"
+        code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+        self.fault = f"cannot write `{self.path}`: {_HOLD_CODES.get(code, str(exc))}"
 
     def _recovered(self, written: int) -> None:
         """The file took a write again: say so in the journal itself, with what was lost."""
