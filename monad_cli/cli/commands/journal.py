@@ -21,8 +21,7 @@ from monad_cli.core.errors import InvalidInput, MonadError
 from monad_cli.core.paths import paths
 
 _REL = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd])\Z")
-app = typer.Typer(help="What happened: state changes, config errors, supervisor events, tool calls.",
-                  invoke_without_command=True)
+app = typer.Typer(invoke_without_command=True)  # its help: `journal`'s docstring
 
 
 def parse_since(value: str) -> float:
@@ -54,7 +53,8 @@ def journal(
     (or, with --calls, every tool call).
 
     With a shared journal (MONAD_JOURNAL_URL or settings.toml, see docs/fleet.md) the rows of
-    every supervisor that uses it, each with its host.
+    every supervisor that uses it, each with its host. `monad journal prune` deletes what is
+    older than the journal's `keep` setting (docs/supervisor.md "The journal's growth").
     """
     if ctx.invoked_subcommand is not None:
         return
