@@ -1,5 +1,7 @@
-"""The supervisor keeps its journal to `[journal] keep` (default 90 days): once it is serving,
-then every `EVERY_S`, it prunes older rows and gives their space back (`journal.retention`),
+"""The supervisor's upkeep of its journal, once it is serving: `PRAGMA quick_check` (journaled
+as a `daemon` row; it reads the whole file, ~2 s at a million calls, so it is not on the
+start's path), then `[journal] keep` (default 90 days): now and every `EVERY_S` it prunes
+older rows and gives their space back (`journal.retention`),
 in a worker thread, in batches, so calls never wait on it. A journal made before
 incremental vacuum keeps the freed pages for new rows until `monad journal prune` converts
 it (a full VACUUM is for a person to start, not for a supervisor under load)."""
@@ -40,8 +42,14 @@ def prune_once(journal: Journal) -> dict[str, Any] | None:
 
 
 async def keep_journal(journal: Journal, *, every_s: float = EVERY_S) -> None:
-    """Prune now, then every `every_s` seconds; never returns (cancel it). A failed round is
-    logged and tried again at the next."""
+    """Check the file, then prune now and every `every_s` seconds; never returns (cancel it).
+    A failed round is logged and tried again at the next."""
+    try:
+        verdict = await anyio.to_thread.run_sync(journal.quick_check)
+        journal.record("daemon", reason=f"journal checked (PRAGMA quick_check): {verdict}",
+                       detail={"quick_check": verdict})
+    except Exception:
+        log.exception("journal check failed")
     while True:
         try:
             await anyio.to_thread.run_sync(prune_once, journal)

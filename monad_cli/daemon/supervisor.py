@@ -329,10 +329,8 @@ class Supervisor:
         self.acquire_daemon_lock()
         journal = self.open()
         journal.start_link()  # a fleet's shared journal: shipped from a thread, never awaited
-        check = journal.quick_check()
         self.tool_service.calls.recover()
-        journal.record("daemon", reason=f"supervisor {__version__} started (pid {os.getpid()})",
-                       detail={"quick_check": check})
+        journal.record("daemon", reason=f"supervisor {__version__} started (pid {os.getpid()})")
         # A dead supervisor's servers die before new ones start beside them (docs/supervisor.md);
         # `monad daemon run` killed them before its early spawns already.
         killed, EARLY.leftovers_killed = EARLY.leftovers_killed, []
@@ -362,7 +360,9 @@ class Supervisor:
                     raise StartupFailed(failure)
                 on_ready(None)
                 tg.start_soon(watch_definitions, self.paths, self.stop_event, self.reconcile)
-                tg.start_soon(keep_journal, journal)  # `[journal] keep`: prune now, then daily
+                # PRAGMA quick_check (it reads the whole file: ~2 s at a million calls), then
+                # `[journal] keep`: prune now and daily; in worker threads, off the start's path.
+                tg.start_soon(keep_journal, journal)
                 await self.stop_event.wait()
                 self.stopping = True
                 relays.close()  # no new gateway sessions; the open ones end (their relays say so)
