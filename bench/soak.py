@@ -44,7 +44,7 @@ HANG_S = 60.0  # a call still unanswered after this long counts as hung
 class Report:
     calls: int = 0
     ok: int = 0
-    failed: dict[str, int] = field(default_factory=dict)  # reason (first words) → count
+    failed: dict[str, int] = field(default_factory=dict)  # reason (first 100 characters) → count
     no_reason: int = 0
     hung: int = 0
     seconds: float = 0.0
@@ -136,7 +136,7 @@ async def _drive(home: Path, names: list[str], clients: int, calls: int, max_s: 
     done = anyio.Event()
 
     def reason_of(text: str) -> str:
-        return " ".join(text.split()[:4])[:60] or "(empty)"
+        return " ".join(text.split())[:100] or "(empty)"
 
     def more() -> bool:
         """Calls go on until `calls` were made and every bounded fault happened (or time is up)."""
