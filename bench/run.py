@@ -1,4 +1,8 @@
-"""`make bench`: run every bench/bench_*.py in turn, then every target again with its ratio."""
+"""`make bench`: run every bench/bench_*.py in turn, then every target again with its ratio.
+
+`python bench/run.py soak full_disk` runs the optional ones as well: bench/soak.py (about
+five minutes of load) and bench/full_disk.py (mounts a tmpfs: root), which `make bench`
+leaves out."""
 
 from __future__ import annotations
 
@@ -15,7 +19,8 @@ import _util  # noqa: E402 - after the path insert, like the scripts' own `from 
 only = sys.argv[1:]  # e.g. `python bench/run.py gateway startup`
 started = time.time()
 print(f"load average before: {_util.load()} ({os.cpu_count()} cores)")
-for script in sorted(here.glob("bench_*.py")):
+OPTIONAL = [here / "soak.py", here / "full_disk.py"]  # only when named (long; root)
+for script in [*sorted(here.glob("bench_*.py")), *(s for s in OPTIONAL if any(w in s.name for w in only))]:
     if only and not any(word in script.name for word in only):
         continue
     print(f"\n== {script.name} (load {_util.load()})")

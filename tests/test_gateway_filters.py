@@ -129,6 +129,10 @@ def test_conditions_flip_with_facts_and_live_edits(supervisor: Any, monad_home: 
     anyio.run(main)
     # A condition only shapes the gateway's view: the server kept its session.
     assert status_of(monad, "big")["pid"] == before["pid"]
+    # Every call has its rows, the one the view refused too (with its reason).
+    rows = [(c["exposed"], c["outcome"]) for c in monad("journal", "--calls", "--json").json()]
+    assert rows == [("big__echo", "ok"), ("big__echo", "refused"), ("big__echo", "ok")], rows
+    assert "does not hold" in monad("journal", "--calls", "--json").json()[1]["error"]
 
 
 def test_gateway_serves_a_filtered_view(supervisor: Any, monad_home: Path) -> None:
@@ -149,6 +153,9 @@ def test_gateway_serves_a_filtered_view(supervisor: Any, monad_home: Path) -> No
                                                            "is filtered out")
 
     anyio.run(main)
+    [row] = monad("journal", "--calls", "--json").json()
+    assert (row["exposed"], row["via"], row["outcome"]) == ("skip__echo", "gateway", "refused")
+    assert row["error"] == "tool `skip__echo` is not available: server `skip` is filtered out"
 
 
 def test_serve_rejects_bad_facts_and_patterns(cli: Any) -> None:

@@ -167,7 +167,8 @@ def test_app_only_tools_never_reach_agents_and_the_client_advertises_mcp_apps(
 
     anyio.run(gateway)
     calls = monad("journal", "--calls", "--json").json()
-    assert all(c["tool"] != "app_only" for c in calls)  # refused before the gate: never run
+    # refused before the gate: never run, journaled as refused
+    assert all(c["outcome"] == "refused" for c in calls if c["tool"] == "app_only") and calls
 
 
 def test_app_requests_are_answered_refused_and_journaled(studio: StudioHTTP, monad: Any, monad_home: Path) -> None:
@@ -218,7 +219,8 @@ def test_app_requests_are_answered_refused_and_journaled(studio: StudioHTTP, mon
     assert all(r["server"] == "app" and r["detail"]["tool"] == "app__show" for r in rows)
     assert "https://example.com/x" in rows[6]["reason"]
     calls = monad("journal", "--calls", "--json").json()
-    assert [(c["exposed"], c["via"], c["outcome"]) for c in calls] == [("app__app_only", "app", "ok")]
+    assert [(c["exposed"], c["via"], c["outcome"]) for c in calls] == [("app__app_only", "app", "ok"),
+                                                                          ("app__model_only", "app", "refused")]
 
 
 def test_the_sandbox_port_and_its_locks(studio: StudioHTTP) -> None:

@@ -135,8 +135,10 @@ def test_service_hides_lists_and_refuses(tmp_path: Path) -> None:
                 await svc.call("srv__echo", {"text": "hi"}, via="cli", approval={"mode": "yes"})
             assert "excluded by `srv__echo` (`disabled` in features/tools.toml)" in info.value.message
             assert svc.warnings("srv") == []  # `fail` is advertised: not inert
-            # refusals never reach the server and leave no call row (as a pin refusal)
-            assert [r["tool"] for r in jt.calls(svc.journal)] == ["echo"]
+            # refusals never reach the server; each is journaled `refused`, naming the rule
+            rows = [(r["tool"], r["outcome"]) for r in jt.calls(svc.journal)]
+            assert rows[-2:] == [("echo", "ok"), ("echo", "refused")] and rows[0][1] == "refused", rows
+            assert "features/tools.toml" in jt.calls(svc.journal)[-1]["error"]
 
     run(main)
 

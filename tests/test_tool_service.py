@@ -20,7 +20,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, Tool
 
 from monad_cli.config.schema import ServerSpec, validate
-from monad_cli.core.errors import CallRefused, InvalidInput, NotFound, NotRegistered, ToolCallFailed
+from monad_cli.core.errors import CallRefused, InvalidInput, NotConnected, NotFound, NotRegistered, ToolCallFailed
 from monad_cli.daemon.trust.service import ApprovalRequired, ToolService
 from monad_cli.journal import tools as jt
 from monad_cli.journal.db import Journal
@@ -58,6 +58,7 @@ class Session:
     client: Client
     tools: list[Tool] = field(default_factory=list)
     live: bool = True
+    restarting: bool = False
 
     async def call_tool(self, tool: str, arguments: dict[str, Any] | None, *,
                         progress: Any = None, inputs: Any = None) -> CallToolResult:
@@ -106,7 +107,12 @@ def test_resolve_gate_call_and_the_journal_row(tmp_path: Path) -> None:
                 await svc.call("srv__nope", {}, via="test", approval={})
             with pytest.raises(InvalidInput, match="argument"):
                 await svc.call("srv__echo", {"text": 5}, via="test", approval={})
-            assert len(jt.calls(svc.journal)) == 1  # refused before the gate: no row
+            # Refused before the gate, nothing sent: still calls, each with its rows and reason.
+            refused = [(r["exposed"], r["server"], r["outcome"], r["decidedBy"], r["error"])
+                       for r in jt.calls(svc.journal)[1:]]
+            assert [r[:4] for r in refused] == [("srv__nope", "srv", "refused", "monad (not_found)"),
+                                                ("srv__echo", "srv", "refused", "monad (invalid_input)")]
+            assert "srv__nope" in refused[0][4] and "argument" in refused[1][4]
 
     run(main)
 
@@ -187,7 +193,10 @@ def test_a_pin_mismatch_refuses_registration(tmp_path: Path) -> None:
             session.spec = _spec(pinnedToolHash=digest)
             assert svc.check_pin(session, session.tools) is None
             assert "srv" not in svc.blocked and len(svc.listing()) == 3
-            assert jt.calls(svc.journal) == []  # a refused registration calls nothing
+            # A refused registration calls nothing; the refused call has its rows.
+            [row] = jt.calls(svc.journal)
+            assert (row["exposed"], row["outcome"], row["decidedBy"]) == ("srv__echo", "refused",
+                                                                          "monad (not_registered)")
 
     run(main)
 
@@ -295,5 +304,37 @@ def test_a_first_use_pin_that_cannot_be_written_is_tried_again(tmp_path: Path) -
     async def main() -> None:
         async with service(tmp_path, _spec(pinOnFirstUse=True), write_pin=fail) as (svc, _session):
             assert "srv" not in svc.first_pins and svc.listing()  # registered; no pin remembered
+
+    run(main)
+
+
+def test_a_call_waits_for_a_restarting_server_and_fails_with_a_reason_when_it_does_not_come_back(
+        tmp_path: Path) -> None:
+    """A server on its way back (killed, crashed, its atom just edited) is waited for, up to its
+    connect timeout; one that does not come back fails the call with its state, and both
+    calls have their rows."""
+    spec = validate({"command": "inproc", "timeout": 1, "trust": {"autoApproveTools": ["srv__echo"]}},
+                    name="srv", source="atoms/mcp/srv.toml", environ={})
+
+    async def main() -> None:
+        async with service(tmp_path, spec) as (svc, session):
+            session.live, session.restarting = False, True
+
+            async def come_back() -> None:
+                await anyio.sleep(0.3)
+                session.live, session.restarting = True, False
+                svc.state_changed()
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(come_back)
+                out = await svc.call("srv__echo", {"text": "back"}, via="test", approval={})
+            assert out["content"] == [{"type": "text", "text": "back"}]
+
+            session.live, session.restarting = False, True  # and this time it stays away
+            with pytest.raises(NotConnected, match=r"did not come back within its connect timeout \(1 s\)"):
+                await svc.call("srv__echo", {"text": "gone"}, via="test", approval={})
+            rows = [(r["exposed"], r["outcome"]) for r in jt.calls(svc.journal)]
+            assert rows == [("srv__echo", "ok"), ("srv__echo", "error")]
+            assert "did not come back" in jt.calls(svc.journal)[-1]["error"]
 
     run(main)

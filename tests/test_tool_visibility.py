@@ -106,7 +106,10 @@ def test_agents_never_see_app_only_tools_and_apps_call_only_their_own_app_tools(
                 svc.gate.decide(pending["id"], allow=False, by="denied in the Studio")
             assert "denied" in outcome["refused"]
             rows = [(r["exposed"], r["via"], r["outcome"]) for r in jt.calls(svc.journal)]
-            assert rows == [("srv__app_only", "app", "ok"), ("srv__both", "app", "refused")]
+            # Every call has its rows, the ones refused before the gate too.
+            assert rows == [("srv__app_only", "gateway", "refused"), ("srv__app_only", "app", "ok"),
+                            ("srv__model_only", "app", "refused"), ("other__both", "app", "refused"),
+                            ("srv__both", "app", "refused")]
 
     run(main)
 

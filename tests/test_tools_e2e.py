@@ -77,7 +77,9 @@ def test_names_reverse_map_typed_args_and_journal(supervisor: Any) -> None:
     r = monad("mcp", "call", "ts__add", "--args-json", '{"a": 40}', "--arg", "b=2", "--yes")
     assert (r.code, r.out.strip()) == (0, "42"), r
 
-    # Validation happens before sending: nothing reaches the server or the journal.
+    # Validation happens before sending: nothing reaches the server. What the supervisor refuses
+    # is still a call, journaled `refused` with its reason; what the CLI refuses itself (an
+    # argument it cannot convert) never left it.
     before = len(calls(monad))
     r = monad("mcp", "call", "ts__add", "--arg", "a=1", "--yes")
     assert r.code == 2 and "'b' is a required property" in r.err and "Traceback" not in r.err, r
@@ -85,12 +87,13 @@ def test_names_reverse_map_typed_args_and_journal(supervisor: Any) -> None:
     assert r.code == 2 and "--arg a: expected an integer, got 'one'" in r.err, r
     r = monad("mcp", "call", "ts__nope", "--yes")
     assert r.code == 1 and "no tool `ts__nope`" in r.err, r
-    assert len(calls(monad)) == before
+    refused = [(c["exposed"], c["outcome"], c["decidedBy"]) for c in calls(monad)[before:]]
+    assert refused == [("ts__add", "refused", "monad (invalid_input)"), ("ts__nope", "refused", "monad (not_found)")]
 
     r = monad("mcp", "call", "ts__fail", "--arg", "message=disk on fire", "--yes")
     assert r.code == 1 and "disk on fire" in r.err and r.out == "", r
 
-    rows = calls(monad)
+    rows = [c for c in calls(monad) if c["outcome"] != "refused"]
     assert {(c["tool"], c["outcome"]) for c in rows} >= {("add", "ok"), ("fail", "tool-error"), ("get.user", "ok")}
     assert all(c["decidedBy"] == "cli --yes" and c["decision"] == "approved" for c in rows)
     assert all(c["argsDigest"].startswith("sha256:") and c["durationMs"] is not None for c in rows)

@@ -27,7 +27,8 @@ _root_app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 # Each group and the command module whose `app` it is; the whole app adds more to `mcp`.
-_GROUPS = {"mcp": "mcp", "daemon": "daemon", "tasks": "tasks", "approvals": "approvals", "env": "env"}
+_GROUPS = {"mcp": "mcp", "daemon": "daemon", "tasks": "tasks", "approvals": "approvals", "env": "env",
+           "journal": "journal"}
 _whole: typer.Typer | None = None
 
 _debug = False
@@ -60,7 +61,7 @@ def _whole_app() -> typer.Typer:
     whole.add_typer(daemon_cmd.app, name="daemon")
     whole.add_typer(env_cmd.app, name="env")
     whole.add_typer(tasks_cmd.app, name="tasks")
-    whole.command("journal")(journal_cmd.journal)
+    whole.add_typer(journal_cmd.app, name="journal")
     whole.add_typer(approvals_cmd.app, name="approvals")
     whole.command("studio")(studio_cmd.studio)
     whole.command("metrics")(metrics_cmd.metrics)

@@ -16,11 +16,33 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from monad_cli.core.errors import LockTimeout
+from monad_cli.core.errors import DiskFull, LockTimeout
 from monad_cli.core.paths import Paths
 
 LOCK_TIMEOUT_S = 30.0
 TMP_SUFFIX = ".tmp"
+_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+@contextmanager
+def _disk_full_is_one_line(path: Path) -> Iterator[None]:
+    """ENOSPC / EDQUOT while writing `path` become `DiskFull` naming the disk (what `df` calls
+    its mount point) and the file; everything else is raised as it is."""
+    try:
+        yield
+    except OSError as e:
+        if e.errno not in _FULL:
+            raise
+        raise DiskFull(f"no space left on the disk of `{path.parent}` ({_mount_of(path.parent)}) while "
+                       f"writing `{path.name}`; nothing was written; free some space and try again") from None
+
+
+def _mount_of(folder: Path) -> str:
+    """The mount point `folder` lives on, as `df` names the disk."""
+    p = folder.resolve()
+    while not os.path.ismount(p) and p != p.parent:
+        p = p.parent
+    return f"mounted at {p}"
 
 
 @contextmanager
@@ -44,8 +66,11 @@ def config_lock(paths: Paths, *, timeout: float = LOCK_TIMEOUT_S) -> Iterator[No
                                       f"nothing was written, try again") from None
                 time.sleep(delay)
                 delay = min(delay * 2, 0.05)
+        # The holder's pid, for another writer's LockTimeout; a full disk may refuse even these
+        # few bytes, which must not stop a removal or a write that frees space.
         os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        with suppress(OSError):
+            os.pwrite(fd, str(os.getpid()).encode(), 0)
         _clean_stale_temp_files(paths)
         yield
     finally:
@@ -66,22 +91,24 @@ def _clean_stale_temp_files(paths: Paths) -> None:
 
 
 def write_atomic(path: Path, data: bytes, *, mode: int = 0o600) -> None:
-    """Replace `path` with `data` atomically. Call inside `config_lock`."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}{TMP_SUFFIX}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)  # O_CREAT's mode is masked by the umask
-        os.replace(tmp, path)
-    except BaseException:
-        with suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    fsync_dir(path.parent)
+    """Replace `path` with `data` atomically. Call inside `config_lock`. Raises `DiskFull`
+    (nothing written, `path` as it was) when its disk has no room."""
+    with _disk_full_is_one_line(path):
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        tmp = path.parent / f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}{TMP_SUFFIX}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(tmp, mode)  # O_CREAT's mode is masked by the umask
+            os.replace(tmp, path)
+        except BaseException:
+            with suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+        fsync_dir(path.parent)
 
 
 def remove_file(path: Path) -> None:

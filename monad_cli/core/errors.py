@@ -143,6 +143,14 @@ class LockTimeout(MonadError):
     http_status = 503
 
 
+class DiskFull(MonadError):
+    """A file could not be written: its filesystem is full (ENOSPC) or over quota (EDQUOT).
+    Nothing was written; HTTP 507 "Insufficient Storage" (RFC 4918 §11.5)."""
+
+    code = "disk_full"
+    http_status = 507
+
+
 class Unavailable(MonadError):
     """A part of the supervisor the request needs is not running (yet), e.g. the task
     manager before the journal is open, or a required server that failed at start."""
@@ -168,7 +176,7 @@ class ConnectionClosed(MonadError):
 
 KINDS: tuple[type[MonadError], ...] = (
     MonadError, InvalidInput, ConfigError, NotFound, Conflict, NotConnected, QueueFull, CallRefused,
-    ApprovalTimeout, NotRegistered, ToolHidden, ToolCallFailed, AuthError, LockTimeout, Unavailable,
+    ApprovalTimeout, NotRegistered, ToolHidden, ToolCallFailed, AuthError, LockTimeout, DiskFull, Unavailable,
     SupervisorNotRunning, ConnectionClosed,
 )
 """Every kind, each with its own `code` (a test checks they are unique)."""

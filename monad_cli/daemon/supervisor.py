@@ -26,6 +26,7 @@ from monad_cli.core.states import LIVE, State
 from monad_cli.daemon import telemetry
 from monad_cli.daemon.gateway.server import Gateway
 from monad_cli.daemon.reconcile import Diff, Secrets, config_stamp, diff
+from monad_cli.daemon.retention import keep_journal
 from monad_cli.daemon.sessions.actor import ActorContext, ServerActor
 from monad_cli.daemon.sessions.processes import SpawnRecords, kill_leftovers
 from monad_cli.daemon.sessions.spawn import EarlySpawns
@@ -163,6 +164,7 @@ class Supervisor:
                                         run_task=tasks.run_call, recheck=self._recheck_tools,
                                         write_pin=self._write_first_pin, stopping=lambda: self.stopping)
         self.tool_listeners.append(lambda actor: self.tool_service.changed())
+        self.state_listeners.append(lambda actor: self.tool_service.state_changed())  # waiting calls look again
         self.auth = SupervisorAuth(self.paths, self.actors)
         # Before the gateway: its sessions read whether telemetry is on (docs/telemetry.md).
         recorder = telemetry.start(self.paths, self.environ, digest=jt.args_digest,
@@ -400,10 +402,8 @@ class Supervisor:
         self.acquire_daemon_lock()
         journal = self.open()
         journal.start_link()  # a fleet's shared journal: shipped from a thread, never awaited
-        check = journal.quick_check()
         self.tool_service.calls.recover()
-        journal.record("daemon", reason=f"supervisor {__version__} started (pid {os.getpid()})",
-                       detail={"quick_check": check})
+        journal.record("daemon", reason=f"supervisor {__version__} started (pid {os.getpid()})")
         # A dead supervisor's servers die before new ones start beside them (docs/supervisor.md);
         # `monad daemon run` killed them before its early spawns already.
         killed, self.early.leftovers_killed = self.early.leftovers_killed, []
@@ -436,6 +436,9 @@ class Supervisor:
                     raise StartupFailed(failure)
                 on_ready(None)
                 tg.start_soon(watch_definitions, self.paths, self.stop_event, self.reconcile)
+                # PRAGMA quick_check (it reads the whole file: ~2 s at a million calls), then
+                # `[journal] keep`: prune now and daily; in worker threads, off the start's path.
+                tg.start_soon(keep_journal, journal)
                 await self.stop_event.wait()
                 self.stopping = True
                 relays.close()  # no new gateway sessions; the open ones end (their relays say so)

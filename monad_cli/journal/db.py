@@ -12,11 +12,22 @@ accepts: it records what happened, it is not the only copy of anything), and eve
 transaction starts with `BEGIN IMMEDIATE` so two writers queue on the busy timeout instead
 of failing mid-transaction with SQLITE_BUSY when a read lock cannot be upgraded (SQLite
 "Transaction": deferred transactions upgrade lazily).
+
+A write the file cannot take (its disk is full, fails with an I/O error, or stays locked
+past the busy timeout) is held, not raised: the statements stay in memory, in order, up to
+`HOLD_MAX`, and go out with the next write transaction that succeeds (the supervisor
+retries every `RETRY_S`; `CallLog.write_outcomes`).
+Meanwhile `status()` says `degraded`, how many rows wait and how many did not fit (`lost`,
+counted, never silent); once the file takes writes again an `events` row says what happened.
+So a full disk costs the journal its durability for a while, never a call.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
+import sqlite3
 import threading
 import time
 import uuid
@@ -33,6 +44,27 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
     from monad_cli.journal.fleet import FleetLink
+
+log = logging.getLogger("monad.journal")
+# Statements held in memory while the file takes no writes (~300 bytes each: about 6 MiB).
+# Two per tool call: about 10,000 calls' rows.
+HOLD_MAX = 20_000
+RETRY_S = 1.0
+# The primary result codes of a write the file could not take (sqlite3's `sqlite_errorcode`,
+# low byte), with what to say: anything else is a bug in a statement, raised as before.
+_HOLD_CODES = {
+    5: "another process holds it locked (SQLITE_BUSY), e.g. `monad journal prune` converting an old journal",
+    6: "it is locked (SQLITE_LOCKED)",
+    10: "is its disk failing or full? (SQLITE_IOERR)",
+    13: "its disk is full (SQLITE_FULL)",
+    14: "it cannot be opened (SQLITE_CANTOPEN); is its disk full?",
+}
+
+
+def is_disk_fault(exc: BaseException) -> bool:
+    """True for an SQLite error that says the file could not be written (disk full, I/O)."""
+    code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+ sets it on every sqlite3.Error
+    return isinstance(exc, sqlite3.Error) and isinstance(code, int) and (code & 0xFF) in _HOLD_CODES
 
 
 def new_uid() -> str:
@@ -104,6 +136,23 @@ class Journal:
         self._deferred_lock = threading.Lock()
         # Told each write transaction's seconds (the supervisor's telemetry); None: not timed.
         self.on_write: Callable[[float], None] | None = None
+        # A disk fault (`is_disk_fault`): why, since when, and the statements that did not fit.
+        self.fault: str | None = None
+        self.fault_since: float | None = None
+        self.lost = 0
+        self._lost_reported = 0
+        self._next_ids: dict[str, int] = {}
+
+    def next_id(self, table: str) -> int:
+        """A new row id for `table`, taken before the row is written (so a held row's later
+        `UPDATE … WHERE id = ?` names it). Only this process inserts into the tables it
+        numbers this way (`tool_calls`: the supervisor's calls)."""
+        with self._deferred_lock:
+            last = self._next_ids.get(table)
+            if last is None:
+                last = int(self.pool.read(f"SELECT coalesce(max(id), 0) FROM {table}")[0][0])
+            self._next_ids[table] = last + 1
+            return last + 1
 
     def write(self, sql: str, params: tuple[Any, ...]) -> int | None:
         """The deferred statements, then `sql`, in one `BEGIN IMMEDIATE` transaction on a
@@ -120,12 +169,20 @@ class Journal:
             self.deferred.append((sql, params))
 
     def flush(self) -> int:
-        """Write the deferred statements now, in one transaction; returns how many."""
-        return self._transaction([])[1]
+        """Write the deferred statements now, in one transaction; returns how many. While
+        rows are held (a disk fault) this is the retry."""
+        return self._transaction([], attempt=True)[1]
 
-    def _transaction(self, statements: list[tuple[str, tuple[Any, ...]]]) -> tuple[int | None, int]:
-        """(row id, deferred statements written): the queue, then `statements`, committed."""
+    def _transaction(self, statements: list[tuple[str, tuple[Any, ...]]], *,
+                     attempt: bool = False) -> tuple[int | None, int]:
+        """(row id, deferred statements written): the queue, then `statements`, committed.
+        On a disk fault `statements` join the queue (bounded, `HOLD_MAX`) and nothing is
+        raised; while the fault lasts only `flush` (`attempt`) tries the disk again, so a
+        write costs no more than an append."""
         with self._deferred_lock:
+            if self.fault is not None and not attempt and statements:
+                self._hold(statements, None)
+                return None, 0
             queued = self.deferred[:]
             del self.deferred[:]
         if not queued and not statements:
@@ -142,19 +199,62 @@ class Journal:
                         cur.execute(sql, params)
                     cur.execute("COMMIT")
                 except BaseException:
-                    cur.execute("ROLLBACK")
+                    # SQLite may have rolled back already (SQLITE_FULL does): the first error counts.
+                    with contextlib.suppress(sqlite3.Error):
+                        cur.execute("ROLLBACK")
                     raise
                 row_id = cur.lastrowid
             finally:
                 self.pool.give_back(raw)
-        except BaseException:
+        except BaseException as exc:
+            held = is_disk_fault(exc)
             with self._deferred_lock:  # not written: they wait for the next transaction, first
                 self.deferred[:0] = queued
+                if held:
+                    self._hold(statements, exc)
+            if held:
+                return None, 0
             raise
         if on_write is not None:
             on_write(time.perf_counter() - started)
         self.wrote()
+        if self.fault is not None:
+            self._recovered(len(queued))
         return row_id, len(queued)
+
+    def _hold(self, statements: list[tuple[str, tuple[Any, ...]]], exc: BaseException | None) -> None:
+        """Keep `statements` after the queue, up to `HOLD_MAX`; count the rest (lock held).
+        `exc`: the disk's error (None: held because an earlier one still stands)."""
+        room = max(0, HOLD_MAX - len(self.deferred))
+        self.deferred.extend(statements[:room])
+        self.lost += len(statements) - min(room, len(statements))
+        if exc is None:
+            return
+        if self.fault is None:
+            self.fault_since = time.time()
+            log.error("journal %s: cannot write (%s); holding rows in memory (at most %d)", self.path, exc,
+                      HOLD_MAX)
+        code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+        self.fault = f"cannot write `{self.path}`: {_HOLD_CODES.get(code, str(exc))}"
+
+    def _recovered(self, written: int) -> None:
+        """The file took a write again: say so in the journal itself, with what was lost."""
+        since, lost = self.fault_since, self.lost - self._lost_reported
+        self.fault = self.fault_since = None
+        self._lost_reported = self.lost
+        what = f"{written} held row(s) written" + (f"; {lost} row(s) did not fit in memory and are lost"
+                                                   if lost else "")
+        log.warning("journal %s: writable again; %s", self.path, what)
+        self.record("journal", state="ok", reason=f"the journal could not be written for "
+                                                  f"{time.time() - (since or time.time()):.0f} s; {what}")
+
+    def retry(self) -> bool:
+        """While held: try the held rows again (one transaction). Returns whether the journal
+        is writable now."""
+        if self.fault is None:
+            return True
+        self.flush()
+        return self.fault is None
 
     @property
     def engine(self) -> Engine:
@@ -253,12 +353,21 @@ class Journal:
         return self.link
 
     def status(self) -> dict[str, Any]:
-        """`{backend, state, reason, queued, oldestQueued, host, home, url|path}`: `state` is
-        `ok`, `connecting` or `degraded` (the shared journal is unreachable; rows queue)."""
+        """`{backend, state, reason, queued, oldestQueued, held, lost, host, home, url|path}`:
+        `state` is `ok`, `connecting` or `degraded` (the shared journal is unreachable: rows
+        queue on disk; or the local file takes no writes: `held` rows wait in memory, `lost`
+        did not fit since the supervisor started)."""
         if self.link is not None:
-            return self.link.status()
-        return {"backend": "sqlite", "path": str(self.path), "state": "ok", "reason": None, "queued": 0,
-                "oldestQueued": None, "host": self.host, "home": self.home}
+            out = self.link.status()
+        else:
+            out = {"backend": "sqlite", "path": str(self.path), "state": "ok", "reason": None, "queued": 0,
+                   "oldestQueued": None, "host": self.host, "home": self.home}
+        with self._deferred_lock:
+            held = len(self.deferred) if self.fault is not None else 0
+        out.update(held=held, lost=self.lost)
+        if self.fault is not None:
+            out.update(state="degraded", reason=self.scrub(self.fault), heldSince=self.fault_since)
+        return out
 
     def record(self, kind: str, *, server: str | None = None, state: str | None = None,
                reason: str | None = None, detail: dict[str, Any] | None = None) -> None:
@@ -295,8 +404,11 @@ class Journal:
 
     def close(self) -> None:
         """Write the deferred statements, stop the link (one last flush, bounded in time) and
-        close the local file."""
+        close the local file. Rows still held (a disk fault) are counted in the log: nothing
+        else can keep them."""
         self.flush()
+        if self.fault is not None:
+            log.error("journal %s: closed with %d row(s) unwritten (%s)", self.path, len(self.deferred), self.fault)
         if self.link is not None:
             self.link.stop()
         if self._engine is not None:

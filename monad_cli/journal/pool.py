@@ -19,8 +19,11 @@ from typing import Any
 
 BUSY_TIMEOUT_MS = 5000
 # The statements every new connection runs, the ORM engine's included (`journal.db`).
-PRAGMAS = ("PRAGMA journal_mode=WAL", f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}", "PRAGMA synchronous=NORMAL",
-           "PRAGMA foreign_keys=ON")
+# `auto_vacuum` first: it takes effect only on a file with no table yet, and before WAL mode
+# is set (`journal.retention` gives pruned space back with `PRAGMA incremental_vacuum`; on an
+# older file it waits for the one `VACUUM` that converts it).
+PRAGMAS = ("PRAGMA auto_vacuum=INCREMENTAL", "PRAGMA journal_mode=WAL", f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}",
+           "PRAGMA synchronous=NORMAL", "PRAGMA foreign_keys=ON")
 
 
 def configure(conn: sqlite3.Connection) -> None:

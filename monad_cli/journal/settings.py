@@ -5,6 +5,7 @@ else the SQLite file `journal.db` (docs/fleet.md).
     [journal]
     url = "postgresql+psycopg://monad:${MONAD_JOURNAL_PASSWORD}@db.example:5432/monad"
     host = "ci-runner-7"     # optional: how this machine is named in the shared journal
+    keep = "90d"             # how long calls, events and finished tasks are kept ("forever": always)
 
 `$VAR` / `${VAR}` expand as in definitions, from MONAD_HOME/env first, then the environment
 (an unset variable is an error naming the setting); the expanded password is a secret: it is only ever shown as
@@ -31,7 +32,9 @@ URL_ENV = "MONAD_JOURNAL_URL"
 HOST_ENV = "MONAD_HOST"
 # The SQLAlchemy dialect+driver monad speaks; `postgresql://` and `postgres://` mean the same.
 PG_SCHEMES = ("postgresql+psycopg", "postgresql", "postgres")
-_KNOWN = {"url", "host"}
+_KNOWN = {"url", "host", "keep"}
+DEFAULT_KEEP = "90d"
+_KEEP_UNITS = {"h": 3600, "d": 86400, "w": 7 * 86400}
 
 
 @dataclass(frozen=True)
@@ -41,7 +44,8 @@ class JournalSettings:
     `url`: the expanded PostgreSQL URL (`postgresql+psycopg://…`, holds the password) or
     None for the SQLite journal; `shown`: the same with the password and query values as
     `***`; `source`: where the URL came from (`MONAD_JOURNAL_URL` or `settings.toml`);
-    `host`, `home`: the origin every row is stamped with; `secrets`: values to scrub.
+    `host`, `home`: the origin every row is stamped with; `secrets`: values to scrub;
+    `keep_s`: how long rows are kept (`[journal] keep`, default 90 days; None: forever).
     """
 
     home: str
@@ -50,6 +54,7 @@ class JournalSettings:
     shown: str | None = None
     source: str | None = None
     secrets: frozenset[str] = field(default_factory=frozenset)
+    keep_s: float | None = 90 * 86400.0  # `[journal] keep` in seconds; None: kept forever
 
     @property
     def fleet(self) -> bool:
@@ -85,6 +90,20 @@ def _read_file(paths: Paths) -> dict[str, object]:
             raise ConfigError(f"`{SETTINGS_FILE}`: `journal.{key}` must be a string", file=SETTINGS_FILE,
                               field=f"journal.{key}")
     return table
+
+
+def parse_keep(value: str, where: str = f"`journal.keep` in `{SETTINGS_FILE}`") -> float | None:
+    """`90d`, `12h`, `2w` → seconds; `forever` → None. Raises `ConfigError` naming `where`."""
+    from monad_cli.core.errors import ConfigError
+
+    text = value.strip().lower()
+    if text == "forever":
+        return None
+    number, unit = text[:-1], text[-1:]
+    if unit in _KEEP_UNITS and number.isdigit() and int(number) > 0:
+        return float(int(number) * _KEEP_UNITS[unit])
+    raise ConfigError(f"{where}: {value!r} is not a duration; use a number of hours, days or weeks like "
+                      f"{DEFAULT_KEEP!r}, '12h', '2w', or 'forever'", file=SETTINGS_FILE, field="journal.keep")
 
 
 def check_url(url: str, where: str) -> tuple[str, set[str]]:
@@ -127,12 +146,13 @@ def load_journal_settings(paths: Paths, environ: Mapping[str, str] | None = None
     table = _read_file(paths)
     host = env.get(HOST_ENV) or str(table.get("host") or "") or socket.gethostname()
     home = str(paths.home)
+    keep_s = parse_keep(str(table.get("keep") or DEFAULT_KEEP))
     raw_url, source, where = env.get(URL_ENV), URL_ENV, f"`{URL_ENV}`"
     if not raw_url:
         raw_url, source, where = (str(table["url"]) if table.get("url") else None), SETTINGS_FILE, \
             f"`journal.url` in `{SETTINGS_FILE}`"
     if not raw_url:
-        return JournalSettings(home=home, host=host)
+        return JournalSettings(home=home, host=host, keep_s=keep_s)
     try:
         expanded = expand(raw_url, env)
     except ExpansionError as e:
@@ -140,4 +160,4 @@ def load_journal_settings(paths: Paths, environ: Mapping[str, str] | None = None
                           if source == SETTINGS_FILE else None, field="journal.url") from None
     url, secrets = check_url(expanded, where)
     return JournalSettings(home=home, host=host, url=url, shown=redact_url(url), source=source,
-                           secrets=frozenset(secrets))
+                           secrets=frozenset(secrets), keep_s=keep_s)

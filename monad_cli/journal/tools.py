@@ -46,13 +46,15 @@ def start_call(j: Journal, *, server: str, tool: str, exposed: str, arguments: A
     """The intent row (outcome `running`), committed before the call; returns its id. It holds
     the approval `decision` and who made it, so a call the supervisor's death interrupts keeps
     them (`interrupt_running` changes only the outcome). In a fleet the row is only queued
-    here: the link ships it from its own thread, so no call waits on the network."""
-    row_id = j.write(f"INSERT INTO tool_calls (ts, server, tool, exposed, args_digest, via, outcome, decision, "
-                     f"decided_by, uid, host, home, rev) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, "
-                     f"{j.rev_sql('tool_calls')})",
-                     (time.time(), server, tool, exposed, args_digest(arguments), via, decision, decided_by,
-                      *j.origin()))
-    assert row_id is not None
+    here: the link ships it from its own thread, so no call waits on the network. The id is
+    taken first (`Journal.next_id`), so a row the disk cannot take now is held with its id and
+    its outcome follows it (`Journal` "held")."""
+    row_id = j.next_id("tool_calls")
+    j.write(f"INSERT INTO tool_calls (id, ts, server, tool, exposed, args_digest, via, outcome, decision, "
+            f"decided_by, uid, host, home, rev) VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, "
+            f"{j.rev_sql('tool_calls')})",
+            (row_id, time.time(), server, tool, exposed, args_digest(arguments), via, decision, decided_by,
+             *j.origin()))
     return row_id
 
 

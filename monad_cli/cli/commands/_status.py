@@ -34,9 +34,18 @@ def local_rows() -> list[dict[str, Any]]:
 
 
 def journal_warning(journal: dict[str, Any] | None) -> str | None:
-    """The line that says the journal is degraded and why (docs/fleet.md), or None."""
-    if not journal or journal.get("state") != "degraded":
+    """The line that says the journal is degraded and why (docs/fleet.md; docs/supervisor.md
+    "A full disk"), or that rows were lost to a full disk, or None."""
+    if not journal:
         return None
+    held, lost = journal.get("held") or 0, journal.get("lost") or 0
+    lost_text = (f"; {lost} row(s) did not fit in memory and are lost (counted in `monad journal`)"
+                 if lost else "")
+    if journal.get("state") != "degraded":
+        return f"journal: {lost} row(s) were lost while its disk was full (see `monad journal`)" if lost else None
+    if held or journal.get("heldSince"):
+        return (f"journal degraded: {journal.get('reason')}; {held} row(s) held in memory, written when the "
+                f"disk has room again{lost_text} (servers and calls keep running)")
     queued = journal.get("queued") or 0
     since = f" since {render.when(journal['oldestQueued'])}" if journal.get("oldestQueued") else ""
     return (f"journal degraded: {journal.get('reason')}; {queued} row(s) queued locally{since}, flushed when "

@@ -176,10 +176,14 @@ def status(as_json: JsonOpt = False) -> None:
 
 
 def _journal_line(journal: dict[str, Any] | None) -> str | None:
-    """`sqlite PATH`, or `postgresql URL (state; N queued)` with the reason when degraded."""
+    """`sqlite PATH` (with the rows held in memory and why, when its disk is full), or
+    `postgresql URL (state; N queued)` with the reason when degraded."""
     if not journal:
         return None
     if journal["backend"] == "sqlite":
-        return f"sqlite {journal['path']}"
+        line = f"sqlite {journal['path']}"
+        if journal.get("state") == "degraded":
+            line += f" (degraded; {journal.get('held') or 0} row(s) held in memory): {journal.get('reason')}"
+        return line + (f"; {journal['lost']} row(s) lost to a full disk" if journal.get("lost") else "")
     line = f"postgresql {journal['url']} as {journal['host']} ({journal['state']}; {journal['queued']} queued)"
     return line + (f": {journal['reason']}" if journal.get("reason") else "")

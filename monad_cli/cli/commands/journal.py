@@ -1,7 +1,9 @@
-"""`monad journal`: read the journal (state changes, config errors, supervisor events).
+"""`monad journal`: read the journal (state changes, config errors, supervisor events);
+`monad journal prune`: delete what is older than `[journal] keep` and give the space back.
 
-Read-only, on the standard library's sqlite3 (`journal.reader`): it costs what `status` does.
-With a fleet's shared journal (docs/fleet.md), psycopg reads it (`journal.pg_reader`).
+Reading is read-only, on the standard library's sqlite3 (`journal.reader`): it costs what
+`status` does. With a fleet's shared journal (docs/fleet.md), psycopg reads it
+(`journal.pg_reader`). Pruning is `journal.retention`, on sqlite3 too.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from monad_cli.core.errors import InvalidInput, MonadError
 from monad_cli.core.paths import paths
 
 _REL = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd])\Z")
+app = typer.Typer(invoke_without_command=True)  # its help: `journal`'s docstring
 
 
 def parse_since(value: str) -> float:
@@ -33,7 +36,9 @@ def parse_since(value: str) -> float:
                            f"like 2026-11-30T10:00") from None
 
 
+@app.callback()
 def journal(
+    ctx: typer.Context,
     server: Annotated[str | None, typer.Option("--server", "-s", help="Only this server's rows.")] = None,
     since: Annotated[str | None, typer.Option("--since", help="10m, 2h, 7d, or an ISO time.")] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="At most this many rows (newest).")] = 200,
@@ -48,8 +53,11 @@ def journal(
     (or, with --calls, every tool call).
 
     With a shared journal (MONAD_JOURNAL_URL or settings.toml, see docs/fleet.md) the rows of
-    every supervisor that uses it, each with its host.
+    every supervisor that uses it, each with its host. `monad journal prune` deletes what is
+    older than the journal's `keep` setting (docs/supervisor.md "The journal's growth").
     """
+    if ctx.invoked_subcommand is not None:
+        return
     from monad_cli.journal.settings import load_journal_settings
 
     p = paths()
@@ -78,6 +86,45 @@ def journal(
     except sqlite3.Error as e:
         raise MonadError(f"cannot read the journal `{p.journal_db}`: {e}") from None
     _show(rows, calls=calls, fleet=False, as_json=as_json)
+
+
+@app.command("prune")
+def prune(
+    keep: Annotated[str | None, typer.Option("--keep", help="Keep this much instead of `keep` in settings.toml's "
+                                                             "journal table (default 90d): 12h, 30d, 2w.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Delete old calls, events and finished tasks, and give the space back to the disk.
+
+    Older than `keep` in settings.toml's journal table (default 90d). Approvals and pins are
+    kept; in a fleet, so is every row not yet shipped. The supervisor does the same once a
+    day. A journal made by an older monad is rewritten once (VACUUM: it needs as much free
+    space as the file takes).
+    """
+    from monad_cli.journal import retention
+    from monad_cli.journal.settings import load_journal_settings, parse_keep
+
+    p = paths()
+    settings = load_journal_settings(p)
+    keep_s = parse_keep(keep, "--keep") if keep is not None else settings.keep_s
+    if keep_s is None:
+        render.info("`[journal] keep` is `forever`: nothing to prune (or pass --keep 90d)")
+        return
+    if not p.journal_db.exists():
+        render.info("the journal is empty (the supervisor has not run yet)")
+        return
+    import sqlite3
+
+    try:
+        done = retention.prune_file(p.journal_db, keep_s=keep_s, fleet=settings.fleet)
+    except sqlite3.Error as e:
+        raise MonadError(f"cannot prune the journal `{p.journal_db}`: {e}") from None
+    if as_json:
+        render.data_json(done)
+        return
+    deleted = ", ".join(f"{n} {table}" for table, n in done["deleted"].items()) or "nothing"
+    render.info(f"deleted rows older than {render.when(done['cutoff'])}: {deleted}; "
+                f"{done['reclaimed']['bytes'] / 1048576:.1f} MiB given back ({done['reclaimed']['mode']})")
 
 
 def _show(rows: list[dict[str, Any]], *, calls: bool, fleet: bool, as_json: bool) -> None:

@@ -17,7 +17,7 @@ from monad_cli.cli import render
 from monad_cli.cli.commands._calls import post_call
 from monad_cli.cli.commands._common import JsonOpt, supervisor
 from monad_cli.cli.commands._status import not_ready
-from monad_cli.core.errors import ApprovalTimeout, ExitCode, InvalidInput, MonadError, NotFound
+from monad_cli.core.errors import ApprovalTimeout, ExitCode, InvalidInput, MonadError, NotConnected, NotFound
 from monad_cli.core.messages import cut
 from monad_cli.core.paths import paths
 from monad_cli.tools.arguments import build_arguments
@@ -168,20 +168,28 @@ def call(
     # A call has no deadline here: it may wait for a person, then run as long as the tool does.
     client = ControlClient(paths(), timeout=None)
     tool = _lookup(client, name)
+    unready: str | None = None  # why the call cannot go through, said after the supervisor journaled it
     if tool is None:
         server = name.split("__", 1)[0]
         row = _wait_for_server(client, server)
         if row is not None and row["state"] in ("connected", "degraded"):
             tool = _lookup(client, name)
         elif row is not None:
-            raise MonadError(f"{not_ready(row)} (see `monad mcp status {server}`)")
+            unready = f"{not_ready(row)} (see `monad mcp status {server}`)"
     arguments = build_arguments(tool.get("inputSchema") if tool else None, arg, args_json)
     body: dict[str, Any] = {"name": name, "arguments": arguments, "via": "cli", "detach": detach}
     interactive = sys.stdin.isatty() and sys.stderr.isatty()
     body["approval"] = {"mode": "yes"} if yes else {"mode": "check"}
     pending: dict[str, Any] | None = None
     try:
-        answer = post_call(client, body)
+        try:
+            answer = post_call(client, body)
+        except (NotFound, NotConnected) as e:
+            # The supervisor refused it (and journaled it: every call has its rows); say why in
+            # the server's own words when it is the server that is not there.
+            if unready:
+                raise MonadError(unready) from None
+            raise e from None
         pending = answer.get("approvalRequired") if isinstance(answer, dict) else None
         if pending:
             if interactive:

@@ -219,6 +219,7 @@ class GatewaySession:
             return await self._load_tools(arguments or {})
         refused = self._refusal(name)
         if refused:
+            self.tools.refuse(name, arguments, via="gateway", reason=refused)
             return _text_result(refused, error=True)
         approval = {"mode": "wait", "timeout": self.view.approval_timeout}
         try:

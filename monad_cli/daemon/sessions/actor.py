@@ -200,6 +200,13 @@ class ServerActor:
     def live(self) -> bool:
         return self.state in LIVE and self.client is not None
 
+    @property
+    def restarting(self) -> bool:
+        """Not live, but on its way back: connecting, or waiting out its backoff (not given up,
+        not disabled, not removed). A call to it waits (`ToolService.call`)."""
+        return (not self.live and not self.retired and self.spec is not None and self.spec.enabled
+                and (self.state in (State.CONNECTING, State.BACKOFF) or self.state in LIVE))
+
     # -- the task ----------------------------------------------------------------------
     async def run(self) -> None:
         with anyio.CancelScope() as self._scope:

@@ -71,12 +71,19 @@ class CallLog:
     async def write_outcomes(self) -> None:
         """Commit the deferred outcome rows within ~20 ms (run once, for the log's life): the
         answer goes out first, and outcomes that pile up meanwhile share one commit (or ride
-        on the next call's intent row). Never returns (cancel it); `Journal.close` writes
-        what is left."""
+        on the next call's intent row); while the journal's disk takes no writes, retry the
+        rows it holds every second. Never returns (cancel it); `Journal.close` writes what is
+        left."""
+        from monad_cli.journal.db import RETRY_S
+
         while True:
-            await self._deferred.wait()
-            self._deferred = anyio.Event()
-            await anyio.sleep(OUTCOME_DELAY_S)
+            # Also every RETRY_S: after a disk fault, that is the retry of the rows the journal
+            # holds (`Journal` "held"); otherwise a flush with nothing queued, which costs nothing.
+            with anyio.move_on_after(RETRY_S):
+                await self._deferred.wait()
+            if self._deferred.is_set():
+                self._deferred = anyio.Event()
+                await anyio.sleep(OUTCOME_DELAY_S)
             try:
                 self.journal.flush()
             except Exception:

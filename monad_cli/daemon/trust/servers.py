@@ -24,7 +24,9 @@ class ProgressFn(Protocol):
 class ToolServer(Protocol):
     """What the tool service uses of one server's session (a supervisor actor is one).
 
-    `live`: the session is up and `call_tool` can be used; `tools`: its last tools/list;
+    `live`: the session is up and `call_tool` can be used; `restarting`: not live now, but
+    connecting or waiting to retry (a call waits for it, up to its `timeout`); `tools`: its
+    last tools/list;
     `call_tool(tool, arguments, progress=, inputs=)`: tools/call with the server's own tool
     name (`progress` awaited per progress notification, its questions during the call going
     to `inputs`, trust/inputs.py), raising `MonadError` when not connected and
@@ -37,6 +39,8 @@ class ToolServer(Protocol):
     def spec(self) -> ServerSpec | None: ...
     @property
     def live(self) -> bool: ...
+    @property
+    def restarting(self) -> bool: ...
     @property
     def tools(self) -> Sequence[Tool]: ...
     async def call_tool(self, tool: str, arguments: dict[str, Any] | None, *,

@@ -24,6 +24,7 @@ from monad_cli.core.errors import (
     ApprovalTimeout,
     CallRefused,
     InvalidInput,
+    MonadError,
     NotConnected,
     NotFound,
     NotRegistered,
@@ -120,11 +121,18 @@ class ToolService:
         self._version = 0
         self._map = NameMap()
         self._changed = anyio.Event()
+        self._state = anyio.Event()
 
     def changed(self) -> None:
         self._version += 1  # a tool list was (re)fetched: the name map must be rebuilt
         self._changed.set()
         self._changed = anyio.Event()
+        self.state_changed()
+
+    def state_changed(self) -> None:
+        """A server's state changed: calls waiting for a restarting server look again."""
+        self._state.set()
+        self._state = anyio.Event()
 
     # -- pins ------------------------------------------------------------------------
     def check_pin(self, server: ToolServer, tools: Sequence[Tool]) -> str | None:
@@ -277,6 +285,62 @@ class ToolService:
         tool = next(t for t in actor.tools if t.name == entry.tool)
         return actor, tool
 
+    def _restarting(self, exposed: str) -> ToolServer | None:
+        """The server behind `exposed` if it is on its way back (`ToolServer.restarting`): its
+        tools are not exposed meanwhile, so it is found by its name's prefix."""
+        server = exposed.split("__", 1)[0] if "__" in exposed else None
+        actor = self.servers.get(server) if server else None
+        return actor if actor is not None and actor.restarting else None
+
+    async def _ready(self, exposed: str) -> tuple[ToolServer, Tool]:
+        """`resolve(exposed)`, waiting for a restarting server (killed, crashed, its definition
+        just edited) up to its connect `timeout` (seconds) instead of failing at once. Raises
+        what `resolve` raises, and NotConnected when the server is not back in time."""
+        try:
+            found = self.resolve(exposed)
+            if found[0].live:
+                return found
+        except NotFound:
+            pass
+        actor = self._restarting(exposed)
+        if actor is None:
+            return self.resolve(exposed)
+        limit = float(actor.spec.timeout) if actor.spec is not None else 10.0
+        log.info("call to %s waits up to %.0f s for server %s (restarting)", exposed, limit, actor.name)
+        with anyio.move_on_after(limit):
+            while True:
+                with anyio.move_on_after(0.25):  # a state change wakes it; the poll is the backstop
+                    await self._state.wait()
+                try:
+                    found = self.resolve(exposed)
+                    if found[0].live:
+                        return found
+                except NotFound:
+                    pass
+                if self._restarting(exposed) is None:
+                    return self.resolve(exposed)  # it gave up, was disabled or removed: say so
+        state = getattr(actor, "state", "restarting")
+        reason = getattr(actor, "reason", None)
+        raise NotConnected(self.scrub(f"server `{actor.name}` did not come back within its connect timeout "
+                                      f"({limit:g} s): {state}{': ' + reason if reason else ''} "
+                                      f"(see `monad mcp status {actor.name}`)"))
+
+    def _journal_refusal(self, exposed: str, arguments: Any, via: str, exc: MonadError,
+                         actor: ToolServer | None = None, tool: Tool | None = None) -> None:
+        """The two rows of a call that never reached its server: intent, then its refusal
+        (`error` when the server was not back in time) with the reason."""
+        server, _, own = exposed.partition("__")
+        outcome = "error" if isinstance(exc, NotConnected) else "refused"
+        cid = self.calls.start(server=actor.name if actor else server, tool=tool.name if tool else own or exposed,
+                               exposed=exposed, arguments=arguments, via=via)
+        self.calls.finish(cid, outcome=outcome, decision="refused" if outcome == "refused" else None,
+                          decided_by=f"monad ({exc.code})", duration_ms=0.0, error=exc.message)
+
+    def refuse(self, exposed: str, arguments: Any, *, via: str, reason: str) -> None:
+        """Journal a call its caller's own policy refused before the service saw it (a gateway
+        view's filter or condition): every call has its rows."""
+        self._journal_refusal(exposed, arguments, via, CallRefused(reason), None, None)
+
     # -- the call path ----------------------------------------------------------------
     async def _decide(self, actor: ToolServer, tool: Tool, exposed: str, arguments: Any, via: str,
                       approval: dict[str, Any]) -> tuple[bool, str, str]:
@@ -387,22 +451,32 @@ class ToolService:
         from mcp_types import REQUEST_TIMEOUT
 
         arguments = arguments or {}
-        if not isinstance(arguments, dict):
-            raise InvalidInput(f"tool `{exposed}`: arguments must be a JSON object")
-        actor, tool = self.resolve(exposed)
-        check_caller(tool.meta, exposed=exposed, server=actor.name, app_of=app_of)
-        why = hidden_by(exposed, tool.name, tool_rules(actor, self.tool_globs(), include, exclude))
-        if why:
-            raise ToolHidden(f"tool `{exposed}` is hidden: {why}; nothing was sent to the server")
-        validate_arguments(tool.input_schema, arguments, exposed)
+        actor_: ToolServer | None = None
+        tool_: Tool | None = None
         try:
+            if not isinstance(arguments, dict):
+                raise InvalidInput(f"tool `{exposed}`: arguments must be a JSON object")
+            actor_, tool_ = actor, tool = await self._ready(exposed)
+            check_caller(tool.meta, exposed=exposed, server=actor.name, app_of=app_of)
+            why = hidden_by(exposed, tool.name, tool_rules(actor, self.tool_globs(), include, exclude))
+            if why:
+                raise ToolHidden(f"tool `{exposed}` is hidden: {why}; nothing was sent to the server")
+            validate_arguments(tool.input_schema, arguments, exposed)
             approved, decision, who = await self._decide(actor, tool, exposed, arguments, via, approval)
-        except anyio.get_cancelled_exc_class():
+            if approved and not actor.live and not detach:  # it went away while the person decided
+                actor, tool = await self._ready(exposed)
+        except MonadError as exc:  # refused before the server saw it: still a call, with its rows
             with anyio.CancelScope(shield=True):
-                cid = self.calls.start(server=actor.name, tool=tool.name, exposed=exposed,
-                                       arguments=arguments, via=via)
+                self._journal_refusal(exposed, arguments, via, exc, actor_, tool_)
+            raise
+        except anyio.get_cancelled_exc_class():
+            waited = "for approval" if tool_ is not None else "for the server to come back"
+            with anyio.CancelScope(shield=True):
+                cid = self.calls.start(server=actor_.name if actor_ else exposed.partition("__")[0],
+                                       tool=tool_.name if tool_ else exposed.partition("__")[2] or exposed,
+                                       exposed=exposed, arguments=arguments, via=via)
                 self.calls.finish(cid, outcome="cancelled", decision="cancelled",
-                                  decided_by="the caller left while waiting for approval", duration_ms=0.0)
+                                  decided_by=f"the caller left while waiting {waited}", duration_ms=0.0)
                 if (recorder := TELEMETRY.recorder) is not None:
                     recorder.outcome(server=actor.name, outcome="cancelled", decision="cancelled", via=via)
             raise

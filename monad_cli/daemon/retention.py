@@ -1,0 +1,58 @@
+"""The supervisor's upkeep of its journal, once it is serving: `PRAGMA quick_check` (journaled
+as a `daemon` row; it reads the whole file, ~2 s at a million calls, so it is not on the
+start's path), then `[journal] keep` (default 90 days): now and every `EVERY_S` it prunes
+older rows and gives their space back (`journal.retention`),
+in a worker thread, in batches, so calls never wait on it. A journal made before
+incremental vacuum keeps the freed pages for new rows until `monad journal prune` converts
+it (a full VACUUM is for a person to start, not for a supervisor under load)."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from monad_cli.journal import retention
+
+if TYPE_CHECKING:
+    from monad_cli.journal.db import Journal
+
+log = logging.getLogger("monad.journal")
+EVERY_S = 24 * 3600.0
+
+
+def prune_once(journal: Journal) -> dict[str, Any] | None:
+    """One round (blocking): the counts deleted and the bytes reclaimed, journaled as one
+    `journal` event when anything was deleted; None when rows are kept forever."""
+    keep_s = journal.settings.keep_s
+    if keep_s is None:
+        return None
+    cursor = dict(journal.link.cursor) if journal.link is not None else None
+    with journal.pool.connection() as conn:
+        deleted = retention.prune(conn, keep_s=keep_s, fleet=journal.settings.fleet, cursor=cursor)
+        reclaimed = retention.reclaim(conn, convert=False) if sum(deleted.values()) else None
+    if reclaimed is not None:
+        days = keep_s / 86400
+        what = ", ".join(f"{n} {table}" for table, n in deleted.items() if n)
+        journal.record("journal", state="pruned", reason=f"pruned rows older than {days:g} days ({what}); "
+                                                         f"{reclaimed['bytes']} bytes given back",
+                       detail={"deleted": deleted, "reclaimed": reclaimed})
+    return {"deleted": deleted, "reclaimed": reclaimed}
+
+
+async def keep_journal(journal: Journal, *, every_s: float = EVERY_S) -> None:
+    """Check the file, then prune now and every `every_s` seconds; never returns (cancel it).
+    A failed round is logged and tried again at the next."""
+    try:
+        verdict = await anyio.to_thread.run_sync(journal.quick_check)
+        journal.record("daemon", reason=f"journal checked (PRAGMA quick_check): {verdict}",
+                       detail={"quick_check": verdict})
+    except Exception:
+        log.exception("journal check failed")
+    while True:
+        try:
+            await anyio.to_thread.run_sync(prune_once, journal)
+        except Exception:
+            log.exception("journal prune failed")
+        await anyio.sleep(every_s)
