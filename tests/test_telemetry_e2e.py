@@ -151,6 +151,7 @@ def test_errors_a_cli_trace_and_no_secret_in_any_export(monad: Any, monad_home: 
             "monad.via": "gateway"} in calls
     assert "mcp.client.operation.duration" in otlp.received.metrics
     assert "mcp.server.operation.duration" in otlp.received.metrics
+    assert {"network.transport": "pipe"} in otlp.received.metrics["mcp.server.session.duration"]
     # Every byte monad exported (spans, attributes, metrics, labels), and the exposition text.
     for secret in (SENTINEL_ARG, SENTINEL_ENV):
         assert not any(secret.encode() in body for body in otlp.received.bodies)

@@ -150,8 +150,11 @@ class Supervisor:
         self.tool_listeners.append(lambda actor: self.tool_service.changed())
         self.auth = SupervisorAuth(self.paths, self.actors)
         # Before the gateway: its sessions read whether telemetry is on (docs/telemetry.md).
-        recorder = telemetry.start(self.paths, self.environ, digest=jt.args_digest,
-                                   states=lambda: {n: str(a.state) for n, a in self.actors.items()}).recorder
+        recorder = telemetry.start(
+            self.paths, self.environ, digest=jt.args_digest,
+            states=lambda: {n: str(a.state) for n, a in list(self.actors.items())},
+            tasks=lambda: {n: tasks.counts(n) for n in list(self.actors)},
+            fleet_queued=lambda: int(journal.status().get("queued") or 0)).recorder
         if recorder is not None:
             journal.on_write = recorder.journal_written
             self.auth.on_refresh = recorder.refreshed

@@ -56,10 +56,12 @@ TELEMETRY = Telemetry()
 
 
 def start(paths: Paths, environ: Mapping[str, str], *, states: Callable[[], Mapping[str, str]],
+          tasks: Callable[[], Mapping[str, tuple[int, int]]] = dict, fleet_queued: Callable[[], int] = lambda: 0,
           digest: Callable[[Any], str] | None = None) -> Telemetry:
     """Turn telemetry on for this process if the settings say so (else import nothing).
-    `states()`: server name → state, read at each collection. Raises `ConfigError` for bad
-    settings."""
+    `states()`: server name → state; `tasks()`: server → (active, queued) tasks;
+    `fleet_queued()`: rows waiting for a fleet's journal; each read at every collection.
+    Raises `ConfigError` for bad settings."""
     settings = load_telemetry_settings(paths, environ)
     TELEMETRY.settings = settings
     if not settings.enabled or TELEMETRY.on:
@@ -70,7 +72,7 @@ def start(paths: Paths, environ: Mapping[str, str], *, states: Callable[[], Mapp
 
     pull, shutdown = install(settings, environ)
     recorder = Recorder(capture_arguments=settings.capture_arguments, digest=digest)
-    recorder.observe_servers(states)
+    recorder.observe_servers(states, tasks=tasks, fleet_queued=fleet_queued)
     TELEMETRY.exposition = Exposition(pull, before=recorder.flush)
     TELEMETRY._shutdown = shutdown
     TELEMETRY.recorder = recorder

@@ -54,6 +54,9 @@ class Recorder:
             DURATION_BUCKETS), description="MCP request duration as observed on the receiver (the gateway)")
         self.client_duration = h("mcp.client.operation.duration", unit="s", explicit_bucket_boundaries_advisory=list(
             DURATION_BUCKETS), description="MCP request duration as observed on the sender (upstream calls)")
+        self.server_session_duration = h("mcp.server.session.duration", unit="s",
+                                         explicit_bucket_boundaries_advisory=list(DURATION_BUCKETS),
+                                         description="How long a gateway client's session lasted")
         self.session_duration = h("mcp.client.session.duration", unit="s", explicit_bucket_boundaries_advisory=list(
             DURATION_BUCKETS), description="How long an upstream MCP session lasted")
         self.approval_wait = h("monad.approval.wait.duration", unit="s", explicit_bucket_boundaries_advisory=list(
@@ -92,28 +95,51 @@ class Recorder:
             await anyio.sleep(FLUSH_S)
             self.flush()
 
-    def observe_servers(self, states: Callable[[], Mapping[str, str]]) -> None:
-        """Gauges read at collection: `monad.servers` (count by state) and `monad.server.state`
-        (1 per server, at its current state). `states()`: server name → state."""
+    def observe_servers(self, states: Callable[[], Mapping[str, str]], *,
+                        tasks: Callable[[], Mapping[str, tuple[int, int]]] = dict,
+                        fleet_queued: Callable[[], int] = lambda: 0) -> None:
+        """Gauges read at collection (on a scrape, or in the OTLP reader's thread):
+        `monad.servers` (count by state), `monad.server.state` (1 per server, at its current
+        state), `monad.tasks` (per server, active and queued tasks) and `monad.fleet.queued`
+        (journal rows waiting for a fleet's shared journal). `states()`: server → state;
+        `tasks()`: server → (active, queued)."""
         from opentelemetry.metrics import CallbackOptions, Observation
 
         meter = metrics.get_meter("monad")
 
+        def read(source: Callable[[], Any], empty: Any) -> Any:
+            try:
+                return source()
+            except RuntimeError:  # the supervisor's maps changed under a reader thread: next time
+                return empty
+
         def by_state(_options: CallbackOptions) -> Iterator[Observation]:
             counts: dict[str, int] = {}
-            for state in states().values():
+            for state in read(states, {}).values():
                 counts[state] = counts.get(state, 0) + 1
             for state, n in sorted(counts.items()):
                 yield Observation(n, {"monad.server.state": state})
 
         def each(_options: CallbackOptions) -> Iterator[Observation]:
-            for server, state in sorted(states().items()):
+            for server, state in sorted(read(states, {}).items()):
                 yield Observation(1, {"monad.server": server, "monad.server.state": state})
+
+        def task_counts(_options: CallbackOptions) -> Iterator[Observation]:
+            for server, (active, queued) in sorted(read(tasks, {}).items()):
+                yield Observation(active, {"monad.server": server, "monad.task.state": "active"})
+                yield Observation(queued, {"monad.server": server, "monad.task.state": "queued"})
+
+        def fleet(_options: CallbackOptions) -> Iterator[Observation]:
+            yield Observation(read(fleet_queued, 0))
 
         meter.create_observable_gauge("monad.servers", [by_state], unit="{server}",
                                       description="Defined servers by state")
         meter.create_observable_gauge("monad.server.state", [each], unit="1",
                                       description="1 for each server, labelled with its current state")
+        meter.create_observable_gauge("monad.tasks", [task_counts], unit="{task}",
+                                      description="Tasks per server: active (in flight) and queued")
+        meter.create_observable_gauge("monad.fleet.queued", [fleet], unit="{row}",
+                                      description="Journal rows waiting to be shipped to a fleet's shared journal")
 
     # -- the gateway's side (SERVER spans) -------------------------------------------------
     @contextmanager
@@ -354,6 +380,10 @@ class Recorder:
         if error:
             attrs["error.type"] = error
         self.session_duration.record(seconds, attrs)
+
+    def gateway_session_ended(self, transport: str, seconds: float) -> None:
+        """One gateway client's session (a relay connection, an HTTP listener) ended."""
+        self._later(self.server_session_duration.record, seconds, {"network.transport": transport})
 
     def restarted(self, server: str, why: str) -> None:
         self.restarts.add(1, {"monad.server": server, "monad.restart.reason": why})
