@@ -48,9 +48,9 @@ def _telemetry_on(home: Path, monkeypatch: pytest.MonkeyPatch, endpoint: str, **
     monkeypatch.setenv("OTEL_METRIC_EXPORT_INTERVAL", "300")
 
 
-def _agent(home: Path, tool: str, text: str = "", *flags: str) -> dict[str, Any]:
+def _agent(home: Path, tool: str, text: str = "", *flags: str, env: dict[str, str] | None = None) -> dict[str, Any]:
     proc = subprocess.run([sys.executable, AGENT, tool, text, *flags], capture_output=True, text=True, timeout=120,
-                          env={"MONAD_HOME": str(home), "PATH": str(Path(sys.executable).parent)})
+                          env={"MONAD_HOME": str(home), "PATH": str(Path(sys.executable).parent), **(env or {})})
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout)
 
@@ -188,3 +188,53 @@ def test_the_approval_gate_wait_is_a_span_of_the_trace(monad: Any, monad_home: P
     assert server.attributes["monad.approval.decided_by"] == gate.attributes["monad.approval.decided_by"]
     # The upstream call came after the gate, under the same SERVER span.
     assert _named(otlp.spans(), "tools/call where", trace_id).parent_span_id == server.span_id
+
+
+def test_the_http_gateway_continues_the_trace_too(monad: Any, monad_home: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """`monad mcp serve --http`: the SDK's streamable HTTP server path, `network.transport = tcp`."""
+    import signal
+
+    import httpx2
+
+    from tests.conftest import free_port
+
+    with OtlpReceiver() as otlp:
+        _telemetry_on(monad_home, monkeypatch, otlp.endpoint)
+        _atom(monad_home, "traced")
+        assert monad("daemon", "start").code == 0
+        port = free_port()
+        http = subprocess.Popen([sys.executable, "-m", "monad_cli", "mcp", "serve", "--http", "--port", str(port)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            wait_state(monad, "traced", "connected", timeout=90)
+            token_file = monad_home / "run" / "gateway.token"
+            wait_for(lambda: token_file.exists(), timeout=30)
+            url = f"http://127.0.0.1:{port}/mcp"
+
+            def up() -> bool:
+                try:
+                    return httpx2.get(url, timeout=2).status_code == 401
+                except httpx2.HTTPError:
+                    return False
+
+            wait_for(up, timeout=30)
+            agent = _agent(monad_home, "traced__where", env={"AGENT_HTTP_URL": url,
+                                                              "AGENT_HTTP_TOKEN": token_file.read_text().strip()})
+            trace_id = agent["traceId"]
+            sent = next(s for s in agent["spans"] if s["name"].startswith("MCP send tools/call"))
+            server = wait_for(lambda: next((s for s in otlp.spans() if s.trace_id == trace_id and s.kind == SERVER),
+                                           None), timeout=30)
+            client = wait_for(lambda: next((s for s in otlp.spans() if s.trace_id == trace_id and s.kind == CLIENT
+                                            and s.name == "tools/call where"), None), timeout=30)
+        finally:
+            http.send_signal(signal.SIGINT)
+            try:
+                http.communicate(timeout=20)
+            except subprocess.TimeoutExpired:
+                http.kill()
+            monad("daemon", "stop")
+    assert server.name == "tools/call traced__where" and server.parent_span_id == sent["spanId"]
+    assert server.attributes["network.transport"] == "tcp" and server.attributes["monad.via"] == "gateway"
+    assert client.parent_span_id == server.span_id
+    assert json.loads(agent["text"])["traceparent"].split("-")[2] == client.span_id
