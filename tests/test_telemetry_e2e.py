@@ -115,9 +115,10 @@ def test_errors_a_cli_trace_and_no_secret_in_any_export(monad: Any, monad_home: 
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """`error.type` for a tool error; `monad mcp call` starts a trace of its own; and the
     sentinel values (an argument, an env value, a result that holds both) are in no span,
-    attribute, metric or label that monad exports, nor in `/metrics`."""
+    attribute, metric or label that monad exports, nor in `/metrics`, argument capture on."""
     with OtlpReceiver() as otlp:
-        _telemetry_on(monad_home, monkeypatch, otlp.endpoint)
+        # Argument capture on: the journal's digest goes out, the values never do.
+        _telemetry_on(monad_home, monkeypatch, otlp.endpoint, capture_arguments="true")
         _atom(monad_home, "traced", env={"TRACE_SECRET": SENTINEL_ENV})
         assert monad("daemon", "start").code == 0
         try:
@@ -142,6 +143,7 @@ def test_errors_a_cli_trace_and_no_secret_in_any_export(monad: Any, monad_home: 
     tool_error = _named(spans, "tools/call traced__fail", failed["traceId"])
     assert tool_error.attributes["error.type"] == "tool_error" and tool_error.status_code == 2  # STATUS_CODE_ERROR
     assert _named(spans, "tools/call fail", failed["traceId"]).attributes["error.type"] == "tool_error"
+    assert tool_error.attributes["gen_ai.tool.call.arguments"].startswith("sha256:")
     cli = next(s for s in spans if s.attributes.get("monad.via") == "cli" and s.kind == SERVER)
     assert cli.name == "tools/call traced__echo" and cli.parent_span_id == ""  # a trace of its own
     assert any(s.kind == CLIENT and s.trace_id == cli.trace_id and s.parent_span_id == cli.span_id for s in spans)
