@@ -45,12 +45,11 @@ def test_a_refresh_is_counted_and_no_token_is_exported(monad: Any, monad_home: P
                                             and s.name == "tools/call echo"), None), timeout=30)
         finally:
             monad("daemon", "stop")
-    # Every refresh the authorization server answered (the connect's, with a 3 s token, and
-    # the call's) is counted, as `ok`.
-    refreshed = stats(base)["refresh"]
-    assert refreshed >= 1
-    assert (f'monad_oauth_refreshes_total{{monad_oauth_outcome="ok",monad_server="remote"}} {float(refreshed)}'
-            in text.out), [line for line in text.out.splitlines() if "oauth" in line]
+    # The refreshes the authorization server answered (with a 3 s token: at connect, for the
+    # call, and maybe for a ping after `monad metrics` read the count) are counted, as `ok`.
+    line = 'monad_oauth_refreshes_total{monad_oauth_outcome="ok",monad_server="remote"} '
+    counted = [float(x.removeprefix(line)) for x in text.out.splitlines() if x.startswith(line)]
+    assert counted and 1 <= counted[0] <= stats(base)["refresh"], (counted, stats(base))
     assert client.attributes["network.transport"] == "tcp" and client.attributes["server.address"] == "127.0.0.1"
     assert client.attributes["server.port"] == int(base.rsplit(":", 1)[1])
     assert not any(SENTINEL.encode() in body for body in otlp.received.bodies)
