@@ -160,3 +160,20 @@ def test_every_instrument_is_documented_and_the_dashboard_uses_documented_series
     bare = [re.sub(r"by \([^)]*\)|\{[^}]*\}", "", e) for e in exprs]
     used = {re.sub(r"_(bucket|count|sum)$", "", m) for e in bare for m in re.findall(r"\b((?:monad|mcp)_[a-z_]+)", e)}
     assert used and used <= set(documented.values()), used - set(documented.values())
+
+
+@pytest.mark.e2e
+def test_a_server_that_dies_is_counted_in_restarts_and_by_state(monad: Any, monad_home: Path) -> None:
+    path = monad_home / "atoms" / "mcp" / "dies.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"command = {json.dumps(sys.executable)}\nargs = [\"-c\", \"raise SystemExit(3)\"]\n")
+    (monad_home / "settings.toml").write_text("[telemetry]\nenabled = true\n")
+    assert monad("daemon", "start").code == 0
+    try:
+        restarted = 'monad_server_restarts_total{monad_restart_reason="failed",monad_server="dies"}'
+        text = wait_for(lambda: (r := monad("metrics")).code == 0 and restarted in r.out and r.out, timeout=60)
+    finally:
+        monad("daemon", "stop")
+    states = [line for line in text.splitlines() if line.startswith('monad_server_state{monad_server="dies"')]
+    assert len(states) == 1 and states[0].endswith(" 1.0")  # one series: its state now
+    assert any(line.startswith("monad_servers{") for line in text.splitlines())

@@ -154,6 +154,10 @@ def test_errors_a_cli_trace_and_no_secret_in_any_export(monad: Any, monad_home: 
     assert "mcp.client.operation.duration" in otlp.received.metrics
     assert "mcp.server.operation.duration" in otlp.received.metrics
     assert {"network.transport": "pipe"} in otlp.received.metrics["mcp.server.session.duration"]
+    # The upstream session's length, recorded when the supervisor's stop ended it.
+    assert {"monad.server": "traced", "network.transport": "pipe"} in otlp.received.metrics[
+        "mcp.client.session.duration"]
+    assert otlp.received.metrics["monad.journal.write.duration"]
     # Every byte monad exported (spans, attributes, metrics, labels), and the exposition text.
     for secret in (SENTINEL_ARG, SENTINEL_ENV):
         assert not any(secret.encode() in body for body in otlp.received.bodies)
@@ -182,12 +186,14 @@ def test_the_approval_gate_wait_is_a_span_of_the_trace(monad: Any, monad_home: P
             gate = wait_for(lambda: next((s for s in otlp.spans() if s.trace_id == trace_id
                                           and s.name == "approval gated__where"), None), timeout=30)
             server = _named(otlp.spans(), "tools/call gated__where", trace_id)
+            wait_for(lambda: "monad.approval.wait.duration" in otlp.received.metrics, timeout=30)
         finally:
             monad("daemon", "stop")
     assert gate.kind == INTERNAL and gate.parent_span_id == server.span_id
     assert gate.attributes["monad.approval.decision"] == "approved"
     assert gate.attributes["monad.approval.decided_by"] and gate.attributes["monad.approval.wait.duration"] > 0
     assert server.attributes["monad.approval.decided_by"] == gate.attributes["monad.approval.decided_by"]
+    assert {"monad.approval.decision": "approved"} in otlp.received.metrics["monad.approval.wait.duration"]
     # The upstream call came after the gate, under the same SERVER span.
     assert _named(otlp.spans(), "tools/call where", trace_id).parent_span_id == server.span_id
 
