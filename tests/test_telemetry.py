@@ -177,3 +177,33 @@ def test_a_server_that_dies_is_counted_in_restarts_and_by_state(monad: Any, mona
     states = [line for line in text.splitlines() if line.startswith('monad_server_state{monad_server="dies"')]
     assert len(states) == 1 and states[0].endswith(" 1.0")  # one series: its state now
     assert any(line.startswith("monad_servers{") for line in text.splitlines())
+
+
+@pytest.mark.parametrize("how", ["environment", "settings"])
+def test_without_the_extra_installed(monad_home: Path, how: str) -> None:
+    """OTEL_* variables meant for another program leave monad off (a warning in its log);
+    `enabled = true` in settings.toml is a one-line error saying what to install."""
+    monad_home.mkdir(parents=True, exist_ok=True)
+    if how == "settings":
+        (monad_home / "settings.toml").write_text("[telemetry]\nenabled = true\n")
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"} if how == "environment" else {}
+    script = (
+        "import sys\n"
+        "sys.modules['opentelemetry.sdk'] = None  # as if the extra were not installed\n"
+        "from monad_cli.core.errors import ConfigError\n"
+        "from monad_cli.core.paths import paths\n"
+        "from monad_cli.daemon import telemetry\n"
+        "try:\n"
+        f"    t = telemetry.start(paths(), {env!r}, states=dict)\n"
+        "    print('on' if t.on else 'off')\n"
+        "except ConfigError as e:\n"
+        "    print('error:', e.message)\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "MONAD_HOME": str(monad_home)})
+    assert proc.returncode == 0, proc.stderr
+    if how == "environment":
+        assert proc.stdout.strip() == "off"
+    else:
+        assert proc.stdout.startswith("error: `telemetry.enabled` is true in settings.toml, but the telemetry extra "
+                                      "is not installed (no `opentelemetry.sdk"), proc.stdout
+        assert "run pip install 'monad-cli[telemetry]'" in proc.stdout and proc.stdout.count("\n") == 1

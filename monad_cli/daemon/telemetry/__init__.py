@@ -66,9 +66,22 @@ def start(paths: Paths, environ: Mapping[str, str], *, states: Callable[[], Mapp
     TELEMETRY.settings = settings
     if not settings.enabled or TELEMETRY.on:
         return TELEMETRY
-    from monad_cli.daemon.telemetry.prometheus import Exposition
-    from monad_cli.daemon.telemetry.recorder import Recorder
-    from monad_cli.daemon.telemetry.sdk import install
+    try:
+        from monad_cli.daemon.telemetry.prometheus import Exposition
+        from monad_cli.daemon.telemetry.recorder import Recorder
+        from monad_cli.daemon.telemetry.sdk import install
+    except ImportError as e:
+        if not settings.from_file:
+            # On only because OTEL_* variables are set (for another program, perhaps): stay off.
+            log.warning("telemetry stays off: OTEL_EXPORTER_OTLP_* is set, but %s is not installed "
+                        "(pip install 'monad-cli[telemetry]')", e.name)
+            TELEMETRY.settings = OFF
+            return TELEMETRY
+        from monad_cli.core.errors import ConfigError
+
+        raise ConfigError(f"`telemetry.enabled` is true in settings.toml, but the telemetry extra is not "
+                          f"installed (no `{e.name}`); run pip install 'monad-cli[telemetry]' (see docs/telemetry.md)",
+                          file="settings.toml", field="telemetry.enabled") from None
 
     pull, shutdown = install(settings, environ)
     recorder = Recorder(capture_arguments=settings.capture_arguments, digest=digest)

@@ -203,18 +203,17 @@ class Recorder:
                 name = ctx.params.get("name") if ctx.params else None
                 target = name if isinstance(name, str) else None
                 started = time.perf_counter()
-                error: str | None = None
                 try:
                     result = await call_next(ctx)
                 except Exception as e:
                     from mcp.shared.exceptions import MCPError
 
                     error = str(e.error.code) if isinstance(e, MCPError) else type(e).__qualname__
-                    raise
-                finally:
-                    if error is None and ctx.method == "tools/call" and _tool_error(locals().get("result")):
-                        error = "tool_error"
                     recorder.record_server(ctx.method, target, time.perf_counter() - started, error=error)
+                    raise
+                tool_error = ctx.method == "tools/call" and _tool_error(result)
+                recorder.record_server(ctx.method, target, time.perf_counter() - started,
+                                       error="tool_error" if tool_error else None)
                 return result
 
         return MonadServerMiddleware()
