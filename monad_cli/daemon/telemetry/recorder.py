@@ -255,6 +255,9 @@ class Recorder:
                 span.set_attribute("error.type", "tool_error")
                 span.set_status(StatusCode.ERROR)
             elif outcome not in ("ok", "detached"):
+                # A gateway answers these as tool errors, and its span says `tool_error` once
+                # the result is out; a CLI call's span keeps the outcome (timeout, refused, …).
+                span.set_attribute("error.type", outcome)
                 span.set_status(StatusCode.ERROR)
 
     # -- the approval gate -----------------------------------------------------------------
