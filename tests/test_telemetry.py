@@ -207,3 +207,18 @@ def test_without_the_extra_installed(monad_home: Path, how: str) -> None:
         assert proc.stdout.startswith("error: `telemetry.enabled` is true in settings.toml, but the telemetry extra "
                                       "is not installed (no `opentelemetry.sdk"), proc.stdout
         assert "run pip install 'monad-cli[telemetry]'" in proc.stdout and proc.stdout.count("\n") == 1
+
+
+def test_a_taken_prometheus_port_stops_the_start_saying_which(monad: Any, monad_home: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        monad_home.mkdir(parents=True, exist_ok=True)
+        (monad_home / "settings.toml").write_text(f"[telemetry]\nenabled = true\nprometheus_port = {port}\n")
+        r = monad("daemon", "start")
+    assert r.code != 0 and "Traceback" not in r.err, r
+    assert f"cannot listen on 127.0.0.1:{port} for /metrics" in r.err and "telemetry.prometheus_port" in r.err, r
+    assert not (monad_home / "run" / "monad.pid").exists()  # cleaned up as after any stop
