@@ -8,6 +8,7 @@ Starts a span `agent turn`, calls TOOL through `monad mcp serve` over stdio (the
 dispatcher opens its CLIENT span and puts its traceparent into `params._meta`), and prints
 `{"traceId", "spans": [{name, spanId, parentSpanId}], "text", "isError"}` as JSON.
 `--progress`: the call asks for progress, which takes the SDK's paths inside monad.
+`AGENT_HTTP_URL` and `AGENT_HTTP_TOKEN` in the environment: through `monad mcp serve --http`.
 """
 
 from __future__ import annotations
@@ -35,19 +36,31 @@ def main() -> None:
     trace.set_tracer_provider(provider)
     params = StdioServerParameters(command=sys.executable, args=["-m", "monad_cli", "mcp", "serve"],
                                    env={"MONAD_HOME": os.environ["MONAD_HOME"], "MONAD_NO_AUTOSTART": "1"})
+    http_url = os.environ.get("AGENT_HTTP_URL")  # `monad mcp serve --http`'s URL instead of stdio
     out: dict[str, object] = {}
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         pass
 
     async def run() -> None:
+        if http_url is not None:
+            import httpx2
+            from mcp.client.streamable_http import streamable_http_client
+
+            headers = {"Authorization": f"Bearer {os.environ['AGENT_HTTP_TOKEN']}"}
+            async with httpx2.AsyncClient(headers=headers) as h, \
+                    Client(streamable_http_client(http_url, http_client=h)) as client:
+                await call(client)
+            return
         async with Client(params) as client:
-            with trace.get_tracer("agent").start_as_current_span("agent turn") as span:
-                out["traceId"] = format(span.get_span_context().trace_id, "032x")
-                result = await client.call_tool(tool, {"text": text},
-                                                progress_callback=on_progress if progress else None)
-                out["text"] = result.content[0].text if result.content else ""
-                out["isError"] = bool(result.is_error)
+            await call(client)
+
+    async def call(client: Client) -> None:
+        with trace.get_tracer("agent").start_as_current_span("agent turn") as span:
+            out["traceId"] = format(span.get_span_context().trace_id, "032x")
+            result = await client.call_tool(tool, {"text": text}, progress_callback=on_progress if progress else None)
+            out["text"] = result.content[0].text if result.content else ""
+            out["isError"] = bool(result.is_error)
 
     anyio.run(run)
     out["spans"] = [{"name": s.name, "spanId": format(s.context.span_id, "016x"),

@@ -16,7 +16,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "monad_cli"
 # The shared parts below both programs: they never reach into either program.
 SHARED = ("core", "tools", "config", "auth", "journal")
 # Services are handed what they use; they never import the supervisor to get it.
-BELOW_THE_SUPERVISOR = ("daemon/trust", "daemon/tasks", "daemon/gateway", "daemon/studio", "daemon/api", *SHARED)
+BELOW_THE_SUPERVISOR = ("daemon/trust", "daemon/tasks", "daemon/gateway", "daemon/studio", "daemon/api",
+                        "daemon/telemetry", *SHARED)
 # Stdlib only outside `core/`: the supervisor's start reads these before the SDK is imported,
 # and the journal's own connections open it before the ORM is loaded.
 STDLIB_ONLY = ("daemon/tasks/snapshot.py", "cli/commands/_follow.py", "journal/pool.py")

@@ -160,3 +160,65 @@ def test_every_instrument_is_documented_and_the_dashboard_uses_documented_series
     bare = [re.sub(r"by \([^)]*\)|\{[^}]*\}", "", e) for e in exprs]
     used = {re.sub(r"_(bucket|count|sum)$", "", m) for e in bare for m in re.findall(r"\b((?:monad|mcp)_[a-z_]+)", e)}
     assert used and used <= set(documented.values()), used - set(documented.values())
+
+
+@pytest.mark.e2e
+def test_a_server_that_dies_is_counted_in_restarts_and_by_state(monad: Any, monad_home: Path) -> None:
+    path = monad_home / "atoms" / "mcp" / "dies.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"command = {json.dumps(sys.executable)}\nargs = [\"-c\", \"raise SystemExit(3)\"]\n")
+    (monad_home / "settings.toml").write_text("[telemetry]\nenabled = true\n")
+    assert monad("daemon", "start").code == 0
+    try:
+        restarted = 'monad_server_restarts_total{monad_restart_reason="failed",monad_server="dies"}'
+        text = wait_for(lambda: (r := monad("metrics")).code == 0 and restarted in r.out and r.out, timeout=60)
+    finally:
+        monad("daemon", "stop")
+    states = [line for line in text.splitlines() if line.startswith('monad_server_state{monad_server="dies"')]
+    assert len(states) == 1 and states[0].endswith(" 1.0")  # one series: its state now
+    assert any(line.startswith("monad_servers{") for line in text.splitlines())
+
+
+@pytest.mark.parametrize("how", ["environment", "settings"])
+def test_without_the_extra_installed(monad_home: Path, how: str) -> None:
+    """OTEL_* variables meant for another program leave monad off (a warning in its log);
+    `enabled = true` in settings.toml is a one-line error saying what to install."""
+    monad_home.mkdir(parents=True, exist_ok=True)
+    if how == "settings":
+        (monad_home / "settings.toml").write_text("[telemetry]\nenabled = true\n")
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"} if how == "environment" else {}
+    script = (
+        "import sys\n"
+        "sys.modules['opentelemetry.sdk'] = None  # as if the extra were not installed\n"
+        "from monad_cli.core.errors import ConfigError\n"
+        "from monad_cli.core.paths import paths\n"
+        "from monad_cli.daemon import telemetry\n"
+        "try:\n"
+        f"    t = telemetry.start(paths(), {env!r}, states=dict)\n"
+        "    print('on' if t.on else 'off')\n"
+        "except ConfigError as e:\n"
+        "    print('error:', e.message)\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "MONAD_HOME": str(monad_home)})
+    assert proc.returncode == 0, proc.stderr
+    if how == "environment":
+        assert proc.stdout.strip() == "off"
+    else:
+        assert proc.stdout.startswith("error: `telemetry.enabled` is true in settings.toml, but the telemetry extra "
+                                      "is not installed (no `opentelemetry.sdk"), proc.stdout
+        assert "run pip install 'monad-cli[telemetry]'" in proc.stdout and proc.stdout.count("\n") == 1
+
+
+def test_a_taken_prometheus_port_stops_the_start_saying_which(monad: Any, monad_home: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        monad_home.mkdir(parents=True, exist_ok=True)
+        (monad_home / "settings.toml").write_text(f"[telemetry]\nenabled = true\nprometheus_port = {port}\n")
+        r = monad("daemon", "start")
+    assert r.code != 0 and "Traceback" not in r.err, r
+    assert f"cannot listen on 127.0.0.1:{port} for /metrics" in r.err and "telemetry.prometheus_port" in r.err, r
+    assert not (monad_home / "run" / "monad.pid").exists()  # cleaned up as after any stop

@@ -48,9 +48,9 @@ def _telemetry_on(home: Path, monkeypatch: pytest.MonkeyPatch, endpoint: str, **
     monkeypatch.setenv("OTEL_METRIC_EXPORT_INTERVAL", "300")
 
 
-def _agent(home: Path, tool: str, text: str = "", *flags: str) -> dict[str, Any]:
+def _agent(home: Path, tool: str, text: str = "", *flags: str, env: dict[str, str] | None = None) -> dict[str, Any]:
     proc = subprocess.run([sys.executable, AGENT, tool, text, *flags], capture_output=True, text=True, timeout=120,
-                          env={"MONAD_HOME": str(home), "PATH": str(Path(sys.executable).parent)})
+                          env={"MONAD_HOME": str(home), "PATH": str(Path(sys.executable).parent), **(env or {})})
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout)
 
@@ -115,9 +115,10 @@ def test_errors_a_cli_trace_and_no_secret_in_any_export(monad: Any, monad_home: 
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """`error.type` for a tool error; `monad mcp call` starts a trace of its own; and the
     sentinel values (an argument, an env value, a result that holds both) are in no span,
-    attribute, metric or label that monad exports, nor in `/metrics`."""
+    attribute, metric or label that monad exports, nor in `/metrics`, argument capture on."""
     with OtlpReceiver() as otlp:
-        _telemetry_on(monad_home, monkeypatch, otlp.endpoint)
+        # Argument capture on: the journal's digest goes out, the values never do.
+        _telemetry_on(monad_home, monkeypatch, otlp.endpoint, capture_arguments="true")
         _atom(monad_home, "traced", env={"TRACE_SECRET": SENTINEL_ENV})
         assert monad("daemon", "start").code == 0
         try:
@@ -142,6 +143,7 @@ def test_errors_a_cli_trace_and_no_secret_in_any_export(monad: Any, monad_home: 
     tool_error = _named(spans, "tools/call traced__fail", failed["traceId"])
     assert tool_error.attributes["error.type"] == "tool_error" and tool_error.status_code == 2  # STATUS_CODE_ERROR
     assert _named(spans, "tools/call fail", failed["traceId"]).attributes["error.type"] == "tool_error"
+    assert tool_error.attributes["gen_ai.tool.call.arguments"].startswith("sha256:")
     cli = next(s for s in spans if s.attributes.get("monad.via") == "cli" and s.kind == SERVER)
     assert cli.name == "tools/call traced__echo" and cli.parent_span_id == ""  # a trace of its own
     assert any(s.kind == CLIENT and s.trace_id == cli.trace_id and s.parent_span_id == cli.span_id for s in spans)
@@ -151,6 +153,11 @@ def test_errors_a_cli_trace_and_no_secret_in_any_export(monad: Any, monad_home: 
             "monad.via": "gateway"} in calls
     assert "mcp.client.operation.duration" in otlp.received.metrics
     assert "mcp.server.operation.duration" in otlp.received.metrics
+    assert {"network.transport": "pipe"} in otlp.received.metrics["mcp.server.session.duration"]
+    # The upstream session's length, recorded when the supervisor's stop ended it.
+    assert {"monad.server": "traced", "network.transport": "pipe"} in otlp.received.metrics[
+        "mcp.client.session.duration"]
+    assert otlp.received.metrics["monad.journal.write.duration"]
     # Every byte monad exported (spans, attributes, metrics, labels), and the exposition text.
     for secret in (SENTINEL_ARG, SENTINEL_ENV):
         assert not any(secret.encode() in body for body in otlp.received.bodies)
@@ -179,11 +186,63 @@ def test_the_approval_gate_wait_is_a_span_of_the_trace(monad: Any, monad_home: P
             gate = wait_for(lambda: next((s for s in otlp.spans() if s.trace_id == trace_id
                                           and s.name == "approval gated__where"), None), timeout=30)
             server = _named(otlp.spans(), "tools/call gated__where", trace_id)
+            wait_for(lambda: "monad.approval.wait.duration" in otlp.received.metrics, timeout=30)
         finally:
             monad("daemon", "stop")
     assert gate.kind == INTERNAL and gate.parent_span_id == server.span_id
     assert gate.attributes["monad.approval.decision"] == "approved"
     assert gate.attributes["monad.approval.decided_by"] and gate.attributes["monad.approval.wait.duration"] > 0
     assert server.attributes["monad.approval.decided_by"] == gate.attributes["monad.approval.decided_by"]
+    assert {"monad.approval.decision": "approved"} in otlp.received.metrics["monad.approval.wait.duration"]
     # The upstream call came after the gate, under the same SERVER span.
     assert _named(otlp.spans(), "tools/call where", trace_id).parent_span_id == server.span_id
+
+
+def test_the_http_gateway_continues_the_trace_too(monad: Any, monad_home: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """`monad mcp serve --http`: the SDK's streamable HTTP server path, `network.transport = tcp`."""
+    import signal
+
+    import httpx2
+
+    from tests.conftest import free_port
+
+    with OtlpReceiver() as otlp:
+        _telemetry_on(monad_home, monkeypatch, otlp.endpoint)
+        _atom(monad_home, "traced")
+        assert monad("daemon", "start").code == 0
+        port = free_port()
+        http = subprocess.Popen([sys.executable, "-m", "monad_cli", "mcp", "serve", "--http", "--port", str(port)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            wait_state(monad, "traced", "connected", timeout=90)
+            token_file = monad_home / "run" / "gateway.token"
+            wait_for(lambda: token_file.exists(), timeout=30)
+            url = f"http://127.0.0.1:{port}/mcp"
+
+            def up() -> bool:
+                try:
+                    return httpx2.get(url, timeout=2).status_code == 401
+                except httpx2.HTTPError:
+                    return False
+
+            wait_for(up, timeout=30)
+            agent = _agent(monad_home, "traced__where", env={"AGENT_HTTP_URL": url,
+                                                              "AGENT_HTTP_TOKEN": token_file.read_text().strip()})
+            trace_id = agent["traceId"]
+            sent = next(s for s in agent["spans"] if s["name"].startswith("MCP send tools/call"))
+            server = wait_for(lambda: next((s for s in otlp.spans() if s.trace_id == trace_id and s.kind == SERVER),
+                                           None), timeout=30)
+            client = wait_for(lambda: next((s for s in otlp.spans() if s.trace_id == trace_id and s.kind == CLIENT
+                                            and s.name == "tools/call where"), None), timeout=30)
+        finally:
+            http.send_signal(signal.SIGINT)
+            try:
+                http.communicate(timeout=20)
+            except subprocess.TimeoutExpired:
+                http.kill()
+            monad("daemon", "stop")
+    assert server.name == "tools/call traced__where" and server.parent_span_id == sent["spanId"]
+    assert server.attributes["network.transport"] == "tcp" and server.attributes["monad.via"] == "gateway"
+    assert client.parent_span_id == server.span_id
+    assert json.loads(agent["text"])["traceparent"].split("-")[2] == client.span_id

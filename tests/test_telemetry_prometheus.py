@@ -67,6 +67,8 @@ def test_prometheus_scrapes_monad(monad: Any, monad_home: Path, tmp_path: Path) 
         assert r.code == 0, r
         text = monad("metrics")
         assert text.code == 0 and "# TYPE monad_tool_calls_total counter" in text.out, text
+        assert 'monad_tasks{monad_server="light",monad_task_state="queued"} 0.0' in text.out
+        assert "monad_fleet_queued 0.0" in text.out  # no fleet: nothing waits
 
         api_port = free_port()
         target = url.removeprefix("http://").removesuffix("/metrics")

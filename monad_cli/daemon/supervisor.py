@@ -167,8 +167,11 @@ class Supervisor:
         self.state_listeners.append(lambda actor: self.tool_service.state_changed())  # waiting calls look again
         self.auth = SupervisorAuth(self.paths, self.actors)
         # Before the gateway: its sessions read whether telemetry is on (docs/telemetry.md).
-        recorder = telemetry.start(self.paths, self.environ, digest=jt.args_digest,
-                                   states=lambda: {n: str(a.state) for n, a in self.actors.items()}).recorder
+        recorder = telemetry.start(
+            self.paths, self.environ, digest=jt.args_digest,
+            states=lambda: {n: str(a.state) for n, a in list(self.actors.items())},
+            tasks=lambda: {n: tasks.counts(n) for n in list(self.actors)},
+            fleet_queued=lambda: int(journal.status().get("queued") or 0)).recorder
         if recorder is not None:
             journal.on_write = recorder.journal_written
             self.auth.on_refresh = recorder.refreshed
@@ -413,6 +416,7 @@ class Supervisor:
         control = ControlServer(self)
         relays = GatewayListener(self.gateway, self.paths)
         try:
+            serve_metrics = self._bind_metrics() if serve else None
             async with anyio.create_task_group() as tg:
                 self._tg = tg
                 tg.start_soon(self.tasks.run)
@@ -423,7 +427,8 @@ class Supervisor:
                     await control.start()
                     await tg.start(relays.serve)
                     tg.start_soon(self.gateway.run)
-                    self._serve_metrics(tg)
+                    if serve_metrics is not None:
+                        tg.start_soon(serve_metrics)
                 if telemetry.TELEMETRY.recorder is not None:
                     tg.start_soon(telemetry.TELEMETRY.recorder.run)  # measurements, off the calls' path
                 await self.reconcile(force=True)
@@ -460,21 +465,23 @@ class Supervisor:
                 self.journal.close()
             telemetry.TELEMETRY.shutdown()  # flushes the last spans to the collector
 
-    def _serve_metrics(self, tg: anyio.abc.TaskGroup) -> None:
-        """`GET /metrics` on loopback while telemetry is on and `prometheus` is not false."""
+    def _bind_metrics(self) -> Callable[[], Coroutine[Any, Any, None]] | None:
+        """The `GET /metrics` listener while telemetry is on and `prometheus` is not false:
+        bound now, before anything runs (a taken port is a `ConfigError` that stops the start
+        in one line), served by the returned coroutine function."""
         t = telemetry.TELEMETRY
-        if t.exposition is None or not t.settings.prometheus:
-            return
+        exposition = t.exposition
+        if exposition is None or not t.settings.prometheus:
+            return None
         from monad_cli.daemon.telemetry.listener import bind, metrics_token, serve_metrics
 
         sock = bind(t.settings.prometheus_port)
         token = metrics_token(self.paths.metrics_token)
-        exposition = t.exposition
         t.where = {"url": f"http://127.0.0.1:{sock.getsockname()[1]}/metrics",
                    "tokenFile": str(self.paths.metrics_token)}
-        # A scrape runs on the event loop (the collection is quick and needs no thread).
-        tg.start_soon(lambda: serve_metrics(exposition.text, sock, token, until=self.stop_event))
         log.info("Prometheus metrics on %s", t.where["url"])
+        # A scrape runs on the event loop (the collection is quick and needs no thread).
+        return lambda: serve_metrics(exposition.text, sock, token, until=self.stop_event)
 
     async def _wait_required(self) -> str | None:
         if not self.check_required:

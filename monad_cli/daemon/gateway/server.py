@@ -12,6 +12,7 @@ tool set, deferral and conditions included) and tells every session when it chan
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
@@ -20,6 +21,7 @@ import anyio
 from monad_cli.core.hello import GatewayView
 from monad_cli.daemon.gateway.session import GatewaySession
 from monad_cli.daemon.gateway.wire import PipeStream, serve_lines
+from monad_cli.daemon.telemetry import TELEMETRY
 from monad_cli.daemon.trust.service import ToolService
 
 log = logging.getLogger("monad.gateway")
@@ -47,11 +49,14 @@ class Gateway:
         session = GatewaySession(self.tools, view, scrub=self.scrub, transport=transport)
         self.sessions.add(session)
         self._opened.set()
+        started = time.monotonic()
         try:
             yield session
         finally:
             self.sessions.discard(session)
             session.close()
+            if (recorder := TELEMETRY.recorder) is not None:
+                recorder.gateway_session_ended(transport, time.monotonic() - started)
 
     async def serve_relay(self, stream: anyio.abc.ByteStream | PipeStream, view: GatewayView, *,
                           buffered: bytes = b"") -> None:

@@ -56,21 +56,36 @@ TELEMETRY = Telemetry()
 
 
 def start(paths: Paths, environ: Mapping[str, str], *, states: Callable[[], Mapping[str, str]],
+          tasks: Callable[[], Mapping[str, tuple[int, int]]] = dict, fleet_queued: Callable[[], int] = lambda: 0,
           digest: Callable[[Any], str] | None = None) -> Telemetry:
     """Turn telemetry on for this process if the settings say so (else import nothing).
-    `states()`: server name → state, read at each collection. Raises `ConfigError` for bad
-    settings."""
+    `states()`: server name → state; `tasks()`: server → (active, queued) tasks;
+    `fleet_queued()`: rows waiting for a fleet's journal; each read at every collection.
+    Raises `ConfigError` for bad settings."""
     settings = load_telemetry_settings(paths, environ)
     TELEMETRY.settings = settings
     if not settings.enabled or TELEMETRY.on:
         return TELEMETRY
-    from monad_cli.daemon.telemetry.prometheus import Exposition
-    from monad_cli.daemon.telemetry.recorder import Recorder
-    from monad_cli.daemon.telemetry.sdk import install
+    try:
+        from monad_cli.daemon.telemetry.prometheus import Exposition
+        from monad_cli.daemon.telemetry.recorder import Recorder
+        from monad_cli.daemon.telemetry.sdk import install
+    except ImportError as e:
+        if not settings.from_file:
+            # On only because OTEL_* variables are set (for another program, perhaps): stay off.
+            log.warning("telemetry stays off: OTEL_EXPORTER_OTLP_* is set, but %s is not installed "
+                        "(pip install 'monad-cli[telemetry]')", e.name)
+            TELEMETRY.settings = OFF
+            return TELEMETRY
+        from monad_cli.core.errors import ConfigError
+
+        raise ConfigError(f"`telemetry.enabled` is true in settings.toml, but the telemetry extra is not "
+                          f"installed (no `{e.name}`); run pip install 'monad-cli[telemetry]' (see docs/telemetry.md)",
+                          file="settings.toml", field="telemetry.enabled") from None
 
     pull, shutdown = install(settings, environ)
     recorder = Recorder(capture_arguments=settings.capture_arguments, digest=digest)
-    recorder.observe_servers(states)
+    recorder.observe_servers(states, tasks=tasks, fleet_queued=fleet_queued)
     TELEMETRY.exposition = Exposition(pull, before=recorder.flush)
     TELEMETRY._shutdown = shutdown
     TELEMETRY.recorder = recorder

@@ -79,8 +79,9 @@ class _Server(uvicorn.Server):
 
 def bind(port: int) -> socket.socket:
     """A listening socket on 127.0.0.1:`port` (0: any free port; never 0.0.0.0). Raises
-    `Conflict` naming the setting when the port is taken."""
-    from monad_cli.core.errors import Conflict
+    `ConfigError` naming the setting when the port is taken (not `Conflict`: to the starter
+    that means another supervisor won the start)."""
+    from monad_cli.core.errors import ConfigError
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -88,8 +89,9 @@ def bind(port: int) -> socket.socket:
         sock.bind(("127.0.0.1", port))
     except OSError as e:
         sock.close()
-        raise Conflict(f"cannot listen on 127.0.0.1:{port} for /metrics: {e.strerror or e}; change "
-                       f"`telemetry.prometheus_port` in settings.toml (0 picks a free port)") from None
+        raise ConfigError(f"cannot listen on 127.0.0.1:{port} for /metrics: {e.strerror or e}; change "
+                          f"`telemetry.prometheus_port` in settings.toml (0 picks a free port)",
+                          file="settings.toml", field="telemetry.prometheus_port") from None
     sock.listen(64)
     sock.setblocking(False)
     return sock

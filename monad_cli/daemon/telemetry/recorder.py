@@ -54,6 +54,9 @@ class Recorder:
             DURATION_BUCKETS), description="MCP request duration as observed on the receiver (the gateway)")
         self.client_duration = h("mcp.client.operation.duration", unit="s", explicit_bucket_boundaries_advisory=list(
             DURATION_BUCKETS), description="MCP request duration as observed on the sender (upstream calls)")
+        self.server_session_duration = h("mcp.server.session.duration", unit="s",
+                                         explicit_bucket_boundaries_advisory=list(DURATION_BUCKETS),
+                                         description="How long a gateway client's session lasted")
         self.session_duration = h("mcp.client.session.duration", unit="s", explicit_bucket_boundaries_advisory=list(
             DURATION_BUCKETS), description="How long an upstream MCP session lasted")
         self.approval_wait = h("monad.approval.wait.duration", unit="s", explicit_bucket_boundaries_advisory=list(
@@ -92,28 +95,51 @@ class Recorder:
             await anyio.sleep(FLUSH_S)
             self.flush()
 
-    def observe_servers(self, states: Callable[[], Mapping[str, str]]) -> None:
-        """Gauges read at collection: `monad.servers` (count by state) and `monad.server.state`
-        (1 per server, at its current state). `states()`: server name → state."""
+    def observe_servers(self, states: Callable[[], Mapping[str, str]], *,
+                        tasks: Callable[[], Mapping[str, tuple[int, int]]] = dict,
+                        fleet_queued: Callable[[], int] = lambda: 0) -> None:
+        """Gauges read at collection (on a scrape, or in the OTLP reader's thread):
+        `monad.servers` (count by state), `monad.server.state` (1 per server, at its current
+        state), `monad.tasks` (per server, active and queued tasks) and `monad.fleet.queued`
+        (journal rows waiting for a fleet's shared journal). `states()`: server → state;
+        `tasks()`: server → (active, queued)."""
         from opentelemetry.metrics import CallbackOptions, Observation
 
         meter = metrics.get_meter("monad")
 
+        def read(source: Callable[[], Any], empty: Any) -> Any:
+            try:
+                return source()
+            except RuntimeError:  # the supervisor's maps changed under a reader thread: next time
+                return empty
+
         def by_state(_options: CallbackOptions) -> Iterator[Observation]:
             counts: dict[str, int] = {}
-            for state in states().values():
+            for state in read(states, {}).values():
                 counts[state] = counts.get(state, 0) + 1
             for state, n in sorted(counts.items()):
                 yield Observation(n, {"monad.server.state": state})
 
         def each(_options: CallbackOptions) -> Iterator[Observation]:
-            for server, state in sorted(states().items()):
+            for server, state in sorted(read(states, {}).items()):
                 yield Observation(1, {"monad.server": server, "monad.server.state": state})
+
+        def task_counts(_options: CallbackOptions) -> Iterator[Observation]:
+            for server, (active, queued) in sorted(read(tasks, {}).items()):
+                yield Observation(active, {"monad.server": server, "monad.task.state": "active"})
+                yield Observation(queued, {"monad.server": server, "monad.task.state": "queued"})
+
+        def fleet(_options: CallbackOptions) -> Iterator[Observation]:
+            yield Observation(read(fleet_queued, 0))
 
         meter.create_observable_gauge("monad.servers", [by_state], unit="{server}",
                                       description="Defined servers by state")
         meter.create_observable_gauge("monad.server.state", [each], unit="1",
                                       description="1 for each server, labelled with its current state")
+        meter.create_observable_gauge("monad.tasks", [task_counts], unit="{task}",
+                                      description="Tasks per server: active (in flight) and queued")
+        meter.create_observable_gauge("monad.fleet.queued", [fleet], unit="{row}",
+                                      description="Journal rows waiting to be shipped to a fleet's shared journal")
 
     # -- the gateway's side (SERVER spans) -------------------------------------------------
     @contextmanager
@@ -177,18 +203,17 @@ class Recorder:
                 name = ctx.params.get("name") if ctx.params else None
                 target = name if isinstance(name, str) else None
                 started = time.perf_counter()
-                error: str | None = None
                 try:
                     result = await call_next(ctx)
                 except Exception as e:
                     from mcp.shared.exceptions import MCPError
 
                     error = str(e.error.code) if isinstance(e, MCPError) else type(e).__qualname__
-                    raise
-                finally:
-                    if error is None and ctx.method == "tools/call" and _tool_error(locals().get("result")):
-                        error = "tool_error"
                     recorder.record_server(ctx.method, target, time.perf_counter() - started, error=error)
+                    raise
+                tool_error = ctx.method == "tools/call" and _tool_error(result)
+                recorder.record_server(ctx.method, target, time.perf_counter() - started,
+                                       error="tool_error" if tool_error else None)
                 return result
 
         return MonadServerMiddleware()
@@ -230,6 +255,9 @@ class Recorder:
                 span.set_attribute("error.type", "tool_error")
                 span.set_status(StatusCode.ERROR)
             elif outcome not in ("ok", "detached"):
+                # A gateway answers these as tool errors, and its span says `tool_error` once
+                # the result is out; a CLI call's span keeps the outcome (timeout, refused, …).
+                span.set_attribute("error.type", outcome)
                 span.set_status(StatusCode.ERROR)
 
     # -- the approval gate -----------------------------------------------------------------
@@ -354,6 +382,10 @@ class Recorder:
         if error:
             attrs["error.type"] = error
         self.session_duration.record(seconds, attrs)
+
+    def gateway_session_ended(self, transport: str, seconds: float) -> None:
+        """One gateway client's session (a relay connection, an HTTP listener) ended."""
+        self._later(self.server_session_duration.record, seconds, {"network.transport": transport})
 
     def restarted(self, server: str, why: str) -> None:
         self.restarts.add(1, {"monad.server": server, "monad.restart.reason": why})

@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -27,6 +29,8 @@ from monad_cli import __version__
 from monad_cli.daemon.telemetry.settings import ENDPOINT_VARS, TelemetrySettings
 
 _SDK_BACKGROUND = "MCP send "
+SHUTDOWN_S = 3.0
+log = logging.getLogger("monad.telemetry")
 
 
 class QuietSampler(Sampler):
@@ -63,8 +67,13 @@ class SdkRequestIds(SpanProcessor):
 
 def install(settings: TelemetrySettings, environ: Mapping[str, str]) -> tuple[InMemoryMetricReader, Callable[[], None]]:
     """Set the global providers; returns the pull reader and the shutdown function (flushes)."""
+    # The exporters log a warning per retry while a collector is down; one error per lost
+    # batch says enough in daemon.log.
+    logging.getLogger("opentelemetry").setLevel(logging.ERROR)
     resource = Resource.create({"service.name": settings.service_name, "service.version": __version__})
-    tracer_provider = TracerProvider(resource=resource, sampler=QuietSampler(_get_from_env_or_default()))
+    # shutdown_on_exit=False: our `shutdown` bounds the wait; an atexit one would not.
+    tracer_provider = TracerProvider(resource=resource, sampler=QuietSampler(_get_from_env_or_default()),
+                                     shutdown_on_exit=False)
     tracer_provider.add_span_processor(SdkRequestIds())
     pull = InMemoryMetricReader()
     readers: list[MetricReader] = [pull]
@@ -80,13 +89,23 @@ def install(settings: TelemetrySettings, environ: Mapping[str, str]) -> tuple[In
         metric_exporter = OTLPMetricExporter() if from_env else OTLPMetricExporter(endpoint=f"{base}/v1/metrics")
         tracer_provider.add_span_processor(BatchSpanProcessor(span_exporter))
         readers.append(PeriodicExportingMetricReader(metric_exporter))
-    meter_provider = MeterProvider(resource=resource, metric_readers=readers)
+    meter_provider = MeterProvider(resource=resource, metric_readers=readers, shutdown_on_exit=False)
     trace.set_tracer_provider(tracer_provider)
     metrics.set_meter_provider(meter_provider)
 
     def shutdown() -> None:
-        tracer_provider.shutdown()
-        meter_provider.shutdown()
+        # The last batch goes out, but a collector that is down must not hold up the
+        # supervisor's stop: the exporters retry for up to their timeout (10 s) per signal.
+        def flush() -> None:
+            tracer_provider.shutdown()
+            meter_provider.shutdown()
+
+        worker = threading.Thread(target=flush, name="telemetry-shutdown", daemon=True)
+        worker.start()
+        worker.join(SHUTDOWN_S)
+        if worker.is_alive():
+            log.warning("telemetry: the collector did not take the last spans and metrics within %g s; "
+                        "dropped", SHUTDOWN_S)
 
     return pull, shutdown
 

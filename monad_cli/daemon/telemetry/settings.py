@@ -43,7 +43,8 @@ class TelemetrySettings:
     """`enabled`: spans and metrics are recorded at all; `endpoint`: the OTLP/HTTP base URL
     (None: no export, only the Prometheus endpoint); `prometheus`/`prometheus_port`: the
     `/metrics` listener (port 0: any free one); `capture_arguments`: spans carry
-    `gen_ai.tool.call.arguments` as the journal keeps arguments (a digest, never values)."""
+    `gen_ai.tool.call.arguments` as the journal keeps arguments (a digest, never values);
+    `from_file`: turned on by settings.toml, not only by the environment."""
 
     enabled: bool = False
     endpoint: str | None = None
@@ -51,6 +52,7 @@ class TelemetrySettings:
     prometheus: bool = True
     prometheus_port: int = 0
     capture_arguments: bool = False
+    from_file: bool = False  # `enabled = true` in settings.toml (else only the environment)
 
 
 OFF = TelemetrySettings()
@@ -110,7 +112,7 @@ def load_telemetry_settings(paths: Paths, environ: Mapping[str, str] | None = No
         enabled=True, endpoint=endpoint or from_env,
         service_name=env.get("OTEL_SERVICE_NAME") or str(table.get("service_name") or "monad"),
         prometheus=bool(table.get("prometheus", True)), prometheus_port=int(str(table.get("prometheus_port", 0))),
-        capture_arguments=bool(table.get("capture_arguments", False)))
+        capture_arguments=bool(table.get("capture_arguments", False)), from_file=bool(table.get("enabled", False)))
 
 
 __all__ = ["OFF", "TelemetrySettings", "load_telemetry_settings"]
