@@ -22,7 +22,7 @@ from monad_cli import __version__
 from monad_cli.config.schema import ServerSpec
 from monad_cli.core.states import LIVE, State, check_transition
 from monad_cli.daemon.sessions.backoff import Backoff
-from monad_cli.daemon.sessions.connect import Learned, list_all_tools, start_upkeep, transport_for
+from monad_cli.daemon.sessions.connect import Learned, ToolListing, list_all_tools, start_upkeep, transport_for
 from monad_cli.daemon.sessions.context import ActorContext
 from monad_cli.daemon.sessions.inputs import InputHandler, InputRouter
 from monad_cli.daemon.sessions.reasons import classify, describe, explain_closed, explain_timeout
@@ -59,6 +59,7 @@ class ServerActor:
         self.client: Client | None = None
         self.tools: list[Tool] = []
         self.tool_problem: str | None = None
+        self.left_out: list[str] = []  # why items of its tools/list were not taken (named)
         self.protocol_version: str | None = None
         self.server_info: dict[str, Any] | None = None
         self.conn: Connection | None = None
@@ -281,13 +282,15 @@ class ServerActor:
         self._phase = "negotiating the protocol version (server/discover, initialize)"
         async with client:
             self._phase = "listing tools"
-            tools, problem = await list_all_tools(client)
+            # Before the first tools/list: a list_changed that arrives while it is in flight
+            # asks for a re-listing, which runs once the session is up (not lost).
+            refresh = self._refresh = ToolRefresh(self.refresh_tools, on_storm=self._on_storm)
+            listing = await list_all_tools(client, conn.exchange)
             deadline.deadline = math.inf
             self._phase = "connected"
             self.learned.note(client.protocol_version, conn.transport)
-            refresh = self._refresh = ToolRefresh(self.refresh_tools, on_storm=self._on_storm)
             self.storm_reason = None
-            self._connected(client, tools, problem)
+            self._connected(client, listing)
             async with anyio.create_task_group() as tg:
                 self._tg = tg
                 start_upkeep(tg, client, conn, refresh, on_hung=self._on_hung)
@@ -326,10 +329,12 @@ class ServerActor:
         elif reason == "reconnect":
             self.set_state(State.CONNECTING, "reconnecting")
 
-    def _connected(self, client: Client, tools: list[Tool], problem: str | None) -> None:
+    def _connected(self, client: Client, listing: ToolListing) -> None:
         self.client = client
         self.last_failure = None
+        tools, problem = listing.tools, listing.problems()
         self.tools = tools
+        self.left_out = listing.left_out
         self.tool_problem = problem
         self.connected_at = time.monotonic()
         if self.conn is not None:
@@ -352,10 +357,12 @@ class ServerActor:
         if client is None:
             return
         try:
-            tools, problem = await list_all_tools(client)
+            listing = await list_all_tools(client, self.conn.exchange if self.conn is not None else None)
         except Exception as exc:  # noqa: BLE001
             self.set_state(State.DEGRADED, f"tools/list failed: {describe(exc)}")
             return
+        tools, problem = listing.tools, listing.problems()
+        self.left_out = listing.left_out
         # A changed list meets the pin again: no swapping tools under an approved pin mid-session.
         pin_problem = self.ctx.check_pin(self, tools)
         self.tools = tools

@@ -27,7 +27,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from monad_cli.config.schema import ServerSpec
 from monad_cli.config.workdir import default_workdir
 from monad_cli.core.paths import Paths
-from monad_cli.daemon.sessions.exchange import discover_budget
+from monad_cli.daemon.sessions.exchange import Exchange, discover_budget
+from monad_cli.daemon.sessions.listings import declared, first_of_each_name
 from monad_cli.daemon.sessions.processes import SpawnRecords
 from monad_cli.daemon.sessions.remote import sse_transport, streamable_http_transport
 from monad_cli.daemon.sessions.stderr import StderrSink
@@ -86,21 +87,51 @@ def transport_for(spec: ServerSpec, conn: Connection, sink: StderrSink, paths: P
 MAX_TOOL_PAGES = 1000
 
 
-async def list_all_tools(client: Client) -> tuple[list[Tool], str | None]:
-    """Every page of tools/list; a repeated cursor ends the listing with a problem."""
+@dataclass
+class ToolListing:
+    """A server's tools: `left_out`, one reason per item not taken (named); `problem`, why
+    the listing itself stopped early (None: it did not)."""
+
+    tools: list[Tool]
+    left_out: list[str]
+    problem: str | None = None
+
+    def problems(self) -> str | None:
+        """Everything worth a `degraded` state, as one reason (None: nothing)."""
+        return "; ".join([*self.left_out, *([self.problem] if self.problem else [])]) or None
+
+
+async def list_all_tools(client: Client, exchange: Exchange | None = None) -> ToolListing:
+    """Every page of tools/list, or none for a server that did not declare `tools` (it
+    connects with 0 tools: MCP spec, basic/lifecycle "Capability Negotiation"). Items the
+    transport's sieve took out (`exchange.left_out`) and later copies of a repeated name are
+    left out, each with a reason; a repeated cursor ends the listing with a problem."""
+    if exchange is not None:
+        exchange.version = client.protocol_version
+        exchange.left_out.clear()
+    if not declared(client.server_capabilities, "tools"):
+        return ToolListing([], [])
     tools: list[Tool] = []
     seen: set[str] = set()
     cursor: str | None = None
+    problems: list[str] = []
     for _ in range(MAX_TOOL_PAGES):
         result = await client.list_tools(cursor=cursor)
         tools.extend(result.tools)
         cursor = result.next_cursor
         if cursor is None:
-            return tools, None
+            break
         if cursor in seen:
-            return tools, f"tools/list repeated cursor {cursor[:40]!r}; stopped after {len(seen) + 1} pages"
+            problems.append(f"tools/list repeated cursor {cursor[:40]!r}; stopped after {len(seen) + 1} pages")
+            break
         seen.add(cursor)
-    return tools, f"tools/list did not end after {MAX_TOOL_PAGES} pages"
+    else:
+        problems.append(f"tools/list did not end after {MAX_TOOL_PAGES} pages")
+    tools, repeated = first_of_each_name(tools)
+    left_out = (list(exchange.left_out) if exchange is not None else []) + repeated
+    if exchange is not None:
+        exchange.left_out.clear()
+    return ToolListing(tools, left_out, "; ".join(problems) or None)
 
 
 async def ping(client: Client) -> None:

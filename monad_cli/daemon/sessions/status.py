@@ -15,8 +15,9 @@ def status_row(actor: ServerActor, *, detail: bool = False) -> dict[str, Any]:
     required, pid, configError, attempt, lastAttemptReason}` (`pid` also while it connects;
     `attempt` and why the last one failed while connecting or backing off); with `detail`,
     also `toolNames`, `stderrTail` (scrubbed), `serverInfo`, `strayStdoutLines`,
-    `repairedStdoutLines`, `oversizeMessages` and `httpTransport` (`streamable-http` or
-    `sse`, for an http server)."""
+    `repairedStdoutLines`, `oversizeMessages`, `httpTransport` (`streamable-http` or
+    `sse`, for an http server) and `leftOut` (one reason per item of its tools/list that was
+    not taken: sessions/listings.py)."""
     spec, conn, live = actor.spec, actor.conn, actor.live
     retrying = actor.state in (State.CONNECTING, State.BACKOFF)
     row: dict[str, Any] = {
@@ -44,4 +45,5 @@ def status_row(actor: ServerActor, *, detail: bool = False) -> dict[str, Any]:
         row["repairedStdoutLines"] = conn.repaired_lines if conn else 0
         row["oversizeMessages"] = conn.oversize_messages if conn else 0
         row["httpTransport"] = conn.transport if conn and spec and spec.transport == "http" else None
+        row["leftOut"] = list(actor.left_out) if live else []
     return row
