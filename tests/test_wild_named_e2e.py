@@ -1,0 +1,123 @@
+"""Issue 26, the named cases, end to end: the real supervisor and CLI, real servers doing
+what public bug reports show servers in the wild doing (tests/servers/wild2server.py)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import status_of, wait_for, wait_state, write_atom
+
+WILD2 = str(Path(__file__).resolve().parent / "servers" / "wild2server.py")
+pytestmark = pytest.mark.e2e
+
+
+def add_wild2(monad: Any, name: str, *flags: str) -> None:
+    r = monad("mcp", "add", name, "--", sys.executable, WILD2, *flags)
+    assert r.code == 0, r
+
+
+def call(monad: Any, tool: str, *args: str, json_out: bool = False, cwd: Path | None = None) -> Any:
+    argv = ["mcp", "call", tool, "--yes", *(["--json"] if json_out else [])]
+    for a in args:
+        argv += ["--arg", a]
+    return monad(*argv, timeout=60, cwd=cwd)
+
+
+def tool_names(monad: Any, server: str) -> list[str]:
+    r = monad("mcp", "tools", server, "--json")
+    assert r.code == 0, r
+    return sorted(t["name"] for t in r.json())
+
+
+def test_a_repeated_tool_name_is_listed_once_with_a_warning_naming_server_and_tool(supervisor: Any) -> None:
+    add_wild2(supervisor, "dup", "--duplicate")
+    row = wait_state(supervisor, "dup", "degraded", timeout=60)
+    assert row["reason"] == "tool `echo` is listed more than once; the first is kept", row
+    names = tool_names(supervisor, "dup")
+    assert names.count("dup__echo") == 1, names
+    r = supervisor("mcp", "tools", "dup")
+    assert r.code == 0 and "server `dup`: tool `echo` is listed more than once; the first is kept" in r.err, r
+    # The first copy is the one kept, and it works.
+    listed = {t["name"]: t for t in supervisor("mcp", "tools", "dup", "--json").json()}
+    assert listed["dup__echo"]["inputSchema"]["required"] == ["text"]
+    assert call(supervisor, "dup__echo", "text=once").out.strip() == "once"
+
+
+def test_a_server_without_the_tools_capability_connects_with_no_tools(supervisor: Any, tmp_path: Path) -> None:
+    log = tmp_path / "requests.log"
+    add_wild2(supervisor, "prompts", "--no-tools", "--log-requests", str(log))
+    row = wait_state(supervisor, "prompts", "connected", timeout=60)
+    assert row["tools"] == 0 and row["reason"] is None, row
+    assert "tools/list" not in log.read_text().splitlines()  # only what it declared is used
+    assert tool_names(supervisor, "prompts") == []
+
+
+def test_a_list_changed_burst_during_the_first_tools_list_is_not_lost(supervisor: Any) -> None:
+    add_wild2(supervisor, "bursty", "--burst")
+    wait_state(supervisor, "bursty", "connected", timeout=60)
+    # The burst came before the first answer; only a re-listing shows `late`.
+    wait_for(lambda: "bursty__late" in tool_names(supervisor, "bursty"), timeout=30)
+    assert status_of(supervisor, "bursty")["state"] == "connected"
+
+
+def test_a_required_property_with_a_default_may_be_left_out(supervisor: Any) -> None:
+    add_wild2(supervisor, "pw")
+    wait_state(supervisor, "pw", "connected", timeout=60)
+    r = call(supervisor, "pw__shot")
+    assert r.code == 0, r
+    assert json.loads(r.out) == {}  # sent as given: the server fills its own defaults
+    r = call(supervisor, "pw__shot", "scale=device")
+    assert r.code == 0 and json.loads(r.out) == {"scale": "device"}, r
+    # A value the schema does not allow is still refused before it is sent.
+    r = call(supervisor, "pw__shot", "scale=huge")
+    assert r.code != 0 and "argument `scale`" in r.err and "Traceback" not in r.err, r
+    # A required property without a default is still required.
+    r = call(supervisor, "pw__echo")
+    assert r.code != 0 and "'text' is a required property" in r.err, r
+
+
+def test_an_atom_with_a_bom_and_crlf_line_endings_is_accepted(supervisor: Any, monad_home: Path) -> None:
+    body = f'schema = 1\r\ntransport = "stdio"\r\ncommand = {json.dumps(sys.executable)}\r\n' \
+           f'args = [{json.dumps(WILD2)}]\r\n'
+    path = write_atom(monad_home, "windows", "")
+    path.write_bytes(b"\xef\xbb\xbf" + body.encode())
+    row = wait_state(supervisor, "windows", "connected", timeout=60)
+    assert row["configError"] is None and row["tools"] == 7, row
+    # An edit keeps the file as its editor wrote it: BOM and CRLF.
+    assert supervisor("mcp", "disable", "windows").code == 0
+    wait_state(supervisor, "windows", "disabled")
+    raw = path.read_bytes()
+    assert raw.startswith(b"\xef\xbb\xbf") and b"\r\n" in raw and b"enabled = false" in raw, raw
+
+
+def test_results_that_are_not_text(supervisor: Any, tmp_path: Path) -> None:
+    add_wild2(supervisor, "res")
+    wait_state(supervisor, "res", "connected", timeout=60)
+    # An embedded text resource: its text on stdout, its URI on stderr.
+    r = call(supervisor, "res__embedded_text")
+    assert r.code == 0 and r.out == "the embedded note\n", r
+    assert "memo://notes/1" in r.err, r
+    # A resource_link: its URI on stdout.
+    r = call(supervisor, "res__link")
+    assert r.code == 0 and r.out == "https://example.invalid/report.pdf\n", r
+    assert "report.pdf" in r.err and "application/pdf" in r.err, r
+    # An embedded blob: saved to a file the output names; the URI shown.
+    from tests.servers.wild2server import BLOB
+
+    for tool in ("res__embedded_blob", "res__image"):
+        r = call(supervisor, tool, cwd=tmp_path)
+        assert r.code == 0, r
+        saved = Path(r.out.strip().splitlines()[-1])
+        assert saved.is_file() and saved.read_bytes() == base64.b64decode(BLOB), r
+        assert saved.suffix == ".png" and str(saved) in r.err, r
+        if tool == "res__embedded_blob":
+            assert r.out.startswith("a picture follows\n") and "file:///pictures/dot.png" in r.err, r
+    # --json gives everything, the blob in full.
+    r = call(supervisor, "res__embedded_blob", json_out=True)
+    assert r.code == 0 and r.json()["content"][1]["resource"]["blob"] == BLOB, r
