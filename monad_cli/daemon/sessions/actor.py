@@ -80,6 +80,7 @@ class ServerActor:
         self.learned = Learned()
         self.attempt = 0  # connection attempts since the last success (or reset), this one included
         self.last_failure: str | None = None  # why the previous attempt failed, while retrying
+        self.next_attempt_at: float | None = None  # epoch seconds of the next attempt, while backing off
         self.retired = False
 
     # -- control from other tasks ------------------------------------------------------
@@ -196,16 +197,24 @@ class ServerActor:
                 continue
             # "failed" (connect failed) or "closed" (a live session ended)
             self.last_failure = self.ctx.scrub(reason) if reason else reason
-            if self.backoff.record_failure(time.monotonic()):
+            # A remote's failures are transient (refused, reset, 5xx, 429, timeouts): only a
+            # 401, a config error or a person stop its retries. A stdio crash loop may give up.
+            if self.backoff.record_failure(time.monotonic(), may_give_up=spec.transport == "stdio"):
                 n = self.backoff.give_up_after
                 self.set_state(State.FAILED, f"{reason}; gave up after {n} failures in "
                                              f"{self.backoff.window:.0f} s, run `monad mcp reconnect {self.name}`")
                 await self._sleep_until_woken()
                 self.backoff.reset()
                 continue
-            delay = self.backoff.next_delay()
-            self.set_state(State.BACKOFF, f"{reason}; retrying in {delay:.1f} s")
-            await self._sleep_until_woken(delay)
+            asked = self.conn.retry_after if self.conn is not None else None
+            delay = self.backoff.delay_for(asked)
+            self.next_attempt_at = time.time() + delay
+            wait = f"; it asked to wait {asked:g} s (Retry-After)" if asked is not None else ""
+            self.set_state(State.BACKOFF, f"{reason}{wait}; retrying in {delay:.1f} s")
+            try:
+                await self._sleep_until_woken(delay)
+            finally:
+                self.next_attempt_at = None
 
     def _new_connection(self) -> Connection:
         conn = Connection()  # only a live session's end wakes the actor; a failed connect reports itself

@@ -12,8 +12,9 @@ if TYPE_CHECKING:
 
 def status_row(actor: ServerActor, *, detail: bool = False) -> dict[str, Any]:
     """`{name, transport, state, reason, since, tools, protocolVersion, source, enabled,
-    required, pid, configError, attempt, lastAttemptReason}` (`pid` also while it connects;
-    `attempt` and why the last one failed while connecting or backing off); with `detail`,
+    required, pid, configError, attempt, lastAttemptReason, nextAttemptAt}` (`pid` also while
+    it connects; `attempt` and why the last one failed while connecting or backing off;
+    `nextAttemptAt`, epoch seconds, while backing off); with `detail`,
     also `toolNames`, `stderrTail` (scrubbed), `serverInfo`, `strayStdoutLines`,
     `repairedStdoutLines`, `oversizeMessages`, `httpTransport` (`streamable-http` or
     `sse`, for an http server) and `leftOut` (one reason per item of its tools/list that was
@@ -36,6 +37,7 @@ def status_row(actor: ServerActor, *, detail: bool = False) -> dict[str, Any]:
         "configError": actor.config_error if spec else None,
         "attempt": actor.attempt if retrying else None,
         "lastAttemptReason": actor.last_failure if retrying else None,
+        "nextAttemptAt": actor.next_attempt_at if actor.state == State.BACKOFF else None,
     }
     if detail:
         row["toolNames"] = [t.name for t in actor.tools] if live else []

@@ -83,6 +83,8 @@ class Connection:
     protocol_error: str | None = None
     hung: str | None = None  # why the supervisor ended an unresponsive session
     last_http_status: int | None = None
+    retry_after: float | None = None  # seconds a 429/503 asked the client to wait (Retry-After)
+    unreachable: str | None = None  # http: why the last request got no usable answer (None: it did)
     # HTTP status of the last POST of each JSON-RPC method (`initialize` → 405 means the
     # URL is a legacy HTTP+SSE endpoint).
     post_status: dict[str, int] = field(default_factory=dict)
