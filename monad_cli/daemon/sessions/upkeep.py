@@ -114,14 +114,21 @@ class ToolRefresh:
 
 
 async def keep_alive(ping: Callable[[], Awaitable[object]], *, idle_for: Callable[[], float],
-                     busy: Callable[[], bool], on_hung: Callable[[str], None]) -> None:
+                     busy: Callable[[], bool], on_hung: Callable[[str], None],
+                     gone: Callable[[], str | None] | None = None) -> None:
     """Ping every interval while the session is idle (nothing received for an interval and
-    no request waiting for its answer: a server busy with a call is not judged by a ping);
-    `on_hung(reason)` once when a ping gets no answer in time, then return."""
+    no request waiting for its answer: a server busy with a call is not judged by a ping's
+    time); `on_hung(reason)` once when a ping gets no answer in time, then return.
+
+    `gone()` (a remote's transport: why its last request got no answer at all, else None)
+    is read after each ping, and the session is watched this way while calls wait too: a
+    server that cannot be reached is gone however busy it was (calls waiting on it fail at
+    once when the session ends, instead of waiting for their own timeouts)."""
     interval, timeout = ping_schedule()
     while True:
         await anyio.sleep(max(0.05, interval - idle_for()))
-        if busy() or idle_for() < interval:
+        waiting = busy()
+        if (waiting and gone is None) or idle_for() < interval:
             continue
         with anyio.move_on_after(timeout) as scope:
             try:
@@ -130,7 +137,11 @@ async def keep_alive(ping: Callable[[], Awaitable[object]], *, idle_for: Callabl
                 raise
             except Exception as exc:  # noqa: BLE001 - an error answer is an answer: it lives
                 log.debug("ping answered with %s", exc)
-        if scope.cancelled_caught:
+        reason = gone() if gone is not None else None
+        if reason is not None:
+            on_hung(f"it cannot be reached: {reason}")
+            return
+        if scope.cancelled_caught and not waiting:
             on_hung(f"it stopped answering: no answer to a ping within {timeout:g} s "
                     f"after {interval:g} s without traffic")
             return
