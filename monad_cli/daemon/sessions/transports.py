@@ -22,7 +22,6 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import subprocess
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
@@ -44,6 +43,7 @@ from monad_cli.daemon.sessions.framing import (
     find_response_id,
     format_size,
 )
+from monad_cli.daemon.sessions.popen import open_process
 from monad_cli.daemon.sessions.processes import SpawnRecord, SpawnRecords, alive, members, signal_pids, spawn_record
 from monad_cli.daemon.sessions.spawn import EARLY, SpawnError, stdio_command
 from monad_cli.daemon.sessions.stderr import StderrSink
@@ -187,8 +187,7 @@ async def stdio_transport(spec: ServerSpec, sink: StderrSink, conn: Connection,
             process, marker = early.process, early.marker
             sink.adopt(early.stderr_fd)
         else:
-            process = await anyio.open_process(cmd.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                               stderr=errfd, env=cmd.env, cwd=cmd.cwd, start_new_session=True)
+            process = await open_process(cmd.argv, stderr=errfd, env=cmd.env, cwd=cmd.cwd)
     except OSError as e:
         sink.close()
         raise SpawnError(f"cannot start `{spec.command}`: {e.strerror or e}") from None
