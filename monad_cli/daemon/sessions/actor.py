@@ -24,6 +24,7 @@ from monad_cli.core.states import LIVE, State, check_transition
 from monad_cli.daemon.sessions.backoff import Backoff
 from monad_cli.daemon.sessions.connect import Learned, ToolListing, list_all_tools, start_upkeep, transport_for
 from monad_cli.daemon.sessions.context import ActorContext
+from monad_cli.daemon.sessions.eras import EraStore
 from monad_cli.daemon.sessions.inputs import InputHandler, InputRouter
 from monad_cli.daemon.sessions.reasons import classify, describe, explain_closed, explain_timeout
 from monad_cli.daemon.sessions.remote import legacy_sse_candidate
@@ -77,7 +78,7 @@ class ServerActor:
         self._phase = ""
         self._refresh: ToolRefresh | None = None
         self.storm_reason: str | None = None
-        self.learned = Learned()
+        self.learned = Learned(store=EraStore.at(ctx.paths.run_dir))
         self.attempt = 0  # connection attempts since the last success (or reset), this one included
         self.last_failure: str | None = None  # why the previous attempt failed, while retrying
         self.next_attempt_at: float | None = None  # epoch seconds of the next attempt, while backing off
@@ -101,10 +102,10 @@ class ServerActor:
             self._wakeup("needs-auth")
 
     def reconnect(self) -> None:
-        """Drop the session and connect again, from scratch: what earlier connections
-        taught (a legacy era, a legacy SSE endpoint) is forgotten too."""
+        """Drop the session and connect again: a legacy SSE endpoint is found again; a legacy
+        era is remembered (connect.Learned: no second wait for an unanswered discover)."""
         self.backoff.reset()
-        self.learned = Learned()
+        self.learned.forget_transport()
         self._wakeup("reconnect")
 
     def retire(self) -> None:

@@ -6,8 +6,10 @@ and what earlier connections to the same definition taught.
   backwards-compatibility procedure (remote.legacy_sse_candidate) or remembered.
 - `Learned`: a server found to speak only the handshake era (up to 2025-11-25) is
   reconnected with `mode="legacy"` — straight to `initialize`, no `server/discover` probe —
-  and one found on legacy SSE straight over SSE. Kept in memory per definition (its
-  connection fingerprint): a changed definition or `monad mcp reconnect` forgets it.
+  and one found on legacy SSE straight over SSE. Kept per definition (its connection
+  fingerprint), in memory and in `run/eras.json` (eras.py), so reconnects and supervisor
+  restarts skip the probe; a changed definition forgets it, `monad mcp reconnect` forgets
+  only the SSE finding.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from monad_cli.config.schema import ServerSpec
 from monad_cli.config.workdir import default_workdir
 from monad_cli.core.paths import Paths
+from monad_cli.daemon.sessions.eras import EraStore
 from monad_cli.daemon.sessions.exchange import Exchange, discover_budget
 from monad_cli.daemon.sessions.listings import declared, first_of_each_name
 from monad_cli.daemon.sessions.processes import SpawnRecords
@@ -43,23 +46,35 @@ Mode = Literal["auto", "legacy"]
 
 @dataclass
 class Learned:
-    """What connecting to one definition showed: `legacy` (no 2026-07-28), `sse`."""
+    """What connecting to one definition showed: `legacy` (no 2026-07-28), `sse`; kept in
+    `store` too (eras.py: across reconnects and supervisor restarts), when given."""
 
     fingerprint: str | None = None
     legacy: bool = False
     sse: bool = False
+    store: EraStore | None = None
 
     def for_spec(self, spec: ServerSpec) -> Learned:
-        """Itself, forgotten first if `spec` is not the definition it was learned from."""
+        """Itself, forgotten first if `spec` is not the definition it was learned from (then
+        what the store remembers of `spec`, if anything)."""
         fingerprint = spec.connection_fingerprint()
         if fingerprint != self.fingerprint:
             self.fingerprint, self.legacy, self.sse = fingerprint, False, False
+            recalled = self.store.recall(fingerprint) if self.store is not None else None
+            if recalled is not None:
+                self.legacy, self.sse = recalled
         return self
+
+    def forget_transport(self) -> None:
+        """`monad mcp reconnect`: the HTTP transport is found again; the era is kept."""
+        self.sse = False
 
     def note(self, protocol_version: str | None, transport: str | None) -> None:
         """After a successful connect: remember the era and the HTTP transport."""
         self.legacy = protocol_version not in MODERN_PROTOCOL_VERSIONS
         self.sse = transport == "sse"
+        if self.store is not None and self.fingerprint is not None:
+            self.store.remember(self.fingerprint, legacy=self.legacy, sse=self.sse)
 
     def mode(self, *, over_sse: bool) -> Mode:
         # HTTP+SSE is the 2024-11-05 transport: the modern era is not defined over it.
