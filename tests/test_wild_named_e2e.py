@@ -188,3 +188,27 @@ def test_a_restarted_remote_answering_the_old_session_with_400_is_reconnected(su
     assert status_of(supervisor, "ts")["state"] == "connected"
     log = (monad_home / "logs" / "daemon.log").read_text()
     assert "-32603" not in log and "No valid session ID provided (MCP error" not in log
+
+
+def test_a_legacy_era_is_remembered_across_reconnect_and_supervisor_restart(supervisor: Any, tmp_path: Path,
+                                                                            monad_home: Path) -> None:
+    log = tmp_path / "requests.log"
+    r = supervisor("mcp", "add", "old", "--timeout", "6", "--", sys.executable, WILD2, "--discover", "never",
+                   "--log-requests", str(log))
+    assert r.code == 0, r
+    wait_state(supervisor, "old", "connected", timeout=60)
+    seen = log.read_text().splitlines()
+    assert seen[:2] == ["server/discover", "initialize"], seen
+    assert supervisor("mcp", "reconnect", "old").code == 0
+    wait_for(lambda: log.read_text().splitlines().count("initialize") == 2, timeout=60)
+    wait_state(supervisor, "old", "connected", timeout=60)
+    assert supervisor("daemon", "stop").code == 0
+    assert supervisor("daemon", "start").code == 0
+    wait_for(lambda: log.read_text().splitlines().count("initialize") == 3, timeout=60)
+    assert status_of(supervisor, "old")["protocolVersion"] == "2025-11-25"
+    methods = log.read_text().splitlines()
+    assert methods.count("server/discover") == 1, methods  # only the first connect probed it
+    assert "tools/list" in methods[methods.index("initialize", 2):]
+    # The file names no command, URL or secret: only the definition's fingerprint.
+    stored = json.loads((monad_home / "run" / "eras.json").read_text())
+    assert list(stored.values())[0]["legacy"] is True and WILD2 not in json.dumps(stored)
