@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -211,4 +212,45 @@ def test_a_legacy_era_is_remembered_across_reconnect_and_supervisor_restart(supe
     assert "tools/list" in methods[methods.index("initialize", 2):]
     # The file names no command, URL or secret: only the definition's fingerprint.
     stored = json.loads((monad_home / "run" / "eras.json").read_text())
-    assert list(stored.values())[0]["legacy"] is True and WILD2 not in json.dumps(stored)
+    assert next(iter(stored.values()))["legacy"] is True and WILD2 not in json.dumps(stored)
+
+
+def test_server_everything_restarted_in_streamable_http_mode_is_reconnected(supervisor: Any,
+                                                                            monad_home: Path) -> None:
+    """The official reference server answers an unknown session 400 "Bad Request: No valid
+    session ID provided" (not 404); the session is re-established and the call answered."""
+    from tests.conftest import everything_bin
+
+    binary = everything_bin()
+    port = free_port()
+
+    def start() -> subprocess.Popen[bytes]:
+        proc = subprocess.Popen([binary, "streamableHttp"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                env={**os.environ, "PORT": str(port)})
+
+        def up() -> bool:
+            with socket.socket() as s:
+                return s.connect_ex(("127.0.0.1", port)) == 0
+
+        wait_for(up, timeout=30)
+        return proc
+
+    first = start()
+    second: subprocess.Popen[bytes] | None = None
+    try:
+        assert supervisor("mcp", "add", "everything", "--url", f"http://127.0.0.1:{port}/mcp").code == 0
+        wait_state(supervisor, "everything", "connected", timeout=60)
+        assert "Echo: before" in call(supervisor, "everything__echo", "message=before").out
+        first.kill()
+        first.wait(timeout=10)
+        second = start()
+        r = call(supervisor, "everything__echo", "message=after")
+        assert r.code == 0 and "Echo: after" in r.out, r
+        assert status_of(supervisor, "everything")["state"] == "connected"
+        log = (monad_home / "logs" / "daemon.log").read_text()
+        assert "No valid session ID provided (MCP error" not in log and "-32603" not in log
+    finally:
+        for proc in (first, second):
+            if proc is not None:
+                proc.kill()
+                proc.wait(timeout=10)
