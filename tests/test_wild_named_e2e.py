@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from tests.conftest import free_port, status_of, wait_for, wait_state, write_atom
@@ -254,3 +255,25 @@ def test_server_everything_restarted_in_streamable_http_mode_is_reconnected(supe
             if proc is not None:
                 proc.kill()
                 proc.wait(timeout=10)
+
+
+def test_through_the_gateway_one_copy_of_a_repeated_tool_and_a_required_default_accepted(
+        supervisor: Any, monad_home: Path) -> None:
+    """What an agent sees: the gateway's tools/list names `echo` once (Claude's API refuses a
+    list with two), and a call leaving out a required property that has a default is sent."""
+    from mcp import Client, StdioServerParameters
+
+    add_wild2(supervisor, "gw", "--duplicate")
+    assert supervisor("mcp", "trust", "gw", "--auto-approve", "shot").code == 0
+    wait_state(supervisor, "gw", "degraded", timeout=60)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "monad_cli", "mcp", "serve"],
+                                   env={"MONAD_HOME": str(monad_home), "MONAD_NO_AUTOSTART": "1"})
+
+    async def main() -> None:
+        async with Client(params) as client:
+            names = [t.name for t in (await client.list_tools()).tools]
+            assert names.count("gw__echo") == 1, names
+            result = await client.call_tool("gw__shot", {})
+            assert not result.is_error and json.loads(result.content[0].text) == {}, result
+
+    anyio.run(main)
