@@ -11,12 +11,14 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import anyio
-from mcp import Client
+from mcp import Client, MCPError
 from mcp.client.session import IncomingMessage
-from mcp_types import CallToolResult, Implementation, Tool, ToolListChangedNotification
+from mcp_types import INTERNAL_ERROR, CallToolResult, Implementation, Tool, ToolListChangedNotification
 
 from monad_cli import __version__
 from monad_cli.config.schema import ServerSpec
@@ -35,6 +37,18 @@ from monad_cli.daemon.sessions.upkeep import ToolRefresh, listen_for_tool_change
 from monad_cli.daemon.trust.servers import ProgressFn
 
 log = logging.getLogger("monad.actor")
+
+
+@contextmanager
+def _wrong_shape_fails_the_call() -> Iterator[None]:
+    """An answer of a shape the protocol does not define fails its call with a one-line
+    reason (an MCPError, as any failed call), not pydantic's multi-line report."""
+    from pydantic import ValidationError
+
+    try:
+        yield
+    except ValidationError as exc:
+        raise MCPError(INTERNAL_ERROR, describe(exc)) from None
 
 
 class ServerActor:
@@ -402,7 +416,7 @@ class ServerActor:
                              f"{': ' + self.reason if self.reason else ''} (see `monad mcp status {self.name}`)")
         rto = self.spec.request_timeout_ms if self.spec else None
         lane = self.conn.lane if self.conn is not None and progress is None and not rto else None
-        with self.inputs.serving(inputs):
+        with self.inputs.serving(inputs), _wrong_shape_fails_the_call():
             result = await lane.call(tool, arguments, client.protocol_version, self.tools) if lane else None
             return result if result is not None else await client.call_tool(
                 tool, arguments, read_timeout_seconds=rto / 1000 if rto else None, progress_callback=progress)
