@@ -94,3 +94,16 @@ def test_a_call_waiting_on_a_remote_that_dies_fails_instead_of_waiting(superviso
         assert waiting.returncode == 1 and "Traceback" not in err, (out, err)
     finally:
         server.kill()
+
+
+def test_an_answer_of_the_wrong_shape_fails_its_call_at_once_in_one_line(supervisor: Any) -> None:
+    add_wild2(supervisor, "odd")
+    row = wait_state(supervisor, "odd", "connected", timeout=60)
+    r = call(supervisor, "odd__odd_shape")
+    assert r.code == 1 and len(r.err.strip().splitlines()) == 1, r
+    assert "is not of the shape the protocol defines: CallToolResult.content: Input should be a valid list" in r.err
+    calls = supervisor("journal", "--calls", "--json").json()
+    assert [c["outcome"] for c in calls if c["tool"] == "odd_shape"] == ["error"], calls
+    # The session goes on.
+    assert call(supervisor, "odd__echo", "text=on").out.strip() == "on"
+    assert status_of(supervisor, "odd")["pid"] == row["pid"]

@@ -12,7 +12,8 @@ Tools (unless `--no-tools`):
   `browser_take_screenshot`); answers with the arguments it received, as JSON;
 - `embedded_text()`, `embedded_blob()`, `link()`, `image()`: results that are not text
   (an embedded text resource, an embedded blob resource, a `resource_link`, an image);
-- `close_stdout()`: closes the server's stdout and keeps living (a server whose output ended).
+- `close_stdout()`: closes the server's stdout and keeps living (a server whose output ended);
+- `odd_shape()`: answers a result whose `content` is a string (no protocol version accepts it).
 
 Options:
 - `--duplicate`: `tools/list` names `echo` twice (openclaw/mcporter#260);
@@ -51,6 +52,7 @@ def tool_defs(*, bad: bool) -> list[dict[str, Any]]:
         {"name": "link", "inputSchema": obj},
         {"name": "image", "inputSchema": obj},
         {"name": "close_stdout", "inputSchema": obj},
+        {"name": "odd_shape", "inputSchema": obj},
     ]
     if bad:
         tools.append({"name": "broken", "description": "its schema is a string", "inputSchema": "object"})
@@ -151,8 +153,12 @@ def main() -> None:
                         if message.method == "tools/list" and not args.no_tools:
                             tools_list(message.id)
                             continue
-                        if message.method == "tools/call" and (message.params or {}).get("name") == "close_stdout":
+                        called = (message.params or {}).get("name") if message.method == "tools/call" else None
+                        if called == "close_stdout":
                             stdout.close()  # the output ends; the process lives on, reading stdin
+                            continue
+                        if called == "odd_shape":  # a result no protocol version accepts
+                            write({"jsonrpc": "2.0", "id": message.id, "result": {"content": "not a list"}})
                             continue
                     await to_server.send(SessionMessage(message))
 
