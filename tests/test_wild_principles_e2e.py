@@ -107,3 +107,26 @@ def test_an_answer_of_the_wrong_shape_fails_its_call_at_once_in_one_line(supervi
     # The session goes on.
     assert call(supervisor, "odd__echo", "text=on").out.strip() == "on"
     assert status_of(supervisor, "odd")["pid"] == row["pid"]
+
+
+def test_a_server_that_stops_answering_while_a_call_waits_fails_that_call(
+        monad: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Liveness is watched while calls wait, not only when idle: a frozen server (alive,
+    reading, answering nothing) is found dead, and the call waiting on it fails."""
+    monkeypatch.setenv("MONAD_PING_INTERVAL", "1")  # while calls wait: 30 × 1 s
+    try:
+        assert monad("daemon", "start").code == 0
+        add_wild2(monad, "frozen")
+        row = wait_state(monad, "frozen", "connected", timeout=60)
+        r = monad("mcp", "call", "frozen__hang", "--yes", timeout=120)
+        assert r.code == 1 and "Connection closed" in r.err and "Traceback" not in r.err, r
+        def hung_row() -> bool:
+            reasons = [x.get("reason") or "" for x in monad("journal", "--server", "frozen", "--json").json()]
+            return any("it stopped answering: no answer to a ping within" in x and "while calls waited" in x
+                       for x in reasons)
+
+        wait_for(hung_row, timeout=30)
+        wait_for(lambda: (s := status_of(monad, "frozen"))["state"] == "connected" and s["pid"] != row["pid"],
+                 timeout=60)
+    finally:
+        monad("daemon", "stop")

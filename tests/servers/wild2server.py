@@ -13,7 +13,8 @@ Tools (unless `--no-tools`):
 - `embedded_text()`, `embedded_blob()`, `link()`, `image()`: results that are not text
   (an embedded text resource, an embedded blob resource, a `resource_link`, an image);
 - `close_stdout()`: closes the server's stdout and keeps living (a server whose output ended);
-- `odd_shape()`: answers a result whose `content` is a string (no protocol version accepts it).
+- `odd_shape()`: answers a result whose `content` is a string (no protocol version accepts it);
+- `hang()`: never answers, and from then on the server answers nothing (alive, reading).
 
 Options:
 - `--duplicate`: `tools/list` names `echo` twice (openclaw/mcporter#260);
@@ -53,6 +54,7 @@ def tool_defs(*, bad: bool) -> list[dict[str, Any]]:
         {"name": "image", "inputSchema": obj},
         {"name": "close_stdout", "inputSchema": obj},
         {"name": "odd_shape", "inputSchema": obj},
+        {"name": "hang", "inputSchema": obj},
     ]
     if bad:
         tools.append({"name": "broken", "description": "its schema is a string", "inputSchema": "object"})
@@ -113,6 +115,7 @@ def main() -> None:
     server = Server("wild2server", version="1.0", **handlers)
     log = open(args.log_requests, "a", buffering=1) if args.log_requests else None  # noqa: SIM115
     listings = {"n": 0}
+    frozen: list[bool] = []
     stdout = os.fdopen(1, "wb", buffering=0)
 
     def write(data: dict[str, Any]) -> None:
@@ -145,6 +148,8 @@ def main() -> None:
                         message = types.jsonrpc_message_adapter.validate_json(raw, by_name=False)
                     except ValueError:
                         continue
+                    if frozen:
+                        continue  # wedged: alive, reading, answering nothing
                     if isinstance(message, types.JSONRPCRequest):
                         if log is not None:
                             log.write(message.method + "\n")
@@ -156,6 +161,9 @@ def main() -> None:
                         called = (message.params or {}).get("name") if message.method == "tools/call" else None
                         if called == "close_stdout":
                             stdout.close()  # the output ends; the process lives on, reading stdin
+                            continue
+                        if called == "hang":
+                            frozen.append(True)
                             continue
                         if called == "odd_shape":  # a result no protocol version accepts
                             write({"jsonrpc": "2.0", "id": message.id, "result": {"content": "not a list"}})

@@ -151,11 +151,21 @@ async def list_all_tools(client: Client, exchange: Exchange | None = None) -> To
 
 async def ping(client: Client) -> None:
     """A liveness check: `ping` (MCP spec, basic/utilities "Ping"), or `server/discover` on
-    2026-07-28, where `ping` was removed and discover is the cheap stateless request."""
-    if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
-        await client.session.send_discover(client.protocol_version)
-    else:
-        await client.session.send_ping()
+    2026-07-28, where `ping` was removed and discover is the cheap stateless request.
+    Raises TimeoutError when the request timed out here (the transport's `server/discover`
+    budget answers it locally, exchange.py): that is no answer from the server."""
+    from mcp import MCPError
+    from mcp_types import REQUEST_TIMEOUT
+
+    try:
+        if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            await client.session.send_discover(client.protocol_version)
+        else:
+            await client.session.send_ping()
+    except MCPError as exc:
+        if exc.error.code == REQUEST_TIMEOUT:
+            raise TimeoutError(exc.error.message) from None
+        raise
 
 
 def start_upkeep(tg: anyio.abc.TaskGroup, client: Client, conn: Connection, refresh: ToolRefresh, *,
