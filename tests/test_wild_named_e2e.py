@@ -93,7 +93,7 @@ def test_an_atom_with_a_bom_and_crlf_line_endings_is_accepted(supervisor: Any, m
     path = write_atom(monad_home, "windows", "")
     path.write_bytes(b"\xef\xbb\xbf" + body.encode())
     row = wait_state(supervisor, "windows", "connected", timeout=60)
-    assert row["configError"] is None and row["tools"] == 7, row
+    assert row["configError"] is None and row["tools"] == 9, row
     # An edit keeps the file as its editor wrote it: BOM and CRLF.
     assert supervisor("mcp", "disable", "windows").code == 0
     wait_state(supervisor, "windows", "disabled")
