@@ -90,7 +90,7 @@ def test_keep_alive_reports_a_hung_server_and_not_a_busy_or_chatty_one(monkeypat
             with anyio.move_on_after(1.0):
                 await upkeep.keep_alive(ping, idle_for=lambda: 10.0, busy=lambda: False, on_hung=hung.append)
         assert pings >= 2 and hung == []
-        with anyio.move_on_after(1.0):  # busy with a call: never pinged, never judged
+        with anyio.move_on_after(1.0):  # busy with a call: judged only after BUSY_PATIENCE × the timeout
             await upkeep.keep_alive(ping_never, idle_for=lambda: 10.0, busy=lambda: True, on_hung=hung.append)
         assert hung == []
         with anyio.fail_after(5):
@@ -106,3 +106,25 @@ def test_ping_schedule_defaults_and_override(monkeypatch: pytest.MonkeyPatch) ->
     assert (interval, timeout) == (30.0, 10.0) and interval + timeout <= 60  # noticed within a minute
     monkeypatch.setenv("MONAD_PING_INTERVAL", "nonsense")
     assert upkeep.ping_schedule() == (30.0, 10.0)
+
+
+def test_keep_alive_watches_while_calls_wait_with_more_patience(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MONAD_PING_INTERVAL", "0.2")
+    monkeypatch.setattr(upkeep, "BUSY_PATIENCE", 3)
+    hung: list[str] = []
+    gone_reasons: list[str] = []
+
+    async def ping_never() -> None:
+        await anyio.sleep(3600)
+
+    async def main() -> None:
+        with anyio.fail_after(10):  # busy, and nothing answers: reported after 3 × 1 s
+            await upkeep.keep_alive(ping_never, idle_for=lambda: 10.0, busy=lambda: True, on_hung=hung.append)
+        with anyio.fail_after(10):  # a remote that cannot be reached: at once, busy or not
+            await upkeep.keep_alive(ping_never, idle_for=lambda: 10.0, busy=lambda: True,
+                                    on_hung=gone_reasons.append, gone=lambda: "ConnectError: refused")
+
+    anyio.run(main)
+    assert hung == ["it stopped answering: no answer to a ping within 3 s after 0.2 s without traffic "
+                    "while calls waited"]
+    assert gone_reasons == ["it cannot be reached: ConnectError: refused"]

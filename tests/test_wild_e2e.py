@@ -266,7 +266,7 @@ def test_a_server_that_stops_answering_is_noticed_while_idle(monad: Any, monkeyp
 
 def test_a_server_that_exits_while_a_child_holds_its_stdout_is_seen_gone(supervisor: Any, tmp_path: Path) -> None:
     """The stdio pipe never ends (a child holds it), so only the exit itself can tell: the
-    supervisor waits for the exit, not for the pipes (transports.wait_for_exit)."""
+    supervisor waits for the exit, not for the pipes (sessions/popen.py: `PipeProcess.wait`)."""
     add_wild(supervisor, "leaver")
     wait_state(supervisor, "leaver", "connected")
     pid = status_of(supervisor, "leaver")["pid"]

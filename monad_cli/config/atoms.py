@@ -43,7 +43,9 @@ def read_atom(paths: Paths, path: Path) -> dict[str, Any]:
     except OSError as e:
         raise ConfigError(f"`{source}`: cannot read ({e.strerror})", file=source, server=path.stem) from None
     try:
-        text = data.decode("utf-8")
+        # `utf-8-sig`: some Windows editors save a byte-order mark; TOML 1.0 (§ Spec) has none,
+        # but refusing a file for an invisible prefix helps nobody. CRLF is TOML's own newline.
+        text = data.decode("utf-8-sig")
         return tomllib.loads(text)
     except UnicodeDecodeError:
         raise ConfigError(f"`{source}`: is not UTF-8 text", file=source, server=path.stem) from None
@@ -174,12 +176,14 @@ def edit_atom(path: Path, mutate: Callable[[Any], None]) -> str:
     import tomlkit
 
     try:
-        doc = tomlkit.parse(path.read_text("utf-8"))
+        raw = path.read_bytes().decode("utf-8")  # not read_text: its newline translation loses CRLF
+        bom = "\ufeff" if raw.startswith("\ufeff") else ""  # kept: the file stays as its editor wrote it
+        doc = tomlkit.parse(raw.removeprefix(bom))
     except FileNotFoundError:
         raise NotFound(f"`{path.name}` is gone; nothing was changed") from None
     except Exception:  # noqa: BLE001 - tomlkit raises its own ParseError family; tomllib words it better
         try:
-            tomllib.loads(path.read_text("utf-8"))
+            tomllib.loads(path.read_text("utf-8-sig"))
             detail = "tomlkit cannot parse it"
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
             detail = str(e)
@@ -187,4 +191,4 @@ def edit_atom(path: Path, mutate: Callable[[Any], None]) -> str:
                           f"monad does not edit a broken file", file=f"atoms/mcp/{path.name}",
                           server=path.stem) from None
     mutate(doc)
-    return tomlkit.dumps(doc)
+    return bom + tomlkit.dumps(doc)

@@ -123,7 +123,7 @@ def update_server(paths: Paths, name: str, changes: Mapping[str, Any],
             text = edit_atom(path, apply)
             import tomllib
 
-            edited = tomllib.loads(text)
+            edited = tomllib.loads(text.removeprefix("\ufeff"))
             validate(edited, name=name, source=f"atoms/mcp/{name}.toml", environ=None)
             _refuse_masks(edited, name, f"atoms/mcp/{name}.toml", changes)
             write_atomic(path, text.encode())

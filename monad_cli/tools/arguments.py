@@ -114,11 +114,28 @@ def _without_optional_nulls(schema: dict[str, Any], arguments: dict[str, Any]) -
     return {k: v for k, v in arguments.items() if v is not None or k in required or k not in props}
 
 
+def _with_required_defaults(schema: dict[str, Any], arguments: dict[str, Any]) -> dict[str, Any]:
+    """`arguments` as checked: a required property the call leaves out but the schema gives a
+    `default` counts as given (its default). Servers fill such defaults in themselves
+    (`@playwright/mcp`'s `browser_take_screenshot` marks `scale` required with a default, and
+    accepts a call without it); monad's check must never refuse what the server accepts. The
+    arguments are sent as given."""
+    props = schema.get("properties")
+    required = schema.get("required")
+    if not isinstance(props, dict) or not isinstance(required, list):
+        return arguments
+    missing = {k: props[k]["default"] for k in required
+               if isinstance(k, str) and k not in arguments and isinstance(props.get(k), dict)
+               and "default" in props[k]}
+    return {**arguments, **missing} if missing else arguments
+
+
 def validate_arguments(schema: dict[str, Any] | None, arguments: dict[str, Any], exposed: str) -> None:
     """Check `arguments` against the tool's inputSchema (JSON Schema 2020-12, or the dialect
     its `$schema` names; `$ref`s are resolved within the schema only, never fetched); raises
     InvalidInput naming the first offending argument. A `null` for an optional property
-    passes (`_without_optional_nulls`)."""
+    passes (`_without_optional_nulls`), and so does a missing required property that has a
+    `default` (`_with_required_defaults`)."""
     if not schema:
         return
     import jsonschema
@@ -138,7 +155,8 @@ def validate_arguments(schema: dict[str, Any] | None, arguments: dict[str, Any],
             # one fetches remote `$ref`s, blocking, inside the supervisor's event loop.
             validator = jsonschema.validators.validator_for(schema)(schema, registry=Registry())
             _validators[id(schema)] = (schema, validator)
-        errors = sorted(validator.iter_errors(_without_optional_nulls(schema, arguments)),
+        checked = _with_required_defaults(schema, _without_optional_nulls(schema, arguments))
+        errors = sorted(validator.iter_errors(checked),
                         key=lambda e: list(e.absolute_path))
     except Unresolvable as e:
         log.info("tool `%s`: arguments sent unvalidated: its inputSchema has a $ref that cannot be resolved "

@@ -266,7 +266,9 @@ def status(
         ("name", row["name"]), ("transport", transport), ("state", row["state"]),
         ("reason", row["reason"]), ("since", render.when(row.get("since"))), ("source", row["source"]),
         ("protocol", row["protocolVersion"]), ("pid", row.get("pid")), ("attempt", row.get("attempt")),
-        ("last attempt", row.get("lastAttemptReason")), *config_error,
+        ("last attempt", row.get("lastAttemptReason")),
+        *([("next attempt", render.when(row["nextAttemptAt"]))] if row.get("nextAttemptAt") else []),
+        *config_error,
         ("variables", _variables_text(row.get("variables") or [])),
         ("tools", "refused (its tool set does not match its pin; see the reason)" if row.get("toolsRefused")
          else row["toolNames"]), ("stderr tail", row["stderrTail"]),

@@ -38,7 +38,8 @@ def tools(
     """Tools of the connected servers under their exposed names (`SERVER__TOOL`).
 
     `--json` adds each tool's description, inputSchema, original name and whether it is
-    auto-approved. Name collisions are reported on stderr. Tools the gateway defers until
+    auto-approved. Name collisions, and tools a server listed that monad could not take
+    (a repeated name, an unusable schema), are reported on stderr. Tools the gateway defers until
     `load_tools` are marked `deferred` (`monad mcp call` calls them directly). Tools a tool
     filter hides are listed as `hidden` with the rule (`hidden` in --json, null when shown);
     no gateway lists them and every call of them is refused (docs/filtering.md).
@@ -54,6 +55,8 @@ def tools(
     for c in answer.get("collisions", []):
         if server is None or any(m["server"] == server for m in c["members"]):
             render.warn(describe_collision(c))
+    for item in answer.get("leftOut", []):
+        render.warn(f"server `{item['server']}`: {item['reason']}")
     render.table([{"name": t["name"], "auto": "auto" if t.get("autoApproved") else "",
                    "deferred": f"hidden: {t['hidden']}" if t.get("hidden") else
                    "deferred" if t.get("deferred") else "",
@@ -93,7 +96,61 @@ def _wait_for_server(client: Any, server: str, limit: float = 120.0) -> dict[str
     return row
 
 
-def _show_result(result: dict[str, Any], as_json: bool) -> None:
+def _save_blob(tool: str, data: str, mime: str | None) -> str:
+    """Write base64 `data` to a new file (0600) in the temp directory; its path."""
+    import base64
+    import binascii
+    import mimetypes
+    import os
+    import tempfile
+
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        raise MonadError(f"tool `{tool}` answered a blob that is not base64; see it with --json") from None
+    suffix = (mimetypes.guess_extension(mime.split(";")[0].strip()) if mime else None) or ".bin"
+    safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in tool)[:60]
+    fd, path = tempfile.mkstemp(prefix=f"monad-{safe}-", suffix=suffix)
+    with os.fdopen(fd, "wb") as f:
+        f.write(raw)
+    return path
+
+
+def _show_content(tool: str, c: dict[str, Any]) -> None:
+    """One content block of a result (MCP spec, server/tools "Tool Result"): text and text
+    resources on stdout, a resource link's URI on stdout, binary data saved to a file whose
+    path goes to stdout; what each block is (its URI, type, size) on stderr."""
+    kind = c.get("type")
+    if kind == "text":
+        render.line(c.get("text", ""))
+        return
+    if kind == "resource" and isinstance(c.get("resource"), dict):
+        res = c["resource"]
+        uri, mime = res.get("uri", ""), res.get("mimeType")
+        if "text" in res:
+            render.info(f"[resource {uri}{' ' + mime if mime else ''}]")
+            render.line(res.get("text") or "")
+        elif "blob" in res:
+            path = _save_blob(tool, res.get("blob") or "", mime)
+            render.info(f"[resource {uri}{' ' + mime if mime else ''}, saved to {path}]")
+            render.line(path)
+        else:
+            render.info(f"[resource {uri}{' ' + mime if mime else ''}, no content]")
+        return
+    if kind == "resource_link":
+        mime, name = c.get("mimeType"), c.get("name")
+        render.info(f"[resource link{' ' + name if name else ''}{' ' + mime if mime else ''}]")
+        render.line(c.get("uri", ""))
+        return
+    if kind in ("image", "audio") and isinstance(c.get("data"), str):
+        path = _save_blob(tool, c["data"], c.get("mimeType"))
+        render.info(f"[{kind}{' ' + c['mimeType'] if c.get('mimeType') else ''}, saved to {path}]")
+        render.line(path)
+        return
+    render.info(f"[{kind} content{': ' + c['mimeType'] if c.get('mimeType') else ''}; see it with --json]")
+
+
+def _show_result(result: dict[str, Any], as_json: bool, tool: str = "") -> None:
     content = result.get("content", [])
     texts = [c.get("text", "") for c in content if c.get("type") == "text"]
     if result.get("isError"):
@@ -106,11 +163,9 @@ def _show_result(result: dict[str, Any], as_json: bool) -> None:
     if as_json:
         render.data_json(result)
         return
-    for text in texts:
-        render.line(text)
     for c in content:
-        if c.get("type") != "text":
-            render.info(f"[{c.get('type')} content{': ' + c['mimeType'] if c.get('mimeType') else ''}]")
+        if isinstance(c, dict):
+            _show_content(tool or str(result.get("name") or "tool"), c)
     if not texts and result.get("structuredContent") is not None:
         render.line(json.dumps(result["structuredContent"], ensure_ascii=False))
 
@@ -148,7 +203,12 @@ def call(
                                          "print its id and return (see `monad tasks show ID`).")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Call a tool through the supervisor and its approval gate; text content goes to stdout.
+    """Call a tool through the supervisor and its approval gate; the result goes to stdout.
+
+    Text (and the text of an embedded resource) is printed; a resource link prints its URI;
+    binary content (an embedded blob, an image, audio) is saved to a new file in the temp
+    directory and its path printed. What each non-text block is (URI, type, the file) goes
+    to stderr. `--json` prints the whole result, blobs in full.
 
     Arguments are validated against the tool's inputSchema before the call. On a TTY you are
     asked in place (server, tool, full arguments); without one the call waits for
@@ -220,7 +280,7 @@ def call(
             render.info(f"`{name}` runs as task {task['id']} ({task.get('state')}); follow it with "
                         f"`monad tasks show {task['id']} --wait`")
         return
-    _show_result(answer, as_json)
+    _show_result(answer, as_json, name)
 
 
 # -- trust controls -------------------------------------------------------------------

@@ -1,7 +1,9 @@
 """Control API routes for tools, calls and approvals (docs/tools.md "Control API").
 
     GET  /v1/tools[?server=NAME][&name=X] exposed tools (hidden ones too, with `hidden`: the
-                                          rule) + the set's `signature`
+                                          rule) + the set's `signature`, name `collisions`
+                                          and `leftOut` ({server, reason}: listed items
+                                          not taken)
     GET  /v1/tools/changes?since=SIG      long poll (≤ `timeout` s): the new signature
     POST /v1/tools/call                   {name, arguments, via, approval: {mode, ...}, ref?, progress?}
     GET  /v1/tools/sets/{name}            the server's current tool-set hash and its pin
@@ -53,8 +55,12 @@ def tools_routes(port: DaemonPort) -> list[Route]:
         wanted = request.query_params.get("name")
         if wanted is not None:  # one tool: `monad mcp call` needs only its inputSchema
             listed = [t for t in listed if t["name"] == wanted]
+        # Tools a server listed but monad could not take (a bad schema, a repeated name):
+        # `monad mcp tools` names them on stderr (sessions/listings.py).
+        left_out = [{"server": n, "reason": reason} for n, actor in port.actors.items()
+                    if name in (None, n) and actor.live for reason in actor.left_out]
         return JSONResponse({"tools": listed, "signature": svc.signature(everything),
-                             "collisions": svc.name_map().collisions})
+                             "collisions": svc.name_map().collisions, "leftOut": left_out})
 
     async def changes(request: Request) -> JSONResponse:
         since = request.query_params.get("since", "")

@@ -11,14 +11,15 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from mcp import Client
+from mcp import Client, MCPError
 from mcp.client.session import IncomingMessage
-from mcp_types import CallToolResult, Implementation, Tool, ToolListChangedNotification
+from mcp_types import INTERNAL_ERROR, CallToolResult, Implementation, Tool, ToolListChangedNotification
 
 from monad_cli import __version__
 from monad_cli.config.schema import ServerSpec
@@ -26,7 +27,8 @@ from monad_cli.core.messages import one_line
 from monad_cli.core.paths import Paths
 from monad_cli.core.states import LIVE, State, check_transition
 from monad_cli.daemon.sessions.backoff import Backoff
-from monad_cli.daemon.sessions.connect import Learned, list_all_tools, start_upkeep, transport_for
+from monad_cli.daemon.sessions.connect import Learned, ToolListing, list_all_tools, start_upkeep, transport_for
+from monad_cli.daemon.sessions.eras import EraStore
 from monad_cli.daemon.sessions.inputs import InputHandler, InputRouter
 from monad_cli.daemon.sessions.reasons import classify, describe, explain_closed, explain_timeout
 from monad_cli.daemon.sessions.remote import legacy_sse_candidate
@@ -85,6 +87,18 @@ class ActorContext:
     early: EarlySpawns | None = None
 
 
+@contextmanager
+def _wrong_shape_fails_the_call() -> Iterator[None]:
+    """An answer of a shape the protocol does not define fails its call with a one-line
+    reason (an MCPError, as any failed call), not pydantic's multi-line report."""
+    from pydantic import ValidationError
+
+    try:
+        yield
+    except ValidationError as exc:
+        raise MCPError(INTERNAL_ERROR, describe(exc)) from None
+
+
 class ServerActor:
     """The lifecycle of one server's session; `spec is None`: its definition does not validate.
 
@@ -108,6 +122,7 @@ class ServerActor:
         self.client: Client | None = None
         self.tools: list[Tool] = []
         self.tool_problem: str | None = None
+        self.left_out: list[str] = []  # why items of its tools/list were not taken (named)
         self.protocol_version: str | None = None
         self.server_info: dict[str, Any] | None = None
         self.conn: Connection | None = None
@@ -125,10 +140,11 @@ class ServerActor:
         self._phase = ""
         self._refresh: ToolRefresh | None = None
         self.storm_reason: str | None = None
-        self.learned = Learned()
+        self.learned = Learned(store=EraStore.at(ctx.paths.run_dir))
         self.attempt = 0  # connection attempts since the last success (or reset), this one included
         self._connect_span: Any = None  # `connect {server}` while connecting, telemetry on
         self.last_failure: str | None = None  # why the previous attempt failed, while retrying
+        self.next_attempt_at: float | None = None  # epoch seconds of the next attempt, while backing off
         self.retired = False
 
     # -- control from other tasks ------------------------------------------------------
@@ -149,10 +165,10 @@ class ServerActor:
             self._wakeup("needs-auth")
 
     def reconnect(self) -> None:
-        """Drop the session and connect again, from scratch: what earlier connections
-        taught (a legacy era, a legacy SSE endpoint) is forgotten too."""
+        """Drop the session and connect again: a legacy SSE endpoint is found again; a legacy
+        era is remembered (connect.Learned: no second wait for an unanswered discover)."""
         self.backoff.reset()
-        self.learned = Learned()
+        self.learned.forget_transport()
         self._wakeup("reconnect")
 
     def retire(self) -> None:
@@ -254,18 +270,26 @@ class ServerActor:
                 continue
             # "failed" (connect failed) or "closed" (a live session ended)
             self.last_failure = self.ctx.scrub(reason) if reason else reason
-            if self.backoff.record_failure(time.monotonic()):
+            # A remote's failures are transient (refused, reset, 5xx, 429, timeouts): only a
+            # 401, a config error or a person stop its retries. A stdio crash loop may give up.
+            if self.backoff.record_failure(time.monotonic(), may_give_up=spec.transport == "stdio"):
                 n = self.backoff.give_up_after
                 self.set_state(State.FAILED, f"{reason}; gave up after {n} failures in "
                                              f"{self.backoff.window:.0f} s, run `monad mcp reconnect {self.name}`")
                 await self._sleep_until_woken()
                 self.backoff.reset()
                 continue
-            delay = self.backoff.next_delay()
+            asked = self.conn.retry_after if self.conn is not None else None
+            delay = self.backoff.delay_for(asked)
+            self.next_attempt_at = time.time() + delay
+            wait = f"; it asked to wait {asked:g} s (Retry-After)" if asked is not None else ""
             if (recorder := TELEMETRY.recorder) is not None:
                 recorder.restarted(self.name, outcome)
-            self.set_state(State.BACKOFF, f"{reason}; retrying in {delay:.1f} s")
-            await self._sleep_until_woken(delay)
+            self.set_state(State.BACKOFF, f"{reason}{wait}; retrying in {delay:.1f} s")
+            try:
+                await self._sleep_until_woken(delay)
+            finally:
+                self.next_attempt_at = None
 
     def _new_connection(self) -> Connection:
         conn = Connection()  # only a live session's end wakes the actor; a failed connect reports itself
@@ -352,13 +376,15 @@ class ServerActor:
         self._phase = "negotiating the protocol version (server/discover, initialize)"
         async with client:
             self._phase = "listing tools"
-            tools, problem = await list_all_tools(client)
+            # Before the first tools/list: a list_changed that arrives while it is in flight
+            # asks for a re-listing, which runs once the session is up (not lost).
+            refresh = self._refresh = ToolRefresh(self.refresh_tools, on_storm=self._on_storm)
+            listing = await list_all_tools(client, conn.exchange)
             deadline.deadline = math.inf
             self._phase = "connected"
             self.learned.note(client.protocol_version, conn.transport)
-            refresh = self._refresh = ToolRefresh(self.refresh_tools, on_storm=self._on_storm)
             self.storm_reason = None
-            self._connected(client, tools, problem)
+            self._connected(client, listing)
             async with anyio.create_task_group() as tg:
                 self._tg = tg
                 start_upkeep(tg, client, conn, refresh, on_hung=self._on_hung)
@@ -404,10 +430,12 @@ class ServerActor:
         elif reason == "reconnect":
             self.set_state(State.CONNECTING, "reconnecting")
 
-    def _connected(self, client: Client, tools: list[Tool], problem: str | None) -> None:
+    def _connected(self, client: Client, listing: ToolListing) -> None:
         self.client = client
         self.last_failure = None
+        tools, problem = listing.tools, listing.problems()
         self.tools = tools
+        self.left_out = listing.left_out
         self.tool_problem = problem
         self.connected_at = time.monotonic()
         if self.conn is not None:
@@ -431,10 +459,12 @@ class ServerActor:
         if client is None:
             return
         try:
-            tools, problem = await list_all_tools(client)
+            listing = await list_all_tools(client, self.conn.exchange if self.conn is not None else None)
         except Exception as exc:  # noqa: BLE001
             self.set_state(State.DEGRADED, f"tools/list failed: {describe(exc)}")
             return
+        tools, problem = listing.tools, listing.problems()
+        self.left_out = listing.left_out
         # A changed list meets the pin again: no swapping tools under an approved pin mid-session.
         pin_problem = self.ctx.check_pin(self, tools)
         self.tools = tools
@@ -466,7 +496,7 @@ class ServerActor:
         lane = self.conn.lane if self.conn is not None and progress is None and not rto else None
         recorder = TELEMETRY.recorder
         if recorder is None:
-            with self.inputs.serving(inputs):
+            with self.inputs.serving(inputs), _wrong_shape_fails_the_call():
                 result = await lane.call(tool, arguments, client.protocol_version, self.tools) if lane else None
                 return result if result is not None else await client.call_tool(
                     tool, arguments, read_timeout_seconds=rto / 1000 if rto else None, progress_callback=progress)
@@ -474,7 +504,8 @@ class ServerActor:
         # (the direct lane injects it, the SDK's dispatcher does on its path).
         with recorder.client_request("tools/call", tool, server=self.name, transport=self.spec.transport
                                      if self.spec else "stdio", protocol_version=client.protocol_version,
-                                     address=self._address(), session_id=None) as span, self.inputs.serving(inputs):
+                                     address=self._address(), session_id=None) as span, self.inputs.serving(inputs), \
+                _wrong_shape_fails_the_call():
             result = await lane.call(tool, arguments, client.protocol_version, self.tools) if lane else None
             if result is None:
                 result = await client.call_tool(tool, arguments, read_timeout_seconds=rto / 1000 if rto else None,
@@ -502,15 +533,17 @@ class ServerActor:
     def status(self, *, detail: bool = False) -> dict[str, Any]:
         """The server's row in `monad mcp status` (docs/supervisor.md "Routes"):
         `{name, transport, state, reason, since, tools, protocolVersion, source, enabled,
-        required, pid, configError, attempt, lastAttemptReason, variables}` (`variables`: each
-        `$VAR` its definition references, `{name, source}` with source `env-file` or
-        `environment`, never a value; `pid` also while it connects;
+        required, pid, configError, attempt, lastAttemptReason, nextAttemptAt, variables}`
+        (`variables`: each `$VAR` its definition references, `{name, source}` with source
+        `env-file` or `environment`, never a value; `nextAttemptAt`, epoch seconds, while backing
+        off; `pid` also while it connects;
         `attempt` and why the last one failed while connecting or backing off); with `detail`,
         also `toolNames`, `stderrTail` (scrubbed), `probeNoiseLines` (lines of an older SDK's
         validation warning about the `server/discover` probe, left out of the tail), `serverInfo`,
         `strayStdoutLines`,
-        `repairedStdoutLines`, `oversizeMessages` and `httpTransport` (`streamable-http` or
-        `sse`, for an http server)."""
+        `repairedStdoutLines`, `oversizeMessages`, `httpTransport` (`streamable-http` or
+        `sse`, for an http server) and `leftOut` (one reason per item of its tools/list that was
+        not taken: sessions/listings.py)."""
         spec, conn, live = self.spec, self.conn, self.live
         retrying = self.state in (State.CONNECTING, State.BACKOFF)
         row: dict[str, Any] = {
@@ -529,6 +562,7 @@ class ServerActor:
             "configError": one_line(self.config_error) if spec and self.config_error else None,
             "attempt": self.attempt if retrying else None,
             "lastAttemptReason": one_line(self.last_failure) if retrying and self.last_failure else None,
+            "nextAttemptAt": self.next_attempt_at if self.state == State.BACKOFF else None,
             "variables": [{"name": n, "source": src} for n, src in spec.variables.items()] if spec else [],
         }
         if detail:
@@ -540,5 +574,6 @@ class ServerActor:
             row["repairedStdoutLines"] = conn.repaired_lines if conn else 0
             row["oversizeMessages"] = conn.oversize_messages if conn else 0
             row["httpTransport"] = conn.transport if conn and spec and spec.transport == "http" else None
+            row["leftOut"] = list(self.left_out) if live else []
         return row
 

@@ -3,8 +3,12 @@ BACKOFF and FATAL).
 
 Delay before retry n (n = consecutive failures, from 1): initial × 2^(n-1), capped at
 60 s, with ±20 % jitter. More than `give_up_after` failures inside `window` seconds
-means give up (`failed`) until `monad mcp reconnect`. A connection that stayed up for
-`healthy_after` seconds resets the consecutive count. All times are monotonic seconds.
+means give up (`failed`) until `monad mcp reconnect` — for a stdio server's crash loop only:
+a remote server's failures (refused, reset, 5xx, 429, timeouts) are transient, retried for
+as long as it stays configured (`record_failure(..., may_give_up=False)`). A server's own
+`Retry-After` stretches one delay (`delay_for`), never past `MAX_DELAY_S` (5 minutes).
+A connection that stayed up for `healthy_after` seconds resets the consecutive count. All
+times are monotonic seconds.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ import os
 import random
 from collections import deque
 from dataclasses import dataclass, field
+
+MAX_DELAY_S = 300.0  # never longer between attempts, whatever a Retry-After asks
 
 
 def _initial_default() -> float:
@@ -32,17 +38,27 @@ class Backoff:
     consecutive: int = 0
     failures: deque[float] = field(default_factory=deque)
 
-    def record_failure(self, now: float) -> bool:
-        """Count one failure; True when the server should be given up on."""
+    def record_failure(self, now: float, *, may_give_up: bool = True) -> bool:
+        """Count one failure; True when the server should be given up on (never when not
+        `may_give_up`)."""
         self.consecutive += 1
         self.failures.append(now)
         while self.failures and now - self.failures[0] > self.window:
             self.failures.popleft()
-        return len(self.failures) >= self.give_up_after
+        return may_give_up and len(self.failures) >= self.give_up_after
 
     def next_delay(self) -> float:
         base = min(self.cap, self.initial * self.factor ** max(0, self.consecutive - 1))
         return max(0.0, base * (1 + random.uniform(-self.jitter, self.jitter)))
+
+    def delay_for(self, retry_after: float | None) -> float:
+        """The next delay, or what the server's `Retry-After` asked if longer (RFC 9110
+        §10.2.3), plus a little jitter so many clients do not return at once; at most
+        `MAX_DELAY_S`."""
+        delay = self.next_delay()
+        if retry_after is not None and retry_after > delay:
+            delay = retry_after * (1 + random.uniform(0, self.jitter / 2))
+        return min(MAX_DELAY_S, delay)
 
     def record_uptime(self, seconds: float) -> None:
         if seconds >= self.healthy_after:

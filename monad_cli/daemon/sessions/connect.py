@@ -6,8 +6,10 @@ and what earlier connections to the same definition taught.
   backwards-compatibility procedure (remote.legacy_sse_candidate) or remembered.
 - `Learned`: a server found to speak only the handshake era (up to 2025-11-25) is
   reconnected with `mode="legacy"` — straight to `initialize`, no `server/discover` probe —
-  and one found on legacy SSE straight over SSE. Kept in memory per definition (its
-  connection fingerprint): a changed definition or `monad mcp reconnect` forgets it.
+  and one found on legacy SSE straight over SSE. Kept per definition (its connection
+  fingerprint), in memory and in `run/eras.json` (eras.py), so reconnects and supervisor
+  restarts skip the probe; a changed definition forgets it, `monad mcp reconnect` forgets
+  only the SSE finding.
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from monad_cli.config.schema import ServerSpec
 from monad_cli.config.workdir import default_workdir
 from monad_cli.core.paths import Paths
-from monad_cli.daemon.sessions.exchange import discover_budget
+from monad_cli.daemon.sessions.eras import EraStore
+from monad_cli.daemon.sessions.exchange import Exchange, discover_budget
+from monad_cli.daemon.sessions.listings import declared, first_of_each_name
 from monad_cli.daemon.sessions.processes import SpawnRecords
 from monad_cli.daemon.sessions.remote import sse_transport, streamable_http_transport
 from monad_cli.daemon.sessions.spawn import EarlySpawns
@@ -43,23 +47,35 @@ Mode = Literal["auto", "legacy"]
 
 @dataclass
 class Learned:
-    """What connecting to one definition showed: `legacy` (no 2026-07-28), `sse`."""
+    """What connecting to one definition showed: `legacy` (no 2026-07-28), `sse`; kept in
+    `store` too (eras.py: across reconnects and supervisor restarts), when given."""
 
     fingerprint: str | None = None
     legacy: bool = False
     sse: bool = False
+    store: EraStore | None = None
 
     def for_spec(self, spec: ServerSpec) -> Learned:
-        """Itself, forgotten first if `spec` is not the definition it was learned from."""
+        """Itself, forgotten first if `spec` is not the definition it was learned from (then
+        what the store remembers of `spec`, if anything)."""
         fingerprint = spec.connection_fingerprint()
         if fingerprint != self.fingerprint:
             self.fingerprint, self.legacy, self.sse = fingerprint, False, False
+            recalled = self.store.recall(fingerprint) if self.store is not None else None
+            if recalled is not None:
+                self.legacy, self.sse = recalled
         return self
+
+    def forget_transport(self) -> None:
+        """`monad mcp reconnect`: the HTTP transport is found again; the era is kept."""
+        self.sse = False
 
     def note(self, protocol_version: str | None, transport: str | None) -> None:
         """After a successful connect: remember the era and the HTTP transport."""
         self.legacy = protocol_version not in MODERN_PROTOCOL_VERSIONS
         self.sse = transport == "sse"
+        if self.store is not None and self.fingerprint is not None:
+            self.store.remember(self.fingerprint, legacy=self.legacy, sse=self.sse)
 
     def mode(self, *, over_sse: bool) -> Mode:
         # HTTP+SSE is the 2024-11-05 transport: the modern era is not defined over it.
@@ -90,30 +106,70 @@ def transport_for(spec: ServerSpec, conn: Connection, sink: StderrSink, paths: P
 MAX_TOOL_PAGES = 1000
 
 
-async def list_all_tools(client: Client) -> tuple[list[Tool], str | None]:
-    """Every page of tools/list; a repeated cursor ends the listing with a problem."""
+@dataclass
+class ToolListing:
+    """A server's tools: `left_out`, one reason per item not taken (named); `problem`, why
+    the listing itself stopped early (None: it did not)."""
+
+    tools: list[Tool]
+    left_out: list[str]
+    problem: str | None = None
+
+    def problems(self) -> str | None:
+        """Everything worth a `degraded` state, as one reason (None: nothing)."""
+        return "; ".join([*self.left_out, *([self.problem] if self.problem else [])]) or None
+
+
+async def list_all_tools(client: Client, exchange: Exchange | None = None) -> ToolListing:
+    """Every page of tools/list, or none for a server that did not declare `tools` (it
+    connects with 0 tools: MCP spec, basic/lifecycle "Capability Negotiation"). Items the
+    transport's sieve took out (`exchange.left_out`) and later copies of a repeated name are
+    left out, each with a reason; a repeated cursor ends the listing with a problem."""
+    if exchange is not None:
+        exchange.version = client.protocol_version
+        exchange.left_out.clear()
+    if not declared(client.server_capabilities, "tools"):
+        return ToolListing([], [])
     tools: list[Tool] = []
     seen: set[str] = set()
     cursor: str | None = None
+    problems: list[str] = []
     for _ in range(MAX_TOOL_PAGES):
         result = await client.list_tools(cursor=cursor)
         tools.extend(result.tools)
         cursor = result.next_cursor
         if cursor is None:
-            return tools, None
+            break
         if cursor in seen:
-            return tools, f"tools/list repeated cursor {cursor[:40]!r}; stopped after {len(seen) + 1} pages"
+            problems.append(f"tools/list repeated cursor {cursor[:40]!r}; stopped after {len(seen) + 1} pages")
+            break
         seen.add(cursor)
-    return tools, f"tools/list did not end after {MAX_TOOL_PAGES} pages"
+    else:
+        problems.append(f"tools/list did not end after {MAX_TOOL_PAGES} pages")
+    tools, repeated = first_of_each_name(tools)
+    left_out = (list(exchange.left_out) if exchange is not None else []) + repeated
+    if exchange is not None:
+        exchange.left_out.clear()
+    return ToolListing(tools, left_out, "; ".join(problems) or None)
 
 
 async def ping(client: Client) -> None:
     """A liveness check: `ping` (MCP spec, basic/utilities "Ping"), or `server/discover` on
-    2026-07-28, where `ping` was removed and discover is the cheap stateless request."""
-    if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
-        await client.session.send_discover(client.protocol_version)
-    else:
-        await client.session.send_ping()
+    2026-07-28, where `ping` was removed and discover is the cheap stateless request.
+    Raises TimeoutError when the request timed out here (the transport's `server/discover`
+    budget answers it locally, exchange.py): that is no answer from the server."""
+    from mcp import MCPError
+    from mcp_types import REQUEST_TIMEOUT
+
+    try:
+        if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            await client.session.send_discover(client.protocol_version)
+        else:
+            await client.session.send_ping()
+    except MCPError as exc:
+        if exc.error.code == REQUEST_TIMEOUT:
+            raise TimeoutError(exc.error.message) from None
+        raise
 
 
 def start_upkeep(tg: anyio.abc.TaskGroup, client: Client, conn: Connection, refresh: ToolRefresh, *,
@@ -129,4 +185,5 @@ def start_upkeep(tg: anyio.abc.TaskGroup, client: Client, conn: Connection, refr
     if exchange is not None:
         tg.start_soon(partial(keep_alive, partial(ping, client),
                               idle_for=lambda: time.monotonic() - exchange.last_received,
-                              busy=lambda: bool(exchange.unmatched_candidates()), on_hung=on_hung))
+                              busy=lambda: bool(exchange.unmatched_candidates()), on_hung=on_hung,
+                              gone=(lambda: conn.unreachable) if keeper is not None else None))

@@ -11,6 +11,10 @@ It also bounds the era probe: `server/discover` (MCP 2026-07-28, basic/lifecycle
 with a timeout error, which the SDK's `mode="auto"` takes as "legacy server" and falls
 back to `initialize` — so any legacy server, whatever it does with the probe, connects
 within the connect timeout.
+
+And it sieves list results (`tools/list`, `prompts/list`, ...) item by item before the SDK
+sees them (listings.py): an item the negotiated version does not accept is taken out, with
+a reason kept in `left_out`, instead of failing the whole list.
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ from mcp_types import (
     JSONRPCResponse,
     RequestId,
 )
+
+from monad_cli.daemon.sessions.listings import LISTS, sieve_listing
 
 log = logging.getLogger("monad.transport")
 
@@ -81,6 +87,8 @@ class Exchange:
         self._failed: set[str] = set()
         self.last_received = time.monotonic()
         self._tg: anyio.abc.TaskGroup | None = None
+        self.version: str | None = None  # the negotiated protocol version, once known (the actor sets it)
+        self.left_out: list[str] = []  # why list items were taken out (listings.sieve_listing), until taken
 
     def start(self, tg: anyio.abc.TaskGroup) -> None:
         """Timers (the discover budget) run in `tg`, the transport's task group."""
@@ -124,7 +132,13 @@ class Exchange:
                 self._failed.discard(key)
                 log.info("server %s: dropped a late answer to request %s", self.name, key)
                 return False
-            self.outstanding.pop(key, None)
+            outgoing = self.outstanding.pop(key, None)
+            if outgoing is not None and outgoing.method in LISTS and isinstance(message, JSONRPCResponse):
+                # Before the SDK validates the list as a whole: one bad item costs that item.
+                reasons = sieve_listing(outgoing.method, self.version, message.result)
+                for reason in reasons:
+                    log.warning("server %s: %s", self.name, reason)
+                self.left_out.extend(reasons)
         return True
 
     # -- failing requests ------------------------------------------------------------

@@ -40,10 +40,20 @@ def leaf_exceptions(exc: BaseException) -> list[BaseException]:
 
 
 def describe(exc: BaseException) -> str:
-    """One line for an exception: an MCP error's message and code, else its text."""
+    """One line for an exception: an MCP error's message and code, a result of the wrong
+    shape (pydantic's multi-line ValidationError) by its first problem, else its text."""
     if isinstance(exc, MCPError):
         return f"{exc.error.message} (MCP error {exc.error.code})"
-    return str(exc) or type(exc).__name__
+    from pydantic import ValidationError
+
+    if isinstance(exc, ValidationError):
+        errors = exc.errors()
+        first = errors[0] if errors else None
+        where = ".".join(str(p) for p in first["loc"]) if first else ""
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        what = f"{where}: {first['msg']}" if first else "invalid"
+        return f"the server's {exc.title} is not of the shape the protocol defines: {what}{more}"
+    return " ".join((str(exc) or type(exc).__name__).split())
 
 
 def stderr_hint(lines: Sequence[str]) -> str:

@@ -4,9 +4,11 @@ protocol version 2024-11-05, both from the SDK, under monad's own bookkeeping.
 - `SessionKeeper`, an httpx2 transport under the SDK's HTTP client, records the status of
   every POST by JSON-RPC method (the reasons a person reads; `initialize` answered
   400/404/405 means "try the legacy SSE transport") and keeps a streamable-HTTP session
-  alive across a server restart: a 404 to a request carrying an old `Mcp-Session-Id` is
-  answered by a new `initialize` without a session id, then the request is sent again,
-  once (MCP spec, basic/transports "Session Management", item 4). The SDK's
+  alive across a server restart: a 404 to a request carrying an old `Mcp-Session-Id` (or a
+  400 that says the session is not valid, as TypeScript servers answer) is answered by a
+  new `initialize` without a session id, then the request is sent again, once (MCP spec,
+  basic/transports "Session Management", item 4). It also honours `Retry-After` on a 429 or
+  503 (RFC 9110 §10.2.3, RFC 6585 §4): until then requests are answered locally, not sent. The SDK's
   transport keeps sending the old id; the keeper rewrites it to the new one.
 - The session's streams pass through an `Exchange` (exchange.py): the `server/discover`
   budget, and failing a request locally when the server refused its POST (legacy SSE).
@@ -22,6 +24,8 @@ from __future__ import annotations
 import contextvars
 import json
 import logging
+import math
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -37,9 +41,32 @@ from monad_cli.daemon.sessions.transports import Connection, TransportOptions, h
 log = logging.getLogger("monad.transport")
 
 LEGACY_SSE_STATUSES = frozenset({400, 404, 405})
+# "Too Many Requests" (RFC 6585 §4) and "Service Unavailable" (RFC 9110 §15.6.4) may carry a
+# Retry-After; honoured up to the retry cap (backoff.MAX_DELAY_S).
+RETRY_AFTER_STATUSES = frozenset({429, 503})
+MAX_RETRY_AFTER_S = 300.0
 SESSION_HEADER = "mcp-session-id"
 HTTP_TIMEOUT_S = 30.0  # the SDK's own defaults (create_mcp_http_client): 30 s,
 SSE_READ_TIMEOUT_S = 300.0  # and 300 s between events of an SSE stream
+
+
+def retry_after_seconds(value: str | None, *, now: float | None = None) -> float | None:
+    """The wait a `Retry-After` header asks for, in seconds (RFC 9110 §10.2.3: delay-seconds
+    or an HTTP-date; a date in the past is 0), or None when absent or unreadable."""
+    if value is None:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    from email.utils import parsedate_to_datetime
+
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        return None  # an HTTP-date is always GMT; one without a zone is not one
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
 def legacy_sse_candidate(conn: Connection) -> bool:
@@ -72,6 +99,20 @@ def _sse_or_json_result(body: bytes) -> dict[str, Any] | None:
     return None
 
 
+async def _session_unknown(response: httpx2.Response) -> bool:
+    """Whether the server no longer knows the session the request carried: 404 (MCP spec,
+    basic/transports "Session Management" item 4), or a 400 whose body says so, as
+    `@modelcontextprotocol/server-everything` and other TypeScript servers answer after a
+    restart ("Bad Request: No valid session ID provided"). A 400 for anything else is the
+    request's own answer."""
+    if response.status_code == 404:
+        return True
+    if response.status_code != 400:
+        return False
+    body = await response.aread()
+    return b"session" in body[:4096].lower()
+
+
 class SessionKeeper(httpx2.AsyncBaseTransport):
     """An `httpx2.AsyncBaseTransport` wrapping `inner` (see the module docstring).
 
@@ -93,6 +134,7 @@ class SessionKeeper(httpx2.AsyncBaseTransport):
         self._lock = anyio.Lock()
         self.reinitialized = 0
         self.on_reinitialized: Callable[[], None] = lambda: None
+        self._quiet_until = 0.0  # monotonic: until then the server asked not to be sent anything
 
     async def aclose(self) -> None:
         await self.inner.aclose()
@@ -103,14 +145,32 @@ class SessionKeeper(httpx2.AsyncBaseTransport):
         sent_sid = request.headers.get(SESSION_HEADER)
         if sent_sid is not None and sent_sid in self._renamed:
             request.headers[SESSION_HEADER] = self._renamed[sent_sid]
-        response = await self.inner.handle_async_request(request)
+        quiet = self._quiet_until - time.monotonic()
+        if quiet > 0:
+            # The server asked for quiet (429/503 with Retry-After): answered here, not sent.
+            status = self.conn.last_http_status or 429
+            if rpc is not None:
+                self.conn.post_status[rpc[1]] = status
+            return httpx2.Response(status, request=request, headers={"retry-after": str(math.ceil(quiet))})
+        try:
+            response = await self.inner.handle_async_request(request)
+        except Exception as exc:
+            # Refused, reset, timed out: no answer at all. The session's liveness check reads it.
+            self.conn.unreachable = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            raise
         status = response.status_code
         self.conn.last_http_status = status
+        self.conn.unreachable = f"it answers HTTP {status}" if status >= 500 or status == 429 else None
+        if status in RETRY_AFTER_STATUSES:
+            wait = retry_after_seconds(response.headers.get("retry-after"))
+            if wait is not None:
+                self.conn.retry_after = wait
+                self._quiet_until = time.monotonic() + min(wait, MAX_RETRY_AFTER_S)
         if rpc is not None:
             self.conn.post_status[rpc[1]] = status
             self._remember(rpc[1], body, request, response)
-        if status == 404 and sent_sid is not None and self.keep_session and self._initialize is not None \
-                and request.method in ("POST", "GET"):
+        if sent_sid is not None and self.keep_session and self._initialize is not None \
+                and request.method in ("POST", "GET") and await _session_unknown(response):
             await response.aclose()
             return await self._retry_in_new_session(request, sent_sid)
         if status >= 400 and rpc is not None and rpc[0] is not None and self.on_refused is not None:
@@ -177,7 +237,7 @@ class SessionKeeper(httpx2.AsyncBaseTransport):
             await note.aread()
             await note.aclose()
         self.reinitialized += 1
-        log.info("the server lost the session (HTTP 404); re-initialized (%d so far)", self.reinitialized)
+        log.info("the server lost the session; re-initialized (%d so far)", self.reinitialized)
         self.on_reinitialized()
         return new_sid
 

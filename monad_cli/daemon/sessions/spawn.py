@@ -26,7 +26,6 @@ import logging
 import os
 import shutil
 import signal
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +33,7 @@ import anyio
 import anyio.abc
 
 from monad_cli.config.schema import ServerSpec
+from monad_cli.daemon.sessions.popen import open_process
 from monad_cli.daemon.sessions.processes import (
     MARKER_ENV,
     SpawnRecord,
@@ -180,8 +180,7 @@ class EarlySpawns:
         report."""
         read_fd, write_fd = os.pipe()
         try:
-            process = await anyio.open_process(cmd.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                               stderr=write_fd, env=cmd.env, cwd=cmd.cwd, start_new_session=True)
+            process = await open_process(cmd.argv, stderr=write_fd, env=cmd.env, cwd=cmd.cwd)
         except OSError:
             os.close(read_fd)
             return

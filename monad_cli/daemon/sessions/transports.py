@@ -22,7 +22,6 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import subprocess
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
@@ -44,6 +43,7 @@ from monad_cli.daemon.sessions.framing import (
     find_response_id,
     format_size,
 )
+from monad_cli.daemon.sessions.popen import open_process
 from monad_cli.daemon.sessions.processes import SpawnRecord, SpawnRecords, alive, members, signal_pids, spawn_record
 from monad_cli.daemon.sessions.spawn import EarlySpawns, SpawnError, stdio_command
 from monad_cli.daemon.sessions.stderr import StderrSink
@@ -53,7 +53,6 @@ log = logging.getLogger("monad.transport")
 STDIN_CLOSE_GRACE_S = 2.0
 TERM_GRACE_S = 2.0
 KILL_REAP_S = 2.0
-EXIT_POLL_S = 0.1  # where no pidfd can be had (not Linux): how often `returncode` is read
 
 
 @dataclass(frozen=True)
@@ -86,6 +85,8 @@ class Connection:
     protocol_error: str | None = None
     hung: str | None = None  # why the supervisor ended an unresponsive session
     last_http_status: int | None = None
+    retry_after: float | None = None  # seconds a 429/503 asked the client to wait (Retry-After)
+    unreachable: str | None = None  # http: why the last request got no usable answer (None: it did)
     # HTTP status of the last POST of each JSON-RPC method (`initialize` → 405 means the
     # URL is a legacy HTTP+SSE endpoint).
     post_status: dict[str, int] = field(default_factory=dict)
@@ -188,8 +189,7 @@ async def stdio_transport(spec: ServerSpec, sink: StderrSink, conn: Connection,
             process, marker = early.process, early.marker
             sink.adopt(early.stderr_fd)
         else:
-            process = await anyio.open_process(cmd.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                               stderr=errfd, env=cmd.env, cwd=cmd.cwd, start_new_session=True)
+            process = await open_process(cmd.argv, stderr=errfd, env=cmd.env, cwd=cmd.cwd)
     except OSError as e:
         sink.close()
         raise SpawnError(f"cannot start `{spec.command}`: {e.strerror or e}") from None
@@ -283,7 +283,9 @@ async def stdio_transport(spec: ServerSpec, sink: StderrSink, conn: Connection,
                 conn.mark_closed()
 
     async def reap() -> None:
-        conn.returncode = await wait_for_exit(process)
+        # The exit itself, not the pipes' end (PipeProcess.wait, on a pidfd): a child that
+        # inherited stdout must not make an exited server look alive.
+        conn.returncode = await process.wait()
         conn.mark_closed()
 
     drained = anyio.Event()
@@ -318,29 +320,6 @@ async def stdio_transport(spec: ServerSpec, sink: StderrSink, conn: Connection,
             log.info("server %s: %d tools/call on the direct lane this session", spec.name, lane.taken)
 
 
-async def wait_for_exit(process: anyio.abc.Process) -> int:
-    """The process's exit code, once it has exited, whoever still holds its pipes.
-
-    Not `process.wait()`: on asyncio 3.11+ that also waits for the pipes' EOF, so a grandchild
-    that inherited the server's stdout makes an exited server look alive (the SDK's stdio client
-    polls `returncode` for the same reason, `mcp.client.stdio._wait_for_process_exit`). Here the
-    exit is waited for on a pidfd (Linux ≥ 5.3: readable once the process has exited, no
-    wake-ups before), then `returncode` is read once the event loop's child watcher has reaped
-    it; elsewhere `returncode` is polled every `EXIT_POLL_S`."""
-    pidfd = -1
-    with suppress(AttributeError, OSError):
-        pidfd = os.pidfd_open(process.pid)
-    try:
-        if pidfd >= 0 and process.returncode is None:
-            await anyio.wait_readable(pidfd)
-        while process.returncode is None:
-            await anyio.sleep(0.005 if pidfd >= 0 else EXIT_POLL_S)
-    finally:
-        if pidfd >= 0:
-            os.close(pidfd)
-    return process.returncode
-
-
 async def _stop(process: anyio.abc.Process, conn: Connection, record: SpawnRecord,
                 records: SpawnRecords | None) -> None:
     """close stdin → 2 s → SIGTERM → 2 s → SIGKILL → reap (MCP spec, basic/lifecycle
@@ -356,7 +335,7 @@ async def _stop(process: anyio.abc.Process, conn: Connection, record: SpawnRecor
             assert process.stdin is not None
             await process.stdin.aclose()
         with anyio.move_on_after(STDIN_CLOSE_GRACE_S if conn.established else 0.1):
-            await wait_for_exit(process)
+            await process.wait()
     others = members(record) - {process.pid}
     if process.returncode is None or others:
         _killpg(pgid, signal.SIGTERM)
@@ -370,7 +349,7 @@ async def _stop(process: anyio.abc.Process, conn: Connection, record: SpawnRecor
     signal_pids(others, signal.SIGKILL)
     if process.returncode is None:
         with anyio.move_on_after(KILL_REAP_S):
-            await wait_for_exit(process)
+            await process.wait()
         if process.returncode is None:
             log.error("process %d survived SIGKILL for %.0f s; abandoning it", pgid, KILL_REAP_S)
     with anyio.move_on_after(KILL_REAP_S):

@@ -16,7 +16,8 @@ row, not thousands) stays set until the server has been quiet for `STORM_QUIET_S
 `keep_alive` pings an idle session every `PING_INTERVAL_S` (MCP spec, basic/utilities
 "Ping": `ping` up to 2025-11-25; `server/discover` on 2026-07-28, where `ping` is gone);
 no answer within `PING_TIMEOUT_S` means the server is hung, noticed within interval +
-timeout (40 s). Any answer, an error included, proves it alive. `MONAD_PING_INTERVAL` (seconds) shortens
+timeout (40 s). While calls wait it is pinged too, with `BUSY_PATIENCE` × the timeout (5
+minutes). Any answer, an error included, proves it alive. `MONAD_PING_INTERVAL` (seconds) shortens
 the interval for tests, as `MONAD_BACKOFF_INITIAL` does the backoff.
 """
 
@@ -47,6 +48,14 @@ STORM_REASON = (f"it announces tools/list_changed continuously (more than {STORM
 
 PING_INTERVAL_S = 30.0
 PING_TIMEOUT_S = 10.0
+# While calls wait, a ping gets this many times the timeout (5 minutes): a server that handles
+# one request at a time answers it only after the call, and must not be killed for a long one.
+BUSY_PATIENCE = 30
+
+
+def busy_timeout() -> float:
+    """Seconds a ping sent while calls wait may take: `BUSY_PATIENCE` × the timeout."""
+    return ping_schedule()[1] * BUSY_PATIENCE
 
 
 def ping_schedule() -> tuple[float, float]:
@@ -114,25 +123,44 @@ class ToolRefresh:
 
 
 async def keep_alive(ping: Callable[[], Awaitable[object]], *, idle_for: Callable[[], float],
-                     busy: Callable[[], bool], on_hung: Callable[[str], None]) -> None:
-    """Ping every interval while the session is idle (nothing received for an interval and
-    no request waiting for its answer: a server busy with a call is not judged by a ping);
-    `on_hung(reason)` once when a ping gets no answer in time, then return."""
+                     busy: Callable[[], bool], on_hung: Callable[[str], None],
+                     gone: Callable[[], str | None] | None = None) -> None:
+    """Ping every interval while nothing is received for an interval; `on_hung(reason)` once
+    when a ping gets no answer in time, then return. Liveness is watched while calls wait
+    too (`busy()`: a request waits for its answer), with more patience: the ping may take
+    `busy_timeout()` (5 minutes), so a server busy with a call is not judged by a ping's
+    time, but one that answers nothing at all does not keep its callers waiting forever.
+
+    `gone()` (a remote's transport: why its last request got no answer at all, else None)
+    is read after each ping: a server that cannot be reached is gone however busy it was
+    (calls waiting on it fail at once when the session ends)."""
     interval, timeout = ping_schedule()
     while True:
         await anyio.sleep(max(0.05, interval - idle_for()))
-        if busy() or idle_for() < interval:
+        if idle_for() < interval:
             continue
-        with anyio.move_on_after(timeout) as scope:
+        waiting = busy()
+        patience = busy_timeout() if waiting else timeout
+        unanswered = False
+        sent = time.monotonic()
+        with anyio.move_on_after(patience) as scope:
             try:
                 await ping()
             except anyio.get_cancelled_exc_class():
                 raise
+            except TimeoutError:
+                unanswered = True  # timed out on our side (connect.ping): no answer at all
             except Exception as exc:  # noqa: BLE001 - an error answer is an answer: it lives
                 log.debug("ping answered with %s", exc)
-        if scope.cancelled_caught:
-            on_hung(f"it stopped answering: no answer to a ping within {timeout:g} s "
-                    f"after {interval:g} s without traffic")
+        reason = gone() if gone is not None else None
+        if reason is not None:
+            on_hung(f"it cannot be reached: {reason}")
+            return
+        if scope.cancelled_caught or unanswered:
+            # The time it got (a 2026-07-28 ping, `server/discover`, is bounded sooner: connect.ping).
+            waited = round(time.monotonic() - sent) or patience
+            on_hung(f"it stopped answering: no answer to a ping within {waited:g} s "
+                    f"after {interval:g} s without traffic{' while calls waited' if waiting else ''}")
             return
 
 

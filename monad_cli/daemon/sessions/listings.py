@@ -1,0 +1,101 @@
+"""A server's lists (tools, prompts, resources), taken item by item: one bad item costs
+that item, never the listing or the session.
+
+- `sieve_listing` runs on the wire, before the SDK validates a `*/list` result as a whole
+  (where one tool whose `inputSchema` is not an object fails the whole `tools/list`, and
+  with it the connect): each item is checked alone against the negotiated version's result
+  shape, and one that does not pass is taken out, with a reason naming it.
+- `declared` says whether the server declared a capability: a client uses only what the
+  server declared (MCP spec, basic/lifecycle "Capability Negotiation"), so a server with no
+  `tools` capability is not sent `tools/list` (it would answer -32601).
+- `first_of_each_name` keeps the first of tools that share a name (a client API such as
+  Claude's refuses a list with two: "Tool names must be unique").
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+log = logging.getLogger("monad.actor")
+
+# The result key of each list method, and what one item is called in a reason.
+LISTS: dict[str, tuple[str, str]] = {
+    "tools/list": ("tools", "tool"),
+    "prompts/list": ("prompts", "prompt"),
+    "resources/list": ("resources", "resource"),
+    "resources/templates/list": ("resourceTemplates", "resource template"),
+}
+FALLBACK_VERSION = "2025-11-25"  # before the handshake settles a version (the SDK's own fallback)
+
+
+def item_label(item: Any, index: int) -> str:
+    """How a reason names an item: its `name`, else its `uri`, else its place in the list."""
+    if isinstance(item, dict):
+        for key in ("name", "uriTemplate", "uri"):
+            value = item.get(key)
+            if isinstance(value, str) and value:
+                return f"`{value[:80]}`"
+    return f"#{index + 1} in the list"
+
+
+def _item_problem(method: str, version: str, key: str, item: Any) -> str | None:
+    """Why `item` cannot be accepted in a `method` result of `version`, or None."""
+    from mcp_types import methods
+    from pydantic import ValidationError
+
+    try:
+        methods.validate_server_result(method, version, {key: [item]})
+    except KeyError:
+        return None  # a method the SDK does not validate: nothing to sieve by
+    except ValidationError as e:
+        own = [err for err in e.errors() if tuple(err["loc"][:2]) == (key, 0)]
+        if not own:
+            return None  # only the envelope (e.g. 2026-07-28's cacheScope), not the item
+        err = own[0]
+        where = ".".join(str(p) for p in err["loc"][2:]) or "the item"
+        return f"{where}: {err['msg']}"
+    return None
+
+
+def sieve_listing(method: str, version: str | None, result: dict[str, Any]) -> list[str]:
+    """Take out of `result` (a `method` result, as received; changed in place) every item that
+    fails the `version` result shape on its own; returns one reason per item taken out,
+    e.g. "tool `broken` left out: inputSchema: Input should be a valid dictionary"."""
+    if method not in LISTS:
+        return []
+    key, noun = LISTS[method]
+    items = result.get(key)
+    if not isinstance(items, list):
+        return []
+    kept: list[Any] = []
+    reasons: list[str] = []
+    for index, item in enumerate(items):
+        problem = _item_problem(method, version or FALLBACK_VERSION, key, item)
+        if problem is None:
+            kept.append(item)
+        else:
+            reasons.append(f"{noun} {item_label(item, index)} left out: {problem}")
+    if reasons:
+        result[key] = kept
+    return reasons
+
+
+def declared(capabilities: Any, capability: str) -> bool:
+    """Whether the server declared `capability` (`tools`, `prompts`, `resources`) in its
+    ServerCapabilities (None: not declared)."""
+    return capabilities is not None and getattr(capabilities, capability, None) is not None
+
+
+def first_of_each_name(tools: list[Any]) -> tuple[list[Any], list[str]]:
+    """(the tools with the first of each name kept, a reason per copy left out)."""
+    seen: set[str] = set()
+    kept: list[Any] = []
+    reasons: list[str] = []
+    for tool in tools:
+        if tool.name in seen:
+            reasons.append(f"tool `{tool.name}` is listed more than once; the first is kept")
+            continue
+        seen.add(tool.name)
+        kept.append(tool)
+    return kept, reasons
