@@ -5,6 +5,7 @@
     connected   session open, tools listed
     degraded    session open but something failed (tools/list, tool pin)
     needs-auth  the remote wants (new) authorization: `monad mcp authorize NAME`
+    idle        an on-demand server, stopped: its last lists are served, the first call starts it
     backoff     the last attempt failed; a retry is scheduled
     failed      gave up (5 failures in 60 s) or the definition is invalid; `monad mcp reconnect`
     stopped     the supervisor is stopping, or the server was removed
@@ -22,6 +23,7 @@ class State(StrEnum):
     CONNECTED = "connected"
     DEGRADED = "degraded"
     NEEDS_AUTH = "needs-auth"
+    IDLE = "idle"
     BACKOFF = "backoff"
     FAILED = "failed"
     STOPPED = "stopped"
@@ -34,18 +36,24 @@ class State(StrEnum):
 S = State
 _ANY = set(State)
 TRANSITIONS: dict[State, set[State]] = {
-    S.STOPPED: {S.CONNECTING, S.DISABLED, S.FAILED, S.FILTERED, S.STOPPED},
-    S.DISABLED: {S.CONNECTING, S.STOPPED, S.FAILED, S.FILTERED, S.DISABLED},
-    S.FILTERED: {S.CONNECTING, S.STOPPED, S.DISABLED, S.FAILED, S.FILTERED},
+    # `idle` is reached from a settled state only when the server is on-demand and its lists are
+    # cached: at start (stopped), when enabled or let through again, after a changed definition.
+    S.STOPPED: {S.CONNECTING, S.DISABLED, S.FAILED, S.FILTERED, S.IDLE, S.STOPPED},
+    S.DISABLED: {S.CONNECTING, S.STOPPED, S.FAILED, S.FILTERED, S.IDLE, S.DISABLED},
+    S.FILTERED: {S.CONNECTING, S.STOPPED, S.DISABLED, S.FAILED, S.IDLE, S.FILTERED},
+    # connecting -> idle: an on-demand start that failed (the call fails; the next one tries again).
     S.CONNECTING: {S.CONNECTED, S.DEGRADED, S.NEEDS_AUTH, S.BACKOFF, S.FAILED, S.STOPPED, S.DISABLED,
-                   S.FILTERED, S.CONNECTING},
+                   S.FILTERED, S.IDLE, S.CONNECTING},
+    # connected -> idle: stopped after `idleStop` without use, or it exited between calls.
     S.CONNECTED: {S.DEGRADED, S.BACKOFF, S.FAILED, S.NEEDS_AUTH, S.STOPPED, S.DISABLED, S.CONNECTING,
-                  S.FILTERED, S.CONNECTED},
+                  S.FILTERED, S.IDLE, S.CONNECTED},
     S.DEGRADED: {S.CONNECTED, S.BACKOFF, S.FAILED, S.NEEDS_AUTH, S.STOPPED, S.DISABLED, S.CONNECTING,
-                 S.FILTERED, S.DEGRADED},
-    S.NEEDS_AUTH: {S.CONNECTING, S.STOPPED, S.DISABLED, S.FAILED, S.FILTERED, S.NEEDS_AUTH},
-    S.BACKOFF: {S.CONNECTING, S.FAILED, S.STOPPED, S.DISABLED, S.FILTERED, S.BACKOFF},
-    S.FAILED: {S.CONNECTING, S.STOPPED, S.DISABLED, S.FILTERED, S.FAILED},
+                 S.FILTERED, S.IDLE, S.DEGRADED},
+    S.NEEDS_AUTH: {S.CONNECTING, S.STOPPED, S.DISABLED, S.FAILED, S.FILTERED, S.IDLE, S.NEEDS_AUTH},
+    # idle -> connecting: a call, a Task to resume, or `monad mcp reconnect`; never `status`.
+    S.IDLE: {S.CONNECTING, S.STOPPED, S.DISABLED, S.FAILED, S.FILTERED, S.IDLE},
+    S.BACKOFF: {S.CONNECTING, S.FAILED, S.STOPPED, S.DISABLED, S.FILTERED, S.IDLE, S.BACKOFF},
+    S.FAILED: {S.CONNECTING, S.STOPPED, S.DISABLED, S.FILTERED, S.IDLE, S.FAILED},
 }
 assert set(TRANSITIONS) == _ANY
 

@@ -17,6 +17,7 @@ from monad_cli import __version__
 from monad_cli.auth.session import SupervisorAuth
 from monad_cli.config.features import MCP_FILE, TOOLS_FILE, load_mcp_filter, load_tool_globs
 from monad_cli.config.loader import AtomCache, Definitions, Problem, load_definitions
+from monad_cli.config.start import SETTINGS_FILE, StartDefaults, load_start_defaults
 from monad_cli.core.errors import ConfigError
 from monad_cli.core.filters import ServerFilter, combine
 from monad_cli.core.paths import Paths
@@ -68,6 +69,8 @@ class Supervisor:
         self.server_filter = ServerFilter()
         # Globs over exposed tool names from `features/tools.toml`: deferred, enabled, disabled.
         self.tool_globs: dict[str, list[str]] = {}
+        # `[servers]` of settings.toml: `start` and `idleStop` for definitions that do not say.
+        self.start_defaults = StartDefaults()
         self.environ = dict(os.environ if environ is None else environ)
         self.actors: dict[str, ServerActor] = {}
         self.applied: dict[str, str] = {}
@@ -154,8 +157,15 @@ class Supervisor:
             client_extensions=self.client_extensions,
             elicitation_callback=lambda actor: tasks.elicitation_callback(actor.name),
             on_tools_changed=self.on_tools_changed,
-            on_state_changed=self.on_state_changed, stopping=lambda: self.stopping)
+            on_state_changed=self.on_state_changed, stopping=lambda: self.stopping,
+            start_defaults=lambda: self.start_defaults, busy=self._holds)
         return journal
+
+    def _holds(self, actor: ServerActor) -> str | None:
+        """What keeps an on-demand server up besides calls in flight: its open Tasks (a
+        question of one waits as its `input_required`)."""
+        active, queued = self.tasks.counts(actor.name)
+        return f"{active + queued} open task(s)" if active or queued else None
 
     def _recheck_tools(self, name: str) -> None:  # a tool set vetted elsewhere in the fleet
         if (actor := self.actors.get(name)) is not None and self._tg is not None:
@@ -215,7 +225,25 @@ class Supervisor:
             defs = load_definitions(self.paths, self.environ, cache=self._atoms,
                                     prefer=frozenset(n for n, a in self.actors.items() if a.spec is not None))
             self._refilter(defs)
+            self._load_start_defaults(defs)
             self._apply(defs)
+
+    def _load_start_defaults(self, defs: Definitions) -> None:
+        """Re-read `[servers]` of settings.toml; a server whose effective `start`/`idleStop`
+        changed with it is woken (as by an edit). A bad table keeps the last good defaults."""
+        try:
+            defaults = load_start_defaults(self.paths)
+        except ConfigError as e:
+            defs.problems.append(Problem(f"{e.message}; the previous defaults stay in force", SETTINGS_FILE))
+            return
+        old, self.start_defaults = self.start_defaults, defaults
+        if defaults == old:
+            return
+        for actor in self.actors.values():
+            spec = actor.spec
+            if spec is not None and (spec.start_mode(old), spec.idle_stop_s(old)) != \
+                    (spec.start_mode(defaults), spec.idle_stop_s(defaults)):
+                actor.update(spec)
 
     def _apply(self, defs: Definitions) -> None:
         from monad_cli.config.loader import Problem
@@ -388,7 +416,7 @@ class Supervisor:
         for actor in required:
             await actor.first_attempt.wait()
         # A required server the person filtered out on purpose does not fail the start.
-        failed = [a for a in required if a.state not in LIVE and a.state != State.FILTERED]
+        failed = [a for a in required if a.state not in LIVE and a.state not in (State.FILTERED, State.IDLE)]
         return "; ".join(f"required server `{a.name}` is {a.state}: {a.reason}" for a in failed) or None
 
     async def _handle_signals(self) -> None:

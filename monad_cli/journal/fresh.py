@@ -19,7 +19,7 @@ import sqlite3
 import time
 
 COVERS = ("0001_events", "0002_tool_calls_approvals_tool_sets", "0100_tasks", "0200_origin_columns",
-          "0201_vetted_tool_sets")
+          "0201_vetted_tool_sets", "0300_server_lists")
 
 
 def _table(name: str, columns: str, key: str) -> str:
@@ -68,6 +68,8 @@ SCHEMA: tuple[str, ...] = (
                                f"hash VARCHAR NOT NULL, created FLOAT NOT NULL, decided_by VARCHAR NOT NULL, {_ORIGIN}",
            "id"),
     _index("vetted_tool_sets", "server"), *_origin("vetted_tool_sets"),
+    _table("server_lists", "server VARCHAR NOT NULL, definition_hash VARCHAR NOT NULL, tool_hash VARCHAR NOT NULL, "
+                           "tools VARCHAR NOT NULL, listed_at FLOAT NOT NULL", "server"),
 )
 
 

@@ -72,4 +72,5 @@ MIGRATIONS: tuple[tuple[str, Callable[[Any], None]], ...] = (
     ("0100_tasks", _create("TaskRow")),
     ("0200_origin_columns", add_origin_columns("events", "tool_calls", "approvals")),
     ("0201_vetted_tool_sets", _create_vetted),
+    ("0300_server_lists", _create("ServerLists")),
 )

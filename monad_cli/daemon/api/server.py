@@ -210,7 +210,9 @@ class ControlServer:
             filtered = self.sup.server_filter.reason(name)
             why = ("its definition is invalid" if actor.spec is None else
                    "disabled (enabled = false)" if not actor.spec.enabled else
-                   f"filtered out: {filtered}" if filtered else None)
+                   f"filtered out: {filtered}" if filtered else
+                   # Fifty on-demand servers must not all start at one `--all`.
+                   f"on demand and idle (`monad mcp reconnect {name}` starts it)" if actor.listed else None)
             if why is None:
                 actor.reconnect()
                 reconnecting.append(name)
@@ -221,7 +223,7 @@ class ControlServer:
     async def tools(self, request: Request) -> JSONResponse:
         actor = self._actor(request.path_params["name"])
         return JSONResponse([t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in actor.tools]
-                            if actor.live else [])
+                            if actor.live or actor.listed else [])
 
     # -- lifecycle -----------------------------------------------------------------------
     def _bind(self) -> socket.socket:

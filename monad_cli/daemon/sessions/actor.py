@@ -4,13 +4,20 @@ The SDK requires a Client to be entered and exited in the same task (anyio cance
 the actor holds `async with Client(...)` open for the life of a session while other tasks use
 `actor.client` concurrently. It owns the state machine (states.py), the connect deadline, the
 restart policy (backoff.py) and the reasons in `monad mcp status` (reasons.py); what it needs
-from around it comes in one `ActorContext`, built once by the supervisor."""
+from around it comes in one `ActorContext`, built once by the supervisor.
+
+An on-demand server (`start = "on-demand"`, docs/supervisor.md "On demand") is `idle` while
+nobody uses it: no process, no session, its last lists (kept in the journal) still served.
+`in_use()` starts it, waits for the connect and keeps it up for the block; the actor stops it
+after `idleStop` without use, no open Task (`ctx.busy`) and nothing in flight."""
 
 from __future__ import annotations
 
 import logging
 import math
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -20,6 +27,8 @@ from mcp_types import CallToolResult, Implementation, Tool, ToolListChangedNotif
 
 from monad_cli import __version__
 from monad_cli.config.schema import ServerSpec
+from monad_cli.config.start import describe_duration
+from monad_cli.core.errors import NotConnected
 from monad_cli.core.states import LIVE, State, check_transition
 from monad_cli.daemon.sessions.backoff import Backoff
 from monad_cli.daemon.sessions.connect import Learned, list_all_tools, start_upkeep, transport_for
@@ -31,9 +40,19 @@ from monad_cli.daemon.sessions.status import status_row
 from monad_cli.daemon.sessions.stderr import StderrSink
 from monad_cli.daemon.sessions.transports import Connection
 from monad_cli.daemon.sessions.upkeep import ToolRefresh, listen_for_tool_changes
+from monad_cli.daemon.trust.listing import dump_tool
+from monad_cli.daemon.trust.pins import tool_set_hash
 from monad_cli.daemon.trust.servers import ProgressFn
+from monad_cli.journal import tools as jt
 
 log = logging.getLogger("monad.actor")
+# While an on-demand server is past its idle time but held (an open Task): how often to look again.
+BUSY_POLL_S = 5.0
+# A call waits for an on-demand start this long beyond the server's own connect `timeout`
+# (the previous session's shutdown may still be under way: its stdin grace).
+START_SLACK_S = 10.0
+# States in which a waiting call learns that no start is coming.
+_NO_START = (State.FAILED, State.NEEDS_AUTH, State.DISABLED, State.FILTERED, State.BACKOFF, State.STOPPED)
 
 
 class ServerActor:
@@ -80,6 +99,17 @@ class ServerActor:
         self.attempt = 0  # connection attempts since the last success (or reset), this one included
         self.last_failure: str | None = None  # why the previous attempt failed, while retrying
         self.retired = False
+        # On demand: the lists' hash and time (from the journal while idle), calls using the
+        # session, a start asked for by a call or by `reconnect`, and failed starts so far
+        # (a waiting call fails when the count moves). `state_changed` fires on every change.
+        self.tools_hash: str | None = None
+        self.listed_at: float | None = None
+        self.inflight = 0
+        self.last_used = -math.inf
+        self.start_wanted = False
+        self.failed_starts = 0
+        self.start_failure: str | None = None
+        self.state_changed = anyio.Event()
 
     # -- control from other tasks ------------------------------------------------------
     def update(self, spec: ServerSpec | None, *, config_error: str | None = None,
@@ -100,9 +130,11 @@ class ServerActor:
 
     def reconnect(self) -> None:
         """Drop the session and connect again, from scratch: what earlier connections
-        taught (a legacy era, a legacy SSE endpoint) is forgotten too."""
+        taught (a legacy era, a legacy SSE endpoint) is forgotten too. An idle on-demand
+        server is started (and stays up for its `idleStop`)."""
         self.backoff.reset()
         self.learned = Learned()
+        self.start_wanted = True
         self._wakeup("reconnect")
 
     def retire(self) -> None:
@@ -135,6 +167,8 @@ class ServerActor:
             return
         check_transition(self.state, state)
         self.state, self.reason, self.since = state, reason, time.time()
+        self.state_changed.set()
+        self.state_changed = anyio.Event()
         log.info("server %s: %s%s", self.name, state, f" ({reason})" if reason else "")
         try:
             self.ctx.journal.record("state", server=self.name, state=str(state), reason=reason)
@@ -147,6 +181,106 @@ class ServerActor:
     @property
     def live(self) -> bool:
         return self.state in LIVE and self.client is not None
+
+    @property
+    def listed(self) -> bool:
+        """Its tools are listed though no session is open: an on-demand server, idle."""
+        return self.state == State.IDLE
+
+    def on_demand(self, spec: ServerSpec | None = None) -> bool:
+        spec = spec or self.spec
+        return spec is not None and spec.start_mode(self.ctx.start_defaults()) == "on-demand"
+
+    def _idle_stop(self, spec: ServerSpec) -> float:
+        return spec.idle_stop_s(self.ctx.start_defaults())
+
+    # -- on demand ---------------------------------------------------------------------
+    @asynccontextmanager
+    async def in_use(self) -> AsyncIterator[None]:
+        """Hold the server up for the block: an idle on-demand server is started first and
+        waited for (within its connect `timeout`); concurrent callers share one start.
+        Counted before anything is awaited, so an idle stop cannot slip in between the start
+        and the request. Raises NotConnected with the start's reason when it fails. For any
+        other server (or a live one) it only counts the request."""
+        self.inflight += 1
+        try:
+            await self._ensure_started()
+            yield
+        finally:
+            self.inflight -= 1
+            self.last_used = time.monotonic()
+
+    async def _ensure_started(self) -> None:
+        spec = self.spec
+        if self.live or spec is None or not self.on_demand(spec):
+            return
+        if self.state not in (State.IDLE, State.CONNECTING, State.CONNECTED, State.DEGRADED):
+            return  # failed, disabled, …: the call is refused below with the state's reason
+        failures = self.failed_starts
+        if self.state != State.CONNECTING:  # a start under way is shared, not asked for again
+            self.start_wanted = True
+            self._wakeup("demand")
+        with anyio.move_on_after(spec.timeout + START_SLACK_S):
+            while not self.live:
+                if self.failed_starts != failures:
+                    raise NotConnected(f"server `{self.name}` could not be started: {self.start_failure} "
+                                       f"(see `monad mcp status {self.name}`)")
+                if self.state in _NO_START or self.retired:
+                    raise NotConnected(f"server `{self.name}` is {self.state}"
+                                       f"{': ' + self.reason if self.reason else ''} "
+                                       f"(see `monad mcp status {self.name}`)")
+                await self.state_changed.wait()
+            return
+        raise NotConnected(f"server `{self.name}` did not start within {spec.timeout:g} s "
+                           f"(see `monad mcp status {self.name}`)")
+
+    def _wanted(self) -> bool:
+        """Whether an on-demand server must run now: a call or `reconnect` asked, or it is held."""
+        return self.start_wanted or self.inflight > 0 or self.ctx.busy(self) is not None
+
+    def _cached(self, spec: ServerSpec) -> jt.CachedLists | None:
+        """The journal's lists of this server, if they came from this very definition."""
+        try:
+            cached = jt.cached_lists(self.ctx.journal, self.name)
+        except Exception:  # a journal that cannot be read: learn the lists again
+            log.exception("journal read failed")
+            return None
+        return cached if cached is not None and cached.definition_hash == spec.definition_hash() else None
+
+    def _go_idle(self, cached: jt.CachedLists, reason: str) -> None:
+        """Serve the cached lists with no session: the tools, checked against the pin again."""
+        if cached.tool_hash != self.tools_hash:
+            tools = [Tool.model_validate(t) for t in cached.tools]
+            self.tools, self.tools_hash, self.tool_problem = tools, cached.tool_hash, None
+            self.tool_problem = self.ctx.check_pin(self, tools)
+            self.ctx.on_tools_changed(self)
+        self.listed_at = cached.listed_at
+        self.set_state(State.IDLE, reason)
+
+    def _remember_lists(self, spec: ServerSpec, tools: list[Tool]) -> None:
+        dumped = [dump_tool(t) for t in tools]
+        self.tools_hash = tool_set_hash(dumped)
+        self.listed_at = time.time()
+        try:
+            jt.save_lists(self.ctx.journal, self.name, spec.definition_hash(), self.tools_hash, dumped)
+        except Exception:  # the session works without it; a stopped server would not be listed
+            log.exception("journal write failed")
+
+    async def _serve_until_woken(self, spec: ServerSpec) -> str | None:
+        """The live session's wait: a wake reason, or `idle` once an on-demand server has gone
+        `idleStop` without a call and nothing holds it."""
+        while True:
+            if not self.on_demand(spec):
+                return await self._sleep_until_woken()
+            idle = self._idle_stop(spec)
+            left = self.last_used + idle - time.monotonic()
+            if left <= 0 and self.inflight == 0 and not self.start_wanted:
+                if self.ctx.busy(self) is None:
+                    return "idle"
+                left = min(idle, BUSY_POLL_S)
+            reason = await self._sleep_until_woken(max(left, 0.05))
+            if reason not in (None, "demand"):
+                return reason
 
     # -- the task ----------------------------------------------------------------------
     async def run(self) -> None:
@@ -179,12 +313,32 @@ class ServerActor:
                 self.first_attempt.set()
                 await self._sleep_until_woken()
                 continue
+            on_demand = self.on_demand(spec)
+            cached = self._cached(spec) if on_demand else None
+            if cached is not None and not self._wanted():
+                # Nothing needs it: no process; a call, a Task or `reconnect` wakes it.
+                if self.state != State.IDLE:
+                    self._go_idle(cached, "on demand: not running; the first call starts it")
+                self.first_attempt.set()
+                await self._sleep_until_woken()
+                continue
             outcome, reason = await self._session(spec)
             self.first_attempt.set()
             if self.retired:
                 return
-            if outcome in ("update", "reconnect"):
+            if outcome in ("update", "reconnect", "idle"):
                 continue
+            if on_demand and outcome in ("failed", "closed"):
+                # The calls waiting for this start fail with its reason.
+                self.failed_starts += 1
+                self.start_failure = self.ctx.scrub(reason)
+                cached = self._cached(spec)
+                if cached is not None:  # no retries for nobody: the next call tries again
+                    self.start_wanted = False
+                    verb = "exited" if outcome == "closed" else "could not start"
+                    self._go_idle(cached, f"on demand: {verb}: {reason}; the next call starts it again")
+                    await self._sleep_until_woken()
+                    continue
             if outcome == "needs-auth":
                 self.set_state(State.NEEDS_AUTH, reason)
                 await self._sleep_until_woken()
@@ -222,6 +376,7 @@ class ServerActor:
         self._wake = anyio.Event()
         self._wake_reason = None
         self._auth_reason = None
+        kicked, self.start_wanted = self.start_wanted, False  # this attempt answers the calls waiting now
         self.attempt = self.backoff.consecutive + 1
         what = "starting" if spec.transport == "stdio" else "connecting"
         self.set_state(State.CONNECTING, what if self.attempt == 1 else f"{what} (attempt {self.attempt})")
@@ -235,7 +390,7 @@ class ServerActor:
                 deadline.deadline = anyio.current_time() + spec.timeout
                 while True:
                     try:
-                        reason = await self._run_client(spec, conn, deadline, over_sse=over_sse)
+                        reason = await self._run_client(spec, conn, deadline, over_sse=over_sse, kicked=kicked)
                         break
                     except Exception as exc:
                         if over_sse or spec.transport != "http" or conn.established \
@@ -270,7 +425,7 @@ class ServerActor:
         return reason or "reconnect", reason or "reconnect"
 
     async def _run_client(self, spec: ServerSpec, conn: Connection, deadline: anyio.CancelScope,
-                          *, over_sse: bool) -> str | None:
+                          *, over_sse: bool, kicked: bool = False) -> str | None:
         """Enter the Client, list the tools, serve the session until woken; the wake reason."""
         transport = transport_for(spec, conn, self.sink, self.ctx.paths, auth=self.ctx.http_auth(spec),
                                   over_sse=over_sse)
@@ -287,12 +442,17 @@ class ServerActor:
             self.learned.note(client.protocol_version, conn.transport)
             refresh = self._refresh = ToolRefresh(self.refresh_tools, on_storm=self._on_storm)
             self.storm_reason = None
+            # Started for nobody (only to learn its lists): stop at once; else `idleStop` from now.
+            self.last_used = time.monotonic() if kicked or self.inflight else -math.inf
             self._connected(client, tools, problem)
             async with anyio.create_task_group() as tg:
                 self._tg = tg
                 start_upkeep(tg, client, conn, refresh, on_hung=self._on_hung)
                 tg.start_soon(listen_for_tool_changes, client, refresh, self.name)
-                reason = await self._sleep_until_woken()
+                reason = await self._serve_until_woken(spec)
+                if reason == "idle":  # from here on, a call starts a new session instead of using this one
+                    self.client = None
+                    self._announce_end(reason)
                 tg.cancel_scope.cancel()
             # Shutting a session down takes up to seconds (stdin grace); status
             # must not say `connected` meanwhile, and calls must fail fast.
@@ -325,6 +485,11 @@ class ServerActor:
             self.set_state(State.CONNECTING, "reconnecting: its definition changed")
         elif reason == "reconnect":
             self.set_state(State.CONNECTING, "reconnecting")
+        elif reason == "idle" and spec is not None:
+            self.set_state(State.IDLE, "on demand: its lists are learned; not running until the first call"
+                           if self.last_used == -math.inf else
+                           f"on demand: stopped after {describe_duration(self._idle_stop(spec))} without use; "
+                           f"the next call starts it")
 
     def _connected(self, client: Client, tools: list[Tool], problem: str | None) -> None:
         self.client = client
@@ -338,6 +503,8 @@ class ServerActor:
         if self.conn is not None and self.conn.lane is not None:
             self.conn.lane.attach(client)  # it shares the session's ids
         self.server_info = client.server_info.model_dump(exclude_none=True) if client.server_info else None
+        if self.spec is not None:
+            self._remember_lists(self.spec, tools)
         pin_problem = self.ctx.check_pin(self, tools)  # always: it also unblocks
         self.tool_problem = "; ".join(p for p in (problem, pin_problem) if p) or None
         self.ctx.on_tools_changed(self)
@@ -358,6 +525,8 @@ class ServerActor:
             return
         # A changed list meets the pin again: no swapping tools under an approved pin mid-session.
         pin_problem = self.ctx.check_pin(self, tools)
+        if self.spec is not None:
+            self._remember_lists(self.spec, tools)
         self.tools = tools
         self.tool_problem = "; ".join(p for p in (problem, pin_problem) if p) or None
         self.ctx.on_tools_changed(self)

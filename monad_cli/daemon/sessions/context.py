@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from monad_cli.config.schema import ServerSpec
+from monad_cli.config.start import StartDefaults
 from monad_cli.core.paths import Paths
 from monad_cli.journal.db import Journal
 
@@ -40,7 +41,9 @@ class ActorContext:
     `elicitation_callback(actor)`: its `elicitation_callback=` (None: the SDK's default, which
     advertises no elicitation); `on_tools_changed`
     and `on_state_changed`: called after a (re)listing and after every state change;
-    `stopping()`: whether the supervisor is shutting down (the `stopped` reason says so).
+    `stopping()`: whether the supervisor is shutting down (the `stopped` reason says so);
+    `start_defaults()`: the `[servers]` defaults of settings.toml (`start`, `idleStop`);
+    `busy(actor)`: what holds an on-demand server up besides calls (an open Task), or None.
     """
 
     paths: Paths
@@ -54,3 +57,5 @@ class ActorContext:
     on_tools_changed: Callable[[ServerActor], None] = lambda actor: None
     on_state_changed: Callable[[ServerActor], None] = lambda actor: None
     stopping: Callable[[], bool] = lambda: False
+    start_defaults: Callable[[], StartDefaults] = StartDefaults
+    busy: Callable[[ServerActor], str | None] = lambda actor: None

@@ -10,7 +10,7 @@ import { ServerForm } from "./form.js";
 const PRESETS = "features/presets.toml";
 const COLUMNS = ["Name", "Transport", "State", "Reason", "Tools", "Protocol", "Source", "Actions"];
 // Every state monad has (monad_cli/core/states.py), each with its own look.
-export const STATES = ["connected", "connecting", "degraded", "needs-auth", "backoff", "failed", "disabled",
+export const STATES = ["connected", "connecting", "idle", "degraded", "needs-auth", "backoff", "failed", "disabled",
                        "filtered", "stopped"];
 
 function dash(value) {
