@@ -119,6 +119,7 @@ class ServerActor:
         self.config_error = config_error
         self.source = spec.source if spec else source or self.source
         self.backoff.reset()
+        self.tools_hash = None  # an idle server's cached tools meet the new definition (its pin) again
         self._wakeup("update")
 
     def auth_required(self, reason: str, *, end_session: bool = True) -> None:
@@ -317,7 +318,7 @@ class ServerActor:
             cached = self._cached(spec) if on_demand else None
             if cached is not None and not self._wanted():
                 # Nothing needs it: no process; a call, a Task or `reconnect` wakes it.
-                if self.state != State.IDLE:
+                if self.state != State.IDLE or self.tools_hash != cached.tool_hash:
                     self._go_idle(cached, "on demand: not running; the first call starts it")
                 self.first_attempt.set()
                 await self._sleep_until_woken()
