@@ -13,7 +13,6 @@ A duration is a number of seconds or a string: `500ms`, `30s`, `10m`, `1h`, or s
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -70,6 +69,8 @@ class StartDefaults:
 def load_start_defaults(paths: Paths) -> StartDefaults:
     """Read `[servers]` of `MONAD_HOME/settings.toml` (missing file or table: the built-in
     defaults). Raises `ConfigError` naming the file and the setting."""
+    import tomllib  # not on `monad mcp add`'s path, which validates without reading settings
+
     from monad_cli.core.errors import ConfigError
 
     try:
