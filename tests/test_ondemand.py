@@ -57,6 +57,9 @@ def test_lists_are_learned_once_then_a_call_starts_it_and_idle_stops_it(supervis
     assert {t["name"] for t in monad("mcp", "tools", "od", "--json").json()} == {"od__echo", "od__slow"}
     table = monad("mcp", "status")
     assert "idle" in table.out and "lists" in table.out and "old" in table.out, table
+    r = monad("mcp", "wait", "od", "--timeout", "30")  # ready: a call starts it
+    assert r.code == 0 and "idle (on demand; the first call starts it): od" in r.err, r
+    assert len(spawns(log)[0]) == 1
 
     r = call(monad, "od__echo", "first")
     assert r.code == 0 and r.out.strip() == "first", r

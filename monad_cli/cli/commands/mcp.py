@@ -380,7 +380,8 @@ def wait(
     timeout: Annotated[float, typer.Option("--timeout", min=0, help="Seconds to wait.")] = 30.0,
     as_json: JsonOpt = False,
 ) -> None:
-    """Exit 0 once every named server is connected; else non-zero with each one's reason.
+    """Exit 0 once every named server is connected (or idle: on demand, its first call starts it);
+    else non-zero with each one's reason.
 
     Gives up early when a server is failed, needs-auth or disabled. For CI scripts.
     """
@@ -391,6 +392,7 @@ def wait(
     client = supervisor()
     deadline = time.monotonic() + timeout
     final_bad = {"failed", "needs-auth", "disabled", "filtered"}
+    ready = {"connected", "idle"}  # idle: an on-demand server with its lists, started by a call
     rows: dict[str, dict[str, Any]] = {}
     while True:
         answer = client.get("/v1/settings/mcp-servers/status")
@@ -399,13 +401,13 @@ def wait(
                                    "reason": f"server `{n}` is not defined (see `monad mcp list`)"})
                 for n in names}
         states = {r["state"] for r in rows.values()}
-        if states <= {"connected"}:
+        if states <= ready:
             break
         stuck = any(r["state"] in final_bad | {"undefined"} for r in rows.values())
         if stuck or time.monotonic() >= deadline:
             break
         time.sleep(0.05)
-    bad = [r for r in rows.values() if r["state"] != "connected"]
+    bad = [r for r in rows.values() if r["state"] not in ready]
     if as_json:
         render.data_json(list(rows.values()))
     for r in bad:
@@ -417,7 +419,10 @@ def wait(
         timed_out = all(r["state"] not in final_bad | {"undefined"} for r in bad)
         raise typer.Exit(int(ExitCode.TIMEOUT if timed_out else ExitCode.ERROR))
     if not as_json:
-        render.info(f"connected: {', '.join(names)}")
+        idle = [n for n in names if rows[n]["state"] == "idle"]
+        up = [n for n in names if n not in idle]
+        render.info("; ".join(([f"connected: {', '.join(up)}"] if up else [])
+                              + ([f"idle (on demand; the first call starts it): {', '.join(idle)}"] if idle else [])))
 
 
 @app.command("path")
