@@ -77,7 +77,7 @@ def test_live_state_add_from_the_page_and_cli_and_hand_edits_show_without_reload
     form.get_by_label("Command").fill("mcp-server-time")
     form.get_by_label("Arguments").fill("--local-timezone\nUTC")
     form.get_by_label("Timeout").fill("30")
-    form.get_by_label("Start").select_option("on-demand")
+    form.get_by_label("Start", exact=True).select_option("on-demand")
     form.get_by_label("Stop when idle after").fill("5m")
     form.get_by_role("button", name="Save").click()
     expect(form).to_be_hidden()
