@@ -47,6 +47,7 @@ CACHE = ROOT / ".cache"
 MEMORY_BIN = CACHE / "memory" / "node_modules" / ".bin" / "mcp-server-memory"
 EVERYTHING_BIN = CACHE / "everything" / "node_modules" / ".bin" / "mcp-server-everything"
 TIME_BIN = Path(BIN) / "mcp-server-time"
+STOP_GRACE_S = 4.5  # stdin close → 2 s → SIGTERM → 2 s → SIGKILL (sessions/transports.py)
 WARMUP = 5  # calls before the warm ones are timed, on both sides (a fresh server's first calls load code)
 DEVNULL = open(os.devnull, "w")  # noqa: SIM115 - for the whole run: the servers' stderr banners
 
@@ -180,6 +181,10 @@ async def through_gateway(home: Path, specs: dict[str, Any], runs: int, warm_run
                 await client.call_tool(f"{kind}A__{tool}", args)
             for _ in range(runs):
                 await anyio.to_thread.run_sync(wait_all, control, [f"{kind}0"], "idle")
+                # `idle` is said as the stop begins; the old process may take the stdin grace to
+                # exit, and a start waits for that. A call minutes later (idleStop is 10 min by
+                # default) finds it long gone: so does this one.
+                await anyio.sleep(STOP_GRACE_S)
                 t = time.perf_counter()
                 result = await client.call_tool(f"{kind}0__{tool}", args)
                 firsts.append(time.perf_counter() - t)
