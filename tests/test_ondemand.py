@@ -249,3 +249,13 @@ def test_an_open_task_keeps_the_server_up_until_it_ends(supervisor: Any, monad_h
     assert states == {"connected"}, states
     assert task["state"] == "completed", task
     wait_state(monad, "tk", "idle")
+    # The task API (not a tool call) starts an idle server too.
+    from monad_cli.cli.control import ControlClient
+    from monad_cli.core.paths import paths
+
+    paths.cache_clear()
+    row = ControlClient(paths()).post("/v1/tasks", {"server": "tk", "tool": "slow",
+                                                    "arguments": {"seconds": 0.5, "label": "api"}})
+    assert row["state"] in ("working", "completed"), row
+    wait_for(lambda: monad("tasks", "show", row["id"], "--json").json()["state"] == "completed")
+    wait_state(monad, "tk", "idle")
