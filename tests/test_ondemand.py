@@ -6,6 +6,7 @@ starts anything. Spawns are counted by the server itself (tests/servers/spawnlog
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 import time
@@ -259,3 +260,48 @@ def test_an_open_task_keeps_the_server_up_until_it_ends(supervisor: Any, monad_h
     assert row["state"] in ("working", "completed"), row
     wait_for(lambda: monad("tasks", "show", row["id"], "--json").json()["state"] == "completed")
     wait_state(monad, "tk", "idle")
+
+
+def test_a_remote_server_on_demand_holds_no_session_while_idle(supervisor: Any, monad_home: Path) -> None:
+    from tests.conftest import free_port, server_cmd
+
+    monad, port = supervisor, free_port()
+
+    def serve() -> subprocess.Popen[bytes]:
+        proc = subprocess.Popen(server_cmd("--http", str(port)), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        wait_for(lambda: call(monad, "web__echo", "up").code == 0 or proc.poll() is not None, timeout=60)
+        return proc
+
+    first = subprocess.Popen(server_cmd("--http", str(port)), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def listening() -> bool:
+        with socket.socket() as sock:
+            return sock.connect_ex(("127.0.0.1", port)) == 0
+
+    wait_for(listening, timeout=60)
+    write_atom(monad_home, "web", f'schema = 1\nurl = "http://127.0.0.1:{port}/mcp"\nstart = "on-demand"\n'
+                                  'idleStop = "1s"\ntimeout = 30\n')
+    try:
+        row = wait_state(monad, "web", "idle", timeout=60)
+        assert row["transport"] == "http" and row["tools"] and row["tools"] >= 4, row
+        # Idle holds nothing open: the remote going away is not noticed (no session, no pings) …
+        first.terminate()
+        first.wait(timeout=10)
+        time.sleep(2)
+        assert status_of(monad, "web")["state"] == "idle"
+        # … until a call needs it: then the call fails with the connect's reason.
+        r = call(monad, "web__echo")
+        assert r.code != 0 and "could not be started" in r.err and "Traceback" not in r.err, r
+        assert status_of(monad, "web")["state"] == "idle"
+    finally:
+        if first.poll() is None:
+            first.kill()
+    second = serve()
+    try:
+        r = call(monad, "web__echo", "again")
+        assert r.code == 0 and r.out.strip() == "again", r
+        wait_state(monad, "web", "idle")
+    finally:
+        second.terminate()
+        second.wait(timeout=10)
