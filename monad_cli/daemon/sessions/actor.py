@@ -8,8 +8,9 @@ from around it comes in one `ActorContext`, built once by the supervisor.
 
 An on-demand server (`start = "on-demand"`, docs/supervisor.md "On demand") is `idle` while
 nobody uses it: no process, no session, its last lists (kept in the journal) still served.
-`in_use()` starts it, waits for the connect and keeps it up for the block; the actor stops it
-after `idleStop` without use, no open Task (`ctx.busy`) and nothing in flight."""
+`in_use()` starts it, waits for the connect and keeps it up for the block; `hold()` keeps it
+up between requests; the actor stops it after `idleStop` without use, with nothing in flight,
+no open Task (`ctx.busy`) and no holder."""
 
 from __future__ import annotations
 
@@ -110,6 +111,7 @@ class ServerActor:
         self.failed_starts = 0
         self.start_failure: str | None = None
         self.state_changed = anyio.Event()
+        self.holders: set[object] = set()  # what keeps it up between calls (a gateway's subscription)
 
     # -- control from other tasks ------------------------------------------------------
     def update(self, spec: ServerSpec | None, *, config_error: str | None = None,
@@ -235,9 +237,29 @@ class ServerActor:
         raise NotConnected(f"server `{self.name}` did not start within {spec.timeout:g} s "
                            f"(see `monad mcp status {self.name}`)")
 
+    def hold(self, holder: object) -> None:
+        """Keep the server up, between calls too, until `release(holder)`: what a gateway does
+        for a client's resource subscription (it starts the server with `in_use()` to send the
+        subscribe request, then holds it). Holding an idle server does not start it."""
+        self.holders.add(holder)
+
+    def release(self, holder: object) -> None:
+        """Let go of `hold(holder)`; the idle time counts from now."""
+        if holder in self.holders:
+            self.holders.discard(holder)
+            self.last_used = time.monotonic()
+            if self.live:  # the session's wait recomputes its idle deadline
+                self._wakeup("released")
+
+    def _held(self) -> str | None:
+        """Why an on-demand server must stay up between calls, or None."""
+        if self.holders:
+            return f"held by {len(self.holders)} client(s)"
+        return self.ctx.busy(self)
+
     def _wanted(self) -> bool:
         """Whether an on-demand server must run now: a call or `reconnect` asked, or it is held."""
-        return self.start_wanted or self.inflight > 0 or self.ctx.busy(self) is not None
+        return self.start_wanted or self.inflight > 0 or self._held() is not None
 
     def _cached(self, spec: ServerSpec) -> jt.CachedLists | None:
         """The journal's lists of this server, if they came from this very definition."""
@@ -276,11 +298,11 @@ class ServerActor:
             idle = self._idle_stop(spec)
             left = self.last_used + idle - time.monotonic()
             if left <= 0 and self.inflight == 0 and not self.start_wanted:
-                if self.ctx.busy(self) is None:
+                if self._held() is None:
                     return "idle"
                 left = min(idle, BUSY_POLL_S)
             reason = await self._sleep_until_woken(max(left, 0.05))
-            if reason not in (None, "demand"):
+            if reason not in (None, "demand", "released"):
                 return reason
 
     # -- the task ----------------------------------------------------------------------
