@@ -305,3 +305,18 @@ def test_a_remote_server_on_demand_holds_no_session_while_idle(supervisor: Any, 
     finally:
         second.terminate()
         second.wait(timeout=10)
+
+
+def test_cached_lists_hold_no_secret(supervisor: Any, monad_home: Path, tmp_path: Path) -> None:
+    import sqlite3
+
+    sentinel = "sentinel-od-7f3a9c"
+    shape = tmp_path / "shape.json"
+    shape.write_text(json.dumps({"description": f"Echo. Configured with token {sentinel}."}))
+    atom(monad_home, "sec", tmp_path / "spawn.log", "--tools-file", str(shape),
+         extra=f'env = {{API_TOKEN = "{sentinel}"}}\n')
+    row = wait_state(supervisor, "sec", "idle")
+    assert row["tools"] == 2
+    with sqlite3.connect(monad_home / "journal.db") as db:
+        (tools,) = db.execute("SELECT tools FROM server_lists WHERE server = 'sec'").fetchone()
+    assert sentinel not in tools and "Configured with token ***." in tools

@@ -186,11 +186,12 @@ class CachedLists(NamedTuple):
 
 
 def save_lists(j: Journal, server: str, definition_hash: str, tool_hash: str, tools: list[dict[str, Any]]) -> None:
-    """Keep `server`'s lists (every connect and re-listing); replaces the previous row."""
+    """Keep `server`'s lists (every connect and re-listing); replaces the previous row. Known
+    secrets in them (a server that echoes its token into a description) are written `***`."""
     j.write("INSERT INTO server_lists (server, definition_hash, tool_hash, tools, listed_at) VALUES (?, ?, ?, ?, ?) "
             "ON CONFLICT (server) DO UPDATE SET definition_hash = excluded.definition_hash, "
             "tool_hash = excluded.tool_hash, tools = excluded.tools, listed_at = excluded.listed_at",
-            (server, definition_hash, tool_hash, json.dumps(tools), time.time()))
+            (server, definition_hash, tool_hash, j.scrub(json.dumps(tools)), time.time()))
 
 
 def cached_lists(j: Journal, server: str) -> CachedLists | None:
@@ -200,4 +201,8 @@ def cached_lists(j: Journal, server: str) -> CachedLists | None:
     if not rows:
         return None
     definition_hash, tool_hash, tools, listed_at = rows[0]
-    return CachedLists(definition_hash, tool_hash, json.loads(tools), listed_at)
+    try:
+        listed = json.loads(tools)
+    except ValueError:  # a scrubbed secret broke the JSON (it held a quote): learn them again
+        return None
+    return CachedLists(definition_hash, tool_hash, listed, listed_at)
