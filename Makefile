@@ -4,9 +4,11 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: demo install uninstall test check bench docs completions clean conformance-deps everything-deps
+.PHONY: demo install uninstall test check bench docs completions clean conformance-deps everything-deps \
+	memory-deps
 CONFORMANCE = .cache/conformance/.installed
 EVERYTHING = .cache/everything/.installed
+MEMORY = .cache/memory/.installed
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -57,6 +59,15 @@ $(EVERYTHING):
 
 everything-deps: $(EVERYTHING)
 
+# The reference knowledge-graph server, for bench/bench_ondemand.py (real Node servers at rest).
+$(MEMORY):
+	@mkdir -p .cache/memory
+	@npm install --silent --no-audit --no-fund --prefix .cache/memory \
+		@modelcontextprotocol/server-memory@2026.8.31 >/dev/null 2>&1 \
+		&& touch $(MEMORY) || echo "server-memory not installed; bench_ondemand.py leaves it out"
+
+memory-deps: $(MEMORY)
+
 # The check gate: lint (ruff, rules in pyproject.toml), types (mypy, strict defs) and the
 # layout's import rules (two programs over shared parts, no import circle: tests/test_layers.py).
 check: $(STAMP)
@@ -67,7 +78,7 @@ check: $(STAMP)
 test: $(STAMP) $(CONFORMANCE) $(EVERYTHING)
 	$(PY) -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
-bench: $(STAMP)
+bench: $(STAMP) $(EVERYTHING) $(MEMORY)
 	$(PY) bench/run.py
 
 docs: $(STAMP)

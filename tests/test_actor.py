@@ -217,3 +217,34 @@ def test_a_servers_question_goes_to_the_handler_of_the_call_it_belongs_to(monad_
                 await service.call("ask__greet", {}, via="test", approval={"mode": "wait"})
 
     anyio.run(main)
+
+
+def test_an_on_demand_actor_is_held_up_by_a_holder_and_stops_once_released(monad_home: Path, tmp_path: Path) -> None:
+    """`hold()` (a gateway's resource subscription) keeps a started on-demand server up past
+    many `idleStop`s; `release()` lets it stop. Spawns counted by the server itself."""
+    from monad_cli.config.start import StartDefaults
+    from tests.test_ondemand import SPAWNLOG, spawns
+
+    log = tmp_path / "spawn.log"
+    spec = validate({"command": server_cmd()[0], "args": [SPAWNLOG, "--log", str(log)], "timeout": CONNECT_TIMEOUT_S,
+                     "idleStop": "0.2s"}, name="od", source="atoms/mcp/od.toml", environ={})
+
+    async def main() -> None:
+        async with running(lambda ctx, _: ServerActor("od", spec, ctx),
+                           start_defaults=lambda: StartDefaults(start="on-demand")) as (actor, _journal, seen):
+            await _until(lambda: actor.state == State.IDLE)  # learned, then stopped
+            assert [t.name for t in actor.tools] == ["echo", "slow"] and not actor.live
+            async with actor.in_use():  # starts it
+                assert actor.live
+                result = await actor.call_tool("echo", {"text": "hi"})
+                assert result.content[0].text == "hi"
+            actor.hold("subscription")
+            for _ in range(10):  # ten idle periods with no call: held, so up
+                await anyio.sleep(0.2)
+                assert actor.live and actor.state == State.CONNECTED
+            actor.release("subscription")
+            await _until(lambda: actor.state == State.IDLE)
+            assert seen[-1] == "idle" and seen.count("connected") == 2
+        assert len(spawns(log)[0]) == 2
+
+    anyio.run(main)

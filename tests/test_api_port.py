@@ -36,6 +36,7 @@ class FakeActor:
     reason: str | None = None
     config_error: str | None = None
     live: bool = False
+    listed: bool = False
     tools: list[Any] = field(default_factory=list)
     reconnects: int = 0
 

@@ -77,11 +77,17 @@ def test_live_state_add_from_the_page_and_cli_and_hand_edits_show_without_reload
     form.get_by_label("Command").fill("mcp-server-time")
     form.get_by_label("Arguments").fill("--local-timezone\nUTC")
     form.get_by_label("Timeout").fill("30")
+    form.get_by_label("Start", exact=True).select_option("on-demand")
+    form.get_by_label("Stop when idle after").fill("5m")
     form.get_by_role("button", name="Save").click()
     expect(form).to_be_hidden()
-    expect(state_of(page, "clock")).to_have_text("connected", timeout=30_000)
+    # On demand: started once to learn its tools, then `idle`, still listing them.
+    expect(state_of(page, "clock")).to_have_text("idle", timeout=30_000)
+    expect(server_row(page, "clock").get_by_role("cell").nth(4)).to_have_text("2")
+    expect(server_row(page, "clock").get_by_role("cell").nth(3)).to_contain_text("lists from 20")
     text = _atom(monad_home, "clock").read_text()
     assert 'command = "mcp-server-time"' in text and '"--local-timezone", "UTC"' in text and "timeout = 30" in text
+    assert 'start = "on-demand"' in text and 'idleStop = "5m"' in text
     edit = [r for r in journal_rows(monad_home, "edit") if r["server"] == "clock"]
     assert len(edit) == 1 and edit[0]["detail"]["via"] == "studio" and edit[0]["detail"]["action"] == "added"
 

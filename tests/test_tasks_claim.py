@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,9 @@ class Link:
     @property
     def live(self) -> bool:
         return self.client is not None and self.state == "connected"
+
+    def in_use(self) -> Any:  # always connected or not: nothing to start (an actor starts an idle one)
+        return nullcontext()
 
 
 def events(path: Path) -> list[str]:

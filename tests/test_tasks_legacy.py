@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,9 @@ class Link:
     @property
     def live(self) -> bool:
         return self.client is not None and self.state == "connected"
+
+    def in_use(self) -> Any:  # always connected or not: nothing to start (an actor starts an idle one)
+        return nullcontext()
 
 
 async def until(predicate: Callable[[], Any], timeout: float = 30.0) -> Any:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,6 +59,10 @@ class Session:
     tools: list[Tool] = field(default_factory=list)
     live: bool = True
     restarting: bool = False
+    listed: bool = False
+
+    def in_use(self) -> Any:
+        return nullcontext()
 
     async def call_tool(self, tool: str, arguments: dict[str, Any] | None, *,
                         progress: Any = None, inputs: Any = None) -> CallToolResult:

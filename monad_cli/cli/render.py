@@ -109,6 +109,17 @@ def key_values(pairs: Sequence[tuple[str, Any]]) -> None:
             line(f"{k.ljust(width)}  {_cell(v)}")
 
 
+def age(ts: float | None) -> str:
+    """How long ago `ts` (epoch s) was: `12 s`, `5 min`, `3 h`, `2 d` (`-` for None)."""
+    if ts is None:
+        return "-"
+    seconds = max(0.0, time.time() - ts)
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds // size:.0f} {unit}"
+    return f"{seconds:.0f} s"
+
+
 def when(ts: float | None) -> str:
     if ts is None:
         return "-"

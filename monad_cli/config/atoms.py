@@ -22,7 +22,7 @@ _EOF = re.compile(r"\s*\(at end of document\)$")
 # Field order in files monad writes: what a person reads first comes first.
 _HEADER = "# monad MCP server atom; see docs/atoms.md. Edits are applied live."
 _ORDER = ["schema", "transport", "command", "args", "url", "enabled", "required", "timeout",
-          "requestTimeoutMs", "deferred", "cwd", "condition", "sandbox", "sandboxWritable", "env",
+          "requestTimeoutMs", "start", "idleStop", "deferred", "cwd", "condition", "sandbox", "sandboxWritable", "env",
           "headers", "auth", "trust"]
 
 

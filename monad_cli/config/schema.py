@@ -23,6 +23,7 @@ from monad_cli.config.fields import (
     tool_filters,
 )
 from monad_cli.config.oauth import check_oauth
+from monad_cli.config.start import START_MODES, StartDefaults, parse_duration
 from monad_cli.config.urls import check_url
 
 NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
@@ -39,7 +40,8 @@ MIN_MAX_MESSAGE_BYTES = 64 * 1024
 MAX_MAX_MESSAGE_BYTES = 1024 * 1024 * 1024
 
 COMMON_FIELDS = {"schema", "name", "transport", "enabled", "required", "timeout", "requestTimeoutMs",
-                 "maxMessageBytes", "deferred", "trust", "condition", "description", "tools", "registry"}
+                 "maxMessageBytes", "deferred", "trust", "condition", "description", "tools", "registry",
+                 "start", "idleStop"}
 STDIO_FIELDS = {"command", "args", "env", "cwd", "sandbox", "sandboxWritable"}
 HTTP_FIELDS = {"url", "headers", "auth"}
 ALL_FIELDS = COMMON_FIELDS | STDIO_FIELDS | HTTP_FIELDS
@@ -158,6 +160,17 @@ class ServerSpec:
     # Every variable a `$VAR` reference expanded, and where its value came from
     # (`env-file` or `environment`, config/envfile.py): names and sources, never values.
     variables: dict[str, str] = field(default_factory=dict)
+    # `start` / `idleStop` as written (None: the default of settings.toml, config/start.py).
+    start: str | None = None
+    idle_stop: float | None = None
+
+    def start_mode(self, defaults: StartDefaults) -> str:
+        """`always` or `on-demand`: its own `start`, else the settings' default."""
+        return self.start or defaults.start
+
+    def idle_stop_s(self, defaults: StartDefaults) -> float:
+        """Seconds an on-demand server stays up without use: `idleStop`, else the default."""
+        return self.idle_stop if self.idle_stop is not None else defaults.idle_stop
 
     def connection_fingerprint(self) -> str:
         """Stable digest of everything that affects the live session (not `source`, `enabled`,
@@ -182,6 +195,9 @@ class ServerSpec:
         body["auth"] = self.auth.connection_fields()
         if self.max_message_bytes == DEFAULT_MAX_MESSAGE_BYTES:
             del body["max_message_bytes"]  # unset: the digest stays what it was before the field
+        for key in ("start", "idle_stop"):
+            if body[key] is None:
+                del body[key]
         import hashlib  # lazy: the CLI's fast path validates but never hashes
         import json
 
@@ -324,6 +340,14 @@ def _validate(raw: Mapping[str, Any], ctx: FieldContext, *, name: str, source: s
     if not isinstance(trust.get("pinOnFirstUse", False), bool):
         raise ctx.error("trust.pinOnFirstUse", "must be true or false")
     _check_registry(ctx, raw.get("registry"))
+    start = raw.get("start")
+    if start is not None and start not in START_MODES:
+        raise ctx.error("start", f"must be one of {', '.join(START_MODES)}, got {start!r}")
+    idle_raw = raw.get("idleStop")
+    idle_stop = parse_duration(idle_raw) if idle_raw is not None else None
+    if idle_raw is not None and idle_stop is None:
+        raise ctx.error("idleStop", f"must be a duration such as \"10m\" or \"30s\" (at most a week), "
+                                    f"got {idle_raw!r}")
     condition = raw.get("condition")
     if condition is not None:
         if not isinstance(condition, str):
@@ -344,7 +368,7 @@ def _validate(raw: Mapping[str, Any], ctx: FieldContext, *, name: str, source: s
         trust=TrustSpec(auto_approve_tools=tuple(auto), pinned_tool_hash=pin,
                         host_escape=trust.get("hostEscape", False),
                         pin_on_first_use=trust.get("pinOnFirstUse", False), table=dict(trust)),
-        condition=condition, tools=tool_filters(ctx, raw.get("tools")),
+        condition=condition, tools=tool_filters(ctx, raw.get("tools")), start=start, idle_stop=idle_stop,
     )
 
     if transport == "stdio":

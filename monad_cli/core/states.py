@@ -5,6 +5,7 @@
     connected   session open, tools listed
     degraded    session open but something failed (tools/list, tool pin)
     needs-auth  the remote wants (new) authorization: `monad mcp authorize NAME`
+    idle        an on-demand server, stopped: its last lists are served, the first call starts it
     backoff     the last attempt failed; a retry is scheduled
     failed      gave up (5 failures in 60 s) or the definition is invalid; `monad mcp reconnect`
     stopped     the supervisor is stopping, or the server was removed
@@ -22,6 +23,7 @@ class State(StrEnum):
     CONNECTED = "connected"
     DEGRADED = "degraded"
     NEEDS_AUTH = "needs-auth"
+    IDLE = "idle"
     BACKOFF = "backoff"
     FAILED = "failed"
     STOPPED = "stopped"
@@ -34,7 +36,8 @@ class State(StrEnum):
 S = State
 # Every move an actor makes (daemon/sessions/actor.py), and no other; a move to the same state
 # is listed where the reason can change (set_state ignores the same state with the same reason).
-_PARKED = {S.CONNECTING, S.DISABLED, S.FAILED, S.FILTERED, S.STOPPED}  # `_loop`'s checks, or the end
+# `_loop`'s checks, or the end; `idle` only for an on-demand server whose lists are cached.
+_PARKED = {S.CONNECTING, S.DISABLED, S.FAILED, S.FILTERED, S.IDLE, S.STOPPED}
 TRANSITIONS: dict[State, set[State]] = {
     S.STOPPED: _PARKED,  # the first check of `_loop`; `run` ending before it started
     S.DISABLED: _PARKED - {S.DISABLED},  # woken: enabled again, edited, filtered, removed
@@ -42,16 +45,20 @@ TRANSITIONS: dict[State, set[State]] = {
     S.FAILED: set(_PARKED),  # woken; another config error is another reason
     S.NEEDS_AUTH: _PARKED - {S.NEEDS_AUTH},  # woken by new tokens or an edit
     S.BACKOFF: _PARKED - {S.BACKOFF},  # the delay is over, or woken by an edit
+    # idle -> connecting: a call, a Task to resume, or `monad mcp reconnect`; never `status`.
+    S.IDLE: set(_PARKED),
     # A connect: it ends connected (or degraded), refused (needs-auth, failed), failed (backoff,
     # or failed after too many), cut by an edit (connecting again, disabled, failed, filtered),
     # or by the end; a new attempt's reason names its number.
+    # connecting -> idle: an on-demand start that failed (the call fails; the next one tries again).
     S.CONNECTING: {S.CONNECTED, S.DEGRADED, S.NEEDS_AUTH, S.BACKOFF, S.FAILED, S.STOPPED, S.DISABLED,
-                   S.FILTERED, S.CONNECTING},
+                   S.FILTERED, S.IDLE, S.CONNECTING},
     # A session: a tool list or storm problem (degraded), an edit or reconnect (connecting,
     # disabled, failed), its end (backoff, failed, needs-auth), the supervisor's end.
-    S.CONNECTED: {S.DEGRADED, S.CONNECTING, S.DISABLED, S.FAILED, S.NEEDS_AUTH, S.BACKOFF, S.STOPPED},
+    # connected -> idle: an on-demand server stopped after `idleStop`, or it exited between calls.
+    S.CONNECTED: {S.DEGRADED, S.CONNECTING, S.DISABLED, S.FAILED, S.NEEDS_AUTH, S.BACKOFF, S.IDLE, S.STOPPED},
     S.DEGRADED: {S.CONNECTED, S.DEGRADED, S.CONNECTING, S.DISABLED, S.FAILED, S.NEEDS_AUTH, S.BACKOFF,
-                 S.STOPPED},
+                 S.IDLE, S.STOPPED},
 }
 assert set(TRANSITIONS) == set(State)
 

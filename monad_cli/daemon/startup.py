@@ -16,6 +16,7 @@ import anyio
 
 from monad_cli.config.features import load_mcp_filter
 from monad_cli.config.loader import load_definitions
+from monad_cli.config.start import load_start_defaults
 from monad_cli.config.workdir import default_workdir
 from monad_cli.core.errors import ConfigError, Conflict
 from monad_cli.core.filters import combine
@@ -45,9 +46,10 @@ def acquire_daemon_lock(paths: Paths) -> int:
 async def spawn_early(paths: Paths, environ: Mapping[str, str], early: EarlySpawns, *, include: list[str] | None,
                       exclude: list[str] | None) -> int:
     """Spawn every enabled, unfiltered, unsandboxed stdio server of the current definitions
-    as its transport would, into `early` (recorded in `run/servers/`); returns how many. A dead
-    supervisor's leftover processes are killed first (their lines kept in
-    `early.leftovers_killed` for the journal), so new servers never start beside them.
+    that starts `always` (an on-demand one waits for a call) as its transport would, into
+    `early` (recorded in `run/servers/`); returns how many. A dead supervisor's leftover
+    processes are killed first (their lines kept in `early.leftovers_killed` for the
+    journal), so new servers never start beside them.
     Anything that fails here (a bad file, a missing command) is left for the supervisor to
     meet again and report in its place."""
     started = time.monotonic()
@@ -56,6 +58,7 @@ async def spawn_early(paths: Paths, environ: Mapping[str, str], early: EarlySpaw
     try:
         defs = load_definitions(paths, environ)
         enabled, disabled = load_mcp_filter(paths)
+        defaults = load_start_defaults(paths)
     except (ConfigError, OSError):
         return 0
     server_filter = combine(flag_include=include, flag_exclude=exclude, file_enabled=enabled, file_disabled=disabled)
@@ -63,6 +66,8 @@ async def spawn_early(paths: Paths, environ: Mapping[str, str], early: EarlySpaw
     for name, spec in defs.specs.items():
         # A sandboxed server is prepared per attempt (its scratch dir); it starts with its actor.
         if spec.transport != "stdio" or not spec.enabled or spec.sandbox or not server_filter.allows(name):
+            continue
+        if spec.start_mode(defaults) == "on-demand":  # started by a call, or once to learn its lists
             continue
         try:
             cmd = stdio_command(spec, str(default_workdir(paths, name)))

@@ -18,6 +18,7 @@ from monad_cli.auth.session import SupervisorAuth
 from monad_cli.config import envfile
 from monad_cli.config.features import MCP_FILE, TOOLS_FILE, load_mcp_filter, load_tool_globs
 from monad_cli.config.loader import AtomCache, Definitions, Problem, load_definitions
+from monad_cli.config.start import SETTINGS_FILE, StartDefaults, load_start_defaults
 from monad_cli.core.errors import ConfigError
 from monad_cli.core.filters import ServerFilter, combine
 from monad_cli.core.paths import Paths
@@ -75,6 +76,8 @@ class Supervisor:
         self.server_filter = ServerFilter()
         # Globs over exposed tool names from `features/tools.toml`: deferred, enabled, disabled.
         self.tool_globs: dict[str, list[str]] = {}
+        # `[servers]` of settings.toml: `start` and `idleStop` for definitions that do not say.
+        self.start_defaults = StartDefaults()
         self.environ = dict(os.environ if environ is None else environ)
         # What `$VAR` expands from: MONAD_HOME/env over `environ`, rebuilt only when the file
         # changes (the atoms' cache reuses a validation only for the same object).
@@ -183,7 +186,7 @@ class Supervisor:
             elicitation_callback=lambda actor: tasks.elicitation_callback(actor.name),
             on_tools_changed=self.on_tools_changed,
             on_state_changed=self.on_state_changed, stopping=lambda: self.stopping,
-            early=self.early)
+            early=self.early, start_defaults=lambda: self.start_defaults, busy=self._holds)
         return journal
 
     def _write_first_pin(self, name: str, digest: str) -> None:
@@ -205,6 +208,12 @@ class Supervisor:
         if self.journal is not None:
             self.journal.record("config", server=name, reason=f"pinned on first use: trust.pinnedToolHash = "
                                                               f"{digest} in {source}")
+
+    def _holds(self, actor: ServerActor) -> str | None:
+        """What keeps an on-demand server up besides calls in flight: its open Tasks (a
+        question of one waits as its `input_required`)."""
+        active, queued = self.tasks.counts(actor.name)
+        return f"{active + queued} open task(s)" if active or queued else None
 
     def _recheck_tools(self, name: str) -> None:  # a tool set vetted elsewhere in the fleet
         if (actor := self.actors.get(name)) is not None and self._tg is not None:
@@ -266,6 +275,7 @@ class Supervisor:
                                     prefer=frozenset(n for n, a in self.actors.items() if a.spec is not None))
             self._refilter(defs)
             defs.problems += [Problem(message, envfile.SOURCE) for message in self.env_problems]
+            self._load_start_defaults(defs)
             self._apply(defs)
 
     def _load_env_file(self) -> None:
@@ -280,6 +290,23 @@ class Supervisor:
             log.info("MONAD_HOME/env: %d variable(s)", len(read.values))
         self.env_problems = read.problems
         self.secrets = self.secrets | set(read.values.values())  # before the first reload's log lines
+
+    def _load_start_defaults(self, defs: Definitions) -> None:
+        """Re-read `[servers]` of settings.toml; a server whose effective `start`/`idleStop`
+        changed with it is woken (as by an edit). A bad table keeps the last good defaults."""
+        try:
+            defaults = load_start_defaults(self.paths)
+        except ConfigError as e:
+            defs.problems.append(Problem(f"{e.message}; the previous defaults stay in force", SETTINGS_FILE))
+            return
+        old, self.start_defaults = self.start_defaults, defaults
+        if defaults == old:
+            return
+        for actor in self.actors.values():
+            spec = actor.spec
+            if spec is not None and (spec.start_mode(old), spec.idle_stop_s(old)) != \
+                    (spec.start_mode(defaults), spec.idle_stop_s(defaults)):
+                actor.update(spec)
 
     def _apply(self, defs: Definitions) -> None:
         # A file that cannot be read at all disables nothing it defined before: its
@@ -491,7 +518,7 @@ class Supervisor:
         for actor in required:
             await actor.first_attempt.wait()
         # A required server the person filtered out on purpose does not fail the start.
-        failed = [a for a in required if a.state not in LIVE and a.state != State.FILTERED]
+        failed = [a for a in required if a.state not in LIVE and a.state not in (State.FILTERED, State.IDLE)]
         return "; ".join(f"required server `{a.name}` is {a.state}: {a.reason}" for a in failed) or None
 
     async def _handle_signals(self) -> None:

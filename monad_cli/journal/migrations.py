@@ -82,4 +82,5 @@ MIGRATIONS: tuple[tuple[str, Callable[[Any], None]], ...] = (
     ("0200_origin_columns", add_origin_columns("events", "tool_calls", "approvals")),
     ("0201_vetted_tool_sets", _create_vetted),
     ("0300_running_calls_index", _running_calls_index),
+    ("0301_server_lists", _create("ServerLists")),
 )

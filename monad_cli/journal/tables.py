@@ -9,6 +9,8 @@
 - `tool_sets`: every tool set a server advertised, by hash, so a pin mismatch can say what
   changed against the pinned set;
 - `tasks`: one row per tool call started through the task manager (see `TaskRow`);
+- `server_lists`: each server's last lists (tools) with their hash and the definition they came
+  from, so an on-demand server that is stopped stays listed (docs/supervisor.md "On demand");
 - `vetted_tool_sets`: tool sets a person accepted for a server definition (its pin
   matched them), so a supervisor sharing the journal accepts the same set (docs/fleet.md).
 
@@ -110,6 +112,19 @@ class ToolSet(SQLModel, table=True):
     hash: str = Field(primary_key=True)
     tools: str  # JSON, the canonical pinned view
     seen: float
+
+
+class ServerLists(SQLModel, table=True):
+    """The last lists server `server` answered while defined as `definition_hash`: `tools`
+    (JSON, every tool in wire shape), their `tool_hash` (`sha256:<hex>`, as a pin takes it),
+    `listed_at` (epoch seconds). One row per server, replaced on every (re)listing."""
+
+    __tablename__ = "server_lists"
+    server: str = Field(primary_key=True)
+    definition_hash: str
+    tool_hash: str
+    tools: str
+    listed_at: float
 
 
 class VettedToolSet(SQLModel, table=True):

@@ -9,6 +9,7 @@
 - `tool_sets`: every tool set a server advertised, by hash, so a pin mismatch can say what
   changed against the pinned set;
 - `vetted_tool_sets`: the tool sets a pin accepted, per definition hash, shared by a fleet.
+- `server_lists`: each server's last lists, served while an on-demand server is stopped.
 
 Every write stamps the origin columns and its `rev` and wakes the fleet link
 (`Journal.write`); in a fleet the row is then queued locally until the link ships it
@@ -179,3 +180,35 @@ def tool_set(j: Journal, server: str, digest: str) -> list[dict[str, Any]] | Non
     """The tool set `server` advertised with hash `digest` (canonical view), if it was seen."""
     rows = j.pool.read("SELECT tools FROM tool_sets WHERE server = ? AND hash = ?", (server, digest))
     return json.loads(rows[0][0]) if rows else None
+
+
+class CachedLists(NamedTuple):
+    """A `server_lists` row: the tools in wire shape, their hash, when they were listed."""
+
+    definition_hash: str
+    tool_hash: str
+    tools: list[dict[str, Any]]
+    listed_at: float
+
+
+def save_lists(j: Journal, server: str, definition_hash: str, tool_hash: str, tools: list[dict[str, Any]]) -> None:
+    """Keep `server`'s lists (every connect and re-listing); replaces the previous row. Known
+    secrets in them (a server that echoes its token into a description) are written `***`."""
+    j.write("INSERT INTO server_lists (server, definition_hash, tool_hash, tools, listed_at) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT (server) DO UPDATE SET definition_hash = excluded.definition_hash, "
+            "tool_hash = excluded.tool_hash, tools = excluded.tools, listed_at = excluded.listed_at",
+            (server, definition_hash, tool_hash, j.scrub(json.dumps(tools)), time.time()))
+
+
+def cached_lists(j: Journal, server: str) -> CachedLists | None:
+    """`server`'s last lists, or None if it never listed (plain SQL: read while it starts)."""
+    rows = j.pool.read("SELECT definition_hash, tool_hash, tools, listed_at FROM server_lists WHERE server = ?",
+                       (server,))
+    if not rows:
+        return None
+    definition_hash, tool_hash, tools, listed_at = rows[0]
+    try:
+        listed = json.loads(tools)
+    except ValueError:  # a scrubbed secret broke the JSON (it held a quote): learn them again
+        return None
+    return CachedLists(definition_hash, tool_hash, listed, listed_at)

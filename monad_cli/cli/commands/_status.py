@@ -75,12 +75,15 @@ def _row_text(row: dict[str, Any]) -> dict[str, Any]:
         out["reason"] = f"{row.get('reason') or row['state']}; last attempt: {row['lastAttemptReason']}"
     if row.get("toolsRefused"):
         out["tools"] = "refused"
+    if row["state"] == "idle":  # what an agent is shown comes from lists this old
+        out["reason"] = f"{out.get('reason') or 'on demand'} (idle for {render.age(row.get('stoppedAt'))}, " \
+                        f"lists {render.age(row.get('listedAt'))} old)"
     return out
 
 
 _STATE_WORDS = {"failed": "has failed", "needs-auth": "needs authorization", "connecting": "is still connecting",
                 "backoff": "is waiting to retry", "disabled": "is disabled", "filtered": "is filtered out",
-                "degraded": "is degraded"}
+                "degraded": "is degraded", "idle": "is idle (on demand)"}
 
 
 def not_ready(row: dict[str, Any]) -> str:

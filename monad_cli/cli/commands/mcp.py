@@ -62,6 +62,11 @@ def add(
                                             "directory when the command or an argument is a relative path "
                                             "here, else its own directory under MONAD_HOME).")] = None,
     timeout: Annotated[float | None, typer.Option("--timeout", help="Seconds to connect (default 10).")] = None,
+    start: Annotated[str | None, typer.Option("--start", help="always (keep it running) or on-demand (start it "
+                                              "on the first call, stop it when idle); default: settings.toml, "
+                                              "else always.")] = None,
+    idle_stop: Annotated[str | None, typer.Option("--idle-stop", help="How long an on-demand server stays up "
+                                                  "without use, e.g. 10m, 30s (default 10m).")] = None,
     required: Annotated[bool, typer.Option("--required", help="`monad daemon start` fails if it fails.")] = False,
     disabled: Annotated[bool, typer.Option("--disabled", help="Write it disabled.")] = False,
     force: Annotated[bool, typer.Option("--force", "-f", help="Replace an existing atom of that name.")] = False,
@@ -87,6 +92,8 @@ def add(
       monad mcp add time -- mcp-server-time --local-timezone UTC
 
       monad mcp add io.github.modelcontextprotocol/time
+
+      monad mcp add memory --start on-demand -- npx -y @modelcontextprotocol/server-memory
 
       monad mcp add docs --url https://example.com/mcp --header "X-Api-Key: $DOCS_KEY"
 
@@ -170,6 +177,18 @@ def add(
                                         client_secret=client_secret, private_key=private_key, scopes=scope)
     if timeout is not None:
         defn["timeout"] = timeout
+    if start is not None:
+        from monad_cli.config.start import START_MODES
+
+        if start not in START_MODES:
+            raise InvalidInput(f"--start must be one of {', '.join(START_MODES)}, got {start!r}")
+        defn["start"] = start
+    if idle_stop is not None:
+        from monad_cli.config.start import parse_duration
+
+        if parse_duration(idle_stop) is None:
+            raise InvalidInput(f"--idle-stop must be a duration such as 10m or 30s (at most a week), got {idle_stop!r}")
+        defn["idleStop"] = idle_stop
     if required:
         defn["required"] = True
     if disabled:
@@ -264,7 +283,9 @@ def status(
     config_error = [("config error", row["configError"])] if row.get("configError") else []
     render.key_values([
         ("name", row["name"]), ("transport", transport), ("state", row["state"]),
-        ("reason", row["reason"]), ("since", render.when(row.get("since"))), ("source", row["source"]),
+        ("reason", row["reason"]), ("since", render.when(row.get("since"))), ("start", row.get("start")),
+        *([("lists from", f"{render.when(row['listedAt'])} ({render.age(row['listedAt'])} ago)")]
+          if row.get("listedAt") else []), ("source", row["source"]),
         ("protocol", row["protocolVersion"]), ("pid", row.get("pid")), ("attempt", row.get("attempt")),
         ("last attempt", row.get("lastAttemptReason")),
         *([("next attempt", render.when(row["nextAttemptAt"]))] if row.get("nextAttemptAt") else []),
@@ -317,13 +338,20 @@ def get(name: Annotated[str, typer.Argument(help="Server name.")], as_json: Json
     runs_in = _runs_in(name, raw)
     variables = _variable_sources(raw)
     if as_json:
+        start = _start_of(raw)
         render.data_json({"name": name, "source": source, "definition": shown,
                           "cwd": runs_in[0] if runs_in else None, "cwdDefault": bool(runs_in and runs_in[1]),
-                          "variables": variables})
+                          "variables": variables, "start": start[0],
+                          "idleStop": start[2] if start[0] == "on-demand" else None})
         return
+    start = _start_of(raw)
     render.line(f"# {source}")
     for key, value in shown.items():
         render.line(f"{key} = {_toml_value(value)}")
+    if "start" not in raw:
+        render.line(f"# start = {_toml_value(start[0])} (the default, {start[1]})")
+    if start[0] == "on-demand" and "idleStop" not in raw:
+        render.line(f"# idleStop = {_toml_value(start[2])} (the default)")
     if variables:
         render.line(f"# variables: {_variables_text(variables)}")
     if runs_in and runs_in[1]:
@@ -340,6 +368,18 @@ def _variable_sources(raw: dict[str, Any]) -> list[dict[str, Any]]:
     from monad_cli.cli.commands._variables import sources
 
     return [{"name": n, "source": src} for n, src in sources(names).items()]
+
+
+def _start_of(raw: dict[str, Any]) -> tuple[str, str, str]:
+    """(start, where it comes from, idleStop) of a definition: its own fields, else the
+    `[servers]` defaults of settings.toml (config/start.py)."""
+    from monad_cli.config.start import describe_duration, load_start_defaults, parse_duration
+
+    defaults = load_start_defaults(paths())
+    start = raw.get("start") if raw.get("start") in ("always", "on-demand") else None
+    idle = parse_duration(raw.get("idleStop")) if raw.get("idleStop") is not None else None
+    where = "its definition" if start else "settings.toml" if defaults.start != "always" else "built in"
+    return start or defaults.start, where, describe_duration(idle if idle is not None else defaults.idle_stop)
 
 
 def _runs_in(name: str, raw: dict[str, Any]) -> tuple[str, bool] | None:
@@ -435,7 +475,8 @@ def wait(
     timeout: Annotated[float, typer.Option("--timeout", min=0, help="Seconds to wait.")] = 30.0,
     as_json: JsonOpt = False,
 ) -> None:
-    """Exit 0 once every named server is connected; else non-zero with each one's reason.
+    """Exit 0 once every named server is connected (or idle: on demand, its first call starts it);
+    else non-zero with each one's reason.
 
     Gives up early when a server is failed, needs-auth or disabled. For CI scripts.
     """
@@ -446,6 +487,7 @@ def wait(
     client = supervisor()
     deadline = time.monotonic() + timeout
     final_bad = {"failed", "needs-auth", "disabled", "filtered"}
+    ready = {"connected", "idle"}  # idle: an on-demand server with its lists, started by a call
     rows: dict[str, dict[str, Any]] = {}
     while True:
         answer = client.get("/v1/settings/mcp-servers/status")
@@ -454,13 +496,13 @@ def wait(
                                    "reason": f"server `{n}` is not defined (see `monad mcp list`)"})
                 for n in names}
         states = {r["state"] for r in rows.values()}
-        if states <= {"connected"}:
+        if states <= ready:
             break
         stuck = any(r["state"] in final_bad | {"undefined"} for r in rows.values())
         if stuck or time.monotonic() >= deadline:
             break
         time.sleep(0.05)
-    bad = [r for r in rows.values() if r["state"] != "connected"]
+    bad = [r for r in rows.values() if r["state"] not in ready]
     if as_json:
         render.data_json(list(rows.values()))
     for r in bad:
@@ -472,7 +514,10 @@ def wait(
         timed_out = all(r["state"] not in final_bad | {"undefined"} for r in bad)
         raise typer.Exit(int(ExitCode.TIMEOUT if timed_out else ExitCode.ERROR))
     if not as_json:
-        render.info(f"connected: {', '.join(names)}")
+        idle = [n for n in names if rows[n]["state"] == "idle"]
+        up = [n for n in names if n not in idle]
+        render.info("; ".join(([f"connected: {', '.join(up)}"] if up else [])
+                              + ([f"idle (on demand; the first call starts it): {', '.join(idle)}"] if idle else [])))
 
 
 @app.command("path")

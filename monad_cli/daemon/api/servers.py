@@ -136,7 +136,9 @@ def server_routes(port: DaemonPort) -> list[Route]:
         await port.reconcile(force=True)
         reconnecting, skipped = [], []
         for name, actor in sorted(port.actors.items()):
-            why = not_reconnectable(name, actor)
+            # Fifty on-demand servers must not all start at one `--all`.
+            why = not_reconnectable(name, actor) or (
+                f"on demand and idle (`monad mcp reconnect {name}` starts it)" if actor.listed else None)
             if why is None:
                 actor.reconnect()
                 reconnecting.append(name)
@@ -147,7 +149,7 @@ def server_routes(port: DaemonPort) -> list[Route]:
     async def tools(request: Request) -> JSONResponse:
         actor = actor_named(port, request.path_params["name"])
         return JSONResponse([t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in actor.tools]
-                            if actor.live else [])
+                            if actor.live or actor.listed else [])
 
     return [
         Route("/v1/settings/mcp-servers", list_servers),

@@ -91,10 +91,10 @@ def tools_routes(port: DaemonPort) -> list[Route]:
         name = request.path_params["name"]
         actor = actor_named(port, name)
         pinned = actor.spec.trust.pinned_tool_hash if actor.spec else None
-        current = svc.hashes.get(name) if actor.live else None
+        current = svc.hashes.get(name) if actor.live or actor.listed else None
         return JSONResponse({"server": name, "hash": current, "pinned": pinned,
                              "blocked": svc.blocked.get(name), "state": str(actor.state),
-                             "tools": len(actor.tools) if actor.live else None})
+                             "tools": len(actor.tools) if actor.live or actor.listed else None})
 
     async def call(request: Request) -> Response | ProgressStream:
         body = await read_json_body(request)

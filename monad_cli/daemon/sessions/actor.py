@@ -4,15 +4,21 @@ The SDK requires a Client to be entered and exited in the same task (anyio cance
 the actor holds `async with Client(...)` open for the life of a session while other tasks use
 `actor.client` concurrently. It owns the state machine (states.py), the connect deadline, the
 restart policy (backoff.py) and the reasons in `monad mcp status` (reasons.py); what it needs
-from around it comes in one `ActorContext`, built once by the supervisor."""
+from around it comes in one `ActorContext`, built once by the supervisor.
+
+An on-demand server (`start = "on-demand"`, docs/supervisor.md "On demand") is `idle` while
+nobody uses it: no process, no session, its last lists (kept in the journal) still served.
+`in_use()` starts it, waits for the connect and keeps it up for the block; `hold()` keeps it
+up between requests; the actor stops it after `idleStop` without use, with nothing in flight,
+no open Task (`ctx.busy`) and no holder."""
 
 from __future__ import annotations
 
 import logging
 import math
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +29,8 @@ from mcp_types import INTERNAL_ERROR, CallToolResult, Implementation, Tool, Tool
 
 from monad_cli import __version__
 from monad_cli.config.schema import ServerSpec
+from monad_cli.config.start import StartDefaults, describe_duration
+from monad_cli.core.errors import NotConnected
 from monad_cli.core.messages import one_line
 from monad_cli.core.paths import Paths
 from monad_cli.core.states import LIVE, State, check_transition
@@ -37,7 +45,10 @@ from monad_cli.daemon.sessions.stderr import StderrSink
 from monad_cli.daemon.sessions.transports import Connection
 from monad_cli.daemon.sessions.upkeep import ToolRefresh, listen_for_tool_changes
 from monad_cli.daemon.telemetry import TELEMETRY
+from monad_cli.daemon.trust.listing import dump_tool
+from monad_cli.daemon.trust.pins import tool_set_hash
 from monad_cli.daemon.trust.servers import ProgressFn
+from monad_cli.journal import tools as jt
 from monad_cli.journal.db import Journal
 
 if TYPE_CHECKING:
@@ -45,6 +56,13 @@ if TYPE_CHECKING:
     from mcp.client import ClientExtension
 
 log = logging.getLogger("monad.actor")
+# While an on-demand server is past its idle time but held (an open Task): how often to look again.
+BUSY_POLL_S = 5.0
+# A call waits for an on-demand start this long beyond the server's own connect `timeout`
+# (the previous session's shutdown may still be under way: its stdin grace).
+START_SLACK_S = 10.0
+# States in which a waiting call learns that no start is coming.
+_NO_START = (State.FAILED, State.NEEDS_AUTH, State.DISABLED, State.FILTERED, State.BACKOFF, State.STOPPED)
 
 
 def _no_extensions(actor: ServerActor) -> list[ClientExtension] | None:
@@ -70,7 +88,9 @@ class ActorContext:
     and `on_state_changed`: called after a (re)listing and after every state change;
     `stopping()`: whether the supervisor is shutting down (the `stopped` reason says so);
     `early`: the stdio servers spawned before the SDK's import, one of which a first connect
-    adopts (sessions/spawn.py).
+    adopts (sessions/spawn.py); `start_defaults()`: the `[servers]` defaults of settings.toml
+    (`start`, `idleStop`); `busy(actor)`: what holds an on-demand server up besides calls (an
+    open Task), or None.
     """
 
     paths: Paths
@@ -85,6 +105,8 @@ class ActorContext:
     on_state_changed: Callable[[ServerActor], None] = lambda actor: None
     stopping: Callable[[], bool] = lambda: False
     early: EarlySpawns | None = None
+    start_defaults: Callable[[], StartDefaults] = StartDefaults
+    busy: Callable[[ServerActor], str | None] = lambda actor: None
 
 
 @contextmanager
@@ -146,6 +168,18 @@ class ServerActor:
         self.last_failure: str | None = None  # why the previous attempt failed, while retrying
         self.next_attempt_at: float | None = None  # epoch seconds of the next attempt, while backing off
         self.retired = False
+        # On demand: the lists' hash and time (from the journal while idle), calls using the
+        # session, a start asked for by a call or by `reconnect`, and failed starts so far
+        # (a waiting call fails when the count moves). `state_changed` fires on every change.
+        self.tools_hash: str | None = None
+        self.listed_at: float | None = None
+        self.inflight = 0
+        self.last_used = -math.inf
+        self.start_wanted = False
+        self.failed_starts = 0
+        self.start_failure: str | None = None
+        self.state_changed = anyio.Event()
+        self.holders: set[object] = set()  # what keeps it up between calls (a gateway's subscription)
 
     # -- control from other tasks ------------------------------------------------------
     def update(self, spec: ServerSpec | None, *, config_error: str | None = None,
@@ -155,6 +189,7 @@ class ServerActor:
         self.config_error = config_error
         self.source = spec.source if spec else source or self.source
         self.backoff.reset()
+        self.tools_hash = None  # an idle server's cached tools meet the new definition (its pin) again
         self._wakeup("update")
 
     def auth_required(self, reason: str, *, end_session: bool = True) -> None:
@@ -166,9 +201,11 @@ class ServerActor:
 
     def reconnect(self) -> None:
         """Drop the session and connect again: a legacy SSE endpoint is found again; a legacy
-        era is remembered (connect.Learned: no second wait for an unanswered discover)."""
+        era is remembered (connect.Learned: no second wait for an unanswered discover). An idle
+        on-demand server is started (and stays up for its `idleStop`)."""
         self.backoff.reset()
         self.learned.forget_transport()
+        self.start_wanted = True
         self._wakeup("reconnect")
 
     def retire(self) -> None:
@@ -203,6 +240,8 @@ class ServerActor:
             return
         check_transition(self.state, state)
         self.state, self.reason, self.since = state, reason, time.time()
+        self.state_changed.set()
+        self.state_changed = anyio.Event()
         log.info("server %s: %s%s", self.name, state, f" ({reason})" if reason else "")
         try:
             self.ctx.journal.record("state", server=self.name, state=str(state), reason=reason)
@@ -222,6 +261,126 @@ class ServerActor:
         not disabled, not removed). A call to it waits (`ToolService.call`)."""
         return (not self.live and not self.retired and self.spec is not None and self.spec.enabled
                 and (self.state in (State.CONNECTING, State.BACKOFF) or self.state in LIVE))
+
+    @property
+    def listed(self) -> bool:
+        """Its tools are listed though no session is open: an on-demand server, idle."""
+        return self.state == State.IDLE
+
+    def on_demand(self, spec: ServerSpec | None = None) -> bool:
+        spec = spec or self.spec
+        return spec is not None and spec.start_mode(self.ctx.start_defaults()) == "on-demand"
+
+    def _idle_stop(self, spec: ServerSpec) -> float:
+        return spec.idle_stop_s(self.ctx.start_defaults())
+
+    # -- on demand ---------------------------------------------------------------------
+    @asynccontextmanager
+    async def in_use(self) -> AsyncIterator[None]:
+        """Hold the server up for the block: an idle on-demand server is started first and
+        waited for (within its connect `timeout`); concurrent callers share one start.
+        Counted before anything is awaited, so an idle stop cannot slip in between the start
+        and the request. Raises NotConnected with the start's reason when it fails. For any
+        other server (or a live one) it only counts the request."""
+        self.inflight += 1
+        try:
+            await self._ensure_started()
+            yield
+        finally:
+            self.inflight -= 1
+            self.last_used = time.monotonic()
+
+    async def _ensure_started(self) -> None:
+        spec = self.spec
+        if self.live or spec is None or not self.on_demand(spec):
+            return
+        if self.state not in (State.IDLE, State.CONNECTING, State.CONNECTED, State.DEGRADED):
+            return  # failed, disabled, …: the call is refused below with the state's reason
+        failures = self.failed_starts
+        if self.state != State.CONNECTING:  # a start under way is shared, not asked for again
+            self.start_wanted = True
+            self._wakeup("demand")
+        with anyio.move_on_after(spec.timeout + START_SLACK_S):
+            while not self.live:
+                if self.failed_starts != failures:
+                    raise NotConnected(f"server `{self.name}` could not be started: {self.start_failure} "
+                                       f"(see `monad mcp status {self.name}`)")
+                if self.state in _NO_START or self.retired:
+                    raise NotConnected(f"server `{self.name}` is {self.state}"
+                                       f"{': ' + self.reason if self.reason else ''} "
+                                       f"(see `monad mcp status {self.name}`)")
+                await self.state_changed.wait()
+            return
+        raise NotConnected(f"server `{self.name}` did not start within {spec.timeout:g} s "
+                           f"(see `monad mcp status {self.name}`)")
+
+    def hold(self, holder: object) -> None:
+        """Keep the server up, between calls too, until `release(holder)`: what a gateway does
+        for a client's resource subscription (it starts the server with `in_use()` to send the
+        subscribe request, then holds it). Holding an idle server does not start it."""
+        self.holders.add(holder)
+
+    def release(self, holder: object) -> None:
+        """Let go of `hold(holder)`; the idle time counts from now."""
+        if holder in self.holders:
+            self.holders.discard(holder)
+            self.last_used = time.monotonic()
+            if self.live:  # the session's wait recomputes its idle deadline
+                self._wakeup("released")
+
+    def _held(self) -> str | None:
+        """Why an on-demand server must stay up between calls, or None."""
+        if self.holders:
+            return f"held by {len(self.holders)} client(s)"
+        return self.ctx.busy(self)
+
+    def _wanted(self) -> bool:
+        """Whether an on-demand server must run now: a call or `reconnect` asked, or it is held."""
+        return self.start_wanted or self.inflight > 0 or self._held() is not None
+
+    def _cached(self, spec: ServerSpec) -> jt.CachedLists | None:
+        """The journal's lists of this server, if they came from this very definition."""
+        try:
+            cached = jt.cached_lists(self.ctx.journal, self.name)
+        except Exception:  # a journal that cannot be read: learn the lists again
+            log.exception("journal read failed")
+            return None
+        return cached if cached is not None and cached.definition_hash == spec.definition_hash() else None
+
+    def _go_idle(self, cached: jt.CachedLists, reason: str) -> None:
+        """Serve the cached lists with no session: the tools, checked against the pin again."""
+        if cached.tool_hash != self.tools_hash:
+            tools = [Tool.model_validate(t) for t in cached.tools]
+            self.tools, self.tools_hash, self.tool_problem = tools, cached.tool_hash, None
+            self.tool_problem = self.ctx.check_pin(self, tools)
+            self.ctx.on_tools_changed(self)
+        self.listed_at = cached.listed_at
+        self.set_state(State.IDLE, reason)
+
+    def _remember_lists(self, spec: ServerSpec, tools: list[Tool]) -> None:
+        dumped = [dump_tool(t) for t in tools]
+        self.tools_hash = tool_set_hash(dumped)
+        self.listed_at = time.time()
+        try:
+            jt.save_lists(self.ctx.journal, self.name, spec.definition_hash(), self.tools_hash, dumped)
+        except Exception:  # the session works without it; a stopped server would not be listed
+            log.exception("journal write failed")
+
+    async def _serve_until_woken(self, spec: ServerSpec) -> str | None:
+        """The live session's wait: a wake reason, or `idle` once an on-demand server has gone
+        `idleStop` without a call and nothing holds it."""
+        while True:
+            if not self.on_demand(spec):
+                return await self._sleep_until_woken()
+            idle = self._idle_stop(spec)
+            left = self.last_used + idle - time.monotonic()
+            if left <= 0 and self.inflight == 0 and not self.start_wanted:
+                if self._held() is None:
+                    return "idle"
+                left = min(idle, BUSY_POLL_S)
+            reason = await self._sleep_until_woken(max(left, 0.05))
+            if reason not in (None, "demand", "released"):
+                return reason
 
     # -- the task ----------------------------------------------------------------------
     async def run(self) -> None:
@@ -254,12 +413,32 @@ class ServerActor:
                 self.first_attempt.set()
                 await self._sleep_until_woken()
                 continue
+            on_demand = self.on_demand(spec)
+            cached = self._cached(spec) if on_demand else None
+            if cached is not None and not self._wanted():
+                # Nothing needs it: no process; a call, a Task or `reconnect` wakes it.
+                if self.state != State.IDLE or self.tools_hash != cached.tool_hash:
+                    self._go_idle(cached, "on demand: not running; the first call starts it")
+                self.first_attempt.set()
+                await self._sleep_until_woken()
+                continue
             outcome, reason = await self._session(spec)
             self.first_attempt.set()
             if self.retired:
                 return
-            if outcome in ("update", "reconnect"):
+            if outcome in ("update", "reconnect", "idle"):
                 continue
+            if on_demand and outcome in ("failed", "closed"):
+                # The calls waiting for this start fail with its reason.
+                self.failed_starts += 1
+                self.start_failure = self.ctx.scrub(reason)
+                cached = self._cached(spec)
+                if cached is not None:  # no retries for nobody: the next call tries again
+                    self.start_wanted = False
+                    verb = "exited" if outcome == "closed" else "could not start"
+                    self._go_idle(cached, f"on demand: {verb}: {reason}; the next call starts it again")
+                    await self._sleep_until_woken()
+                    continue
             if outcome == "needs-auth":
                 self.set_state(State.NEEDS_AUTH, reason)
                 await self._sleep_until_woken()
@@ -307,6 +486,7 @@ class ServerActor:
         self._wake = anyio.Event()
         self._wake_reason = None
         self._auth_reason = None
+        kicked, self.start_wanted = self.start_wanted, False  # this attempt answers the calls waiting now
         self.attempt = self.backoff.consecutive + 1
         what = "starting" if spec.transport == "stdio" else "connecting"
         self.set_state(State.CONNECTING, what if self.attempt == 1 else f"{what} (attempt {self.attempt})")
@@ -322,7 +502,7 @@ class ServerActor:
                 deadline.deadline = anyio.current_time() + spec.timeout
                 while True:
                     try:
-                        reason = await self._run_client(spec, conn, deadline, over_sse=over_sse)
+                        reason = await self._run_client(spec, conn, deadline, over_sse=over_sse, kicked=kicked)
                         break
                     except Exception as exc:
                         if over_sse or spec.transport != "http" or conn.established \
@@ -365,7 +545,7 @@ class ServerActor:
         return reason or "reconnect", reason or "reconnect"
 
     async def _run_client(self, spec: ServerSpec, conn: Connection, deadline: anyio.CancelScope,
-                          *, over_sse: bool) -> str | None:
+                          *, over_sse: bool, kicked: bool = False) -> str | None:
         """Enter the Client, list the tools, serve the session until woken; the wake reason."""
         transport = transport_for(spec, conn, self.sink, self.ctx.paths, auth=self.ctx.http_auth(spec),
                                   over_sse=over_sse, early=self.ctx.early)
@@ -384,12 +564,17 @@ class ServerActor:
             self._phase = "connected"
             self.learned.note(client.protocol_version, conn.transport)
             self.storm_reason = None
+            # Started for nobody (only to learn its lists): stop at once; else `idleStop` from now.
+            self.last_used = time.monotonic() if kicked or self.inflight else -math.inf
             self._connected(client, listing)
             async with anyio.create_task_group() as tg:
                 self._tg = tg
                 start_upkeep(tg, client, conn, refresh, on_hung=self._on_hung)
                 tg.start_soon(listen_for_tool_changes, client, refresh, self.name)
-                reason = await self._sleep_until_woken()
+                reason = await self._serve_until_woken(spec)
+                if reason == "idle":  # from here on, a call starts a new session instead of using this one
+                    self.client = None
+                    self._announce_end(reason)
                 tg.cancel_scope.cancel()
             # Shutting a session down takes up to seconds (stdin grace); status
             # must not say `connected` meanwhile, and calls must fail fast.
@@ -429,6 +614,11 @@ class ServerActor:
             self.set_state(State.CONNECTING, "reconnecting: its definition changed")
         elif reason == "reconnect":
             self.set_state(State.CONNECTING, "reconnecting")
+        elif reason == "idle" and spec is not None:
+            self.set_state(State.IDLE, "on demand: its lists are learned; not running until the first call"
+                           if self.last_used == -math.inf else
+                           f"on demand: stopped after {describe_duration(self._idle_stop(spec))} without use; "
+                           f"the next call starts it")
 
     def _connected(self, client: Client, listing: ToolListing) -> None:
         self.client = client
@@ -445,6 +635,8 @@ class ServerActor:
         if self.conn is not None and self.conn.lane is not None:
             self.conn.lane.attach(client)  # it shares the session's ids
         self.server_info = client.server_info.model_dump(exclude_none=True) if client.server_info else None
+        if self.spec is not None:
+            self._remember_lists(self.spec, tools)
         pin_problem = self.ctx.check_pin(self, tools)  # always: it also unblocks
         self.tool_problem = "; ".join(p for p in (problem, pin_problem) if p) or None
         self.ctx.on_tools_changed(self)
@@ -467,6 +659,8 @@ class ServerActor:
         self.left_out = listing.left_out
         # A changed list meets the pin again: no swapping tools under an approved pin mid-session.
         pin_problem = self.ctx.check_pin(self, tools)
+        if self.spec is not None:
+            self._remember_lists(self.spec, tools)
         self.tools = tools
         self.tool_problem = "; ".join(p for p in (problem, pin_problem) if p) or None
         self.ctx.on_tools_changed(self)
@@ -533,18 +727,21 @@ class ServerActor:
     def status(self, *, detail: bool = False) -> dict[str, Any]:
         """The server's row in `monad mcp status` (docs/supervisor.md "Routes"):
         `{name, transport, state, reason, since, tools, protocolVersion, source, enabled,
-        required, pid, configError, attempt, lastAttemptReason, nextAttemptAt, variables}`
-        (`variables`: each `$VAR` its definition references, `{name, source}` with source
-        `env-file` or `environment`, never a value; `nextAttemptAt`, epoch seconds, while backing
-        off; `pid` also while it connects;
-        `attempt` and why the last one failed while connecting or backing off); with `detail`,
-        also `toolNames`, `stderrTail` (scrubbed), `probeNoiseLines` (lines of an older SDK's
-        validation warning about the `server/discover` probe, left out of the tail), `serverInfo`,
-        `strayStdoutLines`,
-        `repairedStdoutLines`, `oversizeMessages`, `httpTransport` (`streamable-http` or
-        `sse`, for an http server) and `leftOut` (one reason per item of its tools/list that was
-        not taken: sessions/listings.py)."""
-        spec, conn, live = self.spec, self.conn, self.live
+        required, pid, configError, attempt, lastAttemptReason, nextAttemptAt, start, listedAt,
+        stoppedAt, variables}`:
+        - `pid` also while it connects; `attempt` and why the last one failed while connecting
+          or backing off; `nextAttemptAt` (epoch s) while backing off;
+        - `start` (`always` | `on-demand`), `listedAt` (epoch s: when its tools were last
+          listed) and, while `idle`, `stoppedAt` (epoch s; `tools` then counts the cached list);
+        - `variables`: each `$VAR` its definition references, `{name, source}` with source
+          `env-file` or `environment`, never a value.
+        With `detail`, also `toolNames`, `stderrTail` (scrubbed), `probeNoiseLines` (lines of an
+        older SDK's validation warning about the `server/discover` probe, left out of the tail),
+        `serverInfo`, `strayStdoutLines`, `repairedStdoutLines`, `oversizeMessages`,
+        `httpTransport` (`streamable-http` or `sse`, for an http server) and `leftOut` (one
+        reason per item of its tools/list that was not taken: sessions/listings.py)."""
+        spec, conn = self.spec, self.conn
+        live = self.live or self.listed  # an idle server's tools are its cached lists
         retrying = self.state in (State.CONNECTING, State.BACKOFF)
         row: dict[str, Any] = {
             "name": self.name,
@@ -558,18 +755,22 @@ class ServerActor:
             "enabled": spec.enabled if spec else None,
             "required": spec.required if spec else None,
             # While it connects too: a server that hangs at start is a live process worth naming.
-            "pid": conn.pid if conn and conn.returncode is None and (live or self.state == State.CONNECTING) else None,
+            "pid": conn.pid if conn and conn.returncode is None and (self.live or self.state == State.CONNECTING)
+            else None,
             "configError": one_line(self.config_error) if spec and self.config_error else None,
             "attempt": self.attempt if retrying else None,
             "lastAttemptReason": one_line(self.last_failure) if retrying and self.last_failure else None,
             "nextAttemptAt": self.next_attempt_at if self.state == State.BACKOFF else None,
+            "start": "on-demand" if self.on_demand() else "always" if spec else None,
+            "listedAt": self.listed_at if live else None,
+            "stoppedAt": self.since if self.state == State.IDLE else None,
             "variables": [{"name": n, "source": src} for n, src in spec.variables.items()] if spec else [],
         }
         if detail:
             row["toolNames"] = [t.name for t in self.tools] if live else []
             row["stderrTail"] = [self.ctx.scrub(line) for line in self.sink.lines()]
             row["probeNoiseLines"] = self.sink.probe_noise
-            row["serverInfo"] = self.server_info if live else None
+            row["serverInfo"] = self.server_info if self.live else None
             row["strayStdoutLines"] = conn.stray_lines if conn else 0
             row["repairedStdoutLines"] = conn.repaired_lines if conn else 0
             row["oversizeMessages"] = conn.oversize_messages if conn else 0

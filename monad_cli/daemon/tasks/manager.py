@@ -20,6 +20,7 @@ import json
 import time
 import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
 import anyio
@@ -66,6 +67,9 @@ class ServerLink(Protocol):
     @property
     def tools(self) -> Sequence[types.Tool]:
         """Its last tools/list (read for each tool's 2025-11-25 `execution.taskSupport`)."""
+
+    def in_use(self) -> AbstractAsyncContextManager[None]:
+        """Start an idle on-demand server and hold it up for the block (ServerActor.in_use)."""
 
 
 class TaskManager(TaskReader):
@@ -184,6 +188,13 @@ class TaskManager(TaskReader):
         link = self.links.get(server)
         if link is None:
             raise NotFound(f"server `{server}` is not defined (see `monad mcp list`)")
+        # An idle on-demand server starts here; once the task is open, the task holds it up.
+        async with link.in_use():
+            return await self._start(link, server, tool, arguments, correlation=correlation,
+                                     submit_wait=submit_wait)
+
+    async def _start(self, link: ServerLink, server: str, tool: str, arguments: dict[str, Any] | None, *,
+                     correlation: dict[str, Any] | None, submit_wait: float) -> dict[str, Any]:
         if not link.live:
             raise NotConnected(f"server `{server}` is {link.state}"
                                f"{': ' + link.reason if link.reason else ''}; see `monad mcp status {server}`")

@@ -6,6 +6,7 @@ and task manager."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -25,8 +26,11 @@ class ToolServer(Protocol):
     """What the tool service uses of one server's session (a supervisor actor is one).
 
     `live`: the session is up and `call_tool` can be used; `restarting`: not live now, but
-    connecting or waiting to retry (a call waits for it, up to its `timeout`); `tools`: its
-    last tools/list;
+    connecting or waiting to retry (a call waits for it, up to its `timeout`); `listed`: no
+    session, but its `tools` are listed all the same (an on-demand server, idle: its cached
+    lists); `in_use()`: an async context manager that starts such a server, waits for it and
+    holds it up for the block (raises `MonadError` with the start's reason); `tools`: its last
+    tools/list;
     `call_tool(tool, arguments, progress=, inputs=)`: tools/call with the server's own tool
     name (`progress` awaited per progress notification, its questions during the call going
     to `inputs`, trust/inputs.py), raising `MonadError` when not connected and
@@ -41,8 +45,12 @@ class ToolServer(Protocol):
     def live(self) -> bool: ...
     @property
     def restarting(self) -> bool: ...
+
+    @property
+    def listed(self) -> bool: ...
     @property
     def tools(self) -> Sequence[Tool]: ...
+    def in_use(self) -> AbstractAsyncContextManager[None]: ...
     async def call_tool(self, tool: str, arguments: dict[str, Any] | None, *,
                         progress: ProgressFn | None = None,
                         inputs: InputHandler | None = None) -> CallToolResult: ...

@@ -11,6 +11,7 @@ gets the same refusal.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -200,8 +201,9 @@ class ToolService:
 
     # -- names ------------------------------------------------------------------------
     def _registered(self) -> list[ToolServer]:
+        # An idle on-demand server is listed from its cached lists: a call starts it.
         return [a for name, a in sorted(self.servers.items())
-                if a.live and a.spec is not None and name not in self.blocked]
+                if (a.live or a.listed) and a.spec is not None and name not in self.blocked]
 
     def name_map(self) -> NameMap:
         actors = self._registered()
@@ -248,7 +250,7 @@ class ToolService:
         """Collisions, inert `autoApproveTools` entries and `tools` globs of one server (for `status NAME`)."""
         out = [describe_collision(c) for c in self.name_map().collisions_of(name)]
         actor = self.servers.get(name)
-        if actor is None or not actor.live or actor.spec is None:
+        if actor is None or not (actor.live or actor.listed) or actor.spec is None:
             return out
         nmap = self.name_map()
         pairs = [(t.name, n) for t in actor.tools if (n := nmap.exposed_name(name, t.name))]
@@ -263,7 +265,8 @@ class ToolService:
         if self._map_key is not None and self._map_key[0] == self._version:
             entry = self._map.by_exposed.get(exposed)
             actor = self.servers.get(entry.server) if entry is not None else None
-            if actor is not None and actor.live and actor.spec is not None and actor.name not in self.blocked:
+            if actor is not None and (actor.live or actor.listed) and actor.spec is not None \
+                    and actor.name not in self.blocked:
                 return entry
         return self.name_map().by_exposed.get(exposed)
 
@@ -502,54 +505,71 @@ class ToolService:
                 raise CallRefused(f"call to `{exposed}` was denied ({who})")
             raise ApprovalTimeout(f"call to `{exposed}` was not approved in time ({who})")
         correlation = {**(current_call() or {}), "decidedBy": who}  # callId, exposed, via, ref
-        if detach:
-            if self.start_task is None:
-                raise Unavailable("the task manager is not running; try again in a moment")
+        async with contextlib.AsyncExitStack() as held:
+            # An on-demand server that is idle starts here, once approved, and stays up for the
+            # call; the lists it answers may differ from the cached ones the call was checked on.
+            was_live = actor.live
             try:
-                row = await self.start_task(actor.name, tool.name, arguments, correlation=correlation)
-            except Exception as exc:
-                finish("error", str(exc))
+                await held.enter_async_context(actor.in_use())
+                if not was_live:
+                    actor, tool = self.resolve(exposed)
+                    validate_arguments(tool.input_schema, arguments, exposed)
+            except MonadError as exc:
+                finish("refused" if isinstance(exc, NotRegistered) else "error", exc.message)
                 raise
-            finish("detached", f"task {row.get('id')}")
-            return {"detached": True, "task": row, "callId": call_id, "server": actor.name, "tool": tool.name,
-                    "name": exposed, "decidedBy": who}
-        try:
-            # A tool its server runs only as a task (2025-11-25 "Tool-Level Negotiation") goes
-            # through the task manager, also for a caller who waits: a plain call is refused.
-            if self.run_task is not None and tool.execution and tool.execution.task_support == "required":
-                result = await self.run_task(actor.name, tool.name, arguments, correlation=correlation)
-            else:
-                result = await actor.call_tool(tool.name, arguments, progress=progress, inputs=inputs)
-        except anyio.get_cancelled_exc_class():
-            with anyio.CancelScope(shield=True):
-                finish("cancelled", "the caller cancelled the call")
-            raise
-        except MCPError as exc:
-            self._fail_if_stopping(finish, exposed, actor.name)
-            timed_out = exc.error.code == REQUEST_TIMEOUT
-            said = await self._stderr_of_call(sink, mark)
-            hint = f"; stderr during the call: {' | '.join(said)}" if said else ""
-            finish("timeout" if timed_out else "error", f"{exc.error.message} (MCP error {exc.error.code}){hint}")
-            raise ToolCallFailed(self.scrub(f"server `{actor.name}` failed `{tool.name}`: {exc.error.message} "
-                                            f"(MCP error {exc.error.code}){hint}")) from None
-        except (NotConnected, QueueFull) as exc:  # from the task manager: the kind stays
-            finish("error", exc.message)
-            raise
-        except Exception as exc:  # noqa: BLE001 - e.g. an outputSchema mismatch in the SDK
-            self._fail_if_stopping(finish, exposed, actor.name)
-            finish("error", f"{type(exc).__name__}: {exc}")
-            raise ToolCallFailed(self.scrub(f"server `{actor.name}` failed `{tool.name}`: {exc}")) from None
-        out = result.model_dump(by_alias=True, exclude_none=True, mode="json")
-        is_error = bool(result.is_error)
-        text = " ".join(c.get("text", "") for c in out.get("content", []) if c.get("type") == "text")
-        said = await self._stderr_of_call(sink, mark) if is_error else []
-        if said:
-            # An opaque "Error executing tool fetch" is often explained by what the server
-            # logged meanwhile: the caller (never the agent: gateway/session.py) gets it.
-            out["serverStderr"] = said
-        why = text[:300] + (f"; stderr during the call: {' | '.join(said)}" if said else "")
-        # The intent row was committed before the call; the outcome may follow the answer.
-        finish("tool-error" if is_error else "ok", why if is_error else None, defer=write_behind)
-        out.update(callId=call_id, server=actor.name, tool=tool.name, name=exposed, decidedBy=who)
-        out.setdefault("isError", is_error)
-        return out
+            except anyio.get_cancelled_exc_class():
+                with anyio.CancelScope(shield=True):
+                    finish("cancelled", "the caller cancelled the call while the server started")
+                raise
+            if detach:
+                if self.start_task is None:
+                    raise Unavailable("the task manager is not running; try again in a moment")
+                try:
+                    row = await self.start_task(actor.name, tool.name, arguments, correlation=correlation)
+                except Exception as exc:
+                    finish("error", str(exc))
+                    raise
+                finish("detached", f"task {row.get('id')}")
+                return {"detached": True, "task": row, "callId": call_id, "server": actor.name, "tool": tool.name,
+                        "name": exposed, "decidedBy": who}
+            try:
+                # A tool its server runs only as a task (2025-11-25 "Tool-Level Negotiation") goes
+                # through the task manager, also for a caller who waits: a plain call is refused.
+                if self.run_task is not None and tool.execution and tool.execution.task_support == "required":
+                    result = await self.run_task(actor.name, tool.name, arguments, correlation=correlation)
+                else:
+                    result = await actor.call_tool(tool.name, arguments, progress=progress, inputs=inputs)
+            except anyio.get_cancelled_exc_class():
+                with anyio.CancelScope(shield=True):
+                    finish("cancelled", "the caller cancelled the call")
+                raise
+            except MCPError as exc:
+                self._fail_if_stopping(finish, exposed, actor.name)
+                timed_out = exc.error.code == REQUEST_TIMEOUT
+                said = await self._stderr_of_call(sink, mark)
+                hint = f"; stderr during the call: {' | '.join(said)}" if said else ""
+                finish("timeout" if timed_out else "error",
+                       f"{exc.error.message} (MCP error {exc.error.code}){hint}")
+                raise ToolCallFailed(self.scrub(f"server `{actor.name}` failed `{tool.name}`: {exc.error.message} "
+                                                f"(MCP error {exc.error.code}){hint}")) from None
+            except (NotConnected, QueueFull) as exc:  # from the task manager: the kind stays
+                finish("error", exc.message)
+                raise
+            except Exception as exc:  # noqa: BLE001 - e.g. an outputSchema mismatch in the SDK
+                self._fail_if_stopping(finish, exposed, actor.name)
+                finish("error", f"{type(exc).__name__}: {exc}")
+                raise ToolCallFailed(self.scrub(f"server `{actor.name}` failed `{tool.name}`: {exc}")) from None
+            out = result.model_dump(by_alias=True, exclude_none=True, mode="json")
+            is_error = bool(result.is_error)
+            text = " ".join(c.get("text", "") for c in out.get("content", []) if c.get("type") == "text")
+            said = await self._stderr_of_call(sink, mark) if is_error else []
+            if said:
+                # An opaque "Error executing tool fetch" is often explained by what the server
+                # logged meanwhile: the caller (never the agent: gateway/session.py) gets it.
+                out["serverStderr"] = said
+            why = text[:300] + (f"; stderr during the call: {' | '.join(said)}" if said else "")
+            # The intent row was committed before the call; the outcome may follow the answer.
+            finish("tool-error" if is_error else "ok", why if is_error else None, defer=write_behind)
+            out.update(callId=call_id, server=actor.name, tool=tool.name, name=exposed, decidedBy=who)
+            out.setdefault("isError", is_error)
+            return out

@@ -1,6 +1,7 @@
 // The server form (Add server / Edit): labelled inputs for name, transport, command,
 // arguments, URL, environment and header rows, the values of the `$VAR`s they reference
-// (saved to MONAD_HOME/env, never shown back), timeout, required, enabled.
+// (saved to MONAD_HOME/env, never shown back), timeout, start (always or on demand) and
+// idleStop, required, enabled.
 //
 // The page never holds a secret. Editing shows every env and header value as an empty input
 // whose placeholder is `***`; left empty, the value is sent back as `***`, which the
@@ -232,11 +233,20 @@ export class ServerForm {
       this.variables.element,
       field("timeout", "Timeout (seconds to connect)",
             h("input", { id: "f-timeout", type: "number", min: "0", step: "any", value: def.timeout ?? "" })),
+      field("start", "Start", h("select", { id: "f-start" },
+        h("option", { value: "" }, "the default (settings.toml, else always)"),
+        h("option", { value: "always" }, "always (kept running)"),
+        h("option", { value: "on-demand" }, "on demand (started by the first call, stopped when idle)"))),
+      field("idleStop", "Stop when idle after",
+            h("input", { id: "f-idleStop", value: def.idleStop ?? "", placeholder: "10m", autocomplete: "off",
+                         spellcheck: "false" }),
+            "On demand only: a duration such as 30s, 10m or 1h."),
       check("required", "Required (`monad daemon start` fails without it)", def.required === true),
       check("enabled", "Enabled", def.enabled !== false),
       h("div", { class: "buttons" }, this.saveButton,
         h("button", { type: "button", onclick: () => this.close() }, "Cancel")));
     form.querySelector("#f-transport").value = transport;
+    form.querySelector("#f-start").value = ["always", "on-demand"].includes(def.start) ? def.start : "";
     form.querySelector("#f-args").value = (def.args || []).join("\n");
     this.env.fill(def.env);
     this.headers.fill(def.headers);
@@ -291,6 +301,8 @@ export class ServerForm {
       headers: stdio ? null : emptyToNull(this.headers.value()),
       auth: stdio || auth === "none" ? null : { mode: auth },
       timeout: timeout === "" ? null : Number(timeout),
+      start: emptyToNull(f("start").value),
+      idleStop: emptyToNull(f("idleStop").value.trim()),
       required: f("required").checked ? true : null,
       enabled: f("enabled").checked ? null : false,
     };
@@ -309,7 +321,9 @@ export class ServerForm {
       transport: inferTransport(old), command: old.command ?? null, args: emptyToNull(old.args),
       env: emptyToNull(old.env), url: old.url ?? null, headers: emptyToNull(old.headers),
       auth: old.auth && old.auth.mode ? old.auth.mode : null,
-      timeout: old.timeout ?? null, required: old.required === true ? true : null,
+      timeout: old.timeout ?? null, start: old.start ?? null,
+      idleStop: old.idleStop === undefined || old.idleStop === null ? null : String(old.idleStop),
+      required: old.required === true ? true : null,
       enabled: old.enabled === false ? false : null,
     };
     const changes = {};
@@ -363,7 +377,8 @@ export class ServerForm {
       target = this.variables.error;
     } else if (top === "env" || top === "headers") {
       target = this[top].errorFor(fieldName.slice(top.length + 1));
-    } else if (["name", "transport", "command", "args", "url", "timeout", "required", "enabled", "auth"].includes(top)) {
+    } else if (["name", "transport", "command", "args", "url", "timeout", "start", "idleStop", "required", "enabled",
+                "auth"].includes(top)) {
       target = this.form.querySelector(`#err-${top}`);
       const input = this.form.querySelector(`#f-${top}`);
       if (input) input.setAttribute("aria-invalid", "true");

@@ -10,7 +10,7 @@ import { ServerForm } from "./form.js";
 const PRESETS = "features/presets.toml";
 const COLUMNS = ["Name", "Transport", "State", "Reason", "Tools", "Protocol", "Source", "Actions"];
 // Every state monad has (monad_cli/core/states.py), each with its own look.
-export const STATES = ["connected", "connecting", "degraded", "needs-auth", "backoff", "failed", "disabled",
+export const STATES = ["connected", "connecting", "idle", "degraded", "needs-auth", "backoff", "failed", "disabled",
                        "filtered", "stopped"];
 
 function dash(value) {
@@ -20,6 +20,10 @@ function dash(value) {
 function reasonOf(row) {
   // A running server whose file went bad keeps its last good definition: say so (as the CLI does).
   if (row.configError) return `runs its last good definition; config error: ${row.configError}`;
+  // An on-demand server at rest: its tools come from lists this old (as the CLI's table says).
+  if (row.state === "idle") {
+    return `${row.reason || "on demand"} (stopped ${when(row.stoppedAt)}, lists from ${when(row.listedAt)})`;
+  }
   return row.reason || "";
 }
 

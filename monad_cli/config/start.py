@@ -1,0 +1,100 @@
+"""When a server runs: `start` (`always` | `on-demand`) and `idleStop` (a duration), per
+definition or as defaults in `MONAD_HOME/settings.toml` (docs/atoms.md "start").
+
+    # MONAD_HOME/settings.toml
+    [servers]
+    start = "on-demand"     # the default for definitions without `start` (else "always")
+    idleStop = "10m"        # how long an on-demand server stays up without use
+
+A duration is a number of seconds or a string: `500ms`, `30s`, `10m`, `1h`, or several
+(`1h30m`). Stdlib only: the CLI validates definitions without loading anything heavy.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from monad_cli.core.paths import Paths
+
+START_MODES = ("always", "on-demand")
+DEFAULT_START = "always"
+DEFAULT_IDLE_STOP_S = 600.0
+MAX_IDLE_STOP_S = 7 * 24 * 3600.0
+SETTINGS_FILE = "settings.toml"
+SETTINGS_TABLE = "servers"
+_KNOWN = {"start", "idleStop"}
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
+
+
+def parse_duration(value: object) -> float | None:
+    """Seconds (> 0, at most a week) from a number of seconds or a string such as `10m`,
+    `1h30m`, `500ms`; None when `value` is not one."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        seconds = float(value)
+    elif isinstance(value, str):
+        text = value.strip().replace(" ", "")
+        parts = _PART.findall(text)
+        if not text or "".join(n + u for n, u in parts) != text:
+            return None
+        seconds = sum(float(n) * _UNITS[u] for n, u in parts)
+    else:
+        return None
+    return seconds if 0 < seconds <= MAX_IDLE_STOP_S else None
+
+
+def describe_duration(seconds: float) -> str:
+    """`10m`, `1h30m`, `45s`, `0.5s`: how `monad` writes a duration back."""
+    if seconds < 60 or seconds % 60:
+        return f"{seconds:g}s"
+    minutes = int(seconds // 60)
+    hours, minutes = divmod(minutes, 60)
+    return (f"{hours}h" if hours else "") + (f"{minutes}m" if minutes else "")
+
+
+@dataclass(frozen=True)
+class StartDefaults:
+    """The `[servers]` table of settings.toml: `start` for definitions that do not say,
+    `idle_stop` (seconds) for on-demand servers that do not say."""
+
+    start: str = DEFAULT_START
+    idle_stop: float = DEFAULT_IDLE_STOP_S
+
+
+def load_start_defaults(paths: Paths) -> StartDefaults:
+    """Read `[servers]` of `MONAD_HOME/settings.toml` (missing file or table: the built-in
+    defaults). Raises `ConfigError` naming the file and the setting."""
+    import tomllib  # not on `monad mcp add`'s path, which validates without reading settings
+
+    from monad_cli.core.errors import ConfigError
+
+    try:
+        with open(paths.home / SETTINGS_FILE, "rb") as f:
+            data = tomllib.load(f)
+    except FileNotFoundError:
+        return StartDefaults()
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"`{SETTINGS_FILE}`: {e}; fix the file (see docs/atoms.md)", file=SETTINGS_FILE) from None
+    table = data.get(SETTINGS_TABLE, {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"`{SETTINGS_FILE}`: `{SETTINGS_TABLE}` must be a table (`[{SETTINGS_TABLE}]`)",
+                          file=SETTINGS_FILE, field=SETTINGS_TABLE)
+    for key in table:
+        if key not in _KNOWN:
+            raise ConfigError(f"`{SETTINGS_FILE}`: `{SETTINGS_TABLE}.{key}` is not a known setting; known: "
+                              f"{', '.join(sorted(_KNOWN))}", file=SETTINGS_FILE, field=f"{SETTINGS_TABLE}.{key}")
+    start = table.get("start", DEFAULT_START)
+    if start not in START_MODES:
+        raise ConfigError(f"`{SETTINGS_FILE}`: `{SETTINGS_TABLE}.start` must be one of {', '.join(START_MODES)}, "
+                          f"got {start!r}", file=SETTINGS_FILE, field=f"{SETTINGS_TABLE}.start")
+    idle = parse_duration(table.get("idleStop", DEFAULT_IDLE_STOP_S))
+    if idle is None:
+        raise ConfigError(f"`{SETTINGS_FILE}`: `{SETTINGS_TABLE}.idleStop` must be a duration such as \"10m\" or "
+                          f"\"30s\" (at most a week), got {table.get('idleStop')!r}", file=SETTINGS_FILE,
+                          field=f"{SETTINGS_TABLE}.idleStop")
+    return StartDefaults(start=start, idle_stop=idle)
