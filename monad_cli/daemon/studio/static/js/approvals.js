@@ -17,8 +17,15 @@ export class ApprovalsPanel {
     this.cards = new Map(); // id → element
     this.list = h("div", { class: "approval-list" });
     this.title = h("h2", { id: "approvals-title" }, "Approvals waiting");
-    replaceChildren(root, this.title, this.list);
+    // Announced wherever the person is; the banner itself stays in view (sticky).
+    this.announce = h("p", { class: "announce", role: "status", "aria-live": "polite" });
+    replaceChildren(root, this.title, this.announce, this.list);
     setInterval(() => this.tick(), 1000);
+    // Where the person was before reaching the banner: answering goes back there.
+    this.lastOutside = null;
+    document.addEventListener("focusin", (e) => {
+      if (!root.contains(e.target) && e.target !== document.body) this.lastOutside = e.target;
+    });
   }
 
   apply(pending) {
@@ -56,14 +63,25 @@ export class ApprovalsPanel {
     this.cards.set(a.id, card);
     this.list.append(card);
     this.root.hidden = false;
+    setText(this.announce, `${a.exposed} (${CALLERS[a.via] || a.via}) waits for your answer`
+                           + (this.cards.size > 1 ? `; ${this.cards.size} waiting` : ""));
     this.tick();
   }
 
   remove(id) {
     const card = this.cards.get(id);
+    const hadFocus = card && card.contains(document.activeElement);
     if (card) card.remove();
     this.cards.delete(id);
     this.root.hidden = this.cards.size === 0;
+    if (this.cards.size === 0) setText(this.announce, "");
+    if (hadFocus) this.returnFocus();
+  }
+
+  returnFocus() {
+    const next = this.list.querySelector(".approval button:not([disabled])");
+    if (next) next.focus(); // another one waits: its first answer
+    else if (this.lastOutside && this.lastOutside.isConnected) this.lastOutside.focus();
   }
 
   tick() {
@@ -80,6 +98,8 @@ export class ApprovalsPanel {
     try {
       await api("POST", `/v1/approvals/${enc(a.id)}`, { decision, scope });
       this.remove(a.id);
+      const at = document.activeElement;
+      if (!at || at === document.body || this.root.contains(at) || !at.isConnected) this.returnFocus();
       this.notify(decision === "allow" ? `allowed ${a.exposed} (${scope})` : `denied ${a.exposed}`);
     } catch (err) {
       for (const b of card ? card.querySelectorAll("button") : []) b.disabled = false;
