@@ -31,10 +31,12 @@ export class ApprovalsPanel {
   apply(pending) {
     const ids = new Set(pending.map((a) => a.id));
     for (const id of [...this.cards.keys()]) if (!ids.has(id)) this.remove(id);
-    for (const a of pending) this.add(a);
+    for (const a of pending) this.add(a, false);
   }
 
-  add(a) {
+  /** `live`: it just arrived (an event). A call the person made from Try here gets focus on
+   * its first answer; answering brings focus back (returnFocus). */
+  add(a, live = true) {
     const known = this.cards.get(a.id);
     if (known) { // the same request again: its caller started waiting, maybe with a new deadline
       const clock = known.querySelector("[data-expires]");
@@ -63,6 +65,13 @@ export class ApprovalsPanel {
     this.cards.set(a.id, card);
     this.list.append(card);
     this.root.hidden = false;
+    const at = document.activeElement;
+    const inTry = at && at.closest && at.closest(".try");
+    if (live && a.via === "studio" && (!at || at === document.body || inTry) && !this.root.contains(at)) {
+      this.returnTo = inTry ? at : null;
+      card.querySelector("button").focus();
+      card.scrollIntoView({ block: "nearest" });
+    }
     setText(this.announce, `${a.exposed} (${CALLERS[a.via] || a.via}) waits for your answer`
                            + (this.cards.size > 1 ? `; ${this.cards.size} waiting` : ""));
     this.tick();
@@ -80,8 +89,10 @@ export class ApprovalsPanel {
 
   returnFocus() {
     const next = this.list.querySelector(".approval button:not([disabled])");
+    const back = [this.returnTo, this.lastOutside].find((el) => el && el.isConnected && !el.disabled);
+    this.returnTo = null;
     if (next) next.focus(); // another one waits: its first answer
-    else if (this.lastOutside && this.lastOutside.isConnected) this.lastOutside.focus();
+    else if (back) back.focus();
   }
 
   tick() {

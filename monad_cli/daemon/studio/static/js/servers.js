@@ -249,7 +249,7 @@ export class ServersView {
     const items = verbs.map((v) => h("button", {
       type: "button", role: "menuitem", tabindex: "-1", class: v.danger ? "danger" : null,
       "aria-label": `${v.verb} ${name}`,
-      onclick: () => { this.closeMenu(!v.danger && v.verb !== "Details" && v.verb !== "Edit"); v.run(); },
+      onclick: () => { this.closeMenu(true); v.run(); }, // dialogs go back to the menu's button
     }, v.verb));
     const menu = h("div", { class: "menu", role: "menu", "aria-label": `Actions for ${name}` }, items);
     menu.addEventListener("keydown", (e) => {
@@ -281,7 +281,7 @@ export class ServersView {
   /** Arrow keys move between the rows' names (Home, End too); Enter opens one. */
   listKeys(e) {
     if (!["ArrowDown", "ArrowUp", "Home", "End"].includes(e.key) || this.menu) return;
-    const links = [...this.rows.values()].filter((r) => !r.tr.hidden).map((r) => r.link);
+    const links = [...this.tbody.rows].filter((tr) => !tr.hidden).map((tr) => tr.querySelector(".server-link"));
     if (!links.length) return;
     const row = e.target.closest("tr");
     const i = links.findIndex((l) => l.closest("tr") === row);
