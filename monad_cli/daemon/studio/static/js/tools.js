@@ -36,7 +36,7 @@ class TryPanel {
     this.status = h("p", { class: "call-status", role: "status" });
     this.taskArea = h("div", { class: "try-task" });
     this.appArea = h("div", { class: "try-app" });
-    this.resultArea = h("div", { class: "try-result", tabindex: "-1", "aria-label": `Result of ${tool.name}` });
+    this.resultArea = h("div", { class: "try-result", role: "region", tabindex: "-1", "aria-label": `Result of ${tool.name}` });
     this.element = h("section", { class: "try", "aria-labelledby": titleId,
                                   onkeydown: (e) => { if (e.key === "Escape" && !this.controller) this.close("the person closed it"); } },
       h("div", { class: "details-head" },
