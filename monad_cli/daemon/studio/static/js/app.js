@@ -15,8 +15,8 @@ const STATUS_TEXT = {
   connecting: "Connecting…",
   live: "Live",
   reconnecting: "Live updates interrupted: reconnecting…",
-  unreachable: "The supervisor is not answering (stopped? `monad daemon start`): states shown are the last known",
-  "signed-out": "Signed out: run `monad studio` in a terminal for a new login URL",
+  unreachable: "The supervisor is not answering (stopped? monad daemon start): the states shown are the last known",
+  "signed-out": "Signed out: run monad studio in a terminal for a new login URL",
 };
 const ROUTES = {
   "#/capabilities/mcp-servers": { view: "servers", crumbs: ["Capabilities", "MCP servers"] },

@@ -94,7 +94,7 @@ export class ServersView {
       this.rendered = true;
       performance.mark("studio:first-render"); // User Timing: what bench/bench_studio.py reads
     }
-    if (this.wanted && this.rows.has(this.wanted)) this.openPane(this.wanted);
+    if (this.wanted && this.rows.has(this.wanted)) this.openPane(this.wanted, false); // a reload: focus stays
     else if (this.openName && this.rows.has(this.openName)) this.refreshDetails();
     else if (this.openName) this.closePane(false);
   }
@@ -105,7 +105,7 @@ export class ServersView {
     if (isNew) this.order();
     this.applyFilter();
     if (row.name === this.openName) this.refreshDetails();
-    if (this.wanted === row.name) this.openPane(row.name);
+    if (this.wanted === row.name) this.openPane(row.name, false);
   }
 
   applyAuthorize(run) {
