@@ -135,6 +135,11 @@ def test_try_builds_the_form_from_the_schema_and_results_render_as_the_model_get
     where.fill("{not json")
     panel.get_by_role("button", name="Call").click()
     expect(_field(page, form, "where").locator(".field-error")).to_contain_text("not valid JSON")
+    # A number the browser cannot read (`1e400` overflows) says so, not "required".
+    count.fill("")
+    count.press_sequentially("1e400")
+    panel.get_by_role("button", name="Call").click()
+    expect(_field(page, form, "count").locator(".field-error")).to_contain_text("not a number the page can read")
     where.fill('{"x": 1, "y": 2}')
     form.get_by_label("tags").fill('["a", "b"]')
     form.get_by_label("loud").check()

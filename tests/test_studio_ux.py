@@ -272,3 +272,36 @@ def test_fifty_servers_list_and_filter(monad: Any, page: Any, monad_home: Path) 
     tools_filter.fill("convert")
     expect(page.get_by_role("button", name="Try time__convert_time")).to_be_visible()
     expect(page.get_by_role("button", name="Try time__get_current_time")).to_be_hidden()
+
+
+def test_the_small_things_duplicate_name_edit_hint_labels(monad: Any, page: Any, monad_home: Path) -> None:
+    assert monad("mcp", "add", "off", "--disabled", "--", "true").code == 0
+    _open(monad, page)
+    expect(state_of(page, "off")).to_have_text("disabled")
+    page.get_by_role("button", name="Add server").click()
+    form = page.get_by_role("dialog", name="Add server")
+    # The checkbox's label shows the command as code, not between literal backticks.
+    required = form.locator("label[for='f-required']")
+    expect(required.locator("code")).to_have_text("monad daemon start")
+    assert "`" not in required.inner_text()
+    # A name that exists: what the page offers, not the CLI's `--force`.
+    form.get_by_label("Name").fill("off")
+    form.get_by_label("Command").fill("true")
+    form.get_by_role("button", name="Save").click()
+    error = form.locator("#err-name")
+    expect(error).to_contain_text("exists already")
+    assert "--force" not in error.inner_text()
+    form.get_by_role("button", name="Cancel").click()
+    # The edit form says where it will write, not "Saved to" before anything is saved.
+    row_action(page, "off", "Edit")
+    edit = page.get_by_role("dialog", name="Edit off")
+    expect(edit).to_contain_text("Defined in atoms/mcp/off.toml")
+    assert "Saved to" not in edit.inner_text()
+    edit.get_by_role("button", name="Cancel").click()
+    # A message after an action lets clicks through around it and can be dismissed.
+    server_row(page, "off").get_by_role("button", name="Enable off").click()
+    toast = page.locator(".toast").filter(has_text="enabled off")
+    expect(toast).to_be_visible()
+    assert page.locator(".toasts").evaluate("e => getComputedStyle(e).pointerEvents") == "none"
+    toast.get_by_role("button", name="Dismiss message").click()
+    expect(toast).to_have_count(0)

@@ -270,6 +270,8 @@ export class ServerForm {
       // The CLI's way out (`--force`) has no control here: say what the page offers instead.
       message = `a server named ${this.form.querySelector("#f-name").value} exists already: choose another name, `
                 + "or Cancel and use Edit on that server";
+      target = this.form.querySelector("#err-name");
+      this.form.querySelector("#f-name").setAttribute("aria-invalid", "true");
     }
     setText(target, message);
     target.hidden = false;
