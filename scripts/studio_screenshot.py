@@ -1,7 +1,7 @@
 """Take docs/studio.png (the Studio page with a few real servers in different states, one open
 in the pane beside the list), docs/studio-narrow.png (the same at 400 px: the pane over the
-list) and docs/studio-tools.png (Tools: the MCP App probe called from Try, a CLI call waiting
-for approval in the banner).
+list), docs/studio-tools.png (Tools: the MCP App probe called from Try, a CLI call waiting
+for approval in the banner) and docs/studio-stopped.png (after `monad daemon stop`).
 
     .venv/bin/python scripts/studio_screenshot.py
 
@@ -28,6 +28,7 @@ BIN = Path(sys.executable).parent
 OUT = ROOT / "docs" / "studio.png"
 OUT_TOOLS = ROOT / "docs" / "studio-tools.png"
 OUT_NARROW = ROOT / "docs" / "studio-narrow.png"
+OUT_STOPPED = ROOT / "docs" / "studio-stopped.png"
 
 
 def monad(*argv: str) -> subprocess.CompletedProcess[str]:
@@ -99,8 +100,14 @@ def main() -> None:
             page.evaluate("() => window.scrollTo(0, 0)")
             page.screenshot(path=str(OUT_TOOLS), full_page=False)
             waiting.kill()
+            # The supervisor stops: the page says so, and the states lose their colour.
+            page.set_viewport_size({"width": 1280, "height": 420})
+            page.get_by_role("navigation", name="Sections").get_by_role("link", name="MCP servers").click()
+            monad("daemon", "stop")
+            expect(page.locator("#live")).to_have_attribute("data-state", "unreachable", timeout=10_000)
+            page.screenshot(path=str(OUT_STOPPED), full_page=False)
             browser.close()
-        for out in (OUT, OUT_NARROW, OUT_TOOLS):
+        for out in (OUT, OUT_NARROW, OUT_TOOLS, OUT_STOPPED):
             print(f"wrote {out.relative_to(ROOT)} ({out.stat().st_size // 1024} KiB)")
     finally:
         subprocess.run([str(BIN / "monad"), "daemon", "stop"], capture_output=True)

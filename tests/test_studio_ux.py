@@ -305,3 +305,7 @@ def test_the_small_things_duplicate_name_edit_hint_labels(monad: Any, page: Any,
     assert page.locator(".toasts").evaluate("e => getComputedStyle(e).pointerEvents") == "none"
     toast.get_by_role("button", name="Dismiss message").click()
     expect(toast).to_have_count(0)
+    # The URL says which server is open: a reload opens it again.
+    server_row(page, "off").get_by_role("link", name="off").click()
+    page.reload()
+    expect(page.locator("#details").get_by_role("heading", name="off", exact=True)).to_be_visible()

@@ -262,7 +262,7 @@ export class ToolsView {
           h("span", { class: "group-name", title: server }, server), h("span", { class: "hint" }, ` · ${list.length}`))),
         list.map((t) => h("tr", { dataset: { name: t.name, description: t.description || "" } },
           h("td", { class: "col-0" }, h("code", { title: t.name }, t.name)),
-          h("td", { class: "col-1" }, h("span", { class: "desc" }, t.description || ""),
+          h("td", { class: "col-1" }, h("span", { class: "desc", title: t.description || null }, t.description || ""),
             t.ui ? h("span", { class: "badge tag" }, "MCP App") : null,
             t.autoApproved ? h("span", { class: "badge tag" }, "auto-approved") : null),
           h("td", { class: "col-2" }, h("button", { type: "button", class: "small", "aria-label": `Try ${t.name}`,
