@@ -86,6 +86,18 @@ def test_keyboard_only_add_try_approve_and_remove(monad: Any, page: Any, monad_h
     expect(pane).to_be_hidden()
     assert _focused(page) == "clock"
 
+    # Edit from the row's menu: the form, Escape, focus back on the menu's button.
+    _tab_to(page, "More actions for clock")
+    kb.press("Enter")
+    kb.press("ArrowDown")
+    assert _focused(page) == "Edit clock"
+    kb.press("Enter")
+    edit = page.get_by_role("dialog", name="Edit clock")
+    expect(edit.get_by_label("Command")).to_be_focused()
+    kb.press("Escape")
+    expect(edit).to_have_count(0)
+    assert _focused(page) == "More actions for clock"
+
     # Try a tool: the form opens in the pane with focus on its first field; the approval takes
     # focus, answering it goes on to the result, which takes focus.
     _tab_to(page, "Tools", back=True)
@@ -236,10 +248,23 @@ def test_at_400px_nothing_scrolls_sideways_and_long_names_fit(browser: Any, mona
             expect(page.get_by_role("heading", name=view, level=1)).to_be_visible()
             _no_sideways(page, view)
         page.get_by_role("navigation", name="Sections").get_by_role("link", name="Tools").click()
+        page.locator("tbody[data-server='time']").get_by_role("button", name="Try time__get_current_time").click()
+        panel = page.get_by_role("region", name="Try time__get_current_time")
+        expect(panel.get_by_label("timezone")).to_be_focused()
+        _no_sideways(page, "Try")
+        page.keyboard.type("UTC")
+        page.keyboard.press("Enter")
+        card = page.get_by_role("article", name="Approval for time__get_current_time")
+        expect(card.get_by_role("button", name="Allow once")).to_be_in_viewport()  # over the pane, in view
+        _no_sideways(page, "an approval waiting")
+        card.get_by_role("button", name="Allow once").click()
+        expect(panel.get_by_label("Result of time__get_current_time")).to_be_in_viewport()
+        _no_sideways(page, "a result")
+        panel.get_by_role("button", name="Close").click()
         # Its exposed names are shortened to fit the 64-character limit (docs/tools.md).
         page.locator(f"tbody[data-server='{LONG}']").get_by_role("button").first.click()
         expect(page.locator(".try")).to_be_visible()
-        _no_sideways(page, "Try")
+        _no_sideways(page, "Try of a long-named server's tool")
     finally:
         ctx.close()
 
