@@ -254,6 +254,8 @@ export class ToolsView {
       if (!groups.has(t.server)) groups.set(t.server, []);
       groups.get(t.server).push(t);
     }
+    // A new tool list rebuilds the table: focus stays on the same Try button.
+    const focused = this.table.contains(document.activeElement) ? document.activeElement.getAttribute("aria-label") : null;
     for (const body of [...this.table.tBodies]) body.remove();
     for (const server of [...groups.keys()].sort()) {
       const list = groups.get(server);
@@ -270,12 +272,19 @@ export class ToolsView {
     }
     this.empty.hidden = tools.length > 0;
     this.applyFilter();
+    const again = focused && this.tryButton(focused);
+    if (again) again.focus();
+  }
+
+  tryButton(label) {
+    return [...this.table.querySelectorAll("button[aria-label]")].find((b) => b.getAttribute("aria-label") === label);
   }
 
   async open(name) {
     const tool = this.tools.find((t) => t.name === name);
     if (!tool) return;
     const opener = document.activeElement;
+    const openerLabel = opener && opener.getAttribute && opener.getAttribute("aria-label");
     if (this.panel) await this.panel.close("another tool was opened");
     this.panel = new TryPanel(tool, { notify: this.notify, host: this.host,
                                       onClose: (p) => {
@@ -283,7 +292,10 @@ export class ToolsView {
                                         this.panel = null;
                                         this.slot.hidden = true;
                                         document.body.classList.remove("try-open");
-                                        if (opener && opener.isConnected) opener.focus();
+                                        // The button that opened it, or the same one after a rebuild.
+                                        const back = opener && opener.isConnected ? opener
+                                          : openerLabel && this.tryButton(openerLabel);
+                                        if (back) back.focus();
                                       } });
     this.slot.hidden = false;
     document.body.classList.add("try-open");
