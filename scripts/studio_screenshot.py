@@ -1,6 +1,7 @@
-"""Take docs/studio.png (the Studio page with a few real servers in different states) and
-docs/studio-tools.png (Tools: the MCP App probe called from Try, a CLI call waiting for
-approval above).
+"""Take docs/studio.png (the Studio page with a few real servers in different states, one open
+in the pane beside the list), docs/studio-narrow.png (the same at 400 px: the pane over the
+list), docs/studio-tools.png (Tools: the MCP App probe called from Try, a CLI call waiting
+for approval in the banner) and docs/studio-stopped.png (after `monad daemon stop`).
 
     .venv/bin/python scripts/studio_screenshot.py
 
@@ -26,6 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 OUT = ROOT / "docs" / "studio.png"
 OUT_TOOLS = ROOT / "docs" / "studio-tools.png"
+OUT_NARROW = ROOT / "docs" / "studio-narrow.png"
+OUT_STOPPED = ROOT / "docs" / "studio-stopped.png"
 
 
 def monad(*argv: str) -> subprocess.CompletedProcess[str]:
@@ -61,15 +64,22 @@ def main() -> None:
             browser = p.chromium.launch(executable_path=shutil.which("chromium") or "/usr/bin/chromium",
                                         args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                                               "--disable-component-update", "--disable-sync"])
-            page = browser.new_page(viewport={"width": 1280, "height": 800}, color_scheme="light")
+            ctx = browser.new_context(viewport={"width": 1280, "height": 800}, color_scheme="light")
+            page = ctx.new_page()
             page.goto(url)
             rows = page.get_by_role("table", name="MCP servers").locator("tbody tr")
             expect(rows).to_have_count(5)
             expect(page.locator('tr[data-name="files"] .badge')).to_have_text("needs-auth", timeout=30_000)
-            page.get_by_role("button", name="Show details of time").click()
+            page.get_by_role("link", name="time", exact=True).click()
             expect(page.get_by_role("table", name="Tools of time")).to_be_visible()
             page.evaluate("() => window.scrollTo(0, 0)")
             page.screenshot(path=str(OUT), full_page=False)
+            narrow = page.context.new_page()
+            narrow.set_viewport_size({"width": 400, "height": 760})
+            narrow.goto(page.url)  # the same session; the URL opens `time` in the pane
+            expect(narrow.get_by_role("table", name="Tools of time")).to_be_visible()
+            narrow.screenshot(path=str(OUT_NARROW), full_page=False)
+            narrow.close()
 
             monad("mcp", "add", "probe", "--", sys.executable, str(ROOT / "tests" / "servers" / "appserver.py"))
             monad("mcp", "trust", "probe", "--auto-approve", "show")
@@ -77,7 +87,7 @@ def main() -> None:
             waiting = subprocess.Popen([str(BIN / "monad"), "mcp", "call", "time__get_current_time", "--arg",
                                         "timezone=Europe/Paris", "--approval-timeout", "60"],
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            page.get_by_role("link", name="Tools").click()
+            page.get_by_role("navigation", name="Sections").get_by_role("link", name="Tools").click()
             page.get_by_role("button", name="Try probe__show").click()
             page.get_by_label("text").fill("Hello from an MCP App")
             page.get_by_role("button", name="Call").click()
@@ -90,8 +100,14 @@ def main() -> None:
             page.evaluate("() => window.scrollTo(0, 0)")
             page.screenshot(path=str(OUT_TOOLS), full_page=False)
             waiting.kill()
+            # The supervisor stops: the page says so, and the states lose their colour.
+            page.set_viewport_size({"width": 1280, "height": 420})
+            page.get_by_role("navigation", name="Sections").get_by_role("link", name="MCP servers").click()
+            monad("daemon", "stop")
+            expect(page.locator("#live")).to_have_attribute("data-state", "unreachable", timeout=10_000)
+            page.screenshot(path=str(OUT_STOPPED), full_page=False)
             browser.close()
-        for out in (OUT, OUT_TOOLS):
+        for out in (OUT, OUT_NARROW, OUT_TOOLS, OUT_STOPPED):
             print(f"wrote {out.relative_to(ROOT)} ({out.stat().st_size // 1024} KiB)")
     finally:
         subprocess.run([str(BIN / "monad"), "daemon", "stop"], capture_output=True)

@@ -143,4 +143,35 @@ def server_row(page: Any, name: str) -> Any:
 
 
 def state_of(page: Any, name: str) -> Any:
+    """The row's state badge (columns: Name, State, Reason, Tools, Actions)."""
+    return server_row(page, name).get_by_role("cell").nth(1)
+
+
+def reason_of(page: Any, name: str) -> Any:
     return server_row(page, name).get_by_role("cell").nth(2)
+
+
+def tools_of(page: Any, name: str) -> Any:
+    return server_row(page, name).get_by_role("cell").nth(3)
+
+
+def row_action(page: Any, name: str, verb: str) -> None:
+    """Do `verb` to server `name` from its row: the primary button when it is that verb, else
+    through the row's menu ("More actions for NAME")."""
+    row = server_row(page, name)
+    primary = row.get_by_role("button", name=f"{verb} {name}", exact=True)
+    if primary.count():
+        primary.click()
+        return
+    row.get_by_role("button", name=f"More actions for {name}").click()
+    row.get_by_role("menuitem", name=f"{verb} {name}", exact=True).click()
+
+
+def open_pane(page: Any, name: str) -> Any:
+    """Select the server (its name is a link): its details pane."""
+    server_row(page, name).get_by_role("link", name=name, exact=True).click()
+    pane = page.locator("#details")
+    from playwright.sync_api import expect
+
+    expect(pane.get_by_role("heading", name=name, exact=True)).to_be_visible()
+    return pane

@@ -280,7 +280,7 @@ def test_the_studio_journal_of_a_server_names_every_host(fleet: Any, page: Any) 
         wait_for(lambda m=m: m.state("ts") == "connected", timeout=60)
     wait_for(a.drained)
     page.goto(open_studio(b)["url"])
-    page.get_by_role("button", name="Show details of ts").click()
+    page.get_by_role("link", name="ts", exact=True).click()  # opens it in the pane
     rows = page.locator("#details").get_by_role("table", name="Journal rows")
     expect(rows.get_by_role("columnheader", name="Host")).to_be_visible(timeout=30_000)
     expect(rows).to_contain_text("host-a")

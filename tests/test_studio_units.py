@@ -17,6 +17,7 @@ from monad_cli.core.paths import Paths
 from monad_cli.core.redact import MASK, masked_fields, redact_args, redact_definition, redact_url, restore_masked
 from monad_cli.daemon.studio.events import BUFFER, EventBus, event_stream
 from monad_cli.daemon.studio.locks import TOKEN_TTL_S, Logins
+from monad_cli.daemon.studio.state import StudioState
 
 
 class Clock:
@@ -42,6 +43,28 @@ def test_a_login_token_works_once_and_expires() -> None:
     assert logins.valid(session)  # sessions outlive their token
     logins.clear()
     assert not logins.valid(session)
+
+
+def test_sessions_are_kept_as_digests_in_a_0600_file_and_restored(tmp_path: Path) -> None:
+    state = StudioState(tmp_path / "studio.json")
+    assert state.read() is None
+    kept: list[set[str]] = []
+    logins = Logins(on_session=kept.append)
+    session = logins.redeem(logins.new_token())
+    assert session is not None and len(kept) == 1
+    state.write(8720, kept[0])
+    assert (tmp_path / "studio.json").stat().st_mode & 0o777 == 0o600
+    assert session not in (tmp_path / "studio.json").read_text()
+    saved = state.read()
+    assert saved is not None and saved["port"] == 8720
+    after_restart = Logins()
+    assert not after_restart.valid(session)
+    after_restart.restore(saved["sessions"])
+    assert after_restart.valid(session) and not after_restart.valid("another")
+    # A file that is not what it should be is ignored (logged), never trusted.
+    for junk in ("{not json", '{"port": "8720"}', '{"port": 70000}', "[]"):
+        (tmp_path / "studio.json").write_text(junk)
+        assert state.read() is None, junk
 
 
 def test_the_bus_fans_out_in_order_and_cuts_off_a_subscriber_that_falls_behind() -> None:

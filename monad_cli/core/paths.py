@@ -70,6 +70,11 @@ class Paths:
         return self.run_dir / "metrics.token"
 
     @property
+    def studio_state(self) -> Path:
+        """The Studio's port and its sessions' digests (0600): kept across supervisor restarts."""
+        return self.home / "studio.json"
+
+    @property
     def pid_file(self) -> Path:
         return self.run_dir / "monad.pid"
 

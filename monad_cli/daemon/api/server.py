@@ -24,7 +24,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from monad_cli.daemon.api.daemon import daemon_routes
 from monad_cli.daemon.api.env import env_routes
 from monad_cli.daemon.api.servers import server_routes
-from monad_cli.daemon.api.studio import studio_routes
+from monad_cli.daemon.api.studio import StudioHub, studio_routes
 from monad_cli.daemon.api.tasks import task_routes
 from monad_cli.daemon.api.telemetry import telemetry_routes
 from monad_cli.daemon.api.tools import tools_routes
@@ -64,9 +64,11 @@ def build_app(port: DaemonPort) -> Starlette:
     # shows (docs/atoms.md "Secrets"); streamed answers scrub their own lines.
     app = Starlette(middleware=[Middleware(ScrubAnswers, scrub=port.scrub),
                                 Middleware(ErrorBoundary, scrub=port.scrub)])
+    hub = StudioHub(port, lambda: app)
+    app.state.studio_hub = hub
     for route in [*daemon_routes(port), *server_routes(port), *tools_routes(port), *env_routes(port),
                   *task_routes(port.tasks), *telemetry_routes(),
-                  *studio_routes(port, control_app=lambda: app)]:
+                  *studio_routes(port, control_app=lambda: app, hub=hub)]:
         app.router.routes.append(route)
     return app
 
@@ -113,6 +115,8 @@ class ControlServer:
         self.server = AppServer(self.app, http=PeerCheckedH11, timeout_graceful_shutdown=2,
                                 h11_max_incomplete_event_size=MAX_BODY)
         await self.server.start(self.sock)
+        # The page comes back where it was, however this supervisor started (docs/studio.md).
+        self.sup.start_soon(self.app.state.studio_hub.resume)
 
     async def stop(self) -> None:
         if self.server is not None:

@@ -114,15 +114,26 @@ class StudioHub:
             actor.reconnect()
 
     # -- the Studio --------------------------------------------------------------------------
-    async def serve(self, *, port: int | None, default_port: int) -> dict[str, Any]:
+    def service(self) -> Studio:
         from monad_cli.daemon.studio.service import Studio, StudioDeps
+        from monad_cli.daemon.studio.state import StudioState
 
         if self.studio is None:
             self.studio = Studio(StudioDeps(control_app=self.control_app(), snapshot=self.snapshot,
                                             refresh=self.sup.reconcile, stopping=self.sup.stop_event,
-                                            start_soon=self.sup.start_soon, scrub=self.sup.scrub),
+                                            start_soon=self.sup.start_soon, scrub=self.sup.scrub,
+                                            state=StudioState(self.sup.paths.studio_state)),
                                  self.bus)
-        return await self.studio.serve(port=port, default_port=default_port)
+        return self.studio
+
+    async def serve(self, *, port: int | None, default_port: int) -> dict[str, Any]:
+        return await self.service().serve(port=port, default_port=default_port)
+
+    async def resume(self) -> None:
+        """At the supervisor's start: serve the page again on its port if it was served before
+        (`studio.json`), whichever way the supervisor started."""
+        if self.sup.paths.studio_state.exists():
+            await self.service().resume()
 
 
 def _port(value: Any, what: str) -> int | None:
@@ -133,8 +144,9 @@ def _port(value: Any, what: str) -> int | None:
     return value
 
 
-def studio_routes(sup: DaemonPort, *, control_app: Callable[[], Starlette]) -> list[Route]:
-    hub = StudioHub(sup, control_app)
+def studio_routes(sup: DaemonPort, *, control_app: Callable[[], Starlette],
+                  hub: StudioHub | None = None) -> list[Route]:
+    hub = hub or StudioHub(sup, control_app)
 
     async def serve_studio(request: Request) -> JSONResponse:
         body = await read_json_body(request)

@@ -67,10 +67,12 @@ class Logins:
     """One-time login tokens and the sessions they become. Only digests are kept, so a
     lookup compares digests, never the secrets themselves. Times are `clock()` seconds."""
 
-    def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, *, clock: Callable[[], float] = time.monotonic,
+                 on_session: Callable[[set[str]], None] | None = None) -> None:
         self._clock = clock
         self._tokens: dict[str, float] = {}  # digest → expiry
         self._sessions: set[str] = set()
+        self._on_session = on_session  # told the digests after each new session (persisted)
 
     def new_token(self) -> str:
         """A fresh 256-bit token, valid once, for `TOKEN_TTL_S` seconds."""
@@ -87,6 +89,8 @@ class Logins:
             return None
         session = secrets.token_urlsafe(32)
         self._sessions.add(_digest(session))
+        if self._on_session is not None:
+            self._on_session(set(self._sessions))
         return session
 
     def hand_over(self, other: Logins) -> int:
@@ -97,6 +101,13 @@ class Logins:
         other._tokens.update(live)
         self._tokens.clear()
         return len(live)
+
+    def on_session(self, callback: Callable[[set[str]], None]) -> None:
+        self._on_session = callback
+
+    def restore(self, digests: set[str]) -> None:
+        """Sessions of an earlier run of this port (digests only: a restart keeps the tabs signed in)."""
+        self._sessions |= {d for d in digests if isinstance(d, str) and len(d) == 64}
 
     def valid(self, session: str | None) -> bool:
         return bool(session) and _digest(session or "") in self._sessions

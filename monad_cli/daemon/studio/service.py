@@ -45,6 +45,7 @@ from monad_cli.daemon.studio.events import PING_S, EventBus, event_stream
 from monad_cli.daemon.studio.locks import LOGIN_PATH, TOKEN_TTL_S, Logins, StudioLocks, studio_csp
 from monad_cli.daemon.studio.sandbox import PROXY_PATH, SandboxProxy
 from monad_cli.daemon.studio.scrub import ScrubAnswers
+from monad_cli.daemon.studio.state import StudioState
 
 log = logging.getLogger("monad.studio")
 STATIC = Path(__file__).resolve().parent / "static"
@@ -67,6 +68,7 @@ class StudioDeps:
     stopping: anyio.Event
     start_soon: Callable[[Callable[[], Coroutine[Any, Any, Any]]], None]
     scrub: Callable[[str], str] = str
+    state: StudioState | None = None  # the port and sessions kept across restarts (state.py)
 
 
 class _QuietServer(uvicorn.Server):
@@ -232,6 +234,7 @@ class Studio:
                     await old.stop()
                 new = Listener(self._app, port=wanted)
                 await new.start()  # a port that cannot be bound leaves the current one serving
+                self._keep_sessions(new)
                 self.listener = new
                 if current is not None:
                     await self._retire(current, new)
@@ -267,6 +270,34 @@ class Studio:
                 await old.stop()
 
         self.deps.start_soon(stop_later)
+
+    def _keep_sessions(self, listener: Listener) -> None:
+        """Sessions survive a restart on the same port: take back the ones kept for it, and
+        keep each new one (digests, 0600). Another port starts over."""
+        state = self.deps.state
+        if state is None:
+            return
+        saved = state.read()
+        if saved is not None and saved["port"] == listener.port:
+            listener.logins.restore(saved["sessions"])
+        kept = saved["sessions"] if saved is not None and saved["port"] == listener.port else set()
+        state.write(listener.port, kept)
+
+        def on_session(sessions: set[str]) -> None:
+            if self.listener is listener:
+                state.write(listener.port, sessions)
+
+        listener.logins.on_session(on_session)
+
+    async def resume(self) -> None:
+        """Serve the page again where it was before the supervisor stopped (studio.json), if it was."""
+        saved = self.deps.state.read() if self.deps.state is not None else None
+        if saved is None:
+            return
+        try:
+            await self.serve(port=saved["port"], default_port=saved["port"])
+        except Conflict as e:
+            log.warning("the Studio was not served again: %s", e)
 
     async def _until_stopped(self) -> None:
         await self.deps.stopping.wait()

@@ -22,7 +22,7 @@ export async function api(method, path, body) {
   try {
     response = await fetch(path, init);
   } catch {
-    throw new ApiError(0, "unreachable", "the supervisor is not answering (stopped? see `monad daemon status`)");
+    throw new ApiError(0, "unreachable", "the supervisor is not answering (stopped? see monad daemon status)");
   }
   const text = await response.text();
   let data = null;

@@ -5,7 +5,7 @@
 import { ApprovalsPanel } from "./approvals.js";
 import { h, replaceChildren, setText } from "./dom.js";
 import { LiveStream } from "./events.js";
-import { ServersView } from "./servers.js";
+import { SERVERS_HASH, ServersView } from "./servers.js";
 
 // Tools and Transcript (and the MCP Apps host behind Tools) load after the first render, so
 // the servers table never waits for modules it does not need.
@@ -15,8 +15,8 @@ const STATUS_TEXT = {
   connecting: "Connecting…",
   live: "Live",
   reconnecting: "Live updates interrupted: reconnecting…",
-  unreachable: "The supervisor is not answering (stopped?): retrying…",
-  "signed-out": "Signed out: run `monad studio` in a terminal for a new login URL",
+  unreachable: "The supervisor is not answering (stopped? monad daemon start): the states shown are the last known",
+  "signed-out": "Signed out: run monad studio in a terminal for a new login URL",
 };
 const ROUTES = {
   "#/capabilities/mcp-servers": { view: "servers", crumbs: ["Capabilities", "MCP servers"] },
@@ -34,10 +34,14 @@ function showStatus(state) {
   document.body.dataset.live = state;
 }
 
+// Messages after an action: in a corner that covers no control (clicks go through), long
+// enough to read (8 s, errors 15 s, or until dismissed with their button).
 function notify(message, isError = false) {
-  const toast = h("p", { class: isError ? "toast error" : "toast" }, message);
+  const toast = h("p", { class: isError ? "toast error" : "toast" }, h("span", {}, message),
+    h("button", { type: "button", class: "small", "aria-label": "Dismiss message", onclick: () => toast.remove() }, "×"));
   toasts.append(toast);
-  setTimeout(() => toast.remove(), isError ? 12000 : 4000);
+  while (toasts.children.length > 3) toasts.firstChild.remove();
+  setTimeout(() => toast.remove(), isError ? 15000 : 8000);
 }
 
 function readData(id) {
@@ -56,7 +60,12 @@ let transcript = null;
 const roots = { servers: "view", tools: "tools-view", transcript: "transcript-view" };
 
 function route() {
-  const current = ROUTES[location.hash] || ROUTES["#/capabilities/mcp-servers"];
+  const hash = location.hash;
+  const serverPrefix = `${SERVERS_HASH}/`;
+  const opened = hash.startsWith(serverPrefix) ? decodeURIComponent(hash.slice(serverPrefix.length)) : null;
+  const current = ROUTES[opened !== null ? SERVERS_HASH : hash] || ROUTES[SERVERS_HASH];
+  if (current.view === "servers") servers.route(opened, routed);
+  routed = true;
   for (const [view, id] of Object.entries(roots)) document.getElementById(id).hidden = view !== current.view;
   for (const link of document.querySelectorAll(".sections a")) {
     if (link.dataset.view === current.view) link.setAttribute("aria-current", "page");
@@ -68,6 +77,7 @@ function route() {
   document.title = `${crumbs[crumbs.length - 1]} · monad Studio`;
   if (current.view === "tools" && tools) tools.shown();
 }
+let routed = false; // the first route (a reload) opens the pane without taking focus
 window.addEventListener("hashchange", route);
 route();
 
@@ -80,7 +90,9 @@ if (inline) {
 }
 
 const [{ ToolsView }, { TranscriptView }] = await later;
-tools = new ToolsView(document.getElementById("tools-view"), { notify, host });
+tools = new ToolsView(document.getElementById("tools-view"), { notify, host,
+  onTools: (list) => servers.setTools(list), onFilter: (text) => servers.setFilter(text) });
+servers.onFilter = (text) => tools.setFilter(text); // one filter, both views
 transcript = new TranscriptView(document.getElementById("transcript-view"), { notify });
 route();
 

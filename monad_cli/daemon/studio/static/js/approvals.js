@@ -17,17 +17,26 @@ export class ApprovalsPanel {
     this.cards = new Map(); // id → element
     this.list = h("div", { class: "approval-list" });
     this.title = h("h2", { id: "approvals-title" }, "Approvals waiting");
-    replaceChildren(root, this.title, this.list);
+    // Announced wherever the person is; the banner itself stays in view (sticky).
+    this.announce = h("p", { class: "announce", role: "status", "aria-live": "polite" });
+    replaceChildren(root, this.title, this.announce, this.list);
     setInterval(() => this.tick(), 1000);
+    // Where the person was before reaching the banner: answering goes back there.
+    this.lastOutside = null;
+    document.addEventListener("focusin", (e) => {
+      if (!root.contains(e.target) && e.target !== document.body) this.lastOutside = e.target;
+    });
   }
 
   apply(pending) {
     const ids = new Set(pending.map((a) => a.id));
     for (const id of [...this.cards.keys()]) if (!ids.has(id)) this.remove(id);
-    for (const a of pending) this.add(a);
+    for (const a of pending) this.add(a, false);
   }
 
-  add(a) {
+  /** `live`: it just arrived (an event). A call the person made from Try here gets focus on
+   * its first answer; answering brings focus back (returnFocus). */
+  add(a, live = true) {
     const known = this.cards.get(a.id);
     if (known) { // the same request again: its caller started waiting, maybe with a new deadline
       const clock = known.querySelector("[data-expires]");
@@ -56,14 +65,34 @@ export class ApprovalsPanel {
     this.cards.set(a.id, card);
     this.list.append(card);
     this.root.hidden = false;
+    const at = document.activeElement;
+    const inTry = at && at.closest && at.closest(".try");
+    if (live && a.via === "studio" && (!at || at === document.body || inTry) && !this.root.contains(at)) {
+      this.returnTo = inTry ? at : null;
+      card.querySelector("button").focus();
+      card.scrollIntoView({ block: "nearest" });
+    }
+    setText(this.announce, `${a.exposed} (${CALLERS[a.via] || a.via}) waits for your answer`
+                           + (this.cards.size > 1 ? `; ${this.cards.size} waiting` : ""));
     this.tick();
   }
 
   remove(id) {
     const card = this.cards.get(id);
+    const hadFocus = card && card.contains(document.activeElement);
     if (card) card.remove();
     this.cards.delete(id);
     this.root.hidden = this.cards.size === 0;
+    if (this.cards.size === 0) setText(this.announce, "");
+    if (hadFocus) this.returnFocus();
+  }
+
+  returnFocus() {
+    const next = this.list.querySelector(".approval button:not([disabled])");
+    const back = [this.returnTo, this.lastOutside].find((el) => el && el.isConnected && !el.disabled);
+    this.returnTo = null;
+    if (next) next.focus(); // another one waits: its first answer
+    else if (back) back.focus();
   }
 
   tick() {
@@ -80,6 +109,8 @@ export class ApprovalsPanel {
     try {
       await api("POST", `/v1/approvals/${enc(a.id)}`, { decision, scope });
       this.remove(a.id);
+      const at = document.activeElement;
+      if (!at || at === document.body || this.root.contains(at) || !at.isConnected) this.returnFocus();
       this.notify(decision === "allow" ? `allowed ${a.exposed} (${scope})` : `denied ${a.exposed}`);
     } catch (err) {
       for (const b of card ? card.querySelectorAll("button") : []) b.disabled = false;

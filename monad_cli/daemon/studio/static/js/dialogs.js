@@ -8,20 +8,30 @@ import { enc, h, replaceChildren, setText } from "./dom.js";
 export function confirmDialog({ title, text, confirm }) {
   return new Promise((resolve) => {
     const titleId = "confirm-title";
-    const dialog = h("dialog", { class: "modal", "aria-labelledby": titleId },
+    const opener = document.activeElement;
+    const dialog = h("dialog", { class: "modal", "aria-labelledby": titleId, "aria-describedby": "confirm-text" },
       h("h2", { id: titleId }, title),
-      h("p", {}, text));
+      h("p", { id: "confirm-text" }, text));
+    let answered = false;
     const done = (answer) => {
-      dialog.close();
+      if (answered) return;
+      answered = true;
+      if (dialog.open) dialog.close();
       dialog.remove();
+      // Back to what opened it (a removed row's button is gone: then the list itself).
+      const back = opener && opener.isConnected ? opener : document.querySelector("[data-focus-fallback]");
+      if (back && typeof back.focus === "function") back.focus();
       resolve(answer);
     };
-    dialog.append(h("div", { class: "buttons" },
-      h("button", { type: "button", class: "danger", onclick: () => done(true) }, confirm),
-      h("button", { type: "button", onclick: () => done(false) }, "Cancel")));
-    dialog.addEventListener("cancel", () => done(false));
+    // The safe answer first, and focused: Enter, Enter must never destroy anything.
+    const cancel = h("button", { type: "button", autofocus: true, onclick: () => done(false) }, "Cancel");
+    dialog.append(h("div", { class: "buttons" }, cancel,
+      h("button", { type: "button", class: "danger", onclick: () => done(true) }, confirm)));
+    dialog.addEventListener("cancel", (e) => { e.preventDefault(); done(false); }); // Escape
+    dialog.addEventListener("close", () => done(false));
     document.body.append(dialog);
     dialog.showModal();
+    cancel.focus();
   });
 }
 
@@ -68,6 +78,7 @@ export class AuthorizeDialog {
 
   show(name) {
     this.close();
+    this.opener = document.activeElement;
     this.name = name;
     this.finished = false;
     const titleId = "authorize-title";
@@ -79,7 +90,7 @@ export class AuthorizeDialog {
       this.status, this.detail,
       h("div", { class: "buttons" }, this.cancelButton,
         h("button", { type: "button", onclick: () => this.close() }, "Close")));
-    this.dialog.addEventListener("close", () => this.dialog && this.dialog.remove());
+    this.dialog.addEventListener("close", () => this.close());
     document.body.append(this.dialog);
     this.dialog.showModal();
   }
@@ -130,6 +141,9 @@ export class AuthorizeDialog {
       this.dialog = null;
       if (dialog.open) dialog.close();
       dialog.remove();
+      const back = this.opener;
+      this.opener = null;
+      if (back && back.isConnected && typeof back.focus === "function") back.focus();
     }
   }
 }

@@ -190,6 +190,7 @@ export class ServerForm {
 
   open({ mode, name = "", definition = {}, source = null }) {
     this.close();
+    this.opener = document.activeElement; // focus goes back there when the dialog closes
     this.mode = mode;
     this.name = name;
     this.stored = definition;
@@ -213,7 +214,7 @@ export class ServerForm {
                                    readonly: mode === "edit", "aria-describedby": "err-name" });
     const form = h("form", { novalidate: true },
       h("h2", { id: titleId }, mode === "add" ? "Add server" : `Edit ${name}`),
-      source ? h("p", { class: "hint" }, `Saved to ${source}.`) : null,
+      source ? h("p", { class: "hint" }, "Defined in ", h("code", {}, source), "; Save writes only the fields you changed there.") : null,
       this.formError,
       field("name", "Name", nameInput, mode === "add" ? "Letters, digits, _ and -; at most 64." : null),
       field("transport", "Transport", h("select", { id: "f-transport", onchange: () => this.showTransport() },
@@ -241,7 +242,7 @@ export class ServerForm {
             h("input", { id: "f-idleStop", value: def.idleStop ?? "", placeholder: "10m", autocomplete: "off",
                          spellcheck: "false" }),
             "On demand only: a duration such as 30s, 10m or 1h."),
-      check("required", "Required (`monad daemon start` fails without it)", def.required === true),
+      check("required", ["Required (", h("code", {}, "monad daemon start"), " fails without it)"], def.required === true),
       check("enabled", "Enabled", def.enabled !== false),
       h("div", { class: "buttons" }, this.saveButton,
         h("button", { type: "button", onclick: () => this.close() }, "Cancel")));
@@ -260,7 +261,7 @@ export class ServerForm {
     });
     this.form = form;
     this.dialog = h("dialog", { class: "modal wide", "aria-labelledby": titleId }, form);
-    this.dialog.addEventListener("close", () => this.dialog && this.dialog.remove());
+    this.dialog.addEventListener("close", () => this.close());
     document.body.append(this.dialog);
     this.showTransport();
     this.dialog.showModal();
@@ -383,7 +384,15 @@ export class ServerForm {
       const input = this.form.querySelector(`#f-${top}`);
       if (input) input.setAttribute("aria-invalid", "true");
     }
-    setText(target, err.message);
+    let message = err.message;
+    if (err.status === 409 && this.mode === "add" && message.includes("--force")) {
+      // The CLI's way out (`--force`) has no control here: say what the page offers instead.
+      message = `a server named ${this.form.querySelector("#f-name").value} exists already: choose another name, `
+                + "or Cancel and use Edit on that server";
+      target = this.form.querySelector("#err-name");
+      this.form.querySelector("#f-name").setAttribute("aria-invalid", "true");
+    }
+    setText(target, message);
     target.hidden = false;
     target.setAttribute("role", "alert");
   }
@@ -394,6 +403,9 @@ export class ServerForm {
       this.dialog = null;
       if (dialog.open) dialog.close();
       dialog.remove();
+      const back = this.opener;
+      this.opener = null;
+      if (back && back.isConnected && typeof back.focus === "function") back.focus();
     }
   }
 }

@@ -125,6 +125,11 @@ export class SchemaForm {
         continue;
       }
       const raw = f.input.value;
+      if (f.input.validity && f.input.validity.badInput) { // `1e400`: the browser cannot read it as a number
+        fail(`is not a number the page can read (${f.kind === "integer" ? "an integer" : "a number"} `
+             + "of at most 15 digits, say 42 or 1.5e3)");
+        continue;
+      }
       if (raw === NOT_SET || (f.kind !== "string" && raw.trim() === "")) {
         if (f.isRequired) fail("required");
         continue; // left empty: not sent, so the tool's own default applies

@@ -8,10 +8,11 @@ import { enc, h, replaceChildren, setText, when } from "./dom.js";
 import { ServerForm } from "./form.js";
 
 const PRESETS = "features/presets.toml";
-const COLUMNS = ["Name", "Transport", "State", "Reason", "Tools", "Protocol", "Source", "Actions"];
+const COLUMNS = ["Name", "State", "Reason", "Tools", "Actions"];
 // Every state monad has (monad_cli/core/states.py), each with its own look.
 export const STATES = ["connected", "connecting", "idle", "degraded", "needs-auth", "backoff", "failed", "disabled",
                        "filtered", "stopped"];
+export const SERVERS_HASH = "#/capabilities/mcp-servers";
 
 function dash(value) {
   return value === null || value === undefined || value === "" ? "–" : String(value);
@@ -27,36 +28,58 @@ function reasonOf(row) {
   return row.reason || "";
 }
 
+/** The hash that opens `name` in the pane (reload and back keep it). */
+export function serverHash(name) {
+  return `${SERVERS_HASH}/${enc(name)}`;
+}
+
 export class ServersView {
   constructor(root, notify) {
     this.root = root;
     this.notify = notify;
     this.rows = new Map(); // name → {tr, cells, data}
     this.definitions = new Map(); // name → {source, definition}
+    this.toolNames = new Map(); // server → [exposed tool names] (for the filter)
     this.openName = null;
+    this.wanted = null; // a server the URL names before its row exists
+    this.filterText = "";
     this.form = new ServerForm((message) => notify(message));
     this.authorizer = new AuthorizeDialog();
     this.rendered = false;
     this.build();
+    document.addEventListener("click", (e) => {
+      if (this.menu && !this.menu.wrap.contains(e.target)) this.closeMenu(false);
+    });
   }
 
   build() {
     this.problems = h("ul", { class: "problems", "aria-label": "Configuration problems", hidden: true });
-    this.tbody = h("tbody");
+    this.tbody = h("tbody", { onkeydown: (e) => this.listKeys(e) });
     this.empty = h("p", { class: "empty", hidden: true },
-      "No servers yet: add one with Add server, or `monad mcp add NAME -- COMMAND` in a terminal.");
-    this.details = h("section", { class: "details", id: "details", hidden: true, "aria-live": "polite" });
+      "No servers yet: add one with Add server, or ", h("code", {}, "monad mcp add NAME -- COMMAND"),
+      " in a terminal.");
+    this.noMatch = h("p", { class: "empty", hidden: true }, "No server matches the filter.");
+    this.filter = h("input", { type: "search", class: "filter", id: "server-filter", autocomplete: "off",
+                               spellcheck: "false", placeholder: "Filter by name, state or tool",
+                               "aria-label": "Filter servers by name, state or tool",
+                               oninput: () => this.setFilter(this.filter.value, true) });
+    this.details = h("section", { class: "details pane", id: "details", hidden: true, "aria-labelledby": "pane-title",
+                                  onkeydown: (e) => { if (e.key === "Escape" && !this.menu) this.closePane(); } });
+    this.count = h("p", { class: "hint count", role: "status" });
+    this.table = h("table", { class: "servers", "aria-labelledby": "view-title", "data-focus-fallback": true,
+                              tabindex: "-1" },
+      h("thead", {}, h("tr", {}, COLUMNS.map((c, i) => h("th", { scope: "col", class: `col-${i}` }, c)))),
+      this.tbody);
     replaceChildren(this.root,
       h("div", { class: "toolbar" },
         h("h1", { id: "view-title" }, "MCP servers"),
+        this.filter,
         h("button", { type: "button", class: "primary", onclick: () => this.form.open({ mode: "add" }) },
           "Add server")),
       this.problems,
-      h("table", { class: "servers", "aria-labelledby": "view-title" },
-        h("thead", {}, h("tr", {}, COLUMNS.map((c) => h("th", { scope: "col" }, c)))),
-        this.tbody),
-      this.empty,
-      this.details);
+      h("div", { class: "split" },
+        h("div", { class: "list" }, this.table, this.empty, this.noMatch, this.count),
+        this.details));
   }
 
   // -- events ---------------------------------------------------------------------------------
@@ -70,49 +93,90 @@ export class ServersView {
     for (const name of [...this.rows.keys()]) if (!seen.has(name)) this.drop(name);
     this.order();
     this.showProblems(data.problems || []);
-    this.empty.hidden = this.rows.size > 0;
+    this.applyFilter();
     if (!this.rendered) {
       this.rendered = true;
       performance.mark("studio:first-render"); // User Timing: what bench/bench_studio.py reads
     }
-    if (this.openName && this.rows.has(this.openName)) this.refreshDetails();
-    else if (this.openName) this.closeDetails();
+    if (this.wanted && this.rows.has(this.wanted)) this.openPane(this.wanted, false); // a reload: focus stays
+    else if (this.openName && this.rows.has(this.openName)) this.refreshDetails();
+    else if (this.openName) this.closePane(false);
   }
 
   applyServer(row) {
     const isNew = !this.rows.has(row.name);
     this.upsert(row);
     if (isNew) this.order();
-    this.empty.hidden = true;
+    this.applyFilter();
     if (row.name === this.openName) this.refreshDetails();
+    if (this.wanted === row.name) this.openPane(row.name, false);
   }
 
   applyAuthorize(run) {
     this.authorizer.update(run);
   }
 
+  /** Tool names by server, from the Tools view: the filter matches them too. */
+  setTools(tools) {
+    this.toolNames = new Map();
+    for (const t of tools) {
+      if (!this.toolNames.has(t.server)) this.toolNames.set(t.server, []);
+      this.toolNames.get(t.server).push(t.name.toLowerCase());
+    }
+    this.applyFilter();
+  }
+
+  setFilter(text, fromInput = false) {
+    this.filterText = text;
+    if (!fromInput && this.filter.value !== text) this.filter.value = text;
+    this.applyFilter();
+    if (fromInput && this.onFilter) this.onFilter(text);
+  }
+
+  matches(row) {
+    const q = this.filterText.trim().toLowerCase();
+    if (!q) return true;
+    return row.name.toLowerCase().includes(q) || String(row.state).toLowerCase().includes(q)
+      || (this.toolNames.get(row.name) || []).some((t) => t.includes(q));
+  }
+
+  applyFilter() {
+    let shown = 0;
+    for (const entry of this.rows.values()) {
+      const ok = this.matches(entry.data);
+      entry.tr.hidden = !ok;
+      if (ok) shown += 1;
+    }
+    this.empty.hidden = this.rows.size > 0;
+    this.noMatch.hidden = this.rows.size === 0 || shown > 0;
+    this.table.hidden = this.rows.size === 0;
+    setText(this.count, this.filterText.trim() ? `${shown} of ${this.rows.size} servers` : "");
+  }
+
   // -- rows -----------------------------------------------------------------------------------
   upsert(row) {
     let entry = this.rows.get(row.name);
     if (!entry) {
-      const cells = COLUMNS.map(() => h("td"));
+      const cells = COLUMNS.map((_, i) => h("td", { class: `col-${i}` }));
       const badge = h("span", { class: "badge" });
-      cells[2].append(badge);
+      cells[1].append(badge);
+      const link = h("a", { href: serverHash(row.name), class: "server-link", title: row.name });
+      cells[0].append(link);
       const tr = h("tr", { dataset: { name: row.name } }, cells);
-      entry = { tr, cells, badge, data: null, actionsKey: null };
+      entry = { tr, cells, badge, link, data: null, actionsKey: null };
       this.rows.set(row.name, entry);
     }
     entry.data = row;
-    const [name, transport, , reason, tools, protocol, source] = entry.cells;
-    setText(name, row.name);
-    setText(transport, dash(row.transport));
+    const [, , reason, tools] = entry.cells;
+    setText(entry.link, row.name);
     setText(entry.badge, row.state);
     entry.badge.className = `badge state-${row.state}`;
     entry.tr.dataset.state = row.state;
-    setText(reason, reasonOf(row));
+    const why = reasonOf(row);
+    setText(reason, why);
+    if (reason.title !== why) reason.title = why; // the whole reason on hover; the pane has it too
     setText(tools, row.toolsRefused ? "refused" : dash(row.tools)); // a pin mismatch registers none
-    setText(protocol, dash(row.protocolVersion));
-    setText(source, dash(row.source));
+    entry.link.setAttribute("aria-current", this.openName === row.name ? "true" : "false");
     this.actions(entry);
   }
 
@@ -120,7 +184,7 @@ export class ServersView {
     const entry = this.rows.get(name);
     if (entry) entry.tr.remove();
     this.rows.delete(name);
-    if (name === this.openName) this.closeDetails();
+    if (name === this.openName) this.closePane(false);
   }
 
   order() {
@@ -135,32 +199,102 @@ export class ServersView {
     return d ? d.definition || {} : {};
   }
 
-  actions(entry) {
-    const row = entry.data;
-    const def = this.definitionOf(row.name);
+  /** What can be done to a server: [{verb, run, danger?}], the primary one first. */
+  verbs(row) {
+    const name = row.name;
+    const def = this.definitionOf(name);
     const preset = row.source === PRESETS;
     const transport = row.transport || def.transport || (def.url ? "http" : "stdio");
     const mode = def.auth && def.auth.mode;
     const canAuthorize = transport === "http" && (mode === "oauth" || (row.state === "needs-auth" && !mode));
     const enabled = def.enabled !== false;
-    const open = this.openName === row.name;
+    const authorize = { verb: "Authorize", run: () => this.authorizer.start(name, this.definitionOf(name).auth?.flow) };
+    const enable = { verb: "Enable", run: () => this.setEnabled(name, true) };
+    const disable = { verb: "Disable", run: () => this.setEnabled(name, false) };
+    const reconnect = { verb: "Reconnect", run: () => this.reconnect(name) };
+    let primary = reconnect;
+    if (canAuthorize && row.state === "needs-auth") primary = authorize;
+    else if (!preset && !enabled) primary = enable;
+    const all = [
+      { verb: "Details", run: () => this.select(name) },
+      preset ? null : { verb: "Edit", run: () => this.edit(name) },
+      preset ? null : (enabled ? disable : enable),
+      canAuthorize ? authorize : null,
+      reconnect,
+      preset ? null : { verb: "Remove", run: () => this.remove(name), danger: true },
+    ].filter(Boolean);
+    return { primary, rest: all.filter((v) => v.verb !== primary.verb), all, key: JSON.stringify([preset, canAuthorize, enabled, row.state === "needs-auth"]) };
+  }
+
+  actions(entry) {
+    const row = entry.data;
+    const { primary, rest, key } = this.verbs(row);
     // Rebuild the buttons only when what they would be changes (focus stays put otherwise).
-    const key = JSON.stringify([preset, canAuthorize, enabled, open]);
     if (key === entry.actionsKey) return;
     entry.actionsKey = key;
     const name = row.name;
-    const button = (verb, onclick, extra = {}) =>
-      h("button", { type: "button", class: "small", "aria-label": `${verb} ${name}`, onclick, ...extra }, verb);
-    replaceChildren(entry.cells[7], h("div", { class: "actions" },
-      button("Details", () => this.toggleDetails(name),
-             { "aria-expanded": String(open), "aria-controls": "details",
-               "aria-label": `${open ? "Hide" : "Show"} details of ${name}` }),
-      preset ? null : button("Edit", () => this.edit(name)),
-      preset ? null : (enabled ? button("Disable", () => this.setEnabled(name, false))
-                               : button("Enable", () => this.setEnabled(name, true))),
-      canAuthorize ? button("Authorize", () => this.authorizer.start(name, this.definitionOf(name).auth?.flow)) : null,
-      button("Reconnect", () => this.reconnect(name)),
-      preset ? null : button("Remove", () => this.remove(name), { class: "small danger" })));
+    const menuButton = h("button", { type: "button", class: "small menu-button", "aria-haspopup": "menu",
+                                     "aria-expanded": "false", "aria-label": `More actions for ${name}`,
+                                     title: `More actions for ${name}` }, "⋯");
+    const wrap = h("div", { class: "actions" },
+      h("button", { type: "button", class: "small", "aria-label": `${primary.verb} ${name}`,
+                    onclick: () => primary.run() }, primary.verb),
+      menuButton);
+    menuButton.addEventListener("click", (e) => {
+      e.stopPropagation();
+      if (this.menu && this.menu.button === menuButton) this.closeMenu(true);
+      else this.openMenu(wrap, menuButton, rest, name);
+    });
+    replaceChildren(entry.cells[4], wrap);
+  }
+
+  openMenu(wrap, button, verbs, name) {
+    this.closeMenu(false);
+    const items = verbs.map((v) => h("button", {
+      type: "button", role: "menuitem", tabindex: "-1", class: v.danger ? "danger" : null,
+      "aria-label": `${v.verb} ${name}`,
+      onclick: () => { this.closeMenu(true); v.run(); }, // dialogs go back to the menu's button
+    }, v.verb));
+    const menu = h("div", { class: "menu", role: "menu", "aria-label": `Actions for ${name}` }, items);
+    menu.addEventListener("keydown", (e) => {
+      const i = items.indexOf(document.activeElement);
+      if (e.key === "ArrowDown") items[(i + 1) % items.length].focus();
+      else if (e.key === "ArrowUp") items[(i - 1 + items.length) % items.length].focus();
+      else if (e.key === "Home") items[0].focus();
+      else if (e.key === "End") items[items.length - 1].focus();
+      else if (e.key === "Escape" || e.key === "Tab") this.closeMenu(e.key === "Escape");
+      else return;
+      e.preventDefault();
+      e.stopPropagation();
+    });
+    wrap.append(menu);
+    button.setAttribute("aria-expanded", "true");
+    this.menu = { wrap, button, menu };
+    items[0].focus();
+  }
+
+  closeMenu(refocus) {
+    const m = this.menu;
+    if (!m) return;
+    this.menu = null;
+    m.menu.remove();
+    m.button.setAttribute("aria-expanded", "false");
+    if (refocus && m.button.isConnected) m.button.focus();
+  }
+
+  /** Arrow keys move between the rows' names (Home, End too); Enter opens one. */
+  listKeys(e) {
+    if (!["ArrowDown", "ArrowUp", "Home", "End"].includes(e.key) || this.menu) return;
+    const links = [...this.tbody.rows].filter((tr) => !tr.hidden).map((tr) => tr.querySelector(".server-link"));
+    if (!links.length) return;
+    const row = e.target.closest("tr");
+    const i = links.findIndex((l) => l.closest("tr") === row);
+    let next = 0;
+    if (e.key === "ArrowDown") next = Math.min(links.length - 1, i + 1);
+    else if (e.key === "ArrowUp") next = Math.max(0, i - 1);
+    else if (e.key === "End") next = links.length - 1;
+    links[next].focus();
+    e.preventDefault();
   }
 
   showProblems(problems) {
@@ -206,27 +340,63 @@ export class ServersView {
     }
   }
 
-  // -- details --------------------------------------------------------------------------------
-  toggleDetails(name) {
-    if (this.openName === name) this.closeDetails();
-    else {
-      const previous = this.openName;
-      this.openName = name;
-      if (previous && this.rows.has(previous)) this.actions(this.rows.get(previous));
-      this.actions(this.rows.get(name));
-      this.details.hidden = false;
-      replaceChildren(this.details, h("h2", {}, name), h("p", { class: "hint" }, "Loading…"));
-      this.refreshDetails(true);
-      this.details.scrollIntoView({ block: "nearest" });
-    }
+  // -- the pane -------------------------------------------------------------------------------
+  /** Open a server in the pane through the URL, so reload and back keep it. */
+  select(name) {
+    if (location.hash === serverHash(name)) this.openPane(name, true);
+    else location.hash = serverHash(name);
   }
 
-  closeDetails() {
+  /** The route named `name` (null: no server open). `focus`: move focus into the pane. */
+  route(name, focus = true) {
+    if (name === null) {
+      this.wanted = null;
+      if (this.openName) this.closePane(false, true);
+      return;
+    }
+    if (!this.rows.has(name)) {
+      this.wanted = name; // not in the list yet (the first snapshot, or a server being added)
+      return;
+    }
+    this.openPane(name, focus);
+  }
+
+  openPane(name, focus = true) {
+    this.wanted = null;
+    const previous = this.openName;
+    this.openName = name;
+    for (const [n, entry] of this.rows) entry.link.setAttribute("aria-current", n === name ? "true" : "false");
+    document.body.classList.add("pane-open");
+    this.details.hidden = false;
+    if (previous !== name) {
+      replaceChildren(this.details, this.paneHead(name), h("p", { class: "hint" }, "Loading…"));
+    }
+    this.refreshDetails(true);
+    if (focus) this.details.querySelector("h2").focus();
+  }
+
+  paneHead(name) {
+    const entry = this.rows.get(name);
+    const verbs = entry ? this.verbs(entry.data).all.filter((v) => v.verb !== "Details") : [];
+    return h("div", { class: "pane-head" },
+      h("div", { class: "details-head" },
+        h("h2", { id: "pane-title", tabindex: "-1", title: name }, name),
+        h("button", { type: "button", class: "small", onclick: () => this.closePane(),
+                      "aria-label": `Close details of ${name}` }, "Close")),
+      h("div", { class: "actions" }, verbs.map((v) => h("button", {
+        type: "button", class: v.danger ? "small danger" : "small", "aria-label": `${v.verb} ${name}`,
+        onclick: () => v.run() }, v.verb))));
+  }
+
+  closePane(refocus = true, fromRoute = false) {
     const name = this.openName;
     this.openName = null;
     this.details.hidden = true;
     this.details.replaceChildren();
-    if (name && this.rows.has(name)) this.actions(this.rows.get(name));
+    document.body.classList.remove("pane-open");
+    if (name && this.rows.has(name)) this.rows.get(name).link.setAttribute("aria-current", "false");
+    if (!fromRoute && location.hash !== SERVERS_HASH) history.pushState(null, "", SERVERS_HASH);
+    if (refocus && name && this.rows.has(name)) this.rows.get(name).link.focus();
   }
 
   refreshDetails(now = false) {
@@ -244,24 +414,34 @@ export class ServersView {
       get(`/v1/journal?server=${enc(name)}&limit=20`),
     ]);
     if (name !== this.openName) return;
+    const hadFocus = this.details.contains(document.activeElement) ? document.activeElement : null;
+    const focusLabel = hadFocus && (hadFocus.getAttribute("aria-label") || hadFocus.id);
+    const row = this.rows.get(name)?.data || {};
     replaceChildren(this.details,
-      h("div", { class: "details-head" },
-        h("h2", {}, name),
-        h("button", { type: "button", class: "small", onclick: () => this.closeDetails(),
-                      "aria-label": `Hide details of ${name}` }, "Close")),
-      statusPart(status),
+      this.paneHead(name),
+      statusPart(status, row),
       toolsPart(name, tools),
       stderrPart(status),
       journalPart(journal));
+    if (focusLabel) { // a live update rebuilt the pane: focus stays on the same control
+      const again = [...this.details.querySelectorAll("[aria-label], [id]")]
+        .find((el) => (el.getAttribute("aria-label") || el.id) === focusLabel);
+      if (again) again.focus();
+    }
   }
 }
 
-function statusPart(status) {
+function statusPart(status, row) {
   if (status.error) return h("p", { class: "error" }, status.error);
   const info = status.serverInfo;
   return h("dl", { class: "facts" },
-    h("dt", {}, "State"), h("dd", {}, `${status.state}${status.reason ? ` — ${status.reason}` : ""}`),
+    h("dt", {}, "State"), h("dd", {}, h("span", { class: `badge state-${status.state}` }, status.state),
+                                      status.reason ? ` ${status.reason}` : ""),
+    row.configError ? [h("dt", {}, "Config"), h("dd", {}, reasonOf(row))] : null,
     h("dt", {}, "Since"), h("dd", {}, when(status.since)),
+    h("dt", {}, "Transport"), h("dd", {}, dash(row.transport)),
+    h("dt", {}, "Protocol"), h("dd", {}, dash(row.protocolVersion)),
+    h("dt", {}, "Source"), h("dd", {}, dash(row.source)),
     info ? [h("dt", {}, "Server"), h("dd", {}, `${info.name || "?"} ${info.version || ""}`)] : null,
     status.pid ? [h("dt", {}, "Process"), h("dd", {}, String(status.pid))] : null);
 }

@@ -63,7 +63,7 @@ export class TaskCard {
     this.stop.setAttribute("aria-label", `Stop task ${title}`);
     this.pending.hidden = !row.deliveryPending;
     setText(this.pending, row.deliveryPending
-      ? `Not yet delivered (${row.pendingKind || "result"}): \`monad tasks show ${row.id.slice(0, 12)}\` reads it.` : "");
+      ? `Not yet delivered (${row.pendingKind || "result"}): monad tasks show ${row.id.slice(0, 12)} reads it.` : "");
     this.tick();
     this.renderInput();
     if (row.state === "completed" && row.result) replaceChildren(this.outcome, renderResult(row.result));

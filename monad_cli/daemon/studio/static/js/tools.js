@@ -36,8 +36,9 @@ class TryPanel {
     this.status = h("p", { class: "call-status", role: "status" });
     this.taskArea = h("div", { class: "try-task" });
     this.appArea = h("div", { class: "try-app" });
-    this.resultArea = h("div", { class: "try-result", "aria-live": "polite" });
-    this.element = h("section", { class: "try", "aria-labelledby": titleId },
+    this.resultArea = h("div", { class: "try-result", role: "region", tabindex: "-1", "aria-label": `Result of ${tool.name}` });
+    this.element = h("section", { class: "try", "aria-labelledby": titleId,
+                                  onkeydown: (e) => { if (e.key === "Escape" && !this.controller) this.close("the person closed it"); } },
       h("div", { class: "details-head" },
         h("h2", { id: titleId }, `Try ${tool.name}`),
         h("button", { type: "button", class: "small", onclick: () => this.close("the person closed it") }, "Close")),
@@ -47,6 +48,12 @@ class TryPanel {
         this.form.element,
         h("div", { class: "buttons" }, this.callButton, this.stopButton)),
       this.status, this.taskArea, this.appArea, this.resultArea);
+  }
+
+  /** Focus the first field (or Call, for a tool without arguments). */
+  focusFirst() {
+    const first = this.element.querySelector("form input, form select, form textarea") || this.callButton;
+    first.focus();
   }
 
   async call() {
@@ -60,7 +67,7 @@ class TryPanel {
     this.callButton.disabled = true;
     this.stopButton.hidden = false;
     this.status.classList.remove("error");
-    setText(this.status, "Calling… (if the call needs an approval, it is waiting above)");
+    setText(this.status, "Calling… (if the call needs an approval, answer it in the banner at the top)");
     this.controller = new AbortController();
     if (this.tool.ui) this.startApp(got.value);
     let result = null;
@@ -77,12 +84,23 @@ class TryPanel {
       setText(this.status, `${result.isError ? "Tool error" : "Done"} · approved by ${result.decidedBy}`);
       replaceChildren(this.resultArea, renderResult(result));
       if (this.app) this.app.toolResult(result);
+      this.showResult();
     } else {
       const why = failure.name === "AbortError" ? "stopped (notifications/cancelled sent to the server)" : failure.message;
       setText(this.status, `Not done: ${why}`);
       this.status.classList.add("error");
       if (this.app) this.app.toolCancelled(failure.name === "AbortError" ? "stopped by the person" : why);
+      this.showResult();
     }
+  }
+
+  /** The outcome scrolls into view and takes focus (an approval answered in the banner may
+   * have left focus anywhere). */
+  showResult() {
+    const target = this.resultArea.childElementCount ? this.resultArea : this.status;
+    if (target === this.status) this.status.setAttribute("tabindex", "-1");
+    target.scrollIntoView({ block: "nearest" });
+    target.focus({ preventScroll: true });
   }
 
   startApp(args) {
@@ -154,24 +172,30 @@ async function callTool(name, args, ref, signal) {
 }
 
 export class ToolsView {
-  constructor(root, { notify, host }) {
+  constructor(root, { notify, host, onTools = () => {}, onFilter = () => {} }) {
     this.root = root;
     this.notify = notify;
     this.host = host;
+    this.onTools = onTools;
+    this.onFilter = onFilter;
+    this.filterText = "";
     this.tools = [];
     this.panel = null;
-    this.tbody = h("tbody");
+    this.table = h("table", { class: "tools-list", "aria-labelledby": "tools-title" },
+      h("thead", {}, h("tr", {}, ["Exposed name", "Description", "Actions"]
+        .map((c, i) => h("th", { scope: "col", class: `col-${i}` }, c)))));
     this.empty = h("p", { class: "empty", hidden: true }, "No tools: no server is connected, or none lists tools.");
-    this.slot = h("div", { class: "try-slot" });
+    this.noMatch = h("p", { class: "empty", hidden: true }, "No tool matches the filter.");
+    this.slot = h("div", { class: "try-slot pane", hidden: true });
+    this.filter = h("input", { type: "search", class: "filter", autocomplete: "off", spellcheck: "false",
+                               placeholder: "Filter by name, state or tool",
+                               "aria-label": "Filter tools by server, name or description",
+                               oninput: () => { this.setFilter(this.filter.value, true); } });
     replaceChildren(root,
-      h("div", { class: "toolbar" }, h("h1", { id: "tools-title" }, "Tools")),
-      h("p", { class: "hint" }, "Every tool agents see through monad, under its exposed name. Try calls it through "
-                                + "the same approval gate as the CLI and the gateway."),
-      h("table", { class: "tools-list", "aria-labelledby": "tools-title" },
-        h("thead", {}, h("tr", {}, ["Exposed name", "Server", "Description", "Actions"]
-          .map((c) => h("th", { scope: "col" }, c)))),
-        this.tbody),
-      this.empty, this.slot);
+      h("div", { class: "toolbar" }, h("h1", { id: "tools-title" }, "Tools"), this.filter),
+      h("p", { class: "hint" }, "Every tool agents see through monad, under its exposed name, grouped by server. Try "
+                                + "calls it through the same approval gate as the CLI and the gateway."),
+      h("div", { class: "split" }, h("div", { class: "list" }, this.table, this.empty, this.noMatch), this.slot));
     setInterval(() => this.panel && this.panel.tick(), 1000);
   }
 
@@ -190,33 +214,94 @@ export class ToolsView {
       this.loaded = true;
       this.render(answer.tools || []);
     } catch (err) {
-      this.notify(`tools: ${err.message}`, true);
+      if (err.code !== "unreachable" && err.status !== 401) this.notify(`tools: ${err.message}`, true);
     }
   }
 
+  setFilter(text, fromInput = false) {
+    this.filterText = text;
+    if (!fromInput && this.filter.value !== text) this.filter.value = text;
+    this.applyFilter();
+    if (fromInput) this.onFilter(text);
+  }
+
+  applyFilter() {
+    const q = this.filterText.trim().toLowerCase();
+    let shown = 0;
+    for (const group of this.table.tBodies) {
+      const serverHit = !q || group.dataset.server.toLowerCase().includes(q)
+        || (group.dataset.state || "").includes(q);
+      let any = false;
+      for (const tr of group.querySelectorAll("tr[data-name]")) {
+        const ok = serverHit || tr.dataset.name.toLowerCase().includes(q)
+          || (tr.dataset.description || "").toLowerCase().includes(q);
+        tr.hidden = !ok;
+        if (ok) { any = true; shown += 1; }
+      }
+      group.hidden = !any;
+    }
+    this.noMatch.hidden = this.tools.length === 0 || shown > 0;
+  }
+
   render(tools) {
-    const key = JSON.stringify(tools.map((t) => [t.name, t.description, t.ui]));
+    this.onTools(tools);
+    const key = JSON.stringify(tools.map((t) => [t.name, t.description, t.ui, t.server]));
     if (key === this.key) return;
     this.key = key;
     this.tools = tools;
-    replaceChildren(this.tbody, tools.map((t) => h("tr", { dataset: { name: t.name } },
-      h("td", {}, h("code", {}, t.name)),
-      h("td", {}, t.server),
-      h("td", {}, t.description || "", t.ui ? h("span", { class: "badge tag" }, "MCP App") : null,
-        t.autoApproved ? h("span", { class: "badge tag" }, "auto-approved") : null),
-      h("td", {}, h("button", { type: "button", class: "small", "aria-label": `Try ${t.name}`,
-                                onclick: () => this.open(t.name) }, "Try")))));
+    const groups = new Map();
+    for (const t of tools) {
+      if (!groups.has(t.server)) groups.set(t.server, []);
+      groups.get(t.server).push(t);
+    }
+    // A new tool list rebuilds the table: focus stays on the same Try button.
+    const focused = this.table.contains(document.activeElement) ? document.activeElement.getAttribute("aria-label") : null;
+    for (const body of [...this.table.tBodies]) body.remove();
+    for (const server of [...groups.keys()].sort()) {
+      const list = groups.get(server);
+      this.table.append(h("tbody", { dataset: { server } },
+        h("tr", { class: "group" }, h("th", { scope: "rowgroup", colspan: "3" },
+          h("span", { class: "group-name", title: server }, server), h("span", { class: "hint" }, ` · ${list.length}`))),
+        list.map((t) => h("tr", { dataset: { name: t.name, description: t.description || "" } },
+          h("td", { class: "col-0" }, h("code", { title: t.name }, t.name)),
+          h("td", { class: "col-1" }, h("span", { class: "desc", title: t.description || null }, t.description || ""),
+            t.ui ? h("span", { class: "badge tag" }, "MCP App") : null,
+            t.autoApproved ? h("span", { class: "badge tag" }, "auto-approved") : null),
+          h("td", { class: "col-2" }, h("button", { type: "button", class: "small", "aria-label": `Try ${t.name}`,
+                                                    onclick: () => this.open(t.name) }, "Try"))))));
+    }
     this.empty.hidden = tools.length > 0;
+    this.applyFilter();
+    const again = focused && this.tryButton(focused);
+    if (again) again.focus();
+  }
+
+  tryButton(label) {
+    return [...this.table.querySelectorAll("button[aria-label]")].find((b) => b.getAttribute("aria-label") === label);
   }
 
   async open(name) {
     const tool = this.tools.find((t) => t.name === name);
     if (!tool) return;
+    const opener = document.activeElement;
+    const openerLabel = opener && opener.getAttribute && opener.getAttribute("aria-label");
     if (this.panel) await this.panel.close("another tool was opened");
     this.panel = new TryPanel(tool, { notify: this.notify, host: this.host,
-                                      onClose: (p) => { if (this.panel === p) this.panel = null; } });
+                                      onClose: (p) => {
+                                        if (this.panel !== p) return;
+                                        this.panel = null;
+                                        this.slot.hidden = true;
+                                        document.body.classList.remove("try-open");
+                                        // The button that opened it, or the same one after a rebuild.
+                                        const back = opener && opener.isConnected ? opener
+                                          : openerLabel && this.tryButton(openerLabel);
+                                        if (back) back.focus();
+                                      } });
+    this.slot.hidden = false;
+    document.body.classList.add("try-open");
     this.slot.append(this.panel.element);
     this.panel.element.scrollIntoView({ block: "nearest" });
+    this.panel.focusFirst();
   }
 
   applyTask(row) {

@@ -47,7 +47,7 @@ export class TranscriptView {
         h("h2", { id: "tasks-title" }, "Tasks"), this.noTasks, this.cardList),
       h("section", { "aria-labelledby": "pending-title" },
         h("h2", { id: "pending-title" }, "Delivery pending"),
-        h("p", { class: "hint" }, "Task results and input requests nobody has read yet (`monad tasks --state pending`)."),
+        h("p", { class: "hint" }, "Task results and input requests nobody has read yet (", h("code", {}, "monad tasks --state pending"), ")."),
         this.noPending, this.pendingList),
       h("section", { "aria-labelledby": "calls-title" },
         h("h2", { id: "calls-title" }, "Calls (newest first)"),

@@ -1,0 +1,336 @@
+"""The Studio as people use it, in a real browser (Playwright driving Debian's chromium)
+against the real supervisor and `mcp-server-time`: keyboard-only flows (add a server, try a
+tool and answer its approval, remove a server with Enter landing on Cancel first), axe-core
+finding no serious or critical violation on any view or dialog, nothing scrolling sideways at
+400 px, and fifty servers with the filter."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import wait_state, write_atom
+from tests.studio_helpers import browser, context, open_studio, page, row_action, server_row, state_of
+
+pytestmark = [pytest.mark.e2e, pytest.mark.browser]
+__all__ = ["browser", "context", "page"]  # fixtures, used by name
+TIME = ["mcp-server-time", "--local-timezone", "UTC"]
+LONG = "a-very-long-server-name-that-goes-on-and-on-" + "x" * 19  # 64 characters, the most a name may have
+
+
+def expect(locator: Any) -> Any:
+    from playwright.sync_api import expect as pw_expect
+
+    return pw_expect(locator)
+
+
+def _open(monad: Any, page: Any) -> None:
+    page.goto(open_studio(monad)["url"])
+    expect(page.locator("#live")).to_have_attribute("data-state", "live")
+
+
+def _time_atom(home: Path, name: str) -> None:
+    write_atom(home, name, 'command = "mcp-server-time"\nargs = ["--local-timezone", "UTC"]\n')
+
+
+def _focused(page: Any) -> str:
+    """The focused element's accessible label: aria-label, else its text, else its id."""
+    return str(page.evaluate("""() => { const e = document.activeElement;
+        return e ? (e.getAttribute('aria-label') || e.textContent.trim() || e.id || e.tagName) : ''; }"""))
+
+
+def _tab_to(page: Any, label: str, *, back: bool = False, limit: int = 80) -> None:
+    """Press Tab (Shift+Tab with `back`) until the focused element's label is `label`."""
+    for _ in range(limit):
+        if _focused(page) == label:
+            return
+        page.keyboard.press("Shift+Tab" if back else "Tab")
+    raise AssertionError(f"{label!r} not reached by keyboard; focus is on {_focused(page)!r}")
+
+
+def test_keyboard_only_add_try_approve_and_remove(monad: Any, page: Any, monad_home: Path) -> None:
+    _time_atom(monad_home, "time")
+    wait_state(monad, "time", "connected")
+    _open(monad, page)
+    kb = page.keyboard
+
+    # Add a server.
+    _tab_to(page, "Add server")
+    kb.press("Enter")
+    form = page.get_by_role("dialog", name="Add server")
+    expect(form.get_by_label("Name")).to_be_focused()
+    kb.type("clock")
+    _tab_to(page, "f-command")
+    kb.type("mcp-server-time")
+    kb.press("Tab")
+    kb.type("--local-timezone\nUTC")
+    _tab_to(page, "Save")
+    kb.press("Enter")
+    expect(form).to_have_count(0)
+    assert _focused(page) == "Add server"  # back where it opened from
+    expect(state_of(page, "clock")).to_have_text("connected", timeout=30_000)
+
+    # Arrow keys move within the list; Enter opens the pane; Escape closes it, focus on the row.
+    _tab_to(page, "clock")
+    kb.press("ArrowDown")
+    assert _focused(page) == "time"
+    kb.press("ArrowUp")
+    assert _focused(page) == "clock"
+    kb.press("Enter")
+    pane = page.locator("#details")
+    expect(pane.get_by_role("heading", name="clock")).to_be_focused()
+    assert page.evaluate("location.hash") == "#/capabilities/mcp-servers/clock"
+    kb.press("Escape")
+    expect(pane).to_be_hidden()
+    assert _focused(page) == "clock"
+
+    # Edit from the row's menu: the form, Escape, focus back on the menu's button.
+    _tab_to(page, "More actions for clock")
+    kb.press("Enter")
+    kb.press("ArrowDown")
+    assert _focused(page) == "Edit clock"
+    kb.press("Enter")
+    edit = page.get_by_role("dialog", name="Edit clock")
+    expect(edit.get_by_label("Command")).to_be_focused()
+    kb.press("Escape")
+    expect(edit).to_have_count(0)
+    assert _focused(page) == "More actions for clock"
+
+    # Try a tool: the form opens in the pane with focus on its first field; the approval takes
+    # focus, answering it goes on to the result, which takes focus.
+    _tab_to(page, "Tools", back=True)
+    kb.press("Enter")
+    _tab_to(page, "Try time__get_current_time")
+    kb.press("Enter")
+    panel = page.get_by_role("region", name="Try time__get_current_time")
+    expect(panel.get_by_label("timezone")).to_be_focused()
+    kb.type("UTC")
+    kb.press("Enter")
+    card = page.get_by_role("article", name="Approval for time__get_current_time")
+    expect(card.get_by_role("button", name="Allow once")).to_be_focused()
+    expect(page.locator("#approvals [aria-live]")).to_contain_text("time__get_current_time")
+    kb.press("Enter")
+    result = panel.get_by_label("Result of time__get_current_time")
+    expect(result).to_be_focused()
+    expect(result).to_contain_text('"timezone": "UTC"')
+    kb.press("Escape")  # closes the Try panel; focus back on its Try button
+    expect(panel).to_have_count(0)
+    assert _focused(page) == "Try time__get_current_time"
+
+    # Remove: the dialog opens on Cancel, so Enter keeps the server; Escape closes it too.
+    _tab_to(page, "MCP servers", back=True)
+    kb.press("Enter")
+    _tab_to(page, "More actions for clock")
+    kb.press("Enter")
+    kb.press("End")
+    assert _focused(page) == "Remove clock"
+    kb.press("Enter")
+    confirm = page.get_by_role("dialog", name="Remove clock?")
+    expect(confirm.get_by_role("button", name="Cancel")).to_be_focused()
+    kb.press("Enter")
+    expect(confirm).to_have_count(0)
+    assert (monad_home / "atoms" / "mcp" / "clock.toml").exists()
+    assert _focused(page) == "More actions for clock"
+    kb.press("Enter")
+    kb.press("End")
+    kb.press("Enter")
+    expect(confirm.get_by_role("button", name="Cancel")).to_be_focused()
+    kb.press("Escape")
+    expect(confirm).to_have_count(0)
+    assert (monad_home / "atoms" / "mcp" / "clock.toml").exists()
+    kb.press("Enter")
+    kb.press("End")
+    kb.press("Enter")
+    kb.press("Tab")
+    assert _focused(page) == "Remove"
+    kb.press("Enter")
+    expect(server_row(page, "clock")).to_have_count(0)
+    assert not (monad_home / "atoms" / "mcp" / "clock.toml").exists()
+
+
+def _axe_problems(page: Any, where: str) -> list[str]:
+    from axe_playwright_python.sync_playwright import Axe
+
+    results = Axe().run(page)
+    return [f"{where}: {v['id']} ({v['impact']}): {v['help']} — "
+            + "; ".join(n["target"][0] if isinstance(n["target"][0], str) else str(n["target"]) for n in v["nodes"][:3])
+            for v in results.response["violations"] if v["impact"] in ("serious", "critical")]
+
+
+def test_no_serious_accessibility_violation_on_any_view_or_dialog(monad: Any, page: Any, monad_home: Path) -> None:
+    _time_atom(monad_home, "time")
+    assert monad("mcp", "add", "off", "--disabled", "--", "true").code == 0
+    assert monad("mcp", "add", "broken", "--", "/nonexistent/mcp-server").code == 0
+    wait_state(monad, "time", "connected")
+    _open(monad, page)
+    expect(state_of(page, "broken")).to_have_text("failed")
+    problems = _axe_problems(page, "MCP servers")
+    server_row(page, "time").get_by_role("button", name="More actions for time").click()
+    problems += _axe_problems(page, "a row's menu")
+    page.keyboard.press("Escape")
+    server_row(page, "time").get_by_role("link", name="time").click()
+    expect(page.locator("#details").get_by_role("table", name="Journal rows")).to_be_visible()
+    problems += _axe_problems(page, "the details pane")
+    page.get_by_role("button", name="Add server").click()
+    problems += _axe_problems(page, "Add server")
+    page.get_by_role("dialog", name="Add server").get_by_role("button", name="Cancel").click()
+    row_action(page, "time", "Edit")
+    expect(page.get_by_role("dialog", name="Edit time")).to_be_visible()
+    problems += _axe_problems(page, "Edit")
+    page.keyboard.press("Escape")
+    row_action(page, "off", "Remove")
+    expect(page.get_by_role("dialog", name="Remove off?")).to_be_visible()
+    problems += _axe_problems(page, "Remove")
+    page.keyboard.press("Escape")
+    page.get_by_role("navigation", name="Sections").get_by_role("link", name="Tools").click()
+    expect(page.get_by_role("button", name="Try time__get_current_time")).to_be_visible()
+    problems += _axe_problems(page, "Tools")
+    page.get_by_role("button", name="Try time__get_current_time").click()
+    panel = page.get_by_role("region", name="Try time__get_current_time")
+    panel.get_by_label("timezone").fill("UTC")
+    panel.get_by_role("button", name="Call").click()
+    expect(page.get_by_role("article", name="Approval for time__get_current_time")).to_be_visible()
+    problems += _axe_problems(page, "Try, with an approval waiting")
+    page.get_by_role("button", name="Allow once").click()
+    expect(panel.get_by_role("group", name="Tool result")).to_be_visible()
+    problems += _axe_problems(page, "a result")
+    page.get_by_role("navigation", name="Sections").get_by_role("link", name="Transcript").click()
+    expect(page.get_by_role("table", name="Calls")).to_be_visible()
+    problems += _axe_problems(page, "Transcript")
+    assert problems == [], "\n".join(problems)
+
+
+def _no_sideways(page: Any, where: str) -> None:
+    width = page.evaluate("[document.scrollingElement.scrollWidth, innerWidth]")
+    wide = page.evaluate("""() => [...document.querySelectorAll('body *')]
+        .filter(e => e.getBoundingClientRect().right > innerWidth + 1 && e.offsetParent !== null)
+        .slice(0, 6).map(e => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))""")
+    assert width[0] <= width[1], f"{where}: the page is {width[0]} px wide in a {width[1]} px window: {wide}"
+
+
+def test_at_400px_nothing_scrolls_sideways_and_long_names_fit(browser: Any, monad: Any, monad_home: Path) -> None:
+    _time_atom(monad_home, "time")
+    _time_atom(monad_home, LONG)
+    assert monad("mcp", "add", "broken", "--", "/nonexistent/mcp-server-with-a-long-path/" + "y" * 80).code == 0
+    wait_state(monad, "time", "connected")
+    ctx = browser.new_context(viewport={"width": 400, "height": 800})
+    ctx.set_default_timeout(20_000)
+    try:
+        page = ctx.new_page()
+        _open(monad, page)
+        expect(state_of(page, LONG)).to_have_text("connected", timeout=30_000)
+        _no_sideways(page, "MCP servers")
+        link = server_row(page, LONG).get_by_role("link", name=LONG)
+        expect(link).to_have_attribute("title", LONG)  # truncated, the whole name on hover
+        link.click()
+        pane = page.locator("#details")
+        expect(pane.get_by_role("table", name="Journal rows")).to_be_visible()
+        box = pane.bounding_box()
+        assert box is not None and box["x"] == 0 and box["width"] <= 400  # over the list
+        _no_sideways(page, "the pane")
+        pane.get_by_role("button", name=f"Close details of {LONG}").click()
+        server_row(page, "time").get_by_role("button", name="More actions for time").click()
+        _no_sideways(page, "a row's menu")
+        page.keyboard.press("Escape")
+        page.get_by_role("button", name="Add server").click()
+        form = page.get_by_role("dialog", name="Add server")
+        form.get_by_label("Name").fill("n" * 10_000)
+        form.get_by_label("Command").fill("true")
+        form.get_by_role("button", name="Save").click()
+        expect(form.locator("#err-name")).to_be_visible()
+        assert form.evaluate("d => d.scrollWidth <= d.clientWidth"), "the long name overflows its dialog"
+        _no_sideways(page, "Add server with a 10,000-character name")
+        form.get_by_role("button", name="Cancel").click()
+        for view in ("Tools", "Transcript"):
+            page.get_by_role("navigation", name="Sections").get_by_role("link", name=view).click()
+            expect(page.get_by_role("heading", name=view, level=1)).to_be_visible()
+            _no_sideways(page, view)
+        page.get_by_role("navigation", name="Sections").get_by_role("link", name="Tools").click()
+        page.locator("tbody[data-server='time']").get_by_role("button", name="Try time__get_current_time").click()
+        panel = page.get_by_role("region", name="Try time__get_current_time")
+        expect(panel.get_by_label("timezone")).to_be_focused()
+        _no_sideways(page, "Try")
+        page.keyboard.type("UTC")
+        page.keyboard.press("Enter")
+        card = page.get_by_role("article", name="Approval for time__get_current_time")
+        expect(card.get_by_role("button", name="Allow once")).to_be_in_viewport()  # over the pane, in view
+        _no_sideways(page, "an approval waiting")
+        card.get_by_role("button", name="Allow once").click()
+        expect(panel.get_by_label("Result of time__get_current_time")).to_be_in_viewport()
+        _no_sideways(page, "a result")
+        panel.get_by_role("button", name="Close").click()
+        # Its exposed names are shortened to fit the 64-character limit (docs/tools.md).
+        page.locator(f"tbody[data-server='{LONG}']").get_by_role("button").first.click()
+        expect(page.locator(".try")).to_be_visible()
+        _no_sideways(page, "Try of a long-named server's tool")
+    finally:
+        ctx.close()
+
+
+def test_fifty_servers_list_and_filter(monad: Any, page: Any, monad_home: Path) -> None:
+    for i in range(50):
+        write_atom(monad_home, f"srv-{i:02d}", 'command = "true"\nenabled = false\n')
+    _time_atom(monad_home, "time")
+    wait_state(monad, "time", "connected")
+    _open(monad, page)
+    rows = page.get_by_role("table", name="MCP servers").locator("tbody tr:not([hidden])")
+    expect(rows).to_have_count(51)
+    box = page.get_by_label("Filter servers by name, state or tool")
+    box.fill("srv-07")
+    expect(rows).to_have_count(1)
+    expect(page.get_by_text("1 of 51 servers")).to_be_visible()
+    box.fill("disabled")  # by state
+    expect(rows).to_have_count(50)
+    box.fill("get_current")  # by tool: only the server that has it
+    expect(rows).to_have_count(1)
+    expect(state_of(page, "time")).to_be_visible()
+    box.fill("nothing-like-this")
+    expect(page.get_by_text("No server matches the filter.")).to_be_visible()
+    # The same filter in Tools: tools grouped by server.
+    box.fill("time")
+    page.get_by_role("navigation", name="Sections").get_by_role("link", name="Tools").click()
+    tools_filter = page.get_by_label("Filter tools by server, name or description")
+    expect(tools_filter).to_have_value("time")
+    expect(page.locator("tbody[data-server='time']")).to_be_visible()
+    tools_filter.fill("convert")
+    expect(page.get_by_role("button", name="Try time__convert_time")).to_be_visible()
+    expect(page.get_by_role("button", name="Try time__get_current_time")).to_be_hidden()
+
+
+def test_the_small_things_duplicate_name_edit_hint_labels(monad: Any, page: Any, monad_home: Path) -> None:
+    assert monad("mcp", "add", "off", "--disabled", "--", "true").code == 0
+    _open(monad, page)
+    expect(state_of(page, "off")).to_have_text("disabled")
+    page.get_by_role("button", name="Add server").click()
+    form = page.get_by_role("dialog", name="Add server")
+    # The checkbox's label shows the command as code, not between literal backticks.
+    required = form.locator("label[for='f-required']")
+    expect(required.locator("code")).to_have_text("monad daemon start")
+    assert "`" not in required.inner_text()
+    # A name that exists: what the page offers, not the CLI's `--force`.
+    form.get_by_label("Name").fill("off")
+    form.get_by_label("Command").fill("true")
+    form.get_by_role("button", name="Save").click()
+    error = form.locator("#err-name")
+    expect(error).to_contain_text("exists already")
+    assert "--force" not in error.inner_text()
+    form.get_by_role("button", name="Cancel").click()
+    # The edit form says where it will write, not "Saved to" before anything is saved.
+    row_action(page, "off", "Edit")
+    edit = page.get_by_role("dialog", name="Edit off")
+    expect(edit).to_contain_text("Defined in atoms/mcp/off.toml")
+    assert "Saved to" not in edit.inner_text()
+    edit.get_by_role("button", name="Cancel").click()
+    # A message after an action lets clicks through around it and can be dismissed.
+    server_row(page, "off").get_by_role("button", name="Enable off").click()
+    toast = page.locator(".toast").filter(has_text="enabled off")
+    expect(toast).to_be_visible()
+    assert page.locator(".toasts").evaluate("e => getComputedStyle(e).pointerEvents") == "none"
+    toast.get_by_role("button", name="Dismiss message").click()
+    expect(toast).to_have_count(0)
+    # The URL says which server is open: a reload opens it again.
+    server_row(page, "off").get_by_role("link", name="off").click()
+    page.reload()
+    expect(page.locator("#details").get_by_role("heading", name="off", exact=True)).to_be_visible()
