@@ -117,5 +117,15 @@ def test_a_bundle_from_the_registry_is_pinned_refused_on_change_and_upgraded(
         assert SENTINEL in (monad_home / "atoms" / "mcp" / "rug.toml").read_text()
         r = monad("mcp", "upgrade", "rug")
         assert r.code == 0 and "already at 1.1.0" in r.err, r
+
+        # A bundle file built here, installed straight from disk, runs too.
+        local = tmp_path / "local.mcpb"
+        build_bundle(local, version="2.0.0", shape={"description": "Echo, from a file."})
+        r = monad("mcp", "add", str(local), "--name", "fromfile", "--arg", f"api_key={SENTINEL}")
+        assert r.code == 0 and SENTINEL not in r.out + r.err, r
+        wait_state(monad, "fromfile", "connected", timeout=60)
+        assert _pinned(monad, "fromfile").startswith("sha256:")
+        r = monad("mcp", "call", "fromfile__echo", "--arg", "text=from disk", "--yes")
+        assert r.code == 0 and "from disk" in r.out, r
     finally:
         monad("daemon", "stop")

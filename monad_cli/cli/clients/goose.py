@@ -17,7 +17,7 @@
         headers: {Authorization: "Bearer ${DOCS_TOKEN}"}
         enabled: false
 
-`envs` is the env; each of `env_keys` becomes `${KEY}` (set it in MONAD_HOME/env or the
+`envs` is the env; each of `env_keys` becomes `${KEY}` (set it in the
 supervisor's environment: Goose's keyring is not read). Goose's own extensions (`builtin`,
 `platform`, `frontend`, `inline_python`) are Goose's, not MCP servers monad can run:
 reported, not imported. `connect` rewrites the file through PyYAML, which keeps every key
@@ -86,7 +86,7 @@ def _candidate(name: str, entry: Any) -> Candidate:
     if keys and defn["transport"] == "stdio":
         env.update({str(k): "${" + str(k) + "}" for k in keys})
         cand.notes.append(f"`env_keys` {', '.join(f'`{k}`' for k in keys)} are read from the environment: set "
-                          f"them in MONAD_HOME/env (Goose's keyring is not read)")
+                          f"them in the supervisor's environment (Goose's keyring is not read)")
     if env:
         defn["env"] = env
     if entry.get("enabled") is False:

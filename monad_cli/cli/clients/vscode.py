@@ -123,7 +123,7 @@ def _candidate(name: str, entry: Any, prefix: str, inputs: dict[str, Any] | None
         what = f" ({about['description']})" if isinstance(about.get("description"), str) else ""
         secret = ", a secret," if about.get("password") else ""
         cand.notes.append(f"`${{input:{input_id}}}`{what}{secret} is read from `${{{input_variable(input_id)}}}`: "
-                          f"set `{input_variable(input_id)}` in MONAD_HOME/env or the supervisor's environment")
+                          f"set `{input_variable(input_id)}` in the supervisor's environment")
     return cand
 
 
