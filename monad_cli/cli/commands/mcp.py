@@ -106,7 +106,8 @@ def add(
                                    + (f" (`{cut(defn['cwd'])}`)" if defn["cwd"] != cwd else "")
                                    + "; create it first or pass an existing one")
             if defn["cwd"] != cwd:
-                why = f"--cwd `{cut(cwd)}` made absolute, relative to this directory"
+                why = f"--cwd `{cut(cwd)}` made absolute" + (
+                    "" if cwd.startswith("~") else ", relative to this directory")
         else:
             from monad_cli.config.workdir import cwd_to_record
 
