@@ -333,7 +333,10 @@ def reconnect(
                                        "(filtered, disabled and invalid ones are named apart).")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Drop the session and connect again now (also clears a `failed` give-up)."""
+    """Drop the session and connect again now (also clears a `failed` give-up).
+
+    A server a reconnect cannot change (disabled, an invalid definition, filtered out) is
+    refused, saying why (exit 2)."""
     if (name is None) == (not all_):
         raise InvalidInput("name one server, or pass --all")
     client = supervisor()
