@@ -223,8 +223,8 @@ def status(
     ])
     if row.get("probeNoiseLines"):
         render.info(f"({row['probeNoiseLines']} lines the server wrote about monad's `server/discover` probe, "
-                    f"validation warnings of an older SDK, are left out of the tail; the log has them: "
-                    f"`monad mcp path`)")
+                    f"validation warnings of an older SDK, are left out of the tail; "
+                    f"`{paths().server_stderr_log(name)}` has them)")
     for warning in row.get("warnings") or []:
         render.warn(f"server `{name}`: {warning}")
 
