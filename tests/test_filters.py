@@ -200,7 +200,7 @@ def test_reconnect_all_keeps_filtered_servers_filtered(monad: Any, monad_home: P
         # Only what a reconnect reconnects is named so; the others are named apart, with why.
         assert r.code == 0 and r.json()["reconnecting"] == ["on"], r
         assert r.json()["skipped"] == [
-            {"name": "idle", "reason": "disabled (enabled = false)"},
+            {"name": "idle", "reason": "disabled (enabled = false); `monad mcp enable idle` connects it"},
             {"name": "off", "reason": "filtered out: excluded by `off` (`[mcp] disabled` in `features/mcp.toml`)"}]
         r = monad("mcp", "reconnect", "--all")
         assert r.code == 0 and "reconnecting `on`\n" in r.err and "`off`" not in r.err.splitlines()[0], r

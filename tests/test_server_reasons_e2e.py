@@ -86,3 +86,18 @@ def test_an_older_sdks_probe_noise_stays_out_of_the_stderr_tail(supervisor: Any,
     assert r.code == 0 and "validation errors" not in r.out and "left out of the tail" in r.err, r
     log = (monad_home / "logs" / "servers" / "old.stderr.log").read_text()
     assert "Failed to validate request: 31 validation errors for ClientRequest" in log  # the log keeps all
+
+
+def test_a_multi_line_refusal_is_one_status_row(supervisor: Any) -> None:
+    monad = supervisor
+    refusal = "cannot start\nHint: the proxy refused the certificate\n  (see the docs)"
+    assert monad("mcp", "add", "refuses", "--", sys.executable, WILDSERVER, "--refuse", refusal).code == 0
+    assert monad("mcp", "add", "other", "--disabled", "--", sys.executable, WILDSERVER).code == 0
+    row = wait_for(lambda: (s := status_of(monad, "refuses"))["state"] in ("backoff", "failed") and s["reason"]
+                   and s)
+    assert "\n" not in row["reason"], row
+    assert "cannot start | Hint: the proxy refused the certificate | (see the docs)" in row["reason"], row
+    table = monad("mcp", "status").out.strip().splitlines()
+    assert len(table) == 3 and table[2].startswith("refuses "), table  # header, other, refuses
+    r = monad("journal", "--server", "refuses", "--json")
+    assert all("\n" not in (e.get("reason") or "") for e in r.json()), r

@@ -31,6 +31,8 @@ Wire options:
 - `--id-last`: write `id` as the last key of a response (as the TypeScript SDK does).
 - `--storm`: announce `notifications/tools/list_changed` after every tools/list answer.
 - `--log-requests PATH`: append the method of every request received, one per line.
+- `--refuse MESSAGE`: answer `server/discover` and `initialize` with the JSON-RPC error
+  MESSAGE (-32603), as a server whose library's error text spans lines.
 - `--setsid-child PIDFILE`: start a child that moves to its own session (`setsid`).
 - `--orphan-child PIDFILE`: start a child that starts a `setsid` grandchild and exits,
   so the grandchild is orphaned (reparented away from this server).
@@ -127,6 +129,7 @@ def main() -> None:
     ap.add_argument("--setsid-child", default=None)
     ap.add_argument("--orphan-child", default=None)
     ap.add_argument("--remote-ref", default=None)
+    ap.add_argument("--refuse", default=None, metavar="MESSAGE")
     args = ap.parse_args()
     if args.discover == "old-sdk":
         print("hello from the server: starting", file=sys.stderr, flush=True)
@@ -210,6 +213,10 @@ def main() -> None:
                         if log is not None:
                             log.write(message.method + "\n")
                         methods[message.id] = message.method
+                        if args.refuse is not None and message.method in ("server/discover", "initialize"):
+                            await write_line(json.dumps({"jsonrpc": "2.0", "id": message.id, "error": {
+                                "code": -32603, "message": args.refuse}}).encode() + b"\n")
+                            continue
                         if message.method == "server/discover" and args.discover != "answer":
                             if args.discover == "error":
                                 await write_line(json.dumps({"jsonrpc": "2.0", "id": message.id, "error": {

@@ -146,7 +146,8 @@ def add(
                                    + (f" (`{cut(defn['cwd'])}`)" if defn["cwd"] != cwd else "")
                                    + "; create it first or pass an existing one")
             if defn["cwd"] != cwd:
-                why = f"--cwd `{cut(cwd)}` made absolute, relative to this directory"
+                why = f"--cwd `{cut(cwd)}` made absolute" + (
+                    "" if cwd.startswith("~") else ", relative to this directory")
         else:
             from monad_cli.config.workdir import cwd_to_record
 
@@ -296,8 +297,8 @@ def status(
     ])
     if row.get("probeNoiseLines"):
         render.info(f"({row['probeNoiseLines']} lines the server wrote about monad's `server/discover` probe, "
-                    f"validation warnings of an older SDK, are left out of the tail; the log has them: "
-                    f"`monad mcp path`)")
+                    f"validation warnings of an older SDK, are left out of the tail; "
+                    f"`{paths().server_stderr_log(name)}` has them)")
     for warning in row.get("warnings") or []:
         render.warn(f"server `{name}`: {warning}")
 
@@ -451,7 +452,10 @@ def reconnect(
                                        "(filtered, disabled and invalid ones are named apart).")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Drop the session and connect again now (also clears a `failed` give-up)."""
+    """Drop the session and connect again now (also clears a `failed` give-up).
+
+    A server a reconnect cannot change (disabled, an invalid definition, filtered out) is
+    refused, saying why (exit 2)."""
     if (name is None) == (not all_):
         raise InvalidInput("name one server, or pass --all")
     client = supervisor()
