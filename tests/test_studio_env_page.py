@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import TESTSERVER, status_of
-from tests.studio_helpers import browser, context, open_studio, page, server_row, state_of
+from tests.studio_helpers import browser, context, open_studio, page, row_action, server_row, state_of
 from tests.test_env_file import _server_environ
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
@@ -60,7 +60,7 @@ def test_the_add_form_sets_a_referenced_variable_and_never_shows_it_back(
 
         # Editing: the reference is shown as written, the value's input is empty and says where
         # it is set; saved untouched, nothing changes.
-        server_row(page, "docs").get_by_role("button", name="Edit").click()
+        row_action(page, "docs", "Edit")
         form = page.get_by_role("dialog", name="Edit docs")
         expect(form.get_by_label("Variable value")).to_have_value("${DOCS_KEY}")
         expect(form.get_by_label("Value of DOCS_KEY")).to_have_value("")

@@ -98,8 +98,8 @@ def test_live_state_add_from_the_page_and_cli_and_hand_edits_show_without_reload
     expect(form).to_be_hidden()
     # On demand: started once to learn its tools, then `idle`, still listing them.
     expect(state_of(page, "clock")).to_have_text("idle", timeout=30_000)
-    expect(server_row(page, "clock").get_by_role("cell").nth(4)).to_have_text("2")
-    expect(server_row(page, "clock").get_by_role("cell").nth(3)).to_contain_text("lists from 20")
+    expect(server_row(page, "clock").get_by_role("cell").nth(3)).to_have_text("2")
+    expect(server_row(page, "clock").get_by_role("cell").nth(2)).to_contain_text("lists from 20")
     text = _atom(monad_home, "clock").read_text()
     assert 'command = "mcp-server-time"' in text and '"--local-timezone", "UTC"' in text and "timeout = 30" in text
     assert 'start = "on-demand"' in text and 'idleStop = "5m"' in text
