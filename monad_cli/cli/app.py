@@ -100,7 +100,7 @@ def _narrowed(argv: list[str]) -> typer.Typer:
     group: typer.Typer | None = None
     if argv[0] in _GROUPS:
         # The import statement's own path (importlib.import_module would hide the module
-        # from `python -X importtime`, which tests/test_cli_weight.py reads).
+        # from `python -X importtime`, which tests/cli/test_cli_weight.py reads).
         group = __import__(f"monad_cli.cli.commands.{_GROUPS[argv[0]]}", fromlist=["app"]).app
     command = next((c for c in group.registered_commands if c.name == argv[1]), None) if group else None
     if group is None or command is None:

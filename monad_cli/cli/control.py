@@ -6,7 +6,7 @@ supervisor is the only server this talks to (uvicorn behind `run/monad.sock`), s
 client speaks just what it answers: one request per connection (`Connection: close`), a
 body by `Content-Length`, chunked, or up to the close. Starting the supervisor in the
 background when a command needs it (as gpg-agent does) lives here too, unless
-`MONAD_NO_AUTOSTART=1`. tests/test_control_client.py holds the response reader to
+`MONAD_NO_AUTOSTART=1`. tests/cli/test_control_client.py holds the response reader to
 `http.client` on the same bytes.
 """
 

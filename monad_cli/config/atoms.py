@@ -87,7 +87,7 @@ def render_atom(defn: Mapping[str, Any]) -> str:
 def _plain_atom(defn: Mapping[str, Any], keys: Sequence[str]) -> str | None:
     """tomlkit's text for the shapes definitions have: scalars, arrays of them, and tables
     of those one level deep; None for anything else (nested tables, arrays of tables, other
-    types), which `_tomlkit_atom` writes. tests/test_atoms_render.py holds the two equal.
+    types), which `_tomlkit_atom` writes. tests/config/test_atoms_render.py holds the two equal.
 
     What it buys: `import tomlkit` costs 35–60 ms of `python -X importtime` here, against a
     `monad mcp add` of ~100 ms in all (bench/README.md, the `add` target ≤ 1.5× `import typer`)."""

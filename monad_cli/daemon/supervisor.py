@@ -452,6 +452,8 @@ class Supervisor:
                 tg.start_soon(self._handle_signals)
                 if serve:  # before the servers connect: 50 handshakes at once would hold it up
                     await control.start()
+                    # The page comes back where it was, however this supervisor started.
+                    self.start_soon(control.resume_studio)
                     await tg.start(relays.serve)
                     tg.start_soon(self.gateway.run)
                     if serve_metrics is not None:

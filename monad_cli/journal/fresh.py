@@ -5,7 +5,7 @@ SQLAlchemy and SQLModel cost ~0.2 s to import; a supervisor starting on a new MO
 (every first start, every test's temporary home) would pay it before its first journal
 row only to emit this DDL. `Journal` applies `SCHEMA` to an empty file, records `COVERS`
 as applied, and leaves any later migration to the SQLAlchemy path (`journal.db.migrate`).
-tests/test_journal_fresh.py keeps the two equal: the same `sqlite_master` statements, byte
+tests/journal/test_fresh.py keeps the two equal: the same `sqlite_master` statements, byte
 for byte (SQLAlchemy's order of one table's indexes varies from run to run, so as a set),
 and `COVERS` every migration (a new one: regenerate with `python -m monad_cli.journal.fresh`,
 which prints what the migrations make).

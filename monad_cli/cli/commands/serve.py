@@ -2,7 +2,7 @@
 (docs/tools.md).
 
 Registered onto the `mcp` group in app.py. A stdlib relay to the gateway inside the
-supervisor: nothing here loads the SDK (tests/test_cli_weight.py keeps it so).
+supervisor: nothing here loads the SDK (tests/cli/test_cli_weight.py keeps it so).
 """
 
 from __future__ import annotations

@@ -115,8 +115,11 @@ class ControlServer:
         self.server = AppServer(self.app, http=PeerCheckedH11, timeout_graceful_shutdown=2,
                                 h11_max_incomplete_event_size=MAX_BODY)
         await self.server.start(self.sock)
-        # The page comes back where it was, however this supervisor started (docs/studio.md).
-        self.sup.start_soon(self.app.state.studio_hub.resume)
+
+    async def resume_studio(self) -> None:
+        """Serve the Studio again where it was before the supervisor stopped, if it was
+        (docs/studio.md): the supervisor runs this once its control API listens."""
+        await self.app.state.studio_hub.resume()
 
     async def stop(self) -> None:
         if self.server is not None:

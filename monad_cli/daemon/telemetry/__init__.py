@@ -2,7 +2,7 @@
 Prometheus `/metrics` (docs/telemetry.md).
 
 Off by default, and then free: `TELEMETRY.recorder` is None, every hook on a call's path
-is one attribute test, and the OpenTelemetry SDK is not imported (tests/test_telemetry.py
+is one attribute test, and the OpenTelemetry SDK is not imported (tests/e2e/test_telemetry_off.py
 holds it). `start` turns it on for this process from `[telemetry]` in settings.toml and
 the `OTEL_*` environment (`settings.py`).
 """

@@ -1,0 +1,1 @@
+"""The Studio in Chromium, driven by Playwright (with axe-core)."""

@@ -1,0 +1,1 @@
+"""Tests of the `monad` program's own modules (monad_cli/cli/)."""

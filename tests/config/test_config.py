@@ -1,0 +1,345 @@
+"""Definitions: names, fields, `$VAR` expansion, atomic locked writes, agents.json, redaction.
+
+These run the CLI in-process (no supervisor): `add`/`get`/`remove` work on files alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from monad_cli.config.expansion import ExpansionError, expand
+from monad_cli.config.loader import load_definitions
+from monad_cli.config.schema import validate
+from monad_cli.config.urls import normalize_url
+from monad_cli.core.errors import ConfigError
+from monad_cli.core.paths import Paths
+
+SENTINEL = "SENTINEL-s3cr3t-9f8e7d"
+
+
+@pytest.mark.parametrize("name, why", [
+    ("my.server", "may only contain letters"),
+    ("a__b", "must not contain `__`"),
+    ("x" * 65, "65 characters long"),
+    ("服务器", "may only contain letters"),
+    ("../evil", "may only contain letters"),
+])
+def test_bad_names_are_refused_and_nothing_is_written(cli, monad_home: Path, name: str, why: str) -> None:
+    r = cli("mcp", "add", name, "--", "echo")
+    assert r.code == 2, r
+    assert why in r.err and f"server name `{name}`" in r.err and "choose another" in r.err
+    assert "atoms/mcp" not in r.err  # no would-be path made of a bad name (`../evil.toml`)
+    assert r.err.count("\n") == 1 and "Traceback" not in r.err
+    assert not list((monad_home / "atoms" / "mcp").glob("*")) if (monad_home / "atoms" / "mcp").exists() else True
+
+
+def test_64_character_name_is_fine(cli, monad_home: Path) -> None:
+    r = cli("mcp", "add", "x" * 64, "--", "echo")
+    assert r.code == 0, r
+    assert (monad_home / "atoms" / "mcp" / f"{'x' * 64}.toml").exists()
+
+
+def test_ftp_url_is_refused(cli) -> None:
+    r = cli("mcp", "add", "remote", "--url", "ftp://example.com/mcp")
+    assert r.code == 2, r
+    assert "field `url`" in r.err and "http:// or https://" in r.err
+
+
+def test_add_writes_an_atom_0600_and_refuses_a_duplicate(cli, monad_home: Path) -> None:
+    r = cli("mcp", "add", "t", "--env", f"TOKEN={SENTINEL}", "--", "server", "--flag", "v")
+    assert r.code == 0, r
+    atom = monad_home / "atoms" / "mcp" / "t.toml"
+    assert stat.S_IMODE(atom.stat().st_mode) == 0o600
+    assert stat.S_IMODE((monad_home / "atoms" / "mcp").stat().st_mode) == 0o700
+    text = atom.read_text()
+    assert 'command = "server"' in text and 'args = ["--flag", "v"]' in text and "schema = 1" in text
+    r = cli("mcp", "add", "t", "--", "other")
+    assert r.code == 2 and "already exists" in r.err and "--force" in r.err
+    assert atom.read_text() == text
+    r = cli("mcp", "add", "t", "--force", "--", "other")
+    assert r.code == 0 and 'command = "other"' in atom.read_text()
+
+
+def test_get_redacts_every_secret(cli) -> None:
+    assert cli("mcp", "add", "s", "--env", f"API_KEY={SENTINEL}", "--", "srv", "--token", SENTINEL,
+               f"--api-key={SENTINEL}").code == 0
+    assert cli("mcp", "add", "h", "--url", f"https://user:{SENTINEL}@example.com/mcp?key={SENTINEL}",
+               "--header", f"X-Api-Key: {SENTINEL}", "--bearer-token", SENTINEL).code == 0
+    for name in ("s", "h"):
+        for argv in (("mcp", "get", name), ("mcp", "get", name, "--json"), ("mcp", "list", "--json")):
+            r = cli(*argv)
+            assert r.code == 0, r
+            assert SENTINEL not in r.out + r.err
+    shown = cli("mcp", "get", "h", "--json").json()["definition"]
+    assert shown["headers"] == {"X-Api-Key": "***"}
+    assert shown["auth"]["token"] == "***"
+    assert shown["url"] == "https://user:***@example.com/mcp?key=***"
+
+
+def test_remove_and_unknown_server(cli, monad_home: Path) -> None:
+    assert cli("mcp", "add", "gone", "--", "echo").code == 0
+    r = cli("mcp", "remove", "gone")
+    assert r.code == 0 and not (monad_home / "atoms" / "mcp" / "gone.toml").exists()
+    r = cli("mcp", "remove", "gone")
+    assert r.code == 1 and "not defined" in r.err
+
+
+def test_usage_errors_are_one_line_naming_the_help(cli) -> None:
+    for argv, start, where in [
+        (("mcp", "add", "x", "--timeout", "abc", "--", "echo"), "error: Invalid value for '--timeout'", "mcp add"),
+        (("nosuchcmd",), "error: No such command 'nosuchcmd'", "monad"),
+        (("mcp", "status", "--jsn"), "error: No such option: --jsn", "mcp status"),
+    ]:
+        r = cli(*argv)
+        assert r.code == 2 and r.out == "", (argv, r)
+        lines = r.err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(start) and "--help`)" in lines[0], (argv, r)
+        assert where in lines[0], (argv, r)
+    r = cli("mcp", "add", "--help")
+    assert r.code == 0 and "Usage:" in r.out
+
+
+def test_stdio_and_http_flags_do_not_mix(cli) -> None:
+    assert "needs a command" in cli("mcp", "add", "a").err
+    r = cli("mcp", "add", "--", "/bin/cat")  # the name left out: the command is not the name
+    assert r.code == 2 and r.err.strip() == "error: the server's name is missing: `monad mcp add NAME -- /bin/cat ...`"
+    assert "--header" in cli("mcp", "add", "a", "--header", "X: y", "--", "echo").err
+    assert "not a command" in cli("mcp", "add", "a", "--url", "https://x.test/mcp", "--", "echo").err
+    r = cli("mcp", "add", "a", "--env", "NOEQUALS", "--", "echo")
+    assert r.code == 2 and "K=V" in r.err
+
+
+def test_expansion_rules() -> None:
+    env = {"HOME_DIR": "/h", "EMPTY": ""}
+    assert expand("$HOME_DIR/x ${HOME_DIR}y $$ $EMPTY.", env) == "/h/x /hy $ ."
+    assert expand("cost: $5 and $", env) == "cost: $5 and $"
+    with pytest.raises(ExpansionError, match=re.escape("`NOPE` is set neither in MONAD_HOME/env nor in the "
+                                                       "supervisor's environment; set it with `monad env set NOPE`")):
+        expand("${NOPE}", env)
+    with pytest.raises(ExpansionError, match="secret"):
+        expand("${secret:github}", env)
+    with pytest.raises(ExpansionError, match="not closed"):
+        expand("${HOME_DIR", env)
+
+
+def test_unset_variable_names_file_server_field_and_variable() -> None:
+    with pytest.raises(ConfigError) as e:
+        validate({"command": "srv", "env": {"TOKEN": "$MISSING_TOKEN_VAR"}}, name="gh",
+                 source="atoms/mcp/gh.toml", environ={})
+    msg = e.value.message
+    assert "`atoms/mcp/gh.toml`" in msg and "server `gh`" in msg and "field `env.TOKEN`" in msg
+    assert "MISSING_TOKEN_VAR" in msg
+
+
+def test_unknown_field_suggests_the_right_one() -> None:
+    with pytest.raises(ConfigError, match="did you mean `command`"):
+        validate({"comand": "x"}, name="a", source="f", environ={})
+
+
+def test_secret_reference_is_refused_at_add(cli) -> None:
+    r = cli("mcp", "add", "a", "--env", "T=${secret:gh}", "--", "echo")
+    assert r.code == 2 and "secret" in r.err and "env.T" in r.err
+
+
+def test_url_normalization() -> None:
+    assert normalize_url("HTTPS://Example.COM:443/mcp/") == normalize_url("https://example.com/mcp")
+    assert normalize_url("http://h:8080/a") != normalize_url("http://h:8081/a")
+
+
+def test_malformed_atom_reports_file_line_and_keeps_others(monad_home: Path) -> None:
+    p = Paths(monad_home)
+    p.ensure()
+    for n in ("a", "b", "c"):
+        (p.atoms_dir / f"{n}.toml").write_text('command = "echo"\n')
+    (p.atoms_dir / "bad.toml").write_text('command = "echo"\nargs = [\n')
+    defs = load_definitions(p, {})
+    assert sorted(defs.specs) == ["a", "b", "c"]
+    problem = defs.problem_for("bad")
+    assert problem is not None and "`atoms/mcp/bad.toml:2`" in problem.message
+    assert (p.atoms_dir / "bad.toml").read_text() == 'command = "echo"\nargs = [\n'  # never rewritten
+
+
+def test_agents_json_forms_duplicates_and_empty_file(monad_home: Path) -> None:
+    p = Paths(monad_home)
+    p.ensure()
+    (p.atoms_dir / "dup.toml").write_text('command = "echo"\n')
+    p.agents_json.write_text(json.dumps({"mcpServers": [
+        {"name": "one", "command": "echo"},
+        {"name": "dup", "command": "echo"},
+        {"name": "r1", "url": "https://Example.com/mcp/"},
+        {"name": "r2", "url": "https://example.com:443/mcp"},
+    ]}))
+    defs = load_definitions(p, {})
+    assert sorted(defs.specs) == ["dup", "one", "r1"]
+    assert "already defined in `atoms/mcp/dup.toml`" in defs.problem_for("dup").message  # type: ignore[union-attr]
+    assert "same remote as server `r1`" in defs.problem_for("r2").message  # type: ignore[union-attr]
+    p.agents_json.write_text(json.dumps({"mcpServers": {"keyed": {"command": "echo"}}}))
+    assert "keyed" in load_definitions(p, {}).specs
+    p.agents_json.write_text(json.dumps({"mcpServers": [5, {"command": "echo"}, {"name": "n1", "command": "echo"},
+                                                        {"name": "n1", "command": "cat"}]}))
+    defs = load_definitions(p, {})
+    messages = [pr.message for pr in defs.problems]
+    assert "`agents.json`: entry 1 of `mcpServers` is not an object (`5`); each server is " \
+           "`{\"name\": ..., ...}`" in messages, messages
+    assert "`agents.json`: entry 2 of `mcpServers` has no `name`; give it one" in messages, messages
+    assert defs.specs["n1"].command == "echo" and "already defined in `agents.json`" in messages[-1], messages
+    p.agents_json.write_text("")
+    defs = load_definitions(p, {})
+    assert sorted(defs.specs) == ["dup"]
+    assert [pr.file for pr in defs.problems] == ["agents.json"] and "is empty" in defs.problems[0].message
+    p.agents_json.unlink()
+    p.agents_json.mkdir()  # not silently "no file"
+    defs = load_definitions(p, {})
+    assert sorted(defs.specs) == ["dup"] and "`agents.json` is a directory, not a file" in defs.problems[0].message
+
+
+def test_enable_disable_keeps_comments(cli, monad_home: Path) -> None:
+    atom = monad_home / "atoms" / "mcp" / "c.toml"
+    atom.parent.mkdir(parents=True)
+    atom.write_text('# my comment\ncommand = "echo"  # trailing\n')
+    assert cli("mcp", "disable", "c").code == 0
+    text = atom.read_text()
+    assert "# my comment" in text and "# trailing" in text and "enabled = false" in text
+    assert cli("mcp", "enable", "c").code == 0
+    assert "enabled = true" in atom.read_text()
+
+
+def test_enable_edits_agents_json_entry(cli, monad_home: Path) -> None:
+    monad_home.mkdir(parents=True, exist_ok=True)
+    (monad_home / "agents.json").write_text(json.dumps({"mcpServers": [{"name": "j", "command": "echo"}]}))
+    assert cli("mcp", "disable", "j").code == 0
+    doc = json.loads((monad_home / "agents.json").read_text())
+    assert doc["mcpServers"][0] == {"name": "j", "command": "echo", "enabled": False}
+    assert cli("mcp", "remove", "j").code == 0
+    assert json.loads((monad_home / "agents.json").read_text()) == {"mcpServers": []}
+
+
+def test_twenty_parallel_adds_leave_twenty_valid_atoms(monad_home: Path) -> None:
+    procs = [subprocess.Popen([sys.executable, "-m", "monad_cli", "mcp", "add", f"s{i}", "--", "echo", str(i)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for i in range(20)]
+    codes = [p.wait(timeout=120) for p in procs]
+    assert codes == [0] * 20, [p.stderr.read() for p in procs if p.stderr]  # type: ignore[union-attr]
+    atoms = monad_home / "atoms" / "mcp"
+    assert sorted(os.listdir(atoms)) == sorted(f"s{i}.toml" for i in range(20))  # no temp files left
+    defs = load_definitions(Paths(monad_home), {})
+    assert len(defs.specs) == 20 and not defs.problems
+
+
+def test_shipped_example_atoms_validate() -> None:
+    root = Path(__file__).resolve().parents[2] / "atoms"
+    files = sorted(root.glob("*.toml"))
+    assert files
+    import tomllib
+
+    for f in files:
+        validate(tomllib.loads(f.read_text()), name=f.stem, source=str(f.name), environ=os.environ)
+
+
+def test_path_command(cli, monad_home: Path) -> None:
+    r = cli("mcp", "path", "--json")
+    assert r.code == 0
+    assert r.json()["home"] == str(monad_home) and r.json()["atoms"] == str(monad_home / "atoms" / "mcp")
+
+
+def test_malformed_atom_position_mid_file(monad_home: Path) -> None:
+    p = Paths(monad_home)
+    p.ensure()
+    (p.atoms_dir / "bad.toml").write_text('transport = "stdio"\ncommand = echo\n')
+    problem = load_definitions(p, {}).problem_for("bad")
+    assert problem is not None and "`atoms/mcp/bad.toml:2:11`: malformed TOML" in problem.message
+
+
+@pytest.mark.parametrize("argv, why", [
+    (("mcp", "add", "u", "--url", "http://exa mple.com/mcp"), "space or a control character"),
+    (("mcp", "add", "u", "--url", "javascript:alert(1)"), "got `javascript:`"),
+    (("mcp", "add", "u", "--url", ""), "needs --url"),
+    (("mcp", "add", "u", "--url", "https://h.test/mcp", "--bearer-token", ""), "non-empty `token`"),
+    (("mcp", "add", "u", "--url", "https://h.test/mcp", "--header", "Bad Name: v"), "valid HTTP header name"),
+    (("mcp", "add", "u", "--url", "https://h.test/mcp", "--header", "X-A: 1", "--header", "x-a: 2"),
+     "same header"),
+    (("mcp", "add", "u", "--env", "BAD KEY=1", "--", "echo"), "environment variable name"),
+    (("mcp", "add", "--", "-x", "echo"), "must not start with `-`"),
+])
+def test_add_refuses_bad_values(cli, argv: tuple[str, ...], why: str) -> None:
+    r = cli(*argv)
+    assert r.code == 2 and why in r.err, r
+
+
+def test_header_value_with_line_break_is_refused() -> None:
+    with pytest.raises(ConfigError, match="line breaks"):
+        validate({"url": "https://h.test/mcp", "headers": {"X-Inj": "a\r\nEvil: b"}}, name="h", source="f",
+                 environ={})
+
+
+def test_relative_cwd_is_made_absolute_at_add(cli, monad_home: Path, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert cli("mcp", "add", "c", "--cwd", ".", "--", "echo").code == 0
+    assert f'cwd = "{tmp_path}"' in (monad_home / "atoms" / "mcp" / "c.toml").read_text()
+    with pytest.raises(ConfigError, match="absolute path"):
+        validate({"command": "x", "cwd": "rel/dir"}, name="c", source="f", environ={})
+
+
+def test_agents_json_duplicate_keys_and_odd_atom_entries(monad_home: Path) -> None:
+    p = Paths(monad_home)
+    p.ensure()
+    p.agents_json.write_text('{"mcpServers": {"j2": {"command": "echo"}, "j2": {"command": "nope"}}}')
+    (p.atoms_dir / "dir.toml").mkdir()
+    (p.atoms_dir / "dangling.toml").symlink_to(p.atoms_dir / "missing")
+    defs = load_definitions(p, {})
+    messages = " ".join(x.message for x in defs.problems)
+    assert "key `j2` appears twice" in messages
+    assert "`atoms/mcp/dir.toml` is not a regular file" in messages
+    assert "`atoms/mcp/dangling.toml` is not a regular file" in messages
+
+
+def test_version_and_bad_monad_home(cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    r = cli("--version")
+    assert r.code == 0 and r.out.startswith("monad ")
+    f = tmp_path / "file"
+    f.write_text("")
+    monkeypatch.setenv("MONAD_HOME", str(f))
+    r = cli("mcp", "add", "x", "--", "echo")
+    assert r.code == 1 and "cannot use" in r.err and "Traceback" not in r.err
+    monkeypatch.setenv("MONAD_HOME", str(tmp_path / ("a" * 120)))
+    r = cli("mcp", "status")
+    assert r.code == 2 and "is too long" in r.err
+
+
+def test_odd_ids_get_one_line_errors(cli) -> None:
+    for argv in (("approvals", "allow", ""), ("approvals", "deny", "?x"), ("approvals", "allow", "../../v1/x"),
+                 ("tasks", "show", ""), ("tasks", "cancel", "a/b"), ("tasks", "input", " ", "--set", "a=b")):
+        r = cli(*argv)
+        assert r.code == 2 and "is not a valid id" in r.err and "internal error" not in r.err, (argv, r)
+
+
+def test_header_without_colon_does_not_echo_the_value(cli) -> None:
+    r = cli("mcp", "add", "h", "--url", "https://h.test/mcp", "--header", "SENTINEL-hdr-77")
+    assert r.code == 2 and "SENTINEL-hdr-77" not in r.err
+    r = cli("mcp", "add", "h", "--url", "https://h.test/mcp", "--bearer-token", "SENTINEL-77\nX")
+    assert r.code == 2 and "SENTINEL-77" not in r.err and "line breaks" in r.err
+
+
+def test_add_refuses_a_second_server_for_the_same_remote(cli) -> None:
+    assert cli("mcp", "add", "one", "--url", "https://h.test/mcp").code == 0
+    r = cli("mcp", "add", "two", "--url", "HTTPS://h.test:443/mcp/")
+    assert r.code == 2 and "server `one`" in r.err and "already uses this URL" in r.err
+    assert cli("mcp", "add", "one", "--force", "--url", "https://h.test/mcp").code == 0  # itself is fine
+
+
+def test_a_reference_with_a_default_expands_as_posix_shells_do() -> None:
+    """`${VAR:-default}` (Claude Code's `.mcp.json` writes it): the default when VAR is unset or empty."""
+    assert expand("${REGION:-eu}/x", {}) == "eu/x"
+    assert expand("${REGION:-eu}", {"REGION": ""}) == "eu"
+    assert expand("${REGION:-eu}", {"REGION": "us"}) == "us"
+    assert expand("${REGION:-}", {}) == ""
+    with pytest.raises(ExpansionError, match="variable `REGION` is set neither in MONAD_HOME/env"):
+        expand("${REGION}", {})

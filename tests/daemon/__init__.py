@@ -1,0 +1,1 @@
+"""Tests of the supervisor's modules, in-process (monad_cli/daemon/)."""

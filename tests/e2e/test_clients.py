@@ -1,0 +1,45 @@
+"""After `monad mcp connect CLIENT`, a real MCP client started the way that client would start
+it (command, args and env read from the written file with the client's own format rules)
+lists monad's tools through the gateway of the real supervisor."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cli.test_clients import EXPECTED, _entry, _parse, copy_fixture
+from tests.conftest import wait_state
+
+pytestmark = pytest.mark.e2e
+TOOLSERVER = str(Path(__file__).resolve().parents[1] / "servers" / "toolserver.py")
+
+
+def test_every_connected_client_lists_monads_tools(supervisor: Any, monad_home: Path, tmp_path: Path) -> None:
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    monad = supervisor
+    assert monad("mcp", "add", "ts", "--", sys.executable, TOOLSERVER).code == 0
+    wait_state(monad, "ts", "connected")
+    entries: dict[str, dict[str, Any]] = {}
+    for client, (rel, _) in EXPECTED.items():
+        path = copy_fixture(tmp_path / client, rel)
+        r = monad("mcp", "connect", client, str(path))
+        assert r.code == 0, r
+        written = (path / "monad.yaml" if client == "aura" else path).read_text()
+        entries[client] = _entry(client, _parse(client, written))
+
+    async def list_through(entry: dict[str, Any]) -> set[str]:
+        # As the clients do: the entry's env over a minimal environment of their own.
+        params = StdioServerParameters(command=entry["command"], args=entry["args"], env=entry.get("env"))
+        with anyio.fail_after(60):
+            async with Client(params) as session:
+                return {t.name for t in (await session.list_tools()).tools}
+
+    for client, entry in entries.items():
+        assert entry.get("type", "stdio") == "stdio"
+        names = anyio.run(list_through, entry)
+        assert {"ts__echo", "ts__add"} <= names, (client, names)

@@ -1,0 +1,288 @@
+"""MONAD_HOME/env (docs/atoms.md "Variables"): `monad env set/unset/list`, the order (the file
+first, then the supervisor's environment), live application by the running supervisor,
+where each value came from in `get` and `status`, `add`'s warning about an unset variable,
+and a connect timeout's reason that quotes the stderr explaining it."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import TESTSERVER, status_of, wait_for, wait_state, write_atom
+
+VALUE = "SENTINEL-env-5f3a9c1e"
+OTHER = "SENTINEL-env-2b7d4e80"
+
+
+def _server_environ(pid: int) -> dict[str, str]:
+    """The environment a running process was started with (Linux)."""
+    raw = Path(f"/proc/{pid}/environ").read_bytes()
+    return dict(item.decode().split("=", 1) for item in raw.split(b"\0") if b"=" in item)
+
+
+def _env_atom(home: Path, name: str, variable: str) -> None:
+    write_atom(home, name, f"command = {json.dumps(sys.executable)}\n"
+                           f"args = {json.dumps([TESTSERVER])}\n"
+                           f'env = {{DOCS_KEY = "${variable}"}}\n')
+
+
+# -- the file -------------------------------------------------------------------------
+def test_set_unset_keep_the_other_lines_and_the_file_is_0600(monad: Any, monad_home: Path) -> None:
+    monad_home.mkdir(parents=True, exist_ok=True)
+    (monad_home / "env").write_text("# my variables\nA=1\nexport B=two words\n")
+    os.chmod(monad_home / "env", 0o600)
+    r = monad("env", "set", "C", input=VALUE + "\n")
+    assert r.code == 0 and VALUE not in r.out + r.err, r
+    r = monad("env", "set", "A", input="x=y")
+    assert r.code == 0 and "updated `A`" in r.err, r
+    assert (monad_home / "env").read_text() == f"# my variables\nA=x=y\nexport B=two words\nC={VALUE}\n"
+    assert stat.S_IMODE((monad_home / "env").stat().st_mode) == 0o600
+    r = monad("env", "unset", "B")
+    assert r.code == 0, r
+    assert (monad_home / "env").read_text() == f"# my variables\nA=x=y\nC={VALUE}\n"
+    from monad_cli.config.envfile import parse
+
+    assert parse((monad_home / "env").read_text()).values == {"A": "x=y", "C": VALUE}
+
+
+def test_bad_input_is_one_line_saying_what_to_do(monad: Any, monad_home: Path) -> None:
+    r = monad("env", "set", "1BAD", input="v")
+    assert r.code != 0 and r.err.count("\n") == 1 and "is not a variable name" in r.err, r
+    r = monad("env", "unset", "NOPE")
+    assert r.code != 0 and r.err.strip() == "error: variable `NOPE` is not in MONAD_HOME/env (see `monad env list`)", r
+    r = monad("env", "set", "TWO", input="line one\nline two\n")
+    assert r.code != 0 and "line break" in r.err and "line one" not in r.err and "Traceback" not in r.err, r
+    assert not (monad_home / "env").exists() or "TWO" not in (monad_home / "env").read_text()
+
+
+def test_a_bad_line_is_reported_without_its_content_and_the_rest_is_read(monad_home: Path) -> None:
+    from monad_cli.config.envfile import read_env_file
+    from monad_cli.core.paths import Paths
+
+    monad_home.mkdir(parents=True, exist_ok=True)
+    (monad_home / "env").write_text(f"GOOD=1\n{VALUE}\n")
+    os.chmod(monad_home / "env", 0o644)
+    read = read_env_file(Paths(monad_home))
+    assert read.values == {"GOOD": "1"}
+    assert read.problems[0] == "`env` line 2: not `NAME=value`; skipped"
+    assert "readable by others" in read.problems[1] and "chmod 600" in read.problems[1]
+    assert VALUE not in " ".join(read.problems)
+
+
+def test_the_file_comes_before_the_environment() -> None:
+    from monad_cli.config.envfile import LayeredEnviron
+    from monad_cli.config.schema import validate
+
+    env = LayeredEnviron({"A": "from-file"}, {"A": "from-env", "B": "only-env"})
+    spec = validate({"command": "x", "args": ["$A", "${B}"]}, name="s", source="atoms/mcp/s.toml", environ=env)
+    assert spec.args == ["from-file", "only-env"]
+    assert spec.variables == {"A": "env-file", "B": "environment"}
+
+
+# -- live, end to end -----------------------------------------------------------------------
+@pytest.mark.e2e
+def test_a_variable_set_with_monad_env_set_reaches_a_running_server_without_a_restart(
+        monad: Any, monad_home: Path) -> None:
+    # The supervisor's own environment sets DOCS_KEY2 (as the shell that started it did);
+    # DOCS_KEY is set nowhere yet.
+    r = monad("daemon", "start", env={"DOCS_KEY2": OTHER})
+    assert r.code == 0, r
+    outputs = [r.out + r.err]
+    try:
+        supervisor_pid = int((monad_home / "run" / "monad.pid").read_text())
+        r = monad("mcp", "add", "docs", "-e", "DOCS_KEY=$DOCS_KEY", "--", sys.executable, TESTSERVER)
+        outputs.append(r.out + r.err)
+        assert r.code == 0, r
+        # `add` warns at once, naming both places and the command that fixes it.
+        assert ("variable `DOCS_KEY` is set neither in MONAD_HOME/env nor in the supervisor's environment; "
+                "set it with `monad env set DOCS_KEY`") in r.err, r
+        _env_atom(monad_home, "other", "DOCS_KEY2")  # references only the supervisor's variable
+        row = wait_for(lambda: (s := status_of(monad, "docs"))["state"] == "failed" and s)
+        assert "set neither in MONAD_HOME/env nor in the supervisor's environment; set it with " \
+               "`monad env set DOCS_KEY`" in row["reason"], row
+        other = wait_state(monad, "other", "connected", timeout=60)
+        assert other["variables"] == [{"name": "DOCS_KEY2", "source": "environment"}]
+        assert _server_environ(other["pid"])["DOCS_KEY"] == OTHER
+
+        r = monad("env", "set", "DOCS_KEY", input=VALUE + "\n")
+        outputs.append(r.out + r.err)
+        assert r.code == 0 and "used by `docs`" in r.err, r
+        docs = wait_state(monad, "docs", "connected", timeout=60)
+        assert _server_environ(docs["pid"])["DOCS_KEY"] == VALUE  # in the running server's env
+        assert docs["variables"] == [{"name": "DOCS_KEY", "source": "env-file"}]
+        # The same supervisor all along, and the server that does not use it kept its process.
+        assert int((monad_home / "run" / "monad.pid").read_text()) == supervisor_pid
+        assert status_of(monad, "other")["pid"] == other["pid"]
+
+        # The file comes first: setting DOCS_KEY2 there overrides the supervisor's environment,
+        # and reconnects exactly the server that uses it.
+        r = monad("env", "set", "DOCS_KEY2", input="file-wins-1234")
+        assert r.code == 0, r
+        moved = wait_for(lambda: (s := status_of(monad, "other"))["state"] == "connected"
+                         and s["pid"] != other["pid"] and s)
+        assert _server_environ(moved["pid"])["DOCS_KEY"] == "file-wins-1234"
+        assert moved["variables"] == [{"name": "DOCS_KEY2", "source": "env-file"}]
+        assert status_of(monad, "docs")["pid"] == docs["pid"]
+        # Unset in the file: back to the supervisor's own value.
+        assert monad("env", "unset", "DOCS_KEY2").code == 0
+        back = wait_for(lambda: (s := status_of(monad, "other"))["state"] == "connected"
+                        and s["pid"] != moved["pid"] and s)
+        assert _server_environ(back["pid"])["DOCS_KEY"] == OTHER
+        assert back["variables"] == [{"name": "DOCS_KEY2", "source": "environment"}]
+
+        # Names and sources, never values: list, get and status say where each came from.
+        listed = monad("env", "list", "--json")
+        assert listed.code == 0, listed
+        assert {v["name"]: (v["source"], v["servers"]) for v in listed.json()} == {
+            "DOCS_KEY": ("env-file", ["docs"]), "DOCS_KEY2": ("environment", ["other"])}
+        table = monad("env", "list")
+        assert "DOCS_KEY   MONAD_HOME/env                docs" in table.out, table
+        assert "the supervisor's environment" in table.out, table
+        got = monad("mcp", "get", "docs", "--json")
+        assert got.json()["variables"] == [{"name": "DOCS_KEY", "source": "env-file"}], got
+        human = monad("mcp", "get", "docs")
+        assert "# variables: DOCS_KEY (MONAD_HOME/env)" in human.out, human
+        shown = monad("mcp", "status", "docs")
+        assert "DOCS_KEY (MONAD_HOME/env)" in shown.out, shown
+        called = monad("mcp", "call", "docs__env", "--arg", "name=DOCS_KEY", "--yes")
+        assert called.code == 0 and called.out.strip() == "***", called  # the value, masked
+        outputs += [listed.out, listed.err, table.out, got.out, human.out, shown.out, shown.err,
+                    called.out, called.err, monad("mcp", "status", "--json").out,
+                    monad("mcp", "status", "docs", "--json").out, monad("journal", "--json").out]
+    finally:
+        monad("daemon", "stop")
+    everything = "\n".join(outputs)
+    assert VALUE not in everything and "file-wins-1234" not in everything
+    for path in (monad_home / "logs").rglob("*"):
+        if path.is_file():
+            assert VALUE.encode() not in path.read_bytes(), path
+    for path in monad_home.glob("journal.db*"):
+        assert VALUE.encode() not in path.read_bytes(), path
+
+
+@pytest.mark.e2e
+def test_a_timeout_quotes_the_stderr_that_explains_it(supervisor: Any, monad_home: Path) -> None:
+    # npm/uv behind a proxy with a custom CA: retries a certificate error, writes nothing to stdout.
+    script = ("import sys, time; print('npm error code UNABLE_TO_GET_ISSUER_CERT_LOCALLY', file=sys.stderr); "
+              "print('npm error unable to get local issuer certificate', file=sys.stderr); "
+              "sys.stderr.flush(); time.sleep(60)")
+    r = supervisor("mcp", "add", "corp", "--timeout", "2", "--", sys.executable, "-c", script)
+    assert r.code == 0, r
+    row = wait_for(lambda: (s := status_of(supervisor, "corp")) and s.get("lastAttemptReason") and s, timeout=60)
+    reason = row["lastAttemptReason"]
+    assert reason.startswith("timed out after 2 s while"), row
+    assert "does it flush" not in reason, row
+    assert "it wrote nothing to its stdout (its stderr names a network or certificate problem" in reason, row
+    assert "stderr: npm error code UNABLE_TO_GET_ISSUER_CERT_LOCALLY | npm error unable to get local issuer " \
+           "certificate" in reason, row
+
+
+def test_add_without_a_supervisor_names_this_shell_for_the_environment(monad: Any, monad_home: Path) -> None:
+    env = {"MONAD_NO_AUTOSTART": "1", "SET_HERE": "x1234"}
+    r = monad("mcp", "add", "w", "--url", "https://example.com/mcp", "-H", "X-Key: $UNSET_ONE",
+              "-H", "Y: ${SET_HERE}", env=env)
+    assert r.code == 0, r
+    assert "variable `UNSET_ONE` is set neither" in r.err and "monad env set UNSET_ONE" in r.err, r
+    assert "SET_HERE" not in r.err, r
+    assert monad("env", "set", "UNSET_ONE", input="v1234", env=env).code == 0
+    r = monad("mcp", "add", "w2", "--url", "https://example.com/mcp2", "-H", "X-Key: $UNSET_ONE", env=env)
+    assert r.code == 0 and "warning" not in r.err, r
+
+
+# -- the Studio -------------------------------------------------------------------------------
+@pytest.mark.e2e
+def test_the_studio_sets_a_variable_and_never_gets_it_back(monad: Any, monad_home: Path) -> None:
+    """What the Add/Edit forms do (static/js/form.js `VariableValues`): `PUT /v1/env/NAME` on
+    the Studio's port writes the value; answers, events and the definition say only names and
+    where each is set."""
+    from tests.studio_helpers import StudioHTTP, journal_rows, open_studio
+
+    _env_atom(monad_home, "docs", "DOCS_KEY")
+    studio = StudioHTTP(open_studio(monad)["url"])
+    studio.login()
+    try:
+        wait_state(monad, "docs", "failed")
+        asked = studio.get("/v1/env?name=DOCS_KEY")
+        assert asked.json()["variables"] == [{"name": "DOCS_KEY", "source": None, "servers": ["docs"]}], asked.text
+        # The edit form sees the reference as written (it holds no secret), so it can offer the value's row.
+        shown = studio.get("/v1/settings/mcp-servers/docs").json()["definition"]
+        assert shown["env"] == {"DOCS_KEY": "$DOCS_KEY"}, shown
+        r = studio.request("PUT", "/v1/env/DOCS_KEY", body={"value": VALUE})
+        assert r.status_code == 200 and r.json() == {"name": "DOCS_KEY", "created": True, "servers": ["docs"]}, r.text
+        docs = wait_state(monad, "docs", "connected", timeout=60)
+        assert _server_environ(docs["pid"])["DOCS_KEY"] == VALUE
+        # A foreign page may not set one (the Studio's Origin lock), and bad input is one line.
+        assert studio.request("PUT", "/v1/env/DOCS_KEY", body={"value": "x"}, origin="http://evil.test").status_code \
+            == 403
+        bad = studio.request("PUT", "/v1/env/1X", body={"value": "x"})
+        assert bad.status_code == 400 and "is not a variable name" in bad.json()["error"]["message"], bad.text
+        texts = [studio.get(p).text for p in ("/v1/env", "/v1/settings/mcp-servers", "/v1/settings/mcp-servers/status",
+                                            "/v1/journal?limit=500")]
+        assert studio.request("DELETE", "/v1/env/DOCS_KEY").status_code == 200
+        assert "DOCS_KEY" not in (monad_home / "env").read_text()
+    finally:
+        studio.close()
+        monad("daemon", "stop")
+    assert all(VALUE not in t for t in texts)
+    edits = [r for r in journal_rows(monad_home, "edit") if (r["detail"] or {}).get("variable") == "DOCS_KEY"]
+    assert [r["detail"]["action"] for r in edits] == ["env set", "env unset"]
+    assert edits[0]["detail"]["via"] == "studio" and VALUE not in json.dumps(edits)
+
+
+def test_the_forms_find_the_references_as_the_supervisor_expands_them() -> None:
+    import shutil
+    import subprocess
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    form = Path(__file__).resolve().parents[2] / "monad_cli" / "daemon" / "studio" / "static" / "js" / "form.js"
+    texts = ["$A ${B} $$C", "Bearer ${A}", "$1x", "${D", "$E_2/x"]
+    script = (f"const m = await import({json.dumps(form.as_uri())});\n"
+              f"console.log(JSON.stringify(m.references({json.dumps(texts)})));")
+    out = subprocess.run([node, "--input-type=module", "-e", script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    from monad_cli.config.expansion import references
+
+    expected: list[str] = []
+    for t in texts:
+        expected += [n for n in references(t) if n not in expected]
+    assert json.loads(out.stdout) == expected == ["A", "B", "E_2"]
+
+
+def test_on_a_terminal_the_value_is_read_without_echo(monad_home: Path) -> None:
+    import pty
+    import time
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the pty is its controlling terminal, as in a person's shell
+        os.execve(sys.executable, [sys.executable, "-m", "monad_cli", "env", "set", "TTY_KEY"], dict(os.environ))
+    seen = b""
+
+    def read_until(marker: bytes, timeout: float = 60) -> None:
+        nonlocal seen
+        deadline = time.monotonic() + timeout
+        while marker not in seen and time.monotonic() < deadline:
+            try:
+                seen += os.read(fd, 1024)
+            except OSError:  # the child closed the terminal
+                return
+
+    read_until(b"(not shown): ")
+    assert b"value of TTY_KEY (not shown): " in seen, seen
+    os.write(fd, VALUE.encode() + b"\n")
+    read_until(b"MONAD_HOME/env;")
+    read_until(b"\0never\0")  # the rest: read until the child exits and the terminal closes
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    assert os.waitstatus_to_exitcode(status) == 0, seen
+    assert b"set `TTY_KEY` in MONAD_HOME/env" in seen and VALUE.encode() not in seen, seen
+    from monad_cli.config.envfile import parse
+
+    assert parse((monad_home / "env").read_text()).values == {"TTY_KEY": VALUE}

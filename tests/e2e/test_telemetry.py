@@ -1,0 +1,248 @@
+"""Telemetry end to end, with real parts: a real OTLP/HTTP receiver decoding what the
+supervisor's exporter sends (tests/otlp.py), an agent with its own OpenTelemetry SDK
+(tests/telemetry_agent.py) → the real `monad mcp serve` → the real supervisor → a real SDK
+server that answers the trace context it was sent (tests/servers/traceserver.py)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import wait_for, wait_state
+from tests.otlp import OtlpReceiver, Span
+
+pytestmark = pytest.mark.e2e
+HERE = Path(__file__).resolve().parents[1]
+TRACESERVER = str(HERE / "servers" / "traceserver.py")
+AGENT = str(HERE / "telemetry_agent.py")
+SERVER, CLIENT, INTERNAL = 2, 3, 1  # OTLP Span.SpanKind
+SENTINEL_ARG = "sentinel-argument-7f3a9c"
+SENTINEL_ENV = "sentinel-env-value-51d2e8"
+
+
+def _atom(home: Path, name: str, *, env: dict[str, str] | None = None, auto: bool = True) -> None:
+    path = home / "atoms" / "mcp" / f"{name}.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [f"command = {json.dumps(sys.executable)}", f"args = {json.dumps([TRACESERVER])}", "timeout = 60"]
+    if auto:
+        tools = [f"{name}__{t}" for t in ("where", "echo", "fail", "secret")]
+        lines.append(f"trust = {{autoApproveTools = {json.dumps(tools)}}}")
+    if env:
+        lines.append("[env]")
+        lines += [f"{k} = {json.dumps(v)}" for k, v in env.items()]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _telemetry_on(home: Path, monkeypatch: pytest.MonkeyPatch, endpoint: str, **extra: str) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "settings.toml").write_text("[telemetry]\nenabled = true\n" + "".join(
+        f"{k} = {v}\n" for k, v in extra.items()))
+    # The standard variables: where to send, and quickly (batches every 100 ms).
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
+    monkeypatch.setenv("OTEL_METRIC_EXPORT_INTERVAL", "300")
+
+
+def _agent(home: Path, tool: str, text: str = "", *flags: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    proc = subprocess.run([sys.executable, AGENT, tool, text, *flags], capture_output=True, text=True, timeout=120,
+                          env={"MONAD_HOME": str(home), "PATH": str(Path(sys.executable).parent), **(env or {})})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout)
+
+
+def _named(spans: list[Span], name: str, trace_id: str) -> Span:
+    found = [s for s in spans if s.name == name and s.trace_id == trace_id]
+    assert len(found) == 1, [(s.name, s.trace_id) for s in spans]
+    return found[0]
+
+
+@pytest.mark.parametrize("lanes", ["direct", "sdk"])
+def test_one_trace_from_the_agent_through_monad_to_the_server(monad: Any, monad_home: Path,
+                                                              monkeypatch: pytest.MonkeyPatch, lanes: str) -> None:
+    """The same spans whichever path the call takes: the direct lanes (a plain call), or the
+    SDK's server and client (a call that asks for progress)."""
+    with OtlpReceiver() as otlp:
+        _telemetry_on(monad_home, monkeypatch, otlp.endpoint)
+        _atom(monad_home, "traced")
+        assert monad("daemon", "start").code == 0
+        try:
+            wait_state(monad, "traced", "connected", timeout=90)
+            agent = _agent(monad_home, "traced__where", "", *(["--progress"] if lanes == "sdk" else []))
+            trace_id = agent["traceId"]
+            sent = next(s for s in agent["spans"] if s["name"].startswith("MCP send tools/call"))
+            server = wait_for(lambda: next((s for s in otlp.spans() if s.trace_id == trace_id and s.kind == SERVER),
+                                           None), timeout=30)
+            client = wait_for(lambda: next((s for s in otlp.spans() if s.trace_id == trace_id and s.kind == CLIENT
+                                            and s.name == "tools/call where"), None), timeout=30)
+        finally:
+            monad("daemon", "stop")
+
+    # The gateway's SERVER span continues the agent's trace: its parent is the agent's request.
+    assert server.name == "tools/call traced__where"
+    assert server.parent_span_id == sent["spanId"]
+    a = server.attributes
+    assert a["mcp.method.name"] == "tools/call" and a["gen_ai.operation.name"] == "execute_tool"
+    assert a["gen_ai.tool.name"] == "traced__where" and a["network.transport"] == "pipe"
+    assert a["mcp.protocol.version"] == "2026-07-28" and a["jsonrpc.request.id"]
+    assert a["monad.server"] == "traced" and a["monad.via"] == "gateway"
+    assert a["monad.approval.decision"] == "approved" and a["monad.approval.decided_by"] == "trust.autoApproveTools"
+    assert a["monad.call.outcome"] == "ok" and "error.type" not in a
+    # The upstream request's CLIENT span is the server span's child, by the conventions' name.
+    assert client.name == "tools/call where" and client.parent_span_id == server.span_id
+    assert client.attributes["network.transport"] == "pipe" and client.attributes["monad.server"] == "traced"
+    assert client.attributes["gen_ai.tool.name"] == "where" and client.attributes["jsonrpc.request.id"]
+    # The upstream server got monad's span as the parent of its request (W3C traceparent):
+    # on the direct lane monad's CLIENT span; on the SDK's path the SDK dispatcher's own
+    # CLIENT span (its hook, `MCP send …`), a child of monad's.
+    seen = json.loads(agent["text"])
+    version, got_trace, parent, _flags = seen["traceparent"].split("-")
+    assert (version, got_trace) == ("00", trace_id)
+    if lanes == "direct":
+        assert parent == client.span_id
+    else:
+        sdk = next(s for s in otlp.spans() if s.span_id == parent)
+        assert sdk.name == "MCP send tools/call where" and sdk.parent_span_id == client.span_id
+    log = (monad_home / "logs" / "daemon.log").read_text()
+    assert ("(1 on the direct lane)" if lanes == "direct" else "(0 on the direct lane)") in log
+
+
+def test_errors_a_cli_trace_and_no_secret_in_any_export(monad: Any, monad_home: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`error.type` for a tool error; `monad mcp call` starts a trace of its own; and the
+    sentinel values (an argument, an env value, a result that holds both) are in no span,
+    attribute, metric or label that monad exports, nor in `/metrics`, argument capture on."""
+    with OtlpReceiver() as otlp:
+        # Argument capture on: the journal's digest goes out, the values never do.
+        _telemetry_on(monad_home, monkeypatch, otlp.endpoint, capture_arguments="true")
+        _atom(monad_home, "traced", env={"TRACE_SECRET": SENTINEL_ENV})
+        assert monad("daemon", "start").code == 0
+        try:
+            wait_state(monad, "traced", "connected", timeout=90)
+            failed = _agent(monad_home, "traced__fail", SENTINEL_ARG)
+            assert failed["isError"] and failed["text"] == SENTINEL_ARG
+            echoed = _agent(monad_home, "traced__echo", SENTINEL_ARG)
+            assert echoed["text"] == SENTINEL_ARG
+            secret = _agent(monad_home, "traced__secret")
+            assert secret["text"] == SENTINEL_ENV
+            r = monad("mcp", "call", "traced__echo", "--arg", f"text={SENTINEL_ARG}")
+            assert r.code == 0 and SENTINEL_ARG in r.out, r
+            metrics = monad("metrics")
+            assert metrics.code == 0, metrics
+            wait_for(lambda: any(s.attributes.get("monad.via") == "cli" and s.kind == SERVER for s in otlp.spans()),
+                     timeout=30)
+            wait_for(lambda: "monad.tool.calls" in otlp.received.metrics, timeout=30)
+        finally:
+            monad("daemon", "stop")
+
+    spans = otlp.spans()
+    tool_error = _named(spans, "tools/call traced__fail", failed["traceId"])
+    assert tool_error.attributes["error.type"] == "tool_error" and tool_error.status_code == 2  # STATUS_CODE_ERROR
+    assert _named(spans, "tools/call fail", failed["traceId"]).attributes["error.type"] == "tool_error"
+    assert tool_error.attributes["gen_ai.tool.call.arguments"].startswith("sha256:")
+    cli = next(s for s in spans if s.attributes.get("monad.via") == "cli" and s.kind == SERVER)
+    assert cli.name == "tools/call traced__echo" and cli.parent_span_id == ""  # a trace of its own
+    assert any(s.kind == CLIENT and s.trace_id == cli.trace_id and s.parent_span_id == cli.span_id for s in spans)
+    assert any(s.name == "connect traced" and s.kind == INTERNAL for s in spans)
+    calls = otlp.received.metrics["monad.tool.calls"]
+    assert {"monad.server": "traced", "monad.call.outcome": "tool-error", "monad.approval.decision": "approved",
+            "monad.via": "gateway"} in calls
+    assert "mcp.client.operation.duration" in otlp.received.metrics
+    assert "mcp.server.operation.duration" in otlp.received.metrics
+    assert {"network.transport": "pipe"} in otlp.received.metrics["mcp.server.session.duration"]
+    # The upstream session's length, recorded when the supervisor's stop ended it.
+    assert {"monad.server": "traced", "network.transport": "pipe"} in otlp.received.metrics[
+        "mcp.client.session.duration"]
+    assert otlp.received.metrics["monad.journal.write.duration"]
+    # Every byte monad exported (spans, attributes, metrics, labels), and the exposition text.
+    for secret in (SENTINEL_ARG, SENTINEL_ENV):
+        assert not any(secret.encode() in body for body in otlp.received.bodies)
+        assert secret not in metrics.out
+    assert "monad_tool_calls_total" in metrics.out
+
+
+def test_the_approval_gate_wait_is_a_span_of_the_trace(monad: Any, monad_home: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A gateway call that waits for a person: `approval {tool}` under the call's SERVER span,
+    with the decision, who decided and the wait; the call's span says the same."""
+    with OtlpReceiver() as otlp:
+        _telemetry_on(monad_home, monkeypatch, otlp.endpoint)
+        _atom(monad_home, "gated", auto=False)
+        assert monad("daemon", "start").code == 0
+        try:
+            wait_state(monad, "gated", "connected", timeout=90)
+            agent = subprocess.Popen([sys.executable, AGENT, "gated__where"], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True,
+                                     env={"MONAD_HOME": str(monad_home), "PATH": str(Path(sys.executable).parent)})
+            waiting = wait_for(lambda: monad("approvals", "--json").json(), timeout=60)[0]
+            assert monad("approvals", "allow", waiting["id"]).code == 0
+            out, err = agent.communicate(timeout=60)
+            assert agent.returncode == 0, err[-3000:]
+            trace_id = json.loads(out)["traceId"]
+            gate = wait_for(lambda: next((s for s in otlp.spans() if s.trace_id == trace_id
+                                          and s.name == "approval gated__where"), None), timeout=30)
+            server = _named(otlp.spans(), "tools/call gated__where", trace_id)
+            wait_for(lambda: "monad.approval.wait.duration" in otlp.received.metrics, timeout=30)
+        finally:
+            monad("daemon", "stop")
+    assert gate.kind == INTERNAL and gate.parent_span_id == server.span_id
+    assert gate.attributes["monad.approval.decision"] == "approved"
+    assert gate.attributes["monad.approval.decided_by"] and gate.attributes["monad.approval.wait.duration"] > 0
+    assert server.attributes["monad.approval.decided_by"] == gate.attributes["monad.approval.decided_by"]
+    assert {"monad.approval.decision": "approved"} in otlp.received.metrics["monad.approval.wait.duration"]
+    # The upstream call came after the gate, under the same SERVER span.
+    assert _named(otlp.spans(), "tools/call where", trace_id).parent_span_id == server.span_id
+
+
+def test_the_http_gateway_continues_the_trace_too(monad: Any, monad_home: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """`monad mcp serve --http`: the SDK's streamable HTTP server path, `network.transport = tcp`."""
+    import signal
+
+    import httpx2
+
+    from tests.conftest import free_port
+
+    with OtlpReceiver() as otlp:
+        _telemetry_on(monad_home, monkeypatch, otlp.endpoint)
+        _atom(monad_home, "traced")
+        assert monad("daemon", "start").code == 0
+        port = free_port()
+        http = subprocess.Popen([sys.executable, "-m", "monad_cli", "mcp", "serve", "--http", "--port", str(port)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            wait_state(monad, "traced", "connected", timeout=90)
+            token_file = monad_home / "run" / "gateway.token"
+            wait_for(lambda: token_file.exists(), timeout=30)
+            url = f"http://127.0.0.1:{port}/mcp"
+
+            def up() -> bool:
+                try:
+                    return httpx2.get(url, timeout=2).status_code == 401
+                except httpx2.HTTPError:
+                    return False
+
+            wait_for(up, timeout=30)
+            agent = _agent(monad_home, "traced__where", env={"AGENT_HTTP_URL": url,
+                                                              "AGENT_HTTP_TOKEN": token_file.read_text().strip()})
+            trace_id = agent["traceId"]
+            sent = next(s for s in agent["spans"] if s["name"].startswith("MCP send tools/call"))
+            server = wait_for(lambda: next((s for s in otlp.spans() if s.trace_id == trace_id and s.kind == SERVER),
+                                           None), timeout=30)
+            client = wait_for(lambda: next((s for s in otlp.spans() if s.trace_id == trace_id and s.kind == CLIENT
+                                            and s.name == "tools/call where"), None), timeout=30)
+        finally:
+            http.send_signal(signal.SIGINT)
+            try:
+                http.communicate(timeout=20)
+            except subprocess.TimeoutExpired:
+                http.kill()
+            monad("daemon", "stop")
+    assert server.name == "tools/call traced__where" and server.parent_span_id == sent["spanId"]
+    assert server.attributes["network.transport"] == "tcp" and server.attributes["monad.via"] == "gateway"
+    assert client.parent_span_id == server.span_id
+    assert json.loads(agent["text"])["traceparent"].split("-")[2] == client.span_id

@@ -1,0 +1,123 @@
+"""One ordered migration list, run once when the journal opens.
+
+`tests/data/journal-0100.sql` is the schema the code before `journal/migrations.py` made
+(migrations registered at import time by the modules that defined the tables)."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+from monad_cli.journal.db import Journal
+from monad_cli.journal.migrations import MIGRATIONS
+
+OLD_SCHEMA = Path(__file__).resolve().parents[1] / "data" / "journal-0100.sql"
+OLD = ["0001_events", "0002_tool_calls_approvals_tool_sets", "0100_tasks"]  # what journal-0100.sql holds
+RELEASED = [*OLD, "0200_origin_columns", "0201_vetted_tool_sets", "0300_running_calls_index", "0301_server_lists"]
+
+
+def schema(db: Path) -> set[str]:
+    with sqlite3.connect(db) as conn:
+        return {row[0] for row in conn.execute("SELECT sql FROM sqlite_master WHERE sql IS NOT NULL")}
+
+
+def shape(db: Path) -> dict[str, object]:
+    """Tables → columns (name, type, not null) and indexes (name, unique, columns, partial):
+    what a query sees, whatever the CREATE text looks like after ALTER TABLE."""
+    out: dict[str, object] = {}
+    with sqlite3.connect(db) as conn:
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
+                                              "AND name NOT LIKE 'sqlite_%'")]
+        for t in sorted(tables):
+            cols = sorted((r[1], r[2], r[3]) for r in conn.execute(f"PRAGMA table_info({t})"))
+            idx = sorted((r[1], r[2], tuple(c[2] for c in conn.execute(f"PRAGMA index_info({r[1]})")), r[4])
+                         for r in conn.execute(f"PRAGMA index_list({t})"))
+            out[t] = (cols, idx)
+    return out
+
+
+def fresh_shape(tmp_path: Path) -> dict[str, object]:
+    db = tmp_path / "fresh" / "journal.db"
+    Journal(db).close()
+    return shape(db)
+
+
+def recorded(db: Path) -> list[tuple[str, float]]:
+    with sqlite3.connect(db) as conn:
+        return list(conn.execute("SELECT name, applied_at FROM migrations ORDER BY rowid"))
+
+
+def old_schema_statements() -> list[str]:
+    body = "\n".join(line for line in OLD_SCHEMA.read_text().splitlines() if not line.startswith("--"))
+    return [s.strip() for s in body.split(";") if s.strip()]
+
+
+def test_the_released_names_stay_first_in_their_order() -> None:
+    assert [name for name, _ in MIGRATIONS][:len(RELEASED)] == RELEASED
+    assert len({name for name, _ in MIGRATIONS}) == len(MIGRATIONS)
+
+
+def test_a_fresh_journal_gets_every_table_from_the_journal_module_alone(tmp_path: Path) -> None:
+    db = tmp_path / "journal.db"
+    # A fresh interpreter that imports nothing but the journal: the schema must not depend
+    # on which feature modules happen to be loaded.
+    code = ("import sys; from pathlib import Path; from monad_cli.journal.db import Journal; "
+            "j = Journal(Path(sys.argv[1])); print(','.join(j.applied)); j.close(); "
+            "print(sorted(m for m in sys.modules if m.startswith('monad_cli.') and 'journal' not in m))")
+    out = subprocess.run([sys.executable, "-c", code, str(db)], capture_output=True, text=True, check=True)
+    applied, loaded = out.stdout.strip().splitlines()
+    assert applied.split(",") == [name for name, _ in MIGRATIONS]  # in the list's order
+    assert loaded == "[]"
+    assert [name for name, _ in recorded(db)] == [name for name, _ in MIGRATIONS]
+    # Every index the old code made, and its tables' columns first, in the same order.
+    made = schema(db)
+    old = old_schema_statements()
+    assert {s for s in old if s.startswith("CREATE INDEX")} <= made
+    with sqlite3.connect(db) as conn:
+        for statement in old:
+            if statement.startswith("CREATE TABLE"):
+                table = statement.split()[2]
+                old_cols = [line.split()[0] for line in statement.split("(", 1)[1].splitlines()
+                            if line.strip() and not line.strip().startswith(("PRIMARY", "FOREIGN", ")"))]
+                cols = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
+                assert cols[:len(old_cols)] == old_cols, table
+
+
+def test_an_existing_journal_is_not_migrated_again(tmp_path: Path) -> None:
+    db = tmp_path / "journal.db"
+    with sqlite3.connect(db) as conn:  # a journal the old code made, with one event in it
+        for statement in old_schema_statements():
+            conn.execute(statement)
+        conn.executemany("INSERT INTO migrations (name, applied_at) VALUES (?, ?)",
+                         [(name, 1000.0 + i) for i, name in enumerate(OLD)])
+        conn.execute("INSERT INTO events (ts, kind, reason) VALUES (1.0, 'daemon', 'old row')")
+    before = recorded(db)
+    j = Journal(db)
+    assert j.applied == RELEASED[len(OLD):]  # only what came after
+    assert [e["reason"] for e in j.events()] == ["old row"]
+    j.record("daemon", reason="new row")
+    j.close()
+    assert Journal(db).applied == []  # opening again applies nothing
+    assert recorded(db)[:len(OLD)] == before
+    assert shape(db) == fresh_shape(tmp_path)  # upgraded = made fresh
+    with sqlite3.connect(db) as conn:
+        rows = list(conn.execute("SELECT reason, uid IS NOT NULL, host IS NOT NULL, rev FROM events "
+                                 "ORDER BY id"))
+    # The old row has no uid and rev 0 (never shipped): history stays local (docs/fleet.md).
+    assert rows == [("old row", 0, 0, 0), ("new row", 1, 1, 0)]
+
+
+def test_a_journal_from_before_tools_and_tasks_gets_the_rest_in_order(tmp_path: Path) -> None:
+    db = tmp_path / "journal.db"
+    with sqlite3.connect(db) as conn:
+        for statement in old_schema_statements():
+            if "migrations" in statement or " events " in statement or "ON events" in statement:
+                conn.execute(statement)
+        conn.execute("INSERT INTO migrations (name, applied_at) VALUES ('0001_events', 1.0)")
+    j = Journal(db)
+    assert j.applied == RELEASED[1:]
+    j.close()
+    assert [name for name, _ in recorded(db)] == RELEASED
+    assert shape(db) == fresh_shape(tmp_path)
