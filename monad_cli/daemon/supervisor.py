@@ -154,7 +154,9 @@ class Supervisor:
             client_extensions=self.client_extensions,
             elicitation_callback=lambda actor: tasks.elicitation_callback(actor.name),
             on_tools_changed=self.on_tools_changed,
-            on_state_changed=self.on_state_changed, stopping=lambda: self.stopping)
+            on_state_changed=self.on_state_changed, stopping=lambda: self.stopping,
+            on_notification=self.gateway.on_notification)
+        self.state_listeners.append(self.gateway.on_actor_state)
         return journal
 
     def _recheck_tools(self, name: str) -> None:  # a tool set vetted elsewhere in the fleet

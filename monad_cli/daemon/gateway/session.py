@@ -25,6 +25,9 @@ same approval gate and the same journal row (`via: gateway`) as `monad mcp call`
   2026-07-28 `subscriptions/listen` streams and sends notifications/tools/list_changed to
   its legacy (≤ 2025-11-25) connections. Both eras advertise `tools.listChanged: true`, on
   stdio and on HTTP alike.
+- resources, prompts, completion and logging: `gateway/features.py` (`SessionFeatures`), over
+  the supervisor's `Catalog` (gateway/catalog.py); their list changes reach every connection
+  as tools' do.
 """
 
 from __future__ import annotations
@@ -45,7 +48,9 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from monad_cli import __version__
 from monad_cli.core.errors import MonadError, NotFound
 from monad_cli.core.hello import GatewayView
+from monad_cli.daemon.gateway.catalog import Catalog, quiet_deprecated
 from monad_cli.daemon.gateway.direct import DirectCalls
+from monad_cli.daemon.gateway.features import SessionFeatures
 from monad_cli.daemon.gateway.policy import (
     LOAD_TOOLS,
     LoadedTools,
@@ -67,14 +72,16 @@ _SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"
 
 
 class GatewayServer(Server[Any]):
-    """The SDK's lowlevel `Server`, advertising `tools.listChanged: true` however it is run:
+    """The SDK's lowlevel `Server`, advertising `listChanged: true` (tools, prompts,
+    resources) however it is run:
     `Server.run` (the relay) passes our options, but the streamable-HTTP manager builds them
     with no `NotificationOptions` (listChanged false) unless this default says otherwise."""
 
     def create_initialization_options(self, notification_options: NotificationOptions | None = None,
                                       experimental_capabilities: dict[str, dict[str, Any]] | None = None,
                                       extensions: dict[str, dict[str, Any]] | None = None) -> Any:
-        return super().create_initialization_options(notification_options or NotificationOptions(tools_changed=True),
+        changed = NotificationOptions(tools_changed=True, prompts_changed=True, resources_changed=True)
+        return super().create_initialization_options(notification_options or changed,
                                                      experimental_capabilities, extensions)
 
 
@@ -90,7 +97,8 @@ class GatewaySession:
     itself except the `load_tools` meta-tool. `scrub` redacts every error text it returns.
     """
 
-    def __init__(self, tools: ToolService, view: GatewayView, *, scrub: Callable[[str], str]) -> None:
+    def __init__(self, tools: ToolService, view: GatewayView, *, scrub: Callable[[str], str],
+                 catalog: Catalog | None = None, on_level: Callable[[], Any] | None = None) -> None:
         self.tools = tools
         self.view = view
         self.scrub = scrub
@@ -101,9 +109,24 @@ class GatewaySession:
         # `ctx.session` is built per request; the SDK exposes no public handle on the
         # long-lived per-client Connection, whose standalone channel carries notifications.
         self.legacy_connections: weakref.WeakSet[Any] = weakref.WeakSet()
-        self.server = GatewayServer("monad", version=__version__, title="monad gateway",
-                                    on_list_tools=self.list_tools, on_call_tool=self.call_tool,
-                                    on_subscriptions_listen=self.listen)
+        self.catalog = catalog or Catalog(tools.servers, tools.journal, scrub=scrub)
+
+        async def no_level() -> None:
+            return None
+
+        self.features = SessionFeatures(self.catalog, allowed=self.allowed, single=None, bus=self.bus,
+                                        listen=self.listen, connections=self.legacy_connections,
+                                        on_level=on_level or no_level)
+        f = self.features
+        # logging/setLevel is deprecated at 2026-07-28 (SEP-2577), the SDK warns of it; the
+        # handshake-era agents that use it are what it is here for.
+        self.server = quiet_deprecated(lambda: GatewayServer(
+            "monad", version=__version__, title="monad gateway", on_list_tools=self.list_tools,
+            on_call_tool=self.call_tool, on_subscriptions_listen=f.listen, on_list_resources=f.list_resources,
+            on_list_resource_templates=f.list_templates, on_read_resource=f.read_resource,
+            on_subscribe_resource=f.subscribe, on_unsubscribe_resource=f.unsubscribe,
+            on_list_prompts=f.list_prompts, on_get_prompt=f.get_prompt, on_completion=f.complete,
+            on_set_logging_level=f.set_level))
         # The SDK's default middleware opens an OpenTelemetry span per request, which does
         # nothing until an exporter is installed; emptying the list is the SDK's opt-out.
         # The supervisor installs no exporter, so on the gateway's hot path it is cost only.
@@ -119,6 +142,13 @@ class GatewaySession:
             conn = getattr(ctx.session, "_connection", None)
             if conn is not None:
                 self.legacy_connections.add(conn)
+
+    def allowed(self, server: str) -> bool:
+        """Whether this view shows `server` now (its filter and the server's condition)."""
+        actor = self.tools.servers.get(server)
+        condition = actor.spec.condition if actor is not None and actor.spec is not None else None
+        return server_available(server, conditions={server: condition}, facts=self.view.facts,
+                                environ=self.environ, server_filter=self.view.server_filter)
 
     def _policy(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
         """The policy's inputs from `ToolService.listing()` rows. The service already decided
@@ -241,7 +271,11 @@ class GatewaySession:
         direct = self.lane.taken if self.lane is not None else 0
         return f"{direct + self.sdk_calls} tools/call ({direct} on the direct lane)"
 
-    async def notify_changed(self) -> None:
+    async def notify_changed(self, kind: str = "tools") -> None:
+        """`kind` ("tools", "resources", "prompts") changed: tell every connection."""
+        if kind != "tools":
+            await self.features.list_changed(kind)
+            return
         await self.bus.publish(ToolsListChanged())
         for conn in list(self.legacy_connections):
             try:

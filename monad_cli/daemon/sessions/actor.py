@@ -8,15 +8,24 @@ from around it comes in one `ActorContext`, built once by the supervisor."""
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import time
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import anyio
 from mcp import Client
 from mcp.client.session import IncomingMessage
-from mcp_types import CallToolResult, Implementation, Tool, ToolListChangedNotification
+from mcp_types import (
+    CallToolResult,
+    Implementation,
+    LoggingMessageNotification,
+    ServerCapabilities,
+    Tool,
+    ToolListChangedNotification,
+)
 
 from monad_cli import __version__
 from monad_cli.config.schema import ServerSpec
@@ -34,6 +43,7 @@ from monad_cli.daemon.sessions.upkeep import ToolRefresh, listen_for_tool_change
 from monad_cli.daemon.trust.servers import ProgressFn
 
 log = logging.getLogger("monad.actor")
+T = TypeVar("T")
 
 
 class ServerActor:
@@ -390,9 +400,44 @@ class ServerActor:
             return result if result is not None else await client.call_tool(
                 tool, arguments, read_timeout_seconds=rto / 1000 if rto else None, progress_callback=progress)
 
+    @property
+    def capabilities(self) -> ServerCapabilities | None:
+        """What the live session's server declared (None: not connected)."""
+        client = self.client
+        return client.server_capabilities if client is not None and self.live else None
+
+    @property
+    def instructions(self) -> str | None:
+        """The live session's `instructions` (initialize / server/discover), or None."""
+        client = self.client
+        return client.instructions if client is not None and self.live else None
+
+    async def call_through(self, request: Callable[[Client], Awaitable[T]], *,
+                           inputs: InputHandler | None = None) -> T:
+        """A request other than tools/call on this session from any task (resources/*,
+        prompts/*, completion/complete, logging/setLevel: the gateway's, gateway/catalog.py):
+        `request(client)` is awaited with the live `mcp.Client`; the server's questions during
+        it go to `inputs` (none: refused). Raises MonadError if not connected, and whatever the
+        request raises (`mcp.MCPError` when the server fails it)."""
+        from monad_cli.core.errors import MonadError
+
+        client = self.client
+        if client is None or not self.live:
+            raise MonadError(f"server `{self.name}` is {self.state}"
+                             f"{': ' + self.reason if self.reason else ''} (see `monad mcp status {self.name}`)")
+        with self.inputs.serving(inputs):
+            return await request(client)
+
     async def _on_message(self, message: IncomingMessage) -> None:
         if isinstance(message, ToolListChangedNotification) and self._refresh is not None:
             self._refresh.request()
+        if isinstance(message, LoggingMessageNotification):
+            # Always in the server's log file, whoever listens (docs/gateway.md "Logging").
+            p = message.params
+            self.sink.note(f"[notifications/message {p.level}{' ' + p.logger if p.logger else ''}] "
+                           f"{p.data if isinstance(p.data, str) else json.dumps(p.data, default=str)}")
+        if not isinstance(message, Exception):
+            self.ctx.on_notification(self, message)
 
     # -- status ------------------------------------------------------------------------
     def status(self, *, detail: bool = False) -> dict[str, Any]:

@@ -40,7 +40,10 @@ class ActorContext:
     `elicitation_callback(actor)`: its `elicitation_callback=` (None: the SDK's default, which
     advertises no elicitation); `on_tools_changed`
     and `on_state_changed`: called after a (re)listing and after every state change;
-    `stopping()`: whether the supervisor is shutting down (the `stopped` reason says so).
+    `stopping()`: whether the supervisor is shutting down (the `stopped` reason says so);
+    `on_notification(actor, notification)`: every notification the server sends (an
+    `mcp_types` model: resources/updated, list changes, log messages…), for the gateway's
+    fan-out; called in the session's receive task, so it must not block.
     """
 
     paths: Paths
@@ -54,3 +57,4 @@ class ActorContext:
     on_tools_changed: Callable[[ServerActor], None] = lambda actor: None
     on_state_changed: Callable[[ServerActor], None] = lambda actor: None
     stopping: Callable[[], bool] = lambda: False
+    on_notification: Callable[[ServerActor, Any], None] = lambda actor, notification: None

@@ -1,0 +1,184 @@
+"""The gateway as a complete MCP server: `@modelcontextprotocol/server-everything` from npm
+behind the real supervisor and `monad mcp serve`, next to a direct SDK session with the same
+server. Resources, templates, reads, prompts, completions, subscriptions and log messages
+behave as on the direct session (a differential test), two agents at once keep their own
+subscriptions, and resource reads and prompt gets are journaled."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.conftest import everything_bin, wait_for, wait_state, write_atom
+
+# Agents of the handshake era use logging/setLevel and resources/subscribe, which the SDK
+# marks deprecated at 2026-07-28.
+pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")]
+UPDATE_WAIT_S = 30.0  # server-everything sends an update at once, then every 5 s
+
+
+def _serve(home: Path, *names: str) -> Any:
+    from mcp import StdioServerParameters
+
+    return StdioServerParameters(command=sys.executable, args=["-m", "monad_cli", "mcp", "serve", *names],
+                                 env={"MONAD_HOME": str(home), "MONAD_NO_AUTOSTART": "1"})
+
+
+def _everything(home: Path, supervisor: Any, name: str = "everything") -> None:
+    write_atom(home, name, f'transport = "stdio"\ncommand = {json.dumps(everything_bin())}\nargs = ["stdio"]\n'
+                           f'trust = {{autoApproveTools = ["{name}__toggle-subscriber-updates"]}}\n')
+    wait_state(supervisor, name, "connected", timeout=90)
+
+
+def _plain(items: list[Any]) -> list[dict[str, Any]]:
+    """Wire dumps without `_meta` (the gateway names the server there)."""
+    out = []
+    for item in items:
+        d = item.model_dump(by_alias=True, mode="json", exclude_none=True)
+        d.pop("_meta", None)
+        out.append(d)
+    return out
+
+
+def test_everything_behind_the_gateway_behaves_as_a_direct_session(supervisor: Any, monad_home: Path) -> None:
+    from mcp import Client, StdioServerParameters
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import PromptReference, ResourceTemplateReference
+
+    _everything(monad_home, supervisor)
+    direct_params = StdioServerParameters(command=everything_bin(), args=["stdio"])
+    seen: dict[str, Any] = {}
+
+    async def facts(client: Client, prefix: str) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        resources = (await client.list_resources()).resources
+        out["resources"] = sorted(_plain(resources), key=lambda r: r["uri"])
+        templates = (await client.list_resource_templates()).resource_templates
+        out["templates"] = sorted(_plain(templates), key=lambda t: t["uriTemplate"])
+        static = sorted(str(r.uri) for r in resources)[0]
+        out["read"] = _plain((await client.read_resource(static)).contents)
+        # A URI nobody listed, read by its template (routed by the template through monad).
+        dynamic = _plain((await client.read_resource("demo://resource/dynamic/text/3")).contents)
+        out["read_template"] = [{**c, "text": re.sub(r"created at .*", "created at T", c["text"])} for c in dynamic]
+        prompts = (await client.list_prompts()).prompts
+        out["prompts"] = sorted((p.name.removeprefix(prefix), p.description,
+                                 [a.name for a in p.arguments or []]) for p in prompts)
+        got = await client.get_prompt(f"{prefix}args-prompt", {"city": "Lyon", "state": "Rhone"})
+        out["get"] = _plain(got.messages)
+        done = await client.complete(PromptReference(name=f"{prefix}completable-prompt"),
+                                     {"name": "department", "value": "S"})
+        out["complete_prompt"] = done.completion.values
+        ctx = await client.complete(PromptReference(name=f"{prefix}completable-prompt"),
+                                    {"name": "name", "value": ""}, context_arguments={"department": "Sales"})
+        out["complete_context"] = ctx.completion.values
+        tmpl = templates[0].uri_template
+        out["complete_template"] = (await client.complete(ResourceTemplateReference(uri=tmpl),
+                                                          {"name": "resourceId", "value": "1"})).completion.values
+        try:
+            await client.read_resource("nothing://here")
+        except MCPError as e:
+            out["unknown_read_code"] = e.error.code
+        return out
+
+    async def main() -> None:
+        async with Client(direct_params, mode="legacy") as direct:
+            seen["direct"] = await facts(direct, "")
+        for mode in ("legacy", "auto"):
+            async with Client(_serve(monad_home), mode=mode) as gateway:
+                caps = gateway.server_capabilities
+                assert caps.resources is not None and caps.prompts is not None and caps.completions is not None
+                seen[mode] = await facts(gateway, "everything__")
+                listed = (await gateway.list_resources()).resources
+                assert {r.meta["monad/server"] for r in listed if r.meta} == {"everything"}
+
+    anyio.run(main)
+    direct = seen["direct"]
+    assert direct["resources"] and direct["templates"] and direct["prompts"], direct
+    assert direct["complete_prompt"] == ["Sales", "Support"] and direct["complete_context"], direct
+    for mode in ("legacy", "auto"):
+        through = seen[mode]
+        for key in direct:
+            if key == "unknown_read_code":
+                continue  # the server's own code for an unknown URI; monad answers the spec's -32002
+            assert through[key] == direct[key], (mode, key)
+        assert through["unknown_read_code"] == -32002
+    # Every read and get is journaled (the journal of events).
+    r = supervisor("journal", "--server", "everything", "--json")
+    kinds = [e.get("kind") for e in r.json()]
+    assert kinds.count("resource.read") >= 4 and kinds.count("prompt.get") >= 2, kinds
+
+
+def test_two_agents_share_one_upstream_subscription(supervisor: Any, monad_home: Path) -> None:
+    """Both agents subscribe to one URI, and a 2026-07-28 agent listens to it: one upstream
+    subscription. Agent A unsubscribes: B's and C's updates keep coming, A's stop. Each
+    agent's log level is its own."""
+    from mcp import Client
+    from mcp_types import LoggingMessageNotificationParams, ResourceUpdatedNotification
+
+    _everything(monad_home, supervisor)
+    updates: dict[str, list[str]] = {"a": [], "b": []}
+    logs: dict[str, list[LoggingMessageNotificationParams]] = {"a": [], "b": []}
+
+    def handler(who: str) -> Any:
+        async def on_message(message: Any) -> None:
+            if isinstance(message, ResourceUpdatedNotification):
+                updates[who].append(str(message.params.uri))
+        return on_message
+
+    def on_log(who: str) -> Any:
+        async def record(params: LoggingMessageNotificationParams) -> None:
+            logs[who].append(params)
+        return record
+
+    async def main() -> None:
+        async with (Client(_serve(monad_home), mode="legacy", message_handler=handler("a"),
+                           logging_callback=on_log("a")) as a,
+                    Client(_serve(monad_home), mode="legacy", message_handler=handler("b"),
+                           logging_callback=on_log("b")) as b):
+            uri = sorted(str(r.uri) for r in (await a.list_resources()).resources)[0]
+            await a.set_logging_level("info")
+            await b.set_logging_level("emergency")
+            await a.subscribe_resource(uri)
+            # server-everything acknowledges a subscription with an info log message: A asked for
+            # info, B only for emergencies.
+            with anyio.fail_after(UPDATE_WAIT_S):
+                while not any("Subscribe" in str(p.data) for p in logs["a"]):
+                    await anyio.sleep(0.05)
+            await b.subscribe_resource(uri)
+            async with Client(_serve(monad_home)) as c, c.listen(resource_subscriptions=[uri]) as stream:
+                assert c.protocol_version == "2026-07-28"
+                result = await a.call_tool("everything__toggle-subscriber-updates", {})
+                assert not result.is_error, result
+                with anyio.fail_after(UPDATE_WAIT_S):
+                    while not (updates["a"] and updates["b"]):
+                        await anyio.sleep(0.05)
+                    event = await stream.__anext__()
+                assert updates["a"][0] == uri and updates["b"][0] == uri and event.uri == uri
+                await a.unsubscribe_resource(uri)
+                a_after = len(updates["a"])
+                b_before = len(updates["b"])
+                with anyio.fail_after(UPDATE_WAIT_S):
+                    while len(updates["b"]) < b_before + 2:
+                        await anyio.sleep(0.05)
+                    assert (await stream.__anext__()).uri == uri
+                # At most one update was already on its way to A when it unsubscribed.
+                assert len(updates["a"]) <= a_after + 1, updates
+                await a.call_tool("everything__toggle-subscriber-updates", {})  # stop them
+
+    anyio.run(main)
+    a_logs = [p for p in logs["a"] if "Subscribe" in str(p.data)]
+    assert a_logs and all(p.logger == "everything" and p.level == "info" for p in a_logs), logs["a"]
+    assert not [p for p in logs["b"] if p.level != "emergency"], logs["b"]
+    # Whoever listens, the server's log messages are in its log file.
+    log_file = monad_home / "logs" / "servers" / "everything.stderr.log"
+    wait_for(lambda: "Received Unsubscribe Resource request" in log_file.read_text(), timeout=30)
+    # Three agents, one upstream subscription, ended when the last of them left.
+    text = log_file.read_text()
+    assert text.count("Received Subscribe Resource request") == 1, text
+    assert text.count("Received Unsubscribe Resource request") == 1, text
