@@ -182,3 +182,58 @@ def test_two_agents_share_one_upstream_subscription(supervisor: Any, monad_home:
     text = log_file.read_text()
     assert text.count("Received Subscribe Resource request") == 1, text
     assert text.count("Received Unsubscribe Resource request") == 1, text
+
+
+def test_collisions_list_changes_and_a_per_server_entry(supervisor: Any, monad_home: Path) -> None:
+    """A second server with the same resources: every connected agent hears the lists change;
+    each colliding URI is listed for both servers and a read of it is refused naming both.
+    `monad mcp serve twin` is twin's own entry: its names, its serverInfo and instructions."""
+    from mcp import Client, StdioServerParameters
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import PromptListChangedNotification, ResourceListChangedNotification
+
+    _everything(monad_home, supervisor)
+    heard: list[str] = []
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, ResourceListChangedNotification | PromptListChangedNotification):
+            heard.append(message.method)
+
+    async def main() -> None:
+        async with Client(_serve(monad_home), mode="legacy", message_handler=on_message) as merged:
+            static = sorted(str(r.uri) for r in (await merged.list_resources()).resources)[0]
+            await merged.list_prompts()
+            write_atom(monad_home, "twin", f'transport = "stdio"\ncommand = {json.dumps(everything_bin())}\n'
+                                           f'args = ["stdio"]\ntrust = {{autoApproveTools = ["twin__echo"]}}\n')
+            await anyio.to_thread.run_sync(lambda: wait_state(supervisor, "twin", "connected", timeout=90))
+            with anyio.fail_after(30):
+                while not {"notifications/resources/list_changed", "notifications/prompts/list_changed"} <= set(heard):
+                    await anyio.sleep(0.05)
+            listed = [r for r in (await merged.list_resources()).resources if str(r.uri) == static]
+            assert sorted(r.meta["monad/server"] for r in listed if r.meta) == ["everything", "twin"]
+            with pytest.raises(MCPError) as refused:
+                await merged.read_resource(static)
+            assert refused.value.error.code == -32602
+            assert "`everything` and `twin`" in refused.value.error.message
+            names = {p.name for p in (await merged.list_prompts()).prompts}
+            assert {"everything__simple-prompt", "twin__simple-prompt"} <= names
+            merged_tools = {t.name for t in (await merged.list_tools()).tools}
+
+        async with Client(StdioServerParameters(command=everything_bin(), args=["stdio"]), mode="legacy") as direct:
+            direct_info, direct_instructions = direct.server_info, direct.instructions
+            direct_prompts = sorted(p.name for p in (await direct.list_prompts()).prompts)
+        async with Client(_serve(monad_home, "twin"), mode="legacy") as single:
+            assert single.server_info is not None and direct_info is not None
+            assert (single.server_info.name, single.server_info.version) == (direct_info.name, direct_info.version)
+            assert single.instructions == direct_instructions and direct_instructions
+            tools = {t.name for t in (await single.list_tools()).tools}
+            assert tools == {n.removeprefix("twin__") for n in merged_tools if n.startswith("twin__")}
+            assert sorted(p.name for p in (await single.list_prompts()).prompts) == direct_prompts
+            assert (await single.read_resource(static)).contents  # no collision inside one server's entry
+            assert (await single.call_tool("echo", {"message": "hi"})).content[0].text == "Echo: hi"
+            got = await single.get_prompt("simple-prompt")
+            assert got.messages
+
+    anyio.run(main)
+    r = supervisor("mcp", "serve", "nope", input="")
+    assert r.code != 0 and "no server `nope` is defined" in r.err, r

@@ -107,6 +107,7 @@ class GatewayListener:
                     if line is None:
                         raise MonadError("gateway hello: the first line is too long")
                     view = parse_hello(line)
+                    self.gateway.check_view(view)
                     if view.stdio_fds and len(fds) != 2:
                         raise MonadError("gateway hello: `stdio: fds` without the two descriptors")
                 except (anyio.EndOfStream, TimeoutError):

@@ -26,6 +26,7 @@ import anyio
 import anyio.abc
 import mcp_types as types
 
+from monad_cli.core.errors import NotFound
 from monad_cli.core.hello import GatewayView
 from monad_cli.daemon.gateway.catalog import LEVELS, Catalog
 from monad_cli.daemon.gateway.session import GatewaySession
@@ -34,6 +35,7 @@ from monad_cli.daemon.trust.service import ToolService
 
 log = logging.getLogger("monad.gateway")
 WATCH_POLL_S = 30.0
+SINGLE_WAIT_S = 60.0
 
 
 class Gateway:
@@ -53,9 +55,22 @@ class Gateway:
         self._tg: anyio.abc.TaskGroup | None = None
         self._clients: dict[str, Any] = {}  # server -> the session its lists came from
 
+    def check_view(self, view: GatewayView) -> None:
+        """Raises NotFound when `monad mcp serve NAME…` names a server that is not defined."""
+        unknown = [n for n in view.servers if n not in self.tools.servers]
+        if unknown:
+            raise NotFound(f"no server {', '.join(f'`{n}`' for n in unknown)} is defined (see `monad mcp status`)")
+
     @asynccontextmanager
     async def session(self, view: GatewayView) -> AsyncIterator[GatewaySession]:
-        """A new session for `view`, told about changes until the block ends."""
+        """A new session for `view`, told about changes until the block ends. A per-server
+        session (`view.single`) first waits, bounded by the server's connect timeout, for the
+        server's first connection attempt: its serverInfo and instructions are its identity."""
+        actor: Any = self.tools.servers.get(view.single) if view.single else None  # the actor itself
+        if actor is not None:
+            timeout = actor.spec.timeout if actor.spec is not None else SINGLE_WAIT_S
+            with anyio.move_on_after(min(timeout, SINGLE_WAIT_S)):
+                await actor.first_attempt.wait()
         session = GatewaySession(self.tools, view, scrub=self.scrub, catalog=self.catalog,
                                  on_level=self.pass_log_level)
         self.sessions.add(session)

@@ -114,14 +114,16 @@ class GatewaySession:
         async def no_level() -> None:
             return None
 
-        self.features = SessionFeatures(self.catalog, allowed=self.allowed, single=None, bus=self.bus,
+        self.single = view.single
+        self.features = SessionFeatures(self.catalog, allowed=self.allowed, single=self.single, bus=self.bus,
                                         listen=self.listen, connections=self.legacy_connections,
                                         on_level=on_level or no_level)
         f = self.features
         # logging/setLevel is deprecated at 2026-07-28 (SEP-2577), the SDK warns of it; the
         # handshake-era agents that use it are what it is here for.
+        identity = self._identity()
         self.server = quiet_deprecated(lambda: GatewayServer(
-            "monad", version=__version__, title="monad gateway", on_list_tools=self.list_tools,
+            **identity, on_list_tools=self.list_tools,
             on_call_tool=self.call_tool, on_subscriptions_listen=f.listen, on_list_resources=f.list_resources,
             on_list_resource_templates=f.list_templates, on_read_resource=f.read_resource,
             on_subscribe_resource=f.subscribe, on_unsubscribe_resource=f.unsubscribe,
@@ -133,6 +135,17 @@ class GatewaySession:
         self.server.middleware.clear()
         self.lane: DirectCalls | None = None
         self.sdk_calls = 0  # tools/calls the SDK's server handled (the rest: `lane.taken`)
+
+    def _identity(self) -> dict[str, Any]:
+        """Who this session's server says it is: monad, or on a per-server entry that
+        server's own serverInfo and instructions (as its last session gave them)."""
+        actor: Any = self.tools.servers.get(self.single) if self.single else None  # the actor itself
+        if actor is None:
+            return {"name": "monad", "version": __version__, "title": "monad gateway"}
+        info = actor.server_info or {}
+        return {"name": info.get("name") or actor.name, "version": info.get("version") or "",
+                "title": info.get("title"), "description": info.get("description"),
+                "website_url": info.get("website_url"), "instructions": actor.instructions}
 
     def init_options(self) -> Any:
         return self.server.create_initialization_options()
@@ -171,6 +184,9 @@ class GatewaySession:
         shown = set(visible_tools(by_server, loaded=self.loaded, **policy))
         listed: list[dict[str, Any]] = [{k: v for k, v in row.items() if k not in _ROW_KEYS}
                                         for row in rows if row["name"] in shown]
+        if self.single is not None:  # a per-server entry: the server's own names
+            own = {row["name"]: row["tool"] for row in rows}
+            listed = [{**t, "name": own.get(t["name"], t["name"])} for t in listed]
         available = {s: names for s, names in by_server.items()
                      if server_available(s, conditions=policy["conditions"], facts=self.view.facts,
                                          environ=self.environ, server_filter=self.view.server_filter)}
@@ -239,6 +255,8 @@ class GatewaySession:
                     progress: ProgressFn | None) -> dict[str, Any]:
         if name == LOAD_TOOLS:
             return await self._load_tools(arguments or {})
+        if self.single is not None:  # the server's own name -> its exposed name
+            name = self.tools.name_map().exposed_name(self.single, name) or name
         refused = self._refusal(name)
         if refused:
             return _text_result(refused, error=True)
