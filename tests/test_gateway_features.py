@@ -21,6 +21,7 @@ from tests.conftest import everything_bin, wait_for, wait_state, write_atom
 # marks deprecated at 2026-07-28.
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")]
 UPDATE_WAIT_S = 30.0  # server-everything sends an update at once, then every 5 s
+AUTO = ("toggle-subscriber-updates", "trigger-elicitation-request", "trigger-sampling-request", "get-roots-list")
 
 
 def _serve(home: Path, *names: str) -> Any:
@@ -32,7 +33,7 @@ def _serve(home: Path, *names: str) -> Any:
 
 def _everything(home: Path, supervisor: Any, name: str = "everything") -> None:
     write_atom(home, name, f'transport = "stdio"\ncommand = {json.dumps(everything_bin())}\nargs = ["stdio"]\n'
-                           f'trust = {{autoApproveTools = ["{name}__toggle-subscriber-updates"]}}\n')
+                           f'trust = {{autoApproveTools = {json.dumps([f"{name}__{t}" for t in AUTO])}}}\n')
     wait_state(supervisor, name, "connected", timeout=90)
 
 
@@ -237,3 +238,60 @@ def test_collisions_list_changes_and_a_per_server_entry(supervisor: Any, monad_h
     anyio.run(main)
     r = supervisor("mcp", "serve", "nope", input="")
     assert r.code != 0 and "no server `nope` is defined" in r.err, r
+
+
+def test_a_servers_question_reaches_the_agent_whose_call_it_is(supervisor: Any, monad_home: Path) -> None:
+    """Elicitation, sampling and roots during agent A's call go to A (B, connected too and
+    able to answer, is never asked); agent C, which declared none, gets a refusal naming the
+    capability. Every question is journaled, without its answer."""
+    from mcp import Client
+    from mcp_types import CreateMessageResult, ElicitResult, ListRootsResult, Root, TextContent
+
+    _everything(monad_home, supervisor)
+    asked: dict[str, list[str]] = {"a": [], "b": []}
+
+    def answers(who: str) -> dict[str, Any]:
+        async def elicit(context: Any, params: Any) -> ElicitResult:
+            asked[who].append("elicitation")
+            return ElicitResult(action="accept", content={"name": f"Ada-{who}", "check": True})
+
+        async def sample(context: Any, params: Any) -> CreateMessageResult:
+            asked[who].append("sampling")
+            return CreateMessageResult(role="assistant", content=TextContent(type="text", text=f"sampled-by-{who}"),
+                                       model=f"model-{who}")
+
+        async def roots(context: Any) -> ListRootsResult:
+            asked[who].append("roots")
+            return ListRootsResult(roots=[Root(uri=f"file:///root-of-{who}", name=f"root {who}")])
+
+        return {"elicitation_callback": elicit, "sampling_callback": sample, "list_roots_callback": roots}
+
+    def text(result: Any) -> str:
+        return " ".join(getattr(c, "text", "") for c in result.content)
+
+    async def main() -> None:
+        async with (Client(_serve(monad_home), mode="legacy", **answers("a")) as a,
+                    Client(_serve(monad_home), mode="legacy", **answers("b")) as b,
+                    Client(_serve(monad_home), mode="legacy") as c):
+            names = {t.name for t in (await b.list_tools()).tools}
+            assert {f"everything__{t}" for t in AUTO} <= names, names
+            elicited = await a.call_tool("everything__trigger-elicitation-request", {})
+            assert "Ada-a" in text(elicited), elicited
+            sampled = await a.call_tool("everything__trigger-sampling-request", {"prompt": "hello"})
+            assert "sampled-by-a" in text(sampled), sampled
+            rooted = await a.call_tool("everything__get-roots-list", {})
+            assert "file:///root-of-a" in text(rooted), rooted
+            refused = await c.call_tool("everything__trigger-elicitation-request", {})
+            assert "the agent did not declare the `elicitation` capability" in text(refused), refused
+
+    anyio.run(main)
+    assert asked["b"] == [] and asked["a"] == ["elicitation", "sampling", "roots"], asked
+    events = [e for e in supervisor("journal", "--server", "everything", "--json").json()
+              if e.get("kind") == "question"]
+    details = [e["detail"] if isinstance(e["detail"], dict) else json.loads(e["detail"]) for e in events]
+    outcomes = [(d["method"], d["outcome"]) for d in details]
+    assert ("elicitation/create", "answered") in outcomes and ("sampling/createMessage", "answered") in outcomes
+    assert ("roots/list", "answered") in outcomes and ("elicitation/create", "refused") in outcomes, outcomes
+    assert {d["about"] for d in details} == {"everything__trigger-elicitation-request",
+                                              "everything__trigger-sampling-request", "everything__get-roots-list"}
+    assert "Ada-a" not in json.dumps(events)  # the answer itself is not journaled

@@ -259,6 +259,8 @@ class Catalog:
         """`request(client)` on `server`, journaled as `kind` (`what`: the event's detail)."""
         started = time.monotonic()
         outcome, error = "ok", None
+        if inputs is not None:
+            inputs.server = server  # the catalog knows whose question it would be
         try:
             return await self._actor(server).call_through(request, inputs=inputs)
         except MCPError as e:

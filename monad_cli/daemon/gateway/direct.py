@@ -73,6 +73,7 @@ _MARKS = (b'"tools/call"', b'"notifications/cancelled"', b'"initialize"', b'"not
 # pairs and refuses a lone one; which it is stays the SDK's to judge, so the line goes there.
 _SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
 _SHUTDOWN_WRITE_S = 1.0
+_ANSWERS = ("elicitation", "sampling", "roots")  # capabilities to answer a server's questions
 Call = Callable[[str, dict[str, Any] | None, str], Awaitable[dict[str, Any]]]
 
 
@@ -114,6 +115,7 @@ class DirectCalls:
         self.era: str | None = None  # "modern" | "handshake", from the first request
         self.version: str | None = None  # the handshake's negotiated version
         self.initialized = False
+        self.answers = False  # the agent declared elicitation, sampling or roots
         self._initialize_id: Any = None
         self._envelopes: list[dict[str, Any]] = []  # validated, at most a few per connection
         self.in_flight: dict[str, anyio.CancelScope] = {}
@@ -151,6 +153,10 @@ class DirectCalls:
             self.era = "modern" if opens_modern else "handshake"
         if method == "initialize":
             self._initialize_id = request_id
+            # An agent that can answer a server's questions gets its calls through the SDK's
+            # runner, which can ask them on the call's behalf (gateway/questions.py).
+            caps = params.get("capabilities") if isinstance(params, dict) else None
+            self.answers = isinstance(caps, dict) and any(k in caps for k in _ANSWERS)
             return False
         if method != CALL or not isinstance(params, dict):
             return False
@@ -196,7 +202,7 @@ class DirectCalls:
                 if len(self._envelopes) < 8:
                     self._envelopes.append(meta)
             return version
-        if meta or self.version is None or not self.initialized or not self.listed():
+        if meta or self.version is None or not self.initialized or not self.listed() or self.answers:
             return None  # `_meta` in this era carries progressToken and the like: the SDK's
         return self.version
 

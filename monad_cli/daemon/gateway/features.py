@@ -59,7 +59,7 @@ class SessionFeatures:
 
     def __init__(self, catalog: Catalog, *, allowed: Callable[[str], bool], single: str | None,
                  bus: InMemorySubscriptionBus, listen: ListenHandler, connections: weakref.WeakSet[Any],
-                 on_level: Callable[[], Any]) -> None:
+                 on_level: Callable[[], Any], questions: Callable[..., Any] | None = None) -> None:
         self.catalog = catalog
         self.allowed = allowed
         self.single = single
@@ -68,6 +68,7 @@ class SessionFeatures:
         self.connections = connections
         self.log_levels: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
         self._on_level = on_level
+        self.questions = questions or (lambda ctx, version, **about: None)
         self._subscribed: weakref.WeakSet[Any] = weakref.WeakSet()  # connections holding subscriptions
 
     def _allowed(self, name: str) -> bool:
@@ -88,7 +89,8 @@ class SessionFeatures:
 
     async def read_resource(self, ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         self._remember(ctx)
-        result = await self.catalog.read(str(params.uri), self._allowed, single=self.single)
+        result = await self.catalog.read(str(params.uri), self._allowed, single=self.single,
+                                         inputs=self.questions(ctx, ctx.protocol_version, what=str(params.uri)))
         return _without_server_info(result)
 
     async def subscribe(self, ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
@@ -142,7 +144,8 @@ class SessionFeatures:
 
     async def get_prompt(self, ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
         self._remember(ctx)
-        result = await self.catalog.get_prompt(params.name, params.arguments, self._allowed, single=self.single)
+        result = await self.catalog.get_prompt(params.name, params.arguments, self._allowed, single=self.single,
+                                               inputs=self.questions(ctx, ctx.protocol_version, what=params.name))
         return _without_server_info(result)
 
     async def complete(self, ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:

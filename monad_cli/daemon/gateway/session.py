@@ -61,6 +61,7 @@ from monad_cli.daemon.gateway.policy import (
     server_available,
     visible_tools,
 )
+from monad_cli.daemon.gateway.questions import AgentQuestions
 from monad_cli.daemon.trust.servers import ProgressFn
 from monad_cli.daemon.trust.service import ToolService
 
@@ -117,7 +118,7 @@ class GatewaySession:
         self.single = view.single
         self.features = SessionFeatures(self.catalog, allowed=self.allowed, single=self.single, bus=self.bus,
                                         listen=self.listen, connections=self.legacy_connections,
-                                        on_level=on_level or no_level)
+                                        on_level=on_level or no_level, questions=self.questions)
         f = self.features
         # logging/setLevel is deprecated at 2026-07-28 (SEP-2577), the SDK warns of it; the
         # handshake-era agents that use it are what it is here for.
@@ -146,6 +147,12 @@ class GatewaySession:
         return {"name": info.get("name") or actor.name, "version": info.get("version") or "",
                 "title": info.get("title"), "description": info.get("description"),
                 "website_url": info.get("website_url"), "instructions": actor.instructions}
+
+    def questions(self, ctx: Any, protocol_version: str, *, server: str | None = None,
+                  what: str | None = None) -> AgentQuestions:
+        """The handler of a server's questions during this agent request (`ctx`; None: a
+        direct-lane call, gateway/questions.py) about `what` (a tool, prompt or URI) of `server`."""
+        return AgentQuestions(ctx, self.tools.journal, protocol_version=protocol_version, server=server, what=what)
 
     def init_options(self) -> Any:
         return self.server.create_initialization_options()
@@ -235,14 +242,17 @@ class GatewaySession:
 
             progress = forward
         # A dict, not a CallToolResult: the SDK validates the wire shape once, on the way out.
-        return await self.call(params.name, params.arguments, ctx.protocol_version, progress=progress)
+        return await self.call(params.name, params.arguments, ctx.protocol_version, progress=progress,
+                               inputs=self.questions(ctx, ctx.protocol_version, what=params.name))
 
     async def call(self, name: str, arguments: dict[str, Any] | None, protocol_version: str, *,
-                   progress: ProgressFn | None = None) -> dict[str, Any]:
+                   progress: ProgressFn | None = None, inputs: AgentQuestions | None = None) -> dict[str, Any]:
         """One tools/call of this view at `protocol_version` (the client's): the result as a
         dict in that era's vocabulary. Raises MCPError(-32602) for an unknown tool; every
-        other failure is a tool error result (`isError: true`)."""
-        result = await self._call(name, arguments, progress)
+        other failure is a tool error result (`isError: true`). The server's questions go to
+        `inputs` (none: a direct-lane call, whose agent can answer none)."""
+        inputs = inputs or self.questions(None, protocol_version, what=name)
+        result = await self._call(name, arguments, progress, inputs)
         # `resultType` is 2026-07-28 vocabulary (required there, unknown before); the upstream
         # server's era need not be the client's.
         if protocol_version in MODERN_PROTOCOL_VERSIONS:
@@ -252,11 +262,13 @@ class GatewaySession:
         return result
 
     async def _call(self, name: str, arguments: dict[str, Any] | None,
-                    progress: ProgressFn | None) -> dict[str, Any]:
+                    progress: ProgressFn | None, inputs: AgentQuestions) -> dict[str, Any]:
         if name == LOAD_TOOLS:
             return await self._load_tools(arguments or {})
         if self.single is not None:  # the server's own name -> its exposed name
             name = self.tools.name_map().exposed_name(self.single, name) or name
+        inputs.server = self.tools.server_of(name)
+        inputs.what = name
         refused = self._refusal(name)
         if refused:
             return _text_result(refused, error=True)
@@ -264,7 +276,8 @@ class GatewaySession:
         try:
             # The service refuses a hidden tool (with this view's globs), naming the rule.
             data = await self.tools.call(name, arguments, via="gateway", approval=approval,
-                                         progress=progress, write_behind=True, include=self.view.include_tools,
+                                         progress=progress, inputs=inputs, write_behind=True,
+                                         include=self.view.include_tools,
                                          exclude=self.view.exclude_tools)
         except NotFound as e:  # no such tool: a protocol error (MCP spec, server/tools "Error Handling")
             raise MCPError(code=types.INVALID_PARAMS, message=self.scrub(e.message)) from None

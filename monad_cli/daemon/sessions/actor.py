@@ -287,7 +287,8 @@ class ServerActor:
         client = Client(transport, mode=self.learned.mode(over_sse=over_sse), cache=None,
                         client_info=Implementation(name="monad", version=__version__),
                         message_handler=self._on_message, extensions=self.ctx.client_extensions(self),
-                        elicitation_callback=self.inputs.callback(self.ctx.elicitation_callback(self)))
+                        elicitation_callback=self.inputs.callback(self.ctx.elicitation_callback(self)),
+                        sampling_callback=self.inputs.sampling_callback, list_roots_callback=self.inputs.roots_callback)
         self._phase = "negotiating the protocol version (server/discover, initialize)"
         async with client:
             self._phase = "listing tools"
