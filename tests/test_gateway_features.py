@@ -6,16 +6,20 @@ subscriptions, and resource reads and prompt gets are journaled."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import signal
+import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from tests.conftest import everything_bin, wait_for, wait_state, write_atom
+from tests.conftest import everything_bin, free_port, status_of, wait_for, wait_state, write_atom
 
 # Agents of the handshake era use logging/setLevel and resources/subscribe, which the SDK
 # marks deprecated at 2026-07-28.
@@ -295,3 +299,101 @@ def test_a_servers_question_reaches_the_agent_whose_call_it_is(supervisor: Any, 
     assert {d["about"] for d in details} == {"everything__trigger-elicitation-request",
                                               "everything__trigger-sampling-request", "everything__get-roots-list"}
     assert "Ada-a" not in json.dumps(events)  # the answer itself is not journaled
+
+
+RESOURCESERVER = str(Path(__file__).resolve().parent / "servers" / "resourceserver.py")
+
+
+@contextlib.contextmanager
+def _http_gateway(home: Path) -> Iterator[tuple[str, dict[str, str]]]:
+    """`monad mcp serve --http` running: its URL and the bearer header."""
+    import httpx2
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "monad_cli", "mcp", "serve", "--http", "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        token_file = home / "run" / "gateway.token"
+        wait_for(lambda: token_file.exists(), timeout=30)
+        url = f"http://127.0.0.1:{port}/mcp"
+
+        def up() -> bool:
+            try:
+                return httpx2.get(url, timeout=2).status_code == 401
+            except httpx2.HTTPError:
+                return False
+
+        wait_for(up, timeout=30)
+        yield url, {"Authorization": f"Bearer {token_file.read_text().strip()}"}
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_a_2026_server_behind_the_gateway_over_both_transports(supervisor: Any, monad_home: Path,
+                                                               transport: str) -> None:
+    """An SDK server speaking 2026-07-28 upstream (subscriptions are listen streams there),
+    agents of both eras downstream, on the stdio relay and on the HTTP gateway: a subscribed
+    resource's update, a list change and the new resource, a template read, a prompt, a
+    completion."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp_types import PromptReference, ResourceListChangedNotification, ResourceUpdatedNotification
+
+    write_atom(monad_home, "r", f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([RESOURCESERVER])}\n"
+                                'trust = {autoApproveTools = ["r__touch", "r__add_note"]}\n')
+    wait_state(supervisor, "r", "connected", timeout=90)
+    assert status_of(supervisor, "r")["protocolVersion"] == "2026-07-28"
+    heard: list[Any] = []
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, ResourceUpdatedNotification | ResourceListChangedNotification):
+            heard.append(message)
+
+    async def session(stack: contextlib.AsyncExitStack, url: str | None, headers: dict[str, str], **kw: Any) -> Any:
+        if url is None:
+            return await stack.enter_async_context(Client(_serve(monad_home), **kw))
+        http = await stack.enter_async_context(httpx2.AsyncClient(headers=headers))
+        return await stack.enter_async_context(Client(streamable_http_client(url, http_client=http), **kw))
+
+    async def main(url: str | None, headers: dict[str, str]) -> None:
+        async with contextlib.AsyncExitStack() as stack:
+            legacy = await session(stack, url, headers, mode="legacy", message_handler=on_message)
+            modern = await session(stack, url, headers)
+            assert modern.protocol_version == "2026-07-28"
+            await legacy.subscribe_resource("note://r/alpha")
+            stream = await stack.enter_async_context(modern.listen(resource_subscriptions=["note://r/beta"],
+                                                                   resources_list_changed=True))
+            assert (await modern.call_tool("r__touch", {"uri": "note://r/alpha"})).content[0].text.startswith("touched")
+            await modern.call_tool("r__touch", {"uri": "note://r/beta"})
+            with anyio.fail_after(30):
+                assert (await stream.__anext__()).uri == "note://r/beta"
+                while not any(isinstance(m, ResourceUpdatedNotification) for m in heard):
+                    await anyio.sleep(0.05)
+            assert [str(m.params.uri) for m in heard if isinstance(m, ResourceUpdatedNotification)] == [
+                "note://r/alpha"]
+            assert "(version 1)" in (await legacy.read_resource("note://r/alpha")).contents[0].text
+            await modern.call_tool("r__add_note", {"name": "gamma"})
+            with anyio.fail_after(30):
+                while not any(isinstance(m, ResourceListChangedNotification) for m in heard):
+                    await anyio.sleep(0.05)
+                await stream.__anext__()  # the modern agent hears the list change too
+            for agent in (legacy, modern):
+                uris = {str(r.uri) for r in (await agent.list_resources()).resources}
+                assert {"note://r/alpha", "note://r/beta", "note://r/gamma"} <= uris
+                assert (await agent.read_resource("note://r/dynamic/zed")).contents[0].text == "note zed"
+                got = await agent.get_prompt("r__greet", {"name": "Ada"})
+                assert "Hello, Ada!" in got.messages[0].content.text
+                done = await agent.complete(PromptReference(name="r__greet"), {"name": "name", "value": "Al"})
+                assert done.completion.values == ["Alan"]
+
+    if transport == "stdio":
+        anyio.run(main, None, {})
+    else:
+        with _http_gateway(monad_home) as (url, headers):
+            anyio.run(main, url, headers)

@@ -14,10 +14,15 @@ through a session of its own, and keeps:
 - collisions: two servers listing one URI (or templates matching one URI) are reported in
   the daemon log and in each listing (`_meta` names the server), and a read of such a URI is
   refused naming both servers; neither shadows the other;
-- resource subscriptions: one upstream `resources/subscribe` per (server, URI) however many
-  agents subscribe, `resources/unsubscribe` when the last one leaves, again after the
-  server's session is renewed; each `notifications/resources/updated` goes to every
-  subscriber once;
+- resource subscriptions: one upstream subscription per (server, URI) however many agents
+  subscribe, ended when the last one leaves, made again after the server's session is
+  renewed; each `notifications/resources/updated` goes to every subscriber once. Up to
+  2025-11-25 it is `resources/subscribe`/`unsubscribe`; at 2026-07-28 a
+  `subscriptions/listen` stream naming the URI, held open by a task (the SDK tees the
+  stream's events to the actor's message handler, which hands them to the gateway);
+- a 2026-07-28 server that announces resource or prompt list changes gets one listen stream
+  for them per session (legacy servers send the notifications unasked). A list is kept only
+  from a server that announces its changes; any other is listed again on every request;
 - the log level the agents asked for (`logging/setLevel`), passed to each server that
   offers logging.
 
@@ -38,6 +43,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from monad_cli.core.errors import MonadError
 from monad_cli.core.tool_names import NameMap, build_name_map
@@ -77,6 +83,20 @@ class _Listed:
 class _Subscription:
     delivers: dict[object, Deliver] = field(default_factory=dict)  # subscriber key -> its delivery
     client: Any = None  # the session the upstream subscription was made on
+    held: _Held | None = None  # a 2026-07-28 server's listen stream for it
+
+
+@dataclass
+class _Held:
+    """A `subscriptions/listen` stream held open upstream: cancel `scope` to end it."""
+
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    acked: anyio.Event = field(default_factory=anyio.Event)
+    error: str | None = None
+
+
+LISTEN_ACK_S = 10.0
+Spawn = Callable[..., None]
 
 
 class Catalog:
@@ -88,10 +108,13 @@ class Catalog:
     approval: reads and gets are not gated (they change nothing on the server).
     """
 
-    def __init__(self, servers: Mapping[str, Any], journal: Any, *, scrub: Callable[[str], str]) -> None:
+    def __init__(self, servers: Mapping[str, Any], journal: Any, *, scrub: Callable[[str], str],
+                 spawn: Spawn | None = None) -> None:
         self.servers = servers
         self.journal = journal
         self.scrub = scrub
+        self.spawn = spawn  # runs a task for the gateway's life (None: no 2026-07-28 listen streams)
+        self._watching: dict[str, tuple[Any, _Held]] = {}  # server -> (session, its list-change stream)
         self._listed: dict[tuple[str, str], _Listed] = {}
         self.subscriptions: dict[tuple[str, str], _Subscription] = {}
         self.log_level: str | None = None  # the lowest any agent asked for
@@ -132,7 +155,10 @@ class Catalog:
                 cursor = result.next_cursor
                 if not cursor:
                     break
-        self._listed[(actor.name, kind)] = _Listed(client, items)
+        # Kept only while the server would say it changed (listChanged), else asked again.
+        family = caps.prompts if kind == "prompts" else caps.resources if caps is not None else None
+        if family is not None and family.list_changed:
+            self._listed[(actor.name, kind)] = _Listed(client, items)
         return items
 
     async def _gather(self, kind: str, allowed: Allowed) -> dict[str, list[Any]]:
@@ -339,10 +365,67 @@ class Catalog:
             if caps is None or caps.resources is None or not caps.resources.subscribe:
                 raise MCPError(types.INVALID_PARAMS, f"server `{server}` does not offer resource subscriptions")
             client = actor.client
-            await self._through(server, "", {}, _subscribe_request(uri))
+            held = await self._subscribe_upstream(actor, uri)
             sub = self.subscriptions.setdefault((server, uri), _Subscription())
-            sub.client = client
+            sub.client, sub.held = client, held
         sub.delivers[key] = deliver
+
+    async def _subscribe_upstream(self, actor: Any, uri: str) -> _Held | None:
+        """The one upstream subscription to `uri`: `resources/subscribe`, or on 2026-07-28 a
+        listen stream, held (returned) once the server acknowledged it."""
+        if actor.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            await self._through(actor.name, "", {}, _subscribe_request(uri))
+            return None
+        held = await self._hold(actor, {"resource_subscriptions": [uri]})
+        if held.error is not None:
+            raise MCPError(types.INTERNAL_ERROR, self.scrub(f"server `{actor.name}`: subscriptions/listen for "
+                                                            f"`{uri}` failed: {held.error}"))
+        return held
+
+    async def _hold(self, actor: Any, filters: dict[str, Any]) -> _Held:
+        """Open a listen stream on `actor`'s session with `filters` and keep it open in a task
+        of the gateway until its scope is cancelled or the session ends; returns once it is
+        acknowledged (or failed: `error`)."""
+        held = _Held()
+        client = actor.client
+        if self.spawn is None or client is None:
+            held.error = "no task to hold the stream in"
+            return held
+
+        async def run() -> None:
+            with held.scope:
+                try:
+                    async with client.listen(**filters) as events:
+                        held.acked.set()
+                        async for _event in events:
+                            pass  # the SDK tees each event to the actor's message handler
+                except Exception as e:  # noqa: BLE001 - a stream that ends or fails: its session did
+                    held.error = held.error or f"{type(e).__name__}: {e}"
+                    log.info("server %s: listen stream ended: %s", actor.name, self.scrub(held.error))
+                finally:
+                    held.acked.set()
+
+        self.spawn(run)
+        with anyio.move_on_after(LISTEN_ACK_S):
+            await held.acked.wait()
+        if not held.acked.is_set():
+            held.error = f"not acknowledged within {LISTEN_ACK_S:.0f} s"
+            held.scope.cancel()
+        return held
+
+    async def watch(self, actor: Any) -> None:
+        """A 2026-07-28 server that announces resource or prompt list changes: one listen
+        stream for them per session (its events reach the gateway through the actor)."""
+        old = self._watching.pop(actor.name, None)
+        if old is not None:
+            old[1].scope.cancel()
+        caps = actor.capabilities
+        if actor.protocol_version not in MODERN_PROTOCOL_VERSIONS or caps is None:
+            return
+        filters = {"resources_list_changed": bool(caps.resources and caps.resources.list_changed),
+                   "prompts_list_changed": bool(caps.prompts and caps.prompts.list_changed)}
+        if any(filters.values()):
+            self._watching[actor.name] = (actor.client, await self._hold(actor, filters))
 
     async def unsubscribe(self, uri: str, key: object) -> None:
         """`key` no longer wants updates of `uri`; the last one leaving ends the upstream
@@ -355,7 +438,9 @@ class Catalog:
                 continue
             del self.subscriptions[(server, u)]
             actor = self.servers.get(server)
-            if actor is not None and actor.live and actor.client is sub.client:
+            if sub.held is not None:
+                sub.held.scope.cancel()
+            elif actor is not None and actor.live and actor.client is sub.client:
                 try:
                     await self._through(server, "", {}, lambda c: quiet_deprecated(lambda: c.unsubscribe_resource(uri)))
                 except MCPError as e:
@@ -387,12 +472,15 @@ class Catalog:
                 continue
             try:
                 client = actor.client
-                await self._through(server, "", {}, _subscribe_request(uri))
+                if sub.held is not None:
+                    sub.held.scope.cancel()
+                sub.held = await self._subscribe_upstream(actor, uri)
                 sub.client = client
             except MCPError as e:
                 log.warning("server %s: re-subscribing to %s failed: %s", server, self.scrub(uri),
                             self.scrub(e.error.message))
         await self.pass_log_level(actor)
+        await self.watch(actor)
 
     # -- logging -----------------------------------------------------------------------------
     async def set_log_level(self, level: str | None) -> None:
@@ -407,7 +495,7 @@ class Catalog:
         level = self.log_level
         caps = actor.capabilities
         client = actor.client
-        if level is None or caps is None or caps.logging is None or actor.protocol_version == "2026-07-28":
+        if level is None or caps is None or caps.logging is None or actor.protocol_version in MODERN_PROTOCOL_VERSIONS:
             return
         if self._level_sent.get(actor.name) == (client, level):
             return

@@ -51,7 +51,7 @@ class Gateway:
         self.scrub = scrub
         self.sessions: set[GatewaySession] = set()
         self._opened = anyio.Event()
-        self.catalog = Catalog(tools.servers, tools.journal, scrub=scrub)
+        self.catalog = Catalog(tools.servers, tools.journal, scrub=scrub, spawn=self._spawn)
         self._tg: anyio.abc.TaskGroup | None = None
         self._clients: dict[str, Any] = {}  # server -> the session its lists came from
 
