@@ -5,7 +5,7 @@ completions, and tools that change them and say so: for the gateway's tests and 
 
 Resources: `note://P/alpha` and `note://P/beta` (text), the template `note://P/{name}` (any
 name reads `note <name>`). Prompt `greet(name)`; completion of `name` offers `Ada`, `Alan`.
-Tools: `touch(uri)` changes a note and publishes `ResourceUpdated` (2026-07-28 listen
+Tools: `echo(text)`; `touch(uri)` changes a note and publishes `ResourceUpdated` (2026-07-28 listen
 streams) and `notifications/resources/updated` on a legacy session; `add_note(name)` adds a
 resource and announces the list change.
 """
@@ -53,6 +53,12 @@ async def complete(ref: object, argument: object, context: object) -> Completion
         value = getattr(argument, "value", "")
         return Completion(values=[n for n in ("Ada", "Alan") if n.startswith(value)])
     return None
+
+
+@app.tool()
+def echo(text: str) -> str:
+    """Answer with the text (the bench's reference call)."""
+    return text
 
 
 @app.tool()

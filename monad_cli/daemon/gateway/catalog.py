@@ -77,6 +77,7 @@ def template_pattern(template: str) -> re.Pattern[str]:
 class _Listed:
     client: Any  # the session the items came from: a new one lists again
     items: list[Any]
+    uris: frozenset[str] = frozenset()  # of resources, for routing without a listing
 
 
 @dataclass
@@ -96,6 +97,7 @@ class _Held:
 
 
 LISTEN_ACK_S = 10.0
+JOURNAL_DELAY_S = 0.02
 Spawn = Callable[..., None]
 
 
@@ -115,6 +117,9 @@ class Catalog:
         self.scrub = scrub
         self.spawn = spawn  # runs a task for the gateway's life (None: no 2026-07-28 listen streams)
         self._watching: dict[str, tuple[Any, _Held]] = {}  # server -> (session, its list-change stream)
+        self._pending: list[tuple[str, str, dict[str, Any]]] = []  # journal events not yet written
+        self._writer_due = False
+        self._prompt_map: tuple[Any, NameMap] | None = None  # (the lists it was built from, the names)
         self._listed: dict[tuple[str, str], _Listed] = {}
         self.subscriptions: dict[tuple[str, str], _Subscription] = {}
         self.log_level: str | None = None  # the lowest any agent asked for
@@ -158,8 +163,24 @@ class Catalog:
         # Kept only while the server would say it changed (listChanged), else asked again.
         family = caps.prompts if kind == "prompts" else caps.resources if caps is not None else None
         if family is not None and family.list_changed:
-            self._listed[(actor.name, kind)] = _Listed(client, items)
+            uris = frozenset(str(r.uri) for r in items) if kind == "resources" else frozenset()
+            self._listed[(actor.name, kind)] = _Listed(client, items, uris)
         return items
+
+    def _known_owners(self, uri: str, allowed: Allowed) -> list[str] | None:
+        """The servers listing `uri` by the kept lists alone, or None when a server that
+        offers resources has no kept list (then only a listing can tell)."""
+        owners = []
+        for actor in self._live(allowed):
+            caps = actor.capabilities
+            if caps is None or caps.resources is None:
+                continue
+            known = self._listed.get((actor.name, "resources"))
+            if known is None or known.client is not actor.client:
+                return None
+            if uri in known.uris:
+                owners.append(actor.name)
+        return owners
 
     async def _gather(self, kind: str, allowed: Allowed) -> dict[str, list[Any]]:
         """Each allowed live server's items of `kind`; a server that fails to list is left
@@ -217,6 +238,9 @@ class Catalog:
     async def route(self, uri: str, allowed: Allowed) -> str:
         """The server a URI belongs to: the one that listed it, else the one whose template
         matches it. Raises MCPError: -32002 (no server offers it), -32602 (a collision)."""
+        known = self._known_owners(uri, allowed)
+        if known is not None and len(known) == 1:
+            return known[0]  # the hot path: no listing, no task
         for fresh in (False, True):
             if fresh:
                 for actor in self._live(allowed):
@@ -238,7 +262,11 @@ class Catalog:
     async def prompt_names(self, allowed: Allowed) -> tuple[NameMap, dict[str, list[Any]]]:
         """Exposed prompt names (`<server>__<prompt>`, the tool naming rules) and the prompts."""
         by_server = await self._gather("prompts", allowed)
+        key = tuple((server, id(items)) for server, items in by_server.items())
+        if self._prompt_map is not None and self._prompt_map[0] == key:
+            return self._prompt_map[1], by_server  # the same lists: the same names
         names = build_name_map((server, p.name) for server, items in by_server.items() for p in items)
+        self._prompt_map = (key, names)
         for c in names.collisions:
             members = c["members"]
             assert isinstance(members, list)
@@ -303,10 +331,31 @@ class Catalog:
                 detail = {**what, "outcome": outcome, "durationMs": round((time.monotonic() - started) * 1000, 3)}
                 if error:
                     detail["error"] = error[:300]
-                try:
-                    self.journal.record(kind, server=server, detail=detail)
-                except Exception:
-                    log.exception("journal write failed")
+                self._journal_later(kind, server, detail)
+
+    def _journal_later(self, kind: str, server: str, detail: dict[str, Any]) -> None:
+        """The event goes in the journal just after the answer (within ~20 ms, events
+        that pile up meanwhile written together), off the request's path; at once when
+        there is no gateway task to write it."""
+        self._pending.append((kind, server, detail))
+        if self.spawn is None:
+            self._write_pending()
+        elif not self._writer_due:
+            self._writer_due = True
+            self.spawn(self._write_soon)
+
+    async def _write_soon(self) -> None:
+        await anyio.sleep(JOURNAL_DELAY_S)
+        self._writer_due = False
+        self._write_pending()
+
+    def _write_pending(self) -> None:
+        pending, self._pending = self._pending, []
+        for kind, server, detail in pending:
+            try:
+                self.journal.record(kind, server=server, detail=detail)
+            except Exception:
+                log.exception("journal write failed")
 
     async def read(self, uri: str, allowed: Allowed, *, via: str = "gateway", inputs: Any = None,
                    single: str | None = None) -> types.ReadResourceResult:
