@@ -279,6 +279,7 @@ def test_a_servers_question_reaches_the_agent_whose_call_it_is(supervisor: Any, 
                     Client(_serve(monad_home), mode="legacy") as c):
             names = {t.name for t in (await b.list_tools()).tools}
             assert {f"everything__{t}" for t in AUTO} <= names, names
+            await a.list_tools()  # listed: A's plain calls may take the stdio relay's direct lane
             elicited = await a.call_tool("everything__trigger-elicitation-request", {})
             assert "Ada-a" in text(elicited), elicited
             sampled = await a.call_tool("everything__trigger-sampling-request", {"prompt": "hello"})
@@ -299,6 +300,8 @@ def test_a_servers_question_reaches_the_agent_whose_call_it_is(supervisor: Any, 
     assert {d["about"] for d in details} == {"everything__trigger-elicitation-request",
                                               "everything__trigger-sampling-request", "everything__get-roots-list"}
     assert "Ada-a" not in json.dumps(events)  # the answer itself is not journaled
+    # A's plain calls took the stdio relay's direct lane, which asked A on its connection.
+    assert "served 3 tools/call (3 on the direct lane)" in (monad_home / "logs" / "daemon.log").read_text()
 
 
 RESOURCESERVER = str(Path(__file__).resolve().parent / "servers" / "resourceserver.py")

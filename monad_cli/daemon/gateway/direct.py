@@ -31,6 +31,10 @@ What is taken (shapes as in the MCP spec, server/tools "Calling Tools"):
 
 `notifications/cancelled` naming a call in flight here cancels it, which cancels the
 upstream request (basic/utilities/cancellation); the connection's end cancels them all.
+
+A server's question during a call taken here (elicitation, sampling, roots:
+gateway/questions.py) is asked by the lane: `ask` writes the request with an id of its own
+(`monad-q-N`, never one the agent uses) and `take` claims the agent's answer to it.
 """
 
 from __future__ import annotations
@@ -68,12 +72,12 @@ PARAMS = frozenset({"name", "arguments", "_meta"})
 # spell any of these with escapes (PHP writes `notifications\/cancelled`): a line with
 # one is parsed too.
 _MARKS = (b'"tools/call"', b'"notifications/cancelled"', b'"initialize"', b'"notifications/initialized"', b"\\/",
-          b"\\u")
+          b"\\u", b'"monad-q-')
 # A `\uD800`-`\uDFFF` escape: a surrogate, alone or in a pair. The SDK's parser takes the
 # pairs and refuses a lone one; which it is stays the SDK's to judge, so the line goes there.
 _SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
 _SHUTDOWN_WRITE_S = 1.0
-_ANSWERS = ("elicitation", "sampling", "roots")  # capabilities to answer a server's questions
+QUESTION_ID = "monad-q-"  # the ids of the lane's own requests to the agent (a server's questions)
 Call = Callable[[str, dict[str, Any] | None, str], Awaitable[dict[str, Any]]]
 
 
@@ -115,7 +119,9 @@ class DirectCalls:
         self.era: str | None = None  # "modern" | "handshake", from the first request
         self.version: str | None = None  # the handshake's negotiated version
         self.initialized = False
-        self.answers = False  # the agent declared elicitation, sampling or roots
+        self.capabilities: dict[str, Any] | None = None  # what the agent declared at `initialize`
+        self._questions: dict[str, tuple[anyio.Event, list[dict[str, Any]]]] = {}
+        self._asked = 0
         self._initialize_id: Any = None
         self._envelopes: list[dict[str, Any]] = []  # validated, at most a few per connection
         self.in_flight: dict[str, anyio.CancelScope] = {}
@@ -135,6 +141,8 @@ class DirectCalls:
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             return False
         method = message.get("method")
+        if method is None and isinstance(message.get("id"), str) and message["id"] in self._questions:
+            return self._answered(message)
         if not isinstance(method, str):
             return False
         params = message.get("params")
@@ -153,10 +161,9 @@ class DirectCalls:
             self.era = "modern" if opens_modern else "handshake"
         if method == "initialize":
             self._initialize_id = request_id
-            # An agent that can answer a server's questions gets its calls through the SDK's
-            # runner, which can ask them on the call's behalf (gateway/questions.py).
+            # What it can answer of a server's questions (gateway/questions.py).
             caps = params.get("capabilities") if isinstance(params, dict) else None
-            self.answers = isinstance(caps, dict) and any(k in caps for k in _ANSWERS)
+            self.capabilities = caps if isinstance(caps, dict) else None
             return False
         if method != CALL or not isinstance(params, dict):
             return False
@@ -202,9 +209,39 @@ class DirectCalls:
                 if len(self._envelopes) < 8:
                     self._envelopes.append(meta)
             return version
-        if meta or self.version is None or not self.initialized or not self.listed() or self.answers:
+        if meta or self.version is None or not self.initialized or not self.listed():
             return None  # `_meta` in this era carries progressToken and the like: the SDK's
         return self.version
+
+    # -- a server's question to the agent, during a call of this lane ---------------------
+    async def ask(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+        """Send the agent a request (`elicitation/create`, `sampling/createMessage`,
+        `roots/list`) on this connection and wait for its answer: the result. Raises
+        MCPError with the agent's error. Cancelling the waiting call abandons the answer."""
+        self._asked += 1
+        request_id = f"{QUESTION_ID}{self._asked}"
+        done, box = anyio.Event(), list[dict[str, Any]]()
+        self._questions[request_id] = (done, box)
+        body: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            body["params"] = params
+        try:
+            await self.send(_line(body))
+            await done.wait()
+        finally:
+            self._questions.pop(request_id, None)
+        answer = box[0]
+        if "error" in answer:
+            error = answer["error"] if isinstance(answer["error"], dict) else {}
+            raise MCPError(code=int(error.get("code", INTERNAL_ERROR)), message=str(error.get("message", "")))
+        result = answer.get("result")
+        return result if isinstance(result, dict) else {}
+
+    def _answered(self, message: dict[str, Any]) -> bool:
+        done, box = self._questions[message["id"]]
+        box.append(message)
+        done.set()
+        return True
 
     def _cancel(self, request_id: Any) -> bool:
         key = _key(request_id)

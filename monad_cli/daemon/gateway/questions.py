@@ -27,6 +27,7 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
 
 from monad_cli.daemon.trust.calls import current_call
 from monad_cli.daemon.trust.inputs import InputRefused
@@ -58,13 +59,14 @@ def declared(capabilities: types.ClientCapabilities | None, method: str, params:
 
 
 class AgentQuestions:
-    """The `InputHandler` of one agent request (`ctx`, the SDK's request context; None: a
-    call on the stdio direct lane, whose agent declared none of these capabilities). The
-    journal gets one `question` event per question."""
+    """The `InputHandler` of one agent request: `ctx`, the SDK's request context, or for a
+    call on the stdio direct lane `lane` (its `DirectCalls`, which asks on the connection;
+    neither: nobody to ask). The journal gets one `question` event per question."""
 
     def __init__(self, ctx: Any, journal: Any, *, protocol_version: str, server: str | None = None,
-                 what: str | None = None) -> None:
+                 what: str | None = None, lane: Any = None) -> None:
         self.ctx = ctx
+        self.lane = lane  # a direct-lane call's `DirectCalls` (gateway/direct.py): its `ask`
         self.journal = journal
         self.protocol_version = protocol_version
         self.server = server  # whose question it is, when known before it comes
@@ -84,6 +86,16 @@ class AgentQuestions:
         self._note(method, "refused", reason=why)
         return InputRefused(why)
 
+    def _capabilities(self) -> types.ClientCapabilities | None:
+        if self.ctx is not None:
+            caps: types.ClientCapabilities | None = self.ctx.session.client_capabilities
+            return caps
+        raw = self.lane.capabilities if self.lane is not None else None
+        try:
+            return types.ClientCapabilities.model_validate(raw) if raw is not None else None
+        except ValidationError:
+            return None
+
     async def __call__(self, request: dict[str, Any]) -> dict[str, Any]:
         method = request.get("method", "")
         params = request.get("params")
@@ -92,17 +104,21 @@ class AgentQuestions:
         if self.protocol_version in MODERN_PROTOCOL_VERSIONS:
             raise self._refuse(method, f"the agent speaks {self.protocol_version}, where a server's question is an "
                                        f"input_required result, which monad's gateway does not relay yet")
-        caps = self.ctx.session.client_capabilities if self.ctx is not None else None
-        missing = declared(caps, method, params)
+        missing = declared(self._capabilities(), method, params)
         if missing is not None:
             raise self._refuse(method, f"the agent did not declare the `{missing}` capability")
         _, request_type, result_type = _KINDS[method]
-        typed = request_type.model_validate({"method": method, **({"params": params} if params else {})})
         try:
-            result = await self.ctx.session.send_request(
-                typed, result_type, metadata=ServerMessageMetadata(related_request_id=self.ctx.request_id))
+            if self.ctx is not None:
+                typed = request_type.model_validate({"method": method, **({"params": params} if params else {})})
+                result = await self.ctx.session.send_request(
+                    typed, result_type, metadata=ServerMessageMetadata(related_request_id=self.ctx.request_id))
+            else:
+                result = result_type.model_validate(await self.lane.ask(method, params))
         except MCPError as e:
             raise self._refuse(method, f"the agent answered with an error: {e.error.message}") from None
+        except ValidationError:
+            raise self._refuse(method, f"the agent's answer is not a {method} result") from None
         answer: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
         self._note(method, "answered", **({"action": answer.get("action")} if "action" in answer else {}))
         return answer

@@ -149,10 +149,12 @@ class GatewaySession:
                 "website_url": info.get("website_url"), "instructions": actor.instructions}
 
     def questions(self, ctx: Any, protocol_version: str, *, server: str | None = None,
-                  what: str | None = None) -> AgentQuestions:
-        """The handler of a server's questions during this agent request (`ctx`; None: a
-        direct-lane call, gateway/questions.py) about `what` (a tool, prompt or URI) of `server`."""
-        return AgentQuestions(ctx, self.tools.journal, protocol_version=protocol_version, server=server, what=what)
+                  what: str | None = None, lane: DirectCalls | None = None) -> AgentQuestions:
+        """The handler of a server's questions during this agent request (`ctx`, or a
+        direct-lane call's `lane`; gateway/questions.py) about `what` (a tool, prompt or URI)
+        of `server`."""
+        return AgentQuestions(ctx, self.tools.journal, protocol_version=protocol_version, server=server, what=what,
+                              lane=lane)
 
     def init_options(self) -> Any:
         return self.server.create_initialization_options()
@@ -294,9 +296,13 @@ class GatewaySession:
 
     def direct_lane(self, writer: Any, tg: anyio.abc.TaskGroup) -> DirectCalls:
         """This session's direct lane for one relay connection (`gateway/direct.py`)."""
-        self.lane = DirectCalls(self.call, writer.send_line, tg, server_info=self.server.server_info_stamp,
-                                listed=lambda: bool(self.legacy_connections))
-        return self.lane
+        async def call(name: str, arguments: dict[str, Any] | None, protocol_version: str) -> dict[str, Any]:
+            return await self.call(name, arguments, protocol_version,
+                                   inputs=self.questions(None, protocol_version, what=name, lane=lane))
+
+        lane = self.lane = DirectCalls(call, writer.send_line, tg, server_info=self.server.server_info_stamp,
+                                       listed=lambda: bool(self.legacy_connections))
+        return lane
 
     def calls_summary(self) -> str:
         direct = self.lane.taken if self.lane is not None else 0
