@@ -119,6 +119,7 @@ class Catalog:
         self._watching: dict[str, tuple[Any, _Held]] = {}  # server -> (session, its list-change stream)
         self._pending: list[tuple[str, str, dict[str, Any]]] = []  # journal events not yet written
         self._writer_due = False
+        self._sub_lock = anyio.Lock()
         self._prompt_map: tuple[Any, NameMap] | None = None  # (the lists it was built from, the names)
         self._listed: dict[tuple[str, str], _Listed] = {}
         self.subscriptions: dict[tuple[str, str], _Subscription] = {}
@@ -407,17 +408,17 @@ class Catalog:
         of `uri`. The first subscriber makes the one upstream subscription. Raises MCPError
         (no server offers the URI; the server refused; it does not offer subscriptions)."""
         server = single or await self.route(uri, allowed)
-        sub = self.subscriptions.get((server, uri))
-        if sub is None or sub.client is None:
-            actor = self._actor(server)
-            caps = actor.capabilities
-            if caps is None or caps.resources is None or not caps.resources.subscribe:
-                raise MCPError(types.INVALID_PARAMS, f"server `{server}` does not offer resource subscriptions")
-            client = actor.client
-            held = await self._subscribe_upstream(actor, uri)
-            sub = self.subscriptions.setdefault((server, uri), _Subscription())
-            sub.client, sub.held = client, held
-        sub.delivers[key] = deliver
+        async with self._sub_lock:  # two first subscribers at once make one upstream subscription
+            sub = self.subscriptions.get((server, uri))
+            if sub is None:
+                actor = self._actor(server)
+                caps = actor.capabilities
+                if caps is None or caps.resources is None or not caps.resources.subscribe:
+                    raise MCPError(types.INVALID_PARAMS, f"server `{server}` does not offer resource subscriptions")
+                client = actor.client
+                held = await self._subscribe_upstream(actor, uri)
+                sub = self.subscriptions[(server, uri)] = _Subscription(client=client, held=held)
+            sub.delivers[key] = deliver
 
     async def _subscribe_upstream(self, actor: Any, uri: str) -> _Held | None:
         """The one upstream subscription to `uri`: `resources/subscribe`, or on 2026-07-28 a
@@ -479,6 +480,10 @@ class Catalog:
     async def unsubscribe(self, uri: str, key: object) -> None:
         """`key` no longer wants updates of `uri`; the last one leaving ends the upstream
         subscription. Unknown pairs are ignored (unsubscribe is idempotent)."""
+        async with self._sub_lock:
+            await self._unsubscribe(uri, key)
+
+    async def _unsubscribe(self, uri: str, key: object) -> None:
         for (server, u), sub in list(self.subscriptions.items()):
             if u != uri or key not in sub.delivers:
                 continue
