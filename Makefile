@@ -4,9 +4,10 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: demo test check bench docs completions clean conformance-deps everything-deps
+.PHONY: demo test check bench docs completions clean conformance-deps everything-deps inspector-deps
 CONFORMANCE = .cache/conformance/.installed
 EVERYTHING = .cache/everything/.installed
+INSPECTOR = .cache/inspector/.installed
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,12 +39,22 @@ $(EVERYTHING):
 
 everything-deps: $(EVERYTHING)
 
+# The MCP Inspector's CLI, a third-party client for the gateway test (tests/test_gateway_features.py);
+# optional: without it that test is skipped and says why.
+$(INSPECTOR):
+	@mkdir -p .cache/inspector
+	@npm install --silent --no-audit --no-fund --prefix .cache/inspector \
+		@modelcontextprotocol/inspector@2.12.0 >/dev/null 2>&1 \
+		&& touch $(INSPECTOR) || echo "MCP Inspector not installed; its test will be skipped"
+
+inspector-deps: $(INSPECTOR)
+
 # The check gate: lint (ruff, rules in pyproject.toml) and types (mypy, strict defs).
 check: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 
-test: $(STAMP) $(CONFORMANCE) $(EVERYTHING)
+test: $(STAMP) $(CONFORMANCE) $(EVERYTHING) $(INSPECTOR)
 	$(PY) -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
 bench: $(STAMP)

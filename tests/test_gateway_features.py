@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import signal
 import subprocess
@@ -19,7 +20,15 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.conftest import everything_bin, free_port, status_of, wait_for, wait_state, write_atom
+from tests.conftest import (
+    everything_bin,
+    free_port,
+    inspector_bin,
+    status_of,
+    wait_for,
+    wait_state,
+    write_atom,
+)
 
 # Agents of the handshake era use logging/setLevel and resources/subscribe, which the SDK
 # marks deprecated at 2026-07-28.
@@ -400,3 +409,28 @@ def test_a_2026_server_behind_the_gateway_over_both_transports(supervisor: Any, 
     else:
         with _http_gateway(monad_home) as (url, headers):
             anyio.run(main, url, headers)
+
+
+def test_the_mcp_inspector_cli_through_monad_mcp_serve(supervisor: Any, monad_home: Path, tmp_path: Path) -> None:
+    """A third-party client, the MCP Inspector's CLI, lists and reads resources and lists and
+    gets prompts through `monad mcp serve`."""
+    write_atom(monad_home, "r", f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([RESOURCESERVER])}\n")
+    wait_state(supervisor, "r", "connected", timeout=90)
+    # The Inspector starts its server with a minimal environment: MONAD_HOME goes by -e.
+    base = [inspector_bin(), "--cli", "-e", f"MONAD_HOME={monad_home}", "-e", "MONAD_NO_AUTOSTART=1",
+            sys.executable, "-m", "monad_cli", "mcp", "serve"]
+    env = {**os.environ, "MCP_CATALOG_PATH": str(tmp_path / "catalog.json")}
+
+    def inspect(*flags: str) -> Any:
+        r = subprocess.run([*base, *flags], capture_output=True, text=True, env=env, timeout=120)
+        assert r.returncode == 0, (flags, r.stdout, r.stderr)
+        return json.loads(r.stdout)
+
+    listed = inspect("--method", "resources/list")["resources"]
+    assert {"note://r/alpha", "note://r/beta"} <= {r["uri"] for r in listed}
+    read = inspect("--method", "resources/read", "--uri", "note://r/dynamic/inspector")
+    assert read["contents"][0]["text"] == "note inspector"
+    prompts = inspect("--method", "prompts/list")["prompts"]
+    assert "r__greet" in {p["name"] for p in prompts}
+    got = inspect("--method", "prompts/get", "--prompt-name", "r__greet", "--prompt-args", "name=Ada")
+    assert got["messages"][0]["content"]["text"] == "Hello, Ada!"
