@@ -309,6 +309,9 @@ def test_a_servers_question_reaches_the_agent_whose_call_it_is(supervisor: Any, 
     assert {d["about"] for d in details} == {"everything__trigger-elicitation-request",
                                               "everything__trigger-sampling-request", "everything__get-roots-list"}
     assert "Ada-a" not in json.dumps(events)  # the answer itself is not journaled
+    # server-everything asks roots/list right after it connects, outside any call: refused, saying so.
+    stderr = (monad_home / "logs" / "servers" / "everything.stderr.log").read_text()
+    assert "asked for input (roots/list), but it was asked outside any call" in stderr, stderr
     # A's plain calls took the stdio relay's direct lane, which asked A on its connection.
     assert "served 3 tools/call (3 on the direct lane)" in (monad_home / "logs" / "daemon.log").read_text()
 

@@ -54,17 +54,20 @@ class InputRouter:
     def __init__(self, server: str) -> None:
         self.server = server
         self._inflight: list[InputHandler] = []
+        self._calls = 0  # calls in flight, with or without a handler
 
     @contextmanager
     def serving(self, handler: InputHandler | None) -> Iterator[None]:
         """The requests for input of the call made inside this block go to `handler`."""
         token = _current.set(handler)
+        self._calls += 1
         if handler is not None:
             self._inflight.append(handler)
         try:
             yield
         finally:
             _current.reset(token)
+            self._calls -= 1
             if handler is not None:
                 self._inflight.remove(handler)
 
@@ -104,8 +107,8 @@ class InputRouter:
         if handler is None:
             why = ("several calls are waiting and the request does not say which it is for" if self._inflight
                    else "the caller of this tool call cannot answer questions")
-            if not self._inflight and _current.get() is None and method == "roots/list":
-                why = "it was asked outside any tool call, and monad answers only during a call, for its caller"
+            if not self._calls:
+                why = "it was asked outside any call, and monad answers only during a call, for its caller"
             return ErrorData(code=INVALID_REQUEST, message=f"monad: server `{self.server}` asked for input "
                                                            f"({method}), but {why}")
         request: dict[str, Any] = {"method": method}
