@@ -143,8 +143,8 @@ def client_entry(client: str, entry: dict[str, Any]) -> dict[str, Any]:
     return dict(entry)
 
 
-def connect(client: str, text: str, entry: dict[str, Any] | None, source: str) -> str:
-    """`text` with `[mcp_servers.monad]` set to `entry` (None removes it), via tomlkit so
+def connect(client: str, text: str, entry: dict[str, Any] | None, source: str, name: str = "monad") -> str:
+    """`text` with `[mcp_servers.<name>]` set to `entry` (None removes it), via tomlkit so
     comments, order and every other table stay."""
     import tomlkit
 
@@ -152,8 +152,8 @@ def connect(client: str, text: str, entry: dict[str, Any] | None, source: str) -
     doc = tomlkit.parse(text)
     servers = doc.get(KEY)
     if entry is None:
-        if servers is not None and "monad" in servers:
-            del servers["monad"]
+        if servers is not None and name in servers:
+            del servers[name]
         return tomlkit.dumps(doc)
     if servers is None:
         servers = tomlkit.table(is_super_table=True)
@@ -161,15 +161,15 @@ def connect(client: str, text: str, entry: dict[str, Any] | None, source: str) -
     table = tomlkit.table()
     for key, value in entry.items():
         table[key] = value
-    if "monad" in servers:
-        del servers["monad"]
-    servers["monad"] = table
+    if name in servers:
+        del servers[name]
+    servers[name] = table
     return tomlkit.dumps(doc)
 
 
-def read_entry(client: str, text: str, source: str) -> Any:
+def read_entry(client: str, text: str, source: str, name: str = "monad") -> Any:
     servers = load(text, source).get(KEY)
-    return servers.get("monad") if isinstance(servers, dict) else None
+    return servers.get(name) if isinstance(servers, dict) else None
 
 
 def _var(value: str) -> str | None:

@@ -120,19 +120,19 @@ def client_entry(client: str, entry: dict[str, Any]) -> dict[str, Any]:
     return {"type": "stdio", **entry} if client == "claude-code" else dict(entry)
 
 
-def connect(client: str, text: str, entry: dict[str, Any] | None, source: str) -> str:
-    """`text` with `mcpServers.monad` set to `entry` (None removes it), all else kept."""
+def connect(client: str, text: str, entry: dict[str, Any] | None, source: str, name: str = "monad") -> str:
+    """`text` with `mcpServers.<name>` set to `entry` (None removes it), all else kept."""
     if text.strip():
         jsonc.load(text, source=source, comments=client in COMMENTS)  # refuse a malformed file first
-    return jsonc.set_member(text, (KEY, "monad"),
+    return jsonc.set_member(text, (KEY, name),
                             None if entry is None else client_entry(client, entry), comments=client in COMMENTS)
 
 
-def read_entry(client: str, text: str, source: str) -> Any:
-    """The `monad` entry as the client would read it (None when absent)."""
+def read_entry(client: str, text: str, source: str, name: str = "monad") -> Any:
+    """The `<name>` entry as the client would read it (None when absent)."""
     data = jsonc.load(text, source=source, comments=client in COMMENTS) if text.strip() else {}
     servers = data.get(KEY) if isinstance(data, dict) else None
-    return servers.get("monad") if isinstance(servers, dict) else None
+    return servers.get(name) if isinstance(servers, dict) else None
 
 
 def export_entry(defn: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:

@@ -80,19 +80,19 @@ def client_entry(client: str, entry: dict[str, Any]) -> dict[str, Any]:
     return {"type": "stdio", **entry}
 
 
-def connect(client: str, text: str, entry: dict[str, Any] | None, source: str) -> str:
-    """`text` with `servers.monad` set to `entry` (None removes it); comments and all else kept."""
+def connect(client: str, text: str, entry: dict[str, Any] | None, source: str, name: str = "monad") -> str:
+    """`text` with `servers.<name>` set to `entry` (None removes it); comments and all else kept."""
     data = jsonc.load(text, source=source, comments=True) if text.strip() else {}
     value = None if entry is None else client_entry(client, entry)
-    return jsonc.set_member(text, (*_servers_key(data), "monad"), value, comments=True)
+    return jsonc.set_member(text, (*_servers_key(data), name), value, comments=True)
 
 
-def read_entry(client: str, text: str, source: str) -> Any:
+def read_entry(client: str, text: str, source: str, name: str = "monad") -> Any:
     data = jsonc.load(text, source=source, comments=True) if text.strip() else {}
     servers: Any = data
     for key in _servers_key(data):
         servers = servers.get(key) if isinstance(servers, dict) else None
-    return servers.get("monad") if isinstance(servers, dict) else None
+    return servers.get(name) if isinstance(servers, dict) else None
 
 
 def _editor(value: str) -> str:

@@ -46,15 +46,34 @@ def connect(
     client: ClientArg,
     path: PathArg = None,
     remove: Annotated[bool, typer.Option("--remove", help="Take the `monad` entry out again.")] = False,
+    per_server: Annotated[bool, typer.Option(
+        "--per-server", help="One entry per monad server, named as the server and running `monad mcp serve NAME`, "
+                             "in place of the client's own entry of that name: its tool names and permission "
+                             "rules stay as they were.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     from monad_cli.cli.clients.connector import connect_client
 
-    result = connect_client(client, path, remove=remove)
+    servers = None
+    if per_server:
+        from monad_cli.config.loader import load_definitions
+
+        defs = load_definitions(paths(), expand=False)
+        servers = sorted(name for name, spec in defs.specs.items() if spec.enabled)
+    result = connect_client(client, path, remove=remove, per_server=servers)
     if as_json:
         render.data_json(result)
         return
     where = f"`{result['file']}`"
+    if per_server:
+        names = ", ".join(f"`{n}`" for n in result["entries"])
+        if not result["changed"]:
+            render.info(f"{where} already has monad's entries for {names}; nothing changed" if not remove
+                        else f"{where} has no monad entry for {names}; nothing changed")
+        else:
+            render.info(f"{'removed monad' if remove else 'wrote monad'}'s entries for {names} "
+                        f"{'from' if remove else 'into'} {where}; restart {CLIENTS[client].title} to see them")
+        return
     if not result["changed"]:
         render.info(f"{where} {'has no `monad` entry' if remove else 'already runs monad'}; nothing changed")
     elif remove:
