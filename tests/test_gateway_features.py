@@ -261,7 +261,7 @@ def test_a_servers_question_reaches_the_agent_whose_call_it_is(supervisor: Any, 
     from mcp_types import CreateMessageResult, ElicitResult, ListRootsResult, Root, TextContent
 
     _everything(monad_home, supervisor)
-    asked: dict[str, list[str]] = {"a": [], "b": []}
+    asked: dict[str, list[str]] = {"a": [], "b": [], "d": []}
 
     def answers(who: str) -> dict[str, Any]:
         async def elicit(context: Any, params: Any) -> ElicitResult:
@@ -297,9 +297,20 @@ def test_a_servers_question_reaches_the_agent_whose_call_it_is(supervisor: Any, 
             assert "file:///root-of-a" in text(rooted), rooted
             refused = await c.call_tool("everything__trigger-elicitation-request", {})
             assert "the agent did not declare the `elicitation` capability" in text(refused), refused
+        # A 2026-07-28 agent is asked in input_required rounds; the upstream call waits meanwhile.
+        async with Client(_serve(monad_home), **answers("d")) as d:
+            assert d.protocol_version == "2026-07-28"
+            assert "Ada-d" in text(await d.call_tool("everything__trigger-elicitation-request", {}))
+            assert "sampled-by-d" in text(await d.call_tool("everything__trigger-sampling-request", {"prompt": "x"}))
+            # server-everything keeps the roots it got for its session (monad's one session): A's.
+            assert "file:///root-of-a" in text(await d.call_tool("everything__get-roots-list", {}))
+        async with Client(_serve(monad_home)) as e:  # 2026-07-28, no capability declared
+            refused = await e.call_tool("everything__trigger-elicitation-request", {})
+            assert "the agent did not declare the `elicitation` capability" in text(refused), refused
 
     anyio.run(main)
     assert asked["b"] == [] and asked["a"] == ["elicitation", "sampling", "roots"], asked
+    assert asked["d"] == ["elicitation", "sampling"], asked
     events = [e for e in supervisor("journal", "--server", "everything", "--json").json()
               if e.get("kind") == "question"]
     details = [e["detail"] if isinstance(e["detail"], dict) else json.loads(e["detail"]) for e in events]

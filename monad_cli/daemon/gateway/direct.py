@@ -78,7 +78,7 @@ _MARKS = (b'"tools/call"', b'"notifications/cancelled"', b'"initialize"', b'"not
 _SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
 _SHUTDOWN_WRITE_S = 1.0
 QUESTION_ID = "monad-q-"  # the ids of the lane's own requests to the agent (a server's questions)
-Call = Callable[[str, dict[str, Any] | None, str], Awaitable[dict[str, Any]]]
+Call = Callable[[str, dict[str, Any] | None, str, dict[str, Any] | None], Awaitable[dict[str, Any]]]
 
 
 def _not_json(constant: str) -> Any:
@@ -176,7 +176,8 @@ class DirectCalls:
         # In flight from here: a cancellation that comes before the task runs still finds it.
         self.in_flight[key] = scope = anyio.CancelScope()
         self.taken += 1
-        self.tg.start_soon(self._run, scope, request_id, params["name"], params.get("arguments"), version)
+        self.tg.start_soon(self._run, scope, request_id, params["name"], params.get("arguments"), version,
+                           params.get("_meta"))
         return True
 
     def sent(self, message: Any) -> None:
@@ -254,7 +255,7 @@ class DirectCalls:
 
     # -- one call ------------------------------------------------------------------------
     async def _run(self, scope: anyio.CancelScope, request_id: Any, name: str, arguments: dict[str, Any] | None,
-                   version: str) -> None:
+                   version: str, meta: dict[str, Any] | None = None) -> None:
         key = _key(request_id)
         line: bytes | None = None
         if scope.cancel_called:  # cancelled by the client before this task ran: nothing was done
@@ -263,7 +264,7 @@ class DirectCalls:
             return
         try:
             with scope:
-                line = await self._answer(request_id, name, arguments, version)
+                line = await self._answer(request_id, name, arguments, version, meta)
         except anyio.get_cancelled_exc_class():
             # The connection is ending: answer so nobody waits (the SDK does the same).
             if key not in self._peer_cancelled:
@@ -277,10 +278,11 @@ class DirectCalls:
         if line is not None and not peer_cancelled:  # a cancelled request is never answered
             await self._write(line)
 
-    async def _answer(self, request_id: Any, name: str, arguments: dict[str, Any] | None, version: str) -> bytes:
+    async def _answer(self, request_id: Any, name: str, arguments: dict[str, Any] | None, version: str,
+                      meta: dict[str, Any] | None = None) -> bytes:
         """The answer line: the result, or the error the SDK's runner would answer."""
         try:
-            result = await self.call(name, arguments, version)
+            result = await self.call(name, arguments, version, meta)
         except MCPError as e:
             return _line({"jsonrpc": "2.0", "id": request_id,
                           "error": e.error.model_dump(by_alias=True, mode="json", exclude_none=True)})

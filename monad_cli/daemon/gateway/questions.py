@@ -10,8 +10,9 @@ it is and no other, and returns its answer:
   client/roots); a URL-mode elicitation needs `elicitation.url`, a form one `elicitation.form`
   (or the bare `elicitation: {}` of 2025-06-18);
 - otherwise the question is refused, naming the capability the agent did not declare;
-- a 2026-07-28 agent is asked through an `input_required` result, which the gateway does not
-  relay yet: refused, saying so.
+- a 2026-07-28 agent is asked through an `input_required` result: the call's `Round`
+  (gateway/rounds.py) carries the question out in the agent's next answer and brings its
+  `inputResponses` back.
 
 Each question leaves a journal event `question`: the server, the method, the call's id, the
 outcome (`answered` with the elicitation's action, or `refused` with why); never the answer's
@@ -64,9 +65,12 @@ class AgentQuestions:
     neither: nobody to ask). The journal gets one `question` event per question."""
 
     def __init__(self, ctx: Any, journal: Any, *, protocol_version: str, server: str | None = None,
-                 what: str | None = None, lane: Any = None) -> None:
+                 what: str | None = None, lane: Any = None, round: Any = None,
+                 capabilities: Any = None) -> None:
         self.ctx = ctx
         self.lane = lane  # a direct-lane call's `DirectCalls` (gateway/direct.py): its `ask`
+        self.round = round  # a 2026-07-28 agent's call: its `input_required` rounds (gateway/rounds.py)
+        self.raw_capabilities = capabilities  # a 2026-07-28 request's envelope `clientCapabilities`
         self.journal = journal
         self.protocol_version = protocol_version
         self.server = server  # whose question it is, when known before it comes
@@ -87,6 +91,11 @@ class AgentQuestions:
         return InputRefused(why)
 
     def _capabilities(self) -> types.ClientCapabilities | None:
+        if self.raw_capabilities is not None:
+            try:
+                return types.ClientCapabilities.model_validate(self.raw_capabilities)
+            except ValidationError:
+                return None
         if self.ctx is not None:
             caps: types.ClientCapabilities | None = self.ctx.session.client_capabilities
             return caps
@@ -101,15 +110,18 @@ class AgentQuestions:
         params = request.get("params")
         if method not in _KINDS:
             raise self._refuse(method, f"the gateway does not relay `{method}` requests")
-        if self.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            raise self._refuse(method, f"the agent speaks {self.protocol_version}, where a server's question is an "
-                                       f"input_required result, which monad's gateway does not relay yet")
         missing = declared(self._capabilities(), method, params)
         if missing is not None:
             raise self._refuse(method, f"the agent did not declare the `{missing}` capability")
+        if self.protocol_version in MODERN_PROTOCOL_VERSIONS and self.round is None:
+            raise self._refuse(method, f"the agent speaks {self.protocol_version}, where a server's question is an "
+                                       f"input_required result, which this request cannot carry")
         _, request_type, result_type = _KINDS[method]
         try:
-            if self.ctx is not None:
+            if self.round is not None:
+                body = {"method": method, **({"params": params} if params else {})}
+                result = result_type.model_validate(await self.round.ask(body))
+            elif self.ctx is not None:
                 typed = request_type.model_validate({"method": method, **({"params": params} if params else {})})
                 result = await self.ctx.session.send_request(
                     typed, result_type, metadata=ServerMessageMetadata(related_request_id=self.ctx.request_id))
@@ -117,6 +129,8 @@ class AgentQuestions:
                 result = result_type.model_validate(await self.lane.ask(method, params))
         except MCPError as e:
             raise self._refuse(method, f"the agent answered with an error: {e.error.message}") from None
+        except InputRefused as e:
+            raise self._refuse(method, str(e)) from None
         except ValidationError:
             raise self._refuse(method, f"the agent's answer is not a {method} result") from None
         answer: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)

@@ -72,7 +72,7 @@ class Gateway:
             with anyio.move_on_after(min(timeout, SINGLE_WAIT_S)):
                 await actor.first_attempt.wait()
         session = GatewaySession(self.tools, view, scrub=self.scrub, catalog=self.catalog,
-                                 on_level=self.pass_log_level)
+                                 on_level=self.pass_log_level, spawn=self._spawn)
         self.sessions.add(session)
         self._opened.set()
         try:

@@ -32,6 +32,7 @@ same approval gate and the same journal row (`via: gateway`) as `monad mcp call`
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import weakref
 from collections.abc import Callable
@@ -62,6 +63,7 @@ from monad_cli.daemon.gateway.policy import (
     visible_tools,
 )
 from monad_cli.daemon.gateway.questions import AgentQuestions
+from monad_cli.daemon.gateway.rounds import Round, Rounds
 from monad_cli.daemon.trust.servers import ProgressFn
 from monad_cli.daemon.trust.service import ToolService
 
@@ -86,6 +88,17 @@ class GatewayServer(Server[Any]):
                                                      experimental_capabilities, extensions)
 
 
+def _envelope_capabilities(meta: Any) -> Any:
+    """The `clientCapabilities` of a 2026-07-28 request's `_meta` envelope, or None."""
+    return meta.get(types.CLIENT_CAPABILITIES_META_KEY) if isinstance(meta, dict) else None
+
+
+def _answers(capabilities: Any) -> bool:
+    """Whether a 2026-07-28 agent can answer any question of a server (else its calls run
+    in their own request, and a question is refused naming the capability)."""
+    return isinstance(capabilities, dict) and any(k in capabilities for k in ("elicitation", "sampling", "roots"))
+
+
 def _text_result(text: str, *, error: bool) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "isError": error}
 
@@ -99,8 +112,10 @@ class GatewaySession:
     """
 
     def __init__(self, tools: ToolService, view: GatewayView, *, scrub: Callable[[str], str],
-                 catalog: Catalog | None = None, on_level: Callable[[], Any] | None = None) -> None:
+                 catalog: Catalog | None = None, on_level: Callable[[], Any] | None = None,
+                 spawn: Callable[..., None] | None = None) -> None:
         self.tools = tools
+        self.rounds = Rounds(spawn, answer_timeout=view.approval_timeout)
         self.view = view
         self.scrub = scrub
         self.environ = view.environ
@@ -149,12 +164,35 @@ class GatewaySession:
                 "website_url": info.get("website_url"), "instructions": actor.instructions}
 
     def questions(self, ctx: Any, protocol_version: str, *, server: str | None = None,
-                  what: str | None = None, lane: DirectCalls | None = None) -> AgentQuestions:
-        """The handler of a server's questions during this agent request (`ctx`, or a
-        direct-lane call's `lane`; gateway/questions.py) about `what` (a tool, prompt or URI)
-        of `server`."""
+                  what: str | None = None, lane: DirectCalls | None = None, round: Round | None = None,
+                  capabilities: Any = None) -> AgentQuestions:
+        """The handler of a server's questions during this agent request (`ctx`, a
+        direct-lane call's `lane`, or a 2026-07-28 call's `round` with the request's
+        `capabilities`; gateway/questions.py) about `what` (a tool, prompt or URI) of `server`."""
         return AgentQuestions(ctx, self.tools.journal, protocol_version=protocol_version, server=server, what=what,
-                              lane=lane)
+                              lane=lane, round=round, capabilities=capabilities)
+
+    async def call_in_rounds(self, name: str, arguments: dict[str, Any] | None, protocol_version: str, *,
+                             capabilities: Any, request_state: str | None = None,
+                             input_responses: dict[str, Any] | None = None,
+                             progress: ProgressFn | None = None) -> dict[str, Any]:
+        """A 2026-07-28 tools/call whose server may ask the agent something
+        (gateway/rounds.py): the result, or an `InputRequiredResult` (wire shape) carrying the
+        server's question; a call with `request_state` answers one and goes on. Cancelling
+        it while it waits cancels the call."""
+        if request_state is not None:
+            r = self.rounds.resume(request_state, input_responses)
+        else:
+            def run(r: Round) -> Any:
+                inputs = self.questions(None, protocol_version, what=name, round=r, capabilities=capabilities)
+                return self.call(name, arguments, protocol_version, progress=progress, inputs=inputs)
+
+            r = self.rounds.start(run)
+        try:
+            return self.rounds.done(r, await r.next())
+        except anyio.get_cancelled_exc_class():
+            r.scope.cancel()
+            raise
 
     def init_options(self) -> Any:
         return self.server.create_initialization_options()
@@ -239,10 +277,23 @@ class GatewaySession:
             session = ctx.session
 
             async def forward(progress: float, total: float | None, message: str | None) -> None:
-                # Sent on this request's own channel under the caller's progressToken.
-                await session.report_progress(progress, total, message)
+                # Sent on this request's own channel under the caller's progressToken (a
+                # 2026-07-28 call that went on to another round has none left: dropped).
+                with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    await session.report_progress(progress, total, message)
 
             progress = forward
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and self.rounds.spawn is not None and (
+                params.request_state is not None or _answers(_envelope_capabilities(raw_meta))):
+            responses = {k: v.model_dump(by_alias=True, mode="json", exclude_none=True)
+                         for k, v in (params.input_responses or {}).items()}
+            answer = await self.call_in_rounds(params.name, params.arguments, ctx.protocol_version,
+                                               capabilities=_envelope_capabilities(raw_meta),
+                                               request_state=params.request_state, input_responses=responses,
+                                               progress=progress)
+            if answer.get("resultType") == "input_required":
+                return types.InputRequiredResult.model_validate(answer)
+            return answer
         # A dict, not a CallToolResult: the SDK validates the wire shape once, on the way out.
         return await self.call(params.name, params.arguments, ctx.protocol_version, progress=progress,
                                inputs=self.questions(ctx, ctx.protocol_version, what=params.name))
@@ -296,7 +347,12 @@ class GatewaySession:
 
     def direct_lane(self, writer: Any, tg: anyio.abc.TaskGroup) -> DirectCalls:
         """This session's direct lane for one relay connection (`gateway/direct.py`)."""
-        async def call(name: str, arguments: dict[str, Any] | None, protocol_version: str) -> dict[str, Any]:
+        async def call(name: str, arguments: dict[str, Any] | None, protocol_version: str,
+                       meta: dict[str, Any] | None = None) -> dict[str, Any]:
+            if protocol_version in MODERN_PROTOCOL_VERSIONS and self.rounds.spawn is not None and _answers(
+                    _envelope_capabilities(meta)):
+                return await self.call_in_rounds(name, arguments, protocol_version,
+                                                 capabilities=_envelope_capabilities(meta))
             return await self.call(name, arguments, protocol_version,
                                    inputs=self.questions(None, protocol_version, what=name, lane=lane))
 
