@@ -448,3 +448,49 @@ def test_the_mcp_inspector_cli_through_monad_mcp_serve(supervisor: Any, monad_ho
     assert "r__greet" in {p["name"] for p in prompts}
     got = inspect("--method", "prompts/get", "--prompt-name", "r__greet", "--prompt-args", "name=Ada")
     assert got["messages"][0]["content"]["text"] == "Hello, Ada!"
+
+
+def test_questions_on_one_http_listener_reach_the_agent_whose_call_it_is(supervisor: Any, monad_home: Path) -> None:
+    """Three agents share one HTTP gateway (one gateway session): a question goes to the
+    agent whose call it is, on that call's own stream (handshake era) or in its
+    input_required rounds (2026-07-28); the third agent, able to answer, is never asked."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp_types import CreateMessageResult, ElicitResult, TextContent
+
+    _everything(monad_home, supervisor)
+    asked: dict[str, list[str]] = {"a": [], "b": [], "c": []}
+
+    def answers(who: str) -> dict[str, Any]:
+        async def elicit(context: Any, params: Any) -> ElicitResult:
+            asked[who].append("elicitation")
+            return ElicitResult(action="accept", content={"name": f"Ada-{who}", "check": True})
+
+        async def sample(context: Any, params: Any) -> CreateMessageResult:
+            asked[who].append("sampling")
+            return CreateMessageResult(role="assistant", content=TextContent(type="text", text=f"sampled-by-{who}"),
+                                       model=f"model-{who}")
+
+        return {"elicitation_callback": elicit, "sampling_callback": sample}
+
+    def text(result: Any) -> str:
+        return " ".join(getattr(c, "text", "") for c in result.content)
+
+    async def main(url: str, headers: dict[str, str]) -> None:
+        async with contextlib.AsyncExitStack() as stack:
+            agents = {}
+            for who, mode in (("a", "legacy"), ("b", "auto"), ("c", "legacy")):
+                http = await stack.enter_async_context(httpx2.AsyncClient(headers=headers, timeout=60))
+                agents[who] = await stack.enter_async_context(
+                    Client(streamable_http_client(url, http_client=http), mode=mode, **answers(who)))
+            assert agents["b"].protocol_version == "2026-07-28"
+            a, b = agents["a"], agents["b"]
+            assert "Ada-a" in text(await a.call_tool("everything__trigger-elicitation-request", {}))
+            assert "sampled-by-b" in text(await b.call_tool("everything__trigger-sampling-request", {"prompt": "x"}))
+            assert "Ada-b" in text(await b.call_tool("everything__trigger-elicitation-request", {}))
+            assert "sampled-by-a" in text(await a.call_tool("everything__trigger-sampling-request", {"prompt": "y"}))
+
+    with _http_gateway(monad_home) as (url, headers):
+        anyio.run(main, url, headers)
+    assert asked == {"a": ["elicitation", "sampling"], "b": ["sampling", "elicitation"], "c": []}, asked
