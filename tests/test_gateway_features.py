@@ -494,3 +494,32 @@ def test_questions_on_one_http_listener_reach_the_agent_whose_call_it_is(supervi
     with _http_gateway(monad_home) as (url, headers):
         anyio.run(main, url, headers)
     assert asked == {"a": ["elicitation", "sampling"], "b": ["sampling", "elicitation"], "c": []}, asked
+
+
+def test_a_secret_in_a_uri_is_redacted_in_errors_and_the_journal(supervisor: Any, monad_home: Path) -> None:
+    """An env value of a definition is a secret: a URI holding it comes back `***` in the
+    agent's error and in the journal's event of the read."""
+    from mcp import Client
+    from mcp.shared.exceptions import MCPError
+
+    secret = "sentinel-7c1f0d9a2b"
+    write_atom(monad_home, "r", f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([RESOURCESERVER])}\n"
+                                f'env = {{API_TOKEN = "{secret}"}}\n')
+    wait_state(supervisor, "r", "connected", timeout=90)
+    errors: list[str] = []
+
+    async def main() -> None:
+        async with Client(_serve(monad_home), mode="legacy") as agent:
+            for uri in (f"nothing://x?token={secret}", f"note://r/{secret}"):
+                with pytest.raises(MCPError) as failed:
+                    await agent.read_resource(uri)
+                errors.append(failed.value.error.message)
+            # A read routed by its template reaches the server and is journaled (just after the answer).
+            await agent.read_resource(f"note://r/dynamic/{secret}")
+
+    anyio.run(main)
+    assert errors and all(secret not in e and "***" in e for e in errors), errors
+    events = wait_for(lambda: [e for e in supervisor("journal", "--server", "r", "--json").json()
+                               if e.get("kind") == "resource.read"], timeout=30)
+    dumped = json.dumps(events)
+    assert secret not in dumped and "***" in dumped, dumped
