@@ -14,19 +14,13 @@ through a session of its own, and keeps:
 - collisions: two servers listing one URI (or templates matching one URI) are reported in
   the daemon log and in each listing (`_meta` names the server), and a read of such a URI is
   refused naming both servers; neither shadows the other;
-- resource subscriptions: one upstream subscription per (server, URI) however many agents
-  subscribe, ended when the last one leaves, made again after the server's session is
-  renewed; each `notifications/resources/updated` goes to every subscriber once. Up to
-  2025-11-25 it is `resources/subscribe`/`unsubscribe`; at 2026-07-28 a
-  `subscriptions/listen` stream naming the URI, held open by a task (the SDK tees the
-  stream's events to the actor's message handler, which hands them to the gateway);
-- a 2026-07-28 server that announces resource or prompt list changes gets one listen stream
-  for them per session (legacy servers send the notifications unasked). A list is kept only
-  from a server that announces its changes; any other is listed again on every request;
+- a list is kept only from a server that announces its changes (listChanged); any other is
+  listed again on every request;
 - the log level the agents asked for (`logging/setLevel`), passed to each server that
   offers logging.
 
-Every resource read and prompt get leaves a journal event (`resource.read`, `prompt.get`:
+Resource subscriptions are gateway/subscriptions.py's. Every resource read and prompt get
+leaves a journal event (`resource.read`, `prompt.get`:
 server, URI or prompt, outcome, duration in ms; the journal redacts it).
 """
 
@@ -37,7 +31,7 @@ import re
 import time
 import warnings
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -80,29 +74,12 @@ class _Listed:
     uris: frozenset[str] = frozenset()  # of resources, for routing without a listing
 
 
-@dataclass
-class _Subscription:
-    delivers: dict[object, Deliver] = field(default_factory=dict)  # subscriber key -> its delivery
-    client: Any = None  # the session the upstream subscription was made on
-    held: _Held | None = None  # a 2026-07-28 server's listen stream for it
-
-
-@dataclass
-class _Held:
-    """A `subscriptions/listen` stream held open upstream: cancel `scope` to end it."""
-
-    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
-    acked: anyio.Event = field(default_factory=anyio.Event)
-    error: str | None = None
-
-
-LISTEN_ACK_S = 10.0
 JOURNAL_DELAY_S = 0.02
-Spawn = Callable[..., None]
+Spawn = Callable[..., None]  # runs a task for the gateway's life
 
 
 class Catalog:
-    """Resources, templates, prompts, subscriptions and log levels of the connected servers
+    """Resources, templates, prompts and log levels of the connected servers
     (see the module docstring).
 
     `servers` is the supervisor's live name -> actor view; `journal` takes one event per
@@ -115,14 +92,11 @@ class Catalog:
         self.servers = servers
         self.journal = journal
         self.scrub = scrub
-        self.spawn = spawn  # runs a task for the gateway's life (None: no 2026-07-28 listen streams)
-        self._watching: dict[str, tuple[Any, _Held]] = {}  # server -> (session, its list-change stream)
+        self.spawn = spawn  # runs a task for the gateway's life (None: journal events are written at once)
         self._pending: list[tuple[str, str, dict[str, Any]]] = []  # journal events not yet written
         self._writer_due = False
-        self._sub_lock = anyio.Lock()
         self._prompt_map: tuple[Any, NameMap] | None = None  # (the lists it was built from, the names)
         self._listed: dict[tuple[str, str], _Listed] = {}
-        self.subscriptions: dict[tuple[str, str], _Subscription] = {}
         self.log_level: str | None = None  # the lowest any agent asked for
         self._level_sent: dict[str, tuple[Any, str]] = {}
         self._reported: set[str] = set()
@@ -302,14 +276,15 @@ class Catalog:
         raise MCPError(types.INVALID_PARAMS, f"no prompt `{name}` is exposed (see prompts/list)")
 
     # -- requests routed to one server -----------------------------------------------------
-    def _actor(self, server: str) -> Any:
+    def live_actor(self, server: str) -> Any:
+        """The actor of `server` while it is live. Raises MCPError (-32603) otherwise."""
         actor = self.servers.get(server)
         if actor is None or not actor.live:
             raise MCPError(types.INTERNAL_ERROR,
                            f"server `{server}` is not connected (see `monad mcp status {server}`)")
         return actor
 
-    async def _through(self, server: str, kind: str, what: dict[str, Any],
+    async def through(self, server: str, kind: str, what: dict[str, Any],
                        request: Callable[[Any], Awaitable[Any]], inputs: Any = None) -> Any:
         """`request(client)` on `server`, journaled as `kind` (`what`: the event's detail)."""
         started = time.monotonic()
@@ -317,7 +292,7 @@ class Catalog:
         if inputs is not None:
             inputs.server = server  # the catalog knows whose question it would be
         try:
-            return await self._actor(server).call_through(request, inputs=inputs)
+            return await self.live_actor(server).call_through(request, inputs=inputs)
         except MCPError as e:
             outcome, error = "error", f"{e.error.message} (MCP error {e.error.code})"
             raise MCPError(e.error.code, self.scrub(f"server `{server}`: {e.error.message}"), e.error.data) from None
@@ -362,7 +337,7 @@ class Catalog:
                    single: str | None = None) -> types.ReadResourceResult:
         """resources/read, routed (`route`); journaled `resource.read`."""
         server = single or await self.route(uri, allowed)
-        result: types.ReadResourceResult = await self._through(
+        result: types.ReadResourceResult = await self.through(
             server, "resource.read", {"uri": uri, "via": via}, lambda c: c.read_resource(uri), inputs)
         return result
 
@@ -371,7 +346,7 @@ class Catalog:
         """prompts/get by exposed name; journaled `prompt.get` (argument names only)."""
         server, own = await self.prompt_owner(name, allowed, single=single)
         detail = {"prompt": own, "exposed": name, "via": via, "arguments": sorted(arguments or {})}
-        result: types.GetPromptResult = await self._through(
+        result: types.GetPromptResult = await self.through(
             server, "prompt.get", detail, lambda c: c.get_prompt(own, arguments), inputs)
         return result
 
@@ -387,7 +362,7 @@ class Catalog:
         else:
             server = single or await self._template_owner(ref.uri, allowed)
             upstream = ref
-        result: types.CompleteResult = await self._through(
+        result: types.CompleteResult = await self.through(
             server, "", {}, lambda c: c.complete(upstream, argument, context_arguments=context))
         return result
 
@@ -400,141 +375,6 @@ class Catalog:
             return await self.route(template, allowed)  # a concrete URI given as the reference
         raise MCPError(types.INVALID_PARAMS, f"resource template `{template}` is offered by servers "
                        + " and ".join(f"`{n}`" for n in owners) + "; monad does not pick one")
-
-    # -- subscriptions ---------------------------------------------------------------------
-    async def subscribe(self, uri: str, key: object, deliver: Deliver, allowed: Allowed, *,
-                        single: str | None = None) -> None:
-        """`key` (one agent's connection or listen stream) wants `deliver(uri)` on each update
-        of `uri`. The first subscriber makes the one upstream subscription. Raises MCPError
-        (no server offers the URI; the server refused; it does not offer subscriptions)."""
-        server = single or await self.route(uri, allowed)
-        async with self._sub_lock:  # two first subscribers at once make one upstream subscription
-            sub = self.subscriptions.get((server, uri))
-            if sub is None:
-                actor = self._actor(server)
-                caps = actor.capabilities
-                if caps is None or caps.resources is None or not caps.resources.subscribe:
-                    raise MCPError(types.INVALID_PARAMS, f"server `{server}` does not offer resource subscriptions")
-                client = actor.client
-                held = await self._subscribe_upstream(actor, uri)
-                sub = self.subscriptions[(server, uri)] = _Subscription(client=client, held=held)
-            sub.delivers[key] = deliver
-
-    async def _subscribe_upstream(self, actor: Any, uri: str) -> _Held | None:
-        """The one upstream subscription to `uri`: `resources/subscribe`, or on 2026-07-28 a
-        listen stream, held (returned) once the server acknowledged it."""
-        if actor.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            await self._through(actor.name, "", {}, _subscribe_request(uri))
-            return None
-        held = await self._hold(actor, {"resource_subscriptions": [uri]})
-        if held.error is not None:
-            raise MCPError(types.INTERNAL_ERROR, self.scrub(f"server `{actor.name}`: subscriptions/listen for "
-                                                            f"`{uri}` failed: {held.error}"))
-        return held
-
-    async def _hold(self, actor: Any, filters: dict[str, Any]) -> _Held:
-        """Open a listen stream on `actor`'s session with `filters` and keep it open in a task
-        of the gateway until its scope is cancelled or the session ends; returns once it is
-        acknowledged (or failed: `error`)."""
-        held = _Held()
-        client = actor.client
-        if self.spawn is None or client is None:
-            held.error = "no task to hold the stream in"
-            return held
-
-        async def run() -> None:
-            with held.scope:
-                try:
-                    async with client.listen(**filters) as events:
-                        held.acked.set()
-                        async for _event in events:
-                            pass  # the SDK tees each event to the actor's message handler
-                except Exception as e:  # noqa: BLE001 - a stream that ends or fails: its session did
-                    held.error = held.error or f"{type(e).__name__}: {e}"
-                    log.info("server %s: listen stream ended: %s", actor.name, self.scrub(held.error))
-                finally:
-                    held.acked.set()
-
-        self.spawn(run)
-        with anyio.move_on_after(LISTEN_ACK_S):
-            await held.acked.wait()
-        if not held.acked.is_set():
-            held.error = f"not acknowledged within {LISTEN_ACK_S:.0f} s"
-            held.scope.cancel()
-        return held
-
-    async def watch(self, actor: Any) -> None:
-        """A 2026-07-28 server that announces resource or prompt list changes: one listen
-        stream for them per session (its events reach the gateway through the actor)."""
-        old = self._watching.pop(actor.name, None)
-        if old is not None:
-            old[1].scope.cancel()
-        caps = actor.capabilities
-        if actor.protocol_version not in MODERN_PROTOCOL_VERSIONS or caps is None:
-            return
-        filters = {"resources_list_changed": bool(caps.resources and caps.resources.list_changed),
-                   "prompts_list_changed": bool(caps.prompts and caps.prompts.list_changed)}
-        if any(filters.values()):
-            self._watching[actor.name] = (actor.client, await self._hold(actor, filters))
-
-    async def unsubscribe(self, uri: str, key: object) -> None:
-        """`key` no longer wants updates of `uri`; the last one leaving ends the upstream
-        subscription. Unknown pairs are ignored (unsubscribe is idempotent)."""
-        async with self._sub_lock:
-            await self._unsubscribe(uri, key)
-
-    async def _unsubscribe(self, uri: str, key: object) -> None:
-        for (server, u), sub in list(self.subscriptions.items()):
-            if u != uri or key not in sub.delivers:
-                continue
-            del sub.delivers[key]
-            if sub.delivers:
-                continue
-            del self.subscriptions[(server, u)]
-            actor = self.servers.get(server)
-            if sub.held is not None:
-                sub.held.scope.cancel()
-            elif actor is not None and actor.live and actor.client is sub.client:
-                try:
-                    await self._through(server, "", {}, lambda c: quiet_deprecated(lambda: c.unsubscribe_resource(uri)))
-                except MCPError as e:
-                    log.info("server %s: resources/unsubscribe %s failed: %s", server, self.scrub(uri),
-                             self.scrub(e.error.message))
-
-    async def drop_subscriber(self, key: object) -> None:
-        """Everything `key` subscribed to (its connection or stream ended)."""
-        for (_server, uri), sub in list(self.subscriptions.items()):
-            if key in sub.delivers:
-                await self.unsubscribe(uri, key)
-
-    async def updated(self, server: str, uri: str) -> None:
-        """The server said `uri` changed: each distinct delivery of its subscribers, once."""
-        sub = self.subscriptions.get((server, uri))
-        if sub is None:
-            return
-        for deliver in list({id(d): d for d in sub.delivers.values()}.values()):
-            try:
-                await deliver(uri)
-            except Exception:
-                log.debug("resource update for a gone subscriber dropped", exc_info=True)
-
-    async def renewed(self, actor: Any) -> None:
-        """`actor` has a new session: subscribe again to what its agents still want, and tell
-        it the log level the agents asked for."""
-        for (server, uri), sub in list(self.subscriptions.items()):
-            if server != actor.name or sub.client is actor.client:
-                continue
-            try:
-                client = actor.client
-                if sub.held is not None:
-                    sub.held.scope.cancel()
-                sub.held = await self._subscribe_upstream(actor, uri)
-                sub.client = client
-            except MCPError as e:
-                log.warning("server %s: re-subscribing to %s failed: %s", server, self.scrub(uri),
-                            self.scrub(e.error.message))
-        await self.pass_log_level(actor)
-        await self.watch(actor)
 
     # -- logging -----------------------------------------------------------------------------
     async def set_log_level(self, level: str | None) -> None:
@@ -554,14 +394,10 @@ class Catalog:
         if self._level_sent.get(actor.name) == (client, level):
             return
         try:
-            await self._through(actor.name, "", {}, lambda c: quiet_deprecated(lambda: c.set_logging_level(level)))
+            await self.through(actor.name, "", {}, lambda c: quiet_deprecated(lambda: c.set_logging_level(level)))
             self._level_sent[actor.name] = (client, level)
         except MCPError as e:
             log.info("server %s: logging/setLevel %s failed: %s", actor.name, level, self.scrub(e.error.message))
-
-
-def _subscribe_request(uri: str) -> Callable[[Any], Awaitable[Any]]:
-    return lambda c: quiet_deprecated(lambda: c.subscribe_resource(uri))
 
 
 def quiet_deprecated(build: Callable[[], Any]) -> Any:

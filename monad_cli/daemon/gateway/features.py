@@ -32,6 +32,7 @@ from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, R
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from monad_cli.daemon.gateway.catalog import LEVELS, Catalog, level_at_least
+from monad_cli.daemon.gateway.subscriptions import Subscriptions
 
 if TYPE_CHECKING:
     from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
@@ -57,10 +58,12 @@ class SessionFeatures:
     `listen`: the session's 2026-07-28 event bus and its `subscriptions/listen` handler;
     `connections`: the session's handshake-era connections (for list changes)."""
 
-    def __init__(self, catalog: Catalog, *, allowed: Callable[[str], bool], single: str | None,
+    def __init__(self, catalog: Catalog, subscriptions: Subscriptions, *, allowed: Callable[[str], bool],
+                 single: str | None,
                  bus: InMemorySubscriptionBus, listen: ListenHandler, connections: weakref.WeakSet[Any],
                  on_level: Callable[[], Any], questions: Callable[..., Any] | None = None) -> None:
         self.catalog = catalog
+        self.subscriptions = subscriptions
         self.allowed = allowed
         self.single = single
         self.bus = bus
@@ -102,7 +105,7 @@ class SessionFeatures:
         async def deliver(uri: str) -> None:
             await conn.notify("notifications/resources/updated", {"uri": uri})
 
-        await self.catalog.subscribe(uri, conn, deliver, self._allowed, single=self.single)
+        await self.subscriptions.subscribe(uri, conn, deliver, self._allowed, single=self.single)
         if conn not in self._subscribed:
             self._subscribed.add(conn)
             # The connection's end releases what it subscribed to (the SDK unwinds this stack).
@@ -112,12 +115,12 @@ class SessionFeatures:
     async def unsubscribe(self, ctx: Any, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
         conn = self._remember(ctx)
         if conn is not None:
-            await self.catalog.unsubscribe(str(params.uri), conn)
+            await self.subscriptions.unsubscribe(str(params.uri), conn)
         return types.EmptyResult()
 
     async def _release(self, key: object) -> None:
         with anyio.CancelScope(shield=True):
-            await self.catalog.drop_subscriber(key)
+            await self.subscriptions.drop_subscriber(key)
 
     async def _publish_updated(self, uri: str) -> None:
         await self.bus.publish(ResourceUpdated(uri=uri))
@@ -128,7 +131,8 @@ class SessionFeatures:
         key = object()
         for uri in params.notifications.resource_subscriptions or ():
             try:
-                await self.catalog.subscribe(str(uri), key, self._publish_updated, self._allowed, single=self.single)
+                await self.subscriptions.subscribe(str(uri), key, self._publish_updated, self._allowed,
+                                                   single=self.single)
             except MCPError as e:  # honored, as a subscription to a URI that never changes is
                 log.info("listen: not subscribed upstream to %s: %s", self.catalog.scrub(str(uri)), e.error.message)
         try:

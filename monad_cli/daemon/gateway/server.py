@@ -8,11 +8,11 @@ While any session exists, one task watches the tool service's signature (the exp
 tool set, deferral and conditions included) and tells every session when it changes
 (MCP spec, server/tools "List Changed Notification").
 
-The `Catalog` (gateway/catalog.py) is the sessions' shared view of resources, prompts,
-subscriptions and log levels. The servers' notifications come in through
-`on_notification` (the actors' `ActorContext.on_notification`) and their sessions' renewals
-through `on_actor_state`; both hand the work to the gateway's task group, so a slow agent
-never holds a server's session.
+The `Catalog` (gateway/catalog.py) is the sessions' shared view of resources, prompts and
+log levels, `Subscriptions` (gateway/subscriptions.py) their shared resource subscriptions.
+The servers' notifications come in through `on_notification` (the actors'
+`ActorContext.on_notification`) and their sessions' renewals through `on_actor_state`; both
+hand the work to the gateway's task group, so a slow agent never holds a server's session.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from monad_cli.core.errors import NotFound
 from monad_cli.core.hello import GatewayView
 from monad_cli.daemon.gateway.catalog import LEVELS, Catalog
 from monad_cli.daemon.gateway.session import GatewaySession
+from monad_cli.daemon.gateway.subscriptions import Subscriptions
 from monad_cli.daemon.gateway.wire import PipeStream, serve_lines
 from monad_cli.daemon.trust.service import ToolService
 
@@ -52,6 +53,7 @@ class Gateway:
         self.sessions: set[GatewaySession] = set()
         self._opened = anyio.Event()
         self.catalog = Catalog(tools.servers, tools.journal, scrub=scrub, spawn=self._spawn)
+        self.subscriptions = Subscriptions(self.catalog, spawn=self._spawn)
         self._tg: anyio.abc.TaskGroup | None = None
         self._clients: dict[str, Any] = {}  # server -> the session its lists came from
 
@@ -72,7 +74,7 @@ class Gateway:
             with anyio.move_on_after(min(timeout, SINGLE_WAIT_S)):
                 await actor.first_attempt.wait()
         session = GatewaySession(self.tools, view, scrub=self.scrub, catalog=self.catalog,
-                                 on_level=self.pass_log_level, spawn=self._spawn)
+                                 subscriptions=self.subscriptions, on_level=self.pass_log_level, spawn=self._spawn)
         self.sessions.add(session)
         self._opened.set()
         try:
@@ -115,7 +117,7 @@ class Gateway:
         """A server's notification (from its session's receive task: nothing is awaited here)."""
         root = getattr(message, "root", message)
         if isinstance(root, types.ResourceUpdatedNotification):
-            self._spawn(self.catalog.updated, actor.name, str(root.params.uri))
+            self._spawn(self.subscriptions.updated, actor.name, str(root.params.uri))
         elif isinstance(root, types.ResourceListChangedNotification):
             self.catalog.forget(actor.name, ("resources", "templates"))
             self._spawn(self.notify_changed, "resources")
@@ -141,7 +143,7 @@ class Gateway:
         had = self._clients.get(actor.name) is not None
         self._clients[actor.name] = client
         if client is not None:
-            self._spawn(self.catalog.renewed, actor)
+            self._spawn(self._renewed, actor)
         caps = actor.capabilities
         if client is None and not had:
             return
@@ -149,6 +151,10 @@ class Gateway:
             self._spawn(self.notify_changed, "resources")
         if had or (caps is not None and caps.prompts is not None):
             self._spawn(self.notify_changed, "prompts")
+
+    async def _renewed(self, actor: Any) -> None:
+        await self.subscriptions.renewed(actor)
+        await self.catalog.pass_log_level(actor)
 
     async def pass_log_level(self) -> None:
         """The lowest level any agent asked for goes to the servers (gateway/catalog.py)."""

@@ -64,6 +64,7 @@ from monad_cli.daemon.gateway.policy import (
 )
 from monad_cli.daemon.gateway.questions import AgentQuestions
 from monad_cli.daemon.gateway.rounds import Round, Rounds
+from monad_cli.daemon.gateway.subscriptions import Subscriptions
 from monad_cli.daemon.trust.servers import ProgressFn
 from monad_cli.daemon.trust.service import ToolService
 
@@ -112,8 +113,8 @@ class GatewaySession:
     """
 
     def __init__(self, tools: ToolService, view: GatewayView, *, scrub: Callable[[str], str],
-                 catalog: Catalog | None = None, on_level: Callable[[], Any] | None = None,
-                 spawn: Callable[..., None] | None = None) -> None:
+                 catalog: Catalog | None = None, subscriptions: Subscriptions | None = None,
+                 on_level: Callable[[], Any] | None = None, spawn: Callable[..., None] | None = None) -> None:
         self.tools = tools
         self.rounds = Rounds(spawn, answer_timeout=view.approval_timeout)
         self.view = view
@@ -131,8 +132,9 @@ class GatewaySession:
             return None
 
         self.single = view.single
-        self.features = SessionFeatures(self.catalog, allowed=self.allowed, single=self.single, bus=self.bus,
-                                        listen=self.listen, connections=self.legacy_connections,
+        self.subscriptions = subscriptions or Subscriptions(self.catalog, spawn=spawn)
+        self.features = SessionFeatures(self.catalog, self.subscriptions, allowed=self.allowed, single=self.single,
+                                        bus=self.bus, listen=self.listen, connections=self.legacy_connections,
                                         on_level=on_level or no_level, questions=self.questions)
         f = self.features
         # logging/setLevel is deprecated at 2026-07-28 (SEP-2577), the SDK warns of it; the
