@@ -315,7 +315,7 @@ class Supervisor:
             if row["toolsRefused"]:
                 row["tools"] = None
             if detail:
-                row["warnings"] = self.tool_service.warnings(n)
+                row["warnings"] = self.tool_service.warnings(n) + self.gateway.catalog.warnings(n)
             rows.append(row)
         return rows
 

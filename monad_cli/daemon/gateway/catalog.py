@@ -173,6 +173,21 @@ class Catalog:
                 tg.start_soon(one, actor)
         return dict(sorted(out.items()))
 
+    def warnings(self, server: str) -> list[str]:
+        """The resource URI collisions `server` is in, as the kept lists tell (what agents
+        listed last), and its prompt name collisions: for `monad mcp status NAME`."""
+        owners: dict[str, list[str]] = {}
+        for (name, kind), listed in sorted(self._listed.items()):
+            actor = self.servers.get(name)
+            if kind == "resources" and actor is not None and actor.live and listed.client is actor.client:
+                for uri in listed.uris:
+                    owners.setdefault(uri, []).append(name)
+        out = [_uri_collision(uri, names) for uri, names in sorted(owners.items())
+               if len(names) > 1 and server in names]
+        if self._prompt_map is not None:
+            out += [_prompt_collision(c) for c in self._prompt_map[1].collisions_of(server)]
+        return out
+
     def _report(self, text: str) -> None:
         if text not in self._reported:
             self._reported.add(text)
@@ -192,9 +207,7 @@ class Catalog:
         owners = self._owners(by_server)
         for uri, names in owners.items():
             if len(names) > 1:
-                self._report(f"resource URI collision: `{uri}` is listed by " + " and ".join(
-                    f"`{n}`" for n in names) + "; reading it through the merged gateway is refused "
-                    "(`monad mcp serve SERVER` reads it from one)")
+                self._report(_uri_collision(uri, names))
         return [self._dump(r, server if tag else None) for server, items in by_server.items() for r in items]
 
     async def templates(self, allowed: Allowed, *, tag: bool = True) -> list[dict[str, Any]]:
@@ -243,11 +256,7 @@ class Catalog:
         names = build_name_map((server, p.name) for server, items in by_server.items() for p in items)
         self._prompt_map = (key, names)
         for c in names.collisions:
-            members = c["members"]
-            assert isinstance(members, list)
-            self._report("prompt name collision: " + " and ".join(f"`{m['server']}`/`{m['tool']}`" for m in members)
-                         + f" both map to `{c['name']}`; exposed as "
-                         + ", ".join(f"`{m['exposed']}`" for m in members if m["exposed"]))
+            self._report(_prompt_collision(c))
         return names, by_server
 
     async def prompts(self, allowed: Allowed, *, single: str | None = None) -> list[dict[str, Any]]:
@@ -398,6 +407,18 @@ class Catalog:
             self._level_sent[actor.name] = (client, level)
         except MCPError as e:
             log.info("server %s: logging/setLevel %s failed: %s", actor.name, level, self.scrub(e.error.message))
+
+
+def _uri_collision(uri: str, servers: list[str]) -> str:
+    return (f"resource URI collision: `{uri}` is listed by " + " and ".join(f"`{n}`" for n in servers)
+            + "; reading it through the merged gateway is refused (`monad mcp serve SERVER` reads it from one)")
+
+
+def _prompt_collision(collision: dict[str, Any]) -> str:
+    members = collision["members"]
+    return ("prompt name collision: " + " and ".join(f"`{m['server']}`/`{m['tool']}`" for m in members)
+            + f" both map to `{collision['name']}`; exposed as "
+            + ", ".join(f"`{m['exposed']}`" for m in members if m["exposed"]))
 
 
 def quiet_deprecated(build: Callable[[], Any]) -> Any:
