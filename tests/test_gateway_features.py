@@ -528,3 +528,54 @@ def test_a_secret_in_a_uri_is_redacted_in_errors_and_the_journal(supervisor: Any
                                if e.get("kind") == "resource.read"], timeout=30)
     dumped = json.dumps(events)
     assert secret not in dumped and "***" in dumped, dumped
+
+
+def _on_a_terminal(argv: list[str], env: dict[str, str], answers: dict[str, str], *,
+                   timeout: float = 120) -> tuple[int, str]:
+    """Run `argv` on a pseudo-terminal (stdin, stdout, stderr); answer each
+    prompt ending in `: ` whose text holds a key of `answers` with its value, any other
+    prompt with Enter. Returns (exit code, everything written to the terminal)."""
+    import pty
+    import select
+    import time
+
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(argv, stdin=follower, stderr=follower, stdout=follower, env=env)
+    os.close(follower)
+    seen, pending = "", ""
+    deadline = time.monotonic() + timeout
+    try:
+        while proc.poll() is None and time.monotonic() < deadline:
+            ready, _, _ = select.select([leader], [], [], 0.2)
+            if not ready:
+                continue
+            try:
+                chunk = os.read(leader, 4096).decode(errors="replace")
+            except OSError:
+                break
+            seen += chunk
+            pending += chunk
+            if pending.rstrip(" ").endswith(":") and pending.endswith(": "):
+                reply = next((v for k, v in answers.items() if k in pending.splitlines()[-1]), "")
+                os.write(leader, reply.encode() + b"\n")
+                pending = ""
+        proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(leader)
+    return proc.returncode, seen
+
+
+def test_monad_mcp_call_asks_a_servers_form_on_a_terminal_and_refuses_without(supervisor: Any,
+                                                                               monad_home: Path) -> None:
+    _everything(monad_home, supervisor)
+    env = {**os.environ, "MONAD_HOME": str(monad_home), "MONAD_NO_AUTOSTART": "1"}
+    argv = [sys.executable, "-m", "monad_cli", "mcp", "call", "everything__trigger-elicitation-request", "--yes"]
+    code, shown = _on_a_terminal(argv, env, {"String (string)": "Ada Lovelace"})
+    assert code == 0, shown
+    assert "`everything__trigger-elicitation-request` asks: Please provide inputs" in shown, shown
+    assert "- Name: Ada Lovelace" in shown, shown  # the server got the typed answer back
+    # Without a terminal, the question is refused and the call says why.
+    r = supervisor("mcp", "call", "everything__trigger-elicitation-request", "--yes")
+    assert r.code == 1 and "cannot answer questions" in r.out + r.err, r
