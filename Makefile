@@ -5,10 +5,11 @@ PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
 .PHONY: demo install uninstall test check bench docs completions clean conformance-deps everything-deps \
-	memory-deps
+	memory-deps inspector-deps
 CONFORMANCE = .cache/conformance/.installed
 EVERYTHING = .cache/everything/.installed
 MEMORY = .cache/memory/.installed
+INSPECTOR = .cache/inspector/.installed
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -68,6 +69,16 @@ $(MEMORY):
 
 memory-deps: $(MEMORY)
 
+# The MCP Inspector's CLI, a third-party client for the gateway test (tests/test_gateway_features.py);
+# optional: without it that test is skipped and says why.
+$(INSPECTOR):
+	@mkdir -p .cache/inspector
+	@npm install --silent --no-audit --no-fund --prefix .cache/inspector \
+		@modelcontextprotocol/inspector@2.12.0 >/dev/null 2>&1 \
+		&& touch $(INSPECTOR) || echo "MCP Inspector not installed; its test will be skipped"
+
+inspector-deps: $(INSPECTOR)
+
 # The check gate: lint (ruff, rules in pyproject.toml), types (mypy, strict defs) and the
 # layout's import rules (two programs over shared parts, no import circle: tests/test_layers.py).
 check: $(STAMP)
@@ -75,7 +86,7 @@ check: $(STAMP)
 	$(VENV)/bin/mypy
 	$(PY) -m pytest -q -p no:xdist -p no:cacheprovider tests/test_layers.py
 
-test: $(STAMP) $(CONFORMANCE) $(EVERYTHING)
+test: $(STAMP) $(CONFORMANCE) $(EVERYTHING) $(INSPECTOR)
 	$(PY) -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
 bench: $(STAMP) $(EVERYTHING) $(MEMORY)

@@ -24,6 +24,16 @@ BIN = str(Path(sys.executable).parent)
 REAL_HOME = Path.home()
 # `make everything-deps` installs the reference server from npm here (`.ci/run` does, through `make test`).
 EVERYTHING = Path(os.environ.get("MONAD_EVERYTHING_DIR", ROOT / ".cache" / "everything"))
+INSPECTOR = Path(os.environ.get("MONAD_INSPECTOR_DIR", ROOT / ".cache" / "inspector"))
+
+
+def inspector_bin() -> str:
+    """The real MCP Inspector (`@modelcontextprotocol/inspector`, run with `--cli`), or skip saying why."""
+    bin_ = INSPECTOR / "node_modules" / ".bin" / "mcp-inspector"
+    if not bin_.exists():
+        pytest.skip(f"@modelcontextprotocol/inspector is not installed in {INSPECTOR} "
+                    f"(`make inspector-deps`; npm could not give it)")
+    return str(bin_)
 
 
 def everything_bin() -> str:

@@ -5,7 +5,12 @@ Stdlib only: the relay (the CLI side) builds it, the supervisor parses it. One J
     {"monad": "gateway", "version": 1, "transport": "stdio" | "http", "port": 0,
      "facts": {"model_params": "8"}, "include": ["k*"] | null, "exclude": [...] | null,
      "includeTools": ["gh__*"], "excludeTools": ["*__delete_*"],
-     "approvalTimeout": 120.0, "envSet": ["HOME", "CI", ...], "stdio": "fds" | "bytes"}
+     "approvalTimeout": 120.0, "envSet": ["HOME", "CI", ...], "stdio": "fds" | "bytes",
+     "servers": ["github"]}
+
+`servers` (optional): the servers named on `monad mcp serve NAME…`; `include` then holds the
+same names, so the view is narrowed to them by any supervisor. With exactly one, the session
+is that server's own entry: its names without prefix, its serverInfo and instructions.
 
 `stdio: "fds"`: the hello's message carries the relay's stdin and stdout (SCM_RIGHTS), and
 the supervisor reads and writes the MCP client's pipes itself; the relay then only waits.
@@ -53,6 +58,12 @@ class GatewayView:
     stdio_fds: bool = False
     include_tools: tuple[str, ...] = ()
     exclude_tools: tuple[str, ...] = ()
+    servers: tuple[str, ...] = ()
+
+    @property
+    def single(self) -> str | None:
+        """The one server of a per-server entry (`monad mcp serve NAME`), or None."""
+        return self.servers[0] if len(self.servers) == 1 else None
 
     @property
     def environ(self) -> dict[str, str]:
@@ -63,7 +74,8 @@ class GatewayView:
 def build_hello(*, transport: str, port: int = 0, facts: Mapping[str, str] | None = None,
                 include: Sequence[str] | None = None, exclude: Sequence[str] | None = None,
                 approval_timeout: float = 120.0, env_names: Sequence[str] = (), stdio_fds: bool = False,
-                include_tools: Sequence[str] = (), exclude_tools: Sequence[str] = ()) -> bytes:
+                include_tools: Sequence[str] = (), exclude_tools: Sequence[str] = (),
+                servers: Sequence[str] = ()) -> bytes:
     """The hello line (with its newline) for the relay to send (`stdio_fds`: its message
     carries the relay's stdin and stdout)."""
     body = {"monad": "gateway", "version": HELLO_VERSION, "transport": transport, "port": port,
@@ -71,6 +83,8 @@ def build_hello(*, transport: str, port: int = 0, facts: Mapping[str, str] | Non
             "exclude": None if exclude is None else list(exclude), "approvalTimeout": approval_timeout,
             "envSet": sorted(env_names), "stdio": "fds" if stdio_fds else "bytes",
             "includeTools": list(include_tools), "excludeTools": list(exclude_tools)}
+    if servers:
+        body["servers"] = list(servers)
     return json.dumps(body, separators=(",", ":")).encode() + b"\n"
 
 
@@ -129,6 +143,9 @@ def parse_hello(line: bytes) -> GatewayView:
         raise InvalidInput("gateway hello: `stdio` must be fds or bytes")
     include_tools = _tool_patterns(body.get("includeTools"), "--include-tools")
     exclude_tools = _tool_patterns(body.get("excludeTools"), "--exclude-tools")
+    servers = body.get("servers") or []
+    if not isinstance(servers, list) or not all(isinstance(v, str) and v for v in servers):
+        raise InvalidInput("gateway hello: `servers` must be a list of server names")
     include = _patterns(body.get("include"), "--include-mcps")
     exclude = _patterns(body.get("exclude"), "--exclude-mcps")
     # The supervisor already applies features/mcp.toml; these flags narrow this view only.
@@ -137,7 +154,7 @@ def parse_hello(line: bytes) -> GatewayView:
     return GatewayView(facts=dict(facts), env_names=frozenset(env), server_filter=server_filter,
                        approval_timeout=float(timeout), transport=transport, port=port,
                        stdio_fds=stdio == "fds", include_tools=tuple(include_tools),
-                       exclude_tools=tuple(exclude_tools))
+                       exclude_tools=tuple(exclude_tools), servers=tuple(dict.fromkeys(servers)))
 
 
 END_LINE = b'{"end":"client"}\n'  # an fds session ended because the client closed its side

@@ -186,7 +186,9 @@ class Supervisor:
             elicitation_callback=lambda actor: tasks.elicitation_callback(actor.name),
             on_tools_changed=self.on_tools_changed,
             on_state_changed=self.on_state_changed, stopping=lambda: self.stopping,
-            early=self.early, start_defaults=lambda: self.start_defaults, busy=self._holds)
+            early=self.early, start_defaults=lambda: self.start_defaults, busy=self._holds,
+            on_notification=self.gateway.on_notification)
+        self.state_listeners.append(self.gateway.on_actor_state)
         return journal
 
     def _write_first_pin(self, name: str, digest: str) -> None:
@@ -418,7 +420,7 @@ class Supervisor:
             if row["toolsRefused"]:
                 row["tools"] = None
             if detail:
-                row["warnings"] = self.tool_service.warnings(n)
+                row["warnings"] = self.tool_service.warnings(n) + self.gateway.catalog.warnings(n)
             rows.append(row)
         return rows
 

@@ -265,6 +265,43 @@ def test_connect_writes_the_entry_keeps_everything_else_and_is_idempotent(
     assert "nothing changed" in cli("mcp", "connect", client, str(path), "--remove").err
 
 
+@pytest.mark.parametrize("client", ["claude-code", "vscode", "codex"])
+def test_connect_per_server_replaces_the_clients_own_entries(cli: Any, monad_home: Path, tmp_path: Path,
+                                                            client: str) -> None:
+    """`import` then `connect --per-server`: each imported server's entry now runs `monad mcp
+    serve NAME` under its own name (the client's names and rules stay), the servers monad
+    could not import and every other key are as they were; `--remove` takes out only monad's."""
+    rel, expected = EXPECTED[client]
+    path = copy_fixture(tmp_path, rel)
+    assert cli("mcp", "import", client, str(path)).code in (0, 1)
+    # Every enabled server monad imported (Codex's `legacy` comes disabled, and stays the client's).
+    imported = sorted(n for n, result in expected.items()
+                      if result == "imported" and atom(monad_home, n).get("enabled", True))
+    before = _parse(client, path.read_text())
+    key = {"codex": "mcp_servers", "vscode": "servers"}.get(client, "mcpServers")
+    r = cli("mcp", "connect", client, str(path), "--per-server", "--json")
+    assert r.code == 0 and r.json()["changed"] is True, r
+    assert sorted(r.json()["entries"]) == imported
+    after = _parse(client, path.read_text())
+    for name in imported:
+        entry = after[key][name]
+        assert entry["args"][-3:] == ["mcp", "serve", name] and os.path.isabs(entry["command"]), entry
+        assert entry["env"] == {"MONAD_HOME": str(monad_home)}
+    assert "monad" not in after[key]
+    for name in set(before[key]) - set(imported):  # what monad does not serve stays the client's
+        assert after[key][name] == before[key][name]
+    assert {k: v for k, v in after.items() if k != key} == {k: v for k, v in before.items() if k != key}
+    text = path.read_text()
+    assert "nothing changed" in cli("mcp", "connect", client, str(path), "--per-server").err
+    assert path.read_text() == text
+    r = cli("mcp", "connect", client, str(path), "--per-server", "--remove")
+    assert r.code == 0 and "removed monad's entries" in r.err, r
+    removed = _parse(client, path.read_text())
+    assert not set(imported) & set(removed[key]) and set(removed[key]) == set(before[key]) - set(imported)
+    r = cli("mcp", "connect", "aura", str(tmp_path / "aura"), "--per-server")
+    assert r.code == 2 and "--per-server is not supported" in r.err, r
+
+
 def test_connect_creates_a_missing_file_keeps_modes_and_follows_symlinks(cli: Any, tmp_path: Path) -> None:
     new = tmp_path / "fresh" / ".cursor" / "mcp.json"
     assert cli("mcp", "connect", "cursor", str(new)).code == 0

@@ -40,14 +40,16 @@ def text_result(text: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "isError": False}
 
 
-async def echo(name: str, arguments: dict[str, Any] | None, version: str) -> dict[str, Any]:
+async def echo(name: str, arguments: dict[str, Any] | None, version: str,
+               meta: dict[str, Any] | None = None) -> dict[str, Any]:
     # As `GatewaySession.call` answers: `resultType` is required at 2026-07-28, unknown before.
     return {**text_result(f"{name} {arguments} {version}"), **({"resultType": "complete"} if version == MODERN else {})}
 
 
 def slow_call(cancelled: list[str]) -> Callable[..., Awaitable[dict[str, Any]]]:
     """A call that waits 30 s and notes its tool's name in `cancelled` when cancelled."""
-    async def slow(name: str, arguments: dict[str, Any] | None, version: str) -> dict[str, Any]:
+    async def slow(name: str, arguments: dict[str, Any] | None, version: str,
+                   meta: dict[str, Any] | None = None) -> dict[str, Any]:
         try:
             await anyio.sleep(30)
         except anyio.get_cancelled_exc_class():
@@ -83,11 +85,13 @@ async def settle() -> None:
 
 
 def test_a_plain_modern_call_is_taken_and_answered_as_the_sdk_shapes_it() -> None:
-    async def extra_fields(name: str, arguments: dict[str, Any] | None, version: str) -> dict[str, Any]:
+    async def extra_fields(name: str, arguments: dict[str, Any] | None, version: str,
+                           meta: dict[str, Any] | None = None) -> dict[str, Any]:
         # `bogus` is no CallToolResult field: the SDK's per-version sieve drops it.
         return {**text_result("hi"), "bogus": 1, "resultType": "complete"}
 
-    async def no_result_type(name: str, arguments: dict[str, Any] | None, version: str) -> dict[str, Any]:
+    async def no_result_type(name: str, arguments: dict[str, Any] | None, version: str,
+                             meta: dict[str, Any] | None = None) -> dict[str, Any]:
         return text_result("hi")
 
     async def test(lane: DirectCalls, answers: list[dict[str, Any]]) -> None:
@@ -180,7 +184,8 @@ def test_a_handshake_era_call_is_taken_only_after_the_handshake_and_a_listing() 
 
 
 def test_errors_are_answered_as_the_sdk_answers_them() -> None:
-    async def failing(name: str, arguments: dict[str, Any] | None, version: str) -> dict[str, Any]:
+    async def failing(name: str, arguments: dict[str, Any] | None, version: str,
+                      meta: dict[str, Any] | None = None) -> dict[str, Any]:
         if name == "unknown":
             raise MCPError(code=-32602, message="no tool `unknown`")
         if name == "invalid":
@@ -223,7 +228,8 @@ def test_a_cancelled_call_is_cancelled_and_never_answered() -> None:
 
 
 def test_a_duplicate_id_in_flight_goes_to_the_sdk() -> None:
-    async def slow(name: str, arguments: dict[str, Any] | None, version: str) -> dict[str, Any]:
+    async def slow(name: str, arguments: dict[str, Any] | None, version: str,
+                   meta: dict[str, Any] | None = None) -> dict[str, Any]:
         await anyio.sleep(30)
         return text_result("late")
 
@@ -238,7 +244,8 @@ def test_a_duplicate_id_in_flight_goes_to_the_sdk() -> None:
 def test_a_call_cancelled_before_its_task_runs_is_never_run_nor_answered() -> None:
     ran: list[str] = []
 
-    async def record(name: str, arguments: dict[str, Any] | None, version: str) -> dict[str, Any]:
+    async def record(name: str, arguments: dict[str, Any] | None, version: str,
+                     meta: dict[str, Any] | None = None) -> dict[str, Any]:
         ran.append(name)
         return text_result("ran")
 

@@ -167,9 +167,9 @@ def connect(client: str, text: str, entry: dict[str, Any] | None, source: str, *
     return tomlkit.dumps(doc)
 
 
-def read_entry(client: str, text: str, source: str) -> Any:
+def read_entry(client: str, text: str, source: str, name: str = "monad") -> Any:
     servers = load(text, source).get(KEY)
-    return servers.get("monad") if isinstance(servers, dict) else None
+    return servers.get(name) if isinstance(servers, dict) else None
 
 
 def _var(value: str) -> str | None:

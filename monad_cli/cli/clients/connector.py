@@ -1,7 +1,9 @@
-"""`monad mcp connect CLIENT [PATH] [--remove]`: point a client at monad's gateway.
+"""`monad mcp connect CLIENT [PATH] [--remove] [--per-server]`: point a client at monad's gateway.
 
 Writes one server entry named `monad` running `monad mcp serve` (by the absolute path of
-this `monad`) into the client's file, in its own format and key, and nothing else: the
+this `monad`) into the client's file, in its own format and key, and nothing else (with
+`--per-server`: one entry per monad server, named as the server, running `monad mcp serve
+NAME`, in place of the client's own entry of that name): the
 JSON formats are edited in place (`jsonc.set_member`), Codex's TOML through tomlkit, Aura
 gets a file of its own. The result is parsed back with the client's rules and must hold
 exactly the intended entry and everything the file held before, or nothing is written.
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,9 +45,11 @@ def _read(path: Path) -> str | None:
         raise ConfigError(f"`{shown(path)}` is not UTF-8 text") from None
 
 
-def _others(mod: Any, client: str, text: str, source: str) -> Any:
-    """What the file holds besides the `monad` entry, as the client would read it."""
-    without = mod.connect(client, text, None, source) if text.strip() else ""
+def _others(mod: Any, client: str, text: str, source: str, names: dict[str, dict[str, Any]] | None = None) -> Any:
+    """What the file holds besides the `monad` entry (or the entries `names`), as the client would read it."""
+    without = text
+    for kw in (names or {"monad": {}}).values():
+        without = mod.connect(client, without, None, source, **kw) if without.strip() else ""
     if client == "aura" or not without.strip():
         return {}
     if mod.__name__.endswith("codex"):
@@ -118,7 +123,7 @@ def connect_all(*, dry_run: bool = False, remove: bool = False, replace: bool = 
 
 
 def connect_client(client_name: str, path: str | None, *, remove: bool = False, replace: bool = False,
-                   dry_run: bool = False) -> dict[str, Any]:
+                   dry_run: bool = False, per_server: Sequence[str] | None = None) -> dict[str, Any]:
     """Write (or with `remove`, delete) the `monad` entry. Returns
     `{"client", "file", "entry", "changed", "removed", "dryRun", "duplicates", "replaced",
     "deleted"}`; `entry` is what the file now holds (with `dry_run`: would hold; nothing is
@@ -126,14 +131,21 @@ def connect_client(client_name: str, path: str | None, *, remove: bool = False, 
     `replace`: then `replaced` lists them), `deleted` whether `remove` deleted the file monad
     had created.
 
+    `per_server`: instead, one entry per named server, each running `monad mcp serve NAME`
+    under the server's own name, in place of the client's own entry of that name (its tool
+    names and permission rules stay the client's: docs/gateway.md); `entries` maps each name
+    to what the file now holds. With `remove`, only entries that run monad are taken out.
+
     Raises `ConfigError` (exit 2) for a malformed client file, `Conflict` (exit 2) when the
     entry cannot be written without rewriting a person's text (Aura), `InvalidInput` for
     `replace` with Aura or with `remove`, `MonadError` otherwise.
     """
+    client = get_client(client_name)
+    if per_server is not None:
+        return _connect_per_server(client_name, path, list(per_server), remove=remove)
     from monad_cli.config.store import write_atomic
     from monad_cli.core.errors import InvalidInput
 
-    client = get_client(client_name)
     if replace and (remove or client.name == "aura"):
         raise InvalidInput("--replace goes with connect, not --remove" if remove else
                            "--replace is not for aura (each server is a file of its own there; delete it)")
@@ -181,6 +193,56 @@ def connect_client(client_name: str, path: str | None, *, remove: bool = False, 
 def _created(mod: Any, client: str, source: str) -> str:
     """What the file holds when `connect` created it and `connect --remove` took the entry out."""
     return str(mod.connect(client, mod.connect(client, "", monad_entry(), source), None, source))
+
+
+
+def _connect_per_server(client_name: str, path: str | None, servers: list[str], *, remove: bool) -> dict[str, Any]:
+    from monad_cli.config.store import write_atomic
+    from monad_cli.core.errors import InvalidInput
+
+    client = get_client(client_name)
+    if client.name == "aura":
+        raise InvalidInput("aura: --per-server is not supported (Aura reads one file per server monad does not "
+                           "own); connect it without --per-server")
+    if not servers:
+        raise InvalidInput("--per-server: monad has no enabled server to write (see `monad mcp status`)")
+    mod = format_module(client)
+    import inspect
+
+    if "name" not in inspect.signature(mod.connect).parameters:
+        raise InvalidInput(f"{client_name}: --per-server is not supported for this client's file format yet; "
+                           f"connect it without --per-server")
+    file = resolve(client_name, path)
+    real = file.resolve() if file.is_symlink() else file
+    source = shown(file)
+    ours = {n: mod.client_entry(client_name, monad_entry(n)) for n in servers}
+    names = {n: {"name": n} for n in servers}
+    for _ in range(_TRIES):
+        old = _read(real)
+        text = old or ""
+        new, want = text, {}
+        for n in servers:
+            current = mod.read_entry(client_name, new, source, name=n) if new.strip() else None
+            if remove and current != ours[n]:
+                want[n] = current  # the client's own entry: not monad's to remove
+                continue
+            new = mod.connect(client_name, new, None if remove else monad_entry(n), source, name=n)
+            want[n] = None if remove else ours[n]
+        got = {n: mod.read_entry(client_name, new, source, name=n) if new.strip() else None for n in servers}
+        if got != want or _others(mod, client_name, new, source, names) != _others(mod, client_name, text, source,
+                                                                                  names):
+            raise MonadError(f"editing `{source}` did not give the intended result; nothing was written "
+                             f"(please report this with the file's shape)")
+        result = {"client": client.name, "file": source, "entries": want, "removed": remove}
+        if new == text:
+            return {**result, "changed": False}
+        if _read(real) != old:
+            continue  # the client wrote meanwhile: redo the edit on its new text
+        mode = stat.S_IMODE(real.stat().st_mode) if old is not None else 0o600
+        write_atomic(real, new.encode(), mode=mode)
+        return {**result, "changed": True}
+    raise MonadError(f"`{source}` kept changing while monad edited it (is {client.title} writing it?); "
+                     f"nothing was written, try again")
 
 
 __all__ = ["connect_all", "connect_client", "duplicates", "installed_clients"]

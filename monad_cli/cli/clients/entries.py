@@ -251,13 +251,14 @@ def monad_command() -> list[str]:
     return [sys.executable, "-m", "monad_cli"]
 
 
-def monad_entry() -> dict[str, Any]:
-    """`command`, `args` and `env` of the `monad` server entry `connect` writes: the gateway
-    over stdio (`monad mcp serve`), pointed at this MONAD_HOME when it is not the default."""
+def monad_entry(server: str | None = None) -> dict[str, Any]:
+    """`command`, `args` and `env` of the server entry `connect` writes: the gateway over
+    stdio (`monad mcp serve`, or with `server` that server's own entry, `monad mcp serve
+    SERVER`), pointed at this MONAD_HOME when it is not the default."""
     import os
 
     cmd = monad_command()
-    entry: dict[str, Any] = {"command": cmd[0], "args": [*cmd[1:], "mcp", "serve"]}
+    entry: dict[str, Any] = {"command": cmd[0], "args": [*cmd[1:], "mcp", "serve", *([server] if server else [])]}
     if os.environ.get("MONAD_HOME"):
         from monad_cli.core.paths import paths
 

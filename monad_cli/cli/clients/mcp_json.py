@@ -152,11 +152,11 @@ def connect(client: str, text: str, entry: dict[str, Any] | None, source: str, *
                             None if entry is None else client_entry(client, entry), comments=client in COMMENTS)
 
 
-def read_entry(client: str, text: str, source: str) -> Any:
-    """The `monad` entry as the client would read it (None when absent)."""
+def read_entry(client: str, text: str, source: str, name: str = "monad") -> Any:
+    """The `<name>` entry as the client would read it (None when absent)."""
     data = jsonc.load(text, source=source, comments=client in COMMENTS) if text.strip() else {}
     servers = data.get(KEY) if isinstance(data, dict) else None
-    return servers.get("monad") if isinstance(servers, dict) else None
+    return servers.get(name) if isinstance(servers, dict) else None
 
 
 def export_entry(defn: dict[str, Any], client: str = "mcp-json") -> tuple[dict[str, Any], list[str]]:

@@ -157,12 +157,12 @@ def connect(client: str, text: str, entry: dict[str, Any] | None, source: str, *
     return jsonc.set_member(text, (*_servers_key(data), name), value, comments=True)
 
 
-def read_entry(client: str, text: str, source: str) -> Any:
+def read_entry(client: str, text: str, source: str, name: str = "monad") -> Any:
     data = jsonc.load(text, source=source, comments=True) if text.strip() else {}
     servers: Any = data
     for key in _servers_key(data):
         servers = servers.get(key) if isinstance(servers, dict) else None
-    return servers.get("monad") if isinstance(servers, dict) else None
+    return servers.get(name) if isinstance(servers, dict) else None
 
 
 def _editor(value: str) -> str:

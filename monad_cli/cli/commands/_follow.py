@@ -30,19 +30,21 @@ def _say(text: str) -> None:
 
 
 def prompt_answers(task: dict[str, Any], *, ask: Callable[[str], str] = input,
-                   say: Callable[[str], None] = _say) -> dict[str, Any]:
+                   say: Callable[[str], None] = _say, who: str | None = None) -> dict[str, Any]:
     """Ask a person for every outstanding input request of `task`; returns `responses`
     for `POST /v1/tasks/{id}/input`. Values are typed by the form (`coerce`); a wrong value
     is asked again. A URL request is shown whole, with its host, and the person says whether
     they opened it (monad never opens it: MCP elicitation "Safe URL Handling"). Raises
-    `FormError` for a request monad will not show (unsafe names, a URL that is not http(s))."""
+    `FormError` for a request monad will not show (unsafe names, a URL that is not http(s)).
+    `who` names the asker (default: the task)."""
     responses: dict[str, Any] = {}
+    who = who or f"task {task['id'][:12]} ({task['server']}/{task['tool']})"
     for key, request in (task.get("inputRequests") or {}).items():
         if request_mode(request) == "url":
-            responses[key] = _ask_url(task, key, request, ask=ask, say=say)
+            responses[key] = _ask_url(task, key, request, ask=ask, say=say, who=who)
             continue
         message, props, required = form_fields(request)
-        say(f"task {task['id'][:12]} ({task['server']}/{task['tool']}) asks: {message or key}")
+        say(f"{who} asks: {message or key}")
         content: dict[str, Any] = {}
         for name, prop in props.items():
             kind = prop.get("type", "string")
@@ -64,12 +66,14 @@ def prompt_answers(task: dict[str, Any], *, ask: Callable[[str], str] = input,
 
 
 def _ask_url(task: dict[str, Any], key: str, request: dict[str, Any], *, ask: Callable[[str], str],
-             say: Callable[[str], None]) -> dict[str, Any]:
+             say: Callable[[str], None], who: str) -> dict[str, Any]:
     from urllib.parse import urlsplit
 
     message, url, _eid = url_fields(request)
-    say(f"task {task['id'][:12]} ({task['server']}/{task['tool']}) asks you to open a URL on "
-        f"{urlsplit(url).hostname}: {message or key}")
+    host = urlsplit(url).hostname or ""
+    if sys.stderr.isatty():  # the host in bold: the part a person must check
+        host = f"\033[1m{host}\033[0m"
+    say(f"{who} asks you to open a URL on {host}: {message or key}")
     say(f"  {url}")
     while True:
         raw = ask("  open it in your browser yourself; opened it? [y]es / [d]ecline / [c]ancel: ").strip().lower()

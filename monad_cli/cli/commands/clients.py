@@ -53,6 +53,10 @@ def connect(
     all_: Annotated[bool, typer.Option("--all", help="Every client found on this machine by its usual config "
                                        "file (project files such as `.mcp.json` are left alone).")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would change; write nothing.")] = False,
+    per_server: Annotated[bool, typer.Option(
+        "--per-server", help="One entry per monad server, named as the server and running `monad mcp serve NAME`, "
+                             "in place of the client's own entry of that name: its tool names and permission "
+                             "rules stay as they were.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     from monad_cli.cli.clients.connector import connect_all, connect_client
@@ -60,11 +64,16 @@ def connect(
     if all_:
         if client is not None or path is not None:
             raise InvalidInput("--all connects every client found at its usual file; name no CLIENT or PATH")
+        if per_server:
+            raise InvalidInput("--per-server goes with one CLIENT, not --all")
         _show_all(connect_all(dry_run=dry_run, remove=remove, replace=replace), dry_run=dry_run, remove=remove,
                   as_json=as_json)
         return
     if client is None:
         raise InvalidInput("name a CLIENT, or pass --all")
+    if per_server:
+        _connect_per_server(client, path, remove=remove, as_json=as_json)
+        return
     result = connect_client(client, path, remove=remove, replace=replace, dry_run=dry_run)
     title = CLIENTS[client].title
     if as_json:
@@ -91,6 +100,27 @@ def connect(
         render.warn(f"{title}'s own entries {_names(result['duplicates'])} stay in `{result['file']}`, so each "
                     f"of those servers runs twice (once by {title}, once through monad); "
                     f"`monad mcp connect {client} --replace` takes them out")
+
+
+def _connect_per_server(client: str, path: str | None, *, remove: bool, as_json: bool) -> None:
+    """`connect CLIENT --per-server`: one entry per enabled monad server (docs/gateway.md)."""
+    from monad_cli.cli.clients.connector import connect_client
+    from monad_cli.config.loader import load_definitions
+
+    defs = load_definitions(paths(), expand=False)
+    servers = sorted(name for name, spec in defs.specs.items() if spec.enabled)
+    result = connect_client(client, path, remove=remove, per_server=servers)
+    if as_json:
+        render.data_json(result)
+        return
+    where = f"`{result['file']}`"
+    names = ", ".join(f"`{n}`" for n in result["entries"])
+    if not result["changed"]:
+        render.info(f"{where} already has monad's entries for {names}; nothing changed" if not remove
+                    else f"{where} has no monad entry for {names}; nothing changed")
+    else:
+        render.info(f"{'removed monad' if remove else 'wrote monad'}'s entries for {names} "
+                    f"{'from' if remove else 'into'} {where}; restart {CLIENTS[client].title} to see them")
 
 
 def _names(names: list[str]) -> str:

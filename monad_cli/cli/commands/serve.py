@@ -19,6 +19,10 @@ from monad_cli.core.paths import paths
 
 
 def serve(
+    names: Annotated[list[str] | None, typer.Argument(
+        metavar="[NAME]...", help="Serve only these servers; with one, as that server's own entry: its tool, "
+                                  "prompt and resource names without prefix, its serverInfo and instructions.",
+        show_default=False)] = None,
     http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP on 127.0.0.1 instead of stdio.")]
         = False,
     port: Annotated[int, typer.Option("--port", help="Port for --http (0 picks a free one).")] = 0,
@@ -41,7 +45,7 @@ def serve(
         "--exclude-tools", metavar="GLOBS", help="Hide tools whose exposed names match these globs (wins over "
                                                  "--include-tools); calls of them are refused.")] = None,
 ) -> None:
-    """Serve the gateway: one MCP server exposing the connected servers' tools.
+    """Serve the gateway: one MCP server exposing the connected servers' tools, resources and prompts.
 
     The gateway runs inside the supervisor: over stdio this command relays its stdin and
     stdout to it; with --http the supervisor listens on 127.0.0.1 only (until Ctrl-C here)
@@ -55,7 +59,8 @@ def serve(
     `load_tools` tool; a server's `condition` is checked against the --fact values and this
     environment on every list and call; --include-mcps/--exclude-mcps serve a filtered view;
     --include-tools/--exclude-tools hide tools on top of the servers' `tools` filters and
-    features/tools.toml (docs/filtering.md).
+    features/tools.toml (docs/filtering.md). Resources, prompts, completions and log
+    messages pass through as well (docs/gateway.md).
     """
     import math
     import os
@@ -75,6 +80,11 @@ def serve(
         tools_out = split_tool_patterns(exclude_tools or [], what="--exclude-tools")
     except (ValueError, PatternError) as e:
         raise InvalidInput(str(e)) from None
+    servers = list(dict.fromkeys(names or []))
+    if servers and include is not None:
+        raise InvalidInput("serve: give server NAMEs or --include-mcps, not both")
+    if servers:
+        inc = servers  # any supervisor narrows to them, even one that knows no per-server entry
     if not math.isfinite(approval_timeout) or approval_timeout < 0:
         raise InvalidInput("--approval-timeout must be a finite number of seconds >= 0")
     # The client's own pipes go to the supervisor when they can: no byte passes through here.
@@ -82,7 +92,7 @@ def serve(
     # Only the names of set variables travel: a condition asks no more of the environment.
     hello = build_hello(transport="http" if http else "stdio", port=port, facts=facts, include=inc, exclude=exc,
                         approval_timeout=approval_timeout, env_names=list(os.environ), stdio_fds=hand_over,
-                        include_tools=tools_in, exclude_tools=tools_out)
+                        include_tools=tools_in, exclude_tools=tools_out, servers=servers)
     if not http and sys.stdin.isatty():
         # A person who ran it by hand sees a silent wait otherwise; an agent's client never
         # gives it a terminal, so it never sees this.

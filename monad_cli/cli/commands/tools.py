@@ -214,7 +214,9 @@ def call(
     asked in place (server, tool, full arguments); without one the call waits for
     `monad approvals allow ID` (or fails after --approval-timeout). A tool result with
     `isError: true` exits 1 with its text. Ctrl-C cancels the call (the server is sent
-    notifications/cancelled) and exits 130.
+    notifications/cancelled) and exits 130. A server's form or URL question during the call
+    is asked on the TTY (typed fields; a URL is shown, never opened); without one it is
+    refused.
 
     Example: monad mcp call time__get_current_time --arg timezone=UTC --yes
     """
@@ -241,9 +243,11 @@ def call(
     interactive = sys.stdin.isatty() and sys.stderr.isatty()
     body["approval"] = {"mode": "yes"} if yes else {"mode": "check"}
     pending: dict[str, Any] | None = None
+    # On a terminal a server's form or URL question is asked here; without one it is refused.
+    answer_with = (lambda path, data: ControlClient(paths(), timeout=30).post(path, data)) if interactive else None
     try:
         try:
-            answer = post_call(client, body)
+            answer = post_call(client, body, answer_with=answer_with)
         except (NotFound, NotConnected) as e:
             # The supervisor refused it (and journaled it: every call has its rows); say why in
             # the server's own words when it is the server that is not there.
@@ -258,7 +262,7 @@ def call(
                 render.info(f"waiting up to {approval_timeout:g} s for approval `{pending['id']}` of "
                             f"`{name}`: run `monad approvals allow {pending['id']}` (or deny)")
                 body["approval"] = {"mode": "wait", "approvalId": pending["id"], "timeout": approval_timeout}
-            answer = post_call(client, body)
+            answer = post_call(client, body, answer_with=answer_with)
     except ApprovalTimeout as e:
         raise ApprovalTimeout(f"{e.message}; approve it with `monad approvals allow ID`, pass --yes, or raise "
                               f"--approval-timeout") from None

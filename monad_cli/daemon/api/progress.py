@@ -3,13 +3,19 @@
 The answer is `200 application/x-ndjson`, one JSON object per line, sent as it comes:
 
     {"progress": {"progress": 1.0, "total": 3.0, "message": "step 1"}}   (zero or more)
+    {"question": {"id": "...", "name": "server__tool", "request": {"method": "elicitation/create", ...}}}
     {"result": {...CallToolResult + callId, server, tool, name, decidedBy}}   (last line), or
     {"approvalRequired": {...}}, or
     {"error": {"code": "<kind code>", "message": "..."}, "status": <the kind's HTTP status>}
 
 The progress lines are the server's notifications/progress for this call (MCP spec,
-basic/utilities/progress); the last line is what the plain answer's body would be, with
-an error's status beside its envelope (the client raises it as the same kind). The
+basic/utilities/progress). With `questions: true` in the body, a server's form or URL
+question during the call (`elicitation/create`, client/elicitation) is a `question` line,
+and the call waits (at most `QUESTION_TIMEOUT_S`) for its answer, posted to
+`POST /v1/tools/call/answer` `{"id", "answer": {"action", "content"?}}`; other questions
+(sampling, roots) are refused, naming them. Without it every question is refused. The
+last line is what the plain answer's body would be, with an error's status beside its
+envelope (the client raises it as the same kind). The
 connection is the call's lifetime, as for the plain answer: a caller that goes away
 cancels the call. Progress lines that the caller does not read fast enough are dropped
 (at most 64 wait), never the outcome.
@@ -34,6 +40,47 @@ from monad_cli.daemon.trust.service import ApprovalRequired, ToolService
 
 log = logging.getLogger("monad.control")
 MAX_QUEUED = 64
+QUESTION_TIMEOUT_S = 600.0
+
+
+class CallQuestions:
+    """The questions waiting for a `monad mcp call` caller's answer, by id (one registry per
+    control server)."""
+
+    def __init__(self) -> None:
+        self.waiting: dict[str, tuple[anyio.Event, list[dict[str, Any]]]] = {}
+
+    async def ask(self, send: Callable[[bytes], Any], name: str, request: dict[str, Any]) -> dict[str, Any]:
+        """Send the question line with `send` and wait for its answer. Raises InputRefused
+        for what the CLI does not answer, or an answer that does not come in time."""
+        import secrets
+
+        from monad_cli.daemon.trust.inputs import InputRefused
+
+        method = request.get("method")
+        if method != "elicitation/create":
+            raise InputRefused(f"`monad mcp call` answers forms and URLs (elicitation/create), not `{method}`")
+        question_id = secrets.token_urlsafe(12)
+        done, box = anyio.Event(), list[dict[str, Any]]()
+        self.waiting[question_id] = (done, box)
+        try:
+            await send(_line({"question": {"id": question_id, "name": name, "request": request}}))
+            with anyio.move_on_after(QUESTION_TIMEOUT_S):
+                await done.wait()
+        finally:
+            self.waiting.pop(question_id, None)
+        if not box:
+            raise InputRefused(f"the caller did not answer within {QUESTION_TIMEOUT_S:.0f} s")
+        return box[0]
+
+    def answer(self, question_id: str, answer: dict[str, Any]) -> bool:
+        """Hand `answer` to the question `question_id`; False when none waits under that id."""
+        waiting = self.waiting.get(question_id)
+        if waiting is None:
+            return False
+        waiting[1].append(answer)
+        waiting[0].set()
+        return True
 
 
 def _line(obj: Any) -> bytes:
@@ -44,13 +91,15 @@ class ProgressStream:
     """An ASGI response that runs one tool call and streams its progress, then its outcome."""
 
     def __init__(self, svc: ToolService, name: str, body: dict[str, Any], *, via: str,
-                 approval: dict[str, Any], scrub: Callable[[str], str]) -> None:
+                 approval: dict[str, Any], scrub: Callable[[str], str],
+                 questions: CallQuestions | None = None) -> None:
         self.svc = svc
         self.name = name
         self.body = body
         self.via = via
         self.approval = approval
         self.scrub = scrub
+        self.questions = questions if body.get("questions") else None
 
     def _outcome(self, exc: BaseException) -> dict[str, Any]:
         if isinstance(exc, ApprovalRequired):  # not an error: the caller asks the person
@@ -72,12 +121,19 @@ class ProgressStream:
             with contextlib.suppress(anyio.WouldBlock):  # a slow reader misses a step, never the outcome
                 send_line.send_nowait(_line(line))
 
+        inputs = None
+        if self.questions is not None:
+            questions = self.questions
+
+            async def inputs(request: dict[str, Any]) -> dict[str, Any]:
+                return await questions.ask(send_line.send, self.name, request)
+
         async def run() -> None:
             try:
                 with call_ref(self.body.get("ref")):
                     result = await self.svc.call(self.name, self.body.get("arguments"), via=self.via,
                                                  approval=self.approval, detach=bool(self.body.get("detach")),
-                                                 progress=progress)
+                                                 progress=progress, inputs=inputs)
                 last = {"result": scrub_data(result, self.scrub)}  # one rule: no secret value out
             except Exception as exc:  # noqa: BLE001 - every outcome becomes the last line
                 last = self._outcome(exc)
@@ -109,4 +165,4 @@ class ProgressStream:
             tg.cancel_scope.cancel()
 
 
-__all__ = ["ProgressStream"]
+__all__ = ["CallQuestions", "ProgressStream"]

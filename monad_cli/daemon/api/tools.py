@@ -5,7 +5,9 @@
                                           and `leftOut` ({server, reason}: listed items
                                           not taken)
     GET  /v1/tools/changes?since=SIG      long poll (≤ `timeout` s): the new signature
-    POST /v1/tools/call                   {name, arguments, via, approval: {mode, ...}, ref?, progress?}
+    POST /v1/tools/call                   {name, arguments, via, approval: {mode, ...}, ref?, progress?,
+                                          questions?}
+    POST /v1/tools/call/answer            {id, answer}: a caller's answer to a `question` line
     GET  /v1/tools/sets/{name}            the server's current tool-set hash and its pin
     GET  /v1/approvals                    pending approvals
     POST /v1/approvals/{id}               {decision: allow|deny, scope: once|session|always}
@@ -30,7 +32,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from monad_cli.core.errors import InvalidInput, NotFound
-from monad_cli.daemon.api.progress import ProgressStream
+from monad_cli.daemon.api.progress import CallQuestions, ProgressStream
 from monad_cli.daemon.http import error_response, read_json_body
 from monad_cli.daemon.port import actor_named
 from monad_cli.daemon.trust.calls import call_ref
@@ -45,6 +47,7 @@ MAX_LONG_POLL_S = 60.0
 
 def tools_routes(port: DaemonPort) -> list[Route]:
     svc = port.tool_service
+    questions = CallQuestions()
 
     async def list_tools(request: Request) -> JSONResponse:
         name = request.query_params.get("server")
@@ -106,7 +109,8 @@ def tools_routes(port: DaemonPort) -> list[Route]:
             raise InvalidInput("approval must be an object")
         via = "studio" if getattr(request.state, "via", None) == "studio" else str(body.get("via", "api"))[:20]
         if body.get("progress"):
-            return ProgressStream(svc, name, body, via=via, approval=approval, scrub=port.scrub)
+            return ProgressStream(svc, name, body, via=via, approval=approval, scrub=port.scrub,
+                                  questions=questions)
         outcome: dict[str, Any] = {}
 
         async with anyio.create_task_group() as tg:
@@ -137,6 +141,15 @@ def tools_routes(port: DaemonPort) -> list[Route]:
         # The caller went away; nobody reads this answer.
         return error_response(499, "cancelled", "the caller disconnected")
 
+    async def answer(request: Request) -> JSONResponse:
+        body = await read_json_body(request)
+        question_id, given = body.get("id"), body.get("answer")
+        if not isinstance(question_id, str) or not isinstance(given, dict):
+            raise InvalidInput('expected {"id": "...", "answer": {"action": "accept", "content": {...}}}')
+        if not questions.answer(question_id, given):
+            raise NotFound(f"no question `{question_id}` is waiting (answered, timed out, or its call ended)")
+        return JSONResponse({"answered": question_id})
+
     async def approvals(request: Request) -> JSONResponse:
         return JSONResponse({"pending": svc.gate.listing()})
 
@@ -164,6 +177,7 @@ def tools_routes(port: DaemonPort) -> list[Route]:
         Route("/v1/tools", list_tools),
         Route("/v1/tools/changes", changes),
         Route("/v1/tools/call", call, methods=["POST"]),
+        Route("/v1/tools/call/answer", answer, methods=["POST"]),
         Route("/v1/tools/sets/{name}", tool_set),
         Route("/v1/approvals", approvals),
         Route("/v1/approvals/{id}", decide, methods=["POST"]),

@@ -34,6 +34,10 @@ What is taken (shapes as in the MCP spec, server/tools "Calling Tools"):
 
 `notifications/cancelled` naming a call in flight here cancels it, which cancels the
 upstream request (basic/utilities/cancellation); the connection's end cancels them all.
+
+A server's question during a call taken here (elicitation, sampling, roots:
+gateway/questions.py) is asked by the lane: `ask` writes the request with an id of its own
+(`monad-q-N`, never one the agent uses) and `take` claims the agent's answer to it.
 """
 
 from __future__ import annotations
@@ -74,12 +78,13 @@ TRACE = frozenset({"traceparent", "tracestate", "baggage"})  # W3C Trace Context
 # spell any of these with escapes (PHP writes `notifications\/cancelled`): a line with
 # one is parsed too.
 _MARKS = (b'"tools/call"', b'"notifications/cancelled"', b'"initialize"', b'"notifications/initialized"', b"\\/",
-          b"\\u")
+          b"\\u", b'"monad-q-')
 # A `\uD800`-`\uDFFF` escape: a surrogate, alone or in a pair. The SDK's parser takes the
 # pairs and refuses a lone one; which it is stays the SDK's to judge, so the line goes there.
 _SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
 _SHUTDOWN_WRITE_S = 1.0
-Call = Callable[[str, dict[str, Any] | None, str], Awaitable[dict[str, Any]]]
+QUESTION_ID = "monad-q-"  # the ids of the lane's own requests to the agent (a server's questions)
+Call = Callable[[str, dict[str, Any] | None, str, dict[str, Any] | None], Awaitable[dict[str, Any]]]
 
 
 def _not_json(constant: str) -> Any:
@@ -120,6 +125,9 @@ class DirectCalls:
         self.era: str | None = None  # "modern" | "handshake", from the first request
         self.version: str | None = None  # the handshake's negotiated version
         self.initialized = False
+        self.capabilities: dict[str, Any] | None = None  # what the agent declared at `initialize`
+        self._questions: dict[str, tuple[anyio.Event, list[dict[str, Any]]]] = {}
+        self._asked = 0
         self._initialize_id: Any = None
         self._envelopes: list[dict[str, Any]] = []  # validated, at most a few per connection
         self.in_flight: dict[str, anyio.CancelScope] = {}
@@ -139,6 +147,8 @@ class DirectCalls:
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             return False
         method = message.get("method")
+        if method is None and isinstance(message.get("id"), str) and message["id"] in self._questions:
+            return self._answered(message)
         if not isinstance(method, str):
             return False
         params = message.get("params")
@@ -157,6 +167,9 @@ class DirectCalls:
             self.era = "modern" if opens_modern else "handshake"
         if method == "initialize":
             self._initialize_id = request_id
+            # What it can answer of a server's questions (gateway/questions.py).
+            caps = params.get("capabilities") if isinstance(params, dict) else None
+            self.capabilities = caps if isinstance(caps, dict) else None
             return False
         if method != CALL or not isinstance(params, dict):
             return False
@@ -174,7 +187,8 @@ class DirectCalls:
         # In flight from here: a cancellation that comes before the task runs still finds it.
         self.in_flight[key] = scope = anyio.CancelScope()
         self.taken += 1
-        self.tg.start_soon(self._run, scope, request_id, params["name"], params.get("arguments"), version, trace)
+        self.tg.start_soon(self._run, scope, request_id, params["name"], params.get("arguments"), version,
+                           params.get("_meta"), trace)
         return True
 
     def sent(self, message: Any) -> None:
@@ -211,6 +225,36 @@ class DirectCalls:
             return None  # `_meta` in this era carries progressToken and the like: the SDK's
         return self.version
 
+    # -- a server's question to the agent, during a call of this lane ---------------------
+    async def ask(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+        """Send the agent a request (`elicitation/create`, `sampling/createMessage`,
+        `roots/list`) on this connection and wait for its answer: the result. Raises
+        MCPError with the agent's error. Cancelling the waiting call abandons the answer."""
+        self._asked += 1
+        request_id = f"{QUESTION_ID}{self._asked}"
+        done, box = anyio.Event(), list[dict[str, Any]]()
+        self._questions[request_id] = (done, box)
+        body: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            body["params"] = params
+        try:
+            await self.send(_line(body))
+            await done.wait()
+        finally:
+            self._questions.pop(request_id, None)
+        answer = box[0]
+        if "error" in answer:
+            error = answer["error"] if isinstance(answer["error"], dict) else {}
+            raise MCPError(code=int(error.get("code", INTERNAL_ERROR)), message=str(error.get("message", "")))
+        result = answer.get("result")
+        return result if isinstance(result, dict) else {}
+
+    def _answered(self, message: dict[str, Any]) -> bool:
+        done, box = self._questions[message["id"]]
+        box.append(message)
+        done.set()
+        return True
+
     def _cancel(self, request_id: Any) -> bool:
         key = _key(request_id)
         scope = self.in_flight.get(key)
@@ -222,7 +266,7 @@ class DirectCalls:
 
     # -- one call ------------------------------------------------------------------------
     async def _run(self, scope: anyio.CancelScope, request_id: Any, name: str, arguments: dict[str, Any] | None,
-                   version: str, trace: dict[str, Any] | None = None) -> None:
+                   version: str, meta: dict[str, Any] | None = None, trace: dict[str, Any] | None = None) -> None:
         key = _key(request_id)
         line: bytes | None = None
         if scope.cancel_called:  # cancelled by the client before this task ran: nothing was done
@@ -233,11 +277,11 @@ class DirectCalls:
             with scope:
                 recorder = TELEMETRY.recorder
                 if recorder is None:
-                    line = await self._answer(request_id, name, arguments, version)
+                    line = await self._answer(request_id, name, arguments, version, meta)
                 else:  # the SERVER span the SDK's middleware opens on its path
                     with recorder.server_request(CALL, name, request_id=request_id, protocol_version=version,
                                                  meta=trace, transport="pipe") as span:
-                        line = await self._answer(request_id, name, arguments, version, span=span)
+                        line = await self._answer(request_id, name, arguments, version, meta, span=span)
         except anyio.get_cancelled_exc_class():
             # The connection is ending: answer so nobody waits (the SDK does the same).
             if key not in self._peer_cancelled:
@@ -251,12 +295,13 @@ class DirectCalls:
         if line is not None and not peer_cancelled:  # a cancelled request is never answered
             await self._write(line)
 
-    async def _answer(self, request_id: Any, name: str, arguments: dict[str, Any] | None, version: str, *,
-                      span: Any = None) -> bytes:
-        """The answer line: the result, or the error the SDK's runner would answer. `span`:
-        the call's SERVER span (telemetry on), told the error code or the tool error."""
+    async def _answer(self, request_id: Any, name: str, arguments: dict[str, Any] | None, version: str,
+                      meta: dict[str, Any] | None = None, *, span: Any = None) -> bytes:
+        """The answer line: the result, or the error the SDK's runner would answer. `meta`: the
+        request's `_meta` (the 2026-07-28 envelope: who the agent is, what it can answer);
+        `span`: the call's SERVER span (telemetry on), told the error code or the tool error."""
         try:
-            result = await self.call(name, arguments, version)
+            result = await self.call(name, arguments, version, meta)
         except MCPError as e:
             if span is not None and TELEMETRY.recorder is not None:
                 TELEMETRY.recorder.rpc_error(span, e)

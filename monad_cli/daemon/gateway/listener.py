@@ -108,6 +108,7 @@ class GatewayListener:
                     if isinstance(line, Oversize):
                         raise MonadError("gateway hello: the first line is too long")
                     view = parse_hello(line)
+                    self.gateway.check_view(view)
                     if view.stdio_fds and len(fds) != 2:
                         raise MonadError("gateway hello: `stdio: fds` without the two descriptors")
                 except (anyio.EndOfStream, TimeoutError):

@@ -7,6 +7,12 @@ or one `monad mcp serve --http` listener (`gateway/http.py`, whose HTTP clients 
 While any session exists, one task watches the tool service's signature (the exposed
 tool set, deferral and conditions included) and tells every session when it changes
 (MCP spec, server/tools "List Changed Notification").
+
+The `Catalog` (gateway/catalog.py) is the sessions' shared view of resources, prompts and
+log levels, `Subscriptions` (gateway/subscriptions.py) their shared resource subscriptions.
+The servers' notifications come in through `on_notification` (the actors'
+`ActorContext.on_notification`) and their sessions' renewals through `on_actor_state`; both
+hand the work to the gateway's task group, so a slow agent never holds a server's session.
 """
 
 from __future__ import annotations
@@ -15,17 +21,24 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio
+import anyio.abc
+import mcp_types as types
 
+from monad_cli.core.errors import NotFound
 from monad_cli.core.hello import GatewayView
+from monad_cli.daemon.gateway.catalog import LEVELS, Catalog
 from monad_cli.daemon.gateway.session import GatewaySession
+from monad_cli.daemon.gateway.subscriptions import Subscriptions
 from monad_cli.daemon.gateway.wire import PipeStream, serve_lines
 from monad_cli.daemon.telemetry import TELEMETRY
 from monad_cli.daemon.trust.service import ToolService
 
 log = logging.getLogger("monad.gateway")
 WATCH_POLL_S = 30.0
+SINGLE_WAIT_S = 60.0
 
 
 class Gateway:
@@ -41,12 +54,32 @@ class Gateway:
         self.scrub = scrub
         self.sessions: set[GatewaySession] = set()
         self._opened = anyio.Event()
+        self.catalog = Catalog(tools.servers, tools.journal, scrub=scrub, spawn=self._spawn)
+        self.subscriptions = Subscriptions(self.catalog, spawn=self._spawn)
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._clients: dict[str, Any] = {}  # server -> the session its lists came from
+
+    def check_view(self, view: GatewayView) -> None:
+        """Raises NotFound when `monad mcp serve NAME…` names a server that is not defined."""
+        unknown = [n for n in view.servers if n not in self.tools.servers]
+        if unknown:
+            raise NotFound(f"no server {', '.join(f'`{n}`' for n in unknown)} is defined (see `monad mcp status`)")
 
     @asynccontextmanager
     async def session(self, view: GatewayView, *, transport: str = "pipe") -> AsyncIterator[GatewaySession]:
         """A new session for `view`, told about changes until the block ends. `transport`:
-        how its client reaches it (`pipe`: a relay's stdio, `tcp`: HTTP), for telemetry."""
-        session = GatewaySession(self.tools, view, scrub=self.scrub, transport=transport)
+        how its client reaches it (`pipe`: a relay's stdio, `tcp`: HTTP), for telemetry. A
+        per-server session (`view.single`) first waits, bounded by the server's connect timeout,
+        for the server's first connection attempt: its serverInfo and instructions are its
+        identity."""
+        actor: Any = self.tools.servers.get(view.single) if view.single else None  # the actor itself
+        if actor is not None:
+            timeout = actor.spec.timeout if actor.spec is not None else SINGLE_WAIT_S
+            with anyio.move_on_after(min(timeout, SINGLE_WAIT_S)):
+                await actor.first_attempt.wait()
+        session = GatewaySession(self.tools, view, scrub=self.scrub, catalog=self.catalog,
+                                 subscriptions=self.subscriptions, on_level=self.pass_log_level, spawn=self._spawn,
+                                 transport=transport)
         self.sessions.add(session)
         self._opened.set()
         started = time.monotonic()
@@ -57,6 +90,8 @@ class Gateway:
             session.close()
             if (recorder := TELEMETRY.recorder) is not None:
                 recorder.gateway_session_ended(transport, time.monotonic() - started)
+            if session.features.log_levels:
+                self._spawn(self.pass_log_level)
 
     async def serve_relay(self, stream: anyio.abc.ByteStream | PipeStream, view: GatewayView, *,
                           buffered: bytes = b"") -> None:
@@ -68,12 +103,83 @@ class Gateway:
             finally:
                 log.info("gateway session served %s", session.calls_summary())
 
-    async def notify_changed(self) -> None:
+    async def notify_changed(self, kind: str = "tools") -> None:
         for session in list(self.sessions):
-            await session.notify_changed()
+            try:
+                await session.notify_changed(kind)
+            except Exception:
+                log.debug("list change for a gone session dropped", exc_info=True)
+
+    # -- what the servers say ------------------------------------------------------------
+    def _spawn(self, fn: Any, *args: Any) -> None:
+        async def guarded() -> None:
+            try:
+                await fn(*args)
+            except Exception:  # one failed delivery must not end the gateway's task group
+                log.exception("gateway: %s failed", getattr(fn, "__name__", fn))
+
+        if self._tg is not None:
+            self._tg.start_soon(guarded)
+
+    def on_notification(self, actor: Any, message: Any) -> None:
+        """A server's notification (from its session's receive task: nothing is awaited here)."""
+        root = getattr(message, "root", message)
+        if isinstance(root, types.ResourceUpdatedNotification):
+            self._spawn(self.subscriptions.updated, actor.name, str(root.params.uri))
+        elif isinstance(root, types.ResourceListChangedNotification):
+            self.catalog.forget(actor.name, ("resources", "templates"))
+            self._spawn(self.notify_changed, "resources")
+        elif isinstance(root, types.PromptListChangedNotification):
+            self.catalog.forget(actor.name, ("prompts",))
+            self._spawn(self.notify_changed, "prompts")
+        elif isinstance(root, types.LoggingMessageNotification) and self.sessions:
+            self._spawn(self._log_message, actor.name, root.params)
+
+    async def _log_message(self, server: str, params: types.LoggingMessageNotificationParams) -> None:
+        for session in list(self.sessions):
+            try:
+                await session.features.log_message(server, params)
+            except Exception:
+                log.debug("log message for a gone session dropped", exc_info=True)
+
+    def on_actor_state(self, actor: Any) -> None:
+        """A server's state changed: a new session (or none) changes what is listed, and a
+        new session needs the subscriptions and the log level again."""
+        client = actor.client if actor.live else None
+        if self._clients.get(actor.name) is client:
+            return
+        had = self._clients.get(actor.name) is not None
+        self._clients[actor.name] = client
+        if client is not None:
+            self._spawn(self._renewed, actor)
+        caps = actor.capabilities
+        if client is None and not had:
+            return
+        if had or (caps is not None and caps.resources is not None):
+            self._spawn(self.notify_changed, "resources")
+        if had or (caps is not None and caps.prompts is not None):
+            self._spawn(self.notify_changed, "prompts")
+
+    async def _renewed(self, actor: Any) -> None:
+        await self.subscriptions.renewed(actor)
+        await self.catalog.pass_log_level(actor)
+
+    async def pass_log_level(self) -> None:
+        """The lowest level any agent asked for goes to the servers (gateway/catalog.py)."""
+        levels = [lv for s in self.sessions if (lv := s.features.lowest_level())]
+        await self.catalog.set_log_level(min(levels, key=LEVELS.index) if levels else None)
 
     async def run(self) -> None:
-        """Watch the exposed tool set while sessions exist; never returns (cancel it)."""
+        """Watch the exposed tool set while sessions exist and carry the servers'
+        notifications to them; never returns (cancel it)."""
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            try:
+                await self._watch()
+            finally:
+                self._tg = None
+
+    async def _watch(self) -> None:
         since = ""
         while True:
             if not self.sessions:

@@ -25,10 +25,14 @@ same approval gate and the same journal row (`via: gateway`) as `monad mcp call`
   2026-07-28 `subscriptions/listen` streams and sends notifications/tools/list_changed to
   its legacy (≤ 2025-11-25) connections. Both eras advertise `tools.listChanged: true`, on
   stdio and on HTTP alike.
+- resources, prompts, completion and logging: `gateway/features.py` (`SessionFeatures`), over
+  the supervisor's `Catalog` (gateway/catalog.py); their list changes reach every connection
+  as tools' do.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import weakref
 from collections.abc import Callable
@@ -46,7 +50,9 @@ from monad_cli import __version__
 from monad_cli.core.errors import MonadError, NotFound
 from monad_cli.core.hello import GatewayView
 from monad_cli.core.redact import scrub_data
+from monad_cli.daemon.gateway.catalog import Catalog, quiet_deprecated
 from monad_cli.daemon.gateway.direct import DirectCalls
+from monad_cli.daemon.gateway.features import SessionFeatures
 from monad_cli.daemon.gateway.policy import (
     LOAD_TOOLS,
     LoadedTools,
@@ -57,6 +63,9 @@ from monad_cli.daemon.gateway.policy import (
     server_available,
     visible_tools,
 )
+from monad_cli.daemon.gateway.questions import AgentQuestions
+from monad_cli.daemon.gateway.rounds import Round, Rounds
+from monad_cli.daemon.gateway.subscriptions import Subscriptions
 from monad_cli.daemon.telemetry import TELEMETRY
 from monad_cli.daemon.trust.servers import ProgressFn
 from monad_cli.daemon.trust.service import ToolService
@@ -69,15 +78,28 @@ _SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"
 
 
 class GatewayServer(Server[Any]):
-    """The SDK's lowlevel `Server`, advertising `tools.listChanged: true` however it is run:
+    """The SDK's lowlevel `Server`, advertising `listChanged: true` (tools, prompts,
+    resources) however it is run:
     `Server.run` (the relay) passes our options, but the streamable-HTTP manager builds them
     with no `NotificationOptions` (listChanged false) unless this default says otherwise."""
 
     def create_initialization_options(self, notification_options: NotificationOptions | None = None,
                                       experimental_capabilities: dict[str, dict[str, Any]] | None = None,
                                       extensions: dict[str, dict[str, Any]] | None = None) -> Any:
-        return super().create_initialization_options(notification_options or NotificationOptions(tools_changed=True),
+        changed = NotificationOptions(tools_changed=True, prompts_changed=True, resources_changed=True)
+        return super().create_initialization_options(notification_options or changed,
                                                      experimental_capabilities, extensions)
+
+
+def _envelope_capabilities(meta: Any) -> Any:
+    """The `clientCapabilities` of a 2026-07-28 request's `_meta` envelope, or None."""
+    return meta.get(types.CLIENT_CAPABILITIES_META_KEY) if isinstance(meta, dict) else None
+
+
+def _answers(capabilities: Any) -> bool:
+    """Whether a 2026-07-28 agent can answer any question of a server (else its calls run
+    in their own request, and a question is refused naming the capability)."""
+    return isinstance(capabilities, dict) and any(k in capabilities for k in ("elicitation", "sampling", "roots"))
 
 
 def _text_result(text: str, *, error: bool) -> dict[str, Any]:
@@ -93,8 +115,11 @@ class GatewaySession:
     """
 
     def __init__(self, tools: ToolService, view: GatewayView, *, scrub: Callable[[str], str],
+                 catalog: Catalog | None = None, subscriptions: Subscriptions | None = None,
+                 on_level: Callable[[], Any] | None = None, spawn: Callable[..., None] | None = None,
                  transport: str = "pipe") -> None:
         self.tools = tools
+        self.rounds = Rounds(spawn, answer_timeout=view.approval_timeout)
         self.view = view
         self.scrub = scrub
         self.environ = view.environ
@@ -104,9 +129,27 @@ class GatewaySession:
         # `ctx.session` is built per request; the SDK exposes no public handle on the
         # long-lived per-client Connection, whose standalone channel carries notifications.
         self.legacy_connections: weakref.WeakSet[Any] = weakref.WeakSet()
-        self.server = GatewayServer("monad", version=__version__, title="monad gateway",
-                                    on_list_tools=self.list_tools, on_call_tool=self.call_tool,
-                                    on_subscriptions_listen=self.listen)
+        self.catalog = catalog or Catalog(tools.servers, tools.journal, scrub=scrub)
+
+        async def no_level() -> None:
+            return None
+
+        self.single = view.single
+        self.subscriptions = subscriptions or Subscriptions(self.catalog, spawn=spawn)
+        self.features = SessionFeatures(self.catalog, self.subscriptions, allowed=self.allowed, single=self.single,
+                                        bus=self.bus, listen=self.listen, connections=self.legacy_connections,
+                                        on_level=on_level or no_level, questions=self.questions)
+        f = self.features
+        # logging/setLevel is deprecated at 2026-07-28 (SEP-2577), the SDK warns of it; the
+        # handshake-era agents that use it are what it is here for.
+        identity = self._identity()
+        self.server = quiet_deprecated(lambda: GatewayServer(
+            **identity, on_list_tools=self.list_tools,
+            on_call_tool=self.call_tool, on_subscriptions_listen=f.listen, on_list_resources=f.list_resources,
+            on_list_resource_templates=f.list_templates, on_read_resource=f.read_resource,
+            on_subscribe_resource=f.subscribe, on_unsubscribe_resource=f.unsubscribe,
+            on_list_prompts=f.list_prompts, on_get_prompt=f.get_prompt, on_completion=f.complete,
+            on_set_logging_level=f.set_level))
         # The SDK's default middleware opens an OpenTelemetry SERVER span per request (the
         # conventions' name and attributes, the caller's `_meta` trace context): with
         # telemetry on it stays, and ours adds `network.transport` and the duration metric.
@@ -119,6 +162,48 @@ class GatewaySession:
         self.lane: DirectCalls | None = None
         self.sdk_calls = 0  # tools/calls the SDK's server handled (the rest: `lane.taken`)
 
+    def _identity(self) -> dict[str, Any]:
+        """Who this session's server says it is: monad, or on a per-server entry that
+        server's own serverInfo and instructions (as its last session gave them)."""
+        actor: Any = self.tools.servers.get(self.single) if self.single else None  # the actor itself
+        if actor is None:
+            return {"name": "monad", "version": __version__, "title": "monad gateway"}
+        info = actor.server_info or {}
+        return {"name": info.get("name") or actor.name, "version": info.get("version") or "",
+                "title": info.get("title"), "description": info.get("description"),
+                "website_url": info.get("website_url"), "instructions": actor.instructions}
+
+    def questions(self, ctx: Any, protocol_version: str, *, server: str | None = None,
+                  what: str | None = None, lane: DirectCalls | None = None, round: Round | None = None,
+                  capabilities: Any = None) -> AgentQuestions:
+        """The handler of a server's questions during this agent request (`ctx`, a
+        direct-lane call's `lane`, or a 2026-07-28 call's `round` with the request's
+        `capabilities`; gateway/questions.py) about `what` (a tool, prompt or URI) of `server`."""
+        return AgentQuestions(ctx, self.tools.journal, protocol_version=protocol_version, server=server, what=what,
+                              lane=lane, round=round, capabilities=capabilities)
+
+    async def call_in_rounds(self, name: str, arguments: dict[str, Any] | None, protocol_version: str, *,
+                             capabilities: Any, request_state: str | None = None,
+                             input_responses: dict[str, Any] | None = None,
+                             progress: ProgressFn | None = None) -> dict[str, Any]:
+        """A 2026-07-28 tools/call whose server may ask the agent something
+        (gateway/rounds.py): the result, or an `InputRequiredResult` (wire shape) carrying the
+        server's question; a call with `request_state` answers one and goes on. Cancelling
+        it while it waits cancels the call."""
+        if request_state is not None:
+            r = self.rounds.resume(request_state, input_responses)
+        else:
+            def run(r: Round) -> Any:
+                inputs = self.questions(None, protocol_version, what=name, round=r, capabilities=capabilities)
+                return self.call(name, arguments, protocol_version, progress=progress, inputs=inputs)
+
+            r = self.rounds.start(run)
+        try:
+            return self.rounds.done(r, await r.next())
+        except anyio.get_cancelled_exc_class():
+            r.scope.cancel()
+            raise
+
     def init_options(self) -> Any:
         return self.server.create_initialization_options()
 
@@ -127,6 +212,13 @@ class GatewaySession:
             conn = getattr(ctx.session, "_connection", None)
             if conn is not None:
                 self.legacy_connections.add(conn)
+
+    def allowed(self, server: str) -> bool:
+        """Whether this view shows `server` now (its filter and the server's condition)."""
+        actor = self.tools.servers.get(server)
+        condition = actor.spec.condition if actor is not None and actor.spec is not None else None
+        return server_available(server, conditions={server: condition}, facts=self.view.facts,
+                                environ=self.environ, server_filter=self.view.server_filter)
 
     def _policy(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
         """The policy's inputs from `ToolService.listing()` rows. The service already decided
@@ -149,6 +241,9 @@ class GatewaySession:
         shown = set(visible_tools(by_server, loaded=self.loaded, **policy))
         listed: list[dict[str, Any]] = [{k: v for k, v in row.items() if k not in _ROW_KEYS}
                                         for row in rows if row["name"] in shown]
+        if self.single is not None:  # a per-server entry: the server's own names
+            own = {row["name"]: row["tool"] for row in rows}
+            listed = [{**t, "name": own.get(t["name"], t["name"])} for t in listed]
         available = {s: names for s, names in by_server.items()
                      if server_available(s, conditions=policy["conditions"], facts=self.view.facts,
                                          environ=self.environ, server_filter=self.view.server_filter)}
@@ -192,19 +287,35 @@ class GatewaySession:
             session = ctx.session
 
             async def forward(progress: float, total: float | None, message: str | None) -> None:
-                # Sent on this request's own channel under the caller's progressToken.
-                await session.report_progress(progress, total, self.scrub(message) if message else message)
+                # Sent on this request's own channel under the caller's progressToken (a
+                # 2026-07-28 call that went on to another round has none left: dropped).
+                with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    await session.report_progress(progress, total, self.scrub(message) if message else message)
 
             progress = forward
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and self.rounds.spawn is not None and (
+                params.request_state is not None or _answers(_envelope_capabilities(raw_meta))):
+            responses = {k: v.model_dump(by_alias=True, mode="json", exclude_none=True)
+                         for k, v in (params.input_responses or {}).items()}
+            answer = await self.call_in_rounds(params.name, params.arguments, ctx.protocol_version,
+                                               capabilities=_envelope_capabilities(raw_meta),
+                                               request_state=params.request_state, input_responses=responses,
+                                               progress=progress)
+            if answer.get("resultType") == "input_required":
+                return types.InputRequiredResult.model_validate(answer)
+            return answer
         # A dict, not a CallToolResult: the SDK validates the wire shape once, on the way out.
-        return await self.call(params.name, params.arguments, ctx.protocol_version, progress=progress)
+        return await self.call(params.name, params.arguments, ctx.protocol_version, progress=progress,
+                               inputs=self.questions(ctx, ctx.protocol_version, what=params.name))
 
     async def call(self, name: str, arguments: dict[str, Any] | None, protocol_version: str, *,
-                   progress: ProgressFn | None = None) -> dict[str, Any]:
+                   progress: ProgressFn | None = None, inputs: AgentQuestions | None = None) -> dict[str, Any]:
         """One tools/call of this view at `protocol_version` (the client's): the result as a
         dict in that era's vocabulary. Raises MCPError(-32602) for an unknown tool; every
-        other failure is a tool error result (`isError: true`)."""
-        result = await self._call(name, arguments, progress)
+        other failure is a tool error result (`isError: true`). The server's questions go to
+        `inputs` (none: a direct-lane call, whose agent can answer none)."""
+        inputs = inputs or self.questions(None, protocol_version, what=name)
+        result = await self._call(name, arguments, progress, inputs)
         # `resultType` is 2026-07-28 vocabulary (required there, unknown before); the upstream
         # server's era need not be the client's.
         if protocol_version in MODERN_PROTOCOL_VERSIONS:
@@ -214,9 +325,13 @@ class GatewaySession:
         return result
 
     async def _call(self, name: str, arguments: dict[str, Any] | None,
-                    progress: ProgressFn | None) -> dict[str, Any]:
+                    progress: ProgressFn | None, inputs: AgentQuestions) -> dict[str, Any]:
         if name == LOAD_TOOLS:
             return await self._load_tools(arguments or {})
+        if self.single is not None:  # the server's own name -> its exposed name
+            name = self.tools.name_map().exposed_name(self.single, name) or name
+        inputs.server = self.tools.server_of(name)
+        inputs.what = name
         refused = self._refusal(name)
         if refused:
             self.tools.refuse(name, arguments, via="gateway", reason=refused)
@@ -225,7 +340,8 @@ class GatewaySession:
         try:
             # The service refuses a hidden tool (with this view's globs), naming the rule.
             data = await self.tools.call(name, arguments, via="gateway", approval=approval,
-                                         progress=progress, write_behind=True, include=self.view.include_tools,
+                                         progress=progress, inputs=inputs, write_behind=True,
+                                         include=self.view.include_tools,
                                          exclude=self.view.exclude_tools)
         except NotFound as e:  # no such tool: a protocol error (MCP spec, server/tools "Error Handling")
             raise MCPError(code=types.INVALID_PARAMS, message=self.scrub(e.message)) from None
@@ -245,15 +361,28 @@ class GatewaySession:
 
     def direct_lane(self, writer: Any, tg: anyio.abc.TaskGroup) -> DirectCalls:
         """This session's direct lane for one relay connection (`gateway/direct.py`)."""
-        self.lane = DirectCalls(self.call, writer.send_line, tg, server_info=self.server.server_info_stamp,
-                                listed=lambda: bool(self.legacy_connections))
-        return self.lane
+        async def call(name: str, arguments: dict[str, Any] | None, protocol_version: str,
+                       meta: dict[str, Any] | None = None) -> dict[str, Any]:
+            if protocol_version in MODERN_PROTOCOL_VERSIONS and self.rounds.spawn is not None and _answers(
+                    _envelope_capabilities(meta)):
+                return await self.call_in_rounds(name, arguments, protocol_version,
+                                                 capabilities=_envelope_capabilities(meta))
+            return await self.call(name, arguments, protocol_version,
+                                   inputs=self.questions(None, protocol_version, what=name, lane=lane))
+
+        lane = self.lane = DirectCalls(call, writer.send_line, tg, server_info=self.server.server_info_stamp,
+                                       listed=lambda: bool(self.legacy_connections))
+        return lane
 
     def calls_summary(self) -> str:
         direct = self.lane.taken if self.lane is not None else 0
         return f"{direct + self.sdk_calls} tools/call ({direct} on the direct lane)"
 
-    async def notify_changed(self) -> None:
+    async def notify_changed(self, kind: str = "tools") -> None:
+        """`kind` ("tools", "resources", "prompts") changed: tell every connection."""
+        if kind != "tools":
+            await self.features.list_changed(kind)
+            return
         await self.bus.publish(ToolsListChanged())
         for conn in list(self.legacy_connections):
             try:

@@ -14,18 +14,27 @@ no open Task (`ctx.busy`) and no holder."""
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 from mcp import Client, MCPError
 from mcp.client.session import IncomingMessage
-from mcp_types import INTERNAL_ERROR, CallToolResult, Implementation, Tool, ToolListChangedNotification
+from mcp_types import (
+    INTERNAL_ERROR,
+    CallToolResult,
+    Implementation,
+    LoggingMessageNotification,
+    ServerCapabilities,
+    Tool,
+    ToolListChangedNotification,
+)
 
 from monad_cli import __version__
 from monad_cli.config.schema import ServerSpec
@@ -90,7 +99,9 @@ class ActorContext:
     `early`: the stdio servers spawned before the SDK's import, one of which a first connect
     adopts (sessions/spawn.py); `start_defaults()`: the `[servers]` defaults of settings.toml
     (`start`, `idleStop`); `busy(actor)`: what holds an on-demand server up besides calls (an
-    open Task), or None.
+    open Task), or None; `on_notification(actor, notification)`: every notification the server
+    sends (an `mcp_types` model: resources/updated, list changes, log messages…), for the
+    gateway's fan-out; called in the session's receive task, so it must not block.
     """
 
     paths: Paths
@@ -107,6 +118,7 @@ class ActorContext:
     early: EarlySpawns | None = None
     start_defaults: Callable[[], StartDefaults] = StartDefaults
     busy: Callable[[ServerActor], str | None] = lambda actor: None
+    on_notification: Callable[[ServerActor, Any], None] = lambda actor, notification: None
 
 
 @contextmanager
@@ -119,6 +131,9 @@ def _wrong_shape_fails_the_call() -> Iterator[None]:
         yield
     except ValidationError as exc:
         raise MCPError(INTERNAL_ERROR, describe(exc)) from None
+
+
+T = TypeVar("T")
 
 
 class ServerActor:
@@ -552,7 +567,8 @@ class ServerActor:
         client = Client(transport, mode=self.learned.mode(over_sse=over_sse), cache=None,
                         client_info=Implementation(name="monad", version=__version__),
                         message_handler=self._on_message, extensions=self.ctx.client_extensions(self),
-                        elicitation_callback=self.inputs.callback(self.ctx.elicitation_callback(self)))
+                        elicitation_callback=self.inputs.callback(self.ctx.elicitation_callback(self)),
+                        sampling_callback=self.inputs.sampling_callback, list_roots_callback=self.inputs.roots_callback)
         self._phase = "negotiating the protocol version (server/discover, initialize)"
         async with client:
             self._phase = "listing tools"
@@ -719,9 +735,44 @@ class ServerActor:
         except ValueError:
             return None
 
+    @property
+    def capabilities(self) -> ServerCapabilities | None:
+        """What the live session's server declared (None: not connected)."""
+        client = self.client
+        return client.server_capabilities if client is not None and self.live else None
+
+    @property
+    def instructions(self) -> str | None:
+        """The live session's `instructions` (initialize / server/discover), or None."""
+        client = self.client
+        return client.instructions if client is not None and self.live else None
+
+    async def call_through(self, request: Callable[[Client], Awaitable[T]], *,
+                           inputs: InputHandler | None = None) -> T:
+        """A request other than tools/call on this session from any task (resources/*,
+        prompts/*, completion/complete, logging/setLevel: the gateway's, gateway/catalog.py):
+        `request(client)` is awaited with the live `mcp.Client`; the server's questions during
+        it go to `inputs` (none: refused). Raises MonadError if not connected, and whatever the
+        request raises (`mcp.MCPError` when the server fails it)."""
+        from monad_cli.core.errors import MonadError
+
+        client = self.client
+        if client is None or not self.live:
+            raise MonadError(f"server `{self.name}` is {self.state}"
+                             f"{': ' + self.reason if self.reason else ''} (see `monad mcp status {self.name}`)")
+        with self.inputs.serving(inputs):
+            return await request(client)
+
     async def _on_message(self, message: IncomingMessage) -> None:
         if isinstance(message, ToolListChangedNotification) and self._refresh is not None:
             self._refresh.request()
+        if isinstance(message, LoggingMessageNotification):
+            # Always in the server's log file, whoever listens (docs/gateway.md "Logging").
+            p = message.params
+            self.sink.note(f"[notifications/message {p.level}{' ' + p.logger if p.logger else ''}] "
+                           f"{p.data if isinstance(p.data, str) else json.dumps(p.data, default=str)}")
+        if not isinstance(message, Exception):
+            self.ctx.on_notification(self, message)
 
     # -- status ------------------------------------------------------------------------
     def status(self, *, detail: bool = False) -> dict[str, Any]:

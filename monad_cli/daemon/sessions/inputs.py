@@ -15,7 +15,11 @@ JSON-RPC id). Which call a request belongs to:
 
 With no handler the request is refused with an error naming why, and the call fails with it.
 A request that names a 2025-11-25 task goes to the task manager instead (`callback`).
-Sampling and roots are not offered: monad has no model and no roots to give.
+
+`sampling/createMessage` and `roots/list` are routed the same way (`sampling_callback`,
+`roots_callback`): monad has no model and no roots of its own, so only a caller that can
+answer them (an agent through the gateway that declared the capability) does; a request
+outside any call is refused, saying so.
 """
 
 from __future__ import annotations
@@ -27,7 +31,15 @@ from contextvars import ContextVar
 from typing import Any
 
 from mcp.client.session import ElicitationFnT
-from mcp_types import INVALID_REQUEST, ElicitRequestParams, ElicitResult, ErrorData
+from mcp_types import (
+    INVALID_REQUEST,
+    CreateMessageRequestParams,
+    CreateMessageResult,
+    ElicitRequestParams,
+    ElicitResult,
+    ErrorData,
+    ListRootsResult,
+)
 
 from monad_cli.daemon.tasks.legacy import related_task_id
 from monad_cli.daemon.trust.inputs import InputHandler, InputRefused
@@ -42,17 +54,20 @@ class InputRouter:
     def __init__(self, server: str) -> None:
         self.server = server
         self._inflight: list[InputHandler] = []
+        self._calls = 0  # calls in flight, with or without a handler
 
     @contextmanager
     def serving(self, handler: InputHandler | None) -> Iterator[None]:
         """The requests for input of the call made inside this block go to `handler`."""
         token = _current.set(handler)
+        self._calls += 1
         if handler is not None:
             self._inflight.append(handler)
         try:
             yield
         finally:
             _current.reset(token)
+            self._calls -= 1
             if handler is not None:
                 self._inflight.remove(handler)
 
@@ -77,19 +92,33 @@ class InputRouter:
         return elicit
 
     async def elicitation_callback(self, context: Any, params: ElicitRequestParams) -> ElicitResult | ErrorData:
+        return await self._ask("elicitation/create", params, ElicitResult)
+
+    async def sampling_callback(self, context: Any, params: CreateMessageRequestParams) -> Any:
+        """The session's `sampling_callback=`: to the caller of the call, as elicitation is."""
+        return await self._ask("sampling/createMessage", params, CreateMessageResult)
+
+    async def roots_callback(self, context: Any) -> ListRootsResult | ErrorData:
+        """The session's `list_roots_callback=`: to the caller of the call, as elicitation is."""
+        return await self._ask("roots/list", None, ListRootsResult)
+
+    async def _ask(self, method: str, params: Any, result_type: Any) -> Any:
         handler = self._handler()
         if handler is None:
             why = ("several calls are waiting and the request does not say which it is for" if self._inflight
                    else "the caller of this tool call cannot answer questions")
-            return ErrorData(code=INVALID_REQUEST, message=f"monad: server `{self.server}` asked for input, "
-                                                           f"but {why}")
-        request = {"method": "elicitation/create",
-                   "params": params.model_dump(by_alias=True, mode="json", exclude_none=True)}
+            if not self._calls:
+                why = "it was asked outside any call, and monad answers only during a call, for its caller"
+            return ErrorData(code=INVALID_REQUEST, message=f"monad: server `{self.server}` asked for input "
+                                                           f"({method}), but {why}")
+        request: dict[str, Any] = {"method": method}
+        if params is not None:
+            request["params"] = params.model_dump(by_alias=True, mode="json", exclude_none=True)
         try:
             answer = await handler(request)
-            return ElicitResult.model_validate(answer)
+            return result_type.model_validate(answer)
         except InputRefused as e:
             return ErrorData(code=INVALID_REQUEST, message=f"monad: {e}")
-        except ValueError as e:  # an answer that is not an ElicitResult
+        except ValueError as e:  # an answer that is not a result of that request
             log.warning("server %s: an input answer was not usable: %s", self.server, type(e).__name__)
             return ErrorData(code=INVALID_REQUEST, message="monad: the answer to the server's question was not usable")

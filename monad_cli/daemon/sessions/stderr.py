@@ -187,6 +187,17 @@ class StderrSink:
                 os.replace(src, self.log_path.with_name(f"{self.log_path.name}.{i + 1}"))
         os.replace(self.log_path, self.log_path.with_name(f"{self.log_path.name}.1"))
 
+    def note(self, line: str) -> None:
+        """Append one line of ours (a log message the server sent over MCP) to the log file,
+        scrubbed; not to the tail, which quotes the server's stderr in failure reasons."""
+        try:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            with os.fdopen(fd, "ab") as log:
+                log.write(self.scrub(line.replace("\n", " ")[:MAX_LINE_CHARS * 8] + "\n").encode())
+        except OSError:
+            pass  # a log line that cannot be written must not fail the session
+
     def lines(self) -> list[str]:
         out = list(self.tail)
         if not any(PROBE_METHOD in line for line in self._block):  # still being read: shown unless noise

@@ -1,0 +1,443 @@
+"""What the connected servers offer an agent besides tools, gathered for the gateway.
+
+One `Catalog` per supervisor (`Gateway.catalog`), shared by every gateway session. It reads
+the servers through their actors (`actor.call_through`, `actor.capabilities`), never
+through a session of its own, and keeps:
+
+- resources, resource templates and prompts per server (MCP spec, server/resources and
+  server/prompts), fetched when an agent lists them and kept until the server says its list
+  changed (`notifications/*/list_changed`) or its session is a new one;
+- the routes: a URI goes to the server that listed it; a URI no server listed goes to the
+  server one of whose templates matches it (RFC 6570 expressions, matched as patterns);
+  a prompt's exposed name `<server>__<prompt>` to its server, under the tool naming rules
+  (`core/tool_names.py`: sanitized, at most 64 characters, collisions hash-suffixed);
+- collisions: two servers listing one URI (or templates matching one URI) are reported in
+  the daemon log and in each listing (`_meta` names the server), and a read of such a URI is
+  refused naming both servers; neither shadows the other;
+- a list is kept only from a server that announces its changes (listChanged); any other is
+  listed again on every request;
+- the log level the agents asked for (`logging/setLevel`), passed to each server that
+  offers logging.
+
+Resource subscriptions are gateway/subscriptions.py's. Every resource read and prompt get
+leaves a journal event (`resource.read`, `prompt.get`:
+server, URI or prompt, outcome, duration in ms; the journal redacts it).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+import warnings
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from monad_cli.core.errors import MonadError
+from monad_cli.core.tool_names import NameMap, build_name_map
+
+log = logging.getLogger("monad.gateway")
+
+SERVER_META = "monad/server"  # which server listed a resource, template or prompt
+RESOURCE_NOT_FOUND = -32002  # MCP spec, server/resources "Error Handling"
+LEVELS: tuple[str, ...] = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+Deliver = Callable[[str], Awaitable[None]]
+Allowed = Callable[[str], bool]
+_KINDS = ("resources", "templates", "prompts")
+
+
+def template_pattern(template: str) -> re.Pattern[str]:
+    """A regex matching the URIs an RFC 6570 template expands to (levels 1-4, as patterns:
+    `{x}` one segment, `{+x}`/`{#x}` anything, `{/x}` `{.x}` `{;x}` repeated segments,
+    `{?x}`/`{&x}` a query)."""
+    out, pos = [], 0
+    for m in re.finditer(r"\{([+#./;?&]?)([^}]*)\}", template):
+        out.append(re.escape(template[pos:m.start()]))
+        op = m.group(1)
+        out.append({"": r"[^/?#]*", "+": r".*", "#": r"(?:#.*)?", "/": r"(?:/[^/?#]*)*", ".": r"(?:\.[^/?#]*)*",
+                    ";": r"(?:;[^/?#]*)*", "?": r"(?:\?[^#]*)?", "&": r"(?:&[^#]*)?"}[op])
+        pos = m.end()
+    out.append(re.escape(template[pos:]))
+    return re.compile("".join(out), re.DOTALL)
+
+
+@dataclass
+class _Listed:
+    client: Any  # the session the items came from: a new one lists again
+    items: list[Any]
+    uris: frozenset[str] = frozenset()  # of resources, for routing without a listing
+
+
+JOURNAL_DELAY_S = 0.02
+Spawn = Callable[..., None]  # runs a task for the gateway's life
+
+
+class Catalog:
+    """Resources, templates, prompts and log levels of the connected servers
+    (see the module docstring).
+
+    `servers` is the supervisor's live name -> actor view; `journal` takes one event per
+    read or get; `scrub` redacts the servers' error texts. Owns no session and decides no
+    approval: reads and gets are not gated (they change nothing on the server).
+    """
+
+    def __init__(self, servers: Mapping[str, Any], journal: Any, *, scrub: Callable[[str], str],
+                 spawn: Spawn | None = None) -> None:
+        self.servers = servers
+        self.journal = journal
+        self.scrub = scrub
+        self.spawn = spawn  # runs a task for the gateway's life (None: journal events are written at once)
+        self._pending: list[tuple[str, str, dict[str, Any]]] = []  # journal events not yet written
+        self._writer_due = False
+        self._prompt_map: tuple[Any, NameMap] | None = None  # (the lists it was built from, the names)
+        self._listed: dict[tuple[str, str], _Listed] = {}
+        self.log_level: str | None = None  # the lowest any agent asked for
+        self._level_sent: dict[str, tuple[Any, str]] = {}
+        self._reported: set[str] = set()
+
+    # -- what is listed ------------------------------------------------------------------
+    def _live(self, allowed: Allowed) -> list[Any]:
+        return [a for name, a in sorted(self.servers.items())
+                if a.live and a.spec is not None and allowed(name)]
+
+    def forget(self, server: str, kinds: Iterable[str] = _KINDS) -> None:
+        """Drop what `server` listed (it said its list changed)."""
+        for kind in kinds:
+            self._listed.pop((server, kind), None)
+
+    async def _fetch(self, actor: Any, kind: str) -> list[Any]:
+        client = actor.client
+        known = self._listed.get((actor.name, kind))
+        if known is not None and known.client is client:
+            return known.items
+        caps = actor.capabilities
+        offered = caps is not None and (caps.prompts if kind == "prompts" else caps.resources) is not None
+        items: list[Any] = []
+        if offered:
+            cursor: str | None = None
+            for _page in range(100):  # a server whose cursors never end must not hold the agent forever
+                async def page(c: Any, cursor: str | None = cursor) -> Any:
+                    if kind == "resources":
+                        return await c.list_resources(cursor=cursor)
+                    if kind == "templates":
+                        return await c.list_resource_templates(cursor=cursor)
+                    return await c.list_prompts(cursor=cursor)
+
+                result = await actor.call_through(page)
+                items += (result.resources if kind == "resources" else
+                          result.resource_templates if kind == "templates" else result.prompts)
+                cursor = result.next_cursor
+                if not cursor:
+                    break
+        # Kept only while the server would say it changed (listChanged), else asked again.
+        family = caps.prompts if kind == "prompts" else caps.resources if caps is not None else None
+        if family is not None and family.list_changed:
+            uris = frozenset(str(r.uri) for r in items) if kind == "resources" else frozenset()
+            self._listed[(actor.name, kind)] = _Listed(client, items, uris)
+        return items
+
+    def _known_owners(self, uri: str, allowed: Allowed) -> list[str] | None:
+        """The servers listing `uri` by the kept lists alone, or None when a server that
+        offers resources has no kept list (then only a listing can tell)."""
+        owners = []
+        for actor in self._live(allowed):
+            caps = actor.capabilities
+            if caps is None or caps.resources is None:
+                continue
+            known = self._listed.get((actor.name, "resources"))
+            if known is None or known.client is not actor.client:
+                return None
+            if uri in known.uris:
+                owners.append(actor.name)
+        return owners
+
+    async def _gather(self, kind: str, allowed: Allowed) -> dict[str, list[Any]]:
+        """Each allowed live server's items of `kind`; a server that fails to list is left
+        out (logged), never the whole answer."""
+        out: dict[str, list[Any]] = {}
+
+        async def one(actor: Any) -> None:
+            try:
+                out[actor.name] = await self._fetch(actor, kind)
+            except (MCPError, MonadError) as e:
+                log.warning("server %s: listing %s failed: %s", actor.name, kind, self.scrub(str(e)))
+
+        async with anyio.create_task_group() as tg:
+            for actor in self._live(allowed):
+                tg.start_soon(one, actor)
+        return dict(sorted(out.items()))
+
+    def warnings(self, server: str) -> list[str]:
+        """The resource URI collisions `server` is in, as the kept lists tell (what agents
+        listed last), and its prompt name collisions: for `monad mcp status NAME`."""
+        owners: dict[str, list[str]] = {}
+        for (name, kind), listed in sorted(self._listed.items()):
+            actor = self.servers.get(name)
+            if kind == "resources" and actor is not None and actor.live and listed.client is actor.client:
+                for uri in listed.uris:
+                    owners.setdefault(uri, []).append(name)
+        out = [_uri_collision(uri, names) for uri, names in sorted(owners.items())
+               if len(names) > 1 and server in names]
+        if self._prompt_map is not None:
+            out += [_prompt_collision(c) for c in self._prompt_map[1].collisions_of(server)]
+        return out
+
+    def _report(self, text: str) -> None:
+        if text not in self._reported:
+            self._reported.add(text)
+            log.warning("%s", text)
+
+    @staticmethod
+    def _dump(item: Any, server: str | None) -> dict[str, Any]:
+        d: dict[str, Any] = item.model_dump(by_alias=True, mode="json", exclude_none=True)
+        if server is not None:
+            d["_meta"] = {**(d.get("_meta") or {}), SERVER_META: server}
+        return d
+
+    async def resources(self, allowed: Allowed, *, tag: bool = True) -> list[dict[str, Any]]:
+        """resources/list over the allowed servers: every resource, with the server in
+        `_meta` (`tag`); a URI two servers list is reported, and listed for both."""
+        by_server = await self._gather("resources", allowed)
+        owners = self._owners(by_server)
+        for uri, names in owners.items():
+            if len(names) > 1:
+                self._report(_uri_collision(uri, names))
+        return [self._dump(r, server if tag else None) for server, items in by_server.items() for r in items]
+
+    async def templates(self, allowed: Allowed, *, tag: bool = True) -> list[dict[str, Any]]:
+        """resources/templates/list over the allowed servers (server in `_meta` with `tag`)."""
+        by_server = await self._gather("templates", allowed)
+        return [self._dump(t, server if tag else None) for server, items in by_server.items() for t in items]
+
+    @staticmethod
+    def _owners(by_server: Mapping[str, list[Any]]) -> dict[str, list[str]]:
+        owners: dict[str, list[str]] = {}
+        for server, items in by_server.items():
+            for r in items:
+                owners.setdefault(str(r.uri), []).append(server)
+        return owners
+
+    async def route(self, uri: str, allowed: Allowed) -> str:
+        """The server a URI belongs to: the one that listed it, else the one whose template
+        matches it. Raises MCPError: -32002 (no server offers it), -32602 (a collision)."""
+        known = self._known_owners(uri, allowed)
+        if known is not None and len(known) == 1:
+            return known[0]  # the hot path: no listing, no task
+        for fresh in (False, True):
+            if fresh:
+                for actor in self._live(allowed):
+                    self.forget(actor.name, ("resources", "templates"))
+            owners = self._owners(await self._gather("resources", allowed)).get(uri, [])
+            if not owners:
+                templates = await self._gather("templates", allowed)
+                owners = [server for server, items in templates.items()
+                          if any(template_pattern(t.uri_template).fullmatch(uri) for t in items)]
+            if len(owners) == 1:
+                return owners[0]
+            if len(owners) > 1:
+                raise MCPError(types.INVALID_PARAMS, f"resource `{self.scrub(uri)}` is offered by servers "
+                               + " and ".join(f"`{n}`" for n in owners)
+                               + "; monad does not pick one: read it through `monad mcp serve SERVER`")
+        raise MCPError(RESOURCE_NOT_FOUND, f"Resource not found: no connected server lists `{self.scrub(uri)}` "
+                       f"or a template matching it (see resources/list)")
+
+    async def prompt_names(self, allowed: Allowed) -> tuple[NameMap, dict[str, list[Any]]]:
+        """Exposed prompt names (`<server>__<prompt>`, the tool naming rules) and the prompts."""
+        by_server = await self._gather("prompts", allowed)
+        key = tuple((server, id(items)) for server, items in by_server.items())
+        if self._prompt_map is not None and self._prompt_map[0] == key:
+            return self._prompt_map[1], by_server  # the same lists: the same names
+        names = build_name_map((server, p.name) for server, items in by_server.items() for p in items)
+        self._prompt_map = (key, names)
+        for c in names.collisions:
+            self._report(_prompt_collision(c))
+        return names, by_server
+
+    async def prompts(self, allowed: Allowed, *, single: str | None = None) -> list[dict[str, Any]]:
+        """prompts/list: `<server>__<prompt>` names (`single`: that server's own names)."""
+        names, by_server = await self.prompt_names(allowed)
+        out = []
+        for server, items in by_server.items():
+            for p in items:
+                exposed = p.name if single else names.exposed_name(server, p.name)
+                if exposed is not None:
+                    out.append({**self._dump(p, None if single else server), "name": exposed})
+        return out
+
+    async def prompt_owner(self, name: str, allowed: Allowed, *, single: str | None = None) -> tuple[str, str]:
+        """(server, the server's own prompt name) of an exposed prompt name. Raises
+        MCPError(-32602) for a name no server offers."""
+        if single is not None:
+            return single, name
+        for fresh in (False, True):
+            if fresh:
+                for actor in self._live(allowed):
+                    self.forget(actor.name, ("prompts",))
+            entry = (await self.prompt_names(allowed))[0].by_exposed.get(name)
+            if entry is not None:
+                return entry.server, entry.tool
+        raise MCPError(types.INVALID_PARAMS, f"no prompt `{name}` is exposed (see prompts/list)")
+
+    # -- requests routed to one server -----------------------------------------------------
+    def live_actor(self, server: str) -> Any:
+        """The actor of `server` while it is live. Raises MCPError (-32603) otherwise."""
+        actor = self.servers.get(server)
+        if actor is None or not actor.live:
+            raise MCPError(types.INTERNAL_ERROR,
+                           f"server `{server}` is not connected (see `monad mcp status {server}`)")
+        return actor
+
+    async def through(self, server: str, kind: str, what: dict[str, Any],
+                       request: Callable[[Any], Awaitable[Any]], inputs: Any = None) -> Any:
+        """`request(client)` on `server`, journaled as `kind` (`what`: the event's detail)."""
+        started = time.monotonic()
+        outcome, error = "ok", None
+        if inputs is not None:
+            inputs.server = server  # the catalog knows whose question it would be
+        try:
+            return await self.live_actor(server).call_through(request, inputs=inputs)
+        except MCPError as e:
+            outcome, error = "error", f"{e.error.message} (MCP error {e.error.code})"
+            raise MCPError(e.error.code, self.scrub(f"server `{server}`: {e.error.message}"), e.error.data) from None
+        except MonadError as e:
+            outcome, error = "error", e.message
+            raise MCPError(types.INTERNAL_ERROR, self.scrub(e.message)) from None
+        except anyio.get_cancelled_exc_class():
+            outcome = "cancelled"
+            raise
+        finally:
+            if kind:
+                detail = {**what, "outcome": outcome, "durationMs": round((time.monotonic() - started) * 1000, 3)}
+                if error:
+                    detail["error"] = error[:300]
+                self._journal_later(kind, server, detail)
+
+    def _journal_later(self, kind: str, server: str, detail: dict[str, Any]) -> None:
+        """The event goes in the journal just after the answer (within ~20 ms, events
+        that pile up meanwhile written together), off the request's path; at once when
+        there is no gateway task to write it."""
+        self._pending.append((kind, server, detail))
+        if self.spawn is None:
+            self._write_pending()
+        elif not self._writer_due:
+            self._writer_due = True
+            self.spawn(self._write_soon)
+
+    async def _write_soon(self) -> None:
+        await anyio.sleep(JOURNAL_DELAY_S)
+        self._writer_due = False
+        self._write_pending()
+
+    def _write_pending(self) -> None:
+        pending, self._pending = self._pending, []
+        for kind, server, detail in pending:
+            try:
+                self.journal.record(kind, server=server, detail=detail)
+            except Exception:
+                log.exception("journal write failed")
+
+    async def read(self, uri: str, allowed: Allowed, *, via: str = "gateway", inputs: Any = None,
+                   single: str | None = None) -> types.ReadResourceResult:
+        """resources/read, routed (`route`); journaled `resource.read`."""
+        server = single or await self.route(uri, allowed)
+        result: types.ReadResourceResult = await self.through(
+            server, "resource.read", {"uri": uri, "via": via}, lambda c: c.read_resource(uri), inputs)
+        return result
+
+    async def get_prompt(self, name: str, arguments: dict[str, str] | None, allowed: Allowed, *,
+                         via: str = "gateway", inputs: Any = None, single: str | None = None) -> types.GetPromptResult:
+        """prompts/get by exposed name; journaled `prompt.get` (argument names only)."""
+        server, own = await self.prompt_owner(name, allowed, single=single)
+        detail = {"prompt": own, "exposed": name, "via": via, "arguments": sorted(arguments or {})}
+        result: types.GetPromptResult = await self.through(
+            server, "prompt.get", detail, lambda c: c.get_prompt(own, arguments), inputs)
+        return result
+
+    async def complete(self, params: types.CompleteRequestParams, allowed: Allowed, *,
+                       single: str | None = None) -> types.CompleteResult:
+        """completion/complete, to the server owning the prompt or the resource template."""
+        ref = params.ref
+        argument = {"name": params.argument.name, "value": params.argument.value}
+        context = params.context.arguments if params.context is not None else None
+        if isinstance(ref, types.PromptReference):
+            server, own = await self.prompt_owner(ref.name, allowed, single=single)
+            upstream: Any = types.PromptReference(name=own)
+        else:
+            server = single or await self._template_owner(ref.uri, allowed)
+            upstream = ref
+        result: types.CompleteResult = await self.through(
+            server, "", {}, lambda c: c.complete(upstream, argument, context_arguments=context))
+        return result
+
+    async def _template_owner(self, template: str, allowed: Allowed) -> str:
+        templates = await self._gather("templates", allowed)
+        owners = [s for s, items in templates.items() if any(t.uri_template == template for t in items)]
+        if len(owners) == 1:
+            return owners[0]
+        if not owners:
+            return await self.route(template, allowed)  # a concrete URI given as the reference
+        raise MCPError(types.INVALID_PARAMS, f"resource template `{template}` is offered by servers "
+                       + " and ".join(f"`{n}`" for n in owners) + "; monad does not pick one")
+
+    # -- logging -----------------------------------------------------------------------------
+    async def set_log_level(self, level: str | None) -> None:
+        """The lowest level any agent asked for (None: none asked): each server offering
+        logging gets it (`logging/setLevel`, handshake era; a 2026-07-28 server has no such
+        request)."""
+        self.log_level = level
+        for actor in self._live(lambda name: True):
+            await self.pass_log_level(actor)
+
+    async def pass_log_level(self, actor: Any) -> None:
+        level = self.log_level
+        caps = actor.capabilities
+        client = actor.client
+        if level is None or caps is None or caps.logging is None or actor.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return
+        if self._level_sent.get(actor.name) == (client, level):
+            return
+        try:
+            await self.through(actor.name, "", {}, lambda c: quiet_deprecated(lambda: c.set_logging_level(level)))
+            self._level_sent[actor.name] = (client, level)
+        except MCPError as e:
+            log.info("server %s: logging/setLevel %s failed: %s", actor.name, level, self.scrub(e.error.message))
+
+
+def _uri_collision(uri: str, servers: list[str]) -> str:
+    return (f"resource URI collision: `{uri}` is listed by " + " and ".join(f"`{n}`" for n in servers)
+            + "; reading it through the merged gateway is refused (`monad mcp serve SERVER` reads it from one)")
+
+
+def _prompt_collision(collision: dict[str, Any]) -> str:
+    members = collision["members"]
+    return ("prompt name collision: " + " and ".join(f"`{m['server']}`/`{m['tool']}`" for m in members)
+            + f" both map to `{collision['name']}`; exposed as "
+            + ", ".join(f"`{m['exposed']}`" for m in members if m["exposed"]))
+
+
+def quiet_deprecated(build: Callable[[], Any]) -> Any:
+    """`build()` without the SDK's MCPDeprecationWarning: logging/setLevel and
+    resources/subscribe are deprecated at 2026-07-28 but are what handshake-era servers and
+    agents speak. (The warning is raised when the call is made, not when it is awaited.)"""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        return build()
+
+
+def level_at_least(level: str, threshold: str) -> bool:
+    """Whether log `level` is `threshold` or more severe (RFC 5424 order, MCP spec
+    server/utilities/logging)."""
+    try:
+        return LEVELS.index(level) >= LEVELS.index(threshold)
+    except ValueError:
+        return True
+
+
+__all__ = ["LEVELS", "RESOURCE_NOT_FOUND", "SERVER_META", "Catalog", "level_at_least", "quiet_deprecated",
+           "template_pattern"]

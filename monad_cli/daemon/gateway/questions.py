@@ -1,0 +1,141 @@
+"""A server's questions during an agent's call, asked of that agent (`AgentQuestions`).
+
+The actor routes each `elicitation/create`, `sampling/createMessage` and `roots/list` a
+server sends during a call to the `InputHandler` of that call (sessions/inputs.py). The
+gateway's handler for one agent request asks the agent on the request's own channel (on
+streamable HTTP, the POST's response stream), so the question reaches the agent whose call
+it is and no other, and returns its answer:
+
+- the agent must have declared the capability (MCP spec, client/elicitation, client/sampling,
+  client/roots); a URL-mode elicitation needs `elicitation.url`, a form one `elicitation.form`
+  (or the bare `elicitation: {}` of 2025-06-18);
+- otherwise the question is refused, naming the capability the agent did not declare;
+- a 2026-07-28 agent is asked through an `input_required` result: the call's `Round`
+  (gateway/rounds.py) carries the question out in the agent's next answer and brings its
+  `inputResponses` back.
+
+Each question leaves a journal event `question`: the server, the method, the call's id, the
+outcome (`answered` with the elicitation's action, or `refused` with why); never the answer's
+content.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import ServerMessageMetadata
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
+
+from monad_cli.daemon.trust.calls import current_call
+from monad_cli.daemon.trust.inputs import InputRefused
+
+log = logging.getLogger("monad.gateway")
+
+_KINDS: dict[str, tuple[str, Any, Any]] = {
+    "elicitation/create": ("elicitation", types.ElicitRequest, types.ElicitResult),
+    "sampling/createMessage": ("sampling", types.CreateMessageRequest, types.CreateMessageResult),
+    "roots/list": ("roots", types.ListRootsRequest, types.ListRootsResult),
+}
+
+
+def declared(capabilities: types.ClientCapabilities | None, method: str, params: dict[str, Any] | None) -> str | None:
+    """The capability `method` (with `params`) needs that `capabilities` lacks, or None."""
+    name = _KINDS[method][0]
+    caps = capabilities
+    if caps is None or getattr(caps, name) is None:
+        return name
+    if name == "elicitation":
+        elicitation = caps.elicitation
+        assert elicitation is not None
+        url_mode = (params or {}).get("mode") == "url"
+        if url_mode and elicitation.url is None:
+            return "elicitation.url"
+        if not url_mode and elicitation.url is not None and elicitation.form is None:
+            return "elicitation.form"  # an agent that named only `url` takes no forms
+    return None
+
+
+class AgentQuestions:
+    """The `InputHandler` of one agent request: `ctx`, the SDK's request context, or for a
+    call on the stdio direct lane `lane` (its `DirectCalls`, which asks on the connection;
+    neither: nobody to ask). The journal gets one `question` event per question."""
+
+    def __init__(self, ctx: Any, journal: Any, *, protocol_version: str, server: str | None = None,
+                 what: str | None = None, lane: Any = None, round: Any = None,
+                 capabilities: Any = None) -> None:
+        self.ctx = ctx
+        self.lane = lane  # a direct-lane call's `DirectCalls` (gateway/direct.py): its `ask`
+        self.round = round  # a 2026-07-28 agent's call: its `input_required` rounds (gateway/rounds.py)
+        self.raw_capabilities = capabilities  # a 2026-07-28 request's envelope `clientCapabilities`
+        self.journal = journal
+        self.protocol_version = protocol_version
+        self.server = server  # whose question it is, when known before it comes
+        self.what = what  # the exposed tool, prompt or resource URI the request is about
+
+    def _note(self, method: str, outcome: str, **detail: Any) -> None:
+        # A 2026-07-28 round runs in the calling task, which knows its call's id; a legacy
+        # request comes in on the server session's own task, which does not.
+        call = current_call() or {}
+        try:
+            self.journal.record("question", server=self.server, detail={
+                "method": method, "outcome": outcome, "callId": call.get("callId"), "about": self.what, **detail})
+        except Exception:  # a journal that cannot be written must not fail the question
+            log.exception("journal write failed")
+
+    def _refuse(self, method: str, why: str) -> InputRefused:
+        self._note(method, "refused", reason=why)
+        return InputRefused(why)
+
+    def _capabilities(self) -> types.ClientCapabilities | None:
+        if self.raw_capabilities is not None:
+            try:
+                return types.ClientCapabilities.model_validate(self.raw_capabilities)
+            except ValidationError:
+                return None
+        if self.ctx is not None:
+            caps: types.ClientCapabilities | None = self.ctx.session.client_capabilities
+            return caps
+        raw = self.lane.capabilities if self.lane is not None else None
+        try:
+            return types.ClientCapabilities.model_validate(raw) if raw is not None else None
+        except ValidationError:
+            return None
+
+    async def __call__(self, request: dict[str, Any]) -> dict[str, Any]:
+        method = request.get("method", "")
+        params = request.get("params")
+        if method not in _KINDS:
+            raise self._refuse(method, f"the gateway does not relay `{method}` requests")
+        missing = declared(self._capabilities(), method, params)
+        if missing is not None:
+            raise self._refuse(method, f"the agent did not declare the `{missing}` capability")
+        if self.protocol_version in MODERN_PROTOCOL_VERSIONS and self.round is None:
+            raise self._refuse(method, f"the agent speaks {self.protocol_version}, where a server's question is an "
+                                       f"input_required result, which this request cannot carry")
+        _, request_type, result_type = _KINDS[method]
+        try:
+            if self.round is not None:
+                body = {"method": method, **({"params": params} if params else {})}
+                result = result_type.model_validate(await self.round.ask(body))
+            elif self.ctx is not None:
+                typed = request_type.model_validate({"method": method, **({"params": params} if params else {})})
+                result = await self.ctx.session.send_request(
+                    typed, result_type, metadata=ServerMessageMetadata(related_request_id=self.ctx.request_id))
+            else:
+                result = result_type.model_validate(await self.lane.ask(method, params))
+        except MCPError as e:
+            raise self._refuse(method, f"the agent answered with an error: {e.error.message}") from None
+        except InputRefused as e:
+            raise self._refuse(method, str(e)) from None
+        except ValidationError:
+            raise self._refuse(method, f"the agent's answer is not a {method} result") from None
+        answer: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        self._note(method, "answered", **({"action": answer.get("action")} if "action" in answer else {}))
+        return answer
+
+
+__all__ = ["AgentQuestions", "declared"]

@@ -1,0 +1,152 @@
+"""A server's questions to a 2026-07-28 agent: `input_required` rounds (SEP-2322).
+
+A 2026-07-28 agent cannot be sent a request; a server that asks it something answers the
+call with an `InputRequiredResult` (`inputRequests`, `requestState`) and the agent calls
+again with `inputResponses` and that `requestState`. The server behind monad asks in its
+own era (a legacy `elicitation/create` request, or its own rounds, which the actor's client
+drives), in the middle of one upstream call. So the gateway keeps that call running across
+the agent's rounds:
+
+- the first tools/call starts the upstream call in a task of the gateway (`spawn`), not of
+  the request, and answers with the first of: its result, or its first question as an
+  `InputRequiredResult` whose `requestState` names the running call (a random token);
+- a call with that `requestState` hands the `inputResponses` to the questions waiting for
+  them and answers, again, with the result or the next question;
+- a question no round answers within `answer_timeout` seconds is refused (the server gets
+  the error, the call goes on as the server decides); a token unknown or finished is
+  refused with -32602.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+
+from monad_cli.daemon.trust.inputs import InputRefused
+
+log = logging.getLogger("monad.gateway")
+KEEP_FINISHED_S = 300.0  # a finished call's answer waits this long for the agent's next round
+
+
+@dataclass
+class _Question:
+    request: dict[str, Any]
+    answered: anyio.Event = field(default_factory=anyio.Event)
+    answer: dict[str, Any] | None = None
+
+
+class Round:
+    """One upstream call an agent is answering questions for (see the module docstring)."""
+
+    def __init__(self, token: str, answer_timeout: float) -> None:
+        self.token = token
+        self.answer_timeout = answer_timeout
+        self.send, self.receive = anyio.create_memory_object_stream[tuple[str, Any]](64)
+        self.questions: dict[str, _Question] = {}
+        self.asked = 0
+        self.finished_at: float | None = None
+        self.scope = anyio.CancelScope()
+
+    async def ask(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The upstream call's question: out to the agent in the next round; its answer back.
+        Raises InputRefused when no round answers it in time."""
+        self.asked += 1
+        key = f"q{self.asked}"
+        question = self.questions[key] = _Question(request)
+        await self.send.send(("question", key))
+        try:
+            with anyio.move_on_after(self.answer_timeout):
+                await question.answered.wait()
+        finally:
+            self.questions.pop(key, None)
+        if question.answer is None:
+            raise InputRefused(f"the agent did not answer within {self.answer_timeout:.0f} s")
+        return question.answer
+
+    def answer(self, responses: dict[str, Any]) -> None:
+        """The agent's `inputResponses` (wire shapes by key) to the questions waiting for them."""
+        for key, response in responses.items():
+            question = self.questions.get(key)
+            if question is not None and isinstance(response, dict):
+                question.answer = response
+                question.answered.set()
+
+    async def next(self) -> dict[str, Any]:
+        """The call's result (a dict), or its next question as an `InputRequiredResult`
+        (wire shape). Re-raises what the call raised."""
+        kind, value = await self.receive.receive()
+        if kind == "question":
+            question = self.questions.get(value)
+            if question is None:  # answered by a timeout meanwhile: wait for what comes next
+                return await self.next()
+            return {"resultType": "input_required", "inputRequests": {value: question.request},
+                    "requestState": self.token}
+        if kind == "error":
+            raise value
+        result: dict[str, Any] = value
+        return result
+
+
+class Rounds:
+    """The running calls of one gateway session, by `requestState` token."""
+
+    def __init__(self, spawn: Callable[[Callable[[], Awaitable[None]]], None] | None, *,
+                 answer_timeout: float) -> None:
+        self.spawn = spawn
+        self.answer_timeout = answer_timeout
+        self.calls: dict[str, Round] = {}
+
+    def _tidy(self) -> None:
+        now = time.monotonic()
+        for token, r in list(self.calls.items()):
+            if r.finished_at is not None and now - r.finished_at > KEEP_FINISHED_S:
+                del self.calls[token]
+
+    def start(self, run: Callable[[Round], Awaitable[dict[str, Any]]]) -> Round:
+        """Run `run(round)` (the upstream call, its questions going to `round.ask`) in a task
+        of the gateway; returns the round to take its answers from."""
+        if self.spawn is None:
+            raise MCPError(types.INTERNAL_ERROR, "the gateway cannot keep a call across input_required rounds here")
+        self._tidy()
+        token = secrets.token_urlsafe(18)
+        r = self.calls[token] = Round(token, self.answer_timeout)
+
+        async def go() -> None:
+            outcome: tuple[str, Any] = ("error", MCPError(types.INTERNAL_ERROR, "the call was cancelled"))
+            with r.scope:  # the agent cancelling its waiting round cancels the call
+                try:
+                    outcome = ("result", await run(r))
+                except Exception as e:  # noqa: BLE001 - the agent's next round raises it
+                    outcome = ("error", e)
+            r.finished_at = time.monotonic()
+            r.send.send_nowait(outcome)
+
+        self.spawn(go)
+        return r
+
+    def resume(self, token: str, responses: dict[str, Any] | None) -> Round:
+        """The running call `token` names, with the agent's answers handed over. Raises
+        MCPError(-32602) for a token this session does not know (or no longer)."""
+        r = self.calls.get(token)
+        if r is None:
+            raise MCPError(types.INVALID_PARAMS, "requestState names no call this gateway session is running "
+                                                 "(unknown, or finished more than 5 minutes ago)")
+        r.answer(responses or {})
+        return r
+
+    def done(self, r: Round, answer: dict[str, Any]) -> dict[str, Any]:
+        """`answer` is the call's last: forget the call."""
+        if answer.get("resultType") != "input_required":
+            self.calls.pop(r.token, None)
+        return answer
+
+
+__all__ = ["Round", "Rounds"]

@@ -1,0 +1,83 @@
+"""An SDK server (`MCPServer`, both eras) with resources, a template, a prompt and
+completions, and tools that change them and say so: for the gateway's tests and bench.
+
+    python resourceserver.py [--prefix P]
+
+Resources: `note://P/alpha` and `note://P/beta` (text), the template `note://P/{name}` (any
+name reads `note <name>`). Prompt `greet(name)`; completion of `name` offers `Ada`, `Alan`.
+Tools: `echo(text)`; `touch(uri)` changes a note and publishes `ResourceUpdated` (2026-07-28 listen
+streams) and `notifications/resources/updated` on a legacy session; `add_note(name)` adds a
+resource and announces the list change.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import Completion, PromptReference
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--prefix", default="r")
+args = ap.parse_args()
+P = args.prefix
+app = MCPServer("resourceserver", instructions=f"Notes under note://{P}/.")
+notes = {"alpha": "the first note", "beta": "the second note"}
+touched: dict[str, int] = {}
+
+
+def _register(name: str) -> None:
+    @app.resource(f"note://{P}/{name}", name=name, mime_type="text/plain")
+    def read() -> str:
+        return f"{notes[name]} (version {touched.get(name, 0)})"
+
+
+for _name in list(notes):
+    _register(_name)
+
+
+@app.resource(f"note://{P}/dynamic/{{name}}", name="dynamic", mime_type="text/plain")
+def dynamic(name: str) -> str:
+    return f"note {name}"
+
+
+@app.prompt()
+def greet(name: str) -> str:
+    """Greets someone by name."""
+    return f"Hello, {name}!"
+
+
+@app.completion()
+async def complete(ref: object, argument: object, context: object) -> Completion | None:
+    if isinstance(ref, PromptReference) and ref.name == "greet":
+        value = getattr(argument, "value", "")
+        return Completion(values=[n for n in ("Ada", "Alan") if n.startswith(value)])
+    return None
+
+
+@app.tool()
+def echo(text: str) -> str:
+    """Answer with the text (the bench's reference call)."""
+    return text
+
+
+@app.tool()
+async def touch(uri: str, ctx: Context) -> str:
+    """Change a note and tell its subscribers."""
+    name = uri.rsplit("/", 1)[-1]
+    touched[name] = touched.get(name, 0) + 1
+    await ctx.notify_resource_updated(uri)
+    return f"touched {uri}"
+
+
+@app.tool()
+async def add_note(name: str, ctx: Context) -> str:
+    """Add a note resource and announce the list change."""
+    notes[name] = f"note {name}"
+    _register(name)
+    await ctx.notify_resources_changed()
+    return f"added {name}"
+
+
+if __name__ == "__main__":
+    app.run()
