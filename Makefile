@@ -69,7 +69,7 @@ $(MEMORY):
 
 memory-deps: $(MEMORY)
 
-# The MCP Inspector's CLI, a third-party client for the gateway test (tests/test_gateway_features.py);
+# The MCP Inspector's CLI, a third-party client for the gateway test (tests/e2e/test_gateway_features.py);
 # optional: without it that test is skipped and says why.
 $(INSPECTOR):
 	@mkdir -p .cache/inspector

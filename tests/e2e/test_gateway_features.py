@@ -332,7 +332,7 @@ def test_a_servers_question_reaches_the_agent_whose_call_it_is(supervisor: Any, 
     assert "served 3 tools/call (3 on the direct lane)" in (monad_home / "logs" / "daemon.log").read_text()
 
 
-RESOURCESERVER = str(Path(__file__).resolve().parent / "servers" / "resourceserver.py")
+RESOURCESERVER = str(Path(__file__).resolve().parents[1] / "servers" / "resourceserver.py")
 
 
 @contextlib.contextmanager
