@@ -579,3 +579,30 @@ def test_monad_mcp_call_asks_a_servers_form_on_a_terminal_and_refuses_without(su
     # Without a terminal, the question is refused and the call says why.
     r = supervisor("mcp", "call", "everything__trigger-elicitation-request", "--yes")
     assert r.code == 1 and "cannot answer questions" in r.out + r.err, r
+
+
+def test_a_2026_servers_log_messages_reach_its_log_file_and_the_agents_that_asked(supervisor: Any,
+                                                                                  monad_home: Path) -> None:
+    from mcp import Client
+    from mcp_types import LoggingMessageNotificationParams
+
+    write_atom(monad_home, "r", f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([RESOURCESERVER])}\n"
+                                'trust = {autoApproveTools = ["r__say"]}\n')
+    wait_state(supervisor, "r", "connected", timeout=90)
+    logs: list[LoggingMessageNotificationParams] = []
+
+    async def record(params: LoggingMessageNotificationParams) -> None:
+        logs.append(params)
+
+    async def main() -> None:
+        async with Client(_serve(monad_home), mode="legacy", logging_callback=record) as agent:
+            await agent.set_logging_level("info")
+            assert (await agent.call_tool("r__say", {"text": "hello from r"})).content[0].text == "said"
+            with anyio.fail_after(30):
+                while not logs:
+                    await anyio.sleep(0.05)
+
+    anyio.run(main)
+    assert [(p.level, p.logger, p.data) for p in logs] == [("info", "r/notes", "hello from r")]
+    log_file = monad_home / "logs" / "servers" / "r.stderr.log"
+    wait_for(lambda: "[notifications/message info notes] hello from r" in log_file.read_text(), timeout=30)

@@ -5,7 +5,8 @@ completions, and tools that change them and say so: for the gateway's tests and 
 
 Resources: `note://P/alpha` and `note://P/beta` (text), the template `note://P/{name}` (any
 name reads `note <name>`). Prompt `greet(name)`; completion of `name` offers `Ada`, `Alan`.
-Tools: `echo(text)`; `touch(uri)` changes a note and publishes `ResourceUpdated` (2026-07-28 listen
+Tools: `echo(text)`; `say(text)` logs `text` at info (logger `notes`) during the call;
+`touch(uri)` changes a note and publishes `ResourceUpdated` (2026-07-28 listen
 streams) and `notifications/resources/updated` on a legacy session; `add_note(name)` adds a
 resource and announces the list change.
 """
@@ -13,6 +14,7 @@ resource and announces the list change.
 from __future__ import annotations
 
 import argparse
+import warnings
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import Completion, PromptReference
@@ -59,6 +61,15 @@ async def complete(ref: object, argument: object, context: object) -> Completion
 def echo(text: str) -> str:
     """Answer with the text (the bench's reference call)."""
     return text
+
+
+@app.tool()
+async def say(text: str, ctx: Context) -> str:
+    """Send `text` as an info log message during the call, then answer."""
+    with warnings.catch_warnings():  # logging is deprecated at 2026-07-28 (SEP-2577), still served
+        warnings.simplefilter("ignore")
+        await ctx.info(text, logger_name="notes")
+    return "said"
 
 
 @app.tool()
