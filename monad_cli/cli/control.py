@@ -266,7 +266,9 @@ def start_supervisor(paths: Paths, *, timeout: float = START_TIMEOUT_S, extra_ar
     log = open(paths.daemon_log, "ab")  # noqa: SIM115 - handed to the child
     try:
         # The supervisor's own entry, not `monad daemon run`: no CLI (typer) to import first.
-        proc = subprocess.Popen([sys.executable, "-m", "monad_cli.daemon", *(extra_args or [])],
+        # `-P`: never the caller's directory first on sys.path (a folder holding a `monad_cli`
+        # package would run its code as the supervisor); the installed code, whatever the cwd.
+        proc = subprocess.Popen([sys.executable, "-P", "-m", "monad_cli.daemon", *(extra_args or [])],
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
                                 pass_fds=(write_fd,), start_new_session=True, close_fds=True)
     finally:

@@ -228,3 +228,24 @@ def test_daemon_stop_during_the_start_waits_for_it_and_stops_it(monad: Any, mona
     finally:
         start.communicate(timeout=120)
         monad("daemon", "stop")
+
+
+def test_the_supervisor_runs_the_installed_code_whatever_the_callers_directory(monad_home: Path,
+                                                                               tmp_path: Path) -> None:
+    """A folder holding a `monad_cli` package (a checkout, a hostile repository an editor opened)
+    must not become the supervisor: it is started with `python -P`, never the cwd first."""
+    evil = tmp_path / "project"
+    (evil / "monad_cli" / "daemon").mkdir(parents=True)
+    marker = tmp_path / "ran-from-cwd"
+    (evil / "monad_cli" / "__init__.py").write_text("")
+    (evil / "monad_cli" / "daemon" / "__init__.py").write_text("")
+    (evil / "monad_cli" / "daemon" / "__main__.py").write_text(f"open({str(marker)!r}, 'w').write('x')\n")
+    monad_bin = Path(sys.executable).parent / "monad"
+    env = {**os.environ, "MONAD_HOME": str(monad_home)}
+    try:
+        r = subprocess.run([str(monad_bin), "daemon", "start"], cwd=evil, env=env, capture_output=True,
+                           text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert not marker.exists()
+    finally:
+        subprocess.run([str(monad_bin), "daemon", "stop"], env=env, capture_output=True, timeout=60)

@@ -248,7 +248,7 @@ def monad_command() -> list[str]:
     found = shutil.which("monad")
     if found:
         return [os.path.abspath(found)]
-    return [sys.executable, "-m", "monad_cli"]
+    return [sys.executable, "-P", "-m", "monad_cli"]  # -P: the installed code, whatever the cwd
 
 
 def monad_entry(server: str | None = None) -> dict[str, Any]:
