@@ -156,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
         ctx = getattr(e, "ctx", None)
         where = ctx.command_path if ctx is not None else "monad"
         message = e.format_message() if hasattr(e, "format_message") else str(e)
-        render.error(f"{message.rstrip('.')} (see `{where} --help`)")
+        if message.strip():  # a group run without a command has printed its help: nothing to add
+            render.error(f"{message.rstrip('.')} (see `{where} --help`)")
         return int(getattr(e, "exit_code", 2))
     except MonadError as e:
         if _debug:
