@@ -80,9 +80,11 @@ class Conflict(MonadError):
 
 
 class NotConnected(Conflict):
-    """The server a task request names is not connected (its state says why)."""
+    """The server a call or task request names is not connected, or could not be started (its
+    state says why). Exit 1: nothing was wrong with what the person typed."""
 
     code = "not_connected"
+    exit_code = ExitCode.ERROR
 
 
 class QueueFull(MonadError):

@@ -46,7 +46,7 @@ TABLE: dict[str, tuple[type[MonadError], int, ExitCode]] = {
     "invalid_definition": (ConfigError, 422, ExitCode.USAGE),
     "not_found": (NotFound, 404, ExitCode.ERROR),
     "conflict": (Conflict, 409, ExitCode.USAGE),
-    "not_connected": (NotConnected, 409, ExitCode.USAGE),
+    "not_connected": (NotConnected, 409, ExitCode.ERROR),
     "queue_full": (QueueFull, 429, ExitCode.ERROR),
     "denied": (CallRefused, 403, ExitCode.ERROR),
     "approval_timeout": (ApprovalTimeout, 403, ExitCode.TIMEOUT),
