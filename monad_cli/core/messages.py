@@ -34,7 +34,21 @@ def cut_values(message: str) -> str:
     """`message` with each whitespace-free run longer than `NET_LIMIT` characters cut to
     `VALUE_LIMIT` (`cut`): a net for messages that quote a value whole. Shorter words, and so
     every path, URL and name of ordinary size, stay as they are."""
-    return _LONG_WORD.sub(lambda m: cut(m.group(0)), message)
+    return _LONG_WORD.sub(lambda m: _cut_word(m.group(0)), message)
+
+
+_OPENERS = "`'\"([{<"
+_CLOSERS = "`'\")]}>.,;:"
+
+
+def _cut_word(word: str) -> str:
+    """`cut` for the value inside `word`, keeping the quotes and punctuation around it
+    (``\`name\`:`` stays quoted, and the count is the value's own)."""
+    core = word.lstrip(_OPENERS)
+    lead = word[:len(word) - len(core)]
+    stripped = core.rstrip(_CLOSERS)
+    trail = core[len(stripped):]
+    return f"{lead}{cut(stripped)}{trail}"
 
 
 def one_line(text: str) -> str:

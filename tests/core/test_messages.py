@@ -20,7 +20,9 @@ def test_cut_keeps_short_values_and_counts_long_ones() -> None:
     assert cut_values(f"cannot read `{path}`") == f"cannot read `{path}`"  # paths stay whole
     assert len(path) < NET_LIMIT
     cut_message = cut_values(f"server `{LONG}` is not defined")
-    assert cut_message.endswith("…(10002 characters) is not defined") and len(cut_message) < 200
+    # The quotes stay around the value, and the count is the value's own (a new-user trial).
+    assert cut_message.endswith("…(10000 characters)` is not defined") and len(cut_message) < 200
+    assert cut_message.startswith("server `xxx")
 
 
 def test_one_line_joins_the_lines_of_a_reason() -> None:
