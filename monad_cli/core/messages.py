@@ -43,7 +43,7 @@ _CLOSERS = "`'\")]}>.,;:"
 
 def _cut_word(word: str) -> str:
     """`cut` for the value inside `word`, keeping the quotes and punctuation around it
-    (``\`name\`:`` stays quoted, and the count is the value's own)."""
+    (a quoted name stays quoted, and the count is the value's own)."""
     core = word.lstrip(_OPENERS)
     lead = word[:len(word) - len(core)]
     stripped = core.rstrip(_CLOSERS)
