@@ -175,7 +175,15 @@ def main(argv: list[str] | None = None) -> int:
             import traceback
 
             traceback.print_exc()
-        where = f" `{e.filename}`" if e.filename else ""
+        if e.filename:
+            where = f" `{e.filename}`"
+        else:  # a socket's connect names no file: say which MONAD_HOME it was
+            from monad_cli.core.paths import paths
+
+            try:
+                where = f" MONAD_HOME `{paths().home}`"
+            except Exception:  # noqa: BLE001 - the message must not fail in its turn
+                where = ""
         render.error(f"cannot use{where}: {e.strerror or e}; check MONAD_HOME (`monad mcp path`)")
         return int(ExitCode.ERROR)
     except Exception as e:  # noqa: BLE001 - the error boundary

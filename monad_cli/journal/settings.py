@@ -92,6 +92,9 @@ def _read_file(paths: Paths) -> dict[str, object]:
     return table
 
 
+MAX_KEEP_S = 100 * 365 * 86400.0  # seconds: a longer `keep` is refused (`forever` says it)
+
+
 def parse_keep(value: str, where: str = f"`journal.keep` in `{SETTINGS_FILE}`") -> float | None:
     """`90d`, `12h`, `2w` → seconds; `forever` → None. Raises `ConfigError` naming `where`."""
     from monad_cli.core.errors import ConfigError
@@ -101,7 +104,11 @@ def parse_keep(value: str, where: str = f"`journal.keep` in `{SETTINGS_FILE}`") 
         return None
     number, unit = text[:-1], text[-1:]
     if unit in _KEEP_UNITS and number.isdigit() and int(number) > 0:
-        return float(int(number) * _KEEP_UNITS[unit])
+        seconds = float(int(number) * _KEEP_UNITS[unit])
+        if seconds > MAX_KEEP_S:  # past this the cut-off date is before any row (and past datetime's range)
+            raise ConfigError(f"{where}: {value!r} is more than 100 years; use 'forever' to keep every row",
+                              file=SETTINGS_FILE, field="journal.keep")
+        return seconds
     raise ConfigError(f"{where}: {value!r} is not a duration; use a number of hours, days or weeks like "
                       f"{DEFAULT_KEEP!r}, '12h', '2w', or 'forever'", file=SETTINGS_FILE, field="journal.keep")
 

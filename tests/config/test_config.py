@@ -309,6 +309,9 @@ def test_version_and_bad_monad_home(cli, monkeypatch: pytest.MonkeyPatch, tmp_pa
     monkeypatch.setenv("MONAD_HOME", str(f))
     r = cli("mcp", "add", "x", "--", "echo")
     assert r.code == 1 and "cannot use" in r.err and "Traceback" not in r.err
+    # A command that only connects names MONAD_HOME too (a new-user trial: "cannot use: Not a directory").
+    r = cli("mcp", "status")
+    assert r.code == 1 and f"cannot use MONAD_HOME `{f}`" in r.err, r
     monkeypatch.setenv("MONAD_HOME", str(tmp_path / ("a" * 120)))
     r = cli("mcp", "status")
     assert r.code == 2 and "is too long" in r.err
