@@ -518,3 +518,20 @@ def test_connect_remove_deletes_the_file_connect_created(cli: Any, tmp_path: Pat
     assert cli("mcp", "connect", "cursor", str(kept)).code == 0
     assert cli("mcp", "connect", "cursor", str(kept), "--remove").code == 0
     assert json.loads(kept.read_text()) == {"mcpServers": {}, "theme": "dark"}
+
+
+@pytest.mark.parametrize("client,key", [("zed", "context_servers"), ("opencode", "mcp")])
+def test_connect_per_server_in_zed_and_opencode(cli: Any, monad_home: Path, tmp_path: Path, client: str,
+                                                 key: str) -> None:
+    """The JSON formats whose servers sit under one key take named entries too: one entry per
+    enabled monad server, the client's other entries kept, `--remove` taking out only monad's."""
+    assert cli("mcp", "add", "alpha", "--", "true").code == 0
+    assert cli("mcp", "add", "beta", "--", "true").code == 0
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps({"theme": "dark", key: {"theirs": {"command": "x"}}}))
+    r = cli("mcp", "connect", client, str(path), "--per-server", "--json")
+    assert r.code == 0 and sorted(r.json()["entries"]) == ["alpha", "beta"], r
+    data = json.loads(path.read_text())
+    assert set(data[key]) == {"alpha", "beta", "theirs"} and data["theme"] == "dark"
+    assert cli("mcp", "connect", client, str(path), "--per-server", "--remove").code == 0
+    assert json.loads(path.read_text())[key] == {"theirs": {"command": "x"}}

@@ -19,7 +19,6 @@ from typing import Any
 
 from monad_cli.cli.clients import jsonc
 from monad_cli.cli.clients.entries import Candidate, Unimportable, left_out, map_strings, split_definition
-from monad_cli.core.errors import ConfigError
 
 KEY = "mcp"
 _ENV_REF = re.compile(r"\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -82,13 +81,7 @@ def load_document(text: str, source: str) -> Any:
 
 def read(client: str, path: Path, source: str) -> list[Candidate]:
     """The servers of an `opencode.json`. `ConfigError` for a malformed file or a wrong shape."""
-    data = jsonc.load(jsonc.read_text(path, source), source=source, comments=True)
-    if not isinstance(data, dict):
-        raise ConfigError(f"`{source}`: expected a JSON object with `{KEY}`", file=source)
-    servers = data.get(KEY, {})
-    if not isinstance(servers, dict):
-        raise ConfigError(f"`{source}`: `{KEY}` must be an object of servers", file=source)
-    return [_candidate(name, entry) for name, entry in servers.items()]
+    return [_candidate(name, entry) for name, entry in jsonc.servers_in(path, source, KEY).items()]
 
 
 def client_entry(client: str, entry: dict[str, Any]) -> dict[str, Any]:
@@ -100,18 +93,13 @@ def client_entry(client: str, entry: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def connect(client: str, text: str, entry: dict[str, Any] | None, source: str) -> str:
-    """`text` with `mcp.monad` set to `entry` (None removes it); comments and all else kept."""
-    if text.strip():
-        jsonc.load(text, source=source, comments=True)
-    value = None if entry is None else client_entry(client, entry)
-    return jsonc.set_member(text, (KEY, "monad"), value, comments=True)
+def connect(client: str, text: str, entry: dict[str, Any] | None, source: str, *, name: str = "monad") -> str:
+    """`text` with `mcp.NAME` (`monad`) set to `entry` (None removes it); comments and all else kept."""
+    return jsonc.set_server(text, source, KEY, name, None if entry is None else client_entry(client, entry))
 
 
-def read_entry(client: str, text: str, source: str) -> Any:
-    data = load_document(text, source)
-    servers = data.get(KEY) if isinstance(data, dict) else None
-    return servers.get("monad") if isinstance(servers, dict) else None
+def read_entry(client: str, text: str, source: str, name: str = "monad") -> Any:
+    return jsonc.server_of(text, source, KEY, name)
 
 
 def export_document(servers: list[tuple[str, dict[str, Any]]],

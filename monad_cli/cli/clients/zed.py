@@ -25,7 +25,6 @@ from monad_cli.cli.clients.entries import (
     map_strings,
     split_definition,
 )
-from monad_cli.core.errors import ConfigError
 
 KEY = "context_servers"
 
@@ -76,31 +75,21 @@ def load_document(text: str, source: str) -> Any:
 
 def read(client: str, path: Path, source: str) -> list[Candidate]:
     """The servers of Zed's `settings.json`. `ConfigError` for a malformed file or a wrong shape."""
-    data = jsonc.load(jsonc.read_text(path, source), source=source, comments=True)
-    if not isinstance(data, dict):
-        raise ConfigError(f"`{source}`: expected a JSON object", file=source)
-    servers = data.get(KEY, {})
-    if not isinstance(servers, dict):
-        raise ConfigError(f"`{source}`: `{KEY}` must be an object of servers", file=source)
-    return [_candidate(name, entry) for name, entry in servers.items()]
+    return [_candidate(name, entry) for name, entry in jsonc.servers_in(path, source, KEY).items()]
 
 
 def client_entry(client: str, entry: dict[str, Any]) -> dict[str, Any]:
     return {"source": "custom", **entry}
 
 
-def connect(client: str, text: str, entry: dict[str, Any] | None, source: str) -> str:
-    """`text` with `context_servers.monad` set to `entry` (None removes it); comments and all else kept."""
-    if text.strip():
-        jsonc.load(text, source=source, comments=True)
-    return jsonc.set_member(text, (KEY, "monad"), None if entry is None else client_entry(client, entry),
-                            comments=True)
+def connect(client: str, text: str, entry: dict[str, Any] | None, source: str, *, name: str = "monad") -> str:
+    """`text` with `context_servers.NAME` (`monad`) set to `entry` (None removes it); comments and
+    all else kept."""
+    return jsonc.set_server(text, source, KEY, name, None if entry is None else client_entry(client, entry))
 
 
-def read_entry(client: str, text: str, source: str) -> Any:
-    data = load_document(text, source)
-    servers = data.get(KEY) if isinstance(data, dict) else None
-    return servers.get("monad") if isinstance(servers, dict) else None
+def read_entry(client: str, text: str, source: str, name: str = "monad") -> Any:
+    return jsonc.server_of(text, source, KEY, name)
 
 
 def export_document(servers: list[tuple[str, dict[str, Any]]],

@@ -166,17 +166,7 @@ class Recorder:
             try:
                 yield span
             except Exception as e:
-                from mcp.shared.exceptions import MCPError
-
-                if isinstance(e, MCPError):
-                    # The code, never the message: a server's message may quote what it was sent.
-                    error = str(e.error.code)
-                    span.set_attributes({"error.type": error, "rpc.response.status_code": error})
-                    span.set_status(StatusCode.ERROR)
-                else:
-                    error = type(e).__qualname__
-                    span.set_attribute("error.type", error)
-                    span.set_status(StatusCode.ERROR)
+                error = _mark_failed(span, e)
                 raise
             finally:
                 error = error or _span_error(span)
@@ -312,17 +302,7 @@ class Recorder:
             try:
                 yield span
             except Exception as e:
-                from mcp.shared.exceptions import MCPError
-
-                if isinstance(e, MCPError):
-                    # The code, never the message: a server's message may quote what it was sent.
-                    error = str(e.error.code)
-                    span.set_attributes({"error.type": error, "rpc.response.status_code": error})
-                    span.set_status(StatusCode.ERROR)
-                else:
-                    error = type(e).__qualname__
-                    span.set_attribute("error.type", error)
-                    span.set_status(StatusCode.ERROR)
+                error = _mark_failed(span, e)
                 raise
             finally:
                 error = error or _span_error(span)
@@ -395,6 +375,20 @@ class Recorder:
 
     def journal_written(self, seconds: float) -> None:
         self._later(self.journal_write.record, seconds, None)
+
+
+def _mark_failed(span: Span, exc: Exception) -> str:
+    """`error.type` (and the status) of a span whose request raised `exc`: an `MCPError`'s code,
+    never its message (a server's message may quote what it was sent), else the exception's type."""
+    from mcp.shared.exceptions import MCPError
+
+    if isinstance(exc, MCPError):
+        Recorder.rpc_error(span, exc)
+        return str(exc.error.code)
+    error = type(exc).__qualname__
+    span.set_attribute("error.type", error)
+    span.set_status(StatusCode.ERROR)
+    return error
 
 
 def _span_error(span: Span) -> str | None:
