@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from starlette.requests import Request
@@ -94,3 +95,24 @@ async def read_json_body(request: Request) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise InvalidInput("request body must be a JSON object")
     return body
+
+
+def bearer_token(path: Path) -> str:
+    """The bearer token kept in `path` (a loopback listener's: the HTTP gateway's, `/metrics`):
+    created once (≥ 256 bits, 0600, never replaced), reused across runs. When two starts race,
+    the one that created the file wins and the other reads it."""
+    import os
+    import secrets
+
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        pass
+    token = secrets.token_urlsafe(32)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # made by another start meanwhile
+        return path.read_text().strip()
+    with os.fdopen(fd, "w") as f:
+        f.write(token + "\n")
+    return token

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import hmac
 import logging
-import os
-import secrets
 import socket
 from typing import Any
 
@@ -26,27 +24,16 @@ import anyio
 from monad_cli.core.errors import Conflict
 from monad_cli.core.paths import Paths
 from monad_cli.daemon.gateway.session import GatewaySession
+from monad_cli.daemon.http import bearer_token
 from monad_cli.daemon.serving import AppServer
 
 log = logging.getLogger("monad.gateway")
 
 
 def gateway_token(paths: Paths) -> str:
-    """The HTTP gateway's bearer token: created once (≥ 256 bits), 0600, reused across runs."""
-    path = paths.gateway_token
-    try:
-        return path.read_text().strip()
-    except FileNotFoundError:
-        pass
+    """The HTTP gateway's bearer token (`run/gateway.token`): created once, 0600, reused."""
     paths.ensure()
-    token = secrets.token_urlsafe(32)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:  # another listener made it first
-        return path.read_text().strip()
-    with os.fdopen(fd, "w") as f:
-        f.write(token + "\n")
-    return token
+    return bearer_token(paths.gateway_token)
 
 
 class BearerGuard:

@@ -21,17 +21,15 @@ never the supervisor.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import logging
 import socket
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 import anyio
-import uvicorn
 from sse_starlette import EventSourceResponse
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
@@ -41,6 +39,7 @@ from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from monad_cli.core.errors import Conflict
+from monad_cli.daemon.serving import AppServer
 from monad_cli.daemon.studio.events import PING_S, EventBus, event_stream
 from monad_cli.daemon.studio.locks import LOGIN_PATH, TOKEN_TTL_S, Logins, StudioLocks, studio_csp
 from monad_cli.daemon.studio.sandbox import PROXY_PATH, SandboxProxy
@@ -70,12 +69,6 @@ class StudioDeps:
     scrub: Callable[[str], str] = str
     state: StudioState | None = None  # the port and sessions kept across restarts (state.py)
 
-
-class _QuietServer(uvicorn.Server):
-    # The supervisor owns signal handling; uvicorn must not install its own.
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
 
 
 class StaticPage:
@@ -148,7 +141,7 @@ class Listener:
         self.moved_to: Listener | None = None  # the page moved: this port forwards login URLs there
         self._make_app = make_app
         self._sock: socket.socket | None = None
-        self._server: _QuietServer | None = None
+        self._server: AppServer | None = None
 
     async def start(self) -> None:
         """Bind 127.0.0.1:port (0: any free port) and serve. Raises `Conflict` (HTTP 409, exit 2:
@@ -168,20 +161,14 @@ class Listener:
         sock.setblocking(False)
         self._sock = sock
         self.port = int(sock.getsockname()[1])
-        config = uvicorn.Config(self._make_app(self), lifespan="off", log_config=None, access_log=False,
-                                timeout_graceful_shutdown=1)
-        self._server = _QuietServer(config)
-        config.load()
-        self._server.lifespan = config.lifespan_class(config)
-        await self._server.startup(sockets=[sock])
+        self._server = AppServer(self._make_app(self), timeout_graceful_shutdown=1)
+        await self._server.start(sock)
         log.info("%s listening on http://%s:%d%s", self.what, HOST, self.port, self.path)
 
     async def stop(self) -> None:
         self.logins.clear()
-        if self._server is not None and self._server.started:
-            self._server.force_exit = True
-            with anyio.move_on_after(3):
-                await self._server.shutdown(sockets=[self._sock] if self._sock else None)
+        if self._server is not None:
+            await self._server.stop()
         log.info("%s on port %d stopped", self.what, self.port)
 
 

@@ -6,38 +6,25 @@ compared in constant time. Prometheus reads it with `authorization: {credentials
 
 from __future__ import annotations
 
-import contextlib
 import hmac
 import logging
-import os
-import secrets
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
-import uvicorn
 
+from monad_cli.daemon.http import bearer_token
+from monad_cli.daemon.serving import AppServer
 from monad_cli.daemon.telemetry.prometheus import CONTENT_TYPE
 
 log = logging.getLogger("monad.telemetry")
 
 
 def metrics_token(path: Path) -> str:
-    """The bearer token in `path`: created once (≥ 256 bits), 0600, reused across runs."""
-    try:
-        return path.read_text().strip()
-    except FileNotFoundError:
-        pass
-    token = secrets.token_urlsafe(32)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:  # made by another start meanwhile
-        return path.read_text().strip()
-    with os.fdopen(fd, "w") as f:
-        f.write(token + "\n")
-    return token
+    """The `/metrics` bearer token in `path` (`run/metrics.token`): created once, 0600, reused."""
+    return bearer_token(path)
 
 
 class MetricsApp:
@@ -70,12 +57,6 @@ class MetricsApp:
         await send({"type": "http.response.body", "body": body})
 
 
-class _Server(uvicorn.Server):
-    # The supervisor owns signal handling; uvicorn must not install its own.
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
 
 def bind(port: int) -> socket.socket:
     """A listening socket on 127.0.0.1:`port` (0: any free port; never 0.0.0.0). Raises
@@ -98,22 +79,16 @@ def bind(port: int) -> socket.socket:
 
 
 async def serve_metrics(text: Callable[[], bytes], sock: socket.socket, token: str, *, until: anyio.Event) -> None:
-    """Serve `GET /metrics` on `sock` until `until` is set."""
-    config = uvicorn.Config(MetricsApp(text, token), lifespan="off", log_config=None, access_log=False,
-                            timeout_graceful_shutdown=1)
-    server = _Server(config)
-
-    async def stop_when_told() -> None:
+    """Serve `GET /metrics` on `sock` until `until` is set (the supervisor's one uvicorn runner,
+    daemon/serving.py)."""
+    server = AppServer(MetricsApp(text, token), timeout_graceful_shutdown=1)
+    try:
+        await server.start(sock)
         await until.wait()
-        server.should_exit = True
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(stop_when_told)
-        try:
-            await server.serve(sockets=[sock])
-        finally:
-            tg.cancel_scope.cancel()
-            sock.close()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await server.stop()
+        sock.close()
 
 
 __all__ = ["MetricsApp", "bind", "metrics_token", "serve_metrics"]
