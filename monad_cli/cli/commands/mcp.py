@@ -208,8 +208,26 @@ def add(
         return
     if why:
         render.info(f"it runs in `{defn['cwd']}` (recorded as `cwd`: {why})")
-    render.info(f"added server `{name}` ({rel}); the supervisor connects it live — "
-                f"`monad mcp wait {name}` or `monad mcp status {name}`")
+    if _listening():
+        render.info(f"added server `{name}` ({rel}); the supervisor connects it live — "
+                    f"`monad mcp wait {name}` or `monad mcp status {name}`")
+        return
+    render.info(f"added server `{name}` ({rel}); the supervisor is not running — `monad daemon start` "
+                f"connects it (`monad mcp wait {name}` also starts it and waits)")
+
+
+def _listening() -> bool:
+    """Whether a supervisor accepts on the control socket: a bare connect, without the
+    control client and its JSON (`add` stays light: tests/cli/test_cli_weight.py)."""
+    import socket
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(1)
+        try:
+            probe.connect(str(paths().socket))
+        except OSError:
+            return False
+    return True
 
 
 def _unset_variables(defn: dict[str, Any]) -> list[str]:
@@ -509,13 +527,13 @@ def wait(
     bad = [r for r in rows.values() if r["state"] not in ready]
     if as_json:
         render.data_json(list(rows.values()))
+    timed_out = all(r["state"] not in final_bad | {"undefined"} for r in bad)
     for r in bad:
         if r["state"] == "undefined":
             render.error(r["reason"])
-        else:
-            render.error(not_ready(r))
+        else:  # say that the wait ended, not the server: `--timeout` may just be too short
+            render.error((f"gave up after --timeout {timeout:g} s: " if timed_out else "") + not_ready(r))
     if bad:
-        timed_out = all(r["state"] not in final_bad | {"undefined"} for r in bad)
         raise typer.Exit(int(ExitCode.TIMEOUT if timed_out else ExitCode.ERROR))
     if not as_json:
         idle = [n for n in names if rows[n]["state"] == "idle"]
