@@ -43,8 +43,17 @@ class EnvFile:
     problems: list[str] = field(default_factory=list)
 
 
+#: Longer names are refused: no program reads a variable named by a paragraph, and a name
+#: that long is a paste gone wrong (a value pasted where the name goes).
+NAME_MAX = 128
+
+
 def check_name(name: str) -> None:
-    """Raise `InvalidInput` unless `name` is a variable name `$NAME` can reference."""
+    """Raise `InvalidInput` unless `name` is a variable name `$NAME` can reference, of at most
+    `NAME_MAX` characters."""
+    if len(name) > NAME_MAX:
+        raise InvalidInput(f"a variable name of {len(name)} characters is refused (at most {NAME_MAX}); "
+                           f"is that a value? `monad env set NAME` reads the value separately")
     if not NAME_RE.match(name):
         shown = name if len(name) <= 64 and name.isprintable() else "that name"
         raise InvalidInput(f"`{shown}` is not a variable name (letters, digits and `_`, not starting "

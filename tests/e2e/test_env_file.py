@@ -59,6 +59,11 @@ def test_bad_input_is_one_line_saying_what_to_do(monad: Any, monad_home: Path) -
     r = monad("env", "set", "TWO", input="line one\nline two\n")
     assert r.code != 0 and "line break" in r.err and "line one" not in r.err and "Traceback" not in r.err, r
     assert not (monad_home / "env").exists() or "TWO" not in (monad_home / "env").read_text()
+    r = monad("env", "set", "EMPTY", input="\n")
+    assert r.code != 0 and r.err.count("\n") == 1 and "--allow-empty" in r.err, r
+    assert monad("env", "set", "EMPTY", "--allow-empty", input="").code == 0
+    r = monad("env", "set", "N" * 5000, input="v")
+    assert r.code != 0 and r.err.count("\n") == 1 and "5000 characters" in r.err and "NNNN" not in r.err, r
 
 
 def test_a_bad_line_is_reported_without_its_content_and_the_rest_is_read(monad_home: Path) -> None:

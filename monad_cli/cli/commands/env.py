@@ -54,7 +54,12 @@ def _applied(servers: list[str]) -> str:
 
 
 @app.command("set")
-def set_(name: NameArg, as_json: JsonOpt = False) -> None:
+def set_(
+    name: NameArg,
+    allow_empty: Annotated[bool, typer.Option("--allow-empty", help="Accept an empty value (refused "
+                                              "otherwise: nothing typed is usually a slip).")] = False,
+    as_json: JsonOpt = False,
+) -> None:
     """Set NAME in MONAD_HOME/env: the value is read without echo on a terminal, else from stdin.
 
     Examples:
@@ -67,6 +72,9 @@ def set_(name: NameArg, as_json: JsonOpt = False) -> None:
 
     check_name(name)
     value = _read_value(name)
+    if not value and not allow_empty:
+        raise InvalidInput(f"the value of `{name}` is empty; pass --allow-empty to set it empty, or "
+                           f"`monad env unset {name}` to remove it")
     existed = set_variable(paths(), name, value)
     servers = _servers_using(name)
     if as_json:
