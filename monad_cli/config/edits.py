@@ -57,9 +57,27 @@ def add_server(paths: Paths, name: str, definition: Mapping[str, Any], *, force:
         if where == "atom" and not force:
             raise Conflict(f"server `{name}` already exists (`atoms/mcp/{name}.toml`); "
                            f"use --force to replace it")
+        if where is None:
+            _refuse_case_twin(paths, name)
         _refuse_duplicate_url(paths, name, definition)
         write_atomic(target, render_atom(definition).encode())
     return str(target)
+
+
+def _refuse_case_twin(paths: Paths, name: str) -> None:
+    """A new name that differs from an existing server's only in case (`Time` beside `time`)
+    is refused: on a case-insensitive file system the two atoms are one file, and a person
+    reading `time__now` beside `Time__now` in an agent cannot tell which server they reach."""
+    try:
+        agents = [n for n, _ in agents_file.read_agents(paths).entries if isinstance(n, str)]
+    except ConfigError:
+        agents = []
+    atoms = [p.stem for p in paths.atoms_dir.glob("*.toml")] if paths.atoms_dir.is_dir() else []
+    folded = name.casefold()
+    for other in atoms + agents:
+        if other != name and other.casefold() == folded:
+            raise Conflict(f"server `{name}` differs from the existing server `{other}` only in case; "
+                           f"choose another name, or edit `{other}`")
 
 
 def _refuse_duplicate_url(paths: Paths, name: str, definition: Mapping[str, Any]) -> None:

@@ -66,6 +66,9 @@ def test_add_writes_an_atom_0600_and_refuses_a_duplicate(cli, monad_home: Path) 
     assert atom.read_text() == text
     r = cli("mcp", "add", "t", "--force", "--", "other")
     assert r.code == 0 and 'command = "other"' in atom.read_text()
+    r = cli("mcp", "add", "T", "--", "other")  # `T` beside `t`: one file on a case-insensitive disk
+    assert r.code == 2 and "only in case" in r.err and "`t`" in r.err, r
+    assert not (monad_home / "atoms" / "mcp" / "T.toml").exists()
 
 
 def test_get_redacts_every_secret(cli) -> None:
