@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from monad_cli.core.errors import MonadError
 from monad_cli.journal import fresh
 from monad_cli.journal.migrations import MIGRATIONS
 from monad_cli.journal.pool import PRAGMAS, SqlitePool
@@ -126,7 +127,15 @@ class Journal:
         self._engine: Engine | None = None
         self._engine_lock = threading.Lock()
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.applied = self._migrate()
+        try:
+            self.applied = self._migrate()
+        except sqlite3.DatabaseError as e:
+            from monad_cli.journal.reader import damaged
+
+            hint = damaged(path, e)
+            if hint is None:
+                raise
+            raise MonadError(hint) from None
         # Write-behind statements (`defer`): written before the next write transaction, by
         # `flush`, or at `close`, whichever comes first. Writers are not only the event loop
         # (the fleet link's thread journals its state, the Studio reads calls in worker

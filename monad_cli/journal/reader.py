@@ -86,3 +86,14 @@ def calls(path: Path, *, server: str | None = None, since: float | None = None, 
              "decidedBy": r["decided_by"], "outcome": r["outcome"], "durationMs": r["duration_ms"],
              "error": r["error"], **_origin(r)}
             for r in _select(path, "tool_calls", server=server, since=since, limit=limit, host=host)]
+
+
+def damaged(path: Path, exc: sqlite3.Error) -> str | None:
+    """One line for a journal file SQLite cannot read as a database (`file is not a
+    database`, `database disk image is malformed`): the file and what to do. None for
+    other errors (a lock, a full disk), which are not the file's fault."""
+    if isinstance(exc, sqlite3.OperationalError) or not isinstance(exc, sqlite3.DatabaseError):
+        return None
+    return (f"the journal `{path}` is damaged ({exc}); move it aside (`mv {path} {path}.damaged`) and "
+            f"monad starts a new one")
+

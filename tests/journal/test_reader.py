@@ -4,6 +4,7 @@ SQLAlchemy on its import path."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import subprocess
 import sys
@@ -104,3 +105,21 @@ def test_rows_name_their_host_and_home_and_host_filters(tmp_path: Path) -> None:
         assert reader.events(path, host="elsewhere") == reader.calls(path, host="elsewhere") == []
     finally:
         j.close()
+
+
+def test_a_damaged_file_is_named_with_what_to_do(tmp_path: Path) -> None:
+    """A journal.db that is not a database (a disk fault, a stray copy) stops the supervisor's
+    start and `monad journal` with one line naming the file and the fix, never a traceback."""
+    from monad_cli.core.errors import MonadError
+
+    path = tmp_path / "journal.db"
+    path.write_bytes(b"\x17not sqlite at all\x00" * 512)
+    with pytest.raises(MonadError) as caught:
+        Journal(path)
+    assert str(path) in caught.value.message and "mv " in caught.value.message and "\n" not in caught.value.message
+    r = subprocess.run([sys.executable, "-m", "monad_cli", "journal", "-n", "3"], capture_output=True, text=True,
+                       env={**os.environ, "MONAD_HOME": str(tmp_path)}, timeout=60)
+    assert r.returncode == 1 and r.stderr.count("\n") == 1 and "is damaged" in r.stderr, r
+    assert "Traceback" not in r.stderr
+    locked = sqlite3.OperationalError("database is locked")  # not the file's fault: no "move it aside"
+    assert reader.damaged(path, locked) is None

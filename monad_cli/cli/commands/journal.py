@@ -84,7 +84,7 @@ def journal(
         read_local = reader.calls if calls else reader.events
         rows = read_local(p.journal_db, server=server, since=after, host=host, limit=limit)
     except sqlite3.Error as e:
-        raise MonadError(f"cannot read the journal `{p.journal_db}`: {e}") from None
+        raise MonadError(reader.damaged(p.journal_db, e) or f"cannot read the journal `{p.journal_db}`: {e}") from None
     _show(rows, calls=calls, fleet=False, as_json=as_json)
 
 
