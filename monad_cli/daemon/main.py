@@ -43,6 +43,22 @@ class _ScrubFilter(logging.Filter):
         return True
 
 
+class _CutAtStop(logging.Filter):
+    """uvicorn logs "Exception in ASGI application" with a traceback for a request still
+    running when the supervisor's loop ends and cancels it (a call waiting on a server, a
+    Studio event stream). That is the stop, not a fault: one line at info instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        import asyncio
+
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, asyncio.CancelledError | anyio.get_cancelled_exc_class()):
+            record.levelno, record.levelname = logging.INFO, "INFO"
+            record.msg, record.args, record.exc_info, record.exc_text = \
+                "a request still open was cut by the supervisor's stop", (), None, None
+        return True
+
+
 def _setup_logging(paths: Paths, scrub: Callable[[str], str], *, to_stderr: bool) -> None:
     paths.ensure()
     root = logging.getLogger()
@@ -58,6 +74,7 @@ def _setup_logging(paths: Paths, scrub: Callable[[str], str], *, to_stderr: bool
         root.addHandler(h)
     for noisy in ("uvicorn", "uvicorn.error", "httpx2", "httpcore", "mcp", "watchfiles"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    logging.getLogger("uvicorn.error").addFilter(_CutAtStop())
 
 
 def use_uvloop() -> bool:

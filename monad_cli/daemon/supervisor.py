@@ -478,6 +478,8 @@ class Supervisor:
                 await self.stop_event.wait()
                 self.stopping = True
                 relays.close()  # no new gateway sessions; the open ones end (their relays say so)
+                if self.tool_service.gate.refuse_all("the supervisor (stopping)"):
+                    await anyio.sleep(0.1)  # the waiting calls write their answer before the API closes
                 await control.stop()
                 for actor in list(self.actors.values()):
                     tg.start_soon(actor.stop)

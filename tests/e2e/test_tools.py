@@ -245,7 +245,7 @@ def test_ctrl_c_cancels_the_call_and_the_session_stays_usable(supervisor: Any, t
     assert status_of(monad, "ts")["state"] == "connected"
 
 
-def test_approvals_deny_once_session_always_and_host_escape(supervisor: Any) -> None:
+def test_approvals_deny_once_session_always_and_host_escape(supervisor: Any, monad_home: Path) -> None:
     monad = supervisor
     add(monad, "ts")
     wait_state(monad, "ts", "connected")
@@ -290,7 +290,14 @@ def test_approvals_deny_once_session_always_and_host_escape(supervisor: Any) -> 
     p = wait_for(lambda: [p for p in pending(monad) if p["tool"] == "add"])[0]
     assert monad("approvals", "allow", p["id"], "--always").code == 0
     assert proc.communicate(timeout=30)[0].strip() == "2"
+    # A stop while a call waits for a person answers that call (nobody can approve it any
+    # more) instead of cutting its connection, and leaves no traceback in daemon.log.
+    proc = popen_monad("mcp", "call", "ts__fail", "--arg", "message=m", "--approval-timeout", "60")  # not echo: granted
+    wait_for(lambda: [p for p in pending(monad) if p["tool"] == "fail"])
     assert monad("daemon", "stop").code == 0
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1 and "denied (the supervisor (stopping))" in err, err
+    assert "Traceback" not in (monad_home / "logs" / "daemon.log").read_text()
     assert monad("daemon", "start").code == 0
     wait_state(monad, "ts", "connected")
     r = monad("mcp", "call", "ts__add", "--arg", "a=2", "--arg", "b=2", "--approval-timeout", "0.5")

@@ -259,8 +259,10 @@ def call(
             if interactive:
                 body["approval"] = {"mode": "decided", "approvalId": pending["id"], "grant": _prompt(pending)}
             else:
+                # Say why nothing is asked here: `echo y | monad mcp call …` reads no answer from a pipe.
                 render.info(f"waiting up to {approval_timeout:g} s for approval `{pending['id']}` of "
-                            f"`{name}`: run `monad approvals allow {pending['id']}` (or deny)")
+                            f"`{name}` (no terminal here to ask on; --yes approves in advance): run "
+                            f"`monad approvals allow {pending['id']}` (or deny), or use the Studio")
                 body["approval"] = {"mode": "wait", "approvalId": pending["id"], "timeout": approval_timeout}
             answer = post_call(client, body, answer_with=answer_with)
     except ApprovalTimeout as e:

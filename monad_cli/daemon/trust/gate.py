@@ -209,6 +209,17 @@ class ApprovalGate:
         self.pending.pop(p.id, None)
         return allow, "approved" if allow else "denied", by + (f" ({grant})" if allow else "")
 
+    def refuse_all(self, why: str) -> int:
+        """Deny every request still waiting for a person, `why` as who decided (the supervisor
+        is stopping: nobody can approve them any more, and their callers get an answer
+        instead of a cut connection). Returns how many there were."""
+        waiting = [p for p in self.pending.values() if p.decision is None]
+        for p in waiting:
+            p.decision = (False, "once", why)
+            p.event.set()
+            self._closed(p, "denied", why)
+        return len(waiting)
+
     def purge(self) -> None:
         now = self.clock()
         for key in [k for k, p in self.pending.items() if p.expires < now and not p.event.is_set()]:
