@@ -119,6 +119,38 @@ def _narrowed(argv: list[str]) -> typer.Typer:
     return root
 
 
+def reflow(text: str) -> str:
+    """A docstring's paragraphs as one line each, so the terminal wraps them once: typer
+    (0.28, rich mode) keeps every line break after the first paragraph, and a 90-column
+    docstring line then breaks again at 80 columns, mid-sentence. Indented lines (examples),
+    list items (`- `, `* `) and click's `\\b` paragraphs keep their breaks."""
+    out = []
+    for paragraph in text.split("\n\n"):
+        lines = paragraph.split("\n")
+        if paragraph.startswith("\b"):
+            out.append(paragraph)
+            continue
+        joined = [lines[0]]
+        for line in lines[1:]:
+            if line[:1].isspace() or line.lstrip().startswith(("- ", "* ")) or joined[-1][:1].isspace():
+                joined.append(line)
+            else:
+                joined[-1] = f"{joined[-1].rstrip()} {line.strip()}"
+        out.append("\n".join(joined))
+    return "\n\n".join(out)
+
+
+def _reflow(command: object) -> None:
+    """`reflow` every help text of `command` and the commands under it (click objects)."""
+    import inspect
+
+    help_text = getattr(command, "help", None)
+    if help_text:
+        command.help = reflow(inspect.cleandoc(help_text))  # type: ignore[attr-defined]
+    for sub in (getattr(command, "commands", None) or {}).values():
+        _reflow(sub)
+
+
 def _print_version(value: bool) -> None:
     if value:
         from monad_cli import __version__
@@ -143,8 +175,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         # Not standalone: a usage error comes back here, to be one line like every other error
         # (typer's own rendering is a four-line box); `--help` and `typer.Exit` return a code.
-        code = _narrowed(sys.argv[1:] if argv is None else argv)(args=argv, prog_name="monad",
-                                                                 standalone_mode=False)
+        from typer.main import get_command
+
+        command = get_command(_narrowed(sys.argv[1:] if argv is None else argv))
+        _reflow(command)
+        code = command.main(args=argv, prog_name="monad", standalone_mode=False)
         return code if isinstance(code, int) else 0
     except SystemExit as e:
         code = e.code
