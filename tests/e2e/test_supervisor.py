@@ -124,6 +124,9 @@ def test_server_that_never_answers_times_out_and_is_killed(supervisor: Any) -> N
     row = wait_for(lambda: (s := status_of(supervisor, "hang"))["state"] in ("backoff", "failed") and s,
                    timeout=60)
     assert "timed out after 1.5 s" in row["reason"] and "hanging forever" in row["reason"]
+    r = supervisor("mcp", "wait", "hang", "--timeout", "0.2")  # still retrying: the wait gives up, and says so
+    assert (r.code == 4 and "gave up after --timeout 0.2 s: server `hang`" in r.err) or \
+        (r.code == 1 and "server `hang` has failed" in r.err), r  # (on a slow machine it may have given up itself)
     # No process of the hung server survives: every testserver --hang is gone between attempts.
     supervisor("mcp", "disable", "hang")
     wait_state(supervisor, "hang", "disabled")
