@@ -176,7 +176,7 @@ def test_oci_runs_with_docker_run_when_docker_answers(registry: tuple[str, Path]
     can run; here a `docker` whose `info` answers stands in for a working daemon)."""
     import os
 
-    from monad_cli.cli.registry import install
+    from monad_cli.registry import install
 
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -258,8 +258,8 @@ def test_a_bundle_file_installs_with_its_user_config(cli: Any, monad_home: Path,
 def test_unsafe_bundle_members_are_refused(tmp_path: Path) -> None:
     import zipfile
 
-    from monad_cli.cli.registry.bundles import unpack
     from monad_cli.core.errors import InvalidInput
+    from monad_cli.registry.bundles import unpack
 
     evil = tmp_path / "evil.mcpb"
     with zipfile.ZipFile(evil, "w") as z:

@@ -16,7 +16,7 @@ from monad_cli.core.errors import InvalidInput, MonadError
 from monad_cli.core.paths import paths
 
 if TYPE_CHECKING:
-    from monad_cli.cli.registry.serverjson import Variable
+    from monad_cli.registry.serverjson import Variable
 
 # A registry name (`io.github.owner/server`, reverse DNS: a dot before the slash) with an
 # optional `@VERSION`; `./bin/server` or `tools/server` are paths, not names.
@@ -50,7 +50,7 @@ def _ask() -> Any:
 def install(ref: str, *, as_name: str | None, env: Mapping[str, str], header: Mapping[str, str],
             arg: Mapping[str, str], package: int | None, remote: int | None, force: bool, as_json: bool) -> None:
     """What `monad mcp add REF` does when REF is a registry name or a bundle file."""
-    from monad_cli.cli.registry.install import install_bundle_file, install_by_name
+    from monad_cli.registry.install import install_bundle_file, install_by_name
 
     given = {"env": dict(env), "header": dict(header), "arg": dict(arg)}
     if ref.endswith(".mcpb"):
@@ -84,7 +84,7 @@ def search(
     remote streamable-http or sse). Install one with `monad mcp add NAME[@VERSION]`.
     MONAD_REGISTRY_URL (one base URL) replaces the configured registries.
     """
-    from monad_cli.cli.registry.api import Registries
+    from monad_cli.registry.api import Registries
 
     with Registries(paths()) as regs:
         entries = regs.search(text, limit=limit)
@@ -99,21 +99,9 @@ def search(
 
 
 def _row(entry: Any) -> dict[str, Any]:
-    from monad_cli.cli.registry.api import shown
+    from monad_cli.registry.listing import row
 
-    server = entry.server
-    packages = [p for p in server.get("packages") or [] if isinstance(p, Mapping)]
-    remotes = [r for r in server.get("remotes") or [] if isinstance(r, Mapping)]
-    runs = [str(p.get("registryType")) for p in packages] + [f"remote {r.get('type')}" for r in remotes]
-    repo = server.get("repository")
-    return {"name": entry.name, "version": entry.version, "description": server.get("description"),
-            "runs": ", ".join(runs) or "-", "status": entry.status, "registry": shown(entry.registry),
-            "repository": repo.get("url") if isinstance(repo, Mapping) else None,
-            "packages": [{"registryType": p.get("registryType"), "identifier": p.get("identifier"),
-                          "version": p.get("version"),
-                          "transport": (p.get("transport") or {}).get("type", "stdio")
-                          if isinstance(p.get("transport"), Mapping) else "stdio"} for p in packages],
-            "remotes": [{"type": r.get("type"), "url": r.get("url")} for r in remotes]}
+    return row(entry)
 
 
 def _installed() -> list[tuple[str, dict[str, Any]]]:
@@ -130,7 +118,7 @@ def outdated(as_json: JsonOpt = False) -> None:
 
     Asks each server's own registry for its latest version; `monad mcp upgrade NAME` moves to it.
     """
-    from monad_cli.cli.registry.api import Registries
+    from monad_cli.registry.api import Registries
 
     rows = []
     with Registries(paths()) as regs:
@@ -170,9 +158,9 @@ def upgrade(
     Its environment and header values are kept; its pin (`trust.pinnedToolHash`) stays, so a
     new version whose tools differ is refused until you accept it with `monad mcp pin NAME`.
     """
-    from monad_cli.cli.registry.api import Registries
-    from monad_cli.cli.registry.install import build
     from monad_cli.config.edits import read_definition, update_server
+    from monad_cli.registry.api import Registries
+    from monad_cli.registry.install import build
 
     _, raw = read_definition(paths(), name)
     origin = raw.get("registry")
@@ -195,7 +183,7 @@ def upgrade(
     if origin.get("bundle"):  # a bundle's user_config values, read back through its old manifest
         from pathlib import Path
 
-        from monad_cli.cli.registry.bundles import recover_values
+        from monad_cli.registry.bundles import recover_values
 
         given["arg"] = {**recover_values(Path(str(origin["bundle"])), raw), **given["arg"]}
         given["env"] = {}  # its environment is the manifest's, filled from those values

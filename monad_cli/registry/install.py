@@ -18,11 +18,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from monad_cli.cli.registry import bundles, serverjson
-from monad_cli.cli.registry.api import Entry, Registries, http_client
-from monad_cli.cli.registry.variables import Ask, gather
 from monad_cli.core.errors import InvalidInput, MonadError, Unavailable
 from monad_cli.core.paths import Paths
+from monad_cli.registry import bundles, serverjson
+from monad_cli.registry.api import Entry, Registries, http_client
+from monad_cli.registry.variables import Ask, gather
 
 # The first run of `npx -y`/`uvx`/`docker run` downloads the package: more than the default 10 s.
 FETCH_TIMEOUT_S = 120
@@ -228,7 +228,7 @@ def _unpack(paths: Paths, atom: str, manifest: Mapping[str, Any], data: bytes, *
             what: str) -> tuple[Path, Path | None]:
     """The bundle's folder `bundles/ATOM/VERSION-SHA12` and, if this call made it, the same
     path again (to remove on a refused install); an identical bundle unpacked before is reused."""
-    from monad_cli.cli.registry.serverjson import atom_name
+    from monad_cli.registry.serverjson import atom_name
 
     version = atom_name(str(manifest["version"]))
     folder = paths.home / BUNDLES_DIR / atom / f"{version}-{bundles.sha256_hex(data)[:12]}"
