@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 import shutil
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -323,6 +323,78 @@ def definition(server: Mapping[str, Any], option: Option, values: Mapping[tuple[
     return defn
 
 
+_SEP = "\x1f"  # between arguments when matching a command line: no argument holds it
+
+
+def recover_arguments(option: Option, args: Sequence[str]) -> dict[str, str]:
+    """The values `option`'s argument variables (kind `arg`) were given, read back from the
+    `args` its definition was written with (`definition`): each asked argument and each
+    `{variable}` inside a fixed one. {} when the command line no longer has the shape this
+    option gives it (edited by hand, another package). For `upgrade`, so the next version
+    does not ask again for what this one was given.
+
+    How: the option's command line becomes a regular expression, an asked argument a group
+    (optional: one left out is absent), and it must match all of `args`."""
+    kind = option.body.get("registryType")
+    if option.kind != "package" or kind not in ("npm", "pypi", "oci", "nuget"):
+        return {}
+    groups: dict[str, str] = {}  # key → group name
+
+    def group(key: str) -> str:
+        if key in groups:  # a `{variable}` used twice has one value
+            return f"(?P={groups[key]})"
+        groups[key] = f"g{len(groups)}"
+        return f"(?P<{groups[key]}>[^{_SEP}]*)"
+
+    def template(text: str) -> str:
+        out, pos = "", 0
+        for m in _TEMPLATE.finditer(text):
+            out += re.escape(text[pos:m.start()]) + group(m.group(1))
+            pos = m.end()
+        return out + re.escape(text[pos:])
+
+    def arguments(items: Any) -> str:
+        out = ""
+        for arg in items or []:
+            if not isinstance(arg, Mapping):
+                continue
+            asked = "value" not in arg
+            value = group(argument_key(arg)) if asked else template(str(arg["value"]))
+            if arg.get("type") == "named":  # `--flag value`, or `--flag` alone for an empty value
+                piece = re.escape(str(arg.get("name", ""))) + _SEP + f"(?:{value}{_SEP})?"
+            else:
+                piece = value + _SEP
+            out += f"(?:{piece})?" if asked else piece
+        return out
+
+    # The runner's own words around the package come from `package_command` itself, with a
+    # marker where each argument list goes.
+    runtime, package = "\x00runtime\x00", "\x00package\x00"
+    body = {**option.body, "runtimeArguments": [{"type": "positional", "value": runtime}],
+            "packageArguments": [{"type": "positional", "value": package}]}
+    try:
+        _, tokens = package_command(body, {}, [])
+    except InvalidInput:
+        return {}
+    image = image_reference(str(body.get("identifier")), str(body.get("version"))) if kind == "oci" else None
+    pattern = ""
+    for token in tokens:
+        if token == runtime:
+            pattern += arguments(option.body.get("runtimeArguments"))
+        elif token == package:
+            pattern += arguments(option.body.get("packageArguments"))
+        elif (kind, token) in (("npm", "-y"), ("nuget", "--")):  # absent when the arguments make it so
+            pattern += f"(?:{re.escape(token)}{_SEP})?"
+        else:
+            if token == image:  # `-e NAME` for each environment variable passed in
+                pattern += f"(?:-e{_SEP}[^{_SEP}]*{_SEP})*"
+            pattern += re.escape(token) + _SEP
+    m = re.fullmatch(pattern, "".join(f"{a}{_SEP}" for a in args))
+    if m is None:
+        return {}
+    return {key: m.group(name) for key, name in groups.items() if m.group(name) is not None}
+
+
 def atom_name(server_name: str) -> str:
     """The atom name for a registry name: its last part, with what names may not hold as
     `-` (`io.github.acme/weather.api` → `weather-api`)."""
@@ -333,4 +405,4 @@ def atom_name(server_name: str) -> str:
 
 
 __all__ = ["Option", "Variable", "argument_key", "atom_name", "choose", "definition", "image_reference",
-           "options", "package_command", "variables"]
+           "options", "package_command", "recover_arguments", "variables"]

@@ -362,3 +362,72 @@ def test_an_unreachable_registry_stops_add_but_not_search(cli: Any, registry: tu
     r = cli("mcp", "add", "io.github.modelcontextprotocol/time")
     assert r.code == 1 and f"registry `{down}` cannot be reached" in r.err, r
     assert not (monad_home / "atoms" / "mcp" / "time.toml").exists()
+
+
+def _notes(version: str, *, region: bool) -> dict[str, Any]:
+    """An npm server whose arguments are a required positional, an optional flag with
+    choices, and (when `region`) a required flag that a later version adds."""
+    from tests.registry_helpers import SCHEMA
+
+    args: list[dict[str, Any]] = [
+        {"type": "positional", "valueHint": "notes_dir", "isRequired": True, "format": "filepath"},
+        {"type": "named", "name": "--mode", "choices": ["fast", "safe"]},
+        {"type": "named", "name": "--label", "value": "team-{team}", "variables": {"team": {"isRequired": True}}}]
+    if region:
+        args.append({"type": "named", "name": "--region", "isRequired": True, "description": "Where"})
+    return {"$schema": SCHEMA, "name": "io.github.example/notes", "description": "Notes", "version": version,
+            "packages": [{"registryType": "npm", "identifier": "@example/notes", "version": version,
+                          "transport": {"type": "stdio"}, "packageArguments": args}]}
+
+
+def test_upgrade_keeps_the_argument_values_and_asks_only_for_new_required_ones(
+        cli: Any, registry: tuple[str, Path], monad_home: Path, tmp_path: Path) -> None:
+    import os
+    import pty
+    import select
+    import sys
+    import time
+
+    _, folder = registry
+    publish(folder, _notes("1.0.0", region=False))
+    notes = str(tmp_path / "notes")
+    r = cli("mcp", "add", "io.github.example/notes", "--arg", f"notes_dir={notes}", "--arg", "mode=safe",
+            "--arg", "team=blue")
+    assert r.code == 0, r
+    assert _atom(monad_home, "notes")["args"] == ["-y", "@example/notes@1.0.0", notes, "--mode", "safe",
+                                                  "--label", "team-blue"]
+    publish(folder, _notes("2.0.0", region=True))
+    # Not on a terminal: the one error names only what is new.
+    r = cli("mcp", "upgrade", "notes", "--wait", "0")
+    assert r.code == 2 and "`region`: --arg region=…" in r.err, r
+    assert "notes_dir" not in r.err and "team" not in r.err, r
+    assert _atom(monad_home, "notes")["registry"]["version"] == "1.0.0"  # nothing changed
+
+    # On a terminal: asked for `region` alone, the rest kept.
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execv(sys.executable, [sys.executable, "-m", "monad_cli", "mcp", "upgrade", "notes", "--wait", "0"])
+    seen = b""
+    deadline = time.monotonic() + 30
+    try:
+        while b"region (Where): " not in seen:
+            assert time.monotonic() < deadline, seen
+            if select.select([fd], [], [], 0.5)[0]:
+                seen += os.read(fd, 4096)
+        os.write(fd, b"eu\n")
+        while b"1.0.0 \xe2\x86\x92 2.0.0" not in seen:
+            assert time.monotonic() < deadline, seen
+            if select.select([fd], [], [], 0.5)[0]:
+                try:
+                    seen += os.read(fd, 4096)
+                except OSError:
+                    break
+    finally:
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+    assert os.waitstatus_to_exitcode(status) == 0, seen
+    assert b"notes_dir" not in seen and b"mode" not in seen and b"team" not in seen, seen
+    atom = _atom(monad_home, "notes")
+    assert atom["args"] == ["-y", "@example/notes@2.0.0", notes, "--mode", "safe", "--label", "team-blue",
+                            "--region", "eu"], atom
+    assert atom["registry"]["version"] == "2.0.0"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
 import time
@@ -45,6 +46,19 @@ def _ask() -> Any:
         return render.ask(f"{var.key}{hint}: ", secret=var.secret)
 
     return ask
+
+
+def _ask_new(asked_before: set[tuple[str, str]]) -> Any:
+    """`upgrade`'s questions: only a required value the installed version did not ask for
+    (one it asked for and was not given stays unset, or takes its default)."""
+    ask = _ask()
+    if ask is None:
+        return None
+
+    def ask_new(var: Variable) -> str:
+        return ask(var) if var.required and (var.kind, var.key) not in asked_before else ""
+
+    return ask_new
 
 
 def install(ref: str, *, as_name: str | None, env: Mapping[str, str], header: Mapping[str, str],
@@ -176,19 +190,23 @@ def upgrade(
             render.info(f"server `{name}` is already at {entry.version}; nothing changed")
         return
     from monad_cli.cli.commands.mcp import _parse_pairs
+    from monad_cli.registry.install import known_values
 
     given = {"env": {str(k): str(v) for k, v in (raw.get("env") or {}).items()},
              "header": {str(k): str(v) for k, v in (raw.get("headers") or {}).items()},
              "arg": _parse_pairs(arg, "=", "--arg")}
-    if origin.get("bundle"):  # a bundle's user_config values, read back through its old manifest
-        from pathlib import Path
-
-        from monad_cli.registry.bundles import recover_values
-
-        given["arg"] = {**recover_values(Path(str(origin["bundle"])), raw), **given["arg"]}
+    # What the installed version was given stays: its argument values are read back from the
+    # atom (a bundle's from its manifest's placeholders), so only what is new is asked.
+    old = None
+    if not origin.get("bundle"):
+        with Registries(paths()) as regs, contextlib.suppress(MonadError):
+            old = regs.server_at(str(origin["registry"]), str(origin["name"]), str(origin.get("version")))
+    kept, asked_before = known_values(raw, old)
+    given["arg"] = {**kept, **given["arg"]}
+    if origin.get("bundle"):
         given["env"] = {}  # its environment is the manifest's, filled from those values
-    defn, _, _ = build(paths(), entry, name, package=None, remote=None, given=given, ask=_ask(),
-                       recorded=str(origin.get("package") or ""))
+    defn, _, _ = build(paths(), entry, name, package=None, remote=None, given=given,
+                       ask=_ask_new(asked_before), recorded=str(origin.get("package") or ""))
     client = _running_client()
     before = client.get(f"/v1/tools/sets/{_quote(name)}") if client is not None else None
     started = time.time()
