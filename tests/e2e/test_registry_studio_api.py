@@ -89,7 +89,10 @@ def test_search_details_and_install_with_a_secret_never_shown(
         r = studio.request("POST", "/v1/registry/install", body={"name": "com.example/weather"})
         assert r.status_code == 400 and "`X-API-Key` (secret)" in r.json()["error"]["message"], r.text
         assert not (monad_home / "atoms" / "mcp" / "weather.toml").exists()
-        # A foreign page cannot install (the Studio's Origin check), even with the session.
+        # Without the session nothing answers; a foreign page cannot install (the Studio's
+        # Origin check), even with the session.
+        r = studio.get("/v1/registry/servers?search=", cookie=False)
+        assert r.status_code in (401, 403) and "com.example" not in r.text, r.text
         r = studio.request("POST", "/v1/registry/install", origin="http://evil.example",
                            body={"name": "com.example/weather", "values": {"header": {"X-API-Key": SENTINEL}}})
         assert r.status_code == 403, r.text

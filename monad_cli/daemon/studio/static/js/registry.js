@@ -287,6 +287,7 @@ export class RegistryView {
         h("a", { href: serverHash(answer.name) }, answer.name),
         `: it connects now, and its tools are pinned when it first does.`);
       for (const w of answer.warnings || []) this.notify(`${answer.name}: ${w}`, true);
+      if (answer.deprecated) this.notify(`${answer.server} is marked deprecated in its registry`, true);
       this.notify(`Installed ${answer.name} (${answer.package})`);
     } catch (err) {
       setText(this.result, "");
