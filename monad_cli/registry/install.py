@@ -196,9 +196,10 @@ def package_key(option: serverjson.Option) -> str:
 
 def known_values(raw: Mapping[str, Any], old: Entry | None) -> tuple[dict[str, str], set[tuple[str, str]]]:
     """For `upgrade`: (the argument values the installed atom `raw` was given, read back from
-    its `args` through the server.json of its installed version `old` (or, for a bundle,
-    through its unpacked manifest); every (kind, key) that version asked for). None for
-    `old` (the registry no longer has that version) knows nothing."""
+    its `args`, URL, header and env values through the server.json of its installed version
+    `old` (`serverjson.recover_values`; a bundle's through its unpacked manifest); every
+    (kind, key) that version asked for). None for `old` (the registry no longer has that
+    version) knows nothing."""
     origin: Mapping[str, Any] = raw["registry"] if isinstance(raw.get("registry"), Mapping) else {}
     if origin.get("bundle"):
         folder = Path(str(origin["bundle"]))
@@ -215,12 +216,11 @@ def known_values(raw: Mapping[str, Any], old: Entry | None) -> tuple[dict[str, s
     option = next((o for o in opts if package_key(o) == origin.get("package")), None)
     if option is None:
         return {}, set()
-    args: list[Any] = raw["args"] if isinstance(raw.get("args"), list) else []
     try:
         asked = {(v.kind, v.key) for v in serverjson.variables(option)}
     except InvalidInput:
         asked = set()
-    return serverjson.recover_arguments(option, [str(a) for a in args]), asked
+    return serverjson.recover_values(option, raw), asked
 
 
 def install_bundle_file(paths: Paths, file: str, *, as_name: str | None, given: Mapping[str, Mapping[str, str]],

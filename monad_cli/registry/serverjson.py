@@ -202,8 +202,12 @@ def _inputs(option: Option) -> list[tuple[str, str, Mapping[str, Any]]]:
 
 
 def variables(option: Option) -> list[Variable]:
-    """What the person gives for this option, in order; a fixed value's `{variables}` too."""
+    """What the person gives for this option, in order; a fixed value's `{variables}` too,
+    and a remote URL's (`remotes[].variables`, e.g. `https://{tenant}.example.com/mcp`)."""
     out: list[Variable] = []
+    if option.kind == "remote" and isinstance(option.body.get("url"), str):
+        out += _input_variables({"value": option.body["url"], "variables": option.body.get("variables")},
+                                option.where)
     for kind, where, body in _inputs(option):
         if not isinstance(body, Mapping):
             continue
@@ -395,6 +399,42 @@ def recover_arguments(option: Option, args: Sequence[str]) -> dict[str, str]:
     return {key: m.group(name) for key, name in groups.items() if m.group(name) is not None}
 
 
+def recover_values(option: Option, definition: Mapping[str, Any]) -> dict[str, str]:
+    """Every argument value (kind `arg`) `option` was installed with, read back from the
+    definition it gave (`definition`, as the atom holds it): the command line's
+    (`recover_arguments`) and the `{variables}` inside a fixed environment value, header
+    value or remote URL. A value that no longer matches its template is left out."""
+    values = recover_arguments(option, [str(a) for a in definition.get("args") or []]) \
+        if option.kind == "package" and isinstance(definition.get("args"), list) else {}
+    pairs: list[tuple[str, Any]] = []
+    if option.kind == "remote":
+        pairs.append((str(option.body.get("url", "")), definition.get("url")))
+        field, inputs = "headers", option.body.get("headers") or []
+    else:
+        field, inputs = "env", option.body.get("environmentVariables") or []
+    given: Mapping[str, Any] = definition[field] if isinstance(definition.get(field), Mapping) else {}
+    for body in inputs:
+        if isinstance(body, Mapping) and "value" in body and isinstance(body.get("name"), str):
+            pairs.append((str(body["value"]), given.get(body["name"])))
+    for template, actual in pairs:
+        names = _TEMPLATE.findall(template)
+        if not names or not isinstance(actual, str):
+            continue
+        pattern, pos = "", 0
+        seen: dict[str, str] = {}  # key → its group
+        for m in _TEMPLATE.finditer(template):
+            key = m.group(1)
+            pattern += re.escape(template[pos:m.start()])
+            pattern += f"(?P={seen[key]})" if key in seen else f"(?P<g{len(seen)}>.*?)"
+            seen.setdefault(key, f"g{len(seen)}")
+            pos = m.end()
+        found = re.fullmatch(pattern + re.escape(template[pos:]), actual, flags=re.DOTALL)
+        if found:
+            for key, group in seen.items():
+                values.setdefault(key, found.group(group))
+    return values
+
+
 def atom_name(server_name: str) -> str:
     """The atom name for a registry name: its last part, with what names may not hold as
     `-` (`io.github.acme/weather.api` → `weather-api`)."""
@@ -405,4 +445,4 @@ def atom_name(server_name: str) -> str:
 
 
 __all__ = ["Option", "Variable", "argument_key", "atom_name", "choose", "definition", "image_reference",
-           "options", "package_command", "recover_arguments", "variables"]
+           "options", "package_command", "recover_arguments", "recover_values", "variables"]

@@ -431,3 +431,30 @@ def test_upgrade_keeps_the_argument_values_and_asks_only_for_new_required_ones(
     assert atom["args"] == ["-y", "@example/notes@2.0.0", notes, "--mode", "safe", "--label", "team-blue",
                             "--region", "eu"], atom
     assert atom["registry"]["version"] == "2.0.0"
+
+
+def test_upgrade_keeps_the_variables_inside_a_remotes_url_and_headers(cli: Any, registry: tuple[str, Path],
+                                                                       monad_home: Path) -> None:
+    from tests.registry_helpers import SCHEMA
+
+    _, folder = registry
+
+    def hosted(version: str) -> dict[str, Any]:
+        return {"$schema": SCHEMA, "name": "com.example/hosted", "description": "Hosted", "version": version,
+                "remotes": [{"type": "streamable-http", "url": "https://{tenant}.mcp.example.com/mcp",
+                             "variables": {"tenant": {"isRequired": True}},
+                             "headers": [{"name": "Authorization", "value": "Bearer {api_key}",
+                                          "variables": {"api_key": {"isRequired": True, "isSecret": True}}}]}]}
+
+    publish(folder, hosted("1.0.0"))
+    r = cli("mcp", "add", "com.example/hosted", "--arg", "tenant=acme", "--arg", f"api_key={SENTINEL}")
+    assert r.code == 0, r
+    atom = _atom(monad_home, "hosted")
+    assert atom["url"] == "https://acme.mcp.example.com/mcp"
+    assert atom["headers"] == {"Authorization": f"Bearer {SENTINEL}"}
+    publish(folder, hosted("1.1.0"))
+    r = cli("mcp", "upgrade", "hosted", "--wait", "0")
+    assert r.code == 0 and SENTINEL not in r.out + r.err, r
+    atom = _atom(monad_home, "hosted")
+    assert atom["registry"]["version"] == "1.1.0" and atom["url"] == "https://acme.mcp.example.com/mcp"
+    assert atom["headers"] == {"Authorization": f"Bearer {SENTINEL}"}
