@@ -70,6 +70,13 @@ def test_search_details_and_install_with_a_secret_never_shown(
                          "io.github.modelcontextprotocol/time", "io.github.example/database"], names
         assert pages == 3 and page["registries"] == [first, second]
         assert [s["name"] for s in get("/v1/registry/servers?search=weather")["servers"]] == ["com.example/weather"]
+        # A registry that cannot be reached is a problem of the page; the next one answers.
+        settings = (monad_home / "settings.toml").read_text()
+        (monad_home / "settings.toml").write_text(f'[registry]\nurls = ["http://127.0.0.1:9", "{second}"]\n')
+        page = get("/v1/registry/servers?search=")
+        assert [s["name"] for s in page["servers"]] == ["io.github.example/database"], page
+        assert "`http://127.0.0.1:9` cannot be reached" in page["problems"][0], page
+        (monad_home / "settings.toml").write_text(settings)
         r = studio.get("/v1/registry/servers?search=&cursor=garbage")
         assert r.status_code == 400 and "cursor" in r.json()["error"]["message"], r.text
 
