@@ -14,7 +14,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "monad_cli"
 # The shared parts below both programs: they never reach into either program.
-SHARED = ("core", "tools", "config", "auth", "journal")
+SHARED = ("core", "tools", "config", "auth", "journal", "registry")
 # Services are handed what they use; they never import the supervisor to get it.
 BELOW_THE_SUPERVISOR = ("daemon/trust", "daemon/tasks", "daemon/gateway", "daemon/studio", "daemon/api",
                         "daemon/telemetry", *SHARED)
@@ -87,8 +87,9 @@ def test_the_daemon_does_not_import_the_cli() -> None:
     assert _violations(_files("daemon"), "monad_cli.cli") == []
 
 
-def test_the_daemon_never_imports_typer() -> None:
-    assert [f for f in _files("daemon")
+@pytest.mark.parametrize("part", ["daemon", *SHARED])
+def test_the_daemon_and_the_shared_parts_never_import_typer(part: str) -> None:
+    assert [f for f in _files(part)
             if "typer" in {m.split(".")[0] for m in _imports(f.read_text(), _package_of(f))}] == []
 
 

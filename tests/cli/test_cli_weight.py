@@ -67,7 +67,7 @@ OTHER_COMMANDS = {f"monad_cli.cli.commands.{m}" for m in
 
 @pytest.mark.parametrize("argv,absent", [
     (("mcp", "add", "light", "--", "echo", "hi"), {"tomlkit", "tomllib", "json", "monad_cli.cli.commands.registry",
-                                                  "monad_cli.cli.registry"}),
+                                                  "monad_cli.registry"}),
     (("mcp", "remove", "light"), {"tomlkit", "tomllib", "json", "monad_cli.config.schema", "monad_cli.core.redact"}),
     (("mcp", "list", "--json"), {"tomlkit"}),
 ])

@@ -142,13 +142,41 @@ def test_connect_and_remove_keep_the_rest_of_each_file(cli: Any, monad_home: Pat
         assert path.read_bytes() == before  # byte for byte
 
 
-def test_goose_with_comments_is_refused_not_stripped(cli: Any, tmp_path: Path) -> None:
-    path = copy_fixture(tmp_path, "goose-config.yaml")
-    path.write_text("# my settings\n" + path.read_text())
-    before = path.read_bytes()
+def test_goose_with_comments_keeps_them_and_takes_per_server(cli: Any, monad_home: Path, tmp_path: Path) -> None:
+    """A hand-edited Goose file: connect adds the entry and keeps every comment, quote and
+    key; --per-server writes one extension per server, named as the server; removing gives
+    the file back byte for byte."""
+    path = copy_fixture(tmp_path, "goose-config-commented.yaml")
+    before = path.read_text()
+    comments = [line for line in before.splitlines() if "#" in line]
+    old = parse("goose", before)
     r = cli("mcp", "connect", "goose", str(path))
-    assert r.code == 2 and "has comments" in r.err and "Traceback" not in r.err, r
-    assert path.read_bytes() == before
+    assert r.code == 0, r
+    text = path.read_text()
+    assert all(line in text for line in comments), text
+    assert '"https://api.github.com"' in text  # quoting as written
+    new = parse("goose", text)
+    entry = new["extensions"].pop("monad")
+    assert new == old and entry["name"] == "monad" and entry["args"][-2:] == ["mcp", "serve"]
+    assert cli("mcp", "connect", "goose", str(path), "--remove").code == 0
+    assert path.read_text() == before
+
+    for name in ("time", "notes"):
+        assert cli("mcp", "add", name, "--", "true").code == 0
+    r = cli("mcp", "connect", "goose", str(path), "--per-server", "--json")
+    assert r.code == 0 and r.json()["changed"] is True, r
+    text = path.read_text()
+    assert all(line in text for line in comments), text
+    new = parse("goose", text)
+    for name in ("time", "notes"):
+        entry = new["extensions"].pop(name)
+        assert entry["name"] == name and entry["type"] == "stdio" and entry["args"][-3:] == ["mcp", "serve", name]
+    assert new == old
+    r = cli("mcp", "connect", "goose", str(path), "--per-server")
+    assert r.code == 0 and "nothing changed" in r.err, r
+    r = cli("mcp", "connect", "goose", str(path), "--per-server", "--remove")
+    assert r.code == 0, r
+    assert path.read_text() == before
 
 
 @pytest.mark.parametrize("client", list(EXPECTED))
@@ -182,20 +210,21 @@ def test_connect_all_finds_the_clients_by_their_files(cli: Any, monad_home: Path
     shutil.copy(FIXTURES / "zed-settings.json", zed)
     goose = home / ".config" / "goose" / "config.yaml"
     goose.parent.mkdir(parents=True)
-    goose.write_text("# hand-edited\nextensions: {}\n")
+    goose.write_text("# hand-edited\nextensions: {}  # none yet\n")
     before = zed.read_bytes()
     r = cli("mcp", "connect", "--all", "--dry-run", "--json")
     rows = {row["client"]: row for row in r.json()}
     assert set(rows) == {"copilot", "zed", "goose"}, rows
     assert rows["zed"]["result"] == "would connect" and rows["copilot"]["result"] == "would connect"
-    assert rows["goose"]["result"] == "failed" and "has comments" in rows["goose"]["error"]
-    assert r.code == 1 and zed.read_bytes() == before and not (home / ".copilot" / "mcp-config.json").exists()
+    assert rows["goose"]["result"] == "would connect", rows["goose"].get("error")  # its comments are kept
+    assert r.code == 0 and zed.read_bytes() == before and not (home / ".copilot" / "mcp-config.json").exists()
     r = cli("mcp", "connect", "--all")
-    assert r.code == 1 and "connected" in r.out and "failed" in r.out, r  # goose's file is left as it is
+    assert r.code == 0 and "connected" in r.out and "failed" not in r.out, r
     assert "monad" in json5.loads(zed.read_text())["context_servers"]
     copilot = json.loads((home / ".copilot" / "mcp-config.json").read_text())
     assert copilot["mcpServers"]["monad"]["tools"] == ["*"]
-    assert goose.read_text() == "# hand-edited\nextensions: {}\n"
+    assert goose.read_text().startswith("# hand-edited\n") and "# none yet" in goose.read_text()
+    assert yaml.safe_load(goose.read_text())["extensions"]["monad"]["name"] == "monad"
     r = cli("mcp", "connect", "--all", "--remove", "--json")
     assert {row["client"]: row["result"] for row in r.json()}["zed"] == "removed"
     assert zed.read_bytes() == before

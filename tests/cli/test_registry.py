@@ -176,7 +176,7 @@ def test_oci_runs_with_docker_run_when_docker_answers(registry: tuple[str, Path]
     can run; here a `docker` whose `info` answers stands in for a working daemon)."""
     import os
 
-    from monad_cli.cli.registry import install
+    from monad_cli.registry import install
 
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -258,8 +258,8 @@ def test_a_bundle_file_installs_with_its_user_config(cli: Any, monad_home: Path,
 def test_unsafe_bundle_members_are_refused(tmp_path: Path) -> None:
     import zipfile
 
-    from monad_cli.cli.registry.bundles import unpack
     from monad_cli.core.errors import InvalidInput
+    from monad_cli.registry.bundles import unpack
 
     evil = tmp_path / "evil.mcpb"
     with zipfile.ZipFile(evil, "w") as z:
@@ -362,3 +362,99 @@ def test_an_unreachable_registry_stops_add_but_not_search(cli: Any, registry: tu
     r = cli("mcp", "add", "io.github.modelcontextprotocol/time")
     assert r.code == 1 and f"registry `{down}` cannot be reached" in r.err, r
     assert not (monad_home / "atoms" / "mcp" / "time.toml").exists()
+
+
+def _notes(version: str, *, region: bool) -> dict[str, Any]:
+    """An npm server whose arguments are a required positional, an optional flag with
+    choices, and (when `region`) a required flag that a later version adds."""
+    from tests.registry_helpers import SCHEMA
+
+    args: list[dict[str, Any]] = [
+        {"type": "positional", "valueHint": "notes_dir", "isRequired": True, "format": "filepath"},
+        {"type": "named", "name": "--mode", "choices": ["fast", "safe"]},
+        {"type": "named", "name": "--label", "value": "team-{team}", "variables": {"team": {"isRequired": True}}}]
+    if region:
+        args.append({"type": "named", "name": "--region", "isRequired": True, "description": "Where"})
+    return {"$schema": SCHEMA, "name": "io.github.example/notes", "description": "Notes", "version": version,
+            "packages": [{"registryType": "npm", "identifier": "@example/notes", "version": version,
+                          "transport": {"type": "stdio"}, "packageArguments": args}]}
+
+
+def test_upgrade_keeps_the_argument_values_and_asks_only_for_new_required_ones(
+        cli: Any, registry: tuple[str, Path], monad_home: Path, tmp_path: Path) -> None:
+    import os
+    import pty
+    import select
+    import sys
+    import time
+
+    _, folder = registry
+    publish(folder, _notes("1.0.0", region=False))
+    notes = str(tmp_path / "notes")
+    r = cli("mcp", "add", "io.github.example/notes", "--arg", f"notes_dir={notes}", "--arg", "mode=safe",
+            "--arg", "team=blue")
+    assert r.code == 0, r
+    assert _atom(monad_home, "notes")["args"] == ["-y", "@example/notes@1.0.0", notes, "--mode", "safe",
+                                                  "--label", "team-blue"]
+    publish(folder, _notes("2.0.0", region=True))
+    # Not on a terminal: the one error names only what is new.
+    r = cli("mcp", "upgrade", "notes", "--wait", "0")
+    assert r.code == 2 and "`region`: --arg region=…" in r.err, r
+    assert "notes_dir" not in r.err and "team" not in r.err, r
+    assert _atom(monad_home, "notes")["registry"]["version"] == "1.0.0"  # nothing changed
+
+    # On a terminal: asked for `region` alone, the rest kept.
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execv(sys.executable, [sys.executable, "-m", "monad_cli", "mcp", "upgrade", "notes", "--wait", "0"])
+    seen = b""
+    deadline = time.monotonic() + 30
+    try:
+        while b"region (Where): " not in seen:
+            assert time.monotonic() < deadline, seen
+            if select.select([fd], [], [], 0.5)[0]:
+                seen += os.read(fd, 4096)
+        os.write(fd, b"eu\n")
+        while b"1.0.0 \xe2\x86\x92 2.0.0" not in seen:
+            assert time.monotonic() < deadline, seen
+            if select.select([fd], [], [], 0.5)[0]:
+                try:
+                    seen += os.read(fd, 4096)
+                except OSError:
+                    break
+    finally:
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+    assert os.waitstatus_to_exitcode(status) == 0, seen
+    assert b"notes_dir" not in seen and b"mode" not in seen and b"team" not in seen, seen
+    atom = _atom(monad_home, "notes")
+    assert atom["args"] == ["-y", "@example/notes@2.0.0", notes, "--mode", "safe", "--label", "team-blue",
+                            "--region", "eu"], atom
+    assert atom["registry"]["version"] == "2.0.0"
+
+
+def test_upgrade_keeps_the_variables_inside_a_remotes_url_and_headers(cli: Any, registry: tuple[str, Path],
+                                                                       monad_home: Path) -> None:
+    from tests.registry_helpers import SCHEMA
+
+    _, folder = registry
+
+    def hosted(version: str) -> dict[str, Any]:
+        return {"$schema": SCHEMA, "name": "com.example/hosted", "description": "Hosted", "version": version,
+                "remotes": [{"type": "streamable-http", "url": "https://{tenant}.mcp.example.com/mcp",
+                             "variables": {"tenant": {"isRequired": True}},
+                             "headers": [{"name": "Authorization", "value": "Bearer {api_key}",
+                                          "variables": {"api_key": {"isRequired": True, "isSecret": True}}}]}]}
+
+    publish(folder, hosted("1.0.0"))
+    r = cli("mcp", "add", "com.example/hosted", "--arg", "tenant=acme", "--arg", f"api_key={SENTINEL}")
+    assert r.code == 0, r
+    atom = _atom(monad_home, "hosted")
+    assert atom["url"] == "https://acme.mcp.example.com/mcp"
+    assert atom["headers"] == {"Authorization": f"Bearer {SENTINEL}"}
+    publish(folder, hosted("1.1.0"))
+    r = cli("mcp", "upgrade", "hosted", "--wait", "0")
+    assert r.code == 0 and SENTINEL not in r.out + r.err, r
+    atom = _atom(monad_home, "hosted")
+    assert atom["registry"]["version"] == "1.1.0" and atom["url"] == "https://acme.mcp.example.com/mcp"
+    assert atom["headers"] == {"Authorization": f"Bearer {SENTINEL}"}

@@ -215,7 +215,8 @@ def _connect_per_server(client_name: str, path: str | None, servers: list[str], 
     file = resolve(client_name, path)
     real = file.resolve() if file.is_symlink() else file
     source = shown(file)
-    ours = {n: mod.client_entry(client_name, monad_entry(n)) for n in servers}
+    named = "name" in inspect.signature(mod.client_entry).parameters  # an entry that says its own name (Goose)
+    ours = {n: mod.client_entry(client_name, monad_entry(n), *((n,) if named else ())) for n in servers}
     names = {n: {"name": n} for n in servers}
     for _ in range(_TRIES):
         old = _read(real)

@@ -20,13 +20,15 @@
 `envs` is the env; each of `env_keys` becomes `${KEY}` (set it in the
 supervisor's environment: Goose's keyring is not read). Goose's own extensions (`builtin`,
 `platform`, `frontend`, `inline_python`) are Goose's, not MCP servers monad can run:
-reported, not imported. `connect` rewrites the file through PyYAML, which keeps every key
-and value but not comments, so a file with comments is refused rather than stripped.
+reported, not imported. Reading uses PyYAML's safe loader; `connect` edits the file through
+ruamel.yaml's round-trip mode, which keeps comments, key order, quoting and Goose's layout
+(`- item` flush under its key): only the `monad` entry (or, with `--per-server`, each
+server's entry) is added, changed or removed. A comment at the end of the last extension
+stays where it was, so a new entry goes after it.
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -38,11 +40,10 @@ from monad_cli.cli.clients.entries import (
     map_strings,
     split_definition,
 )
-from monad_cli.core.errors import ConfigError, Conflict
+from monad_cli.core.errors import ConfigError, MonadError
 
 KEY = "extensions"
 _REMOTE = {"streamable_http": "http", "sse": "http"}
-_COMMENT = re.compile(r"(^|\s)#")
 
 
 def load_document(text: str, source: str) -> Any:
@@ -119,43 +120,68 @@ def read(client: str, path: Path, source: str) -> list[Candidate]:
     return [_candidate(str(name), entry) for name, entry in servers.items()]
 
 
-def client_entry(client: str, entry: dict[str, Any]) -> dict[str, Any]:
-    """The `monad` extension as Goose writes one."""
-    return {"name": "monad", "type": "stdio", "cmd": entry["command"], "args": list(entry.get("args", [])),
+def client_entry(client: str, entry: dict[str, Any], name: str = "monad") -> dict[str, Any]:
+    """The `monad` extension (or, with `--per-server`, server NAME's) as Goose writes one."""
+    what = "every monad server" if name == "monad" else f"monad's server `{name}`"
+    return {"name": name, "type": "stdio", "cmd": entry["command"], "args": list(entry.get("args", [])),
             "envs": dict(entry.get("env") or {}), "env_keys": [], "enabled": True, "timeout": 300,
-            "description": "monad: every monad server through the approval gate", "bundled": None}
+            "description": f"monad: {what} through the approval gate", "bundled": None}
 
 
-def connect(client: str, text: str, entry: dict[str, Any] | None, source: str) -> str:
-    """`text` with `extensions.monad` set to `entry` (None removes it), every other key kept.
+def _round_trip() -> Any:
+    """ruamel.yaml's round-trip YAML, laid out as Goose writes its file."""
+    from ruamel.yaml import YAML
 
-    Raises `Conflict` for a file with comments (PyYAML would drop them)."""
-    import yaml
+    yaml = YAML()  # round-trip: a safe loader that keeps comments, order and quoting
+    yaml.preserve_quotes = True
+    yaml.width = 4096  # long values stay on one line, as Goose writes them
+    yaml.indent(mapping=2, sequence=2, offset=0)
+    yaml.representer.add_representer(type(None), lambda r, _: r.represent_scalar("tag:yaml.org,2002:null", "null"))
+    return yaml
 
-    data = load_document(text, source)
+
+def connect(client: str, text: str, entry: dict[str, Any] | None, source: str, *, name: str = "monad") -> str:
+    """`text` with `extensions.NAME` (`monad`) set to `entry` (None removes it); comments, key
+    order and every other key kept. `ConfigError` for a file that is not a YAML map."""
+    import io
+
+    data = load_document(text, source)  # checks the shape, with PyYAML's line:column errors
     if not isinstance(data, dict):
         raise ConfigError(f"`{source}`: expected a YAML map", file=source)
     extensions = data.get(KEY) or {}
     if not isinstance(extensions, dict):
         raise ConfigError(f"`{source}`: `{KEY}` must be a map of extensions", file=source)
-    if (entry is None and "monad" not in extensions) or \
-            (entry is not None and extensions.get("monad") == client_entry(client, entry)):
+    wanted = None if entry is None else client_entry(client, entry, name)
+    if extensions.get(name) == wanted and (entry is not None or name not in extensions):
         return text
-    if any(_COMMENT.search(line) for line in text.splitlines()):
-        raise Conflict(f"`{source}` has comments, which rewriting it would drop; add the `monad` extension by "
-                       f"hand (see `monad mcp export --format goose`) or remove the comments")
-    if entry is None:
-        del extensions["monad"]
+    yaml = _round_trip()
+    doc = yaml.load(text) if text.strip() else None
+    if doc is None:
+        from ruamel.yaml.comments import CommentedMap
+
+        doc = CommentedMap()
+    if doc.get(KEY) is None:
+        doc[KEY] = {}
+    if wanted is None:
+        del doc[KEY][name]
+        if not doc[KEY] and hasattr(doc[KEY], "fa"):
+            doc[KEY].fa.set_flow_style()  # `{}`: an empty block map with a comment would not parse again
     else:
-        extensions["monad"] = client_entry(client, entry)
-    data[KEY] = extensions
-    return str(yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False))
+        doc[KEY][name] = wanted
+    out = io.StringIO()
+    yaml.dump(doc, out)
+    try:
+        load_document(out.getvalue(), source)
+    except ConfigError:
+        raise MonadError(f"editing `{source}` did not give a YAML file that reads again; nothing was written "
+                         f"(please report this with the file's shape)") from None
+    return out.getvalue()
 
 
-def read_entry(client: str, text: str, source: str) -> Any:
+def read_entry(client: str, text: str, source: str, name: str = "monad") -> Any:
     data = load_document(text, source)
     extensions = data.get(KEY) if isinstance(data, dict) else None
-    return extensions.get("monad") if isinstance(extensions, dict) else None
+    return extensions.get(name) if isinstance(extensions, dict) else None
 
 
 def export_document(servers: list[tuple[str, dict[str, Any]]],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
 import time
@@ -16,7 +17,7 @@ from monad_cli.core.errors import InvalidInput, MonadError
 from monad_cli.core.paths import paths
 
 if TYPE_CHECKING:
-    from monad_cli.cli.registry.serverjson import Variable
+    from monad_cli.registry.serverjson import Variable
 
 # A registry name (`io.github.owner/server`, reverse DNS: a dot before the slash) with an
 # optional `@VERSION`; `./bin/server` or `tools/server` are paths, not names.
@@ -47,10 +48,23 @@ def _ask() -> Any:
     return ask
 
 
+def _ask_new(asked_before: set[tuple[str, str]]) -> Any:
+    """`upgrade`'s questions: only a required value the installed version did not ask for
+    (one it asked for and was not given stays unset, or takes its default)."""
+    ask = _ask()
+    if ask is None:
+        return None
+
+    def ask_new(var: Variable) -> str:
+        return ask(var) if var.required and (var.kind, var.key) not in asked_before else ""
+
+    return ask_new
+
+
 def install(ref: str, *, as_name: str | None, env: Mapping[str, str], header: Mapping[str, str],
             arg: Mapping[str, str], package: int | None, remote: int | None, force: bool, as_json: bool) -> None:
     """What `monad mcp add REF` does when REF is a registry name or a bundle file."""
-    from monad_cli.cli.registry.install import install_bundle_file, install_by_name
+    from monad_cli.registry.install import install_bundle_file, install_by_name
 
     given = {"env": dict(env), "header": dict(header), "arg": dict(arg)}
     if ref.endswith(".mcpb"):
@@ -84,7 +98,7 @@ def search(
     remote streamable-http or sse). Install one with `monad mcp add NAME[@VERSION]`.
     MONAD_REGISTRY_URL (one base URL) replaces the configured registries.
     """
-    from monad_cli.cli.registry.api import Registries
+    from monad_cli.registry.api import Registries
 
     with Registries(paths()) as regs:
         entries = regs.search(text, limit=limit)
@@ -99,21 +113,9 @@ def search(
 
 
 def _row(entry: Any) -> dict[str, Any]:
-    from monad_cli.cli.registry.api import shown
+    from monad_cli.registry.listing import row
 
-    server = entry.server
-    packages = [p for p in server.get("packages") or [] if isinstance(p, Mapping)]
-    remotes = [r for r in server.get("remotes") or [] if isinstance(r, Mapping)]
-    runs = [str(p.get("registryType")) for p in packages] + [f"remote {r.get('type')}" for r in remotes]
-    repo = server.get("repository")
-    return {"name": entry.name, "version": entry.version, "description": server.get("description"),
-            "runs": ", ".join(runs) or "-", "status": entry.status, "registry": shown(entry.registry),
-            "repository": repo.get("url") if isinstance(repo, Mapping) else None,
-            "packages": [{"registryType": p.get("registryType"), "identifier": p.get("identifier"),
-                          "version": p.get("version"),
-                          "transport": (p.get("transport") or {}).get("type", "stdio")
-                          if isinstance(p.get("transport"), Mapping) else "stdio"} for p in packages],
-            "remotes": [{"type": r.get("type"), "url": r.get("url")} for r in remotes]}
+    return row(entry)
 
 
 def _installed() -> list[tuple[str, dict[str, Any]]]:
@@ -130,7 +132,7 @@ def outdated(as_json: JsonOpt = False) -> None:
 
     Asks each server's own registry for its latest version; `monad mcp upgrade NAME` moves to it.
     """
-    from monad_cli.cli.registry.api import Registries
+    from monad_cli.registry.api import Registries
 
     rows = []
     with Registries(paths()) as regs:
@@ -170,9 +172,9 @@ def upgrade(
     Its environment and header values are kept; its pin (`trust.pinnedToolHash`) stays, so a
     new version whose tools differ is refused until you accept it with `monad mcp pin NAME`.
     """
-    from monad_cli.cli.registry.api import Registries
-    from monad_cli.cli.registry.install import build
     from monad_cli.config.edits import read_definition, update_server
+    from monad_cli.registry.api import Registries
+    from monad_cli.registry.install import build
 
     _, raw = read_definition(paths(), name)
     origin = raw.get("registry")
@@ -188,19 +190,23 @@ def upgrade(
             render.info(f"server `{name}` is already at {entry.version}; nothing changed")
         return
     from monad_cli.cli.commands.mcp import _parse_pairs
+    from monad_cli.registry.install import known_values
 
     given = {"env": {str(k): str(v) for k, v in (raw.get("env") or {}).items()},
              "header": {str(k): str(v) for k, v in (raw.get("headers") or {}).items()},
              "arg": _parse_pairs(arg, "=", "--arg")}
-    if origin.get("bundle"):  # a bundle's user_config values, read back through its old manifest
-        from pathlib import Path
-
-        from monad_cli.cli.registry.bundles import recover_values
-
-        given["arg"] = {**recover_values(Path(str(origin["bundle"])), raw), **given["arg"]}
+    # What the installed version was given stays: its argument values are read back from the
+    # atom (a bundle's from its manifest's placeholders), so only what is new is asked.
+    old = None
+    if not origin.get("bundle"):
+        with Registries(paths()) as regs, contextlib.suppress(MonadError):
+            old = regs.server_at(str(origin["registry"]), str(origin["name"]), str(origin.get("version")))
+    kept, asked_before = known_values(raw, old)
+    given["arg"] = {**kept, **given["arg"]}
+    if origin.get("bundle"):
         given["env"] = {}  # its environment is the manifest's, filled from those values
-    defn, _, _ = build(paths(), entry, name, package=None, remote=None, given=given, ask=_ask(),
-                       recorded=str(origin.get("package") or ""))
+    defn, _, _ = build(paths(), entry, name, package=None, remote=None, given=given,
+                       ask=_ask_new(asked_before), recorded=str(origin.get("package") or ""))
     client = _running_client()
     before = client.get(f"/v1/tools/sets/{_quote(name)}") if client is not None else None
     started = time.time()

@@ -1,4 +1,4 @@
-// The Studio page: the live stream, the three views (MCP servers, Tools, Transcript), the
+// The Studio page: the live stream, the views (MCP servers, Tools, Transcript, Registry), the
 // approvals waiting above whichever is shown, and the little messages after an action.
 // Every view hears every event, shown or not, so switching views never needs a reload.
 
@@ -9,7 +9,7 @@ import { SERVERS_HASH, ServersView } from "./servers.js";
 
 // Tools and Transcript (and the MCP Apps host behind Tools) load after the first render, so
 // the servers table never waits for modules it does not need.
-const later = Promise.all([import("./tools.js"), import("./transcript.js")]);
+const later = Promise.all([import("./tools.js"), import("./transcript.js"), import("./registry.js")]);
 
 const STATUS_TEXT = {
   connecting: "Connecting…",
@@ -22,6 +22,7 @@ const ROUTES = {
   "#/capabilities/mcp-servers": { view: "servers", crumbs: ["Capabilities", "MCP servers"] },
   "#/tools": { view: "tools", crumbs: ["Capabilities", "Tools"] },
   "#/transcript": { view: "transcript", crumbs: ["Transcript"] },
+  "#/registry": { view: "registry", crumbs: ["Capabilities", "Registry"] },
 };
 
 const live = document.getElementById("live");
@@ -57,7 +58,8 @@ const servers = new ServersView(document.getElementById("view"), notify);
 const approvals = new ApprovalsPanel(document.getElementById("approvals"), notify);
 let tools = null;
 let transcript = null;
-const roots = { servers: "view", tools: "tools-view", transcript: "transcript-view" };
+let registry = null;
+const roots = { servers: "view", tools: "tools-view", transcript: "transcript-view", registry: "registry-view" };
 
 function route() {
   const hash = location.hash;
@@ -76,6 +78,7 @@ function route() {
     crumbs.map((c, i) => h("li", i === crumbs.length - 1 ? { "aria-current": "page" } : {}, c)));
   document.title = `${crumbs[crumbs.length - 1]} · monad Studio`;
   if (current.view === "tools" && tools) tools.shown();
+  if (current.view === "registry" && registry) registry.shown();
 }
 let routed = false; // the first route (a reload) opens the pane without taking focus
 window.addEventListener("hashchange", route);
@@ -89,11 +92,12 @@ if (inline) {
   approvals.apply(inline.approvals || []);
 }
 
-const [{ ToolsView }, { TranscriptView }] = await later;
+const [{ ToolsView }, { TranscriptView }, { RegistryView }] = await later;
 tools = new ToolsView(document.getElementById("tools-view"), { notify, host,
   onTools: (list) => servers.setTools(list), onFilter: (text) => servers.setFilter(text) });
 servers.onFilter = (text) => tools.setFilter(text); // one filter, both views
 transcript = new TranscriptView(document.getElementById("transcript-view"), { notify });
+registry = new RegistryView(document.getElementById("registry-view"), { notify });
 route();
 
 new LiveStream(showStatus)

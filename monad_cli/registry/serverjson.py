@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 import shutil
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -202,8 +202,12 @@ def _inputs(option: Option) -> list[tuple[str, str, Mapping[str, Any]]]:
 
 
 def variables(option: Option) -> list[Variable]:
-    """What the person gives for this option, in order; a fixed value's `{variables}` too."""
+    """What the person gives for this option, in order; a fixed value's `{variables}` too,
+    and a remote URL's (`remotes[].variables`, e.g. `https://{tenant}.example.com/mcp`)."""
     out: list[Variable] = []
+    if option.kind == "remote" and isinstance(option.body.get("url"), str):
+        out += _input_variables({"value": option.body["url"], "variables": option.body.get("variables")},
+                                option.where)
     for kind, where, body in _inputs(option):
         if not isinstance(body, Mapping):
             continue
@@ -323,6 +327,114 @@ def definition(server: Mapping[str, Any], option: Option, values: Mapping[tuple[
     return defn
 
 
+_SEP = "\x1f"  # between arguments when matching a command line: no argument holds it
+
+
+def recover_arguments(option: Option, args: Sequence[str]) -> dict[str, str]:
+    """The values `option`'s argument variables (kind `arg`) were given, read back from the
+    `args` its definition was written with (`definition`): each asked argument and each
+    `{variable}` inside a fixed one. {} when the command line no longer has the shape this
+    option gives it (edited by hand, another package). For `upgrade`, so the next version
+    does not ask again for what this one was given.
+
+    How: the option's command line becomes a regular expression, an asked argument a group
+    (optional: one left out is absent), and it must match all of `args`."""
+    kind = option.body.get("registryType")
+    if option.kind != "package" or kind not in ("npm", "pypi", "oci", "nuget"):
+        return {}
+    groups: dict[str, str] = {}  # key → group name
+
+    def group(key: str) -> str:
+        if key in groups:  # a `{variable}` used twice has one value
+            return f"(?P={groups[key]})"
+        groups[key] = f"g{len(groups)}"
+        return f"(?P<{groups[key]}>[^{_SEP}]*)"
+
+    def template(text: str) -> str:
+        out, pos = "", 0
+        for m in _TEMPLATE.finditer(text):
+            out += re.escape(text[pos:m.start()]) + group(m.group(1))
+            pos = m.end()
+        return out + re.escape(text[pos:])
+
+    def arguments(items: Any) -> str:
+        out = ""
+        for arg in items or []:
+            if not isinstance(arg, Mapping):
+                continue
+            asked = "value" not in arg
+            value = group(argument_key(arg)) if asked else template(str(arg["value"]))
+            if arg.get("type") == "named":  # `--flag value`, or `--flag` alone for an empty value
+                piece = re.escape(str(arg.get("name", ""))) + _SEP + f"(?:{value}{_SEP})?"
+            else:
+                piece = value + _SEP
+            out += f"(?:{piece})?" if asked else piece
+        return out
+
+    # The runner's own words around the package come from `package_command` itself, with a
+    # marker where each argument list goes.
+    runtime, package = "\x00runtime\x00", "\x00package\x00"
+    body = {**option.body, "runtimeArguments": [{"type": "positional", "value": runtime}],
+            "packageArguments": [{"type": "positional", "value": package}]}
+    try:
+        _, tokens = package_command(body, {}, [])
+    except InvalidInput:
+        return {}
+    image = image_reference(str(body.get("identifier")), str(body.get("version"))) if kind == "oci" else None
+    pattern = ""
+    for token in tokens:
+        if token == runtime:
+            pattern += arguments(option.body.get("runtimeArguments"))
+        elif token == package:
+            pattern += arguments(option.body.get("packageArguments"))
+        elif (kind, token) in (("npm", "-y"), ("nuget", "--")):  # absent when the arguments make it so
+            pattern += f"(?:{re.escape(token)}{_SEP})?"
+        else:
+            if token == image:  # `-e NAME` for each environment variable passed in
+                pattern += f"(?:-e{_SEP}[^{_SEP}]*{_SEP})*"
+            pattern += re.escape(token) + _SEP
+    m = re.fullmatch(pattern, "".join(f"{a}{_SEP}" for a in args))
+    if m is None:
+        return {}
+    return {key: m.group(name) for key, name in groups.items() if m.group(name) is not None}
+
+
+def recover_values(option: Option, definition: Mapping[str, Any]) -> dict[str, str]:
+    """Every argument value (kind `arg`) `option` was installed with, read back from the
+    definition it gave (`definition`, as the atom holds it): the command line's
+    (`recover_arguments`) and the `{variables}` inside a fixed environment value, header
+    value or remote URL. A value that no longer matches its template is left out."""
+    values = recover_arguments(option, [str(a) for a in definition.get("args") or []]) \
+        if option.kind == "package" and isinstance(definition.get("args"), list) else {}
+    pairs: list[tuple[str, Any]] = []
+    if option.kind == "remote":
+        pairs.append((str(option.body.get("url", "")), definition.get("url")))
+        field, inputs = "headers", option.body.get("headers") or []
+    else:
+        field, inputs = "env", option.body.get("environmentVariables") or []
+    given: Mapping[str, Any] = definition[field] if isinstance(definition.get(field), Mapping) else {}
+    for body in inputs:
+        if isinstance(body, Mapping) and "value" in body and isinstance(body.get("name"), str):
+            pairs.append((str(body["value"]), given.get(body["name"])))
+    for template, actual in pairs:
+        names = _TEMPLATE.findall(template)
+        if not names or not isinstance(actual, str):
+            continue
+        pattern, pos = "", 0
+        seen: dict[str, str] = {}  # key → its group
+        for m in _TEMPLATE.finditer(template):
+            key = m.group(1)
+            pattern += re.escape(template[pos:m.start()])
+            pattern += f"(?P={seen[key]})" if key in seen else f"(?P<g{len(seen)}>.*?)"
+            seen.setdefault(key, f"g{len(seen)}")
+            pos = m.end()
+        found = re.fullmatch(pattern + re.escape(template[pos:]), actual, flags=re.DOTALL)
+        if found:
+            for key, group in seen.items():
+                values.setdefault(key, found.group(group))
+    return values
+
+
 def atom_name(server_name: str) -> str:
     """The atom name for a registry name: its last part, with what names may not hold as
     `-` (`io.github.acme/weather.api` → `weather-api`)."""
@@ -333,4 +445,4 @@ def atom_name(server_name: str) -> str:
 
 
 __all__ = ["Option", "Variable", "argument_key", "atom_name", "choose", "definition", "image_reference",
-           "options", "package_command", "variables"]
+           "options", "package_command", "recover_arguments", "recover_values", "variables"]

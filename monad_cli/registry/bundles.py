@@ -33,8 +33,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from monad_cli.cli.registry.serverjson import Variable
 from monad_cli.core.errors import InvalidInput
+from monad_cli.registry.serverjson import Variable
 
 MANIFEST = "manifest.json"
 SERVER_TYPES = ("node", "python", "binary", "uv")

@@ -11,6 +11,7 @@ name is taken: a bundle unpacked for a refused install is removed again.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import shutil
 import subprocess
@@ -18,11 +19,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from monad_cli.cli.registry import bundles, serverjson
-from monad_cli.cli.registry.api import Entry, Registries, http_client
-from monad_cli.cli.registry.variables import Ask, gather
 from monad_cli.core.errors import InvalidInput, MonadError, Unavailable
 from monad_cli.core.paths import Paths
+from monad_cli.registry import bundles, serverjson
+from monad_cli.registry.api import Entry, Registries, http_client
+from monad_cli.registry.variables import Ask, gather
 
 # The first run of `npx -y`/`uvx`/`docker run` downloads the package: more than the default 10 s.
 FETCH_TIMEOUT_S = 120
@@ -129,12 +130,12 @@ def build(paths: Paths, entry: Entry, atom: str, *, package: int | None, remote:
     server = entry.server
     opts = serverjson.options(server, docker_works=docker_works)
     if recorded is not None and package is None and remote is None:
-        same = next((o for o in opts if _package_key(o) == recorded), None)
+        same = next((o for o in opts if package_key(o) == recorded), None)
         if same is not None:
             package, remote = (same.index, None) if same.kind == "package" else (None, same.index)
     option = serverjson.choose(opts, package=package, remote=remote)
     label = f"{entry.name}@{entry.version}"
-    origin = {"name": entry.name, "version": entry.version, "package": _package_key(option),
+    origin = {"name": entry.name, "version": entry.version, "package": package_key(option),
               "registry": entry.registry}
     made: Path | None = None
     if option.kind == "package" and option.body.get("registryType") == "mcpb":
@@ -186,11 +187,40 @@ def secrets_in_args(defn: Mapping[str, Any], variables: list[serverjson.Variable
     return out
 
 
-def _package_key(option: serverjson.Option) -> str:
+def package_key(option: serverjson.Option) -> str:
     """`registry.package`: `npm:@scope/pkg`, `pypi:name`, `mcpb:URL`, `remote:streamable-http`."""
     if option.kind == "remote":
         return f"remote:{option.body.get('type')}"
     return f"{option.body.get('registryType')}:{option.body.get('identifier')}"
+
+
+def known_values(raw: Mapping[str, Any], old: Entry | None) -> tuple[dict[str, str], set[tuple[str, str]]]:
+    """For `upgrade`: (the argument values the installed atom `raw` was given, read back from
+    its `args`, URL, header and env values through the server.json of its installed version
+    `old` (`serverjson.recover_values`; a bundle's through its unpacked manifest); every
+    (kind, key) that version asked for). None for `old` (the registry no longer has that
+    version) knows nothing."""
+    origin: Mapping[str, Any] = raw["registry"] if isinstance(raw.get("registry"), Mapping) else {}
+    if origin.get("bundle"):
+        folder = Path(str(origin["bundle"]))
+        values = bundles.recover_values(folder, raw)
+        try:
+            manifest = json.loads((folder / bundles.MANIFEST).read_text())
+            asked = {(v.kind, v.key) for v in bundles.user_variables(manifest)}
+        except (OSError, ValueError, AttributeError):
+            asked = {("arg", k) for k in values}
+        return values, asked
+    if old is None:
+        return {}, set()
+    opts = serverjson.options(old.server, which=lambda _: "found")
+    option = next((o for o in opts if package_key(o) == origin.get("package")), None)
+    if option is None:
+        return {}, set()
+    try:
+        asked = {(v.kind, v.key) for v in serverjson.variables(option)}
+    except InvalidInput:
+        asked = set()
+    return serverjson.recover_values(option, raw), asked
 
 
 def install_bundle_file(paths: Paths, file: str, *, as_name: str | None, given: Mapping[str, Mapping[str, str]],
@@ -228,7 +258,7 @@ def _unpack(paths: Paths, atom: str, manifest: Mapping[str, Any], data: bytes, *
             what: str) -> tuple[Path, Path | None]:
     """The bundle's folder `bundles/ATOM/VERSION-SHA12` and, if this call made it, the same
     path again (to remove on a refused install); an identical bundle unpacked before is reused."""
-    from monad_cli.cli.registry.serverjson import atom_name
+    from monad_cli.registry.serverjson import atom_name
 
     version = atom_name(str(manifest["version"]))
     folder = paths.home / BUNDLES_DIR / atom / f"{version}-{bundles.sha256_hex(data)[:12]}"

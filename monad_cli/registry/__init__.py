@@ -5,5 +5,7 @@ imported only here: `monad mcp add NAME -- COMMAND` never loads it); `serverjson
 `server.json` into a monad definition and the variables it needs; `variables` gathers
 their values (a terminal asks, else `--env`/`--header`/`--arg`); `bundles` checks, unpacks
 and reads `.mcpb` files; `install` puts it together for `add`, `outdated` and `upgrade`.
-Nothing here imports the MCP SDK.
+Nothing here imports the MCP SDK, typer or either program: `monad mcp add NAME` (the CLI,
+which asks a terminal) and the Studio's Install (the supervisor, which gets the values from
+its form) both call `install.install_by_name`.
 """

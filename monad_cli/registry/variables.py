@@ -15,8 +15,8 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, Sequence
 
-from monad_cli.cli.registry.serverjson import Variable
 from monad_cli.core.errors import InvalidInput
+from monad_cli.registry.serverjson import Variable
 
 Ask = Callable[[Variable], str]
 
