@@ -204,6 +204,7 @@ class ServerActor:
         self.failed_starts = 0
         self.start_failure: str | None = None
         self.state_changed = anyio.Event()
+        self.calls_ended = anyio.Event()  # fires when the last request in flight ends
         self.holders: set[object] = set()  # what keeps it up between calls (a gateway's subscription)
         # Its prompts, resources and templates as last learned (kind -> wire dumps, and the
         # same as models), served while it is idle (`cached_items`).
@@ -318,6 +319,9 @@ class ServerActor:
         finally:
             self.inflight -= 1
             self.last_used = time.monotonic()
+            if self.inflight == 0:
+                self.calls_ended.set()
+                self.calls_ended = anyio.Event()
 
     async def _ensure_started(self) -> None:
         spec = self.spec
@@ -412,6 +416,14 @@ class ServerActor:
                 self._items[kind] = models
             self._item_dumps[kind] = dumps
         return changed
+
+    async def _learn_items_after_calls(self, client: Client, spec: ServerSpec) -> None:
+        """`_learn_items` once the requests that started the server are answered (at most
+        `START_SLACK_S` later): the lists wait for the first answer, not the other way."""
+        with anyio.move_on_after(START_SLACK_S):
+            while self.inflight > 0:
+                await self.calls_ended.wait()
+        await self._learn_items(client, spec)
 
     async def _learn_items(self, client: Client, spec: ServerSpec, *, announce: bool = True) -> None:
         """List an on-demand server's prompts, resources and templates on its live session
@@ -684,7 +696,7 @@ class ServerActor:
                     if self.last_used == -math.inf:
                         await self._learn_items(client, spec)
                     else:
-                        tg.start_soon(self._learn_items, client, spec)
+                        tg.start_soon(self._learn_items_after_calls, client, spec)
                 reason = await self._serve_until_woken(spec)
                 if reason == "idle":  # from here on, a call starts a new session instead of using this one
                     self.client = None
