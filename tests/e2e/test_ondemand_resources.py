@@ -24,12 +24,13 @@ RESOURCESERVER = str(SERVERS / "resourceserver.py")
 SPAWNLOG = str(SERVERS / "spawnlog_server.py")
 
 
-def notes_atom(home: Path, name: str, log: Path, *, idle: str = "1s", extra_file: Path | None = None) -> None:
+def notes_atom(home: Path, name: str, log: Path, *, idle: str = "1s", extra_file: Path | None = None,
+               extra: str = "") -> None:
     args = [RESOURCESERVER, "--prefix", name, "--log", str(log)]
     if extra_file is not None:
         args += ["--extra-file", str(extra_file)]
     write_atom(home, name, f'command = {json.dumps(sys.executable)}\nargs = {json.dumps(args)}\n'
-                           f'start = "on-demand"\nidleStop = "{idle}"\ntimeout = 60\n')
+                           f'start = "on-demand"\nidleStop = "{idle}"\ntimeout = 60\n{extra}')
 
 
 def spawns(log: Path) -> tuple[list[int], list[int]]:
@@ -222,3 +223,29 @@ def test_an_mcp_apps_resource_starts_an_idle_server(monad: Any, monad_home: Path
     finally:
         studio.close()
         monad("daemon", "stop")
+
+
+def test_cached_prompts_and_resources_hold_no_secret(supervisor: Any, monad_home: Path, tmp_path: Path) -> None:
+    """A server that puts a secret of its definition into a resource's URI and name: the
+    journal keeps it `***`, and the idle listing shows it so."""
+    import sqlite3
+
+    from mcp import Client
+
+    sentinel = "sentinel-od-items-41b7"
+    log, extra = tmp_path / "spawn.log", tmp_path / "extra.json"
+    extra.write_text(json.dumps([f"tok-{sentinel}"]))
+    notes_atom(monad_home, "sec", log, extra_file=extra, extra=f'env = {{API_TOKEN = "{sentinel}"}}\n')
+    idle_again(supervisor, "sec", log)
+    with sqlite3.connect(monad_home / "journal.db") as db:
+        row = db.execute("SELECT prompts, resources, templates FROM server_lists WHERE server = 'sec'").fetchone()
+    assert all(column is not None and sentinel not in column for column in row), row
+    assert "note://sec/tok-***" in row[1] and "greet" in row[0] and "dynamic" in row[2], row
+
+    async def main() -> list[str]:
+        async with Client(gateway(monad_home)) as agent:
+            return [str(r.uri) for r in (await agent.list_resources()).resources]
+
+    uris = anyio.run(main)
+    assert "note://sec/tok-***" in uris and not any(sentinel in u for u in uris), uris
+    assert len(spawns(log)[0]) == 1
