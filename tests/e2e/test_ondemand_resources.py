@@ -249,3 +249,16 @@ def test_cached_prompts_and_resources_hold_no_secret(supervisor: Any, monad_home
     uris = anyio.run(main)
     assert "note://sec/tok-***" in uris and not any(sentinel in u for u in uris), uris
     assert len(spawns(log)[0]) == 1
+
+
+def test_a_server_that_never_answers_its_lists_is_learned_within_its_timeout(supervisor: Any, monad_home: Path,
+                                                                             tmp_path: Path) -> None:
+    """Its prompts and resources are given up after `timeout` (kept empty): the learning
+    start still ends, the process is stopped and its tools are listed."""
+    log = tmp_path / "spawn.log"
+    write_atom(monad_home, "hang", f'command = {json.dumps(sys.executable)}\n'
+                                   f'args = {json.dumps([SPAWNLOG, "--log", str(log), "--hang-lists"])}\n'
+                                   'start = "on-demand"\nidleStop = "1s"\ntimeout = 2\n')
+    row = wait_state(supervisor, "hang", "idle", timeout=60)
+    wait_for(lambda: all_exited(log), timeout=30)
+    assert row["tools"] == 2 and len(spawns(log)[0]) == 1, row

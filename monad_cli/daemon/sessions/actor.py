@@ -430,9 +430,32 @@ class ServerActor:
         and keep them in the journal for while it is idle. With `announce`, lists that
         differ from the cached ones are told to the gateway as the server's own
         `notifications/{resources,prompts}/list_changed` (the agents were shown the cached
-        ones). A kind that fails to list keeps what was cached (none: empty)."""
+        ones). A kind that fails to list, or is not listed within the server's `timeout`,
+        keeps what was cached (none: empty)."""
         caps = client.server_capabilities
         items: dict[str, list[dict[str, Any]]] = {}
+        with anyio.move_on_after(spec.timeout):  # a server that never answers must not hold a learning start
+            await self._list_items(client, caps, items)
+        for kind in jt.ITEM_KINDS:
+            if kind not in items:
+                log.info("server %s: listing %s to keep them took over %g s", self.name, kind, spec.timeout)
+                items[kind] = self._item_dumps.get(kind, [])
+        if self.spec is not spec:
+            return  # its definition changed meanwhile: these lists are not its lists
+        changed = self._keep_items(items)
+        try:
+            jt.save_items(self.ctx.journal, self.name, items)
+        except Exception:  # the session works without it; an idle server would list less
+            log.exception("journal write failed")
+        if announce:
+            if "prompts" in changed:
+                self.ctx.on_notification(self, PromptListChangedNotification())
+            if "resources" in changed or "templates" in changed:
+                self.ctx.on_notification(self, ResourceListChangedNotification())
+
+    async def _list_items(self, client: Client, caps: ServerCapabilities | None,
+                          items: dict[str, list[dict[str, Any]]]) -> None:
+        """Each kind's items into `items` as wire dumps (scrubbed), kind by kind."""
         for kind in jt.ITEM_KINDS:
             family = None if caps is None else caps.prompts if kind == "prompts" else caps.resources
             got: list[Any] = []
@@ -463,18 +486,6 @@ class ServerActor:
                     [i.model_dump(by_alias=True, mode="json", exclude_none=True) for i in got])))
             except ValueError:  # a scrubbed secret broke the JSON (it held a quote)
                 items[kind] = []
-        if self.spec is not spec:
-            return  # its definition changed meanwhile: these lists are not its lists
-        changed = self._keep_items(items)
-        try:
-            jt.save_items(self.ctx.journal, self.name, items)
-        except Exception:  # the session works without it; an idle server would list less
-            log.exception("journal write failed")
-        if announce:
-            if "prompts" in changed:
-                self.ctx.on_notification(self, PromptListChangedNotification())
-            if "resources" in changed or "templates" in changed:
-                self.ctx.on_notification(self, ResourceListChangedNotification())
 
     def _remember_lists(self, spec: ServerSpec, tools: list[Tool]) -> None:
         dumped = [dump_tool(t) for t in tools]
