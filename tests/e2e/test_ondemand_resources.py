@@ -262,3 +262,40 @@ def test_a_server_that_never_answers_its_lists_is_learned_within_its_timeout(sup
     row = wait_state(supervisor, "hang", "idle", timeout=60)
     wait_for(lambda: all_exited(log), timeout=30)
     assert row["tools"] == 2 and len(spawns(log)[0]) == 1, row
+
+
+def test_a_held_server_that_exits_is_started_again_for_its_subscribers(supervisor: Any, monad_home: Path,
+                                                                       tmp_path: Path) -> None:
+    """Not left idle under a subscription: it is restarted, and the subscription made again."""
+    import os
+    import signal
+
+    from mcp import Client
+    from mcp_types import ResourceUpdatedNotification
+
+    monad, log = supervisor, tmp_path / "spawn.log"
+    notes_atom(monad_home, "crash", log, extra='trust = {autoApproveTools = ["crash__touch"]}\n')
+    idle_again(monad, "crash", log)
+
+    async def main() -> None:
+        updated = anyio.Event()
+
+        async def on_message(message: Any) -> None:
+            if isinstance(message, ResourceUpdatedNotification):
+                updated.set()
+
+        async with Client(gateway(monad_home), mode="legacy", message_handler=on_message) as agent:
+            await agent.subscribe_resource("note://crash/alpha")
+            first = spawns(log)[0][-1]
+            os.kill(first, signal.SIGKILL)
+            await anyio.to_thread.run_sync(lambda: wait_for(lambda: len(spawns(log)[0]) == 3, timeout=60))
+            row = await anyio.to_thread.run_sync(lambda: wait_state(monad, "crash", "connected", timeout=60))
+            assert row["pid"] == spawns(log)[0][-1] != first, row
+            # Subscribed again upstream: the new process's update reaches the agent.
+            await agent.call_tool("crash__touch", {"uri": "note://crash/alpha"})
+            with anyio.fail_after(30):
+                await updated.wait()
+            await agent.unsubscribe_resource("note://crash/alpha")
+        await anyio.to_thread.run_sync(lambda: wait_state(monad, "crash", "idle", timeout=60))
+
+    anyio.run(main)
