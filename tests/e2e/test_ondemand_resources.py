@@ -299,3 +299,25 @@ def test_a_held_server_that_exits_is_started_again_for_its_subscribers(superviso
         await anyio.to_thread.run_sync(lambda: wait_state(monad, "crash", "idle", timeout=60))
 
     anyio.run(main)
+
+
+def test_a_per_server_entry_of_an_idle_server_has_its_identity_and_lists_without_starting_it(
+        supervisor: Any, monad_home: Path, tmp_path: Path) -> None:
+    from mcp import Client, StdioServerParameters
+
+    monad, log = supervisor, tmp_path / "spawn.log"
+    notes_atom(monad_home, "one", log)
+    idle_again(monad, "one", log)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "monad_cli", "mcp", "serve", "one"],
+                                   env={"MONAD_HOME": str(monad_home), "MONAD_NO_AUTOSTART": "1"})
+
+    async def main() -> None:
+        async with Client(params, mode="legacy") as agent:
+            assert agent.instructions == "Notes under note://one/.", agent.instructions
+            assert agent.server_info.name == "resourceserver"
+            assert [p.name for p in (await agent.list_prompts()).prompts] == ["greet"]
+            assert len(spawns(log)[0]) == 1
+            got = await agent.get_prompt("greet", {"name": "Ada"})  # starts it
+            assert "Hello, Ada!" in got.messages[0].content.text and len(spawns(log)[0]) == 2
+
+    anyio.run(main)

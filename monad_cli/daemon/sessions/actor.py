@@ -210,6 +210,7 @@ class ServerActor:
         # same as models), served while it is idle (`cached_items`).
         self._item_dumps: dict[str, list[dict[str, Any]]] = {}
         self._items: dict[str, list[Any]] = {}
+        self._last_instructions: str | None = None  # a per-server gateway entry's, while idle
 
     # -- control from other tasks ------------------------------------------------------
     def update(self, spec: ServerSpec | None, *, config_error: str | None = None,
@@ -778,6 +779,7 @@ class ServerActor:
         if self.conn is not None and self.conn.lane is not None:
             self.conn.lane.attach(client)  # it shares the session's ids
         self.server_info = client.server_info.model_dump(exclude_none=True) if client.server_info else None
+        self._last_instructions = client.instructions
         if self.spec is not None:
             self._remember_lists(self.spec, tools)
         pin_problem = self.ctx.check_pin(self, tools)  # always: it also unblocks
@@ -870,9 +872,12 @@ class ServerActor:
 
     @property
     def instructions(self) -> str | None:
-        """The live session's `instructions` (initialize / server/discover), or None."""
+        """The live session's `instructions` (initialize / server/discover); while idle (on
+        demand), the last session's; else None."""
         client = self.client
-        return client.instructions if client is not None and self.live else None
+        if client is not None and self.live:
+            return client.instructions
+        return self._last_instructions if self.listed else None
 
     async def call_through(self, request: Callable[[Client], Awaitable[T]], *,
                            inputs: InputHandler | None = None) -> T:
