@@ -68,7 +68,9 @@ def config_stamp(paths: Paths) -> tuple[tuple[str, int, int], ...]:
                     entries.append((e.name, st.st_size, st.st_mtime_ns))
     except FileNotFoundError:
         pass
-    for name in ("agents.json", "env", "features/mcp.toml", "features/presets.toml", "features/tools.toml"):
+    # settings.toml: its `[servers]` defaults (start, idleStop) are part of every definition.
+    for name in ("agents.json", "env", "settings.toml", "features/mcp.toml", "features/presets.toml",
+                 "features/tools.toml"):
         try:
             st = (paths.home / name).stat()
             entries.append((name, st.st_size, st.st_mtime_ns))

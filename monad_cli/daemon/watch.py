@@ -1,6 +1,6 @@
-"""Watching the definition files: the atoms and features/*.toml (watchfiles), and agents.json
-and the env file (their stats, checked every `AGENTS_POLL_MS`); every change batch reconciles
-(dotfiles and temp files ignored).
+"""Watching the definition files: the atoms and features/*.toml (watchfiles), and agents.json,
+the env file and settings.toml (its `[servers]` defaults; their stats, checked every
+`AGENTS_POLL_MS`); every change batch reconciles (dotfiles and temp files ignored).
 
 agents.json is not watched through its directory: the home also holds `journal.db` and its
 WAL, which every tool call writes, and inotify on a directory reports every entry's writes,
@@ -17,6 +17,7 @@ from typing import Any
 
 import anyio
 
+from monad_cli.config.start import SETTINGS_FILE
 from monad_cli.core.paths import Paths
 
 log = logging.getLogger("monad.supervisor")
@@ -39,7 +40,7 @@ async def watch_definitions(paths: Paths, stop_event: anyio.Event, reconcile: Ca
 
     atoms = paths.atoms_dir
     features = paths.features_dir
-    polled = (str(paths.agents_json), str(paths.env_file))
+    polled = (str(paths.agents_json), str(paths.env_file), str(paths.home / SETTINGS_FILE))
     seen = tuple(_stamp(p) for p in polled)
 
     def wanted(change: Any, path: str) -> bool:

@@ -19,7 +19,8 @@ import sqlite3
 import time
 
 COVERS = ("0001_events", "0002_tool_calls_approvals_tool_sets", "0100_tasks", "0200_origin_columns",
-          "0201_vetted_tool_sets", "0300_running_calls_index", "0301_server_lists")
+          "0201_vetted_tool_sets", "0300_running_calls_index", "0301_server_lists",
+          "0302_server_lists_items")
 
 
 def _table(name: str, columns: str, key: str) -> str:
@@ -70,7 +71,8 @@ SCHEMA: tuple[str, ...] = (
     _index("vetted_tool_sets", "server"), *_origin("vetted_tool_sets"),
     "CREATE INDEX ix_tool_calls_running ON tool_calls (id) WHERE outcome = 'running'",
     _table("server_lists", "server VARCHAR NOT NULL, definition_hash VARCHAR NOT NULL, tool_hash VARCHAR NOT NULL, "
-                           "tools VARCHAR NOT NULL, listed_at FLOAT NOT NULL", "server"),
+                           "tools VARCHAR NOT NULL, listed_at FLOAT NOT NULL, prompts VARCHAR, resources VARCHAR, "
+                           "templates VARCHAR", "server"),
 )
 
 

@@ -74,6 +74,20 @@ def _running_calls_index(conn: Any) -> None:
                       "WHERE outcome = 'running'"))
 
 
+def _add_columns(table: str, names: tuple[str, ...]) -> Callable[[Any], None]:
+    """Add these nullable VARCHAR columns to `table` where it lacks them."""
+
+    def migrate(conn: Any) -> None:
+        from sqlalchemy import inspect, text
+
+        have = {c["name"] for c in inspect(conn).get_columns(table)}
+        for name in names:
+            if name not in have:
+                conn.execute(text(f"ALTER TABLE {table} ADD COLUMN {name} VARCHAR"))
+
+    return migrate
+
+
 MIGRATIONS: tuple[tuple[str, Callable[[Any], None]], ...] = (
     ("0001_events", _create("Event")),
     ("0002_tool_calls_approvals_tool_sets", _create("ToolCall", "AlwaysApproval", "ToolSet")),
@@ -83,4 +97,5 @@ MIGRATIONS: tuple[tuple[str, Callable[[Any], None]], ...] = (
     ("0201_vetted_tool_sets", _create_vetted),
     ("0300_running_calls_index", _running_calls_index),
     ("0301_server_lists", _create("ServerLists")),
+    ("0302_server_lists_items", _add_columns("server_lists", ("prompts", "resources", "templates"))),
 )

@@ -117,7 +117,9 @@ class ToolSet(SQLModel, table=True):
 class ServerLists(SQLModel, table=True):
     """The last lists server `server` answered while defined as `definition_hash`: `tools`
     (JSON, every tool in wire shape), their `tool_hash` (`sha256:<hex>`, as a pin takes it),
-    `listed_at` (epoch seconds). One row per server, replaced on every (re)listing."""
+    `listed_at` (epoch seconds); `prompts`, `resources`, `templates` (JSON, in wire shape;
+    NULL: not learned from this definition yet). One row per server, replaced on every
+    (re)listing."""
 
     __tablename__ = "server_lists"
     server: str = Field(primary_key=True)
@@ -125,6 +127,9 @@ class ServerLists(SQLModel, table=True):
     tool_hash: str
     tools: str
     listed_at: float
+    prompts: str | None = None
+    resources: str | None = None
+    templates: str | None = None
 
 
 class VettedToolSet(SQLModel, table=True):

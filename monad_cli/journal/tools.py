@@ -182,33 +182,58 @@ def tool_set(j: Journal, server: str, digest: str) -> list[dict[str, Any]] | Non
     return json.loads(rows[0][0]) if rows else None
 
 
+ITEM_KINDS = ("prompts", "resources", "templates")
+
+
 class CachedLists(NamedTuple):
-    """A `server_lists` row: the tools in wire shape, their hash, when they were listed."""
+    """A `server_lists` row: the tools in wire shape, their hash, when they were listed, and
+    the prompts, resources and resource templates in wire shape (`items`: kind -> list; a
+    kind missing: not learned from this definition yet)."""
 
     definition_hash: str
     tool_hash: str
     tools: list[dict[str, Any]]
     listed_at: float
+    items: dict[str, list[dict[str, Any]]]
+
+    @property
+    def complete(self) -> bool:
+        """Every list is known (tools and `ITEM_KINDS`)."""
+        return all(kind in self.items for kind in ITEM_KINDS)
 
 
 def save_lists(j: Journal, server: str, definition_hash: str, tool_hash: str, tools: list[dict[str, Any]]) -> None:
     """Keep `server`'s lists (every connect and re-listing); replaces the previous row. Known
-    secrets in them (a server that echoes its token into a description) are written `***`."""
+    secrets in them (a server that echoes its token into a description) are written `***`.
+    The other lists (`save_items`) are kept while the definition stays the same."""
+    keep = "CASE WHEN server_lists.definition_hash = excluded.definition_hash THEN server_lists.{0} ELSE NULL END"
     j.write("INSERT INTO server_lists (server, definition_hash, tool_hash, tools, listed_at) VALUES (?, ?, ?, ?, ?) "
-            "ON CONFLICT (server) DO UPDATE SET definition_hash = excluded.definition_hash, "
+            "ON CONFLICT (server) DO UPDATE SET "
+            + "".join(f"{kind} = {keep.format(kind)}, " for kind in ITEM_KINDS)
+            + "definition_hash = excluded.definition_hash, "
             "tool_hash = excluded.tool_hash, tools = excluded.tools, listed_at = excluded.listed_at",
             (server, definition_hash, tool_hash, j.scrub(json.dumps(tools)), time.time()))
 
 
+def save_items(j: Journal, server: str, items: dict[str, list[dict[str, Any]]]) -> None:
+    """Keep `server`'s prompts, resources and templates (`items`: kind in `ITEM_KINDS` ->
+    wire dumps) beside its tools (`save_lists` first: no row, nothing kept); scrubbed."""
+    kinds = [k for k in ITEM_KINDS if k in items]
+    if kinds:
+        j.write(f"UPDATE server_lists SET {', '.join(f'{k} = ?' for k in kinds)} WHERE server = ?",
+                (*(j.scrub(json.dumps(items[k])) for k in kinds), server))
+
+
 def cached_lists(j: Journal, server: str) -> CachedLists | None:
     """`server`'s last lists, or None if it never listed (plain SQL: read while it starts)."""
-    rows = j.pool.read("SELECT definition_hash, tool_hash, tools, listed_at FROM server_lists WHERE server = ?",
-                       (server,))
+    rows = j.pool.read("SELECT definition_hash, tool_hash, tools, listed_at, prompts, resources, templates "
+                       "FROM server_lists WHERE server = ?", (server,))
     if not rows:
         return None
-    definition_hash, tool_hash, tools, listed_at = rows[0]
+    definition_hash, tool_hash, tools, listed_at, *others = rows[0]
     try:
         listed = json.loads(tools)
+        items = {kind: json.loads(text) for kind, text in zip(ITEM_KINDS, others, strict=True) if text is not None}
     except ValueError:  # a scrubbed secret broke the JSON (it held a quote): learn them again
         return None
-    return CachedLists(definition_hash, tool_hash, listed, listed_at)
+    return CachedLists(definition_hash, tool_hash, listed, listed_at, items)

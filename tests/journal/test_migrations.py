@@ -15,7 +15,8 @@ from monad_cli.journal.migrations import MIGRATIONS
 
 OLD_SCHEMA = Path(__file__).resolve().parents[1] / "data" / "journal-0100.sql"
 OLD = ["0001_events", "0002_tool_calls_approvals_tool_sets", "0100_tasks"]  # what journal-0100.sql holds
-RELEASED = [*OLD, "0200_origin_columns", "0201_vetted_tool_sets", "0300_running_calls_index", "0301_server_lists"]
+RELEASED = [*OLD, "0200_origin_columns", "0201_vetted_tool_sets", "0300_running_calls_index", "0301_server_lists",
+            "0302_server_lists_items"]
 
 
 def schema(db: Path) -> set[str]:
@@ -121,3 +122,32 @@ def test_a_journal_from_before_tools_and_tasks_gets_the_rest_in_order(tmp_path: 
     j.close()
     assert [name for name, _ in recorded(db)] == RELEASED
     assert shape(db) == fresh_shape(tmp_path)
+
+
+def test_cached_lists_from_before_prompts_and_resources_are_kept_and_learned_again(tmp_path: Path) -> None:
+    """A journal at 0301 (tools only) gets the item columns; its row is incomplete (the
+    server is started once to learn the rest) until its items are saved."""
+    from monad_cli.journal import tools as jt
+
+    db = tmp_path / "journal.db"
+    Journal(db).close()
+    with sqlite3.connect(db) as conn:
+        conn.execute("DROP TABLE server_lists")
+        conn.execute("CREATE TABLE server_lists (server VARCHAR NOT NULL, definition_hash VARCHAR NOT NULL, "
+                     "tool_hash VARCHAR NOT NULL, tools VARCHAR NOT NULL, listed_at FLOAT NOT NULL, "
+                     "PRIMARY KEY (server))")
+        conn.execute("INSERT INTO server_lists VALUES ('x', 'def1', 'sha256:1', '[]', 1.0)")
+        conn.execute("DELETE FROM migrations WHERE name = '0302_server_lists_items'")
+    j = Journal(db)
+    assert j.applied == ["0302_server_lists_items"]
+    old = jt.cached_lists(j, "x")
+    assert old is not None and old.tools == [] and old.items == {} and not old.complete
+    jt.save_items(j, "x", {"prompts": [{"name": "p"}], "resources": [], "templates": []})
+    new = jt.cached_lists(j, "x")
+    assert new is not None and new.complete and new.items["prompts"] == [{"name": "p"}]
+    # The same definition listing its tools again keeps the items; another definition drops them.
+    jt.save_lists(j, "x", "def1", "sha256:2", [])
+    assert jt.cached_lists(j, "x").complete  # type: ignore[union-attr]
+    jt.save_lists(j, "x", "def2", "sha256:2", [])
+    assert jt.cached_lists(j, "x").items == {}  # type: ignore[union-attr]
+    j.close()

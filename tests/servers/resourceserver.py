@@ -1,7 +1,7 @@
 """An SDK server (`MCPServer`, both eras) with resources, a template, a prompt and
 completions, and tools that change them and say so: for the gateway's tests and bench.
 
-    python resourceserver.py [--prefix P]
+    python resourceserver.py [--prefix P] [--log FILE] [--extra-file PATH]
 
 Resources: `note://P/alpha` and `note://P/beta` (text), the template `note://P/{name}` (any
 name reads `note <name>`). Prompt `greet(name)`; completion of `name` offers `Ada`, `Alan`.
@@ -9,11 +9,18 @@ Tools: `echo(text)`; `say(text)` logs `text` at info (logger `notes`) during the
 `touch(uri)` changes a note and publishes `ResourceUpdated` (2026-07-28 listen
 streams) and `notifications/resources/updated` on a legacy session; `add_note(name)` adds a
 resource and announces the list change.
+`--log FILE`: every start appends `start PID` to FILE and every exit `exit PID` (as
+spawnlog_server.py: a test counts spawns without asking monad). `--extra-file PATH`: a JSON
+list of more note names read at start (a resource list that changes while monad has the
+server stopped).
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
+import json
+import os
 import warnings
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -21,10 +28,25 @@ from mcp_types import Completion, PromptReference
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--prefix", default="r")
+ap.add_argument("--log", default=None)
+ap.add_argument("--extra-file", default=None)
 args = ap.parse_args()
 P = args.prefix
+
+
+def _note_pid(what: str) -> None:
+    with open(args.log, "a") as f:
+        f.write(f"{what} {os.getpid()}\n")
+
+
+if args.log:
+    _note_pid("start")
+    atexit.register(_note_pid, "exit")
 app = MCPServer("resourceserver", instructions=f"Notes under note://{P}/.")
 notes = {"alpha": "the first note", "beta": "the second note"}
+if args.extra_file and os.path.exists(args.extra_file):
+    with open(args.extra_file) as f:
+        notes.update({str(n): f"note {n}" for n in json.load(f)})
 touched: dict[str, int] = {}
 
 

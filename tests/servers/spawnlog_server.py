@@ -1,6 +1,6 @@
 """A light stdio MCP server that logs its own starts and exits, for on-demand tests.
 
-    python spawnlog_server.py --log FILE [--tools-file PATH] [--crash-flag PATH] [--linger S]
+    python spawnlog_server.py --log FILE [--tools-file PATH] [--crash-flag PATH] [--linger S] [--hang-lists]
 
 Standard library only (starts in ~20 ms, like lightserver.py). Every start appends
 `start PID` to `--log`, every exit `exit PID`, so a test counts spawns without asking monad.
@@ -8,7 +8,9 @@ Standard library only (starts in ~20 ms, like lightserver.py). Every start appen
 that changes while the server is stopped). `--crash-flag`: when that file exists at start,
 the server answers the handshake and tools/list, then exits with status 3 (a crash right
 after an on-demand start). `--linger S`: after stdin closes, wait S seconds before exiting
-(a slow shutdown, as servers that flush state do). Both protocol eras, as lightserver.py.
+(a slow shutdown, as servers that flush state do). `--hang-lists`: declares prompts and
+resources but never answers their lists (a server that hangs on what it offers). Both
+protocol eras, as lightserver.py.
 Tools: `echo(text)`, `slow(seconds)`.
 """
 
@@ -35,6 +37,7 @@ def main() -> None:
     ap.add_argument("--tools-file", default=None)
     ap.add_argument("--crash-flag", default=None)
     ap.add_argument("--linger", type=float, default=0.0)
+    ap.add_argument("--hang-lists", action="store_true")
     args = ap.parse_args()
     note(args.log, "start")
     description = "Echo the text back."
@@ -47,6 +50,7 @@ def main() -> None:
              {"name": "slow", "description": "Sleep, then say so.",
               "inputSchema": {"type": "object", "properties": {"seconds": {"type": "number"}}}}]
     info = {"name": "spawnlog", "version": "1.0"}
+    caps: dict[str, object] = {"tools": {}, **({"prompts": {}, "resources": {}} if args.hang_lists else {})}
     modern = False
     out = sys.stdout
 
@@ -68,12 +72,12 @@ def main() -> None:
             params = msg.get("params") or {}
             if method == "server/discover":
                 modern = True
-                answer(rid, {"supportedVersions": [MODERN], "capabilities": {"tools": {}}, "ttlMs": 0,
+                answer(rid, {"supportedVersions": [MODERN], "capabilities": caps, "ttlMs": 0,
                              "cacheScope": "private"})
             elif method == "initialize":
                 asked = params.get("protocolVersion")
                 answer(rid, {"protocolVersion": asked if asked in HANDSHAKE else HANDSHAKE[0],
-                             "capabilities": {"tools": {}}, "serverInfo": info})
+                             "capabilities": caps, "serverInfo": info})
             elif method == "tools/list":
                 answer(rid, {"tools": tools, **({"ttlMs": 0, "cacheScope": "private"} if modern else {})})
                 if crash:
@@ -88,6 +92,8 @@ def main() -> None:
                 else:
                     text = str(arguments.get("text", ""))
                 answer(rid, {"content": [{"type": "text", "text": text}], "isError": False})
+            elif method in ("prompts/list", "resources/list", "resources/templates/list") and args.hang_lists:
+                continue  # never answered
             elif method == "ping":
                 answer(rid, {})
             else:

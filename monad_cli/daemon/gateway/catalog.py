@@ -19,6 +19,10 @@ through a session of its own, and keeps:
 - the log level the agents asked for (`logging/setLevel`), passed to each server that
   offers logging.
 
+An idle on-demand server (docs/supervisor.md "On demand") is listed from its cached lists
+(`actor.cached_items`) without starting it; a request routed to it (a read, a get, a
+completion) starts it and holds it up while it runs (`actor.in_use()`).
+
 Resource subscriptions are gateway/subscriptions.py's. Every resource read and prompt get
 leaves a journal event (`resource.read`, `prompt.get`:
 server, URI or prompt, outcome, duration in ms; the journal redacts it).
@@ -106,12 +110,19 @@ class Catalog:
         return [a for name, a in sorted(self.servers.items())
                 if a.live and a.spec is not None and allowed(name)]
 
+    def _shown(self, allowed: Allowed) -> list[Any]:
+        """The live servers and the idle on-demand ones listed from their cached lists."""
+        return [a for name, a in sorted(self.servers.items())
+                if a.spec is not None and allowed(name) and (a.live or a.cached_items("resources") is not None)]
+
     def forget(self, server: str, kinds: Iterable[str] = _KINDS) -> None:
         """Drop what `server` listed (it said its list changed)."""
         for kind in kinds:
             self._listed.pop((server, kind), None)
 
     async def _fetch(self, actor: Any, kind: str) -> list[Any]:
+        if not actor.live:  # idle: its cached lists, without starting it
+            return list(actor.cached_items(kind) or [])
         client = actor.client
         known = self._listed.get((actor.name, kind))
         if known is not None and known.client is client:
@@ -146,7 +157,11 @@ class Catalog:
         """The servers listing `uri` by the kept lists alone, or None when a server that
         offers resources has no kept list (then only a listing can tell)."""
         owners = []
-        for actor in self._live(allowed):
+        for actor in self._shown(allowed):
+            if not actor.live:
+                if uri in {str(r.uri) for r in actor.cached_items("resources") or []}:
+                    owners.append(actor.name)
+                continue
             caps = actor.capabilities
             if caps is None or caps.resources is None:
                 continue
@@ -169,7 +184,7 @@ class Catalog:
                 log.warning("server %s: listing %s failed: %s", actor.name, kind, self.scrub(str(e)))
 
         async with anyio.create_task_group() as tg:
-            for actor in self._live(allowed):
+            for actor in self._shown(allowed):
                 tg.start_soon(one, actor)
         return dict(sorted(out.items()))
 
@@ -231,7 +246,7 @@ class Catalog:
             return known[0]  # the hot path: no listing, no task
         for fresh in (False, True):
             if fresh:
-                for actor in self._live(allowed):
+                for actor in self._shown(allowed):
                     self.forget(actor.name, ("resources", "templates"))
             owners = self._owners(await self._gather("resources", allowed)).get(uri, [])
             if not owners:
@@ -277,7 +292,7 @@ class Catalog:
             return single, name
         for fresh in (False, True):
             if fresh:
-                for actor in self._live(allowed):
+                for actor in self._shown(allowed):
                     self.forget(actor.name, ("prompts",))
             entry = (await self.prompt_names(allowed))[0].by_exposed.get(name)
             if entry is not None:
@@ -286,9 +301,10 @@ class Catalog:
 
     # -- requests routed to one server -----------------------------------------------------
     def live_actor(self, server: str) -> Any:
-        """The actor of `server` while it is live. Raises MCPError (-32603) otherwise."""
+        """The actor of `server` while it is live, or an on-demand one (`in_use()` starts it).
+        Raises MCPError (-32603) otherwise."""
         actor = self.servers.get(server)
-        if actor is None or not actor.live:
+        if actor is None or not (actor.live or actor.on_demand()):
             raise MCPError(types.INTERNAL_ERROR,
                            f"server `{server}` is not connected (see `monad mcp status {server}`)")
         return actor
@@ -301,7 +317,9 @@ class Catalog:
         if inputs is not None:
             inputs.server = server  # the catalog knows whose question it would be
         try:
-            return await self.live_actor(server).call_through(request, inputs=inputs)
+            actor = self.live_actor(server)
+            async with actor.in_use():  # an idle on-demand server starts (once for concurrent requests)
+                return await actor.call_through(request, inputs=inputs)
         except MCPError as e:
             outcome, error = "error", f"{e.error.message} (MCP error {e.error.code})"
             raise MCPError(e.error.code, self.scrub(f"server `{server}`: {e.error.message}"), e.error.data) from None

@@ -29,6 +29,7 @@ import mcp_types as types
 
 from monad_cli.core.errors import NotFound
 from monad_cli.core.hello import GatewayView
+from monad_cli.core.states import State
 from monad_cli.daemon.gateway.catalog import LEVELS, Catalog
 from monad_cli.daemon.gateway.session import GatewaySession
 from monad_cli.daemon.gateway.subscriptions import Subscriptions
@@ -58,6 +59,7 @@ class Gateway:
         self.subscriptions = Subscriptions(self.catalog, spawn=self._spawn)
         self._tg: anyio.abc.TaskGroup | None = None
         self._clients: dict[str, Any] = {}  # server -> the session its lists came from
+        self._from_cache: set[str] = set()  # idle on-demand servers, listed from their cached lists
 
     def check_view(self, view: GatewayView) -> None:
         """Raises NotFound when `monad mcp serve NAME…` names a server that is not defined."""
@@ -144,16 +146,29 @@ class Gateway:
 
     def on_actor_state(self, actor: Any) -> None:
         """A server's state changed: a new session (or none) changes what is listed, and a
-        new session needs the subscriptions and the log level again."""
+        new session needs the subscriptions and the log level again. An on-demand server
+        going idle or starting again changes nothing listed (its cached lists are shown while
+        it is idle; the actor announces lists that differ when it starts)."""
         client = actor.client if actor.live else None
+        cached = actor.listed and actor.on_demand()  # idle: shown from its cached lists
+        was_cached = actor.name in self._from_cache
+        if cached:
+            self._from_cache.add(actor.name)
+        elif client is not None or actor.state != State.CONNECTING:  # starting: still shown
+            self._from_cache.discard(actor.name)
         if self._clients.get(actor.name) is client:
+            if was_cached and actor.name not in self._from_cache:  # removed, disabled…: no longer listed
+                self._spawn(self.notify_changed, "resources")
+                self._spawn(self.notify_changed, "prompts")
             return
         had = self._clients.get(actor.name) is not None
         self._clients[actor.name] = client
         if client is not None:
             self._spawn(self._renewed, actor)
         caps = actor.capabilities
-        if client is None and not had:
+        if client is None and (not had or cached):
+            return
+        if client is not None and was_cached:
             return
         if had or (caps is not None and caps.resources is not None):
             self._spawn(self.notify_changed, "resources")

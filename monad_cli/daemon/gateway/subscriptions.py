@@ -11,7 +11,10 @@ One `Subscriptions` per supervisor (`Gateway.subscriptions`), beside the `Catalo
   tees the stream's events to the actor's message handler, which hands them to the gateway);
 - each `notifications/resources/updated` goes to every subscriber's delivery once;
 - a 2026-07-28 server that announces resource or prompt list changes gets one listen stream
-  for them per session (legacy servers send those notifications unasked).
+  for them per session (legacy servers send those notifications unasked);
+- an on-demand server (docs/supervisor.md "On demand") is started by the first subscription
+  to one of its resources and held up (`actor.hold`) while any agent is subscribed to it;
+  the last unsubscribe (or the agent gone) releases it, and its idle time counts from then.
 """
 
 from __future__ import annotations
@@ -74,12 +77,15 @@ class Subscriptions:
             sub = self.subscriptions.get((server, uri))
             if sub is None:
                 actor = self.catalog.live_actor(server)
-                caps = actor.capabilities
-                if caps is None or caps.resources is None or not caps.resources.subscribe:
-                    raise MCPError(types.INVALID_PARAMS, f"server `{server}` does not offer resource subscriptions")
-                client = actor.client
-                held = await self._subscribe_upstream(actor, uri)
-                sub = self.subscriptions[(server, uri)] = _Subscription(client=client, held=held)
+                async with actor.in_use():  # an idle on-demand server starts for it
+                    caps = actor.capabilities
+                    if caps is None or caps.resources is None or not caps.resources.subscribe:
+                        raise MCPError(types.INVALID_PARAMS,
+                                       f"server `{server}` does not offer resource subscriptions")
+                    client = actor.client
+                    held = await self._subscribe_upstream(actor, uri)
+                    sub = self.subscriptions[(server, uri)] = _Subscription(client=client, held=held)
+                    actor.hold(("subscription", uri))  # before in_use ends: no idle stop in between
             sub.delivers[key] = deliver
 
     async def _subscribe_upstream(self, actor: Any, uri: str) -> _Held | None:
@@ -154,15 +160,19 @@ class Subscriptions:
                 continue
             del self.subscriptions[(server, u)]
             actor = self.servers.get(server)
-            if sub.held is not None:
-                sub.held.scope.cancel()
-            elif actor is not None and actor.live and actor.client is sub.client:
-                try:
-                    await self.catalog.through(server, "", {},
-                                               lambda c: quiet_deprecated(lambda: c.unsubscribe_resource(uri)))
-                except MCPError as e:
-                    log.info("server %s: resources/unsubscribe %s failed: %s", server, self.scrub(uri),
-                             self.scrub(e.error.message))
+            try:
+                if sub.held is not None:
+                    sub.held.scope.cancel()
+                elif actor is not None and actor.live and actor.client is sub.client:
+                    try:
+                        await self.catalog.through(server, "", {},
+                                                   lambda c: quiet_deprecated(lambda: c.unsubscribe_resource(uri)))
+                    except MCPError as e:
+                        log.info("server %s: resources/unsubscribe %s failed: %s", server, self.scrub(uri),
+                                 self.scrub(e.error.message))
+            finally:
+                if actor is not None:
+                    actor.release(("subscription", uri))  # the last subscriber gone: idle time counts from now
 
     async def drop_subscriber(self, key: object) -> None:
         """Everything `key` subscribed to (its connection or stream ended)."""

@@ -21,6 +21,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
@@ -31,6 +32,11 @@ from mcp_types import (
     CallToolResult,
     Implementation,
     LoggingMessageNotification,
+    Prompt,
+    PromptListChangedNotification,
+    Resource,
+    ResourceListChangedNotification,
+    ResourceTemplate,
     ServerCapabilities,
     Tool,
     ToolListChangedNotification,
@@ -70,6 +76,10 @@ BUSY_POLL_S = 5.0
 # A call waits for an on-demand start this long beyond the server's own connect `timeout`
 # (the previous session's shutdown may still be under way: its stdin grace).
 START_SLACK_S = 10.0
+# The most pages of prompts/resources/templates kept for an idle server (a server whose
+# cursors never end must not hold its session's start).
+ITEM_PAGES = 100
+_ITEM_MODELS: dict[str, type[Any]] = {"prompts": Prompt, "resources": Resource, "templates": ResourceTemplate}
 # States in which a waiting call learns that no start is coming.
 _NO_START = (State.FAILED, State.NEEDS_AUTH, State.DISABLED, State.FILTERED, State.BACKOFF, State.STOPPED)
 
@@ -194,7 +204,13 @@ class ServerActor:
         self.failed_starts = 0
         self.start_failure: str | None = None
         self.state_changed = anyio.Event()
+        self.calls_ended = anyio.Event()  # fires when the last request in flight ends
         self.holders: set[object] = set()  # what keeps it up between calls (a gateway's subscription)
+        # Its prompts, resources and templates as last learned (kind -> wire dumps, and the
+        # same as models), served while it is idle (`cached_items`).
+        self._item_dumps: dict[str, list[dict[str, Any]]] = {}
+        self._items: dict[str, list[Any]] = {}
+        self._last_instructions: str | None = None  # a per-server gateway entry's, while idle
 
     # -- control from other tasks ------------------------------------------------------
     def update(self, spec: ServerSpec | None, *, config_error: str | None = None,
@@ -304,6 +320,9 @@ class ServerActor:
         finally:
             self.inflight -= 1
             self.last_used = time.monotonic()
+            if self.inflight == 0:
+                self.calls_ended.set()
+                self.calls_ended = anyio.Event()
 
     async def _ensure_started(self) -> None:
         spec = self.spec
@@ -360,7 +379,9 @@ class ServerActor:
         except Exception:  # a journal that cannot be read: learn the lists again
             log.exception("journal read failed")
             return None
-        return cached if cached is not None and cached.definition_hash == spec.definition_hash() else None
+        # Lists from before prompts and resources were kept (`complete`) are learned again.
+        return cached if cached is not None and cached.definition_hash == spec.definition_hash() \
+            and cached.complete else None
 
     def _go_idle(self, cached: jt.CachedLists, reason: str) -> None:
         """Serve the cached lists with no session: the tools, checked against the pin again."""
@@ -370,7 +391,102 @@ class ServerActor:
             self.tool_problem = self.ctx.check_pin(self, tools)
             self.ctx.on_tools_changed(self)
         self.listed_at = cached.listed_at
+        self._keep_items(cached.items)
         self.set_state(State.IDLE, reason)
+
+    def cached_items(self, kind: str) -> list[Any] | None:
+        """What an on-demand server that is not running (idle, or starting) lists of `kind`
+        (`prompts`, `resources`, `templates`: `mcp_types` models) from its cached lists; None
+        while it is live (ask the session) or when nothing is cached."""
+        if self.live or self.state not in (State.IDLE, State.CONNECTING) or not self.on_demand():
+            return None
+        return self._items.get(kind)
+
+    def _keep_items(self, items: dict[str, list[dict[str, Any]]]) -> list[str]:
+        """Take `items` (kind -> wire dumps) as the cached lists; the kinds that changed
+        against lists known before (a kind not known before is no change)."""
+        changed = [k for k, dumps in items.items() if k in self._item_dumps and self._item_dumps[k] != dumps]
+        for kind, dumps in items.items():
+            if self._item_dumps.get(kind) != dumps or kind not in self._items:
+                models = []
+                for d in dumps:
+                    try:
+                        models.append(_ITEM_MODELS[kind].model_validate(d))
+                    except ValueError:  # kept by an older SDK, say: left out, as a bad live item would be
+                        log.debug("server %s: a cached %s item does not validate", self.name, kind)
+                self._items[kind] = models
+            self._item_dumps[kind] = dumps
+        return changed
+
+    async def _learn_items_after_calls(self, client: Client, spec: ServerSpec) -> None:
+        """`_learn_items` once the requests that started the server are answered (at most
+        `START_SLACK_S` later): the lists wait for the first answer, not the other way."""
+        with anyio.move_on_after(START_SLACK_S):
+            while self.inflight > 0:
+                await self.calls_ended.wait()
+        await self._learn_items(client, spec)
+
+    async def _learn_items(self, client: Client, spec: ServerSpec, *, announce: bool = True) -> None:
+        """List an on-demand server's prompts, resources and templates on its live session
+        and keep them in the journal for while it is idle. With `announce`, lists that
+        differ from the cached ones are told to the gateway as the server's own
+        `notifications/{resources,prompts}/list_changed` (the agents were shown the cached
+        ones). A kind that fails to list, or is not listed within the server's `timeout`,
+        keeps what was cached (none: empty)."""
+        caps = client.server_capabilities
+        items: dict[str, list[dict[str, Any]]] = {}
+        with anyio.move_on_after(spec.timeout):  # a server that never answers must not hold a learning start
+            await self._list_items(client, caps, items)
+        for kind in jt.ITEM_KINDS:
+            if kind not in items:
+                log.info("server %s: listing %s to keep them took over %g s", self.name, kind, spec.timeout)
+                items[kind] = self._item_dumps.get(kind, [])
+        if self.spec is not spec:
+            return  # its definition changed meanwhile: these lists are not its lists
+        changed = self._keep_items(items)
+        try:
+            jt.save_items(self.ctx.journal, self.name, items)
+        except Exception:  # the session works without it; an idle server would list less
+            log.exception("journal write failed")
+        if announce:
+            if "prompts" in changed:
+                self.ctx.on_notification(self, PromptListChangedNotification())
+            if "resources" in changed or "templates" in changed:
+                self.ctx.on_notification(self, ResourceListChangedNotification())
+
+    async def _list_items(self, client: Client, caps: ServerCapabilities | None,
+                          items: dict[str, list[dict[str, Any]]]) -> None:
+        """Each kind's items into `items` as wire dumps (scrubbed), kind by kind."""
+        for kind in jt.ITEM_KINDS:
+            family = None if caps is None else caps.prompts if kind == "prompts" else caps.resources
+            got: list[Any] = []
+            try:
+                cursor: str | None = None
+                for _page in range(ITEM_PAGES if family is not None else 0):
+                    if kind == "prompts":
+                        page: Any = await client.list_prompts(cursor=cursor)
+                        got += page.prompts
+                    elif kind == "resources":
+                        page = await client.list_resources(cursor=cursor)
+                        got += page.resources
+                    else:
+                        page = await client.list_resource_templates(cursor=cursor)
+                        got += page.resource_templates
+                    cursor = page.next_cursor
+                    if not cursor:
+                        break
+            except Exception as exc:  # noqa: BLE001 - the session works without them
+                log.info("server %s: listing %s to keep them failed: %s", self.name, kind,
+                         self.ctx.scrub(describe(exc)))
+                items[kind] = self._item_dumps.get(kind, [])
+                continue
+            # As the journal keeps them (secrets `***`): an idle server lists the same before
+            # and after a supervisor restart.
+            try:
+                items[kind] = json.loads(self.ctx.scrub(json.dumps(
+                    [i.model_dump(by_alias=True, mode="json", exclude_none=True) for i in got])))
+            except ValueError:  # a scrubbed secret broke the JSON (it held a quote)
+                items[kind] = []
 
     def _remember_lists(self, spec: ServerSpec, tools: list[Tool]) -> None:
         dumped = [dump_tool(t) for t in tools]
@@ -448,7 +564,9 @@ class ServerActor:
                 self.failed_starts += 1
                 self.start_failure = self.ctx.scrub(reason)
                 cached = self._cached(spec)
-                if cached is not None:  # no retries for nobody: the next call tries again
+                # No retries for nobody: the next call tries again. A held server (a client's
+                # resource subscription) is somebody: it is retried as any server.
+                if cached is not None and not self.holders:
                     self.start_wanted = False
                     verb = "exited" if outcome == "closed" else "could not start"
                     self._go_idle(cached, f"on demand: {verb}: {reason}; the next call starts it again")
@@ -590,6 +708,13 @@ class ServerActor:
                 self._tg = tg
                 start_upkeep(tg, client, conn, refresh, on_hung=self._on_hung)
                 tg.start_soon(listen_for_tool_changes, client, refresh, self.name)
+                if self.on_demand(spec):
+                    # Its other lists, for while it is idle: before it stops when it was started
+                    # only to learn them; beside the waiting calls when they started it.
+                    if self.last_used == -math.inf:
+                        await self._learn_items(client, spec)
+                    else:
+                        tg.start_soon(self._learn_items_after_calls, client, spec)
                 reason = await self._serve_until_woken(spec)
                 if reason == "idle":  # from here on, a call starts a new session instead of using this one
                     self.client = None
@@ -654,6 +779,7 @@ class ServerActor:
         if self.conn is not None and self.conn.lane is not None:
             self.conn.lane.attach(client)  # it shares the session's ids
         self.server_info = client.server_info.model_dump(exclude_none=True) if client.server_info else None
+        self._last_instructions = client.instructions
         if self.spec is not None:
             self._remember_lists(self.spec, tools)
         pin_problem = self.ctx.check_pin(self, tools)  # always: it also unblocks
@@ -746,9 +872,12 @@ class ServerActor:
 
     @property
     def instructions(self) -> str | None:
-        """The live session's `instructions` (initialize / server/discover), or None."""
+        """The live session's `instructions` (initialize / server/discover); while idle (on
+        demand), the last session's; else None."""
         client = self.client
-        return client.instructions if client is not None and self.live else None
+        if client is not None and self.live:
+            return client.instructions
+        return self._last_instructions if self.listed else None
 
     async def call_through(self, request: Callable[[Client], Awaitable[T]], *,
                            inputs: InputHandler | None = None) -> T:
@@ -774,6 +903,11 @@ class ServerActor:
             p = message.params
             self.sink.note(f"[notifications/message {p.level}{' ' + p.logger if p.logger else ''}] "
                            f"{p.data if isinstance(p.data, str) else json.dumps(p.data, default=str)}")
+        if isinstance(message, ResourceListChangedNotification | PromptListChangedNotification) \
+                and self._tg is not None and self.client is not None and self.spec is not None \
+                and self.on_demand(self.spec):
+            # Keep the changed lists for while it is idle (the agents hear this notification itself).
+            self._tg.start_soon(partial(self._learn_items, self.client, self.spec, announce=False))
         if not isinstance(message, Exception):
             self.ctx.on_notification(self, message)
 

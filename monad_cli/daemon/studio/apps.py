@@ -30,7 +30,8 @@ from __future__ import annotations
 import base64
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
@@ -42,6 +43,7 @@ from monad_cli.daemon.trust.visibility import resource_uri
 if TYPE_CHECKING:
     from mcp import Client
     from mcp.client import ClientExtension
+    from mcp_types import ReadResourceResult
 
     from monad_cli.daemon.trust.service import ToolService
     from monad_cli.journal.db import Journal
@@ -69,12 +71,13 @@ def apps_extension() -> ClientExtension:
 
 
 class AppServer(Protocol):
-    """What the host reads of one server (a supervisor actor is one)."""
+    """What the host reads of one server (a supervisor actor is one): `in_use()` starts an
+    idle on-demand server and holds it up for the block (docs/supervisor.md "On demand"),
+    `call_through(request)` awaits `request(client)` on its live session (MonadError when
+    it is not connected)."""
 
-    @property
-    def live(self) -> bool: ...
-    @property
-    def client(self) -> Client | None: ...
+    def in_use(self) -> AbstractAsyncContextManager[None]: ...
+    async def call_through(self, request: Callable[[Client], Awaitable[Any]]) -> Any: ...
 
 
 class RpcError(Exception):
@@ -152,19 +155,22 @@ class AppHost:
             raise NotFound(f"tool `{exposed}` has no MCP App (no `_meta.ui.resourceUri`)")
         return actor.name, tool, uri
 
-    def _client(self, server: str) -> Client:
+    async def _read(self, server: str, uri: str) -> ReadResourceResult:
+        """resources/read of `uri` on `server`; an idle on-demand server is started for it.
+        Raises MonadError (not connected, could not be started) or the server's failure."""
         actor = self.servers.get(server)
-        client = actor.client if actor is not None and actor.live else None
-        if client is None:
+        if actor is None:
             raise MonadError(f"server `{server}` is not connected (see `monad mcp status {server}`)")
-        return client
+        async with actor.in_use():
+            result: ReadResourceResult = await actor.call_through(lambda c: c.read_resource(uri))
+            return result
 
     async def resource(self, exposed: str) -> dict[str, Any]:
         """The app of tool `exposed`, read with `resources/read` from its server (spec "UI
         Resource Format"). Raises NotFound, InvalidInput (not an app resource), MonadError."""
         server, tool, uri = self._app_tool(exposed)
         try:
-            result = await self._client(server).read_resource(uri)
+            result = await self._read(server, uri)
         except MonadError:
             raise
         except Exception as exc:  # noqa: BLE001 - the server's failure, said in one line
@@ -233,7 +239,7 @@ class AppHost:
             if not isinstance(target, str):
                 raise RpcError(INVALID_PARAMS, "resources/read needs a uri")
             try:
-                read = await self._client(server).read_resource(target)
+                read = await self._read(server, target)
             except MonadError as e:
                 raise _rpc_error(e) from None
             except Exception as exc:  # noqa: BLE001 - the server's failure goes back to the app
