@@ -160,6 +160,7 @@ class ServerActor:
         self.tools: list[Tool] = []
         self.tool_problem: str | None = None
         self.left_out: list[str] = []  # why items of its tools/list were not taken (named)
+        self._fresh_until = 0.0  # until when its last tools/list is fresh by the server's ttlMs (monotonic)
         self.protocol_version: str | None = None
         self.server_info: dict[str, Any] | None = None
         self.conn: Connection | None = None
@@ -589,7 +590,7 @@ class ServerActor:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
                 start_upkeep(tg, client, conn, refresh, on_hung=self._on_hung)
-                tg.start_soon(listen_for_tool_changes, client, refresh, self.name)
+                tg.start_soon(listen_for_tool_changes, client, refresh, self.name, lambda: self._fresh_until)
                 reason = await self._serve_until_woken(spec)
                 if reason == "idle":  # from here on, a call starts a new session instead of using this one
                     self.client = None
@@ -645,6 +646,7 @@ class ServerActor:
         tools, problem = listing.tools, listing.problems()
         self.tools = tools
         self.left_out = listing.left_out
+        self._fresh_until = listing.fresh_until
         self.tool_problem = problem
         self.connected_at = time.monotonic()
         if self.conn is not None:
@@ -676,6 +678,7 @@ class ServerActor:
             return
         tools, problem = listing.tools, listing.problems()
         self.left_out = listing.left_out
+        self._fresh_until = listing.fresh_until
         # A changed list meets the pin again: no swapping tools under an approved pin mid-session.
         pin_problem = self.ctx.check_pin(self, tools)
         if self.spec is not None:
