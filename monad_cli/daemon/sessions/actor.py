@@ -667,6 +667,14 @@ class ServerActor:
         if self.conn is not None and self.conn.closed:  # died between tools/list and now
             self._wakeup("closed")
 
+    def all_left_out(self) -> list[str]:
+        """Why items of its lists were not taken: its tools/list's, then those of the latest
+        prompts/list, resources/list and resources/templates/list (listed when an agent
+        asks: the gateway's catalog), one reason per item, naming it."""
+        exchange = self.conn.exchange if self.conn is not None else None
+        listed = exchange.listed_out if exchange is not None and self.live else {}
+        return [*self.left_out, *(reason for method in sorted(listed) for reason in listed[method])]
+
     async def refresh_tools(self) -> None:
         client = self.client
         if client is None:
@@ -796,7 +804,8 @@ class ServerActor:
         older SDK's validation warning about the `server/discover` probe, left out of the tail),
         `serverInfo`, `strayStdoutLines`, `repairedStdoutLines`, `oversizeMessages`,
         `httpTransport` (`streamable-http` or `sse`, for an http server) and `leftOut` (one
-        reason per item of its tools/list that was not taken: sessions/listings.py)."""
+        reason per item of its tools/list, and of its latest prompts and resources lists,
+        that was not taken: sessions/listings.py)."""
         spec, conn = self.spec, self.conn
         live = self.live or self.listed  # an idle server's tools are its cached lists
         retrying = self.state in (State.CONNECTING, State.BACKOFF)
@@ -832,6 +841,6 @@ class ServerActor:
             row["repairedStdoutLines"] = conn.repaired_lines if conn else 0
             row["oversizeMessages"] = conn.oversize_messages if conn else 0
             row["httpTransport"] = conn.transport if conn and spec and spec.transport == "http" else None
-            row["leftOut"] = list(self.left_out) if live else []
+            row["leftOut"] = self.all_left_out() if live else []
         return row
 
