@@ -360,10 +360,13 @@ class ToolService:
         self.calls.finish(cid, outcome=outcome, decision="refused" if outcome == "refused" else None,
                           decided_by=f"monad ({exc.code})", duration_ms=0.0, error=exc.message)
 
-    def refuse(self, exposed: str, arguments: Any, *, via: str, reason: str) -> None:
+    def refuse(self, exposed: str, arguments: Any, *, via: str, reason: str, unknown: bool = False) -> None:
         """Journal a call its caller's own policy refused before the service saw it (a gateway
-        view's filter or condition): every call has its rows."""
-        self._journal_refusal(exposed, arguments, via, CallRefused(reason), None, None)
+        view's filter or condition), or, `unknown`, one of a tool its caller could not find
+        (an MCP App's call of a tool its server does not have: `not_found`): every call has
+        its rows."""
+        exc: MonadError = NotFound(reason) if unknown else CallRefused(reason)
+        self._journal_refusal(exposed, arguments, via, exc, None, None)
 
     # -- the call path ----------------------------------------------------------------
     async def _decide(self, actor: ToolServer, tool: Tool, exposed: str, arguments: Any, via: str,
