@@ -295,7 +295,10 @@ class TaskStore:
         q = q.order_by(col(TaskRow.created_at).desc()).limit(limit)
         with Session(self.journal.engine, expire_on_commit=False) as s:
             found = list(s.exec(q))
-        return [r for r in found if self._overlay(r) is not None]
+        # Held changes may have moved a row out of what was asked for (a task ended meanwhile).
+        wanted = {str(state) for state in states} if states else None
+        return [r for r in found if self._overlay(r) is not None and (wanted is None or r.state in wanted)
+                and (pending is None or r.delivery_pending == pending)]
 
     def count_by_state(self, server: str, states: Collection[str]) -> dict[str, int]:
         """How many rows of `server` are in each of `states` (states without rows left out)."""
@@ -317,7 +320,7 @@ class TaskStore:
         with Session(self.journal.engine, expire_on_commit=False) as s:
             q = select(TaskRow).where(col(TaskRow.state).in_([str(s) for s in OPEN])).order_by(col(TaskRow.created_at))
             found = list(s.exec(q))
-        return [r for r in found if self._overlay(r) is not None]
+        return [r for r in found if self._overlay(r) is not None and r.state in OPEN]
 
     def cleanup(self, *, retention_s: float = RETENTION_S) -> int:
         """Delete terminal rows that ended more than `retention_s` ago; returns how many."""

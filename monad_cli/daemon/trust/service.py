@@ -24,6 +24,7 @@ import anyio
 from monad_cli.core.errors import (
     ApprovalTimeout,
     CallRefused,
+    DiskFull,
     InvalidInput,
     MonadError,
     NotConnected,
@@ -588,7 +589,7 @@ class ToolService:
                        f"{exc.error.message} (MCP error {exc.error.code}){hint}")
                 raise ToolCallFailed(self.scrub(f"server `{actor.name}` failed `{tool.name}`: {exc.error.message} "
                                                 f"(MCP error {exc.error.code}){hint}")) from None
-            except (NotConnected, QueueFull) as exc:  # from the task manager: the kind stays
+            except (NotConnected, QueueFull, DiskFull) as exc:  # from the task manager: the kind stays
                 finish("error", exc.message)
                 raise
             except Exception as exc:  # noqa: BLE001 - e.g. an outputSchema mismatch in the SDK
