@@ -23,6 +23,7 @@ import anyio
 from monad_cli.core.envelope import encode_line
 from monad_cli.core.errors import Conflict, MonadError, Unavailable
 from monad_cli.core.paths import Paths
+from monad_cli.daemon.logfile import HeldLogHandler
 
 if TYPE_CHECKING:
     from monad_cli.daemon.supervisor import Supervisor
@@ -65,7 +66,7 @@ def _setup_logging(paths: Paths, scrub: Callable[[str], str], *, to_stderr: bool
     root.setLevel(logging.DEBUG if os.environ.get("MONAD_DEBUG") == "1" else logging.INFO)
     fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
     handlers: list[logging.Handler] = [
-        logging.handlers.RotatingFileHandler(paths.daemon_log, maxBytes=LOG_CAP_BYTES, backupCount=3)]
+        HeldLogHandler(paths.daemon_log, maxBytes=LOG_CAP_BYTES, backupCount=3)]  # holds lines on a full disk
     if to_stderr:
         handlers.append(logging.StreamHandler(sys.stderr))
     for h in handlers:

@@ -1,7 +1,8 @@
 """The supervisor's upkeep of its journal, once it is serving: `PRAGMA quick_check` (journaled
 as a `daemon` row; it reads the whole file, ~2 s at a million calls, so it is not on the
 start's path), then `[journal] keep` (default 90 days): now and every `EVERY_S` it prunes
-older rows and gives their space back (`journal.retention`),
+older rows and gives their space back (`journal.retention`), and in a fleet deletes this
+supervisor's older rows from the shared journal too (`journal.pg_retention`),
 in a worker thread, in batches, so calls never wait on it. A journal made before
 incremental vacuum keeps the freed pages for new rows until `monad journal prune` converts
 it (a full VACUUM is for a person to start, not for a supervisor under load)."""
@@ -32,13 +33,35 @@ def prune_once(journal: Journal) -> dict[str, Any] | None:
     with journal.pool.connection() as conn:
         deleted = retention.prune(conn, keep_s=keep_s, fleet=journal.settings.fleet, cursor=cursor)
         reclaimed = retention.reclaim(conn, convert=False) if sum(deleted.values()) else None
+    shared = _prune_shared(journal, keep_s)
+    days = keep_s / 86400
     if reclaimed is not None:
-        days = keep_s / 86400
         what = ", ".join(f"{n} {table}" for table, n in deleted.items() if n)
         journal.record("journal", state="pruned", reason=f"pruned rows older than {days:g} days ({what}); "
                                                          f"{reclaimed['bytes']} bytes given back",
                        detail={"deleted": deleted, "reclaimed": reclaimed})
-    return {"deleted": deleted, "reclaimed": reclaimed}
+    if shared is not None and sum(shared["deleted"].values()):
+        what = ", ".join(f"{n} {table}" for table, n in shared["deleted"].items() if n)
+        journal.record("journal", state="pruned", reason=f"pruned this host's rows older than {days:g} days "
+                                                         f"from the shared journal ({what})",
+                       detail={"shared": shared["deleted"]})
+    return {"deleted": deleted, "reclaimed": reclaimed, "shared": shared}
+
+
+def _prune_shared(journal: Journal, keep_s: float) -> dict[str, Any] | None:
+    """In a fleet, this supervisor's rows of the shared journal older than `keep_s`
+    (`journal.pg_retention`); None without a fleet, or when the database cannot be reached
+    (logged; the next round tries again)."""
+    if not journal.settings.fleet:
+        return None
+    from monad_cli.core.errors import MonadError
+    from monad_cli.journal.pg_retention import prune_shared
+
+    try:
+        return prune_shared(journal.settings, keep_s=keep_s)
+    except MonadError as e:
+        log.warning("%s; the next round tries again", e.message)
+        return None
 
 
 async def keep_journal(journal: Journal, *, every_s: float = EVERY_S) -> None:

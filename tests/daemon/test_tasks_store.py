@@ -11,6 +11,9 @@ import pytest
 from monad_cli.core.task_states import IllegalTransition, TaskState
 from monad_cli.daemon.tasks.store import RETENTION_S, TaskStore
 from monad_cli.journal.db import Journal
+from tests.e2e.test_full_disk import small_disk
+
+__all__ = ["small_disk"]  # the fixture, imported for the full-disk test
 
 
 class Clock:
@@ -86,3 +89,44 @@ def test_state_changes_follow_the_transitions(tmp_path: Path) -> None:
     row = store.get("a")
     assert row is not None and row.state == "completed" and row.status_message == "other columns still change"
     journal.close()
+
+
+def test_on_a_full_disk_changes_are_held_bounded_read_back_and_written_when_space_returns(
+        small_disk: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real 4 MiB tmpfs filled to the last byte (tests/e2e/test_full_disk.py; root only)."""
+    import sqlite3
+
+    from monad_cli.core.errors import DiskFull
+    from monad_cli.daemon.tasks import store as store_module
+    from tests.e2e.test_full_disk import fill
+
+    monkeypatch.setattr(store_module, "HOLD_ROWS", 3)
+    journal = Journal(small_disk / "journal.db")
+    store = TaskStore(journal, clock=Clock(1_000_000.0))
+    for i in range(5):
+        store.insert(id=f"t{i}", server="s", tool="slow", arguments={}, correlation=None, state="queued")
+        advance(store, f"t{i}", "working")
+    store.update("t0", delivery_pending=True)
+    filler = fill(small_disk)
+    # Enough changes that the file needs new pages; each one is held, not raised.
+    for i in range(5):
+        store.update(f"t{i}", state="completed", terminal_at=1.0, result={"text": "x" * 3000})
+    assert store.status()["state"] == "degraded" and len(store.held) == 3 and store.lost >= 1, store.status()
+    # Reads see the held values: a task ended meanwhile is no longer open, nor listed as working.
+    assert store.get("t0").state == "completed"  # type: ignore[union-attr]
+    assert "t0" not in [r.id for r in store.open_rows()]
+    assert "t0" not in [r.id for r in store.rows(states=["working"])]
+    # Taken once, while held too.
+    assert store.take_delivery("t0") is True and store.take_delivery("t0") is False
+    with pytest.raises(DiskFull, match="the journal's disk takes no writes"):
+        store.insert(id="new", server="s", tool="slow", arguments={}, correlation=None, state="queued")
+    assert store.status()["refused"] == 1
+
+    filler.unlink()
+    assert store.retry() is True and store.status()["state"] == "ok" and store.held == {}
+    journal.close()
+    with sqlite3.connect(small_disk / "journal.db") as conn:
+        states = dict(conn.execute("SELECT id, state FROM tasks").fetchall())
+        delivered = conn.execute("SELECT delivery_pending, deliveries FROM tasks WHERE id = 't0'").fetchone()
+    assert sum(1 for s in states.values() if s == "completed") >= 3 and "new" not in states, states
+    assert delivered == (0, 1)

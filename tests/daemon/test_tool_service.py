@@ -232,8 +232,12 @@ def test_an_unanswered_approval_request_expires_on_the_service_clock(tmp_path: P
             pending = asked.value.pending
             assert (pending.created, pending.expires) == (now[0], now[0] + 600)
             assert [p["id"] for p in svc.gate.listing()] == [pending.id]
+            [row] = jt.calls(svc.journal)  # the checked call's intent row, while the person is asked
+            assert row["outcome"] == "running", row
             now[0] += 601  # nobody answered within the request's lifetime
             assert svc.gate.listing() == []
+            [row] = jt.calls(svc.journal)  # its outcome: nobody followed it up
+            assert (row["outcome"], row["decision"]) == ("refused", "timeout"), row
             with pytest.raises(NotFound):
                 await svc.call("srv__echo", {"text": "x"}, via="test",
                                approval={"mode": "decided", "approvalId": pending.id, "grant": "once"})

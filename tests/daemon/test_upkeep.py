@@ -4,6 +4,7 @@ end-to-end storm and hang tests with real servers are in tests/e2e/test_wild.py.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import anyio
 import pytest
@@ -128,3 +129,50 @@ def test_keep_alive_watches_while_calls_wait_with_more_patience(monkeypatch: pyt
     assert hung == ["it stopped answering: no answer to a ping within 3 s after 0.2 s without traffic "
                     "while calls waited"]
     assert gone_reasons == ["it cannot be reached: ConnectError: refused"]
+
+
+@pytest.mark.parametrize(("fresh_for", "relisted"), [(0.0, 1), (3600.0, 0)])
+def test_once_the_listen_stream_is_open_tools_are_listed_again_unless_still_fresh(
+        fresh_for: float, relisted: int) -> None:
+    """A real 2026-07-28 SDK server (in memory): the stream opens after the first tools/list;
+    a listing the server said is fresh for longer is not asked for again (its cost)."""
+    import math
+
+    from mcp import Client
+    from mcp.server import MCPServer
+
+    server = MCPServer("fresh")
+
+    @server.tool()
+    def echo(text: str) -> str:
+        return text
+
+    class Counting:
+        def __init__(self) -> None:
+            self.requests = 0
+
+        def request(self, *, announced: bool = True) -> None:
+            assert announced is False  # not the server's announcement: no storm counting
+            self.requests += 1
+
+    async def main() -> tuple[int, bool]:
+        asked = anyio.Event()
+        listed_until = time.monotonic() + fresh_for
+
+        def fresh_until() -> float:
+            asked.set()  # read once the stream is acknowledged
+            return listed_until if fresh_for else -math.inf
+
+        refresh = Counting()
+        async with Client(server) as client, anyio.create_task_group() as tg:
+            assert client.protocol_version == "2026-07-28"
+            stub: Any = refresh  # counts what ToolRefresh would be asked
+            tg.start_soon(upkeep.listen_for_tool_changes, client, stub, "fresh", fresh_until)
+            with anyio.fail_after(10):
+                await asked.wait()
+            await anyio.sleep(0)
+            tg.cancel_scope.cancel()
+        return refresh.requests, asked.is_set()
+
+    requests, asked = anyio.run(main)
+    assert asked and requests == relisted

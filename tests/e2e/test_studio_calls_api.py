@@ -219,8 +219,13 @@ def test_app_requests_are_answered_refused_and_journaled(studio: StudioHTTP, mon
     assert all(r["server"] == "app" and r["detail"]["tool"] == "app__show" for r in rows)
     assert "https://example.com/x" in rows[6]["reason"]
     calls = monad("journal", "--calls", "--json").json()
+    # A call of a tool its server does not have is a call too: its rows, like any refused call's.
     assert [(c["exposed"], c["via"], c["outcome"]) for c in calls] == [("app__app_only", "app", "ok"),
-                                                                          ("app__model_only", "app", "refused")]
+                                                                          ("app__model_only", "app", "refused"),
+                                                                          ("app__nope", "app", "refused")]
+    unknown = calls[2]
+    assert unknown["decidedBy"] == "monad (not_found)" and unknown["server"] == "app" and unknown["tool"] == "nope"
+    assert unknown["error"] == "server `app` has no tool `nope`", unknown
 
 
 def test_the_sandbox_port_and_its_locks(studio: StudioHTTP) -> None:

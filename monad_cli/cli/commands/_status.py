@@ -52,12 +52,36 @@ def journal_warning(journal: dict[str, Any] | None) -> str | None:
             f"the shared journal is back (servers and calls keep running)")
 
 
+def store_warnings(journal: dict[str, Any] | None) -> list[str]:
+    """The lines that say the tasks store's writes or `daemon.log` are held in memory (a full
+    disk: docs/supervisor.md "A full disk"), or that some were lost or refused meanwhile."""
+    out: list[str] = []
+    tasks = (journal or {}).get("tasks") or {}
+    refused = f"; {tasks['refused']} new task(s) refused" if tasks.get("refused") else ""
+    lost = f"; {tasks['lost']} change(s) did not fit in memory and are lost" if tasks.get("lost") else ""
+    if tasks.get("state") == "degraded":
+        out.append(f"tasks store degraded: {tasks.get('reason')}; {tasks.get('heldRows') or 0} task row(s) held "
+                   f"in memory, written when the disk has room again{refused}{lost}")
+    elif refused or lost:
+        out.append(f"tasks store: while its disk was full{refused}{lost}")
+    log = (journal or {}).get("log") or {}
+    lost = f"; {log['lost']} line(s) did not fit in memory and are lost" if log.get("lost") else ""
+    if log.get("state") == "degraded":
+        out.append(f"daemon log degraded: {log.get('reason')}; {log.get('held') or 0} line(s) held in memory, "
+                   f"written when the disk has room again{lost}")
+    elif lost:
+        out.append(f"daemon log: {log['lost']} line(s) were lost while its disk was full")
+    return out
+
+
 def show_status(rows: list[dict[str, Any]], problems: list[dict[str, Any]], as_json: bool,
                 journal: dict[str, Any] | None = None) -> None:
-    """Warnings (file problems, a degraded journal) on stderr, then the rows."""
+    """Warnings (file problems, a degraded journal, tasks store or log) on stderr, then the rows."""
     for p in problems:
         render.warn(p["message"])
     if warning := journal_warning(journal):
+        render.warn(warning)
+    for warning in store_warnings(journal):
         render.warn(warning)
     if as_json:
         render.data_json(rows)

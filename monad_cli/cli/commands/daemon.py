@@ -173,6 +173,10 @@ def status(as_json: JsonOpt = False) -> None:
                        ("home", health["home"]), ("uptime", f"{up:.0f} s"),
                        ("servers", ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "none"),
                        ("journal", _journal_line(health.get("journal")))])
+    from monad_cli.cli.commands._status import store_warnings
+
+    for warning in store_warnings(health.get("journal")):
+        render.warn(warning)
 
 
 def _journal_line(journal: dict[str, Any] | None) -> str | None:

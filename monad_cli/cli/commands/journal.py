@@ -92,14 +92,17 @@ def journal(
 def prune(
     keep: Annotated[str | None, typer.Option("--keep", help="Keep this much instead of `keep` in settings.toml's "
                                                              "journal table (default 90d): 12h, 30d, 2w.")] = None,
+    every_host: Annotated[bool, typer.Option("--every-host", help="In a fleet, prune every host's rows of the "
+                                                                  "shared journal, not only this one's.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Delete old calls, events and finished tasks, and give the space back to the disk.
 
     Older than `keep` in settings.toml's journal table (default 90d). Approvals and pins are
-    kept; in a fleet, so is every row not yet shipped. The supervisor does the same once a
-    day. A journal made by an older monad is rewritten once (VACUUM: it needs as much free
-    space as the file takes).
+    kept; in a fleet, so is every row not yet shipped, and this host's older calls and
+    events are deleted from the shared PostgreSQL journal too (`--every-host`: everyone's).
+    The supervisor does the same once a day (this host's rows only). A journal made by an
+    older monad is rewritten once (VACUUM: it needs as much free space as the file takes).
     """
     from monad_cli.journal import retention
     from monad_cli.journal.settings import load_journal_settings, parse_keep
@@ -110,21 +113,36 @@ def prune(
     if keep_s is None:
         render.info("`[journal] keep` is `forever`: nothing to prune (or pass --keep 90d)")
         return
-    if not p.journal_db.exists():
+    if every_host and not settings.fleet:
+        raise InvalidInput("--every-host is for a fleet's shared journal; this journal is the local one "
+                           "(see docs/fleet.md)")
+    if not p.journal_db.exists() and not settings.fleet:
         render.info("the journal is empty (the supervisor has not run yet)")
         return
     import sqlite3
 
-    try:
-        done = retention.prune_file(p.journal_db, keep_s=keep_s, fleet=settings.fleet)
-    except sqlite3.Error as e:
-        raise MonadError(f"cannot prune the journal `{p.journal_db}`: {e}") from None
+    done: dict[str, Any] = {}
+    if p.journal_db.exists():
+        try:
+            done = retention.prune_file(p.journal_db, keep_s=keep_s, fleet=settings.fleet)
+        except sqlite3.Error as e:
+            raise MonadError(f"cannot prune the journal `{p.journal_db}`: {e}") from None
+    if settings.fleet:
+        from monad_cli.journal.pg_retention import prune_shared
+
+        done["shared"] = prune_shared(settings, keep_s=keep_s, every_host=every_host)
     if as_json:
         render.data_json(done)
         return
-    deleted = ", ".join(f"{n} {table}" for table, n in done["deleted"].items()) or "nothing"
-    render.info(f"deleted rows older than {render.when(done['cutoff'])}: {deleted}; "
-                f"{done['reclaimed']['bytes'] / 1048576:.1f} MiB given back ({done['reclaimed']['mode']})")
+    if "deleted" in done:
+        deleted = ", ".join(f"{n} {table}" for table, n in done["deleted"].items()) or "nothing"
+        render.info(f"deleted rows older than {render.when(done['cutoff'])}: {deleted}; "
+                    f"{done['reclaimed']['bytes'] / 1048576:.1f} MiB given back ({done['reclaimed']['mode']})")
+    if "shared" in done:
+        shared = done["shared"]
+        deleted = ", ".join(f"{n} {table}" for table, n in shared["deleted"].items()) or "nothing"
+        render.info(f"deleted {shared['scope']}'s rows older than {render.when(shared['cutoff'])} from the shared "
+                    f"journal {settings.shown}: {deleted} (PostgreSQL's autovacuum reuses the space)")
 
 
 def _show(rows: list[dict[str, Any]], *, calls: bool, fleet: bool, as_json: bool) -> None:

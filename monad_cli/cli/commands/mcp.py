@@ -319,6 +319,9 @@ def status(
                     f"`{paths().server_stderr_log(name)}` has them)")
     for warning in row.get("warnings") or []:
         render.warn(f"server `{name}`: {warning}")
+    for reason in row.get("leftOut") or []:  # a tool's is in `reason` already; a prompt's, a resource's is not
+        if reason not in (row.get("reason") or ""):
+            render.warn(f"server `{name}`: {reason}")
 
 
 def _variables_text(variables: list[dict[str, Any]]) -> str | None:

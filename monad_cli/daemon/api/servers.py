@@ -37,8 +37,19 @@ if TYPE_CHECKING:
 
 
 def journal_status(port: DaemonPort) -> dict[str, Any] | None:
-    """The journal's backend and health (`Journal.status`; the URL without its password)."""
-    return port.journal.status() if port.journal is not None else None
+    """The journal's backend and health (`Journal.status`; the URL without its password),
+    with `tasks` (the tasks store's writes: `TaskStore.status`) and `log` (`daemon.log`'s:
+    `HeldLogHandler.status`), each of which a full disk may hold in memory too."""
+    from monad_cli.daemon.logfile import log_status
+
+    if port.journal is None:
+        return None
+    out = port.journal.status()
+    tasks = getattr(port, "tasks", None)
+    if tasks is not None:
+        out["tasks"] = tasks.store.status()
+    out["log"] = log_status()
+    return out
 
 
 def server_routes(port: DaemonPort) -> list[Route]:

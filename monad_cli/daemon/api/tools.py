@@ -159,8 +159,7 @@ def tools_routes(port: DaemonPort) -> list[Route]:
         decision = body.get("decision")
         if decision == "withdraw":
             # The caller gave up (Ctrl-C at the prompt): the request must not linger in the list.
-            p = svc.gate.decide(approval_id, allow=False, by="the caller withdrew it")
-            svc.gate.pending.pop(p.id, None)
+            p = svc.gate.withdraw(approval_id, by="the caller withdrew it")
             return JSONResponse({"id": p.id, "decision": "withdrawn"})
         if decision not in ("allow", "deny"):
             raise InvalidInput('expected {"decision": "allow"|"deny", "scope": "once"|"session"|"always"}')

@@ -170,6 +170,7 @@ class ServerActor:
         self.tools: list[Tool] = []
         self.tool_problem: str | None = None
         self.left_out: list[str] = []  # why items of its tools/list were not taken (named)
+        self._fresh_until = 0.0  # until when its last tools/list is fresh by the server's ttlMs (monotonic)
         self.protocol_version: str | None = None
         self.server_info: dict[str, Any] | None = None
         self.conn: Connection | None = None
@@ -707,7 +708,7 @@ class ServerActor:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
                 start_upkeep(tg, client, conn, refresh, on_hung=self._on_hung)
-                tg.start_soon(listen_for_tool_changes, client, refresh, self.name)
+                tg.start_soon(listen_for_tool_changes, client, refresh, self.name, lambda: self._fresh_until)
                 if self.on_demand(spec):
                     # Its other lists, for while it is idle: before it stops when it was started
                     # only to learn them; beside the waiting calls when they started it.
@@ -770,6 +771,7 @@ class ServerActor:
         tools, problem = listing.tools, listing.problems()
         self.tools = tools
         self.left_out = listing.left_out
+        self._fresh_until = listing.fresh_until
         self.tool_problem = problem
         self.connected_at = time.monotonic()
         if self.conn is not None:
@@ -791,6 +793,14 @@ class ServerActor:
         if self.conn is not None and self.conn.closed:  # died between tools/list and now
             self._wakeup("closed")
 
+    def all_left_out(self) -> list[str]:
+        """Why items of its lists were not taken: its tools/list's, then those of the latest
+        prompts/list, resources/list and resources/templates/list (listed when an agent
+        asks: the gateway's catalog), one reason per item, naming it."""
+        exchange = self.conn.exchange if self.conn is not None else None
+        listed = exchange.listed_out if exchange is not None and self.live else {}
+        return [*self.left_out, *(reason for method in sorted(listed) for reason in listed[method])]
+
     async def refresh_tools(self) -> None:
         client = self.client
         if client is None:
@@ -802,6 +812,7 @@ class ServerActor:
             return
         tools, problem = listing.tools, listing.problems()
         self.left_out = listing.left_out
+        self._fresh_until = listing.fresh_until
         # A changed list meets the pin again: no swapping tools under an approved pin mid-session.
         pin_problem = self.ctx.check_pin(self, tools)
         if self.spec is not None:
@@ -927,7 +938,8 @@ class ServerActor:
         older SDK's validation warning about the `server/discover` probe, left out of the tail),
         `serverInfo`, `strayStdoutLines`, `repairedStdoutLines`, `oversizeMessages`,
         `httpTransport` (`streamable-http` or `sse`, for an http server) and `leftOut` (one
-        reason per item of its tools/list that was not taken: sessions/listings.py)."""
+        reason per item of its tools/list, and of its latest prompts and resources lists,
+        that was not taken: sessions/listings.py)."""
         spec, conn = self.spec, self.conn
         live = self.live or self.listed  # an idle server's tools are its cached lists
         retrying = self.state in (State.CONNECTING, State.BACKOFF)
@@ -963,6 +975,6 @@ class ServerActor:
             row["repairedStdoutLines"] = conn.repaired_lines if conn else 0
             row["oversizeMessages"] = conn.oversize_messages if conn else 0
             row["httpTransport"] = conn.transport if conn and spec and spec.transport == "http" else None
-            row["leftOut"] = list(self.left_out) if live else []
+            row["leftOut"] = self.all_left_out() if live else []
         return row
 

@@ -14,6 +14,7 @@ and what earlier connections to the same definition taught.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
@@ -114,6 +115,10 @@ class ToolListing:
     tools: list[Tool]
     left_out: list[str]
     problem: str | None = None
+    # Until when (time.monotonic()) the server says this listing stays fresh: the listing's
+    # start + the least `ttlMs` of its pages (2026-07-28 CacheableResult; 0, immediately
+    # stale, when absent or on a legacy session).
+    fresh_until: float = 0.0
 
     def problems(self) -> str | None:
         """Everything worth a `degraded` state, as one reason (None: nothing)."""
@@ -129,14 +134,16 @@ async def list_all_tools(client: Client, exchange: Exchange | None = None) -> To
         exchange.version = client.protocol_version
         exchange.left_out.clear()
     if not declared(client.server_capabilities, "tools"):
-        return ToolListing([], [])
+        return ToolListing([], [], fresh_until=math.inf)  # nothing to list, ever
     tools: list[Tool] = []
     seen: set[str] = set()
     cursor: str | None = None
     problems: list[str] = []
+    started, ttl_ms = time.monotonic(), math.inf
     for _ in range(MAX_TOOL_PAGES):
         result = await client.list_tools(cursor=cursor)
         tools.extend(result.tools)
+        ttl_ms = min(ttl_ms, result.ttl_ms if client.protocol_version in MODERN_PROTOCOL_VERSIONS else 0)
         cursor = result.next_cursor
         if cursor is None:
             break
@@ -150,7 +157,7 @@ async def list_all_tools(client: Client, exchange: Exchange | None = None) -> To
     left_out = (list(exchange.left_out) if exchange is not None else []) + repeated
     if exchange is not None:
         exchange.left_out.clear()
-    return ToolListing(tools, left_out, "; ".join(problems) or None)
+    return ToolListing(tools, left_out, "; ".join(problems) or None, fresh_until=started + ttl_ms / 1000)
 
 
 async def ping(client: Client) -> None:

@@ -88,7 +88,10 @@ class Exchange:
         self.last_received = time.monotonic()
         self._tg: anyio.abc.TaskGroup | None = None
         self.version: str | None = None  # the negotiated protocol version, once known (the actor sets it)
-        self.left_out: list[str] = []  # why list items were taken out (listings.sieve_listing), until taken
+        self.left_out: list[str] = []  # why tools/list items were taken out (listings.sieve_listing), until taken
+        # Why items of the other lists (prompts/list, resources/list, resources/templates/list)
+        # were taken out: per method, the reasons of its latest listing (all its pages).
+        self.listed_out: dict[str, list[str]] = {}
 
     def start(self, tg: anyio.abc.TaskGroup) -> None:
         """Timers (the discover budget) run in `tg`, the transport's task group."""
@@ -109,6 +112,8 @@ class Exchange:
         key = _key(message.id)
         self.outstanding[key] = Outgoing(message.id, message.method, item, time.monotonic())
         self._failed.discard(key)
+        if message.method in LISTS and message.method != "tools/list" and not (message.params or {}).get("cursor"):
+            self.listed_out[message.method] = []  # a new listing (its first page): its own reasons only
         if message.method == DISCOVER and self.discover_budget is not None and self._tg is not None:
             self._tg.start_soon(self._bound_discover, key, self.discover_budget)
 
@@ -138,7 +143,10 @@ class Exchange:
                 reasons = sieve_listing(outgoing.method, self.version, message.result)
                 for reason in reasons:
                     log.warning("server %s: %s", self.name, reason)
-                self.left_out.extend(reasons)
+                if outgoing.method == "tools/list":
+                    self.left_out.extend(reasons)
+                else:
+                    self.listed_out.setdefault(outgoing.method, []).extend(reasons)
         return True
 
     # -- failing requests ------------------------------------------------------------

@@ -172,13 +172,21 @@ class SpawnRecords:
         return self.dir / f"{server}.{pid}.json"
 
     def write(self, rec: SpawnRecord) -> None:
-        self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         path = self._path(rec.server, rec.pid)
         tmp = path.with_name(f".{path.name}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            json.dump(asdict(rec), f)
-        os.replace(tmp, path)
+        try:
+            self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as f:
+                json.dump(asdict(rec), f)
+            os.replace(tmp, path)
+        except OSError as e:
+            # A full disk costs the record (a crashed supervisor's successor would not find this
+            # process to stop it), never the server's start.
+            log.warning("cannot write the spawn record of server %s (pid %d): %s; its process is not recorded",
+                        rec.server, rec.pid, e.strerror or e)
+            with contextlib.suppress(OSError):
+                tmp.unlink()
 
     def forget(self, rec: SpawnRecord) -> None:
         with contextlib.suppress(FileNotFoundError):

@@ -164,12 +164,19 @@ async def keep_alive(ping: Callable[[], Awaitable[object]], *, idle_for: Callabl
             return
 
 
-async def listen_for_tool_changes(client: Client, refresh: ToolRefresh, name: str) -> None:
+async def listen_for_tool_changes(client: Client, refresh: ToolRefresh, name: str,
+                                  fresh_until: Callable[[], float] = lambda: math.inf) -> None:
     """2026-07-28 servers announce list changes only on a `subscriptions/listen` stream
     (legacy ones send notifications/tools/list_changed to the actor's `_on_message`); either
     way the tools are re-listed through `refresh`, coalesced and rate-limited, and the pin
     re-checked (MCP spec, server/tools "List Changed Notification"). `name` is the server's
-    (for the log)."""
+    (for the log).
+
+    The stream opens after the first `tools/list` (the session is up by then); a change made
+    between the two has no stream to ride. So once the stream is acknowledged, the tools are
+    listed once more, unless the last listing is still fresh by the server's own word
+    (`fresh_until()`, time.monotonic(): its start + `ttlMs`). The cost is one `tools/list`
+    per connect of a server whose listings are immediately stale (`ttlMs` 0, the default)."""
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
     from monad_cli.daemon.sessions.reasons import describe
@@ -180,6 +187,8 @@ async def listen_for_tool_changes(client: Client, refresh: ToolRefresh, name: st
         return
     try:
         async with client.listen(tools_list_changed=True) as events:
+            if time.monotonic() >= fresh_until():
+                refresh.request(announced=False)
             async for _event in events:
                 refresh.request()
     except Exception as exc:  # noqa: BLE001 - no stream means no change events, nothing worse

@@ -16,7 +16,8 @@ Every request an app makes (`message`, as the page received it) is validated as 
 - `tools/call` → only a tool of the app's own server whose visibility includes "app"
   (trust/visibility.py), through `ToolService.call(via="app")`: the approval gate as for
   every caller (autoApproveTools applies; otherwise the request waits in the page's
-  approvals, and a refusal is a JSON-RPC error to the app);
+  approvals, and a refusal is a JSON-RPC error to the app); a call of a tool the server does
+  not have gets its `tool_calls` rows too (`refused`, `monad (not_found)`);
 - `resources/read` → a resource of the app's own server;
 - `ui/open-link` → only an http(s) URL without credentials, and only once the person
   confirmed it in the page's dialog (`confirmed: true`); declined → an error;
@@ -273,7 +274,10 @@ class AppHost:
             raise RpcError(INVALID_PARAMS, 'tools/call needs {"name": ..., "arguments": {...}}')
         exposed = self.tools.name_map().exposed_name(server, name)
         if exposed is None:
-            raise RpcError(INVALID_PARAMS, f"server `{server}` has no tool `{name[:100]}`")
+            # Still a call attempt: it gets its rows (`refused`, `monad (not_found)`) like any refused call.
+            reason = f"server `{server}` has no tool `{name[:100]}`"
+            self.tools.refuse(f"{server}__{name[:100]}", arguments, via="app", reason=reason, unknown=True)
+            raise RpcError(INVALID_PARAMS, reason)
         try:
             out = await self.tools.call(exposed, arguments, via="app", app_of=server,
                                         approval={"mode": "wait", "timeout": APPROVAL_TIMEOUT_S})

@@ -17,6 +17,7 @@ delivery exactly once (`TaskStore.take_delivery`).
 from __future__ import annotations
 
 import json
+import logging
 import time
 import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -39,6 +40,8 @@ from monad_cli.daemon.tasks.snapshot import PENDING_INPUT
 from monad_cli.daemon.tasks.views import TaskReader
 from monad_cli.daemon.trust.calls import current_call
 from monad_cli.journal.db import Journal
+
+log = logging.getLogger("monad.tasks")
 
 MAX_ACTIVE = 8
 MAX_QUEUED = 64
@@ -161,9 +164,23 @@ class TaskManager(TaskReader):
                 self._server(row.server)
             for link in list(self.links.values()):
                 self.on_actor_state(link)
+            tg.start_soon(self._write_held)
             while True:
                 await anyio.sleep(CLEANUP_EVERY_S)
                 self._cleanup()
+
+    async def _write_held(self) -> None:
+        """While the journal's disk takes no writes, the task changes held in memory are
+        tried again every `RETRY_S` (store.py)."""
+        from monad_cli.journal.db import RETRY_S
+
+        while True:
+            await anyio.sleep(RETRY_S)
+            if self.store.held:
+                try:
+                    self.store.retry()
+                except Exception:  # never the task loops' end: the next second tries again
+                    log.exception("tasks store: writing held changes failed")
 
     def _cleanup(self) -> None:
         removed = self.store.cleanup()

@@ -9,6 +9,14 @@ ended (`cleanup`).
 Times are epoch seconds from the manager's clock (injectable for tests). JSON columns
 hold wire JSON (camelCase), scrubbed of known secrets like every journal value.
 
+A write the journal's file cannot take (its disk is full, or fails: `journal.db.is_disk_fault`)
+never reaches the caller as an error that stops a task's loop. A change of an existing row
+is held in memory (`held`, per row, the latest value of each column; at most `HOLD_ROWS`
+rows, further changes are counted in `lost`), applied to every row this store reads, and
+written in one transaction once the file takes writes again (`retry`, every `RETRY_S` from
+the task manager, and before each write). A new row cannot be held (nothing could find it):
+`insert` raises `DiskFull` (one line, HTTP 507) and counts it in `refused`. `status()` says so.
+
 A supervisor reads the open rows and the counts of a server's rows each time it connects
 one, and cleans up at its start: the counts and the cleanup are plain SQL on the journal's
 own connections, and so are the open rows while there are none (the usual case), so a
@@ -18,16 +26,30 @@ start does not load the ORM (SQLModel, ~0.2 s to import) for them (`Journal.engi
 from __future__ import annotations
 
 import json
+import logging
+import time
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
+from monad_cli.core.errors import DiskFull
 from monad_cli.core.task_states import INITIAL, OPEN, IllegalTransition, check_transition
-from monad_cli.journal.db import Journal
+from monad_cli.journal.db import RETRY_S, Journal, is_disk_fault
 
 if TYPE_CHECKING:
     from monad_cli.journal.tables import TaskRow
 
 RETENTION_S = 7 * 24 * 3600
+# Rows whose changes wait in memory while the journal's file takes no writes (a few hundred
+# bytes each); the task manager's limits keep far fewer rows open.
+HOLD_ROWS = 1000
+log = logging.getLogger("monad.tasks")
+
+
+def _disk_fault(exc: BaseException) -> BaseException | None:
+    """The sqlite3 error under `exc` (SQLAlchemy wraps it) when it says the file could not be
+    written, else None."""
+    orig = getattr(exc, "orig", exc)
+    return orig if is_disk_fault(orig) else None
 
 _JSON_COLS = ("arguments", "correlation", "result", "error", "input_requests", "answered_keys")
 
@@ -56,6 +78,72 @@ class TaskStore:
     def __init__(self, journal: Journal, *, clock: Callable[[], float]) -> None:
         self.journal = journal
         self.clock = clock
+        self.held: dict[str, dict[str, Any]] = {}  # row id → column values not yet written
+        self.fault: str | None = None  # why the last write failed, while rows are held
+        self.fault_since: float | None = None  # epoch s
+        self.lost = 0  # changes that did not fit in `HOLD_ROWS`
+        self.refused = 0  # new rows refused (DiskFull)
+        self._last_try = -float("inf")
+
+    # -- a disk that takes no writes ------------------------------------------------------
+    def status(self) -> dict[str, Any]:
+        """`{state: ok|degraded, reason, heldRows, lost, refused, heldSince}`."""
+        return {"state": "degraded" if self.fault else "ok", "reason": self.fault, "heldRows": len(self.held),
+                "lost": self.lost, "refused": self.refused, "heldSince": self.fault_since}
+
+    def _faulted(self, exc: BaseException) -> None:
+        if self.fault is None:
+            self.fault_since = time.time()
+            log.error("tasks store: cannot write the journal (%s); holding task changes in memory "
+                      "(at most %d rows)", exc, HOLD_ROWS)
+        self.fault = f"cannot write the tasks of `{self.journal.path}`: {exc}"
+
+    def _hold(self, id: str, values: dict[str, Any]) -> None:
+        if id in self.held or len(self.held) < HOLD_ROWS:
+            self.held.setdefault(id, {}).update(values)
+        else:
+            self.lost += 1
+
+    def _overlay(self, row: TaskRow | None) -> TaskRow | None:
+        """`row` (detached) with its held changes applied: what it is, not yet what is written."""
+        if row is not None and row.id in self.held:
+            for k, v in self.held[row.id].items():
+                setattr(row, k, v)
+        return row
+
+    def retry(self, *, force: bool = True) -> bool:
+        """Write the held changes (one transaction); whether none are held now. Without
+        `force`, at most once per `RETRY_S` (before each write, while held)."""
+        if not self.held:
+            return True
+        now = time.monotonic()
+        if not force and now - self._last_try < RETRY_S:
+            return False
+        self._last_try = now
+        from sqlalchemy import text
+
+        held = dict(self.held)
+        try:
+            with self.journal.engine.begin() as conn:
+                for id, values in held.items():
+                    cols = ", ".join(f"{k} = :{k}" for k in values)
+                    conn.execute(text(f"UPDATE tasks SET {cols} WHERE id = :_id"), {**values, "_id": id})
+        except Exception as exc:
+            if _disk_fault(exc) is None:
+                raise
+            self._faulted(_disk_fault(exc) or exc)
+            return False
+        for id, values in held.items():
+            if self.held.get(id) == values:
+                del self.held[id]
+        if not self.held:
+            since = time.time() - (self.fault_since or time.time())
+            lost = f"; {self.lost} change(s) did not fit in memory and are lost" if self.lost else ""
+            log.warning("tasks store: writable again; %d held task row(s) written%s", len(held), lost)
+            self.journal.record("journal", state="ok", reason=f"the tasks store could not be written for {since:.0f} "
+                                                              f"s; {len(held)} held task row(s) written{lost}")
+            self.fault = self.fault_since = None
+        return not self.held
 
     def _json(self, value: Any) -> str | None:
         return None if value is None else self.journal.scrub(json.dumps(value))
@@ -73,9 +161,19 @@ class TaskStore:
         row = TaskRow(id=id, server=server, tool=tool, arguments=self._json(arguments),
                       correlation=self._json(correlation), state=str(state), created_at=now, updated_at=now,
                       adopted=adopted, task_id=task_id, submitted=task_id is not None)
-        with Session(self.journal.engine, expire_on_commit=False) as s:
-            s.add(row)
-            s.commit()
+        try:
+            with Session(self.journal.engine, expire_on_commit=False) as s:
+                s.add(row)
+                s.commit()
+        except Exception as exc:
+            fault = _disk_fault(exc)
+            if fault is None:
+                raise
+            self._faulted(fault)
+            self.refused += 1
+            raise DiskFull(f"cannot start a task of `{tool}` on server `{server}`: the journal's disk takes no "
+                           f"writes ({fault}); nothing was sent to the server. Free space on the disk of "
+                           f"`{self.journal.path}` and try again") from None
         return row
 
     def get(self, id: str) -> TaskRow | None:
@@ -84,7 +182,8 @@ class TaskStore:
         from monad_cli.journal.tables import TaskRow
 
         with Session(self.journal.engine, expire_on_commit=False) as s:
-            return s.get(TaskRow, id)
+            row = s.get(TaskRow, id)
+        return self._overlay(row)
 
     def by_task_id(self, server: str, task_id: str) -> TaskRow | None:
         """The row of `server`'s task `task_id`: the open one if any, else the newest. Two rows
@@ -96,6 +195,8 @@ class TaskStore:
         with Session(self.journal.engine, expire_on_commit=False) as s:
             q = select(TaskRow).where(TaskRow.server == server, TaskRow.task_id == task_id)
             rows = list(s.exec(q.order_by(col(TaskRow.created_at).desc())))
+        for r in rows:
+            self._overlay(r)
         return next((r for r in rows if r.state in OPEN), rows[0] if rows else None)
 
     def find(self, prefix: str) -> list[TaskRow]:
@@ -107,11 +208,13 @@ class TaskStore:
         with Session(self.journal.engine, expire_on_commit=False) as s:
             exact = s.get(TaskRow, prefix)
             if exact is not None:
-                return [exact]
-            like = prefix.replace("%", "").replace("_", r"\_") + "%"
-            q = select(TaskRow).where(col(TaskRow.id).like(like, escape="\\") |
-                                      col(TaskRow.task_id).like(like, escape="\\")).limit(5)
-            return list(s.exec(q))
+                found = [exact]
+            else:
+                like = prefix.replace("%", "").replace("_", r"\_") + "%"
+                q = select(TaskRow).where(col(TaskRow.id).like(like, escape="\\") |
+                                          col(TaskRow.task_id).like(like, escape="\\")).limit(5)
+                found = list(s.exec(q))
+        return [r for r in found if self._overlay(r) is not None]
 
     def update(self, id: str, **fields: Any) -> TaskRow | None:
         """Set columns (JSON columns take Python values) and `updated_at`; returns the row,
@@ -125,25 +228,56 @@ class TaskStore:
             row = s.get(TaskRow, id)
             if row is None:
                 return None
-            if "state" in fields:
-                check_transition(row.state, fields["state"])
-                fields["state"] = str(fields["state"])  # a TaskState: store its plain name
-            for k, v in fields.items():
-                setattr(row, k, self._json(v) if k in _JSON_COLS else v)
-            row.updated_at = self.clock()
-            s.add(row)
-            s.commit()
+            s.expunge(row)  # changed here, written below (or held): never by an autoflush
+        self._overlay(row)  # the transition is checked against what it is, held changes included
+        if "state" in fields:
+            check_transition(row.state, fields["state"])
+            fields["state"] = str(fields["state"])  # a TaskState: store its plain name
+        values = {k: self._json(v) if k in _JSON_COLS else v for k, v in fields.items()}
+        values["updated_at"] = self.clock()
+        for k, v in values.items():
+            setattr(row, k, v)
+        if self.held and not self.retry(force=False):
+            self._hold(id, values)  # the disk still takes no writes: behind the others
             return row
+        try:
+            with Session(self.journal.engine, expire_on_commit=False) as s:
+                s.merge(row)
+                s.commit()
+        except Exception as exc:
+            fault = _disk_fault(exc)
+            if fault is None:
+                raise
+            self._faulted(fault)
+            self._hold(id, values)
+        return row
 
     def take_delivery(self, id: str) -> bool:
         """Atomically turn `deliveryPending` off; True only for the one caller that did it."""
         from sqlalchemy import text
 
-        with self.journal.engine.begin() as conn:
-            res = conn.execute(text("UPDATE tasks SET delivery_pending = 0, deliveries = deliveries + 1, "
-                                    "delivered_at = :t WHERE id = :id AND delivery_pending = 1"),
-                               {"t": self.clock(), "id": id})
-            return bool(res.rowcount)
+        if self.held and not self.retry(force=False):
+            return self._take_held(id)
+        try:
+            with self.journal.engine.begin() as conn:
+                res = conn.execute(text("UPDATE tasks SET delivery_pending = 0, deliveries = deliveries + 1, "
+                                        "delivered_at = :t WHERE id = :id AND delivery_pending = 1"),
+                                   {"t": self.clock(), "id": id})
+                return bool(res.rowcount)
+        except Exception as exc:
+            fault = _disk_fault(exc)
+            if fault is None:
+                raise
+            self._faulted(fault)
+            return self._take_held(id)
+
+    def _take_held(self, id: str) -> bool:
+        """`take_delivery` while the disk takes no writes: decided on the held row."""
+        row = self.get(id)
+        if row is None or not row.delivery_pending:
+            return False
+        self._hold(id, {"delivery_pending": False, "deliveries": row.deliveries + 1, "delivered_at": self.clock()})
+        return True
 
     def rows(self, *, server: str | None = None, states: Collection[str] | None = None,
              pending: bool | None = None, limit: int = 500) -> list[TaskRow]:
@@ -160,7 +294,11 @@ class TaskStore:
             q = q.where(TaskRow.delivery_pending == pending)
         q = q.order_by(col(TaskRow.created_at).desc()).limit(limit)
         with Session(self.journal.engine, expire_on_commit=False) as s:
-            return list(s.exec(q))
+            found = list(s.exec(q))
+        # Held changes may have moved a row out of what was asked for (a task ended meanwhile).
+        wanted = {str(state) for state in states} if states else None
+        return [r for r in found if self._overlay(r) is not None and (wanted is None or r.state in wanted)
+                and (pending is None or r.delivery_pending == pending)]
 
     def count_by_state(self, server: str, states: Collection[str]) -> dict[str, int]:
         """How many rows of `server` are in each of `states` (states without rows left out)."""
@@ -181,10 +319,17 @@ class TaskStore:
 
         with Session(self.journal.engine, expire_on_commit=False) as s:
             q = select(TaskRow).where(col(TaskRow.state).in_([str(s) for s in OPEN])).order_by(col(TaskRow.created_at))
-            return list(s.exec(q))
+            found = list(s.exec(q))
+        return [r for r in found if self._overlay(r) is not None and r.state in OPEN]
 
     def cleanup(self, *, retention_s: float = RETENTION_S) -> int:
         """Delete terminal rows that ended more than `retention_s` ago; returns how many."""
         cutoff = self.clock() - retention_s
-        return self.journal.pool.change("DELETE FROM tasks WHERE terminal_at IS NOT NULL AND terminal_at < ?",
-                                        (cutoff,))
+        try:
+            return self.journal.pool.change("DELETE FROM tasks WHERE terminal_at IS NOT NULL AND terminal_at < ?",
+                                            (cutoff,))
+        except Exception as exc:  # a full disk: the next hourly cleanup tries again
+            if _disk_fault(exc) is None:
+                raise
+            log.warning("tasks store: cleanup skipped: %s", exc)
+            return 0

@@ -118,6 +118,12 @@ class CallLog:
                                     "outcome": "running", "host": self.journal.host})
         return call_id
 
+    def resume(self, call_id: int, *, exposed: str, via: str) -> None:
+        """Call `call_id`, whose intent row an earlier request wrote (`approval: check`), goes
+        on in this task: from here to its `finish`, `current_call()` names it."""
+        self._tokens.pop(call_id, None)  # set in the checking request's context, which has ended
+        self._tokens[call_id] = _current.set({"callId": call_id, "exposed": exposed, "via": via, "ref": _ref.get()})
+
     def finish(self, call_id: int, *, outcome: str, decision: str | None = None, decided_by: str | None = None,
                duration_ms: float | None = None, error: str | None = None, defer: bool = False) -> None:
         """The outcome of call `call_id`, written after the side effect (`defer`: behind the

@@ -57,6 +57,10 @@ class Pending:
     expires: float
     decision: tuple[bool, str, str] | None = None
     event: anyio.Event = field(default_factory=anyio.Event)
+    # The intent row `approval: check` wrote for the call (None: a waiting call's own), and
+    # whether the call that follows (`wait`/`decided` with this id) took it over.
+    call_id: int | None = None
+    claimed: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return {"id": self.id, "server": self.server, "tool": self.tool, "exposed": self.exposed,
@@ -81,6 +85,9 @@ class ApprovalGate:
         self.always: dict[tuple[str, str, str], str] = {}
         self.pending: dict[str, Pending] = {}
         self.listeners: list[Callable[[str, dict[str, Any]], None]] = []
+        # `(pending, outcome, why)` for a checked call nobody followed up (withdrawn, expired):
+        # the owner of its intent row writes the outcome (ToolService).
+        self.on_dropped: Callable[[Pending, str, str], None] | None = None
 
     def _tell(self, kind: str, data: dict[str, Any]) -> None:
         for listener in list(self.listeners):
@@ -218,12 +225,32 @@ class ApprovalGate:
             p.decision = (False, "once", why)
             p.event.set()
             self._closed(p, "denied", why)
+            self._dropped(p, "refused", why)  # a checked call nobody waits on: its outcome row
         return len(waiting)
 
+    def withdraw(self, approval_id: str, *, by: str) -> Pending:
+        """The caller gave up on `approval_id` before waiting on it (Ctrl-C at the prompt):
+        denied, forgotten, and its checked call's row finished `cancelled`. Raises NotFound."""
+        p = self.decide(approval_id, allow=False, by=by)
+        self.pending.pop(p.id, None)
+        self._dropped(p, "cancelled", by)
+        return p
+
+    def _dropped(self, p: Pending, outcome: str, why: str) -> None:
+        if p.call_id is not None and not p.claimed and self.on_dropped is not None:
+            p.claimed = True
+            self.on_dropped(p, outcome, why)
+
     def purge(self) -> None:
+        """Forget expired requests: undecided ones close as timed out; a checked call that
+        nobody followed up, decided or not, gets its outcome row (`on_dropped`)."""
         now = self.clock()
-        for key in [k for k, p in self.pending.items() if p.expires < now and not p.event.is_set()]:
-            self._closed(self.pending.pop(key), "timeout", "nobody decided in time")
+        for key in [k for k, p in self.pending.items()
+                    if p.expires < now and (not p.event.is_set() or (p.call_id is not None and not p.claimed))]:
+            p = self.pending.pop(key)
+            if not p.event.is_set():
+                self._closed(p, "timeout", "nobody decided in time")
+            self._dropped(p, "refused", "nobody followed up the approval in time")
 
     def listing(self) -> list[dict[str, Any]]:
         self.purge()

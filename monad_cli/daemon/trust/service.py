@@ -24,6 +24,7 @@ import anyio
 from monad_cli.core.errors import (
     ApprovalTimeout,
     CallRefused,
+    DiskFull,
     InvalidInput,
     MonadError,
     NotConnected,
@@ -110,6 +111,7 @@ class ToolService:
         self.clock = clock
         self.gate = ApprovalGate(journal, clock=clock)
         self.calls = CallLog(journal)  # the tool_calls rows, and the Studio's transcript listening
+        self.gate.on_dropped = self._checked_call_dropped
         self.gate.load(journal)
         # A fleet's approvals and vetted tool sets (docs/fleet.md); local rows alone without one.
         self.shared = SharedTrust(journal, self.gate, on_vetted=self._on_vetted)
@@ -328,21 +330,44 @@ class ToolService:
                                       f"({limit:g} s): {state}{': ' + reason if reason else ''} "
                                       f"(see `monad mcp status {actor.name}`)"))
 
+    def _checked_call_dropped(self, p: Pending, outcome: str, why: str) -> None:
+        """The outcome row of a call `approval: check` opened and nobody followed up: its
+        caller withdrew it (`cancelled`), or left it until it expired (`refused`)."""
+        assert p.call_id is not None
+        self.calls.finish(p.call_id, outcome=outcome, decision="cancelled" if outcome == "cancelled" else "timeout",
+                          decided_by=why, duration_ms=0.0)
+
+    def _claim(self, approval: dict[str, Any]) -> int | None:
+        """The intent row of this call when an `approval: check` wrote it (the call follows
+        up its approval id): this call takes it over, so one call has one pair of rows."""
+        approval_id = approval.get("approvalId")
+        p = self.gate.pending.get(str(approval_id)) if approval_id else None
+        if p is None or p.call_id is None or p.claimed:
+            return None
+        p.claimed = True
+        return p.call_id
+
     def _journal_refusal(self, exposed: str, arguments: Any, via: str, exc: MonadError,
-                         actor: ToolServer | None = None, tool: Tool | None = None) -> None:
-        """The two rows of a call that never reached its server: intent, then its refusal
-        (`error` when the server was not back in time) with the reason."""
+                         actor: ToolServer | None = None, tool: Tool | None = None,
+                         held: int | None = None) -> None:
+        """The two rows of a call that never reached its server: intent (`held`: the one its
+        `approval: check` wrote), then its refusal (`error` when the server was not back in
+        time) with the reason."""
         server, _, own = exposed.partition("__")
         outcome = "error" if isinstance(exc, NotConnected) else "refused"
-        cid = self.calls.start(server=actor.name if actor else server, tool=tool.name if tool else own or exposed,
-                               exposed=exposed, arguments=arguments, via=via)
+        cid = held if held is not None else self.calls.start(
+            server=actor.name if actor else server, tool=tool.name if tool else own or exposed,
+            exposed=exposed, arguments=arguments, via=via)
         self.calls.finish(cid, outcome=outcome, decision="refused" if outcome == "refused" else None,
                           decided_by=f"monad ({exc.code})", duration_ms=0.0, error=exc.message)
 
-    def refuse(self, exposed: str, arguments: Any, *, via: str, reason: str) -> None:
+    def refuse(self, exposed: str, arguments: Any, *, via: str, reason: str, unknown: bool = False) -> None:
         """Journal a call its caller's own policy refused before the service saw it (a gateway
-        view's filter or condition): every call has its rows."""
-        self._journal_refusal(exposed, arguments, via, CallRefused(reason), None, None)
+        view's filter or condition), or, `unknown`, one of a tool its caller could not find
+        (an MCP App's call of a tool its server does not have: `not_found`): every call has
+        its rows."""
+        exc: MonadError = NotFound(reason) if unknown else CallRefused(reason)
+        self._journal_refusal(exposed, arguments, via, exc, None, None)
 
     # -- the call path ----------------------------------------------------------------
     async def _decide(self, actor: ToolServer, tool: Tool, exposed: str, arguments: Any, via: str,
@@ -364,8 +389,12 @@ class ToolService:
         if mode == "yes":
             return True, "approved", f"{via} --yes"
         if mode == "check":
-            raise ApprovalRequired(self.gate.open_call(spec, actor.name, tool.name, exposed, arguments, via,
-                                                       PENDING_TTL_S))
+            # The call's intent row, written now: the caller asks the person next, and the call
+            # that follows (allowed, denied, withdrawn or never) finishes this row (`_claim`).
+            pending = self.gate.open_call(spec, actor.name, tool.name, exposed, arguments, via, PENDING_TTL_S)
+            pending.call_id = self.calls.start(server=actor.name, tool=tool.name, exposed=exposed,
+                                               arguments=arguments, via=via)
+            raise ApprovalRequired(pending)
         if mode == "decided":
             return self.gate.answer(str(approval.get("approvalId")), str(approval.get("grant", "deny")),
                                     by=f"{via} prompt")
@@ -456,6 +485,9 @@ class ToolService:
         arguments = arguments or {}
         actor_: ToolServer | None = None
         tool_: Tool | None = None
+        checked = self._claim(approval)  # the intent row its `approval: check` wrote, if any
+        if checked is not None:
+            self.calls.resume(checked, exposed=exposed, via=via)
         try:
             if not isinstance(arguments, dict):
                 raise InvalidInput(f"tool `{exposed}`: arguments must be a JSON object")
@@ -470,21 +502,26 @@ class ToolService:
                 actor, tool = await self._ready(exposed)
         except MonadError as exc:  # refused before the server saw it: still a call, with its rows
             with anyio.CancelScope(shield=True):
-                self._journal_refusal(exposed, arguments, via, exc, actor_, tool_)
+                self._journal_refusal(exposed, arguments, via, exc, actor_, tool_, checked)
             raise
         except anyio.get_cancelled_exc_class():
             waited = "for approval" if tool_ is not None else "for the server to come back"
             with anyio.CancelScope(shield=True):
-                cid = self.calls.start(server=actor_.name if actor_ else exposed.partition("__")[0],
-                                       tool=tool_.name if tool_ else exposed.partition("__")[2] or exposed,
-                                       exposed=exposed, arguments=arguments, via=via)
+                cid = checked if checked is not None else self.calls.start(
+                    server=actor_.name if actor_ else exposed.partition("__")[0],
+                    tool=tool_.name if tool_ else exposed.partition("__")[2] or exposed,
+                    exposed=exposed, arguments=arguments, via=via)
                 self.calls.finish(cid, outcome="cancelled", decision="cancelled",
                                   decided_by=f"the caller left while waiting {waited}", duration_ms=0.0)
                 if (recorder := TELEMETRY.recorder) is not None:
                     recorder.outcome(server=actor.name, outcome="cancelled", decision="cancelled", via=via)
             raise
-        call_id = self.calls.start(server=actor.name, tool=tool.name, exposed=exposed, arguments=arguments,
-                                   via=via, decision=decision, decided_by=who)
+        if checked is not None and approved:
+            # Its intent row gets the decision before anything is sent (as a fresh one has it).
+            jt.finish_call(self.journal, checked, outcome="running", decision=decision, decided_by=who)
+        call_id = checked if checked is not None else self.calls.start(
+            server=actor.name, tool=tool.name, exposed=exposed, arguments=arguments, via=via,
+            decision=decision, decided_by=who)
         started = time.monotonic()
         recorder = TELEMETRY.recorder
         if recorder is not None:
@@ -552,7 +589,7 @@ class ToolService:
                        f"{exc.error.message} (MCP error {exc.error.code}){hint}")
                 raise ToolCallFailed(self.scrub(f"server `{actor.name}` failed `{tool.name}`: {exc.error.message} "
                                                 f"(MCP error {exc.error.code}){hint}")) from None
-            except (NotConnected, QueueFull) as exc:  # from the task manager: the kind stays
+            except (NotConnected, QueueFull, DiskFull) as exc:  # from the task manager: the kind stays
                 finish("error", exc.message)
                 raise
             except Exception as exc:  # noqa: BLE001 - e.g. an outputSchema mismatch in the SDK

@@ -1,0 +1,107 @@
+"""`logs/daemon.log` on a disk that takes no writes (docs/supervisor.md "A full disk").
+
+`HeldLogHandler` is the supervisor's rotating log file handler. A line the file cannot take
+(ENOSPC, EDQUOT, an I/O error) is held in memory, in order, up to `HOLD_LINES`; lines past
+that are counted (`lost`), never silent. The file is tried again with the next line, at most
+once per `RETRY_S`, and the held lines go out first, then one line saying what happened. The
+logging module's own fallback (a traceback on stderr per failed line) is not used: stderr
+may be the same full disk, and a supervisor must never stop for its log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import logging.handlers
+import time
+from collections import deque
+from typing import Any
+
+HOLD_LINES = 2000  # formatted lines, ~200 bytes each
+RETRY_S = 1.0
+
+
+class HeldLogHandler(logging.handlers.RotatingFileHandler):
+    """A `RotatingFileHandler` that holds the lines its file cannot take (module docstring)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.held: deque[logging.LogRecord] = deque()
+        self.lost = 0
+        self.fault: str | None = None
+        self.fault_since: float | None = None
+        self._last_try = -float("inf")
+
+    def status(self) -> dict[str, Any]:
+        """`{state: ok|degraded, reason, held, lost, heldSince, path}`; `lost` counts lines since the start."""
+        return {"state": "degraded" if self.fault else "ok", "reason": self.fault, "held": len(self.held),
+                "lost": self.lost, "heldSince": self.fault_since, "path": self.baseFilename}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.fault is not None:
+            now = time.monotonic()
+            if now - self._last_try < RETRY_S or not self._write_held(now):
+                self._hold(record)
+                return
+        try:
+            if self.shouldRollover(record):
+                self.doRollover()
+            logging.FileHandler.emit(self, record)
+        except OSError as exc:
+            self._failed(exc)
+            self._hold(record)
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        # `StreamHandler.emit` catches its own errors and lands here: raise them to `emit`.
+        import sys
+
+        exc = sys.exc_info()[1]
+        if isinstance(exc, OSError):
+            raise exc
+        super().handleError(record)
+
+    def _hold(self, record: logging.LogRecord) -> None:
+        if len(self.held) < HOLD_LINES:
+            self.held.append(record)
+        else:
+            self.lost += 1
+
+    def _failed(self, exc: OSError) -> None:
+        """The file took no write: drop the stream (and what its buffer kept, which is held
+        as its record), so the next try reopens it and writes each line once."""
+        stream, self.stream = self.stream, None
+        if stream is not None:
+            with contextlib.suppress(OSError):
+                stream.close()  # its flush fails too; the file is closed all the same
+        self._last_try = time.monotonic()
+        if self.fault is None:
+            self.fault_since = time.time()
+        self.fault = f"cannot write `{self.baseFilename}`: {exc.strerror or exc}"
+
+    def _write_held(self, now: float) -> bool:
+        """Try the file again: the held lines, then a line saying so. Whether it took them."""
+        self._last_try = now
+        held = len(self.held)
+        try:
+            while self.held:
+                logging.FileHandler.emit(self, self.held[0])
+                self.held.popleft()
+            since = time.time() - (self.fault_since or time.time())
+            lost = f"; {self.lost} line(s) did not fit in memory and are lost" if self.lost else ""
+            note = logging.LogRecord("monad.log", logging.WARNING, __file__, 0,
+                                     f"daemon.log could not be written for {since:.0f} s; {held} held line(s) "
+                                     f"written{lost}", None, None)
+            logging.FileHandler.emit(self, note)
+        except OSError as exc:
+            self._failed(exc)
+            return False
+        self.fault = self.fault_since = None
+        return True
+
+
+def log_status() -> dict[str, Any] | None:
+    """The supervisor's log file's `HeldLogHandler.status()` (None: not this process's log)."""
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, HeldLogHandler):
+            return handler.status()
+    return None

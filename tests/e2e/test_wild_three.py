@@ -1,0 +1,76 @@
+"""Issue 26, what the second round left, end to end with servers of our own
+(tests/servers/wild3server.py) and the real supervisor: a 2026-07-28 server whose tools
+change before its `subscriptions/listen` stream opens, and prompts and resources lists with
+one bad item each."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import status_of, wait_for, wait_state
+from tests.e2e.test_wild_named import tool_names
+
+WILD3 = str(Path(__file__).resolve().parents[1] / "servers" / "wild3server.py")
+pytestmark = pytest.mark.e2e
+
+
+def add_wild3(monad: Any, name: str, *flags: str) -> None:
+    r = monad("mcp", "add", name, "--", sys.executable, WILD3, *flags)
+    assert r.code == 0, r
+
+
+def test_a_change_before_the_listen_stream_opens_is_not_lost(supervisor: Any, tmp_path: Path) -> None:
+    log = tmp_path / "requests.log"
+    add_wild3(supervisor, "listener", "--change-before-listen", "--log-requests", str(log))
+    row = wait_state(supervisor, "listener", "connected", timeout=60)
+    assert row["protocolVersion"] == "2026-07-28", row
+    # The server added `late` when the stream was asked for, before acknowledging it: no
+    # event ever tells of it, only the listing once the stream is open does.
+    wait_for(lambda: "listener__late" in tool_names(supervisor, "listener"), timeout=30)
+    seen = log.read_text().splitlines()
+    assert seen.index("subscriptions/listen") < len(seen) - 1 - seen[::-1].index("tools/list"), seen
+    assert status_of(supervisor, "listener")["state"] == "connected"
+
+
+def test_a_bad_prompt_resource_and_template_cost_that_item_only(supervisor: Any, monad_home: Path) -> None:
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    add_wild3(supervisor, "lists", "--bad-items")
+    wait_state(supervisor, "lists", "connected", timeout=60)
+    serve = StdioServerParameters(command=sys.executable, args=["-m", "monad_cli", "mcp", "serve"],
+                                  env={"MONAD_HOME": str(monad_home), "MONAD_NO_AUTOSTART": "1"})
+
+    async def agent() -> dict[str, Any]:
+        async with Client(serve) as gateway:
+            prompts = [p.name for p in (await gateway.list_prompts()).prompts]
+            resources = [str(r.uri) for r in (await gateway.list_resources()).resources]
+            templates = [t.uri_template for t in (await gateway.list_resource_templates()).resource_templates]
+            got = await gateway.get_prompt("lists__greet")
+            read = await gateway.read_resource("memo://notes/1")
+            return {"prompts": prompts, "resources": resources, "templates": templates,
+                    "prompt": got.messages[0].content.text,  # type: ignore[union-attr]
+                    "read": read.contents[0].text}  # type: ignore[union-attr]
+
+    seen = anyio.run(agent)
+    # The rest stays usable: the good prompt, resource and template are listed, got and read.
+    assert seen["prompts"] == ["lists__greet"] and seen["resources"] == ["memo://notes/1"], seen
+    assert seen["templates"] == ["memo://notes/{id}"], seen
+    assert seen["prompt"] == "hello" and seen["read"] == "note one", seen
+    # Each bad one is left out with a reason naming it, in `status`.
+    row = status_of(supervisor, "lists")
+    assert row["state"] == "connected", row
+    left = row["leftOut"]
+    assert any(r.startswith("prompt `broken_prompt` left out: arguments") for r in left), left
+    assert any(r.startswith("resource `no_uri` left out: uri: Field required") for r in left), left
+    assert any(r.startswith("resource template `no_template` left out: uriTemplate: Field required")
+               for r in left), left
+    assert len(left) == 3, left
+    # Not mixed into its tools: a re-listing of tools leaves them where they are.
+    assert "lists__echo" in tool_names(supervisor, "lists")
+    r = supervisor("mcp", "status", "lists")
+    assert r.code == 0 and "server `lists`: prompt `broken_prompt` left out" in r.err, r
