@@ -35,7 +35,6 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from monad_cli.core.errors import MonadError
 from monad_cli.journal import fresh
 from monad_cli.journal.migrations import MIGRATIONS
 from monad_cli.journal.pool import PRAGMAS, SqlitePool
@@ -130,6 +129,7 @@ class Journal:
         try:
             self.applied = self._migrate()
         except sqlite3.DatabaseError as e:
+            from monad_cli.core.errors import MonadError  # here: the journal alone imports no core
             from monad_cli.journal.reader import damaged
 
             hint = damaged(path, e)

@@ -189,9 +189,11 @@ def test_trust_edits_apply_to_the_live_session_without_a_restart(supervisor: Any
     assert r.code == 0 and "applied to the live session, the server keeps running" in r.err, r
     row = status_of(monad, "ts")  # `status` applies the edit first
     assert (row["state"], row["pid"]) == ("connected", pid), row
-    tools = {t["name"]: t for t in monad("mcp", "tools", "ts", "--json").json()}
+    # The re-list the change announced is rate-limited (sessions/upkeep.py: at most one a second,
+    # and one ran when the listen stream opened), so it may land a moment after the call.
+    tools = wait_for(lambda: (ts := {t["name"]: t for t in monad("mcp", "tools", "ts", "--json").json()})
+                     ["ts__echo"]["description"] == "state the session holds" and ts)
     assert tools["ts__echo"]["autoApproved"] is True
-    assert tools["ts__echo"]["description"] == "state the session holds"
     r = monad("mcp", "call", "ts__echo", "--arg", "text=no prompt", "--approval-timeout", "0.3")
     assert (r.code, r.out.strip()) == (0, "no prompt"), r
     assert calls(monad)[-1]["decidedBy"] == "trust.autoApproveTools"
