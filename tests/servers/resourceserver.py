@@ -1,14 +1,15 @@
 """An SDK server (`MCPServer`, both eras) with resources, a template, a prompt and
 completions, and tools that change them and say so: for the gateway's tests and bench.
 
-    python resourceserver.py [--prefix P]
+    python resourceserver.py [--prefix P] [--many N]
 
 Resources: `note://P/alpha` and `note://P/beta` (text), the template `note://P/{name}` (any
 name reads `note <name>`). Prompt `greet(name)`; completion of `name` offers `Ada`, `Alan`.
 Tools: `echo(text)`; `say(text)` logs `text` at info (logger `notes`) during the call;
 `touch(uri)` changes a note and publishes `ResourceUpdated` (2026-07-28 listen
 streams) and `notifications/resources/updated` on a legacy session; `add_note(name)` adds a
-resource and announces the list change.
+resource and announces the list change. `--many N`: N more resources `note://P/many/<i>` and
+N more prompts `p<i>` (listings longer than a page).
 """
 
 from __future__ import annotations
@@ -17,10 +18,13 @@ import argparse
 import warnings
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.prompts import Prompt
+from mcp.server.mcpserver.resources import TextResource
 from mcp_types import Completion, PromptReference
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--prefix", default="r")
+ap.add_argument("--many", type=int, default=0)
 args = ap.parse_args()
 P = args.prefix
 app = MCPServer("resourceserver", instructions=f"Notes under note://{P}/.")
@@ -36,6 +40,11 @@ def _register(name: str) -> None:
 
 for _name in list(notes):
     _register(_name)
+
+
+for _i in range(args.many):
+    app.add_resource(TextResource(uri=f"note://{P}/many/{_i:04d}", name=f"many{_i:04d}", text=f"many {_i}"))
+    app.add_prompt(Prompt.from_function(lambda: "many", name=f"p{_i:04d}"))
 
 
 @app.resource(f"note://{P}/dynamic/{{name}}", name="dynamic", mime_type="text/plain")

@@ -32,6 +32,7 @@ from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, R
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from monad_cli.daemon.gateway.catalog import LEVELS, Catalog, level_at_least
+from monad_cli.daemon.gateway.paging import page
 from monad_cli.daemon.gateway.subscriptions import Subscriptions
 
 if TYPE_CHECKING:
@@ -81,14 +82,17 @@ class SessionFeatures:
     async def list_resources(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
         self._remember(ctx)
         items = await self.catalog.resources(self._allowed, tag=self.single is None)
-        return types.ListResourcesResult(resources=[types.Resource.model_validate(r) for r in items])
+        items, next_cursor = page("resources/list", items, _cursor(params))
+        return types.ListResourcesResult(resources=[types.Resource.model_validate(r) for r in items],
+                                         next_cursor=next_cursor)
 
     async def list_templates(self, ctx: Any,
                              params: types.PaginatedRequestParams | None) -> types.ListResourceTemplatesResult:
         self._remember(ctx)
         items = await self.catalog.templates(self._allowed, tag=self.single is None)
+        items, next_cursor = page("resources/templates/list", items, _cursor(params))
         return types.ListResourceTemplatesResult(
-            resource_templates=[types.ResourceTemplate.model_validate(t) for t in items])
+            resource_templates=[types.ResourceTemplate.model_validate(t) for t in items], next_cursor=next_cursor)
 
     async def read_resource(self, ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         self._remember(ctx)
@@ -144,7 +148,8 @@ class SessionFeatures:
     async def list_prompts(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
         self._remember(ctx)
         items = await self.catalog.prompts(self._allowed, single=self.single)
-        return types.ListPromptsResult(prompts=[types.Prompt.model_validate(p) for p in items])
+        items, next_cursor = page("prompts/list", items, _cursor(params))
+        return types.ListPromptsResult(prompts=[types.Prompt.model_validate(p) for p in items], next_cursor=next_cursor)
 
     async def get_prompt(self, ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
         self._remember(ctx)
@@ -195,6 +200,10 @@ class SessionFeatures:
         if conn is not None:
             self.connections.add(conn)
         return conn
+
+
+def _cursor(params: types.PaginatedRequestParams | None) -> str | None:
+    return params.cursor if params is not None else None
 
 
 def _rank(level: str) -> int:

@@ -52,7 +52,8 @@ from monad_cli.core.hello import GatewayView
 from monad_cli.core.redact import scrub_data
 from monad_cli.daemon.gateway.catalog import Catalog, quiet_deprecated
 from monad_cli.daemon.gateway.direct import DirectCalls
-from monad_cli.daemon.gateway.features import SessionFeatures
+from monad_cli.daemon.gateway.features import SessionFeatures, connection_of
+from monad_cli.daemon.gateway.paging import page
 from monad_cli.daemon.gateway.policy import (
     LOAD_TOOLS,
     LoadedTools,
@@ -100,6 +101,21 @@ def _answers(capabilities: Any) -> bool:
     """Whether a 2026-07-28 agent can answer any question of a server (else its calls run
     in their own request, and a question is refused naming the capability)."""
     return isinstance(capabilities, dict) and any(k in capabilities for k in ("elicitation", "sampling", "roots"))
+
+
+async def before_initialize(ctx: Any, call_next: Any) -> Any:
+    """Server middleware: the SDK refuses a request before `initialize` on a handshake-era
+    connection with a bare -32602 "Invalid request parameters"; the agent gets what to do."""
+    try:
+        return await call_next(ctx)
+    except MCPError as e:
+        conn = connection_of(ctx) if e.error.code == types.INVALID_PARAMS and not e.error.data else None
+        if conn is None or conn.initialize_accepted:
+            raise
+        raise MCPError(types.INVALID_PARAMS, f"{ctx.method} before initialize: send `initialize` (and "
+                                             f"notifications/initialized) first (MCP spec, basic/lifecycle), "
+                                             f"or speak 2026-07-28 with the `_meta` envelope on each request",
+                       ctx.method) from None
 
 
 def _text_result(text: str, *, error: bool) -> dict[str, Any]:
@@ -159,6 +175,7 @@ class GatewaySession:
             self.server.middleware.clear()
         else:
             self.server.middleware.append(recorder.middleware(transport))
+        self.server.middleware.append(before_initialize)
         self.lane: DirectCalls | None = None
         self.sdk_calls = 0  # tools/calls the SDK's server handled (the rest: `lane.taken`)
 
@@ -249,8 +266,9 @@ class GatewaySession:
                                          environ=self.environ, server_filter=self.view.server_filter)}
         if offers_load_tools(available, deferred_servers=(), deferred_globs=policy["deferred_globs"]):
             listed.append(load_tools_tool(available, deferred_servers=(), deferred_globs=policy["deferred_globs"]))
+        listed, next_cursor = page("tools/list", listed, params.cursor if params is not None else None)
         # The model, not a dict: it carries the 2026-07-28 cache fields (ttlMs, cacheScope).
-        return types.ListToolsResult(tools=[types.Tool.model_validate(t) for t in listed])
+        return types.ListToolsResult(tools=[types.Tool.model_validate(t) for t in listed], next_cursor=next_cursor)
 
     async def _load_tools(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """The `load_tools` meta-tool: local to the session (no upstream call, no approval)."""
