@@ -20,18 +20,22 @@ server and journals reads and gets. What goes back to the agent:
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
 import weakref
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.lowlevel
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ResourceUpdated
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from monad_cli.daemon.gateway.catalog import LEVELS, Catalog, level_at_least
+from monad_cli.daemon.gateway.catalog import LEVELS, Catalog, level_at_least, quiet_deprecated
 from monad_cli.daemon.gateway.paging import page
 from monad_cli.daemon.gateway.subscriptions import Subscriptions
 
@@ -51,6 +55,32 @@ def connection_of(ctx: Any) -> Any:
     return getattr(ctx.session, "_connection", None)
 
 
+LOG_QUEUE = 1000  # messages one request's stream may be behind by; more are dropped (the log file has them)
+
+
+class RequestLog:
+    """One 2026-07-28 request that asked for log messages at `level` or above: what it asked
+    about (`about`: the `AgentQuestions` of each upstream request it made, which know their
+    server) and the queue its response stream is fed from."""
+
+    def __init__(self, level: str) -> None:
+        self.level = level
+        self.about: list[Any] = []
+        self.send, self.receive = anyio.create_memory_object_stream[dict[str, Any]](LOG_QUEUE)
+
+    def servers(self) -> set[str]:
+        return {a.server for a in self.about if a.server}
+
+
+# The request in flight on this task that asked for log messages, for `GatewaySession.questions`
+# to tie each upstream request to (a 2026-07-28 call's rounds run in a task started from it).
+_REQUEST_LOG: contextvars.ContextVar[RequestLog | None] = contextvars.ContextVar("request_log", default=None)
+
+
+def current_request_log() -> RequestLog | None:
+    return _REQUEST_LOG.get()
+
+
 class SessionFeatures:
     """Resources, prompts, completion and logging for one gateway session.
 
@@ -62,7 +92,8 @@ class SessionFeatures:
     def __init__(self, catalog: Catalog, subscriptions: Subscriptions, *, allowed: Callable[[str], bool],
                  single: str | None,
                  bus: InMemorySubscriptionBus, listen: ListenHandler, connections: weakref.WeakSet[Any],
-                 on_level: Callable[[], Any], questions: Callable[..., Any] | None = None) -> None:
+                 on_level: Callable[[], Any], questions: Callable[..., Any] | None = None,
+                 rounds: Callable[..., Awaitable[Any]] | None = None) -> None:
         self.catalog = catalog
         self.subscriptions = subscriptions
         self.allowed = allowed
@@ -73,7 +104,9 @@ class SessionFeatures:
         self.log_levels: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
         self._on_level = on_level
         self.questions = questions or (lambda ctx, version, **about: None)
+        self.rounds = rounds  # a 2026-07-28 request's input_required rounds (GatewaySession.in_rounds)
         self._subscribed: weakref.WeakSet[Any] = weakref.WeakSet()  # connections holding subscriptions
+        self._request_logs: set[RequestLog] = set()  # 2026-07-28 requests in flight that asked for logs
 
     def _allowed(self, name: str) -> bool:
         return (self.single is None or name == self.single) and self.allowed(name)
@@ -94,11 +127,25 @@ class SessionFeatures:
         return types.ListResourceTemplatesResult(
             resource_templates=[types.ResourceTemplate.model_validate(t) for t in items], next_cursor=next_cursor)
 
-    async def read_resource(self, ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+    async def read_resource(self, ctx: Any, params: types.ReadResourceRequestParams) -> Any:
         self._remember(ctx)
-        result = await self.catalog.read(str(params.uri), self._allowed, single=self.single,
-                                         inputs=self.questions(ctx, ctx.protocol_version, what=str(params.uri)))
-        return _without_server_info(result)
+        uri = str(params.uri)
+
+        def read(inputs: Any) -> Awaitable[types.ReadResourceResult]:
+            return self.catalog.read(uri, self._allowed, single=self.single, inputs=inputs)
+
+        async with self.request_log(ctx):
+            return _without_server_info(await self._ask(ctx, params, uri, read))
+
+    async def _ask(self, ctx: Any, params: types.InputResponseRequestParams, what: str,
+                   request: Callable[[Any], Awaitable[Any]]) -> Any:
+        """`request(inputs)`, the server's questions going to this agent: on the request's
+        channel (handshake era), or in input_required rounds (2026-07-28)."""
+        if self.rounds is not None:
+            answer = await self.rounds(ctx, params, what, request)
+            if answer is not None:
+                return answer
+        return await request(self.questions(ctx, ctx.protocol_version, what=what))
 
     async def subscribe(self, ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
         conn = self._remember(ctx)
@@ -151,11 +198,15 @@ class SessionFeatures:
         items, next_cursor = page("prompts/list", items, _cursor(params))
         return types.ListPromptsResult(prompts=[types.Prompt.model_validate(p) for p in items], next_cursor=next_cursor)
 
-    async def get_prompt(self, ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+    async def get_prompt(self, ctx: Any, params: types.GetPromptRequestParams) -> Any:
         self._remember(ctx)
-        result = await self.catalog.get_prompt(params.name, params.arguments, self._allowed, single=self.single,
-                                               inputs=self.questions(ctx, ctx.protocol_version, what=params.name))
-        return _without_server_info(result)
+
+        def get(inputs: Any) -> Awaitable[types.GetPromptResult]:
+            return self.catalog.get_prompt(params.name, params.arguments, self._allowed, single=self.single,
+                                           inputs=inputs)
+
+        async with self.request_log(ctx):
+            return _without_server_info(await self._ask(ctx, params, params.name, get))
 
     async def complete(self, ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
         self._remember(ctx)
@@ -173,16 +224,74 @@ class SessionFeatures:
         levels = list(self.log_levels.values())
         return min(levels, key=_rank) if levels else None
 
-    async def log_message(self, server: str, params: types.LoggingMessageNotificationParams) -> None:
-        """A server's log message to each connection of this session that asked for its level."""
-        if not self._allowed(server):
-            return
+    def _log_body(self, server: str, params: types.LoggingMessageNotificationParams) -> dict[str, Any]:
         logger = server if self.single is None else params.logger
         if self.single is None and params.logger:
             logger = f"{server}/{params.logger}"
         body: dict[str, Any] = {"level": params.level, "data": params.data}
         if logger:
             body["logger"] = logger
+        return body
+
+    @contextlib.asynccontextmanager
+    async def request_log(self, ctx: Any) -> AsyncIterator[RequestLog | None]:
+        """While a 2026-07-28 request that asked for log messages (`_meta`
+        `io.modelcontextprotocol/logLevel`, server/utilities/logging) runs: the messages of
+        the servers it reaches (`RequestLog.about`), at that level or above, go out on its
+        own response stream, and all of them before its answer. Yields None for any other
+        request (nothing to do)."""
+        meta = (ctx.params or {}).get("_meta") if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS else None
+        level = meta.get(types.LOG_LEVEL_META_KEY) if isinstance(meta, dict) else None
+        if level not in LEVELS:
+            yield None
+            return
+        sink = RequestLog(level)
+        token = _REQUEST_LOG.set(sink)
+        self._request_logs.add(sink)
+        session = ctx.session
+
+        async def drain() -> None:
+            async for body in sink.receive:
+                with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    await quiet_deprecated(partial(session.send_log_message, body["level"], body["data"],
+                                                   body.get("logger")))
+
+        failed: Exception | None = None
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(drain)
+                try:
+                    yield sink
+                except Exception as e:  # noqa: BLE001 - the request's own error, re-raised as itself (not in a group)
+                    failed = e
+                finally:
+                    # A message the server sent just before its answer is handled in a task the
+                    # SDK started before the answer's: one checkpoint lets it land here.
+                    await anyio.lowlevel.checkpoint()
+                    self._request_logs.discard(sink)
+                    sink.send.close()
+        finally:
+            _REQUEST_LOG.reset(token)
+        if failed is not None:
+            raise failed
+
+    def log_to_requests(self, server: str, params: types.LoggingMessageNotificationParams) -> None:
+        """A server's log message to this session's 2026-07-28 requests in flight to that server
+        that asked for its level (called as the message arrives: nothing is awaited)."""
+        if not self._request_logs or not self._allowed(server):
+            return
+        body = None
+        for sink in list(self._request_logs):
+            if level_at_least(params.level, sink.level) and server in sink.servers():
+                body = body or self._log_body(server, params)
+                with contextlib.suppress(anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    sink.send.send_nowait(body)
+
+    async def log_message(self, server: str, params: types.LoggingMessageNotificationParams) -> None:
+        """A server's log message to each connection of this session that asked for its level."""
+        if not self.log_levels or not self._allowed(server):
+            return
+        body = self._log_body(server, params)
         for conn, threshold in list(self.log_levels.items()):
             if level_at_least(params.level, threshold):
                 await conn.notify("notifications/message", body)
@@ -212,6 +321,8 @@ def _rank(level: str) -> int:
 
 def _without_server_info(result: Any) -> Any:
     """The upstream server's identity stamp is not ours to pass on (the gateway stamps its own)."""
+    if isinstance(result, types.InputRequiredResult):
+        return result
     meta = result.meta
     if meta and types.SERVER_INFO_META_KEY in meta:
         result = result.model_copy(update={"meta": {k: v for k, v in meta.items()
@@ -219,4 +330,4 @@ def _without_server_info(result: Any) -> Any:
     return result
 
 
-__all__ = ["SessionFeatures", "connection_of"]
+__all__ = ["RequestLog", "SessionFeatures", "connection_of", "current_request_log"]

@@ -52,7 +52,7 @@ from monad_cli.core.hello import GatewayView
 from monad_cli.core.redact import scrub_data
 from monad_cli.daemon.gateway.catalog import Catalog, quiet_deprecated
 from monad_cli.daemon.gateway.direct import DirectCalls
-from monad_cli.daemon.gateway.features import SessionFeatures, connection_of
+from monad_cli.daemon.gateway.features import SessionFeatures, connection_of, current_request_log
 from monad_cli.daemon.gateway.paging import page
 from monad_cli.daemon.gateway.policy import (
     LOAD_TOOLS,
@@ -154,7 +154,8 @@ class GatewaySession:
         self.subscriptions = subscriptions or Subscriptions(self.catalog, spawn=spawn)
         self.features = SessionFeatures(self.catalog, self.subscriptions, allowed=self.allowed, single=self.single,
                                         bus=self.bus, listen=self.listen, connections=self.legacy_connections,
-                                        on_level=on_level or no_level, questions=self.questions)
+                                        on_level=on_level or no_level, questions=self.questions,
+                                        rounds=self.in_rounds)
         f = self.features
         # logging/setLevel is deprecated at 2026-07-28 (SEP-2577), the SDK warns of it; the
         # handshake-era agents that use it are what it is here for.
@@ -196,8 +197,14 @@ class GatewaySession:
         """The handler of a server's questions during this agent request (`ctx`, a
         direct-lane call's `lane`, or a 2026-07-28 call's `round` with the request's
         `capabilities`; gateway/questions.py) about `what` (a tool, prompt or URI) of `server`."""
-        return AgentQuestions(ctx, self.tools.journal, protocol_version=protocol_version, server=server, what=what,
-                              lane=lane, round=round, capabilities=capabilities)
+        inputs = AgentQuestions(ctx, self.tools.journal, protocol_version=protocol_version, server=server,
+                                what=what, lane=lane, round=round, capabilities=capabilities)
+        # What a 2026-07-28 request that asked for log messages reaches: its servers' messages go to it.
+        if (asked := current_request_log()) is not None:
+            asked.about.append(inputs)
+        if round is not None:
+            round.about.append(inputs)
+        return inputs
 
     async def call_in_rounds(self, name: str, arguments: dict[str, Any] | None, protocol_version: str, *,
                              capabilities: Any, request_state: str | None = None,
@@ -209,6 +216,8 @@ class GatewaySession:
         it while it waits cancels the call."""
         if request_state is not None:
             r = self.rounds.resume(request_state, input_responses)
+            if (asked := current_request_log()) is not None:
+                asked.about += r.about
         else:
             def run(r: Round) -> Any:
                 inputs = self.questions(None, protocol_version, what=name, round=r, capabilities=capabilities)
@@ -220,6 +229,38 @@ class GatewaySession:
         except anyio.get_cancelled_exc_class():
             r.scope.cancel()
             raise
+
+    async def in_rounds(self, ctx: Any, params: types.InputResponseRequestParams, what: str,
+                        ask: Callable[[AgentQuestions], Any]) -> Any:
+        """A 2026-07-28 `resources/read` or `prompts/get` whose server may ask the agent
+        something, run as tools/call's rounds (gateway/rounds.py): `ask(inputs)` is the
+        upstream request, its questions going to `inputs`. Returns its result or an
+        `InputRequiredResult`; None when the request is not one for rounds (a handshake-era
+        agent, or one that can answer nothing and sent no `requestState`): run it plainly."""
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS or self.rounds.spawn is None:
+            return None
+        capabilities = _envelope_capabilities((ctx.params or {}).get("_meta"))
+        if params.request_state is None and not _answers(capabilities):
+            return None
+        if params.request_state is not None:
+            responses = {k: v.model_dump(by_alias=True, mode="json", exclude_none=True)
+                         for k, v in (params.input_responses or {}).items()}
+            r = self.rounds.resume(params.request_state, responses, ctx.method)
+            if (asked := current_request_log()) is not None:
+                asked.about += r.about
+        else:
+            def run(r: Round) -> Any:
+                return ask(self.questions(None, ctx.protocol_version, what=what, round=r, capabilities=capabilities))
+
+            r = self.rounds.start(run, ctx.method)
+        try:
+            answer = self.rounds.done(r, await r.next())
+        except anyio.get_cancelled_exc_class():
+            r.scope.cancel()
+            raise
+        if isinstance(answer, dict) and answer.get("resultType") == "input_required":
+            return types.InputRequiredResult.model_validate(answer)
+        return answer
 
     def init_options(self) -> Any:
         return self.server.create_initialization_options()
@@ -297,6 +338,10 @@ class GatewaySession:
 
     async def call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> Any:
         """The SDK's tools/call handler (every call `gateway/direct.py` does not take)."""
+        async with self.features.request_log(ctx):
+            return await self._call_tool(ctx, params)
+
+    async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> Any:
         self._remember(ctx)
         self.sdk_calls += 1
         progress: ProgressFn | None = None
