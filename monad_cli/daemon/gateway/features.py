@@ -233,18 +233,20 @@ class SessionFeatures:
             body["logger"] = logger
         return body
 
-    @contextlib.asynccontextmanager
-    async def request_log(self, ctx: Any) -> AsyncIterator[RequestLog | None]:
+    def request_log(self, ctx: Any) -> contextlib.AbstractAsyncContextManager[RequestLog | None]:
         """While a 2026-07-28 request that asked for log messages (`_meta`
         `io.modelcontextprotocol/logLevel`, server/utilities/logging) runs: the messages of
         the servers it reaches (`RequestLog.about`), at that level or above, go out on its
-        own response stream, and all of them before its answer. Yields None for any other
-        request (nothing to do)."""
+        own response stream, and all of them before its answer. Any other request: nothing
+        to do (a no-op context, on every read, get and call's path)."""
         meta = (ctx.params or {}).get("_meta") if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS else None
         level = meta.get(types.LOG_LEVEL_META_KEY) if isinstance(meta, dict) else None
         if level not in LEVELS:
-            yield None
-            return
+            return contextlib.nullcontext()
+        return self._request_log(ctx, level)
+
+    @contextlib.asynccontextmanager
+    async def _request_log(self, ctx: Any, level: str) -> AsyncIterator[RequestLog | None]:
         sink = RequestLog(level)
         token = _REQUEST_LOG.set(sink)
         self._request_logs.add(sink)
