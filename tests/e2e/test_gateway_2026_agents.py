@@ -7,7 +7,8 @@ clients of that era and `tests/servers/askserver.py`, which asks during `resourc
   refused naming the capability;
 - log messages reach a 2026-07-28 request that asked for them (`_meta` logLevel), at that
   level or above, on that request's stream, and no request that did not ask;
-- debug-level messages of a 2026-07-28 server reach its log file.
+- debug-level messages of a 2026-07-28 server reach its log file;
+- a server that does not announce list changes is not listed again for every read or get.
 """
 
 from __future__ import annotations
@@ -89,6 +90,9 @@ def test_a_servers_question_during_a_read_or_a_prompt_reaches_a_2026_agent(super
     outcomes = sorted((d["about"], d["outcome"]) for d in details)
     assert outcomes == [("ask://name", "answered"), ("ask://name", "refused"), ("ask__ask", "answered")], outcomes
     assert "Ada1" not in json.dumps(events)  # the answer itself is not journaled
+    # askserver announces no list changes: the gateway listed it once to route, not per request.
+    stderr = (monad_home / "logs" / "servers" / "ask.stderr.log").read_text()
+    assert stderr.count("askserver: resources/list") == 1 and stderr.count("askserver: prompts/list") == 1, stderr
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])

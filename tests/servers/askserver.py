@@ -11,11 +11,14 @@ for the gateway's tests of a 2026-07-28 agent's questions and log messages.
 
 It asks in its era's way: on a 2026-07-28 connection by an `InputRequiredResult` (the
 question keyed `name`, `requestState` `asked`), before by an `elicitation/create` request.
-A decline reads `hello nobody`.
+A decline reads `hello nobody`. Each resources/list and prompts/list writes a line to stderr
+(`askserver: resources/list`): it announces no list changes, so a client that lists for every
+read shows there.
 """
 
 from __future__ import annotations
 
+import sys
 import warnings
 from typing import Any
 
@@ -53,6 +56,7 @@ async def _log(ctx: Any, text: str) -> None:
 
 
 async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
+    print("askserver: resources/list", file=sys.stderr, flush=True)
     return types.ListResourcesResult(resources=[types.Resource(uri="ask://name", name="name"),
                                                 types.Resource(uri="ask://log", name="log")])
 
@@ -68,6 +72,7 @@ async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> An
 
 
 async def list_prompts(ctx: Any, params: Any) -> types.ListPromptsResult:
+    print("askserver: prompts/list", file=sys.stderr, flush=True)
     return types.ListPromptsResult(prompts=[types.Prompt(name="ask", description="Asks your name.")])
 
 
@@ -91,9 +96,11 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
 
 
 def main() -> None:
-    server = Server("askserver", on_list_resources=list_resources, on_read_resource=read_resource,
-                    on_list_prompts=list_prompts, on_get_prompt=get_prompt, on_list_tools=list_tools,
-                    on_call_tool=call_tool, on_set_logging_level=lambda ctx, params: _empty())
+    with warnings.catch_warnings():  # logging is deprecated at 2026-07-28 (SEP-2577), still served
+        warnings.simplefilter("ignore")
+        server = Server("askserver", on_list_resources=list_resources, on_read_resource=read_resource,
+                        on_list_prompts=list_prompts, on_get_prompt=get_prompt, on_list_tools=list_tools,
+                        on_call_tool=call_tool, on_set_logging_level=lambda ctx, params: _empty())
 
     async def run() -> None:
         async with stdio_server() as (read, write):
