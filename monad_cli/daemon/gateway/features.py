@@ -4,6 +4,7 @@ Each handler answers for the agent's view (its server filter and the servers' co
 as for tools) through the supervisor's `Catalog` (gateway/catalog.py), which routes to the
 server and journals reads and gets. What goes back to the agent:
 
+- resources/list, resources/templates/list, prompts/list: in pages (gateway/paging.py);
 - resources/list, resources/templates/list: every allowed server's, the server named in
   `_meta["monad/server"]` (per-server mode: the server's own items, untouched);
 - resources/read: routed by URI, then by template; -32002 when no server offers it;
@@ -14,7 +15,12 @@ server and journals reads and gets. What goes back to the agent:
 - completion/complete: to the server owning the prompt or template;
 - logging/setLevel (handshake era): this connection gets each server's
   `notifications/message` at that level or above, `logger` naming the server
-  (`server` or `server/logger`);
+  (`server` or `server/logger`); a 2026-07-28 request with `_meta`
+  `io.modelcontextprotocol/logLevel` gets those of the server it reaches while it runs, on
+  its own stream (`request_log`);
+- a server's questions during resources/read and prompts/get go to the agent whose request
+  it is, as during tools/call (gateway/questions.py; at 2026-07-28 in input_required rounds,
+  `GatewaySession.in_rounds`);
 - list changes of resources and prompts, like tools', reach every connection.
 """
 

@@ -10,7 +10,8 @@ same approval gate and the same journal row (`via: gateway`) as `monad mcp call`
   loaded, no server whose `condition` fails or that its filter leaves out), plus the
   `load_tools` meta-tool when anything is deferred, never a tool a tool filter hides (the
   servers', features/tools.toml's and this view's `--include-tools`/`--exclude-tools`).
-  Conditions are re-evaluated on every list and call.
+  Conditions are re-evaluated on every list and call. In pages of `gateway/paging.py`'s
+  `PAGE_SIZE` (`cursor`, `nextCursor`).
 - tools/call: `ToolService.call(..., via="gateway", approval={"mode": "wait"})`, through
   `call`, which both the SDK's handler and the stdio direct lane (`gateway/direct.py`, plain
   calls past the SDK's per-request machinery) run. A call that
