@@ -106,7 +106,12 @@ def test_log_messages_reach_the_2026_requests_that_asked(supervisor: Any, monad_
     from mcp_types import LoggingMessageNotificationParams
 
     _ask(monad_home, supervisor)
-    heard: dict[str, list[tuple[str, str | None, Any]]] = {"debug": [], "info": [], "none": []}
+    from mcp_types import ElicitResult
+
+    heard: dict[str, list[tuple[str, str | None, Any]]] = {"debug": [], "info": [], "none": [], "rounds": []}
+
+    async def elicit(context: Any, params: Any) -> ElicitResult:
+        return ElicitResult(action="accept", content={"name": "Ada"})
 
     def record(who: str) -> Any:
         async def callback(params: LoggingMessageNotificationParams) -> None:
@@ -124,6 +129,10 @@ def test_log_messages_reach_the_2026_requests_that_asked(supervisor: Any, monad_
             assert (await info.call_tool("ask__shout", {"text": "two"})).content[0].text == "shouted"
             assert (await none.call_tool("ask__shout", {"text": "three"})).content[0].text == "shouted"
             assert (await debug.read_resource("ask://log")).contents[0].text == "logged"
+            # An agent that can answer questions: its calls run in input_required rounds.
+            rounds = await _agent(stack, monad_home, url, headers, log_level="info", logging_callback=record("rounds"),
+                                  elicitation_callback=elicit)
+            assert (await rounds.call_tool("ask__shout", {"text": "four"})).content[0].text == "shouted"
 
     _run(monad_home, transport, main)
     # Each request's messages came on its own stream, before its answer (no wait needed).
@@ -131,6 +140,7 @@ def test_log_messages_reach_the_2026_requests_that_asked(supervisor: Any, monad_
                               ("debug", "ask/ask", "debug: read"), ("info", "ask/ask", "info: read")], heard
     assert heard["info"] == [("info", "ask/ask", "info: two")], heard
     assert heard["none"] == [], heard
+    assert heard["rounds"] == [("info", "ask/ask", "info: four")], heard
     # Every level reaches the server's log file, whoever asked (the actor's client asks at debug).
     log_file = monad_home / "logs" / "servers" / "ask.stderr.log"
     wait_for(lambda: "[notifications/message debug ask] debug: three" in log_file.read_text(), timeout=30)
