@@ -1,6 +1,7 @@
 """Bench: resources/read and prompts/get through the gateway (`monad mcp serve`, stdio)
 against the same requests on a direct SDK session (tests/servers/resourceserver.py). Prints
-medians, p99s and the added time; not a timed test.
+medians, p99s and the added time; not a timed test. The paths run interleaved, request by
+request, so a load that drifts meanwhile weighs on each alike.
 
     python bench/bench_features.py [-n 300]
 
@@ -19,11 +20,13 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import anyio
 from _util import load, monad_env, target
-from bench_gateway import p99, sequential
+from bench_gateway import p99
 from mcp import Client, StdioServerParameters
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,20 +40,31 @@ def gateway_params(home: str) -> StdioServerParameters:
 
 
 async def bench(home: str, n: int) -> dict[str, list[float]]:
-    results: dict[str, list[float]] = {}
-    for mode in ("auto", "legacy"):
-        async with Client(StdioServerParameters(command=sys.executable, args=[SERVER]), mode=mode) as direct:
-            results[f"resources/read, direct ({mode})"] = await sequential(
-                n, lambda: direct.read_resource("note://r/alpha"))
-            results[f"prompts/get, direct ({mode})"] = await sequential(
-                n, lambda: direct.get_prompt("greet", {"name": "Ada"}))
-            results[f"tools/call, direct ({mode})"] = await sequential(n, lambda: direct.call_tool("echo", ARGS))
-        async with Client(gateway_params(home), mode=mode) as gateway:
-            results[f"resources/read, gateway ({mode})"] = await sequential(
-                n, lambda: gateway.read_resource("note://r/alpha"))
-            results[f"prompts/get, gateway ({mode})"] = await sequential(
-                n, lambda: gateway.get_prompt("r__greet", {"name": "Ada"}))
-            results[f"tools/call, gateway ({mode})"] = await sequential(n, lambda: gateway.call_tool("r__echo", ARGS))
+    """Every path's latencies (ms), the paths interleaved request by request: on a loaded
+    machine the load drifts during a run, and each path sees the same drift."""
+    import contextlib
+
+    async with contextlib.AsyncExitStack() as stack:
+        sessions = {}
+        for mode in ("auto", "legacy"):
+            sessions[f"direct ({mode})"] = await stack.enter_async_context(
+                Client(StdioServerParameters(command=sys.executable, args=[SERVER]), mode=mode))
+            sessions[f"gateway ({mode})"] = await stack.enter_async_context(Client(gateway_params(home), mode=mode))
+
+        def requests(where: str, c: Client) -> dict[str, Callable[[], Awaitable[Any]]]:
+            prefix = "r__" if where.startswith("gateway") else ""
+            return {"resources/read": lambda: c.read_resource("note://r/alpha"),
+                    "prompts/get": lambda: c.get_prompt(f"{prefix}greet", {"name": "Ada"}),
+                    "tools/call": lambda: c.call_tool(f"{prefix}echo", ARGS)}
+
+        paths = {f"{what}, {where}": once for where, c in sessions.items() for what, once in requests(where, c).items()}
+        results: dict[str, list[float]] = {k: [] for k in paths}
+        for i in range(n + 30):  # the first 30 rounds warm up
+            for key, once in paths.items():
+                t = time.perf_counter()
+                await once()
+                if i >= 30:
+                    results[key].append((time.perf_counter() - t) * 1000)
     return results
 
 
@@ -83,7 +97,11 @@ def main() -> None:
             gw = statistics.median(results[f"{what}, gateway ({mode})"])
             target(f"gateway: {what} ({mode}), added per request", f"{gw - base:+.2f} ms",
                    f"{gw / base:.2f}x direct", "<= +1.0 ms", gw - base <= 1.0)
-
+        # monad speaks 2026-07-28 to this server whatever the agent's era: against a direct
+        # session of that era, what a 2025-11-25 agent's request adds is the gateway's own part.
+        upstream = statistics.median(results[f"{what}, direct (auto)"])
+        gw = statistics.median(results[f"{what}, gateway (legacy)"])
+        print(f"{what} (legacy agent) over a direct 2026-07-28 session (monad's upstream era): {gw - upstream:+.2f} ms")
 
 if __name__ == "__main__":
     main()

@@ -1,7 +1,7 @@
 """An SDK server (`MCPServer`, both eras) with resources, a template, a prompt and
 completions, and tools that change them and say so: for the gateway's tests and bench.
 
-    python resourceserver.py [--prefix P] [--log FILE] [--extra-file PATH]
+    python resourceserver.py [--prefix P] [--log FILE] [--extra-file PATH] [--many N]
 
 Resources: `note://P/alpha` and `note://P/beta` (text), the template `note://P/{name}` (any
 name reads `note <name>`). Prompt `greet(name)`; completion of `name` offers `Ada`, `Alan`.
@@ -13,6 +13,8 @@ resource and announces the list change.
 spawnlog_server.py: a test counts spawns without asking monad). `--extra-file PATH`: a JSON
 list of more note names read at start (a resource list that changes while monad has the
 server stopped).
+`--many N`: N more resources `note://P/many/<i>` and N more prompts `p<i>` (listings longer
+than a page).
 """
 
 from __future__ import annotations
@@ -24,12 +26,15 @@ import os
 import warnings
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.prompts import Prompt
+from mcp.server.mcpserver.resources import TextResource
 from mcp_types import Completion, PromptReference
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--prefix", default="r")
 ap.add_argument("--log", default=None)
 ap.add_argument("--extra-file", default=None)
+ap.add_argument("--many", type=int, default=0)
 args = ap.parse_args()
 P = args.prefix
 
@@ -58,6 +63,11 @@ def _register(name: str) -> None:
 
 for _name in list(notes):
     _register(_name)
+
+
+for _i in range(args.many):
+    app.add_resource(TextResource(uri=f"note://{P}/many/{_i:04d}", name=f"many{_i:04d}", text=f"many {_i}"))
+    app.add_prompt(Prompt.from_function(lambda: "many", name=f"p{_i:04d}"))
 
 
 @app.resource(f"note://{P}/dynamic/{{name}}", name="dynamic", mime_type="text/plain")

@@ -101,6 +101,7 @@ class Catalog:
         self._writer_due = False
         self._prompt_map: tuple[Any, NameMap] | None = None  # (the lists it was built from, the names)
         self._listed: dict[tuple[str, str], _Listed] = {}
+        self._last: dict[tuple[str, str], _Listed] = {}  # each server's last listing, kept or not
         self.log_level: str | None = None  # the lowest any agent asked for
         self._level_sent: dict[str, tuple[Any, str]] = {}
         self._reported: set[str] = set()
@@ -119,6 +120,7 @@ class Catalog:
         """Drop what `server` listed (it said its list changed)."""
         for kind in kinds:
             self._listed.pop((server, kind), None)
+            self._last.pop((server, kind), None)
 
     async def _fetch(self, actor: Any, kind: str) -> list[Any]:
         if not actor.live:  # idle: its cached lists, without starting it
@@ -146,11 +148,13 @@ class Catalog:
                 cursor = result.next_cursor
                 if not cursor:
                     break
-        # Kept only while the server would say it changed (listChanged), else asked again.
+        # Kept only while the server would say it changed (listChanged), else asked again;
+        # the last listing of either routes requests (`_last_owners`).
         family = caps.prompts if kind == "prompts" else caps.resources if caps is not None else None
+        uris = frozenset(str(r.uri) for r in items) if kind == "resources" else frozenset()
+        listed = self._last[(actor.name, kind)] = _Listed(client, items, uris)
         if family is not None and family.list_changed:
-            uris = frozenset(str(r.uri) for r in items) if kind == "resources" else frozenset()
-            self._listed[(actor.name, kind)] = _Listed(client, items, uris)
+            self._listed[(actor.name, kind)] = listed
         return items
 
     def _known_owners(self, uri: str, allowed: Allowed) -> list[str] | None:
@@ -238,12 +242,41 @@ class Catalog:
                 owners.setdefault(str(r.uri), []).append(server)
         return owners
 
+    def _last_owners(self, uri: str, allowed: Allowed) -> list[str] | None:
+        """The servers whose last listing (kept or not) has `uri`, else whose last listed
+        templates match it; None when a live server offering resources was not listed in its
+        current session yet (then only a listing can tell)."""
+        owners: list[str] = []
+        matching: list[str] = []
+        for actor in self._live(allowed):
+            caps = actor.capabilities
+            if caps is None or caps.resources is None:
+                continue
+            resources = self._last.get((actor.name, "resources"))
+            templates = self._last.get((actor.name, "templates"))
+            if resources is None or resources.client is not actor.client:
+                return None
+            if uri in resources.uris:
+                owners.append(actor.name)
+            elif templates is None or templates.client is not actor.client:
+                matching.append("")  # unknown: not routable from what was last listed
+            elif any(template_pattern(t.uri_template).fullmatch(uri) for t in templates.items):
+                matching.append(actor.name)
+        return owners or (matching if "" not in matching else None)
+
     async def route(self, uri: str, allowed: Allowed) -> str:
         """The server a URI belongs to: the one that listed it, else the one whose template
-        matches it. Raises MCPError: -32002 (no server offers it), -32602 (a collision)."""
+        matches it. Raises MCPError: -32002 (no server offers it), -32602 (a collision).
+
+        The last listings decide when they name one server (a server that does not announce
+        its list changes is not listed again for every read: an agent reads what a listing
+        showed it); otherwise the servers are listed again."""
         known = self._known_owners(uri, allowed)
         if known is not None and len(known) == 1:
             return known[0]  # the hot path: no listing, no task
+        last = self._last_owners(uri, allowed)
+        if last is not None and len(last) == 1:
+            return last[0]
         for fresh in (False, True):
             if fresh:
                 for actor in self._shown(allowed):
@@ -290,6 +323,13 @@ class Catalog:
         MCPError(-32602) for a name no server offers."""
         if single is not None:
             return single, name
+        if self._prompt_map is not None:
+            # The names the last prompts/list gave (the agent's name came from one): no listing
+            # per get, also from servers that do not announce their list changes.
+            entry = self._prompt_map[1].by_exposed.get(name)
+            actor = self.servers.get(entry.server) if entry is not None else None
+            if entry is not None and actor is not None and actor.live and allowed(entry.server):
+                return entry.server, entry.tool
         for fresh in (False, True):
             if fresh:
                 for actor in self._shown(allowed):

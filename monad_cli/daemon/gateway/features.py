@@ -4,6 +4,7 @@ Each handler answers for the agent's view (its server filter and the servers' co
 as for tools) through the supervisor's `Catalog` (gateway/catalog.py), which routes to the
 server and journals reads and gets. What goes back to the agent:
 
+- resources/list, resources/templates/list, prompts/list: in pages (gateway/paging.py);
 - resources/list, resources/templates/list: every allowed server's, the server named in
   `_meta["monad/server"]` (per-server mode: the server's own items, untouched);
 - resources/read: routed by URI, then by template; -32002 when no server offers it;
@@ -14,24 +15,34 @@ server and journals reads and gets. What goes back to the agent:
 - completion/complete: to the server owning the prompt or template;
 - logging/setLevel (handshake era): this connection gets each server's
   `notifications/message` at that level or above, `logger` naming the server
-  (`server` or `server/logger`);
+  (`server` or `server/logger`); a 2026-07-28 request with `_meta`
+  `io.modelcontextprotocol/logLevel` gets those of the server it reaches while it runs, on
+  its own stream (`request_log`);
+- a server's questions during resources/read and prompts/get go to the agent whose request
+  it is, as during tools/call (gateway/questions.py; at 2026-07-28 in input_required rounds,
+  `GatewaySession.in_rounds`);
 - list changes of resources and prompts, like tools', reach every connection.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
 import weakref
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.lowlevel
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ResourceUpdated
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from monad_cli.daemon.gateway.catalog import LEVELS, Catalog, level_at_least
+from monad_cli.daemon.gateway.catalog import LEVELS, Catalog, level_at_least, quiet_deprecated
+from monad_cli.daemon.gateway.paging import page
 from monad_cli.daemon.gateway.subscriptions import Subscriptions
 
 if TYPE_CHECKING:
@@ -50,6 +61,32 @@ def connection_of(ctx: Any) -> Any:
     return getattr(ctx.session, "_connection", None)
 
 
+LOG_QUEUE = 1000  # messages one request's stream may be behind by; more are dropped (the log file has them)
+
+
+class RequestLog:
+    """One 2026-07-28 request that asked for log messages at `level` or above: what it asked
+    about (`about`: the `AgentQuestions` of each upstream request it made, which know their
+    server) and the queue its response stream is fed from."""
+
+    def __init__(self, level: str) -> None:
+        self.level = level
+        self.about: list[Any] = []
+        self.send, self.receive = anyio.create_memory_object_stream[dict[str, Any]](LOG_QUEUE)
+
+    def servers(self) -> set[str]:
+        return {a.server for a in self.about if a.server}
+
+
+# The request in flight on this task that asked for log messages, for `GatewaySession.questions`
+# to tie each upstream request to (a 2026-07-28 call's rounds run in a task started from it).
+_REQUEST_LOG: contextvars.ContextVar[RequestLog | None] = contextvars.ContextVar("request_log", default=None)
+
+
+def current_request_log() -> RequestLog | None:
+    return _REQUEST_LOG.get()
+
+
 class SessionFeatures:
     """Resources, prompts, completion and logging for one gateway session.
 
@@ -61,7 +98,8 @@ class SessionFeatures:
     def __init__(self, catalog: Catalog, subscriptions: Subscriptions, *, allowed: Callable[[str], bool],
                  single: str | None,
                  bus: InMemorySubscriptionBus, listen: ListenHandler, connections: weakref.WeakSet[Any],
-                 on_level: Callable[[], Any], questions: Callable[..., Any] | None = None) -> None:
+                 on_level: Callable[[], Any], questions: Callable[..., Any] | None = None,
+                 rounds: Callable[..., Awaitable[Any]] | None = None) -> None:
         self.catalog = catalog
         self.subscriptions = subscriptions
         self.allowed = allowed
@@ -72,7 +110,9 @@ class SessionFeatures:
         self.log_levels: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
         self._on_level = on_level
         self.questions = questions or (lambda ctx, version, **about: None)
+        self.rounds = rounds  # a 2026-07-28 request's input_required rounds (GatewaySession.in_rounds)
         self._subscribed: weakref.WeakSet[Any] = weakref.WeakSet()  # connections holding subscriptions
+        self._request_logs: set[RequestLog] = set()  # 2026-07-28 requests in flight that asked for logs
 
     def _allowed(self, name: str) -> bool:
         return (self.single is None or name == self.single) and self.allowed(name)
@@ -81,20 +121,37 @@ class SessionFeatures:
     async def list_resources(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
         self._remember(ctx)
         items = await self.catalog.resources(self._allowed, tag=self.single is None)
-        return types.ListResourcesResult(resources=[types.Resource.model_validate(r) for r in items])
+        items, next_cursor = page("resources/list", items, _cursor(params))
+        return types.ListResourcesResult(resources=[types.Resource.model_validate(r) for r in items],
+                                         next_cursor=next_cursor)
 
     async def list_templates(self, ctx: Any,
                              params: types.PaginatedRequestParams | None) -> types.ListResourceTemplatesResult:
         self._remember(ctx)
         items = await self.catalog.templates(self._allowed, tag=self.single is None)
+        items, next_cursor = page("resources/templates/list", items, _cursor(params))
         return types.ListResourceTemplatesResult(
-            resource_templates=[types.ResourceTemplate.model_validate(t) for t in items])
+            resource_templates=[types.ResourceTemplate.model_validate(t) for t in items], next_cursor=next_cursor)
 
-    async def read_resource(self, ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+    async def read_resource(self, ctx: Any, params: types.ReadResourceRequestParams) -> Any:
         self._remember(ctx)
-        result = await self.catalog.read(str(params.uri), self._allowed, single=self.single,
-                                         inputs=self.questions(ctx, ctx.protocol_version, what=str(params.uri)))
-        return _without_server_info(result)
+        uri = str(params.uri)
+
+        def read(inputs: Any) -> Awaitable[types.ReadResourceResult]:
+            return self.catalog.read(uri, self._allowed, single=self.single, inputs=inputs)
+
+        async with self.request_log(ctx):
+            return _without_server_info(await self._ask(ctx, params, uri, read))
+
+    async def _ask(self, ctx: Any, params: types.InputResponseRequestParams, what: str,
+                   request: Callable[[Any], Awaitable[Any]]) -> Any:
+        """`request(inputs)`, the server's questions going to this agent: on the request's
+        channel (handshake era), or in input_required rounds (2026-07-28)."""
+        if self.rounds is not None:
+            answer = await self.rounds(ctx, params, what, request)
+            if answer is not None:
+                return answer
+        return await request(self.questions(ctx, ctx.protocol_version, what=what))
 
     async def subscribe(self, ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
         conn = self._remember(ctx)
@@ -144,13 +201,18 @@ class SessionFeatures:
     async def list_prompts(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
         self._remember(ctx)
         items = await self.catalog.prompts(self._allowed, single=self.single)
-        return types.ListPromptsResult(prompts=[types.Prompt.model_validate(p) for p in items])
+        items, next_cursor = page("prompts/list", items, _cursor(params))
+        return types.ListPromptsResult(prompts=[types.Prompt.model_validate(p) for p in items], next_cursor=next_cursor)
 
-    async def get_prompt(self, ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+    async def get_prompt(self, ctx: Any, params: types.GetPromptRequestParams) -> Any:
         self._remember(ctx)
-        result = await self.catalog.get_prompt(params.name, params.arguments, self._allowed, single=self.single,
-                                               inputs=self.questions(ctx, ctx.protocol_version, what=params.name))
-        return _without_server_info(result)
+
+        def get(inputs: Any) -> Awaitable[types.GetPromptResult]:
+            return self.catalog.get_prompt(params.name, params.arguments, self._allowed, single=self.single,
+                                           inputs=inputs)
+
+        async with self.request_log(ctx):
+            return _without_server_info(await self._ask(ctx, params, params.name, get))
 
     async def complete(self, ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
         self._remember(ctx)
@@ -168,16 +230,76 @@ class SessionFeatures:
         levels = list(self.log_levels.values())
         return min(levels, key=_rank) if levels else None
 
-    async def log_message(self, server: str, params: types.LoggingMessageNotificationParams) -> None:
-        """A server's log message to each connection of this session that asked for its level."""
-        if not self._allowed(server):
-            return
+    def _log_body(self, server: str, params: types.LoggingMessageNotificationParams) -> dict[str, Any]:
         logger = server if self.single is None else params.logger
         if self.single is None and params.logger:
             logger = f"{server}/{params.logger}"
         body: dict[str, Any] = {"level": params.level, "data": params.data}
         if logger:
             body["logger"] = logger
+        return body
+
+    def request_log(self, ctx: Any) -> contextlib.AbstractAsyncContextManager[RequestLog | None]:
+        """While a 2026-07-28 request that asked for log messages (`_meta`
+        `io.modelcontextprotocol/logLevel`, server/utilities/logging) runs: the messages of
+        the servers it reaches (`RequestLog.about`), at that level or above, go out on its
+        own response stream, and all of them before its answer. Any other request: nothing
+        to do (a no-op context, on every read, get and call's path)."""
+        meta = (ctx.params or {}).get("_meta") if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS else None
+        level = meta.get(types.LOG_LEVEL_META_KEY) if isinstance(meta, dict) else None
+        if level not in LEVELS:
+            return contextlib.nullcontext()
+        return self._request_log(ctx, level)
+
+    @contextlib.asynccontextmanager
+    async def _request_log(self, ctx: Any, level: str) -> AsyncIterator[RequestLog | None]:
+        sink = RequestLog(level)
+        token = _REQUEST_LOG.set(sink)
+        self._request_logs.add(sink)
+        session = ctx.session
+
+        async def drain() -> None:
+            async for body in sink.receive:
+                with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    await quiet_deprecated(partial(session.send_log_message, body["level"], body["data"],
+                                                   body.get("logger")))
+
+        failed: Exception | None = None
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(drain)
+                try:
+                    yield sink
+                except Exception as e:  # noqa: BLE001 - the request's own error, re-raised as itself (not in a group)
+                    failed = e
+                finally:
+                    # A message the server sent just before its answer is handled in a task the
+                    # SDK started before the answer's: one checkpoint lets it land here.
+                    await anyio.lowlevel.checkpoint()
+                    self._request_logs.discard(sink)
+                    sink.send.close()
+        finally:
+            _REQUEST_LOG.reset(token)
+        if failed is not None:
+            raise failed
+
+    def log_to_requests(self, server: str, params: types.LoggingMessageNotificationParams) -> None:
+        """A server's log message to this session's 2026-07-28 requests in flight to that server
+        that asked for its level (called as the message arrives: nothing is awaited)."""
+        if not self._request_logs or not self._allowed(server):
+            return
+        body = None
+        for sink in list(self._request_logs):
+            if level_at_least(params.level, sink.level) and server in sink.servers():
+                body = body or self._log_body(server, params)
+                with contextlib.suppress(anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    sink.send.send_nowait(body)
+
+    async def log_message(self, server: str, params: types.LoggingMessageNotificationParams) -> None:
+        """A server's log message to each connection of this session that asked for its level."""
+        if not self.log_levels or not self._allowed(server):
+            return
+        body = self._log_body(server, params)
         for conn, threshold in list(self.log_levels.items()):
             if level_at_least(params.level, threshold):
                 await conn.notify("notifications/message", body)
@@ -197,12 +319,18 @@ class SessionFeatures:
         return conn
 
 
+def _cursor(params: types.PaginatedRequestParams | None) -> str | None:
+    return params.cursor if params is not None else None
+
+
 def _rank(level: str) -> int:
     return LEVELS.index(level) if level in LEVELS else 0
 
 
 def _without_server_info(result: Any) -> Any:
     """The upstream server's identity stamp is not ours to pass on (the gateway stamps its own)."""
+    if isinstance(result, types.InputRequiredResult):
+        return result
     meta = result.meta
     if meta and types.SERVER_INFO_META_KEY in meta:
         result = result.model_copy(update={"meta": {k: v for k, v in meta.items()
@@ -210,4 +338,4 @@ def _without_server_info(result: Any) -> Any:
     return result
 
 
-__all__ = ["SessionFeatures", "connection_of"]
+__all__ = ["RequestLog", "SessionFeatures", "connection_of", "current_request_log"]

@@ -7,6 +7,9 @@ own era (a legacy `elicitation/create` request, or its own rounds, which the act
 drives), in the middle of one upstream call. So the gateway keeps that call running across
 the agent's rounds:
 
+The same holds for `resources/read` and `prompts/get`, whose servers may ask too; a
+`requestState` comes back with the method that got it.
+
 - the first tools/call starts the upstream call in a task of the gateway (`spawn`), not of
   the request, and answers with the first of: its result, or its first question as an
   `InputRequiredResult` whose `requestState` names the running call (a random token);
@@ -46,8 +49,10 @@ class _Question:
 class Round:
     """One upstream call an agent is answering questions for (see the module docstring)."""
 
-    def __init__(self, token: str, answer_timeout: float) -> None:
+    def __init__(self, token: str, answer_timeout: float, method: str = "tools/call") -> None:
         self.token = token
+        self.method = method  # the agent's request (tools/call, resources/read, prompts/get)
+        self.about: list[Any] = []  # the call's `AgentQuestions` (they know its server)
         self.answer_timeout = answer_timeout
         self.send, self.receive = anyio.create_memory_object_stream[tuple[str, Any]](64)
         self.questions: dict[str, _Question] = {}
@@ -79,9 +84,9 @@ class Round:
                 question.answer = response
                 question.answered.set()
 
-    async def next(self) -> dict[str, Any]:
-        """The call's result (a dict), or its next question as an `InputRequiredResult`
-        (wire shape). Re-raises what the call raised."""
+    async def next(self) -> Any:
+        """The call's result (what `run` returned), or its next question as an
+        `InputRequiredResult` (wire shape). Re-raises what the call raised."""
         kind, value = await self.receive.receive()
         if kind == "question":
             question = self.questions.get(value)
@@ -91,8 +96,7 @@ class Round:
                     "requestState": self.token}
         if kind == "error":
             raise value
-        result: dict[str, Any] = value
-        return result
+        return value
 
 
 class Rounds:
@@ -110,14 +114,15 @@ class Rounds:
             if r.finished_at is not None and now - r.finished_at > KEEP_FINISHED_S:
                 del self.calls[token]
 
-    def start(self, run: Callable[[Round], Awaitable[dict[str, Any]]]) -> Round:
+    def start(self, run: Callable[[Round], Awaitable[Any]], method: str = "tools/call") -> Round:
         """Run `run(round)` (the upstream call, its questions going to `round.ask`) in a task
-        of the gateway; returns the round to take its answers from."""
+        of the gateway; returns the round to take its answers from. `method`: the agent's
+        request, which a `requestState` must come back with."""
         if self.spawn is None:
             raise MCPError(types.INTERNAL_ERROR, "the gateway cannot keep a call across input_required rounds here")
         self._tidy()
         token = secrets.token_urlsafe(18)
-        r = self.calls[token] = Round(token, self.answer_timeout)
+        r = self.calls[token] = Round(token, self.answer_timeout, method)
 
         async def go() -> None:
             outcome: tuple[str, Any] = ("error", MCPError(types.INTERNAL_ERROR, "the call was cancelled"))
@@ -132,19 +137,24 @@ class Rounds:
         self.spawn(go)
         return r
 
-    def resume(self, token: str, responses: dict[str, Any] | None) -> Round:
+    def resume(self, token: str, responses: dict[str, Any] | None, method: str = "tools/call") -> Round:
         """The running call `token` names, with the agent's answers handed over. Raises
-        MCPError(-32602) for a token this session does not know (or no longer)."""
+        MCPError(-32602) for a token this session does not know (or no longer), or one
+        another method's request gave."""
         r = self.calls.get(token)
+        if r is not None and r.method != method:
+            raise MCPError(types.INVALID_PARAMS, f"requestState names a {r.method} in progress, not a {method}; "
+                                                 f"send it back with the request that got it")
         if r is None:
             raise MCPError(types.INVALID_PARAMS, "requestState names no call this gateway session is running "
                                                  "(unknown, or finished more than 5 minutes ago)")
         r.answer(responses or {})
         return r
 
-    def done(self, r: Round, answer: dict[str, Any]) -> dict[str, Any]:
-        """`answer` is the call's last: forget the call."""
-        if answer.get("resultType") != "input_required":
+    def done(self, r: Round, answer: Any) -> Any:
+        """Unless `answer` asks again (an `input_required` dict), it is the call's last:
+        forget the call."""
+        if not (isinstance(answer, dict) and answer.get("resultType") == "input_required"):
             self.calls.pop(r.token, None)
         return answer
 

@@ -135,7 +135,10 @@ class Gateway:
             self.catalog.forget(actor.name, ("prompts",))
             self._spawn(self.notify_changed, "prompts")
         elif isinstance(root, types.LoggingMessageNotification) and self.sessions:
-            self._spawn(self._log_message, actor.name, root.params)
+            for session in list(self.sessions):  # 2026-07-28 requests that asked: before their answer
+                session.features.log_to_requests(actor.name, root.params)
+            if any(session.features.log_levels for session in self.sessions):
+                self._spawn(self._log_message, actor.name, root.params)
 
     async def _log_message(self, server: str, params: types.LoggingMessageNotificationParams) -> None:
         for session in list(self.sessions):

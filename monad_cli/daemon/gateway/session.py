@@ -10,7 +10,8 @@ same approval gate and the same journal row (`via: gateway`) as `monad mcp call`
   loaded, no server whose `condition` fails or that its filter leaves out), plus the
   `load_tools` meta-tool when anything is deferred, never a tool a tool filter hides (the
   servers', features/tools.toml's and this view's `--include-tools`/`--exclude-tools`).
-  Conditions are re-evaluated on every list and call.
+  Conditions are re-evaluated on every list and call. In pages of `gateway/paging.py`'s
+  `PAGE_SIZE` (`cursor`, `nextCursor`).
 - tools/call: `ToolService.call(..., via="gateway", approval={"mode": "wait"})`, through
   `call`, which both the SDK's handler and the stdio direct lane (`gateway/direct.py`, plain
   calls past the SDK's per-request machinery) run. A call that
@@ -52,7 +53,8 @@ from monad_cli.core.hello import GatewayView
 from monad_cli.core.redact import scrub_data
 from monad_cli.daemon.gateway.catalog import Catalog, quiet_deprecated
 from monad_cli.daemon.gateway.direct import DirectCalls
-from monad_cli.daemon.gateway.features import SessionFeatures
+from monad_cli.daemon.gateway.features import SessionFeatures, connection_of, current_request_log
+from monad_cli.daemon.gateway.paging import page
 from monad_cli.daemon.gateway.policy import (
     LOAD_TOOLS,
     LoadedTools,
@@ -102,6 +104,21 @@ def _answers(capabilities: Any) -> bool:
     return isinstance(capabilities, dict) and any(k in capabilities for k in ("elicitation", "sampling", "roots"))
 
 
+async def before_initialize(ctx: Any, call_next: Any) -> Any:
+    """Server middleware: the SDK refuses a request before `initialize` on a handshake-era
+    connection with a bare -32602 "Invalid request parameters"; the agent gets what to do."""
+    try:
+        return await call_next(ctx)
+    except MCPError as e:
+        conn = connection_of(ctx) if e.error.code == types.INVALID_PARAMS and not e.error.data else None
+        if conn is None or conn.initialize_accepted:
+            raise
+        raise MCPError(types.INVALID_PARAMS, f"{ctx.method} before initialize: send `initialize` (and "
+                                             f"notifications/initialized) first (MCP spec, basic/lifecycle), "
+                                             f"or speak 2026-07-28 with the `_meta` envelope on each request",
+                       ctx.method) from None
+
+
 def _text_result(text: str, *, error: bool) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "isError": error}
 
@@ -138,7 +155,8 @@ class GatewaySession:
         self.subscriptions = subscriptions or Subscriptions(self.catalog, spawn=spawn)
         self.features = SessionFeatures(self.catalog, self.subscriptions, allowed=self.allowed, single=self.single,
                                         bus=self.bus, listen=self.listen, connections=self.legacy_connections,
-                                        on_level=on_level or no_level, questions=self.questions)
+                                        on_level=on_level or no_level, questions=self.questions,
+                                        rounds=self.in_rounds)
         f = self.features
         # logging/setLevel is deprecated at 2026-07-28 (SEP-2577), the SDK warns of it; the
         # handshake-era agents that use it are what it is here for.
@@ -159,6 +177,7 @@ class GatewaySession:
             self.server.middleware.clear()
         else:
             self.server.middleware.append(recorder.middleware(transport))
+        self.server.middleware.append(before_initialize)
         self.lane: DirectCalls | None = None
         self.sdk_calls = 0  # tools/calls the SDK's server handled (the rest: `lane.taken`)
 
@@ -179,8 +198,14 @@ class GatewaySession:
         """The handler of a server's questions during this agent request (`ctx`, a
         direct-lane call's `lane`, or a 2026-07-28 call's `round` with the request's
         `capabilities`; gateway/questions.py) about `what` (a tool, prompt or URI) of `server`."""
-        return AgentQuestions(ctx, self.tools.journal, protocol_version=protocol_version, server=server, what=what,
-                              lane=lane, round=round, capabilities=capabilities)
+        inputs = AgentQuestions(ctx, self.tools.journal, protocol_version=protocol_version, server=server,
+                                what=what, lane=lane, round=round, capabilities=capabilities)
+        # What a 2026-07-28 request that asked for log messages reaches: its servers' messages go to it.
+        if (asked := current_request_log()) is not None:
+            asked.about.append(inputs)
+        if round is not None:
+            round.about.append(inputs)
+        return inputs
 
     async def call_in_rounds(self, name: str, arguments: dict[str, Any] | None, protocol_version: str, *,
                              capabilities: Any, request_state: str | None = None,
@@ -192,6 +217,8 @@ class GatewaySession:
         it while it waits cancels the call."""
         if request_state is not None:
             r = self.rounds.resume(request_state, input_responses)
+            if (asked := current_request_log()) is not None:
+                asked.about += r.about
         else:
             def run(r: Round) -> Any:
                 inputs = self.questions(None, protocol_version, what=name, round=r, capabilities=capabilities)
@@ -203,6 +230,38 @@ class GatewaySession:
         except anyio.get_cancelled_exc_class():
             r.scope.cancel()
             raise
+
+    async def in_rounds(self, ctx: Any, params: types.InputResponseRequestParams, what: str,
+                        ask: Callable[[AgentQuestions], Any]) -> Any:
+        """A 2026-07-28 `resources/read` or `prompts/get` whose server may ask the agent
+        something, run as tools/call's rounds (gateway/rounds.py): `ask(inputs)` is the
+        upstream request, its questions going to `inputs`. Returns its result or an
+        `InputRequiredResult`; None when the request is not one for rounds (a handshake-era
+        agent, or one that can answer nothing and sent no `requestState`): run it plainly."""
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS or self.rounds.spawn is None:
+            return None
+        capabilities = _envelope_capabilities((ctx.params or {}).get("_meta"))
+        if params.request_state is None and not _answers(capabilities):
+            return None
+        if params.request_state is not None:
+            responses = {k: v.model_dump(by_alias=True, mode="json", exclude_none=True)
+                         for k, v in (params.input_responses or {}).items()}
+            r = self.rounds.resume(params.request_state, responses, ctx.method)
+            if (asked := current_request_log()) is not None:
+                asked.about += r.about
+        else:
+            def run(r: Round) -> Any:
+                return ask(self.questions(None, ctx.protocol_version, what=what, round=r, capabilities=capabilities))
+
+            r = self.rounds.start(run, ctx.method)
+        try:
+            answer = self.rounds.done(r, await r.next())
+        except anyio.get_cancelled_exc_class():
+            r.scope.cancel()
+            raise
+        if isinstance(answer, dict) and answer.get("resultType") == "input_required":
+            return types.InputRequiredResult.model_validate(answer)
+        return answer
 
     def init_options(self) -> Any:
         return self.server.create_initialization_options()
@@ -249,8 +308,9 @@ class GatewaySession:
                                          environ=self.environ, server_filter=self.view.server_filter)}
         if offers_load_tools(available, deferred_servers=(), deferred_globs=policy["deferred_globs"]):
             listed.append(load_tools_tool(available, deferred_servers=(), deferred_globs=policy["deferred_globs"]))
+        listed, next_cursor = page("tools/list", listed, params.cursor if params is not None else None)
         # The model, not a dict: it carries the 2026-07-28 cache fields (ttlMs, cacheScope).
-        return types.ListToolsResult(tools=[types.Tool.model_validate(t) for t in listed])
+        return types.ListToolsResult(tools=[types.Tool.model_validate(t) for t in listed], next_cursor=next_cursor)
 
     async def _load_tools(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """The `load_tools` meta-tool: local to the session (no upstream call, no approval)."""
@@ -279,6 +339,10 @@ class GatewaySession:
 
     async def call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> Any:
         """The SDK's tools/call handler (every call `gateway/direct.py` does not take)."""
+        async with self.features.request_log(ctx):
+            return await self._call_tool(ctx, params)
+
+    async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> Any:
         self._remember(ctx)
         self.sdk_calls += 1
         progress: ProgressFn | None = None

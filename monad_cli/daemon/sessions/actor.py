@@ -688,9 +688,9 @@ class ServerActor:
                         message_handler=self._on_message, extensions=self.ctx.client_extensions(self),
                         elicitation_callback=self.inputs.callback(self.ctx.elicitation_callback(self)),
                         sampling_callback=self.inputs.sampling_callback, list_roots_callback=self.inputs.roots_callback,
-                        # 2026-07-28 servers log only within requests that opt in: info and up
-                        # reach the server's log file (and agents that asked), as on legacy.
-                        log_level="info")
+                        # 2026-07-28 servers log only within requests that opt in: every level
+                        # reaches the server's log file (and the agents that asked for it).
+                        log_level="debug")
         self._phase = "negotiating the protocol version (server/discover, initialize)"
         async with client:
             self._phase = "listing tools"

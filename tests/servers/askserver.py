@@ -1,0 +1,117 @@
+"""An MCP test server (the SDK's lowlevel `Server`, stdio, both eras) that asks its client
+something during `resources/read` and `prompts/get`, and logs at every level when asked:
+for the gateway's tests of a 2026-07-28 agent's questions and log messages.
+
+    python askserver.py
+
+- resource `ask://name`: asks the client's name (a form elicitation) and reads `hello <name>`;
+- prompt `ask`: asks the same and answers `Hello, <name>!`;
+- tool `shout(text)` and the read of `ask://log`: send `text` (or `read`) as one log message
+  at debug and one at info (logger `ask`) during the request, then answer.
+
+It asks in its era's way: on a 2026-07-28 connection by an `InputRequiredResult` (the
+question keyed `name`, `requestState` `asked`), before by an `elicitation/create` request.
+A decline reads `hello nobody`. Each resources/list and prompts/list writes a line to stderr
+(`askserver: resources/list`): it announces no list changes, so a client that lists for every
+read shows there.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server import Server
+from mcp.server.stdio import stdio_server
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+QUESTION = "What is your name?"
+SCHEMA: dict[str, Any] = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+
+
+async def _name(ctx: Any, params: Any) -> str | types.InputRequiredResult:
+    """The client's answer, or (2026-07-28, first round) the question to return."""
+    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        answer = (params.input_responses or {}).get("name")
+        if answer is None:
+            ask = types.ElicitRequest(params=types.ElicitRequestFormParams(message=QUESTION, requested_schema=SCHEMA))
+            return types.InputRequiredResult(input_requests={"name": ask}, request_state="asked")
+        result = types.ElicitResult.model_validate(answer.model_dump(by_alias=True, exclude_none=True))
+    else:
+        result = await ctx.session.elicit_form(QUESTION, SCHEMA, related_request_id=ctx.request_id)
+    if result.action != "accept" or not result.content:
+        return "nobody"
+    return str(result.content.get("name"))
+
+
+async def _log(ctx: Any, text: str) -> None:
+    with warnings.catch_warnings():  # logging is deprecated at 2026-07-28 (SEP-2577), still served
+        warnings.simplefilter("ignore")
+        for level in ("debug", "info"):
+            await ctx.session.send_log_message(level, f"{level}: {text}", logger="ask",
+                                               related_request_id=ctx.request_id)
+
+
+async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
+    print("askserver: resources/list", file=sys.stderr, flush=True)
+    return types.ListResourcesResult(resources=[types.Resource(uri="ask://name", name="name"),
+                                                types.Resource(uri="ask://log", name="log")])
+
+
+async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> Any:
+    if str(params.uri) == "ask://log":
+        await _log(ctx, "read")
+        return types.ReadResourceResult(contents=[types.TextResourceContents(uri="ask://log", text="logged")])
+    name = await _name(ctx, params)
+    if isinstance(name, types.InputRequiredResult):
+        return name
+    return types.ReadResourceResult(contents=[types.TextResourceContents(uri="ask://name", text=f"hello {name}")])
+
+
+async def list_prompts(ctx: Any, params: Any) -> types.ListPromptsResult:
+    print("askserver: prompts/list", file=sys.stderr, flush=True)
+    return types.ListPromptsResult(prompts=[types.Prompt(name="ask", description="Asks your name.")])
+
+
+async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> Any:
+    name = await _name(ctx, params)
+    if isinstance(name, types.InputRequiredResult):
+        return name
+    return types.GetPromptResult(messages=[types.PromptMessage(
+        role="user", content=types.TextContent(type="text", text=f"Hello, {name}!"))])
+
+
+async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+    return types.ListToolsResult(tools=[types.Tool(
+        name="shout", input_schema={"type": "object", "properties": {"text": {"type": "string"}}})])
+
+
+async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    text = str((params.arguments or {}).get("text", ""))
+    await _log(ctx, text)
+    return types.CallToolResult(content=[types.TextContent(type="text", text="shouted")])
+
+
+def main() -> None:
+    with warnings.catch_warnings():  # logging is deprecated at 2026-07-28 (SEP-2577), still served
+        warnings.simplefilter("ignore")
+        server = Server("askserver", on_list_resources=list_resources, on_read_resource=read_resource,
+                        on_list_prompts=list_prompts, on_get_prompt=get_prompt, on_list_tools=list_tools,
+                        on_call_tool=call_tool, on_set_logging_level=lambda ctx, params: _empty())
+
+    async def run() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    anyio.run(run)
+
+
+async def _empty() -> types.EmptyResult:
+    return types.EmptyResult()
+
+
+if __name__ == "__main__":
+    main()
