@@ -278,6 +278,13 @@ class ServerActor:
                 and (self.state in (State.CONNECTING, State.BACKOFF) or self.state in LIVE))
 
     @property
+    def needs_authorization(self) -> bool:
+        """Its OAuth grant lapsed: `needs-auth`, or about to be (a refresh or a token failed
+        under the live session, which is ending). A call may start the authorization
+        (trust/authorization.py)."""
+        return self.state == State.NEEDS_AUTH or (self.live and self._auth_reason is not None)
+
+    @property
     def listed(self) -> bool:
         """Its tools are listed though no session is open: an on-demand server, idle."""
         return self.state == State.IDLE

@@ -10,6 +10,9 @@ them). Progress goes out as `authorize` events; on success the grant is journale
 from the Studio and the server reconnects, exactly as after `monad mcp authorize`.
 
 One run per server: asking again cancels the previous run (its tab was probably closed).
+A tool call to a server in `needs-auth` joins the run in progress instead, or starts one
+(`join`, `finished`: authorization on demand, trust/authorization.py); its journal row
+names the call that started it.
 """
 
 from __future__ import annotations
@@ -57,7 +60,9 @@ class Run:
     expires_in: float | None = None
     message: str | None = None
     scope: str | None = None
+    started_by: str = "from the Studio"  # who started it, for its journal row
     ready: anyio.Event = field(default_factory=anyio.Event)
+    ended: anyio.Event = field(default_factory=anyio.Event)
     cancel_scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
 
     @property
@@ -90,6 +95,30 @@ class AuthorizeRuns:
         with anyio.move_on_after(READY_TIMEOUT_S):
             await run.ready.wait()
         return run.view()
+
+    async def join(self, name: str, *, why: str, timeout: float = FLOW_TIMEOUT_S) -> dict[str, Any]:
+        """The run of `name` in progress (another call, or the page, started it), or a new
+        one started by `why` (a tool call); returns its view as `start` does."""
+        run = self.runs.get(name)
+        if run is None or run.finished:
+            run = Run(name, started_by=f"on demand by {why}")
+            self.runs[name] = run
+            self._publish(run)
+            self.deps.start_soon(lambda: self._run(run, timeout))
+        with anyio.move_on_after(READY_TIMEOUT_S):
+            await run.ready.wait()
+        return run.view()
+
+    async def finished(self, name: str) -> dict[str, Any]:
+        """Wait for the run of `name` to end (done, failed or cancelled); its last view.
+        A run asked for again meanwhile (`start` replaced it) is followed to its end too."""
+        while True:
+            run = self.runs.get(name)
+            if run is None:
+                return {"name": name, "phase": "cancelled", "message": "no authorization is in progress"}
+            await run.ended.wait()
+            if self.runs.get(name) is run:
+                return run.view()
 
     def view(self, name: str) -> dict[str, Any] | None:
         run = self.runs.get(name)
@@ -133,9 +162,10 @@ class AuthorizeRuns:
                 outcome = await run_authorize(self.deps.paths, name, flow=None, open_browser=False, scopes=[],
                                               client_id=None, say=say, timeout=timeout)
                 run.phase, run.flow, run.scope = "done", outcome.flow, outcome.scope
-                self.deps.record(name, f"authorized from the Studio ({outcome.flow} flow, scope: "
+                self.deps.record(name, f"authorized {run.started_by} ({outcome.flow} flow, scope: "
                                        f"{outcome.scope or '(none)'})",
-                                 {"via": "studio", "flow": outcome.flow, "scope": outcome.scope,
+                                 {"via": "studio" if run.started_by == "from the Studio" else "on-demand",
+                                  "flow": outcome.flow, "scope": outcome.scope,
                                   "expiresAt": outcome.expires_at,
                                   "authorizationServer": outcome.authorization_server})
                 self.deps.reconnect(name)
@@ -148,4 +178,5 @@ class AuthorizeRuns:
             run.phase, run.message = "failed", self.deps.scrub(f"internal error: {type(e).__name__}: {e}")
         finally:
             run.ready.set()
+            run.ended.set()
             self._publish(run)
