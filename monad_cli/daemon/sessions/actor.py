@@ -173,6 +173,7 @@ class ServerActor:
         self._scope: anyio.CancelScope | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self._auth_reason: str | None = None
+        self._lapsed = False  # the grant lapsed under the live session, which is ending for it
         self.inputs = InputRouter(name)
         self._phase = ""
         self._refresh: ToolRefresh | None = None
@@ -211,6 +212,7 @@ class ServerActor:
         """The OAuth provider cannot authorize requests any more: end the session and wait in
         `needs-auth` (`end_session=False`, a refused step-up: only a connect failing on it)."""
         self._auth_reason = reason
+        self._lapsed = self._lapsed or end_session
         if self.live and end_session:  # while connecting, the failed connect carries the reason
             self._wakeup("needs-auth")
 
@@ -282,7 +284,7 @@ class ServerActor:
         """Its OAuth grant lapsed: `needs-auth`, or about to be (a refresh or a token failed
         under the live session, which is ending). A call may start the authorization
         (trust/authorization.py)."""
-        return self.state == State.NEEDS_AUTH or (self.live and self._auth_reason is not None)
+        return self.state == State.NEEDS_AUTH or self._lapsed
 
     @property
     def listed(self) -> bool:
@@ -508,6 +510,7 @@ class ServerActor:
         self._wake = anyio.Event()
         self._wake_reason = None
         self._auth_reason = None
+        self._lapsed = False
         kicked, self.start_wanted = self.start_wanted, False  # this attempt answers the calls waiting now
         self.attempt = self.backoff.consecutive + 1
         what = "starting" if spec.transport == "stdio" else "connecting"
