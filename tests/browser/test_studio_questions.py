@@ -1,0 +1,102 @@
+"""A server's questions during a call made from the Studio's Try form, in Chromium (Playwright
+driving Debian's chromium) against the real supervisor and a real SDK server that asks
+(`tests/servers/askserver.py`): a form's typed fields, a URL with its host in bold, the
+answer sent back to the server; sampling refused with the reason; axe-core on the dialogs.
+And the Authorize card of a call waiting for its server's authorization
+(tests/servers/oauth_as.py): its link is the authorization server's URL, and the call goes on
+once the tokens arrive."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.auth_helpers import OAUTH_AS
+from tests.browser.test_studio_tools_page import _open, _try, expect
+from tests.browser.test_studio_ux import _axe_problems
+from tests.conftest import SERVERS, wait_state, write_atom
+from tests.studio_helpers import browser, context, page
+
+pytestmark = [pytest.mark.e2e, pytest.mark.browser]
+__all__ = ["browser", "context", "page"]  # fixtures, used by name
+ASKSERVER = str(SERVERS / "askserver.py")
+
+
+def test_try_asks_a_servers_form_and_refuses_sampling(monad: Any, page: Any, monad_home: Path) -> None:
+    write_atom(monad_home, "ask", f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([ASKSERVER])}\n"
+                                  'timeout = 60\n[trust]\nautoApproveTools = ["ask__signup", '
+                                  '"ask__summarize"]\n')
+    assert monad("daemon", "start").code == 0
+    try:
+        wait_state(monad, "ask", "connected", timeout=60)
+        _open(monad, page)
+        problems: list[str] = []
+
+        # Form mode: one typed field per property; the typed answer reaches the server.
+        panel = _try(page, "ask__signup")
+        panel.get_by_role("button", name="Call").click()
+        dialog = page.get_by_role("dialog", name="ask asks (during ask__signup)")
+        expect(dialog).to_be_visible(timeout=30_000)
+        expect(dialog).to_contain_text("Sign up for the example service")
+        problems += _axe_problems(page, "a form question")
+        dialog.get_by_label("name", exact=True).fill("Ada")
+        expect(dialog.get_by_label("age", exact=True)).to_have_attribute("type", "number")  # typed
+        dialog.get_by_role("button", name="Send answer").click()
+        expect(dialog.get_by_label("age", exact=True)).to_have_attribute("aria-invalid", "true")  # required
+        dialog.get_by_label("age", exact=True).fill("36")
+        dialog.get_by_label("newsletter", exact=True).check()
+        dialog.get_by_role("button", name="Send answer").click()
+        expect(dialog).to_be_hidden()
+        expect(panel.get_by_role("region", name="Result of ask__signup")).to_contain_text(
+            "action: accept; name=Ada; age=36; newsletter=True", timeout=30_000)
+
+        # Sampling: no model in a page; refused, the server told why.
+        panel = _try(page, "ask__summarize")
+        panel.get_by_label("text", exact=True).fill("a long text")
+        panel.get_by_role("button", name="Call").click()
+        expect(panel.get_by_role("status")).to_contain_text("the Studio answers forms and URLs", timeout=30_000)
+        assert problems == [], problems
+    finally:
+        monad("daemon", "stop")
+
+
+def test_a_call_waiting_for_authorization_shows_an_authorize_card(monad: Any, page: Any, monad_home: Path,
+                                                                  servers: Any) -> None:
+    import httpx2
+
+    base = servers.start(OAUTH_AS)
+    write_atom(monad_home, "remote", f'transport = "http"\nurl = "{base}/mcp"\n'
+                                     'trust = {autoApproveTools = ["remote__echo"]}\n')
+    assert monad("daemon", "start").code == 0
+    try:
+        wait_state(monad, "remote", "needs-auth", timeout=60)
+        _open(monad, page)
+        import subprocess
+
+        # A call from the terminal-less API that waits: the Studio's card is the one way to answer.
+        env_call = subprocess.Popen(
+            [sys.executable, "-c", "import sys, json; from monad_cli.cli.control import ControlClient; "
+             "from monad_cli.core.paths import paths; print(json.dumps(ControlClient(paths(), timeout=None).post("
+             "'/v1/tools/call', {'name': 'remote__echo', 'arguments': {'text': 'after the card'}, 'via': 'studio', "
+             "'approval': {'mode': 'wait', 'timeout': 60}})))"],
+            stdout=subprocess.PIPE, text=True, env={**__import__("os").environ, "MONAD_HOME": str(monad_home)})
+        card = page.get_by_role("article", name="Authorization for remote__echo")
+        expect(card).to_be_visible(timeout=30_000)
+        expect(card.locator(".url-host strong")).to_have_text(base.removeprefix("http://"))
+        link = card.get_by_role("link", name="Authorize remote")
+        href = link.get_attribute("href")
+        assert href is not None and href.startswith(f"{base}/authorize?")
+        problems = _axe_problems(page, "an Authorize card")
+        assert problems == [], problems
+        # The browser leg (the new tab's), then the call goes on and the card goes.
+        with httpx2.Client(follow_redirects=True, timeout=30) as http:
+            assert http.get(href).status_code == 200
+        out, _ = env_call.communicate(timeout=60)
+        assert json.loads(out)["content"][0]["text"] == "after the card"
+        expect(card).to_be_hidden()
+    finally:
+        monad("daemon", "stop")
