@@ -66,7 +66,15 @@ def test_try_asks_a_servers_form_and_refuses_sampling(monad: Any, page: Any, mon
 
 def test_a_call_waiting_for_authorization_shows_an_authorize_card(monad: Any, page: Any, monad_home: Path,
                                                                   servers: Any) -> None:
-    import httpx2
+    """An agent's gateway call to a server in `needs-auth`: the agent only says it will open
+    the URL; the person authorizes from the Studio's card instead (Chromium follows the link
+    to the authorization server, which redirects to the supervisor's loopback callback), and
+    the agent's call goes on."""
+    import threading
+
+    import anyio
+
+    from tests.e2e.test_auth_on_demand import _agent_call
 
     base = servers.start(OAUTH_AS)
     write_atom(monad_home, "remote", f'transport = "http"\nurl = "{base}/mcp"\n'
@@ -75,28 +83,27 @@ def test_a_call_waiting_for_authorization_shows_an_authorize_card(monad: Any, pa
     try:
         wait_state(monad, "remote", "needs-auth", timeout=60)
         _open(monad, page)
-        import subprocess
-
-        # A call from the terminal-less API that waits: the Studio's card is the one way to answer.
-        env_call = subprocess.Popen(
-            [sys.executable, "-c", "import sys, json; from monad_cli.cli.control import ControlClient; "
-             "from monad_cli.core.paths import paths; print(json.dumps(ControlClient(paths(), timeout=None).post("
-             "'/v1/tools/call', {'name': 'remote__echo', 'arguments': {'text': 'after the card'}, 'via': 'studio', "
-             "'approval': {'mode': 'wait', 'timeout': 60}})))"],
-            stdout=subprocess.PIPE, text=True, env={**__import__("os").environ, "MONAD_HOME": str(monad_home)})
+        asked: list[str] = []
+        answers: list[Any] = []
+        agent = threading.Thread(target=lambda: answers.append(
+            anyio.run(lambda: _agent_call(monad_home, asked, follow=False))))
+        agent.start()
         card = page.get_by_role("article", name="Authorization for remote__echo")
         expect(card).to_be_visible(timeout=30_000)
+        expect(card).to_contain_text("an agent, through the gateway")
         expect(card.locator(".url-host strong")).to_have_text(base.removeprefix("http://"))
         link = card.get_by_role("link", name="Authorize remote")
         href = link.get_attribute("href")
         assert href is not None and href.startswith(f"{base}/authorize?")
         problems = _axe_problems(page, "an Authorize card")
         assert problems == [], problems
-        # The browser leg (the new tab's), then the call goes on and the card goes.
-        with httpx2.Client(follow_redirects=True, timeout=30) as http:
-            assert http.get(href).status_code == 200
-        out, _ = env_call.communicate(timeout=60)
-        assert json.loads(out)["content"][0]["text"] == "after the card"
-        expect(card).to_be_hidden()
+        with page.context.expect_page() as opened:
+            link.click()
+        tab = opened.value
+        tab.wait_for_load_state()
+        expect(card).to_be_hidden(timeout=30_000)  # the tokens arrived: the call goes on
+        agent.join(timeout=60)
+        assert answers == [(False, "hello through the gateway")], answers
+        assert asked == [href]  # the agent was shown the same URL
     finally:
         monad("daemon", "stop")

@@ -52,9 +52,11 @@ def _on_demand_rows(monad: Any) -> list[dict[str, Any]]:
 
 
 async def _agent_call(home: Path, asked: list[str], *, follow: bool = True,
-                      elicitation: bool = True, flags: tuple[str, ...] = ()) -> tuple[bool, str]:
-    """One gateway call of `remote__echo` by an SDK agent whose elicitation callback follows
-    a URL-mode question's URL (`follow`); returns (isError, text)."""
+                      elicitation: bool = True, flags: tuple[str, ...] = (),
+                      mode: str = "legacy") -> tuple[bool, str]:
+    """One gateway call of `remote__echo` by an SDK agent (`mode`: `legacy`, or `auto` for a
+    2026-07-28 agent, asked through `input_required`) whose elicitation callback follows a
+    URL-mode question's URL (`follow`); returns (isError, text)."""
     from mcp import Client
     from mcp_types import ElicitResult
 
@@ -65,18 +67,19 @@ async def _agent_call(home: Path, asked: list[str], *, follow: bool = True,
         return ElicitResult(action="accept")
 
     kwargs = {"elicitation_callback": elicit} if elicitation else {}
-    async with Client(_serve(home, *flags), mode="legacy", **kwargs) as agent:
+    async with Client(_serve(home, *flags), mode=mode, **kwargs) as agent:
         result = await agent.call_tool("remote__echo", {"text": "hello through the gateway"})
     return bool(result.is_error), " ".join(getattr(c, "text", "") for c in result.content)
 
 
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
 def test_a_gateway_call_to_a_server_in_needs_auth_authorizes_it_and_goes_on(supervisor: Any, monad_home: Path,
-                                                                           servers: Any) -> None:
+                                                                           servers: Any, mode: str) -> None:
     base = servers.start(OAUTH_AS)
     _remote(monad_home, base)
     wait_state(supervisor, "remote", "needs-auth", timeout=60)
     asked: list[str] = []
-    is_error, text = anyio.run(_agent_call, monad_home, asked)
+    is_error, text = anyio.run(lambda: _agent_call(monad_home, asked, mode=mode))
     assert (is_error, text) == (False, "hello through the gateway")
     assert len(asked) == 1 and asked[0].startswith(f"{base}/authorize?"), asked
     assert stats(base)["code_exchange"] == 1
@@ -102,6 +105,12 @@ def test_an_agent_without_url_elicitation_is_told_to_run_authorize(supervisor: A
     assert "\n" not in text.strip()
     steps = [r["detail"]["step"] for r in _on_demand_rows(supervisor)]
     assert steps == ["started", "refused"], steps
+    # `monad mcp call` without a terminal cannot show the URL either: one line, exit 1.
+    r = supervisor("mcp", "call", "remote__echo", "--arg", "text=x", "--yes")
+    assert r.code == 1 and "run `monad mcp authorize remote`, or open http://" in r.err, r
+    assert len(r.err.strip().splitlines()) == 1 and "Traceback" not in r.err, r
+    calls = supervisor("journal", "--calls", "--json").json()
+    assert [c["outcome"] for c in calls if c.get("exposed") == "remote__echo"] == ["refused", "refused"], calls
     # The URL the agent was given still works: following it authorizes the server.
     url = re.search(r"(http://\S+/authorize\?\S+)", text)
     assert url is not None
