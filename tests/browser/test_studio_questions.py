@@ -26,9 +26,9 @@ __all__ = ["browser", "context", "page"]  # fixtures, used by name
 ASKSERVER = str(SERVERS / "askserver.py")
 
 
-def test_try_asks_a_servers_form_and_refuses_sampling(monad: Any, page: Any, monad_home: Path) -> None:
+def test_try_asks_a_servers_form_and_url_and_refuses_sampling(monad: Any, page: Any, monad_home: Path) -> None:
     write_atom(monad_home, "ask", f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([ASKSERVER])}\n"
-                                  'timeout = 60\n[trust]\nautoApproveTools = ["ask__signup", '
+                                  'timeout = 60\n[trust]\nautoApproveTools = ["ask__signup", "ask__connect", '
                                   '"ask__summarize"]\n')
     assert monad("daemon", "start").code == 0
     try:
@@ -54,11 +54,30 @@ def test_try_asks_a_servers_form_and_refuses_sampling(monad: Any, page: Any, mon
         expect(panel.get_by_role("region", name="Result of ask__signup")).to_contain_text(
             "action: accept; name=Ada; age=36; newsletter=True", timeout=30_000)
 
+        # URL mode: the whole URL, its host in bold, a link the person may follow; the page
+        # opens nothing itself, and the action goes back.
+        panel = _try(page, "ask__connect")
+        panel.get_by_role("button", name="Call").click()
+        dialog = page.get_by_role("dialog", name="ask asks (during ask__connect)")
+        expect(dialog).to_be_visible(timeout=30_000)
+        expect(dialog.locator(".url-host strong")).to_have_text("calendar.example.com")
+        expect(dialog).to_contain_text("https://calendar.example.com/connect?session=e42")
+        link = dialog.get_by_role("link", name="Open the page")
+        expect(link).to_have_attribute("href", "https://calendar.example.com/connect?session=e42")
+        expect(link).to_have_attribute("rel", "noopener noreferrer")
+        problems += _axe_problems(page, "a URL question")
+        assert len(page.context.pages) == 1  # nothing opened
+        dialog.get_by_role("button", name="I opened it").click()
+        expect(panel.get_by_role("region", name="Result of ask__connect")).to_contain_text("action: accept",
+                                                                                            timeout=30_000)
+
         # Sampling: no model in a page; refused, the server told why.
         panel = _try(page, "ask__summarize")
         panel.get_by_label("text", exact=True).fill("a long text")
         panel.get_by_role("button", name="Call").click()
-        expect(panel.get_by_role("status")).to_contain_text("the Studio answers forms and URLs", timeout=30_000)
+        expect(panel.get_by_role("region", name="Result of ask__summarize")).to_contain_text(
+            "the Studio answers forms and URLs (elicitation/create), not `sampling/createMessage`",
+            timeout=30_000)
         assert problems == [], problems
     finally:
         monad("daemon", "stop")
