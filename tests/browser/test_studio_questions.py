@@ -79,6 +79,12 @@ def test_try_asks_a_servers_form_and_url_and_refuses_sampling(monad: Any, page: 
             "the Studio answers forms and URLs (elicitation/create), not `sampling/createMessage`",
             timeout=30_000)
         assert problems == [], problems
+        # Each question is journaled with its outcome, never the answer's content.
+        events = [e for e in monad("journal", "--server", "ask", "--json").json() if e["kind"] == "question"]
+        seen = [(e["detail"]["about"], e["detail"]["outcome"], e["detail"].get("action")) for e in events]
+        assert sorted(seen) == [("ask__connect", "answered", "accept"), ("ask__signup", "answered", "accept"),
+                                ("ask__summarize", "refused", None)], seen
+        assert "Ada" not in json.dumps(events)
     finally:
         monad("daemon", "stop")
 

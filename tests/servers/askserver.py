@@ -56,7 +56,7 @@ async def summarize(text: str, ctx: Context) -> str:
     try:
         result = await ctx.session.create_message(
             messages=[SamplingMessage(role="user", content=TextContent(type="text", text=text))], max_tokens=20)
-    except Exception as e:  # noqa: BLE001 - the refusal is the answer the test reads
+    except Exception as e:  # the refusal is the answer the test reads
         return f"refused: {e}"
     return f"summary: {getattr(result.content, 'text', result.content)}"
 

@@ -111,6 +111,15 @@ class ProgressStream:
         self.scrub = scrub
         self.questions = questions if body.get("questions") else None
 
+    def _note(self, method: str, outcome: str, **detail: Any) -> None:
+        """The journal event `question` of a question asked of this caller, as the gateway
+        writes one for an agent's (gateway/questions.py): never the answer's content."""
+        try:
+            self.svc.journal.record("question", server=self.name.partition("__")[0], detail={
+                "method": method, "outcome": outcome, "about": self.name, "via": self.via, **detail})
+        except Exception:  # a journal that cannot be written must not fail the question
+            log.exception("journal write failed")
+
     def _outcome(self, exc: BaseException) -> dict[str, Any]:
         if isinstance(exc, ApprovalRequired):  # not an error: the caller asks the person
             return {"approvalRequired": scrub_data(exc.pending.as_dict(), self.scrub)}
@@ -136,8 +145,17 @@ class ProgressStream:
             questions = self.questions
 
             async def inputs(request: dict[str, Any]) -> dict[str, Any]:
-                return await questions.ask(send_line.send, self.name, request,
-                                           asker="the Studio" if self.via == "studio" else "`monad mcp call`")
+                from monad_cli.daemon.trust.inputs import InputRefused
+
+                method = str(request.get("method"))
+                try:
+                    answer = await questions.ask(send_line.send, self.name, request,
+                                                 asker="the Studio" if self.via == "studio" else "`monad mcp call`")
+                except InputRefused as e:
+                    self._note(method, "refused", reason=str(e))
+                    raise
+                self._note(method, "answered", **({"action": answer["action"]} if "action" in answer else {}))
+                return answer
 
         async def run() -> None:
             try:
