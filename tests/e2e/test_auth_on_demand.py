@@ -29,7 +29,7 @@ pytestmark = pytest.mark.e2e
 
 def _remote(home: Path, base: str) -> None:
     write_atom(home, "remote", f'transport = "http"\nurl = "{base}/mcp"\n'
-                               'trust = {autoApproveTools = ["remote__echo"]}\n')
+                               'trust = {autoApproveTools = ["remote__echo", "remote__append"]}\n')
 
 
 def _follow(url: str) -> int:
@@ -53,7 +53,7 @@ def _on_demand_rows(monad: Any) -> list[dict[str, Any]]:
 
 async def _agent_call(home: Path, asked: list[str], *, follow: bool = True,
                       elicitation: bool = True, flags: tuple[str, ...] = (),
-                      mode: str = "legacy") -> tuple[bool, str]:
+                      mode: str = "legacy", tool: str = "echo") -> tuple[bool, str]:
     """One gateway call of `remote__echo` by an SDK agent (`mode`: `legacy`, or `auto` for a
     2026-07-28 agent, asked through `input_required`) whose elicitation callback follows a
     URL-mode question's URL (`follow`); returns (isError, text)."""
@@ -68,7 +68,7 @@ async def _agent_call(home: Path, asked: list[str], *, follow: bool = True,
 
     kwargs = {"elicitation_callback": elicit} if elicitation else {}
     async with Client(_serve(home, *flags), mode=mode, **kwargs) as agent:
-        result = await agent.call_tool("remote__echo", {"text": "hello through the gateway"})
+        result = await agent.call_tool(f"remote__{tool}", {"text": "hello through the gateway"})
     return bool(result.is_error), " ".join(getattr(c, "text", "") for c in result.content)
 
 
@@ -186,19 +186,39 @@ def test_monad_mcp_call_prints_the_url_and_waits_then_a_lapsed_refresh_reauthori
     assert "from the terminal" in shown.split("[c]ancel:")[-1], shown
     wait_state(supervisor, "remote", "connected")
 
-    # The grant is revoked and the access token expires: the refresh fails under the call.
-    post(base, "/_revoke")
+    # The grant is revoked and the access token expires: the refresh is refused under a call
+    # of `append`, a tool without hints: it fails saying so and is not sent again (whether
+    # the server ran it is unknown to monad); the next call authorizes the server.
     atom = monad_home / "atoms" / "mcp" / "remote.toml"
-    wait_for(lambda: time.time() > _expires_at(atom), timeout=15)
+
+    def lapse() -> None:
+        post(base, "/_revoke")
+        wait_for(lambda: time.time() > _expires_at(atom), timeout=15)
+
+    lapse()
     asked: list[str] = []
+    is_error, text = anyio.run(lambda: _agent_call(monad_home, asked, tool="append"))
+    assert is_error and "its authorization lapsed during the call of `remote__append`" in text, text
+    assert "it is not sent again" in text and asked == []
+    assert stats(base)["appended"] == []  # its request was refused (401): it never ran
+    wait_state(supervisor, "remote", "needs-auth")
     is_error, text = anyio.run(_agent_call, monad_home, asked)
-    assert (is_error, text) == (False, "hello through the gateway")
-    assert len(asked) == 1
-    assert stats(base)["refresh_rejected"] >= 1 and stats(base)["code_exchange"] == 2
+    assert (is_error, text) == (False, "hello through the gateway") and len(asked) == 1
+    assert stats(base)["code_exchange"] == 2
+
+    # Again, under a call of `echo` (read-only): authorized on demand and sent again.
+    wait_state(supervisor, "remote", "connected")
+    lapse()
+    is_error, text = anyio.run(_agent_call, monad_home, asked)
+    assert (is_error, text) == (False, "hello through the gateway") and len(asked) == 2
+    s = stats(base)
+    assert s["refresh_rejected"] == 2 and s["code_exchange"] == 3, s
     steps = [r["detail"]["step"] for r in _on_demand_rows(supervisor)]
-    assert steps == ["started", "done", "started", "done"], steps
+    assert steps == ["started", "done"] * 3, steps
     calls = supervisor("journal", "--calls", "--json").json()
-    assert [c["outcome"] for c in calls if c.get("exposed") == "remote__echo"] == ["ok", "ok"], calls
+    outcomes = [(c["exposed"], c["outcome"]) for c in calls if c.get("exposed", "").startswith("remote__")]
+    assert sorted(outcomes) == [("remote__append", "error"), ("remote__echo", "ok"), ("remote__echo", "ok"),
+                                ("remote__echo", "ok")], outcomes
     assert_no_sentinel(monad_home, shown, text, json.dumps(calls))
 
 

@@ -442,9 +442,12 @@ class ToolService:
     async def _send(self, actor: ToolServer, tool: Tool, exposed: str, arguments: dict[str, Any], *, via: str,
                     approval: dict[str, Any], progress: ProgressFn | None,
                     inputs: InputHandler | None) -> Any:
-        """tools/call on `actor`; when the server's grant lapsed under this very call (its
-        refresh was refused: the server answered 401 and never ran the tool), authorize it
-        on demand and send the call once more."""
+        """tools/call on `actor`. When the server's grant lapses under the call (a refresh
+        refused, the session ending for it), the call failed; it is sent again once the server
+        is authorized on demand only if the tool says doing so is harmless (`readOnlyHint` or
+        `idempotentHint`, MCP spec, server/tools "Tool Annotations"): the lapse may have come
+        from another request while this one ran. Otherwise it fails with
+        AuthorizationRequired, and the next call authorizes the server."""
         try:
             return await actor.call_tool(tool.name, arguments, progress=progress, inputs=inputs)
         except anyio.get_cancelled_exc_class():
@@ -452,6 +455,12 @@ class ToolService:
         except Exception:
             if self._lapsed(exposed) is not actor:
                 raise
+        hints = tool.annotations
+        if hints is None or not (hints.read_only_hint or hints.idempotent_hint):
+            raise AuthorizationRequired(
+                f"server `{actor.name}`: its authorization lapsed during the call of `{exposed}` (see `monad mcp "
+                f"status {actor.name}`); whether the server ran it is unknown, so it is not sent again; call it "
+                f"again to authorize the server, or run `monad mcp authorize {actor.name}`") from None
         log.info("call to %s: the grant of server %s lapsed under it; authorizing on demand", exposed, actor.name)
         await self._authorize_first(exposed, via=via, approval=approval, inputs=inputs)
         actor, tool = await self._ready(exposed)
