@@ -22,7 +22,7 @@ import httpx2
 import pytest
 
 from tests.auth_helpers import OAUTH_AS, assert_no_sentinel, post, stats
-from tests.conftest import wait_for, wait_state, write_atom
+from tests.conftest import TESTSERVER, wait_for, wait_state, write_atom
 
 pytestmark = pytest.mark.e2e
 
@@ -116,6 +116,22 @@ def test_an_agent_without_url_elicitation_is_told_to_run_authorize(supervisor: A
     assert url is not None
     assert _follow(url.group(1)) == 200
     wait_state(supervisor, "remote", "connected")
+
+
+def test_a_view_that_does_not_serve_the_server_never_starts_its_authorization(supervisor: Any, monad_home: Path,
+                                                                              servers: Any) -> None:
+    """`monad mcp serve local` serves one other server: a call naming `remote__echo` is
+    refused by the view, and no authorization starts."""
+    base = servers.start(OAUTH_AS)
+    _remote(monad_home, base)
+    write_atom(monad_home, "local", f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([TESTSERVER])}\n")
+    wait_state(supervisor, "remote", "needs-auth", timeout=60)
+    wait_state(supervisor, "local", "connected", timeout=60)
+    asked: list[str] = []
+    is_error, text = anyio.run(lambda: _agent_call(monad_home, asked, flags=("local",)))
+    assert is_error and asked == [], text
+    assert _on_demand_rows(supervisor) == []
+    assert stats(base)["authorize"] == 0
 
 
 def test_an_authorization_nobody_finishes_times_out_like_an_approval(supervisor: Any, monad_home: Path,
