@@ -21,7 +21,7 @@ import anyio
 import httpx2
 import pytest
 
-from tests.auth_helpers import OAUTH_AS, assert_no_sentinel, post, stats
+from tests.auth_helpers import DEVICE_AS, OAUTH_AS, assert_no_sentinel, post, stats
 from tests.conftest import TESTSERVER, wait_for, wait_state, write_atom
 
 pytestmark = pytest.mark.e2e
@@ -116,6 +116,37 @@ def test_an_agent_without_url_elicitation_is_told_to_run_authorize(supervisor: A
     assert url is not None
     assert _follow(url.group(1)) == 200
     wait_state(supervisor, "remote", "connected")
+
+
+def test_a_device_flow_server_shows_the_agent_its_verification_url_and_code(supervisor: Any, monad_home: Path,
+                                                                            servers: Any) -> None:
+    """`auth.flow = "device"` (RFC 8628): the agent is shown the verification URL, the code
+    in the message; the person approves on another device (the test server approves after a
+    pending poll) and the call goes on."""
+    from mcp import Client
+    from mcp_types import ElicitResult
+
+    base = servers.start(DEVICE_AS, "--device", "--interval", "0.2", "--poll-script", "pending,ok")
+    write_atom(monad_home, "remote", f'transport = "http"\nurl = "{base}/mcp"\n'
+                                     'auth = {mode = "oauth", flow = "device"}\n'
+                                     'trust = {autoApproveTools = ["remote__echo"]}\n')
+    wait_state(supervisor, "remote", "needs-auth", timeout=60)
+    shown: list[tuple[str, str]] = []
+
+    async def elicit(context: Any, params: Any) -> ElicitResult:
+        shown.append((params.url, params.message))
+        return ElicitResult(action="accept")
+
+    async def main() -> Any:
+        async with Client(_serve(monad_home), mode="legacy", elicitation_callback=elicit) as agent:
+            return await agent.call_tool("remote__echo", {"text": "after the device"})
+
+    result = anyio.run(main)
+    assert not result.is_error and result.content[0].text == "after the device", result
+    [(url, message)] = shown
+    assert url.startswith(f"{base}/device") and "WDJB-MJHT" in message, shown
+    assert stats(base)["polls"] == 2
+    assert_no_sentinel(monad_home, message)
 
 
 def test_a_view_that_does_not_serve_the_server_never_starts_its_authorization(supervisor: Any, monad_home: Path,
