@@ -69,7 +69,7 @@ class StudioHub:
         self.studio: Studio | None = None
         self.authorize = AuthorizeRuns(AuthorizeDeps(
             paths=sup.paths, scrub=sup.scrub, publish=self.publish, record=self._record_auth,
-            reconnect=self._reconnect, start_soon=sup.start_soon))
+            reconnect=self._reconnect, start_soon=sup.start_soon, reload=sup.reconcile))
         # Calls to a server whose grant lapsed join these runs, and show as Authorize cards.
         sup.tool_service.authorization.flows = self.authorize
         sup.tool_service.authorization.listeners.append(self.publish)
