@@ -182,6 +182,60 @@ def test_an_authorization_nobody_finishes_times_out_like_an_approval(supervisor:
     assert steps == ["started", "timeout"], steps
 
 
+def test_two_agents_share_one_authorization_and_a_caller_that_leaves_is_journaled(supervisor: Any,
+                                                                                 monad_home: Path,
+                                                                                 servers: Any) -> None:
+    """Two agents call the server in `needs-auth` at once: one flow, one code exchange, both
+    shown the same URL; only one follows it and both calls go on. Then (logged out) an agent
+    that gives up while its call waits: the call is journaled `cancelled`, so is the wait."""
+    base = servers.start(OAUTH_AS)
+    _remote(monad_home, base)
+    wait_state(supervisor, "remote", "needs-auth", timeout=60)
+    asked_a: list[str] = []
+    asked_b: list[str] = []
+    results: dict[str, Any] = {}
+
+    async def both() -> None:
+        async def b() -> None:
+            results["b"] = await _agent_call(monad_home, asked_b, follow=False)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(b)
+            # A's question comes once B's call has joined the run (B's own question is out).
+            while not asked_b:
+                await anyio.sleep(0.05)
+            results["a"] = await _agent_call(monad_home, asked_a)
+
+    anyio.run(both)
+    assert results == {"a": (False, "hello through the gateway"), "b": (False, "hello through the gateway")}
+    assert asked_a == asked_b and len(asked_a) == 1
+    s = stats(base)
+    assert s["authorize"] == 1 and s["code_exchange"] == 1, s
+
+    assert supervisor("mcp", "logout", "remote").code == 0
+    wait_state(supervisor, "remote", "needs-auth")
+    asked: list[str] = []
+
+    async def leave() -> None:
+        with anyio.move_on_after(60) as scope:
+            async def watch() -> None:
+                while not asked:
+                    await anyio.sleep(0.05)
+                scope.cancel()  # the agent gives up once it was shown the URL
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(watch)
+                await _agent_call(monad_home, asked, follow=False)
+
+    anyio.run(leave)
+    assert len(asked) == 1
+    rows = wait_for(lambda: [r for r in _on_demand_rows(supervisor) if r["detail"]["step"] == "cancelled"])
+    assert rows[0]["detail"]["exposed"] == "remote__echo"
+    calls = wait_for(lambda: [c for c in supervisor("journal", "--calls", "--json").json()
+                              if c.get("outcome") == "cancelled"])
+    assert "waiting for the server's authorization" in calls[0]["decidedBy"], calls
+
+
 def _on_a_terminal_following(argv: list[str], env: dict[str, str], *, timeout: float = 120) -> tuple[int, str]:
     """Run `argv` on a pseudo-terminal; when it shows an authorization URL, open it (the
     browser leg) and answer the question `y`. Returns (exit code, what the terminal showed)."""

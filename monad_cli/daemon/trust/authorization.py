@@ -91,7 +91,8 @@ def _url_of(view: dict[str, Any]) -> str | None:
 
 class OnDemandAuthorization:
     """Owns the calls waiting for an authorization (`waiting`, by id) and tells `listeners`
-    `("authorization.pending", waiting.as_dict())` and `("authorization.closed", {id, outcome})`.
+    `("authorization.pending", waiting.as_dict())` and `("authorization.closed", {id, outcome})`
+    (`done`, `timeout`, `failed` or `cancelled`: the caller left).
     `flows` is set by whoever runs the authorization flows (the control API's Studio hub);
     without it a call is refused with the command to run."""
 
@@ -162,6 +163,12 @@ class OnDemandAuthorization:
             outcome = "done"
             self._note(name, f"authorization on demand: tokens arrived; the call of `{exposed}` goes on",
                        exposed=exposed, via=via, step="done")
+        except anyio.get_cancelled_exc_class():
+            outcome = "cancelled"
+            with anyio.CancelScope(shield=True):
+                self._note(name, f"authorization on demand: the caller of `{exposed}` left while it waited",
+                           exposed=exposed, via=via, step="cancelled")
+            raise
         finally:
             self.waiting.pop(waiting.id, None)
             self._tell("authorization.closed", {"id": waiting.id, "outcome": outcome})

@@ -517,10 +517,12 @@ class ToolService:
         arguments = arguments or {}
         actor_: ToolServer | None = None
         tool_: Tool | None = None
+        waiting_for = "for the server's authorization"
         try:
             if not isinstance(arguments, dict):
                 raise InvalidInput(f"tool `{exposed}`: arguments must be a JSON object")
             await self._authorize_first(exposed, via=via, approval=approval, inputs=inputs)
+            waiting_for = "for the server to come back"
             actor_, tool_ = actor, tool = await self._ready(exposed)
             check_caller(tool.meta, exposed=exposed, server=actor.name, app_of=app_of)
             why = hidden_by(exposed, tool.name, tool_rules(actor, self.tool_globs(), include, exclude))
@@ -535,7 +537,7 @@ class ToolService:
                 self._journal_refusal(exposed, arguments, via, exc, actor_, tool_)
             raise
         except anyio.get_cancelled_exc_class():
-            waited = "for approval" if tool_ is not None else "for the server to come back"
+            waited = "for approval" if tool_ is not None else waiting_for
             with anyio.CancelScope(shield=True):
                 cid = self.calls.start(server=actor_.name if actor_ else exposed.partition("__")[0],
                                        tool=tool_.name if tool_ else exposed.partition("__")[2] or exposed,
