@@ -122,6 +122,13 @@ def test_a_call_waiting_for_authorization_shows_an_authorize_card(monad: Any, pa
         assert href is not None and href.startswith(f"{base}/authorize?")
         problems = _axe_problems(page, "an Authorize card")
         assert problems == [], problems
+        # The server's own Authorize (as the MCP servers view asks it) joins the call's run:
+        # the same URL, not a second flow that would leave the card's link stale.
+        from monad_cli.cli.control import ControlClient
+        from monad_cli.core.paths import paths
+
+        run = ControlClient(paths(), timeout=60).post("/v1/mcp-servers/remote/authorize", {})
+        assert run["url"] == href, run
         with page.context.expect_page() as opened:
             link.click()
         tab = opened.value

@@ -9,8 +9,9 @@ is the supervisor's) or the device code and verification URL (RFC 8628 §3.3: th
 them). Progress goes out as `authorize` events; on success the grant is journaled as made
 from the Studio and the server reconnects, exactly as after `monad mcp authorize`.
 
-One run per server: asking again cancels the previous run (its tab was probably closed).
-A tool call to a server in `needs-auth` joins the run in progress instead, or starts one
+One run per server: asking again cancels the previous run (its tab was probably closed),
+unless a tool call started it. A tool call to a server in `needs-auth` joins the run in
+progress, or starts one
 (`join`, `finished`: authorization on demand, trust/authorization.py); its journal row
 names the call that started it.
 """
@@ -86,8 +87,14 @@ class AuthorizeRuns:
 
     async def start(self, name: str, *, timeout: float = FLOW_TIMEOUT_S) -> dict[str, Any]:
         """Start authorizing `name`; returns the run once the page has something to show
-        (a URL, a device code, or the failure), at most after `READY_TIMEOUT_S`."""
+        (a URL, a device code, or the failure), at most after `READY_TIMEOUT_S`. A run a
+        tool call started and waits for is joined, not replaced: its URL is the one the
+        call's Authorize card and its caller show."""
         old = self.runs.get(name)
+        if old is not None and not old.finished and old.started_by != "from the Studio":
+            with anyio.move_on_after(READY_TIMEOUT_S):
+                await old.ready.wait()
+            return old.view()
         if old is not None and not old.finished:
             old.cancel_scope.cancel()
         run = Run(name)
