@@ -149,6 +149,32 @@ def test_a_device_flow_server_shows_the_agent_its_verification_url_and_code(supe
     assert_no_sentinel(monad_home, message)
 
 
+def test_a_per_server_entry_calls_by_the_servers_own_name_and_authorizes(supervisor: Any, monad_home: Path,
+                                                                          servers: Any) -> None:
+    """`monad mcp serve remote` (one server, its own tool names): `echo` of a server never
+    authorized starts its authorization and goes on."""
+    from mcp import Client
+    from mcp_types import ElicitResult
+
+    base = servers.start(OAUTH_AS)
+    _remote(monad_home, base)
+    wait_state(supervisor, "remote", "needs-auth", timeout=60)
+    asked: list[str] = []
+
+    async def elicit(context: Any, params: Any) -> ElicitResult:
+        asked.append(params.url)
+        assert await anyio.to_thread.run_sync(_follow, params.url) == 200
+        return ElicitResult(action="accept")
+
+    async def main() -> Any:
+        async with Client(_serve(monad_home, "remote"), mode="legacy", elicitation_callback=elicit) as agent:
+            return await agent.call_tool("echo", {"text": "by its own name"})
+
+    result = anyio.run(main)
+    assert not result.is_error and result.content[0].text == "by its own name", result
+    assert len(asked) == 1
+
+
 def test_a_view_that_does_not_serve_the_server_never_starts_its_authorization(supervisor: Any, monad_home: Path,
                                                                               servers: Any) -> None:
     """`monad mcp serve local` serves one other server: a call naming `remote__echo` is

@@ -336,7 +336,11 @@ class GatewaySession:
         if name == LOAD_TOOLS:
             return await self._load_tools(arguments or {})
         if self.single is not None:  # the server's own name -> its exposed name
-            name = self.tools.name_map().exposed_name(self.single, name) or name
+            exposed = self.tools.name_map().exposed_name(self.single, name)
+            actor = self.tools.servers.get(self.single) if exposed is None else None
+            # A server waiting for authorization lists nothing to map by: a call names it
+            # `server__tool`, which starts its authorization (trust/authorization.py).
+            name = exposed or (f"{self.single}__{name}" if actor is not None and actor.needs_authorization else name)
         inputs.server = self.tools.server_of(name)
         inputs.what = name
         refused = self._refusal(name)
