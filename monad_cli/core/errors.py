@@ -122,6 +122,22 @@ class ToolHidden(CallRefused):
     code = "tool_hidden"
 
 
+class AuthorizationRequired(CallRefused):
+    """A call to a server that waits for authorization (`needs-auth`) could not start it:
+    its caller cannot be shown the authorization URL, declined it, or the flow could not
+    start. The message says to run `monad mcp authorize NAME` (docs/gateway.md)."""
+
+    code = "authorization_required"
+
+
+class AuthorizationTimeout(AuthorizationRequired):
+    """The tokens of an authorization started by a call did not arrive within the call's
+    approval timeout."""
+
+    code = "authorization_timeout"
+    exit_code = ExitCode.TIMEOUT
+
+
 class ToolCallFailed(MonadError):
     """The upstream server failed a request (an MCP error, a timeout, a broken answer)."""
 
@@ -179,7 +195,7 @@ class ConnectionClosed(MonadError):
 KINDS: tuple[type[MonadError], ...] = (
     MonadError, InvalidInput, ConfigError, NotFound, Conflict, NotConnected, QueueFull, CallRefused,
     ApprovalTimeout, NotRegistered, ToolHidden, ToolCallFailed, AuthError, LockTimeout, DiskFull, Unavailable,
-    SupervisorNotRunning, ConnectionClosed,
+    SupervisorNotRunning, ConnectionClosed, AuthorizationRequired, AuthorizationTimeout,
 )
 """Every kind, each with its own `code` (a test checks they are unique)."""
 

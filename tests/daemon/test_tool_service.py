@@ -60,6 +60,7 @@ class Session:
     live: bool = True
     restarting: bool = False
     listed: bool = False
+    needs_authorization: bool = False
 
     def in_use(self) -> Any:
         return nullcontext()

@@ -9,6 +9,7 @@
 - every token starts with `SENTINEL` so tests can grep outputs, logs and the journal for it;
 - access tokens live `--ttl` seconds; refresh tokens are single use, and presenting a used
   one revokes the whole grant (what rotating authorization servers do, RFC 9700 §4.14);
+- tools: `echo(text)` (read-only) and `append(text)` (no hints; `appended` in the stats);
 - `GET /_stats` counts authorizations and refreshes; `POST /_revoke` revokes every grant;
   `POST /_expire_access` invalidates the access tokens only.
 - `--client-credentials ID`: the token endpoint also serves the client credentials grant
@@ -42,6 +43,7 @@ from mcp.server.auth.provider import (
 )
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, RevocationOptions
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from mcp_types import ToolAnnotations
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
@@ -61,7 +63,7 @@ class Provider:
         self.stats = {"authorize": 0, "code_exchange": 0, "refresh": 0, "refresh_rejected": 0,
                       "reuse_detected": 0, "registrations": 0, "authorize_scopes": [], "resources": [],
                       "client_credentials": 0, "client_credentials_rejected": 0, "client_credentials_auth": [],
-                      "client_credentials_resources": []}
+                      "client_credentials_resources": [], "appended": []}
         self.seen_jti: set[str] = set()
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
@@ -308,10 +310,16 @@ def main() -> None:
                 default_scopes=["mcp:read"]),
             revocation_options=RevocationOptions(enabled=True), required_scopes=required or None))
 
-    @mcp.tool()
+    @mcp.tool(annotations=ToolAnnotations(readOnlyHint=True))
     def echo(text: str) -> str:
         """Echo the text back."""
         return text
+
+    @mcp.tool()
+    def append(text: str) -> str:
+        """Append the text to the server's list (no hints: not safe to send twice)."""
+        provider.stats["appended"].append(text)
+        return f"appended {text}"
 
     @mcp.custom_route("/_stats", methods=["GET"])
     async def stats(request: Request) -> JSONResponse:

@@ -3,7 +3,8 @@
 The answer is `200 application/x-ndjson`, one JSON object per line, sent as it comes:
 
     {"progress": {"progress": 1.0, "total": 3.0, "message": "step 1"}}   (zero or more)
-    {"question": {"id": "...", "name": "server__tool", "request": {"method": "elicitation/create", ...}}}
+    {"question": {"id": "...", "name": "server__tool", "request": {"method": "elicitation/create", ...},
+                  "input": {...core/task_forms.py describe_request: mode, message, url, host, fields}}}
     {"result": {...CallToolResult + callId, server, tool, name, decidedBy}}   (last line), or
     {"approvalRequired": {...}}, or
     {"error": {"code": "<kind code>", "message": "..."}, "status": <the kind's HTTP status>}
@@ -13,7 +14,9 @@ basic/utilities/progress). With `questions: true` in the body, a server's form o
 question during the call (`elicitation/create`, client/elicitation) is a `question` line,
 and the call waits (at most `QUESTION_TIMEOUT_S`) for its answer, posted to
 `POST /v1/tools/call/answer` `{"id", "answer": {"action", "content"?}}`; other questions
-(sampling, roots) are refused, naming them. Without it every question is refused. The
+(sampling, roots) are refused, naming them: the CLI and the Studio's page (`via: studio`)
+have no model to sample with and no workspace roots to list. Without it every question is
+refused. The
 last line is what the plain answer's body would be, with an error's status beside its
 envelope (the client raises it as the same kind). The
 connection is the call's lifetime, as for the plain answer: a caller that goes away
@@ -50,21 +53,28 @@ class CallQuestions:
     def __init__(self) -> None:
         self.waiting: dict[str, tuple[anyio.Event, list[dict[str, Any]]]] = {}
 
-    async def ask(self, send: Callable[[bytes], Any], name: str, request: dict[str, Any]) -> dict[str, Any]:
+    async def ask(self, send: Callable[[bytes], Any], name: str, request: dict[str, Any], *,
+                  asker: str = "`monad mcp call`") -> dict[str, Any]:
         """Send the question line with `send` and wait for its answer. Raises InputRefused
-        for what the CLI does not answer, or an answer that does not come in time."""
+        for what `asker` (the CLI, the Studio) does not answer, or an answer that does not
+        come in time."""
         import secrets
 
+        from monad_cli.core.task_forms import describe_request
         from monad_cli.daemon.trust.inputs import InputRefused
 
         method = request.get("method")
         if method != "elicitation/create":
-            raise InputRefused(f"`monad mcp call` answers forms and URLs (elicitation/create), not `{method}`")
+            # Neither a terminal nor a page has a model to sample with or workspace roots to
+            # list: the server learns why in one line (docs/studio.md "Questions during a call").
+            raise InputRefused(f"{asker} answers forms and URLs (elicitation/create), not `{method}`; "
+                               f"call the tool from an agent (`monad mcp serve`) for that")
         question_id = secrets.token_urlsafe(12)
         done, box = anyio.Event(), list[dict[str, Any]]()
         self.waiting[question_id] = (done, box)
         try:
-            await send(_line({"question": {"id": question_id, "name": name, "request": request}}))
+            await send(_line({"question": {"id": question_id, "name": name, "request": request,
+                                           "input": describe_request(question_id, request)}}))
             with anyio.move_on_after(QUESTION_TIMEOUT_S):
                 await done.wait()
         finally:
@@ -101,6 +111,15 @@ class ProgressStream:
         self.scrub = scrub
         self.questions = questions if body.get("questions") else None
 
+    def _note(self, method: str, outcome: str, **detail: Any) -> None:
+        """The journal event `question` of a question asked of this caller, as the gateway
+        writes one for an agent's (gateway/questions.py): never the answer's content."""
+        try:
+            self.svc.journal.record("question", server=self.name.partition("__")[0], detail={
+                "method": method, "outcome": outcome, "about": self.name, "via": self.via, **detail})
+        except Exception:  # a journal that cannot be written must not fail the question
+            log.exception("journal write failed")
+
     def _outcome(self, exc: BaseException) -> dict[str, Any]:
         if isinstance(exc, ApprovalRequired):  # not an error: the caller asks the person
             return {"approvalRequired": scrub_data(exc.pending.as_dict(), self.scrub)}
@@ -126,7 +145,17 @@ class ProgressStream:
             questions = self.questions
 
             async def inputs(request: dict[str, Any]) -> dict[str, Any]:
-                return await questions.ask(send_line.send, self.name, request)
+                from monad_cli.daemon.trust.inputs import InputRefused
+
+                method = str(request.get("method"))
+                try:
+                    answer = await questions.ask(send_line.send, self.name, request,
+                                                 asker="the Studio" if self.via == "studio" else "`monad mcp call`")
+                except InputRefused as e:
+                    self._note(method, "refused", reason=str(e))
+                    raise
+                self._note(method, "answered", **({"action": answer["action"]} if "action" in answer else {}))
+                return answer
 
         async def run() -> None:
             try:

@@ -69,7 +69,10 @@ class StudioHub:
         self.studio: Studio | None = None
         self.authorize = AuthorizeRuns(AuthorizeDeps(
             paths=sup.paths, scrub=sup.scrub, publish=self.publish, record=self._record_auth,
-            reconnect=self._reconnect, start_soon=sup.start_soon))
+            reconnect=self._reconnect, start_soon=sup.start_soon, reload=sup.reconcile))
+        # Calls to a server whose grant lapsed join these runs, and show as Authorize cards.
+        sup.tool_service.authorization.flows = self.authorize
+        sup.tool_service.authorization.listeners.append(self.publish)
         self.transcript = Transcript(sup.tool_service, sup.tasks, publish=self.publish,
                                      listening=lambda: self.bus.listening)
         self.apps = AppHost(sup.tool_service, sup.actors, sup.tool_service.journal, scrub=sup.scrub)
@@ -86,12 +89,14 @@ class StudioHub:
     def snapshot(self) -> dict[str, Any]:
         """`{servers: [status row], problems: [{file, message}], definitions: [{name, source,
         definition}], approvals: [pending request]}`, as `GET …/status`, `GET
-        /v1/settings/mcp-servers` and `GET /v1/approvals` answer (redacted)."""
+        /v1/settings/mcp-servers` and `GET /v1/approvals` answer (redacted), and `authorizations`:
+        the calls waiting for their server's authorization (trust/authorization.py)."""
         defs = self.sup.definitions
         definitions = [{"name": name, "source": source, "definition": redact_definition(defs.raw.get(name, {}))}
                        for name, source in sorted(defs.sources.items())]
         return scrub_data({"servers": self.sup.status(), "problems": self.sup.file_problems,
-                           "definitions": definitions, "approvals": self.sup.tool_service.gate.listing()},
+                           "definitions": definitions, "approvals": self.sup.tool_service.gate.listing(),
+                           "authorizations": self.sup.tool_service.authorization.listing()},
                           self.sup.scrub)
 
     def _on_actor(self, actor: Any) -> None:

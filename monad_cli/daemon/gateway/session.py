@@ -331,7 +331,14 @@ class GatewaySession:
         one name lookup, not the whole listing (this is on every call's path)."""
         server = self.tools.server_of(exposed)
         if server is None:
-            return None  # unknown or refused by a pin: the service says which
+            # A server in `needs-auth` lists no tools, yet a call of it starts its authorization
+            # (trust/authorization.py): only for a server this view may call.
+            prefix = exposed.split("__", 1)[0] if "__" in exposed else None
+            actor = self.tools.servers.get(prefix) if prefix else None
+            if prefix is None or actor is None or not actor.needs_authorization:
+                return None  # unknown or refused by a pin: the service says which
+            server = prefix
+
         actor = self.tools.servers.get(server)
         condition = actor.spec.condition if actor is not None and actor.spec is not None else None
         return check_call(exposed, {server: [exposed]}, conditions={server: condition}, facts=self.view.facts,
@@ -393,7 +400,11 @@ class GatewaySession:
         if name == LOAD_TOOLS:
             return await self._load_tools(arguments or {})
         if self.single is not None:  # the server's own name -> its exposed name
-            name = self.tools.name_map().exposed_name(self.single, name) or name
+            exposed = self.tools.name_map().exposed_name(self.single, name)
+            actor = self.tools.servers.get(self.single) if exposed is None else None
+            # A server waiting for authorization lists nothing to map by: a call names it
+            # `server__tool`, which starts its authorization (trust/authorization.py).
+            name = exposed or (f"{self.single}__{name}" if actor is not None and actor.needs_authorization else name)
         inputs.server = self.tools.server_of(name)
         inputs.what = name
         refused = self._refusal(name)

@@ -184,6 +184,7 @@ class ServerActor:
         self._scope: anyio.CancelScope | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self._auth_reason: str | None = None
+        self._lapsed = False  # the grant lapsed under the live session, which is ending for it
         self.inputs = InputRouter(name)
         self._phase = ""
         self._refresh: ToolRefresh | None = None
@@ -228,6 +229,7 @@ class ServerActor:
         """The OAuth provider cannot authorize requests any more: end the session and wait in
         `needs-auth` (`end_session=False`, a refused step-up: only a connect failing on it)."""
         self._auth_reason = reason
+        self._lapsed = self._lapsed or end_session
         if self.live and end_session:  # while connecting, the failed connect carries the reason
             self._wakeup("needs-auth")
 
@@ -293,6 +295,13 @@ class ServerActor:
         not disabled, not removed). A call to it waits (`ToolService.call`)."""
         return (not self.live and not self.retired and self.spec is not None and self.spec.enabled
                 and (self.state in (State.CONNECTING, State.BACKOFF) or self.state in LIVE))
+
+    @property
+    def needs_authorization(self) -> bool:
+        """Its OAuth grant lapsed: `needs-auth`, or about to be (a refresh or a token failed
+        under the live session, which is ending). A call may start the authorization
+        (trust/authorization.py)."""
+        return self.state == State.NEEDS_AUTH or self._lapsed
 
     @property
     def listed(self) -> bool:
@@ -620,6 +629,7 @@ class ServerActor:
         self._wake = anyio.Event()
         self._wake_reason = None
         self._auth_reason = None
+        self._lapsed = False
         kicked, self.start_wanted = self.start_wanted, False  # this attempt answers the calls waiting now
         self.attempt = self.backoff.consecutive + 1
         what = "starting" if spec.transport == "stdio" else "connecting"

@@ -9,13 +9,17 @@ is the supervisor's) or the device code and verification URL (RFC 8628 §3.3: th
 them). Progress goes out as `authorize` events; on success the grant is journaled as made
 from the Studio and the server reconnects, exactly as after `monad mcp authorize`.
 
-One run per server: asking again cancels the previous run (its tab was probably closed).
+One run per server: asking again cancels the previous run (its tab was probably closed),
+unless a tool call started it. A tool call to a server in `needs-auth` joins the run in
+progress, or starts one
+(`join`, `finished`: authorization on demand, trust/authorization.py); its journal row
+names the call that started it.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +37,8 @@ FLOW_TIMEOUT_S = 300.0  # as `monad mcp authorize --timeout`
 class AuthorizeDeps:
     """`publish(type, data)` an event; `record(server, reason, detail)` a journal row;
     `reconnect(name)` the server; `start_soon(fn)` a supervisor task; `scrub(text)` the
-    supervisor's redaction of free text."""
+    supervisor's redaction of free text; `reload()` apply the definition files now (the
+    grant's write may change `auth.mode`; None: leave it to the watcher)."""
 
     paths: Paths
     scrub: Callable[[str], str]
@@ -41,6 +46,7 @@ class AuthorizeDeps:
     record: Callable[[str, str, dict[str, Any]], None]
     reconnect: Callable[[str], None]
     start_soon: Callable[[Callable[[], Coroutine[Any, Any, Any]]], None]
+    reload: Callable[[], Awaitable[None]] | None = None
 
 
 @dataclass
@@ -57,7 +63,9 @@ class Run:
     expires_in: float | None = None
     message: str | None = None
     scope: str | None = None
+    started_by: str = "from the Studio"  # who started it, for its journal row
     ready: anyio.Event = field(default_factory=anyio.Event)
+    ended: anyio.Event = field(default_factory=anyio.Event)
     cancel_scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
 
     @property
@@ -79,8 +87,14 @@ class AuthorizeRuns:
 
     async def start(self, name: str, *, timeout: float = FLOW_TIMEOUT_S) -> dict[str, Any]:
         """Start authorizing `name`; returns the run once the page has something to show
-        (a URL, a device code, or the failure), at most after `READY_TIMEOUT_S`."""
+        (a URL, a device code, or the failure), at most after `READY_TIMEOUT_S`. A run a
+        tool call started and waits for is joined, not replaced: its URL is the one the
+        call's Authorize card and its caller show."""
         old = self.runs.get(name)
+        if old is not None and not old.finished and old.started_by != "from the Studio":
+            with anyio.move_on_after(READY_TIMEOUT_S):
+                await old.ready.wait()
+            return old.view()
         if old is not None and not old.finished:
             old.cancel_scope.cancel()
         run = Run(name)
@@ -90,6 +104,30 @@ class AuthorizeRuns:
         with anyio.move_on_after(READY_TIMEOUT_S):
             await run.ready.wait()
         return run.view()
+
+    async def join(self, name: str, *, why: str, timeout: float = FLOW_TIMEOUT_S) -> dict[str, Any]:
+        """The run of `name` in progress (another call, or the page, started it), or a new
+        one started by `why` (a tool call); returns its view as `start` does."""
+        run = self.runs.get(name)
+        if run is None or run.finished:
+            run = Run(name, started_by=f"on demand by {why}")
+            self.runs[name] = run
+            self._publish(run)
+            self.deps.start_soon(lambda: self._run(run, timeout))
+        with anyio.move_on_after(READY_TIMEOUT_S):
+            await run.ready.wait()
+        return run.view()
+
+    async def finished(self, name: str) -> dict[str, Any]:
+        """Wait for the run of `name` to end (done, failed or cancelled); its last view.
+        A run asked for again meanwhile (`start` replaced it) is followed to its end too."""
+        while True:
+            run = self.runs.get(name)
+            if run is None:
+                return {"name": name, "phase": "cancelled", "message": "no authorization is in progress"}
+            await run.ended.wait()
+            if self.runs.get(name) is run:
+                return run.view()
 
     def view(self, name: str) -> dict[str, Any] | None:
         run = self.runs.get(name)
@@ -133,11 +171,17 @@ class AuthorizeRuns:
                 outcome = await run_authorize(self.deps.paths, name, flow=None, open_browser=False, scopes=[],
                                               client_id=None, say=say, timeout=timeout)
                 run.phase, run.flow, run.scope = "done", outcome.flow, outcome.scope
-                self.deps.record(name, f"authorized from the Studio ({outcome.flow} flow, scope: "
+                self.deps.record(name, f"authorized {run.started_by} ({outcome.flow} flow, scope: "
                                        f"{outcome.scope or '(none)'})",
-                                 {"via": "studio", "flow": outcome.flow, "scope": outcome.scope,
+                                 {"via": "studio" if run.started_by == "from the Studio" else "on-demand",
+                                  "flow": outcome.flow, "scope": outcome.scope,
                                   "expiresAt": outcome.expires_at,
                                   "authorizationServer": outcome.authorization_server})
+                if self.deps.reload is not None:
+                    # A first authorization writes `auth.mode = "oauth"`: the session must start
+                    # from that definition, not wait for the watcher to notice the file.
+                    with anyio.CancelScope(shield=True):  # a reload is never cut half-way
+                        await self.deps.reload()
                 self.deps.reconnect(name)
             if run.cancel_scope.cancelled_caught:
                 run.phase, run.message = "cancelled", "the authorization was cancelled"
@@ -148,4 +192,5 @@ class AuthorizeRuns:
             run.phase, run.message = "failed", self.deps.scrub(f"internal error: {type(e).__name__}: {e}")
         finally:
             run.ready.set()
+            run.ended.set()
             self._publish(run)

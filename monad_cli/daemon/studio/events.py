@@ -7,7 +7,8 @@ Every event is one JSON object on one SSE `data:` line (the SSE `id:` is its `id
 
 `id` grows by one per published event; `ts` is seconds since the epoch. Types:
 
-    snapshot          first event of every stream: {servers, problems, definitions, approvals}
+    snapshot          first event of every stream: {servers, problems, definitions, approvals,
+                      authorizations}
     config            after each reload the supervisor applied: the same shape as snapshot
     server.state      {server: <status row>}: a state change or a new tool list of one server
     authorize         {name, phase: started|url|device|done|failed|cancelled, ...}
@@ -15,8 +16,11 @@ Every event is one JSON object on one SSE `data:` line (the SSE `id:` is its `id
     approval.pending  {approval: {...}}: a request the gate holds (again when its caller waits)
     approval.closed   {id, decision, by}
     task              {task: <task row>}: any change of a Task's row
+    authorization.pending  {id, server, exposed, via, url, userCode, created, expires}: a call
+                      waiting for its server's authorization (trust/authorization.py)
+    authorization.closed   {id, outcome}
 
-(the last four: transcript.py). The page ignores types it does not know. A page that
+(`call` to `task`: transcript.py). The page ignores types it does not know. A page that
 reconnects gets a fresh `snapshot`, so no replay is kept. A subscriber that falls more than
 `BUFFER` events behind is cut off (its stream ends; the browser reconnects and starts from a
 snapshot) rather than slowing the supervisor down.

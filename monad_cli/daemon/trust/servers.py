@@ -29,8 +29,9 @@ class ToolServer(Protocol):
     connecting or waiting to retry (a call waits for it, up to its `timeout`); `listed`: no
     session, but its `tools` are listed all the same (an on-demand server, idle: its cached
     lists); `in_use()`: an async context manager that starts such a server, waits for it and
-    holds it up for the block (raises `MonadError` with the start's reason); `tools`: its last
-    tools/list;
+    holds it up for the block (raises `MonadError` with the start's reason);
+    `needs_authorization`: its OAuth grant lapsed (`needs-auth`, or ending the session for
+    it), so a call may authorize it (trust/authorization.py); `tools`: its last tools/list;
     `call_tool(tool, arguments, progress=, inputs=)`: tools/call with the server's own tool
     name (`progress` awaited per progress notification, its questions during the call going
     to `inputs`, trust/inputs.py), raising `MonadError` when not connected and
@@ -48,6 +49,8 @@ class ToolServer(Protocol):
 
     @property
     def listed(self) -> bool: ...
+    @property
+    def needs_authorization(self) -> bool: ...
     @property
     def tools(self) -> Sequence[Tool]: ...
     def in_use(self) -> AbstractAsyncContextManager[None]: ...

@@ -23,6 +23,7 @@ import anyio
 
 from monad_cli.core.errors import (
     ApprovalTimeout,
+    AuthorizationRequired,
     CallRefused,
     DiskFull,
     InvalidInput,
@@ -45,6 +46,7 @@ from monad_cli.core.tool_names import (
     inert_entry_warning,
 )
 from monad_cli.daemon.telemetry import TELEMETRY
+from monad_cli.daemon.trust.authorization import OnDemandAuthorization, authorizable
 from monad_cli.daemon.trust.calls import CallLog, current_call
 from monad_cli.daemon.trust.gate import ApprovalGate, Pending
 from monad_cli.daemon.trust.listing import dump_tool, listing_rows, tool_rules
@@ -65,6 +67,7 @@ log = logging.getLogger("monad.tools")
 PENDING_TTL_S = 600.0
 DEFAULT_APPROVAL_TIMEOUT_S = 120.0
 STDERR_OF_CALL = 5  # stderr lines of a failed call quoted in its reason
+RELOAD_GRACE_S = 5.0  # after an authorization on demand: the watcher's reload of the definition
 
 
 class ApprovalRequired(Exception):
@@ -112,6 +115,8 @@ class ToolService:
         self.gate = ApprovalGate(journal, clock=clock)
         self.calls = CallLog(journal)  # the tool_calls rows, and the Studio's transcript listening
         self.gate.on_dropped = self._checked_call_dropped
+        # A call to a server whose grant lapsed starts its authorization (trust/authorization.py).
+        self.authorization = OnDemandAuthorization(journal, clock=clock)
         self.gate.load(journal)
         # A fleet's approvals and vetted tool sets (docs/fleet.md); local rows alone without one.
         self.shared = SharedTrust(journal, self.gate, on_vetted=self._on_vetted)
@@ -435,6 +440,62 @@ class ToolService:
             raise Unavailable(f"the supervisor stopped during the call to `{exposed}` (`monad daemon stop` or a "
                               f"signal); whether server `{server}` acted on it is unknown") from None
 
+    # -- authorization on demand (trust/authorization.py) -------------------------------
+    def _lapsed(self, exposed: str) -> ToolServer | None:
+        """The server behind `exposed` (by its name's prefix: a server in `needs-auth` lists
+        no tools) if its grant lapsed and a person can authorize it, else None."""
+        server = exposed.split("__", 1)[0] if "__" in exposed else None
+        actor = self.servers.get(server) if server else None
+        if actor is None or not actor.needs_authorization or not authorizable(actor):
+            return None
+        return actor
+
+    async def _authorize_first(self, exposed: str, *, via: str, approval: dict[str, Any],
+                               inputs: InputHandler | None) -> None:
+        """A call to a server in `needs-auth`: authorize it, then wait (at most its connect
+        `timeout` and a little more) until its session is up again with the new grant."""
+        actor = self._lapsed(exposed)
+        if actor is None:
+            return
+        timeout = float(approval.get("timeout", DEFAULT_APPROVAL_TIMEOUT_S))
+        await self.authorization.authorize(actor, exposed, via=via, inputs=inputs, timeout=timeout)
+        # The flow asked the actor to reconnect, and the reload of the definition it wrote
+        # (`auth.mode = "oauth"` with the grant) reconnects it again: a first attempt that still
+        # had the old definition may answer 401 meanwhile, so wait for the session itself.
+        limit = (float(actor.spec.timeout) if actor.spec is not None else 10.0) + RELOAD_GRACE_S
+        with anyio.move_on_after(limit):
+            while not actor.live:
+                with anyio.move_on_after(0.25):
+                    await self._state.wait()
+
+    async def _send(self, actor: ToolServer, tool: Tool, exposed: str, arguments: dict[str, Any], *, via: str,
+                    approval: dict[str, Any], progress: ProgressFn | None,
+                    inputs: InputHandler | None) -> Any:
+        """tools/call on `actor`. When the server's grant lapses under the call (a refresh
+        refused, the session ending for it), the call failed; it is sent again once the server
+        is authorized on demand only if the tool says doing so is harmless (`readOnlyHint` or
+        `idempotentHint`, MCP spec, server/tools "Tool Annotations"): the lapse may have come
+        from another request while this one ran. Otherwise it fails with
+        AuthorizationRequired, and the next call authorizes the server."""
+        try:
+            return await actor.call_tool(tool.name, arguments, progress=progress, inputs=inputs)
+        except anyio.get_cancelled_exc_class():
+            raise
+        except Exception:
+            if self._lapsed(exposed) is not actor:
+                raise
+        hints = tool.annotations
+        if hints is None or not (hints.read_only_hint or hints.idempotent_hint):
+            raise AuthorizationRequired(
+                f"server `{actor.name}`: its authorization lapsed during the call of `{exposed}` (see `monad mcp "
+                f"status {actor.name}`); whether the server ran it is unknown, so it is not sent again; call it "
+                f"again to authorize the server, or run `monad mcp authorize {actor.name}`") from None
+        log.info("call to %s: the grant of server %s lapsed under it; authorizing on demand", exposed, actor.name)
+        await self._authorize_first(exposed, via=via, approval=approval, inputs=inputs)
+        actor, tool = await self._ready(exposed)
+        async with actor.in_use():
+            return await actor.call_tool(tool.name, arguments, progress=progress, inputs=inputs)
+
     async def call(self, exposed: str, arguments: dict[str, Any] | None, *, via: str,
                    approval: dict[str, Any], detach: bool = False,
                    app_of: str | None = None, progress: ProgressFn | None = None,
@@ -488,9 +549,12 @@ class ToolService:
         checked = self._claim(approval)  # the intent row its `approval: check` wrote, if any
         if checked is not None:
             self.calls.resume(checked, exposed=exposed, via=via)
+        waiting_for = "for the server's authorization"
         try:
             if not isinstance(arguments, dict):
                 raise InvalidInput(f"tool `{exposed}`: arguments must be a JSON object")
+            await self._authorize_first(exposed, via=via, approval=approval, inputs=inputs)
+            waiting_for = "for the server to come back"
             actor_, tool_ = actor, tool = await self._ready(exposed)
             check_caller(tool.meta, exposed=exposed, server=actor.name, app_of=app_of)
             why = hidden_by(exposed, tool.name, tool_rules(actor, self.tool_globs(), include, exclude))
@@ -505,7 +569,7 @@ class ToolService:
                 self._journal_refusal(exposed, arguments, via, exc, actor_, tool_, checked)
             raise
         except anyio.get_cancelled_exc_class():
-            waited = "for approval" if tool_ is not None else "for the server to come back"
+            waited = "for approval" if tool_ is not None else waiting_for
             with anyio.CancelScope(shield=True):
                 cid = checked if checked is not None else self.calls.start(
                     server=actor_.name if actor_ else exposed.partition("__")[0],
@@ -575,7 +639,8 @@ class ToolService:
                 if self.run_task is not None and tool.execution and tool.execution.task_support == "required":
                     result = await self.run_task(actor.name, tool.name, arguments, correlation=correlation)
                 else:
-                    result = await actor.call_tool(tool.name, arguments, progress=progress, inputs=inputs)
+                    result = await self._send(actor, tool, exposed, arguments, via=via, approval=approval,
+                                              progress=progress, inputs=inputs)
             except anyio.get_cancelled_exc_class():
                 with anyio.CancelScope(shield=True):
                     finish("cancelled", "the caller cancelled the call")
@@ -589,7 +654,7 @@ class ToolService:
                        f"{exc.error.message} (MCP error {exc.error.code}){hint}")
                 raise ToolCallFailed(self.scrub(f"server `{actor.name}` failed `{tool.name}`: {exc.error.message} "
                                                 f"(MCP error {exc.error.code}){hint}")) from None
-            except (NotConnected, QueueFull, DiskFull) as exc:  # from the task manager: the kind stays
+            except (NotConnected, QueueFull, DiskFull, AuthorizationRequired, NotFound) as exc:  # the kind stays
                 finish("error", exc.message)
                 raise
             except Exception as exc:  # noqa: BLE001 - e.g. an outputSchema mismatch in the SDK

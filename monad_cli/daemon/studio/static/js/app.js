@@ -90,6 +90,7 @@ const inline = readData("studio-snapshot");
 if (inline) {
   servers.applySnapshot(inline);
   approvals.apply(inline.approvals || []);
+  approvals.applyAuthorizations(inline.authorizations || []);
 }
 
 const [{ ToolsView }, { TranscriptView }, { RegistryView }] = await later;
@@ -104,6 +105,7 @@ new LiveStream(showStatus)
   .on("snapshot", (data) => {
     servers.applySnapshot(data);
     approvals.apply(data.approvals || []);
+    approvals.applyAuthorizations(data.authorizations || []);
     tools.refresh();
     transcript.reload(); // nothing is replayed after a reconnect: read the rows again
   })
@@ -119,6 +121,8 @@ new LiveStream(showStatus)
   .on("call", (data) => transcript.applyCall(data.call))
   .on("approval.pending", (data) => approvals.add(data.approval))
   .on("approval.closed", (data) => approvals.remove(data.id))
+  .on("authorization.pending", (data) => approvals.addAuthorization(data))
+  .on("authorization.closed", (data) => approvals.remove(data.id))
   .on("task", (data) => {
     transcript.applyTask(data.task);
     tools.applyTask(data.task);

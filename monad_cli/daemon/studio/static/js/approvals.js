@@ -3,9 +3,15 @@
 // the full arguments, and the four answers. Deciding here ends the waiting call wherever it
 // came from. "Always allow" is not offered for a `hostEscape` server (the gate refuses it
 // too). Cards come and go with `approval.pending` / `approval.closed` events.
+//
+// Beside them, Authorize cards: a call to a server whose OAuth grant lapsed waits for its
+// authorization (docs/gateway.md "Authorization on demand"). The card shows the
+// authorization server's URL with its host in bold and opens it in a new tab; the call goes
+// on by itself once the tokens arrive (`authorization.pending` / `authorization.closed`).
 
 import { api } from "./api.js";
 import { enc, h, replaceChildren, setText } from "./dom.js";
+import { urlWithHost } from "./questions.js";
 
 const CALLERS = { cli: "monad mcp call", gateway: "an agent, through the gateway", studio: "this page",
                   app: "an MCP App" };
@@ -15,6 +21,7 @@ export class ApprovalsPanel {
     this.root = root;
     this.notify = notify;
     this.cards = new Map(); // id → element
+    this.authIds = new Set(); // the cards that are Authorize cards
     this.list = h("div", { class: "approval-list" });
     this.title = h("h2", { id: "approvals-title" }, "Approvals waiting");
     // Announced wherever the person is; the banner itself stays in view (sticky).
@@ -30,8 +37,57 @@ export class ApprovalsPanel {
 
   apply(pending) {
     const ids = new Set(pending.map((a) => a.id));
-    for (const id of [...this.cards.keys()]) if (!ids.has(id)) this.remove(id);
+    for (const id of [...this.cards.keys()]) if (!ids.has(id) && !this.authIds.has(id)) this.remove(id);
     for (const a of pending) this.add(a, false);
+  }
+
+  /** The calls waiting for authorization, from a snapshot. */
+  applyAuthorizations(waiting) {
+    const ids = new Set(waiting.map((w) => w.id));
+    for (const id of [...this.authIds]) if (!ids.has(id)) this.remove(id);
+    for (const w of waiting) this.addAuthorization(w, false);
+  }
+
+  /** A call waits for its server's authorization: the Authorize card. */
+  addAuthorization(w, live = true) {
+    if (this.cards.has(w.id)) return;
+    const expires = h("span", { class: "hint", dataset: { expires: String(w.expires || 0), what: "authorized" } });
+    const open = h("a", { class: "button small primary", href: w.url, target: "_blank", rel: "noopener noreferrer" },
+      `Authorize ${w.server}`);
+    const card = h("article", { class: "approval authorization", "aria-label": `Authorization for ${w.exposed}`,
+                                dataset: { id: w.id } },
+      h("h3", {}, w.exposed, " ", expires),
+      h("dl", { class: "facts" },
+        h("dt", {}, "Asked by"), h("dd", {}, CALLERS[w.via] || w.via),
+        h("dt", {}, "Server"), h("dd", {}, w.server, " needs authorization"),
+        h("dt", {}, "Authorization server"), h("dd", {}, urlWithHost(w.url)),
+        w.userCode ? h("dt", {}, "Code") : null, w.userCode ? h("dd", {}, h("code", {}, w.userCode)) : null),
+      h("div", { class: "buttons" }, open,
+        h("button", { type: "button", class: "small", onclick: () => this.cancelAuthorization(w) },
+          "Cancel authorization")),
+      h("p", { class: "hint" }, "Approve in the new tab; the call goes on by itself once the tokens arrive."));
+    this.cards.set(w.id, card);
+    this.authIds.add(w.id);
+    this.list.append(card);
+    this.root.hidden = false;
+    const at = document.activeElement;
+    const inTry = at && at.closest && at.closest(".try");
+    if (live && w.via === "studio" && (!at || at === document.body || inTry) && !this.root.contains(at)) {
+      this.returnTo = inTry ? at : null;
+      open.focus();
+      card.scrollIntoView({ block: "nearest" });
+    }
+    setText(this.announce, `${w.exposed} (${CALLERS[w.via] || w.via}) waits for the authorization of ${w.server}`);
+    this.tick();
+  }
+
+  async cancelAuthorization(w) {
+    try {
+      await api("DELETE", `/v1/mcp-servers/${enc(w.server)}/authorize`);
+      this.notify(`cancelled the authorization of ${w.server}`);
+    } catch (err) {
+      this.notify(err.message, true);
+    }
   }
 
   /** `live`: it just arrived (an event). A call the person made from Try here gets focus on
@@ -82,13 +138,14 @@ export class ApprovalsPanel {
     const hadFocus = card && card.contains(document.activeElement);
     if (card) card.remove();
     this.cards.delete(id);
+    this.authIds.delete(id);
     this.root.hidden = this.cards.size === 0;
     if (this.cards.size === 0) setText(this.announce, "");
     if (hadFocus) this.returnFocus();
   }
 
   returnFocus() {
-    const next = this.list.querySelector(".approval button:not([disabled])");
+    const next = this.list.querySelector(".approval button:not([disabled]), .approval a.button");
     const back = [this.returnTo, this.lastOutside].find((el) => el && el.isConnected && !el.disabled);
     this.returnTo = null;
     if (next) next.focus(); // another one waits: its first answer
@@ -99,7 +156,8 @@ export class ApprovalsPanel {
     const now = Date.now() / 1000;
     for (const el of this.list.querySelectorAll("[data-expires]")) {
       const left = Math.max(0, Math.round(Number(el.dataset.expires) - now));
-      setText(el, `(refused in ${left} s unless decided)`);
+      setText(el, el.dataset.what === "authorized" ? `(fails in ${left} s unless authorized)`
+                                                    : `(refused in ${left} s unless decided)`);
     }
   }
 

@@ -7,6 +7,7 @@
 import { api } from "./api.js";
 import { AppFrame, appLog } from "./apphost.js";
 import { h, replaceChildren, setText } from "./dom.js";
+import { askQuestion } from "./questions.js";
 import { renderResult } from "./results.js";
 import { SchemaForm } from "./schema_form.js";
 import { TaskCard } from "./tasks.js";
@@ -154,21 +155,46 @@ class TryPanel {
   }
 }
 
-/** `POST /v1/tools/call` that an AbortSignal can cut (the supervisor cancels the call then). */
+function callError(data, status) {
+  const err = new Error((data && data.error && data.error.message) || `HTTP ${status}`);
+  err.code = data && data.error && data.error.code;
+  return err;
+}
+
+/** `POST /v1/tools/call` that an AbortSignal can cut (the supervisor cancels the call then),
+ *  with `progress` and `questions`: the answer is NDJSON (daemon/api/progress.py), and a
+ *  server's question during the call is asked in a dialog (questions.js) and answered. */
 async function callTool(name, args, ref, signal) {
   const response = await fetch("/v1/tools/call", {
     method: "POST", credentials: "same-origin", signal,
-    headers: { Accept: "application/json", "Content-Type": "application/json" },
-    body: JSON.stringify({ name, arguments: args, ref, via: "studio",
+    headers: { Accept: "application/x-ndjson, application/json", "Content-Type": "application/json" },
+    body: JSON.stringify({ name, arguments: args, ref, via: "studio", progress: true, questions: true,
                            approval: { mode: "wait", timeout: APPROVAL_WAIT_S } }),
   });
-  const data = await response.json().catch(() => null);
-  if (!response.ok) {
-    const err = new Error((data && data.error && data.error.message) || `HTTP ${response.status}`);
-    err.code = data && data.error && data.error.code;
-    throw err;
+  if (!response.ok) throw callError(await response.json().catch(() => null), response.status);
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffered = "";
+  let last = null;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffered += value;
+    let newline;
+    while ((newline = buffered.indexOf("\n")) >= 0) {
+      const line = buffered.slice(0, newline).trim();
+      buffered = buffered.slice(newline + 1);
+      if (!line) continue;
+      const item = JSON.parse(line);
+      if (item.question) {
+        const question = item.question;
+        askQuestion(question, signal).then((answer) => api("POST", "/v1/tools/call/answer",
+                                                         { id: question.id, answer }).catch(() => {}));
+      } else if (!item.progress) last = item;
+    }
   }
-  return data;
+  if (!last) throw new Error("the supervisor ended the call without an answer");
+  if (last.error) throw callError(last, last.status);
+  return last.result || last;
 }
 
 export class ToolsView {
