@@ -294,14 +294,16 @@ class Catalog:
         return actor
 
     async def through(self, server: str, kind: str, what: dict[str, Any],
-                       request: Callable[[Any], Awaitable[Any]], inputs: Any = None) -> Any:
-        """`request(client)` on `server`, journaled as `kind` (`what`: the event's detail)."""
+                       request: Callable[[Any], Awaitable[Any]], inputs: Any = None, *,
+                       method: str | None = None, target: str | None = None) -> Any:
+        """`request(client)` on `server`, journaled as `kind` (`what`: the event's detail);
+        `method`/`target` name its CLIENT span (telemetry on: `actor.call_through`)."""
         started = time.monotonic()
         outcome, error = "ok", None
         if inputs is not None:
             inputs.server = server  # the catalog knows whose question it would be
         try:
-            return await self.live_actor(server).call_through(request, inputs=inputs)
+            return await self.live_actor(server).call_through(request, inputs=inputs, method=method, target=target)
         except MCPError as e:
             outcome, error = "error", f"{e.error.message} (MCP error {e.error.code})"
             raise MCPError(e.error.code, self.scrub(f"server `{server}`: {e.error.message}"), e.error.data) from None
@@ -347,7 +349,8 @@ class Catalog:
         """resources/read, routed (`route`); journaled `resource.read`."""
         server = single or await self.route(uri, allowed)
         result: types.ReadResourceResult = await self.through(
-            server, "resource.read", {"uri": uri, "via": via}, lambda c: c.read_resource(uri), inputs)
+            server, "resource.read", {"uri": uri, "via": via}, lambda c: c.read_resource(uri), inputs,
+            method="resources/read", target=self.scrub(uri))  # a known secret in it: `***`
         return result
 
     async def get_prompt(self, name: str, arguments: dict[str, str] | None, allowed: Allowed, *,
@@ -356,7 +359,8 @@ class Catalog:
         server, own = await self.prompt_owner(name, allowed, single=single)
         detail = {"prompt": own, "exposed": name, "via": via, "arguments": sorted(arguments or {})}
         result: types.GetPromptResult = await self.through(
-            server, "prompt.get", detail, lambda c: c.get_prompt(own, arguments), inputs)
+            server, "prompt.get", detail, lambda c: c.get_prompt(own, arguments), inputs,
+            method="prompts/get", target=own)
         return result
 
     async def complete(self, params: types.CompleteRequestParams, allowed: Allowed, *,
@@ -372,7 +376,8 @@ class Catalog:
             server = single or await self._template_owner(ref.uri, allowed)
             upstream = ref
         result: types.CompleteResult = await self.through(
-            server, "", {}, lambda c: c.complete(upstream, argument, context_arguments=context))
+            server, "", {}, lambda c: c.complete(upstream, argument, context_arguments=context),
+            method="completion/complete")
         return result
 
     async def _template_owner(self, template: str, allowed: Allowed) -> str:
