@@ -83,8 +83,9 @@ def start(paths: Paths, environ: Mapping[str, str], *, states: Callable[[], Mapp
                           file="settings.toml", field="telemetry.enabled") from None
 
     aggregates = Aggregates()
-    pull, shutdown = install(settings, environ, aggregates)
-    recorder = Recorder(aggregates, capture_arguments=settings.capture_arguments, digest=digest)
+    pull, shutdown, exporting = install(settings, environ, aggregates)
+    recorder = Recorder(aggregates, capture_arguments=settings.capture_arguments, digest=digest,
+                        span_processors=exporting)
     recorder.observe_servers(states, tasks=tasks, fleet_queued=fleet_queued)
     TELEMETRY.exposition = Exposition(pull)
     TELEMETRY._shutdown = shutdown

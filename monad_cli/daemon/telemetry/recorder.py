@@ -4,14 +4,16 @@ development) and the metrics in docs/telemetry.md.
 
 Built by `telemetry.start` once the SDK's providers are set; imported only then. The
 gateway's direct lanes open the span the MCP SDK's `OpenTelemetryMiddleware` opens on its
-path: the same tracer (`mcp-python-sdk`), name and attributes, the context from the SDK's
+path: the same scope (`mcp-python-sdk`), name and attributes, the context from the SDK's
 own `extract_trace_context`, and `inject_trace_context` into an upstream request's `_meta`.
 
 What a gateway call costs is kept small (issue 27: at most 0.1 ms of CPU; bench/README.md):
-- spans are started with every attribute known at the start in one dict (the SDK cleans
-  each `set_attribute` separately) and made current with `context.attach`, not through
-  `start_as_current_span` inside `otel_span` (three generator context managers: ~10 µs a
-  span);
+- its two spans (the SERVER span of a direct lane, the upstream CLIENT span) are built by
+  `spans.py` with the provider's sampler, ids and resource, and end as the SDK's
+  `ReadableSpan` in the exporting processors (the SDK's `start_span`/`end` cost ~85 µs a
+  span in the supervisor); they start with every attribute known then, and are made
+  current with `context.attach` (no generator context managers); the rarer spans
+  (connect, approval, a CLI call) are the SDK's;
 - the measurements taken on every call go to monad's own aggregation (`aggregate.py`,
   ~1 µs each instead of the SDK's ~10 µs) and a plain counter read by an observable
   callback; the rare ones (sessions, restarts, refreshes, the approval wait) to the SDK.
@@ -23,16 +25,18 @@ value: attributes are names, ids, versions, codes and outcomes only.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from mcp.shared._otel import extract_trace_context, inject_trace_context
 from opentelemetry import context, metrics, trace
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Span, SpanKind, StatusCode
 
 from monad_cli.core.redact import redact_url
 from monad_cli.daemon.telemetry.aggregate import Aggregates, Key
+from monad_cli.daemon.telemetry.spans import CallSpans
 
 # The conventions' buckets for every `mcp.*.duration` histogram, in seconds.
 DURATION_BUCKETS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300)
@@ -63,13 +67,17 @@ class Recorder:
 
     def __init__(self, aggregates: Aggregates, *, capture_arguments: bool = False,
                  digest: Callable[[Any], str] | None = None, tracer_provider: Any = None,
-                 meter_provider: Any = None) -> None:
+                 meter_provider: Any = None, span_processors: Sequence[Any] = ()) -> None:
         self.capture_arguments = capture_arguments and digest is not None
         self.digest = digest
         self.tracer = trace.get_tracer("monad", tracer_provider=tracer_provider)
-        # The tracer of the MCP SDK's own spans (`mcp.shared._otel`): a direct lane's SERVER
-        # span is the one the SDK's middleware opens on its path, scope included.
-        self.sdk_tracer = trace.get_tracer("mcp-python-sdk", tracer_provider=tracer_provider)
+        # Every call's two spans (spans.py), ended into the processors that export. The
+        # SERVER span of a direct lane is the one the SDK's middleware opens on its path,
+        # scope included (the MCP SDK's tracer, `mcp.shared._otel`).
+        self.call_spans = CallSpans(tracer_provider or trace.get_tracer_provider(), span_processors)
+        # The scopes `provider.get_tracer(name)` gives (no version: "", as the SDK has it).
+        self.sdk_scope = InstrumentationScope("mcp-python-sdk", "")
+        self.scope = InstrumentationScope("monad", "")
         self.meter = meter = metrics.get_meter("monad", meter_provider=meter_provider)
         self._client_base: dict[tuple[str, str, str | None, Any], dict[str, Any]] = {}
         h = aggregates.histogram
@@ -167,8 +175,8 @@ class Recorder:
         if target and method == CALL:
             attributes["gen_ai.tool.name"] = target
         started = time.perf_counter()
-        span = self.sdk_tracer.start_span(f"{method} {target}" if target else method, extract_trace_context(meta),
-                                          SpanKind.SERVER, attributes)
+        span = self.call_spans.start(self.sdk_scope, f"{method} {target}" if target else method, SpanKind.SERVER,
+                                     attributes, extract_trace_context(meta))
         error: str | None = None
         token = context.attach(trace.set_span_in_context(span))
         try:
@@ -321,7 +329,7 @@ class Recorder:
                 attributes[target_key] = target
                 name = f"{method} {target}"
         started = time.perf_counter()
-        span = self.tracer.start_span(name, None, SpanKind.CLIENT, attributes)
+        span = self.call_spans.start(self.scope, name, SpanKind.CLIENT, attributes)
         error: str | None = None
         token = context.attach(trace.set_span_in_context(span))
         try:

@@ -107,9 +107,10 @@ class ExportingReader(PeriodicExportingMetricReader):
 
 
 def install(settings: TelemetrySettings, environ: Mapping[str, str],
-            aggregates: Aggregates) -> tuple[InMemoryMetricReader, Callable[[], None]]:
+            aggregates: Aggregates) -> tuple[InMemoryMetricReader, Callable[[], None], list[SpanProcessor]]:
     """Set the global providers, their readers registered in `aggregates`; returns the pull
-    reader and the shutdown function (flushes)."""
+    reader, the shutdown function (flushes) and the span processors that export (the OTLP
+    batch; none without an endpoint), which monad's call spans end into (`spans.py`)."""
     # The exporters log a warning per retry while a collector is down; one error per lost
     # batch says enough in daemon.log.
     logging.getLogger("opentelemetry").setLevel(logging.ERROR)
@@ -118,6 +119,7 @@ def install(settings: TelemetrySettings, environ: Mapping[str, str],
     tracer_provider = TracerProvider(resource=resource, sampler=QuietSampler(_get_from_env_or_default()),
                                      shutdown_on_exit=False)
     tracer_provider.add_span_processor(SdkRequestIds())
+    exporting: list[SpanProcessor] = []
     pull = PullReader(aggregates)
     readers: list[MetricReader] = [pull]
     if settings.endpoint is not None:
@@ -130,7 +132,9 @@ def install(settings: TelemetrySettings, environ: Mapping[str, str],
         base = settings.endpoint.rstrip("/")
         span_exporter = OTLPSpanExporter() if from_env else OTLPSpanExporter(endpoint=f"{base}/v1/traces")
         metric_exporter = OTLPMetricExporter() if from_env else OTLPMetricExporter(endpoint=f"{base}/v1/metrics")
-        tracer_provider.add_span_processor(BatchSpanProcessor(span_exporter))
+        batch = BatchSpanProcessor(span_exporter)
+        tracer_provider.add_span_processor(batch)
+        exporting.append(batch)
         readers.append(ExportingReader(metric_exporter, aggregates))
     meter_provider = MeterProvider(resource=resource, metric_readers=readers, shutdown_on_exit=False)
     trace.set_tracer_provider(tracer_provider)
@@ -150,7 +154,7 @@ def install(settings: TelemetrySettings, environ: Mapping[str, str],
             log.warning("telemetry: the collector did not take the last spans and metrics within %g s; "
                         "dropped", SHUTDOWN_S)
 
-    return pull, shutdown
+    return pull, shutdown, exporting
 
 
 __all__ = ["ExportingReader", "PullReader", "QuietSampler", "install"]
