@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 from mcp.shared._otel import extract_trace_context, inject_trace_context
@@ -54,7 +54,9 @@ _TARGETS = {CALL: "gen_ai.tool.name", "prompts/get": "gen_ai.prompt.name", "reso
 
 
 def _tool_error(result: Any) -> bool:
-    if isinstance(result, Mapping):
+    # A dict (wire shape) or a `CallToolResult`: tested by type first, an ABC's
+    # `isinstance` is slow on a call's path.
+    if type(result) is dict or (not hasattr(result, "is_error") and isinstance(result, Mapping)):
         return result.get("isError") is True
     return getattr(result, "is_error", None) is True
 
@@ -240,13 +242,15 @@ class Recorder:
             attributes["gen_ai.tool.call.arguments"] = self.digest(arguments)
         span.set_attributes(attributes)
 
-    @contextmanager
-    def call(self, exposed: str, via: str) -> Iterator[Span | None]:
+    def call(self, exposed: str, via: str) -> AbstractContextManager[Span | None]:
         """A SERVER span for a call that did not come through the gateway (`monad mcp call`,
         the Studio): a trace of its own. Inside a gateway request (a span is current) none."""
         if trace.get_current_span().get_span_context().is_valid:
-            yield None
-            return
+            return nullcontext()
+        return self._own_call(exposed, via)
+
+    @contextmanager
+    def _own_call(self, exposed: str, via: str) -> Iterator[Span]:
         with self.tracer.start_as_current_span(f"tools/call {exposed}", kind=SpanKind.SERVER, attributes={
                 "mcp.method.name": "tools/call", "gen_ai.operation.name": "execute_tool",
                 "gen_ai.tool.name": exposed, "monad.via": via}, record_exception=False) as span:
