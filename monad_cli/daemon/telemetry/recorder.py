@@ -161,9 +161,8 @@ class Recorder:
                                       description="Journal rows waiting to be shipped to a fleet's shared journal")
 
     # -- the gateway's side (SERVER spans) -------------------------------------------------
-    @contextmanager
     def server_request(self, method: str, target: str | None, *, request_id: Any, protocol_version: str | None,
-                       meta: Mapping[str, Any] | None, transport: str) -> Iterator[Span]:
+                       meta: Mapping[str, Any] | None, transport: str) -> AbstractContextManager[Span]:
         """The SERVER span of one request the gateway answers on its direct lane, with the
         attributes the SDK's `OpenTelemetryMiddleware` gives the same request on its path
         (context from `meta`'s traceparent), plus `network.transport`; and its duration in
@@ -176,20 +175,9 @@ class Recorder:
             attributes["jsonrpc.request.id"] = str(request_id)
         if target and method == CALL:
             attributes["gen_ai.tool.name"] = target
-        started = time.perf_counter()
         span = self.call_spans.start(self.sdk_scope, f"{method} {target}" if target else method, SpanKind.SERVER,
                                      attributes, extract_trace_context(meta))
-        error: str | None = None
-        token = context.attach(trace.set_span_in_context(span))
-        try:
-            yield span
-        except Exception as e:
-            error = _mark_failed(span, e)
-            raise
-        finally:
-            context.detach(token)
-            span.end()
-            self.record_server(method, target, time.perf_counter() - started, error=error or _span_error(span))
+        return _Current(span, lambda seconds, error: self.record_server(method, target, seconds, error=error))
 
     def record_server(self, method: str, target: str | None, seconds: float, *, error: str | None) -> None:
         """One gateway request's `mcp.server.operation.duration`."""
@@ -296,10 +284,9 @@ class Recorder:
                 self.approval_wait.record(waited, {"monad.approval.decision": decided["decision"]})
 
     # -- upstream (CLIENT spans) -----------------------------------------------------------
-    @contextmanager
     def client_request(self, method: str, target: str | None, *, server: str, transport: str,
                        protocol_version: str | None, address: tuple[str, int | None] | None,
-                       session_id: str | None) -> Iterator[Span]:
+                       session_id: str | None) -> AbstractContextManager[Span]:
         """The CLIENT span of one request to an upstream server, and its duration in
         `mcp.client.operation.duration`. `transport`: the definition's (`stdio`/`http`);
         `target`: the tool (tools/call, in the name and `gen_ai.tool.name`), the prompt
@@ -332,25 +319,17 @@ class Recorder:
             elif target_key is not None:
                 attributes[target_key] = target
                 name = f"{method} {target}"
-        started = time.perf_counter()
         span = self.call_spans.start(self.scope, name, SpanKind.CLIENT, attributes)
-        error: str | None = None
-        token = context.attach(trace.set_span_in_context(span))
-        try:
-            yield span
-        except Exception as e:
-            error = _mark_failed(span, e)
-            raise
-        finally:
-            context.detach(token)
-            span.end()
+
+        def done(seconds: float, error: str | None) -> None:
             key: Key = (("mcp.method.name", method), ("monad.server", server), ("network.transport", net))
             if method == CALL and target:
                 key += (("gen_ai.tool.name", target),)
-            error = error or _span_error(span)
             if error:
                 key += (("error.type", error),)
-            self.client_duration.record(time.perf_counter() - started, key)
+            self.client_duration.record(seconds, key)
+
+        return _Current(span, done)
 
     @staticmethod
     def result(span: Span, result: Any) -> None:
@@ -413,6 +392,29 @@ class Recorder:
 
     def journal_written(self, seconds: float) -> None:
         self.journal_write.record(seconds)
+
+
+class _Current:
+    """`span` made current for a `with` block and ended at its end; then `done(seconds,
+    error)` is told the block's duration and `error.type` (None: none). A class, not a
+    generator context manager: a call opens two of these."""
+
+    __slots__ = ("_done", "_span", "_started", "_token")
+
+    def __init__(self, span: Span, done: Callable[[float, str | None], None]) -> None:
+        self._span, self._done = span, done
+
+    def __enter__(self) -> Span:
+        self._started = time.perf_counter()
+        self._token = context.attach(trace.set_span_in_context(self._span))
+        return self._span
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        span = self._span
+        error = _mark_failed(span, exc) if isinstance(exc, Exception) else None  # not a cancellation
+        context.detach(self._token)
+        span.end()
+        self._done(time.perf_counter() - self._started, error or _span_error(span))
 
 
 def _mark_failed(span: Span, exc: Exception) -> str:
