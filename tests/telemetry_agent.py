@@ -3,11 +3,14 @@ as an agent that exports its own traces has it; run as its own process (the glob
 provider must not leak into the test process).
 
     python telemetry_agent.py TOOL [TEXT] [--progress]   (MONAD_HOME in the environment)
+    python telemetry_agent.py resource:URI | prompt:NAME | complete:NAME
 
 Starts a span `agent turn`, calls TOOL through `monad mcp serve` over stdio (the SDK's
 dispatcher opens its CLIENT span and puts its traceparent into `params._meta`), and prints
 `{"traceId", "spans": [{name, spanId, parentSpanId}], "text", "isError"}` as JSON.
 `--progress`: the call asks for progress, which takes the SDK's paths inside monad.
+`resource:URI` reads a resource, `prompt:NAME` gets a prompt, `complete:NAME` completes the
+prompt's `topic` argument (`text`: the first content's text, or the first value).
 `AGENT_HTTP_URL` and `AGENT_HTTP_TOKEN` in the environment: through `monad mcp serve --http`.
 """
 
@@ -58,6 +61,22 @@ def main() -> None:
     async def call(client: Client) -> None:
         with trace.get_tracer("agent").start_as_current_span("agent turn") as span:
             out["traceId"] = format(span.get_span_context().trace_id, "032x")
+            kind, _, name = tool.partition(":")
+            if kind == "resource":
+                read = await client.read_resource(name)
+                out["text"] = getattr(read.contents[0], "text", "")
+                return
+            if kind == "prompt":
+                prompt = await client.get_prompt(name)
+                out["text"] = getattr(prompt.messages[0].content, "text", "")
+                return
+            if kind == "complete":
+                import mcp_types as types
+
+                done = await client.complete(types.PromptReference(type="ref/prompt", name=name),
+                                             {"name": "topic", "value": "t"})
+                out["text"] = done.completion.values[0]
+                return
             result = await client.call_tool(tool, {"text": text}, progress_callback=on_progress if progress else None)
             out["text"] = result.content[0].text if result.content else ""
             out["isError"] = bool(result.is_error)

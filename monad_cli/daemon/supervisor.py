@@ -460,8 +460,6 @@ class Supervisor:
                     tg.start_soon(self.gateway.run)
                     if serve_metrics is not None:
                         tg.start_soon(serve_metrics)
-                if telemetry.TELEMETRY.recorder is not None:
-                    tg.start_soon(telemetry.TELEMETRY.recorder.run)  # measurements, off the calls' path
                 await self.reconcile(force=True)
                 self.tasks.close_orphans(set(self.actors))
                 tg.start_soon(after_start, list(self.actors.values()), journal.load_orm, self.early)

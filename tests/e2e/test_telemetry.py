@@ -25,10 +25,11 @@ SENTINEL_ARG = "sentinel-argument-7f3a9c"
 SENTINEL_ENV = "sentinel-env-value-51d2e8"
 
 
-def _atom(home: Path, name: str, *, env: dict[str, str] | None = None, auto: bool = True) -> None:
+def _atom(home: Path, name: str, *, env: dict[str, str] | None = None, auto: bool = True,
+          args: tuple[str, ...] = ()) -> None:
     path = home / "atoms" / "mcp" / f"{name}.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
-    lines = [f"command = {json.dumps(sys.executable)}", f"args = {json.dumps([TRACESERVER])}", "timeout = 60"]
+    lines = [f"command = {json.dumps(sys.executable)}", f"args = {json.dumps([TRACESERVER, *args])}", "timeout = 60"]
     if auto:
         tools = [f"{name}__{t}" for t in ("where", "echo", "fail", "secret")]
         lines.append(f"trust = {{autoApproveTools = {json.dumps(tools)}}}")
@@ -247,3 +248,54 @@ def test_the_http_gateway_continues_the_trace_too(monad: Any, monad_home: Path,
     assert server.attributes["network.transport"] == "tcp" and server.attributes["monad.via"] == "gateway"
     assert client.parent_span_id == server.span_id
     assert json.loads(agent["text"])["traceparent"].split("-")[2] == client.span_id
+
+
+def test_resources_prompts_and_completions_get_client_spans(monad: Any, monad_home: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """resources/read, prompts/get and completion/complete forwarded upstream get monad's
+    CLIENT span under the gateway's SERVER span, by the conventions (`mcp.resource.uri` with
+    its query values as `***`, `gen_ai.prompt.name`), and the upstream request carries it."""
+    query_secret = "sentinel-query-3c9e41"
+    uri = f"trace://where?key={query_secret}"
+    with OtlpReceiver() as otlp:
+        _telemetry_on(monad_home, monkeypatch, otlp.endpoint)
+        _atom(monad_home, "traced", args=("--query", query_secret))  # not a secret monad knows: the URL's rule
+        assert monad("daemon", "start").code == 0
+        try:
+            wait_state(monad, "traced", "connected", timeout=90)
+            read = _agent(monad_home, f"resource:{uri}")
+            prompt = _agent(monad_home, "prompt:traced__where")
+            done = _agent(monad_home, "complete:traced__where")
+            assert done["text"] == "trace"
+
+            def client_of(agent: dict[str, Any], method: str) -> Span | None:
+                return next((s for s in otlp.spans() if s.trace_id == agent["traceId"] and s.kind == CLIENT
+                             and s.attributes.get("mcp.method.name") == method
+                             and s.attributes.get("monad.server") == "traced"), None)
+
+            reading = wait_for(lambda: client_of(read, "resources/read"), timeout=30)
+            getting = wait_for(lambda: client_of(prompt, "prompts/get"), timeout=30)
+            completing = wait_for(lambda: client_of(done, "completion/complete"), timeout=30)
+            spans = otlp.spans()
+        finally:
+            monad("daemon", "stop")
+
+    def server_of(agent: dict[str, Any]) -> Span:
+        return next(s for s in spans if s.trace_id == agent["traceId"] and s.kind == SERVER)
+
+    assert reading.name == "resources/read"  # the URI is never in a span's name
+    assert reading.attributes["mcp.resource.uri"] == "trace://where?key=***"
+    assert getting.name == "prompts/get where" and getting.attributes["gen_ai.prompt.name"] == "where"
+    assert completing.name == "completion/complete"
+    for agent, client in ((read, reading), (prompt, getting), (done, completing)):
+        server = server_of(agent)
+        assert client.parent_span_id == server.span_id
+        assert client.attributes["network.transport"] == "pipe" and client.attributes["mcp.protocol.version"]
+        assert "error.type" not in client.attributes
+    # The upstream request's parent is the MCP SDK's `MCP send …` span, a child of monad's.
+    for agent, client in ((read, reading), (prompt, getting)):
+        _version, got_trace, parent, _flags = json.loads(agent["text"])["traceparent"].split("-")
+        assert got_trace == agent["traceId"]
+        sdk = next(s for s in spans if s.span_id == parent)
+        assert sdk.name.startswith("MCP send ") and sdk.parent_span_id == client.span_id
+    assert not any(query_secret.encode() in body for body in otlp.received.bodies)

@@ -141,8 +141,9 @@ def test_every_instrument_is_documented_and_the_dashboard_uses_documented_series
 
     root = Path(__file__).resolve().parents[2]
     source = (root / "monad_cli" / "daemon" / "telemetry" / "recorder.py").read_text()
-    instruments = set(re.findall(r'create_(?:histogram|counter|observable_gauge)\(\s*"([a-z.]+)"', source))
-    instruments |= set(re.findall(r'\bh\("([a-z.]+)"', source))
+    instruments = set(re.findall(r'create_(?:histogram|counter|observable_gauge|observable_counter)\(\s*"([a-z.]+)"',
+                                 source))
+    instruments |= set(re.findall(r'\b(?:sdk_)?h\("([a-z.]+)"', source))  # monad's aggregated ones, and the SDK's
     assert {"mcp.client.operation.duration", "mcp.server.operation.duration", "mcp.client.session.duration",
             "monad.tool.calls", "monad.servers", "monad.server.state"} <= instruments
     doc = (root / "docs" / "telemetry.md").read_text()

@@ -1,18 +1,21 @@
 """An MCP server (the SDK's lowlevel `Server`, stdio) that says what trace context reached it.
 
-    python traceserver.py
+    python traceserver.py [--query VALUE]
 
 Tools: `where()` answers the W3C trace context keys of its request's `params._meta`
 (`traceparent`, `tracestate`, `baggage`) as JSON, as any server that continues a trace
 reads them (SEP-414); `echo(text)` answers its text (a result that holds what the caller
 sent); `fail(text)` is a tool error; `secret()` answers its `TRACE_SECRET` environment
-variable (a result that holds an env value).
+variable (a result that holds an env value). Resource `trace://where` (with `--query`:
+`trace://where?key=VALUE`, a URI with a query value) and prompt `where` answer the same
+trace context; completion/complete of the prompt's `topic` argument answers `["trace"]`.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 from typing import Any
 
 import anyio
@@ -49,7 +52,32 @@ def main() -> None:
             return text(os.environ.get("TRACE_SECRET", ""))
         return text(f"unknown tool {params.name}", error=True)
 
-    server = Server("traceserver", on_list_tools=list_tools, on_call_tool=call_tool)
+    def context_of(ctx: Any) -> str:
+        meta = (ctx.params or {}).get("_meta") or {}
+        return json.dumps({k: meta[k] for k in TRACE_KEYS if k in meta})
+
+    uri = f"trace://where?key={sys.argv[sys.argv.index('--query') + 1]}" if "--query" in sys.argv else "trace://where"
+
+    async def list_resources(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=[types.Resource(uri=uri, name="where")])
+
+    async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        return types.ReadResourceResult(contents=[types.TextResourceContents(uri=params.uri, text=context_of(ctx))])
+
+    async def list_prompts(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
+        return types.ListPromptsResult(prompts=[types.Prompt(name="where", arguments=[
+            types.PromptArgument(name="topic")])])
+
+    async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        return types.GetPromptResult(messages=[types.PromptMessage(
+            role="user", content=types.TextContent(type="text", text=context_of(ctx)))])
+
+    async def complete(ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
+        return types.CompleteResult(completion=types.Completion(values=["trace"]))
+
+    server = Server("traceserver", on_list_tools=list_tools, on_call_tool=call_tool,
+                    on_list_resources=list_resources, on_read_resource=read_resource,
+                    on_list_prompts=list_prompts, on_get_prompt=get_prompt, on_completion=complete)
 
     async def run() -> None:
         async with stdio_server() as (read, write):

@@ -350,8 +350,10 @@ class Catalog:
         return actor
 
     async def through(self, server: str, kind: str, what: dict[str, Any],
-                       request: Callable[[Any], Awaitable[Any]], inputs: Any = None) -> Any:
-        """`request(client)` on `server`, journaled as `kind` (`what`: the event's detail)."""
+                       request: Callable[[Any], Awaitable[Any]], inputs: Any = None, *,
+                       method: str | None = None, target: str | None = None) -> Any:
+        """`request(client)` on `server`, journaled as `kind` (`what`: the event's detail);
+        `method`/`target` name its CLIENT span (telemetry on: `actor.call_through`)."""
         started = time.monotonic()
         outcome, error = "ok", None
         if inputs is not None:
@@ -359,7 +361,7 @@ class Catalog:
         try:
             actor = self.live_actor(server)
             async with actor.in_use():  # an idle on-demand server starts (once for concurrent requests)
-                return await actor.call_through(request, inputs=inputs)
+                return await actor.call_through(request, inputs=inputs, method=method, target=target)
         except MCPError as e:
             outcome, error = "error", f"{e.error.message} (MCP error {e.error.code})"
             raise MCPError(e.error.code, self.scrub(f"server `{server}`: {e.error.message}"), e.error.data) from None
@@ -405,7 +407,8 @@ class Catalog:
         """resources/read, routed (`route`); journaled `resource.read`."""
         server = single or await self.route(uri, allowed)
         result: types.ReadResourceResult = await self.through(
-            server, "resource.read", {"uri": uri, "via": via}, lambda c: c.read_resource(uri), inputs)
+            server, "resource.read", {"uri": uri, "via": via}, lambda c: c.read_resource(uri), inputs,
+            method="resources/read", target=self.scrub(uri))  # a known secret in it: `***`
         return result
 
     async def get_prompt(self, name: str, arguments: dict[str, str] | None, allowed: Allowed, *,
@@ -414,7 +417,8 @@ class Catalog:
         server, own = await self.prompt_owner(name, allowed, single=single)
         detail = {"prompt": own, "exposed": name, "via": via, "arguments": sorted(arguments or {})}
         result: types.GetPromptResult = await self.through(
-            server, "prompt.get", detail, lambda c: c.get_prompt(own, arguments), inputs)
+            server, "prompt.get", detail, lambda c: c.get_prompt(own, arguments), inputs,
+            method="prompts/get", target=own)
         return result
 
     async def complete(self, params: types.CompleteRequestParams, allowed: Allowed, *,
@@ -430,7 +434,8 @@ class Catalog:
             server = single or await self._template_owner(ref.uri, allowed)
             upstream = ref
         result: types.CompleteResult = await self.through(
-            server, "", {}, lambda c: c.complete(upstream, argument, context_arguments=context))
+            server, "", {}, lambda c: c.complete(upstream, argument, context_arguments=context),
+            method="completion/complete")
         return result
 
     async def _template_owner(self, template: str, allowed: Allowed) -> str:

@@ -901,19 +901,29 @@ class ServerActor:
         return self._last_instructions if self.listed else None
 
     async def call_through(self, request: Callable[[Client], Awaitable[T]], *,
-                           inputs: InputHandler | None = None) -> T:
+                           inputs: InputHandler | None = None, method: str | None = None,
+                           target: str | None = None) -> T:
         """A request other than tools/call on this session from any task (resources/*,
         prompts/*, completion/complete, logging/setLevel: the gateway's, gateway/catalog.py):
         `request(client)` is awaited with the live `mcp.Client`; the server's questions during
-        it go to `inputs` (none: refused). Raises MonadError if not connected, and whatever the
-        request raises (`mcp.MCPError` when the server fails it)."""
+        it go to `inputs` (none: refused). `method` (the JSON-RPC method) and `target` (the
+        prompt's name, the resource's URI, as the server names them): with telemetry on, the
+        request gets a CLIENT span by them, as tools/call does (docs/telemetry.md). Raises
+        MonadError if not connected, and whatever the request raises (`mcp.MCPError` when the
+        server fails it)."""
         from monad_cli.core.errors import MonadError
 
         client = self.client
         if client is None or not self.live:
             raise MonadError(f"server `{self.name}` is {self.state}"
                              f"{': ' + self.reason if self.reason else ''} (see `monad mcp status {self.name}`)")
-        with self.inputs.serving(inputs):
+        recorder = TELEMETRY.recorder
+        if recorder is None or method is None:
+            with self.inputs.serving(inputs):
+                return await request(client)
+        with recorder.client_request(method, target, server=self.name, transport=self.spec.transport
+                                     if self.spec else "stdio", protocol_version=client.protocol_version,
+                                     address=self._address(), session_id=None), self.inputs.serving(inputs):
             return await request(client)
 
     async def _on_message(self, message: IncomingMessage) -> None:

@@ -41,8 +41,6 @@ class Telemetry:
 
     def shutdown(self) -> None:
         """Flush what is batched and stop exporting (the supervisor's stop)."""
-        if self.recorder is not None:
-            self.recorder.flush()
         if self._shutdown is not None:
             try:
                 self._shutdown()
@@ -67,6 +65,7 @@ def start(paths: Paths, environ: Mapping[str, str], *, states: Callable[[], Mapp
     if not settings.enabled or TELEMETRY.on:
         return TELEMETRY
     try:
+        from monad_cli.daemon.telemetry.aggregate import Aggregates
         from monad_cli.daemon.telemetry.prometheus import Exposition
         from monad_cli.daemon.telemetry.recorder import Recorder
         from monad_cli.daemon.telemetry.sdk import install
@@ -83,10 +82,12 @@ def start(paths: Paths, environ: Mapping[str, str], *, states: Callable[[], Mapp
                           f"installed (no `{e.name}`); run pip install 'monad-cli[telemetry]' (see docs/telemetry.md)",
                           file="settings.toml", field="telemetry.enabled") from None
 
-    pull, shutdown = install(settings, environ)
-    recorder = Recorder(capture_arguments=settings.capture_arguments, digest=digest)
+    aggregates = Aggregates()
+    pull, shutdown, exporting = install(settings, environ, aggregates)
+    recorder = Recorder(aggregates, capture_arguments=settings.capture_arguments, digest=digest,
+                        span_processors=exporting)
     recorder.observe_servers(states, tasks=tasks, fleet_queued=fleet_queued)
-    TELEMETRY.exposition = Exposition(pull, before=recorder.flush)
+    TELEMETRY.exposition = Exposition(pull)
     TELEMETRY._shutdown = shutdown
     TELEMETRY.recorder = recorder
     from monad_cli.core.redact import redact_url

@@ -12,7 +12,7 @@ not published where monad installs from.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
@@ -87,15 +87,13 @@ class OtelCollector(Collector):
 class Exposition:
     """The text of one scrape: `text()` → bytes in the exposition format."""
 
-    def __init__(self, reader: Any, *, before: Callable[[], None] = lambda: None) -> None:
+    def __init__(self, reader: Any) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(OtelCollector(reader))
-        self.before = before  # hands queued measurements to the SDK first
 
     def text(self) -> bytes:
         from prometheus_client.exposition import generate_latest
 
-        self.before()
         return generate_latest(self.registry)
 
 

@@ -2,24 +2,41 @@
 for MCP (`open-telemetry/semantic-conventions-genai`, docs/gen-ai/mcp.md; status:
 development) and the metrics in docs/telemetry.md.
 
-Built by `telemetry.start` once the SDK's providers are set; imported only then. Spans go
-through the MCP SDK's own hooks (`mcp.shared._otel`: `otel_span`, `extract_trace_context`,
-`inject_trace_context`), so the gateway's direct lanes and the SDK's paths open the same
-spans the same way. Nothing here ever reads an argument, a result's content, a header, a
-token or an env value: attributes are names, ids, versions, codes and outcomes only.
+Built by `telemetry.start` once the SDK's providers are set; imported only then. The
+gateway's direct lanes open the span the MCP SDK's `OpenTelemetryMiddleware` opens on its
+path: the same scope (`mcp-python-sdk`), name and attributes, the context from the SDK's
+own `extract_trace_context`, and `inject_trace_context` into an upstream request's `_meta`.
+
+What a gateway call costs is kept small (issue 27: at most 0.1 ms of CPU; bench/README.md):
+- its two spans (the SERVER span of a direct lane, the upstream CLIENT span) are built by
+  `spans.py` with the provider's sampler, ids and resource, and end as the SDK's
+  `ReadableSpan` in the exporting processors (the SDK's `start_span`/`end` cost ~85 µs a
+  span in the supervisor); they start with every attribute known then, and are made
+  current with `context.attach` (no generator context managers); the rarer spans
+  (connect, approval, a CLI call) are the SDK's;
+- the measurements taken on every call go to monad's own aggregation (`aggregate.py`,
+  ~1 µs each instead of the SDK's ~10 µs) and a plain counter read by an observable
+  callback; the rare ones (sessions, restarts, refreshes, the approval wait) to the SDK.
+
+Nothing here ever reads an argument, a result's content, a header, a token or an env
+value: attributes are names, ids, versions, codes and outcomes only.
 """
 
 from __future__ import annotations
 
 import time
-from collections import deque
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
-from mcp.shared._otel import extract_trace_context, inject_trace_context, otel_span
-from opentelemetry import metrics, trace
+from mcp.shared._otel import extract_trace_context, inject_trace_context
+from opentelemetry import context, metrics, trace
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Span, SpanKind, StatusCode
+
+from monad_cli.core.redact import redact_url
+from monad_cli.daemon.telemetry.aggregate import Aggregates, Key
+from monad_cli.daemon.telemetry.spans import CallSpans
 
 # The conventions' buckets for every `mcp.*.duration` histogram, in seconds.
 DURATION_BUCKETS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300)
@@ -28,72 +45,74 @@ JOURNAL_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0
 # W3C Trace Context keys in `params._meta` (SEP-414: unprefixed, reserved in 2026-07-28).
 TRACE_KEYS = frozenset({"traceparent", "tracestate", "baggage"})
 TRANSPORTS = {"stdio": "pipe", "http": "tcp"}
-FLUSH_S = 0.25
-QUEUE_MAX = 100_000
+CALL = "tools/call"
+# The spans' fixed attributes, built once (a tools/call span adds its tool, ids and version).
+_TOOLS_CALL = {"mcp.method.name": CALL, "gen_ai.operation.name": "execute_tool"}
+# The conventions' attribute for a request's target, by method.
+_TARGETS = {CALL: "gen_ai.tool.name", "prompts/get": "gen_ai.prompt.name", "resources/read": "mcp.resource.uri",
+            "resources/subscribe": "mcp.resource.uri", "resources/unsubscribe": "mcp.resource.uri"}
 
 
 def _tool_error(result: Any) -> bool:
-    if isinstance(result, Mapping):
+    # A dict (wire shape) or a `CallToolResult`: tested by type first, an ABC's
+    # `isinstance` is slow on a call's path.
+    if type(result) is dict or (not hasattr(result, "is_error") and isinstance(result, Mapping)):
         return result.get("isError") is True
     return getattr(result, "is_error", None) is True
 
 
 class Recorder:
-    """The spans and instruments. `capture_arguments`: spans carry
-    `gen_ai.tool.call.arguments` as the journal keeps arguments (a digest); `digest` makes it."""
+    """The spans and instruments. `aggregates`: where the per-call histograms are kept (the
+    SDK's readers registered in it); `capture_arguments`: spans carry
+    `gen_ai.tool.call.arguments` as the journal keeps arguments (a digest); `digest` makes it;
+    `tracer_provider`/`meter_provider`: the SDK's providers (default: the global ones)."""
 
-    def __init__(self, *, capture_arguments: bool = False, digest: Callable[[Any], str] | None = None) -> None:
+    def __init__(self, aggregates: Aggregates, *, capture_arguments: bool = False,
+                 digest: Callable[[Any], str] | None = None, tracer_provider: Any = None,
+                 meter_provider: Any = None, span_processors: Sequence[Any] = ()) -> None:
         self.capture_arguments = capture_arguments and digest is not None
         self.digest = digest
-        self.tracer = trace.get_tracer("monad")
-        # Bounded: a flush task that stopped must not grow the supervisor without end.
-        self._queue: deque[tuple[Callable[[float, Any], None], float, Any]] = deque(maxlen=QUEUE_MAX)
-        meter = metrics.get_meter("monad")
-        h = meter.create_histogram
-        self.server_duration = h("mcp.server.operation.duration", unit="s", explicit_bucket_boundaries_advisory=list(
-            DURATION_BUCKETS), description="MCP request duration as observed on the receiver (the gateway)")
-        self.client_duration = h("mcp.client.operation.duration", unit="s", explicit_bucket_boundaries_advisory=list(
-            DURATION_BUCKETS), description="MCP request duration as observed on the sender (upstream calls)")
-        self.server_session_duration = h("mcp.server.session.duration", unit="s",
-                                         explicit_bucket_boundaries_advisory=list(DURATION_BUCKETS),
+        self.tracer = trace.get_tracer("monad", tracer_provider=tracer_provider)
+        # Every call's two spans (spans.py), ended into the processors that export. The
+        # SERVER span of a direct lane is the one the SDK's middleware opens on its path,
+        # scope included (the MCP SDK's tracer, `mcp.shared._otel`).
+        self.call_spans = CallSpans(tracer_provider or trace.get_tracer_provider(), span_processors)
+        # The scopes `provider.get_tracer(name)` gives (no version: "", as the SDK has it).
+        self.sdk_scope = InstrumentationScope("mcp-python-sdk", "")
+        self.scope = InstrumentationScope("monad", "")
+        self.meter = meter = metrics.get_meter("monad", meter_provider=meter_provider)
+        self._client_base: dict[tuple[str, str, str | None, Any], dict[str, Any]] = {}
+        h = aggregates.histogram
+        self.server_duration = h("mcp.server.operation.duration", unit="s", boundaries=DURATION_BUCKETS,
+                                 description="MCP request duration as observed on the receiver (the gateway)")
+        self.client_duration = h("mcp.client.operation.duration", unit="s", boundaries=DURATION_BUCKETS,
+                                 description="MCP request duration as observed on the sender (upstream calls)")
+        self.server_session_duration = h("mcp.server.session.duration", unit="s", boundaries=DURATION_BUCKETS,
                                          description="How long a gateway client's session lasted")
-        self.session_duration = h("mcp.client.session.duration", unit="s", explicit_bucket_boundaries_advisory=list(
-            DURATION_BUCKETS), description="How long an upstream MCP session lasted")
-        self.approval_wait = h("monad.approval.wait.duration", unit="s", explicit_bucket_boundaries_advisory=list(
-            DURATION_BUCKETS), description="How long a call waited at the approval gate for a person")
-        self.journal_write = h("monad.journal.write.duration", unit="s", explicit_bucket_boundaries_advisory=list(
-            JOURNAL_BUCKETS), description="One journal write transaction")
-        self.calls = meter.create_counter("monad.tool.calls", unit="{call}",
-                                          description="Tool calls by server, outcome, approval decision and caller")
+        self.journal_write = h("monad.journal.write.duration", unit="s", boundaries=JOURNAL_BUCKETS,
+                               description="One journal write transaction")
+        # `monad.tool.calls`: counted here, read by the SDK at collection (an observable
+        # counter's callback), so the series is the SDK's monotonic cumulative sum.
+        self._calls: dict[Key, int] = {}
+        sdk_h = meter.create_histogram
+        self.session_duration = sdk_h("mcp.client.session.duration", unit="s",
+                                      explicit_bucket_boundaries_advisory=list(DURATION_BUCKETS),
+                                      description="How long an upstream MCP session lasted")
+        self.approval_wait = sdk_h("monad.approval.wait.duration", unit="s",
+                                   explicit_bucket_boundaries_advisory=list(DURATION_BUCKETS),
+                                   description="How long a call waited at the approval gate for a person")
+        meter.create_observable_counter("monad.tool.calls", [self._observe_calls], unit="{call}",
+                                        description="Tool calls by server, outcome, approval decision and caller")
         self.restarts = meter.create_counter("monad.server.restarts", unit="{restart}",
                                              description="Upstream sessions restarted after a failure or an end")
         self.refreshes = meter.create_counter("monad.oauth.refreshes", unit="{refresh}",
                                               description="OAuth token refreshes by outcome")
 
-    # -- measurements, handed to the SDK off the call's path ---------------------------
-    def _later(self, record: Callable[[float, Any], None], value: float, attributes: Any) -> None:
-        """Queue one measurement: the SDK's `record`/`add` costs ~5-10 µs of CPU each (attribute
-        hashing, one aggregation per reader), a deque append ~0.1 µs. `flush` hands them over
-        after the answer is out; a deque because journal writes come from threads too."""
-        self._queue.append((record, value, attributes))
+    def _observe_calls(self, _options: Any) -> Iterator[Any]:
+        from opentelemetry.metrics import Observation
 
-    def flush(self) -> None:
-        """Hand every queued measurement to the SDK (the flush task, and before a scrape)."""
-        queue = self._queue
-        while queue:
-            try:
-                record, value, attributes = queue.popleft()
-            except IndexError:  # emptied by another thread meanwhile
-                return
-            record(value, attributes)
-
-    async def run(self) -> None:
-        """Flush the queue every `FLUSH_S` seconds; never returns (cancel it)."""
-        import anyio
-
-        while True:
-            await anyio.sleep(FLUSH_S)
-            self.flush()
+        for key, count in list(self._calls.items()):  # list(): one step, while the loop adds keys
+            yield Observation(count, dict(key))
 
     def observe_servers(self, states: Callable[[], Mapping[str, str]], *,
                         tasks: Callable[[], Mapping[str, tuple[int, int]]] = dict,
@@ -105,7 +124,7 @@ class Recorder:
         `tasks()`: server → (active, queued)."""
         from opentelemetry.metrics import CallbackOptions, Observation
 
-        meter = metrics.get_meter("monad")
+        meter = self.meter
 
         def read(source: Callable[[], Any], empty: Any) -> Any:
             try:
@@ -142,43 +161,32 @@ class Recorder:
                                       description="Journal rows waiting to be shipped to a fleet's shared journal")
 
     # -- the gateway's side (SERVER spans) -------------------------------------------------
-    @contextmanager
     def server_request(self, method: str, target: str | None, *, request_id: Any, protocol_version: str | None,
-                       meta: Mapping[str, Any] | None, transport: str) -> Iterator[Span]:
+                       meta: Mapping[str, Any] | None, transport: str) -> AbstractContextManager[Span]:
         """The SERVER span of one request the gateway answers on its direct lane, with the
         attributes the SDK's `OpenTelemetryMiddleware` gives the same request on its path
         (context from `meta`'s traceparent), plus `network.transport`; and its duration in
         `mcp.server.operation.duration`. Raises what the block raises."""
-        attributes: dict[str, Any] = {"mcp.method.name": method, "network.transport": transport}
+        attributes: dict[str, Any] = dict(_TOOLS_CALL) if method == CALL else {"mcp.method.name": method}
+        attributes["network.transport"] = transport
         if protocol_version:
             attributes["mcp.protocol.version"] = protocol_version
         if request_id is not None:
             attributes["jsonrpc.request.id"] = str(request_id)
-        if method == "tools/call":
-            attributes["gen_ai.operation.name"] = "execute_tool"
-            if target:
-                attributes["gen_ai.tool.name"] = target
-        started = time.perf_counter()
-        error: str | None = None
-        with otel_span(f"{method} {target}" if target else method, kind=SpanKind.SERVER, attributes=attributes,
-                       context=extract_trace_context(meta), record_exception=False,
-                       set_status_on_exception=False) as span:
-            try:
-                yield span
-            except Exception as e:
-                error = _mark_failed(span, e)
-                raise
-            finally:
-                error = error or _span_error(span)
-                self.record_server(method, target, time.perf_counter() - started, error=error)
+        if target and method == CALL:
+            attributes["gen_ai.tool.name"] = target
+        span = self.call_spans.start(self.sdk_scope, f"{method} {target}" if target else method, SpanKind.SERVER,
+                                     attributes, extract_trace_context(meta))
+        return _Current(span, lambda seconds, error: self.record_server(method, target, seconds, error=error))
 
     def record_server(self, method: str, target: str | None, seconds: float, *, error: str | None) -> None:
-        attributes: dict[str, Any] = {"mcp.method.name": method}
-        if method == "tools/call" and target:
-            attributes["gen_ai.tool.name"] = target
+        """One gateway request's `mcp.server.operation.duration`."""
+        key: Key = (("mcp.method.name", method),)
+        if method == CALL and target:
+            key += (("gen_ai.tool.name", target),)
         if error:
-            attributes["error.type"] = error
-        self._later(self.server_duration.record, seconds, attributes)
+            key += (("error.type", error),)
+        self.server_duration.record(seconds, key)
 
     def middleware(self, transport: str) -> Any:
         """A context-tier middleware for the SDK's server path, after the SDK's own
@@ -222,13 +230,15 @@ class Recorder:
             attributes["gen_ai.tool.call.arguments"] = self.digest(arguments)
         span.set_attributes(attributes)
 
-    @contextmanager
-    def call(self, exposed: str, via: str) -> Iterator[Span | None]:
+    def call(self, exposed: str, via: str) -> AbstractContextManager[Span | None]:
         """A SERVER span for a call that did not come through the gateway (`monad mcp call`,
         the Studio): a trace of its own. Inside a gateway request (a span is current) none."""
         if trace.get_current_span().get_span_context().is_valid:
-            yield None
-            return
+            return nullcontext()
+        return self._own_call(exposed, via)
+
+    @contextmanager
+    def _own_call(self, exposed: str, via: str) -> Iterator[Span]:
         with self.tracer.start_as_current_span(f"tools/call {exposed}", kind=SpanKind.SERVER, attributes={
                 "mcp.method.name": "tools/call", "gen_ai.operation.name": "execute_tool",
                 "gen_ai.tool.name": exposed, "monad.via": via}, record_exception=False) as span:
@@ -236,8 +246,9 @@ class Recorder:
 
     def outcome(self, *, server: str, outcome: str, decision: str, via: str) -> None:
         """One call's end: `monad.tool.calls` and the current span's outcome."""
-        self._later(self.calls.add, 1, {"monad.server": server, "monad.call.outcome": outcome,
-                                        "monad.approval.decision": decision, "monad.via": via})
+        key: Key = (("monad.server", server), ("monad.call.outcome", outcome), ("monad.approval.decision", decision),
+                    ("monad.via", via))
+        self._calls[key] = self._calls.get(key, 0) + 1
         span = trace.get_current_span()
         if span.is_recording():
             span.set_attribute("monad.call.outcome", outcome)
@@ -273,46 +284,52 @@ class Recorder:
                 self.approval_wait.record(waited, {"monad.approval.decision": decided["decision"]})
 
     # -- upstream (CLIENT spans) -----------------------------------------------------------
-    @contextmanager
     def client_request(self, method: str, target: str | None, *, server: str, transport: str,
                        protocol_version: str | None, address: tuple[str, int | None] | None,
-                       session_id: str | None) -> Iterator[Span]:
+                       session_id: str | None) -> AbstractContextManager[Span]:
         """The CLIENT span of one request to an upstream server, and its duration in
-        `mcp.client.operation.duration`. `transport`: the definition's (`stdio`/`http`)."""
-        attributes: dict[str, Any] = {"mcp.method.name": method, "network.transport": TRANSPORTS.get(transport,
-                                                                                                      transport),
-                                      "monad.server": server}
-        if protocol_version:
-            attributes["mcp.protocol.version"] = protocol_version
+        `mcp.client.operation.duration`. `transport`: the definition's (`stdio`/`http`);
+        `target`: the tool (tools/call, in the name and `gen_ai.tool.name`), the prompt
+        (prompts/get, in the name and `gen_ai.prompt.name`) or the resource URI
+        (resources/read: `mcp.resource.uri` only, its query values and password as `***`),
+        as the server names it. Raises what the block raises."""
+        net = TRANSPORTS.get(transport, transport)
+        base_key = (server, net, protocol_version, address)
+        base = self._client_base.get(base_key)
+        if base is None:  # one per server session: its attributes built once
+            base = {"network.transport": net, "monad.server": server}
+            if protocol_version:
+                base["mcp.protocol.version"] = protocol_version
+            if address is not None:
+                base["server.address"] = address[0]
+                if address[1] is not None:
+                    base["server.port"] = address[1]
+            if len(self._client_base) > 1000:  # servers come and go: keep it bounded
+                self._client_base.clear()
+            self._client_base[base_key] = base
+        attributes: dict[str, Any] = dict(_TOOLS_CALL) if method == CALL else {"mcp.method.name": method}
+        attributes.update(base)
         if session_id:
             attributes["mcp.session.id"] = session_id
-        if address is not None:
-            attributes["server.address"] = address[0]
-            if address[1] is not None:
-                attributes["server.port"] = address[1]
-        if method == "tools/call":
-            attributes["gen_ai.operation.name"] = "execute_tool"
-            if target:
-                attributes["gen_ai.tool.name"] = target
-        started = time.perf_counter()
-        error: str | None = None
-        with self.tracer.start_as_current_span(f"{method} {target}" if target else method, kind=SpanKind.CLIENT,
-                                               attributes=attributes, record_exception=False,
-                                               set_status_on_exception=False) as span:
-            try:
-                yield span
-            except Exception as e:
-                error = _mark_failed(span, e)
-                raise
-            finally:
-                error = error or _span_error(span)
-                attrs: dict[str, Any] = {"mcp.method.name": method, "monad.server": server,
-                                         "network.transport": attributes["network.transport"]}
-                if method == "tools/call" and target:
-                    attrs["gen_ai.tool.name"] = target
-                if error:
-                    attrs["error.type"] = error
-                self._later(self.client_duration.record, time.perf_counter() - started, attrs)
+        name = method
+        if target:
+            target_key = _TARGETS.get(method)
+            if target_key == "mcp.resource.uri":  # never in the span's name (the SDK's neither)
+                attributes[target_key] = redact_url(target)
+            elif target_key is not None:
+                attributes[target_key] = target
+                name = f"{method} {target}"
+        span = self.call_spans.start(self.scope, name, SpanKind.CLIENT, attributes)
+
+        def done(seconds: float, error: str | None) -> None:
+            key: Key = (("mcp.method.name", method), ("monad.server", server), ("network.transport", net))
+            if method == CALL and target:
+                key += (("gen_ai.tool.name", target),)
+            if error:
+                key += (("error.type", error),)
+            self.client_duration.record(seconds, key)
+
+        return _Current(span, done)
 
     @staticmethod
     def result(span: Span, result: Any) -> None:
@@ -365,7 +382,7 @@ class Recorder:
 
     def gateway_session_ended(self, transport: str, seconds: float) -> None:
         """One gateway client's session (a relay connection, an HTTP listener) ended."""
-        self._later(self.server_session_duration.record, seconds, {"network.transport": transport})
+        self.server_session_duration.record(seconds, (("network.transport", transport),))
 
     def restarted(self, server: str, why: str) -> None:
         self.restarts.add(1, {"monad.server": server, "monad.restart.reason": why})
@@ -374,7 +391,30 @@ class Recorder:
         self.refreshes.add(1, {"monad.server": server, "monad.oauth.outcome": outcome})
 
     def journal_written(self, seconds: float) -> None:
-        self._later(self.journal_write.record, seconds, None)
+        self.journal_write.record(seconds)
+
+
+class _Current:
+    """`span` made current for a `with` block and ended at its end; then `done(seconds,
+    error)` is told the block's duration and `error.type` (None: none). A class, not a
+    generator context manager: a call opens two of these."""
+
+    __slots__ = ("_done", "_span", "_started", "_token")
+
+    def __init__(self, span: Span, done: Callable[[float, str | None], None]) -> None:
+        self._span, self._done = span, done
+
+    def __enter__(self) -> Span:
+        self._started = time.perf_counter()
+        self._token = context.attach(trace.set_span_in_context(self._span))
+        return self._span
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        span = self._span
+        error = _mark_failed(span, exc) if isinstance(exc, Exception) else None  # not a cancellation
+        context.detach(self._token)
+        span.end()
+        self._done(time.perf_counter() - self._started, error or _span_error(span))
 
 
 def _mark_failed(span: Span, exc: Exception) -> str:
@@ -392,6 +432,11 @@ def _mark_failed(span: Span, exc: Exception) -> str:
 
 
 def _span_error(span: Span) -> str | None:
+    # `error.type` is set only with an ERROR status (above, and the MCP SDK's middleware):
+    # read the attributes (a lookup that raises KeyError inside when absent) only then.
+    status = getattr(span, "status", None)
+    if status is None or status.status_code is not StatusCode.ERROR:
+        return None
     attributes = getattr(span, "attributes", None)
     value = attributes.get("error.type") if attributes else None
     return str(value) if value else None

@@ -4,7 +4,8 @@
   sampler from `OTEL_TRACES_SAMPLER`, default parent-based always-on), exported by OTLP/HTTP
   in batches when an endpoint is set;
 - metrics: a `MeterProvider` with a pull reader for `GET /metrics` and, when an endpoint is
-  set, a periodic OTLP/HTTP exporter (`OTEL_METRIC_EXPORT_INTERVAL`, default 60 s);
+  set, a periodic OTLP/HTTP exporter (`OTEL_METRIC_EXPORT_INTERVAL`, default 60 s); each
+  reader adds the histograms monad aggregates itself (`aggregate.py`) to what it collects;
 - both become the global providers, so the MCP SDK's own hooks (`mcp/shared/_otel.py`,
   `mcp/server/_otel.py`) record into them too.
 """
@@ -18,7 +19,13 @@ from typing import Any
 
 from opentelemetry import metrics, trace
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader, MetricReader, PeriodicExportingMetricReader
+from opentelemetry.sdk.metrics.export import (
+    AggregationTemporality,
+    InMemoryMetricReader,
+    MetricReader,
+    MetricsData,
+    PeriodicExportingMetricReader,
+)
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -26,6 +33,7 @@ from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult, 
 from opentelemetry.trace import SpanKind, get_current_span
 
 from monad_cli import __version__
+from monad_cli.daemon.telemetry.aggregate import Aggregates
 from monad_cli.daemon.telemetry.settings import ENDPOINT_VARS, TelemetrySettings
 
 _SDK_BACKGROUND = "MCP send "
@@ -65,8 +73,44 @@ class SdkRequestIds(SpanProcessor):
             parent.set_attribute("jsonrpc.request.id", request_id)
 
 
-def install(settings: TelemetrySettings, environ: Mapping[str, str]) -> tuple[InMemoryMetricReader, Callable[[], None]]:
-    """Set the global providers; returns the pull reader and the shutdown function (flushes)."""
+def _temporality(reader: MetricReader) -> AggregationTemporality:
+    # What the reader asks of histograms (OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE,
+    # through the exporter); the SDK keeps it per instrument class.
+    from opentelemetry.sdk.metrics import Histogram
+
+    chosen = getattr(reader, "_instrument_class_temporality", {}).get(Histogram)
+    return chosen if isinstance(chosen, AggregationTemporality) else AggregationTemporality.CUMULATIVE
+
+
+class PullReader(InMemoryMetricReader):
+    """The `GET /metrics` reader (cumulative), with monad's own histograms."""
+
+    def __init__(self, aggregates: Aggregates) -> None:
+        super().__init__()
+        self.aggregates = aggregates
+        self.slot = aggregates.reader(_temporality(self))
+
+    def _receive_metrics(self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any) -> None:
+        super()._receive_metrics(self.aggregates.merge(metrics_data, self.slot), timeout_millis, **kwargs)
+
+
+class ExportingReader(PeriodicExportingMetricReader):
+    """The OTLP reader, with monad's own histograms (in the temporality its exporter prefers)."""
+
+    def __init__(self, exporter: Any, aggregates: Aggregates) -> None:
+        self.aggregates = aggregates
+        super().__init__(exporter)  # collects only once a MeterProvider registers it, after this
+        self.slot = aggregates.reader(_temporality(self))
+
+    def _receive_metrics(self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any) -> None:
+        super()._receive_metrics(self.aggregates.merge(metrics_data, self.slot), timeout_millis, **kwargs)
+
+
+def install(settings: TelemetrySettings, environ: Mapping[str, str],
+            aggregates: Aggregates) -> tuple[InMemoryMetricReader, Callable[[], None], list[SpanProcessor]]:
+    """Set the global providers, their readers registered in `aggregates`; returns the pull
+    reader, the shutdown function (flushes) and the span processors that export (the OTLP
+    batch; none without an endpoint), which monad's call spans end into (`spans.py`)."""
     # The exporters log a warning per retry while a collector is down; one error per lost
     # batch says enough in daemon.log.
     logging.getLogger("opentelemetry").setLevel(logging.ERROR)
@@ -75,7 +119,8 @@ def install(settings: TelemetrySettings, environ: Mapping[str, str]) -> tuple[In
     tracer_provider = TracerProvider(resource=resource, sampler=QuietSampler(_get_from_env_or_default()),
                                      shutdown_on_exit=False)
     tracer_provider.add_span_processor(SdkRequestIds())
-    pull = InMemoryMetricReader()
+    exporting: list[SpanProcessor] = []
+    pull = PullReader(aggregates)
     readers: list[MetricReader] = [pull]
     if settings.endpoint is not None:
         from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
@@ -87,8 +132,10 @@ def install(settings: TelemetrySettings, environ: Mapping[str, str]) -> tuple[In
         base = settings.endpoint.rstrip("/")
         span_exporter = OTLPSpanExporter() if from_env else OTLPSpanExporter(endpoint=f"{base}/v1/traces")
         metric_exporter = OTLPMetricExporter() if from_env else OTLPMetricExporter(endpoint=f"{base}/v1/metrics")
-        tracer_provider.add_span_processor(BatchSpanProcessor(span_exporter))
-        readers.append(PeriodicExportingMetricReader(metric_exporter))
+        batch = BatchSpanProcessor(span_exporter)
+        tracer_provider.add_span_processor(batch)
+        exporting.append(batch)
+        readers.append(ExportingReader(metric_exporter, aggregates))
     meter_provider = MeterProvider(resource=resource, metric_readers=readers, shutdown_on_exit=False)
     trace.set_tracer_provider(tracer_provider)
     metrics.set_meter_provider(meter_provider)
@@ -107,7 +154,7 @@ def install(settings: TelemetrySettings, environ: Mapping[str, str]) -> tuple[In
             log.warning("telemetry: the collector did not take the last spans and metrics within %g s; "
                         "dropped", SHUTDOWN_S)
 
-    return pull, shutdown
+    return pull, shutdown, exporting
 
 
-__all__ = ["QuietSampler", "install"]
+__all__ = ["ExportingReader", "PullReader", "QuietSampler", "install"]
