@@ -9,9 +9,11 @@ It has the fixed names the scenarios call (`conformance list --server`):
 - tools: `test_simple_text`, `test_image_content`, `test_audio_content`,
   `test_embedded_resource`, `test_multiple_content_types`, `test_error_handling`,
   `test_tool_with_logging` (three info messages ~50 ms apart), `test_tool_with_progress`
-  (0, 50, 100 of 100), `test_sampling(prompt)` and `test_elicitation(message)` (standalone
-  `sampling/createMessage` and `elicitation/create` during the call, a handshake-era session
-  only), `test_elicitation_sep1034_defaults`, `test_elicitation_sep1330_enums`,
+  (0, 50, 100 of 100), `test_sampling(prompt)`, `test_elicitation(message)`,
+  `test_elicitation_sep1034_defaults`, `test_elicitation_sep1330_enums` (they ask in the
+  session's era: a standalone `sampling/createMessage` or `elicitation/create` during the call
+  on a handshake-era session, an `InputRequiredResult` at 2026-07-28, as a server behind
+  monad's 2026-07-28 session must),
   `test_reconnection` (closes the call's SSE stream mid-call, SEP-1699), `json_schema_2020_12_tool`,
   `test_missing_capability` (needs `sampling`: -32021 without it), and the 2026-07-28
   `InputRequiredResult` tools (SEP-2322) `test_input_required_result_elicitation`,
@@ -55,12 +57,14 @@ from mcp_types import (
     TextResourceContents,
 )
 from mcp_types.jsonrpc import JSONRPCMessage
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 # A 1x1 PNG and a WAV header with two bytes of samples: the smallest valid payloads.
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
 WAV = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YQIAAAAAAA=="
 
-app = MCPServer("conformance-server", instructions="The official conformance suite's server scenarios.")
+app = MCPServer("conformance-server", instructions="The official conformance suite's server scenarios.",
+                log_level="WARNING")
 subscribed: set[str] = set()
 
 
@@ -157,35 +161,62 @@ async def test_tool_with_progress(ctx: Context) -> str:
     return "Progress test completed"
 
 
+async def _question(ctx: Context, key: str, request: dict[str, Any]) -> dict[str, Any] | InputRequiredResult:
+    """Ask the client `request` (wire shape) in the session's era: a standalone request
+    during the call on a handshake-era session; at 2026-07-28, an `InputRequiredResult`
+    under `key`, whose answer comes back in the retry's `inputResponses`. The answer as JSON,
+    or the `InputRequiredResult` to return."""
+    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        answer = _answers(ctx).get(key)
+        return answer if answer is not None else _ask({key: request})
+    params, related = request["params"], ctx.request_context.request_id
+    if request["method"] == "elicitation/create":
+        result: Any = await ctx.session.elicit_form(params["message"], params["requestedSchema"],
+                                                    related_request_id=related)
+    else:
+        messages = [SamplingMessage.model_validate(m) for m in params["messages"]]
+        result = await _quiet(lambda: ctx.session.create_message(messages=messages, max_tokens=params["maxTokens"],
+                                                                 related_request_id=related))
+    answer = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+    assert isinstance(answer, dict)
+    return answer
+
+
+def _elicitation(message: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {"method": "elicitation/create", "params": {"message": message, "requestedSchema": schema}}
+
+
+def _outcome(answer: dict[str, Any]) -> str:
+    return f"action={answer.get('action')}, content={json.dumps(answer.get('content') or {})}"
+
+
 @app.tool()
-async def test_sampling(prompt: str, ctx: Context) -> str:
+async def test_sampling(prompt: str, ctx: Context) -> str | InputRequiredResult:
     """Asks the client for an LLM completion of `prompt` (`sampling/createMessage`)."""
-    result = await _quiet(lambda: ctx.session.create_message(
-        messages=[SamplingMessage(role="user", content=TextContent(type="text", text=prompt))],
-        max_tokens=100, related_request_id=ctx.request_context.request_id))
-    text = result.content.text if getattr(result.content, "type", "") == "text" else "(no text)"
-    return f"LLM response: {text}"
-
-
-async def _elicit(ctx: Context, message: str, schema: dict[str, Any]) -> Any:
-    return await ctx.session.elicit_form(message, schema, related_request_id=ctx.request_context.request_id)
+    answer = await _question(ctx, "sampling", {"method": "sampling/createMessage", "params": {
+        "messages": [{"role": "user", "content": {"type": "text", "text": prompt}}], "maxTokens": 100}})
+    if isinstance(answer, InputRequiredResult):
+        return answer
+    return f"LLM response: {_sample_text(answer)}"
 
 
 @app.tool()
-async def test_elicitation(message: str, ctx: Context) -> str:
+async def test_elicitation(message: str, ctx: Context) -> str | InputRequiredResult:
     """Asks the user for a username and an email (`elicitation/create`)."""
-    result = await _elicit(ctx, message, {
+    answer = await _question(ctx, "user_info", _elicitation(message, {
         "type": "object",
         "properties": {"username": {"type": "string", "description": "User's response"},
                        "email": {"type": "string", "description": "User's email address"}},
-        "required": ["username", "email"]})
-    return f"User response: action={result.action}, content={json.dumps(result.content or {})}"
+        "required": ["username", "email"]}))
+    if isinstance(answer, InputRequiredResult):
+        return answer
+    return f"User response: {_outcome(answer)}"
 
 
 @app.tool()
-async def test_elicitation_sep1034_defaults(ctx: Context) -> str:
+async def test_elicitation_sep1034_defaults(ctx: Context) -> str | InputRequiredResult:
     """Asks for a form whose every primitive field has a default (SEP-1034)."""
-    result = await _elicit(ctx, "Please provide user information", {
+    answer = await _question(ctx, "defaults", _elicitation("Please provide user information", {
         "type": "object",
         "properties": {
             "name": {"type": "string", "description": "User name", "default": "John Doe"},
@@ -193,14 +224,16 @@ async def test_elicitation_sep1034_defaults(ctx: Context) -> str:
             "score": {"type": "number", "description": "User score", "default": 95.5},
             "status": {"type": "string", "description": "User status", "enum": ["active", "inactive", "pending"],
                        "default": "active"},
-            "verified": {"type": "boolean", "description": "Verification status", "default": True}}})
-    return f"Elicitation completed: action={result.action}, content={json.dumps(result.content or {})}"
+            "verified": {"type": "boolean", "description": "Verification status", "default": True}}}))
+    if isinstance(answer, InputRequiredResult):
+        return answer
+    return f"Elicitation completed: {_outcome(answer)}"
 
 
 @app.tool()
-async def test_elicitation_sep1330_enums(ctx: Context) -> str:
+async def test_elicitation_sep1330_enums(ctx: Context) -> str | InputRequiredResult:
     """Asks for a form with the five enum shapes of SEP-1330."""
-    result = await _elicit(ctx, "Please select values using different enum schema types", {
+    answer = await _question(ctx, "enums", _elicitation("Please select values using different enum schema types", {
         "type": "object",
         "properties": {
             "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
@@ -212,8 +245,10 @@ async def test_elicitation_sep1330_enums(ctx: Context) -> str:
             "untitledMulti": {"type": "array", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
             "titledMulti": {"type": "array", "items": {"anyOf": [
                 {"const": "value1", "title": "First Choice"}, {"const": "value2", "title": "Second Choice"},
-                {"const": "value3", "title": "Third Choice"}]}}}})
-    return f"Elicitation completed: action={result.action}, content={json.dumps(result.content or {})}"
+                {"const": "value3", "title": "Third Choice"}]}}}}))
+    if isinstance(answer, InputRequiredResult):
+        return answer
+    return f"Elicitation completed: {_outcome(answer)}"
 
 
 @app.tool()
