@@ -61,7 +61,8 @@ class SessionFeatures:
     def __init__(self, catalog: Catalog, subscriptions: Subscriptions, *, allowed: Callable[[str], bool],
                  single: str | None,
                  bus: InMemorySubscriptionBus, listen: ListenHandler, connections: weakref.WeakSet[Any],
-                 on_level: Callable[[], Any], questions: Callable[..., Any] | None = None) -> None:
+                 on_level: Callable[[], Any], questions: Callable[..., Any] | None = None,
+                 in_rounds: Callable[..., Any] | None = None) -> None:
         self.catalog = catalog
         self.subscriptions = subscriptions
         self.allowed = allowed
@@ -72,6 +73,7 @@ class SessionFeatures:
         self.log_levels: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
         self._on_level = on_level
         self.questions = questions or (lambda ctx, version, **about: None)
+        self.in_rounds = in_rounds  # a 2026-07-28 request a server asks questions in (GatewaySession's)
         self._subscribed: weakref.WeakSet[Any] = weakref.WeakSet()  # connections holding subscriptions
 
     def _allowed(self, name: str) -> bool:
@@ -146,11 +148,23 @@ class SessionFeatures:
         items = await self.catalog.prompts(self._allowed, single=self.single)
         return types.ListPromptsResult(prompts=[types.Prompt.model_validate(p) for p in items])
 
-    async def get_prompt(self, ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+    async def get_prompt(self, ctx: Any, params: types.GetPromptRequestParams) -> Any:
+        """prompts/get; a 2026-07-28 agent gets the server's questions as `input_required`
+        rounds, as for tools/call (gateway/rounds.py)."""
         self._remember(ctx)
-        result = await self.catalog.get_prompt(params.name, params.arguments, self._allowed, single=self.single,
-                                               inputs=self.questions(ctx, ctx.protocol_version, what=params.name))
-        return _without_server_info(result)
+
+        async def get(inputs: Any) -> dict[str, Any]:
+            result = await self.catalog.get_prompt(params.name, params.arguments, self._allowed,
+                                                   single=self.single, inputs=inputs)
+            answer: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+            return answer
+
+        answer = await self.in_rounds(ctx, params, params.name, get) if self.in_rounds is not None else None
+        if answer is None:
+            answer = await get(self.questions(ctx, ctx.protocol_version, what=params.name))
+        if answer.get("resultType") == "input_required":
+            return types.InputRequiredResult.model_validate(answer)
+        return _without_server_info(types.GetPromptResult.model_validate(answer))
 
     async def complete(self, ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
         self._remember(ctx)

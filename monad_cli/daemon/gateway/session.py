@@ -138,7 +138,8 @@ class GatewaySession:
         self.subscriptions = subscriptions or Subscriptions(self.catalog, spawn=spawn)
         self.features = SessionFeatures(self.catalog, self.subscriptions, allowed=self.allowed, single=self.single,
                                         bus=self.bus, listen=self.listen, connections=self.legacy_connections,
-                                        on_level=on_level or no_level, questions=self.questions)
+                                        on_level=on_level or no_level, questions=self.questions,
+                                        in_rounds=self.request_in_rounds)
         f = self.features
         # logging/setLevel is deprecated at 2026-07-28 (SEP-2577), the SDK warns of it; the
         # handshake-era agents that use it are what it is here for.
@@ -190,13 +191,37 @@ class GatewaySession:
         (gateway/rounds.py): the result, or an `InputRequiredResult` (wire shape) carrying the
         server's question; a call with `request_state` answers one and goes on. Cancelling
         it while it waits cancels the call."""
+        def run(r: Round) -> Any:
+            inputs = self.questions(None, protocol_version, what=name, round=r, capabilities=capabilities)
+            return self.call(name, arguments, protocol_version, progress=progress, inputs=inputs)
+
+        return await self._in_rounds(request_state, input_responses, run)
+
+    async def request_in_rounds(self, ctx: Any, params: Any, what: str,
+                                run: Callable[[Any], Any]) -> dict[str, Any] | None:
+        """Another 2026-07-28 request a server may answer with questions (prompts/get, SEP-2322
+        "InputRequiredResult on any request that supports it"), as `call_in_rounds`: `run(inputs)`
+        makes the upstream request, its questions going to `inputs`; the answer as a dict (an
+        `InputRequiredResult` wire shape or the result's). None when the request does not go in
+        rounds: a handshake-era agent, or one that can answer nothing."""
+        raw_meta = (ctx.params or {}).get("_meta")
+        capabilities = _envelope_capabilities(raw_meta)
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS or self.rounds.spawn is None or not (
+                params.request_state is not None or _answers(capabilities)):
+            return None
+        responses = {k: v.model_dump(by_alias=True, mode="json", exclude_none=True)
+                     for k, v in (params.input_responses or {}).items()}
+
+        def start(r: Round) -> Any:
+            return run(self.questions(None, ctx.protocol_version, what=what, round=r, capabilities=capabilities))
+
+        return await self._in_rounds(params.request_state, responses, start)
+
+    async def _in_rounds(self, request_state: str | None, input_responses: dict[str, Any] | None,
+                         run: Callable[[Round], Any]) -> dict[str, Any]:
         if request_state is not None:
             r = self.rounds.resume(request_state, input_responses)
         else:
-            def run(r: Round) -> Any:
-                inputs = self.questions(None, protocol_version, what=name, round=r, capabilities=capabilities)
-                return self.call(name, arguments, protocol_version, progress=progress, inputs=inputs)
-
             r = self.rounds.start(run)
         try:
             return self.rounds.done(r, await r.next())
