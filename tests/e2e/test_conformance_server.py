@@ -47,7 +47,7 @@ SERVER = ROOT / "tests" / "servers" / "conformance_server.py"
 NAME = "conformance"
 # Recorded on 2026-12-02 (conformance 0.2.0-alpha.12, mcp 2.3.0): per revision and path, the
 # scenarios that pass and the checks passed in them. Each run must reach at least these.
-RECORDED = {("2026-07-28", "direct"): (40, 139), ("2026-07-28", "gateway"): (38, 109),
+RECORDED = {("2026-07-28", "direct"): (41, 149), ("2026-07-28", "gateway"): (39, 119),
             ("2025-11-25", "direct"): (33, 84), ("2025-11-25", "gateway"): (33, 81)}
 REVISIONS = ("2026-07-28", "2025-11-25")
 TIMEOUT_MS = 60_000

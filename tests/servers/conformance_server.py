@@ -15,6 +15,8 @@ It has the fixed names the scenarios call (`conformance list --server`):
   on a handshake-era session, an `InputRequiredResult` at 2026-07-28, as a server behind
   monad's 2026-07-28 session must),
   `test_reconnection` (closes the call's SSE stream mid-call, SEP-1699), `json_schema_2020_12_tool`,
+  `test_custom_header(region)` (`region` also in the `Mcp-Param-Region` header, SEP-2243),
+  `test_logging_tool` and `test_streaming_elicitation` (server-stateless's diagnostics),
   `test_missing_capability` (needs `sampling`: -32021 without it), and the 2026-07-28
   `InputRequiredResult` tools (SEP-2322) `test_input_required_result_elicitation`,
   `_sampling`, `_list_roots`, `_request_state`, `_multiple_inputs`, `_multi_round`,
@@ -284,6 +286,18 @@ def json_schema_2020_12_tool(name: str | None = None, address: dict[str, Any] | 
     return f"Received: {json.dumps([name, address, contactMethod, phone, email])}"
 
 
+def test_custom_header(region: str, query: str | None = None) -> str:
+    """Echoes its region, which the client also mirrors in the `Mcp-Param-Region` header"""
+    return f"region={region}"
+
+
+CUSTOM_HEADER_SCHEMA = {  # SEP-2243: `region` travels in a header too; the SDK checks they agree
+    "type": "object",
+    "properties": {"region": {"type": "string", "x-mcp-header": "Region"}, "query": {"type": "string"}},
+    "required": ["region"],
+}
+
+
 @app.tool()
 async def test_missing_capability(ctx: Context) -> str:
     """Needs the client's `sampling` capability: -32021 when it was not declared (SEP-2575)."""
@@ -294,6 +308,24 @@ async def test_missing_capability(ctx: Context) -> str:
         raise MCPError(code=MISSING_REQUIRED_CLIENT_CAPABILITY, message="This tool needs the sampling capability",
                        data=data.model_dump(by_alias=True, mode="json", exclude_none=True))
     return "the client declared sampling"
+
+
+@app.tool()
+async def test_logging_tool(ctx: Context) -> str:
+    """Logs at info during the call: sent only to a 2026-07-28 request whose `_meta` asked for
+    a log level (the SDK filters; SEP-2575)."""
+    await _quiet(lambda: ctx.info("test_logging_tool ran"))
+    return "logged"
+
+
+@app.tool()
+async def test_streaming_elicitation(ctx: Context) -> str | InputRequiredResult:
+    """Asks for a name: at 2026-07-28 as an `InputRequiredResult` on the call's own response,
+    never a request of its own on that stream (SEP-2575)."""
+    answer = await _question(ctx, "user_name", _form("What is your name?", "name"))
+    if isinstance(answer, InputRequiredResult):
+        return answer
+    return f"Hello, {_content(answer).get('name')}!"
 
 
 # -- 2026-07-28 InputRequiredResult rounds (SEP-2322) --------------------------------------
@@ -520,12 +552,12 @@ def main() -> None:
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--path", default="/mcp")
     args = ap.parse_args()
-    app.add_tool(json_schema_2020_12_tool, name="json_schema_2020_12_tool",
-                 description="Tool with JSON Schema 2020-12 features")
-    # Listed with the schema verbatim (the SDK would derive one from the signature).
-    tool = app._tool_manager.get_tool("json_schema_2020_12_tool")
-    assert tool is not None
-    tool.parameters = JSON_SCHEMA_2020_12
+    # Listed with their schemas verbatim (the SDK would derive them from the signatures).
+    for fn, schema in ((json_schema_2020_12_tool, JSON_SCHEMA_2020_12), (test_custom_header, CUSTOM_HEADER_SCHEMA)):
+        app.add_tool(fn, name=fn.__name__, description=(fn.__doc__ or "").strip())
+        tool = app._tool_manager.get_tool(fn.__name__)
+        assert tool is not None
+        tool.parameters = schema
     _handshake_era_handlers()
     app.run("streamable-http", host="127.0.0.1", port=args.port, streamable_http_path=args.path,
             event_store=MemoryEventStore(), retry_interval=100)
