@@ -96,8 +96,9 @@ class Round:
                 question.answered.set()
 
     async def next(self) -> dict[str, Any]:
-        """The call's result (a dict), or its next question as an `InputRequiredResult`
-        (wire shape). Re-raises what the call raised."""
+        """The call's result (a dict), or its next questions (those asked within `TOGETHER_S`
+        of the first) as an `InputRequiredResult` (wire shape) with a new `requestState`.
+        Re-raises what the call raised."""
         if self.held is not None:
             (kind, value), self.held = self.held, None
         else:
