@@ -11,10 +11,14 @@ The same holds for `resources/read` and `prompts/get`, whose servers may ask too
 `requestState` comes back with the method that got it.
 
 - the first tools/call starts the upstream call in a task of the gateway (`spawn`), not of
-  the request, and answers with the first of: its result, or its first question as an
-  `InputRequiredResult` whose `requestState` names the running call (a random token);
+  the request, and answers with the first of: its result, or its questions as an
+  `InputRequiredResult` whose `requestState` names the running call (a random token, new
+  each round);
+- the questions a server asks together (the SDK answers an upstream `inputRequests` map
+  concurrently) go out together, each under the server's own key when it gave one (the
+  2026-07-28 server's `inputRequests` key), else `q1`, `q2`, …;
 - a call with that `requestState` hands the `inputResponses` to the questions waiting for
-  them and answers, again, with the result or the next question;
+  them and answers, again, with the result or the next questions;
 - a question no round answers within `answer_timeout` seconds is refused (the server gets
   the error, the call goes on as the server decides); a token unknown or finished is
   refused with -32602.
@@ -33,10 +37,11 @@ import anyio
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
-from monad_cli.daemon.trust.inputs import InputRefused
+from monad_cli.daemon.trust.inputs import InputRefused, input_key
 
 log = logging.getLogger("monad.gateway")
 KEEP_FINISHED_S = 300.0  # a finished call's answer waits this long for the agent's next round
+TOGETHER_S = 0.05  # questions asked within this long of the first go out in the same round
 
 
 @dataclass
@@ -59,12 +64,23 @@ class Round:
         self.asked = 0
         self.finished_at: float | None = None
         self.scope = anyio.CancelScope()
+        self.held: tuple[str, Any] | None = None
+        self.retoken: Callable[[Round], str] | None = None  # set by `Rounds`: a new token per round
+
+    def new_token(self) -> str:
+        """The `requestState` for the next round: new each round (SEP-2322 has a server's
+        state change as the call goes on; an agent echoes the latest)."""
+        if self.retoken is not None:
+            self.token = self.retoken(self)
+        return self.token
 
     async def ask(self, request: dict[str, Any]) -> dict[str, Any]:
         """The upstream call's question: out to the agent in the next round; its answer back.
         Raises InputRefused when no round answers it in time."""
         self.asked += 1
-        key = f"q{self.asked}"
+        key = input_key.get() or f"q{self.asked}"
+        if key in self.questions:
+            key = f"q{self.asked}"
         question = self.questions[key] = _Question(request)
         await self.send.send(("question", key))
         try:
@@ -85,15 +101,26 @@ class Round:
                 question.answered.set()
 
     async def next(self) -> Any:
-        """The call's result (what `run` returned), or its next question as an
-        `InputRequiredResult` (wire shape). Re-raises what the call raised."""
-        kind, value = await self.receive.receive()
+        """The call's result (a dict), or its next questions (those asked within `TOGETHER_S`
+        of the first) as an `InputRequiredResult` (wire shape) with a new `requestState`.
+        Re-raises what the call raised."""
+        if self.held is not None:
+            (kind, value), self.held = self.held, None
+        else:
+            kind, value = await self.receive.receive()
         if kind == "question":
-            question = self.questions.get(value)
-            if question is None:  # answered by a timeout meanwhile: wait for what comes next
+            keys = [value]
+            with anyio.move_on_after(TOGETHER_S):
+                while True:
+                    more = await self.receive.receive()
+                    if more[0] != "question":
+                        self.held = more  # the call's end, for the round after
+                        break
+                    keys.append(more[1])
+            asked = {k: self.questions[k].request for k in keys if k in self.questions}
+            if not asked:  # answered by a timeout meanwhile: wait for what comes next
                 return await self.next()
-            return {"resultType": "input_required", "inputRequests": {value: question.request},
-                    "requestState": self.token}
+            return {"resultType": "input_required", "inputRequests": asked, "requestState": self.new_token()}
         if kind == "error":
             raise value
         return value
@@ -123,6 +150,7 @@ class Rounds:
         self._tidy()
         token = secrets.token_urlsafe(18)
         r = self.calls[token] = Round(token, self.answer_timeout, method)
+        r.retoken = self._retoken
 
         async def go() -> None:
             outcome: tuple[str, Any] = ("error", MCPError(types.INTERNAL_ERROR, "the call was cancelled"))
@@ -136,6 +164,13 @@ class Rounds:
 
         self.spawn(go)
         return r
+
+    def _retoken(self, r: Round) -> str:
+        """A new token for `r`; the one before stops naming it."""
+        self.calls.pop(r.token, None)
+        token = secrets.token_urlsafe(18)
+        self.calls[token] = r
+        return token
 
     def resume(self, token: str, responses: dict[str, Any] | None, method: str = "tools/call") -> Round:
         """The running call `token` names, with the agent's answers handed over. Raises

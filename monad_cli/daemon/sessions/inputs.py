@@ -42,7 +42,7 @@ from mcp_types import (
 )
 
 from monad_cli.daemon.tasks.legacy import related_task_id
-from monad_cli.daemon.trust.inputs import InputHandler, InputRefused
+from monad_cli.daemon.trust.inputs import InputHandler, InputRefused, input_key
 
 log = logging.getLogger("monad.actor")
 _current: ContextVar[InputHandler | None] = ContextVar("monad_input_handler", default=None)
@@ -92,17 +92,28 @@ class InputRouter:
         return elicit
 
     async def elicitation_callback(self, context: Any, params: ElicitRequestParams) -> ElicitResult | ErrorData:
-        return await self._ask("elicitation/create", params, ElicitResult)
+        return await self._ask("elicitation/create", params, ElicitResult, context)
 
     async def sampling_callback(self, context: Any, params: CreateMessageRequestParams) -> Any:
         """The session's `sampling_callback=`: to the caller of the call, as elicitation is."""
-        return await self._ask("sampling/createMessage", params, CreateMessageResult)
+        return await self._ask("sampling/createMessage", params, CreateMessageResult, context)
 
     async def roots_callback(self, context: Any) -> ListRootsResult | ErrorData:
         """The session's `list_roots_callback=`: to the caller of the call, as elicitation is."""
-        return await self._ask("roots/list", None, ListRootsResult)
+        return await self._ask("roots/list", None, ListRootsResult, context)
 
-    async def _ask(self, method: str, params: Any, result_type: Any) -> Any:
+    async def _ask(self, method: str, params: Any, result_type: Any, context: Any = None) -> Any:
+        # In a 2026-07-28 round (this task's call has a handler) the SDK names the question's
+        # `inputRequests` key as the context's request id; a legacy request's id is the
+        # server's JSON-RPC id, no key.
+        key = getattr(context, "request_id", None) if _current.get() is not None else None
+        token = input_key.set(key if isinstance(key, str) else None)
+        try:
+            return await self._answer(method, params, result_type)
+        finally:
+            input_key.reset(token)
+
+    async def _answer(self, method: str, params: Any, result_type: Any) -> Any:
         handler = self._handler()
         if handler is None:
             why = ("several calls are waiting and the request does not say which it is for" if self._inflight

@@ -10,7 +10,14 @@ the call it belongs to, never to another call's.
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import Any, Protocol
+
+# The key a 2026-07-28 server gave the question in its `inputRequests` (the SDK hands it to
+# the client's callback as the context's request id), set while the handler runs, so a
+# gateway relaying the question to its agent can ask under the same key (None: a legacy
+# request, which has none).
+input_key: ContextVar[str | None] = ContextVar("monad_input_key", default=None)
 
 
 class InputRefused(Exception):
