@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         where = ctx.command_path if ctx is not None else "monad"
         message = e.format_message() if hasattr(e, "format_message") else str(e)
         if message.strip():  # a group run without a command has printed its help: nothing to add
-            render.error(f"{message.rstrip('.')} (see `{where} --help`)")
+            render.error(f"{message.rstrip('.')}{_server_hint(ctx, message)} (see `{where} --help`)")
         return int(getattr(e, "exit_code", 2))
     except MonadError as e:
         if _debug:
@@ -229,6 +229,20 @@ def main(argv: list[str] | None = None) -> int:
         log = _write_crash_log()
         render.error(f"internal error: {type(e).__name__}; details in `{log}` (rerun with -v to see them here)")
         return int(ExitCode.ERROR)
+
+
+def _server_hint(ctx: object, message: str) -> str:
+    """`; for one server's rows: `monad journal --server NAME`` when `monad journal NAME` (or
+    `tasks`, `approvals`) named a server where the group expects a subcommand: people type the
+    name as they would after `monad mcp status`."""
+    import re
+
+    m = re.fullmatch(r"No such command '(.+)'\.?", message.strip())
+    params = getattr(getattr(ctx, "command", None), "params", [])
+    if m is None or not any("--server" in getattr(p, "opts", ()) for p in params):
+        return ""
+    path = getattr(ctx, "command_path", "monad")
+    return f"; for one server's rows: `{path} --server {m.group(1)}`"
 
 
 def _write_crash_log() -> str:

@@ -110,6 +110,18 @@ def test_usage_errors_are_one_line_naming_the_help(cli) -> None:
     assert r.code == 0 and "Usage:" in r.out
 
 
+def test_a_server_name_where_a_subcommand_goes_points_at_server(cli) -> None:
+    """`monad journal time` (as `monad mcp status time`): the group lists rows and filters
+    them with `--server`; the error says so. A group without `--server` says nothing more."""
+    for group in ("journal", "tasks"):
+        r = cli(group, "time")
+        assert r.code == 2 and r.err.strip() == (
+            f"error: No such command 'time'; for one server's rows: `monad {group} --server time` "
+            f"(see `monad {group} --help`)"), r
+    r = cli("mcp", "time")
+    assert r.code == 2 and r.err.strip() == "error: No such command 'time' (see `monad mcp --help`)", r
+
+
 def test_stdio_and_http_flags_do_not_mix(cli) -> None:
     assert "needs a command" in cli("mcp", "add", "a").err
     r = cli("mcp", "add", "--", "/bin/cat")  # the name left out: the command is not the name
