@@ -191,6 +191,11 @@ def main(argv: list[str] | None = None) -> int:
         ctx = getattr(e, "ctx", None)
         where = ctx.command_path if ctx is not None else "monad"
         message = e.format_message() if hasattr(e, "format_message") else str(e)
+        if where == "monad env set" and message.startswith("Got unexpected extra argument"):
+            # click's message quotes the extra words: here a value, usually a secret.
+            message = ("`monad env set NAME` takes no value on the command line (it would stay in the shell's "
+                       "history); run it and type the value (not shown), or pipe it in: "
+                       "`monad env set NAME < file`")
         if message.strip():  # a group run without a command has printed its help: nothing to add
             render.error(f"{message.rstrip('.')}{_server_hint(ctx, message)} (see `{where} --help`)")
         return int(getattr(e, "exit_code", 2))
