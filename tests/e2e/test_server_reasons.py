@@ -39,12 +39,13 @@ def test_a_command_that_prints_to_stdout_and_exits_is_quoted(supervisor: Any, tm
     to stdout and exits. The reason quotes that line instead of only the exit status."""
     monad = supervisor
     script = tmp_path / "cli.py"
-    script.write_text("import sys\nprint('usage: cli.py [--stdio] CONFIG')\nsys.exit(2)\n")
-    assert monad("mcp", "add", "usage", "--", sys.executable, str(script)).code == 0
+    script.write_text("import os, sys\nprint('usage: cli.py [--stdio] CONFIG', os.environ['API_KEY'])\nsys.exit(2)\n")
+    assert monad("mcp", "add", "usage", "--env", "API_KEY=SENTINEL-usage-7c1d", "--", sys.executable,
+                 str(script)).code == 0
     row = wait_for(lambda: (s := status_of(monad, "usage"))["state"] in ("backoff", "failed") and s["reason"] and s)
     reason = row["reason"]
     assert reason.startswith("server process exited with status 2 while"), row
-    assert "the first: 'usage: cli.py [--stdio] CONFIG'" in reason, row
+    assert "the first: 'usage: cli.py [--stdio] CONFIG ***'" in reason, row  # a secret in it stays `***`
 
 
 def test_a_failed_tool_call_quotes_what_the_server_logged_during_it(supervisor: Any) -> None:
