@@ -172,12 +172,14 @@ def _root(
 def main(argv: list[str] | None = None) -> int:
     global _debug
     _debug = os.environ.get("MONAD_DEBUG") == "1"
+    args: list[str] = []
     try:
         # Not standalone: a usage error comes back here, to be one line like every other error
         # (typer's own rendering is a four-line box); `--help` and `typer.Exit` return a code.
         from typer.main import get_command
 
-        command = get_command(_narrowed(sys.argv[1:] if argv is None else argv))
+        args = sys.argv[1:] if argv is None else argv
+        command = get_command(_narrowed(args))
         _reflow(command)
         code = command.main(args=argv, prog_name="monad", standalone_mode=False)
         return code if isinstance(code, int) else 0
@@ -197,7 +199,8 @@ def main(argv: list[str] | None = None) -> int:
                        "history); run it and type the value (not shown), or pipe it in: "
                        "`monad env set NAME < file`")
         if message.strip():  # a group run without a command has printed its help: nothing to add
-            render.error(f"{message.rstrip('.')}{_server_hint(ctx, message)} (see `{where} --help`)")
+            hint = _server_hint(ctx, message) or _command_hint(where, message, args)
+            render.error(f"{message.rstrip('.')}{hint} (see `{where} --help`)")
         return int(getattr(e, "exit_code", 2))
     except MonadError as e:
         if _debug:
@@ -248,6 +251,14 @@ def _server_hint(ctx: object, message: str) -> str:
         return ""
     path = getattr(ctx, "command_path", "monad")
     return f"; for one server's rows: `{path} --server {m.group(1)}`"
+
+
+def _command_hint(where: str, message: str, args: list[str]) -> str:
+    """`monad mcp add mem npx -y pkg`: `-y` is the server's option, read as one of `add`'s. Without
+    `--` the words after the name are the command, until an option: say where the command goes."""
+    if where != "monad mcp add" or not message.startswith("No such option") or "--" in args or "--url" in args:
+        return ""
+    return "; if it is the server's own option, put its command after `--`: `monad mcp add NAME -- COMMAND ARGS...`"
 
 
 def _write_crash_log() -> str:

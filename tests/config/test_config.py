@@ -122,6 +122,18 @@ def test_a_server_name_where_a_subcommand_goes_points_at_server(cli) -> None:
     assert r.code == 2 and r.err.strip() == "error: No such command 'time' (see `monad mcp --help`)", r
 
 
+def test_a_servers_option_without_dashdash_says_where_the_command_goes(cli, monad_home: Path) -> None:
+    """`monad mcp add mem npx -y pkg`, as other tools' docs spell it: `-y` is read as one of
+    `add`'s options; the error says to put the command after `--`, and nothing is written."""
+    r = cli("mcp", "add", "mem", "npx", "-y", "@modelcontextprotocol/server-memory")
+    assert r.code == 2 and r.err.strip() == (
+        "error: No such option: -y; if it is the server's own option, put its command after `--`: "
+        "`monad mcp add NAME -- COMMAND ARGS...` (see `monad mcp add --help`)"), r
+    assert not (monad_home / "atoms" / "mcp" / "mem.toml").exists()
+    r = cli("mcp", "add", "mem", "--tiemout", "3", "--", "npx")  # a typo of add's own option: no hint
+    assert r.code == 2 and "after `--`" not in r.err, r
+
+
 def test_stdio_and_http_flags_do_not_mix(cli) -> None:
     assert "needs a command" in cli("mcp", "add", "a").err
     r = cli("mcp", "add", "--", "/bin/cat")  # the name left out: the command is not the name
