@@ -194,6 +194,16 @@ def test_malformed_atom_reports_file_line_and_keeps_others(monad_home: Path) -> 
     assert (p.atoms_dir / "bad.toml").read_text() == 'command = "echo"\nargs = [\n'  # never rewritten
 
 
+def test_an_atom_named_badly_says_to_rename_the_file(monad_home: Path) -> None:
+    """An atom has no `name` field: its file name is the server's name, so that is the fix."""
+    p = Paths(monad_home)
+    p.ensure()
+    (p.atoms_dir / "bad name.toml").write_text('command = "echo"\n')
+    problem = load_definitions(p, {}).problem_for("bad name")
+    assert problem is not None and problem.message.endswith(
+        "the name may only contain letters A-Z a-z, digits, `_` and `-`; rename the file"), problem
+
+
 def test_agents_json_forms_duplicates_and_empty_file(monad_home: Path) -> None:
     p = Paths(monad_home)
     p.ensure()
