@@ -120,6 +120,8 @@ def test_a_server_name_where_a_subcommand_goes_points_at_server(cli) -> None:
             f"(see `monad {group} --help`)"), r
     r = cli("mcp", "time")
     assert r.code == 2 and r.err.strip() == "error: No such command 'time' (see `monad mcp --help`)", r
+    r = cli("journal", "prun")  # a subcommand mistyped: click's suggestion, no server hint
+    assert r.code == 2 and "Did you mean 'prune'?" in r.err and "--server" not in r.err, r
 
 
 def test_a_servers_option_without_dashdash_says_where_the_command_goes(cli, monad_home: Path) -> None:
