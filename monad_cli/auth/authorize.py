@@ -38,6 +38,7 @@ from monad_cli.auth.urls import url_problem
 from monad_cli.config.edits import read_definition
 from monad_cli.config.schema import ServerSpec, validate
 from monad_cli.core.errors import AuthError, InvalidInput, MonadError
+from monad_cli.core.messages import transport_error
 from monad_cli.core.paths import Paths
 from monad_cli.core.redact import redact_url
 
@@ -210,7 +211,7 @@ async def _loopback(name: str, url: str, headers: dict[str, str], storage: Defin
         except (OAuthTokenError, OAuthRegistrationError) as e:
             raise AuthError(f"server `{name}`: {_token_error_text(str(e))}") from None
         except httpx2.HTTPError as e:
-            raise AuthError(f"server `{name}`: cannot reach `{redact_url(url)}`: {type(e).__name__}") from None
+            raise AuthError(f"server `{name}`: cannot reach `{redact_url(url)}`: {transport_error(e)}") from None
         if r.status_code in (401, 403) or storage.writes == 0:
             raise AuthError(f"server `{name}`: the server did not accept the new token "
                             f"(HTTP {r.status_code}); check `auth.scopes`")

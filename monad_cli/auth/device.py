@@ -31,6 +31,7 @@ from monad_cli.auth.scopes import select_scopes
 from monad_cli.auth.storage import DefinitionTokenStorage
 from monad_cli.auth.urls import url_problem
 from monad_cli.core.errors import AuthError
+from monad_cli.core.messages import transport_error
 
 DEVICE_CODE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
 DEFAULT_INTERVAL_S = 5.0
@@ -63,7 +64,7 @@ async def register_device_client(http: httpx2.AsyncClient, found: Discovery, *,
     try:
         response = await http.post(str(endpoint), json=body)
     except httpx2.HTTPError as e:
-        raise AuthError(f"server `{name}`: client registration failed: {type(e).__name__}") from None
+        raise AuthError(f"server `{name}`: client registration failed: {transport_error(e)}") from None
     try:
         info = await handle_registration_response(response)
     except Exception as e:  # noqa: BLE001 - the SDK's OAuthRegistrationError and friends
@@ -99,7 +100,7 @@ async def request_device_code(http: httpx2.AsyncClient, found: Discovery, client
         r = await http.post(endpoint, data=data, headers=headers)
         body = r.json() if r.content else {}
     except (httpx2.HTTPError, ValueError) as e:
-        raise AuthError(f"server `{name}`: the device authorization request failed: {type(e).__name__}") from None
+        raise AuthError(f"server `{name}`: the device authorization request failed: {transport_error(e)}") from None
     if r.status_code != 200 or not isinstance(body, dict):
         err = body.get("error") if isinstance(body, dict) else None
         raise AuthError(f"server `{name}`: the device authorization request was refused "
@@ -140,7 +141,7 @@ async def poll_for_token(http: httpx2.AsyncClient, found: Discovery, client: OAu
             interval *= 2  # §3.5: back off on a timeout
             continue
         except httpx2.HTTPError as e:
-            raise AuthError(f"server `{name}`: polling the token endpoint failed: {type(e).__name__}") from None
+            raise AuthError(f"server `{name}`: polling the token endpoint failed: {transport_error(e)}") from None
         try:
             body = r.json()
         except ValueError:

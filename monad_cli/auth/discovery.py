@@ -38,6 +38,7 @@ from mcp_types import LATEST_PROTOCOL_VERSION
 
 from monad_cli.auth.urls import url_problem
 from monad_cli.core.errors import AuthError
+from monad_cli.core.messages import transport_error
 from monad_cli.core.redact import redact_url
 
 MAX_DOCUMENT_BYTES = 1024 * 1024
@@ -81,7 +82,7 @@ async def fetch_json(http: httpx2.AsyncClient, url: str) -> tuple[int, Any]:
                     return r.status_code, None
             status = r.status_code
     except httpx2.HTTPError as e:
-        raise AuthError(f"cannot fetch `{redact_url(url)}`: {type(e).__name__}") from None
+        raise AuthError(f"cannot fetch `{redact_url(url)}`: {transport_error(e)}") from None
     try:
         return status, json.loads(body)
     except ValueError:
@@ -97,7 +98,7 @@ async def discover(http: httpx2.AsyncClient, server_url: str, *, name: str) -> D
                                          "MCP-Protocol-Version": LATEST_PROTOCOL_VERSION})
         await probe.aclose()
     except httpx2.HTTPError as e:
-        raise AuthError(f"server `{name}`: cannot reach `{redact_url(server_url)}`: {type(e).__name__}") from None
+        raise AuthError(f"server `{name}`: cannot reach `{redact_url(server_url)}`: {transport_error(e)}") from None
     www_resource = extract_resource_metadata_from_www_auth(probe) if probe.status_code in (401, 403) else None
     challenged = extract_scope_from_www_auth(probe) if probe.status_code in (401, 403) else None
 

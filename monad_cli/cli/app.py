@@ -172,12 +172,14 @@ def _root(
 def main(argv: list[str] | None = None) -> int:
     global _debug
     _debug = os.environ.get("MONAD_DEBUG") == "1"
+    args: list[str] = []
     try:
         # Not standalone: a usage error comes back here, to be one line like every other error
         # (typer's own rendering is a four-line box); `--help` and `typer.Exit` return a code.
         from typer.main import get_command
 
-        command = get_command(_narrowed(sys.argv[1:] if argv is None else argv))
+        args = sys.argv[1:] if argv is None else argv
+        command = get_command(_narrowed(args))
         _reflow(command)
         code = command.main(args=argv, prog_name="monad", standalone_mode=False)
         return code if isinstance(code, int) else 0
@@ -191,8 +193,14 @@ def main(argv: list[str] | None = None) -> int:
         ctx = getattr(e, "ctx", None)
         where = ctx.command_path if ctx is not None else "monad"
         message = e.format_message() if hasattr(e, "format_message") else str(e)
+        if where == "monad env set" and message.startswith("Got unexpected extra argument"):
+            # click's message quotes the extra words: here a value, usually a secret.
+            message = ("`monad env set NAME` takes no value on the command line (it would stay in the shell's "
+                       "history); run it and type the value (not shown), or pipe it in: "
+                       "`monad env set NAME < file`")
         if message.strip():  # a group run without a command has printed its help: nothing to add
-            render.error(f"{message.rstrip('.')} (see `{where} --help`)")
+            hint = _server_hint(ctx, message) or _command_hint(where, message, args)
+            render.error(f"{message.rstrip('.')}{hint} (see `{where} --help`)")
         return int(getattr(e, "exit_code", 2))
     except MonadError as e:
         if _debug:
@@ -229,6 +237,28 @@ def main(argv: list[str] | None = None) -> int:
         log = _write_crash_log()
         render.error(f"internal error: {type(e).__name__}; details in `{log}` (rerun with -v to see them here)")
         return int(ExitCode.ERROR)
+
+
+def _server_hint(ctx: object, message: str) -> str:
+    """`; for one server's rows: `monad journal --server NAME`` when `monad journal NAME` (or
+    `tasks`, `approvals`) named a server where the group expects a subcommand: people type the
+    name as they would after `monad mcp status`."""
+    import re
+
+    m = re.fullmatch(r"No such command '(.+)'\.?", message.strip())
+    params = getattr(getattr(ctx, "command", None), "params", [])
+    if m is None or not any("--server" in getattr(p, "opts", ()) for p in params):
+        return ""
+    path = getattr(ctx, "command_path", "monad")
+    return f"; for one server's rows: `{path} --server {m.group(1)}`"
+
+
+def _command_hint(where: str, message: str, args: list[str]) -> str:
+    """`monad mcp add mem npx -y pkg`: `-y` is the server's option, read as one of `add`'s. Without
+    `--` the words after the name are the command, until an option: say where the command goes."""
+    if where != "monad mcp add" or not message.startswith("No such option") or "--" in args or "--url" in args:
+        return ""
+    return "; if it is the server's own option, put its command after `--`: `monad mcp add NAME -- COMMAND ARGS...`"
 
 
 def _write_crash_log() -> str:

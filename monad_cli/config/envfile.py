@@ -54,6 +54,10 @@ def check_name(name: str) -> None:
     if len(name) > NAME_MAX:
         raise InvalidInput(f"a variable name of {len(name)} characters is refused (at most {NAME_MAX}); "
                            f"is that a value? `monad env set NAME` reads the value separately")
+    if "=" in name and NAME_RE.match(name.split("=", 1)[0]):
+        # `NAME=VALUE`: the rest is a value, likely a secret; an error must not print it.
+        raise InvalidInput(f"`{name.split('=', 1)[0]}=…`: the value is not taken on the command line (it would "
+                           f"stay in the shell's history); `monad env set NAME` reads it without echo, or from stdin")
     if not NAME_RE.match(name):
         shown = name if len(name) <= 64 and name.isprintable() else "that name"
         raise InvalidInput(f"`{shown}` is not a variable name (letters, digits and `_`, not starting "

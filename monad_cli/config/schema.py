@@ -293,7 +293,9 @@ def _validate(raw: Mapping[str, Any], ctx: FieldContext, *, name: str, source: s
               environ: Mapping[str, str] | None) -> ServerSpec:
     problem = check_name(name)
     if problem:
-        raise ctx.error("name", f"the name {problem}")
+        # An atom has no `name` field: its file name is the name, so that is what to change.
+        rename = "; rename the file" if source.startswith("atoms/") else ""
+        raise ctx.error("name", f"the name {problem}{rename}")
     if not isinstance(raw, Mapping):
         raise ctx.error(None, "a server definition must be a table/object")
     for key in raw:

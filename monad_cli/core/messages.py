@@ -59,4 +59,18 @@ def one_line(text: str) -> str:
     return " | ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
-__all__ = ["NET_LIMIT", "VALUE_LIMIT", "cut", "cut_values", "one_line"]
+def transport_error(exc: BaseException) -> str:
+    """An HTTP client's error for a message: a transport error (refused, unknown host, a TLS
+    certificate problem, a timeout) by its own text, `[Errno 111] Connection refused`, since
+    the class name alone (`ConnectError`) does not say which; any other by its class name.
+    Only transport errors: their text comes from the socket or TLS layer, while an HTTP status
+    error's text quotes the request URL, whose query may hold a key. Matched by class name so
+    this module needs no HTTP client (httpx2 and httpcore2 use the same names)."""
+    name = type(exc).__name__
+    if "TransportError" not in {c.__name__ for c in type(exc).__mro__}:
+        return name
+    text = " ".join(str(exc).split())
+    return f"{name}: {cut(text, 160)}" if text else name
+
+
+__all__ = ["NET_LIMIT", "VALUE_LIMIT", "cut", "cut_values", "one_line", "transport_error"]

@@ -24,6 +24,7 @@ from urllib.parse import quote, urlsplit
 import httpx2
 
 from monad_cli.core.errors import ConfigError, InvalidInput, MonadError, NotFound, Unavailable
+from monad_cli.core.messages import transport_error
 from monad_cli.core.paths import Paths
 
 OFFICIAL = "https://registry.modelcontextprotocol.io"
@@ -115,7 +116,7 @@ class Registry:
         try:
             response = self.http.get(url, params=dict(params or {}))
         except httpx2.HTTPError as e:
-            raise Unavailable(f"registry `{self.shown}` cannot be reached ({type(e).__name__}); check the "
+            raise Unavailable(f"registry `{self.shown}` cannot be reached ({transport_error(e)}); check the "
                               f"network or `registry.urls` in settings.toml") from None
         if response.status_code == 404:
             raise NotFound(f"registry `{self.shown}` has no `{path}`")

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from monad_cli.core.errors import InvalidInput, MonadError, Unavailable
+from monad_cli.core.messages import transport_error
 from monad_cli.core.paths import Paths
 from monad_cli.registry import bundles, serverjson
 from monad_cli.registry.api import Entry, Registries, http_client
@@ -291,7 +292,7 @@ def download(url: str, *, what: str) -> bytes:
                 chunks.append(chunk)
             return b"".join(chunks)
     except httpx2.HTTPError as e:
-        raise Unavailable(f"{what}: download failed ({type(e).__name__}); nothing was installed") from None
+        raise Unavailable(f"{what}: download failed ({transport_error(e)}); nothing was installed") from None
 
 
 __all__ = ["MonadError", "docker_works", "download", "install_bundle_file", "install_by_name", "split_ref"]

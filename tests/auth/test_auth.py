@@ -162,6 +162,19 @@ def test_authorize_and_logout_unknown_server(cli: Any) -> None:
         assert r.code == 1 and "server `ghost` is not defined" in r.err, r
 
 
+def test_authorize_says_why_the_server_cannot_be_reached(cli: Any, monad_home: Any) -> None:
+    """The transport's own text (refused, unknown host, a certificate problem), not only its
+    class name `ConnectError`; a key in the URL's query stays `***`. (Over anyio, a refused
+    connection's text is httpcore's `All connection attempts failed`.)"""
+    from tests.conftest import free_port
+
+    write_atom(monad_home, "x", f'schema = 1\nurl = "http://127.0.0.1:{free_port()}/mcp?key=abcd1234"\n')
+    r = cli("mcp", "authorize", "x")
+    assert r.code == 1, r
+    assert "cannot reach" in r.err and "ConnectError: All connection attempts failed" in r.err, r
+    assert "abcd1234" not in r.err and len(r.err.strip().splitlines()) == 1, r
+
+
 def test_refresh_never_overwrites_a_newer_grant(monad_home: Any) -> None:
     """A supervisor refresh of the old grant that lands after `authorize` wrote a new one is
     dropped (compare-and-swap on grant.obtainedAt), so the new grant survives."""

@@ -460,6 +460,14 @@ def test_dry_run_rows_say_would_import(cli: Any, monad_home: Path) -> None:
     assert not (monad_home / "atoms").exists()
 
 
+def test_import_without_a_supervisor_says_it_is_not_running(cli: Any, monad_home: Path) -> None:
+    """As `monad mcp add` does: "connects them live" only when a supervisor listens."""
+    r = cli("mcp", "import", "claude-desktop", str(FIXTURES / "claude_desktop_config.json"))
+    assert r.code == 0, r
+    assert r.err.strip().endswith("; the supervisor is not running — `monad daemon start` connects them"), r
+    assert "connects them live" not in r.err, r
+
+
 def test_import_never_takes_monads_own_gateway_entry(cli: Any, monad_home: Path, tmp_path: Path) -> None:
     """`connect claude-code` then `import claude-code`: monad's entry is skipped, said so, and
     alone does not fail the import; the client's other servers are imported."""

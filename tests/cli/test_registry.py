@@ -214,7 +214,18 @@ def test_a_registry_that_cannot_be_reached_is_one_line(cli: Any, monkeypatch: py
     monkeypatch.setenv("MONAD_REGISTRY_URL", f"http://127.0.0.1:{free_port()}")
     r = cli("mcp", "add", "io.github.modelcontextprotocol/time")
     assert r.code == 1 and "cannot be reached" in r.err and "Traceback" not in r.err, r
-    assert len(r.err.strip().splitlines()) == 1
+    assert "Connection refused" in r.err and len(r.err.strip().splitlines()) == 1, r
+
+
+def test_a_name_with_an_empty_version_says_so(cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`NAME@` (the version left out): the installer's own refusal, not the stdio path's
+    "the server's name is missing: `monad mcp add NAME -- NAME@ ...`". Before any request."""
+    from tests.conftest import free_port
+
+    monkeypatch.setenv("MONAD_REGISTRY_URL", f"http://127.0.0.1:{free_port()}")
+    r = cli("mcp", "add", "io.github.modelcontextprotocol/memory@")
+    assert r.code == 2 and r.err.strip() == (
+        "error: `io.github.modelcontextprotocol/memory@`: nothing after `@`; write NAME@VERSION or just NAME"), r
 
 
 def test_a_bundle_with_a_wrong_sha256_installs_nothing(cli: Any, registry: tuple[str, Path], monad_home: Path,

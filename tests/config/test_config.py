@@ -110,6 +110,32 @@ def test_usage_errors_are_one_line_naming_the_help(cli) -> None:
     assert r.code == 0 and "Usage:" in r.out
 
 
+def test_a_server_name_where_a_subcommand_goes_points_at_server(cli) -> None:
+    """`monad journal time` (as `monad mcp status time`): the group lists rows and filters
+    them with `--server`; the error says so. A group without `--server` says nothing more."""
+    for group in ("journal", "tasks"):
+        r = cli(group, "time")
+        assert r.code == 2 and r.err.strip() == (
+            f"error: No such command 'time'; for one server's rows: `monad {group} --server time` "
+            f"(see `monad {group} --help`)"), r
+    r = cli("mcp", "time")
+    assert r.code == 2 and r.err.strip() == "error: No such command 'time' (see `monad mcp --help`)", r
+    r = cli("journal", "prun")  # a subcommand mistyped: click's suggestion, no server hint
+    assert r.code == 2 and "Did you mean 'prune'?" in r.err and "--server" not in r.err, r
+
+
+def test_a_servers_option_without_dashdash_says_where_the_command_goes(cli, monad_home: Path) -> None:
+    """`monad mcp add mem npx -y pkg`, as other tools' docs spell it: `-y` is read as one of
+    `add`'s options; the error says to put the command after `--`, and nothing is written."""
+    r = cli("mcp", "add", "mem", "npx", "-y", "@modelcontextprotocol/server-memory")
+    assert r.code == 2 and r.err.strip() == (
+        "error: No such option: -y; if it is the server's own option, put its command after `--`: "
+        "`monad mcp add NAME -- COMMAND ARGS...` (see `monad mcp add --help`)"), r
+    assert not (monad_home / "atoms" / "mcp" / "mem.toml").exists()
+    r = cli("mcp", "add", "mem", "--tiemout", "3", "--", "npx")  # a typo of add's own option: no hint
+    assert r.code == 2 and "after `--`" not in r.err, r
+
+
 def test_stdio_and_http_flags_do_not_mix(cli) -> None:
     assert "needs a command" in cli("mcp", "add", "a").err
     r = cli("mcp", "add", "--", "/bin/cat")  # the name left out: the command is not the name
@@ -168,6 +194,16 @@ def test_malformed_atom_reports_file_line_and_keeps_others(monad_home: Path) -> 
     problem = defs.problem_for("bad")
     assert problem is not None and "`atoms/mcp/bad.toml:2`" in problem.message
     assert (p.atoms_dir / "bad.toml").read_text() == 'command = "echo"\nargs = [\n'  # never rewritten
+
+
+def test_an_atom_named_badly_says_to_rename_the_file(monad_home: Path) -> None:
+    """An atom has no `name` field: its file name is the server's name, so that is the fix."""
+    p = Paths(monad_home)
+    p.ensure()
+    (p.atoms_dir / "bad name.toml").write_text('command = "echo"\n')
+    problem = load_definitions(p, {}).problem_for("bad name")
+    assert problem is not None and problem.message.endswith(
+        "the name may only contain letters A-Z a-z, digits, `_` and `-`; rename the file"), problem
 
 
 def test_agents_json_forms_duplicates_and_empty_file(monad_home: Path) -> None:

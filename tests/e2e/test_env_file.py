@@ -66,6 +66,17 @@ def test_bad_input_is_one_line_saying_what_to_do(monad: Any, monad_home: Path) -
     assert r.code != 0 and r.err.count("\n") == 1 and "5000 characters" in r.err and "NNNN" not in r.err, r
 
 
+def test_a_value_on_the_command_line_is_refused_without_being_printed(monad: Any, monad_home: Path) -> None:
+    """`monad env set NAME VALUE` and `monad env set NAME=VALUE`, the two usual slips: refused,
+    saying where the value goes, and the value (usually a secret) is not in the error."""
+    for argv in (("env", "set", "DOCS_KEY", VALUE), ("env", "set", f"DOCS_KEY={VALUE}")):
+        r = monad(*argv, input="")
+        assert r.code == 2 and r.err.count("\n") == 1, (argv, r)
+        assert "takes no value on the command line" in r.err or "is not taken on the command line" in r.err, r
+        assert VALUE not in r.err and VALUE not in r.out, (argv, r)
+    assert not (monad_home / "env").exists() or VALUE not in (monad_home / "env").read_text()
+
+
 def test_a_bad_line_is_reported_without_its_content_and_the_rest_is_read(monad_home: Path) -> None:
     from monad_cli.config.envfile import read_env_file
     from monad_cli.core.paths import Paths

@@ -34,6 +34,20 @@ def test_a_server_that_dies_at_import_is_said_to_exit_before_answering(superviso
     assert r.code != 0 and "AttributeError" in r.err, r
 
 
+def test_a_command_that_prints_to_stdout_and_exits_is_quoted(supervisor: Any, tmp_path: Path) -> None:
+    """As a command that is not an MCP server, or one missing an argument: it prints its usage
+    to stdout and exits. The reason quotes that line instead of only the exit status."""
+    monad = supervisor
+    script = tmp_path / "cli.py"
+    script.write_text("import os, sys\nprint('usage: cli.py [--stdio] CONFIG', os.environ['API_KEY'])\nsys.exit(2)\n")
+    assert monad("mcp", "add", "usage", "--env", "API_KEY=SENTINEL-usage-7c1d", "--", sys.executable,
+                 str(script)).code == 0
+    row = wait_for(lambda: (s := status_of(monad, "usage"))["state"] in ("backoff", "failed") and s["reason"] and s)
+    reason = row["reason"]
+    assert reason.startswith("server process exited with status 2 while"), row
+    assert "the first: 'usage: cli.py [--stdio] CONFIG ***'" in reason, row  # a secret in it stays `***`
+
+
 def test_a_failed_tool_call_quotes_what_the_server_logged_during_it(supervisor: Any) -> None:
     monad = supervisor
     assert monad("mcp", "add", "ts", "--", sys.executable, TOOLSERVER).code == 0

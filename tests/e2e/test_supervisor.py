@@ -397,6 +397,9 @@ def test_not_ready_lines_name_the_last_attempt_while_retrying() -> None:
     row = {"name": "b", "state": "backoff", "reason": "exited with status 1; retrying in 2 s",
            "lastAttemptReason": "exited with status 1"}
     assert not_ready(row) == "server `b` is waiting to retry: exited with status 1; retrying in 2 s"
+    row = {"name": "d", "state": "disabled", "reason": "enabled = false in its definition", "lastAttemptReason": None}
+    assert not_ready(row) == ("server `d` is disabled: enabled = false in its definition; `monad mcp enable d` "
+                              "turns it on")
 
 
 @pytest.mark.e2e

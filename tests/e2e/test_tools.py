@@ -117,6 +117,19 @@ def test_pagination_101_tools_and_a_repeating_cursor(supervisor: Any) -> None:
     assert "repeated cursor" in loop["reason"], loop
 
 
+def test_a_long_description_is_cut_with_an_ellipsis_in_the_table(supervisor: Any, tmp_path: Path) -> None:
+    monad = supervisor
+    shape = tmp_path / "shape.json"
+    long = "Echo the text back, " + "and say a great deal more about it " * 4 + "THE END"
+    shape.write_text(json.dumps({"description": long}))
+    add(monad, "wordy", "--tools-file", str(shape))
+    wait_state(monad, "wordy", "connected")
+    row = next(line for line in monad("mcp", "tools", "wordy").out.splitlines() if "wordy__echo" in line)
+    assert row.endswith("…") and "THE END" not in row and "Echo the text back, and say" in row, row
+    listed = monad("mcp", "tools", "wordy", "--json").json()
+    assert next(t for t in listed if t["name"] == "wordy__echo")["description"] == long
+
+
 def test_rug_pulls_are_refused_until_pinned_again(supervisor: Any, tmp_path: Path) -> None:
     monad = supervisor
     shape = tmp_path / "shape.json"

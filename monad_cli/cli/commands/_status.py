@@ -116,6 +116,8 @@ def not_ready(row: dict[str, Any]) -> str:
     3); the last attempt timed out after 10 s …`)."""
     words = _STATE_WORDS.get(row["state"], f"is {row['state']}")
     text = f"server `{row['name']}` {words}: {row.get('reason') or 'no reason given'}"
+    if row["state"] == "disabled":  # `wait` and `call` stop here: say how to turn it on
+        text += f"; `monad mcp enable {row['name']}` turns it on"
     last = row.get("lastAttemptReason")
     if last and last not in text:
         text += f"; the last attempt {last}" if last.startswith(("timed out", "failed")) else \

@@ -37,10 +37,20 @@ def import_(
         verb = "would import" if dry_run else "imported"
         render.info(f"{verb} {summary['imported']}, unchanged {summary['unchanged']}, skipped "
                     f"{summary['skipped']} from `{summary['file']}`"
-                    + (" (dry run: nothing written)" if dry_run else
-                       "; the supervisor connects them live" if summary["imported"] else ""))
+                    + (" (dry run: nothing written)" if dry_run else _applied(summary["imported"])))
     if summary["skipped"] > summary["gateway"]:  # monad's own entry is skipped by design, not a failure
         raise typer.Exit(1)
+
+
+def _applied(imported: int) -> str:
+    """What happens to the imported servers now: as `monad mcp add` says it."""
+    from monad_cli.cli.commands.mcp import _listening
+
+    if not imported:
+        return ""
+    if _listening():
+        return "; the supervisor connects them live"
+    return "; the supervisor is not running — `monad daemon start` connects them"
 
 
 def connect(

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 # A registry name (`io.github.owner/server`, reverse DNS: a dot before the slash) with an
 # optional `@VERSION`; `./bin/server` or `tools/server` are paths, not names.
-_REGISTRY_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*(\.[A-Za-z0-9-]+)+/[A-Za-z0-9._-]+(@[^\s/]+)?")
+_REGISTRY_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*(\.[A-Za-z0-9-]+)+/[A-Za-z0-9._-]+(@[^\s/]*)?")
 
 
 def is_install_ref(text: str) -> bool:

@@ -60,10 +60,17 @@ def tools(
     render.table([{"name": t["name"], "auto": "auto" if t.get("autoApproved") else "",
                    "deferred": f"hidden: {t['hidden']}" if t.get("hidden") else
                    "deferred" if t.get("deferred") else "",
-                   "description": (t.get("description") or "").strip().split("\n")[0][:90]} for t in listed],
+                   "description": _first_line(t.get("description") or "")} for t in listed],
                  [("name", "tool"), ("auto", "approval"), ("deferred", "gateway"), ("description", "description")],
                  empty=(f"server `{server}` exposes no tools (is it connected? `monad mcp status {server}`)"
                         if server else "no tools exposed (see `monad mcp status`)"))
+
+
+def _first_line(description: str, limit: int = 90) -> str:
+    """A description's first line for the table, cut at `limit` with `…` so a cut one does not
+    read as whole (`--json` and `monad mcp get` have it all)."""
+    first = description.strip().split("\n")[0]
+    return first if len(first) <= limit else first[:limit - 1].rstrip() + "…"
 
 
 def _lookup(client: Any, name: str) -> dict[str, Any] | None:

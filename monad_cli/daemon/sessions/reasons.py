@@ -170,7 +170,10 @@ def classify(spec: ServerSpec, exc: BaseException, phase: str, *, conn: Connecti
                     # dependency), not while speaking MCP; its stderr says why.
                     return "failed", (f"server process {exit_text(conn)} before answering (it wrote nothing to "
                                       f"its stdout){stderr_hint(stderr)}")
-                return "failed", f"server process {exit_text(conn)} while {phase}{stderr_hint(stderr)}"
+                # What it printed instead of answering (a usage text, a banner) often names the
+                # mistake: a command that is not an MCP server, or a missing argument.
+                return "failed", (f"server process {exit_text(conn)} while {phase}{stray_hint(conn)}"
+                                  f"{stderr_hint(stderr)}")
             return "failed", f"the server closed the connection while {phase}"
     first = leaves[0] if leaves else exc
     if spec.transport == "http" and conn and conn.last_http_status == 404:
