@@ -31,7 +31,7 @@ ASKSERVER = str(Path(__file__).resolve().parents[1] / "servers" / "askserver.py"
 
 def _ask(home: Path, supervisor: Any) -> None:
     write_atom(home, "ask", f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([ASKSERVER])}\n"
-                            'trust = {autoApproveTools = ["ask__shout"]}\n')
+                            'trust = {autoApproveTools = ["ask__shout", "ask__capabilities"]}\n')
     wait_state(supervisor, "ask", "connected", timeout=90)
     assert status_of(supervisor, "ask")["protocolVersion"] == "2026-07-28"
 
@@ -144,3 +144,56 @@ def test_log_messages_reach_the_2026_requests_that_asked(supervisor: Any, monad_
     # Every level reaches the server's log file, whoever asked (the actor's client asks at debug).
     log_file = monad_home / "logs" / "servers" / "ask.stderr.log"
     wait_for(lambda: "[notifications/message debug ask] debug: three" in log_file.read_text(), timeout=30)
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_a_2026_server_sees_each_agents_own_capabilities(supervisor: Any, monad_home: Path, transport: str) -> None:
+    """At 2026-07-28 a server reads its client's capabilities from each request's `_meta`:
+    behind monad it sees those of the agent the request is for (elicitation, sampling, roots
+    as that agent declared them), in a tools/call, a resources/read and a completion/complete
+    alike, never monad's own session's (which offers all three)."""
+    from mcp_types import CreateMessageResult, ElicitResult, ListRootsResult, PromptReference, TextContent
+
+    _ask(monad_home, supervisor)
+
+    async def elicit(context: Any, params: Any) -> ElicitResult:
+        return ElicitResult(action="decline")
+
+    async def sample(context: Any, params: Any) -> CreateMessageResult:
+        return CreateMessageResult(role="assistant", content=TextContent(type="text", text="-"), model="none")
+
+    async def roots(context: Any) -> ListRootsResult:
+        return ListRootsResult(roots=[])
+
+    seen: dict[str, list[Any]] = {}
+
+    async def main(url: str | None, headers: dict[str, str]) -> None:
+        async with contextlib.AsyncExitStack() as stack:
+            agents = {
+                "asks": await _agent(stack, monad_home, url, headers, elicitation_callback=elicit,
+                                     sampling_callback=sample),
+                "mute": await _agent(stack, monad_home, url, headers),
+                "legacy-roots": await _agent(stack, monad_home, url, headers, mode="legacy",
+                                             list_roots_callback=roots),
+            }
+            assert agents["asks"].protocol_version == agents["mute"].protocol_version == "2026-07-28"
+            # Concurrently, so a request for one agent cannot take another's by being last.
+            async with anyio.create_task_group() as tg:
+                for name, agent in agents.items():
+                    async def ask(name: str = name, agent: Any = agent) -> None:
+                        called = await agent.call_tool("ask__capabilities", {})
+                        assert not called.is_error, called
+                        read = await agent.read_resource("ask://capabilities")
+                        done = await agent.complete(PromptReference(name="ask__ask"), {"name": "x", "value": ""})
+                        seen[name] = [json.loads(called.content[0].text), json.loads(read.contents[0].text),
+                                      json.loads(done.completion.values[0])]
+                    tg.start_soon(ask)
+
+    _run(monad_home, transport, main)
+    relayed = ("elicitation", "sampling", "roots")
+    for name, views in seen.items():
+        assert all(isinstance(v, dict) for v in views), (name, views)
+        kinds = [sorted(k for k in v if k in relayed) for v in views]
+        expected = {"asks": ["elicitation", "sampling"], "mute": [], "legacy-roots": ["roots"]}[name]
+        assert kinds == [expected] * 3, (name, views)
+    assert seen["asks"][0]["elicitation"] == seen["asks"][1]["elicitation"] != {}, seen

@@ -8,6 +8,9 @@ for the gateway's tests of a 2026-07-28 agent's questions and log messages.
 - prompt `ask`: asks the same and answers `Hello, <name>!`;
 - tool `shout(text)` and the read of `ask://log`: send `text` (or `read`) as one log message
   at debug and one at info (logger `ask`) during the request, then answer.
+- tool `capabilities()`, the read of `ask://capabilities` and any `completion/complete`: answer
+  with the client capabilities the request's `_meta` envelope carried (2026-07-28), as JSON
+  (`null` for a handshake-era request, which carries none): what a server sees of its client.
 
 It asks in its era's way: on a 2026-07-28 connection by an `InputRequiredResult` (the
 question keyed `name`, `requestState` `asked`), before by an `elicitation/create` request.
@@ -18,6 +21,7 @@ read shows there.
 
 from __future__ import annotations
 
+import json
 import sys
 import warnings
 from typing import Any
@@ -47,6 +51,13 @@ async def _name(ctx: Any, params: Any) -> str | types.InputRequiredResult:
     return str(result.content.get("name"))
 
 
+def _seen(ctx: Any) -> str:
+    """The request's envelope `clientCapabilities`, as JSON."""
+    meta = (ctx.params or {}).get("_meta") if isinstance(ctx.params, dict) else None
+    return json.dumps(meta.get(types.CLIENT_CAPABILITIES_META_KEY) if isinstance(meta, dict) else None,
+                      sort_keys=True)
+
+
 async def _log(ctx: Any, text: str) -> None:
     with warnings.catch_warnings():  # logging is deprecated at 2026-07-28 (SEP-2577), still served
         warnings.simplefilter("ignore")
@@ -58,10 +69,14 @@ async def _log(ctx: Any, text: str) -> None:
 async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
     print("askserver: resources/list", file=sys.stderr, flush=True)
     return types.ListResourcesResult(resources=[types.Resource(uri="ask://name", name="name"),
-                                                types.Resource(uri="ask://log", name="log")])
+                                                types.Resource(uri="ask://log", name="log"),
+                                                types.Resource(uri="ask://capabilities", name="capabilities")])
 
 
 async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> Any:
+    if str(params.uri) == "ask://capabilities":
+        return types.ReadResourceResult(contents=[types.TextResourceContents(uri="ask://capabilities",
+                                                                             text=_seen(ctx))])
     if str(params.uri) == "ask://log":
         await _log(ctx, "read")
         return types.ReadResourceResult(contents=[types.TextResourceContents(uri="ask://log", text="logged")])
@@ -86,10 +101,13 @@ async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> Any:
 
 async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
     return types.ListToolsResult(tools=[types.Tool(
-        name="shout", input_schema={"type": "object", "properties": {"text": {"type": "string"}}})])
+        name="shout", input_schema={"type": "object", "properties": {"text": {"type": "string"}}}),
+        types.Tool(name="capabilities", input_schema={"type": "object"})])
 
 
 async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    if params.name == "capabilities":
+        return types.CallToolResult(content=[types.TextContent(type="text", text=_seen(ctx))])
     text = str((params.arguments or {}).get("text", ""))
     await _log(ctx, text)
     return types.CallToolResult(content=[types.TextContent(type="text", text="shouted")])
@@ -100,13 +118,18 @@ def main() -> None:
         warnings.simplefilter("ignore")
         server = Server("askserver", on_list_resources=list_resources, on_read_resource=read_resource,
                         on_list_prompts=list_prompts, on_get_prompt=get_prompt, on_list_tools=list_tools,
-                        on_call_tool=call_tool, on_set_logging_level=lambda ctx, params: _empty())
+                        on_call_tool=call_tool, on_set_logging_level=lambda ctx, params: _empty(),
+                        on_completion=complete)
 
     async def run() -> None:
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
 
     anyio.run(run)
+
+
+async def complete(ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
+    return types.CompleteResult(completion=types.Completion(values=[_seen(ctx)]))
 
 
 async def _empty() -> types.EmptyResult:

@@ -16,7 +16,8 @@ and the call waits (at most `QUESTION_TIMEOUT_S`) for its answer, posted to
 `POST /v1/tools/call/answer` `{"id", "answer": {"action", "content"?}}`; other questions
 (sampling, roots) are refused, naming them: the CLI and the Studio's page (`via: studio`)
 have no model to sample with and no workspace roots to list. Without it every question is
-refused. The
+refused. A 2026-07-28 server sees this caller declare `elicitation` (form and URL) and
+neither sampling nor roots, in each request made for the call (daemon/sessions/stamp.py). The
 last line is what the plain answer's body would be, with an error's status beside its
 envelope (the client raises it as the same kind). The
 connection is the call's lifetime, as for the plain answer: a caller that goes away
@@ -158,6 +159,11 @@ class ProgressStream:
                 return answer
 
         async def run() -> None:
+            # What a 2026-07-28 server sees this caller declare (sessions/stamp.py): a person
+            # answers forms and URLs (or is told why not, without a terminal); no sampling, no roots.
+            from monad_cli.daemon.trust.inputs import PERSON_CAPABILITIES, agent_capabilities
+
+            agent_capabilities.set(PERSON_CAPABILITIES)
             try:
                 with call_ref(self.body.get("ref")):
                     result = await self.svc.call(self.name, self.body.get("arguments"), via=self.via,

@@ -44,6 +44,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from monad_cli.daemon.gateway.catalog import LEVELS, Catalog, level_at_least, quiet_deprecated
 from monad_cli.daemon.gateway.paging import page
 from monad_cli.daemon.gateway.subscriptions import Subscriptions
+from monad_cli.daemon.trust.inputs import agent_capabilities
 
 if TYPE_CHECKING:
     from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
@@ -216,7 +217,15 @@ class SessionFeatures:
 
     async def complete(self, ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
         self._remember(ctx)
-        return await self.catalog.complete(params, self._allowed, single=self.single)
+        # No question is relayed during a completion, yet the request is the agent's: a
+        # 2026-07-28 server sees the agent's capabilities in it (sessions/stamp.py).
+        asker = self.questions(ctx, ctx.protocol_version, what=params.ref.name if isinstance(
+            params.ref, types.PromptReference) else params.ref.uri)
+        token = agent_capabilities.set(asker.client_capabilities() if asker is not None else None)
+        try:
+            return await self.catalog.complete(params, self._allowed, single=self.single)
+        finally:
+            agent_capabilities.reset(token)
 
     # -- logging ---------------------------------------------------------------------------------
     async def set_level(self, ctx: Any, params: types.SetLevelRequestParams) -> types.EmptyResult:

@@ -31,7 +31,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from monad_cli.daemon.trust.calls import current_call
-from monad_cli.daemon.trust.inputs import InputRefused
+from monad_cli.daemon.trust.inputs import FORWARDED_CAPABILITIES, InputRefused
 
 log = logging.getLogger("monad.gateway")
 
@@ -104,6 +104,16 @@ class AgentQuestions:
             return types.ClientCapabilities.model_validate(raw) if raw is not None else None
         except ValidationError:
             return None
+
+    def client_capabilities(self) -> dict[str, Any]:
+        """What the agent declared of the capabilities monad relays questions under
+        (`trust.inputs.FORWARDED_CAPABILITIES`), wire shape, `{}` for none: a 2026-07-28
+        server sees these in the request made for this agent (sessions/stamp.py)."""
+        caps = self._capabilities()
+        if caps is None:
+            return {}
+        wire = caps.model_dump(by_alias=True, mode="json", exclude_none=True)
+        return {k: wire[k] for k in FORWARDED_CAPABILITIES if isinstance(wire.get(k), dict)}
 
     async def __call__(self, request: dict[str, Any]) -> dict[str, Any]:
         method = request.get("method", "")

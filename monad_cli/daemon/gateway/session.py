@@ -197,7 +197,11 @@ class GatewaySession:
                   capabilities: Any = None) -> AgentQuestions:
         """The handler of a server's questions during this agent request (`ctx`, a
         direct-lane call's `lane`, or a 2026-07-28 call's `round` with the request's
-        `capabilities`; gateway/questions.py) about `what` (a tool, prompt or URI) of `server`."""
+        `capabilities`; gateway/questions.py) about `what` (a tool, prompt or URI) of `server`.
+        A 2026-07-28 request's `capabilities` default to its envelope's: they are also what
+        the upstream request made for it carries (sessions/stamp.py)."""
+        if capabilities is None and ctx is not None and protocol_version in MODERN_PROTOCOL_VERSIONS:
+            capabilities = _envelope_capabilities((ctx.params or {}).get("_meta")) or {}
         inputs = AgentQuestions(ctx, self.tools.journal, protocol_version=protocol_version, server=server,
                                 what=what, lane=lane, round=round, capabilities=capabilities)
         # What a 2026-07-28 request that asked for log messages reaches: its servers' messages go to it.
@@ -442,8 +446,10 @@ class GatewaySession:
                     _envelope_capabilities(meta)):
                 return await self.call_in_rounds(name, arguments, protocol_version,
                                                  capabilities=_envelope_capabilities(meta))
-            return await self.call(name, arguments, protocol_version,
-                                   inputs=self.questions(None, protocol_version, what=name, lane=lane))
+            modern = protocol_version in MODERN_PROTOCOL_VERSIONS
+            return await self.call(name, arguments, protocol_version, inputs=self.questions(
+                None, protocol_version, what=name, lane=lane,
+                capabilities=(_envelope_capabilities(meta) or {}) if modern else None))
 
         lane = self.lane = DirectCalls(call, writer.send_line, tg, server_info=self.server.server_info_stamp,
                                        listed=lambda: bool(self.legacy_connections))

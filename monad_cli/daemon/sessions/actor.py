@@ -49,6 +49,7 @@ from monad_cli.core.errors import NotConnected
 from monad_cli.core.messages import one_line
 from monad_cli.core.paths import Paths
 from monad_cli.core.states import LIVE, State, check_transition
+from monad_cli.daemon.sessions import stamp
 from monad_cli.daemon.sessions.backoff import Backoff
 from monad_cli.daemon.sessions.connect import Learned, ToolListing, list_all_tools, start_upkeep, transport_for
 from monad_cli.daemon.sessions.eras import EraStore
@@ -853,6 +854,7 @@ class ServerActor:
             raise MonadError(f"server `{self.name}` is {self.state}"
                              f"{': ' + self.reason if self.reason else ''} (see `monad mcp status {self.name}`)")
         rto = self.spec.request_timeout_ms if self.spec else None
+        stamp.ensure(client.session)  # the caller's capabilities in a 2026-07-28 `_meta`
         lane = self.conn.lane if self.conn is not None and progress is None and not rto else None
         recorder = TELEMETRY.recorder
         if recorder is None:
@@ -917,6 +919,7 @@ class ServerActor:
         if client is None or not self.live:
             raise MonadError(f"server `{self.name}` is {self.state}"
                              f"{': ' + self.reason if self.reason else ''} (see `monad mcp status {self.name}`)")
+        stamp.ensure(client.session)  # the caller's capabilities in a 2026-07-28 `_meta`
         recorder = TELEMETRY.recorder
         if recorder is None or method is None:
             with self.inputs.serving(inputs):

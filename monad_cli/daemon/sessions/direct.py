@@ -44,6 +44,7 @@ from mcp_types import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from monad_cli.daemon.sessions.stamp import AgentStamp
 from monad_cli.daemon.telemetry import TELEMETRY
 
 log = logging.getLogger("monad.transport")
@@ -71,6 +72,7 @@ class DirectLane:
         self.send = send
         self.cancel = cancel
         self.allocate: Callable[[], int] | None = None  # the SDK dispatcher's id allocator (`attach`)
+        self.session: Any = None  # the SDK's session (`attach`): its stamp says whose capabilities
         self.stamp: dict[str, Any] | None = None  # the 2026-07-28 envelope of the SDK's requests
         self.pending: dict[str, _Waiter] = {}
         self.closed = False
@@ -82,6 +84,7 @@ class DirectLane:
         lane stays off. A server that declares extensions (the tasks extension answers a call
         with a task, which the SDK's claim follows) keeps every call on the SDK's session."""
         dispatcher = getattr(getattr(client, "session", None), "_dispatcher", None)
+        self.session = getattr(client, "session", None)
         allocate = getattr(dispatcher, "_allocate_id", None)
         self.allocate = allocate if callable(allocate) else None
         caps = getattr(client, "server_capabilities", None)
@@ -134,7 +137,11 @@ class DirectLane:
         if version in MODERN_PROTOCOL_VERSIONS:
             if self.stamp is None:
                 return None
-            params["_meta"] = dict(self.stamp)
+            params["_meta"] = meta = dict(self.stamp)
+            # The stamp seen last may carry another caller's capabilities: this call's own
+            # (sessions/stamp.py), as the SDK's stamp would put them.
+            if isinstance(agent := getattr(self.session, "_stamp", None), AgentStamp):
+                agent.restamp(meta)
         request_id = self.allocate()
         key = str(request_id)
         if (recorder := TELEMETRY.recorder) is not None:

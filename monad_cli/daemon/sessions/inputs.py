@@ -42,7 +42,7 @@ from mcp_types import (
 )
 
 from monad_cli.daemon.tasks.legacy import related_task_id
-from monad_cli.daemon.trust.inputs import InputHandler, InputRefused, input_key
+from monad_cli.daemon.trust.inputs import InputHandler, InputRefused, agent_capabilities, input_key
 
 log = logging.getLogger("monad.actor")
 _current: ContextVar[InputHandler | None] = ContextVar("monad_input_handler", default=None)
@@ -58,8 +58,13 @@ class InputRouter:
 
     @contextmanager
     def serving(self, handler: InputHandler | None) -> Iterator[None]:
-        """The requests for input of the call made inside this block go to `handler`."""
+        """The requests for input of the call made inside this block go to `handler`; a
+        handler that says what its caller declared (`client_capabilities()`, the gateway's
+        `AgentQuestions`) has the block's requests carry those (`agent_capabilities`,
+        sessions/stamp.py); any other leaves what the caller set."""
         token = _current.set(handler)
+        declared = getattr(handler, "client_capabilities", None)
+        caps_token = agent_capabilities.set(declared()) if callable(declared) else None
         self._calls += 1
         if handler is not None:
             self._inflight.append(handler)
@@ -67,6 +72,8 @@ class InputRouter:
             yield
         finally:
             _current.reset(token)
+            if caps_token is not None:
+                agent_capabilities.reset(caps_token)
             self._calls -= 1
             if handler is not None:
                 self._inflight.remove(handler)

@@ -19,6 +19,22 @@ from typing import Any, Protocol
 # request, which has none).
 input_key: ContextVar[str | None] = ContextVar("monad_input_key", default=None)
 
+# The client capabilities a caller's questions are relayed under (MCP spec, client/elicitation,
+# client/sampling, client/roots): what a 2026-07-28 server sees in the `_meta` of a request
+# monad makes for that caller is the caller's own of these, never monad's.
+FORWARDED_CAPABILITIES = ("elicitation", "sampling", "roots")
+
+# While an upstream request is made for a caller (an agent's tools/call, resources/read,
+# prompts/get, completion/complete; a `monad mcp call`): that caller's capabilities among
+# FORWARDED_CAPABILITIES, wire shape (`{"elicitation": {"form": {}, "url": {}}}`; `{}`: none).
+# None: monad's own request (a listing, a ping, subscriptions/listen), sent with monad's.
+# Read by the upstream session's request stamp (daemon/sessions/stamp.py).
+agent_capabilities: ContextVar[dict[str, Any] | None] = ContextVar("monad_agent_capabilities", default=None)
+
+# What a person answering on a terminal or a page (`monad mcp call`, the Studio's Try form)
+# can answer: a form's typed fields and a URL to open; no model (sampling), no roots.
+PERSON_CAPABILITIES: dict[str, Any] = {"elicitation": {"form": {}, "url": {}}}
+
 
 class InputRefused(Exception):
     """The handler cannot answer (no person, an unsupported kind); the message says why, in
@@ -32,3 +48,4 @@ class InputHandler(Protocol):
     `"cancel"`). Raises `InputRefused`."""
 
     async def __call__(self, request: dict[str, Any]) -> dict[str, Any]: ...
+
