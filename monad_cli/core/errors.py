@@ -13,6 +13,7 @@ docs/supervisor.md "Control API". Stdlib only: the CLI's light path imports this
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import Any
 
 
 class ExitCode(IntEnum):
@@ -139,10 +140,15 @@ class AuthorizationTimeout(AuthorizationRequired):
 
 
 class ToolCallFailed(MonadError):
-    """The upstream server failed a request (an MCP error, a timeout, a broken answer)."""
+    """The upstream server failed a request (an MCP error, a timeout, a broken answer).
+
+    `rpc_error`: the server's JSON-RPC error (`{"code", "message", "data"?}`) when it is the
+    caller's to get as it is: a missing client capability (-32021, MCP 2026-07-28), about the
+    capabilities the caller declared (the gateway relays it as a protocol error); else None."""
 
     code = "tool_call_failed"
     http_status = 502
+    rpc_error: dict[str, Any] | None = None
 
 
 class AuthError(MonadError):

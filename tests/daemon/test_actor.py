@@ -219,6 +219,25 @@ def test_a_servers_question_goes_to_the_handler_of_the_call_it_belongs_to(monad_
     anyio.run(main)
 
 
+def test_releasing_an_always_on_server_keeps_its_session(monad_home: Path) -> None:
+    """`release()` (a gateway's last subscriber of a URI gone) wakes the session to recompute
+    an on-demand server's idle deadline; an always-on server's session goes on (it ended
+    and reconnected, failing the requests in flight: conformance `resources-unsubscribe`)."""
+    async def main() -> None:
+        async with running(lambda ctx, _: ServerActor("ts", _stdio("ts"), ctx)) as (actor, _journal, seen):
+            await _until(lambda: actor.state == State.CONNECTED)
+            client = actor.client
+            actor.hold("subscription")
+            actor.release("subscription")
+            for _ in range(10):
+                await anyio.sleep(0.02)
+            assert actor.client is client and actor.live
+            assert (await actor.call_tool("add", {"a": 1, "b": 1})).structured_content == {"result": 2}
+            assert seen.count("connected") == 1, seen
+
+    anyio.run(main)
+
+
 def test_an_on_demand_actor_is_held_up_by_a_holder_and_stops_once_released(monad_home: Path, tmp_path: Path) -> None:
     """`hold()` (a gateway's resource subscription) keeps a started on-demand server up past
     many `idleStop`s; `release()` lets it stop. Spawns counted by the server itself."""

@@ -48,7 +48,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from monad_cli import __version__
-from monad_cli.core.errors import MonadError, NotFound
+from monad_cli.core.errors import MonadError, NotFound, ToolCallFailed
 from monad_cli.core.hello import GatewayView
 from monad_cli.core.redact import scrub_data
 from monad_cli.daemon.gateway.catalog import Catalog, quiet_deprecated
@@ -424,6 +424,13 @@ class GatewaySession:
                                          exclude=self.view.exclude_tools)
         except NotFound as e:  # no such tool: a protocol error (MCP spec, server/tools "Error Handling")
             raise MCPError(code=types.INVALID_PARAMS, message=self.scrub(e.message)) from None
+        except ToolCallFailed as e:
+            if e.rpc_error is None:
+                return _text_result(self.scrub(e.message), error=True)
+            # The server needs a capability this agent did not declare (its own are what the
+            # server saw: sessions/stamp.py): the agent gets the server's -32021 as it is.
+            raise MCPError(e.rpc_error["code"], self.scrub(e.rpc_error.get("message", "")),
+                           scrub_data(e.rpc_error.get("data"), self.scrub)) from None
         except MonadError as e:
             # Refusals, invalid arguments and upstream failures are tool errors the model can read.
             return _text_result(self.scrub(e.message), error=True)

@@ -513,7 +513,10 @@ class ServerActor:
         `idleStop` without a call and nothing holds it."""
         while True:
             if not self.on_demand(spec):
-                return await self._sleep_until_woken()
+                reason = await self._sleep_until_woken()
+                if reason == "released":  # a holder let go: only an on-demand server's idle time cares
+                    continue
+                return reason
             idle = self._idle_stop(spec)
             left = self.last_used + idle - time.monotonic()
             if left <= 0 and self.inflight == 0 and not self.start_wanted:

@@ -541,7 +541,7 @@ class ToolService:
                     inputs: InputHandler | None, write_behind: bool, include: Sequence[str],
                     exclude: Sequence[str]) -> dict[str, Any]:
         from mcp import MCPError
-        from mcp_types import REQUEST_TIMEOUT
+        from mcp_types import MISSING_REQUIRED_CLIENT_CAPABILITY, REQUEST_TIMEOUT
 
         arguments = arguments or {}
         actor_: ToolServer | None = None
@@ -652,8 +652,11 @@ class ToolService:
                 hint = f"; stderr during the call: {' | '.join(said)}" if said else ""
                 finish("timeout" if timed_out else "error",
                        f"{exc.error.message} (MCP error {exc.error.code}){hint}")
-                raise ToolCallFailed(self.scrub(f"server `{actor.name}` failed `{tool.name}`: {exc.error.message} "
-                                                f"(MCP error {exc.error.code}){hint}")) from None
+                failed = ToolCallFailed(self.scrub(f"server `{actor.name}` failed `{tool.name}`: {exc.error.message} "
+                                                  f"(MCP error {exc.error.code}){hint}"))
+                if exc.error.code == MISSING_REQUIRED_CLIENT_CAPABILITY:  # about the caller's capabilities
+                    failed.rpc_error = exc.error.model_dump(by_alias=True, mode="json", exclude_none=True)
+                raise failed from None
             except (NotConnected, QueueFull, DiskFull, AuthorizationRequired, NotFound) as exc:  # the kind stays
                 finish("error", exc.message)
                 raise
