@@ -15,7 +15,9 @@ request timeout, a tool with an `outputSchema` (the SDK checks structured conten
 session whose era stamp has not been seen yet, and any answer that is not a complete
 `CallToolResult`: an `input_required` round is sent again through the SDK, which runs the
 rounds (a 2026-07-28 server asks before it acts), and any other shape is refused, never sent
-twice; a tool that may answer with a task stays with the SDK's task support. Ids come from
+twice; a tool that may answer with a task stays with the SDK's task support. A 2026-07-28
+call carries the envelope the SDK's stamp last wrote, with the client capabilities of this
+call's caller (sessions/stamp.py), never those of the request seen last. Ids come from
 the SDK's own allocator, so the server sees one sequence. With telemetry on, the current
 span's W3C trace context goes into the request's `_meta` (SEP-414), as the SDK's dispatcher
 puts it there on its path. A cancelled call tells the server
