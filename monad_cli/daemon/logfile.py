@@ -3,9 +3,10 @@
 `HeldLogHandler` is the supervisor's rotating log file handler. A line the file cannot take
 (ENOSPC, EDQUOT, an I/O error) is held in memory, in order, up to `HOLD_LINES`; lines past
 that are counted (`lost`), never silent. The file is tried again with the next line, at most
-once per `RETRY_S`, and the held lines go out first, then one line saying what happened. The
-logging module's own fallback (a traceback on stderr per failed line) is not used: stderr
-may be the same full disk, and a supervisor must never stop for its log.
+once per `RETRY_S`, and every `RETRY_S` by `keep_trying` when no line comes; the held lines
+go out first, then one line saying what happened. The logging module's own fallback (a
+traceback on stderr per failed line) is not used: stderr may be the same full disk, and a
+supervisor must never stop for its log.
 """
 
 from __future__ import annotations
@@ -99,9 +100,32 @@ class HeldLogHandler(logging.handlers.RotatingFileHandler):
         return True
 
 
-def log_status() -> dict[str, Any] | None:
-    """The supervisor's log file's `HeldLogHandler.status()` (None: not this process's log)."""
+def _handler() -> HeldLogHandler | None:
     for handler in logging.getLogger().handlers:
         if isinstance(handler, HeldLogHandler):
-            return handler.status()
+            return handler
     return None
+
+
+async def keep_trying() -> None:
+    """While the log holds lines, try its file every `RETRY_S` even when no new line comes:
+    a quiet supervisor would otherwise keep them in memory (and `status` degraded) until it
+    next logs something. Never returns (cancel it)."""
+    import anyio
+
+    while True:
+        await anyio.sleep(RETRY_S)
+        handler = _handler()
+        if handler is not None and handler.fault is not None:
+            handler.acquire()  # the lock `Handler.handle` takes around `emit`
+            try:
+                if handler.fault is not None:
+                    handler._write_held(time.monotonic())
+            finally:
+                handler.release()
+
+
+def log_status() -> dict[str, Any] | None:
+    """The supervisor's log file's `HeldLogHandler.status()` (None: not this process's log)."""
+    handler = _handler()
+    return handler.status() if handler is not None else None

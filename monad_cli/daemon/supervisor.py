@@ -26,6 +26,7 @@ from monad_cli.core.redact import Scrubber
 from monad_cli.core.states import LIVE, State
 from monad_cli.daemon import telemetry
 from monad_cli.daemon.gateway.server import Gateway
+from monad_cli.daemon.logfile import keep_trying
 from monad_cli.daemon.reconcile import Diff, Secrets, config_stamp, diff
 from monad_cli.daemon.retention import keep_journal
 from monad_cli.daemon.sessions.actor import ActorContext, ServerActor
@@ -473,6 +474,7 @@ class Supervisor:
                 # PRAGMA quick_check (it reads the whole file: ~2 s at a million calls), then
                 # `[journal] keep`: prune now and daily; in worker threads, off the start's path.
                 tg.start_soon(keep_journal, journal)
+                tg.start_soon(keep_trying)  # daemon.log's held lines, when nothing else logs
                 await self.stop_event.wait()
                 self.stopping = True
                 relays.close()  # no new gateway sessions; the open ones end (their relays say so)
