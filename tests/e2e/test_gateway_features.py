@@ -323,8 +323,12 @@ def test_a_servers_question_reaches_the_agent_whose_call_it_is(supervisor: Any, 
     outcomes = [(d["method"], d["outcome"]) for d in details]
     assert ("elicitation/create", "answered") in outcomes and ("sampling/createMessage", "answered") in outcomes
     assert ("roots/list", "answered") in outcomes and ("elicitation/create", "refused") in outcomes, outcomes
-    assert {d["about"] for d in details} == {"everything__trigger-elicitation-request",
-                                              "everything__trigger-sampling-request", "everything__get-roots-list"}
+    # Each question names a call it came during. roots/list may come during A's first call (see
+    # above), and then get-roots-list asks nothing: it answers from the roots it was given.
+    about = {d["about"] for d in details}
+    assert {"everything__trigger-elicitation-request", "everything__trigger-sampling-request"} <= about <= \
+        {"everything__trigger-elicitation-request", "everything__trigger-sampling-request",
+         "everything__get-roots-list"}, about
     assert "Ada-a" not in json.dumps(events)  # the answer itself is not journaled
     # server-everything asks roots/list right after it connects, outside any call: refused, saying so.
     stderr = (monad_home / "logs" / "servers" / "everything.stderr.log").read_text()
