@@ -21,7 +21,7 @@ calls the stamp in the requesting task, so the context variable is the caller's;
 2026-07-28 input_required retries the SDK sends within the same call are stamped the same way.
 Monad's own requests (listings, pings, subscriptions/listen) leave it unset and keep monad's.
 A handshake-era session's stamp writes no `_meta` (its capabilities were fixed at
-`initialize`): nothing is replaced. tests/test_agent_stamp.py holds this to the SDK.
+`initialize`): nothing is replaced. tests/daemon/test_agent_stamp.py holds this to the SDK.
 
 What is forwarded: `elicitation` (with its modes), `sampling` and `roots` as the caller
 declared them (`roots` without `listChanged`: monad does not relay a caller's
@@ -80,7 +80,7 @@ class AgentStamp:
 def ensure(session: Any) -> AgentStamp | None:
     """Wrap `session._stamp` (an `mcp.ClientSession`) in an `AgentStamp` unless it already
     is one; the stamp in place, or None when the SDK has no `_stamp` (an SDK that changed:
-    tests/test_agent_stamp.py fails first)."""
+    tests/daemon/test_agent_stamp.py fails first)."""
     stamp = getattr(session, "_stamp", None)
     if isinstance(stamp, AgentStamp):
         return stamp

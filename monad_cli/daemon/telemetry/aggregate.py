@@ -12,7 +12,7 @@ measurements: one `HistogramDataPoint` per attribute set with the same bucket co
 (`bisect_left`: a value equal to a bound counts in that bound's bucket), count, sum, min and
 max; cumulative (start: the attribute set's first measurement) or delta (start: the previous
 collection; a set with no measurement since is left out), as the reader prefers.
-tests/test_telemetry_aggregate.py holds it to the SDK, series by series, both ways.
+tests/daemon/test_telemetry_aggregate.py holds it to the SDK, series by series, both ways.
 """
 
 from __future__ import annotations
