@@ -2,7 +2,7 @@
 // authorization of a remote server.
 
 import { api } from "./api.js";
-import { enc, h, replaceChildren, setText } from "./dom.js";
+import { enc, h, httpUrl, replaceChildren, setText } from "./dom.js";
 
 /** Ask before doing something that cannot be undone; resolves true only on the confirm button. */
 export function confirmDialog({ title, text, confirm }) {
@@ -33,15 +33,6 @@ export function confirmDialog({ title, text, confirm }) {
     dialog.showModal();
     cancel.focus();
   });
-}
-
-function httpUrl(url) {
-  try {
-    const parsed = new URL(url);
-    return parsed.protocol === "https:" || parsed.protocol === "http:" ? parsed.href : null;
-  } catch {
-    return null;
-  }
 }
 
 /**

@@ -45,3 +45,22 @@ export function when(epochSeconds) {
 }
 
 export const enc = encodeURIComponent;
+
+/** `url` when it is an http(s) URL (its normalized href), else null: a page links to nothing else. */
+export function httpUrl(url) {
+  try {
+    const parsed = new URL(url);
+    return parsed.protocol === "https:" || parsed.protocol === "http:" ? parsed.href : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The row a list's arrow key moves to from row `i` of `n`: ArrowDown/ArrowUp by one (held
+ *  at the ends), End the last, Home (and anything else) the first. */
+export function listIndex(key, i, n) {
+  if (key === "ArrowDown") return Math.min(n - 1, i + 1);
+  if (key === "ArrowUp") return Math.max(0, i - 1);
+  if (key === "End") return n - 1;
+  return 0;
+}

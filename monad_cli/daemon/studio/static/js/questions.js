@@ -6,7 +6,7 @@
 // `POST /v1/tools/call/answer`. Sampling and roots are refused by the supervisor before they
 // reach the page (docs/studio.md "Questions during a call").
 
-import { h, replaceChildren } from "./dom.js";
+import { h, httpUrl, replaceChildren } from "./dom.js";
 import { SchemaForm } from "./schema_form.js";
 
 /** `https://<strong>host</strong>/path…`: the URL whole, its host the part to check. */
@@ -21,15 +21,6 @@ export function urlWithHost(url) {
   if (at < 0) return h("span", { class: "url" }, url);
   return h("span", { class: "url url-host" }, url.slice(0, at), h("strong", {}, parsed.host),
     url.slice(at + parsed.host.length));
-}
-
-function httpUrl(url) {
-  try {
-    const parsed = new URL(url);
-    return parsed.protocol === "https:" || parsed.protocol === "http:" ? parsed.href : null;
-  } catch {
-    return null;
-  }
 }
 
 let counter = 0;

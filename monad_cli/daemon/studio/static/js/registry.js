@@ -5,7 +5,7 @@
 // in a password input, is sent once, and is never shown back (the answer carries no value).
 
 import { api } from "./api.js";
-import { append, h, replaceChildren, setText } from "./dom.js";
+import { append, h, listIndex, replaceChildren, setText } from "./dom.js";
 import { serverHash } from "./servers.js";
 
 const COLUMNS = ["Name", "Version", "Runs", "Description"];
@@ -112,11 +112,7 @@ export class RegistryView {
     const links = [...this.tbody.querySelectorAll(".server-link")];
     if (!links.length) return;
     const i = links.indexOf(e.target);
-    let next = 0;
-    if (e.key === "ArrowDown") next = Math.min(links.length - 1, i + 1);
-    else if (e.key === "ArrowUp") next = Math.max(0, i - 1);
-    else if (e.key === "End") next = links.length - 1;
-    links[next].focus();
+    links[listIndex(e.key, i, links.length)].focus();
     e.preventDefault();
   }
 

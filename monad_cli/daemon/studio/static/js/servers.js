@@ -4,7 +4,7 @@
 
 import { api } from "./api.js";
 import { AuthorizeDialog, confirmDialog } from "./dialogs.js";
-import { enc, h, replaceChildren, setText, when } from "./dom.js";
+import { enc, h, listIndex, replaceChildren, setText, when } from "./dom.js";
 import { ServerForm } from "./form.js";
 
 const PRESETS = "features/presets.toml";
@@ -289,11 +289,7 @@ export class ServersView {
     if (!links.length) return;
     const row = e.target.closest("tr");
     const i = links.findIndex((l) => l.closest("tr") === row);
-    let next = 0;
-    if (e.key === "ArrowDown") next = Math.min(links.length - 1, i + 1);
-    else if (e.key === "ArrowUp") next = Math.max(0, i - 1);
-    else if (e.key === "End") next = links.length - 1;
-    links[next].focus();
+    links[listIndex(e.key, i, links.length)].focus();
     e.preventDefault();
   }
 
