@@ -205,8 +205,8 @@ def test_a_servers_missing_capability_error_after_a_question_reaches_the_agent_a
     """A 2026-07-28 server asks a question (an input_required round), then answers -32021
     "missing required client capability": the agent, which answered the question but did not
     declare `sampling`, gets that protocol error as the server gave it (code, message, data),
-    in a tools/call and a resources/read alike, not a tool error nor a -32603. An agent that
-    declared `sampling` gets the result."""
+    in a tools/call, a resources/read and a prompts/get alike, not a tool error nor a -32603.
+    An agent that declared `sampling` gets the result."""
     from mcp.shared.exceptions import MCPError
     from mcp_types import CreateMessageResult, ElicitResult, TextContent
 
@@ -230,15 +230,18 @@ def test_a_servers_missing_capability_error_after_a_question_reaches_the_agent_a
                 await agent.call_tool("ask__sample", {})
             with pytest.raises(MCPError) as read:
                 await agent.read_resource("ask://sample")
-            errors.extend([called.value.error, read.value.error])
+            with pytest.raises(MCPError) as got:
+                await agent.get_prompt("ask__sample")
+            errors.extend([called.value.error, read.value.error, got.value.error])
             both = await _agent(stack, monad_home, url, headers, elicitation_callback=elicit,
                                 sampling_callback=sample)
             result = await both.call_tool("ask__sample", {})
             assert not result.is_error and result.content[0].text == "sampled for Ada", result
             assert (await both.read_resource("ask://sample")).contents[0].text == "sampled for Ada"
+            assert (await both.get_prompt("ask__sample")).messages[0].content.text == "Hello, sampled for Ada!"
 
     _run(monad_home, transport, main)
-    assert asked == ["What is your name?"] * 4, asked  # each request asked first, then needed sampling
+    assert asked == ["What is your name?"] * 6, asked  # each request asked first, then needed sampling
     for error in errors:
         assert error.code == -32021, error
         assert error.message.endswith("This request needs the sampling capability"), error

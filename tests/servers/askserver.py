@@ -11,7 +11,7 @@ for the gateway's tests of a 2026-07-28 agent's questions and log messages.
 - tool `capabilities()`, the read of `ask://capabilities` and any `completion/complete`: answer
   with the client capabilities the request's `_meta` envelope carried (2026-07-28), as JSON
   (`null` for a handshake-era request, which carries none): what a server sees of its client.
-- tool `sample()` and the read of `ask://sample`: ask the name first (a question round), then
+- tool `sample()`, the read of `ask://sample` and prompt `sample`: ask the name first (a question round), then
   need the client's `sampling` capability, which the request's envelope must carry: without it
   the error -32021 "missing required client capability" (2026-07-28, SEP-2575) with its
   `requiredCapabilities` data, as servers that sample do; with it, `sampled for <name>`.
@@ -116,13 +116,17 @@ async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> An
 
 async def list_prompts(ctx: Any, params: Any) -> types.ListPromptsResult:
     print("askserver: prompts/list", file=sys.stderr, flush=True)
-    return types.ListPromptsResult(prompts=[types.Prompt(name="ask", description="Asks your name.")])
+    return types.ListPromptsResult(prompts=[types.Prompt(name="ask", description="Asks your name."),
+                                            types.Prompt(name="sample", description="Asks, then needs sampling.")])
 
 
 async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> Any:
     name = await _name(ctx, params)
     if isinstance(name, types.InputRequiredResult):
         return name
+    if params.name == "sample":
+        _needs_sampling(ctx)
+        name = f"sampled for {name}"
     return types.GetPromptResult(messages=[types.PromptMessage(
         role="user", content=types.TextContent(type="text", text=f"Hello, {name}!"))])
 
