@@ -8,6 +8,7 @@ authorization server), the SDK client through `monad mcp serve`."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -92,6 +93,73 @@ def test_a_gateway_call_to_a_server_in_needs_auth_authorizes_it_and_goes_on(supe
     calls = supervisor("journal", "--calls", "--json").json()
     assert [c["outcome"] for c in calls if c.get("exposed") == "remote__echo"] == ["ok"], calls
     assert_no_sentinel(monad_home, text)
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_the_agent_is_told_the_elicitation_is_complete_once_the_tokens_arrive(supervisor: Any, monad_home: Path,
+                                                                            servers: Any, transport: str) -> None:
+    """A 2025-11-25 agent accepts the URL-mode elicitation at once and the person opens the
+    URL afterwards: once the tokens arrive the agent gets `notifications/elicitation/complete`
+    with that elicitation's `elicitationId` (MCP spec 2025-11-25, client/elicitation), on the
+    call's channel and before its result. On stdio the agent lists tools first, so the call
+    takes the relay's direct lane; on HTTP it is the SDK's path."""
+    import threading
+
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp_types import ElicitCompleteNotification, ElicitResult
+
+    from tests.e2e.test_gateway_features import _http_gateway
+
+    base = servers.start(OAUTH_AS)
+    _remote(monad_home, base)
+    wait_state(supervisor, "remote", "needs-auth", timeout=60)
+    asked: list[str] = []
+    events: list[tuple[str, Any]] = []
+    followed = threading.Event()
+
+    async def elicit(context: Any, params: Any) -> ElicitResult:
+        asked.append(params.elicitation_id)
+
+        def follow() -> None:  # the person opens the URL after the agent has answered
+            _follow(params.url)
+            followed.set()
+
+        threading.Thread(target=follow, daemon=True).start()
+        return ElicitResult(action="accept")
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, ElicitCompleteNotification):
+            tokens = (await anyio.to_thread.run_sync(stats, base))["code_exchange"]
+            events.append(("complete", (message.params.elicitation_id, tokens)))
+
+    async def main(url: str | None, headers: dict[str, str]) -> None:
+        import httpx2 as httpx
+
+        async with contextlib.AsyncExitStack() as stack:
+            if url is None:
+                transport_: Any = _serve(monad_home)
+            else:
+                http = await stack.enter_async_context(httpx.AsyncClient(headers=headers, timeout=60))
+                transport_ = streamable_http_client(url, http_client=http)
+            agent = await stack.enter_async_context(Client(transport_, mode="legacy", elicitation_callback=elicit,
+                                                           message_handler=on_message))
+            assert agent.protocol_version == "2025-11-25"
+            if url is None:
+                await agent.list_tools()
+            result = await agent.call_tool("remote__echo", {"text": "told"})
+            events.append(("result", (bool(result.is_error), result.content[0].text)))
+
+    if transport == "stdio":
+        anyio.run(main, None, {})
+    else:
+        with _http_gateway(monad_home) as (url, headers):
+            anyio.run(main, url, headers)
+    assert followed.is_set() and len(asked) == 1 and asked[0], asked
+    # The same id as the elicitation's, after the code exchange, before the call's result.
+    assert events == [("complete", (asked[0], 1)), ("result", (False, "told"))], events
+    steps = [r["detail"]["step"] for r in _on_demand_rows(supervisor)]
+    assert steps == ["started", "done"], steps
 
 
 def test_an_agent_without_url_elicitation_is_told_to_run_authorize(supervisor: Any, monad_home: Path,

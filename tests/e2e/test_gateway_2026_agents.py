@@ -31,7 +31,7 @@ ASKSERVER = str(Path(__file__).resolve().parents[1] / "servers" / "askserver.py"
 
 def _ask(home: Path, supervisor: Any) -> None:
     write_atom(home, "ask", f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([ASKSERVER])}\n"
-                            'trust = {autoApproveTools = ["ask__shout", "ask__capabilities"]}\n')
+                            'trust = {autoApproveTools = ["ask__shout", "ask__capabilities", "ask__sample"]}\n')
     wait_state(supervisor, "ask", "connected", timeout=90)
     assert status_of(supervisor, "ask")["protocolVersion"] == "2026-07-28"
 
@@ -197,3 +197,52 @@ def test_a_2026_server_sees_each_agents_own_capabilities(supervisor: Any, monad_
         expected = {"asks": ["elicitation", "sampling"], "mute": [], "legacy-roots": ["roots"]}[name]
         assert kinds == [expected] * 3, (name, views)
     assert seen["asks"][0]["elicitation"] == seen["asks"][1]["elicitation"] != {}, seen
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_a_servers_missing_capability_error_after_a_question_reaches_the_agent_as_it_is(
+        supervisor: Any, monad_home: Path, transport: str) -> None:
+    """A 2026-07-28 server asks a question (an input_required round), then answers -32021
+    "missing required client capability": the agent, which answered the question but did not
+    declare `sampling`, gets that protocol error as the server gave it (code, message, data),
+    in a tools/call, a resources/read and a prompts/get alike, not a tool error nor a -32603.
+    An agent that declared `sampling` gets the result."""
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import CreateMessageResult, ElicitResult, TextContent
+
+    _ask(monad_home, supervisor)
+    asked: list[str] = []
+
+    async def elicit(context: Any, params: Any) -> ElicitResult:
+        asked.append(params.message)
+        return ElicitResult(action="accept", content={"name": "Ada"})
+
+    async def sample(context: Any, params: Any) -> CreateMessageResult:
+        return CreateMessageResult(role="assistant", content=TextContent(type="text", text="-"), model="none")
+
+    errors: list[Any] = []
+
+    async def main(url: str | None, headers: dict[str, str]) -> None:
+        async with contextlib.AsyncExitStack() as stack:
+            agent = await _agent(stack, monad_home, url, headers, elicitation_callback=elicit)
+            assert agent.protocol_version == "2026-07-28"
+            with pytest.raises(MCPError) as called:
+                await agent.call_tool("ask__sample", {})
+            with pytest.raises(MCPError) as read:
+                await agent.read_resource("ask://sample")
+            with pytest.raises(MCPError) as got:
+                await agent.get_prompt("ask__sample")
+            errors.extend([called.value.error, read.value.error, got.value.error])
+            both = await _agent(stack, monad_home, url, headers, elicitation_callback=elicit,
+                                sampling_callback=sample)
+            result = await both.call_tool("ask__sample", {})
+            assert not result.is_error and result.content[0].text == "sampled for Ada", result
+            assert (await both.read_resource("ask://sample")).contents[0].text == "sampled for Ada"
+            assert (await both.get_prompt("ask__sample")).messages[0].content.text == "Hello, sampled for Ada!"
+
+    _run(monad_home, transport, main)
+    assert asked == ["What is your name?"] * 6, asked  # each request asked first, then needed sampling
+    for error in errors:
+        assert error.code == -32021, error
+        assert error.message.endswith("This request needs the sampling capability"), error
+        assert error.data == {"requiredCapabilities": {"sampling": {}}}, error

@@ -11,6 +11,10 @@ for the gateway's tests of a 2026-07-28 agent's questions and log messages.
 - tool `capabilities()`, the read of `ask://capabilities` and any `completion/complete`: answer
   with the client capabilities the request's `_meta` envelope carried (2026-07-28), as JSON
   (`null` for a handshake-era request, which carries none): what a server sees of its client.
+- tool `sample()`, the read of `ask://sample` and prompt `sample`: ask the name first (a question round), then
+  need the client's `sampling` capability, which the request's envelope must carry: without it
+  the error -32021 "missing required client capability" (2026-07-28, SEP-2575) with its
+  `requiredCapabilities` data, as servers that sample do; with it, `sampled for <name>`.
 
 It asks in its era's way: on a 2026-07-28 connection by an `InputRequiredResult` (the
 question keyed `name`, `requestState` `asked`), before by an `elicitation/create` request.
@@ -30,6 +34,8 @@ import anyio
 import mcp_types as types
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+from mcp_types import MISSING_REQUIRED_CLIENT_CAPABILITY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 QUESTION = "What is your name?"
@@ -51,6 +57,20 @@ async def _name(ctx: Any, params: Any) -> str | types.InputRequiredResult:
     return str(result.content.get("name"))
 
 
+SAMPLING_NEEDED = "This request needs the sampling capability"
+
+
+def _needs_sampling(ctx: Any) -> None:
+    """Raise -32021 when the request's envelope does not carry `sampling` (2026-07-28)."""
+    meta = (ctx.params or {}).get("_meta") if isinstance(ctx.params, dict) else None
+    caps = meta.get(types.CLIENT_CAPABILITIES_META_KEY) if isinstance(meta, dict) else None
+    if not isinstance(caps, dict) or "sampling" not in caps:
+        data = types.MissingRequiredClientCapabilityErrorData(
+            required_capabilities=types.ClientCapabilities(sampling=types.SamplingCapability()))
+        raise MCPError(code=MISSING_REQUIRED_CLIENT_CAPABILITY, message=SAMPLING_NEEDED,
+                       data=data.model_dump(by_alias=True, mode="json", exclude_none=True))
+
+
 def _seen(ctx: Any) -> str:
     """The request's envelope `clientCapabilities`, as JSON."""
     meta = (ctx.params or {}).get("_meta") if isinstance(ctx.params, dict) else None
@@ -70,13 +90,21 @@ async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
     print("askserver: resources/list", file=sys.stderr, flush=True)
     return types.ListResourcesResult(resources=[types.Resource(uri="ask://name", name="name"),
                                                 types.Resource(uri="ask://log", name="log"),
-                                                types.Resource(uri="ask://capabilities", name="capabilities")])
+                                                types.Resource(uri="ask://capabilities", name="capabilities"),
+                                                types.Resource(uri="ask://sample", name="sample")])
 
 
 async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> Any:
     if str(params.uri) == "ask://capabilities":
         return types.ReadResourceResult(contents=[types.TextResourceContents(uri="ask://capabilities",
                                                                              text=_seen(ctx))])
+    if str(params.uri) == "ask://sample":
+        asked = await _name(ctx, params)
+        if isinstance(asked, types.InputRequiredResult):
+            return asked
+        _needs_sampling(ctx)
+        return types.ReadResourceResult(contents=[types.TextResourceContents(uri="ask://sample",
+                                                                             text=f"sampled for {asked}")])
     if str(params.uri) == "ask://log":
         await _log(ctx, "read")
         return types.ReadResourceResult(contents=[types.TextResourceContents(uri="ask://log", text="logged")])
@@ -88,13 +116,17 @@ async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> An
 
 async def list_prompts(ctx: Any, params: Any) -> types.ListPromptsResult:
     print("askserver: prompts/list", file=sys.stderr, flush=True)
-    return types.ListPromptsResult(prompts=[types.Prompt(name="ask", description="Asks your name.")])
+    return types.ListPromptsResult(prompts=[types.Prompt(name="ask", description="Asks your name."),
+                                            types.Prompt(name="sample", description="Asks, then needs sampling.")])
 
 
 async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> Any:
     name = await _name(ctx, params)
     if isinstance(name, types.InputRequiredResult):
         return name
+    if params.name == "sample":
+        _needs_sampling(ctx)
+        name = f"sampled for {name}"
     return types.GetPromptResult(messages=[types.PromptMessage(
         role="user", content=types.TextContent(type="text", text=f"Hello, {name}!"))])
 
@@ -102,12 +134,19 @@ async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> Any:
 async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
     return types.ListToolsResult(tools=[types.Tool(
         name="shout", input_schema={"type": "object", "properties": {"text": {"type": "string"}}}),
-        types.Tool(name="capabilities", input_schema={"type": "object"})])
+        types.Tool(name="capabilities", input_schema={"type": "object"}),
+        types.Tool(name="sample", input_schema={"type": "object"})])
 
 
-async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> Any:
     if params.name == "capabilities":
         return types.CallToolResult(content=[types.TextContent(type="text", text=_seen(ctx))])
+    if params.name == "sample":
+        asked = await _name(ctx, params)
+        if isinstance(asked, types.InputRequiredResult):
+            return asked
+        _needs_sampling(ctx)
+        return types.CallToolResult(content=[types.TextContent(type="text", text=f"sampled for {asked}")])
     text = str((params.arguments or {}).get("text", ""))
     await _log(ctx, text)
     return types.CallToolResult(content=[types.TextContent(type="text", text="shouted")])

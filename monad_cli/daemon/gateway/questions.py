@@ -14,6 +14,12 @@ it is and no other, and returns its answer:
   (gateway/rounds.py) carries the question out in the agent's next answer and brings its
   `inputResponses` back.
 
+After a URL-mode elicitation this handler sent, `elicitation_complete(id)` tells the agent the
+out-of-band interaction is done (`notifications/elicitation/complete`, MCP spec 2025-11-25
+client/elicitation "Completion Notifications for URL Mode Elicitation"), on the same channel
+as the question. 2026-07-28 removed that notification: a 2026-07-28 agent's call simply goes on
+to its result.
+
 Each question leaves a journal event `question`: the server, the method, the call's id, the
 outcome (`answered` with the elicitation's action, or `refused` with why); never the answer's
 content.
@@ -21,12 +27,15 @@ content.
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
+import anyio
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
+from mcp_types import methods
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
@@ -34,6 +43,7 @@ from monad_cli.daemon.trust.calls import current_call
 from monad_cli.daemon.trust.inputs import FORWARDED_CAPABILITIES, InputRefused
 
 log = logging.getLogger("monad.gateway")
+ELICITATION_COMPLETE = "notifications/elicitation/complete"
 
 _KINDS: dict[str, tuple[str, Any, Any]] = {
     "elicitation/create": ("elicitation", types.ElicitRequest, types.ElicitResult),
@@ -75,6 +85,7 @@ class AgentQuestions:
         self.protocol_version = protocol_version
         self.server = server  # whose question it is, when known before it comes
         self.what = what  # the exposed tool, prompt or resource URI the request is about
+        self.url_elicitations: set[str] = set()  # the `elicitationId`s of URL-mode questions sent to the agent
 
     def _note(self, method: str, outcome: str, **detail: Any) -> None:
         # A 2026-07-28 round runs in the calling task, which knows its call's id; a legacy
@@ -127,6 +138,10 @@ class AgentQuestions:
             raise self._refuse(method, f"the agent speaks {self.protocol_version}, where a server's question is an "
                                        f"input_required result, which this request cannot carry")
         _, request_type, result_type = _KINDS[method]
+        if method == "elicitation/create" and (params or {}).get("mode") == "url":
+            elicitation_id = (params or {}).get("elicitationId")
+            if isinstance(elicitation_id, str):
+                self.url_elicitations.add(elicitation_id)
         try:
             if self.round is not None:
                 body = {"method": method, **({"params": params} if params else {})}
@@ -146,6 +161,31 @@ class AgentQuestions:
         answer: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
         self._note(method, "answered", **({"action": answer.get("action")} if "action" in answer else {}))
         return answer
+
+    async def elicitation_complete(self, elicitation_id: str) -> bool:
+        """Tell the agent the URL-mode elicitation `elicitation_id` it was sent is complete:
+        `notifications/elicitation/complete` with `{"elicitationId": ...}` (MCP spec 2025-11-25,
+        client/elicitation), on the question's own channel (the request's stream, or the
+        relay connection). True when sent; False when there is nothing to tell: an id this
+        handler did not send, a 2026-07-28 agent (the notification is gone from that revision),
+        a version that has none (before 2025-11-25), or an agent that went away."""
+        if elicitation_id not in self.url_elicitations or self.round is not None:
+            return False
+        if (ELICITATION_COMPLETE, self.protocol_version) not in methods.SERVER_NOTIFICATIONS:
+            return False
+        self.url_elicitations.discard(elicitation_id)
+        try:
+            if self.ctx is not None:
+                await self.ctx.session.send_elicit_complete(elicitation_id, related_request_id=self.ctx.request_id)
+            elif self.lane is not None:
+                line = json.dumps({"jsonrpc": "2.0", "method": ELICITATION_COMPLETE,
+                                   "params": {"elicitationId": elicitation_id}}, separators=(",", ":"))
+                await self.lane.send(line.encode() + b"\n")
+            else:
+                return False
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            return False  # the agent is gone; its call ends with the connection
+        return True
 
 
 __all__ = ["AgentQuestions", "declared"]

@@ -17,7 +17,11 @@ answers 401 without running the tool). Either way the call:
    and `authorization.closed`); a call from the Studio itself is asked there only;
 3. waits, at most the call's approval timeout (seconds), for the flow to end: the tokens
    arrive through the loopback redirect, the flow stores them and reconnects the server, and
-   the call goes on. Out of time: `AuthorizationTimeout`.
+   the call goes on. Out of time: `AuthorizationTimeout`;
+4. once the tokens arrived, a caller that was sent the URL-mode elicitation and can be told
+   (its handler has `elicitation_complete`: a gateway agent at 2025-11-25) gets
+   `notifications/elicitation/complete` with that elicitation's `elicitationId` (client/
+   elicitation "Completion Notifications for URL Mode Elicitation"), before the call's result.
 
 Every step is a journal event `auth` on the server, saying which call started it, who was
 asked and how it ended; never a URL's or a token's value.
@@ -43,6 +47,7 @@ if TYPE_CHECKING:
     from monad_cli.journal.db import Journal
 
 log = logging.getLogger("monad.auth")
+TELL_COMPLETE_S = 5.0  # at most this long telling the caller the elicitation is complete; the call goes on anyway
 
 
 class AuthorizationFlows(Protocol):
@@ -172,6 +177,20 @@ class OnDemandAuthorization:
         finally:
             self.waiting.pop(waiting.id, None)
             self._tell("authorization.closed", {"id": waiting.id, "outcome": outcome})
+        await self._complete(inputs, waiting)
+
+    async def _complete(self, inputs: InputHandler | None, waiting: Waiting) -> None:
+        """The tokens arrived: tell a caller that was sent the URL (the elicitation's id is
+        `waiting.id`) that the interaction is complete, when its handler can
+        (`elicitation_complete(id)`, gateway/questions.py). Never fails the call."""
+        complete = getattr(inputs, "elicitation_complete", None) if waiting.via != "studio" else None
+        if complete is None:
+            return
+        with anyio.move_on_after(TELL_COMPLETE_S):
+            try:
+                await complete(waiting.id)
+            except Exception:  # telling is a courtesy (the spec's MAY): the call goes on
+                log.exception("could not tell the caller the authorization of %s is complete", waiting.server)
 
     async def _wait(self, waiting: Waiting, inputs: InputHandler | None, hint: str) -> dict[str, Any]:
         """The flow's last view, asking `inputs` meanwhile; raises AuthorizationRequired
