@@ -294,6 +294,8 @@ def run_features(test: Callable[[DirectCalls, list[dict[str, Any]]], Awaitable[N
             seen.append((method, params, version, meta))
             if params.get("uri") == "note://missing":
                 raise MCPError(-32002, "Resource not found")
+            if method == "completion/complete":
+                return {"completion": {"values": ["Alan"]}, "resultType": "complete"}
             if method == "resources/read":
                 # ttlMs and cacheScope are required at 2026-07-28 (a read result's model has them).
                 return {"contents": [{"uri": params["uri"], "text": "hi"}], "bogus": 1, "resultType": "complete",
@@ -305,8 +307,8 @@ def run_features(test: Callable[[DirectCalls, list[dict[str, Any]]], Awaitable[N
     async def main() -> None:
         async with anyio.create_task_group() as tg:
             lane = DirectCalls(echo, send, tg, server_info=STAMP, listed=lambda: True,
-                               requests={"resources/read": handler("resources/read"),
-                                         "prompts/get": handler("prompts/get")})
+                               requests={m: handler(m) for m in ("resources/read", "prompts/get",
+                                                                  "completion/complete")})
             await test(lane, answers)
             tg.cancel_scope.cancel()
 
@@ -314,13 +316,15 @@ def run_features(test: Callable[[DirectCalls, list[dict[str, Any]]], Awaitable[N
     return answers
 
 
-def test_a_plain_read_and_get_are_taken_and_shaped_as_the_sdk_shapes_them() -> None:
+def test_a_plain_read_get_and_completion_are_taken_and_shaped_as_the_sdk_shapes_them() -> None:
     seen: list[tuple[str, dict[str, Any], str, Any]] = []
 
     async def test(lane: DirectCalls, answers: list[dict[str, Any]]) -> None:
         assert lane.take(feature("resources/read", 1, uri="note://a"))
         assert lane.take(feature("prompts/get", 2, name="r__greet", arguments={"name": "Ada"}))
         assert lane.take(feature("resources/read", 3, uri="note://missing"))
+        assert lane.take(feature("completion/complete", 4, ref={"type": "ref/prompt", "name": "r__greet"},
+                                 argument={"name": "name", "value": "Al"}))
         await settle()
 
     answers = sorted(run_features(test, seen), key=lambda a: a["id"])
@@ -330,8 +334,9 @@ def test_a_plain_read_and_get_are_taken_and_shaped_as_the_sdk_shapes_them() -> N
                                     "ttlMs": 0, "cacheScope": "private", "_meta": stamp}
     assert answers[1]["result"]["messages"][0]["content"]["text"] == "r__greet"
     assert answers[2]["error"] == {"code": -32002, "message": "Resource not found"}
-    assert [(m, v, meta) for m, _, v, meta in seen] == [(m, MODERN, ENVELOPE) for m in
-                                                        ("resources/read", "prompts/get", "resources/read")]
+    assert answers[3]["result"]["completion"] == {"values": ["Alan"]}
+    assert [(m, v, meta) for m, _, v, meta in seen] == [(m, MODERN, ENVELOPE) for m in (
+        "resources/read", "prompts/get", "resources/read", "completion/complete")]
 
 
 @pytest.mark.parametrize("request_line", [
@@ -342,7 +347,9 @@ def test_a_plain_read_and_get_are_taken_and_shaped_as_the_sdk_shapes_them() -> N
     feature("prompts/get", name="r__greet", arguments={"n": 1}),  # prompt arguments are strings
     feature("prompts/get", name="r__greet", arguments=["x"]),
     feature("prompts/get", arguments={}),  # no name
-    feature("completion/complete", ref={"type": "ref/prompt", "name": "x"}, argument={"name": "a", "value": ""}),
+    # A completion the SDK's request check refuses: the SDK answers it (-32602).
+    feature("completion/complete", ref={"type": "ref/nothing", "name": "x"}, argument={"name": "a", "value": ""}),
+    feature("completion/complete", ref={"type": "ref/prompt", "name": "x"}, argument={"name": "a"}),
 ])
 def test_what_is_not_a_plain_read_or_get_goes_to_the_sdk(request_line: bytes) -> None:
     seen: list[tuple[str, dict[str, Any], str, Any]] = []

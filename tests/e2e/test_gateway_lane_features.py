@@ -1,7 +1,7 @@
-"""The stdio relay's direct lane for `resources/read` and `prompts/get` (gateway/direct.py)
-against the SDK's path for the same requests: a differential test through the real
-supervisor and the real `monad mcp serve`, with raw JSON-RPC lines so the two paths get the
-very same requests on one connection.
+"""The stdio relay's direct lane for `resources/read`, `prompts/get` and `completion/complete`
+(gateway/direct.py) against the SDK's path for the same requests: a differential test
+through the real supervisor and the real `monad mcp serve`, with raw JSON-RPC lines so the
+two paths get the very same requests on one connection.
 
 The lane takes a plain request; the same request with one more `_meta` key (one the lane
 does not know) goes to the SDK's server. For each case, in both agent eras, both give the
@@ -9,7 +9,8 @@ same answer (the id aside) and leave the same journal rows (the duration aside):
 template read, an unknown URI (-32002), a get, an unknown prompt (-32602), a server asking
 its agent during a get (tests/servers/askserver.py: an `elicitation/create` on the
 connection, or at 2026-07-28 an `input_required` round), and a read of a stopped on-demand
-server, which starts it. The daemon log's count says the lane took the plain ones.
+server, which starts it; a completion, and one of an unknown prompt (-32602). The daemon
+log's count says the lane took the plain ones.
 """
 
 from __future__ import annotations
@@ -41,6 +42,10 @@ CASES: list[tuple[str, dict[str, Any]]] = [
     ("prompts/get", {"name": "r__no_such_prompt"}),  # -32602
     ("prompts/get", {"name": "ask__ask"}),  # the server asks the agent
     ("resources/read", {"uri": "note://od/alpha"}),  # a stopped on-demand server: started
+    ("completion/complete", {"ref": {"type": "ref/prompt", "name": "r__greet"},
+                             "argument": {"name": "name", "value": "Al"}}),
+    ("completion/complete", {"ref": {"type": "ref/prompt", "name": "r__no_such_prompt"},
+                             "argument": {"name": "name", "value": "Al"}}),  # -32602
 ]
 
 
@@ -172,7 +177,8 @@ def test_reads_and_gets_on_the_lane_answer_and_journal_as_the_sdks_path(supervis
     texts = json.dumps(lane)
     assert "the first note" in texts and "note zed" in texts and "Hello, Ada!" in texts, lane
     codes = [a["error"]["code"] for a in lane if "error" in a]
-    assert codes == [-32002, -32602], lane
+    assert codes == [-32002, -32602, -32602], lane
+    assert "Alan" in json.dumps(lane[-2]), lane
     if modern:
         assert any((a.get("result") or {}).get("resultType") == "input_required" for a in lane), lane
         assert not lane_asked and not sdk_asked
@@ -187,4 +193,5 @@ def test_reads_and_gets_on_the_lane_answer_and_journal_as_the_sdks_path(supervis
     # The plain requests took the lane, the others the SDK's server (the session's end says so).
     # (At 2026-07-28 the question's first round is plain; the round answering it is not.)
     log = monad_home / "logs" / "daemon.log"
-    wait_for(lambda: f"{len(CASES)} resources/read and prompts/get on the direct lane" in log.read_text(), timeout=30)
+    wait_for(lambda: f"{len(CASES)} resources/read, prompts/get and completion/complete on the direct lane"
+             in log.read_text(), timeout=30)

@@ -86,17 +86,19 @@ log = logging.getLogger("monad.gateway")
 CALL = "tools/call"
 READ = "resources/read"
 GET = "prompts/get"
+COMPLETE = "completion/complete"
 ENVELOPE = frozenset({PROTOCOL_VERSION_META_KEY, CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY})
 PARAMS = frozenset({"name", "arguments", "_meta"})
-_PARAMS = {CALL: PARAMS, GET: PARAMS, READ: frozenset({"uri", "_meta"})}
+_PARAMS = {CALL: PARAMS, GET: PARAMS, READ: frozenset({"uri", "_meta"}),
+           COMPLETE: frozenset({"ref", "argument", "context", "_meta"})}
 TRACE = frozenset({"traceparent", "tracestate", "baggage"})  # W3C Trace Context in `_meta` (SEP-414)
-# Lines worth parsing here: the calls, their cancellations, and what the handshake era's
-# state is read from. Anything else (and most bytes) goes to the SDK unparsed. JSON may
-# spell any of these with escapes (PHP writes `notifications\/cancelled`): a line with
-# one is parsed too.
-_MARKS = (b'"tools/call"', b'"resources/read"', b'"prompts/get"', b'"notifications/cancelled"', b'"initialize"',
-          b'"notifications/initialized"', b"\\/",
-          b"\\u", b'"monad-q-')
+# Lines worth parsing here: the calls, reads, gets and completions, their cancellations, and
+# what the handshake era's state is read from. Anything else (and most bytes) goes to the
+# SDK unparsed. JSON may spell any of these with escapes (PHP writes
+# `notifications\/cancelled`): a line with one is parsed too.
+_MARKS = (b'"tools/call"', b'"resources/read"', b'"prompts/get"', b'"completion/complete"',
+          b'"notifications/cancelled"', b'"initialize"', b'"notifications/initialized"', b"\\/", b"\\u",
+          b'"monad-q-')
 # A `\uD800`-`\uDFFF` escape: a surrogate, alone or in a pair. The SDK's parser takes the
 # pairs and refuses a lone one; which it is stays the SDK's to judge, so the line goes there.
 _SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
@@ -130,6 +132,8 @@ def _plain_params(method: str, params: dict[str, Any]) -> bool:
         return False
     if method == READ:
         return isinstance(params.get("uri"), str)
+    if method == COMPLETE:  # its shape is the SDK's request check's to judge (`_version`)
+        return isinstance(params.get("ref"), dict) and isinstance(params.get("argument"), dict)
     if not isinstance(params.get("name"), str):
         return False
     arguments = params.get("arguments")
@@ -256,7 +260,16 @@ class DirectCalls:
         """The protocol version to answer this request at, or None: not one for this lane."""
         if not _plain_params(method, params):
             return None
-        meta = params.get("_meta")
+        version = self._era_version(params.get("_meta"))
+        if version is not None and method == COMPLETE:
+            try:  # a completion's reference and argument: the SDK's own check of its params
+                methods.validate_client_request(COMPLETE, version, params)
+            except (ValidationError, ValueError, KeyError):
+                return None
+        return version
+
+    def _era_version(self, meta: Any) -> str | None:
+        """The version a request with this `_meta` is answered at here, or None."""
         if self.era == "modern":
             if not isinstance(meta, dict) or not meta.keys() <= ENVELOPE or CLIENT_CAPABILITIES_META_KEY not in meta:
                 return None

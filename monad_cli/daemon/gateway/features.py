@@ -23,10 +23,10 @@ server and journals reads and gets. What goes back to the agent:
   `GatewaySession.in_rounds`);
 - list changes of resources and prompts, like tools', reach every connection.
 
-A resources/read or prompts/get has two entries and one body: the SDK's handler
-(`read_resource`, `get_prompt`) and, for a plain one on a stdio relay connection, the direct
-lane (gateway/direct.py), both running `read`/`get` with the request described by an
-`AgentRequest`.
+A resources/read, prompts/get or completion/complete has two entries and one body: the SDK's
+handler (`read_resource`, `get_prompt`, `complete`) and, for a plain one on a stdio relay
+connection, the direct lane (gateway/direct.py), both running `read`/`get`/`completion` with
+the request described by an `AgentRequest`.
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ def current_request_log() -> RequestLog | None:
 
 @dataclass
 class AgentRequest:
-    """One agent's resources/read or prompts/get, whichever entry took it: the SDK's handler
+    """One agent's resources/read, prompts/get or completion/complete, whichever entry took it: the SDK's handler
     (`ctx`, its request context) or the stdio direct lane (`lane`, its `DirectCalls`).
     `meta`: the request's `_meta` (at 2026-07-28 the envelope: what the agent can answer);
     `request_state`/`input_responses` (wire shapes by key): a later input_required round."""
@@ -110,13 +110,13 @@ class AgentRequest:
     lane: Any = None
 
     @classmethod
-    def of(cls, ctx: Any, params: types.InputResponseRequestParams) -> AgentRequest:
-        """The SDK handler's request."""
+    def of(cls, ctx: Any, params: Any) -> AgentRequest:
+        """The SDK handler's request (`params`: its typed params)."""
         meta = (ctx.params or {}).get("_meta")
         responses = {k: v.model_dump(by_alias=True, mode="json", exclude_none=True)
-                     for k, v in (params.input_responses or {}).items()}
+                     for k, v in (getattr(params, "input_responses", None) or {}).items()}
         return cls(ctx.method, ctx.protocol_version, meta if isinstance(meta, dict) else None,
-                   params.request_state, responses, ctx=ctx)
+                   getattr(params, "request_state", None), responses, ctx=ctx)
 
     @property
     def modern(self) -> bool:
@@ -268,11 +268,17 @@ class SessionFeatures:
         return _without_server_info(await self._ask(request, name, get))
 
     async def complete(self, ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
+        """The SDK's completion/complete handler (every one the direct lane does not take)."""
         self._remember(ctx)
+        return await self.completion(AgentRequest.of(ctx, params), params)
+
+    async def completion(self, request: AgentRequest, params: types.CompleteRequestParams) -> types.CompleteResult:
+        """completion/complete for this agent, to the server owning the prompt or template."""
         # No question is relayed during a completion, yet the request is the agent's: a
         # 2026-07-28 server sees the agent's capabilities in it (sessions/stamp.py).
-        asker = self.questions(ctx, ctx.protocol_version, what=params.ref.name if isinstance(
-            params.ref, types.PromptReference) else params.ref.uri)
+        asker = self.questions(request.ctx, request.protocol_version, what=params.ref.name if isinstance(
+            params.ref, types.PromptReference) else params.ref.uri, lane=request.lane,
+            capabilities=request.capabilities())
         token = agent_capabilities.set(asker.client_capabilities() if asker is not None else None)
         try:
             return await self.catalog.complete(params, self._allowed, single=self.single)

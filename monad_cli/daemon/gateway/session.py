@@ -52,7 +52,7 @@ from monad_cli.core.errors import MonadError, NotFound, ToolCallFailed
 from monad_cli.core.hello import GatewayView
 from monad_cli.core.redact import scrub_data
 from monad_cli.daemon.gateway.catalog import Catalog, quiet_deprecated
-from monad_cli.daemon.gateway.direct import GET, READ, DirectCalls
+from monad_cli.daemon.gateway.direct import COMPLETE, GET, READ, DirectCalls
 from monad_cli.daemon.gateway.features import AgentRequest, SessionFeatures, connection_of, current_request_log
 from monad_cli.daemon.gateway.paging import page
 from monad_cli.daemon.gateway.policy import (
@@ -457,10 +457,10 @@ class GatewaySession:
                 None, protocol_version, what=name, lane=lane,
                 capabilities=(_envelope_capabilities(meta) or {}) if modern else None))
 
-        # Reads and gets: the SDK handlers' own work (`SessionFeatures.read`/`get`), entered
-        # without a request context. The lane takes no per-request logLevel, so none needs
-        # `request_log`, and in the handshake era only a connection already registered
-        # (`listed`), so none needs `_remember`.
+        # Reads, gets and completions: the SDK handlers' own work (`SessionFeatures.read`,
+        # `get`, `completion`), entered without a request context. The lane takes no
+        # per-request logLevel, so none needs `request_log`, and in the handshake era only a
+        # connection already registered (`listed`), so none needs `_remember`.
         def read(params: dict[str, Any], version: str, meta: dict[str, Any] | None) -> Any:
             return self.features.read(AgentRequest(READ, version, meta, lane=lane), params["uri"])
 
@@ -468,16 +468,21 @@ class GatewaySession:
             return self.features.get(AgentRequest(GET, version, meta, lane=lane), params["name"],
                                      params.get("arguments"))
 
+        def complete(params: dict[str, Any], version: str, meta: dict[str, Any] | None) -> Any:
+            return self.features.completion(AgentRequest(COMPLETE, version, meta, lane=lane),
+                                            types.CompleteRequestParams.model_validate(params, by_name=False))
+
         lane = self.lane = DirectCalls(call, writer.send_line, tg, server_info=self.server.server_info_stamp,
                                        listed=lambda: bool(self.legacy_connections),
-                                       requests={} if self.server.cache_hints else {READ: read, GET: get})
+                                       requests={} if self.server.cache_hints else {READ: read, GET: get,
+                                                                                    COMPLETE: complete})
         return lane
 
     def calls_summary(self) -> str:
         direct = self.lane.taken if self.lane is not None else 0
         features = self.lane.taken_features if self.lane is not None else 0
         return (f"{direct + self.sdk_calls} tools/call ({direct} on the direct lane), "
-                f"{features} resources/read and prompts/get on the direct lane")
+                f"{features} resources/read, prompts/get and completion/complete on the direct lane")
 
     async def notify_changed(self, kind: str = "tools") -> None:
         """`kind` ("tools", "resources", "prompts") changed: tell every connection."""
