@@ -113,10 +113,11 @@ def _key(row: dict[str, Any]) -> str:
     return json.dumps(row, sort_keys=True)
 
 
-async def _run_cases(agent: RawAgent, supervisor: Any, tmp: Path, *, modern: bool, sdk: bool) -> list[Any]:
+async def _run_cases(agent: RawAgent, supervisor: Any, tmp: Path, cases: list[tuple[str, dict[str, Any]]], *,
+                     modern: bool, sdk: bool) -> list[Any]:
     """Every case once, on the lane or (`sdk`) on the SDK's path: the answers, ids removed."""
     answers: list[Any] = []
-    for method, params in CASES:
+    for method, params in cases:
         if "od" in params.get("uri", ""):
             await anyio.to_thread.run_sync(idle_again, supervisor, "od", tmp / "spawn.log")
         meta: dict[str, Any] = {}
@@ -142,15 +143,17 @@ async def _run_cases(agent: RawAgent, supervisor: Any, tmp: Path, *, modern: boo
     return answers
 
 
-@pytest.mark.parametrize("era", ["2025-11-25", MODERN])
-def test_reads_and_gets_on_the_lane_answer_and_journal_as_the_sdks_path(supervisor: Any, monad_home: Path,
-                                                                         tmp_path: Path, era: str) -> None:
-    _atoms(monad_home, tmp_path, supervisor)
+def _both_paths(supervisor: Any, home: Path, tmp: Path, era: str, cases: list[tuple[str, dict[str, Any]]],
+                rows: int, *names: str) -> tuple[list[Any], list[Any], list[Any], list[Any]]:
+    """`cases` on one `monad mcp serve NAMES` connection of an agent of `era`, first on the
+    lane, then on the SDK's path: (lane answers, SDK answers, [questions each path's agent
+    was asked], [journal rows of each path], `rows` each)."""
     modern = era == MODERN
 
     async def main() -> tuple[list[Any], list[Any], list[Any], list[Any]]:
-        env = {**os.environ, "MONAD_HOME": str(monad_home), "MONAD_NO_AUTOSTART": "1"}
-        async with await anyio.open_process([sys.executable, "-m", "monad_cli", "mcp", "serve"], env=env) as proc:
+        env = {**os.environ, "MONAD_HOME": str(home), "MONAD_NO_AUTOSTART": "1"}
+        async with await anyio.open_process([sys.executable, "-m", "monad_cli", "mcp", "serve", *names],
+                                            env=env) as proc:
             agent = RawAgent(proc)
             if not modern:
                 init = await agent.request("initialize", {"protocolVersion": era, "capabilities": CAPABILITIES,
@@ -161,16 +164,25 @@ def test_reads_and_gets_on_the_lane_answer_and_journal_as_the_sdks_path(supervis
                 # reads and gets after it, as it takes tool calls.
                 assert (await agent.request("resources/list"))["result"]["resources"]
             before = len(await anyio.to_thread.run_sync(_rows, supervisor))
-            lane = await _run_cases(agent, supervisor, tmp_path, modern=modern, sdk=False)
+            lane = await _run_cases(agent, supervisor, tmp, cases, modern=modern, sdk=False)
             lane_asked = list(agent.asked)
-            lane_rows = (await anyio.to_thread.run_sync(_settled, supervisor, before + ROWS))[before:]
-            sdk = await _run_cases(agent, supervisor, tmp_path, modern=modern, sdk=True)
-            sdk_rows = (await anyio.to_thread.run_sync(_settled, supervisor, before + 2 * ROWS))[before + ROWS:]
+            lane_rows = (await anyio.to_thread.run_sync(_settled, supervisor, before + rows))[before:]
+            sdk = await _run_cases(agent, supervisor, tmp, cases, modern=modern, sdk=True)
+            sdk_rows = (await anyio.to_thread.run_sync(_settled, supervisor, before + 2 * rows))[before + rows:]
             await proc.stdin.aclose()
             await proc.wait()
         return lane, sdk, [lane_asked, agent.asked[len(lane_asked):]], [lane_rows, sdk_rows]
 
-    lane, sdk, (lane_asked, sdk_asked), (lane_rows, sdk_rows) = anyio.run(main)
+    return anyio.run(main)
+
+
+@pytest.mark.parametrize("era", ["2025-11-25", MODERN])
+def test_reads_and_gets_on_the_lane_answer_and_journal_as_the_sdks_path(supervisor: Any, monad_home: Path,
+                                                                         tmp_path: Path, era: str) -> None:
+    _atoms(monad_home, tmp_path, supervisor)
+    modern = era == MODERN
+    lane, sdk, (lane_asked, sdk_asked), (lane_rows, sdk_rows) = _both_paths(supervisor, monad_home, tmp_path, era,
+                                                                            CASES, ROWS)
     assert lane == sdk
     # What the cases are: a text, a template's text, the two errors, a prompt, the question's
     # outcome, and the on-demand server's note.
@@ -195,3 +207,31 @@ def test_reads_and_gets_on_the_lane_answer_and_journal_as_the_sdks_path(supervis
     log = monad_home / "logs" / "daemon.log"
     wait_for(lambda: f"{len(CASES)} resources/read, prompts/get and completion/complete on the direct lane"
              in log.read_text(), timeout=30)
+
+
+@pytest.mark.parametrize("era", ["2025-11-25", MODERN])
+def test_a_per_server_entry_on_the_lane_answers_as_the_sdks_path(supervisor: Any, monad_home: Path,
+                                                                  tmp_path: Path, era: str) -> None:
+    """`monad mcp serve r`: the server's own names, its results untouched, its serverInfo."""
+    write_atom(monad_home, "r", f'command = {json.dumps(sys.executable)}\n'
+                                f'args = {json.dumps([str(SERVERS / "resourceserver.py")])}\n')
+    wait_state(supervisor, "r", "connected", timeout=90)
+    cases: list[tuple[str, dict[str, Any]]] = [
+        ("resources/read", {"uri": "note://r/beta"}),
+        ("prompts/get", {"name": "greet", "arguments": {"name": "Ada"}}),
+        ("prompts/get", {"name": "r__greet", "arguments": {"name": "Ada"}}),  # a merged name: the server's error
+        ("completion/complete", {"ref": {"type": "ref/prompt", "name": "greet"},
+                                 "argument": {"name": "name", "value": "A"}}),
+    ]
+    lane, sdk, _asked, (lane_rows, sdk_rows) = _both_paths(supervisor, monad_home, tmp_path, era, cases, 3, "r")
+    assert lane == sdk
+    assert "the second note" in json.dumps(lane[0]) and "Hello, Ada!" in json.dumps(lane[1]), lane
+    assert lane[1]["result"]["description"] == "Greets someone by name." and "error" in lane[2], lane
+    assert "Ada" in json.dumps(lane[3]), lane
+    if era == MODERN:  # the server's own identity, as a direct session gives it
+        assert lane[0]["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "resourceserver"
+    assert sorted(map(_key, lane_rows)) == sorted(map(_key, sdk_rows))
+    assert [r["detail"]["outcome"] for r in lane_rows if r["kind"] == "prompt.get"] == ["ok", "error"], lane_rows
+    log = monad_home / "logs" / "daemon.log"
+    wait_for(lambda: "4 resources/read, prompts/get and completion/complete on the direct lane" in log.read_text(),
+             timeout=30)
