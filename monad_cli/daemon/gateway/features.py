@@ -96,8 +96,9 @@ def current_request_log() -> RequestLog | None:
 
 @dataclass
 class AgentRequest:
-    """One agent's resources/read, prompts/get or completion/complete, whichever entry took it: the SDK's handler
-    (`ctx`, its request context) or the stdio direct lane (`lane`, its `DirectCalls`).
+    """One agent's resources/read, prompts/get or completion/complete, whichever entry took
+    it: the SDK's handler (`ctx`, its request context) or the stdio direct lane (`lane`, its
+    `DirectCalls`).
     `meta`: the request's `_meta` (at 2026-07-28 the envelope: what the agent can answer);
     `request_state`/`input_responses` (wire shapes by key): a later input_required round."""
 
