@@ -83,3 +83,19 @@ def test_a_failed_transaction_keeps_its_deferred_statements_for_the_next(tmp_pat
         assert [e["reason"] for e in j.events(kinds=["deferred"])] == ["kept"]
     finally:
         j.close()
+
+
+def test_a_batch_of_events_is_one_transaction(tmp_path: Path) -> None:
+    """`record(later=True)` queues an event for the next write: the gateway's reads and gets
+    that pile up are written with the last of them, in one transaction, in order."""
+    j = Journal(tmp_path / "journal.db")
+    transactions: list[float] = []
+    j.on_write = transactions.append
+    try:
+        for i, uri in enumerate(("note://a", "note://b", "note://c")):
+            j.record("resource.read", server="r", detail={"uri": uri}, later=i < 2)
+        assert len(transactions) == 1 and not j.deferred
+        rows = j.events(kinds=["resource.read"])
+        assert [e["detail"]["uri"] for e in rows] == ["note://a", "note://b", "note://c"]
+    finally:
+        j.close()

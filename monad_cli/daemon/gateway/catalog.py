@@ -380,7 +380,7 @@ class Catalog:
 
     def _journal_later(self, kind: str, server: str, detail: dict[str, Any]) -> None:
         """The event goes in the journal just after the answer (within ~20 ms, events
-        that pile up meanwhile written together), off the request's path; at once when
+        that pile up meanwhile written together, in one transaction), off the request's path; at once when
         there is no gateway task to write it."""
         self._pending.append((kind, server, detail))
         if self.spawn is None:
@@ -395,10 +395,12 @@ class Catalog:
         self._write_pending()
 
     def _write_pending(self) -> None:
+        """The pending events in one transaction: each but the last is queued for it."""
         pending, self._pending = self._pending, []
-        for kind, server, detail in pending:
+        last = len(pending) - 1
+        for i, (kind, server, detail) in enumerate(pending):
             try:
-                self.journal.record(kind, server=server, detail=detail)
+                self.journal.record(kind, server=server, detail=detail, later=i < last)
             except Exception:
                 log.exception("journal write failed")
 

@@ -22,6 +22,11 @@ server and journals reads and gets. What goes back to the agent:
   it is, as during tools/call (gateway/questions.py; at 2026-07-28 in input_required rounds,
   `GatewaySession.in_rounds`);
 - list changes of resources and prompts, like tools', reach every connection.
+
+A resources/read, prompts/get or completion/complete has two entries and one body: the SDK's
+handler (`read_resource`, `get_prompt`, `complete`) and, for a plain one on a stdio relay
+connection, the direct lane (gateway/direct.py), both running `read`/`get`/`completion` with
+the request described by an `AgentRequest`.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import contextvars
 import logging
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -88,6 +94,44 @@ def current_request_log() -> RequestLog | None:
     return _REQUEST_LOG.get()
 
 
+@dataclass
+class AgentRequest:
+    """One agent's resources/read, prompts/get or completion/complete, whichever entry took
+    it: the SDK's handler (`ctx`, its request context) or the stdio direct lane (`lane`, its
+    `DirectCalls`).
+    `meta`: the request's `_meta` (at 2026-07-28 the envelope: what the agent can answer);
+    `request_state`/`input_responses` (wire shapes by key): a later input_required round."""
+
+    method: str
+    protocol_version: str
+    meta: dict[str, Any] | None = None
+    request_state: str | None = None
+    input_responses: dict[str, Any] | None = None
+    ctx: Any = None
+    lane: Any = None
+
+    @classmethod
+    def of(cls, ctx: Any, params: Any) -> AgentRequest:
+        """The SDK handler's request (`params`: its typed params)."""
+        meta = (ctx.params or {}).get("_meta")
+        responses = {k: v.model_dump(by_alias=True, mode="json", exclude_none=True)
+                     for k, v in (getattr(params, "input_responses", None) or {}).items()}
+        return cls(ctx.method, ctx.protocol_version, meta if isinstance(meta, dict) else None,
+                   getattr(params, "request_state", None), responses, ctx=ctx)
+
+    @property
+    def modern(self) -> bool:
+        return self.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+    def capabilities(self) -> Any:
+        """At 2026-07-28 the envelope's `clientCapabilities` (`{}`: none); before, None (the
+        connection's, from `initialize`)."""
+        if not self.modern:
+            return None
+        caps = self.meta.get(types.CLIENT_CAPABILITIES_META_KEY) if self.meta is not None else None
+        return caps or {}
+
+
 class SessionFeatures:
     """Resources, prompts, completion and logging for one gateway session.
 
@@ -135,24 +179,29 @@ class SessionFeatures:
             resource_templates=[types.ResourceTemplate.model_validate(t) for t in items], next_cursor=next_cursor)
 
     async def read_resource(self, ctx: Any, params: types.ReadResourceRequestParams) -> Any:
+        """The SDK's resources/read handler (every read the direct lane does not take)."""
         self._remember(ctx)
-        uri = str(params.uri)
+        async with self.request_log(ctx):
+            return await self.read(AgentRequest.of(ctx, params), str(params.uri))
 
+    async def read(self, request: AgentRequest, uri: str) -> Any:
+        """resources/read of `uri` for this agent: routed by the catalog (-32002 when no server
+        offers it), journaled, the server's questions going to the agent; the result (a
+        `ReadResourceResult`, or an `InputRequiredResult` at 2026-07-28)."""
         def read(inputs: Any) -> Awaitable[types.ReadResourceResult]:
             return self.catalog.read(uri, self._allowed, single=self.single, inputs=inputs)
 
-        async with self.request_log(ctx):
-            return _without_server_info(await self._ask(ctx, params, uri, read))
+        return _without_server_info(await self._ask(request, uri, read))
 
-    async def _ask(self, ctx: Any, params: types.InputResponseRequestParams, what: str,
-                   request: Callable[[Any], Awaitable[Any]]) -> Any:
-        """`request(inputs)`, the server's questions going to this agent: on the request's
+    async def _ask(self, request: AgentRequest, what: str, upstream: Callable[[Any], Awaitable[Any]]) -> Any:
+        """`upstream(inputs)`, the server's questions going to this agent: on the request's
         channel (handshake era), or in input_required rounds (2026-07-28)."""
         if self.rounds is not None:
-            answer = await self.rounds(ctx, params, what, request)
+            answer = await self.rounds(request, what, upstream)
             if answer is not None:
                 return answer
-        return await request(self.questions(ctx, ctx.protocol_version, what=what))
+        return await upstream(self.questions(request.ctx, request.protocol_version, what=what, lane=request.lane,
+                                             capabilities=request.capabilities()))
 
     async def subscribe(self, ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
         conn = self._remember(ctx)
@@ -206,21 +255,31 @@ class SessionFeatures:
         return types.ListPromptsResult(prompts=[types.Prompt.model_validate(p) for p in items], next_cursor=next_cursor)
 
     async def get_prompt(self, ctx: Any, params: types.GetPromptRequestParams) -> Any:
+        """The SDK's prompts/get handler (every get the direct lane does not take)."""
         self._remember(ctx)
-
-        def get(inputs: Any) -> Awaitable[types.GetPromptResult]:
-            return self.catalog.get_prompt(params.name, params.arguments, self._allowed, single=self.single,
-                                           inputs=inputs)
-
         async with self.request_log(ctx):
-            return _without_server_info(await self._ask(ctx, params, params.name, get))
+            return await self.get(AgentRequest.of(ctx, params), params.name, params.arguments)
+
+    async def get(self, request: AgentRequest, name: str, arguments: dict[str, str] | None) -> Any:
+        """prompts/get of the exposed `name` for this agent (-32602 for a name no server
+        offers), as `read` does; the result (a `GetPromptResult` or an `InputRequiredResult`)."""
+        def get(inputs: Any) -> Awaitable[types.GetPromptResult]:
+            return self.catalog.get_prompt(name, arguments, self._allowed, single=self.single, inputs=inputs)
+
+        return _without_server_info(await self._ask(request, name, get))
 
     async def complete(self, ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
+        """The SDK's completion/complete handler (every one the direct lane does not take)."""
         self._remember(ctx)
+        return await self.completion(AgentRequest.of(ctx, params), params)
+
+    async def completion(self, request: AgentRequest, params: types.CompleteRequestParams) -> types.CompleteResult:
+        """completion/complete for this agent, to the server owning the prompt or template."""
         # No question is relayed during a completion, yet the request is the agent's: a
         # 2026-07-28 server sees the agent's capabilities in it (sessions/stamp.py).
-        asker = self.questions(ctx, ctx.protocol_version, what=params.ref.name if isinstance(
-            params.ref, types.PromptReference) else params.ref.uri)
+        asker = self.questions(request.ctx, request.protocol_version, what=params.ref.name if isinstance(
+            params.ref, types.PromptReference) else params.ref.uri, lane=request.lane,
+            capabilities=request.capabilities())
         token = agent_capabilities.set(asker.client_capabilities() if asker is not None else None)
         try:
             return await self.catalog.complete(params, self._allowed, single=self.single)
@@ -347,4 +406,4 @@ def _without_server_info(result: Any) -> Any:
     return result
 
 
-__all__ = ["RequestLog", "SessionFeatures", "connection_of", "current_request_log"]
+__all__ = ["AgentRequest", "RequestLog", "SessionFeatures", "connection_of", "current_request_log"]

@@ -52,8 +52,8 @@ from monad_cli.core.errors import MonadError, NotFound, ToolCallFailed
 from monad_cli.core.hello import GatewayView
 from monad_cli.core.redact import scrub_data
 from monad_cli.daemon.gateway.catalog import Catalog, quiet_deprecated
-from monad_cli.daemon.gateway.direct import DirectCalls
-from monad_cli.daemon.gateway.features import SessionFeatures, connection_of, current_request_log
+from monad_cli.daemon.gateway.direct import COMPLETE, GET, READ, DirectCalls
+from monad_cli.daemon.gateway.features import AgentRequest, SessionFeatures, connection_of, current_request_log
 from monad_cli.daemon.gateway.paging import page
 from monad_cli.daemon.gateway.policy import (
     LOAD_TOOLS,
@@ -235,29 +235,28 @@ class GatewaySession:
             r.scope.cancel()
             raise
 
-    async def in_rounds(self, ctx: Any, params: types.InputResponseRequestParams, what: str,
-                        ask: Callable[[AgentQuestions], Any]) -> Any:
-        """A 2026-07-28 `resources/read` or `prompts/get` whose server may ask the agent
-        something, run as tools/call's rounds (gateway/rounds.py): `ask(inputs)` is the
-        upstream request, its questions going to `inputs`. Returns its result or an
-        `InputRequiredResult`; None when the request is not one for rounds (a handshake-era
-        agent, or one that can answer nothing and sent no `requestState`): run it plainly."""
-        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS or self.rounds.spawn is None:
+    async def in_rounds(self, request: AgentRequest, what: str, ask: Callable[[AgentQuestions], Any]) -> Any:
+        """A 2026-07-28 `resources/read` or `prompts/get` (`request`, from either entry) whose
+        server may ask the agent something, run as tools/call's rounds (gateway/rounds.py):
+        `ask(inputs)` is the upstream request, its questions going to `inputs`. Returns its
+        result or an `InputRequiredResult`; None when the request is not one for rounds (a
+        handshake-era agent, or one that can answer nothing and sent no `requestState`): run
+        it plainly."""
+        if not request.modern or self.rounds.spawn is None:
             return None
-        capabilities = _envelope_capabilities((ctx.params or {}).get("_meta"))
-        if params.request_state is None and not _answers(capabilities):
+        capabilities = _envelope_capabilities(request.meta)
+        if request.request_state is None and not _answers(capabilities):
             return None
-        if params.request_state is not None:
-            responses = {k: v.model_dump(by_alias=True, mode="json", exclude_none=True)
-                         for k, v in (params.input_responses or {}).items()}
-            r = self.rounds.resume(params.request_state, responses, ctx.method)
+        if request.request_state is not None:
+            r = self.rounds.resume(request.request_state, request.input_responses, request.method)
             if (asked := current_request_log()) is not None:
                 asked.about += r.about
         else:
             def run(r: Round) -> Any:
-                return ask(self.questions(None, ctx.protocol_version, what=what, round=r, capabilities=capabilities))
+                return ask(self.questions(None, request.protocol_version, what=what, round=r,
+                                          capabilities=capabilities))
 
-            r = self.rounds.start(run, ctx.method)
+            r = self.rounds.start(run, request.method)
         try:
             answer = self.rounds.done(r, await r.next())
         except anyio.get_cancelled_exc_class():
@@ -458,13 +457,32 @@ class GatewaySession:
                 None, protocol_version, what=name, lane=lane,
                 capabilities=(_envelope_capabilities(meta) or {}) if modern else None))
 
+        # Reads, gets and completions: the SDK handlers' own work (`SessionFeatures.read`,
+        # `get`, `completion`), entered without a request context. The lane takes no
+        # per-request logLevel, so none needs `request_log`, and in the handshake era only a
+        # connection already registered (`listed`), so none needs `_remember`.
+        def read(params: dict[str, Any], version: str, meta: dict[str, Any] | None) -> Any:
+            return self.features.read(AgentRequest(READ, version, meta, lane=lane), params["uri"])
+
+        def get(params: dict[str, Any], version: str, meta: dict[str, Any] | None) -> Any:
+            return self.features.get(AgentRequest(GET, version, meta, lane=lane), params["name"],
+                                     params.get("arguments"))
+
+        def complete(params: dict[str, Any], version: str, meta: dict[str, Any] | None) -> Any:
+            return self.features.completion(AgentRequest(COMPLETE, version, meta, lane=lane),
+                                            types.CompleteRequestParams.model_validate(params, by_name=False))
+
         lane = self.lane = DirectCalls(call, writer.send_line, tg, server_info=self.server.server_info_stamp,
-                                       listed=lambda: bool(self.legacy_connections))
+                                       listed=lambda: bool(self.legacy_connections),
+                                       requests={} if self.server.cache_hints else {READ: read, GET: get,
+                                                                                    COMPLETE: complete})
         return lane
 
     def calls_summary(self) -> str:
         direct = self.lane.taken if self.lane is not None else 0
-        return f"{direct + self.sdk_calls} tools/call ({direct} on the direct lane)"
+        features = self.lane.taken_features if self.lane is not None else 0
+        return (f"{direct + self.sdk_calls} tools/call ({direct} on the direct lane), "
+                f"{features} resources/read, prompts/get and completion/complete on the direct lane")
 
     async def notify_changed(self, kind: str = "tools") -> None:
         """`kind` ("tools", "resources", "prompts") changed: tell every connection."""
