@@ -22,19 +22,40 @@ exception: its message may quote what a server was sent).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from random import getrandbits
 from time import time_ns
 from types import MappingProxyType
 from typing import Any
 
+from mcp.shared._otel import inject_trace_context
 from opentelemetry import trace
-from opentelemetry.context import Context
+from opentelemetry.baggage import get_all
+from opentelemetry.baggage.propagation import W3CBaggagePropagator
+from opentelemetry.context import Context, get_current
+from opentelemetry.propagate import get_global_textmap
+from opentelemetry.propagators.composite import CompositePropagator
 from opentelemetry.sdk.trace import Event, ReadableSpan, SpanProcessor
+from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
+from opentelemetry.sdk.trace.sampling import ParentBased, Sampler, StaticSampler
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, TraceFlags
+from opentelemetry.trace import (
+    INVALID_SPAN_CONTEXT,
+    INVALID_SPAN_ID,
+    INVALID_TRACE_ID,
+    NonRecordingSpan,
+    SpanContext,
+    SpanKind,
+    TraceFlags,
+)
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from opentelemetry.trace.status import Status, StatusCode
 
-_SAMPLED = TraceFlags(TraceFlags.SAMPLED)
-_NOT_SAMPLED = TraceFlags(TraceFlags.DEFAULT)
+from monad_cli.daemon.telemetry.sdk import QUIET_PREFIX, QuietSampler
+
+# The trace flags by (sampled, random trace id), as the SDK's `start_span` sets them.
+_FLAGS = {(sampled, random_id): TraceFlags((TraceFlags.SAMPLED if sampled else TraceFlags.DEFAULT)
+                                           | (TraceFlags.RANDOM_TRACE_ID if random_id else 0))
+          for sampled in (False, True) for random_id in (False, True)}
 _UNSET = Status(StatusCode.UNSET)
 
 
@@ -47,29 +68,141 @@ class CallSpans:
         self.ids = provider.id_generator
         self.resource = provider.resource
         self.processors = tuple(processors)
+        # Decided once here, not per span: whether the sampler's outcome is fixed by the
+        # parent alone, and whether the ids are the SDK's random ones.
+        self.decisions = fixed_decisions(self.sampler)
+        self.random_ids = type(self.ids) is RandomIdGenerator
 
     def start(self, scope: InstrumentationScope, name: str, kind: SpanKind, attributes: dict[str, Any],
               context: Context | None = None) -> trace.Span:
         """A started span, the child of `context`'s span (None: the current one), as the SDK's
         `start_span` decides it: a `CallSpan` when sampled to record, else a `NonRecordingSpan`
-        carrying the ids and flags (so that the trace context still goes upstream)."""
+        carrying the ids and flags (so that the trace context still goes upstream).
+        `attributes` (a fresh dict) becomes the span's own when the sampler's outcome is fixed."""
         parent: SpanContext | None = trace.get_current_span(context).get_span_context()
         if parent is None or not parent.is_valid:
             parent = None
+        decisions = self.decisions
+        if decisions is not None and not name.startswith(QUIET_PREFIX):
+            # The sampler's outcome without calling it (`fixed_decisions`).
+            if parent is None:
+                sampled, trace_state, random_id = decisions[0], None, self.random_ids or self.ids.is_trace_id_random()
+                trace_id = _random_trace_id() if self.random_ids else self.ids.generate_trace_id()
+            else:
+                flags = parent.trace_flags
+                sampled = decisions[(2 if parent.is_remote else 4) - flags.sampled]
+                trace_id, trace_state, random_id = parent.trace_id, parent.trace_state, flags.random_trace_id
+            span_context = SpanContext(trace_id, _random_span_id() if self.random_ids else self.ids.generate_span_id(),
+                                       False, _FLAGS[sampled, random_id], trace_state)
+            if not sampled:
+                return NonRecordingSpan(span_context)
+            return CallSpan(self, scope, name, kind, span_context, parent, attributes)
+        if parent is None:
             trace_id = self.ids.generate_trace_id()
             random_id = self.ids.is_trace_id_random()
         else:
             trace_id = parent.trace_id
             random_id = parent.trace_flags.random_trace_id
-        sampled = self.sampler.should_sample(context, trace_id, name, kind, attributes, ())
-        flags = _SAMPLED if sampled.decision.is_sampled() else _NOT_SAMPLED
-        if random_id:
-            flags = TraceFlags(flags | TraceFlags.RANDOM_TRACE_ID)
-        span_context = SpanContext(trace_id, self.ids.generate_span_id(), is_remote=False, trace_flags=flags,
-                                   trace_state=sampled.trace_state)
-        if not sampled.decision.is_recording():
+        result = self.sampler.should_sample(context, trace_id, name, kind, attributes, ())
+        span_context = SpanContext(trace_id, self.ids.generate_span_id(), is_remote=False,
+                                   trace_flags=_FLAGS[result.decision.is_sampled(), random_id],
+                                   trace_state=result.trace_state)
+        if not result.decision.is_recording():
             return NonRecordingSpan(span_context)
-        return CallSpan(self, scope, name, kind, span_context, parent, dict(sampled.attributes))
+        return CallSpan(self, scope, name, kind, span_context, parent, dict(result.attributes))
+
+
+def fixed_decisions(sampler: Any) -> tuple[bool, bool, bool, bool, bool] | None:
+    """Whether a span is sampled (recorded and exported) under `sampler`, when the parent
+    alone decides it: (no parent, remote parent sampled, remote parent not sampled, local
+    parent sampled, local parent not sampled); None for any other sampler (the ratio ones,
+    a custom one), which `CallSpans.start` then calls.
+
+    The fixed ones are the SDK's `ALWAYS_ON`/`ALWAYS_OFF` (`StaticSampler`) and a
+    `ParentBased` whose five samplers are those: the default `parentbased_always_on`,
+    `parentbased_always_off`, `always_on`, `always_off` (OTEL_TRACES_SAMPLER), and monad's
+    `QuietSampler` around any of them (it drops only the MCP SDK's own `MCP send …` spans,
+    which `start` leaves to it). The SDK's outcome for them: the decision, the parent's
+    trace state, the attributes as given. Why not call it: the sampler's call, the two
+    lookups of the parent it makes, and its `SamplingResult` cost ~6 µs a span in a tight
+    loop (twice that in the running supervisor), two spans a gateway call (bench/README.md
+    "Issue 27, the last cuts"). tests/daemon/test_telemetry_spans.py holds the outcome to
+    the sampler's own for each parent."""
+    if isinstance(sampler, QuietSampler):
+        sampler = sampler.inner
+    if type(sampler) is StaticSampler:
+        return (_static(sampler),) * 5
+    if type(sampler) is ParentBased:
+        parts = (sampler._root, sampler._remote_parent_sampled, sampler._remote_parent_not_sampled,
+                 sampler._local_parent_sampled, sampler._local_parent_not_sampled)
+        if all(type(part) is StaticSampler for part in parts):
+            root, remote_sampled, remote_not, local_sampled, local_not = (_static(part) for part in parts)
+            return root, remote_sampled, remote_not, local_sampled, local_not
+    return None
+
+
+def _static(sampler: Sampler) -> bool:
+    return sampler.should_sample(None, 1, "").decision.is_sampled()
+
+
+# The ids as the SDK's `RandomIdGenerator` draws them (the `random` module's generator, never
+# the invalid 0), without its two method calls a span.
+def _random_trace_id() -> int:
+    trace_id = getrandbits(128)
+    while trace_id == INVALID_TRACE_ID:
+        trace_id = getrandbits(128)
+    return trace_id
+
+
+def _random_span_id() -> int:
+    span_id = getrandbits(64)
+    while span_id == INVALID_SPAN_ID:
+        span_id = getrandbits(64)
+    return span_id
+
+
+class TraceContextWriter:
+    """A span's W3C trace context (`traceparent`, `tracestate`) into an outgoing request's
+    `_meta` (SEP-414), as the global propagators write it (what the MCP SDK's
+    `inject_trace_context` calls).
+
+    Why a second copy beside the SDK: with the default propagators (exactly `tracecontext`
+    and `baggage`, in that order: no OTEL_PROPAGATORS, nor one naming just these) and no
+    baggage in the context, what they write is the one `traceparent` line (and `tracestate`
+    when the span has one), which `write` formats itself: the composite's loop, the two
+    propagators' lookups of the context and the baggage's copy cost ~4 µs a call in a
+    tight loop, more in the running supervisor (bench/README.md "Issue 27, the last
+    cuts"). Any other propagator set, one set later (`set_global_textmap`), or baggage in
+    the context: the propagators themselves. tests/daemon/test_telemetry_spans.py holds the
+    lines written to the propagators' own."""
+
+    def __init__(self) -> None:
+        self._textmap: Any = None
+        self._w3c = False
+
+    def write(self, meta: dict[str, Any]) -> None:
+        textmap = get_global_textmap()
+        if textmap is not self._textmap:  # decided once per propagator set
+            self._textmap, self._w3c = textmap, _is_w3c_default(textmap)
+        if not self._w3c:
+            inject_trace_context(meta)
+            return
+        current = get_current()
+        if get_all(current):
+            inject_trace_context(meta)
+            return
+        span_context = trace.get_current_span(current).get_span_context()
+        if span_context == INVALID_SPAN_CONTEXT:
+            return
+        meta["traceparent"] = (f"00-{span_context.trace_id:032x}-{span_context.span_id:016x}-"
+                               f"{span_context.trace_flags:02x}")
+        if span_context.trace_state:
+            meta["tracestate"] = span_context.trace_state.to_header()
+
+
+def _is_w3c_default(textmap: Any) -> bool:
+    return type(textmap) is CompositePropagator and [type(p) for p in getattr(textmap, "_propagators", ())] == [
+        TraceContextTextMapPropagator, W3CBaggagePropagator]
 
 
 class CallSpan(trace.Span):
@@ -152,4 +285,4 @@ class CallSpan(trace.Span):
             processor.on_end(done)
 
 
-__all__ = ["CallSpan", "CallSpans"]
+__all__ = ["CallSpan", "CallSpans", "TraceContextWriter", "fixed_decisions"]
