@@ -13,6 +13,14 @@ nothing when no processor exports. tests/daemon/test_telemetry_spans.py holds a 
 to the SDK's span for the same inputs: name, kind, ids and flags, parent, attributes,
 status, resource and scope.
 
+Where what the SDK would do is fixed at setup, a span skips its general calls (each a
+fast path that keeps the SDK's outcome, held to it by the same tests): the sampler's
+outcome when the configured sampler is one the parent alone decides (`fixed_decisions`:
+the default parent-based always-on), the ids drawn as the SDK's `RandomIdGenerator` draws
+them, an ended span handed to the processors as it is (a `CallSpan` is a `ReadableSpan`),
+and the upstream request's `traceparent` written directly under the default propagators
+(`TraceContextWriter`).
+
 What it leaves out, on purpose: processors' `on_start` (monad's processors act on the MCP
 SDK's spans only), span limits (monad's call spans carry about fifteen attributes of
 strings and ints, set by monad), links and exception events (monad never records an
@@ -24,7 +32,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from random import getrandbits
 from time import time_ns
-from types import MappingProxyType
 from typing import Any
 
 from mcp.shared._otel import inject_trace_context
@@ -205,34 +212,25 @@ def _is_w3c_default(textmap: Any) -> bool:
         TraceContextTextMapPropagator, W3CBaggagePropagator]
 
 
-class CallSpan(trace.Span):
-    """A recording span of the OpenTelemetry API whose end is the SDK's `ReadableSpan`."""
+class CallSpan(trace.Span, ReadableSpan):
+    """A recording span of the OpenTelemetry API that is, once ended, the SDK's `ReadableSpan`
+    handed to the processors as it is (as the SDK's own `Span` is: no copy at the end)."""
 
     def __init__(self, spans: CallSpans, scope: InstrumentationScope, name: str, kind: SpanKind,
                  context: SpanContext, parent: SpanContext | None, attributes: dict[str, Any]) -> None:
-        self._spans, self._scope, self._name, self._kind = spans, scope, name, kind
-        self._context, self._parent, self._attributes = context, parent, attributes
+        # ReadableSpan's fields, set here (its __init__ would build a Resource when none is given).
+        self._spans, self._instrumentation_scope, self._name, self._kind = spans, scope, name, kind
+        self._context: SpanContext = context
+        self._parent = parent
+        self._attributes: dict[str, Any] = attributes
         self._events: list[Event] = []
+        self._links = ()
+        self._resource = spans.resource
+        self._instrumentation_info = None
         self._status = _UNSET
-        self._start = time_ns()
+        self._start_time = time_ns()
+        self._end_time: int | None = None
         self._ended = False
-
-    # What the SDK's span shows, and monad reads back (`error.type`, the kind).
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def kind(self) -> SpanKind:
-        return self._kind
-
-    @property
-    def attributes(self) -> Mapping[str, Any]:
-        return MappingProxyType(self._attributes)
-
-    @property
-    def status(self) -> Status:
-        return self._status
 
     def get_span_context(self) -> SpanContext:
         return self._context
@@ -274,15 +272,12 @@ class CallSpan(trace.Span):
         if self._ended:
             return
         self._ended = True
-        spans = self._spans
-        if not spans.processors:
+        processors = self._spans.processors
+        if not processors:
             return
-        done = ReadableSpan(self._name, context=self._context, parent=self._parent, resource=spans.resource,
-                            attributes=self._attributes, events=tuple(self._events), kind=self._kind,
-                            status=self._status, start_time=self._start, end_time=end_time or time_ns(),
-                            instrumentation_scope=self._scope)
-        for processor in spans.processors:
-            processor.on_end(done)
+        self._end_time = end_time or time_ns()
+        for processor in processors:
+            processor.on_end(self)
 
 
 __all__ = ["CallSpan", "CallSpans", "TraceContextWriter", "fixed_decisions"]
