@@ -5,20 +5,17 @@ state, attributes, status, resource and scope."""
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
 import pytest
 
 pytest.importorskip("opentelemetry.sdk")
 
-from opentelemetry import baggage, context, trace
-from opentelemetry.propagate import extract, get_global_textmap, inject, set_global_textmap
-from opentelemetry.propagators.composite import CompositePropagator
+from opentelemetry import context, trace
+from opentelemetry.propagate import extract
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.sdk.trace.sampling import (
     ALWAYS_OFF,
     ALWAYS_ON,
@@ -30,10 +27,9 @@ from opentelemetry.sdk.trace.sampling import (
 )
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, StatusCode, TraceFlags, TraceState
-from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from monad_cli.daemon.telemetry.sdk import QuietSampler
-from monad_cli.daemon.telemetry.spans import CallSpans, TraceContextWriter, fixed_decisions
+from monad_cli.daemon.telemetry.spans import CallSpans, fixed_decisions
 
 AGENT = {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "tracestate": "vendor=x"}
 ATTRIBUTES = {"mcp.method.name": "tools/call", "gen_ai.operation.name": "execute_tool", "network.transport": "pipe",
@@ -152,61 +148,3 @@ def test_a_fixed_samplers_outcome_is_the_samplers(sampler: Any, parent: str) -> 
                          ids=lambda s: s.get_description())
 def test_any_other_sampler_is_called(sampler: Any) -> None:
     assert fixed_decisions(sampler) is None
-
-
-def test_ids_are_drawn_as_the_sdks_random_id_generator_draws_them() -> None:
-    provider = TracerProvider()
-    spans = CallSpans(provider, [])
-    assert spans.random_ids
-    random.seed(27)
-    sdk = provider.get_tracer("t").start_span("x").get_span_context()
-    random.seed(27)
-    ours = spans.start(InstrumentationScope("t", ""), "x", SpanKind.SERVER, {}).get_span_context()
-    assert (ours.trace_id, ours.span_id, ours.trace_flags) == (sdk.trace_id, sdk.span_id, sdk.trace_flags)
-
-
-def test_a_custom_id_generator_is_called() -> None:
-    class Counting(IdGenerator):
-        def __init__(self) -> None:
-            self.n = 0
-
-        def generate_span_id(self) -> int:
-            self.n += 1
-            return self.n
-
-        def generate_trace_id(self) -> int:
-            return 0xABC
-
-    spans = CallSpans(TracerProvider(id_generator=Counting()), [])
-    assert not spans.random_ids
-    made = spans.start(InstrumentationScope("t", ""), "x", SpanKind.SERVER, {}).get_span_context()
-    assert (made.trace_id, made.span_id, made.trace_flags.random_trace_id) == (0xABC, 1, False)
-
-
-@pytest.mark.parametrize("case", ["sampled, trace state", "not sampled", "no span", "baggage", "other propagators"])
-def test_trace_context_is_written_as_the_propagators_write_it(case: str) -> None:
-    """`TraceContextWriter` writes what `opentelemetry.propagate.inject` (the MCP SDK's hook)
-    writes into a `_meta`, in every case it formats itself and those it leaves to them."""
-    flags = TraceFlags(0) if case == "not sampled" else TraceFlags(TraceFlags.SAMPLED | TraceFlags.RANDOM_TRACE_ID)
-    span = NonRecordingSpan(SpanContext(0x0AF7651916CD43DD8448EB211C80319C, 0x00AD6B7169203331, False, flags,
-                                        TraceState([("vendor", "x"), ("other", "y")])))
-    ctx = trace.set_span_in_context(span) if case != "no span" else context.get_current()
-    if case == "baggage":
-        ctx = baggage.set_baggage("tenant", "acme", ctx)
-    before = get_global_textmap()
-    if case == "other propagators":
-        set_global_textmap(CompositePropagator([TraceContextTextMapPropagator()]))
-    token = context.attach(ctx)
-    try:
-        writer, theirs, ours = TraceContextWriter(), {"progressToken": 1}, {"progressToken": 1}
-        inject(theirs)
-        writer.write(ours)
-        writer.write(again := {})  # decided once, the same the second time
-    finally:
-        context.detach(token)
-        set_global_textmap(before)
-    assert writer._w3c is (case != "other propagators")  # formatted by monad, or left to the propagators
-    assert ours == theirs and again == {k: v for k, v in theirs.items() if k != "progressToken"}
-    assert ("traceparent" in ours) is (case != "no span")
-    if case == "baggage":
-        assert ours["baggage"] == "tenant=acme"

@@ -29,14 +29,14 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
-from mcp.shared._otel import extract_trace_context
+from mcp.shared._otel import extract_trace_context, inject_trace_context
 from opentelemetry import context, metrics, trace
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Span, SpanKind, StatusCode
 
 from monad_cli.core.redact import redact_url
 from monad_cli.daemon.telemetry.aggregate import AggregatedHistogram, Aggregates, Key
-from monad_cli.daemon.telemetry.spans import CallSpans, TraceContextWriter
+from monad_cli.daemon.telemetry.spans import CallSpans
 
 # The conventions' buckets for every `mcp.*.duration` histogram, in seconds.
 DURATION_BUCKETS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300)
@@ -77,7 +77,6 @@ class Recorder:
         # SERVER span of a direct lane is the one the SDK's middleware opens on its path,
         # scope included (the MCP SDK's tracer, `mcp.shared._otel`).
         self.call_spans = CallSpans(tracer_provider or trace.get_tracer_provider(), span_processors)
-        self.trace_context = TraceContextWriter()
         # The scopes `provider.get_tracer(name)` gives (no version: "", as the SDK has it).
         self.sdk_scope = InstrumentationScope("mcp-python-sdk", "")
         self.scope = InstrumentationScope("monad", "")
@@ -361,10 +360,12 @@ class Recorder:
         if span.is_recording():
             span.set_attribute("jsonrpc.request.id", str(request_id))
 
-    def inject(self, meta: dict[str, Any]) -> None:
-        """The current span's W3C context into an outgoing request's `_meta` (SEP-414), as
-        the SDK's own hook writes it (`spans.TraceContextWriter`)."""
-        self.trace_context.write(meta)
+    @staticmethod
+    def inject(meta: dict[str, Any]) -> None:
+        """The current span's W3C context into an outgoing request's `_meta` (SEP-414), by
+        the SDK's own hook. (Writing the `traceparent` line here instead, under the default
+        propagators, measured ~0.4 µs less a call in a tight loop: not worth a copy.)"""
+        inject_trace_context(meta)
 
     # -- sessions --------------------------------------------------------------------------
     def connecting(self, server: str, transport: str) -> Span:

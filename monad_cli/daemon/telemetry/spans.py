@@ -13,13 +13,11 @@ nothing when no processor exports. tests/daemon/test_telemetry_spans.py holds a 
 to the SDK's span for the same inputs: name, kind, ids and flags, parent, attributes,
 status, resource and scope.
 
-Where what the SDK would do is fixed at setup, a span skips its general calls (each a
-fast path that keeps the SDK's outcome, held to it by the same tests): the sampler's
-outcome when the configured sampler is one the parent alone decides (`fixed_decisions`:
-the default parent-based always-on), the ids drawn as the SDK's `RandomIdGenerator` draws
-them, an ended span handed to the processors as it is (a `CallSpan` is a `ReadableSpan`),
-and the upstream request's `traceparent` written directly under the default propagators
-(`TraceContextWriter`).
+Where the SDK's outcome is fixed at setup, a span skips its general call: the sampler is
+not called when the configured one is decided by the parent alone (`fixed_decisions`: the
+default parent-based always-on among them; held to the sampler by the same tests), and an
+ended span goes to the processors as it is (a `CallSpan` is a `ReadableSpan`, as the SDK's
+own `Span` is), not copied.
 
 What it leaves out, on purpose: processors' `on_start` (monad's processors act on the MCP
 SDK's spans only), span limits (monad's call spans carry about fifteen attributes of
@@ -30,31 +28,15 @@ exception: its message may quote what a server was sent).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from random import getrandbits
 from time import time_ns
 from typing import Any
 
-from mcp.shared._otel import inject_trace_context
 from opentelemetry import trace
-from opentelemetry.baggage import get_all
-from opentelemetry.baggage.propagation import W3CBaggagePropagator
-from opentelemetry.context import Context, get_current
-from opentelemetry.propagate import get_global_textmap
-from opentelemetry.propagators.composite import CompositePropagator
+from opentelemetry.context import Context
 from opentelemetry.sdk.trace import Event, ReadableSpan, SpanProcessor
-from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 from opentelemetry.sdk.trace.sampling import ParentBased, Sampler, StaticSampler
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-from opentelemetry.trace import (
-    INVALID_SPAN_CONTEXT,
-    INVALID_SPAN_ID,
-    INVALID_TRACE_ID,
-    NonRecordingSpan,
-    SpanContext,
-    SpanKind,
-    TraceFlags,
-)
-from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, TraceFlags
 from opentelemetry.trace.status import Status, StatusCode
 
 from monad_cli.daemon.telemetry.sdk import QUIET_PREFIX, QuietSampler
@@ -75,10 +57,8 @@ class CallSpans:
         self.ids = provider.id_generator
         self.resource = provider.resource
         self.processors = tuple(processors)
-        # Decided once here, not per span: whether the sampler's outcome is fixed by the
-        # parent alone, and whether the ids are the SDK's random ones.
+        # Decided once here, not per span: whether the sampler's outcome is fixed by the parent alone.
         self.decisions = fixed_decisions(self.sampler)
-        self.random_ids = type(self.ids) is RandomIdGenerator
 
     def start(self, scope: InstrumentationScope, name: str, kind: SpanKind, attributes: dict[str, Any],
               context: Context | None = None) -> trace.Span:
@@ -93,14 +73,14 @@ class CallSpans:
         if decisions is not None and not name.startswith(QUIET_PREFIX):
             # The sampler's outcome without calling it (`fixed_decisions`).
             if parent is None:
-                sampled, trace_state, random_id = decisions[0], None, self.random_ids or self.ids.is_trace_id_random()
-                trace_id = _random_trace_id() if self.random_ids else self.ids.generate_trace_id()
+                sampled, trace_state = decisions[0], None
+                trace_id, random_id = self.ids.generate_trace_id(), self.ids.is_trace_id_random()
             else:
                 flags = parent.trace_flags
                 sampled = decisions[(2 if parent.is_remote else 4) - flags.sampled]
                 trace_id, trace_state, random_id = parent.trace_id, parent.trace_state, flags.random_trace_id
-            span_context = SpanContext(trace_id, _random_span_id() if self.random_ids else self.ids.generate_span_id(),
-                                       False, _FLAGS[sampled, random_id], trace_state)
+            span_context = SpanContext(trace_id, self.ids.generate_span_id(), False, _FLAGS[sampled, random_id],
+                                       trace_state)
             if not sampled:
                 return NonRecordingSpan(span_context)
             return CallSpan(self, scope, name, kind, span_context, parent, attributes)
@@ -131,10 +111,11 @@ def fixed_decisions(sampler: Any) -> tuple[bool, bool, bool, bool, bool] | None:
     `QuietSampler` around any of them (it drops only the MCP SDK's own `MCP send …` spans,
     which `start` leaves to it). The SDK's outcome for them: the decision, the parent's
     trace state, the attributes as given. Why not call it: the sampler's call, the two
-    lookups of the parent it makes, and its `SamplingResult` cost ~6 µs a span in a tight
-    loop (twice that in the running supervisor), two spans a gateway call (bench/README.md
-    "Issue 27, the last cuts"). tests/daemon/test_telemetry_spans.py holds the outcome to
-    the sampler's own for each parent."""
+    lookups of the parent it makes, its `SamplingResult` and the copy of the attributes
+    cost ~2.5–4 µs a span in a tight loop (about half of `start`; more in the running
+    supervisor), two spans a gateway call (bench/README.md "Issue 27, the last cuts").
+    tests/daemon/test_telemetry_spans.py holds the outcome to the sampler's own for each
+    parent."""
     if isinstance(sampler, QuietSampler):
         sampler = sampler.inner
     if type(sampler) is StaticSampler:
@@ -152,69 +133,10 @@ def _static(sampler: Sampler) -> bool:
     return sampler.should_sample(None, 1, "").decision.is_sampled()
 
 
-# The ids as the SDK's `RandomIdGenerator` draws them (the `random` module's generator, never
-# the invalid 0), without its two method calls a span.
-def _random_trace_id() -> int:
-    trace_id = getrandbits(128)
-    while trace_id == INVALID_TRACE_ID:
-        trace_id = getrandbits(128)
-    return trace_id
-
-
-def _random_span_id() -> int:
-    span_id = getrandbits(64)
-    while span_id == INVALID_SPAN_ID:
-        span_id = getrandbits(64)
-    return span_id
-
-
-class TraceContextWriter:
-    """A span's W3C trace context (`traceparent`, `tracestate`) into an outgoing request's
-    `_meta` (SEP-414), as the global propagators write it (what the MCP SDK's
-    `inject_trace_context` calls).
-
-    Why a second copy beside the SDK: with the default propagators (exactly `tracecontext`
-    and `baggage`, in that order: no OTEL_PROPAGATORS, nor one naming just these) and no
-    baggage in the context, what they write is the one `traceparent` line (and `tracestate`
-    when the span has one), which `write` formats itself: the composite's loop, the two
-    propagators' lookups of the context and the baggage's copy cost ~4 µs a call in a
-    tight loop, more in the running supervisor (bench/README.md "Issue 27, the last
-    cuts"). Any other propagator set, one set later (`set_global_textmap`), or baggage in
-    the context: the propagators themselves. tests/daemon/test_telemetry_spans.py holds the
-    lines written to the propagators' own."""
-
-    def __init__(self) -> None:
-        self._textmap: Any = None
-        self._w3c = False
-
-    def write(self, meta: dict[str, Any]) -> None:
-        textmap = get_global_textmap()
-        if textmap is not self._textmap:  # decided once per propagator set
-            self._textmap, self._w3c = textmap, _is_w3c_default(textmap)
-        if not self._w3c:
-            inject_trace_context(meta)
-            return
-        current = get_current()
-        if get_all(current):
-            inject_trace_context(meta)
-            return
-        span_context = trace.get_current_span(current).get_span_context()
-        if span_context == INVALID_SPAN_CONTEXT:
-            return
-        meta["traceparent"] = (f"00-{span_context.trace_id:032x}-{span_context.span_id:016x}-"
-                               f"{span_context.trace_flags:02x}")
-        if span_context.trace_state:
-            meta["tracestate"] = span_context.trace_state.to_header()
-
-
-def _is_w3c_default(textmap: Any) -> bool:
-    return type(textmap) is CompositePropagator and [type(p) for p in getattr(textmap, "_propagators", ())] == [
-        TraceContextTextMapPropagator, W3CBaggagePropagator]
-
-
 class CallSpan(trace.Span, ReadableSpan):
     """A recording span of the OpenTelemetry API that is, once ended, the SDK's `ReadableSpan`
-    handed to the processors as it is (as the SDK's own `Span` is: no copy at the end)."""
+    handed to the processors as it is (as the SDK's own `Span` is): no copy at the end, ~1.5 µs
+    a span less with OTLP export (a tight loop)."""
 
     def __init__(self, spans: CallSpans, scope: InstrumentationScope, name: str, kind: SpanKind,
                  context: SpanContext, parent: SpanContext | None, attributes: dict[str, Any]) -> None:
@@ -280,4 +202,4 @@ class CallSpan(trace.Span, ReadableSpan):
             processor.on_end(self)
 
 
-__all__ = ["CallSpan", "CallSpans", "TraceContextWriter", "fixed_decisions"]
+__all__ = ["CallSpan", "CallSpans", "fixed_decisions"]
