@@ -34,7 +34,7 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import Event, ReadableSpan, SpanProcessor
-from opentelemetry.sdk.trace.sampling import ParentBased, Sampler, StaticSampler
+from opentelemetry.sdk.trace.sampling import ParentBased, StaticSampler
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, TraceFlags
 from opentelemetry.trace.status import Status, StatusCode
@@ -121,15 +121,17 @@ def fixed_decisions(sampler: Any) -> tuple[bool, bool, bool, bool, bool] | None:
     if type(sampler) is StaticSampler:
         return (_static(sampler),) * 5
     if type(sampler) is ParentBased:
-        parts = (sampler._root, sampler._remote_parent_sampled, sampler._remote_parent_not_sampled,
-                 sampler._local_parent_sampled, sampler._local_parent_not_sampled)
+        # Its five samplers are private fields: a release that renames them gets the sampler called.
+        parts = tuple(getattr(sampler, f"_{field}", None) for field in (
+            "root", "remote_parent_sampled", "remote_parent_not_sampled", "local_parent_sampled",
+            "local_parent_not_sampled"))
         if all(type(part) is StaticSampler for part in parts):
             root, remote_sampled, remote_not, local_sampled, local_not = (_static(part) for part in parts)
             return root, remote_sampled, remote_not, local_sampled, local_not
     return None
 
 
-def _static(sampler: Sampler) -> bool:
+def _static(sampler: Any) -> bool:
     return sampler.should_sample(None, 1, "").decision.is_sampled()
 
 
