@@ -9,12 +9,12 @@ direct lanes) calling the same auto-approved server:
 - off: no `[telemetry]` (the default; the OpenTelemetry SDK is not imported);
 - on: `[telemetry] enabled = true`: spans and metrics recorded, `/metrics` served, no export;
 - on + OTLP: also exported in batches over OTLP/HTTP to a receiver on loopback.
-The calls go in turns, `--block` calls to each supervisor, `n` in all to each, so that every
-mode sees the same load from the rest of the machine (8 engineers share its 2 cores: a mode
-measured after another saw another machine). A supervisor's CPU per call is its event
-loop's during its own blocks (the scheduler's ns), plus its other threads' over the whole
-run (the OTLP exporters' batches, journal workers: they run after the calls, during other
-supervisors' blocks; /proc/PID/stat's ticks).
+The calls go in turns, `--block` calls to each supervisor, `n` in all to each (the order
+reversed every other round), so that every mode sees the same load from the rest of the
+machine (8 engineers share its 2 cores: a mode measured after another saw another machine).
+A supervisor's CPU per call is its event loop's during its own blocks (the scheduler's ns),
+plus its other threads' over the whole run (the OTLP exporters' batches, journal workers:
+they run after the calls, during other supervisors' blocks; /proc/PID/stat's ticks).
 Added latency is the median, over the turns, of (this mode's median in its turn − off's in
 the same round): each mode's turn runs beside off's, under the same load.
 Target (issue 27): telemetry on adds at most 0.1 ms per gateway call: the supervisor's CPU
@@ -120,8 +120,11 @@ async def interleaved(homes: dict[str, str], n: int,
         loop_cpu: dict[str, float] = dict.fromkeys(homes, 0.0)
         await anyio.sleep(SETTLE_S)  # the warm-up's spans go out before
         start = {m: (process_cpu(pids[m]), main_thread_cpu(pids[m])) for m in homes}
-        for _ in range(0, n, block):
-            for mode, client in clients.items():
+        for turn_round in range(0, n, block):
+            # Every other round the other way round: no mode always follows the same one (a
+            # turn after an exporting supervisor's batch runs on cold, contended cores).
+            order = list(clients.items())
+            for mode, client in order if turn_round // block % 2 == 0 else order[::-1]:
                 before = main_thread_cpu(pids[mode])
                 turn = []
                 for _ in range(block):
