@@ -4,6 +4,7 @@ machine, where wall times say little: CPU seconds, not milliseconds of waiting.
 
     python bench/profile_features.py [--method prompts/get] [--mode legacy] [-n 2000] [--top 30] [--out FILE]
     python bench/profile_features.py --cpu [-n 2000]
+    python bench/profile_features.py --method tools/call --telemetry [--filter telemetry]
 
 Runs the supervisor as `python -m cProfile -m monad_cli.daemon` on a temporary MONAD_HOME
 with tests/servers/resourceserver.py, sends `-n` requests from one agent of `--mode`
@@ -11,7 +12,9 @@ with tests/servers/resourceserver.py, sends `-n` requests from one agent of `--m
 stats on a clean exit) and prints the supervisor's CPU per request (from /proc, whole
 process) and the functions with the most own time. `--cpu`: no profiler; the supervisor's
 CPU per request for each request (resources/read, prompts/get, tools/call `echo` as the
-reference) and each agent era, the requests of each kind in one run. Not a bench: no target.
+reference) and each agent era, the requests of each kind in one run. `--telemetry`: the
+supervisor runs with `[telemetry] enabled = true` (spans and metrics, no export); `--filter
+REGEX`: only the functions whose file and name match. Not a bench: no target.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ from mcp import Client, StdioServerParameters
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVER = str(ROOT / "tests" / "servers" / "resourceserver.py")
+# `--method tools/call` calls this server's `echo` (no output schema: the gateway's direct lanes).
+TOOLSERVER = str(ROOT / "tests" / "servers" / "toolserver.py")
 TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -41,7 +46,7 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICK  # utime + stime
 
 
-async def loop(home: str, method: str, mode: str, n: int, pid: int) -> tuple[float, float]:
+async def loop(home: str, method: str, mode: str, n: int, pid: int, tool: str = "r__echo") -> tuple[float, float]:
     params = StdioServerParameters(command=sys.executable, args=["-m", "monad_cli", "mcp", "serve"],
                                    env={"MONAD_HOME": home, "MONAD_NO_AUTOSTART": "1", "PATH": os.environ["PATH"]})
     async with Client(params, mode=mode) as agent:
@@ -50,7 +55,7 @@ async def loop(home: str, method: str, mode: str, n: int, pid: int) -> tuple[flo
             if method == "prompts/get":
                 await agent.get_prompt("r__greet", {"name": "Ada"})
             elif method == "tools/call":
-                await agent.call_tool("r__echo", {"text": "hello"})
+                await agent.call_tool(tool, {"text": "hello"})
             else:
                 await agent.read_resource("note://r/alpha")
 
@@ -64,17 +69,22 @@ async def loop(home: str, method: str, mode: str, n: int, pid: int) -> tuple[flo
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--method", choices=("prompts/get", "resources/read"), default="prompts/get")
+    ap.add_argument("--method", choices=("prompts/get", "resources/read", "tools/call"), default="prompts/get")
     ap.add_argument("--mode", choices=("legacy", "auto"), default="legacy")
     ap.add_argument("-n", type=int, default=2000)
     ap.add_argument("--top", type=int, default=30)
     ap.add_argument("--out", help="keep the cProfile stats in this file")
     ap.add_argument("--cpu", action="store_true", help="no profiler: CPU per request, every request and era")
+    ap.add_argument("--telemetry", action="store_true", help="the supervisor runs with telemetry on (no export)")
+    ap.add_argument("--filter", help="print only the functions matching this regular expression")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="monad-profile-") as tmp:
         home = str(Path(tmp) / "home")
         out = args.out or str(Path(tmp) / "supervisor.prof")
         monad = monad_env(home)
+        if args.telemetry:
+            Path(home).mkdir(parents=True, exist_ok=True)
+            (Path(home) / "settings.toml").write_text("[telemetry]\nenabled = true\n")
         env = {**os.environ, "MONAD_HOME": home}
         with open(Path(tmp) / "daemon.out", "wb") as log:
             profiler = [] if args.cpu else ["-m", "cProfile", "-o", out]
@@ -94,11 +104,15 @@ def main() -> None:
                     raise SystemExit("server r did not connect within 60 s")
                 time.sleep(0.2)
             wait_tools(home, "r__echo", auto_approved=True)
+            if args.method == "tools/call" and not args.cpu:
+                monad("mcp", "add", "t", "--", sys.executable, TOOLSERVER)
+                monad("mcp", "trust", "t", "--auto-approve", "echo")
+                wait_tools(home, "t__echo", auto_approved=True)
             if args.cpu:
                 rows = [(method, mode, *anyio.run(loop, home, method, mode, args.n, proc.pid))
                         for mode in ("legacy", "auto") for method in ("resources/read", "prompts/get", "tools/call")]
             else:
-                cpu, wall = anyio.run(loop, home, args.method, args.mode, args.n, proc.pid)
+                cpu, wall = anyio.run(loop, home, args.method, args.mode, args.n, proc.pid, "t__echo")
         finally:
             monad("daemon", "stop")
             proc.wait(timeout=60)
@@ -112,7 +126,7 @@ def main() -> None:
               f"request (under cProfile), wall {wall / args.n * 1000:.3f} ms per request")
         text = io.StringIO()
         stats = pstats.Stats(out, stream=text)
-        stats.sort_stats("tottime").print_stats(args.top)
+        stats.sort_stats("tottime").print_stats(*([args.filter] if args.filter else []), args.top)
         print(text.getvalue()[-12000:])
 
 

@@ -62,6 +62,12 @@ def main() -> None:
         with trace.get_tracer("agent").start_as_current_span("agent turn") as span:
             out["traceId"] = format(span.get_span_context().trace_id, "032x")
             kind, _, name = tool.partition(":")
+            if kind == "list":  # the listings the gateway answers itself
+                await client.list_tools()
+                await client.list_prompts()
+                await client.list_resources()
+                out["text"] = ""
+                return
             if kind == "resource":
                 read = await client.read_resource(name)
                 out["text"] = getattr(read.contents[0], "text", "")

@@ -16,11 +16,20 @@ from opentelemetry.propagate import extract
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ParentBased, TraceIdRatioBased
+from opentelemetry.sdk.trace.sampling import (
+    ALWAYS_OFF,
+    ALWAYS_ON,
+    DEFAULT_OFF,
+    DEFAULT_ON,
+    ParentBased,
+    ParentBasedTraceIdRatio,
+    TraceIdRatioBased,
+)
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-from opentelemetry.trace import SpanKind, StatusCode
+from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, StatusCode, TraceFlags, TraceState
 
-from monad_cli.daemon.telemetry.spans import CallSpans
+from monad_cli.daemon.telemetry.sdk import QuietSampler
+from monad_cli.daemon.telemetry.spans import CallSpans, fixed_decisions
 
 AGENT = {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "tracestate": "vendor=x"}
 ATTRIBUTES = {"mcp.method.name": "tools/call", "gen_ai.operation.name": "execute_tool", "network.transport": "pipe",
@@ -85,3 +94,57 @@ def test_an_unsampled_call_span_is_not_recorded_and_carries_the_context(sampler:
     mine, theirs = our_span.get_span_context(), sdk_span.get_span_context()
     assert mine.is_valid and mine.trace_flags == theirs.trace_flags  # not sampled, still propagated
     assert not our_span.is_recording() and not sdk_span.is_recording()
+
+
+PARENTS = {  # the five cases a parent-based sampler tells apart
+    "none": None,
+    "remote sampled": {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+                       "tracestate": "vendor=x"},
+    "remote not sampled": {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00",
+                           "tracestate": "vendor=y"},
+    "local sampled": SpanContext(0x0AF7651916CD43DD8448EB211C80319C, 0xB7AD6B7169203331, False, TraceFlags(1),
+                                 TraceState([("vendor", "z")])),
+    "local not sampled": SpanContext(0x0AF7651916CD43DD8448EB211C80319C, 0xB7AD6B7169203331, False, TraceFlags(0)),
+}
+
+
+def _parent_context(parent: Any) -> Any:
+    if parent is None:
+        return None
+    if isinstance(parent, dict):
+        return extract(parent)
+    return trace.set_span_in_context(NonRecordingSpan(parent))
+
+
+FIXED = [ALWAYS_ON, ALWAYS_OFF, DEFAULT_ON, DEFAULT_OFF, QuietSampler(DEFAULT_ON),
+         ParentBased(ALWAYS_ON, remote_parent_sampled=ALWAYS_OFF, remote_parent_not_sampled=ALWAYS_ON,
+                     local_parent_sampled=ALWAYS_OFF, local_parent_not_sampled=ALWAYS_ON)]
+
+
+@pytest.mark.parametrize("sampler", FIXED, ids=lambda s: s.get_description())
+@pytest.mark.parametrize("parent", list(PARENTS), ids=str)
+def test_a_fixed_samplers_outcome_is_the_samplers(sampler: Any, parent: str) -> None:
+    """`fixed_decisions` (the sampler not called per span) decides what the sampler decides,
+    and the span it starts has the SDK span's flags, trace state and attributes."""
+    ctx = _parent_context(PARENTS[parent])
+    decisions = fixed_decisions(sampler)
+    assert decisions is not None
+    index = {"none": 0, "remote sampled": 1, "remote not sampled": 2, "local sampled": 3, "local not sampled": 4}
+    expected = sampler.should_sample(ctx, 1, "tools/call a__t", SpanKind.SERVER, ATTRIBUTES)
+    assert decisions[index[parent]] is expected.decision.is_sampled()
+    provider = TracerProvider(sampler=sampler)
+    (sdk_span, sdk), (our_span, ours) = _both(provider, ctx)
+    mine, theirs = our_span.get_span_context(), sdk_span.get_span_context()
+    assert (mine.trace_flags, mine.trace_state, mine.is_remote) == (theirs.trace_flags, theirs.trace_state,
+                                                                    theirs.is_remote)
+    assert (ours is None) == (sdk is None)
+    if ours is not None and sdk is not None:
+        assert dict(ours.attributes) == dict(sdk.attributes)
+        assert ours.context.trace_state == sdk.context.trace_state and ours.parent == sdk.parent
+
+
+@pytest.mark.parametrize("sampler", [TraceIdRatioBased(0.5), ParentBasedTraceIdRatio(0.5),
+                                     QuietSampler(TraceIdRatioBased(0.5)), ParentBased(TraceIdRatioBased(0.5))],
+                         ids=lambda s: s.get_description())
+def test_any_other_sampler_is_called(sampler: Any) -> None:
+    assert fixed_decisions(sampler) is None

@@ -254,7 +254,8 @@ def test_resources_prompts_and_completions_get_client_spans(monad: Any, monad_ho
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """resources/read, prompts/get and completion/complete forwarded upstream get monad's
     CLIENT span under the gateway's SERVER span, by the conventions (`mcp.resource.uri` with
-    its query values as `***`, `gen_ai.prompt.name`), and the upstream request carries it."""
+    its query values as `***`, `gen_ai.prompt.name`), and the upstream request carries it.
+    The listings the gateway answers itself get a SERVER span of the same shape."""
     query_secret = "sentinel-query-3c9e41"
     uri = f"trace://where?key={query_secret}"
     with OtlpReceiver() as otlp:
@@ -267,6 +268,7 @@ def test_resources_prompts_and_completions_get_client_spans(monad: Any, monad_ho
             prompt = _agent(monad_home, "prompt:traced__where")
             done = _agent(monad_home, "complete:traced__where")
             assert done["text"] == "trace"
+            listed = _agent(monad_home, "list:")
 
             def client_of(agent: dict[str, Any], method: str) -> Span | None:
                 return next((s for s in otlp.spans() if s.trace_id == agent["traceId"] and s.kind == CLIENT
@@ -276,6 +278,8 @@ def test_resources_prompts_and_completions_get_client_spans(monad: Any, monad_ho
             reading = wait_for(lambda: client_of(read, "resources/read"), timeout=30)
             getting = wait_for(lambda: client_of(prompt, "prompts/get"), timeout=30)
             completing = wait_for(lambda: client_of(done, "completion/complete"), timeout=30)
+            wait_for(lambda: sum(s.trace_id == listed["traceId"] and s.kind == SERVER for s in otlp.spans()) == 3,
+                     timeout=30)
             spans = otlp.spans()
         finally:
             monad("daemon", "stop")
@@ -292,6 +296,14 @@ def test_resources_prompts_and_completions_get_client_spans(monad: Any, monad_ho
         assert client.parent_span_id == server.span_id
         assert client.attributes["network.transport"] == "pipe" and client.attributes["mcp.protocol.version"]
         assert "error.type" not in client.attributes
+    # The listings the gateway answers itself: the MCP SDK's middleware span (the conventions'
+    # name and attributes) with monad's `network.transport`, the same shape as a call's.
+    listings = {s.name: s for s in spans if s.trace_id == listed["traceId"] and s.kind == SERVER}
+    assert set(listings) == {"tools/list", "prompts/list", "resources/list"}
+    for method, span in listings.items():
+        a = span.attributes
+        assert a["mcp.method.name"] == method and a["network.transport"] == "pipe"
+        assert a["mcp.protocol.version"] == "2026-07-28" and a["jsonrpc.request.id"] and "error.type" not in a
     # The upstream request's parent is the MCP SDK's `MCP send …` span, a child of monad's.
     for agent, client in ((read, reading), (prompt, getting)):
         _version, got_trace, parent, _flags = json.loads(agent["text"])["traceparent"].split("-")

@@ -35,7 +35,7 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Span, SpanKind, StatusCode
 
 from monad_cli.core.redact import redact_url
-from monad_cli.daemon.telemetry.aggregate import Aggregates, Key
+from monad_cli.daemon.telemetry.aggregate import AggregatedHistogram, Aggregates, Key
 from monad_cli.daemon.telemetry.spans import CallSpans
 
 # The conventions' buckets for every `mcp.*.duration` histogram, in seconds.
@@ -82,6 +82,10 @@ class Recorder:
         self.scope = InstrumentationScope("monad", "")
         self.meter = meter = metrics.get_meter("monad", meter_provider=meter_provider)
         self._client_base: dict[tuple[str, str, str | None, Any], dict[str, Any]] = {}
+        # Per tool and agent era: the SERVER span's name, fixed attributes and duration series.
+        self._server_base: dict[tuple[str, str | None, str, str | None], tuple[str, dict[str, Any], Key]] = {}
+        # Per tool and server: the CLIENT span's duration series.
+        self._client_keys: dict[tuple[str, str | None, str, str], Key] = {}
         h = aggregates.histogram
         self.server_duration = h("mcp.server.operation.duration", unit="s", boundaries=DURATION_BUCKETS,
                                  description="MCP request duration as observed on the receiver (the gateway)")
@@ -167,26 +171,30 @@ class Recorder:
         attributes the SDK's `OpenTelemetryMiddleware` gives the same request on its path
         (context from `meta`'s traceparent), plus `network.transport`; and its duration in
         `mcp.server.operation.duration`. Raises what the block raises."""
-        attributes: dict[str, Any] = dict(_TOOLS_CALL) if method == CALL else {"mcp.method.name": method}
-        attributes["network.transport"] = transport
-        if protocol_version:
-            attributes["mcp.protocol.version"] = protocol_version
+        base_key = (method, target, transport, protocol_version)
+        base = self._server_base.get(base_key)
+        if base is None:  # one per tool and agent era: its name and attributes built once
+            attributes: dict[str, Any] = dict(_TOOLS_CALL) if method == CALL else {"mcp.method.name": method}
+            attributes["network.transport"] = transport
+            if protocol_version:
+                attributes["mcp.protocol.version"] = protocol_version
+            if target and method == CALL:
+                attributes["gen_ai.tool.name"] = target
+            if len(self._server_base) > 1000:  # tools come and go: keep it bounded
+                self._server_base.clear()
+            base = (f"{method} {target}" if target else method, attributes, _server_key(method, target))
+            self._server_base[base_key] = base
+        name, fixed, key = base
+        attributes = dict(fixed)
         if request_id is not None:
             attributes["jsonrpc.request.id"] = str(request_id)
-        if target and method == CALL:
-            attributes["gen_ai.tool.name"] = target
-        span = self.call_spans.start(self.sdk_scope, f"{method} {target}" if target else method, SpanKind.SERVER,
-                                     attributes, extract_trace_context(meta))
-        return _Current(span, lambda seconds, error: self.record_server(method, target, seconds, error=error))
+        span = self.call_spans.start(self.sdk_scope, name, SpanKind.SERVER, attributes, extract_trace_context(meta))
+        return _Current(span, self.server_duration, key)
 
     def record_server(self, method: str, target: str | None, seconds: float, *, error: str | None) -> None:
         """One gateway request's `mcp.server.operation.duration`."""
-        key: Key = (("mcp.method.name", method),)
-        if method == CALL and target:
-            key += (("gen_ai.tool.name", target),)
-        if error:
-            key += (("error.type", error),)
-        self.server_duration.record(seconds, key)
+        key = _server_key(method, target)
+        self.server_duration.record(seconds, (*key, ("error.type", error)) if error else key)
 
     def middleware(self, transport: str) -> Any:
         """A context-tier middleware for the SDK's server path, after the SDK's own
@@ -321,15 +329,15 @@ class Recorder:
                 name = f"{method} {target}"
         span = self.call_spans.start(self.scope, name, SpanKind.CLIENT, attributes)
 
-        def done(seconds: float, error: str | None) -> None:
-            key: Key = (("mcp.method.name", method), ("monad.server", server), ("network.transport", net))
+        key = self._client_keys.get((method, target, server, net))
+        if key is None:
+            key = (("mcp.method.name", method), ("monad.server", server), ("network.transport", net))
             if method == CALL and target:
                 key += (("gen_ai.tool.name", target),)
-            if error:
-                key += (("error.type", error),)
-            self.client_duration.record(seconds, key)
-
-        return _Current(span, done)
+            if len(self._client_keys) > 1000:
+                self._client_keys.clear()
+            self._client_keys[method, target, server, net] = key
+        return _Current(span, self.client_duration, key)
 
     @staticmethod
     def result(span: Span, result: Any) -> None:
@@ -355,7 +363,8 @@ class Recorder:
     @staticmethod
     def inject(meta: dict[str, Any]) -> None:
         """The current span's W3C context into an outgoing request's `_meta` (SEP-414), by
-        the SDK's own hook."""
+        the SDK's own hook. (Writing the `traceparent` line here instead, under the default
+        propagators, measured ~0.4 µs less a call in a tight loop: not worth a copy.)"""
         inject_trace_context(meta)
 
     # -- sessions --------------------------------------------------------------------------
@@ -395,14 +404,14 @@ class Recorder:
 
 
 class _Current:
-    """`span` made current for a `with` block and ended at its end; then `done(seconds,
-    error)` is told the block's duration and `error.type` (None: none). A class, not a
+    """`span` made current for a `with` block and ended at its end; then the block's duration
+    is recorded in `histogram` under `key`, plus `error.type` when it failed. A class, not a
     generator context manager: a call opens two of these."""
 
-    __slots__ = ("_done", "_span", "_started", "_token")
+    __slots__ = ("_histogram", "_key", "_span", "_started", "_token")
 
-    def __init__(self, span: Span, done: Callable[[float, str | None], None]) -> None:
-        self._span, self._done = span, done
+    def __init__(self, span: Span, histogram: AggregatedHistogram, key: Key) -> None:
+        self._span, self._histogram, self._key = span, histogram, key
 
     def __enter__(self) -> Span:
         self._started = time.perf_counter()
@@ -414,7 +423,15 @@ class _Current:
         error = _mark_failed(span, exc) if isinstance(exc, Exception) else None  # not a cancellation
         context.detach(self._token)
         span.end()
-        self._done(time.perf_counter() - self._started, error or _span_error(span))
+        error = error or _span_error(span)
+        self._histogram.record(time.perf_counter() - self._started,
+                               (*self._key, ("error.type", error)) if error else self._key)
+
+
+def _server_key(method: str, target: str | None) -> Key:
+    """A gateway request's `mcp.server.operation.duration` series (without `error.type`)."""
+    return (("mcp.method.name", method), ("gen_ai.tool.name", target)) if method == CALL and target else (
+        ("mcp.method.name", method),)
 
 
 def _mark_failed(span: Span, exc: Exception) -> str:

@@ -36,7 +36,9 @@ from monad_cli import __version__
 from monad_cli.daemon.telemetry.aggregate import Aggregates
 from monad_cli.daemon.telemetry.settings import ENDPOINT_VARS, TelemetrySettings
 
-_SDK_BACKGROUND = "MCP send "
+# The names of the MCP SDK's own CLIENT spans (`mcp/shared/session.py`), which `QuietSampler` drops
+# when they start a trace.
+QUIET_PREFIX = "MCP send "
 SHUTDOWN_S = 3.0
 log = logging.getLogger("monad.telemetry")
 
@@ -51,7 +53,7 @@ class QuietSampler(Sampler):
 
     def should_sample(self, parent_context: Any, trace_id: int, name: str, kind: Any = None,
                       attributes: Any = None, links: Any = None, trace_state: Any = None) -> SamplingResult:
-        if name.startswith(_SDK_BACKGROUND) and not get_current_span(parent_context).get_span_context().is_valid:
+        if name.startswith(QUIET_PREFIX) and not get_current_span(parent_context).get_span_context().is_valid:
             return SamplingResult(Decision.DROP)
         return self.inner.should_sample(parent_context, trace_id, name, kind, attributes, links, trace_state)
 
@@ -65,7 +67,7 @@ class SdkRequestIds(SpanProcessor):
     span: copy it to monad's, so both paths give the CLIENT span `jsonrpc.request.id`."""
 
     def on_start(self, span: Any, parent_context: Any = None) -> None:
-        if not span.name.startswith(_SDK_BACKGROUND):
+        if not span.name.startswith(QUIET_PREFIX):
             return
         parent = get_current_span(parent_context)
         request_id = (span.attributes or {}).get("jsonrpc.request.id")
@@ -157,4 +159,4 @@ def install(settings: TelemetrySettings, environ: Mapping[str, str],
     return pull, shutdown, exporting
 
 
-__all__ = ["ExportingReader", "PullReader", "QuietSampler", "install"]
+__all__ = ["QUIET_PREFIX", "ExportingReader", "PullReader", "QuietSampler", "install"]

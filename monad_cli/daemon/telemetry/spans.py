@@ -13,6 +13,12 @@ nothing when no processor exports. tests/daemon/test_telemetry_spans.py holds a 
 to the SDK's span for the same inputs: name, kind, ids and flags, parent, attributes,
 status, resource and scope.
 
+Where the SDK's outcome is fixed at setup, a span skips its general call: the sampler is
+not called when the configured one is decided by the parent alone (`fixed_decisions`: the
+default parent-based always-on among them; held to the sampler by the same tests), and an
+ended span goes to the processors as it is (a `CallSpan` is a `ReadableSpan`, as the SDK's
+own `Span` is), not copied.
+
 What it leaves out, on purpose: processors' `on_start` (monad's processors act on the MCP
 SDK's spans only), span limits (monad's call spans carry about fifteen attributes of
 strings and ints, set by monad), links and exception events (monad never records an
@@ -23,18 +29,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from time import time_ns
-from types import MappingProxyType
 from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import Event, ReadableSpan, SpanProcessor
+from opentelemetry.sdk.trace.sampling import ParentBased, StaticSampler
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, TraceFlags
 from opentelemetry.trace.status import Status, StatusCode
 
-_SAMPLED = TraceFlags(TraceFlags.SAMPLED)
-_NOT_SAMPLED = TraceFlags(TraceFlags.DEFAULT)
+from monad_cli.daemon.telemetry.sdk import QUIET_PREFIX, QuietSampler
+
+# The trace flags by (sampled, random trace id), as the SDK's `start_span` sets them.
+_FLAGS = {(sampled, random_id): TraceFlags((TraceFlags.SAMPLED if sampled else TraceFlags.DEFAULT)
+                                           | (TraceFlags.RANDOM_TRACE_ID if random_id else 0))
+          for sampled in (False, True) for random_id in (False, True)}
 _UNSET = Status(StatusCode.UNSET)
 
 
@@ -47,59 +57,104 @@ class CallSpans:
         self.ids = provider.id_generator
         self.resource = provider.resource
         self.processors = tuple(processors)
+        # Decided once here, not per span: whether the sampler's outcome is fixed by the parent alone.
+        self.decisions = fixed_decisions(self.sampler)
 
     def start(self, scope: InstrumentationScope, name: str, kind: SpanKind, attributes: dict[str, Any],
               context: Context | None = None) -> trace.Span:
         """A started span, the child of `context`'s span (None: the current one), as the SDK's
         `start_span` decides it: a `CallSpan` when sampled to record, else a `NonRecordingSpan`
-        carrying the ids and flags (so that the trace context still goes upstream)."""
+        carrying the ids and flags (so that the trace context still goes upstream).
+        `attributes` (a fresh dict) becomes the span's own when the sampler's outcome is fixed."""
         parent: SpanContext | None = trace.get_current_span(context).get_span_context()
         if parent is None or not parent.is_valid:
             parent = None
+        decisions = self.decisions
+        if decisions is not None and not name.startswith(QUIET_PREFIX):
+            # The sampler's outcome without calling it (`fixed_decisions`).
+            if parent is None:
+                sampled, trace_state = decisions[0], None
+                trace_id, random_id = self.ids.generate_trace_id(), self.ids.is_trace_id_random()
+            else:
+                flags = parent.trace_flags
+                sampled = decisions[(2 if parent.is_remote else 4) - flags.sampled]
+                trace_id, trace_state, random_id = parent.trace_id, parent.trace_state, flags.random_trace_id
+            span_context = SpanContext(trace_id, self.ids.generate_span_id(), False, _FLAGS[sampled, random_id],
+                                       trace_state)
+            if not sampled:
+                return NonRecordingSpan(span_context)
+            return CallSpan(self, scope, name, kind, span_context, parent, attributes)
+        if parent is None:
             trace_id = self.ids.generate_trace_id()
             random_id = self.ids.is_trace_id_random()
         else:
             trace_id = parent.trace_id
             random_id = parent.trace_flags.random_trace_id
-        sampled = self.sampler.should_sample(context, trace_id, name, kind, attributes, ())
-        flags = _SAMPLED if sampled.decision.is_sampled() else _NOT_SAMPLED
-        if random_id:
-            flags = TraceFlags(flags | TraceFlags.RANDOM_TRACE_ID)
-        span_context = SpanContext(trace_id, self.ids.generate_span_id(), is_remote=False, trace_flags=flags,
-                                   trace_state=sampled.trace_state)
-        if not sampled.decision.is_recording():
+        result = self.sampler.should_sample(context, trace_id, name, kind, attributes, ())
+        span_context = SpanContext(trace_id, self.ids.generate_span_id(), is_remote=False,
+                                   trace_flags=_FLAGS[result.decision.is_sampled(), random_id],
+                                   trace_state=result.trace_state)
+        if not result.decision.is_recording():
             return NonRecordingSpan(span_context)
-        return CallSpan(self, scope, name, kind, span_context, parent, dict(sampled.attributes))
+        return CallSpan(self, scope, name, kind, span_context, parent, dict(result.attributes))
 
 
-class CallSpan(trace.Span):
-    """A recording span of the OpenTelemetry API whose end is the SDK's `ReadableSpan`."""
+def fixed_decisions(sampler: Any) -> tuple[bool, bool, bool, bool, bool] | None:
+    """Whether a span is sampled (recorded and exported) under `sampler`, when the parent
+    alone decides it: (no parent, remote parent sampled, remote parent not sampled, local
+    parent sampled, local parent not sampled); None for any other sampler (the ratio ones,
+    a custom one), which `CallSpans.start` then calls.
+
+    The fixed ones are the SDK's `ALWAYS_ON`/`ALWAYS_OFF` (`StaticSampler`) and a
+    `ParentBased` whose five samplers are those: the default `parentbased_always_on`,
+    `parentbased_always_off`, `always_on`, `always_off` (OTEL_TRACES_SAMPLER), and monad's
+    `QuietSampler` around any of them (it drops only the MCP SDK's own `MCP send …` spans,
+    which `start` leaves to it). The SDK's outcome for them: the decision, the parent's
+    trace state, the attributes as given. Why not call it: the sampler's call, the two
+    lookups of the parent it makes, its `SamplingResult` and the copy of the attributes
+    cost ~2.5–4 µs a span in a tight loop (about half of `start`; more in the running
+    supervisor), two spans a gateway call (bench/README.md "Issue 27, the last cuts").
+    tests/daemon/test_telemetry_spans.py holds the outcome to the sampler's own for each
+    parent."""
+    if isinstance(sampler, QuietSampler):
+        sampler = sampler.inner
+    if type(sampler) is StaticSampler:
+        return (_static(sampler),) * 5
+    if type(sampler) is ParentBased:
+        # Its five samplers are private fields: a release that renames them gets the sampler called.
+        parts = tuple(getattr(sampler, f"_{field}", None) for field in (
+            "root", "remote_parent_sampled", "remote_parent_not_sampled", "local_parent_sampled",
+            "local_parent_not_sampled"))
+        if all(type(part) is StaticSampler for part in parts):
+            root, remote_sampled, remote_not, local_sampled, local_not = (_static(part) for part in parts)
+            return root, remote_sampled, remote_not, local_sampled, local_not
+    return None
+
+
+def _static(sampler: Any) -> bool:
+    return sampler.should_sample(None, 1, "").decision.is_sampled()
+
+
+class CallSpan(trace.Span, ReadableSpan):
+    """A recording span of the OpenTelemetry API that is, once ended, the SDK's `ReadableSpan`
+    handed to the processors as it is (as the SDK's own `Span` is): no copy at the end, ~1.5 µs
+    a span less with OTLP export (a tight loop)."""
 
     def __init__(self, spans: CallSpans, scope: InstrumentationScope, name: str, kind: SpanKind,
                  context: SpanContext, parent: SpanContext | None, attributes: dict[str, Any]) -> None:
-        self._spans, self._scope, self._name, self._kind = spans, scope, name, kind
-        self._context, self._parent, self._attributes = context, parent, attributes
+        # ReadableSpan's fields, set here (its __init__ would build a Resource when none is given).
+        self._spans, self._instrumentation_scope, self._name, self._kind = spans, scope, name, kind
+        self._context: SpanContext = context
+        self._parent = parent
+        self._attributes: dict[str, Any] = attributes
         self._events: list[Event] = []
+        self._links = ()
+        self._resource = spans.resource
+        self._instrumentation_info = None
         self._status = _UNSET
-        self._start = time_ns()
+        self._start_time = time_ns()
+        self._end_time: int | None = None
         self._ended = False
-
-    # What the SDK's span shows, and monad reads back (`error.type`, the kind).
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def kind(self) -> SpanKind:
-        return self._kind
-
-    @property
-    def attributes(self) -> Mapping[str, Any]:
-        return MappingProxyType(self._attributes)
-
-    @property
-    def status(self) -> Status:
-        return self._status
 
     def get_span_context(self) -> SpanContext:
         return self._context
@@ -141,15 +196,12 @@ class CallSpan(trace.Span):
         if self._ended:
             return
         self._ended = True
-        spans = self._spans
-        if not spans.processors:
+        processors = self._spans.processors
+        if not processors:
             return
-        done = ReadableSpan(self._name, context=self._context, parent=self._parent, resource=spans.resource,
-                            attributes=self._attributes, events=tuple(self._events), kind=self._kind,
-                            status=self._status, start_time=self._start, end_time=end_time or time_ns(),
-                            instrumentation_scope=self._scope)
-        for processor in spans.processors:
-            processor.on_end(done)
+        self._end_time = end_time or time_ns()
+        for processor in processors:
+            processor.on_end(self)
 
 
-__all__ = ["CallSpan", "CallSpans"]
+__all__ = ["CallSpan", "CallSpans", "fixed_decisions"]

@@ -1,0 +1,73 @@
+"""One gateway call's telemetry work in a tight loop: the recorder's hooks in the order a call
+on the direct lanes runs them (the SERVER span, monad's attributes, the CLIENT span, the
+trace context into the upstream `_meta`, the results and the outcome), with the SDK set up
+as the supervisor sets it (no export). Not a bench: no target; the supervisor runs the same
+work with cold caches, two to three times slower (bench/README.md "Issue 27, the last cuts").
+
+    python bench/profile_telemetry_hooks.py [-n 20000] [--profile]
+
+Prints µs of CPU per call for 5 rounds (the least is the work's own cost); `--profile`: the
+functions with the most own time under cProfile instead. `PYTHONPATH=DIR` runs another tree's
+monad (e.g. `git archive REV monad_cli | tar -x -C DIR`) for a before/after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import time
+from typing import Any
+
+from monad_cli.daemon.telemetry.aggregate import Aggregates
+from monad_cli.daemon.telemetry.recorder import Recorder
+from monad_cli.daemon.telemetry.sdk import install
+from monad_cli.daemon.telemetry.settings import TelemetrySettings
+
+RESULT = {"content": [{"type": "text", "text": "hello"}]}
+
+
+def one(rec: Recorder, i: int) -> None:
+    with rec.server_request("tools/call", "b__echo", request_id=i, protocol_version="2025-11-25", meta=None,
+                            transport="pipe") as span, rec.call("b__echo", "gateway"):
+        rec.annotate_call(server="b", exposed="b__echo", via="gateway", decision="approved",
+                          decided_by="trust.autoApproveTools", call_id=i, arguments={"text": "hello"})
+        with rec.client_request("tools/call", "echo", server="b", transport="stdio", protocol_version="2025-11-25",
+                                address=None, session_id=None) as upstream:
+            meta: dict[str, Any] = {}
+            rec.inject(meta)
+            rec.request_id(i)
+            rec.result(upstream, RESULT)
+        rec.outcome(server="b", outcome="ok", decision="approved", via="gateway")
+        rec.result(span, RESULT)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("-n", type=int, default=20000)
+    ap.add_argument("--profile", action="store_true", help="cProfile's functions by own time instead")
+    args = ap.parse_args()
+    aggregates = Aggregates()
+    _pull, _shutdown, exporting = install(TelemetrySettings(enabled=True), {}, aggregates)
+    rec = Recorder(aggregates, span_processors=exporting)
+    for i in range(2000):  # warm up
+        one(rec, i)
+    if args.profile:
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for i in range(args.n):
+            one(rec, i)
+        profiler.disable()
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(30)
+        return
+    rounds = []
+    for _ in range(5):
+        started = time.thread_time()
+        for i in range(args.n):
+            one(rec, i)
+        rounds.append((time.thread_time() - started) / args.n * 1e6)
+    print("µs of CPU per call:", " ".join(f"{r:.1f}" for r in rounds), f"(least {min(rounds):.1f})")
+
+
+if __name__ == "__main__":
+    main()
