@@ -82,7 +82,7 @@ def connect(
     if client is None:
         raise InvalidInput("name a CLIENT, or pass --all")
     if per_server:
-        _connect_per_server(client, path, remove=remove, as_json=as_json)
+        _connect_per_server(client, path, remove=remove, dry_run=dry_run, as_json=as_json)
         return
     result = connect_client(client, path, remove=remove, replace=replace, dry_run=dry_run)
     title = CLIENTS[client].title
@@ -112,20 +112,23 @@ def connect(
                     f"`monad mcp connect {client} --replace` takes them out")
 
 
-def _connect_per_server(client: str, path: str | None, *, remove: bool, as_json: bool) -> None:
+def _connect_per_server(client: str, path: str | None, *, remove: bool, dry_run: bool, as_json: bool) -> None:
     """`connect CLIENT --per-server`: one entry per enabled monad server (docs/gateway.md)."""
     from monad_cli.cli.clients.connector import connect_client
     from monad_cli.config.loader import load_definitions
 
     defs = load_definitions(paths(), expand=False)
     servers = sorted(name for name, spec in defs.specs.items() if spec.enabled)
-    result = connect_client(client, path, remove=remove, per_server=servers)
+    result = connect_client(client, path, remove=remove, dry_run=dry_run, per_server=servers)
     if as_json:
         render.data_json(result)
         return
     where = f"`{result['file']}`"
     names = ", ".join(f"`{n}`" for n in result["entries"])
-    if not result["changed"]:
+    if dry_run and result["changed"]:
+        render.info(f"would {'remove' if remove else 'write'} monad's entries for {names} "
+                    f"{'from' if remove else 'into'} {where} (dry run: nothing written)")
+    elif not result["changed"]:
         render.info(f"{where} already has monad's entries for {names}; nothing changed" if not remove
                     else f"{where} has no monad entry for {names}; nothing changed")
     else:
