@@ -37,7 +37,7 @@ def _parse_pairs(items: list[str] | None, sep: str, what: str) -> dict[str, str]
 @app.command("add")
 def add(
     name: Annotated[str, typer.Argument(help="Server name: letters, digits, `_`, `-`; at most 64. Or a registry "
-                                        "name `io.github.owner/server[@VERSION]`, or a bundle file `./x.mcpb`.")],
+                                        "name `io.github.owner/server\\[@VERSION]`, or a bundle file `./x.mcpb`.")],
     command: Annotated[list[str] | None, typer.Argument(
         help="For a stdio server, after `--`: the command and its arguments.", show_default=False)] = None,
     url: Annotated[str | None, typer.Option("--url", help="URL of a remote (streamable HTTP) server.")] = None,
@@ -82,7 +82,7 @@ def add(
 ) -> None:
     """Define a server: writes the atom `atoms/mcp/NAME.toml`; the supervisor connects it live.
 
-    A registry name (`io.github.owner/server[@VERSION]`) or a bundle (`./x.mcpb`) instead of
+    A registry name (`io.github.owner/server\\[@VERSION]`) or a bundle (`./x.mcpb`) instead of
     NAME installs it: the exact version is written, the variables it needs are asked for on
     a terminal (else given with --env, --header, --arg), and its tools are pinned when it
     first connects (docs/registry.md).
