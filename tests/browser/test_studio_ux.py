@@ -334,3 +334,53 @@ def test_the_small_things_duplicate_name_edit_hint_labels(monad: Any, page: Any,
     server_row(page, "off").get_by_role("link", name="off").click()
     page.reload()
     expect(page.locator("#details").get_by_role("heading", name="off", exact=True)).to_be_visible()
+
+
+def _spilled(page: Any, selector: str) -> list[str]:
+    """Cells under `selector` whose content is wider than the cell, or runs past its edges."""
+    return list(page.evaluate("""(sel) => [...document.querySelectorAll(sel)]
+        .filter(c => c.offsetParent !== null)
+        .flatMap(c => { const r = c.getBoundingClientRect(); const out = []; const what = c.textContent.trim();
+          if (c.scrollWidth > c.clientWidth + 1)
+            out.push(`${c.className} '${what}' needs ${c.scrollWidth} px of ${c.clientWidth}`);
+          for (const e of c.querySelectorAll('button, .badge')) { const b = e.getBoundingClientRect();
+            if (b.left < r.left - 1 || b.right > r.right + 1)
+              out.push(`${c.className} '${e.textContent.trim()}' runs out of its cell`); }
+          return out; })""", selector))
+
+
+@pytest.mark.parametrize("width", [400, 1280])
+def test_server_rows_and_the_forms_check_boxes_fit(browser: Any, monad: Any, monad_home: Path, width: int) -> None:
+    """Found by a new-user trial at 400 px: the TOOLS header ran into ACTIONS, a two-digit tool
+    count sat under the Reconnect button and the state badge spilled out of its column. And in
+    Add server, "Required" and "Enabled" were set in the Try form's monospace, the Required box
+    alone on a line above its label."""
+    import sys
+
+    from tests.e2e.test_gateway import TOOLSERVER
+
+    _time_atom(monad_home, "time")
+    write_atom(monad_home, "many", f"command = {sys.executable!r}\nargs = [{TOOLSERVER!r}, '--many', '12']\n"
+                                   "timeout = 60\n")
+    wait_state(monad, "many", "connected", timeout=90)
+    ctx = browser.new_context(viewport={"width": width, "height": 800})
+    ctx.set_default_timeout(20_000)
+    try:
+        page = ctx.new_page()
+        _open(monad, page)
+        expect(server_row(page, "many").locator("td.col-3")).to_have_text("18")  # a two-digit count
+        expect(state_of(page, "time")).to_have_text("connected", timeout=30_000)
+        spilled = _spilled(page, "table.servers th, table.servers td")
+        assert not spilled, spilled
+        page.get_by_role("button", name="Add server").click()
+        form = page.get_by_role("dialog", name="Add server")
+        body_font = page.evaluate("getComputedStyle(document.body).fontFamily")
+        for label in ("Enabled", "Required"):
+            box = form.get_by_label(label, exact=False).first
+            text = form.locator(f"label[for='{box.get_attribute('id')}']")
+            assert text.evaluate("e => getComputedStyle(e).fontFamily") == body_font, label
+            box_at, text_at = box.bounding_box(), text.bounding_box()
+            assert box_at and text_at and text_at["y"] <= box_at["y"] + box_at["height"], \
+                f"{label}: its check box is on a line of its own ({box_at}, {text_at})"
+    finally:
+        ctx.close()
