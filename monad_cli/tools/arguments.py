@@ -189,4 +189,18 @@ def validate_arguments(schema: dict[str, Any] | None, arguments: dict[str, Any],
         err = errors[0]
         where = ".".join(str(p) for p in err.absolute_path)
         prefix = f"argument `{where}`" if where else "arguments"
-        raise InvalidInput(f"tool `{exposed}`: {prefix}: {err.message}")
+        raise InvalidInput(f"tool `{exposed}`: {prefix}: {err.message}{_unknown_given(schema, arguments, err)}")
+
+
+def _unknown_given(schema: dict[str, Any], arguments: dict[str, Any], err: Any) -> str:
+    """For a missing required property: the given names the schema does not declare (a
+    misspelt `--arg tz=UTC` for `timezone`) and the ones it does, as a suffix; else ""."""
+    props = schema.get("properties")
+    if err.validator != "required" or err.absolute_path or not isinstance(props, dict):
+        return ""
+    unknown = [k for k in arguments if k not in props]
+    if not unknown:
+        return ""
+    names = ", ".join(f"`{k}`" for k in unknown[:5])
+    return (f"; {names} {'is' if len(unknown) == 1 else 'are'} not one of its arguments "
+            f"(it takes: {', '.join(sorted(map(str, props))[:20])})")
