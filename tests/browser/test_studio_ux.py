@@ -384,3 +384,25 @@ def test_server_rows_and_the_forms_check_boxes_fit(browser: Any, monad: Any, mon
                 f"{label}: its check box is on a line of its own ({box_at}, {text_at})"
     finally:
         ctx.close()
+
+
+def test_a_server_whose_file_is_broken_offers_its_details_not_a_reconnect_that_fails(
+        monad: Any, page: Any, monad_home: Path) -> None:
+    """Found by a new-user trial: a malformed atom's row offered Reconnect, which the supervisor
+    always refuses ("its definition is invalid"). Its first action is now Details (the reason
+    and the file); once the file is fixed by hand, Reconnect is back."""
+    _time_atom(monad_home, "time")
+    path = write_atom(monad_home, "broken", "command = [\n")
+    wait_state(monad, "time", "connected")
+    _open(monad, page)
+    expect(state_of(page, "broken")).to_have_text("failed")
+    row = server_row(page, "broken")
+    expect(row.get_by_role("button", name="Reconnect broken", exact=True)).to_have_count(0)
+    row.get_by_role("button", name="Details broken", exact=True).click()
+    pane = page.locator("#details")
+    expect(pane).to_contain_text("malformed TOML")
+    expect(pane).to_contain_text("atoms/mcp/broken.toml")
+    expect(server_row(page, "time").get_by_role("button", name="Reconnect time", exact=True)).to_be_visible()
+    path.write_text('command = "mcp-server-time"\n')
+    expect(state_of(page, "broken")).to_have_text("connected", timeout=30_000)
+    expect(row.get_by_role("button", name="Reconnect broken", exact=True)).to_be_visible()
