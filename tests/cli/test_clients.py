@@ -302,6 +302,15 @@ def test_connect_per_server_replaces_the_clients_own_entries(cli: Any, monad_hom
     assert r.code == 2 and "--per-server is not supported" in r.err, r
 
 
+@pytest.mark.parametrize("client", ["cursor", "claude-code", "claude-desktop", "gemini"])
+def test_export_for_a_client_of_the_mcp_json_format_names_that_format(cli: Any, client: str) -> None:
+    """Found by a new-user trial: `monad mcp export --format cursor` listed the formats, not
+    which one Cursor reads."""
+    r = cli("mcp", "export", "--format", client)
+    assert r.code == 2 and "reads the mcp-json format; use --format mcp-json" in r.err, r
+    assert cli("mcp", "export", "--format", "nosuch").err.startswith("error: --format must be one of "), r
+
+
 def test_connect_per_server_dry_run_writes_nothing(cli: Any, monad_home: Path, tmp_path: Path) -> None:
     """`connect CLIENT --per-server --dry-run` says what it would write and leaves the file (and a
     missing file) as it was; `--remove --dry-run` the same."""
