@@ -17,16 +17,37 @@ from monad_cli.core.messages import cut_values, one_line
 def data_json(data: Any) -> None:
     import json  # here: a command that prints no JSON never loads it
 
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+    _out(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
 
 
 def line(text: str = "") -> None:
-    sys.stdout.write(text + "\n")
+    _out(text + "\n")
 
 
 def text(body: str) -> None:
     """`body` as it is (a document: its own line ends)."""
-    sys.stdout.write(body)
+    _out(body)
+
+
+def _out(data: str) -> None:
+    """Write to stdout. A reader that went away (`monad journal | head -1`) ends the command
+    with exit 0 and no message: what it did not read is not an error (click's answer was exit
+    1, which fails a `set -o pipefail` script). Any other failure to write is one line naming
+    stdout (the error boundary's OSError would blame MONAD_HOME)."""
+    try:
+        sys.stdout.write(data)
+    except BrokenPipeError:
+        import contextlib
+        import os
+
+        # What is still buffered must not fail again when the interpreter flushes at exit.
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise SystemExit(0) from None
+    except OSError as e:
+        from monad_cli.core.errors import MonadError
+
+        raise MonadError(f"cannot write to standard output: {e.strerror or e}") from None
 
 
 def info(text: str) -> None:

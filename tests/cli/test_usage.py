@@ -67,3 +67,26 @@ def test_no_help_text_loses_bracketed_words_to_rich_markup(monad_home: Path) -> 
     r = subprocess.run([sys.executable, "-m", "monad_cli", "metrics", "--help"], capture_output=True, text=True,
                        timeout=60, env={**os.environ, "COLUMNS": "200", "TERM": "dumb"})
     assert "`[telemetry] enabled = true`" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("argv", [["mcp", "path"], ["mcp", "path", "--json"]])
+def test_a_reader_that_goes_away_is_not_an_error(monad_home: Path, argv: list[str]) -> None:
+    """`monad journal | head -1` exited 1 (click's answer to EPIPE), which fails a script under
+    `set -o pipefail`; what the reader did not take is not an error: exit 0, nothing on stderr."""
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first line
+    try:
+        r = subprocess.run([sys.executable, "-m", "monad_cli", *argv], stdout=write, stderr=subprocess.PIPE,
+                           text=True, timeout=60, env={**os.environ, "MONAD_NO_AUTOSTART": "1"})
+    finally:
+        os.close(write)
+    assert r.returncode == 0 and r.stderr == "", r
+
+
+def test_a_full_stdout_is_named_not_monad_home(monad_home: Path) -> None:
+    """Writing to a full device (`> /dev/full`) said "cannot use MONAD_HOME ...: No space left on
+    device": the error named the state directory, which was fine."""
+    with open(os.devnull if not os.path.exists("/dev/full") else "/dev/full", "w") as full:
+        r = subprocess.run([sys.executable, "-m", "monad_cli", "mcp", "path"], stdout=full, stderr=subprocess.PIPE,
+                           text=True, timeout=60, env={**os.environ, "MONAD_NO_AUTOSTART": "1"})
+    assert r.returncode == 1 and r.stderr == "error: cannot write to standard output: No space left on device\n", r
