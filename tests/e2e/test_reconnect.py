@@ -28,6 +28,8 @@ def test_reconnect_refuses_a_disabled_or_invalid_server_and_says_why(supervisor:
     r = monad("mcp", "reconnect", "broken")
     assert r.code != 0, r
     assert "not reconnecting `broken`: its definition is invalid" in r.err and "timeout" in r.err, r
+    # It names the file to fix, not `monad mcp get` (which only repeats the reason).
+    assert r.err.rstrip().endswith("; it connects live once `atoms/mcp/broken.toml` is fixed"), r
     assert len(r.err.strip().splitlines()) == 1, r
 
     r = monad("mcp", "reconnect", "broken", "--json")
