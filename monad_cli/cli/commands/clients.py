@@ -136,6 +136,16 @@ def _connect_per_server(client: str, path: str | None, *, remove: bool, dry_run:
                     f"{'from' if remove else 'into'} {where}; restart {CLIENTS[client].title} to see them")
 
 
+def _twice(row: dict[str, Any], *, dry_run: bool) -> str:
+    """The `--all` row's word on the client's own entries for servers monad runs too."""
+    if row.get("replaced"):
+        return f"{'would take' if dry_run else 'took'} its own {_names(row['replaced'])} out"
+    if row.get("duplicates"):
+        dups = row["duplicates"]
+        return f"its own {_names(dups)} would run twice (--replace takes {'it' if len(dups) == 1 else 'them'} out)"
+    return ""
+
+
 def _names(names: list[str]) -> str:
     return ", ".join(f"`{n}`" for n in names)
 
@@ -152,7 +162,7 @@ def _show_all(rows: list[dict[str, Any]], *, dry_run: bool, remove: bool, as_jso
     if as_json:
         render.data_json(rows)
     else:
-        render.table([{**r, "detail": r["error"] or ""} for r in rows],
+        render.table([{**r, "detail": r["error"] or _twice(r, dry_run=dry_run)} for r in rows],
                      [("client", "client"), ("file", "file"), ("result", "result"), ("detail", "detail")],
                      empty="no client config file found on this machine (see `monad mcp connect --help`)")
         if rows and not dry_run and any(r["changed"] for r in rows):
