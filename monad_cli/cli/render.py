@@ -95,10 +95,10 @@ def table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]], *,
         return
     cells = [[_cell(r.get(k)) for k, _ in columns] for r in rows]
     if not sys.stdout.isatty():
-        widths = [max(len(h), *(len(c[i]) for c in cells)) for i, (_, h) in enumerate(columns)]
+        widths = [max(len(h), *(_width(c[i]) for c in cells)) for i, (_, h) in enumerate(columns)]
         line("  ".join(h.upper().ljust(w) for (_, h), w in zip(columns, widths, strict=False)).rstrip())
         for c in cells:
-            line("  ".join(v.ljust(w) for v, w in zip(c, widths, strict=False)).rstrip())
+            line("  ".join(v + " " * (w - _width(v)) for v, w in zip(c, widths, strict=False)).rstrip())
         return
     from rich.markup import escape
     from rich.table import Table
@@ -109,6 +109,17 @@ def table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]], *,
     for c in cells:
         t.add_row(*(escape(v) for v in c))
     _console().print(t)
+
+
+def _width(text: str) -> int:
+    """The cells a terminal gives `text`: two for a wide character (CJK, most emoji), none for
+    a combining mark, so a plain table's columns line up (rich does this on a terminal)."""
+    if text.isascii():
+        return len(text)
+    import unicodedata
+
+    return sum(0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+               for ch in text)
 
 
 def _cell(v: Any) -> str:
