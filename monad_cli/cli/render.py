@@ -134,7 +134,7 @@ def key_values(pairs: Sequence[tuple[str, Any]]) -> None:
     width = max((len(k) for k, _ in pairs), default=0)
     for k, v in pairs:
         if isinstance(v, list):
-            line(f"{k.ljust(width)}  " + ("" if v else "-"))
+            line(f"{k.ljust(width)}  -" if not v else k)  # its items follow, indented
             for item in v:
                 line(f"{'':{width}}    {item}")
         else:

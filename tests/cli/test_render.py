@@ -19,3 +19,10 @@ def test_columns_line_up_with_wide_characters(capsys: Any) -> None:
                      "時間  failed     atoms/mcp/時間.toml",
                      "time  connected  atoms/mcp/time.toml",
                      "café  idle       x"], lines
+
+
+def test_a_list_value_ends_its_key_line_with_no_trailing_blanks(capsys: Any) -> None:
+    render.key_values([("name", "time"), ("tools", ["get_current_time", "convert_time"]), ("stderr tail", [])])
+    assert capsys.readouterr().out.splitlines() == [
+        "name         time", "tools", "               get_current_time", "               convert_time",
+        "stderr tail  -"]
