@@ -146,6 +146,26 @@ def test_stdio_and_http_flags_do_not_mix(cli) -> None:
     assert r.code == 2 and "K=V" in r.err
 
 
+def test_a_url_given_as_a_command_says_to_use_url(cli, monad_home: Path) -> None:
+    """Found by a new-user trial, typing `claude mcp add`'s syntax: `monad mcp add docs
+    https://…` wrote a stdio server whose command was the URL (and recorded a `cwd` for that
+    "relative path"); `--transport http docs https://…` said "not a command after `--`" with no
+    `--` typed; `--transport sse` named only stdio and http. Each now says to use --url, nothing
+    is written, and a secret in the URL's query is not echoed."""
+    url = "https://mcp.example.com/mcp?key=SENTINEL-url"
+    for argv in (["docs", url], ["--transport", "http", "docs", url], ["-t", "http", "docs", url]):
+        r = cli("mcp", "add", *argv)
+        assert r.code == 2 and r.err.strip() == (
+            "error: `https://mcp.example.com/mcp?key=***` is a URL: a remote server takes it with --url: "
+            "`monad mcp add docs --url URL`"), r
+    assert not (monad_home / "atoms" / "mcp" / "docs.toml").exists()
+    r = cli("mcp", "add", "--transport", "sse", "old", "--url", "https://mcp.example.com/sse")
+    assert r.code == 2 and "--transport sse: leave it out and give the SSE endpoint with --url" in r.err, r
+    r = cli("mcp", "add", "--transport", "http", "docs", "--", "npx", "x")
+    assert r.code == 2 and r.err.strip() == (
+        "error: an http server takes its URL with --url (`monad mcp add docs --url URL`), not a command"), r
+
+
 def test_expansion_rules() -> None:
     env = {"HOME_DIR": "/h", "EMPTY": ""}
     assert expand("$HOME_DIR/x ${HOME_DIR}y $$ $EMPTY.", env) == "/h/x /hy $ ."

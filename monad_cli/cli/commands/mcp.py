@@ -121,8 +121,17 @@ def add(
     defn: dict[str, Any] = {}
     why: str | None = None
     kind = transport or ("http" if url is not None else "stdio")
+    if kind == "sse":  # other tools' spelling for a legacy HTTP+SSE server
+        raise InvalidInput("--transport sse: leave it out and give the SSE endpoint with --url; monad finds a "
+                           "legacy HTTP+SSE server by itself (docs/supervisor.md)")
     if kind not in ("stdio", "http"):
         raise InvalidInput(f"--transport must be stdio or http, got {kind!r}")
+    if url is None and command and command[0].lower().startswith(("http://", "https://")):
+        # `claude mcp add [--transport http] NAME URL`: the URL in the command's place.
+        from monad_cli.core.redact import redact_url
+
+        raise InvalidInput(f"`{cut(redact_url(command[0]))}` is a URL: a remote server takes it with --url: "
+                           f"`monad mcp add {name} --url URL`")
     defn["transport"] = kind
     if kind == "stdio":
         if url:
@@ -160,7 +169,8 @@ def add(
             raise InvalidInput("--header/--bearer-token/--oauth/--client-* are for http servers (use --url)")
     else:
         if command:
-            raise InvalidInput("an http server takes --url, not a command after `--`")
+            raise InvalidInput(f"an http server takes its URL with --url (`monad mcp add {name} --url URL`), "
+                               f"not a command")
         if not url:
             raise InvalidInput(f"server `{name}` needs --url for an http server")
         if env or cwd:
