@@ -90,3 +90,21 @@ def test_a_full_stdout_is_named_not_monad_home(monad_home: Path) -> None:
         r = subprocess.run([sys.executable, "-m", "monad_cli", "mcp", "path"], stdout=full, stderr=subprocess.PIPE,
                            text=True, timeout=60, env={**os.environ, "MONAD_NO_AUTOSTART": "1"})
     assert r.returncode == 1 and r.stderr == "error: cannot write to standard output: No space left on device\n", r
+
+
+@pytest.mark.parametrize(("word", "hint"), [
+    ("rm", "monad's is `monad mcp remove`"), ("delete", "monad's is `monad mcp remove`"),
+    ("restart", "monad's is `monad mcp reconnect`"),
+    ("logs", "a server's last stderr lines are in `monad mcp status NAME`"),
+    ("start", "monad's is `monad mcp enable` (the supervisor: `monad daemon start`)"),
+    ("stop", "monad's is `monad mcp disable` (the supervisor: `monad daemon stop`)"),
+    ("show", "monad's is `monad mcp get` (the definition) or `monad mcp status NAME` (live)"),
+    ("add-json", "`monad mcp import mcp-json FILE` takes a file of `mcpServers`"),
+])
+def test_other_tools_words_for_a_command_name_monads(word: str, hint: str, monad_home: Path) -> None:
+    """Found by a new-user trial typing `claude mcp` and ToolHive words: `monad mcp logs` said "Did
+    you mean 'logout'?" (which deletes tokens), `restart` and `start` suggested `status`."""
+    r = subprocess.run([sys.executable, "-m", "monad_cli", "mcp", word, "time"], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 2 and r.stderr.startswith(f"error: No such command '{word}'; "), r.stderr
+    assert hint in r.stderr and "Did you mean" not in r.stderr and r.stderr.count("\n") == 1, r.stderr
