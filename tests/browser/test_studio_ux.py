@@ -396,7 +396,8 @@ def test_a_server_whose_file_is_broken_offers_its_details_not_a_reconnect_that_f
         monad: Any, page: Any, monad_home: Path) -> None:
     """Found by a new-user trial: a malformed atom's row offered Reconnect, which the supervisor
     always refuses ("its definition is invalid"). Its first action is now Details (the reason
-    and the file); once the file is fixed by hand, Reconnect is back."""
+    and the file); once the file is fixed by hand, Reconnect is back. The refusal, asked from
+    the menu, sets monad's backticked names as code."""
     _time_atom(monad_home, "time")
     path = write_atom(monad_home, "broken", "command = [\n")
     wait_state(monad, "time", "connected")
@@ -409,6 +410,12 @@ def test_a_server_whose_file_is_broken_offers_its_details_not_a_reconnect_that_f
     expect(pane).to_contain_text("malformed TOML")
     expect(pane).to_contain_text("atoms/mcp/broken.toml")
     expect(server_row(page, "time").get_by_role("button", name="Reconnect time", exact=True)).to_be_visible()
+    # Asked anyway (its menu): the refusal's names are set as code, not wrapped in backticks.
+    row.get_by_role("button", name="More actions for broken").click()
+    page.get_by_role("menuitem", name="Reconnect broken").click()
+    toast = page.locator(".toast.error").filter(has_text="not reconnecting")
+    expect(toast.locator("code").first).to_have_text("broken")
+    assert "`" not in toast.inner_text(), toast.inner_text()
     path.write_text('command = "mcp-server-time"\n')
     expect(state_of(page, "broken")).to_have_text("connected", timeout=30_000)
     expect(row.get_by_role("button", name="Reconnect broken", exact=True)).to_be_visible()
