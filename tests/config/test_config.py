@@ -136,10 +136,16 @@ def test_a_servers_option_without_dashdash_says_where_the_command_goes(cli, mona
     assert r.code == 2 and "after `--`" not in r.err, r
 
 
-def test_stdio_and_http_flags_do_not_mix(cli) -> None:
+def test_stdio_and_http_flags_do_not_mix(cli, monad_home: Path) -> None:
     assert "needs a command" in cli("mcp", "add", "a").err
     r = cli("mcp", "add", "--", "/bin/cat")  # the name left out: the command is not the name
     assert r.code == 2 and r.err.strip() == "error: the server's name is missing: `monad mcp add NAME -- /bin/cat ...`"
+    # A command with options where the name goes (found by a new-user trial): it wrote `sh.toml`
+    # running `-c`.
+    r = cli("mcp", "add", "--", "sh", "-c", "true")
+    assert r.code == 2 and r.err.strip() == "error: the server's name is missing: `monad mcp add NAME -- sh ...`", r
+    assert not (monad_home / "atoms" / "mcp" / "sh.toml").exists()
+    assert "server `time` needs a command" in cli("mcp", "add", "time").err  # a name that is also a command
     assert "--header" in cli("mcp", "add", "a", "--header", "X: y", "--", "echo").err
     assert "not a command" in cli("mcp", "add", "a", "--url", "https://x.test/mcp", "--", "echo").err
     r = cli("mcp", "add", "a", "--env", "NOEQUALS", "--", "echo")

@@ -136,9 +136,11 @@ def add(
     if kind == "stdio":
         if url:
             raise InvalidInput("--url is for http servers; a stdio server takes `-- COMMAND [ARGS]`")
+        # `add -- CMD [ARGS]`: the name was left out and CMD taken for it. No server name has a
+        # slash and no command starts with `-` (a bare `add -- sh` cannot be told from `add sh`).
+        if ("/" in name and not command) or (command and command[0].startswith("-")):
+            raise InvalidInput(f"the server's name is missing: `monad mcp add NAME -- {name} ...`")
         if not command:
-            if "/" in name:  # `add -- /path/to/cmd`: no server name has a slash, the name was left out
-                raise InvalidInput(f"the server's name is missing: `monad mcp add NAME -- {name} ...`")
             raise InvalidInput(f"server `{name}` needs a command: `monad mcp add {name} -- COMMAND [ARGS]`")
         defn["command"] = command[0]
         if command[1:]:
