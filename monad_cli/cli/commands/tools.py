@@ -309,7 +309,10 @@ def pin(name: Annotated[str, typer.Argument(help="Server name.")], as_json: Json
     info = supervisor().get(f"/v1/tools/sets/{_quote(name)}")
     digest = info.get("hash")
     if not digest:
-        raise MonadError(f"server `{name}` is {info['state']}, so its tool set is unknown; pin it once it is "
+        from monad_cli.cli.commands._status import _STATE_WORDS
+
+        words = _STATE_WORDS.get(info["state"], f"is {info['state']}")  # "is waiting to retry", not "is backoff"
+        raise MonadError(f"server `{name}` {words}, so its tool set is unknown; pin it once it is "
                          f"connected (`monad mcp wait {name}`)")
     from monad_cli.config.edits import set_trust
 
