@@ -331,6 +331,8 @@ def test_connect_per_server_dry_run_writes_nothing(cli: Any, monad_home: Path, t
     written = path.read_bytes()
     r = cli("mcp", "connect", "claude-code", str(path), "--per-server", "--remove", "--dry-run")
     assert r.code == 0 and "would remove monad's entries for `time`" in r.err and path.read_bytes() == written, r
+    r = cli("mcp", "connect", "claude-code", str(path), "--per-server", "--replace")  # was silently ignored
+    assert r.code == 2 and "--replace goes without --per-server" in r.err and path.read_bytes() == written, r
 
 
 def test_connect_creates_a_missing_file_keeps_modes_and_follows_symlinks(cli: Any, tmp_path: Path) -> None:

@@ -82,6 +82,9 @@ def connect(
     if client is None:
         raise InvalidInput("name a CLIENT, or pass --all")
     if per_server:
+        if replace:  # it was silently ignored: say what --per-server does instead
+            raise InvalidInput("--replace goes without --per-server: --per-server already puts monad's entry in "
+                               "place of the client's own entry of the same name")
         _connect_per_server(client, path, remove=remove, dry_run=dry_run, as_json=as_json)
         return
     result = connect_client(client, path, remove=remove, replace=replace, dry_run=dry_run)
