@@ -199,7 +199,8 @@ def main(argv: list[str] | None = None) -> int:
                        "history); run it and type the value (not shown), or pipe it in: "
                        "`monad env set NAME < file`")
         if message.strip():  # a group run without a command has printed its help: nothing to add
-            hint = _server_hint(ctx, message) or _command_hint(where, message, args)
+            message, hint = _other_tools_word(where, message)
+            hint = hint or _server_hint(ctx, message) or _command_hint(where, message, args)
             render.error(f"{message.rstrip('.')}{hint} (see `{where} --help`)")
         return int(getattr(e, "exit_code", 2))
     except MonadError as e:
@@ -251,6 +252,33 @@ def _server_hint(ctx: object, message: str) -> str:
         return ""
     path = getattr(ctx, "command_path", "monad")
     return f"; for one server's rows: `{path} --server {m.group(1)}`"
+
+
+# `monad mcp WORD` where WORD is another tool's name for one of monad's commands (`claude mcp`,
+# ToolHive's `thv`, docker): click's closest spelling would be wrong (`logs` → `logout`).
+_OTHER_WORDS = {
+    **dict.fromkeys(("rm", "delete", "del", "uninstall"), "; monad's is `monad mcp remove`"),
+    "restart": "; monad's is `monad mcp reconnect`",
+    **dict.fromkeys(("logs", "log"), "; a server's last stderr lines are in `monad mcp status NAME`, the whole "
+                                     "log in `logs/servers/NAME.stderr.log` under `monad mcp path`"),
+    "start": "; monad's is `monad mcp enable` (the supervisor: `monad daemon start`)",
+    "stop": "; monad's is `monad mcp disable` (the supervisor: `monad daemon stop`)",
+    **dict.fromkeys(("show", "info", "inspect", "describe"),
+                    "; monad's is `monad mcp get` (the definition) or `monad mcp status NAME` (live)"),
+    "add-json": "; `monad mcp import mcp-json FILE` takes a file of `mcpServers`, or write `atoms/mcp/NAME.toml`",
+    "run": "; monad's is `monad mcp add` (the supervisor runs what is added)",
+}
+
+
+def _other_tools_word(where: str, message: str) -> tuple[str, str]:
+    """(message, hint) for `monad mcp rm` and the like: click's message without its
+    misleading "Did you mean", and where monad has that command; else as it was, no hint."""
+    import re
+
+    m = re.fullmatch(r"No such command '(.+?)'(\.|\. Did you mean '.+'\?)?", message.strip())
+    if where != "monad mcp" or m is None or m.group(1) not in _OTHER_WORDS:
+        return message, ""
+    return f"No such command '{m.group(1)}'", _OTHER_WORDS[m.group(1)]
 
 
 def _command_hint(where: str, message: str, args: list[str]) -> str:

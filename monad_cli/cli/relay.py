@@ -161,6 +161,47 @@ def wait(relay: Relay) -> None:
         relay.sock.close()
 
 
+def refuse_requests(message: str, *, stdin: int = 0, stdout: int = 1, wait: float = 10.0,
+                    after: float = 2.0) -> int:
+    """Answer the MCP client's requests with a JSON-RPC error whose message is `message`, when
+    `monad mcp serve` cannot serve: a client keeps a stdio server's stderr to itself (the MCP
+    Inspector said only "Connection closed"). JSON-RPC 2.0 §5.1: code -32000, a server error.
+    Every request is answered (a client that tried `server/discover` first falls back to
+    `initialize`), for up to `wait` seconds until the first and `after` seconds past the
+    latest, or until the client closes stdin; notifications are skipped. Returns how many
+    requests were answered."""
+    import select
+    import time
+
+    deadline = time.monotonic() + wait
+    data = b""
+    answered = 0
+    while time.monotonic() < deadline:
+        try:
+            ready, _, _ = select.select([stdin], [], [], max(0.0, deadline - time.monotonic()))
+            chunk = os.read(stdin, CHUNK) if ready else b""
+        except (OSError, ValueError):
+            break
+        if not chunk:
+            break
+        data = (data + chunk)[-MAX_ANSWER_BYTES:]
+        while b"\n" in data:
+            line, _, data = data.partition(b"\n")
+            try:
+                request = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(request, dict) and "id" in request and "method" in request:
+                answer = {"jsonrpc": "2.0", "id": request["id"], "error": {"code": -32000, "message": message}}
+                try:
+                    _write_all(stdout, json.dumps(answer).encode() + b"\n")
+                except OSError:
+                    return answered
+                answered += 1
+                deadline = time.monotonic() + after
+    return answered
+
+
 def hold(relay: Relay) -> None:
     """Keep the connection (and with it the supervisor's HTTP listener) open until the
     supervisor closes it; Ctrl-C (KeyboardInterrupt) propagates to the caller."""
@@ -172,4 +213,4 @@ def hold(relay: Relay) -> None:
     raise ConnectionClosed("the supervisor stopped the HTTP gateway (stopped or restarted?)")
 
 
-__all__ = ["Relay", "hold", "open_relay", "passable", "pump", "wait"]
+__all__ = ["Relay", "hold", "open_relay", "passable", "pump", "refuse_requests", "wait"]

@@ -17,16 +17,37 @@ from monad_cli.core.messages import cut_values, one_line
 def data_json(data: Any) -> None:
     import json  # here: a command that prints no JSON never loads it
 
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+    _out(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
 
 
 def line(text: str = "") -> None:
-    sys.stdout.write(text + "\n")
+    _out(text + "\n")
 
 
 def text(body: str) -> None:
     """`body` as it is (a document: its own line ends)."""
-    sys.stdout.write(body)
+    _out(body)
+
+
+def _out(data: str) -> None:
+    """Write to stdout. A reader that went away (`monad journal | head -1`) ends the command
+    with exit 0 and no message: what it did not read is not an error (click's answer was exit
+    1, which fails a `set -o pipefail` script). Any other failure to write is one line naming
+    stdout (the error boundary's OSError would blame MONAD_HOME)."""
+    try:
+        sys.stdout.write(data)
+    except BrokenPipeError:
+        import contextlib
+        import os
+
+        # What is still buffered must not fail again when the interpreter flushes at exit.
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise SystemExit(0) from None
+    except OSError as e:
+        from monad_cli.core.errors import MonadError
+
+        raise MonadError(f"cannot write to standard output: {e.strerror or e}") from None
 
 
 def info(text: str) -> None:
@@ -74,10 +95,10 @@ def table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]], *,
         return
     cells = [[_cell(r.get(k)) for k, _ in columns] for r in rows]
     if not sys.stdout.isatty():
-        widths = [max(len(h), *(len(c[i]) for c in cells)) for i, (_, h) in enumerate(columns)]
+        widths = [max(len(h), *(_width(c[i]) for c in cells)) for i, (_, h) in enumerate(columns)]
         line("  ".join(h.upper().ljust(w) for (_, h), w in zip(columns, widths, strict=False)).rstrip())
         for c in cells:
-            line("  ".join(v.ljust(w) for v, w in zip(c, widths, strict=False)).rstrip())
+            line("  ".join(v + " " * (w - _width(v)) for v, w in zip(c, widths, strict=False)).rstrip())
         return
     from rich.markup import escape
     from rich.table import Table
@@ -88,6 +109,17 @@ def table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]], *,
     for c in cells:
         t.add_row(*(escape(v) for v in c))
     _console().print(t)
+
+
+def _width(text: str) -> int:
+    """The cells a terminal gives `text`: two for a wide character (CJK, most emoji), none for
+    a combining mark, so a plain table's columns line up (rich does this on a terminal)."""
+    if text.isascii():
+        return len(text)
+    import unicodedata
+
+    return sum(0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+               for ch in text)
 
 
 def _cell(v: Any) -> str:
@@ -102,7 +134,7 @@ def key_values(pairs: Sequence[tuple[str, Any]]) -> None:
     width = max((len(k) for k, _ in pairs), default=0)
     for k, v in pairs:
         if isinstance(v, list):
-            line(f"{k.ljust(width)}  " + ("" if v else "-"))
+            line(f"{k.ljust(width)}  -" if not v else k)  # its items follow, indented
             for item in v:
                 line(f"{'':{width}}    {item}")
         else:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from typing import Any
 
 from monad_cli.core.errors import InvalidInput
@@ -41,6 +42,7 @@ def convert_value(key: str, value: str, prop: Any) -> Any:
     if value == "null" and "null" in _types_of(prop):
         return None
     errors = []
+    nonfinite = False
     for kind in kinds:
         try:
             if kind == "string":
@@ -49,6 +51,9 @@ def convert_value(key: str, value: str, prop: Any) -> Any:
                 return int(value)
             if kind == "number":
                 number = float(value)
+                if not math.isfinite(number):  # JSON has no NaN or infinity: it would be sent as null
+                    nonfinite = True
+                    raise ValueError
                 return int(number) if number.is_integer() and "." not in value and "e" not in value.lower() \
                     else number
             if kind == "boolean":
@@ -65,7 +70,8 @@ def convert_value(key: str, value: str, prop: Any) -> Any:
                 return parsed
         except ValueError:
             errors.append(kind)
-    want = " or ".join({"integer": "an integer", "number": "a number", "boolean": "true or false",
+    want = " or ".join({"integer": "an integer", "number": "a finite number" if nonfinite else "a number",
+                        "boolean": "true or false",
                         "array": "a JSON array", "object": "a JSON object"}.get(k, k) for k in errors)
     raise InvalidInput(f"--arg {key}: expected {want}, got {value!r}")
 
@@ -81,6 +87,9 @@ def build_arguments(schema: dict[str, Any] | None, pairs: list[str] | None, args
             raise InvalidInput(f"--args-json is not valid JSON ({e})") from None
         if not isinstance(parsed, dict):
             raise InvalidInput("--args-json must be a JSON object, e.g. '{\"text\": \"hi\"}'")
+        where = _not_finite(parsed)
+        if where is not None:  # `NaN`, `Infinity` or an overflowing `1e400`: not JSON a server can take
+            raise InvalidInput(f"--args-json: `{where}` is not a finite number (JSON has no NaN or infinity)")
         arguments.update(parsed)
     resolved = resolve_local(schema) if pairs and isinstance(schema, dict) else {}
     props = resolved.get("properties") if isinstance(resolved, dict) else None
@@ -93,6 +102,18 @@ def build_arguments(schema: dict[str, Any] | None, pairs: list[str] | None, args
             raise InvalidInput("--arg has an empty key")
         arguments[key] = convert_value(key, value, props.get(key))
     return arguments
+
+
+def _not_finite(value: Any, path: str = "") -> str | None:
+    """The path (`a`, `a.b`, `a[0]`) of the first NaN or infinite number in `value`, or None."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else path
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for k, v in items:
+        found = _not_finite(v, f"{path}[{k}]" if isinstance(k, int) else f"{path}.{k}" if path else str(k))
+        if found is not None:
+            return found
+    return None
 
 
 log = logging.getLogger("monad.tools")
@@ -168,4 +189,18 @@ def validate_arguments(schema: dict[str, Any] | None, arguments: dict[str, Any],
         err = errors[0]
         where = ".".join(str(p) for p in err.absolute_path)
         prefix = f"argument `{where}`" if where else "arguments"
-        raise InvalidInput(f"tool `{exposed}`: {prefix}: {err.message}")
+        raise InvalidInput(f"tool `{exposed}`: {prefix}: {err.message}{_unknown_given(schema, arguments, err)}")
+
+
+def _unknown_given(schema: dict[str, Any], arguments: dict[str, Any], err: Any) -> str:
+    """For a missing required property: the given names the schema does not declare (a
+    misspelt `--arg tz=UTC` for `timezone`) and the ones it does, as a suffix; else ""."""
+    props = schema.get("properties")
+    if err.validator != "required" or err.absolute_path or not isinstance(props, dict):
+        return ""
+    unknown = [k for k in arguments if k not in props]
+    if not unknown:
+        return ""
+    names = ", ".join(f"`{k}`" for k in unknown[:5])
+    return (f"; {names} {'is' if len(unknown) == 1 else 'are'} not one of its arguments "
+            f"(it takes: {', '.join(sorted(map(str, props))[:20])})")

@@ -334,3 +334,88 @@ def test_the_small_things_duplicate_name_edit_hint_labels(monad: Any, page: Any,
     server_row(page, "off").get_by_role("link", name="off").click()
     page.reload()
     expect(page.locator("#details").get_by_role("heading", name="off", exact=True)).to_be_visible()
+
+
+def _spilled(page: Any, selector: str) -> list[str]:
+    """Cells under `selector` whose content is wider than the cell, or runs past its edges."""
+    return list(page.evaluate("""(sel) => [...document.querySelectorAll(sel)]
+        .filter(c => c.offsetParent !== null)
+        .flatMap(c => { const r = c.getBoundingClientRect(); const out = []; const what = c.textContent.trim();
+          if (c.scrollWidth > c.clientWidth + 1)
+            out.push(`${c.className} '${what}' needs ${c.scrollWidth} px of ${c.clientWidth}`);
+          for (const e of c.querySelectorAll('button, .badge')) { const b = e.getBoundingClientRect();
+            if (b.left < r.left - 1 || b.right > r.right + 1)
+              out.push(`${c.className} '${e.textContent.trim()}' runs out of its cell`); }
+          return out; })""", selector))
+
+
+@pytest.mark.parametrize("width", [400, 1280])
+def test_server_rows_and_the_forms_check_boxes_fit(browser: Any, monad: Any, monad_home: Path, width: int) -> None:
+    """Found by a new-user trial at 400 px: the TOOLS header ran into ACTIONS, a two-digit tool
+    count sat under the Reconnect button and the state badge spilled out of its column. And in
+    Add server, "Required" and "Enabled" were set in the Try form's monospace, the Required box
+    alone on a line above its label."""
+    import sys
+
+    from tests.e2e.test_gateway import TOOLSERVER
+
+    _time_atom(monad_home, "filesystem")  # a common ten-letter name: shown whole at 400 px too
+    write_atom(monad_home, "many", f"command = {sys.executable!r}\nargs = [{TOOLSERVER!r}, '--many', '12']\n"
+                                   "timeout = 60\n")
+    wait_state(monad, "many", "connected", timeout=90)
+    ctx = browser.new_context(viewport={"width": width, "height": 800})
+    ctx.set_default_timeout(20_000)
+    try:
+        page = ctx.new_page()
+        _open(monad, page)
+        count = server_row(page, "many").locator("td.col-3")
+        if width > 640:
+            expect(count).to_have_text("18")  # a two-digit count
+        else:
+            expect(count).to_be_hidden()  # in the details: the name gets the room
+        expect(state_of(page, "filesystem")).to_have_text("connected", timeout=30_000)
+        spilled = _spilled(page, "table.servers th, table.servers td")
+        assert not spilled, spilled
+        name = server_row(page, "filesystem").get_by_role("link", name="filesystem")
+        assert name.evaluate("e => e.scrollWidth <= e.clientWidth"), "`filesystem` is cut short"
+        page.get_by_role("button", name="Add server").click()
+        form = page.get_by_role("dialog", name="Add server")
+        body_font = page.evaluate("getComputedStyle(document.body).fontFamily")
+        for label in ("Enabled", "Required"):
+            box = form.get_by_label(label, exact=False).first
+            text = form.locator(f"label[for='{box.get_attribute('id')}']")
+            assert text.evaluate("e => getComputedStyle(e).fontFamily") == body_font, label
+            box_at, text_at = box.bounding_box(), text.bounding_box()
+            assert box_at and text_at and text_at["y"] <= box_at["y"] + box_at["height"], \
+                f"{label}: its check box is on a line of its own ({box_at}, {text_at})"
+    finally:
+        ctx.close()
+
+
+def test_a_server_whose_file_is_broken_offers_its_details_not_a_reconnect_that_fails(
+        monad: Any, page: Any, monad_home: Path) -> None:
+    """Found by a new-user trial: a malformed atom's row offered Reconnect, which the supervisor
+    always refuses ("its definition is invalid"). Its first action is now Details (the reason
+    and the file); once the file is fixed by hand, Reconnect is back. The refusal, asked from
+    the menu, sets monad's backticked names as code."""
+    _time_atom(monad_home, "time")
+    path = write_atom(monad_home, "broken", "command = [\n")
+    wait_state(monad, "time", "connected")
+    _open(monad, page)
+    expect(state_of(page, "broken")).to_have_text("failed")
+    row = server_row(page, "broken")
+    expect(row.get_by_role("button", name="Reconnect broken", exact=True)).to_have_count(0)
+    row.get_by_role("button", name="Details broken", exact=True).click()
+    pane = page.locator("#details")
+    expect(pane).to_contain_text("malformed TOML")
+    expect(pane).to_contain_text("atoms/mcp/broken.toml")
+    expect(server_row(page, "time").get_by_role("button", name="Reconnect time", exact=True)).to_be_visible()
+    # Asked anyway (its menu): the refusal's names are set as code, not wrapped in backticks.
+    row.get_by_role("button", name="More actions for broken").click()
+    page.get_by_role("menuitem", name="Reconnect broken").click()
+    toast = page.locator(".toast.error").filter(has_text="not reconnecting")
+    expect(toast.locator("code").first).to_have_text("broken")
+    assert "`" not in toast.inner_text(), toast.inner_text()
+    path.write_text('command = "mcp-server-time"\n')
+    expect(state_of(page, "broken")).to_have_text("connected", timeout=30_000)
+    expect(row.get_by_role("button", name="Reconnect broken", exact=True)).to_be_visible()

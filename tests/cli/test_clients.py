@@ -302,6 +302,39 @@ def test_connect_per_server_replaces_the_clients_own_entries(cli: Any, monad_hom
     assert r.code == 2 and "--per-server is not supported" in r.err, r
 
 
+@pytest.mark.parametrize("client", ["cursor", "claude-code", "claude-desktop", "gemini"])
+def test_export_for_a_client_of_the_mcp_json_format_names_that_format(cli: Any, client: str) -> None:
+    """Found by a new-user trial: `monad mcp export --format cursor` listed the formats, not
+    which one Cursor reads."""
+    r = cli("mcp", "export", "--format", client)
+    assert r.code == 2 and "reads the mcp-json format; use --format mcp-json" in r.err, r
+    assert cli("mcp", "export", "--format", "nosuch").err.startswith("error: --format must be one of "), r
+
+
+def test_connect_per_server_dry_run_writes_nothing(cli: Any, monad_home: Path, tmp_path: Path) -> None:
+    """`connect CLIENT --per-server --dry-run` says what it would write and leaves the file (and a
+    missing file) as it was; `--remove --dry-run` the same."""
+    assert cli("mcp", "add", "time", "--", "true").code == 0
+    path = tmp_path / "claude.json"
+    path.write_text('{"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"]}}}\n')
+    before = path.read_bytes()
+    r = cli("mcp", "connect", "claude-code", str(path), "--per-server", "--dry-run")
+    assert r.code == 0 and path.read_bytes() == before, r
+    assert "would write monad's entries for `time`" in r.err and "dry run: nothing written" in r.err, r
+    r = cli("mcp", "connect", "claude-code", str(path), "--per-server", "--dry-run", "--json")
+    assert r.code == 0 and r.json()["changed"] is True and r.json()["dryRun"] is True, r
+    assert path.read_bytes() == before
+    missing = tmp_path / "new" / "claude.json"
+    assert cli("mcp", "connect", "claude-code", str(missing), "--per-server", "--dry-run").code == 0
+    assert not missing.exists()
+    assert cli("mcp", "connect", "claude-code", str(path), "--per-server").code == 0
+    written = path.read_bytes()
+    r = cli("mcp", "connect", "claude-code", str(path), "--per-server", "--remove", "--dry-run")
+    assert r.code == 0 and "would remove monad's entries for `time`" in r.err and path.read_bytes() == written, r
+    r = cli("mcp", "connect", "claude-code", str(path), "--per-server", "--replace")  # was silently ignored
+    assert r.code == 2 and "--replace goes without --per-server" in r.err and path.read_bytes() == written, r
+
+
 def test_connect_creates_a_missing_file_keeps_modes_and_follows_symlinks(cli: Any, tmp_path: Path) -> None:
     new = tmp_path / "fresh" / ".cursor" / "mcp.json"
     assert cli("mcp", "connect", "cursor", str(new)).code == 0

@@ -230,3 +230,20 @@ def test_connect_all_finds_the_clients_by_their_files(cli: Any, monad_home: Path
     assert zed.read_bytes() == before
     r = cli("mcp", "connect", "--all", "zed")
     assert r.code == 2 and "name no CLIENT or PATH" in r.err, r
+
+
+def test_connect_all_names_the_clients_own_entries_that_would_run_twice(cli: Any, monad_home: Path) -> None:
+    """Found by a new-user trial: `connect --all --dry-run` said "would connect" for Cursor,
+    whose own `time` entry would then run beside monad's; `connect cursor` warned of it, the
+    `--all` table did not."""
+    home = Path(os.environ["HOME"])
+    cursor = home / ".cursor" / "mcp.json"
+    cursor.parent.mkdir(parents=True)
+    cursor.write_text('{"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"]}}}\n')
+    assert cli("mcp", "add", "time", "--", "uvx", "mcp-server-time").code == 0
+    r = cli("mcp", "connect", "--all", "--dry-run")
+    row = next(line for line in r.out.splitlines() if line.startswith("cursor"))
+    assert "would connect" in row and "its own `time` would run twice" in row and "--replace" in row, r.out
+    r = cli("mcp", "connect", "--all", "--replace", "--dry-run")
+    row = next(line for line in r.out.splitlines() if line.startswith("cursor"))
+    assert "would take its own `time` out" in row, r.out

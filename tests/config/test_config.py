@@ -136,14 +136,40 @@ def test_a_servers_option_without_dashdash_says_where_the_command_goes(cli, mona
     assert r.code == 2 and "after `--`" not in r.err, r
 
 
-def test_stdio_and_http_flags_do_not_mix(cli) -> None:
+def test_stdio_and_http_flags_do_not_mix(cli, monad_home: Path) -> None:
     assert "needs a command" in cli("mcp", "add", "a").err
     r = cli("mcp", "add", "--", "/bin/cat")  # the name left out: the command is not the name
     assert r.code == 2 and r.err.strip() == "error: the server's name is missing: `monad mcp add NAME -- /bin/cat ...`"
+    # A command with options where the name goes (found by a new-user trial): it wrote `sh.toml`
+    # running `-c`.
+    r = cli("mcp", "add", "--", "sh", "-c", "true")
+    assert r.code == 2 and r.err.strip() == "error: the server's name is missing: `monad mcp add NAME -- sh ...`", r
+    assert not (monad_home / "atoms" / "mcp" / "sh.toml").exists()
+    assert "server `time` needs a command" in cli("mcp", "add", "time").err  # a name that is also a command
     assert "--header" in cli("mcp", "add", "a", "--header", "X: y", "--", "echo").err
     assert "not a command" in cli("mcp", "add", "a", "--url", "https://x.test/mcp", "--", "echo").err
     r = cli("mcp", "add", "a", "--env", "NOEQUALS", "--", "echo")
     assert r.code == 2 and "K=V" in r.err
+
+
+def test_a_url_given_as_a_command_says_to_use_url(cli, monad_home: Path) -> None:
+    """Found by a new-user trial, typing `claude mcp add`'s syntax: `monad mcp add docs
+    https://…` wrote a stdio server whose command was the URL (and recorded a `cwd` for that
+    "relative path"); `--transport http docs https://…` said "not a command after `--`" with no
+    `--` typed; `--transport sse` named only stdio and http. Each now says to use --url, nothing
+    is written, and a secret in the URL's query is not echoed."""
+    url = "https://mcp.example.com/mcp?key=SENTINEL-url"
+    for argv in (["docs", url], ["--transport", "http", "docs", url], ["-t", "http", "docs", url]):
+        r = cli("mcp", "add", *argv)
+        assert r.code == 2 and r.err.strip() == (
+            "error: `https://mcp.example.com/mcp?key=***` is a URL: a remote server takes it with --url: "
+            "`monad mcp add docs --url URL`"), r
+    assert not (monad_home / "atoms" / "mcp" / "docs.toml").exists()
+    r = cli("mcp", "add", "--transport", "sse", "old", "--url", "https://mcp.example.com/sse")
+    assert r.code == 2 and "--transport sse: leave it out and give the SSE endpoint with --url" in r.err, r
+    r = cli("mcp", "add", "--transport", "http", "docs", "--", "npx", "x")
+    assert r.code == 2 and r.err.strip() == (
+        "error: an http server takes its URL with --url (`monad mcp add docs --url URL`), not a command"), r
 
 
 def test_expansion_rules() -> None:

@@ -28,10 +28,18 @@ def test_reconnect_refuses_a_disabled_or_invalid_server_and_says_why(supervisor:
     r = monad("mcp", "reconnect", "broken")
     assert r.code != 0, r
     assert "not reconnecting `broken`: its definition is invalid" in r.err and "timeout" in r.err, r
+    # It names the file to fix, not `monad mcp get` (which only repeats the reason).
+    assert r.err.rstrip().endswith("; it connects live once `atoms/mcp/broken.toml` is fixed"), r
     assert len(r.err.strip().splitlines()) == 1, r
 
     r = monad("mcp", "reconnect", "broken", "--json")
     assert r.code != 0 and r.out == "", r
+
+    # Pinning a server that is not connected says its state in words ("is backoff", before).
+    assert monad("mcp", "add", "refuses", "--url", "http://127.0.0.1:9/mcp").code == 0
+    wait_state(monad, "refuses", "backoff")
+    r = monad("mcp", "pin", "refuses")
+    assert r.code == 1 and "server `refuses` is waiting to retry, so its tool set is unknown" in r.err, r
 
     # a server that can connect still reconnects, exit 0
     assert monad("mcp", "add", "ok", "--", *server_cmd()).code == 0

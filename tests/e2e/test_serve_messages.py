@@ -22,9 +22,9 @@ INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
     "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}
 
 
-def _serve_over_pipes(lines: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
+def _serve_over_pipes(lines: list[dict[str, Any]], *args: str) -> tuple[list[dict[str, Any]], str]:
     """Run `monad mcp serve` as an MCP client would: JSON-RPC lines on its stdin, answers read."""
-    proc = subprocess.Popen([sys.executable, "-m", "monad_cli", "mcp", "serve"], stdin=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "monad_cli", "mcp", "serve", *args], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdin and proc.stdout
     answers = []
@@ -75,3 +75,36 @@ def test_serve_on_a_terminal_says_what_it_is(monad: Any, monad_home: Path) -> No
         os.close(primary)
     assert first.startswith("monad mcp serve: an MCP server speaking JSON-RPC on stdin/stdout, for agents"), first
     assert "`monad mcp connect CLIENT`" in first
+
+
+def test_a_serve_that_cannot_serve_answers_the_first_request_with_why(monad: Any, monad_home: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by a new-user trial: `monad mcp serve nosuch` under the MCP Inspector showed only
+    "Connection closed" (a client keeps a stdio server's stderr to itself). The client's
+    first request now gets a JSON-RPC error with the reason, which the client shows; stderr
+    and the exit code stay as they were."""
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    answers, err = _serve_over_pipes([INIT], "nosuch")
+    assert answers[0]["id"] == 1 and "no server `nosuch` is defined" in answers[0]["error"]["message"], answers
+    assert "error: no server `nosuch` is defined" in err, err
+
+    async def connect() -> str:
+        params = StdioServerParameters(command=sys.executable, args=["-m", "monad_cli", "mcp", "serve", "nosuch"],
+                                       env={"MONAD_HOME": str(monad_home)})
+        try:
+            async with Client(params):
+                return "connected"
+        except Exception as e:  # the SDK's own error for an error answer to its first request
+            while isinstance(e, BaseExceptionGroup) and len(e.exceptions) == 1:
+                e = e.exceptions[0]
+            return f"{type(e).__name__}: {e}"
+
+    said = anyio.run(connect)
+    assert "no server `nosuch` is defined" in said, said
+    assert monad("daemon", "stop").code == 0
+    monkeypatch.setenv("MONAD_NO_AUTOSTART", "1")
+    answers, err = _serve_over_pipes([INIT])
+    assert "the supervisor is not running" in answers[0]["error"]["message"], answers
+    assert "error: the supervisor is not running" in err, err

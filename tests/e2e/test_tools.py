@@ -130,6 +130,19 @@ def test_a_long_description_is_cut_with_an_ellipsis_in_the_table(supervisor: Any
     assert next(t for t in listed if t["name"] == "wordy__echo")["description"] == long
 
 
+def test_the_tools_table_says_ask_and_listed_rather_than_nothing(supervisor: Any) -> None:
+    """Found by a new-user trial: the APPROVAL and GATEWAY columns were blank on every row of a
+    fresh setup, which read as missing data. They now say `ask` and `listed`."""
+    monad = supervisor
+    add(monad, "plain")
+    wait_state(monad, "plain", "connected")
+    assert monad("mcp", "trust", "plain", "--auto-approve", "add").code == 0
+    lines = monad("mcp", "tools", "plain").out.splitlines()
+    assert lines[0].split()[:3] == ["TOOL", "APPROVAL", "GATEWAY"], lines
+    rows = {line.split()[0]: line.split()[1:3] for line in lines[1:]}
+    assert rows["plain__echo"] == ["ask", "listed"] and rows["plain__add"] == ["auto", "listed"], rows
+
+
 def test_rug_pulls_are_refused_until_pinned_again(supervisor: Any, tmp_path: Path) -> None:
     monad = supervisor
     shape = tmp_path / "shape.json"

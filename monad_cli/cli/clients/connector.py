@@ -134,7 +134,8 @@ def connect_client(client_name: str, path: str | None, *, remove: bool = False, 
     `per_server`: instead, one entry per named server, each running `monad mcp serve NAME`
     under the server's own name, in place of the client's own entry of that name (its tool
     names and permission rules stay the client's: docs/gateway.md); `entries` maps each name
-    to what the file now holds. With `remove`, only entries that run monad are taken out.
+    to what the file now holds (with `dry_run`: would hold; nothing is written). With `remove`,
+    only entries that run monad are taken out.
 
     Raises `ConfigError` (exit 2) for a malformed client file, `Conflict` (exit 2) when the
     entry cannot be written without rewriting a person's text (Aura), `InvalidInput` for
@@ -142,7 +143,7 @@ def connect_client(client_name: str, path: str | None, *, remove: bool = False, 
     """
     client = get_client(client_name)
     if per_server is not None:
-        return _connect_per_server(client_name, path, list(per_server), remove=remove)
+        return _connect_per_server(client_name, path, list(per_server), remove=remove, dry_run=dry_run)
     from monad_cli.config.store import write_atomic
     from monad_cli.core.errors import InvalidInput
 
@@ -196,7 +197,8 @@ def _created(mod: Any, client: str, source: str) -> str:
 
 
 
-def _connect_per_server(client_name: str, path: str | None, servers: list[str], *, remove: bool) -> dict[str, Any]:
+def _connect_per_server(client_name: str, path: str | None, servers: list[str], *, remove: bool,
+                        dry_run: bool = False) -> dict[str, Any]:
     from monad_cli.config.store import write_atomic
     from monad_cli.core.errors import InvalidInput
 
@@ -234,9 +236,9 @@ def _connect_per_server(client_name: str, path: str | None, servers: list[str], 
                                                                                   names):
             raise MonadError(f"editing `{source}` did not give the intended result; nothing was written "
                              f"(please report this with the file's shape)")
-        result = {"client": client.name, "file": source, "entries": want, "removed": remove}
-        if new == text:
-            return {**result, "changed": False}
+        result = {"client": client.name, "file": source, "entries": want, "removed": remove, "dryRun": dry_run}
+        if new == text or dry_run:
+            return {**result, "changed": new != text}
         if _read(real) != old:
             continue  # the client wrote meanwhile: redo the edit on its new text
         mode = stat.S_IMODE(real.stat().st_mode) if old is not None else 0o600

@@ -21,6 +21,11 @@ def export_servers(paths: Paths, fmt: str, *, reveal: bool = False) -> tuple[str
     """(the document's text, warnings): servers that could not be exported and, per server,
     the fields the format has no place for."""
     if fmt not in EXPORT_FORMATS:
+        from monad_cli.cli.clients.registry import CLIENTS
+
+        client = CLIENTS.get(fmt)
+        if client is not None and client.format == "mcp_json":  # `--format cursor`: its file is mcp-json's
+            raise InvalidInput(f"--format {fmt}: {client.title} reads the mcp-json format; use --format mcp-json")
         raise InvalidInput(f"--format must be one of {', '.join(EXPORT_FORMATS)}; got {fmt!r}")
     from monad_cli.cli.clients.importer import format_module
     from monad_cli.config.loader import load_definitions

@@ -82,7 +82,10 @@ def connect(
     if client is None:
         raise InvalidInput("name a CLIENT, or pass --all")
     if per_server:
-        _connect_per_server(client, path, remove=remove, as_json=as_json)
+        if replace:  # it was silently ignored: say what --per-server does instead
+            raise InvalidInput("--replace goes without --per-server: --per-server already puts monad's entry in "
+                               "place of the client's own entry of the same name")
+        _connect_per_server(client, path, remove=remove, dry_run=dry_run, as_json=as_json)
         return
     result = connect_client(client, path, remove=remove, replace=replace, dry_run=dry_run)
     title = CLIENTS[client].title
@@ -112,25 +115,38 @@ def connect(
                     f"`monad mcp connect {client} --replace` takes them out")
 
 
-def _connect_per_server(client: str, path: str | None, *, remove: bool, as_json: bool) -> None:
+def _connect_per_server(client: str, path: str | None, *, remove: bool, dry_run: bool, as_json: bool) -> None:
     """`connect CLIENT --per-server`: one entry per enabled monad server (docs/gateway.md)."""
     from monad_cli.cli.clients.connector import connect_client
     from monad_cli.config.loader import load_definitions
 
     defs = load_definitions(paths(), expand=False)
     servers = sorted(name for name, spec in defs.specs.items() if spec.enabled)
-    result = connect_client(client, path, remove=remove, per_server=servers)
+    result = connect_client(client, path, remove=remove, dry_run=dry_run, per_server=servers)
     if as_json:
         render.data_json(result)
         return
     where = f"`{result['file']}`"
     names = ", ".join(f"`{n}`" for n in result["entries"])
-    if not result["changed"]:
+    if dry_run and result["changed"]:
+        render.info(f"would {'remove' if remove else 'write'} monad's entries for {names} "
+                    f"{'from' if remove else 'into'} {where} (dry run: nothing written)")
+    elif not result["changed"]:
         render.info(f"{where} already has monad's entries for {names}; nothing changed" if not remove
                     else f"{where} has no monad entry for {names}; nothing changed")
     else:
         render.info(f"{'removed monad' if remove else 'wrote monad'}'s entries for {names} "
                     f"{'from' if remove else 'into'} {where}; restart {CLIENTS[client].title} to see them")
+
+
+def _twice(row: dict[str, Any], *, dry_run: bool) -> str:
+    """The `--all` row's word on the client's own entries for servers monad runs too."""
+    if row.get("replaced"):
+        return f"{'would take' if dry_run else 'took'} its own {_names(row['replaced'])} out"
+    if row.get("duplicates"):
+        dups = row["duplicates"]
+        return f"its own {_names(dups)} would run twice (--replace takes {'it' if len(dups) == 1 else 'them'} out)"
+    return ""
 
 
 def _names(names: list[str]) -> str:
@@ -149,7 +165,7 @@ def _show_all(rows: list[dict[str, Any]], *, dry_run: bool, remove: bool, as_jso
     if as_json:
         render.data_json(rows)
     else:
-        render.table([{**r, "detail": r["error"] or ""} for r in rows],
+        render.table([{**r, "detail": r["error"] or _twice(r, dry_run=dry_run)} for r in rows],
                      [("client", "client"), ("file", "file"), ("result", "result"), ("detail", "detail")],
                      empty="no client config file found on this machine (see `monad mcp connect --help`)")
         if rows and not dry_run and any(r["changed"] for r in rows):

@@ -37,7 +37,7 @@ def _parse_pairs(items: list[str] | None, sep: str, what: str) -> dict[str, str]
 @app.command("add")
 def add(
     name: Annotated[str, typer.Argument(help="Server name: letters, digits, `_`, `-`; at most 64. Or a registry "
-                                        "name `io.github.owner/server[@VERSION]`, or a bundle file `./x.mcpb`.")],
+                                        "name `io.github.owner/server\\[@VERSION]`, or a bundle file `./x.mcpb`.")],
     command: Annotated[list[str] | None, typer.Argument(
         help="For a stdio server, after `--`: the command and its arguments.", show_default=False)] = None,
     url: Annotated[str | None, typer.Option("--url", help="URL of a remote (streamable HTTP) server.")] = None,
@@ -82,7 +82,7 @@ def add(
 ) -> None:
     """Define a server: writes the atom `atoms/mcp/NAME.toml`; the supervisor connects it live.
 
-    A registry name (`io.github.owner/server[@VERSION]`) or a bundle (`./x.mcpb`) instead of
+    A registry name (`io.github.owner/server\\[@VERSION]`) or a bundle (`./x.mcpb`) instead of
     NAME installs it: the exact version is written, the variables it needs are asked for on
     a terminal (else given with --env, --header, --arg), and its tools are pinned when it
     first connects (docs/registry.md).
@@ -121,15 +121,26 @@ def add(
     defn: dict[str, Any] = {}
     why: str | None = None
     kind = transport or ("http" if url is not None else "stdio")
+    if kind == "sse":  # other tools' spelling for a legacy HTTP+SSE server
+        raise InvalidInput("--transport sse: leave it out and give the SSE endpoint with --url; monad finds a "
+                           "legacy HTTP+SSE server by itself (docs/supervisor.md)")
     if kind not in ("stdio", "http"):
         raise InvalidInput(f"--transport must be stdio or http, got {kind!r}")
+    if url is None and command and command[0].lower().startswith(("http://", "https://")):
+        # `claude mcp add [--transport http] NAME URL`: the URL in the command's place.
+        from monad_cli.core.redact import redact_url
+
+        raise InvalidInput(f"`{cut(redact_url(command[0]))}` is a URL: a remote server takes it with --url: "
+                           f"`monad mcp add {name} --url URL`")
     defn["transport"] = kind
     if kind == "stdio":
         if url:
             raise InvalidInput("--url is for http servers; a stdio server takes `-- COMMAND [ARGS]`")
+        # `add -- CMD [ARGS]`: the name was left out and CMD taken for it. No server name has a
+        # slash and no command starts with `-` (a bare `add -- sh` cannot be told from `add sh`).
+        if ("/" in name and not command) or (command and command[0].startswith("-")):
+            raise InvalidInput(f"the server's name is missing: `monad mcp add NAME -- {name} ...`")
         if not command:
-            if "/" in name:  # `add -- /path/to/cmd`: no server name has a slash, the name was left out
-                raise InvalidInput(f"the server's name is missing: `monad mcp add NAME -- {name} ...`")
             raise InvalidInput(f"server `{name}` needs a command: `monad mcp add {name} -- COMMAND [ARGS]`")
         defn["command"] = command[0]
         if command[1:]:
@@ -160,7 +171,8 @@ def add(
             raise InvalidInput("--header/--bearer-token/--oauth/--client-* are for http servers (use --url)")
     else:
         if command:
-            raise InvalidInput("an http server takes --url, not a command after `--`")
+            raise InvalidInput(f"an http server takes its URL with --url (`monad mcp add {name} --url URL`), "
+                               f"not a command")
         if not url:
             raise InvalidInput(f"server `{name}` needs --url for an http server")
         if env or cwd:

@@ -18,7 +18,7 @@ def metrics(
     """Print the supervisor's metrics in the Prometheus text exposition format: the same text
     its `GET /metrics` serves.
 
-    Needs telemetry on (`[telemetry] enabled = true` in settings.toml, or an
+    Needs telemetry on (`\\[telemetry] enabled = true` in settings.toml, or an
     `OTEL_EXPORTER_OTLP_ENDPOINT` in the supervisor's environment). `--where` prints the URL
     of the loopback `/metrics` listener and the path of the file holding its bearer token
     (for a Prometheus scrape config); `--json` with it prints `{"url", "tokenFile"}`.

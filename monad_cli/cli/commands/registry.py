@@ -95,7 +95,7 @@ def search(
     """Search the MCP Registry (and the other registries of settings.toml) for servers.
 
     Shows the latest version of each, with how it runs (npm, pypi, oci, mcpb packages;
-    remote streamable-http or sse). Install one with `monad mcp add NAME[@VERSION]`.
+    remote streamable-http or sse). Install one with `monad mcp add NAME\\[@VERSION]`.
     MONAD_REGISTRY_URL (one base URL) replaces the configured registries.
     """
     from monad_cli.registry.api import Registries

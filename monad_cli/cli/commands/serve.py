@@ -14,7 +14,7 @@ import typer
 from monad_cli.cli import render
 from monad_cli.cli.commands._common import supervisor
 from monad_cli.cli.commands.tools import DEFAULT_APPROVAL_TIMEOUT_S
-from monad_cli.core.errors import InvalidInput
+from monad_cli.core.errors import InvalidInput, MonadError
 from monad_cli.core.paths import paths
 
 
@@ -99,12 +99,18 @@ def serve(
         render.info("monad mcp serve: an MCP server speaking JSON-RPC on stdin/stdout, for agents: an MCP "
                     "client runs it as a stdio server (`monad mcp connect CLIENT` writes that entry); "
                     "Ctrl-C stops it")
-    client = supervisor()  # starts it if needed
-    if not client.get("/v1/settings/mcp-servers/status")["servers"]:
-        # Typically a client that does not pass MONAD_HOME: it reaches another (empty) home.
-        render.info(f"monad mcp serve: no server is defined in MONAD_HOME `{paths().home}`, so it serves no "
-                    f"tools; add one with `monad mcp add`, or set MONAD_HOME in the client's entry")
-    opened = relay.open_relay(paths(), hello, fds=[0, 1] if hand_over else None)
+    try:
+        client = supervisor()  # starts it if needed
+        if not client.get("/v1/settings/mcp-servers/status")["servers"]:
+            # Typically a client that does not pass MONAD_HOME: it reaches another (empty) home.
+            render.info(f"monad mcp serve: no server is defined in MONAD_HOME `{paths().home}`, so it serves no "
+                        f"tools; add one with `monad mcp add`, or set MONAD_HOME in the client's entry")
+        opened = relay.open_relay(paths(), hello, fds=[0, 1] if hand_over else None)
+    except MonadError as e:
+        if not http and not sys.stdin.isatty():
+            # The client shows an error answer; our stderr it keeps to itself.
+            relay.refuse_requests(f"monad mcp serve: {e}")
+        raise
     if http:
         render.info(f"monad gateway: {opened.answer['url']} (bearer token in `{opened.answer['tokenFile']}`); "
                     f"Ctrl-C stops it")

@@ -37,9 +37,11 @@ def tools(
 ) -> None:
     """Tools of the connected servers under their exposed names (`SERVER__TOOL`).
 
-    `--json` adds each tool's description, inputSchema, original name and whether it is
-    auto-approved. Name collisions, and tools a server listed that monad could not take
-    (a repeated name, an unusable schema), are reported on stderr. Tools the gateway defers until
+    APPROVAL is `auto` (in the server's `trust.autoApproveTools`) or `ask` (the approval gate
+    asks); GATEWAY is `listed`, `deferred` or `hidden` (below). `--json` adds each tool's
+    description, inputSchema, original name and whether it is auto-approved. Name collisions,
+    and tools a server listed that monad could not take (a repeated name, an unusable schema),
+    are reported on stderr. Tools the gateway defers until
     `load_tools` are marked `deferred` (`monad mcp call` calls them directly). Tools a tool
     filter hides are listed as `hidden` with the rule (`hidden` in --json, null when shown);
     no gateway lists them and every call of them is refused (docs/filtering.md).
@@ -57,9 +59,10 @@ def tools(
             render.warn(describe_collision(c))
     for item in answer.get("leftOut", []):
         render.warn(f"server `{item['server']}`: {item['reason']}")
-    render.table([{"name": t["name"], "auto": "auto" if t.get("autoApproved") else "",
+    # Every cell says something: a blank read as missing data (new-user trial).
+    render.table([{"name": t["name"], "auto": "auto" if t.get("autoApproved") else "ask",
                    "deferred": f"hidden: {t['hidden']}" if t.get("hidden") else
-                   "deferred" if t.get("deferred") else "",
+                   "deferred" if t.get("deferred") else "listed",
                    "description": _first_line(t.get("description") or "")} for t in listed],
                  [("name", "tool"), ("auto", "approval"), ("deferred", "gateway"), ("description", "description")],
                  empty=(f"server `{server}` exposes no tools (is it connected? `monad mcp status {server}`)"
@@ -306,7 +309,10 @@ def pin(name: Annotated[str, typer.Argument(help="Server name.")], as_json: Json
     info = supervisor().get(f"/v1/tools/sets/{_quote(name)}")
     digest = info.get("hash")
     if not digest:
-        raise MonadError(f"server `{name}` is {info['state']}, so its tool set is unknown; pin it once it is "
+        from monad_cli.cli.commands._status import _STATE_WORDS
+
+        words = _STATE_WORDS.get(info["state"], f"is {info['state']}")  # "is waiting to retry", not "is backoff"
+        raise MonadError(f"server `{name}` {words}, so its tool set is unknown; pin it once it is "
                          f"connected (`monad mcp wait {name}`)")
     from monad_cli.config.edits import set_trust
 

@@ -120,8 +120,10 @@ def server_routes(port: DaemonPort) -> list[Route]:
         filtered out), or None when it can reconnect."""
         filtered = port.server_filter.reason(name)
         if actor.spec is None:
+            # `monad mcp get` of an invalid definition only repeats the reason: name the file.
+            where = f"`{actor.source}`" if getattr(actor, "source", None) else "its file"
             return (f"its definition is invalid ({actor.reason})" if actor.reason else
-                    "its definition is invalid") + f"; fix it (`monad mcp get {name}`) and it connects live"
+                    "its definition is invalid") + f"; it connects live once {where} is fixed"
         if not actor.spec.enabled:
             return f"disabled (enabled = false); `monad mcp enable {name}` connects it"
         return f"filtered out: {filtered}" if filtered else None

@@ -3,7 +3,7 @@
 // Every view hears every event, shown or not, so switching views never needs a reload.
 
 import { ApprovalsPanel } from "./approvals.js";
-import { h, replaceChildren, setText } from "./dom.js";
+import { h, replaceChildren, setText, withCode } from "./dom.js";
 import { LiveStream } from "./events.js";
 import { SERVERS_HASH, ServersView } from "./servers.js";
 
@@ -38,7 +38,7 @@ function showStatus(state) {
 // Messages after an action: in a corner that covers no control (clicks go through), long
 // enough to read (8 s, errors 15 s, or until dismissed with their button).
 function notify(message, isError = false) {
-  const toast = h("p", { class: isError ? "toast error" : "toast" }, h("span", {}, message),
+  const toast = h("p", { class: isError ? "toast error" : "toast" }, h("span", {}, withCode(message)),
     h("button", { type: "button", class: "small", "aria-label": "Dismiss message", onclick: () => toast.remove() }, "×"));
   toasts.append(toast);
   while (toasts.children.length > 3) toasts.firstChild.remove();

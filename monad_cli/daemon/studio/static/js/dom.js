@@ -32,6 +32,12 @@ export function setText(el, text) {
   if (el.textContent !== value) el.textContent = value;
 }
 
+/** A message as nodes: what monad writes in backticks (`monad mcp get time`, a file, a name)
+ *  becomes <code>, the rest stays text. The CLI's messages are the page's messages. */
+export function withCode(message) {
+  return String(message).split(/`([^`\n]+)`/).map((part, i) => (i % 2 ? h("code", {}, part) : part));
+}
+
 export function replaceChildren(el, ...children) {
   el.replaceChildren();
   return append(el, children);

@@ -5,7 +5,7 @@
 // in a password input, is sent once, and is never shown back (the answer carries no value).
 
 import { api } from "./api.js";
-import { append, h, listIndex, replaceChildren, setText } from "./dom.js";
+import { append, h, listIndex, replaceChildren, setText, withCode } from "./dom.js";
 import { serverHash } from "./servers.js";
 
 const COLUMNS = ["Name", "Version", "Runs", "Description"];
@@ -79,7 +79,7 @@ export class RegistryView {
     try {
       answer = await api("GET", `/v1/registry/servers?${query}`);
     } catch (err) {
-      setText(this.status, `The registry search failed: ${err.message}`);
+      replaceChildren(this.status, "The registry search failed: ", withCode(err.message));
       this.moreButton.disabled = false;
       return;
     }

@@ -212,18 +212,23 @@ export class ServersView {
     const enable = { verb: "Enable", run: () => this.setEnabled(name, true) };
     const disable = { verb: "Disable", run: () => this.setEnabled(name, false) };
     const reconnect = { verb: "Reconnect", run: () => this.reconnect(name) };
+    const details = { verb: "Details", run: () => this.select(name) };
+    // No valid definition (a config error): the supervisor refuses to reconnect it, so its
+    // reason and file come first.
+    const invalid = !preset && row.enabled === null;
     let primary = reconnect;
     if (canAuthorize && row.state === "needs-auth") primary = authorize;
     else if (!preset && !enabled) primary = enable;
+    else if (invalid) primary = details;
     const all = [
-      { verb: "Details", run: () => this.select(name) },
+      details,
       preset ? null : { verb: "Edit", run: () => this.edit(name) },
       preset ? null : (enabled ? disable : enable),
       canAuthorize ? authorize : null,
       reconnect,
       preset ? null : { verb: "Remove", run: () => this.remove(name), danger: true },
     ].filter(Boolean);
-    return { primary, rest: all.filter((v) => v.verb !== primary.verb), all, key: JSON.stringify([preset, canAuthorize, enabled, row.state === "needs-auth"]) };
+    return { primary, rest: all.filter((v) => v.verb !== primary.verb), all, key: JSON.stringify([preset, canAuthorize, enabled, row.state === "needs-auth", invalid]) };
   }
 
   actions(entry) {

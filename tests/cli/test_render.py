@@ -1,0 +1,28 @@
+"""`render.table` without a terminal (a pipe, a file): columns line up by what a terminal
+shows, so a wide character (CJK, emoji) counts two cells. Found by a new-user trial: a hand-made
+`atoms/mcp/時間.toml` pushed its row's SOURCE and REASON columns two cells to the right."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from monad_cli.cli import render
+
+
+def test_columns_line_up_with_wide_characters(capsys: Any) -> None:
+    render.table([{"name": "時間", "state": "failed", "source": "atoms/mcp/時間.toml"},
+                  {"name": "time", "state": "connected", "source": "atoms/mcp/time.toml"},
+                  {"name": "café", "state": "idle", "source": "x"}],
+                 [("name", "name"), ("state", "state"), ("source", "source")])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == ["NAME  STATE      SOURCE",
+                     "時間  failed     atoms/mcp/時間.toml",
+                     "time  connected  atoms/mcp/time.toml",
+                     "café  idle       x"], lines
+
+
+def test_a_list_value_ends_its_key_line_with_no_trailing_blanks(capsys: Any) -> None:
+    render.key_values([("name", "time"), ("tools", ["get_current_time", "convert_time"]), ("stderr tail", [])])
+    assert capsys.readouterr().out.splitlines() == [
+        "name         time", "tools", "               get_current_time", "               convert_time",
+        "stderr tail  -"]

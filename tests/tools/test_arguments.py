@@ -1,0 +1,42 @@
+"""`monad mcp call --arg` / `--args-json` numbers JSON cannot carry (found by a new-user trial:
+`--arg a=1e400` was sent as `null`, and the server answered "expected number, received null")."""
+
+from __future__ import annotations
+
+import pytest
+
+from monad_cli.core.errors import InvalidInput
+from monad_cli.tools.arguments import build_arguments, convert_value
+
+SCHEMA = {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "integer"}}}
+
+
+@pytest.mark.parametrize("value", ["1e400", "-1e400", "inf", "-Infinity", "nan", "NaN"])
+def test_a_number_json_cannot_carry_is_refused_before_the_call(value: str) -> None:
+    with pytest.raises(InvalidInput, match=f"--arg a: expected a finite number, got '{value}'"):
+        convert_value("a", value, {"type": "number"})
+    assert convert_value("a", "1e300", {"type": "number"}) == 1e300
+    assert convert_value("b", "12", {"type": "integer"}) == 12
+
+
+@pytest.mark.parametrize("text", ['{"a": NaN}', '{"a": Infinity}', '{"a": -Infinity}', '{"a": 1e400}'])
+def test_args_json_with_a_number_json_cannot_carry_is_refused(text: str) -> None:
+    with pytest.raises(InvalidInput, match="--args-json: `a` is not a finite number"):
+        build_arguments(SCHEMA, [], text)
+    assert build_arguments(SCHEMA, [], '{"a": 1.5, "b": [1e3]}') == {"a": 1.5, "b": [1000.0]}
+
+
+def test_a_missing_required_argument_names_the_unknown_one_given_instead() -> None:
+    """`--arg tz=UTC` for a tool that takes `timezone` said only "'timezone' is a required
+    property"; it now also names `tz` and what the tool takes."""
+    from monad_cli.tools.arguments import validate_arguments
+
+    schema = {"type": "object", "properties": {"timezone": {"type": "string"}, "format": {"type": "string"}},
+              "required": ["timezone"]}
+    with pytest.raises(InvalidInput) as e:
+        validate_arguments(schema, {"tz": "UTC"}, "time__get_current_time")
+    assert str(e.value) == ("tool `time__get_current_time`: arguments: 'timezone' is a required property; "
+                            "`tz` is not one of its arguments (it takes: format, timezone)")
+    with pytest.raises(InvalidInput) as e:
+        validate_arguments(schema, {}, "time__get_current_time")
+    assert str(e.value) == "tool `time__get_current_time`: arguments: 'timezone' is a required property"
