@@ -34,3 +34,19 @@ def test_cli_docs_show_no_html_entities_in_code() -> None:
     assert any('"' in s for s in spans)  # `{"url", "port", "started"}` of `monad studio`
     assert not [s for s in spans if re.search(r"&(quot|#x27|lt|gt|amp);", s)]
     assert "&quot;" not in text and "&#x27;" not in text
+
+
+def test_readme_says_how_to_approve_a_call_without_a_terminal() -> None:
+    """Found by a new-user trial: the Quick start's "answer `y`" assumed a terminal. The lines
+    after it name the ways without one, and each is the CLI's own (`--yes`, `approvals allow`)."""
+    import subprocess
+    import sys
+
+    text = (ROOT / "README.md").read_text()
+    start = text.index("monad mcp call time__get_current_time")
+    said = " ".join(line.split("#", 1)[1].strip() for line in text[start:].splitlines()[:3])
+    assert "no terminal" in said and "`--yes`" in said and "Studio" in said, said
+    assert "`monad approvals allow ID`" in said, said
+    for argv, word in ((["mcp", "call", "--help"], "--yes"), (["approvals", "allow", "--help"], "ID")):
+        r = subprocess.run([sys.executable, "-m", "monad_cli", *argv], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0 and word in r.stdout, r

@@ -200,6 +200,7 @@ def main(argv: list[str] | None = None) -> int:
                        "`monad env set NAME < file`")
         if message.strip():  # a group run without a command has printed its help: nothing to add
             message, hint = _other_tools_word(where, message)
+            message, hint = _scope_word(where, message, hint)
             hint = hint or _server_hint(ctx, message) or _command_hint(where, message, args)
             render.error(f"{message.rstrip('.')}{hint} (see `{where} --help`)")
         return int(getattr(e, "exit_code", 2))
@@ -279,6 +280,21 @@ def _other_tools_word(where: str, message: str) -> tuple[str, str]:
     if where != "monad mcp" or m is None or m.group(1) not in _OTHER_WORDS:
         return message, ""
     return f"No such command '{m.group(1)}'", _OTHER_WORDS[m.group(1)]
+
+
+# `claude mcp add -s user|project|local`: a scope says which agents see a server. monad has one.
+_ONE_SCOPE = "monad has one scope, the atoms under MONAD_HOME, shared by every agent: drop `{}`"
+
+
+def _scope_word(where: str, message: str, hint: str) -> tuple[str, str]:
+    """(message, hint) for `monad mcp add -s user ...` (claude's scope option): click's message
+    without its list of possible options, and that monad has no scopes to choose from."""
+    import re
+
+    m = re.match(r"No such option: (-s|--scope)\b", message.strip())
+    if not where.startswith("monad mcp") or m is None:
+        return message, hint
+    return f"No such option: {m.group(1)}", "; " + _ONE_SCOPE.format(m.group(1))
 
 
 def _command_hint(where: str, message: str, args: list[str]) -> str:

@@ -5,15 +5,19 @@ older rows and gives their space back (`journal.retention`), and in a fleet dele
 supervisor's older rows from the shared journal too (`journal.pg_retention`),
 in a worker thread, in batches, so calls never wait on it. A journal made before
 incremental vacuum keeps the freed pages for new rows until `monad journal prune` converts
-it (a full VACUUM is for a person to start, not for a supervisor under load)."""
+it (a full VACUUM is for a person to start, not for a supervisor under load). The same round
+deletes the stderr logs of servers removed longer than `keep` ago (`prune_server_logs`)."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Collection
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from monad_cli.daemon.sessions.stderr import prune_logs
 from monad_cli.journal import retention
 
 if TYPE_CHECKING:
@@ -64,9 +68,29 @@ def _prune_shared(journal: Journal, keep_s: float) -> dict[str, Any] | None:
         return None
 
 
-async def keep_journal(journal: Journal, *, every_s: float = EVERY_S) -> None:
+def prune_server_logs(journal: Journal, folder: Path, defined: Collection[str]) -> dict[str, int] | None:
+    """One round (blocking) over `logs/servers/`: the stderr logs of servers not in `defined`,
+    last written longer than `[journal] keep` ago, are deleted (their journal rows go at the same
+    age); returns the bytes deleted per server, journaled as one `daemon` event when any were.
+    None when rows are kept forever: then the logs are kept too."""
+    keep_s = journal.settings.keep_s
+    if keep_s is None:
+        return None
+    deleted = prune_logs(folder, defined=defined, older_than_s=keep_s)
+    if deleted:
+        names = ", ".join(f"`{name}`" for name in deleted)
+        journal.record("daemon", reason=f"deleted the stderr logs of servers removed more than {keep_s / 86400:g} days "
+                                        f"ago: {names} ({sum(deleted.values())} bytes)",
+                       detail={"serverLogs": deleted})
+    return deleted
+
+
+async def keep_journal(journal: Journal, *, every_s: float = EVERY_S, server_logs: Path | None = None,
+                       defined: Callable[[], Collection[str]] = frozenset) -> None:
     """Check the file, then prune now and every `every_s` seconds; never returns (cancel it).
-    A failed round is logged and tried again at the next."""
+    With `server_logs` (the `logs/servers/` folder), each round also deletes the old stderr
+    logs of servers no longer `defined()` (the names taken on the event loop, not in the
+    worker thread). A failed round is logged and tried again at the next."""
     try:
         verdict = await anyio.to_thread.run_sync(journal.quick_check)
         journal.record("daemon", reason=f"journal checked (PRAGMA quick_check): {verdict}",
@@ -78,4 +102,9 @@ async def keep_journal(journal: Journal, *, every_s: float = EVERY_S) -> None:
             await anyio.to_thread.run_sync(prune_once, journal)
         except Exception:
             log.exception("journal prune failed")
+        if server_logs is not None:
+            try:
+                await anyio.to_thread.run_sync(prune_server_logs, journal, server_logs, frozenset(defined()))
+            except Exception:
+                log.exception("server log prune failed")
         await anyio.sleep(every_s)

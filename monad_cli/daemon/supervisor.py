@@ -4,6 +4,7 @@ serves the control API and the gateway, and journals every state change (docs/su
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import signal
@@ -473,7 +474,9 @@ class Supervisor:
                 tg.start_soon(watch_definitions, self.paths, self.stop_event, self.reconcile)
                 # PRAGMA quick_check (it reads the whole file: ~2 s at a million calls), then
                 # `[journal] keep`: prune now and daily; in worker threads, off the start's path.
-                tg.start_soon(keep_journal, journal)
+                # Removed servers' stderr logs go at the same age as their rows.
+                tg.start_soon(functools.partial(keep_journal, journal, server_logs=self.paths.server_logs_dir,
+                                                defined=lambda: self.actors.keys()))
                 tg.start_soon(keep_trying)  # daemon.log's held lines, when nothing else logs
                 await self.stop_event.wait()
                 self.stopping = True

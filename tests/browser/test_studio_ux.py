@@ -6,6 +6,8 @@ finding no serious or critical violation on any view or dialog, nothing scrollin
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -419,3 +421,35 @@ def test_a_server_whose_file_is_broken_offers_its_details_not_a_reconnect_that_f
     path.write_text('command = "mcp-server-time"\n')
     expect(state_of(page, "broken")).to_have_text("connected", timeout=30_000)
     expect(row.get_by_role("button", name="Reconnect broken", exact=True)).to_be_visible()
+
+
+def test_reasons_in_the_list_and_the_journal_set_backticked_names_as_code_and_stay_text(
+        monad: Any, page: Any, monad_home: Path) -> None:
+    """Found by a new-user trial: the server list's reason cell and the pane's journal rows
+    showed monad's backticked names with their backticks (toasts set them as code). A server's
+    own words go in a reason too (its stderr), so hostile markup there stays text: no <img>
+    is made, its onerror never runs."""
+    hostile = "<img src=x onerror=window.pwned=1>"
+    line = f"cannot open `{hostile}`; see `settings.toml`"
+    code = f"import sys; print({line!r}, file=sys.stderr); sys.exit(3)"
+    write_atom(monad_home, "bad", f"command = {json_str(sys.executable)}\nargs = [\"-c\", {json_str(code)}]\n")
+    _open(monad, page)
+    cell = server_row(page, "bad").locator("td.col-2")
+    expect(cell.locator("code").first).to_have_text(hostile, timeout=30_000)
+    expect(cell.locator("code").nth(1)).to_have_text("settings.toml")
+    assert "`" not in cell.inner_text(), cell.inner_text()
+    server_row(page, "bad").get_by_role("link", name="bad").click()
+    pane = page.locator("#details")
+    journal = pane.get_by_role("table", name="Journal rows")
+    expect(journal.locator("td code").filter(has_text="settings.toml").first).to_be_visible()
+    assert "`" not in journal.inner_text(), journal.inner_text()
+    state = pane.locator("dl.facts dd").first
+    expect(state.locator("code").first).to_have_text(hostile)
+    assert page.locator("img").count() == 0
+    assert page.evaluate("() => window.pwned") is None
+    assert _axe_problems(page, "a reason with code") == []
+
+
+def json_str(text: str) -> str:
+    """A TOML basic string (JSON's escapes are TOML's)."""
+    return json.dumps(text)

@@ -108,3 +108,19 @@ def test_other_tools_words_for_a_command_name_monads(word: str, hint: str, monad
                        timeout=60)
     assert r.returncode == 2 and r.stderr.startswith(f"error: No such command '{word}'; "), r.stderr
     assert hint in r.stderr and "Did you mean" not in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+@pytest.mark.parametrize("argv", [
+    ["add", "-s", "user", "time", "--", "mcp-server-time"], ["add", "time", "-s", "project", "--", "mcp-server-time"],
+    ["remove", "-s", "user", "time"], ["remove", "--scope", "user", "time"],
+    ["add", "--scope", "user", "time", "--", "mcp-server-time"],
+])
+def test_claudes_scope_option_says_monad_has_one_scope(argv: list[str], monad_home: Path) -> None:
+    """Found by a new-user trial: `monad mcp add -s user ...` (claude's scope) got only "No such
+    option: -s", and `--scope user` on a stdio server was taken as an OAuth scope and dropped."""
+    r = subprocess.run([sys.executable, "-m", "monad_cli", "mcp", *argv], capture_output=True, text=True,
+                       timeout=60, env={**os.environ, "MONAD_NO_AUTOSTART": "1"})
+    assert r.returncode != 0 and r.stderr.count("\n") == 1, r
+    assert "monad has one scope, the atoms under MONAD_HOME, shared by every agent: drop" in r.stderr, r.stderr
+    assert "Possible options" not in r.stderr and "put its command after `--`" not in r.stderr, r.stderr
+    assert not (monad_home / "atoms" / "mcp" / "time.toml").exists()

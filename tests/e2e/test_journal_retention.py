@@ -3,16 +3,20 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from monad_cli.daemon.retention import prune_once
 from monad_cli.journal import retention
 from monad_cli.journal import tools as jt
 from monad_cli.journal.db import Journal
 from monad_cli.journal.settings import JournalSettings
+from tests.conftest import wait_for, write_atom
 
 DAY = 86400.0
 
@@ -138,3 +142,52 @@ def test_the_supervisor_round_keeps_unshipped_fleet_rows_and_says_what_it_did(tm
         assert prune_once(j) is None
     finally:
         j.close()
+
+
+def test_the_supervisor_round_deletes_the_stderr_logs_of_servers_removed_longer_than_keep(
+        supervisor_home: Path, monad: Any) -> None:
+    """Found by a new-user trial: `logs/servers/NAME.stderr.log*` of removed servers were never
+    deleted (10 MB and three rotations each). The round deletes them once their last line is older than `keep`,
+    as it does their journal rows; a defined server's logs and a recent removal's stay."""
+    logs = supervisor_home / "logs" / "servers"
+    old = time.time() - 100 * DAY
+    files = {"gone.stderr.log": old, "gone.stderr.log.1": old - DAY, "gone.stderr.log.3": old - 2 * DAY,
+             "recent.stderr.log": time.time(), "time.stderr.log.2": old, "notes.txt": old}
+    for name, mtime in files.items():
+        (logs / name).write_text("x" * 1000 + "\n")
+        os.utime(logs / name, (mtime, mtime))
+    r = monad("daemon", "start")
+    assert r.code == 0, r
+    try:
+        wait_for(lambda: not (logs / "gone.stderr.log").exists(), timeout=60)
+        left = sorted(p.name for p in logs.iterdir())
+        assert [n for n in left if n.startswith("gone.")] == [], left
+        assert {"recent.stderr.log", "time.stderr.log.2", "notes.txt"} <= set(left), left
+        r = monad("journal", "--json", "-n", "200")
+        assert r.code == 0, r
+        said = [e for e in r.json() if "stderr logs" in (e.get("reason") or "")]
+        assert len(said) == 1 and "`gone` (3003 bytes)" in said[0]["reason"], said
+        assert "removed more than 90 days ago" in said[0]["reason"], said
+    finally:
+        monad("daemon", "stop")
+
+
+def test_keep_forever_keeps_removed_servers_logs_too(tmp_path: Path) -> None:
+    from monad_cli.daemon.retention import prune_server_logs
+
+    (tmp_path / "gone.stderr.log").write_text("x\n")
+    os.utime(tmp_path / "gone.stderr.log", (0, 0))
+    j = Journal(tmp_path / "forever.db", settings=JournalSettings(home=str(tmp_path), host="here", keep_s=None))
+    try:
+        assert prune_server_logs(j, tmp_path, defined=set()) is None
+        assert (tmp_path / "gone.stderr.log").exists()
+    finally:
+        j.close()
+
+
+@pytest.fixture
+def supervisor_home(monad_home: Path) -> Path:
+    """MONAD_HOME with one defined server, `time`, and its logs folder."""
+    write_atom(monad_home, "time", 'command = "mcp-server-time"\n')
+    (monad_home / "logs" / "servers").mkdir(parents=True, exist_ok=True)
+    return monad_home

@@ -167,6 +167,9 @@ def add(
                 defn["cwd"], why = recorded
         if env:
             defn["env"] = _parse_pairs(env, "=", "--env")
+        if scope:  # claude's `--scope user`, or an OAuth scope where there is no OAuth: both lost
+            raise InvalidInput("--scope is an OAuth scope, for http servers; for claude's `--scope user|project`, "
+                               "monad has one scope, the atoms under MONAD_HOME, shared by every agent: drop it")
         if header or bearer_token or oauth or client_credentials or client_id or client_secret or private_key:
             raise InvalidInput("--header/--bearer-token/--oauth/--client-* are for http servers (use --url)")
     else:

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 import anyio
@@ -33,6 +34,41 @@ MAX_LINE_CHARS = 500
 _VALIDATION_START = re.compile(r"Failed to validate (request|notification)\b|\d+ validation errors? for ")
 _VALIDATION_MORE = re.compile(r"\s|[A-Za-z_][\w-]*(\.[\w-]+|\[[^\]]*\])+\Z")
 PROBE_METHOD = "server/discover"
+# `NAME.stderr.log` and its rotations `NAME.stderr.log.1` … `.LOG_BACKUPS`.
+_LOG_FILE = re.compile(r"(?P<name>.+)\.stderr\.log(\.\d+)?")
+
+
+def prune_logs(folder: Path, *, defined: Collection[str], older_than_s: float,
+               now: float | None = None) -> dict[str, int]:
+    """Delete the stderr logs (`NAME.stderr.log` and its rotations) of servers not in `defined`
+    whose newest file was last written more than `older_than_s` seconds ago; returns the bytes
+    deleted per server name. A defined server's logs are never touched (they are size-capped);
+    a file that cannot be read or deleted is left for the next round."""
+    now = time.time() if now is None else now
+    groups: dict[str, list[os.DirEntry[str]]] = {}
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:  # no folder yet (no stdio server ever ran), or unreadable
+        return {}
+    for entry in entries:
+        m = _LOG_FILE.fullmatch(entry.name)
+        if m and m["name"] not in defined and entry.is_file(follow_symlinks=False):
+            groups.setdefault(m["name"], []).append(entry)
+    deleted: dict[str, int] = {}
+    for name, files in sorted(groups.items()):
+        try:
+            sizes = {f.path: f.stat(follow_symlinks=False) for f in files}
+        except OSError:
+            continue
+        if now - max(st.st_mtime for st in sizes.values()) < older_than_s:
+            continue
+        for path, st in sizes.items():
+            try:
+                os.unlink(path)
+            except OSError:
+                continue
+            deleted[name] = deleted.get(name, 0) + st.st_size
+    return deleted
 
 
 class StderrSink:

@@ -4,7 +4,7 @@
 
 import { api } from "./api.js";
 import { AuthorizeDialog, confirmDialog } from "./dialogs.js";
-import { enc, h, listIndex, replaceChildren, setText, when } from "./dom.js";
+import { enc, h, listIndex, replaceChildren, setText, when, withCode } from "./dom.js";
 import { ServerForm } from "./form.js";
 
 const PRESETS = "features/presets.toml";
@@ -163,7 +163,7 @@ export class ServersView {
       const link = h("a", { href: serverHash(row.name), class: "server-link", title: row.name });
       cells[0].append(link);
       const tr = h("tr", { dataset: { name: row.name } }, cells);
-      entry = { tr, cells, badge, link, data: null, actionsKey: null };
+      entry = { tr, cells, badge, link, data: null, actionsKey: null, why: null };
       this.rows.set(row.name, entry);
     }
     entry.data = row;
@@ -173,7 +173,9 @@ export class ServersView {
     entry.badge.className = `badge state-${row.state}`;
     entry.tr.dataset.state = row.state;
     const why = reasonOf(row);
-    setText(reason, why);
+    // monad's backticked names as code, as toasts show them; rebuilt only when the text changed.
+    if (entry.why !== why) replaceChildren(reason, withCode(why));
+    entry.why = why;
     if (reason.title !== why) reason.title = why; // the whole reason on hover; the pane has it too
     setText(tools, row.toolsRefused ? "refused" : dash(row.tools)); // a pin mismatch registers none
     entry.link.setAttribute("aria-current", this.openName === row.name ? "true" : "false");
@@ -437,8 +439,8 @@ function statusPart(status, row) {
   const info = status.serverInfo;
   return h("dl", { class: "facts" },
     h("dt", {}, "State"), h("dd", {}, h("span", { class: `badge state-${status.state}` }, status.state),
-                                      status.reason ? ` ${status.reason}` : ""),
-    row.configError ? [h("dt", {}, "Config"), h("dd", {}, reasonOf(row))] : null,
+                                      status.reason ? [" ", withCode(status.reason)] : ""),
+    row.configError ? [h("dt", {}, "Config"), h("dd", {}, withCode(reasonOf(row)))] : null,
     h("dt", {}, "Since"), h("dd", {}, when(status.since)),
     h("dt", {}, "Transport"), h("dd", {}, dash(row.transport)),
     h("dt", {}, "Protocol"), h("dd", {}, dash(row.protocolVersion)),
@@ -494,6 +496,6 @@ function journalPart(journal) {
       h("thead", {}, h("tr", {}, columns.map((c) => h("th", { scope: "col" }, c)))),
       h("tbody", {}, rows.map((r) => h("tr", {},
         h("td", {}, when(r.ts)), shared ? h("td", {}, dash(r.host)) : null, h("td", {}, r.kind),
-        h("td", {}, dash(r.state)), h("td", {}, r.reason || "")))))
+        h("td", {}, dash(r.state)), h("td", {}, withCode(r.reason || ""))))))
       : h("p", { class: "hint" }, "No rows yet."));
 }
