@@ -88,14 +88,18 @@ def _stop_supervisor(home: Path) -> None:
         os.kill(pid, 15)
     except (ProcessLookupError, FileNotFoundError):
         return
+    # A supervisor the in-process CLI autostarted is this process's child: once it exits it
+    # stays a zombie until reaped, and `os.kill(pid, 0)` still succeeds on a zombie, so this
+    # waited out its whole 15 s. pid_alive counts a zombie as gone; reap ours.
     for _ in range(300):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
+        if not pid_alive(pid):
+            break
         time.sleep(0.05)
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, 9)
+    else:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, 9)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
 
 
 class CliResult:
