@@ -11,7 +11,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import SERVERS, free_port, wait_for
+from tests.conftest import SERVERS, end_test_server, free_port, wait_for
 
 OAUTH_AS = str(SERVERS / "oauth_as.py")
 DEVICE_AS = str(SERVERS / "device_as.py")
@@ -41,12 +41,7 @@ class Servers:
 
     def stop(self) -> None:
         for p in self.procs:
-            p.terminate()
-        for p in self.procs:
-            try:
-                p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                p.kill()
+            end_test_server(p)  # killed: a graceful stop waits for the supervisor's open streams
 
 
 def stats(base: str) -> dict[str, Any]:

@@ -56,10 +56,15 @@ def test_a_refused_remote_is_retried_past_the_give_up_count_and_connects_when_it
     assert call(supervisor, "later__echo", "text=came back").out.strip() == "came back"
 
 
-def test_a_remote_that_went_away_is_not_shown_connected(supervisor: Any) -> None:
+def test_a_remote_that_went_away_is_not_shown_connected(monad: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # An idle remote that went away is found by the next ping: every 1 s here, not 30 s (the
+    # default), which this test waited out whole.
+    monkeypatch.setenv("MONAD_PING_INTERVAL", "1")
+    supervisor = monad
     port = free_port()
     server = start_edge(port)
     try:
+        assert supervisor("daemon", "start").code == 0
         assert supervisor("mcp", "add", "away", "--url", f"http://127.0.0.1:{port}/mcp").code == 0
         wait_state(supervisor, "away", "connected", timeout=60)
         server.kill()
@@ -69,6 +74,7 @@ def test_a_remote_that_went_away_is_not_shown_connected(supervisor: Any) -> None
         assert (row["reason"] and row["nextAttemptAt"] is not None) or row["state"] == "connecting", row
     finally:
         server.kill()
+        supervisor("daemon", "stop")
 
 
 def test_a_stdio_crash_loop_gives_up_and_says_so(supervisor: Any) -> None:
