@@ -30,7 +30,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 from mcp.shared._otel import extract_trace_context, inject_trace_context
-from opentelemetry import context, metrics, trace
+from opentelemetry import context, metrics, propagate, trace
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Span, SpanKind, StatusCode
 
@@ -48,6 +48,7 @@ TRANSPORTS = {"stdio": "pipe", "http": "tcp"}
 CALL = "tools/call"
 # The spans' fixed attributes, built once (a tools/call span adds its tool, ids and version).
 _TOOLS_CALL = {"mcp.method.name": CALL, "gen_ai.operation.name": "execute_tool"}
+_TOOL_ERROR = {"monad.call.outcome": "tool-error", "error.type": "tool_error"}
 # The conventions' attribute for a request's target, by method.
 _TARGETS = {CALL: "gen_ai.tool.name", "prompts/get": "gen_ai.prompt.name", "resources/read": "mcp.resource.uri",
             "resources/subscribe": "mcp.resource.uri", "resources/unsubscribe": "mcp.resource.uri"}
@@ -258,16 +259,16 @@ class Recorder:
                     ("monad.via", via))
         self._calls[key] = self._calls.get(key, 0) + 1
         span = trace.get_current_span()
-        if span.is_recording():
+        if not span.is_recording():
+            return
+        if outcome == "ok" or outcome == "detached":
             span.set_attribute("monad.call.outcome", outcome)
-            if outcome == "tool-error":
-                span.set_attribute("error.type", "tool_error")
-                span.set_status(StatusCode.ERROR)
-            elif outcome not in ("ok", "detached"):
-                # A gateway answers these as tool errors, and its span says `tool_error` once
-                # the result is out; a CLI call's span keeps the outcome (timeout, refused, …).
-                span.set_attribute("error.type", outcome)
-                span.set_status(StatusCode.ERROR)
+            return
+        # A gateway answers the others as tool errors, and its span says `tool_error` once
+        # the result is out; a CLI call's span keeps the outcome (timeout, refused, …).
+        span.set_attributes(_TOOL_ERROR if outcome == "tool-error" else
+                            {"monad.call.outcome": outcome, "error.type": outcome})
+        span.set_status(StatusCode.ERROR)
 
     # -- the approval gate -----------------------------------------------------------------
     @contextmanager
@@ -294,9 +295,14 @@ class Recorder:
     # -- upstream (CLIENT spans) -----------------------------------------------------------
     def client_request(self, method: str, target: str | None, *, server: str, transport: str,
                        protocol_version: str | None, address: tuple[str, int | None] | None,
-                       session_id: str | None) -> AbstractContextManager[Span]:
+                       session_id: str | None, current: bool = True) -> AbstractContextManager[Span]:
         """The CLIENT span of one request to an upstream server, and its duration in
-        `mcp.client.operation.duration`. `transport`: the definition's (`stdio`/`http`);
+        `mcp.client.operation.duration`. `current`: the span is made the OpenTelemetry
+        context's current one for the block, as the MCP SDK's path needs (it injects the
+        current context, and opens its own span under it); False for a direct lane, which
+        is given the span (`inject`, `request_id`) and reads no context: the context's
+        `attach` and `detach` cost ~1 µs a call in a tight loop, ~5–10 µs in the supervisor
+        (bench/README.md "Issue 27, second pass"). `transport`: the definition's (`stdio`/`http`);
         `target`: the tool (tools/call, in the name and `gen_ai.tool.name`), the prompt
         (prompts/get, in the name and `gen_ai.prompt.name`) or the resource URI
         (resources/read: `mcp.resource.uri` only, its query values and password as `***`),
@@ -337,7 +343,14 @@ class Recorder:
             if len(self._client_keys) > 1000:
                 self._client_keys.clear()
             self._client_keys[method, target, server, net] = key
-        return _Current(span, self.client_duration, key)
+        return _Current(span, self.client_duration, key, current)
+
+    @staticmethod
+    def current(span: Span) -> AbstractContextManager[Any]:
+        """`span` made the OpenTelemetry context's current one for a block (not ended at its
+        end, nothing recorded on it): a CLIENT span opened with `current=False` whose request
+        goes through the MCP SDK after all."""
+        return _Attached(span)
 
     @staticmethod
     def result(span: Span, result: Any) -> None:
@@ -354,18 +367,24 @@ class Recorder:
         span.set_status(StatusCode.ERROR)
 
     @staticmethod
-    def request_id(request_id: Any) -> None:
-        """The JSON-RPC id a direct lane gave the current request."""
-        span = trace.get_current_span()
+    def request_id(request_id: Any, span: Span | None = None) -> None:
+        """The JSON-RPC id a direct lane gave its request, on `span` (None: the current span)."""
+        if span is None:
+            span = trace.get_current_span()
         if span.is_recording():
             span.set_attribute("jsonrpc.request.id", str(request_id))
 
     @staticmethod
-    def inject(meta: dict[str, Any]) -> None:
-        """The current span's W3C context into an outgoing request's `_meta` (SEP-414), by
-        the SDK's own hook. (Writing the `traceparent` line here instead, under the default
+    def inject(meta: dict[str, Any], span: Span | None = None) -> None:
+        """`span`'s W3C context (None: the current span's) into an outgoing request's `_meta`
+        (SEP-414), through the configured propagators as the SDK's own hook writes it; the
+        context given them is the current one with `span` in it, built for this write and
+        never attached. (Writing the `traceparent` line here instead, under the default
         propagators, measured ~0.4 µs less a call in a tight loop: not worth a copy.)"""
-        inject_trace_context(meta)
+        if span is None:
+            inject_trace_context(meta)
+        else:
+            propagate.inject(meta, context=trace.set_span_in_context(span))
 
     # -- sessions --------------------------------------------------------------------------
     def connecting(self, server: str, transport: str) -> Span:
@@ -404,28 +423,45 @@ class Recorder:
 
 
 class _Current:
-    """`span` made current for a `with` block and ended at its end; then the block's duration
-    is recorded in `histogram` under `key`, plus `error.type` when it failed. A class, not a
-    generator context manager: a call opens two of these."""
+    """`span` made current for a `with` block (unless `attach` is False) and ended at its end;
+    then the block's duration is recorded in `histogram` under `key`, plus `error.type` when
+    it failed. A class, not a generator context manager: a call opens two of these."""
 
-    __slots__ = ("_histogram", "_key", "_span", "_started", "_token")
+    __slots__ = ("_attach", "_histogram", "_key", "_span", "_started", "_token")
 
-    def __init__(self, span: Span, histogram: AggregatedHistogram, key: Key) -> None:
-        self._span, self._histogram, self._key = span, histogram, key
+    def __init__(self, span: Span, histogram: AggregatedHistogram, key: Key, attach: bool = True) -> None:
+        self._span, self._histogram, self._key, self._attach = span, histogram, key, attach
 
     def __enter__(self) -> Span:
         self._started = time.perf_counter()
-        self._token = context.attach(trace.set_span_in_context(self._span))
+        if self._attach:
+            self._token = context.attach(trace.set_span_in_context(self._span))
         return self._span
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         span = self._span
         error = _mark_failed(span, exc) if isinstance(exc, Exception) else None  # not a cancellation
-        context.detach(self._token)
+        if self._attach:
+            context.detach(self._token)
         span.end()
         error = error or _span_error(span)
         self._histogram.record(time.perf_counter() - self._started,
                                (*self._key, ("error.type", error)) if error else self._key)
+
+
+class _Attached:
+    """`span` current in the OpenTelemetry context for a `with` block (`Recorder.current`)."""
+
+    __slots__ = ("_span", "_token")
+
+    def __init__(self, span: Span) -> None:
+        self._span = span
+
+    def __enter__(self) -> None:
+        self._token = context.attach(trace.set_span_in_context(self._span))
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        context.detach(self._token)
 
 
 def _server_key(method: str, target: str | None) -> Key:
