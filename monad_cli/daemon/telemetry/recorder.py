@@ -36,7 +36,7 @@ from opentelemetry.trace import Span, SpanKind, StatusCode
 
 from monad_cli.core.redact import redact_url
 from monad_cli.daemon.telemetry.aggregate import AggregatedHistogram, Aggregates, Key
-from monad_cli.daemon.telemetry.spans import CallSpans
+from monad_cli.daemon.telemetry.spans import CallSpans, current_span
 
 # The conventions' buckets for every `mcp.*.duration` histogram, in seconds.
 DURATION_BUCKETS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300)
@@ -82,11 +82,10 @@ class Recorder:
         self.sdk_scope = InstrumentationScope("mcp-python-sdk", "")
         self.scope = InstrumentationScope("monad", "")
         self.meter = meter = metrics.get_meter("monad", meter_provider=meter_provider)
-        self._client_base: dict[tuple[str, str, str | None, Any], dict[str, Any]] = {}
+        # Per target and server session: the CLIENT span's name, fixed attributes and duration series.
+        self._client_base: dict[tuple[str, str | None, str, str, str | None, Any], tuple[str, dict[str, Any], Key]] = {}
         # Per tool and agent era: the SERVER span's name, fixed attributes and duration series.
         self._server_base: dict[tuple[str, str | None, str, str | None], tuple[str, dict[str, Any], Key]] = {}
-        # Per tool and server: the CLIENT span's duration series.
-        self._client_keys: dict[tuple[str, str | None, str, str], Key] = {}
         h = aggregates.histogram
         self.server_duration = h("mcp.server.operation.duration", unit="s", boundaries=DURATION_BUCKETS,
                                  description="MCP request duration as observed on the receiver (the gateway)")
@@ -205,7 +204,7 @@ class Recorder:
 
         class MonadServerMiddleware:
             async def __call__(self, ctx: Any, call_next: Any) -> Any:
-                span = trace.get_current_span()
+                span = current_span()
                 span.set_attribute("network.transport", transport)
                 name = ctx.params.get("name") if ctx.params else None
                 target = name if isinstance(name, str) else None
@@ -228,7 +227,7 @@ class Recorder:
     def annotate_call(self, *, server: str, exposed: str, via: str, decision: str, decided_by: str,
                       call_id: int | None, arguments: Any) -> None:
         """monad's own attributes on the current (SERVER) span of a tools/call."""
-        span = trace.get_current_span()
+        span = current_span()
         if not span.is_recording():
             return
         attributes: dict[str, Any] = {"monad.server": server, "monad.tool.exposed_name": exposed, "monad.via": via,
@@ -242,7 +241,7 @@ class Recorder:
     def call(self, exposed: str, via: str) -> AbstractContextManager[Span | None]:
         """A SERVER span for a call that did not come through the gateway (`monad mcp call`,
         the Studio): a trace of its own. Inside a gateway request (a span is current) none."""
-        if trace.get_current_span().get_span_context().is_valid:
+        if current_span().get_span_context().is_valid:
             return nullcontext()
         return self._own_call(exposed, via)
 
@@ -258,7 +257,7 @@ class Recorder:
         key: Key = (("monad.server", server), ("monad.call.outcome", outcome), ("monad.approval.decision", decision),
                     ("monad.via", via))
         self._calls[key] = self._calls.get(key, 0) + 1
-        span = trace.get_current_span()
+        span = current_span()
         if not span.is_recording():
             return
         if outcome == "ok" or outcome == "detached":
@@ -308,41 +307,37 @@ class Recorder:
         (resources/read: `mcp.resource.uri` only, its query values and password as `***`),
         as the server names it. Raises what the block raises."""
         net = TRANSPORTS.get(transport, transport)
-        base_key = (server, net, protocol_version, address)
+        base_key = (method, target, server, net, protocol_version, address)
         base = self._client_base.get(base_key)
-        if base is None:  # one per server session: its attributes built once
-            base = {"network.transport": net, "monad.server": server}
+        if base is None:  # one per target and server session: its name, attributes and series built once
+            attributes: dict[str, Any] = dict(_TOOLS_CALL) if method == CALL else {"mcp.method.name": method}
+            attributes["network.transport"] = net
+            attributes["monad.server"] = server
             if protocol_version:
-                base["mcp.protocol.version"] = protocol_version
+                attributes["mcp.protocol.version"] = protocol_version
             if address is not None:
-                base["server.address"] = address[0]
+                attributes["server.address"] = address[0]
                 if address[1] is not None:
-                    base["server.port"] = address[1]
-            if len(self._client_base) > 1000:  # servers come and go: keep it bounded
-                self._client_base.clear()
-            self._client_base[base_key] = base
-        attributes: dict[str, Any] = dict(_TOOLS_CALL) if method == CALL else {"mcp.method.name": method}
-        attributes.update(base)
-        if session_id:
-            attributes["mcp.session.id"] = session_id
-        name = method
-        if target:
-            target_key = _TARGETS.get(method)
-            if target_key == "mcp.resource.uri":  # never in the span's name (the SDK's neither)
-                attributes[target_key] = redact_url(target)
-            elif target_key is not None:
-                attributes[target_key] = target
-                name = f"{method} {target}"
-        span = self.call_spans.start(self.scope, name, SpanKind.CLIENT, attributes)
-
-        key = self._client_keys.get((method, target, server, net))
-        if key is None:
-            key = (("mcp.method.name", method), ("monad.server", server), ("network.transport", net))
+                    attributes["server.port"] = address[1]
+            name = method
+            if target:
+                target_key = _TARGETS.get(method)
+                if target_key == "mcp.resource.uri":  # never in the span's name (the SDK's neither)
+                    attributes[target_key] = redact_url(target)
+                elif target_key is not None:
+                    attributes[target_key] = target
+                    name = f"{method} {target}"
+            key: Key = (("mcp.method.name", method), ("monad.server", server), ("network.transport", net))
             if method == CALL and target:
                 key += (("gen_ai.tool.name", target),)
-            if len(self._client_keys) > 1000:
-                self._client_keys.clear()
-            self._client_keys[method, target, server, net] = key
+            if len(self._client_base) > 1000:  # tools and servers come and go: keep it bounded
+                self._client_base.clear()
+            base = self._client_base[base_key] = (name, attributes, key)
+        name, fixed, key = base
+        attributes = dict(fixed)
+        if session_id:
+            attributes["mcp.session.id"] = session_id
+        span = self.call_spans.start(self.scope, name, SpanKind.CLIENT, attributes)
         return _Current(span, self.client_duration, key, current)
 
     @staticmethod
@@ -370,7 +365,7 @@ class Recorder:
     def request_id(request_id: Any, span: Span | None = None) -> None:
         """The JSON-RPC id a direct lane gave its request, on `span` (None: the current span)."""
         if span is None:
-            span = trace.get_current_span()
+            span = current_span()
         if span.is_recording():
             span.set_attribute("jsonrpc.request.id", str(request_id))
 
