@@ -36,7 +36,7 @@ from opentelemetry.trace import Span, SpanKind, StatusCode
 
 from monad_cli.core.redact import redact_url
 from monad_cli.daemon.telemetry.aggregate import AggregatedHistogram, Aggregates, Key
-from monad_cli.daemon.telemetry.spans import CallSpans, current_span
+from monad_cli.daemon.telemetry.spans import CallSpan, CallSpans, current_span
 
 # The conventions' buckets for every `mcp.*.duration` histogram, in seconds.
 DURATION_BUCKETS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300)
@@ -188,7 +188,8 @@ class Recorder:
         attributes = dict(fixed)
         if request_id is not None:
             attributes["jsonrpc.request.id"] = str(request_id)
-        span = self.call_spans.start(self.sdk_scope, name, SpanKind.SERVER, attributes, extract_trace_context(meta))
+        span = self.call_spans.start(self.sdk_scope, name, SpanKind.SERVER, attributes,
+                                     extract_trace_context(meta) if meta else None)
         return _Current(span, self.server_duration, key)
 
     def record_server(self, method: str, target: str | None, seconds: float, *, error: str | None) -> None:
@@ -482,7 +483,7 @@ def _mark_failed(span: Span, exc: Exception) -> str:
 def _span_error(span: Span) -> str | None:
     # `error.type` is set only with an ERROR status (above, and the MCP SDK's middleware):
     # read the attributes (a lookup that raises KeyError inside when absent) only then.
-    status = getattr(span, "status", None)
+    status = span._status if type(span) is CallSpan else getattr(span, "status", None)
     if status is None or status.status_code is not StatusCode.ERROR:
         return None
     attributes = getattr(span, "attributes", None)
