@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import inspect
 import pstats
 import time
 from typing import Any
@@ -25,6 +26,8 @@ from monad_cli.daemon.telemetry.sdk import install
 from monad_cli.daemon.telemetry.settings import TelemetrySettings
 
 RESULT = {"content": [{"type": "text", "text": "hello"}]}
+# Whether the tree's direct lane passes the CLIENT span itself (the second pass of issue 27).
+DIRECT = "current" in inspect.signature(Recorder.client_request).parameters
 
 
 def one(rec: Recorder, i: int) -> None:
@@ -32,12 +35,21 @@ def one(rec: Recorder, i: int) -> None:
                             transport="pipe") as span, rec.call("b__echo", "gateway"):
         rec.annotate_call(server="b", exposed="b__echo", via="gateway", decision="approved",
                           decided_by="trust.autoApproveTools", call_id=i, arguments={"text": "hello"})
-        with rec.client_request("tools/call", "echo", server="b", transport="stdio", protocol_version="2025-11-25",
-                                address=None, session_id=None) as upstream:
-            meta: dict[str, Any] = {}
-            rec.inject(meta)
-            rec.request_id(i)
-            rec.result(upstream, RESULT)
+        if DIRECT:  # the direct lane is given its CLIENT span, not made current
+            with rec.client_request("tools/call", "echo", server="b", transport="stdio",
+                                    protocol_version="2025-11-25", address=None, session_id=None,
+                                    current=False) as upstream:
+                meta: dict[str, Any] = {}
+                rec.inject(meta, upstream)
+                rec.request_id(i, upstream)
+                rec.result(upstream, RESULT)
+        else:  # a tree from before the second pass (91eff63, 7525616)
+            with rec.client_request("tools/call", "echo", server="b", transport="stdio",
+                                    protocol_version="2025-11-25", address=None, session_id=None) as upstream:
+                meta = {}
+                rec.inject(meta)
+                rec.request_id(i)
+                rec.result(upstream, RESULT)
         rec.outcome(server="b", outcome="ok", decision="approved", via="gateway")
         rec.result(span, RESULT)
 

@@ -178,7 +178,7 @@ class Supervisor:
             tasks=lambda: {n: tasks.counts(n) for n in list(self.actors)},
             fleet_queued=lambda: int(journal.status().get("queued") or 0)).recorder
         if recorder is not None:
-            journal.on_write = recorder.journal_written
+            journal.on_write = recorder.journal_write.record  # each write transaction's seconds
             self.auth.on_refresh = recorder.refreshed
         self.gateway = Gateway(self.tool_service, scrub=self.scrub)
         self._actor_context = ActorContext(

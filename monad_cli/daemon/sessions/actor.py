@@ -866,15 +866,16 @@ class ServerActor:
                 return result if result is not None else await client.call_tool(
                     tool, arguments, read_timeout_seconds=rto / 1000 if rto else None, progress_callback=progress)
         # The CLIENT span of the upstream request; its context goes into the request's `_meta`
-        # (the direct lane injects it, the SDK's dispatcher does on its path).
+        # (the direct lane is given the span; the SDK's dispatcher injects the current one).
         with recorder.client_request("tools/call", tool, server=self.name, transport=self.spec.transport
                                      if self.spec else "stdio", protocol_version=client.protocol_version,
-                                     address=self._address(), session_id=None) as span, self.inputs.serving(inputs), \
-                _wrong_shape_fails_the_call():
-            result = await lane.call(tool, arguments, client.protocol_version, self.tools) if lane else None
+                                     address=self._address(), session_id=None, current=False) as span, \
+                self.inputs.serving(inputs), _wrong_shape_fails_the_call():
+            result = await lane.call(tool, arguments, client.protocol_version, self.tools, span=span) if lane else None
             if result is None:
-                result = await client.call_tool(tool, arguments, read_timeout_seconds=rto / 1000 if rto else None,
-                                                progress_callback=progress)
+                with recorder.current(span):
+                    result = await client.call_tool(tool, arguments, read_timeout_seconds=rto / 1000 if rto else None,
+                                                    progress_callback=progress)
             recorder.result(span, result)
             return result
 

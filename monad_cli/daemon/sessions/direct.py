@@ -122,10 +122,11 @@ class DirectLane:
 
     # -- one call ------------------------------------------------------------------------
     async def call(self, tool: str, arguments: dict[str, Any] | None, version: str | None,
-                   tools: Sequence[types.Tool]) -> Any:
+                   tools: Sequence[types.Tool], *, span: Any = None) -> Any:
         """The call's `CallToolResult`, or None: not one for this lane (send it through the
         SDK). `tools` is the session's listing: the tool must be in it without an
-        `outputSchema`. Raises MCPError for an error answer, pydantic.ValidationError for a
+        `outputSchema`. `span`: the call's CLIENT span (telemetry on; None: the current one),
+        whose context goes upstream. Raises MCPError for an error answer, pydantic.ValidationError for a
         result that does not conform to `version` (as the SDK does)."""
         if self.closed or self.allocate is None or version is None or self.extended:
             return None
@@ -149,10 +150,10 @@ class DirectLane:
         if (recorder := TELEMETRY.recorder) is not None:
             # The caller's CLIENT span goes into `_meta` (SEP-414), as the SDK's dispatcher does.
             meta = params.setdefault("_meta", {})
-            recorder.inject(meta)
+            recorder.inject(meta, span)
             if not meta:
                 del params["_meta"]
-            recorder.request_id(request_id)
+            recorder.request_id(request_id, span)
         try:
             line = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": CALL, "params": params},
                               ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode() + b"\n"

@@ -30,13 +30,13 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 from mcp.shared._otel import extract_trace_context, inject_trace_context
-from opentelemetry import context, metrics, trace
+from opentelemetry import context, metrics, propagate, trace
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Span, SpanKind, StatusCode
 
 from monad_cli.core.redact import redact_url
 from monad_cli.daemon.telemetry.aggregate import AggregatedHistogram, Aggregates, Key
-from monad_cli.daemon.telemetry.spans import CallSpans
+from monad_cli.daemon.telemetry.spans import CallSpan, CallSpans, current_span
 
 # The conventions' buckets for every `mcp.*.duration` histogram, in seconds.
 DURATION_BUCKETS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300)
@@ -48,6 +48,7 @@ TRANSPORTS = {"stdio": "pipe", "http": "tcp"}
 CALL = "tools/call"
 # The spans' fixed attributes, built once (a tools/call span adds its tool, ids and version).
 _TOOLS_CALL = {"mcp.method.name": CALL, "gen_ai.operation.name": "execute_tool"}
+_TOOL_ERROR = {"monad.call.outcome": "tool-error", "error.type": "tool_error"}
 # The conventions' attribute for a request's target, by method.
 _TARGETS = {CALL: "gen_ai.tool.name", "prompts/get": "gen_ai.prompt.name", "resources/read": "mcp.resource.uri",
             "resources/subscribe": "mcp.resource.uri", "resources/unsubscribe": "mcp.resource.uri"}
@@ -81,11 +82,10 @@ class Recorder:
         self.sdk_scope = InstrumentationScope("mcp-python-sdk", "")
         self.scope = InstrumentationScope("monad", "")
         self.meter = meter = metrics.get_meter("monad", meter_provider=meter_provider)
-        self._client_base: dict[tuple[str, str, str | None, Any], dict[str, Any]] = {}
+        # Per target and server session: the CLIENT span's name, fixed attributes and duration series.
+        self._client_base: dict[tuple[str, str | None, str, str, str | None, Any], tuple[str, dict[str, Any], Key]] = {}
         # Per tool and agent era: the SERVER span's name, fixed attributes and duration series.
         self._server_base: dict[tuple[str, str | None, str, str | None], tuple[str, dict[str, Any], Key]] = {}
-        # Per tool and server: the CLIENT span's duration series.
-        self._client_keys: dict[tuple[str, str | None, str, str], Key] = {}
         h = aggregates.histogram
         self.server_duration = h("mcp.server.operation.duration", unit="s", boundaries=DURATION_BUCKETS,
                                  description="MCP request duration as observed on the receiver (the gateway)")
@@ -188,7 +188,8 @@ class Recorder:
         attributes = dict(fixed)
         if request_id is not None:
             attributes["jsonrpc.request.id"] = str(request_id)
-        span = self.call_spans.start(self.sdk_scope, name, SpanKind.SERVER, attributes, extract_trace_context(meta))
+        span = self.call_spans.start(self.sdk_scope, name, SpanKind.SERVER, attributes,
+                                     extract_trace_context(meta) if meta else None)
         return _Current(span, self.server_duration, key)
 
     def record_server(self, method: str, target: str | None, seconds: float, *, error: str | None) -> None:
@@ -204,7 +205,7 @@ class Recorder:
 
         class MonadServerMiddleware:
             async def __call__(self, ctx: Any, call_next: Any) -> Any:
-                span = trace.get_current_span()
+                span = current_span()
                 span.set_attribute("network.transport", transport)
                 name = ctx.params.get("name") if ctx.params else None
                 target = name if isinstance(name, str) else None
@@ -227,7 +228,7 @@ class Recorder:
     def annotate_call(self, *, server: str, exposed: str, via: str, decision: str, decided_by: str,
                       call_id: int | None, arguments: Any) -> None:
         """monad's own attributes on the current (SERVER) span of a tools/call."""
-        span = trace.get_current_span()
+        span = current_span()
         if not span.is_recording():
             return
         attributes: dict[str, Any] = {"monad.server": server, "monad.tool.exposed_name": exposed, "monad.via": via,
@@ -241,7 +242,7 @@ class Recorder:
     def call(self, exposed: str, via: str) -> AbstractContextManager[Span | None]:
         """A SERVER span for a call that did not come through the gateway (`monad mcp call`,
         the Studio): a trace of its own. Inside a gateway request (a span is current) none."""
-        if trace.get_current_span().get_span_context().is_valid:
+        if current_span().get_span_context().is_valid:
             return nullcontext()
         return self._own_call(exposed, via)
 
@@ -257,17 +258,17 @@ class Recorder:
         key: Key = (("monad.server", server), ("monad.call.outcome", outcome), ("monad.approval.decision", decision),
                     ("monad.via", via))
         self._calls[key] = self._calls.get(key, 0) + 1
-        span = trace.get_current_span()
-        if span.is_recording():
+        span = current_span()
+        if not span.is_recording():
+            return
+        if outcome == "ok" or outcome == "detached":
             span.set_attribute("monad.call.outcome", outcome)
-            if outcome == "tool-error":
-                span.set_attribute("error.type", "tool_error")
-                span.set_status(StatusCode.ERROR)
-            elif outcome not in ("ok", "detached"):
-                # A gateway answers these as tool errors, and its span says `tool_error` once
-                # the result is out; a CLI call's span keeps the outcome (timeout, refused, …).
-                span.set_attribute("error.type", outcome)
-                span.set_status(StatusCode.ERROR)
+            return
+        # A gateway answers the others as tool errors, and its span says `tool_error` once
+        # the result is out; a CLI call's span keeps the outcome (timeout, refused, …).
+        span.set_attributes(_TOOL_ERROR if outcome == "tool-error" else
+                            {"monad.call.outcome": outcome, "error.type": outcome})
+        span.set_status(StatusCode.ERROR)
 
     # -- the approval gate -----------------------------------------------------------------
     @contextmanager
@@ -294,50 +295,58 @@ class Recorder:
     # -- upstream (CLIENT spans) -----------------------------------------------------------
     def client_request(self, method: str, target: str | None, *, server: str, transport: str,
                        protocol_version: str | None, address: tuple[str, int | None] | None,
-                       session_id: str | None) -> AbstractContextManager[Span]:
+                       session_id: str | None, current: bool = True) -> AbstractContextManager[Span]:
         """The CLIENT span of one request to an upstream server, and its duration in
-        `mcp.client.operation.duration`. `transport`: the definition's (`stdio`/`http`);
+        `mcp.client.operation.duration`. `current`: the span is made the OpenTelemetry
+        context's current one for the block, as the MCP SDK's path needs (it injects the
+        current context, and opens its own span under it); False for a direct lane, which
+        is given the span (`inject`, `request_id`) and reads no context: the context's
+        `attach` and `detach` cost ~1 µs a call in a tight loop, ~5–10 µs in the supervisor
+        (bench/README.md "Issue 27, second pass"). `transport`: the definition's (`stdio`/`http`);
         `target`: the tool (tools/call, in the name and `gen_ai.tool.name`), the prompt
         (prompts/get, in the name and `gen_ai.prompt.name`) or the resource URI
         (resources/read: `mcp.resource.uri` only, its query values and password as `***`),
         as the server names it. Raises what the block raises."""
         net = TRANSPORTS.get(transport, transport)
-        base_key = (server, net, protocol_version, address)
+        base_key = (method, target, server, net, protocol_version, address)
         base = self._client_base.get(base_key)
-        if base is None:  # one per server session: its attributes built once
-            base = {"network.transport": net, "monad.server": server}
+        if base is None:  # one per target and server session: its name, attributes and series built once
+            attributes: dict[str, Any] = dict(_TOOLS_CALL) if method == CALL else {"mcp.method.name": method}
+            attributes["network.transport"] = net
+            attributes["monad.server"] = server
             if protocol_version:
-                base["mcp.protocol.version"] = protocol_version
+                attributes["mcp.protocol.version"] = protocol_version
             if address is not None:
-                base["server.address"] = address[0]
+                attributes["server.address"] = address[0]
                 if address[1] is not None:
-                    base["server.port"] = address[1]
-            if len(self._client_base) > 1000:  # servers come and go: keep it bounded
-                self._client_base.clear()
-            self._client_base[base_key] = base
-        attributes: dict[str, Any] = dict(_TOOLS_CALL) if method == CALL else {"mcp.method.name": method}
-        attributes.update(base)
-        if session_id:
-            attributes["mcp.session.id"] = session_id
-        name = method
-        if target:
-            target_key = _TARGETS.get(method)
-            if target_key == "mcp.resource.uri":  # never in the span's name (the SDK's neither)
-                attributes[target_key] = redact_url(target)
-            elif target_key is not None:
-                attributes[target_key] = target
-                name = f"{method} {target}"
-        span = self.call_spans.start(self.scope, name, SpanKind.CLIENT, attributes)
-
-        key = self._client_keys.get((method, target, server, net))
-        if key is None:
-            key = (("mcp.method.name", method), ("monad.server", server), ("network.transport", net))
+                    attributes["server.port"] = address[1]
+            name = method
+            if target:
+                target_key = _TARGETS.get(method)
+                if target_key == "mcp.resource.uri":  # never in the span's name (the SDK's neither)
+                    attributes[target_key] = redact_url(target)
+                elif target_key is not None:
+                    attributes[target_key] = target
+                    name = f"{method} {target}"
+            key: Key = (("mcp.method.name", method), ("monad.server", server), ("network.transport", net))
             if method == CALL and target:
                 key += (("gen_ai.tool.name", target),)
-            if len(self._client_keys) > 1000:
-                self._client_keys.clear()
-            self._client_keys[method, target, server, net] = key
-        return _Current(span, self.client_duration, key)
+            if len(self._client_base) > 1000:  # tools and servers come and go: keep it bounded
+                self._client_base.clear()
+            base = self._client_base[base_key] = (name, attributes, key)
+        name, fixed, key = base
+        attributes = dict(fixed)
+        if session_id:
+            attributes["mcp.session.id"] = session_id
+        span = self.call_spans.start(self.scope, name, SpanKind.CLIENT, attributes)
+        return _Current(span, self.client_duration, key, current)
+
+    @staticmethod
+    def current(span: Span) -> AbstractContextManager[Any]:
+        """`span` made the OpenTelemetry context's current one for a block (not ended at its
+        end, nothing recorded on it): a CLIENT span opened with `current=False` whose request
+        goes through the MCP SDK after all."""
+        return _Attached(span)
 
     @staticmethod
     def result(span: Span, result: Any) -> None:
@@ -354,18 +363,24 @@ class Recorder:
         span.set_status(StatusCode.ERROR)
 
     @staticmethod
-    def request_id(request_id: Any) -> None:
-        """The JSON-RPC id a direct lane gave the current request."""
-        span = trace.get_current_span()
+    def request_id(request_id: Any, span: Span | None = None) -> None:
+        """The JSON-RPC id a direct lane gave its request, on `span` (None: the current span)."""
+        if span is None:
+            span = current_span()
         if span.is_recording():
             span.set_attribute("jsonrpc.request.id", str(request_id))
 
     @staticmethod
-    def inject(meta: dict[str, Any]) -> None:
-        """The current span's W3C context into an outgoing request's `_meta` (SEP-414), by
-        the SDK's own hook. (Writing the `traceparent` line here instead, under the default
+    def inject(meta: dict[str, Any], span: Span | None = None) -> None:
+        """`span`'s W3C context (None: the current span's) into an outgoing request's `_meta`
+        (SEP-414), through the configured propagators as the SDK's own hook writes it; the
+        context given them is the current one with `span` in it, built for this write and
+        never attached. (Writing the `traceparent` line here instead, under the default
         propagators, measured ~0.4 µs less a call in a tight loop: not worth a copy.)"""
-        inject_trace_context(meta)
+        if span is None:
+            inject_trace_context(meta)
+        else:
+            propagate.inject(meta, context=trace.set_span_in_context(span))
 
     # -- sessions --------------------------------------------------------------------------
     def connecting(self, server: str, transport: str) -> Span:
@@ -404,28 +419,45 @@ class Recorder:
 
 
 class _Current:
-    """`span` made current for a `with` block and ended at its end; then the block's duration
-    is recorded in `histogram` under `key`, plus `error.type` when it failed. A class, not a
-    generator context manager: a call opens two of these."""
+    """`span` made current for a `with` block (unless `attach` is False) and ended at its end;
+    then the block's duration is recorded in `histogram` under `key`, plus `error.type` when
+    it failed. A class, not a generator context manager: a call opens two of these."""
 
-    __slots__ = ("_histogram", "_key", "_span", "_started", "_token")
+    __slots__ = ("_attach", "_histogram", "_key", "_span", "_started", "_token")
 
-    def __init__(self, span: Span, histogram: AggregatedHistogram, key: Key) -> None:
-        self._span, self._histogram, self._key = span, histogram, key
+    def __init__(self, span: Span, histogram: AggregatedHistogram, key: Key, attach: bool = True) -> None:
+        self._span, self._histogram, self._key, self._attach = span, histogram, key, attach
 
     def __enter__(self) -> Span:
         self._started = time.perf_counter()
-        self._token = context.attach(trace.set_span_in_context(self._span))
+        if self._attach:
+            self._token = context.attach(trace.set_span_in_context(self._span))
         return self._span
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         span = self._span
         error = _mark_failed(span, exc) if isinstance(exc, Exception) else None  # not a cancellation
-        context.detach(self._token)
+        if self._attach:
+            context.detach(self._token)
         span.end()
         error = error or _span_error(span)
         self._histogram.record(time.perf_counter() - self._started,
                                (*self._key, ("error.type", error)) if error else self._key)
+
+
+class _Attached:
+    """`span` current in the OpenTelemetry context for a `with` block (`Recorder.current`)."""
+
+    __slots__ = ("_span", "_token")
+
+    def __init__(self, span: Span) -> None:
+        self._span = span
+
+    def __enter__(self) -> None:
+        self._token = context.attach(trace.set_span_in_context(self._span))
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        context.detach(self._token)
 
 
 def _server_key(method: str, target: str | None) -> Key:
@@ -451,7 +483,7 @@ def _mark_failed(span: Span, exc: Exception) -> str:
 def _span_error(span: Span) -> str | None:
     # `error.type` is set only with an ERROR status (above, and the MCP SDK's middleware):
     # read the attributes (a lookup that raises KeyError inside when absent) only then.
-    status = getattr(span, "status", None)
+    status = span._status if type(span) is CallSpan else getattr(span, "status", None)
     if status is None or status.status_code is not StatusCode.ERROR:
         return None
     attributes = getattr(span, "attributes", None)
