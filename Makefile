@@ -87,7 +87,7 @@ check: $(STAMP)
 	$(PY) -m pytest -q -p no:xdist -p no:cacheprovider tests/test_layers.py
 
 test: $(STAMP) $(CONFORMANCE) $(EVERYTHING) $(INSPECTOR)
-	$(PY) -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
+	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 bench: $(STAMP) $(EVERYTHING) $(MEMORY)
 	$(PY) bench/run.py

@@ -289,6 +289,20 @@ def pg(pg_cluster: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[FleetDB]:
     pg_cluster.start_if_stopped()
 
 
+# The directories whose files run real supervisors, servers or a browser: seconds a test.
+SLOW_FIRST = ("e2e", "browser")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slow files first, the quick unit files last (a stable sort: each file keeps its
+    order). `make test` hands out whole files (`--dist loadfile`) in collection order
+    (`--no-loadscope-reorder`): xdist's own order, most tests first, put the long files of one
+    or two tests (the README install, the conformance suites) at the very end, where one
+    worker ran them alone while the other had nothing left. Last, the many short unit files
+    even the two workers out."""
+    items.sort(key=lambda item: item.nodeid.split("/")[1] not in SLOW_FIRST)
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """Print the `summary` properties tests recorded (e.g. the conformance pass count)."""
     for report in terminalreporter.stats.get("passed", []):

@@ -154,9 +154,16 @@ def test_stderr_flood_and_stray_stdout_do_not_block(supervisor: Any, monad_home:
 
 
 @pytest.mark.e2e
-def test_crash_is_restarted_with_backoff_and_reason(supervisor: Any) -> None:
+def test_crash_is_restarted_with_backoff_and_reason(supervisor: Any, monad_home: Path) -> None:
+    from monad_cli.cli.control import ControlClient
+    from monad_cli.core.paths import Paths
+
     add_test_server(supervisor, "crashy", "--crash-after", "1.5")
-    row = wait_for(lambda: (s := status_of(supervisor, "crashy"))["state"] in ("backoff", "failed")
+    # The row `monad mcp status crashy --json` prints, read straight from the control API: the
+    # first backoff lasts 0.2 s, shorter than a CLI run, so polls through the CLI caught only a
+    # later, longer one, after several more crash cycles.
+    api = ControlClient(Paths(monad_home))
+    row = wait_for(lambda: (s := api.get("/v1/settings/mcp-servers/crashy/status"))["state"] in ("backoff", "failed")
                    and "exited with status 3" in (s["reason"] or "") and s, timeout=60)
     assert "crashing as asked" in row["reason"]
     rows = supervisor("journal", "--server", "crashy", "--json").json()

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT, TESTSERVER, free_port, status_of, wait_for, wait_state
+from tests.conftest import ROOT, TESTSERVER, end_test_server, free_port, status_of, wait_for, wait_state
 from tests.e2e.test_supervisor import pid_alive
 
 WILD = str(Path(__file__).resolve().parents[1] / "servers" / "wildserver.py")
@@ -337,11 +337,10 @@ def _start_http(*flags: str, port: int | None = None, env: dict[str, str] | None
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    """The remote goes away at once, as a crash or a restart does to the supervisor's streams.
+    Not SIGTERM: uvicorn's graceful stop waited its 5 s for the stream the supervisor holds
+    open (conftest's `end_test_server`)."""
+    end_test_server(proc)
 
 
 def test_a_restarted_remote_gets_a_new_session_and_the_call_goes_through(supervisor: Any) -> None:
