@@ -195,9 +195,10 @@ class Recorder:
             base = (f"{method} {target}" if target else method, attributes, _server_key(method, target))
             self._server_base[base_key] = base
         name, fixed, key = base
-        if self.call_spans is None:  # no span: the agent's context, current only when it sent one
+        if self.call_spans is None:  # no span: a stand-in with the agent's context (or none)
             parent = current_span(extract_trace_context(meta)).get_span_context() if meta else INVALID_SPAN_CONTEXT
-            return _Current(Unrecorded(parent), self.server_duration, key, parent.is_valid)
+            # Made current even without a context: the outcome labels its duration (`outcome`).
+            return _Current(Unrecorded(parent), self.server_duration, key)
         attributes = dict(fixed)
         if request_id is not None:
             attributes["jsonrpc.request.id"] = str(request_id)
@@ -274,6 +275,8 @@ class Recorder:
         self._calls[key] = self._calls.get(key, 0) + 1
         span = current_span()
         if not span.is_recording():
+            if type(span) is Unrecorded and outcome != "ok" and outcome != "detached":  # its duration's label
+                span.error = "tool_error" if outcome == "tool-error" else outcome
             return
         if outcome == "ok" or outcome == "detached":
             span.set_attribute("monad.call.outcome", outcome)
