@@ -8,6 +8,8 @@ path: the same scope (`mcp-python-sdk`), name and attributes, the context from t
 own `extract_trace_context`, and `inject_trace_context` into an upstream request's `_meta`.
 
 What a gateway call costs is kept small (issue 27: at most 0.1 ms of CPU; bench/README.md):
+- without an exporting span processor (no OTLP endpoint) no span is built at all
+  (`records_spans`; docs/telemetry.md "Spans only when exported");
 - its two spans (the SERVER span of a direct lane, the upstream CLIENT span) are built by
   `spans.py` with the provider's sampler, ids and resource, and end as the SDK's
   `ReadableSpan` in the exporting processors (the SDK's `start_span`/`end` cost ~85 µs a
@@ -80,8 +82,8 @@ class Recorder:
         self.capture_arguments = capture_arguments and digest is not None
         self.digest = digest
         self.tracer = trace.get_tracer("monad", tracer_provider=tracer_provider)
-        # A span that goes nowhere costs a call ~15–60 µs of CPU for nothing (bench/README.md
-        # "Issue 27, spans only when exported"): decided once, not per call.
+        # Spans that go nowhere cost a call ~10 µs of CPU in a tight loop, ~50 µs more on the
+        # MCP SDK's path (bench/README.md "Issue 27, spans only when exported"): decided once.
         self.records_spans = bool(span_processors)
         # Every call's two spans (spans.py), ended into the processors that export. The
         # SERVER span of a direct lane is the one the SDK's middleware opens on its path,
