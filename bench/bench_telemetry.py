@@ -7,7 +7,8 @@ the latency per call (the agent's wall time, median); not a timed test.
 Three supervisors run side by side, each with a gateway client (`monad mcp serve`, stdio, the
 direct lanes) calling the same auto-approved server:
 - off: no `[telemetry]` (the default; the OpenTelemetry SDK is not imported);
-- on: `[telemetry] enabled = true`: spans and metrics recorded, `/metrics` served, no export;
+- on: `[telemetry] enabled = true`: metrics recorded, `/metrics` served, no export (and so no
+  span built: docs/telemetry.md "Spans only when exported");
 - on + OTLP: also exported in batches over OTLP/HTTP to a receiver on loopback.
 The calls go in turns, `--block` calls to each supervisor, `n` in all to each (the order
 reversed every other round), so that every mode sees the same load from the rest of the

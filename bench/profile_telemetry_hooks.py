@@ -4,10 +4,12 @@ trace context into the upstream `_meta`, the results and the outcome), with the 
 as the supervisor sets it (no export). Not a bench: no target; the supervisor runs the same
 work with cold caches, two to three times slower (bench/README.md "Issue 27, the last cuts").
 
-    python bench/profile_telemetry_hooks.py [-n 20000] [--profile]
+    python bench/profile_telemetry_hooks.py [-n 20000] [--profile] [--traceparent]
 
 Prints µs of CPU per call for 5 rounds (the least is the work's own cost); `--profile`: the
-functions with the most own time under cProfile instead. `PYTHONPATH=DIR` runs another tree's
+functions with the most own time under cProfile instead; `--traceparent`: the agent's
+request carries a W3C trace context in `_meta` (without: none, as from an agent with no SDK).
+`PYTHONPATH=DIR` runs another tree's
 monad (e.g. `git archive REV monad_cli | tar -x -C DIR`) for a before/after.
 """
 
@@ -26,12 +28,13 @@ from monad_cli.daemon.telemetry.sdk import install
 from monad_cli.daemon.telemetry.settings import TelemetrySettings
 
 RESULT = {"content": [{"type": "text", "text": "hello"}]}
+AGENT_META = {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
 # Whether the tree's direct lane passes the CLIENT span itself (the second pass of issue 27).
 DIRECT = "current" in inspect.signature(Recorder.client_request).parameters
 
 
-def one(rec: Recorder, i: int) -> None:
-    with rec.server_request("tools/call", "b__echo", request_id=i, protocol_version="2025-11-25", meta=None,
+def one(rec: Recorder, i: int, agent_meta: dict[str, str] | None = None) -> None:
+    with rec.server_request("tools/call", "b__echo", request_id=i, protocol_version="2025-11-25", meta=agent_meta,
                             transport="pipe") as span, rec.call("b__echo", "gateway"):
         rec.annotate_call(server="b", exposed="b__echo", via="gateway", decision="approved",
                           decided_by="trust.autoApproveTools", call_id=i, arguments={"text": "hello"})
@@ -58,17 +61,19 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("-n", type=int, default=20000)
     ap.add_argument("--profile", action="store_true", help="cProfile's functions by own time instead")
+    ap.add_argument("--traceparent", action="store_true", help="the agent's request carries a traceparent")
     args = ap.parse_args()
+    meta = AGENT_META if args.traceparent else None
     aggregates = Aggregates()
     _pull, _shutdown, exporting = install(TelemetrySettings(enabled=True), {}, aggregates)
     rec = Recorder(aggregates, span_processors=exporting)
     for i in range(2000):  # warm up
-        one(rec, i)
+        one(rec, i, meta)
     if args.profile:
         profiler = cProfile.Profile()
         profiler.enable()
         for i in range(args.n):
-            one(rec, i)
+            one(rec, i, meta)
         profiler.disable()
         pstats.Stats(profiler).sort_stats("tottime").print_stats(30)
         return
@@ -76,7 +81,7 @@ def main() -> None:
     for _ in range(5):
         started = time.thread_time()
         for i in range(args.n):
-            one(rec, i)
+            one(rec, i, meta)
         rounds.append((time.thread_time() - started) / args.n * 1e6)
     print("µs of CPU per call:", " ".join(f"{r:.1f}" for r in rounds), f"(least {min(rounds):.1f})")
 

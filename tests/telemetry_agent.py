@@ -7,8 +7,9 @@ provider must not leak into the test process).
 
 Starts a span `agent turn`, calls TOOL through `monad mcp serve` over stdio (the SDK's
 dispatcher opens its CLIENT span and puts its traceparent into `params._meta`), and prints
-`{"traceId", "spans": [{name, spanId, parentSpanId}], "text", "isError"}` as JSON.
-`--progress`: the call asks for progress, which takes the SDK's paths inside monad.
+`{"traceId", "traceFlags", "spans": [{name, spanId, parentSpanId}], "text", "isError"}` as JSON.
+`--progress`: the call asks for progress, which takes the SDK's paths inside monad;
+`--no-trace`: no OpenTelemetry SDK set up (an agent that sends no trace context).
 `resource:URI` reads a resource, `prompt:NAME` gets a prompt, `complete:NAME` completes the
 prompt's `topic` argument (`text`: the first content's text, or the first value).
 `AGENT_HTTP_URL` and `AGENT_HTTP_TOKEN` in the environment: through `monad mcp serve --http`.
@@ -29,14 +30,15 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 
 def main() -> None:
-    argv = [a for a in sys.argv[1:] if a != "--progress"]
+    argv = [a for a in sys.argv[1:] if a not in ("--progress", "--no-trace")]
     tool = argv[0]
     text = argv[1] if len(argv) > 1 else ""
     progress = "--progress" in sys.argv
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    trace.set_tracer_provider(provider)
+    if "--no-trace" not in sys.argv:
+        trace.set_tracer_provider(provider)
     params = StdioServerParameters(command=sys.executable, args=["-m", "monad_cli", "mcp", "serve"],
                                    env={"MONAD_HOME": os.environ["MONAD_HOME"], "MONAD_NO_AUTOSTART": "1"})
     http_url = os.environ.get("AGENT_HTTP_URL")  # `monad mcp serve --http`'s URL instead of stdio
@@ -61,6 +63,7 @@ def main() -> None:
     async def call(client: Client) -> None:
         with trace.get_tracer("agent").start_as_current_span("agent turn") as span:
             out["traceId"] = format(span.get_span_context().trace_id, "032x")
+            out["traceFlags"] = format(span.get_span_context().trace_flags, "02x")
             kind, _, name = tool.partition(":")
             if kind == "list":  # the listings the gateway answers itself
                 await client.list_tools()

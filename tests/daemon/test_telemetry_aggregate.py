@@ -124,3 +124,82 @@ def test_the_recorders_series_match_the_sdks_instruments() -> None:
     assert by_name["monad.tool.calls"][1].data.aggregation_temporality is CUMULATIVE
     scope, metric = by_name["mcp.server.operation.duration"]
     assert scope == "monad" and metric.unit == "s" and metric.data.aggregation_temporality is CUMULATIVE
+
+
+def test_without_an_exporting_processor_no_span_and_the_same_series() -> None:
+    """The same gateway calls (ok, a tool error, a JSON-RPC error answer, a request that
+    raises; with and without the agent's trace context) through a recorder whose spans are
+    exported and one with no exporting processor: the second records no span
+    (`records_spans` False, the agent's context passed on as it came) and gives the same
+    duration series, counts and `monad.tool.calls`."""
+    from mcp.shared.exceptions import MCPError
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    agent = {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "tracestate": "k=v"}
+    exporter = InMemorySpanExporter()
+    runs = []
+    for exported in (True, False):
+        aggregates = Aggregates()
+        pull = PullReader(aggregates)
+        provider = TracerProvider()
+        processors = [SimpleSpanProcessor(exporter)] if exported else []
+        for processor in processors:  # as `sdk.install` has it: the SDK's own spans export there too
+            provider.add_span_processor(processor)
+        recorder = Recorder(aggregates, tracer_provider=provider,
+                            meter_provider=MeterProvider(metric_readers=[pull]), span_processors=processors)
+        assert recorder.records_spans is exported
+        sent: list[dict[str, Any]] = []
+        for i, how in enumerate(("ok", "tool-error", "rpc-error", "raises", "cancelled") * 2):
+            meta = agent if i % 2 else None
+            try:
+                with recorder.server_request("tools/call", "a__t", request_id=i, protocol_version="2025-11-25",
+                                             meta=meta, transport="pipe") as server:
+                    with recorder.call("a__t", "gateway"), recorder.approval("a__t", "a") as decided:
+                        decided("approved", "trust.autoApproveTools")
+                    recorder.annotate_call(server="a", exposed="a__t", via="gateway", decision="approved",
+                                           decided_by="trust.autoApproveTools", call_id=i, arguments={})
+                    with recorder.client_request("tools/call", "t", server="a", transport="stdio",
+                                                 protocol_version="2025-11-25", address=None, session_id=None,
+                                                 current=False) as client:
+                        upstream: dict[str, Any] = {}
+                        recorder.inject(upstream, client)
+                        recorder.request_id(i, client)
+                        sent.append(upstream)
+                        if how == "raises":
+                            raise TimeoutError
+                        if how == "rpc-error":
+                            recorder.rpc_error(client, MCPError(-32602, "bad"))
+                        if how == "tool-error":
+                            recorder.result(client, {"isError": True})
+                    outcome = {"ok": "ok", "rpc-error": "error", "cancelled": "cancelled"}.get(how, "tool-error")
+                    recorder.outcome(server="a", outcome=outcome, decision="approved", via="gateway")
+                    # The gateway's answer, after the call (gateway/direct.py `_answer`).
+                    if how == "rpc-error":
+                        recorder.rpc_error(server, MCPError(-32602, "bad"))
+                    if how == "tool-error":
+                        recorder.result(server, {"isError": True})
+            except TimeoutError:
+                pass
+        connect = recorder.connecting("a", "stdio")
+        recorder.connected(connect, protocol_version="2025-11-25", error=None)
+        runs.append((pull.get_metrics_data(), sent))
+    (with_spans, sent_with), (without, sent_without) = runs
+    # Spans only from the exporting recorder: per call SERVER, CLIENT, approval; and the connect span.
+    assert len(exporter.get_finished_spans()) == 10 * 3 + 1
+    for name in ("mcp.server.operation.duration", "mcp.client.operation.duration", "monad.approval.wait.duration"):
+        ours, theirs = _points(without, name), _points(with_spans, name)
+        assert ours.keys() == theirs.keys() and len(ours) >= 1, name
+        assert {k: p.count for k, p in ours.items()} == {k: p.count for k, p in theirs.items()}, name
+    errors = {dict(k).get("error.type") for k in _points(without, "mcp.server.operation.duration")}
+    assert errors == {None, "tool_error", "-32602", "TimeoutError", "cancelled"}
+    assert {k: p.value for k, p in _points(without, "monad.tool.calls").items()} == {
+        k: p.value for k, p in _points(with_spans, "monad.tool.calls").items()}
+    # Upstream: with spans, monad's CLIENT span in the agent's trace (or a trace of monad's);
+    # without, the agent's context as it came, and nothing when it sent none.
+    assert sent_without == [{}, agent] * 5
+    for upstream, came in zip(sent_with, [None, agent] * 5, strict=True):
+        _v, trace_id, parent, _f = upstream["traceparent"].split("-")
+        assert parent != "b7ad6b7169203331"
+        assert came is None or trace_id == "0af7651916cd43dd8448eb211c80319c"

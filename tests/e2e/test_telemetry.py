@@ -6,6 +6,7 @@ server that answers the trace context it was sent (tests/servers/traceserver.py)
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -311,3 +312,53 @@ def test_resources_prompts_and_completions_get_client_spans(monad: Any, monad_ho
         sdk = next(s for s in spans if s.span_id == parent)
         assert sdk.name.startswith("MCP send ") and sdk.parent_span_id == client.span_id
     assert not any(query_secret.encode() in body for body in otlp.received.bodies)
+
+
+@pytest.mark.parametrize("lanes", ["direct", "sdk", "resource"])
+def test_metrics_only_no_span_the_agents_context_goes_upstream_unchanged(monad: Any, monad_home: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch,
+                                                                         lanes: str) -> None:
+    """Telemetry on with no OTLP endpoint (a Prometheus scrape only): monad records no span of
+    its own. The upstream server gets the agent's `traceparent` exactly as the agent sent it
+    (the parent is the agent's `MCP send` span: no span of monad's, nor of the MCP SDK's inside
+    monad, came in between), and no trace context when the agent sent none; the calls are in
+    the metrics. `direct`: the gateway's and the session's direct lanes; `sdk`: a call asking
+    for progress (the SDK's server and client paths); `resource`: resources/read (the SDK's
+    client path)."""
+    for var in [v for v in os.environ if v.startswith("OTEL_")]:
+        monkeypatch.delenv(var)
+    monad_home.mkdir(parents=True, exist_ok=True)
+    (monad_home / "settings.toml").write_text("[telemetry]\nenabled = true\n")
+    _atom(monad_home, "traced")
+    what = {"direct": ("traced__where", ""), "sdk": ("traced__where", "", "--progress"),
+            "resource": ("resource:trace://where", "")}[lanes]
+    assert monad("daemon", "start").code == 0
+    try:
+        wait_state(monad, "traced", "connected", timeout=90)
+        traced = _agent(monad_home, *what)
+        untraced = _agent(monad_home, *what, "--no-trace")
+        scraped = monad("metrics")
+    finally:
+        monad("daemon", "stop")
+    method = "resources/read" if lanes == "resource" else "tools/call"
+    sent = next(s for s in traced["spans"] if s["name"].startswith(f"MCP send {method}"))
+    assert json.loads(traced["text"]) == {"traceparent": f"00-{traced['traceId']}-{sent['spanId']}-"
+                                                         f"{traced['traceFlags']}"}, traced
+    assert untraced["spans"] == [] and json.loads(untraced["text"]) == {}, untraced
+    # The metrics: both requests timed on each side, under the same series as with spans.
+    assert scraped.code == 0, scraped
+    counts = {line.split("{", 1)[0]: line for line in scraped.out.splitlines()
+              if line.startswith(("mcp_server_operation_duration_seconds_count{",
+                                  "mcp_client_operation_duration_seconds_count{"))
+              and f'mcp_method_name="{method}"' in line}
+    server, client = counts["mcp_server_operation_duration_seconds_count"], counts[
+        "mcp_client_operation_duration_seconds_count"]
+    assert server.endswith(" 2.0") and client.endswith(" 2.0") and "error_type" not in server + client, counts
+    if lanes != "resource":
+        assert 'gen_ai_tool_name="traced__where"' in server and 'gen_ai_tool_name="where"' in client
+        assert any(line.startswith("monad_tool_calls_total{") and 'monad_call_outcome="ok"' in line
+                   and line.endswith(" 2.0") for line in scraped.out.splitlines()), scraped.out
+    log = (monad_home / "logs" / "daemon.log").read_text()
+    if lanes != "resource":  # each agent's session took the lane asked for
+        assert log.count("1 tools/call (1 on the direct lane)" if lanes == "direct" else
+                         "1 tools/call (0 on the direct lane)") == 2, log[-3000:]

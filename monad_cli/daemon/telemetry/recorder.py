@@ -8,6 +8,8 @@ path: the same scope (`mcp-python-sdk`), name and attributes, the context from t
 own `extract_trace_context`, and `inject_trace_context` into an upstream request's `_meta`.
 
 What a gateway call costs is kept small (issue 27: at most 0.1 ms of CPU; bench/README.md):
+- without an exporting span processor (no OTLP endpoint) no span is built at all
+  (`records_spans`; docs/telemetry.md "Spans only when exported");
 - its two spans (the SERVER span of a direct lane, the upstream CLIENT span) are built by
   `spans.py` with the provider's sampler, ids and resource, and end as the SDK's
   `ReadableSpan` in the exporting processors (the SDK's `start_span`/`end` cost ~85 µs a
@@ -32,11 +34,11 @@ from typing import Any
 from mcp.shared._otel import extract_trace_context, inject_trace_context
 from opentelemetry import context, metrics, propagate, trace
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-from opentelemetry.trace import Span, SpanKind, StatusCode
+from opentelemetry.trace import INVALID_SPAN_CONTEXT, Span, SpanKind, StatusCode
 
 from monad_cli.core.redact import redact_url
 from monad_cli.daemon.telemetry.aggregate import AggregatedHistogram, Aggregates, Key
-from monad_cli.daemon.telemetry.spans import CallSpan, CallSpans, current_span
+from monad_cli.daemon.telemetry.spans import CallSpan, CallSpans, Unrecorded, current_span
 
 # The conventions' buckets for every `mcp.*.duration` histogram, in seconds.
 DURATION_BUCKETS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300)
@@ -66,7 +68,13 @@ class Recorder:
     """The spans and instruments. `aggregates`: where the per-call histograms are kept (the
     SDK's readers registered in it); `capture_arguments`: spans carry
     `gen_ai.tool.call.arguments` as the journal keeps arguments (a digest); `digest` makes it;
-    `tracer_provider`/`meter_provider`: the SDK's providers (default: the global ones)."""
+    `tracer_provider`/`meter_provider`: the SDK's providers (default: the global ones);
+    `span_processors`: those that export spans. None (no OTLP endpoint: metrics only, a
+    Prometheus scrape): `records_spans` is False, decided here once, and monad builds no
+    span at all (docs/telemetry.md "Spans only when exported"): a call records its metrics
+    from the same timestamps, and the agent's W3C trace context goes upstream unchanged (an
+    `Unrecorded` stand-in carries it, as the OpenTelemetry API does with no SDK); none is
+    made up when the agent sent none."""
 
     def __init__(self, aggregates: Aggregates, *, capture_arguments: bool = False,
                  digest: Callable[[Any], str] | None = None, tracer_provider: Any = None,
@@ -74,10 +82,14 @@ class Recorder:
         self.capture_arguments = capture_arguments and digest is not None
         self.digest = digest
         self.tracer = trace.get_tracer("monad", tracer_provider=tracer_provider)
+        # Spans that go nowhere cost a call ~10 µs of CPU in a tight loop, ~50 µs more on the
+        # MCP SDK's path (bench/README.md "Issue 27, spans only when exported"): decided once.
+        self.records_spans = bool(span_processors)
         # Every call's two spans (spans.py), ended into the processors that export. The
         # SERVER span of a direct lane is the one the SDK's middleware opens on its path,
         # scope included (the MCP SDK's tracer, `mcp.shared._otel`).
-        self.call_spans = CallSpans(tracer_provider or trace.get_tracer_provider(), span_processors)
+        self.call_spans = CallSpans(tracer_provider or trace.get_tracer_provider(),
+                                    span_processors) if self.records_spans else None
         # The scopes `provider.get_tracer(name)` gives (no version: "", as the SDK has it).
         self.sdk_scope = InstrumentationScope("mcp-python-sdk", "")
         self.scope = InstrumentationScope("monad", "")
@@ -185,6 +197,10 @@ class Recorder:
             base = (f"{method} {target}" if target else method, attributes, _server_key(method, target))
             self._server_base[base_key] = base
         name, fixed, key = base
+        if self.call_spans is None:  # no span: a stand-in with the agent's context (or none)
+            parent = current_span(extract_trace_context(meta)).get_span_context() if meta else INVALID_SPAN_CONTEXT
+            # Made current even without a context: the outcome labels its duration (`outcome`).
+            return _Current(Unrecorded(parent), self.server_duration, key)
         attributes = dict(fixed)
         if request_id is not None:
             attributes["jsonrpc.request.id"] = str(request_id)
@@ -241,8 +257,9 @@ class Recorder:
 
     def call(self, exposed: str, via: str) -> AbstractContextManager[Span | None]:
         """A SERVER span for a call that did not come through the gateway (`monad mcp call`,
-        the Studio): a trace of its own. Inside a gateway request (a span is current) none."""
-        if current_span().get_span_context().is_valid:
+        the Studio): a trace of its own. Inside a gateway request (a span is current) none;
+        none either when no span is recorded."""
+        if self.call_spans is None or current_span().get_span_context().is_valid:
             return nullcontext()
         return self._own_call(exposed, via)
 
@@ -260,6 +277,8 @@ class Recorder:
         self._calls[key] = self._calls.get(key, 0) + 1
         span = current_span()
         if not span.is_recording():
+            if type(span) is Unrecorded and outcome != "ok" and outcome != "detached":  # its duration's label
+                span.error = "tool_error" if outcome == "tool-error" else outcome
             return
         if outcome == "ok" or outcome == "detached":
             span.set_attribute("monad.call.outcome", outcome)
@@ -281,6 +300,13 @@ class Recorder:
         def tell(decision: str, who: str) -> None:
             decided.update(decision=decision, by=who)
 
+        if self.call_spans is None:  # no span: the metric only
+            try:
+                yield tell
+            finally:
+                self.approval_wait.record(time.perf_counter() - started,
+                                          {"monad.approval.decision": decided["decision"]})
+            return
         with self.tracer.start_as_current_span(f"approval {exposed}", kind=SpanKind.INTERNAL, attributes={
                 "monad.server": server, "monad.tool.exposed_name": exposed}, record_exception=False) as span:
             try:
@@ -335,6 +361,8 @@ class Recorder:
                 self._client_base.clear()
             base = self._client_base[base_key] = (name, attributes, key)
         name, fixed, key = base
+        if self.call_spans is None:  # no span: the current one's context goes upstream as it is
+            return _Current(Unrecorded(current_span().get_span_context()), self.client_duration, key, False)
         attributes = dict(fixed)
         if session_id:
             attributes["mcp.session.id"] = session_id
@@ -379,13 +407,17 @@ class Recorder:
         propagators, measured ~0.4 µs less a call in a tight loop: not worth a copy.)"""
         if span is None:
             inject_trace_context(meta)
+        elif type(span) is Unrecorded and not span.get_span_context().is_valid:
+            return  # no span recorded and the agent sent no context: none is made up
         else:
             propagate.inject(meta, context=trace.set_span_in_context(span))
 
     # -- sessions --------------------------------------------------------------------------
     def connecting(self, server: str, transport: str) -> Span:
         """An INTERNAL span `connect {server}` (ended by `connected`); not made current, so
-        the session's later requests do not nest under it."""
+        the session's later requests do not nest under it. No span recorded: the API's invalid one."""
+        if self.call_spans is None:
+            return trace.INVALID_SPAN
         return self.tracer.start_span(f"connect {server}", kind=SpanKind.INTERNAL, attributes={
             "monad.server": server, "network.transport": TRANSPORTS.get(transport, transport)})
 
@@ -483,6 +515,8 @@ def _mark_failed(span: Span, exc: Exception) -> str:
 def _span_error(span: Span) -> str | None:
     # `error.type` is set only with an ERROR status (above, and the MCP SDK's middleware):
     # read the attributes (a lookup that raises KeyError inside when absent) only then.
+    if type(span) is Unrecorded:
+        return span.error
     status = span._status if type(span) is CallSpan else getattr(span, "status", None)
     if status is None or status.status_code is not StatusCode.ERROR:
         return None

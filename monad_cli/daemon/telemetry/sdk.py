@@ -1,12 +1,14 @@
 """The OpenTelemetry SDK, set up once when telemetry is on (never imported otherwise).
 
-- traces: a `TracerProvider` (resource from `service_name` and `OTEL_RESOURCE_ATTRIBUTES`,
-  sampler from `OTEL_TRACES_SAMPLER`, default parent-based always-on), exported by OTLP/HTTP
-  in batches when an endpoint is set;
+- traces, only when an endpoint is set: a `TracerProvider` (resource from `service_name` and
+  `OTEL_RESOURCE_ATTRIBUTES`, sampler from `OTEL_TRACES_SAMPLER`, default parent-based
+  always-on), exported by OTLP/HTTP in batches. Without one no span would go anywhere: no
+  provider is set, and the MCP SDK's hooks keep the API's no-op tracer, which passes the
+  incoming trace context on as a non-recording span (docs/telemetry.md);
 - metrics: a `MeterProvider` with a pull reader for `GET /metrics` and, when an endpoint is
   set, a periodic OTLP/HTTP exporter (`OTEL_METRIC_EXPORT_INTERVAL`, default 60 s); each
   reader adds the histograms monad aggregates itself (`aggregate.py`) to what it collects;
-- both become the global providers, so the MCP SDK's own hooks (`mcp/shared/_otel.py`,
+- they become the global providers, so the MCP SDK's own hooks (`mcp/shared/_otel.py`,
   `mcp/server/_otel.py`) record into them too.
 """
 
@@ -112,19 +114,21 @@ def install(settings: TelemetrySettings, environ: Mapping[str, str],
             aggregates: Aggregates) -> tuple[InMemoryMetricReader, Callable[[], None], list[SpanProcessor]]:
     """Set the global providers, their readers registered in `aggregates`; returns the pull
     reader, the shutdown function (flushes) and the span processors that export (the OTLP
-    batch; none without an endpoint), which monad's call spans end into (`spans.py`)."""
+    batch; none without an endpoint, and then no tracer provider is set: the API's no-op one
+    stays), which monad's call spans end into (`spans.py`)."""
     # The exporters log a warning per retry while a collector is down; one error per lost
     # batch says enough in daemon.log.
     logging.getLogger("opentelemetry").setLevel(logging.ERROR)
     resource = Resource.create({"service.name": settings.service_name, "service.version": __version__})
-    # shutdown_on_exit=False: our `shutdown` bounds the wait; an atexit one would not.
-    tracer_provider = TracerProvider(resource=resource, sampler=QuietSampler(_get_from_env_or_default()),
-                                     shutdown_on_exit=False)
-    tracer_provider.add_span_processor(SdkRequestIds())
+    tracer_provider: TracerProvider | None = None
     exporting: list[SpanProcessor] = []
     pull = PullReader(aggregates)
     readers: list[MetricReader] = [pull]
     if settings.endpoint is not None:
+        # shutdown_on_exit=False: our `shutdown` bounds the wait; an atexit one would not.
+        tracer_provider = TracerProvider(resource=resource, sampler=QuietSampler(_get_from_env_or_default()),
+                                         shutdown_on_exit=False)
+        tracer_provider.add_span_processor(SdkRequestIds())
         from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
@@ -139,14 +143,16 @@ def install(settings: TelemetrySettings, environ: Mapping[str, str],
         exporting.append(batch)
         readers.append(ExportingReader(metric_exporter, aggregates))
     meter_provider = MeterProvider(resource=resource, metric_readers=readers, shutdown_on_exit=False)
-    trace.set_tracer_provider(tracer_provider)
+    if tracer_provider is not None:
+        trace.set_tracer_provider(tracer_provider)
     metrics.set_meter_provider(meter_provider)
 
     def shutdown() -> None:
         # The last batch goes out, but a collector that is down must not hold up the
         # supervisor's stop: the exporters retry for up to their timeout (10 s) per signal.
         def flush() -> None:
-            tracer_provider.shutdown()
+            if tracer_provider is not None:
+                tracer_provider.shutdown()
             meter_provider.shutdown()
 
         worker = threading.Thread(target=flush, name="telemetry-shutdown", daemon=True)

@@ -220,4 +220,25 @@ class CallSpan(trace.Span, ReadableSpan):
             processor.on_end(self)
 
 
-__all__ = ["CallSpan", "CallSpans", "current_span", "fixed_decisions"]
+class Unrecorded(NonRecordingSpan):
+    """A call's stand-in when no span processor exports (`Recorder.records_spans` False):
+    nothing is recorded on it, but it carries the parent's context (the agent's W3C trace
+    context, or the invalid one: what goes upstream, unchanged) and the `error.type` the
+    duration metrics are labelled with (set as on a span, with `set_attribute(s)`)."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, context: SpanContext) -> None:
+        super().__init__(context)
+        self.error: str | None = None
+
+    def set_attribute(self, key: str, value: Any) -> None:
+        if key == "error.type":
+            self.error = str(value)
+
+    def set_attributes(self, attributes: Mapping[str, Any]) -> None:
+        if "error.type" in attributes:
+            self.error = str(attributes["error.type"])
+
+
+__all__ = ["CallSpan", "CallSpans", "Unrecorded", "current_span", "fixed_decisions"]
