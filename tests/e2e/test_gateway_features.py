@@ -616,14 +616,17 @@ def test_a_2026_servers_log_messages_reach_its_log_file_and_the_agents_that_aske
 def test_ctrl_c_stops_serve_http_and_closes_an_agents_open_event_stream(supervisor: Any, monad_home: Path) -> None:
     """Ctrl-C on `monad mcp serve --http` while an agent holds its GET event stream open (the
     stream a 2025-11-25 agent keeps for server messages): the command exits and the stream
-    is ended by the gateway, not left hanging on a listener that is gone."""
+    is ended by the gateway, not left hanging on a listener that is gone. Started as a shell
+    without job control starts a background job, with SIGINT ignored (`cmd &`; a suite run
+    so had every `serve --http` outlive its SIGINT until killed): it stops all the same."""
     import threading
 
     import httpx2
 
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "monad_cli", "mcp", "serve", "--http", "--port", str(port)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     url = f"http://127.0.0.1:{port}/mcp"
     ended: dict[str, Any] = {}
     try:
