@@ -45,6 +45,23 @@ class AppServer:
     async def stop(self) -> None:
         if not self.server.started:
             return
+        # No waiting for responses in flight: an event stream (an agent's GET or listen
+        # stream) never ends by itself, and a person pressing Ctrl-C expects it gone now.
         self.server.force_exit = True
         with anyio.move_on_after(self.stop_within):
             await self.server.shutdown(sockets=[self.sock] if self.sock else None)
+            # `force_exit` makes uvicorn skip the lifespan shutdown: run it, so the app ends
+            # what it runs there (the SDK's session manager ends its sessions and streams).
+            if self.config.lifespan != "off":
+                await self.server.lifespan.shutdown()
+        self._cut()
+
+    def _cut(self) -> None:
+        """Close what is still open: uvicorn's shutdown only asks an idle keep-alive
+        connection to close, and leaves a response in flight (an event stream) running."""
+        for task in list(self.server.server_state.tasks):
+            task.cancel()
+        for connection in list(self.server.server_state.connections):
+            transport = getattr(connection, "transport", None)
+            if transport is not None:
+                transport.close()

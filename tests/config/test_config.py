@@ -382,11 +382,15 @@ def test_version_and_bad_monad_home(cli, monkeypatch: pytest.MonkeyPatch, tmp_pa
     assert r.code == 2 and "is too long" in r.err
 
 
-def test_odd_ids_get_one_line_errors(cli) -> None:
+def test_odd_ids_get_one_line_errors(cli, monad_home: Path) -> None:
     for argv in (("approvals", "allow", ""), ("approvals", "deny", "?x"), ("approvals", "allow", "../../v1/x"),
-                 ("tasks", "show", ""), ("tasks", "cancel", "a/b"), ("tasks", "input", " ", "--set", "a=b")):
+                 ("tasks", "show", ""), ("tasks", "cancel", "a/b"), ("tasks", "input", " ", "--set", "a=b"),
+                 ("tasks", "show", "a/b", "--wait")):
         r = cli(*argv)
         assert r.code == 2 and "is not a valid id" in r.err and "internal error" not in r.err, (argv, r)
+        assert len(r.err.strip().splitlines()) == 1 and "hex digits" in r.err, (argv, r)
+        # The id is refused before anything connects: no supervisor was autostarted for it.
+        assert not (monad_home / "run" / "monad.pid").exists() and "starting" not in r.err, (argv, r)
 
 
 def test_header_without_colon_does_not_echo_the_value(cli) -> None:

@@ -611,3 +611,72 @@ def test_a_2026_servers_log_messages_reach_its_log_file_and_the_agents_that_aske
     assert [(p.level, p.logger, p.data) for p in logs] == [("info", "r/notes", "hello from r")]
     log_file = monad_home / "logs" / "servers" / "r.stderr.log"
     wait_for(lambda: "[notifications/message info notes] hello from r" in log_file.read_text(), timeout=30)
+
+
+def test_ctrl_c_stops_serve_http_and_closes_an_agents_open_event_stream(supervisor: Any, monad_home: Path) -> None:
+    """Ctrl-C on `monad mcp serve --http` while an agent holds its GET event stream open (the
+    stream a 2025-11-25 agent keeps for server messages): the command exits and the stream
+    is ended by the gateway, not left hanging on a listener that is gone. Started as a shell
+    without job control starts a background job, with SIGINT ignored (`cmd &`; a suite run
+    so had every `serve --http` outlive its SIGINT until killed): it stops all the same."""
+    import threading
+
+    import httpx2
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "monad_cli", "mcp", "serve", "--http", "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    url = f"http://127.0.0.1:{port}/mcp"
+    ended: dict[str, Any] = {}
+    try:
+        token_file = monad_home / "run" / "gateway.token"
+        wait_for(lambda: token_file.exists(), timeout=30)
+
+        def up() -> bool:
+            try:
+                return httpx2.get(url, timeout=2).status_code == 401
+            except httpx2.HTTPError:
+                return False
+
+        wait_for(up, timeout=30)
+        headers = {"Authorization": f"Bearer {token_file.read_text().strip()}",
+                   "Accept": "application/json, text/event-stream"}
+        agent = httpx2.Client(headers=headers, timeout=httpx2.Timeout(10, read=None))
+        r = agent.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "agent", "version": "1"}}})
+        assert r.status_code == 200, r.text
+        session = {"mcp-session-id": r.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+        assert agent.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                          headers=session).status_code == 202
+        opened = threading.Event()
+
+        def listen() -> None:
+            try:
+                with agent.stream("GET", url, headers={**session, "Accept": "text/event-stream"}) as stream:
+                    ended["status"] = stream.status_code
+                    opened.set()
+                    for _ in stream.iter_bytes():
+                        pass
+                ended["how"] = "closed"
+            except httpx2.HTTPError as e:  # cut mid-stream counts as ended too; a hang does not
+                ended["how"] = type(e).__name__
+            finally:
+                opened.set()
+
+        reader = threading.Thread(target=listen, daemon=True)
+        reader.start()
+        assert opened.wait(30) and ended.get("status") == 200, ended
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            _, err = proc.communicate(timeout=60)  # a hang guard, not a timing
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise AssertionError("`monad mcp serve --http` did not exit on SIGINT") from None
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    reader.join(60)  # a hang guard: the gateway ends the stream when its listener stops
+    assert not reader.is_alive() and "how" in ended, ended
+    with pytest.raises(httpx2.ConnectError):
+        httpx2.get(url, timeout=5)
+    assert supervisor("mcp", "status").code == 0  # the supervisor itself serves on

@@ -73,6 +73,22 @@ def test_lists_are_learned_once_then_a_call_starts_it_and_idle_stops_it(supervis
     assert [e["state"] for e in journal][-3:] == ["connecting", "connected", "idle"], journal
 
 
+def test_a_reload_of_its_unchanged_atom_while_it_learns_its_lists_does_not_start_it_twice(
+        supervisor: Any, monad_home: Path, tmp_path: Path) -> None:
+    """The flake under load: a second reload within a second of writing the atom (the watcher
+    saw the write in two batches; an editor saving twice) swaps in an equal definition while
+    the learning start lists prompts and resources. Those lists are still its lists: kept,
+    and the server is not started a second time to learn them again."""
+    monad, log = supervisor, tmp_path / "spawn.log"
+    path = monad_home / "atoms" / "mcp" / "od.toml"
+    atom(monad_home, "od", log, "--slow-lists", "1")  # each of its 3 lists takes 1 s
+    wait_for(lambda: len(spawns(log)[0]) == 1, timeout=60)
+    path.write_text(path.read_text())  # the same definition again, while it learns
+    row = wait_state(monad, "od", "idle", timeout=60)
+    wait_for(lambda: all_exited(log), timeout=30)
+    assert row["tools"] == 2 and len(spawns(log)[0]) == 1, (row, spawns(log))
+
+
 def test_an_idle_stop_racing_a_new_call_answers_the_call_and_leaves_nothing(supervisor: Any, monad_home: Path,
                                                                           tmp_path: Path) -> None:
     """`--linger`: each stop takes 1.5 s after stdin closes, so calls land while the old

@@ -1,6 +1,7 @@
 """A light stdio MCP server that logs its own starts and exits, for on-demand tests.
 
     python spawnlog_server.py --log FILE [--tools-file PATH] [--crash-flag PATH] [--linger S] [--hang-lists]
+    [--slow-lists S]
 
 Standard library only (starts in ~20 ms, like lightserver.py). Every start appends
 `start PID` to `--log`, every exit `exit PID`, so a test counts spawns without asking monad.
@@ -9,7 +10,8 @@ that changes while the server is stopped). `--crash-flag`: when that file exists
 the server answers the handshake and tools/list, then exits with status 3 (a crash right
 after an on-demand start). `--linger S`: after stdin closes, wait S seconds before exiting
 (a slow shutdown, as servers that flush state do). `--hang-lists`: declares prompts and
-resources but never answers their lists (a server that hangs on what it offers). Both
+resources but never answers their lists (a server that hangs on what it offers);
+`--slow-lists S`: declares them and answers each list (empty) after S seconds. Both
 protocol eras, as lightserver.py.
 Tools: `echo(text)`, `slow(seconds)`.
 """
@@ -38,6 +40,7 @@ def main() -> None:
     ap.add_argument("--crash-flag", default=None)
     ap.add_argument("--linger", type=float, default=0.0)
     ap.add_argument("--hang-lists", action="store_true")
+    ap.add_argument("--slow-lists", type=float, default=0.0)
     args = ap.parse_args()
     note(args.log, "start")
     description = "Echo the text back."
@@ -50,7 +53,8 @@ def main() -> None:
              {"name": "slow", "description": "Sleep, then say so.",
               "inputSchema": {"type": "object", "properties": {"seconds": {"type": "number"}}}}]
     info = {"name": "spawnlog", "version": "1.0"}
-    caps: dict[str, object] = {"tools": {}, **({"prompts": {}, "resources": {}} if args.hang_lists else {})}
+    lists = args.hang_lists or args.slow_lists
+    caps: dict[str, object] = {"tools": {}, **({"prompts": {}, "resources": {}} if lists else {})}
     modern = False
     out = sys.stdout
 
@@ -94,6 +98,10 @@ def main() -> None:
                 answer(rid, {"content": [{"type": "text", "text": text}], "isError": False})
             elif method in ("prompts/list", "resources/list", "resources/templates/list") and args.hang_lists:
                 continue  # never answered
+            elif method in ("prompts/list", "resources/list", "resources/templates/list") and args.slow_lists:
+                time.sleep(args.slow_lists)
+                key = {"prompts/list": "prompts", "resources/list": "resources"}.get(method, "resourceTemplates")
+                answer(rid, {key: []})
             elif method == "ping":
                 answer(rid, {})
             else:

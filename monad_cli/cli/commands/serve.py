@@ -93,6 +93,12 @@ def serve(
     hello = build_hello(transport="http" if http else "stdio", port=port, facts=facts, include=inc, exclude=exc,
                         approval_timeout=approval_timeout, env_names=list(os.environ), stdio_fds=hand_over,
                         include_tools=tools_in, exclude_tools=tools_out, servers=servers)
+    if http:
+        import signal
+
+        # "Ctrl-C stops it" also when started with SIGINT ignored: a shell without job control
+        # starts a background job (`cmd &`) so, and Python then raises no KeyboardInterrupt.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     if not http and sys.stdin.isatty():
         # A person who ran it by hand sees a silent wait otherwise; an agent's client never
         # gives it a terminal, so it never sees this.

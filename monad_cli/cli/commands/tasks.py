@@ -117,6 +117,7 @@ def show(
 
     Showing a finished task delivers it: its `pending` mark is cleared (exactly once).
     """
+    check_id(task_id, "task", "monad tasks")  # before connecting: a bad id starts no supervisor
     client = supervisor()
     if wait:
         tty = sys.stdin.isatty() and sys.stderr.isatty() and not as_json
@@ -170,8 +171,9 @@ def input_(
     On a terminal it prompts for each field (or shows the URL and asks whether you opened
     it); otherwise pass `--set NAME=VALUE`, or `--accept` for a URL you opened.
     """
+    check_id(task_id, "task", "monad tasks")  # before connecting: a bad id starts no supervisor
     client = supervisor()
-    task = client.get(task_path(check_id(task_id, "task", "monad tasks")))
+    task = client.get(task_path(task_id))
     requests = task.get("inputRequests") or {}
     if task["state"] != "input_required" or not requests:
         raise InvalidInput(f"task `{task['id'][:12]}` is {task['state']} and asks for no input")
@@ -209,8 +211,9 @@ def cancel(task_id: Annotated[str, typer.Argument(help=ID_HELP)], as_json: JsonO
     `tasks/cancel` goes out now, or when the server is connected again. The server decides
     whether the work stops; see `monad tasks show ID`.
     """
+    check_id(task_id, "task", "monad tasks")  # before connecting: a bad id starts no supervisor
     client = supervisor()
-    before = client.get(task_path(check_id(task_id, "task", "monad tasks")))
+    before = client.get(task_path(task_id))
     if before["state"] in TERMINAL:  # cancel is idempotent: say so, and succeed
         if as_json:
             render.data_json(before)

@@ -452,8 +452,13 @@ class ServerActor:
             if kind not in items:
                 log.info("server %s: listing %s to keep them took over %g s", self.name, kind, spec.timeout)
                 items[kind] = self._item_dumps.get(kind, [])
-        if self.spec is not spec:
-            return  # its definition changed meanwhile: these lists are not its lists
+        now = self.spec
+        # Its definition changed meanwhile (a new session follows): these lists are not its
+        # lists. An equal one swapped in (a reload of its unchanged atom, which a write read
+        # twice within a second gives as a new spec) keeps them: else it starts again to
+        # learn what it just listed.
+        if now is None or now.connection_fingerprint() != spec.connection_fingerprint():
+            return
         changed = self._keep_items(items)
         try:
             jt.save_items(self.ctx.journal, self.name, items)
