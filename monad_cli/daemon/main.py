@@ -46,8 +46,9 @@ class _ScrubFilter(logging.Filter):
 
 class _CutAtStop(logging.Filter):
     """uvicorn logs "Exception in ASGI application" with a traceback for a request still
-    running when the supervisor's loop ends and cancels it (a call waiting on a server, a
-    Studio event stream). That is the stop, not a fault: one line at info instead."""
+    running when the supervisor's loop, or the listener serving it, stops and cancels it (a
+    call waiting on a server, a Studio or gateway event stream). That is the stop, not a
+    fault: one line at info instead."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         import asyncio
@@ -56,7 +57,7 @@ class _CutAtStop(logging.Filter):
         if isinstance(exc, asyncio.CancelledError | anyio.get_cancelled_exc_class()):
             record.levelno, record.levelname = logging.INFO, "INFO"
             record.msg, record.args, record.exc_info, record.exc_text = \
-                "a request still open was cut by the supervisor's stop", (), None, None
+                "a request still open was cut by its listener's stop", (), None, None
         return True
 
 
