@@ -259,3 +259,140 @@ def test_a_task_tool_of_a_tasks_server_runs_once_through_the_gateway(supervisor:
         lines.close()
     runs = [e for e in map(json.loads, log.read_text().splitlines()) if e["event"] == "run"]
     assert len(runs) == 1, runs
+
+
+# -- resources/read and prompts/get on the same lane -----------------------------------------
+def run_other(test: Any, method: str, version: str = MODERN) -> dict[str, Any]:
+    """`test(wire)` then one read (`method` resources/read) or get on the lane, answered by
+    `test`'s second half (`respond(wire)`)."""
+    out: dict[str, Any] = {}
+
+    async def main() -> None:
+        wire = Wire()
+        wire.lane.sent(JSONRPCRequest(jsonrpc="2.0", id=1, method="tools/list", params={"_meta": STAMP}))
+
+        async def request() -> None:
+            try:
+                out["result"] = await (wire.lane.read("file:///a.txt", version) if method == "resources/read"
+                                       else wire.lane.get("greet", {"who": "ann"}, version))
+            except Exception as e:
+                out["error"] = e
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(request)
+            await settle()
+            await test(wire)
+            await settle()
+            tg.cancel_scope.cancel()
+        out["wire"] = wire
+
+    anyio.run(main)
+    return out
+
+
+def test_a_read_and_a_get_carry_the_sdk_id_and_the_stamp_and_their_answers_are_validated() -> None:
+    async def read(wire: Wire) -> None:
+        assert wire.lines == [{"jsonrpc": "2.0", "id": 41, "method": "resources/read",
+                               "params": {"uri": "file:///a.txt", "_meta": STAMP}}]
+        assert wire.answer({"contents": [{"uri": "file:///a.txt", "text": "A"}], "resultType": "complete",
+                            "ttlMs": -5})
+
+    out = run_other(read, "resources/read")
+    assert out["result"].contents[0].text == "A"
+    assert out["result"].ttl_ms == 0  # a negative ttlMs is taken as 0, as the SDK does
+    assert out["wire"].lane.taken == {"resources/read": 1}
+
+    async def get(wire: Wire) -> None:
+        assert wire.lines == [{"jsonrpc": "2.0", "id": 41, "method": "prompts/get",
+                               "params": {"name": "greet", "arguments": {"who": "ann"}}}]  # no stamp before 2026
+        assert wire.answer({"messages": [{"role": "user", "content": {"type": "text", "text": "hi ann"}}]})
+
+    out = run_other(get, "prompts/get", "2025-11-25")
+    assert out["result"].messages[0].content.text == "hi ann"
+
+
+@pytest.mark.parametrize("method", ["resources/read", "prompts/get"])
+@pytest.mark.parametrize("result, expect", [
+    ({"resultType": "input_required", "inputRequests": {}}, None),  # the SDK's rounds: sent again there
+    ({"contents": "not a list", "messages": "not a list", "resultType": "complete"}, ValidationError),
+    ({"resultType": "task", "task": {"taskId": "t1"}}, ValueError),  # never sent twice: refused
+])
+def test_read_and_get_answers_the_lane_does_not_keep(method: str, result: dict[str, Any], expect: Any) -> None:
+    async def test(wire: Wire) -> None:
+        wire.answer(result)
+
+    out = run_other(test, method)
+    assert len(out["wire"].lines) == 1  # one request, never a second send from the lane
+    if expect is None:
+        assert out["result"] is None and "error" not in out
+    else:
+        assert isinstance(out["error"], expect) and "result" not in out
+
+
+def test_a_read_error_a_cancelled_get_and_the_end_are_as_for_calls() -> None:
+    async def error(wire: Wire) -> None:
+        wire.answer(error=ErrorData(code=-32002, message="resource not found"))
+
+    e = run_other(error, "resources/read")["error"]
+    assert isinstance(e, MCPError) and (e.error.code, e.error.message) == (-32002, "resource not found")
+
+    async def ended(wire: Wire) -> None:
+        wire.lane.close()
+
+    e = run_other(ended, "prompts/get")["error"]
+    assert isinstance(e, MCPError) and (e.error.code, e.error.message) == (-32000, "Connection closed")
+
+    async def cancelled(wire: Wire, tg: Any, call: Any) -> None:
+        with anyio.move_on_after(0.05):
+            await wire.lane.get("greet", None, "2025-06-18")
+        assert wire.lines[0]["params"] == {"name": "greet"}  # no arguments: none sent, no stamp before 2026
+        assert wire.lane.pending == {}
+        assert wire.cancelled == [({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {
+            "requestId": 41, "reason": "the caller cancelled the request"}}, 41)]
+
+    run(cancelled)
+
+
+def test_a_get_whose_arguments_are_not_strings_is_the_sdks() -> None:
+    async def test(wire: Wire, tg: Any, call: Any) -> None:
+        assert await wire.lane.get("greet", {"n": 1}, "2025-06-18") is None  # type: ignore[dict-item]
+        wire.lane.extended = True
+        assert await wire.lane.read("file:///a.txt", "2025-06-18") is None
+        assert wire.lines == []
+
+    run(test)
+
+
+@pytest.mark.e2e
+def test_a_read_answered_in_a_shape_of_no_result_is_refused_never_sent_again(supervisor: Any, monad_home: Path,
+                                                                             tmp_path: Path) -> None:
+    """tests/servers/wildserver.py answers `wild://bad-shape` with `contents` a string: the
+    lane's read fails with one line naming what failed, the journal row says error, the server
+    got the read once (not again through the SDK), and the session goes on."""
+    requests = tmp_path / "requests.log"
+    wild = str(Path(__file__).resolve().parents[1] / "servers" / "wildserver.py")
+    path = monad_home / "atoms" / "mcp" / "w.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"command = {json.dumps(sys.executable)}\n"
+                    f"args = {json.dumps([wild, '--log-requests', str(requests)])}\n")
+    wait_state(supervisor, "w", "connected", timeout=90)
+    from tests.e2e.test_gateway_direct import MODERN as ENVELOPE
+    from tests.e2e.test_gateway_direct import Lines
+
+    lines = Lines(monad_home)
+    try:
+        bad = lines.ask(1, "resources/read", {"uri": "wild://bad-shape", "_meta": ENVELOPE})
+        fine = lines.ask(2, "resources/read", {"uri": "wild://fine", "_meta": ENVELOPE})
+    finally:
+        lines.close()
+    assert bad["error"]["code"] == -32603 and "\n" not in bad["error"]["message"], bad
+    assert "server `w`" in bad["error"]["message"] and "contents" in bad["error"]["message"], bad
+    assert fine["result"]["contents"][0]["text"] == "fine", fine  # the session went on
+    assert requests.read_text().splitlines().count("resources/read") == 2  # each read sent once
+    rows = wait_for(lambda: [e["detail"] for e in supervisor("journal", "--json", "-n", "100").json()
+                             if e["kind"] == "resource.read"] or None, timeout=30)
+    bad_row = next(d for d in rows if d["uri"] == "wild://bad-shape")
+    assert bad_row["outcome"] == "error" and "contents" in bad_row["error"], rows
+    supervisor("mcp", "disable", "w")  # the session's end logs what the lane carried
+    log = monad_home / "logs" / "daemon.log"
+    wait_for(lambda: "server w: 2 resources/read on the direct lane" in log.read_text(), timeout=30)

@@ -11,6 +11,11 @@ its agent during a get (tests/servers/askserver.py: an `elicitation/create` on t
 connection, or at 2026-07-28 an `input_required` round), and a read of a stopped on-demand
 server, which starts it; a completion, and one of an unknown prompt (-32602). The daemon
 log's count says the lane took the plain ones.
+
+The upstream half (daemon/sessions/direct.py) is held the same way: the same reads, gets,
+errors and questions to a stdio server whose plain requests take that lane, and to the same
+server declaring an extension (which keeps every request on the SDK's session), give equal
+answers and journal rows; the session's end says which lane carried what.
 """
 
 from __future__ import annotations
@@ -207,6 +212,10 @@ def test_reads_and_gets_on_the_lane_answer_and_journal_as_the_sdks_path(supervis
     log = monad_home / "logs" / "daemon.log"
     wait_for(lambda: f"{len(CASES)} resources/read, prompts/get and completion/complete on the direct lane"
              in log.read_text(), timeout=30)
+    # Upstream, r's plain reads and gets took its stdio session's lane: both passes' two
+    # routed reads and one get (the unknown ones route nowhere).
+    supervisor("mcp", "disable", "r")
+    assert _upstream(monad_home, "r") == {"resources/read": 4, "prompts/get": 2}
 
 
 @pytest.mark.parametrize("era", ["2025-11-25", MODERN])
@@ -235,3 +244,84 @@ def test_a_per_server_entry_on_the_lane_answers_as_the_sdks_path(supervisor: Any
     log = monad_home / "logs" / "daemon.log"
     wait_for(lambda: "4 resources/read, prompts/get and completion/complete on the direct lane" in log.read_text(),
              timeout=30)
+
+
+def _upstream(home: Path, server: str) -> dict[str, int]:
+    """What `server`'s stdio session carried on its upstream direct lane, by method, as its
+    end logs it (waits for the line; {} when the session ended without one)."""
+    log = home / "logs" / "daemon.log"
+    prefix = f"server {server}: "
+
+    def line() -> str | None:
+        lines = log.read_text().splitlines()
+        for text in reversed(lines):
+            if prefix in text and "on the direct lane this session" in text:
+                return text
+        return None
+
+    found = wait_for(lambda: line() or None, timeout=30)
+    counts = found.split(prefix, 1)[1].split(" on the direct lane", 1)[0]
+    return {method: int(n) for n, method in (part.split(" ", 1) for part in counts.split(", "))}
+
+
+def _same_server(rows: list[dict[str, Any]]) -> list[str]:
+    """The rows without the server's name (two servers compared), as sortable keys."""
+    return sorted(_key({**r, "server": None}) for r in rows)
+
+
+@pytest.mark.parametrize("era", ["2025-11-25", MODERN])
+def test_reads_gets_and_questions_upstream_answer_as_the_sdks_session(supervisor: Any, monad_home: Path,
+                                                                       tmp_path: Path, era: str) -> None:
+    """The upstream lane against the SDK's session: `r`/`ask` take the lane, `rs`/`asks` (the
+    same servers declaring an extension) the SDK's session; each served alone (`monad mcp
+    serve NAME`: the server's own names), every case on both agent-side paths."""
+    py = json.dumps(sys.executable)
+    resources, ask = str(SERVERS / "resourceserver.py"), str(SERVERS / "askserver.py")
+    write_atom(monad_home, "r", f"command = {py}\nargs = {json.dumps([resources])}\n")
+    same_r = [resources, "--prefix", "r", "--inert-extension"]  # the same URIs as r's
+    write_atom(monad_home, "rs", f"command = {py}\nargs = {json.dumps(same_r)}\n")
+    write_atom(monad_home, "ask", f"command = {py}\nargs = {json.dumps([ask])}\n")
+    write_atom(monad_home, "asks", f"command = {py}\nargs = {json.dumps([ask, '--inert-extension'])}\n")
+    for name in ("r", "rs", "ask", "asks"):
+        wait_state(supervisor, name, "connected", timeout=90)
+    notes: list[tuple[str, dict[str, Any]]] = [
+        ("resources/read", {"uri": "note://r/alpha"}),
+        ("resources/read", {"uri": "note://r/dynamic/zed"}),  # by the template
+        ("resources/read", {"uri": "note://unknown/here"}),  # the server's error
+        ("prompts/get", {"name": "greet", "arguments": {"name": "Ada"}}),
+        ("prompts/get", {"name": "no_such_prompt"}),  # the server's error
+    ]
+    questions: list[tuple[str, dict[str, Any]]] = [
+        ("prompts/get", {"name": "ask"}),  # the server asks the agent
+        ("resources/read", {"uri": "ask://name"}),
+    ]
+    lane_notes = _both_paths(supervisor, monad_home, tmp_path, era, notes, 5, "r")
+    sdk_notes = _both_paths(supervisor, monad_home, tmp_path, era, notes, 5, "rs")
+    rows = 4  # a get, a read and each one's question
+    lane_asks = _both_paths(supervisor, monad_home, tmp_path, era, questions, rows, "ask")
+    sdk_asks = _both_paths(supervisor, monad_home, tmp_path, era, questions, rows, "asks")
+    for lane, sdk, twin in ((lane_notes, sdk_notes, "rs"), (lane_asks, sdk_asks, "asks")):
+        # Answers: every path the same (an error names its server: the twin's name aside).
+        renamed = [json.loads(json.dumps(a).replace(f"server `{twin}`", f"server `{twin[:-1]}`")) for a in sdk[:2]]
+        assert lane[0] == lane[1] == renamed[0] == renamed[1]
+        assert lane[2] == sdk[2]  # the questions the agent was asked
+        assert _same_server(lane[3][0]) == _same_server(lane[3][1]) == _same_server(sdk[3][0]) \
+            == _same_server(sdk[3][1])  # journal rows
+    texts = json.dumps(lane_notes[0])
+    assert "the first note" in texts and "note zed" in texts and "Hello, Ada!" in texts, lane_notes[0]
+    assert [a["error"]["code"] for a in lane_notes[0] if "error" in a] == [-32602, -32603], lane_notes[0]
+    assert "Hello, Ada!" in json.dumps(lane_asks[0]) and "hello Ada" in json.dumps(lane_asks[0]), lane_asks[0]
+    questions_rows = [r for r in lane_asks[3][0] if r["kind"] == "question"]
+    assert [r["detail"]["outcome"] for r in questions_rows] == ["answered", "answered"], lane_asks[3][0]
+    for name in ("r", "rs", "ask", "asks"):
+        supervisor("mcp", "disable", name)
+    # Both passes of every case upstream: r's reads and gets all on its lane, none of rs's.
+    assert _upstream(monad_home, "r") == {"resources/read": 6, "prompts/get": 4}
+    # ask's first round is plain (at 2026-07-28 it answers input_required, which goes again
+    # through the SDK's session); before 2026, the whole request is on the lane.
+    assert _upstream(monad_home, "ask") == {"prompts/get": 2, "resources/read": 2}
+    for name in ("rs", "asks"):
+        wait_state(supervisor, name, "disabled", timeout=30)  # their sessions ended, with no lane line
+    log = (monad_home / "logs" / "daemon.log").read_text().splitlines()
+    twins = ("server rs: ", "server asks: ")
+    assert not [line for line in log if "on the direct lane" in line and any(t in line for t in twins)]

@@ -16,6 +16,9 @@ for the gateway's tests of a 2026-07-28 agent's questions and log messages.
   the error -32021 "missing required client capability" (2026-07-28, SEP-2575) with its
   `requiredCapabilities` data, as servers that sample do; with it, `sampled for <name>`.
 
+`--inert-extension`: declare an extension (`example.com/inert`, which adds nothing): monad
+keeps every request to it on the SDK's session, never its stdio direct lane.
+
 It asks in its era's way: on a 2026-07-28 connection by an `InputRequiredResult` (the
 question keyed `name`, `requestState` `asked`), before by an `elicitation/create` request.
 A decline reads `hello nobody`. Each resources/list and prompts/list writes a line to stderr
@@ -159,6 +162,8 @@ def main() -> None:
                         on_list_prompts=list_prompts, on_get_prompt=get_prompt, on_list_tools=list_tools,
                         on_call_tool=call_tool, on_set_logging_level=lambda ctx, params: _empty(),
                         on_completion=complete)
+    if "--inert-extension" in sys.argv[1:]:
+        server.extensions["example.com/inert"] = {}
 
     async def run() -> None:
         async with stdio_server() as (read, write):

@@ -15,6 +15,9 @@ list of more note names read at start (a resource list that changes while monad 
 server stopped).
 `--many N`: N more resources `note://P/many/<i>` and N more prompts `p<i>` (listings longer
 than a page).
+`--inert-extension`: declare an extension (`example.com/inert`, which adds nothing): monad
+keeps every request to a server with extensions on the SDK's session, never its stdio
+direct lane (daemon/sessions/direct.py), so a test can hold both paths to the same answers.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import json
 import os
 import warnings
 
+from mcp.server.extension import Extension
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.prompts import Prompt
 from mcp.server.mcpserver.resources import TextResource
@@ -35,6 +39,7 @@ ap.add_argument("--prefix", default="r")
 ap.add_argument("--log", default=None)
 ap.add_argument("--extra-file", default=None)
 ap.add_argument("--many", type=int, default=0)
+ap.add_argument("--inert-extension", action="store_true")
 args = ap.parse_args()
 P = args.prefix
 
@@ -47,7 +52,16 @@ def _note_pid(what: str) -> None:
 if args.log:
     _note_pid("start")
     atexit.register(_note_pid, "exit")
-app = MCPServer("resourceserver", instructions=f"Notes under note://{P}/.")
+
+
+class Inert(Extension):
+    """Declared, adds nothing (`--inert-extension`)."""
+
+    identifier = "example.com/inert"
+
+
+app = MCPServer("resourceserver", instructions=f"Notes under note://{P}/.",
+                extensions=[Inert()] if args.inert_extension else None)
 notes = {"alpha": "the first note", "beta": "the second note"}
 if args.extra_file and os.path.exists(args.extra_file):
     with open(args.extra_file) as f:

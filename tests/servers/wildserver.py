@@ -7,6 +7,9 @@ can bend what crosses it the way the public bug reports describe:
                          [--log-requests PATH] [--setsid-child PIDFILE]
                          [--orphan-child PIDFILE] [--remote-ref URL]
 
+Resources: `wild://fine` (a text), `wild://bad-shape` (its answer's `contents` is a string,
+not a list: a result of no shape the protocol defines).
+
 Tools:
 - `echo(text)`, `pid()`;
 - `big(mib)`: a text result of `mib` MiB (a response over a line limit);
@@ -53,6 +56,7 @@ from typing import Any
 HALF_EMOJI = "@@HALF_EMOJI@@"
 BAD_UTF8 = "@@BAD_UTF8@@"
 GARBAGE = "@@GARBAGE@@"
+BAD_SHAPE = "@@BAD-SHAPE@@"
 SLEEPER = "import os, sys, time\nos.setsid()\nopen(sys.argv[1], 'w').write(str(os.getpid()))\ntime.sleep(3600)\n"
 
 
@@ -177,12 +181,23 @@ def main() -> None:
             text = json.dumps(arguments, sort_keys=True)
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
 
-    server = Server("wildserver", version="1.0", on_list_tools=list_tools, on_call_tool=call_tool)
+    async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=[types.Resource(uri="wild://fine", name="fine"),
+                                                    types.Resource(uri="wild://bad-shape", name="bad-shape")])
+
+    async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        text = BAD_SHAPE if str(params.uri) == "wild://bad-shape" else "fine"
+        return types.ReadResourceResult(contents=[types.TextResourceContents(uri=str(params.uri), text=text)])
+
+    server = Server("wildserver", version="1.0", on_list_tools=list_tools, on_call_tool=call_tool,
+                    on_list_resources=list_resources, on_read_resource=read_resource)
     log = open(args.log_requests, "a", buffering=1) if args.log_requests else None  # noqa: SIM115
     methods: dict[Any, str] = {}
 
     def encode(message: Any) -> bytes:
         data = message.model_dump(by_alias=True, exclude_unset=True, mode="json")
+        if BAD_SHAPE in json.dumps(data.get("result") or {}):
+            data["result"]["contents"] = "not a list"  # a shape resources/read does not define
         if args.id_last and "id" in data:
             data["id"] = data.pop("id")
         line = json.dumps(data, separators=(",", ":"))

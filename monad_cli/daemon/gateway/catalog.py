@@ -351,9 +351,11 @@ class Catalog:
 
     async def through(self, server: str, kind: str, what: dict[str, Any],
                        request: Callable[[Any], Awaitable[Any]], inputs: Any = None, *,
-                       method: str | None = None, target: str | None = None) -> Any:
+                       method: str | None = None, target: str | None = None,
+                       plain: dict[str, Any] | None = None) -> Any:
         """`request(client)` on `server`, journaled as `kind` (`what`: the event's detail);
-        `method`/`target` name its CLIENT span (telemetry on: `actor.call_through`)."""
+        `method`/`target` name its CLIENT span (telemetry on: `actor.call_through`); `plain`:
+        a read's or get's params, for the stdio session's direct lane (`actor.call_through`)."""
         started = time.monotonic()
         outcome, error = "ok", None
         if inputs is not None:
@@ -361,7 +363,8 @@ class Catalog:
         try:
             actor = self.live_actor(server)
             async with actor.in_use():  # an idle on-demand server starts (once for concurrent requests)
-                return await actor.call_through(request, inputs=inputs, method=method, target=target)
+                return await actor.call_through(request, inputs=inputs, method=method, target=target,
+                                                plain=plain)
         except MCPError as e:
             outcome, error = "error", f"{e.error.message} (MCP error {e.error.code})"
             raise MCPError(e.error.code, self.scrub(f"server `{server}`: {e.error.message}"), e.error.data) from None
@@ -410,7 +413,8 @@ class Catalog:
         server = single or await self.route(uri, allowed)
         result: types.ReadResourceResult = await self.through(
             server, "resource.read", {"uri": uri, "via": via}, lambda c: c.read_resource(uri), inputs,
-            method="resources/read", target=self.scrub(uri))  # a known secret in it: `***`
+            method="resources/read", target=self.scrub(uri),  # a known secret in it: `***`
+            plain={"uri": uri})
         return result
 
     async def get_prompt(self, name: str, arguments: dict[str, str] | None, allowed: Allowed, *,
@@ -420,7 +424,7 @@ class Catalog:
         detail = {"prompt": own, "exposed": name, "via": via, "arguments": sorted(arguments or {})}
         result: types.GetPromptResult = await self.through(
             server, "prompt.get", detail, lambda c: c.get_prompt(own, arguments), inputs,
-            method="prompts/get", target=own)
+            method="prompts/get", target=own, plain={"name": own, "arguments": arguments})
         return result
 
     async def complete(self, params: types.CompleteRequestParams, allowed: Allowed, *,

@@ -19,7 +19,7 @@ import logging
 import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager, nullcontext
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -145,6 +145,26 @@ def _wrong_shape_fails_the_call() -> Iterator[None]:
 
 
 T = TypeVar("T")
+
+
+async def _on_lane(lane: Any, method: str | None, plain: dict[str, Any] | None, version: str | None) -> Any:
+    """A plain read or get (`ServerActor.call_through`) on the stdio session's direct lane:
+    its result, or None (the SDK's to send). A result of a type the method does not define
+    fails with MCPError(-32603) naming it."""
+    try:
+        if plain is None:
+            return None
+        if method == "resources/read" and isinstance(uri := plain.get("uri"), str):
+            return await lane.read(uri, version)
+        if method == "prompts/get" and isinstance(name := plain.get("name"), str):
+            return await lane.get(name, plain.get("arguments"), version)
+        return None
+    except ValueError as exc:  # a result type the method does not define: refused, never sent again
+        from pydantic import ValidationError
+
+        if isinstance(exc, ValidationError):  # `_wrong_shape_fails_the_call` words it
+            raise
+        raise MCPError(INTERNAL_ERROR, str(exc)) from None
 
 
 class ServerActor:
@@ -853,7 +873,7 @@ class ServerActor:
         (expiry raises MCPError(-32001)). `progress(progress, total, message)` is awaited per
         notifications/progress (basic/utilities/progress; None asks for none); the server's
         questions go to `inputs` (trust/inputs.py; none: refused). A plain call takes the stdio
-        transport's direct lane (supervisor/direct.py), any other the SDK's session. Raises
+        transport's direct lane (sessions/direct.py), any other the SDK's session. Raises
         MonadError if not connected. Returns `mcp_types.CallToolResult`."""
         from monad_cli.core.errors import MonadError
 
@@ -913,15 +933,18 @@ class ServerActor:
 
     async def call_through(self, request: Callable[[Client], Awaitable[T]], *,
                            inputs: InputHandler | None = None, method: str | None = None,
-                           target: str | None = None) -> T:
+                           target: str | None = None, plain: dict[str, Any] | None = None) -> T:
         """A request other than tools/call on this session from any task (resources/*,
         prompts/*, completion/complete, logging/setLevel: the gateway's, gateway/catalog.py):
         `request(client)` is awaited with the live `mcp.Client`; the server's questions during
         it go to `inputs` (none: refused). `method` (the JSON-RPC method) and `target` (the
         prompt's name, the resource's URI, as the server names them): with telemetry on, the
-        request gets a CLIENT span by them, as tools/call does (docs/telemetry.md). Raises
-        MonadError if not connected, and whatever the request raises (`mcp.MCPError` when the
-        server fails it)."""
+        request gets a CLIENT span by them, as tools/call does (docs/telemetry.md). `plain`:
+        a plain resources/read's `{"uri"}` or prompts/get's `{"name", "arguments"}` (as the
+        server names them), which takes the stdio transport's direct lane (sessions/direct.py)
+        in place of `request` when it can; on either path a result of a shape the protocol
+        does not define fails it with MCPError(-32603) in one line. Raises MonadError if not
+        connected, and whatever the request raises (`mcp.MCPError` when the server fails it)."""
         from monad_cli.core.errors import MonadError
 
         client = self.client
@@ -929,14 +952,20 @@ class ServerActor:
             raise MonadError(f"server `{self.name}` is {self.state}"
                              f"{': ' + self.reason if self.reason else ''} (see `monad mcp status {self.name}`)")
         stamp.ensure(client.session)  # the caller's capabilities in a 2026-07-28 `_meta`
+        lane = self.conn.lane if plain is not None and self.conn is not None else None
+        # A read's or get's answer of a shape the protocol does not define fails it in one line,
+        # on either path, as a call's does.
+        shaped = _wrong_shape_fails_the_call() if plain is not None else nullcontext()
         recorder = TELEMETRY.recorder
         if recorder is None or method is None:
-            with self.inputs.serving(inputs):
-                return await request(client)
+            with self.inputs.serving(inputs), shaped:
+                result = await _on_lane(lane, method, plain, client.protocol_version) if lane else None
+                return result if result is not None else await request(client)
         with recorder.client_request(method, target, server=self.name, transport=self.spec.transport
                                      if self.spec else "stdio", protocol_version=client.protocol_version,
-                                     address=self._address(), session_id=None), self.inputs.serving(inputs):
-            return await request(client)
+                                     address=self._address(), session_id=None), self.inputs.serving(inputs), shaped:
+            result = await _on_lane(lane, method, plain, client.protocol_version) if lane else None
+            return result if result is not None else await request(client)
 
     async def _on_message(self, message: IncomingMessage) -> None:
         if isinstance(message, ToolListChangedNotification) and self._refresh is not None:

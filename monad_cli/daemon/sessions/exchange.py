@@ -65,7 +65,7 @@ class Outgoing:
 
     id: RequestId
     method: str
-    message: SessionMessage | None  # None: a line of the direct lane's (supervisor/direct.py)
+    message: SessionMessage | None  # None: a line of the direct lane's (sessions/direct.py)
     sent_at: float
 
 

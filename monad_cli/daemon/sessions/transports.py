@@ -5,7 +5,7 @@ does not expose - the pid and exit status (for "why did it fail"), a bound on st
 line length (a server cannot grow the supervisor's memory without bound), counting
 stray non-JSON lines without ending the session (the stdio transport forbids them, but
 one stray print should not cost a working session), an end-of-connection signal while
-idle, and a place for the direct lane's plain tools/calls (supervisor/direct.py) beside the
+idle, and a place for the direct lane's plain requests (sessions/direct.py) beside the
 SDK's session. It keeps the SDK's spawn and stop policy: its own
 process group, the SDK's default environment allowlist, and close stdin → 2 s → SIGTERM
 the group → 2 s → SIGKILL (MCP spec, basic/lifecycle "Shutdown"), and it also kills the
@@ -92,7 +92,7 @@ class Connection:
     post_status: dict[str, int] = field(default_factory=dict)
     transport: str | None = None  # stdio, streamable-http or sse once connected
     exchange: Exchange | None = None
-    lane: DirectLane | None = None  # stdio: plain tools/calls past the SDK's client (supervisor/direct.py)
+    lane: DirectLane | None = None  # stdio: plain calls, reads and gets past the SDK (sessions/direct.py)
     closed: bool = False
     established: bool = False  # the handshake completed: it earns a graceful stop
     extra: dict[str, Any] = field(default_factory=dict)
@@ -317,7 +317,8 @@ async def stdio_transport(spec: ServerSpec, sink: StderrSink, conn: Connection,
         sink.close()
         lane.close()
         if lane.taken:
-            log.info("server %s: %d tools/call on the direct lane this session", spec.name, lane.taken)
+            log.info("server %s: %s on the direct lane this session", spec.name,
+                     ", ".join(f"{n} {method}" for method, n in lane.taken.items()))
 
 
 async def _stop(process: anyio.abc.Process, conn: Connection, record: SpawnRecord,
