@@ -147,7 +147,7 @@ class DirectLane:
         params: dict[str, Any] = {"name": tool}
         if arguments is not None:
             params["arguments"] = arguments
-        return await self.request(CALL, params, version)
+        return await self.request(CALL, params, version, span=span)
 
     async def read(self, uri: str, version: str | None) -> Any:
         """resources/read of `uri` (MCP server/resources): its `ReadResourceResult`, or None
@@ -165,11 +165,13 @@ class DirectLane:
             params["arguments"] = arguments
         return await self.request(GET, params, version)
 
-    async def request(self, method: str, params: dict[str, Any], version: str | None) -> Any:
+    async def request(self, method: str, params: dict[str, Any], version: str | None, *,
+                      span: Any = None) -> Any:
         """`method` (CALL, READ or GET) with `params` (the wire shape, no `_meta`) on the
-        lane: its result model, or None when the lane cannot take it (closed, not attached,
-        the era not known, a server with extensions, no 2026-07-28 stamp seen yet, params
-        that are not JSON) or when a 2026-07-28 server answered `input_required` (the SDK
+        lane (`span`: its CLIENT span, telemetry on; None: the current one): its result
+        model, or None when the lane cannot take it (closed, not attached, the era not
+        known, a server with extensions, no 2026-07-28 stamp seen yet, params that are not
+        JSON) or when a 2026-07-28 server answered `input_required` (the SDK
         sends it again and runs the rounds). Raises MCPError for an error answer or the
         connection's end, pydantic.ValidationError or ValueError for a result of a shape
         `version` does not define."""
