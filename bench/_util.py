@@ -49,6 +49,16 @@ def monad_env(home: str) -> Callable[..., str]:
     return run
 
 
+def wait_connected(home: str, name: str, *, timeout: float = 60.0) -> None:
+    """Until `monad mcp status NAME` says connected, or SystemExit after `timeout` s."""
+    run = monad_env(home)
+    deadline = time.monotonic() + timeout
+    while json.loads(run("mcp", "status", name, "--json")).get("state") != "connected":
+        if time.monotonic() > deadline:
+            raise SystemExit(f"server {name} did not connect within {timeout:g} s")
+        time.sleep(0.2)
+
+
 def wait_tools(home: str, name: str, *, auto_approved: bool = False, timeout: float = 60.0) -> None:
     """Until `monad mcp tools` lists `name` (auto-approved, if asked): a trust edit reconnects."""
     run = monad_env(home)

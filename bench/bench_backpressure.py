@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _util import load, monad_env, target
+from _util import load, monad_env, target, wait_connected
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVER = str(ROOT / "tests" / "servers" / "toolserver.py")
@@ -108,11 +108,7 @@ def main() -> None:
         try:
             monad("mcp", "add", "ts", "--", sys.executable, SERVER)
             monad("mcp", "trust", "ts", "--auto-approve", "echo")
-            deadline = time.monotonic() + 60
-            while json.loads(monad("mcp", "status", "ts", "--json")).get("state") != "connected":
-                if time.monotonic() > deadline:
-                    raise SystemExit("server ts did not connect within 60 s")
-                time.sleep(0.2)
+            wait_connected(home, "ts")
             soak(home, args.n)
         finally:
             monad("daemon", "stop")

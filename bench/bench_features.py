@@ -14,7 +14,6 @@ reference: on a loaded machine every number grows, the ratios less so.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -25,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from _util import load, monad_env, target
+from _util import load, monad_env, target, wait_connected
 from bench_gateway import p99
 from mcp import Client, StdioServerParameters
 
@@ -79,11 +78,7 @@ def main() -> None:
         try:
             monad("mcp", "add", "r", "--", sys.executable, SERVER)
             monad("mcp", "trust", "r", "--auto-approve", "echo")
-            deadline = time.monotonic() + 60
-            while json.loads(monad("mcp", "status", "r", "--json")).get("state") != "connected":
-                if time.monotonic() > deadline:
-                    raise SystemExit("server r did not connect within 60 s")
-                time.sleep(0.2)
+            wait_connected(home, "r")
             results = anyio.run(bench, home, args.n)
         finally:
             monad("daemon", "stop")
