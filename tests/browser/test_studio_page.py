@@ -112,8 +112,10 @@ def test_live_state_add_from_the_page_and_cli_and_hand_edits_show_without_reload
     _atom(monad_home, "by-hand").write_text(f'command = "{sys.executable}"\nargs = ["{TESTSERVER}"]\n')
     expect(state_of(page, "by-hand")).to_have_text("connected", timeout=30_000)
     _atom(monad_home, "by-hand").write_text("command = 5\n")
+    # monad's backticked names are set as code (the cell's text holds no backticks).
     expect(reason_of(page, "by-hand")).to_contain_text(
-        "runs its last good definition; config error: `atoms/mcp/by-hand.toml`: server `by-hand`, field `command`")
+        "runs its last good definition; config error: atoms/mcp/by-hand.toml: server by-hand, field command")
+    expect(reason_of(page, "by-hand").locator("code").first).to_have_text("atoms/mcp/by-hand.toml")
     _atom(monad_home, "by-hand").unlink()
     expect(server_row(page, "by-hand")).to_have_count(0)
     # A server that cannot start says why.
