@@ -21,15 +21,20 @@ class AppServer:
     `config` is passed to `uvicorn.Config` (`lifespan` defaults to "off", `log_config` to None,
     `access_log` to False). `start(sock)` returns once uvicorn listens; `stop()` closes the
     listener and every connection, waiting at most `stop_within` seconds (open event streams
-    are cut, not drained), and runs the app's lifespan shutdown when it has one."""
+    are cut, not drained), and runs the app's lifespan shutdown when it has one. `cut`: then
+    cancel every response still in flight and close its connection (the gateway's listener,
+    whose agents' event streams never end by themselves). Not for the control API: at the
+    supervisor's stop its calls in flight are answered (the stop ends them with a reason, as
+    `the supervisor stopped during the call`), and a cut would lose that answer."""
 
-    def __init__(self, app: Any, *, stop_within: float = 3.0, **config: Any) -> None:
+    def __init__(self, app: Any, *, stop_within: float = 3.0, cut: bool = False, **config: Any) -> None:
         config.setdefault("lifespan", "off")
         config.setdefault("log_config", None)
         config.setdefault("access_log", False)
         self.config = uvicorn.Config(app, **config)
         self.server = uvicorn.Server(self.config)
         self.stop_within = stop_within
+        self.cut = cut
         self.sock: socket.socket | None = None
 
     @property
@@ -54,7 +59,8 @@ class AppServer:
             # what it runs there (the SDK's session manager ends its sessions and streams).
             if self.config.lifespan != "off":
                 await self.server.lifespan.shutdown()
-        self._cut()
+        if self.cut:
+            self._cut()
 
     def _cut(self) -> None:
         """Close what is still open: uvicorn's shutdown only asks an idle keep-alive

@@ -77,8 +77,9 @@ async def serve_http(session: GatewaySession, sock: socket.socket, token: str, *
                      until: anyio.Event) -> None:
     """Serve the session's streamable HTTP app on `sock` until `until` is set."""
     app = BearerGuard(session.server.streamable_http_app(host="127.0.0.1", streamable_http_path="/mcp"), token)
-    # lifespan on: the SDK's app runs its session manager's task group in it.
-    server = AppServer(app, lifespan="on", timeout_graceful_shutdown=2)
+    # lifespan on: the SDK's app runs its session manager's task group in it; cut: an agent's
+    # open event stream ends with the listener (Ctrl-C on `monad mcp serve --http`).
+    server = AppServer(app, lifespan="on", timeout_graceful_shutdown=2, cut=True)
     try:
         await server.start(sock)
         await until.wait()
