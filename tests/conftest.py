@@ -199,6 +199,25 @@ def wait_for(predicate: Any, timeout: float = 20.0, interval: float = 0.05) -> A
     raise AssertionError(f"condition not met within {timeout} s (last: {last!r})")
 
 
+def gateway_up(home: Path, port: int) -> tuple[str, dict[str, str]]:
+    """Once `monad mcp serve --http --port PORT` answers (its token file written, its URL
+    refusing a request without the token): the URL and the bearer header."""
+    import httpx2
+
+    token_file = home / "run" / "gateway.token"
+    wait_for(lambda: token_file.exists(), timeout=30)
+    url = f"http://127.0.0.1:{port}/mcp"
+
+    def up() -> bool:
+        try:
+            return httpx2.get(url, timeout=2).status_code == 401
+        except httpx2.HTTPError:
+            return False
+
+    wait_for(up, timeout=30)
+    return url, {"Authorization": f"Bearer {token_file.read_text().strip()}"}
+
+
 def status_of(monad: Any, name: str) -> dict[str, Any]:
     r = monad("mcp", "status", name, "--json")
     assert r.code == 0, r

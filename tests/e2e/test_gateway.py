@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.conftest import free_port, wait_for, wait_state
+from tests.conftest import free_port, gateway_up, wait_for, wait_state
 
 pytestmark = pytest.mark.e2e
 TOOLSERVER = str(Path(__file__).resolve().parents[1] / "servers" / "toolserver.py")
@@ -112,18 +112,7 @@ def test_stdio_and_http_advertise_the_same_list_changed(supervisor: Any, monad_h
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     seen: dict[tuple[str, str], Any] = {}
     try:
-        token_file = monad_home / "run" / "gateway.token"
-        wait_for(lambda: token_file.exists(), timeout=30)
-        url = f"http://127.0.0.1:{port}/mcp"
-
-        def up() -> bool:
-            try:
-                return httpx2.get(url, timeout=2).status_code == 401
-            except httpx2.HTTPError:
-                return False
-
-        wait_for(up, timeout=30)
-        headers = {"Authorization": f"Bearer {token_file.read_text().strip()}"}
+        url, headers = gateway_up(monad_home, port)
 
         async def main() -> None:
             for mode in ("auto", "legacy"):

@@ -23,6 +23,7 @@ import pytest
 from tests.conftest import (
     everything_bin,
     free_port,
+    gateway_up,
     inspector_bin,
     status_of,
     wait_for,
@@ -347,24 +348,6 @@ def test_a_servers_question_reaches_the_agent_whose_call_it_is(supervisor: Any, 
 RESOURCESERVER = str(Path(__file__).resolve().parents[1] / "servers" / "resourceserver.py")
 
 
-def _serving(home: Path, port: int) -> tuple[str, dict[str, str]]:
-    """Once `monad mcp serve --http --port PORT` answers: its URL and the bearer header."""
-    import httpx2
-
-    token_file = home / "run" / "gateway.token"
-    wait_for(lambda: token_file.exists(), timeout=30)
-    url = f"http://127.0.0.1:{port}/mcp"
-
-    def up() -> bool:
-        try:
-            return httpx2.get(url, timeout=2).status_code == 401
-        except httpx2.HTTPError:
-            return False
-
-    wait_for(up, timeout=30)
-    return url, {"Authorization": f"Bearer {token_file.read_text().strip()}"}
-
-
 @contextlib.contextmanager
 def _http_gateway(home: Path) -> Iterator[tuple[str, dict[str, str]]]:
     """`monad mcp serve --http` running: its URL and the bearer header."""
@@ -372,7 +355,7 @@ def _http_gateway(home: Path) -> Iterator[tuple[str, dict[str, str]]]:
     proc = subprocess.Popen([sys.executable, "-m", "monad_cli", "mcp", "serve", "--http", "--port", str(port)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        yield _serving(home, port)
+        yield gateway_up(home, port)
     finally:
         proc.send_signal(signal.SIGINT)
         try:
@@ -642,7 +625,7 @@ def test_ctrl_c_stops_serve_http_and_closes_an_agents_open_event_stream(supervis
     url = f"http://127.0.0.1:{port}/mcp"
     ended: dict[str, Any] = {}
     try:
-        _, bearer = _serving(monad_home, port)
+        _, bearer = gateway_up(monad_home, port)
         headers = {**bearer, "Accept": "application/json, text/event-stream"}
         agent = httpx2.Client(headers=headers, timeout=httpx2.Timeout(10, read=None))
         r = agent.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {

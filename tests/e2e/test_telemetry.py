@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import wait_for, wait_state
+from tests.conftest import gateway_up, wait_for, wait_state
 from tests.otlp import OtlpReceiver, Span
 
 pytestmark = pytest.mark.e2e
@@ -206,8 +206,6 @@ def test_the_http_gateway_continues_the_trace_too(monad: Any, monad_home: Path,
     """`monad mcp serve --http`: the SDK's streamable HTTP server path, `network.transport = tcp`."""
     import signal
 
-    import httpx2
-
     from tests.conftest import free_port
 
     with OtlpReceiver() as otlp:
@@ -219,19 +217,9 @@ def test_the_http_gateway_continues_the_trace_too(monad: Any, monad_home: Path,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             wait_state(monad, "traced", "connected", timeout=90)
-            token_file = monad_home / "run" / "gateway.token"
-            wait_for(lambda: token_file.exists(), timeout=30)
-            url = f"http://127.0.0.1:{port}/mcp"
-
-            def up() -> bool:
-                try:
-                    return httpx2.get(url, timeout=2).status_code == 401
-                except httpx2.HTTPError:
-                    return False
-
-            wait_for(up, timeout=30)
-            agent = _agent(monad_home, "traced__where", env={"AGENT_HTTP_URL": url,
-                                                              "AGENT_HTTP_TOKEN": token_file.read_text().strip()})
+            url, bearer = gateway_up(monad_home, port)
+            token = bearer["Authorization"].removeprefix("Bearer ")
+            agent = _agent(monad_home, "traced__where", env={"AGENT_HTTP_URL": url, "AGENT_HTTP_TOKEN": token})
             trace_id = agent["traceId"]
             sent = next(s for s in agent["spans"] if s["name"].startswith("MCP send tools/call"))
             server = wait_for(lambda: next((s for s in otlp.spans() if s.trace_id == trace_id and s.kind == SERVER),

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import free_port, status_of, wait_for, wait_state
+from tests.conftest import free_port, gateway_up, status_of, wait_for, wait_state
 
 pytestmark = pytest.mark.e2e
 TOOLSERVER = str(Path(__file__).resolve().parents[1] / "servers" / "toolserver.py")
@@ -569,19 +569,9 @@ def test_gateway_http_requires_the_token_and_loopback_host(supervisor: Any, mona
     port = free_port()
     proc = popen_monad("mcp", "serve", "--http", "--port", str(port))
     try:
-        token_file = monad_home / "run" / "gateway.token"
-        wait_for(lambda: token_file.exists(), timeout=30)
-        assert token_file.stat().st_mode & 0o777 == 0o600
-        token = token_file.read_text().strip()
-        url = f"http://127.0.0.1:{port}/mcp"
-
-        def up() -> bool:
-            try:
-                return httpx2.get(url, timeout=2).status_code == 401
-            except httpx2.HTTPError:
-                return False
-
-        wait_for(up, timeout=30)
+        url, bearer = gateway_up(monad_home, port)
+        assert (monad_home / "run" / "gateway.token").stat().st_mode & 0o777 == 0o600
+        token = bearer["Authorization"].removeprefix("Bearer ")
         body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
         assert httpx2.post(url, json=body, headers={"Authorization": "Bearer wrong"}).status_code == 401
         evil = httpx2.post(url, json=body, headers={"Authorization": f"Bearer {token}", "Host": "evil.example"})
