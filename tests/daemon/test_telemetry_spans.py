@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("opentelemetry.sdk")
 
-from opentelemetry import context, trace
+from opentelemetry import context, propagate, trace
 from opentelemetry.propagate import extract
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -29,7 +29,7 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, StatusCode, TraceFlags, TraceState
 
 from monad_cli.daemon.telemetry.sdk import QuietSampler
-from monad_cli.daemon.telemetry.spans import CallSpans, fixed_decisions
+from monad_cli.daemon.telemetry.spans import CallSpans, Unrecorded, fixed_decisions
 
 AGENT = {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "tracestate": "vendor=x"}
 ATTRIBUTES = {"mcp.method.name": "tools/call", "gen_ai.operation.name": "execute_tool", "network.transport": "pipe",
@@ -148,3 +148,65 @@ def test_a_fixed_samplers_outcome_is_the_samplers(sampler: Any, parent: str) -> 
                          ids=lambda s: s.get_description())
 def test_any_other_sampler_is_called(sampler: Any) -> None:
     assert fixed_decisions(sampler) is None
+
+
+INJECTED = {  # the spans a call hands `Recorder.inject`, by the context they carry
+    "sampled, trace state": NonRecordingSpan(SpanContext(0x0AF7651916CD43DD8448EB211C80319C, 0xB7AD6B7169203331,
+                                                         False, TraceFlags(1), TraceState([("v", "x"), ("w", "y")]))),
+    "random id flag": NonRecordingSpan(SpanContext(0x1, 0x2, False, TraceFlags(3))),
+    "not sampled, empty trace state": NonRecordingSpan(SpanContext(0xABC, 0xDEF, True, TraceFlags(0), TraceState())),
+    "the agent's, unrecorded": Unrecorded(SpanContext(0xABC, 0xDEF, True, TraceFlags(1), TraceState([("a", "b")]))),
+    "invalid": NonRecordingSpan(trace.INVALID_SPAN_CONTEXT),
+    "none, unrecorded": Unrecorded(trace.INVALID_SPAN_CONTEXT),
+}
+
+
+@pytest.mark.parametrize("span", list(INJECTED), ids=str)
+@pytest.mark.parametrize("with_baggage", [False, True], ids=["no baggage", "baggage"])
+def test_inject_writes_what_the_propagators_write(span: str, with_baggage: bool) -> None:
+    """`Recorder.inject` writes the W3C lines itself under the default propagators: what
+    `propagate.inject` writes for the same span (baggage in the current context: the
+    propagators' own path); an unrecorded span with no context writes nothing."""
+    from opentelemetry import baggage
+
+    from monad_cli.daemon.telemetry.aggregate import Aggregates
+    from monad_cli.daemon.telemetry.recorder import Recorder
+
+    recorder = Recorder(Aggregates(), tracer_provider=TracerProvider())
+    assert recorder.w3c_propagators
+    given = INJECTED[span]
+    token = context.attach(baggage.set_baggage("tenant", "t1") if with_baggage else context.get_current())
+    try:
+        ours: dict[str, Any] = {}
+        recorder.inject(ours, given)
+        theirs: dict[str, Any] = {}
+        made_up = type(given) is Unrecorded and not given.get_span_context().is_valid  # nothing to pass on
+        if not made_up:
+            propagate.inject(theirs, context=trace.set_span_in_context(given))
+    finally:
+        context.detach(token)
+    assert ours == theirs
+    assert ("traceparent" in ours) is given.get_span_context().is_valid
+    assert ("baggage" in ours) is (with_baggage and not made_up)
+
+
+def test_other_propagators_are_called() -> None:
+    from opentelemetry.baggage.propagation import W3CBaggagePropagator
+    from opentelemetry.propagators.composite import CompositePropagator
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    from monad_cli.daemon.telemetry.recorder import w3c_propagators
+
+    default = propagate.get_global_textmap()
+    try:
+        for textmap, expected in [(CompositePropagator([TraceContextTextMapPropagator()]), True),
+                                  (TraceContextTextMapPropagator(), True),
+                                  (W3CBaggagePropagator(), False),
+                                  (CompositePropagator([W3CBaggagePropagator(),
+                                                        TraceContextTextMapPropagator()]), False),
+                                  (CompositePropagator([TraceContextTextMapPropagator(), W3CBaggagePropagator(),
+                                                        TraceContextTextMapPropagator()]), False)]:
+            propagate.set_global_textmap(textmap)
+            assert w3c_propagators() is expected, textmap
+    finally:
+        propagate.set_global_textmap(default)

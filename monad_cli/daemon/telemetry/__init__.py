@@ -9,6 +9,8 @@ the `OTEL_*` environment (`settings.py`).
 
 from __future__ import annotations
 
+import gc
+
 import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -90,6 +92,10 @@ def start(paths: Paths, environ: Mapping[str, str], *, states: Callable[[], Mapp
     TELEMETRY.exposition = Exposition(pull)
     TELEMETRY._shutdown = shutdown
     TELEMETRY.recorder = recorder
+    # The SDK's modules and providers (~13,000 long-lived objects) out of the collector's
+    # generations, as the supervisor's own imports are (daemon/main.py): a full collection
+    # would walk them again each time (bench/README.md "Issue 27, the encoder").
+    gc.freeze()
     from monad_cli.core.redact import redact_url
 
     log.info("telemetry on: %s; /metrics %s",

@@ -32,7 +32,8 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 from mcp.shared._otel import extract_trace_context, inject_trace_context
-from opentelemetry import context, metrics, propagate, trace
+from opentelemetry import baggage, context, metrics, propagate, trace
+from opentelemetry.context import Context, get_current
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import INVALID_SPAN_CONTEXT, Span, SpanKind, StatusCode
 
@@ -50,6 +51,8 @@ TRANSPORTS = {"stdio": "pipe", "http": "tcp"}
 CALL = "tools/call"
 # The spans' fixed attributes, built once (a tools/call span adds its tool, ids and version).
 _TOOLS_CALL = {"mcp.method.name": CALL, "gen_ai.operation.name": "execute_tool"}
+# The OpenTelemetry context's key for baggage, read from a context the API builds (its name is private).
+_BAGGAGE_KEY = next(iter(baggage.set_baggage("k", "v", Context())))
 _TOOL_ERROR = {"monad.call.outcome": "tool-error", "error.type": "tool_error"}
 # The conventions' attribute for a request's target, by method.
 _TARGETS = {CALL: "gen_ai.tool.name", "prompts/get": "gen_ai.prompt.name", "resources/read": "mcp.resource.uri",
@@ -82,6 +85,7 @@ class Recorder:
         self.capture_arguments = capture_arguments and digest is not None
         self.digest = digest
         self.tracer = trace.get_tracer("monad", tracer_provider=tracer_provider)
+        self.w3c_propagators = w3c_propagators()  # `inject` writes the W3C lines itself
         # Spans that go nowhere cost a call ~10 µs of CPU in a tight loop, ~50 µs more on the
         # MCP SDK's path (bench/README.md "Issue 27, spans only when exported"): decided once.
         self.records_spans = bool(span_processors)
@@ -398,19 +402,31 @@ class Recorder:
         if span.is_recording():
             span.set_attribute("jsonrpc.request.id", str(request_id))
 
-    @staticmethod
-    def inject(meta: dict[str, Any], span: Span | None = None) -> None:
+    def inject(self, meta: dict[str, Any], span: Span | None = None) -> None:
         """`span`'s W3C context (None: the current span's) into an outgoing request's `_meta`
-        (SEP-414), through the configured propagators as the SDK's own hook writes it; the
-        context given them is the current one with `span` in it, built for this write and
-        never attached. (Writing the `traceparent` line here instead, under the default
-        propagators, measured ~0.4 µs less a call in a tight loop: not worth a copy.)"""
+        (SEP-414), what the configured propagators write, as the MCP SDK's own hook writes
+        it; the context given them is the current one with `span` in it, built for this
+        write and never attached. Under the default propagators (`tracecontext,baggage`),
+        with no baggage in the current context, `traceparent` and `tracestate` are written
+        here as `TraceContextTextMapPropagator` writes them: the propagators' own path
+        (a context built, the composite, the baggage lookup, the getters) cost ~7 µs a call
+        in a tight loop (bench/README.md "Issue 27, the encoder"); tests/daemon/
+        test_telemetry_spans.py holds the two to each other."""
         if span is None:
             inject_trace_context(meta)
-        elif type(span) is Unrecorded and not span.get_span_context().is_valid:
+            return
+        if type(span) is Unrecorded and not span.get_span_context().is_valid:
             return  # no span recorded and the agent sent no context: none is made up
-        else:
-            propagate.inject(meta, context=trace.set_span_in_context(span))
+        if self.w3c_propagators and get_current().get(_BAGGAGE_KEY) is None:
+            span_context = span.get_span_context()
+            if span_context == INVALID_SPAN_CONTEXT:
+                return
+            meta["traceparent"] = (f"00-{span_context.trace_id:032x}-{span_context.span_id:016x}-"
+                                   f"{span_context.trace_flags:02x}")
+            if span_context.trace_state:
+                meta["tracestate"] = span_context.trace_state.to_header()
+            return
+        propagate.inject(meta, context=trace.set_span_in_context(span))
 
     # -- sessions --------------------------------------------------------------------------
     def connecting(self, server: str, transport: str) -> Span:
@@ -490,6 +506,21 @@ class _Attached:
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         context.detach(self._token)
+
+
+def w3c_propagators() -> bool:
+    """Whether the global propagators are the default ones (`OTEL_PROPAGATORS` unset:
+    `tracecontext,baggage`) or `tracecontext` alone, whose output `Recorder.inject` writes
+    itself. The composite's list is a private field: a release that renames it, or any
+    other propagator, gets the propagators called."""
+    from opentelemetry.baggage.propagation import W3CBaggagePropagator
+    from opentelemetry.propagators.composite import CompositePropagator
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    textmap = propagate.get_global_textmap()
+    parts = getattr(textmap, "_propagators", None) if type(textmap) is CompositePropagator else [textmap]
+    kinds = [type(part) for part in parts or ()]
+    return kinds in ([TraceContextTextMapPropagator, W3CBaggagePropagator], [TraceContextTextMapPropagator])
 
 
 def _server_key(method: str, target: str | None) -> Key:

@@ -2,9 +2,10 @@
 
 - traces, only when an endpoint is set: a `TracerProvider` (resource from `service_name` and
   `OTEL_RESOURCE_ATTRIBUTES`, sampler from `OTEL_TRACES_SAMPLER`, default parent-based
-  always-on), exported by OTLP/HTTP in batches. Without one no span would go anywhere: no
-  provider is set, and the MCP SDK's hooks keep the API's no-op tracer, which passes the
-  incoming trace context on as a non-recording span (docs/telemetry.md);
+  always-on), exported by OTLP/HTTP in batches (encoded by monad's `otlp.py`). Without one
+  no span would go anywhere: no provider is set, and the MCP SDK's hooks keep the API's
+  no-op tracer, which passes the incoming trace context on as a non-recording span
+  (docs/telemetry.md);
 - metrics: a `MeterProvider` with a pull reader for `GET /metrics` and, when an endpoint is
   set, a periodic OTLP/HTTP exporter (`OTEL_METRIC_EXPORT_INTERVAL`, default 60 s); each
   reader adds the histograms monad aggregates itself (`aggregate.py`) to what it collects;
@@ -130,15 +131,16 @@ def install(settings: TelemetrySettings, environ: Mapping[str, str],
                                          shutdown_on_exit=False)
         tracer_provider.add_span_processor(SdkRequestIds())
         from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        from monad_cli.daemon.telemetry.otlp import span_exporter
 
         # The exporters read the OTEL_EXPORTER_OTLP_* variables themselves; an endpoint from
         # settings.toml is a base URL, completed with the signal's path as the spec says.
         from_env = any(environ.get(v) for v in ENDPOINT_VARS)
         base = settings.endpoint.rstrip("/")
-        span_exporter = OTLPSpanExporter() if from_env else OTLPSpanExporter(endpoint=f"{base}/v1/traces")
+        spans_out = span_exporter() if from_env else span_exporter(endpoint=f"{base}/v1/traces")
         metric_exporter = OTLPMetricExporter() if from_env else OTLPMetricExporter(endpoint=f"{base}/v1/metrics")
-        batch = BatchSpanProcessor(span_exporter)
+        batch = BatchSpanProcessor(spans_out)
         tracer_provider.add_span_processor(batch)
         exporting.append(batch)
         readers.append(ExportingReader(metric_exporter, aggregates))
