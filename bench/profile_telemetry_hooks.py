@@ -5,10 +5,13 @@ as the supervisor sets it (no export). Not a bench: no target; the supervisor ru
 work with cold caches, two to three times slower (bench/README.md "Issue 27, the last cuts").
 
     python bench/profile_telemetry_hooks.py [-n 20000] [--profile] [--traceparent]
+    python bench/profile_telemetry_hooks.py --encoder
 
 Prints µs of CPU per call for 5 rounds (the least is the work's own cost); `--profile`: the
 functions with the most own time under cProfile instead; `--traceparent`: the agent's
 request carries a W3C trace context in `_meta` (without: none, as from an agent with no SDK).
+`--encoder`: instead, the CPU per span of encoding batches of 512 of these calls' spans for
+OTLP, by the library's `encode_spans` and by monad's `SpanEncoder` (daemon/telemetry/otlp.py).
 `PYTHONPATH=DIR` runs another tree's
 monad (e.g. `git archive REV monad_cli | tar -x -C DIR`) for a before/after.
 """
@@ -57,12 +60,50 @@ def one(rec: Recorder, i: int, agent_meta: dict[str, str] | None = None) -> None
         rec.result(span, RESULT)
 
 
+def encoders(rounds: int = 5) -> None:
+    """Per span, µs of CPU to encode 512-span batches of the calls' spans: the library's, monad's."""
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.trace import SpanProcessor
+
+    from monad_cli.daemon.telemetry.otlp import SpanEncoder
+
+    class Keep(SpanProcessor):
+        def __init__(self) -> None:
+            self.spans: list[Any] = []
+
+        def on_end(self, span: Any) -> None:
+            self.spans.append(span)
+
+    keep = Keep()
+    aggregates = Aggregates()
+    from opentelemetry.sdk.trace import TracerProvider
+
+    rec = Recorder(aggregates, tracer_provider=TracerProvider(), span_processors=[keep])
+    for i in range(256):
+        one(rec, i, AGENT_META if i % 2 else None)
+    batch, encoder = keep.spans, SpanEncoder()
+    assert encoder.encode(batch) == encode_spans(batch).SerializePartialToString()
+    for name, encode in (("library", lambda: encode_spans(batch).SerializePartialToString()),
+                         ("monad", lambda: encoder.encode(batch))):
+        times = []
+        for _ in range(rounds):
+            started = time.thread_time()
+            for _ in range(20):
+                encode()
+            times.append((time.thread_time() - started) / 20 / len(batch) * 1e6)
+        print(f"{name:8} µs of CPU per span:", " ".join(f"{t:.1f}" for t in times), f"(least {min(times):.1f})")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("-n", type=int, default=20000)
     ap.add_argument("--profile", action="store_true", help="cProfile's functions by own time instead")
     ap.add_argument("--traceparent", action="store_true", help="the agent's request carries a traceparent")
+    ap.add_argument("--encoder", action="store_true", help="the OTLP encoders' CPU per span instead")
     args = ap.parse_args()
+    if args.encoder:
+        encoders()
+        return
     meta = AGENT_META if args.traceparent else None
     aggregates = Aggregates()
     _pull, _shutdown, exporting = install(TelemetrySettings(enabled=True), {}, aggregates)

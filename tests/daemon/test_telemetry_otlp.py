@@ -65,6 +65,8 @@ def _monad_call_spans(n: int) -> list[Any]:
                 rec.result(upstream, {**RESULT, "isError": i % 3 == 0})
             rec.outcome(server="b", outcome="ok", decision="approved", via="gateway")
             rec.result(span, RESULT)
+            if i == 1:
+                span.add_event("an event", {"k": 1})
     return list(out.get_finished_spans())
 
 
@@ -72,7 +74,8 @@ def test_monad_call_spans_are_the_librarys_bytes() -> None:
     spans = _monad_call_spans(40)
     assert {s.kind for s in spans} == {SpanKind.SERVER, SpanKind.CLIENT}
     assert any(s.parent is not None and s.parent.is_remote for s in spans)  # the agent's context
-    assert any(s.status.status_code is StatusCode.ERROR for s in spans)
+    assert any(s.status.status_code is StatusCode.ERROR for s in spans) and any(s.events for s in spans)
+    assert {type(s).__name__ for s in spans} == {"CallSpan"}  # monad's own, read directly
     encoder = SpanEncoder()
     expected = library(spans)
     assert encoder.encode(spans) == expected

@@ -10,7 +10,6 @@ the `OTEL_*` environment (`settings.py`).
 from __future__ import annotations
 
 import gc
-
 import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any

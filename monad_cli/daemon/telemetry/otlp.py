@@ -1,12 +1,13 @@
 """Finished spans to the bytes of an OTLP `ExportTraceServiceRequest`, written directly.
 
 Why a second copy beside `opentelemetry-exporter-otlp-proto-common`: its `encode_spans` builds a
-protobuf message object for every span, attribute and value, then serializes them, ~41 µs of
-CPU a monad call span in a tight loop and ~70 µs in the running supervisor (on the exporter's
-batch thread, but on the supervisor's CPU): two spans a gateway call were most of what
-telemetry with OTLP export cost a call (bench/README.md "Issue 27, the encoder"). Here a span is
-its fields' bytes joined, and what repeats from call to call (the span's name, an attribute's
-key and value, the resource and the scope) is encoded once and kept: ~N µs a span.
+protobuf message object for every span, attribute and value, then serializes them: ~35–41 µs
+of CPU a monad call span in a tight loop, more in the running supervisor (on the exporter's
+batch thread, but on the supervisor's CPU). Two spans a gateway call made it the largest part
+of what telemetry with OTLP export cost a call (bench/README.md "Issue 27, the encoder"). Here
+a span is its fields' bytes joined, and what repeats from call to call (the span's name, an
+attribute's key and value, a status, the resource and the scope) is encoded once and kept:
+~5 µs a span (`bench/profile_telemetry_hooks.py --encoder`).
 
 It writes what `encode_spans(spans).SerializePartialToString()` writes, byte for byte:
 the same fields, in field-number order, the same grouping by resource and then by
@@ -15,8 +16,8 @@ instrumentation scope (equal ones merged, in first-seen order), and the same pre
 `oneof` value is written even at its default). tests/daemon/test_telemetry_otlp.py holds the
 two to each other on spans of every shape. What it does not take (an attribute value of a
 type other than None, bool, str, int, float, bytes, a sequence or a mapping of them; an int
-outside int64; a string that is not UTF-8) raises `Unencodable`, and `encode` then gives the
-batch to the library's encoder, which decides it (it logs and drops such an attribute).
+outside int64; a string that is not UTF-8) raises `Unencodable`, and `span_exporter` gives that
+batch to the library's own export, which decides it (it logs and drops such an attribute).
 
 Field numbers from opentelemetry-proto: `collector/trace/v1/trace_service.proto`,
 `trace/v1/trace.proto`, `common/v1/common.proto`, `resource/v1/resource.proto`; the wire format
@@ -29,11 +30,17 @@ from collections.abc import Mapping, Sequence
 from struct import Struct
 from typing import Any
 
+from opentelemetry.trace import SpanKind, StatusCode
+
+from monad_cli.daemon.telemetry.spans import CallSpan
+
 _SMALL = [bytes((n,)) for n in range(128)]
 _DOUBLE = Struct("<d").pack
 _U64 = 0xFFFF_FFFF_FFFF_FFFF
-# The span kind's enum value in OTLP (SPAN_KIND_INTERNAL = 1 …) by the API's (INTERNAL = 0 …).
-_KIND = [b"\x30" + _SMALL[n + 1] for n in range(5)]
+# `Span.kind` by the API's kind: OTLP's SPAN_KIND_INTERNAL = 1 … for the API's INTERNAL = 0 ….
+_KIND = {kind: b"\x30" + _SMALL[kind.value + 1] for kind in SpanKind}
+# `Span.status` without a description, by its code (UNSET: an empty message, still written).
+_STATUS = {code: b"\x7a\x02\x18" + _SMALL[code.value] if code.value else b"\x7a\x00" for code in StatusCode}
 # Span.flags (SpanFlags): "has is_remote", and "is remote" when the parent's context is.
 _FLAGS_LOCAL = b"\x85\x01" + (0x100).to_bytes(4, "little")
 _FLAGS_REMOTE = b"\x85\x01" + (0x300).to_bytes(4, "little")
@@ -121,9 +128,8 @@ def _scope(scope: Any) -> bytes:
     return _field(b"\x0a", body)
 
 
-def _trace_state(trace_state: Any) -> str | None:
-    if trace_state is None:
-        return None
+def _trace_state(trace_state: Any) -> str:
+    """A non-empty `TraceState` as the library writes it (`key=value`, comma-separated)."""
     return ",".join([f"{key}={value}" for key, value in trace_state.items()])
 
 
@@ -132,8 +138,10 @@ class SpanEncoder:
     One per exporter: `encode` runs on its batch thread only."""
 
     def __init__(self) -> None:
-        # (key, the value's class, value) -> a whole `Span.attributes` field; name -> `Span.name` field.
+        # A whole `Span.attributes` field by (key, the value's class, value) for ints and bools, by
+        # key and value for strs; name -> `Span.name` field.
         self._attrs: dict[tuple[str, type, Any], bytes] = {}
+        self._strs: dict[str, dict[str, bytes]] = {}
         self._names: dict[str, bytes] = {}
         # id() -> (the object, its bytes): a resource's and a scope's encoding, by identity
         # (the library groups by equality, which `encode` does per batch).
@@ -181,16 +189,26 @@ class SpanEncoder:
         return entry[1]
 
     def _span(self, span: Any) -> bytes:
-        """A `Span` message, as the library's `_encode_span` fills it."""
-        context = span.get_span_context()
+        """A `Span` message, as the library's `_encode_span` fills it. A monad call span's
+        fields are read directly (`CallSpan`: no links, nothing dropped); any other span's
+        through `ReadableSpan`'s properties."""
+        if type(span) is CallSpan:
+            context, parent, name, kind = span._context, span._parent, span._name, span._kind
+            start, end, attributes, status = span._start_time, span._end_time, span._attributes, span._status
+            events: Sequence[Any] = span._events
+            links: Sequence[Any] = ()
+            dropped_attributes = dropped_events = dropped_links = 0
+        else:
+            context, parent, name, kind = span.get_span_context(), span.parent, span.name, span.kind
+            start, end, attributes, status = span.start_time, span.end_time, span.attributes, span.status
+            events, links = span.events, span.links
+            dropped_attributes, dropped_events = span.dropped_attributes, span.dropped_events
+            dropped_links = span.dropped_links
         parts = [b"\x0a\x10", context.trace_id.to_bytes(16, "big"), b"\x12\x08", context.span_id.to_bytes(8, "big")]
-        state = _trace_state(context.trace_state)
-        if state:
-            parts.append(_field(b"\x1a", _text(state)))
-        parent = span.parent
+        if context.trace_state:  # an empty one writes nothing, as None
+            parts.append(_field(b"\x1a", _text(_trace_state(context.trace_state))))
         if parent:
             parts += (b"\x22\x08", parent.span_id.to_bytes(8, "big"))
-        name = span.name
         if name:
             encoded = self._names.get(name)
             if encoded is None:
@@ -198,31 +216,43 @@ class SpanEncoder:
                     self._names.clear()
                 encoded = self._names[name] = _field(b"\x2a", _text(name))
             parts.append(encoded)
-        parts.append(_KIND[span.kind.value])
-        if span.start_time:
-            parts += (b"\x39", span.start_time.to_bytes(8, "little"))
-        if span.end_time:
-            parts += (b"\x41", span.end_time.to_bytes(8, "little"))
-        attributes = span.attributes
+        parts.append(_KIND[kind])
+        if start:
+            parts += (b"\x39", start.to_bytes(8, "little"))
+        if end:
+            parts += (b"\x41", end.to_bytes(8, "little"))
         if attributes:
-            cache = self._attrs
+            strs, others = self._strs, self._attrs
             for key, value in attributes.items():
                 cls = value.__class__
                 # Kept: strs (short ones), ints and bools, whose equal values encode alike (not
-                # floats: 0.0 == -0.0).
-                if cls is int or cls is bool or (cls is str and len(value) <= _CACHE_VALUE_CHARS):
-                    cache_key = (key, cls, value)
-                    encoded = cache.get(cache_key)
+                # floats: 0.0 == -0.0). A str by key, then value (no tuple made for the lookup).
+                if cls is str:
+                    by_value = strs.get(key)
+                    if by_value is None:
+                        if len(strs) >= _CACHE_ENTRIES:
+                            strs.clear()
+                        by_value = strs[key] = {}
+                    encoded = by_value.get(value)
                     if encoded is None:
-                        if len(cache) >= _CACHE_ENTRIES:
-                            cache.clear()
-                        encoded = cache[cache_key] = _field(b"\x4a", _key_value(key, value))
-                    parts.append(encoded)
+                        encoded = _field(b"\x4a", _key_value(key, value))
+                        if len(value) <= _CACHE_VALUE_CHARS:
+                            if len(by_value) >= _CACHE_ENTRIES:
+                                by_value.clear()
+                            by_value[value] = encoded
+                elif cls is int or cls is bool:
+                    cache_key = (key, cls, value)
+                    encoded = others.get(cache_key)
+                    if encoded is None:
+                        if len(others) >= _CACHE_ENTRIES:
+                            others.clear()
+                        encoded = others[cache_key] = _field(b"\x4a", _key_value(key, value))
                 else:
-                    parts.append(_field(b"\x4a", _key_value(key, value)))
-        if span.dropped_attributes:
-            parts += (b"\x50", _varint(span.dropped_attributes))
-        for event in span.events:
+                    encoded = _field(b"\x4a", _key_value(key, value))
+                parts.append(encoded)
+        if dropped_attributes:
+            parts += (b"\x50", _varint(dropped_attributes))
+        for event in events:
             event_parts = [b"\x09" + event.timestamp.to_bytes(8, "little")] if event.timestamp else []
             if event.name:
                 event_parts.append(_field(b"\x12", _text(event.name)))
@@ -230,9 +260,9 @@ class SpanEncoder:
             if event.dropped_attributes:
                 event_parts.append(b"\x20" + _varint(event.dropped_attributes))
             parts.append(_field(b"\x5a", b"".join(event_parts)))
-        if span.dropped_events:
-            parts += (b"\x60", _varint(span.dropped_events))
-        for link in span.links:
+        if dropped_events:
+            parts += (b"\x60", _varint(dropped_events))
+        for link in links:
             link_parts = [b"\x0a\x10", link.context.trace_id.to_bytes(16, "big"),
                           b"\x12\x08", link.context.span_id.to_bytes(8, "big"),
                           _attributes(b"\x22", link.attributes)]
@@ -240,13 +270,15 @@ class SpanEncoder:
                 link_parts.append(b"\x28" + _varint(link.dropped_attributes))
             link_parts.append(b"\x35" + (0x300 if link.context.is_remote else 0x100).to_bytes(4, "little"))
             parts.append(_field(b"\x6a", b"".join(link_parts)))
-        if span.dropped_links:
-            parts += (b"\x70", _varint(span.dropped_links))
-        status = span.status
+        if dropped_links:
+            parts += (b"\x70", _varint(dropped_links))
         if status is not None:
-            description, code = status.description, status.status_code.value
-            parts.append(_field(b"\x7a", (_field(b"\x12", _text(description)) if description else b"")
-                                + (b"\x18" + _SMALL[code] if code else b"")))
+            encoded = _STATUS.get(status.status_code) if not status.description else None
+            if encoded is None:
+                description, code = status.description, status.status_code.value
+                encoded = _field(b"\x7a", (_field(b"\x12", _text(description)) if description else b"")
+                                 + (b"\x18" + _SMALL[code] if code else b""))
+            parts.append(encoded)
         parts.append(_FLAGS_REMOTE if parent is not None and parent.is_remote else _FLAGS_LOCAL)
         return b"".join(parts)
 
