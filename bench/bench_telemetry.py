@@ -2,7 +2,7 @@
 supervisor's CPU per call (from the scheduler's /proc/PID/schedstat and /proc/PID/stat) and
 the latency per call (the agent's wall time, median); not a timed test.
 
-    python bench/bench_telemetry.py [-n 1000] [--block 50] [--modes off,on,on + OTLP]
+    python bench/bench_telemetry.py [-n 1000] [--block 50] [--modes off,on,on + OTLP] [--traceparent]
 
 Three supervisors run side by side, each with a gateway client (`monad mcp serve`, stdio, the
 direct lanes) calling the same auto-approved server:
@@ -16,6 +16,9 @@ machine (8 engineers share its 2 cores: a mode measured after another saw anothe
 A supervisor's CPU per call is its event loop's during its own blocks (the scheduler's ns),
 plus its other threads' over the whole run (the OTLP exporters' batches, journal workers:
 they run after the calls, during other supervisors' blocks; /proc/PID/stat's ticks).
+`--traceparent`: every call carries a W3C `traceparent` in `_meta` (a new span id each, one
+trace per 50 calls), as from an agent that traces its own work; without: none, as from an
+agent with no OpenTelemetry SDK (the MCP SDK's client sends none then).
 Added latency is the median, over the turns, of (this mode's median in its turn − off's in
 the same round): each mode's turn runs beside off's, under the same load.
 Target (issue 27): telemetry on adds at most 0.1 ms per gateway call: the supervisor's CPU
@@ -66,6 +69,7 @@ def process_cpu(pid: int) -> float:
 # `--before DIR`: these modes run monad from DIR (another checkout's tree, e.g. `git archive
 # REV | tar -x -C DIR`) through PYTHONPATH, beside this tree's, for a before/after.
 BEFORE: dict[str, str] = {}
+TRACEPARENT = False  # `--traceparent`
 
 
 def environ_of(mode: str) -> dict[str, str]:
@@ -101,6 +105,13 @@ def supervisor(mode: str, endpoint: str | None) -> Iterator[str]:
             monad("daemon", "stop")
 
 
+def agent_meta(i: int) -> dict[str, Any] | None:
+    """Call `i`'s `_meta` under `--traceparent` (None without)."""
+    if not TRACEPARENT:
+        return None
+    return {"traceparent": f"00-{i // 50 + 1:032x}-{i + 1:016x}-01"}
+
+
 async def interleaved(homes: dict[str, str], n: int,
                       block: int) -> dict[str, tuple[list[list[float]], float, float, float]]:
     """Per mode: the wall samples (ms) of each of its turns, and the supervisor's CPU ms per
@@ -115,8 +126,8 @@ async def interleaved(homes: dict[str, str], n: int,
             clients[mode] = await stack.enter_async_context(Client(params))
             pids[mode] = int((Path(home) / "run" / "monad.pid").read_text())
         for client in clients.values():
-            for _ in range(50):  # warm up
-                await client.call_tool("b__echo", ARGS)
+            for i in range(50):  # warm up
+                await client.call_tool("b__echo", ARGS, meta=agent_meta(i))
         samples: dict[str, list[list[float]]] = {m: [] for m in homes}
         loop_cpu: dict[str, float] = dict.fromkeys(homes, 0.0)
         await anyio.sleep(SETTLE_S)  # the warm-up's spans go out before
@@ -128,9 +139,9 @@ async def interleaved(homes: dict[str, str], n: int,
             for mode, client in order if turn_round // block % 2 == 0 else order[::-1]:
                 before = main_thread_cpu(pids[mode])
                 turn = []
-                for _ in range(block):
+                for i in range(block):
                     t = time.perf_counter()
-                    await client.call_tool("b__echo", ARGS)
+                    await client.call_tool("b__echo", ARGS, meta=agent_meta(turn_round + i))
                     turn.append((time.perf_counter() - t) * 1000)
                 samples[mode].append(turn)
                 loop_cpu[mode] += main_thread_cpu(pids[mode]) - before
@@ -152,9 +163,12 @@ def main() -> None:
     ap.add_argument("-n", type=int, default=1000)
     ap.add_argument("--block", type=int, default=50, help="calls to one supervisor before the next one's turn")
     ap.add_argument("--modes", default="off,on,on + OTLP", help="comma-separated")
+    ap.add_argument("--traceparent", action="store_true", help="every call carries a W3C traceparent")
     ap.add_argument("--before", metavar="DIR", help="also run each mode from the monad tree in DIR (before/after)")
     args = ap.parse_args()
     modes = [m.strip() for m in args.modes.split(",")]
+    global TRACEPARENT
+    TRACEPARENT = args.traceparent
     if args.before:
         BEFORE.update({f"{m} (before)": str(Path(args.before).resolve()) for m in modes})
     sys.path.insert(0, str(ROOT))
