@@ -210,3 +210,89 @@ def test_other_propagators_are_called() -> None:
             assert w3c_propagators() is expected, textmap
     finally:
         propagate.set_global_textmap(default)
+
+
+def _contexts() -> list[dict[str, Any]]:
+    """Agents' `_meta`: valid, malformed in each way the W3C format refuses, and mutated."""
+    import random
+
+    valid = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    metas: list[dict[str, Any]] = [
+        {}, {"traceparent": valid}, {"traceparent": valid, "tracestate": "v=x,w=y"},
+        {"traceparent": valid, "tracestate": ""}, {"traceparent": valid, "tracestate": "bad member"},
+        {"traceparent": valid, "tracestate": "k=1,k=2"}, {"traceparent": valid, "tracestate": "x" * 600},
+        {"traceparent": valid, "tracestate": " a=1 ,, b=2 "}, {"traceparent": valid, "baggage": "k=v"},
+        {"traceparent": valid, "tracestate": 7}, {"traceparent": valid.upper()}, {"traceparent": ""},
+        {"traceparent": None}, {"traceparent": 5}, {"traceparent": [valid]}, {"tracestate": "v=x"},
+        {"traceparent": "00-" + "0" * 32 + "-b7ad6b7169203331-01"}, {"traceparent": valid[:36] + "0" * 16 + "-01"},
+        {"traceparent": "ff" + valid[2:]}, {"traceparent": "01" + valid[2:] + "-future"},
+        {"traceparent": valid + "-extra"}, {"traceparent": " \t" + valid + " \t"}, {"traceparent": valid + "\n"},
+        {"traceparent": valid[:-2] + "ff"}, {"traceparent": valid[:-2] + "00"}, {"traceparent": valid + " " * 600},
+        {"traceparent": valid[:-1]},
+    ]
+    rng = random.Random(27)
+    alphabet = "0123456789abcdefABCDEF- \tzx\n"
+    for _ in range(1500):
+        chars = list(valid)
+        for _ in range(rng.randint(1, 3)):
+            where = rng.randrange(len(chars))
+            what = rng.choice(["replace", "delete", "insert"])
+            if what == "replace":
+                chars[where] = rng.choice(alphabet)
+            elif what == "delete":
+                del chars[where]
+            else:
+                chars.insert(where, rng.choice(alphabet))
+        metas.append({"traceparent": "".join(chars)})
+    return metas
+
+
+def test_an_agents_trace_context_is_read_as_the_propagators_read_it() -> None:
+    """`agent_trace_context` gives what the MCP SDK's `extract_trace_context` (the default
+    propagators) gives, or leaves it to them; and the SERVER span's parent is the same."""
+    from mcp.shared._otel import extract_trace_context
+
+    from monad_cli.daemon.telemetry.recorder import agent_trace_context
+
+    decided = 0
+    for meta in _contexts():
+        theirs = trace.get_current_span(extract_trace_context(meta)).get_span_context()
+        ours = agent_trace_context(meta)
+        if ours is None:  # left to the propagators
+            assert "baggage" in meta or any(not isinstance(v, str) or len(v) > 512 for v in meta.values()), meta
+            continue
+        decided += 1
+        assert ours == theirs, meta
+        assert ours.trace_state.to_header() == theirs.trace_state.to_header(), meta
+    assert decided > 1400
+
+
+@pytest.mark.parametrize("meta", [{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+                                   "tracestate": "v=x"},
+                                  {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00"},
+                                  {"traceparent": "junk"}, {"other": 1}])
+def test_a_server_span_under_an_agents_context_is_the_sdks(meta: dict[str, Any]) -> None:
+    from mcp.shared._otel import extract_trace_context
+
+    from monad_cli.daemon.telemetry.aggregate import Aggregates
+    from monad_cli.daemon.telemetry.recorder import Recorder
+
+    out = InMemorySpanExporter()
+    provider = TracerProvider()
+    recorder = Recorder(Aggregates(), tracer_provider=provider, span_processors=[SimpleSpanProcessor(out)])
+    with recorder.server_request("tools/call", "a__t", request_id=1, protocol_version="2025-11-25", meta=meta,
+                                 transport="pipe") as span:
+        ours = span.get_span_context()
+    sdk = provider.get_tracer("mcp-python-sdk").start_span("tools/call a__t", extract_trace_context(meta),
+                                                          SpanKind.SERVER)
+    theirs = sdk.get_span_context()
+    assert (ours.trace_flags, ours.trace_state, ours.is_valid) == (theirs.trace_flags, theirs.trace_state,
+                                                                   theirs.is_valid)
+    recorded = out.get_finished_spans()
+    if meta.get("traceparent", "").startswith("00-0af7") and meta["traceparent"].endswith("01"):
+        assert recorded[0].parent is not None and recorded[0].parent.is_remote
+        assert ours.trace_id == theirs.trace_id == 0x0AF7651916CD43DD8448EB211C80319C
+    elif meta.get("traceparent", "").endswith("-00"):
+        assert not recorded and ours.trace_id == theirs.trace_id  # not sampled, still the agent's trace
+    else:
+        assert recorded[0].parent is None and ours.trace_id != theirs.trace_id  # a trace of its own each

@@ -35,7 +35,17 @@ from mcp.shared._otel import extract_trace_context, inject_trace_context
 from opentelemetry import baggage, context, metrics, propagate, trace
 from opentelemetry.context import Context, get_current
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-from opentelemetry.trace import INVALID_SPAN_CONTEXT, Span, SpanKind, StatusCode
+from opentelemetry.trace import (
+    INVALID_SPAN_CONTEXT,
+    NonRecordingSpan,
+    Span,
+    SpanContext,
+    SpanKind,
+    StatusCode,
+    TraceFlags,
+    TraceState,
+)
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from monad_cli.core.redact import redact_url
 from monad_cli.daemon.telemetry.aggregate import AggregatedHistogram, Aggregates, Key
@@ -201,15 +211,20 @@ class Recorder:
             base = (f"{method} {target}" if target else method, attributes, _server_key(method, target))
             self._server_base[base_key] = base
         name, fixed, key = base
+        parsed = agent_trace_context(meta) if meta and self.w3c_propagators else None
         if self.call_spans is None:  # no span: a stand-in with the agent's context (or none)
-            parent = current_span(extract_trace_context(meta)).get_span_context() if meta else INVALID_SPAN_CONTEXT
+            if parsed is None:
+                parsed = current_span(extract_trace_context(meta)).get_span_context() if meta else INVALID_SPAN_CONTEXT
             # Made current even without a context: the outcome labels its duration (`outcome`).
-            return _Current(Unrecorded(parent), self.server_duration, key)
+            return _Current(Unrecorded(parsed), self.server_duration, key)
         attributes = dict(fixed)
         if request_id is not None:
             attributes["jsonrpc.request.id"] = str(request_id)
-        span = self.call_spans.start(self.sdk_scope, name, SpanKind.SERVER, attributes,
-                                     extract_trace_context(meta) if meta else None)
+        if parsed is not None:  # as `extract_trace_context` gives it: a fresh context, or None
+            parent = trace.set_span_in_context(NonRecordingSpan(parsed), Context()) if parsed.is_valid else None
+        else:
+            parent = extract_trace_context(meta) if meta else None
+        span = self.call_spans.start(self.sdk_scope, name, SpanKind.SERVER, attributes, parent)
         return _Current(span, self.server_duration, key)
 
     def record_server(self, method: str, target: str | None, seconds: float, *, error: str | None) -> None:
@@ -508,6 +523,47 @@ class _Attached:
         context.detach(self._token)
 
 
+# The traceparent's format, the W3C propagator's own (a private field: a release that renames
+# it gets every context extracted by the propagators).
+_TRACEPARENT = getattr(TraceContextTextMapPropagator, "_TRACEPARENT_HEADER_FORMAT_RE", None)
+_TRACE_FLAGS = [TraceFlags(flags) for flags in range(256)]
+_MAX_HEADER = 512  # the propagator's longest traceparent; a longer tracestate (rare) is left to it too
+
+
+def agent_trace_context(meta: Mapping[str, Any]) -> SpanContext | None:
+    """The W3C trace context an agent's request carries in `_meta` (SEP-414), as the default
+    propagators extract it (`TraceContextTextMapPropagator.extract`: the same format, the
+    same refusals, the tracestate parsed by `TraceState.from_header`): a remote span
+    context, or `INVALID_SPAN_CONTEXT` when there is none or it is malformed. None when
+    this leaves it to the propagators: a value that is not a string, one over 512
+    characters (they log it), `baggage` beside it, or a release without the format.
+
+    Why a copy of the propagator's checks: its path (the composite, the getters, the
+    baggage propagator, a context built, the MCP SDK's `extract_trace_context` around it)
+    cost ~4.3 µs a call in a tight loop, this ~1.2 µs, on every call from an agent that
+    traces its work (bench/README.md "Issue 27, the encoder");
+    tests/daemon/test_telemetry_spans.py holds the two to each other on valid, malformed
+    and mutated contexts."""
+    header = meta.get("traceparent")
+    state = meta.get("tracestate")
+    if (_TRACEPARENT is None or "baggage" in meta or (header is not None and type(header) is not str)
+            or (state is not None and type(state) is not str)):
+        return None
+    if not header:
+        return INVALID_SPAN_CONTEXT
+    if len(header) > _MAX_HEADER or (state is not None and len(state) > _MAX_HEADER):
+        return None
+    match = _TRACEPARENT.search(header)
+    if match is None:
+        return INVALID_SPAN_CONTEXT
+    version, trace_id, span_id, flags, rest = match.groups()
+    if (trace_id == "00000000000000000000000000000000" or span_id == "0000000000000000"
+            or (version == "00" and rest) or version == "ff"):
+        return INVALID_SPAN_CONTEXT
+    return SpanContext(int(trace_id, 16), int(span_id, 16), True, _TRACE_FLAGS[int(flags, 16)],
+                       None if state is None else TraceState.from_header([state]))
+
+
 def w3c_propagators() -> bool:
     """Whether the global propagators are the default ones (`OTEL_PROPAGATORS` unset:
     `tracecontext,baggage`) or `tracecontext` alone, whose output `Recorder.inject` writes
@@ -515,7 +571,6 @@ def w3c_propagators() -> bool:
     other propagator, gets the propagators called."""
     from opentelemetry.baggage.propagation import W3CBaggagePropagator
     from opentelemetry.propagators.composite import CompositePropagator
-    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
     textmap = propagate.get_global_textmap()
     parts = getattr(textmap, "_propagators", None) if type(textmap) is CompositePropagator else [textmap]
