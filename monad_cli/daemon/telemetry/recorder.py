@@ -18,7 +18,10 @@ What a gateway call costs is kept small (issue 27: at most 0.1 ms of CPU; bench/
   (connect, approval, a CLI call) are the SDK's;
 - the measurements taken on every call go to monad's own aggregation (`aggregate.py`,
   ~1 µs each instead of the SDK's ~10 µs) and a plain counter read by an observable
-  callback; the rare ones (sessions, restarts, refreshes, the approval wait) to the SDK.
+  callback; the rare ones (sessions, restarts, refreshes, the approval wait) to the SDK;
+- under the default propagators, the agent's W3C trace context is read (`agent_trace_context`)
+  and the upstream one written (`inject`) here, not through the propagators' general path;
+- the exporter's thread encodes the spans with monad's own OTLP encoder (`otlp.py`).
 
 Nothing here ever reads an argument, a result's content, a header, a token or an env
 value: attributes are names, ids, versions, codes and outcomes only.
