@@ -156,12 +156,35 @@ def test_what_the_encoder_does_not_take_goes_to_the_library(value: Any) -> None:
         SpanEncoder().encode([bad])
 
 
-def test_a_long_run_past_the_caches_bounds_stays_the_librarys() -> None:
-    spans = _monad_call_spans(2600)  # 5,200 spans, each with its own request id: the caches clear
+@pytest.mark.parametrize("key", [0, False, (), 0.0, None, 7])
+def test_a_key_or_a_name_that_is_not_a_string_goes_to_the_library(key: Any) -> None:
+    """The library drops such an attribute (or refuses such a name); never written as empty."""
+    for attributes, name in (({key: "x", "ok": "y"}, "span"), ({"ok": "y"}, key)):
+        span = ReadableSpan(name=name, context=SpanContext(1, 2, False), resource=Resource({}),
+                            attributes=attributes, kind=SpanKind.CLIENT)
+        if name is None:  # no name: written as none, as the library does
+            assert SpanEncoder().encode([span]) == library([span])
+            continue
+        with pytest.raises(Unencodable):
+            SpanEncoder().encode([span])
+    event = ReadableSpan(name="e", context=SpanContext(1, 2, False), resource=Resource({}), kind=SpanKind.CLIENT,
+                         events=(Event(key, {"a": 1}, 5),))
+    if key is not None:
+        with pytest.raises(Unencodable):
+            SpanEncoder().encode([event])
+
+
+def test_a_long_run_past_the_caches_bounds_stays_the_librarys(monkeypatch: pytest.MonkeyPatch) -> None:
+    from monad_cli.daemon.telemetry import otlp
+
+    monkeypatch.setattr(otlp, "_CACHE_ENTRIES", 64)
+    spans = _monad_call_spans(300)  # 600 spans, each call with its own request id: the caches clear
     encoder = SpanEncoder()
-    for start in range(0, len(spans), 512):
-        batch = spans[start:start + 512]
+    for start in range(0, len(spans), 100):
+        batch = spans[start:start + 100]
         assert encoder.encode(batch) == library(batch)
+        assert len(encoder._attrs) <= 64 and all(len(values) <= 64 for values in encoder._strs.values())
+    assert len(encoder._strs["jsonrpc.request.id"]) < 64  # it cleared on the way
 
 
 def _export(exporter: Any, spans: list[Any], receiver: OtlpReceiver) -> tuple[SpanExportResult, list[Any]]:

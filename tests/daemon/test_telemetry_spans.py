@@ -296,3 +296,30 @@ def test_a_server_span_under_an_agents_context_is_the_sdks(meta: dict[str, Any])
         assert not recorded and ours.trace_id == theirs.trace_id  # not sampled, still the agent's trace
     else:
         assert recorded[0].parent is None and ours.trace_id != theirs.trace_id  # a trace of its own each
+
+
+@pytest.mark.parametrize("meta", [{"progressToken": 1}, {"traceparent": "junk"},
+                                  {"traceparent": "00-" + "0" * 32 + "-b7ad6b7169203331-01"},
+                                  {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}])
+def test_without_spans_the_stand_in_carries_what_the_sdks_extract_gives(meta: dict[str, Any]) -> None:
+    """No exporter (no span built): a request's stand-in carries the agent's context, and,
+    when `_meta` holds none that is valid, the current span's, as `extract_trace_context`'s
+    None leaves it to the current context."""
+    from mcp.shared._otel import extract_trace_context
+
+    from monad_cli.daemon.telemetry.aggregate import Aggregates
+    from monad_cli.daemon.telemetry.recorder import Recorder
+
+    recorder = Recorder(Aggregates(), tracer_provider=TracerProvider())
+    assert recorder.call_spans is None
+    ambient = NonRecordingSpan(SpanContext(0xAAA, 0xBBB, False, TraceFlags(1)))
+    token = context.attach(trace.set_span_in_context(ambient))
+    try:
+        expected = trace.get_current_span(extract_trace_context(meta)).get_span_context()
+        with recorder.server_request("tools/call", "a__t", request_id=1, protocol_version="2025-11-25", meta=meta,
+                                     transport="pipe") as span:
+            assert span.get_span_context() == expected
+    finally:
+        context.detach(token)
+    assert expected.trace_id == (0x0AF7651916CD43DD8448EB211C80319C if meta.get("traceparent", "").startswith("00-0a")
+                                 else 0xAAA)

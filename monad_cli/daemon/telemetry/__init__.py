@@ -91,9 +91,10 @@ def start(paths: Paths, environ: Mapping[str, str], *, states: Callable[[], Mapp
     TELEMETRY.exposition = Exposition(pull)
     TELEMETRY._shutdown = shutdown
     TELEMETRY.recorder = recorder
-    # The SDK's modules and providers (~13,000 long-lived objects) out of the collector's
-    # generations, as the supervisor's own imports are (daemon/main.py): a full collection
-    # would walk them again each time (bench/README.md "Issue 27, the encoder").
+    # The SDK's modules and providers (~13,000 long-lived objects), and what the supervisor
+    # has built by now, out of the collector's generations, as its imports are (daemon/main.py):
+    # a full collection walked them again each time (bench/README.md "Issue 27, the encoder").
+    # A cycle that is garbage at this moment is never collected: a one-off, what startup left.
     gc.freeze()
     from monad_cli.core.redact import redact_url
 

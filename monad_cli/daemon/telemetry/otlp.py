@@ -26,6 +26,7 @@ from the protobuf encoding guide (varints, fixed64/fixed32 little endian, length
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from struct import Struct
 from typing import Any
@@ -70,6 +71,8 @@ def _field(tag: bytes, payload: bytes) -> bytes:
 
 
 def _text(value: str) -> bytes:
+    if not isinstance(value, str):  # a key or a name of another type: the library refuses it
+        raise Unencodable(f"a {type(value).__name__} where a string goes")
     try:
         return value.encode("utf-8")
     except UnicodeEncodeError as exc:  # a lone surrogate: the library decides
@@ -100,8 +103,8 @@ def _value(value: Any) -> bytes:
 
 
 def _key_value(key: str, value: Any) -> bytes:
-    """A `KeyValue` message."""
-    return (_field(b"\x0a", _text(key)) if key else b"") + _field(b"\x12", _value(value))
+    """A `KeyValue` message (a key that is not a string: the library drops the attribute)."""
+    return (_field(b"\x0a", _text(key)) if key or type(key) is not str else b"") + _field(b"\x12", _value(value))
 
 
 def _attributes(tag: bytes, attributes: Mapping[str, Any] | None) -> bytes:
@@ -209,7 +212,7 @@ class SpanEncoder:
             parts.append(_field(b"\x1a", _text(_trace_state(context.trace_state))))
         if parent:
             parts += (b"\x22\x08", parent.span_id.to_bytes(8, "big"))
-        if name:
+        if name or (name is not None and type(name) is not str):  # an empty one is not written
             encoded = self._names.get(name)
             if encoded is None:
                 if len(self._names) >= _CACHE_ENTRIES:
@@ -254,7 +257,7 @@ class SpanEncoder:
             parts += (b"\x50", _varint(dropped_attributes))
         for event in events:
             event_parts = [b"\x09" + event.timestamp.to_bytes(8, "little")] if event.timestamp else []
-            if event.name:
+            if event.name or (event.name is not None and type(event.name) is not str):
                 event_parts.append(_field(b"\x12", _text(event.name)))
             event_parts.append(_attributes(b"\x1a", event.attributes))
             if event.dropped_attributes:
@@ -297,6 +300,7 @@ def span_exporter(**kwargs: Any) -> Any:
         def __init__(self, **kwargs: Any) -> None:
             super().__init__(**kwargs)
             self.encoder = SpanEncoder()
+            self.faulted = False  # logged once
             self.own = all(hasattr(self, f) for f in ("_shutdown", "_metrics", "_client", "_max_request_size"))
 
         def export(self, spans: Sequence[Any]) -> SpanExportResult:
@@ -304,7 +308,14 @@ def span_exporter(**kwargs: Any) -> Any:
                 return super().export(spans)
             try:
                 data = self.encoder.encode(spans)
-            except Exception:  # noqa: BLE001 - Unencodable, or a fault of ours: the library decides
+            except Unencodable:  # what the library decides (it drops or refuses it)
+                return super().export(spans)
+            except Exception as e:  # noqa: BLE001 - a fault of ours: the library encodes the batch
+                if not self.faulted:
+                    self.faulted = True
+                    logging.getLogger("monad.telemetry").warning(
+                        "telemetry: monad's OTLP encoder failed (%s: %s); the library encodes the spans it "
+                        "cannot", type(e).__name__, e)
                 return super().export(spans)
             if 0 < self._max_request_size < len(data):
                 return super().export(spans)

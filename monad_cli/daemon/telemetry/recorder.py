@@ -218,6 +218,8 @@ class Recorder:
         if self.call_spans is None:  # no span: a stand-in with the agent's context (or none)
             if parsed is None:
                 parsed = current_span(extract_trace_context(meta)).get_span_context() if meta else INVALID_SPAN_CONTEXT
+            elif not parsed.is_valid:  # `extract_trace_context` gives None: the current span's, as there
+                parsed = current_span().get_span_context()
             # Made current even without a context: the outcome labels its duration (`outcome`).
             return _Current(Unrecorded(parsed), self.server_duration, key)
         attributes = dict(fixed)
@@ -570,7 +572,8 @@ def agent_trace_context(meta: Mapping[str, Any]) -> SpanContext | None:
 def w3c_propagators() -> bool:
     """Whether the global propagators are the default ones (`OTEL_PROPAGATORS` unset:
     `tracecontext,baggage`) or `tracecontext` alone, whose output `Recorder.inject` writes
-    itself. The composite's list is a private field: a release that renames it, or any
+    itself. Decided once, by the `Recorder`: the API sets them from `OTEL_PROPAGATORS` at
+    import, and monad never sets them again. The composite's list is a private field: a release that renames it, or any
     other propagator, gets the propagators called."""
     from opentelemetry.baggage.propagation import W3CBaggagePropagator
     from opentelemetry.propagators.composite import CompositePropagator
