@@ -315,8 +315,11 @@ def test_a_servers_question_reaches_the_agent_whose_call_it_is(supervisor: Any, 
             assert "the agent did not declare the `elicitation` capability" in text(refused), refused
 
     anyio.run(main)
-    # In any order: server-everything may ask roots/list while A's first call is in flight.
-    assert asked["b"] == [] and sorted(asked["a"]) == ["elicitation", "roots", "sampling"], asked
+    # In any order: server-everything may ask roots/list while A's first call is in flight, and
+    # then (a race inside the server) may still ask again during get-roots-list.
+    assert asked["b"] == [] and sorted(set(asked["a"])) == ["elicitation", "roots", "sampling"], asked
+    assert asked["a"].count("elicitation") == asked["a"].count("sampling") == 1, asked
+    assert asked["a"].count("roots") in (1, 2), asked
     assert asked["d"] == ["elicitation", "sampling"], asked
     events = [e for e in supervisor("journal", "--server", "everything", "--json").json()
               if e.get("kind") == "question"]
@@ -333,14 +336,15 @@ def test_a_servers_question_reaches_the_agent_whose_call_it_is(supervisor: Any, 
     assert "Ada-a" not in json.dumps(events)  # the answer itself is not journaled
     # server-everything asks roots/list right after it connects. Outside any call it is refused,
     # saying so, and get-roots-list asks again during its call; when A's first call is already
-    # in flight (a slow start), it is A's to answer, and get-roots-list asks nothing.
+    # in flight (a slow start), it is A's to answer, and get-roots-list mostly asks nothing.
     stderr = monad_home / "logs" / "servers" / "everything.stderr.log"
     roots_about = {d["about"] for d in details if d["method"] == "roots/list"}
     if roots_about == {"everything__get-roots-list"}:  # the server logs the refusal it got when it gets to it
         wait_for(lambda: "asked for input (roots/list), but it was asked outside any call" in stderr.read_text(),
                  timeout=30)
     else:
-        assert roots_about == {"everything__trigger-elicitation-request"}, roots_about
+        assert "everything__trigger-elicitation-request" in roots_about <= {
+            "everything__trigger-elicitation-request", "everything__get-roots-list"}, roots_about
     # A's plain calls took the stdio relay's direct lane, which asked A on its connection.
     assert "served 3 tools/call (3 on the direct lane)" in (monad_home / "logs" / "daemon.log").read_text()
 
