@@ -335,11 +335,12 @@ def test_a_servers_question_reaches_the_agent_whose_call_it_is(supervisor: Any, 
          "everything__get-roots-list"}, about
     assert "Ada-a" not in json.dumps(events)  # the answer itself is not journaled
     # server-everything may ask roots/list right after it connects. Outside any call it is
-    # refused, and get-roots-list asks during its call; when A's first call is already in
+    # refused, and get-roots-list asks during its call; when one of A's calls is already in
     # flight (a slow start), it is A's to answer, and get-roots-list mostly asks nothing.
     # (The refusal is not in the server's log in every release: not waited for.)
     roots_about = {d["about"] for d in details if d["method"] == "roots/list"}
     assert roots_about and roots_about <= {"everything__trigger-elicitation-request",
+                                           "everything__trigger-sampling-request",
                                            "everything__get-roots-list"}, roots_about
     # A's plain calls took the stdio relay's direct lane, which asked A on its connection.
     assert "served 3 tools/call (3 on the direct lane)" in (monad_home / "logs" / "daemon.log").read_text()
