@@ -225,3 +225,22 @@ def test_the_exporter_sends_what_the_librarys_sends() -> None:
         started = time.monotonic()
         assert down.export(spans) is SpanExportResult.FAILURE
         assert time.monotonic() - started < 5
+
+
+def test_a_fault_of_the_encoder_is_logged_once_and_the_library_sends(caplog: pytest.LogCaptureFixture) -> None:
+    spans = _monad_call_spans(2)
+    with OtlpReceiver() as receiver:
+        exporter = span_exporter(endpoint=f"{receiver.endpoint}/v1/traces")
+
+        def broken(batch: Any) -> bytes:
+            raise RuntimeError("a bug of ours, quoting tools/call b__echo")
+
+        exporter.encoder.encode = broken
+        with caplog.at_level("WARNING", logger="monad.telemetry"):
+            assert exporter.export(spans) is SpanExportResult.SUCCESS
+            assert exporter.export(spans) is SpanExportResult.SUCCESS
+        exporter.shutdown()
+        assert len(receiver.spans()) == 2 * len(spans)  # the library encoded and sent both batches
+    warnings = [r.getMessage() for r in caplog.records if r.name == "monad.telemetry"]
+    assert warnings == ["telemetry: monad's OTLP encoder failed (RuntimeError); the library encodes the spans "
+                        "it cannot"], warnings  # once, and without the exception's message

@@ -7,7 +7,7 @@ batch thread, but on the supervisor's CPU). Two spans a gateway call made it the
 of what telemetry with OTLP export cost a call (bench/README.md "Issue 27, the encoder"). Here
 a span is its fields' bytes joined, and what repeats from call to call (the span's name, an
 attribute's key and value, a status, the resource and the scope) is encoded once and kept:
-~5 µs a span (`bench/profile_telemetry_hooks.py --encoder`).
+~3.6 µs a span (`bench/profile_telemetry_hooks.py --encoder`).
 
 It writes what `encode_spans(spans).SerializePartialToString()` writes, byte for byte:
 the same fields, in field-number order, the same grouping by resource and then by
@@ -16,8 +16,9 @@ instrumentation scope (equal ones merged, in first-seen order), and the same pre
 `oneof` value is written even at its default). tests/daemon/test_telemetry_otlp.py holds the
 two to each other on spans of every shape. What it does not take (an attribute value of a
 type other than None, bool, str, int, float, bytes, a sequence or a mapping of them; an int
-outside int64; a string that is not UTF-8) raises `Unencodable`, and `span_exporter` gives that
-batch to the library's own export, which decides it (it logs and drops such an attribute).
+outside int64; a string that is not UTF-8; a key or a name that is not a string) raises
+`Unencodable`, and `span_exporter` gives that batch to the library's own export, which
+decides it (it logs and drops such an attribute, or refuses the batch).
 
 Field numbers from opentelemetry-proto: `collector/trace/v1/trace_service.proto`,
 `trace/v1/trace.proto`, `common/v1/common.proto`, `resource/v1/resource.proto`; the wire format
@@ -313,9 +314,10 @@ def span_exporter(**kwargs: Any) -> Any:
             except Exception as e:  # noqa: BLE001 - a fault of ours: the library encodes the batch
                 if not self.faulted:
                     self.faulted = True
+                    # Its type only: a message may quote a span's attribute.
                     logging.getLogger("monad.telemetry").warning(
-                        "telemetry: monad's OTLP encoder failed (%s: %s); the library encodes the spans it "
-                        "cannot", type(e).__name__, e)
+                        "telemetry: monad's OTLP encoder failed (%s); the library encodes the spans it "
+                        "cannot", type(e).__name__)
                 return super().export(spans)
             if 0 < self._max_request_size < len(data):
                 return super().export(spans)
