@@ -573,8 +573,8 @@ def w3c_propagators() -> bool:
     """Whether the global propagators are the default ones (`OTEL_PROPAGATORS` unset:
     `tracecontext,baggage`) or `tracecontext` alone, whose output `Recorder.inject` writes
     itself. Decided once, by the `Recorder`: the API sets them from `OTEL_PROPAGATORS` at
-    import, and monad never sets them again. The composite's list is a private field: a release that renames it, or any
-    other propagator, gets the propagators called."""
+    import, and monad never sets them again. The composite's list is a private field: a
+    release that renames it, or any other propagator, gets the propagators called."""
     from opentelemetry.baggage.propagation import W3CBaggagePropagator
     from opentelemetry.propagators.composite import CompositePropagator
 
