@@ -63,25 +63,17 @@ def one(rec: Recorder, i: int, agent_meta: dict[str, str] | None = None) -> None
 def encoders(rounds: int = 5) -> None:
     """Per span, µs of CPU to encode 512-span batches of the calls' spans: the library's, monad's."""
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-    from opentelemetry.sdk.trace import SpanProcessor
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     from monad_cli.daemon.telemetry.otlp import SpanEncoder
 
-    class Keep(SpanProcessor):
-        def __init__(self) -> None:
-            self.spans: list[Any] = []
-
-        def on_end(self, span: Any) -> None:
-            self.spans.append(span)
-
-    keep = Keep()
-    aggregates = Aggregates()
-    from opentelemetry.sdk.trace import TracerProvider
-
-    rec = Recorder(aggregates, tracer_provider=TracerProvider(), span_processors=[keep])
+    kept = InMemorySpanExporter()
+    rec = Recorder(Aggregates(), tracer_provider=TracerProvider(), span_processors=[SimpleSpanProcessor(kept)])
     for i in range(256):
         one(rec, i, AGENT_META if i % 2 else None)
-    batch, encoder = keep.spans, SpanEncoder()
+    batch, encoder = list(kept.get_finished_spans()), SpanEncoder()
     assert encoder.encode(batch) == encode_spans(batch).SerializePartialToString()
     for name, encode in (("library", lambda: encode_spans(batch).SerializePartialToString()),
                          ("monad", lambda: encoder.encode(batch))):

@@ -48,9 +48,9 @@ def _monad_call_spans(n: int) -> list[Any]:
     """The spans of `n` gateway calls as the supervisor's recorder makes them (the SERVER and
     the upstream CLIENT span, on a direct lane), half of them under an agent's trace context,
     some failing."""
-    provider, _ = _provider()
     out = InMemorySpanExporter()
-    rec = Recorder(Aggregates(), tracer_provider=provider, span_processors=[SimpleSpanProcessor(out)])
+    rec = Recorder(Aggregates(), tracer_provider=TracerProvider(resource=Resource.create({"service.name": "monad"})),
+                   span_processors=[SimpleSpanProcessor(out)])
     for i in range(n):
         meta = dict(AGENT) if i % 2 else None
         with rec.server_request("tools/call", "b__echo", request_id=i, protocol_version="2025-11-25", meta=meta,
