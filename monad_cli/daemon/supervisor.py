@@ -177,9 +177,13 @@ class Supervisor:
             states=lambda: {n: str(a.state) for n, a in list(self.actors.items())},
             tasks=lambda: {n: tasks.counts(n) for n in list(self.actors)},
             fleet_queued=lambda: int(journal.status().get("queued") or 0)).recorder
-        if recorder is not None:
+        if recorder is not None:  # telemetry on: its hooks and wrappers, installed here once
+            from monad_cli.daemon.telemetry.wrappers import Wrappers
+
             journal.on_write = recorder.journal_write.record  # each write transaction's seconds
             self.auth.on_refresh = recorder.refreshed
+            wrappers = Wrappers(recorder)
+            self.tool_service.use(calls=wrappers.calls, approvals=wrappers.approvals)
         self.gateway = Gateway(self.tool_service, scrub=self.scrub)
         self._actor_context = ActorContext(
             paths=self.paths, journal=journal, scrub=self.scrub, check_pin=self.tool_service.check_pin,

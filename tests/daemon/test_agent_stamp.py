@@ -16,7 +16,7 @@ from mcp import Client
 from mcp.server import Server
 
 from monad_cli.daemon.sessions import stamp
-from monad_cli.daemon.trust.inputs import agent_capabilities
+from monad_cli.daemon.trust.inputs import Caller, serving
 
 RELAYED = ("elicitation", "sampling", "roots")
 
@@ -64,21 +64,21 @@ def test_a_2026_request_carries_the_callers_capabilities_and_monads_own_otherwis
             assert own is not None and set(RELAYED) <= set(own), own  # what the SDK's stamp wrote
             assert await _seen(client) == own  # monad's own request: monad's
 
-            agent_capabilities.set({"elicitation": {"form": {}}, "roots": {"listChanged": True}})
-            seen = await _seen(client)
+            with serving(Caller(capabilities={"elicitation": {"form": {}}, "roots": {"listChanged": True}})):
+                seen = await _seen(client)
             assert seen["elicitation"] == {"form": {}} and seen["roots"] == {} and "sampling" not in seen, seen
             assert {k: v for k, v in seen.items() if k not in RELAYED} == {
                 k: v for k, v in own.items() if k not in RELAYED}  # the rest stays monad's
 
-            agent_capabilities.set({})  # a caller that declared none
-            assert not set(RELAYED) & set(await _seen(client))
+            with serving(Caller(capabilities={})):  # a caller that declared none
+                assert not set(RELAYED) & set(await _seen(client))
 
             # Concurrent callers: the SDK stamps in the requesting task, each sees its own.
             got: dict[str, Any] = {}
 
             async def call_as(name: str, caps: dict[str, Any]) -> None:
-                agent_capabilities.set(caps)
-                got[name] = await _seen(client)
+                with serving(Caller(capabilities=caps)):
+                    got[name] = await _seen(client)
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(call_as, "sampling", {"sampling": {}})
@@ -92,8 +92,8 @@ def test_a_2026_request_carries_the_callers_capabilities_and_monads_own_otherwis
             client.session.adopt(client.session.discover_result)
             assert not isinstance(client.session._stamp, stamp.AgentStamp)
             assert stamp.ensure(client.session) is not wrapped
-            agent_capabilities.set({"sampling": {}})
-            assert [k for k in await _seen(client) if k in RELAYED] == ["sampling"]
+            with serving(Caller(capabilities={"sampling": {}})):
+                assert [k for k in await _seen(client) if k in RELAYED] == ["sampling"]
 
     anyio.run(main)
 
@@ -104,7 +104,7 @@ def test_a_handshake_era_session_keeps_its_initialize_capabilities() -> None:
             assert client.protocol_version not in ("2026-07-28",)
             wrapped = stamp.ensure(client.session)
             assert wrapped is not None and wrapped.own is None  # the SDK's stamp writes no `_meta` capabilities
-            agent_capabilities.set({})
-            assert await _seen(client) is None  # nothing stamped: the server has them from `initialize`
+            with serving(Caller(capabilities={})):
+                assert await _seen(client) is None  # nothing stamped: the server has them from `initialize`
 
     anyio.run(main)

@@ -45,6 +45,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from monad_cli.core.errors import MonadError
 from monad_cli.core.tool_names import NameMap, build_name_map
+from monad_cli.daemon.trust.inputs import Caller
 
 log = logging.getLogger("monad.gateway")
 
@@ -350,20 +351,22 @@ class Catalog:
         return actor
 
     async def through(self, server: str, kind: str, what: dict[str, Any],
-                       request: Callable[[Any], Awaitable[Any]], inputs: Any = None, *,
+                       request: Callable[[Any], Awaitable[Any]], caller: Caller | None = None, *,
                        method: str | None = None, target: str | None = None,
                        plain: dict[str, Any] | None = None) -> Any:
-        """`request(client)` on `server`, journaled as `kind` (`what`: the event's detail);
-        `method`/`target` name its CLIENT span (telemetry on: `actor.call_through`); `plain`:
-        a read's or get's params, for the stdio session's direct lane (`actor.call_through`)."""
+        """`request(client)` on `server` for `caller` (None: monad's own), journaled as
+        `kind` (`what`: the event's detail); `method`/`target` name its CLIENT span
+        (telemetry on: `actor.call_through`); `plain`: a read's or get's params, for the
+        stdio session's direct lane (`actor.call_through`)."""
         started = time.monotonic()
         outcome, error = "ok", None
-        if inputs is not None:
-            inputs.server = server  # the catalog knows whose question it would be
+        if caller is not None and caller.inputs is not None:
+            # An `AgentQuestions` (gateway/questions.py): the catalog knows whose question it would be.
+            caller.inputs.server = server  # type: ignore[attr-defined]
         try:
             actor = self.live_actor(server)
             async with actor.in_use():  # an idle on-demand server starts (once for concurrent requests)
-                return await actor.call_through(request, inputs=inputs, method=method, target=target,
+                return await actor.call_through(request, caller=caller, method=method, target=target,
                                                 plain=plain)
         except MCPError as e:
             outcome, error = "error", f"{e.error.message} (MCP error {e.error.code})"
@@ -407,29 +410,31 @@ class Catalog:
             except Exception:
                 log.exception("journal write failed")
 
-    async def read(self, uri: str, allowed: Allowed, *, via: str = "gateway", inputs: Any = None,
+    async def read(self, uri: str, allowed: Allowed, *, via: str = "gateway", caller: Caller | None = None,
                    single: str | None = None) -> types.ReadResourceResult:
-        """resources/read, routed (`route`); journaled `resource.read`."""
+        """resources/read, routed (`route`), for `caller`; journaled `resource.read`."""
         server = single or await self.route(uri, allowed)
         result: types.ReadResourceResult = await self.through(
-            server, "resource.read", {"uri": uri, "via": via}, lambda c: c.read_resource(uri), inputs,
+            server, "resource.read", {"uri": uri, "via": via}, lambda c: c.read_resource(uri), caller,
             method="resources/read", target=self.scrub(uri),  # a known secret in it: `***`
             plain={"uri": uri})
         return result
 
     async def get_prompt(self, name: str, arguments: dict[str, str] | None, allowed: Allowed, *,
-                         via: str = "gateway", inputs: Any = None, single: str | None = None) -> types.GetPromptResult:
-        """prompts/get by exposed name; journaled `prompt.get` (argument names only)."""
+                         via: str = "gateway", caller: Caller | None = None,
+                         single: str | None = None) -> types.GetPromptResult:
+        """prompts/get by exposed name, for `caller`; journaled `prompt.get` (argument names only)."""
         server, own = await self.prompt_owner(name, allowed, single=single)
         detail = {"prompt": own, "exposed": name, "via": via, "arguments": sorted(arguments or {})}
         result: types.GetPromptResult = await self.through(
-            server, "prompt.get", detail, lambda c: c.get_prompt(own, arguments), inputs,
+            server, "prompt.get", detail, lambda c: c.get_prompt(own, arguments), caller,
             method="prompts/get", target=own, plain={"name": own, "arguments": arguments})
         return result
 
     async def complete(self, params: types.CompleteRequestParams, allowed: Allowed, *,
-                       single: str | None = None) -> types.CompleteResult:
-        """completion/complete, to the server owning the prompt or the resource template."""
+                       single: str | None = None, caller: Caller | None = None) -> types.CompleteResult:
+        """completion/complete for `caller`, to the server owning the prompt or the resource
+        template."""
         ref = params.ref
         argument = {"name": params.argument.name, "value": params.argument.value}
         context = params.context.arguments if params.context is not None else None
@@ -440,7 +445,7 @@ class Catalog:
             server = single or await self._template_owner(ref.uri, allowed)
             upstream = ref
         result: types.CompleteResult = await self.through(
-            server, "", {}, lambda c: c.complete(upstream, argument, context_arguments=context),
+            server, "", {}, lambda c: c.complete(upstream, argument, context_arguments=context), caller,
             method="completion/complete")
         return result
 

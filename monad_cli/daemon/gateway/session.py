@@ -53,7 +53,7 @@ from monad_cli.core.hello import GatewayView
 from monad_cli.core.redact import scrub_data
 from monad_cli.daemon.gateway.catalog import Catalog, quiet_deprecated
 from monad_cli.daemon.gateway.direct import COMPLETE, GET, READ, DirectCalls
-from monad_cli.daemon.gateway.features import AgentRequest, SessionFeatures, connection_of, current_request_log
+from monad_cli.daemon.gateway.features import AgentRequest, RequestLog, SessionFeatures, asking, connection_of
 from monad_cli.daemon.gateway.paging import page
 from monad_cli.daemon.gateway.policy import (
     LOAD_TOOLS,
@@ -69,6 +69,8 @@ from monad_cli.daemon.gateway.questions import AgentQuestions
 from monad_cli.daemon.gateway.rounds import Round, Rounds
 from monad_cli.daemon.gateway.subscriptions import Subscriptions
 from monad_cli.daemon.telemetry import TELEMETRY
+from monad_cli.daemon.trust.call import ToolCall
+from monad_cli.daemon.trust.inputs import Caller
 from monad_cli.daemon.trust.servers import ProgressFn
 from monad_cli.daemon.trust.service import ToolService
 
@@ -194,19 +196,19 @@ class GatewaySession:
 
     def questions(self, ctx: Any, protocol_version: str, *, server: str | None = None,
                   what: str | None = None, lane: DirectCalls | None = None, round: Round | None = None,
-                  capabilities: Any = None) -> AgentQuestions:
+                  capabilities: Any = None, log: RequestLog | None = None) -> AgentQuestions:
         """The handler of a server's questions during this agent request (`ctx`, a
         direct-lane call's `lane`, or a 2026-07-28 call's `round` with the request's
         `capabilities`; gateway/questions.py) about `what` (a tool, prompt or URI) of `server`.
         A 2026-07-28 request's `capabilities` default to its envelope's: they are also what
-        the upstream request made for it carries (sessions/stamp.py)."""
+        the upstream request made for it carries (sessions/stamp.py). `log`: the request asked
+        for log messages (features.py `request_log`): its servers' messages go to it."""
         if capabilities is None and ctx is not None and protocol_version in MODERN_PROTOCOL_VERSIONS:
             capabilities = _envelope_capabilities((ctx.params or {}).get("_meta")) or {}
         inputs = AgentQuestions(ctx, self.tools.journal, protocol_version=protocol_version, server=server,
                                 what=what, lane=lane, round=round, capabilities=capabilities)
-        # What a 2026-07-28 request that asked for log messages reaches: its servers' messages go to it.
-        if (asked := current_request_log()) is not None:
-            asked.about.append(inputs)
+        if log is not None:
+            log.about.append(inputs)
         if round is not None:
             round.about.append(inputs)
         return inputs
@@ -214,18 +216,19 @@ class GatewaySession:
     async def call_in_rounds(self, name: str, arguments: dict[str, Any] | None, protocol_version: str, *,
                              capabilities: Any, request_state: str | None = None,
                              input_responses: dict[str, Any] | None = None,
-                             progress: ProgressFn | None = None) -> dict[str, Any]:
+                             progress: ProgressFn | None = None, log: RequestLog | None = None) -> dict[str, Any]:
         """A 2026-07-28 tools/call whose server may ask the agent something
         (gateway/rounds.py): the result, or an `InputRequiredResult` (wire shape) carrying the
         server's question; a call with `request_state` answers one and goes on. Cancelling
         it while it waits cancels the call."""
         if request_state is not None:
             r = self.rounds.resume(request_state, input_responses)
-            if (asked := current_request_log()) is not None:
-                asked.about += r.about
+            if log is not None:
+                log.about += r.about
         else:
             def run(r: Round) -> Any:
-                inputs = self.questions(None, protocol_version, what=name, round=r, capabilities=capabilities)
+                inputs = self.questions(None, protocol_version, what=name, round=r, capabilities=capabilities,
+                                        log=log)
                 return self.call(name, arguments, protocol_version, progress=progress, inputs=inputs)
 
             r = self.rounds.start(run)
@@ -235,10 +238,10 @@ class GatewaySession:
             r.scope.cancel()
             raise
 
-    async def in_rounds(self, request: AgentRequest, what: str, ask: Callable[[AgentQuestions], Any]) -> Any:
+    async def in_rounds(self, request: AgentRequest, what: str, ask: Callable[[Caller], Any]) -> Any:
         """A 2026-07-28 `resources/read` or `prompts/get` (`request`, from either entry) whose
         server may ask the agent something, run as tools/call's rounds (gateway/rounds.py):
-        `ask(inputs)` is the upstream request, its questions going to `inputs`. Returns its
+        `ask(caller)` is the upstream request, its questions going to `caller.inputs`. Returns its
         result or an `InputRequiredResult`; None when the request is not one for rounds (a
         handshake-era agent, or one that can answer nothing and sent no `requestState`): run
         it plainly."""
@@ -249,12 +252,12 @@ class GatewaySession:
             return None
         if request.request_state is not None:
             r = self.rounds.resume(request.request_state, request.input_responses, request.method)
-            if (asked := current_request_log()) is not None:
-                asked.about += r.about
+            if request.log is not None:
+                request.log.about += r.about
         else:
             def run(r: Round) -> Any:
-                return ask(self.questions(None, request.protocol_version, what=what, round=r,
-                                          capabilities=capabilities))
+                return ask(asking(self.questions(None, request.protocol_version, what=what, round=r,
+                                                 capabilities=capabilities, log=request.log)))
 
             r = self.rounds.start(run, request.method)
         try:
@@ -349,10 +352,10 @@ class GatewaySession:
 
     async def call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> Any:
         """The SDK's tools/call handler (every call `gateway/direct.py` does not take)."""
-        async with self.features.request_log(ctx):
-            return await self._call_tool(ctx, params)
+        async with self.features.request_log(ctx) as log:
+            return await self._call_tool(ctx, params, log)
 
-    async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> Any:
+    async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams, log: RequestLog | None) -> Any:
         self._remember(ctx)
         self.sdk_calls += 1
         progress: ProgressFn | None = None
@@ -374,13 +377,13 @@ class GatewaySession:
             answer = await self.call_in_rounds(params.name, params.arguments, ctx.protocol_version,
                                                capabilities=_envelope_capabilities(raw_meta),
                                                request_state=params.request_state, input_responses=responses,
-                                               progress=progress)
+                                               progress=progress, log=log)
             if answer.get("resultType") == "input_required":
                 return types.InputRequiredResult.model_validate(answer)
             return answer
         # A dict, not a CallToolResult: the SDK validates the wire shape once, on the way out.
         return await self.call(params.name, params.arguments, ctx.protocol_version, progress=progress,
-                               inputs=self.questions(ctx, ctx.protocol_version, what=params.name))
+                               inputs=self.questions(ctx, ctx.protocol_version, what=params.name, log=log))
 
     async def call(self, name: str, arguments: dict[str, Any] | None, protocol_version: str, *,
                    progress: ProgressFn | None = None, inputs: AgentQuestions | None = None) -> dict[str, Any]:
@@ -417,10 +420,10 @@ class GatewaySession:
         approval = {"mode": "wait", "timeout": self.view.approval_timeout}
         try:
             # The service refuses a hidden tool (with this view's globs), naming the rule.
-            data = await self.tools.call(name, arguments, via="gateway", approval=approval,
-                                         progress=progress, inputs=inputs, write_behind=True,
-                                         include=self.view.include_tools,
-                                         exclude=self.view.exclude_tools)
+            data = await self.tools.call(ToolCall(
+                name, arguments, via="gateway", approval=approval, progress=progress, inputs=inputs,
+                capabilities=inputs.client_capabilities(), write_behind=True, include=self.view.include_tools,
+                exclude=self.view.exclude_tools))
         except NotFound as e:  # no such tool: a protocol error (MCP spec, server/tools "Error Handling")
             raise MCPError(code=types.INVALID_PARAMS, message=self.scrub(e.message)) from None
         except ToolCallFailed as e:

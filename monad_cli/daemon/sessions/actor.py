@@ -53,7 +53,7 @@ from monad_cli.daemon.sessions import stamp
 from monad_cli.daemon.sessions.backoff import Backoff
 from monad_cli.daemon.sessions.connect import Learned, ToolListing, list_all_tools, start_upkeep, transport_for
 from monad_cli.daemon.sessions.eras import EraStore
-from monad_cli.daemon.sessions.inputs import InputHandler, InputRouter
+from monad_cli.daemon.sessions.inputs import InputRouter
 from monad_cli.daemon.sessions.reasons import classify, describe, explain_closed, explain_timeout
 from monad_cli.daemon.sessions.remote import legacy_sse_candidate
 from monad_cli.daemon.sessions.spawn import EarlySpawns
@@ -61,9 +61,10 @@ from monad_cli.daemon.sessions.stderr import StderrSink
 from monad_cli.daemon.sessions.transports import Connection
 from monad_cli.daemon.sessions.upkeep import ToolRefresh, listen_for_tool_changes
 from monad_cli.daemon.telemetry import TELEMETRY
+from monad_cli.daemon.trust.call import ToolCall
+from monad_cli.daemon.trust.inputs import Caller
 from monad_cli.daemon.trust.listing import dump_tool
 from monad_cli.daemon.trust.pins import tool_set_hash
-from monad_cli.daemon.trust.servers import ProgressFn
 from monad_cli.journal import tools as jt
 from monad_cli.journal.db import Journal
 
@@ -863,30 +864,31 @@ class ServerActor:
             problem = self._problem()
             self.set_state(State.DEGRADED if problem else State.CONNECTED, problem)
 
-    async def call_tool(self, tool: str, arguments: dict[str, Any] | None, *,
-                        progress: ProgressFn | None = None,
-                        inputs: InputHandler | None = None) -> CallToolResult:
-        """tools/call on this session from any task (the actor task keeps the Client open).
+    async def call_tool(self, call: ToolCall) -> CallToolResult:
+        """tools/call of `call.tool` (the server's own name) on this session from any task
+        (the actor task keeps the Client open).
 
-        `tool` is the server's own name. The deadline is `requestTimeoutMs` (unset = none); on
-        expiry, or when the caller's scope is cancelled, the server gets notifications/cancelled
-        (expiry raises MCPError(-32001)). `progress(progress, total, message)` is awaited per
+        The deadline is `requestTimeoutMs` (unset = none); on expiry, or when the caller's
+        scope is cancelled, the server gets notifications/cancelled (expiry raises
+        MCPError(-32001)). `call.progress(progress, total, message)` is awaited per
         notifications/progress (basic/utilities/progress; None asks for none); the server's
-        questions go to `inputs` (trust/inputs.py; none: refused). A plain call takes the stdio
-        transport's direct lane (sessions/direct.py), any other the SDK's session. Raises
-        MonadError if not connected. Returns `mcp_types.CallToolResult`."""
+        questions go to `call.inputs` (trust/inputs.py; none: refused). A plain call takes
+        the stdio transport's direct lane (sessions/direct.py), any other the SDK's session.
+        Raises MonadError if not connected. Returns `mcp_types.CallToolResult`."""
         from monad_cli.core.errors import MonadError
 
         client = self.client
         if client is None or not self.live:
             raise MonadError(f"server `{self.name}` is {self.state}"
                              f"{': ' + self.reason if self.reason else ''} (see `monad mcp status {self.name}`)")
+        assert call.tool is not None
+        tool, arguments, progress = call.tool.name, call.arguments, call.progress
         rto = self.spec.request_timeout_ms if self.spec else None
         stamp.ensure(client.session)  # the caller's capabilities in a 2026-07-28 `_meta`
         lane = self.conn.lane if self.conn is not None and progress is None and not rto else None
         recorder = TELEMETRY.recorder
         if recorder is None:
-            with self.inputs.serving(inputs), _wrong_shape_fails_the_call():
+            with self.inputs.serving(call), _wrong_shape_fails_the_call():
                 result = await lane.call(tool, arguments, client.protocol_version, self.tools) if lane else None
                 return result if result is not None else await client.call_tool(
                     tool, arguments, read_timeout_seconds=rto / 1000 if rto else None, progress_callback=progress)
@@ -895,7 +897,7 @@ class ServerActor:
         with recorder.client_request("tools/call", tool, server=self.name, transport=self.spec.transport
                                      if self.spec else "stdio", protocol_version=client.protocol_version,
                                      address=self._address(), session_id=None, current=False) as span, \
-                self.inputs.serving(inputs), _wrong_shape_fails_the_call():
+                self.inputs.serving(call), _wrong_shape_fails_the_call():
             result = await lane.call(tool, arguments, client.protocol_version, self.tools, span=span) if lane else None
             if result is None:
                 with recorder.current(span):
@@ -932,19 +934,20 @@ class ServerActor:
         return self._last_instructions if self.listed else None
 
     async def call_through(self, request: Callable[[Client], Awaitable[T]], *,
-                           inputs: InputHandler | None = None, method: str | None = None,
+                           caller: Caller | None = None, method: str | None = None,
                            target: str | None = None, plain: dict[str, Any] | None = None) -> T:
         """A request other than tools/call on this session from any task (resources/*,
         prompts/*, completion/complete, logging/setLevel: the gateway's, gateway/catalog.py):
-        `request(client)` is awaited with the live `mcp.Client`; the server's questions during
-        it go to `inputs` (none: refused). `method` (the JSON-RPC method) and `target` (the
-        prompt's name, the resource's URI, as the server names them): with telemetry on, the
-        request gets a CLIENT span by them, as tools/call does (docs/telemetry.md). `plain`:
-        a plain resources/read's `{"uri"}` or prompts/get's `{"name", "arguments"}` (as the
-        server names them), which takes the stdio transport's direct lane (sessions/direct.py)
-        in place of `request` when it can; on either path a result of a shape the protocol
-        does not define fails it with MCPError(-32603) in one line. Raises MonadError if not
-        connected, and whatever the request raises (`mcp.MCPError` when the server fails it)."""
+        `request(client)` is awaited with the live `mcp.Client`, made for `caller` (the
+        server's questions during it go to its `inputs`; None: monad's own request).
+        `method` (the JSON-RPC method) and `target` (the prompt's name, the resource's URI,
+        as the server names them): with telemetry on, the request gets a CLIENT span by
+        them, as tools/call does (docs/telemetry.md). `plain`: a plain resources/read's
+        `{"uri"}` or prompts/get's `{"name", "arguments"}` (as the server names them), which
+        takes the stdio transport's direct lane (sessions/direct.py) in place of `request`
+        when it can; on either path a result of a shape the protocol does not define fails
+        it with MCPError(-32603) in one line. Raises MonadError if not connected, and
+        whatever the request raises (`mcp.MCPError` when the server fails it)."""
         from monad_cli.core.errors import MonadError
 
         client = self.client
@@ -958,12 +961,12 @@ class ServerActor:
         shaped = _wrong_shape_fails_the_call() if plain is not None else nullcontext()
         recorder = TELEMETRY.recorder
         if recorder is None or method is None:
-            with self.inputs.serving(inputs), shaped:
+            with self.inputs.serving(caller), shaped:
                 result = await _on_lane(lane, method, plain, client.protocol_version) if lane else None
                 return result if result is not None else await request(client)
         with recorder.client_request(method, target, server=self.name, transport=self.spec.transport
                                      if self.spec else "stdio", protocol_version=client.protocol_version,
-                                     address=self._address(), session_id=None), self.inputs.serving(inputs), shaped:
+                                     address=self._address(), session_id=None), self.inputs.serving(caller), shaped:
             result = await _on_lane(lane, method, plain, client.protocol_version) if lane else None
             return result if result is not None else await request(client)
 

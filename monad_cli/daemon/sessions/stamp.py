@@ -36,7 +36,7 @@ from typing import Any
 
 from mcp_types import CLIENT_CAPABILITIES_META_KEY
 
-from monad_cli.daemon.trust.inputs import FORWARDED_CAPABILITIES, agent_capabilities
+from monad_cli.daemon.trust.inputs import FORWARDED_CAPABILITIES, current_caller
 
 Stamp = Callable[[dict[str, Any], Any], None]
 
@@ -73,8 +73,9 @@ class AgentStamp:
         caller) into an envelope `meta` (also the stdio direct lane's, sessions/direct.py)."""
         if self.own is None:
             return
-        caller = agent_capabilities.get()
-        meta[CLIENT_CAPABILITIES_META_KEY] = self.own if caller is None else for_caller(self.own, caller)
+        caller = current_caller()
+        caps = caller.capabilities if caller is not None else None
+        meta[CLIENT_CAPABILITIES_META_KEY] = self.own if caps is None else for_caller(self.own, caps)
 
 
 def ensure(session: Any) -> AgentStamp | None:

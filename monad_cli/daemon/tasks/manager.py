@@ -38,7 +38,8 @@ from monad_cli.daemon.tasks.legacy import InputGone
 from monad_cli.daemon.tasks.protocol import CreateTaskResult, TasksExtension, dump, flatten
 from monad_cli.daemon.tasks.snapshot import PENDING_INPUT
 from monad_cli.daemon.tasks.views import TaskReader
-from monad_cli.daemon.trust.calls import current_call
+from monad_cli.daemon.trust.call import ToolCall
+from monad_cli.daemon.trust.inputs import current_caller
 from monad_cli.journal.db import Journal
 
 log = logging.getLogger("monad.tasks")
@@ -348,12 +349,14 @@ class TaskManager(TaskReader):
 
         The row starts `submitting` (the call is out; its answer, `created`, is folded in
         next), as a row monad sent itself would be. Its correlation is the tool service's call
-        running in this task (`trust.calls.current_call`: the SDK runs this resolver there).
+        running in this task (`trust.inputs.current_caller`: the SDK runs this resolver there).
         Cancelling the caller cancels the task (`tasks/cancel`). A task that does not end
         `completed` with a result raises `MCPError` with the task's error.
         """
         row_id = uuid.uuid4().hex
-        self.store.insert(id=row_id, server=server, tool=ctx.tool_name, arguments=None, correlation=current_call(),
+        caller = current_caller()
+        correlation = caller.correlation() if isinstance(caller, ToolCall) else None
+        self.store.insert(id=row_id, server=server, tool=ctx.tool_name, arguments=None, correlation=correlation,
                           state=TaskState.SUBMITTING, adopted=True, task_id=created.task_id)
         self.ledger.note(server, created.status, f"task {row_id[:12]} `{ctx.tool_name}` adopted from tools/call",
                          row_id)
