@@ -60,8 +60,12 @@ def warn(text: str) -> None:
     sys.stderr.write(f"warning: {_message(text)}\n")
 
 
-def error(text: str) -> None:
+def error(text: str, *, quoted: Sequence[str] = (), about: str = "") -> None:
+    """`error: text` on one line; then, when given, `about:` and each `quoted` line (what a
+    server said, e.g. its stderr during a call) on a line of its own, indented."""
     sys.stderr.write(f"error: {_message(text)}\n")
+    if quoted:
+        sys.stderr.write(f"  {about}:\n" + "".join(f"    {_message(q)}\n" for q in quoted))
 
 
 def _message(text: str) -> str:

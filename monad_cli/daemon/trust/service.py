@@ -69,6 +69,12 @@ STDERR_OF_CALL = 5  # stderr lines of a failed call quoted in its reason
 RELOAD_GRACE_S = 5.0  # after an authorization on demand: the watcher's reload of the definition
 
 
+def _quoted(said: list[str]) -> str:
+    """What a server wrote to stderr during a call, for its journal row: its lines as a
+    JSON list (each line whole, none glued to the next)."""
+    return f"; stderr during the call: {json.dumps(said, ensure_ascii=False)}" if said else ""
+
+
 class ApprovalRequired(Exception):
     """`mode: check` found no prior approval: the caller must ask the person."""
 
@@ -613,11 +619,10 @@ class ToolService:
         except MCPError as exc:
             self._fail_if_stopping(call)
             said = await self._stderr_of_call(sink, mark)
-            hint = f"; stderr during the call: {' | '.join(said)}" if said else ""
             self._finish(call, "timeout" if exc.error.code == REQUEST_TIMEOUT else "error",
-                         f"{exc.error.message} (MCP error {exc.error.code}){hint}")
+                         f"{exc.error.message} (MCP error {exc.error.code}){_quoted(said)}")
             failed = ToolCallFailed(self.scrub(f"server `{server.name}` failed `{tool.name}`: {exc.error.message} "
-                                              f"(MCP error {exc.error.code}){hint}"))
+                                              f"(MCP error {exc.error.code})"), stderr=said)
             if exc.error.code == MISSING_REQUIRED_CLIENT_CAPABILITY:  # about the caller's capabilities
                 failed.rpc_error = exc.error.model_dump(by_alias=True, mode="json", exclude_none=True)
             raise failed from None
@@ -673,7 +678,7 @@ class ToolService:
         if said:
             out["serverStderr"] = said  # the caller's (never the agent's: gateway/session.py)
         text = " ".join(c.get("text", "") for c in out.get("content", []) if c.get("type") == "text")
-        why = text[:300] + (f"; stderr during the call: {' | '.join(said)}" if said else "")
+        why = text[:300] + _quoted(said)
         self._finish(call, "tool-error" if is_error else "ok", why if is_error else None, defer=call.write_behind)
         out.update(callId=call.call_id, server=server.name, tool=tool.name, name=call.exposed,
                    decidedBy=call.decided_by)
