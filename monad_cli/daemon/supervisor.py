@@ -27,6 +27,7 @@ from monad_cli.core.redact import Scrubber
 from monad_cli.core.states import LIVE, State
 from monad_cli.daemon import telemetry
 from monad_cli.daemon.gateway.server import Gateway
+from monad_cli.daemon.gateway.session import GatewayWrappers
 from monad_cli.daemon.logfile import keep_trying
 from monad_cli.daemon.reconcile import Diff, Secrets, config_stamp, diff
 from monad_cli.daemon.retention import keep_journal
@@ -177,6 +178,8 @@ class Supervisor:
             states=lambda: {n: str(a.state) for n, a in list(self.actors.items())},
             tasks=lambda: {n: tasks.counts(n) for n in list(self.actors)},
             fleet_queued=lambda: int(journal.status().get("queued") or 0)).recorder
+        upstream: dict[str, Any] = {}  # what wraps each server's sessions (`ActorContext`)
+        gateway = GatewayWrappers()  # what wraps each gateway session
         if recorder is not None:  # telemetry on: its hooks and wrappers, installed here once
             from monad_cli.daemon.telemetry.wrappers import Wrappers
 
@@ -184,7 +187,9 @@ class Supervisor:
             self.auth.on_refresh = recorder.refreshed
             wrappers = Wrappers(recorder)
             self.tool_service.use(calls=wrappers.calls, approvals=wrappers.approvals)
-        self.gateway = Gateway(self.tool_service, scrub=self.scrub)
+            upstream = {"wrap_requests": wrappers.requests, "events": wrappers.events()}
+            gateway = wrappers.gateway()
+        self.gateway = Gateway(self.tool_service, scrub=self.scrub, wrappers=gateway)
         self._actor_context = ActorContext(
             paths=self.paths, journal=journal, scrub=self.scrub, check_pin=self.tool_service.check_pin,
             filter_reason=lambda name: self.server_filter.reason(name), http_auth=self.auth.http_auth,
@@ -193,7 +198,7 @@ class Supervisor:
             on_tools_changed=self.on_tools_changed,
             on_state_changed=self.on_state_changed, stopping=lambda: self.stopping,
             early=self.early, start_defaults=lambda: self.start_defaults, busy=self._holds,
-            on_notification=self.gateway.on_notification)
+            on_notification=self.gateway.on_notification, **upstream)
         self.state_listeners.append(self.gateway.on_actor_state)
         return journal
 

@@ -136,7 +136,7 @@ class Catalog:
         if offered:
             cursor: str | None = None
             for _page in range(100):  # a server whose cursors never end must not hold the agent forever
-                async def page(c: Any, cursor: str | None = cursor) -> Any:
+                async def page(c: Any, meta: Any, cursor: str | None = cursor) -> Any:
                     if kind == "resources":
                         return await c.list_resources(cursor=cursor)
                     if kind == "templates":
@@ -351,13 +351,11 @@ class Catalog:
         return actor
 
     async def through(self, server: str, kind: str, what: dict[str, Any],
-                       request: Callable[[Any], Awaitable[Any]], caller: Caller | None = None, *,
-                       method: str | None = None, target: str | None = None,
-                       plain: dict[str, Any] | None = None) -> Any:
-        """`request(client)` on `server` for `caller` (None: monad's own), journaled as
-        `kind` (`what`: the event's detail); `method`/`target` name its CLIENT span
-        (telemetry on: `actor.call_through`); `plain`: a read's or get's params, for the
-        stdio session's direct lane (`actor.call_through`)."""
+                       send: Callable[[Any, Any], Awaitable[Any]], caller: Caller | None = None, *,
+                       method: str | None = None, target: str | None = None) -> Any:
+        """`send(client, meta)` on `server` for `caller` (None: monad's own;
+        `actor.call_through`), journaled as `kind` (`what`: the event's detail);
+        `method`/`target` name it (telemetry's CLIENT span)."""
         started = time.monotonic()
         outcome, error = "ok", None
         if caller is not None and caller.inputs is not None:
@@ -366,8 +364,7 @@ class Catalog:
         try:
             actor = self.live_actor(server)
             async with actor.in_use():  # an idle on-demand server starts (once for concurrent requests)
-                return await actor.call_through(request, caller=caller, method=method, target=target,
-                                                plain=plain)
+                return await actor.call_through(send, caller=caller, method=method, target=target)
         except MCPError as e:
             outcome, error = "error", f"{e.error.message} (MCP error {e.error.code})"
             raise MCPError(e.error.code, self.scrub(f"server `{server}`: {e.error.message}"), e.error.data) from None
@@ -415,9 +412,8 @@ class Catalog:
         """resources/read, routed (`route`), for `caller`; journaled `resource.read`."""
         server = single or await self.route(uri, allowed)
         result: types.ReadResourceResult = await self.through(
-            server, "resource.read", {"uri": uri, "via": via}, lambda c: c.read_resource(uri), caller,
-            method="resources/read", target=self.scrub(uri),  # a known secret in it: `***`
-            plain={"uri": uri})
+            server, "resource.read", {"uri": uri, "via": via}, lambda c, meta: c.read_resource(uri, meta=meta),
+            caller, method="resources/read", target=self.scrub(uri))  # a known secret in it: `***`
         return result
 
     async def get_prompt(self, name: str, arguments: dict[str, str] | None, allowed: Allowed, *,
@@ -427,8 +423,8 @@ class Catalog:
         server, own = await self.prompt_owner(name, allowed, single=single)
         detail = {"prompt": own, "exposed": name, "via": via, "arguments": sorted(arguments or {})}
         result: types.GetPromptResult = await self.through(
-            server, "prompt.get", detail, lambda c: c.get_prompt(own, arguments), caller,
-            method="prompts/get", target=own, plain={"name": own, "arguments": arguments})
+            server, "prompt.get", detail, lambda c, meta: c.get_prompt(own, arguments, meta=meta), caller,
+            method="prompts/get", target=own)
         return result
 
     async def complete(self, params: types.CompleteRequestParams, allowed: Allowed, *,
@@ -444,9 +440,17 @@ class Catalog:
         else:
             server = single or await self._template_owner(ref.uri, allowed)
             upstream = ref
-        result: types.CompleteResult = await self.through(
-            server, "", {}, lambda c: c.complete(upstream, argument, context_arguments=context), caller,
-            method="completion/complete")
+        async def complete(c: Any, meta: Any) -> types.CompleteResult:
+            if meta is None:
+                return await c.complete(upstream, argument, context_arguments=context)
+            # `Client.complete` takes no `_meta`: the same request, through the session's `send_request`.
+            request = types.CompleteRequest(params=types.CompleteRequestParams(
+                ref=upstream, argument=types.CompletionArgument(**argument),
+                context=types.CompletionContext(arguments=context) if context is not None else None, _meta=meta))
+            return await c.session.send_request(request, types.CompleteResult)
+
+        result: types.CompleteResult = await self.through(server, "", {}, complete, caller,
+                                                          method="completion/complete")
         return result
 
     async def _template_owner(self, template: str, allowed: Allowed) -> str:
@@ -477,7 +481,8 @@ class Catalog:
         if self._level_sent.get(actor.name) == (client, level):
             return
         try:
-            await self.through(actor.name, "", {}, lambda c: quiet_deprecated(lambda: c.set_logging_level(level)))
+            await self.through(actor.name, "", {},
+                               lambda c, meta: quiet_deprecated(lambda: c.set_logging_level(level)))
             self._level_sent[actor.name] = (client, level)
         except MCPError as e:
             log.info("server %s: logging/setLevel %s failed: %s", actor.name, level, self.scrub(e.error.message))

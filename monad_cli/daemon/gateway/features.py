@@ -23,10 +23,8 @@ server and journals reads and gets. What goes back to the agent:
   `GatewaySession.in_rounds`);
 - list changes of resources and prompts, like tools', reach every connection.
 
-A resources/read, prompts/get or completion/complete has two entries and one body: the SDK's
-handler (`read_resource`, `get_prompt`, `complete`) and, for a plain one on a stdio relay
-connection, the direct lane (gateway/direct.py), both running `read`/`get`/`completion` with
-the request described by an `AgentRequest`.
+A resources/read, prompts/get or completion/complete runs in the SDK's handler
+(`read_resource`, `get_prompt`, `complete`), the request described by an `AgentRequest`.
 """
 
 from __future__ import annotations
@@ -58,10 +56,15 @@ log = logging.getLogger("monad.gateway")
 
 
 def connection_of(ctx: Any) -> Any:
-    """The per-client Connection of a handshake-era request (None on 2026-07-28).
+    """The per-client Connection of a handshake-era request (None on 2026-07-28): what its
+    notifications outside any request go to, and whose end releases its subscriptions.
 
-    `ctx.session` is built per request; the SDK exposes no public handle on the long-lived
-    per-client Connection, whose standalone channel carries notifications."""
+    The one private reach left on the gateway's side: the SDK's runner hands a handler a
+    `ServerRequestContext` whose `session` is built per request and exposes no public
+    handle on the long-lived per-client `Connection` (its own `Context` has one,
+    `Context.connection`, which the runner does not construct); there is no slower public
+    way to send a handshake-era client a notification outside its requests, or to hear of
+    its connection's end. The upstream ask: `ServerRequestContext.connection`."""
     if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
         return None
     return getattr(ctx.session, "_connection", None)
@@ -87,9 +90,8 @@ class RequestLog:
 
 @dataclass
 class AgentRequest:
-    """One agent's resources/read, prompts/get or completion/complete, whichever entry took
-    it: the SDK's handler (`ctx`, its request context) or the stdio direct lane (`lane`, its
-    `DirectCalls`).
+    """One agent's resources/read, prompts/get or completion/complete (`ctx`: the SDK
+    handler's request context; None for a request made up elsewhere).
     `meta`: the request's `_meta` (at 2026-07-28 the envelope: what the agent can answer);
     `request_state`/`input_responses` (wire shapes by key): a later input_required round;
     `log`: a 2026-07-28 request that asked for log messages: its `RequestLog`."""
@@ -100,7 +102,6 @@ class AgentRequest:
     request_state: str | None = None
     input_responses: dict[str, Any] | None = None
     ctx: Any = None
-    lane: Any = None
     log: RequestLog | None = None
 
     @classmethod
@@ -172,7 +173,7 @@ class SessionFeatures:
             resource_templates=[types.ResourceTemplate.model_validate(t) for t in items], next_cursor=next_cursor)
 
     async def read_resource(self, ctx: Any, params: types.ReadResourceRequestParams) -> Any:
-        """The SDK's resources/read handler (every read the direct lane does not take)."""
+        """The SDK's resources/read handler."""
         self._remember(ctx)
         async with self.request_log(ctx) as log:
             return await self.read(AgentRequest.of(ctx, params, log), str(params.uri))
@@ -194,8 +195,7 @@ class SessionFeatures:
             if answer is not None:
                 return answer
         return await upstream(asking(self.questions(request.ctx, request.protocol_version, what=what,
-                                                    lane=request.lane, capabilities=request.capabilities(),
-                                                    log=request.log)))
+                                                    capabilities=request.capabilities(), log=request.log)))
 
     async def subscribe(self, ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
         conn = self._remember(ctx)
@@ -249,7 +249,7 @@ class SessionFeatures:
         return types.ListPromptsResult(prompts=[types.Prompt.model_validate(p) for p in items], next_cursor=next_cursor)
 
     async def get_prompt(self, ctx: Any, params: types.GetPromptRequestParams) -> Any:
-        """The SDK's prompts/get handler (every get the direct lane does not take)."""
+        """The SDK's prompts/get handler."""
         self._remember(ctx)
         async with self.request_log(ctx) as log:
             return await self.get(AgentRequest.of(ctx, params, log), params.name, params.arguments)
@@ -263,7 +263,7 @@ class SessionFeatures:
         return _without_server_info(await self._ask(request, name, get))
 
     async def complete(self, ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
-        """The SDK's completion/complete handler (every one the direct lane does not take)."""
+        """The SDK's completion/complete handler."""
         self._remember(ctx)
         return await self.completion(AgentRequest.of(ctx, params), params)
 
@@ -272,8 +272,7 @@ class SessionFeatures:
         # No question is relayed during a completion, yet the request is the agent's: a
         # 2026-07-28 server sees the agent's capabilities in it (sessions/stamp.py).
         asker = self.questions(request.ctx, request.protocol_version, what=params.ref.name if isinstance(
-            params.ref, types.PromptReference) else params.ref.uri, lane=request.lane,
-            capabilities=request.capabilities())
+            params.ref, types.PromptReference) else params.ref.uri, capabilities=request.capabilities())
         caller = Caller(capabilities=asker.client_capabilities() if asker is not None else None)
         return await self.catalog.complete(params, self._allowed, single=self.single, caller=caller)
 

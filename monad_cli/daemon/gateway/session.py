@@ -36,7 +36,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import weakref
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import anyio.abc
@@ -52,7 +53,7 @@ from monad_cli.core.errors import MonadError, NotFound, ToolCallFailed
 from monad_cli.core.hello import GatewayView
 from monad_cli.core.redact import scrub_data
 from monad_cli.daemon.gateway.catalog import Catalog, quiet_deprecated
-from monad_cli.daemon.gateway.direct import COMPLETE, GET, READ, DirectCalls
+from monad_cli.daemon.gateway.direct import DirectCalls, LaneCall, LaneHandler
 from monad_cli.daemon.gateway.features import AgentRequest, RequestLog, SessionFeatures, asking, connection_of
 from monad_cli.daemon.gateway.paging import page
 from monad_cli.daemon.gateway.policy import (
@@ -68,7 +69,6 @@ from monad_cli.daemon.gateway.policy import (
 from monad_cli.daemon.gateway.questions import AgentQuestions
 from monad_cli.daemon.gateway.rounds import Round, Rounds
 from monad_cli.daemon.gateway.subscriptions import Subscriptions
-from monad_cli.daemon.telemetry import TELEMETRY
 from monad_cli.daemon.trust.call import ToolCall
 from monad_cli.daemon.trust.inputs import Caller
 from monad_cli.daemon.trust.servers import ProgressFn
@@ -121,6 +121,19 @@ async def before_initialize(ctx: Any, call_next: Any) -> Any:
                        ctx.method) from None
 
 
+@dataclass(frozen=True)
+class GatewayWrappers:
+    """What cuts across every gateway request, installed by the supervisor (telemetry, when
+    it is on; nothing otherwise): `lane(handle)` wraps the stdio direct lane's tools/call
+    handler; `middleware(sdk_default, transport)` is the SDK server path's middleware list,
+    given the SDK's default one (`transport`: `pipe` or `tcp`); `session_ended(transport,
+    seconds)` hears each gateway session's end."""
+
+    lane: Callable[[LaneHandler], LaneHandler] = lambda handle: handle
+    middleware: Callable[[list[Any], str], list[Any]] = lambda sdk_default, transport: []
+    session_ended: Callable[[str, float], None] = lambda transport, seconds: None
+
+
 def _text_result(text: str, *, error: bool) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "isError": error}
 
@@ -136,8 +149,9 @@ class GatewaySession:
     def __init__(self, tools: ToolService, view: GatewayView, *, scrub: Callable[[str], str],
                  catalog: Catalog | None = None, subscriptions: Subscriptions | None = None,
                  on_level: Callable[[], Any] | None = None, spawn: Callable[..., None] | None = None,
-                 transport: str = "pipe") -> None:
+                 transport: str = "pipe", wrappers: GatewayWrappers | None = None) -> None:
         self.tools = tools
+        self.wrappers = wrappers = wrappers or GatewayWrappers()
         self.rounds = Rounds(spawn, answer_timeout=view.approval_timeout)
         self.view = view
         self.scrub = scrub
@@ -145,8 +159,7 @@ class GatewaySession:
         self.loaded = LoadedTools()
         self.bus = InMemorySubscriptionBus()
         self.listen = ListenHandler(self.bus)
-        # `ctx.session` is built per request; the SDK exposes no public handle on the
-        # long-lived per-client Connection, whose standalone channel carries notifications.
+        # Its handshake-era connections (features.py `connection_of`), for their notifications.
         self.legacy_connections: weakref.WeakSet[Any] = weakref.WeakSet()
         self.catalog = catalog or Catalog(tools.servers, tools.journal, scrub=scrub)
 
@@ -170,16 +183,11 @@ class GatewaySession:
             on_subscribe_resource=f.subscribe, on_unsubscribe_resource=f.unsubscribe,
             on_list_prompts=f.list_prompts, on_get_prompt=f.get_prompt, on_completion=f.complete,
             on_set_logging_level=f.set_level))
-        # The SDK's default middleware opens an OpenTelemetry SERVER span per request (the
-        # conventions' name and attributes, the caller's `_meta` trace context): with
-        # telemetry on it stays, and ours adds `network.transport` and the duration metric.
-        # Off, it would cost a no-op span per request: emptying the list is the SDK's opt-out.
-        recorder = TELEMETRY.recorder
-        if recorder is None:
-            self.server.middleware.clear()
-        else:
-            self.server.middleware.append(recorder.middleware(transport))
-        self.server.middleware.append(before_initialize)
+        # The SDK's default middleware opens an OpenTelemetry SERVER span per request: what
+        # wraps the gateway decides (`GatewayWrappers.middleware`; off, it would cost a no-op
+        # span per request: emptying the list is the SDK's opt-out).
+        self.server.middleware[:] = [*wrappers.middleware(list(self.server.middleware), transport),
+                                     before_initialize]
         self.lane: DirectCalls | None = None
         self.sdk_calls = 0  # tools/calls the SDK's server handled (the rest: `lane.taken`)
 
@@ -273,10 +281,9 @@ class GatewaySession:
         return self.server.create_initialization_options()
 
     def _remember(self, ctx: Any) -> None:
-        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            conn = getattr(ctx.session, "_connection", None)
-            if conn is not None:
-                self.legacy_connections.add(conn)
+        conn = connection_of(ctx)
+        if conn is not None:
+            self.legacy_connections.add(conn)
 
     def allowed(self, server: str) -> bool:
         """Whether this view shows `server` now (its filter and the server's condition)."""
@@ -447,45 +454,31 @@ class GatewaySession:
                 result["_meta"] = meta
         return result
 
+    async def lane_call(self, call: LaneCall, lane: DirectCalls) -> dict[str, Any]:
+        """A plain tools/call the stdio direct lane took (`gateway/direct.py`): as the SDK's
+        handler runs it, its questions asked on the lane's connection, or in input_required
+        rounds for a 2026-07-28 agent that can answer them."""
+        modern = call.version in MODERN_PROTOCOL_VERSIONS
+        capabilities = _envelope_capabilities(call.meta)
+        if modern and self.rounds.spawn is not None and _answers(capabilities):
+            return await self.call_in_rounds(call.name, call.arguments, call.version, capabilities=capabilities)
+        return await self.call(call.name, call.arguments, call.version, inputs=self.questions(
+            None, call.version, what=call.name, lane=lane, capabilities=(capabilities or {}) if modern else None))
+
     def direct_lane(self, writer: Any, tg: anyio.abc.TaskGroup) -> DirectCalls:
-        """This session's direct lane for one relay connection (`gateway/direct.py`)."""
-        async def call(name: str, arguments: dict[str, Any] | None, protocol_version: str,
-                       meta: dict[str, Any] | None = None) -> dict[str, Any]:
-            if protocol_version in MODERN_PROTOCOL_VERSIONS and self.rounds.spawn is not None and _answers(
-                    _envelope_capabilities(meta)):
-                return await self.call_in_rounds(name, arguments, protocol_version,
-                                                 capabilities=_envelope_capabilities(meta))
-            modern = protocol_version in MODERN_PROTOCOL_VERSIONS
-            return await self.call(name, arguments, protocol_version, inputs=self.questions(
-                None, protocol_version, what=name, lane=lane,
-                capabilities=(_envelope_capabilities(meta) or {}) if modern else None))
+        """This session's direct lane for one relay connection (`gateway/direct.py`), its
+        calls' handler wrapped by what the supervisor installed (`GatewayWrappers.lane`)."""
+        def handle(call: LaneCall) -> Awaitable[dict[str, Any]]:
+            return self.lane_call(call, lane)
 
-        # Reads, gets and completions: the SDK handlers' own work (`SessionFeatures.read`,
-        # `get`, `completion`), entered without a request context. The lane takes no
-        # per-request logLevel, so none needs `request_log`, and in the handshake era only a
-        # connection already registered (`listed`), so none needs `_remember`.
-        def read(params: dict[str, Any], version: str, meta: dict[str, Any] | None) -> Any:
-            return self.features.read(AgentRequest(READ, version, meta, lane=lane), params["uri"])
-
-        def get(params: dict[str, Any], version: str, meta: dict[str, Any] | None) -> Any:
-            return self.features.get(AgentRequest(GET, version, meta, lane=lane), params["name"],
-                                     params.get("arguments"))
-
-        def complete(params: dict[str, Any], version: str, meta: dict[str, Any] | None) -> Any:
-            return self.features.completion(AgentRequest(COMPLETE, version, meta, lane=lane),
-                                            types.CompleteRequestParams.model_validate(params, by_name=False))
-
-        lane = self.lane = DirectCalls(call, writer.send_line, tg, server_info=self.server.server_info_stamp,
-                                       listed=lambda: bool(self.legacy_connections),
-                                       requests={} if self.server.cache_hints else {READ: read, GET: get,
-                                                                                    COMPLETE: complete})
+        lane = self.lane = DirectCalls(self.wrappers.lane(handle), writer.send_line, tg,
+                                       server_info=self.server.server_info_stamp,
+                                       listed=lambda: bool(self.legacy_connections))
         return lane
 
     def calls_summary(self) -> str:
         direct = self.lane.taken if self.lane is not None else 0
-        features = self.lane.taken_features if self.lane is not None else 0
-        return (f"{direct + self.sdk_calls} tools/call ({direct} on the direct lane), "
-                f"{features} resources/read, prompts/get and completion/complete on the direct lane")
+        return f"{direct + self.sdk_calls} tools/call ({direct} on the direct lane)"
 
     async def notify_changed(self, kind: str = "tools") -> None:
         """`kind` ("tools", "resources", "prompts") changed: tell every connection."""

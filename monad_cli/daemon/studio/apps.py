@@ -75,11 +75,11 @@ def apps_extension() -> ClientExtension:
 class AppServer(Protocol):
     """What the host reads of one server (a supervisor actor is one): `in_use()` starts an
     idle on-demand server and holds it up for the block (docs/supervisor.md "On demand"),
-    `call_through(request)` awaits `request(client)` on its live session (MonadError when
-    it is not connected)."""
+    `call_through(send)` awaits `send(client, meta)` on its live session (MonadError when
+    it is not connected; sessions/requests.py)."""
 
     def in_use(self) -> AbstractAsyncContextManager[None]: ...
-    async def call_through(self, request: Callable[[Client], Awaitable[Any]]) -> Any: ...
+    async def call_through(self, send: Callable[[Client, Any], Awaitable[Any]]) -> Any: ...
 
 
 class RpcError(Exception):
@@ -164,7 +164,7 @@ class AppHost:
         if actor is None:
             raise MonadError(f"server `{server}` is not connected (see `monad mcp status {server}`)")
         async with actor.in_use():
-            result: ReadResourceResult = await actor.call_through(lambda c: c.read_resource(uri))
+            result: ReadResourceResult = await actor.call_through(lambda c, meta: c.read_resource(uri, meta=meta))
             return result
 
     async def resource(self, exposed: str) -> dict[str, Any]:

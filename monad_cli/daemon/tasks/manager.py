@@ -34,7 +34,7 @@ from monad_cli.core.errors import InvalidInput, NotConnected, NotFound, QueueFul
 from monad_cli.core.task_states import TERMINAL, TaskState
 from monad_cli.daemon.tasks.connection import ServerTasks
 from monad_cli.daemon.tasks.ledger import TaskLedger
-from monad_cli.daemon.tasks.legacy import InputGone
+from monad_cli.daemon.tasks.legacy import InputGone, OwnRequests
 from monad_cli.daemon.tasks.protocol import CreateTaskResult, TasksExtension, dump, flatten
 from monad_cli.daemon.tasks.snapshot import PENDING_INPUT
 from monad_cli.daemon.tasks.views import TaskReader
@@ -61,6 +61,10 @@ class ServerLink(Protocol):
 
     @property
     def client(self) -> Client | None: ...
+
+    @property
+    def lane(self) -> OwnRequests | None:
+        """monad's own requests on the live connection (sessions/direct.py), with `client`."""
 
     @property
     def state(self) -> str: ...
@@ -141,7 +145,7 @@ class TaskManager(TaskReader):
         st = self._server(link.name)
         client = link.client if link.live else None
         if client is not st.client:
-            st.client = client
+            st.client, st.lane = client, link.lane if client is not None else None
             st.poke()
 
     def _server(self, name: str) -> ServerTasks:
