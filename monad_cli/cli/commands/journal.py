@@ -104,8 +104,9 @@ def prune(
     The supervisor does the same once a day (this host's rows only). A journal made by an
     older monad is rewritten once (VACUUM: it needs as much free space as the file takes).
     """
+    from monad_cli.config.settings import parse_keep
     from monad_cli.journal import retention
-    from monad_cli.journal.settings import load_journal_settings, parse_keep
+    from monad_cli.journal.settings import load_journal_settings
 
     p = paths()
     settings = load_journal_settings(p)
