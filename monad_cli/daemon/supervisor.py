@@ -465,7 +465,7 @@ class Supervisor:
                         tg.start_soon(serve_metrics)
                 await self.reconcile(force=True)
                 self.tasks.close_orphans(set(self.actors))
-                tg.start_soon(after_start, list(self.actors.values()), journal.load_orm, self.early)
+                tg.start_soon(after_start, list(self.actors.values()), self.early)
                 failure = await self._wait_required()
                 if failure:
                     on_ready(failure)

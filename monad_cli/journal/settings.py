@@ -11,7 +11,7 @@ else the SQLite file `journal.db` (docs/fleet.md).
 (an unset variable is an error naming the setting); the expanded password is a secret: it is only ever shown as
 `***` (`shown`), and `secrets` lists it for the redaction function. `MONAD_HOST` overrides
 `host`; the default is the machine's host name. Stdlib only: the CLI reads this for
-`monad journal` without loading SQLAlchemy.
+`monad journal` without loading anything heavy.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # the journal imports only the dataclass; reading settings ne
 
 URL_ENV = "MONAD_JOURNAL_URL"
 HOST_ENV = "MONAD_HOST"
-# The SQLAlchemy dialect+driver monad speaks; `postgresql://` and `postgres://` mean the same.
+# The URL schemes taken (`+psycopg`: the driver, as SQLAlchemy spells it); all mean the same.
 PG_SCHEMES = ("postgresql+psycopg", "postgresql", "postgres")
 
 
@@ -57,7 +57,7 @@ class JournalSettings:
 
     @property
     def conninfo(self) -> str:
-        """The URL as libpq takes it (no `+psycopg`), for psycopg without SQLAlchemy."""
+        """The URL as libpq takes it (no `+psycopg`), for psycopg (`journal.pg`)."""
         assert self.url is not None
         return "postgresql://" + self.url.split("://", 1)[1]
 

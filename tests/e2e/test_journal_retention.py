@@ -131,8 +131,7 @@ def test_the_supervisor_round_keeps_unshipped_fleet_rows_and_says_what_it_did(tm
     try:
         _fill(j, old=10, new=0)
         j.write("UPDATE tool_calls SET rev = id", ())
-        with j.pool.connection() as conn:
-            deleted = retention.prune(conn, keep_s=90 * DAY, fleet=True, cursor={"tool_calls": 4})
+        deleted = retention.prune(j.pool, keep_s=90 * DAY, cursor={"tool_calls": 4})
         assert deleted["tool_calls"] == 3  # revs 2..4 (1 is the running one)
         assert _count(tmp_path / "fleet.db", "SELECT min(id) FROM tool_calls WHERE id > 1") == 5
     finally:
