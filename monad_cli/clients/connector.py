@@ -28,7 +28,7 @@ from typing import Any
 
 from monad_cli.clients.entries import monad_entry
 from monad_cli.clients.format import ClientFormat
-from monad_cli.clients.registry import get_client, installed_clients, resolve, shown
+from monad_cli.clients.registry import CLIENTS, get_client, installed, installed_clients, resolve, shown
 from monad_cli.core.errors import ConfigError, InvalidInput, MonadError
 
 _TRIES = 3
@@ -92,6 +92,43 @@ def connect_all(*, dry_run: bool = False, remove: bool = False, replace: bool = 
                          "changed": False, "dryRun": dry_run, "duplicates": [], "replaced": [], "deleted": False,
                          "error": e.message})
     return rows
+
+
+def client_row(name: str) -> dict[str, Any]:
+    """Client `name` as the Studio's Agents page shows it: `{name, title, file, state, detail,
+    entry, duplicates, perServer}`. `state`: `connected` (its file holds the `monad` entry
+    `connect` writes), `outdated` (a `monad` entry that `connect` would change: another
+    monad, another MONAD_HOME), `not-connected`, `not-installed` (no usual file or folder),
+    or `unreadable` (`detail` says why: a malformed file). `entry`: what `connect` writes
+    there; `duplicates`: the client's own entries for servers monad runs too; `perServer`:
+    the entries that run `monad mcp serve NAME`."""
+    from monad_cli.clients.entries import is_monad_gateway
+
+    fmt = get_client(name)
+    file = fmt.target(resolve(name, None))
+    source = shown(file)
+    row: dict[str, Any] = {"name": name, "title": fmt.title, "file": source, "state": "not-installed",
+                           "detail": None, "entry": fmt.client_entry("monad", monad_entry()), "duplicates": [],
+                           "perServer": []}
+    if not installed(name):
+        return row
+    real = file.resolve() if file.is_symlink() else file
+    try:
+        plan = connect_client(name, None, dry_run=True)
+        text = _read(real) or ""
+        current = fmt.get_entry(text, source, "monad") if text.strip() else None
+        if fmt.per_server and real.is_file():
+            row["perServer"] = [c.name for c in fmt.read(real, source)
+                                if c.name != "monad" and is_monad_gateway(c.definition)]
+    except MonadError as e:
+        return {**row, "state": "unreadable", "detail": e.message}
+    state = "connected" if not plan["changed"] else "outdated" if current is not None else "not-connected"
+    return {**row, "state": state, "duplicates": plan["duplicates"]}
+
+
+def client_rows() -> list[dict[str, Any]]:
+    """`client_row` of every client but those whose usual file is a project's."""
+    return [client_row(name) for name, fmt in CLIENTS.items() if not fmt.project]
 
 
 def per_server_plan(specs: Mapping[str, Any], states: Mapping[str, Mapping[str, Any]] | None
@@ -217,4 +254,5 @@ def _created(fmt: ClientFormat, source: str, ours: dict[str, dict[str, Any]]) ->
     return text
 
 
-__all__ = ["NOT_SERVING", "connect_all", "connect_client", "duplicates", "per_server_plan"]
+__all__ = ["NOT_SERVING", "client_row", "client_rows", "connect_all", "connect_client", "duplicates",
+           "per_server_plan"]

@@ -129,19 +129,18 @@ def defaults_help() -> str:
             f"`$CLAUDE_CONFIG_DIR`, `$CODEX_HOME` and `$COPILOT_HOME` are honoured):\n\n" + "\n\n".join(lines))
 
 
+def installed(name: str) -> bool:
+    """Whether this machine has client `name`, by its usual config file: the file exists, or
+    its own folder does (the client is installed, with no MCP file yet)."""
+    file = resolve(name, None)
+    return file.exists() or (file.parent != Path.home() and file.parent.is_dir())
+
+
 def installed_clients() -> list[str]:
-    """The clients this machine has, found by their usual config file: the file exists, or
-    its own folder does (the client is installed, with no MCP file yet). Project files
-    (`.mcp.json`, Aura's) are not looked for."""
-    home = Path.home()
-    found = []
-    for name, client in CLIENTS.items():
-        if client.project:
-            continue
-        file = resolve(name, None)
-        if file.exists() or (file.parent != home and file.parent.is_dir()):
-            found.append(name)
-    return found
+    """The clients this machine has (`installed`). Project files (`.mcp.json`, Aura's) are not
+    looked for."""
+    return [name for name, client in CLIENTS.items() if not client.project and installed(name)]
 
 
-__all__ = ["CLIENTS", "default_path", "defaults_help", "get_client", "installed_clients", "resolve", "shown"]
+__all__ = ["CLIENTS", "default_path", "defaults_help", "get_client", "installed", "installed_clients", "resolve",
+           "shown"]
