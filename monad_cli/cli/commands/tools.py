@@ -210,7 +210,8 @@ def call(
         "--approval-timeout", min=0, help="Without a TTY: seconds to wait for `monad approvals allow ID`.")]
         = DEFAULT_APPROVAL_TIMEOUT_S,
     detach: Annotated[bool, typer.Option("--detach", help="Once approved, run the call as a background task: "
-                                         "print its id and return (see `monad tasks show ID`).")] = False,
+                                         "print its id as soon as it is sent and return (follow it "
+                                         "with `monad tasks show ID --wait`).")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Call a tool through the supervisor and its approval gate; the result goes to stdout.
@@ -293,8 +294,8 @@ def call(
             render.data_json(task)
         else:
             render.line(str(task["id"]))
-            render.info(f"`{name}` runs as task {task['id']} ({task.get('state')}); follow it with "
-                        f"`monad tasks show {task['id']} --wait`")
+            render.info(f"`{name}` runs in the background as task {task['id']} ({task.get('state')}); follow it "
+                        f"with `monad tasks show {task['id']} --wait`")
         return
     _show_result(answer, as_json, name)
 
