@@ -116,7 +116,8 @@ def redact_definition(defn: Mapping[str, Any], secrets: Iterable[str] = ()) -> d
     out: dict[str, Any] = {}
     for k, v in defn.items():
         if k in ("env", "headers") and isinstance(v, Mapping):
-            out[k] = {name: value if is_reference(value) else MASK for name, value in v.items()}
+            # An empty value holds nothing to hide, and `***` would hide that it is empty.
+            out[k] = {name: value if is_reference(value) or value == "" else MASK for name, value in v.items()}
         elif k == "url" and isinstance(v, str):
             out[k] = redact_url(v)
         elif k == "args" and isinstance(v, list):
