@@ -12,7 +12,8 @@ Studio's Registry view lists, and the details the view shows before Install.
 
 `runs` is the exact command line a package runs as (`serverjson.preview`: the registry's
 defaults filled in, `<key>` where a value is asked for), or the remote's URL; a row's
-`runs` is that of the first option monad does not refuse. `refused` says why monad will not
+`runs` is that of the option `add` would pick (the first whose runner is on PATH), else of
+the first option monad does not refuse. `refused` says why monad will not
 run it (`runners.py`), `problem` why this machine cannot. A bundle's (`mcpb`) command and
 variables are in its manifest, read only at install: it says `bundle: true`. URLs are shown
 without a password or query (`redact_url`), and a `websiteUrl` or repository that is not
@@ -57,9 +58,11 @@ def web_url(value: Any) -> str | None:
 def row(entry: Entry) -> dict[str, Any]:
     """One search result (see the module docstring)."""
     server = entry.server
-    opts = serverjson.options(server, which=lambda _: "found")  # what each runs, wherever it runs
+    opts = serverjson.options(server)
     refusal = serverjson.server_refusal(server)
-    first = next((o for o in opts if not o.refused), None)
+    # What `add` would run here (its runner on PATH; docker's daemon is not asked), else the
+    # first option monad would run somewhere.
+    first = next((o for o in opts if o.why_not is None), None) or next((o for o in opts if not o.refused), None)
     runs = (f"refused: {refusal}" if refusal else _runs(first) if first else
             _runs(opts[0]) if opts else "nothing to run")
     packages = [o for o in opts if o.kind == "package"]

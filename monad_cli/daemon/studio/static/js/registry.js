@@ -183,7 +183,7 @@ export class RegistryView {
     // Each way to run it with the exact command line it runs as (what `monad mcp search` shows).
     const ways = h("ul", { class: "params", "aria-label": "Packages and remotes" }, s.options.map((o) => h("li", {},
       h("code", {}, o.where), ` ${o.label}${o.kind === "package" ? ` (${o.transport})` : ""}`,
-      o.refused ? null : h("div", {}, h("code", { class: "command-line" }, o.runs)),
+      o.refused || o.kind === "remote" ? null : h("div", {}, h("code", { class: "command-line" }, o.runs)),
       o.problem ? h("span", { class: "error" }, ` — ${o.problem}`) : null)));
     replaceChildren(this.pane, this.head(s.name),
       s.description ? h("p", {}, s.description) : null,
