@@ -108,6 +108,8 @@ def _pypi_version(version: str) -> bool:
 
 def check_identity(kind: str, identifier: str, version: str) -> str | None:
     """Why `identifier` at `version` is not a package name of registry `kind`, or None."""
+    if version == "latest":  # a tag that moves: what runs would not be what was read
+        return "it names no exact `version` (`latest`)"
     if kind == "npm":
         if len(identifier) > 214 or not _NPM_NAME.fullmatch(identifier):
             return (f"`identifier` `{identifier}` is not an npm package name (lowercase letters, digits, `-._~`, "
