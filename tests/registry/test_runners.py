@@ -26,7 +26,8 @@ BAD = [
     ("npm", "ok", "1.0.0 x"), ("pypi", "-r", "1.0"), ("pypi", "name-", "1.0"), ("pypi", "a b", "1.0"),
     ("pypi", "git+https://example.com/x", "1.0"), ("pypi", "ok", " 1.0"), ("pypi", "ok", "1.0; os_name=='posix'"),
     ("pypi", "ok", ">=1.0"), ("oci", "--privileged", "1"), ("oci", "https://ghcr.io/x", "1"),
-    ("oci", "Upper/Case", "1"), ("oci", "ok/img", "-tag"), ("oci", "ok/img", "latest"), ("nuget", "-x", "1.0.0"), ("nuget", "ok", "1"),
+    ("oci", "Upper/Case", "1"), ("oci", "ok/img", "-tag"), ("oci", "ok/img", "latest"), ("nuget", "-x", "1.0.0"),
+    ("nuget", "ok", "1"),
     ("mcpb", "file:///etc/passwd", "1.0.0"), ("mcpb", "https://example.com/x.mcpb", "1 0"),
 ]
 
