@@ -294,7 +294,7 @@ def call(
             render.data_json(task)
         else:
             render.line(str(task["id"]))
-            render.info(f"`{name}` runs in the background as task {task['id']} ({task.get('state')}); follow it "
+            render.info(f"`{name}` runs as task {task['id']} ({task.get('state')}), in the background; follow it "
                         f"with `monad tasks show {task['id']} --wait`")
         return
     _show_result(answer, as_json, name)
