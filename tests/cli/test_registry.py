@@ -78,7 +78,7 @@ def test_registries_come_from_settings_and_the_env_overrides(cli: Any, registry:
     (monad_home / "settings.toml").write_text('[registry]\nurls = "not a list"\n')
     monkeypatch.delenv("MONAD_REGISTRY_URL")
     r = cli("mcp", "search", "x")
-    assert r.code == 2 and "`registry.urls` must be a non-empty list" in r.err and "Traceback" not in r.err, r
+    assert r.code == 2 and "`registry.urls` must be a list of strings" in r.err and "Traceback" not in r.err, r
 
 
 def test_add_by_name_writes_the_exact_version_and_a_first_use_pin(cli: Any, registry: tuple[str, Path],
