@@ -57,7 +57,7 @@ from monad_cli.daemon.sessions.reasons import classify, describe, explain_closed
 from monad_cli.daemon.sessions.remote import legacy_sse_candidate
 from monad_cli.daemon.sessions.requests import Requests, Send, SessionRequests
 from monad_cli.daemon.sessions.spawn import EarlySpawns
-from monad_cli.daemon.sessions.status import left_out, status_row
+from monad_cli.daemon.sessions.status import status_row
 from monad_cli.daemon.sessions.stderr import StderrSink
 from monad_cli.daemon.sessions.transports import Connection
 from monad_cli.daemon.sessions.upkeep import ToolRefresh, listen_for_tool_changes
@@ -684,7 +684,3 @@ class ServerActor:
     def status(self, *, detail: bool = False) -> dict[str, Any]:
         """The server's row in `monad mcp status` (status.py `status_row`)."""
         return status_row(self, detail=detail)
-
-    def all_left_out(self) -> list[str]:
-        """Why items of its lists were not taken (status.py `left_out`)."""
-        return left_out(self)
