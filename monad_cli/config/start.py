@@ -69,17 +69,13 @@ class StartDefaults:
 def load_start_defaults(paths: Paths) -> StartDefaults:
     """Read `[servers]` of `MONAD_HOME/settings.toml` (missing file or table: the built-in
     defaults). Raises `ConfigError` naming the file and the setting."""
-    import tomllib  # not on `monad mcp add`'s path, which validates without reading settings
-
+    from monad_cli.config.atoms import read_toml  # not on `monad mcp add`'s path (it reads no settings)
     from monad_cli.core.errors import ConfigError
 
     try:
-        with open(paths.home / SETTINGS_FILE, "rb") as f:
-            data = tomllib.load(f)
+        data = read_toml(paths.home / SETTINGS_FILE, SETTINGS_FILE)
     except FileNotFoundError:
         return StartDefaults()
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"`{SETTINGS_FILE}`: {e}; fix the file (see docs/atoms.md)", file=SETTINGS_FILE) from None
     table = data.get(SETTINGS_TABLE, {})
     if not isinstance(table, dict):
         raise ConfigError(f"`{SETTINGS_FILE}`: `{SETTINGS_TABLE}` must be a table (`[{SETTINGS_TABLE}]`)",

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import os
 import socket
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
+
+from monad_cli.config.atoms import read_toml
 
 if TYPE_CHECKING:  # the journal imports only the dataclass; reading settings needs the rest
     from monad_cli.core.paths import Paths
@@ -72,12 +73,9 @@ def _read_file(paths: Paths) -> dict[str, object]:
 
     path = paths.home / SETTINGS_FILE
     try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
+        data = read_toml(path, SETTINGS_FILE)
     except FileNotFoundError:
         return {}
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"`{SETTINGS_FILE}`: {e}; fix the file (see docs/fleet.md)", file=SETTINGS_FILE) from None
     table = data.get("journal", {})
     if not isinstance(table, dict):
         raise ConfigError(f"`{SETTINGS_FILE}`: `journal` must be a table (`[journal]`)", file=SETTINGS_FILE,

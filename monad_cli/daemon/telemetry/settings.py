@@ -21,10 +21,11 @@ reading this must not import the SDK.
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from monad_cli.config.atoms import read_toml
 
 if TYPE_CHECKING:
     from monad_cli.core.paths import Paths
@@ -62,12 +63,9 @@ def _table(paths: Paths) -> dict[str, object]:
     from monad_cli.core.errors import ConfigError
 
     try:
-        with open(paths.home / SETTINGS_FILE, "rb") as f:
-            data = tomllib.load(f)
+        data = read_toml(paths.home / SETTINGS_FILE, SETTINGS_FILE)
     except FileNotFoundError:
         return {}
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"`{SETTINGS_FILE}`: {e}; fix the file (see docs/telemetry.md)", file=SETTINGS_FILE) from None
     table = data.get("telemetry", {})
     if not isinstance(table, dict):
         raise ConfigError(f"`{SETTINGS_FILE}`: `telemetry` must be a table (`[telemetry]`)", file=SETTINGS_FILE,
