@@ -183,6 +183,14 @@ class Unavailable(MonadError):
     http_status = 503
 
 
+class UnsafeHome(MonadError):
+    """MONAD_HOME (or `atoms/`, `run/`, `env` in it) belongs to another account or is writable
+    by group or others: whoever can write there decides what runs as this user (OpenSSH's
+    `StrictModes` refuses the same)."""
+
+    code = "unsafe_home"
+
+
 class SupervisorNotRunning(MonadError):
     """Nothing listens on the control socket (and autostart is off or failed)."""
 

@@ -101,6 +101,16 @@ def run(paths: Paths, *, include: list[str] | None = None, exclude: list[str] | 
     """
     ready_fd = int(os.environ.pop("MONAD_READY_FD", "-1"))
     check_required = os.environ.pop("MONAD_SKIP_REQUIRED", "") != "1"
+    try:
+        # First, before a log line or a socket is made there: a home another account can
+        # write to would have this process run what that account planted.
+        paths.check_owner()
+    except MonadError as e:
+        if ready_fd >= 0:
+            os.write(ready_fd, encode_line(e).encode())
+            os.close(ready_fd)
+        print(f"error: the supervisor did not start: {e.message}", file=sys.stderr)
+        return 1
     holder: list[Supervisor] = []  # the supervisor, once the SDK is imported and it exists
 
     def scrub(text: str) -> str:
