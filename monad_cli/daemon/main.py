@@ -118,6 +118,11 @@ def run(paths: Paths, *, include: list[str] | None = None, exclude: list[str] | 
 
     _setup_logging(paths, scrub, to_stderr=ready_fd < 0)
     log = logging.getLogger("monad.supervisor")
+    from monad_cli.daemon.bounds import BUDGET, log_accept_errors, raise_nofile
+
+    before, now = raise_nofile()
+    log.info("open files: limit %d%s; the listeners may hold %s connections", now,
+             f" (raised from {before})" if now != before else "", BUDGET.limit)
 
     def notify(error: MonadError | None) -> None:
         # The ready pipe speaks the API's error envelope, so the starter branches on the
@@ -140,6 +145,9 @@ def run(paths: Paths, *, include: list[str] | None = None, exclude: list[str] | 
         # collector would walk them again and again (~0.1 s of the start's CPU, measured) to
         # find a few hundred cycles. Frozen and enabled again once they are in (below).
         gc.disable()
+        import asyncio
+
+        log_accept_errors(asyncio.get_running_loop())
         from monad_cli.daemon.sessions.spawn import EarlySpawns
         from monad_cli.daemon.startup import acquire_daemon_lock, spawn_early
 

@@ -34,6 +34,7 @@ from urllib.parse import parse_qs
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from monad_cli.daemon.bounds import authenticated
 from monad_cli.daemon.http import MAX_BODY
 
 LOGIN_PATH = "/studio/login"
@@ -169,6 +170,7 @@ class StudioLocks:
             await self._refuse(scope, send, 401, "unauthorized",
                                "not signed in to the Studio: run `monad studio` and open the URL it prints")
             return
+        authenticated()  # its connection is no stranger's any more (bounds.py)
         if scope["path"].rstrip("/") == "/v1/studio":
             await self._refuse(scope, send, 403, "forbidden",
                                "login URLs are made over the control socket only (`monad studio`)")
@@ -188,6 +190,7 @@ class StudioLocks:
             await self._refuse(scope, send, 401, "unauthorized",
                                "this login URL was used already or has expired: run `monad studio` for a new one")
             return
+        authenticated()
         cookie = f"{self.cookie}={new}; HttpOnly; SameSite=Strict; Path=/"
         await _redirect(send, "/studio/", cookie=cookie)
 

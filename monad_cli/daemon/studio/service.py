@@ -161,7 +161,8 @@ class Listener:
         sock.setblocking(False)
         self._sock = sock
         self.port = int(sock.getsockname()[1])
-        self._server = AppServer(self._make_app(self), timeout_graceful_shutdown=1)
+        self._server = AppServer(self._make_app(self), what=f"the {self.what} on port {self.port}",
+                                 timeout_graceful_shutdown=1)
         await self._server.start(sock)
         log.info("%s listening on http://%s:%d%s", self.what, HOST, self.port, self.path)
 
