@@ -103,7 +103,7 @@ def test_a_thousand_idle_connections_per_port_leave_the_cli_working(monad: Any, 
         log = monad_home / "logs" / "daemon.log"
         for what, port in ports.items():
             line = f"on port {port}: refused a connection from 127.0.0.1:"
-            assert wait_for(lambda line=line: line in log.read_text(), timeout=30)
+            assert wait_for(lambda line=line: line in log.read_text(), timeout=30), what
             assert "connections without credentials are open already (at most 64)" in log.read_text()
         # Within a few seconds the ones let in are closed for never finishing their headers.
         for what, port in ports.items():
@@ -137,8 +137,8 @@ def test_gateway_sessions_are_reaped_after_idle_and_capped(supervisor: Any, mona
         session = first.headers["mcp-session-id"]
 
         def ping() -> int:
-            return client.post(url, headers={**headers, "mcp-session-id": session, "mcp-protocol-version": "2025-11-25"},
-                               json={"jsonrpc": "2.0", "id": 2, "method": "ping"}).status_code
+            asked = {**headers, "mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
+            return client.post(url, headers=asked, json={"jsonrpc": "2.0", "id": 2, "method": "ping"}).status_code
 
         assert ping() == 200
         time.sleep(3.5)
