@@ -21,6 +21,7 @@ on bench/search (bench/search/README.md), and the scoring loop is twenty lines.
 
 from __future__ import annotations
 
+import heapq
 import math
 from array import array
 from collections import Counter
@@ -38,10 +39,10 @@ FIELDS = ("name", "server", "description", "params")
 class Weights:
     """BM25F's parameters: each field's weight and length normalization (`b`), and `k1`."""
 
-    name: float = 3.0
+    name: float = 5.0
     server: float = 1.0
     description: float = 1.0
-    params: float = 0.4
+    params: float = 0.2
     b_name: float = 0.3
     b_server: float = 0.0
     b_description: float = 0.75
@@ -153,9 +154,10 @@ class ToolIndex:
     def search(self, query: str, limit: int = 8, *, among: Any = None) -> list[tuple[str, float]]:
         """The `limit` best (name, score) pairs for `query`, best first; `among`: a container
         of names to keep (others are skipped). Ties go to the name that sorts first."""
-        ranked = sorted(((-s, self.names[i]) for i, s in self.scores(query).items()
-                         if among is None or self.names[i] in among))
-        return [(name, -s) for s, name in ranked[:limit]]
+        names = self.names
+        ranked = heapq.nsmallest(limit, ((-s, names[i]) for i, s in self.scores(query).items()
+                                         if among is None or names[i] in among))
+        return [(name, -s) for s, name in ranked]
 
 
 __all__ = ["FIELDS", "ToolDoc", "ToolIndex", "Weights", "analyze"]

@@ -138,6 +138,19 @@ old, oldest, previous, earlier
 today, now, current
 who, author, blame
 why, cause, root cause
+status, state, transition, move to, workflow status, in progress
+watch, watcher, watchers, subscribe, follow, following
+log work, worklog, time spent, hours, time tracking
+who edited, history, versions, revisions, edited
+elevation, altitude, height, how high, above sea level
+roll back, rollback, revert, undo
+mute, silence, snooze, suppress, quiet
+javascript, js, script, evaluate, code, run code
+emulate, throttle, simulate, pretend, emulation
+forget, delete, remove
+close, resolve, closed, resolved, done
+how long, duration, travel time, distance
+activity, events, feed, recent events
 """
 
 
