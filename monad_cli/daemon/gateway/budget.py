@@ -10,8 +10,9 @@ in all, the oldest dropped first. Sizes are of the JSON the agent would have got
 
 What is cut (`cut`): the result's `content` items in order, each counted by
 `estimate_tokens`; the text item that crosses the budget keeps its first characters up to
-it (never splitting a character), later items are left out; `structuredContent` larger
-than what is left is left out too (its whole is in the resource). A note closes the
+it (never splitting a character), later items are left out. `structuredContent` stays when
+it takes at most half the budget (the content gets the rest), else it is left out (its
+whole is in the resource). A note closes the
 content: how much was cut and the URI. `resources/read` of the URI returns the whole
 result's content items as resource contents, in order: text as `text`, images and audio as
 `blob` (base64, as the tool gave them, with their `mimeType`), an embedded resource as it
@@ -129,7 +130,9 @@ def cut(result: dict[str, Any], budget: int, store: ResultStore) -> dict[str, An
     if total <= budget:
         return result
     uri = store.keep(result, total * BYTES_PER_TOKEN)
-    left = budget
+    structured = result.get("structuredContent")
+    keep_structured = structured is not None and estimate_tokens(structured) <= budget // 2
+    left = budget - (estimate_tokens(structured) if keep_structured else 0)
     content: list[dict[str, Any]] = []
     for item in result.get("content") or []:
         size = estimate_tokens(item)
@@ -142,8 +145,7 @@ def cut(result: dict[str, Any], budget: int, store: ResultStore) -> dict[str, An
         left = 0
         break
     out = {k: v for k, v in result.items() if k not in ("content", "structuredContent")}
-    structured = result.get("structuredContent")
-    if structured is not None and estimate_tokens(structured) <= left:
+    if keep_structured:
         out["structuredContent"] = structured
     where = (f"the whole result is the resource {uri} (resources/read; kept {int(store.keep_s // 60)} min)"
              if uri else f"the whole result is larger than {store.max_result // (1024 * 1024)} MiB and was not kept")
