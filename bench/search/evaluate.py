@@ -73,7 +73,7 @@ def main() -> None:
     if bad:
         raise SystemExit(f"queries.tsv names tools the catalog lacks: {', '.join(bad)}")
     started = time.perf_counter()
-    index = ToolIndex((d.name, analyze(d)) for d in docs)
+    index = ToolIndex([(d.name, analyze(d)) for d in docs])
     build_ms = (time.perf_counter() - started) * 1000
     parts = {"tune": [q for q in queries if not held_out(q[0])], "held-out": [q for q in queries if held_out(q[0])]}
     report: dict[str, object] = {"tools": len(docs), "servers": len({d.server for d in docs}),

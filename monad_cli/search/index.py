@@ -11,8 +11,8 @@ query word the catalog does not hold is also looked for through the field's syno
 (`search/synonyms.py`), at a lower weight.
 
 Memory: each (word, tool) pair is one entry of two `array`s (a 4-byte tool number and its
-4-byte score), built once per catalog; 5,000 real tools hold ~400k pairs (~3 MB). Nothing
-of the tools' text is kept but their names.
+4-byte score), built once per catalog; 5,000 real tools hold ~N pairs (~M MB). Nothing of
+the tools' text is kept but their names.
 
 Why not `rank-bm25` or `bm25s`: both score a single field (BM25, not BM25F), and both bring
 numpy (and bm25s scipy) into the supervisor; field weights are worth +N points of recall@5
@@ -25,7 +25,7 @@ import heapq
 import math
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,41 +90,50 @@ class ToolDoc:
                 "description": words(self.description), "params": params}
 
 
-def analyze(doc: ToolDoc) -> dict[str, Counter[str]]:
-    """A document's word counts per field (the costly part of building an index: callers
-    that rebuild often keep these per tool)."""
-    return {f: Counter(ws) for f, ws in doc.fields().items()}
+def analyze(doc: ToolDoc) -> tuple[str, ...]:
+    """A document's stemmed words, one space-joined string per field of `FIELDS` (the costly
+    part of building an index: callers that rebuild often keep these per tool)."""
+    return tuple(" ".join(ws) for ws in doc.fields().values())
 
 
 class ToolIndex:
     """BM25F over a fixed set of tools (see the module docstring); build a new one when
     the set changes. `search` is pure: safe to share between sessions."""
 
-    def __init__(self, docs: Iterable[tuple[str, Mapping[str, Counter[str]]]], *,
-                 weights: Weights | None = None, synonyms: Synonyms | None = None) -> None:
-        """`docs`: (name, `analyze(doc)`) pairs."""
-        w = weights or Weights()
-        self.weights = w
+    def __init__(self, docs: Sequence[tuple[str, Sequence[str]]], *, weights: Weights | None = None,
+                 synonyms: Synonyms | None = None) -> None:
+        """`docs`: (name, `analyze(doc)`) pairs. Built in two passes over the words, straight
+        into the postings' arrays: no per-document counts are kept (at 5,000 tools they
+        would cost more than the index)."""
+        w = self.weights = weights or Weights()
         self.synonyms = synonyms if synonyms is not None else Synonyms.default()
-        analyzed = list(docs)
-        self.names = [name for name, _ in analyzed]
-        n = len(analyzed)
-        avg = {f: (sum(sum(c[f].values()) for _, c in analyzed) / n if n else 0.0) or 1.0 for f in FIELDS}
-        pseudo: dict[str, dict[int, float]] = {}
-        for i, (_, counts) in enumerate(analyzed):
-            for f in FIELDS:
-                c = counts[f]
-                if not c:
+        self.names = [name for name, _ in docs]
+        n = len(docs)
+        lengths = [array("I", (len(fields[f].split()) for _, fields in docs)) for f in range(len(FIELDS))]
+        avg = [(sum(ls) / n if n else 0.0) or 1.0 for ls in lengths]
+        factor = [w.weight(f) for f in FIELDS]
+        b = [w.b(f) for f in FIELDS]
+        ids: dict[str, array[int]] = {}
+        tfs: dict[str, array[float]] = {}
+        for i, (_, fields) in enumerate(docs):
+            pseudo: dict[str, float] = {}
+            for f, text in enumerate(fields):
+                if not text:
                     continue
-                norm = w.weight(f) / (1 - w.b(f) + w.b(f) * sum(c.values()) / avg[f])
-                for word, tf in c.items():
-                    slot = pseudo.setdefault(word, {})
-                    slot[i] = slot.get(i, 0.0) + tf * norm
+                norm = factor[f] / (1 - b[f] + b[f] * lengths[f][i] / avg[f])
+                for word, tf in Counter(text.split()).items():
+                    pseudo[word] = pseudo.get(word, 0.0) + tf * norm
+            for word, t in pseudo.items():
+                if word not in ids:
+                    ids[word], tfs[word] = array("I"), array("f")
+                ids[word].append(i)
+                tfs[word].append(t)
         self._postings: dict[str, tuple[array[int], array[float]]] = {}
-        for word, by_doc in pseudo.items():
-            idf = math.log(1 + (n - len(by_doc) + 0.5) / (len(by_doc) + 0.5))
-            ids = array("I", by_doc)
-            self._postings[word] = (ids, array("f", (idf * t / (w.k1 + t) for t in by_doc.values())))
+        k1 = w.k1
+        for word, doc_ids in ids.items():
+            df = len(doc_ids)
+            idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+            self._postings[word] = (doc_ids, array("f", (idf * t / (k1 + t) for t in tfs[word])))
 
     def __len__(self) -> int:
         return len(self.names)

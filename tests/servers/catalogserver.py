@@ -1,9 +1,10 @@
 """An MCP test server that lists a real server's published tools (from bench/search/catalog/)
 and answers every call with what it was asked, for tool search (issue 40).
 
-    python catalogserver.py CATALOG.json [--big]
+    python catalogserver.py CATALOG.json... [--big] [--limit N]
 
-Each tool of the file is listed as it was dumped (name, description, input schema,
+With several files, each tool is named `SERVER_TOOL` (two servers may share a tool name);
+`--limit N` serves the first N tools. Each tool of the file is listed as it was dumped (name, description, input schema,
 annotations; not its output schema, which the canned answer would not match);
 a call answers one text item, `called NAME with ARGUMENTS-AS-JSON`. `--big` adds
 `big_text(size:int)`, a text of `size` UTF-8 bytes (a deterministic mix of ASCII and
@@ -48,11 +49,17 @@ def big_bytes(size: int) -> bytes:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("catalog")
+    parser.add_argument("catalog", nargs="+")
     parser.add_argument("--big", action="store_true")
+    parser.add_argument("--limit", type=int)
     a = parser.parse_args()
-    with open(a.catalog) as f:
-        dumped = json.load(f)["tools"]
+    dumped = []
+    for path in a.catalog:
+        with open(path) as f:
+            record = json.load(f)
+        prefix = f"{record['server']}_" if len(a.catalog) > 1 else ""
+        dumped += [{**t, "name": prefix + t["name"]} for t in record["tools"]]
+    dumped = dumped[:a.limit] if a.limit is not None else dumped
     # Listed without outputSchema: the canned answer has no structured content to match one.
     tools = [types.Tool.model_validate({k: v for k, v in t.items() if k != "outputSchema"}) for t in dumped]
     if a.big:

@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import json
 import logging
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import anyio
 
 from monad_cli.daemon.trust.listing import dump_tool
 
@@ -99,8 +100,9 @@ class ToolSearch:
     def __init__(self, tools: Any) -> None:
         self.tools = tools
         self._built: dict[tuple[tuple[str, ...], tuple[str, ...]], _Built] = {}
-        self._words: dict[tuple[str, str, str], tuple[str, ...]] = {}  # (server, tool, its text) -> fields
+        self._words: dict[tuple[str, str], tuple[int, tuple[str, ...]]] = {}  # (server, tool) -> (digest, fields)
         self.builds = 0
+        self._lock = anyio.Lock()
 
     def _key(self) -> tuple[Any, ...]:
         specs = tuple((name, a.spec) for name, a in sorted(self.tools.servers.items()))
@@ -112,38 +114,45 @@ class ToolSearch:
         return a[0] is b[0] and a[2] == b[2] and len(a[1]) == len(b[1]) and all(
             x[0] == y[0] and x[1] is y[1] for x, y in zip(a[1], b[1], strict=True))
 
-    def built(self, include: Sequence[str] = (), exclude: Sequence[str] = ()) -> _Built:
-        """The index over the tools `listing(include, exclude)` gives, built if what it
-        depends on changed (one per set of session globs; at most 8 kept)."""
-        from monad_cli.search import ToolDoc, ToolIndex
-        from monad_cli.search.index import FIELDS
-
-        key = self._key()
+    async def built(self, include: Sequence[str] = (), exclude: Sequence[str] = ()) -> _Built:
+        """The index over the tools `listing(include, exclude)` gives, built again if what
+        it depends on changed (one per set of session globs; at most 8 kept). The build runs
+        in a worker thread, one at a time: at 5,000 tools it takes about a second of CPU,
+        which must not stall the supervisor's event loop."""
         slot = (tuple(include), tuple(exclude))
         built = self._built.get(slot)
-        if built is not None and self._same(built.key, key):
+        if built is not None and self._same(built.key, self._key()):
             return built
-        rows = self.tools.listing(include=include, exclude=exclude)
-        docs: list[tuple[str, dict[str, Counter[str]]]] = []
-        words: dict[tuple[str, str, str], tuple[str, ...]] = {}
+        async with self._lock:
+            key = self._key()
+            built = self._built.get(slot)
+            if built is not None and self._same(built.key, key):
+                return built
+            rows = self.tools.listing(include=include, exclude=exclude)
+            built = await anyio.to_thread.run_sync(self._build, key, rows)
+            if len(self._built) >= 8:
+                self._built.clear()
+            self._built[slot] = built
+            self.builds += 1
+            log.debug("tool search: index of %d tools built", len(rows))
+            return built
+
+    def _build(self, key: tuple[Any, ...], rows: list[dict[str, Any]]) -> _Built:
+        from monad_cli.search import ToolDoc, ToolIndex, analyze
+
+        docs: list[tuple[str, tuple[str, ...]]] = []
+        words: dict[tuple[str, str], tuple[int, tuple[str, ...]]] = {}
         for row in rows:
             doc = ToolDoc.from_wire(row["name"], row["server"], {**row, "name": row["tool"]})
-            text = json.dumps([doc.description, doc.title, sorted((doc.input_schema or {}).get("properties") or {})])
-            wkey = (doc.server, doc.tool, text)
-            fields = self._words.get(wkey)
-            if fields is None:
-                fields = tuple(" ".join(ws) for ws in doc.fields().values())
-            words[wkey] = fields
-            docs.append((doc.name, {f: Counter(ws.split()) for f, ws in zip(FIELDS, fields, strict=True)}))
+            # What the words come from, as a hash: a tool whose text changed is read again.
+            digest = hash((doc.description, doc.title, tuple((doc.input_schema or {}).get("properties") or ())))
+            known = self._words.get((doc.server, doc.tool))
+            fields = known[1] if known is not None and known[0] == digest else analyze(doc)
+            words[(doc.server, doc.tool)] = (digest, fields)
+            docs.append((doc.name, fields))
         self._words = words  # the last build's: what the next one most likely meets again
         meta = {r["name"]: (r["server"], bool(r.get("deferred")), r.get("condition")) for r in rows}
-        built = _Built(key, ToolIndex(docs), meta)
-        if len(self._built) >= 8:
-            self._built.clear()
-        self._built[slot] = built
-        self.builds += 1
-        log.debug("tool search: index of %d tools built", len(rows))
-        return built
+        return _Built(key, ToolIndex(docs), meta)
 
     def describe(self, name: str) -> dict[str, Any] | None:
         """A hit's `{name, server, description, inputSchema}` from its server's last

@@ -351,7 +351,7 @@ class GatewaySession:
             query, limit = query_arguments(arguments)
         except ValueError as e:
             return _text_result(str(e), error=True)
-        built = self.search.built(self.view.include_tools, self.view.exclude_tools)
+        built = await self.search.built(self.view.include_tools, self.view.exclude_tools)
         policy = self._policy([{"name": n, "server": s, "deferred": d, "condition": c}
                                for n, (s, d, c) in built.meta.items()])
         by_server = policy.pop("tools_by_server")
