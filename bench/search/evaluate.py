@@ -61,10 +61,27 @@ def recall(index: ToolIndex, queries: list[tuple[str, set[str]]], k: int) -> flo
     return hits / len(queries) if queries else 0.0
 
 
+def ablation(docs: list[ToolDoc], parts: dict[str, list[tuple[str, set[str]]]]) -> None:
+    """Recall with parts of the ranker taken away: what each buys."""
+    from monad_cli.search import Weights
+    from monad_cli.search.synonyms import Synonyms
+
+    single = Weights(name=1.0, server=0.0, description=1.0, params=0.0, b_name=0.75, b_description=0.75)
+    analyzed = [(d.name, analyze(d)) for d in docs]
+    for label, weights, synonyms in (("BM25 over names + descriptions", single, Synonyms()),
+                                     ("+ field weights (BM25F)", Weights(), Synonyms()),
+                                     ("+ synonyms (the default)", Weights(), Synonyms.default())):
+        index = ToolIndex(analyzed, weights=weights, synonyms=synonyms)
+        row = "  ".join(f"{part} @1 {recall(index, qs, 1):.3f} @5 {recall(index, qs, 5):.3f}"
+                        for part, qs in parts.items())
+        print(f"  {label:32} {row}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--misses", action="store_true", help="print the tuning part's misses at 5")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--ablation", action="store_true", help="also each part of the ranker taken away")
     a = parser.parse_args()
     docs = load_catalog()
     known = {d.name for d in docs}
@@ -94,6 +111,8 @@ def main() -> None:
             assert isinstance(r, dict)
             print(f"  {part:9} n={r['n']:3}  recall@1 {r['recall@1']:.3f}  recall@5 {r['recall@5']:.3f}  "
                   f"recall@20 {r['recall@20']:.3f}")
+    if a.ablation:
+        ablation(docs, parts)
     if a.misses:
         for q, answers in parts["tune"]:
             got = [n for n, _ in index.search(q, 5)]

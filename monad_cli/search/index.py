@@ -11,12 +11,12 @@ query word the catalog does not hold is also looked for through the field's syno
 (`search/synonyms.py`), at a lower weight.
 
 Memory: each (word, tool) pair is one entry of two `array`s (a 4-byte tool number and its
-4-byte score), built once per catalog; 5,000 real tools hold ~N pairs (~M MB). Nothing of
-the tools' text is kept but their names.
+4-byte score), built once per catalog: ~41 pairs a tool on bench/search's real tools, so
+~200k pairs (under 2 MB) at 5,000 tools. Nothing of the tools' text is kept but their names.
 
 Why not `rank-bm25` or `bm25s`: both score a single field (BM25, not BM25F), and both bring
-numpy (and bm25s scipy) into the supervisor; field weights are worth +N points of recall@5
-on bench/search (bench/search/README.md), and the scoring loop is twenty lines.
+numpy (and bm25s scipy: tens of MB of RSS) into the supervisor, whose index costs ~7 MiB at
+5,000 tools (bench/bench_search.py); the scoring loop is twenty lines.
 """
 
 from __future__ import annotations

@@ -3,17 +3,14 @@
 `words(text)` splits on anything not a letter or digit and inside identifiers
 (`getFileContents`, `git_diff_unstaged`, `HTTPServer` → get file contents, git diff unstaged,
 http server), lowercases, drops English stop words and the words people wrap a task in ("I
-want to", "please", "my"), and reduces each word to its Snowball (Porter 2) stem, so
-"changes", "changed" and "changing" meet. `PyStemmer` (the Snowball project's C stemmer) is
-imported on the first call: the supervisor of a person who never turns search on never
-loads it.
+want to", "please", "my"), and takes plural endings off (`stem`), so "repositories" meets
+"repository" and "issues" "issue". Standard library only.
 """
 
 from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any
 
 # Identifier pieces: an acronym before a capitalized word (HTTPServer), a capitalized or
 # lowercase run, digits.
@@ -33,23 +30,23 @@ please want wanna need needs like let lets us also using use via one thing thing
 got get gets getting give gives
 """.split())
 
-_stemmer: Any = None
-
-
-def _stem_word(word: str) -> str:
-    global _stemmer
-    if _stemmer is None:
-        import Stemmer  # PyStemmer: loaded with search, not with the supervisor
-
-        _stemmer = Stemmer.Stemmer("english")
-    result: str = _stemmer.stemWord(word)
-    return result
-
-
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
-    """The Snowball English stem of one lowercase word (cached: a catalog repeats its words)."""
-    return _stem_word(word)
+    """One lowercase word without its plural ending (Harman's "S" stemmer, JASIS 42(1), 1991:
+    -ies → -y, -es → -e, -s → nothing; not after -us, -ss, -aes, -ees, -oes, -eies, -aies).
+
+    Why not Snowball (PyStemmer): on the tuning part of bench/search it ranks no better at 5
+    or 20 and worse at 1 (0.570 against 0.585): conflating -ed and -ing forms with a tool's
+    nouns costs more than it finds, and the synonyms cover the verbs people use."""
+    if len(word) <= 3:
+        return word
+    if word.endswith("ies") and not word.endswith(("eies", "aies")):
+        return word[:-3] + "y"
+    if word.endswith("es") and not word.endswith(("aes", "ees", "oes")):
+        return word[:-1]
+    if word.endswith("s") and not word.endswith(("us", "ss")):
+        return word[:-1]
+    return word
 
 
 def pieces(text: str) -> list[str]:

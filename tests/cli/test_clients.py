@@ -576,3 +576,22 @@ def test_connect_per_server_in_zed_and_opencode(cli: Any, monad_home: Path, tmp_
     assert set(data[key]) == {"alpha", "beta", "theirs"} and data["theme"] == "dark"
     assert cli("mcp", "connect", client, str(path), "--per-server", "--remove").code == 0
     assert json.loads(path.read_text())[key] == {"theirs": {"command": "x"}}
+
+
+def test_connect_writes_the_context_budget_into_the_entry(cli: Any, tmp_path: Path) -> None:
+    """`connect --tool-search-above`/`--max-result-tokens`: the entry runs `monad mcp serve` with
+    them; the entry is still monad's own (not imported back); they refuse --per-server."""
+    file = tmp_path / ".cursor" / "mcp.json"
+    r = cli("mcp", "connect", "cursor", str(file), "--tool-search-above", "20000", "--max-result-tokens", "25000",
+            "--json")
+    assert r.code == 0, r
+    entry = json.loads(file.read_text())["mcpServers"]["monad"]
+    assert entry["args"][-6:] == ["mcp", "serve", "--tool-search-above", "20000", "--max-result-tokens", "25000"]
+    from monad_cli.cli.clients.entries import is_monad_gateway
+
+    assert is_monad_gateway(entry)
+    r = cli("mcp", "connect", "cursor", str(file), "--tool-search")
+    assert r.code == 0 and json.loads(file.read_text())["mcpServers"]["monad"]["args"][-3:] == [
+        "mcp", "serve", "--tool-search"]
+    r = cli("mcp", "connect", "cursor", str(file), "--tool-search", "--per-server")
+    assert r.code != 0 and "go without --per-server" in r.err, r

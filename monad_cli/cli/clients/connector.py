@@ -107,14 +107,15 @@ def installed_clients() -> list[str]:
     return found
 
 
-def connect_all(*, dry_run: bool = False, remove: bool = False, replace: bool = False) -> list[dict[str, Any]]:
+def connect_all(*, dry_run: bool = False, remove: bool = False, replace: bool = False,
+                serve_args: Sequence[str] = ()) -> list[dict[str, Any]]:
     """`connect_client` for every installed client; one row each, with `error` (a message)
     instead of raising, so one bad file does not stop the others."""
     rows = []
     for name in installed_clients():
         try:
             rows.append({**connect_client(name, None, remove=remove, replace=replace and name != "aura",
-                                          dry_run=dry_run), "error": None})
+                                          dry_run=dry_run, serve_args=serve_args), "error": None})
         except MonadError as e:
             rows.append({"client": name, "file": shown(resolve(name, None)), "entry": None, "removed": remove,
                          "changed": False, "dryRun": dry_run, "duplicates": [], "replaced": [], "deleted": False,
@@ -123,7 +124,8 @@ def connect_all(*, dry_run: bool = False, remove: bool = False, replace: bool = 
 
 
 def connect_client(client_name: str, path: str | None, *, remove: bool = False, replace: bool = False,
-                   dry_run: bool = False, per_server: Sequence[str] | None = None) -> dict[str, Any]:
+                   dry_run: bool = False, per_server: Sequence[str] | None = None,
+                   serve_args: Sequence[str] = ()) -> dict[str, Any]:
     """Write (or with `remove`, delete) the `monad` entry. Returns
     `{"client", "file", "entry", "changed", "removed", "dryRun", "duplicates", "replaced",
     "deleted"}`; `entry` is what the file now holds (with `dry_run`: would hold; nothing is
@@ -158,7 +160,7 @@ def connect_client(client_name: str, path: str | None, *, remove: bool = False, 
             mod.check_target(file)
     real = file.resolve() if file.is_symlink() else file
     source = shown(file)
-    entry = None if remove else monad_entry()
+    entry = None if remove else monad_entry(serve_args=serve_args)
     want = None if entry is None else mod.client_entry(client_name, entry)
     dups = [] if remove or client.name == "aura" else duplicates(client_name, real, source)
     for _ in range(_TRIES):
