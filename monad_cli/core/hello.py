@@ -194,4 +194,5 @@ def answer_ok(**fields: Any) -> bytes:
     return json.dumps({"ok": True, **fields}, separators=(",", ":")).encode() + b"\n"
 
 
-__all__ = ["END_LINE", "HELLO_VERSION", "TOOL_SEARCH_MODES", "MAX_HELLO_BYTES", "GatewayView", "answer_ok", "build_hello", "parse_hello"]
+__all__ = ["END_LINE", "HELLO_VERSION", "MAX_HELLO_BYTES", "TOOL_SEARCH_MODES", "GatewayView", "answer_ok",
+           "build_hello", "parse_hello"]

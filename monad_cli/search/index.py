@@ -25,7 +25,7 @@ import heapq
 import math
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,13 +101,29 @@ class ToolIndex:
     the set changes. `search` is pure: safe to share between sessions."""
 
     def __init__(self, docs: Sequence[tuple[str, Sequence[str]]], *, weights: Weights | None = None,
-                 synonyms: Synonyms | None = None) -> None:
+                 synonyms: Synonyms | None = None, _steps: bool = False) -> None:
         """`docs`: (name, `analyze(doc)`) pairs. Built in two passes over the words, straight
         into the postings' arrays: no per-document counts are kept (at 5,000 tools they
-        would cost more than the index)."""
-        w = self.weights = weights or Weights()
+        would cost more than the index). See `steps` for a build in slices."""
+        self.weights = weights or Weights()
         self.synonyms = synonyms if synonyms is not None else Synonyms.default()
         self.names = [name for name, _ in docs]
+        self._postings: dict[str, tuple[array[int], array[float]]] = {}
+        if not _steps:
+            for _ in self._fill(docs, 0):
+                pass
+
+    @classmethod
+    def steps(cls, docs: Sequence[tuple[str, Sequence[str]]], every: int = 250, *,
+              weights: Weights | None = None, synonyms: Synonyms | None = None) -> Generator[None, None, ToolIndex]:
+        """Build the index in slices of `every` documents: a generator yielding between
+        slices (an event loop may run other work there) and returning the index."""
+        index = cls(docs, weights=weights, synonyms=synonyms, _steps=True)
+        yield from index._fill(docs, every)
+        return index
+
+    def _fill(self, docs: Sequence[tuple[str, Sequence[str]]], every: int) -> Iterator[None]:
+        w = self.weights
         n = len(docs)
         lengths = [array("I", (len(fields[f].split()) for _, fields in docs)) for f in range(len(FIELDS))]
         avg = [(sum(ls) / n if n else 0.0) or 1.0 for ls in lengths]
@@ -116,6 +132,8 @@ class ToolIndex:
         ids: dict[str, array[int]] = {}
         tfs: dict[str, array[float]] = {}
         for i, (_, fields) in enumerate(docs):
+            if every and i and i % every == 0:
+                yield
             pseudo: dict[str, float] = {}
             for f, text in enumerate(fields):
                 if not text:
@@ -128,7 +146,6 @@ class ToolIndex:
                     ids[word], tfs[word] = array("I"), array("f")
                 ids[word].append(i)
                 tfs[word].append(t)
-        self._postings: dict[str, tuple[array[int], array[float]]] = {}
         k1 = w.k1
         for word, doc_ids in ids.items():
             df = len(doc_ids)

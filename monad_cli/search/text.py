@@ -18,17 +18,20 @@ _PIECE = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 
 # English function words (the Snowball English list's most common part) and the words a
 # person wraps a task in: they tell nothing about which tool is meant.
-STOP = frozenset("""
-a about above after again against all am an and any are as at be because been before being
-below between both but by can could did do does doing down during each few for from further
-had has have having he her here hers herself him himself his how i if in into is it its itself
-just me more most my myself no nor not now of off on once only or other our ours ourselves out
-over own same she should so some such than that the their theirs them themselves then there
-these they this those through to too under until up very was we were what when where which
-while who whom why will with would you your yours yourself yourselves
-please want wanna need needs like let lets us also using use via one thing things something
-got get gets getting give gives
-""".split())
+STOP = frozenset((
+    "a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are", "as", "at", "be",
+    "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could", "did", "do",
+    "does", "doing", "down", "during", "each", "few", "for", "from", "further", "had", "has", "have", "having", "he",
+    "her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is", "it", "its",
+    "itself", "just", "me", "more", "most", "my", "myself", "no", "nor", "not", "now", "of", "off", "on", "once",
+    "only", "or", "other", "our", "ours", "ourselves", "out", "over", "own", "same", "she", "should", "so", "some",
+    "such", "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there", "these", "they", "this",
+    "those", "through", "to", "too", "under", "until", "up", "very", "was", "we", "were", "what", "when", "where",
+    "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours", "yourself",
+    "yourselves", "please", "want", "wanna", "need", "needs", "like", "let", "lets", "us", "also", "using", "use",
+    "via", "one", "thing", "things", "something", "got", "get", "gets", "getting", "give", "gives",
+))
+
 
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 import os
+import re
 import signal
 import subprocess
 import sys

@@ -40,6 +40,7 @@ MAX_LIMIT = 50
 MAX_QUERY_CHARS = 1000
 DEFAULT_THRESHOLD_TOKENS = 20_000  # `auto`: search once the full list would pass this
 BYTES_PER_TOKEN = 4
+SLICE = 250  # tools analysed or indexed between two yields to the event loop (~5-50 ms)
 
 
 def estimate_tokens(value: Any) -> int:
@@ -86,6 +87,33 @@ def call_tool_tool() -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class _Row:
+    """What the index reads of a `ToolService.listing` row."""
+
+    name: str
+    server: str
+    tool: str
+    description: str
+    title: str
+    params: tuple[str, ...]
+    params_schema: dict[str, Any]  # name -> the parameter's schema, for its description
+    deferred: bool
+    condition: str | None
+
+    @classmethod
+    def of(cls, row: Mapping[str, Any]) -> _Row:
+        props = (row.get("inputSchema") or {}).get("properties")
+        props = props if isinstance(props, dict) else {}
+        # Only each parameter's description is read: the rest of its schema is not kept.
+        params = {k: {"description": v["description"]} if isinstance(v, dict) and isinstance(v.get("description"), str)
+                  else {} for k, v in props.items()}
+        title = row.get("title") or (row.get("annotations") or {}).get("title") or ""
+        return cls(row["name"], row["server"], row["tool"], str(row.get("description") or ""), str(title),
+                   tuple(props), params, bool(row.get("deferred")),
+                   row.get("condition"))
+
+
 @dataclass
 class _Built:
     key: tuple[Any, ...]
@@ -116,9 +144,11 @@ class ToolSearch:
 
     async def built(self, include: Sequence[str] = (), exclude: Sequence[str] = ()) -> _Built:
         """The index over the tools `listing(include, exclude)` gives, built again if what
-        it depends on changed (one per set of session globs; at most 8 kept). The build runs
-        in a worker thread, one at a time: at 5,000 tools it takes about a second of CPU,
-        which must not stall the supervisor's event loop."""
+        it depends on changed (one per set of session globs; at most 8 kept). One build at a
+        time, on the event loop in slices of `SLICE` tools with a yield between them: at
+        5,000 tools it is about a second of CPU, which must not stall the supervisor. (Not in
+        a worker thread: there it took 4× as long against the loop for the GIL, and glibc's
+        per-thread arena kept ~25 MiB more of RSS, bench/bench_search.py.)"""
         slot = (tuple(include), tuple(exclude))
         built = self._built.get(slot)
         if built is not None and self._same(built.key, self._key()):
@@ -128,8 +158,9 @@ class ToolSearch:
             built = self._built.get(slot)
             if built is not None and self._same(built.key, key):
                 return built
-            rows = self.tools.listing(include=include, exclude=exclude)
-            built = await anyio.to_thread.run_sync(self._build, key, rows)
+            # Only what the index reads, at once: the rows' schemas are let go before the build.
+            rows = [_Row.of(r) for r in self.tools.listing(include=include, exclude=exclude)]
+            built = await self._build(key, rows)
             if len(self._built) >= 8:
                 self._built.clear()
             self._built[slot] = built
@@ -137,22 +168,33 @@ class ToolSearch:
             log.debug("tool search: index of %d tools built", len(rows))
             return built
 
-    def _build(self, key: tuple[Any, ...], rows: list[dict[str, Any]]) -> _Built:
+    async def _build(self, key: tuple[Any, ...], rows: list[_Row]) -> _Built:
         from monad_cli.search import ToolDoc, ToolIndex, analyze
 
         docs: list[tuple[str, tuple[str, ...]]] = []
         words: dict[tuple[str, str], tuple[int, tuple[str, ...]]] = {}
-        for row in rows:
-            doc = ToolDoc.from_wire(row["name"], row["server"], {**row, "name": row["tool"]})
+        for i, row in enumerate(rows):
+            if i % SLICE == SLICE - 1:
+                await anyio.sleep(0)
             # What the words come from, as a hash: a tool whose text changed is read again.
-            digest = hash((doc.description, doc.title, tuple((doc.input_schema or {}).get("properties") or ())))
-            known = self._words.get((doc.server, doc.tool))
-            fields = known[1] if known is not None and known[0] == digest else analyze(doc)
-            words[(doc.server, doc.tool)] = (digest, fields)
-            docs.append((doc.name, fields))
+            digest = hash((row.description, row.title, row.params))
+            known = self._words.get((row.server, row.tool))
+            if known is not None and known[0] == digest:
+                fields = known[1]
+            else:
+                fields = analyze(ToolDoc(name=row.name, server=row.server, tool=row.tool, description=row.description,
+                                         title=row.title, input_schema={"properties": row.params_schema}))
+            words[(row.server, row.tool)] = (digest, fields)
+            docs.append((row.name, fields))
         self._words = words  # the last build's: what the next one most likely meets again
-        meta = {r["name"]: (r["server"], bool(r.get("deferred")), r.get("condition")) for r in rows}
-        return _Built(key, ToolIndex(docs), meta)
+        meta = {r.name: (r.server, r.deferred, r.condition) for r in rows}
+        steps = ToolIndex.steps(docs, SLICE)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                return _Built(key, done.value, meta)
+            await anyio.sleep(0)
 
     def describe(self, name: str) -> dict[str, Any] | None:
         """A hit's `{name, server, description, inputSchema}` from its server's last
