@@ -11,8 +11,8 @@
 3. List bytes at 300 tools: the two-tool list (find_tool, call_tool) against the full
    tools/list, as the JSON the agent reads. Target: <= 10 %.
 4. The index's cost at 5,000 tools: the supervisor's RSS (VmRSS) after a plain tools/list,
-   against after the first find_tool built the index, and against after 20 more. Target:
-   <= 20 MB.
+   against after a --tool-search session's list and first find_tool built the index, and
+   after 24 more. Target: <= 20 MB.
 """
 
 from __future__ import annotations
@@ -163,12 +163,13 @@ def memory() -> None:
         pid = int((home / "run" / "monad.pid").read_text().split()[0])
 
         async def main() -> tuple[float, float, float, float]:
+            async with Client(serve(home)) as plain:  # a plain list first: its rows' peak is not the index's
+                await plain.list_tools()
+                await plain.list_tools()
+            before = rss_mib(pid)
             async with Client(serve(home, "--tool-search")) as client:
-                await client.list_tools()
-                async with Client(serve(home)) as plain:
-                    await plain.list_tools()
-                before = rss_mib(pid)
                 t = time.perf_counter()
+                await client.list_tools()  # starts building the index
                 await client.call_tool("find_tool", {"query": "what changed in my working tree"})
                 build = time.perf_counter() - t
                 first = rss_mib(pid)
@@ -178,7 +179,7 @@ def memory() -> None:
 
         before, first, after, build = anyio.run(main)
         print(f"supervisor RSS at 5,000 tools: {before:.1f} MiB before the index, {first:.1f} MiB once built "
-              f"(first find_tool {build * 1000:.0f} ms, the build included), {after:.1f} MiB after 24 more")
+              f"(list and first find_tool {build * 1000:.0f} ms, the build included), {after:.1f} MiB after 24 more")
         grown = max(first, after) - before
         target("index RSS at 5,000 tools", f"{grown:.1f} MiB", "-", "<= 20 MB", grown * 1.048576 <= 20)
     finally:

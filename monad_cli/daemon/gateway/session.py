@@ -325,6 +325,8 @@ class GatewaySession:
                                         for row in rows if row["name"] in shown]
         if self._searching(listed):  # tool search: the meta-tools and what find_tool found
             listed = [find_tool_tool(), call_tool_tool(), *(t for t in listed if t["name"] in self.found)]
+            if self.rounds.spawn is not None:  # the index built (if it must be) before the first find_tool
+                self.rounds.spawn(self.search.built, self.view.include_tools, self.view.exclude_tools)
         if self.single is not None:  # a per-server entry: the server's own names
             own = {row["name"]: row["tool"] for row in rows}
             listed = [{**t, "name": own.get(t["name"], t["name"])} for t in listed]
