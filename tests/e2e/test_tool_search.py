@@ -322,21 +322,61 @@ def test_a_long_result_is_cut_and_read_back_whole(supervisor: Any, monad_home: P
         proc.wait(timeout=30)
 
 
-def test_the_inspector_finds_and_calls_through_tool_search(supervisor: Any, monad_home: Path) -> None:
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_the_inspector_finds_and_calls_through_tool_search(supervisor: Any, monad_home: Path, transport: str) -> None:
     _catalog(monad_home, supervisor, *SERVERS)
-    base = [inspector_bin(), "--cli", "-e", f"MONAD_HOME={monad_home}", "-e", "MONAD_NO_AUTOSTART=1",
-            sys.executable, "-m", "monad_cli", "mcp", "serve", "--tool-search"]
+    proc = None
+    if transport == "stdio":
+        base = [inspector_bin(), "--cli", "-e", f"MONAD_HOME={monad_home}", "-e", "MONAD_NO_AUTOSTART=1",
+                sys.executable, "-m", "monad_cli", "mcp", "serve", "--tool-search"]
+    else:
+        port = free_port()
+        proc = subprocess.Popen([sys.executable, "-m", "monad_cli", "mcp", "serve", "--http", "--port", str(port),
+                                 "--tool-search"], env={**os.environ, "MONAD_NO_AUTOSTART": "1"},
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        url, headers = gateway_up(monad_home, port)
+        base = [inspector_bin(), "--cli", url, "--transport", "http", "--header",
+                f"Authorization: {headers['Authorization']}"]
 
     def inspect(*flags: str) -> Any:
         r = subprocess.run([*base, *flags], capture_output=True, text=True, timeout=120)
         assert r.returncode == 0, (flags, r.stdout, r.stderr)
         return json.loads(r.stdout)
 
-    assert [t["name"] for t in inspect("--method", "tools/list")["tools"]] == ["find_tool", "call_tool"]
-    found = inspect("--method", "tools/call", "--tool-name", "find_tool", "--tool-arg",
-                    "query=take a screenshot of the page", "--tool-arg", "limit=3")
-    names = [t["name"] for t in found["structuredContent"]["tools"]]
-    assert names[0] == "playwright__browser_take_screenshot" and len(names) == 3, names
-    called = inspect("--method", "tools/call", "--tool-name", "call_tool", "--tool-arg",
-                     "name=playwright__browser_take_screenshot", "--tool-arg", 'arguments={"type": "png"}')
-    assert called["content"][0]["text"] == 'called browser_take_screenshot with {"type": "png"}', called
+    try:
+        assert [t["name"] for t in inspect("--method", "tools/list")["tools"]] == ["find_tool", "call_tool"]
+        found = inspect("--method", "tools/call", "--tool-name", "find_tool", "--tool-arg",
+                        "query=take a screenshot of the page", "--tool-arg", "limit=3")
+        names = [t["name"] for t in found["structuredContent"]["tools"]]
+        assert names[0] == "playwright__browser_take_screenshot" and len(names) == 3, names
+        called = inspect("--method", "tools/call", "--tool-name", "call_tool", "--tool-arg",
+                         "name=playwright__browser_take_screenshot", "--tool-arg", 'arguments={"type": "png"}')
+        assert called["content"][0]["text"] == 'called browser_take_screenshot with {"type": "png"}', called
+    finally:
+        if proc is not None:
+            proc.send_signal(signal.SIGINT)
+            proc.wait(timeout=30)
+
+
+def test_the_index_follows_a_servers_list_change(supervisor: Any, monad_home: Path) -> None:
+    """A server announces its tools changed (tests/servers/toolserver.py's `mutate` rewrites
+    `echo`'s description): the next find_tool ranks by the new text."""
+    from mcp import Client
+
+    tools = ["echo", "add", "kinds", "fail", "mutate", "slow"]
+    write_atom(monad_home, "ts", f"command = {json.dumps(sys.executable)}\n"
+                                 f"args = {json.dumps([str(ROOT / 'tests' / 'servers' / 'toolserver.py')])}\n"
+                                 f"trust = {{autoApproveTools = {json.dumps([f'ts__{t}' for t in tools])}}}\n")
+    wait_state(supervisor, "ts", "connected", timeout=90)
+
+    async def agent() -> None:
+        async with Client(_serve(monad_home, "--tool-search")) as client:
+            before = _names(await _found(client, "translate a sentence into klingon", 3))
+            assert "ts__echo" not in before, before
+            changed = await client.call_tool("ts__mutate", {"description": "Translates a sentence into Klingon."})
+            assert not changed.is_error, changed
+            with anyio.fail_after(60):
+                while _names(await _found(client, "translate a sentence into klingon", 3))[:1] != ["ts__echo"]:
+                    await anyio.sleep(0.2)
+
+    anyio.run(agent)
