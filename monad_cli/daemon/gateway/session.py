@@ -326,7 +326,7 @@ class GatewaySession:
         if self._searching(listed):  # tool search: the meta-tools and what find_tool found
             listed = [find_tool_tool(), call_tool_tool(), *(t for t in listed if t["name"] in self.found)]
             if self.rounds.spawn is not None:  # the index built (if it must be) before the first find_tool
-                self.rounds.spawn(self.search.built, self.view.include_tools, self.view.exclude_tools)
+                self.rounds.spawn(self._warm_index)
         if self.single is not None:  # a per-server entry: the server's own names
             own = {row["name"]: row["tool"] for row in rows}
             listed = [{**t, "name": own.get(t["name"], t["name"])} for t in listed]
@@ -344,6 +344,9 @@ class GatewaySession:
         this view would list): `on`, or `auto` while `listed` passes the threshold."""
         mode = self.view.tool_search
         return mode == "on" or (mode == "auto" and estimate_tokens(listed) > self.view.tool_search_threshold)
+
+    async def _warm_index(self) -> None:
+        await self.search.built(self.view.include_tools, self.view.exclude_tools)
 
     async def _find_tool(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """The `find_tool` meta-tool: the best of the tools this view's plain tools/list would
