@@ -14,7 +14,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "monad_cli"
 # The shared parts below both programs: they never reach into either program.
-SHARED = ("core", "tools", "config", "auth", "journal", "registry", "clients")
+SHARED = ("core", "tools", "config", "auth", "journal", "registry", "clients", "search")
 # Services are handed what they use; they never import the supervisor to get it.
 BELOW_THE_SUPERVISOR = ("daemon/trust", "daemon/tasks", "daemon/gateway", "daemon/studio", "daemon/api",
                         "daemon/telemetry", *SHARED)

@@ -182,6 +182,7 @@ class Supervisor:
             journal.on_write = recorder.journal_write.record  # each write transaction's seconds
             self.auth.on_refresh = recorder.refreshed
         self.gateway = Gateway(self.tool_service, scrub=self.scrub)
+        self.tool_search = self.gateway.search  # the Studio's search box uses the gateway's index
         self._actor_context = ActorContext(
             paths=self.paths, journal=journal, scrub=self.scrub, check_pin=self.tool_service.check_pin,
             filter_reason=lambda name: self.server_filter.reason(name), http_auth=self.auth.http_auth,
