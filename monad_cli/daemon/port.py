@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from monad_cli.config.loader import Definitions
     from monad_cli.core.filters import ServerFilter
     from monad_cli.core.paths import Paths
+    from monad_cli.daemon.gateway.search import ToolSearch
     from monad_cli.daemon.reconcile import Diff
     from monad_cli.daemon.sessions.actor import ServerActor
     from monad_cli.daemon.tasks.manager import TaskManager
@@ -28,7 +29,7 @@ class DaemonPort(Protocol):
     """The supervisor as the API sees it.
 
     - `paths`, `started_at` (epoch seconds), `journal` (None before it opens), `tool_service`,
-      `tasks`: what the supervisor built, read-only here;
+      `tool_search` (the gateway's tool index), `tasks`: what the supervisor built, read-only here;
     - `actors`: the live actors by server name (read; the supervisor alone adds and removes);
     - `definitions`, `file_problems`, `server_filter`: the last applied load and its problems;
     - `variables`, `env_problems`: what `$VAR` expands from (MONAD_HOME/env over the
@@ -46,6 +47,7 @@ class DaemonPort(Protocol):
     started_at: float
     journal: Journal | None
     tool_service: ToolService
+    tool_search: ToolSearch
     tasks: TaskManager
     definitions: Definitions
     file_problems: list[dict[str, Any]]

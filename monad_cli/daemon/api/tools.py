@@ -4,6 +4,9 @@
                                           rule) + the set's `signature`, name `collisions`
                                           and `leftOut` ({server, reason}: listed items
                                           not taken)
+    GET  /v1/tools/search?q=TEXT[&limit=N] the tools best matching a task in plain words, best
+                                          first: {tools: [{name, server, description, score}]}
+                                          (the gateway's find_tool index; hidden tools never)
     GET  /v1/tools/changes?since=SIG      long poll (≤ `timeout` s): the new signature
     POST /v1/tools/call                   {name, arguments, via, approval: {mode, ...}, ref?, progress?,
                                           questions?}
@@ -64,6 +67,23 @@ def tools_routes(port: DaemonPort) -> list[Route]:
                     if name in (None, n) and actor.live for reason in actor.left_out]
         return JSONResponse({"tools": listed, "signature": svc.signature(everything),
                              "collisions": svc.name_map().collisions, "leftOut": left_out})
+
+    async def search(request: Request) -> JSONResponse:
+        query = request.query_params.get("q", "")
+        try:
+            limit = int(request.query_params.get("limit", "20"))
+        except ValueError:
+            raise InvalidInput("limit must be a whole number from 1 to 100") from None
+        if not query.strip() or not 1 <= limit <= 100:
+            raise InvalidInput("give `q` (the task, in plain words) and a `limit` from 1 to 100")
+        built = await port.tool_search.built()
+        rows = []
+        for name, score in built.index.search(query[:1000], limit):
+            hit = port.tool_search.describe(name)
+            if hit is not None:
+                rows.append({"name": name, "server": hit["server"], "description": port.scrub(hit["description"]),
+                             "score": round(score, 3)})
+        return JSONResponse({"tools": rows})
 
     async def changes(request: Request) -> JSONResponse:
         since = request.query_params.get("since", "")
@@ -174,6 +194,7 @@ def tools_routes(port: DaemonPort) -> list[Route]:
 
     return [
         Route("/v1/tools", list_tools),
+        Route("/v1/tools/search", search),
         Route("/v1/tools/changes", changes),
         Route("/v1/tools/call", call, methods=["POST"]),
         Route("/v1/tools/call/answer", answer, methods=["POST"]),

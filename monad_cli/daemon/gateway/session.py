@@ -34,6 +34,7 @@ same approval gate and the same journal row (`via: gateway`) as `monad mcp call`
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import weakref
 from collections.abc import Callable
@@ -51,6 +52,8 @@ from monad_cli import __version__
 from monad_cli.core.errors import MonadError, NotFound, ToolCallFailed
 from monad_cli.core.hello import GatewayView
 from monad_cli.core.redact import scrub_data
+from monad_cli.core.states import State
+from monad_cli.daemon.gateway.budget import SCHEME, ResultStore, cut
 from monad_cli.daemon.gateway.catalog import Catalog, quiet_deprecated
 from monad_cli.daemon.gateway.direct import COMPLETE, GET, READ, DirectCalls
 from monad_cli.daemon.gateway.features import AgentRequest, SessionFeatures, connection_of, current_request_log
@@ -67,6 +70,15 @@ from monad_cli.daemon.gateway.policy import (
 )
 from monad_cli.daemon.gateway.questions import AgentQuestions
 from monad_cli.daemon.gateway.rounds import Round, Rounds
+from monad_cli.daemon.gateway.search import (
+    CALL_TOOL,
+    FIND_TOOL,
+    ToolSearch,
+    call_tool_tool,
+    estimate_tokens,
+    find_tool_tool,
+    query_arguments,
+)
 from monad_cli.daemon.gateway.subscriptions import Subscriptions
 from monad_cli.daemon.telemetry import TELEMETRY
 from monad_cli.daemon.trust.servers import ProgressFn
@@ -119,6 +131,24 @@ async def before_initialize(ctx: Any, call_next: Any) -> Any:
                        ctx.method) from None
 
 
+# A per-server entry's server in one of these, with no tools to show, is not serving: its
+# agent is told so (docs/gateway.md "A server that is not serving").
+_NOT_SERVING = frozenset({State.FAILED, State.BACKOFF, State.STOPPED, State.DISABLED})
+
+
+def not_serving(actor: Any, scrub: Callable[[str], str]) -> str | None:
+    """One line for the agent of `monad mcp serve NAME` when NAME's server is not serving (failed,
+    retrying, stopped or disabled, and not listed from its cache): what it is, why, and where to
+    see more. None while it serves, starts, or is idle with its lists cached."""
+    if actor is None or actor.live or actor.listed or actor.state not in _NOT_SERVING:
+        return None
+    why = f" ({scrub(actor.reason)})" if actor.reason else ""
+    return (f"server `{actor.name}` is {actor.state}{why}: its tools are unavailable until it connects; "
+            f"`monad mcp status {actor.name}` says why, `monad mcp reconnect {actor.name}` tries again")
+async def _ready(value: Any) -> Any:
+    return value
+
+
 def _text_result(text: str, *, error: bool) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "isError": error}
 
@@ -134,13 +164,18 @@ class GatewaySession:
     def __init__(self, tools: ToolService, view: GatewayView, *, scrub: Callable[[str], str],
                  catalog: Catalog | None = None, subscriptions: Subscriptions | None = None,
                  on_level: Callable[[], Any] | None = None, spawn: Callable[..., None] | None = None,
-                 transport: str = "pipe") -> None:
+                 transport: str = "pipe", search: ToolSearch | None = None) -> None:
         self.tools = tools
         self.rounds = Rounds(spawn, answer_timeout=view.approval_timeout)
         self.view = view
         self.scrub = scrub
         self.environ = view.environ
         self.loaded = LoadedTools()
+        # Tool search (gateway/search.py): the index is the gateway's; what find_tool
+        # returned joins this session's list. The result budget keeps whole results here.
+        self.search = search or ToolSearch(tools)
+        self.found: dict[str, None] = {}
+        self.results = ResultStore() if view.max_result_tokens else None
         self.bus = InMemorySubscriptionBus()
         self.listen = ListenHandler(self.bus)
         # `ctx.session` is built per request; the SDK exposes no public handle on the
@@ -164,7 +199,7 @@ class GatewaySession:
         self.server = quiet_deprecated(lambda: GatewayServer(
             **identity, on_list_tools=self.list_tools,
             on_call_tool=self.call_tool, on_subscriptions_listen=f.listen, on_list_resources=f.list_resources,
-            on_list_resource_templates=f.list_templates, on_read_resource=f.read_resource,
+            on_list_resource_templates=f.list_templates, on_read_resource=self.read_resource,
             on_subscribe_resource=f.subscribe, on_unsubscribe_resource=f.unsubscribe,
             on_list_prompts=f.list_prompts, on_get_prompt=f.get_prompt, on_completion=f.complete,
             on_set_logging_level=f.set_level))
@@ -188,9 +223,11 @@ class GatewaySession:
         if actor is None:
             return {"name": "monad", "version": __version__, "title": "monad gateway"}
         info = actor.server_info or {}
+        failed = not_serving(actor, self.scrub)  # what the agent (and its MCP panel) shows first
         return {"name": info.get("name") or actor.name, "version": info.get("version") or "",
                 "title": info.get("title"), "description": info.get("description"),
-                "website_url": info.get("website_url"), "instructions": actor.instructions}
+                "website_url": info.get("website_url"),
+                "instructions": f"monad: {failed}" if failed else actor.instructions}
 
     def questions(self, ctx: Any, protocol_version: str, *, server: str | None = None,
                   what: str | None = None, lane: DirectCalls | None = None, round: Round | None = None,
@@ -297,12 +334,20 @@ class GatewaySession:
 
     async def list_tools(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         self._remember(ctx)
+        if self.single is not None and (failed := not_serving(self.tools.servers.get(self.single), self.scrub)):
+            # An empty list would look healthy; the error is what an agent's MCP panel shows.
+            # Once the server connects, tools/list_changed tells the agent to list again.
+            raise MCPError(types.INTERNAL_ERROR, failed)
         rows = self.tools.listing(include=self.view.include_tools, exclude=self.view.exclude_tools)
         policy = self._policy(rows)
         by_server = policy.pop("tools_by_server")
         shown = set(visible_tools(by_server, loaded=self.loaded, **policy))
         listed: list[dict[str, Any]] = [{k: v for k, v in row.items() if k not in _ROW_KEYS}
                                         for row in rows if row["name"] in shown]
+        if self._searching(listed):  # tool search: the meta-tools and what find_tool found
+            listed = [find_tool_tool(), call_tool_tool(), *(t for t in listed if t["name"] in self.found)]
+            if self.rounds.spawn is not None:  # the index built (if it must be) before the first find_tool
+                self.rounds.spawn(self._warm_index)
         if self.single is not None:  # a per-server entry: the server's own names
             own = {row["name"]: row["tool"] for row in rows}
             listed = [{**t, "name": own.get(t["name"], t["name"])} for t in listed]
@@ -314,6 +359,48 @@ class GatewaySession:
         listed, next_cursor = page("tools/list", listed, params.cursor if params is not None else None)
         # The model, not a dict: it carries the 2026-07-28 cache fields (ttlMs, cacheScope).
         return types.ListToolsResult(tools=[types.Tool.model_validate(t) for t in listed], next_cursor=next_cursor)
+
+    def _searching(self, listed: list[dict[str, Any]]) -> bool:
+        """Whether tools/list shows find_tool and call_tool instead of `listed` (the tools
+        this view would list): `on`, or `auto` while `listed` passes the threshold."""
+        mode = self.view.tool_search
+        return mode == "on" or (mode == "auto" and estimate_tokens(listed) > self.view.tool_search_threshold)
+
+    async def _warm_index(self) -> None:
+        await self.search.built(self.view.include_tools, self.view.exclude_tools)
+
+    async def _find_tool(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The `find_tool` meta-tool: the best of the tools this view's plain tools/list would
+        show (never a disabled, filtered, hidden or unloaded deferred one); they join this
+        session's list (`notifications/tools/list_changed` when any is new)."""
+        try:
+            query, limit = query_arguments(arguments)
+        except ValueError as e:
+            return _text_result(str(e), error=True)
+        built = await self.search.built(self.view.include_tools, self.view.exclude_tools)
+        policy = self._policy([{"name": n, "server": s, "deferred": d, "condition": c}
+                               for n, (s, d, c) in built.meta.items()])
+        by_server = policy.pop("tools_by_server")
+        shown = set(visible_tools(by_server, loaded=self.loaded, **policy))
+        hits = [d for name, _score in built.index.search(query, limit, among=shown)
+                if (d := self.search.describe(name)) is not None]
+        new = [h["name"] for h in hits if h["name"] not in self.found]
+        self.found.update(dict.fromkeys(new))
+        if self.single is not None:  # a per-server entry: the server's own names
+            own = self.tools.name_map().by_exposed
+            hits = [{**h, "name": own[h["name"]].tool} for h in hits]
+        structured = scrub_data({"tools": hits}, self.scrub)
+        if new:
+            await self.notify_changed()
+        return {"content": [{"type": "text", "text": json.dumps(structured, ensure_ascii=False)}],
+                "structuredContent": structured, "isError": False}
+
+    async def read_resource(self, ctx: Any, params: types.ReadResourceRequestParams) -> Any:
+        """The SDK's resources/read handler: a result the budget kept (`monad://results/…`),
+        else the features' read."""
+        if self.results is not None and str(params.uri).startswith(SCHEME):
+            return self.results.read(str(params.uri))
+        return await self.features.read_resource(ctx, params)
 
     async def _load_tools(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """The `load_tools` meta-tool: local to the session (no upstream call, no approval)."""
@@ -390,6 +477,8 @@ class GatewaySession:
         `inputs` (none: a direct-lane call, whose agent can answer none)."""
         inputs = inputs or self.questions(None, protocol_version, what=name)
         result = await self._call(name, arguments, progress, inputs)
+        if self.results is not None and name != FIND_TOOL:
+            result = cut(result, self.view.max_result_tokens, self.results)
         # `resultType` is 2026-07-28 vocabulary (required there, unknown before); the upstream
         # server's era need not be the client's.
         if protocol_version in MODERN_PROTOCOL_VERSIONS:
@@ -402,6 +491,16 @@ class GatewaySession:
                     progress: ProgressFn | None, inputs: AgentQuestions) -> dict[str, Any]:
         if name == LOAD_TOOLS:
             return await self._load_tools(arguments or {})
+        if self.view.tool_search != "off" and name in (FIND_TOOL, CALL_TOOL):
+            if name == FIND_TOOL:
+                return await self._find_tool(arguments or {})
+            # call_tool: the named tool's call, down this very path (gate, journal, scrubber).
+            inner, inner_arguments = (arguments or {}).get("name"), (arguments or {}).get("arguments")
+            if not isinstance(inner, str) or not inner or inner in (FIND_TOOL, CALL_TOOL, LOAD_TOOLS):
+                return _text_result("call_tool: `name` must be a tool's name as find_tool gave it", error=True)
+            if inner_arguments is not None and not isinstance(inner_arguments, dict):
+                return _text_result("call_tool: `arguments` must be an object (the tool's arguments)", error=True)
+            return await self._call(inner, inner_arguments, progress, inputs)
         if self.single is not None:  # the server's own name -> its exposed name
             exposed = self.tools.name_map().exposed_name(self.single, name)
             actor = self.tools.servers.get(self.single) if exposed is None else None
@@ -462,6 +561,8 @@ class GatewaySession:
         # per-request logLevel, so none needs `request_log`, and in the handshake era only a
         # connection already registered (`listed`), so none needs `_remember`.
         def read(params: dict[str, Any], version: str, meta: dict[str, Any] | None) -> Any:
+            if self.results is not None and str(params["uri"]).startswith(SCHEME):
+                return _ready(self.results.read(str(params["uri"])))
             return self.features.read(AgentRequest(READ, version, meta, lane=lane), params["uri"])
 
         def get(params: dict[str, Any], version: str, meta: dict[str, Any] | None) -> Any:

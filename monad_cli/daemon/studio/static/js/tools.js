@@ -11,6 +11,7 @@ import { askQuestion } from "./questions.js";
 import { renderResult } from "./results.js";
 import { SchemaForm } from "./schema_form.js";
 import { TaskCard } from "./tasks.js";
+import { ToolSearchBox } from "./tools_search.js";
 
 const APPROVAL_WAIT_S = 600; // the page waits as long as the person may take to decide
 
@@ -217,8 +218,10 @@ export class ToolsView {
                                placeholder: "Filter by name, state or tool",
                                "aria-label": "Filter tools by server, name or description",
                                oninput: () => { this.setFilter(this.filter.value, true); } });
+    this.search = new ToolSearchBox({ notify, open: (name) => this.open(name) });
     replaceChildren(root,
-      h("div", { class: "toolbar" }, h("h1", { id: "tools-title" }, "Tools"), this.filter),
+      h("div", { class: "toolbar" }, h("h1", { id: "tools-title" }, "Tools"), this.search.input, this.filter),
+      this.search.list,
       h("p", { class: "hint" }, "Every tool agents see through monad, under its exposed name, grouped by server. Try "
                                 + "calls it through the same approval gate as the CLI and the gateway."),
       h("div", { class: "split" }, h("div", { class: "list" }, this.table, this.empty, this.noMatch), this.slot));

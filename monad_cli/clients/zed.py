@@ -1,0 +1,91 @@
+"""Zed's `settings.json`: the `context_servers` object (JSON with comments).
+
+    {"context_servers": {
+        "NAME": {"source": "custom", "command": "npx", "args": ["-y", "pkg"], "env": {...}},
+        "NAME": {"source": "custom", "url": "https://...", "headers": {...}},
+        "NAME": {"source": "extension", "settings": {...}}}}
+
+Zed's older form nests the command: `"command": {"path": "...", "args": [...], "env": {...}}`;
+both are read, the flat one is written. A server provided by a Zed extension
+(`source: "extension"`, or `settings` alone) names no command: reported, not imported.
+`enabled: false` (Zed's off switch) imports as `enabled = false`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from monad_cli.clients.entries import Candidate, Parts, Unimportable, check_references, left_out, map_strings
+from monad_cli.clients.format import OAUTH_LOST, JsonFormat
+
+KEY = "context_servers"
+
+
+def _candidate(name: str, entry: Any, where: str) -> Candidate:
+    cand = Candidate(name=name, where=where)
+    if not isinstance(entry, dict):
+        cand.problem = "the entry is not an object"
+        return cand
+    defn: dict[str, Any] = {}
+    command = entry.get("command")
+    if isinstance(command, dict):  # the older, nested form
+        defn.update(transport="stdio", command=command.get("path"))
+        for key in ("args", "env"):
+            if key in command:
+                defn[key] = command[key]
+        used = {"source", "command", "settings", "enabled"}
+    elif isinstance(command, str):
+        defn.update(transport="stdio", command=command)
+        for key in ("args", "env"):
+            if key in entry:
+                defn[key] = entry[key]
+        used = {"source", "command", "args", "env", "settings", "enabled"}
+    elif isinstance(entry.get("url"), str):
+        defn.update(transport="http", url=entry["url"])
+        if "headers" in entry:
+            defn["headers"] = entry["headers"]
+        used = {"source", "url", "headers", "settings", "enabled"}
+    else:
+        cand.problem = ("a server from a Zed extension (no `command` or `url`): Zed runs it; add it to monad "
+                        "by its command with `monad mcp add`")
+        return cand
+    if entry.get("enabled") is False:
+        defn["enabled"] = False
+    cand.notes = left_out(entry, used)
+    if entry.get("settings"):
+        cand.notes.append("left out `settings` (passed to a Zed extension, not to the server)")
+    try:
+        cand.definition = map_strings(defn, check_references)
+    except Unimportable as e:
+        cand.problem = str(e)
+    return cand
+
+
+class Zed(JsonFormat):
+    key = KEY
+
+    def candidate(self, name: str, entry: Any, where: str) -> Candidate:
+        return _candidate(name, entry, where)
+
+    def client_entry(self, name: str, entry: dict[str, Any]) -> dict[str, Any]:
+        return {"source": "custom", **entry}
+
+    def export_entry(self, name: str, server: Parts) -> tuple[dict[str, Any], list[str]]:
+        p = server
+        out: dict[str, Any] = {"source": "custom"}
+        if p.transport == "stdio":
+            out["command"] = p.command
+            out["args"] = p.args
+            if p.env:
+                out["env"] = p.env
+        else:
+            out["url"] = p.url
+            if p.all_headers():
+                out["headers"] = p.all_headers()
+        if p.rest.pop("enabled", True) is False:
+            out["enabled"] = False
+        p.rest.pop("description", None)
+        return out, (["cwd"] if p.cwd else []) + ([OAUTH_LOST] if p.oauth else [])
+
+
+__all__ = ["Zed"]
