@@ -186,7 +186,8 @@ class Unavailable(MonadError):
 class UnsafeHome(MonadError):
     """MONAD_HOME (or `atoms/`, `run/`, `env` in it) belongs to another account or is writable
     by group or others: whoever can write there decides what runs as this user (OpenSSH's
-    `StrictModes` refuses the same)."""
+    `StrictModes` refuses the same). Never in an API answer: the CLI and the supervisor refuse
+    before anything listens (the supervisor says it on its ready pipe)."""
 
     code = "unsafe_home"
 
@@ -209,7 +210,7 @@ class ConnectionClosed(MonadError):
 KINDS: tuple[type[MonadError], ...] = (
     MonadError, InvalidInput, ConfigError, NotFound, Conflict, NotConnected, QueueFull, CallRefused,
     ApprovalTimeout, NotRegistered, ToolHidden, ToolCallFailed, AuthError, LockTimeout, DiskFull, Unavailable,
-    SupervisorNotRunning, ConnectionClosed, AuthorizationRequired, AuthorizationTimeout,
+    SupervisorNotRunning, ConnectionClosed, AuthorizationRequired, AuthorizationTimeout, UnsafeHome,
 )
 """Every kind, each with its own `code` (a test checks they are unique)."""
 

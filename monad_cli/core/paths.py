@@ -125,8 +125,8 @@ class Paths:
         for path in (self.home, self.atoms_dir.parent, self.atoms_dir, self.run_dir, self.env_file):
             try:
                 st = path.stat()
-            except FileNotFoundError:
-                continue  # made by `ensure`, 0700, or never
+            except (FileNotFoundError, NotADirectoryError):
+                continue  # made by `ensure`, 0700, or never (a home that is a file: its use says so)
             except OSError as e:
                 raise UnsafeHome(f"cannot check `{path}`: {e.strerror or e}; check MONAD_HOME") from None
             if st.st_uid != uid:
