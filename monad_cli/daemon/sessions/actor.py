@@ -49,6 +49,7 @@ from monad_cli.core.errors import NotConnected
 from monad_cli.core.messages import one_line
 from monad_cli.core.paths import Paths
 from monad_cli.core.states import LIVE, State, check_transition
+from monad_cli.daemon.scrubber import NO_SCRUB, Ingress
 from monad_cli.daemon.sessions import stamp
 from monad_cli.daemon.sessions.backoff import Backoff
 from monad_cli.daemon.sessions.connect import Learned, ToolListing, list_all_tools, start_upkeep, transport_for
@@ -112,7 +113,8 @@ class ActorContext:
     (`start`, `idleStop`); `busy(actor)`: what holds an on-demand server up besides calls (an
     open Task), or None; `on_notification(actor, notification)`: every notification the server
     sends (an `mcp_types` model: resources/updated, list changes, log messages…), for the
-    gateway's fan-out; called in the session's receive task, so it must not block.
+    gateway's fan-out; called in the session's receive task, so it must not block;
+    `ingress`: what every message the server sends passes first (the supervisor's scrubber).
     """
 
     paths: Paths
@@ -130,6 +132,7 @@ class ActorContext:
     start_defaults: Callable[[], StartDefaults] = StartDefaults
     busy: Callable[[ServerActor], str | None] = lambda actor: None
     on_notification: Callable[[ServerActor, Any], None] = lambda actor, notification: None
+    ingress: Ingress = NO_SCRUB
 
 
 @contextmanager
@@ -721,7 +724,7 @@ class ServerActor:
                           *, over_sse: bool, kicked: bool = False) -> str | None:
         """Enter the Client, list the tools, serve the session until woken; the wake reason."""
         transport = transport_for(spec, conn, self.sink, self.ctx.paths, auth=self.ctx.http_auth(spec),
-                                  over_sse=over_sse, early=self.ctx.early)
+                                  over_sse=over_sse, early=self.ctx.early, ingress=self.ctx.ingress)
         client = Client(transport, mode=self.learned.mode(over_sse=over_sse), cache=None,
                         client_info=Implementation(name="monad", version=__version__),
                         message_handler=self._on_message, extensions=self.ctx.client_extensions(self),
