@@ -203,25 +203,26 @@ class CachedLists(NamedTuple):
 
 
 def save_lists(j: Journal, server: str, definition_hash: str, tool_hash: str, tools: list[dict[str, Any]]) -> None:
-    """Keep `server`'s lists (every connect and re-listing); replaces the previous row. Known
-    secrets in them (a server that echoes its token into a description) are written `***`.
-    The other lists (`save_items`) are kept while the definition stays the same."""
+    """Keep `server`'s lists (every connect and re-listing); replaces the previous row. No
+    secret is in them: a server's lists passed the supervisor's scrubber as they arrived
+    (daemon/scrubber.py). The other lists (`save_items`) are kept while the definition stays
+    the same."""
     keep = "CASE WHEN server_lists.definition_hash = excluded.definition_hash THEN server_lists.{0} ELSE NULL END"
     j.write("INSERT INTO server_lists (server, definition_hash, tool_hash, tools, listed_at) VALUES (?, ?, ?, ?, ?) "
             "ON CONFLICT (server) DO UPDATE SET "
             + "".join(f"{kind} = {keep.format(kind)}, " for kind in ITEM_KINDS)
             + "definition_hash = excluded.definition_hash, "
             "tool_hash = excluded.tool_hash, tools = excluded.tools, listed_at = excluded.listed_at",
-            (server, definition_hash, tool_hash, j.scrub(json.dumps(tools)), time.time()))
+            (server, definition_hash, tool_hash, json.dumps(tools), time.time()))
 
 
 def save_items(j: Journal, server: str, items: dict[str, list[dict[str, Any]]]) -> None:
     """Keep `server`'s prompts, resources and templates (`items`: kind in `ITEM_KINDS` ->
-    wire dumps) beside its tools (`save_lists` first: no row, nothing kept); scrubbed."""
+    wire dumps) beside its tools (`save_lists` first: no row, nothing kept)."""
     kinds = [k for k in ITEM_KINDS if k in items]
     if kinds:
         j.write(f"UPDATE server_lists SET {', '.join(f'{k} = ?' for k in kinds)} WHERE server = ?",
-                (*(j.scrub(json.dumps(items[k])) for k in kinds), server))
+                (*(json.dumps(items[k]) for k in kinds), server))
 
 
 def cached_lists(j: Journal, server: str) -> CachedLists | None:
@@ -234,6 +235,6 @@ def cached_lists(j: Journal, server: str) -> CachedLists | None:
     try:
         listed = json.loads(tools)
         items = {kind: json.loads(text) for kind, text in zip(ITEM_KINDS, others, strict=True) if text is not None}
-    except ValueError:  # a scrubbed secret broke the JSON (it held a quote): learn them again
+    except ValueError:  # not JSON (a row written by hand): learn them again
         return None
     return CachedLists(definition_hash, tool_hash, listed, listed_at, items)

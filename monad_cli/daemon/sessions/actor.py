@@ -495,7 +495,7 @@ class ServerActor:
 
     async def _list_items(self, client: Client, caps: ServerCapabilities | None,
                           items: dict[str, list[dict[str, Any]]]) -> None:
-        """Each kind's items into `items` as wire dumps (scrubbed), kind by kind."""
+        """Each kind's items into `items` as wire dumps, kind by kind."""
         for kind in jt.ITEM_KINDS:
             family = None if caps is None else caps.prompts if kind == "prompts" else caps.resources
             got: list[Any] = []
@@ -519,13 +519,9 @@ class ServerActor:
                          self.ctx.scrub(describe(exc)))
                 items[kind] = self._item_dumps.get(kind, [])
                 continue
-            # As the journal keeps them (secrets `***`): an idle server lists the same before
-            # and after a supervisor restart.
-            try:
-                items[kind] = json.loads(self.ctx.scrub(json.dumps(
-                    [i.model_dump(by_alias=True, mode="json", exclude_none=True) for i in got])))
-            except ValueError:  # a scrubbed secret broke the JSON (it held a quote)
-                items[kind] = []
+            # As the journal keeps them: an idle server lists the same before and after a
+            # supervisor restart (secrets were `***` as they arrived: `ActorContext.ingress`).
+            items[kind] = [i.model_dump(by_alias=True, mode="json", exclude_none=True) for i in got]
 
     def _remember_lists(self, spec: ServerSpec, tools: list[Tool]) -> None:
         dumped = [dump_tool(t) for t in tools]
@@ -1032,7 +1028,7 @@ class ServerActor:
         }
         if detail:
             row["toolNames"] = [t.name for t in self.tools] if live else []
-            row["stderrTail"] = [self.ctx.scrub(line) for line in self.sink.lines()]
+            row["stderrTail"] = self.sink.lines()  # scrubbed as they were read (StderrSink)
             row["probeNoiseLines"] = self.sink.probe_noise
             row["serverInfo"] = self.server_info if self.live else None
             row["strayStdoutLines"] = conn.stray_lines if conn else 0
