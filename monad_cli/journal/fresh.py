@@ -20,7 +20,7 @@ import time
 
 COVERS = ("0001_events", "0002_tool_calls_approvals_tool_sets", "0100_tasks", "0200_origin_columns",
           "0201_vetted_tool_sets", "0300_running_calls_index", "0301_server_lists",
-          "0302_server_lists_items")
+          "0302_server_lists_items", "0303_approvals_tool_hash")
 
 
 def _table(name: str, columns: str, key: str) -> str:
@@ -50,8 +50,8 @@ SCHEMA: tuple[str, ...] = (
                          f"error VARCHAR, {_ORIGIN}", "id"),
     _index("tool_calls", "ts"), _index("tool_calls", "server"),
     _table("approvals", "id INTEGER NOT NULL, server VARCHAR NOT NULL, definition_hash VARCHAR NOT NULL, "
-                        f"tool VARCHAR NOT NULL, created FLOAT NOT NULL, decided_by VARCHAR NOT NULL, {_ORIGIN}",
-           "id"),
+                        f"tool VARCHAR NOT NULL, created FLOAT NOT NULL, decided_by VARCHAR NOT NULL, {_ORIGIN}, "
+                        "tool_hash VARCHAR", "id"),
     _index("approvals", "server"),
     _table("tool_sets", "server VARCHAR NOT NULL, hash VARCHAR NOT NULL, tools VARCHAR NOT NULL, "
                         "seen FLOAT NOT NULL", "server, hash"),

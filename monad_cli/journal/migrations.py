@@ -98,4 +98,5 @@ MIGRATIONS: tuple[tuple[str, Callable[[Any], None]], ...] = (
     ("0300_running_calls_index", _running_calls_index),
     ("0301_server_lists", _create("ServerLists")),
     ("0302_server_lists_items", _add_columns("server_lists", ("prompts", "resources", "templates"))),
+    ("0303_approvals_tool_hash", _add_columns("approvals", ("tool_hash",))),
 )

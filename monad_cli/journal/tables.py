@@ -104,6 +104,9 @@ class AlwaysApproval(SQLModel, table=True):
     host: str | None = None
     home: str | None = None
     rev: int = 0
+    # The tool's own definition it approved (`sha256:<hex>`, gate.tool_definition_hash); NULL
+    # in a row written before tools were hashed, bound by the gate on first use.
+    tool_hash: str | None = None
 
 
 class ToolSet(SQLModel, table=True):

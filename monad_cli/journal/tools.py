@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from monad_cli.journal.db import Journal
 
 if TYPE_CHECKING:
-    from monad_cli.journal.tables import AlwaysApproval
+    pass
 
 OUTCOMES = ("running", "ok", "tool-error", "cancelled", "timeout", "refused", "error", "interrupted")
 
@@ -106,16 +106,12 @@ def calls(j: Journal, *, server: str | None = None, since: float | None = None, 
     return [r.as_dict() for r in reversed(rows)]
 
 
-def always_approved(j: Journal, server: str, definition_hash: str, tool: str) -> AlwaysApproval | None:
-    from sqlmodel import Session, select
-
-    from monad_cli.journal.tables import AlwaysApproval
-
-    q = select(AlwaysApproval).where(AlwaysApproval.server == server,
-                                     AlwaysApproval.definition_hash == definition_hash,
-                                     AlwaysApproval.tool == tool)
-    with Session(j.engine) as s:
-        return s.exec(q).first()
+def always_approved(j: Journal, server: str, definition_hash: str, tool: str,
+                    tool_hash: str | None = None) -> bool:
+    """Whether an `approvals` row holds this approval (of this tool definition)."""
+    rows = j.pool.read("SELECT 1 FROM approvals WHERE server = ? AND definition_hash = ? AND tool = ? "
+                       "AND tool_hash IS ? LIMIT 1", (server, definition_hash, tool, tool_hash))
+    return bool(rows)
 
 
 class Approval(NamedTuple):
@@ -127,6 +123,7 @@ class Approval(NamedTuple):
     decided_by: str
     host: str | None
     home: str | None
+    tool_hash: str | None = None
 
 
 class Vetted(NamedTuple):
@@ -141,16 +138,34 @@ class Vetted(NamedTuple):
 
 
 def all_always(j: Journal) -> list[Approval]:
-    rows = j.pool.read("SELECT server, definition_hash, tool, decided_by, host, home FROM approvals ORDER BY id")
+    rows = j.pool.read("SELECT server, definition_hash, tool, decided_by, host, home, tool_hash FROM approvals "
+                       "ORDER BY id")
     return [Approval(*row) for row in rows]
 
 
-def add_always(j: Journal, server: str, definition_hash: str, tool: str, decided_by: str) -> None:
-    if always_approved(j, server, definition_hash, tool):
+def add_always(j: Journal, server: str, definition_hash: str, tool: str, decided_by: str,
+               tool_hash: str | None = None) -> None:
+    """An "always" approval of `tool` as `tool_hash` defines it (a later row for the same
+    tool, approved again after it changed, wins when the rows are read in order)."""
+    if always_approved(j, server, definition_hash, tool, tool_hash):
         return
-    j.write(f"INSERT INTO approvals (server, definition_hash, tool, created, decided_by, uid, host, home, rev) "
-            f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, {j.rev_sql('approvals')})",
-            (server, definition_hash, tool, time.time(), decided_by, *j.origin()))
+    j.write(f"INSERT INTO approvals (server, definition_hash, tool, created, decided_by, uid, host, home, rev, "
+            f"tool_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, {j.rev_sql('approvals')}, ?)",
+            (server, definition_hash, tool, time.time(), decided_by, *j.origin(), tool_hash))
+
+
+def bind_always(j: Journal, server: str, definition_hash: str, tool: str, tool_hash: str) -> None:
+    """An "always" row written before tools were hashed binds to the definition it first met."""
+    j.write("UPDATE approvals SET tool_hash = ? WHERE server = ? AND definition_hash = ? AND tool = ? "
+            "AND tool_hash IS NULL", (tool_hash, server, definition_hash, tool))
+
+
+def remove_always(j: Journal, server: str, tool: str | None = None) -> None:
+    """Forget `server`'s "always" approvals of `tool` (of every tool when None)."""
+    if tool is None:
+        j.write("DELETE FROM approvals WHERE server = ?", (server,))
+    else:
+        j.write("DELETE FROM approvals WHERE server = ? AND tool = ?", (server, tool))
 
 
 def all_vetted(j: Journal) -> list[Vetted]:
