@@ -42,7 +42,7 @@ from monad_cli.daemon.api.progress import CallQuestions, ProgressStream
 from monad_cli.daemon.http import error_response, read_json_body
 from monad_cli.daemon.port import actor_named
 from monad_cli.daemon.trust.calls import call_ref
-from monad_cli.daemon.trust.gate import tool_definition_hash
+from monad_cli.daemon.trust.gate import standing_approval
 from monad_cli.daemon.trust.service import ApprovalRequired
 
 if TYPE_CHECKING:
@@ -57,14 +57,8 @@ def tools_routes(port: DaemonPort) -> list[Route]:
     questions = CallQuestions()
 
     def approval_of(server: str, name: str) -> str | None:
-        """The standing approval ("session"/"always") the next call of this tool would run on."""
         actor = port.actors.get(server)
-        spec = actor.spec if actor is not None else None
-        tool = next((t for t in actor.tools if t.name == name), None) if actor is not None else None
-        if spec is None or tool is None:
-            return None
-        return svc.gate.standing_for(server, spec.definition_hash(), name, tool_definition_hash(tool),
-                                     host_escape=spec.trust.host_escape)
+        return None if actor is None else standing_approval(svc.gate, actor, name)
 
     def standing() -> list[dict[str, Any]]:
         names = svc.name_map()

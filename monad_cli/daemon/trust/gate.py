@@ -64,6 +64,17 @@ def tool_definition_hash(tool: Any) -> str:
     return digest
 
 
+def standing_approval(gate: ApprovalGate, actor: Any, name: str) -> str | None:
+    """The standing approval ("session"/"always") the next call of `actor`'s tool `name`, as
+    it is listed now, would run on; None when it would ask (or the tool is not listed)."""
+    spec = getattr(actor, "spec", None)
+    tool = next((t for t in actor.tools if t.name == name), None) if spec is not None else None
+    if spec is None or tool is None:
+        return None
+    return gate.standing_for(actor.name, spec.definition_hash(), name, tool_definition_hash(tool),
+                             host_escape=spec.trust.host_escape)
+
+
 class Grant(NamedTuple):
     """A standing approval: who gave it, and the tool definition it approved (None: an
     "always" written before tools were hashed, bound on first use)."""
