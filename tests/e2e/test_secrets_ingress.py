@@ -55,7 +55,8 @@ async def _agent_session(client: Any, heard: list[str], server: str, scheme: str
     keep(await client.list_prompts())
     keep(await client.read_resource(f"{scheme}://item/x"))
     keep(await client.get_prompt(f"{server}__leak", {"topic": "weather"}))
-    keep(await client.complete(PromptReference(type="ref/prompt", name=f"{server}__leak"), {"name": "topic", "value": "w"}))
+    keep(await client.complete(PromptReference(type="ref/prompt", name=f"{server}__leak"),
+                               {"name": "topic", "value": "w"}))
     keep(await client.call_tool(f"{server}__leak", {}))
 
     async def progress(done: float, total: float | None, message: str | None) -> None:

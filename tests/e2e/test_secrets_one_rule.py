@@ -37,8 +37,9 @@ def test_a_secret_is_masked_on_every_surface(monad: Any, monad_home: Path, http_
     url = http_testserver()
     assert monad("env", "set", "API_TOKEN", input=IN_ENV_FILE).code == 0
     auto = '["envsrv__env", "envsrv__echo", "web__echo"]'
-    # The value of a secret (the env value SECOND_KEY, a name that says secret) also appears inside an argument, where no
-    # flag names it: `--say "token …"` (the server writes it to its stderr at start).
+    # The value of a secret (the env value SECOND_KEY: its name says secret) also appears
+    # inside an argument, where no flag names it: `--say "token …"` (the server writes it to
+    # its stderr at start).
     write_atom(monad_home, "envsrv", f"command = {json.dumps(sys.executable)}\n"
                                      f"args = {json.dumps([TESTSERVER, '--say', f'token {IN_ARG}'])}\n"
                                      f'env = {{API_TOKEN = "$API_TOKEN", SECOND_KEY = "{IN_ARG}"}}\n'

@@ -155,8 +155,8 @@ def main() -> None:
                 sys.stderr.flush()
             return text(str(a.get("message", "failed")), error=True)
         if name == "big":
-            words = ("plain answer result value server tool data 12345 alpha beta gamma delta "
-                     "the quick brown fox jumps over the lazy dog ").split()
+            words = ["plain", "answer", "result", "value", "server", "tool", "data", "12345", "alpha", "beta",
+                     "gamma", "delta", "the", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog"]
             out, size, i = [], 0, 0
             while size < int(a.get("kib", 1024)) * 1024:
                 out.append(words[i % len(words)] + str(i % 97))
