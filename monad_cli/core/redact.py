@@ -26,9 +26,6 @@ supervisor scrubs with daemon/scrubber.py's, which a test holds to this one.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -283,6 +280,9 @@ def _credential_span(m: re.Match[str]) -> str:
     ordinary words after them ("basic example", "Bearer Authentication") stay."""
     scheme, token = m.group(1), m.group(2)
     if scheme.lower() == "basic":
+        import base64
+        import binascii
+
         try:
             decoded = base64.b64decode(token, validate=True).decode("utf-8")
         except (binascii.Error, ValueError):
@@ -300,6 +300,8 @@ def json_forms(secret: str) -> set[str]:
     """The ways `secret` stands inside JSON text as a canonical encoder writes it: as it
     is, and escaped (`"` → `\\"`, non-ASCII → `\\uXXXX`). Any other spelling uses a
     `\\u` or `\\/` escape, which the supervisor's scrubber treats as a reason to look closer."""
+    import json  # not on the CLI's light path (`add` imports this module)
+
     return {secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]}
 
 

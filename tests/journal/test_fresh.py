@@ -106,7 +106,7 @@ def test_the_starts_reads_see_rows_written_through_the_orm(tmp_path: Path) -> No
         s.commit()
     from monad_cli.journal import tools as jt
 
-    assert [tuple(a) for a in jt.all_always(j)] == [("s", "d", "echo", "alice", "h", "/m")]
+    assert [tuple(a) for a in jt.all_always(j)] == [("s", "d", "echo", "alice", "h", "/m", None)]
     assert jt.all_always(j)[0].decided_by == "alice"  # the attributes the gate reads
     assert store.count_by_state("s", {TaskState.QUEUED, TaskState.SUBMITTING}) == {"queued": 1, "submitting": 1}
     assert [r.id for r in store.open_rows()] == ["t1", "t2"]
