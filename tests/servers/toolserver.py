@@ -1,7 +1,7 @@
 """An MCP test server for tool names, pins, pagination and calls, on the SDK's lowlevel `Server`.
 
     python toolserver.py [--names] [--many N] [--page-size K] [--repeat-cursor]
-                         [--tools-file PATH] [--marker-dir DIR] [--name NAME] [--progress] [--rich-schema]
+                         [--tools-file PATH] [--marker-dir DIR] [--name NAME] [--progress] [--rich-schema] [--big]
 
 Default tools: `echo(text)`, `add(a:int, b:int)`, `kinds(flag:bool, ratio:number, items:array,
 opts:object)`, `fail(message, log)` (isError, after writing `log` to stderr), `mutate(description)` (changes echo's
@@ -15,7 +15,7 @@ answers `did n steps`. `--rich-schema`: adds `rich`, whose inputSchema (`RICH_SC
 uses JSON Schema 2020-12 keywords a careless client drops or rewrites; it answers
 with its arguments as JSON. `--tools-file`: JSON
 {"description": ..., "param": ..., "extra": bool} shapes `echo` (read at start: a rug pull
-between connects).
+between connects). `--big`: adds `big(kib)`, which answers `kib` KiB of words (bench/bench_scrub.py).
 """
 
 from __future__ import annotations
@@ -88,6 +88,7 @@ def main() -> None:
     ap.add_argument("--marker-dir", default=None)
     ap.add_argument("--progress", action="store_true")
     ap.add_argument("--rich-schema", action="store_true")
+    ap.add_argument("--big", action="store_true")
     ap.add_argument("--token", default=None, help="ignored: a secret-looking argument for redaction tests")
     args = ap.parse_args()
 
@@ -114,6 +115,9 @@ def main() -> None:
                                 input_schema=schema({"n": {"type": "integer"}})))
     if args.rich_schema:
         tools.append(types.Tool(name="rich", description="JSON Schema 2020-12 keywords.", input_schema=RICH_SCHEMA))
+    if args.big:
+        tools.append(types.Tool(name="big", description="Answer kib KiB of words.",
+                                input_schema=schema({"kib": {"type": "integer"}})))
     if shape.get("extra"):
         tools.append(types.Tool(name="extra", description="An added tool.", input_schema=schema({})))
     if args.names:
@@ -150,6 +154,15 @@ def main() -> None:
                 sys.stderr.write(str(a["log"]) + "\n")
                 sys.stderr.flush()
             return text(str(a.get("message", "failed")), error=True)
+        if name == "big":
+            words = ["plain", "answer", "result", "value", "server", "tool", "data", "12345", "alpha", "beta",
+                     "gamma", "delta", "the", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog"]
+            out, size, i = [], 0, 0
+            while size < int(a.get("kib", 1024)) * 1024:
+                out.append(words[i % len(words)] + str(i % 97))
+                size += len(out[-1]) + 1
+                i += 1
+            return text(" ".join(out))
         if name == "steps":
             n = int(a.get("n", 3))
             for i in range(1, n + 1):

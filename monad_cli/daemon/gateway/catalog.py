@@ -367,7 +367,7 @@ class Catalog:
                                                 plain=plain)
         except MCPError as e:
             outcome, error = "error", f"{e.error.message} (MCP error {e.error.code})"
-            raise MCPError(e.error.code, self.scrub(f"server `{server}`: {e.error.message}"), e.error.data) from None
+            raise MCPError(e.error.code, f"server `{server}`: {e.error.message}", e.error.data) from None
         except MonadError as e:
             outcome, error = "error", e.message
             raise MCPError(types.INTERNAL_ERROR, self.scrub(e.message)) from None

@@ -126,7 +126,10 @@ new LiveStream(showStatus)
   .on("authorize", (data) => servers.applyAuthorize(data))
   .on("call", (data) => transcript.applyCall(data.call))
   .on("approval.pending", (data) => approvals.add(data.approval))
-  .on("approval.closed", (data) => approvals.remove(data.id))
+  .on("approval.closed", (data) => {
+    approvals.remove(data.id);
+    tools.refreshSoon(); // a session/always grant shows on the tool's row
+  })
   .on("authorization.pending", (data) => approvals.addAuthorization(data))
   .on("authorization.closed", (data) => approvals.remove(data.id))
   .on("task", (data) => {

@@ -274,7 +274,7 @@ export class ToolsView {
 
   render(tools) {
     this.onTools(tools);
-    const key = JSON.stringify(tools.map((t) => [t.name, t.description, t.ui, t.server]));
+    const key = JSON.stringify(tools.map((t) => [t.name, t.description, t.ui, t.server, t.approval]));
     if (key === this.key) return;
     this.key = key;
     this.tools = tools;
@@ -295,7 +295,11 @@ export class ToolsView {
           h("td", { class: "col-0" }, h("code", { title: t.name }, t.name)),
           h("td", { class: "col-1" }, h("span", { class: "desc", title: t.description || null }, t.description || ""),
             t.ui ? h("span", { class: "badge tag" }, "MCP App") : null,
-            t.autoApproved ? h("span", { class: "badge tag" }, "auto-approved") : null),
+            t.autoApproved ? h("span", { class: "badge tag" }, "auto-approved") : null,
+            t.approval ? h("span", { class: "badge tag" }, `approved (${t.approval})`) : null,
+            // A standing approval is taken back here too (`monad approvals revoke`): the next call asks.
+            t.approval ? h("button", { type: "button", class: "small", "aria-label": `Revoke approval of ${t.name}`,
+                                       onclick: () => this.revoke(t.name) }, "Revoke") : null),
           h("td", { class: "col-2" }, h("button", { type: "button", class: "small", "aria-label": `Try ${t.name}`,
                                                     onclick: () => this.open(t.name) }, "Try"))))));
     }
@@ -303,6 +307,16 @@ export class ToolsView {
     this.applyFilter();
     const again = focused && this.tryButton(focused);
     if (again) again.focus();
+  }
+
+  async revoke(name) {
+    try {
+      await api("POST", "/v1/approvals/revoke", { name });
+      this.notify(`${name}: approval revoked; its next call asks again`);
+    } catch (err) {
+      this.notify(`revoke ${name}: ${err.message}`, true);
+    }
+    this.refresh();
   }
 
   tryButton(label) {
