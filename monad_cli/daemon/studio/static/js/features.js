@@ -97,7 +97,7 @@ export class ServerFeatures {
       h("section", { "aria-labelledby": `${this.id}-res` },
         h("div", { class: "details-head" }, h("h3", { id: `${this.id}-res` }, "Resources", this.resourceCount),
           h("button", { type: "button", class: "small", "aria-label": `Reload resources and prompts of ${server}`,
-                        onclick: () => this.load() }, "Reload")),
+                        onclick: () => { this.key = null; this.load(); } }, "Reload")),
         this.resources, this.reader),
       h("section", { "aria-labelledby": `${this.id}-prompts` },
         h("h3", { id: `${this.id}-prompts` }, "Prompts", this.promptCount),
@@ -117,8 +117,19 @@ export class ServerFeatures {
     const base = `/v1/mcp-servers/${enc(this.server)}`;
     const get = (path) => api("GET", path).catch((err) => ({ error: err.message }));
     const [resources, prompts] = await Promise.all([get(`${base}/resources`), get(`${base}/prompts`)]);
+    // Drawn again only when they changed: what is typed in a form stays, and so does focus.
+    const key = JSON.stringify([resources, prompts]);
+    if (key === this.key) return;
+    this.key = key;
+    const focused = this.element.contains(document.activeElement) ? document.activeElement : null;
+    const label = focused && (focused.getAttribute("aria-label") || focused.id);
     this.showResources(resources);
     this.showPrompts(prompts);
+    if (label && !focused.isConnected) {
+      const again = [...this.element.querySelectorAll("[aria-label], [id]")]
+        .find((el) => (el.getAttribute("aria-label") || el.id) === label);
+      if (again) again.focus();
+    }
   }
 
   // -- resources ------------------------------------------------------------------------------

@@ -13,6 +13,11 @@ import { serverHash } from "./servers.js";
 const SOURCES = { "env-file": "MONAD_HOME/env", environment: "the supervisor's environment" };
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/; // config/envfile.py check_name
 
+/** Where a variable is set, in words that break after a `/` in a narrow column. */
+function where(source) {
+  return String(SOURCES[source] || source).split("/").flatMap((part, i) => (i ? ["/", h("wbr"), part] : [part]));
+}
+
 export class VariablesView {
   constructor(root, { notify }) {
     this.root = root;
@@ -39,6 +44,7 @@ export class VariablesView {
       h("code", {}, "monad env"), "). A value is never shown once saved; servers that use a variable reconnect "
         + "when it changes."),
       this.problems,
+      this.table, this.empty,
       h("form", { class: "variable-form", novalidate: true, "aria-labelledby": "var-form-title",
                   onsubmit: (e) => { e.preventDefault(); this.submit(); } },
         h("h2", { id: "var-form-title" }, "Set a variable"),
@@ -47,9 +53,7 @@ export class VariablesView {
           h("div", { class: "field" }, h("label", { for: "var-value" }, "Value"), this.value,
             h("p", { class: "hint", id: "var-value-hint" }, "Saved to MONAD_HOME/env (0600); replaces the value "
               + "there, if any."), this.valueError)),
-        h("div", { class: "buttons" }, this.save)),
-      h("h2", {}, "Names"),
-      this.table, this.empty);
+        h("div", { class: "buttons" }, this.save)));
   }
 
   shown() {
@@ -74,12 +78,18 @@ export class VariablesView {
   }
 
   render(variables, problems) {
+    // The same answer again (a reload elsewhere): nothing rebuilt, so focus and an open
+    // dialog's way back stay where they are.
+    const key = JSON.stringify([variables, problems]);
+    if (key === this.key) return;
+    this.key = key;
     replaceChildren(this.problems, problems.map((p) => h("li", {}, p)));
     this.problems.hidden = problems.length === 0;
     const focused = this.table.contains(document.activeElement) ? document.activeElement.getAttribute("aria-label") : null;
     replaceChildren(this.tbody, variables.map((v) => h("tr", { dataset: { name: v.name } },
       h("td", { class: "col-0" }, h("code", {}, v.name)),
-      h("td", { class: "col-1" }, v.source ? SOURCES[v.source] || v.source : h("span", { class: "error" }, "not set")),
+      h("td", { class: v.source ? "col-1" : "col-1 unset" },
+        v.source ? where(v.source) : h("span", { class: "error" }, "not set")),
       h("td", { class: "col-2" }, v.servers.length ? v.servers.map((s, i) => [i ? ", " : "",
         h("a", { href: serverHash(s) }, s)]) : h("span", { class: "hint" }, "no server")),
       h("td", { class: "col-3" }, h("div", { class: "actions" },
@@ -144,9 +154,15 @@ export class VariablesView {
 
   async remove(variable) {
     const users = variable.servers.length ? ` ${variable.servers.join(", ")} use it and reconnect without it.` : "";
+    const label = `Remove ${variable.name}`;
     const ok = await confirmDialog({ title: `Remove ${variable.name}?`,
                                      text: `This deletes it from MONAD_HOME/env.${users}`, confirm: "Remove" });
-    if (!ok) return;
+    if (!ok) {
+      // The list may have been drawn again while the dialog was open: back to the same button.
+      const again = [...this.table.querySelectorAll("button")].find((b) => b.getAttribute("aria-label") === label);
+      if (again && !this.table.contains(document.activeElement)) again.focus();
+      return;
+    }
     try {
       await api("DELETE", `/v1/env/${enc(variable.name)}`);
       this.notify(`removed \`${variable.name}\` from MONAD_HOME/env`);
