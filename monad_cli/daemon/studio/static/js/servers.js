@@ -491,7 +491,9 @@ function stderrPart(status) {
   const lines = status.stderrTail || [];
   return h("section", {},
     h("h3", {}, "Stderr (last lines)"),
-    lines.length ? h("pre", { class: "stderr", tabindex: "0", "aria-label": "Stderr (last lines)" }, lines.join("\n")) : h("p", { class: "hint" }, "Nothing written."));
+    // A tab stop: it scrolls past its height (axe: scrollable-region-focusable).
+    lines.length ? h("pre", { class: "stderr", tabindex: "0", "aria-label": "Stderr (last lines)" }, lines.join("\n"))
+      : h("p", { class: "hint" }, "Nothing written."));
 }
 
 function journalPart(journal) {
