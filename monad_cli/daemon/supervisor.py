@@ -166,7 +166,7 @@ class Supervisor:
                                          request_timeout=self.request_timeout)
         self.state_listeners.append(tasks.on_actor_state)
         self.tool_service = ToolService(journal, self.actors, scrub=self.scrub,
-                                        tool_globs=lambda: self.tool_globs, start_task=tasks.start,
+                                        tool_globs=lambda: self.tool_globs, start_task=tasks.detach,
                                         run_task=tasks.run_call, recheck=self._recheck_tools,
                                         write_pin=self._write_first_pin, stopping=lambda: self.stopping)
         self.tool_listeners.append(lambda actor: self.tool_service.changed())

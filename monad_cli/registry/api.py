@@ -24,7 +24,7 @@ from urllib.parse import quote, urlsplit
 import httpx2
 
 from monad_cli.core.errors import ConfigError, InvalidInput, MonadError, NotFound, Unavailable
-from monad_cli.core.messages import transport_error
+from monad_cli.core.messages import cut, transport_error
 from monad_cli.core.paths import Paths
 
 OFFICIAL = "https://registry.modelcontextprotocol.io"
@@ -164,6 +164,11 @@ class Registry:
         entry = _entry(body, self.base)
         if entry is None:
             raise Unavailable(f"registry `{self.shown}`: the answer to `{path}` is not a server entry")
+        # The answer must be the server asked for: a registry answering with another name
+        # would install what the person never named.
+        if entry.name != name or version not in ("latest", entry.version):
+            raise Unavailable(f"registry `{self.shown}` answered `{path}` with `{cut(entry.name)}` "
+                              f"{cut(entry.version)}; refused")
         return entry
 
 
