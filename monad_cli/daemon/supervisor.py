@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from mcp.client import ClientExtension
 
     from monad_cli.config.schema import ServerSpec
+    from monad_cli.daemon.gateway.catalog import Catalog
     from monad_cli.daemon.tasks.manager import TaskManager
 
 log = logging.getLogger("monad.supervisor")
@@ -414,6 +415,11 @@ class Supervisor:
         self.actors[actor.name] = actor
         assert self._tg is not None
         self._tg.start_soon(actor.run)
+
+    @property
+    def catalog(self) -> Catalog:
+        """What the servers offer besides tools, as the gateway reads it (gateway/catalog.py)."""
+        return self.gateway.catalog
 
     # -- status ------------------------------------------------------------------------
     def status(self, *, name: str | None = None, detail: bool = False) -> list[dict[str, Any]]:

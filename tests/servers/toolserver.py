@@ -9,11 +9,11 @@ description and announces it: a rug pull under a live session), `slow(seconds)` 
 and, when the call is cancelled, `<marker-dir>/slow.cancelled`).
 `--names`: adds tools named `get.user`, `get_user`, `Dockerfile problems scanner` and a
 70-character name. `--many N`: N more tools `t000`... served `--page-size` per page.
-`--repeat-cursor`: every page returns the same nextCursor. `--progress`: adds `steps(n)`, which
-sends n notifications/progress (`step i`, i/n) when the caller asked for them, then
-answers `did n steps`. `--rich-schema`: adds `rich`, whose inputSchema (`RICH_SCHEMA`)
-uses JSON Schema 2020-12 keywords a careless client drops or rewrites; it answers
-with its arguments as JSON. `--tools-file`: JSON
+`--repeat-cursor`: every page returns the same nextCursor. `--progress`: adds `steps(n, delay)`,
+which sends n notifications/progress (`step i`, i/n) when the caller asked for them, each
+`delay` seconds (default 0.05) after the last, then answers `did n steps`. `--rich-schema`:
+adds `rich`, whose inputSchema (`RICH_SCHEMA`) uses JSON Schema 2020-12 keywords a careless
+client drops or rewrites; it answers with its arguments as JSON. `--tools-file`: JSON
 {"description": ..., "param": ..., "extra": bool} shapes `echo` (read at start: a rug pull
 between connects). `--big`: adds `big(kib)`, which answers `kib` KiB of words (bench/bench_scrub.py).
 """
@@ -112,7 +112,7 @@ def main() -> None:
     ]
     if args.progress:
         tools.append(types.Tool(name="steps", description="Report progress n times, then answer.",
-                                input_schema=schema({"n": {"type": "integer"}})))
+                                input_schema=schema({"n": {"type": "integer"}, "delay": {"type": "number"}}, ["n"])))
     if args.rich_schema:
         tools.append(types.Tool(name="rich", description="JSON Schema 2020-12 keywords.", input_schema=RICH_SCHEMA))
     if args.big:
@@ -167,7 +167,7 @@ def main() -> None:
             n = int(a.get("n", 3))
             for i in range(1, n + 1):
                 await ctx.session.report_progress(float(i), float(n), f"step {i}")
-                await anyio.sleep(0.05)
+                await anyio.sleep(float(a.get("delay", 0.05)))
             return text(f"did {n} steps")
         if name == "mutate":
             # A rug pull at runtime: the tool set changes under a live session.

@@ -75,8 +75,8 @@ class StudioHub:
         sup.tool_service.authorization.flows = self.authorize
         sup.tool_service.authorization.listeners.append(self.publish)
         self.transcript = Transcript(sup.tool_service, sup.tasks, publish=self.publish,
-                                     listening=lambda: self.bus.listening)
-        self.apps = AppHost(sup.tool_service, sup.actors, sup.tool_service.journal, scrub=sup.scrub)
+                                     listening=lambda: self.bus.listening, start_soon=sup.start_soon)
+        self.apps = AppHost(sup.tool_service, sup.catalog, sup.tool_service.journal, scrub=sup.scrub)
         sup.on_state(self._on_actor)
         sup.on_tools(self._on_actor)
         sup.on_config(lambda _diff: self._on_config())

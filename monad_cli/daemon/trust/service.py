@@ -642,8 +642,9 @@ class ToolService:
                 if self.run_task is not None and tool.execution and tool.execution.task_support == "required":
                     result = await self.run_task(actor.name, tool.name, arguments, correlation=correlation)
                 else:
+                    told = self.calls.progress_of(call_id, progress) if progress is not None else None
                     result = await self._send(actor, tool, exposed, arguments, via=via, approval=approval,
-                                              progress=progress, inputs=inputs)
+                                              progress=told, inputs=inputs)
             except anyio.get_cancelled_exc_class():
                 with anyio.CancelScope(shield=True):
                     finish("cancelled", "the caller cancelled the call")
