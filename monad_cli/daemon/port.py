@@ -17,8 +17,8 @@ if TYPE_CHECKING:
     from monad_cli.config.loader import Definitions
     from monad_cli.core.filters import ServerFilter
     from monad_cli.core.paths import Paths
-    from monad_cli.daemon.gateway.search import ToolSearch
     from monad_cli.daemon.gateway.catalog import Catalog
+    from monad_cli.daemon.gateway.search import ToolSearch
     from monad_cli.daemon.reconcile import Diff
     from monad_cli.daemon.sessions.actor import ServerActor
     from monad_cli.daemon.tasks.manager import TaskManager
