@@ -345,8 +345,6 @@ class DirectCalls:
                     name = params.get("name")  # the span's target, as the SDK's middleware takes it
                     with recorder.server_request(method, name, request_id=request_id, protocol_version=version,
                                                  meta=trace, transport="pipe") as span:
-                        if method == GET:
-                            span.set_attribute("gen_ai.prompt.name", name)
                         line = await self._answer(request_id, method, params, version, span=span)
         except anyio.get_cancelled_exc_class():
             # The connection is ending: answer so nobody waits (the SDK does the same).
