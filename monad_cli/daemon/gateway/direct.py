@@ -43,8 +43,8 @@ What is taken (shapes as in the MCP spec, server/tools "Calling Tools", server/r
   `requestState` or `inputResponses` (a later round: the SDK's path), no per-request
   `logLevel` (its messages go out on the SDK's request stream);
 - W3C trace context in `_meta` (`traceparent`, `tracestate`, `baggage`; SEP-414) is taken in
-  either era: with telemetry on, the call's SERVER span continues the caller's trace, as the
-  SDK's `OpenTelemetryMiddleware` does on its path (`telemetry/recorder.py`); off, it is ignored.
+  either era: with telemetry on, the call's SERVER span continues the caller's trace, as
+  monad's middleware does on the SDK's path (`telemetry/recorder.py`); off, it is ignored.
 
 `notifications/cancelled` naming a call in flight here cancels it, which cancels the
 upstream request (basic/utilities/cancellation); the connection's end cancels them all.

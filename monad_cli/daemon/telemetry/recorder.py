@@ -69,9 +69,6 @@ class Operation:
         self.span = span
         self.error: str | None = None
 
-    def set_attribute(self, key: str, value: Any) -> None:
-        self.span.set_attribute(key, value)
-
     def fail(self, error_type: str, code: str | None = None) -> None:
         """The request failed: `error.type` (and `rpc.response.status_code` for an error
         answer), and the span's status ERROR, with no description."""

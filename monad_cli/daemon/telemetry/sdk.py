@@ -20,7 +20,7 @@ from typing import Any
 
 from opentelemetry import metrics, trace
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
-from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics import AlwaysOffExemplarFilter, MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan, SpanProcessor, TracerProvider
@@ -36,7 +36,6 @@ from monad_cli.daemon.telemetry.settings import ENDPOINT_VARS, TelemetrySettings
 # The MCP SDK's own CLIENT spans (`mcp/shared/jsonrpc_dispatcher.py`).
 SDK_SPAN = "MCP send "
 SHUTDOWN_S = 3.0
-CLIENT = SpanKind.CLIENT
 # An exception event's text: what the exception's message quoted.
 _EXCEPTION_TEXT = ("exception.message", "exception.stacktrace")
 log = logging.getLogger("monad.telemetry")
@@ -66,11 +65,12 @@ class SdkRequestIds(SpanProcessor):
     CLIENT span has `jsonrpc.request.id` whichever path sent the request."""
 
     def on_start(self, span: Any, parent_context: Any = None) -> None:
+        if not span.name.startswith(SDK_SPAN):
+            return
         parent = get_current_span(parent_context)
-        if span.name.startswith(SDK_SPAN) and parent.is_recording() and getattr(parent, "kind", None) is CLIENT:
-            request_id = (span.attributes or {}).get("jsonrpc.request.id")
-            if request_id is not None:
-                parent.set_attribute("jsonrpc.request.id", request_id)
+        request_id = (span.attributes or {}).get("jsonrpc.request.id")
+        if request_id is not None and parent.is_recording() and getattr(parent, "kind", None) is SpanKind.CLIENT:
+            parent.set_attribute("jsonrpc.request.id", request_id)
 
 
 class Scrubbed(SpanExporter):
@@ -113,13 +113,10 @@ class Scrubbed(SpanExporter):
         return self.inner.force_flush(timeout_millis)
 
 
-def install(settings: TelemetrySettings, environ: Mapping[str, str],
-            scrub: Callable[[str], str]) -> tuple[Callable[[], bytes], Callable[[], None]]:
-    """Set the global providers; returns the `/metrics` text (bytes, the Prometheus text
-    format 0.0.4) and the shutdown function (flushes, bounded by `SHUTDOWN_S`)."""
-    # The exporters log a warning per retry while a collector is down; one error per lost
-    # batch says enough in daemon.log.
-    logging.getLogger("opentelemetry").setLevel(logging.ERROR)
+def providers(settings: TelemetrySettings, environ: Mapping[str, str], scrub: Callable[[str], str]
+              ) -> tuple[TracerProvider | None, MeterProvider, Callable[[], bytes]]:
+    """The tracer provider (None without an OTLP endpoint), the meter provider and the
+    `/metrics` text (bytes, the Prometheus text format 0.0.4), as the supervisor runs them."""
     resource = Resource.create({"service.name": settings.service_name, "service.version": __version__})
     registry = CollectorRegistry(auto_describe=False)
     readers: list[MetricReader] = [PrometheusMetricReader(disable_target_info=True, scope_info_enabled=False,
@@ -132,7 +129,7 @@ def install(settings: TelemetrySettings, environ: Mapping[str, str],
         # The sampler the SDK reads from OTEL_TRACES_SAMPLER (a provider built without one),
         # quieted: the SDK has no public function for it (`sampling._get_from_env_or_default`).
         configured = TracerProvider(shutdown_on_exit=False).sampler
-        # shutdown_on_exit=False: `shutdown` below bounds the wait; an atexit one would not.
+        # shutdown_on_exit=False: `install`'s shutdown bounds the wait; an atexit one would not.
         tracer_provider = TracerProvider(resource=resource, sampler=QuietSampler(configured), shutdown_on_exit=False)
         tracer_provider.add_span_processor(SdkRequestIds())
         # The exporters read OTEL_EXPORTER_OTLP_* themselves; an endpoint from settings.toml
@@ -143,8 +140,24 @@ def install(settings: TelemetrySettings, environ: Mapping[str, str],
         tracer_provider.add_span_processor(BatchSpanProcessor(Scrubbed(spans_out, scrub)))
         metrics_out = OTLPMetricExporter() if from_env else OTLPMetricExporter(endpoint=f"{base}/v1/metrics")
         readers.append(PeriodicExportingMetricReader(metrics_out))
+    # Exemplars (a sampled span's ids kept beside a measurement) cost every measurement on a
+    # call's path; `/metrics` does not show them. OTEL_METRICS_EXEMPLAR_FILTER turns them on.
+    exemplars = None if environ.get("OTEL_METRICS_EXEMPLAR_FILTER") else AlwaysOffExemplarFilter()
+    meter_provider = MeterProvider(resource=resource, metric_readers=readers, exemplar_filter=exemplars,
+                                   shutdown_on_exit=False)
+    return tracer_provider, meter_provider, lambda: generate_latest(registry)
+
+
+def install(settings: TelemetrySettings, environ: Mapping[str, str],
+            scrub: Callable[[str], str]) -> tuple[Callable[[], bytes], Callable[[], None]]:
+    """Set the global providers (`providers`); returns the `/metrics` text and the shutdown
+    function (flushes, bounded by `SHUTDOWN_S`)."""
+    # The exporters log a warning per retry while a collector is down; one error per lost
+    # batch says enough in daemon.log.
+    logging.getLogger("opentelemetry").setLevel(logging.ERROR)
+    tracer_provider, meter_provider, exposition = providers(settings, environ, scrub)
+    if tracer_provider is not None:
         trace.set_tracer_provider(tracer_provider)
-    meter_provider = MeterProvider(resource=resource, metric_readers=readers, shutdown_on_exit=False)
     metrics.set_meter_provider(meter_provider)
 
     def shutdown() -> None:
@@ -162,7 +175,7 @@ def install(settings: TelemetrySettings, environ: Mapping[str, str],
             log.warning("telemetry: the collector did not take the last spans and metrics within %g s; "
                         "dropped", SHUTDOWN_S)
 
-    return lambda: generate_latest(registry), shutdown
+    return exposition, shutdown
 
 
-__all__ = ["SDK_SPAN", "QuietSampler", "Scrubbed", "SdkRequestIds", "install"]
+__all__ = ["SDK_SPAN", "QuietSampler", "Scrubbed", "SdkRequestIds", "install", "providers"]
