@@ -1,16 +1,19 @@
-"""`sdk.Scrubbed`, the one place every exported span passes: spans made by the OpenTelemetry
-SDK's own tracer (monad's and the MCP SDK's alike), exported through it to the SDK's
-in-memory exporter, with the supervisor's real scrubber (`core.redact.Scrubber`)."""
+"""`daemon/telemetry/sdk.py`: `Scrubbed`, the one place every exported span passes (spans made
+by the OpenTelemetry SDK's own tracer, monad's and the MCP SDK's alike, exported through it
+to the SDK's in-memory exporter, with the supervisor's real scrubber, `core.redact.Scrubber`);
+and the sampler the supervisor runs, the one `OTEL_TRACES_SAMPLER` names."""
 
 from __future__ import annotations
 
+import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
 from monad_cli.core.redact import Scrubber
-from monad_cli.daemon.telemetry.sdk import Scrubbed
+from monad_cli.daemon.telemetry.sdk import QuietSampler, Scrubbed, providers
+from monad_cli.daemon.telemetry.settings import TelemetrySettings
 
 SECRET = "sentinel-held-secret-6a0e"
 
@@ -57,3 +60,28 @@ def test_a_span_with_nothing_to_hide_goes_as_it_is() -> None:
     out = InMemorySpanExporter()
     Scrubbed(out, Scrubber([SECRET])).export([span])
     assert out.get_finished_spans()[0] is span
+
+
+@pytest.mark.parametrize("sampler,ratio,expected", [
+    ("", "", "ParentBased{root:AlwaysOnSampler"),
+    ("parentbased_traceidratio", "0.1", "ParentBased{root:TraceIdRatioBased{0.1}"),
+    ("always_off", "", "AlwaysOffSampler"),
+])
+def test_the_sampler_is_the_one_the_environment_names(monkeypatch: pytest.MonkeyPatch, sampler: str, ratio: str,
+                                                      expected: str) -> None:
+    """docs/telemetry.md "Sampling": the SDK reads OTEL_TRACES_SAMPLER(_ARG) itself; monad's
+    wrapper only drops the MCP SDK's own spans that start a trace (its pings)."""
+    for var, value in (("OTEL_TRACES_SAMPLER", sampler), ("OTEL_TRACES_SAMPLER_ARG", ratio)):
+        if value:
+            monkeypatch.setenv(var, value)
+        else:
+            monkeypatch.delenv(var, raising=False)
+    tracers, meters, _text = providers(TelemetrySettings(enabled=True, endpoint="http://127.0.0.1:9"), {}, str)
+    try:
+        assert tracers is not None and isinstance(tracers.sampler, QuietSampler)
+        assert tracers.sampler.get_description().startswith(f"QuietSampler({expected}"), tracers.sampler
+        with tracers.get_tracer("mcp-python-sdk").start_as_current_span("MCP send ping") as ping:
+            assert not ping.is_recording()  # a ping of its own: no trace
+    finally:
+        tracers.shutdown()
+        meters.shutdown()
