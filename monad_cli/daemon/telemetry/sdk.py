@@ -79,9 +79,10 @@ class Scrubbed(SpanExporter):
     attribute. A status description is left out, and so are an exception event's message and
     stack trace: a server's error message may quote what it was sent, which is no secret monad
     knows (the JSON-RPC code is in `error.type`). One place for every span, monad's and the MCP
-    SDK's, so a new span cannot forget it. A span with nothing to change goes as it is; one
-    that changes goes as a `ReadableSpan` built by its public constructor (OpenTelemetry Python
-    has no public hook to change a span as it ends: the spec's `OnEnding` is `_on_ending` there)."""
+    SDK's, so a new span cannot forget it. A span with no event, no description and nothing the
+    scrubber changes goes as it is; any other as a `ReadableSpan` built by its public constructor
+    (OpenTelemetry Python has no public hook to change a span as it ends: the spec's `OnEnding`
+    is `_on_ending` there)."""
 
     def __init__(self, inner: SpanExporter, scrub: Callable[[str], str]) -> None:
         self.inner = inner
@@ -95,14 +96,15 @@ class Scrubbed(SpanExporter):
                 if k not in leave_out}
 
     def _scrubbed(self, span: ReadableSpan) -> ReadableSpan:
-        name = self.scrub(span.name)
-        attributes = self._strings(span.attributes)
-        events = [Event(e.name, self._strings(e.attributes, _EXCEPTION_TEXT), e.timestamp) for e in span.events]
-        if (name == span.name and attributes == dict(span.attributes or {}) and not span.status.description
-                and all(e.attributes == dict(o.attributes or {}) for e, o in zip(events, span.events, strict=True))):
+        name, scrub = self.scrub(span.name), self.scrub
+        given = span.attributes or {}
+        # Most spans: no event, no description, nothing the scrubber changes; no copy made.
+        if (name == span.name and not span.events and not span.status.description
+                and all(scrub(v) == v for v in given.values() if isinstance(v, str))):
             return span
+        events = [Event(e.name, self._strings(e.attributes, _EXCEPTION_TEXT), e.timestamp) for e in span.events]
         return ReadableSpan(name=name, context=span.context, parent=span.parent, resource=span.resource,
-                            attributes=attributes, events=events, links=span.links, kind=span.kind,
+                            attributes=self._strings(given), events=events, links=span.links, kind=span.kind,
                             status=Status(span.status.status_code), start_time=span.start_time,
                             end_time=span.end_time, instrumentation_scope=span.instrumentation_scope)
 
