@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
+# `make demo` needs monad and the demo's server (mcp-server-time, the `example` extra), not
+# the test toolchain: its own stamp, in the same venv.
+DEMO_STAMP = $(VENV)/.demo-installed
 
 .PHONY: demo install uninstall test check bench docs completions clean conformance-deps everything-deps \
 	memory-deps inspector-deps
@@ -11,13 +14,19 @@ EVERYTHING = .cache/everything/.installed
 MEMORY = .cache/memory/.installed
 INSPECTOR = .cache/inspector/.installed
 
-$(STAMP): pyproject.toml
+$(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+
+$(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e '.[test,postgres,telemetry]'
 	touch $(STAMP)
 
-demo: $(STAMP)
+$(DEMO_STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e '.[example]'
+	touch $(DEMO_STAMP)
+
+demo: $(DEMO_STAMP)
 	$(PY) scripts/demo.py
 
 # `monad` on PATH for the Quick start: its own venv under $(PREFIX)/share/monad, the command

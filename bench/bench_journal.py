@@ -75,8 +75,7 @@ def lag(j: Journal, cluster: Cluster, db: str, n: int = 50) -> list[float]:
             cid = jt.start_call(j, server="lag", tool="t", exposed="lag__t", arguments={"i": i}, via="api")
             jt.finish_call(j, cid, outcome="ok")
             t = time.perf_counter()
-            (uid,) = j.engine.raw_connection().cursor().execute("SELECT uid FROM tool_calls WHERE id = ?",
-                                                                (cid,)).fetchone()
+            ((uid,),) = j.pool.read("SELECT uid FROM tool_calls WHERE id = ?", (cid,))
             while not conn.execute("SELECT 1 FROM tool_calls WHERE uid = %s AND outcome = 'ok'", (uid,)).fetchone():
                 time.sleep(0.0005)
             out.append(time.perf_counter() - t)

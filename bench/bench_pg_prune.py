@@ -1,5 +1,5 @@
 """Bench: `[journal] keep` on a fleet's shared PostgreSQL journal (issue 26): how long
-`journal.pg_retention.prune_shared` takes to delete this host's old rows, then every host's,
+`journal.retention.prune_shared` takes to delete this host's old rows, then every host's,
 from a real PostgreSQL holding `--rows` calls and as many events, and what reading the
 newest calls costs before and after. Not a timed test.
 
@@ -25,8 +25,10 @@ sys.path.insert(0, str(ROOT))
 
 from bench.bench_journal import free_port  # noqa: E402
 from monad_cli.core.paths import Paths  # noqa: E402
-from monad_cli.journal.pg_reader import calls  # noqa: E402
-from monad_cli.journal.pg_retention import prune_shared  # noqa: E402
+from monad_cli.journal import reader  # noqa: E402
+from monad_cli.journal.pg import PgDatabase  # noqa: E402
+from monad_cli.journal.retention import prune_shared  # noqa: E402
+from monad_cli.journal.schema import migrate  # noqa: E402
 from monad_cli.journal.settings import load_journal_settings  # noqa: E402
 from tests.pg import Cluster, find_bindir  # noqa: E402
 
@@ -75,21 +77,17 @@ def main() -> None:
         tmp = Path(tempfile.mkdtemp(prefix="monad-bench-pg-prune-"))
         env = {"MONAD_JOURNAL_URL": cluster.url("bench", cluster.password), "MONAD_HOST": "bench"}
         settings = load_journal_settings(Paths(tmp), env)
-        from sqlalchemy import create_engine
-
-        from monad_cli.journal.db import migrate
-
-        engine = create_engine(settings.url or "")
-        with engine.begin() as conn:
-            migrate(conn)
-        engine.dispose()
+        shared = PgDatabase(settings)
+        with shared.transaction() as cur:
+            migrate(cur, "postgresql")
+        shared.close()
         started = time.perf_counter()
         fill(cluster.conninfo("bench"), args.rows, settings.home)
         print(f"writing {args.rows:,} calls and {args.rows:,} events: {time.perf_counter() - started:.1f} s")
 
         def read() -> float:
             t = time.perf_counter()
-            calls(settings, limit=50)
+            reader.from_shared(settings, lambda db: reader.calls(db, limit=50))
             return (time.perf_counter() - t) * 1000
 
         before = min(read() for _ in range(5))

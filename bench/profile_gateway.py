@@ -31,7 +31,7 @@ TOOLSERVER = str(ROOT / "tests" / "servers" / "toolserver.py")
 # Checked in order, innermost frame first: the first bucket whose marker is in a frame wins.
 IDLE_LEAVES = ("EpollSelector.select", "Condition.wait", "WorkerThread.run", "Thread.join", "Event.wait")
 BUCKETS = [
-    ("journal (sqlite3)", ("monad_cli/journal", "sqlite3", "sqlalchemy")),
+    ("journal (sqlite3)", ("monad_cli/journal", "sqlite3")),
     ("HTTP server (uvicorn, h11, starlette)", ("uvicorn/", "h11/", "starlette/", "sse_starlette")),
     ("HTTP client (httpx2, httpcore)", ("httpx2/", "httpcore/", "http/client")),
     ("pydantic validation / serialization", ("pydantic", "mcp_types/")),

@@ -3,7 +3,8 @@ in the pane beside the list), docs/studio-narrow.png (the same at 400 px: the pa
 list), docs/studio-tools.png (Tools: the MCP App probe called from Try, a CLI call waiting
 for approval in the banner) and docs/studio-stopped.png (after `monad daemon stop`).
 
-    .venv/bin/python scripts/studio_screenshot.py
+    .venv/bin/python scripts/studio_screenshot.py            # all of them
+    .venv/bin/python scripts/studio_screenshot.py agents     # docs/studio-agents.png only
 
 Needs Debian's chromium (`apt-get install -y chromium`). Runs a supervisor on a temporary
 MONAD_HOME with mcp-server-time, the test server, a remote behind the test authorization
@@ -29,6 +30,7 @@ OUT = ROOT / "docs" / "studio.png"
 OUT_TOOLS = ROOT / "docs" / "studio-tools.png"
 OUT_NARROW = ROOT / "docs" / "studio-narrow.png"
 OUT_STOPPED = ROOT / "docs" / "studio-stopped.png"
+OUT_AGENTS = ROOT / "docs" / "studio-agents.png"
 
 
 def monad(*argv: str) -> subprocess.CompletedProcess[str]:
@@ -115,5 +117,58 @@ def main() -> None:
         shutil.rmtree(home.parent, ignore_errors=True)
 
 
+def agents() -> None:
+    """docs/studio-agents.png: the Agents page over a home folder of its own (Claude Code,
+    Cursor and Codex set up, Cursor's own `time` beside monad's; Claude Code connected from the
+    page), with Cursor's Connect dialog open. The supervisor runs from a venv of symlinks under
+    the temporary folder, so the entry shown names no path of this machine's checkout."""
+    from playwright.sync_api import expect, sync_playwright
+
+    base = Path(tempfile.mkdtemp(prefix="monad-shot-"))
+    user, home, venv = base / "user", base / "home", base / "opt" / "monad"
+    (venv / "bin").mkdir(parents=True)
+    real = Path(sys.prefix)
+    (venv / "pyvenv.cfg").write_text((real / "pyvenv.cfg").read_text())
+    (venv / "lib").symlink_to(real / "lib")
+    (venv / "bin" / "python").symlink_to(Path(sys.executable).resolve())
+    (venv / "bin" / "monad").symlink_to(BIN / "monad")
+    (user / ".cursor").mkdir(parents=True)
+    (user / ".cursor" / "mcp.json").write_text('{"mcpServers": {"time": {"command": "uvx", "args": '
+                                               '["mcp-server-time"]}}}\n')
+    (user / ".codex").mkdir()
+    (user / ".codex" / "config.toml").write_text('model = "o3"\n')
+    (user / ".claude.json").write_text('{"numStartups": 3}\n')
+    env = {**os.environ, "HOME": str(user), "MONAD_HOME": str(home), "XDG_CONFIG_HOME": str(user / ".config")}
+    run = subprocess.Popen([str(venv / "bin" / "python"), "-m", "monad_cli", "daemon", "run"], env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        subprocess.run([str(BIN / "monad"), "mcp", "add", "time", "--", "mcp-server-time"], env=env, check=True,
+                       capture_output=True)
+        url = json.loads(subprocess.run([str(BIN / "monad"), "studio", "--no-browser", "--json", "--port", "0"],
+                                        env=env, check=True, capture_output=True, text=True).stdout)["url"]
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=shutil.which("chromium") or "/usr/bin/chromium",
+                                        args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                                              "--disable-component-update", "--disable-sync"])
+            page = browser.new_context(viewport={"width": 1280, "height": 800}, color_scheme="light").new_page()
+            page.goto(url)
+            page.get_by_role("navigation", name="Sections").get_by_role("link", name="Agents").click()
+            page.get_by_role("button", name="Connect Claude Code").click()
+            page.get_by_role("dialog", name="Connect Claude Code").get_by_role("button", name="Connect").click()
+            expect(page.get_by_role("button", name="Disconnect Claude Code")).to_be_visible()
+            page.get_by_role("button", name="Dismiss message").click()
+            page.get_by_role("button", name="Connect Cursor").click()
+            expect(page.get_by_role("dialog", name="Connect Cursor")).to_be_visible()
+            page.screenshot(path=str(OUT_AGENTS), full_page=False)
+            browser.close()
+        print(f"wrote {OUT_AGENTS.relative_to(ROOT)} ({OUT_AGENTS.stat().st_size // 1024} KiB)")
+    finally:
+        subprocess.run([str(BIN / "monad"), "daemon", "stop"], env=env, capture_output=True)
+        run.wait(timeout=30)
+        shutil.rmtree(base, ignore_errors=True)
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] != ["agents"]:
+        main()
+    agents()

@@ -14,12 +14,12 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "monad_cli"
 # The shared parts below both programs: they never reach into either program.
-SHARED = ("core", "tools", "config", "auth", "journal", "registry")
+SHARED = ("core", "tools", "config", "auth", "journal", "registry", "clients")
 # Services are handed what they use; they never import the supervisor to get it.
 BELOW_THE_SUPERVISOR = ("daemon/trust", "daemon/tasks", "daemon/gateway", "daemon/studio", "daemon/api",
                         "daemon/telemetry", *SHARED)
 # Stdlib only outside `core/`: the supervisor's start reads these before the SDK is imported,
-# and the journal's own connections open it before the ORM is loaded.
+# and the journal's own connections open it before anything heavy is imported.
 STDLIB_ONLY = ("daemon/tasks/snapshot.py", "cli/commands/_follow.py", "journal/pool.py")
 # `monad daemon run` is the supervisor in the CLI's process: its one way into `daemon/`.
 LAUNCHER = ("cli/commands/daemon.py", "monad_cli.daemon.main")

@@ -7,6 +7,7 @@ locals: they may hold tokens).
 
 from __future__ import annotations
 
+import copy
 import os
 import sys
 from typing import Annotated
@@ -95,13 +96,22 @@ def _narrowed(argv: list[str]) -> typer.Typer:
     stay unimported (~8 ms). Help for a group or the root, an unknown name, and shell
     completion get the whole app.
     """
-    if len(argv) < 2 or any(k.startswith("_MONAD_COMPLETE") for k in os.environ):
+    if not argv or any(k.startswith("_MONAD_COMPLETE") for k in os.environ):
         return _whole_app()
     group: typer.Typer | None = None
     if argv[0] in _GROUPS:
         # The import statement's own path (importlib.import_module would hide the module
         # from `python -X importtime`, which tests/cli/test_cli_weight.py reads).
         group = __import__(f"monad_cli.cli.commands.{_GROUPS[argv[0]]}", fromlist=["app"]).app
+        if group.info.invoke_without_command and (len(argv) < 2 or argv[1].startswith("-")):
+            # A group that is a command itself (`monad journal --json`): it alone, with its
+            # own subcommands (`journal prune`), as its module defines it.
+            root = copy.copy(_root_app)
+            root.registered_commands, root.registered_groups = [], []
+            root.add_typer(group, name=argv[0])
+            return root
+    if len(argv) < 2:
+        return _whole_app()
     command = next((c for c in group.registered_commands if c.name == argv[1]), None) if group else None
     if group is None or command is None:
         info = next((g for g in _whole_app().registered_groups if g.name == argv[0]), None)
@@ -109,8 +119,6 @@ def _narrowed(argv: list[str]) -> typer.Typer:
         command = next((c for c in group.registered_commands if c.name == argv[1]), None) if group else None
         if group is None or command is None:
             return _whole_app()
-    import copy
-
     sub = copy.copy(group)
     sub.registered_commands, sub.registered_groups = [command], []
     root = copy.copy(_root_app)

@@ -45,8 +45,9 @@ def add_server(paths: Paths, name: str, definition: Mapping[str, Any], *, force:
     bad_name = check_name(name)
     if bad_name:  # before any path is made of it: `../evil` names no file
         raise ConfigError(f"server name `{name}`: the name {bad_name}; choose another", server=name, field="name")
-    validate(definition, name=name, source=f"atoms/mcp/{name}.toml", environ=None)
-    _refuse_masks(definition, name, f"atoms/mcp/{name}.toml", None, stored=False)
+    # No file is named: a refused definition writes none (the atom would be `atoms/mcp/NAME.toml`).
+    validate(definition, name=name, source="", environ=None)
+    _refuse_masks(definition, name, "", None, stored=False)
     paths.ensure()
     target = paths.atom_path(name)
     with config_lock(paths):
@@ -234,8 +235,9 @@ def _refuse_masks(defn: Mapping[str, Any], name: str, source: str, changes: Mapp
         return
     why = ("it stands for a stored secret that is kept, but none is stored under this name; type the value"
            if stored else "it is how monad shows a hidden secret, not a value; type the real value")
-    raise ConfigError(f"`{source}`: server `{name}`, field `{found[0]}`: is `***`: {why} (nothing was written)",
-                      file=source, server=name, field=found[0])
+    where = f"`{source}`: " if source else ""
+    raise ConfigError(f"{where}server `{name}`, field `{found[0]}`: is `***`: {why} (nothing was written)",
+                      file=source or None, server=name, field=found[0])
 
 
 def read_definition(paths: Paths, name: str) -> tuple[str, dict[str, Any]]:

@@ -29,14 +29,14 @@ class FieldContext:
     the one-line ConfigError naming both and the field."""
 
     def __init__(self, source: str, server: str) -> None:
-        self.source = source
+        self.source = source  # "": a definition not in any file yet (`monad mcp add`)
         self.server = server
 
     def error(self, fld: str | None, message: str) -> ConfigError:
-        where = f"`{self.source}`: server `{self.server}`"
+        where = (f"`{self.source}`: " if self.source else "") + f"server `{self.server}`"
         if fld:
             where += f", field `{fld}`"
-        return ConfigError(f"{where}: {message}", file=self.source, server=self.server, field=fld)
+        return ConfigError(f"{where}: {message}", file=self.source or None, server=self.server, field=fld)
 
 
 def boolean(ctx: FieldContext, raw: Mapping[str, Any], key: str, default: bool) -> bool:

@@ -48,7 +48,7 @@ ALL_FIELDS = COMMON_FIELDS | STDIO_FIELDS | HTTP_FIELDS
 TRUST_FIELDS = {"autoApproveTools", "pinnedToolHash", "hostEscape", "pinOnFirstUse"}
 # Where a server installed by name came from (docs/registry.md): read by `outdated` and
 # `upgrade`, never by the session (so it is not part of the connection fingerprint).
-REGISTRY_FIELDS = {"name", "version", "package", "registry", "bundle"}
+REGISTRY_FIELDS = {"name", "version", "package", "registry", "bundle", "asked", "values", "secrets"}
 # `type` is what claude/cursor-style configs call the transport; accepted on read only.
 _TRANSPORT_ALIASES = {"stdio": "stdio", "http": "http", "streamable-http": "http",
                       "streamableHttp": "http", "streamable_http": "http"}
@@ -233,7 +233,9 @@ def check_name(name: str) -> str | None:
 
 def _check_registry(ctx: FieldContext, table: Any) -> None:
     """The `registry` table: `name` and `version` (strings, required), `package`, `registry`
-    (the registry's base URL) and `bundle` (an unpacked bundle's folder), all strings."""
+    (the registry's base URL) and `bundle` (an unpacked bundle's folder), all strings; what
+    the install was given (registry/install.py `record`): `asked` (a list of strings),
+    `values` and `secrets` (tables of strings)."""
     if table is None:
         return
     if not isinstance(table, Mapping):
@@ -241,7 +243,13 @@ def _check_registry(ctx: FieldContext, table: Any) -> None:
     for key, value in table.items():
         if key not in REGISTRY_FIELDS:
             raise ctx.error(f"registry.{key}", f"unknown field{suggest(key, REGISTRY_FIELDS)}")
-        if not isinstance(value, str) or not value:
+        if key == "asked":
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ctx.error(f"registry.{key}", "must be a list of strings")
+        elif key in ("values", "secrets"):
+            if not isinstance(value, Mapping) or not all(isinstance(v, str) for v in value.values()):
+                raise ctx.error(f"registry.{key}", "must be a table of strings")
+        elif not isinstance(value, str) or not value:
             raise ctx.error(f"registry.{key}", "must be a non-empty string")
     for key in ("name", "version"):
         if key not in table:

@@ -23,9 +23,6 @@ START_MODES = ("always", "on-demand")
 DEFAULT_START = "always"
 DEFAULT_IDLE_STOP_S = 600.0
 MAX_IDLE_STOP_S = 7 * 24 * 3600.0
-SETTINGS_FILE = "settings.toml"
-SETTINGS_TABLE = "servers"
-_KNOWN = {"start", "idleStop"}
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
 
@@ -67,34 +64,9 @@ class StartDefaults:
 
 
 def load_start_defaults(paths: Paths) -> StartDefaults:
-    """Read `[servers]` of `MONAD_HOME/settings.toml` (missing file or table: the built-in
-    defaults). Raises `ConfigError` naming the file and the setting."""
-    import tomllib  # not on `monad mcp add`'s path, which validates without reading settings
+    """`[servers]` of `MONAD_HOME/settings.toml` (missing file or table: the built-in
+    defaults). Raises `ConfigError` naming the file and the setting (config/settings.py)."""
+    from monad_cli.config.settings import load_settings
 
-    from monad_cli.core.errors import ConfigError
-
-    try:
-        with open(paths.home / SETTINGS_FILE, "rb") as f:
-            data = tomllib.load(f)
-    except FileNotFoundError:
-        return StartDefaults()
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"`{SETTINGS_FILE}`: {e}; fix the file (see docs/atoms.md)", file=SETTINGS_FILE) from None
-    table = data.get(SETTINGS_TABLE, {})
-    if not isinstance(table, dict):
-        raise ConfigError(f"`{SETTINGS_FILE}`: `{SETTINGS_TABLE}` must be a table (`[{SETTINGS_TABLE}]`)",
-                          file=SETTINGS_FILE, field=SETTINGS_TABLE)
-    for key in table:
-        if key not in _KNOWN:
-            raise ConfigError(f"`{SETTINGS_FILE}`: `{SETTINGS_TABLE}.{key}` is not a known setting; known: "
-                              f"{', '.join(sorted(_KNOWN))}", file=SETTINGS_FILE, field=f"{SETTINGS_TABLE}.{key}")
-    start = table.get("start", DEFAULT_START)
-    if start not in START_MODES:
-        raise ConfigError(f"`{SETTINGS_FILE}`: `{SETTINGS_TABLE}.start` must be one of {', '.join(START_MODES)}, "
-                          f"got {start!r}", file=SETTINGS_FILE, field=f"{SETTINGS_TABLE}.start")
-    idle = parse_duration(table.get("idleStop", DEFAULT_IDLE_STOP_S))
-    if idle is None:
-        raise ConfigError(f"`{SETTINGS_FILE}`: `{SETTINGS_TABLE}.idleStop` must be a duration such as \"10m\" or "
-                          f"\"30s\" (at most a week), got {table.get('idleStop')!r}", file=SETTINGS_FILE,
-                          field=f"{SETTINGS_TABLE}.idleStop")
-    return StartDefaults(start=start, idle_stop=idle)
+    servers = load_settings(paths).servers
+    return StartDefaults(start=servers.start, idle_stop=servers.idle_stop_s)

@@ -10,6 +10,7 @@ What counts as secret (docs/atoms.md "Secrets"):
   any part of an argument that is one of the definition's secret values (`"token X"`);
 - the bare token of a `Bearer X` / `Basic X` / `token X` header or env value, as well as the
   whole value;
+- the secret arguments a registry install recorded (`registry.secrets`);
 - the values of MONAD_HOME/env (config/envfile.py), which the supervisor adds.
 Free text (reasons, stderr tails, tool results and arguments) is scrubbed of every known
 secret value and of `Bearer <token>` spans. Redacted values read `***`. One rule
@@ -115,7 +116,8 @@ def redact_definition(defn: Mapping[str, Any], secrets: Iterable[str] = ()) -> d
     out: dict[str, Any] = {}
     for k, v in defn.items():
         if k in ("env", "headers") and isinstance(v, Mapping):
-            out[k] = {name: value if is_reference(value) else MASK for name, value in v.items()}
+            # An empty value holds nothing to hide, and `***` would hide that it is empty.
+            out[k] = {name: value if is_reference(value) or value == "" else MASK for name, value in v.items()}
         elif k == "url" and isinstance(v, str):
             out[k] = redact_url(v)
         elif k == "args" and isinstance(v, list):
@@ -123,7 +125,8 @@ def redact_definition(defn: Mapping[str, Any], secrets: Iterable[str] = ()) -> d
         elif k == "auth" or k == "oauth":
             out[k] = _redact_auth(v)
         elif k == "registry" and isinstance(v, Mapping):
-            out[k] = {name: _redact_origin(value) for name, value in v.items()}
+            out[k] = {name: {key: MASK for key in value} if name == "secrets" and isinstance(value, Mapping)
+                      else _redact_origin(value) for name, value in v.items()}
         else:
             out[k] = v
     return out
@@ -187,6 +190,10 @@ def secret_values(defn: Mapping[str, Any]) -> set[str]:
 
     walk(defn.get("auth"))
     walk(defn.get("oauth"))
+    origin = defn.get("registry")
+    if isinstance(origin, Mapping) and isinstance(origin.get("secrets"), Mapping):
+        for v in origin["secrets"].values():  # a registry install's secret arguments (registry/install.py)
+            take(v)
     return found
 
 

@@ -3,8 +3,7 @@
 `python -m monad_cli.daemon` (what `monad daemon start` runs) and `monad daemon run`
 both end in `run`. Startup is "spawn first, import while they start": the daemon lock, the
 definitions and the stdio servers' processes come before the SDK and the HTTP stack are
-imported (`daemon/startup.py`); this module imports neither itself. The journal's ORM
-(SQLModel) comes after the start (`startup.after_start`).
+imported (`daemon/startup.py`); this module imports neither itself.
 """
 
 from __future__ import annotations

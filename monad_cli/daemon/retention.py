@@ -2,7 +2,7 @@
 as a `daemon` row; it reads the whole file, ~2 s at a million calls, so it is not on the
 start's path), then `[journal] keep` (default 90 days): now and every `EVERY_S` it prunes
 older rows and gives their space back (`journal.retention`), and in a fleet deletes this
-supervisor's older rows from the shared journal too (`journal.pg_retention`),
+supervisor's older rows from the shared journal too (`journal.retention.prune_shared`),
 in a worker thread, in batches, so calls never wait on it. A journal made before
 incremental vacuum keeps the freed pages for new rows until `monad journal prune` converts
 it (a full VACUUM is for a person to start, not for a supervisor under load). The same round
@@ -33,10 +33,13 @@ def prune_once(journal: Journal) -> dict[str, Any] | None:
     keep_s = journal.settings.keep_s
     if keep_s is None:
         return None
-    cursor = dict(journal.link.cursor) if journal.link is not None else None
-    with journal.pool.connection() as conn:
-        deleted = retention.prune(conn, keep_s=keep_s, fleet=journal.settings.fleet, cursor=cursor)
-        reclaimed = retention.reclaim(conn, convert=False) if sum(deleted.values()) else None
+    # In a fleet, only what the link shipped (no cursor yet: nothing shipped, nothing pruned).
+    cursor = (dict(journal.link.cursor) if journal.link is not None else {}) if journal.settings.fleet else None
+    deleted = retention.prune(journal.pool, keep_s=keep_s, cursor=cursor)
+    reclaimed = None
+    if sum(deleted.values()):
+        with journal.pool.connection() as conn:
+            reclaimed = retention.reclaim(conn, convert=False)
     shared = _prune_shared(journal, keep_s)
     days = keep_s / 86400
     if reclaimed is not None:
@@ -54,15 +57,14 @@ def prune_once(journal: Journal) -> dict[str, Any] | None:
 
 def _prune_shared(journal: Journal, keep_s: float) -> dict[str, Any] | None:
     """In a fleet, this supervisor's rows of the shared journal older than `keep_s`
-    (`journal.pg_retention`); None without a fleet, or when the database cannot be reached
+    (`journal.retention.prune_shared`); None without a fleet, or when the database cannot be reached
     (logged; the next round tries again)."""
     if not journal.settings.fleet:
         return None
     from monad_cli.core.errors import MonadError
-    from monad_cli.journal.pg_retention import prune_shared
 
     try:
-        return prune_shared(journal.settings, keep_s=keep_s)
+        return retention.prune_shared(journal.settings, keep_s=keep_s)
     except MonadError as e:
         log.warning("%s; the next round tries again", e.message)
         return None

@@ -9,7 +9,7 @@ import fcntl
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 import anyio
@@ -88,27 +88,13 @@ class Attempted(Protocol):
     def first_attempt(self) -> anyio.Event: ...
 
 
-async def after_start(actors: Sequence[Attempted], warm: Callable[[], bool], early: EarlySpawns, *,
-                      limit: float = 60.0) -> None:
+async def after_start(actors: Sequence[Attempted], early: EarlySpawns, *, limit: float = 60.0) -> None:
     """Once every actor made its first attempt (and so adopted its early process, if it had
-    one), or after `limit` seconds: stop the early processes nobody adopted, then run `warm`
-    in a worker thread (`Journal.load_orm`: the ORM's import, ~0.2 s, which no server's
-    connect needed; the loop goes on meanwhile; True: it loaded it). A `warm` that fails is
-    logged: the first query that needs it meets the error again."""
+    one), or after `limit` seconds: stop the early processes nobody adopted."""
     with anyio.move_on_after(limit):
         for actor in actors:
             await actor.first_attempt.wait()
     await early.discard()
-    started = time.monotonic()
-    try:
-        loaded = await anyio.to_thread.run_sync(warm)
-    except Exception:  # the supervisor runs on; the query that needs the ORM raises it again
-        log.exception("loading the journal's ORM after the start failed")
-        return
-    if loaded:
-        log.debug("loaded the journal's ORM after the start (%.0f ms)", (time.monotonic() - started) * 1000)
-    else:
-        log.debug("the journal's ORM was loaded before the start was over")
 
 
 __all__ = ["acquire_daemon_lock", "after_start", "spawn_early"]

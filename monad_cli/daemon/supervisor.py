@@ -19,7 +19,8 @@ from monad_cli.auth.session import SupervisorAuth
 from monad_cli.config import envfile
 from monad_cli.config.features import MCP_FILE, TOOLS_FILE, load_mcp_filter, load_tool_globs
 from monad_cli.config.loader import AtomCache, Definitions, Problem, load_definitions
-from monad_cli.config.start import SETTINGS_FILE, StartDefaults, load_start_defaults
+from monad_cli.config.settings import SETTINGS_FILE
+from monad_cli.config.start import StartDefaults, load_start_defaults
 from monad_cli.core.errors import ConfigError
 from monad_cli.core.filters import ServerFilter, combine
 from monad_cli.core.paths import Paths
@@ -165,7 +166,7 @@ class Supervisor:
                                          request_timeout=self.request_timeout)
         self.state_listeners.append(tasks.on_actor_state)
         self.tool_service = ToolService(journal, self.actors, scrub=self.scrub,
-                                        tool_globs=lambda: self.tool_globs, start_task=tasks.start,
+                                        tool_globs=lambda: self.tool_globs, start_task=tasks.detach,
                                         run_task=tasks.run_call, recheck=self._recheck_tools,
                                         write_pin=self._write_first_pin, stopping=lambda: self.stopping)
         self.tool_listeners.append(lambda actor: self.tool_service.changed())
@@ -464,7 +465,7 @@ class Supervisor:
                         tg.start_soon(serve_metrics)
                 await self.reconcile(force=True)
                 self.tasks.close_orphans(set(self.actors))
-                tg.start_soon(after_start, list(self.actors.values()), journal.load_orm, self.early)
+                tg.start_soon(after_start, list(self.actors.values()), self.early)
                 failure = await self._wait_required()
                 if failure:
                     on_ready(failure)

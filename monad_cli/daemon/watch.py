@@ -17,7 +17,7 @@ from typing import Any
 
 import anyio
 
-from monad_cli.config.start import SETTINGS_FILE
+from monad_cli.config.settings import SETTINGS_FILE
 from monad_cli.core.paths import Paths
 
 log = logging.getLogger("monad.supervisor")

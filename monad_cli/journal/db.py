@@ -1,10 +1,9 @@
 """journal.db: SQLite in WAL mode, migrated once, on open; in a fleet, also the queue of
 rows for the shared PostgreSQL journal (`journal.fleet`, docs/fleet.md).
 
-The writes, the open and a fresh file's schema (`journal.fresh`) use the standard library's
-`sqlite3` (`journal.pool`); SQLModel/SQLAlchemy (~0.2 s to import) come with the first
-query that needs the ORM (`Journal.engine`), which a supervisor makes after its start
-(`Journal.load_orm`, from a worker thread), so its servers connect without waiting for it.
+Every read and write, the open and its migrations (`journal.schema`) go through the standard
+library's `sqlite3` (`journal.pool`): a supervisor opens its journal without importing
+anything heavy, and its servers connect without waiting for it.
 
 Every connection: `journal_mode=WAL`, `busy_timeout=5000`, `synchronous=NORMAL` (an app
 crash loses nothing committed; a power loss may lose the last commits, which the journal
@@ -24,7 +23,6 @@ So a full disk costs the journal its durability for a while, never a call.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import sqlite3
@@ -35,14 +33,12 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from monad_cli.journal import fresh
-from monad_cli.journal.migrations import MIGRATIONS
-from monad_cli.journal.pool import PRAGMAS, SqlitePool
+from monad_cli.journal import reader
+from monad_cli.journal.pool import SqlitePool
+from monad_cli.journal.schema import migrate
 from monad_cli.journal.settings import JournalSettings
 
 if TYPE_CHECKING:
-    from sqlalchemy.engine import Engine
-
     from monad_cli.journal.fleet import FleetLink
 
 log = logging.getLogger("monad.journal")
@@ -72,37 +68,14 @@ def new_uid() -> str:
     return uuid.uuid4().hex
 
 
-def migrate(conn: Any) -> list[str]:
-    """Apply the migrations not yet recorded on `conn` (a SQLAlchemy connection inside a
-    transaction), in list order, each with its row in `migrations`; returns their names."""
-    from sqlalchemy import text
-    from sqlmodel import SQLModel
-
-    from monad_cli.journal.tables import Migration
-
-    applied: list[str] = []
-    SQLModel.metadata.create_all(conn, tables=[Migration.__table__])  # type: ignore[attr-defined]
-    done = {row[0] for row in conn.execute(text("SELECT name FROM migrations"))}
-    for name, fn in MIGRATIONS:
-        if name in done:
-            continue
-        fn(conn)
-        conn.execute(text("INSERT INTO migrations (name, applied_at) VALUES (:n, :t)"),
-                     {"n": name, "t": time.time()})
-        applied.append(name)
-    return applied
-
-
 class Journal:
     """The journal at `path`: opened, created if missing, and migrated once, on open (every
-    entry of `journal.migrations.MIGRATIONS` not yet recorded, in the list's order; their
+    entry of `journal.schema.MIGRATIONS` not yet recorded, in the list's order; their
     names are in `applied`).
 
-    Owns the connections and their settings (`pool`, the standard library's; `engine`,
-    SQLAlchemy's, made on first use), the schema, and the `events` rows (`record`,
-    `events`); the other tables' queries live beside their users (`journal.tools`,
-    `tasks.store`) and run on `engine`, or on `pool` where a supervisor's start needs them
-    before the ORM is loaded. `scrub` is applied to every
+    Owns the connections and their settings (`pool`), the schema, and the `events` rows
+    (`record`, `events`); the other tables' queries live beside their users (`journal.tools`,
+    `tasks.store`) and run on `pool`. `scrub` is applied to every
     free-text value before it is written. It must never decide anything about servers,
     calls or tasks (it stores what the services tell it), never write a value that has not
     been through `scrub`, and never import the supervisor.
@@ -123,8 +96,6 @@ class Journal:
         self.host, self.home = self.settings.host, self.settings.home
         self.link: FleetLink | None = None
         self.pool = SqlitePool(path)
-        self._engine: Engine | None = None
-        self._engine_lock = threading.Lock()
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self.applied = self._migrate()
@@ -167,8 +138,8 @@ class Journal:
         """The deferred statements, then `sql`, in one `BEGIN IMMEDIATE` transaction on a
         pooled DB-API connection; returns the row id it inserted, if any, and wakes the link.
 
-        The tool-call writes sit on every call's path: the ORM costs ~1 ms per call, Core
-        ~0.4 ms, the driver ~0.05 ms. The pool's connect hook set WAL and busy_timeout.
+        The tool-call writes sit on every call's path: the driver costs ~0.05 ms a write
+        (an ORM cost ~1 ms). The pool's connections have WAL and busy_timeout set.
         """
         return self._transaction([(sql, params)])[0]
 
@@ -199,22 +170,10 @@ class Journal:
         on_write = self.on_write
         started = time.perf_counter() if on_write is not None else 0.0
         try:
-            raw = self.pool.checkout()
-            try:
-                cur = raw.cursor()
-                cur.execute("BEGIN IMMEDIATE")
-                try:
-                    for sql, params in [*queued, *statements]:
-                        cur.execute(sql, params)
-                    cur.execute("COMMIT")
-                except BaseException:
-                    # SQLite may have rolled back already (SQLITE_FULL does): the first error counts.
-                    with contextlib.suppress(sqlite3.Error):
-                        cur.execute("ROLLBACK")
-                    raise
+            with self.pool.transaction() as cur:
+                for sql, params in [*queued, *statements]:
+                    cur.execute(sql, params)
                 row_id = cur.lastrowid
-            finally:
-                self.pool.give_back(raw)
         except BaseException as exc:
             held = is_disk_fault(exc)
             with self._deferred_lock:  # not written: they wait for the next transaction, first
@@ -265,75 +224,11 @@ class Journal:
         self.flush()
         return self.fault is None
 
-    @property
-    def engine(self) -> Engine:
-        """The SQLAlchemy engine on the file (the ORM's queries run on it), made on first use:
-        that imports SQLAlchemy and SQLModel. Its connections get the same settings as
-        `pool`'s, and every transaction it begins is `BEGIN IMMEDIATE`."""
-        with self._engine_lock:
-            if self._engine is None:
-                self._engine = self._make_engine()
-            return self._engine
-
-    def _make_engine(self) -> Engine:
-        from sqlalchemy import create_engine, event
-
-        engine = create_engine(f"sqlite:///{self.path}", connect_args={"check_same_thread": False, "timeout": 5.0})
-
-        @event.listens_for(engine, "connect")
-        def _on_connect(dbapi_conn: Any, _rec: Any) -> None:
-            dbapi_conn.isolation_level = None  # we issue BEGIN ourselves
-            cur = dbapi_conn.cursor()
-            for pragma in PRAGMAS:
-                cur.execute(pragma)
-            cur.close()
-
-        @event.listens_for(engine, "begin")
-        def _on_begin(conn: Any) -> None:
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
-
-        return engine
-
-    def load_orm(self) -> bool:
-        """Import the ORM and make `engine` now (~0.2 s), so no later query waits for it: what
-        a supervisor runs in a worker thread once its servers had their first attempt.
-        Returns whether this loaded it (False: some query needed it before)."""
-        import sys
-
-        loading = "sqlmodel" not in sys.modules
-        import monad_cli.journal.tables  # noqa: F401 - SQLModel and the models
-        self.engine  # noqa: B018 - made here, not by the first query
-        return loading
-
     def _migrate(self) -> list[str]:
-        """Apply the pending migrations; returns the names applied. A journal that has them
-        all, or a new file (`journal.fresh`), needs no SQLAlchemy; anything else runs
-        `migrate` on `engine`, in one transaction."""
-        names = [name for name, _ in MIGRATIONS]
-        with self.pool.connection() as conn:
-            cur = conn.cursor()
-            cur.execute("BEGIN IMMEDIATE")  # another opener waits, then sees what this one made
-            try:
-                if fresh.is_empty(cur) and names[:len(fresh.COVERS)] == list(fresh.COVERS):
-                    made = fresh.create(cur)
-                else:
-                    made, done = [], self._recorded(cur)
-                    if all(name in done for name in names):
-                        names = []
-                cur.execute("COMMIT")
-            except BaseException:
-                cur.execute("ROLLBACK")
-                raise
-        if names[len(made):]:
-            with self.engine.begin() as sa:
-                made += migrate(sa)
-        return made
-
-    @staticmethod
-    def _recorded(cur: Any) -> set[str]:
-        if cur.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'migrations'").fetchone() is None:
-            return set()
-        return {row[0] for row in cur.execute("SELECT name FROM migrations")}
+        """Apply the pending migrations in one `BEGIN IMMEDIATE` transaction (another opener
+        waits, then finds them recorded); returns the names applied."""
+        with self.pool.transaction() as cur:
+            return migrate(cur, "sqlite")
 
     def origin(self) -> tuple[str, str, str]:
         """(uid, host, home) of a new row (`tables.ORIGIN_COLUMNS` without `rev`)."""
@@ -383,7 +278,6 @@ class Journal:
         """One event row. `later`: queued for the next write transaction (`defer`) instead of
         written now: a batch of events (the gateway's reads and gets) is one transaction when
         only its last is written now."""
-        # The driver, not the ORM: 50 servers starting write ~150 of these (~1 ms each by ORM).
         sql = (f"INSERT INTO events (ts, server, kind, state, reason, detail, uid, host, home, rev) "
                f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, {self.rev_sql('events')})")
         params = (time.time(), server, kind, state, self.scrub(reason) if reason else reason,
@@ -396,23 +290,8 @@ class Journal:
     def events(self, *, server: str | None = None, since: float | None = None,
                kinds: Iterable[str] | None = None, host: str | None = None,
                limit: int = 1000) -> list[dict[str, Any]]:
-        from sqlmodel import Session, col, select
-
-        from monad_cli.journal.tables import Event
-
-        q = select(Event)
-        if server:
-            q = q.where(Event.server == server)
-        if host:
-            q = q.where(Event.host == host)
-        if since is not None:
-            q = q.where(Event.ts >= since)
-        if kinds:
-            q = q.where(col(Event.kind).in_(list(kinds)))
-        q = q.order_by(col(Event.id).desc()).limit(limit)
-        with Session(self.engine) as s:
-            rows = list(s.exec(q))
-        return [r.as_dict() for r in reversed(rows)]
+        """The newest `limit` event rows, oldest first (`journal.reader.events`)."""
+        return reader.events(self.pool, server=server, since=since, kinds=kinds, host=host, limit=limit)
 
     def quick_check(self) -> str:
         """SQLite's `PRAGMA quick_check` verdict: `ok`, or what is damaged."""
@@ -427,6 +306,4 @@ class Journal:
             log.error("journal %s: closed with %d row(s) unwritten (%s)", self.path, len(self.deferred), self.fault)
         if self.link is not None:
             self.link.stop()
-        if self._engine is not None:
-            self._engine.dispose()
         self.pool.close()

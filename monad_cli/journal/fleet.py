@@ -21,7 +21,8 @@ at the same moment queue on the lock, and the later ones find every migration re
 
 `pull_trust` reads the fleet's "always" approvals and vetted tool sets from the shared
 journal and keeps a local copy (`rev = 0`: never shipped back), so they still apply when
-the database is away later. psycopg is imported only here, and only for a PostgreSQL URL.
+the database is away later. The shared journal is reached through `journal.pg` (psycopg),
+the local one through its `SqlitePool`.
 """
 
 from __future__ import annotations
@@ -31,19 +32,14 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import text
-from sqlmodel import SQLModel
-
 from monad_cli.core.errors import ConfigError
+from monad_cli.journal.pg import PgDatabase, describe
+from monad_cli.journal.schema import SHIPPED_TABLES, migrate
 from monad_cli.journal.settings import JournalSettings
-from monad_cli.journal.tables import SHIPPED_TABLES
 
 if TYPE_CHECKING:
-    from sqlalchemy.engine import Engine
-
     from monad_cli.journal.db import Journal
 
 log = logging.getLogger("monad.journal")
@@ -65,17 +61,6 @@ def require_driver(settings: JournalSettings) -> None:
                           f"install it with `pip install 'monad-cli[postgres]'`", field="journal.url") from None
 
 
-def _columns(table: str) -> list[str]:
-    return [c.name for c in SQLModel.metadata.tables[table].columns if c.name != "id"]
-
-
-def describe(exc: BaseException) -> str:
-    """One line for a failed link: the driver's own first line, without SQLAlchemy's wrapper."""
-    inner = getattr(exc, "orig", None) or exc
-    first = (str(inner).strip().splitlines() or [type(inner).__name__])[0]
-    return f"{type(inner).__name__}: {first}"[:300]
-
-
 class FleetLink:
     """Ships the local journal's queued rows to the shared journal from one daemon thread.
 
@@ -95,7 +80,8 @@ class FleetLink:
         self.batch = batch
         self.connect_timeout = connect_timeout
         self.applied: list[str] | None = None
-        self._engine: Engine | None = None
+        self.shared = PgDatabase(settings, connect_timeout=connect_timeout)
+        self._connected = False
         self._lock = threading.Lock()
         self._state: str = "connecting"
         self._reason: str | None = None
@@ -106,8 +92,9 @@ class FleetLink:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self.cursor_path = journal.path.with_name(CURSOR_FILE)
+        # Each shipped table's columns but `id` (the shared journal numbers its own rows).
+        self.columns = {t: [c for c in journal.pool.columns(t) if c != "id"] for t in SHIPPED_TABLES}
         self.cursor = self._load_cursor()
-        self._upserts: dict[str, Any] = {}
         self._thread = threading.Thread(target=self._run, name="monad-journal-link", daemon=True)
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -124,8 +111,7 @@ class FleetLink:
         self._wake.set()
         if self._thread.is_alive():
             self._thread.join(timeout)
-        if self._engine is not None:
-            self._engine.dispose()
+        self.shared.close()
 
     def state(self) -> str:
         """`connecting`, `ok` or `degraded` (without counting anything)."""
@@ -167,14 +153,15 @@ class FleetLink:
             stopping = self._stop.is_set()
             self._wake.clear()
             try:
-                engine = self._engine or self._connect()
-                while self._ship(engine) >= self.batch:
+                if not self._connected:
+                    self._connect()
+                while self._ship() >= self.batch:
                     pass
                 self._set("ok", None)
                 failed = False
             except Exception as exc:  # noqa: BLE001 - a failing link only degrades the journal
                 self._set("degraded", self.journal.scrub(describe(exc)))
-                self._drop_engine()
+                self._connected = False  # `shared` dropped its connection; the next round makes one
                 failed = True
             if stopping:
                 return
@@ -187,59 +174,15 @@ class FleetLink:
                 delay = RETRY_FIRST_S
                 self._wake.wait(self.interval)
 
-    def _connect(self) -> Engine:
-        from sqlalchemy import create_engine
-
-        assert self.settings.url is not None
-        engine = create_engine(self.settings.url, pool_pre_ping=True, pool_size=2, max_overflow=2,
-                               connect_args={"connect_timeout": max(1, round(self.connect_timeout)),
-                                             "application_name": f"monad {self.settings.host}"[:60],
-                                             # A hung server must not hold the thread forever.
-                                             "options": "-c statement_timeout=15000"})
-        try:
-            with engine.begin() as conn:
-                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": LOCK_KEY})
-                from monad_cli.journal.db import migrate
-
-                applied = migrate(conn)
-        except BaseException:
-            engine.dispose()
-            raise
+    def _connect(self) -> None:
+        """Connect and migrate the shared journal, serialized by its advisory lock."""
+        with self.shared.transaction() as cur:
+            cur.execute("SELECT pg_advisory_xact_lock(?)", (LOCK_KEY,))
+            applied = migrate(cur, "postgresql")
         if applied:
             log.info("shared journal: applied migrations %s", ", ".join(applied))
         self.applied = applied
-        self._engine = engine
-        return engine
-
-    def _drop_engine(self) -> None:
-        engine, self._engine = self._engine, None
-        if engine is not None:
-            engine.dispose()
-
-    def _local(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        # Autocommit reads on the raw connection: no BEGIN IMMEDIATE, so the link never
-        # takes the write lock a tool call is waiting for.
-        raw = self.journal.engine.raw_connection()
-        try:
-            cur = raw.cursor()
-            cur.execute(sql, tuple(params))
-            return list(cur.fetchall())
-        finally:
-            raw.close()
-
-    def _local_write(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        raw = self.journal.engine.raw_connection()
-        try:
-            cur = raw.cursor()
-            cur.execute("BEGIN IMMEDIATE")
-            try:
-                cur.executemany(sql, [tuple(r) for r in rows])
-                cur.execute("COMMIT")
-            except BaseException:
-                cur.execute("ROLLBACK")
-                raise
-        finally:
-            raw.close()
+        self._connected = True
 
     def _load_cursor(self) -> dict[str, int]:
         """The highest rev shipped per table. A cursor above the journal's highest rev (the
@@ -250,7 +193,7 @@ class FleetLink:
             saved = {}
         cursor = {}
         for table in SHIPPED_TABLES:
-            ((top,),) = self._local(f"SELECT coalesce(max(rev), 0) FROM {table}")
+            ((top,),) = self.journal.pool.read(f"SELECT coalesce(max(rev), 0) FROM {table}")
             value = saved.get(table, 0) if isinstance(saved, dict) else 0
             cursor[table] = value if isinstance(value, int) and 0 <= value <= int(top) else 0
         return cursor
@@ -261,57 +204,50 @@ class FleetLink:
         tmp.write_text(json.dumps(cursor))
         os.replace(tmp, self.cursor_path)
 
-    def _upsert(self, table: str) -> Any:
-        """`INSERT … ON CONFLICT (uid) DO UPDATE … WHERE newer` for `table`, built once.
+    def _upsert(self, table: str) -> str:
+        """`INSERT … ON CONFLICT (uid) DO UPDATE … WHERE newer` for `table`.
 
         Idempotent: a row shipped again (a crash after the shared commit, before the cursor
         moved) changes nothing, and an older revision never overwrites a newer one."""
-        stmt = self._upserts.get(table)
-        if stmt is None:
-            from sqlalchemy.dialects.postgresql import insert
+        cols = self.columns[table]
+        return (f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)}) "
+                f"ON CONFLICT (uid) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in cols if c != 'uid')} "
+                f"WHERE {table}.rev < excluded.rev")
 
-            t = SQLModel.metadata.tables[table]
-            base = insert(t)
-            stmt = self._upserts[table] = base.on_conflict_do_update(
-                index_elements=["uid"], set_={c: base.excluded[c] for c in _columns(table) if c != "uid"},
-                where=t.c.rev < base.excluded.rev)
-        return stmt
-
-    def _ship(self, engine: Engine) -> int:
+    def _ship(self) -> int:
         """Ship up to `batch` queued rows of each table in one transaction; returns the most
         rows any table had (== batch: call again)."""
-        queued: dict[str, tuple[list[str], list[tuple[Any, ...]]]] = {}
+        queued: dict[str, list[tuple[Any, ...]]] = {}
         for table in SHIPPED_TABLES:
-            cols = _columns(table)
-            rows = self._local(f"SELECT {', '.join(cols)} FROM {table} WHERE rev > ? ORDER BY rev LIMIT ?",
-                               (self.cursor[table], self.batch))
+            # Autocommit reads: never the write lock a tool call is waiting for.
+            rows = self.journal.pool.read(f"SELECT {', '.join(self.columns[table])} FROM {table} WHERE rev > ? "
+                                          f"ORDER BY rev LIMIT ?", (self.cursor[table], self.batch))
             if rows:
-                queued[table] = (cols, rows)
-        with engine.begin() as conn:
+                queued[table] = rows
+        with self.shared.transaction() as cur:
             if not queued:
-                conn.execute(text("SELECT 1"))  # the idle round's check that the link is up
-            for table, (cols, rows) in queued.items():
-                # One compiled statement, many parameter sets: the driver sends the batch;
-                # little Python runs here, so the link thread seldom holds the GIL a tool
-                # call is waiting for.
-                conn.execute(self._upsert(table), [dict(zip(cols, row, strict=True)) for row in rows])
+                cur.execute("SELECT 1")  # the idle round's check that the link is up
+            for table, rows in queued.items():
+                # One statement, many parameter sets: the driver sends the batch; little
+                # Python runs here, so the link thread seldom holds the GIL a call waits for.
+                cur.executemany(self._upsert(table), rows)
         if queued:
             moved = dict(self.cursor)
-            for table, (cols, rows) in queued.items():
-                moved[table] = int(rows[-1][cols.index("rev")])
+            for table, rows in queued.items():
+                moved[table] = int(rows[-1][self.columns[table].index("rev")])
             self._save_cursor(moved)
             self.cursor = moved
-        n = sum(len(rows) for _, rows in queued.values())
+        n = sum(len(rows) for rows in queued.values())
         with self._lock:
             self._shipped_total += n
-        return max((len(rows) for _, rows in queued.values()), default=0)
+        return max((len(rows) for rows in queued.values()), default=0)
 
     def _count(self) -> None:
         total = 0
         oldest: float | None = None
         for table in SHIPPED_TABLES:
-            ((count, first),) = self._local(f"SELECT count(*), min({_TIME_COLUMN[table]}) FROM {table} "
-                                            f"WHERE rev > ?", (self.cursor[table],))
+            ((count, first),) = self.journal.pool.read(f"SELECT count(*), min({_TIME_COLUMN[table]}) FROM "
+                                                       f"{table} WHERE rev > ?", (self.cursor[table],))
             total += int(count)
             if first is not None and (oldest is None or first < oldest):
                 oldest = float(first)
@@ -324,19 +260,18 @@ class FleetLink:
         is the shared journal's), each copied into the local journal once (by uid; this
         supervisor's own rows are there already) with `rev = 0`, so it is never shipped
         back. None when the link is not up. Blocking: run it in a thread."""
-        engine = self._engine
-        if engine is None or self.state() != "ok":
+        if not self._connected or self.state() != "ok":
             return None
         out: dict[str, list[dict[str, Any]]] = {}
-        with engine.connect() as conn:
-            for table in TRUST_TABLES:
-                cols = _columns(table)
-                result = conn.execute(text(f"SELECT id, {', '.join(cols)} FROM {table} WHERE id > :after "
-                                           f"ORDER BY id LIMIT 1000"), {"after": after.get(table, 0)})
-                rows = [dict(r._mapping) for r in result]
-                if rows:
-                    self._local_write(f"INSERT INTO {table} ({', '.join(cols)}) VALUES "
-                                      f"({', '.join('?' for _ in cols)}) ON CONFLICT (uid) DO NOTHING",
-                                      [[0 if c == "rev" else r[c] for c in cols] for r in rows])
-                out[table] = rows
+        for table in TRUST_TABLES:
+            cols = self.columns[table]
+            rows = [dict(zip(["id", *cols], row, strict=True)) for row in self.shared.read(
+                f"SELECT id, {', '.join(cols)} FROM {table} WHERE id > ? ORDER BY id LIMIT 1000",
+                (after.get(table, 0),))]
+            if rows:
+                with self.journal.pool.transaction() as cur:
+                    cur.executemany(f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)}) "
+                                    f"ON CONFLICT (uid) DO NOTHING",
+                                    [[0 if c == "rev" else r[c] for c in cols] for r in rows])
+            out[table] = rows
         return out

@@ -1,24 +1,23 @@
-"""The journal's own connections: the standard library's `sqlite3`, pooled, with the
-journal's connection settings (`journal.db` says which and why).
+"""The way into a SQLite journal: the standard library's `sqlite3`, pooled, with the journal's
+connection settings (`journal.db` says which and why). Every read and write of the local
+journal goes through a `SqlitePool`, the supervisor's and the CLI's (`readonly`: `monad
+journal` can never write, migrate or checkpoint the file); `journal.pg` is the same shape
+for a fleet's shared PostgreSQL journal.
 
-The journal's writes and the reads of a supervisor's start go through these, so a
-supervisor reaches its servers without importing SQLAlchemy (~0.2 s); the ORM's engine,
-made on first use (`Journal.engine`), has its own pool with the same settings.
-
-Standard library only.
+Standard library only: a supervisor opens its journal before anything heavy is imported.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
 BUSY_TIMEOUT_MS = 5000
-# The statements every new connection runs, the ORM engine's included (`journal.db`).
+# The statements every new writing connection runs (`journal.db` says why).
 # `auto_vacuum` first: it takes effect only on a file with no table yet, and before WAL mode
 # is set (`journal.retention` gives pruned space back with `PRAGMA incremental_vacuum`; on an
 # older file it waits for the one `VACUUM` that converts it).
@@ -37,11 +36,15 @@ def configure(conn: sqlite3.Connection) -> None:
 
 class SqlitePool:
     """Connections to the SQLite file at `path`, each used by one thread at a time (from
-    `checkout` to `give_back`) and kept for the next; at most `keep` idle ones stay open."""
+    `checkout` to `give_back`) and kept for the next; at most `keep` idle ones stay open.
+    `readonly`: opened `mode=ro`, with only the busy timeout set (a reader changes nothing)."""
 
-    def __init__(self, path: Path, *, keep: int = 4) -> None:
+    dialect = "sqlite"
+
+    def __init__(self, path: Path, *, keep: int = 4, readonly: bool = False) -> None:
         self.path = path
         self.keep = keep
+        self.readonly = readonly
         self._idle: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
 
@@ -49,7 +52,14 @@ class SqlitePool:
         """A configured connection for this thread's use until `give_back`. Raises `sqlite3.Error`."""
         with self._lock:
             conn = self._idle.pop() if self._idle else None
-        if conn is None:
+        if conn is None and self.readonly:
+            from urllib.parse import quote
+
+            conn = sqlite3.connect(f"file:{quote(str(self.path))}?mode=ro", uri=True,
+                                   timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
+            conn.isolation_level = None
+            conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        elif conn is None:
             conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
             configure(conn)
         return conn
@@ -78,23 +88,35 @@ class SqlitePool:
         finally:
             self.give_back(conn)
 
-    def read(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Every row of one query (no transaction of its own: WAL readers see the last commit)."""
         with self.connection() as conn:
             return list(conn.execute(sql, params))
 
-    def change(self, sql: str, params: tuple[Any, ...] = ()) -> int:
-        """One statement in its own `BEGIN IMMEDIATE` transaction; returns the rows it changed."""
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Cursor]:
+        """A cursor inside one `BEGIN IMMEDIATE` transaction, committed at the end of the block
+        (rolled back if it raises: SQLite may have rolled back already, as on SQLITE_FULL, and
+        the first error is the one raised)."""
         with self.connection() as conn:
             cur = conn.cursor()
             cur.execute("BEGIN IMMEDIATE")
             try:
-                changed = cur.execute(sql, params).rowcount
+                yield cur
                 cur.execute("COMMIT")
             except BaseException:
-                cur.execute("ROLLBACK")
+                with suppress(sqlite3.Error):
+                    cur.execute("ROLLBACK")
                 raise
-            return changed
+
+    def change(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """One statement in its own `BEGIN IMMEDIATE` transaction; returns the rows it changed."""
+        with self.transaction() as cur:
+            return int(cur.execute(sql, params).rowcount)
+
+    def columns(self, table: str) -> list[str]:
+        """`table`'s columns in order ([] when the file has no such table yet)."""
+        return [row[1] for row in self.read(f"PRAGMA table_info({table})")]
 
     def close(self) -> None:
         """Close the idle connections (one checked out now is closed when it comes back)."""

@@ -1,37 +1,53 @@
-"""The journal's read paths for the CLI, on the standard library's `sqlite3` alone.
+"""The journal's events and tool calls as every reader gets them, written once over either way
+in: the local SQLite file (`pool.SqlitePool`: the supervisor's, or `open_local`'s read-only
+one for `monad journal`, which so costs what `status` does) or a fleet's shared PostgreSQL
+journal (`pg.PgDatabase`, through `from_shared`).
 
-`monad journal` only reads, and SQLModel's import alone costs about 0.5 s, so the reads go
-through a read-only connection (`mode=ro`: this process can never write, migrate or
-checkpoint the file, whatever it runs). The schema stays owned by the SQLModel tables
-(`journal/tables.py`) and the migrations (`journal/migrations.py`); the rows come back in
-the shapes of `Event.as_dict` and `ToolCall.as_dict`, and a test holds the two to the same
-answers. A journal that does not have a table yet (an older file, one never migrated) reads
-as empty; the writer adds the table on its next open.
+Rows come newest `limit`, oldest first: the local journal in id order; the shared one in time
+order (`ts`), since its ids follow the order rows were shipped, which for a supervisor that
+was offline is later than they happened. A journal that lacks a table or the origin columns
+(one no supervisor has migrated yet) reads as empty or without `host`/`home`.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
-from urllib.parse import quote
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-BUSY_TIMEOUT_MS = 5000  # as the writers: wait out a checkpoint instead of failing
+if TYPE_CHECKING:
+    from monad_cli.journal.pool import SqlitePool
+    from monad_cli.journal.settings import JournalSettings
+
+T = TypeVar("T")
+# The columns read and the keys they are answered under (the API's and `--json`'s shape).
+EVENT = {"id": "id", "ts": "ts", "server": "server", "kind": "kind", "state": "state", "reason": "reason",
+         "detail": "detail", "host": "host", "home": "home"}
+CALL = {"id": "id", "ts": "ts", "server": "server", "tool": "tool", "exposed": "exposed", "args_digest": "argsDigest",
+        "via": "via", "decision": "decision", "decided_by": "decidedBy", "outcome": "outcome",
+        "duration_ms": "durationMs", "error": "error", "host": "host", "home": "home"}
 
 
-def connect_readonly(path: Path) -> sqlite3.Connection:
-    """A read-only connection to the journal at `path` (SQLite URI `mode=ro`). Raises
-    `sqlite3.OperationalError` when the file cannot be opened."""
-    conn = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
-    conn.row_factory = sqlite3.Row
-    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-    return conn
+class Database(Protocol):
+    """A way into a journal: `pool.SqlitePool` or `pg.PgDatabase` (`?` placeholders both)."""
+
+    dialect: str  # "sqlite" | "postgresql"
+
+    def read(self, sql: str, params: Sequence[Any] = ...) -> list[tuple[Any, ...]]: ...
+
+    def columns(self, table: str) -> list[str]: ...
+
+    def transaction(self) -> AbstractContextManager[Any]: ...
 
 
-def _select(path: Path, table: str, *, server: str | None, since: float | None, limit: int,
-            kinds: Iterable[str] | None = None, host: str | None = None) -> list[sqlite3.Row]:
+def _select(db: Database, table: str, shape: dict[str, str], *, server: str | None, since: float | None,
+            host: str | None, limit: int, kinds: Iterable[str] | None = None) -> list[dict[str, Any]]:
+    have = set(db.columns(table))
+    if not have or (host and "host" not in have):
+        return []  # not migrated yet; or from before rows named their host: none is this host's
     where: list[str] = []
     args: list[Any] = []
     for column, value in (("server", server), ("host", host)):
@@ -45,47 +61,54 @@ def _select(path: Path, table: str, *, server: str | None, since: float | None, 
     if kinds:
         where.append(f"kind IN ({', '.join('?' for _ in kinds)})")
         args.extend(kinds)
-    sql = f"SELECT * FROM {table}" + (f" WHERE {' AND '.join(where)}" if where else "") + \
-        " ORDER BY id DESC LIMIT ?"
-    conn = connect_readonly(path)
-    try:
-        if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone() is None:
-            return []
-        if host and not _has_column(conn, table, "host"):
-            return []  # a journal from before rows named their host: none is this host's
-        rows = conn.execute(sql, [*args, limit]).fetchall()
-    finally:
-        conn.close()
-    return list(reversed(rows))
+    cols = [c if c in have else "NULL" for c in shape]
+    order = "ts DESC, id DESC" if db.dialect == "postgresql" else "id DESC"
+    rows = db.read(f"SELECT {', '.join(cols)} FROM {table}" + (f" WHERE {' AND '.join(where)}" if where else "")
+                   + f" ORDER BY {order} LIMIT ?", (*args, limit))
+    return [dict(zip(shape.values(), row, strict=True)) for row in reversed(rows)]
 
 
-def _has_column(conn: sqlite3.Connection, table: str, column: str) -> bool:
-    return any(r["name"] == column for r in conn.execute(f"PRAGMA table_info({table})"))
-
-
-def _origin(r: sqlite3.Row) -> dict[str, Any]:
-    # A journal the supervisor has not migrated yet has no origin columns: None, as rows
-    # written before them have.
-    keys = r.keys()
-    return {"host": r["host"] if "host" in keys else None, "home": r["home"] if "home" in keys else None}
-
-
-def events(path: Path, *, server: str | None = None, since: float | None = None,
+def events(db: Database, *, server: str | None = None, since: float | None = None,
            kinds: Iterable[str] | None = None, host: str | None = None, limit: int = 1000) -> list[dict[str, Any]]:
-    """The newest `limit` event rows, oldest first: `Journal.events`' answer, read-only."""
-    return [{"id": r["id"], "ts": r["ts"], "server": r["server"], "kind": r["kind"], "state": r["state"],
-             "reason": r["reason"], "detail": json.loads(r["detail"]) if r["detail"] else None, **_origin(r)}
-            for r in _select(path, "events", server=server, since=since, limit=limit, kinds=kinds, host=host)]
+    """The newest `limit` event rows, oldest first: `{id, ts, server, kind, state, reason,
+    detail (decoded), host, home}`."""
+    out = _select(db, "events", EVENT, server=server, since=since, host=host, limit=limit, kinds=kinds)
+    for row in out:
+        row["detail"] = json.loads(row["detail"]) if row["detail"] else None
+    return out
 
 
-def calls(path: Path, *, server: str | None = None, since: float | None = None, host: str | None = None,
+def calls(db: Database, *, server: str | None = None, since: float | None = None, host: str | None = None,
           limit: int = 200) -> list[dict[str, Any]]:
-    """The newest `limit` tool calls, oldest first: `journal.tools.calls`' answer, read-only."""
-    return [{"id": r["id"], "ts": r["ts"], "server": r["server"], "tool": r["tool"], "exposed": r["exposed"],
-             "argsDigest": r["args_digest"], "via": r["via"], "decision": r["decision"],
-             "decidedBy": r["decided_by"], "outcome": r["outcome"], "durationMs": r["duration_ms"],
-             "error": r["error"], **_origin(r)}
-            for r in _select(path, "tool_calls", server=server, since=since, limit=limit, host=host)]
+    """The newest `limit` tool calls, oldest first: `{id, ts, server, tool, exposed, argsDigest,
+    via, decision, decidedBy, outcome, durationMs, error, host, home}`."""
+    return _select(db, "tool_calls", CALL, server=server, since=since, host=host, limit=limit)
+
+
+def open_local(path: Path) -> SqlitePool:
+    """A read-only way into the journal file at `path` (SQLite URI `mode=ro`)."""
+    from monad_cli.journal.pool import SqlitePool
+
+    return SqlitePool(path, keep=1, readonly=True)
+
+
+def from_shared(settings: JournalSettings, read: Callable[[Database], T]) -> T:
+    """`read(db)` on the fleet's shared journal. Raises `Unavailable` in one line (the password
+    as `***`) when it cannot be reached or read."""
+    import psycopg
+
+    from monad_cli.core.errors import Unavailable
+    from monad_cli.core.redact import redact_text
+    from monad_cli.journal.pg import PgDatabase, describe
+
+    db = PgDatabase(settings)
+    try:
+        return read(db)
+    except psycopg.Error as e:
+        raise Unavailable(redact_text(f"the shared journal {settings.shown} ({settings.source}) cannot be read: "
+                                      f"{describe(e).split(': ', 1)[-1]}", settings.secrets)) from None
+    finally:
+        db.close()
 
 
 def damaged(path: Path, exc: sqlite3.Error) -> str | None:
@@ -97,3 +120,5 @@ def damaged(path: Path, exc: sqlite3.Error) -> str | None:
     return (f"the journal `{path}` is damaged ({exc}); move it aside (`mv {path} {path}.damaged`) and "
             f"monad starts a new one")
 
+
+__all__ = ["Database", "calls", "damaged", "events", "from_shared", "open_local"]

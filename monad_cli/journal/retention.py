@@ -1,20 +1,24 @@
 """The journal's growth: rows older than `[journal] keep` (default 90 days) are deleted, and
-the file gives the space back (docs/supervisor.md "The journal's growth").
+the file gives the space back (docs/supervisor.md "The journal's growth", docs/fleet.md
+"Retention").
 
 What is pruned: `events`, `tool_calls` (never one still `running`) and finished `tasks`
 (`terminal_at` set). What is kept whatever its age: approvals, pins and seen tool sets (they
 are trust, not history), and in a fleet every row not yet shipped to the shared journal
 (`rev` above the link's cursor, `journal.cursor.json`): pruning never loses a row the shared
-journal has not got. The shared journal itself is not pruned from here.
+journal has not got. The same `prune` runs on the shared journal (`prune_shared`), where only
+the rows of one supervisor (`origin`: its host and home) are deleted unless a person asks
+for every host's (`monad journal prune --every-host`): one machine's short `keep` never
+deletes the team's history.
 
-Deletes run in batches of `BATCH` rows, each its own `BEGIN IMMEDIATE` transaction, so the
-supervisor's writers wait at most one batch (~10 ms) and never the whole prune. Then the
-space is reclaimed: a journal with `auto_vacuum = INCREMENTAL` (every journal made since
+Deletes run in batches of `BATCH` rows, each its own transaction, so the writers wait at
+most one batch (~10 ms) and never the whole prune. Then the local file's space is
+reclaimed: a journal with `auto_vacuum = INCREMENTAL` (every journal made since
 this module: `pool.PRAGMAS` sets it before the first table) frees its free pages with
 `PRAGMA incremental_vacuum`; an older one is converted once by a full `VACUUM` (which
 rewrites the file, needing as much free space again as the file takes).
 
-Standard library only: `monad journal prune` runs it without SQLAlchemy.
+Standard library only (psycopg for the shared journal, imported by `journal.pg`).
 """
 
 from __future__ import annotations
@@ -23,7 +27,11 @@ import json
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from monad_cli.journal.reader import Database
+    from monad_cli.journal.settings import JournalSettings
 
 BATCH = 10_000
 # table → (time column, extra condition); the time column is indexed in every one.
@@ -32,7 +40,7 @@ PRUNED: dict[str, tuple[str, str]] = {
     "tool_calls": ("ts", " AND outcome != 'running'"),
     "tasks": ("terminal_at", " AND terminal_at IS NOT NULL"),
 }
-SHIPPED = ("events", "tool_calls")  # pruned tables that a fleet ships (`tables.SHIPPED_TABLES`)
+SHIPPED = ("events", "tool_calls")  # pruned tables that a fleet ships (`schema.SHIPPED_TABLES`)
 CURSOR_FILE = "journal.cursor.json"  # `journal.fleet.CURSOR_FILE`
 
 
@@ -45,38 +53,52 @@ def shipped_cursor(journal_path: Path) -> dict[str, int] | None:
     return {k: int(v) for k, v in data.items() if isinstance(v, int)} if isinstance(data, dict) else None
 
 
-def prune(conn: sqlite3.Connection, *, keep_s: float, now: float | None = None, fleet: bool = False,
-          cursor: dict[str, int] | None = None) -> dict[str, int]:
-    """Delete the rows older than `keep_s` seconds before `now` (epoch seconds; default now)
-    from the pruned tables; returns how many per table. `conn` is in autocommit mode (the
-    journal's `pool.configure`). `fleet`: keep rows above `cursor`'s rev (none shipped yet
-    when `cursor` is None)."""
+def prune(db: Database, *, keep_s: float, now: float | None = None, cursor: dict[str, int] | None = None,
+          origin: tuple[str, str] | None = None, tables: tuple[str, ...] = tuple(PRUNED)) -> dict[str, int]:
+    """Delete the rows of `tables` older than `keep_s` seconds before `now` (epoch seconds;
+    default now); returns how many per table. `cursor` (a fleet's local journal): keep the
+    shipped tables' rows above its rev (none shipped yet: `{}`); `origin` (host, home): only
+    that supervisor's rows. A table the journal lacks is skipped (not migrated yet)."""
     cutoff = (time.time() if now is None else now) - keep_s
+    # SQLite deletes by `rowid` (every table has one, `tasks` too); PostgreSQL's shipped tables by `id`.
+    key = "rowid" if db.dialect == "sqlite" else "id"
     counts: dict[str, int] = {}
-    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    for table, (column, extra) in PRUNED.items():
-        if table not in tables:
+    for table in tables:
+        if not db.columns(table):
             continue
+        column, extra = PRUNED[table]
         where = f"{column} < ?{extra}"
         args: list[Any] = [cutoff]
-        if fleet and table in SHIPPED:
+        if cursor is not None and table in SHIPPED:
             where += " AND rev <= ?"
-            args.append((cursor or {}).get(table, 0))
+            args.append(cursor.get(table, 0))
+        if origin is not None:
+            where += " AND host = ? AND home = ?"
+            args += list(origin)
         total = 0
         while True:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                n = conn.execute(f"DELETE FROM {table} WHERE rowid IN (SELECT rowid FROM {table} WHERE {where} "
-                                 f"LIMIT {BATCH})", args).rowcount
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            total += n
+            with db.transaction() as cur:
+                n = cur.execute(f"DELETE FROM {table} WHERE {key} IN (SELECT {key} FROM {table} WHERE {where} "
+                                f"LIMIT {BATCH})", args).rowcount
+            total += max(n, 0)
             if n < BATCH:
                 break
         counts[table] = total
     return counts
+
+
+def prune_shared(settings: JournalSettings, *, keep_s: float, every_host: bool = False,
+                 now: float | None = None) -> dict[str, Any]:
+    """`prune` on the fleet's shared journal: `events` and `tool_calls` (approvals and vetted
+    tool sets are trust, kept), this supervisor's rows (`settings.host`, `home`) or with
+    `every_host` everyone's. Returns `{"deleted": {table: n}, "cutoff": epoch s, "scope":
+    "this host" | "every host"}`. Raises `Unavailable` (one line, the password as `***`)."""
+    from monad_cli.journal.reader import from_shared
+
+    now = time.time() if now is None else now
+    origin = None if every_host else (settings.host, settings.home)
+    deleted = from_shared(settings, lambda db: prune(db, keep_s=keep_s, now=now, origin=origin, tables=SHIPPED))
+    return {"deleted": deleted, "cutoff": now - keep_s, "scope": "every host" if every_host else "this host"}
 
 
 def reclaim(conn: sqlite3.Connection, *, convert: bool = True) -> dict[str, Any]:
@@ -104,14 +126,13 @@ def reclaim(conn: sqlite3.Connection, *, convert: bool = True) -> dict[str, Any]
 def prune_file(path: Path, *, keep_s: float, fleet: bool = False, now: float | None = None) -> dict[str, Any]:
     """`prune` then `reclaim` on the journal file at `path` (the CLI's `monad journal prune`):
     `{"deleted": {table: n}, "reclaimed": {...}, "cutoff": epoch seconds}`."""
-    from monad_cli.journal.pool import configure
+    from monad_cli.journal.pool import SqlitePool
 
-    conn = sqlite3.connect(path, timeout=5.0)
+    pool = SqlitePool(path, keep=1)
     try:
-        configure(conn)
-        cursor = shipped_cursor(path) if fleet else None
-        deleted = prune(conn, keep_s=keep_s, now=now, fleet=fleet, cursor=cursor)
-        reclaimed = reclaim(conn)
+        deleted = prune(pool, keep_s=keep_s, now=now, cursor=(shipped_cursor(path) or {}) if fleet else None)
+        with pool.connection() as conn:
+            reclaimed = reclaim(conn)
     finally:
-        conn.close()
+        pool.close()
     return {"deleted": deleted, "reclaimed": reclaimed, "cutoff": (time.time() if now is None else now) - keep_s}

@@ -11,14 +11,13 @@ else the SQLite file `journal.db` (docs/fleet.md).
 (an unset variable is an error naming the setting); the expanded password is a secret: it is only ever shown as
 `***` (`shown`), and `secrets` lists it for the redaction function. `MONAD_HOST` overrides
 `host`; the default is the machine's host name. Stdlib only: the CLI reads this for
-`monad journal` without loading SQLAlchemy.
+`monad journal` without loading anything heavy.
 """
 
 from __future__ import annotations
 
 import os
 import socket
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -27,14 +26,10 @@ from urllib.parse import unquote, urlsplit
 if TYPE_CHECKING:  # the journal imports only the dataclass; reading settings needs the rest
     from monad_cli.core.paths import Paths
 
-SETTINGS_FILE = "settings.toml"
 URL_ENV = "MONAD_JOURNAL_URL"
 HOST_ENV = "MONAD_HOST"
-# The SQLAlchemy dialect+driver monad speaks; `postgresql://` and `postgres://` mean the same.
+# The URL schemes taken (`+psycopg`: the driver, as SQLAlchemy spells it); all mean the same.
 PG_SCHEMES = ("postgresql+psycopg", "postgresql", "postgres")
-_KNOWN = {"url", "host", "keep"}
-DEFAULT_KEEP = "90d"
-_KEEP_UNITS = {"h": 3600, "d": 86400, "w": 7 * 86400}
 
 
 @dataclass(frozen=True)
@@ -62,55 +57,9 @@ class JournalSettings:
 
     @property
     def conninfo(self) -> str:
-        """The URL as libpq takes it (no `+psycopg`), for psycopg without SQLAlchemy."""
+        """The URL as libpq takes it (no `+psycopg`), for psycopg (`journal.pg`)."""
         assert self.url is not None
         return "postgresql://" + self.url.split("://", 1)[1]
-
-
-def _read_file(paths: Paths) -> dict[str, object]:
-    from monad_cli.core.errors import ConfigError
-
-    path = paths.home / SETTINGS_FILE
-    try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
-    except FileNotFoundError:
-        return {}
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"`{SETTINGS_FILE}`: {e}; fix the file (see docs/fleet.md)", file=SETTINGS_FILE) from None
-    table = data.get("journal", {})
-    if not isinstance(table, dict):
-        raise ConfigError(f"`{SETTINGS_FILE}`: `journal` must be a table (`[journal]`)", file=SETTINGS_FILE,
-                          field="journal")
-    for key in table:
-        if key not in _KNOWN:
-            raise ConfigError(f"`{SETTINGS_FILE}`: `journal.{key}` is not a known setting; known: "
-                              f"{', '.join(sorted(_KNOWN))}", file=SETTINGS_FILE, field=f"journal.{key}")
-        if not isinstance(table[key], str):
-            raise ConfigError(f"`{SETTINGS_FILE}`: `journal.{key}` must be a string", file=SETTINGS_FILE,
-                              field=f"journal.{key}")
-    return table
-
-
-MAX_KEEP_S = 100 * 365 * 86400.0  # seconds: a longer `keep` is refused (`forever` says it)
-
-
-def parse_keep(value: str, where: str = f"`journal.keep` in `{SETTINGS_FILE}`") -> float | None:
-    """`90d`, `12h`, `2w` → seconds; `forever` → None. Raises `ConfigError` naming `where`."""
-    from monad_cli.core.errors import ConfigError
-
-    text = value.strip().lower()
-    if text == "forever":
-        return None
-    number, unit = text[:-1], text[-1:]
-    if unit in _KEEP_UNITS and number.isdigit() and int(number) > 0:
-        seconds = float(int(number) * _KEEP_UNITS[unit])
-        if seconds > MAX_KEEP_S:  # past this the cut-off date is before any row (and past datetime's range)
-            raise ConfigError(f"{where}: {value!r} is more than 100 years; use 'forever' to keep every row",
-                              file=SETTINGS_FILE, field="journal.keep")
-        return seconds
-    raise ConfigError(f"{where}: {value!r} is not a duration; use a number of hours, days or weeks like "
-                      f"{DEFAULT_KEEP!r}, '12h', '2w', or 'forever'", file=SETTINGS_FILE, field="journal.keep")
 
 
 def check_url(url: str, where: str) -> tuple[str, set[str]]:
@@ -142,6 +91,7 @@ def load_journal_settings(paths: Paths, environ: Mapping[str, str] | None = None
     """Read `MONAD_JOURNAL_URL` / `settings.toml` (the variable wins). Raises `ConfigError`
     (bad TOML, unknown key, unset variable, unsupported URL), never showing the password."""
     from monad_cli.config.expansion import ExpansionError, expand
+    from monad_cli.config.settings import SETTINGS_FILE, load_settings
     from monad_cli.core.errors import ConfigError
     from monad_cli.core.redact import redact_url
 
@@ -150,14 +100,13 @@ def load_journal_settings(paths: Paths, environ: Mapping[str, str] | None = None
 
         environ = LayeredEnviron(read_env_file(paths).values, os.environ)
     env = environ
-    table = _read_file(paths)
-    host = env.get(HOST_ENV) or str(table.get("host") or "") or socket.gethostname()
+    section = load_settings(paths).journal
+    host = env.get(HOST_ENV) or section.host or socket.gethostname()
     home = str(paths.home)
-    keep_s = parse_keep(str(table.get("keep") or DEFAULT_KEEP))
+    keep_s = section.keep_s
     raw_url, source, where = env.get(URL_ENV), URL_ENV, f"`{URL_ENV}`"
     if not raw_url:
-        raw_url, source, where = (str(table["url"]) if table.get("url") else None), SETTINGS_FILE, \
-            f"`journal.url` in `{SETTINGS_FILE}`"
+        raw_url, source, where = section.url or None, SETTINGS_FILE, f"`journal.url` in `{SETTINGS_FILE}`"
     if not raw_url:
         return JournalSettings(home=home, host=host, keep_s=keep_s)
     try:

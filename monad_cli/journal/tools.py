@@ -1,5 +1,5 @@
 """Queries over the journal tables of tool calls, "always" approvals and seen tool sets
-(the tables are in `journal/tables.py`).
+(the tables are in `journal/schema.py`).
 
 - `tool_calls`: one row per call, written before the call (outcome `running`) and updated
   after it, so a crash between the side effect and its outcome leaves a visible gap.
@@ -15,10 +15,7 @@ Every write stamps the origin columns and its `rev` and wakes the fleet link
 (`Journal.write`); in a fleet the row is then queued locally until the link ships it
 (docs/fleet.md).
 
-What a supervisor reads while it starts and connects (`all_always`, `all_vetted`,
-`interrupt_running`, and on a pinned server's connect `add_vetted`, `tool_set`) is plain SQL
-on the journal's own connections: the ORM (SQLModel, ~0.2 s to import) is loaded by the
-first query that needs it (`Journal.engine`).
+Every query is plain SQL on the journal's own connections (`Journal.pool`).
 """
 
 from __future__ import annotations
@@ -26,12 +23,10 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
+from monad_cli.journal import reader
 from monad_cli.journal.db import Journal
-
-if TYPE_CHECKING:
-    from monad_cli.journal.tables import AlwaysApproval
 
 OUTCOMES = ("running", "ok", "tool-error", "cancelled", "timeout", "refused", "error", "interrupted")
 
@@ -88,34 +83,15 @@ def interrupt_running(j: Journal) -> int:
 
 def calls(j: Journal, *, server: str | None = None, since: float | None = None, host: str | None = None,
           limit: int = 200) -> list[dict[str, Any]]:
-    from sqlmodel import Session, col, select
-
-    from monad_cli.journal.tables import ToolCall
-
-    j.flush()  # outcomes still queued in this process are part of the answer
-    q = select(ToolCall)
-    if server:
-        q = q.where(ToolCall.server == server)
-    if host:
-        q = q.where(ToolCall.host == host)
-    if since is not None:
-        q = q.where(ToolCall.ts >= since)
-    q = q.order_by(col(ToolCall.id).desc()).limit(limit)
-    with Session(j.engine) as s:
-        rows = list(s.exec(q))
-    return [r.as_dict() for r in reversed(rows)]
+    """The newest `limit` tool calls, oldest first (`journal.reader.calls`), outcomes this
+    process still holds in its queue included."""
+    j.flush()
+    return reader.calls(j.pool, server=server, since=since, host=host, limit=limit)
 
 
-def always_approved(j: Journal, server: str, definition_hash: str, tool: str) -> AlwaysApproval | None:
-    from sqlmodel import Session, select
-
-    from monad_cli.journal.tables import AlwaysApproval
-
-    q = select(AlwaysApproval).where(AlwaysApproval.server == server,
-                                     AlwaysApproval.definition_hash == definition_hash,
-                                     AlwaysApproval.tool == tool)
-    with Session(j.engine) as s:
-        return s.exec(q).first()
+def always_approved(j: Journal, server: str, definition_hash: str, tool: str) -> bool:
+    return bool(j.pool.read("SELECT 1 FROM approvals WHERE server = ? AND definition_hash = ? AND tool = ? LIMIT 1",
+                            (server, definition_hash, tool)))
 
 
 class Approval(NamedTuple):

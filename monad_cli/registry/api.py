@@ -15,7 +15,6 @@ official registry. They are asked in that order; for a name, the first that know
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -23,13 +22,13 @@ from urllib.parse import quote, urlsplit
 
 import httpx2
 
+from monad_cli.config.settings import SETTINGS_FILE
 from monad_cli.core.errors import ConfigError, InvalidInput, MonadError, NotFound, Unavailable
-from monad_cli.core.messages import transport_error
+from monad_cli.core.messages import cut, transport_error
 from monad_cli.core.paths import Paths
 
 OFFICIAL = "https://registry.modelcontextprotocol.io"
 URL_ENV = "MONAD_REGISTRY_URL"
-SETTINGS_FILE = "settings.toml"
 TIMEOUT_S = 20.0
 PAGE_LIMIT = 30  # entries asked per page (the official registry allows up to 100)
 OFFICIAL_META = "io.modelcontextprotocol.registry/official"
@@ -65,20 +64,11 @@ def registry_urls(paths: Paths, environ: Mapping[str, str] | None = None) -> lis
     env = os.environ if environ is None else environ
     if env.get(URL_ENV):
         return [_check_base(env[URL_ENV], URL_ENV)]
-    file = paths.home / SETTINGS_FILE
-    try:
-        data = tomllib.loads(file.read_text())
-    except FileNotFoundError:
-        return [OFFICIAL]
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"`{SETTINGS_FILE}`: {e}; fix the file", file=SETTINGS_FILE) from None
-    table = data.get("registry", {})
-    urls = table.get("urls") if isinstance(table, Mapping) else None
+    from monad_cli.config.settings import load_settings
+
+    urls = load_settings(paths).registry.urls
     if urls is None:
         return [OFFICIAL]
-    if not isinstance(urls, list) or not urls or not all(isinstance(u, str) for u in urls):
-        raise ConfigError(f"`{SETTINGS_FILE}`: `registry.urls` must be a non-empty list of base URLs",
-                          file=SETTINGS_FILE)
     return [_check_base(u, f"{SETTINGS_FILE}: registry.urls") for u in urls]
 
 
@@ -164,6 +154,11 @@ class Registry:
         entry = _entry(body, self.base)
         if entry is None:
             raise Unavailable(f"registry `{self.shown}`: the answer to `{path}` is not a server entry")
+        # The answer must be the server asked for: a registry answering with another name
+        # would install what the person never named.
+        if entry.name != name or version not in ("latest", entry.version):
+            raise Unavailable(f"registry `{self.shown}` answered `{path}` with `{cut(entry.name)}` "
+                              f"{cut(entry.version)}; refused")
         return entry
 
 

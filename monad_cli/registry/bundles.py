@@ -197,30 +197,4 @@ def definition(manifest: Mapping[str, Any], folder: Path, values: Mapping[str, s
     return defn
 
 
-def recover_values(folder: Path, raw: Mapping[str, Any]) -> dict[str, str]:
-    """The user_config values an installed bundle was given, read back from its definition
-    `raw` through the manifest in `folder`: an env value or an argument that is exactly
-    `${user_config.KEY}` gives KEY's value (arguments by position, when none was expanded).
-    For `upgrade`, so a new version does not ask again."""
-    try:
-        manifest = json.loads((folder / MANIFEST).read_text())
-        config = dict(manifest["server"].get("mcp_config") or {})
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return {}
-    values: dict[str, str] = {}
-    env: Mapping[str, Any] = raw["env"] if isinstance(raw.get("env"), Mapping) else {}
-    for key, template in (config.get("env") or {}).items():
-        m = _PLACEHOLDER.fullmatch(str(template))
-        if m and m.group(1).startswith("user_config.") and isinstance(env.get(key), str):
-            values[m.group(1)[len("user_config."):]] = env[key]
-    templates = [str(a) for a in config.get("args") or []]
-    args: list[Any] = raw["args"] if isinstance(raw.get("args"), list) else []
-    if len(templates) == len(args):
-        for template, value in zip(templates, args, strict=True):
-            m = _PLACEHOLDER.fullmatch(template)
-            if m and m.group(1).startswith("user_config."):
-                values.setdefault(m.group(1)[len("user_config."):], str(value))
-    return values
-
-
-__all__ = ["check_sha256", "definition", "read_manifest", "recover_values", "sha256_hex", "unpack", "user_variables"]
+__all__ = ["check_sha256", "definition", "read_manifest", "sha256_hex", "unpack", "user_variables"]

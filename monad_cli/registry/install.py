@@ -127,15 +127,20 @@ def build(paths: Paths, entry: Entry, atom: str, *, package: int | None, remote:
           given: Mapping[str, Mapping[str, str]], ask: Ask | None,
           recorded: str | None = None) -> tuple[dict[str, Any], dict[str, Any], Path | None]:
     """(definition, summary, the bundle folder this call unpacked or None) for `entry`.
-    `recorded` (`registry.package` of an installed atom) picks the same package again."""
+    `recorded` (`registry.package` of an installed atom) picks the same package again.
+    A `server.json` or an option `serverjson` refuses is `InvalidInput` before anything
+    is asked, downloaded or written."""
     server = entry.server
+    label = f"{entry.name}@{entry.version}"
+    refused = serverjson.server_refusal(server)
+    if refused:
+        raise InvalidInput(f"registry entry `{entry.name}` is refused: {refused}; nothing was installed")
     opts = serverjson.options(server, docker_works=docker_works)
     if recorded is not None and package is None and remote is None:
         same = next((o for o in opts if package_key(o) == recorded), None)
         if same is not None:
             package, remote = (same.index, None) if same.kind == "package" else (None, same.index)
     option = serverjson.choose(opts, package=package, remote=remote)
-    label = f"{entry.name}@{entry.version}"
     origin = {"name": entry.name, "version": entry.version, "package": package_key(option),
               "registry": entry.registry}
     made: Path | None = None
@@ -164,12 +169,30 @@ def build(paths: Paths, entry: Entry, atom: str, *, package: int | None, remote:
         defn["timeout"] = FETCH_TIMEOUT_S
         if option.kind == "package" and option.body.get("registryType") in ("npm", "pypi", "nuget"):
             _network_env(defn, os.environ)
-    defn["registry"] = origin
+    defn["registry"] = {**origin, **record(variables, values)}
     summary = {"name": atom, "server": entry.name, "version": entry.version, "option": option.where,
                "package": option.label, "transport": defn["transport"], "path": None,
+               "runs": serverjson.command_line(defn, _secret_values(variables, values)),
                "variables": _shown_variables(variables, values), "deprecated": entry.status == "deprecated",
                "warnings": secrets_in_args(defn, variables, values)}
     return defn, summary, made
+
+
+def record(variables: list[serverjson.Variable], values: Mapping[tuple[str, str], str]) -> dict[str, Any]:
+    """What the `registry` table keeps of an install, for `upgrade` (`known_values`): `asked`,
+    every variable asked for as `KIND:KEY`; `values`, the arguments' values (an environment
+    variable's or a header's is in `env`/`headers` under its own name); `secrets`, the
+    secret arguments' values, masked wherever the definition is shown (core/redact.py)."""
+    out: dict[str, Any] = {"asked": [f"{v.kind}:{v.key}" for v in variables]}
+    for v in variables:
+        value = values.get((v.kind, v.key))
+        if v.kind == "arg" and value is not None:
+            out.setdefault("secrets" if v.secret else "values", {})[v.key] = value
+    return out
+
+
+def _secret_values(variables: list[serverjson.Variable], values: Mapping[tuple[str, str], str]) -> list[str]:
+    return [value for v in variables if v.secret and (value := values.get((v.kind, v.key)))]
 
 
 def secrets_in_args(defn: Mapping[str, Any], variables: list[serverjson.Variable],
@@ -196,32 +219,51 @@ def package_key(option: serverjson.Option) -> str:
 
 
 def known_values(raw: Mapping[str, Any], old: Entry | None) -> tuple[dict[str, str], set[tuple[str, str]]]:
-    """For `upgrade`: (the argument values the installed atom `raw` was given, read back from
-    its `args`, URL, header and env values through the server.json of its installed version
-    `old` (`serverjson.recover_values`; a bundle's through its unpacked manifest); every
-    (kind, key) that version asked for). None for `old` (the registry no longer has that
-    version) knows nothing."""
+    """For `upgrade`: (the argument values the installed atom `raw` was given, every (kind,
+    key) its version asked for), from what its `registry` table recorded (`record`). The
+    values count only while the atom is still what they made of the installed version
+    (its server.json `old`, or its unpacked bundle's manifest): an atom edited by hand since
+    gives none, and they are asked again. Without `old` (the registry dropped that version)
+    there is nothing to compare with, and the records are taken as they are."""
     origin: Mapping[str, Any] = raw["registry"] if isinstance(raw.get("registry"), Mapping) else {}
+    values = {str(k): str(v) for table in ("values", "secrets") if isinstance(origin.get(table), Mapping)
+              for k, v in origin[table].items()}
+    asked = {(kind, key) for kind, _, key in (str(a).partition(":") for a in origin.get("asked") or []) if key}
+    if values and not _still_made(raw, origin, old, values):
+        values = {}
+    return values, asked
+
+
+def _still_made(raw: Mapping[str, Any], origin: Mapping[str, Any], old: Entry | None,
+                values: Mapping[str, str]) -> bool:
+    """Whether `raw`'s command, arguments, URL, and the environment variables and headers
+    the installed version sets, are what `values` made of it."""
+    made: Mapping[str, Any]
     if origin.get("bundle"):
         folder = Path(str(origin["bundle"]))
-        values = bundles.recover_values(folder, raw)
         try:
             manifest = json.loads((folder / bundles.MANIFEST).read_text())
-            asked = {(v.kind, v.key) for v in bundles.user_variables(manifest)}
-        except (OSError, ValueError, AttributeError):
-            asked = {("arg", k) for k in values}
-        return values, asked
-    if old is None:
-        return {}, set()
-    opts = serverjson.options(old.server, which=lambda _: "found")
-    option = next((o for o in opts if package_key(o) == origin.get("package")), None)
-    if option is None:
-        return {}, set()
-    try:
-        asked = {(v.kind, v.key) for v in serverjson.variables(option)}
-    except InvalidInput:
-        asked = set()
-    return serverjson.recover_values(option, raw), asked
+            made = bundles.definition(manifest, folder, values)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return False
+    elif old is None:
+        return True
+    else:
+        option = next((o for o in serverjson.options(old.server, which=lambda _: "found")
+                       if package_key(o) == origin.get("package")), None)
+        given = {("arg", k): v for k, v in values.items()}
+        for kind, fld in (("env", "env"), ("header", "headers")):
+            if isinstance(raw.get(fld), Mapping):
+                given |= {(kind, str(k)): str(v) for k, v in raw[fld].items()}
+        if option is None:
+            return False
+        try:
+            made = serverjson.definition(old.server, option, given)
+        except InvalidInput:
+            return False
+    own = all(made.get(k) == raw.get(k) for k in ("command", "args", "url"))
+    return own and all(isinstance(raw.get(f), Mapping) and raw[f].get(n) == v
+                       for f in ("env", "headers") for n, v in (made.get(f) or {}).items())
 
 
 def install_bundle_file(paths: Paths, file: str, *, as_name: str | None, given: Mapping[str, Mapping[str, str]],
@@ -243,7 +285,8 @@ def install_bundle_file(paths: Paths, file: str, *, as_name: str | None, given: 
         defn = bundles.definition(manifest, folder, {k: v for (_, k), v in values.items()})
         _extras(defn, given, {(v.kind, v.key) for v in variables})
         defn["registry"] = {"name": str(manifest["name"]), "version": str(manifest["version"]),
-                            "package": f"mcpb:sha256:{bundles.sha256_hex(data)}", "bundle": str(folder)}
+                            "package": f"mcpb:sha256:{bundles.sha256_hex(data)}", "bundle": str(folder),
+                            **record(variables, values)}
         written = _write(paths, atom, defn, force=force)
     except BaseException:
         if made is not None:
@@ -251,6 +294,7 @@ def install_bundle_file(paths: Paths, file: str, *, as_name: str | None, given: 
         raise
     return {"name": atom, "server": manifest["name"], "version": manifest["version"], "option": "bundle",
             "package": f"mcpb {path.name}", "transport": "stdio", "path": written,
+            "runs": serverjson.command_line(defn, _secret_values(variables, values)),
             "variables": _shown_variables(variables, values), "deprecated": False,
             "warnings": secrets_in_args(defn, variables, values)}
 

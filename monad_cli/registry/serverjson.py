@@ -5,8 +5,9 @@ server.schema.json, 2025-09-29 and later, camelCase):
 
 - `packages[]` run locally over stdio: `npm` as `npx -y IDENTIFIER@VERSION`, `pypi` as
   `uvx IDENTIFIER==VERSION`, `oci` as `docker run -i --rm [-e NAME…] IMAGE:TAG`, `nuget` as
-  `dnx IDENTIFIER@VERSION --yes`; `runtimeHint` replaces the runner, `runtimeArguments` go
-  before the package and `packageArguments` after it. `mcpb` is `bundles.py`'s.
+  `dnx IDENTIFIER@VERSION --yes`; `runtimeArguments` go before the package and
+  `packageArguments` after it. `mcpb` is `bundles.py`'s. What a package may be and give its
+  runner is `runners.py`'s: an option breaking those rules is refused, never run.
 - `remotes[]` (`streamable-http`, `sse`) become an http server with `url` and `headers`.
 - An input (an environment variable, a header, an argument) with a `value` is fixed; `{x}`
   in it is the input variable `x` of its `variables` map. An input without a `value` is
@@ -19,15 +20,16 @@ Pure: no HTTP, no prompts; `variables.py` gathers the values, `install.py` write
 from __future__ import annotations
 
 import re
+import shlex
 import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from monad_cli.core.errors import InvalidInput
+from monad_cli.registry import runners
 
-# The runner of each package type, when `runtimeHint` does not name one.
-RUNNERS = {"npm": "npx", "pypi": "uvx", "oci": "docker", "nuget": "dnx", "mcpb": None}
 REMOTE_TYPES = ("streamable-http", "sse")
 _TEMPLATE = re.compile(r"\{([A-Za-z0-9_.-]+)\}")
 
@@ -62,13 +64,15 @@ class Variable:
 
 @dataclass(frozen=True)
 class Option:
-    """One way to run the server: `packages[index]` or `remotes[index]` (`kind`), and why
-    this machine cannot run it (`problem`, None when it can)."""
+    """One way to run the server: `packages[index]` or `remotes[index]` (`kind`); `refused`
+    says why monad will not run it anywhere (it breaks `runners.py`'s rules), `problem` why
+    this machine cannot (None when it can)."""
 
     kind: str  # package | remote
     index: int
     body: Mapping[str, Any]
     problem: str | None = None
+    refused: str | None = None
 
     @property
     def where(self) -> str:
@@ -77,7 +81,9 @@ class Option:
     @property
     def label(self) -> str:
         if self.kind == "remote":
-            return f"remote {self.body.get('type', '?')} {self.body.get('url', '?')}"
+            from monad_cli.core.redact import redact_url
+
+            return f"remote {self.body.get('type', '?')} {redact_url(str(self.body.get('url', '?')))}"
         b = self.body
         return f"{b.get('registryType', '?')} {b.get('identifier', '?')}@{b.get('version', '?')}"
 
@@ -88,49 +94,87 @@ class Option:
         t = self.body.get("transport")
         return str(t.get("type", "stdio")) if isinstance(t, Mapping) else "stdio"
 
+    @property
+    def why_not(self) -> str | None:
+        """`refused: …` or `cannot run here: …`, or None."""
+        return f"refused: {self.refused}" if self.refused else (
+            f"cannot run here: {self.problem}" if self.problem else None)
+
 
 def options(server: Mapping[str, Any], *, which: Callable[[str], str | None] = shutil.which,
             docker_works: Callable[[], str | None] | None = None) -> list[Option]:
-    """Every package, then every remote, each with why it cannot run here (or None).
+    """Every package, then every remote, each with why monad refuses it (`refused`) or why
+    it cannot run here (`problem`, asked only of one not refused).
 
     `docker_works()` is asked only for an `oci` package: None when docker can run an image,
     else why not (`docker` missing, its daemon unreachable)."""
     out: list[Option] = []
     packages = server.get("packages") or []
     for i, pkg in enumerate(packages if isinstance(packages, list) else []):
-        out.append(Option("package", i, pkg if isinstance(pkg, Mapping) else {},
-                          _package_problem(pkg, which, docker_works)))
+        body = pkg if isinstance(pkg, Mapping) else {}
+        refused = package_refusal(body)
+        out.append(Option("package", i, body, None if refused else _package_problem(body, which, docker_works),
+                          refused))
     remotes = server.get("remotes") or []
     for i, rem in enumerate(remotes if isinstance(remotes, list) else []):
-        problem = None
-        if not isinstance(rem, Mapping) or rem.get("type") not in REMOTE_TYPES or not isinstance(rem.get("url"), str):
-            problem = "not a remote monad knows (`type` streamable-http or sse, and a `url`)"
-        out.append(Option("remote", i, rem if isinstance(rem, Mapping) else {}, problem))
+        body = rem if isinstance(rem, Mapping) else {}
+        out.append(Option("remote", i, body, refused=_remote_refusal(body)))
     return out
 
 
-def _package_problem(pkg: Any, which: Callable[[str], str | None],
-                     docker_works: Callable[[], str | None] | None) -> str | None:
-    if not isinstance(pkg, Mapping) or not isinstance(pkg.get("identifier"), str):
-        return "not a package entry (no `identifier`)"
+def server_refusal(server: Mapping[str, Any]) -> str | None:
+    """Why a whole `server.json` is refused (its own `name` or `version` malformed), or None."""
+    name = server.get("name")
+    if not isinstance(name, str) or not runners.SERVER_NAME.fullmatch(name) or len(name) > 200:
+        return f"its `name` `{name}` is not a registry name (`io.github.owner/server`)"
+    return runners.check_version(str(server.get("version", "")))
+
+
+def package_refusal(pkg: Mapping[str, Any]) -> str | None:
+    """Why monad will not run this package on any machine (`runners.py`'s rules), or None."""
     kind = pkg.get("registryType")
-    if kind not in RUNNERS:
+    if kind not in runners.RUNNERS:
         return f"registryType `{kind}` is not one monad can run (npm, pypi, oci, nuget, mcpb)"
+    identifier, version = pkg.get("identifier"), pkg.get("version")
+    if not isinstance(identifier, str) or not isinstance(version, str):
+        return "a package needs a string `identifier` and `version`"
+    problem = runners.check_identity(kind, identifier, version) or runners.check_runner(kind, pkg.get("runtimeHint"))
+    if problem:
+        return problem
+    if kind == "mcpb":
+        return None if isinstance(pkg.get("fileSha256"), str) else \
+            "an mcpb package needs `fileSha256`; monad runs no bundle it cannot check"
+    for i, e in enumerate(pkg.get("environmentVariables") or []):
+        name = e.get("name") if isinstance(e, Mapping) else None
+        why = runners.check_env_name(name) if isinstance(name, str) else "has no `name`"
+        if why:
+            return f"environmentVariables[{i}]: {why}"
+    return runners.check_runtime_shape(str(runners.RUNNERS[kind]), pkg.get("runtimeArguments") or [])
+
+
+def _remote_refusal(rem: Mapping[str, Any]) -> str | None:
+    url = rem.get("url")
+    if rem.get("type") not in REMOTE_TYPES or not isinstance(url, str):
+        return "not a remote monad knows (`type` streamable-http or sse, and a `url`)"
+    if urlsplit(url).scheme not in ("http", "https"):
+        return f"its `url` is not an http(s) URL (`{urlsplit(url).scheme}:`)"
+    return None
+
+
+def _package_problem(pkg: Mapping[str, Any], which: Callable[[str], str | None],
+                     docker_works: Callable[[], str | None] | None) -> str | None:
+    """Why this machine cannot run a package monad accepts, or None."""
     transport = pkg.get("transport")
     ttype = transport.get("type", "stdio") if isinstance(transport, Mapping) else "stdio"
     if ttype != "stdio":
         return f"its transport is `{ttype}`: a local package serving HTTP is not supported; choose a remote"
-    version = pkg.get("version")
-    if kind != "mcpb" and (not isinstance(version, str) or not version or version == "latest"):
-        return "it names no exact `version`"
-    if kind == "mcpb":
-        if not isinstance(pkg.get("fileSha256"), str):
-            return "an mcpb package needs `fileSha256`; monad runs no bundle it cannot check"
+    kind = str(pkg.get("registryType"))
+    runner = runners.RUNNERS[kind]
+    if runner is None:
         return None
-    runner = str(pkg.get("runtimeHint") or RUNNERS[kind])
     if which(runner) is None:
         return f"`{runner}` is not on PATH"
-    if kind == "oci" and runner == "docker" and docker_works is not None:
+    if kind == "oci" and docker_works is not None:
         return docker_works()
     return None
 
@@ -144,15 +188,15 @@ def choose(opts: list[Option], *, package: int | None = None, remote: int | None
         if found is None:
             count = sum(1 for o in opts if o.kind == kind)
             raise InvalidInput(f"there is no {kind}s[{index}] (it has {count}); see `monad mcp search --json`")
-        if found.problem:
-            raise InvalidInput(f"{found.where} ({found.label}) cannot run here: {found.problem}")
+        if found.why_not:
+            raise InvalidInput(f"{found.where} ({found.label}) {found.why_not}")
         return found
     for o in opts:
-        if o.problem is None:
+        if o.why_not is None:
             return o
     if not opts:
         raise InvalidInput("its server.json has no `packages` and no `remotes`: nothing to run")
-    why = "; ".join(f"{o.where} ({o.label}): {o.problem}" for o in opts)
+    why = "; ".join(f"{o.where} ({o.label}): {o.why_not}" for o in opts)
     raise InvalidInput(f"nothing in its server.json can run here: {why}")
 
 
@@ -276,12 +320,20 @@ def image_reference(identifier: str, version: str) -> str:
 
 def package_command(pkg: Mapping[str, Any], values: Mapping[tuple[str, str], str],
                     env_names: list[str]) -> tuple[str, list[str]]:
-    """(command, args) that run a package; `env_names` are passed into a container with `-e`."""
+    """(command, args) that run a package (one `package_refusal` accepts); `env_names` are
+    passed into a container with `-e`. Raises `InvalidInput` when the filled runtime
+    arguments would reach the runner as something other than the options it allows
+    (`runners.check_runtime`: a value such as `-c` or `--network host`)."""
     kind = str(pkg.get("registryType"))
     ident = str(pkg.get("identifier"))
     version = str(pkg.get("version"))
-    runner = str(pkg.get("runtimeHint") or RUNNERS[kind])
+    runner = runners.RUNNERS.get(kind)
+    if runner is None:
+        raise InvalidInput(f"registryType `{kind}` has no command form")
     runtime = _arguments(pkg.get("runtimeArguments"), values)
+    problem = runners.check_runtime(runner, runtime)
+    if problem:
+        raise InvalidInput(f"its runtimeArguments are refused: {problem}")
     package = _arguments(pkg.get("packageArguments"), values)
     if kind == "npm":
         lead = [] if "-y" in runtime or "--yes" in runtime else ["-y"]
@@ -290,11 +342,39 @@ def package_command(pkg: Mapping[str, Any], values: Mapping[tuple[str, str], str
         return runner, [*runtime, f"{ident}=={version}", *package]
     if kind == "oci":
         env_flags = [x for n in env_names for x in ("-e", n)]
-        head = ["run", "-i", "--rm"] if runner == "docker" else []
-        return runner, [*head, *runtime, *env_flags, image_reference(ident, version), *package]
-    if kind == "nuget":
-        return runner, [*runtime, f"{ident}@{version}", "--yes", *(["--", *package] if package else [])]
-    raise InvalidInput(f"registryType `{kind}` has no command form")
+        return runner, ["run", "-i", "--rm", *runtime, *env_flags, image_reference(ident, version), *package]
+    return runner, [*runtime, f"{ident}@{version}", "--yes", *(["--", *package] if package else [])]
+
+
+def command_line(defn: Mapping[str, Any], secrets: Sequence[str] = ()) -> str:
+    """How a definition runs, as a person reads it: `uvx mcp-server-time==1.0 --local-timezone
+    UTC` (shell-quoted, exactly the command and arguments the supervisor starts; `$VAR`
+    references as written), or `streamable-http https://…` for a remote. Secret values (the
+    definition's own and `secrets`) and a URL's password and query are `***`."""
+    from monad_cli.core.redact import redact_args, redact_url, secret_values
+
+    if defn.get("transport") == "http":
+        return redact_url(str(defn.get("url", "")))
+    known = secret_values(defn) | set(secrets)
+    return shlex.join([str(defn.get("command", "")), *redact_args((str(a) for a in defn.get("args") or []), known)])
+
+
+def preview(option: Option) -> str | None:
+    """The command line `option` runs with the registry's defaults, `<key>` where a value is
+    asked for, for `search` and the Studio before anything is given; None for a bundle (its
+    manifest says how it runs, read at install) and for an option monad refuses."""
+    if option.refused or (option.kind == "package" and option.body.get("registryType") == "mcpb"):
+        return None
+    try:
+        values: dict[tuple[str, str], str] = {}
+        for v in variables(option):
+            if v.default is not None and not v.secret:
+                values[(v.kind, v.key)] = v.default
+            elif v.required or v.secret:
+                values[(v.kind, v.key)] = f"<{v.key}>"
+        return command_line(definition({}, option, values))
+    except InvalidInput:
+        return None
 
 
 def definition(server: Mapping[str, Any], option: Option, values: Mapping[tuple[str, str], str]) -> dict[str, Any]:
@@ -327,114 +407,6 @@ def definition(server: Mapping[str, Any], option: Option, values: Mapping[tuple[
     return defn
 
 
-_SEP = "\x1f"  # between arguments when matching a command line: no argument holds it
-
-
-def recover_arguments(option: Option, args: Sequence[str]) -> dict[str, str]:
-    """The values `option`'s argument variables (kind `arg`) were given, read back from the
-    `args` its definition was written with (`definition`): each asked argument and each
-    `{variable}` inside a fixed one. {} when the command line no longer has the shape this
-    option gives it (edited by hand, another package). For `upgrade`, so the next version
-    does not ask again for what this one was given.
-
-    How: the option's command line becomes a regular expression, an asked argument a group
-    (optional: one left out is absent), and it must match all of `args`."""
-    kind = option.body.get("registryType")
-    if option.kind != "package" or kind not in ("npm", "pypi", "oci", "nuget"):
-        return {}
-    groups: dict[str, str] = {}  # key → group name
-
-    def group(key: str) -> str:
-        if key in groups:  # a `{variable}` used twice has one value
-            return f"(?P={groups[key]})"
-        groups[key] = f"g{len(groups)}"
-        return f"(?P<{groups[key]}>[^{_SEP}]*)"
-
-    def template(text: str) -> str:
-        out, pos = "", 0
-        for m in _TEMPLATE.finditer(text):
-            out += re.escape(text[pos:m.start()]) + group(m.group(1))
-            pos = m.end()
-        return out + re.escape(text[pos:])
-
-    def arguments(items: Any) -> str:
-        out = ""
-        for arg in items or []:
-            if not isinstance(arg, Mapping):
-                continue
-            asked = "value" not in arg
-            value = group(argument_key(arg)) if asked else template(str(arg["value"]))
-            if arg.get("type") == "named":  # `--flag value`, or `--flag` alone for an empty value
-                piece = re.escape(str(arg.get("name", ""))) + _SEP + f"(?:{value}{_SEP})?"
-            else:
-                piece = value + _SEP
-            out += f"(?:{piece})?" if asked else piece
-        return out
-
-    # The runner's own words around the package come from `package_command` itself, with a
-    # marker where each argument list goes.
-    runtime, package = "\x00runtime\x00", "\x00package\x00"
-    body = {**option.body, "runtimeArguments": [{"type": "positional", "value": runtime}],
-            "packageArguments": [{"type": "positional", "value": package}]}
-    try:
-        _, tokens = package_command(body, {}, [])
-    except InvalidInput:
-        return {}
-    image = image_reference(str(body.get("identifier")), str(body.get("version"))) if kind == "oci" else None
-    pattern = ""
-    for token in tokens:
-        if token == runtime:
-            pattern += arguments(option.body.get("runtimeArguments"))
-        elif token == package:
-            pattern += arguments(option.body.get("packageArguments"))
-        elif (kind, token) in (("npm", "-y"), ("nuget", "--")):  # absent when the arguments make it so
-            pattern += f"(?:{re.escape(token)}{_SEP})?"
-        else:
-            if token == image:  # `-e NAME` for each environment variable passed in
-                pattern += f"(?:-e{_SEP}[^{_SEP}]*{_SEP})*"
-            pattern += re.escape(token) + _SEP
-    m = re.fullmatch(pattern, "".join(f"{a}{_SEP}" for a in args))
-    if m is None:
-        return {}
-    return {key: m.group(name) for key, name in groups.items() if m.group(name) is not None}
-
-
-def recover_values(option: Option, definition: Mapping[str, Any]) -> dict[str, str]:
-    """Every argument value (kind `arg`) `option` was installed with, read back from the
-    definition it gave (`definition`, as the atom holds it): the command line's
-    (`recover_arguments`) and the `{variables}` inside a fixed environment value, header
-    value or remote URL. A value that no longer matches its template is left out."""
-    values = recover_arguments(option, [str(a) for a in definition.get("args") or []]) \
-        if option.kind == "package" and isinstance(definition.get("args"), list) else {}
-    pairs: list[tuple[str, Any]] = []
-    if option.kind == "remote":
-        pairs.append((str(option.body.get("url", "")), definition.get("url")))
-        field, inputs = "headers", option.body.get("headers") or []
-    else:
-        field, inputs = "env", option.body.get("environmentVariables") or []
-    given: Mapping[str, Any] = definition[field] if isinstance(definition.get(field), Mapping) else {}
-    for body in inputs:
-        if isinstance(body, Mapping) and "value" in body and isinstance(body.get("name"), str):
-            pairs.append((str(body["value"]), given.get(body["name"])))
-    for template, actual in pairs:
-        names = _TEMPLATE.findall(template)
-        if not names or not isinstance(actual, str):
-            continue
-        pattern, pos = "", 0
-        seen: dict[str, str] = {}  # key → its group
-        for m in _TEMPLATE.finditer(template):
-            key = m.group(1)
-            pattern += re.escape(template[pos:m.start()])
-            pattern += f"(?P={seen[key]})" if key in seen else f"(?P<g{len(seen)}>.*?)"
-            seen.setdefault(key, f"g{len(seen)}")
-            pos = m.end()
-        found = re.fullmatch(pattern + re.escape(template[pos:]), actual, flags=re.DOTALL)
-        if found:
-            for key, group in seen.items():
-                values.setdefault(key, found.group(group))
-    return values
-
-
 def atom_name(server_name: str) -> str:
     """The atom name for a registry name: its last part, with what names may not hold as
     `-` (`io.github.acme/weather.api` → `weather-api`)."""
@@ -445,4 +417,4 @@ def atom_name(server_name: str) -> str:
 
 
 __all__ = ["Option", "Variable", "argument_key", "atom_name", "choose", "definition", "image_reference",
-           "options", "package_command", "recover_arguments", "recover_values", "variables"]
+           "options", "package_command", "variables"]

@@ -12,7 +12,15 @@ from typing import Any
 import pytest
 
 from tests.browser.test_studio_ux import _axe_problems, _no_sideways
-from tests.registry_helpers import REGISTRY_SCRIPT, TIME_VERSION, memory_server, publish, remote_server, time_server
+from tests.registry_helpers import (
+    REGISTRY_SCRIPT,
+    TIME_VERSION,
+    hostile_entries,
+    memory_server,
+    publish,
+    remote_server,
+    time_server,
+)
 from tests.studio_helpers import browser, context, open_studio, page, state_of
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
@@ -31,6 +39,9 @@ def registry(servers: Any, http_testserver: Any, tmp_path: Path, monkeypatch: py
     folder = tmp_path / "registry"
     for doc in (time_server(), memory_server(), remote_server(http_testserver())):
         publish(folder, doc)
+    # A hostile entry: a shell for a runner, and a `javascript:` website.
+    hostile = next(doc for name, doc, _ in hostile_entries(tmp_path / "ran") if name == "shell-hint")
+    publish(folder, {**hostile, "websiteUrl": "javascript:document.title='pwned'"})
     base = servers.start(REGISTRY_SCRIPT, str(folder), "--page", "2")
     monkeypatch.setenv("MONAD_REGISTRY_URL", base)
     return str(base)
@@ -58,7 +69,7 @@ def test_search_details_and_install_a_remote_with_a_secret(monad: Any, page: Any
         # Every server, over the registry's pages of two: "More servers" loads the rest.
         expect(_links(page)).to_have_count(2)
         page.get_by_role("button", name="More servers").click()
-        expect(_links(page)).to_have_count(3)
+        expect(_links(page)).to_have_count(4)
         expect(page.get_by_role("button", name="More servers")).to_be_hidden()
         problems = _axe_problems(page, "Registry")
 
@@ -113,17 +124,32 @@ def test_install_mcp_server_time_from_the_view_and_see_it_connect(monad: Any, pa
     _open(monad, page)
     try:
         search = page.get_by_role("searchbox", name="Search the registries")
+        # A hostile entry: the list says why it is refused, the details make no link of `javascript:`.
+        search.fill("shell-hint")
+        search.press("Enter")
+        table = page.get_by_role("table", name="Registry servers")
+        expect(_links(page)).to_have_count(1)
+        expect(table).to_contain_text("refused: `runtimeHint` `/bin/sh` is not the runner of a pypi package")
+        _links(page).first.click()
+        pane = page.locator("#registry-details")
+        expect(pane.get_by_role("list", name="Packages and remotes")).to_contain_text("refused: `runtimeHint`")
+        expect(pane.get_by_role("form")).to_have_count(0)
+        assert pane.locator("a[href^='javascript']").count() == 0 and "pwned" not in page.title()
+
         search.fill("time")
         search.press("Enter")
+        command = f"uvx mcp-server-time=={TIME_VERSION} --local-timezone UTC"
+        expect(table).to_contain_text(command)  # the exact command line, as `monad mcp search` shows it
         _links(page).filter(has_text="io.github.modelcontextprotocol/time").click()
-        pane = page.locator("#registry-details")
         expect(pane.get_by_role("link", name="https://github.com/modelcontextprotocol/servers")).to_be_visible()
         expect(pane.get_by_role("list", name="Packages and remotes")).to_contain_text(
             f"pypi mcp-server-time@{TIME_VERSION} (stdio)")
+        expect(pane.get_by_role("list", name="Packages and remotes")).to_contain_text(command)
         form = pane.get_by_role("form", name="Install io.github.modelcontextprotocol/time")
         expect(form.get_by_label("local-timezone")).to_have_attribute("placeholder", "UTC")
         form.get_by_role("button", name="Install").click()
         expect(form.get_by_role("status")).to_contain_text("as time")
+        expect(form.get_by_role("status")).to_contain_text(f"It runs {command}.")
         atom = tomllib.loads((monad_home / "atoms" / "mcp" / "time.toml").read_text())
         assert atom["args"][-3:] == [f"mcp-server-time=={TIME_VERSION}", "--local-timezone", "UTC"], atom
         form.get_by_role("link", name="time").click()  # the link in the message opens the server

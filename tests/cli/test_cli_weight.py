@@ -129,3 +129,15 @@ def test_the_narrowed_app_says_what_the_whole_app_says(argv: tuple[str, ...], ca
     narrowed, whole = outputs
     assert narrowed == whole
     assert app_module._narrowed(list(argv)) is not app_module.app  # it was narrowed
+
+
+@pytest.mark.parametrize("argv", [("journal", "--json"), ("journal",), ("journal", "--calls", "-n", "5")])
+def test_the_journal_loads_no_other_command_module(argv: tuple[str, ...]) -> None:
+    """`monad journal` is a group that runs as a command: it alone is built, not the whole app
+    with every command module (issue 39: `journal --json` took 1.85× `mcp status --json`)."""
+    names = imported(*argv)
+    assert "monad_cli.cli.commands.journal" in names  # the measurement works
+    others = OTHER_COMMANDS - {"monad_cli.cli.commands.journal"} | {"monad_cli.cli.commands.mcp",
+                                                                      "monad_cli.cli.commands.registry"}
+    assert not names & others, sorted(names & others)
+    assert not {n.split(".")[0] for n in names} & set(HEAVY)

@@ -48,10 +48,12 @@ def test_search_follows_cursors_and_prints_json(cli: Any, registry: tuple[str, P
     assert sorted(names) == sorted(["io.github.modelcontextprotocol/time", "io.github.modelcontextprotocol/memory",
                                     "com.example/weather", "io.github.example/database"])
     time_row = next(row for row in r.json() if row["name"].endswith("/time"))
-    assert time_row["version"] == TIME_VERSION and time_row["runs"] == "pypi"
+    # The exact command line `add` writes, the default filled in.
+    assert time_row["version"] == TIME_VERSION
+    assert time_row["runs"] == f"uvx mcp-server-time=={TIME_VERSION} --local-timezone UTC"
     assert time_row["packages"][0]["transport"] == "stdio"
     r = cli("mcp", "search", "weather")
-    assert r.code == 0 and "com.example/weather" in r.out and "remote streamable-http" in r.out, r
+    assert r.code == 0 and "com.example/weather" in r.out and "streamable-http https://mcp.example.com/mcp" in r.out, r
     assert "time" not in r.out
     r = cli("mcp", "search", "nothing-like-this")
     assert r.code == 0 and "no server matches" in r.err, r
@@ -76,7 +78,7 @@ def test_registries_come_from_settings_and_the_env_overrides(cli: Any, registry:
     (monad_home / "settings.toml").write_text('[registry]\nurls = "not a list"\n')
     monkeypatch.delenv("MONAD_REGISTRY_URL")
     r = cli("mcp", "search", "x")
-    assert r.code == 2 and "`registry.urls` must be a non-empty list" in r.err and "Traceback" not in r.err, r
+    assert r.code == 2 and "`registry.urls` must be a list of strings" in r.err and "Traceback" not in r.err, r
 
 
 def test_add_by_name_writes_the_exact_version_and_a_first_use_pin(cli: Any, registry: tuple[str, Path],
@@ -88,8 +90,10 @@ def test_add_by_name_writes_the_exact_version_and_a_first_use_pin(cli: Any, regi
     atom = _atom(monad_home, "time")
     assert atom["command"] == "uvx"
     assert atom["args"] == [f"mcp-server-time=={TIME_VERSION}", "--local-timezone", "UTC"]  # the default
+    # Where it came from, and what it was given (read back by `upgrade`).
     assert atom["registry"] == {"name": "io.github.modelcontextprotocol/time", "version": TIME_VERSION,
-                                "package": "pypi:mcp-server-time", "registry": base}
+                                "package": "pypi:mcp-server-time", "registry": base,
+                                "asked": ["arg:local-timezone"], "values": {"local-timezone": "UTC"}}
     assert atom["trust"] == {"pinOnFirstUse": True}
     # An explicit version, another name, an argument given.
     r = cli("mcp", "add", f"io.github.modelcontextprotocol/time@{TIME_VERSION}", "--name", "clock",
@@ -469,3 +473,30 @@ def test_upgrade_keeps_the_variables_inside_a_remotes_url_and_headers(cli: Any, 
     atom = _atom(monad_home, "hosted")
     assert atom["registry"]["version"] == "1.1.0" and atom["url"] == "https://acme.mcp.example.com/mcp"
     assert atom["headers"] == {"Authorization": f"Bearer {SENTINEL}"}
+
+
+def test_upgrade_reads_the_recorded_values_only_while_the_atom_is_what_they_made(
+        cli: Any, registry: tuple[str, Path], monad_home: Path, tmp_path: Path) -> None:
+    """The values `add` recorded in `registry` are what `upgrade` carries over, not a reading
+    of `args`; an atom edited by hand since is not read back (its values are asked again),
+    and a version the registry dropped leaves the records as they are."""
+    _, folder = registry
+    publish(folder, _notes("1.0.0", region=False))
+    notes = str(tmp_path / "notes")
+    assert cli("mcp", "add", "io.github.example/notes", "--arg", f"notes_dir={notes}", "--arg", "team=blue").code == 0
+    path = monad_home / "atoms" / "mcp" / "notes.toml"
+    assert _atom(monad_home, "notes")["registry"]["values"] == {"notes_dir": notes, "team": "blue"}
+    edited = path.read_text().replace('"team-blue"', '"team-red"')
+    path.write_text(edited)
+    publish(folder, _notes("2.0.0", region=True))
+    r = cli("mcp", "upgrade", "notes", "--wait", "0", "--arg", "region=eu")
+    assert r.code == 2 and "`notes_dir`: --arg notes_dir=…" in r.err and "`team`: --arg team=…" in r.err, r
+    assert path.read_text() == edited  # nothing changed
+
+    # The installed version gone from the registry: nothing to compare with, the records count.
+    path.write_text(edited.replace('"team-red"', '"team-blue"'))
+    (folder / "io.github.example_notes-1.0.0.json").unlink()
+    r = cli("mcp", "upgrade", "notes", "--wait", "0", "--arg", "region=eu")
+    assert r.code == 0, r
+    assert _atom(monad_home, "notes")["args"] == ["-y", "@example/notes@2.0.0", notes, "--label", "team-blue",
+                                                  "--region", "eu"]

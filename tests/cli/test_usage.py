@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -124,3 +125,16 @@ def test_claudes_scope_option_says_monad_has_one_scope(argv: list[str], monad_ho
     assert "monad has one scope, the atoms under MONAD_HOME, shared by every agent: drop" in r.stderr, r.stderr
     assert "Possible options" not in r.stderr and "put its command after `--`" not in r.stderr, r.stderr
     assert not (monad_home / "atoms" / "mcp" / "time.toml").exists()
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["--url", "notaurl"], "error: server `docs`, field `url`: must start with http:// or https://"),
+    (["--url", "https://x.example/mcp", "--header", "X-Key: ***"],
+     "error: server `docs`, field `headers.X-Key`: is `***`: it is how monad shows a hidden secret"),
+])
+def test_a_refused_add_names_no_file_it_never_wrote(cli: Any, monad_home: Path, argv: list[str], says: str) -> None:
+    """Issue 39 (a new-user trial): `monad mcp add docs --url notaurl` said "`atoms/mcp/docs.toml`:
+    …", a file that was never written. The error names the server and the field."""
+    r = cli("mcp", "add", "docs", *argv)
+    assert r.code == 2 and r.err.startswith(says) and "atoms/mcp" not in r.err, r
+    assert not (monad_home / "atoms" / "mcp" / "docs.toml").exists()

@@ -415,3 +415,38 @@ def test_a_reference_with_a_default_expands_as_posix_shells_do() -> None:
     assert expand("${REGION:-}", {}) == ""
     with pytest.raises(ExpansionError, match="variable `REGION` is set neither in MONAD_HOME/env"):
         expand("${REGION}", {})
+
+
+# -- the per-server tool filters field ------------------------------------------------------------
+def test_tool_filters_field_is_validated_and_does_not_reconnect(monad_home: Path) -> None:
+    from monad_cli.config.schema import validate
+    from monad_cli.core.errors import ConfigError
+
+    base = {"command": "x"}
+    spec = validate({**base, "tools": {"enabled": ["get_*"], "disabled": ["get_secret"]}}, name="s",
+                    source="atoms/mcp/s.toml", environ={})
+    assert spec.tools == {"enabled": ["get_*"], "disabled": ["get_secret"]}
+    plain = validate(base, name="s", source="atoms/mcp/s.toml", environ={})
+    assert plain.tools == {} and plain.connection_fingerprint() == spec.connection_fingerprint()
+    for tools, message in [("x", "field `tools`: must be a table"),
+                           ({"enable": []}, "field `tools.enable`: unknown field (did you mean `enabled`?)"),
+                           ({"disabled": "x"}, "field `tools.disabled`: must be a list of glob patterns"),
+                           ({"disabled": ["ok", " "]}, "field `tools.disabled[1]`: must be a non-empty glob")]:
+        with pytest.raises(ConfigError) as info:
+            validate({**base, "tools": tools}, name="s", source="atoms/mcp/s.toml", environ={})
+        assert message in info.value.message
+
+
+def test_an_empty_header_is_warned_about_and_shown_empty(cli, monad_home: Path) -> None:
+    """`--header "X-Api-Key: $DOCS_KEY"` in double quotes is expanded by the shell, to nothing
+    when DOCS_KEY is unset there: `add` says so and how to quote it, and `get` shows the
+    empty value as empty (`***` marks a secret, and there is none). `--help`'s example
+    single-quotes it."""
+    r = cli("mcp", "add", "docs", "--url", "https://example.com/mcp", "--header", "X-Api-Key: ")
+    assert r.code == 0, r
+    assert "warning: header `X-Api-Key` is empty" in r.err and "--header 'X-Api-Key: $VAR'" in r.err, r
+    assert cli("mcp", "get", "docs", "--json").json()["definition"]["headers"] == {"X-Api-Key": ""}
+    r = cli("mcp", "add", "docs2", "--url", "https://example.com/mcp", "--header", "X-Api-Key: $DOCS_KEY")
+    assert "is empty" not in r.err, r
+    help_text = cli("mcp", "add", "--help").out  # at 80 columns: the example on one line, as pasted
+    assert "monad mcp add docs --url https://example.com/mcp -H 'X-Api-Key: $DOCS_KEY'" in help_text

@@ -21,7 +21,7 @@ from mcp import Client, MCPError, StdioServerParameters
 
 from monad_cli.daemon.tasks.manager import TaskManager
 from monad_cli.journal.db import Journal
-from monad_cli.journal.tables import TaskRow
+from monad_cli.journal.schema import TaskRow
 from tests.conftest import SERVERS
 
 INVOCATION = "dev.monad/invocationId"

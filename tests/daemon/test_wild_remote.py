@@ -126,3 +126,51 @@ def test_a_streamable_server_is_not_taken_for_a_legacy_one(servers: Servers) -> 
     started = time.monotonic()
     assert anyio.run(main) == "2026-07-28"
     assert not legacy_sse_candidate(conn) and time.monotonic() - started < 20
+
+
+@pytest.mark.parametrize("flags", [(), ("--legacy",)], ids=["stateless", "with-session"])
+def test_a_call_refused_with_an_http_error_says_the_status_and_the_url(servers: Servers,
+                                                                       flags: tuple[str, ...]) -> None:
+    """The server behind the URL is replaced by one that answers 404 to everything: the call
+    fails naming `HTTP 404 Not Found` and the URL (with a session: after the new-session
+    retry), not the SDK's bare `Not Found` / `Session terminated`."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from mcp import MCPError
+
+    class NotFound(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def answer(self) -> None:
+            body = b"<html>no such page</html>"
+            self.send_response(404)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = do_DELETE = answer
+
+    port = servers.start(*flags)
+    url = f"http://127.0.0.1:{port}/mcp"
+    stand_in: list[ThreadingHTTPServer] = []
+
+    async def main() -> str:
+        async with Client(streamable_http_transport(spec_for(url), Connection()), mode="auto") as client:
+            assert _text(await client.call_tool("add", {"a": 1, "b": 2})) == "3"
+            servers.stop(port)
+            stand_in.append(ThreadingHTTPServer(("127.0.0.1", port), NotFound))
+            threading.Thread(target=stand_in[0].serve_forever, daemon=True).start()
+            with anyio.fail_after(30), pytest.raises(MCPError) as failed:
+                await client.call_tool("add", {"a": 1, "b": 2})
+            return failed.value.error.message
+
+    try:
+        message = anyio.run(main)
+    finally:
+        for s in stand_in:
+            s.shutdown()
+            s.server_close()
+    assert message == f"HTTP 404 Not Found from {url}", message

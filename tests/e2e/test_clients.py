@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.cli.test_clients import EXPECTED, _entry, _parse, copy_fixture
+from tests.clients import EXPECTED, copy_fixture, parse, servers_key
 from tests.conftest import wait_state
 
 pytestmark = pytest.mark.e2e
@@ -29,8 +29,9 @@ def test_every_connected_client_lists_monads_tools(supervisor: Any, monad_home: 
         path = copy_fixture(tmp_path / client, rel)
         r = monad("mcp", "connect", client, str(path))
         assert r.code == 0, r
-        written = (path / "monad.yaml" if client == "aura" else path).read_text()
-        entries[client] = _entry(client, _parse(client, written))
+        data = parse(client, (path / "monad.yaml" if client == "aura" else path).read_text())
+        key = servers_key(client)
+        entries[client] = _as_stdio(client, data["monad"] if key is None else data[key]["monad"])
 
     async def list_through(entry: dict[str, Any]) -> set[str]:
         # As the clients do: the entry's env over a minimal environment of their own.
@@ -40,6 +41,17 @@ def test_every_connected_client_lists_monads_tools(supervisor: Any, monad_home: 
                 return {t.name for t in (await session.list_tools()).tools}
 
     for client, entry in entries.items():
-        assert entry.get("type", "stdio") == "stdio"
         names = anyio.run(list_through, entry)
         assert {"ts__echo", "ts__add"} <= names, (client, names)
+
+
+def _as_stdio(client: str, entry: dict[str, Any]) -> dict[str, Any]:
+    """`command`, `args`, `env` of a stdio entry, read as each client reads its own spelling."""
+    if client == "opencode":
+        assert entry["type"] == "local" and entry["enabled"] is True
+        return {"command": entry["command"][0], "args": entry["command"][1:], "env": entry.get("environment")}
+    if client == "goose":
+        assert entry["type"] == "stdio" and entry["enabled"] is True
+        return {"command": entry["cmd"], "args": entry["args"], "env": entry.get("envs")}
+    assert entry.get("type", "stdio") in ("stdio", "local")  # Copilot CLI's word for stdio
+    return entry

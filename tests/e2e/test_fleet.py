@@ -15,7 +15,7 @@ import pytest
 
 from monad_cli.cli.control import ControlClient
 from monad_cli.core.paths import Paths
-from monad_cli.journal.migrations import MIGRATIONS
+from monad_cli.journal.schema import MIGRATIONS
 from tests.conftest import wait_for, write_atom
 from tests.studio_helpers import browser, context, page
 
@@ -174,8 +174,10 @@ def test_the_database_stopped_mid_run_loses_nothing_and_status_says_why(fleet: A
     try:
         for i in range(10):  # calls keep working: their rows queue on disk
             assert a.call("ts__add", {"a": i, "b": 2})["content"][0]["text"] == str(i + 2)
-        journal = wait_for(lambda: (j := a.journal())["state"] == "degraded" and j, timeout=30)
-        assert journal["queued"] >= 10 and "Error" in journal["reason"]
+        # The driver's own line: first the dropped connection's, then (retrying) the refused one's.
+        journal = wait_for(lambda: (j := a.journal())["state"] == "degraded" and "OperationalError: connection "
+                           "failed" in j["reason"] and j, timeout=30)
+        assert journal["queued"] >= 10, journal
         status = a("mcp", "status")
         assert status.code == 0 and "journal degraded" in status.err, status
         assert "degraded" in a("daemon", "status").out

@@ -180,7 +180,7 @@ def _placeholder(home: Path, command: str) -> None:
         name = part.split()[3]
         atom = tomllib.loads((home / ".monad" / "atoms" / "mcp" / f"{name}.toml").read_text())
         assert atom["url"].startswith("https://") and "example.com" in atom["url"]
-        if name == "docs":  # `\$DOCS_KEY` in the shell: the reference is stored, expanded by the supervisor
+        if name == "docs":  # `'…$DOCS_KEY'` in the shell: the reference is stored, expanded by the supervisor
             assert atom["headers"] == {"X-Api-Key": "$DOCS_KEY"}
     # Not connected, ever: the next line's supervisor must not reach the placeholder hosts.
     for part in command.split(" && "):

@@ -129,3 +129,53 @@ def test_a_bundle_from_the_registry_is_pinned_refused_on_change_and_upgraded(
         assert r.code == 0 and "from disk" in r.out, r
     finally:
         monad("daemon", "stop")
+
+
+def test_what_add_shows_is_what_the_supervisor_runs_and_a_hostile_entry_runs_nothing(
+        monad: Any, servers: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A `uvx` on PATH that records its argv and then runs a test server stands in for the
+    real one: the command line `add` printed is the one the supervisor started. Entries
+    that would `touch` a sentinel file are refused while the supervisor runs, and once a
+    later server is connected (so every reload has happened) nothing has run."""
+    import os
+    import shlex
+    import sys
+
+    from tests.conftest import TESTSERVER
+    from tests.registry_helpers import TIME_VERSION, hostile_entries
+
+    sentinel = tmp_path / "ran"
+    argv_file = tmp_path / "argv"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "uvx"
+    fake.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$(basename \"$0\")\" \"$@\" > {argv_file}\n"
+                    f"exec {sys.executable} {TESTSERVER} --name clock\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    folder = tmp_path / "registry"
+    hostile = hostile_entries(sentinel)
+    for _, doc, _ in hostile:
+        publish(folder, doc)
+    clock = time_server()
+    clock["name"] = "io.github.example/clock"
+    clock["packages"][0]["packageArguments"] = [
+        *clock["packages"][0]["packageArguments"], {"type": "positional", "valueHint": "label", "isRequired": True}]
+    publish(folder, clock)
+    monkeypatch.setenv("MONAD_REGISTRY_URL", servers.start(REGISTRY_SCRIPT, str(folder)))
+    assert monad("daemon", "start").code == 0
+    try:
+        for case, _, why in hostile:
+            r = monad("mcp", "add", f"io.github.hostile/{case}")
+            assert r.code in (1, 2) and why in r.err, r
+        r = monad("mcp", "add", "io.github.example/clock", "--arg", "label=two words; $(touch x)")
+        assert r.code == 0, r
+        shown = next(line.split("runs: ", 1)[1] for line in r.err.splitlines() if line.startswith("runs: "))
+        wait_state(monad, "clock", "connected", timeout=60)
+        assert shlex.split(shown) == argv_file.read_text().splitlines(), (shown, argv_file.read_text())
+        assert shown == f"uvx mcp-server-time=={TIME_VERSION} --local-timezone UTC 'two words; $(touch x)'", shown
+        names = {row["name"] for row in monad("mcp", "list", "--json").json()}
+        assert names == {"clock"}, names
+        assert not sentinel.exists()
+    finally:
+        monad("daemon", "stop")

@@ -143,8 +143,8 @@ def test_daemon_start_spawns_before_the_sdk_and_the_actor_adopts_it(monad: Any, 
 
 
 def test_the_supervisors_modules_import_no_sqlalchemy() -> None:
-    # The ORM (~0.2 s) is loaded after the start (`startup.after_start`): nothing the
-    # supervisor imports to reach its servers may pull it in.
+    # The journal has no ORM (journal/schema.py, sqlite3 and psycopg): nothing the supervisor
+    # imports pulls SQLAlchemy or SQLModel in (~0.2 s), before or after its start.
     code = ("import sys; import monad_cli.daemon.__main__, monad_cli.daemon.api.server, "
             "monad_cli.daemon.supervisor, monad_cli.daemon.tasks.manager, monad_cli.daemon.gateway.listener; "
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'sqlalchemy', 'sqlmodel', 'mcp'}))")
@@ -183,28 +183,6 @@ def test_the_supervisor_runs_on_uvloop_unless_told_asyncio(tmp_path: Path, choic
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "home")], capture_output=True, text=True,
                          timeout=60, check=True, env=env)
     assert out.stdout.strip() == loop, out
-
-
-@pytest.mark.e2e
-def test_the_journals_orm_is_loaded_after_the_servers_connected(monad: Any, monad_home: Path) -> None:
-    atoms = monad_home / "atoms" / "mcp"
-    atoms.mkdir(parents=True)
-    for name in ("one", "two"):
-        (atoms / f"{name}.toml").write_text(f'command = "{sys.executable}"\nargs = ["{TESTSERVER}"]\n')
-    r = monad("daemon", "start", env={"MONAD_DEBUG": "1"})
-    assert r.code == 0, r
-    try:
-        wait_state(monad, "one", "connected")
-        wait_state(monad, "two", "connected")
-        log = monad_home / "logs" / "daemon.log"
-        lines = wait_for(lambda: "loaded the journal's ORM" in (t := log.read_text()) and t.splitlines())
-        loaded = next(i for i, line in enumerate(lines) if "loaded the journal's ORM" in line)
-        assert all(any(f"server {n}: connected" in line for line in lines[:loaded]) for n in ("one", "two"))
-        # Queries through the ORM work then: the journal of the start, through the API.
-        rows = monad("journal", "--server", "one", "--json").json()
-        assert [r["state"] for r in rows if r["kind"] == "state"][-2:] == ["connecting", "connected"]
-    finally:
-        monad("daemon", "stop")
 
 
 @pytest.mark.e2e

@@ -38,3 +38,28 @@ def test_detach_returns_a_task_id_and_the_result_arrives(monad_home: Path, super
     r = supervisor("mcp", "call", "tk__slow", "--arg", "seconds=0.1", "--detach", "--approval-timeout", "0.5")
     assert r.code == 4, r
     assert len(supervisor("tasks", "--json").json()) == 2  # the detached one and the adopted plain call
+
+
+def test_detach_of_a_tool_that_is_not_a_task_returns_once_the_call_is_sent(monad_home: Path,
+                                                                            supervisor: Any) -> None:
+    """A plain tool (tests/servers/testserver.py `slow`: no task support, answered only at its
+    end) detached: the command returns with the row to follow while the tool still runs,
+    and the result arrives on the row. Without a connected server: refused at once."""
+    from tests.conftest import server_cmd
+
+    cmd = server_cmd("--name", "plain")
+    write_atom(monad_home, "plain", f"command = {json.dumps(cmd[0])}\nargs = {json.dumps(cmd[1:])}\n")
+    wait_state(supervisor, "plain", "connected")
+    r = supervisor("mcp", "call", "plain__slow", "--arg", "seconds=8", "--yes", "--detach", "--json")
+    assert r.code == 0, r
+    row = r.json()
+    assert row["state"] in ("queued", "submitting"), row  # not waited out to `completed`
+    assert supervisor("tasks", "show", row["id"], "--json").json()["state"] != "completed"
+    r = supervisor("tasks", "show", row["id"], "--wait", "--json", timeout=60)
+    assert r.code == 0 and r.json()["state"] == "completed", r
+    assert r.json()["result"]["content"][0]["text"] == "slept 8.0"
+
+    write_atom(monad_home, "gone", 'command = "/nonexistent/server"\n')
+    wait_for(lambda: supervisor("mcp", "status", "gone", "--json").json()["state"] in ("backoff", "failed"))
+    r = supervisor("mcp", "call", "gone__slow", "--yes", "--detach")
+    assert r.code != 0 and "gone" in r.err and len(r.err.strip().splitlines()) == 1, r

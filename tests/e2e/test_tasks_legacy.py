@@ -101,7 +101,8 @@ def test_over_http_and_after_a_killed_supervisor(monad_home: Path, supervisor: A
 
         r = supervisor("mcp", "call", TOOL, "--arg", "topic=eddies", "--detach", "--yes")
         task_id = r.out.strip()
-        assert task(supervisor, task_id)["state"] == "working"
+        # --detach returns once the call is sent; the server's task handle follows at once.
+        wait_for(lambda: task(supervisor, task_id)["state"] == "working")
         pid = int((monad_home / "run" / "monad.pid").read_text())
         os.kill(pid, signal.SIGKILL)
         wait_for(lambda: subprocess.run(["kill", "-0", str(pid)], capture_output=True).returncode != 0, timeout=10)

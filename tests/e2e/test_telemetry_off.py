@@ -81,7 +81,7 @@ def test_off_by_default_the_sdk_is_never_imported(monad: Any, monad_home: Path) 
     ("[telemetry]\nenabeld = true\n", {}, "`telemetry.enabeld` is not a known setting"),
     ("[telemetry]\nenabled = \"yes\"\n", {}, "`telemetry.enabled` must be a bool"),
     ("[telemetry]\nenabled = true\nprometheus_port = 70000\n", {}, "must be a port from 0 to 65535"),
-    ("[telemetry]\nenabled = true\nprometheus_port = true\n", {}, "`telemetry.prometheus_port` must be a int"),
+    ("[telemetry]\nenabled = true\nprometheus_port = true\n", {}, "`telemetry.prometheus_port` must be an integer"),
     ("telemetry = 1\n", {}, "`telemetry` must be a table"),
     ("", {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
      "monad exports OTLP over `http/protobuf` only"),

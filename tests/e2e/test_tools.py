@@ -352,16 +352,21 @@ def test_approvals_deny_once_session_always_and_host_escape(supervisor: Any, mon
     assert proc.communicate(timeout=30)[0].strip() == "seven"
 
 
-def test_auto_approve_and_inert_entries(supervisor: Any) -> None:
+def test_auto_approve_and_inert_entries(supervisor: Any, monad_home: Path) -> None:
     monad = supervisor
     add(monad, "ts")
     wait_state(monad, "ts", "connected")
-    r = monad("mcp", "trust", "ts", "--auto-approve", "echo", "--auto-approve", "ts__nosuch")
-    assert r.code == 0, r
-    # Warned at once, with the advertised names; the matching entry is not warned about.
-    assert "warning: trust.autoApproveTools entry `ts__nosuch` matches no advertised tool" in r.err, r
-    assert "advertised: " in r.err and "ts__echo" in r.err.split("advertised: ", 1)[1]
-    assert "entry `ts__echo`" not in r.err
+    # A name the server does not list is refused, with the closest one it does; nothing written.
+    r = monad("mcp", "trust", "ts", "--auto-approve", "echo", "--auto-approve", "ts__ecko")
+    assert r.code == 2 and r.err.strip() == ("error: server `ts` lists no tool `ecko`; did you mean `echo`? "
+                                             "(see `monad mcp tools`); nothing was written"), r
+    assert "trust" not in monad("mcp", "get", "ts", "--json").json()["definition"]
+    r = monad("mcp", "trust", "ts", "--auto-approve", "echo")
+    assert r.code == 0 and "warning" not in r.err, r
+    # An entry that matches nothing (written by hand, or before the server listed its tools) is
+    # warned about by `status`, with the advertised names.
+    atom = monad_home / "atoms" / "mcp" / "ts.toml"
+    atom.write_text(atom.read_text().replace('["ts__echo"]', '["ts__echo", "ts__nosuch"]'))
     wait_for(lambda: status_of(monad, "ts")["state"] == "connected" and "ts__nosuch" in str(
         monad("mcp", "status", "ts").err))  # the edit reconnected it
     r = monad("mcp", "trust", "ts", "--auto-approve", "add", "--json")

@@ -45,7 +45,7 @@ def test_rows_reach_the_shared_journal_once_with_their_origin(pg: Any, tmp_path:
     assert {(r[1], r[2]) for r in rows} == {("host-a", str(tmp_path / "a"))}
     calls = pg.query("SELECT outcome, decided_by FROM tool_calls")
     assert calls == [("ok", "test")]  # the finished revision, one row
-    assert pg.query("SELECT count(*) FROM migrations") == [(len(__import__("monad_cli.journal.migrations",
+    assert pg.query("SELECT count(*) FROM migrations") == [(len(__import__("monad_cli.journal.schema",
                                                                              fromlist=["MIGRATIONS"]).MIGRATIONS),)]
 
 
@@ -125,7 +125,7 @@ def test_three_links_migrating_at_the_same_instant_apply_each_migration_once(pg:
     import threading
 
     from monad_cli.journal.fleet import FleetLink
-    from monad_cli.journal.migrations import MIGRATIONS
+    from monad_cli.journal.schema import MIGRATIONS
 
     journals = []
     for n in "abc":

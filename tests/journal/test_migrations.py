@@ -1,6 +1,6 @@
 """One ordered migration list, run once when the journal opens.
 
-`tests/data/journal-0100.sql` is the schema the code before `journal/migrations.py` made
+`tests/data/journal-0100.sql` is the schema the code before the ordered migrations made
 (migrations registered at import time by the modules that defined the tables)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from monad_cli.journal.db import Journal
-from monad_cli.journal.migrations import MIGRATIONS
+from monad_cli.journal.schema import MIGRATIONS
 
 OLD_SCHEMA = Path(__file__).resolve().parents[1] / "data" / "journal-0100.sql"
 OLD = ["0001_events", "0002_tool_calls_approvals_tool_sets", "0100_tasks"]  # what journal-0100.sql holds

@@ -1,6 +1,6 @@
-"""`monad journal`'s read-only reader on the standard library's sqlite3
-(monad_cli/journal/reader.py): the same answers as the SQLModel queries, no writes, no
-SQLAlchemy on its import path."""
+"""`monad journal`'s read-only way into the journal on the standard library's sqlite3
+(monad_cli/journal/reader.py `open_local`): the same answers as the supervisor's own
+connections, no writes, nothing heavy on its import path."""
 
 from __future__ import annotations
 
@@ -18,6 +18,10 @@ from monad_cli.journal import reader
 from monad_cli.journal import tools as jt
 from monad_cli.journal.db import Journal
 from tests.cli.test_cli_weight import HEAVY, imported_modules
+
+
+def ro(path: Path) -> reader.Database:
+    return reader.open_local(path)
 
 
 def fill(path: Path) -> Journal:
@@ -41,8 +45,8 @@ def test_events_read_as_the_journal_reads_them(tmp_path: Path, query: dict[str, 
     try:
         if query.get("since") == "mid":
             query = {"since": j.events()[3]["ts"]}
-        assert reader.events(tmp_path / "journal.db", **query) == j.events(**query)
-        assert reader.events(tmp_path / "journal.db", **query)  # not vacuous
+        assert reader.events(ro(tmp_path / "journal.db"), **query) == j.events(**query)
+        assert reader.events(ro(tmp_path / "journal.db"), **query)  # not vacuous
     finally:
         j.close()
 
@@ -51,8 +55,8 @@ def test_calls_read_as_the_journal_reads_them(tmp_path: Path) -> None:
     j = fill(tmp_path / "journal.db")
     try:
         for query in ({}, {"server": "b"}, {"limit": 1}, {"since": time.time() + 60}):
-            assert reader.calls(tmp_path / "journal.db", **query) == jt.calls(j, **query)
-        assert [c["via"] for c in reader.calls(tmp_path / "journal.db")] == ["cli", "gateway"]
+            assert reader.calls(ro(tmp_path / "journal.db"), **query) == jt.calls(j, **query)
+        assert [c["via"] for c in reader.calls(ro(tmp_path / "journal.db"))] == ["cli", "gateway"]
     finally:
         j.close()
 
@@ -61,15 +65,15 @@ def test_the_reader_never_writes_and_a_missing_table_reads_empty(tmp_path: Path)
     path = tmp_path / "journal.db"
     fill(path).close()
     before = path.read_bytes()
-    conn = reader.connect_readonly(path)
+    db = reader.open_local(path)
     with pytest.raises(sqlite3.OperationalError, match="readonly"):
-        conn.execute("DELETE FROM events")
-    conn.close()
-    reader.events(path)
+        db.change("DELETE FROM events")
+    reader.events(db)
+    db.close()
     assert path.read_bytes() == before
     bare = tmp_path / "bare.db"
     sqlite3.connect(bare).close()  # a file with no tables yet
-    assert reader.events(bare) == [] and reader.calls(bare) == []
+    assert reader.events(ro(bare)) == [] and reader.calls(ro(bare)) == []
 
 
 def test_monad_journal_loads_no_sqlalchemy(tmp_path: Path, monad_home: Path) -> None:
@@ -99,10 +103,10 @@ def test_rows_name_their_host_and_home_and_host_filters(tmp_path: Path) -> None:
     cid = jt.start_call(j, server="a", tool="t", exposed="a__t", arguments={}, via="cli")
     jt.finish_call(j, cid, outcome="ok")
     try:
-        assert [(r["host"], r["home"]) for r in reader.events(path)] == [("runner-7", str(tmp_path))]
-        assert reader.events(path, host="runner-7") == j.events(host="runner-7") != []
-        assert reader.calls(path, host="runner-7") == jt.calls(j, host="runner-7") != []
-        assert reader.events(path, host="elsewhere") == reader.calls(path, host="elsewhere") == []
+        assert [(r["host"], r["home"]) for r in reader.events(ro(path))] == [("runner-7", str(tmp_path))]
+        assert reader.events(ro(path), host="runner-7") == j.events(host="runner-7") != []
+        assert reader.calls(ro(path), host="runner-7") == jt.calls(j, host="runner-7") != []
+        assert reader.events(ro(path), host="elsewhere") == reader.calls(ro(path), host="elsewhere") == []
     finally:
         j.close()
 

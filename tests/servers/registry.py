@@ -7,8 +7,9 @@
     GET /v0.1/servers/{name}/versions/{version|latest}
     GET /files/NAME                                           (FOLDER/files/NAME: bundles)
 
-Every `*.json` in FOLDER is one version of one server (its `name` and `version`); the
-folder is read on each request, so a test can publish a new version while it runs. Cursors
+Every `*.json` in FOLDER is one version of one server (its `name` and `version`; a
+hostile registry's entry can be served under another name, `_testServeAs`); the folder is
+read on each request, so a test can publish a new version while it runs. Cursors
 are opaque tokens, as the API says they are; `latest` is the highest version (numeric
 parts compared as numbers). Answers follow the API's shapes:
 `{"servers": [{"server": ..., "_meta": {"io.modelcontextprotocol.registry/official": ...}}],
@@ -39,7 +40,7 @@ def _all() -> dict[str, list[dict[str, Any]]]:
     by_name: dict[str, list[dict[str, Any]]] = {}
     for f in sorted(FOLDER.glob("*.json")):
         doc = json.loads(f.read_text())
-        by_name.setdefault(doc["name"], []).append(doc)
+        by_name.setdefault(doc.get("_testServeAs", doc["name"]), []).append(doc)
     for docs in by_name.values():
         docs.sort(key=lambda d: _version_key(d["version"]))
     return by_name

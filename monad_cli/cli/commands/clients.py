@@ -1,4 +1,8 @@
-"""`monad mcp import`, `connect`, `export`: other MCP clients' config files (docs/clients.md)."""
+"""`monad mcp import`, `connect`, `export`: other MCP clients' config files (docs/clients.md).
+
+The three take the client alike: `CLIENT` first (one of `clients.registry.CLIENTS`), then
+what the command needs (`[PATH]` for the two that read or write the client's file).
+"""
 
 from __future__ import annotations
 
@@ -7,8 +11,8 @@ from typing import Annotated, Any
 import typer
 
 from monad_cli.cli import render
-from monad_cli.cli.clients.registry import CLIENTS, EXPORT_FORMATS, defaults_help
 from monad_cli.cli.commands._common import JsonOpt
+from monad_cli.clients.registry import CLIENTS, defaults_help
 from monad_cli.core.errors import InvalidInput
 from monad_cli.core.paths import paths
 
@@ -27,7 +31,7 @@ def import_(
     force: Annotated[bool, typer.Option("--force", "-f", help="Replace atoms defined differently.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    from monad_cli.cli.clients.importer import import_servers
+    from monad_cli.clients.importer import import_servers
 
     summary = import_servers(paths(), client, path, dry_run=dry_run, force=force)
     if as_json:
@@ -69,7 +73,7 @@ def connect(
                              "rules stay as they were.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    from monad_cli.cli.clients.connector import connect_all, connect_client
+    from monad_cli.clients.connector import connect_all, connect_client
 
     if all_:
         if client is not None or path is not None:
@@ -82,10 +86,7 @@ def connect(
     if client is None:
         raise InvalidInput("name a CLIENT, or pass --all")
     if per_server:
-        if replace:  # it was silently ignored: say what --per-server does instead
-            raise InvalidInput("--replace goes without --per-server: --per-server already puts monad's entry in "
-                               "place of the client's own entry of the same name")
-        _connect_per_server(client, path, remove=remove, dry_run=dry_run, as_json=as_json)
+        _connect_per_server(client, path, remove=remove, replace=replace, dry_run=dry_run, as_json=as_json)
         return
     result = connect_client(client, path, remove=remove, replace=replace, dry_run=dry_run)
     title = CLIENTS[client].title
@@ -115,14 +116,29 @@ def connect(
                     f"`monad mcp connect {client} --replace` takes them out")
 
 
-def _connect_per_server(client: str, path: str | None, *, remove: bool, dry_run: bool, as_json: bool) -> None:
-    """`connect CLIENT --per-server`: one entry per enabled monad server (docs/gateway.md)."""
-    from monad_cli.cli.clients.connector import connect_client
+def _states() -> dict[str, dict[str, Any]] | None:
+    """The running supervisor's status rows by server name; None when none runs (never started here)."""
+    from monad_cli.cli.commands.mcp import _listening
+
+    if not _listening():
+        return None
+    from monad_cli.cli.commands._common import supervisor
+
+    rows = supervisor(autostart=False).get("/v1/settings/mcp-servers/status")["servers"]
+    return {row["name"]: row for row in rows}
+
+
+def _connect_per_server(client: str, path: str | None, *, remove: bool, replace: bool, dry_run: bool,
+                        as_json: bool) -> None:
+    """`connect CLIENT --per-server`: one entry per enabled monad server (docs/gateway.md); the
+    disabled ones and those the supervisor does not serve now are named, not silently written."""
+    from monad_cli.clients.connector import connect_client, per_server_plan
     from monad_cli.config.loader import load_definitions
 
-    defs = load_definitions(paths(), expand=False)
-    servers = sorted(name for name, spec in defs.specs.items() if spec.enabled)
-    result = connect_client(client, path, remove=remove, dry_run=dry_run, per_server=servers)
+    servers, notes = per_server_plan(load_definitions(paths(), expand=False).specs,
+                                     None if remove else _states())
+    result = connect_client(client, path, remove=remove, replace=replace, dry_run=dry_run, per_server=servers)
+    result["notes"] = notes
     if as_json:
         render.data_json(result)
         return
@@ -137,6 +153,14 @@ def _connect_per_server(client: str, path: str | None, *, remove: bool, dry_run:
     else:
         render.info(f"{'removed monad' if remove else 'wrote monad'}'s entries for {names} "
                     f"{'from' if remove else 'into'} {where}; restart {CLIENTS[client].title} to see them")
+    for name, note in notes.items():
+        if not note["written"]:
+            render.warn(f"server `{name}` is disabled: no entry for it in {where} (`monad mcp enable {name}`, "
+                        f"then connect again)")
+        elif not remove:
+            why = f" ({note['reason']})" if note["reason"] else ""
+            render.warn(f"server `{name}` is {note['state']}{why}: its entry is written, and until the server "
+                        f"connects its agent sees that it failed and `monad mcp status {name}` says why")
 
 
 def _twice(row: dict[str, Any], *, dry_run: bool) -> str:
@@ -168,26 +192,30 @@ def _show_all(rows: list[dict[str, Any]], *, dry_run: bool, remove: bool, as_jso
         render.table([{**r, "detail": r["error"] or _twice(r, dry_run=dry_run)} for r in rows],
                      [("client", "client"), ("file", "file"), ("result", "result"), ("detail", "detail")],
                      empty="no client config file found on this machine (see `monad mcp connect --help`)")
-        if rows and not dry_run and any(r["changed"] for r in rows):
+        if rows and not any(r["changed"] or r["error"] for r in rows):
+            render.info("nothing to do: " + ("no client has a `monad` entry" if remove else
+                                             "every client found already runs monad"))
+        elif rows and not dry_run and any(r["changed"] for r in rows):
             render.info("restart each changed client to see every monad server through the approval gate")
     if any(r["error"] for r in rows):
         raise typer.Exit(1)
 
 
 def export(
-    fmt: Annotated[str, typer.Option("--format", help=f"One of: {', '.join(EXPORT_FORMATS)}.")] = "mcp-json",
+    client: ClientArg,
     reveal_secrets: Annotated[bool, typer.Option("--reveal-secrets", help="Print secret values instead of "
                                                  "`***` (references such as `${TOKEN}` always show).")]
         = False,
 ) -> None:
-    """Print every server in another client's format (stdout); what cannot be carried goes to stderr.
+    """Print every server as CLIENT's config file holds servers (stdout); what cannot be carried goes to stderr.
 
-    Secret values (env and header values, bearer tokens, URL query values) print as `***`
-    unless --reveal-secrets. Stored OAuth tokens are never exported.
+    The clients that read the `.mcp.json` format (Claude Code, Claude Desktop, Cursor, Gemini
+    CLI) get that one. Secret values (env and header values, bearer tokens, URL query values)
+    print as `***` unless --reveal-secrets. Stored OAuth tokens are never exported.
     """
-    from monad_cli.cli.clients.exporter import export_servers
+    from monad_cli.clients.exporter import export_servers
 
-    text, warnings = export_servers(paths(), fmt, reveal=reveal_secrets)
+    text, warnings = export_servers(paths(), client, reveal=reveal_secrets)
     for w in warnings:
         render.warn(w)
     render.line(text.rstrip("\n"))

@@ -2,8 +2,8 @@
 `monad journal prune`: delete what is older than `[journal] keep` and give the space back.
 
 Reading is read-only, on the standard library's sqlite3 (`journal.reader`): it costs what
-`status` does. With a fleet's shared journal (docs/fleet.md), psycopg reads it
-(`journal.pg_reader`). Pruning is `journal.retention`, on sqlite3 too.
+`status` does. With a fleet's shared journal (docs/fleet.md), the same reader reads it
+through psycopg. Pruning is `journal.retention`, on either too.
 """
 
 from __future__ import annotations
@@ -63,12 +63,13 @@ def journal(
     p = paths()
     settings = load_journal_settings(p)
     after = parse_since(since) if since else None
-    if settings.fleet:
-        from monad_cli.journal import pg_reader
+    from monad_cli.journal import reader
 
-        read = pg_reader.calls if calls else pg_reader.events
-        _show(read(settings, server=server, since=after, host=host, limit=limit), calls=calls, fleet=True,
-              as_json=as_json)
+    def read(db: reader.Database) -> list[dict[str, Any]]:
+        return (reader.calls if calls else reader.events)(db, server=server, since=after, host=host, limit=limit)
+
+    if settings.fleet:
+        _show(reader.from_shared(settings, read), calls=calls, fleet=True, as_json=as_json)
         return
     if not p.journal_db.exists():
         if as_json:
@@ -78,13 +79,13 @@ def journal(
         return
     import sqlite3
 
-    from monad_cli.journal import reader
-
+    db = reader.open_local(p.journal_db)
     try:
-        read_local = reader.calls if calls else reader.events
-        rows = read_local(p.journal_db, server=server, since=after, host=host, limit=limit)
+        rows = read(db)
     except sqlite3.Error as e:
         raise MonadError(reader.damaged(p.journal_db, e) or f"cannot read the journal `{p.journal_db}`: {e}") from None
+    finally:
+        db.close()
     _show(rows, calls=calls, fleet=False, as_json=as_json)
 
 
@@ -104,8 +105,9 @@ def prune(
     The supervisor does the same once a day (this host's rows only). A journal made by an
     older monad is rewritten once (VACUUM: it needs as much free space as the file takes).
     """
+    from monad_cli.config.settings import parse_keep
     from monad_cli.journal import retention
-    from monad_cli.journal.settings import load_journal_settings, parse_keep
+    from monad_cli.journal.settings import load_journal_settings
 
     p = paths()
     settings = load_journal_settings(p)
@@ -128,9 +130,7 @@ def prune(
         except sqlite3.Error as e:
             raise MonadError(f"cannot prune the journal `{p.journal_db}`: {e}") from None
     if settings.fleet:
-        from monad_cli.journal.pg_retention import prune_shared
-
-        done["shared"] = prune_shared(settings, keep_s=keep_s, every_host=every_host)
+        done["shared"] = retention.prune_shared(settings, keep_s=keep_s, every_host=every_host)
     if as_json:
         render.data_json(done)
         return

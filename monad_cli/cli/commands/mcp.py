@@ -34,6 +34,18 @@ def _parse_pairs(items: list[str] | None, sep: str, what: str) -> dict[str, str]
     return out
 
 
+def _headers(items: list[str] | None) -> dict[str, str]:
+    """`--header` values; an empty one is warned about: `--header "X-Api-Key: $KEY"` in double
+    quotes is expanded by the shell, to nothing when the shell has no such variable."""
+    headers = _parse_pairs(items, ":", "--header")
+    for name, value in headers.items():
+        if value == "":
+            render.warn(f"header `{name}` is empty (a `$VAR` in double quotes is expanded by your shell, to "
+                        f"nothing when it is unset there); to have the supervisor expand it from MONAD_HOME/env, "
+                        f"single-quote it: --header '{name}: $VAR'")
+    return headers
+
+
 @app.command("add")
 def add(
     name: Annotated[str, typer.Argument(help="Server name: letters, digits, `_`, `-`; at most 64. Or a registry "
@@ -46,7 +58,8 @@ def add(
     env: Annotated[list[str] | None, typer.Option("--env", "-e", help="K=V for the server's environment "
                                                   "(repeatable; `$VAR` expands in the supervisor).")] = None,
     header: Annotated[list[str] | None, typer.Option("--header", "-H",
-                                                     help='"Name: value" HTTP header (repeatable).')] = None,
+                                                     help="'Name: value' HTTP header (repeatable; single quotes "
+                                                          "keep a `$VAR` for the supervisor to expand).")] = None,
     bearer_token: Annotated[str | None, typer.Option("--bearer-token", help="Send `Authorization: Bearer "
                                                      "TOKEN` (stored 0600; prefer `$VAR`).")] = None,
     oauth: Annotated[bool, typer.Option("--oauth", help="Use MCP OAuth; then run `monad mcp authorize NAME`.")] = False,
@@ -95,7 +108,7 @@ def add(
 
       monad mcp add memory --start on-demand -- npx -y @modelcontextprotocol/server-memory
 
-      monad mcp add docs --url https://example.com/mcp --header "X-Api-Key: $DOCS_KEY"
+      monad mcp add docs --url https://example.com/mcp -H 'X-Api-Key: $DOCS_KEY'
 
       monad mcp add ci --url https://example.com/mcp --client-credentials --client-id ci --client-secret '${CI_SECRET}'
     """
@@ -110,7 +123,7 @@ def add(
                 raise InvalidInput("installing by name or bundle takes --env, --header, --arg, --package, --remote, "
                                    "--name and --force; set the rest afterwards")
             install(name, as_name=as_name, env=_parse_pairs(env, "=", "--env"),
-                    header=_parse_pairs(header, ":", "--header"), arg=_parse_pairs(arg, "=", "--arg"),
+                    header=_headers(header), arg=_parse_pairs(arg, "=", "--arg"),
                     package=package, remote=remote, force=force, as_json=as_json)
             return
     if arg or package is not None or remote is not None or as_name:
@@ -182,7 +195,7 @@ def add(
             raise InvalidInput("--env/--cwd are for stdio servers")
         defn["url"] = url
         if header:
-            defn["headers"] = _parse_pairs(header, ":", "--header")
+            defn["headers"] = _headers(header)
         if sum((bearer_token is not None, oauth, client_credentials)) > 1:
             raise InvalidInput("choose one of --bearer-token, --oauth and --client-credentials")
         if bearer_token is not None:

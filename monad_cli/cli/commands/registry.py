@@ -82,9 +82,10 @@ def install(ref: str, *, as_name: str | None, env: Mapping[str, str], header: Ma
     if result["deprecated"]:
         render.warn(f"`{result['server']}` is marked deprecated in its registry")
     name = result["name"]
-    render.info(f"added server `{name}` from `{result['server']}` {result['version']} ({result['package']}; "
+    render.info(f"added server `{name}` from `{result['server']}` {result['version']} ({result['option']}, "
                 f"atoms/mcp/{name}.toml); its tools are pinned when it first connects — "
                 f"`monad mcp wait {name}`")
+    render.info(f"{'connects to' if result['transport'] == 'http' else 'runs'}: {result['runs']}")
 
 
 def search(
@@ -94,9 +95,10 @@ def search(
 ) -> None:
     """Search the MCP Registry (and the other registries of settings.toml) for servers.
 
-    Shows the latest version of each, with how it runs (npm, pypi, oci, mcpb packages;
-    remote streamable-http or sse). Install one with `monad mcp add NAME\\[@VERSION]`.
-    MONAD_REGISTRY_URL (one base URL) replaces the configured registries.
+    Shows the latest version of each with the exact command line it runs (`<key>` where
+    `add` asks for a value), or the URL of a remote, or why monad refuses it. Install one
+    with `monad mcp add NAME\\[@VERSION]`. MONAD_REGISTRY_URL (one base URL) replaces the
+    configured registries.
     """
     from monad_cli.registry.api import Registries
 

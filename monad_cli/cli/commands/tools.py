@@ -210,7 +210,8 @@ def call(
         "--approval-timeout", min=0, help="Without a TTY: seconds to wait for `monad approvals allow ID`.")]
         = DEFAULT_APPROVAL_TIMEOUT_S,
     detach: Annotated[bool, typer.Option("--detach", help="Once approved, run the call as a background task: "
-                                         "print its id and return (see `monad tasks show ID`).")] = False,
+                                         "print its id as soon as it is sent and return (follow it "
+                                         "with `monad tasks show ID --wait`).")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Call a tool through the supervisor and its approval gate; the result goes to stdout.
@@ -293,8 +294,8 @@ def call(
             render.data_json(task)
         else:
             render.line(str(task["id"]))
-            render.info(f"`{name}` runs as task {task['id']} ({task.get('state')}); follow it with "
-                        f"`monad tasks show {task['id']} --wait`")
+            render.info(f"`{name}` runs as task {task['id']} ({task.get('state')}), in the background; follow it "
+                        f"with `monad tasks show {task['id']} --wait`")
         return
     _show_result(answer, as_json, name)
 
@@ -357,9 +358,10 @@ def trust(
     """Edit the server's `trust` table: `autoApproveTools` and `hostEscape`; the supervisor
     applies it to the live session (no reconnect).
 
-    A new `--auto-approve` name that matches none of the tools the server advertises is
-    warned about at once, with the advertised names (when the supervisor runs and the server
-    is connected).
+    An `--auto-approve` name that matches none of the tools the server advertises is refused,
+    with the closest advertised name, and nothing is written (when the supervisor runs and
+    the server is connected; otherwise it is written, and `monad mcp status NAME` warns once
+    the server is connected if it matches nothing).
 
     Example: monad mcp trust time --auto-approve get_current_time
     """
@@ -368,9 +370,10 @@ def trust(
     if not auto_approve and not remove and host_escape is None:
         raise InvalidInput("nothing to change: pass --auto-approve TOOL, --remove TOOL or --host-escape")
     advertised = _advertised(name) if auto_approve else (None, "")
+    added = [t if t.startswith(f"{name}__") else f"{name}__{t}" for t in auto_approve or []]
+    _refuse_unlisted(name, added, advertised[0])
     source, wanted = edit_trust(paths(), name, auto_approve=auto_approve or [], remove=remove or [],
                                 host_escape=host_escape)
-    added = [t if t.startswith(f"{name}__") else f"{name}__{t}" for t in auto_approve or []]
     inert = _warn_inert(name, added, advertised)
     if as_json:
         render.data_json({"name": name, "source": source, "autoApproveTools": wanted, "hostEscape": host_escape,
@@ -398,6 +401,24 @@ def _advertised(name: str) -> tuple[list[tuple[str, str]] | None, str]:
         return None, f"server `{name}` is {row['state']}"
     exposed = {t["tool"]: t["name"] for t in listed}
     return [(own, exposed.get(own, f"{name}__{own}")) for own in row["toolNames"]], ""
+
+
+def _refuse_unlisted(name: str, entries: list[str], pairs: list[tuple[str, str]] | None) -> None:
+    """`InvalidInput` for the first entry that names no tool server `name` advertises (a typo
+    would otherwise be written and approve nothing), with the closest advertised name."""
+    from monad_cli.core.tool_names import inert_entries
+
+    if pairs is None:
+        return
+    for entry in inert_entries(name, entries, pairs):
+        import difflib  # only on an error
+
+        own = entry.removeprefix(f"{name}__")
+        close = difflib.get_close_matches(own, sorted(o for o, _ in pairs), n=1)
+        hint = f"did you mean `{close[0]}`?" if close else \
+            f"it advertises: {', '.join(f'`{o}`' for o, _ in sorted(pairs)) or 'no tools'}"
+        raise InvalidInput(f"server `{name}` lists no tool `{cut(own)}`; {hint} (see `monad mcp tools`); "
+                           f"nothing was written")
 
 
 def _warn_inert(name: str, entries: list[str], advertised: tuple[list[tuple[str, str]] | None, str]

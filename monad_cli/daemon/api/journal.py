@@ -38,11 +38,11 @@ def journal_routes(sup: DaemonPort, transcript: Transcript) -> list[Route]:
             return JSONResponse({"events": []})
         if journal_db.link is not None and journal_db.link.state() == "ok":
             # A fleet: the shared journal's rows of this server, from every host (docs/fleet.md).
-            from monad_cli.journal import pg_reader
+            from monad_cli.journal import reader
 
             try:
-                rows = await anyio.to_thread.run_sync(
-                    lambda: pg_reader.events(journal_db.settings, server=server, limit=limit))
+                rows = await anyio.to_thread.run_sync(lambda: reader.from_shared(
+                    journal_db.settings, lambda db: reader.events(db, server=server, limit=limit)))
                 return JSONResponse({"events": rows, "shared": True})
             except Unavailable as e:  # the link went down meanwhile: this supervisor's own rows
                 log.info("studio journal: %s", e.message)

@@ -10,8 +10,9 @@
            versions, and each package or remote with the variables it asks for
     POST /v1/registry/install  {name, version?, as?, option?: "packages[N]" | "remotes[N]",
                                 values?: {env: {KEY: value}, header: {...}, arg: {...}}, force?}
-         → 201 {name, server, version, option, package, transport, path, variables, deprecated,
-                warnings}: what `monad mcp add NAME` returns, through the same installer
+         → 201 {name, server, version, option, package, transport, runs, path, variables,
+                deprecated, warnings}: what `monad mcp add NAME` returns (`runs`: the exact
+                command line, or the URL, secrets as `***`), through the same installer
                 (`registry.install.install_by_name`), so the same errors (a missing value
                 names every missing one) and the same atom, pinned when it first connects
 

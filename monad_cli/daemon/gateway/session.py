@@ -51,6 +51,7 @@ from monad_cli import __version__
 from monad_cli.core.errors import MonadError, NotFound, ToolCallFailed
 from monad_cli.core.hello import GatewayView
 from monad_cli.core.redact import scrub_data
+from monad_cli.core.states import State
 from monad_cli.daemon.gateway.catalog import Catalog, quiet_deprecated
 from monad_cli.daemon.gateway.direct import COMPLETE, GET, READ, DirectCalls
 from monad_cli.daemon.gateway.features import AgentRequest, SessionFeatures, connection_of, current_request_log
@@ -119,6 +120,22 @@ async def before_initialize(ctx: Any, call_next: Any) -> Any:
                        ctx.method) from None
 
 
+# A per-server entry's server in one of these, with no tools to show, is not serving: its
+# agent is told so (docs/gateway.md "A server that is not serving").
+_NOT_SERVING = frozenset({State.FAILED, State.BACKOFF, State.STOPPED, State.DISABLED})
+
+
+def not_serving(actor: Any, scrub: Callable[[str], str]) -> str | None:
+    """One line for the agent of `monad mcp serve NAME` when NAME's server is not serving (failed,
+    retrying, stopped or disabled, and not listed from its cache): what it is, why, and where to
+    see more. None while it serves, starts, or is idle with its lists cached."""
+    if actor is None or actor.live or actor.listed or actor.state not in _NOT_SERVING:
+        return None
+    why = f" ({scrub(actor.reason)})" if actor.reason else ""
+    return (f"server `{actor.name}` is {actor.state}{why}: its tools are unavailable until it connects; "
+            f"`monad mcp status {actor.name}` says why, `monad mcp reconnect {actor.name}` tries again")
+
+
 def _text_result(text: str, *, error: bool) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "isError": error}
 
@@ -185,9 +202,11 @@ class GatewaySession:
         if actor is None:
             return {"name": "monad", "version": __version__, "title": "monad gateway"}
         info = actor.server_info or {}
+        failed = not_serving(actor, self.scrub)  # what the agent (and its MCP panel) shows first
         return {"name": info.get("name") or actor.name, "version": info.get("version") or "",
                 "title": info.get("title"), "description": info.get("description"),
-                "website_url": info.get("website_url"), "instructions": actor.instructions}
+                "website_url": info.get("website_url"),
+                "instructions": f"monad: {failed}" if failed else actor.instructions}
 
     def questions(self, ctx: Any, protocol_version: str, *, server: str | None = None,
                   what: str | None = None, lane: DirectCalls | None = None, round: Round | None = None,
@@ -294,6 +313,10 @@ class GatewaySession:
 
     async def list_tools(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         self._remember(ctx)
+        if self.single is not None and (failed := not_serving(self.tools.servers.get(self.single), self.scrub)):
+            # An empty list would look healthy; the error is what an agent's MCP panel shows.
+            # Once the server connects, tools/list_changed tells the agent to list again.
+            raise MCPError(types.INTERNAL_ERROR, failed)
         rows = self.tools.listing(include=self.view.include_tools, exclude=self.view.exclude_tools)
         policy = self._policy(rows)
         by_server = policy.pop("tools_by_server")

@@ -10,6 +10,10 @@ protocol version 2024-11-05, both from the SDK, under monad's own bookkeeping.
   basic/transports "Session Management", item 4). It also honours `Retry-After` on a 429 or
   503 (RFC 9110 §10.2.3, RFC 6585 §4): until then requests are answered locally, not sent. The SDK's
   transport keeps sending the old id; the keeper rewrites it to the new one.
+- A request the server refuses with an HTTP error and no JSON-RPC error of its own gets one
+  that says so (`HTTP 404 Not Found from URL`): the SDK's stand-in (`Not Found`, `Server
+  returned an error response`) drops the status and where it came from, which is the line
+  that says why a call to a remote failed.
 - The session's streams pass through an `Exchange` (exchange.py): the `server/discover`
   budget, and failing a request locally when the server refused its POST (legacy SSE).
 
@@ -44,6 +48,8 @@ LEGACY_SSE_STATUSES = frozenset({400, 404, 405})
 # "Too Many Requests" (RFC 6585 §4) and "Service Unavailable" (RFC 9110 §15.6.4) may carry a
 # Retry-After; honoured up to the retry cap (backoff.MAX_DELAY_S).
 RETRY_AFTER_STATUSES = frozenset({429, 503})
+# The authorization flow (the SDK's OAuth provider, RFC 6750 §3.1) reads these answers as they came.
+AUTH_STATUSES = frozenset({401, 403})
 MAX_RETRY_AFTER_S = 300.0
 SESSION_HEADER = "mcp-session-id"
 HTTP_TIMEOUT_S = 30.0  # the SDK's own defaults (create_mcp_http_client): 30 s,
@@ -73,6 +79,31 @@ def legacy_sse_candidate(conn: Connection) -> bool:
     """A failed streamable-HTTP connect whose `initialize` POST was refused the way a
     GET-only legacy SSE endpoint refuses it."""
     return conn.post_status.get("initialize") in LEGACY_SSE_STATUSES
+
+
+async def _with_rpc_error(request: httpx2.Request, response: httpx2.Response, request_id: Any) -> httpx2.Response:
+    """`response` (an HTTP error to the POST of request `request_id`) as it is when its body is
+    a JSON-RPC error, else the same status with one that names the status and the URL. The
+    code is the one the SDK would give (streamable_http `_handle_post_request`): a 404 without
+    a session is METHOD_NOT_FOUND, with one INVALID_REQUEST (the session is gone), any other
+    status INTERNAL_ERROR."""
+    from mcp_types import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND
+
+    from monad_cli.core.redact import redact_url
+
+    body = await response.aread()
+    try:
+        data = json.loads(body)
+    except ValueError:
+        data = None
+    if isinstance(data, dict) and isinstance(data.get("error"), dict) and "jsonrpc" in data:
+        return response
+    status = response.status_code
+    code = INTERNAL_ERROR if status != 404 else INVALID_REQUEST if SESSION_HEADER in request.headers \
+        else METHOD_NOT_FOUND
+    message = f"HTTP {status} {response.reason_phrase} from {redact_url(str(request.url))}"
+    error = {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+    return httpx2.Response(status, json=error, request=request)
 
 
 def _rpc_of(body: bytes) -> tuple[Any, str] | None:
@@ -172,9 +203,12 @@ class SessionKeeper(httpx2.AsyncBaseTransport):
         if sent_sid is not None and self.keep_session and self._initialize is not None \
                 and request.method in ("POST", "GET") and await _session_unknown(response):
             await response.aclose()
-            return await self._retry_in_new_session(request, sent_sid)
-        if status >= 400 and rpc is not None and rpc[0] is not None and self.on_refused is not None:
-            await self.on_refused(rpc[0], rpc[1], status)
+            response = await self._retry_in_new_session(request, sent_sid)
+        if response.status_code >= 400 and rpc is not None and rpc[0] is not None:
+            if self.on_refused is not None:
+                await self.on_refused(rpc[0], rpc[1], response.status_code)
+            elif response.status_code not in AUTH_STATUSES:
+                return await _with_rpc_error(request, response, rpc[0])
         return response
 
     def _remember(self, method: str, body: bytes, request: httpx2.Request, response: httpx2.Response) -> None:

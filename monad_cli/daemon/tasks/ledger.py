@@ -21,7 +21,7 @@ from monad_cli.daemon.tasks.store import TaskStore
 from monad_cli.journal.db import Journal
 
 if TYPE_CHECKING:
-    from monad_cli.journal.tables import TaskRow
+    from monad_cli.journal.schema import TaskRow
 
 log = logging.getLogger("monad.tasks")
 

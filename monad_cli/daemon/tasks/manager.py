@@ -193,14 +193,15 @@ class TaskManager(TaskReader):
         return self.ledger.counts(server)
 
     async def start(self, server: str, tool: str, arguments: dict[str, Any] | None, *,
-                    correlation: dict[str, Any] | None = None, submit_wait: float = 15.0) -> dict[str, Any]:
+                    correlation: dict[str, Any] | None = None, submit_wait: float = 15.0,
+                    sent: bool = False) -> dict[str, Any]:
         """Start `tools/call` of `tool` (the server's own tool name) through the task manager.
 
         Writes the row (state `queued`) before anything is sent, then returns once the
-        call has left `submitting` (a task was created, or a plain result came back), or
-        stays `queued` because all `max_active` slots are busy, or after `submit_wait`
-        seconds. Returns the row (API shape). Raises `NotFound` (no such server),
-        `NotConnected`, `QueueFull`.
+        call has left `submitting` (a task was created, or a plain result came back) —
+        with `sent`, once it has been sent (`submitting`) — or stays `queued` because all
+        `max_active` slots are busy, or after `submit_wait` seconds. Returns the row (API
+        shape). Raises `NotFound` (no such server), `NotConnected`, `QueueFull`.
         """
         link = self.links.get(server)
         if link is None:
@@ -208,10 +209,18 @@ class TaskManager(TaskReader):
         # An idle on-demand server starts here; once the task is open, the task holds it up.
         async with link.in_use():
             return await self._start(link, server, tool, arguments, correlation=correlation,
-                                     submit_wait=submit_wait)
+                                     submit_wait=submit_wait, sent=sent)
+
+    async def detach(self, server: str, tool: str, arguments: dict[str, Any] | None, *,
+                     correlation: dict[str, Any] | None = None) -> dict[str, Any]:
+        """A detached call (`monad mcp call --detach`): `start`, returning as soon as the call
+        is sent. A tool that is not a task on its server (no `execution.taskSupport`, or a
+        SEP-2663 server answering with a plain result) answers only at its end; its caller
+        must not wait for that. The row follows the call either way (`monad tasks show ID`)."""
+        return await self.start(server, tool, arguments, correlation=correlation, sent=True)
 
     async def _start(self, link: ServerLink, server: str, tool: str, arguments: dict[str, Any] | None, *,
-                     correlation: dict[str, Any] | None, submit_wait: float) -> dict[str, Any]:
+                     correlation: dict[str, Any] | None, submit_wait: float, sent: bool = False) -> dict[str, Any]:
         if not link.live:
             raise NotConnected(f"server `{server}` is {link.state}"
                                f"{': ' + link.reason if link.reason else ''}; see `monad mcp status {server}`")
@@ -229,7 +238,8 @@ class TaskManager(TaskReader):
             while True:
                 row = self.store.get(row_id)
                 assert row is not None
-                if row.state not in (TaskState.QUEUED, TaskState.SUBMITTING):
+                if row.state not in (TaskState.QUEUED, TaskState.SUBMITTING) or \
+                        (sent and row.state == TaskState.SUBMITTING):
                     break
                 if row.state == TaskState.QUEUED and self.counts(server)[0] >= self.max_active:
                     break

@@ -1,4 +1,4 @@
-"""Queries over the `tasks` journal table (`journal.tables.TaskRow`): one row per tool call
+"""Queries over the `tasks` journal table (`journal.schema.TaskRow`): one row per tool call
 started through the task manager, and the only place rows change state.
 
 Every state change goes through `TaskStore.update`, which checks it against
@@ -17,26 +17,22 @@ written in one transaction once the file takes writes again (`retry`, every `RET
 the task manager, and before each write). A new row cannot be held (nothing could find it):
 `insert` raises `DiskFull` (one line, HTTP 507) and counts it in `refused`. `status()` says so.
 
-A supervisor reads the open rows and the counts of a server's rows each time it connects
-one, and cleans up at its start: the counts and the cleanup are plain SQL on the journal's
-own connections, and so are the open rows while there are none (the usual case), so a
-start does not load the ORM (SQLModel, ~0.2 s to import) for them (`Journal.engine`).
+Every query is plain SQL on the journal's own connections (`Journal.pool`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import time
 from collections.abc import Callable, Collection
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from monad_cli.core.errors import DiskFull
 from monad_cli.core.task_states import INITIAL, OPEN, IllegalTransition, check_transition
 from monad_cli.journal.db import RETRY_S, Journal, is_disk_fault
-
-if TYPE_CHECKING:
-    from monad_cli.journal.tables import TaskRow
+from monad_cli.journal.schema import TASK_COLUMNS, TaskRow
 
 RETENTION_S = 7 * 24 * 3600
 # Rows whose changes wait in memory while the journal's file takes no writes (a few hundred
@@ -46,17 +42,16 @@ log = logging.getLogger("monad.tasks")
 
 
 def _disk_fault(exc: BaseException) -> BaseException | None:
-    """The sqlite3 error under `exc` (SQLAlchemy wraps it) when it says the file could not be
-    written, else None."""
-    orig = getattr(exc, "orig", exc)
-    return orig if is_disk_fault(orig) else None
+    """`exc` when it says the journal's file could not be written, else None."""
+    return exc if is_disk_fault(exc) else None
+
 
 _JSON_COLS = ("arguments", "correlation", "result", "error", "input_requests", "answered_keys")
 
 
 def row_dict(row: TaskRow) -> dict[str, Any]:
     """The API shape of a row (camelCase, JSON columns decoded)."""
-    d = row.model_dump()
+    d = dataclasses.asdict(row)
     for c in _JSON_COLS:
         d[c] = json.loads(d[c]) if d[c] else None
     return {
@@ -104,9 +99,9 @@ class TaskStore:
         else:
             self.lost += 1
 
-    def _overlay(self, row: TaskRow | None) -> TaskRow | None:
-        """`row` (detached) with its held changes applied: what it is, not yet what is written."""
-        if row is not None and row.id in self.held:
+    def _overlay(self, row: TaskRow) -> TaskRow:
+        """`row` with its held changes applied: what it is, not yet what is written."""
+        if row.id in self.held:
             for k, v in self.held[row.id].items():
                 setattr(row, k, v)
         return row
@@ -120,18 +115,16 @@ class TaskStore:
         if not force and now - self._last_try < RETRY_S:
             return False
         self._last_try = now
-        from sqlalchemy import text
-
         held = dict(self.held)
         try:
-            with self.journal.engine.begin() as conn:
+            with self.journal.pool.transaction() as cur:
                 for id, values in held.items():
-                    cols = ", ".join(f"{k} = :{k}" for k in values)
-                    conn.execute(text(f"UPDATE tasks SET {cols} WHERE id = :_id"), {**values, "_id": id})
+                    cur.execute(f"UPDATE tasks SET {', '.join(f'{k} = ?' for k in values)} WHERE id = ?",
+                                (*values.values(), id))
         except Exception as exc:
             if _disk_fault(exc) is None:
                 raise
-            self._faulted(_disk_fault(exc) or exc)
+            self._faulted(exc)
             return False
         for id, values in held.items():
             if self.held.get(id) == values:
@@ -151,20 +144,16 @@ class TaskStore:
     def insert(self, *, id: str, server: str, tool: str, arguments: Any, correlation: Any, state: str,
                adopted: bool = False, task_id: str | None = None) -> TaskRow:
         """A new row in `state` (one of `states.INITIAL`). Raises `IllegalTransition` otherwise."""
-        from sqlmodel import Session
-
-        from monad_cli.journal.tables import TaskRow
-
         if state not in INITIAL:
             raise IllegalTransition(f"a task row cannot start in state {state}")
         now = self.clock()
         row = TaskRow(id=id, server=server, tool=tool, arguments=self._json(arguments),
                       correlation=self._json(correlation), state=str(state), created_at=now, updated_at=now,
                       adopted=adopted, task_id=task_id, submitted=task_id is not None)
+        values = dataclasses.astuple(row)
         try:
-            with Session(self.journal.engine, expire_on_commit=False) as s:
-                s.add(row)
-                s.commit()
+            self.journal.pool.change(f"INSERT INTO tasks ({TASK_COLUMNS}) VALUES ({', '.join('?' * len(values))})",
+                                     values)
         except Exception as exc:
             fault = _disk_fault(exc)
             if fault is None:
@@ -176,60 +165,35 @@ class TaskStore:
                            f"`{self.journal.path}` and try again") from None
         return row
 
+    def _select(self, where: str, params: tuple[Any, ...] = (), *, tail: str = "") -> list[TaskRow]:
+        """Rows `WHERE where`, each with its held changes applied."""
+        rows = self.journal.pool.read(f"SELECT {TASK_COLUMNS} FROM tasks WHERE {where}{tail}", params)
+        return [self._overlay(TaskRow.of(r)) for r in rows]
+
     def get(self, id: str) -> TaskRow | None:
-        from sqlmodel import Session
-
-        from monad_cli.journal.tables import TaskRow
-
-        with Session(self.journal.engine, expire_on_commit=False) as s:
-            row = s.get(TaskRow, id)
-        return self._overlay(row)
+        return next(iter(self._select("id = ?", (id,))), None)
 
     def by_task_id(self, server: str, task_id: str) -> TaskRow | None:
         """The row of `server`'s task `task_id`: the open one if any, else the newest. Two rows
         share a taskId when a caller reused an invocation id and the server deduplicated."""
-        from sqlmodel import Session, col, select
-
-        from monad_cli.journal.tables import TaskRow
-
-        with Session(self.journal.engine, expire_on_commit=False) as s:
-            q = select(TaskRow).where(TaskRow.server == server, TaskRow.task_id == task_id)
-            rows = list(s.exec(q.order_by(col(TaskRow.created_at).desc())))
-        for r in rows:
-            self._overlay(r)
+        rows = self._select("server = ? AND task_id = ?", (server, task_id), tail=" ORDER BY created_at DESC")
         return next((r for r in rows if r.state in OPEN), rows[0] if rows else None)
 
     def find(self, prefix: str) -> list[TaskRow]:
         """Rows whose id (or server taskId) is `prefix` or starts with it."""
-        from sqlmodel import Session, col, select
-
-        from monad_cli.journal.tables import TaskRow
-
-        with Session(self.journal.engine, expire_on_commit=False) as s:
-            exact = s.get(TaskRow, prefix)
-            if exact is not None:
-                found = [exact]
-            else:
-                like = prefix.replace("%", "").replace("_", r"\_") + "%"
-                q = select(TaskRow).where(col(TaskRow.id).like(like, escape="\\") |
-                                          col(TaskRow.task_id).like(like, escape="\\")).limit(5)
-                found = list(s.exec(q))
-        return [r for r in found if self._overlay(r) is not None]
+        exact = self.get(prefix)
+        if exact is not None:
+            return [exact]
+        like = prefix.replace("%", "").replace("_", r"\_") + "%"
+        return self._select("id LIKE ? ESCAPE '\\' OR task_id LIKE ? ESCAPE '\\'", (like, like), tail=" LIMIT 5")
 
     def update(self, id: str, **fields: Any) -> TaskRow | None:
         """Set columns (JSON columns take Python values) and `updated_at`; returns the row,
         or None if there is none. A `state` must be allowed from the row's current state
         (`states.TRANSITIONS`), else `IllegalTransition` is raised and nothing is written."""
-        from sqlmodel import Session
-
-        from monad_cli.journal.tables import TaskRow
-
-        with Session(self.journal.engine, expire_on_commit=False) as s:
-            row = s.get(TaskRow, id)
-            if row is None:
-                return None
-            s.expunge(row)  # changed here, written below (or held): never by an autoflush
-        self._overlay(row)  # the transition is checked against what it is, held changes included
+        row = self.get(id)  # the transition is checked against what it is, held changes included
+        if row is None:
+            return None
         if "state" in fields:
             check_transition(row.state, fields["state"])
             fields["state"] = str(fields["state"])  # a TaskState: store its plain name
@@ -241,9 +205,8 @@ class TaskStore:
             self._hold(id, values)  # the disk still takes no writes: behind the others
             return row
         try:
-            with Session(self.journal.engine, expire_on_commit=False) as s:
-                s.merge(row)
-                s.commit()
+            self.journal.pool.change(f"UPDATE tasks SET {', '.join(f'{k} = ?' for k in values)} WHERE id = ?",
+                                     (*values.values(), id))
         except Exception as exc:
             fault = _disk_fault(exc)
             if fault is None:
@@ -254,16 +217,12 @@ class TaskStore:
 
     def take_delivery(self, id: str) -> bool:
         """Atomically turn `deliveryPending` off; True only for the one caller that did it."""
-        from sqlalchemy import text
-
         if self.held and not self.retry(force=False):
             return self._take_held(id)
         try:
-            with self.journal.engine.begin() as conn:
-                res = conn.execute(text("UPDATE tasks SET delivery_pending = 0, deliveries = deliveries + 1, "
-                                        "delivered_at = :t WHERE id = :id AND delivery_pending = 1"),
-                                   {"t": self.clock(), "id": id})
-                return bool(res.rowcount)
+            return bool(self.journal.pool.change(
+                "UPDATE tasks SET delivery_pending = 0, deliveries = deliveries + 1, delivered_at = ? "
+                "WHERE id = ? AND delivery_pending = 1", (self.clock(), id)))
         except Exception as exc:
             fault = _disk_fault(exc)
             if fault is None:
@@ -281,23 +240,21 @@ class TaskStore:
 
     def rows(self, *, server: str | None = None, states: Collection[str] | None = None,
              pending: bool | None = None, limit: int = 500) -> list[TaskRow]:
-        from sqlmodel import Session, col, select
-
-        from monad_cli.journal.tables import TaskRow
-
-        q = select(TaskRow)
+        where: list[str] = ["1 = 1"]
+        params: list[Any] = []
         if server:
-            q = q.where(TaskRow.server == server)
+            where.append("server = ?")
+            params.append(server)
         if states:
-            q = q.where(col(TaskRow.state).in_([str(s) for s in states]))
+            where.append(f"state IN ({', '.join('?' * len(states))})")
+            params += [str(s) for s in states]
         if pending is not None:
-            q = q.where(TaskRow.delivery_pending == pending)
-        q = q.order_by(col(TaskRow.created_at).desc()).limit(limit)
-        with Session(self.journal.engine, expire_on_commit=False) as s:
-            found = list(s.exec(q))
+            where.append("delivery_pending = ?")
+            params.append(pending)
+        found = self._select(" AND ".join(where), (*params, limit), tail=" ORDER BY created_at DESC LIMIT ?")
         # Held changes may have moved a row out of what was asked for (a task ended meanwhile).
         wanted = {str(state) for state in states} if states else None
-        return [r for r in found if self._overlay(r) is not None and (wanted is None or r.state in wanted)
+        return [r for r in found if (wanted is None or r.state in wanted)
                 and (pending is None or r.delivery_pending == pending)]
 
     def count_by_state(self, server: str, states: Collection[str]) -> dict[str, int]:
@@ -310,17 +267,8 @@ class TaskStore:
     def open_rows(self) -> list[TaskRow]:
         """Every non-terminal row, oldest first (the resume order)."""
         states = tuple(str(s) for s in OPEN)
-        if not self.journal.pool.read(f"SELECT 1 FROM tasks WHERE state IN ({', '.join('?' * len(states))}) LIMIT 1",
-                                      states):
-            return []  # the usual answer, without the ORM
-        from sqlmodel import Session, col, select
-
-        from monad_cli.journal.tables import TaskRow
-
-        with Session(self.journal.engine, expire_on_commit=False) as s:
-            q = select(TaskRow).where(col(TaskRow.state).in_([str(s) for s in OPEN])).order_by(col(TaskRow.created_at))
-            found = list(s.exec(q))
-        return [r for r in found if self._overlay(r) is not None and r.state in OPEN]
+        rows = self._select(f"state IN ({', '.join('?' * len(states))})", states, tail=" ORDER BY created_at")
+        return [r for r in rows if r.state in OPEN]
 
     def cleanup(self, *, retention_s: float = RETENTION_S) -> int:
         """Delete terminal rows that ended more than `retention_s` ago; returns how many."""

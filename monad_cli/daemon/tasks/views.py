@@ -14,7 +14,7 @@ from monad_cli.daemon.tasks.ledger import TaskLedger
 from monad_cli.daemon.tasks.store import row_dict
 
 if TYPE_CHECKING:
-    from monad_cli.journal.tables import TaskRow
+    from monad_cli.journal.schema import TaskRow
 
 RELATED_TASK_META = "io.modelcontextprotocol/related-task"
 

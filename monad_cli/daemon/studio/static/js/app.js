@@ -1,4 +1,4 @@
-// The Studio page: the live stream, the views (MCP servers, Tools, Transcript, Registry), the
+// The Studio page: the live stream, the views (MCP servers, Tools, Transcript, Registry, Agents), the
 // approvals waiting above whichever is shown, and the little messages after an action.
 // Every view hears every event, shown or not, so switching views never needs a reload.
 
@@ -9,7 +9,8 @@ import { SERVERS_HASH, ServersView } from "./servers.js";
 
 // Tools and Transcript (and the MCP Apps host behind Tools) load after the first render, so
 // the servers table never waits for modules it does not need.
-const later = Promise.all([import("./tools.js"), import("./transcript.js"), import("./registry.js")]);
+const later = Promise.all([import("./tools.js"), import("./transcript.js"), import("./registry.js"),
+                          import("./agents.js")]);
 
 const STATUS_TEXT = {
   connecting: "Connecting…",
@@ -23,6 +24,7 @@ const ROUTES = {
   "#/tools": { view: "tools", crumbs: ["Capabilities", "Tools"] },
   "#/transcript": { view: "transcript", crumbs: ["Transcript"] },
   "#/registry": { view: "registry", crumbs: ["Capabilities", "Registry"] },
+  "#/agents": { view: "agents", crumbs: ["Agents"] },
 };
 
 const live = document.getElementById("live");
@@ -59,7 +61,9 @@ const approvals = new ApprovalsPanel(document.getElementById("approvals"), notif
 let tools = null;
 let transcript = null;
 let registry = null;
-const roots = { servers: "view", tools: "tools-view", transcript: "transcript-view", registry: "registry-view" };
+let agents = null;
+const roots = { servers: "view", tools: "tools-view", transcript: "transcript-view", registry: "registry-view",
+                agents: "agents-view" };
 
 function route() {
   const hash = location.hash;
@@ -79,6 +83,7 @@ function route() {
   document.title = `${crumbs[crumbs.length - 1]} · monad Studio`;
   if (current.view === "tools" && tools) tools.shown();
   if (current.view === "registry" && registry) registry.shown();
+  if (current.view === "agents" && agents) agents.shown();
 }
 let routed = false; // the first route (a reload) opens the pane without taking focus
 window.addEventListener("hashchange", route);
@@ -93,12 +98,13 @@ if (inline) {
   approvals.applyAuthorizations(inline.authorizations || []);
 }
 
-const [{ ToolsView }, { TranscriptView }, { RegistryView }] = await later;
+const [{ ToolsView }, { TranscriptView }, { RegistryView }, { AgentsView }] = await later;
 tools = new ToolsView(document.getElementById("tools-view"), { notify, host,
   onTools: (list) => servers.setTools(list), onFilter: (text) => servers.setFilter(text) });
 servers.onFilter = (text) => tools.setFilter(text); // one filter, both views
 transcript = new TranscriptView(document.getElementById("transcript-view"), { notify });
 registry = new RegistryView(document.getElementById("registry-view"), { notify });
+agents = new AgentsView(document.getElementById("agents-view"), { notify });
 route();
 
 new LiveStream(showStatus)

@@ -102,7 +102,7 @@ export class RegistryView {
     return h("tr", { dataset: { name: data.name } },
       h("td", { class: "col-0" }, link),
       h("td", { class: "col-1" }, data.version),
-      h("td", { class: "col-2" }, data.runs),
+      h("td", { class: "col-2" }, data.refused ? h("span", { class: "error" }, data.runs) : h("code", {}, data.runs)),
       h("td", { class: "col-3" }, h("span", { class: "desc" }, data.description || "")));
   }
 
@@ -168,19 +168,23 @@ export class RegistryView {
       (s.versions.length ? s.versions : [{ version: s.version, status: s.status }]).map((v) =>
         h("option", { value: v.version, selected: v.version === s.version },
           `${v.version}${v.isLatest ? " (latest)" : ""}${v.status && v.status !== "active" ? ` — ${v.status}` : ""}`)));
-    const link = (url) => h("a", { href: url, target: "_blank", rel: "noopener noreferrer" }, url);
+    // Only an http(s) URL becomes a link (the API already leaves others out): never `javascript:`.
+    const link = (url) => (/^https?:\/\//i.test(url)
+      ? h("a", { href: url, target: "_blank", rel: "noopener noreferrer" }, url) : null);
     const repo = s.repository;
     const facts = [
       ["Title", s.title],
       ["Version", versions],
       ["Status", s.status !== "active" ? h("span", { class: "badge state-degraded" }, s.status) : "active"],
-      ["Repository", repo ? [link(repo.url), repo.subfolder ? ` (${repo.subfolder})` : ""] : null],
+      ["Repository", repo && link(repo.url) ? [link(repo.url), repo.subfolder ? ` (${repo.subfolder})` : ""] : null],
       ["Website", s.websiteUrl ? link(s.websiteUrl) : null],
       ["Registry", s.registry],
     ].filter(([, v]) => v !== null && v !== undefined);
+    // Each way to run it with the exact command line it runs as (what `monad mcp search` shows).
     const ways = h("ul", { class: "params", "aria-label": "Packages and remotes" }, s.options.map((o) => h("li", {},
       h("code", {}, o.where), ` ${o.label}${o.kind === "package" ? ` (${o.transport})` : ""}`,
-      o.problem ? h("span", { class: "error" }, ` — cannot run here: ${o.problem}`) : null)));
+      o.refused || o.kind === "remote" ? null : h("div", {}, h("code", { class: "command-line" }, o.runs)),
+      o.problem ? h("span", { class: "error" }, ` — ${o.problem}`) : null)));
     replaceChildren(this.pane, this.head(s.name),
       s.description ? h("p", {}, s.description) : null,
       h("dl", { class: "facts" }, facts.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])),
@@ -196,7 +200,7 @@ export class RegistryView {
     const title = h("h3", { id: "install-title" }, `Install ${s.name}`);
     if (!runnable.length) {
       return h("section", { class: "install", "aria-labelledby": "install-title" }, title,
-        h("p", { class: "hint" }, "Nothing in its server.json can run on this machine (see above)."));
+        h("p", { class: "hint" }, "Nothing in its server.json can run on this machine, or monad refuses it (see above)."));
     }
     const fields = h("div", { class: "install-fields" });
     const choice = h("select", { id: "install-option", name: "option",
@@ -281,7 +285,9 @@ export class RegistryView {
       for (const el of form.querySelectorAll("input[type=password]")) el.value = "";
       replaceChildren(this.result, `Installed ${answer.server} ${answer.version} as `,
         h("a", { href: serverHash(answer.name) }, answer.name),
-        `: it connects now, and its tools are pinned when it first does.`);
+        `: it connects now, and its tools are pinned when it first does. `,
+        answer.transport === "http" ? "It connects to " : "It runs ", h("code", { class: "command-line" }, answer.runs),
+        ".");
       for (const w of answer.warnings || []) this.notify(`${answer.name}: ${w}`, true);
       if (answer.deprecated) this.notify(`${answer.server} is marked deprecated in its registry`, true);
       this.notify(`Installed ${answer.name} (${answer.package})`);

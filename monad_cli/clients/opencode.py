@@ -13,12 +13,12 @@ export as `{env:NAME}`. `timeout` is milliseconds for fetching the tool list. A 
 
 from __future__ import annotations
 
+import json
 import re
-from pathlib import Path
 from typing import Any
 
-from monad_cli.cli.clients import jsonc
-from monad_cli.cli.clients.entries import Candidate, Unimportable, left_out, map_strings, split_definition
+from monad_cli.clients.entries import Candidate, Parts, Unimportable, left_out, map_strings
+from monad_cli.clients.format import OAUTH_LOST, JsonFormat
 
 KEY = "mcp"
 _ENV_REF = re.compile(r"\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -37,8 +37,8 @@ def _to_opencode(value: str) -> str:
     return "$".join(_MONAD_REF.sub(lambda m: "{env:" + (m.group(1) or m.group(2)) + "}", p) for p in parts)
 
 
-def _candidate(name: str, entry: Any) -> Candidate:
-    cand = Candidate(name=name, where=f"{KEY}.{name}")
+def _candidate(name: str, entry: Any, where: str) -> Candidate:
+    cand = Candidate(name=name, where=where)
     if not isinstance(entry, dict):
         cand.problem = "the entry is not an object"
         return cand
@@ -75,42 +75,23 @@ def _candidate(name: str, entry: Any) -> Candidate:
     return cand
 
 
-def load_document(text: str, source: str) -> Any:
-    return jsonc.load(text, source=source, comments=True) if text.strip() else {}
+class OpenCode(JsonFormat):
+    key = KEY
 
+    def candidate(self, name: str, entry: Any, where: str) -> Candidate:
+        return _candidate(name, entry, where)
 
-def read(client: str, path: Path, source: str) -> list[Candidate]:
-    """The servers of an `opencode.json`. `ConfigError` for a malformed file or a wrong shape."""
-    return [_candidate(name, entry) for name, entry in jsonc.servers_in(path, source, KEY).items()]
+    def client_entry(self, name: str, entry: dict[str, Any]) -> dict[str, Any]:
+        """monad's entry as OpenCode spells it: one `command` list, `environment`."""
+        out: dict[str, Any] = {"type": "local", "command": [entry["command"], *entry.get("args", [])]}
+        if entry.get("env"):
+            out["environment"] = dict(entry["env"])
+        out["enabled"] = True
+        return out
 
-
-def client_entry(client: str, entry: dict[str, Any]) -> dict[str, Any]:
-    """The `monad` entry as OpenCode spells it: one `command` list, `environment`."""
-    out: dict[str, Any] = {"type": "local", "command": [entry["command"], *entry.get("args", [])]}
-    if entry.get("env"):
-        out["environment"] = dict(entry["env"])
-    out["enabled"] = True
-    return out
-
-
-def connect(client: str, text: str, entry: dict[str, Any] | None, source: str, *, name: str = "monad") -> str:
-    """`text` with `mcp.NAME` (`monad`) set to `entry` (None removes it); comments and all else kept."""
-    return jsonc.set_server(text, source, KEY, name, None if entry is None else client_entry(client, entry))
-
-
-def read_entry(client: str, text: str, source: str, name: str = "monad") -> Any:
-    return jsonc.server_of(text, source, KEY, name)
-
-
-def export_document(servers: list[tuple[str, dict[str, Any]]],
-                    client: str = "") -> tuple[str, dict[str, list[str]]]:
-    """`{"$schema": ..., "mcp": {...}}` text with references as `{env:NAME}`, and what each server lost."""
-    import json
-
-    body: dict[str, Any] = {}
-    lost: dict[str, list[str]] = {}
-    for name, defn in servers:
-        p = split_definition(defn)
+    def export_entry(self, name: str, server: Parts) -> tuple[dict[str, Any], list[str]]:
+        """References as `{env:NAME}`."""
+        p = server
         out: dict[str, Any]
         if p.transport == "stdio":
             out = {"type": "local", "command": [_to_opencode(c) for c in [p.command or "", *p.args]]}
@@ -120,16 +101,15 @@ def export_document(servers: list[tuple[str, dict[str, Any]]],
             out = {"type": "remote", "url": _to_opencode(p.url or "")}
             if p.all_headers():
                 out["headers"] = {k: _to_opencode(v) for k, v in p.all_headers().items()}
-        rest = dict(p.rest)
-        out["enabled"] = rest.pop("enabled", True) is not False
-        if "timeout" in rest:
-            out["timeout"] = int(float(rest.pop("timeout")) * 1000)
-        rest.pop("description", None)
-        body[name] = out
-        lost[name] = list(rest) + (["cwd"] if p.cwd else []) + \
-            (["auth (OAuth: the client authorizes on its own)"] if p.oauth else [])
-    doc = {"$schema": "https://opencode.ai/config.json", KEY: body}
-    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n", lost
+        out["enabled"] = p.rest.pop("enabled", True) is not False
+        if "timeout" in p.rest:
+            out["timeout"] = int(float(p.rest.pop("timeout")) * 1000)
+        p.rest.pop("description", None)
+        return out, (["cwd"] if p.cwd else []) + ([OAUTH_LOST] if p.oauth else [])
+
+    def export_text(self, entries: dict[str, dict[str, Any]]) -> str:
+        doc = {"$schema": "https://opencode.ai/config.json", KEY: entries}
+        return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
-__all__ = ["client_entry", "connect", "export_document", "load_document", "read", "read_entry"]
+__all__ = ["OpenCode"]

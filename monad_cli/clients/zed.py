@@ -13,24 +13,16 @@ both are read, the flat one is written. A server provided by a Zed extension
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from monad_cli.cli.clients import jsonc
-from monad_cli.cli.clients.entries import (
-    Candidate,
-    Unimportable,
-    check_references,
-    left_out,
-    map_strings,
-    split_definition,
-)
+from monad_cli.clients.entries import Candidate, Parts, Unimportable, check_references, left_out, map_strings
+from monad_cli.clients.format import OAUTH_LOST, JsonFormat
 
 KEY = "context_servers"
 
 
-def _candidate(name: str, entry: Any) -> Candidate:
-    cand = Candidate(name=name, where=f"{KEY}.{name}")
+def _candidate(name: str, entry: Any, where: str) -> Candidate:
+    cand = Candidate(name=name, where=where)
     if not isinstance(entry, dict):
         cand.problem = "the entry is not an object"
         return cand
@@ -69,38 +61,17 @@ def _candidate(name: str, entry: Any) -> Candidate:
     return cand
 
 
-def load_document(text: str, source: str) -> Any:
-    return jsonc.load(text, source=source, comments=True) if text.strip() else {}
+class Zed(JsonFormat):
+    key = KEY
 
+    def candidate(self, name: str, entry: Any, where: str) -> Candidate:
+        return _candidate(name, entry, where)
 
-def read(client: str, path: Path, source: str) -> list[Candidate]:
-    """The servers of Zed's `settings.json`. `ConfigError` for a malformed file or a wrong shape."""
-    return [_candidate(name, entry) for name, entry in jsonc.servers_in(path, source, KEY).items()]
+    def client_entry(self, name: str, entry: dict[str, Any]) -> dict[str, Any]:
+        return {"source": "custom", **entry}
 
-
-def client_entry(client: str, entry: dict[str, Any]) -> dict[str, Any]:
-    return {"source": "custom", **entry}
-
-
-def connect(client: str, text: str, entry: dict[str, Any] | None, source: str, *, name: str = "monad") -> str:
-    """`text` with `context_servers.NAME` (`monad`) set to `entry` (None removes it); comments and
-    all else kept."""
-    return jsonc.set_server(text, source, KEY, name, None if entry is None else client_entry(client, entry))
-
-
-def read_entry(client: str, text: str, source: str, name: str = "monad") -> Any:
-    return jsonc.server_of(text, source, KEY, name)
-
-
-def export_document(servers: list[tuple[str, dict[str, Any]]],
-                    client: str = "") -> tuple[str, dict[str, list[str]]]:
-    """`{"context_servers": {...}}` text and what each server lost."""
-    import json
-
-    body: dict[str, Any] = {}
-    lost: dict[str, list[str]] = {}
-    for name, defn in servers:
-        p = split_definition(defn)
+    def export_entry(self, name: str, server: Parts) -> tuple[dict[str, Any], list[str]]:
+        p = server
         out: dict[str, Any] = {"source": "custom"}
         if p.transport == "stdio":
             out["command"] = p.command
@@ -111,14 +82,10 @@ def export_document(servers: list[tuple[str, dict[str, Any]]],
             out["url"] = p.url
             if p.all_headers():
                 out["headers"] = p.all_headers()
-        rest = dict(p.rest)
-        if rest.pop("enabled", True) is False:
+        if p.rest.pop("enabled", True) is False:
             out["enabled"] = False
-        rest.pop("description", None)
-        body[name] = out
-        lost[name] = list(rest) + (["cwd"] if p.cwd else []) + \
-            (["auth (OAuth: the client authorizes on its own)"] if p.oauth else [])
-    return json.dumps({KEY: body}, indent=2, ensure_ascii=False) + "\n", lost
+        p.rest.pop("description", None)
+        return out, (["cwd"] if p.cwd else []) + ([OAUTH_LOST] if p.oauth else [])
 
 
-__all__ = ["client_entry", "connect", "export_document", "load_document", "read", "read_entry"]
+__all__ = ["Zed"]

@@ -17,20 +17,13 @@ With `dry_run`, an `imported` row reads `would import` (the counts keep their ke
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from collections.abc import Mapping
-from types import ModuleType
 from typing import Any
 
-from monad_cli.cli.clients.entries import Candidate, is_monad_gateway
-from monad_cli.cli.clients.registry import Client, get_client, resolve, shown
+from monad_cli.clients.entries import Candidate, is_monad_gateway
+from monad_cli.clients.registry import get_client, resolve, shown
 from monad_cli.core.errors import ConfigError, MonadError, NotFound
 from monad_cli.core.paths import Paths
-
-
-def format_module(client: Client) -> ModuleType:
-    """The module that reads and writes `client`'s format (imported on demand)."""
-    return importlib.import_module(f"monad_cli.cli.clients.{client.format}")
 
 
 def same_definition(a: Mapping[str, Any], b: Mapping[str, Any], name: str) -> bool:
@@ -69,7 +62,7 @@ def import_servers(paths: Paths, client_name: str, path: str | None, *, dry_run:
     source = shown(file)
     if not file.exists():
         raise NotFound(f"`{source}` does not exist; pass the PATH of {client.title}'s config file")
-    candidates: list[Candidate] = format_module(client).read(client_name, file, source)
+    candidates: list[Candidate] = client.read(file, source)
 
     existing = load_definitions(paths, expand=False)
     remotes = {normalize_url(s.url): n for n, s in existing.specs.items() if s.url and "$" not in s.url}
@@ -139,4 +132,4 @@ def import_servers(paths: Paths, client_name: str, path: str | None, *, dry_run:
             "gateway": len(own)}
 
 
-__all__ = ["format_module", "import_servers", "same_definition"]
+__all__ = ["import_servers", "same_definition"]

@@ -23,40 +23,38 @@ from __future__ import annotations
 import os
 import platform
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
+from monad_cli.clients.aura import Aura
+from monad_cli.clients.codex import Codex
+from monad_cli.clients.format import ClientFormat
+from monad_cli.clients.goose import Goose
+from monad_cli.clients.mcp_json import McpJson
+from monad_cli.clients.opencode import OpenCode
+from monad_cli.clients.vscode import VSCode
+from monad_cli.clients.zed import Zed
 from monad_cli.core.errors import InvalidInput
 
-
-@dataclass(frozen=True)
-class Client:
-    name: str
-    format: str  # the module that reads and writes it: mcp_json, vscode, codex, aura
-    title: str
-
-
-CLIENTS: dict[str, Client] = {c.name: c for c in (
-    Client("claude-desktop", "mcp_json", "Claude Desktop"),
-    Client("claude-code", "mcp_json", "Claude Code"),
-    Client("cursor", "mcp_json", "Cursor"),
-    Client("vscode", "vscode", "VS Code"),
-    Client("codex", "codex", "Codex"),
-    Client("gemini", "mcp_json", "Gemini CLI"),
-    Client("antigravity", "mcp_json", "Antigravity CLI"),
-    Client("copilot", "mcp_json", "Copilot CLI"),
-    Client("opencode", "opencode", "OpenCode"),
-    Client("zed", "zed", "Zed"),
-    Client("goose", "goose", "Goose"),
-    Client("aura", "aura", "Aura"),
-    Client("mcp-json", "mcp_json", "a generic `.mcp.json`"),
+# Every client monad knows, in the order help texts list them. A `ClientFormat` each: mypy
+# holds every format to the protocol.
+CLIENTS: dict[str, ClientFormat] = {c.name: c for c in (
+    McpJson("claude-desktop", "Claude Desktop"),
+    McpJson("claude-code", "Claude Code"),
+    McpJson("cursor", "Cursor"),
+    VSCode("vscode", "VS Code"),
+    Codex(),
+    McpJson("gemini", "Gemini CLI", comments=True),
+    McpJson("antigravity", "Antigravity CLI", exports=True),
+    McpJson("copilot", "Copilot CLI", exports=True),
+    OpenCode("opencode", "OpenCode"),
+    Zed("zed", "Zed"),
+    Goose(),
+    Aura(),
+    McpJson("mcp-json", "a generic `.mcp.json`", project=True, exports=True),
 )}
-EXPORT_FORMATS = ("mcp-json", "codex", "vscode", "aura", "antigravity", "copilot", "opencode", "zed", "goose")
-# Clients whose usual file is a project's (relative to the current folder): `connect --all` skips them.
-PROJECT_CLIENTS = ("mcp-json", "aura")
 
 
-def get_client(name: str) -> Client:
+def get_client(name: str) -> ClientFormat:
     """The client called `name`; `InvalidInput` naming the known ones otherwise."""
     if name not in CLIENTS:
         import difflib
@@ -131,5 +129,18 @@ def defaults_help() -> str:
             f"`$CLAUDE_CONFIG_DIR`, `$CODEX_HOME` and `$COPILOT_HOME` are honoured):\n\n" + "\n\n".join(lines))
 
 
-__all__ = ["CLIENTS", "EXPORT_FORMATS", "PROJECT_CLIENTS",
-           "Client", "default_path", "defaults_help", "get_client", "resolve", "shown"]
+def installed(name: str) -> bool:
+    """Whether this machine has client `name`, by its usual config file: the file exists, or
+    its own folder does (the client is installed, with no MCP file yet)."""
+    file = resolve(name, None)
+    return file.exists() or (file.parent != Path.home() and file.parent.is_dir())
+
+
+def installed_clients() -> list[str]:
+    """The clients this machine has (`installed`). Project files (`.mcp.json`, Aura's) are not
+    looked for."""
+    return [name for name, client in CLIENTS.items() if not client.project and installed(name)]
+
+
+__all__ = ["CLIENTS", "default_path", "defaults_help", "get_client", "installed", "installed_clients", "resolve",
+           "shown"]

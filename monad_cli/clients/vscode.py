@@ -21,26 +21,20 @@ import re
 from pathlib import Path
 from typing import Any
 
-from monad_cli.cli.clients import jsonc
-from monad_cli.cli.clients.entries import (
+from monad_cli.clients import jsonc
+from monad_cli.clients.entries import (
     Candidate,
+    Parts,
     Unimportable,
     editor_references,
     input_variable,
     left_out,
     map_strings,
-    split_definition,
 )
-from monad_cli.core.errors import ConfigError
+from monad_cli.clients.format import OAUTH_LOST, JsonFormat
 
 _BARE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-[^}]*)?\}")
 _DEFAULTED = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*:-[^}]*\}")
-
-
-def _servers_key(data: Any) -> tuple[str, ...]:
-    if isinstance(data, dict) and "servers" not in data and isinstance(data.get("mcp"), dict):
-        return ("mcp", "servers")
-    return ("servers",)
 
 
 _INPUT = re.compile(r"\$\{input:([^}]*)\}")
@@ -127,60 +121,32 @@ def _candidate(name: str, entry: Any, prefix: str, inputs: dict[str, Any] | None
     return cand
 
 
-def read(client: str, path: Path, source: str) -> list[Candidate]:
-    """The servers of a VS Code `mcp.json` (or `settings.json`). `ConfigError` for a bad file."""
-    data = jsonc.load(jsonc.read_text(path, source), source=source, comments=True)
-    if not isinstance(data, dict):
-        raise ConfigError(f"`{source}`: expected a JSON object with `servers`", file=source)
-    keys = _servers_key(data)
-    servers: Any = data
-    for key in keys:
-        servers = servers.get(key, {}) if isinstance(servers, dict) else None
-    if not isinstance(servers, dict):
-        raise ConfigError(f"`{source}`: `{'.'.join(keys)}` must be an object of servers", file=source)
-    inputs = {i["id"]: i for i in data.get("inputs") or [] if isinstance(i, dict) and isinstance(i.get("id"), str)}
-    # A workspace's `.vscode/mcp.json`: `${workspaceFolder}` is the folder above `.vscode`.
-    workspace = path.parent.parent if path.parent.name == ".vscode" else None
-    return [_candidate(name, entry, ".".join(keys), inputs, workspace, path.parent)
-            for name, entry in servers.items()]
+class VSCode(JsonFormat):
+    """VS Code's `mcp.json` (or the `mcp.servers` of an older user `settings.json`)."""
 
+    key = "servers"
+    off_switch = False  # VS Code has no `disabled`: an export leaves disabled servers out
 
-def client_entry(client: str, entry: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "stdio", **entry}
+    def servers_path(self, data: Any) -> tuple[str, ...]:
+        if isinstance(data, dict) and "servers" not in data and isinstance(data.get("mcp"), dict):
+            return ("mcp", "servers")
+        return ("servers",)
 
+    def read(self, path: Path, source: str) -> list[Candidate]:
+        data = self.load(jsonc.read_text(path, source), source)
+        servers = self.servers(data, source)
+        prefix = ".".join(self.servers_path(data))
+        inputs = {i["id"]: i for i in data.get("inputs") or [] if isinstance(i, dict) and isinstance(i.get("id"), str)}
+        # A workspace's `.vscode/mcp.json`: `${workspaceFolder}` is the folder above `.vscode`.
+        workspace = path.parent.parent if path.parent.name == ".vscode" else None
+        return [_candidate(name, entry, prefix, inputs, workspace, path.parent) for name, entry in servers.items()]
 
-def connect(client: str, text: str, entry: dict[str, Any] | None, source: str, *, name: str = "monad") -> str:
-    """`text` with `servers.NAME` (`monad`) set to `entry` (None removes it); comments and all
-    else kept."""
-    data = jsonc.load(text, source=source, comments=True) if text.strip() else {}
-    value = None if entry is None else client_entry(client, entry)
-    return jsonc.set_member(text, (*_servers_key(data), name), value, comments=True)
+    def client_entry(self, name: str, entry: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "stdio", **entry}
 
-
-def read_entry(client: str, text: str, source: str, name: str = "monad") -> Any:
-    data = jsonc.load(text, source=source, comments=True) if text.strip() else {}
-    servers: Any = data
-    for key in _servers_key(data):
-        servers = servers.get(key) if isinstance(servers, dict) else None
-    return servers.get(name) if isinstance(servers, dict) else None
-
-
-def _editor(value: str) -> str:
-    """monad references in VS Code's spelling: `$X`/`${X}` → `${env:X}` (`$$` stays literal;
-    `${X:-default}` loses its default)."""
-    parts = value.split("$$")
-    return "$$".join(_BARE.sub(lambda m: "${env:" + (m.group(1) or m.group(2)) + "}", p) for p in parts)
-
-
-def export_document(servers: list[tuple[str, dict[str, Any]]],
-                    client: str = "") -> tuple[str, dict[str, list[str]]]:
-    """`{"servers": {...}}` text with references as `${env:NAME}`, and what each server lost."""
-    import json
-
-    body: dict[str, Any] = {}
-    lost: dict[str, list[str]] = {}
-    for name, defn in servers:
-        p = split_definition(defn)
+    def export_entry(self, name: str, server: Parts) -> tuple[dict[str, Any], list[str]]:
+        """References as `${env:NAME}`; `${VAR:-default}` loses its default (VS Code has none)."""
+        p = server
         out: dict[str, Any] = {"type": p.transport}
         if p.transport == "stdio":
             out["command"] = _editor(p.command or "")
@@ -194,11 +160,17 @@ def export_document(servers: list[tuple[str, dict[str, Any]]],
             out["url"] = _editor(p.url or "")
             if p.all_headers():
                 out["headers"] = {k: _editor(v) for k, v in p.all_headers().items()}
-        body[name] = out
-        lost[name] = list(p.rest) + (["auth (OAuth: the client authorizes on its own)"] if p.oauth else [])
-        if _DEFAULTED.search(json.dumps(defn)):
-            lost[name].append("the defaults of `${VAR:-default}` (VS Code has none)")
-    return json.dumps({"servers": body}, indent=2, ensure_ascii=False) + "\n", lost
+        lost = [OAUTH_LOST] if p.oauth else []
+        if _DEFAULTED.search(json.dumps([p.command, p.args, p.env, p.cwd, p.url, p.all_headers()])):
+            lost.append("the defaults of `${VAR:-default}` (VS Code has none)")
+        return out, lost
 
 
-__all__ = ["client_entry", "connect", "export_document", "read", "read_entry"]
+def _editor(value: str) -> str:
+    """monad references in VS Code's spelling: `$X`/`${X}` → `${env:X}` (`$$` stays literal;
+    `${X:-default}` loses its default)."""
+    parts = value.split("$$")
+    return "$$".join(_BARE.sub(lambda m: "${env:" + (m.group(1) or m.group(2)) + "}", p) for p in parts)
+
+
+__all__ = ["VSCode", "read_env_file"]

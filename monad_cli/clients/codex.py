@@ -29,14 +29,14 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from monad_cli.cli.clients.entries import (
+from monad_cli.clients.entries import (
     Candidate,
+    Parts,
     Unimportable,
     allow_deny_tools,
     check_references,
     left_out,
     map_strings,
-    split_definition,
     tool_names,
 )
 from monad_cli.core.errors import ConfigError
@@ -128,69 +128,75 @@ def _candidate(name: str, entry: Any) -> Candidate:
     return cand
 
 
-def read(client: str, path: Path, source: str) -> list[Candidate]:
-    """The `[mcp_servers.*]` tables of a Codex `config.toml`. `ConfigError` for a bad file."""
-    from monad_cli.cli.clients.jsonc import read_text
-
-    data = load(read_text(path, source), source)
-    servers = data.get(KEY, {})
-    if not isinstance(servers, dict):
-        raise ConfigError(f"`{source}`: `{KEY}` must be a table of servers", file=source)
-    return [_candidate(name, entry) for name, entry in servers.items()]
-
-
-def client_entry(client: str, entry: dict[str, Any]) -> dict[str, Any]:
-    return dict(entry)
-
-
-def connect(client: str, text: str, entry: dict[str, Any] | None, source: str, *, name: str = "monad") -> str:
-    """`text` with `[mcp_servers.NAME]` (`monad`) set to `entry` (None removes it), via tomlkit
-    so comments, order and every other table stay."""
-    import tomlkit
-
-    load(text, source)  # a malformed file is refused with its position, never rewritten
-    doc = tomlkit.parse(text)
-    servers = doc.get(KEY)
-    if entry is None:
-        if servers is not None and name in servers:
-            del servers[name]
-        return tomlkit.dumps(doc)
-    if servers is None:
-        servers = tomlkit.table(is_super_table=True)
-        doc[KEY] = servers
-    table = tomlkit.table()
-    for key, value in entry.items():
-        table[key] = value
-    if name in servers:
-        del servers[name]
-    servers[name] = table
-    return tomlkit.dumps(doc)
-
-
-def read_entry(client: str, text: str, source: str, name: str = "monad") -> Any:
-    servers = load(text, source).get(KEY)
-    return servers.get(name) if isinstance(servers, dict) else None
-
-
 def _var(value: str) -> str | None:
     """NAME when `value` is exactly one reference `${NAME}`/`$NAME`."""
     m = _REF.fullmatch(value)
     return (m.group(1) or m.group(2)) if m else None
 
 
-def export_document(servers: list[tuple[str, dict[str, Any]]],
-                    client: str = "") -> tuple[str, dict[str, list[str]]]:
-    """`[mcp_servers.NAME]` tables; a reference to a variable of the same name becomes
-    `env_vars`, a bearer `${VAR}` `bearer_token_env_var`, a header `${VAR}` `env_http_headers`."""
-    import tomlkit
+class Codex:
+    """Codex's `config.toml` (`ClientFormat`)."""
 
-    doc = tomlkit.document()
-    root = tomlkit.table(is_super_table=True)
-    lost: dict[str, list[str]] = {}
-    for name, defn in servers:
-        p = split_definition(defn)
-        t = tomlkit.table()
-        lost[name] = []
+    name = "codex"
+    title = "Codex"
+    project = False
+    per_server = True
+    off_switch = True
+    export_as = "codex"
+
+    def read(self, path: Path, source: str) -> list[Candidate]:
+        """The `[mcp_servers.*]` tables. `ConfigError` for a bad file."""
+        from monad_cli.clients.jsonc import read_text
+
+        servers = load(read_text(path, source), source).get(KEY, {})
+        if not isinstance(servers, dict):
+            raise ConfigError(f"`{source}`: `{KEY}` must be a table of servers", file=source)
+        return [_candidate(name, entry) for name, entry in servers.items()]
+
+    def target(self, path: Path) -> Path:
+        return path
+
+    def check_target(self, path: Path) -> None:
+        return None
+
+    def load(self, text: str, source: str) -> Any:
+        return load(text, source)
+
+    def get_entry(self, text: str, source: str, name: str) -> Any:
+        servers = load(text, source).get(KEY)
+        return servers.get(name) if isinstance(servers, dict) else None
+
+    def set_entry(self, text: str, source: str, name: str, entry: dict[str, Any] | None) -> str:
+        """Through tomlkit, so comments, order and every other table stay."""
+        import tomlkit
+
+        load(text, source)  # a malformed file is refused with its position, never rewritten
+        doc = tomlkit.parse(text)
+        servers = doc.get(KEY)
+        if servers is not None and name in servers:
+            del servers[name]
+        if entry is None:
+            return tomlkit.dumps(doc)
+        if servers is None:
+            servers = tomlkit.table(is_super_table=True)
+            doc[KEY] = servers
+        table = tomlkit.table()
+        for key, value in entry.items():
+            table[key] = value
+        if list(doc)[-1] != KEY:  # a table follows: keep the blank line that parts them
+            table.add(tomlkit.nl())
+        servers[name] = table
+        return tomlkit.dumps(doc)
+
+    def client_entry(self, name: str, entry: dict[str, Any]) -> dict[str, Any]:
+        return dict(entry)
+
+    def export_entry(self, name: str, server: Parts) -> tuple[dict[str, Any], list[str]]:
+        """A reference to a variable of the same name becomes `env_vars`, a bearer `${VAR}`
+        `bearer_token_env_var`, a header `${VAR}` `env_http_headers`."""
+        p = server
+        t: dict[str, Any] = {}
+        lost: list[str] = []
         if p.transport == "stdio":
             t["command"] = p.command or ""
             if p.args:
@@ -220,8 +226,8 @@ def export_document(servers: list[tuple[str, dict[str, Any]]],
             if from_env:
                 t["env_http_headers"] = from_env
             if p.oauth:
-                lost[name].append("auth (OAuth: run `codex mcp login NAME`)")
-        rest = dict(p.rest)
+                lost.append("auth (OAuth: run `codex mcp login NAME`)")
+        rest = p.rest
         for key in ("enabled", "required"):
             if key in rest:
                 t[key] = rest.pop(key)
@@ -235,11 +241,20 @@ def export_document(servers: list[tuple[str, dict[str, Any]]],
             if names or (key == "enabled" and globs):  # an allow list of globs alone must not vanish
                 t[f"{key}_tools"] = names
             if globs:  # Codex matches exact names; a glob there would match nothing
-                lost[name].append(f"tools.{key} globs {', '.join(f'`{g}`' for g in globs)} (Codex lists exact names)")
-        lost[name] = list(rest) + lost[name]
-        root[name] = t
-    doc[KEY] = root
-    return tomlkit.dumps(doc), lost
+                lost.append(f"tools.{key} globs {', '.join(f'`{g}`' for g in globs)} (Codex lists exact names)")
+        return t, lost
+
+    def export_text(self, entries: dict[str, dict[str, Any]]) -> str:
+        import tomlkit
+
+        doc = tomlkit.document()
+        root = tomlkit.table(is_super_table=True)
+        for name, entry in entries.items():
+            table = tomlkit.table()
+            table.update(entry)
+            root[name] = table
+        doc[KEY] = root
+        return tomlkit.dumps(doc)
 
 
-__all__ = ["client_entry", "connect", "export_document", "load", "read", "read_entry"]
+__all__ = ["Codex", "load"]

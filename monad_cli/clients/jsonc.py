@@ -275,35 +275,3 @@ def set_member(text: str, keys: tuple[str, ...], value: Any | None, *, comments:
 
 
 __all__ = ["load", "read_text", "set_member"]
-
-
-# -- a client file whose servers are one object under one key (OpenCode's `mcp`, Zed's
-# `context_servers`): read, edited and read back the same way -----------------------------
-
-def servers_in(path: Path, source: str, key: str) -> dict[str, Any]:
-    """The `key` object of a JSON-with-comments file: server name → entry. `ConfigError` for a
-    malformed file, a file that is not an object, or a `key` that is not an object."""
-    from monad_cli.core.errors import ConfigError
-
-    data = load(read_text(path, source), source=source, comments=True)
-    if not isinstance(data, dict):
-        raise ConfigError(f"`{source}`: expected a JSON object with `{key}`", file=source)
-    servers = data.get(key, {})
-    if not isinstance(servers, dict):
-        raise ConfigError(f"`{source}`: `{key}` must be an object of servers", file=source)
-    return servers
-
-
-def set_server(text: str, source: str, key: str, name: str, value: Any | None) -> str:
-    """`text` with `key.name` set to `value` (None removes it); comments and all else kept.
-    A malformed `text` raises `ConfigError` before anything is edited."""
-    if text.strip():
-        load(text, source=source, comments=True)
-    return set_member(text, (key, name), value, comments=True)
-
-
-def server_of(text: str, source: str, key: str, name: str) -> Any:
-    """The entry `key.name` of `text` as the client reads it, or None."""
-    data = load(text, source=source, comments=True) if text.strip() else {}
-    servers = data.get(key) if isinstance(data, dict) else None
-    return servers.get(name) if isinstance(servers, dict) else None

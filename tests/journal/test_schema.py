@@ -1,10 +1,10 @@
-"""A journal opens, and serves what a supervisor's start reads, without SQLAlchemy: a new
-file gets `journal.fresh.SCHEMA` (what the migrations make, kept equal here), the writes
-and the start's reads use the standard library's `sqlite3`, and the ORM comes with the
-first query that needs it."""
+"""The journal's schema, written once (journal/schema.py): a new file gets it from the
+migrations themselves, on the standard library's `sqlite3` (nothing heavy on a supervisor's
+start, fresh file or not), and the tasks' row type is the table's columns."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 import subprocess
@@ -12,32 +12,28 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from monad_cli.journal import fresh
 from monad_cli.journal.db import Journal
-from monad_cli.journal.migrations import MIGRATIONS
+from monad_cli.journal.schema import MIGRATIONS, TaskRow
 
-
-def test_the_fresh_schema_is_what_the_migrations_make() -> None:
-    # A new migration, or a changed model: regenerate SCHEMA with `python -m monad_cli.journal.fresh`.
-    assert list(fresh.COVERS) == [name for name, _ in MIGRATIONS]
-    assert sorted(fresh.SCHEMA) == sorted(fresh.made_by_migrations())
+NAMES = [name for name, _ in MIGRATIONS]
 
 
 def test_a_fresh_file_gets_the_schema_and_every_migration_recorded(tmp_path: Path) -> None:
     db = tmp_path / "journal.db"
     j = Journal(db)
-    assert j.applied == list(fresh.COVERS)
+    assert j.applied == NAMES
     j.close()
     with sqlite3.connect(db) as conn:
-        assert [r[0] for r in conn.execute("SELECT name FROM migrations ORDER BY rowid")] == list(fresh.COVERS)
-        made = {r[0] for r in conn.execute("SELECT sql FROM sqlite_master WHERE sql IS NOT NULL")}
+        assert [r[0] for r in conn.execute("SELECT name FROM migrations ORDER BY rowid")] == NAMES
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert made == set(fresh.SCHEMA)
+        assert conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2  # incremental: set before the first table
+        tasks = [r[1] for r in conn.execute("PRAGMA table_info(tasks)")]
+    assert tasks == [f.name for f in dataclasses.fields(TaskRow)]  # the row type is the table, in order
     assert Journal(db).applied == []  # opening again applies nothing
 
 
-# What a supervisor's start does with its journal, in a fresh interpreter: none of it may
-# load SQLAlchemy; a query through the ORM afterwards sees every row written before it.
+# What a supervisor's start does with its journal, in a fresh interpreter: none of it loads
+# SQLAlchemy or SQLModel (the journal has no ORM), fresh file or not.
 START = """
 import json, sys
 from pathlib import Path
@@ -57,9 +53,8 @@ jt.add_vetted(j, "s", "def", "sha256:x", "its pin")
 jt.add_vetted(j, "s", "def", "sha256:x", "its pin")  # once
 out["seen"] = jt.tool_set(j, "s", "sha256:x")
 out["vetted_after"] = jt.all_vetted(j)
-out["orm_before"] = "sqlalchemy" in sys.modules or "sqlmodel" in sys.modules
 out["events"] = [(e["kind"], e["server"], e["state"]) for e in j.events()]
-out["orm_after"] = "sqlalchemy" in sys.modules
+out["orm"] = "sqlalchemy" in sys.modules or "sqlmodel" in sys.modules
 j.close()
 print(json.dumps(out))
 """
@@ -75,41 +70,35 @@ def _start(db: Path) -> dict[str, Any]:
 def test_a_supervisors_start_needs_no_sqlalchemy_fresh_or_not(tmp_path: Path) -> None:
     db = tmp_path / "journal.db"
     first = _start(db)
-    assert first["applied"] == list(fresh.COVERS) and first["check"] == "ok"
+    assert first["applied"] == NAMES and first["check"] == "ok"
     assert first["always"] == [] and first["vetted"] == [] and first["interrupted"] == 0
     assert first["open"] == [] and first["cleaned"] == 0 and first["counts"] == {} and first["unseen"] is None
     assert first["seen"] == [{"name": "echo"}]
     vetted = first["vetted_after"]
     assert [v[:4] for v in vetted] == [["s", "def", "sha256:x", "its pin"]]  # once
-    assert first["orm_before"] is False  # nothing above loaded it...
-    assert first["events"] == [["state", "s", "connecting"]] and first["orm_after"] is True  # ...until this
-    again = _start(db)  # a journal made before: opened without migrating, and without SQLAlchemy
-    assert again["applied"] == [] and again["orm_before"] is False
+    assert first["events"] == [["state", "s", "connecting"]] and first["orm"] is False
+    again = _start(db)  # a journal made before: opened without migrating
+    assert again["applied"] == [] and again["orm"] is False
     assert again["vetted_after"] == vetted
 
 
-def test_the_starts_reads_see_rows_written_through_the_orm(tmp_path: Path) -> None:
+def test_task_rows_read_back_as_written(tmp_path: Path) -> None:
     from monad_cli.core.task_states import TaskState
     from monad_cli.daemon.tasks.store import TaskStore
-    from monad_cli.journal.tables import AlwaysApproval, ToolCall
+    from monad_cli.journal import tools as jt
 
     j = Journal(tmp_path / "journal.db")
     store = TaskStore(j, clock=lambda: 1000.0)
-    store.insert(id="t1", server="s", tool="slow", arguments={}, correlation=None, state="queued")
-    store.insert(id="t2", server="s", tool="slow", arguments={}, correlation=None, state="submitting")
-    from sqlmodel import Session
-
-    with Session(j.engine) as s:
-        s.add(AlwaysApproval(server="s", definition_hash="d", tool="echo", created=1.0, decided_by="alice",
-                             host="h", home="/m"))
-        s.add(ToolCall(ts=1.0, server="s", tool="echo", exposed="s__echo", args_digest="x", via="cli"))
-        s.commit()
-    from monad_cli.journal import tools as jt
-
-    assert [tuple(a) for a in jt.all_always(j)] == [("s", "d", "echo", "alice", "h", "/m")]
-    assert jt.all_always(j)[0].decided_by == "alice"  # the attributes the gate reads
+    written = store.insert(id="t1", server="s", tool="slow", arguments={"n": 1}, correlation=None, state="queued")
+    store.insert(id="t2", server="s", tool="slow", arguments={}, correlation=None, state="submitting",
+                 task_id="srv-2")
+    assert store.get("t1") == written and written.submitted is False  # booleans come back as booleans
+    assert store.by_task_id("s", "srv-2").submitted is True  # type: ignore[union-attr]
+    assert [r.id for r in store.find("t")] == ["t1", "t2"] and [r.id for r in store.find("srv")] == ["t2"]
     assert store.count_by_state("s", {TaskState.QUEUED, TaskState.SUBMITTING}) == {"queued": 1, "submitting": 1}
     assert [r.id for r in store.open_rows()] == ["t1", "t2"]
+    j.write("INSERT INTO tool_calls (ts, server, tool, exposed, args_digest, via, outcome, rev) "
+            "VALUES (1.0, 's', 'echo', 's__echo', 'x', 'cli', 'running', 0)", ())
     assert jt.interrupt_running(j) == 1
     assert [c["outcome"] for c in jt.calls(j)] == ["interrupted"]
     j.close()

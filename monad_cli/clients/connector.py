@@ -1,0 +1,258 @@
+"""`monad mcp connect CLIENT [PATH] [--remove] [--per-server]`: point a client at monad's gateway.
+
+Writes one server entry named `monad` running `monad mcp serve` (by the absolute path of
+this `monad`) into the client's file, in its own format and key, and nothing else (with
+`--per-server`: one entry per monad server, named as the server, running `monad mcp serve
+NAME`, in place of the client's own entry of that name): the
+JSON formats are edited in place (`jsonc.set_member`), Codex's TOML through tomlkit, Aura
+gets a file of its own. The result is parsed back with the client's rules and must hold
+exactly the intended entry and everything the file held before, or nothing is written.
+
+The client may rewrite its file at any moment (Claude Code does), and monad's lock does
+not bind it: the file is re-read just before the atomic replace and the edit redone if it
+changed meanwhile (three tries). A symlinked file is written through to its target.
+
+The client's own entries for servers monad also runs stay unless `replace`: each such server
+would then run twice (once by the client, once behind the gateway), so the result names
+them (`duplicates`) and `replace` takes them out in the same write. `remove` on a file that
+then holds only what `connect` itself would have created from nothing deletes the file.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from monad_cli.clients.entries import monad_entry
+from monad_cli.clients.format import ClientFormat
+from monad_cli.clients.registry import CLIENTS, get_client, installed, installed_clients, resolve, shown
+from monad_cli.core.errors import ConfigError, InvalidInput, MonadError
+
+_TRIES = 3
+# The keys other clients keep their servers under: an edit that empties one leaves `{}`,
+# which says nothing, so the check of "everything else as it was" drops it on both sides.
+_SERVER_KEYS = ("mcpServers", "servers", "mcp_servers", "mcp", "context_servers", "extensions")
+# States in which a server's entry would not work yet (`core/states.py`): `--per-server` says so.
+NOT_SERVING = ("failed", "backoff", "needs-auth", "connecting", "stopped")
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_bytes().decode("utf-8-sig")
+    except FileNotFoundError:
+        return None
+    except UnicodeDecodeError:
+        raise ConfigError(f"`{shown(path)}` is not UTF-8 text") from None
+
+
+def _others(fmt: ClientFormat, text: str, source: str, names: Sequence[str]) -> Any:
+    """What the file holds besides the entries `names`, as the client would read it."""
+    for name in names:
+        text = fmt.set_entry(text, source, name, None) if text.strip() else ""
+    data = fmt.load(text, source) if text.strip() else {}
+    if isinstance(data, dict):  # an empty server table left by the edit says nothing
+        data = {k: v for k, v in data.items() if not (k in _SERVER_KEYS and v in ({}, {"servers": {}}))}
+    return data
+
+
+def duplicates(client_name: str, file: Path, source: str) -> list[str]:
+    """Names of the client's own entries (not `monad`, not monad's gateway) for servers monad
+    also defines: the same name, or the same definition under another name."""
+    from monad_cli.clients.entries import is_monad_gateway
+    from monad_cli.clients.importer import same_definition
+    from monad_cli.config.loader import load_definitions
+    from monad_cli.core.paths import paths
+
+    if not file.exists() or file.is_dir():
+        return []
+    mine = load_definitions(paths(), expand=False)
+    out = []
+    for cand in get_client(client_name).read(file, source):
+        if cand.name == "monad" or is_monad_gateway(cand.definition) or cand.where.startswith("projects."):
+            continue  # a project-scoped entry of Claude Code is not the client's global one
+        if cand.name in mine.raw or (cand.definition is not None and any(
+                same_definition(raw, cand.definition, cand.name) for raw in mine.raw.values())):
+            out.append(cand.name)
+    return out
+
+
+def connect_all(*, dry_run: bool = False, remove: bool = False, replace: bool = False) -> list[dict[str, Any]]:
+    """`connect_client` for every installed client; one row each, with `error` (a message)
+    instead of raising, so one bad file does not stop the others."""
+    rows = []
+    for name in installed_clients():
+        try:
+            rows.append({**connect_client(name, None, remove=remove, replace=replace and name != "aura",
+                                          dry_run=dry_run), "error": None})
+        except MonadError as e:
+            rows.append({"client": name, "file": shown(resolve(name, None)), "entry": None, "removed": remove,
+                         "changed": False, "dryRun": dry_run, "duplicates": [], "replaced": [], "deleted": False,
+                         "error": e.message})
+    return rows
+
+
+def client_row(name: str) -> dict[str, Any]:
+    """Client `name` as the Studio's Agents page shows it: `{name, title, file, state, detail,
+    entry, duplicates, perServer}`. `state`: `connected` (its file holds the `monad` entry
+    `connect` writes), `outdated` (a `monad` entry that `connect` would change: another
+    monad, another MONAD_HOME), `not-connected`, `not-installed` (no usual file or folder),
+    or `unreadable` (`detail` says why: a malformed file). `entry`: what `connect` writes
+    there; `duplicates`: the client's own entries for servers monad runs too; `perServer`:
+    the entries that run `monad mcp serve NAME`."""
+    from monad_cli.clients.entries import is_monad_gateway
+
+    fmt = get_client(name)
+    file = fmt.target(resolve(name, None))
+    source = shown(file)
+    row: dict[str, Any] = {"name": name, "title": fmt.title, "file": source, "state": "not-installed",
+                           "detail": None, "entry": fmt.client_entry("monad", monad_entry()), "duplicates": [],
+                           "perServer": []}
+    if not installed(name):
+        return row
+    real = file.resolve() if file.is_symlink() else file
+    try:
+        plan = connect_client(name, None, dry_run=True)
+        text = _read(real) or ""
+        current = fmt.get_entry(text, source, "monad") if text.strip() else None
+        if fmt.per_server and real.is_file():
+            row["perServer"] = [c.name for c in fmt.read(real, source)
+                                if c.name != "monad" and is_monad_gateway(c.definition)]
+    except MonadError as e:
+        return {**row, "state": "unreadable", "detail": e.message}
+    state = "connected" if not plan["changed"] else "outdated" if current is not None else "not-connected"
+    return {**row, "state": state, "duplicates": plan["duplicates"]}
+
+
+def client_rows() -> list[dict[str, Any]]:
+    """`client_row` of every client but those whose usual file is a project's."""
+    return [client_row(name) for name, fmt in CLIENTS.items() if not fmt.project]
+
+
+def per_server_plan(specs: Mapping[str, Any], states: Mapping[str, Mapping[str, Any]] | None
+                    ) -> tuple[list[str], dict[str, dict[str, Any]]]:
+    """Which servers `--per-server` writes, and what to say about the others: (the enabled
+    servers, sorted; `{name: {"state", "reason", "written"}}` for a disabled server, which
+    is not written, and for a server the supervisor does not serve now (`states`: its status
+    rows by name, None when no supervisor runs), whose entry is written and will tell its
+    agent that it failed (`monad mcp serve NAME`, docs/gateway.md))."""
+    names = sorted(n for n, spec in specs.items() if spec.enabled)
+    notes: dict[str, dict[str, Any]] = {n: {"state": "disabled", "reason": None, "written": False}
+                                        for n, spec in sorted(specs.items()) if not spec.enabled}
+    for name in names:
+        row = (states or {}).get(name) or {}
+        if row.get("state") in NOT_SERVING:
+            notes[name] = {"state": row["state"], "reason": row.get("reason"), "written": True}
+    return names, notes
+
+
+def connect_client(client_name: str, path: str | None, *, remove: bool = False, replace: bool = False,
+                   dry_run: bool = False, per_server: Sequence[str] | None = None) -> dict[str, Any]:
+    """Write (or with `remove`, delete) the `monad` entry. Returns
+    `{"client", "file", "entry", "changed", "removed", "dryRun", "duplicates", "replaced",
+    "deleted"}`; `entry` is what the file now holds (with `dry_run`: would hold; nothing is
+    written), `duplicates` the client's own entries for servers monad runs too (taken out when
+    `replace`: then `replaced` lists them), `deleted` whether `remove` deleted the file monad
+    had created.
+
+    `per_server`: instead, one entry per named server, each running `monad mcp serve NAME`
+    under the server's own name, in place of the client's own entry of that name (its tool
+    names and permission rules stay the client's: docs/gateway.md); `entries` maps each name
+    to what the file now holds (with `dry_run`: would hold). With `remove`, only entries that
+    run monad are taken out.
+
+    An entry already as wanted is left as it is, so connecting twice leaves the file byte for
+    byte the same. Raises `ConfigError` (exit 2) for a malformed client file, `Conflict` (exit
+    2) when the entry cannot be written without rewriting a person's text (Aura),
+    `InvalidInput` for `replace` with Aura or with `remove`, or `--per-server` with Aura,
+    `MonadError` otherwise.
+    """
+    fmt = get_client(client_name)
+    if per_server is not None:
+        if not fmt.per_server:
+            raise InvalidInput(f"{client_name}: --per-server is not supported ({fmt.title} reads one file per "
+                               f"server, which monad does not own); connect it without --per-server")
+        if not per_server:
+            raise InvalidInput("--per-server: monad has no enabled server to write (see `monad mcp status`)")
+        if replace:
+            raise InvalidInput("--replace goes without --per-server: --per-server already puts monad's entry in "
+                               "place of the client's own entry of the same name")
+    elif replace and (remove or not fmt.per_server):
+        raise InvalidInput("--replace goes with connect, not --remove" if remove else
+                           f"--replace is not for {client_name} (each server is a file of its own there; delete it)")
+    file = fmt.target(resolve(client_name, path))
+    if not remove:
+        fmt.check_target(file)
+    real = file.resolve() if file.is_symlink() else file
+    source = shown(file)
+    names = list(per_server) if per_server is not None else ["monad"]
+    ours = {n: fmt.client_entry(n, monad_entry(n if per_server is not None else None)) for n in names}
+    dups = [] if remove or per_server is not None or not fmt.per_server else duplicates(client_name, real, source)
+    out = _edit(fmt, real, source, ours, remove=remove, only_ours=per_server is not None,
+                take_out=dups if replace else [], dry_run=dry_run)
+    result = {"client": fmt.name, "file": source, "removed": remove, "dryRun": dry_run, "changed": out["changed"],
+              "deleted": out["deleted"]}
+    if per_server is not None:
+        return {**result, "entries": out["entries"]}
+    return {**result, "entry": out["entries"]["monad"], "duplicates": [] if replace else dups,
+            "replaced": dups if replace else []}
+
+
+def _edit(fmt: ClientFormat, real: Path, source: str, ours: dict[str, dict[str, Any]], *, remove: bool,
+          only_ours: bool, take_out: list[str], dry_run: bool) -> dict[str, Any]:
+    """The one edit of a client's file: set (or with `remove` take out) the entries `ours`,
+    first taking out `take_out`; with `only_ours`, an entry that is not monad's is not taken
+    out. The result is read back and must hold the intended entries and everything else
+    as it was, or nothing is written. Returns `{"entries", "changed", "deleted"}`."""
+    for _ in range(_TRIES):
+        old = _read(real)
+        base = old or ""
+        for name in take_out:
+            base = fmt.set_entry(base, source, name, None)
+        new, entries = base, {}
+        for name, entry in ours.items():
+            current = fmt.get_entry(new, source, name) if new.strip() else None
+            want = None if remove else entry
+            if remove and only_ours and current != entry:
+                want = current  # the client's own entry: not monad's to remove
+            if current != want:  # as wanted already: not rewritten, so a second connect changes nothing
+                new = fmt.set_entry(new, source, name, want)
+            entries[name] = want
+        got = {n: fmt.get_entry(new, source, n) if new.strip() else None for n in ours}
+        if got != entries or _others(fmt, new, source, list(ours)) != _others(fmt, base, source, list(ours)):
+            raise MonadError(f"editing `{source}` did not give the intended result; nothing was written "
+                             f"(please report this with the file's shape)")
+        changed = new != (old or "")
+        if not changed or dry_run:
+            return {"entries": entries, "changed": changed, "deleted": False}
+        if _read(real) != old:
+            continue  # the client wrote meanwhile: redo the edit on its new text
+        deleted = old is not None and (not new.strip() or (remove and new == _created(fmt, source, ours)))
+        if deleted:
+            # Aura: monad's own file, nothing else in it; or a file `connect` created from
+            # nothing, now back to the empty shell it wrote (`{"mcpServers": {}}`).
+            os.unlink(real)
+        else:
+            from monad_cli.config.store import write_atomic
+
+            mode = stat.S_IMODE(real.stat().st_mode) if old is not None else 0o600
+            write_atomic(real, new.encode(), mode=mode)
+        return {"entries": entries, "changed": True, "deleted": deleted}
+    raise MonadError(f"`{source}` kept changing while monad edited it (is {fmt.title} writing it?); "
+                     f"nothing was written, try again")
+
+
+def _created(fmt: ClientFormat, source: str, ours: dict[str, dict[str, Any]]) -> str:
+    """What the file holds when `connect` created it and `connect --remove` took the entries out."""
+    text = ""
+    for name, entry in ours.items():
+        text = fmt.set_entry(text, source, name, entry)
+    for name in ours:
+        text = fmt.set_entry(text, source, name, None)
+    return text
+
+
+__all__ = ["NOT_SERVING", "client_row", "client_rows", "connect_all", "connect_client", "duplicates",
+           "per_server_plan"]

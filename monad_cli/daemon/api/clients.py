@@ -1,0 +1,75 @@
+"""Control API routes for the agents (MCP clients) on this machine: the Studio's Agents page
+(docs/studio.md "Agents"), through the same code as `monad mcp connect` (`clients.connector`).
+
+    GET  /v1/clients                       {clients: [row]}: each known client but the
+                                           project ones (`.mcp.json`, Aura's), whether it is
+                                           connected, the file `connect` changes and the
+                                           entry it writes there (`connector.client_row`)
+    POST /v1/clients/{name}/connect        {replace?} → what `monad mcp connect NAME
+                                           [--replace]` returns, then `client` (the row after)
+    POST /v1/clients/{name}/disconnect     → what `monad mcp connect NAME --remove` returns,
+                                           then `client`
+
+Only a client's usual file is ever changed (the supervisor's home folder and environment
+decide where it is): the page cannot name a path. Each change is a journal row (`kind =
+"client"`, `detail.via`, `detail.file`). The files are read and written in a worker thread.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from monad_cli.core.errors import InvalidInput, NotFound
+from monad_cli.daemon.http import read_json_body
+
+if TYPE_CHECKING:
+    from monad_cli.daemon.port import DaemonPort
+
+
+def client_routes(port: DaemonPort) -> list[Route]:
+    from monad_cli.clients import connector
+    from monad_cli.clients.registry import CLIENTS
+
+    async def listing(request: Request) -> JSONResponse:
+        return JSONResponse({"clients": await anyio.to_thread.run_sync(connector.client_rows)})
+
+    async def connect(request: Request) -> JSONResponse:
+        return await change(request, remove=False)
+
+    async def disconnect(request: Request) -> JSONResponse:
+        return await change(request, remove=True)
+
+    async def change(request: Request, *, remove: bool) -> JSONResponse:
+        name = request.path_params["name"]
+        if name not in CLIENTS or CLIENTS[name].project:
+            raise NotFound(f"no agent `{name}` to connect here (see GET /v1/clients)")
+        body = await read_json_body(request)
+        replace = body.get("replace", False)
+        if not isinstance(replace, bool):
+            raise InvalidInput("`replace` must be true or false")
+
+        def work() -> dict[str, Any]:
+            result = connector.connect_client(name, None, remove=remove, replace=replace)
+            return {**result, "client": connector.client_row(name)}
+
+        result = await anyio.to_thread.run_sync(work)
+        via = getattr(request.state, "via", "control")
+        if result["changed"] and port.journal is not None:
+            what = "disconnected" if remove else "connected"
+            where = "from the Studio" if via == "studio" else "through the control API"
+            port.journal.record("client", reason=f"{what} {result['client']['title']} (`{result['file']}`) {where}",
+                                detail={"via": via, "action": what, "client": name, "file": result["file"],
+                                        "replaced": result["replaced"]})
+        return JSONResponse(result)
+
+    return [Route("/v1/clients", listing),
+            Route("/v1/clients/{name}/connect", connect, methods=["POST"]),
+            Route("/v1/clients/{name}/disconnect", disconnect, methods=["POST"])]
+
+
+__all__ = ["client_routes"]

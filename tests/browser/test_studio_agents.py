@@ -1,0 +1,136 @@
+"""The Studio's Agents page in Chromium (Playwright), against the real supervisor and agents'
+config files in a temporary home folder: each agent and whether it is connected, the file it
+will change and the entry shown before anything changes, Connect and Disconnect (what `monad
+mcp connect` does), keyboard only, at 1280 px and 400 px, and axe-core on the page and its
+dialog."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.browser.test_studio_ux import _axe_problems, _focused, _no_sideways, _tab_to
+from tests.clients import parse
+from tests.studio_helpers import browser, context, open_studio, page
+
+pytestmark = [pytest.mark.e2e, pytest.mark.browser]
+__all__ = ["browser", "context", "page"]  # fixtures, used by name
+
+
+def expect(locator: Any) -> Any:
+    from playwright.sync_api import expect as pw_expect
+
+    return pw_expect(locator)
+
+
+def _agents(home: Path) -> dict[str, Path]:
+    """Cursor with its own `time` (which monad runs too), Codex with a table of its own, Zed
+    installed with no settings file yet."""
+    cursor = home / ".cursor" / "mcp.json"
+    cursor.parent.mkdir(parents=True)
+    cursor.write_text('{\n  "mcpServers": {\n    "time": {"command": "mcp-server-time"}\n  },\n  "theme": "dark"\n}\n')
+    codex = home / ".codex" / "config.toml"
+    codex.parent.mkdir()
+    codex.write_text('model = "o3"\n\n[mcp_servers.docs]\ncommand = "docs-mcp"\n')
+    (home / ".config" / "zed").mkdir(parents=True)
+    return {"cursor": cursor, "codex": codex, "zed": home / ".config" / "zed" / "settings.json"}
+
+
+def _row(page: Any, title: str) -> Any:
+    table = page.get_by_role("table", name="Agents")
+    return table.get_by_role("row").filter(has=page.get_by_text(title, exact=True))
+
+
+def _open_agents(monad: Any, page: Any) -> None:
+    page.goto(open_studio(monad)["url"])
+    expect(page.locator("#live")).to_have_attribute("data-state", "live")
+    _tab_to(page, "Agents")
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("heading", name="Agents", exact=True)).to_be_visible()
+
+
+def test_connect_and_disconnect_by_keyboard(monad: Any, page: Any, monad_home: Path) -> None:
+    files = _agents(Path(os.environ["HOME"]))
+    cursor_before = files["cursor"].read_bytes()
+    assert monad("mcp", "add", "time", "--", "mcp-server-time").code == 0
+    _open_agents(monad, page)
+    kb = page.keyboard
+    cursor = _row(page, "Cursor")
+    expect(cursor.get_by_role("cell").nth(1)).to_have_text("~/.cursor/mcp.json")
+    expect(cursor.get_by_role("cell").nth(2)).to_have_text("Not connected")
+    expect(_row(page, "Goose").get_by_role("cell").nth(2)).to_have_text("Not found on this machine")
+    expect(_row(page, "Zed").get_by_role("button", name="Connect Zed")).to_be_visible()
+    problems = _axe_problems(page, "Agents")
+
+    # Connect Cursor: the dialog names the file and shows the entry; nothing is written yet.
+    _tab_to(page, "Connect Cursor")
+    kb.press("Enter")
+    dialog = page.get_by_role("dialog", name="Connect Cursor")
+    expect(dialog).to_contain_text("monad will change ~/.cursor/mcp.json")
+    entry = json.loads(dialog.get_by_label("The monad entry for Cursor").text_content() or "")
+    assert entry["args"][-2:] == ["mcp", "serve"] and entry["env"] == {"MONAD_HOME": str(monad_home)}
+    assert _focused(page) == "Cancel" and files["cursor"].read_bytes() == cursor_before
+    problems += _axe_problems(page, "the Connect dialog")
+    kb.press("Enter")  # Cancel: Enter, Enter changes nothing
+    expect(dialog).to_have_count(0)
+    assert _focused(page) == "Connect Cursor" and files["cursor"].read_bytes() == cursor_before
+    kb.press("Enter")
+    dialog = page.get_by_role("dialog", name="Connect Cursor")
+    _tab_to(page, "agent-replace")  # take out Cursor's own `time`: monad runs it
+    kb.press("Space")
+    _tab_to(page, "Connect")
+    kb.press("Enter")
+    expect(cursor.get_by_role("cell").nth(2)).to_have_text("Connected")
+    expect(page.get_by_role("status").filter(has_text="wrote the monad entry into ~/.cursor/mcp.json")).to_be_visible()
+    assert _focused(page) == "Disconnect Cursor"
+    data = parse("cursor", files["cursor"].read_text())
+    assert list(data["mcpServers"]) == ["monad"] and data["mcpServers"]["monad"] == entry and data["theme"] == "dark"
+
+    # Codex, by the arrow keys: its own table stays; a second Connect is not offered.
+    kb.press("ArrowDown")
+    assert _focused(page) == "Connect Codex", _focused(page)
+    kb.press("Enter")
+    _tab_to(page, "Connect")
+    kb.press("Enter")
+    expect(_row(page, "Codex").get_by_role("cell").nth(2)).to_have_text("Connected")
+    codex = parse("codex", files["codex"].read_text())
+    assert set(codex["mcp_servers"]) == {"docs", "monad"} and codex["model"] == "o3"
+    written = files["codex"].read_bytes()
+    assert monad("mcp", "connect", "codex").code == 0 and files["codex"].read_bytes() == written  # the same code
+
+    # Disconnect Cursor: the file without monad's entry (its own `time` was taken out, as asked).
+    _tab_to(page, "Disconnect Cursor", back=True)
+    kb.press("Enter")
+    dialog = page.get_by_role("dialog", name="Disconnect Cursor")
+    expect(dialog).to_contain_text("takes out the entry named monad")
+    _tab_to(page, "Disconnect")
+    kb.press("Enter")
+    expect(cursor.get_by_role("cell").nth(2)).to_have_text("Not connected")
+    assert parse("cursor", files["cursor"].read_text()) == {"mcpServers": {}, "theme": "dark"}
+    assert problems == [], problems
+
+
+def test_at_400px_nothing_scrolls_sideways(browser: Any, monad: Any, monad_home: Path) -> None:
+    _agents(Path(os.environ["HOME"]))
+    ctx = browser.new_context(viewport={"width": 400, "height": 800})
+    ctx.set_default_timeout(20_000)
+    try:
+        page = ctx.new_page()
+        _open_agents(monad, page)
+        expect(_row(page, "Cursor").locator("code.narrow")).to_have_text("~/.cursor/mcp.json")  # under the name
+        expect(_row(page, "Cursor").locator("code.narrow")).to_be_visible()
+        _no_sideways(page, "Agents")
+        _row(page, "Zed").get_by_role("button", name="Connect Zed").focus()
+        page.keyboard.press("Enter")
+        dialog = page.get_by_role("dialog", name="Connect Zed")
+        expect(dialog).to_contain_text("~/.config/zed/settings.json")
+        _no_sideways(page, "the Connect dialog")
+        assert _axe_problems(page, "Agents at 400 px") == []
+        page.keyboard.press("Escape")
+        expect(dialog).to_have_count(0)
+    finally:
+        ctx.close()

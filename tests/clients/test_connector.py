@@ -1,0 +1,372 @@
+"""`monad mcp connect CLIENT [PATH]` and `--all` (clients/connector.py) over the fixture file of
+every client format: monad's entry in each client's spelling, everything else kept byte for
+byte, per-server entries, files created, refused and removed."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.clients import EXPECTED, FIXTURES, NEW, OLD, atom, copy_fixture, parse, servers_key
+
+
+@pytest.mark.parametrize("client", OLD)
+def test_connect_writes_the_entry_keeps_everything_else_and_is_idempotent(
+        cli: Any, monad_home: Path, tmp_path: Path, client: str) -> None:
+    path = copy_fixture(tmp_path, EXPECTED[client][0])
+    target = path / "monad.yaml" if client == "aura" else path
+    before = None if client == "aura" else target.read_bytes()
+    r = cli("mcp", "connect", client, str(path), "--json")
+    assert r.code == 0 and r.json()["changed"] is True, r
+    text = target.read_text()
+    key = servers_key(client)
+    data = parse(client, text)
+    entry = data["monad"] if key is None else data[key]["monad"]
+    assert entry["command"] == r.json()["entry"]["command"] and os.path.isabs(entry["command"])
+    assert entry["args"][-2:] == ["mcp", "serve"]
+    assert entry["env"] == {"MONAD_HOME": str(monad_home)}
+    if before is not None:
+        # Every other key and server as the client reads it; every comment line still there.
+        old, new = parse(client, before.decode()), parse(client, text)
+        assert key is not None
+        new[key].pop("monad")
+        assert new == old
+        for line in before.decode().splitlines():
+            if line.strip().startswith(("//", "#", "/*")):
+                assert line in text
+    mtime = target.stat().st_mtime_ns
+    r = cli("mcp", "connect", client, str(path))
+    assert r.code == 0 and "nothing changed" in r.err
+    assert target.stat().st_mtime_ns == mtime and target.read_text() == text
+
+    r = cli("mcp", "connect", client, str(path), "--remove")
+    assert r.code == 0, r
+    if before is None:
+        assert not target.exists()
+    else:
+        assert target.read_bytes() == before  # the removal gives back the file byte for byte
+    assert "nothing changed" in cli("mcp", "connect", client, str(path), "--remove").err
+
+
+@pytest.mark.parametrize("client", NEW)
+def test_connect_and_remove_keep_the_rest_of_each_file(cli: Any, monad_home: Path, tmp_path: Path,
+                                                       client: str) -> None:
+    path = copy_fixture(tmp_path, EXPECTED[client][0])
+    before = path.read_bytes()
+    r = cli("mcp", "connect", client, str(path), "--dry-run", "--json")
+    assert r.code == 0 and r.json()["changed"] is True and path.read_bytes() == before, r
+    r = cli("mcp", "connect", client, str(path), "--json")
+    assert r.code == 0 and r.json()["changed"] is True, r
+    text = path.read_text()
+    old, new = parse(client, before.decode()), parse(client, text)
+    entry = new[servers_key(client)].pop("monad")
+    assert new == old  # every other key and server, as the client reads the file
+    command = entry["command"][0] if client == "opencode" else entry["cmd"] if client == "goose" else entry["command"]
+    assert os.path.isabs(command)
+    args = entry["command"][1:] if client == "opencode" else entry["args"]
+    assert args[-2:] == ["mcp", "serve"]
+    env = entry.get("environment") if client == "opencode" else entry.get("envs") if client == "goose" \
+        else entry.get("env")
+    assert env == {"MONAD_HOME": str(monad_home)}
+    # Each client's own spelling of a stdio entry.
+    assert {"copilot": entry.get("type") == "local" and entry.get("tools") == ["*"],
+            "opencode": entry.get("type") == "local" and entry.get("enabled") is True,
+            "zed": entry.get("source") == "custom",
+            "goose": entry.get("type") == "stdio" and entry.get("name") == "monad",
+            "antigravity": "type" not in entry}[client], entry
+    if client != "goose":  # the JSON formats are edited in place: every comment line stays
+        for line in before.decode().splitlines():
+            if line.strip().startswith("//"):
+                assert line in text
+    r = cli("mcp", "connect", client, str(path))
+    assert r.code == 0 and "nothing changed" in r.err, r
+    r = cli("mcp", "connect", client, str(path), "--remove")
+    assert r.code == 0, r
+    assert parse(client, path.read_text()) == old
+    if client != "goose":
+        assert path.read_bytes() == before  # byte for byte
+
+
+@pytest.mark.parametrize("client", ["claude-code", "vscode", "codex"])
+def test_connect_per_server_replaces_the_clients_own_entries(cli: Any, monad_home: Path, tmp_path: Path,
+                                                            client: str) -> None:
+    """`import` then `connect --per-server`: each imported server's entry now runs `monad mcp
+    serve NAME` under its own name (the client's names and rules stay), the servers monad
+    could not import and every other key are as they were; `--remove` takes out only monad's."""
+    rel, expected = EXPECTED[client]
+    path = copy_fixture(tmp_path, rel)
+    assert cli("mcp", "import", client, str(path)).code in (0, 1)
+    # Every enabled server monad imported (Codex's `legacy` comes disabled, and stays the client's).
+    imported = sorted(n for n, result in expected.items()
+                      if result == "imported" and atom(monad_home, n).get("enabled", True))
+    before = parse(client, path.read_text())
+    key = servers_key(client)
+    r = cli("mcp", "connect", client, str(path), "--per-server", "--json")
+    assert r.code == 0 and r.json()["changed"] is True, r
+    assert sorted(r.json()["entries"]) == imported
+    after = parse(client, path.read_text())
+    for name in imported:
+        entry = after[key][name]
+        assert entry["args"][-3:] == ["mcp", "serve", name] and os.path.isabs(entry["command"]), entry
+        assert entry["env"] == {"MONAD_HOME": str(monad_home)}
+    assert "monad" not in after[key]
+    for name in set(before[key]) - set(imported):  # what monad does not serve stays the client's
+        assert after[key][name] == before[key][name]
+    assert {k: v for k, v in after.items() if k != key} == {k: v for k, v in before.items() if k != key}
+    text = path.read_text()
+    assert "nothing changed" in cli("mcp", "connect", client, str(path), "--per-server").err
+    assert path.read_text() == text
+    r = cli("mcp", "connect", client, str(path), "--per-server", "--remove")
+    assert r.code == 0 and "removed monad's entries" in r.err, r
+    removed = parse(client, path.read_text())
+    assert not set(imported) & set(removed[key]) and set(removed[key]) == set(before[key]) - set(imported)
+    r = cli("mcp", "connect", "aura", str(tmp_path / "aura"), "--per-server")
+    assert r.code == 2 and "--per-server is not supported" in r.err, r
+
+
+def test_connect_per_server_dry_run_writes_nothing(cli: Any, monad_home: Path, tmp_path: Path) -> None:
+    """`connect CLIENT --per-server --dry-run` says what it would write and leaves the file (and a
+    missing file) as it was; `--remove --dry-run` the same."""
+    assert cli("mcp", "add", "time", "--", "true").code == 0
+    path = tmp_path / "claude.json"
+    path.write_text('{"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"]}}}\n')
+    before = path.read_bytes()
+    r = cli("mcp", "connect", "claude-code", str(path), "--per-server", "--dry-run")
+    assert r.code == 0 and path.read_bytes() == before, r
+    assert "would write monad's entries for `time`" in r.err and "dry run: nothing written" in r.err, r
+    r = cli("mcp", "connect", "claude-code", str(path), "--per-server", "--dry-run", "--json")
+    assert r.code == 0 and r.json()["changed"] is True and r.json()["dryRun"] is True, r
+    assert path.read_bytes() == before
+    missing = tmp_path / "new" / "claude.json"
+    assert cli("mcp", "connect", "claude-code", str(missing), "--per-server", "--dry-run").code == 0
+    assert not missing.exists()
+    assert cli("mcp", "connect", "claude-code", str(path), "--per-server").code == 0
+    written = path.read_bytes()
+    r = cli("mcp", "connect", "claude-code", str(path), "--per-server", "--remove", "--dry-run")
+    assert r.code == 0 and "would remove monad's entries for `time`" in r.err and path.read_bytes() == written, r
+    r = cli("mcp", "connect", "claude-code", str(path), "--per-server", "--replace")  # was silently ignored
+    assert r.code == 2 and "--replace goes without --per-server" in r.err and path.read_bytes() == written, r
+
+
+def test_connect_creates_a_missing_file_keeps_modes_and_follows_symlinks(cli: Any, tmp_path: Path) -> None:
+    new = tmp_path / "fresh" / ".cursor" / "mcp.json"
+    assert cli("mcp", "connect", "cursor", str(new)).code == 0
+    assert new.stat().st_mode & 0o777 == 0o600 and list(json.loads(new.read_text())["mcpServers"]) == ["monad"]
+
+    real = copy_fixture(tmp_path, "gemini-settings.json")
+    real.chmod(0o644)
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    assert cli("mcp", "connect", "gemini", str(link)).code == 0
+    assert link.is_symlink() and "monad" in parse("gemini", real.read_text())["mcpServers"]
+    assert real.stat().st_mode & 0o777 == 0o644
+
+
+def test_connect_refuses_what_it_would_have_to_rewrite(cli: Any, tmp_path: Path) -> None:
+    folder = copy_fixture(tmp_path, "aura/config/mcp")
+    (folder / "mine.yaml").write_text("# my gateway\nmonad:\n  command: old-monad\n")
+    r = cli("mcp", "connect", "aura", str(folder))
+    assert r.code == 2 and "mine.yaml` already defines `monad`" in r.err, r
+    assert not (folder / "monad.yaml").exists()
+
+    bad = tmp_path / "settings.json"
+    bad.write_text('{"mcpServers": {\n')
+    r = cli("mcp", "connect", "gemini", str(bad))
+    assert r.code == 2 and "settings.json:2:1`: malformed JSON" in r.err, r
+    assert bad.read_text() == '{"mcpServers": {\n'
+    assert cli("mcp", "connect", "notaclient").code == 2
+
+
+def test_connect_names_the_clients_own_entries_and_replace_takes_them_out(
+        cli: Any, monad_home: Path, tmp_path: Path) -> None:
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": {
+        "time": {"command": "mcp-server-time", "args": ["--local-timezone", "UTC"]},  # same name
+        "clock": {"command": "mcp-server-git"},  # the same definition as monad's `git`
+        "mine": {"command": "my-own-server"}}, "theme": "dark"}))
+    assert cli("mcp", "add", "time", "--", "mcp-server-time").code == 0
+    assert cli("mcp", "add", "git", "--", "mcp-server-git").code == 0
+    r = cli("mcp", "connect", "cursor", str(path))
+    assert r.code == 0, r
+    assert "Cursor's own entries `time`, `clock` stay in" in r.err and "runs twice" in r.err
+    assert "--replace" in r.err
+    assert set(json.loads(path.read_text())["mcpServers"]) == {"monad", "time", "clock", "mine"}
+    r = cli("mcp", "connect", "cursor", str(path), "--replace", "--json")
+    assert r.code == 0 and r.json()["replaced"] == ["time", "clock"] and r.json()["duplicates"] == [], r
+    data = json.loads(path.read_text())
+    assert set(data["mcpServers"]) == {"monad", "mine"} and data["theme"] == "dark"
+    assert "runs twice" not in cli("mcp", "connect", "cursor", str(path)).err
+    r = cli("mcp", "connect", "aura", str(tmp_path), "--replace")
+    assert r.code == 2 and "--replace is not for aura" in r.err, r
+
+
+def test_connect_remove_deletes_the_file_connect_created(cli: Any, tmp_path: Path) -> None:
+    new = tmp_path / "fresh" / ".cursor" / "mcp.json"
+    assert cli("mcp", "connect", "cursor", str(new)).code == 0 and new.exists()
+    r = cli("mcp", "connect", "cursor", str(new), "--remove")
+    assert r.code == 0 and "monad had created it" in r.err, r
+    assert not new.exists()
+    # a file that held something else of the person's is kept
+    kept = tmp_path / "kept.json"
+    kept.write_text('{"mcpServers": {}, "theme": "dark"}\n')
+    assert cli("mcp", "connect", "cursor", str(kept)).code == 0
+    assert cli("mcp", "connect", "cursor", str(kept), "--remove").code == 0
+    assert json.loads(kept.read_text()) == {"mcpServers": {}, "theme": "dark"}
+
+
+@pytest.mark.parametrize("client,key", [("zed", "context_servers"), ("opencode", "mcp")])
+def test_connect_per_server_in_zed_and_opencode(cli: Any, monad_home: Path, tmp_path: Path, client: str,
+                                                 key: str) -> None:
+    """The JSON formats whose servers sit under one key take named entries too: one entry per
+    enabled monad server, the client's other entries kept, `--remove` taking out only monad's."""
+    assert cli("mcp", "add", "alpha", "--", "true").code == 0
+    assert cli("mcp", "add", "beta", "--", "true").code == 0
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps({"theme": "dark", key: {"theirs": {"command": "x"}}}))
+    r = cli("mcp", "connect", client, str(path), "--per-server", "--json")
+    assert r.code == 0 and sorted(r.json()["entries"]) == ["alpha", "beta"], r
+    data = json.loads(path.read_text())
+    assert set(data[key]) == {"alpha", "beta", "theirs"} and data["theme"] == "dark"
+    assert cli("mcp", "connect", client, str(path), "--per-server", "--remove").code == 0
+    assert json.loads(path.read_text())[key] == {"theirs": {"command": "x"}}
+
+
+def test_goose_with_comments_keeps_them_and_takes_per_server(cli: Any, monad_home: Path, tmp_path: Path) -> None:
+    """A hand-edited Goose file: connect adds the entry and keeps every comment, quote and
+    key; --per-server writes one extension per server, named as the server; removing gives
+    the file back byte for byte."""
+    path = copy_fixture(tmp_path, "goose-config-commented.yaml")
+    before = path.read_text()
+    comments = [line for line in before.splitlines() if "#" in line]
+    old = parse("goose", before)
+    r = cli("mcp", "connect", "goose", str(path))
+    assert r.code == 0, r
+    text = path.read_text()
+    assert all(line in text for line in comments), text
+    assert '"https://api.github.com"' in text  # quoting as written
+    new = parse("goose", text)
+    entry = new["extensions"].pop("monad")
+    assert new == old and entry["name"] == "monad" and entry["args"][-2:] == ["mcp", "serve"]
+    assert cli("mcp", "connect", "goose", str(path), "--remove").code == 0
+    assert path.read_text() == before
+
+    for name in ("time", "notes"):
+        assert cli("mcp", "add", name, "--", "true").code == 0
+    r = cli("mcp", "connect", "goose", str(path), "--per-server", "--json")
+    assert r.code == 0 and r.json()["changed"] is True, r
+    text = path.read_text()
+    assert all(line in text for line in comments), text
+    new = parse("goose", text)
+    for name in ("time", "notes"):
+        entry = new["extensions"].pop(name)
+        assert entry["name"] == name and entry["type"] == "stdio" and entry["args"][-3:] == ["mcp", "serve", name]
+    assert new == old
+    r = cli("mcp", "connect", "goose", str(path), "--per-server")
+    assert r.code == 0 and "nothing changed" in r.err, r
+    r = cli("mcp", "connect", "goose", str(path), "--per-server", "--remove")
+    assert r.code == 0, r
+    assert path.read_text() == before
+
+
+def test_connect_all_finds_the_clients_by_their_files(cli: Any, monad_home: Path, tmp_path: Path) -> None:
+    home = Path(os.environ["HOME"])
+    (home / ".copilot").mkdir()  # installed, no MCP file yet
+    zed = home / ".config" / "zed" / "settings.json"
+    zed.parent.mkdir(parents=True)
+    shutil.copy(FIXTURES / "zed-settings.json", zed)
+    goose = home / ".config" / "goose" / "config.yaml"
+    goose.parent.mkdir(parents=True)
+    goose.write_text("# hand-edited\nextensions: {}  # none yet\n")
+    before = zed.read_bytes()
+    r = cli("mcp", "connect", "--all", "--dry-run", "--json")
+    rows = {row["client"]: row for row in r.json()}
+    assert set(rows) == {"copilot", "zed", "goose"}, rows
+    assert rows["zed"]["result"] == "would connect" and rows["copilot"]["result"] == "would connect"
+    assert rows["goose"]["result"] == "would connect", rows["goose"].get("error")  # its comments are kept
+    assert r.code == 0 and zed.read_bytes() == before and not (home / ".copilot" / "mcp-config.json").exists()
+    r = cli("mcp", "connect", "--all")
+    assert r.code == 0 and "connected" in r.out and "failed" not in r.out, r
+    assert "monad" in parse("zed", zed.read_text())["context_servers"]
+    copilot = json.loads((home / ".copilot" / "mcp-config.json").read_text())
+    assert copilot["mcpServers"]["monad"]["tools"] == ["*"]
+    assert goose.read_text().startswith("# hand-edited\n") and "# none yet" in goose.read_text()
+    assert parse("goose", goose.read_text())["extensions"]["monad"]["name"] == "monad"
+    r = cli("mcp", "connect", "--all", "--remove", "--json")
+    assert {row["client"]: row["result"] for row in r.json()}["zed"] == "removed"
+    assert zed.read_bytes() == before
+    r = cli("mcp", "connect", "--all", "zed")
+    assert r.code == 2 and "name no CLIENT or PATH" in r.err, r
+
+
+def test_connect_all_names_the_clients_own_entries_that_would_run_twice(cli: Any, monad_home: Path) -> None:
+    """Found by a new-user trial: `connect --all --dry-run` said "would connect" for Cursor,
+    whose own `time` entry would then run beside monad's; `connect cursor` warned of it, the
+    `--all` table did not."""
+    home = Path(os.environ["HOME"])
+    cursor = home / ".cursor" / "mcp.json"
+    cursor.parent.mkdir(parents=True)
+    cursor.write_text('{"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"]}}}\n')
+    assert cli("mcp", "add", "time", "--", "uvx", "mcp-server-time").code == 0
+    r = cli("mcp", "connect", "--all", "--dry-run")
+    row = next(line for line in r.out.splitlines() if line.startswith("cursor"))
+    assert "would connect" in row and "its own `time` would run twice" in row and "--replace" in row, r.out
+    r = cli("mcp", "connect", "--all", "--replace", "--dry-run")
+    row = next(line for line in r.out.splitlines() if line.startswith("cursor"))
+    assert "would take its own `time` out" in row, r.out
+
+
+# What the client may write after monad's entry (Codex keeps `[projects."…"]` trust tables
+# below its servers): a second connect must not move or re-render monad's entry around it.
+_WRITTEN_AFTER = {"codex": '\n[projects."/home/user/app"]\ntrust_level = "trusted"\n'}
+
+
+@pytest.mark.parametrize("client", [*EXPECTED, "codex-bare"])
+def test_connecting_twice_leaves_every_clients_file_byte_identical(cli: Any, monad_home: Path, tmp_path: Path,
+                                                                   client: str) -> None:
+    """Issue 39: `monad mcp connect codex` changed the file on every run (a blank line came or
+    went around monad's table), so `connect --all --dry-run` always said "would connect".
+    An entry already as wanted is left alone: the file stays byte for byte, with and without
+    `--per-server`, and a dry run says nothing would change."""
+    if client == "codex-bare":  # monad's table the file's last, until Codex writes its own after it
+        client, path = "codex", tmp_path / "config.toml"
+        path.write_text('[mcp_servers.time]\ncommand = "uvx"\n')
+    else:
+        path = copy_fixture(tmp_path, EXPECTED[client][0])
+    target = path / "monad.yaml" if client == "aura" else path
+    assert cli("mcp", "add", "time", "--", "mcp-server-time").code == 0
+    flags = [[]] if client == "aura" else [[], ["--per-server"]]
+    for extra in flags:
+        assert cli("mcp", "connect", client, str(path), *extra).code == 0
+        if not extra:
+            with target.open("a") as f:
+                f.write(_WRITTEN_AFTER.get(client, ""))
+        written = target.read_bytes()
+        for _ in range(2):
+            r = cli("mcp", "connect", client, str(path), *extra)
+            assert r.code == 0 and "nothing changed" in r.err, r
+            assert target.read_bytes() == written
+        r = cli("mcp", "connect", client, str(path), "--dry-run", "--json", *extra)
+        assert r.code == 0 and r.json()["changed"] is False, r
+
+
+def test_a_dry_run_after_connecting_every_client_says_there_is_nothing_to_do(cli: Any, monad_home: Path) -> None:
+    home = Path(os.environ["HOME"])
+    codex = home / ".codex" / "config.toml"
+    codex.parent.mkdir()
+    codex.write_text('model = "o3"\n\n[mcp_servers.time]\ncommand = "uvx"\nargs = ["mcp-server-time"]\n')
+    (home / ".cursor").mkdir()
+    r = cli("mcp", "connect", "--all")
+    assert r.code == 0 and "connected" in r.out, r
+    with codex.open("a") as f:
+        f.write(_WRITTEN_AFTER["codex"])
+    before = codex.read_bytes()
+    r = cli("mcp", "connect", "--all", "--dry-run", "--json")
+    assert {row["client"]: row["result"] for row in r.json()} == {"codex": "unchanged", "cursor": "unchanged"}, r
+    r = cli("mcp", "connect", "--all", "--dry-run")
+    assert r.code == 0 and "would connect" not in r.out and "nothing to do" in r.err, r
+    assert codex.read_bytes() == before
