@@ -179,7 +179,7 @@ class Supervisor:
         self.auth = SupervisorAuth(self.paths, self.actors)
         # Before the gateway: its sessions read whether telemetry is on (docs/telemetry.md).
         recorder = telemetry.start(
-            self.paths, self.environ, digest=jt.args_digest,
+            self.paths, self.environ, digest=jt.args_digest, scrub=self.scrub, listed=self._listed,
             states=lambda: {n: str(a.state) for n, a in list(self.actors.items())},
             tasks=lambda: {n: tasks.counts(n) for n in list(self.actors)},
             fleet_queued=lambda: int(journal.status().get("queued") or 0)).recorder
@@ -529,7 +529,15 @@ class Supervisor:
                    "tokenFile": str(self.paths.metrics_token)}
         log.info("Prometheus metrics on %s", t.where["url"])
         # A scrape runs on the event loop (the collection is quick and needs no thread).
-        return lambda: serve_metrics(exposition.text, sock, token, until=self.stop_event)
+        return lambda: serve_metrics(exposition, sock, token, until=self.stop_event)
+
+    def _listed(self, method: str, name: str) -> bool:
+        """Whether `name` is a tool (tools/call) or a prompt (prompts/get) listed to agents, by
+        its exposed name or a server's own: telemetry records any other as `_OTHER`."""
+        if method == "prompts/get":
+            return self.gateway.catalog.lists_prompt(name)
+        return self.tool_service.server_of(name) is not None or any(
+            t.name == name for a in list(self.actors.values()) for t in a.tools)
 
     async def _wait_required(self) -> str | None:
         if not self.check_required:

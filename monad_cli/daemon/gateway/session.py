@@ -203,14 +203,11 @@ class GatewaySession:
             on_subscribe_resource=f.subscribe, on_unsubscribe_resource=f.unsubscribe,
             on_list_prompts=f.list_prompts, on_get_prompt=f.get_prompt, on_completion=f.complete,
             on_set_logging_level=f.set_level))
-        # The SDK's default middleware opens an OpenTelemetry SERVER span per request (the
-        # conventions' name and attributes, the caller's `_meta` trace context): with
-        # telemetry on it stays, and ours adds `network.transport` and the duration metric.
-        # Off, it would cost a no-op span per request: emptying the list is the SDK's opt-out.
-        recorder = TELEMETRY.recorder
-        if recorder is None:
-            self.server.middleware.clear()
-        else:
+        # The SDK's default middleware opens an OpenTelemetry SERVER span per request, named
+        # by the tool the agent sent, listed or not: emptying the list is the SDK's opt-out.
+        # With telemetry on, monad's own opens it (invented names as `_OTHER`, duration metric).
+        self.server.middleware.clear()
+        if (recorder := TELEMETRY.recorder) is not None:
             self.server.middleware.append(recorder.middleware(transport))
         self.server.middleware.append(before_initialize)
         self.lane: DirectCalls | None = None
