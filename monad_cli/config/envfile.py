@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from monad_cli.core.errors import InvalidInput, NotFound
 from monad_cli.core.paths import Paths
+from monad_cli.core.redact import secret_name
 
 SOURCE = "env"  # the file, relative to MONAD_HOME, as messages name it
 NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -31,7 +32,6 @@ SOURCE_WORDS = {FROM_FILE: "MONAD_HOME/env", FROM_ENVIRONMENT: "the supervisor's
 # name) are not scrubbed from output even when a definition references them.
 PLAIN_NAMES = frozenset({"HOME", "PATH", "USER", "LOGNAME", "SHELL", "TERM", "PWD", "TMPDIR", "LANG",
                          "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME"})
-_SECRET_NAME = re.compile(r"(token|secret|key|passw|pwd|auth|credential|cookie|session)", re.I)
 
 
 @dataclass
@@ -226,7 +226,7 @@ class LayeredEnviron(Mapping[str, str]):
         found = set(self.file.values())
         for name in referenced:
             if name not in self.file and name in self.environment and name not in PLAIN_NAMES \
-                    and _SECRET_NAME.search(name):
+                    and secret_name(name):
                 found.add(self.environment[name])
         return found
 

@@ -210,6 +210,16 @@ def test_approvals_from_the_page_and_for_a_cli_call_and_the_transcript(monad: An
     assert cli.returncode == 0, err
     assert "Europe/Paris" in out
 
+    # The session grant shows on the tool's row, and the page takes it back (issue 38 item 7).
+    row = _tool_row(page, "esc__get_current_time")
+    expect(row).to_contain_text("approved (session)", timeout=30_000)
+    revoke = row.get_by_role("button", name="Revoke approval of esc__get_current_time")
+    revoke.focus()
+    page.keyboard.press("Enter")  # keyboard-operable
+    expect(row).not_to_contain_text("approved (session)")
+    expect(revoke).to_have_count(0)
+    assert monad("approvals", "--standing", "--json").json() == []
+
     # The transcript: every call, newest first, live.
     page.get_by_role("link", name="Transcript").click()
     rows = _calls(page)

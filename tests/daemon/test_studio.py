@@ -186,7 +186,7 @@ STORED = {
     "url": "https://user:pw-SECRET@h.example/mcp?key=q-SECRET&plain=1#frag",
     "headers": {"X-Api-Key": "h-SECRET", "Accept": "text/plain"},
     "env": {"TOKEN": "e-SECRET"},
-    "args": ["--token", "a1-SECRET", "--api-key=a2-SECRET", "plain", "https://x.example/?k=a3-SECRET"],
+    "args": ["--token", "a1-SECRET", "--api-key=a2-SECRET", "plain", "https://x.example/?api_key=a3-SECRET&page=2"],
     "auth": {"mode": "bearer", "token": "t-SECRET", "headers": {"X-Other": "ah-SECRET"}},
 }
 
@@ -223,7 +223,7 @@ def test_masked_fields_finds_every_mask_in_a_secret_place() -> None:
     assert masked_fields(defn, ["headers"]) == ["headers.A"]
     assert masked_fields(redact_definition(STORED)) != []
     assert masked_fields(STORED) == []
-    assert redact_url(STORED["url"]).endswith("key=***&plain=***")
+    assert redact_url(STORED["url"]).endswith("key=***&plain=1")  # a query value is a secret by its name or shape
 
 
 def _paths(tmp_path: Path) -> Paths:

@@ -21,6 +21,7 @@ from starlette.middleware import Middleware
 from monad_cli.daemon.api.clients import client_routes
 from monad_cli.daemon.api.daemon import daemon_routes
 from monad_cli.daemon.api.env import env_routes
+from monad_cli.daemon.api.features import feature_routes
 from monad_cli.daemon.api.registry import registry_routes
 from monad_cli.daemon.api.servers import server_routes
 from monad_cli.daemon.api.studio import StudioHub, studio_routes
@@ -50,7 +51,7 @@ def build_app(port: DaemonPort) -> Starlette:
     hub = StudioHub(port, lambda: app)
     app.state.studio_hub = hub
     for route in [*daemon_routes(port), *server_routes(port), *tools_routes(port), *env_routes(port),
-                  *registry_routes(port), *client_routes(port),
+                  *feature_routes(port), *registry_routes(port), *client_routes(port),
                   *task_routes(port.tasks), *telemetry_routes(),
                   *studio_routes(port, control_app=lambda: app, hub=hub)]:
         app.router.routes.append(route)

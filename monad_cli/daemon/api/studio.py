@@ -38,6 +38,7 @@ from monad_cli.daemon.studio.authorize import AuthorizeDeps, AuthorizeRuns
 from monad_cli.daemon.studio.events import EventBus
 from monad_cli.daemon.studio.scrub import scrub_data
 from monad_cli.daemon.studio.transcript import Transcript
+from monad_cli.daemon.trust.gate import standing_approval
 from monad_cli.daemon.trust.visibility import resource_uri
 from monad_cli.tools.schema_refs import resolve_local
 
@@ -75,8 +76,8 @@ class StudioHub:
         sup.tool_service.authorization.flows = self.authorize
         sup.tool_service.authorization.listeners.append(self.publish)
         self.transcript = Transcript(sup.tool_service, sup.tasks, publish=self.publish,
-                                     listening=lambda: self.bus.listening)
-        self.apps = AppHost(sup.tool_service, sup.actors, sup.tool_service.journal, scrub=sup.scrub)
+                                     listening=lambda: self.bus.listening, start_soon=sup.start_soon)
+        self.apps = AppHost(sup.tool_service, sup.catalog, sup.tool_service.journal, scrub=sup.scrub)
         sup.on_state(self._on_actor)
         sup.on_tools(self._on_actor)
         sup.on_config(lambda _diff: self._on_config())
@@ -174,6 +175,8 @@ def studio_routes(sup: DaemonPort, *, control_app: Callable[[], Starlette],
     async def studio_tools(request: Request) -> JSONResponse:
         rows = sup.tool_service.listing()
         for row in rows:
+            actor = sup.actors.get(row["server"])
+            row["approval"] = None if actor is None else standing_approval(sup.tool_service.gate, actor, row["tool"])
             row["formSchema"] = resolve_local(row.get("inputSchema") or {})
             uri = resource_uri(row.get("_meta"))
             row["ui"] = {"resourceUri": uri} if uri else None

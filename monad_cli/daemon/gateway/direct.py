@@ -43,8 +43,8 @@ What is taken (shapes as in the MCP spec, server/tools "Calling Tools", server/r
   `requestState` or `inputResponses` (a later round: the SDK's path), no per-request
   `logLevel` (its messages go out on the SDK's request stream);
 - W3C trace context in `_meta` (`traceparent`, `tracestate`, `baggage`; SEP-414) is taken in
-  either era: with telemetry on, the call's SERVER span continues the caller's trace, as the
-  SDK's `OpenTelemetryMiddleware` does on its path (`telemetry/recorder.py`); off, it is ignored.
+  either era: with telemetry on, the call's SERVER span continues the caller's trace, as
+  monad's middleware does on the SDK's path (`telemetry/recorder.py`); off, it is ignored.
 
 `notifications/cancelled` naming a call in flight here cancels it, which cancels the
 upstream request (basic/utilities/cancellation); the connection's end cancels them all.
@@ -345,8 +345,6 @@ class DirectCalls:
                     name = params.get("name")  # the span's target, as the SDK's middleware takes it
                     with recorder.server_request(method, name, request_id=request_id, protocol_version=version,
                                                  meta=trace, transport="pipe") as span:
-                        if method == GET:
-                            span.set_attribute("gen_ai.prompt.name", name)
                         line = await self._answer(request_id, method, params, version, span=span)
         except anyio.get_cancelled_exc_class():
             # The connection is ending: answer so nobody waits (the SDK does the same).

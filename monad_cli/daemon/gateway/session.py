@@ -203,14 +203,11 @@ class GatewaySession:
             on_subscribe_resource=f.subscribe, on_unsubscribe_resource=f.unsubscribe,
             on_list_prompts=f.list_prompts, on_get_prompt=f.get_prompt, on_completion=f.complete,
             on_set_logging_level=f.set_level))
-        # The SDK's default middleware opens an OpenTelemetry SERVER span per request (the
-        # conventions' name and attributes, the caller's `_meta` trace context): with
-        # telemetry on it stays, and ours adds `network.transport` and the duration metric.
-        # Off, it would cost a no-op span per request: emptying the list is the SDK's opt-out.
-        recorder = TELEMETRY.recorder
-        if recorder is None:
-            self.server.middleware.clear()
-        else:
+        # The SDK's default middleware opens an OpenTelemetry SERVER span per request, named
+        # by the tool the agent sent, listed or not: emptying the list is the SDK's opt-out.
+        # With telemetry on, monad's own opens it (invented names as `_OTHER`, duration metric).
+        self.server.middleware.clear()
+        if (recorder := TELEMETRY.recorder) is not None:
             self.server.middleware.append(recorder.middleware(transport))
         self.server.middleware.append(before_initialize)
         self.lane: DirectCalls | None = None
@@ -451,7 +448,7 @@ class GatewaySession:
                 # Sent on this request's own channel under the caller's progressToken (a
                 # 2026-07-28 call that went on to another round has none left: dropped).
                 with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    await session.report_progress(progress, total, self.scrub(message) if message else message)
+                    await session.report_progress(progress, total, message)  # scrubbed as it arrived
 
             progress = forward
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and self.rounds.spawn is not None and (
@@ -527,15 +524,13 @@ class GatewaySession:
                 return _text_result(self.scrub(e.message), error=True)
             # The server needs a capability this agent did not declare (its own are what the
             # server saw: sessions/stamp.py): the agent gets the server's -32021 as it is.
-            raise MCPError(e.rpc_error["code"], self.scrub(e.rpc_error.get("message", "")),
-                           scrub_data(e.rpc_error.get("data"), self.scrub)) from None
+            raise MCPError(e.rpc_error["code"], e.rpc_error.get("message", ""), e.rpc_error.get("data")) from None
         except MonadError as e:
             # Refusals, invalid arguments and upstream failures are tool errors the model can read.
             return _text_result(self.scrub(e.message), error=True)
-        # A person's stored secrets stay out of a model's context: a value monad holds as a
-        # secret (a header, an env value, MONAD_HOME/env) is `***` in what the agent gets,
-        # as everywhere else (docs/atoms.md "Secrets").
-        result = {k: scrub_data(v, self.scrub) for k, v in data.items() if k not in _OUR_KEYS}
+        # No stored secret is in it: the server's answer passed the supervisor's scrubber as it
+        # arrived (daemon/scrubber.py; docs/atoms.md "Secrets").
+        result = {k: v for k, v in data.items() if k not in _OUR_KEYS}
         meta = result.pop("_meta", None)
         if meta:  # the upstream server's own identity is not ours to pass on
             meta = {k: v for k, v in meta.items() if k != _SERVER_INFO_META}

@@ -49,6 +49,7 @@ from monad_cli.core.errors import NotConnected
 from monad_cli.core.messages import one_line
 from monad_cli.core.paths import Paths
 from monad_cli.core.states import LIVE, State, check_transition
+from monad_cli.daemon.scrubber import NO_SCRUB, Ingress
 from monad_cli.daemon.sessions import stamp
 from monad_cli.daemon.sessions.backoff import Backoff
 from monad_cli.daemon.sessions.connect import Learned, ToolListing, list_all_tools, start_upkeep, transport_for
@@ -112,7 +113,8 @@ class ActorContext:
     (`start`, `idleStop`); `busy(actor)`: what holds an on-demand server up besides calls (an
     open Task), or None; `on_notification(actor, notification)`: every notification the server
     sends (an `mcp_types` model: resources/updated, list changes, log messages…), for the
-    gateway's fan-out; called in the session's receive task, so it must not block.
+    gateway's fan-out; called in the session's receive task, so it must not block;
+    `ingress`: what every message the server sends passes first (the supervisor's scrubber).
     """
 
     paths: Paths
@@ -130,6 +132,7 @@ class ActorContext:
     start_defaults: Callable[[], StartDefaults] = StartDefaults
     busy: Callable[[ServerActor], str | None] = lambda actor: None
     on_notification: Callable[[ServerActor, Any], None] = lambda actor, notification: None
+    ingress: Ingress = NO_SCRUB
 
 
 @contextmanager
@@ -492,7 +495,7 @@ class ServerActor:
 
     async def _list_items(self, client: Client, caps: ServerCapabilities | None,
                           items: dict[str, list[dict[str, Any]]]) -> None:
-        """Each kind's items into `items` as wire dumps (scrubbed), kind by kind."""
+        """Each kind's items into `items` as wire dumps, kind by kind."""
         for kind in jt.ITEM_KINDS:
             family = None if caps is None else caps.prompts if kind == "prompts" else caps.resources
             got: list[Any] = []
@@ -516,13 +519,9 @@ class ServerActor:
                          self.ctx.scrub(describe(exc)))
                 items[kind] = self._item_dumps.get(kind, [])
                 continue
-            # As the journal keeps them (secrets `***`): an idle server lists the same before
-            # and after a supervisor restart.
-            try:
-                items[kind] = json.loads(self.ctx.scrub(json.dumps(
-                    [i.model_dump(by_alias=True, mode="json", exclude_none=True) for i in got])))
-            except ValueError:  # a scrubbed secret broke the JSON (it held a quote)
-                items[kind] = []
+            # As the journal keeps them: an idle server lists the same before and after a
+            # supervisor restart (secrets were `***` as they arrived: `ActorContext.ingress`).
+            items[kind] = [i.model_dump(by_alias=True, mode="json", exclude_none=True) for i in got]
 
     def _remember_lists(self, spec: ServerSpec, tools: list[Tool]) -> None:
         dumped = [dump_tool(t) for t in tools]
@@ -721,7 +720,7 @@ class ServerActor:
                           *, over_sse: bool, kicked: bool = False) -> str | None:
         """Enter the Client, list the tools, serve the session until woken; the wake reason."""
         transport = transport_for(spec, conn, self.sink, self.ctx.paths, auth=self.ctx.http_auth(spec),
-                                  over_sse=over_sse, early=self.ctx.early)
+                                  over_sse=over_sse, early=self.ctx.early, ingress=self.ctx.ingress)
         client = Client(transport, mode=self.learned.mode(over_sse=over_sse), cache=None,
                         client_info=Implementation(name="monad", version=__version__),
                         message_handler=self._on_message, extensions=self.ctx.client_extensions(self),
@@ -1029,7 +1028,7 @@ class ServerActor:
         }
         if detail:
             row["toolNames"] = [t.name for t in self.tools] if live else []
-            row["stderrTail"] = [self.ctx.scrub(line) for line in self.sink.lines()]
+            row["stderrTail"] = self.sink.lines()  # scrubbed as they were read (StderrSink)
             row["probeNoiseLines"] = self.sink.probe_noise
             row["serverInfo"] = self.server_info if self.live else None
             row["strayStdoutLines"] = conn.stray_lines if conn else 0

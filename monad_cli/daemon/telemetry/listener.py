@@ -17,10 +17,11 @@ import anyio
 from monad_cli.daemon.bounds import authenticated
 from monad_cli.daemon.http import bearer_matches, bearer_refusal, bearer_token, empty_token_message
 from monad_cli.daemon.serving import AppServer
-from monad_cli.daemon.telemetry.prometheus import CONTENT_TYPE
 
 log = logging.getLogger("monad.telemetry")
 TOKEN_FILE = "run/metrics.token"
+# The Prometheus text exposition format that `prometheus_client.generate_latest` writes.
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
 def metrics_token(path: Path) -> str:
@@ -60,7 +61,6 @@ class MetricsApp:
         await send({"type": "http.response.start", "status": status,
                     "headers": [(b"content-type", content_type), *(headers or [])]})
         await send({"type": "http.response.body", "body": body})
-
 
 
 def bind(port: int) -> socket.socket:

@@ -5,6 +5,8 @@
 and tells its listeners (the Studio's transcript) each time:
 
     listener("call.started",  {"id", "ts", "server", "tool", "exposed", "via", "arguments", "ref", "host"})
+    listener("call.progress", {"id", "progress", "total", "message"})   (a notifications/progress of
+                                                                        the call, `progress_of`)
     listener("call.finished", {"id", "outcome", "decision", "decidedBy", "durationMs", "error"})
 
 The journal keeps only a digest of the arguments (docs/tools.md "The journal of calls");
@@ -32,6 +34,7 @@ import anyio
 from monad_cli.journal import tools as jt
 
 if TYPE_CHECKING:
+    from monad_cli.daemon.trust.servers import ProgressFn
     from monad_cli.journal.db import Journal
 
 log = logging.getLogger("monad.tools")
@@ -117,6 +120,18 @@ class CallLog:
                                     "exposed": exposed, "via": via, "arguments": arguments, "ref": ref,
                                     "outcome": "running", "host": self.journal.host})
         return call_id
+
+    def progress_of(self, call_id: int, forward: ProgressFn) -> ProgressFn:
+        """The caller's `forward` for call `call_id`, which the listeners hear first (as
+        `call.progress`, until the call's `finish`): a call's progress reaches the Studio
+        whoever asked for it (MCP spec, basic/utilities/progress). Only a caller that asked
+        for progress gets a progressToken sent, so only its calls report any."""
+        async def told(progress: float, total: float | None, message: str | None) -> None:
+            if call_id in self._tokens:  # a notification that arrives after the answer is not news
+                self._tell("call.progress", {"id": call_id, "progress": progress, "total": total, "message": message})
+            await forward(progress, total, message)
+
+        return told
 
     def resume(self, call_id: int, *, exposed: str, via: str) -> None:
         """Call `call_id`, whose intent row an earlier request wrote (`approval: check`), goes

@@ -48,7 +48,7 @@ from monad_cli.core.tool_names import (
 from monad_cli.daemon.telemetry import TELEMETRY
 from monad_cli.daemon.trust.authorization import OnDemandAuthorization, authorizable
 from monad_cli.daemon.trust.calls import CallLog, current_call
-from monad_cli.daemon.trust.gate import ApprovalGate, Pending
+from monad_cli.daemon.trust.gate import ApprovalGate, Pending, tool_definition_hash
 from monad_cli.daemon.trust.listing import dump_tool, listing_rows, tool_rules
 from monad_cli.daemon.trust.pins import canonical_tools, describe_change, same_hash, tool_set_hash
 from monad_cli.daemon.trust.servers import ProgressFn, RunTask, StartTask, ToolServer
@@ -383,12 +383,14 @@ class ToolService:
         if self.is_auto_approved(actor, tool.name, exposed):
             return True, "approved", "trust.autoApproveTools"
         escape = spec.trust.host_escape
-        prior = self.gate.prior(actor.name, spec.definition_hash(), tool.name, host_escape=escape)
+        tool_hash = tool_definition_hash(tool)  # approvals hold for this definition of the tool only
+        prior = self.gate.prior(actor.name, spec.definition_hash(), tool.name, host_escape=escape, tool_hash=tool_hash)
         mode = approval.get("mode", "wait")
         # In a fleet, an "always" decided elsewhere moments ago may not be merged yet: ask
         # the shared journal once before asking a person (never on an approved call's path).
         if not prior and mode != "yes" and await self.shared.sync(timeout=1.0):
-            prior = self.gate.prior(actor.name, spec.definition_hash(), tool.name, host_escape=escape)
+            prior = self.gate.prior(actor.name, spec.definition_hash(), tool.name, host_escape=escape,
+                                    tool_hash=tool_hash)
         if prior:
             return True, "approved", prior
         if mode == "yes":
@@ -396,7 +398,8 @@ class ToolService:
         if mode == "check":
             # The call's intent row, written now: the caller asks the person next, and the call
             # that follows (allowed, denied, withdrawn or never) finishes this row (`_claim`).
-            pending = self.gate.open_call(spec, actor.name, tool.name, exposed, arguments, via, PENDING_TTL_S)
+            pending = self.gate.open_call(spec, actor.name, tool.name, exposed, arguments, via, PENDING_TTL_S,
+                                          tool_hash=tool_hash)
             pending.call_id = self.calls.start(server=actor.name, tool=tool.name, exposed=exposed,
                                                arguments=arguments, via=via)
             raise ApprovalRequired(pending)
@@ -409,7 +412,7 @@ class ToolService:
         approval_id = approval.get("approvalId")
         known = self.gate.pending.get(str(approval_id)) if approval_id else None
         if known is None:
-            p = self.gate.open_call(spec, actor.name, tool.name, exposed, arguments, via, timeout)
+            p = self.gate.open_call(spec, actor.name, tool.name, exposed, arguments, via, timeout, tool_hash=tool_hash)
         else:
             p = known
             p.expires = self.clock() + timeout
@@ -639,8 +642,9 @@ class ToolService:
                 if self.run_task is not None and tool.execution and tool.execution.task_support == "required":
                     result = await self.run_task(actor.name, tool.name, arguments, correlation=correlation)
                 else:
+                    told = self.calls.progress_of(call_id, progress) if progress is not None else None
                     result = await self._send(actor, tool, exposed, arguments, via=via, approval=approval,
-                                              progress=progress, inputs=inputs)
+                                              progress=told, inputs=inputs)
             except anyio.get_cancelled_exc_class():
                 with anyio.CancelScope(shield=True):
                     finish("cancelled", "the caller cancelled the call")
