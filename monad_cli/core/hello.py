@@ -7,12 +7,14 @@ Stdlib only: the relay (the CLI side) builds it, the supervisor parses it. One J
      "includeTools": ["gh__*"], "excludeTools": ["*__delete_*"],
      "approvalTimeout": 120.0, "envSet": ["HOME", "CI", ...], "stdio": "fds" | "bytes",
      "servers": ["github"], "toolSearch": "auto", "toolSearchThreshold": 20000,
-     "maxResultTokens": 25000}
+     "maxResultTokens": 25000, "sessionIdle": 600.0}
 
 `toolSearch` (optional, default `off`): `on` lists `find_tool` and `call_tool` instead of the
 tools, `auto` does so while the full list would pass `toolSearchThreshold` tokens
 (docs/gateway.md "Tool search"). `maxResultTokens` (optional, 0 or absent: no budget): a
 longer tool result is cut to about that many tokens, its whole kept as a `monad://` resource.
+`sessionIdle` (optional, seconds; `--session-idle`): how long an HTTP gateway session may go
+without a request before the supervisor ends it.
 
 `servers` (optional): the servers named on `monad mcp serve NAME…`; `include` then holds the
 same names, so the view is narrowed to them by any supervisor. With exactly one, the session
@@ -46,6 +48,7 @@ from monad_cli.core.tool_filters import ToolPatternError, split_tool_patterns
 HELLO_VERSION = 1
 TOOL_SEARCH_MODES = ("off", "on", "auto")
 MAX_HELLO_BYTES = 256 * 1024
+DEFAULT_SESSION_IDLE_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -54,7 +57,7 @@ class GatewayView:
     variables, its own server filter (None: the supervisor's filters only), its own tool
     globs over exposed names (`--include-tools` / `--exclude-tools`, on top of the servers'
     and features/tools.toml's tool filters), how long a call waits for approval (seconds),
-    and the transport it came in on."""
+    the transport it came in on, and how long an HTTP session may idle (seconds)."""
 
     facts: Mapping[str, str] = field(default_factory=dict)
     env_names: frozenset[str] = frozenset()
@@ -69,6 +72,7 @@ class GatewayView:
     tool_search: str = "off"  # off | on | auto
     tool_search_threshold: int = 20_000  # tokens, for `auto`
     max_result_tokens: int = 0  # 0: results are not cut
+    session_idle: float = DEFAULT_SESSION_IDLE_S
 
     @property
     def single(self) -> str | None:
@@ -86,14 +90,14 @@ def build_hello(*, transport: str, port: int = 0, facts: Mapping[str, str] | Non
                 approval_timeout: float = 120.0, env_names: Sequence[str] = (), stdio_fds: bool = False,
                 include_tools: Sequence[str] = (), exclude_tools: Sequence[str] = (),
                 servers: Sequence[str] = (), tool_search: str = "off", tool_search_threshold: int | None = None,
-                max_result_tokens: int = 0) -> bytes:
+                max_result_tokens: int = 0, session_idle: float = DEFAULT_SESSION_IDLE_S) -> bytes:
     """The hello line (with its newline) for the relay to send (`stdio_fds`: its message
     carries the relay's stdin and stdout)."""
     body = {"monad": "gateway", "version": HELLO_VERSION, "transport": transport, "port": port,
             "facts": dict(facts or {}), "include": None if include is None else list(include),
             "exclude": None if exclude is None else list(exclude), "approvalTimeout": approval_timeout,
             "envSet": sorted(env_names), "stdio": "fds" if stdio_fds else "bytes",
-            "includeTools": list(include_tools), "excludeTools": list(exclude_tools)}
+            "includeTools": list(include_tools), "excludeTools": list(exclude_tools), "sessionIdle": session_idle}
     if servers:
         body["servers"] = list(servers)
     if tool_search != "off":
@@ -158,6 +162,9 @@ def parse_hello(line: bytes) -> GatewayView:
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not math.isfinite(timeout) \
             or timeout < 0:
         raise InvalidInput("gateway hello: `approvalTimeout` must be a finite number of seconds >= 0")
+    idle = body.get("sessionIdle", DEFAULT_SESSION_IDLE_S)
+    if isinstance(idle, bool) or not isinstance(idle, int | float) or not math.isfinite(idle) or idle <= 0:
+        raise InvalidInput("gateway hello: `sessionIdle` must be a finite number of seconds > 0")
     env = body.get("envSet") or []
     if not isinstance(env, list) or not all(isinstance(v, str) for v in env):
         raise InvalidInput("gateway hello: `envSet` must be a list of names")
@@ -183,7 +190,8 @@ def parse_hello(line: bytes) -> GatewayView:
                        approval_timeout=float(timeout), transport=transport, port=port,
                        stdio_fds=stdio == "fds", include_tools=tuple(include_tools),
                        exclude_tools=tuple(exclude_tools), servers=tuple(dict.fromkeys(servers)),
-                       tool_search=tool_search, tool_search_threshold=threshold, max_result_tokens=max_result)
+                       tool_search=tool_search, tool_search_threshold=threshold, max_result_tokens=max_result,
+                       session_idle=float(idle))
 
 
 END_LINE = b'{"end":"client"}\n'  # an fds session ended because the client closed its side

@@ -21,7 +21,7 @@ from tests.browser.test_studio_ux import _axe_problems, _focused, _no_sideways, 
 from tests.conftest import SERVERS, everything_bin, status_of, wait_state, write_atom
 from tests.e2e.test_env_file import _server_environ
 from tests.e2e.test_gateway import TOOLSERVER
-from tests.studio_helpers import browser, open_studio, state_of
+from tests.studio_helpers import browser, open_studio, sign_in, state_of
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
 __all__ = ["browser"]  # a fixture, used by name
@@ -50,7 +50,7 @@ def page(browser: Any, request: Any) -> Iterator[Any]:
 
 
 def _open(monad: Any, page: Any) -> None:
-    page.goto(open_studio(monad)["url"])
+    sign_in(page, open_studio(monad))
     expect(page.locator("#live")).to_have_attribute("data-state", "live")
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import SERVERS, wait_state, write_atom
-from tests.studio_helpers import browser, context, open_studio, page
+from tests.studio_helpers import browser, context, open_studio, page, sign_in
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
 __all__ = ["browser", "context", "page"]  # fixtures, used by name
@@ -30,7 +30,7 @@ def test_the_search_box_ranks_tools_for_a_task(monad: Any, monad_home: Path, pag
     for name in ("git", "github", "slack"):
         args = [str(SERVERS / "catalogserver.py"), str(CATALOG / f"{name}.json")]
         write_atom(monad_home, name, f"command = {json.dumps(sys.executable)}\nargs = {json.dumps(args)}\n")
-    page.goto(open_studio(monad)["url"])
+    sign_in(page, open_studio(monad))
     for name in ("git", "github", "slack"):
         wait_state(monad, name, "connected", timeout=90)
     expect(page.get_by_role("status").filter(has_text="Live")).to_be_visible()

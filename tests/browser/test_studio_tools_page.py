@@ -18,7 +18,7 @@ import anyio
 import pytest
 
 from tests.conftest import SERVERS, TESTSERVER, wait_for, wait_state, write_atom
-from tests.studio_helpers import browser, context, journal_rows, open_studio, page
+from tests.studio_helpers import browser, context, journal_rows, open_studio, page, sign_in
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
 __all__ = ["browser", "context", "page"]  # fixtures, used by name
@@ -41,7 +41,7 @@ def _atom(home: Path, name: str, argv: list[str], *, auto: tuple[str, ...] = (),
 
 
 def _open(monad: Any, page: Any, view: str = "Tools") -> None:
-    page.goto(open_studio(monad)["url"])
+    sign_in(page, open_studio(monad))
     expect(page.get_by_role("status").filter(has_text="Live")).to_be_visible()
     page.get_by_role("navigation", name="Sections").get_by_role("link", name=view).click()
 

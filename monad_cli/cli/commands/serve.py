@@ -26,6 +26,10 @@ def serve(
     http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP on 127.0.0.1 instead of stdio.")]
         = False,
     port: Annotated[int, typer.Option("--port", help="Port for --http (0 picks a free one).")] = 0,
+    session_idle: Annotated[str, typer.Option(
+        "--session-idle", metavar="DURATION", help="With --http: end a client's session after this long without "
+                                                   "a request (`90s`, `10m`, `1h`); the client starts a new one.")]
+        = "10m",
     approval_timeout: Annotated[float, typer.Option(
         "--approval-timeout", help="Seconds a call waits for `monad approvals allow ID` before it is "
                                    "refused.")] = DEFAULT_APPROVAL_TIMEOUT_S,
@@ -104,6 +108,12 @@ def serve(
         inc = servers  # any supervisor narrows to them, even one that knows no per-server entry
     if not math.isfinite(approval_timeout) or approval_timeout < 0:
         raise InvalidInput("--approval-timeout must be a finite number of seconds >= 0")
+    from monad_cli.config.start import parse_duration
+
+    idle = parse_duration(session_idle)
+    if idle is None:
+        raise InvalidInput(f"--session-idle must be a duration such as `90s`, `10m` or `1h` (at most a week), "
+                           f"got {session_idle!r}")
     settings = load_gateway_settings(paths())
     search_mode = ("off" if tool_search is False else "auto" if tool_search_above is not None
                    else "on" if tool_search else settings["toolSearch"])
@@ -116,7 +126,7 @@ def serve(
                         include_tools=tools_in, exclude_tools=tools_out, servers=servers, tool_search=search_mode,
                         tool_search_threshold=(tool_search_above if tool_search_above is not None
                                                else settings["toolSearchAbove"]),
-                        max_result_tokens=budget)
+                        max_result_tokens=budget, session_idle=idle)
     if http:
         import signal
 

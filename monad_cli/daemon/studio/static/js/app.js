@@ -3,6 +3,7 @@
 // after an action.
 // Every view hears every event, shown or not, so switching views never needs a reload.
 
+import { api } from "./api.js";
 import { ApprovalsPanel } from "./approvals.js";
 import { h, replaceChildren, setText, withCode } from "./dom.js";
 import { LiveStream } from "./events.js";
@@ -37,7 +38,23 @@ function showStatus(state) {
   live.dataset.state = state;
   setText(live, STATUS_TEXT[state] || state);
   document.body.dataset.live = state;
+  signOut.hidden = state === "signed-out";
 }
+
+// Sign out: every session of this Studio ends (`monad studio --sign-out` does the same); the
+// event stream then ends and the page says "Signed out".
+const signOut = document.getElementById("sign-out");
+signOut.addEventListener("click", async () => {
+  try {
+    await api("POST", "/v1/studio/sign-out", {});
+  } catch (err) {
+    if (err.status !== 401) {
+      notify(`sign out: ${err.message}`, true);
+      return;
+    }
+  }
+  showStatus("signed-out");
+});
 
 // Messages after an action: in a corner that covers no control (clicks go through), long
 // enough to read (8 s, errors 15 s, or until dismissed with their button).
