@@ -8,8 +8,9 @@ Three supervisors run side by side, each with a gateway client (`monad mcp serve
 direct lanes) calling the same auto-approved server:
 - off: no `[telemetry]` (the default; the OpenTelemetry SDK is not imported);
 - on: `[telemetry] enabled = true`: metrics recorded, `/metrics` served, no export (and so no
-  span built: docs/telemetry.md "Spans only when exported");
-- on + OTLP: also exported in batches over OTLP/HTTP to a receiver on loopback.
+  span recorded: docs/telemetry.md "Spans only when exported");
+- on + OTLP: spans recorded by the OpenTelemetry SDK's tracer and exported by the library's
+  OTLP/HTTP exporter in batches, with the metrics, to a receiver on loopback.
 The calls go in turns, `--block` calls to each supervisor, `n` in all to each (the order
 reversed every other round), so that every mode sees the same load from the rest of the
 machine (8 engineers share its 2 cores: a mode measured after another saw another machine).
@@ -21,9 +22,10 @@ trace per 50 calls), as from an agent that traces its own work; without: none, a
 agent with no OpenTelemetry SDK (the MCP SDK's client sends none then).
 Added latency is the median, over the turns, of (this mode's median in its turn − off's in
 the same round): each mode's turn runs beside off's, under the same load.
-Target (issue 27): telemetry on adds at most 0.1 ms per gateway call: the supervisor's CPU
-(the work telemetry adds; the target line) and the latency (printed beside it: on 2 shared
-cores it moves with the load by more than 0.1 ms between turns).
+Target (issue 37): telemetry on, OTLP export included, adds at most 0.3 ms per gateway call
+with the SDKs' public APIs: the supervisor's CPU (the work telemetry adds, its exporter's
+thread included; the target line) and the latency (printed beside it: on 2 shared cores it
+moves with the load by about 0.1 ms between turns). Sampling cuts it (docs/telemetry.md).
 """
 
 from __future__ import annotations
@@ -203,7 +205,7 @@ def main() -> None:
         added = results[mode][1] - off
         latency = added_latency(results[mode][0], results["off"][0])
         target(f"telemetry {mode}: supervisor CPU added per gateway call", f"{added:+.3f} ms",
-               f"{results[mode][1] / off:.2f}x off; latency {latency:+.3f} ms", "<= +0.1 ms", added <= 0.1)
+               f"{results[mode][1] / off:.2f}x off; latency {latency:+.3f} ms", "<= +0.3 ms", added <= 0.3)
 
 
 def added_latency(turns: list[list[float]], off_turns: list[list[float]]) -> float:

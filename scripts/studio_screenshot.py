@@ -1,7 +1,10 @@
 """Take docs/studio.png (the Studio page with a few real servers in different states, one open
 in the pane beside the list), docs/studio-narrow.png (the same at 400 px: the pane over the
 list), docs/studio-tools.png (Tools: the MCP App probe called from Try, a CLI call waiting
-for approval in the banner) and docs/studio-stopped.png (after `monad daemon stop`).
+for approval in the banner), docs/studio-progress.png (a call's progress in Try),
+docs/studio-resources.png (a server's resources, a template and a prompt in its pane),
+docs/studio-variables.png (Variables at 400 px) and docs/studio-stopped.png (after
+`monad daemon stop`).
 
     .venv/bin/python scripts/studio_screenshot.py            # all of them
     .venv/bin/python scripts/studio_screenshot.py agents     # docs/studio-agents.png only
@@ -9,7 +12,9 @@ for approval in the banner) and docs/studio-stopped.png (after `monad daemon sto
 Needs Debian's chromium (`apt-get install -y chromium`). Runs a supervisor on a temporary
 MONAD_HOME with mcp-server-time, the test server, a remote behind the test authorization
 server (needs-auth), a disabled and a broken server; opens one row's details. Then adds the
-MCP App probe server (tests/servers/appserver.py) and calls its `show` from the Tools view.
+MCP App probe server (tests/servers/appserver.py) and calls its `show` from the Tools view;
+the resource server (tests/servers/resourceserver.py) and the progress steps of the tool
+server (tests/servers/toolserver.py).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -31,10 +37,64 @@ OUT_TOOLS = ROOT / "docs" / "studio-tools.png"
 OUT_NARROW = ROOT / "docs" / "studio-narrow.png"
 OUT_STOPPED = ROOT / "docs" / "studio-stopped.png"
 OUT_AGENTS = ROOT / "docs" / "studio-agents.png"
+OUT_PROGRESS = ROOT / "docs" / "studio-progress.png"
+OUT_RESOURCES = ROOT / "docs" / "studio-resources.png"
+OUT_VARIABLES = ROOT / "docs" / "studio-variables.png"
+SERVERS = ROOT / "tests" / "servers"
 
 
-def monad(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(BIN / "monad"), *argv], capture_output=True, text=True, check=True)
+def monad(*argv: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(BIN / "monad"), *argv], capture_output=True, text=True, check=True, input=stdin)
+
+
+def features(page: Any, expect: Any) -> None:
+    """docs/studio-progress.png, docs/studio-resources.png, docs/studio-variables.png."""
+    monad("env", "set", "LIBRARY_TOKEN", stdin="not-shown-anywhere\n")
+    # A reference to a variable set nowhere: that server's definition is an error until it is.
+    monad("mcp", "add", "search", "--url", "https://search.example/mcp",
+          "--header", "Authorization: Bearer ${SEARCH_TOKEN}", "--disabled")
+    monad("mcp", "add", "library", "--env", "NOTE_SECRET=${LIBRARY_TOKEN}", "--", sys.executable,
+          str(SERVERS / "resourceserver.py"), "--media", "--prefix", "library")
+    monad("mcp", "add", "steps", "--", sys.executable, str(SERVERS / "toolserver.py"), "--progress")
+    monad("mcp", "trust", "steps", "--auto-approve", "steps")
+    monad("mcp", "wait", "library", "steps", "--timeout", "60")
+    sections = page.get_by_role("navigation", name="Sections")
+
+    sections.get_by_role("link", name="Tools").click()
+    page.get_by_role("button", name="Try steps__steps").click()
+    panel = page.get_by_role("region", name="Try steps__steps")
+    panel.get_by_label("n", exact=True).fill("4")
+    panel.get_by_label("delay").fill("3")
+    panel.get_by_role("button", name="Call").click()
+    expect(panel.locator(".progress-text")).to_have_text("2 of 4 · step 2", timeout=30_000)
+    page.evaluate("() => window.scrollTo(0, 0)")
+    page.screenshot(path=str(OUT_PROGRESS), full_page=False)
+    panel.get_by_role("button", name="Stop").click()
+    panel.get_by_role("button", name="Close").click()
+
+    sections.get_by_role("link", name="MCP servers").click()
+    page.get_by_role("link", name="library", exact=True).click()
+    pane = page.locator("#details")
+    pane.get_by_role("button", name="Open note://library/logo.png").click()
+    template = pane.get_by_role("form", name="Template dynamic")
+    template.get_by_label("name").fill("Ada")
+    prompt = pane.get_by_role("form", name="Prompt greet")
+    prompt.get_by_label("name").fill("Ada")
+    prompt.get_by_role("button", name="Get prompt greet").click()
+    expect(pane.get_by_role("list", name="Messages of greet")).to_be_visible()
+    page.set_viewport_size({"width": 1280, "height": 1300})  # the pane is as tall as the window
+    page.evaluate("() => window.scrollTo(0, 0)")
+    pane.evaluate("(e) => e.scrollTo(0, e.querySelector('.features').offsetTop - 140)")
+    page.screenshot(path=str(OUT_RESOURCES), full_page=False)
+    page.set_viewport_size({"width": 1280, "height": 800})
+
+    narrow = page.context.new_page()
+    narrow.set_viewport_size({"width": 400, "height": 760})
+    narrow.goto(page.url.split("#")[0] + "#/variables")
+    expect(narrow.locator("tr[data-name='LIBRARY_TOKEN']")).to_contain_text("MONAD_HOME/env")
+    narrow.screenshot(path=str(OUT_VARIABLES), full_page=False)
+    narrow.close()
+    monad("mcp", "remove", "search")
 
 
 def free_port() -> int:
@@ -102,6 +162,8 @@ def main() -> None:
             page.evaluate("() => window.scrollTo(0, 0)")
             page.screenshot(path=str(OUT_TOOLS), full_page=False)
             waiting.kill()
+            page.set_viewport_size({"width": 1280, "height": 800})
+            features(page, expect)
             # The supervisor stops: the page says so, and the states lose their colour.
             page.set_viewport_size({"width": 1280, "height": 420})
             page.get_by_role("navigation", name="Sections").get_by_role("link", name="MCP servers").click()
@@ -109,7 +171,7 @@ def main() -> None:
             expect(page.locator("#live")).to_have_attribute("data-state", "unreachable", timeout=10_000)
             page.screenshot(path=str(OUT_STOPPED), full_page=False)
             browser.close()
-        for out in (OUT, OUT_NARROW, OUT_TOOLS, OUT_STOPPED):
+        for out in (OUT, OUT_NARROW, OUT_TOOLS, OUT_PROGRESS, OUT_RESOURCES, OUT_VARIABLES, OUT_STOPPED):
             print(f"wrote {out.relative_to(ROOT)} ({out.stat().st_size // 1024} KiB)")
     finally:
         subprocess.run([str(BIN / "monad"), "daemon", "stop"], capture_output=True)

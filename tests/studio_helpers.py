@@ -17,11 +17,13 @@ import pytest
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync"]
+SIGNED_IN = '<meta http-equiv="refresh" content="0;url=/studio/">'  # the login's answer goes on to the page
 URL_RE = re.compile(r"http://127\.0\.0\.1:(\d+)/studio/login\?token=[A-Za-z0-9_-]{40,}")
 
 
 def open_studio(monad: Any, *args: str) -> dict[str, Any]:
-    """`monad studio --no-browser --json [args]` → {url, port, started}; `--port 0` unless given."""
+    """`monad studio --no-browser --json [args]` → {url, port, started, file}; `--port 0` unless
+    given. `file` is the 0600 redirect file under `run/` that holds `url` (what the browser opens)."""
     argv = ["studio", "--no-browser", "--json", *args]
     if "--port" not in args:
         argv += ["--port", "0"]
@@ -29,7 +31,19 @@ def open_studio(monad: Any, *args: str) -> dict[str, Any]:
     assert r.code == 0, r
     answer = r.json()
     assert URL_RE.fullmatch(answer["url"]), answer
+    file = Path(answer["file"])
+    assert file.parent.name == "run" and file.name.startswith("studio-login-"), answer
+    assert file.stat().st_mode & 0o777 == 0o600, oct(file.stat().st_mode)
+    assert answer["url"].replace("&", "&amp;") in file.read_text(), file.read_text()
     return answer
+
+
+def sign_in(page: Any, answer: dict[str, Any]) -> None:
+    """Sign the browser `page` in as `monad studio` does: it opens the redirect file (`file://`),
+    which sends it on to the login URL, whose page goes on to /studio/. Returns once the Studio
+    page has loaded (as `page.goto` of the page itself would)."""
+    page.goto(Path(answer["file"]).as_uri())
+    page.wait_for_url(re.compile(r"http://127\.0\.0\.1:\d+/studio/(#.*)?$"), wait_until="load")
 
 
 class StudioHTTP:
@@ -48,8 +62,9 @@ class StudioHTTP:
         self.http = httpx2.Client(timeout=30, follow_redirects=False)
 
     def login(self) -> httpx2.Response:
+        """Open the login URL: a 200 page that sets the session cookie and goes on to /studio/."""
         r = self.http.get(self.url)
-        assert r.status_code == 303, (r.status_code, r.text)
+        assert r.status_code == 200 and SIGNED_IN in r.text, (r.status_code, r.text)
         set_cookie = r.headers["set-cookie"]
         name, _, rest = set_cookie.partition("=")
         assert name == self.cookie_name

@@ -7,7 +7,8 @@ provider must not leak into the test process).
 
 Starts a span `agent turn`, calls TOOL through `monad mcp serve` over stdio (the SDK's
 dispatcher opens its CLIENT span and puts its traceparent into `params._meta`), and prints
-`{"traceId", "traceFlags", "spans": [{name, spanId, parentSpanId}], "text", "isError"}` as JSON.
+`{"traceId", "traceFlags", "spans": [{name, spanId, parentSpanId}], "text", "isError"}` as JSON
+(`{…, "error": code}` for an error answer).
 `--progress`: the call asks for progress, which takes the SDK's paths inside monad;
 `--no-trace`: no OpenTelemetry SDK set up (an agent that sends no trace context).
 `resource:URI` reads a resource, `prompt:NAME` gets a prompt, `complete:NAME` completes the
@@ -61,34 +62,42 @@ def main() -> None:
             await call(client)
 
     async def call(client: Client) -> None:
+        from mcp import MCPError
+
         with trace.get_tracer("agent").start_as_current_span("agent turn") as span:
             out["traceId"] = format(span.get_span_context().trace_id, "032x")
             out["traceFlags"] = format(span.get_span_context().trace_flags, "02x")
-            kind, _, name = tool.partition(":")
-            if kind == "list":  # the listings the gateway answers itself
-                await client.list_tools()
-                await client.list_prompts()
-                await client.list_resources()
-                out["text"] = ""
-                return
-            if kind == "resource":
-                read = await client.read_resource(name)
-                out["text"] = getattr(read.contents[0], "text", "")
-                return
-            if kind == "prompt":
-                prompt = await client.get_prompt(name)
-                out["text"] = getattr(prompt.messages[0].content, "text", "")
-                return
-            if kind == "complete":
-                import mcp_types as types
+            try:
+                await request(client)
+            except MCPError as e:  # an error answer: its code
+                out["error"] = e.error.code
 
-                done = await client.complete(types.PromptReference(type="ref/prompt", name=name),
-                                             {"name": "topic", "value": "t"})
-                out["text"] = done.completion.values[0]
-                return
-            result = await client.call_tool(tool, {"text": text}, progress_callback=on_progress if progress else None)
-            out["text"] = result.content[0].text if result.content else ""
-            out["isError"] = bool(result.is_error)
+    async def request(client: Client) -> None:
+        kind, _, name = tool.partition(":")
+        if kind == "list":  # the listings the gateway answers itself
+            await client.list_tools()
+            await client.list_prompts()
+            await client.list_resources()
+            out["text"] = ""
+            return
+        if kind == "resource":
+            read = await client.read_resource(name)
+            out["text"] = getattr(read.contents[0], "text", "")
+            return
+        if kind == "prompt":
+            prompt = await client.get_prompt(name)
+            out["text"] = getattr(prompt.messages[0].content, "text", "")
+            return
+        if kind == "complete":
+            import mcp_types as types
+
+            done = await client.complete(types.PromptReference(type="ref/prompt", name=name),
+                                         {"name": "topic", "value": "t"})
+            out["text"] = done.completion.values[0]
+            return
+        result = await client.call_tool(tool, {"text": text}, progress_callback=on_progress if progress else None)
+        out["text"] = result.content[0].text if result.content else ""
+        out["isError"] = bool(result.is_error)
 
     anyio.run(run)
     out["spans"] = [{"name": s.name, "spanId": format(s.context.span_id, "016x"),

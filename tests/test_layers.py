@@ -14,7 +14,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "monad_cli"
 # The shared parts below both programs: they never reach into either program.
-SHARED = ("core", "tools", "config", "auth", "journal", "registry", "clients")
+SHARED = ("core", "tools", "config", "auth", "journal", "registry", "clients", "search")
 # Services are handed what they use; they never import the supervisor to get it.
 BELOW_THE_SUPERVISOR = ("daemon/trust", "daemon/tasks", "daemon/gateway", "daemon/studio", "daemon/api",
                         "daemon/telemetry", *SHARED)
@@ -115,7 +115,9 @@ def test_core_imports_only_the_standard_library() -> None:
 @pytest.mark.parametrize("rel", STDLIB_ONLY)
 def test_stdlib_only_modules(rel: str) -> None:
     core = {"monad_cli.core"} | {_module(f) for f in _files("core")}
-    assert _stdlib_only(PACKAGE / rel, core | {"monad_cli.daemon.tasks"}) == set()
+    # `cli/render.py` (stdlib only at import: rich is imported where a table is printed) is how
+    # `_follow.py` writes to the terminal, escaped as everything printed is.
+    assert _stdlib_only(PACKAGE / rel, core | {"monad_cli.daemon.tasks", "monad_cli.cli.render"}) == set()
 
 
 def _part(module: str) -> str:

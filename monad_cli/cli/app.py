@@ -325,7 +325,7 @@ def _write_crash_log() -> str:
             f.write(f"--- monad {' '.join(sys.argv[1:2])}\n")
             traceback.print_exc(file=f)  # no locals: they may hold tokens
         return str(p)
-    except OSError:
+    except (OSError, MonadError):  # MonadError: a MONAD_HOME refused as unsafe
         return "(could not write the crash log)"
 
 

@@ -2,16 +2,36 @@
 
 `--json` output is the same data as the tables (pipx/hatch habit), printed with
 `json.dumps` so it parses with any tool.
+
+Every character written passes `terminal_text` (in `_out`, `_err`, and a table's cells, which
+rich prints): the C0 controls but newline and tab, DEL and the C1 controls become visible
+`\u001b`-style escapes. A server's name, stderr, description or result can hold them, and a
+terminal acts on them instead of showing them: OSC 52 writes the clipboard, OSC 0 the window
+title, `ESC[2J` clears the screen, `ESC[8m` hides the text after it. In `--json` output
+json.dumps has escaped the C0 ones already; the others are inside strings there, where
+`\u007f` is the same JSON value, so the output stays exact JSON.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from collections.abc import Sequence
 from typing import Any
 
 from monad_cli.core.messages import cut_values, one_line
+
+# What a terminal acts on rather than shows: C0 but \t and \n, DEL, C1 (ECMA-48 §5).
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_text(text: str) -> str:
+    """`text` with every C0 control but newline and tab, DEL and every C1 control written as
+    `\\u00XX` (a `\\r\\n` line end is a newline). Shapes no valid JSON text changes the value of."""
+    if "\r\n" in text:
+        text = text.replace("\r\n", "\n")
+    return _CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def data_json(data: Any) -> None:
@@ -35,7 +55,7 @@ def _out(data: str) -> None:
     1, which fails a `set -o pipefail` script). Any other failure to write is one line naming
     stdout (the error boundary's OSError would blame MONAD_HOME)."""
     try:
-        sys.stdout.write(data)
+        sys.stdout.write(terminal_text(data))
     except BrokenPipeError:
         import contextlib
         import os
@@ -50,22 +70,32 @@ def _out(data: str) -> None:
         raise MonadError(f"cannot write to standard output: {e.strerror or e}") from None
 
 
-def info(text: str) -> None:
+def _err(text: str, *, strong: str | None = None) -> None:
+    """Write to stderr (escaped: `terminal_text`); `strong`, a part of `text`, in bold on a
+    terminal (the part a person must check, such as a URL's host)."""
+    safe = terminal_text(text)
+    if strong and sys.stderr.isatty():
+        part = terminal_text(strong)
+        safe = safe.replace(part, f"\033[1m{part}\033[0m", 1)
+    sys.stderr.write(safe)
+
+
+def info(text: str, *, strong: str | None = None) -> None:
     # Not cut: an info line may carry a URL to open whole (`authorize --json` prints the
     # authorization URL here), so the commands cut the values they echo themselves.
-    sys.stderr.write(text + "\n")
+    _err(text + "\n", strong=strong)
 
 
 def warn(text: str) -> None:
-    sys.stderr.write(f"warning: {_message(text)}\n")
+    _err(f"warning: {_message(text)}\n")
 
 
 def error(text: str, *, quoted: Sequence[str] = (), about: str = "") -> None:
     """`error: text` on one line; then, when given, `about:` and each `quoted` line (what a
     server said, e.g. its stderr during a call) on a line of its own, indented."""
-    sys.stderr.write(f"error: {_message(text)}\n")
+    _err(f"error: {_message(text)}\n")
     if quoted:
-        sys.stderr.write(f"  {about}:\n" + "".join(f"    {_message(q)}\n" for q in quoted))
+        _err(f"  {about}:\n" + "".join(f"    {_message(q)}\n" for q in quoted))
 
 
 def _message(text: str) -> str:
@@ -79,8 +109,8 @@ def ask(prompt: str, *, secret: bool = False) -> str:
     if secret:
         import getpass
 
-        return getpass.getpass(prompt, stream=sys.stderr)
-    sys.stderr.write(prompt)
+        return getpass.getpass(terminal_text(prompt), stream=sys.stderr)
+    _err(prompt)
     sys.stderr.flush()
     return sys.stdin.readline().rstrip("\n")
 
@@ -131,7 +161,9 @@ def _cell(v: Any) -> str:
         return "-"
     if isinstance(v, bool):
         return "yes" if v else "no"
-    return one_line(str(v))  # a row per item: a reason with a newline must not split it
+    # A row per item: a reason with a newline must not split it. Escaped here, not by `_out`
+    # alone: on a terminal rich prints the cells, and its own styling must stay raw.
+    return terminal_text(one_line(str(v)))
 
 
 def key_values(pairs: Sequence[tuple[str, Any]]) -> None:

@@ -79,14 +79,15 @@ def duplicates(client_name: str, file: Path, source: str) -> list[str]:
     return out
 
 
-def connect_all(*, dry_run: bool = False, remove: bool = False, replace: bool = False) -> list[dict[str, Any]]:
+def connect_all(*, dry_run: bool = False, remove: bool = False, replace: bool = False,
+                serve_args: Sequence[str] = ()) -> list[dict[str, Any]]:
     """`connect_client` for every installed client; one row each, with `error` (a message)
     instead of raising, so one bad file does not stop the others."""
     rows = []
     for name in installed_clients():
         try:
             rows.append({**connect_client(name, None, remove=remove, replace=replace and name != "aura",
-                                          dry_run=dry_run), "error": None})
+                                          dry_run=dry_run, serve_args=serve_args), "error": None})
         except MonadError as e:
             rows.append({"client": name, "file": shown(resolve(name, None)), "entry": None, "removed": remove,
                          "changed": False, "dryRun": dry_run, "duplicates": [], "replaced": [], "deleted": False,
@@ -149,7 +150,8 @@ def per_server_plan(specs: Mapping[str, Any], states: Mapping[str, Mapping[str, 
 
 
 def connect_client(client_name: str, path: str | None, *, remove: bool = False, replace: bool = False,
-                   dry_run: bool = False, per_server: Sequence[str] | None = None) -> dict[str, Any]:
+                   dry_run: bool = False, per_server: Sequence[str] | None = None,
+                   serve_args: Sequence[str] = ()) -> dict[str, Any]:
     """Write (or with `remove`, delete) the `monad` entry. Returns
     `{"client", "file", "entry", "changed", "removed", "dryRun", "duplicates", "replaced",
     "deleted"}`; `entry` is what the file now holds (with `dry_run`: would hold; nothing is
@@ -188,7 +190,8 @@ def connect_client(client_name: str, path: str | None, *, remove: bool = False, 
     real = file.resolve() if file.is_symlink() else file
     source = shown(file)
     names = list(per_server) if per_server is not None else ["monad"]
-    ours = {n: fmt.client_entry(n, monad_entry(n if per_server is not None else None)) for n in names}
+    ours = {n: fmt.client_entry(n, monad_entry(n if per_server is not None else None, serve_args=serve_args))
+            for n in names}
     dups = [] if remove or per_server is not None or not fmt.per_server else duplicates(client_name, real, source)
     out = _edit(fmt, real, source, ours, remove=remove, only_ours=per_server is not None,
                 take_out=dups if replace else [], dry_run=dry_run)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -251,14 +251,16 @@ def monad_command() -> list[str]:
     return [sys.executable, "-P", "-m", "monad_cli"]  # -P: the installed code, whatever the cwd
 
 
-def monad_entry(server: str | None = None) -> dict[str, Any]:
+def monad_entry(server: str | None = None, serve_args: Sequence[str] = ()) -> dict[str, Any]:
     """`command`, `args` and `env` of the server entry `connect` writes: the gateway over
     stdio (`monad mcp serve`, or with `server` that server's own entry, `monad mcp serve
-    SERVER`), pointed at this MONAD_HOME when it is not the default."""
+    SERVER`; `serve_args` after it, such as `--tool-search`), pointed at this MONAD_HOME
+    when it is not the default."""
     import os
 
     cmd = monad_command()
-    entry: dict[str, Any] = {"command": cmd[0], "args": [*cmd[1:], "mcp", "serve", *([server] if server else [])]}
+    entry: dict[str, Any] = {"command": cmd[0], "args": [*cmd[1:], "mcp", "serve", *([server] if server else []),
+                                                         *serve_args]}
     if os.environ.get("MONAD_HOME"):
         from monad_cli.core.paths import paths
 

@@ -14,6 +14,8 @@ from monad_cli.core.errors import ConfigError
 from monad_cli.core.paths import Paths
 
 SOURCE = "agents.json"
+#: Bytes: a larger agents.json is refused unread (a few hundred servers fit in 1 MiB).
+MAX_BYTES = 4 * 1024 * 1024
 
 
 @dataclass
@@ -42,10 +44,12 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def read_agents(paths: Paths) -> AgentsFile:
-    """Parse agents.json. A missing file is empty; a malformed one raises `ConfigError`
-    with `agents.json:line:col`."""
+    """Parse agents.json. A missing file is empty; one that cannot be parsed, for any reason
+    (malformed: `agents.json:line:col`; over `MAX_BYTES`; not UTF-8; nested too deeply; a
+    number too long to convert), raises one `ConfigError` line naming the file."""
     try:
-        data = paths.agents_json.read_bytes()
+        with open(paths.agents_json, "rb") as f:
+            data = f.read(MAX_BYTES + 1)
     except FileNotFoundError:
         return AgentsFile(None, [])
     except IsADirectoryError:
@@ -53,6 +57,9 @@ def read_agents(paths: Paths) -> AgentsFile:
                           f"the file", file=SOURCE) from None
     except OSError as e:
         raise ConfigError(f"`{SOURCE}` cannot be read: {e.strerror or e}", file=SOURCE) from None
+    if len(data) > MAX_BYTES:
+        raise ConfigError(f"`{SOURCE}` is larger than {MAX_BYTES // (1024 * 1024)} MiB; not read (is it the file "
+                          f"you meant?)", file=SOURCE)
     if not data.strip():
         raise ConfigError(f"`{SOURCE}` is empty; write `{{\"mcpServers\": []}}` or delete it",
                           file=SOURCE)
@@ -68,6 +75,14 @@ def read_agents(paths: Paths) -> AgentsFile:
     except json.JSONDecodeError as e:
         raise ConfigError(f"`{SOURCE}:{e.lineno}:{e.colno}`: malformed JSON: {e.msg}; fix the file "
                           f"(monad never rewrites it)", file=SOURCE) from None
+    except RecursionError:
+        raise ConfigError(f"`{SOURCE}` cannot be parsed: values nested too deeply; fix the file (monad never "
+                          f"rewrites it)", file=SOURCE) from None
+    except MemoryError:
+        raise ConfigError(f"`{SOURCE}` cannot be parsed: out of memory; fix the file", file=SOURCE) from None
+    except ValueError as e:  # json's own beside JSONDecodeError: a number of more digits than Python converts
+        raise ConfigError(f"`{SOURCE}` cannot be parsed: {str(e).split(';')[0]}; fix the file (monad never "
+                          f"rewrites it)", file=SOURCE) from None
     if not isinstance(doc, dict) or "mcpServers" not in doc:
         raise ConfigError(f"`{SOURCE}`: expected an object with an `mcpServers` list", file=SOURCE)
     servers = doc["mcpServers"]

@@ -33,22 +33,52 @@ def relative_source(paths: Paths, path: Path) -> str:
         return str(path)
 
 
-def read_atom(paths: Paths, path: Path) -> dict[str, Any]:
-    """Parse one atom. Raises `ConfigError` with `file:line:col` for malformed TOML."""
-    import tomllib
+#: Bytes: a TOML file monad reads (an atom, a features file, settings.toml) larger than this is
+#: refused unread. The largest real atom is a few kB (a long `args` list, a dozen headers);
+#: 1 MiB leaves room for any hand-written file and keeps one planted file from costing the
+#: supervisor's memory and every reload's time.
+MAX_TOML_BYTES = 1024 * 1024
 
+
+def read_atom(paths: Paths, path: Path) -> dict[str, Any]:
+    """Parse one atom. Raises `ConfigError` (one line naming the file) for anything that is not
+    a readable TOML file (`read_toml`), a missing file included."""
     source = relative_source(paths, path)
     try:
-        data = path.read_bytes()
-    except OSError as e:
+        return read_toml(path, source, server=path.stem)
+    except FileNotFoundError as e:
         raise ConfigError(f"`{source}`: cannot read ({e.strerror})", file=source, server=path.stem) from None
+
+
+def read_toml(path: Path, source: str, *, server: str | None = None,
+              max_bytes: int = MAX_TOML_BYTES) -> dict[str, Any]:
+    """Parse the TOML file at `path`, `source` naming it in messages. Every way it can fail
+    is one `ConfigError` line naming the file (for that file alone: the caller goes on with
+    the others): unreadable, over `max_bytes`, not UTF-8, malformed (`file:line:col`), and
+    what tomllib raises beside `TOMLDecodeError` for hostile input: `RecursionError` (arrays
+    or inline tables nested thousands deep), `ValueError` (an integer of more digits than
+    Python converts), `MemoryError`. Raises `FileNotFoundError` when there is no file."""
+    import tomllib
+
+    def error(what: str) -> ConfigError:
+        return ConfigError(f"`{source}`: {what}", file=source, server=server)
+
+    try:
+        with open(path, "rb") as f:
+            data = f.read(max_bytes + 1)
+    except FileNotFoundError:
+        raise
+    except OSError as e:
+        raise error(f"cannot read ({e.strerror})") from None
+    if len(data) > max_bytes:
+        raise error(f"larger than {max_bytes // 1024} KiB; not read (is it the file you meant?)") from None
     try:
         # `utf-8-sig`: some Windows editors save a byte-order mark; TOML 1.0 (§ Spec) has none,
         # but refusing a file for an invisible prefix helps nobody. CRLF is TOML's own newline.
         text = data.decode("utf-8-sig")
         return tomllib.loads(text)
     except UnicodeDecodeError:
-        raise ConfigError(f"`{source}`: is not UTF-8 text", file=source, server=path.stem) from None
+        raise error("is not UTF-8 text") from None
     except tomllib.TOMLDecodeError as e:
         msg = str(e)
         m = _POS.search(msg)
@@ -60,7 +90,13 @@ def read_atom(paths: Paths, path: Path) -> dict[str, Any]:
             where = source
         msg = _EOF.sub(" at the end of the file", _POS.sub("", msg))
         raise ConfigError(f"`{where}`: malformed TOML: {msg[:1].lower() + msg[1:]}; fix the file "
-                          f"(monad never rewrites it)", file=source, server=path.stem) from None
+                          f"(monad never rewrites it)", file=source, server=server) from None
+    except RecursionError:
+        raise error("cannot be parsed: values nested too deeply; fix the file (monad never rewrites it)") from None
+    except MemoryError:
+        raise error("cannot be parsed: out of memory; fix the file (monad never rewrites it)") from None
+    except ValueError as e:  # tomllib's own, beside TOMLDecodeError: an integer too long to convert
+        raise error(f"cannot be parsed: {str(e).split(';')[0]}; fix the file (monad never rewrites it)") from None
 
 
 def list_atom_files(paths: Paths) -> list[Path]:
@@ -171,8 +207,6 @@ def _tomlkit_atom(defn: Mapping[str, Any], keys: Sequence[str]) -> str:
 
 def edit_atom(path: Path, mutate: Callable[[Any], None]) -> str:
     """Round-trip an atom through tomlkit (comments kept); returns the new text."""
-    import tomllib
-
     import tomlkit
 
     try:
@@ -181,14 +215,14 @@ def edit_atom(path: Path, mutate: Callable[[Any], None]) -> str:
         doc = tomlkit.parse(raw.removeprefix(bom))
     except FileNotFoundError:
         raise NotFound(f"`{path.name}` is gone; nothing was changed") from None
-    except Exception:  # noqa: BLE001 - tomlkit raises its own ParseError family; tomllib words it better
+    except Exception:  # noqa: BLE001 - tomlkit raises its own ParseError family; read_toml words it better
+        source = f"atoms/mcp/{path.name}"
         try:
-            tomllib.loads(path.read_text("utf-8-sig"))
+            read_toml(path, source, server=path.stem)
             detail = "tomlkit cannot parse it"
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-            detail = str(e)
-        raise ConfigError(f"`atoms/mcp/{path.name}` is malformed ({detail}); fix it by hand first, "
-                          f"monad does not edit a broken file", file=f"atoms/mcp/{path.name}",
-                          server=path.stem) from None
+        except (ConfigError, OSError) as e:
+            detail = e.message if isinstance(e, ConfigError) else str(e)
+        raise ConfigError(f"`{source}` is malformed ({detail}); fix it by hand first, "
+                          f"monad does not edit a broken file", file=source, server=path.stem) from None
     mutate(doc)
     return bom + tomlkit.dumps(doc)

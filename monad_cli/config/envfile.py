@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from monad_cli.core.errors import InvalidInput, NotFound
 from monad_cli.core.paths import Paths
+from monad_cli.core.redact import secret_name
 
 SOURCE = "env"  # the file, relative to MONAD_HOME, as messages name it
 NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -31,7 +32,6 @@ SOURCE_WORDS = {FROM_FILE: "MONAD_HOME/env", FROM_ENVIRONMENT: "the supervisor's
 # name) are not scrubbed from output even when a definition references them.
 PLAIN_NAMES = frozenset({"HOME", "PATH", "USER", "LOGNAME", "SHELL", "TERM", "PWD", "TMPDIR", "LANG",
                          "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME"})
-_SECRET_NAME = re.compile(r"(token|secret|key|passw|pwd|auth|credential|cookie|session)", re.I)
 
 
 @dataclass
@@ -43,6 +43,8 @@ class EnvFile:
     problems: list[str] = field(default_factory=list)
 
 
+#: Bytes: a larger env file is not read (a problem says so): thousands of variables fit.
+MAX_BYTES = 1024 * 1024
 #: Longer names are refused: no program reads a variable named by a paragraph, and a name
 #: that long is a paste gone wrong (a value pasted where the name goes).
 NAME_MAX = 128
@@ -64,17 +66,37 @@ def check_name(name: str) -> None:
                            f"with a digit)")
 
 
+#: Every character `str.splitlines()` breaks a line at (`\n \r \v \f \x1c \x1d \x1e \x85 \u2028
+#: \u2029`), and NUL. The file is read by `\n` alone (`_lines`), so none of the others could
+#: split a line of monad's own reading; they are refused anyway, because other readers of the
+#: same file (an editor, a script using `splitlines`, a `.env` loader) would see a second
+#: `NAME=value` in the value and define or override another variable with it.
+LINE_BREAKS = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029\x00")
+
+
 def check_value(name: str, value: str) -> None:
-    """A value is one line: the file has one variable per line."""
-    if "\n" in value or "\r" in value or "\x00" in value:
-        raise InvalidInput(f"the value of `{name}` holds a line break or NUL; the env file keeps one "
-                           f"variable per line")
+    """A value is one line: the file has one variable per line. Raises `InvalidInput` naming
+    the first line break (any of `LINE_BREAKS`) the value holds, never the value."""
+    bad = next((ch for ch in value if ch in LINE_BREAKS), None)
+    if bad is not None:
+        raise InvalidInput(f"the value of `{name}` holds a line break or NUL (U+{ord(bad):04X}); the env file "
+                           f"keeps one variable per line, so a value must be one line")
+
+
+def _lines(text: str) -> list[str]:
+    """The file's lines, split at `\n` only (a `\r` before it dropped): never at the other
+    characters `str.splitlines()` takes for line ends, so a value holding one (written by hand,
+    or by an older monad) cannot start a line of its own and set another variable."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
 def parse(text: str) -> EnvFile:
     """The variables of the file's `text` (never raises: a bad line is a problem, skipped)."""
     out = EnvFile()
-    for number, raw in enumerate(text.splitlines(), 1):
+    for number, raw in enumerate(_lines(text), 1):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
@@ -96,11 +118,13 @@ def read_env_file(paths: Paths) -> EnvFile:
     try:
         with open(paths.env_file, "rb") as f:
             st = os.fstat(f.fileno())
-            data = f.read()
+            data = f.read(MAX_BYTES + 1)
     except FileNotFoundError:
         return EnvFile()
     except OSError as e:
         return EnvFile(problems=[f"`{SOURCE}` cannot be read: {e.strerror}"])
+    if len(data) > MAX_BYTES:
+        return EnvFile(problems=[f"`{SOURCE}` is larger than {MAX_BYTES // 1024} KiB; not read"])
     out = parse(data.decode("utf-8", "replace"))
     if st.st_mode & 0o077:
         out.problems.append(f"`{SOURCE}` is readable by others (mode {st.st_mode & 0o777:o}); "
@@ -154,7 +178,7 @@ def _lines_without(paths: Paths, name: str) -> tuple[list[str], list[int]]:
         text = ""
     lines: list[str] = []
     found: list[int] = []
-    for raw in text.splitlines():
+    for raw in _lines(text):
         key, sep, _ = raw.partition("=")
         key = key.strip()
         key = key[len("export "):].strip() if key.startswith("export ") else key
@@ -202,7 +226,7 @@ class LayeredEnviron(Mapping[str, str]):
         found = set(self.file.values())
         for name in referenced:
             if name not in self.file and name in self.environment and name not in PLAIN_NAMES \
-                    and _SECRET_NAME.search(name):
+                    and secret_name(name):
                 found.add(self.environment[name])
         return found
 

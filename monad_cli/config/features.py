@@ -3,6 +3,7 @@
     features/mcp.toml      [mcp] enabled = ["git*"]  disabled = ["portainer"]   server filters
     features/tools.toml    deferred = ["github__*"]  disabled = ["*__delete_*"]  deferred / hidden tools
     features/presets.toml  browser = {enabled = true}                            preset servers
+    features/gateway.toml  toolSearch = "auto"  maxResultTokens = 25000          `monad mcp serve`'s defaults
 
 A missing file is the same as an empty one. A malformed file raises `ConfigError` naming
 `file:line:col` or the field and what to do; the supervisor then keeps the last good value.
@@ -23,6 +24,9 @@ from monad_cli.core.paths import Paths
 MCP_FILE = "features/mcp.toml"
 TOOLS_FILE = "features/tools.toml"
 PRESETS_FILE = "features/presets.toml"
+GATEWAY_FILE = "features/gateway.toml"
+# features/gateway.toml: the defaults of `monad mcp serve`'s context budget (docs/gateway.md).
+GATEWAY_DEFAULTS: dict[str, Any] = {"toolSearch": "off", "toolSearchAbove": 20_000, "maxResultTokens": 0}
 
 
 def feature_path(paths: Paths, filename: str) -> Path:
@@ -96,6 +100,26 @@ def load_deferred_tools(paths: Paths) -> list[str]:
     return load_tool_globs(paths)["deferred"]
 
 
+def load_gateway_settings(paths: Paths) -> dict[str, Any]:
+    """`features/gateway.toml`: `toolSearch` (`off`, `on` or `auto`), `toolSearchAbove` (the
+    token count above which `auto` searches) and `maxResultTokens` (0: no budget), with the
+    defaults of `GATEWAY_DEFAULTS` for what it leaves out."""
+    doc = read_feature(paths, "gateway.toml")
+    out = dict(GATEWAY_DEFAULTS)
+    for key, value in doc.items():
+        if key not in GATEWAY_DEFAULTS:
+            raise _unknown(GATEWAY_FILE, "", key, set(GATEWAY_DEFAULTS))
+        if key == "toolSearch":
+            if value not in ("off", "on", "auto"):
+                raise ConfigError(f"`{GATEWAY_FILE}`: `toolSearch` must be \"off\", \"on\" or \"auto\"",
+                                  file=GATEWAY_FILE, field=key)
+        elif isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ConfigError(f"`{GATEWAY_FILE}`: `{key}` must be a whole number of tokens >= 0",
+                              file=GATEWAY_FILE, field=key)
+        out[key] = value
+    return out
+
+
 def load_presets(paths: Paths) -> dict[str, dict[str, Any]]:
     """The raw preset tables of `features/presets.toml` (`name = {enabled = true, ...}`);
     `config/presets.py` validates each one."""
@@ -110,10 +134,13 @@ def load_presets(paths: Paths) -> dict[str, dict[str, Any]]:
 
 
 __all__ = [
+    "GATEWAY_DEFAULTS",
+    "GATEWAY_FILE",
     "MCP_FILE",
     "PRESETS_FILE",
     "TOOLS_FILE",
     "load_deferred_tools",
+    "load_gateway_settings",
     "load_mcp_filter",
     "load_presets",
     "load_tool_globs",

@@ -19,7 +19,6 @@ sections' users to apply (`journal/settings.py`, `daemon/telemetry/settings.py`,
 
 from __future__ import annotations
 
-import tomllib
 import types
 import typing
 from dataclasses import dataclass, field
@@ -143,15 +142,16 @@ class Settings:
 def load_settings(paths: Paths) -> Settings:
     """Parse `MONAD_HOME/settings.toml` (missing: every default) and check it whole.
 
-    Raises `ConfigError` (exit 2), one line naming the file and the key: malformed TOML (its
-    line and column), an unknown section or key (with the known ones), a value of the wrong
+    Raises `ConfigError` (exit 2), one line naming the file and the key: a file that cannot be
+    parsed for any reason (`config.atoms.read_toml`: malformed TOML with its line and column,
+    over 1 MiB, nested too deeply), an unknown section or key (with the known ones), a value of the wrong
     type, or one its section refuses."""
+    from monad_cli.config.atoms import read_toml  # the one TOML reader: any failure is one line, a size cap
+
     try:
-        data = tomllib.loads((paths.home / SETTINGS_FILE).read_bytes().decode("utf-8"))
+        data = read_toml(paths.home / SETTINGS_FILE, SETTINGS_FILE)
     except FileNotFoundError:
         return Settings()
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise ConfigError(f"`{SETTINGS_FILE}`: {e}; fix the file", file=SETTINGS_FILE) from None
     sections = typing.get_type_hints(Settings)
     built: dict[str, Any] = {}
     for name, table in data.items():

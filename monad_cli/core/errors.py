@@ -190,6 +190,15 @@ class Unavailable(MonadError):
     http_status = 503
 
 
+class UnsafeHome(MonadError):
+    """MONAD_HOME (or `atoms/`, `run/`, `env` in it) belongs to another account or is writable
+    by group or others: whoever can write there decides what runs as this user (OpenSSH's
+    `StrictModes` refuses the same). Never in an API answer: the CLI and the supervisor refuse
+    before anything listens (the supervisor says it on its ready pipe)."""
+
+    code = "unsafe_home"
+
+
 class SupervisorNotRunning(MonadError):
     """Nothing listens on the control socket (and autostart is off or failed)."""
 
@@ -208,7 +217,7 @@ class ConnectionClosed(MonadError):
 KINDS: tuple[type[MonadError], ...] = (
     MonadError, InvalidInput, ConfigError, NotFound, Conflict, NotConnected, QueueFull, CallRefused,
     ApprovalTimeout, NotRegistered, ToolHidden, ToolCallFailed, AuthError, LockTimeout, DiskFull, Unavailable,
-    SupervisorNotRunning, ConnectionClosed, AuthorizationRequired, AuthorizationTimeout,
+    SupervisorNotRunning, ConnectionClosed, AuthorizationRequired, AuthorizationTimeout, UnsafeHome,
 )
 """Every kind, each with its own `code` (a test checks they are unique)."""
 

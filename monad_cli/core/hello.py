@@ -6,7 +6,15 @@ Stdlib only: the relay (the CLI side) builds it, the supervisor parses it. One J
      "facts": {"model_params": "8"}, "include": ["k*"] | null, "exclude": [...] | null,
      "includeTools": ["gh__*"], "excludeTools": ["*__delete_*"],
      "approvalTimeout": 120.0, "envSet": ["HOME", "CI", ...], "stdio": "fds" | "bytes",
-     "servers": ["github"]}
+     "servers": ["github"], "toolSearch": "auto", "toolSearchThreshold": 20000,
+     "maxResultTokens": 25000, "sessionIdle": 600.0}
+
+`toolSearch` (optional, default `off`): `on` lists `find_tool` and `call_tool` instead of the
+tools, `auto` does so while the full list would pass `toolSearchThreshold` tokens
+(docs/gateway.md "Tool search"). `maxResultTokens` (optional, 0 or absent: no budget): a
+longer tool result is cut to about that many tokens, its whole kept as a `monad://` resource.
+`sessionIdle` (optional, seconds; `--session-idle`): how long an HTTP gateway session may go
+without a request before the supervisor ends it.
 
 `servers` (optional): the servers named on `monad mcp serve NAME…`; `include` then holds the
 same names, so the view is narrowed to them by any supervisor. With exactly one, the session
@@ -38,7 +46,9 @@ from monad_cli.core.filters import PatternError, ServerFilter, combine, split_pa
 from monad_cli.core.tool_filters import ToolPatternError, split_tool_patterns
 
 HELLO_VERSION = 1
+TOOL_SEARCH_MODES = ("off", "on", "auto")
 MAX_HELLO_BYTES = 256 * 1024
+DEFAULT_SESSION_IDLE_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -47,7 +57,7 @@ class GatewayView:
     variables, its own server filter (None: the supervisor's filters only), its own tool
     globs over exposed names (`--include-tools` / `--exclude-tools`, on top of the servers'
     and features/tools.toml's tool filters), how long a call waits for approval (seconds),
-    and the transport it came in on."""
+    the transport it came in on, and how long an HTTP session may idle (seconds)."""
 
     facts: Mapping[str, str] = field(default_factory=dict)
     env_names: frozenset[str] = frozenset()
@@ -59,6 +69,10 @@ class GatewayView:
     include_tools: tuple[str, ...] = ()
     exclude_tools: tuple[str, ...] = ()
     servers: tuple[str, ...] = ()
+    tool_search: str = "off"  # off | on | auto
+    tool_search_threshold: int = 20_000  # tokens, for `auto`
+    max_result_tokens: int = 0  # 0: results are not cut
+    session_idle: float = DEFAULT_SESSION_IDLE_S
 
     @property
     def single(self) -> str | None:
@@ -75,16 +89,23 @@ def build_hello(*, transport: str, port: int = 0, facts: Mapping[str, str] | Non
                 include: Sequence[str] | None = None, exclude: Sequence[str] | None = None,
                 approval_timeout: float = 120.0, env_names: Sequence[str] = (), stdio_fds: bool = False,
                 include_tools: Sequence[str] = (), exclude_tools: Sequence[str] = (),
-                servers: Sequence[str] = ()) -> bytes:
+                servers: Sequence[str] = (), tool_search: str = "off", tool_search_threshold: int | None = None,
+                max_result_tokens: int = 0, session_idle: float = DEFAULT_SESSION_IDLE_S) -> bytes:
     """The hello line (with its newline) for the relay to send (`stdio_fds`: its message
     carries the relay's stdin and stdout)."""
     body = {"monad": "gateway", "version": HELLO_VERSION, "transport": transport, "port": port,
             "facts": dict(facts or {}), "include": None if include is None else list(include),
             "exclude": None if exclude is None else list(exclude), "approvalTimeout": approval_timeout,
             "envSet": sorted(env_names), "stdio": "fds" if stdio_fds else "bytes",
-            "includeTools": list(include_tools), "excludeTools": list(exclude_tools)}
+            "includeTools": list(include_tools), "excludeTools": list(exclude_tools), "sessionIdle": session_idle}
     if servers:
         body["servers"] = list(servers)
+    if tool_search != "off":
+        body["toolSearch"] = tool_search
+    if tool_search_threshold is not None:
+        body["toolSearchThreshold"] = tool_search_threshold
+    if max_result_tokens:
+        body["maxResultTokens"] = max_result_tokens
     return json.dumps(body, separators=(",", ":")).encode() + b"\n"
 
 
@@ -108,6 +129,12 @@ def _tool_patterns(value: Any, what: str) -> list[str]:
         return split_tool_patterns(value, what=what)
     except ToolPatternError as e:
         raise InvalidInput(str(e)) from None
+
+
+def _count(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInput(f"gateway hello: `{what}` must be a whole number of tokens >= 0")
+    return value
 
 
 def parse_hello(line: bytes) -> GatewayView:
@@ -135,6 +162,9 @@ def parse_hello(line: bytes) -> GatewayView:
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not math.isfinite(timeout) \
             or timeout < 0:
         raise InvalidInput("gateway hello: `approvalTimeout` must be a finite number of seconds >= 0")
+    idle = body.get("sessionIdle", DEFAULT_SESSION_IDLE_S)
+    if isinstance(idle, bool) or not isinstance(idle, int | float) or not math.isfinite(idle) or idle <= 0:
+        raise InvalidInput("gateway hello: `sessionIdle` must be a finite number of seconds > 0")
     env = body.get("envSet") or []
     if not isinstance(env, list) or not all(isinstance(v, str) for v in env):
         raise InvalidInput("gateway hello: `envSet` must be a list of names")
@@ -146,6 +176,11 @@ def parse_hello(line: bytes) -> GatewayView:
     servers = body.get("servers") or []
     if not isinstance(servers, list) or not all(isinstance(v, str) and v for v in servers):
         raise InvalidInput("gateway hello: `servers` must be a list of server names")
+    tool_search = body.get("toolSearch", "off")
+    if tool_search not in TOOL_SEARCH_MODES:
+        raise InvalidInput("gateway hello: `toolSearch` must be off, on or auto")
+    threshold = _count(body.get("toolSearchThreshold", 20_000), "toolSearchThreshold")
+    max_result = _count(body.get("maxResultTokens", 0), "maxResultTokens")
     include = _patterns(body.get("include"), "--include-mcps")
     exclude = _patterns(body.get("exclude"), "--exclude-mcps")
     # The supervisor already applies features/mcp.toml; these flags narrow this view only.
@@ -154,7 +189,9 @@ def parse_hello(line: bytes) -> GatewayView:
     return GatewayView(facts=dict(facts), env_names=frozenset(env), server_filter=server_filter,
                        approval_timeout=float(timeout), transport=transport, port=port,
                        stdio_fds=stdio == "fds", include_tools=tuple(include_tools),
-                       exclude_tools=tuple(exclude_tools), servers=tuple(dict.fromkeys(servers)))
+                       exclude_tools=tuple(exclude_tools), servers=tuple(dict.fromkeys(servers)),
+                       tool_search=tool_search, tool_search_threshold=threshold, max_result_tokens=max_result,
+                       session_idle=float(idle))
 
 
 END_LINE = b'{"end":"client"}\n'  # an fds session ended because the client closed its side
@@ -165,4 +202,5 @@ def answer_ok(**fields: Any) -> bytes:
     return json.dumps({"ok": True, **fields}, separators=(",", ":")).encode() + b"\n"
 
 
-__all__ = ["END_LINE", "HELLO_VERSION", "MAX_HELLO_BYTES", "GatewayView", "answer_ok", "build_hello", "parse_hello"]
+__all__ = ["END_LINE", "HELLO_VERSION", "MAX_HELLO_BYTES", "TOOL_SEARCH_MODES", "GatewayView", "answer_ok",
+           "build_hello", "parse_hello"]

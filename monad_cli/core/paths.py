@@ -112,10 +112,39 @@ class Paths:
     def atom_path(self, name: str) -> Path:
         return self.atoms_dir / f"{name}.toml"
 
+    def check_owner(self) -> None:
+        """Refuse a home another account could write to, as OpenSSH's `StrictModes` does:
+        MONAD_HOME, `atoms/`, `atoms/mcp/`, `run/` and `env`, those that exist, must be owned by
+        this process's uid and not writable by group or others (followed through symlinks).
+        Whoever can write there plants an atom or a variable that runs as this user.
+
+        Raises `UnsafeHome` naming the first path that fails and what to do."""
+        from monad_cli.core.errors import UnsafeHome
+
+        uid = os.geteuid()
+        for path in (self.home, self.atoms_dir.parent, self.atoms_dir, self.run_dir, self.env_file):
+            try:
+                st = path.stat()
+            except (FileNotFoundError, NotADirectoryError):
+                continue  # made by `ensure`, 0700, or never (a home that is a file: its use says so)
+            except OSError as e:
+                raise UnsafeHome(f"cannot check `{path}`: {e.strerror or e}; check MONAD_HOME") from None
+            if st.st_uid != uid:
+                raise UnsafeHome(f"`{path}` is owned by {_account(st.st_uid)}, not by this user ({_account(uid)}): "
+                                 f"refusing to use MONAD_HOME `{self.home}`, whose owner decides what runs here; "
+                                 f"use a MONAD_HOME of your own")
+            if st.st_mode & 0o022:
+                who = "others" if not st.st_mode & 0o020 else "group" if not st.st_mode & 0o002 else "group and others"
+                raise UnsafeHome(f"`{path}` is writable by {who} (mode {st.st_mode & 0o777:o}): refusing to use "
+                                 f"MONAD_HOME `{self.home}`, as another account could have put a server there; "
+                                 f"check what is in it, then `chmod go-w {path}`")
+
     def ensure(self) -> None:
         """Create the state directories (0700: atoms and agents.json may hold secrets).
 
-        Raises `InvalidInput` when MONAD_HOME is too long for the sockets."""
+        Raises `InvalidInput` when MONAD_HOME is too long for the sockets, `UnsafeHome` when
+        it belongs to another account or others may write to it (`check_owner`)."""
+        self.check_owner()
         if len(str(self.gateway_socket).encode()) > MAX_SOCKET_PATH:  # the longer of the two names
             from monad_cli.core.errors import InvalidInput
 
@@ -128,6 +157,16 @@ class Paths:
         for d in (self.home, self.run_dir):
             if d.stat().st_mode & 0o077:
                 os.chmod(d, 0o700)
+
+
+def _account(uid: int) -> str:
+    """`uid 1000 (ada)`, or `uid 1000` for a uid without an account."""
+    import pwd
+
+    try:
+        return f"uid {uid} ({pwd.getpwuid(uid).pw_name})"
+    except KeyError:
+        return f"uid {uid}"
 
 
 # sun_path holds 108 bytes on Linux; the sockets live at MONAD_HOME/run/{monad,gateway}.sock.
@@ -143,5 +182,9 @@ def resolve_home() -> Path:
 
 @lru_cache(maxsize=1)
 def paths() -> Paths:
-    """The one `Paths` of this process, from `MONAD_HOME` at first use."""
-    return Paths(resolve_home())
+    """The one `Paths` of this process, from `MONAD_HOME` at first use. Raises `UnsafeHome`
+    when another account owns it or may write to it (`Paths.check_owner`; a raise is not
+    cached, so the next use checks again)."""
+    found = Paths(resolve_home())
+    found.check_owner()
+    return found

@@ -1,9 +1,13 @@
 """The one redaction function family: the API, the CLI, logs, errors and the journal use it.
 
-What counts as secret (docs/atoms.md "Secrets"):
-- every `env` value and every `headers` value (names stay visible), except a value that is
-  only a `$VAR` reference (`$DOCS_KEY`, `Bearer ${TOKEN}`): it holds no secret;
-- URL userinfo passwords and every URL query value (`?key=***`);
+What counts as secret (docs/atoms.md "Secrets"), and nothing else:
+- every `headers` value (names stay visible), and an `env` value whose *name* says secret
+  (`secret_name`: a word such as TOKEN, KEY, SECRET, PASSWORD, CREDENTIAL, AUTH, COOKIE,
+  SESSION) or whose *shape* says secret (`secret_shaped`: a known token prefix such as
+  `ghp_`, `sk-`, `xoxb-`, `AKIA`, a JWT, a PEM key, a long random-looking string). A value
+  that is only a `$VAR` reference (`$DOCS_KEY`, `Bearer ${TOKEN}`) holds no secret; the
+  variable's value does (every value of MONAD_HOME/env is a secret: the way to mark one);
+- URL userinfo passwords, and URL query values whose name or shape says secret (`?key=***`);
 - `auth.token`, `auth.clientSecret`, `auth.privateKey` (a client credentials key), stored
   OAuth token state, a signed client assertion;
 - an argument that follows a flag named like a secret (`--token X`, `--api-key=X`), and
@@ -12,9 +16,13 @@ What counts as secret (docs/atoms.md "Secrets"):
   whole value;
 - the secret arguments a registry install recorded (`registry.secrets`);
 - the values of MONAD_HOME/env (config/envfile.py), which the supervisor adds.
-Free text (reasons, stderr tails, tool results and arguments) is scrubbed of every known
-secret value and of `Bearer <token>` spans. Redacted values read `***`. One rule
-(docs/atoms.md "Secrets"): a value monad holds as a secret is `***` wherever it appears.
+Free text (reasons, stderr, everything a server sends) is scrubbed of every known secret value
+of at least `MIN_SCRUB_LEN` characters, and of `Bearer <token>` / `Basic <user:password>`
+spans. Redacted values read `***`. One rule (docs/atoms.md "Secrets"): a value monad holds as
+a secret is `***` wherever it appears, and `***` stands nowhere else.
+
+`Scrubber` here is the reference (standard library: the CLI's light path uses it); the
+supervisor scrubs with daemon/scrubber.py's, which a test holds to this one.
 """
 
 from __future__ import annotations
@@ -25,20 +33,84 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 MASK = "***"
-_SECRET_WORD = re.compile(r"(token|secret|key|passw|pwd|auth|credential|cookie|session)", re.I)
-_BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{4,}")
+# Values shorter than this are not scrubbed from free text. NIST SP 800-63B sets 8 characters
+# as the least a memorized secret may have, and every issued API token is longer (GitHub 40,
+# AWS 20, Slack 50+); shorter strings are words ("plain", "true", "admin") that masking would
+# blank out of unrelated text. A shorter value is still `***` in a definition's own fields.
+MIN_SCRUB_LEN = 8
+# A name says secret when one of its words (split at `_`, `-`, `.` and camelCase) is one of
+# these or ends with one of `_SECRET_SUFFIXES` (`APITOKEN`, `ACCESSKEY`).
+_SECRET_WORDS = frozenset({
+    "token", "tokens", "secret", "secrets", "password", "passwords", "passwd", "pass", "pwd", "passphrase",
+    "key", "keys", "apikey", "credential", "credentials", "creds", "auth", "authorization", "cookie",
+    "cookies", "session", "sessionid", "pat", "jwt", "dsn", "bearer", "signature", "sig", "otp"})
+_SECRET_SUFFIXES = ("token", "secret", "password", "passwd", "pwd", "key", "keys", "credential", "credentials")
+_NAME_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+# Issued tokens that announce themselves: GitHub, GitLab, OpenAI/Anthropic, Stripe, Slack, AWS,
+# Google, Hugging Face, npm, PyPI, Shopify, DigitalOcean, SendGrid, Notion, Linear, Grafana.
+_TOKEN_PREFIX = re.compile(
+    r"(?<![A-Za-z0-9])(?:gh[pousr]_|github_pat_|glpat-|sk-|sk_(?:live|test)_|rk_(?:live|test)_|whsec_|xox[abeprs]-|xapp-|"
+    r"(?:AKIA|ASIA)[A-Z0-9]{4}|AIza|ya29\.|hf_|npm_|pypi-|shp(?:at|ss|ca)_|dop_v1_|SG\.|secret_|ntn_|lin_api_|"
+    r"glsa_)[A-Za-z0-9._~+/=-]{8,}")
+_JWT = re.compile(r"eyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*")
+# A run of at least 20 token characters holding letters and digits: random, not a word.
+_RANDOM_RUN = re.compile(r"[A-Za-z0-9+/=]{20,}")
+_BEARER = re.compile(r"(?i)\b(bearer|basic)\s+([A-Za-z0-9._~+/-]{8,}=*)")
+_PLAIN_WORD = re.compile(r"[A-Za-z][a-z]*")
 _SECRET_AUTH_KEYS = {"token", "clientsecret", "client_secret", "accesstoken", "access_token",
                      "refreshtoken", "refresh_token", "idtoken", "id_token", "tokens", "codeverifier",
                      "password", "privatekey", "private_key", "client_assertion"}
 # `Bearer X`, `Basic X`, `token X`: the scheme of an Authorization-like value, and its token.
 _SCHEME_VALUE = re.compile(r"(?i)^\s*(?:bearer|basic|token|digest|apikey)\s+(\S+)\s*$")
-# Values shorter than this are not scrubbed from free text: "1" or "on" would
-# blank out unrelated words, and nobody uses such a short secret.
-_MIN_SCRUB_LEN = 4
+# URL query names of credentials beyond `secret_name`'s words (OAuth codes, signed URLs).
+_QUERY_SECRET_NAMES = frozenset({"code", "sig", "x-amz-signature", "x-amz-credential", "x-amz-security-token",
+                                 "x-goog-signature", "x-goog-credential", "apikey", "api_key", "access_token"})
+
+
+def secret_name(name: str) -> bool:
+    """Whether a variable, flag, header or query parameter *name* says its value is a secret:
+    one of its words is TOKEN, KEY, SECRET, PASSWORD, CREDENTIAL, AUTH, COOKIE, SESSION, … or
+    ends with one (`GITHUB_TOKEN`, `apiKey`, `--api-key`, `ACCESSKEY`); `MODE`, `AUTHOR`,
+    `KEYBOARD` do not."""
+    for word in _NAME_WORDS.findall(name):
+        low = word.lower()
+        if low in _SECRET_WORDS or low.endswith(_SECRET_SUFFIXES):
+            return True
+    return False
+
+
+def secret_shaped(value: str) -> bool:
+    """Whether a value *looks* like an issued secret whatever its name: a known token prefix
+    (`ghp_…`, `sk-…`, `xoxb-…`, `AKIA…`, `AIza…`), a JWT, a PEM private key, or a run of 20+
+    token characters mixing letters and digits (an API key, a hex digest). Paths, URLs,
+    UUIDs and words joined by `-`/`_` are not."""
+    if len(value) < MIN_SCRUB_LEN or value.startswith(("/", "~", "./", "../")) or "://" in value:
+        return False
+    if "-----BEGIN" in value and "PRIVATE KEY" in value:
+        return True
+    if _TOKEN_PREFIX.search(value) or _JWT.search(value):
+        return True
+    for run in _RANDOM_RUN.findall(value):
+        if any(c.isdigit() for c in run) and sum(c.isalpha() for c in run) >= 4:
+            return True
+    return False
+
+
+def secret_env(name: str, value: object) -> bool:
+    """Whether an `env` entry holds a secret: a string, not only a `$VAR` reference, whose
+    name or shape says so (docs/atoms.md "Secrets")."""
+    return isinstance(value, str) and bool(value) and not is_reference(value) and \
+        (secret_name(name) or secret_shaped(value))
+
+
+def _secret_query(name: str, value: str) -> bool:
+    return bool(value) and (secret_name(name) or name.lower() in _QUERY_SECRET_NAMES or secret_shaped(value))
 
 
 def redact_url(url: str) -> str:
-    """`https://u:pw@h/p?k=v` → `https://u:***@h/p?k=***` (fragments dropped)."""
+    """`https://u:pw@h/p?key=v&page=2` → `https://u:***@h/p?key=***&page=2` (fragments
+    dropped): the userinfo password (or a userinfo that is only a token) and the query
+    values whose name or shape says secret."""
     try:
         parts = urlsplit(url)
     except ValueError:
@@ -50,7 +122,9 @@ def redact_url(url: str) -> str:
         netloc = f"{user}:{MASK}@{host}" if ":" in userinfo else f"{MASK}@{host}"
     query = parts.query
     if query:
-        query = urlencode([(k, MASK) for k, _ in parse_qsl(query, keep_blank_values=True)], safe="*")
+        pairs = parse_qsl(query, keep_blank_values=True)
+        if any(_secret_query(k, v) for k, v in pairs):
+            query = urlencode([(k, MASK if _secret_query(k, v) else v) for k, v in pairs], safe="*")
     return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
 
 
@@ -72,9 +146,9 @@ def _redact_flagged(args: Iterable[str]) -> list[str]:
             continue
         if arg.startswith("-") and "=" in arg:
             flag, _ = arg.split("=", 1)
-            out.append(f"{flag}={MASK}" if _SECRET_WORD.search(flag) else arg)
+            out.append(f"{flag}={MASK}" if secret_name(flag) else arg)
             continue
-        if arg.startswith("-") and _SECRET_WORD.search(arg):
+        if arg.startswith("-") and secret_name(arg):
             mask_next = True
         elif "://" in arg:
             arg = redact_url(arg)
@@ -115,9 +189,11 @@ def redact_definition(defn: Mapping[str, Any], secrets: Iterable[str] = ()) -> d
     known = secret_values(defn) | set(secrets)
     out: dict[str, Any] = {}
     for k, v in defn.items():
-        if k in ("env", "headers") and isinstance(v, Mapping):
+        if k == "headers" and isinstance(v, Mapping):
             # An empty value holds nothing to hide, and `***` would hide that it is empty.
             out[k] = {name: value if is_reference(value) or value == "" else MASK for name, value in v.items()}
+        elif k == "env" and isinstance(v, Mapping):  # `secret_env`: never an empty value
+            out[k] = {name: MASK if secret_env(name, value) else value for name, value in v.items()}
         elif k == "url" and isinstance(v, str):
             out[k] = redact_url(v)
         elif k == "args" and isinstance(v, list):
@@ -150,22 +226,26 @@ def secret_values(defn: Mapping[str, Any]) -> set[str]:
     found: set[str] = set()
 
     def take(v: Any) -> None:
-        if isinstance(v, str) and len(v) >= _MIN_SCRUB_LEN and not is_reference(v):
+        if isinstance(v, str) and len(v) >= MIN_SCRUB_LEN and not is_reference(v):
             found.add(v)
             scheme = _SCHEME_VALUE.match(v)
-            if scheme and len(scheme.group(1)) >= _MIN_SCRUB_LEN:
+            if scheme and len(scheme.group(1)) >= MIN_SCRUB_LEN:
                 found.add(scheme.group(1))  # the bare token travels alone too (a tool argument)
 
-    for k in ("env", "headers"):
-        if isinstance(defn.get(k), Mapping):
-            for v in defn[k].values():
+    if isinstance(defn.get("headers"), Mapping):
+        for v in defn["headers"].values():
+            take(v)
+    if isinstance(defn.get("env"), Mapping):
+        for name, v in defn["env"].items():
+            if secret_env(name, v):
                 take(v)
     url = defn.get("url")
     if isinstance(url, str):
         try:
             parts = urlsplit(url)
-            for _, v in parse_qsl(parts.query):
-                take(v)
+            for k, v in parse_qsl(parts.query):
+                if _secret_query(k, v):
+                    take(v)
             if parts.password:
                 take(parts.password)
         except ValueError:
@@ -198,20 +278,50 @@ def secret_values(defn: Mapping[str, Any]) -> set[str]:
 
 
 def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
-    """Scrub known secret values and `Bearer <token>` spans from free text."""
+    """Scrub known secret values and credential spans from free text (`Scrubber`)."""
     return Scrubber(secrets)(text)
 
 
+def _credential_span(m: re.Match[str]) -> str:
+    """`Bearer <token>` → `Bearer ***`, `Basic <base64 of user:password>` → `Basic ***`;
+    ordinary words after them ("basic example", "Bearer Authentication") stay."""
+    scheme, token = m.group(1), m.group(2)
+    if scheme.lower() == "basic":
+        import base64
+        import binascii
+
+        try:
+            decoded = base64.b64decode(token, validate=True).decode("utf-8")
+        except (binascii.Error, ValueError):
+            return m.group(0)
+        return f"{scheme} {MASK}" if ":" in decoded and decoded.isprintable() else m.group(0)
+    return m.group(0) if _PLAIN_WORD.fullmatch(token) else f"{scheme} {MASK}"
+
+
+def scrub_credentials(text: str) -> str:
+    """`text` with its `Bearer`/`Basic` credential spans masked (`_credential_span`)."""
+    return _BEARER.sub(_credential_span, text)
+
+
+def json_forms(secret: str) -> set[str]:
+    """The ways `secret` stands inside JSON text as a canonical encoder writes it: as it
+    is, and escaped (`"` → `\\"`, non-ASCII → `\\uXXXX`). Any other spelling uses a
+    `\\u` or `\\/` escape, which the supervisor's scrubber treats as a reason to look closer."""
+    import json  # not on the CLI's light path (`add` imports this module)
+
+    return {secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]}
+
+
 class Scrubber:
-    """`redact_text` over one set of secrets, prepared once: the values sorted longest first
-    (a secret inside a longer one must not leave the rest of the longer one behind). The
-    supervisor scrubs every tool result and every JSON answer with one of these, so sorting
-    per call (~10 µs for 20 secrets, several times per result) is not paid per call.
-    `source` is the set it was built from, as given."""
+    """`redact_text` over one set of secrets, prepared once: the values of at least
+    `MIN_SCRUB_LEN` characters sorted longest first (a secret inside a longer one must not
+    leave the rest of the longer one behind). `source` is the set it was built from, as
+    given. The reference of daemon/scrubber.py's (a loop over the values: fine for the CLI's
+    few short texts, far too slow for a supervisor's answers)."""
 
     def __init__(self, secrets: Iterable[str]) -> None:
         self.source = secrets
-        self.values = tuple(sorted({s for s in secrets if len(s) >= _MIN_SCRUB_LEN}, key=len, reverse=True))
+        self.values = tuple(sorted({s for s in secrets if len(s) >= MIN_SCRUB_LEN}, key=len, reverse=True))
 
     def __call__(self, text: str) -> str:
         for s in self.values:
@@ -220,7 +330,7 @@ class Scrubber:
         low = text.lower()  # the case-insensitive regex scans every position: look first
         if "bearer" not in low and "basic" not in low:
             return text
-        return _BEARER.sub(lambda m: f"{m.group(1)} {MASK}", text)
+        return scrub_credentials(text)
 
 
 def scrub_data(value: Any, scrub: Callable[[str], str]) -> Any:

@@ -8,7 +8,7 @@ import argparse
 import sys
 
 from monad_cli.core.filters import PatternError, split_patterns
-from monad_cli.core.paths import paths
+from monad_cli.core.paths import Paths, resolve_home
 from monad_cli.daemon.main import run
 
 
@@ -23,7 +23,8 @@ def main(argv: list[str] | None = None) -> int:
     except PatternError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    return run(paths(), include=include, exclude=exclude)
+    # Not `paths()`: `run` checks the home's owner itself, and says so on the ready pipe.
+    return run(Paths(resolve_home()), include=include, exclude=exclude)
 
 
 if __name__ == "__main__":

@@ -97,10 +97,33 @@ async def read_json_body(request: Request) -> dict[str, Any]:
     return body
 
 
+def bearer_matches(authorization: bytes, token: str) -> bool:
+    """Whether an `Authorization` header value carries `Bearer <token>`: the scheme in any case
+    (RFC 9110 §11.1, RFC 7235 §2.1: "bearer" is "Bearer"), the credentials compared in
+    constant time. An empty `token` matches nothing: an emptied token file fails closed."""
+    import hmac
+
+    scheme, _, credentials = authorization.strip().partition(b" ")
+    return bool(token) and scheme.lower() == b"bearer" and hmac.compare_digest(credentials.strip(), token.encode())
+
+
+def bearer_refusal(token: str, token_file: str) -> str:
+    """What a refused request is told (the same line as the log's for an empty token file)."""
+    if not token:
+        return empty_token_message(token_file)
+    return f"missing or wrong bearer token (see {token_file})"
+
+
+def empty_token_message(token_file: str) -> str:
+    return (f"{token_file} is empty, so every request is refused; delete the file and start the listener "
+            f"again for a new token")
+
+
 def bearer_token(path: Path) -> str:
     """The bearer token kept in `path` (a loopback listener's: the HTTP gateway's, `/metrics`):
     created once (≥ 256 bits, 0600, never replaced), reused across runs. When two starts race,
-    the one that created the file wins and the other reads it."""
+    the one that created the file wins and the other reads it. An emptied file gives "" (which
+    `bearer_matches` never accepts: fail closed, and `bearer_refusal` says why)."""
     import os
     import secrets
 

@@ -100,6 +100,16 @@ def run(paths: Paths, *, include: list[str] | None = None, exclude: list[str] | 
     """
     ready_fd = int(os.environ.pop("MONAD_READY_FD", "-1"))
     check_required = os.environ.pop("MONAD_SKIP_REQUIRED", "") != "1"
+    try:
+        # First, before a log line or a socket is made there: a home another account can
+        # write to would have this process run what that account planted.
+        paths.check_owner()
+    except MonadError as e:
+        if ready_fd >= 0:
+            os.write(ready_fd, encode_line(e).encode())
+            os.close(ready_fd)
+        print(f"error: the supervisor did not start: {e.message}", file=sys.stderr)
+        return 1
     holder: list[Supervisor] = []  # the supervisor, once the SDK is imported and it exists
 
     def scrub(text: str) -> str:
@@ -107,6 +117,11 @@ def run(paths: Paths, *, include: list[str] | None = None, exclude: list[str] | 
 
     _setup_logging(paths, scrub, to_stderr=ready_fd < 0)
     log = logging.getLogger("monad.supervisor")
+    from monad_cli.daemon.bounds import BUDGET, log_accept_errors, raise_nofile
+
+    before, now = raise_nofile()
+    log.info("open files: limit %d%s; the listeners may hold %s connections", now,
+             f" (raised from {before})" if now != before else "", BUDGET.limit)
 
     def notify(error: MonadError | None) -> None:
         # The ready pipe speaks the API's error envelope, so the starter branches on the
@@ -129,6 +144,9 @@ def run(paths: Paths, *, include: list[str] | None = None, exclude: list[str] | 
         # collector would walk them again and again (~0.1 s of the start's CPU, measured) to
         # find a few hundred cycles. Frozen and enabled again once they are in (below).
         gc.disable()
+        import asyncio
+
+        log_accept_errors(asyncio.get_running_loop())
         from monad_cli.daemon.sessions.spawn import EarlySpawns
         from monad_cli.daemon.startup import acquire_daemon_lock, spawn_early
 

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from monad_cli.config.loader import Definitions
     from monad_cli.core.filters import ServerFilter
     from monad_cli.core.paths import Paths
+    from monad_cli.daemon.gateway.catalog import Catalog
+    from monad_cli.daemon.gateway.search import ToolSearch
     from monad_cli.daemon.reconcile import Diff
     from monad_cli.daemon.sessions.actor import ServerActor
     from monad_cli.daemon.tasks.manager import TaskManager
@@ -28,8 +30,9 @@ class DaemonPort(Protocol):
     """The supervisor as the API sees it.
 
     - `paths`, `started_at` (epoch seconds), `journal` (None before it opens), `tool_service`,
-      `tasks`: what the supervisor built, read-only here;
+      `tool_search` (the gateway's tool index), `tasks`: what the supervisor built, read-only here;
     - `actors`: the live actors by server name (read; the supervisor alone adds and removes);
+    - `catalog`: the servers' resources and prompts, read and got as the gateway does;
     - `definitions`, `file_problems`, `server_filter`: the last applied load and its problems;
     - `variables`, `env_problems`: what `$VAR` expands from (MONAD_HOME/env over the
       supervisor's environment) and the env file's problems, as last read;
@@ -46,6 +49,7 @@ class DaemonPort(Protocol):
     started_at: float
     journal: Journal | None
     tool_service: ToolService
+    tool_search: ToolSearch
     tasks: TaskManager
     definitions: Definitions
     file_problems: list[dict[str, Any]]
@@ -56,6 +60,9 @@ class DaemonPort(Protocol):
 
     @property
     def actors(self) -> Mapping[str, ServerActor]: ...
+
+    @property
+    def catalog(self) -> Catalog: ...
 
     async def reconcile(self, *, force: bool = False) -> None: ...
 

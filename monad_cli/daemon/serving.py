@@ -4,7 +4,9 @@ gateway's port), started and stopped inside the supervisor's own event loop.
 
 Only `Server.startup()` and `Server.shutdown()` are used, never `Server.serve()`: `serve()`
 captures SIGINT/SIGTERM, and the supervisor owns its signals (daemon/main.py), so with these
-two no uvicorn subclass is needed to keep uvicorn's hands off them."""
+two no uvicorn subclass is needed to keep uvicorn's hands off them. Every listener is bounded
+here, by its `ListenerGuard` (bounds.py): a time for a request's headers, a cap on
+unauthenticated connections, the descriptors all of them may hold."""
 
 from __future__ import annotations
 
@@ -13,25 +15,36 @@ from typing import Any
 
 import anyio
 import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from monad_cli.daemon.bounds import BUDGET, ListenerGuard
 
 
 class AppServer:
     """`app` served on a bound, listening, non-blocking socket.
 
-    `config` is passed to `uvicorn.Config` (`lifespan` defaults to "off", `log_config` to None,
-    `access_log` to False). `start(sock)` returns once uvicorn listens; `stop()` closes the
-    listener and every connection, waiting at most `stop_within` seconds (open event streams
-    are cut, not drained), and runs the app's lifespan shutdown when it has one. `cut`: then
-    cancel every response still in flight and close its connection (the gateway's listener,
-    whose agents' event streams never end by themselves). Not for the control API: at the
-    supervisor's stop its calls in flight are answered (the stop ends them with a reason, as
-    `the supervisor stopped during the call`), and a cut would lose that answer."""
+    `what` names the listener in the log ("the Studio on port 8720"); `check_peer_uid` and
+    `budgeted` go to its `ListenerGuard` (bounds.py), which wraps uvicorn's h11 protocol and
+    `app`. `config` is passed to `uvicorn.Config` (`lifespan` defaults to "off", `log_config` to
+    None, `access_log` to False, `ws` to "none": an upgraded connection would leave the guard).
 
-    def __init__(self, app: Any, *, stop_within: float = 3.0, cut: bool = False, **config: Any) -> None:
+    `start(sock)` returns once uvicorn listens; `stop()` closes the listener and every
+    connection, waiting at most `stop_within` seconds (open event streams are cut, not
+    drained), and runs the app's lifespan shutdown when it has one. `cut`: then cancel every
+    response still in flight and close its connection (the gateway's listener, whose agents'
+    event streams never end by themselves). Not for the control API: at the supervisor's stop
+    its calls in flight are answered (the stop ends them with a reason, as `the supervisor
+    stopped during the call`), and a cut would lose that answer."""
+
+    def __init__(self, app: Any, *, what: str, stop_within: float = 3.0, cut: bool = False,
+                 check_peer_uid: bool = False, budgeted: bool = True, **config: Any) -> None:
+        self.guard = ListenerGuard(what, check_peer_uid=check_peer_uid, budget=BUDGET if budgeted else None)
         config.setdefault("lifespan", "off")
         config.setdefault("log_config", None)
         config.setdefault("access_log", False)
-        self.config = uvicorn.Config(app, **config)
+        config.setdefault("ws", "none")
+        config["http"] = self.guard.protocol(H11Protocol)
+        self.config = uvicorn.Config(self.guard.app(app), **config)
         self.server = uvicorn.Server(self.config)
         self.stop_within = stop_within
         self.cut = cut

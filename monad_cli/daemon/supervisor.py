@@ -9,7 +9,7 @@ import logging
 import os
 import signal
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -24,7 +24,6 @@ from monad_cli.config.start import StartDefaults, load_start_defaults
 from monad_cli.core.errors import ConfigError
 from monad_cli.core.filters import ServerFilter, combine
 from monad_cli.core.paths import Paths
-from monad_cli.core.redact import Scrubber
 from monad_cli.core.states import LIVE, State
 from monad_cli.daemon import telemetry
 from monad_cli.daemon.gateway.server import Gateway
@@ -32,6 +31,7 @@ from monad_cli.daemon.gateway.session import GatewayWrappers
 from monad_cli.daemon.logfile import keep_trying
 from monad_cli.daemon.reconcile import Diff, Secrets, config_stamp, diff
 from monad_cli.daemon.retention import keep_journal
+from monad_cli.daemon.scrubber import LiveScrubber
 from monad_cli.daemon.sessions.actor import ActorContext, ServerActor
 from monad_cli.daemon.sessions.processes import SpawnRecords, kill_leftovers
 from monad_cli.daemon.sessions.spawn import EarlySpawns
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from mcp.client import ClientExtension
 
     from monad_cli.config.schema import ServerSpec
+    from monad_cli.daemon.gateway.catalog import Catalog
     from monad_cli.daemon.tasks.manager import TaskManager
 
 log = logging.getLogger("monad.supervisor")
@@ -92,8 +93,8 @@ class Supervisor:
         self.applied: dict[str, str] = {}
         self.definitions = Definitions()
         self.file_problems: list[dict[str, Any]] = []
-        self.secrets: set[str] = set()
-        self._scrubber = Scrubber(self.secrets)
+        self.secrets: frozenset[str] = frozenset()
+        self.scrubber = LiveScrubber(lambda: self.secrets)
         self.stopping = False
         # `required` gates an explicit `daemon start`/`run`; a supervisor started in the
         # background for some other command comes up anyway and reports the failure.
@@ -119,11 +120,15 @@ class Supervisor:
         self.gateway: Gateway
 
     def scrub(self, text: str) -> str:
-        """The one redaction function over free text: every secret value the definitions hold."""
-        scrubber = self._scrubber
-        if scrubber.source is not self.secrets:  # `self.secrets` is replaced, never changed in place
-            scrubber = self._scrubber = Scrubber(self.secrets)
-        return scrubber(text)
+        """The one redaction function over free text: every secret value monad holds → `***`
+        (daemon/scrubber.py; docs/atoms.md "Secrets"). What a server sends passes the same
+        scrubber as it arrives (`ActorContext.ingress`)."""
+        return self.scrubber.scrub(text)
+
+    def _hold_secrets(self, values: Iterable[str]) -> None:
+        """`values` become the secret set; a server's own name never is one (it names files,
+        tools and rows, and is shown everywhere)."""
+        self.secrets = frozenset(v for v in values if v) - set(self.actors) - set(self.definitions.specs)
 
     def _refilter(self, defs: Definitions) -> None:
         """Re-read `features/mcp.toml` and wake every actor whose filter verdict changed.
@@ -159,7 +164,7 @@ class Supervisor:
         does first, once it holds the daemon lock. Call once; returns the journal."""
         self._load_env_file()  # a journal password may live in MONAD_HOME/env too
         settings = load_journal_settings(self.paths, self.variables)  # docs/fleet.md; a bad one stops the start
-        self.secrets = self.secrets | settings.secrets  # the journal password, before anything is logged
+        self._hold_secrets(self.secrets | settings.secrets)  # the journal password, before anything is logged
         journal = self.journal = Journal(self.paths.journal_db, scrub=self.scrub, settings=settings)
         from monad_cli.daemon.tasks.manager import TaskManager
 
@@ -175,7 +180,7 @@ class Supervisor:
         self.auth = SupervisorAuth(self.paths, self.actors)
         # Before the gateway: its sessions read whether telemetry is on (docs/telemetry.md).
         recorder = telemetry.start(
-            self.paths, self.environ, digest=jt.args_digest,
+            self.paths, self.environ, digest=jt.args_digest, scrub=self.scrub, listed=self._listed,
             states=lambda: {n: str(a.state) for n, a in list(self.actors.items())},
             tasks=lambda: {n: tasks.counts(n) for n in list(self.actors)},
             fleet_queued=lambda: int(journal.status().get("queued") or 0)).recorder
@@ -191,6 +196,7 @@ class Supervisor:
             upstream = {"wrap_requests": wrappers.requests, "events": wrappers.events()}
             gateway = wrappers.gateway()
         self.gateway = Gateway(self.tool_service, scrub=self.scrub, wrappers=gateway)
+        self.tool_search = self.gateway.search  # the Studio's search box uses the gateway's index
         self._actor_context = ActorContext(
             paths=self.paths, journal=journal, scrub=self.scrub, check_pin=self.tool_service.check_pin,
             filter_reason=lambda name: self.server_filter.reason(name), http_auth=self.auth.http_auth,
@@ -199,7 +205,7 @@ class Supervisor:
             on_tools_changed=self.on_tools_changed,
             on_state_changed=self.on_state_changed, stopping=lambda: self.stopping,
             early=self.early, start_defaults=lambda: self.start_defaults, busy=self._holds,
-            on_notification=self.gateway.on_notification, **upstream)
+            on_notification=self.gateway.on_notification, ingress=self.scrubber, **upstream)
         self.state_listeners.append(self.gateway.on_actor_state)
         return journal
 
@@ -303,7 +309,7 @@ class Supervisor:
             self.variables = envfile.LayeredEnviron(read.values, self.environ)
             log.info("MONAD_HOME/env: %d variable(s)", len(read.values))
         self.env_problems = read.problems
-        self.secrets = self.secrets | set(read.values.values())  # before the first reload's log lines
+        self._hold_secrets(self.secrets | set(read.values.values()))  # before the first reload's log lines
 
     def _load_start_defaults(self, defs: Definitions) -> None:
         """Re-read `[servers]` of settings.toml; a server whose effective `start`/`idleStop`
@@ -335,8 +341,8 @@ class Supervisor:
         # With the last good definitions still in use.
         secrets = self._secrets.of(defs, [a.spec for a in self.actors.values() if a.spec is not None])
         referenced = {n for spec in defs.specs.values() for n in spec.variables}
-        self.secrets = secrets | {v for v in self.variables.secret_values(referenced) if v} | \
-            (self.journal.settings.secrets if self.journal is not None else set())
+        self._hold_secrets(secrets | self.variables.secret_values(referenced) |
+                           (self.journal.settings.secrets if self.journal is not None else set()))
         # Whole-file errors, and errors about a definition that lost to another one
         # (duplicate name or URL) while the winner runs: no status row would show them.
         self.file_problems = [{"file": p.file, "message": self.scrub(p.message)}
@@ -418,6 +424,11 @@ class Supervisor:
         self.actors[actor.name] = actor
         assert self._tg is not None
         self._tg.start_soon(actor.run)
+
+    @property
+    def catalog(self) -> Catalog:
+        """What the servers offer besides tools, as the gateway reads it (gateway/catalog.py)."""
+        return self.gateway.catalog
 
     # -- status ------------------------------------------------------------------------
     def status(self, *, name: str | None = None, detail: bool = False) -> list[dict[str, Any]]:
@@ -527,7 +538,15 @@ class Supervisor:
                    "tokenFile": str(self.paths.metrics_token)}
         log.info("Prometheus metrics on %s", t.where["url"])
         # A scrape runs on the event loop (the collection is quick and needs no thread).
-        return lambda: serve_metrics(exposition.text, sock, token, until=self.stop_event)
+        return lambda: serve_metrics(exposition, sock, token, until=self.stop_event)
+
+    def _listed(self, method: str, name: str) -> bool:
+        """Whether `name` is a tool (tools/call) or a prompt (prompts/get) listed to agents, by
+        its exposed name or a server's own: telemetry records any other as `_OTHER`."""
+        if method == "prompts/get":
+            return self.gateway.catalog.lists_prompt(name)
+        return self.tool_service.server_of(name) is not None or any(
+            t.name == name for a in list(self.actors.values()) for t in a.tools)
 
     async def _wait_required(self) -> str | None:
         if not self.check_required:

@@ -89,6 +89,9 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "tool_hash VARCHAR NOT NULL, tools VARCHAR NOT NULL, listed_at FLOAT NOT NULL, PRIMARY KEY (server))",)),
     ("0302_server_lists_items", tuple(f"ALTER TABLE server_lists ADD COLUMN {c} VARCHAR"
                                       for c in ("prompts", "resources", "templates"))),
+    # The tool definition an "always" approval approved (gate.tool_definition_hash); NULL in a
+    # row written before tools were hashed, bound by the gate on first use.
+    ("0303_approvals_tool_hash", ("ALTER TABLE approvals ADD COLUMN tool_hash VARCHAR",)),
 )
 _MIGRATIONS_TABLE = ("CREATE TABLE IF NOT EXISTS migrations (name VARCHAR NOT NULL, applied_at FLOAT NOT NULL, "
                      "PRIMARY KEY (name))")

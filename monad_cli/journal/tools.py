@@ -89,9 +89,12 @@ def calls(j: Journal, *, server: str | None = None, since: float | None = None, 
     return reader.calls(j.pool, server=server, since=since, host=host, limit=limit)
 
 
-def always_approved(j: Journal, server: str, definition_hash: str, tool: str) -> bool:
-    return bool(j.pool.read("SELECT 1 FROM approvals WHERE server = ? AND definition_hash = ? AND tool = ? LIMIT 1",
-                            (server, definition_hash, tool)))
+def always_approved(j: Journal, server: str, definition_hash: str, tool: str,
+                    tool_hash: str | None = None) -> bool:
+    """Whether an `approvals` row holds this approval (of this tool definition)."""
+    rows = j.pool.read("SELECT 1 FROM approvals WHERE server = ? AND definition_hash = ? AND tool = ? "
+                       "AND tool_hash IS ? LIMIT 1", (server, definition_hash, tool, tool_hash))
+    return bool(rows)
 
 
 class Approval(NamedTuple):
@@ -103,6 +106,7 @@ class Approval(NamedTuple):
     decided_by: str
     host: str | None
     home: str | None
+    tool_hash: str | None = None
 
 
 class Vetted(NamedTuple):
@@ -117,16 +121,34 @@ class Vetted(NamedTuple):
 
 
 def all_always(j: Journal) -> list[Approval]:
-    rows = j.pool.read("SELECT server, definition_hash, tool, decided_by, host, home FROM approvals ORDER BY id")
+    rows = j.pool.read("SELECT server, definition_hash, tool, decided_by, host, home, tool_hash FROM approvals "
+                       "ORDER BY id")
     return [Approval(*row) for row in rows]
 
 
-def add_always(j: Journal, server: str, definition_hash: str, tool: str, decided_by: str) -> None:
-    if always_approved(j, server, definition_hash, tool):
+def add_always(j: Journal, server: str, definition_hash: str, tool: str, decided_by: str,
+               tool_hash: str | None = None) -> None:
+    """An "always" approval of `tool` as `tool_hash` defines it (a later row for the same
+    tool, approved again after it changed, wins when the rows are read in order)."""
+    if always_approved(j, server, definition_hash, tool, tool_hash):
         return
-    j.write(f"INSERT INTO approvals (server, definition_hash, tool, created, decided_by, uid, host, home, rev) "
-            f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, {j.rev_sql('approvals')})",
-            (server, definition_hash, tool, time.time(), decided_by, *j.origin()))
+    j.write(f"INSERT INTO approvals (server, definition_hash, tool, created, decided_by, uid, host, home, rev, "
+            f"tool_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, {j.rev_sql('approvals')}, ?)",
+            (server, definition_hash, tool, time.time(), decided_by, *j.origin(), tool_hash))
+
+
+def bind_always(j: Journal, server: str, definition_hash: str, tool: str, tool_hash: str) -> None:
+    """An "always" row written before tools were hashed binds to the definition it first met."""
+    j.write("UPDATE approvals SET tool_hash = ? WHERE server = ? AND definition_hash = ? AND tool = ? "
+            "AND tool_hash IS NULL", (tool_hash, server, definition_hash, tool))
+
+
+def remove_always(j: Journal, server: str, tool: str | None = None) -> None:
+    """Forget `server`'s "always" approvals of `tool` (of every tool when None)."""
+    if tool is None:
+        j.write("DELETE FROM approvals WHERE server = ?", (server,))
+    else:
+        j.write("DELETE FROM approvals WHERE server = ? AND tool = ?", (server, tool))
 
 
 def all_vetted(j: Journal) -> list[Vetted]:
@@ -179,25 +201,26 @@ class CachedLists(NamedTuple):
 
 
 def save_lists(j: Journal, server: str, definition_hash: str, tool_hash: str, tools: list[dict[str, Any]]) -> None:
-    """Keep `server`'s lists (every connect and re-listing); replaces the previous row. Known
-    secrets in them (a server that echoes its token into a description) are written `***`.
-    The other lists (`save_items`) are kept while the definition stays the same."""
+    """Keep `server`'s lists (every connect and re-listing); replaces the previous row. No
+    secret is in them: a server's lists passed the supervisor's scrubber as they arrived
+    (daemon/scrubber.py). The other lists (`save_items`) are kept while the definition stays
+    the same."""
     keep = "CASE WHEN server_lists.definition_hash = excluded.definition_hash THEN server_lists.{0} ELSE NULL END"
     j.write("INSERT INTO server_lists (server, definition_hash, tool_hash, tools, listed_at) VALUES (?, ?, ?, ?, ?) "
             "ON CONFLICT (server) DO UPDATE SET "
             + "".join(f"{kind} = {keep.format(kind)}, " for kind in ITEM_KINDS)
             + "definition_hash = excluded.definition_hash, "
             "tool_hash = excluded.tool_hash, tools = excluded.tools, listed_at = excluded.listed_at",
-            (server, definition_hash, tool_hash, j.scrub(json.dumps(tools)), time.time()))
+            (server, definition_hash, tool_hash, json.dumps(tools), time.time()))
 
 
 def save_items(j: Journal, server: str, items: dict[str, list[dict[str, Any]]]) -> None:
     """Keep `server`'s prompts, resources and templates (`items`: kind in `ITEM_KINDS` ->
-    wire dumps) beside its tools (`save_lists` first: no row, nothing kept); scrubbed."""
+    wire dumps) beside its tools (`save_lists` first: no row, nothing kept)."""
     kinds = [k for k in ITEM_KINDS if k in items]
     if kinds:
         j.write(f"UPDATE server_lists SET {', '.join(f'{k} = ?' for k in kinds)} WHERE server = ?",
-                (*(j.scrub(json.dumps(items[k])) for k in kinds), server))
+                (*(json.dumps(items[k]) for k in kinds), server))
 
 
 def cached_lists(j: Journal, server: str) -> CachedLists | None:
@@ -210,6 +233,6 @@ def cached_lists(j: Journal, server: str) -> CachedLists | None:
     try:
         listed = json.loads(tools)
         items = {kind: json.loads(text) for kind, text in zip(ITEM_KINDS, others, strict=True) if text is not None}
-    except ValueError:  # a scrubbed secret broke the JSON (it held a quote): learn them again
+    except ValueError:  # not JSON (a row written by hand): learn them again
         return None
     return CachedLists(definition_hash, tool_hash, listed, listed_at, items)

@@ -15,7 +15,7 @@ import pytest
 
 from tests.browser.test_studio_ux import _axe_problems, _focused, _no_sideways, _tab_to
 from tests.clients import parse
-from tests.studio_helpers import browser, context, open_studio, page
+from tests.studio_helpers import browser, context, open_studio, page, sign_in
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
 __all__ = ["browser", "context", "page"]  # fixtures, used by name
@@ -46,7 +46,7 @@ def _row(page: Any, title: str) -> Any:
 
 
 def _open_agents(monad: Any, page: Any) -> None:
-    page.goto(open_studio(monad)["url"])
+    sign_in(page, open_studio(monad))
     expect(page.locator("#live")).to_have_attribute("data-state", "live")
     _tab_to(page, "Agents")
     page.keyboard.press("Enter")

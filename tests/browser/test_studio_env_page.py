@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import TESTSERVER, status_of
 from tests.e2e.test_env_file import _server_environ
-from tests.studio_helpers import browser, context, open_studio, page, row_action, state_of
+from tests.studio_helpers import browser, context, open_studio, page, row_action, sign_in, state_of
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
 __all__ = ["browser", "context", "page"]  # fixtures, used by name
@@ -33,7 +33,7 @@ def _no_secret(page: Any) -> None:
 def test_the_add_form_sets_a_referenced_variable_and_never_shows_it_back(
         monad: Any, page: Any, monad_home: Path) -> None:
     answer = open_studio(monad)
-    page.goto(answer["url"])
+    sign_in(page, answer)
     expect(page.get_by_role("status").filter(has_text="Live")).to_be_visible()
     try:
         page.get_by_role("button", name="Add server").click()

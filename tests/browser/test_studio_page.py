@@ -27,6 +27,7 @@ from tests.studio_helpers import (
     reason_of,
     row_action,
     server_row,
+    sign_in,
     state_of,
     tools_of,
 )
@@ -49,7 +50,7 @@ def _atom(home: Path, name: str) -> Path:
 
 def _open(monad: Any, page: Any) -> dict[str, Any]:
     answer = open_studio(monad)
-    page.goto(answer["url"])
+    sign_in(page, answer)
     expect(page.get_by_role("status").filter(has_text="Live")).to_be_visible()
     # Set once: if anything reloaded the page, the mark would be gone.
     page.evaluate("window.studioTestMark = 1")

@@ -21,7 +21,7 @@ from tests.registry_helpers import (
     remote_server,
     time_server,
 )
-from tests.studio_helpers import browser, context, open_studio, page, state_of
+from tests.studio_helpers import browser, context, open_studio, page, sign_in, state_of
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
 __all__ = ["browser", "context", "page"]  # fixtures, used by name
@@ -48,7 +48,7 @@ def registry(servers: Any, http_testserver: Any, tmp_path: Path, monkeypatch: py
 
 
 def _open(monad: Any, page: Any) -> None:
-    page.goto(open_studio(monad)["url"])
+    sign_in(page, open_studio(monad))
     expect(page.get_by_role("status").filter(has_text="Live")).to_be_visible()
     page.get_by_role("navigation", name="Sections").get_by_role("link", name="Registry").click()
 

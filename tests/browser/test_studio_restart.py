@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.studio_helpers import browser, context, open_studio, page, state_of
+from tests.studio_helpers import browser, context, open_studio, page, sign_in, state_of
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
 __all__ = ["browser", "context", "page"]  # fixtures, used by name
@@ -31,7 +31,7 @@ def test_stop_is_said_within_5s_and_daemon_start_brings_the_same_tab_back(
         monad: Any, page: Any, monad_home: Path) -> None:
     assert monad("mcp", "add", "off", "--disabled", "--", "true").code == 0
     answer = open_studio(monad)
-    page.goto(answer["url"])
+    sign_in(page, answer)
     live = page.locator("#live")
     expect(live).to_have_attribute("data-state", "live")
     expect(state_of(page, "off")).to_have_text("disabled")
@@ -63,7 +63,7 @@ def test_stop_is_said_within_5s_and_daemon_start_brings_the_same_tab_back(
 def test_a_crash_and_autostart_bring_it_back_and_signed_out_only_when_the_session_ended(
         monad: Any, page: Any, monad_home: Path) -> None:
     answer = open_studio(monad)
-    page.goto(answer["url"])
+    sign_in(page, answer)
     live = page.locator("#live")
     expect(live).to_have_attribute("data-state", "live")
     pid = int((monad_home / "run" / "monad.pid").read_text())

@@ -18,7 +18,7 @@ import anyio
 import pytest
 
 from tests.conftest import SERVERS, TESTSERVER, wait_for, wait_state, write_atom
-from tests.studio_helpers import browser, context, journal_rows, open_studio, page
+from tests.studio_helpers import browser, context, journal_rows, open_studio, page, sign_in
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
 __all__ = ["browser", "context", "page"]  # fixtures, used by name
@@ -41,7 +41,7 @@ def _atom(home: Path, name: str, argv: list[str], *, auto: tuple[str, ...] = (),
 
 
 def _open(monad: Any, page: Any, view: str = "Tools") -> None:
-    page.goto(open_studio(monad)["url"])
+    sign_in(page, open_studio(monad))
     expect(page.get_by_role("status").filter(has_text="Live")).to_be_visible()
     page.get_by_role("navigation", name="Sections").get_by_role("link", name=view).click()
 
@@ -209,6 +209,16 @@ def test_approvals_from_the_page_and_for_a_cli_call_and_the_transcript(monad: An
             cli.kill()
     assert cli.returncode == 0, err
     assert "Europe/Paris" in out
+
+    # The session grant shows on the tool's row, and the page takes it back (issue 38 item 7).
+    row = _tool_row(page, "esc__get_current_time")
+    expect(row).to_contain_text("approved (session)", timeout=30_000)
+    revoke = row.get_by_role("button", name="Revoke approval of esc__get_current_time")
+    revoke.focus()
+    page.keyboard.press("Enter")  # keyboard-operable
+    expect(row).not_to_contain_text("approved (session)")
+    expect(revoke).to_have_count(0)
+    assert monad("approvals", "--standing", "--json").json() == []
 
     # The transcript: every call, newest first, live.
     page.get_by_role("link", name="Transcript").click()

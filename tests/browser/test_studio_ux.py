@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import wait_state, write_atom
-from tests.studio_helpers import browser, context, open_studio, page, row_action, server_row, state_of
+from tests.studio_helpers import browser, context, open_studio, page, row_action, server_row, sign_in, state_of
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
 __all__ = ["browser", "context", "page"]  # fixtures, used by name
@@ -29,7 +29,7 @@ def expect(locator: Any) -> Any:
 
 
 def _open(monad: Any, page: Any) -> None:
-    page.goto(open_studio(monad)["url"])
+    sign_in(page, open_studio(monad))
     expect(page.locator("#live")).to_have_attribute("data-state", "live")
 
 

@@ -370,3 +370,22 @@ def test_a_dry_run_after_connecting_every_client_says_there_is_nothing_to_do(cli
     r = cli("mcp", "connect", "--all", "--dry-run")
     assert r.code == 0 and "would connect" not in r.out and "nothing to do" in r.err, r
     assert codex.read_bytes() == before
+
+
+def test_connect_writes_the_context_budget_into_the_entry(cli: Any, tmp_path: Path) -> None:
+    """`connect --tool-search-above`/`--max-result-tokens`: the entry runs `monad mcp serve` with
+    them; the entry is still monad's own (not imported back); they refuse --per-server."""
+    file = tmp_path / ".cursor" / "mcp.json"
+    r = cli("mcp", "connect", "cursor", str(file), "--tool-search-above", "20000", "--max-result-tokens", "25000",
+            "--json")
+    assert r.code == 0, r
+    entry = json.loads(file.read_text())["mcpServers"]["monad"]
+    assert entry["args"][-6:] == ["mcp", "serve", "--tool-search-above", "20000", "--max-result-tokens", "25000"]
+    from monad_cli.clients.entries import is_monad_gateway
+
+    assert is_monad_gateway(entry)
+    r = cli("mcp", "connect", "cursor", str(file), "--tool-search")
+    assert r.code == 0 and json.loads(file.read_text())["mcpServers"]["monad"]["args"][-3:] == [
+        "mcp", "serve", "--tool-search"]
+    r = cli("mcp", "connect", "cursor", str(file), "--tool-search", "--per-server")
+    assert r.code != 0 and "go without --per-server" in r.err, r

@@ -97,7 +97,7 @@ def test_another_environment_validates_again(monad_home: Path) -> None:
 
 def test_secrets_are_every_definitions_secrets(monad_home: Path) -> None:
     p = paths()
-    add_server(p, "a", {"command": "echo", "env": {"K": "${TOKEN}"}})
+    add_server(p, "a", {"command": "echo", "env": {"API_KEY": "${TOKEN}"}})  # a name that says secret
     add_server(p, "b", {"url": "https://b.example/mcp", "headers": {"X-Key": "h-secret-value"}})
     cache, secrets = AtomCache(), Secrets()
     for edit in (None, "a", "b"):

@@ -43,7 +43,7 @@ def test_every_section_is_read_typed(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("body", "says"), [
-    ("[servers\n", "`settings.toml`: Expected ']'"),
+    ("[servers\n", "`settings.toml:1:9`: malformed TOML: expected ']'"),
     ("[telemetr]\nenabled = true\n", "`settings.toml`: `telemetr` is not a known section (did you mean `telemetry`?)"),
     ("servers = 3\n", "`settings.toml`: `servers` must be a table (`[servers]`)"),
     ('[servers]\nstrat = "always"\n', "`settings.toml`: `servers.strat` is not a known setting (did you mean "

@@ -36,6 +36,7 @@ from monad_cli.core.errors import (
     ToolCallFailed,
     ToolHidden,
     Unavailable,
+    UnsafeHome,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,8 +64,9 @@ TABLE: dict[str, tuple[type[MonadError], int, ExitCode]] = {
     "unavailable": (Unavailable, 503, ExitCode.ERROR),
     "not_running": (SupervisorNotRunning, 503, ExitCode.NOT_RUNNING),
     "connection_closed": (ConnectionClosed, 502, ExitCode.ERROR),
+    "unsafe_home": (UnsafeHome, 500, ExitCode.ERROR),
 }
-CLI_ONLY = (SupervisorNotRunning, ConnectionClosed)  # never in an answer: the client makes them
+CLI_ONLY = (SupervisorNotRunning, ConnectionClosed, UnsafeHome)  # never in an answer: the client makes them
 
 
 def _all_subclasses(cls: type[MonadError]) -> set[type[MonadError]]:

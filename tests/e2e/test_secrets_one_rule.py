@@ -37,11 +37,12 @@ def test_a_secret_is_masked_on_every_surface(monad: Any, monad_home: Path, http_
     url = http_testserver()
     assert monad("env", "set", "API_TOKEN", input=IN_ENV_FILE).code == 0
     auto = '["envsrv__env", "envsrv__echo", "web__echo"]'
-    # The value of a secret (the env value SECOND) also appears inside an argument, where no
-    # flag names it: `--say "token …"` (the server writes it to its stderr at start).
+    # The value of a secret (the env value SECOND_KEY: its name says secret) also appears
+    # inside an argument, where no flag names it: `--say "token …"` (the server writes it to
+    # its stderr at start).
     write_atom(monad_home, "envsrv", f"command = {json.dumps(sys.executable)}\n"
                                      f"args = {json.dumps([TESTSERVER, '--say', f'token {IN_ARG}'])}\n"
-                                     f'env = {{API_TOKEN = "$API_TOKEN", SECOND = "{IN_ARG}"}}\n'
+                                     f'env = {{API_TOKEN = "$API_TOKEN", SECOND_KEY = "{IN_ARG}"}}\n'
                                      f"trust = {{autoApproveTools = {auto}}}\n")
     write_atom(monad_home, "web", f'url = "{url}"\nheaders = {{Authorization = "Bearer {BEARER}"}}\n'
                                   f"trust = {{autoApproveTools = {auto}}}\n")
@@ -61,7 +62,7 @@ def test_a_secret_is_masked_on_every_surface(monad: Any, monad_home: Path, http_
         # header's bare bearer token passed as an argument, and a value inside an argument.
         for fmt in ((), ("--json",)):
             run("mcp", "call", "envsrv__env", "--arg", "name=API_TOKEN", "--yes", *fmt)
-            run("mcp", "call", "envsrv__env", "--arg", "name=SECOND", "--yes", *fmt)
+            run("mcp", "call", "envsrv__env", "--arg", "name=SECOND_KEY", "--yes", *fmt)
             run("mcp", "call", "envsrv__echo", "--arg", f"text=the token is {BEARER}", "--yes", *fmt)
             run("mcp", "call", "web__echo", "--arg", f"text=token {IN_ARG}", "--yes", *fmt)
             run("mcp", "get", "envsrv", *fmt)
@@ -109,7 +110,7 @@ def test_a_secret_is_masked_on_every_surface(monad: Any, monad_home: Path, http_
                                            env={"MONAD_HOME": str(monad_home), "MONAD_NO_AUTOSTART": "1"})
             texts = []
             async with Client(params) as c:
-                for name, args in (("envsrv__env", {"name": "API_TOKEN"}), ("envsrv__env", {"name": "SECOND"}),
+                for name, args in (("envsrv__env", {"name": "API_TOKEN"}), ("envsrv__env", {"name": "SECOND_KEY"}),
                                    ("envsrv__echo", {"text": f"Bearer {BEARER}"}),
                                    ("web__echo", {"text": BEARER})):
                     res = await c.call_tool(name, args)

@@ -351,3 +351,89 @@ def test_metrics_only_no_span_the_agents_context_goes_upstream_unchanged(monad: 
     if lanes != "resource":  # each agent's session took the lane asked for
         assert log.count("1 tools/call (1 on the direct lane)" if lanes == "direct" else
                          "1 tools/call (0 on the direct lane)") == 2, log[-3000:]
+
+
+SENTINEL_NAME = "sentinel-invented-9d41c7"  # what an agent hides in a tool name it makes up
+
+
+def _rss_kib(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line for line in status.splitlines() if line.startswith("VmRSS:")).split()[1])
+
+
+async def _invent(home: Path, names: list[str]) -> None:
+    """One gateway client calling every name in turn (each answered: an error, -32602)."""
+    from mcp import Client, MCPError, StdioServerParameters
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "monad_cli", "mcp", "serve"],
+                                   env={"MONAD_HOME": str(home), "MONAD_NO_AUTOSTART": "1"})
+    async with Client(params) as client:
+        for name in names:
+            with pytest.raises(MCPError) as refused:
+                await client.call_tool(name, {})
+            assert refused.value.error.code == -32602
+
+
+def test_invented_names_are_other_and_known_secrets_never_leave(monad: Any, monad_home: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 38 item 6. An agent's made-up tool or prompt name (`evil__<secret>`), on the direct
+    lane, the SDK's path and from the CLI, is `_OTHER` in every span name, attribute and
+    `/metrics` label; a secret monad holds (an atom's env value) in a resource's URI is `***`
+    in the exported span; and 5,000 made-up names grow neither `/metrics` nor the supervisor."""
+    import anyio
+
+    known_uri = f"trace://{SENTINEL_ENV}/where"
+    with OtlpReceiver() as otlp:
+        _telemetry_on(monad_home, monkeypatch, otlp.endpoint)
+        _atom(monad_home, "traced", env={"TRACE_SECRET": SENTINEL_ENV}, args=("--uri", known_uri))
+        assert monad("daemon", "start").code == 0
+        try:
+            wait_state(monad, "traced", "connected", timeout=90)
+            pid = int((monad_home / "run" / "monad.pid").read_text())
+            invented = f"evil__{SENTINEL_NAME}"
+            direct = _agent(monad_home, invented)
+            sdk = _agent(monad_home, invented, "", "--progress")
+            assert direct["error"] == sdk["error"] == -32602, (direct, sdk)
+            prompt = _agent(monad_home, f"prompt:{invented}")
+            assert prompt["error"] == -32602, prompt
+            read = _agent(monad_home, f"resource:{known_uri}")
+            assert json.loads(read["text"])["traceparent"], read
+            assert monad("mcp", "call", invented, "--yes").code != 0
+            anyio.run(_invent, monad_home, [f"warm__{i}-{SENTINEL_NAME}" for i in range(500)])
+            before, rss_before = monad("metrics").out, _rss_kib(pid)
+            anyio.run(_invent, monad_home, [f"evil__{i}-{SENTINEL_NAME}" for i in range(5000)])
+            after, rss_after = monad("metrics").out, _rss_kib(pid)
+            wait_for(lambda: any(s.attributes.get("monad.via") == "cli" for s in otlp.spans()), timeout=30)
+            wait_for(lambda: _otlp_counts(otlp) >= 5500 + 2, timeout=60)
+        finally:
+            monad("daemon", "stop")
+
+    spans = otlp.spans()
+    for agent in (direct, sdk):
+        server = _named(spans, "tools/call", agent["traceId"])
+        assert server.kind == SERVER and server.attributes["gen_ai.tool.name"] == "_OTHER", server
+    getting = _named(spans, "prompts/get", prompt["traceId"])
+    assert getting.attributes["gen_ai.prompt.name"] == "_OTHER" and getting.attributes["error.type"] == "-32602"
+    assert getting.status_message == ""  # the error's message (which names the prompt) is not exported
+    cli = next(s for s in spans if s.attributes.get("monad.via") == "cli")
+    assert cli.name == "tools/call" and cli.attributes["gen_ai.tool.name"] == "_OTHER"
+    reading = next(s for s in spans if s.trace_id == read["traceId"] and s.kind == CLIENT
+                   and s.attributes.get("monad.server") == "traced")
+    assert reading.attributes["mcp.resource.uri"] == "trace://***/where"
+    # No span name, nor any attribute, holds a made-up name (5,502 of them were sent).
+    assert not [s.name for s in spans if "evil__" in s.name or "warm__" in s.name]
+    assert not [s for s in spans if any("evil__" in str(v) or "warm__" in str(v) for v in s.attributes.values())]
+    for secret in (SENTINEL_NAME, SENTINEL_ENV):
+        assert not any(secret.encode() in body for body in otlp.received.bodies), secret
+        assert secret not in before + after
+    assert 'gen_ai_tool_name="_OTHER"' in after
+    # 5,000 more made-up names: the same series (only their counts move), and no memory kept
+    # for them (before: +29 MB of /metrics and +48 MB of the supervisor's memory).
+    assert [line.rsplit(" ", 1)[0] for line in before.splitlines()] == [
+        line.rsplit(" ", 1)[0] for line in after.splitlines()]
+    assert rss_after - rss_before < 8 * 1024, (rss_before, rss_after)
+
+
+def _otlp_counts(otlp: OtlpReceiver) -> int:
+    """How many tools/call SERVER spans with `_OTHER` the receiver holds."""
+    return sum(s.kind == SERVER and s.attributes.get("gen_ai.tool.name") == "_OTHER" for s in otlp.spans())

@@ -16,7 +16,7 @@ from monad_cli.journal.schema import MIGRATIONS
 OLD_SCHEMA = Path(__file__).resolve().parents[1] / "data" / "journal-0100.sql"
 OLD = ["0001_events", "0002_tool_calls_approvals_tool_sets", "0100_tasks"]  # what journal-0100.sql holds
 RELEASED = [*OLD, "0200_origin_columns", "0201_vetted_tool_sets", "0300_running_calls_index", "0301_server_lists",
-            "0302_server_lists_items"]
+            "0302_server_lists_items", "0303_approvals_tool_hash"]
 
 
 def schema(db: Path) -> set[str]:

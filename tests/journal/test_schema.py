@@ -95,6 +95,9 @@ def test_task_rows_read_back_as_written(tmp_path: Path) -> None:
     assert store.get("t1") == written and written.submitted is False  # booleans come back as booleans
     assert store.by_task_id("s", "srv-2").submitted is True  # type: ignore[union-attr]
     assert [r.id for r in store.find("t")] == ["t1", "t2"] and [r.id for r in store.find("srv")] == ["t2"]
+    jt.add_always(j, "s", "d", "echo", "alice")
+    assert [(a.server, a.definition_hash, a.tool, a.decided_by, a.tool_hash) for a in jt.all_always(j)] == [
+        ("s", "d", "echo", "alice", None)]
     assert store.count_by_state("s", {TaskState.QUEUED, TaskState.SUBMITTING}) == {"queued": 1, "submitting": 1}
     assert [r.id for r in store.open_rows()] == ["t1", "t2"]
     j.write("INSERT INTO tool_calls (ts, server, tool, exposed, args_digest, via, outcome, rev) "

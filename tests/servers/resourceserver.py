@@ -15,6 +15,10 @@ list of more note names read at start (a resource list that changes while monad 
 server stopped).
 `--many N`: N more resources `note://P/many/<i>` and N more prompts `p<i>` (listings longer
 than a page).
+`--media`: three more resources, for the Studio's previews: `note://P/logo.png` (a 6×4 PNG
+as a base64 blob), `note://P/data.bin` (1000 bytes of application/octet-stream) and
+`note://P/page.html` (text/html whose markup would run script if rendered), and
+`note://P/env` (text: the server's `NOTE_SECRET` variable, for redaction tests).
 `--inert-extension`: declare an extension (`example.com/inert`, which adds nothing): monad
 keeps every request to a server with extensions on the SDK's session, never its stdio
 direct lane (daemon/sessions/direct.py), so a test can hold both paths to the same answers.
@@ -26,7 +30,9 @@ import argparse
 import atexit
 import json
 import os
+import struct
 import warnings
+import zlib
 
 from mcp.server.extension import Extension
 from mcp.server.mcpserver import Context, MCPServer
@@ -40,6 +46,7 @@ ap.add_argument("--log", default=None)
 ap.add_argument("--extra-file", default=None)
 ap.add_argument("--many", type=int, default=0)
 ap.add_argument("--inert-extension", action="store_true")
+ap.add_argument("--media", action="store_true")
 args = ap.parse_args()
 P = args.prefix
 
@@ -82,6 +89,34 @@ for _name in list(notes):
 for _i in range(args.many):
     app.add_resource(TextResource(uri=f"note://{P}/many/{_i:04d}", name=f"many{_i:04d}", text=f"many {_i}"))
     app.add_prompt(Prompt.from_function(lambda: "many", name=f"p{_i:04d}"))
+
+
+def _png(width: int, height: int, rgb: tuple[int, int, int]) -> bytes:
+    """A one-colour PNG (RFC 2083), built without an imaging library."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    rows = b"".join(b"\0" + bytes(rgb) * width for _ in range(height))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+
+
+if args.media:
+    @app.resource(f"note://{P}/logo.png", name="logo", mime_type="image/png")
+    def logo() -> bytes:
+        return _png(6, 4, (200, 30, 30))
+
+    @app.resource(f"note://{P}/data.bin", name="data", mime_type="application/octet-stream")
+    def data() -> bytes:
+        return bytes(range(256)) * 3 + bytes(232)
+
+    @app.resource(f"note://{P}/page.html", name="page", mime_type="text/html")
+    def page() -> str:
+        return "<h1>Notes</h1><img src=x onerror=\"window.pwned=1\"><script>window.pwned=2</script>"
+
+    @app.resource(f"note://{P}/env", name="env", mime_type="text/plain")
+    def env() -> str:
+        return f"NOTE_SECRET={os.environ.get('NOTE_SECRET', '')}"
 
 
 @app.resource(f"note://{P}/dynamic/{{name}}", name="dynamic", mime_type="text/plain")

@@ -1,7 +1,7 @@
 """An MCP test server for tool names, pins, pagination and calls, on the SDK's lowlevel `Server`.
 
     python toolserver.py [--names] [--many N] [--page-size K] [--repeat-cursor]
-                         [--tools-file PATH] [--marker-dir DIR] [--name NAME] [--progress] [--rich-schema]
+                         [--tools-file PATH] [--marker-dir DIR] [--name NAME] [--progress] [--rich-schema] [--big]
 
 Default tools: `echo(text)`, `add(a:int, b:int)`, `kinds(flag:bool, ratio:number, items:array,
 opts:object)`, `fail(message, log)` (isError, after writing `log` to stderr), `mutate(description)` (changes echo's
@@ -9,13 +9,13 @@ description and announces it: a rug pull under a live session), `slow(seconds)` 
 and, when the call is cancelled, `<marker-dir>/slow.cancelled`).
 `--names`: adds tools named `get.user`, `get_user`, `Dockerfile problems scanner` and a
 70-character name. `--many N`: N more tools `t000`... served `--page-size` per page.
-`--repeat-cursor`: every page returns the same nextCursor. `--progress`: adds `steps(n)`, which
-sends n notifications/progress (`step i`, i/n) when the caller asked for them, then
-answers `did n steps`. `--rich-schema`: adds `rich`, whose inputSchema (`RICH_SCHEMA`)
-uses JSON Schema 2020-12 keywords a careless client drops or rewrites; it answers
-with its arguments as JSON. `--tools-file`: JSON
+`--repeat-cursor`: every page returns the same nextCursor. `--progress`: adds `steps(n, delay)`,
+which sends n notifications/progress (`step i`, i/n) when the caller asked for them, each
+`delay` seconds (default 0.05) after the last, then answers `did n steps`. `--rich-schema`:
+adds `rich`, whose inputSchema (`RICH_SCHEMA`) uses JSON Schema 2020-12 keywords a careless
+client drops or rewrites; it answers with its arguments as JSON. `--tools-file`: JSON
 {"description": ..., "param": ..., "extra": bool} shapes `echo` (read at start: a rug pull
-between connects).
+between connects). `--big`: adds `big(kib)`, which answers `kib` KiB of words (bench/bench_scrub.py).
 """
 
 from __future__ import annotations
@@ -88,6 +88,7 @@ def main() -> None:
     ap.add_argument("--marker-dir", default=None)
     ap.add_argument("--progress", action="store_true")
     ap.add_argument("--rich-schema", action="store_true")
+    ap.add_argument("--big", action="store_true")
     ap.add_argument("--token", default=None, help="ignored: a secret-looking argument for redaction tests")
     args = ap.parse_args()
 
@@ -111,9 +112,12 @@ def main() -> None:
     ]
     if args.progress:
         tools.append(types.Tool(name="steps", description="Report progress n times, then answer.",
-                                input_schema=schema({"n": {"type": "integer"}})))
+                                input_schema=schema({"n": {"type": "integer"}, "delay": {"type": "number"}}, ["n"])))
     if args.rich_schema:
         tools.append(types.Tool(name="rich", description="JSON Schema 2020-12 keywords.", input_schema=RICH_SCHEMA))
+    if args.big:
+        tools.append(types.Tool(name="big", description="Answer kib KiB of words.",
+                                input_schema=schema({"kib": {"type": "integer"}})))
     if shape.get("extra"):
         tools.append(types.Tool(name="extra", description="An added tool.", input_schema=schema({})))
     if args.names:
@@ -150,11 +154,20 @@ def main() -> None:
                 sys.stderr.write(str(a["log"]) + "\n")
                 sys.stderr.flush()
             return text(str(a.get("message", "failed")), error=True)
+        if name == "big":
+            words = ["plain", "answer", "result", "value", "server", "tool", "data", "12345", "alpha", "beta",
+                     "gamma", "delta", "the", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog"]
+            out, size, i = [], 0, 0
+            while size < int(a.get("kib", 1024)) * 1024:
+                out.append(words[i % len(words)] + str(i % 97))
+                size += len(out[-1]) + 1
+                i += 1
+            return text(" ".join(out))
         if name == "steps":
             n = int(a.get("n", 3))
             for i in range(1, n + 1):
                 await ctx.session.report_progress(float(i), float(n), f"step {i}")
-                await anyio.sleep(0.05)
+                await anyio.sleep(float(a.get("delay", 0.05)))
             return text(f"did {n} steps")
         if name == "mutate":
             # A rug pull at runtime: the tool set changes under a live session.

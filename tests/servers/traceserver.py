@@ -1,14 +1,14 @@
 """An MCP server (the SDK's lowlevel `Server`, stdio) that says what trace context reached it.
 
-    python traceserver.py [--query VALUE]
+    python traceserver.py [--query VALUE] [--uri URI]
 
 Tools: `where()` answers the W3C trace context keys of its request's `params._meta`
 (`traceparent`, `tracestate`, `baggage`) as JSON, as any server that continues a trace
 reads them (SEP-414); `echo(text)` answers its text (a result that holds what the caller
 sent); `fail(text)` is a tool error; `secret()` answers its `TRACE_SECRET` environment
 variable (a result that holds an env value). Resource `trace://where` (with `--query`:
-`trace://where?key=VALUE`, a URI with a query value) and prompt `where` answer the same
-trace context; completion/complete of the prompt's `topic` argument answers `["trace"]`.
+`trace://where?key=VALUE`, a URI with a query value; with `--uri`: URI) and prompt `where`
+answer the same trace context; completion/complete of the prompt's `topic` argument answers `["trace"]`.
 """
 
 from __future__ import annotations
@@ -57,6 +57,8 @@ def main() -> None:
         return json.dumps({k: meta[k] for k in TRACE_KEYS if k in meta})
 
     uri = f"trace://where?key={sys.argv[sys.argv.index('--query') + 1]}" if "--query" in sys.argv else "trace://where"
+    if "--uri" in sys.argv:
+        uri = sys.argv[sys.argv.index("--uri") + 1]
 
     async def list_resources(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
         return types.ListResourcesResult(resources=[types.Resource(uri=uri, name="where")])

@@ -9,12 +9,12 @@ turns Ctrl-C into `tasks/cancel`.
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
+import monad_cli.cli.render as render
 from monad_cli.core.task_forms import FormError, choices, coerce, form_fields, request_mode, url_fields
 from monad_cli.core.task_states import TERMINAL
 
@@ -26,10 +26,15 @@ def task_path(task_id: str, suffix: str = "") -> str:
 
 
 def _say(text: str) -> None:
-    sys.stderr.write(text + "\n")
+    render.info(text)
 
 
-def prompt_answers(task: dict[str, Any], *, ask: Callable[[str], str] = input,
+def _input(prompt: str) -> str:
+    """`input()` with the prompt's server-chosen words made safe for the terminal (render.py)."""
+    return input(render.terminal_text(prompt))
+
+
+def prompt_answers(task: dict[str, Any], *, ask: Callable[[str], str] = _input,
                    say: Callable[[str], None] = _say, who: str | None = None) -> dict[str, Any]:
     """Ask a person for every outstanding input request of `task`; returns `responses`
     for `POST /v1/tasks/{id}/input`. Values are typed by the form (`coerce`); a wrong value
@@ -71,9 +76,11 @@ def _ask_url(task: dict[str, Any], key: str, request: dict[str, Any], *, ask: Ca
 
     message, url, _eid = url_fields(request)
     host = urlsplit(url).hostname or ""
-    if sys.stderr.isatty():  # the host in bold: the part a person must check
-        host = f"\033[1m{host}\033[0m"
-    say(f"{who} asks you to open a URL on {host}: {message or key}")
+    line = f"{who} asks you to open a URL on {host}: {message or key}"
+    if say is _say:  # the host in bold on a terminal: the part a person must check
+        render.info(line, strong=host)
+    else:
+        say(line)
     say(f"  {url}")
     while True:
         raw = ask("  open it in your browser yourself; opened it? [y]es / [d]ecline / [c]ancel: ").strip().lower()

@@ -71,24 +71,42 @@ def connect(
         "--per-server", help="One entry per monad server, named as the server and running `monad mcp serve NAME`, "
                              "in place of the client's own entry of that name: its tool names and permission "
                              "rules stay as they were.")] = False,
+    tool_search: Annotated[bool, typer.Option(
+        "--tool-search", help="The entry runs `monad mcp serve --tool-search`: the agent sees find_tool and "
+                              "call_tool instead of every tool (docs/gateway.md \"Tool search\").")] = False,
+    tool_search_above: Annotated[int | None, typer.Option(
+        "--tool-search-above", metavar="TOKENS", min=0,
+        help="The entry searches only while the full tool list would pass about TOKENS tokens.",
+        show_default=False)] = None,
+    max_result_tokens: Annotated[int | None, typer.Option(
+        "--max-result-tokens", metavar="N", min=0, help="The entry cuts tool results to about N tokens, the "
+                                                        "whole kept as a monad:// resource.", show_default=False)]
+        = None,
     as_json: JsonOpt = False,
 ) -> None:
     from monad_cli.clients.connector import connect_all, connect_client
+
+    serve_args = [*(["--tool-search"] if tool_search else []),
+                  *(["--tool-search-above", str(tool_search_above)] if tool_search_above is not None else []),
+                  *(["--max-result-tokens", str(max_result_tokens)] if max_result_tokens is not None else [])]
+    if serve_args and (per_server or remove):
+        raise InvalidInput("--tool-search, --tool-search-above and --max-result-tokens shape the merged `monad` "
+                           "entry; they go without --per-server and --remove")
 
     if all_:
         if client is not None or path is not None:
             raise InvalidInput("--all connects every client found at its usual file; name no CLIENT or PATH")
         if per_server:
             raise InvalidInput("--per-server goes with one CLIENT, not --all")
-        _show_all(connect_all(dry_run=dry_run, remove=remove, replace=replace), dry_run=dry_run, remove=remove,
-                  as_json=as_json)
+        _show_all(connect_all(dry_run=dry_run, remove=remove, replace=replace, serve_args=serve_args),
+                  dry_run=dry_run, remove=remove, as_json=as_json)
         return
     if client is None:
         raise InvalidInput("name a CLIENT, or pass --all")
     if per_server:
         _connect_per_server(client, path, remove=remove, replace=replace, dry_run=dry_run, as_json=as_json)
         return
-    result = connect_client(client, path, remove=remove, replace=replace, dry_run=dry_run)
+    result = connect_client(client, path, remove=remove, replace=replace, dry_run=dry_run, serve_args=serve_args)
     title = CLIENTS[client].title
     if as_json:
         render.data_json(result)

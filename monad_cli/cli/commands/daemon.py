@@ -155,6 +155,7 @@ def status(as_json: JsonOpt = False) -> None:
     try:
         health = client.get("/v1/health")
         servers = client.get("/v1/settings/mcp-servers/status")["servers"]
+        telemetry = client.get("/v1/telemetry")
     except SupervisorNotRunning:
         if as_json:
             render.data_json({"running": False, "home": str(paths().home)})
@@ -164,7 +165,8 @@ def status(as_json: JsonOpt = False) -> None:
     counts: dict[str, int] = {}
     for row in servers:
         counts[row["state"]] = counts.get(row["state"], 0) + 1
-    data = {"running": True, **health, "servers": counts}
+    data = {"running": True, **health, "servers": counts,
+            "telemetry": {"on": telemetry["on"], "reason": telemetry.get("reason")}}
     if as_json:
         render.data_json(data)
         return
@@ -172,11 +174,14 @@ def status(as_json: JsonOpt = False) -> None:
     render.key_values([("running", True), ("pid", health["pid"]), ("version", health["version"]),
                        ("home", health["home"]), ("uptime", f"{up:.0f} s"),
                        ("servers", ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "none"),
-                       ("journal", _journal_line(health.get("journal")))])
+                       ("journal", _journal_line(health.get("journal"))),
+                       ("telemetry", "on" if telemetry["on"] else "off")])
     from monad_cli.cli.commands._status import store_warnings
 
     for warning in store_warnings(health.get("journal")):
         render.warn(warning)
+    if telemetry.get("reason"):  # asked for, but off (the extra not installed): docs/telemetry.md
+        render.warn(f"telemetry is off: {telemetry['reason']}")
 
 
 def _journal_line(journal: dict[str, Any] | None) -> str | None:

@@ -30,6 +30,8 @@ def metrics(
         state = client.get("/v1/telemetry")
         found = state.get("prometheus")
         if not state.get("on"):
+            if state.get("reason"):
+                raise Unavailable(f"telemetry is off: {state['reason']}")
             raise Unavailable("telemetry is off; turn it on with `enabled = true` under `[telemetry]` in "
                               "settings.toml and restart the supervisor (see docs/telemetry.md)")
         if not found:

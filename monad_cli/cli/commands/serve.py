@@ -26,6 +26,10 @@ def serve(
     http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP on 127.0.0.1 instead of stdio.")]
         = False,
     port: Annotated[int, typer.Option("--port", help="Port for --http (0 picks a free one).")] = 0,
+    session_idle: Annotated[str, typer.Option(
+        "--session-idle", metavar="DURATION", help="With --http: end a client's session after this long without "
+                                                   "a request (`90s`, `10m`, `1h`); the client starts a new one.")]
+        = "10m",
     approval_timeout: Annotated[float, typer.Option(
         "--approval-timeout", help="Seconds a call waits for `monad approvals allow ID` before it is "
                                    "refused.")] = DEFAULT_APPROVAL_TIMEOUT_S,
@@ -44,6 +48,20 @@ def serve(
     exclude_tools: Annotated[list[str] | None, typer.Option(
         "--exclude-tools", metavar="GLOBS", help="Hide tools whose exposed names match these globs (wins over "
                                                  "--include-tools); calls of them are refused.")] = None,
+    tool_search: Annotated[bool | None, typer.Option(
+        "--tool-search/--no-tool-search", help="List two tools, find_tool and call_tool, instead of every tool: "
+                                               "the agent finds tools by describing its task (default: "
+                                               "`toolSearch` of features/gateway.toml, else off).",
+        show_default=False)] = None,
+    tool_search_above: Annotated[int | None, typer.Option(
+        "--tool-search-above", metavar="TOKENS", min=0,
+        help="Search only while the full tool list would pass about TOKENS tokens (its JSON's bytes / 4); below, "
+             "list every tool.", show_default=False)] = None,
+    max_result_tokens: Annotated[int | None, typer.Option(
+        "--max-result-tokens", metavar="N", min=0,
+        help="Cut a tool result longer than about N tokens to N, with a note naming a monad:// resource that "
+             "holds the whole result for an hour (0: never cut; default: `maxResultTokens` of "
+             "features/gateway.toml, else 0).", show_default=False)] = None,
 ) -> None:
     """Serve the gateway: one MCP server exposing the connected servers' tools, resources and prompts.
 
@@ -58,6 +76,8 @@ def serve(
     Deferred tools (`deferred = true`, features/tools.toml) are listed once loaded with the
     `load_tools` tool; a server's `condition` is checked against the --fact values and this
     environment on every list and call; --include-mcps/--exclude-mcps serve a filtered view;
+    --tool-search, --tool-search-above and --max-result-tokens keep the agent's context small
+    (docs/gateway.md "Tool search" and "Result budget");
     --include-tools/--exclude-tools hide tools on top of the servers' `tools` filters and
     features/tools.toml (docs/filtering.md). Resources, prompts, completions and log
     messages pass through as well (docs/gateway.md).
@@ -68,6 +88,7 @@ def serve(
 
     from monad_cli.cli import relay
     from monad_cli.config.conditions import parse_facts
+    from monad_cli.config.features import load_gateway_settings
     from monad_cli.core.filters import PatternError, split_patterns
     from monad_cli.core.hello import build_hello
     from monad_cli.core.tool_filters import split_tool_patterns
@@ -87,12 +108,25 @@ def serve(
         inc = servers  # any supervisor narrows to them, even one that knows no per-server entry
     if not math.isfinite(approval_timeout) or approval_timeout < 0:
         raise InvalidInput("--approval-timeout must be a finite number of seconds >= 0")
+    from monad_cli.config.start import parse_duration
+
+    idle = parse_duration(session_idle)
+    if idle is None:
+        raise InvalidInput(f"--session-idle must be a duration such as `90s`, `10m` or `1h` (at most a week), "
+                           f"got {session_idle!r}")
+    settings = load_gateway_settings(paths())
+    search_mode = ("off" if tool_search is False else "auto" if tool_search_above is not None
+                   else "on" if tool_search else settings["toolSearch"])
+    budget = settings["maxResultTokens"] if max_result_tokens is None else max_result_tokens
     # The client's own pipes go to the supervisor when they can: no byte passes through here.
     hand_over = not http and relay.passable(0) and relay.passable(1)
     # Only the names of set variables travel: a condition asks no more of the environment.
     hello = build_hello(transport="http" if http else "stdio", port=port, facts=facts, include=inc, exclude=exc,
                         approval_timeout=approval_timeout, env_names=list(os.environ), stdio_fds=hand_over,
-                        include_tools=tools_in, exclude_tools=tools_out, servers=servers)
+                        include_tools=tools_in, exclude_tools=tools_out, servers=servers, tool_search=search_mode,
+                        tool_search_threshold=(tool_search_above if tool_search_above is not None
+                                               else settings["toolSearchAbove"]),
+                        max_result_tokens=budget, session_idle=idle)
     if http:
         import signal
 

@@ -45,9 +45,12 @@ def tools(
 ) -> None:
     """Tools of the connected servers under their exposed names (`SERVER__TOOL`).
 
-    APPROVAL is `auto` (in the server's `trust.autoApproveTools`) or `ask` (the approval gate
-    asks); GATEWAY is `listed`, `deferred` or `hidden` (below). `--json` adds each tool's
-    description, inputSchema, original name and whether it is auto-approved. Name collisions,
+    APPROVAL is `auto` (in the server's `trust.autoApproveTools`), `always` or `session` (a
+    standing approval of the tool as it is defined now: `monad approvals` lists them,
+    `monad approvals revoke` takes one back) or `ask` (the approval gate asks); GATEWAY is
+    `listed`, `deferred` or `hidden` (below). `--json` adds each tool's
+    description, inputSchema, original name, whether it is auto-approved and its standing
+    `approval` (`session`, `always` or null). Name collisions,
     and tools a server listed that monad could not take (a repeated name, an unusable schema),
     are reported on stderr. Tools the gateway defers until
     `load_tools` are marked `deferred` (`monad mcp call` calls them directly). Tools a tool
@@ -68,7 +71,7 @@ def tools(
     for item in answer.get("leftOut", []):
         render.warn(f"server `{item['server']}`: {item['reason']}")
     # Every cell says something: a blank read as missing data (new-user trial).
-    render.table([{"name": t["name"], "auto": "auto" if t.get("autoApproved") else "ask",
+    render.table([{"name": t["name"], "auto": "auto" if t.get("autoApproved") else t.get("approval") or "ask",
                    "deferred": f"hidden: {t['hidden']}" if t.get("hidden") else
                    "deferred" if t.get("deferred") else "listed",
                    "description": _first_line(t.get("description") or "")} for t in listed],

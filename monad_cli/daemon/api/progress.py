@@ -135,8 +135,7 @@ class ProgressStream:
         send_line, lines = anyio.create_memory_object_stream[bytes](MAX_QUEUED)
 
         async def progress(progress: float, total: float | None, message: str | None) -> None:
-            line = {"progress": {"progress": progress, "total": total,
-                                 "message": self.scrub(message) if message else message}}
+            line = {"progress": {"progress": progress, "total": total, "message": message}}  # scrubbed on arrival
             with contextlib.suppress(anyio.WouldBlock):  # a slow reader misses a step, never the outcome
                 send_line.send_nowait(_line(line))
 
@@ -169,7 +168,7 @@ class ProgressStream:
                     self.name, self.body.get("arguments"), via=self.via, approval=self.approval,
                     detach=bool(self.body.get("detach")), progress=progress, inputs=inputs,
                     capabilities=PERSON_CAPABILITIES, ref=self.body.get("ref")))
-                last = {"result": scrub_data(result, self.scrub)}  # one rule: no secret value out
+                last = {"result": result}  # scrubbed as it arrived from the server (daemon/scrubber.py)
             except Exception as exc:  # noqa: BLE001 - every outcome becomes the last line
                 last = self._outcome(exc)
             async with send_line:

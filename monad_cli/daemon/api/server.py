@@ -9,21 +9,19 @@ through the one redaction function.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import os
 import socket
-import struct
 from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from monad_cli.daemon.api.clients import client_routes
 from monad_cli.daemon.api.daemon import daemon_routes
 from monad_cli.daemon.api.env import env_routes
+from monad_cli.daemon.api.features import feature_routes
 from monad_cli.daemon.api.registry import registry_routes
 from monad_cli.daemon.api.servers import server_routes
 from monad_cli.daemon.api.studio import StudioHub, studio_routes
@@ -40,22 +38,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("monad.control")
 
 
-class PeerCheckedH11(H11Protocol):
-    """Refuse connections from another uid (root excepted: it can read the socket anyway)."""
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        sock = transport.get_extra_info("socket")
-        if sock is not None and sock.family == socket.AF_UNIX:
-            creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-            _pid, uid, _gid = struct.unpack("3i", creds)
-            if uid not in (os.getuid(), 0):
-                log.warning("refused a control connection from uid %d", uid)
-                transport.close()
-                return
-        super().connection_made(transport)
-
-
-
 def build_app(port: DaemonPort) -> Starlette:
     """The control API's one Starlette app: every resource's routes inside one
     `ErrorBoundary` (MonadError kinds → the error envelope, scrubbed) and `ScrubAnswers` (every
@@ -69,7 +51,7 @@ def build_app(port: DaemonPort) -> Starlette:
     hub = StudioHub(port, lambda: app)
     app.state.studio_hub = hub
     for route in [*daemon_routes(port), *server_routes(port), *tools_routes(port), *env_routes(port),
-                  *registry_routes(port), *client_routes(port),
+                  *feature_routes(port), *registry_routes(port), *client_routes(port),
                   *task_routes(port.tasks), *telemetry_routes(),
                   *studio_routes(port, control_app=lambda: app, hub=hub)]:
         app.router.routes.append(route)
@@ -115,8 +97,10 @@ class ControlServer:
 
     async def start(self) -> None:
         self.sock = self._bind()
-        self.server = AppServer(self.app, http=PeerCheckedH11, timeout_graceful_shutdown=2,
-                                h11_max_incomplete_event_size=MAX_BODY)
+        # Peers are checked by uid at connect (SO_PEERCRED), which is their authentication; the
+        # control socket is left out of the listeners' descriptor budget, whose reserve is for it.
+        self.server = AppServer(self.app, what="the control socket", check_peer_uid=True, budgeted=False,
+                                timeout_graceful_shutdown=2, h11_max_incomplete_event_size=MAX_BODY)
         await self.server.start(self.sock)
 
     async def resume_studio(self) -> None:

@@ -1,7 +1,8 @@
 """What the control API gains for the Studio, on the unix socket and the Studio's port alike.
 
-    POST   /v1/studio                        {port?, defaultPort?} → {url, port, started, movedFrom}
+    POST   /v1/studio                        {port?, defaultPort?} → {url, port, started, movedFrom, file}
                                              (the Studio's port refuses it: locks.py)
+    POST   /v1/studio/sign-out               {} → {signedOut: N}: end every session of the page
     GET    /v1/studio/tools                  the Tools view: `GET /v1/tools` rows + `formSchema`
                                              (inputSchema, local $refs resolved) + `ui` ({resourceUri})
     GET    /v1/journal, /v1/journal/calls    the journal's rows (journal.py; the calls with the
@@ -37,6 +38,7 @@ from monad_cli.daemon.studio.authorize import AuthorizeDeps, AuthorizeRuns
 from monad_cli.daemon.studio.events import EventBus
 from monad_cli.daemon.studio.scrub import scrub_data
 from monad_cli.daemon.studio.transcript import Transcript
+from monad_cli.daemon.trust.gate import standing_approval
 from monad_cli.daemon.trust.visibility import resource_uri
 from monad_cli.tools.schema_refs import resolve_local
 
@@ -74,8 +76,8 @@ class StudioHub:
         sup.tool_service.authorization.flows = self.authorize
         sup.tool_service.authorization.listeners.append(self.publish)
         self.transcript = Transcript(sup.tool_service, sup.tasks, publish=self.publish,
-                                     listening=lambda: self.bus.listening)
-        self.apps = AppHost(sup.tool_service, sup.actors, sup.tool_service.journal, scrub=sup.scrub)
+                                     listening=lambda: self.bus.listening, start_soon=sup.start_soon)
+        self.apps = AppHost(sup.tool_service, sup.catalog, sup.tool_service.journal, scrub=sup.scrub)
         sup.on_state(self._on_actor)
         sup.on_tools(self._on_actor)
         sup.on_config(lambda _diff: self._on_config())
@@ -120,6 +122,7 @@ class StudioHub:
 
     # -- the Studio --------------------------------------------------------------------------
     def service(self) -> Studio:
+        from monad_cli.daemon.studio.login_file import LoginFiles
         from monad_cli.daemon.studio.service import Studio, StudioDeps
         from monad_cli.daemon.studio.state import StudioState
 
@@ -127,12 +130,17 @@ class StudioHub:
             self.studio = Studio(StudioDeps(control_app=self.control_app(), snapshot=self.snapshot,
                                             refresh=self.sup.reconcile, stopping=self.sup.stop_event,
                                             start_soon=self.sup.start_soon, scrub=self.sup.scrub,
-                                            state=StudioState(self.sup.paths.studio_state)),
+                                            state=StudioState(self.sup.paths.studio_state),
+                                            login_files=LoginFiles(self.sup.paths.run_dir)),
                                  self.bus)
         return self.studio
 
     async def serve(self, *, port: int | None, default_port: int) -> dict[str, Any]:
         return await self.service().serve(port=port, default_port=default_port)
+
+    async def sign_out(self) -> int:
+        """End every Studio session (none when the page was never served in this run)."""
+        return await self.studio.sign_out() if self.studio is not None else 0
 
     async def resume(self) -> None:
         """At the supervisor's start: serve the page again on its port if it was served before
@@ -160,9 +168,15 @@ def studio_routes(sup: DaemonPort, *, control_app: Callable[[], Starlette],
         answer = await hub.serve(port=port, default_port=DEFAULT_PORT if default is None else default)
         return JSONResponse(answer)
 
+    async def sign_out(request: Request) -> JSONResponse:
+        await read_json_body(request)
+        return JSONResponse({"signedOut": await hub.sign_out()})
+
     async def studio_tools(request: Request) -> JSONResponse:
         rows = sup.tool_service.listing()
         for row in rows:
+            actor = sup.actors.get(row["server"])
+            row["approval"] = None if actor is None else standing_approval(sup.tool_service.gate, actor, row["tool"])
             row["formSchema"] = resolve_local(row.get("inputSchema") or {})
             uri = resource_uri(row.get("_meta"))
             row["ui"] = {"resourceUri": uri} if uri else None
@@ -194,6 +208,7 @@ def studio_routes(sup: DaemonPort, *, control_app: Callable[[], Starlette],
 
     return [
         Route("/v1/studio", serve_studio, methods=["POST"]),
+        Route("/v1/studio/sign-out", sign_out, methods=["POST"]),
         Route("/v1/studio/tools", studio_tools),
         *journal_routes(sup, hub.transcript),
         *app_routes(hub.apps),

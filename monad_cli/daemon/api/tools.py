@@ -4,13 +4,22 @@
                                           rule) + the set's `signature`, name `collisions`
                                           and `leftOut` ({server, reason}: listed items
                                           not taken)
+    GET  /v1/tools/search?q=TEXT[&limit=N] the tools best matching a task in plain words, best
+                                          first: {tools: [{name, server, description, score}]}
+                                          (the gateway's find_tool index; hidden tools never)
     GET  /v1/tools/changes?since=SIG      long poll (≤ `timeout` s): the new signature
     POST /v1/tools/call                   {name, arguments, via, approval: {mode, ...}, ref?, progress?,
                                           questions?}
     POST /v1/tools/call/answer            {id, answer}: a caller's answer to a `question` line
     GET  /v1/tools/sets/{name}            the server's current tool-set hash and its pin
-    GET  /v1/approvals                    pending approvals
+    GET  /v1/approvals                    pending approvals, and `standing` ones (session and always:
+                                          {server, tool, exposed, scope, decidedBy, current})
     POST /v1/approvals/{id}               {decision: allow|deny, scope: once|session|always}
+    POST /v1/approvals/revoke             {name: EXPOSED} or {server: NAME}, optional scope:
+                                          forget standing approvals; {revoked: n}
+
+Each tool row of `GET /v1/tools` carries `approval`: "session" or "always" when a standing
+approval lets its next call run unasked (one given for this definition of the tool), else None.
 
 A call's HTTP connection is its lifetime: when the caller disconnects (Ctrl-C in
 `monad mcp call`, a cancelled gateway request) the call's scope is cancelled, the SDK
@@ -36,6 +45,7 @@ from monad_cli.daemon.api.progress import CallQuestions, ProgressStream
 from monad_cli.daemon.http import error_response, read_json_body
 from monad_cli.daemon.port import actor_named
 from monad_cli.daemon.trust.call import ToolCall
+from monad_cli.daemon.trust.gate import standing_approval
 from monad_cli.daemon.trust.service import ApprovalRequired
 
 if TYPE_CHECKING:
@@ -48,6 +58,23 @@ MAX_LONG_POLL_S = 60.0
 def tools_routes(port: DaemonPort) -> list[Route]:
     svc = port.tool_service
     questions = CallQuestions()
+
+    def approval_of(server: str, name: str) -> str | None:
+        actor = port.actors.get(server)
+        return None if actor is None else standing_approval(svc.gate, actor, name)
+
+    def standing() -> list[dict[str, Any]]:
+        names = svc.name_map()
+        out = []
+        for g in svc.gate.standing():
+            actor = port.actors.get(g["server"])
+            spec = actor.spec if actor is not None else None
+            exposed = names.exposed_name(g["server"], g["tool"]) or f"{g['server']}__{g['tool']}"
+            # `current`: it covers the server's definition and the tool as it is listed now.
+            current = spec is not None and spec.definition_hash() == g["definitionHash"] and \
+                approval_of(g["server"], g["tool"]) == g["scope"]
+            out.append({**g, "exposed": exposed, "current": current})
+        return out
 
     async def list_tools(request: Request) -> JSONResponse:
         name = request.query_params.get("server")
@@ -62,8 +89,26 @@ def tools_routes(port: DaemonPort) -> list[Route]:
         # `monad mcp tools` names them on stderr (sessions/listings.py).
         left_out = [{"server": n, "reason": reason} for n, actor in port.actors.items()
                     if name in (None, n) and actor.live for reason in actor.left_out]
+        listed = [{**t, "approval": approval_of(t["server"], t["tool"])} for t in listed]
         return JSONResponse({"tools": listed, "signature": svc.signature(everything),
                              "collisions": svc.name_map().collisions, "leftOut": left_out})
+
+    async def search(request: Request) -> JSONResponse:
+        query = request.query_params.get("q", "")
+        try:
+            limit = int(request.query_params.get("limit", "20"))
+        except ValueError:
+            raise InvalidInput("limit must be a whole number from 1 to 100") from None
+        if not query.strip() or not 1 <= limit <= 100:
+            raise InvalidInput("give `q` (the task, in plain words) and a `limit` from 1 to 100")
+        built = await port.tool_search.built()
+        rows = []
+        for name, score in built.index.search(query[:1000], limit):
+            hit = port.tool_search.describe(name)
+            if hit is not None:
+                rows.append({"name": name, "server": hit["server"], "description": port.scrub(hit["description"]),
+                             "score": round(score, 3)})
+        return JSONResponse({"tools": rows})
 
     async def changes(request: Request) -> JSONResponse:
         since = request.query_params.get("since", "")
@@ -150,7 +195,21 @@ def tools_routes(port: DaemonPort) -> list[Route]:
         return JSONResponse({"answered": question_id})
 
     async def approvals(request: Request) -> JSONResponse:
-        return JSONResponse({"pending": svc.gate.listing()})
+        return JSONResponse({"pending": svc.gate.listing(), "standing": standing()})
+
+    async def revoke(request: Request) -> JSONResponse:
+        body = await read_json_body(request)
+        name, server, scope = body.get("name"), body.get("server"), body.get("scope")
+        if scope not in (None, "session", "always") or not isinstance(name or server, str):
+            raise InvalidInput('expected {"name": "SERVER__TOOL"} or {"server": "NAME"}, and optionally '
+                               '"scope": "session"|"always"')
+        by = "the Studio" if getattr(request.state, "via", None) == "studio" else "monad approvals revoke"
+        targets = {(g["server"], g["tool"]) for g in standing()
+                   if (name is not None and g["exposed"] == name) or (name is None and g["server"] == server)}
+        if not targets:
+            raise NotFound(f"no standing approval of `{name or server}` (see `monad approvals`)")
+        revoked = sum(svc.gate.revoke(s, t, scope, by=by) for s, t in sorted(targets))
+        return JSONResponse({"revoked": revoked})
 
     async def decide(request: Request) -> JSONResponse:
         approval_id = request.path_params["id"]
@@ -173,10 +232,12 @@ def tools_routes(port: DaemonPort) -> list[Route]:
 
     return [
         Route("/v1/tools", list_tools),
+        Route("/v1/tools/search", search),
         Route("/v1/tools/changes", changes),
         Route("/v1/tools/call", call, methods=["POST"]),
         Route("/v1/tools/call/answer", answer, methods=["POST"]),
         Route("/v1/tools/sets/{name}", tool_set),
         Route("/v1/approvals", approvals),
+        Route("/v1/approvals/revoke", revoke, methods=["POST"]),
         Route("/v1/approvals/{id}", decide, methods=["POST"]),
     ]

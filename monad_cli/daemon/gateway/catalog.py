@@ -319,6 +319,14 @@ class Catalog:
                     out.append({**self._dump(p, None if single else server), "name": exposed})
         return out
 
+    def lists_prompt(self, name: str) -> bool:
+        """Whether `name` is a prompt a server listed, by its exposed name or its own (for
+        telemetry, which records any other name an agent sends as `_OTHER`)."""
+        if self._prompt_map is not None and name in self._prompt_map[1].by_exposed:
+            return True
+        return any(p.name == name for (_server, kind), listed in list(self._last.items()) if kind == "prompts"
+                   for p in listed.items)
+
     async def prompt_owner(self, name: str, allowed: Allowed, *, single: str | None = None) -> tuple[str, str]:
         """(server, the server's own prompt name) of an exposed prompt name. Raises
         MCPError(-32602) for a name no server offers."""
@@ -367,7 +375,7 @@ class Catalog:
                 return await actor.call_through(send, caller=caller, method=method, target=target)
         except MCPError as e:
             outcome, error = "error", f"{e.error.message} (MCP error {e.error.code})"
-            raise MCPError(e.error.code, self.scrub(f"server `{server}`: {e.error.message}"), e.error.data) from None
+            raise MCPError(e.error.code, f"server `{server}`: {e.error.message}", e.error.data) from None
         except MonadError as e:
             outcome, error = "error", e.message
             raise MCPError(types.INTERNAL_ERROR, self.scrub(e.message)) from None

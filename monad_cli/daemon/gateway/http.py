@@ -14,7 +14,7 @@ filters and `load_tools` loads are that command's. The SDK's streamable HTTP app
 
 from __future__ import annotations
 
-import hmac
+import json
 import logging
 import socket
 from typing import Any
@@ -23,11 +23,16 @@ import anyio
 
 from monad_cli.core.errors import Conflict
 from monad_cli.core.paths import Paths
+from monad_cli.daemon.bounds import authenticated
 from monad_cli.daemon.gateway.session import GatewaySession
-from monad_cli.daemon.http import bearer_token
+from monad_cli.daemon.http import bearer_matches, bearer_refusal, bearer_token, empty_token_message
 from monad_cli.daemon.serving import AppServer
 
 log = logging.getLogger("monad.gateway")
+TOKEN_FILE = "run/gateway.token"
+MAX_SESSIONS = 100
+"""Streamable HTTP sessions one `monad mcp serve --http` listener keeps at once (each MCP
+client connection is one; ~37 kB each): a client asking for more gets the SDK's 503."""
 
 
 def gateway_token(paths: Paths) -> str:
@@ -37,22 +42,27 @@ def gateway_token(paths: Paths) -> str:
 
 
 class BearerGuard:
-    """ASGI wrapper: every HTTP request needs `Authorization: Bearer <gateway token>`."""
+    """ASGI wrapper: every HTTP request needs `Authorization: Bearer <gateway token>` (the
+    scheme in any case: `bearer_matches`). An empty token (an emptied `run/gateway.token`)
+    refuses every request, saying so to the client and, once, in the log."""
 
-    def __init__(self, app: Any, token: str) -> None:
+    def __init__(self, app: Any, token: str, *, token_file: str = TOKEN_FILE) -> None:
         self.app = app
-        self.expected = f"Bearer {token}".encode()
+        self.token = token
+        self.refusal = json.dumps({"error": bearer_refusal(token, token_file)}).encode()
+        if not token:
+            log.warning("HTTP gateway: %s", empty_token_message(token_file))
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
             given = dict(scope.get("headers") or []).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self.expected):
-                body = b'{"error": "missing or wrong bearer token (see run/gateway.token)"}'
+            if not bearer_matches(given, self.token):
                 await send({"type": "http.response.start", "status": 401,
                             "headers": [(b"content-type", b"application/json"),
                                         (b"www-authenticate", b'Bearer realm="monad"')]})
-                await send({"type": "http.response.body", "body": body})
+                await send({"type": "http.response.body", "body": self.refusal})
                 return
+            authenticated()
         await self.app(scope, receive, send)
 
 
@@ -74,12 +84,18 @@ def bind_loopback(port: int) -> socket.socket:
 
 
 async def serve_http(session: GatewaySession, sock: socket.socket, token: str, *,
-                     until: anyio.Event) -> None:
-    """Serve the session's streamable HTTP app on `sock` until `until` is set."""
-    app = BearerGuard(session.server.streamable_http_app(host="127.0.0.1", streamable_http_path="/mcp"), token)
+                     until: anyio.Event, session_idle: float) -> None:
+    """Serve the session's streamable HTTP app on `sock` until `until` is set. The SDK's
+    session manager ends a streamable HTTP session after `session_idle` seconds without a
+    request in flight (its ID then answers 404, and the client starts a new session: MCP
+    basic/transports "Session Management"), and keeps at most `MAX_SESSIONS`."""
+    app = BearerGuard(session.server.streamable_http_app(
+        host="127.0.0.1", streamable_http_path="/mcp", session_idle_timeout=session_idle,
+        max_sessions=MAX_SESSIONS), token)
     # lifespan on: the SDK's app runs its session manager's task group in it; cut: an agent's
     # open event stream ends with the listener (Ctrl-C on `monad mcp serve --http`).
-    server = AppServer(app, lifespan="on", timeout_graceful_shutdown=2, cut=True)
+    server = AppServer(app, what=f"the HTTP gateway on port {sock.getsockname()[1]}", lifespan="on",
+                       timeout_graceful_shutdown=2, cut=True)
     try:
         await server.start(sock)
         await until.wait()

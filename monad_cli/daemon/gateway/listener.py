@@ -170,7 +170,7 @@ class GatewayListener:
         token = gateway_token(self.paths)
         until = anyio.Event()
         async with self.gateway.session(view, transport="tcp") as session, anyio.create_task_group() as tg:
-            tg.start_soon(lambda: serve_http(session, sock, token, until=until))
+            tg.start_soon(lambda: serve_http(session, sock, token, until=until, session_idle=view.session_idle))
             url = f"http://127.0.0.1:{port}/mcp"
             await stream.send(answer_ok(url=url, tokenFile=str(self.paths.gateway_token)))
             log.info("HTTP gateway listening on %s", url)

@@ -31,6 +31,7 @@ from monad_cli.core.errors import NotFound
 from monad_cli.core.hello import GatewayView
 from monad_cli.core.states import State
 from monad_cli.daemon.gateway.catalog import LEVELS, Catalog
+from monad_cli.daemon.gateway.search import ToolSearch
 from monad_cli.daemon.gateway.session import GatewaySession, GatewayWrappers
 from monad_cli.daemon.gateway.subscriptions import Subscriptions
 from monad_cli.daemon.gateway.wire import PipeStream, serve_lines
@@ -58,6 +59,7 @@ class Gateway:
         self._opened = anyio.Event()
         self.catalog = Catalog(tools.servers, tools.journal, scrub=scrub, spawn=self._spawn)
         self.subscriptions = Subscriptions(self.catalog, spawn=self._spawn)
+        self.search = ToolSearch(tools)  # the tool index every session's find_tool shares
         self._tg: anyio.abc.TaskGroup | None = None
         self._clients: dict[str, Any] = {}  # server -> the session its lists came from
         self._from_cache: set[str] = set()  # idle on-demand servers, listed from their cached lists
@@ -82,7 +84,7 @@ class Gateway:
                 await actor.first_attempt.wait()
         session = GatewaySession(self.tools, view, scrub=self.scrub, catalog=self.catalog,
                                  subscriptions=self.subscriptions, on_level=self.pass_log_level, spawn=self._spawn,
-                                 transport=transport, wrappers=self.wrappers)
+                                 transport=transport, search=self.search, wrappers=self.wrappers)
         self.sessions.add(session)
         self._opened.set()
         started = time.monotonic()

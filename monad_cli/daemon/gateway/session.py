@@ -34,6 +34,7 @@ same approval gate and the same journal row (`via: gateway`) as `monad mcp call`
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import weakref
 from collections.abc import Awaitable, Callable
@@ -53,6 +54,7 @@ from monad_cli.core.errors import MonadError, NotFound, ToolCallFailed
 from monad_cli.core.hello import GatewayView
 from monad_cli.core.redact import scrub_data
 from monad_cli.core.states import State
+from monad_cli.daemon.gateway.budget import SCHEME, ResultStore, cut
 from monad_cli.daemon.gateway.catalog import Catalog, quiet_deprecated
 from monad_cli.daemon.gateway.direct import DirectCalls, LaneCall, LaneHandler
 from monad_cli.daemon.gateway.features import AgentRequest, RequestLog, SessionFeatures, asking, connection_of
@@ -69,6 +71,15 @@ from monad_cli.daemon.gateway.policy import (
 )
 from monad_cli.daemon.gateway.questions import AgentQuestions
 from monad_cli.daemon.gateway.rounds import Round, Rounds
+from monad_cli.daemon.gateway.search import (
+    CALL_TOOL,
+    FIND_TOOL,
+    ToolSearch,
+    call_tool_tool,
+    estimate_tokens,
+    find_tool_tool,
+    query_arguments,
+)
 from monad_cli.daemon.gateway.subscriptions import Subscriptions
 from monad_cli.daemon.trust.call import ToolCall
 from monad_cli.daemon.trust.inputs import Caller
@@ -166,7 +177,8 @@ class GatewaySession:
     def __init__(self, tools: ToolService, view: GatewayView, *, scrub: Callable[[str], str],
                  catalog: Catalog | None = None, subscriptions: Subscriptions | None = None,
                  on_level: Callable[[], Any] | None = None, spawn: Callable[..., None] | None = None,
-                 transport: str = "pipe", wrappers: GatewayWrappers | None = None) -> None:
+                 transport: str = "pipe", search: ToolSearch | None = None,
+                 wrappers: GatewayWrappers | None = None) -> None:
         self.tools = tools
         self.wrappers = wrappers = wrappers or GatewayWrappers()
         self.rounds = Rounds(spawn, answer_timeout=view.approval_timeout)
@@ -174,6 +186,11 @@ class GatewaySession:
         self.scrub = scrub
         self.environ = view.environ
         self.loaded = LoadedTools()
+        # Tool search (gateway/search.py): the index is the gateway's; what find_tool
+        # returned joins this session's list. The result budget keeps whole results here.
+        self.search = search or ToolSearch(tools)
+        self.found: dict[str, None] = {}
+        self.results = ResultStore() if view.max_result_tokens else None
         self.bus = InMemorySubscriptionBus()
         self.listen = ListenHandler(self.bus)
         # Its handshake-era connections (features.py `connection_of`), for their notifications.
@@ -196,13 +213,13 @@ class GatewaySession:
         self.server = quiet_deprecated(lambda: GatewayServer(
             **identity, on_list_tools=self.list_tools,
             on_call_tool=self.call_tool, on_subscriptions_listen=f.listen, on_list_resources=f.list_resources,
-            on_list_resource_templates=f.list_templates, on_read_resource=f.read_resource,
+            on_list_resource_templates=f.list_templates, on_read_resource=self.read_resource,
             on_subscribe_resource=f.subscribe, on_unsubscribe_resource=f.unsubscribe,
             on_list_prompts=f.list_prompts, on_get_prompt=f.get_prompt, on_completion=f.complete,
             on_set_logging_level=f.set_level))
-        # The SDK's default middleware opens an OpenTelemetry SERVER span per request: what
-        # wraps the gateway decides (`GatewayWrappers.middleware`; off, it would cost a no-op
-        # span per request: emptying the list is the SDK's opt-out).
+        # The SDK's default middleware opens an OpenTelemetry SERVER span per request, named
+        # by the tool the agent sent, listed or not: what wraps the gateway decides
+        # (`GatewayWrappers.middleware`; off, emptying the list is the SDK's opt-out).
         self.server.middleware[:] = [*wrappers.middleware(list(self.server.middleware), transport),
                                      before_initialize]
         self.lane: DirectCalls | None = None
@@ -336,6 +353,10 @@ class GatewaySession:
         shown = set(visible_tools(by_server, loaded=self.loaded, **policy))
         listed: list[dict[str, Any]] = [{k: v for k, v in row.items() if k not in _ROW_KEYS}
                                         for row in rows if row["name"] in shown]
+        if self._searching(listed):  # tool search: the meta-tools and what find_tool found
+            listed = [find_tool_tool(), call_tool_tool(), *(t for t in listed if t["name"] in self.found)]
+            if self.rounds.spawn is not None:  # the index built (if it must be) before the first find_tool
+                self.rounds.spawn(self._warm_index)
         if self.single is not None:  # a per-server entry: the server's own names
             own = {row["name"]: row["tool"] for row in rows}
             listed = [{**t, "name": own.get(t["name"], t["name"])} for t in listed]
@@ -347,6 +368,48 @@ class GatewaySession:
         listed, next_cursor = page("tools/list", listed, params.cursor if params is not None else None)
         # The model, not a dict: it carries the 2026-07-28 cache fields (ttlMs, cacheScope).
         return types.ListToolsResult(tools=[types.Tool.model_validate(t) for t in listed], next_cursor=next_cursor)
+
+    def _searching(self, listed: list[dict[str, Any]]) -> bool:
+        """Whether tools/list shows find_tool and call_tool instead of `listed` (the tools
+        this view would list): `on`, or `auto` while `listed` passes the threshold."""
+        mode = self.view.tool_search
+        return mode == "on" or (mode == "auto" and estimate_tokens(listed) > self.view.tool_search_threshold)
+
+    async def _warm_index(self) -> None:
+        await self.search.built(self.view.include_tools, self.view.exclude_tools)
+
+    async def _find_tool(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The `find_tool` meta-tool: the best of the tools this view's plain tools/list would
+        show (never a disabled, filtered, hidden or unloaded deferred one); they join this
+        session's list (`notifications/tools/list_changed` when any is new)."""
+        try:
+            query, limit = query_arguments(arguments)
+        except ValueError as e:
+            return _text_result(str(e), error=True)
+        built = await self.search.built(self.view.include_tools, self.view.exclude_tools)
+        policy = self._policy([{"name": n, "server": s, "deferred": d, "condition": c}
+                               for n, (s, d, c) in built.meta.items()])
+        by_server = policy.pop("tools_by_server")
+        shown = set(visible_tools(by_server, loaded=self.loaded, **policy))
+        hits = [d for name, _score in built.index.search(query, limit, among=shown)
+                if (d := self.search.describe(name)) is not None]
+        new = [h["name"] for h in hits if h["name"] not in self.found]
+        self.found.update(dict.fromkeys(new))
+        if self.single is not None:  # a per-server entry: the server's own names
+            own = self.tools.name_map().by_exposed
+            hits = [{**h, "name": own[h["name"]].tool} for h in hits]
+        structured = scrub_data({"tools": hits}, self.scrub)
+        if new:
+            await self.notify_changed()
+        return {"content": [{"type": "text", "text": json.dumps(structured, ensure_ascii=False)}],
+                "structuredContent": structured, "isError": False}
+
+    async def read_resource(self, ctx: Any, params: types.ReadResourceRequestParams) -> Any:
+        """The SDK's resources/read handler: a result the budget kept (`monad://results/…`),
+        else the features' read."""
+        if self.results is not None and str(params.uri).startswith(SCHEME):
+            return self.results.read(str(params.uri))
+        return await self.features.read_resource(ctx, params)
 
     async def _load_tools(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """The `load_tools` meta-tool: local to the session (no upstream call, no approval)."""
@@ -397,7 +460,7 @@ class GatewaySession:
                 # Sent on this request's own channel under the caller's progressToken (a
                 # 2026-07-28 call that went on to another round has none left: dropped).
                 with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    await session.report_progress(progress, total, self.scrub(message) if message else message)
+                    await session.report_progress(progress, total, message)  # scrubbed as it arrived
 
             progress = forward
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and self.rounds.spawn is not None and (
@@ -423,6 +486,8 @@ class GatewaySession:
         `inputs` (none: a direct-lane call, whose agent can answer none)."""
         inputs = inputs or self.questions(None, protocol_version, what=name)
         result = await self._call(name, arguments, progress, inputs)
+        if self.results is not None and name != FIND_TOOL:
+            result = cut(result, self.view.max_result_tokens, self.results)
         # `resultType` is 2026-07-28 vocabulary (required there, unknown before); the upstream
         # server's era need not be the client's.
         if protocol_version in MODERN_PROTOCOL_VERSIONS:
@@ -435,6 +500,16 @@ class GatewaySession:
                     progress: ProgressFn | None, inputs: AgentQuestions) -> dict[str, Any]:
         if name == LOAD_TOOLS:
             return await self._load_tools(arguments or {})
+        if self.view.tool_search != "off" and name in (FIND_TOOL, CALL_TOOL):
+            if name == FIND_TOOL:
+                return await self._find_tool(arguments or {})
+            # call_tool: the named tool's call, down this very path (gate, journal, scrubber).
+            inner, inner_arguments = (arguments or {}).get("name"), (arguments or {}).get("arguments")
+            if not isinstance(inner, str) or not inner or inner in (FIND_TOOL, CALL_TOOL, LOAD_TOOLS):
+                return _text_result("call_tool: `name` must be a tool's name as find_tool gave it", error=True)
+            if inner_arguments is not None and not isinstance(inner_arguments, dict):
+                return _text_result("call_tool: `arguments` must be an object (the tool's arguments)", error=True)
+            return await self._call(inner, inner_arguments, progress, inputs)
         if self.single is not None:  # the server's own name -> its exposed name
             exposed = self.tools.name_map().exposed_name(self.single, name)
             actor = self.tools.servers.get(self.single) if exposed is None else None
@@ -461,15 +536,13 @@ class GatewaySession:
                 return _text_result(self.scrub(e.message), error=True)
             # The server needs a capability this agent did not declare (its own are what the
             # server saw: sessions/stamp.py): the agent gets the server's -32021 as it is.
-            raise MCPError(e.rpc_error["code"], self.scrub(e.rpc_error.get("message", "")),
-                           scrub_data(e.rpc_error.get("data"), self.scrub)) from None
+            raise MCPError(e.rpc_error["code"], e.rpc_error.get("message", ""), e.rpc_error.get("data")) from None
         except MonadError as e:
             # Refusals, invalid arguments and upstream failures are tool errors the model can read.
             return _text_result(self.scrub(e.message), error=True)
-        # A person's stored secrets stay out of a model's context: a value monad holds as a
-        # secret (a header, an env value, MONAD_HOME/env) is `***` in what the agent gets,
-        # as everywhere else (docs/atoms.md "Secrets").
-        result = {k: scrub_data(v, self.scrub) for k, v in data.items() if k not in _OUR_KEYS}
+        # No stored secret is in it: the server's answer passed the supervisor's scrubber as it
+        # arrived (daemon/scrubber.py; docs/atoms.md "Secrets").
+        result = {k: v for k, v in data.items() if k not in _OUR_KEYS}
         meta = result.pop("_meta", None)
         if meta:  # the upstream server's own identity is not ours to pass on
             meta = {k: v for k, v in meta.items() if k != _SERVER_INFO_META}

@@ -46,6 +46,7 @@ from monad_cli.config.start import StartDefaults, describe_duration
 from monad_cli.core.messages import one_line
 from monad_cli.core.paths import Paths
 from monad_cli.core.states import LIVE, State, check_transition
+from monad_cli.daemon.scrubber import NO_SCRUB, Ingress
 from monad_cli.daemon.sessions.backoff import Backoff
 from monad_cli.daemon.sessions.connect import Learned, ToolListing, list_all_tools, start_upkeep, transport_for
 from monad_cli.daemon.sessions.direct import DirectLane
@@ -124,7 +125,8 @@ class ActorContext:
     gateway's fan-out; called in the session's receive task, so it must not block.
     What cuts across every server's sessions is installed here by the supervisor (telemetry,
     when it is on; nothing otherwise): `wrap_requests(actor, requests)` wraps each session's
-    request path (sessions/requests.py), `events` hears each session's lifecycle.
+    request path (sessions/requests.py), `events` hears each session's lifecycle;
+    `ingress`: what every message the server sends passes first (the supervisor's scrubber).
     """
 
     paths: Paths
@@ -144,6 +146,7 @@ class ActorContext:
     on_notification: Callable[[ServerActor, Any], None] = lambda actor, notification: None
     wrap_requests: Callable[[ServerActor, Requests], Requests] = lambda actor, requests: requests
     events: SessionEvents = field(default_factory=lambda: SessionEvents())
+    ingress: Ingress = NO_SCRUB
 
 
 class ServerActor:
@@ -485,7 +488,7 @@ class ServerActor:
                           *, over_sse: bool, kicked: bool = False) -> str | None:
         """Enter the Client, list the tools, serve the session until woken; the wake reason."""
         transport = transport_for(spec, conn, self.sink, self.ctx.paths, auth=self.ctx.http_auth(spec),
-                                  over_sse=over_sse, early=self.ctx.early)
+                                  over_sse=over_sse, early=self.ctx.early, ingress=self.ctx.ingress)
         client = Client(transport, mode=self.learned.mode(over_sse=over_sse), cache=None,
                         client_info=Implementation(name="monad", version=__version__),
                         message_handler=self._on_message, extensions=self.ctx.client_extensions(self),

@@ -30,6 +30,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from monad_cli.config.schema import ServerSpec
 from monad_cli.config.workdir import default_workdir
 from monad_cli.core.paths import Paths
+from monad_cli.daemon.scrubber import NO_SCRUB, Ingress
 from monad_cli.daemon.sessions.eras import EraStore
 from monad_cli.daemon.sessions.exchange import Exchange, discover_budget
 from monad_cli.daemon.sessions.listings import declared, first_of_each_name
@@ -83,20 +84,21 @@ class Learned:
         return "legacy" if self.legacy or over_sse else "auto"
 
 
-def options_for(spec: ServerSpec, paths: Paths, early: EarlySpawns | None = None) -> TransportOptions:
+def options_for(spec: ServerSpec, paths: Paths, early: EarlySpawns | None = None,
+                ingress: Ingress = NO_SCRUB) -> TransportOptions:
     """The bounds of a connection to `spec`: its message limit, a `server/discover` budget
     from its connect timeout, its default working directory, the spawn records, the early
-    spawns it may adopt."""
+    spawns it may adopt, the scrubber every message from it passes."""
     return TransportOptions(max_message_bytes=spec.max_message_bytes, discover_budget=discover_budget(spec.timeout),
                             workdir=str(default_workdir(paths, spec.name)), records=SpawnRecords(paths.run_dir),
-                            early=early)
+                            early=early, ingress=ingress)
 
 
 def transport_for(spec: ServerSpec, conn: Connection, sink: StderrSink, paths: Paths, *,
                   auth: httpx2.Auth | None, over_sse: bool,
-                  early: EarlySpawns | None = None) -> AbstractAsyncContextManager[Any]:
+                  early: EarlySpawns | None = None, ingress: Ingress = NO_SCRUB) -> AbstractAsyncContextManager[Any]:
     """The transport (an async CM yielding the session's read and write streams)."""
-    options = options_for(spec, paths, early)
+    options = options_for(spec, paths, early, ingress)
     if spec.transport == "stdio":
         return stdio_transport(spec, sink, conn, options)
     if over_sse:

@@ -25,8 +25,8 @@ from pydantic import ValidationError
 
 from monad_cli.config.schema import DEFAULT_MAX_MESSAGE_BYTES
 
-__all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "Decoded", "LineReader", "Oversize", "decode_line", "find_response_id",
-           "format_size"]
+__all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "Decoded", "LineReader", "Oversize", "ScrubbedLines", "decode_line",
+           "find_response_id", "format_size"]
 
 EDGE_BYTES = 4096  # kept from each end of an oversize line: where the `id` is
 READ_CHUNK = 65536
@@ -114,6 +114,22 @@ class LineReader:
                 return Oversize(size, head, tail)
             size += len(chunk)
             tail = (tail + chunk)[-EDGE_BYTES:]
+
+
+class ScrubbedLines:
+    """A `LineReader` whose every line has passed `scrub` (`SecretScrubber.line`): the
+    ingress choke point of a stdio server's stdout. Whoever reads the server's lines (the
+    transport's bookkeeping, the direct lane, the SDK's session) reads them from here, so
+    none of them ever holds a secret the server echoed (docs/atoms.md "Secrets"). An
+    `Oversize` line is skipped unread and passes as it is (only its size is ever shown)."""
+
+    def __init__(self, reader: LineReader, scrub: Any) -> None:
+        self.reader = reader
+        self.scrub = scrub
+
+    async def next(self) -> bytes | Oversize:
+        item = await self.reader.next()
+        return item if isinstance(item, Oversize) else self.scrub(item)
 
 
 @dataclass

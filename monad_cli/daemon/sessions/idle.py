@@ -11,7 +11,6 @@ own `notifications/{resources,prompts}/list_changed`.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from typing import TYPE_CHECKING, Any
@@ -155,7 +154,7 @@ class IdleLists:
 
     async def _list(self, client: Client, caps: ServerCapabilities | None,
                     items: dict[str, list[dict[str, Any]]]) -> None:
-        """Each kind's items into `items` as wire dumps (scrubbed), kind by kind."""
+        """Each kind's items into `items` as wire dumps, kind by kind."""
         actor = self.actor
         for kind in jt.ITEM_KINDS:
             family = None if caps is None else caps.prompts if kind == "prompts" else caps.resources
@@ -180,13 +179,9 @@ class IdleLists:
                          actor.ctx.scrub(describe(exc)))
                 items[kind] = self.item_dumps.get(kind, [])
                 continue
-            # As the journal keeps them (secrets `***`): an idle server lists the same before
-            # and after a supervisor restart.
-            try:
-                items[kind] = json.loads(actor.ctx.scrub(json.dumps(
-                    [i.model_dump(by_alias=True, mode="json", exclude_none=True) for i in got])))
-            except ValueError:  # a scrubbed secret broke the JSON (it held a quote)
-                items[kind] = []
+            # As the journal keeps them: an idle server lists the same before and after a
+            # supervisor restart (secrets were `***` as they arrived: `ActorContext.ingress`).
+            items[kind] = [i.model_dump(by_alias=True, mode="json", exclude_none=True) for i in got]
 
 
 __all__ = ["IdleLists"]

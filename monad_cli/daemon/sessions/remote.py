@@ -16,6 +16,8 @@ protocol version 2024-11-05, both from the SDK, under monad's own bookkeeping.
   that says why a call to a remote failed.
 - The session's streams pass through an `Exchange` (exchange.py): the `server/discover`
   budget, and failing a request locally when the server refused its POST (legacy SSE).
+  Before it, every message the server sent passes the supervisor's scrubber
+  (`TransportOptions.ingress`), for streamable HTTP and legacy SSE alike.
 
 `legacy_sse_candidate(conn)` says when a failed streamable-HTTP connect should be tried
 again as legacy HTTP+SSE: the spec's backwards-compatibility procedure (basic/transports
@@ -358,8 +360,14 @@ async def _through_exchange(read: Any, write: Any, conn: Connection, exchange_bo
         async with send, local:
             try:
                 async for item in read:
-                    if isinstance(item, SessionMessage) and not exchange.received(item.message):
-                        continue
+                    if isinstance(item, SessionMessage):
+                        # The ingress choke point: every message the server sent, before the
+                        # exchange or the SDK's session reads it (daemon/scrubber.py).
+                        message = options.ingress.message(item.message)
+                        if message is not item.message:
+                            item = SessionMessage(message, metadata=item.metadata)
+                        if not exchange.received(item.message):
+                            continue
                     await send.send((getattr(read, "last_context", None), item))
             except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
                 pass

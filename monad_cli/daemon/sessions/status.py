@@ -61,7 +61,7 @@ def status_row(actor: ServerActor, *, detail: bool = False) -> dict[str, Any]:
     }
     if detail:
         row["toolNames"] = [t.name for t in actor.tools] if live else []
-        row["stderrTail"] = [actor.ctx.scrub(line) for line in actor.sink.lines()]
+        row["stderrTail"] = actor.sink.lines()  # scrubbed as they were read (StderrSink)
         row["probeNoiseLines"] = actor.sink.probe_noise
         row["serverInfo"] = actor.server_info if actor.live else None
         row["strayStdoutLines"] = conn.stray_lines if conn else 0

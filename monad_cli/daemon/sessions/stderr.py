@@ -72,7 +72,11 @@ def prune_logs(folder: Path, *, defined: Collection[str], older_than_s: float,
 
 
 class StderrSink:
-    """One pipe per connection attempt; `tail` keeps the lines across attempts."""
+    """One pipe per connection attempt; `tail` keeps the lines across attempts.
+
+    `scrub` is applied to each line as it is read, before it is written to the log or kept
+    in the tail: nothing here ever holds a secret the server printed (the ingress choke
+    point for stderr, as `SecretScrubber.line` is for stdout; docs/atoms.md "Secrets")."""
 
     def __init__(self, log_path: Path, scrub: Callable[[str], str] = lambda s: s) -> None:
         self.log_path = log_path
@@ -131,16 +135,18 @@ class StderrSink:
                 except OSError:
                     return
                 if not chunk:
-                    self._flush_partial()
                     if self._log_pending:
-                        log.write(self.scrub(self._log_pending).encode())
+                        rest = self.scrub(self._log_pending)
                         self._log_pending = ""
+                        log.write(rest.encode())
+                        self._feed(rest)
+                    self._flush_partial()
                     log.flush()
                     return
-                text = chunk.decode("utf-8", errors="replace")
-                log.write(self._scrubbed_lines(text).encode())
+                done = self._scrubbed_lines(chunk.decode("utf-8", errors="replace"))
+                log.write(done.encode())
                 log.flush()
-                self._feed(text)
+                self._feed(done)
                 if log.tell() > LOG_CAP_BYTES:
                     log.close()
                     self._rotate()
@@ -185,14 +191,17 @@ class StderrSink:
             self.tail.extend(block)
             self.count += len(block)
 
+    def _unfinished(self) -> list[str]:
+        """The line still being written (no newline yet), scrubbed, if any."""
+        text = (self._partial + self._log_pending).strip()
+        return [self.scrub(text[:MAX_LINE_CHARS * 4])[:MAX_LINE_CHARS]] if text else []
+
     def since(self, mark: int) -> list[str]:
         """The tail's lines put there after `count` was `mark` (at most the tail's length),
         and a line still being written."""
         n = min(self.count - mark, len(self.tail))
         out = list(self.tail)[-n:] if n > 0 else []
-        if self._partial.strip():
-            out.append(self._partial[:MAX_LINE_CHARS])
-        return out
+        return out + self._unfinished()
 
     async def settle(self, timeout: float = 0.2) -> None:
         """Wait (at most `timeout` s) until what the server already wrote to stderr is read:
@@ -238,6 +247,4 @@ class StderrSink:
         out = list(self.tail)
         if not any(PROBE_METHOD in line for line in self._block):  # still being read: shown unless noise
             out.extend(self._block[-TAIL_LINES:])
-        if self._partial.strip():
-            out.append(self._partial[:MAX_LINE_CHARS])
-        return out
+        return out + self._unfinished()

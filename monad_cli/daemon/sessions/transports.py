@@ -31,6 +31,7 @@ import anyio.abc
 from mcp.shared.message import SessionMessage
 
 from monad_cli.config.schema import ServerSpec
+from monad_cli.daemon.scrubber import NO_SCRUB, Ingress
 from monad_cli.daemon.sessions.direct import DirectLane, line
 from monad_cli.daemon.sessions.exchange import Exchange
 from monad_cli.daemon.sessions.framing import (
@@ -38,6 +39,7 @@ from monad_cli.daemon.sessions.framing import (
     Decoded,
     LineReader,
     Oversize,
+    ScrubbedLines,
     decode_line,
     find_response_id,
     format_size,
@@ -60,13 +62,16 @@ class TransportOptions:
     line, an SSE event); `discover_budget` seconds for `server/discover` (None: the SDK's
     own 10 s); `workdir`, the cwd of a stdio server without `cwd`; `records`, where
     spawned processes are recorded (None: not recorded); `early`, the processes the
-    supervisor spawned before importing the SDK, one of which this connection may adopt."""
+    supervisor spawned before importing the SDK, one of which this connection may adopt;
+    `ingress`, what every message from the server passes before anything reads it (the
+    supervisor's scrubber: daemon/scrubber.py)."""
 
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     discover_budget: float | None = None
     workdir: str | None = None
     records: SpawnRecords | None = None
     early: EarlySpawns | None = None
+    ingress: Ingress = NO_SCRUB
 
 
 @dataclass
@@ -244,7 +249,8 @@ async def stdio_transport(spec: ServerSpec, sink: StderrSink, conn: Connection,
 
     async def read_stdout() -> None:
         assert process.stdout is not None
-        reader = LineReader(process.stdout, limit)
+        # Every line is scrubbed here, before the exchange, the direct lane or the SDK sees it.
+        reader = ScrubbedLines(LineReader(process.stdout, limit), opts.ingress.line)
         async with read_writer, injector:
             try:
                 while True:

@@ -18,7 +18,8 @@ Every request an app makes (`message`, as the page received it) is validated as 
   every caller (autoApproveTools applies; otherwise the request waits in the page's
   approvals, and a refusal is a JSON-RPC error to the app); a call of a tool the server does
   not have gets its `tool_calls` rows too (`refused`, `monad (not_found)`);
-- `resources/read` → a resource of the app's own server;
+- `resources/read` → a resource of the app's own server, through the gateway's catalog
+  (gateway/catalog.py: journaled `resource.read`, `via: app`), as an agent's read;
 - `ui/open-link` → only an http(s) URL without credentials, and only once the person
   confirmed it in the page's dialog (`confirmed: true`); declined → an error;
 - `ui/request-display-mode` → `inline` (the only mode); `ping` → `{}`;
@@ -31,9 +32,8 @@ from __future__ import annotations
 import base64
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping
-from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from monad_cli import __version__
@@ -43,10 +43,10 @@ from monad_cli.daemon.trust.call import ToolCall
 from monad_cli.daemon.trust.visibility import resource_uri
 
 if TYPE_CHECKING:
-    from mcp import Client
     from mcp.client import ClientExtension
     from mcp_types import ReadResourceResult
 
+    from monad_cli.daemon.gateway.catalog import Catalog
     from monad_cli.daemon.trust.service import ToolService
     from monad_cli.journal.db import Journal
 
@@ -70,16 +70,6 @@ def apps_extension() -> ClientExtension:
     from mcp.client import advertise
 
     return advertise(EXTENSION_ID, {"mimeTypes": [APP_MIME]})
-
-
-class AppServer(Protocol):
-    """What the host reads of one server (a supervisor actor is one): `in_use()` starts an
-    idle on-demand server and holds it up for the block (docs/supervisor.md "On demand"),
-    `call_through(send)` awaits `send(client, meta)` on its live session (MonadError when
-    it is not connected; sessions/requests.py)."""
-
-    def in_use(self) -> AbstractAsyncContextManager[None]: ...
-    async def call_through(self, send: Callable[[Client, Any], Awaitable[Any]]) -> Any: ...
 
 
 class RpcError(Exception):
@@ -136,13 +126,13 @@ def _rpc_error(exc: MonadError) -> RpcError:
 
 class AppHost:
     """Owns the answers to MCP Apps' requests and their journal rows. `tools`: the tool service
-    (names, the call path); `servers`: a name → `AppServer` lookup (the actors); `scrub`:
+    (names, the call path); `catalog`: the gateway's, which reads resources; `scrub`:
     the redaction function."""
 
-    def __init__(self, tools: ToolService, servers: Mapping[str, AppServer], journal: Journal, *,
+    def __init__(self, tools: ToolService, catalog: Catalog, journal: Journal, *,
                  scrub: Callable[[str], str]) -> None:
         self.tools = tools
-        self.servers = servers
+        self.catalog = catalog
         self.journal = journal
         self.scrub = scrub
         # The CSP sources each app was last served with, by (server, uri): what `ui/initialize`
@@ -157,22 +147,24 @@ class AppHost:
             raise NotFound(f"tool `{exposed}` has no MCP App (no `_meta.ui.resourceUri`)")
         return actor.name, tool, uri
 
-    async def _read(self, server: str, uri: str) -> ReadResourceResult:
-        """resources/read of `uri` on `server`; an idle on-demand server is started for it.
-        Raises MonadError (not connected, could not be started) or the server's failure."""
-        actor = self.servers.get(server)
-        if actor is None:
-            raise MonadError(f"server `{server}` is not connected (see `monad mcp status {server}`)")
-        async with actor.in_use():
-            result: ReadResourceResult = await actor.call_through(lambda c, meta: c.read_resource(uri, meta=meta))
-            return result
+    async def _read(self, server: str, uri: str, *, via: str) -> ReadResourceResult:
+        """resources/read of `uri` on `server`, the path an agent's read takes (an idle on-demand
+        server is started for it; journaled `resource.read` with `via`). Raises MCPError: the
+        server's failure, or it is not connected (its message scrubbed, naming the server)."""
+        result: ReadResourceResult = await self.catalog.read(uri, lambda name: name == server, via=via,
+                                                             single=server)
+        return result
 
     async def resource(self, exposed: str) -> dict[str, Any]:
         """The app of tool `exposed`, read with `resources/read` from its server (spec "UI
         Resource Format"). Raises NotFound, InvalidInput (not an app resource), MonadError."""
+        from mcp.shared.exceptions import MCPError
+
         server, tool, uri = self._app_tool(exposed)
         try:
-            result = await self._read(server, uri)
+            result = await self._read(server, uri, via="studio")
+        except MCPError as e:  # "server `NAME`: …", scrubbed
+            raise MonadError(f"{e.error.message} (reading `{uri}`)") from None
         except MonadError:
             raise
         except Exception as exc:  # noqa: BLE001 - the server's failure, said in one line
@@ -240,8 +232,12 @@ class AppHost:
             target = params.get("uri")
             if not isinstance(target, str):
                 raise RpcError(INVALID_PARAMS, "resources/read needs a uri")
+            from mcp.shared.exceptions import MCPError
+
             try:
-                read = await self._read(server, target)
+                read = await self._read(server, target, via="app")
+            except MCPError as e:
+                raise RpcError(e.error.code, e.error.message) from None
             except MonadError as e:
                 raise _rpc_error(e) from None
             except Exception as exc:  # noqa: BLE001 - the server's failure goes back to the app

@@ -10,9 +10,11 @@ commands). So, in this order, for every request:
    request (anything but GET/HEAD/OPTIONS) must send it → else 403, before any route runs,
    so nothing is written;
 3. `GET /studio/login?token=…` trades a one-time token (from `POST /v1/studio` on the unix
-   socket) for a session cookie: HttpOnly, SameSite=Strict, named after the port (cookies
-   are per host, not per port). The token then no longer works; unused ones expire;
-4. every other path needs a live session cookie → else 401;
+   socket, handed to the browser in a 0600 redirect file, never on a command line:
+   login_file.py) for a session cookie: HttpOnly, SameSite=Strict, named after the port
+   (cookies are per host, not per port). The token then no longer works; unused ones expire;
+4. every other path needs a live session cookie → else 401; a session ends after
+   `SESSION_IDLE_S` unused, `SESSION_MAX_S` after its sign-in, or at a sign-out (`Logins`);
 5. `/v1/studio` (minting login URLs) is refused here: only the control socket's peer may.
 
 Every answer, refusals included, carries a Content-Security-Policy that allows only the
@@ -23,22 +25,34 @@ itself. Stdlib + starlette only.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import html
 import json
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from http.cookies import SimpleCookie
+from pathlib import Path
 from urllib.parse import parse_qs
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from monad_cli.daemon.bounds import authenticated
 from monad_cli.daemon.http import MAX_BODY
 
 LOGIN_PATH = "/studio/login"
 TOKEN_TTL_S = 600.0  # an unused login URL stops working after 10 minutes
+SESSION_IDLE_S = 8 * 3600.0
+"""A session no page has used for this long ends (a tab left open with its event stream is in
+use: the idle clock runs only while no request of the session is in flight)."""
+SESSION_MAX_S = 7 * 86400.0
+"""A session ends this long after its sign-in, however much it is used (its open streams too)."""
+SEEN_WRITE_S = 60.0  # a session's last use is written to studio.json at most this often
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
+SIGNED_IN_PAGE = (b'<!doctype html><meta charset=utf-8><meta http-equiv="refresh" content="0;url=/studio/">'
+                  b'<title>monad Studio</title><p>Signed in: <a href="/studio/">open the Studio</a>.</p>')
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; media-src 'self' data:; "
        "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
 
@@ -63,60 +77,178 @@ def _digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-class Logins:
-    """One-time login tokens and the sessions they become. Only digests are kept, so a
-    lookup compares digests, never the secrets themselves. Times are `clock()` seconds."""
+@dataclass
+class Session:
+    """One signed-in browser: when it signed in and was last used (`clock()` seconds), and how
+    many of its requests are in flight now (an open event stream is one)."""
 
-    def __init__(self, *, clock: Callable[[], float] = time.monotonic,
-                 on_session: Callable[[set[str]], None] | None = None) -> None:
+    created: float
+    seen: float
+    busy: int = 0
+
+
+class Logins:
+    """One-time login tokens and the sessions they become, for one port. Only digests are
+    kept, so a lookup compares digests, never the secrets themselves. Times are `clock()`
+    seconds: wall-clock ones by default, because they are kept across supervisor restarts.
+
+    A session ends when it was not used for `SESSION_IDLE_S`, `SESSION_MAX_S` after its sign-in,
+    or at `sign_out`. `on_change(saved)` hears `saved()` after each change worth keeping (a new
+    session, an ended one, a last use `SEEN_WRITE_S` newer than the one kept)."""
+
+    def __init__(self, *, clock: Callable[[], float] = time.time,
+                 on_change: Callable[[dict[str, tuple[float, float]]], None] | None = None) -> None:
         self._clock = clock
         self._tokens: dict[str, float] = {}  # digest → expiry
-        self._sessions: set[str] = set()
-        self._on_session = on_session  # told the digests after each new session (persisted)
+        self._files: dict[str, Path] = {}  # token digest → its redirect file (login_file.py)
+        self._sessions: dict[str, Session] = {}  # digest → session
+        self._on_change = on_change
+        self._written = 0.0  # when on_change last heard
 
+    # -- login tokens ------------------------------------------------------------------------
     def new_token(self) -> str:
         """A fresh 256-bit token, valid once, for `TOKEN_TTL_S` seconds."""
         now = self._clock()
-        self._tokens = {d: t for d, t in self._tokens.items() if t > now}
+        for digest in [d for d, t in self._tokens.items() if t <= now]:
+            self._spend(digest)
         token = secrets.token_urlsafe(32)
         self._tokens[_digest(token)] = now + TOKEN_TTL_S
         return token
 
+    def keep_file(self, token: str, path: Path) -> None:
+        """`path` (a redirect file holding `token`) is removed when the token is spent or expires."""
+        self._files[_digest(token)] = path
+
     def redeem(self, token: str) -> str | None:
         """A new session id for a valid unused token (which is used up), else None."""
-        expiry = self._tokens.pop(_digest(token), None)
-        if expiry is None or expiry < self._clock():
+        digest = _digest(token)
+        expiry = self._tokens.get(digest)
+        self._spend(digest)
+        now = self._clock()
+        if expiry is None or expiry < now:
             return None
         session = secrets.token_urlsafe(32)
-        self._sessions.add(_digest(session))
-        if self._on_session is not None:
-            self._on_session(set(self._sessions))
+        self._sessions[_digest(session)] = Session(created=now, seen=now)
+        self._changed()
         return session
 
+    def _spend(self, digest: str) -> None:
+        self._tokens.pop(digest, None)
+        path = self._files.pop(digest, None)
+        if path is not None:
+            with contextlib.suppress(OSError):
+                path.unlink()
+
     def hand_over(self, other: Logins) -> int:
-        """Move this port's unused, unexpired login tokens to `other` (the port the page moved
-        to), so a URL handed out here still logs in there; returns how many moved."""
+        """Move this port's unused, unexpired login tokens (and their redirect files) to `other`
+        (the port the page moved to), so a URL handed out here still logs in there; returns how
+        many moved."""
         now = self._clock()
         live = {d: t for d, t in self._tokens.items() if t > now}
         other._tokens.update(live)
+        other._files.update({d: p for d, p in self._files.items() if d in live})
+        for digest in list(self._tokens):
+            if digest not in live:
+                self._spend(digest)
         self._tokens.clear()
+        self._files.clear()
         return len(live)
 
-    def on_session(self, callback: Callable[[set[str]], None]) -> None:
-        self._on_session = callback
+    # -- sessions ----------------------------------------------------------------------------
+    def session(self, cookie: str | None) -> str | None:
+        """The digest of the live session `cookie` names (now its last use), or None: unknown,
+        or ended by its lifetimes (then it is gone)."""
+        if not cookie:
+            return None
+        digest = _digest(cookie)
+        found = self._sessions.get(digest)
+        if found is None:
+            return None
+        now = self._clock()
+        if self._ended(found, now):
+            del self._sessions[digest]
+            self._changed()
+            return None
+        self._seen(found, now)
+        return digest
 
-    def restore(self, digests: set[str]) -> None:
-        """Sessions of an earlier run of this port (digests only: a restart keeps the tabs signed in)."""
-        self._sessions |= {d for d in digests if isinstance(d, str) and len(d) == 64}
+    def valid(self, cookie: str | None) -> bool:
+        return self.session(cookie) is not None
 
-    def valid(self, session: str | None) -> bool:
-        return bool(session) and _digest(session or "") in self._sessions
+    @contextlib.contextmanager
+    def using(self, digest: str) -> Iterator[None]:
+        """While a request of the session is in flight its idle clock stands still."""
+        found = self._sessions.get(digest)
+        if found is None:
+            yield
+            return
+        found.busy += 1
+        try:
+            yield
+        finally:
+            found.busy -= 1
+            self._seen(found, self._clock())
+
+    def expire(self) -> int:
+        """End the sessions past a lifetime; returns how many ended."""
+        now = self._clock()
+        ended = [d for d, s in self._sessions.items() if self._ended(s, now)]
+        for digest in ended:
+            del self._sessions[digest]
+        if ended:
+            self._changed()
+        return len(ended)
+
+    def sign_out(self) -> int:
+        """End every session and spend every login token; returns how many live sessions ended."""
+        now = self._clock()
+        count = sum(not self._ended(s, now) for s in self._sessions.values())
+        self._sessions.clear()
+        for digest in list(self._tokens):
+            self._spend(digest)
+        self._changed()
+        return count
+
+    @staticmethod
+    def _ended(session: Session, now: float) -> bool:
+        if now - session.created > SESSION_MAX_S:
+            return True
+        return session.busy == 0 and now - session.seen > SESSION_IDLE_S
+
+    def _seen(self, session: Session, now: float) -> None:
+        session.seen = now
+        if now - self._written >= SEEN_WRITE_S:
+            self._changed()
+
+    # -- kept across restarts (state.py) -----------------------------------------------------
+    def on_change(self, callback: Callable[[dict[str, tuple[float, float]]], None]) -> None:
+        self._on_change = callback
+
+    def saved(self) -> dict[str, tuple[float, float]]:
+        """What is kept of the sessions: digest → (signed in, last used)."""
+        return {d: (s.created, s.seen) for d, s in self._sessions.items()}
+
+    def restore(self, saved: dict[str, tuple[float, float]]) -> None:
+        """Sessions of an earlier run of this port (digests only: a restart keeps the tabs
+        signed in, within their lifetimes, which go on counting from the kept times)."""
+        now = self._clock()
+        for digest, (created, seen) in saved.items():
+            session = Session(created=created, seen=min(seen, now))
+            if len(digest) == 64 and not self._ended(session, now):
+                self._sessions[digest] = session
+
+    def _changed(self) -> None:
+        self._written = self._clock()
+        if self._on_change is not None:
+            self._on_change(self.saved())
 
     def clear(self) -> None:
-        self._tokens.clear()
+        """Forget everything (the listener stopped); the kept sessions stay kept."""
+        for digest in list(self._tokens):
+            self._spend(digest)
         self._sessions.clear()
 
-    def clear_sessions(self) -> None:
+    def end_sessions(self) -> None:
         """End every signed-in session (the page moved; its login tokens may live on)."""
         self._sessions.clear()
 
@@ -165,17 +297,20 @@ class StudioLocks:
         if scope["path"] == LOGIN_PATH and scope["method"] == "GET":
             await self._login(scope, send, session)
             return
-        if not self.logins.valid(session):
+        digest = self.logins.session(session)
+        if digest is None:
             await self._refuse(scope, send, 401, "unauthorized",
-                               "not signed in to the Studio: run `monad studio` and open the URL it prints")
+                               "not signed in to the Studio (or the session ended): run `monad studio` to sign in")
             return
+        authenticated()  # its connection is no stranger's any more (bounds.py)
         if scope["path"].rstrip("/") == "/v1/studio":
             await self._refuse(scope, send, 403, "forbidden",
                                "login URLs are made over the control socket only (`monad studio`)")
             return
         # Routes behind this point journal what they change as made from the Studio.
         scope.setdefault("state", {})["via"] = "studio"
-        await self.app(scope, receive, send)
+        with self.logins.using(digest):
+            await self.app(scope, receive, send)
 
     async def _login(self, scope: Scope, send: Send, session: str | None) -> None:
         if self.logins.valid(session):  # already signed in (say, the login URL reloaded)
@@ -188,8 +323,16 @@ class StudioLocks:
             await self._refuse(scope, send, 401, "unauthorized",
                                "this login URL was used already or has expired: run `monad studio` for a new one")
             return
+        authenticated()
         cookie = f"{self.cookie}={new}; HttpOnly; SameSite=Strict; Path=/"
-        await _redirect(send, "/studio/", cookie=cookie)
+        # A page that goes on to /studio/, not a redirect: the browser came from the redirect
+        # file (file://), a cross-site start, and SameSite=Strict withholds the new cookie from
+        # every request of that navigation, redirects included; one this page starts is same-site.
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"text/html; charset=utf-8"),
+                                (b"content-length", str(len(SIGNED_IN_PAGE)).encode()),
+                                (b"cache-control", b"no-store"), (b"set-cookie", cookie.encode())]})
+        await send({"type": "http.response.body", "body": SIGNED_IN_PAGE})
 
     async def _refuse(self, scope: Scope, send: Send, status: int, code: str, message: str) -> None:
         if scope["path"].startswith("/v1/"):

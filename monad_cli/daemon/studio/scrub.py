@@ -1,5 +1,9 @@
 """The page never holds a secret: every JSON value the Studio sends passes the supervisor's
-redaction function (`Supervisor.scrub`: every secret value the definitions hold → `***`).
+redaction function (`Supervisor.scrub`: every secret value monad holds → `***`).
+
+What a server sent is scrubbed as it arrives (daemon/scrubber.py: the ingress), so these
+catch what else an answer may carry: what a caller sent (an approval's or a call's
+arguments), and any of the supervisor's own texts a producer did not scrub.
 
 - `scrub_data(value, scrub)` (core/redact.py): a copy of a JSON value with every string
   scrubbed (keys too); used on every event (`StudioHub.publish`);
@@ -51,10 +55,14 @@ class ScrubAnswers:
                 if message.get("more_body"):
                     return
                 body = b"".join(chunks)
-                try:
-                    body = json.dumps(scrub_data(json.loads(body), self.scrub), separators=(",", ":")).encode()
-                except ValueError:
-                    body = self.scrub(body.decode("utf-8", "replace")).encode()
+                text = body.decode("utf-8", "replace")
+                # One scan of the whole answer first (the supervisor's scrubber finds a secret
+                # in JSON text as an encoder writes it); only an answer holding one is re-encoded.
+                if self.scrub(text) != text:
+                    try:
+                        body = json.dumps(scrub_data(json.loads(body), self.scrub), separators=(",", ":")).encode()
+                    except ValueError:
+                        body = self.scrub(text).encode()
                 headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
                 await send({**start, "headers": [*headers, (b"content-length", str(len(body)).encode())]})
                 await send({"type": "http.response.body", "body": body})

@@ -13,7 +13,11 @@ and, on a second loopback port bound with the first listener, the MCP Apps sandb
 (sandbox.py): another origin, so an app never runs in the page's.
 
 `Studio.serve(port=…)` starts the listener (or keeps the running one) and returns a fresh
-one-time login URL. Asking for another explicit port moves the page there: the new port is
+one-time login URL and the 0600 redirect file holding it (login_file.py), which the CLI has
+the browser open: the token is never on a command line. `Studio.sign_out()` ends every
+session; sessions also end by their lifetimes (locks.py), checked on every request and by a
+reaper once a minute, which closes the event streams of a listener whose sessions ended.
+Asking for another explicit port moves the page there: the new port is
 bound first (a busy port leaves the old one serving), then the old listener stops, which
 ends its pages' streams and sessions. The service gets only what it uses (`StudioDeps`),
 never the supervisor.
@@ -42,6 +46,7 @@ from monad_cli.core.errors import Conflict
 from monad_cli.daemon.serving import AppServer
 from monad_cli.daemon.studio.events import PING_S, EventBus, event_stream
 from monad_cli.daemon.studio.locks import LOGIN_PATH, TOKEN_TTL_S, Logins, StudioLocks, studio_csp
+from monad_cli.daemon.studio.login_file import LoginFiles
 from monad_cli.daemon.studio.sandbox import PROXY_PATH, SandboxProxy
 from monad_cli.daemon.studio.scrub import ScrubAnswers
 from monad_cli.daemon.studio.state import StudioState
@@ -49,6 +54,7 @@ from monad_cli.daemon.studio.state import StudioState
 log = logging.getLogger("monad.studio")
 STATIC = Path(__file__).resolve().parent / "static"
 HOST = "127.0.0.1"
+REAP_EVERY_S = 60.0  # how often sessions past their lifetimes are ended while no request comes
 
 
 @dataclass
@@ -59,7 +65,8 @@ class StudioDeps:
     definitions}` as the events carry them; `refresh()`: re-read the definition files if
     they changed (so a page opened right after `monad mcp add` shows the server, as
     `monad mcp status` would); `stopping`: set when the supervisor stops; `start_soon(fn)`:
-    run a task that ends with the supervisor; `scrub(text)`: the redaction function."""
+    run a task that ends with the supervisor; `scrub(text)`: the redaction function;
+    `login_files`: where login URLs are written for the browser (`run/`)."""
 
     control_app: ASGIApp
     snapshot: Callable[[], dict[str, Any]]
@@ -68,6 +75,7 @@ class StudioDeps:
     start_soon: Callable[[Callable[[], Coroutine[Any, Any, Any]]], None]
     scrub: Callable[[str], str] = str
     state: StudioState | None = None  # the port and sessions kept across restarts (state.py)
+    login_files: LoginFiles | None = None
 
 
 
@@ -161,7 +169,8 @@ class Listener:
         sock.setblocking(False)
         self._sock = sock
         self.port = int(sock.getsockname()[1])
-        self._server = AppServer(self._make_app(self), timeout_graceful_shutdown=1)
+        self._server = AppServer(self._make_app(self), what=f"the {self.what} on port {self.port}",
+                                 timeout_graceful_shutdown=1)
         await self._server.start(sock)
         log.info("%s listening on http://%s:%d%s", self.what, HOST, self.port, self.path)
 
@@ -202,7 +211,8 @@ class Studio:
                             page_port=lambda: self.listener.port if self.listener else None)
 
     async def serve(self, *, port: int | None, default_port: int) -> dict[str, Any]:
-        """`{url, port, started, movedFrom}`: a new one-time login URL for the page.
+        """`{url, port, started, movedFrom, file}`: a new one-time login URL for the page, and the
+        0600 redirect file that opens it (None when it could not be written: logged).
 
         `port` None or 0 keeps a running listener; another port moves it there; with no
         listener yet it binds `port`, or `default_port` when `port` is None."""
@@ -227,12 +237,53 @@ class Studio:
                     await self._retire(current, new)
                 if not self._watching:
                     self._watching = True
+                    if self.deps.login_files is not None:
+                        self.deps.login_files.clear()  # an earlier run's: their tokens died with it
                     self.deps.start_soon(self._until_stopped)
+                    self.deps.start_soon(self._reap)
             listener = self.listener
             assert listener is not None
             token = listener.logins.new_token()
-            return {"url": f"http://{HOST}:{listener.port}{LOGIN_PATH}?token={token}", "port": listener.port,
-                    "started": started, "movedFrom": current.port if started and current else None}
+            url = f"http://{HOST}:{listener.port}{LOGIN_PATH}?token={token}"
+            file = None
+            if self.deps.login_files is not None:
+                try:
+                    file = self.deps.login_files.write(url)
+                    listener.logins.keep_file(token, file)
+                except OSError as e:
+                    log.warning("cannot write the Studio's login file: %s", e.strerror or e)
+            return {"url": url, "port": listener.port, "started": started,
+                    "movedFrom": current.port if started and current else None,
+                    "file": str(file) if file is not None else None}
+
+    async def sign_out(self) -> int:
+        """End every session of the page, on every port it answers (and spend every login URL
+        handed out); their pages' event streams end, and the pages say "Signed out". Returns
+        how many sessions ended."""
+        async with self._lock:
+            count = 0
+            for listener in [*self._forwarding, *([self.listener] if self.listener else [])]:
+                count += listener.logins.sign_out()
+                self.bus.close(group=listener)
+            if self.deps.login_files is not None:
+                self.deps.login_files.clear()
+        log.info("Studio: signed out %d session(s)", count)
+        return count
+
+    async def _reap(self) -> None:
+        """End sessions past their lifetimes even while no request comes, and close the streams
+        of the listener they were on (the pages of sessions still live reconnect at once)."""
+        with anyio.CancelScope() as scope:
+            async def stop() -> None:
+                await self.deps.stopping.wait()
+                scope.cancel()
+
+            self.deps.start_soon(stop)
+            while True:
+                await anyio.sleep(REAP_EVERY_S)
+                listener = self.listener
+                if listener is not None and listener.logins.expire():
+                    self.bus.close(group=listener)
 
     async def _retire(self, old: Listener, new: Listener) -> None:
         """The page moved from `old` to `new`. Its pages' sessions end now; but a login URL
@@ -240,7 +291,7 @@ class Studio:
         be dead: its token moves to `new`, and `old` stays up, answering only with a redirect
         to the same URL on `new`, until such a token would have expired."""
         self.bus.close(group=old)
-        old.logins.clear_sessions()
+        old.logins.end_sessions()
         for earlier in self._forwarding:  # a second move: older ports forward to the page's port too
             earlier.moved_to = new
         if not old.logins.hand_over(new.logins):
@@ -267,14 +318,13 @@ class Studio:
         saved = state.read()
         if saved is not None and saved["port"] == listener.port:
             listener.logins.restore(saved["sessions"])
-        kept = saved["sessions"] if saved is not None and saved["port"] == listener.port else set()
-        state.write(listener.port, kept)
+        state.write(listener.port, listener.logins.saved())
 
-        def on_session(sessions: set[str]) -> None:
+        def on_change(sessions: dict[str, tuple[float, float]]) -> None:
             if self.listener is listener:
                 state.write(listener.port, sessions)
 
-        listener.logins.on_session(on_session)
+        listener.logins.on_change(on_change)
 
     async def resume(self) -> None:
         """Serve the page again where it was before the supervisor stopped (studio.json), if it was."""

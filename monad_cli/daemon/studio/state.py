@@ -1,11 +1,14 @@
 """What the Studio keeps across supervisor restarts (`MONAD_HOME/studio.json`, 0600).
 
-`{"port": N, "sessions": [sha256 digest, ...]}`: the page was served, on which port, and the
-digests of its sessions (never the session secrets themselves: those live only in the
-browsers' cookies). A supervisor that starts, on any path (`monad daemon start`, autostart,
+`{"port": N, "sessions": [{"digest": sha256, "created": T, "seen": T}, ...]}`: the page was
+served, on which port, and the digests of its sessions with when each signed in and was
+last used (epoch seconds) — never the session secrets themselves: those live only in the
+browsers' cookies. A supervisor that starts, on any path (`monad daemon start`, autostart,
 a restart after a crash), serves the page again on that port and takes those sessions back,
-so an open tab resumes without a new sign-in. Moving the page to another port starts the
-file over (the old port's sessions end with it).
+so an open tab resumes without a new sign-in; their idle and absolute lifetimes go on
+counting from the kept times, and a sign-out empties the list. Moving the page to another
+port starts the file over (the old port's sessions end with it). A list of bare digests (the
+form before sessions had lifetimes) is read as no session: those browsers sign in again.
 """
 
 from __future__ import annotations
@@ -25,28 +28,35 @@ class StudioState:
         self.path = path
 
     def read(self) -> dict[str, Any] | None:
-        """`{port, sessions}` or None (never served, or the file is unreadable: logged)."""
+        """`{port, sessions: {digest: (created, seen)}}` or None (never served, or the file is
+        unreadable: logged)."""
         try:
             data = json.loads(self.path.read_text())
         except FileNotFoundError:
             return None
-        except (OSError, ValueError) as e:
-            log.warning("ignoring %s: %s", self.path, e)
+        except (OSError, ValueError, RecursionError) as e:
+            log.warning("ignoring %s: %s", self.path, type(e).__name__ if isinstance(e, RecursionError) else e)
             return None
         port = data.get("port") if isinstance(data, dict) else None
         if isinstance(port, bool) or not isinstance(port, int) or not 0 < port <= 65535:
             log.warning("ignoring %s: no port number in it", self.path)
             return None
-        sessions = data.get("sessions")
-        return {"port": port, "sessions": {s for s in sessions if isinstance(s, str)} if isinstance(sessions, list)
-                else set()}
+        sessions: dict[str, tuple[float, float]] = {}
+        for item in data.get("sessions") or []:
+            if isinstance(item, dict) and isinstance(item.get("digest"), str) \
+                    and all(isinstance(item.get(k), int | float) and not isinstance(item.get(k), bool)
+                            for k in ("created", "seen")):
+                sessions[item["digest"]] = (float(item["created"]), float(item["seen"]))
+        return {"port": port, "sessions": sessions}
 
-    def write(self, port: int, sessions: set[str]) -> None:
+    def write(self, port: int, sessions: dict[str, tuple[float, float]]) -> None:
+        """Keep `port` and `sessions` (digest → (signed in, last used)), 0600, replaced atomically."""
         tmp = self.path.with_name(self.path.name + ".tmp")
+        rows = [{"digest": d, "created": round(c, 3), "seen": round(s, 3)} for d, (c, s) in sorted(sessions.items())]
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "w") as f:
-                json.dump({"port": port, "sessions": sorted(sessions)}, f)
+                json.dump({"port": port, "sessions": rows}, f)
             os.chmod(tmp, 0o600)
             os.replace(tmp, self.path)
         except OSError as e:

@@ -6,7 +6,6 @@ compared in constant time. Prometheus reads it with `authorization: {credentials
 
 from __future__ import annotations
 
-import hmac
 import logging
 import socket
 from collections.abc import Callable
@@ -15,11 +14,14 @@ from typing import Any
 
 import anyio
 
-from monad_cli.daemon.http import bearer_token
+from monad_cli.daemon.bounds import authenticated
+from monad_cli.daemon.http import bearer_matches, bearer_refusal, bearer_token, empty_token_message
 from monad_cli.daemon.serving import AppServer
-from monad_cli.daemon.telemetry.prometheus import CONTENT_TYPE
 
 log = logging.getLogger("monad.telemetry")
+TOKEN_FILE = "run/metrics.token"
+# The Prometheus text exposition format that `prometheus_client.generate_latest` writes.
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
 def metrics_token(path: Path) -> str:
@@ -33,16 +35,20 @@ class MetricsApp:
 
     def __init__(self, text: Callable[[], bytes], token: str) -> None:
         self.text = text
-        self.expected = f"Bearer {token}".encode()
+        self.token = token
+        self.refusal = (bearer_refusal(token, TOKEN_FILE) + "\n").encode()
+        if not token:
+            log.warning("/metrics: %s", empty_token_message(TOKEN_FILE))
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
         given = dict(scope.get("headers") or []).get(b"authorization", b"")
-        if not hmac.compare_digest(given, self.expected):
-            await self._answer(send, 401, b"missing or wrong bearer token (see run/metrics.token)\n",
-                               [(b"www-authenticate", b'Bearer realm="monad"')])
-        elif scope["path"] != "/metrics":
+        if not bearer_matches(given, self.token):
+            await self._answer(send, 401, self.refusal, [(b"www-authenticate", b'Bearer realm="monad"')])
+            return
+        authenticated()
+        if scope["path"] != "/metrics":
             await self._answer(send, 404, b"only /metrics is served here\n")
         elif scope["method"] not in ("GET", "HEAD"):
             await self._answer(send, 405, b"GET /metrics\n", [(b"allow", b"GET, HEAD")])
@@ -55,7 +61,6 @@ class MetricsApp:
         await send({"type": "http.response.start", "status": status,
                     "headers": [(b"content-type", content_type), *(headers or [])]})
         await send({"type": "http.response.body", "body": body})
-
 
 
 def bind(port: int) -> socket.socket:
@@ -81,7 +86,8 @@ def bind(port: int) -> socket.socket:
 async def serve_metrics(text: Callable[[], bytes], sock: socket.socket, token: str, *, until: anyio.Event) -> None:
     """Serve `GET /metrics` on `sock` until `until` is set (the supervisor's one uvicorn runner,
     daemon/serving.py)."""
-    server = AppServer(MetricsApp(text, token), timeout_graceful_shutdown=1)
+    server = AppServer(MetricsApp(text, token), what=f"/metrics on port {sock.getsockname()[1]}",
+                       timeout_graceful_shutdown=1)
     try:
         await server.start(sock)
         await until.wait()

@@ -1,21 +1,8 @@
 """Whether telemetry is on, and where it goes: the `[telemetry]` table of
-`MONAD_HOME/settings.toml` and the standard OpenTelemetry environment (docs/telemetry.md).
-
-    # MONAD_HOME/settings.toml
-    [telemetry]
-    enabled = true                       # off by default
-    endpoint = "http://127.0.0.1:4318"   # OTLP/HTTP; OTEL_EXPORTER_OTLP_ENDPOINT wins
-    service_name = "monad"               # OTEL_SERVICE_NAME wins
-    prometheus = true                    # GET /metrics on a loopback listener (default true)
-    prometheus_port = 9464               # 0: any free port (the default)
-    capture_arguments = false            # opt-in: the arguments' digest, as the journal keeps it
-
-Telemetry is on when `enabled = true`, or when the supervisor's environment names an OTLP
-endpoint (`OTEL_EXPORTER_OTLP_ENDPOINT`, `…_TRACES_ENDPOINT`, `…_METRICS_ENDPOINT`);
-`OTEL_SDK_DISABLED=true` turns it off whatever else says. Everything else the OpenTelemetry
-SDK reads from its own variables (`OTEL_RESOURCE_ATTRIBUTES`, `OTEL_TRACES_SAMPLER`,
-`OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_BSP_*`, `OTEL_METRIC_EXPORT_INTERVAL`). Stdlib only:
-reading this must not import the SDK.
+`MONAD_HOME/settings.toml` and the standard OpenTelemetry environment (docs/telemetry.md
+"Turning it on" shows both). On with `enabled = true`, or when the supervisor's environment
+names an OTLP endpoint; `OTEL_SDK_DISABLED=true` turns it off whatever else says; the SDK
+reads every other `OTEL_*` variable itself. Stdlib only: reading this must not import the SDK.
 """
 
 from __future__ import annotations

@@ -103,8 +103,9 @@ class Wrappers:
             return traced
 
         def middleware(sdk_default: list[Any], transport: str) -> list[Any]:
-            # The SDK's own span middleware stays; monad's adds `network.transport` and the duration metric.
-            return [*sdk_default, recorder.middleware(transport)]
+            # In place of the SDK's own span middleware: monad's opens the SERVER span (a name
+            # no agent was listed recorded as `_OTHER`) and records the duration.
+            return [recorder.middleware(transport)]
 
         return GatewayWrappers(lane=lane, middleware=middleware, session_ended=recorder.gateway_session_ended)
 

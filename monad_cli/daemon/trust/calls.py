@@ -5,6 +5,8 @@
 and tells its listeners (the Studio's transcript) each time:
 
     listener("call.started",  {"id", "ts", "server", "tool", "exposed", "via", "arguments", "ref", "host"})
+    listener("call.progress", {"id", "progress", "total", "message"})   (a notifications/progress of
+                                                                        the call, `progress_of`)
     listener("call.finished", {"id", "outcome", "decision", "decidedBy", "durationMs", "error"})
 
 The journal keeps only a digest of the arguments (docs/tools.md "The journal of calls");
@@ -25,6 +27,7 @@ import anyio
 from monad_cli.journal import tools as jt
 
 if TYPE_CHECKING:
+    from monad_cli.daemon.trust.servers import ProgressFn
     from monad_cli.journal.db import Journal
 
 log = logging.getLogger("monad.tools")
@@ -38,6 +41,7 @@ class CallLog:
     def __init__(self, journal: Journal) -> None:
         self.journal = journal
         self.listeners: list[Listener] = []
+        self._running: set[int] = set()  # calls started and not finished
         self._deferred = anyio.Event()
 
     async def write_outcomes(self) -> None:
@@ -83,10 +87,23 @@ class CallLog:
         returns its id."""
         call_id = jt.start_call(self.journal, server=server, tool=tool, exposed=exposed, arguments=arguments,
                                 via=via, decision=decision, decided_by=decided_by)
+        self._running.add(call_id)
         self._tell("call.started", {"id": call_id, "ts": time.time(), "server": server, "tool": tool,
                                     "exposed": exposed, "via": via, "arguments": arguments, "ref": ref,
                                     "outcome": "running", "host": self.journal.host})
         return call_id
+
+    def progress_of(self, call_id: int, forward: ProgressFn) -> ProgressFn:
+        """The caller's `forward` for call `call_id`, which the listeners hear first (as
+        `call.progress`, until the call's `finish`): a call's progress reaches the Studio
+        whoever asked for it (MCP spec, basic/utilities/progress). Only a caller that asked
+        for progress gets a progressToken sent, so only its calls report any."""
+        async def told(progress: float, total: float | None, message: str | None) -> None:
+            if call_id in self._running:  # a notification that arrives after the answer is not news
+                self._tell("call.progress", {"id": call_id, "progress": progress, "total": total, "message": message})
+            await forward(progress, total, message)
+
+        return told
 
     def finish(self, call_id: int, *, outcome: str, decision: str | None = None, decided_by: str | None = None,
                duration_ms: float | None = None, error: str | None = None, defer: bool = False) -> None:
@@ -97,6 +114,7 @@ class CallLog:
                        duration_ms=duration_ms, error=error, defer=defer)
         if defer:
             self._deferred.set()
+        self._running.discard(call_id)
         self._tell("call.finished", {"id": call_id, "outcome": outcome, "decision": decision,
                                      "decidedBy": decided_by, "durationMs": duration_ms,
                                      "error": self.journal.scrub(error)[:500] if error else None})

@@ -11,7 +11,13 @@ The person sees the server, the tool and the full arguments before deciding; too
 annotations never approve anything (MCP spec, server/tools "Security Considerations":
 annotations are untrusted). Approvals are keyed to `ServerSpec.definition_hash()`
 (command, args, env names, cwd, url): after the command is edited, earlier approvals no
-longer apply. A `hostEscape` server's tools can be approved for the session but never always.
+longer apply. They are bound, too, to the tool's own definition (`tool_definition_hash`:
+name, title, description, input and output schemas, annotations, execution): a server that
+rewrites an approved tool (a "rug pull", announced by `list_changed` or not) is asked about
+again, and a journal row (`approval-outdated`) says why. An "always" approval written before
+tools were hashed binds to the definition it first meets. Standing approvals are listed
+(`standing`) and revocable (`revoke`). A `hostEscape` server's tools can be approved for the
+session but never always.
 
 Listeners (`gate.listeners`, the Studio's event stream) hear `("approval.pending", request)`
 when a request opens or a caller starts waiting on it, and `("approval.closed", {"id",
@@ -23,9 +29,9 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import anyio
 
@@ -37,6 +43,44 @@ if TYPE_CHECKING:
 
 GRANTS = ("once", "session", "always")
 log = logging.getLogger("monad.tools")
+_HASHES: dict[int, tuple[Any, str]] = {}  # id(tool) → (tool, its hash): a tool is hashed once per listing
+
+
+def tool_definition_hash(tool: Any) -> str:
+    """`sha256:<hex>` over the canonical JSON of one tool's definition: the fields a pin
+    covers (trust/pins.py: name, title, description, inputSchema, outputSchema, annotations,
+    execution). `tool`: an `mcp_types.Tool` or its wire dump."""
+    from monad_cli.daemon.trust.pins import tool_set_hash
+
+    if isinstance(tool, Mapping):
+        return tool_set_hash([tool])
+    hit = _HASHES.get(id(tool))
+    if hit is not None and hit[0] is tool:
+        return hit[1]
+    digest = tool_set_hash([tool.model_dump(by_alias=True, mode="json", exclude_none=True)])
+    if len(_HASHES) > 8192:
+        _HASHES.clear()
+    _HASHES[id(tool)] = (tool, digest)
+    return digest
+
+
+def standing_approval(gate: ApprovalGate, actor: Any, name: str) -> str | None:
+    """The standing approval ("session"/"always") the next call of `actor`'s tool `name`, as
+    it is listed now, would run on; None when it would ask (or the tool is not listed)."""
+    spec = getattr(actor, "spec", None)
+    tool = next((t for t in actor.tools if t.name == name), None) if spec is not None else None
+    if spec is None or tool is None:
+        return None
+    return gate.standing_for(actor.name, spec.definition_hash(), name, tool_definition_hash(tool),
+                             host_escape=spec.trust.host_escape)
+
+
+class Grant(NamedTuple):
+    """A standing approval: who gave it, and the tool definition it approved (None: an
+    "always" written before tools were hashed, bound on first use)."""
+
+    by: str
+    tool_hash: str | None
 
 
 @dataclass
@@ -61,6 +105,7 @@ class Pending:
     # whether the call that follows (`wait`/`decided` with this id) took it over.
     call_id: int | None = None
     claimed: bool = False
+    tool_hash: str | None = None  # the definition of the tool the person was shown
 
     def as_dict(self) -> dict[str, Any]:
         return {"id": self.id, "server": self.server, "tool": self.tool, "exposed": self.exposed,
@@ -71,7 +116,8 @@ class Pending:
 class ApprovalGate:
     """Owns the approvals: pending requests (in memory, by id), "session" grants (in memory,
     until the supervisor restarts) and "always" grants (the journal's `approvals` table,
-    read once by `load`). Keys are (server, definition hash, tool).
+    read once by `load`). Keys are (server, definition hash, tool); each grant holds the
+    tool definition hash it approved.
 
     It only records and answers decisions; it never runs a call, never decides on its own
     (a pending request is decided by a person, or times out as a refusal), and never grants
@@ -81,8 +127,9 @@ class ApprovalGate:
     def __init__(self, journal: Journal | None, *, clock: Callable[[], float] = time.time) -> None:
         self.journal = journal
         self.clock = clock
-        self.session: dict[tuple[str, str, str], str] = {}
-        self.always: dict[tuple[str, str, str], str] = {}
+        self.session: dict[tuple[str, str, str], Grant] = {}
+        self.always: dict[tuple[str, str, str], Grant] = {}
+        self._outdated: set[tuple[str, str, str, str, str | None, str]] = set()  # told once each
         self.pending: dict[str, Pending] = {}
         self.listeners: list[Callable[[str, dict[str, Any]], None]] = []
         # `(pending, outcome, why)` for a checked call nobody followed up (withdrawn, expired):
@@ -106,32 +153,105 @@ class ApprovalGate:
         from monad_cli.journal.tools import all_always
 
         self.journal = journal
-        # Rows another supervisor of a fleet wrote say where they were decided.
-        self.always = {(r.server, r.definition_hash, r.tool): decided_where(journal, r.decided_by, r.host, r.home)
+        # Rows another supervisor of a fleet wrote say where they were decided; a later row
+        # for the same key (the tool approved again after it changed) wins.
+        self.always = {(r.server, r.definition_hash, r.tool):
+                       Grant(decided_where(journal, r.decided_by, r.host, r.home), r.tool_hash)
                        for r in all_always(journal)}
 
-    def prior(self, server: str, definition_hash: str, tool: str, *, host_escape: bool = False) -> str | None:
+    def prior(self, server: str, definition_hash: str, tool: str, *, host_escape: bool = False,
+              tool_hash: str | None = None) -> str | None:
         """Who approved this tool earlier ("session …"/"always …"), or None. A `hostEscape`
         server's "always" approvals do not count (one made before the flag was set here, or
-        by a supervisor of the fleet where the server is not marked)."""
+        by a supervisor of the fleet where the server is not marked). With `tool_hash` (the
+        tool's definition now), a grant of another definition does not count either: the
+        journal says so once (`approval-outdated`), and the person is asked again."""
         key = (server, definition_hash, tool)
-        if key in self.session:
-            return f"session approval ({self.session[key]})"
-        if key in self.always and not host_escape:
-            return f"always approval ({self.always[key]})"
+        for scope, grants in (("session", self.session), ("always", self.always)):
+            g = grants.get(key)
+            if g is None or (scope == "always" and host_escape):
+                continue
+            if tool_hash is not None and g.tool_hash is not None and g.tool_hash != tool_hash:
+                self._tell_outdated(scope, key, g, tool_hash)
+                continue
+            if tool_hash is not None and g.tool_hash is None:  # written before tools were hashed
+                grants[key] = g = Grant(g.by, tool_hash)
+                if scope == "always" and self.journal is not None:
+                    from monad_cli.journal.tools import bind_always
+
+                    bind_always(self.journal, server, definition_hash, tool, tool_hash)
+            return f"{scope} approval ({g.by})"
         return None
 
-    def release(self, key: tuple[str, str, str], by: str) -> None:
+    def _tell_outdated(self, scope: str, key: tuple[str, str, str], g: Grant, now: str) -> None:
+        server, _definition, tool = key
+        told = (*key, scope, g.tool_hash, now)
+        if told in self._outdated:
+            return
+        self._outdated.add(told)
+        reason = (f"the {scope} approval of `{tool}` no longer applies: the tool's definition changed since it was "
+                  f"approved ({(g.tool_hash or '')[:19]} → {now[:19]}); the next call asks again")
+        log.warning("server %s: %s", server, reason)
+        if self.journal is not None:
+            self.journal.record("approval-outdated", server=server, reason=reason,
+                                detail={"tool": tool, "scope": scope, "approvedToolHash": g.tool_hash,
+                                        "currentToolHash": now, "decidedBy": g.by})
+
+    def release(self, key: tuple[str, str, str], grant: Grant) -> None:
         """An "always" approval that arrived from a fleet's shared journal answers the
-        requests waiting on the same (server, definition hash, tool)."""
+        requests waiting on the same (server, definition hash, tool) and tool definition."""
         for p in list(self.pending.values()):
-            if p.decision is None and not p.host_escape and (p.server, p.definition_hash, p.tool) == key:
-                p.decision = (True, "always", f"always approval ({by})")
+            if p.decision is None and not p.host_escape and (p.server, p.definition_hash, p.tool) == key \
+                    and (grant.tool_hash is None or p.tool_hash is None or grant.tool_hash == p.tool_hash):
+                p.decision = (True, "always", f"always approval ({grant.by})")
                 p.event.set()
 
+    def standing(self) -> list[dict[str, Any]]:
+        """Every standing approval: `{server, tool, scope, decidedBy, definitionHash, toolHash}`,
+        session ones first, each sorted by server and tool."""
+        out = []
+        for scope, grants in (("session", self.session), ("always", self.always)):
+            for (server, definition_hash, tool), g in sorted(grants.items()):
+                out.append({"server": server, "tool": tool, "scope": scope, "decidedBy": g.by,
+                            "definitionHash": definition_hash, "toolHash": g.tool_hash})
+        return out
+
+    def standing_for(self, server: str, definition_hash: str, tool: str, tool_hash: str, *,
+                     host_escape: bool = False) -> str | None:
+        """The scope ("session"/"always") of the approval that would let the next call of
+        this tool definition run unasked, or None (no side effects: for listings)."""
+        key = (server, definition_hash, tool)
+        for scope, grants in (("session", self.session), ("always", self.always)):
+            g = grants.get(key)
+            if g is not None and not (scope == "always" and host_escape) and g.tool_hash in (None, tool_hash):
+                return scope
+        return None
+
+    def revoke(self, server: str, tool: str | None = None, scope: str | None = None, *, by: str) -> int:
+        """Forget the standing approvals of `server`'s `tool` (every tool of it when None), of
+        `scope` (both when None), whatever definition they were given for; journaled
+        (`approval-revoked`). Returns how many were forgotten."""
+        gone = 0
+        for name, grants in (("session", self.session), ("always", self.always)):
+            if scope not in (None, name):
+                continue
+            for key in [k for k in grants if k[0] == server and tool in (None, k[2])]:
+                del grants[key]
+                gone += 1
+                if self.journal is not None:
+                    self.journal.record("approval-revoked", server=server,
+                                        reason=f"the {name} approval of `{key[2]}` was revoked by {by}",
+                                        detail={"tool": key[2], "scope": name, "by": by})
+        if self.journal is not None and scope in (None, "always"):
+            from monad_cli.journal.tools import remove_always
+
+            remove_always(self.journal, server, tool)
+        return gone
+
     def grant(self, server: str, definition_hash: str, tool: str, scope: str, by: str,
-              *, host_escape: bool) -> None:
-        """Remember a session/always approval. Raises InvalidInput for always on hostEscape."""
+              *, host_escape: bool, tool_hash: str | None = None) -> None:
+        """Remember a session/always approval of the tool definition `tool_hash`. Raises
+        InvalidInput for always on hostEscape."""
         if scope not in GRANTS:
             raise InvalidInput(f"approval scope must be one of {', '.join(GRANTS)}, got {scope!r}")
         if scope == "always" and host_escape:
@@ -139,38 +259,39 @@ class ApprovalGate:
                                f"once or for the session, never always")
         key = (server, definition_hash, tool)
         if scope == "session":
-            self.session[key] = by
+            self.session[key] = Grant(by, tool_hash)
         elif scope == "always":
-            self.always[key] = by
+            self.always[key] = Grant(by, tool_hash)
             if self.journal is not None:
                 from monad_cli.journal.tools import add_always
 
-                add_always(self.journal, server, definition_hash, tool, by)
+                add_always(self.journal, server, definition_hash, tool, by, tool_hash)
 
     def open(self, *, server: str, tool: str, exposed: str, arguments: Any, definition_hash: str,
              host_escape: bool, command: list[str] | None, url: str | None, via: str,
-             timeout: float) -> Pending:
+             timeout: float, tool_hash: str | None = None) -> Pending:
         self.purge()
         now = self.clock()
         p = Pending(id=secrets.token_hex(4), server=server, tool=tool, exposed=exposed, arguments=arguments,
                     definition_hash=definition_hash, host_escape=host_escape, command=command, url=url,
-                    via=via, created=now, expires=now + timeout)
+                    via=via, created=now, expires=now + timeout, tool_hash=tool_hash)
         self.pending[p.id] = p
         self._tell("approval.pending", p.as_dict())
         return p
 
     def open_call(self, spec: ServerSpec, server: str, tool: str, exposed: str, arguments: Any, via: str,
-                  timeout: float) -> Pending:
+                  timeout: float, *, tool_hash: str | None = None) -> Pending:
         """A request for one call of `tool` of `server` as `spec` defines it: the person sees
         the exact command (secret-looking arguments redacted) or the URL (query secrets
-        redacted), and the decision is keyed to its definition hash."""
+        redacted), and the decision is keyed to its definition hash and the tool's own
+        (`tool_hash`)."""
         from monad_cli.core.redact import redact_args, redact_url
 
         command = [spec.command, *redact_args(spec.args)] if spec.command else None
         return self.open(server=server, tool=tool, exposed=exposed, arguments=arguments,
                          definition_hash=spec.definition_hash(), host_escape=spec.trust.host_escape,
                          command=command, url=redact_url(spec.url) if spec.url else None, via=via,
-                         timeout=timeout)
+                         timeout=timeout, tool_hash=tool_hash)
 
     def get(self, approval_id: str) -> Pending:
         p = self.pending.get(approval_id)
@@ -198,7 +319,8 @@ class ApprovalGate:
     def decide(self, approval_id: str, *, allow: bool, scope: str = "once", by: str) -> Pending:
         p = self.get(approval_id)
         if allow:
-            self.grant(p.server, p.definition_hash, p.tool, scope, by, host_escape=p.host_escape)
+            self.grant(p.server, p.definition_hash, p.tool, scope, by, host_escape=p.host_escape,
+                       tool_hash=p.tool_hash)
         p.decision = (allow, scope, by)
         p.event.set()
         self._closed(p, f"allowed ({scope})" if allow else "denied", by)

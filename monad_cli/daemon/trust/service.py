@@ -48,7 +48,7 @@ from monad_cli.core.tool_names import (
 from monad_cli.daemon.trust.authorization import OnDemandAuthorization, authorizable
 from monad_cli.daemon.trust.call import ApprovalMiddleware, ApprovalWait, CallHandler, CallMiddleware, ToolCall
 from monad_cli.daemon.trust.calls import CallLog
-from monad_cli.daemon.trust.gate import ApprovalGate, Pending
+from monad_cli.daemon.trust.gate import ApprovalGate, Pending, tool_definition_hash
 from monad_cli.daemon.trust.listing import dump_tool, listing_rows, tool_rules
 from monad_cli.daemon.trust.pins import canonical_tools, describe_change, same_hash, tool_set_hash
 from monad_cli.daemon.trust.servers import RunTask, StartTask, ToolServer
@@ -466,12 +466,14 @@ class ToolService:
         if self.is_auto_approved(actor, tool.name, exposed):
             return True, "approved", "trust.autoApproveTools"
         escape = spec.trust.host_escape
-        prior = self.gate.prior(actor.name, spec.definition_hash(), tool.name, host_escape=escape)
+        tool_hash = tool_definition_hash(tool)  # approvals hold for this definition of the tool only
+        prior = self.gate.prior(actor.name, spec.definition_hash(), tool.name, host_escape=escape, tool_hash=tool_hash)
         mode = approval.get("mode", "wait")
         # In a fleet, an "always" decided elsewhere moments ago may not be merged yet: ask
         # the shared journal once before asking a person (never on an approved call's path).
         if not prior and mode != "yes" and await self.shared.sync(timeout=1.0):
-            prior = self.gate.prior(actor.name, spec.definition_hash(), tool.name, host_escape=escape)
+            prior = self.gate.prior(actor.name, spec.definition_hash(), tool.name, host_escape=escape,
+                                    tool_hash=tool_hash)
         if prior:
             return True, "approved", prior
         if mode == "yes":
@@ -479,7 +481,8 @@ class ToolService:
         if mode == "check":
             # The call's intent row, written now: the caller asks the person next, and the call
             # that follows (allowed, denied, withdrawn or never) finishes this row (`_claim`).
-            pending = self.gate.open_call(spec, actor.name, tool.name, exposed, call.arguments, via, PENDING_TTL_S)
+            pending = self.gate.open_call(spec, actor.name, tool.name, exposed, call.arguments, via, PENDING_TTL_S,
+                                          tool_hash=tool_hash)
             pending.call_id = self.calls.start(server=actor.name, tool=tool.name, exposed=exposed,
                                                arguments=call.arguments, via=via, ref=call.ref)
             raise ApprovalRequired(pending)
@@ -492,7 +495,8 @@ class ToolService:
         approval_id = approval.get("approvalId")
         known = self.gate.pending.get(str(approval_id)) if approval_id else None
         if known is None:
-            p = self.gate.open_call(spec, actor.name, tool.name, exposed, call.arguments, via, timeout)
+            p = self.gate.open_call(spec, actor.name, tool.name, exposed, call.arguments, via, timeout,
+                                    tool_hash=tool_hash)
         else:
             p = known
             p.expires = self.clock() + timeout
@@ -526,6 +530,8 @@ class ToolService:
             server=server.name, tool=tool.name, exposed=call.exposed, arguments=call.arguments, via=call.via,
             decision=call.decision, decided_by=call.decided_by, ref=call.ref)
         call.started = time.monotonic()
+        if call.progress is not None:  # from here its progress reaches the call log's listeners too
+            call.progress = self.calls.progress_of(call.call_id, call.progress)
 
     def _finish(self, call: ToolCall, outcome: str, error: str | None = None, *, defer: bool = False) -> None:
         """The outcome row of a journaled call (`defer`: behind the answer, `write_behind`)."""

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from monad_cli.daemon.trust.gate import Grant
 from monad_cli.journal import tools as jt
 
 if TYPE_CHECKING:
@@ -93,9 +94,11 @@ class SharedTrust:
                 self._after[table] = max(self._after.get(table, 0), *(int(r["id"]) for r in rows))
         for r in fresh.get("approvals", []):
             key = (r["server"], r["definition_hash"], r["tool"])
-            if key not in self.gate.always:
-                self.gate.always[key] = decided_where(self.journal, r["decided_by"], r["host"], r["home"])
-                self.gate.release(key, self.gate.always[key])
+            grant = Grant(decided_where(self.journal, r["decided_by"], r["host"], r["home"]), r.get("tool_hash"))
+            known = self.gate.always.get(key)
+            if known is None or known.tool_hash != grant.tool_hash:  # a later row: the tool approved again
+                self.gate.always[key] = grant
+                self.gate.release(key, grant)
         for r in fresh.get("vetted_tool_sets", []):
             key = (r["server"], r["definition_hash"], norm_hash(r["hash"]))
             if key not in self.vetted:

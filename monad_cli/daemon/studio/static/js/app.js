@@ -1,7 +1,9 @@
-// The Studio page: the live stream, the views (MCP servers, Tools, Transcript, Registry, Agents), the
-// approvals waiting above whichever is shown, and the little messages after an action.
+// The Studio page: the live stream, the views (MCP servers, Tools, Transcript, Registry,
+// Agents, Variables), the approvals waiting above whichever is shown, and the little messages
+// after an action.
 // Every view hears every event, shown or not, so switching views never needs a reload.
 
+import { api } from "./api.js";
 import { ApprovalsPanel } from "./approvals.js";
 import { h, replaceChildren, setText, withCode } from "./dom.js";
 import { LiveStream } from "./events.js";
@@ -10,7 +12,7 @@ import { SERVERS_HASH, ServersView } from "./servers.js";
 // Tools and Transcript (and the MCP Apps host behind Tools) load after the first render, so
 // the servers table never waits for modules it does not need.
 const later = Promise.all([import("./tools.js"), import("./transcript.js"), import("./registry.js"),
-                          import("./agents.js")]);
+                           import("./agents.js"), import("./variables.js")]);
 
 const STATUS_TEXT = {
   connecting: "Connecting…",
@@ -25,6 +27,7 @@ const ROUTES = {
   "#/transcript": { view: "transcript", crumbs: ["Transcript"] },
   "#/registry": { view: "registry", crumbs: ["Capabilities", "Registry"] },
   "#/agents": { view: "agents", crumbs: ["Agents"] },
+  "#/variables": { view: "variables", crumbs: ["Settings", "Variables"] },
 };
 
 const live = document.getElementById("live");
@@ -35,7 +38,23 @@ function showStatus(state) {
   live.dataset.state = state;
   setText(live, STATUS_TEXT[state] || state);
   document.body.dataset.live = state;
+  signOut.hidden = state === "signed-out";
 }
+
+// Sign out: every session of this Studio ends (`monad studio --sign-out` does the same); the
+// event stream then ends and the page says "Signed out".
+const signOut = document.getElementById("sign-out");
+signOut.addEventListener("click", async () => {
+  try {
+    await api("POST", "/v1/studio/sign-out", {});
+  } catch (err) {
+    if (err.status !== 401) {
+      notify(`sign out: ${err.message}`, true);
+      return;
+    }
+  }
+  showStatus("signed-out");
+});
 
 // Messages after an action: in a corner that covers no control (clicks go through), long
 // enough to read (8 s, errors 15 s, or until dismissed with their button).
@@ -62,8 +81,9 @@ let tools = null;
 let transcript = null;
 let registry = null;
 let agents = null;
+let variables = null;
 const roots = { servers: "view", tools: "tools-view", transcript: "transcript-view", registry: "registry-view",
-                agents: "agents-view" };
+                agents: "agents-view", variables: "variables-view" };
 
 function route() {
   const hash = location.hash;
@@ -84,6 +104,7 @@ function route() {
   if (current.view === "tools" && tools) tools.shown();
   if (current.view === "registry" && registry) registry.shown();
   if (current.view === "agents" && agents) agents.shown();
+  if (current.view === "variables" && variables) variables.shown();
 }
 let routed = false; // the first route (a reload) opens the pane without taking focus
 window.addEventListener("hashchange", route);
@@ -98,13 +119,14 @@ if (inline) {
   approvals.applyAuthorizations(inline.authorizations || []);
 }
 
-const [{ ToolsView }, { TranscriptView }, { RegistryView }, { AgentsView }] = await later;
+const [{ ToolsView }, { TranscriptView }, { RegistryView }, { AgentsView }, { VariablesView }] = await later;
 tools = new ToolsView(document.getElementById("tools-view"), { notify, host,
   onTools: (list) => servers.setTools(list), onFilter: (text) => servers.setFilter(text) });
 servers.onFilter = (text) => tools.setFilter(text); // one filter, both views
 transcript = new TranscriptView(document.getElementById("transcript-view"), { notify });
 registry = new RegistryView(document.getElementById("registry-view"), { notify });
 agents = new AgentsView(document.getElementById("agents-view"), { notify });
+variables = new VariablesView(document.getElementById("variables-view"), { notify });
 route();
 
 new LiveStream(showStatus)
@@ -118,15 +140,26 @@ new LiveStream(showStatus)
   .on("config", (data) => {
     servers.applySnapshot(data);
     tools.refreshSoon();
+    variables.refreshSoon(); // a definition may reference a new name, or the env file changed
   })
   .on("server.state", (data) => {
     servers.applyServer(data.server);
     tools.refreshSoon();
   })
   .on("authorize", (data) => servers.applyAuthorize(data))
-  .on("call", (data) => transcript.applyCall(data.call))
+  .on("call", (data) => {
+    transcript.applyCall(data.call);
+    tools.applyCall(data.call);
+  })
+  .on("call.progress", (data) => {
+    transcript.applyProgress(data);
+    tools.applyProgress(data);
+  })
   .on("approval.pending", (data) => approvals.add(data.approval))
-  .on("approval.closed", (data) => approvals.remove(data.id))
+  .on("approval.closed", (data) => {
+    approvals.remove(data.id);
+    tools.refreshSoon(); // a session/always grant shows on the tool's row
+  })
   .on("authorization.pending", (data) => approvals.addAuthorization(data))
   .on("authorization.closed", (data) => approvals.remove(data.id))
   .on("task", (data) => {

@@ -58,6 +58,7 @@ export class RegistryView {
 
   async search(text) {
     this.searched = true;
+    this.generation = (this.generation || 0) + 1;  // an earlier search's answer, arriving late, is dropped
     this.text = text.trim();
     this.cursor = null;
     this.tbody.replaceChildren();
@@ -75,10 +76,13 @@ export class RegistryView {
     this.moreButton.disabled = true;
     const query = new URLSearchParams({ search: this.text });
     if (this.cursor) query.set("cursor", this.cursor);
+    const generation = this.generation;
     let answer;
     try {
       answer = await api("GET", `/v1/registry/servers?${query}`);
+      if (generation !== this.generation) return;  // a newer search cleared the list meanwhile
     } catch (err) {
+      if (generation !== this.generation) return;
       replaceChildren(this.status, "The registry search failed: ", withCode(err.message));
       this.moreButton.disabled = false;
       return;

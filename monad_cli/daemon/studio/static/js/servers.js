@@ -372,6 +372,7 @@ export class ServersView {
     document.body.classList.add("pane-open");
     this.details.hidden = false;
     if (previous !== name) {
+      this.features = null; // made in loadDetails, with its module (loaded after the first render)
       replaceChildren(this.details, this.paneHead(name), h("p", { class: "hint" }, "Loading…"));
     }
     this.refreshDetails(true);
@@ -396,6 +397,7 @@ export class ServersView {
     this.openName = null;
     this.details.hidden = true;
     this.details.replaceChildren();
+    this.features = null;
     document.body.classList.remove("pane-open");
     if (name && this.rows.has(name)) this.rows.get(name).link.setAttribute("aria-current", "false");
     if (!fromRoute && location.hash !== SERVERS_HASH) history.pushState(null, "", SERVERS_HASH);
@@ -411,21 +413,29 @@ export class ServersView {
   async loadDetails(name) {
     if (!name) return;
     const get = (path) => api("GET", path).catch((err) => ({ error: err.message }));
-    const [status, tools, journal] = await Promise.all([
+    const [status, tools, journal, { ServerFeatures }] = await Promise.all([
       get(`/v1/settings/mcp-servers/${enc(name)}/status`),
       get(`/v1/tools?server=${enc(name)}`),
       get(`/v1/journal?server=${enc(name)}&limit=20`),
+      import("./features.js"),
     ]);
     if (name !== this.openName) return;
+    if (!this.features || this.features.server !== name) this.features = new ServerFeatures(name, this.notify);
     const hadFocus = this.details.contains(document.activeElement) ? document.activeElement : null;
     const focusLabel = hadFocus && (hadFocus.getAttribute("aria-label") || hadFocus.id);
     const row = this.rows.get(name)?.data || {};
-    replaceChildren(this.details,
-      this.paneHead(name),
-      statusPart(status, row),
-      toolsPart(name, tools),
-      stderrPart(status),
-      journalPart(journal));
+    const before = [this.paneHead(name), statusPart(status, row), toolsPart(name, tools)];
+    const after = [stderrPart(status), journalPart(journal)];
+    const features = this.features.element;
+    if (features.parentNode === this.details) {
+      // Rebuilt around the resources and prompts, never moved: what is typed or read there
+      // stays, and keeps focus.
+      while (this.details.firstChild !== features) this.details.firstChild.remove();
+      while (features.nextSibling) features.nextSibling.remove();
+      features.before(...before);
+      features.after(...after);
+    } else replaceChildren(this.details, before, features, after);
+    this.features.update(row);
     if (focusLabel) { // a live update rebuilt the pane: focus stays on the same control
       const again = [...this.details.querySelectorAll("[aria-label], [id]")]
         .find((el) => (el.getAttribute("aria-label") || el.id) === focusLabel);
@@ -481,7 +491,9 @@ function stderrPart(status) {
   const lines = status.stderrTail || [];
   return h("section", {},
     h("h3", {}, "Stderr (last lines)"),
-    lines.length ? h("pre", { class: "stderr" }, lines.join("\n")) : h("p", { class: "hint" }, "Nothing written."));
+    // A tab stop: it scrolls past its height (axe: scrollable-region-focusable).
+    lines.length ? h("pre", { class: "stderr", tabindex: "0", "aria-label": "Stderr (last lines)" }, lines.join("\n"))
+      : h("p", { class: "hint" }, "Nothing written."));
 }
 
 function journalPart(journal) {

@@ -57,8 +57,10 @@ export class TaskCard {
     this.element.dataset.state = row.state;
     setText(this.ids, `monad ${row.id.slice(0, 12)}${row.taskId ? ` · task ${row.taskId}` : ""}`
                       + (row.correlation && row.correlation.via ? ` · from ${row.correlation.via}` : ""));
-    setText(this.message, row.statusMessage || "");
-    this.message.hidden = !row.statusMessage;
+    // The server's word on a working Task; once it ended, the state and the outcome say it
+    // (a last "step 3 of 4" left under "completed" reads as still going).
+    setText(this.message, this.open ? row.statusMessage || "" : "");
+    this.message.hidden = !this.open || !row.statusMessage;
     this.stop.hidden = !this.open;
     this.stop.setAttribute("aria-label", `Stop task ${title}`);
     this.pending.hidden = !row.deliveryPending;

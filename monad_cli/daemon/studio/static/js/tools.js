@@ -7,10 +7,12 @@
 import { api } from "./api.js";
 import { AppFrame, appLog } from "./apphost.js";
 import { h, replaceChildren, setText } from "./dom.js";
+import { ProgressView } from "./progress.js";
 import { askQuestion } from "./questions.js";
 import { renderResult } from "./results.js";
 import { SchemaForm } from "./schema_form.js";
 import { TaskCard } from "./tasks.js";
+import { ToolSearchBox } from "./tools_search.js";
 
 const APPROVAL_WAIT_S = 600; // the page waits as long as the person may take to decide
 
@@ -27,6 +29,7 @@ class TryPanel {
     this.host = host;
     this.onClose = onClose;
     this.ref = null;
+    this.callId = null; // the running call's id, from its `call` event (it carries our ref)
     this.controller = null;
     this.task = null;
     this.app = null;
@@ -35,6 +38,7 @@ class TryPanel {
     this.callButton = h("button", { type: "submit", class: "primary" }, "Call");
     this.stopButton = h("button", { type: "button", class: "danger", hidden: true, onclick: () => this.stop() }, "Stop");
     this.status = h("p", { class: "call-status", role: "status" });
+    this.progress = new ProgressView(`Progress of ${tool.name}`, { live: true });
     this.taskArea = h("div", { class: "try-task" });
     this.appArea = h("div", { class: "try-app" });
     this.resultArea = h("div", { class: "try-result", role: "region", tabindex: "-1", "aria-label": `Result of ${tool.name}` });
@@ -48,7 +52,7 @@ class TryPanel {
                   onsubmit: (e) => { e.preventDefault(); this.call(); } },
         this.form.element,
         h("div", { class: "buttons" }, this.callButton, this.stopButton)),
-      this.status, this.taskArea, this.appArea, this.resultArea);
+      this.status, this.progress.element, this.taskArea, this.appArea, this.resultArea);
   }
 
   /** Focus the first field (or Call, for a tool without arguments). */
@@ -62,6 +66,8 @@ class TryPanel {
     if (!got.ok) return;
     await this.closeApp("another call of the tool started");
     this.ref = newRef();
+    this.callId = null;
+    this.progress.clear();
     this.task = null;
     replaceChildren(this.taskArea);
     replaceChildren(this.resultArea);
@@ -79,6 +85,7 @@ class TryPanel {
       failure = err;
     }
     this.controller = null;
+    this.progress.clear(); // a finished call shows its outcome, not its last step
     this.callButton.disabled = false;
     this.stopButton.hidden = true;
     if (result) {
@@ -125,6 +132,21 @@ class TryPanel {
     if (app) await app.close(reason);
   }
 
+  /** A `call` event: this panel's own call when it carries this call's ref; its end clears
+   *  the progress even before the answer is read. */
+  applyCall(call) {
+    if (this.ref && call.ref === this.ref && call.outcome === "running" && this.controller) {
+      this.callId = call.id; // past the gate: the server has it
+      setText(this.status, "Running… (Stop cancels it)");
+    }
+    if (call.id === this.callId && call.outcome && call.outcome !== "running") this.progress.clear();
+  }
+
+  /** A `call.progress` event of this panel's running call. */
+  applyProgress(p) {
+    if (this.controller && p.id === this.callId) this.progress.show(p);
+  }
+
   /** A Task row: this panel's own when its correlation carries this call's ref. */
   applyTask(row) {
     if (!this.ref || !row.correlation || row.correlation.ref !== this.ref) return;
@@ -163,7 +185,9 @@ function callError(data, status) {
 
 /** `POST /v1/tools/call` that an AbortSignal can cut (the supervisor cancels the call then),
  *  with `progress` and `questions`: the answer is NDJSON (daemon/api/progress.py), and a
- *  server's question during the call is asked in a dialog (questions.js) and answered. */
+ *  server's question during the call is asked in a dialog (questions.js) and answered.
+ *  `progress` makes the supervisor ask the server for progress (a progressToken); the page
+ *  shows it from the event stream, as it does every other caller's. */
 async function callTool(name, args, ref, signal) {
   const response = await fetch("/v1/tools/call", {
     method: "POST", credentials: "same-origin", signal,
@@ -189,7 +213,7 @@ async function callTool(name, args, ref, signal) {
         const question = item.question;
         askQuestion(question, signal).then((answer) => api("POST", "/v1/tools/call/answer",
                                                          { id: question.id, answer }).catch(() => {}));
-      } else if (!item.progress) last = item;
+      } else if (!item.progress) last = item; // progress: shown from the event stream (`call.progress`)
     }
   }
   if (!last) throw new Error("the supervisor ended the call without an answer");
@@ -217,8 +241,10 @@ export class ToolsView {
                                placeholder: "Filter by name, state or tool",
                                "aria-label": "Filter tools by server, name or description",
                                oninput: () => { this.setFilter(this.filter.value, true); } });
+    this.search = new ToolSearchBox({ notify, open: (name) => this.open(name) });
     replaceChildren(root,
-      h("div", { class: "toolbar" }, h("h1", { id: "tools-title" }, "Tools"), this.filter),
+      h("div", { class: "toolbar" }, h("h1", { id: "tools-title" }, "Tools"), this.search.input, this.filter),
+      this.search.list,
       h("p", { class: "hint" }, "Every tool agents see through monad, under its exposed name, grouped by server. Try "
                                 + "calls it through the same approval gate as the CLI and the gateway."),
       h("div", { class: "split" }, h("div", { class: "list" }, this.table, this.empty, this.noMatch), this.slot));
@@ -271,7 +297,7 @@ export class ToolsView {
 
   render(tools) {
     this.onTools(tools);
-    const key = JSON.stringify(tools.map((t) => [t.name, t.description, t.ui, t.server]));
+    const key = JSON.stringify(tools.map((t) => [t.name, t.description, t.ui, t.server, t.approval]));
     if (key === this.key) return;
     this.key = key;
     this.tools = tools;
@@ -292,7 +318,11 @@ export class ToolsView {
           h("td", { class: "col-0" }, h("code", { title: t.name }, t.name)),
           h("td", { class: "col-1" }, h("span", { class: "desc", title: t.description || null }, t.description || ""),
             t.ui ? h("span", { class: "badge tag" }, "MCP App") : null,
-            t.autoApproved ? h("span", { class: "badge tag" }, "auto-approved") : null),
+            t.autoApproved ? h("span", { class: "badge tag" }, "auto-approved") : null,
+            t.approval ? h("span", { class: "badge tag" }, `approved (${t.approval})`) : null,
+            // A standing approval is taken back here too (`monad approvals revoke`): the next call asks.
+            t.approval ? h("button", { type: "button", class: "small", "aria-label": `Revoke approval of ${t.name}`,
+                                       onclick: () => this.revoke(t.name) }, "Revoke") : null),
           h("td", { class: "col-2" }, h("button", { type: "button", class: "small", "aria-label": `Try ${t.name}`,
                                                     onclick: () => this.open(t.name) }, "Try"))))));
     }
@@ -300,6 +330,16 @@ export class ToolsView {
     this.applyFilter();
     const again = focused && this.tryButton(focused);
     if (again) again.focus();
+  }
+
+  async revoke(name) {
+    try {
+      await api("POST", "/v1/approvals/revoke", { name });
+      this.notify(`${name}: approval revoked; its next call asks again`);
+    } catch (err) {
+      this.notify(`revoke ${name}: ${err.message}`, true);
+    }
+    this.refresh();
   }
 
   tryButton(label) {
@@ -332,5 +372,13 @@ export class ToolsView {
 
   applyTask(row) {
     if (this.panel) this.panel.applyTask(row);
+  }
+
+  applyCall(call) {
+    if (this.panel) this.panel.applyCall(call);
+  }
+
+  applyProgress(p) {
+    if (this.panel) this.panel.applyProgress(p);
   }
 }

@@ -8,6 +8,7 @@
 
 import { api } from "./api.js";
 import { h, replaceChildren, setText, when } from "./dom.js";
+import { ProgressView } from "./progress.js";
 import { OPEN, TaskCard, taskTitle } from "./tasks.js";
 
 // Host last, shown only in a fleet, so the other columns keep their places either way.
@@ -87,6 +88,17 @@ export class TranscriptView {
     this.noCalls.hidden = true;
   }
 
+  /** A running call's progress, in its outcome cell until the call ends. */
+  applyProgress(p) {
+    const entry = p && this.calls.get(p.id);
+    if (!entry || entry.row.outcome !== "running") return;
+    if (!entry.progress) {
+      entry.progress = new ProgressView(`Progress of ${entry.row.exposed || "the call"}`);
+      entry.cells[5].append(entry.progress.element);
+    }
+    entry.progress.show(p);
+  }
+
   showHosts(fleet) {
     this.fleet = fleet;
     this.root.querySelectorAll("table.calls th:last-child, table.calls td:last-child")
@@ -120,6 +132,10 @@ export class TranscriptView {
     badge.className = `badge outcome-${r.outcome || "none"}`;
     entry.tr.dataset.outcome = r.outcome || "";
     if (r.error) badge.title = r.error;
+    if (entry.progress && r.outcome !== "running") { // ended: its outcome, not its last step
+      entry.progress.element.remove();
+      entry.progress = null;
+    }
     setText(duration, typeof r.durationMs === "number" ? `${Math.round(r.durationMs)} ms` : "");
     setText(host, r.host || "");
     host.hidden = !this.fleet;

@@ -1,0 +1,224 @@
+"""Tool search in the gateway: `find_tool` and `call_tool` instead of the whole catalog
+(docs/gateway.md "Tool search"; issue 40).
+
+One `ToolSearch` per supervisor (`Gateway.search`), shared by every gateway session. It
+keeps a `monad_cli.search.ToolIndex` over the exposed tools (every registered server's,
+idle on-demand ones from their cached lists, as `ToolService.listing` gives them), built
+again when what the index was built from changes: the tool service's name map (rebuilt
+whenever a server's tool list is fetched again), a server's definition (its `tools`
+filter, `deferred`, `condition`), features/tools.toml's globs, or the session's own tool
+globs. A session then keeps only what its tools/list would show (`among`): a tool that is
+disabled, filtered, hidden or deferred and not loaded is never returned.
+
+The index holds each tool's stemmed words once (a string per field) and the BM25F postings
+(two `array`s a word); never a tool's schema: a hit's description and `inputSchema` are
+read from the server's last tools/list when it is returned.
+
+Token estimates (`estimate_tokens`) count a tool list's or a result's JSON: UTF-8 bytes / 4,
+the usual rule of thumb for English text and JSON in current tokenizers (the tools of
+bench/search/catalog/ average ~350 tokens each by it: 20,000 tokens, `auto`'s default, is ~57 of them).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from monad_cli.daemon.trust.listing import dump_tool
+
+log = logging.getLogger("monad.gateway")
+
+FIND_TOOL = "find_tool"
+CALL_TOOL = "call_tool"
+DEFAULT_LIMIT = 8
+MAX_LIMIT = 50
+MAX_QUERY_CHARS = 1000
+DEFAULT_THRESHOLD_TOKENS = 20_000  # `auto`: search once the full list would pass this
+BYTES_PER_TOKEN = 4
+SLICE = 250  # tools analysed or indexed between two yields to the event loop (~5-50 ms)
+
+
+def estimate_tokens(value: Any) -> int:
+    """About how many tokens `value` takes in a model's context: its compact JSON's UTF-8
+    bytes / 4 (module docstring)."""
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()) // BYTES_PER_TOKEN
+
+
+def find_tool_tool() -> dict[str, Any]:
+    """The `find_tool` meta-tool (MCP spec, server/tools `Tool`), with its output schema."""
+    hit = {"type": "object", "properties": {
+        "name": {"type": "string", "description": "The name to call it by (with call_tool, or directly)."},
+        "server": {"type": "string"}, "description": {"type": "string"}, "inputSchema": {"type": "object"}},
+        "required": ["name", "server", "description", "inputSchema"]}
+    return {
+        "name": FIND_TOOL,
+        "description": ("Find tools for a task among every connected server's tools. Describe the task in plain "
+                        "words (\"what changed in my working tree\", \"post a message to a Slack channel\"); the "
+                        "best matches come first, each with its name, server, description and input schema. "
+                        "Then call one with call_tool (or directly by its name: found tools join the tool list)."),
+        "inputSchema": {"type": "object", "properties": {
+            "query": {"type": "string", "description": "The task, in plain words."},
+            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT,
+                      "description": "How many tools to return at most."}},
+            "required": ["query"], "additionalProperties": False},
+        "outputSchema": {"type": "object", "properties": {"tools": {"type": "array", "items": hit}},
+                         "required": ["tools"]},
+        "annotations": {"title": "Find tools", "readOnlyHint": True, "openWorldHint": False},
+    }
+
+
+def call_tool_tool() -> dict[str, Any]:
+    """The `call_tool` meta-tool: calls a tool by the name `find_tool` gave."""
+    return {
+        "name": CALL_TOOL,
+        "description": ("Call a tool that find_tool returned, by its name, with its arguments (an object matching "
+                        "the tool's inputSchema). Returns that tool's result. The call passes monad's approval "
+                        "gate like any other."),
+        "inputSchema": {"type": "object", "properties": {
+            "name": {"type": "string", "description": "The tool's name, as find_tool gave it."},
+            "arguments": {"type": "object", "description": "The tool's arguments."}},
+            "required": ["name"], "additionalProperties": False},
+        "annotations": {"title": "Call a found tool", "openWorldHint": True},
+    }
+
+
+@dataclass(frozen=True)
+class _Row:
+    """What the index reads of a `ToolService.listing` row."""
+
+    name: str
+    server: str
+    tool: str
+    description: str
+    title: str
+    params: tuple[str, ...]
+    params_schema: dict[str, Any]  # name -> the parameter's schema, for its description
+    deferred: bool
+    condition: str | None
+
+    @classmethod
+    def of(cls, row: Mapping[str, Any]) -> _Row:
+        props = (row.get("inputSchema") or {}).get("properties")
+        props = props if isinstance(props, dict) else {}
+        # Only each parameter's description is read: the rest of its schema is not kept.
+        params = {k: {"description": v["description"]} if isinstance(v, dict) and isinstance(v.get("description"), str)
+                  else {} for k, v in props.items()}
+        title = row.get("title") or (row.get("annotations") or {}).get("title") or ""
+        return cls(row["name"], row["server"], row["tool"], str(row.get("description") or ""), str(title),
+                   tuple(props), params, bool(row.get("deferred")),
+                   row.get("condition"))
+
+
+@dataclass
+class _Built:
+    key: tuple[Any, ...]
+    index: Any  # ToolIndex
+    meta: dict[str, tuple[str, bool, str | None]]  # name -> (server, deferred, condition)
+
+
+class ToolSearch:
+    """The gateway's tool index (module docstring). `tools` is the supervisor's
+    `ToolService`; `analyzed` keeps each tool's stemmed fields between rebuilds."""
+
+    def __init__(self, tools: Any) -> None:
+        self.tools = tools
+        self._built: dict[tuple[tuple[str, ...], tuple[str, ...]], _Built] = {}
+        self._words: dict[tuple[str, str], tuple[int, tuple[str, ...]]] = {}  # (server, tool) -> (digest, fields)
+        self.builds = 0
+        self._lock = anyio.Lock()
+
+    def _key(self) -> tuple[Any, ...]:
+        specs = tuple((name, a.spec) for name, a in sorted(self.tools.servers.items()))
+        globs = tuple(sorted((k, tuple(v)) for k, v in self.tools.tool_globs().items()))
+        return (self.tools.name_map(), specs, globs)
+
+    @staticmethod
+    def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+        return a[0] is b[0] and a[2] == b[2] and len(a[1]) == len(b[1]) and all(
+            x[0] == y[0] and x[1] is y[1] for x, y in zip(a[1], b[1], strict=True))
+
+    async def built(self, include: Sequence[str] = (), exclude: Sequence[str] = ()) -> _Built:
+        """The index over the tools `listing(include, exclude)` gives, built again if what
+        it depends on changed (one per set of session globs; at most 8 kept). One build at a
+        time, on the event loop in slices of `SLICE` tools with a yield between them: at
+        5,000 tools it is about a second of CPU, which must not stall the supervisor. (Not in
+        a worker thread: there it took 4× as long against the loop for the GIL, and glibc's
+        per-thread arena kept ~25 MiB more of RSS, bench/bench_search.py.)"""
+        slot = (tuple(include), tuple(exclude))
+        built = self._built.get(slot)
+        if built is not None and self._same(built.key, self._key()):
+            return built
+        async with self._lock:
+            key = self._key()
+            built = self._built.get(slot)
+            if built is not None and self._same(built.key, key):
+                return built
+            # Only what the index reads, at once: the rows' schemas are let go before the build.
+            rows = [_Row.of(r) for r in self.tools.listing(include=include, exclude=exclude)]
+            built = await self._build(key, rows)
+            if len(self._built) >= 8:
+                self._built.clear()
+            self._built[slot] = built
+            self.builds += 1
+            log.debug("tool search: index of %d tools built", len(rows))
+            return built
+
+    async def _build(self, key: tuple[Any, ...], rows: list[_Row]) -> _Built:
+        from monad_cli.search import ToolDoc, ToolIndex, analyze
+
+        docs: list[tuple[str, tuple[str, ...]]] = []
+        words: dict[tuple[str, str], tuple[int, tuple[str, ...]]] = {}
+        for i, row in enumerate(rows):
+            if i % SLICE == SLICE - 1:
+                await anyio.sleep(0)
+            # What the words come from, as a hash: a tool whose text changed is read again.
+            digest = hash((row.description, row.title, row.params))
+            known = self._words.get((row.server, row.tool))
+            if known is not None and known[0] == digest:
+                fields = known[1]
+            else:
+                fields = analyze(ToolDoc(name=row.name, server=row.server, tool=row.tool, description=row.description,
+                                         title=row.title, input_schema={"properties": row.params_schema}))
+            words[(row.server, row.tool)] = (digest, fields)
+            docs.append((row.name, fields))
+        self._words = words  # the last build's: what the next one most likely meets again
+        meta = {r.name: (r.server, r.deferred, r.condition) for r in rows}
+        steps = ToolIndex.steps(docs, SLICE)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                return _Built(key, done.value, meta)
+            await anyio.sleep(0)
+
+    def describe(self, name: str) -> dict[str, Any] | None:
+        """A hit's `{name, server, description, inputSchema}` from its server's last
+        tools/list (None: no longer exposed)."""
+        entry = self.tools.name_map().by_exposed.get(name)
+        actor = self.tools.servers.get(entry.server) if entry is not None else None
+        tool = next((t for t in actor.tools if t.name == entry.tool), None) if actor is not None else None
+        if tool is None:
+            return None
+        wire = dump_tool(tool)
+        return {"name": name, "server": entry.server, "description": wire.get("description", ""),
+                "inputSchema": wire.get("inputSchema", {"type": "object"})}
+
+
+def query_arguments(arguments: Mapping[str, Any]) -> tuple[str, int]:
+    """`find_tool`'s (query, limit). Raises ValueError (one line, for the tool's error result)."""
+    query = arguments.get("query")
+    if not isinstance(query, str) or not query.strip():
+        raise ValueError("find_tool: `query` must be a non-empty string: the task, in plain words")
+    limit = arguments.get("limit", DEFAULT_LIMIT)
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise ValueError(f"find_tool: `limit` must be an integer from 1 to {MAX_LIMIT}")
+    return query[:MAX_QUERY_CHARS], limit
+
+
+__all__ = ["CALL_TOOL", "DEFAULT_LIMIT", "DEFAULT_THRESHOLD_TOKENS", "FIND_TOOL", "ToolSearch",
+           "call_tool_tool", "estimate_tokens", "find_tool_tool", "query_arguments"]

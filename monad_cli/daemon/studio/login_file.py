@@ -1,0 +1,49 @@
+"""The redirect file that carries a one-time login URL to the browser (Jupyter's
+`use_redirect_file`): `run/studio-login-<random>.html`, 0600 inside the 0700 home, a page
+that sends the browser on to the URL. `monad studio` opens `file://` of it, so the login
+token never appears on a command line: `/proc/PID/cmdline` is readable by every account, and
+a token handed to the browser as an argument was redeemed by another account within
+milliseconds. The file goes when its token is spent or expires (`locks.Logins.keep_file`),
+at a sign-out, and at the Studio's next start.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import os
+import secrets
+from pathlib import Path
+
+PREFIX = "studio-login-"
+
+
+class LoginFiles:
+    """Redirect files in `folder` (`MONAD_HOME/run`)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def write(self, url: str) -> Path:
+        """A new 0600 file whose page opens `url`; its path. Raises OSError when it cannot be made."""
+        path = self.folder / f"{PREFIX}{secrets.token_hex(8)}.html"
+        href = html.escape(url, quote=True)
+        page = ("<!doctype html>\n<html><head><meta charset=\"utf-8\"><meta name=\"referrer\" content=\"no-referrer\">"
+                f"<meta http-equiv=\"refresh\" content=\"0;url={href}\"><title>monad Studio</title></head>\n"
+                f"<body><p>Opening the monad Studio… if nothing happens, <a href=\"{href}\">open it</a>.</p></body>"
+                f"</html>\n")
+        # O_EXCL and the mode at creation: the token is never in a file anyone else could read.
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(page)
+        return path
+
+    def clear(self) -> None:
+        """Remove every redirect file (their tokens are gone: a start, a sign-out)."""
+        with contextlib.suppress(FileNotFoundError):
+            for path in self.folder.glob(f"{PREFIX}*.html"):
+                with contextlib.suppress(OSError):
+                    path.unlink()
+
+
+__all__ = ["PREFIX", "LoginFiles"]

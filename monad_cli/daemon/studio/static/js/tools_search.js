@@ -1,0 +1,37 @@
+// The Tools page's "Find a tool for a task" box: the gateway's tool search (`find_tool`'s
+// index, `GET /v1/tools/search`), ranked best first, each hit with its Try button.
+import { api } from "./api.js";
+import { h, replaceChildren } from "./dom.js";
+
+export class ToolSearchBox {
+  constructor({ notify, open }) {
+    this.notify = notify;
+    this.open = open; // (name) => opens the Try panel
+    this.asked = 0;
+    this.list = h("ol", { class: "search-hits", "aria-label": "Tools found for the task", hidden: true });
+    this.input = h("input", { type: "search", class: "filter", autocomplete: "off", spellcheck: "false",
+                              placeholder: "Find a tool for a task",
+                              "aria-label": "Find a tool for a task, in plain words",
+                              oninput: () => { clearTimeout(this.timer); this.timer = setTimeout(() => this.run(), 250); } });
+  }
+
+  async run() {
+    const q = this.input.value.trim();
+    const mine = ++this.asked;
+    if (!q) { this.list.hidden = true; replaceChildren(this.list); return; }
+    try {
+      const answer = await api("GET", `/v1/tools/search?q=${encodeURIComponent(q)}&limit=10`);
+      if (mine !== this.asked) return; // a later question was asked meanwhile
+      const hits = answer.tools || [];
+      replaceChildren(this.list, hits.length ? hits.map((t) => h("li", {},
+        h("code", { title: t.name }, t.name), " ",
+        h("span", { class: "desc", title: t.description || null }, t.description || ""), " ",
+        h("button", { type: "button", class: "small", "aria-label": `Try ${t.name} (found)`,
+                      onclick: () => this.open(t.name) }, "Try")))
+        : [h("li", { class: "empty" }, "No tool matches the task.")]);
+      this.list.hidden = false;
+    } catch (err) {
+      if (err.code !== "unreachable" && err.status !== 401) this.notify(`search: ${err.message}`, true);
+    }
+  }
+}

@@ -1,0 +1,95 @@
+"""A MONAD_HOME another account can write to is refused, naming the path (issue 38 item 11;
+OpenSSH's StrictModes): the home, `atoms/`, `run/` or `env` owned by another uid or writable
+by group or others. The attack: another account pre-creates a world-writable home with a
+planted atom; nothing of it may run."""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import write_atom
+
+
+def _other_account() -> int:
+    """The uid of another local account the test can give files to, or a skip saying why."""
+    if os.geteuid() != 0:
+        pytest.skip("giving a file to another account needs root (chown); run as root to test it")
+    try:
+        return pwd.getpwnam("nobody").pw_uid
+    except KeyError:
+        pytest.skip("no `nobody` account on this machine to own the planted home")
+
+
+def _plant(home: Path, marker: Path) -> None:
+    """A home as another account would leave it: an atom that runs a command as its victim."""
+    code = f"open({str(marker)!r}, 'w').write('ran')"
+    write_atom(home, "planted", f"command = {json.dumps(sys.executable)}\nargs = {json.dumps(['-c', code])}\n")
+
+
+def _refused(r: Any, path: Path, words: str) -> None:
+    assert r.code == 1 and r.err.count("\n") == 1, r
+    assert f"`{path}`" in r.err and words in r.err and "Traceback" not in r.err, r
+
+
+@pytest.mark.e2e
+def test_a_home_planted_by_another_account_runs_nothing(monad: Any, monad_home: Path, tmp_path: Path) -> None:
+    other = _other_account()
+    marker = tmp_path / "ran-as-victim"
+    _plant(monad_home, marker)
+    for path in (monad_home, monad_home / "atoms", monad_home / "atoms" / "mcp",
+                 monad_home / "atoms" / "mcp" / "planted.toml"):
+        os.chown(path, other, other)
+        os.chmod(path, 0o777 if path.is_dir() else 0o666)
+
+    for argv in (("mcp", "list"), ("mcp", "status"), ("daemon", "start"), ("mcp", "add", "x", "--", "true")):
+        _refused(monad(*argv), monad_home, f"is owned by uid {other}")
+    # The supervisor started without the CLI (what `monad daemon start` spawns) refuses too.
+    proc = subprocess.run([sys.executable, "-m", "monad_cli.daemon"], capture_output=True, text=True, timeout=60,
+                          env=os.environ)
+    assert proc.returncode == 1 and f"`{monad_home}` is owned by uid {other}" in proc.stderr, proc
+    time.sleep(1)
+    assert not marker.exists()
+    assert not (monad_home / "run").exists() and not (monad_home / "logs").exists()  # nothing written there
+    assert os.stat(monad_home).st_mode & 0o777 == 0o777  # and nothing "fixed" either
+
+
+@pytest.mark.e2e
+def test_an_env_file_of_another_account_is_refused(monad: Any, monad_home: Path) -> None:
+    other = _other_account()
+    monad_home.mkdir(mode=0o700)
+    (monad_home / "env").write_text("DOCS_KEY=planted\n")
+    os.chmod(monad_home / "env", 0o600)
+    os.chown(monad_home / "env", other, other)
+    _refused(monad("mcp", "list"), monad_home / "env", f"is owned by uid {other}")
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize(("where", "mode", "who"), [
+    ("", 0o777, "group and others"), ("atoms", 0o707, "others"), ("atoms/mcp", 0o777, "group and others"),
+    ("run", 0o770, "group"), ("env", 0o622, "group and others")])
+def test_a_part_of_the_home_writable_by_others_is_refused(monad: Any, monad_home: Path, tmp_path: Path,
+                                                          where: str, mode: int, who: str) -> None:
+    marker = tmp_path / "ran"
+    monad_home.mkdir(mode=0o700)
+    (monad_home / "env").write_text("A=1\n")
+    (monad_home / "run").mkdir(exist_ok=True)
+    _plant(monad_home, marker)
+    path = monad_home / where if where else monad_home
+    os.chmod(path, mode)
+    r = monad("daemon", "start")
+    _refused(r, path, f"is writable by {who}")
+    assert f"chmod go-w {path}" in r.err, r
+    time.sleep(0.5)
+    assert not marker.exists()
+    os.chmod(path, 0o700 if path.is_dir() else 0o600)
+    r = monad("mcp", "list")
+    assert r.code == 0 and "planted" in r.out, r
