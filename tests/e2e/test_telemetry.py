@@ -378,14 +378,15 @@ def test_invented_names_are_other_and_known_secrets_never_leave(monad: Any, mona
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 38 item 6. An agent's made-up tool or prompt name (`evil__<secret>`), on the direct
     lane, the SDK's path and from the CLI, is `_OTHER` in every span name, attribute and
-    `/metrics` label; a secret monad holds (an atom's env value) in a resource's URI is `***`
-    in the exported span; and 5,000 made-up names grow neither `/metrics` nor the supervisor."""
+    `/metrics` label; a secret monad holds (an atom's env value) in the URI an agent reads
+    (through a template: a listed URI holding it would reach agents masked) is `***` in the
+    exported span; and 5,000 made-up names grow neither `/metrics` nor the supervisor."""
     import anyio
 
     known_uri = f"trace://{SENTINEL_ENV}/where"
     with OtlpReceiver() as otlp:
         _telemetry_on(monad_home, monkeypatch, otlp.endpoint)
-        _atom(monad_home, "traced", env={"TRACE_SECRET": SENTINEL_ENV}, args=("--uri", known_uri))
+        _atom(monad_home, "traced", env={"TRACE_SECRET": SENTINEL_ENV}, args=("--template", "trace://{place}/where"))
         assert monad("daemon", "start").code == 0
         try:
             wait_state(monad, "traced", "connected", timeout=90)
@@ -401,7 +402,8 @@ def test_invented_names_are_other_and_known_secrets_never_leave(monad: Any, mona
             assert monad("mcp", "call", invented, "--yes").code != 0
             anyio.run(_invent, monad_home, [f"warm__{i}-{SENTINEL_NAME}" for i in range(500)])
             before, rss_before = monad("metrics").out, _rss_kib(pid)
-            anyio.run(_invent, monad_home, [f"evil__{i}-{SENTINEL_NAME}" for i in range(5000)])
+            # Both halves made up: neither the server label nor the tool may keep one.
+            anyio.run(_invent, monad_home, [f"evil{i}__{i}-{SENTINEL_NAME}" for i in range(5000)])
             after, rss_after = monad("metrics").out, _rss_kib(pid)
             wait_for(lambda: any(s.attributes.get("monad.via") == "cli" for s in otlp.spans()), timeout=30)
             wait_for(lambda: _otlp_counts(otlp) >= 5500 + 2, timeout=60)
@@ -421,8 +423,8 @@ def test_invented_names_are_other_and_known_secrets_never_leave(monad: Any, mona
                    and s.attributes.get("monad.server") == "traced")
     assert reading.attributes["mcp.resource.uri"] == "trace://***/where"
     # No span name, nor any attribute, holds a made-up name (5,502 of them were sent).
-    assert not [s.name for s in spans if "evil__" in s.name or "warm__" in s.name]
-    assert not [s for s in spans if any("evil__" in str(v) or "warm__" in str(v) for v in s.attributes.values())]
+    assert not [s.name for s in spans if "evil" in s.name or "warm__" in s.name]
+    assert not [s for s in spans if any("evil" in str(v) or "warm__" in str(v) for v in s.attributes.values())]
     for secret in (SENTINEL_NAME, SENTINEL_ENV):
         assert not any(secret.encode() in body for body in otlp.received.bodies), secret
         assert secret not in before + after

@@ -1,13 +1,14 @@
 """An MCP server (the SDK's lowlevel `Server`, stdio) that says what trace context reached it.
 
-    python traceserver.py [--query VALUE] [--uri URI]
+    python traceserver.py [--query VALUE] [--template TEMPLATE]
 
 Tools: `where()` answers the W3C trace context keys of its request's `params._meta`
 (`traceparent`, `tracestate`, `baggage`) as JSON, as any server that continues a trace
 reads them (SEP-414); `echo(text)` answers its text (a result that holds what the caller
 sent); `fail(text)` is a tool error; `secret()` answers its `TRACE_SECRET` environment
 variable (a result that holds an env value). Resource `trace://where` (with `--query`:
-`trace://where?key=VALUE`, a URI with a query value; with `--uri`: URI) and prompt `where`
+`trace://where?key=VALUE`, a URI with a query value; with `--template`: a resource template
+too, every URI it matches read as the resource) and prompt `where`
 answer the same trace context; completion/complete of the prompt's `topic` argument answers `["trace"]`.
 """
 
@@ -57,11 +58,15 @@ def main() -> None:
         return json.dumps({k: meta[k] for k in TRACE_KEYS if k in meta})
 
     uri = f"trace://where?key={sys.argv[sys.argv.index('--query') + 1]}" if "--query" in sys.argv else "trace://where"
-    if "--uri" in sys.argv:
-        uri = sys.argv[sys.argv.index("--uri") + 1]
+    templates = [types.ResourceTemplate(uri_template=sys.argv[sys.argv.index("--template") + 1], name="places")
+                 ] if "--template" in sys.argv else []
 
     async def list_resources(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
         return types.ListResourcesResult(resources=[types.Resource(uri=uri, name="where")])
+
+    async def list_templates(ctx: Any, params: types.PaginatedRequestParams | None
+                             ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=templates)
 
     async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         return types.ReadResourceResult(contents=[types.TextResourceContents(uri=params.uri, text=context_of(ctx))])
@@ -78,7 +83,8 @@ def main() -> None:
         return types.CompleteResult(completion=types.Completion(values=["trace"]))
 
     server = Server("traceserver", on_list_tools=list_tools, on_call_tool=call_tool,
-                    on_list_resources=list_resources, on_read_resource=read_resource,
+                    on_list_resources=list_resources, on_list_resource_templates=list_templates,
+                    on_read_resource=read_resource,
                     on_list_prompts=list_prompts, on_get_prompt=get_prompt, on_completion=complete)
 
     async def run() -> None:

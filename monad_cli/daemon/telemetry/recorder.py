@@ -272,7 +272,8 @@ class Recorder:
         span = trace.get_current_span()
         if not span.is_recording():
             return
-        attributes: dict[str, Any] = {"monad.server": server, "monad.tool.exposed_name": exposed, "monad.via": via,
+        shown = self._target(CALL, exposed) or OTHER
+        attributes: dict[str, Any] = {"monad.server": server, "monad.tool.exposed_name": shown, "monad.via": via,
                                       "monad.approval.decision": decision, "monad.approval.decided_by": decided_by}
         if call_id is not None:
             attributes["monad.call.id"] = call_id

@@ -31,7 +31,7 @@ from monad_cli.daemon.gateway.direct import LaneCall, LaneHandler
 from monad_cli.daemon.gateway.session import GatewayWrappers
 from monad_cli.daemon.sessions.actor import SessionEvents
 from monad_cli.daemon.sessions.requests import Requests, Send, address
-from monad_cli.daemon.telemetry.recorder import Recorder
+from monad_cli.daemon.telemetry.recorder import OTHER, Recorder
 
 if TYPE_CHECKING:
     from mcp_types import CallToolResult
@@ -59,12 +59,15 @@ class Wrappers:
                 try:
                     return await inner(call)
                 finally:
+                    # A name no server lists is the agent's invention: its prefix is no server
+                    # either, and a label of it would grow /metrics with every new one.
+                    server = call.server.name if call.server is not None else OTHER
                     if call.call_id is not None and call.decision and call.decided_by:
-                        recorder.annotate_call(server=call.server_name, exposed=call.exposed, via=call.via,
+                        recorder.annotate_call(server=server, exposed=call.exposed, via=call.via,
                                                decision=call.decision, decided_by=call.decided_by,
                                                call_id=call.call_id, arguments=call.arguments)
                     if call.outcome is not None:
-                        recorder.outcome(server=call.server_name, outcome=call.outcome,
+                        recorder.outcome(server=server, outcome=call.outcome,
                                          decision=call.decision or "none", via=call.via)
 
         return traced
