@@ -84,8 +84,10 @@ def connect(
         = None,
     as_json: JsonOpt = False,
 ) -> None:
+    from monad_cli.cli.commands.serve import check_search_flags
     from monad_cli.clients.connector import connect_all, connect_client
 
+    check_search_flags(tool_search or None, tool_search_above)
     serve_args = [*(["--tool-search"] if tool_search else []),
                   *(["--tool-search-above", str(tool_search_above)] if tool_search_above is not None else []),
                   *(["--max-result-tokens", str(max_result_tokens)] if max_result_tokens is not None else [])]
