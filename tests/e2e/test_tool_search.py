@@ -322,6 +322,32 @@ def test_a_long_result_is_cut_and_read_back_whole(supervisor: Any, monad_home: P
         proc.wait(timeout=30)
 
 
+def test_a_result_over_the_budget_only_by_its_envelope_is_not_cut(supervisor: Any, monad_home: Path) -> None:
+    """Found by a new-user trial: a result whose content fit the budget but whose whole JSON
+    (`isError`, `_meta`) passed it came back "cut" with nothing taken out and a note added,
+    longer than it was. Such a result now reaches the agent as it is."""
+    from mcp import Client
+
+    from monad_cli.daemon.gateway.search import estimate_tokens
+
+    _catalog(monad_home, supervisor, "time")
+    args = {"timezone": "Europe/Lisbon " + "x" * 400}
+
+    async def call(*flags: str) -> Any:
+        async with Client(_serve(monad_home, *flags)) as client:
+            return await client.call_tool("time__get_current_time", args)
+
+    plain = anyio.run(call)
+    [item] = [c.model_dump(by_alias=True, exclude_none=True, mode="json") for c in plain.content]
+    budget = estimate_tokens(item) + 2  # the content fits; with `isError` and the rest, the whole does not
+    assert estimate_tokens({"content": [item], "isError": False}) > budget
+    budgeted = anyio.run(call, "--max-result-tokens", str(budget))
+    assert [c.model_dump(by_alias=True, exclude_none=True, mode="json") for c in budgeted.content] == [item]
+    # One byte of content past the budget is cut, with the note.
+    cut = anyio.run(call, "--max-result-tokens", str(estimate_tokens(item) - 10))
+    assert len(cut.content) == 2 and cut.content[-1].text.startswith("[monad: this result was cut"), cut
+
+
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 def test_the_inspector_finds_and_calls_through_tool_search(supervisor: Any, monad_home: Path, transport: str) -> None:
     _catalog(monad_home, supervisor, *SERVERS)
