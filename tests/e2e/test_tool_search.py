@@ -322,6 +322,33 @@ def test_a_long_result_is_cut_and_read_back_whole(supervisor: Any, monad_home: P
         proc.wait(timeout=30)
 
 
+def test_call_tool_of_a_name_it_cannot_resolve_is_a_tool_error_the_model_reads(supervisor: Any,
+                                                                               monad_home: Path) -> None:
+    """Found by a new-user trial: `call_tool` with a name no server exposes was a JSON-RPC
+    error (-32602) saying `see monad mcp tools` — an error many agents do not show the model,
+    about a tool (`call_tool`) that does exist. It is now call_tool's error result, which says
+    to call a name find_tool gave; a direct tools/call of an unknown name stays -32602."""
+    from mcp import Client
+    from mcp.shared.exceptions import MCPError
+
+    _catalog(monad_home, supervisor, "time")
+
+    async def agent() -> tuple[Any, Any, int]:
+        async with Client(_serve(monad_home, "--tool-search")) as client:
+            unknown = await client.call_tool("call_tool", {"name": "time__no_such_tool", "arguments": {}})
+            other = await client.call_tool("call_tool", {"name": "nowhere__x"})
+            with pytest.raises(MCPError) as direct:
+                await client.call_tool("time__no_such_tool", {})
+            return unknown, other, direct.value.error.code
+
+    unknown, other, code = anyio.run(agent)
+    for result, name in ((unknown, "time__no_such_tool"), (other, "nowhere__x")):
+        assert result.is_error, result
+        text = result.content[0].text
+        assert text.startswith(f"call_tool: no tool `{name}` is exposed") and "find_tool gave" in text, text
+    assert code == -32602
+
+
 def test_a_result_over_the_budget_only_by_its_envelope_is_not_cut(supervisor: Any, monad_home: Path) -> None:
     """Found by a new-user trial: a result whose content fit the budget but whose whole JSON
     (`isError`, `_meta`) passed it came back "cut" with nothing taken out and a note added,

@@ -497,7 +497,14 @@ class GatewaySession:
                 return _text_result("call_tool: `name` must be a tool's name as find_tool gave it", error=True)
             if inner_arguments is not None and not isinstance(inner_arguments, dict):
                 return _text_result("call_tool: `arguments` must be an object (the tool's arguments)", error=True)
-            return await self._call(inner, inner_arguments, progress, inputs)
+            try:
+                return await self._call(inner, inner_arguments, progress, inputs)
+            except MCPError as e:
+                if e.error.code != types.INVALID_PARAMS:
+                    raise
+                # A name call_tool cannot resolve is a bad argument of call_tool, which exists:
+                # a tool error the model reads and corrects, not a protocol error it may never see.
+                return _text_result(f"call_tool: {e.error.message}; call a name that find_tool gave", error=True)
         if self.single is not None:  # the server's own name -> its exposed name
             exposed = self.tools.name_map().exposed_name(self.single, name)
             actor = self.tools.servers.get(self.single) if exposed is None else None
