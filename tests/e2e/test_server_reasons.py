@@ -115,3 +115,22 @@ def test_a_multi_line_refusal_is_one_status_row(supervisor: Any) -> None:
     assert len(table) == 3 and table[2].startswith("refuses "), table  # header, other, refuses
     r = monad("journal", "--server", "refuses", "--json")
     assert all("\n" not in (e.get("reason") or "") for e in r.json()), r
+
+
+def test_a_package_runner_that_times_out_is_told_to_raise_the_timeout(supervisor: Any, tmp_path: Path) -> None:
+    """Found by a new-user trial: the README's `npx -y @modelcontextprotocol/server-memory`
+    took longer than the 10 s connect timeout while npx fetched the package (silently), and
+    the reason asked "does it flush its output?". Behind a package runner the reason now says
+    it may still be fetching and which `timeout` to raise. (A silent `npx` stands in for one
+    fetching over a slow network.)"""
+    monad = supervisor
+    runner = tmp_path / "bin" / "npx"
+    runner.parent.mkdir()
+    runner.write_text("#!/bin/sh\nexec sleep 30\n")
+    runner.chmod(0o755)
+    assert monad("mcp", "add", "memory", "--timeout", "1", "--", str(runner), "-y", "some-server").code == 0
+    row = wait_for(lambda: (s := status_of(monad, "memory"))["state"] in ("backoff", "failed") and s["reason"] and s)
+    reason = row["reason"]
+    assert "timed out after 1 s" in reason and "flush" not in reason, row
+    assert ("`npx` may still be fetching the server on its first start: raise `timeout` in `atoms/mcp/memory.toml`, "
+            "e.g. `timeout = 60`") in reason, row

@@ -9,6 +9,7 @@ actor does next: `fatal` (no retry: the command cannot start), `needs-auth` (wai
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Literal
 
@@ -96,14 +97,31 @@ def explain_timeout(spec: ServerSpec, phase: str, stderr: Sequence[str], conn: C
                  f"{format_size(spec.max_message_bytes)} message limit {'was' if n == 1 else 'were'} skipped "
                  f"(raise `maxMessageBytes` in `{spec.source}`){noise}")
     elif conn is not None and spec.transport == "stdio" and not conn.stdout_lines:
+        runner = runner_hint(spec)
         if stderr:
             # Its stderr says why (a package manager retrying a certificate error, a missing
             # key): quote it first, not a guess about buffering.
-            noise = f"; it wrote nothing to its stdout{network_hint(stderr)}"
+            noise = f"; it wrote nothing to its stdout{network_hint(stderr) or runner}"
         else:
-            # Often a server that buffers its stdout (a pipe is not a terminal) or reads a config first.
-            noise = "; it wrote nothing to its stdout (does it flush its output?)"
+            # Often a server that buffers its stdout (a pipe is not a terminal) or reads a config first;
+            # behind a package runner, one still fetching the package (silently, as `npx -y` does).
+            noise = f"; it wrote nothing to its stdout{runner or ' (does it flush its output?)'}"
     return f"timed out after {spec.timeout:g} s while {phase}{noise}{stderr_hint(stderr)}"
+
+
+# Commands that fetch the server before running it: the first start can take longer than a
+# connect's `timeout` (10 s by default) while they download, and `npx -y` says nothing meanwhile.
+_PACKAGE_RUNNERS = ("npx", "uvx", "bunx", "pnpx", "pipx", "dnx", "docker", "podman")
+
+
+def runner_hint(spec: ServerSpec) -> str:
+    """` (`npx` may still be fetching the package: …raise `timeout`…)` for a command that
+    fetches its server first, else ``."""
+    name = os.path.basename(spec.command or "")
+    if name not in _PACKAGE_RUNNERS:
+        return ""
+    return (f" (`{name}` may still be fetching the server on its first start: raise `timeout` in "
+            f"`{spec.source}`, e.g. `timeout = 60`, or fetch it once by hand)")
 
 
 _NETWORK_WORDS = ("certificate", "cert_", "ssl", "tls", "proxy", "econnrefused", "etimedout", "enotfound",
