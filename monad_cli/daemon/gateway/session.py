@@ -134,6 +134,8 @@ async def before_initialize(ctx: Any, call_next: Any) -> Any:
 # A per-server entry's server in one of these, with no tools to show, is not serving: its
 # agent is told so (docs/gateway.md "A server that is not serving").
 _NOT_SERVING = frozenset({State.FAILED, State.BACKOFF, State.STOPPED, State.DISABLED})
+_STATE_WORDS = {State.FAILED: "has failed", State.BACKOFF: "is waiting to retry", State.STOPPED: "is stopped",
+                State.DISABLED: "is disabled"}
 
 
 def not_serving(actor: Any, scrub: Callable[[str], str]) -> str | None:
@@ -143,8 +145,11 @@ def not_serving(actor: Any, scrub: Callable[[str], str]) -> str | None:
     if actor is None or actor.live or actor.listed or actor.state not in _NOT_SERVING:
         return None
     why = f" ({scrub(actor.reason)})" if actor.reason else ""
-    return (f"server `{actor.name}` is {actor.state}{why}: its tools are unavailable until it connects; "
-            f"`monad mcp status {actor.name}` says why, `monad mcp reconnect {actor.name}` tries again")
+    # A disabled server is not reconnected (`reconnect` refuses it): enabling it is the way.
+    again = (f"`monad mcp enable {actor.name}` turns it on" if actor.state == State.DISABLED
+             else f"`monad mcp reconnect {actor.name}` tries again")
+    return (f"server `{actor.name}` {_STATE_WORDS[actor.state]}{why}: its tools are unavailable until it "
+            f"connects; `monad mcp status {actor.name}` says why, {again}")
 async def _ready(value: Any) -> Any:
     return value
 
