@@ -322,6 +322,24 @@ def test_a_long_result_is_cut_and_read_back_whole(supervisor: Any, monad_home: P
         proc.wait(timeout=30)
 
 
+def test_the_cli_ranks_tools_for_a_task_as_find_tool_does(supervisor: Any, monad_home: Path) -> None:
+    """Found by a new-user trial: nothing in the CLI answered "what will the agent find for
+    this?" (only the Studio's box). `monad mcp tools --search TASK` ranks over the same index."""
+    _catalog(monad_home, supervisor, "slack", "git", "time")
+    r = supervisor("mcp", "tools", "--search", "post a message to the #general channel", "--limit", "3", "--json")
+    assert r.code == 0, r
+    hits = r.json()
+    assert len(hits) == 3 and hits[0]["name"] == "slack__slack_post_message", hits
+    assert hits[0]["score"] >= hits[1]["score"] >= hits[2]["score"]
+    r = supervisor("mcp", "tools", "git", "--search", "what changed in my working tree?")
+    assert r.code == 0 and r.out.splitlines()[0].split() == ["TOOL", "SCORE", "DESCRIPTION"], r
+    assert {line.split()[0].split("__")[0] for line in r.out.splitlines()[1:]} == {"git"}, r.out
+    r = supervisor("mcp", "tools", "--search", "   ")
+    assert r.code == 2 and "--search needs the task in plain words" in r.err, r
+    r = supervisor("mcp", "tools", "--limit", "3")
+    assert r.code == 2 and "--limit goes with --search" in r.err, r
+
+
 def test_call_tool_of_a_name_it_cannot_resolve_is_a_tool_error_the_model_reads(supervisor: Any,
                                                                                monad_home: Path) -> None:
     """Found by a new-user trial: `call_tool` with a name no server exposes was a JSON-RPC
