@@ -175,7 +175,7 @@ class Codex:
         servers = doc.get(KEY)
         old = servers.get(name) if servers is not None else None
         if entry is None:
-            if old is None:
+            if old is None or servers is None:
                 return text
             del servers[name]
             out = tomlkit.dumps(doc)
