@@ -55,6 +55,7 @@ from monad_cli.core.states import LIVE, State
 from monad_cli.core.task_forms import FormError, form_fields
 from monad_cli.daemon.sessions.actor import ActorContext, ServerActor
 from monad_cli.daemon.tasks.manager import TaskManager
+from monad_cli.daemon.trust.call import ToolCall
 from monad_cli.daemon.trust.inputs import InputHandler
 from monad_cli.daemon.trust.service import ToolService
 from monad_cli.journal.db import Journal
@@ -315,9 +316,9 @@ class Scenario:
         host = self.host
         while True:
             try:
-                await host.tool_service.call(self.exposed(tool), arguments, via="conformance",
-                                             approval={"mode": "wait", "timeout": 5},
-                                             inputs=self.answer_for(tool))
+                await host.tool_service.call(ToolCall(self.exposed(tool), arguments, via="conformance",
+                                                      approval={"mode": "wait", "timeout": 5},
+                                                      inputs=self.answer_for(tool)))
                 return True
             except MonadError as e:
                 if host.auth.person_needed(host.name) is None:
@@ -331,7 +332,7 @@ class Scenario:
         form, an agent calls another tool meanwhile: its request must carry nothing of the
         first one's rounds (SEP-2322 "parallel isolation")."""
 
-        async def answer(request: dict[str, Any]) -> dict[str, Any]:
+        async def answer(request: dict[str, Any], **_: Any) -> dict[str, Any]:
             if self.scenario == "sep-2322-client-request-state" and tool == "test_mrtr_echo_state":
                 await self.call("test_mrtr_unrelated", {})
             return form_answer(request)

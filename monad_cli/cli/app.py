@@ -217,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
             import traceback
 
             traceback.print_exc()
-        render.error(e.message)
+        render.error(e.message, quoted=getattr(e, "stderr", ()), about="the server's stderr during the call")
         return int(e.exit_code)
     except KeyboardInterrupt:
         render.error("interrupted")

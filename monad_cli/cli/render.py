@@ -90,8 +90,12 @@ def warn(text: str) -> None:
     _err(f"warning: {_message(text)}\n")
 
 
-def error(text: str) -> None:
+def error(text: str, *, quoted: Sequence[str] = (), about: str = "") -> None:
+    """`error: text` on one line; then, when given, `about:` and each `quoted` line (what a
+    server said, e.g. its stderr during a call) on a line of its own, indented."""
     _err(f"error: {_message(text)}\n")
+    if quoted:
+        _err(f"  {about}:\n" + "".join(f"    {_message(q)}\n" for q in quoted))
 
 
 def _message(text: str) -> str:

@@ -40,10 +40,13 @@ def envelope(code: str, message: str) -> dict[str, Any]:
 def encode_error(exc: MonadError) -> dict[str, Any]:
     """The envelope of `exc` (its message as is: the server side scrubs it first). A
     `ConfigError` about one field also names it (`"field": "headers.X-Key"`), so the
-    Studio can show the message next to that field."""
+    Studio can show the message next to that field; a `ToolCallFailed` carries what the
+    server wrote to stderr during the call (`"stderr": [line, ...]`)."""
     body = envelope(type(exc).code, exc.message)
     if isinstance(exc, ConfigError) and exc.field:
         body["error"]["field"] = exc.field
+    if isinstance(exc, ToolCallFailed) and exc.stderr:
+        body["error"]["stderr"] = exc.stderr  # a list: one server line each
     return body
 
 
@@ -64,6 +67,9 @@ def decode_error(status: int, body: Any, *, default_message: str | None = None) 
     field = err.get("field") if isinstance(err, dict) else None
     if issubclass(kind, ConfigError) and isinstance(field, str):
         return kind(message, field=field)
+    stderr = err.get("stderr") if isinstance(err, dict) else None
+    if issubclass(kind, ToolCallFailed) and isinstance(stderr, list):
+        return kind(message, stderr=[str(line) for line in stderr])
     return kind(message)
 
 

@@ -142,13 +142,20 @@ class AuthorizationTimeout(AuthorizationRequired):
 class ToolCallFailed(MonadError):
     """The upstream server failed a request (an MCP error, a timeout, a broken answer).
 
-    `rpc_error`: the server's JSON-RPC error (`{"code", "message", "data"?}`) when it is the
-    caller's to get as it is: a missing client capability (-32021, MCP 2026-07-28), about the
-    capabilities the caller declared (the gateway relays it as a protocol error); else None."""
+    `stderr`: the last lines a stdio server wrote to stderr during the call (scrubbed; the
+    error envelope carries them as a list, the CLI shows them below the error, an agent never
+    gets them). `rpc_error`: the server's JSON-RPC error (`{"code", "message", "data"?}`)
+    when it is the caller's to get as it is: a missing client capability (-32021, MCP
+    2026-07-28), about the capabilities the caller declared (the gateway relays it as a
+    protocol error); else None."""
 
     code = "tool_call_failed"
     http_status = 502
     rpc_error: dict[str, Any] | None = None
+
+    def __init__(self, message: str, *, stderr: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.stderr = list(stderr or [])
 
 
 class AuthError(MonadError):

@@ -27,6 +27,7 @@ from monad_cli.core.paths import Paths
 from monad_cli.core.states import LIVE, State
 from monad_cli.daemon import telemetry
 from monad_cli.daemon.gateway.server import Gateway
+from monad_cli.daemon.gateway.session import GatewayWrappers
 from monad_cli.daemon.logfile import keep_trying
 from monad_cli.daemon.reconcile import Diff, Secrets, config_stamp, diff
 from monad_cli.daemon.retention import keep_journal
@@ -183,10 +184,18 @@ class Supervisor:
             states=lambda: {n: str(a.state) for n, a in list(self.actors.items())},
             tasks=lambda: {n: tasks.counts(n) for n in list(self.actors)},
             fleet_queued=lambda: int(journal.status().get("queued") or 0)).recorder
-        if recorder is not None:
+        upstream: dict[str, Any] = {}  # what wraps each server's sessions (`ActorContext`)
+        gateway = GatewayWrappers()  # what wraps each gateway session
+        if recorder is not None:  # telemetry on: its hooks and wrappers, installed here once
+            from monad_cli.daemon.telemetry.wrappers import Wrappers
+
             journal.on_write = recorder.journal_write.record  # each write transaction's seconds
             self.auth.on_refresh = recorder.refreshed
-        self.gateway = Gateway(self.tool_service, scrub=self.scrub)
+            wrappers = Wrappers(recorder)
+            self.tool_service.use(calls=wrappers.calls, approvals=wrappers.approvals)
+            upstream = {"wrap_requests": wrappers.requests, "events": wrappers.events()}
+            gateway = wrappers.gateway()
+        self.gateway = Gateway(self.tool_service, scrub=self.scrub, wrappers=gateway)
         self.tool_search = self.gateway.search  # the Studio's search box uses the gateway's index
         self._actor_context = ActorContext(
             paths=self.paths, journal=journal, scrub=self.scrub, check_pin=self.tool_service.check_pin,
@@ -196,7 +205,7 @@ class Supervisor:
             on_tools_changed=self.on_tools_changed,
             on_state_changed=self.on_state_changed, stopping=lambda: self.stopping,
             early=self.early, start_defaults=lambda: self.start_defaults, busy=self._holds,
-            on_notification=self.gateway.on_notification, ingress=self.scrubber)
+            on_notification=self.gateway.on_notification, ingress=self.scrubber, **upstream)
         self.state_listeners.append(self.gateway.on_actor_state)
         return journal
 

@@ -115,6 +115,14 @@ def test_envelope_round_trip(kind: type[MonadError]) -> None:
     assert line is not None and type(line) is kind and line.message == "one line"
 
 
+def test_a_failed_calls_server_lines_travel_as_a_list() -> None:
+    said = ["Traceback (most recent call last):", "ValueError: no route to host | not a separator"]
+    body = encode_error(ToolCallFailed("server `s` failed `t`: boom (MCP error -32000)", stderr=said))
+    assert body["error"]["stderr"] == said
+    back = decode_error(502, body)
+    assert type(back) is ToolCallFailed and back.stderr == said and back.message.endswith("(MCP error -32000)")
+
+
 def test_decoding_answers_that_name_no_known_code() -> None:
     # A newer supervisor's code: the status decides, the message is kept.
     e = decode_error(409, {"error": {"code": "some_future_code", "message": "busy"}})

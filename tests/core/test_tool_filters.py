@@ -22,6 +22,7 @@ from monad_cli.core.tool_filters import (
     session_rule,
     split_tool_patterns,
 )
+from monad_cli.daemon.trust.call import ToolCall
 from monad_cli.journal import tools as jt
 from tests.daemon.test_tool_service import run, service
 
@@ -114,17 +115,17 @@ def test_service_hides_lists_and_refuses(tmp_path: Path) -> None:
             assert rows == {"srv__echo": None, "srv__upstream": None,
                             "srv__fail": "excluded by `fail` (`tools.disabled` of server `srv` in atoms/mcp/srv.toml)"}
             with pytest.raises(ToolHidden) as info:
-                await svc.call("srv__fail", {"text": "x"}, via="cli", approval={"mode": "yes"})
+                await svc.call(ToolCall("srv__fail", {"text": "x"}, via="cli", approval={"mode": "yes"}))
             assert info.value.message == ("tool `srv__fail` is hidden: excluded by `fail` (`tools.disabled` of "
                                           "server `srv` in atoms/mcp/srv.toml); nothing was sent to the server")
             # a session's globs narrow further, for the listing and the call alike
             assert [t["name"] for t in svc.listing(include=["*__echo"])] == ["srv__echo"]
             with pytest.raises(ToolHidden) as info:
-                await svc.call("srv__upstream", {"text": "x"}, via="gateway", approval={"mode": "yes"},
-                               include=["*__echo"])
+                await svc.call(ToolCall("srv__upstream", {"text": "x"}, via="gateway", approval={"mode": "yes"},
+                               include=["*__echo"]))
             assert "not included: matches none of `*__echo` (--include-tools of this gateway)" in info.value.message
-            ok = await svc.call("srv__echo", {"text": "hi"}, via="gateway", approval={"mode": "yes"},
-                                include=["*__echo"])
+            ok = await svc.call(ToolCall("srv__echo", {"text": "hi"}, via="gateway", approval={"mode": "yes"},
+                                include=["*__echo"]))
             assert ok["content"][0]["text"] == "hi"
             # features/tools.toml, read live on every listing and call; the signature follows
             before = svc.signature()
@@ -132,7 +133,7 @@ def test_service_hides_lists_and_refuses(tmp_path: Path) -> None:
             assert svc.signature() != before
             assert [t["name"] for t in svc.listing()] == ["srv__upstream"]
             with pytest.raises(ToolHidden) as info:
-                await svc.call("srv__echo", {"text": "hi"}, via="cli", approval={"mode": "yes"})
+                await svc.call(ToolCall("srv__echo", {"text": "hi"}, via="cli", approval={"mode": "yes"}))
             assert "excluded by `srv__echo` (`disabled` in features/tools.toml)" in info.value.message
             assert svc.warnings("srv") == []  # `fail` is advertised: not inert
             # refusals never reach the server; each is journaled `refused`, naming the rule

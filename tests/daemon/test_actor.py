@@ -13,16 +13,24 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp_types import Tool
 
 from monad_cli.auth.session import SupervisorAuth
 from monad_cli.config.schema import ServerSpec, validate
 from monad_cli.core.paths import paths
 from monad_cli.core.states import State
 from monad_cli.daemon.sessions.actor import ActorContext, ServerActor
+from monad_cli.daemon.trust.call import ToolCall
 from monad_cli.daemon.trust.service import ToolService
 from monad_cli.journal.db import Journal
 from tests.auth_helpers import OAUTH_AS, Servers
 from tests.conftest import server_cmd
+
+
+def _call(tool: str, arguments: dict[str, Any]) -> ToolCall:
+    """A call of the server's own `tool`, as the tool service hands it to the actor once resolved."""
+    return ToolCall(f"srv__{tool}", arguments, tool=Tool(name=tool, input_schema={"type": "object"}))
+
 
 # A connect deadline no loaded test machine reaches (the default 10 s can be: the server
 # imports the SDK first), so the states below are the ones the test is about.
@@ -70,7 +78,7 @@ def test_an_actor_runs_a_stdio_server_without_a_supervisor(monad_home: Path) -> 
         async with running(lambda ctx, _: ServerActor("ts", spec, ctx)) as (actor, journal, seen):
             await _until(lambda: actor.state == State.CONNECTED)
             assert actor.live and actor.protocol_version and {"echo", "add"} <= {t.name for t in actor.tools}
-            result = await actor.call_tool("add", {"a": 2, "b": 3})
+            result = await actor.call_tool(_call("add", {"a": 2, "b": 3}))
             assert result.structured_content == {"result": 5}
             detail = actor.status(detail=True)
             assert detail["state"] == "connected" and detail["tools"] == len(actor.tools)
@@ -192,11 +200,11 @@ def test_a_servers_question_goes_to_the_handler_of_the_call_it_belongs_to(monad_
 
     asked: list[dict[str, Any]] = []
 
-    async def answer(request: dict[str, Any]) -> dict[str, Any]:
+    async def answer(request: dict[str, Any], **_: Any) -> dict[str, Any]:
         asked.append(request)
         return {"action": "accept", "content": {"name": "Ada"}}
 
-    async def refuse(request: dict[str, Any]) -> dict[str, Any]:
+    async def refuse(request: dict[str, Any], **_: Any) -> dict[str, Any]:
         raise InputRefused("nobody is at the keyboard")
 
     async def main() -> None:
@@ -207,14 +215,16 @@ def test_a_servers_question_goes_to_the_handler_of_the_call_it_belongs_to(monad_
             assert (actor.protocol_version == "2026-07-28") == (era == "2026-07-28"), actor.protocol_version
             service = ToolService(journal, {"ask": actor}, scrub=lambda text: text)
             service.changed()
-            result = await service.call("ask__greet", {}, via="test", approval={"mode": "wait"}, inputs=answer)
+            result = await service.call(ToolCall("ask__greet", {}, via="test", approval={"mode": "wait"},
+                                                 inputs=answer))
             assert result["content"][0]["text"] == "hello Ada"
             assert asked[0]["method"] == "elicitation/create"
             assert asked[0]["params"]["message"] == "Who is there?"
             with pytest.raises(MonadError, match="nobody is at the keyboard"):
-                await service.call("ask__greet", {}, via="test", approval={"mode": "wait"}, inputs=refuse)
+                await service.call(ToolCall("ask__greet", {}, via="test", approval={"mode": "wait"},
+                                            inputs=refuse))
             with pytest.raises(MonadError, match="cannot answer questions"):
-                await service.call("ask__greet", {}, via="test", approval={"mode": "wait"})
+                await service.call(ToolCall("ask__greet", {}, via="test", approval={"mode": "wait"}))
 
     anyio.run(main)
 
@@ -232,7 +242,7 @@ def test_releasing_an_always_on_server_keeps_its_session(monad_home: Path) -> No
             for _ in range(10):
                 await anyio.sleep(0.02)
             assert actor.client is client and actor.live
-            assert (await actor.call_tool("add", {"a": 1, "b": 1})).structured_content == {"result": 2}
+            assert (await actor.call_tool(_call("add", {"a": 1, "b": 1}))).structured_content == {"result": 2}
             assert seen.count("connected") == 1, seen
 
     anyio.run(main)
@@ -255,7 +265,7 @@ def test_an_on_demand_actor_is_held_up_by_a_holder_and_stops_once_released(monad
             assert [t.name for t in actor.tools] == ["echo", "slow"] and not actor.live
             async with actor.in_use():  # starts it
                 assert actor.live
-                result = await actor.call_tool("echo", {"text": "hi"})
+                result = await actor.call_tool(_call("echo", {"text": "hi"}))
                 assert result.content[0].text == "hi"
             actor.hold("subscription")
             for _ in range(10):  # ten idle periods with no call: held, so up

@@ -15,7 +15,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 from mcp_types import JSONRPCResponse
 
-from monad_cli.daemon.gateway.direct import DirectCalls
+from monad_cli.daemon.gateway.direct import DirectCalls, LaneCall, LaneHandler
 
 MODERN = "2026-07-28"
 ENVELOPE = {"io.modelcontextprotocol/protocolVersion": MODERN,
@@ -60,6 +60,14 @@ def slow_call(cancelled: list[str]) -> Callable[..., Awaitable[dict[str, Any]]]:
     return slow
 
 
+def as_handler(call_fn: Callable[..., Awaitable[dict[str, Any]]]) -> LaneHandler:
+    """The lane's handler, answering with `call_fn(name, arguments, version, meta)`."""
+    async def handle(call: LaneCall) -> dict[str, Any]:
+        return await call_fn(call.name, call.arguments, call.version, call.meta)
+
+    return handle
+
+
 def run_lane(test: Callable[[DirectCalls, list[dict[str, Any]]], Awaitable[None]], *,
              call_fn: Callable[..., Awaitable[dict[str, Any]]] = echo, listed: bool = True) -> list[dict[str, Any]]:
     """Run `test(lane, answers)` with a lane in a task group; returns every line it wrote."""
@@ -71,7 +79,7 @@ def run_lane(test: Callable[[DirectCalls, list[dict[str, Any]]], Awaitable[None]
 
     async def main() -> None:
         async with anyio.create_task_group() as tg:
-            lane = DirectCalls(call_fn, send, tg, server_info=STAMP, listed=lambda: listed)
+            lane = DirectCalls(as_handler(call_fn), send, tg, server_info=STAMP, listed=lambda: listed)
             await test(lane, answers)
             tg.cancel_scope.cancel()
 
@@ -173,7 +181,7 @@ def test_a_handshake_era_call_is_taken_only_after_the_handshake_and_a_listing() 
 
     async def main() -> None:
         async with anyio.create_task_group() as tg:
-            lane = DirectCalls(echo, send, tg, server_info=STAMP, listed=lambda: listed["value"])
+            lane = DirectCalls(as_handler(echo), send, tg, server_info=STAMP, listed=lambda: listed["value"])
             await test(lane, answers)
             tg.cancel_scope.cancel()
 
@@ -276,94 +284,16 @@ def test_escaped_spellings_are_read_as_json_reads_them() -> None:
     assert run_lane(test, call_fn=slow) == []
 
 
-# -- resources/read and prompts/get -------------------------------------------------------------
-def feature(method: str, request_id: Any = 1, **params: Any) -> bytes:
-    return line({"jsonrpc": "2.0", "id": request_id, "method": method, "params": {"_meta": dict(ENVELOPE), **params}})
-
-
-def run_features(test: Callable[[DirectCalls, list[dict[str, Any]]], Awaitable[None]],
-                 seen: list[tuple[str, dict[str, Any], str, Any]]) -> list[dict[str, Any]]:
-    """`run_lane` with read and get handlers that note what they were given (in `seen`)."""
-    answers: list[dict[str, Any]] = []
-
-    async def send(data: bytes) -> None:
-        answers.append(json.loads(data))
-
-    def handler(method: str) -> Callable[..., Awaitable[Any]]:
-        async def handle(params: dict[str, Any], version: str, meta: dict[str, Any] | None) -> Any:
-            seen.append((method, params, version, meta))
-            if params.get("uri") == "note://missing":
-                raise MCPError(-32002, "Resource not found")
-            if method == "completion/complete":
-                return {"completion": {"values": ["Alan"]}, "resultType": "complete"}
-            if method == "resources/read":
-                # ttlMs and cacheScope are required at 2026-07-28 (a read result's model has them).
-                return {"contents": [{"uri": params["uri"], "text": "hi"}], "bogus": 1, "resultType": "complete",
-                        "ttlMs": 0, "cacheScope": "private"}
-            return {"messages": [{"role": "user", "content": {"type": "text", "text": params["name"]}}],
-                    "resultType": "complete"}
-        return handle
-
-    async def main() -> None:
-        async with anyio.create_task_group() as tg:
-            lane = DirectCalls(echo, send, tg, server_info=STAMP, listed=lambda: True,
-                               requests={m: handler(m) for m in ("resources/read", "prompts/get",
-                                                                  "completion/complete")})
-            await test(lane, answers)
-            tg.cancel_scope.cancel()
-
-    anyio.run(main)
-    return answers
-
-
-def test_a_plain_read_get_and_completion_are_taken_and_shaped_as_the_sdk_shapes_them() -> None:
-    seen: list[tuple[str, dict[str, Any], str, Any]] = []
-
-    async def test(lane: DirectCalls, answers: list[dict[str, Any]]) -> None:
-        assert lane.take(feature("resources/read", 1, uri="note://a"))
-        assert lane.take(feature("prompts/get", 2, name="r__greet", arguments={"name": "Ada"}))
-        assert lane.take(feature("resources/read", 3, uri="note://missing"))
-        assert lane.take(feature("completion/complete", 4, ref={"type": "ref/prompt", "name": "r__greet"},
-                                 argument={"name": "name", "value": "Al"}))
-        await settle()
-
-    answers = sorted(run_features(test, seen), key=lambda a: a["id"])
-    stamp = {"io.modelcontextprotocol/serverInfo": STAMP}
-    # The SDK's per-version sieve drops `bogus`; `resultType` and monad's serverInfo are stamped.
-    assert answers[0]["result"] == {"contents": [{"uri": "note://a", "text": "hi"}], "resultType": "complete",
-                                    "ttlMs": 0, "cacheScope": "private", "_meta": stamp}
-    assert answers[1]["result"]["messages"][0]["content"]["text"] == "r__greet"
-    assert answers[2]["error"] == {"code": -32002, "message": "Resource not found"}
-    assert answers[3]["result"]["completion"] == {"values": ["Alan"]}
-    assert [(m, v, meta) for m, _, v, meta in seen] == [(m, MODERN, ENVELOPE) for m in (
-        "resources/read", "prompts/get", "resources/read", "completion/complete")]
-
-
-@pytest.mark.parametrize("request_line", [
-    feature("resources/read", uri=7),
-    feature("resources/read", uri="note://a", requestState="s"),  # a later round: the SDK's path
-    feature("resources/read", uri="note://a", inputResponses={}),
-    feature("resources/read", uri="note://a", _meta={**ENVELOPE, "io.modelcontextprotocol/logLevel": "info"}),
-    feature("prompts/get", name="r__greet", arguments={"n": 1}),  # prompt arguments are strings
-    feature("prompts/get", name="r__greet", arguments=["x"]),
-    feature("prompts/get", arguments={}),  # no name
-    # A completion the SDK's request check refuses: the SDK answers it (-32602).
-    feature("completion/complete", ref={"type": "ref/nothing", "name": "x"}, argument={"name": "a", "value": ""}),
-    feature("completion/complete", ref={"type": "ref/prompt", "name": "x"}, argument={"name": "a"}),
+@pytest.mark.parametrize("method, params", [
+    ("resources/read", {"uri": "note://a"}),
+    ("prompts/get", {"name": "b__greet", "arguments": {"who": "x"}}),
+    ("completion/complete", {"ref": {"type": "ref/prompt", "name": "b__greet"},
+                             "argument": {"name": "who", "value": "A"}}),
 ])
-def test_what_is_not_a_plain_read_or_get_goes_to_the_sdk(request_line: bytes) -> None:
-    seen: list[tuple[str, dict[str, Any], str, Any]] = []
-
+def test_reads_gets_and_completions_are_the_sdks(method: str, params: dict[str, Any]) -> None:
     async def test(lane: DirectCalls, answers: list[dict[str, Any]]) -> None:
-        assert not lane.take(request_line)
-        await settle()
-
-    assert run_features(test, seen) == [] and seen == []
-
-
-def test_without_handlers_reads_and_gets_go_to_the_sdk() -> None:
-    async def test(lane: DirectCalls, answers: list[dict[str, Any]]) -> None:
-        assert not lane.take(feature("resources/read", uri="note://a"))
-        assert not lane.take(feature("prompts/get", name="r__greet"))
+        lane.era = "modern"
+        assert not lane.take(line({"jsonrpc": "2.0", "id": 1, "method": method,
+                                   "params": {"_meta": dict(ENVELOPE), **params}}))
 
     assert run_lane(test) == []

@@ -23,6 +23,7 @@ from monad_cli.daemon.tasks.manager import TaskManager
 from monad_cli.journal.db import Journal
 from monad_cli.journal.schema import TaskRow
 from tests.conftest import SERVERS
+from tests.daemon.test_sessions_direct import monad_stdio
 
 INVOCATION = "dev.monad/invocationId"
 SECRET = "sentinel-secret-3f9a1c"
@@ -36,6 +37,7 @@ class Link:
         self.client: Client | None = None
         self.state = "connecting"
         self.reason: str | None = None
+        self.lane: Any = None
 
     @property
     def live(self) -> bool:
@@ -68,8 +70,9 @@ async def connected(tmp_path: Path, *server_args: str) -> AsyncIterator[tuple[Ta
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(manager.run)
-            async with Client(params, extensions=manager.client_extensions("ts")) as client:
-                link.client, link.state = client, "connected"
+            async with monad_stdio(tmp_path, params.command, params.args,
+                                   extensions=manager.client_extensions("ts")) as (client, conn):
+                link.client, link.lane, link.state = client, conn.lane, "connected"
                 manager.on_actor_state(link)
                 yield manager, client, log
                 link.client, link.state = None, "stopped"

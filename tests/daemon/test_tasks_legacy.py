@@ -12,13 +12,13 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from mcp import Client, StdioServerParameters
-from mcp.client.stdio import stdio_client
+from mcp import Client
 
 from monad_cli.daemon.tasks.legacy import ElicitationInbox, InputGone, LegacyTaskWire, normalize_task
 from monad_cli.daemon.tasks.manager import TaskManager
 from monad_cli.journal.db import Journal
 from tests.conftest import everything_bin
+from tests.daemon.test_sessions_direct import monad_stdio
 
 TOOL = "simulate-research-query"
 
@@ -32,6 +32,7 @@ class Link:
         self.state = "connecting"
         self.reason: str | None = None
         self.tools: list[types.Tool] = []
+        self.lane: Any = None
 
     @property
     def live(self) -> bool:
@@ -50,24 +51,22 @@ async def until(predicate: Callable[[], Any], timeout: float = 30.0) -> Any:
 
 @asynccontextmanager
 async def everything(tmp_path: Path) -> AsyncIterator[tuple[TaskManager, Link, Client]]:
-    params = StdioServerParameters(command=everything_bin(), args=["stdio"])
     journal = Journal(tmp_path / "journal.db")
     link = Link("ev")
     manager = TaskManager(journal, {"ev": link}, redact=journal.scrub, request_timeout=lambda name: 20.0)
     try:
-        with open(tmp_path / "stderr.log", "w") as errlog:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(manager.run)
-                async with Client(stdio_client(params, errlog=errlog), mode="auto",
-                                  extensions=manager.client_extensions("ev"),
-                                  elicitation_callback=manager.elicitation_callback("ev")) as client:
-                    link.tools = list((await client.list_tools()).tools)
-                    link.client, link.state = client, "connected"
-                    manager.on_actor_state(link)
-                    yield manager, link, client
-                    link.client, link.state = None, "stopped"
-                    manager.on_actor_state(link)
-                tg.cancel_scope.cancel()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(manager.run)
+            async with monad_stdio(tmp_path, everything_bin(), ["stdio"], mode="auto",
+                                   extensions=manager.client_extensions("ev"),
+                                   elicitation_callback=manager.elicitation_callback("ev")) as (client, conn):
+                link.tools = list((await client.list_tools()).tools)
+                link.client, link.lane, link.state = client, conn.lane, "connected"
+                manager.on_actor_state(link)
+                yield manager, link, client
+                link.client, link.state = None, "stopped"
+                manager.on_actor_state(link)
+            tg.cancel_scope.cancel()
     finally:
         journal.close()
 

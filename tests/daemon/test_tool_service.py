@@ -21,6 +21,7 @@ from mcp_types import CallToolResult, Tool
 
 from monad_cli.config.schema import ServerSpec, validate
 from monad_cli.core.errors import CallRefused, InvalidInput, NotConnected, NotFound, NotRegistered, ToolCallFailed
+from monad_cli.daemon.trust.call import ToolCall
 from monad_cli.daemon.trust.service import ApprovalRequired, ToolService
 from monad_cli.journal import tools as jt
 from monad_cli.journal.db import Journal
@@ -65,9 +66,9 @@ class Session:
     def in_use(self) -> Any:
         return nullcontext()
 
-    async def call_tool(self, tool: str, arguments: dict[str, Any] | None, *,
-                        progress: Any = None, inputs: Any = None) -> CallToolResult:
-        return await self.client.call_tool(tool, arguments, progress_callback=progress)
+    async def call_tool(self, call: ToolCall) -> CallToolResult:
+        assert call.tool is not None
+        return await self.client.call_tool(call.tool.name, call.arguments, progress_callback=call.progress)
 
 
 def _spec(**trust: Any) -> ServerSpec:
@@ -101,7 +102,7 @@ def test_resolve_gate_call_and_the_journal_row(tmp_path: Path) -> None:
                 [("srv__echo", True), ("srv__fail", False), ("srv__upstream", False)]
             server, tool = svc.resolve("srv__echo")
             assert server is session and tool.name == "echo"
-            out = await svc.call("srv__echo", {"text": "hi"}, via="test", approval={})
+            out = await svc.call(ToolCall("srv__echo", {"text": "hi"}, via="test", approval={}))
             assert out["content"] == [{"type": "text", "text": "hi"}]
             assert (out["server"], out["tool"], out["decidedBy"], out["isError"]) == \
                 ("srv", "echo", "trust.autoApproveTools", False)
@@ -109,9 +110,9 @@ def test_resolve_gate_call_and_the_journal_row(tmp_path: Path) -> None:
             assert (row["id"], row["exposed"], row["via"], row["decision"], row["outcome"]) == \
                 (out["callId"], "srv__echo", "test", "approved", "ok")
             with pytest.raises(NotFound):
-                await svc.call("srv__nope", {}, via="test", approval={})
+                await svc.call(ToolCall("srv__nope", {}, via="test", approval={}))
             with pytest.raises(InvalidInput, match="argument"):
-                await svc.call("srv__echo", {"text": 5}, via="test", approval={})
+                await svc.call(ToolCall("srv__echo", {"text": 5}, via="test", approval={}))
             # Refused before the gate, nothing sent: still calls, each with its rows and reason.
             refused = [(r["exposed"], r["server"], r["outcome"], r["decidedBy"], r["error"])
                        for r in jt.calls(svc.journal)[1:]]
@@ -128,8 +129,8 @@ def test_an_approval_decided_through_the_gate(tmp_path: Path) -> None:
             answers: list[dict[str, Any]] = []
 
             async def caller() -> None:
-                answers.append(await svc.call("srv__echo", {"text": "ok"}, via="test",
-                                              approval={"mode": "wait", "timeout": 30}))
+                answers.append(await svc.call(ToolCall("srv__echo", {"text": "ok"}, via="test",
+                                              approval={"mode": "wait", "timeout": 30})))
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(caller)
@@ -142,14 +143,14 @@ def test_an_approval_decided_through_the_gate(tmp_path: Path) -> None:
                 svc.gate.decide(pending["id"], allow=True, scope="session", by="a person")
             assert answers[0]["decidedBy"] == "a person" and answers[0]["content"][0]["text"] == "ok"
             # The session grant covers the next call without asking.
-            again = await svc.call("srv__echo", {"text": "2"}, via="test", approval={"mode": "check"})
+            again = await svc.call(ToolCall("srv__echo", {"text": "2"}, via="test", approval={"mode": "check"}))
             assert again["decidedBy"] == "session approval (a person)"
 
             with pytest.raises(ApprovalRequired) as asked:
-                await svc.call("srv__fail", {"text": "x"}, via="test", approval={"mode": "check"})
+                await svc.call(ToolCall("srv__fail", {"text": "x"}, via="test", approval={"mode": "check"}))
             decided = {"mode": "decided", "approvalId": asked.value.pending.id, "grant": "deny"}
             with pytest.raises(CallRefused) as refused:
-                await svc.call("srv__fail", {"text": "x"}, via="test", approval=decided)
+                await svc.call(ToolCall("srv__fail", {"text": "x"}, via="test", approval=decided))
             assert refused.value.code == "denied"
             outcomes = [(r["tool"], r["decision"], r["outcome"]) for r in jt.calls(svc.journal)]
             assert outcomes == [("echo", "approved", "ok"), ("echo", "approved", "ok"),
@@ -169,9 +170,10 @@ def test_a_tool_error_and_a_detached_call(tmp_path: Path) -> None:
     async def main() -> None:
         spec = _spec(autoApproveTools=["srv__echo", "srv__fail"])
         async with service(tmp_path, spec, start_task=start_task) as (svc, _session):
-            out = await svc.call("srv__fail", {"text": "broken"}, via="test", approval={})
+            out = await svc.call(ToolCall("srv__fail", {"text": "broken"}, via="test", approval={}))
             assert out["isError"] is True and "broken" in out["content"][0]["text"]
-            detached = await svc.call("srv__echo", {"text": "later"}, via="test", approval={}, detach=True)
+            detached = await svc.call(ToolCall("srv__echo", {"text": "later"}, via="test", approval={},
+                                               detach=True))
             assert detached["detached"] is True and detached["task"]["id"] == "t1"
             assert started == [("srv", "echo", {"text": "later"},
                                 {"callId": detached["callId"], "exposed": "srv__echo", "via": "test", "ref": None,
@@ -192,7 +194,7 @@ def test_a_pin_mismatch_refuses_registration(tmp_path: Path) -> None:
             assert reason is not None and "tool set changed since it was pinned" in reason and digest in reason
             assert svc.blocked["srv"] == reason and svc.listing() == []
             with pytest.raises(NotRegistered) as refused:
-                await svc.call("srv__echo", {"text": "x"}, via="test", approval={"mode": "yes"})
+                await svc.call(ToolCall("srv__echo", {"text": "x"}, via="test", approval={"mode": "yes"}))
             assert refused.value.code == "not_registered" and reason in refused.value.message
             # Pinning the current hash registers the tools again.
             session.spec = _spec(pinnedToolHash=digest)
@@ -210,7 +212,7 @@ def test_a_server_error_is_scrubbed_and_a_server_that_went_away_is_not_exposed(t
     async def main() -> None:
         async with service(tmp_path, _spec(autoApproveTools=["srv__upstream"])) as (svc, session):
             with pytest.raises(ToolCallFailed) as failed:
-                await svc.call("srv__upstream", {"text": SECRET}, via="test", approval={})
+                await svc.call(ToolCall("srv__upstream", {"text": SECRET}, via="test", approval={}))
             assert failed.value.message == "server `srv` failed `upstream`: upstream said *** (MCP error -32000)"
             [row] = jt.calls(svc.journal)
             assert row["outcome"] == "error" and row["decision"] == "approved"
@@ -218,7 +220,7 @@ def test_a_server_error_is_scrubbed_and_a_server_that_went_away_is_not_exposed(t
             session.live = False
             assert svc.listing() == []
             with pytest.raises(NotFound):
-                await svc.call("srv__upstream", {"text": "x"}, via="test", approval={})
+                await svc.call(ToolCall("srv__upstream", {"text": "x"}, via="test", approval={}))
 
     run(main)
 
@@ -229,7 +231,7 @@ def test_an_unanswered_approval_request_expires_on_the_service_clock(tmp_path: P
     async def main() -> None:
         async with service(tmp_path, _spec(), clock=lambda: now[0]) as (svc, _session):
             with pytest.raises(ApprovalRequired) as asked:
-                await svc.call("srv__echo", {"text": "x"}, via="test", approval={"mode": "check"})
+                await svc.call(ToolCall("srv__echo", {"text": "x"}, via="test", approval={"mode": "check"}))
             pending = asked.value.pending
             assert (pending.created, pending.expires) == (now[0], now[0] + 600)
             assert [p["id"] for p in svc.gate.listing()] == [pending.id]
@@ -240,8 +242,8 @@ def test_an_unanswered_approval_request_expires_on_the_service_clock(tmp_path: P
             [row] = jt.calls(svc.journal)  # its outcome: nobody followed it up
             assert (row["outcome"], row["decision"]) == ("refused", "timeout"), row
             with pytest.raises(NotFound):
-                await svc.call("srv__echo", {"text": "x"}, via="test",
-                               approval={"mode": "decided", "approvalId": pending.id, "grant": "once"})
+                await svc.call(ToolCall("srv__echo", {"text": "x"}, via="test",
+                               approval={"mode": "decided", "approvalId": pending.id, "grant": "once"}))
 
     run(main)
 
@@ -251,7 +253,7 @@ def test_a_cli_or_studio_call_has_its_outcome_committed_before_it_returns(tmp_pa
     outcome must be there when the answer is (only the gateway writes it behind)."""
     async def main() -> None:
         async with service(tmp_path, _spec(autoApproveTools=["srv__echo"])) as (svc, _session):
-            out = await svc.call("srv__echo", {"text": "hi"}, via="api", approval={})
+            out = await svc.call(ToolCall("srv__echo", {"text": "hi"}, via="api", approval={}))
             assert not svc.journal.deferred
             raw = sqlite3.connect(svc.journal.path)
             assert raw.execute("SELECT outcome FROM tool_calls WHERE id = ?", (out["callId"],)).fetchone() == ("ok",)
@@ -265,7 +267,8 @@ def test_an_outcome_written_behind_the_answer_is_never_lost(tmp_path: Path) -> N
     write transaction, `Journal.flush`, or `close`), but always lands."""
     async def main() -> int:
         async with service(tmp_path, _spec(autoApproveTools=["srv__echo"])) as (svc, _session):
-            out = await svc.call("srv__echo", {"text": "hi"}, via="test", approval={}, write_behind=True)
+            out = await svc.call(ToolCall("srv__echo", {"text": "hi"}, via="test", approval={},
+                                          write_behind=True))
             assert svc.journal.deferred  # queued: nobody has read or written since
             raw = sqlite3.connect(svc.journal.path)
             assert raw.execute("SELECT outcome FROM tool_calls WHERE id = ?", (out["callId"],)).fetchone() == \
@@ -336,12 +339,12 @@ def test_a_call_waits_for_a_restarting_server_and_fails_with_a_reason_when_it_do
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(come_back)
-                out = await svc.call("srv__echo", {"text": "back"}, via="test", approval={})
+                out = await svc.call(ToolCall("srv__echo", {"text": "back"}, via="test", approval={}))
             assert out["content"] == [{"type": "text", "text": "back"}]
 
             session.live, session.restarting = False, True  # and this time it stays away
             with pytest.raises(NotConnected, match=r"did not come back within its connect timeout \(1 s\)"):
-                await svc.call("srv__echo", {"text": "gone"}, via="test", approval={})
+                await svc.call(ToolCall("srv__echo", {"text": "gone"}, via="test", approval={}))
             rows = [(r["exposed"], r["outcome"]) for r in jt.calls(svc.journal)]
             assert rows == [("srv__echo", "ok"), ("srv__echo", "error")]
             assert "did not come back" in jt.calls(svc.journal)[-1]["error"]

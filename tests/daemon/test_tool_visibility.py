@@ -18,7 +18,7 @@ from mcp.server.apps import Apps
 
 from monad_cli.config.schema import ServerSpec, validate
 from monad_cli.core.errors import CallRefused, NotFound
-from monad_cli.daemon.trust.calls import call_ref, current_call
+from monad_cli.daemon.trust.call import ToolCall
 from monad_cli.daemon.trust.service import ToolService
 from monad_cli.journal import tools as jt
 from monad_cli.journal.db import Journal
@@ -79,20 +79,23 @@ def test_agents_never_see_app_only_tools_and_apps_call_only_their_own_app_tools(
             assert listed == ["other__both", "other__model_only", "srv__both", "srv__model_only"]
             assert "srv__app_only" in svc.name_map().by_exposed  # still named: an app calls it
             with pytest.raises(NotFound, match="leaves out \"model\""):
-                await svc.call("srv__app_only", {"n": 1}, via="gateway", approval={"mode": "yes"})
+                await svc.call(ToolCall("srv__app_only", {"n": 1}, via="gateway", approval={"mode": "yes"}))
 
-            out = await svc.call("srv__app_only", {"n": 2}, via="app", app_of="srv", approval={"mode": "wait"})
+            out = await svc.call(ToolCall("srv__app_only", {"n": 2}, via="app", app_of="srv",
+                                          approval={"mode": "wait"}))
             assert out["content"][0]["text"] == "app_only 2" and out["decidedBy"] == "trust.autoApproveTools"
             with pytest.raises(CallRefused, match="not callable from an MCP App"):
-                await svc.call("srv__model_only", {}, via="app", app_of="srv", approval={"mode": "yes"})
+                await svc.call(ToolCall("srv__model_only", {}, via="app", app_of="srv",
+                                        approval={"mode": "yes"}))
             with pytest.raises(CallRefused, match="of server `other`"):
-                await svc.call("other__both", {}, via="app", app_of="srv", approval={"mode": "yes"})
+                await svc.call(ToolCall("other__both", {}, via="app", app_of="srv", approval={"mode": "yes"}))
             # Auto-approval is the only pre-approval: an app's call of `both` waits on the gate.
             outcome: dict[str, Any] = {}
 
             async def app_call() -> None:
                 try:
-                    await svc.call("srv__both", {}, via="app", app_of="srv", approval={"mode": "wait", "timeout": 30})
+                    await svc.call(ToolCall("srv__both", {}, via="app", app_of="srv",
+                                            approval={"mode": "wait", "timeout": 30}))
                 except CallRefused as e:
                     outcome["refused"] = e.message
 
@@ -125,16 +128,14 @@ def test_the_call_log_and_the_gate_tell_their_listeners(tmp_path: Path) -> None:
             session = svc.servers["srv"]
             original = session.call_tool
 
-            async def spying(tool: str, arguments: dict[str, Any] | None, **kw: Any) -> Any:
-                seen_inside.append(current_call())  # what a task resolver in this task would read
-                return await original(tool, arguments, **kw)
+            async def spying(call: ToolCall) -> Any:
+                seen_inside.append(call.correlation())  # what a Task started by this call keeps of it
+                return await original(call)
 
             session.call_tool = spying  # type: ignore[method-assign]
-            with call_ref("page-ref-1"):
-                await svc.call("srv__both", {}, via="studio", approval={"mode": "yes"})
-            assert current_call() is None  # only while the call ran
+            await svc.call(ToolCall("srv__both", {}, via="studio", approval={"mode": "yes"}, ref="page-ref-1"))
             with pytest.raises(CallRefused):
-                await svc.call("srv__both", {}, via="cli", approval={"mode": "wait", "timeout": 0.2})
+                await svc.call(ToolCall("srv__both", {}, via="cli", approval={"mode": "wait", "timeout": 0.2}))
 
     run(main)
     kinds = [k for k, _ in heard]
@@ -145,6 +146,7 @@ def test_the_call_log_and_the_gate_tell_their_listeners(tmp_path: Path) -> None:
     assert (started["exposed"], started["via"], started["arguments"], started["ref"]) == \
         ("srv__both", "studio", {}, "page-ref-1")
     assert finished["id"] == started["id"] and finished["outcome"] == "ok" and finished["decidedBy"] == "studio --yes"
-    assert seen_inside == [{"callId": started["id"], "exposed": "srv__both", "via": "studio", "ref": "page-ref-1"}]
+    assert seen_inside == [{"callId": started["id"], "exposed": "srv__both", "via": "studio", "ref": "page-ref-1",
+                            "decidedBy": "studio --yes"}]
     assert heard[2][1]["id"] == heard[3][1]["id"] == heard[4][1]["id"]
     assert heard[4][1]["decision"] == "timeout" and heard[6][1]["outcome"] == "refused"

@@ -100,6 +100,20 @@ def check_completion_by_notifications(supervisor: Any, log: Path) -> None:
     assert r.code == 0 and "slept 1.5 by-notification" in r.out and "completed" in r.out
 
 
+def test_over_http_a_tasks_end_comes_on_the_listen_stream(monad_home: Path, supervisor: Any, tasks_http: Any,
+                                                          tmp_path: Path) -> None:
+    """Over streamable HTTP too, `notifications/tasks` come on the listen stream monad opens on
+    its own lane of the connection (sessions/direct.py: with the `taskIds` filter the SDK's
+    `listen()` cannot send): with a 60 s poll schedule, only they end the task in time."""
+    log = tmp_path / "server.log"
+    http_atom(monad_home, "tn", tasks_http("--poll-ms", "60000", "--log", str(log)))
+    wait_state(supervisor, "tn", "connected")
+    task = start_task("slow", "tn", seconds=1.0, label="notified")
+    done = wait_task(task["id"], lambda t: t["state"] == "completed", timeout=20)
+    assert done["result"]["content"][0]["text"] == "slept 1.0 notified"
+    assert any(task["taskId"] in e["taskIds"] for e in log_events(log) if e["event"] == "listen")
+
+
 def test_over_http_polling_only_and_reconnect(monad_home: Path, supervisor: Any, tasks_http: Any,
                                              tmp_path: Path) -> None:
     log = tmp_path / "server.log"

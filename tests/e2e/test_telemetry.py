@@ -293,12 +293,13 @@ def test_resources_prompts_and_completions_get_client_spans(monad: Any, monad_ho
         a = span.attributes
         assert a["mcp.method.name"] == method and a["network.transport"] == "pipe"
         assert a["mcp.protocol.version"] == "2026-07-28" and a["jsonrpc.request.id"] and "error.type" not in a
-    # A plain read or get takes the stdio session's direct lane (daemon/sessions/direct.py),
-    # which puts monad's CLIENT span itself in the upstream request, with the id it gave it.
-    for agent, client in ((read, reading), (prompt, getting)):
+    # A read or get goes through the SDK's session, whose dispatcher opens its own CLIENT span
+    # (`MCP send …`) under monad's and puts it in the upstream request.
+    for agent, client, name in ((read, reading, "MCP send resources/read"), (prompt, getting, "MCP send prompts/get")):
         _version, got_trace, parent, _flags = json.loads(agent["text"])["traceparent"].split("-")
         assert got_trace == agent["traceId"]
-        assert parent == client.span_id and client.attributes["jsonrpc.request.id"]
+        sdk = next(s for s in spans if s.span_id == parent)
+        assert sdk.name.startswith(name) and sdk.parent_span_id == client.span_id, sdk
     assert not any(query_secret.encode() in body for body in otlp.received.bodies)
 
 

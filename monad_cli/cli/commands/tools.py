@@ -17,7 +17,15 @@ from monad_cli.cli import render
 from monad_cli.cli.commands._calls import post_call
 from monad_cli.cli.commands._common import JsonOpt, supervisor
 from monad_cli.cli.commands._status import not_ready
-from monad_cli.core.errors import ApprovalTimeout, ExitCode, InvalidInput, MonadError, NotConnected, NotFound
+from monad_cli.core.errors import (
+    ApprovalTimeout,
+    ExitCode,
+    InvalidInput,
+    MonadError,
+    NotConnected,
+    NotFound,
+    ToolCallFailed,
+)
 from monad_cli.core.messages import cut
 from monad_cli.core.paths import paths
 from monad_cli.tools.arguments import build_arguments
@@ -203,8 +211,8 @@ def _show_result(result: dict[str, Any], as_json: bool, tool: str = "") -> None:
             render.data_json(result)
         message = " ".join(texts).strip() or "the tool reported an error"
         said = result.get("serverStderr")
-        hint = f"; stderr during the call: {' | '.join(said)}" if said else ""
-        raise MonadError(f"tool `{result.get('name')}` failed: {message}{hint}")
+        raise ToolCallFailed(f"tool `{result.get('name')}` failed: {message}",
+                             stderr=[str(s) for s in said] if isinstance(said, list) else None)
     if as_json:
         render.data_json(result)
         return

@@ -39,7 +39,6 @@ from starlette.types import Receive, Scope, Send
 from monad_cli.core.envelope import encode_error
 from monad_cli.core.errors import MonadError
 from monad_cli.core.redact import scrub_data
-from monad_cli.daemon.trust.calls import call_ref
 from monad_cli.daemon.trust.service import ApprovalRequired, ToolService
 
 log = logging.getLogger("monad.control")
@@ -144,7 +143,8 @@ class ProgressStream:
         if self.questions is not None:
             questions = self.questions
 
-            async def inputs(request: dict[str, Any]) -> dict[str, Any]:
+            async def inputs(request: dict[str, Any], *, key: str | None = None,
+                             call_id: int | None = None) -> dict[str, Any]:
                 from monad_cli.daemon.trust.inputs import InputRefused
 
                 method = str(request.get("method"))
@@ -158,16 +158,16 @@ class ProgressStream:
                 return answer
 
         async def run() -> None:
-            # What a 2026-07-28 server sees this caller declare (sessions/stamp.py): a person
-            # answers forms and URLs (or is told why not, without a terminal); no sampling, no roots.
-            from monad_cli.daemon.trust.inputs import PERSON_CAPABILITIES, agent_capabilities
+            from monad_cli.daemon.trust.call import ToolCall
+            from monad_cli.daemon.trust.inputs import PERSON_CAPABILITIES
 
-            agent_capabilities.set(PERSON_CAPABILITIES)
             try:
-                with call_ref(self.body.get("ref")):
-                    result = await self.svc.call(self.name, self.body.get("arguments"), via=self.via,
-                                                 approval=self.approval, detach=bool(self.body.get("detach")),
-                                                 progress=progress, inputs=inputs)
+                # What a 2026-07-28 server sees this caller declare (sessions/stamp.py): a person
+                # answers forms and URLs (or is told why not, without a terminal); no sampling, no roots.
+                result = await self.svc.call(ToolCall(
+                    self.name, self.body.get("arguments"), via=self.via, approval=self.approval,
+                    detach=bool(self.body.get("detach")), progress=progress, inputs=inputs,
+                    capabilities=PERSON_CAPABILITIES, ref=self.body.get("ref")))
                 last = {"result": result}  # scrubbed as it arrived from the server (daemon/scrubber.py)
             except Exception as exc:  # noqa: BLE001 - every outcome becomes the last line
                 last = self._outcome(exc)

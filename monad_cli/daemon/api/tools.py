@@ -44,7 +44,7 @@ from monad_cli.core.errors import InvalidInput, NotFound
 from monad_cli.daemon.api.progress import CallQuestions, ProgressStream
 from monad_cli.daemon.http import error_response, read_json_body
 from monad_cli.daemon.port import actor_named
-from monad_cli.daemon.trust.calls import call_ref
+from monad_cli.daemon.trust.call import ToolCall
 from monad_cli.daemon.trust.gate import standing_approval
 from monad_cli.daemon.trust.service import ApprovalRequired
 
@@ -169,9 +169,8 @@ def tools_routes(port: DaemonPort) -> list[Route]:
 
             tg.start_soon(watch_disconnect)
             try:
-                with call_ref(body.get("ref")):
-                    outcome["result"] = await svc.call(name, body.get("arguments"), via=via, approval=approval,
-                                                       detach=bool(body.get("detach")))
+                outcome["result"] = await svc.call(ToolCall(name, body.get("arguments"), via=via, approval=approval,
+                                                            detach=bool(body.get("detach")), ref=body.get("ref")))
             except Exception as exc:  # noqa: BLE001 - raised below, outside the task group
                 outcome["error"] = exc
             tg.cancel_scope.cancel()

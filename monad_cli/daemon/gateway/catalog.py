@@ -45,6 +45,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from monad_cli.core.errors import MonadError
 from monad_cli.core.tool_names import NameMap, build_name_map
+from monad_cli.daemon.trust.inputs import Caller
 
 log = logging.getLogger("monad.gateway")
 
@@ -135,7 +136,7 @@ class Catalog:
         if offered:
             cursor: str | None = None
             for _page in range(100):  # a server whose cursors never end must not hold the agent forever
-                async def page(c: Any, cursor: str | None = cursor) -> Any:
+                async def page(c: Any, meta: Any, cursor: str | None = cursor) -> Any:
                     if kind == "resources":
                         return await c.list_resources(cursor=cursor)
                     if kind == "templates":
@@ -358,21 +359,20 @@ class Catalog:
         return actor
 
     async def through(self, server: str, kind: str, what: dict[str, Any],
-                       request: Callable[[Any], Awaitable[Any]], inputs: Any = None, *,
-                       method: str | None = None, target: str | None = None,
-                       plain: dict[str, Any] | None = None) -> Any:
-        """`request(client)` on `server`, journaled as `kind` (`what`: the event's detail);
-        `method`/`target` name its CLIENT span (telemetry on: `actor.call_through`); `plain`:
-        a read's or get's params, for the stdio session's direct lane (`actor.call_through`)."""
+                       send: Callable[[Any, Any], Awaitable[Any]], caller: Caller | None = None, *,
+                       method: str | None = None, target: str | None = None) -> Any:
+        """`send(client, meta)` on `server` for `caller` (None: monad's own;
+        `actor.call_through`), journaled as `kind` (`what`: the event's detail);
+        `method`/`target` name it (telemetry's CLIENT span)."""
         started = time.monotonic()
         outcome, error = "ok", None
-        if inputs is not None:
-            inputs.server = server  # the catalog knows whose question it would be
+        if caller is not None and caller.inputs is not None:
+            # An `AgentQuestions` (gateway/questions.py): the catalog knows whose question it would be.
+            caller.inputs.server = server  # type: ignore[attr-defined]
         try:
             actor = self.live_actor(server)
             async with actor.in_use():  # an idle on-demand server starts (once for concurrent requests)
-                return await actor.call_through(request, inputs=inputs, method=method, target=target,
-                                                plain=plain)
+                return await actor.call_through(send, caller=caller, method=method, target=target)
         except MCPError as e:
             outcome, error = "error", f"{e.error.message} (MCP error {e.error.code})"
             raise MCPError(e.error.code, f"server `{server}`: {e.error.message}", e.error.data) from None
@@ -415,29 +415,30 @@ class Catalog:
             except Exception:
                 log.exception("journal write failed")
 
-    async def read(self, uri: str, allowed: Allowed, *, via: str = "gateway", inputs: Any = None,
+    async def read(self, uri: str, allowed: Allowed, *, via: str = "gateway", caller: Caller | None = None,
                    single: str | None = None) -> types.ReadResourceResult:
-        """resources/read, routed (`route`); journaled `resource.read`."""
+        """resources/read, routed (`route`), for `caller`; journaled `resource.read`."""
         server = single or await self.route(uri, allowed)
         result: types.ReadResourceResult = await self.through(
-            server, "resource.read", {"uri": uri, "via": via}, lambda c: c.read_resource(uri), inputs,
-            method="resources/read", target=self.scrub(uri),  # a known secret in it: `***`
-            plain={"uri": uri})
+            server, "resource.read", {"uri": uri, "via": via}, lambda c, meta: c.read_resource(uri, meta=meta),
+            caller, method="resources/read", target=self.scrub(uri))  # a known secret in it: `***`
         return result
 
     async def get_prompt(self, name: str, arguments: dict[str, str] | None, allowed: Allowed, *,
-                         via: str = "gateway", inputs: Any = None, single: str | None = None) -> types.GetPromptResult:
-        """prompts/get by exposed name; journaled `prompt.get` (argument names only)."""
+                         via: str = "gateway", caller: Caller | None = None,
+                         single: str | None = None) -> types.GetPromptResult:
+        """prompts/get by exposed name, for `caller`; journaled `prompt.get` (argument names only)."""
         server, own = await self.prompt_owner(name, allowed, single=single)
         detail = {"prompt": own, "exposed": name, "via": via, "arguments": sorted(arguments or {})}
         result: types.GetPromptResult = await self.through(
-            server, "prompt.get", detail, lambda c: c.get_prompt(own, arguments), inputs,
-            method="prompts/get", target=own, plain={"name": own, "arguments": arguments})
+            server, "prompt.get", detail, lambda c, meta: c.get_prompt(own, arguments, meta=meta), caller,
+            method="prompts/get", target=own)
         return result
 
     async def complete(self, params: types.CompleteRequestParams, allowed: Allowed, *,
-                       single: str | None = None) -> types.CompleteResult:
-        """completion/complete, to the server owning the prompt or the resource template."""
+                       single: str | None = None, caller: Caller | None = None) -> types.CompleteResult:
+        """completion/complete for `caller`, to the server owning the prompt or the resource
+        template."""
         ref = params.ref
         argument = {"name": params.argument.name, "value": params.argument.value}
         context = params.context.arguments if params.context is not None else None
@@ -447,9 +448,17 @@ class Catalog:
         else:
             server = single or await self._template_owner(ref.uri, allowed)
             upstream = ref
-        result: types.CompleteResult = await self.through(
-            server, "", {}, lambda c: c.complete(upstream, argument, context_arguments=context),
-            method="completion/complete")
+        async def complete(c: Any, meta: Any) -> types.CompleteResult:
+            if meta is None:
+                return await c.complete(upstream, argument, context_arguments=context)
+            # `Client.complete` takes no `_meta`: the same request, through the session's `send_request`.
+            request = types.CompleteRequest(params=types.CompleteRequestParams(
+                ref=upstream, argument=types.CompletionArgument(**argument),
+                context=types.CompletionContext(arguments=context) if context is not None else None, _meta=meta))
+            return await c.session.send_request(request, types.CompleteResult)
+
+        result: types.CompleteResult = await self.through(server, "", {}, complete, caller,
+                                                          method="completion/complete")
         return result
 
     async def _template_owner(self, template: str, allowed: Allowed) -> str:
@@ -480,7 +489,8 @@ class Catalog:
         if self._level_sent.get(actor.name) == (client, level):
             return
         try:
-            await self.through(actor.name, "", {}, lambda c: quiet_deprecated(lambda: c.set_logging_level(level)))
+            await self.through(actor.name, "", {},
+                               lambda c, meta: quiet_deprecated(lambda: c.set_logging_level(level)))
             self._level_sent[actor.name] = (client, level)
         except MCPError as e:
             log.info("server %s: logging/setLevel %s failed: %s", actor.name, level, self.scrub(e.error.message))

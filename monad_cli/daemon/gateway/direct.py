@@ -1,32 +1,24 @@
-"""Plain `tools/call`s, `resources/read`s and `prompts/get`s on a stdio gateway connection,
-answered without the SDK's server runner.
+"""Plain `tools/call`s on a stdio gateway connection, answered without the SDK's server runner.
 
 Every line of a relay connection passes `gateway/wire.py`'s `MessageReader`, which first
 offers it to `DirectCalls.take`. A plain `tools/call` — the request an agent sends over and
-over — is taken there before the SDK parses it, run by `GatewaySession.call` (the same
-policy, approval gate, journal row and error mapping as the SDK's path), and answered with
-one `json.loads` and one `json.dumps`. That skips, per call, the SDK's relay task, its
-message model, its dispatcher task, the per-request connection, runner, session and
-context, and the params' validation: about a third of the supervisor's CPU per gateway
+over — is taken there before the SDK parses it, handed to the session's handler
+(`GatewaySession.lane_call`: the same policy, approval gate, journal row and error mapping
+as the SDK's path, wrapped by what the supervisor installs: telemetry's SERVER span), and
+answered with one `json.loads` and one `json.dumps`. That skips, per call, the SDK's relay
+task, its message model, its dispatcher task, the per-request connection, runner, session
+and context, and the params' validation: about a third of the supervisor's CPU per gateway
 call (bench/README.md, issue 15).
 
-Reads and gets are taken under the same conditions as calls and run by the session's
-`requests` handlers, which are the SDK handlers' own work (`SessionFeatures.read`/`get`,
-gateway/features.py: the server filter, routing, `in_use()` for on-demand servers, the
-questions, the journal event, the CLIENT span), entered without a request context; a
-2026-07-28 read or get whose server asks something answers `input_required` here as there,
-and the round that brings the answers back (`requestState`) goes to the SDK's path, which
-resumes the same running request (bench/README.md, issue 24).
-
 The SDK's server stays the reference, and everything else goes to it: the handshake, every
-other method, and any `tools/call` this does not fully understand. An answer here is the
-one the SDK gives: the result through its own per-version sieve
-(`mcp_types.methods.serialize_server_result`), `resultType` and the `serverInfo` stamp on
-2026-07-28 connections, -32602 for an unknown tool, no answer for a cancelled request, and
--32000 "Connection closed" for a call the connection's end cut short.
+other method (resources/read, prompts/get and completion/complete included), and any
+`tools/call` this does not fully understand. An answer here is the one the SDK gives: the
+result through its own per-version sieve (`mcp_types.methods.serialize_server_result`),
+`resultType` and the `serverInfo` stamp on 2026-07-28 connections, -32602 for an unknown
+tool, no answer for a cancelled request, and -32000 "Connection closed" for a call the
+connection's end cut short.
 
-What is taken (shapes as in the MCP spec, server/tools "Calling Tools", server/resources
-"Reading Resources", server/prompts "Getting a Prompt"):
+What is taken (shapes as in the MCP spec, server/tools "Calling Tools"):
 - the connection's era is decided as the SDK decides it (`serve_dual_era_loop`): by the
   first request; a 2026-07-28 `_meta` envelope on a request other than `initialize` opens
   a modern connection, anything else a handshake-era one;
@@ -36,15 +28,12 @@ What is taken (shapes as in the MCP spec, server/tools "Calling Tools", server/r
 - handshake era: after the `initialize` answer (its negotiated version) and
   `notifications/initialized`, and once the session has listed tools for this connection
   (which registers it for list_changed); no envelope keys in `_meta`;
-- tools/call params are `name` (a string), `arguments` (an object, or absent) and that
-  `_meta`: no `progressToken` (progress stays with the SDK's path) and no `task`;
-- resources/read params are `uri` (a string) and that `_meta`; prompts/get params are
-  `name` (a string), `arguments` (an object of strings, or absent) and that `_meta`: no
-  `requestState` or `inputResponses` (a later round: the SDK's path), no per-request
-  `logLevel` (its messages go out on the SDK's request stream);
+- params are `name` (a string), `arguments` (an object, or absent) and that `_meta`: no
+  `progressToken` (progress stays with the SDK's path), no `task`, no `requestState` or
+  `inputResponses` (a later input_required round: the SDK's path);
 - W3C trace context in `_meta` (`traceparent`, `tracestate`, `baggage`; SEP-414) is taken in
-  either era: with telemetry on, the call's SERVER span continues the caller's trace, as
-  monad's middleware does on the SDK's path (`telemetry/recorder.py`); off, it is ignored.
+  either era and handed on with the call (`LaneCall.trace`: telemetry's SERVER span
+  continues the caller's trace with it, as on the SDK's path).
 
 `notifications/cancelled` naming a call in flight here cancels it, which cancels the
 upstream request (basic/utilities/cancellation); the connection's end cancels them all.
@@ -60,6 +49,7 @@ import json
 import logging
 import re
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -79,35 +69,43 @@ from mcp_types.jsonrpc import CONNECTION_CLOSED
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from monad_cli.daemon.telemetry import TELEMETRY
-
 log = logging.getLogger("monad.gateway")
 
 CALL = "tools/call"
-READ = "resources/read"
-GET = "prompts/get"
-COMPLETE = "completion/complete"
 ENVELOPE = frozenset({PROTOCOL_VERSION_META_KEY, CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY})
 PARAMS = frozenset({"name", "arguments", "_meta"})
-_PARAMS = {CALL: PARAMS, GET: PARAMS, READ: frozenset({"uri", "_meta"}),
-           COMPLETE: frozenset({"ref", "argument", "context", "_meta"})}
 TRACE = frozenset({"traceparent", "tracestate", "baggage"})  # W3C Trace Context in `_meta` (SEP-414)
-# Lines worth parsing here: the calls, reads, gets and completions, their cancellations, and
-# what the handshake era's state is read from. Anything else (and most bytes) goes to the
-# SDK unparsed. JSON may spell any of these with escapes (PHP writes
-# `notifications\/cancelled`): a line with one is parsed too.
-_MARKS = (b'"tools/call"', b'"resources/read"', b'"prompts/get"', b'"completion/complete"',
-          b'"notifications/cancelled"', b'"initialize"', b'"notifications/initialized"', b"\\/", b"\\u",
-          b'"monad-q-')
+# Lines worth parsing here: the calls, their cancellations, and what the handshake era's
+# state is read from. Anything else (and most bytes) goes to the SDK unparsed. JSON may
+# spell any of these with escapes (PHP writes `notifications\/cancelled`): a line with one
+# is parsed too.
+_MARKS = (b'"tools/call"', b'"notifications/cancelled"', b'"initialize"', b'"notifications/initialized"',
+          b"\\/", b"\\u", b'"monad-q-')
 # A `\uD800`-`\uDFFF` escape: a surrogate, alone or in a pair. The SDK's parser takes the
 # pairs and refuses a lone one; which it is stays the SDK's to judge, so the line goes there.
 _SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
 _SHUTDOWN_WRITE_S = 1.0
 QUESTION_ID = "monad-q-"  # the ids of the lane's own requests to the agent (a server's questions)
-Call = Callable[[str, dict[str, Any] | None, str, dict[str, Any] | None], Awaitable[dict[str, Any]]]
-# A read's or get's handler: (params as sent, less trace context; protocol version; `_meta`) ->
-# the result, a model or a wire dict, as an SDK handler returns it.
-Request = Callable[[dict[str, Any], str, dict[str, Any] | None], Awaitable[Any]]
+
+
+@dataclass(slots=True)
+class LaneCall:
+    """One plain tools/call the lane took: its JSON-RPC `id`, the tool's `name` and
+    `arguments` as sent, the protocol `version` it is answered at, its `_meta` (at
+    2026-07-28 the envelope: who the agent is, what it can answer; else None), and the W3C
+    trace context it carried (`trace`, SEP-414; None: none)."""
+
+    id: Any
+    name: str
+    arguments: dict[str, Any] | None
+    version: str
+    meta: dict[str, Any] | None
+    trace: dict[str, Any] | None
+
+
+# The session's handler of a lane call (`GatewaySession.lane_call`, wrapped by what the
+# supervisor installs): the result as a wire dict; raises MCPError for an error answer.
+LaneHandler = Callable[[LaneCall], Awaitable[dict[str, Any]]]
 
 
 def _not_json(constant: str) -> Any:
@@ -126,52 +124,28 @@ def _error(request_id: Any, code: int, message: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
 
 
-def _plain_params(method: str, params: dict[str, Any]) -> bool:
-    """Whether `params` are what this lane takes of `method` (see the module docstring)."""
-    if not params.keys() <= _PARAMS[method]:
-        return False
-    if method == READ:
-        return isinstance(params.get("uri"), str)
-    if method == COMPLETE:  # its shape is the SDK's request check's to judge (`_version`)
-        return isinstance(params.get("ref"), dict) and isinstance(params.get("argument"), dict)
-    if not isinstance(params.get("name"), str):
+def _plain_params(params: dict[str, Any]) -> bool:
+    """Whether `params` are a tools/call this lane takes (see the module docstring)."""
+    if not params.keys() <= PARAMS or not isinstance(params.get("name"), str):
         return False
     arguments = params.get("arguments")
-    if arguments is None:
-        return True
-    if not isinstance(arguments, dict):
-        return False
-    return method == CALL or all(isinstance(v, str) for v in arguments.values())
-
-
-def _dump(result: Any) -> dict[str, Any]:
-    """A handler's result as a wire dict, as the SDK's runner dumps it (`_dump_result`)."""
-    if result is None:
-        return {}
-    if isinstance(result, dict):
-        return dict(result)
-    dumped: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-    return dumped
+    return arguments is None or isinstance(arguments, dict)
 
 
 class DirectCalls:
-    """One connection's direct lane: `take(line)` claims a plain tools/call, resources/read
-    or prompts/get (or the cancellation of one it runs), `sent(message)` watches the SDK's
-    answers for the handshake's negotiated version.
+    """One connection's direct lane: `take(line)` claims a plain tools/call (or the
+    cancellation of one it runs), `sent(message)` watches the SDK's answers for the
+    handshake's negotiated version.
 
-    `call(name, arguments, protocol_version)` is `GatewaySession.call`; `send` writes one
-    line to the client; `server_info` is the 2026-07-28 `serverInfo` stamp (the SDK
+    `handle(call)` answers a `LaneCall` (`GatewaySession.lane_call`, wrapped); `send` writes
+    one line to the client; `server_info` is the 2026-07-28 `serverInfo` stamp (the SDK
     server's, serialized at once, so one dict serves every answer); `listed()` says whether
-    the session has registered this connection for list_changed (handshake era);
-    `requests`: the handlers of the other methods it takes (`resources/read`, `prompts/get`;
-    none: calls only). Requests run in `tg`, the connection's task group: cancelling it (the
-    connection ended) cancels them."""
+    the session has registered this connection for list_changed (handshake era). Calls run
+    in `tg`, the connection's task group: cancelling it (the connection ended) cancels them."""
 
-    def __init__(self, call: Call, send: Callable[[bytes], Awaitable[None]], tg: anyio.abc.TaskGroup, *,
-                 server_info: dict[str, Any], listed: Callable[[], bool],
-                 requests: dict[str, Request] | None = None) -> None:
-        self.call = call
-        self.requests = requests or {}
+    def __init__(self, handle: LaneHandler, send: Callable[[bytes], Awaitable[None]], tg: anyio.abc.TaskGroup, *,
+                 server_info: dict[str, Any], listed: Callable[[], bool]) -> None:
+        self.handle = handle
         self.send = send
         self.tg = tg
         self.server_info = server_info
@@ -187,7 +161,6 @@ class DirectCalls:
         self.in_flight: dict[str, anyio.CancelScope] = {}
         self._peer_cancelled: set[str] = set()
         self.taken = 0  # tools/calls answered here (the session's end logs it)
-        self.taken_features = 0  # resources/reads and prompts/gets answered here
 
     # -- the reader's side -------------------------------------------------------------
     def take(self, line: bytes) -> bool:
@@ -226,7 +199,7 @@ class DirectCalls:
             caps = params.get("capabilities") if isinstance(params, dict) else None
             self.capabilities = caps if isinstance(caps, dict) else None
             return False
-        if (method != CALL and method not in self.requests) or not isinstance(params, dict):
+        if method != CALL or not isinstance(params, dict):
             return False
         if b"\\u" in line and _SURROGATE.search(line):
             return False
@@ -235,17 +208,17 @@ class DirectCalls:
         if isinstance(meta, dict) and not meta.keys().isdisjoint(TRACE):
             trace = {k: v for k, v in meta.items() if k in TRACE}
             params = {**params, "_meta": {k: v for k, v in meta.items() if k not in TRACE}}
-        version = self._version(method, params)
+        version = self._era_version(params.get("_meta")) if _plain_params(params) else None
         key = _key(request_id)
         if version is None or key in self.in_flight:  # a duplicate id: the SDK's to judge
             return False
         # In flight from here: a cancellation that comes before the task runs still finds it.
         self.in_flight[key] = scope = anyio.CancelScope()
-        if method == CALL:
-            self.taken += 1
-        else:
-            self.taken_features += 1
-        self.tg.start_soon(self._run, scope, request_id, method, params, version, trace)
+        self.taken += 1
+        meta = params.get("_meta")
+        call = LaneCall(request_id, params["name"], params.get("arguments"), version,
+                        meta if isinstance(meta, dict) else None, trace)
+        self.tg.start_soon(self._run, scope, call)
         return True
 
     def sent(self, message: Any) -> None:
@@ -255,18 +228,6 @@ class DirectCalls:
             version = message.result.get("protocolVersion")
             self.version = version if version in HANDSHAKE_PROTOCOL_VERSIONS else None
             self._initialize_id = None
-
-    def _version(self, method: str, params: dict[str, Any]) -> str | None:
-        """The protocol version to answer this request at, or None: not one for this lane."""
-        if not _plain_params(method, params):
-            return None
-        version = self._era_version(params.get("_meta"))
-        if version is not None and method == COMPLETE:
-            try:  # a completion's reference and argument: the SDK's own check of its params
-                methods.validate_client_request(COMPLETE, version, params)
-            except (ValidationError, ValueError, KeyError):
-                return None
-        return version
 
     def _era_version(self, meta: Any) -> str | None:
         """The version a request with this `_meta` is answered at here, or None."""
@@ -328,9 +289,8 @@ class DirectCalls:
         return True
 
     # -- one call ------------------------------------------------------------------------
-    async def _run(self, scope: anyio.CancelScope, request_id: Any, method: str, params: dict[str, Any],
-                   version: str, trace: dict[str, Any] | None = None) -> None:
-        key = _key(request_id)
+    async def _run(self, scope: anyio.CancelScope, call: LaneCall) -> None:
+        key = _key(call.id)
         line: bytes | None = None
         if scope.cancel_called:  # cancelled by the client before this task ran: nothing was done
             self.in_flight.pop(key, None)
@@ -338,19 +298,12 @@ class DirectCalls:
             return
         try:
             with scope:
-                recorder = TELEMETRY.recorder
-                if recorder is None:
-                    line = await self._answer(request_id, method, params, version)
-                else:  # the SERVER span the SDK's middleware opens on its path
-                    name = params.get("name")  # the span's target, as the SDK's middleware takes it
-                    with recorder.server_request(method, name, request_id=request_id, protocol_version=version,
-                                                 meta=trace, transport="pipe") as span:
-                        line = await self._answer(request_id, method, params, version, span=span)
+                line = await self._answer(call)
         except anyio.get_cancelled_exc_class():
             # The connection is ending: answer so nobody waits (the SDK does the same).
             if key not in self._peer_cancelled:
                 with anyio.move_on_after(_SHUTDOWN_WRITE_S, shield=True):
-                    await self._write(_line(_error(request_id, CONNECTION_CLOSED, "Connection closed")))
+                    await self._write(_line(_error(call.id, CONNECTION_CLOSED, "Connection closed")))
             raise
         finally:
             self.in_flight.pop(key, None)
@@ -359,42 +312,30 @@ class DirectCalls:
         if line is not None and not peer_cancelled:  # a cancelled request is never answered
             await self._write(line)
 
-    async def _answer(self, request_id: Any, method: str, params: dict[str, Any], version: str, *,
-                      span: Any = None) -> bytes:
-        """The answer line: the result, or the error the SDK's runner would answer. `params`:
-        as sent, less trace context (their `_meta` is the 2026-07-28 envelope: who the agent
-        is, what it can answer); `span`: the request's SERVER span (telemetry on), told the
-        error code or the tool error."""
-        what = params.get("name", params.get("uri"))
+    async def _answer(self, call: LaneCall) -> bytes:
+        """The answer line: the result, or the error the SDK's runner would answer."""
         try:
-            if method == CALL:
-                result: Any = await self.call(params["name"], params.get("arguments"), version, params.get("_meta"))
-            else:
-                result = await self.requests[method](params, version, params.get("_meta"))
+            result = await self.handle(call)
         except MCPError as e:
-            if span is not None and TELEMETRY.recorder is not None:
-                TELEMETRY.recorder.rpc_error(span, e)
-            return _line({"jsonrpc": "2.0", "id": request_id,
+            return _line({"jsonrpc": "2.0", "id": call.id,
                           "error": e.error.model_dump(by_alias=True, mode="json", exclude_none=True)})
         except Exception:  # the SDK answers a handler's failure too; ours is a bug, logged
-            log.exception("gateway %s %s failed", method, what)
-            return _line(_error(request_id, INTERNAL_ERROR, "Internal error"))
-        if method == CALL and span is not None and TELEMETRY.recorder is not None:
-            TELEMETRY.recorder.result(span, result)
+            log.exception("gateway tools/call %s failed", call.name)
+            return _line(_error(call.id, INTERNAL_ERROR, "Internal error"))
         try:
-            return _line({"jsonrpc": "2.0", "id": request_id, "result": self._shape(method, result, version)})
-        except (ValidationError, ValueError, TypeError):  # not a valid result of the method, or not JSON (NaN)
-            log.exception("gateway %s %s: the handler's result is not a valid one", method, what)
-            return _line(_error(request_id, INTERNAL_ERROR, "Handler returned an invalid result"))
+            return _line({"jsonrpc": "2.0", "id": call.id, "result": self._shape(result, call.version)})
+        except (ValidationError, ValueError, TypeError):  # not a valid result, or not JSON (NaN)
+            log.exception("gateway tools/call %s: the handler's result is not a valid one", call.name)
+            return _line(_error(call.id, INTERNAL_ERROR, "Handler returned an invalid result"))
 
-    def _shape(self, method: str, result: Any, version: str) -> dict[str, Any]:
-        """The wire result, as the SDK's runner shapes a handler's (`ServerRunner._serialize`;
+    def _shape(self, result: dict[str, Any], version: str) -> dict[str, Any]:
+        """The wire result, as the SDK's runner shapes a handler's (its per-version sieve;
         the gateway's server sets no cache hints)."""
-        result = _dump(result)
+        result = dict(result)
         modern = version in MODERN_PROTOCOL_VERSIONS
         result_type = result.get("resultType")
         if not modern or not isinstance(result_type, str) or result_type in CORE_RESULT_TYPES:
-            result = methods.serialize_server_result(method, version, result)
+            result = methods.serialize_server_result(CALL, version, result)
         if modern:
             if result.get("resultType") is None:
                 result["resultType"] = "complete"
@@ -412,4 +353,4 @@ class DirectCalls:
             log.debug("gateway client gone before its answer")
 
 
-__all__ = ["DirectCalls"]
+__all__ = ["DirectCalls", "LaneCall", "LaneHandler"]

@@ -23,16 +23,13 @@ server and journals reads and gets. What goes back to the agent:
   `GatewaySession.in_rounds`);
 - list changes of resources and prompts, like tools', reach every connection.
 
-A resources/read, prompts/get or completion/complete has two entries and one body: the SDK's
-handler (`read_resource`, `get_prompt`, `complete`) and, for a plain one on a stdio relay
-connection, the direct lane (gateway/direct.py), both running `read`/`get`/`completion` with
-the request described by an `AgentRequest`.
+A resources/read, prompts/get or completion/complete runs in the SDK's handler
+(`read_resource`, `get_prompt`, `complete`), the request described by an `AgentRequest`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import logging
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -50,7 +47,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from monad_cli.daemon.gateway.catalog import LEVELS, Catalog, level_at_least, quiet_deprecated
 from monad_cli.daemon.gateway.paging import page
 from monad_cli.daemon.gateway.subscriptions import Subscriptions
-from monad_cli.daemon.trust.inputs import agent_capabilities
+from monad_cli.daemon.trust.inputs import Caller
 
 if TYPE_CHECKING:
     from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
@@ -59,10 +56,15 @@ log = logging.getLogger("monad.gateway")
 
 
 def connection_of(ctx: Any) -> Any:
-    """The per-client Connection of a handshake-era request (None on 2026-07-28).
+    """The per-client Connection of a handshake-era request (None on 2026-07-28): what its
+    notifications outside any request go to, and whose end releases its subscriptions.
 
-    `ctx.session` is built per request; the SDK exposes no public handle on the long-lived
-    per-client Connection, whose standalone channel carries notifications."""
+    The one private reach left on the gateway's side: the SDK's runner hands a handler a
+    `ServerRequestContext` whose `session` is built per request and exposes no public
+    handle on the long-lived per-client `Connection` (its own `Context` has one,
+    `Context.connection`, which the runner does not construct); there is no slower public
+    way to send a handshake-era client a notification outside its requests, or to hear of
+    its connection's end. The upstream ask: `ServerRequestContext.connection`."""
     if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
         return None
     return getattr(ctx.session, "_connection", None)
@@ -85,22 +87,14 @@ class RequestLog:
         return {a.server for a in self.about if a.server}
 
 
-# The request in flight on this task that asked for log messages, for `GatewaySession.questions`
-# to tie each upstream request to (a 2026-07-28 call's rounds run in a task started from it).
-_REQUEST_LOG: contextvars.ContextVar[RequestLog | None] = contextvars.ContextVar("request_log", default=None)
-
-
-def current_request_log() -> RequestLog | None:
-    return _REQUEST_LOG.get()
-
 
 @dataclass
 class AgentRequest:
-    """One agent's resources/read, prompts/get or completion/complete, whichever entry took
-    it: the SDK's handler (`ctx`, its request context) or the stdio direct lane (`lane`, its
-    `DirectCalls`).
+    """One agent's resources/read, prompts/get or completion/complete (`ctx`: the SDK
+    handler's request context; None for a request made up elsewhere).
     `meta`: the request's `_meta` (at 2026-07-28 the envelope: what the agent can answer);
-    `request_state`/`input_responses` (wire shapes by key): a later input_required round."""
+    `request_state`/`input_responses` (wire shapes by key): a later input_required round;
+    `log`: a 2026-07-28 request that asked for log messages: its `RequestLog`."""
 
     method: str
     protocol_version: str
@@ -108,16 +102,16 @@ class AgentRequest:
     request_state: str | None = None
     input_responses: dict[str, Any] | None = None
     ctx: Any = None
-    lane: Any = None
+    log: RequestLog | None = None
 
     @classmethod
-    def of(cls, ctx: Any, params: Any) -> AgentRequest:
+    def of(cls, ctx: Any, params: Any, log: RequestLog | None = None) -> AgentRequest:
         """The SDK handler's request (`params`: its typed params)."""
         meta = (ctx.params or {}).get("_meta")
         responses = {k: v.model_dump(by_alias=True, mode="json", exclude_none=True)
                      for k, v in (getattr(params, "input_responses", None) or {}).items()}
         return cls(ctx.method, ctx.protocol_version, meta if isinstance(meta, dict) else None,
-                   getattr(params, "request_state", None), responses, ctx=ctx)
+                   getattr(params, "request_state", None), responses, ctx=ctx, log=log)
 
     @property
     def modern(self) -> bool:
@@ -179,29 +173,29 @@ class SessionFeatures:
             resource_templates=[types.ResourceTemplate.model_validate(t) for t in items], next_cursor=next_cursor)
 
     async def read_resource(self, ctx: Any, params: types.ReadResourceRequestParams) -> Any:
-        """The SDK's resources/read handler (every read the direct lane does not take)."""
+        """The SDK's resources/read handler."""
         self._remember(ctx)
-        async with self.request_log(ctx):
-            return await self.read(AgentRequest.of(ctx, params), str(params.uri))
+        async with self.request_log(ctx) as log:
+            return await self.read(AgentRequest.of(ctx, params, log), str(params.uri))
 
     async def read(self, request: AgentRequest, uri: str) -> Any:
         """resources/read of `uri` for this agent: routed by the catalog (-32002 when no server
         offers it), journaled, the server's questions going to the agent; the result (a
         `ReadResourceResult`, or an `InputRequiredResult` at 2026-07-28)."""
-        def read(inputs: Any) -> Awaitable[types.ReadResourceResult]:
-            return self.catalog.read(uri, self._allowed, single=self.single, inputs=inputs)
+        def read(caller: Caller) -> Awaitable[types.ReadResourceResult]:
+            return self.catalog.read(uri, self._allowed, single=self.single, caller=caller)
 
         return _without_server_info(await self._ask(request, uri, read))
 
-    async def _ask(self, request: AgentRequest, what: str, upstream: Callable[[Any], Awaitable[Any]]) -> Any:
-        """`upstream(inputs)`, the server's questions going to this agent: on the request's
+    async def _ask(self, request: AgentRequest, what: str, upstream: Callable[[Caller], Awaitable[Any]]) -> Any:
+        """`upstream(caller)`, the server's questions going to this agent: on the request's
         channel (handshake era), or in input_required rounds (2026-07-28)."""
         if self.rounds is not None:
             answer = await self.rounds(request, what, upstream)
             if answer is not None:
                 return answer
-        return await upstream(self.questions(request.ctx, request.protocol_version, what=what, lane=request.lane,
-                                             capabilities=request.capabilities()))
+        return await upstream(asking(self.questions(request.ctx, request.protocol_version, what=what,
+                                                    capabilities=request.capabilities(), log=request.log)))
 
     async def subscribe(self, ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
         conn = self._remember(ctx)
@@ -255,21 +249,21 @@ class SessionFeatures:
         return types.ListPromptsResult(prompts=[types.Prompt.model_validate(p) for p in items], next_cursor=next_cursor)
 
     async def get_prompt(self, ctx: Any, params: types.GetPromptRequestParams) -> Any:
-        """The SDK's prompts/get handler (every get the direct lane does not take)."""
+        """The SDK's prompts/get handler."""
         self._remember(ctx)
-        async with self.request_log(ctx):
-            return await self.get(AgentRequest.of(ctx, params), params.name, params.arguments)
+        async with self.request_log(ctx) as log:
+            return await self.get(AgentRequest.of(ctx, params, log), params.name, params.arguments)
 
     async def get(self, request: AgentRequest, name: str, arguments: dict[str, str] | None) -> Any:
         """prompts/get of the exposed `name` for this agent (-32602 for a name no server
         offers), as `read` does; the result (a `GetPromptResult` or an `InputRequiredResult`)."""
-        def get(inputs: Any) -> Awaitable[types.GetPromptResult]:
-            return self.catalog.get_prompt(name, arguments, self._allowed, single=self.single, inputs=inputs)
+        def get(caller: Caller) -> Awaitable[types.GetPromptResult]:
+            return self.catalog.get_prompt(name, arguments, self._allowed, single=self.single, caller=caller)
 
         return _without_server_info(await self._ask(request, name, get))
 
     async def complete(self, ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
-        """The SDK's completion/complete handler (every one the direct lane does not take)."""
+        """The SDK's completion/complete handler."""
         self._remember(ctx)
         return await self.completion(AgentRequest.of(ctx, params), params)
 
@@ -278,13 +272,9 @@ class SessionFeatures:
         # No question is relayed during a completion, yet the request is the agent's: a
         # 2026-07-28 server sees the agent's capabilities in it (sessions/stamp.py).
         asker = self.questions(request.ctx, request.protocol_version, what=params.ref.name if isinstance(
-            params.ref, types.PromptReference) else params.ref.uri, lane=request.lane,
-            capabilities=request.capabilities())
-        token = agent_capabilities.set(asker.client_capabilities() if asker is not None else None)
-        try:
-            return await self.catalog.complete(params, self._allowed, single=self.single)
-        finally:
-            agent_capabilities.reset(token)
+            params.ref, types.PromptReference) else params.ref.uri, capabilities=request.capabilities())
+        caller = Caller(capabilities=asker.client_capabilities() if asker is not None else None)
+        return await self.catalog.complete(params, self._allowed, single=self.single, caller=caller)
 
     # -- logging ---------------------------------------------------------------------------------
     async def set_level(self, ctx: Any, params: types.SetLevelRequestParams) -> types.EmptyResult:
@@ -322,7 +312,6 @@ class SessionFeatures:
     @contextlib.asynccontextmanager
     async def _request_log(self, ctx: Any, level: str) -> AsyncIterator[RequestLog | None]:
         sink = RequestLog(level)
-        token = _REQUEST_LOG.set(sink)
         self._request_logs.add(sink)
         session = ctx.session
 
@@ -333,21 +322,18 @@ class SessionFeatures:
                                                    body.get("logger")))
 
         failed: Exception | None = None
-        try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(drain)
-                try:
-                    yield sink
-                except Exception as e:  # noqa: BLE001 - the request's own error, re-raised as itself (not in a group)
-                    failed = e
-                finally:
-                    # A message the server sent just before its answer is handled in a task the
-                    # SDK started before the answer's: one checkpoint lets it land here.
-                    await anyio.lowlevel.checkpoint()
-                    self._request_logs.discard(sink)
-                    sink.send.close()
-        finally:
-            _REQUEST_LOG.reset(token)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(drain)
+            try:
+                yield sink
+            except Exception as e:  # noqa: BLE001 - the request's own error, re-raised as itself (not in a group)
+                failed = e
+            finally:
+                # A message the server sent just before its answer is handled in a task the
+                # SDK started before the answer's: one checkpoint lets it land here.
+                await anyio.lowlevel.checkpoint()
+                self._request_logs.discard(sink)
+                sink.send.close()
         if failed is not None:
             raise failed
 
@@ -387,6 +373,12 @@ class SessionFeatures:
         return conn
 
 
+def asking(questions: Any) -> Caller:
+    """The `Caller` of an upstream request whose questions go to `questions` (an
+    `AgentQuestions`, or None: nobody), with the capabilities its agent declared."""
+    return Caller(inputs=questions, capabilities=questions.client_capabilities() if questions is not None else None)
+
+
 def _cursor(params: types.PaginatedRequestParams | None) -> str | None:
     return params.cursor if params is not None else None
 
@@ -406,4 +398,4 @@ def _without_server_info(result: Any) -> Any:
     return result
 
 
-__all__ = ["AgentRequest", "RequestLog", "SessionFeatures", "connection_of", "current_request_log"]
+__all__ = ["AgentRequest", "RequestLog", "SessionFeatures", "asking", "connection_of"]

@@ -39,7 +39,6 @@ from mcp_types import methods
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from monad_cli.daemon.trust.calls import current_call
 from monad_cli.daemon.trust.inputs import FORWARDED_CAPABILITIES, InputRefused
 
 log = logging.getLogger("monad.gateway")
@@ -87,18 +86,15 @@ class AgentQuestions:
         self.what = what  # the exposed tool, prompt or resource URI the request is about
         self.url_elicitations: set[str] = set()  # the `elicitationId`s of URL-mode questions sent to the agent
 
-    def _note(self, method: str, outcome: str, **detail: Any) -> None:
-        # A 2026-07-28 round runs in the calling task, which knows its call's id; a legacy
-        # request comes in on the server session's own task, which does not.
-        call = current_call() or {}
+    def _note(self, method: str, outcome: str, call_id: int | None, **detail: Any) -> None:
         try:
             self.journal.record("question", server=self.server, detail={
-                "method": method, "outcome": outcome, "callId": call.get("callId"), "about": self.what, **detail})
+                "method": method, "outcome": outcome, "callId": call_id, "about": self.what, **detail})
         except Exception:  # a journal that cannot be written must not fail the question
             log.exception("journal write failed")
 
-    def _refuse(self, method: str, why: str) -> InputRefused:
-        self._note(method, "refused", reason=why)
+    def _refuse(self, method: str, why: str, call_id: int | None) -> InputRefused:
+        self._note(method, "refused", call_id, reason=why)
         return InputRefused(why)
 
     def _capabilities(self) -> types.ClientCapabilities | None:
@@ -126,17 +122,18 @@ class AgentQuestions:
         wire = caps.model_dump(by_alias=True, mode="json", exclude_none=True)
         return {k: wire[k] for k in FORWARDED_CAPABILITIES if isinstance(wire.get(k), dict)}
 
-    async def __call__(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def __call__(self, request: dict[str, Any], *, key: str | None = None,
+                       call_id: int | None = None) -> dict[str, Any]:
         method = request.get("method", "")
         params = request.get("params")
         if method not in _KINDS:
-            raise self._refuse(method, f"the gateway does not relay `{method}` requests")
+            raise self._refuse(method, f"the gateway does not relay `{method}` requests", call_id)
         missing = declared(self._capabilities(), method, params)
         if missing is not None:
-            raise self._refuse(method, f"the agent did not declare the `{missing}` capability")
+            raise self._refuse(method, f"the agent did not declare the `{missing}` capability", call_id)
         if self.protocol_version in MODERN_PROTOCOL_VERSIONS and self.round is None:
             raise self._refuse(method, f"the agent speaks {self.protocol_version}, where a server's question is an "
-                                       f"input_required result, which this request cannot carry")
+                                       f"input_required result, which this request cannot carry", call_id)
         _, request_type, result_type = _KINDS[method]
         if method == "elicitation/create" and (params or {}).get("mode") == "url":
             elicitation_id = (params or {}).get("elicitationId")
@@ -145,7 +142,7 @@ class AgentQuestions:
         try:
             if self.round is not None:
                 body = {"method": method, **({"params": params} if params else {})}
-                result = result_type.model_validate(await self.round.ask(body))
+                result = result_type.model_validate(await self.round.ask(body, key))
             elif self.ctx is not None:
                 typed = request_type.model_validate({"method": method, **({"params": params} if params else {})})
                 result = await self.ctx.session.send_request(
@@ -153,13 +150,13 @@ class AgentQuestions:
             else:
                 result = result_type.model_validate(await self.lane.ask(method, params))
         except MCPError as e:
-            raise self._refuse(method, f"the agent answered with an error: {e.error.message}") from None
+            raise self._refuse(method, f"the agent answered with an error: {e.error.message}", call_id) from None
         except InputRefused as e:
-            raise self._refuse(method, str(e)) from None
+            raise self._refuse(method, str(e), call_id) from None
         except ValidationError:
-            raise self._refuse(method, f"the agent's answer is not a {method} result") from None
+            raise self._refuse(method, f"the agent's answer is not a {method} result", call_id) from None
         answer: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-        self._note(method, "answered", **({"action": answer.get("action")} if "action" in answer else {}))
+        self._note(method, "answered", call_id, **({"action": answer.get("action")} if "action" in answer else {}))
         return answer
 
     async def elicitation_complete(self, elicitation_id: str) -> bool:

@@ -37,7 +37,7 @@ import anyio
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
-from monad_cli.daemon.trust.inputs import InputRefused, input_key
+from monad_cli.daemon.trust.inputs import InputRefused
 
 log = logging.getLogger("monad.gateway")
 KEEP_FINISHED_S = 300.0  # a finished call's answer waits this long for the agent's next round
@@ -74,11 +74,12 @@ class Round:
             self.token = self.retoken(self)
         return self.token
 
-    async def ask(self, request: dict[str, Any]) -> dict[str, Any]:
-        """The upstream call's question: out to the agent in the next round; its answer back.
-        Raises InputRefused when no round answers it in time."""
+    async def ask(self, request: dict[str, Any], key: str | None = None) -> dict[str, Any]:
+        """The upstream call's question (`key`: the server's own `inputRequests` key, if it
+        gave one): out to the agent in the next round; its answer back. Raises
+        InputRefused when no round answers it in time."""
         self.asked += 1
-        key = input_key.get() or f"q{self.asked}"
+        key = key or f"q{self.asked}"
         if key in self.questions:
             key = f"q{self.asked}"
         question = self.questions[key] = _Question(request)

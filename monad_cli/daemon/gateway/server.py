@@ -32,10 +32,9 @@ from monad_cli.core.hello import GatewayView
 from monad_cli.core.states import State
 from monad_cli.daemon.gateway.catalog import LEVELS, Catalog
 from monad_cli.daemon.gateway.search import ToolSearch
-from monad_cli.daemon.gateway.session import GatewaySession
+from monad_cli.daemon.gateway.session import GatewaySession, GatewayWrappers
 from monad_cli.daemon.gateway.subscriptions import Subscriptions
 from monad_cli.daemon.gateway.wire import PipeStream, serve_lines
-from monad_cli.daemon.telemetry import TELEMETRY
 from monad_cli.daemon.trust.service import ToolService
 
 log = logging.getLogger("monad.gateway")
@@ -51,9 +50,11 @@ class Gateway:
     request, or reads a definition file.
     """
 
-    def __init__(self, tools: ToolService, *, scrub: Callable[[str], str]) -> None:
+    def __init__(self, tools: ToolService, *, scrub: Callable[[str], str],
+                 wrappers: GatewayWrappers | None = None) -> None:
         self.tools = tools
         self.scrub = scrub
+        self.wrappers = wrappers or GatewayWrappers()  # what the supervisor installs around each session
         self.sessions: set[GatewaySession] = set()
         self._opened = anyio.Event()
         self.catalog = Catalog(tools.servers, tools.journal, scrub=scrub, spawn=self._spawn)
@@ -83,7 +84,7 @@ class Gateway:
                 await actor.first_attempt.wait()
         session = GatewaySession(self.tools, view, scrub=self.scrub, catalog=self.catalog,
                                  subscriptions=self.subscriptions, on_level=self.pass_log_level, spawn=self._spawn,
-                                 transport=transport, search=self.search)
+                                 transport=transport, search=self.search, wrappers=self.wrappers)
         self.sessions.add(session)
         self._opened.set()
         started = time.monotonic()
@@ -92,8 +93,7 @@ class Gateway:
         finally:
             self.sessions.discard(session)
             session.close()
-            if (recorder := TELEMETRY.recorder) is not None:
-                recorder.gateway_session_ended(transport, time.monotonic() - started)
+            self.wrappers.session_ended(transport, time.monotonic() - started)
             if session.features.log_levels:
                 self._spawn(self.pass_log_level)
 

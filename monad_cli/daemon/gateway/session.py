@@ -37,7 +37,8 @@ import contextlib
 import json
 import logging
 import weakref
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import anyio.abc
@@ -55,8 +56,8 @@ from monad_cli.core.redact import scrub_data
 from monad_cli.core.states import State
 from monad_cli.daemon.gateway.budget import SCHEME, ResultStore, cut
 from monad_cli.daemon.gateway.catalog import Catalog, quiet_deprecated
-from monad_cli.daemon.gateway.direct import COMPLETE, GET, READ, DirectCalls
-from monad_cli.daemon.gateway.features import AgentRequest, SessionFeatures, connection_of, current_request_log
+from monad_cli.daemon.gateway.direct import DirectCalls, LaneCall, LaneHandler
+from monad_cli.daemon.gateway.features import AgentRequest, RequestLog, SessionFeatures, asking, connection_of
 from monad_cli.daemon.gateway.paging import page
 from monad_cli.daemon.gateway.policy import (
     LOAD_TOOLS,
@@ -80,7 +81,8 @@ from monad_cli.daemon.gateway.search import (
     query_arguments,
 )
 from monad_cli.daemon.gateway.subscriptions import Subscriptions
-from monad_cli.daemon.telemetry import TELEMETRY
+from monad_cli.daemon.trust.call import ToolCall
+from monad_cli.daemon.trust.inputs import Caller
 from monad_cli.daemon.trust.servers import ProgressFn
 from monad_cli.daemon.trust.service import ToolService
 
@@ -131,6 +133,19 @@ async def before_initialize(ctx: Any, call_next: Any) -> Any:
                        ctx.method) from None
 
 
+@dataclass(frozen=True)
+class GatewayWrappers:
+    """What cuts across every gateway request, installed by the supervisor (telemetry, when
+    it is on; nothing otherwise): `lane(handle)` wraps the stdio direct lane's tools/call
+    handler; `middleware(sdk_default, transport)` is the SDK server path's middleware list,
+    given the SDK's default one (`transport`: `pipe` or `tcp`); `session_ended(transport,
+    seconds)` hears each gateway session's end."""
+
+    lane: Callable[[LaneHandler], LaneHandler] = lambda handle: handle
+    middleware: Callable[[list[Any], str], list[Any]] = lambda sdk_default, transport: []
+    session_ended: Callable[[str, float], None] = lambda transport, seconds: None
+
+
 # A per-server entry's server in one of these, with no tools to show, is not serving: its
 # agent is told so (docs/gateway.md "A server that is not serving").
 _NOT_SERVING = frozenset({State.FAILED, State.BACKOFF, State.STOPPED, State.DISABLED})
@@ -150,8 +165,6 @@ def not_serving(actor: Any, scrub: Callable[[str], str]) -> str | None:
              else f"`monad mcp reconnect {actor.name}` tries again")
     return (f"server `{actor.name}` {_STATE_WORDS[actor.state]}{why}: its tools are unavailable until it "
             f"connects; `monad mcp status {actor.name}` says why, {again}")
-async def _ready(value: Any) -> Any:
-    return value
 
 
 def _text_result(text: str, *, error: bool) -> dict[str, Any]:
@@ -169,8 +182,10 @@ class GatewaySession:
     def __init__(self, tools: ToolService, view: GatewayView, *, scrub: Callable[[str], str],
                  catalog: Catalog | None = None, subscriptions: Subscriptions | None = None,
                  on_level: Callable[[], Any] | None = None, spawn: Callable[..., None] | None = None,
-                 transport: str = "pipe", search: ToolSearch | None = None) -> None:
+                 transport: str = "pipe", search: ToolSearch | None = None,
+                 wrappers: GatewayWrappers | None = None) -> None:
         self.tools = tools
+        self.wrappers = wrappers = wrappers or GatewayWrappers()
         self.rounds = Rounds(spawn, answer_timeout=view.approval_timeout)
         self.view = view
         self.scrub = scrub
@@ -183,8 +198,7 @@ class GatewaySession:
         self.results = ResultStore() if view.max_result_tokens else None
         self.bus = InMemorySubscriptionBus()
         self.listen = ListenHandler(self.bus)
-        # `ctx.session` is built per request; the SDK exposes no public handle on the
-        # long-lived per-client Connection, whose standalone channel carries notifications.
+        # Its handshake-era connections (features.py `connection_of`), for their notifications.
         self.legacy_connections: weakref.WeakSet[Any] = weakref.WeakSet()
         self.catalog = catalog or Catalog(tools.servers, tools.journal, scrub=scrub)
 
@@ -209,12 +223,10 @@ class GatewaySession:
             on_list_prompts=f.list_prompts, on_get_prompt=f.get_prompt, on_completion=f.complete,
             on_set_logging_level=f.set_level))
         # The SDK's default middleware opens an OpenTelemetry SERVER span per request, named
-        # by the tool the agent sent, listed or not: emptying the list is the SDK's opt-out.
-        # With telemetry on, monad's own opens it (invented names as `_OTHER`, duration metric).
-        self.server.middleware.clear()
-        if (recorder := TELEMETRY.recorder) is not None:
-            self.server.middleware.append(recorder.middleware(transport))
-        self.server.middleware.append(before_initialize)
+        # by the tool the agent sent, listed or not: what wraps the gateway decides
+        # (`GatewayWrappers.middleware`; off, emptying the list is the SDK's opt-out).
+        self.server.middleware[:] = [*wrappers.middleware(list(self.server.middleware), transport),
+                                     before_initialize]
         self.lane: DirectCalls | None = None
         self.sdk_calls = 0  # tools/calls the SDK's server handled (the rest: `lane.taken`)
 
@@ -233,19 +245,19 @@ class GatewaySession:
 
     def questions(self, ctx: Any, protocol_version: str, *, server: str | None = None,
                   what: str | None = None, lane: DirectCalls | None = None, round: Round | None = None,
-                  capabilities: Any = None) -> AgentQuestions:
+                  capabilities: Any = None, log: RequestLog | None = None) -> AgentQuestions:
         """The handler of a server's questions during this agent request (`ctx`, a
         direct-lane call's `lane`, or a 2026-07-28 call's `round` with the request's
         `capabilities`; gateway/questions.py) about `what` (a tool, prompt or URI) of `server`.
         A 2026-07-28 request's `capabilities` default to its envelope's: they are also what
-        the upstream request made for it carries (sessions/stamp.py)."""
+        the upstream request made for it carries (sessions/stamp.py). `log`: the request asked
+        for log messages (features.py `request_log`): its servers' messages go to it."""
         if capabilities is None and ctx is not None and protocol_version in MODERN_PROTOCOL_VERSIONS:
             capabilities = _envelope_capabilities((ctx.params or {}).get("_meta")) or {}
         inputs = AgentQuestions(ctx, self.tools.journal, protocol_version=protocol_version, server=server,
                                 what=what, lane=lane, round=round, capabilities=capabilities)
-        # What a 2026-07-28 request that asked for log messages reaches: its servers' messages go to it.
-        if (asked := current_request_log()) is not None:
-            asked.about.append(inputs)
+        if log is not None:
+            log.about.append(inputs)
         if round is not None:
             round.about.append(inputs)
         return inputs
@@ -253,18 +265,19 @@ class GatewaySession:
     async def call_in_rounds(self, name: str, arguments: dict[str, Any] | None, protocol_version: str, *,
                              capabilities: Any, request_state: str | None = None,
                              input_responses: dict[str, Any] | None = None,
-                             progress: ProgressFn | None = None) -> dict[str, Any]:
+                             progress: ProgressFn | None = None, log: RequestLog | None = None) -> dict[str, Any]:
         """A 2026-07-28 tools/call whose server may ask the agent something
         (gateway/rounds.py): the result, or an `InputRequiredResult` (wire shape) carrying the
         server's question; a call with `request_state` answers one and goes on. Cancelling
         it while it waits cancels the call."""
         if request_state is not None:
             r = self.rounds.resume(request_state, input_responses)
-            if (asked := current_request_log()) is not None:
-                asked.about += r.about
+            if log is not None:
+                log.about += r.about
         else:
             def run(r: Round) -> Any:
-                inputs = self.questions(None, protocol_version, what=name, round=r, capabilities=capabilities)
+                inputs = self.questions(None, protocol_version, what=name, round=r, capabilities=capabilities,
+                                        log=log)
                 return self.call(name, arguments, protocol_version, progress=progress, inputs=inputs)
 
             r = self.rounds.start(run)
@@ -274,10 +287,10 @@ class GatewaySession:
             r.scope.cancel()
             raise
 
-    async def in_rounds(self, request: AgentRequest, what: str, ask: Callable[[AgentQuestions], Any]) -> Any:
+    async def in_rounds(self, request: AgentRequest, what: str, ask: Callable[[Caller], Any]) -> Any:
         """A 2026-07-28 `resources/read` or `prompts/get` (`request`, from either entry) whose
         server may ask the agent something, run as tools/call's rounds (gateway/rounds.py):
-        `ask(inputs)` is the upstream request, its questions going to `inputs`. Returns its
+        `ask(caller)` is the upstream request, its questions going to `caller.inputs`. Returns its
         result or an `InputRequiredResult`; None when the request is not one for rounds (a
         handshake-era agent, or one that can answer nothing and sent no `requestState`): run
         it plainly."""
@@ -288,12 +301,12 @@ class GatewaySession:
             return None
         if request.request_state is not None:
             r = self.rounds.resume(request.request_state, request.input_responses, request.method)
-            if (asked := current_request_log()) is not None:
-                asked.about += r.about
+            if request.log is not None:
+                request.log.about += r.about
         else:
             def run(r: Round) -> Any:
-                return ask(self.questions(None, request.protocol_version, what=what, round=r,
-                                          capabilities=capabilities))
+                return ask(asking(self.questions(None, request.protocol_version, what=what, round=r,
+                                                 capabilities=capabilities, log=request.log)))
 
             r = self.rounds.start(run, request.method)
         try:
@@ -309,10 +322,9 @@ class GatewaySession:
         return self.server.create_initialization_options()
 
     def _remember(self, ctx: Any) -> None:
-        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            conn = getattr(ctx.session, "_connection", None)
-            if conn is not None:
-                self.legacy_connections.add(conn)
+        conn = connection_of(ctx)
+        if conn is not None:
+            self.legacy_connections.add(conn)
 
     def allowed(self, server: str) -> bool:
         """Whether this view shows `server` now (its filter and the server's condition)."""
@@ -438,10 +450,10 @@ class GatewaySession:
 
     async def call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> Any:
         """The SDK's tools/call handler (every call `gateway/direct.py` does not take)."""
-        async with self.features.request_log(ctx):
-            return await self._call_tool(ctx, params)
+        async with self.features.request_log(ctx) as log:
+            return await self._call_tool(ctx, params, log)
 
-    async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> Any:
+    async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams, log: RequestLog | None) -> Any:
         self._remember(ctx)
         self.sdk_calls += 1
         progress: ProgressFn | None = None
@@ -463,13 +475,13 @@ class GatewaySession:
             answer = await self.call_in_rounds(params.name, params.arguments, ctx.protocol_version,
                                                capabilities=_envelope_capabilities(raw_meta),
                                                request_state=params.request_state, input_responses=responses,
-                                               progress=progress)
+                                               progress=progress, log=log)
             if answer.get("resultType") == "input_required":
                 return types.InputRequiredResult.model_validate(answer)
             return answer
         # A dict, not a CallToolResult: the SDK validates the wire shape once, on the way out.
         return await self.call(params.name, params.arguments, ctx.protocol_version, progress=progress,
-                               inputs=self.questions(ctx, ctx.protocol_version, what=params.name))
+                               inputs=self.questions(ctx, ctx.protocol_version, what=params.name, log=log))
 
     async def call(self, name: str, arguments: dict[str, Any] | None, protocol_version: str, *,
                    progress: ProgressFn | None = None, inputs: AgentQuestions | None = None) -> dict[str, Any]:
@@ -525,10 +537,10 @@ class GatewaySession:
         approval = {"mode": "wait", "timeout": self.view.approval_timeout}
         try:
             # The service refuses a hidden tool (with this view's globs), naming the rule.
-            data = await self.tools.call(name, arguments, via="gateway", approval=approval,
-                                         progress=progress, inputs=inputs, write_behind=True,
-                                         include=self.view.include_tools,
-                                         exclude=self.view.exclude_tools)
+            data = await self.tools.call(ToolCall(
+                name, arguments, via="gateway", approval=approval, progress=progress, inputs=inputs,
+                capabilities=inputs.client_capabilities(), write_behind=True, include=self.view.include_tools,
+                exclude=self.view.exclude_tools))
         except NotFound as e:  # no such tool: a protocol error (MCP spec, server/tools "Error Handling")
             raise MCPError(code=types.INVALID_PARAMS, message=self.scrub(e.message)) from None
         except ToolCallFailed as e:
@@ -550,47 +562,31 @@ class GatewaySession:
                 result["_meta"] = meta
         return result
 
+    async def lane_call(self, call: LaneCall, lane: DirectCalls) -> dict[str, Any]:
+        """A plain tools/call the stdio direct lane took (`gateway/direct.py`): as the SDK's
+        handler runs it, its questions asked on the lane's connection, or in input_required
+        rounds for a 2026-07-28 agent that can answer them."""
+        modern = call.version in MODERN_PROTOCOL_VERSIONS
+        capabilities = _envelope_capabilities(call.meta)
+        if modern and self.rounds.spawn is not None and _answers(capabilities):
+            return await self.call_in_rounds(call.name, call.arguments, call.version, capabilities=capabilities)
+        return await self.call(call.name, call.arguments, call.version, inputs=self.questions(
+            None, call.version, what=call.name, lane=lane, capabilities=(capabilities or {}) if modern else None))
+
     def direct_lane(self, writer: Any, tg: anyio.abc.TaskGroup) -> DirectCalls:
-        """This session's direct lane for one relay connection (`gateway/direct.py`)."""
-        async def call(name: str, arguments: dict[str, Any] | None, protocol_version: str,
-                       meta: dict[str, Any] | None = None) -> dict[str, Any]:
-            if protocol_version in MODERN_PROTOCOL_VERSIONS and self.rounds.spawn is not None and _answers(
-                    _envelope_capabilities(meta)):
-                return await self.call_in_rounds(name, arguments, protocol_version,
-                                                 capabilities=_envelope_capabilities(meta))
-            modern = protocol_version in MODERN_PROTOCOL_VERSIONS
-            return await self.call(name, arguments, protocol_version, inputs=self.questions(
-                None, protocol_version, what=name, lane=lane,
-                capabilities=(_envelope_capabilities(meta) or {}) if modern else None))
+        """This session's direct lane for one relay connection (`gateway/direct.py`), its
+        calls' handler wrapped by what the supervisor installed (`GatewayWrappers.lane`)."""
+        def handle(call: LaneCall) -> Awaitable[dict[str, Any]]:
+            return self.lane_call(call, lane)
 
-        # Reads, gets and completions: the SDK handlers' own work (`SessionFeatures.read`,
-        # `get`, `completion`), entered without a request context. The lane takes no
-        # per-request logLevel, so none needs `request_log`, and in the handshake era only a
-        # connection already registered (`listed`), so none needs `_remember`.
-        def read(params: dict[str, Any], version: str, meta: dict[str, Any] | None) -> Any:
-            if self.results is not None and str(params["uri"]).startswith(SCHEME):
-                return _ready(self.results.read(str(params["uri"])))
-            return self.features.read(AgentRequest(READ, version, meta, lane=lane), params["uri"])
-
-        def get(params: dict[str, Any], version: str, meta: dict[str, Any] | None) -> Any:
-            return self.features.get(AgentRequest(GET, version, meta, lane=lane), params["name"],
-                                     params.get("arguments"))
-
-        def complete(params: dict[str, Any], version: str, meta: dict[str, Any] | None) -> Any:
-            return self.features.completion(AgentRequest(COMPLETE, version, meta, lane=lane),
-                                            types.CompleteRequestParams.model_validate(params, by_name=False))
-
-        lane = self.lane = DirectCalls(call, writer.send_line, tg, server_info=self.server.server_info_stamp,
-                                       listed=lambda: bool(self.legacy_connections),
-                                       requests={} if self.server.cache_hints else {READ: read, GET: get,
-                                                                                    COMPLETE: complete})
+        lane = self.lane = DirectCalls(self.wrappers.lane(handle), writer.send_line, tg,
+                                       server_info=self.server.server_info_stamp,
+                                       listed=lambda: bool(self.legacy_connections))
         return lane
 
     def calls_summary(self) -> str:
         direct = self.lane.taken if self.lane is not None else 0
-        features = self.lane.taken_features if self.lane is not None else 0
-        return (f"{direct + self.sdk_calls} tools/call ({direct} on the direct lane), "
-                f"{features} resources/read, prompts/get and completion/complete on the direct lane")
+        return f"{direct + self.sdk_calls} tools/call ({direct} on the direct lane)"
 
     async def notify_changed(self, kind: str = "tools") -> None:
         """`kind` ("tools", "resources", "prompts") changed: tell every connection."""

@@ -165,8 +165,8 @@ class Subscriptions:
                     sub.held.scope.cancel()
                 elif actor is not None and actor.live and actor.client is sub.client:
                     try:
-                        await self.catalog.through(server, "", {},
-                                                   lambda c: quiet_deprecated(lambda: c.unsubscribe_resource(uri)))
+                        await self.catalog.through(
+                            server, "", {}, lambda c, meta: quiet_deprecated(lambda: c.unsubscribe_resource(uri)))
                     except MCPError as e:
                         log.info("server %s: resources/unsubscribe %s failed: %s", server, self.scrub(uri),
                                  self.scrub(e.error.message))
@@ -209,8 +209,8 @@ class Subscriptions:
         await self.watch(actor)
 
 
-def _subscribe_request(uri: str) -> Callable[[Any], Awaitable[Any]]:
-    return lambda c: quiet_deprecated(lambda: c.subscribe_resource(uri))
+def _subscribe_request(uri: str) -> Callable[[Any, Any], Awaitable[Any]]:
+    return lambda c, meta: quiet_deprecated(lambda: c.subscribe_resource(uri))
 
 
 __all__ = ["LISTEN_ACK_S", "Subscriptions"]

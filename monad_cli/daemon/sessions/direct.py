@@ -1,130 +1,145 @@
-"""A plain tools/call, resources/read or prompts/get on a stdio session, written and read as
-JSON-RPC lines past the SDK's client machinery (the upstream half of the gateway's direct
-lane, `gateway/direct.py`).
+"""monad's own requests on one server connection, beside the SDK's session (`DirectLane`).
 
-The SDK's `Client.call_tool` costs ~0.36 ms of CPU per call on its own (its request model,
-the dispatcher's pending-response stream, request clock and cancel scopes, the response's
-hop through a memory stream, the result's validation; bench/README.md, issue 15); the same
-request as a line costs ~0.07 ms. This lane writes the request itself, on the session's own
-stdin writer (so the transport's bookkeeping, `Exchange`, knows it), takes its answer out of
-the stdout reader before the SDK sees it (after the transport's repairs, size limit and
-stray-line handling), and checks the result with the SDK's own per-version validation.
+The connection's transport is monad's own (transports.py, remote.py: the SDK's public
+`Transport` seam), so monad can write a request on it itself and take the answer out of
+what the server sends before the SDK's session sees it (`Exchange.received`, where every
+message from the server passes). Two kinds of request go this way, under ids of monad's own
+(`monad-N`: strings that never parse as integers, so they never meet the integer ids the
+SDK's dispatcher mints, as its `CallOptions.request_id` advises):
 
-A read or a get costs the SDK the same machinery, so the lane takes them too (`read`,
-`get`; one request path, `request`, for all three methods).
+- a plain `tools/call` on a stdio session (`call`), the one request an agent sends over and
+  over: the SDK's `Client.call_tool` costs ~0.36 ms of CPU per call on its own (its request
+  model, the dispatcher's pending-response stream, request clock and cancel scopes, the
+  response's hop through a memory stream, the result's validation; bench/README.md, issue
+  15), the same request as a line ~0.07 ms. The answer is checked with the SDK's own
+  per-version validation (`mcp_types.methods`). Everything else stays the SDK's: a call
+  with progress or a request timeout, a tool with an `outputSchema` (the SDK checks
+  structured content) or one that may answer with a task, a server that declares
+  extensions, a 2026-07-28 session whose envelope has not been seen yet, and any answer
+  that is not a complete `CallToolResult`: an `input_required` round is sent again through
+  the SDK, which runs the rounds (a 2026-07-28 server asks before it acts), any other shape
+  is refused, never sent twice;
+- requests the SDK's session has no public call for (`request`, on any transport): a
+  2025-11-25 task-augmented `tools/call` (the session refuses its `CreateTaskResult`) and a
+  `subscriptions/listen` with the tasks extension's `taskIds` (the SDK's `listen()` builds
+  its filter without extension keys); daemon/tasks/ sends them.
 
-The SDK's session stays the reference, and everything else goes to it (`DirectLane.call`,
-`read` and `get` return None and the caller sends the request through the SDK): a call with
-progress or a request timeout, a tool with an `outputSchema` (the SDK checks structured
-content), a session whose era stamp has not been seen yet, and any answer that is not a
-complete result of its method (`CallToolResult`, `ReadResourceResult`, `GetPromptResult`):
-an `input_required` round is sent again through the SDK, which runs the rounds (a
-2026-07-28 server asks before it acts), and any other shape is refused, never sent twice; a
-tool that may answer with a task stays with the SDK's task support. A 2026-07-28 request
-carries the envelope the SDK's stamp last wrote, with the client capabilities of this
-request's caller (sessions/stamp.py), never those of the request seen last. Ids come from
-the SDK's own allocator, so the server sees one sequence. With telemetry on, the current
-span's W3C trace context goes into the request's `_meta` (SEP-414), as the SDK's dispatcher
-puts it there on its path. A cancelled request tells the server (notifications/cancelled);
-the session's end fails every request in flight `-32000 Connection closed`, as the SDK does.
+A 2026-07-28 request carries the envelope the SDK's stamp last wrote, with its own caller's
+capabilities (sessions/stamp.py), and on HTTP the headers the SDK's stamp would give it
+(`Mcp-Protocol-Version`, `Mcp-Method`, `Mcp-Name`). A cancelled request tells the server
+(notifications/cancelled); the connection's end fails every request in flight `-32000
+Connection closed`, as the SDK does.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import logging
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
-from mcp_types import (
-    CONNECTION_CLOSED,
-    PROTOCOL_VERSION_META_KEY,
-    JSONRPCError,
-    JSONRPCRequest,
-    JSONRPCResponse,
-    methods,
-)
+from mcp.shared.inbound import MCP_METHOD_HEADER, MCP_NAME_HEADER, MCP_PROTOCOL_VERSION_HEADER, encode_header_value
+from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
+from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT, JSONRPCError, JSONRPCNotification, JSONRPCResponse, methods
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from monad_cli.daemon.sessions.stamp import AgentStamp
-from monad_cli.daemon.telemetry import TELEMETRY
+from monad_cli.daemon.sessions.stamp import Envelope
+
+if TYPE_CHECKING:
+    from monad_cli.daemon.trust.call import ToolCall
 
 log = logging.getLogger("monad.transport")
 
 CALL = "tools/call"
-READ = "resources/read"
-GET = "prompts/get"
-# Each method's result model and the spec section that defines it.
-_RESULTS: dict[str, tuple[Any, str]] = {
-    CALL: (types.CallToolResult, "server/tools"),
-    READ: (types.ReadResourceResult, "server/resources"),
-    GET: (types.GetPromptResult, "server/prompts"),
-}
-_ENVELOPE_PREFIX = "io.modelcontextprotocol/"
+ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
+CANCELLED = "notifications/cancelled"
 _CANCEL_WRITE_S = 1.0
 
 
-class _Waiter:
-    __slots__ = ("answer", "event")
+class Wire(Protocol):
+    """How the lane writes on its connection's transport: `request(body, headers)` a
+    request (wire JSON; `headers`: HTTP headers, ignored elsewhere), `notify(body)` a
+    notification (a cancellation). A body Python's JSON cannot hold (NaN, a surrogate)
+    raises ValueError or TypeError before anything is written."""
 
-    def __init__(self) -> None:
+    async def request(self, body: dict[str, Any], headers: dict[str, str]) -> None: ...
+
+    async def notify(self, body: dict[str, Any]) -> None: ...
+
+
+class _Waiter:
+    __slots__ = ("answer", "event", "on_ack")
+
+    def __init__(self, on_ack: Callable[[dict[str, Any]], None] | None) -> None:
         self.event = anyio.Event()
         self.answer: JSONRPCResponse | JSONRPCError | None = None
+        self.on_ack = on_ack
 
 
 class DirectLane:
-    """One stdio connection's lane. `send(line, request_id, method)` writes a request line
-    and `cancel(line, request_id)` the cancellation of one (the transport's
-    `StdinWriter.send_line`, which records both in its `Exchange`)."""
+    """One connection's own requests (see the module docstring). `wire` writes them;
+    `envelope` is the connection's (the SDK's last stamp); `fast`: plain tools/calls take
+    the lane (a stdio connection)."""
 
-    def __init__(self, send: Callable[[bytes, Any, str], Awaitable[None]],
-                 cancel: Callable[[bytes, Any], Awaitable[None]]) -> None:
-        self.send = send
-        self.cancel = cancel
-        self.allocate: Callable[[], int] | None = None  # the SDK dispatcher's id allocator (`attach`)
-        self.session: Any = None  # the SDK's session (`attach`): its stamp says whose capabilities
-        self.stamp: dict[str, Any] | None = None  # the 2026-07-28 envelope of the SDK's requests
+    def __init__(self, wire: Wire, envelope: Envelope, *, fast: bool = False) -> None:
+        self.wire = wire
+        self.envelope = envelope
+        self.fast = fast
         self.pending: dict[str, _Waiter] = {}
         self.closed = False
-        self.taken: dict[str, int] = {}  # requests the lane carried, by method (logged at the end)
+        self.attached = False  # the session is up (`attach`)
         self.extended = False  # the server declares extensions: their result shapes are the SDK's
+        self.taken: dict[str, int] = {}  # requests the lane carried, by method (logged at the end)
+        self._ids = itertools.count(1)
 
     def attach(self, client: Any) -> None:
-        """Share the SDK session's id sequence (its dispatcher's allocator); without one the
-        lane stays off. A server that declares extensions (the tasks extension answers a call
-        with a task, which the SDK's claim follows) keeps every call on the SDK's session."""
-        dispatcher = getattr(getattr(client, "session", None), "_dispatcher", None)
-        self.session = getattr(client, "session", None)
-        allocate = getattr(dispatcher, "_allocate_id", None)
-        self.allocate = allocate if callable(allocate) else None
+        """The SDK's session is up: plain calls may take the lane, unless the server declares
+        extensions (the tasks extension answers a call with a task, which the SDK's claim
+        follows)."""
+        self.attached = True
         caps = getattr(client, "server_capabilities", None)
         self.extended = bool(getattr(caps, "extensions", None))
 
-    # -- the transport's side ----------------------------------------------------------
-    def sent(self, message: Any) -> None:
-        """An SDK message on its way to the server: a request's envelope is the stamp ours carry."""
-        if isinstance(message, JSONRPCRequest) and isinstance(message.params, dict):
-            meta = message.params.get("_meta")
-            if isinstance(meta, dict) and PROTOCOL_VERSION_META_KEY in meta:
-                self.stamp = {k: v for k, v in meta.items() if k.startswith(_ENVELOPE_PREFIX)}
-
+    # -- what the server sends (`Exchange.received`) -----------------------------------
     def resolve(self, message: Any) -> bool:
-        """True: `message` answers one of the lane's requests (the SDK never sees it)."""
-        if not self.pending or not isinstance(message, JSONRPCResponse | JSONRPCError) or message.id is None:
+        """True: `message` is the lane's (an answer to one of its requests, the
+        acknowledgement of its listen stream, the server's cancellation of one of its
+        requests) and the SDK never sees it."""
+        if not self.pending:
             return False
-        waiter = self.pending.pop(str(message.id), None)
-        if waiter is None:
-            return False
-        waiter.answer = message
-        waiter.event.set()
-        return True
+        if isinstance(message, JSONRPCResponse | JSONRPCError) and message.id is not None:
+            waiter = self.pending.pop(str(message.id), None)
+            if waiter is None:
+                return False
+            waiter.answer = message
+            waiter.event.set()
+            return True
+        if isinstance(message, JSONRPCNotification) and message.method == ACKNOWLEDGED:
+            meta = (message.params or {}).get("_meta")
+            waiter = self.pending.get(str(meta.get(SUBSCRIPTION_ID_META_KEY))) if isinstance(meta, dict) else None
+            if waiter is None or waiter.on_ack is None:
+                return False
+            waiter.on_ack(message.params or {})
+            return True
+        if isinstance(message, JSONRPCNotification) and message.method == CANCELLED:
+            # The server gave up one of the lane's requests (a listen stream it tears down).
+            key = str((message.params or {}).get("requestId"))
+            waiter = self.pending.pop(key, None)
+            if waiter is None:
+                return False
+            waiter.answer = JSONRPCError(jsonrpc="2.0", id=key, error=types.ErrorData(
+                code=types.INTERNAL_ERROR, message="the server cancelled the request"))
+            waiter.event.set()
+            return True
+        return False
 
     def close(self) -> None:
-        """The connection ended: every call in flight fails as the SDK's would."""
+        """The connection ended: every request in flight fails as the SDK's would."""
         self.closed = True
         for key, waiter in list(self.pending.items()):
             waiter.answer = JSONRPCError(jsonrpc="2.0", id=key, error=types.ErrorData(
@@ -132,127 +147,133 @@ class DirectLane:
             waiter.event.set()
         self.pending.clear()
 
-    # -- one request -----------------------------------------------------------------------
-    async def call(self, tool: str, arguments: dict[str, Any] | None, version: str | None,
-                   tools: Sequence[types.Tool], *, span: Any = None) -> Any:
-        """The call's `CallToolResult`, or None: not one for this lane (send it through the
-        SDK). `tools` is the session's listing: the tool must be in it without an
-        `outputSchema`. `span`: the call's CLIENT span (telemetry on; None: the current one),
-        whose context goes upstream. Raises MCPError for an error answer, pydantic.ValidationError for a
-        result that does not conform to `version` (as the SDK does)."""
-        if not any(t.name == tool and t.output_schema is None and not _may_be_a_task(t) for t in tools):
+    # -- a plain tools/call ----------------------------------------------------------------
+    async def call(self, call: ToolCall, version: str | None, tools: Sequence[types.Tool]) -> Any:
+        """`call`'s `CallToolResult` (`call.request_id`: the id it went under), or None: not
+        one for this lane (send it through the SDK). `tools` is the session's listing: the
+        tool must be in it without an `outputSchema`. Its `_meta` is `call.meta` (trace
+        context) and, at 2026-07-28, the envelope with `call.capabilities`. Raises MCPError
+        for an error answer, pydantic.ValidationError for a result that does not conform to
+        `version` (as the SDK does)."""
+        assert call.tool is not None
+        name = call.tool.name
+        if (not self.fast or self.closed or not self.attached or self.extended or version is None
+                or not any(t.name == name and t.output_schema is None and not _may_be_a_task(t) for t in tools)):
             # Unlisted (the SDK lists again), structured content the SDK checks, or a tool that
             # may answer with a task (the SDK's task support follows it).
             return None
-        params: dict[str, Any] = {"name": tool}
-        if arguments is not None:
-            params["arguments"] = arguments
-        return await self.request(CALL, params, version, span=span)
-
-    async def read(self, uri: str, version: str | None) -> Any:
-        """resources/read of `uri` (MCP server/resources): its `ReadResourceResult`, or None
-        (send it through the SDK); raises as `call` does."""
-        return await self.request(READ, {"uri": uri}, version)
-
-    async def get(self, name: str, arguments: dict[str, str] | None, version: str | None) -> Any:
-        """prompts/get of `name` with `arguments` (MCP server/prompts): its `GetPromptResult`,
-        or None (send it through the SDK); raises as `call` does. Arguments that are not all
-        strings are the SDK's to refuse."""
-        params: dict[str, Any] = {"name": name}
-        if arguments is not None:
-            if not all(isinstance(v, str) for v in arguments.values()):
-                return None
-            params["arguments"] = arguments
-        return await self.request(GET, params, version)
-
-    async def request(self, method: str, params: dict[str, Any], version: str | None, *,
-                      span: Any = None) -> Any:
-        """`method` (CALL, READ or GET) with `params` (the wire shape, no `_meta`) on the
-        lane (`span`: its CLIENT span, telemetry on; None: the current one): its result
-        model, or None when the lane cannot take it (closed, not attached, the era not
-        known, a server with extensions, no 2026-07-28 stamp seen yet, params that are not
-        JSON) or when a 2026-07-28 server answered `input_required` (the SDK
-        sends it again and runs the rounds). Raises MCPError for an error answer or the
-        connection's end, pydantic.ValidationError or ValueError for a result of a shape
-        `version` does not define."""
-        if self.closed or self.allocate is None or version is None or self.extended or method not in _RESULTS:
-            return None
+        meta = dict(call.meta)
         if version in MODERN_PROTOCOL_VERSIONS:
-            if self.stamp is None:
+            envelope = self.envelope.for_request(call.capabilities)
+            if envelope is None:
                 return None
-            params["_meta"] = meta = dict(self.stamp)
-            # The stamp seen last may carry another caller's capabilities: this call's own
-            # (sessions/stamp.py), as the SDK's stamp would put them.
-            if isinstance(agent := getattr(self.session, "_stamp", None), AgentStamp):
-                agent.restamp(meta)
-        request_id = self.allocate()
-        key = str(request_id)
-        if (recorder := TELEMETRY.recorder) is not None:
-            # The caller's CLIENT span goes into `_meta` (SEP-414), as the SDK's dispatcher does.
-            meta = params.setdefault("_meta", {})
-            recorder.inject(meta, span)
-            if not meta:
-                del params["_meta"]
-            recorder.request_id(request_id, span)
+            meta.update(envelope)
+        params: dict[str, Any] = {"name": name}
+        if call.arguments is not None:
+            params["arguments"] = call.arguments
+        if meta:
+            params["_meta"] = meta
         try:
-            line = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params},
-                              ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode() + b"\n"
-        except (TypeError, ValueError):
+            raw = await self._send(CALL, params, version, on_id=lambda request_id: setattr(call, "request_id",
+                                                                                         request_id))
+        except _NotJSON:
             return None  # not JSON as Python holds it (NaN, a surrogate): the SDK's to refuse
-        waiter = self.pending[key] = _Waiter()
+        return _call_result(raw, version)
+
+    # -- a request the SDK's session has no public call for ------------------------------
+    async def request(self, method: str, params: dict[str, Any], version: str, *,
+                      timeout: float | None = None,
+                      on_ack: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+        """`method` with `params` (wire shape; at 2026-07-28 the envelope is added, with
+        monad's own capabilities): the answer's `result`, unvalidated. `timeout` (s): then
+        the server is told and MCPError(-32001) raised; `on_ack(params)`: called with the
+        params of the `notifications/subscriptions/acknowledged` the server sends for this
+        request (a `subscriptions/listen`). Raises MCPError for an error answer or the
+        connection's end."""
+        if self.closed:
+            raise MCPError(code=CONNECTION_CLOSED, message="Connection closed")
+        if version in MODERN_PROTOCOL_VERSIONS and (envelope := self.envelope.for_request(None)) is not None:
+            params = {**params, "_meta": {**params.get("_meta", {}), **envelope}}
+        try:
+            with anyio.fail_after(timeout):
+                return await self._send(method, params, version, on_ack=on_ack)
+        except TimeoutError:
+            raise MCPError(code=REQUEST_TIMEOUT, message=f"Request {method!r} timed out") from None
+        except _NotJSON as e:
+            raise MCPError(code=types.INVALID_PARAMS, message=f"{method}: the request is not JSON ({e})") from None
+
+    async def _send(self, method: str, params: dict[str, Any], version: str, *,
+                    on_id: Callable[[str], None] | None = None,
+                    on_ack: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+        request_id = f"monad-{next(self._ids)}"
+        if on_id is not None:
+            on_id(request_id)
+        headers = {MCP_PROTOCOL_VERSION_HEADER: version}
+        if version in MODERN_PROTOCOL_VERSIONS:
+            headers[MCP_METHOD_HEADER] = method
+            if method == CALL:
+                headers[MCP_NAME_HEADER] = encode_header_value(params["name"])
+        waiter = self.pending[request_id] = _Waiter(on_ack)
         self.taken[method] = self.taken.get(method, 0) + 1
         try:
             try:
-                await self.send(line, request_id, method)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):  # the server's stdin is gone
+                await self.wire.request({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params},
+                                        headers)
+            except (TypeError, ValueError) as e:
+                raise _NotJSON(str(e)) from None
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):  # the server's side is gone
                 raise MCPError(code=CONNECTION_CLOSED, message="Connection closed") from None
             await waiter.event.wait()
-        except anyio.get_cancelled_exc_class():
-            if self.pending.pop(key, None) is not None and not self.closed:  # the server still works on it
-                body = {"jsonrpc": "2.0", "method": "notifications/cancelled",
-                        "params": {"requestId": request_id,
-                                   "reason": "the caller cancelled the " + ("call" if method == CALL else "request")}}
-                with (anyio.move_on_after(_CANCEL_WRITE_S, shield=True),
-                      contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError)):
-                    await self.cancel(json.dumps(body, separators=(",", ":")).encode() + b"\n", request_id)
-            raise
-        except BaseException:
-            self.pending.pop(key, None)
+        except BaseException as e:
+            if self.pending.pop(request_id, None) is not None and not self.closed and not isinstance(e, _NotJSON):
+                # The server may still work on it (the caller left, a timeout): tell it.
+                await self._cancel(request_id, method)
             raise
         answer = waiter.answer
         if isinstance(answer, JSONRPCError):
             raise MCPError.from_error_data(answer.error)
         assert answer is not None
-        return self._result(method, answer.result, version)
+        return answer.result
 
-    @staticmethod
-    def _result(method: str, raw: dict[str, Any], version: str) -> Any:
-        """The answer as `method`'s result model; None for an `input_required` round (2026-07-28).
+    async def _cancel(self, request_id: str, method: str) -> None:
+        body = {"jsonrpc": "2.0", "method": CANCELLED,
+                "params": {"requestId": request_id,
+                           "reason": "the caller cancelled the " + ("call" if method == CALL else "request")}}
+        with (anyio.move_on_after(_CANCEL_WRITE_S, shield=True),
+              contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError)):
+            await self.wire.notify(body)
 
-        Before 2026-07-28 a `resultType` means nothing: the version's own surface drops it
-        and every later field, as the SDK does. At 2026-07-28, `input_required` is the one
-        shape handed back: the caller sends the call again through the SDK, which runs the
-        rounds; a server asks before it acts and keeps what it needs in `requestState`
-        (MCP 2026-07-28, "Multi Round-Trip Requests"), so the first ask is only asked again.
-        Any other shape is refused: it is never sent twice. A negative `ttlMs` (2026-07-28
-        caching) is taken as 0, as the SDK's `send_request` does."""
-        model, section = _RESULTS[method]
-        if version not in MODERN_PROTOCOL_VERSIONS:
-            with contextlib.suppress(KeyError):  # a version the surface does not list: the SDK skips it too
-                raw = methods.serialize_server_result(method, version, raw)
-            return model.model_validate(raw, by_name=False)
-        result_type = raw.get("resultType", "complete")
-        if result_type == "input_required":
-            return None
-        if result_type != "complete":
-            raise ValueError(f"the server answered a `{result_type}` result, which is not a {method} result "
-                             f"monad takes (MCP 2026-07-28 {section})")
-        ttl = raw.get("ttlMs")
-        if isinstance(ttl, int | float) and not isinstance(ttl, bool) and ttl < 0:
-            raw["ttlMs"] = 0
-        with contextlib.suppress(KeyError):
-            methods.validate_server_result(method, version, raw)
-        return model.model_validate(raw, by_name=False)
+
+class _NotJSON(Exception):
+    """The request's body is not JSON as Python holds it."""
+
+
+def _call_result(raw: dict[str, Any], version: str) -> types.CallToolResult | None:
+    """The answer as a `CallToolResult`; None for an `input_required` round (2026-07-28).
+
+    Before 2026-07-28 a `resultType` means nothing: the version's own surface drops it and
+    every later field, as the SDK does. At 2026-07-28, `input_required` is the one shape
+    handed back: the caller sends the call again through the SDK, which runs the rounds; a
+    server asks before it acts and keeps what it needs in `requestState` (MCP 2026-07-28,
+    "Multi Round-Trip Requests"), so the first ask is only asked again. Any other shape is
+    refused (MCPError -32603): it is never sent twice. A negative `ttlMs` (2026-07-28 caching) is taken as 0,
+    as the SDK's `send_request` does."""
+    if version not in MODERN_PROTOCOL_VERSIONS:
+        with contextlib.suppress(KeyError):  # a version the surface does not list: the SDK skips it too
+            raw = methods.serialize_server_result(CALL, version, raw)
+        return types.CallToolResult.model_validate(raw, by_name=False)
+    result_type = raw.get("resultType", "complete")
+    if result_type == "input_required":
+        return None
+    if result_type != "complete":
+        raise MCPError(types.INTERNAL_ERROR, f"the server answered a `{result_type}` result, which is not a "
+                                             f"{CALL} result monad takes (MCP 2026-07-28 server/tools)")
+    ttl = raw.get("ttlMs")
+    if isinstance(ttl, int | float) and not isinstance(ttl, bool) and ttl < 0:
+        raw["ttlMs"] = 0
+    with contextlib.suppress(KeyError):
+        methods.validate_server_result(CALL, version, raw)
+    return types.CallToolResult.model_validate(raw, by_name=False)
 
 
 def _may_be_a_task(tool: types.Tool) -> bool:
@@ -261,4 +282,10 @@ def _may_be_a_task(tool: types.Tool) -> bool:
     return execution is not None and execution.task_support in ("optional", "required")
 
 
-__all__ = ["DirectLane"]
+def line(body: dict[str, Any]) -> bytes:
+    """`body` as one JSON-RPC line (stdio); raises ValueError or TypeError for what JSON
+    cannot hold (RFC 8259 §6: no NaN)."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode() + b"\n"
+
+
+__all__ = ["DirectLane", "Wire", "line"]

@@ -15,6 +15,11 @@ within the connect timeout.
 And it sieves list results (`tools/list`, `prompts/list`, ...) item by item before the SDK
 sees them (listings.py): an item the negotiated version does not accept is taken out, with
 a reason kept in `left_out`, instead of failing the whole list.
+
+It is the one place where every message passes, both ways, on every transport: what the
+session sends (`sent`: a 2026-07-28 request's envelope gets its caller's capabilities there,
+sessions/stamp.py) and what the server sends (`received`, before anything else reads it:
+monad's own lane's answers are taken there, sessions/direct.py).
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -43,6 +48,10 @@ from mcp_types import (
 )
 
 from monad_cli.daemon.sessions.listings import LISTS, sieve_listing
+from monad_cli.daemon.sessions.stamp import Envelope
+
+if TYPE_CHECKING:
+    from monad_cli.daemon.sessions.direct import DirectLane
 
 log = logging.getLogger("monad.transport")
 
@@ -65,7 +74,7 @@ class Outgoing:
 
     id: RequestId
     method: str
-    message: SessionMessage | None  # None: a line of the direct lane's (sessions/direct.py)
+    message: SessionMessage | None  # None: a line of monad's own lane (sessions/direct.py)
     sent_at: float
 
 
@@ -76,7 +85,9 @@ def _key(request_id: object) -> str:
 
 class Exchange:
     """Bookkeeping of one connection's requests; `deliver` puts a message in front of the
-    session (the transport's read stream). Use from the transport's tasks only."""
+    session (the transport's read stream); `envelope`: the session's 2026-07-28 envelope;
+    `lane`: monad's own requests on the connection (the transport sets it). Use from the
+    transport's tasks only."""
 
     def __init__(self, deliver: Callable[[SessionMessage], Any], *, name: str = "",
                  discover_budget: float | None = None) -> None:
@@ -92,6 +103,8 @@ class Exchange:
         # Why items of the other lists (prompts/list, resources/list, resources/templates/list)
         # were taken out: per method, the reasons of its latest listing (all its pages).
         self.listed_out: dict[str, list[str]] = {}
+        self.envelope = Envelope()
+        self.lane: DirectLane | None = None
 
     def start(self, tg: anyio.abc.TaskGroup) -> None:
         """Timers (the discover budget) run in `tg`, the transport's task group."""
@@ -100,6 +113,7 @@ class Exchange:
     # -- the session's side ----------------------------------------------------------
     def sent(self, item: SessionMessage) -> None:
         message = item.message
+        self.envelope.sent(message)
         if isinstance(message, JSONRPCNotification) and message.method == CANCELLED:
             # The session gave up on that request (a timeout, the caller left): nobody
             # waits for its answer any more, so it no longer makes the session busy.
@@ -118,7 +132,7 @@ class Exchange:
             self._tg.start_soon(self._bound_discover, key, self.discover_budget)
 
     def sent_request(self, request_id: RequestId, method: str) -> None:
-        """A request written as a line of our own (the direct lane's), not by the session."""
+        """A request written as a line of monad's own lane, not by the session."""
         key = _key(request_id)
         self.outstanding[key] = Outgoing(request_id, method, None, time.monotonic())
         self._failed.discard(key)
@@ -128,8 +142,9 @@ class Exchange:
         self.outstanding.pop(_key(request_id), None)
 
     def received(self, message: JSONRPCMessage) -> bool:
-        """Note a message from the server; False: drop it (the late answer to a request
-        already failed locally, which the session has forgotten)."""
+        """Note a message from the server; False: it is not the session's (the late answer
+        to a request already failed locally, which the session has forgotten; an answer to
+        monad's own lane, taken by it)."""
         self.last_received = time.monotonic()
         if isinstance(message, (JSONRPCResponse, JSONRPCError)) and message.id is not None:
             key = _key(message.id)
@@ -147,7 +162,7 @@ class Exchange:
                     self.left_out.extend(reasons)
                 else:
                     self.listed_out.setdefault(outgoing.method, []).extend(reasons)
-        return True
+        return self.lane is None or not self.lane.resolve(message)
 
     # -- failing requests ------------------------------------------------------------
     def lookup(self, request_id: object) -> Outgoing | None:
@@ -166,6 +181,8 @@ class Exchange:
             return
         self._failed.add(key)
         error = JSONRPCError(jsonrpc="2.0", id=outgoing.id, error=ErrorData(code=code, message=message, data=data))
+        if self.lane is not None and self.lane.resolve(error):
+            return
         with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
             await self._deliver(SessionMessage(error))
 

@@ -6,9 +6,9 @@ and for each `elicitation/create` inside a 2026-07-28 `InputRequiredResult` (SEP
 SDK runs the rounds, echoes `requestState` untouched and sends each retry with a new
 JSON-RPC id). Which call a request belongs to:
 
-- a 2026 round runs in the calling task, so the handler is in a context variable set for
-  the length of the call (tasks the SDK starts for concurrent requests inherit it, and a
-  call made meanwhile from elsewhere has its own);
+- a 2026 round runs in the calling task: its call is that task's (`trust.inputs.serving`,
+  entered for the length of the call; tasks the SDK starts for concurrent questions inherit
+  it, and a call made meanwhile from elsewhere has its own);
 - a legacy request arrives on the session's receive task, outside any call: it goes to the
   only call in flight that has a handler, and is refused when there are several (the
   session does not say which request it relates to).
@@ -27,7 +27,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
 from typing import Any
 
 from mcp.client.session import ElicitationFnT
@@ -42,10 +41,9 @@ from mcp_types import (
 )
 
 from monad_cli.daemon.tasks.legacy import related_task_id
-from monad_cli.daemon.trust.inputs import InputHandler, InputRefused, agent_capabilities, input_key
+from monad_cli.daemon.trust.inputs import Caller, InputRefused, current_caller, serving
 
 log = logging.getLogger("monad.actor")
-_current: ContextVar[InputHandler | None] = ContextVar("monad_input_handler", default=None)
 
 
 class InputRouter:
@@ -53,36 +51,31 @@ class InputRouter:
 
     def __init__(self, server: str) -> None:
         self.server = server
-        self._inflight: list[InputHandler] = []
+        self._inflight: list[Caller] = []  # the calls in flight whose caller answers questions
         self._calls = 0  # calls in flight, with or without a handler
 
     @contextmanager
-    def serving(self, handler: InputHandler | None) -> Iterator[None]:
-        """The requests for input of the call made inside this block go to `handler`; a
-        handler that says what its caller declared (`client_capabilities()`, the gateway's
-        `AgentQuestions`) has the block's requests carry those (`agent_capabilities`,
-        sessions/stamp.py); any other leaves what the caller set."""
-        token = _current.set(handler)
-        declared = getattr(handler, "client_capabilities", None)
-        caps_token = agent_capabilities.set(declared()) if callable(declared) else None
+    def serving(self, caller: Caller | None) -> Iterator[None]:
+        """The requests for input of the request made inside this block go to `caller`'s
+        handler (None, or no handler: refused)."""
         self._calls += 1
-        if handler is not None:
-            self._inflight.append(handler)
+        if caller is not None and caller.inputs is not None:
+            self._inflight.append(caller)
         try:
-            yield
+            with serving(caller):
+                yield
         finally:
-            _current.reset(token)
-            if caps_token is not None:
-                agent_capabilities.reset(caps_token)
             self._calls -= 1
-            if handler is not None:
-                self._inflight.remove(handler)
+            if caller is not None and caller.inputs is not None:
+                self._inflight.remove(caller)
 
-    def _handler(self) -> InputHandler | None:
-        handler = _current.get()
-        if handler is None and len(self._inflight) == 1:
-            handler = self._inflight[0]
-        return handler
+    def _caller(self) -> Caller | None:
+        # In a request's own task (a 2026-07-28 round), that request's caller; on the
+        # session's receive task (a legacy request), the one call that can answer.
+        caller = current_caller()
+        if caller is None and len(self._inflight) == 1:
+            caller = self._inflight[0]
+        return caller
 
     def callback(self, tasks: ElicitationFnT | None = None) -> ElicitationFnT:
         """The session's `elicitation_callback=`: a request that names a task of the session
@@ -110,30 +103,25 @@ class InputRouter:
         return await self._ask("roots/list", None, ListRootsResult, context)
 
     async def _ask(self, method: str, params: Any, result_type: Any, context: Any = None) -> Any:
-        # In a 2026-07-28 round (this task's call has a handler) the SDK names the question's
-        # `inputRequests` key as the context's request id; a legacy request's id is the
-        # server's JSON-RPC id, no key.
-        key = getattr(context, "request_id", None) if _current.get() is not None else None
-        token = input_key.set(key if isinstance(key, str) else None)
-        try:
-            return await self._answer(method, params, result_type)
-        finally:
-            input_key.reset(token)
-
-    async def _answer(self, method: str, params: Any, result_type: Any) -> Any:
-        handler = self._handler()
-        if handler is None:
-            why = ("several calls are waiting and the request does not say which it is for" if self._inflight
-                   else "the caller of this tool call cannot answer questions")
+        caller = self._caller()
+        if caller is None or caller.inputs is None:
+            why = "the caller of this tool call cannot answer questions"
             if not self._calls:
                 why = "it was asked outside any call, and monad answers only during a call, for its caller"
+            elif caller is None and self._inflight:
+                why = "several calls are waiting and the request does not say which it is for"
             return ErrorData(code=INVALID_REQUEST, message=f"monad: server `{self.server}` asked for input "
                                                            f"({method}), but {why}")
+        # In a 2026-07-28 round (this task's own call asks) the SDK names the question's
+        # `inputRequests` key as the context's request id; a legacy request's id is the
+        # server's JSON-RPC id, no key.
+        key = getattr(context, "request_id", None) if caller is current_caller() else None
         request: dict[str, Any] = {"method": method}
         if params is not None:
             request["params"] = params.model_dump(by_alias=True, mode="json", exclude_none=True)
         try:
-            answer = await handler(request)
+            answer = await caller.inputs(request, key=key if isinstance(key, str) else None,
+                                         call_id=getattr(caller, "call_id", None))
             return result_type.model_validate(answer)
         except InputRefused as e:
             return ErrorData(code=INVALID_REQUEST, message=f"monad: {e}")

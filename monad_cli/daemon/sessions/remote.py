@@ -38,9 +38,11 @@ from typing import Any
 
 import anyio
 import httpx2
-from mcp.shared.message import SessionMessage
+from mcp.shared.message import ClientMessageMetadata, SessionMessage
+from mcp_types import JSONRPCNotification, JSONRPCRequest
 
 from monad_cli.config.schema import ServerSpec
+from monad_cli.daemon.sessions.direct import DirectLane
 from monad_cli.daemon.sessions.exchange import Exchange, Outgoing
 from monad_cli.daemon.sessions.transports import Connection, TransportOptions, http_headers
 
@@ -313,7 +315,8 @@ class _ReadSide:
 
 class _WriteSide:
     """What the SDK session writes to: recorded, then sent on in the caller's own task
-    (the SDK's streams capture the caller's contextvars, e.g. its request clock)."""
+    (the SDK's streams capture the caller's contextvars, e.g. its request clock). Also the
+    `Wire` of monad's own lane (sessions/direct.py): its messages take the same way."""
 
     def __init__(self, inner: Any, exchange: Exchange) -> None:
         self._inner = inner
@@ -322,6 +325,13 @@ class _WriteSide:
     async def send(self, item: SessionMessage) -> None:
         self._exchange.sent(item)
         await self._inner.send(item)
+
+    async def request(self, body: dict[str, Any], headers: dict[str, str]) -> None:
+        message = JSONRPCRequest.model_validate(body)
+        await self.send(SessionMessage(message, metadata=ClientMessageMetadata(headers=headers)))
+
+    async def notify(self, body: dict[str, Any]) -> None:
+        await self.send(SessionMessage(JSONRPCNotification.model_validate(body)))
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -364,11 +374,13 @@ async def _through_exchange(read: Any, write: Any, conn: Connection, exchange_bo
             finally:
                 conn.mark_closed()
 
+    write_side = _WriteSide(write, exchange)
+    conn.lane = exchange.lane = DirectLane(write_side, exchange.envelope)
     async with anyio.create_task_group() as tg:
         exchange.start(tg)
         tg.start_soon(pump)
         try:
-            yield _ReadSide(receive), _WriteSide(write, exchange)
+            yield _ReadSide(receive), write_side
         finally:
             tg.cancel_scope.cancel()
 

@@ -1,4 +1,4 @@
-"""The caller's client capabilities in a 2026-07-28 request monad makes for it (`AgentStamp`).
+"""The caller's client capabilities in a 2026-07-28 request monad makes for it (`Envelope`).
 
 At 2026-07-28 there is no handshake: every request carries the client's capabilities in
 `params._meta["io.modelcontextprotocol/clientCapabilities"]` (MCP spec, basic "_meta"
@@ -8,20 +8,21 @@ session per server, whose `mcp.Client` offers all three, so without this a serve
 an agent that declared none and only learn from monad's refusal. A request made for a caller
 (the gateway's agents, `monad mcp call`, the Studio) must carry that caller's own.
 
-Why a wrapper around the session's stamp: the SDK (mcp 2.3) builds the envelope in
-`mcp.client.session._make_modern_stamp`, installs it as `ClientSession._stamp` when it adopts
-a 2026-07-28 era (`adopt()`, at connect and again on a later `server/discover`), and calls it
-on every request in `send_request`, overwriting that key. No public argument of
-`call_tool`/`read_resource`/`get_prompt`/`complete` reaches it (a `_meta` passed in is
-overwritten). So `ensure(session)` wraps whatever `_stamp` the session holds, once per
-adoption (an `AgentStamp` is not wrapped again): the SDK's stamp runs first, then the key is
-replaced by the caller's capabilities when `trust.inputs.agent_capabilities` is set (the
-actor sets it for the length of a call made for a caller: `InputRouter.serving`). The SDK
-calls the stamp in the requesting task, so the context variable is the caller's; the
-2026-07-28 input_required retries the SDK sends within the same call are stamped the same way.
-Monad's own requests (listings, pings, subscriptions/listen) leave it unset and keep monad's.
-A handshake-era session's stamp writes no `_meta` (its capabilities were fixed at
-`initialize`): nothing is replaced. tests/daemon/test_agent_stamp.py holds this to the SDK.
+The SDK (mcp 2.3) writes the envelope itself on every request of a 2026-07-28 session and
+takes no per-request capabilities (a `_meta` passed in has that key overwritten), so monad
+rewrites it where every request leaves: the connection's transport, which is monad's own
+(transports.py, remote.py; `Exchange.sent` hands each outgoing message here). A request made
+for a caller carries the caller's capabilities under `CALLER` in the `_meta` it is given
+(`caller_meta`; the request path, sessions/requests.py, passes it through the SDK's public
+`meta=` arguments); `Envelope.sent` takes that key out of every request (it never reaches a
+server) and, when the SDK wrote an envelope, replaces the capabilities in it by the caller's.
+Monad's own requests (listings, pings, subscriptions) carry no `CALLER` and keep monad's. A
+handshake-era session's requests carry no envelope (their capabilities were fixed at
+`initialize`): only `CALLER` is taken out. The 2026-07-28 `input_required` retries the SDK
+sends within the same call carry the same `_meta`, so the same capabilities.
+
+`Envelope` also keeps the envelope the SDK's stamp wrote on its last request, which monad's
+own lane's requests carry (sessions/direct.py, with their own caller's capabilities).
 
 What is forwarded: `elicitation` (with its modes), `sampling` and `roots` as the caller
 declared them (`roots` without `listChanged`: monad does not relay a caller's
@@ -31,14 +32,14 @@ monad's, as the session that will handle them is monad's.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from mcp_types import CLIENT_CAPABILITIES_META_KEY
+from mcp_types import CLIENT_CAPABILITIES_META_KEY, PROTOCOL_VERSION_META_KEY, JSONRPCRequest
 
-from monad_cli.daemon.trust.inputs import FORWARDED_CAPABILITIES, agent_capabilities
+from monad_cli.daemon.trust.inputs import FORWARDED_CAPABILITIES, Caller
 
-Stamp = Callable[[dict[str, Any], Any], None]
+CALLER = "monad/callerCapabilities"  # `_meta` key of the caller's capabilities, up to the transport
+ENVELOPE_PREFIX = "io.modelcontextprotocol/"
 
 
 def for_caller(own: dict[str, Any], caller: dict[str, Any]) -> dict[str, Any]:
@@ -51,50 +52,52 @@ def for_caller(own: dict[str, Any], caller: dict[str, Any]) -> dict[str, Any]:
     return caps
 
 
-class AgentStamp:
-    """The SDK session's request stamp, then the caller's capabilities (module docstring).
-    `own` is monad's own capabilities as the SDK's stamp last wrote them (None until then)."""
+def caller_meta(caller: Caller | None, meta: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """The `_meta` to hand the SDK for a request made for `caller`: `meta` (None: none) plus
+    the caller's capabilities under `CALLER`; None when there is nothing to carry."""
+    if caller is None or caller.capabilities is None:
+        return meta or None
+    return {**(meta or {}), CALLER: caller.capabilities}
 
-    __slots__ = ("inner", "own")
 
-    def __init__(self, inner: Stamp) -> None:
-        self.inner = inner
+class Envelope:
+    """One connection's 2026-07-28 envelope, as the SDK's stamp last wrote it (`stamp`: the
+    envelope's keys; `own`: monad's capabilities in it; None until a request showed them)."""
+
+    __slots__ = ("own", "stamp")
+
+    def __init__(self) -> None:
+        self.stamp: dict[str, Any] | None = None
         self.own: dict[str, Any] | None = None
 
-    def __call__(self, data: dict[str, Any], opts: Any) -> None:
-        self.inner(data, opts)
-        meta = (data.get("params") or {}).get("_meta")
-        if isinstance(meta, dict) and isinstance(own := meta.get(CLIENT_CAPABILITIES_META_KEY), dict):
-            self.own = own
-            self.restamp(meta)
-
-    def restamp(self, meta: dict[str, Any]) -> None:
-        """Put the current caller's capabilities (or monad's own, outside a call made for a
-        caller) into an envelope `meta` (also the stdio direct lane's, sessions/direct.py)."""
-        if self.own is None:
+    def sent(self, message: Any) -> None:
+        """A message on its way to the server (see the module docstring): the caller's
+        capabilities in place of monad's, `CALLER` taken out, the envelope kept."""
+        if not isinstance(message, JSONRPCRequest) or not isinstance(message.params, dict):
             return
-        caller = agent_capabilities.get()
-        meta[CLIENT_CAPABILITIES_META_KEY] = self.own if caller is None else for_caller(self.own, caller)
+        meta = message.params.get("_meta")
+        if not isinstance(meta, dict):
+            return
+        caller = meta.pop(CALLER, None)
+        if PROTOCOL_VERSION_META_KEY in meta:
+            own = meta.get(CLIENT_CAPABILITIES_META_KEY)
+            if isinstance(own, dict):
+                self.own = own
+                self.stamp = {k: v for k, v in meta.items() if k.startswith(ENVELOPE_PREFIX)}
+                if isinstance(caller, dict):
+                    meta[CLIENT_CAPABILITIES_META_KEY] = for_caller(own, caller)
+        elif caller is not None and not meta:
+            del message.params["_meta"]  # only `CALLER` was there: the request as the SDK made it
+
+    def for_request(self, capabilities: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The envelope a 2026-07-28 request of monad's own lane carries: the SDK's last, with
+        `capabilities` (a caller's; None: monad's own) in it; None before any was seen."""
+        if self.stamp is None:
+            return None
+        meta = dict(self.stamp)
+        if capabilities is not None and self.own is not None:
+            meta[CLIENT_CAPABILITIES_META_KEY] = for_caller(self.own, capabilities)
+        return meta
 
 
-def ensure(session: Any) -> AgentStamp | None:
-    """Wrap `session._stamp` (an `mcp.ClientSession`) in an `AgentStamp` unless it already
-    is one; the stamp in place, or None when the SDK has no `_stamp` (an SDK that changed:
-    tests/daemon/test_agent_stamp.py fails first)."""
-    stamp = getattr(session, "_stamp", None)
-    if isinstance(stamp, AgentStamp):
-        return stamp
-    if not callable(stamp):
-        return None
-    wrapped = AgentStamp(stamp)
-    # The SDK's stamp only writes into what it is given: a ping's envelope shows monad's own
-    # capabilities now, for the direct lane's first call (which the SDK's stamp never sees).
-    probe: dict[str, Any] = {"method": "ping", "params": {}}
-    stamp(probe, {})
-    if isinstance(own := probe["params"].get("_meta", {}).get(CLIENT_CAPABILITIES_META_KEY), dict):
-        wrapped.own = own
-    session._stamp = wrapped
-    return wrapped
-
-
-__all__ = ["AgentStamp", "ensure", "for_caller"]
+__all__ = ["CALLER", "Envelope", "caller_meta", "for_caller"]

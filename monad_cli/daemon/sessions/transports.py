@@ -5,11 +5,10 @@ does not expose - the pid and exit status (for "why did it fail"), a bound on st
 line length (a server cannot grow the supervisor's memory without bound), counting
 stray non-JSON lines without ending the session (the stdio transport forbids them, but
 one stray print should not cost a working session), an end-of-connection signal while
-idle, and a place for the direct lane's plain requests (sessions/direct.py) beside the
-SDK's session. It keeps the SDK's spawn and stop policy: its own
-process group, the SDK's default environment allowlist, and close stdin → 2 s → SIGTERM
-the group → 2 s → SIGKILL (MCP spec, basic/lifecycle "Shutdown"), and it also kills the
-group on a cancelled connect.
+idle, and a place for monad's own requests (sessions/direct.py) beside the SDK's session.
+It keeps the SDK's spawn and stop policy: its own process group, the SDK's default
+environment allowlist, and close stdin → 2 s → SIGTERM the group → 2 s → SIGKILL (MCP spec,
+basic/lifecycle "Shutdown"), and it also kills the group on a cancelled connect.
 
 How a stdio server's command, environment and cwd are built is in spawn.py (standard
 library, shared with the early spawn at supervisor start, whose process an attempt adopts).
@@ -33,7 +32,7 @@ from mcp.shared.message import SessionMessage
 
 from monad_cli.config.schema import ServerSpec
 from monad_cli.daemon.scrubber import NO_SCRUB, Ingress
-from monad_cli.daemon.sessions.direct import DirectLane
+from monad_cli.daemon.sessions.direct import DirectLane, line
 from monad_cli.daemon.sessions.exchange import Exchange
 from monad_cli.daemon.sessions.framing import (
     DEFAULT_MAX_MESSAGE_BYTES,
@@ -97,7 +96,7 @@ class Connection:
     post_status: dict[str, int] = field(default_factory=dict)
     transport: str | None = None  # stdio, streamable-http or sse once connected
     exchange: Exchange | None = None
-    lane: DirectLane | None = None  # stdio: plain calls, reads and gets past the SDK (sessions/direct.py)
+    lane: DirectLane | None = None  # monad's own requests beside the SDK's session (sessions/direct.py)
     closed: bool = False
     established: bool = False  # the handshake completed: it earns a graceful stop
     extra: dict[str, Any] = field(default_factory=dict)
@@ -126,27 +125,27 @@ class StdinWriter:
         self.on_broken = on_broken
         self.lock = anyio.Lock(fast_acquire=True)
         self.closed = False
-        self.on_send: Callable[[Any], None] | None = None  # sees each of the session's messages
 
     async def send(self, item: SessionMessage, /) -> None:
         if self.closed:
             raise anyio.ClosedResourceError
         self.exchange.sent(item)
-        if self.on_send is not None:
-            self.on_send(item.message)
         await self._write(item.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n")
 
-    async def send_line(self, data: bytes, request_id: Any = None, method: str = "", *,
-                        cancels: Any = None) -> None:
-        """A line of our own (the direct lane's): a request (`request_id`, `method`) is
-        recorded in the exchange as the session's are; a cancellation (`cancels`) ends the
-        wait for the request it names."""
+    # The `Wire` of monad's own lane (sessions/direct.py): its requests are recorded in the
+    # exchange as the session's are; a cancellation ends the wait for the request it names.
+    async def request(self, body: dict[str, Any], headers: dict[str, str]) -> None:
+        data = line(body)
         if self.closed:
             raise anyio.ClosedResourceError
-        if request_id is not None:
-            self.exchange.sent_request(request_id, method)
-        elif cancels is not None:
-            self.exchange.forget(cancels)
+        self.exchange.sent_request(body["id"], body["method"])
+        await self._write(data)
+
+    async def notify(self, body: dict[str, Any]) -> None:
+        data = line(body)
+        if self.closed:
+            raise anyio.ClosedResourceError
+        self.exchange.forget(body["params"]["requestId"])
         await self._write(data)
 
     async def _write(self, data: bytes) -> None:
@@ -207,17 +206,10 @@ async def stdio_transport(spec: ServerSpec, sink: StderrSink, conn: Connection,
         opts.records.write(record)
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     injector = read_writer.clone()
-    lane = DirectLane(lambda line, rid, method: write_stream.send_line(line, rid, method),
-                      lambda line, rid: write_stream.send_line(line, cancels=rid))
-
-    async def deliver(item: SessionMessage) -> None:  # a local answer: the lane's, or the session's
-        if not lane.resolve(item.message):
-            await injector.send(item)
-
-    exchange = Exchange(deliver, name=spec.name, discover_budget=opts.discover_budget)
+    exchange = Exchange(injector.send, name=spec.name, discover_budget=opts.discover_budget)
     assert process.stdin is not None
     write_stream = StdinWriter(process.stdin, exchange, read_writer.aclose)
-    write_stream.on_send = lane.sent
+    lane = exchange.lane = DirectLane(write_stream, exchange.envelope, fast=True)
     conn.exchange, conn.lane = exchange, lane
     limit = opts.max_message_bytes
 
@@ -279,7 +271,7 @@ async def stdio_transport(spec: ServerSpec, sink: StderrSink, conn: Connection,
                     if decoded.repaired:
                         conn.repaired_lines += 1
                         log.warning("server %s: repaired a stdout message: %s", spec.name, decoded.repaired)
-                    if not exchange.received(decoded.message) or lane.resolve(decoded.message):
+                    if not exchange.received(decoded.message):
                         continue
                     try:
                         await read_writer.send(SessionMessage(decoded.message))
@@ -323,7 +315,7 @@ async def stdio_transport(spec: ServerSpec, sink: StderrSink, conn: Connection,
         sink.close()
         lane.close()
         if lane.taken:
-            log.info("server %s: %s on the direct lane this session", spec.name,
+            log.info("server %s: %s on monad's own lane this session", spec.name,
                      ", ".join(f"{n} {method}" for method, n in lane.taken.items()))
 
 

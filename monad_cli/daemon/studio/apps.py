@@ -39,6 +39,7 @@ from urllib.parse import urlsplit
 from monad_cli import __version__
 from monad_cli.core.errors import CallRefused, InvalidInput, MonadError, NotFound
 from monad_cli.daemon.studio import csp
+from monad_cli.daemon.trust.call import ToolCall
 from monad_cli.daemon.trust.visibility import resource_uri
 
 if TYPE_CHECKING:
@@ -275,8 +276,8 @@ class AppHost:
             self.tools.refuse(f"{server}__{name[:100]}", arguments, via="app", reason=reason, unknown=True)
             raise RpcError(INVALID_PARAMS, reason)
         try:
-            out = await self.tools.call(exposed, arguments, via="app", app_of=server,
-                                        approval={"mode": "wait", "timeout": APPROVAL_TIMEOUT_S})
+            out = await self.tools.call(ToolCall(exposed, arguments, via="app", app_of=server,
+                                                 approval={"mode": "wait", "timeout": APPROVAL_TIMEOUT_S}))
         except MonadError as e:
             raise _rpc_error(e) from None
         return f" `{name[:100]}`", {k: v for k, v in out.items() if k not in _MONAD_KEYS}

@@ -41,7 +41,13 @@ from mcp_types import CONNECTION_CLOSED, INVALID_PARAMS, INVALID_REQUEST
 
 from monad_cli.core.task_states import TERMINAL, TaskState
 from monad_cli.daemon.tasks.ledger import TaskLedger
-from monad_cli.daemon.tasks.legacy import ElicitationInbox, LegacyTaskWire, related_task_id, speaks_legacy_tasks
+from monad_cli.daemon.tasks.legacy import (
+    ElicitationInbox,
+    LegacyTaskWire,
+    OwnRequests,
+    related_task_id,
+    speaks_legacy_tasks,
+)
 from monad_cli.daemon.tasks.protocol import (
     INVOCATION_META_KEY,
     TASKS_EXTENSION,
@@ -89,6 +95,7 @@ class ServerTasks:
         self.redact = redact
         self.task_support = task_support
         self.client: Client | None = None
+        self.lane: OwnRequests | None = None  # the live connection's own requests (with `client`)
         self.wire: TaskWire | None = None  # the live connection's, while it is served
         self.inbox = ElicitationInbox()  # 2025-11-25 input requests waiting for a person
         self.changed = anyio.Event()  # connection or task set changed
@@ -158,7 +165,8 @@ class ServerTasks:
                 def start_soon(fn: Callable[[], Coroutine[Any, Any, None]]) -> None:
                     tg.start_soon(fn)
 
-                wire: TaskWire = LegacyTaskWire(client, self.inbox, start_soon=start_soon,
+                assert self.lane is not None
+                wire: TaskWire = LegacyTaskWire(client, self.lane, self.inbox, start_soon=start_soon,
                                                 on_result_stream_end=self._read_again,
                                                 request_timeout=REQUEST_TIMEOUT_S)
             else:
@@ -350,7 +358,8 @@ class ServerTasks:
                 await self.changed.wait()
                 continue
             try:
-                async with listen_for_tasks(client.session, sorted(ids)) as (honored, wait_end):
+                assert self.lane is not None
+                async with listen_for_tasks(self.lane, client.protocol_version, sorted(ids)) as (honored, wait_end):
                     self.honored = honored
                     backoff = 0.2
                     for task_id in honored:  # changes before the ack were not notified

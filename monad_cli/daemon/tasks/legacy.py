@@ -24,9 +24,11 @@ elicitations waiting in an `ElicitationInbox` become the task's `inputRequests`.
 2025-11-25 `failed` task whose payload is a tool result (`isError`) is recorded as
 SEP-2663 spells a tool error: `completed` with that result.
 
-The SDK's `ClientSession` validates every `tools/call` answer as a `CallToolResult`, so
-the task-augmented call and the `tasks/*` requests go through its dispatcher as raw
-requests (the same private seams `protocol.listen_for_tasks` uses: `_stamp`, `_dispatcher`).
+The SDK's `ClientSession` validates every `tools/call` answer as a `CallToolResult` and
+has no public way around it, so the task-augmented call goes on monad's own lane of the
+connection (`OwnRequests`: sessions/direct.py, which writes it on monad's transport); the
+`tasks/*` requests, which the SDK's method tables do not know at 2025-11-25, go through the
+session's public `send_request` with their answers unvalidated (`legacy_request`).
 """
 
 from __future__ import annotations
@@ -35,13 +37,13 @@ import logging
 import uuid
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import anyio
 import mcp_types as types
 from mcp import Client, MCPError
-from mcp.shared.dispatcher import CallOptions
 from mcp_types import INVALID_PARAMS
+from pydantic import BaseModel, ConfigDict
 
 log = logging.getLogger("monad.tasks")
 
@@ -83,20 +85,28 @@ def speaks_legacy_tasks(client: Client) -> bool:
     return client.protocol_version not in MODERN_PROTOCOL_VERSIONS and tools is not None and tools.call is not None
 
 
-async def raw_request(client: Client, method: str, params: dict[str, Any], *,
-                      timeout: float | None) -> dict[str, Any]:
-    """One request through the session's dispatcher, stamped as the session stamps its own
-    (the protocol-version header), its answer unvalidated. Raises `MCPError`."""
-    session = client.session
-    data: dict[str, Any] = {"method": method, "params": params}
-    opts: CallOptions = {}
-    session._stamp(data, opts)
-    if timeout is not None:
-        opts["timeout"] = timeout
-    raw = await session._dispatcher.send_raw_request(method, data["params"], opts)
-    if not isinstance(raw, dict):
-        raise MCPError(code=-32603, message=f"{method}: the answer is not a JSON object")
-    return raw
+class OwnRequests(Protocol):
+    """monad's own requests on a live connection (sessions/direct.py `DirectLane.request`):
+    the answer's `result`, unvalidated; raises `MCPError`."""
+
+    async def request(self, method: str, params: dict[str, Any], version: str, *, timeout: float | None = None,
+                      on_ack: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]: ...
+
+
+class _Raw(BaseModel):
+    """Any answer, as it came (`legacy_request`)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+async def legacy_request(client: Client, method: str, params: dict[str, Any], *,
+                         timeout: float | None) -> dict[str, Any]:
+    """One `tasks/*` request through the session (`ClientSession.send_request`, stamped as
+    the session stamps its own); its answer as a dict, unvalidated (the SDK's tables have
+    no 2025-11-25 `tasks/*` methods). Raises `MCPError`."""
+    request = types.Request[dict[str, Any], str](method=method, params=params)
+    raw = await client.session.send_request(request, _Raw, request_read_timeout_seconds=timeout)
+    return raw.model_extra or {}
 
 
 @dataclass
@@ -161,10 +171,11 @@ class LegacyTaskWire:
 
     kind = "2025-11-25"
 
-    def __init__(self, client: Client, inbox: ElicitationInbox, *,
+    def __init__(self, client: Client, lane: OwnRequests, inbox: ElicitationInbox, *,
                  start_soon: Callable[[Callable[[], Coroutine[Any, Any, None]]], None],
                  on_result_stream_end: Callable[[str], None], request_timeout: float) -> None:
         self.client = client
+        self.lane = lane
         self.inbox = inbox
         self.start_soon = start_soon
         self.on_result_stream_end = on_result_stream_end
@@ -184,9 +195,9 @@ class LegacyTaskWire:
             res = await self.client.session.call_tool(tool, arguments, read_timeout_seconds=timeout,
                                                       meta=cast(types.RequestParamsMeta, meta))
             return "result", res.model_dump(by_alias=True, mode="json", exclude_none=True)
-        raw = await raw_request(self.client, "tools/call",
-                                {"name": tool, "arguments": arguments, "task": {"ttl": REQUESTED_TTL_MS},
-                                 "_meta": meta}, timeout=timeout)
+        raw = await self.lane.request("tools/call", {"name": tool, "arguments": arguments,
+                                                     "task": {"ttl": REQUESTED_TTL_MS}, "_meta": meta},
+                                      self.client.protocol_version, timeout=timeout)
         if isinstance(raw.get("task"), Mapping):
             return "task", normalize_task(raw["task"])
         return "result", raw  # a server that ran it at once after all
@@ -196,7 +207,7 @@ class LegacyTaskWire:
         once it ended, plus the elicitations waiting for a person as `inputRequests`. On
         `input_required` without any, a `tasks/result` is opened so the server can deliver
         them. Raises `MCPError` (-32602: the server does not know the task)."""
-        snap = normalize_task(await raw_request(self.client, "tasks/get", {"taskId": task_id},
+        snap = normalize_task(await legacy_request(self.client, "tasks/get", {"taskId": task_id},
                                                 timeout=self.request_timeout))
         asked = self.inbox.requests(task_id)
         status = snap["status"]
@@ -212,7 +223,7 @@ class LegacyTaskWire:
 
     async def _payload(self, task_id: str, snap: dict[str, Any]) -> None:
         try:
-            payload = await raw_request(self.client, "tasks/result", {"taskId": task_id},
+            payload = await legacy_request(self.client, "tasks/result", {"taskId": task_id},
                                         timeout=self.request_timeout)
         except MCPError as exc:
             if exc.error.code == INVALID_PARAMS and snap["status"] == "completed":
@@ -234,7 +245,7 @@ class LegacyTaskWire:
 
         async def stream() -> None:
             try:
-                await raw_request(self.client, "tasks/result", {"taskId": task_id}, timeout=None)
+                await legacy_request(self.client, "tasks/result", {"taskId": task_id}, timeout=None)
             except Exception as exc:  # noqa: BLE001 - the next `get` judges the task either way
                 log.info("tasks/result %s ended: %s", task_id, exc)
             finally:
@@ -251,7 +262,7 @@ class LegacyTaskWire:
     async def cancel(self, task_id: str) -> dict[str, Any] | None:
         """`tasks/cancel`: the cancelled task as a snapshot. Raises `MCPError` (-32602: unknown
         or already terminal, "Task Cancellation")."""
-        raw = await raw_request(self.client, "tasks/cancel", {"taskId": task_id}, timeout=self.request_timeout)
+        raw = await legacy_request(self.client, "tasks/cancel", {"taskId": task_id}, timeout=self.request_timeout)
         try:
             return normalize_task(raw)
         except ValueError:
@@ -264,7 +275,7 @@ class LegacyTaskWire:
         out: list[dict[str, Any]] = []
         cursor: str | None = None
         for _ in range(LIST_PAGES):
-            raw = await raw_request(self.client, "tasks/list", {"cursor": cursor} if cursor else {},
+            raw = await legacy_request(self.client, "tasks/list", {"cursor": cursor} if cursor else {},
                                     timeout=self.request_timeout)
             for task in raw.get("tasks") or []:
                 try:

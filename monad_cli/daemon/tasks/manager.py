@@ -34,11 +34,12 @@ from monad_cli.core.errors import InvalidInput, NotConnected, NotFound, QueueFul
 from monad_cli.core.task_states import TERMINAL, TaskState
 from monad_cli.daemon.tasks.connection import ServerTasks
 from monad_cli.daemon.tasks.ledger import TaskLedger
-from monad_cli.daemon.tasks.legacy import InputGone
+from monad_cli.daemon.tasks.legacy import InputGone, OwnRequests
 from monad_cli.daemon.tasks.protocol import CreateTaskResult, TasksExtension, dump, flatten
 from monad_cli.daemon.tasks.snapshot import PENDING_INPUT
 from monad_cli.daemon.tasks.views import TaskReader
-from monad_cli.daemon.trust.calls import current_call
+from monad_cli.daemon.trust.call import ToolCall
+from monad_cli.daemon.trust.inputs import current_caller
 from monad_cli.journal.db import Journal
 
 log = logging.getLogger("monad.tasks")
@@ -60,6 +61,10 @@ class ServerLink(Protocol):
 
     @property
     def client(self) -> Client | None: ...
+
+    @property
+    def lane(self) -> OwnRequests | None:
+        """monad's own requests on the live connection (sessions/direct.py), with `client`."""
 
     @property
     def state(self) -> str: ...
@@ -140,7 +145,7 @@ class TaskManager(TaskReader):
         st = self._server(link.name)
         client = link.client if link.live else None
         if client is not st.client:
-            st.client = client
+            st.client, st.lane = client, link.lane if client is not None else None
             st.poke()
 
     def _server(self, name: str) -> ServerTasks:
@@ -358,12 +363,14 @@ class TaskManager(TaskReader):
 
         The row starts `submitting` (the call is out; its answer, `created`, is folded in
         next), as a row monad sent itself would be. Its correlation is the tool service's call
-        running in this task (`trust.calls.current_call`: the SDK runs this resolver there).
+        running in this task (`trust.inputs.current_caller`: the SDK runs this resolver there).
         Cancelling the caller cancels the task (`tasks/cancel`). A task that does not end
         `completed` with a result raises `MCPError` with the task's error.
         """
         row_id = uuid.uuid4().hex
-        self.store.insert(id=row_id, server=server, tool=ctx.tool_name, arguments=None, correlation=current_call(),
+        caller = current_caller()
+        correlation = caller.correlation() if isinstance(caller, ToolCall) else None
+        self.store.insert(id=row_id, server=server, tool=ctx.tool_name, arguments=None, correlation=correlation,
                           state=TaskState.SUBMITTING, adopted=True, task_id=created.task_id)
         self.ledger.note(server, created.status, f"task {row_id[:12]} `{ctx.tool_name}` adopted from tools/call",
                          row_id)

@@ -21,7 +21,6 @@ Supervisor side only: imports the SDK.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Literal, cast
@@ -32,7 +31,7 @@ from mcp import Client, MCPError
 from mcp.client import ClaimContext, ClientExtension, NotificationBinding, ResultClaim
 from pydantic import BaseModel, ConfigDict, Field
 
-from monad_cli.daemon.tasks.legacy import normalize_task
+from monad_cli.daemon.tasks.legacy import OwnRequests, normalize_task
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 # Our own _meta key for the invocation id: the spec defines none, so it lives under a
@@ -180,66 +179,57 @@ class TasksExtension(ClientExtension):
                                     handler=legacy_handler)]
 
 
-_listen_ids = itertools.count(1)
-
-
 @asynccontextmanager
-async def listen_for_tasks(session: Any, task_ids: Sequence[str], *, ack_timeout: float = 10.0
-                           ) -> AsyncIterator[tuple[set[str], Callable[[], Awaitable[str]]]]:
-    """One `subscriptions/listen` stream asking for `notifications/tasks` of `task_ids`.
+async def listen_for_tasks(lane: OwnRequests, version: str, task_ids: Sequence[str], *,
+                           ack_timeout: float = 10.0) -> AsyncIterator[tuple[set[str], Callable[[], Awaitable[str]]]]:
+    """One `subscriptions/listen` stream asking for `notifications/tasks` of `task_ids`, on
+    monad's own lane of the connection (`lane`; the SDK's `listen()` builds its filter without
+    extension keys and has no public way to add `taskIds`, SEP-2663 "Task Status
+    Notifications").
 
     Yields `(honored, wait_end)`: the task ids the server agreed to notify about (from its
     `notifications/subscriptions/acknowledged`), and a coroutine function that returns
     `"graceful"` or `"lost"` when the stream ends. The notifications themselves arrive
-    through `TasksExtension`'s binding.
-
-    The SDK's `listen()` builds its filter without extension keys, so this mirrors it
-    (same private session seams: request stamping, the listen route demux) and adds
-    `taskIds` (SEP-2663 "Task Status Notifications"). Raises `MCPError` if refused,
-    `TimeoutError` without an ack.
+    through `TasksExtension`'s binding. Raises `MCPError` if refused, `TimeoutError`
+    without an ack.
     """
-    request_id = f"monad-tasks-listen-{next(_listen_ids)}"
-    data: dict[str, Any] = {"method": "subscriptions/listen",
-                            "params": {"notifications": {"taskIds": list(task_ids)}}}
-    opts: dict[str, Any] = {"request_id": request_id}
-    session._stamp(data, opts)
-    route = session._register_listen_route(request_id)
-    from mcp.shared.exceptions import MCPError
+    acked, ended = anyio.Event(), anyio.Event()
+    honored: set[str] | None = None
+    end: list[tuple[str, MCPError | None]] = []
+
+    def on_ack(params: dict[str, Any]) -> None:
+        nonlocal honored
+        asked = params.get("notifications")
+        honored = {str(t) for t in ((asked or {}).get("taskIds") or [])} if isinstance(asked, dict) else set()
+        acked.set()
 
     async def drive() -> None:
         try:
-            await session._dispatcher.send_raw_request(data["method"], data.get("params"), opts)
+            await lane.request("subscriptions/listen", {"notifications": {"taskIds": list(task_ids)}}, version,
+                               on_ack=on_ack)
+            end.append(("graceful", None))
         except MCPError as exc:
-            route.settle("lost", error=exc)
-            return
-        route.set_acked(types.SubscriptionFilter())
-        route.settle("graceful")
+            end.append(("lost", exc))
+        finally:
+            ended.set()
+            acked.set()
 
     async def wait_end() -> str:
-        while True:
-            outcome = await route.next_event()
-            if isinstance(outcome, str):
-                return outcome
-            route.consume(outcome)  # core events we did not ask for: drop
+        await ended.wait()
+        return end[0][0] if end else "lost"
 
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(drive)
-            with anyio.fail_after(ack_timeout):
-                await route.acked.wait()
-            if route.honored is None or route.end == "lost":
-                if route.error is not None:
-                    raise route.error
-                raise TimeoutError("the listen stream ended before it was acknowledged")
-            extra = route.honored.model_extra or {}
-            honored = {str(t) for t in (extra.get("taskIds") or [])}
-            try:
-                yield honored, wait_end
-            finally:
-                tg.cancel_scope.cancel()
-    finally:
-        route.settle("local")
-        session._unregister_listen_route(request_id)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(drive)
+        with anyio.fail_after(ack_timeout):
+            await acked.wait()
+        if honored is None:
+            if end and end[0][1] is not None:
+                raise end[0][1]
+            raise TimeoutError("the listen stream ended before it was acknowledged")
+        try:
+            yield honored, wait_end
+        finally:
+            tg.cancel_scope.cancel()
 
 
 class Sep2663Wire:

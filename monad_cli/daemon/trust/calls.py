@@ -11,22 +11,15 @@ and tells its listeners (the Studio's transcript) each time:
 
 The journal keeps only a digest of the arguments (docs/tools.md "The journal of calls");
 the listeners get them, for a transcript held in memory. A listener's failure is logged and
-never fails the call.
-
-While a call runs, `current_call()` says which one it is in the calling task (a context
-variable): the task manager's resolver for a task returned to a plain `tools/call` runs in
-that task and keeps it as the task's correlation, so a Task card knows its call. A caller
-may tag its next call with `call_ref(ref)` (the Studio page does, to find its own call's
-rows and Task among everyone's).
+never fails the call. `ref` is the caller's own tag of the call (`ToolCall.ref`: the Studio
+page finds its own call's rows and Task among everyone's by it).
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -39,27 +32,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("monad.tools")
 Listener = Callable[[str, dict[str, Any]], None]
-MAX_REF = 64
 OUTCOME_DELAY_S = 0.02  # sequential calls closer than this share commits
-
-_current: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("monad_current_call", default=None)
-_ref: contextvars.ContextVar[str | None] = contextvars.ContextVar("monad_call_ref", default=None)
-
-
-def current_call() -> dict[str, Any] | None:
-    """`{"callId", "exposed", "via", "ref"}` of the call running in this task, or None."""
-    return _current.get()
-
-
-@contextlib.contextmanager
-def call_ref(ref: Any) -> Iterator[None]:
-    """Tag the calls made inside with the caller's own reference (a short string; anything
-    else is ignored)."""
-    token = _ref.set(ref[:MAX_REF] if isinstance(ref, str) and ref else None)
-    try:
-        yield
-    finally:
-        _ref.reset(token)
 
 
 class CallLog:
@@ -68,7 +41,7 @@ class CallLog:
     def __init__(self, journal: Journal) -> None:
         self.journal = journal
         self.listeners: list[Listener] = []
-        self._tokens: dict[int, contextvars.Token[dict[str, Any] | None]] = {}
+        self._running: set[int] = set()  # calls started and not finished
         self._deferred = anyio.Event()
 
     async def write_outcomes(self) -> None:
@@ -109,13 +82,12 @@ class CallLog:
                 log.exception("call listener failed")
 
     def start(self, *, server: str, tool: str, exposed: str, arguments: Any, via: str,
-              decision: str | None = None, decided_by: str | None = None) -> int:
+              decision: str | None = None, decided_by: str | None = None, ref: str | None = None) -> int:
         """The intent row (outcome `running`, with the approval `decision` and who made it);
-        returns its id. Until `finish` of this id, the calling task's `current_call()` names it."""
+        returns its id."""
         call_id = jt.start_call(self.journal, server=server, tool=tool, exposed=exposed, arguments=arguments,
                                 via=via, decision=decision, decided_by=decided_by)
-        ref = _ref.get()
-        self._tokens[call_id] = _current.set({"callId": call_id, "exposed": exposed, "via": via, "ref": ref})
+        self._running.add(call_id)
         self._tell("call.started", {"id": call_id, "ts": time.time(), "server": server, "tool": tool,
                                     "exposed": exposed, "via": via, "arguments": arguments, "ref": ref,
                                     "outcome": "running", "host": self.journal.host})
@@ -127,17 +99,11 @@ class CallLog:
         whoever asked for it (MCP spec, basic/utilities/progress). Only a caller that asked
         for progress gets a progressToken sent, so only its calls report any."""
         async def told(progress: float, total: float | None, message: str | None) -> None:
-            if call_id in self._tokens:  # a notification that arrives after the answer is not news
+            if call_id in self._running:  # a notification that arrives after the answer is not news
                 self._tell("call.progress", {"id": call_id, "progress": progress, "total": total, "message": message})
             await forward(progress, total, message)
 
         return told
-
-    def resume(self, call_id: int, *, exposed: str, via: str) -> None:
-        """Call `call_id`, whose intent row an earlier request wrote (`approval: check`), goes
-        on in this task: from here to its `finish`, `current_call()` names it."""
-        self._tokens.pop(call_id, None)  # set in the checking request's context, which has ended
-        self._tokens[call_id] = _current.set({"callId": call_id, "exposed": exposed, "via": via, "ref": _ref.get()})
 
     def finish(self, call_id: int, *, outcome: str, decision: str | None = None, decided_by: str | None = None,
                duration_ms: float | None = None, error: str | None = None, defer: bool = False) -> None:
@@ -148,10 +114,7 @@ class CallLog:
                        duration_ms=duration_ms, error=error, defer=defer)
         if defer:
             self._deferred.set()
-        token = self._tokens.pop(call_id, None)
-        if token is not None:
-            with contextlib.suppress(ValueError):  # set in another context: nothing to undo here
-                _current.reset(token)
+        self._running.discard(call_id)
         self._tell("call.finished", {"id": call_id, "outcome": outcome, "decision": decision,
                                      "decidedBy": decided_by, "durationMs": duration_ms,
                                      "error": self.journal.scrub(error)[:500] if error else None})

@@ -1,35 +1,33 @@
-"""Who answers a server's requests for input during a tool call (stdlib only).
+"""Who answers a server's requests for input during a request monad makes for a caller
+(stdlib only).
 
-A server may ask the caller something before it answers a `tools/call`: an
-`elicitation/create` request on a legacy session, or, on 2026-07-28, an
-`InputRequiredResult` whose `inputRequests` the client answers and retries with
-(SEP-2322, multi-round-trip requests). The caller of `ToolService.call` passes an
-`InputHandler` for its call; the server's session routes each request to the handler of
-the call it belongs to, never to another call's.
+A server may ask the caller something before it answers a `tools/call` (or a
+`resources/read`, a `prompts/get`): an `elicitation/create` request on a legacy session, or,
+on 2026-07-28, an `InputRequiredResult` whose `inputRequests` the client answers and retries
+with (SEP-2322, multi-round-trip requests). The request's `Caller` names the `InputHandler`
+that answers; the server's session routes each question to the handler of the request it
+belongs to, never to another's (sessions/inputs.py).
+
+The SDK's client calls the session's one `elicitation_callback` for the questions of every
+request, and says nothing of the request a 2026-07-28 round belongs to except that it runs in
+the requesting task. `serving(caller)`, entered by the session around each request, is the one
+bridge for that: `current_caller()` in an SDK callback is the caller of the request in whose
+task it runs (None: monad's own, or a callback on the session's receive task). Nothing else
+about a call travels this way (trust/call.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, Protocol
-
-# The key a 2026-07-28 server gave the question in its `inputRequests` (the SDK hands it to
-# the client's callback as the context's request id), set while the handler runs, so a
-# gateway relaying the question to its agent can ask under the same key (None: a legacy
-# request, which has none).
-input_key: ContextVar[str | None] = ContextVar("monad_input_key", default=None)
 
 # The client capabilities a caller's questions are relayed under (MCP spec, client/elicitation,
 # client/sampling, client/roots): what a 2026-07-28 server sees in the `_meta` of a request
 # monad makes for that caller is the caller's own of these, never monad's.
 FORWARDED_CAPABILITIES = ("elicitation", "sampling", "roots")
-
-# While an upstream request is made for a caller (an agent's tools/call, resources/read,
-# prompts/get, completion/complete; a `monad mcp call`): that caller's capabilities among
-# FORWARDED_CAPABILITIES, wire shape (`{"elicitation": {"form": {}, "url": {}}}`; `{}`: none).
-# None: monad's own request (a listing, a ping, subscriptions/listen), sent with monad's.
-# Read by the upstream session's request stamp (daemon/sessions/stamp.py).
-agent_capabilities: ContextVar[dict[str, Any] | None] = ContextVar("monad_agent_capabilities", default=None)
 
 # What a person answering on a terminal or a page (`monad mcp call`, the Studio's Try form)
 # can answer: a form's typed fields and a URL to open; no model (sampling), no roots.
@@ -43,9 +41,49 @@ class InputRefused(Exception):
 
 class InputHandler(Protocol):
     """Answer one input request. `request` is the wire shape, e.g. `{"method":
-    "elicitation/create", "params": {"message": ..., "requestedSchema": {...}}}`; the answer
-    is the result's wire shape (`{"action": "accept", "content": {...}}`, or `"decline"` /
-    `"cancel"`). Raises `InputRefused`."""
+    "elicitation/create", "params": {"message": ..., "requestedSchema": {...}}}`; `key`: the
+    key a 2026-07-28 server gave the question in its `inputRequests` (None: a legacy
+    request, which has none), so a gateway relaying it to a 2026-07-28 agent asks under the
+    same key; `call_id`: the `tool_calls` row of the call it belongs to, once journaled. The
+    answer is the result's wire shape (`{"action": "accept", "content": {...}}`, or
+    `"decline"` / `"cancel"`). Raises `InputRefused`."""
 
-    async def __call__(self, request: dict[str, Any]) -> dict[str, Any]: ...
+    async def __call__(self, request: dict[str, Any], *, key: str | None = None,
+                       call_id: int | None = None) -> dict[str, Any]: ...
 
+
+@dataclass(eq=False, kw_only=True)
+class Caller:
+    """Who an upstream request is made for (a tools/call's `ToolCall` is one; a gateway's
+    resources/read, prompts/get and completion/complete make one of their own).
+
+    `inputs` answers the server's questions during the request (None: they are refused,
+    saying so); `capabilities`: what the caller declared of FORWARDED_CAPABILITIES, wire
+    shape (`{"elicitation": {"form": {}, "url": {}}}`; `{}`: none), which a 2026-07-28
+    server sees in the request's envelope instead of monad's (sessions/stamp.py); None: the
+    request goes with monad's own, as monad's own requests (listings, pings) do."""
+
+    inputs: InputHandler | None = None
+    capabilities: dict[str, Any] | None = None
+
+
+_caller: ContextVar[Caller | None] = ContextVar("monad_caller", default=None)
+
+
+@contextmanager
+def serving(caller: Caller | None) -> Iterator[None]:
+    """The block is a request made for `caller` (see the module docstring)."""
+    token = _caller.set(caller)
+    try:
+        yield
+    finally:
+        _caller.reset(token)
+
+
+def current_caller() -> Caller | None:
+    """The caller of the request running in this task (`serving`), or None."""
+    return _caller.get()
+
+
+__all__ = ["FORWARDED_CAPABILITIES", "PERSON_CAPABILITIES", "Caller", "InputHandler", "InputRefused",
+           "current_caller", "serving"]

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from mcp_types import CallToolResult, Tool
 
     from monad_cli.config.schema import ServerSpec
-    from monad_cli.daemon.trust.inputs import InputHandler
+    from monad_cli.daemon.trust.call import ToolCall
 
 
 class ProgressFn(Protocol):
@@ -54,9 +54,7 @@ class ToolServer(Protocol):
     @property
     def tools(self) -> Sequence[Tool]: ...
     def in_use(self) -> AbstractAsyncContextManager[None]: ...
-    async def call_tool(self, tool: str, arguments: dict[str, Any] | None, *,
-                        progress: ProgressFn | None = None,
-                        inputs: InputHandler | None = None) -> CallToolResult: ...
+    async def call_tool(self, call: ToolCall) -> CallToolResult: ...
 
 
 class StartTask(Protocol):

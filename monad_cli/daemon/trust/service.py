@@ -16,7 +16,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -45,22 +45,21 @@ from monad_cli.core.tool_names import (
     inert_entries,
     inert_entry_warning,
 )
-from monad_cli.daemon.telemetry import TELEMETRY
 from monad_cli.daemon.trust.authorization import OnDemandAuthorization, authorizable
-from monad_cli.daemon.trust.calls import CallLog, current_call
+from monad_cli.daemon.trust.call import ApprovalMiddleware, ApprovalWait, CallHandler, CallMiddleware, ToolCall
+from monad_cli.daemon.trust.calls import CallLog
 from monad_cli.daemon.trust.gate import ApprovalGate, Pending, tool_definition_hash
 from monad_cli.daemon.trust.listing import dump_tool, listing_rows, tool_rules
 from monad_cli.daemon.trust.pins import canonical_tools, describe_change, same_hash, tool_set_hash
-from monad_cli.daemon.trust.servers import ProgressFn, RunTask, StartTask, ToolServer
+from monad_cli.daemon.trust.servers import RunTask, StartTask, ToolServer
 from monad_cli.daemon.trust.shared import SharedTrust
 from monad_cli.daemon.trust.visibility import check_caller
 from monad_cli.journal import tools as jt
 from monad_cli.tools.arguments import validate_arguments
 
 if TYPE_CHECKING:
-    from mcp_types import Tool
+    from mcp_types import CallToolResult, Tool
 
-    from monad_cli.daemon.trust.inputs import InputHandler
     from monad_cli.journal.db import Journal
 
 log = logging.getLogger("monad.tools")
@@ -68,6 +67,12 @@ PENDING_TTL_S = 600.0
 DEFAULT_APPROVAL_TIMEOUT_S = 120.0
 STDERR_OF_CALL = 5  # stderr lines of a failed call quoted in its reason
 RELOAD_GRACE_S = 5.0  # after an authorization on demand: the watcher's reload of the definition
+
+
+def _quoted(said: list[str]) -> str:
+    """What a server wrote to stderr during a call, for its journal row: its lines as a
+    JSON list (each line whole, none glued to the next)."""
+    return f"; stderr during the call: {json.dumps(said, ensure_ascii=False)}" if said else ""
 
 
 class ApprovalRequired(Exception):
@@ -130,6 +135,8 @@ class ToolService:
         self._map = NameMap()
         self._changed = anyio.Event()
         self._state = anyio.Event()
+        self._handle: CallHandler = self._path  # the call path, wrapped by `use`
+        self._wait: ApprovalWait = self._wait_at_gate
 
     def changed(self) -> None:
         self._version += 1  # a tool list was (re)fetched: the name map must be rebuilt
@@ -342,44 +349,120 @@ class ToolService:
         self.calls.finish(p.call_id, outcome=outcome, decision="cancelled" if outcome == "cancelled" else "timeout",
                           decided_by=why, duration_ms=0.0)
 
-    def _claim(self, approval: dict[str, Any]) -> int | None:
-        """The intent row of this call when an `approval: check` wrote it (the call follows
-        up its approval id): this call takes it over, so one call has one pair of rows."""
-        approval_id = approval.get("approvalId")
-        p = self.gate.pending.get(str(approval_id)) if approval_id else None
-        if p is None or p.call_id is None or p.claimed:
-            return None
-        p.claimed = True
-        return p.call_id
-
-    def _journal_refusal(self, exposed: str, arguments: Any, via: str, exc: MonadError,
-                         actor: ToolServer | None = None, tool: Tool | None = None,
-                         held: int | None = None) -> None:
-        """The two rows of a call that never reached its server: intent (`held`: the one its
-        `approval: check` wrote), then its refusal (`error` when the server was not back in
-        time) with the reason."""
-        server, _, own = exposed.partition("__")
-        outcome = "error" if isinstance(exc, NotConnected) else "refused"
-        cid = held if held is not None else self.calls.start(
-            server=actor.name if actor else server, tool=tool.name if tool else own or exposed,
-            exposed=exposed, arguments=arguments, via=via)
-        self.calls.finish(cid, outcome=outcome, decision="refused" if outcome == "refused" else None,
-                          decided_by=f"monad ({exc.code})", duration_ms=0.0, error=exc.message)
-
     def refuse(self, exposed: str, arguments: Any, *, via: str, reason: str, unknown: bool = False) -> None:
         """Journal a call its caller's own policy refused before the service saw it (a gateway
         view's filter or condition), or, `unknown`, one of a tool its caller could not find
         (an MCP App's call of a tool its server does not have: `not_found`): every call has
         its rows."""
         exc: MonadError = NotFound(reason) if unknown else CallRefused(reason)
-        self._journal_refusal(exposed, arguments, via, exc, None, None)
+        self._journal_refusal(ToolCall(exposed, arguments, via=via), exc)
 
     # -- the call path ----------------------------------------------------------------
-    async def _decide(self, actor: ToolServer, tool: Tool, exposed: str, arguments: Any, via: str,
-                      approval: dict[str, Any]) -> tuple[bool, str, str]:
+    async def call(self, call: ToolCall) -> dict[str, Any]:
+        """Gate, journal and forward one tools/call (MCP spec, server/tools "Calling Tools").
+
+        Returns the CallToolResult in wire shape plus `callId`, `server`, `tool`,
+        `decidedBy`; with `call.detach`, once approved, `{"detached": True, "task": row,
+        "callId", "server", "tool", "name", "decidedBy"}` at once (the call goes on as a
+        task: `monad tasks show ID`). What the path learns is on `call` when it returns
+        or raises (trust/call.py). Raises NotFound (unknown exposed name, or an app-only
+        tool), ToolHidden (a tool filter hides it, with the call's `include`/`exclude`;
+        the message names the rule), InvalidInput (arguments do not match the
+        inputSchema), ApprovalRequired (`mode: check`), CallRefused (denied) and its
+        ApprovalTimeout and NotRegistered (pin mismatch), ToolCallFailed (the server
+        failed the request), NotConnected (the server did not come back in time), and with
+        `detach` Unavailable (no task manager) and the task manager's NotConnected and
+        QueueFull. Every call that got past name and argument checks leaves one
+        `tool_calls` pair of rows. Cancelling the caller's scope cancels the call: the
+        server is told (notifications/cancelled), and the call is journaled `cancelled`.
+        """
+        return await self._handle(call)
+
+    def use(self, *, calls: CallMiddleware | None = None, approvals: ApprovalMiddleware | None = None) -> None:
+        """Wrap every call's path in `calls`, and every wait at the gate for a person in
+        `approvals` (what cuts across them: telemetry, installed by the supervisor); the last
+        one installed runs outermost."""
+        if calls is not None:
+            self._handle = calls(self._handle)
+        if approvals is not None:
+            self._wait = approvals(self._wait)
+
+    async def _path(self, call: ToolCall) -> dict[str, Any]:
+        """The path of one call, top to bottom: resolve → visibility and filters → arguments
+        → gate → journal → the server's session → answer. Each step reads `call` and writes
+        what it learns on it."""
+        held = self._claim(call)  # the intent row its `approval: check` wrote, if any
+        waiting = "for the server's authorization"
+        try:
+            await self._authorize_first(call)
+            waiting = "for the server to come back"
+            await self._resolve(call)
+            waiting = "for approval"
+            self._check_visible(call)
+            self._check_arguments(call)
+            approved = await self._gate(call)
+        except MonadError as exc:  # refused before the server saw it: still a call, with its rows
+            with anyio.CancelScope(shield=True):
+                self._journal_refusal(call, exc, held)
+            raise
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                call.decision, call.decided_by = "cancelled", f"the caller left while waiting {waiting}"
+                self._journal_early(call, held, "cancelled")
+            raise
+        self._journal_intent(call, held)
+        if not approved:
+            self._finish(call, "refused", f"approval {call.decision}: {call.decided_by}")
+            if call.decision == "denied":
+                raise CallRefused(f"call to `{call.exposed}` was denied ({call.decided_by})")
+            raise ApprovalTimeout(f"call to `{call.exposed}` was not approved in time ({call.decided_by})")
+        async with self._session(call):
+            if call.detach:
+                return await self._detach(call)
+            result, said = await self._send(call)
+        return self._answer(call, result, said)
+
+    # -- resolve ----------------------------------------------------------------------
+    async def _resolve(self, call: ToolCall) -> None:
+        """`call.server` and `call.tool`, waiting for a restarting server (`_ready`)."""
+        call.arguments = call.arguments or {}
+        if not isinstance(call.arguments, dict):
+            raise InvalidInput(f"tool `{call.exposed}`: arguments must be a JSON object")
+        call.server, call.tool = await self._ready(call.exposed)
+
+    # -- visibility and filters -------------------------------------------------------
+    def _check_visible(self, call: ToolCall) -> None:
+        """Who may call it (an MCP App only its own server's `app` tools: visibility.py), and
+        whether a tool filter hides it (the server's, features/tools.toml's, the caller's)."""
+        server, tool = call.server, call.tool
+        assert server is not None and tool is not None
+        check_caller(tool.meta, exposed=call.exposed, server=server.name, app_of=call.app_of)
+        why = hidden_by(call.exposed, tool.name, tool_rules(server, self.tool_globs(), call.include, call.exclude))
+        if why:
+            raise ToolHidden(f"tool `{call.exposed}` is hidden: {why}; nothing was sent to the server")
+
+    # -- arguments --------------------------------------------------------------------
+    def _check_arguments(self, call: ToolCall) -> None:
+        assert call.tool is not None
+        validate_arguments(call.tool.input_schema, call.arguments, call.exposed)
+
+    # -- gate -------------------------------------------------------------------------
+    async def _gate(self, call: ToolCall) -> bool:
+        """Whether the call may go: `call.decision` and `call.decided_by` say who decided.
+        Raises ApprovalRequired (`mode: check`). A server that went away while a person
+        decided is waited for again."""
+        server, tool = call.server, call.tool
+        assert server is not None and tool is not None
+        approved, call.decision, call.decided_by = await self._decide(server, tool, call)
+        if approved and not server.live and not call.detach:
+            call.server, call.tool = await self._ready(call.exposed)
+        return approved
+
+    async def _decide(self, actor: ToolServer, tool: Tool, call: ToolCall) -> tuple[bool, str, str]:
         """(approved, decision, who) for one call; raises ApprovalRequired for `mode: check`."""
         spec = actor.spec
         assert spec is not None
+        exposed, via, approval = call.exposed, call.via, call.approval
         if self.is_auto_approved(actor, tool.name, exposed):
             return True, "approved", "trust.autoApproveTools"
         escape = spec.trust.host_escape
@@ -398,10 +481,10 @@ class ToolService:
         if mode == "check":
             # The call's intent row, written now: the caller asks the person next, and the call
             # that follows (allowed, denied, withdrawn or never) finishes this row (`_claim`).
-            pending = self.gate.open_call(spec, actor.name, tool.name, exposed, arguments, via, PENDING_TTL_S,
+            pending = self.gate.open_call(spec, actor.name, tool.name, exposed, call.arguments, via, PENDING_TTL_S,
                                           tool_hash=tool_hash)
             pending.call_id = self.calls.start(server=actor.name, tool=tool.name, exposed=exposed,
-                                               arguments=arguments, via=via)
+                                               arguments=call.arguments, via=via, ref=call.ref)
             raise ApprovalRequired(pending)
         if mode == "decided":
             return self.gate.answer(str(approval.get("approvalId")), str(approval.get("grant", "deny")),
@@ -412,18 +495,201 @@ class ToolService:
         approval_id = approval.get("approvalId")
         known = self.gate.pending.get(str(approval_id)) if approval_id else None
         if known is None:
-            p = self.gate.open_call(spec, actor.name, tool.name, exposed, arguments, via, timeout, tool_hash=tool_hash)
+            p = self.gate.open_call(spec, actor.name, tool.name, exposed, call.arguments, via, timeout,
+                                    tool_hash=tool_hash)
         else:
             p = known
             p.expires = self.clock() + timeout
         log.info("approval %s pending: %s (via %s)", p.id, exposed, via)
-        recorder = TELEMETRY.recorder
-        if recorder is None:
-            return await self.gate.wait(p, timeout)
-        with recorder.approval(exposed, actor.name) as decided:  # the gate's wait, a span of its own
-            answer = await self.gate.wait(p, timeout)
-            decided(answer[1], answer[2])
-            return answer
+        return await self._wait(call, p, timeout)
+
+    async def _wait_at_gate(self, call: ToolCall, pending: Pending, timeout: float) -> tuple[bool, str, str]:
+        """The gate's wait for a person's decision on `pending` (at most `timeout` s)."""
+        return await self.gate.wait(pending, timeout)
+
+    # -- journal ----------------------------------------------------------------------
+    def _claim(self, call: ToolCall) -> int | None:
+        """The intent row of this call when an `approval: check` wrote it (the call follows
+        up its approval id): this call takes it over, so one call has one pair of rows."""
+        approval_id = call.approval.get("approvalId")
+        p = self.gate.pending.get(str(approval_id)) if approval_id else None
+        if p is None or p.call_id is None or p.claimed:
+            return None
+        p.claimed = True
+        return p.call_id
+
+    def _journal_intent(self, call: ToolCall, held: int | None) -> None:
+        """The intent row, with the decision, before anything is sent (`held`: the one its
+        `approval: check` wrote, which gets the decision now)."""
+        server, tool = call.server, call.tool
+        assert server is not None and tool is not None
+        if held is not None and call.decision == "approved":
+            jt.finish_call(self.journal, held, outcome="running", decision=call.decision,
+                           decided_by=call.decided_by)
+        call.call_id = held if held is not None else self.calls.start(
+            server=server.name, tool=tool.name, exposed=call.exposed, arguments=call.arguments, via=call.via,
+            decision=call.decision, decided_by=call.decided_by, ref=call.ref)
+        call.started = time.monotonic()
+        if call.progress is not None:  # from here its progress reaches the call log's listeners too
+            call.progress = self.calls.progress_of(call.call_id, call.progress)
+
+    def _finish(self, call: ToolCall, outcome: str, error: str | None = None, *, defer: bool = False) -> None:
+        """The outcome row of a journaled call (`defer`: behind the answer, `write_behind`)."""
+        assert call.call_id is not None
+        call.outcome = outcome
+        self.calls.finish(call.call_id, outcome=outcome, decision=call.decision, decided_by=call.decided_by,
+                          duration_ms=round((time.monotonic() - call.started) * 1000, 3), error=error,
+                          defer=defer)
+
+    def _journal_refusal(self, call: ToolCall, exc: MonadError, held: int | None = None) -> None:
+        """The two rows of a call that never reached its server: intent (`held`: the one its
+        `approval: check` wrote), then its refusal (`error` when the server was not back in
+        time) with the reason."""
+        outcome = "error" if isinstance(exc, NotConnected) else "refused"
+        call.decision = "refused" if outcome == "refused" else None
+        call.decided_by = f"monad ({exc.code})"
+        self._journal_early(call, held, outcome, exc.message)
+
+    def _journal_early(self, call: ToolCall, held: int | None, outcome: str, error: str | None = None) -> None:
+        """The rows of a call that never reached its server (refused, or its caller left)."""
+        call.call_id = held if held is not None else self.calls.start(
+            server=call.server_name, tool=call.tool_name, exposed=call.exposed, arguments=call.arguments,
+            via=call.via, ref=call.ref)
+        call.outcome = outcome
+        self.calls.finish(call.call_id, outcome=outcome, decision=call.decision, decided_by=call.decided_by,
+                          duration_ms=0.0, error=error)
+
+    # -- the server's session ---------------------------------------------------------
+    @contextlib.asynccontextmanager
+    async def _session(self, call: ToolCall) -> AsyncIterator[None]:
+        """The server's session held up for the call: an on-demand server that is idle
+        starts here, once approved, and stays up for the call; the lists it answers may
+        differ from the cached ones the call was checked on, so it is checked again."""
+        server = call.server
+        assert server is not None
+        was_live = server.live
+        try:
+            async with server.in_use():
+                if not was_live:
+                    call.server, call.tool = self.resolve(call.exposed)
+                    self._check_arguments(call)
+                yield
+        except MonadError as exc:
+            if call.outcome is None:  # the start failed (a failure of the call itself is journaled there)
+                self._finish(call, "refused" if isinstance(exc, NotRegistered) else "error", exc.message)
+            raise
+        except anyio.get_cancelled_exc_class():
+            if call.outcome is None:
+                with anyio.CancelScope(shield=True):
+                    self._finish(call, "cancelled", "the caller cancelled the call while the server started")
+            raise
+
+    async def _detach(self, call: ToolCall) -> dict[str, Any]:
+        """Hand the approved call to the task manager; its row says which task it became."""
+        server, tool = call.server, call.tool
+        assert server is not None and tool is not None
+        if self.start_task is None:
+            self._finish(call, "error", "the task manager is not running")
+            raise Unavailable("the task manager is not running; try again in a moment")
+        try:
+            row = await self.start_task(server.name, tool.name, call.arguments, correlation=call.correlation())
+        except Exception as exc:
+            self._finish(call, "error", str(exc))
+            raise
+        self._finish(call, "detached", f"task {row.get('id')}")
+        return {"detached": True, "task": row, "callId": call.call_id, "server": server.name, "tool": tool.name,
+                "name": call.exposed, "decidedBy": call.decided_by}
+
+    async def _send(self, call: ToolCall) -> tuple[CallToolResult, list[str]]:
+        """tools/call on the server's session: its result, and for a tool error what a
+        stdio server wrote to stderr meanwhile. A tool its server runs only as a task
+        (2025-11-25 "Tool-Level Negotiation") goes through the task manager, also for a
+        caller who waits: a plain call is refused. Every failure is journaled and raised
+        as its kind (`ToolCallFailed` for the server's)."""
+        from mcp import MCPError
+        from mcp_types import MISSING_REQUIRED_CLIENT_CAPABILITY, REQUEST_TIMEOUT
+
+        server, tool = call.server, call.tool
+        assert server is not None and tool is not None
+        sink = getattr(server, "sink", None)  # a stdio server's stderr (sessions/stderr.py), if any
+        mark = sink.count if sink is not None else 0
+        try:
+            if self.run_task is not None and tool.execution and tool.execution.task_support == "required":
+                result = await self.run_task(server.name, tool.name, call.arguments, correlation=call.correlation())
+            else:
+                result = await self._on_session(call)
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                self._finish(call, "cancelled", "the caller cancelled the call")
+            raise
+        except MCPError as exc:
+            self._fail_if_stopping(call)
+            said = await self._stderr_of_call(sink, mark)
+            self._finish(call, "timeout" if exc.error.code == REQUEST_TIMEOUT else "error",
+                         f"{exc.error.message} (MCP error {exc.error.code}){_quoted(said)}")
+            failed = ToolCallFailed(self.scrub(f"server `{server.name}` failed `{tool.name}`: {exc.error.message} "
+                                              f"(MCP error {exc.error.code})"), stderr=said)
+            if exc.error.code == MISSING_REQUIRED_CLIENT_CAPABILITY:  # about the caller's capabilities
+                failed.rpc_error = exc.error.model_dump(by_alias=True, mode="json", exclude_none=True)
+            raise failed from None
+        except (NotConnected, QueueFull, DiskFull, AuthorizationRequired, NotFound) as exc:  # the kind stays
+            self._finish(call, "error", exc.message)
+            raise
+        except Exception as exc:  # noqa: BLE001 - e.g. an outputSchema mismatch in the SDK
+            self._fail_if_stopping(call)
+            self._finish(call, "error", f"{type(exc).__name__}: {exc}")
+            raise ToolCallFailed(self.scrub(f"server `{server.name}` failed `{tool.name}`: {exc}")) from None
+        # An opaque "Error executing tool fetch" is often explained by what the server
+        # logged meanwhile.
+        said = await self._stderr_of_call(sink, mark) if result.is_error else []
+        return result, said
+
+    async def _on_session(self, call: ToolCall) -> CallToolResult:
+        """`call` on its server's session. When the server's grant lapses under the call (a
+        refresh refused, the session ending for it), the call failed; it is sent again once
+        the server is authorized on demand only if the tool says doing so is harmless
+        (`readOnlyHint` or `idempotentHint`, MCP spec, server/tools "Tool Annotations"): the
+        lapse may have come from another request while this one ran. Otherwise it fails with
+        AuthorizationRequired, and the next call authorizes the server."""
+        server, tool = call.server, call.tool
+        assert server is not None and tool is not None
+        try:
+            return await server.call_tool(call)
+        except anyio.get_cancelled_exc_class():
+            raise
+        except Exception:
+            if self._lapsed(call.exposed) is not server:
+                raise
+        hints = tool.annotations
+        if hints is None or not (hints.read_only_hint or hints.idempotent_hint):
+            raise AuthorizationRequired(
+                f"server `{server.name}`: its authorization lapsed during the call of `{call.exposed}` (see `monad "
+                f"mcp status {server.name}`); whether the server ran it is unknown, so it is not sent again; call "
+                f"it again to authorize the server, or run `monad mcp authorize {server.name}`") from None
+        log.info("call to %s: the grant of server %s lapsed under it; authorizing on demand", call.exposed,
+                 server.name)
+        await self._authorize_first(call)
+        call.server, call.tool = await self._ready(call.exposed)
+        async with call.server.in_use():
+            return await call.server.call_tool(call)
+
+    # -- answer -----------------------------------------------------------------------
+    def _answer(self, call: ToolCall, result: CallToolResult, said: list[str]) -> dict[str, Any]:
+        """The result in wire shape plus monad's keys; its outcome row (behind the answer
+        with `write_behind`: the intent row was committed before the call)."""
+        server, tool = call.server, call.tool
+        assert server is not None and tool is not None
+        out = result.model_dump(by_alias=True, exclude_none=True, mode="json")
+        is_error = bool(result.is_error)
+        if said:
+            out["serverStderr"] = said  # the caller's (never the agent's: gateway/session.py)
+        text = " ".join(c.get("text", "") for c in out.get("content", []) if c.get("type") == "text")
+        why = text[:300] + _quoted(said)
+        self._finish(call, "tool-error" if is_error else "ok", why if is_error else None, defer=call.write_behind)
+        out.update(callId=call.call_id, server=server.name, tool=tool.name, name=call.exposed,
+                   decidedBy=call.decided_by)
+        out.setdefault("isError", is_error)
+        return out
 
     async def _stderr_of_call(self, sink: Any, mark: int) -> list[str]:
         """The last `STDERR_OF_CALL` lines a stdio server wrote to stderr since `mark` (its
@@ -434,14 +700,14 @@ class ToolService:
         lines = [line.strip() for line in sink.since(mark) if line.strip().strip("^~").strip()]
         return [self.scrub(line) for line in lines[-STDERR_OF_CALL:]]
 
-    def _fail_if_stopping(self, finish: Callable[..., None], exposed: str, server: str) -> None:
+    def _fail_if_stopping(self, call: ToolCall) -> None:
         """When the supervisor's stop closed the session under a call, the server did not fail
         it and whether it acted is unknown (as after a crash): journal it `interrupted` and
         raise `Unavailable` naming the supervisor."""
         if self.stopping():
-            finish("interrupted", "the supervisor stopped during the call")
-            raise Unavailable(f"the supervisor stopped during the call to `{exposed}` (`monad daemon stop` or a "
-                              f"signal); whether server `{server}` acted on it is unknown") from None
+            self._finish(call, "interrupted", "the supervisor stopped during the call")
+            raise Unavailable(f"the supervisor stopped during the call to `{call.exposed}` (`monad daemon stop` or "
+                              f"a signal); whether server `{call.server_name}` acted on it is unknown") from None
 
     # -- authorization on demand (trust/authorization.py) -------------------------------
     def _lapsed(self, exposed: str) -> ToolServer | None:
@@ -453,15 +719,14 @@ class ToolService:
             return None
         return actor
 
-    async def _authorize_first(self, exposed: str, *, via: str, approval: dict[str, Any],
-                               inputs: InputHandler | None) -> None:
+    async def _authorize_first(self, call: ToolCall) -> None:
         """A call to a server in `needs-auth`: authorize it, then wait (at most its connect
         `timeout` and a little more) until its session is up again with the new grant."""
-        actor = self._lapsed(exposed)
+        actor = self._lapsed(call.exposed)
         if actor is None:
             return
-        timeout = float(approval.get("timeout", DEFAULT_APPROVAL_TIMEOUT_S))
-        await self.authorization.authorize(actor, exposed, via=via, inputs=inputs, timeout=timeout)
+        timeout = float(call.approval.get("timeout", DEFAULT_APPROVAL_TIMEOUT_S))
+        await self.authorization.authorize(actor, call.exposed, via=call.via, inputs=call.inputs, timeout=timeout)
         # The flow asked the actor to reconnect, and the reload of the definition it wrote
         # (`auth.mode = "oauth"` with the grant) reconnects it again: a first attempt that still
         # had the old definition may answer 401 meanwhile, so wait for the session itself.
@@ -470,215 +735,3 @@ class ToolService:
             while not actor.live:
                 with anyio.move_on_after(0.25):
                     await self._state.wait()
-
-    async def _send(self, actor: ToolServer, tool: Tool, exposed: str, arguments: dict[str, Any], *, via: str,
-                    approval: dict[str, Any], progress: ProgressFn | None,
-                    inputs: InputHandler | None) -> Any:
-        """tools/call on `actor`. When the server's grant lapses under the call (a refresh
-        refused, the session ending for it), the call failed; it is sent again once the server
-        is authorized on demand only if the tool says doing so is harmless (`readOnlyHint` or
-        `idempotentHint`, MCP spec, server/tools "Tool Annotations"): the lapse may have come
-        from another request while this one ran. Otherwise it fails with
-        AuthorizationRequired, and the next call authorizes the server."""
-        try:
-            return await actor.call_tool(tool.name, arguments, progress=progress, inputs=inputs)
-        except anyio.get_cancelled_exc_class():
-            raise
-        except Exception:
-            if self._lapsed(exposed) is not actor:
-                raise
-        hints = tool.annotations
-        if hints is None or not (hints.read_only_hint or hints.idempotent_hint):
-            raise AuthorizationRequired(
-                f"server `{actor.name}`: its authorization lapsed during the call of `{exposed}` (see `monad mcp "
-                f"status {actor.name}`); whether the server ran it is unknown, so it is not sent again; call it "
-                f"again to authorize the server, or run `monad mcp authorize {actor.name}`") from None
-        log.info("call to %s: the grant of server %s lapsed under it; authorizing on demand", exposed, actor.name)
-        await self._authorize_first(exposed, via=via, approval=approval, inputs=inputs)
-        actor, tool = await self._ready(exposed)
-        async with actor.in_use():
-            return await actor.call_tool(tool.name, arguments, progress=progress, inputs=inputs)
-
-    async def call(self, exposed: str, arguments: dict[str, Any] | None, *, via: str,
-                   approval: dict[str, Any], detach: bool = False,
-                   app_of: str | None = None, progress: ProgressFn | None = None,
-                   inputs: InputHandler | None = None, write_behind: bool = False,
-                   include: Sequence[str] = (), exclude: Sequence[str] = ()) -> dict[str, Any]:
-        """Gate, journal and forward one tools/call (MCP spec, server/tools "Calling Tools").
-
-        Returns the CallToolResult in wire shape plus `callId`, `server`, `tool`,
-        `decidedBy`. `app_of`: the server whose MCP App makes the call (visibility.py decides
-        who may call what). Raises NotFound (unknown exposed name, or an app-only tool),
-        ToolHidden (a tool filter hides it, with a session's `include`/`exclude` globs; the
-        message names the rule), InvalidInput (arguments do not
-        match the inputSchema), ApprovalRequired (`mode: check`), CallRefused (denied) and
-        its ApprovalTimeout and NotRegistered (pin mismatch), ToolCallFailed (the server
-        failed the request), and with `detach` Unavailable (no task manager) and the task
-        manager's NotConnected and QueueFull.
-        `detach`: once approved, hand the call to `start_task` and return at once with
-        `{"detached": True, "task": row}`; the call continues as a task (`monad tasks show
-        ID`). Every call that got past name and argument checks leaves one `tool_calls` row.
-        Cancelling the caller's scope cancels the call: the SDK sends
-        notifications/cancelled, and the call is journaled `cancelled`.
-        `progress` is awaited per notifications/progress of the call (not when detached).
-        `inputs` answers the server's questions during the call (trust/inputs.py; none: refused).
-        `write_behind`: commit a successful call's outcome row just after the answer (within
-        ~20 ms, `CallLog.write_outcomes`) instead of before it — the gateway's hot path; a CLI
-        or Studio caller that reads the journal next must find the outcome there.
-        With telemetry on, a call that is not inside a gateway request's span gets a SERVER
-        span of its own (a new trace), and the span carries monad's attributes
-        (docs/telemetry.md).
-        """
-        recorder = TELEMETRY.recorder
-        if recorder is None:
-            return await self._call(exposed, arguments, via=via, approval=approval, detach=detach, app_of=app_of,
-                                    progress=progress, inputs=inputs, write_behind=write_behind, include=include,
-                                    exclude=exclude)
-        with recorder.call(exposed, via):
-            return await self._call(exposed, arguments, via=via, approval=approval, detach=detach, app_of=app_of,
-                                    progress=progress, inputs=inputs, write_behind=write_behind, include=include,
-                                    exclude=exclude)
-
-    async def _call(self, exposed: str, arguments: dict[str, Any] | None, *, via: str,
-                    approval: dict[str, Any], detach: bool, app_of: str | None, progress: ProgressFn | None,
-                    inputs: InputHandler | None, write_behind: bool, include: Sequence[str],
-                    exclude: Sequence[str]) -> dict[str, Any]:
-        from mcp import MCPError
-        from mcp_types import MISSING_REQUIRED_CLIENT_CAPABILITY, REQUEST_TIMEOUT
-
-        arguments = arguments or {}
-        actor_: ToolServer | None = None
-        tool_: Tool | None = None
-        checked = self._claim(approval)  # the intent row its `approval: check` wrote, if any
-        if checked is not None:
-            self.calls.resume(checked, exposed=exposed, via=via)
-        waiting_for = "for the server's authorization"
-        try:
-            if not isinstance(arguments, dict):
-                raise InvalidInput(f"tool `{exposed}`: arguments must be a JSON object")
-            await self._authorize_first(exposed, via=via, approval=approval, inputs=inputs)
-            waiting_for = "for the server to come back"
-            actor_, tool_ = actor, tool = await self._ready(exposed)
-            check_caller(tool.meta, exposed=exposed, server=actor.name, app_of=app_of)
-            why = hidden_by(exposed, tool.name, tool_rules(actor, self.tool_globs(), include, exclude))
-            if why:
-                raise ToolHidden(f"tool `{exposed}` is hidden: {why}; nothing was sent to the server")
-            validate_arguments(tool.input_schema, arguments, exposed)
-            approved, decision, who = await self._decide(actor, tool, exposed, arguments, via, approval)
-            if approved and not actor.live and not detach:  # it went away while the person decided
-                actor, tool = await self._ready(exposed)
-        except MonadError as exc:  # refused before the server saw it: still a call, with its rows
-            with anyio.CancelScope(shield=True):
-                self._journal_refusal(exposed, arguments, via, exc, actor_, tool_, checked)
-            raise
-        except anyio.get_cancelled_exc_class():
-            waited = "for approval" if tool_ is not None else waiting_for
-            with anyio.CancelScope(shield=True):
-                cid = checked if checked is not None else self.calls.start(
-                    server=actor_.name if actor_ else exposed.partition("__")[0],
-                    tool=tool_.name if tool_ else exposed.partition("__")[2] or exposed,
-                    exposed=exposed, arguments=arguments, via=via)
-                self.calls.finish(cid, outcome="cancelled", decision="cancelled",
-                                  decided_by=f"the caller left while waiting {waited}", duration_ms=0.0)
-                if (recorder := TELEMETRY.recorder) is not None:
-                    recorder.outcome(server=actor.name, outcome="cancelled", decision="cancelled", via=via)
-            raise
-        if checked is not None and approved:
-            # Its intent row gets the decision before anything is sent (as a fresh one has it).
-            jt.finish_call(self.journal, checked, outcome="running", decision=decision, decided_by=who)
-        call_id = checked if checked is not None else self.calls.start(
-            server=actor.name, tool=tool.name, exposed=exposed, arguments=arguments, via=via,
-            decision=decision, decided_by=who)
-        started = time.monotonic()
-        recorder = TELEMETRY.recorder
-        if recorder is not None:
-            recorder.annotate_call(server=actor.name, exposed=exposed, via=via, decision=decision, decided_by=who,
-                                   call_id=call_id, arguments=arguments)
-        sink = getattr(actor, "sink", None)  # a stdio server's stderr (sessions/stderr.py), if any
-        mark = sink.count if sink is not None else 0
-
-        def finish(outcome: str, error: str | None = None, *, defer: bool = False) -> None:
-            self.calls.finish(call_id, outcome=outcome, decision=decision, decided_by=who,
-                              duration_ms=round((time.monotonic() - started) * 1000, 3), error=error, defer=defer)
-            if recorder is not None:
-                recorder.outcome(server=actor.name, outcome=outcome, decision=decision, via=via)
-
-        if not approved:
-            finish("refused", f"approval {decision}: {who}")
-            if decision == "denied":
-                raise CallRefused(f"call to `{exposed}` was denied ({who})")
-            raise ApprovalTimeout(f"call to `{exposed}` was not approved in time ({who})")
-        correlation = {**(current_call() or {}), "decidedBy": who}  # callId, exposed, via, ref
-        async with contextlib.AsyncExitStack() as held:
-            # An on-demand server that is idle starts here, once approved, and stays up for the
-            # call; the lists it answers may differ from the cached ones the call was checked on.
-            was_live = actor.live
-            try:
-                await held.enter_async_context(actor.in_use())
-                if not was_live:
-                    actor, tool = self.resolve(exposed)
-                    validate_arguments(tool.input_schema, arguments, exposed)
-            except MonadError as exc:
-                finish("refused" if isinstance(exc, NotRegistered) else "error", exc.message)
-                raise
-            except anyio.get_cancelled_exc_class():
-                with anyio.CancelScope(shield=True):
-                    finish("cancelled", "the caller cancelled the call while the server started")
-                raise
-            if detach:
-                if self.start_task is None:
-                    raise Unavailable("the task manager is not running; try again in a moment")
-                try:
-                    row = await self.start_task(actor.name, tool.name, arguments, correlation=correlation)
-                except Exception as exc:
-                    finish("error", str(exc))
-                    raise
-                finish("detached", f"task {row.get('id')}")
-                return {"detached": True, "task": row, "callId": call_id, "server": actor.name, "tool": tool.name,
-                        "name": exposed, "decidedBy": who}
-            try:
-                # A tool its server runs only as a task (2025-11-25 "Tool-Level Negotiation") goes
-                # through the task manager, also for a caller who waits: a plain call is refused.
-                if self.run_task is not None and tool.execution and tool.execution.task_support == "required":
-                    result = await self.run_task(actor.name, tool.name, arguments, correlation=correlation)
-                else:
-                    told = self.calls.progress_of(call_id, progress) if progress is not None else None
-                    result = await self._send(actor, tool, exposed, arguments, via=via, approval=approval,
-                                              progress=told, inputs=inputs)
-            except anyio.get_cancelled_exc_class():
-                with anyio.CancelScope(shield=True):
-                    finish("cancelled", "the caller cancelled the call")
-                raise
-            except MCPError as exc:
-                self._fail_if_stopping(finish, exposed, actor.name)
-                timed_out = exc.error.code == REQUEST_TIMEOUT
-                said = await self._stderr_of_call(sink, mark)
-                hint = f"; stderr during the call: {' | '.join(said)}" if said else ""
-                finish("timeout" if timed_out else "error",
-                       f"{exc.error.message} (MCP error {exc.error.code}){hint}")
-                failed = ToolCallFailed(self.scrub(f"server `{actor.name}` failed `{tool.name}`: {exc.error.message} "
-                                                  f"(MCP error {exc.error.code}){hint}"))
-                if exc.error.code == MISSING_REQUIRED_CLIENT_CAPABILITY:  # about the caller's capabilities
-                    failed.rpc_error = exc.error.model_dump(by_alias=True, mode="json", exclude_none=True)
-                raise failed from None
-            except (NotConnected, QueueFull, DiskFull, AuthorizationRequired, NotFound) as exc:  # the kind stays
-                finish("error", exc.message)
-                raise
-            except Exception as exc:  # noqa: BLE001 - e.g. an outputSchema mismatch in the SDK
-                self._fail_if_stopping(finish, exposed, actor.name)
-                finish("error", f"{type(exc).__name__}: {exc}")
-                raise ToolCallFailed(self.scrub(f"server `{actor.name}` failed `{tool.name}`: {exc}")) from None
-            out = result.model_dump(by_alias=True, exclude_none=True, mode="json")
-            is_error = bool(result.is_error)
-            text = " ".join(c.get("text", "") for c in out.get("content", []) if c.get("type") == "text")
-            said = await self._stderr_of_call(sink, mark) if is_error else []
-            if said:
-                # An opaque "Error executing tool fetch" is often explained by what the server
-                # logged meanwhile: the caller (never the agent: gateway/session.py) gets it.
-                out["serverStderr"] = said
-            why = text[:300] + (f"; stderr during the call: {' | '.join(said)}" if said else "")
-            # The intent row was committed before the call; the outcome may follow the answer.
-            finish("tool-error" if is_error else "ok", why if is_error else None, defer=write_behind)
-            out.update(callId=call_id, server=actor.name, tool=tool.name, name=exposed, decidedBy=who)
-            out.setdefault("isError", is_error)
-            return out

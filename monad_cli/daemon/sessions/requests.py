@@ -1,0 +1,122 @@
+"""The request path of one server's session: monad's requests to the server, from any task.
+
+`SessionRequests` is what the tool service and the gateway's catalog call through (via the
+actor, `ServerActor.call_tool` / `call_through`): it takes the live `mcp.Client` the actor's
+task holds open, routes the server's questions during a request to its caller
+(`InputRouter`, sessions/inputs.py), gives a request made for a caller that caller's
+capabilities (sessions/stamp.py), sends a plain `tools/call` on a stdio session through
+monad's own lane (sessions/direct.py) and anything else through the SDK's session, and fails
+a request whose answer has a shape the protocol does not define in one line.
+
+It is the seam what cuts across upstream requests wraps (`Requests`): the supervisor installs
+telemetry's CLIENT spans around it when telemetry is on (`ActorContext.wrap_requests`,
+daemon/telemetry/wrappers.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager, nullcontext
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
+
+from mcp import MCPError
+from mcp_types import INTERNAL_ERROR, CallToolResult
+
+from monad_cli.daemon.sessions.reasons import describe
+from monad_cli.daemon.sessions.stamp import caller_meta
+
+if TYPE_CHECKING:
+    from mcp import Client
+
+    from monad_cli.daemon.sessions.actor import ServerActor
+    from monad_cli.daemon.trust.call import ToolCall
+    from monad_cli.daemon.trust.inputs import Caller
+
+T = TypeVar("T")
+# A request other than tools/call: `send(client, meta)` sends it on the live client with
+# `meta` as its `_meta` (None: none), through the SDK's public `meta=` arguments.
+Send = Callable[["Client", "dict[str, Any] | None"], Awaitable[T]]
+
+
+class Requests(Protocol):
+    """monad's requests to one server (see the module docstring)."""
+
+    async def call_tool(self, call: ToolCall) -> CallToolResult:
+        """tools/call of `call.tool` with `call.arguments` (`ServerActor.call_tool`)."""
+        ...
+
+    async def request(self, send: Send[T], *, caller: Caller | None, method: str | None,
+                      target: str | None) -> T:
+        """`send(client, meta)`, any other request (`ServerActor.call_through`)."""
+        ...
+
+
+@contextmanager
+def wrong_shape_fails_the_call() -> Iterator[None]:
+    """An answer of a shape the protocol does not define fails its call with a one-line
+    reason (an MCPError, as any failed call), not pydantic's multi-line report."""
+    from pydantic import ValidationError
+
+    try:
+        yield
+    except ValidationError as exc:
+        raise MCPError(INTERNAL_ERROR, describe(exc)) from None
+
+
+class SessionRequests:
+    """The request path of `actor`'s session (see the module docstring)."""
+
+    def __init__(self, actor: ServerActor) -> None:
+        self.actor = actor
+
+    def _client(self) -> Client:
+        from monad_cli.core.errors import MonadError
+
+        actor = self.actor
+        client = actor.client
+        if client is None or not actor.live:
+            raise MonadError(f"server `{actor.name}` is {actor.state}"
+                             f"{': ' + actor.reason if actor.reason else ''} (see `monad mcp status {actor.name}`)")
+        return client
+
+    async def call_tool(self, call: ToolCall) -> CallToolResult:
+        actor = self.actor
+        client = self._client()
+        assert call.tool is not None
+        rto = actor.spec.request_timeout_ms if actor.spec else None
+        # A plain call (no progress asked, no deadline of its own) takes the direct lane.
+        lane = actor.conn.lane if actor.conn is not None and call.progress is None and not rto else None
+        with actor.inputs.serving(call), wrong_shape_fails_the_call():
+            result = await lane.call(call, client.protocol_version, actor.tools) if lane is not None else None
+            if result is None:
+                meta = caller_meta(call, call.meta)
+                result = await client.call_tool(call.tool.name, call.arguments,
+                                                read_timeout_seconds=rto / 1000 if rto else None,
+                                                progress_callback=call.progress, meta=cast(Any, meta))
+            return result
+
+    async def request(self, send: Send[T], *, caller: Caller | None, method: str | None,
+                      target: str | None) -> T:
+        client = self._client()
+        # A read's or get's answer of a shape the protocol does not define fails it in one line,
+        # as a call's does.
+        shaped = wrong_shape_fails_the_call() if method in ("resources/read", "prompts/get") else nullcontext()
+        with self.actor.inputs.serving(caller), shaped:
+            return await send(client, caller_meta(caller))
+
+
+def address(actor: Any) -> tuple[str, int | None] | None:
+    """`server.address`/`server.port` of a remote server (its URL's host, never its query)."""
+    spec = actor.spec
+    if spec is None or spec.transport != "http" or not spec.url:
+        return None
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(spec.url)
+        return (parts.hostname, parts.port) if parts.hostname else None
+    except ValueError:
+        return None
+
+
+__all__ = ["Requests", "Send", "SessionRequests", "address", "wrong_shape_fails_the_call"]

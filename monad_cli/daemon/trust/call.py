@@ -1,0 +1,108 @@
+"""`ToolCall`: one tools/call on its way through monad, as one explicit object.
+
+Every entry builds one (the control API for `monad mcp call` and the Studio, the gateway's
+sessions, an MCP App through the Studio) and hands it to `ToolService.call`, which passes it
+along its steps, to the server's session (`ToolServer.call_tool`) and to whatever wraps the
+path (telemetry, installed by the supervisor). What the caller asked and brings is set by
+the entry; what the path learns on the way (the server and tool, the approval decision, the
+journal row, the outcome) is written on it by the path's steps, so a wrapper reads the whole
+call from it once the path returns. Nothing about a call travels beside it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import KW_ONLY, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from monad_cli.daemon.trust.inputs import Caller
+
+if TYPE_CHECKING:
+    from mcp_types import Tool
+
+    from monad_cli.daemon.trust.gate import Pending
+    from monad_cli.daemon.trust.servers import ProgressFn, ToolServer
+
+MAX_REF = 64  # characters of a caller's own tag kept
+
+
+@dataclass(eq=False)
+class ToolCall(Caller):
+    """One tools/call (MCP spec, server/tools "Calling Tools") and what it carries.
+
+    Set by its caller:
+    - `exposed`: the exposed name (`server__tool`); `arguments`: as sent (the path checks
+      that they are an object and match the tool's inputSchema);
+    - `via`: who calls (`cli`, `gateway`, `studio`, `app`, `api`, …), journaled;
+    - `approval`: `{"mode": "wait" | "yes" | "check" | "decided", "timeout": s,
+      "approvalId", "grant"}` (docs/tools.md "Approvals");
+    - `detach`: once approved, hand the call to the task manager and return at once;
+    - `app_of`: the server whose MCP App makes the call (trust/visibility.py);
+    - `include`/`exclude`: a gateway view's tool globs (core/tool_filters.py);
+    - `write_behind`: journal a successful outcome just after the answer (the gateway's
+      hot path) rather than before it;
+    - `progress`: awaited per notifications/progress of the call (None: none asked);
+    - `inputs`, `capabilities` (`Caller`): who answers the server's questions during the
+      call, and what the caller declared of them;
+    - `ref`: the caller's own tag (≤ 64 characters), on the call's events and its Task's
+      correlation (the Studio finds its own calls by it);
+    - `meta`: keys the upstream request's `_meta` carries besides monad's envelope (W3C
+      trace context, written by telemetry's wrapper; SEP-414).
+
+    Learned by the path (None until then): `server` and `tool` (the session and the tool
+    it lists), `call_id` (the `tool_calls` row), `decision` and `decided_by` (the gate's),
+    `outcome` (as journaled: `ok`, `tool-error`, `error`, `timeout`, `refused`,
+    `cancelled`, `interrupted`, `detached`), `started` (monotonic s: when its intent row
+    was written, which its duration counts from), `request_id` (the upstream JSON-RPC id
+    when monad's own lane sent it, sessions/direct.py).
+    """
+
+    exposed: str
+    arguments: Any = None
+    _: KW_ONLY
+    via: str = "api"
+    approval: dict[str, Any] = field(default_factory=dict)
+    detach: bool = False
+    app_of: str | None = None
+    include: Sequence[str] = ()
+    exclude: Sequence[str] = ()
+    write_behind: bool = False
+    progress: ProgressFn | None = None
+    ref: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    server: ToolServer | None = None
+    tool: Tool | None = None
+    call_id: int | None = None
+    decision: str | None = None
+    decided_by: str | None = None
+    outcome: str | None = None
+    started: float = 0.0
+    request_id: Any = None
+
+    def __post_init__(self) -> None:
+        self.ref = self.ref[:MAX_REF] if isinstance(self.ref, str) and self.ref else None
+
+    @property
+    def server_name(self) -> str:
+        """The server's name: the resolved one, else the exposed name's prefix."""
+        return self.server.name if self.server is not None else self.exposed.partition("__")[0]
+
+    @property
+    def tool_name(self) -> str:
+        """The tool's own name: the resolved one, else what follows the exposed name's prefix."""
+        return self.tool.name if self.tool is not None else self.exposed.partition("__")[2] or self.exposed
+
+    def correlation(self) -> dict[str, Any]:
+        """`{callId, exposed, via, ref, decidedBy}`: what a Task started by this call keeps of it."""
+        return {"callId": self.call_id, "exposed": self.exposed, "via": self.via, "ref": self.ref,
+                "decidedBy": self.decided_by}
+
+
+# One tools/call from its start to its answer (`ToolService`'s path), and what wraps it.
+CallHandler = Callable[[ToolCall], Awaitable[dict[str, Any]]]
+CallMiddleware = Callable[[CallHandler], CallHandler]
+# The gate's wait for a person (`Pending`, at most `timeout` s): (approved, decision, who).
+ApprovalWait = Callable[[ToolCall, "Pending", float], Awaitable[tuple[bool, str, str]]]
+ApprovalMiddleware = Callable[[ApprovalWait], ApprovalWait]
+
+__all__ = ["MAX_REF", "ApprovalMiddleware", "ApprovalWait", "CallHandler", "CallMiddleware", "ToolCall"]
