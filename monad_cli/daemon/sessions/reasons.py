@@ -10,6 +10,7 @@ actor does next: `fatal` (no retry: the command cannot start), `needs-auth` (wai
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from typing import Literal
 
@@ -57,11 +58,20 @@ def describe(exc: BaseException) -> str:
     return " ".join((str(exc) or type(exc).__name__).split())
 
 
+# What npm (behind `npx`) closes every failure with, after the line that says why: quoted
+# instead, a mistyped package's reason read "Note that you can also install from a | tarball,
+# folder, http url, or git url. | A complete log of this run can be found in: …".
+_NPM_TRAILER = re.compile(r"npm (?:error|ERR!) (?:404|404 Note that you can also install from a|"
+                          r"404 tarball, folder, http url, or git url\.|A complete log of this run can be found in:.*)")
+
+
 def stderr_hint(lines: Sequence[str]) -> str:
-    """`; stderr: a | b | c` from the last lines a stdio server wrote, or ``. Lines that only
-    underline the line above (Python's `^^^^` and `~~~~` markers) say nothing and are skipped,
-    so a traceback's last lines quote its code and its exception."""
-    last = [line.strip() for line in lines if line.strip().strip("^~").strip()][-STDERR_IN_REASON:]
+    """`; stderr: a | b | c` from the last lines a stdio server wrote, or ``. Lines that say
+    nothing are skipped: those that only underline the line above (Python's `^^^^` and `~~~~`
+    markers), so a traceback's last lines quote its code and its exception, and npm's trailer,
+    so a failed `npx` quotes its error (`404 Not Found - GET …`)."""
+    last = [line.strip() for line in lines
+            if line.strip().strip("^~").strip() and not _NPM_TRAILER.fullmatch(line.strip())][-STDERR_IN_REASON:]
     return f"; stderr: {' | '.join(last)}" if last else ""
 
 
