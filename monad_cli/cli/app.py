@@ -228,16 +228,7 @@ def main(argv: list[str] | None = None) -> int:
             import traceback
 
             traceback.print_exc()
-        if e.filename:
-            where = f" `{e.filename}`"
-        else:  # a socket's connect names no file: say which MONAD_HOME it was
-            from monad_cli.core.paths import paths
-
-            try:
-                where = f" MONAD_HOME `{paths().home}`"
-            except Exception:  # noqa: BLE001 - the message must not fail in its turn
-                where = ""
-        render.error(f"cannot use{where}: {e.strerror or e}; check MONAD_HOME (`monad mcp path`)")
+        render.error(_os_error_line(e))
         return int(ExitCode.ERROR)
     except Exception as e:  # noqa: BLE001 - the error boundary
         if _debug:
@@ -247,6 +238,33 @@ def main(argv: list[str] | None = None) -> int:
         log = _write_crash_log()
         render.error(f"internal error: {type(e).__name__}; details in `{log}` (rerun with -v to see them here)")
         return int(ExitCode.ERROR)
+
+
+def _os_error_line(e: OSError) -> str:
+    """`cannot use `FILE`: WHY; check …`: MONAD_HOME for a file in it (or none named: a
+    socket's connect), else the file itself — a client's config file that is a directory is
+    no matter of MONAD_HOME."""
+    import os
+    from pathlib import Path
+
+    from monad_cli.core.paths import paths
+
+    try:
+        home: Path | None = paths().home
+    except Exception:  # noqa: BLE001 - the message must not fail in its turn
+        home = None
+    hint = "check MONAD_HOME (`monad mcp path`)"
+    if e.filename:
+        where = f" `{e.filename}`"
+        try:
+            inside = home is None or Path(os.fsdecode(e.filename)).absolute().is_relative_to(home.absolute())
+        except (TypeError, ValueError):
+            inside = True
+        if not inside:
+            hint = "check that path"
+    else:  # a socket's connect names no file: say which MONAD_HOME it was
+        where = f" MONAD_HOME `{home}`" if home is not None else ""
+    return f"cannot use{where}: {e.strerror or e}; {hint}"
 
 
 def _server_hint(ctx: object, message: str) -> str:

@@ -173,17 +173,26 @@ class Codex:
         load(text, source)  # a malformed file is refused with its position, never rewritten
         doc = tomlkit.parse(text)
         servers = doc.get(KEY)
-        if servers is not None and name in servers:
-            del servers[name]
+        old = servers.get(name) if servers is not None else None
         if entry is None:
-            return tomlkit.dumps(doc)
+            if old is None or servers is None:
+                return text
+            del servers[name]
+            out = tomlkit.dumps(doc)
+            # The blank line that parted it from what came before goes with it.
+            return out.rstrip("\n") + "\n" if out.endswith("\n\n") and not text.endswith("\n\n") else out
         if servers is None:
             servers = tomlkit.table(is_super_table=True)
             doc[KEY] = servers
         table = tomlkit.table()
         for key, value in entry.items():
             table[key] = value
-        if list(doc)[-1] != KEY:  # a table follows: keep the blank line that parts them
+        # Replaced in place, with the blank line after it as it was: deleting and adding it
+        # again left a blank line behind on every change (the file grew at each new flag).
+        if old is not None:
+            if old.as_string().endswith("\n\n"):
+                table.add(tomlkit.nl())
+        elif list(doc)[-1] != KEY:  # a table follows: keep the blank line that parts them
             table.add(tomlkit.nl())
         servers[name] = table
         return tomlkit.dumps(doc)

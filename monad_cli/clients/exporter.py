@@ -34,6 +34,9 @@ def export_servers(paths: Paths, client_name: str, *, reveal: bool = False) -> t
         if name not in defs.raw:
             continue
         server = split_definition(shown_definition(defs.raw[name], reveal=reveal))
+        if server.rest.get("enabled") is True and not fmt.off_switch:
+            # What `monad mcp enable` writes: the default, and the only state exported there.
+            del server.rest["enabled"]
         entries[name], lost = fmt.export_entry(name, server)
         lost = [*server.rest, *lost]  # what the entry took out of `rest` it holds
         if lost:

@@ -93,6 +93,24 @@ def test_a_full_stdout_is_named_not_monad_home(monad_home: Path) -> None:
     assert r.returncode == 1 and r.stderr == "error: cannot write to standard output: No space left on device\n", r
 
 
+def test_a_file_outside_monad_home_that_cannot_be_used_is_not_blamed_on_monad_home(monad_home: Path,
+                                                                                   tmp_path: Path) -> None:
+    """Found by a new-user trial: `monad mcp connect cursor PATH` of a folder said "cannot use
+    `PATH`: Is a directory; check MONAD_HOME" — the file is Cursor's, not monad's. A file in
+    MONAD_HOME (or MONAD_HOME itself) still points there."""
+    env = {**os.environ, "MONAD_NO_AUTOSTART": "1"}
+    folder = tmp_path / "mcp.json"
+    folder.mkdir()
+    r = subprocess.run([sys.executable, "-m", "monad_cli", "mcp", "connect", "cursor", str(folder)],
+                       capture_output=True, text=True, timeout=60, env=env)
+    assert r.returncode == 1 and r.stderr == f"error: cannot use `{folder}`: Is a directory; check that path\n", r
+    home_file = tmp_path / "home-file"
+    home_file.write_text("")
+    r = subprocess.run([sys.executable, "-m", "monad_cli", "mcp", "status"], capture_output=True, text=True,
+                       timeout=60, env={**env, "MONAD_HOME": str(home_file)})
+    assert r.returncode == 1 and "check MONAD_HOME (`monad mcp path`)" in r.stderr, r
+
+
 @pytest.mark.parametrize(("word", "hint"), [
     ("rm", "monad's is `monad mcp remove`"), ("delete", "monad's is `monad mcp remove`"),
     ("restart", "monad's is `monad mcp reconnect`"),

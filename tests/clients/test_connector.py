@@ -389,3 +389,32 @@ def test_connect_writes_the_context_budget_into_the_entry(cli: Any, tmp_path: Pa
         "mcp", "serve", "--tool-search"]
     r = cli("mcp", "connect", "cursor", str(file), "--tool-search", "--per-server")
     assert r.code != 0 and "go without --per-server" in r.err, r
+
+
+@pytest.mark.parametrize("start", ['model = "o3"\n', "", '[mcp_servers.monad]\ncommand = "old"\n\n[mcp_servers.x]\n'
+                                   'command = "y"\n'])
+def test_changing_codexs_entry_again_and_again_keeps_its_file_the_same_size(cli: Any, tmp_path: Path,
+                                                                           start: str) -> None:
+    """Found by a new-user trial: each `monad mcp connect codex` with other flags than the last
+    (`--tool-search`, then without) put one more blank line above monad's table when it was
+    the first table of the file (the common `model = …` then `[mcp_servers.monad]`). Now the
+    entry is replaced in place: the same flags give the same bytes, and `--remove` gives back
+    the file as it was before monad's entry came."""
+    path = tmp_path / "config.toml"
+    if start:
+        path.write_text(start)
+    assert cli("mcp", "connect", "codex", str(path)).code == 0
+    first = path.read_bytes()
+    for _ in range(3):
+        assert cli("mcp", "connect", "codex", str(path), "--tool-search").code == 0
+        assert b'"--tool-search"' in path.read_bytes()
+        assert cli("mcp", "connect", "codex", str(path)).code == 0
+        assert path.read_bytes() == first
+    r = cli("mcp", "connect", "codex", str(path), "--remove")
+    assert r.code == 0, r
+    if start.startswith("model"):
+        assert path.read_text() == start
+    elif not start:
+        assert not path.exists()
+    else:  # the person's own `monad` table was replaced; the rest is as it was
+        assert path.read_text() == '[mcp_servers.x]\ncommand = "y"\n'

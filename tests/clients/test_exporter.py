@@ -85,6 +85,17 @@ def test_export_leaves_out_disabled_servers_where_the_format_has_no_off_switch(c
     assert parse("codex", cli("mcp", "export", "codex").out)["mcp_servers"]["legacy"]["enabled"] is False
 
 
+def test_export_does_not_warn_about_the_enabled_that_enable_wrote(cli: Any) -> None:
+    """Found by a new-user trial: after `monad mcp disable` and `enable` the atom says
+    `enabled = true`, and every export to a format without an off switch warned that
+    `enabled` was left out — though only enabled servers are exported there."""
+    assert cli("mcp", "add", "time", "--", "mcp-server-time").code == 0
+    assert cli("mcp", "disable", "time").code == 0 and cli("mcp", "enable", "time").code == 0
+    r = cli("mcp", "export", "mcp-json")
+    assert r.code == 0 and "time" in json.loads(r.out)["mcpServers"] and "left out" not in r.err, r
+    assert parse("codex", cli("mcp", "export", "codex").out)["mcp_servers"]["time"]["enabled"] is True
+
+
 @pytest.mark.parametrize("client", NEW)
 def test_export_then_import_of_each_newer_format(cli: Any, monad_home: Path, tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch, client: str) -> None:

@@ -108,3 +108,50 @@ def test_a_serve_that_cannot_serve_answers_the_first_request_with_why(monad: Any
     answers, err = _serve_over_pipes([INIT])
     assert "the supervisor is not running" in answers[0]["error"]["message"], answers
     assert "error: the supervisor is not running" in err, err
+
+
+def test_a_serve_refused_before_the_supervisor_tells_the_agent_why(monad: Any, monad_home: Path) -> None:
+    """Found by a new-user trial: a malformed features/gateway.toml (or a bad flag value in the
+    client's entry) made every agent's `monad` entry say only "Connection closed": the refusal
+    came before the relay, where the client's requests went unanswered. Now the agent's first
+    request gets the one-line reason too, as for a supervisor that is not running."""
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    (monad_home / "features").mkdir(parents=True, mode=0o700)
+    (monad_home / "features" / "gateway.toml").write_text('toolSearch = "yes"\n')
+    answers, err = _serve_over_pipes([INIT])
+    assert "`features/gateway.toml`: `toolSearch` must be" in answers[0]["error"]["message"], answers
+    assert "error: `features/gateway.toml`: `toolSearch` must be" in err, err
+
+    async def connect(*flags: str) -> str:
+        params = StdioServerParameters(command=sys.executable, args=["-m", "monad_cli", "mcp", "serve", *flags],
+                                       env={"MONAD_HOME": str(monad_home)})
+        try:
+            async with Client(params):
+                return "connected"
+        except Exception as e:  # the SDK's own error for an error answer to its first request
+            while isinstance(e, BaseExceptionGroup) and len(e.exceptions) == 1:
+                e = e.exceptions[0]
+            return str(e)
+
+    said = anyio.run(connect)
+    assert "`toolSearch` must be \"off\", \"on\" or \"auto\"" in said, said
+    (monad_home / "features" / "gateway.toml").unlink()
+    said = anyio.run(connect, "--session-idle", "0s")
+    assert "--session-idle must be a duration" in said, said
+    # --tool-search (always) with --tool-search-above (past a size): refused, not one silently winning.
+    said = anyio.run(connect, "--tool-search", "--tool-search-above", "100")
+    assert "--tool-search and --tool-search-above contradict each other" in said, said
+    assert not (monad_home / "run" / "monad.pid").exists()  # refused before any supervisor was started
+
+
+def test_contradicting_search_flags_and_a_port_out_of_range_are_refused(monad: Any, tmp_path: Path) -> None:
+    r = monad("mcp", "serve", "--no-tool-search", "--tool-search-above", "5", input="")
+    assert r.code == 2 and "--no-tool-search and --tool-search-above contradict each other" in r.err, r
+    r = monad("mcp", "serve", "--http", "--port", "99999")
+    assert r.code == 2 and "'--port': 99999 is not in the range 0<=x<=65535" in r.err, r
+    cursor = tmp_path / "mcp.json"
+    r = monad("mcp", "connect", "cursor", str(cursor), "--tool-search", "--tool-search-above", "5")
+    assert r.code == 2 and "--tool-search and --tool-search-above contradict each other" in r.err, r
+    assert not cursor.exists()

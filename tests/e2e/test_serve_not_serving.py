@@ -49,12 +49,12 @@ def test_a_failed_servers_entry_says_so_and_how_to_see_why(supervisor: Any, mona
         for mode in ("legacy", "auto"):  # initialize, and server/discover (2026-07-28)
             async with Client(_serve(monad_home, "broken"), mode=mode) as agent:
                 text = agent.instructions or ""
-                assert "server `broken` is failed" in text and "`monad mcp status broken`" in text, text
+                assert "server `broken` has failed" in text and "`monad mcp status broken`" in text, text
                 assert "cannot open the index" in text and SENTINEL not in text, text
                 with pytest.raises(MCPError) as listed:
                     await agent.list_tools()
                 message = listed.value.error.message
-                assert message.startswith("server `broken` is failed") and "`monad mcp status broken`" in message
+                assert message.startswith("server `broken` has failed") and "`monad mcp status broken`" in message
                 assert SENTINEL not in message
         # Fixed while an agent is connected: it hears the list change and gets the tools.
         async with Client(_serve(monad_home, "broken"), mode="legacy", message_handler=on_message) as agent:
@@ -80,7 +80,7 @@ def test_the_inspector_shows_the_failure(supervisor: Any, monad_home: Path, tmp_
                        capture_output=True, text=True, timeout=120,
                        env={**os.environ, "MCP_CATALOG_PATH": str(tmp_path / "catalog.json")})
     assert r.returncode != 0, (r.stdout, r.stderr)
-    assert "server `broken` is failed" in r.stdout + r.stderr and "monad mcp status broken" in r.stdout + r.stderr
+    assert "server `broken` has failed" in r.stdout + r.stderr and "monad mcp status broken" in r.stdout + r.stderr
     assert SENTINEL not in r.stdout + r.stderr
 
 
@@ -96,10 +96,32 @@ def test_connect_per_server_names_failed_and_disabled_servers(supervisor: Any, m
     r = supervisor("mcp", "connect", "claude-code", str(path), "--per-server")
     assert r.code == 0, r
     assert sorted(json.loads(path.read_text())["mcpServers"]) == ["broken", "works"]
-    assert "server `broken` is failed (" in r.err and "`monad mcp status broken` says why" in r.err, r
+    assert "server `broken` has failed (" in r.err and "`monad mcp status broken` says why" in r.err, r
     assert "server `off` is disabled: no entry for it" in r.err and "`works`" not in r.err.split("\n", 1)[1], r
     assert SENTINEL not in r.err + r.out
     r = supervisor("mcp", "connect", "claude-code", str(path), "--per-server", "--json")
     notes = r.json()["notes"]
     assert notes["off"] == {"state": "disabled", "reason": None, "written": False}
     assert notes["broken"]["state"] == "failed" and notes["broken"]["written"] is True and "works" not in notes
+
+
+def test_a_disabled_servers_entry_says_to_enable_it_not_to_reconnect(supervisor: Any, monad_home: Path) -> None:
+    """Found by a new-user trial: `monad mcp serve NAME` of a disabled server told the agent
+    "`monad mcp reconnect NAME` tries again", which refuses a disabled server."""
+    from mcp import Client
+    from mcp.shared.exceptions import MCPError
+
+    write_atom(monad_home, "off", f'transport = "stdio"\ncommand = {json.dumps(sys.executable)}\n'
+                                  f'args = [{json.dumps(TESTSERVER)}]\nenabled = false\n')
+    wait_state(supervisor, "off", "disabled", timeout=60)
+
+    async def main() -> str:
+        async with Client(_serve(monad_home, "off")) as agent:
+            with pytest.raises(MCPError) as listed:
+                await agent.list_tools()
+            return listed.value.error.message
+
+    message = anyio.run(main)
+    assert message.startswith("server `off` is disabled") and "`monad mcp enable off` turns it on" in message, message
+    assert "reconnect" not in message
+    assert supervisor("mcp", "reconnect", "off").code == 2  # what the old advice led to

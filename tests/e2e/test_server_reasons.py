@@ -117,3 +117,51 @@ def test_a_multi_line_refusal_is_one_status_row(supervisor: Any) -> None:
     assert len(table) == 3 and table[2].startswith("refuses "), table  # header, other, refuses
     r = monad("journal", "--server", "refuses", "--json")
     assert all("\n" not in (e.get("reason") or "") for e in r.json()), r
+
+
+def test_a_package_runner_that_times_out_is_told_to_raise_the_timeout(supervisor: Any, tmp_path: Path) -> None:
+    """Found by a new-user trial: the README's `npx -y @modelcontextprotocol/server-memory`
+    took longer than the 10 s connect timeout while npx fetched the package (silently), and
+    the reason asked "does it flush its output?". Behind a package runner the reason now says
+    it may still be fetching and which `timeout` to raise. (A silent `npx` stands in for one
+    fetching over a slow network.)"""
+    monad = supervisor
+    runner = tmp_path / "bin" / "npx"
+    runner.parent.mkdir()
+    runner.write_text("#!/bin/sh\nexec sleep 30\n")
+    runner.chmod(0o755)
+    assert monad("mcp", "add", "memory", "--timeout", "1", "--", str(runner), "-y", "some-server").code == 0
+    row = wait_for(lambda: (s := status_of(monad, "memory"))["state"] in ("backoff", "failed") and s["reason"] and s)
+    reason = row["reason"]
+    assert "timed out after 1 s" in reason and "flush" not in reason, row
+    assert ("`npx` may still be fetching the server on its first start: raise `timeout` in `atoms/mcp/memory.toml`, "
+            "e.g. `timeout = 60`") in reason, row
+
+
+NPM_404 = """npm error code E404
+npm error 404 Not Found - GET https://registry.example/@acme%2fmcp-servr - Not found
+npm error 404
+npm error 404  '@acme/mcp-servr@*' is not in this registry.
+npm error 404
+npm error 404 Note that you can also install from a
+npm error 404 tarball, folder, http url, or git url.
+npm error A complete log of this run can be found in: /home/user/.npm/_logs/debug-0.log
+"""
+
+
+def test_a_mistyped_npx_package_is_named_in_the_reason(supervisor: Any, tmp_path: Path) -> None:
+    """Found by a new-user trial: `npx -y` of a package name with a typo failed with a reason
+    quoting npm's trailer ("Note that you can also install from a | tarball, folder, http url,
+    or git url. | A complete log …"), not its error. The trailer is skipped now. (A stand-in
+    `npx` writes what npm 10 writes for a package that is not in the registry.)"""
+    monad = supervisor
+    runner = tmp_path / "bin" / "npx"
+    runner.parent.mkdir()
+    runner.write_text(f"#!/bin/sh\ncat >&2 <<'EOF'\n{NPM_404}EOF\nexit 1\n")
+    runner.chmod(0o755)
+    assert monad("mcp", "add", "acme", "--", str(runner), "-y", "@acme/mcp-servr").code == 0
+    row = wait_for(lambda: (s := status_of(monad, "acme"))["state"] in ("backoff", "failed") and s["reason"] and s)
+    reason = row["reason"]
+    assert "404 Not Found - GET https://registry.example/@acme%2fmcp-servr" in reason, row
+    assert "'@acme/mcp-servr@*' is not in this registry" in reason, row
+    assert "tarball" not in reason and "A complete log" not in reason, row

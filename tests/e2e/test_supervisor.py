@@ -420,3 +420,23 @@ def test_a_skipped_oversize_message_is_the_reason_not_silence(supervisor: Any, m
     assert "a stdout message over the 64 KiB message limit was skipped (raise `maxMessageBytes` in " \
            "`atoms/mcp/big.toml`)" in row["reason"], row
     assert "wrote nothing to its stdout" not in row["reason"], row
+
+
+@pytest.mark.e2e
+def test_wait_right_after_enable_or_disable_waits_for_the_new_definition(supervisor: Any) -> None:
+    """Found by a new-user trial: `monad mcp disable X; monad mcp enable X; monad mcp wait X`
+    failed about 4 runs in 10 with "server `X` is disabled" — the supervisor had the new
+    definition, its server's session was still carrying out the disable. `wait` now goes by
+    the definition: right after `enable` it waits for the connect; right after `disable` it
+    says the server is disabled."""
+    r = supervisor("mcp", "add", "time", "--timeout", "30", "--", "mcp-server-time")
+    assert r.code == 0, r
+    assert supervisor("mcp", "wait", "time", "--timeout", "60").code == 0
+    for _ in range(8):  # enabled again while the disable was still being carried out
+        assert supervisor("mcp", "disable", "time").code == 0
+        assert supervisor("mcp", "enable", "time").code == 0
+        r = supervisor("mcp", "wait", "time", "--timeout", "60")
+        assert r.code == 0 and "connected: time" in r.err, r
+    assert supervisor("mcp", "disable", "time").code == 0
+    r = supervisor("mcp", "wait", "time", "--timeout", "60")
+    assert r.code == 1 and "server `time` is disabled" in r.err and "monad mcp enable time" in r.err, r

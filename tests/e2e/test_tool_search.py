@@ -322,6 +322,77 @@ def test_a_long_result_is_cut_and_read_back_whole(supervisor: Any, monad_home: P
         proc.wait(timeout=30)
 
 
+def test_the_cli_ranks_tools_for_a_task_as_find_tool_does(supervisor: Any, monad_home: Path) -> None:
+    """Found by a new-user trial: nothing in the CLI answered "what will the agent find for
+    this?" (only the Studio's box). `monad mcp tools --search TASK` ranks over the same index."""
+    _catalog(monad_home, supervisor, "slack", "git", "time")
+    r = supervisor("mcp", "tools", "--search", "post a message to the #general channel", "--limit", "3", "--json")
+    assert r.code == 0, r
+    hits = r.json()
+    assert len(hits) == 3 and hits[0]["name"] == "slack__slack_post_message", hits
+    assert hits[0]["score"] >= hits[1]["score"] >= hits[2]["score"]
+    r = supervisor("mcp", "tools", "git", "--search", "what changed in my working tree?")
+    assert r.code == 0 and r.out.splitlines()[0].split() == ["TOOL", "SCORE", "DESCRIPTION"], r
+    assert {line.split()[0].split("__")[0] for line in r.out.splitlines()[1:]} == {"git"}, r.out
+    r = supervisor("mcp", "tools", "--search", "   ")
+    assert r.code == 2 and "--search needs the task in plain words" in r.err, r
+    r = supervisor("mcp", "tools", "--limit", "3")
+    assert r.code == 2 and "--limit goes with --search" in r.err, r
+
+
+def test_call_tool_of_a_name_it_cannot_resolve_is_a_tool_error_the_model_reads(supervisor: Any,
+                                                                               monad_home: Path) -> None:
+    """Found by a new-user trial: `call_tool` with a name no server exposes was a JSON-RPC
+    error (-32602) saying `see monad mcp tools` — an error many agents do not show the model,
+    about a tool (`call_tool`) that does exist. It is now call_tool's error result, which says
+    to call a name find_tool gave; a direct tools/call of an unknown name stays -32602."""
+    from mcp import Client
+    from mcp.shared.exceptions import MCPError
+
+    _catalog(monad_home, supervisor, "time")
+
+    async def agent() -> tuple[Any, Any, int]:
+        async with Client(_serve(monad_home, "--tool-search")) as client:
+            unknown = await client.call_tool("call_tool", {"name": "time__no_such_tool", "arguments": {}})
+            other = await client.call_tool("call_tool", {"name": "nowhere__x"})
+            with pytest.raises(MCPError) as direct:
+                await client.call_tool("time__no_such_tool", {})
+            return unknown, other, direct.value.error.code
+
+    unknown, other, code = anyio.run(agent)
+    for result, name in ((unknown, "time__no_such_tool"), (other, "nowhere__x")):
+        assert result.is_error, result
+        text = result.content[0].text
+        assert text.startswith(f"call_tool: no tool `{name}` is exposed") and "find_tool gave" in text, text
+    assert code == -32602
+
+
+def test_a_result_over_the_budget_only_by_its_envelope_is_not_cut(supervisor: Any, monad_home: Path) -> None:
+    """Found by a new-user trial: a result whose content fit the budget but whose whole JSON
+    (`isError`, `_meta`) passed it came back "cut" with nothing taken out and a note added,
+    longer than it was. Such a result now reaches the agent as it is."""
+    from mcp import Client
+
+    from monad_cli.daemon.gateway.search import estimate_tokens
+
+    _catalog(monad_home, supervisor, "time")
+    args = {"timezone": "Europe/Lisbon " + "x" * 400}
+
+    async def call(*flags: str) -> Any:
+        async with Client(_serve(monad_home, *flags)) as client:
+            return await client.call_tool("time__get_current_time", args)
+
+    plain = anyio.run(call)
+    [item] = [c.model_dump(by_alias=True, exclude_none=True, mode="json") for c in plain.content]
+    budget = estimate_tokens(item) + 2  # the content fits; with `isError` and the rest, the whole does not
+    assert estimate_tokens({"content": [item], "isError": False}) > budget
+    budgeted = anyio.run(call, "--max-result-tokens", str(budget))
+    assert [c.model_dump(by_alias=True, exclude_none=True, mode="json") for c in budgeted.content] == [item]
+    # One byte of content past the budget is cut, with the note.
+    cut = anyio.run(call, "--max-result-tokens", str(estimate_tokens(item) - 10))
+    assert len(cut.content) == 2 and cut.content[-1].text.startswith("[monad: this result was cut"), cut
+
+
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 def test_the_inspector_finds_and_calls_through_tool_search(supervisor: Any, monad_home: Path, transport: str) -> None:
     _catalog(monad_home, supervisor, *SERVERS)

@@ -110,12 +110,16 @@ _STATE_WORDS = {"failed": "has failed", "needs-auth": "needs authorization", "co
                 "degraded": "is degraded", "idle": "is idle (on demand)"}
 
 
+def state_words(state: str) -> str:
+    """A state as words after a server's name: `has failed`, `is waiting to retry`."""
+    return _STATE_WORDS.get(state, f"is {state}")
+
+
 def not_ready(row: dict[str, Any]) -> str:
     """One line for a server that is not connected: what it is doing, why, and, while it
     retries, why the last attempt failed (`server `x` is still connecting: starting (attempt
     3); the last attempt timed out after 10 s …`)."""
-    words = _STATE_WORDS.get(row["state"], f"is {row['state']}")
-    text = f"server `{row['name']}` {words}: {row.get('reason') or 'no reason given'}"
+    text = f"server `{row['name']}` {state_words(row['state'])}: {row.get('reason') or 'no reason given'}"
     if row["state"] == "disabled":  # `wait` and `call` stop here: say how to turn it on
         text += f"; `monad mcp enable {row['name']}` turns it on"
     last = row.get("lastAttemptReason")

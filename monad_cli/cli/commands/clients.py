@@ -84,8 +84,10 @@ def connect(
         = None,
     as_json: JsonOpt = False,
 ) -> None:
+    from monad_cli.cli.commands.serve import check_search_flags
     from monad_cli.clients.connector import connect_all, connect_client
 
+    check_search_flags(tool_search or None, tool_search_above)
     serve_args = [*(["--tool-search"] if tool_search else []),
                   *(["--tool-search-above", str(tool_search_above)] if tool_search_above is not None else []),
                   *(["--max-result-tokens", str(max_result_tokens)] if max_result_tokens is not None else [])]
@@ -176,9 +178,11 @@ def _connect_per_server(client: str, path: str | None, *, remove: bool, replace:
             render.warn(f"server `{name}` is disabled: no entry for it in {where} (`monad mcp enable {name}`, "
                         f"then connect again)")
         elif not remove:
+            from monad_cli.cli.commands._status import state_words
+
             why = f" ({note['reason']})" if note["reason"] else ""
-            render.warn(f"server `{name}` is {note['state']}{why}: its entry is written, and until the server "
-                        f"connects its agent sees that it failed and `monad mcp status {name}` says why")
+            render.warn(f"server `{name}` {state_words(note['state'])}{why}: its entry is written, and until the "
+                        f"server connects its agent sees that it failed and `monad mcp status {name}` says why")
 
 
 def _twice(row: dict[str, Any], *, dry_run: bool) -> str:

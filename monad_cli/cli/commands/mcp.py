@@ -545,8 +545,8 @@ def wait(
     while True:
         answer = client.get("/v1/settings/mcp-servers/status")
         by_name = {r["name"]: r for r in answer["servers"]}
-        rows = {n: by_name.get(n, {"name": n, "state": "undefined",
-                                   "reason": f"server `{n}` is not defined (see `monad mcp list`)"})
+        rows = {n: _settled(by_name.get(n, {"name": n, "state": "undefined",
+                                            "reason": f"server `{n}` is not defined (see `monad mcp list`)"}))
                 for n in names}
         states = {r["state"] for r in rows.values()}
         if states <= ready:
@@ -571,6 +571,18 @@ def wait(
         up = [n for n in names if n not in idle]
         render.info("; ".join(([f"connected: {', '.join(up)}"] if up else [])
                               + ([f"idle (on demand; the first call starts it): {', '.join(idle)}"] if idle else [])))
+
+
+def _settled(row: dict[str, Any]) -> dict[str, Any]:
+    """`row` in the state its server is in or about to be in: the supervisor takes a new
+    definition at once, the server's session moves a moment later. Right after `monad mcp
+    enable NAME` the row still says `disabled` (with `enabled` true), which must not end a
+    wait; right after `disable` it may still say `connected`."""
+    if row.get("enabled") is False and row["state"] != "disabled":
+        return {**row, "state": "disabled", "reason": "enabled = false in its definition"}
+    if row["state"] == "disabled" and row.get("enabled"):
+        return {**row, "state": "connecting", "reason": "enabled in its definition; starting"}
+    return row
 
 
 @app.command("path")

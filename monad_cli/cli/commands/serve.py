@@ -25,7 +25,8 @@ def serve(
         show_default=False)] = None,
     http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP on 127.0.0.1 instead of stdio.")]
         = False,
-    port: Annotated[int, typer.Option("--port", help="Port for --http (0 picks a free one).")] = 0,
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port for --http (0 picks a free one).")]
+        = 0,
     session_idle: Annotated[str, typer.Option(
         "--session-idle", metavar="DURATION", help="With --http: end a client's session after this long without "
                                                    "a request (`90s`, `10m`, `1h`); the client starts a new one.")]
@@ -82,51 +83,19 @@ def serve(
     features/tools.toml (docs/filtering.md). Resources, prompts, completions and log
     messages pass through as well (docs/gateway.md).
     """
-    import math
-    import os
     import sys
 
     from monad_cli.cli import relay
-    from monad_cli.config.conditions import parse_facts
-    from monad_cli.config.features import load_gateway_settings
-    from monad_cli.core.filters import PatternError, split_patterns
-    from monad_cli.core.hello import build_hello
-    from monad_cli.core.tool_filters import split_tool_patterns
 
     try:
-        facts = parse_facts(fact or [])
-        inc = None if include is None else split_patterns(include, what="--include-mcps")
-        exc = None if exclude is None else split_patterns(exclude, what="--exclude-mcps")
-        tools_in = split_tool_patterns(include_tools or [], what="--include-tools")
-        tools_out = split_tool_patterns(exclude_tools or [], what="--exclude-tools")
-    except (ValueError, PatternError) as e:
-        raise InvalidInput(str(e)) from None
-    servers = list(dict.fromkeys(names or []))
-    if servers and include is not None:
-        raise InvalidInput("serve: give server NAMEs or --include-mcps, not both")
-    if servers:
-        inc = servers  # any supervisor narrows to them, even one that knows no per-server entry
-    if not math.isfinite(approval_timeout) or approval_timeout < 0:
-        raise InvalidInput("--approval-timeout must be a finite number of seconds >= 0")
-    from monad_cli.config.start import parse_duration
-
-    idle = parse_duration(session_idle)
-    if idle is None:
-        raise InvalidInput(f"--session-idle must be a duration such as `90s`, `10m` or `1h` (at most a week), "
-                           f"got {session_idle!r}")
-    settings = load_gateway_settings(paths())
-    search_mode = ("off" if tool_search is False else "auto" if tool_search_above is not None
-                   else "on" if tool_search else settings["toolSearch"])
-    budget = settings["maxResultTokens"] if max_result_tokens is None else max_result_tokens
-    # The client's own pipes go to the supervisor when they can: no byte passes through here.
-    hand_over = not http and relay.passable(0) and relay.passable(1)
-    # Only the names of set variables travel: a condition asks no more of the environment.
-    hello = build_hello(transport="http" if http else "stdio", port=port, facts=facts, include=inc, exclude=exc,
-                        approval_timeout=approval_timeout, env_names=list(os.environ), stdio_fds=hand_over,
-                        include_tools=tools_in, exclude_tools=tools_out, servers=servers, tool_search=search_mode,
-                        tool_search_threshold=(tool_search_above if tool_search_above is not None
-                                               else settings["toolSearchAbove"]),
-                        max_result_tokens=budget, session_idle=idle)
+        hello, hand_over = _hello(names, http=http, port=port, session_idle=session_idle,
+                                  approval_timeout=approval_timeout, fact=fact, include=include, exclude=exclude,
+                                  include_tools=include_tools, exclude_tools=exclude_tools,
+                                  tool_search=tool_search, tool_search_above=tool_search_above,
+                                  max_result_tokens=max_result_tokens)
+    except MonadError as e:
+        _refuse(e, http=http)
+        raise
     if http:
         import signal
 
@@ -147,9 +116,7 @@ def serve(
                         f"tools; add one with `monad mcp add`, or set MONAD_HOME in the client's entry")
         opened = relay.open_relay(paths(), hello, fds=[0, 1] if hand_over else None)
     except MonadError as e:
-        if not http and not sys.stdin.isatty():
-            # The client shows an error answer; our stderr it keeps to itself.
-            relay.refuse_requests(f"monad mcp serve: {e}")
+        _refuse(e, http=http)
         raise
     if http:
         render.info(f"monad gateway: {opened.answer['url']} (bearer token in `{opened.answer['tokenFile']}`); "
@@ -159,3 +126,78 @@ def serve(
         relay.wait(opened)
     else:
         relay.pump(opened)
+
+
+def _refuse(error: MonadError, *, http: bool) -> None:
+    """An agent's client keeps a stdio server's stderr to itself: over stdio, its requests are
+    answered with `error` (relay.refuse_requests), so its MCP panel says why. A person at a
+    terminal, or --http, reads it on stderr only."""
+    import sys
+
+    from monad_cli.cli import relay
+
+    if not http and not sys.stdin.isatty():
+        relay.refuse_requests(f"monad mcp serve: {error}")
+
+
+def _hello(names: list[str] | None, *, http: bool, port: int, session_idle: str, approval_timeout: float,
+           fact: list[str] | None, include: list[str] | None, exclude: list[str] | None,
+           include_tools: list[str] | None, exclude_tools: list[str] | None, tool_search: bool | None,
+           tool_search_above: int | None, max_result_tokens: int | None) -> tuple[bytes, bool]:
+    """The gateway hello for these flags and features/gateway.toml, and whether the client's
+    own pipes are handed to the supervisor. Raises `InvalidInput` for a bad flag value and
+    `ConfigError` for a malformed features/gateway.toml (one line each)."""
+    import math
+    import os
+
+    from monad_cli.cli import relay
+    from monad_cli.config.conditions import parse_facts
+    from monad_cli.config.features import load_gateway_settings
+    from monad_cli.config.start import parse_duration
+    from monad_cli.core.filters import PatternError, split_patterns
+    from monad_cli.core.hello import build_hello
+    from monad_cli.core.tool_filters import split_tool_patterns
+
+    try:
+        facts = parse_facts(fact or [])
+        inc = None if include is None else split_patterns(include, what="--include-mcps")
+        exc = None if exclude is None else split_patterns(exclude, what="--exclude-mcps")
+        tools_in = split_tool_patterns(include_tools or [], what="--include-tools")
+        tools_out = split_tool_patterns(exclude_tools or [], what="--exclude-tools")
+    except (ValueError, PatternError) as e:
+        raise InvalidInput(str(e)) from None
+    servers = list(dict.fromkeys(names or []))
+    if servers and include is not None:
+        raise InvalidInput("serve: give server NAMEs or --include-mcps, not both")
+    if servers:
+        inc = servers  # any supervisor narrows to them, even one that knows no per-server entry
+    if not math.isfinite(approval_timeout) or approval_timeout < 0:
+        raise InvalidInput("--approval-timeout must be a finite number of seconds >= 0")
+    idle = parse_duration(session_idle)
+    if idle is None:
+        raise InvalidInput(f"--session-idle must be a duration such as `90s`, `10m` or `1h` (at most a week), "
+                           f"got {session_idle!r}")
+    check_search_flags(tool_search, tool_search_above)
+    settings = load_gateway_settings(paths())
+    search_mode = ("off" if tool_search is False else "auto" if tool_search_above is not None
+                   else "on" if tool_search else settings["toolSearch"])
+    budget = settings["maxResultTokens"] if max_result_tokens is None else max_result_tokens
+    # The client's own pipes go to the supervisor when they can: no byte passes through here.
+    hand_over = not http and relay.passable(0) and relay.passable(1)
+    # Only the names of set variables travel: a condition asks no more of the environment.
+    hello = build_hello(transport="http" if http else "stdio", port=port, facts=facts, include=inc, exclude=exc,
+                        approval_timeout=approval_timeout, env_names=list(os.environ), stdio_fds=hand_over,
+                        include_tools=tools_in, exclude_tools=tools_out, servers=servers, tool_search=search_mode,
+                        tool_search_threshold=(tool_search_above if tool_search_above is not None
+                                               else settings["toolSearchAbove"]),
+                        max_result_tokens=budget, session_idle=idle)
+    return hello, hand_over
+
+
+def check_search_flags(tool_search: bool | None, tool_search_above: int | None) -> None:
+    """--tool-search (always search) and --no-tool-search (never) each contradict
+    --tool-search-above (search past a size): refused rather than one silently winning."""
+    if tool_search is not None and tool_search_above is not None:
+        flag = "--tool-search" if tool_search else "--no-tool-search"
+        raise InvalidInput(f"{flag} and --tool-search-above contradict each other: --tool-search searches always, "
+                           f"--tool-search-above TOKENS only past that size, --no-tool-search never; give one")

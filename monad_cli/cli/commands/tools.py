@@ -41,6 +41,13 @@ def _quote(name: str) -> str:
 
 def tools(
     server: Annotated[str | None, typer.Argument(help="Only this server's tools.")] = None,
+    search: Annotated[str | None, typer.Option(
+        "--search", metavar="TASK", help="The tools that best match a task in plain words, best first, as "
+                                         "find_tool ranks them (`monad mcp serve --tool-search`).",
+        show_default=False)] = None,
+    limit: Annotated[int | None, typer.Option("--limit", min=1, max=50, help="With --search: how many tools "
+                                                                               "(default 8, as find_tool's).",
+                                              show_default=False)] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Tools of the connected servers under their exposed names (`SERVER__TOOL`).
@@ -56,8 +63,16 @@ def tools(
     `load_tools` are marked `deferred` (`monad mcp call` calls them directly). Tools a tool
     filter hides are listed as `hidden` with the rule (`hidden` in --json, null when shown);
     no gateway lists them and every call of them is refused (docs/filtering.md).
+
+    `--search TASK` ranks the tools for a task put in plain words, as the gateway's find_tool
+    does, to see what an agent would find (docs/gateway.md "Tool search").
     """
+    if limit is not None and search is None:
+        raise InvalidInput("--limit goes with --search (`monad mcp tools --search TASK --limit N`)")
     client = supervisor()
+    if search is not None:
+        _search(client, search, limit=limit or 8, server=server, as_json=as_json)
+        return
     answer = client.get("/v1/tools" + (f"?server={_quote(server)}" if server else ""))
     listed = answer["tools"]
     if as_json:
@@ -78,6 +93,23 @@ def tools(
                  [("name", "tool"), ("auto", "approval"), ("deferred", "gateway"), ("description", "description")],
                  empty=(f"server `{server}` exposes no tools (is it connected? `monad mcp status {server}`)"
                         if server else "no tools exposed (see `monad mcp status`)"))
+
+
+def _search(client: Any, query: str, *, limit: int, server: str | None, as_json: bool) -> None:
+    if not query.strip():
+        raise InvalidInput("--search needs the task in plain words, e.g. --search 'what time is it in Tokyo'")
+    from urllib.parse import urlencode
+
+    # With a server named, more are asked for and its own kept: the ranking is over every tool.
+    asked = 100 if server else limit
+    hits = client.get("/v1/tools/search?" + urlencode({"q": query, "limit": asked}))["tools"]
+    hits = [h for h in hits if server in (None, h["server"])][:limit]
+    if as_json:
+        render.data_json(hits)
+        return
+    render.table([{"name": h["name"], "score": f"{h['score']:.3f}", "description": _first_line(h["description"])}
+                  for h in hits], [("name", "tool"), ("score", "score"), ("description", "description")],
+                 empty=f"no tool matches {query!r}; try other words (`monad mcp tools` lists them all)")
 
 
 def _first_line(description: str, limit: int = 90) -> str:

@@ -125,11 +125,11 @@ def _cut_text(text: str, tokens: int) -> str:
 
 def cut(result: dict[str, Any], budget: int, store: ResultStore) -> dict[str, Any]:
     """`result` as the agent gets it under a budget of `budget` tokens (module docstring):
-    unchanged when it fits; else cut, with a note naming the kept whole."""
+    unchanged when it fits, or when its content items all fit and only its envelope passes
+    the budget; else cut, with a note naming the kept whole."""
     total = estimate_tokens(result)
     if total <= budget:
         return result
-    uri = store.keep(result, total * BYTES_PER_TOKEN)
     structured = result.get("structuredContent")
     keep_structured = structured is not None and estimate_tokens(structured) <= budget // 2
     left = budget - (estimate_tokens(structured) if keep_structured else 0)
@@ -144,6 +144,11 @@ def cut(result: dict[str, Any], budget: int, store: ResultStore) -> dict[str, An
             content.append({**item, "text": _cut_text(item.get("text", ""), left - 16)})
         left = 0
         break
+    if content == (result.get("content") or []) and (structured is None or keep_structured):
+        # Over the budget only by the result's own envelope (`isError`, `_meta`): nothing would
+        # be cut, and a note would make it longer, not shorter.
+        return result
+    uri = store.keep(result, total * BYTES_PER_TOKEN)
     out = {k: v for k, v in result.items() if k not in ("content", "structuredContent")}
     if keep_structured:
         out["structuredContent"] = structured

@@ -149,6 +149,8 @@ class GatewayWrappers:
 # A per-server entry's server in one of these, with no tools to show, is not serving: its
 # agent is told so (docs/gateway.md "A server that is not serving").
 _NOT_SERVING = frozenset({State.FAILED, State.BACKOFF, State.STOPPED, State.DISABLED})
+_STATE_WORDS = {State.FAILED: "has failed", State.BACKOFF: "is waiting to retry", State.STOPPED: "is stopped",
+                State.DISABLED: "is disabled"}
 
 
 def not_serving(actor: Any, scrub: Callable[[str], str]) -> str | None:
@@ -158,8 +160,11 @@ def not_serving(actor: Any, scrub: Callable[[str], str]) -> str | None:
     if actor is None or actor.live or actor.listed or actor.state not in _NOT_SERVING:
         return None
     why = f" ({scrub(actor.reason)})" if actor.reason else ""
-    return (f"server `{actor.name}` is {actor.state}{why}: its tools are unavailable until it connects; "
-            f"`monad mcp status {actor.name}` says why, `monad mcp reconnect {actor.name}` tries again")
+    # A disabled server is not reconnected (`reconnect` refuses it): enabling it is the way.
+    again = (f"`monad mcp enable {actor.name}` turns it on" if actor.state == State.DISABLED
+             else f"`monad mcp reconnect {actor.name}` tries again")
+    return (f"server `{actor.name}` {_STATE_WORDS[actor.state]}{why}: its tools are unavailable until it "
+            f"connects; `monad mcp status {actor.name}` says why, {again}")
 
 
 def _text_result(text: str, *, error: bool) -> dict[str, Any]:
@@ -509,7 +514,14 @@ class GatewaySession:
                 return _text_result("call_tool: `name` must be a tool's name as find_tool gave it", error=True)
             if inner_arguments is not None and not isinstance(inner_arguments, dict):
                 return _text_result("call_tool: `arguments` must be an object (the tool's arguments)", error=True)
-            return await self._call(inner, inner_arguments, progress, inputs)
+            try:
+                return await self._call(inner, inner_arguments, progress, inputs)
+            except MCPError as e:
+                if e.error.code != types.INVALID_PARAMS:
+                    raise
+                # A name call_tool cannot resolve is a bad argument of call_tool, which exists:
+                # a tool error the model reads and corrects, not a protocol error it may never see.
+                return _text_result(f"call_tool: {e.error.message}; call a name that find_tool gave", error=True)
         if self.single is not None:  # the server's own name -> its exposed name
             exposed = self.tools.name_map().exposed_name(self.single, name)
             actor = self.tools.servers.get(self.single) if exposed is None else None

@@ -9,6 +9,8 @@ actor does next: `fatal` (no retry: the command cannot start), `needs-auth` (wai
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Sequence
 from typing import Literal
 
@@ -56,11 +58,20 @@ def describe(exc: BaseException) -> str:
     return " ".join((str(exc) or type(exc).__name__).split())
 
 
+# What npm (behind `npx`) closes every failure with, after the line that says why: quoted
+# instead, a mistyped package's reason read "Note that you can also install from a | tarball,
+# folder, http url, or git url. | A complete log of this run can be found in: …".
+_NPM_TRAILER = re.compile(r"npm (?:error|ERR!) (?:404|404 Note that you can also install from a|"
+                          r"404 tarball, folder, http url, or git url\.|A complete log of this run can be found in:.*)")
+
+
 def stderr_hint(lines: Sequence[str]) -> str:
-    """`; stderr: a | b | c` from the last lines a stdio server wrote, or ``. Lines that only
-    underline the line above (Python's `^^^^` and `~~~~` markers) say nothing and are skipped,
-    so a traceback's last lines quote its code and its exception."""
-    last = [line.strip() for line in lines if line.strip().strip("^~").strip()][-STDERR_IN_REASON:]
+    """`; stderr: a | b | c` from the last lines a stdio server wrote, or ``. Lines that say
+    nothing are skipped: those that only underline the line above (Python's `^^^^` and `~~~~`
+    markers), so a traceback's last lines quote its code and its exception, and npm's trailer,
+    so a failed `npx` quotes its error (`404 Not Found - GET …`)."""
+    last = [line.strip() for line in lines
+            if line.strip().strip("^~").strip() and not _NPM_TRAILER.fullmatch(line.strip())][-STDERR_IN_REASON:]
     return f"; stderr: {' | '.join(last)}" if last else ""
 
 
@@ -96,14 +107,31 @@ def explain_timeout(spec: ServerSpec, phase: str, stderr: Sequence[str], conn: C
                  f"{format_size(spec.max_message_bytes)} message limit {'was' if n == 1 else 'were'} skipped "
                  f"(raise `maxMessageBytes` in `{spec.source}`){noise}")
     elif conn is not None and spec.transport == "stdio" and not conn.stdout_lines:
+        runner = runner_hint(spec)
         if stderr:
             # Its stderr says why (a package manager retrying a certificate error, a missing
             # key): quote it first, not a guess about buffering.
-            noise = f"; it wrote nothing to its stdout{network_hint(stderr)}"
+            noise = f"; it wrote nothing to its stdout{network_hint(stderr) or runner}"
         else:
-            # Often a server that buffers its stdout (a pipe is not a terminal) or reads a config first.
-            noise = "; it wrote nothing to its stdout (does it flush its output?)"
+            # Often a server that buffers its stdout (a pipe is not a terminal) or reads a config first;
+            # behind a package runner, one still fetching the package (silently, as `npx -y` does).
+            noise = f"; it wrote nothing to its stdout{runner or ' (does it flush its output?)'}"
     return f"timed out after {spec.timeout:g} s while {phase}{noise}{stderr_hint(stderr)}"
+
+
+# Commands that fetch the server before running it: the first start can take longer than a
+# connect's `timeout` (10 s by default) while they download, and `npx -y` says nothing meanwhile.
+_PACKAGE_RUNNERS = ("npx", "uvx", "bunx", "pnpx", "pipx", "dnx", "docker", "podman")
+
+
+def runner_hint(spec: ServerSpec) -> str:
+    """` (`npx` may still be fetching the package: …raise `timeout`…)` for a command that
+    fetches its server first, else ``."""
+    name = os.path.basename(spec.command or "")
+    if name not in _PACKAGE_RUNNERS:
+        return ""
+    return (f" (`{name}` may still be fetching the server on its first start: raise `timeout` in "
+            f"`{spec.source}`, e.g. `timeout = 60`, or fetch it once by hand)")
 
 
 _NETWORK_WORDS = ("certificate", "cert_", "ssl", "tls", "proxy", "econnrefused", "etimedout", "enotfound",
