@@ -101,16 +101,18 @@ def client_row(name: str) -> dict[str, Any]:
     `connect` writes), `outdated` (a `monad` entry that `connect` would change: another
     monad, another MONAD_HOME), `not-connected`, `not-installed` (no usual file or folder),
     or `unreadable` (`detail` says why: a malformed file). `entry`: what `connect` writes
-    there; `duplicates`: the client's own entries for servers monad runs too; `perServer`:
+    there; `entryText`: that entry as the file spells it (TOML for Codex, YAML for Goose, JSON
+    for most); `duplicates`: the client's own entries for servers monad runs too; `perServer`:
     the entries that run `monad mcp serve NAME`."""
     from monad_cli.clients.entries import is_monad_gateway
 
     fmt = get_client(name)
     file = fmt.target(resolve(name, None))
     source = shown(file)
+    entry = fmt.client_entry("monad", monad_entry())
     row: dict[str, Any] = {"name": name, "title": fmt.title, "file": source, "state": "not-installed",
-                           "detail": None, "entry": fmt.client_entry("monad", monad_entry()), "duplicates": [],
-                           "perServer": []}
+                           "detail": None, "entry": entry, "entryText": fmt.set_entry("", source, "monad", entry),
+                           "duplicates": [], "perServer": []}
     if not installed(name):
         return row
     real = file.resolve() if file.is_symlink() else file
