@@ -23,7 +23,7 @@ from monad_cli.daemon.tasks.manager import TaskManager
 from monad_cli.journal.db import Journal
 from monad_cli.journal.schema import TaskRow
 from tests.conftest import SERVERS
-from tests.daemon.test_sessions_direct import monad_stdio
+from tests.daemon.sessions.test_direct import monad_stdio
 
 INVOCATION = "dev.monad/invocationId"
 SECRET = "sentinel-secret-3f9a1c"
