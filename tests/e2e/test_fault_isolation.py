@@ -61,6 +61,8 @@ def test_a_remote_that_went_away_is_not_shown_connected(monad: Any, monkeypatch:
     # An idle remote that went away is found by the next ping: every 1 s here, not 30 s (the
     # default), which this test waited out whole.
     monkeypatch.setenv("MONAD_PING_INTERVAL", "1")
+    # A backoff of 4-6 s, long enough for the status row to be read while it says why.
+    monkeypatch.setenv("MONAD_BACKOFF_INITIAL", "5")
     supervisor = monad
     port = free_port()
     server = start_edge(port)
@@ -70,9 +72,8 @@ def test_a_remote_that_went_away_is_not_shown_connected(monad: Any, monkeypatch:
         wait_state(supervisor, "away", "connected", timeout=60)
         server.kill()
         server.wait(timeout=10)
-        row = wait_for(lambda: (s := status_of(supervisor, "away"))["state"] in ("backoff", "connecting") and s,
-                       timeout=90)
-        assert (row["reason"] and row["nextAttemptAt"] is not None) or row["state"] == "connecting", row
+        row = wait_state(supervisor, "away", "backoff", timeout=90)
+        assert row["reason"] and row["nextAttemptAt"] is not None, row
     finally:
         server.kill()
         supervisor("daemon", "stop")

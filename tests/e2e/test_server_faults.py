@@ -248,15 +248,16 @@ def test_a_server_that_only_prints_to_stdout_is_named_in_its_timeout_reason(supe
 
 def test_a_server_that_stops_answering_is_noticed_while_idle(monad: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MONAD_PING_INTERVAL", "1")
+    # A backoff of 4-6 s, long enough for the status row to be read while it says why.
+    monkeypatch.setenv("MONAD_BACKOFF_INITIAL", "5")
     try:
         assert monad("daemon", "start").code == 0
         add_wire_faults(monad, "wedge")
         wait_state(monad, "wedge", "connected")
         pid = status_of(monad, "wedge")["pid"]
         assert call(monad, "wedge__freeze").code == 0  # alive, reading, answering nothing from now on
-        row = wait_for(lambda: (s := status_of(monad, "wedge"))["state"] in ("backoff", "connecting", "failed")
-                       and s, timeout=30)
-        assert "stopped answering: no answer to a ping" in row["reason"] or row["state"] == "connecting", row
+        row = wait_state(monad, "wedge", "backoff", timeout=30)
+        assert "stopped answering: no answer to a ping within 1 s" in row["reason"], row
         wait_for(lambda: (s := status_of(monad, "wedge"))["state"] == "connected" and s["pid"] != pid, timeout=60)
         assert not pid_alive(pid)
         reasons = [r.get("reason") or "" for r in monad("journal", "--server", "wedge", "--json").json()]
@@ -265,20 +266,29 @@ def test_a_server_that_stops_answering_is_noticed_while_idle(monad: Any, monkeyp
         monad("daemon", "stop")
 
 
-def test_a_server_that_exits_while_a_child_holds_its_stdout_is_seen_gone(supervisor: Any, tmp_path: Path) -> None:
+def test_a_server_that_exits_while_a_child_holds_its_stdout_is_seen_gone(monad: Any, tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """The stdio pipe never ends (a child holds it), so only the exit itself can tell: the
     supervisor waits for the exit, not for the pipes (sessions/popen.py: `PipeProcess.wait`)."""
-    add_wire_faults(supervisor, "leaver")
-    wait_state(supervisor, "leaver", "connected")
-    pid = status_of(supervisor, "leaver")["pid"]
-    pidfile = tmp_path / "child.pid"
-    assert call(supervisor, "leaver__exit_leaving_child", f"pidfile={pidfile}").code == 0
-    child = read_pid(pidfile)
-    # Seen as gone at once (long before any ping), its group killed, then reconnected.
-    row = wait_for(lambda: (s := status_of(supervisor, "leaver"))["state"] != "connected" and s, timeout=15)
-    assert row["state"] in ("backoff", "connecting"), row
-    wait_for(lambda: not pid_alive(child), timeout=15)
-    wait_for(lambda: (s := status_of(supervisor, "leaver"))["state"] == "connected" and s["pid"] != pid, timeout=60)
+    # A backoff of 4-6 s, long enough for the status row to be read between the two sessions.
+    monkeypatch.setenv("MONAD_BACKOFF_INITIAL", "5")
+    supervisor = monad
+    try:
+        assert supervisor("daemon", "start").code == 0
+        add_wire_faults(supervisor, "leaver")
+        wait_state(supervisor, "leaver", "connected")
+        pid = status_of(supervisor, "leaver")["pid"]
+        pidfile = tmp_path / "child.pid"
+        assert call(supervisor, "leaver__exit_leaving_child", f"pidfile={pidfile}").code == 0
+        child = read_pid(pidfile)
+        # Seen as gone at once (long before any ping), its group killed, then reconnected.
+        row = wait_state(supervisor, "leaver", "backoff", timeout=15)
+        assert "retrying in" in row["reason"], row
+        wait_for(lambda: not pid_alive(child), timeout=15)
+        wait_for(lambda: (s := status_of(supervisor, "leaver"))["state"] == "connected" and s["pid"] != pid,
+                 timeout=60)
+    finally:
+        supervisor("daemon", "stop")
 
 
 def _cpu_seconds(pid: int) -> float:
