@@ -58,7 +58,7 @@ $(CONFORMANCE):
 
 conformance-deps: $(CONFORMANCE)
 
-# The reference TypeScript server, for the legacy HTTP+SSE test (tests/e2e/test_wild.py) and
+# The reference TypeScript server, for the legacy HTTP+SSE test (tests/e2e/test_server_faults.py) and
 # the 2025-11-25 tasks (tests/test_tasks_legacy*.py); optional like the conformance suite:
 # without it those tests are skipped and say why.
 $(EVERYTHING):

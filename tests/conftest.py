@@ -224,6 +224,17 @@ def status_of(monad: Any, name: str) -> dict[str, Any]:
     return r.json()
 
 
+def task_of(monad: Any, task_id: str) -> dict[str, Any]:
+    """`monad tasks show ID --json`, its exit code checked: 1 for a failed task or a tool error
+    (as `monad mcp call` exits), else 0."""
+    r = monad("tasks", "show", task_id, "--json")
+    task = r.json()
+    result = task.get("result")
+    failed = task["state"] == "failed" or (isinstance(result, dict) and bool(result.get("isError")))
+    assert r.code == (1 if failed else 0), r
+    return task
+
+
 def wait_state(monad: Any, name: str, state: str, timeout: float = 30.0) -> dict[str, Any]:
     return wait_for(lambda: (s := status_of(monad, name))["state"] == state and s, timeout=timeout)
 

@@ -115,6 +115,13 @@ def build_bundle(path: Path, *, version: str = "1.0.0", shape: dict[str, Any] | 
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def refusal_code(case: str) -> int:
+    """The exit code of `monad mcp add` refusing the hostile entry `case`: 1 where the registry
+    itself answered wrong (another server's entry for the name asked), 2 (usage) where the
+    entry asks for something monad will not run."""
+    return 1 if case == "another-name" else 2
+
+
 def hostile_entries(sentinel: Path) -> list[tuple[str, dict[str, Any], str]]:
     """(name, server.json, what the refusal says) of entries that would run `touch SENTINEL`
     (or another package than the one they name) if monad ran what they say: a runner that is

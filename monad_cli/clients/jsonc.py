@@ -21,7 +21,7 @@ from typing import Any
 
 from monad_cli.core.errors import ConfigError
 
-_JSON5_POS = re.compile(r"^<string>:(\d+) (.*) at column (\d+)$")
+_JSON5_POS = re.compile(r"^<string>:(\d+) (.*) at column (\d+)$", re.DOTALL)
 _SCALAR = re.compile(r"[^\s,\]}/]+")
 
 
@@ -39,7 +39,8 @@ def load(text: str, *, source: str, comments: bool) -> Any:
     except ValueError as e:  # json5 reports `<string>:LINE message at column COL`
         m = _JSON5_POS.match(str(e))
         where = f"{source}:{m.group(1)}:{m.group(3)}" if m else source
-        detail = m.group(2) if m else str(e)
+        # json5 quotes the unexpected character as it is: a line break would split the one-line error.
+        detail = (m.group(2) if m else str(e)).replace("\r", "\\r").replace("\n", "\\n")
         raise ConfigError(f"`{where}`: malformed JSON: {detail}; fix the file (nothing was written)",
                           file=source) from None
 

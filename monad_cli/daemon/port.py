@@ -1,7 +1,7 @@
 """What the control API may ask of the supervisor: the one port between `daemon/api/` and
 `daemon/supervisor.py` (DESIGN "Layout"). The supervisor implements it; a route is built on
 a port and the services it hands over, never on the whole `Supervisor`, so a route can be
-driven over a fake port in a test (`tests/daemon/test_api_port.py`)."""
+driven over a fake port in a test (`tests/daemon/api/test_routes.py`)."""
 
 from __future__ import annotations
 

@@ -41,6 +41,11 @@ SERVERS_KEY = {"codex": "mcp_servers", "vscode": "servers", "opencode": "mcp", "
                "goose": "extensions", "aura": None}
 
 
+def import_exit(client: str) -> int:
+    """The exit code of `monad mcp import CLIENT` on its fixture: 1 when it skips a server."""
+    return 1 if "skipped" in EXPECTED[client][1].values() else 0
+
+
 def servers_key(client: str) -> str | None:
     return SERVERS_KEY.get(client, "mcpServers")
 

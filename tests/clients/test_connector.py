@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.clients import EXPECTED, FIXTURES, NEW, OLD, atom, copy_fixture, parse, servers_key
+from tests.clients import EXPECTED, FIXTURES, NEW, OLD, atom, copy_fixture, import_exit, parse, servers_key
 
 
 @pytest.mark.parametrize("client", OLD)
@@ -100,7 +100,7 @@ def test_connect_per_server_replaces_the_clients_own_entries(cli: Any, monad_hom
     could not import and every other key are as they were; `--remove` takes out only monad's."""
     rel, expected = EXPECTED[client]
     path = copy_fixture(tmp_path, rel)
-    assert cli("mcp", "import", client, str(path)).code in (0, 1)
+    assert cli("mcp", "import", client, str(path)).code == import_exit(client)
     # Every enabled server monad imported (Codex's `legacy` comes disabled, and stays the client's).
     imported = sorted(n for n, result in expected.items()
                       if result == "imported" and atom(monad_home, n).get("enabled", True))

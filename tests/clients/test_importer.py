@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 
-from tests.clients import EXPECTED, FIXTURES, NEW, OLD, SENTINEL, atom
+from tests.clients import EXPECTED, FIXTURES, NEW, OLD, SENTINEL, atom, import_exit
 
 
 @pytest.mark.parametrize("client", list(EXPECTED))
 def test_import_each_format(cli: Any, monad_home: Path, client: str) -> None:
     rel, expected = EXPECTED[client]
     r = cli("mcp", "import", client, str(FIXTURES / rel), "--json")
-    assert r.code == (1 if "skipped" in expected.values() else 0), r
+    assert r.code == import_exit(client), r
     summary = r.json()
     assert {s["name"]: s["result"] for s in summary["servers"]} == expected
     assert summary["imported"] == sum(v == "imported" for v in expected.values())

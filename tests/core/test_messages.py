@@ -64,7 +64,7 @@ def test_cwd_relative_is_said_and_a_missing_one_is_refused(cli: Any, monad_home:
 
 def test_the_stderr_tail_keeps_a_validation_warning_that_is_not_about_the_probe(tmp_path: Path) -> None:
     from monad_cli.daemon.sessions.stderr import StderrSink
-    from tests.servers.wildserver import old_sdk_warning
+    from tests.servers.wirefaultserver import old_sdk_warning
 
     sink = StderrSink(tmp_path / "s.log")
     sink._feed("up\n" + old_sdk_warning("server/discover") + "serving\n")

@@ -24,7 +24,7 @@ from monad_cli.core.tool_filters import (
 )
 from monad_cli.daemon.trust.call import ToolCall
 from monad_cli.journal import tools as jt
-from tests.daemon.test_tool_service import run, service
+from tests.daemon.trust.test_service import run, service
 
 SRC = "atoms/mcp/gh.toml"
 

@@ -1,7 +1,7 @@
 """Every call attempt has its intent and outcome rows (issue 26), also the ones that end
 before a server sees them: a call whose first step is `approval: check` (the CLI's, before it
 asks the person), followed up or not, and an MCP App's call of a tool that does not exist.
-The real supervisor, the control API, and a server of our own (tests/servers/wild3server.py)."""
+The real supervisor, the control API, and a server of our own (tests/servers/listfaultserver.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import wait_state
-from tests.e2e.test_wild_three import add_wild3
+from tests.e2e.test_list_faults import add_list_faults
 
 pytestmark = pytest.mark.e2e
 
@@ -25,7 +25,7 @@ def test_a_checked_call_has_one_pair_of_rows_followed_up_withdrawn_or_not(superv
     from monad_cli.cli.control import ControlClient
     from monad_cli.core.paths import paths
 
-    add_wild3(supervisor, "gate")
+    add_list_faults(supervisor, "gate")
     wait_state(supervisor, "gate", "connected", timeout=60)
     api = ControlClient(paths())
     body: dict[str, Any] = {"name": "gate__echo", "arguments": {"text": "one"}, "via": "cli",

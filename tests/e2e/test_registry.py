@@ -142,7 +142,7 @@ def test_what_add_shows_is_what_the_supervisor_runs_and_a_hostile_entry_runs_not
     import sys
 
     from tests.conftest import TESTSERVER
-    from tests.registry_helpers import TIME_VERSION, hostile_entries
+    from tests.registry_helpers import TIME_VERSION, hostile_entries, refusal_code
 
     sentinel = tmp_path / "ran"
     argv_file = tmp_path / "argv"
@@ -167,7 +167,7 @@ def test_what_add_shows_is_what_the_supervisor_runs_and_a_hostile_entry_runs_not
     try:
         for case, _, why in hostile:
             r = monad("mcp", "add", f"io.github.hostile/{case}")
-            assert r.code in (1, 2) and why in r.err, r
+            assert r.code == refusal_code(case) and why in r.err, r
         r = monad("mcp", "add", "io.github.example/clock", "--arg", "label=two words; $(touch x)")
         assert r.code == 0, r
         shown = next(line.split("runs: ", 1)[1] for line in r.err.splitlines() if line.startswith("runs: "))

@@ -15,7 +15,7 @@ from tests.conftest import SERVERS, status_of, wait_for, wait_state
 
 pytestmark = pytest.mark.e2e
 TOOLSERVER = str(SERVERS / "toolserver.py")
-WILDSERVER = str(SERVERS / "wildserver.py")
+WIRE_FAULTS = str(SERVERS / "wirefaultserver.py")
 
 
 def test_a_server_that_dies_at_import_is_said_to_exit_before_answering(supervisor: Any, tmp_path: Path) -> None:
@@ -93,7 +93,7 @@ def test_an_older_sdks_probe_noise_stays_out_of_the_stderr_tail(supervisor: Any,
     """A healthy server on the Python SDK 1.x answers `server/discover` with ~60 lines of
     pydantic validation errors on stderr: the tail shown keeps the server's own lines."""
     monad = supervisor
-    assert monad("mcp", "add", "old", "--", sys.executable, WILDSERVER, "--discover", "old-sdk").code == 0
+    assert monad("mcp", "add", "old", "--", sys.executable, WIRE_FAULTS, "--discover", "old-sdk").code == 0
     row = wait_state(monad, "old", "connected")
     assert row["protocolVersion"] == "2025-11-25"
     assert row["stderrTail"] == ["hello from the server: starting", "hello from the server: serving"], row
@@ -107,8 +107,8 @@ def test_an_older_sdks_probe_noise_stays_out_of_the_stderr_tail(supervisor: Any,
 def test_a_multi_line_refusal_is_one_status_row(supervisor: Any) -> None:
     monad = supervisor
     refusal = "cannot start\nHint: the proxy refused the certificate\n  (see the docs)"
-    assert monad("mcp", "add", "refuses", "--", sys.executable, WILDSERVER, "--refuse", refusal).code == 0
-    assert monad("mcp", "add", "other", "--disabled", "--", sys.executable, WILDSERVER).code == 0
+    assert monad("mcp", "add", "refuses", "--", sys.executable, WIRE_FAULTS, "--refuse", refusal).code == 0
+    assert monad("mcp", "add", "other", "--disabled", "--", sys.executable, WIRE_FAULTS).code == 0
     row = wait_for(lambda: (s := status_of(monad, "refuses"))["state"] in ("backoff", "failed") and s["reason"]
                    and s)
     assert "\n" not in row["reason"], row

@@ -87,7 +87,7 @@ def test_resources_templates_and_prompts_are_listed_read_and_got_through_the_cat
 
     # Errors: the API's envelope, naming what failed.
     missing = read("note://r/nothing/here")
-    assert missing.status_code in (400, 404), missing.text  # the SDK server answers -32602 here
+    assert missing.status_code == 400, missing.text  # the SDK server answers -32602 (invalid params) here
     assert "note://r/nothing/here" in missing.json()["error"]["message"]
     unknown = studio.get("/v1/mcp-servers/nope/resources")
     assert unknown.status_code == 404 and "`nope`" in unknown.json()["error"]["message"]

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import everything_bin, free_port, wait_for, wait_state
+from tests.conftest import everything_bin, free_port, task_of, wait_for, wait_state
 
 pytestmark = pytest.mark.e2e
 TOOL = "everything__simulate-research-query"
@@ -23,12 +23,6 @@ def write_atom(home: Path, name: str, body: str) -> None:
     d = home / "atoms" / "mcp"
     d.mkdir(parents=True, exist_ok=True)
     (d / f"{name}.toml").write_text(f"schema = 1\n{body}")
-
-
-def task(monad: Any, task_id: str) -> dict[str, Any]:
-    r = monad("tasks", "show", task_id, "--json")
-    assert r.code in (0, 1), r
-    return r.json()
 
 
 def test_detach_input_and_a_waiting_call_through_the_cli(monad_home: Path, supervisor: Any) -> None:
@@ -102,7 +96,7 @@ def test_over_http_and_after_a_killed_supervisor(monad_home: Path, supervisor: A
         r = supervisor("mcp", "call", TOOL, "--arg", "topic=eddies", "--detach", "--yes")
         task_id = r.out.strip()
         # --detach returns once the call is sent; the server's task handle follows at once.
-        wait_for(lambda: task(supervisor, task_id)["state"] == "working")
+        wait_for(lambda: task_of(supervisor, task_id)["state"] == "working")
         pid = int((monad_home / "run" / "monad.pid").read_text())
         os.kill(pid, signal.SIGKILL)
         wait_for(lambda: subprocess.run(["kill", "-0", str(pid)], capture_output=True).returncode != 0, timeout=10)
@@ -111,7 +105,7 @@ def test_over_http_and_after_a_killed_supervisor(monad_home: Path, supervisor: A
         # (a new server per Mcp-Session-Id), so it no longer knows this one, and the row says so
         # instead of waiting forever.
         r = supervisor("tasks", "show", task_id, "--wait", timeout=90)
-        shown = task(supervisor, task_id)
+        shown = task_of(supervisor, task_id)
         assert r.code == 1 and shown["state"] == "failed" and shown["recoveries"] >= 1, shown
         assert shown["statusMessage"].startswith(f"the server no longer knows task {shown['taskId']}"), shown
         assert shown["error"]["code"] == -32602

@@ -11,15 +11,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import SERVERS, wait_for, wait_state
+from tests.conftest import SERVERS, task_of, wait_for, wait_state
 
 pytestmark = pytest.mark.e2e
-
-
-def shown(monad: Any, task_id: str) -> dict[str, Any]:
-    r = monad("tasks", "show", task_id, "--json")
-    assert r.code in (0, 1), r
-    return r.json()
 
 
 def test_a_url_request_is_shown_and_answered(monad_home: Path, supervisor: Any) -> None:
@@ -32,7 +26,7 @@ def test_a_url_request_is_shown_and_answered(monad_home: Path, supervisor: Any) 
     r = supervisor("mcp", "call", "ts__ask", "--arg", "mode=url", "--detach", "--yes")
     assert r.code == 0, r
     task_id = r.out.strip()
-    task = wait_for(lambda: (t := shown(supervisor, task_id))["inputs"] and t)
+    task = wait_for(lambda: (t := task_of(supervisor, task_id))["inputs"] and t)
     [signin] = task["inputs"]
     assert signin["mode"] == "url" and signin["key"] == "signin" and signin["host"] == "calendar.example.com"
     assert signin["url"] == f"https://calendar.example.com/connect?elicitationId={signin['elicitationId']}"
@@ -63,7 +57,7 @@ def test_a_url_monad_will_not_offer_is_named_not_shown(monad_home: Path, supervi
     r = supervisor("mcp", "call", "ts__ask", "--arg", "mode=url", "--arg", "url=javascript:alert(1)",
                    "--detach", "--yes")
     task_id = r.out.strip()
-    task = wait_for(lambda: (t := shown(supervisor, task_id))["inputs"] and t)
+    task = wait_for(lambda: (t := task_of(supervisor, task_id))["inputs"] and t)
     assert task["inputs"][0]["mode"] == "unsupported" and "not http or https" in task["inputs"][0]["problem"]
     r = supervisor("tasks", "show", task_id)
     assert "javascript:" not in r.out and "asks for input monad cannot show" in r.out, r

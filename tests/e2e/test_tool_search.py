@@ -75,7 +75,7 @@ async def _find_and_call(client: Any, changed: anyio.Event | None) -> None:
     found = await _find(client, changed, "what changed in my working tree?")
     assert not found.is_error, found
     names = _names(found)
-    assert names[0] in ("git__git_diff_unstaged", "git__git_status"), names
+    assert names[0] == "git__git_status", names  # "working tree" is in its description
     assert len(names) == 8
     # The same as text, for agents that read text.
     assert json.loads(found.content[0].text) == found.structured_content

@@ -19,6 +19,7 @@ from tests.registry_helpers import (
     hostile_docker_entries,
     hostile_entries,
     publish,
+    refusal_code,
     remote_server,
     time_server,
 )
@@ -39,8 +40,8 @@ def registry(servers: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> t
     return base, folder
 
 
-def _refused(r: Any, expected: str, home: Path, sentinel: Path) -> None:
-    assert r.code in (1, 2) and expected in r.err, r
+def _refused(r: Any, expected: str, home: Path, sentinel: Path, code: int = 2) -> None:
+    assert r.code == code and expected in r.err, r
     assert len(r.err.strip().splitlines()) == 1 and "Traceback" not in r.err, r
     assert not (home / "atoms" / "mcp").exists() or not any((home / "atoms" / "mcp").glob("*.toml")), r
     assert not sentinel.exists()
@@ -51,7 +52,7 @@ def test_a_hostile_entry_is_refused_before_anything_is_written(case: str, cli: A
                                                                monad_home: Path, tmp_path: Path) -> None:
     expected = next(why for name, _, why in HOSTILE if name == case)
     r = cli("mcp", "add", f"io.github.hostile/{case}")
-    _refused(r, expected, monad_home, tmp_path / "ran")
+    _refused(r, expected, monad_home, tmp_path / "ran", refusal_code(case))
     assert "refused" in r.err, r
 
 

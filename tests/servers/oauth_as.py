@@ -1,13 +1,14 @@
 """An MCP server protected by a real OAuth authorization server: the SDK's `mcp.server.auth`
 (`MCPServer(auth_server_provider=...)`) with an in-memory provider written for the tests.
 
-    python oauth_as.py PORT [--ttl S] [--no-rotate] [--state-mode ok|wrong] [--iss-mode ok|wrong|none]
-                            [--scopes-required a,b] [--registration/--no-registration]
+    python oauth_as.py PORT [--ttl S] [--refreshed-ttl S] [--no-rotate] [--state-mode ok|wrong]
+                            [--iss-mode ok|wrong|none] [--scopes-required a,b] [--registration/--no-registration]
                             [--client-credentials ID] [--client-secret S] [--jwt-public-key PEM-FILE]
 
 - `/authorize` approves at once (a headless browser only has to follow the redirect);
 - every token starts with `SENTINEL` so tests can grep outputs, logs and the journal for it;
-- access tokens live `--ttl` seconds; refresh tokens are single use, and presenting a used
+- access tokens live `--ttl` seconds (`--refreshed-ttl`, when given, for those a refresh
+  issues); refresh tokens are single use, and presenting a used
   one revokes the whole grant (what rotating authorization servers do, RFC 9700 §4.14);
 - tools: `echo(text)` (read-only) and `append(text)` (no hints; `appended` in the stats);
 - `GET /_stats` counts authorizations and refreshes; `POST /_revoke` revokes every grant;
@@ -94,22 +95,23 @@ class Provider:
     async def load_authorization_code(self, client: Any, authorization_code: str) -> AuthorizationCode | None:
         return self.codes.get(authorization_code)
 
-    def _issue(self, client_id: str, scopes: list[str], resource: str | None, grant: str) -> OAuthToken:
+    def _issue(self, client_id: str, scopes: list[str], resource: str | None, grant: str,
+               ttl: float) -> OAuthToken:
         access = "SENTINEL-access-" + secrets.token_hex(16)
         refresh = "SENTINEL-refresh-" + secrets.token_hex(16)
         self.access[access] = (AccessToken(token=access, client_id=client_id, scopes=scopes,
-                                           expires_at=int(time.time() + self.args.ttl) if self.args.ttl else None,
+                                           expires_at=int(time.time() + ttl) if ttl else None,
                                            resource=resource), grant)
         self.refresh[refresh] = (RefreshToken(token=refresh, client_id=client_id, scopes=scopes,
                                               resource=resource), grant)
         return OAuthToken(access_token=access, refresh_token=refresh, scope=" ".join(scopes),
-                          expires_in=int(self.args.ttl) if self.args.ttl else None)
+                          expires_in=int(ttl) if ttl else None)
 
     async def exchange_authorization_code(self, client: Any, authorization_code: AuthorizationCode) -> OAuthToken:
         self.stats["code_exchange"] += 1
         del self.codes[authorization_code.code]
         return self._issue(client.client_id, authorization_code.scopes, authorization_code.resource,
-                           "grant-" + secrets.token_hex(6))
+                           "grant-" + secrets.token_hex(6), self.args.ttl)
 
     async def load_refresh_token(self, client: Any, refresh_token: str) -> RefreshToken | None:
         if refresh_token in self.used_refresh:
@@ -129,7 +131,8 @@ class Provider:
         _, grant = self.refresh.pop(refresh_token.token)
         if not self.args.no_rotate:
             self.used_refresh[refresh_token.token] = grant
-        token = self._issue(client.client_id, scopes or refresh_token.scopes, refresh_token.resource, grant)
+        ttl = self.args.ttl if self.args.refreshed_ttl is None else self.args.refreshed_ttl
+        token = self._issue(client.client_id, scopes or refresh_token.scopes, refresh_token.resource, grant, ttl)
         if self.args.no_rotate:
             # Keep the same refresh token usable.
             self.refresh[refresh_token.token] = self.refresh.pop(token.refresh_token)  # type: ignore[arg-type]
@@ -289,6 +292,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("port", type=int)
     ap.add_argument("--ttl", type=float, default=3600)
+    ap.add_argument("--refreshed-ttl", type=float)
     ap.add_argument("--no-rotate", action="store_true")
     ap.add_argument("--state-mode", choices=["ok", "wrong"], default="ok")
     ap.add_argument("--iss-mode", choices=["ok", "wrong", "none"], default="ok")

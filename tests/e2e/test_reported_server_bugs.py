@@ -1,5 +1,5 @@
-"""Issue 26, the named cases, end to end: the real supervisor and CLI, real servers doing
-what public bug reports show servers in the wild doing (tests/servers/wild2server.py)."""
+"""Server bugs named in public reports (issue 26), end to end: the real supervisor and CLI, real servers doing
+what public bug reports show servers in the wild doing (tests/servers/toolfaultserver.py)."""
 
 from __future__ import annotations
 
@@ -18,12 +18,12 @@ import pytest
 
 from tests.conftest import free_port, status_of, wait_for, wait_state, write_atom
 
-WILD2 = str(Path(__file__).resolve().parents[1] / "servers" / "wild2server.py")
+TOOL_FAULTS = str(Path(__file__).resolve().parents[1] / "servers" / "toolfaultserver.py")
 pytestmark = pytest.mark.e2e
 
 
-def add_wild2(monad: Any, name: str, *flags: str) -> None:
-    r = monad("mcp", "add", name, "--", sys.executable, WILD2, *flags)
+def add_tool_faults(monad: Any, name: str, *flags: str) -> None:
+    r = monad("mcp", "add", name, "--", sys.executable, TOOL_FAULTS, *flags)
     assert r.code == 0, r
 
 
@@ -41,7 +41,7 @@ def tool_names(monad: Any, server: str) -> list[str]:
 
 
 def test_a_repeated_tool_name_is_listed_once_with_a_warning_naming_server_and_tool(supervisor: Any) -> None:
-    add_wild2(supervisor, "dup", "--duplicate")
+    add_tool_faults(supervisor, "dup", "--duplicate")
     row = wait_state(supervisor, "dup", "degraded", timeout=60)
     assert row["reason"] == "tool `echo` is listed more than once; the first is kept", row
     names = tool_names(supervisor, "dup")
@@ -56,7 +56,7 @@ def test_a_repeated_tool_name_is_listed_once_with_a_warning_naming_server_and_to
 
 def test_a_server_without_the_tools_capability_connects_with_no_tools(supervisor: Any, tmp_path: Path) -> None:
     log = tmp_path / "requests.log"
-    add_wild2(supervisor, "prompts", "--no-tools", "--log-requests", str(log))
+    add_tool_faults(supervisor, "prompts", "--no-tools", "--log-requests", str(log))
     row = wait_state(supervisor, "prompts", "connected", timeout=60)
     assert row["tools"] == 0 and row["reason"] is None, row
     assert "tools/list" not in log.read_text().splitlines()  # only what it declared is used
@@ -64,7 +64,7 @@ def test_a_server_without_the_tools_capability_connects_with_no_tools(supervisor
 
 
 def test_a_list_changed_burst_during_the_first_tools_list_is_not_lost(supervisor: Any) -> None:
-    add_wild2(supervisor, "bursty", "--burst")
+    add_tool_faults(supervisor, "bursty", "--burst")
     wait_state(supervisor, "bursty", "connected", timeout=60)
     # The burst came before the first answer; only a re-listing shows `late`.
     wait_for(lambda: "bursty__late" in tool_names(supervisor, "bursty"), timeout=30)
@@ -72,7 +72,7 @@ def test_a_list_changed_burst_during_the_first_tools_list_is_not_lost(supervisor
 
 
 def test_a_required_property_with_a_default_may_be_left_out(supervisor: Any) -> None:
-    add_wild2(supervisor, "pw")
+    add_tool_faults(supervisor, "pw")
     wait_state(supervisor, "pw", "connected", timeout=60)
     r = call(supervisor, "pw__shot")
     assert r.code == 0, r
@@ -89,7 +89,7 @@ def test_a_required_property_with_a_default_may_be_left_out(supervisor: Any) -> 
 
 def test_an_atom_with_a_bom_and_crlf_line_endings_is_accepted(supervisor: Any, monad_home: Path) -> None:
     body = f'schema = 1\r\ntransport = "stdio"\r\ncommand = {json.dumps(sys.executable)}\r\n' \
-           f'args = [{json.dumps(WILD2)}]\r\n'
+           f'args = [{json.dumps(TOOL_FAULTS)}]\r\n'
     path = write_atom(monad_home, "windows", "")
     path.write_bytes(b"\xef\xbb\xbf" + body.encode())
     row = wait_state(supervisor, "windows", "connected", timeout=60)
@@ -102,7 +102,7 @@ def test_an_atom_with_a_bom_and_crlf_line_endings_is_accepted(supervisor: Any, m
 
 
 def test_results_that_are_not_text(supervisor: Any, tmp_path: Path) -> None:
-    add_wild2(supervisor, "res")
+    add_tool_faults(supervisor, "res")
     wait_state(supervisor, "res", "connected", timeout=60)
     # An embedded text resource: its text on stdout, its URI on stderr.
     r = call(supervisor, "res__embedded_text")
@@ -113,7 +113,7 @@ def test_results_that_are_not_text(supervisor: Any, tmp_path: Path) -> None:
     assert r.code == 0 and r.out == "https://example.invalid/report.pdf\n", r
     assert "report.pdf" in r.err and "application/pdf" in r.err, r
     # An embedded blob: saved to a file the output names; the URI shown.
-    from tests.servers.wild2server import BLOB
+    from tests.servers.toolfaultserver import BLOB
 
     for tool in ("res__embedded_blob", "res__image"):
         r = call(supervisor, tool, cwd=tmp_path)
@@ -195,7 +195,7 @@ def test_a_restarted_remote_answering_the_old_session_with_400_is_reconnected(su
 def test_a_legacy_era_is_remembered_across_reconnect_and_supervisor_restart(supervisor: Any, tmp_path: Path,
                                                                             monad_home: Path) -> None:
     log = tmp_path / "requests.log"
-    r = supervisor("mcp", "add", "old", "--timeout", "6", "--", sys.executable, WILD2, "--discover", "never",
+    r = supervisor("mcp", "add", "old", "--timeout", "6", "--", sys.executable, TOOL_FAULTS, "--discover", "never",
                    "--log-requests", str(log))
     assert r.code == 0, r
     wait_state(supervisor, "old", "connected", timeout=60)
@@ -213,7 +213,7 @@ def test_a_legacy_era_is_remembered_across_reconnect_and_supervisor_restart(supe
     assert "tools/list" in methods[methods.index("initialize", 2):]
     # The file names no command, URL or secret: only the definition's fingerprint.
     stored = json.loads((monad_home / "run" / "eras.json").read_text())
-    assert next(iter(stored.values()))["legacy"] is True and WILD2 not in json.dumps(stored)
+    assert next(iter(stored.values()))["legacy"] is True and TOOL_FAULTS not in json.dumps(stored)
 
 
 def test_server_everything_restarted_in_streamable_http_mode_is_reconnected(supervisor: Any,
@@ -263,7 +263,7 @@ def test_through_the_gateway_one_copy_of_a_repeated_tool_and_a_required_default_
     list with two), and a call leaving out a required property that has a default is sent."""
     from mcp import Client, StdioServerParameters
 
-    add_wild2(supervisor, "gw", "--duplicate")
+    add_tool_faults(supervisor, "gw", "--duplicate")
     assert supervisor("mcp", "trust", "gw", "--auto-approve", "shot").code == 0
     wait_state(supervisor, "gw", "degraded", timeout=60)
     params = StdioServerParameters(command=sys.executable, args=["-m", "monad_cli", "mcp", "serve"],

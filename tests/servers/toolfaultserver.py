@@ -1,9 +1,10 @@
-"""A stdio MCP server that misbehaves the ways servers in the wild do, part two (issue 26).
+"""A stdio MCP server whose tools lists and results break the ways public bug reports show
+servers in the wild doing (issue 26): repeated names, bursts, bad schemas, answers that are not text.
 
 The SDK's lowlevel `Server` does the MCP part; this file owns only the stdio wire (as
-wildserver.py does), so it can bend what crosses it the way the public bug reports describe:
+wirefaultserver.py does), so it can bend what crosses it the way the public bug reports describe:
 
-    python wild2server.py [--duplicate] [--no-tools] [--burst] [--bad-tool]
+    python toolfaultserver.py [--duplicate] [--no-tools] [--burst] [--bad-tool]
                           [--discover never] [--close-stdout-after-call]
 
 Tools (unless `--no-tools`):
@@ -112,7 +113,7 @@ def main() -> None:
     handlers: dict[str, Any] = {"on_list_prompts": list_prompts, "on_list_resources": list_resources}
     if not args.no_tools:
         handlers.update(on_list_tools=list_tools, on_call_tool=call_tool)
-    server = Server("wild2server", version="1.0", **handlers)
+    server = Server("toolfaultserver", version="1.0", **handlers)
     log = open(args.log_requests, "a", buffering=1) if args.log_requests else None  # noqa: SIM115
     listings = {"n": 0}
     frozen: list[bool] = []

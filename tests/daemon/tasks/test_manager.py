@@ -23,7 +23,7 @@ from monad_cli.daemon.tasks.manager import TaskManager
 from monad_cli.journal.db import Journal
 from monad_cli.journal.schema import TaskRow
 from tests.conftest import SERVERS
-from tests.daemon.test_sessions_direct import monad_stdio
+from tests.daemon.sessions.test_direct import monad_stdio
 
 INVOCATION = "dev.monad/invocationId"
 SECRET = "sentinel-secret-3f9a1c"
@@ -149,11 +149,12 @@ def test_a_failed_task_raises_its_error(tmp_path: Path) -> None:
 def test_start_show_and_cancel_through_the_manager_api(tmp_path: Path) -> None:
     async def scenario() -> None:
         async with connected(tmp_path) as (manager, _client, log):
-            done = await manager.start("ts", "slow", {"seconds": 0.2, "label": "api"}, correlation={"by": "test"})
-            assert done["state"] in ("working", "completed") and done["correlation"] == {"by": "test"}
+            # 2 s: the task is still working when `start` returns, however slow the machine.
+            done = await manager.start("ts", "slow", {"seconds": 2, "label": "api"}, correlation={"by": "test"})
+            assert done["state"] == "working" and done["correlation"] == {"by": "test"}
             shown = await manager.show(done["id"][:10], wait=10, deliver=True)
             assert shown["state"] == "completed" and shown["delivered"] is True
-            assert shown["result"]["content"][0]["text"] == "slept 0.2 api"
+            assert shown["result"]["content"][0]["text"] == "slept 2 api"
             assert (await manager.show(done["id"], deliver=True))["delivered"] is False  # taken once
             sync = await manager.start("ts", "quick", {"text": "now"})  # never a task
             assert sync["state"] == "completed" and sync["taskId"] is None

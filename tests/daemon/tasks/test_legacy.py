@@ -18,7 +18,7 @@ from monad_cli.daemon.tasks.legacy import ElicitationInbox, InputGone, LegacyTas
 from monad_cli.daemon.tasks.manager import TaskManager
 from monad_cli.journal.db import Journal
 from tests.conftest import everything_bin
-from tests.daemon.test_sessions_direct import monad_stdio
+from tests.daemon.sessions.test_direct import monad_stdio
 
 TOOL = "simulate-research-query"
 

@@ -1,6 +1,7 @@
-"""Issue 17 end to end: the real supervisor, the real CLI, real servers doing what servers in
-the wild do (tests/servers/wildserver.py, testserver.py over HTTP, and the TypeScript
-reference server in its legacy SSE mode when npm could install it)."""
+"""Servers with faults on the wire, in their processes and across restarts (issue 17), end to
+end: the real supervisor, the real CLI, real servers doing what servers in the wild do
+(tests/servers/wirefaultserver.py, testserver.py over HTTP, and the TypeScript reference server
+in its legacy SSE mode when npm could install it)."""
 
 from __future__ import annotations
 
@@ -22,13 +23,13 @@ import pytest
 from tests.conftest import ROOT, TESTSERVER, end_test_server, free_port, status_of, wait_for, wait_state
 from tests.e2e.test_supervisor import pid_alive
 
-WILD = str(Path(__file__).resolve().parents[1] / "servers" / "wildserver.py")
+WIRE_FAULTS = str(Path(__file__).resolve().parents[1] / "servers" / "wirefaultserver.py")
 pytestmark = pytest.mark.e2e
 
 
-def add_wild(monad: Any, name: str, *flags: str, timeout: float | None = None) -> None:
+def add_wire_faults(monad: Any, name: str, *flags: str, timeout: float | None = None) -> None:
     argv = ["mcp", "add", name] + (["--timeout", str(timeout)] if timeout else [])
-    r = monad(*argv, "--", sys.executable, WILD, *flags)
+    r = monad(*argv, "--", sys.executable, WIRE_FAULTS, *flags)
     assert r.code == 0, r
 
 
@@ -53,7 +54,7 @@ def read_pid(path: Path) -> int:
 
 # -- responses -------------------------------------------------------------------------
 def test_cut_emoji_garbage_and_oversize_fail_or_repair_only_their_call(supervisor: Any, monad_home: Path) -> None:
-    add_wild(supervisor, "wild")
+    add_wire_faults(supervisor, "wild")
     wait_state(supervisor, "wild", "connected")
     pid = status_of(supervisor, "wild")["pid"]
     r = call(supervisor, "wild__emoji_cut")
@@ -114,7 +115,7 @@ def silent_host() -> Iterator[SilentHost]:
 
 
 def test_refs_convert_dangling_and_remote_refs_are_forwarded(supervisor: Any, silent_host: SilentHost) -> None:
-    add_wild(supervisor, "wild", "--remote-ref", f"http://127.0.0.1:{silent_host.port}/schema.json")
+    add_wire_faults(supervisor, "wild", "--remote-ref", f"http://127.0.0.1:{silent_host.port}/schema.json")
     supervisor("mcp", "add", "other", "--", sys.executable, TESTSERVER)
     assert supervisor("mcp", "wait", "wild", "other", "--timeout", "60").code == 0
     r = call(supervisor, "wild__local_ref", "n=5", 'opts={"deep": true}')
@@ -143,7 +144,7 @@ def test_refs_convert_dangling_and_remote_refs_are_forwarded(supervisor: Any, si
 
 # -- processes -------------------------------------------------------------------------
 def test_remove_kills_descendants_that_left_the_group(supervisor: Any, tmp_path: Path) -> None:
-    add_wild(supervisor, "browserish", "--setsid-child", str(tmp_path / "child.pid"),
+    add_wire_faults(supervisor, "browserish", "--setsid-child", str(tmp_path / "child.pid"),
              "--orphan-child", str(tmp_path / "orphan.pid"))
     wait_state(supervisor, "browserish", "connected")
     server = status_of(supervisor, "browserish")["pid"]
@@ -154,7 +155,7 @@ def test_remove_kills_descendants_that_left_the_group(supervisor: Any, tmp_path:
 
 
 def test_kill_9_leftovers_are_killed_on_the_next_start(supervisor: Any, monad_home: Path, tmp_path: Path) -> None:
-    add_wild(supervisor, "left", "--setsid-child", str(tmp_path / "child.pid"))
+    add_wire_faults(supervisor, "left", "--setsid-child", str(tmp_path / "child.pid"))
     wait_state(supervisor, "left", "connected")
     server = status_of(supervisor, "left")["pid"]
     child = read_pid(tmp_path / "child.pid")
@@ -247,15 +248,16 @@ def test_a_server_that_only_prints_to_stdout_is_named_in_its_timeout_reason(supe
 
 def test_a_server_that_stops_answering_is_noticed_while_idle(monad: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MONAD_PING_INTERVAL", "1")
+    # A backoff of 4-6 s, long enough for the status row to be read while it says why.
+    monkeypatch.setenv("MONAD_BACKOFF_INITIAL", "5")
     try:
         assert monad("daemon", "start").code == 0
-        add_wild(monad, "wedge")
+        add_wire_faults(monad, "wedge")
         wait_state(monad, "wedge", "connected")
         pid = status_of(monad, "wedge")["pid"]
         assert call(monad, "wedge__freeze").code == 0  # alive, reading, answering nothing from now on
-        row = wait_for(lambda: (s := status_of(monad, "wedge"))["state"] in ("backoff", "connecting", "failed")
-                       and s, timeout=30)
-        assert "stopped answering: no answer to a ping" in row["reason"] or row["state"] == "connecting", row
+        row = wait_state(monad, "wedge", "backoff", timeout=30)
+        assert "stopped answering: no answer to a ping within 1 s" in row["reason"], row
         wait_for(lambda: (s := status_of(monad, "wedge"))["state"] == "connected" and s["pid"] != pid, timeout=60)
         assert not pid_alive(pid)
         reasons = [r.get("reason") or "" for r in monad("journal", "--server", "wedge", "--json").json()]
@@ -264,20 +266,29 @@ def test_a_server_that_stops_answering_is_noticed_while_idle(monad: Any, monkeyp
         monad("daemon", "stop")
 
 
-def test_a_server_that_exits_while_a_child_holds_its_stdout_is_seen_gone(supervisor: Any, tmp_path: Path) -> None:
+def test_a_server_that_exits_while_a_child_holds_its_stdout_is_seen_gone(monad: Any, tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """The stdio pipe never ends (a child holds it), so only the exit itself can tell: the
     supervisor waits for the exit, not for the pipes (sessions/popen.py: `PipeProcess.wait`)."""
-    add_wild(supervisor, "leaver")
-    wait_state(supervisor, "leaver", "connected")
-    pid = status_of(supervisor, "leaver")["pid"]
-    pidfile = tmp_path / "child.pid"
-    assert call(supervisor, "leaver__exit_leaving_child", f"pidfile={pidfile}").code == 0
-    child = read_pid(pidfile)
-    # Seen as gone at once (long before any ping), its group killed, then reconnected.
-    row = wait_for(lambda: (s := status_of(supervisor, "leaver"))["state"] != "connected" and s, timeout=15)
-    assert row["state"] in ("backoff", "connecting"), row
-    wait_for(lambda: not pid_alive(child), timeout=15)
-    wait_for(lambda: (s := status_of(supervisor, "leaver"))["state"] == "connected" and s["pid"] != pid, timeout=60)
+    # A backoff of 4-6 s, long enough for the status row to be read between the two sessions.
+    monkeypatch.setenv("MONAD_BACKOFF_INITIAL", "5")
+    supervisor = monad
+    try:
+        assert supervisor("daemon", "start").code == 0
+        add_wire_faults(supervisor, "leaver")
+        wait_state(supervisor, "leaver", "connected")
+        pid = status_of(supervisor, "leaver")["pid"]
+        pidfile = tmp_path / "child.pid"
+        assert call(supervisor, "leaver__exit_leaving_child", f"pidfile={pidfile}").code == 0
+        child = read_pid(pidfile)
+        # Seen as gone at once (long before any ping), its group killed, then reconnected.
+        row = wait_state(supervisor, "leaver", "backoff", timeout=15)
+        assert "retrying in" in row["reason"], row
+        wait_for(lambda: not pid_alive(child), timeout=15)
+        wait_for(lambda: (s := status_of(supervisor, "leaver"))["state"] == "connected" and s["pid"] != pid,
+                 timeout=60)
+    finally:
+        supervisor("daemon", "stop")
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -288,7 +299,7 @@ def _cpu_seconds(pid: int) -> float:
 def test_a_list_changed_storm_is_coalesced_rate_limited_and_reported(supervisor: Any, monad_home: Path,
                                                                     tmp_path: Path) -> None:
     log = tmp_path / "requests.log"
-    add_wild(supervisor, "chatty", "--storm", "--discover", "error", "--log-requests", str(log))
+    add_wire_faults(supervisor, "chatty", "--storm", "--discover", "error", "--log-requests", str(log))
     wait_for(lambda: status_of(supervisor, "chatty")["state"] in ("connected", "degraded"), timeout=60)
     daemon = int((monad_home / "run" / "monad.pid").read_text())
     cpu0, t0 = _cpu_seconds(daemon), time.monotonic()
@@ -307,7 +318,7 @@ def test_a_list_changed_storm_is_coalesced_rate_limited_and_reported(supervisor:
 def test_a_legacy_server_is_remembered_and_reconnects_straight_to_initialize(supervisor: Any,
                                                                           tmp_path: Path) -> None:
     log = tmp_path / "requests.log"
-    add_wild(supervisor, "old", "--discover", "never", "--log-requests", str(log), timeout=6)
+    add_wire_faults(supervisor, "old", "--discover", "never", "--log-requests", str(log), timeout=6)
     started = time.monotonic()
     row = wait_state(supervisor, "old", "connected", timeout=30)
     assert row["protocolVersion"] == "2025-11-25" and time.monotonic() - started < 20

@@ -1,5 +1,5 @@
 """The session upkeep logic in-process (monad_cli/daemon/sessions/upkeep.py), on short clocks; the
-end-to-end storm and hang tests with real servers are in tests/e2e/test_wild.py."""
+end-to-end storm and hang tests with real servers are in tests/e2e/test_server_faults.py."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Issue 26, what the second round left, end to end with servers of our own
-(tests/servers/wild3server.py) and the real supervisor: a 2026-07-28 server whose tools
+"""Lists that break (issue 26), end to end with servers of our own
+(tests/servers/listfaultserver.py) and the real supervisor: a 2026-07-28 server whose tools
 change before its `subscriptions/listen` stream opens, and prompts and resources lists with
 one bad item each."""
 
@@ -12,20 +12,20 @@ from typing import Any
 import pytest
 
 from tests.conftest import status_of, wait_for, wait_state
-from tests.e2e.test_wild_named import tool_names
+from tests.e2e.test_reported_server_bugs import tool_names
 
-WILD3 = str(Path(__file__).resolve().parents[1] / "servers" / "wild3server.py")
+LIST_FAULTS = str(Path(__file__).resolve().parents[1] / "servers" / "listfaultserver.py")
 pytestmark = pytest.mark.e2e
 
 
-def add_wild3(monad: Any, name: str, *flags: str) -> None:
-    r = monad("mcp", "add", name, "--", sys.executable, WILD3, *flags)
+def add_list_faults(monad: Any, name: str, *flags: str) -> None:
+    r = monad("mcp", "add", name, "--", sys.executable, LIST_FAULTS, *flags)
     assert r.code == 0, r
 
 
 def test_a_change_before_the_listen_stream_opens_is_not_lost(supervisor: Any, tmp_path: Path) -> None:
     log = tmp_path / "requests.log"
-    add_wild3(supervisor, "listener", "--change-before-listen", "--log-requests", str(log))
+    add_list_faults(supervisor, "listener", "--change-before-listen", "--log-requests", str(log))
     row = wait_state(supervisor, "listener", "connected", timeout=60)
     assert row["protocolVersion"] == "2026-07-28", row
     # The server added `late` when the stream was asked for, before acknowledging it: no
@@ -40,7 +40,7 @@ def test_a_bad_prompt_resource_and_template_cost_that_item_only(supervisor: Any,
     import anyio
     from mcp import Client, StdioServerParameters
 
-    add_wild3(supervisor, "lists", "--bad-items")
+    add_list_faults(supervisor, "lists", "--bad-items")
     wait_state(supervisor, "lists", "connected", timeout=60)
     serve = StdioServerParameters(command=sys.executable, args=["-m", "monad_cli", "mcp", "serve"],
                                   env={"MONAD_HOME": str(monad_home), "MONAD_NO_AUTOSTART": "1"})

@@ -22,7 +22,7 @@ from monad_cli.daemon.trust.call import ToolCall
 from monad_cli.daemon.trust.service import ToolService
 from monad_cli.journal import tools as jt
 from monad_cli.journal.db import Journal
-from tests.daemon.test_tool_service import Session, run
+from tests.daemon.trust.test_service import Session, run
 
 URI = "ui://srv/app.html"
 

@@ -1,5 +1,5 @@
-"""Issue 17, stdio: the supervisor's own stdio transport against a real server process
-(tests/servers/wildserver.py) that misbehaves on the wire, driven by the real SDK client.
+"""The supervisor's own stdio transport (daemon/sessions/transports.py, framing.py) against a real server process
+(tests/servers/wirefaultserver.py) that misbehaves on the wire, driven by the real SDK client.
 
 Framing unit tests (line cuts, repairs, ids) come first; they need no process.
 """
@@ -22,7 +22,7 @@ from monad_cli.daemon.sessions.framing import LineReader, Oversize, decode_line,
 from monad_cli.daemon.sessions.stderr import StderrSink
 from monad_cli.daemon.sessions.transports import Connection, TransportOptions, stdio_transport
 
-WILD = str(Path(__file__).resolve().parents[1] / "servers" / "wildserver.py")
+WIRE_FAULTS = str(Path(__file__).resolve().parents[2] / "servers" / "wirefaultserver.py")
 
 
 # -- framing ---------------------------------------------------------------------------
@@ -92,8 +92,8 @@ def test_decode_names_the_response_a_broken_line_belonged_to() -> None:
 
 
 # -- against the real server -----------------------------------------------------------
-def wild_spec(*flags: str, name: str = "wild", **fields: Any) -> Any:
-    return validate({"command": sys.executable, "args": [WILD, *flags], **fields}, name=name,
+def wire_faults_spec(*flags: str, name: str = "wild", **fields: Any) -> Any:
+    return validate({"command": sys.executable, "args": [WIRE_FAULTS, *flags], **fields}, name=name,
                      source=f"atoms/mcp/{name}.toml", environ={})
 
 
@@ -107,7 +107,7 @@ async def _session(tmp_path: Path, spec: Any, options: TransportOptions | None, 
 
 
 def run_session(tmp_path: Path, body: Any, *flags: str, options: TransportOptions | None = None) -> Any:
-    return anyio.run(_session, tmp_path, wild_spec(*flags), options, body)
+    return anyio.run(_session, tmp_path, wire_faults_spec(*flags), options, body)
 
 
 def _text(result: Any) -> str:

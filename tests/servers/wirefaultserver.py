@@ -1,9 +1,10 @@
-"""A stdio MCP server that misbehaves the ways servers in the wild do (issue 17).
+"""A stdio MCP server with faults on its wire and in its processes, as servers in the wild have
+(issue 17): cut and oversize lines, bad UTF-8, freezes, children that outlive it, odd eras.
 
 The SDK's lowlevel `Server` does the MCP part; this file owns only the stdio wire, so it
 can bend what crosses it the way the public bug reports describe:
 
-    python wildserver.py [--discover answer|error|odd|never|old-sdk] [--id-last] [--storm]
+    python wirefaultserver.py [--discover answer|error|odd|never|old-sdk] [--id-last] [--storm]
                          [--log-requests PATH] [--setsid-child PIDFILE]
                          [--orphan-child PIDFILE] [--remote-ref URL]
 
@@ -189,7 +190,7 @@ def main() -> None:
         text = BAD_SHAPE if str(params.uri) == "wild://bad-shape" else "fine"
         return types.ReadResourceResult(contents=[types.TextResourceContents(uri=str(params.uri), text=text)])
 
-    server = Server("wildserver", version="1.0", on_list_tools=list_tools, on_call_tool=call_tool,
+    server = Server("wirefaultserver", version="1.0", on_list_tools=list_tools, on_call_tool=call_tool,
                     on_list_resources=list_resources, on_read_resource=read_resource)
     log = open(args.log_requests, "a", buffering=1) if args.log_requests else None  # noqa: SIM115
     methods: dict[Any, str] = {}

@@ -1,5 +1,5 @@
 """The requests-in-flight bookkeeping between a transport and the SDK session
-(monad_cli/daemon/sessions/exchange.py), in-process; transports use it in test_wild_*.py."""
+(monad_cli/daemon/sessions/exchange.py), in-process; transports use it in test_transports.py and test_remote.py."""
 
 from __future__ import annotations
 

@@ -34,7 +34,7 @@ STAMP = {"io.modelcontextprotocol/protocolVersion": MODERN,
          "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}, "sampling": {}},
          "io.modelcontextprotocol/clientInfo": {"name": "monad", "version": "0"}}
 TOOLS = [Tool(name="echo", input_schema={"type": "object"})]
-SERVERS = Path(__file__).resolve().parents[1] / "servers"
+SERVERS = Path(__file__).resolve().parents[2] / "servers"
 TOOLSERVER = str(SERVERS / "toolserver.py")
 
 
@@ -356,7 +356,7 @@ def test_a_task_tool_of_a_tasks_server_runs_once_through_the_gateway(supervisor:
     SDK's claim follows: such a server's calls never take the lane (a lane call answered
     `task` was once sent again through the SDK: two runs, one never tracked)."""
     log = tmp_path / "tasks.log"
-    tasks = str(Path(__file__).resolve().parents[1] / "servers" / "tasks_server.py")
+    tasks = str(Path(__file__).resolve().parents[2] / "servers" / "tasks_server.py")
     path = monad_home / "atoms" / "mcp" / "tk.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(f"command = {json.dumps(sys.executable)}\n"
@@ -382,11 +382,11 @@ def test_a_task_tool_of_a_tasks_server_runs_once_through_the_gateway(supervisor:
 @pytest.mark.e2e
 def test_a_read_answered_in_a_shape_of_no_result_is_refused_never_sent_again(supervisor: Any, monad_home: Path,
                                                                              tmp_path: Path) -> None:
-    """tests/servers/wildserver.py answers `wild://bad-shape` with `contents` a string: the
+    """tests/servers/wirefaultserver.py answers `wild://bad-shape` with `contents` a string: the
     read (the SDK's session's) fails with one line naming what failed, the journal row says
     error, the server got the read once, and the session goes on."""
     requests = tmp_path / "requests.log"
-    wild = str(Path(__file__).resolve().parents[1] / "servers" / "wildserver.py")
+    wild = str(Path(__file__).resolve().parents[2] / "servers" / "wirefaultserver.py")
     path = monad_home / "atoms" / "mcp" / "w.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(f"command = {json.dumps(sys.executable)}\n"

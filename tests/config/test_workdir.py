@@ -1,4 +1,4 @@
-"""Issue 17, relative commands: `monad mcp add` records the caller's directory when the
+"""Relative commands (config/workdir.py): `monad mcp add` records the caller's directory when the
 server needs it, `get` shows where every stdio server runs, and the server works wherever
 the supervisor was started."""
 

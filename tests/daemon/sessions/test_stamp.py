@@ -23,7 +23,7 @@ from mcp import Client
 from monad_cli.daemon.sessions.stamp import CALLER, Envelope, caller_meta
 from monad_cli.daemon.trust.call import ToolCall
 from monad_cli.daemon.trust.inputs import Caller
-from tests.daemon.test_sessions_direct import SERVERS, monad_stdio
+from tests.daemon.sessions.test_direct import SERVERS, monad_stdio
 
 RELAYED = ("elicitation", "sampling", "roots")
 ASK = [str(SERVERS / "askserver.py")]

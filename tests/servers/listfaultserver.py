@@ -1,9 +1,10 @@
-"""A stdio MCP server that misbehaves the ways servers in the wild do, part three (issue 26).
+"""A stdio MCP server whose lists break (issue 26): prompts and resources lists with bad
+items, and a tools change before its `subscriptions/listen` stream opens.
 
 The SDK's lowlevel `Server` does the MCP part; this file owns the stdio wire (as
-wild2server.py does), so it can answer lists no SDK would send:
+toolfaultserver.py does), so it can answer lists no SDK would send:
 
-    python wild3server.py [--change-before-listen] [--bad-items] [--ttl-ms N]
+    python listfaultserver.py [--change-before-listen] [--bad-items] [--ttl-ms N]
 
 Tools: `echo(text)`. Prompts: `greet`. Resources: `memo://notes/1`; template `memo://notes/{id}`.
 
@@ -86,7 +87,7 @@ def main() -> None:
         "on_list_resource_templates": list_templates, "on_read_resource": read_resource}
     if args.change_before_listen:
         handlers["on_subscriptions_listen"] = on_listen
-    server = Server("wild3server", version="1.0", **handlers)
+    server = Server("listfaultserver", version="1.0", **handlers)
     log = open(args.log_requests, "a", buffering=1) if args.log_requests else None  # noqa: SIM115
     stdout = os.fdopen(1, "wb", buffering=0)
 

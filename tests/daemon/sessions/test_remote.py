@@ -1,4 +1,4 @@
-"""Issue 17, remote servers: the supervisor's HTTP transports (monad_cli/daemon/sessions/remote.py)
+"""Remote servers: the supervisor's HTTP transports (monad_cli/daemon/sessions/remote.py)
 against real servers on 127.0.0.1 (the SDK's MCPServer in tests/servers/testserver.py),
 driven by the real SDK client."""
 

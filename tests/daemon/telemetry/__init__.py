@@ -1,0 +1,1 @@
+"""Tests of monad_cli/daemon/telemetry/."""
