@@ -58,6 +58,7 @@ from monad_cli.daemon.gateway.budget import SCHEME, ResultStore, cut
 from monad_cli.daemon.gateway.catalog import Catalog, quiet_deprecated
 from monad_cli.daemon.gateway.direct import DirectCalls, LaneCall, LaneHandler
 from monad_cli.daemon.gateway.features import AgentRequest, RequestLog, SessionFeatures, asking, connection_of
+from monad_cli.daemon.gateway.meta import agent_meta
 from monad_cli.daemon.gateway.paging import page
 from monad_cli.daemon.gateway.policy import (
     LOAD_TOOLS,
@@ -265,7 +266,8 @@ class GatewaySession:
     async def call_in_rounds(self, name: str, arguments: dict[str, Any] | None, protocol_version: str, *,
                              capabilities: Any, request_state: str | None = None,
                              input_responses: dict[str, Any] | None = None,
-                             progress: ProgressFn | None = None, log: RequestLog | None = None) -> dict[str, Any]:
+                             progress: ProgressFn | None = None, log: RequestLog | None = None,
+                             meta: dict[str, Any] | None = None) -> dict[str, Any]:
         """A 2026-07-28 tools/call whose server may ask the agent something
         (gateway/rounds.py): the result, or an `InputRequiredResult` (wire shape) carrying the
         server's question; a call with `request_state` answers one and goes on. Cancelling
@@ -278,7 +280,7 @@ class GatewaySession:
             def run(r: Round) -> Any:
                 inputs = self.questions(None, protocol_version, what=name, round=r, capabilities=capabilities,
                                         log=log)
-                return self.call(name, arguments, protocol_version, progress=progress, inputs=inputs)
+                return self.call(name, arguments, protocol_version, progress=progress, inputs=inputs, meta=meta)
 
             r = self.rounds.start(run)
         try:
@@ -306,7 +308,7 @@ class GatewaySession:
         else:
             def run(r: Round) -> Any:
                 return ask(asking(self.questions(None, request.protocol_version, what=what, round=r,
-                                                 capabilities=capabilities, log=request.log)))
+                                                 capabilities=capabilities, log=request.log), request.meta))
 
             r = self.rounds.start(run, request.method)
         try:
@@ -475,22 +477,25 @@ class GatewaySession:
             answer = await self.call_in_rounds(params.name, params.arguments, ctx.protocol_version,
                                                capabilities=_envelope_capabilities(raw_meta),
                                                request_state=params.request_state, input_responses=responses,
-                                               progress=progress, log=log)
+                                               progress=progress, log=log, meta=agent_meta(raw_meta))
             if answer.get("resultType") == "input_required":
                 return types.InputRequiredResult.model_validate(answer)
             return answer
         # A dict, not a CallToolResult: the SDK validates the wire shape once, on the way out.
         return await self.call(params.name, params.arguments, ctx.protocol_version, progress=progress,
-                               inputs=self.questions(ctx, ctx.protocol_version, what=params.name, log=log))
+                               inputs=self.questions(ctx, ctx.protocol_version, what=params.name, log=log),
+                               meta=agent_meta(raw_meta))
 
     async def call(self, name: str, arguments: dict[str, Any] | None, protocol_version: str, *,
-                   progress: ProgressFn | None = None, inputs: AgentQuestions | None = None) -> dict[str, Any]:
+                   progress: ProgressFn | None = None, inputs: AgentQuestions | None = None,
+                   meta: dict[str, Any] | None = None) -> dict[str, Any]:
         """One tools/call of this view at `protocol_version` (the client's): the result as a
         dict in that era's vocabulary. Raises MCPError(-32602) for an unknown tool; every
         other failure is a tool error result (`isError: true`). The server's questions go to
-        `inputs` (none: a direct-lane call, whose agent can answer none)."""
+        `inputs` (none: a direct-lane call, whose agent can answer none); `meta`: the agent's
+        own `_meta` keys, which the server is sent (gateway/meta.py)."""
         inputs = inputs or self.questions(None, protocol_version, what=name)
-        result = await self._call(name, arguments, progress, inputs)
+        result = await self._call(name, arguments, progress, inputs, meta or {})
         if self.results is not None and name != FIND_TOOL:
             result = cut(result, self.view.max_result_tokens, self.results)
         # `resultType` is 2026-07-28 vocabulary (required there, unknown before); the upstream
@@ -502,7 +507,7 @@ class GatewaySession:
         return result
 
     async def _call(self, name: str, arguments: dict[str, Any] | None,
-                    progress: ProgressFn | None, inputs: AgentQuestions) -> dict[str, Any]:
+                    progress: ProgressFn | None, inputs: AgentQuestions, meta: dict[str, Any]) -> dict[str, Any]:
         if name == LOAD_TOOLS:
             return await self._load_tools(arguments or {})
         if self.view.tool_search != "off" and name in (FIND_TOOL, CALL_TOOL):
@@ -515,7 +520,7 @@ class GatewaySession:
             if inner_arguments is not None and not isinstance(inner_arguments, dict):
                 return _text_result("call_tool: `arguments` must be an object (the tool's arguments)", error=True)
             try:
-                return await self._call(inner, inner_arguments, progress, inputs)
+                return await self._call(inner, inner_arguments, progress, inputs, meta)
             except MCPError as e:
                 if e.error.code != types.INVALID_PARAMS:
                     raise
@@ -540,7 +545,7 @@ class GatewaySession:
             data = await self.tools.call(ToolCall(
                 name, arguments, via="gateway", approval=approval, progress=progress, inputs=inputs,
                 capabilities=inputs.client_capabilities(), write_behind=True, include=self.view.include_tools,
-                exclude=self.view.exclude_tools))
+                exclude=self.view.exclude_tools, meta=dict(meta)))
         except NotFound as e:  # no such tool: a protocol error (MCP spec, server/tools "Error Handling")
             raise MCPError(code=types.INVALID_PARAMS, message=self.scrub(e.message)) from None
         except ToolCallFailed as e:
@@ -569,8 +574,9 @@ class GatewaySession:
         modern = call.version in MODERN_PROTOCOL_VERSIONS
         capabilities = _envelope_capabilities(call.meta)
         if modern and self.rounds.spawn is not None and _answers(capabilities):
-            return await self.call_in_rounds(call.name, call.arguments, call.version, capabilities=capabilities)
-        return await self.call(call.name, call.arguments, call.version, inputs=self.questions(
+            return await self.call_in_rounds(call.name, call.arguments, call.version, capabilities=capabilities,
+                                             meta=call.passed)
+        return await self.call(call.name, call.arguments, call.version, meta=call.passed, inputs=self.questions(
             None, call.version, what=call.name, lane=lane, capabilities=(capabilities or {}) if modern else None))
 
     def direct_lane(self, writer: Any, tg: anyio.abc.TaskGroup) -> DirectCalls:

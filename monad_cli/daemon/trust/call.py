@@ -46,8 +46,8 @@ class ToolCall(Caller):
       call, and what the caller declared of them;
     - `ref`: the caller's own tag (≤ 64 characters), on the call's events and its Task's
       correlation (the Studio finds its own calls by it);
-    - `meta`: keys the upstream request's `_meta` carries besides monad's envelope (W3C
-      trace context, written by telemetry's wrapper; SEP-414).
+    - `meta` (`Caller`): keys the upstream request's `_meta` carries besides monad's
+      envelope (the agent's own, W3C trace context).
 
     Learned by the path (None until then): `server` and `tool` (the session and the tool
     it lists), `call_id` (the `tool_calls` row), `decision` and `decided_by` (the gate's),
@@ -69,7 +69,6 @@ class ToolCall(Caller):
     write_behind: bool = False
     progress: ProgressFn | None = None
     ref: str | None = None
-    meta: dict[str, Any] = field(default_factory=dict)
     server: ToolServer | None = None
     tool: Tool | None = None
     call_id: int | None = None

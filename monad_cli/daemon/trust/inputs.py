@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 # The client capabilities a caller's questions are relayed under (MCP spec, client/elicitation,
@@ -61,10 +61,14 @@ class Caller:
     saying so); `capabilities`: what the caller declared of FORWARDED_CAPABILITIES, wire
     shape (`{"elicitation": {"form": {}, "url": {}}}`; `{}`: none), which a 2026-07-28
     server sees in the request's envelope instead of monad's (sessions/stamp.py); None: the
-    request goes with monad's own, as monad's own requests (listings, pings) do."""
+    request goes with monad's own, as monad's own requests (listings, pings) do.
+    `meta`: keys the upstream request's `_meta` carries besides monad's envelope: the
+    caller's own (an agent's vendor keys, gateway/meta.py) and W3C trace context (written by
+    telemetry's wrapper; SEP-414)."""
 
     inputs: InputHandler | None = None
     capabilities: dict[str, Any] | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
 
 
 _caller: ContextVar[Caller | None] = ContextVar("monad_caller", default=None)
