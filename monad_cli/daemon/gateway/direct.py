@@ -261,7 +261,9 @@ class DirectCalls:
     async def ask(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
         """Send the agent a request (`elicitation/create`, `sampling/createMessage`,
         `roots/list`) on this connection and wait for its answer: the result. Raises
-        MCPError with the agent's error. Cancelling the waiting call abandons the answer."""
+        MCPError with the agent's error. Cancelling the wait (the server withdrew its question,
+        the call ended, the time ran out) withdraws the request from the agent:
+        `notifications/cancelled` with its id."""
         self._asked += 1
         request_id = f"{QUESTION_ID}{self._asked}"
         done, box = anyio.Event(), list[dict[str, Any]]()
@@ -272,6 +274,15 @@ class DirectCalls:
         try:
             await self.send(_line(body))
             await done.wait()
+        except anyio.get_cancelled_exc_class():
+            # Withdrawn (the server cancelled its question, the call ended, the time ran
+            # out): the agent is told, so it stops asking its person (basic/utilities/cancellation).
+            if not box:
+                cancelled = {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                             "params": {"requestId": request_id, "reason": "monad: the question was withdrawn"}}
+                with anyio.move_on_after(_SHUTDOWN_WRITE_S, shield=True):
+                    await self._write(_line(cancelled))
+            raise
         finally:
             self._questions.pop(request_id, None)
         answer = box[0]

@@ -256,7 +256,8 @@ class GatewaySession:
         if capabilities is None and ctx is not None and protocol_version in MODERN_PROTOCOL_VERSIONS:
             capabilities = _envelope_capabilities((ctx.params or {}).get("_meta")) or {}
         inputs = AgentQuestions(ctx, self.tools.journal, protocol_version=protocol_version, server=server,
-                                what=what, lane=lane, round=round, capabilities=capabilities)
+                                what=what, lane=lane, round=round, capabilities=capabilities, log=log,
+                                timeout=self.view.approval_timeout)
         if log is not None:
             log.about.append(inputs)
         if round is not None:
@@ -544,6 +545,7 @@ class GatewaySession:
             # The service refuses a hidden tool (with this view's globs), naming the rule.
             data = await self.tools.call(ToolCall(
                 name, arguments, via="gateway", approval=approval, progress=progress, inputs=inputs,
+                waiting=self._waiting(progress, inputs),
                 capabilities=inputs.client_capabilities(), write_behind=True, include=self.view.include_tools,
                 exclude=self.view.exclude_tools, meta=dict(meta)))
         except NotFound as e:  # no such tool: a protocol error (MCP spec, server/tools "Error Handling")
@@ -566,6 +568,26 @@ class GatewaySession:
             if meta:
                 result["_meta"] = meta
         return result
+
+    def _waiting(self, progress: ProgressFn | None, inputs: AgentQuestions) -> Callable[[str], Awaitable[None]]:
+        """How a call of this agent says it waits for a person (docs/gateway.md "A call that
+        waits for approval"): a notifications/progress under the agent's token when it sent one
+        (progress 0, the line as its message), else a `warning` log message on the request's
+        channel, at the level the agent asked for or none (at 2026-07-28: only when the request's
+        `_meta` asked for log messages, as that era allows no other)."""
+        async def tell(line: str) -> None:
+            line = self.scrub(line)
+            if progress is not None:
+                await progress(0.0, None, line)
+                return
+            threshold = None
+            if inputs.lane is not None:  # a relay connection: its one handshake-era connection's level
+                threshold = self.features.lowest_level()
+            elif inputs.ctx is not None and (conn := connection_of(inputs.ctx)) is not None:
+                threshold = self.features.log_levels.get(conn)
+            await inputs.tell("warning", line, threshold=threshold)
+
+        return tell
 
     async def lane_call(self, call: LaneCall, lane: DirectCalls) -> dict[str, Any]:
         """A plain tools/call the stdio direct lane took (`gateway/direct.py`): as the SDK's

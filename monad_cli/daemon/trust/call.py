@@ -42,6 +42,8 @@ class ToolCall(Caller):
     - `write_behind`: journal a successful outcome just after the answer (the gateway's
       hot path) rather than before it;
     - `progress`: awaited per notifications/progress of the call (None: none asked);
+    - `waiting`: awaited once with one line when the call starts waiting for a person's
+      approval (what it waits on, how to decide it); None: the caller shows its own;
     - `inputs`, `capabilities` (`Caller`): who answers the server's questions during the
       call, and what the caller declared of them;
     - `ref`: the caller's own tag (≤ 64 characters), on the call's events and its Task's
@@ -68,6 +70,7 @@ class ToolCall(Caller):
     exclude: Sequence[str] = ()
     write_behind: bool = False
     progress: ProgressFn | None = None
+    waiting: Callable[[str], Awaitable[None]] | None = None
     ref: str | None = None
     server: ToolServer | None = None
     tool: Tool | None = None

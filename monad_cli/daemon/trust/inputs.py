@@ -39,6 +39,10 @@ class InputRefused(Exception):
     one line, and goes back to the server as the request's error."""
 
 
+class QuestionTimedOut(InputRefused):
+    """Nobody answered the question within its time (the gateway's `--approval-timeout`)."""
+
+
 class InputHandler(Protocol):
     """Answer one input request. `request` is the wire shape, e.g. `{"method":
     "elicitation/create", "params": {"message": ..., "requestedSchema": {...}}}`; `key`: the
@@ -90,4 +94,4 @@ def current_caller() -> Caller | None:
 
 
 __all__ = ["FORWARDED_CAPABILITIES", "PERSON_CAPABILITIES", "Caller", "InputHandler", "InputRefused",
-           "current_caller", "serving"]
+           "QuestionTimedOut", "current_caller", "serving"]

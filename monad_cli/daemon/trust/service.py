@@ -66,7 +66,14 @@ log = logging.getLogger("monad.tools")
 PENDING_TTL_S = 600.0
 DEFAULT_APPROVAL_TIMEOUT_S = 120.0
 STDERR_OF_CALL = 5  # stderr lines of a failed call quoted in its reason
+WAITING_SEND_S = 1.0  # at most this long to tell a caller that its call waits for a person
 RELOAD_GRACE_S = 5.0  # after an authorization on demand: the watcher's reload of the definition
+
+
+def _unasked(call: ToolCall) -> str:
+    """How to let `call`'s tool run without asking, from now on (its real names: shell-safe,
+    as server names and exposed names are `[A-Za-z0-9_-]`)."""
+    return f"`monad mcp trust {call.server_name} --auto-approve {call.exposed}` lets it run unasked from now on"
 
 
 def _quoted(said: list[str]) -> str:
@@ -415,7 +422,10 @@ class ToolService:
             self._finish(call, "refused", f"approval {call.decision}: {call.decided_by}")
             if call.decision == "denied":
                 raise CallRefused(f"call to `{call.exposed}` was denied ({call.decided_by})")
-            raise ApprovalTimeout(f"call to `{call.exposed}` was not approved in time ({call.decided_by})")
+            raise ApprovalTimeout(f"call to `{call.exposed}` was not approved in time ({call.decided_by}), so server "
+                                  f"`{call.server_name}` was not sent it; approve it while it waits "
+                                  f"(`monad approvals` lists it, the Studio shows it: `monad studio`), or "
+                                  f"{_unasked(call)}")
         async with self._session(call):
             if call.detach:
                 return await self._detach(call)
@@ -504,7 +514,17 @@ class ToolService:
         return await self._wait(call, p, timeout)
 
     async def _wait_at_gate(self, call: ToolCall, pending: Pending, timeout: float) -> tuple[bool, str, str]:
-        """The gate's wait for a person's decision on `pending` (at most `timeout` s)."""
+        """The gate's wait for a person's decision on `pending` (at most `timeout` s); the
+        caller's `waiting` hears first what it waits on and how to decide it."""
+        if call.waiting is not None:
+            line = (f"call to `{call.exposed}` waits for a person's approval (up to {timeout:g} s): "
+                    f"`monad approvals allow {pending.id}` or the Studio (`monad studio`) lets it run, "
+                    f"`monad approvals deny {pending.id}` refuses it; {_unasked(call)}")
+            try:
+                with anyio.move_on_after(WAITING_SEND_S):  # a slow agent never holds up the wait itself
+                    await call.waiting(line)
+            except Exception:
+                log.exception("telling the caller that %s waits for approval failed", call.exposed)
         return await self.gate.wait(pending, timeout)
 
     # -- journal ----------------------------------------------------------------------
