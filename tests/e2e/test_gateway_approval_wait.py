@@ -56,7 +56,8 @@ async def _agent(home: Path, transport: str, mode: str, timeout: float, **kw: An
                              *flags], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         url, headers = await anyio.to_thread.run_sync(gateway_up, home, port)
-        async with (httpx2.AsyncClient(headers=headers) as h,
+        # A long read timeout, as the SDK's own HTTP client has: a question waits in silence.
+        async with (httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300)) as h,
                     Client(streamable_http_client(url, http_client=h), mode=mode, **kw) as client):
             yield client
     finally:
