@@ -27,7 +27,7 @@ from monad_cli.core.paths import Paths
 from monad_cli.core.states import LIVE, State
 from monad_cli.daemon import telemetry
 from monad_cli.daemon.gateway.server import Gateway
-from monad_cli.daemon.gateway.session import GatewayWrappers
+from monad_cli.daemon.gateway.session import GATEWAY_TOOLS, GatewayWrappers
 from monad_cli.daemon.logfile import keep_trying
 from monad_cli.daemon.reconcile import Diff, Secrets, config_stamp, diff
 from monad_cli.daemon.retention import keep_journal
@@ -542,10 +542,11 @@ class Supervisor:
 
     def _listed(self, method: str, name: str) -> bool:
         """Whether `name` is a tool (tools/call) or a prompt (prompts/get) listed to agents, by
-        its exposed name or a server's own: telemetry records any other as `_OTHER`."""
+        its exposed name or a server's own, or one of the gateway's own tools (find_tool,
+        call_tool, load_tools): telemetry records any other as `_OTHER`."""
         if method == "prompts/get":
             return self.gateway.catalog.lists_prompt(name)
-        return self.tool_service.server_of(name) is not None or any(
+        return name in GATEWAY_TOOLS or self.tool_service.server_of(name) is not None or any(
             t.name == name for a in list(self.actors.values()) for t in a.tools)
 
     async def _wait_required(self) -> str | None:

@@ -92,6 +92,8 @@ log = logging.getLogger("monad.gateway")
 _OUR_KEYS = frozenset({"callId", "server", "tool", "name", "decidedBy", "serverStderr"})
 _ROW_KEYS = frozenset({"server", "tool", "autoApproved", "deferred", "condition"})
 _SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"
+# The tools the gateway lists itself (tool search's and deferred loading's meta-tools).
+GATEWAY_TOOLS = frozenset({FIND_TOOL, CALL_TOOL, LOAD_TOOLS})
 
 
 class GatewayServer(Server[Any]):
@@ -633,4 +635,4 @@ class GatewaySession:
         self.listen.close()
 
 
-__all__ = ["GatewayServer", "GatewaySession"]
+__all__ = ["GATEWAY_TOOLS", "GatewayServer", "GatewaySession"]
