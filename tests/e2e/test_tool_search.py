@@ -139,6 +139,32 @@ def _row(call: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in call.items() if k not in ("id", "ts", "durationMs")}
 
 
+def test_find_tool_hits_pass_the_one_scrubber(supervisor: Any, monad_home: Path, tmp_path: Path) -> None:
+    """A stored secret in a tool's description (as the server lists it) is `***` in
+    find_tool's hits, text and structuredContent alike: the ingress scrubber masked it as
+    the list arrived, the one choke point (find_tool scrubs nothing again)."""
+    from mcp import Client
+
+    assert supervisor("env", "set", "API_TOKEN", input=SECRET).code == 0
+    catalog = tmp_path / "leaky.json"
+    catalog.write_text(json.dumps({"tools": [{
+        "name": "deploy", "description": f"Deploy the site with the token {SECRET} to production.",
+        "inputSchema": {"type": "object", "properties": {}}}]}))
+    write_atom(monad_home, "leaky", f"command = {json.dumps(sys.executable)}\n"
+                                    f"args = {json.dumps([CATALOGSERVER, str(catalog)])}\n"
+                                    f'env = {{API_TOKEN = "$API_TOKEN"}}\n')
+    wait_state(supervisor, "leaky", "connected", timeout=90)
+
+    async def agent() -> Any:
+        async with Client(_serve(monad_home, "--tool-search")) as client:
+            return await client.call_tool("find_tool", {"query": "deploy the site to production"})
+
+    found = anyio.run(agent)
+    assert _names(found) == ["leaky__deploy"], found
+    assert found.structured_content["tools"][0]["description"] == "Deploy the site with the token *** to production."
+    assert SECRET not in found.content[0].text and "token *** to" in found.content[0].text, found
+
+
 def test_call_tool_passes_the_gate_the_scrubber_and_the_journal_as_a_direct_call(supervisor: Any,
                                                                                monad_home: Path) -> None:
     """The same tools called directly and through call_tool, neither auto-approved: each waits

@@ -52,7 +52,6 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from monad_cli import __version__
 from monad_cli.core.errors import MonadError, NotFound, ToolCallFailed
 from monad_cli.core.hello import GatewayView
-from monad_cli.core.redact import scrub_data
 from monad_cli.core.states import State
 from monad_cli.daemon.gateway.budget import SCHEME, ResultStore, cut
 from monad_cli.daemon.gateway.catalog import Catalog, quiet_deprecated
@@ -408,7 +407,9 @@ class GatewaySession:
         if self.single is not None:  # a per-server entry: the server's own names
             own = self.tools.name_map().by_exposed
             hits = [{**h, "name": own[h["name"]].tool} for h in hits]
-        structured = scrub_data({"tools": hits}, self.scrub)
+        # The hits are the servers' listed tools, which the scrubber masked as they arrived
+        # (daemon/scrubber.py, the one choke point): nothing to scrub again here.
+        structured = {"tools": hits}
         if new:
             await self.notify_changed()
         return {"content": [{"type": "text", "text": json.dumps(structured, ensure_ascii=False)}],
