@@ -537,6 +537,9 @@ class GatewaySession:
             # A server waiting for authorization lists nothing to map by: a call names it
             # `server__tool`, which starts its authorization (trust/authorization.py).
             name = exposed or (f"{self.single}__{name}" if actor is not None and actor.needs_authorization else name)
+            if exposed is None and (failed := not_serving(actor, self.scrub)):
+                # An unknown name of a server that is not serving: the agent learns why, not just "no tool".
+                raise MCPError(code=types.INVALID_PARAMS, message=f"no tool `{name}`: {failed}")
         inputs.server = self.tools.server_of(name)
         inputs.what = name
         refused = self._refusal(name)
