@@ -477,3 +477,58 @@ def test_the_index_follows_a_servers_list_change(supervisor: Any, monad_home: Pa
                     await anyio.sleep(0.2)
 
     anyio.run(agent)
+
+
+def test_found_tools_are_per_http_session_and_bounded(supervisor: Any, monad_home: Path) -> None:
+    """On `serve --http`, what one MCP session's find_tool found joins that session's list only
+    (the other session neither lists it nor hears a list change), and a session keeps at most
+    `MAX_FOUND` found tools, the most recently found."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    from monad_cli.daemon.gateway.search import MAX_FOUND
+
+    _catalog(monad_home, supervisor, "git", "atlassian")
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "monad_cli", "mcp", "serve", "--http", "--port", str(port),
+                             "--tool-search"], env={**os.environ, "MONAD_NO_AUTOSTART": "1"},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    heard = {"a": 0, "b": 0}
+    seen: dict[str, Any] = {}
+    try:
+        url, headers = gateway_up(monad_home, port)
+
+        def handler(who: str) -> Any:
+            async def on_message(message: Any) -> None:
+                if getattr(getattr(message, "root", message), "method", "") == "notifications/tools/list_changed":
+                    heard[who] += 1
+            return on_message
+
+        async def main() -> None:
+            async with (httpx2.AsyncClient(headers=headers) as h,
+                        Client(streamable_http_client(url, http_client=h), mode="legacy",
+                               message_handler=handler("a")) as a,
+                        Client(streamable_http_client(url, http_client=h), mode="legacy",
+                               message_handler=handler("b")) as b):
+                assert [t.name for t in (await b.list_tools()).tools] == ["find_tool", "call_tool"]
+                found = _names(await a.call_tool("find_tool", {"query": "what changed in my working tree?"}))
+                with anyio.fail_after(30):
+                    while not heard["a"]:
+                        await anyio.sleep(0.05)
+                seen["a"] = [t.name for t in (await a.list_tools()).tools]
+                seen["b"] = [t.name for t in (await b.list_tools()).tools]
+                seen["found"] = found
+                for query in ("create a jira issue", "edit a confluence page", "search jira with jql"):
+                    seen["last"] = _names(await a.call_tool("find_tool", {"query": query, "limit": 50}))
+                seen["capped"] = [t.name for t in (await a.list_tools()).tools]
+                await anyio.sleep(0.5)  # any stray list change to b would have come by now
+
+        anyio.run(main)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+    assert seen["a"][:2] == ["find_tool", "call_tool"] and set(seen["a"][2:]) == set(seen["found"]), seen
+    assert seen["b"] == ["find_tool", "call_tool"] and heard["b"] == 0, (seen, heard)
+    capped = seen["capped"][2:]
+    assert len(seen["last"]) == 50 and len(capped) == MAX_FOUND and set(seen["last"]) <= set(capped), seen

@@ -74,6 +74,7 @@ from monad_cli.daemon.gateway.rounds import Round, Rounds
 from monad_cli.daemon.gateway.search import (
     CALL_TOOL,
     FIND_TOOL,
+    FoundTools,
     ToolSearch,
     call_tool_tool,
     estimate_tokens,
@@ -194,9 +195,11 @@ class GatewaySession:
         self.environ = view.environ
         self.loaded = LoadedTools()
         # Tool search (gateway/search.py): the index is the gateway's; what find_tool
-        # returned joins this session's list. The result budget keeps whole results here.
+        # returned joins the list of the agent that found it. The result budget keeps whole
+        # results here.
         self.search = search or ToolSearch(tools)
-        self.found: dict[str, None] = {}
+        self.found = FoundTools()
+        self.transport = transport
         self.results = ResultStore() if view.max_result_tokens else None
         self.bus = InMemorySubscriptionBus()
         self.listen = ListenHandler(self.bus)
@@ -362,8 +365,10 @@ class GatewaySession:
         shown = set(visible_tools(by_server, loaded=self.loaded, **policy))
         listed: list[dict[str, Any]] = [{k: v for k, v in row.items() if k not in _ROW_KEYS}
                                         for row in rows if row["name"] in shown]
-        if self._searching(listed):  # tool search: the meta-tools and what find_tool found
-            listed = [find_tool_tool(), call_tool_tool(), *(t for t in listed if t["name"] in self.found)]
+        if self._searching(listed):  # tool search: the meta-tools and what this agent's find_tool found
+            key = self._finder(ctx)
+            found = self.found.of(key, (t["name"] for t in listed)) if key is not None else set()
+            listed = [find_tool_tool(), call_tool_tool(), *(t for t in listed if t["name"] in found)]
             if self.rounds.spawn is not None:  # the index built (if it must be) before the first find_tool
                 self.rounds.spawn(self._warm_index)
         if self.single is not None:  # a per-server entry: the server's own names
@@ -387,10 +392,30 @@ class GatewaySession:
     async def _warm_index(self) -> None:
         await self.search.built(self.view.include_tools, self.view.exclude_tools)
 
-    async def _find_tool(self, arguments: dict[str, Any]) -> dict[str, Any]:
+    def _finder(self, ctx: Any) -> Any:
+        """Whose found tools a request's are (`FoundTools` key): on stdio the session's (one
+        relay connection, one agent), on HTTP the agent's own handshake-era connection (one
+        MCP session); None for a 2026-07-28 request over HTTP, which belongs to no session:
+        what it finds is called by name or through call_tool, and joins no list."""
+        if self.transport == "pipe":
+            return self
+        return connection_of(ctx) if ctx is not None else None
+
+    async def _found_changed(self, key: Any) -> None:
+        """The agent `key` found tools its list did not show: tell that agent only."""
+        if key is self:
+            await self.notify_changed()
+            return
+        try:
+            await key.send_tool_list_changed()
+        except Exception:  # noqa: BLE001 - a gone agent: its found tools go with its connection
+            log.debug("gateway client gone before its list change")
+
+    async def _find_tool(self, arguments: dict[str, Any], ctx: Any = None) -> dict[str, Any]:
         """The `find_tool` meta-tool: the best of the tools this view's plain tools/list would
-        show (never a disabled, filtered, hidden or unloaded deferred one); they join this
-        session's list (`notifications/tools/list_changed` when any is new)."""
+        show (never a disabled, filtered, hidden or unloaded deferred one); they join the list
+        of the agent that asked (`_finder`; `notifications/tools/list_changed` to it when any
+        is new)."""
         try:
             query, limit = query_arguments(arguments)
         except ValueError as e:
@@ -402,16 +427,16 @@ class GatewaySession:
         shown = set(visible_tools(by_server, loaded=self.loaded, **policy))
         hits = [d for name, _score in built.index.search(query, limit, among=shown)
                 if (d := self.search.describe(name)) is not None]
-        new = [h["name"] for h in hits if h["name"] not in self.found]
-        self.found.update(dict.fromkeys(new))
+        key = self._finder(ctx)
+        changed = key is not None and self.found.add(key, [h["name"] for h in hits])
         if self.single is not None:  # a per-server entry: the server's own names
             own = self.tools.name_map().by_exposed
             hits = [{**h, "name": own[h["name"]].tool} for h in hits]
         # The hits are the servers' listed tools, which the scrubber masked as they arrived
         # (daemon/scrubber.py, the one choke point): nothing to scrub again here.
         structured = {"tools": hits}
-        if new:
-            await self.notify_changed()
+        if changed:
+            await self._found_changed(key)
         return {"content": [{"type": "text", "text": json.dumps(structured, ensure_ascii=False)}],
                 "structuredContent": structured, "isError": False}
 
@@ -516,7 +541,7 @@ class GatewaySession:
             return await self._load_tools(arguments or {})
         if self.view.tool_search != "off" and name in (FIND_TOOL, CALL_TOOL):
             if name == FIND_TOOL:
-                return await self._find_tool(arguments or {})
+                return await self._find_tool(arguments or {}, inputs.ctx)
             # call_tool: the named tool's call, down this very path (gate, journal, scrubber).
             inner, inner_arguments = (arguments or {}).get("name"), (arguments or {}).get("arguments")
             if not isinstance(inner, str) or not inner or inner in (FIND_TOOL, CALL_TOOL, LOAD_TOOLS):
