@@ -532,3 +532,34 @@ def test_found_tools_are_per_http_session_and_bounded(supervisor: Any, monad_hom
     assert seen["b"] == ["find_tool", "call_tool"] and heard["b"] == 0, (seen, heard)
     capped = seen["capped"][2:]
     assert len(seen["last"]) == 50 and len(capped) == MAX_FOUND and set(seen["last"]) <= set(capped), seen
+
+
+def test_the_budget_keeps_a_typed_results_structured_content_valid(supervisor: Any, monad_home: Path) -> None:
+    """A tool with an `outputSchema` keeps its `structuredContent` whole under the result
+    budget, even past it (the schema promises it; a cut or dropped one fails the agent's
+    check): the SDK's client validates it, and the text is cut to the note naming the
+    kept whole, which reads back exactly."""
+    from mcp import Client
+
+    write_atom(monad_home, "typed", f"command = {json.dumps(sys.executable)}\n"
+                                    f"args = {json.dumps([CATALOGSERVER, str(CATALOG / 'time.json'), '--typed'])}\n"
+                                    'trust = {autoApproveTools = ["typed__big_record"]}\n')
+    wait_state(supervisor, "typed", "connected", timeout=90)
+    out: dict[str, Any] = {}
+
+    async def main() -> None:
+        async with Client(_serve(monad_home, "--max-result-tokens", "1000")) as client:
+            await client.list_tools()  # the SDK's client checks results against the listed outputSchema
+            result = await client.call_tool("typed__big_record", {"size": 40_000})
+            out["result"] = result
+            uri = re.search(r"monad://results/[A-Za-z0-9_-]+", result.content[-1].text)
+            assert uri, result.content
+            out["whole"] = await client.read_resource(uri.group(0))
+
+    anyio.run(main)
+    result = out["result"]
+    assert not result.is_error and result.structured_content["bytes"] == 40_000, result.content
+    assert len(result.structured_content["text"].encode()) == 40_000
+    assert len(result.content) == 1 and result.content[0].text.startswith("[monad: this result was cut"), result
+    texts = [c.text for c in out["whole"].contents]
+    assert json.loads(texts[0]) == result.structured_content == json.loads(texts[-1])

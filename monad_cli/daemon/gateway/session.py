@@ -525,8 +525,6 @@ class GatewaySession:
         own `_meta` keys, which the server is sent (gateway/meta.py)."""
         inputs = inputs or self.questions(None, protocol_version, what=name)
         result = await self._call(name, arguments, progress, inputs, meta or {})
-        if self.results is not None and name != FIND_TOOL:
-            result = cut(result, self.view.max_result_tokens, self.results)
         # `resultType` is 2026-07-28 vocabulary (required there, unknown before); the upstream
         # server's era need not be the client's.
         if protocol_version in MODERN_PROTOCOL_VERSIONS:
@@ -574,11 +572,12 @@ class GatewaySession:
         approval = {"mode": "wait", "timeout": self.view.approval_timeout}
         try:
             # The service refuses a hidden tool (with this view's globs), naming the rule.
-            data = await self.tools.call(ToolCall(
+            call = ToolCall(
                 name, arguments, via="gateway", approval=approval, progress=progress, inputs=inputs,
                 waiting=self._waiting(progress, inputs),
                 capabilities=inputs.client_capabilities(), write_behind=True, include=self.view.include_tools,
-                exclude=self.view.exclude_tools, meta=dict(meta)))
+                exclude=self.view.exclude_tools, meta=dict(meta))
+            data = await self.tools.call(call)
         except NotFound as e:  # no such tool: a protocol error (MCP spec, server/tools "Error Handling")
             raise MCPError(code=types.INVALID_PARAMS, message=self.scrub(e.message)) from None
         except ToolCallFailed as e:
@@ -598,6 +597,9 @@ class GatewaySession:
             meta = {k: v for k, v in meta.items() if k != _SERVER_INFO_META}
             if meta:
                 result["_meta"] = meta
+        if self.results is not None:  # the result budget (gateway/budget.py); a typed result's structure stays whole
+            result = cut(result, self.view.max_result_tokens, self.results,
+                         typed=call.tool is not None and call.tool.output_schema is not None)
         return result
 
     def _waiting(self, progress: ProgressFn | None, inputs: AgentQuestions) -> Callable[[str], Awaitable[None]]:
