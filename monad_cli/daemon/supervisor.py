@@ -500,16 +500,21 @@ class Supervisor:
                                                 defined=lambda: self.actors.keys()))
                 tg.start_soon(keep_trying)  # daemon.log's held lines, when nothing else logs
                 await self.stop_event.wait()
-                self.stopping = True
-                relays.close()  # no new gateway sessions; the open ones end (their relays say so)
-                if self.tool_service.gate.refuse_all("the supervisor (stopping)"):
-                    await anyio.sleep(0.1)  # the waiting calls write their answer before the API closes
-                await control.stop()
+                self.stopping = True  # from here a new call is refused, naming the stop
+                refused = self.tool_service.gate.refuse_all("the supervisor (stopping)")
+                # The servers' sessions end first: a call in flight fails with its session and
+                # answers its caller (an agent through the gateway, `monad mcp call`) that the
+                # supervisor stopped, while their connections are still open to carry it.
+                live = [actor for actor in self.actors.values() if actor.live]
                 for actor in list(self.actors.values()):
                     tg.start_soon(actor.stop)
                 with anyio.move_on_after(15):
                     for actor in list(self.actors.values()):
                         await actor.done.wait()
+                if refused or live:
+                    await anyio.sleep(0.1)  # those answers are written before the listeners close
+                relays.close()  # no new gateway sessions; the open ones end (their relays say so)
+                await control.stop()
                 tg.cancel_scope.cancel()
         finally:
             self.stopping = True

@@ -401,6 +401,9 @@ class ToolService:
         held = self._claim(call)  # the intent row its `approval: check` wrote, if any
         waiting = "for the server's authorization"
         try:
+            if self.stopping():  # its server's session is ending, or gone: say so, not "no such tool"
+                raise Unavailable(f"the supervisor is stopping (`monad daemon stop` or a signal): `{call.exposed}` "
+                                  f"was not sent; call it again once the supervisor is back (`monad daemon start`)")
             await self._authorize_first(call)
             waiting = "for the server to come back"
             await self._resolve(call)
@@ -627,7 +630,7 @@ class ToolService:
         caller who waits: a plain call is refused. Every failure is journaled and raised
         as its kind (`ToolCallFailed` for the server's)."""
         from mcp import MCPError
-        from mcp_types import MISSING_REQUIRED_CLIENT_CAPABILITY, REQUEST_TIMEOUT
+        from mcp_types import CONNECTION_CLOSED, MISSING_REQUIRED_CLIENT_CAPABILITY, REQUEST_TIMEOUT
 
         server, tool = call.server, call.tool
         assert server is not None and tool is not None
@@ -644,6 +647,8 @@ class ToolService:
             raise
         except MCPError as exc:
             self._fail_if_stopping(call)
+            if exc.error.code == CONNECTION_CLOSED:
+                self._fail_if_cut(call)
             said = await self._stderr_of_call(sink, mark)
             self._finish(call, "timeout" if exc.error.code == REQUEST_TIMEOUT else "error",
                          f"{exc.error.message} (MCP error {exc.error.code}){_quoted(said)}")
@@ -657,6 +662,7 @@ class ToolService:
             raise
         except Exception as exc:  # noqa: BLE001 - e.g. an outputSchema mismatch in the SDK
             self._fail_if_stopping(call)
+            self._fail_if_cut(call)
             self._finish(call, "error", f"{type(exc).__name__}: {exc}")
             raise ToolCallFailed(self.scrub(f"server `{server.name}` failed `{tool.name}`: {exc}")) from None
         # An opaque "Error executing tool fetch" is often explained by what the server
@@ -727,7 +733,22 @@ class ToolService:
         if self.stopping():
             self._finish(call, "interrupted", "the supervisor stopped during the call")
             raise Unavailable(f"the supervisor stopped during the call to `{call.exposed}` (`monad daemon stop` or "
-                              f"a signal); whether server `{call.server_name}` acted on it is unknown") from None
+                              f"a signal); whether server `{call.server_name}` acted on it is unknown; call it "
+                              f"again once the supervisor is back (`monad daemon start`)") from None
+
+    def _fail_if_cut(self, call: ToolCall) -> None:
+        """When the server's session was ended on purpose under the call (removed,
+        reconnected, disabled, redefined: `cut_reason` of a supervisor actor), the server did
+        not fail it and whether it acted is unknown: journal it `interrupted` and raise
+        `Unavailable` saying what happened and what to do, not a bare "Connection closed"."""
+        cut_reason = getattr(call.server, "cut_reason", None)
+        why = cut_reason() if cut_reason is not None else None
+        if why is None:
+            return
+        happened, todo = why
+        self._finish(call, "interrupted", f"{happened} during the call")
+        raise Unavailable(self.scrub(f"the call to `{call.exposed}` was cut: {happened} while it ran; whether the "
+                                     f"server acted on it is unknown; {todo}")) from None
 
     # -- authorization on demand (trust/authorization.py) -------------------------------
     def _lapsed(self, exposed: str) -> ToolServer | None:
