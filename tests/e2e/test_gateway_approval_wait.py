@@ -180,3 +180,24 @@ def test_approved_in_the_studio_while_it_waits(supervisor: Any, monad: Any, mona
     assert decided == [200], decided
     assert len(signs.got) == 1 and signs.got[0][0] < 1.0, signs.got
     assert not result.is_error and result.content[0].text == "approved", result
+
+
+def test_the_inspector_shows_how_to_approve(supervisor: Any, monad_home: Path, tmp_path: Path) -> None:
+    """The MCP Inspector's CLI (which gave up silently at its own 60 s before): a call nobody
+    approves within `--approval-timeout 3` prints a result that says how to approve it."""
+    import os
+
+    from tests.conftest import inspector_bin
+
+    _atom(monad_home)
+    wait_state(supervisor, "ts", "connected", timeout=90)
+    r = subprocess.run([inspector_bin(), "--cli", "-e", f"MONAD_HOME={monad_home}", "-e", "MONAD_NO_AUTOSTART=1",
+                        sys.executable, "-m", "monad_cli", "mcp", "serve", "--approval-timeout", "3",
+                        "--method", "tools/call", "--tool-name", "ts__echo", "--tool-arg", "text=hi"],
+                       capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "MCP_CATALOG_PATH": str(tmp_path / "catalog.json")})
+    assert r.returncode == 5 and "tool_is_error" in r.stderr, (r.stdout, r.stderr)  # its exit for isError
+    shown = json.loads(r.stdout)
+    assert shown["isError"] is True, shown
+    text = shown["content"][0]["text"]
+    assert "was not approved in time (no decision within 3 s)" in text and TRUST in text, text
