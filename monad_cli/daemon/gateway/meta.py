@@ -23,14 +23,19 @@ PROGRESS_TOKEN = "progressToken"
 OWN_PREFIX = "monad/"
 
 
+RESERVED_LABELS = frozenset({"modelcontextprotocol", "mcp"})
+
+
 def _reserved(key: str) -> bool:
-    """Whether `key`'s prefix is reserved by the spec (second label `modelcontextprotocol`
-    or `mcp`, e.g. `io.modelcontextprotocol/…`, `dev.mcp/…`), or is monad's own."""
+    """Whether `key`'s prefix is reserved by the spec ("second label `modelcontextprotocol`
+    or `mcp`"; its examples read it either way: `modelcontextprotocol.io/`, `tools.mcp.com/`,
+    and the spec's own keys `io.modelcontextprotocol/…`), or is monad's own."""
     prefix, slash, _name = key.partition("/")
     if not slash:
         return False
     labels = prefix.split(".")
-    return (len(labels) > 1 and labels[1] in ("modelcontextprotocol", "mcp")) or key.startswith(OWN_PREFIX)
+    return (len(labels) > 1 and (labels[1] in RESERVED_LABELS or labels[-2] in RESERVED_LABELS)) \
+        or key.startswith(OWN_PREFIX)
 
 
 def agent_meta(meta: Any) -> dict[str, Any]:
