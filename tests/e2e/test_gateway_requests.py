@@ -156,7 +156,8 @@ def test_requests_before_initialize_and_before_initialized(supervisor: Any, mona
 
 def test_two_http_sessions_with_the_same_ids_at_once(supervisor: Any, monad_home: Path, tmp_path: Path) -> None:
     """Two SDK clients of one `serve --http` listener number their requests alike: their calls
-    in flight together under the same ids each get their own answer; a ping meanwhile too."""
+    in flight together under the same ids each get their own answer; a ping meanwhile too; a
+    call one of them cancels is cancelled at the server, and nothing else is."""
     _atom(monad_home, tmp_path)
     wait_state(supervisor, "ts", "connected", timeout=90)
     got: dict[str, Any] = {}
@@ -176,6 +177,17 @@ def test_two_http_sessions_with_the_same_ids_at_once(supervisor: Any, monad_home
                     await b.send_ping()
                 got["ping"] = time.monotonic() - started
 
+                # A call the agent gives up on (the SDK sends notifications/cancelled): the server
+                # hears it; the other session's call with the same id goes on to its answer.
+                (tmp_path / "slow.started").unlink(missing_ok=True)
+                tg.start_soon(call, "b2", b, 2)
+                with anyio.move_on_after(1):
+                    await a.call_tool("ts__slow", {"seconds": 30})
+                with anyio.fail_after(30):
+                    while not (tmp_path / "slow.cancelled").exists():
+                        await anyio.sleep(0.05)
+                got["a2"] = (await a.call_tool("ts__echo", {"text": "after"})).content[0].text
+
     anyio.run(main)
-    assert got["a"] == "slept 1.5" and got["b"] == "slept 1", got
-    assert got["ping"] < 1.0, got
+    assert got["a"] == "slept 1.5" and got["b"] == "slept 1" and got["b2"] == "slept 2", got
+    assert got["ping"] < 1.0 and got["a2"] == "after", got
