@@ -174,7 +174,8 @@ class Supervisor:
         self.tool_service = ToolService(journal, self.actors, scrub=self.scrub,
                                         tool_globs=lambda: self.tool_globs, start_task=tasks.detach,
                                         run_task=tasks.run_call, recheck=self._recheck_tools,
-                                        write_pin=self._write_first_pin, stopping=lambda: self.stopping)
+                                        write_pin=self._write_first_pin, stopping=lambda: self.stopping,
+                                        reload=self.reconcile)
         self.tool_listeners.append(lambda actor: self.tool_service.changed())
         self.state_listeners.append(lambda actor: self.tool_service.state_changed())  # waiting calls look again
         self.auth = SupervisorAuth(self.paths, self.actors)

@@ -309,7 +309,9 @@ class ServerActor:
         """Not live, but on its way back: connecting, or waiting out its backoff (not given up,
         not disabled, not removed). A call to it waits (`ToolService.call`)."""
         return (not self.live and not self.retired and self.spec is not None and self.spec.enabled
-                and (self.state in (State.CONNECTING, State.BACKOFF) or self.state in LIVE))
+                and (self.state in (State.CONNECTING, State.BACKOFF) or self.state in LIVE
+                     # just enabled or added: its loop has not moved it yet
+                     or (self.state in (State.DISABLED, State.STOPPED) and not self.done.is_set())))
 
     @property
     def needs_authorization(self) -> bool:

@@ -16,7 +16,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -113,8 +113,10 @@ class ToolService:
                  start_task: StartTask | None = None, run_task: RunTask | None = None,
                  clock: Callable[[], float] = time.time, recheck: Callable[[str], None] = lambda name: None,
                  write_pin: Callable[[str, str], None] = lambda name, digest: None,
-                 stopping: Callable[[], bool] = lambda: False) -> None:
+                 stopping: Callable[[], bool] = lambda: False,
+                 reload: Callable[[], Awaitable[None]] | None = None) -> None:
         self.journal = journal
+        self.reload = reload
         self.write_pin = write_pin
         self.stopping = stopping
         self.recheck = recheck
@@ -327,6 +329,14 @@ class ToolService:
         except NotFound:
             pass
         actor = self._restarting(exposed)
+        if actor is None and self.reload is not None:
+            # A definition edited a moment ago (`monad mcp enable X && …`: agents.json is polled,
+            # atoms watched) may not be applied yet: apply it now (a no-op when nothing changed).
+            try:
+                await self.reload()
+            except Exception:  # the call says what it finds; the watcher logs the reload's failure
+                log.debug("reload before resolving %s failed", exposed, exc_info=True)
+            actor = self._restarting(exposed)
         if actor is None:
             return self.resolve(exposed)
         limit = float(actor.spec.timeout) if actor.spec is not None else 10.0
