@@ -20,9 +20,18 @@ client/elicitation "Completion Notifications for URL Mode Elicitation"), on the 
 as the question. 2026-07-28 removed that notification: a 2026-07-28 agent's call simply goes on
 to its result.
 
+Every question ends, in either era: answered; withdrawn by the server (its
+notifications/cancelled cancels the wait, and the request to the agent is withdrawn in turn:
+notifications/cancelled, the SDK's on the request's channel, the lane's own); or after
+`timeout` seconds (the gateway's `--approval-timeout`), when an elicitation is answered
+`cancel` and anything else refused, and the agent's request is withdrawn the same way.
+
+`tell` sends the agent a log message on the request's channel (what the gateway says of a call
+waiting for approval, trust/service.py).
+
 Each question leaves a journal event `question`: the server, the method, the call's id, the
-outcome (`answered` with the elicitation's action, or `refused` with why); never the answer's
-content.
+outcome (`answered` with the elicitation's action, `timeout`, or `refused` with why); never
+the answer's content.
 """
 
 from __future__ import annotations
