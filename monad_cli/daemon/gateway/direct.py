@@ -31,9 +31,10 @@ What is taken (shapes as in the MCP spec, server/tools "Calling Tools"):
 - params are `name` (a string), `arguments` (an object, or absent) and that `_meta`: no
   `progressToken` (progress stays with the SDK's path), no `task`, no `requestState` or
   `inputResponses` (a later input_required round: the SDK's path);
-- W3C trace context in `_meta` (`traceparent`, `tracestate`, `baggage`; SEP-414) is taken in
-  either era and handed on with the call (`LaneCall.trace`: telemetry's SERVER span
-  continues the caller's trace with it, as on the SDK's path).
+- the agent's own keys in `_meta` (a tenant, a tool-use id, W3C trace context; gateway/meta.py)
+  are taken in either era and handed on with the call (`LaneCall.passed`: the server gets
+  them; `LaneCall.trace`: telemetry's SERVER span continues the caller's trace, SEP-414, as
+  on the SDK's path).
 
 `notifications/cancelled` naming a call in flight here cancels it, which cancels the
 upstream request (basic/utilities/cancellation); the connection's end cancels them all.
@@ -49,7 +50,7 @@ import json
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -68,6 +69,8 @@ from mcp_types import (
 from mcp_types.jsonrpc import CONNECTION_CLOSED
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
+
+from monad_cli.daemon.gateway.meta import agent_meta
 
 log = logging.getLogger("monad.gateway")
 
@@ -92,8 +95,9 @@ QUESTION_ID = "monad-q-"  # the ids of the lane's own requests to the agent (a s
 class LaneCall:
     """One plain tools/call the lane took: its JSON-RPC `id`, the tool's `name` and
     `arguments` as sent, the protocol `version` it is answered at, its `_meta` (at
-    2026-07-28 the envelope: who the agent is, what it can answer; else None), and the W3C
-    trace context it carried (`trace`, SEP-414; None: none)."""
+    2026-07-28 the envelope: who the agent is, what it can answer; else None), the W3C
+    trace context it carried (`trace`, SEP-414; None: none), and the agent's own `_meta`
+    keys, trace context included, which the server is sent (`passed`, gateway/meta.py)."""
 
     id: Any
     name: str
@@ -101,6 +105,7 @@ class LaneCall:
     version: str
     meta: dict[str, Any] | None
     trace: dict[str, Any] | None
+    passed: dict[str, Any] = field(default_factory=dict)
 
 
 # The session's handler of a lane call (`GatewaySession.lane_call`, wrapped by what the
@@ -204,10 +209,13 @@ class DirectCalls:
         if b"\\u" in line and _SURROGATE.search(line):
             return False
         meta = params.get("_meta")
+        passed: dict[str, Any] = {}
         trace: dict[str, Any] | None = None
-        if isinstance(meta, dict) and not meta.keys().isdisjoint(TRACE):
-            trace = {k: v for k, v in meta.items() if k in TRACE}
-            params = {**params, "_meta": {k: v for k, v in meta.items() if k not in TRACE}}
+        if isinstance(meta, dict) and meta:
+            passed = agent_meta(meta)  # the agent's own keys: the server gets them (gateway/meta.py)
+            if passed:
+                params = {**params, "_meta": {k: v for k, v in meta.items() if k not in passed}}
+                trace = {k: v for k, v in passed.items() if k in TRACE} or None
         version = self._era_version(params.get("_meta")) if _plain_params(params) else None
         key = _key(request_id)
         if version is None or key in self.in_flight:  # a duplicate id: the SDK's to judge
@@ -217,7 +225,7 @@ class DirectCalls:
         self.taken += 1
         meta = params.get("_meta")
         call = LaneCall(request_id, params["name"], params.get("arguments"), version,
-                        meta if isinstance(meta, dict) else None, trace)
+                        meta if isinstance(meta, dict) else None, trace, passed)
         self.tg.start_soon(self._run, scope, call)
         return True
 
@@ -253,7 +261,9 @@ class DirectCalls:
     async def ask(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
         """Send the agent a request (`elicitation/create`, `sampling/createMessage`,
         `roots/list`) on this connection and wait for its answer: the result. Raises
-        MCPError with the agent's error. Cancelling the waiting call abandons the answer."""
+        MCPError with the agent's error. Cancelling the wait (the server withdrew its question,
+        the call ended, the time ran out) withdraws the request from the agent:
+        `notifications/cancelled` with its id."""
         self._asked += 1
         request_id = f"{QUESTION_ID}{self._asked}"
         done, box = anyio.Event(), list[dict[str, Any]]()
@@ -264,6 +274,15 @@ class DirectCalls:
         try:
             await self.send(_line(body))
             await done.wait()
+        except anyio.get_cancelled_exc_class():
+            # Withdrawn (the server cancelled its question, the call ended, the time ran
+            # out): the agent is told, so it stops asking its person (basic/utilities/cancellation).
+            if not box:
+                cancelled = {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                             "params": {"requestId": request_id, "reason": "monad: the question was withdrawn"}}
+                with anyio.move_on_after(_SHUTDOWN_WRITE_S, shield=True):
+                    await self._write(_line(cancelled))
+            raise
         finally:
             self._questions.pop(request_id, None)
         answer = box[0]
