@@ -39,6 +39,7 @@ from monad_cli.clients.entries import (
     map_strings,
     tool_names,
 )
+from monad_cli.clients.format import ClientFormat
 from monad_cli.core.errors import ConfigError
 
 KEY = "mcp_servers"
@@ -134,7 +135,7 @@ def _var(value: str) -> str | None:
     return (m.group(1) or m.group(2)) if m else None
 
 
-class Codex:
+class Codex(ClientFormat):
     """Codex's `config.toml` (`ClientFormat`)."""
 
     name = "codex"
@@ -152,12 +153,6 @@ class Codex:
         if not isinstance(servers, dict):
             raise ConfigError(f"`{source}`: `{KEY}` must be a table of servers", file=source)
         return [_candidate(name, entry) for name, entry in servers.items()]
-
-    def target(self, path: Path) -> Path:
-        return path
-
-    def check_target(self, path: Path) -> None:
-        return None
 
     def load(self, text: str, source: str) -> Any:
         return load(text, source)

@@ -46,12 +46,13 @@ class ClientFormat(Protocol):
         ...
 
     def target(self, path: Path) -> Path:
-        """The file `connect` changes for the client file (or folder) at `path`."""
-        ...
+        """The file `connect` changes for the client file (or folder) at `path`: for most,
+        that file itself (a format that subclasses this protocol inherits the default)."""
+        return path
 
     def check_target(self, path: Path) -> None:
         """Refuse (`Conflict`) a target monad must not write; nothing to check for most."""
-        ...
+        return None
 
     def load(self, text: str, source: str) -> Any:
         """The document as the client reads it (`{}` for blank text); `ConfigError` if malformed."""
@@ -82,7 +83,7 @@ class ClientFormat(Protocol):
         ...
 
 
-class JsonFormat:
+class JsonFormat(ClientFormat):
     """A client whose servers are the object under `key` of a JSON file (JSON with comments
     when `comments`). Subclasses say how an entry reads (`candidate`) and is written."""
 
@@ -126,12 +127,6 @@ class JsonFormat:
         data = self.load(jsonc.read_text(path, source), source)
         prefix = ".".join(self.servers_path(data))
         return [self.candidate(name, entry, f"{prefix}.{name}") for name, entry in self.servers(data, source).items()]
-
-    def target(self, path: Path) -> Path:
-        return path
-
-    def check_target(self, path: Path) -> None:
-        return None
 
     # -- connecting -----------------------------------------------------------------------
     def get_entry(self, text: str, source: str, name: str) -> Any:

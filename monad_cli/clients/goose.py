@@ -34,7 +34,7 @@ from typing import Any
 
 from monad_cli.clients import yaml_doc
 from monad_cli.clients.entries import Candidate, Parts, Unimportable, check_references, left_out, map_strings
-from monad_cli.clients.format import OAUTH_LOST
+from monad_cli.clients.format import OAUTH_LOST, ClientFormat
 from monad_cli.core.errors import ConfigError, MonadError
 
 KEY = "extensions"
@@ -102,7 +102,7 @@ def _extensions(data: Any, source: str) -> dict[str, Any]:
     return servers
 
 
-class Goose:
+class Goose(ClientFormat):
     """Goose's `config.yaml` (`ClientFormat`)."""
 
     name = "goose"
@@ -118,12 +118,6 @@ class Goose:
 
         servers = _extensions(load_document(read_text(path, source), source), source)
         return [_candidate(str(name), entry) for name, entry in servers.items()]
-
-    def target(self, path: Path) -> Path:
-        return path
-
-    def check_target(self, path: Path) -> None:
-        return None
 
     def load(self, text: str, source: str) -> Any:
         return load_document(text, source)

@@ -23,10 +23,6 @@ class AgentsFile:
     document: dict[str, Any] | None  # None: the file does not exist
     entries: list[tuple[str | None, Any]]  # (name or None, raw entry) in file order
 
-    @property
-    def keyed(self) -> bool:
-        return self.document is not None and isinstance(self.document.get("mcpServers"), dict)
-
 
 class _DuplicateKey(ValueError):
     def __init__(self, key: str) -> None:

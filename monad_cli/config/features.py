@@ -95,11 +95,6 @@ def load_tool_globs(paths: Paths) -> dict[str, list[str]]:
     return {k: _globs(TOOLS_FILE, k, doc.get(k, []), server_patterns=False) for k in TOOLS_FIELDS}
 
 
-def load_deferred_tools(paths: Paths) -> list[str]:
-    """The `deferred` globs of `features/tools.toml`."""
-    return load_tool_globs(paths)["deferred"]
-
-
 def load_gateway_settings(paths: Paths) -> dict[str, Any]:
     """`features/gateway.toml`: `toolSearch` (`off`, `on` or `auto`), `toolSearchAbove` (the
     token count above which `auto` searches) and `maxResultTokens` (0: no budget), with the
@@ -139,7 +134,6 @@ __all__ = [
     "MCP_FILE",
     "PRESETS_FILE",
     "TOOLS_FILE",
-    "load_deferred_tools",
     "load_gateway_settings",
     "load_mcp_filter",
     "load_presets",

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,25 +109,16 @@ def build_hello(*, transport: str, port: int = 0, facts: Mapping[str, str] | Non
     return json.dumps(body, separators=(",", ":")).encode() + b"\n"
 
 
-def _patterns(value: Any, what: str) -> list[str] | None:
+def _patterns(value: Any, what: str, split: Callable[..., list[str]] = split_patterns) -> list[str] | None:
+    """`value` (a flag's patterns, None when not given) split by `split` (server patterns, or
+    `split_tool_patterns`); InvalidInput naming the flag when they are not patterns."""
     if value is None:
         return None
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise InvalidInput(f"gateway hello: `{what}` must be a list of patterns")
     try:
-        return split_patterns(value, what=what)
-    except PatternError as e:
-        raise InvalidInput(str(e)) from None
-
-
-def _tool_patterns(value: Any, what: str) -> list[str]:
-    if value is None:
-        return []
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise InvalidInput(f"gateway hello: `{what}` must be a list of patterns")
-    try:
-        return split_tool_patterns(value, what=what)
-    except ToolPatternError as e:
+        return split(value, what=what)
+    except (PatternError, ToolPatternError) as e:
         raise InvalidInput(str(e)) from None
 
 
@@ -171,8 +162,8 @@ def parse_hello(line: bytes) -> GatewayView:
     stdio = body.get("stdio", "bytes")
     if stdio not in ("fds", "bytes"):
         raise InvalidInput("gateway hello: `stdio` must be fds or bytes")
-    include_tools = _tool_patterns(body.get("includeTools"), "--include-tools")
-    exclude_tools = _tool_patterns(body.get("excludeTools"), "--exclude-tools")
+    include_tools = _patterns(body.get("includeTools"), "--include-tools", split_tool_patterns) or []
+    exclude_tools = _patterns(body.get("excludeTools"), "--exclude-tools", split_tool_patterns) or []
     servers = body.get("servers") or []
     if not isinstance(servers, list) or not all(isinstance(v, str) and v for v in servers):
         raise InvalidInput("gateway hello: `servers` must be a list of server names")

@@ -60,6 +60,17 @@ class AppServer:
         self.server.lifespan = self.config.lifespan_class(self.config)
         await self.server.startup(sockets=[sock])
 
+    async def serve(self, sock: socket.socket, until: anyio.Event) -> None:
+        """`start(sock)`, serve until `until` is set, then `stop()` (shielded: a cancelled caller
+        still closes its connections) and close `sock`."""
+        try:
+            await self.start(sock)
+            await until.wait()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self.stop()
+            sock.close()
+
     async def stop(self) -> None:
         if not self.server.started:
             return

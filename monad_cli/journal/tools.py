@@ -28,8 +28,6 @@ from typing import Any, NamedTuple
 from monad_cli.journal import reader
 from monad_cli.journal.db import Journal
 
-OUTCOMES = ("running", "ok", "tool-error", "cancelled", "timeout", "refused", "error", "interrupted")
-
 
 def args_digest(arguments: Any) -> str:
     """`sha256:` + 16 hex of the canonical JSON arguments: comparable, never the values."""

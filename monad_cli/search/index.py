@@ -25,7 +25,7 @@ import heapq
 import math
 from array import array
 from collections import Counter
-from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -154,9 +154,6 @@ class ToolIndex:
 
     def __len__(self) -> int:
         return len(self.names)
-
-    def vocabulary(self) -> Iterable[str]:
-        return self._postings.keys()
 
     def scores(self, query: str) -> dict[int, float]:
         """Each matching tool's score (by its position in `names`)."""

@@ -100,10 +100,3 @@ def resolve_local(schema: Any) -> Any:
         return _merge_all_of(out)
 
     return walk(schema, (), 0)
-
-
-def property_schema(schema: Any, key: str) -> Any:
-    """The resolved schema of `properties[key]` of a tool's inputSchema, or None."""
-    resolved = resolve_local(schema) if isinstance(schema, Mapping) else {}
-    props = resolved.get("properties") if isinstance(resolved, Mapping) else None
-    return props.get(key) if isinstance(props, Mapping) else None

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from monad_cli.config.features import load_deferred_tools
+from monad_cli.config.features import load_tool_globs
 from monad_cli.config.loader import load_definitions
 from monad_cli.config.presets import PLAYWRIGHT_MCP_VERSION
 from monad_cli.core.errors import ConfigError
@@ -150,9 +150,9 @@ def test_deferred_server_flag(monad_home: Path) -> None:
 
 
 def test_tools_toml_deferred_globs(monad_home: Path) -> None:
-    assert load_deferred_tools(paths()) == []
+    assert load_tool_globs(paths())["deferred"] == []
     _write(monad_home, "features/tools.toml", 'deferred = ["github__*", " slack__post_* "]\n')
-    assert load_deferred_tools(paths()) == ["github__*", "slack__post_*"]
+    assert load_tool_globs(paths())["deferred"] == ["github__*", "slack__post_*"]
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -163,7 +163,7 @@ def test_tools_toml_deferred_globs(monad_home: Path) -> None:
 def test_tools_toml_errors(monad_home: Path, text: str, expected: str) -> None:
     _write(monad_home, "features/tools.toml", text)
     with pytest.raises(ConfigError) as info:
-        load_deferred_tools(paths())
+        load_tool_globs(paths())
     assert expected in info.value.message
     assert info.value.message.startswith("`features/tools.toml`")
 

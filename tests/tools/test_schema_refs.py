@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from monad_cli.tools.schema_refs import property_schema, resolve_local
+from monad_cli.tools.schema_refs import resolve_local
 
 PYDANTIC = {  # what pydantic emits for `def f(n: Count, opts: Opts | None = None)`
     "type": "object",
@@ -30,7 +30,7 @@ def test_local_refs_are_replaced_by_their_targets_with_siblings_kept() -> None:
 def test_allof_with_one_ref_and_older_definitions() -> None:
     schema = {"definitions": {"Flag": {"type": "boolean"}},
               "properties": {"flag": {"allOf": [{"$ref": "#/definitions/Flag"}], "description": "a flag"}}}
-    assert property_schema(schema, "flag") == {"type": "boolean", "description": "a flag"}
+    assert resolve_local(schema)["properties"]["flag"] == {"type": "boolean", "description": "a flag"}
     merged = resolve_local({"$defs": {"A": {"properties": {"a": {"type": "string"}}, "required": ["a"]}},
                             "allOf": [{"$ref": "#/$defs/A"}, {"properties": {"b": {"type": "integer"}},
                                                               "required": ["b"]}]})
@@ -52,5 +52,3 @@ def test_dangling_and_remote_refs_are_left_alone_and_never_fetched() -> None:
     schema = {"properties": {"d": {"$ref": "#/$defs/Missing"}, "r": {"$ref": "http://127.0.0.1:9/s.json"},
                              "o": {"$ref": "other.json#/X"}, "anchor": {"$ref": "#name"}}}
     assert resolve_local(schema) == schema
-    assert property_schema(schema, "d") == {"$ref": "#/$defs/Missing"}
-    assert property_schema(schema, "nope") is None and property_schema(None, "x") is None

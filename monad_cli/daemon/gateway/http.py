@@ -96,13 +96,7 @@ async def serve_http(session: GatewaySession, sock: socket.socket, token: str, *
     # open event stream ends with the listener (Ctrl-C on `monad mcp serve --http`).
     server = AppServer(app, what=f"the HTTP gateway on port {sock.getsockname()[1]}", lifespan="on",
                        timeout_graceful_shutdown=2, cut=True)
-    try:
-        await server.start(sock)
-        await until.wait()
-    finally:
-        with anyio.CancelScope(shield=True):
-            await server.stop()
-        sock.close()
+    await server.serve(sock, until)
 
 
 __all__ = ["BearerGuard", "bind_loopback", "gateway_token", "serve_http"]

@@ -168,7 +168,6 @@ class ToolSearch:
         self.tools = tools
         self._built: dict[tuple[tuple[str, ...], tuple[str, ...]], _Built] = {}
         self._words: dict[tuple[str, str], tuple[int, tuple[str, ...]]] = {}  # (server, tool) -> (digest, fields)
-        self.builds = 0
         self._lock = anyio.Lock()
 
     def _key(self) -> tuple[Any, ...]:
@@ -203,7 +202,6 @@ class ToolSearch:
             if len(self._built) >= 8:
                 self._built.clear()
             self._built[slot] = built
-            self.builds += 1
             log.debug("tool search: index of %d tools built", len(rows))
             return built
 

@@ -75,7 +75,6 @@ class Outgoing:
     id: RequestId
     method: str
     message: SessionMessage | None  # None: a line of monad's own lane (sessions/direct.py)
-    sent_at: float
 
 
 def _key(request_id: object) -> str:
@@ -124,7 +123,7 @@ class Exchange:
         if not isinstance(message, JSONRPCRequest):
             return
         key = _key(message.id)
-        self.outstanding[key] = Outgoing(message.id, message.method, item, time.monotonic())
+        self.outstanding[key] = Outgoing(message.id, message.method, item)
         self._failed.discard(key)
         if message.method in LISTS and message.method != "tools/list" and not (message.params or {}).get("cursor"):
             self.listed_out[message.method] = []  # a new listing (its first page): its own reasons only
@@ -134,7 +133,7 @@ class Exchange:
     def sent_request(self, request_id: RequestId, method: str) -> None:
         """A request written as a line of monad's own lane, not by the session."""
         key = _key(request_id)
-        self.outstanding[key] = Outgoing(request_id, method, None, time.monotonic())
+        self.outstanding[key] = Outgoing(request_id, method, None)
         self._failed.discard(key)
 
     def forget(self, request_id: RequestId) -> None:

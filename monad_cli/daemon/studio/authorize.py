@@ -92,28 +92,28 @@ class AuthorizeRuns:
         call's Authorize card and its caller show."""
         old = self.runs.get(name)
         if old is not None and not old.finished and old.started_by != "from the Studio":
-            with anyio.move_on_after(READY_TIMEOUT_S):
-                await old.ready.wait()
-            return old.view()
+            return await self._shown(old)
         if old is not None and not old.finished:
             old.cancel_scope.cancel()
-        run = Run(name)
-        self.runs[name] = run
-        self._publish(run)
-        self.deps.start_soon(lambda: self._run(run, timeout))
-        with anyio.move_on_after(READY_TIMEOUT_S):
-            await run.ready.wait()
-        return run.view()
+        return await self._shown(self._launch(Run(name), timeout))
 
     async def join(self, name: str, *, why: str, timeout: float = FLOW_TIMEOUT_S) -> dict[str, Any]:
         """The run of `name` in progress (another call, or the page, started it), or a new
         one started by `why` (a tool call); returns its view as `start` does."""
         run = self.runs.get(name)
         if run is None or run.finished:
-            run = Run(name, started_by=f"on demand by {why}")
-            self.runs[name] = run
-            self._publish(run)
-            self.deps.start_soon(lambda: self._run(run, timeout))
+            run = self._launch(Run(name, started_by=f"on demand by {why}"), timeout)
+        return await self._shown(run)
+
+    def _launch(self, run: Run, timeout: float) -> Run:
+        self.runs[run.name] = run
+        self._publish(run)
+        self.deps.start_soon(lambda: self._run(run, timeout))
+        return run
+
+    @staticmethod
+    async def _shown(run: Run) -> dict[str, Any]:
+        """`run`'s view once the page has something to show, or after `READY_TIMEOUT_S`."""
         with anyio.move_on_after(READY_TIMEOUT_S):
             await run.ready.wait()
         return run.view()

@@ -148,7 +148,6 @@ class Listener:
         self.logins = Logins()
         self.moved_to: Listener | None = None  # the page moved: this port forwards login URLs there
         self._make_app = make_app
-        self._sock: socket.socket | None = None
         self._server: AppServer | None = None
 
     async def start(self) -> None:
@@ -167,7 +166,6 @@ class Listener:
             raise Conflict(f"cannot serve the {self.what} on {HOST}:{self.requested}: "
                              f"{e.strerror or e}; {hint}") from None
         sock.setblocking(False)
-        self._sock = sock
         self.port = int(sock.getsockname()[1])
         self._server = AppServer(self._make_app(self), what=f"the {self.what} on port {self.port}",
                                  timeout_graceful_shutdown=1)

@@ -88,13 +88,7 @@ async def serve_metrics(text: Callable[[], bytes], sock: socket.socket, token: s
     daemon/serving.py)."""
     server = AppServer(MetricsApp(text, token), what=f"/metrics on port {sock.getsockname()[1]}",
                        timeout_graceful_shutdown=1)
-    try:
-        await server.start(sock)
-        await until.wait()
-    finally:
-        with anyio.CancelScope(shield=True):
-            await server.stop()
-        sock.close()
+    await server.serve(sock, until)
 
 
 __all__ = ["MetricsApp", "bind", "metrics_token", "serve_metrics"]

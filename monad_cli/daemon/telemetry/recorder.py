@@ -313,7 +313,7 @@ class Recorder:
     # -- upstream (CLIENT spans) -----------------------------------------------------------
     def client_request(self, method: str, target: str | None, *, server: str, transport: str,
                        protocol_version: str | None, address: tuple[str, int | None] | None,
-                       session_id: str | None = None, current: bool = True) -> AbstractContextManager[Operation]:
+                       current: bool = True) -> AbstractContextManager[Operation]:
         """The CLIENT span of one request to an upstream server, and its duration in
         `mcp.client.operation.duration`. `target`, as the server names it: the tool
         (tools/call: in the name and `gen_ai.tool.name`), the prompt (prompts/get: in the name
@@ -322,7 +322,7 @@ class Recorder:
         `transport`: the definition's (`stdio`, `http`); `address`: a remote's host and port.
         The request's `_meta` gets the context from `Operation.inject` (the MCP SDK's session
         injects the current span's itself). `current` False: the span is not made current (a
-        lane handed the operation). `session_id` is never recorded (a server may treat it as a
+        lane handed the operation). The session id is never recorded (a server may treat it as a
         credential). Raises what the block raises."""
         net = TRANSPORTS.get(transport, transport)
         attributes: dict[str, Any] = {"mcp.method.name": method, "network.transport": net, "monad.server": server}

@@ -126,8 +126,7 @@ class _TracedRequests:
     async def call_tool(self, call: ToolCall) -> CallToolResult:
         actor, recorder = self.actor, self.recorder
         with recorder.client_request("tools/call", call.tool_name, server=actor.name, transport=_transport(actor),
-                                     protocol_version=actor.protocol_version, address=address(actor),
-                                     session_id=None) as op:
+                                     protocol_version=actor.protocol_version, address=address(actor)) as op:
             recorder.inject(call.meta, op)  # for monad's own lane; the SDK's session injects its own
             result = await self.inner.call_tool(call)
             if call.request_id is not None:
@@ -141,8 +140,7 @@ class _TracedRequests:
             return await self.inner.request(send, caller=caller, method=method, target=target)
         actor = self.actor
         with self.recorder.client_request(method, target, server=actor.name, transport=_transport(actor),
-                                          protocol_version=actor.protocol_version, address=address(actor),
-                                          session_id=None):
+                                          protocol_version=actor.protocol_version, address=address(actor)):
             return await self.inner.request(send, caller=caller, method=method, target=target)
 
 
