@@ -19,12 +19,13 @@ callers, and the control API (`POST /v1/tools/call`, what `monad mcp call` uses)
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +97,7 @@ def direct_params() -> StdioServerParameters:
 
 
 def gateway_params(home: str, tree: str | None = None) -> StdioServerParameters:
+    tree = tree or os.environ.get("PYTHONPATH")  # `monad mcp serve` from the supervisor's own tree
     return StdioServerParameters(command=sys.executable, args=["-m", "monad_cli", "mcp", "serve"],
                                  env={"MONAD_HOME": home, "MONAD_NO_AUTOSTART": "1", "PATH": os.environ["PATH"],
                                       **({"PYTHONPATH": tree} if tree else {})})
@@ -155,17 +157,28 @@ def started_home(tmp: str, name: str, tree: str | None = None) -> str:
     """A MONAD_HOME under `tmp` with a supervisor (monad from `tree`, else this one) serving
     server `b` (tests/servers/toolserver.py) with `echo` auto-approved."""
     home = str(Path(tmp) / name)
-    if tree:
-        os.environ["PYTHONPATH"] = tree  # the CLI and the supervisor it starts
-    try:
+    with pythonpath(tree):
         monad = monad_env(home)
         monad("daemon", "start")
         monad("mcp", "add", "b", "--", sys.executable, TOOLSERVER)
         monad("mcp", "trust", "b", "--auto-approve", "echo")
         wait_tools(home, "b__echo", auto_approved=True)
-    finally:
-        os.environ.pop("PYTHONPATH", None)
     return home
+
+
+@contextlib.contextmanager
+def pythonpath(tree: str | None) -> Iterator[None]:
+    """PYTHONPATH is `tree` meanwhile (the CLI, and the supervisor it starts), if given."""
+    saved = os.environ.get("PYTHONPATH")
+    if tree:
+        os.environ["PYTHONPATH"] = tree
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved
 
 
 def main() -> None:
@@ -188,11 +201,8 @@ def main() -> None:
             print(f"load average: {load()}")
         finally:
             for home, home_tree in homes:
-                os.environ.pop("PYTHONPATH", None)
-                if home_tree:
-                    os.environ["PYTHONPATH"] = home_tree
-                monad_env(home)("daemon", "stop")
-            os.environ.pop("PYTHONPATH", None)
+                with pythonpath(home_tree):
+                    monad_env(home)("daemon", "stop")
     print(f"{'path':42} {'calls':>6} {'median ms':>10} {'p99 ms':>8}")
     for k, v in results.items():
         shown = f"  (supervisor CPU {cpu[k]:.3f} ms/call)" if k in cpu else ""
