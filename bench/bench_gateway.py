@@ -53,10 +53,12 @@ async def sequential(n: int, once: Callable[[], Awaitable[Any]]) -> list[float]:
     return out
 
 
-def cpu_ms(pid: int) -> float:
-    """CPU (user + system) process `pid` has used, in ms (/proc/PID/stat)."""
+def cpu_ms(pid: int) -> tuple[float, float]:
+    """CPU process `pid` has used, in ms: all its threads (user + system, /proc/PID/stat's
+    ticks) and its main thread's, the event loop's (the scheduler's ns, /proc/PID/schedstat)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+    loop = int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) / 1e6
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK"), loop
 
 
 async def in_turns(paths: Mapping[str, Callable[[], Awaitable[Any]]], n: int) -> dict[str, list[float]]:
@@ -125,7 +127,10 @@ async def bench(home: str, n: int, clients: int, per_client: int,
             pids[BEFORE] = supervisor_pid(before[0])
         started = {label: cpu_ms(pid) for label, pid in pids.items()}
         results.update(await in_turns(paths, n))
-        cpu = {label: (cpu_ms(pid) - started[label]) / (n + min(30, n)) for label, pid in pids.items()}
+        calls = n + min(30, n)
+        for label, pid in pids.items():
+            (whole, loop), (whole0, loop0) = cpu_ms(pid), started[label]
+            cpu[label], cpu[f"{label} loop"] = (whole - whole0) / calls, (loop - loop0) / calls
 
     from monad_cli.cli.control import ControlClient
     from monad_cli.core.paths import Paths
@@ -205,7 +210,7 @@ def main() -> None:
                     monad_env(home)("daemon", "stop")
     print(f"{'path':42} {'calls':>6} {'median ms':>10} {'p99 ms':>8}")
     for k, v in results.items():
-        shown = f"  (supervisor CPU {cpu[k]:.3f} ms/call)" if k in cpu else ""
+        shown = f"  (supervisor CPU {cpu[k]:.3f} ms/call, its event loop {cpu[k + ' loop']:.3f})" if k in cpu else ""
         print(f"{k:42} {len(v):6d} {statistics.median(v):10.3f} {p99(v):8.3f}{shown}")
     direct = results["direct SDK session"]
     base = statistics.median(direct)
