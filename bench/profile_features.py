@@ -14,7 +14,8 @@ stats on a clean exit) and prints the supervisor's CPU per request (from /proc, 
 process) and the functions with the most own time. `--cpu`: no profiler; the supervisor's
 CPU per request for each request (resources/read, prompts/get, tools/call `echo` as the
 reference) and each agent era, the requests of each kind in one run. `--telemetry`: the
-supervisor runs with `[telemetry] enabled = true` (spans and metrics, no export); `--filter
+supervisor runs with `[telemetry] enabled = true` (metrics, no export; `--otlp`: spans and
+metrics exported to an OTLP receiver on loopback); `--filter
 REGEX`: only the functions whose file and name match. `--kib N`: the tool call is toolserver's
 `big`, answering N KiB; `--secrets N`: N random values in MONAD_HOME/env (the scrubber's
 set); `--timer cpu`: cProfile counts the event loop thread's CPU time, not wall time (on a
@@ -25,6 +26,7 @@ Not a bench: no target.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import json
 import os
@@ -102,6 +104,8 @@ def main() -> None:
     ap.add_argument("--out", help="keep the cProfile stats in this file")
     ap.add_argument("--cpu", action="store_true", help="no profiler: CPU per request, every request and era")
     ap.add_argument("--telemetry", action="store_true", help="the supervisor runs with telemetry on (no export)")
+    ap.add_argument("--otlp", action="store_true", help="with --telemetry: spans and metrics exported (OTLP/HTTP) "
+                                                        "to a receiver on loopback")
     ap.add_argument("--filter", help="print only the functions matching this regular expression")
     ap.add_argument("--kib", type=int, default=0, help="call toolserver's `big` for a result of this many KiB")
     ap.add_argument("--secrets", type=int, default=0, help="this many random secrets in MONAD_HOME/env")
@@ -109,13 +113,19 @@ def main() -> None:
     ap.add_argument("--callgrind", action="store_true",
                     help="no profiler: the supervisor under valgrind's callgrind, instructions per request")
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory(prefix="monad-profile-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="monad-profile-") as tmp, contextlib.ExitStack() as stack:
         home = str(Path(tmp) / "home")
         out = args.out or str(Path(tmp) / "supervisor.prof")
         monad = monad_env(home)
         Path(home).mkdir(mode=0o700, parents=True, exist_ok=True)
         if args.telemetry:
-            (Path(home) / "settings.toml").write_text("[telemetry]\nenabled = true\n")
+            endpoint = ""
+            if args.otlp:
+                sys.path.insert(0, str(ROOT))
+                from tests.otlp import OtlpReceiver
+
+                endpoint = f'endpoint = "{stack.enter_context(OtlpReceiver()).endpoint}"\n'
+            (Path(home) / "settings.toml").write_text(f"[telemetry]\nenabled = true\n{endpoint}")
         if args.secrets:
             rng = random.Random(38)
             alphabet = string.ascii_letters + string.digits
