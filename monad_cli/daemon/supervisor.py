@@ -30,7 +30,7 @@ from monad_cli.daemon.gateway.server import Gateway
 from monad_cli.daemon.gateway.session import GATEWAY_TOOLS, GatewayWrappers
 from monad_cli.daemon.logfile import keep_trying
 from monad_cli.daemon.reconcile import Diff, Secrets, config_stamp, diff
-from monad_cli.daemon.retention import keep_journal
+from monad_cli.daemon.retention import checkpoints, keep_journal
 from monad_cli.daemon.scrubber import LiveScrubber
 from monad_cli.daemon.sessions.actor import ActorContext, ServerActor
 from monad_cli.daemon.sessions.processes import SpawnRecords, kill_leftovers
@@ -165,7 +165,9 @@ class Supervisor:
         self._load_env_file()  # a journal password may live in MONAD_HOME/env too
         settings = load_journal_settings(self.paths, self.variables)  # docs/fleet.md; a bad one stops the start
         self._hold_secrets(self.secrets | settings.secrets)  # the journal password, before anything is logged
-        journal = self.journal = Journal(self.paths.journal_db, scrub=self.scrub, settings=settings)
+        # Its WAL is copied back from a worker thread (retention.checkpoints), never inside a call.
+        journal = self.journal = Journal(self.paths.journal_db, scrub=self.scrub, settings=settings,
+                                         checkpoints=False)
         from monad_cli.daemon.tasks.manager import TaskManager
 
         tasks = self.tasks = TaskManager(journal, self.actors, redact=self.scrub,
@@ -474,6 +476,7 @@ class Supervisor:
                 self._tg = tg
                 tg.start_soon(self.tasks.run)
                 tg.start_soon(self.tool_service.calls.write_outcomes)
+                tg.start_soon(checkpoints, journal)
                 tg.start_soon(self.tool_service.shared.follow)  # a fleet's trust (returns at once without one)
                 tg.start_soon(self._handle_signals)
                 if serve:  # before the servers connect: 50 handshakes at once would hold it up

@@ -5,7 +5,7 @@ offers it to `DirectCalls.take`. A plain `tools/call` — the request an agent s
 over — is taken there before the SDK parses it, handed to the session's handler
 (`GatewaySession.lane_call`: the same policy, approval gate, journal row and error mapping
 as the SDK's path, wrapped by what the supervisor installs: telemetry's SERVER span), and
-answered with one `json.loads` and one `json.dumps`. That skips, per call, the SDK's relay
+answered with one `json.loads` and one `encode_line`. That skips, per call, the SDK's relay
 task, its message model, its dispatcher task, the per-request connection, runner, session
 and context, and the params' validation: about a third of the supervisor's CPU per gateway
 call (bench/README.md, issue 15).
@@ -71,6 +71,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 from pydantic import ValidationError
 
 from monad_cli.daemon.gateway.meta import agent_meta
+from monad_cli.daemon.sessions.framing import encode_line
 
 log = logging.getLogger("monad.gateway")
 
@@ -119,10 +120,6 @@ def _not_json(constant: str) -> Any:
 
 def _key(request_id: object) -> str:
     return str(request_id)  # "7" cancels 7, as the SDK's dispatcher coerces ids
-
-
-def _line(body: dict[str, Any]) -> bytes:
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode() + b"\n"
 
 
 def _error(request_id: Any, code: int, message: str) -> dict[str, Any]:
@@ -272,7 +269,7 @@ class DirectCalls:
         if params is not None:
             body["params"] = params
         try:
-            await self.send(_line(body))
+            await self.send(encode_line(body))
             await done.wait()
         except anyio.get_cancelled_exc_class():
             # Withdrawn (the server cancelled its question, the call ended, the time ran
@@ -281,7 +278,7 @@ class DirectCalls:
                 cancelled = {"jsonrpc": "2.0", "method": "notifications/cancelled",
                              "params": {"requestId": request_id, "reason": "monad: the question was withdrawn"}}
                 with anyio.move_on_after(_SHUTDOWN_WRITE_S, shield=True):
-                    await self._write(_line(cancelled))
+                    await self._write(encode_line(cancelled))
             raise
         finally:
             self._questions.pop(request_id, None)
@@ -322,7 +319,7 @@ class DirectCalls:
             # The connection is ending: answer so nobody waits (the SDK does the same).
             if key not in self._peer_cancelled:
                 with anyio.move_on_after(_SHUTDOWN_WRITE_S, shield=True):
-                    await self._write(_line(_error(call.id, CONNECTION_CLOSED, "Connection closed")))
+                    await self._write(encode_line(_error(call.id, CONNECTION_CLOSED, "Connection closed")))
             raise
         finally:
             self.in_flight.pop(key, None)
@@ -336,16 +333,16 @@ class DirectCalls:
         try:
             result = await self.handle(call)
         except MCPError as e:
-            return _line({"jsonrpc": "2.0", "id": call.id,
+            return encode_line({"jsonrpc": "2.0", "id": call.id,
                           "error": e.error.model_dump(by_alias=True, mode="json", exclude_none=True)})
         except Exception:  # the SDK answers a handler's failure too; ours is a bug, logged
             log.exception("gateway tools/call %s failed", call.name)
-            return _line(_error(call.id, INTERNAL_ERROR, "Internal error"))
+            return encode_line(_error(call.id, INTERNAL_ERROR, "Internal error"))
         try:
-            return _line({"jsonrpc": "2.0", "id": call.id, "result": self._shape(result, call.version)})
+            return encode_line({"jsonrpc": "2.0", "id": call.id, "result": self._shape(result, call.version)})
         except (ValidationError, ValueError, TypeError):  # not a valid result, or not JSON (NaN)
             log.exception("gateway tools/call %s: the handler's result is not a valid one", call.name)
-            return _line(_error(call.id, INTERNAL_ERROR, "Handler returned an invalid result"))
+            return encode_line(_error(call.id, INTERNAL_ERROR, "Handler returned an invalid result"))
 
     def _shape(self, result: dict[str, Any], version: str) -> dict[str, Any]:
         """The wire result, as the SDK's runner shapes a handler's (its per-version sieve;

@@ -719,9 +719,11 @@ class ToolService:
         is_error = bool(result.is_error)
         if said:
             out["serverStderr"] = said  # the caller's (never the agent's: gateway/session.py)
-        text = " ".join(c.get("text", "") for c in out.get("content", []) if c.get("type") == "text")
-        why = text[:300] + _quoted(said)
-        self._finish(call, "tool-error" if is_error else "ok", why if is_error else None, defer=call.write_behind)
+        why = None
+        if is_error:  # the reason its row keeps: the start of its text (never a copy of a whole large result)
+            texts = (c.get("text", "") for c in out.get("content", []) if c.get("type") == "text")
+            why = " ".join(t[:300] for t in texts)[:300] + _quoted(said)
+        self._finish(call, "tool-error" if is_error else "ok", why, defer=call.write_behind)
         out.update(callId=call.call_id, server=server.name, tool=tool.name, name=call.exposed,
                    decidedBy=call.decided_by)
         out.setdefault("isError", is_error)
