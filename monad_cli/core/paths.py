@@ -114,15 +114,20 @@ class Paths:
 
     def check_owner(self) -> None:
         """Refuse a home another account could write to, as OpenSSH's `StrictModes` does:
-        MONAD_HOME, `atoms/`, `atoms/mcp/`, `run/` and `env`, those that exist, must be owned by
-        this process's uid and not writable by group or others (followed through symlinks).
-        Whoever can write there plants an atom or a variable that runs as this user.
+        MONAD_HOME, `atoms/`, `atoms/mcp/`, `run/`, `env`, `agents.json` (it defines servers
+        as atoms do), `settings.toml` (registries, the journal's URL, telemetry's endpoint),
+        `features/` (which tools are on) and `journal.db` (standing approvals are rows in
+        it), those that exist, must be owned by this process's uid and not writable by
+        group or others (followed through symlinks). Whoever can write there plants a
+        server, a variable or an approval that runs as this user; a home that was 0755 let
+        every account reach a 0666 file in it until monad tightened the home.
 
         Raises `UnsafeHome` naming the first path that fails and what to do."""
         from monad_cli.core.errors import UnsafeHome
 
         uid = os.geteuid()
-        for path in (self.home, self.atoms_dir.parent, self.atoms_dir, self.run_dir, self.env_file):
+        for path in (self.home, self.atoms_dir.parent, self.atoms_dir, self.run_dir, self.env_file, self.agents_json,
+                     self.home / "settings.toml", self.features_dir, self.journal_db):
             try:
                 st = path.stat()
             except (FileNotFoundError, NotADirectoryError):
