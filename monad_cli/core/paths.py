@@ -164,6 +164,35 @@ class Paths:
                 os.chmod(d, 0o700)
 
 
+def read_regular(path: Path, limit: int) -> bytes:
+    """At most `limit` + 1 bytes of the regular file at `path` (followed through links), for
+    a reader that refuses more than `limit`. A FIFO, a device (`/dev/zero`) or a socket is
+    refused at once, never waited on or read without end: `OSError(EINVAL)` whose
+    `strerror` says so. Raises `FileNotFoundError` when there is no file, and the other
+    `OSError`s of opening and reading."""
+    import errno
+    import stat
+
+    # O_NONBLOCK: opening a FIFO for reading otherwise waits for a writer, for ever.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EINVAL, "not a regular file (a FIFO, a device or a socket?); not read")
+        chunks, left = [], limit + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def _account(uid: int) -> str:
     """`uid 1000 (ada)`, or `uid 1000` for a uid without an account."""
     import pwd
