@@ -49,3 +49,23 @@ def test_a_secret_in_a_servers_arguments_is_warned_about(supervisor: Any, monad_
     assert "a secret is on its command line (args[2]), which every account on this machine can read" in shown.err
     quiet = monad("mcp", "status", "envy")  # in `env`: only the server's own account reads /proc/PID/environ
     assert quiet.code == 0 and "command line" not in quiet.err, quiet
+
+
+def test_add_says_when_a_secret_was_given_on_its_own_command_line(monad: Any) -> None:
+    """`monad mcp add --bearer-token X` puts X in the CLI's own argv, which another account
+    polling /proc can read while it runs (and the shell's history keeps): `add` says so,
+    naming the options and places, never a value. A `$VAR` reference, or a value that is
+    not a secret, is not warned about."""
+    r = monad("mcp", "add", "r1", "--url", f"https://example.com/mcp?key={SECRET}", "--bearer-token", SECRET,
+              "--header", f"X-Key: {SECRET}")
+    assert r.code == 0 and SECRET not in r.out + r.err, r
+    assert "a secret was given on this command line (--header X-Key, --url, --bearer-token), which every " \
+           "account on this machine could read in the process list" in r.err, r
+    r = monad("mcp", "add", "s1", "--env", f"API_KEY={SECRET}", "--env", "MODE=plain", "--",
+              sys.executable, TESTSERVER, f"--token={SECRET}")
+    assert r.code == 0 and "(--env API_KEY, args[1])" in r.err and SECRET not in r.err, r
+    r = monad("mcp", "add", "r2", "--url", "https://other.example.com/mcp", "--bearer-token", "${MY_TOKEN}",
+              "--header", "X-Key: $MY_KEY")
+    assert r.code == 0 and "command line" not in r.err, r
+    r = monad("mcp", "add", "plain", "--env", "MODE=plain", "--", sys.executable, TESTSERVER, "--port", "8080")
+    assert r.code == 0 and "warning" not in r.err, r
