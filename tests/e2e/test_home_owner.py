@@ -129,3 +129,20 @@ def test_an_agents_json_another_account_wrote_through_an_open_home_runs_nothing(
     finally:
         monad("daemon", "stop", env={"MONAD_HOME": str(top / "h")})
         shutil.rmtree(top, ignore_errors=True)
+
+
+@pytest.mark.e2e
+def test_what_monad_makes_in_the_home_is_only_its_owners(monad: Any, monad_home: Path) -> None:
+    """Every folder 0700 and every file 0600 (the pid file aside: a number): the journal,
+    the daemon log and `features/` were once made with the umask's 0644/0755 — unreachable
+    inside a 0700 home, but readable in a copy or a home someone opened."""
+    try:
+        assert monad("daemon", "start").code == 0
+        assert monad("studio", "--no-browser").code == 0
+        assert monad("env", "set", "A_KEY", input="value-123456").code == 0
+    finally:
+        monad("daemon", "stop")
+    loose = [f"{path.relative_to(monad_home)} {path.stat().st_mode & 0o777:o}" for path in monad_home.rglob("*")
+             if path.stat().st_mode & 0o077 and path.name != "monad.pid"]
+    assert not loose, loose
+    assert (monad_home / "journal.db").exists() and (monad_home / "logs" / "daemon.log").exists()
