@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from monad_cli.core.errors import ConfigError
-from monad_cli.core.paths import Paths
+from monad_cli.core.paths import Paths, read_regular
 
 SOURCE = "agents.json"
 #: Bytes: a larger agents.json is refused unread (a few hundred servers fit in 1 MiB).
@@ -44,8 +44,7 @@ def read_agents(paths: Paths) -> AgentsFile:
     (malformed: `agents.json:line:col`; over `MAX_BYTES`; not UTF-8; nested too deeply; a
     number too long to convert), raises one `ConfigError` line naming the file."""
     try:
-        with open(paths.agents_json, "rb") as f:
-            data = f.read(MAX_BYTES + 1)
+        data = read_regular(paths.agents_json, MAX_BYTES)
     except FileNotFoundError:
         return AgentsFile(None, [])
     except IsADirectoryError:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from monad_cli.core.errors import ConfigError, NotFound
-from monad_cli.core.paths import Paths
+from monad_cli.core.paths import Paths, read_regular
 
 SCHEMA_VERSION = 1
 _POS = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
@@ -64,8 +64,7 @@ def read_toml(path: Path, source: str, *, server: str | None = None,
         return ConfigError(f"`{source}`: {what}", file=source, server=server)
 
     try:
-        with open(path, "rb") as f:
-            data = f.read(max_bytes + 1)
+        data = read_regular(path, max_bytes)
     except FileNotFoundError:
         raise
     except OSError as e:

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from monad_cli.core.errors import InvalidInput, NotFound
-from monad_cli.core.paths import Paths
+from monad_cli.core.paths import Paths, read_regular
 from monad_cli.core.redact import secret_name
 
 SOURCE = "env"  # the file, relative to MONAD_HOME, as messages name it
@@ -116,9 +116,8 @@ def read_env_file(paths: Paths) -> EnvFile:
     """The file's variables; an absent file holds none. A mode that lets group or others
     read it is a problem (the values are secrets), yet the file is read."""
     try:
-        with open(paths.env_file, "rb") as f:
-            st = os.fstat(f.fileno())
-            data = f.read(MAX_BYTES + 1)
+        st = paths.env_file.stat()
+        data = read_regular(paths.env_file, MAX_BYTES)
     except FileNotFoundError:
         return EnvFile()
     except OSError as e:
@@ -173,9 +172,13 @@ def _lines_without(paths: Paths, name: str) -> tuple[list[str], list[int]]:
     """The file's lines without those that set `name`, and where they were (comments and
     the order of the other lines are kept)."""
     try:
-        text = paths.env_file.read_text(encoding="utf-8", errors="replace")
+        data = read_regular(paths.env_file, MAX_BYTES)
     except FileNotFoundError:
-        text = ""
+        data = b""
+    if len(data) > MAX_BYTES:  # rewriting what was read would cut the rest off
+        raise InvalidInput(f"`{SOURCE}` is larger than {MAX_BYTES // 1024} KiB, so it is not rewritten; "
+                           f"make it smaller by hand")
+    text = data.decode("utf-8", errors="replace")
     lines: list[str] = []
     found: list[int] = []
     for raw in _lines(text):

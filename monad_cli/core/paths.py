@@ -114,15 +114,20 @@ class Paths:
 
     def check_owner(self) -> None:
         """Refuse a home another account could write to, as OpenSSH's `StrictModes` does:
-        MONAD_HOME, `atoms/`, `atoms/mcp/`, `run/` and `env`, those that exist, must be owned by
-        this process's uid and not writable by group or others (followed through symlinks).
-        Whoever can write there plants an atom or a variable that runs as this user.
+        MONAD_HOME, `atoms/`, `atoms/mcp/`, `run/`, `env`, `agents.json` (it defines servers
+        as atoms do), `settings.toml` (registries, the journal's URL, telemetry's endpoint),
+        `features/` (which tools are on) and `journal.db` (standing approvals are rows in
+        it), those that exist, must be owned by this process's uid and not writable by
+        group or others (followed through symlinks). Whoever can write there plants a
+        server, a variable or an approval that runs as this user; a home that was 0755 let
+        every account reach a 0666 file in it until monad tightened the home.
 
         Raises `UnsafeHome` naming the first path that fails and what to do."""
         from monad_cli.core.errors import UnsafeHome
 
         uid = os.geteuid()
-        for path in (self.home, self.atoms_dir.parent, self.atoms_dir, self.run_dir, self.env_file):
+        for path in (self.home, self.atoms_dir.parent, self.atoms_dir, self.run_dir, self.env_file, self.agents_json,
+                     self.home / "settings.toml", self.features_dir, self.journal_db):
             try:
                 st = path.stat()
             except (FileNotFoundError, NotADirectoryError):
@@ -157,6 +162,35 @@ class Paths:
         for d in (self.home, self.run_dir):
             if d.stat().st_mode & 0o077:
                 os.chmod(d, 0o700)
+
+
+def read_regular(path: Path, limit: int) -> bytes:
+    """At most `limit` + 1 bytes of the regular file at `path` (followed through links), for
+    a reader that refuses more than `limit`. A FIFO, a device (`/dev/zero`) or a socket is
+    refused at once, never waited on or read without end: `OSError(EINVAL)` whose
+    `strerror` says so. Raises `FileNotFoundError` when there is no file, and the other
+    `OSError`s of opening and reading."""
+    import errno
+    import stat
+
+    # O_NONBLOCK: opening a FIFO for reading otherwise waits for a writer, for ever.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EINVAL, "not a regular file (a FIFO, a device or a socket?); not read")
+        chunks, left = [], limit + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def _account(uid: int) -> str:

@@ -27,6 +27,7 @@ supervisor scrubs with daemon/scrubber.py's, which a test holds to this one.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -303,30 +304,101 @@ def scrub_credentials(text: str) -> str:
     return _BEARER.sub(_credential_span, text)
 
 
-def json_forms(secret: str) -> set[str]:
-    """The ways `secret` stands inside JSON text as a canonical encoder writes it: as it
-    is, and escaped (`"` → `\\"`, non-ASCII → `\\uXXXX`). Any other spelling uses a
-    `\\u` or `\\/` escape, which the supervisor's scrubber treats as a reason to look closer."""
+def secret_forms(secret: str) -> set[str]:
+    """The spellings of `secret` the scrubber masks (docs/atoms.md "Secrets"): as it is;
+    inside JSON text as a canonical encoder writes it (`"` → `\\"`, non-ASCII → `\\uXXXX`),
+    and inside JSON text inside a JSON string (escaped twice: a tool that answers with a
+    JSON document); and percent-encoded in a URL (RFC 3986 §2.1, either case of hex digit,
+    with `/` kept or not, a space as `+` or `%20`): a server echoing a link with the token
+    in its query. Any other JSON spelling uses a `\\u` or `\\/` escape, which the
+    supervisor's scrubber treats as a reason to look closer. Encodings a server must choose
+    to apply (base64, hex, reversed, split in two) are not caught: a server that holds a
+    secret can always send it on some other way; the scrubber stops echoes."""
+    if _PLAIN_FORM.fullmatch(secret):
+        return {secret}  # JSON and percent-encoding leave it as it is (most tokens)
     import json  # not on the CLI's light path (`add` imports this module)
+    from urllib.parse import quote, quote_plus
 
-    return {secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]}
+    forms = {secret}
+    for ascii_only in (True, False):
+        once = json.dumps(secret, ensure_ascii=ascii_only)[1:-1]
+        forms |= {once, json.dumps(once, ensure_ascii=ascii_only)[1:-1]}
+    for encoded in (quote(secret, safe=""), quote(secret, safe="/"), quote_plus(secret, safe=""),
+                    quote_plus(secret, safe="/")):
+        forms |= {encoded, _PERCENT.sub(lambda m: m.group(0).lower(), encoded)}
+    return forms
+
+
+_PERCENT = re.compile(r"%[0-9A-F]{2}")
+_PLAIN_FORM = re.compile(r"[A-Za-z0-9_.~-]*")  # RFC 3986's unreserved characters
+# Where a writer cut a long value short: pydantic's `input_value=…`, a `repr` cut in the middle.
+TRUNCATION_MARKS = ("...", "\u2026")
+
+
+class Fragments:
+    """The part of a secret left beside a truncation mark: `...ENTINEL-token-5b1c9e` (the
+    SDK's parse error quotes a server's answer through pydantic, which cuts a long `repr`
+    in the middle, so the whole secret is not there to match, but all but its first
+    characters are). A piece of at least `MIN_SCRUB_LEN` characters that ends a secret
+    right after a mark, or begins one right before it, is masked; nothing else is."""
+
+    def __init__(self, values: Iterable[str]) -> None:
+        self.values = tuple(values)
+
+    @functools.cached_property
+    def grams(self) -> dict[str, list[tuple[str, int]]]:
+        """Every `MIN_SCRUB_LEN`-character piece of every value → (value, where it starts);
+        made at first use, not at every change of the secret set (~10 ms for 300)."""
+        grams: dict[str, list[tuple[str, int]]] = {}
+        for value in self.values:
+            for i in range(len(value) - MIN_SCRUB_LEN + 1):
+                grams.setdefault(value[i:i + MIN_SCRUB_LEN], []).append((value, i))
+        return grams
+
+    def __call__(self, text: str) -> str:
+        if not self.values:
+            return text
+        cuts: list[tuple[int, int]] = []
+        for mark in TRUNCATION_MARKS:
+            at = text.find(mark)
+            while at >= 0:
+                after = at + len(mark)
+                ends = [len(v) - i for v, i in self.grams.get(text[after:after + MIN_SCRUB_LEN], ())
+                        if text.startswith(v[i:], after)]
+                if ends:
+                    cuts.append((after, after + max(ends)))
+                if at >= MIN_SCRUB_LEN:
+                    starts = [i + MIN_SCRUB_LEN for v, i in self.grams.get(text[at - MIN_SCRUB_LEN:at], ())
+                              if text.endswith(v[:i + MIN_SCRUB_LEN], 0, at)]
+                    if starts:
+                        cuts.append((at - max(starts), at))
+                at = text.find(mark, after)
+        for start, end in sorted(cuts, reverse=True):
+            text = text[:start] + MASK + text[end:]
+        return text
 
 
 class Scrubber:
     """`redact_text` over one set of secrets, prepared once: the values of at least
     `MIN_SCRUB_LEN` characters sorted longest first (a secret inside a longer one must not
-    leave the rest of the longer one behind). `source` is the set it was built from, as
+    leave the rest of the longer one behind), each in its `secret_forms`, and the
+    `Fragments` of them a truncation left. `source` is the set it was built from, as
     given. The reference of daemon/scrubber.py's (a loop over the values: fine for the CLI's
     few short texts, far too slow for a supervisor's answers)."""
 
     def __init__(self, secrets: Iterable[str]) -> None:
         self.source = secrets
         self.values = tuple(sorted({s for s in secrets if len(s) >= MIN_SCRUB_LEN}, key=len, reverse=True))
+        self.forms = [sorted(secret_forms(s), key=len, reverse=True) for s in self.values]
+        self.fragments = Fragments(self.values)
 
     def __call__(self, text: str) -> str:
-        for s in self.values:
-            if s in text:
-                text = text.replace(s, MASK)
+        for forms in self.forms:
+            for form in forms:
+                if form in text:
+                    text = text.replace(form, MASK)
+        if "..." in text or "\u2026" in text:
+            text = self.fragments(text)
         low = text.lower()  # the case-insensitive regex scans every position: look first
         if "bearer" not in low and "basic" not in low:
             return text

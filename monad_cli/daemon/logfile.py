@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import logging.handlers
+import os
 import time
 from collections import deque
 from typing import Any
@@ -22,16 +23,32 @@ HOLD_LINES = 2000  # formatted lines, ~200 bytes each
 RETRY_S = 1.0
 
 
+def _private(path: str | os.PathLike[str]) -> None:
+    """`path` made (or kept) 0600: the log names servers, tools and errors, and logging
+    opens files with the umask's mode (0644)."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
+        os.chmod(path, 0o600)
+    except OSError:
+        pass  # the handler's own open says what is wrong
+
+
 class HeldLogHandler(logging.handlers.RotatingFileHandler):
     """A `RotatingFileHandler` that holds the lines its file cannot take (module docstring)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, filename: str | os.PathLike[str], *args: Any, **kwargs: Any) -> None:
+        _private(filename)
+        super().__init__(filename, *args, **kwargs)
         self.held: deque[logging.LogRecord] = deque()
         self.lost = 0
         self.fault: str | None = None
         self.fault_since: float | None = None
         self._last_try = -float("inf")
+
+    def doRollover(self) -> None:
+        """The standard rotation, and the new file 0600 like the first."""
+        super().doRollover()
+        _private(self.baseFilename)
 
     def status(self) -> dict[str, Any]:
         """`{state: ok|degraded, reason, held, lost, heldSince, path}`; `lost` counts lines since the start."""

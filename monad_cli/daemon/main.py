@@ -30,17 +30,18 @@ if TYPE_CHECKING:
 LOG_CAP_BYTES = 10 * 1024 * 1024
 
 
-class _ScrubFilter(logging.Filter):
-    """Every log line passes the supervisor's redaction function before any handler."""
+class _ScrubFormatter(logging.Formatter):
+    """Every log line passes the supervisor's redaction function as a whole: the message,
+    and the traceback and stack a record carries (a library's `log.exception` quotes what
+    failed to parse: the SDK's "Error parsing JSON response" once wrote a server's echo of
+    its token to daemon.log through the traceback, which a filter of the message missed)."""
 
-    def __init__(self, scrub: Callable[[str], str]) -> None:
-        super().__init__()
+    def __init__(self, fmt: str, scrub: Callable[[str], str]) -> None:
+        super().__init__(fmt)
         self.scrub = scrub
 
-    def filter(self, record: logging.LogRecord) -> bool:
-        record.msg = self.scrub(record.getMessage())
-        record.args = ()
-        return True
+    def format(self, record: logging.LogRecord) -> str:
+        return self.scrub(super().format(record))
 
 
 class _CutAtStop(logging.Filter):
@@ -64,14 +65,13 @@ def _setup_logging(paths: Paths, scrub: Callable[[str], str], *, to_stderr: bool
     paths.ensure()
     root = logging.getLogger()
     root.setLevel(logging.DEBUG if os.environ.get("MONAD_DEBUG") == "1" else logging.INFO)
-    fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    fmt = _ScrubFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s", scrub)
     handlers: list[logging.Handler] = [
         HeldLogHandler(paths.daemon_log, maxBytes=LOG_CAP_BYTES, backupCount=3)]  # holds lines on a full disk
     if to_stderr:
         handlers.append(logging.StreamHandler(sys.stderr))
     for h in handlers:
         h.setFormatter(fmt)
-        h.addFilter(_ScrubFilter(scrub))
         root.addHandler(h)
     for noisy in ("uvicorn", "uvicorn.error", "httpx2", "httpcore", "mcp", "watchfiles"):
         logging.getLogger(noisy).setLevel(logging.WARNING)

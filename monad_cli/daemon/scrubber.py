@@ -13,12 +13,14 @@ Each returns its input itself when no secret is in it (the usual case), so a cle
 costs one scan and no copy.
 
 How: one Hyperscan database holds every secret of at least `MIN_SCRUB_LEN` characters in
-each form JSON text can hold it as a canonical encoder writes it (`json_forms`), plus the two
+each of its `secret_forms` (JSON-escaped once and twice, percent-encoded), plus the two
 escapes that spell a character another way (`\\u`, `\\/`: a server could write a secret
-with them) and `Bearer`/`Basic` spans. A scan says which of them occur (~0.6 ms for a 1 MB
-line against 300 secrets, where a loop of `in` over the values takes ~180 ms and
-Aho-Corasick ~28 ms; bench/bench_scrub.py). Only when something occurs is the line parsed
-and its decoded strings replaced exactly (core/redact.py's rules), then written again.
+with them), `Bearer`/`Basic` spans, and the truncation marks (`...`, `…`) a piece of a
+secret may be left beside (`Fragments`: looked up where a mark is, before anything is
+parsed). A scan says which of them occur (~0.5 ms for a 1 MB line against 300 secrets,
+where a loop of `in` over the values takes ~180 ms and Aho-Corasick ~28 ms;
+bench/bench_scrub.py). Only when something occurs is the line parsed and its decoded
+strings replaced exactly (core/redact.py's rules), then written again.
 
 `core.redact.Scrubber` is the reference (standard library, for the CLI); tests hold this one
 to it. Without the `hyperscan` package (a platform with no wheel) this falls back to it.
@@ -35,9 +37,11 @@ from typing import Any, Protocol
 
 from mcp_types import JSONRPCError, JSONRPCMessage, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
 
-from monad_cli.core.redact import MASK, MIN_SCRUB_LEN, Scrubber, json_forms, scrub_credentials, scrub_data
+from monad_cli.core.redact import MASK, MIN_SCRUB_LEN, TRUNCATION_MARKS, Scrubber, scrub_credentials, scrub_data
 
 log = logging.getLogger("monad.scrubber")
+MARKS_LOOKED_AT = 256
+"""Truncation marks `_beside_a_mark` looks beside one by one; a text with more is scrubbed whole."""
 
 hyperscan: Any
 try:
@@ -79,9 +83,12 @@ class SecretScrubber:
         self.reference = Scrubber(secrets)
         self.values = self.reference.values  # longest first
         # Each value's forms, longest first: a JSON text inside a string may hold the escaped one.
-        self.forms = [sorted(json_forms(s), key=len, reverse=True) for s in self.values]
+        self.forms = self.reference.forms
+        self.fragments = self.reference.fragments
         self._escape = len(self.values)
         self._credential = self._escape + 1
+        self._mark = self._escape + 2  # a truncation mark: a fragment may stand beside it
+        self._cut = self._escape + 3  # ... and one does (`_found` looked)
         self._db: Any = None
         self._lock = threading.Lock()  # one scratch space: a log line may come from a worker thread
         if hyperscan is not None:
@@ -99,6 +106,10 @@ class SecretScrubber:
         exprs += [rb"\\u", rb"\\/", rb"\b(?:bearer|basic)\s+[A-Za-z0-9._~+/=-]{8}"]
         ids += [self._escape, self._escape, self._credential]
         flags += [hyperscan.HS_FLAG_SINGLEMATCH] * 2 + [hyperscan.HS_FLAG_SINGLEMATCH | hyperscan.HS_FLAG_CASELESS]
+        if self.values:
+            exprs += [_literal(mark.encode()) for mark in TRUNCATION_MARKS]
+            ids += [self._mark] * len(TRUNCATION_MARKS)
+            flags += [hyperscan.HS_FLAG_SINGLEMATCH] * len(TRUNCATION_MARKS)
         db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
         db.compile(expressions=exprs, ids=ids, elements=len(exprs), flags=flags)
         return db
@@ -112,13 +123,40 @@ class SecretScrubber:
 
         with self._lock:
             self._db.scan(data, match_event_handler=on_match)
+        if self._mark in hits:
+            hits.discard(self._mark)
+            if self._beside_a_mark(data):
+                hits.add(self._cut)
         return hits
+
+    def _beside_a_mark(self, data: bytes) -> bool:
+        """Whether a piece of a secret may stand right after or before a truncation mark in
+        `data` (a dictionary look-up per mark; `Fragments` decides exactly). Past
+        `MARKS_LOOKED_AT` marks, yes: the text is looked at whole."""
+        grams = self.fragments.grams
+        seen = 0
+        for mark in TRUNCATION_MARKS:
+            raw = mark.encode()
+            at = data.find(raw)
+            while at >= 0:
+                seen += 1
+                if seen > MARKS_LOOKED_AT:
+                    return True
+                end = at + len(raw)
+                after = data[end:end + MIN_SCRUB_LEN * 4].decode("utf-8", "ignore")[:MIN_SCRUB_LEN]
+                before = data[max(0, at - MIN_SCRUB_LEN * 4):at].decode("utf-8", "ignore")[-MIN_SCRUB_LEN:]
+                if after in grams or before in grams:
+                    return True
+                at = data.find(raw, end)
+        return False
 
     def _replace(self, text: str, hits: set[int]) -> str:
         for i in sorted(h for h in hits if h < self._escape):  # index order is longest first
             for form in self.forms[i]:
                 if form in text:
                     text = text.replace(form, MASK)
+        if self._cut in hits:
+            text = self.fragments(text)
         return scrub_credentials(text) if self._credential in hits else text
 
     def __call__(self, text: str) -> str:

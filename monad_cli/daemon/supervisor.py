@@ -446,9 +446,25 @@ class Supervisor:
             if row["toolsRefused"]:
                 row["tools"] = None
             if detail:
-                row["warnings"] = self.tool_service.warnings(n) + self.gateway.catalog.warnings(n)
+                row["warnings"] = (self.tool_service.warnings(n) + self.gateway.catalog.warnings(n) +
+                                   self._argv_warnings(n))
             rows.append(row)
         return rows
+
+    def _argv_warnings(self, name: str) -> list[str]:
+        """One warning when a secret monad holds is in a stdio server's command line as it is
+        started (a `$VAR` from MONAD_HOME/env in `args` included): `/proc/PID/cmdline` is
+        readable by every account on the machine, which no masking of monad's own output
+        changes. The arguments are named by position, never quoted."""
+        spec = self.actors[name].spec
+        if spec is None or spec.transport != "stdio":
+            return []
+        held = [i for i, arg in enumerate(spec.args) if any(s in arg for s in self.scrubber.current().values)]
+        if not held:
+            return []
+        where = ", ".join(f"args[{i}]" for i in held)
+        return [f"a secret is on its command line ({where}), which every account on this machine can read in "
+                f"the process list; pass it in `env` if the server can read it from there"]
 
     # -- main --------------------------------------------------------------------------
     async def run(self, *, on_ready: Callable[[str | None], None] = lambda err: None,

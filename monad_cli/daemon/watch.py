@@ -50,7 +50,7 @@ async def watch_definitions(paths: Paths, stop_event: anyio.Event, reconcile: Ca
         parent = os.path.dirname(path)
         return (parent == str(atoms) or parent == str(features)) and name.endswith(".toml")
 
-    features.mkdir(parents=True, exist_ok=True)
+    features.mkdir(mode=0o700, parents=True, exist_ok=True)  # as every folder of the home
     # Short debounce: the hot-reload budget is 150 ms over a direct connect. The Rust side
     # returns at least every AGENTS_POLL_MS (an empty batch then), for agents.json's stat.
     async for changes in watchfiles.awatch(atoms, features, watch_filter=wanted, debounce=20, step=10,

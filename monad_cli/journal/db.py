@@ -23,8 +23,10 @@ So a full disk costs the journal its durability for a while, never a call.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -101,6 +103,10 @@ class Journal:
         self.pool = SqlitePool(path, autocheckpoint=checkpoints)
         self.commits = 0  # write transactions committed: what `checkpoint` has to copy back
         path.parent.mkdir(parents=True, exist_ok=True)
+        # 0600 from the start, as every file of the home that may hold a person's data: SQLite
+        # creates the file (umask: 0644) and its -wal/-shm with the database file's mode.
+        with contextlib.suppress(FileExistsError):
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         try:
             self.applied = self._migrate()
         except sqlite3.DatabaseError as e:

@@ -206,8 +206,9 @@ def secrets_in_args(defn: Mapping[str, Any], variables: list[serverjson.Variable
     for v in variables:
         value = values.get((v.kind, v.key))
         if v.secret and value and "$" not in value and value in shown:
-            out.append(f"the secret `{v.key}` is passed as a command-line argument, which `monad mcp get` and "
-                       f"the process list show; give a reference instead (`--arg {v.key}='${{VAR}}'`)")
+            out.append(f"the secret `{v.key}` is passed as a command-line argument, which `monad mcp get` shows; "
+                       f"give a reference instead (`--arg {v.key}='${{VAR}}'`). Either way, as an argument it is "
+                       f"in the process list, which every account on this machine can read")
     return out
 
 

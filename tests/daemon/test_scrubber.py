@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import random
 import string
+from typing import Any
 
 import pytest
 from mcp_types import JSONRPCError, JSONRPCNotification, JSONRPCResponse, jsonrpc_message_adapter
@@ -125,3 +126,41 @@ def test_which_values_are_secrets() -> None:
     assert secret_values(defn) == {SECRET, "q1w2e3r4t5"}
     assert redact_definition(defn)["env"] == {"MODE": "plain", "API_KEY": MASK}
     assert redact_url(defn["url"]) == "https://h/p?page=2&key=***"
+
+
+@pytest.mark.parametrize("scrubber", [SecretScrubber, Scrubber])
+def test_encoded_and_cut_spellings_of_a_secret_are_masked(scrubber: Any) -> None:
+    """What an echo of a secret can look like without the server meaning it: in a URL
+    (percent-encoded, either hex case, `+` or `%20` for a space), in JSON text inside a JSON
+    string (escaped twice), and cut short by a writer that shortens long values in the
+    middle (pydantic's `input_value=` in the SDK's parse error: `...ENTINEL-…`)."""
+    from urllib.parse import quote, quote_plus
+
+    spaced = 'p@ss/w0rd+x=y"z é'
+    scrub = scrubber({SECRET, spaced})
+    for text in (quote(spaced, safe=""), quote(spaced, safe="").lower(), quote(spaced), quote_plus(spaced),
+                 json.dumps(json.dumps({"k": spaced}))[1:-1].split(": ")[1]):
+        assert spaced not in scrub(text) and MASK in scrub(text), (text, scrub(text))
+    assert scrub(f"input_value={{'id': ...{SECRET[1:]}'}}") == "input_value={'id': ...***'}"
+    assert scrub(f"got '{SECRET[:-3]}...' back") == "got '***...' back"
+    assert scrub(f"a link https://h/cb?t={quote(spaced, safe='')}&x=1") == "a link https://h/cb?t=***&x=1"
+
+
+@pytest.mark.parametrize("scrubber", [SecretScrubber, Scrubber])
+def test_ellipses_and_encodings_leave_ordinary_text_alone(scrubber: Any) -> None:
+    """The other half: a mark beside no piece of a secret, a piece that does not reach the
+    secret's end (after a mark) or start (before one), a piece shorter than
+    `MIN_SCRUB_LEN`, and percent-encoded text of no secret are shown as they are."""
+    scrub = scrubber({SECRET, "https://api.example.com/v1"})
+    for text in ("Loading... done", f"see...{SECRET[:8]} starts it", f"...{SECRET[-7:]}", "a%20plain%20answer",
+                 "…and more", f"{SECRET[4:12]}...", "plain... plain"):
+        assert scrub(text) == text, text
+
+
+def test_a_line_with_thousands_of_ellipses_is_still_checked() -> None:
+    scrub = SecretScrubber({SECRET})
+    text = "row... " * 5000 + f"cut ...{SECRET[2:]}"
+    line = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"t": text}}).encode()
+    assert json.loads(scrub.line(line))["result"]["t"].endswith("cut ...***")
+    clean = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"t": "row... " * 5000}}).encode()
+    assert scrub.line(clean) == clean

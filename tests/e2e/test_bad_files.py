@@ -81,3 +81,34 @@ def test_a_hostile_settings_toml_keeps_the_last_good_defaults(supervisor: Any, m
     assert "nested too deeply" in shown.err and "Traceback" not in shown.err, shown
     log = (monad_home / "logs" / "daemon.log").read_text()
     assert "Traceback" not in log and "RecursionError" not in log, log[-3000:]
+
+
+@pytest.mark.e2e
+def test_a_fifo_in_place_of_a_file_is_that_files_problem(monad: Any, monad_home: Path) -> None:
+    """A FIFO where `env`, `agents.json`, `settings.toml` or `features/tools.toml` belongs
+    once hung the supervisor's start (reading it waits for a writer for ever) and `monad env
+    list`: each is now its file's one-line problem, and everything else runs (but for
+    settings.toml, without which the supervisor does not start, as for any settings.toml it
+    cannot read)."""
+    import os
+
+    _good_atom(monad_home, "good")
+    (monad_home / "features").mkdir(mode=0o700)
+    for where in ("env", "agents.json", "settings.toml", "features/tools.toml"):
+        os.mkfifo(monad_home / where, 0o600)
+    listed = monad("env", "list", timeout=20)
+    assert listed.code == 0 and "`env` cannot be read: not a regular file" in listed.err, listed
+    try:
+        # settings.toml decides the journal: without it the supervisor does not start, in one line.
+        r = monad("daemon", "start", timeout=40)
+        assert r.code == 2 and r.err.count("\n") == 1, r
+        assert "`settings.toml`: cannot read (not a regular file" in r.err, r
+        (monad_home / "settings.toml").unlink()
+        r = monad("daemon", "start", timeout=40)
+        assert r.code == 0, r
+        wait_state(monad, "good", "connected", timeout=60)
+        shown = monad("mcp", "status", timeout=20)
+        assert shown.code == 0 and "`agents.json` cannot be read: not a regular file" in shown.err, shown
+        assert "`features/tools.toml`: cannot read (not a regular file" in shown.err, shown
+    finally:
+        monad("daemon", "stop")

@@ -75,13 +75,17 @@ def test_an_env_file_of_another_account_is_refused(monad: Any, monad_home: Path)
 @pytest.mark.e2e
 @pytest.mark.parametrize(("where", "mode", "who"), [
     ("", 0o777, "group and others"), ("atoms", 0o707, "others"), ("atoms/mcp", 0o777, "group and others"),
-    ("run", 0o770, "group"), ("env", 0o622, "group and others")])
+    ("run", 0o770, "group"), ("env", 0o622, "group and others"), ("settings.toml", 0o620, "group"),
+    ("features", 0o757, "others"), ("journal.db", 0o666, "group and others")])
 def test_a_part_of_the_home_writable_by_others_is_refused(monad: Any, monad_home: Path, tmp_path: Path,
                                                           where: str, mode: int, who: str) -> None:
     marker = tmp_path / "ran"
     monad_home.mkdir(mode=0o700)
     (monad_home / "env").write_text("A=1\n")
     (monad_home / "run").mkdir(exist_ok=True)
+    (monad_home / "features").mkdir(exist_ok=True)
+    (monad_home / "settings.toml").write_text("")
+    (monad_home / "journal.db").write_bytes(b"")
     _plant(monad_home, marker)
     path = monad_home / where if where else monad_home
     os.chmod(path, mode)
@@ -93,3 +97,52 @@ def test_a_part_of_the_home_writable_by_others_is_refused(monad: Any, monad_home
     os.chmod(path, 0o700 if path.is_dir() else 0o600)
     r = monad("mcp", "list")
     assert r.code == 0 and "planted" in r.out, r
+
+
+@pytest.mark.e2e
+def test_an_agents_json_another_account_wrote_through_an_open_home_runs_nothing(monad: Any) -> None:
+    """A home left 0755 with an `agents.json` made 0666 (a umask of 000): another account
+    writes a server into it through the open home. `agents.json` defines servers as atoms
+    do, so it is held to the same rule: nothing of it runs, and the refusal names it."""
+    import shutil
+    import tempfile
+
+    other = _other_account()
+    top = Path(tempfile.mkdtemp(prefix="monad-open-home-"))  # pytest's own folders are 0700
+    try:
+        top.chmod(0o711)
+        home, marker = top / "h", top / "ran"
+        home.mkdir(mode=0o755)
+        home.chmod(0o755)
+        agents = home / "agents.json"
+        agents.write_text('{"mcpServers": []}\n')
+        agents.chmod(0o666)
+        code = f"open({str(marker)!r}, 'w').write('ran')"
+        planted = json.dumps({"mcpServers": [{"name": "planted", "command": sys.executable, "args": ["-c", code]}]})
+        writer = subprocess.run(["/usr/bin/python3", "-c", f"open({str(agents)!r}, 'w').write({planted!r})"],
+                                user=other, group=other, cwd="/", capture_output=True, text=True, timeout=30)
+        assert writer.returncode == 0 and "planted" in agents.read_text(), writer
+        r = monad("daemon", "start", env={"MONAD_HOME": str(home)})
+        _refused(r, agents, "is writable by group and others")
+        time.sleep(0.5)
+        assert not marker.exists()
+    finally:
+        monad("daemon", "stop", env={"MONAD_HOME": str(top / "h")})
+        shutil.rmtree(top, ignore_errors=True)
+
+
+@pytest.mark.e2e
+def test_what_monad_makes_in_the_home_is_only_its_owners(monad: Any, monad_home: Path) -> None:
+    """Every folder 0700 and every file 0600 (the pid file aside: a number): the journal,
+    the daemon log and `features/` were once made with the umask's 0644/0755 — unreachable
+    inside a 0700 home, but readable in a copy or a home someone opened."""
+    try:
+        assert monad("daemon", "start").code == 0
+        assert monad("studio", "--no-browser").code == 0
+        assert monad("env", "set", "A_KEY", input="value-123456").code == 0
+    finally:
+        monad("daemon", "stop")
+    loose = [f"{path.relative_to(monad_home)} {path.stat().st_mode & 0o777:o}" for path in monad_home.rglob("*")
+             if path.stat().st_mode & 0o077 and path.name != "monad.pid"]
+    assert not loose, loose
+    assert (monad_home / "journal.db").exists() and (monad_home / "logs" / "daemon.log").exists()

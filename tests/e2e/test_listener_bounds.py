@@ -226,3 +226,51 @@ def test_a_refused_control_connection_is_one_log_line(monad: Any) -> None:
     finally:
         monad("daemon", "stop", env=env)
         shutil.rmtree(top, ignore_errors=True)
+
+
+_NEAR_THE_LIMIT = """
+import asyncio, logging, resource, socket, sys
+import uvloop
+from monad_cli.daemon import bounds
+
+logging.basicConfig(stream=sys.stdout, level=logging.INFO, format="%(message)s")
+_, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+
+
+async def main() -> None:
+    bounds.log_accept_errors(asyncio.get_running_loop())
+    held = []
+
+    async def on(reader, writer):
+        held.append(writer)
+
+    server = await asyncio.start_server(on, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    clients = [socket.socket() for _ in range(40)]  # the peers' side, made before the limit is lowered
+    resource.setrlimit(resource.RLIMIT_NOFILE, (len(__import__("os").listdir("/proc/self/fd")) + 20, hard))
+    for c in clients:
+        c.setblocking(False)
+        try:
+            c.connect(("127.0.0.1", port))
+        except BlockingIOError:
+            pass
+    await asyncio.sleep(0.5)
+    print("accepted", len(held), flush=True)
+    bounds.check_descriptors()
+    await asyncio.sleep(0.1)
+
+
+uvloop.run(main())
+"""
+
+
+def test_descriptors_running_out_under_uvloop_are_logged() -> None:
+    """uvloop (libuv) closes a connection it cannot accept without reporting it to the loop:
+    the listeners' refusals were silent. Near the limit, the supervisor's watch says so."""
+    proc = subprocess.run([sys.executable, "-c", _NEAR_THE_LIMIT], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    accepted = int(proc.stdout.split("accepted ", 1)[1].split()[0])
+    assert accepted < 40, proc.stdout  # some connections were dropped: the limit was reached
+    assert "accepting connections:" in proc.stdout and "descriptors are open: new connections fail" in proc.stdout, \
+        proc.stdout
+    assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr

@@ -202,3 +202,74 @@ def test_a_value_that_is_not_a_secret_is_never_masked(monad: Any, monad_home: Pa
         assert anyio.run(agent) == "a plain answer"
     finally:
         monad("daemon", "stop")
+
+
+MALFORMSERVER = str(Path(__file__).resolve().parents[1] / "servers" / "malformserver.py")
+CUT_SECRET = "SENTINEL-malform-5b1c9e"
+BAD_TOOLS = ["bad__malformed", "bad__broken", "bad__garbled"]
+
+
+def _no_piece(text: str, where: str) -> None:
+    """Not even a piece of `CUT_SECRET` of `MIN_SCRUB_LEN` characters (a cut one, half of
+    one) is in `text`."""
+    for i in range(len(CUT_SECRET) - 7):
+        piece = CUT_SECRET[i:i + 8]
+        assert piece not in text, f"{piece!r} of the secret leaked into {where}: " \
+                                  f"{text[max(0, text.find(piece) - 200):text.find(piece) + 100]!r}"
+
+
+def test_what_fails_to_parse_and_a_line_cut_in_pieces_carry_no_piece_of_a_secret(
+        monad: Any, monad_home: Path) -> None:
+    """An HTTP server answers a call with a response that is not a JSON-RPC message, a 500
+    and a body that is not JSON, each quoting its bearer token: the SDK's parse error
+    quoted the answer through pydantic, cut short in the middle (`...ENTINEL-malform-…`),
+    to the agent and the CLI, and its traceback wrote the whole token to daemon.log. A
+    stdio server writes a 100 KiB stderr line of its secret over and over: the log is
+    written in 64 KiB pieces, and a secret across a cut once left both halves there."""
+    from tests.conftest import TESTSERVER
+
+    port = free_port()
+    web = subprocess.Popen([sys.executable, MALFORMSERVER, "--http", str(port)], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, env={**os.environ, "LEAK_TOKEN": CUT_SECRET})
+    outputs: dict[str, str] = {}
+    try:
+        write_atom(monad_home, "bad", f'url = "http://127.0.0.1:{port}/mcp"\n'
+                                      f'headers = {{Authorization = "Bearer {CUT_SECRET}"}}\ntimeout = 60\n'
+                                      f"trust = {{autoApproveTools = {json.dumps(BAD_TOOLS)}}}\n")
+        write_atom(monad_home, "loud", f"command = {json.dumps(sys.executable)}\n"
+                                       f"args = {json.dumps([TESTSERVER, '--say', CUT_SECRET * 4500])}\n"
+                                       f'env = {{LEAK_API_KEY = "{CUT_SECRET}"}}\ntimeout = 60\n')
+        assert monad("daemon", "start").code == 0
+        wait_state(monad, "bad", "connected", timeout=90)
+        wait_state(monad, "loud", "connected", timeout=90)
+        for tool in ("malformed", "broken", "garbled"):
+            for extra in ((), ("--json",)):
+                r = monad("mcp", "call", f"bad__{tool}", "--yes", *extra)
+                assert r.code != 0, r
+                outputs[f"mcp call bad__{tool} {extra}"] = r.out + r.err
+        assert "Failed to parse JSON response" in outputs["mcp call bad__malformed ()"], outputs
+
+        async def agent() -> str:
+            from mcp import Client
+
+            heard = []
+            async with Client(_serve(monad_home)) as c:
+                for tool in ("malformed", "broken", "garbled"):
+                    try:
+                        heard.append(repr(await c.call_tool(f"bad__{tool}", {})))
+                    except Exception as e:  # an MCP error is how it fails: its text is what is checked
+                        heard.append(repr(e))
+            return "\n".join(heard)
+
+        outputs["agent"] = anyio.run(agent)
+        outputs["status"] = monad("mcp", "status", "loud", "--json").out
+        outputs["journal"] = monad("journal", "--json").out
+    finally:
+        monad("daemon", "stop")
+        end_test_server(web)
+    for path in (monad_home / "logs").rglob("*"):
+        if path.is_file():
+            outputs[str(path.relative_to(monad_home))] = path.read_bytes().decode("utf-8", "replace")
+    assert "***" in outputs["logs/servers/loud.stderr.log"], outputs["logs/servers/loud.stderr.log"][:300]
+    for where, text in outputs.items():
+        _no_piece(text, where)

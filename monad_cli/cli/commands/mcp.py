@@ -46,6 +46,25 @@ def _headers(items: list[str] | None) -> dict[str, str]:
     return headers
 
 
+def _secrets_on_command_line(defn: dict[str, Any]) -> list[str]:
+    """Which of `add`'s options carried a secret value itself rather than a `$VAR` reference
+    (core/redact.py decides what is secret): `--header X-Key`, `--env API_KEY`, `--url`,
+    `--bearer-token`, `args[2]` after `--`. Names and places only, never values."""
+    from monad_cli.core.redact import is_reference, redact_args, redact_url, secret_env
+
+    found = [f"--header {k}" for k, v in (defn.get("headers") or {}).items() if v and not is_reference(v)]
+    found += [f"--env {k}" for k, v in (defn.get("env") or {}).items() if secret_env(k, v)]
+    if isinstance(defn.get("url"), str) and redact_url(defn["url"]) != defn["url"].split("#")[0]:
+        found.append("--url")
+    args = [str(a) for a in defn.get("args") or []]
+    found += [f"args[{i}]" for i, (a, shown) in enumerate(zip(args, redact_args(args), strict=True))
+              if a != shown and not is_reference(a.split("=", 1)[-1])]
+    flags = {"token": "--bearer-token", "clientSecret": "--client-secret", "privateKey": "--private-key"}
+    auth = defn.get("auth") or {}
+    found += [flag for key, flag in flags.items() if auth.get(key) and not is_reference(auth[key])]
+    return found
+
+
 @app.command("add")
 def add(
     name: Annotated[str, typer.Argument(help="Server name: letters, digits, `_`, `-`; at most 64. Or a registry "
@@ -231,6 +250,11 @@ def add(
         from monad_cli.config.envfile import unset_hint
 
         render.warn(f"server `{name}`: {unset_hint(variable)}; until then it fails to start")
+    given = _secrets_on_command_line(defn)
+    if given:
+        render.warn(f"server `{name}`: a secret was given on this command line ({', '.join(given)}), which every "
+                    f"account on this machine could read in the process list while it ran, and your shell's "
+                    f"history keeps; next time keep it in the env file (`monad env set NAME`) and give `$NAME`")
     if as_json:
         render.data_json({"name": name, "path": path, "source": rel, "cwd": defn.get("cwd")})
         return

@@ -71,6 +71,11 @@ def prune_logs(folder: Path, *, defined: Collection[str], older_than_s: float,
     return deleted
 
 
+KEPT_CHARS = 8192
+"""What a line that never ends keeps back from each piece it is written in: more than any
+secret is long (a 4096-bit PEM key is ~3.3 kB), so one across a cut is whole in the next."""
+
+
 class StderrSink:
     """One pipe per connection attempt; `tail` keeps the lines across attempts.
 
@@ -155,11 +160,15 @@ class StderrSink:
 
     def _scrubbed_lines(self, text: str) -> str:
         """Complete lines, scrubbed of known secrets (a secret split across two reads is
-        still whole in a line); a line that never ends is written in 64 KiB pieces."""
+        still whole in a line); a line that never ends is written in 64 KiB pieces, each
+        scrubbed before it is cut and the last `KEPT_CHARS` of it kept for the next piece:
+        a secret across a cut would otherwise leave each half in the log."""
         pending = self._log_pending + text
         cut = pending.rfind("\n") + 1
         if cut == 0 and len(pending) > 65536:
-            cut = len(pending)
+            scrubbed = self.scrub(pending)
+            self._log_pending = scrubbed[-KEPT_CHARS:]
+            return scrubbed[:-KEPT_CHARS]
         self._log_pending = pending[cut:]
         return self.scrub(pending[:cut])
 
