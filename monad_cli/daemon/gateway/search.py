@@ -38,7 +38,6 @@ CALL_TOOL = "call_tool"
 DEFAULT_LIMIT = 8
 MAX_LIMIT = 50
 MAX_QUERY_CHARS = 1000
-DEFAULT_THRESHOLD_TOKENS = 20_000  # `auto`: search once the full list would pass this
 BYTES_PER_TOKEN = 4
 SLICE = 250  # tools analysed or indexed between two yields to the event loop (~5-50 ms)
 
@@ -218,5 +217,5 @@ def query_arguments(arguments: Mapping[str, Any]) -> tuple[str, int]:
     return query[:MAX_QUERY_CHARS], limit
 
 
-__all__ = ["CALL_TOOL", "DEFAULT_LIMIT", "DEFAULT_THRESHOLD_TOKENS", "FIND_TOOL", "ToolSearch",
+__all__ = ["CALL_TOOL", "DEFAULT_LIMIT", "FIND_TOOL", "ToolSearch",
            "call_tool_tool", "estimate_tokens", "find_tool_tool", "query_arguments"]

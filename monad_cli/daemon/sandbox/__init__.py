@@ -24,7 +24,6 @@ from pathlib import Path
 
 # The cap lowers, never raises, the ABI used; 0 behaves like a kernel without Landlock.
 ABI_MAX_ENV = "MONAD_LANDLOCK_ABI_MAX"
-KERNEL_DOCS = "https://docs.kernel.org/userspace-api/landlock.html"
 
 
 class SandboxError(Exception):
