@@ -35,13 +35,14 @@ def monad(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return subprocess.run([os.path.join(BIN, "monad"), *args], capture_output=True, text=True, check=check)
 
 
-def monad_env(home: str) -> Callable[..., str]:
-    """`monad ARGV` on `home`: stdout, or SystemExit with its stderr."""
+def monad_env(home: str, extra: dict[str, str] | None = None) -> Callable[..., str]:
+    """`monad ARGV` on `home` (with `extra` environment variables, e.g. another tree's
+    PYTHONPATH): stdout, or SystemExit with its stderr."""
     os.environ["PATH"] = BIN + os.pathsep + os.environ.get("PATH", "")
 
     def run(*argv: str) -> str:
         r = subprocess.run([sys.executable, "-m", "monad_cli", *argv], capture_output=True, text=True,
-                           env={**os.environ, "MONAD_HOME": home})
+                           env={**os.environ, "MONAD_HOME": home, **(extra or {})})
         if r.returncode != 0:
             raise SystemExit(f"monad {' '.join(argv)} failed: {r.stderr.strip()}")
         return r.stdout

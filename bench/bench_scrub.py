@@ -2,7 +2,7 @@
 its own and on a gateway `tools/call` whose result is 1 MB. Prints ms and the target; not a
 timed test.
 
-    python bench/bench_scrub.py [--secrets 300] [--kib 1024] [-n 100]
+    python bench/bench_scrub.py [--secrets 300] [--kib 1024] [-n 100] [--before DIR]
 
 Target (issue 38): the scrubber on every answer keeps a gateway `tools/call` within +1 ms of
 the same call without it. The end-to-end part runs two supervisors: one with `--secrets`
@@ -119,19 +119,26 @@ async def interleaved(paths: dict[str, tuple[StdioServerParameters, str, int | N
     return out, cpu
 
 
-def end_to_end(secrets: list[str], kib: int, n: int) -> tuple[dict[str, list[float]], dict[str, float]]:
+def end_to_end(secrets: list[str], kib: int, n: int,
+               before: str | None = None) -> tuple[dict[str, list[float]], dict[str, float]]:
     from contextlib import ExitStack
 
     paths: dict[str, tuple[StdioServerParameters, str, int | None]] = {
         "direct SDK session": (StdioServerParameters(command=sys.executable, args=[TOOLSERVER, "--big"]), "big", None)}
+    runs: list[tuple[str, list[str], str | None]] = [(f"gateway, {len(secrets)} secrets", secrets, None),
+                                                    ("gateway, no secrets", [], None)]
+    if before:
+        runs.append((f"gateway, {len(secrets)} secrets, before", secrets, before))
     with ExitStack() as stack:
-        for label, values in ((f"gateway, {len(secrets)} secrets", secrets), ("gateway, no secrets", [])):
+        for label, values, tree in runs:
             home = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="monad-bench-"))) / "home"
             home.mkdir(mode=0o700)
             env = home / "env"
             env.write_text("".join(f"BENCH_{i}={v}\n" for i, v in enumerate(values)))
             env.chmod(0o600)
-            monad = monad_env(str(home))
+            tree = tree or os.environ.get("PYTHONPATH")
+            python_path = {"PYTHONPATH": tree} if tree else {}
+            monad = monad_env(str(home), python_path)
             monad("daemon", "start")
             stack.callback(monad, "daemon", "stop")
             monad("mcp", "add", "b", "--", sys.executable, TOOLSERVER, "--big")
@@ -139,7 +146,7 @@ def end_to_end(secrets: list[str], kib: int, n: int) -> tuple[dict[str, list[flo
             wait_tools(str(home), "b__big", auto_approved=True)
             paths[label] = (StdioServerParameters(command=sys.executable, args=["-m", "monad_cli", "mcp", "serve"],
                                                   env={"MONAD_HOME": str(home), "MONAD_NO_AUTOSTART": "1",
-                                                       "PATH": os.environ["PATH"]}), "b__big",
+                                                       "PATH": os.environ["PATH"], **python_path}), "b__big",
                            int((home / "run" / "monad.pid").read_text().split()[0]))
         return anyio.run(interleaved, paths, kib, n)
 
@@ -149,10 +156,11 @@ def main() -> None:
     ap.add_argument("--secrets", type=int, default=300)
     ap.add_argument("--kib", type=int, default=1024)
     ap.add_argument("-n", type=int, default=100)
+    ap.add_argument("--before", metavar="DIR", help="also a supervisor (with the secrets) running monad from DIR")
     args = ap.parse_args()
     secrets = secrets_of(args.secrets)
     engine(secrets, args.kib)
-    results, cpu = end_to_end(secrets, args.kib, args.n)
+    results, cpu = end_to_end(secrets, args.kib, args.n, str(Path(args.before).resolve()) if args.before else None)
     print(f"\n{'tools/call of a ' + str(args.kib) + ' KiB result (load ' + load() + ')':46} {'median ms':>10}")
     for label, samples in results.items():
         shown = f"  (supervisor CPU {cpu[label]:.3f} ms/call)" if label in cpu else ""
@@ -163,6 +171,10 @@ def main() -> None:
     added = cpu[f"gateway, {args.secrets} secrets"] - cpu["gateway, no secrets"]
     paired = statistics.median(a - b for a, b in zip(with_, without, strict=True))
     print(f"{'wall time added (median of paired calls)':46} {paired:+10.3f}")
+    for label, samples in results.items():
+        if label.startswith("gateway"):
+            over = statistics.median(a - b for a, b in zip(samples, results["direct SDK session"], strict=True))
+            print(f"{label + ' over direct (paired median)':46} {over:+10.3f}")
     direct = statistics.median(results["direct SDK session"])
     target(f"scrubber: {args.secrets} secrets, {args.kib} KiB result, supervisor CPU added per call",
            f"{added:+.2f} ms", f"gateway {statistics.median(with_) / direct:.2f}x direct", "<= +1.0 ms", added <= 1.0)

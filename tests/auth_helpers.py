@@ -72,7 +72,14 @@ def install_browser(tmp: Path, monkeypatch: Any, *, mode: str = "follow") -> dic
 
 
 def browser_calls(tmp: Path) -> list[str]:
+    """What the stand-in browser was given on its command line, one per start."""
     log = tmp / "browser.log"
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def browser_followed(tmp: Path) -> list[str]:
+    """The URLs the stand-in browser's redirect files sent it on to."""
+    log = tmp / "browser.log.followed"
     return log.read_text().splitlines() if log.exists() else []
 
 

@@ -203,10 +203,18 @@ def hostile_docker_entries() -> list[tuple[str, dict[str, Any], str]]:
         ("docker-entrypoint", oci("docker-entrypoint", [{"type": "named", "name": "--entrypoint", "value": "sh"}]),
          "`--entrypoint` is not an option monad lets a registry give `docker`"),
         ("docker-host-root", oci("docker-host-root", [{"type": "named", "name": "-v", "value": "/:/host"}]),
-         "`-v /:/host` gives the container the host's `/`"),
+         "`-v` gives the container the host folder `/` by itself"),
         ("docker-socket", oci("docker-socket", [{"type": "named", "name": "--mount",
                                                  "value": "type=bind,src=/var/run/docker.sock,dst=/s"}]),
-         "gives the container the host's `/var/run/docker.sock`"),
+         "gives the container the host folder `/var/run/docker.sock` by itself"),
+        # Folders no list of system paths names: the homes, the person's own (`$HOME` expands).
+        ("docker-homes", oci("docker-homes", [{"type": "named", "name": "-v", "value": "/home:/h"}]),
+         "`-v` gives the container the host folder `/home` by itself"),
+        ("docker-my-home", oci("docker-my-home", [{"type": "named", "name": "--volume", "value": "$HOME:/h"}]),
+         "`--volume` gives the container the host folder `$HOME` by itself"),
+        ("docker-home-default", oci("docker-home-default", [
+            {"type": "named", "name": "-v", "value": "{src}:/data", "variables": {"src": {"default": "/home"}}}]),
+         "`-v` gives the container the host folder `/home` by itself"),
         ("docker-host-network", oci("docker-host-network", [{"type": "named", "name": "--network", "value": "host"}]),
          "`--network host` shares the host's"),
         ("docker-option-default", oci("docker-option-default", [

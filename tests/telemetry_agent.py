@@ -13,7 +13,9 @@ dispatcher opens its CLIENT span and puts its traceparent into `params._meta`), 
 `--no-trace`: no OpenTelemetry SDK set up (an agent that sends no trace context).
 `resource:URI` reads a resource, `prompt:NAME` gets a prompt, `complete:NAME` completes the
 prompt's `topic` argument (`text`: the first content's text, or the first value).
-`AGENT_HTTP_URL` and `AGENT_HTTP_TOKEN` in the environment: through `monad mcp serve --http`.
+`AGENT_HTTP_URL` and `AGENT_HTTP_TOKEN` in the environment: through `monad mcp serve --http`;
+`AGENT_SERVE_FLAGS`: more flags for `monad mcp serve` (`--tool-search on`). TOOL `find_tool`
+is called with `{"query": TEXT}`.
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ def main() -> None:
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     if "--no-trace" not in sys.argv:
         trace.set_tracer_provider(provider)
-    params = StdioServerParameters(command=sys.executable, args=["-m", "monad_cli", "mcp", "serve"],
+    serve_flags = os.environ.get("AGENT_SERVE_FLAGS", "").split()
+    params = StdioServerParameters(command=sys.executable, args=["-m", "monad_cli", "mcp", "serve", *serve_flags],
                                    env={"MONAD_HOME": os.environ["MONAD_HOME"], "MONAD_NO_AUTOSTART": "1"})
     http_url = os.environ.get("AGENT_HTTP_URL")  # `monad mcp serve --http`'s URL instead of stdio
     out: dict[str, object] = {}
@@ -95,7 +98,8 @@ def main() -> None:
                                          {"name": "topic", "value": "t"})
             out["text"] = done.completion.values[0]
             return
-        result = await client.call_tool(tool, {"text": text}, progress_callback=on_progress if progress else None)
+        arguments = {"query": text} if tool == "find_tool" else {"text": text}
+        result = await client.call_tool(tool, arguments, progress_callback=on_progress if progress else None)
         out["text"] = result.content[0].text if result.content else ""
         out["isError"] = bool(result.is_error)
 

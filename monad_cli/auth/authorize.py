@@ -20,18 +20,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx2
 
 from monad_cli.auth.discovery import Discovery, discover, new_http_client
-from monad_cli.auth.loopback import LoopbackListener, callback_result, open_in_browser, parse_callback
+from monad_cli.auth.loopback import LoopbackListener, callback_result, open_file_in_browser, parse_callback
 from monad_cli.auth.provider import MonadOAuthProvider, check_server_metadata
 from monad_cli.auth.storage import DefinitionTokenStorage, configured_client, read_grant
 from monad_cli.auth.urls import url_problem
@@ -41,6 +43,9 @@ from monad_cli.core.errors import AuthError, InvalidInput, MonadError
 from monad_cli.core.messages import transport_error
 from monad_cli.core.paths import Paths
 from monad_cli.core.redact import redact_url
+from monad_cli.core.redirect_file import write_redirect
+
+REDIRECT_PREFIX = "authorize-"  # run/authorize-<random>.html: the browser's way to the authorization URL
 
 FLOWS = ("loopback", "device")
 
@@ -147,7 +152,7 @@ async def _run_authorize(paths: Paths, name: str, *, flow: str | None, open_brow
             check_server_metadata(found.server_metadata)
             cimd = spec.auth.client_metadata_url
             _check_registration_possible(found, has_client, name, cimd)
-            scope = await _loopback(name, url, headers, storage, found, explicit, open_browser,
+            scope = await _loopback(paths, name, url, headers, storage, found, explicit, open_browser,
                                     say, timeout, cimd if found.server_metadata.client_id_metadata_document_supported
                                     else None)
     storage.commit()
@@ -166,9 +171,22 @@ def _check_registration_possible(found: Discovery, has_client: bool, name: str, 
                     f"`monad mcp authorize {name} --client-id ID`")
 
 
-async def _loopback(name: str, url: str, headers: dict[str, str], storage: DefinitionTokenStorage,
+async def _loopback(paths: Paths, name: str, url: str, headers: dict[str, str], storage: DefinitionTokenStorage,
                     found: Discovery, explicit: list[str], open_browser: bool, say: Say,
                     timeout: float, client_metadata_url: str | None) -> str | None:
+    written: list[Path] = []
+    try:
+        return await _loopback_flow(name, url, headers, storage, found, explicit, open_browser, say, timeout,
+                                    client_metadata_url, paths, written)
+    finally:
+        for path in written:  # its request is answered or abandoned: nothing left to open
+            with contextlib.suppress(OSError):
+                path.unlink()
+
+
+async def _loopback_flow(name: str, url: str, headers: dict[str, str], storage: DefinitionTokenStorage,
+                         found: Discovery, explicit: list[str], open_browser: bool, say: Say, timeout: float,
+                         client_metadata_url: str | None, paths: Paths, written: list[Path]) -> str | None:
     from mcp.client.auth import OAuthFlowError, OAuthRegistrationError, OAuthTokenError
 
     async with LoopbackListener(server=name, timeout=timeout) as listener:
@@ -182,7 +200,19 @@ async def _loopback(name: str, url: str, headers: dict[str, str], storage: Defin
             say.info(f"Open this URL in a browser to authorize `{name}`:")
             say.url(authorization_url, "authorization")
             if open_browser:
-                if not await open_in_browser(authorization_url):
+                # The browser gets a 0600 file that redirects, never the URL: its `state`,
+                # redirect path and PKCE challenge on a command line (/proc/PID/cmdline) would
+                # let another account answer the listener first with a code of its own.
+                try:
+                    paths.run_dir.mkdir(mode=0o700, exist_ok=True)
+                    redirect = write_redirect(paths.run_dir, REDIRECT_PREFIX, authorization_url,
+                                              title=f"the authorization of {name}")
+                except OSError as e:
+                    say.info(f"(cannot write the browser's redirect file in {paths.run_dir}: "
+                             f"{e.strerror or e}; open the URL yourself)")
+                    return
+                written.append(redirect)
+                if not await open_file_in_browser(redirect):
                     say.info("(no browser could be started; open the URL yourself)")
             elif say.paste:
                 say.info("After approving, paste the URL the browser was sent to here (or wait for it):")

@@ -6,6 +6,14 @@ random component, accepts the first callback that carries the expected `state` (
 Other requests get 404 and do not end the wait (a browser asks for /favicon.ico; a local
 process guessing the port cannot finish the flow without the random path and the state).
 
+Every local account can connect to the port, so what one can hold is bounded (the same
+rules as the supervisor's listeners, daemon/bounds.py): a request's headers must arrive
+within `HEADER_TIMEOUT_S`, and at most `MAX_CONNECTIONS` connections wait for theirs — a
+new one closes the oldest waiting, so the browser's callback (sent as soon as it connects)
+is served while a flood holds the rest. A failed `accept()` (out of descriptors) is
+retried, not the end of the flow: 250 idle connections from another account once ended
+`monad mcp authorize` with an ExceptionGroup under a 256-descriptor limit.
+
 Raw HTTP/1.1 over anyio rather than a web framework: one GET, one answer, no dependency.
 """
 
@@ -14,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import secrets
 import webbrowser
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -22,10 +31,11 @@ import anyio
 import anyio.abc
 from mcp.shared.auth import AuthorizationCodeResult
 
-from monad_cli.auth.urls import url_problem
 from monad_cli.core.errors import AuthError
 
 MAX_REQUEST_BYTES = 16 * 1024
+HEADER_TIMEOUT_S = 5.0
+MAX_CONNECTIONS = 32
 PAGE_OK = ("<!doctype html><title>monad</title><p>Authorization received. You can close this window "
            "and return to the terminal.</p>")
 PAGE_ERROR = "<!doctype html><title>monad</title><p>Authorization failed; see the terminal.</p>"
@@ -67,6 +77,8 @@ class LoopbackListener:
         self._got = anyio.Event()
         self._tg: anyio.abc.TaskGroup | None = None
         self.expected_state: str | None = None
+        self._waiting: dict[int, anyio.CancelScope] = {}  # insertion order: the oldest first
+        self.accept_errors = 0
 
     @property
     def redirect_uri(self) -> str:
@@ -95,15 +107,32 @@ class LoopbackListener:
                 await self._listener.aclose()
 
     async def _serve(self) -> None:
-        assert self._listener is not None
-        await self._listener.serve(self._connection)
+        assert self._listener is not None and self._tg is not None
+        listener = self._listener.listeners[0]  # one address: 127.0.0.1
+        while True:
+            try:
+                stream = await listener.accept()
+            except OSError:  # EMFILE/ENFILE/ECONNABORTED: the next accept may work
+                self.accept_errors += 1
+                await anyio.sleep(0.05)
+                continue
+            if len(self._waiting) >= MAX_CONNECTIONS:
+                oldest = next(iter(self._waiting))
+                self._waiting.pop(oldest).cancel()
+            self._tg.start_soon(self._connection, stream)
 
     async def _connection(self, stream: Any) -> None:
         async with stream:
             if self._got.is_set():
                 return  # one-shot: the callback has arrived, nothing more is served
-            with anyio.move_on_after(10):  # a slow or silent peer cannot hold the listener
-                await self._handle(stream)
+            # A slow or silent peer cannot hold the listener: a deadline, and a newer
+            # connection may close this one (`_serve`).
+            with anyio.CancelScope(deadline=anyio.current_time() + HEADER_TIMEOUT_S) as scope:
+                self._waiting[id(scope)] = scope
+                try:
+                    await self._handle(stream)
+                finally:
+                    self._waiting.pop(id(scope), None)
 
     async def _handle(self, stream: Any) -> None:
         data = b""
@@ -148,12 +177,8 @@ async def _answer(stream: Any, status: int, body: str) -> None:
         await stream.send(head + payload)
 
 
-async def open_in_browser(url: str) -> bool:
-    """Open `url` with the standard `webbrowser` module (honours `$BROWSER`), never through a
-    shell. The caller has already checked it with `url_problem`; checked again here because
-    this is the last step before a launcher sees it. True if a browser was started."""
-    problem = url_problem(url)
-    if problem:
-        raise AuthError(f"refusing to open a URL that {problem}")
-    # In a thread: a `$BROWSER` command may wait for the page, which needs our listener.
-    return bool(await anyio.to_thread.run_sync(webbrowser.open, url, abandon_on_cancel=True))
+async def open_file_in_browser(path: Path) -> bool:
+    """Open the local file `path` (a 0600 redirect page, core/redirect_file.py) with
+    `webbrowser`, never through a shell: the browser's command line holds only the path.
+    True if a browser was started."""
+    return bool(await anyio.to_thread.run_sync(webbrowser.open, path.as_uri(), abandon_on_cancel=True))

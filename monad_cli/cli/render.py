@@ -5,7 +5,8 @@
 
 Every character written passes `terminal_text` (in `_out`, `_err`, and a table's cells, which
 rich prints): the C0 controls but newline and tab, DEL and the C1 controls become visible
-`\u001b`-style escapes. A server's name, stderr, description or result can hold them, and a
+`\u001b`-style escapes, and so do the bidirectional overrides (U+202A–202E, U+2066–2069).
+A server's name, stderr, description or result can hold them, and a
 terminal acts on them instead of showing them: OSC 52 writes the clipboard, OSC 0 the window
 title, `ESC[2J` clears the screen, `ESC[8m` hides the text after it. In `--json` output
 json.dumps has escaped the C0 ones already; the others are inside strings there, where
@@ -22,8 +23,11 @@ from typing import Any
 
 from monad_cli.core.messages import cut_values, one_line
 
-# What a terminal acts on rather than shows: C0 but \t and \n, DEL, C1 (ECMA-48 §5).
-_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# What a terminal acts on rather than shows: C0 but \t and \n, DEL, C1 (ECMA-48 §5); and
+# the bidirectional overrides and isolates (Unicode TR9 §2), which reorder what follows
+# them, so a command line or URL shown can read other than it is ("Trojan Source",
+# CVE-2021-42574).
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def terminal_text(text: str) -> str:

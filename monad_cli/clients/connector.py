@@ -101,16 +101,18 @@ def client_row(name: str) -> dict[str, Any]:
     `connect` writes), `outdated` (a `monad` entry that `connect` would change: another
     monad, another MONAD_HOME), `not-connected`, `not-installed` (no usual file or folder),
     or `unreadable` (`detail` says why: a malformed file). `entry`: what `connect` writes
-    there; `duplicates`: the client's own entries for servers monad runs too; `perServer`:
+    there; `entryText`: that entry as the file spells it (TOML for Codex, YAML for Goose, JSON
+    for most); `duplicates`: the client's own entries for servers monad runs too; `perServer`:
     the entries that run `monad mcp serve NAME`."""
     from monad_cli.clients.entries import is_monad_gateway
 
     fmt = get_client(name)
     file = fmt.target(resolve(name, None))
     source = shown(file)
+    entry = fmt.client_entry("monad", monad_entry())
     row: dict[str, Any] = {"name": name, "title": fmt.title, "file": source, "state": "not-installed",
-                           "detail": None, "entry": fmt.client_entry("monad", monad_entry()), "duplicates": [],
-                           "perServer": []}
+                           "detail": None, "entry": entry, "entryText": fmt.set_entry("", source, "monad", entry),
+                           "duplicates": [], "perServer": []}
     if not installed(name):
         return row
     real = file.resolve() if file.is_symlink() else file
@@ -154,10 +156,11 @@ def connect_client(client_name: str, path: str | None, *, remove: bool = False, 
                    serve_args: Sequence[str] = ()) -> dict[str, Any]:
     """Write (or with `remove`, delete) the `monad` entry. Returns
     `{"client", "file", "entry", "changed", "removed", "dryRun", "duplicates", "replaced",
-    "deleted"}`; `entry` is what the file now holds (with `dry_run`: would hold; nothing is
-    written), `duplicates` the client's own entries for servers monad runs too (taken out when
-    `replace`: then `replaced` lists them), `deleted` whether `remove` deleted the file monad
-    had created.
+    "deleted", "overwrote"}`; `overwrote`: the file's `monad` entry ran something else (another
+    monad, another MONAD_HOME, other serve options) and is replaced; `entry` is what the file
+    now holds (with `dry_run`: would hold; nothing is written), `duplicates` the client's own
+    entries for servers monad runs too (taken out when `replace`: then `replaced` lists them),
+    `deleted` whether `remove` deleted the file monad had created.
 
     `per_server`: instead, one entry per named server, each running `monad mcp serve NAME`
     under the server's own name, in place of the client's own entry of that name (its tool
@@ -200,7 +203,7 @@ def connect_client(client_name: str, path: str | None, *, remove: bool = False, 
     if per_server is not None:
         return {**result, "entries": out["entries"]}
     return {**result, "entry": out["entries"]["monad"], "duplicates": [] if replace else dups,
-            "replaced": dups if replace else []}
+            "replaced": dups if replace else [], "overwrote": "monad" in out["overwritten"]}
 
 
 def _edit(fmt: ClientFormat, real: Path, source: str, ours: dict[str, dict[str, Any]], *, remove: bool,
@@ -208,13 +211,15 @@ def _edit(fmt: ClientFormat, real: Path, source: str, ours: dict[str, dict[str, 
     """The one edit of a client's file: set (or with `remove` take out) the entries `ours`,
     first taking out `take_out`; with `only_ours`, an entry that is not monad's is not taken
     out. The result is read back and must hold the intended entries and everything else
-    as it was, or nothing is written. Returns `{"entries", "changed", "deleted"}`."""
+    as it was, or nothing is written. Returns `{"entries", "changed", "deleted", "overwritten"}`;
+    `overwritten`: the names whose entry held something else before (another monad, another
+    MONAD_HOME, other options) and now holds ours."""
     for _ in range(_TRIES):
         old = _read(real)
         base = old or ""
         for name in take_out:
             base = fmt.set_entry(base, source, name, None)
-        new, entries = base, {}
+        new, entries, overwritten = base, {}, []
         for name, entry in ours.items():
             current = fmt.get_entry(new, source, name) if new.strip() else None
             want = None if remove else entry
@@ -222,6 +227,8 @@ def _edit(fmt: ClientFormat, real: Path, source: str, ours: dict[str, dict[str, 
                 want = current  # the client's own entry: not monad's to remove
             if current != want:  # as wanted already: not rewritten, so a second connect changes nothing
                 new = fmt.set_entry(new, source, name, want)
+                if current is not None and want is not None:
+                    overwritten.append(name)
             entries[name] = want
         got = {n: fmt.get_entry(new, source, n) if new.strip() else None for n in ours}
         if got != entries or _others(fmt, new, source, list(ours)) != _others(fmt, base, source, list(ours)):
@@ -229,7 +236,7 @@ def _edit(fmt: ClientFormat, real: Path, source: str, ours: dict[str, dict[str, 
                              f"(please report this with the file's shape)")
         changed = new != (old or "")
         if not changed or dry_run:
-            return {"entries": entries, "changed": changed, "deleted": False}
+            return {"entries": entries, "changed": changed, "deleted": False, "overwritten": overwritten}
         if _read(real) != old:
             continue  # the client wrote meanwhile: redo the edit on its new text
         deleted = old is not None and (not new.strip() or (remove and new == _created(fmt, source, ours)))
@@ -242,7 +249,7 @@ def _edit(fmt: ClientFormat, real: Path, source: str, ours: dict[str, dict[str, 
 
             mode = stat.S_IMODE(real.stat().st_mode) if old is not None else 0o600
             write_atomic(real, new.encode(), mode=mode)
-        return {"entries": entries, "changed": True, "deleted": deleted}
+        return {"entries": entries, "changed": True, "deleted": deleted, "overwritten": overwritten}
     raise MonadError(f"`{source}` kept changing while monad edited it (is {fmt.title} writing it?); "
                      f"nothing was written, try again")
 

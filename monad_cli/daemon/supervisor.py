@@ -27,10 +27,10 @@ from monad_cli.core.paths import Paths
 from monad_cli.core.states import LIVE, State
 from monad_cli.daemon import telemetry
 from monad_cli.daemon.gateway.server import Gateway
-from monad_cli.daemon.gateway.session import GatewayWrappers
+from monad_cli.daemon.gateway.session import GATEWAY_TOOLS, GatewayWrappers
 from monad_cli.daemon.logfile import keep_trying
 from monad_cli.daemon.reconcile import Diff, Secrets, config_stamp, diff
-from monad_cli.daemon.retention import keep_journal
+from monad_cli.daemon.retention import checkpoints, keep_journal
 from monad_cli.daemon.scrubber import LiveScrubber
 from monad_cli.daemon.sessions.actor import ActorContext, ServerActor
 from monad_cli.daemon.sessions.processes import SpawnRecords, kill_leftovers
@@ -165,7 +165,9 @@ class Supervisor:
         self._load_env_file()  # a journal password may live in MONAD_HOME/env too
         settings = load_journal_settings(self.paths, self.variables)  # docs/fleet.md; a bad one stops the start
         self._hold_secrets(self.secrets | settings.secrets)  # the journal password, before anything is logged
-        journal = self.journal = Journal(self.paths.journal_db, scrub=self.scrub, settings=settings)
+        # Its WAL is copied back from a worker thread (retention.checkpoints), never inside a call.
+        journal = self.journal = Journal(self.paths.journal_db, scrub=self.scrub, settings=settings,
+                                         checkpoints=False)
         from monad_cli.daemon.tasks.manager import TaskManager
 
         tasks = self.tasks = TaskManager(journal, self.actors, redact=self.scrub,
@@ -174,7 +176,8 @@ class Supervisor:
         self.tool_service = ToolService(journal, self.actors, scrub=self.scrub,
                                         tool_globs=lambda: self.tool_globs, start_task=tasks.detach,
                                         run_task=tasks.run_call, recheck=self._recheck_tools,
-                                        write_pin=self._write_first_pin, stopping=lambda: self.stopping)
+                                        write_pin=self._write_first_pin, stopping=lambda: self.stopping,
+                                        reload=self.reconcile)
         self.tool_listeners.append(lambda actor: self.tool_service.changed())
         self.state_listeners.append(lambda actor: self.tool_service.state_changed())  # waiting calls look again
         self.auth = SupervisorAuth(self.paths, self.actors)
@@ -473,6 +476,7 @@ class Supervisor:
                 self._tg = tg
                 tg.start_soon(self.tasks.run)
                 tg.start_soon(self.tool_service.calls.write_outcomes)
+                tg.start_soon(checkpoints, journal)
                 tg.start_soon(self.tool_service.shared.follow)  # a fleet's trust (returns at once without one)
                 tg.start_soon(self._handle_signals)
                 if serve:  # before the servers connect: 50 handshakes at once would hold it up
@@ -500,16 +504,21 @@ class Supervisor:
                                                 defined=lambda: self.actors.keys()))
                 tg.start_soon(keep_trying)  # daemon.log's held lines, when nothing else logs
                 await self.stop_event.wait()
-                self.stopping = True
-                relays.close()  # no new gateway sessions; the open ones end (their relays say so)
-                if self.tool_service.gate.refuse_all("the supervisor (stopping)"):
-                    await anyio.sleep(0.1)  # the waiting calls write their answer before the API closes
-                await control.stop()
+                self.stopping = True  # from here a new call is refused, naming the stop
+                refused = self.tool_service.gate.refuse_all("the supervisor (stopping)")
+                # The servers' sessions end first: a call in flight fails with its session and
+                # answers its caller (an agent through the gateway, `monad mcp call`) that the
+                # supervisor stopped, while their connections are still open to carry it.
+                live = [actor for actor in self.actors.values() if actor.live]
                 for actor in list(self.actors.values()):
                     tg.start_soon(actor.stop)
                 with anyio.move_on_after(15):
                     for actor in list(self.actors.values()):
                         await actor.done.wait()
+                if refused or live:
+                    await anyio.sleep(0.1)  # those answers are written before the listeners close
+                relays.close()  # no new gateway sessions; the open ones end (their relays say so)
+                await control.stop()
                 tg.cancel_scope.cancel()
         finally:
             self.stopping = True
@@ -542,10 +551,11 @@ class Supervisor:
 
     def _listed(self, method: str, name: str) -> bool:
         """Whether `name` is a tool (tools/call) or a prompt (prompts/get) listed to agents, by
-        its exposed name or a server's own: telemetry records any other as `_OTHER`."""
+        its exposed name or a server's own, or one of the gateway's own tools (find_tool,
+        call_tool, load_tools): telemetry records any other as `_OTHER`."""
         if method == "prompts/get":
             return self.gateway.catalog.lists_prompt(name)
-        return self.tool_service.server_of(name) is not None or any(
+        return name in GATEWAY_TOOLS or self.tool_service.server_of(name) is not None or any(
             t.name == name for a in list(self.actors.values()) for t in a.tools)
 
     async def _wait_required(self) -> str | None:

@@ -89,13 +89,17 @@ class Journal:
     """
 
     def __init__(self, path: Path, *, scrub: Callable[[str], str] = lambda s: s,
-                 settings: JournalSettings | None = None) -> None:
+                 settings: JournalSettings | None = None, checkpoints: bool = True) -> None:
         self.path = path
         self.scrub = scrub
         self.settings = settings or JournalSettings(home=str(path.parent), host="localhost")
         self.host, self.home = self.settings.host, self.settings.home
         self.link: FleetLink | None = None
-        self.pool = SqlitePool(path)
+        # `checkpoints=False`: no write copies the WAL back into the file itself (SQLite's
+        # autocheckpoint, with its fsync, every ~150 tool calls inside one of them); whoever
+        # opened it calls `checkpoint` from a worker thread (daemon/retention.py).
+        self.pool = SqlitePool(path, autocheckpoint=checkpoints)
+        self.commits = 0  # write transactions committed: what `checkpoint` has to copy back
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self.applied = self._migrate()
@@ -185,6 +189,7 @@ class Journal:
             raise
         if on_write is not None:
             on_write(time.perf_counter() - started)
+        self.commits += 1
         self.wrote()
         if self.fault is not None:
             self._recovered(len(queued))
@@ -215,6 +220,11 @@ class Journal:
         log.warning("journal %s: writable again; %s", self.path, what)
         self.record("journal", state="ok", reason=f"the journal could not be written for "
                                                   f"{time.time() - (since or time.time()):.0f} s; {what}")
+
+    def checkpoint(self) -> int:
+        """Copy the WAL back into the file (`SqlitePool.checkpoint`, PASSIVE); returns the
+        frames copied. Blocking (it fsyncs): call it from a worker thread."""
+        return self.pool.checkpoint()[2]
 
     def retry(self) -> bool:
         """While held: try the held rows again (one transaction). Returns whether the journal

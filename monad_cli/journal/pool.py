@@ -37,14 +37,18 @@ def configure(conn: sqlite3.Connection) -> None:
 class SqlitePool:
     """Connections to the SQLite file at `path`, each used by one thread at a time (from
     `checkout` to `give_back`) and kept for the next; at most `keep` idle ones stay open.
-    `readonly`: opened `mode=ro`, with only the busy timeout set (a reader changes nothing)."""
+    `readonly`: opened `mode=ro`, with only the busy timeout set (a reader changes nothing).
+    `autocheckpoint`: SQLite's default, a commit that grows the WAL past 1000 pages copies it
+    back into the file, fsync included, in the committing thread; False: `checkpoint` is
+    called from elsewhere (the supervisor: from a worker thread, never inside a call)."""
 
     dialect = "sqlite"
 
-    def __init__(self, path: Path, *, keep: int = 4, readonly: bool = False) -> None:
+    def __init__(self, path: Path, *, keep: int = 4, readonly: bool = False, autocheckpoint: bool = True) -> None:
         self.path = path
         self.keep = keep
         self.readonly = readonly
+        self.autocheckpoint = autocheckpoint
         self._idle: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
 
@@ -62,6 +66,8 @@ class SqlitePool:
         elif conn is None:
             conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
             configure(conn)
+            if not self.autocheckpoint:
+                conn.execute("PRAGMA wal_autocheckpoint=0")
         return conn
 
     def give_back(self, conn: sqlite3.Connection) -> None:
@@ -108,6 +114,15 @@ class SqlitePool:
                 with suppress(sqlite3.Error):
                     cur.execute("ROLLBACK")
                 raise
+
+    def checkpoint(self) -> tuple[int, int, int]:
+        """`PRAGMA wal_checkpoint(PASSIVE)`: as much of the WAL as no reader still needs copied
+        back into the file, without waiting for a writer or a reader; (busy, WAL frames,
+        frames copied) as SQLite says ("Write-Ahead Logging", checkpointing). Blocking (it
+        fsyncs): call it from a worker thread."""
+        with self.connection() as conn:
+            row = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        return int(row[0]), int(row[1]), int(row[2])
 
     def change(self, sql: str, params: Sequence[Any] = ()) -> int:
         """One statement in its own `BEGIN IMMEDIATE` transaction; returns the rows it changed."""

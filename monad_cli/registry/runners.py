@@ -182,6 +182,44 @@ def check_runtime_shape(runner: str, args: Sequence[Any]) -> str | None:
             return f"{where} `{name}` is not an option monad lets a registry give `{runner}` (allowed: {known})"
         if not allowed[name] and arg.get("value") not in (None, ""):
             return f"{where} `{name}` takes no value"
+        source = _bind_source(name, _registry_value(arg)) if runner == "docker" else None
+        if source and not _TEMPLATE_ONLY.fullmatch(source):
+            # `_HOST_PATHS` cannot list every folder that matters (`/home`, `$HOME`): the
+            # host folder a container gets is the person's choice, never the entry's.
+            return f"{where} `{name}` gives the container the host folder `{source}` by itself; only " \
+                   f"a value the person gives may name one"
+    return None
+
+
+def _registry_value(arg: Mapping[str, Any]) -> str:
+    """What an argument is when the person gives nothing: its fixed `value` with each
+    `{variable}` that has a `default` filled by it, else its own `default`."""
+    found = arg.get("variables")
+    variables: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+
+    def default(m: re.Match[str]) -> str:
+        body = variables.get(m.group(1))
+        found = body.get("default") if isinstance(body, Mapping) else None
+        return str(found) if isinstance(found, (str, int, float)) else m.group(0)
+
+    if "value" in arg:
+        return _TEMPLATE.sub(default, str(arg["value"]))
+    return str(arg.get("default") or "")
+
+
+_TEMPLATE = re.compile(r"\{([A-Za-z0-9_.-]+)\}")
+_TEMPLATE_ONLY = re.compile(r"\{[A-Za-z0-9_.-]+\}")
+
+
+def _bind_source(option: str, value: str) -> str | None:
+    """The host side of a docker `-v`/`--mount` value (`/home` of `-v /home:/h`, `src=…` of a
+    bind mount), or None when it names none (a named volume, a tmpfs)."""
+    if option in ("-v", "--volume"):
+        source = value.split(":", 1)[0] if ":" in value else value
+        return source if source.startswith(("/", "~", "$", ".", "{")) else None
+    if option == "--mount":
+        fields = dict(part.split("=", 1) for part in value.split(",") if "=" in part)
+        return fields.get("source") or fields.get("src") if fields.get("type", "volume") == "bind" else None
     return None
 
 

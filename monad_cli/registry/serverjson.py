@@ -10,7 +10,10 @@ server.schema.json, 2025-09-29 and later, camelCase):
   runner is `runners.py`'s: an option breaking those rules is refused, never run.
 - `remotes[]` (`streamable-http`, `sse`) become an http server with `url` and `headers`.
 - An input (an environment variable, a header, an argument) with a `value` is fixed; `{x}`
-  in it is the input variable `x` of its `variables` map. An input without a `value` is
+  in it is the input variable `x` of its `variables` map. Text the registry wrote (a fixed
+  `value`, a `default`, a remote's `url`) is literal: its `$` is written `$$`, so an entry
+  cannot reference the person's variables (`"value": "$OPENAI_API_KEY"` in a remote's header
+  would send the env file's key to that host); only what the person gives may be a `$VAR`. An input without a `value` is
   asked for. Each asked input is a `Variable` keeping `isRequired`, `isSecret`, `default`,
   `choices` and `format`.
 
@@ -272,9 +275,21 @@ def variables(option: Option) -> list[Variable]:
 
 
 # -- the definition ----------------------------------------------------------------------------
+def literal(text: str) -> str:
+    """Registry text as a definition holds it literally: `$` → `$$` (config/expansion.py),
+    so no `$VAR` in it expands from MONAD_HOME/env or the supervisor's environment."""
+    return text.replace("$", "$$")
+
+
 def _fill(template: str, values: Mapping[str, str]) -> str:
-    """`{x}` replaced by the value of variable `x`; an unknown `{x}` stays (the schema says so)."""
-    return _TEMPLATE.sub(lambda m: values.get(m.group(1), m.group(0)), template)
+    """`{x}` replaced by the value of variable `x` (as given: the person's `$VAR` stays a
+    reference); the rest of `template` is registry text, made `literal`. An unknown `{x}`
+    stays (the schema says so)."""
+    out, at = [], 0
+    for m in _TEMPLATE.finditer(template):
+        out += [literal(template[at:m.start()]), values.get(m.group(1), literal(m.group(0)))]
+        at = m.end()
+    return "".join([*out, literal(template[at:])])
 
 
 def _resolved(kind: str, body: Mapping[str, Any], values: Mapping[tuple[str, str], str]) -> str | None:
@@ -369,7 +384,7 @@ def preview(option: Option) -> str | None:
         values: dict[tuple[str, str], str] = {}
         for v in variables(option):
             if v.default is not None and not v.secret:
-                values[(v.kind, v.key)] = v.default
+                values[(v.kind, v.key)] = literal(v.default)
             elif v.required or v.secret:
                 values[(v.kind, v.key)] = f"<{v.key}>"
         return command_line(definition({}, option, values))
@@ -416,5 +431,5 @@ def atom_name(server_name: str) -> str:
     return name
 
 
-__all__ = ["Option", "Variable", "argument_key", "atom_name", "choose", "definition", "image_reference",
+__all__ = ["Option", "Variable", "argument_key", "atom_name", "choose", "definition", "image_reference", "literal",
            "options", "package_command", "variables"]

@@ -16,7 +16,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 
 from monad_cli.core.errors import InvalidInput
-from monad_cli.registry.serverjson import Variable
+from monad_cli.registry.serverjson import Variable, literal
 
 Ask = Callable[[Variable], str]
 
@@ -59,8 +59,8 @@ def gather(variables: Sequence[Variable], given: Mapping[str, Mapping[str, str]]
             if answer:
                 values[(var.kind, var.key)] = check_value(var, answer.replace("$", "$$"))
                 continue
-        if var.default is not None:
-            values[(var.kind, var.key)] = var.default
+        if var.default is not None:  # the registry's text: literal, never a `$VAR` of the person's
+            values[(var.kind, var.key)] = literal(var.default)
         elif var.required:
             missing.append(var)
     if missing:

@@ -240,3 +240,72 @@ def test_device_poll_doubles_the_interval_on_a_network_timeout() -> None:
 
     assert anyio.run(main) == "t"
     assert slept == [2, 4, 4, 9]  # timeout doubles; pending keeps; slow_down adds 5 s for good
+
+
+_FLOOD = """
+import socket, sys, time
+held = []
+for _ in range(int(sys.argv[2])):
+    try:
+        s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=2)
+        s.sendall(b"GET / HTTP/1.1\\r\\nX-Slow: ")  # headers that never end
+        held.append(s)
+    except OSError:
+        pass
+print(len(held), flush=True)
+time.sleep(60)
+"""
+
+_LISTEN = """
+import os, resource, signal, socket, subprocess, sys
+import anyio
+from monad_cli.auth.loopback import LoopbackListener
+
+resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))  # a small limit: 250 connections reach it
+
+
+async def main() -> None:
+    async with LoopbackListener(server="x", timeout=30) as lb:
+        flood = subprocess.Popen([*sys.argv[1:], "/usr/bin/python3", "-c", sys.stdin.read(), str(lb.port), "400"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd="/",
+                                 start_new_session=True)
+        held = await anyio.to_thread.run_sync(flood.stdout.readline)
+
+        def callback() -> bytes:
+            with socket.create_connection(("127.0.0.1", lb.port), timeout=10) as s:
+                s.sendall(f"GET {lb.path}?code=c1&state=s1 HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n".encode())
+                return s.recv(12)
+
+        answer = await anyio.to_thread.run_sync(callback)
+        params = await lb.wait()
+        os.killpg(flood.pid, signal.SIGKILL)
+        print(held.strip(), answer.decode(), params["code"], flush=True)
+
+
+anyio.run(main)
+"""
+
+
+def test_the_loopback_listener_outlasts_another_accounts_flood() -> None:
+    """Another account opens 400 connections to the callback port and sends partial headers
+    (the listener runs in `monad mcp authorize` under a 256-descriptor limit): the
+    browser's callback is still answered and the flow ends with its code. Before the cap,
+    accept() failed with EMFILE and the flow ended in an ExceptionGroup."""
+    import os
+    import pwd
+    import subprocess
+    import sys
+
+    if os.geteuid() != 0:
+        pytest.skip("connecting as another account needs root (setuid); run as root to test it")
+    try:
+        nobody = pwd.getpwnam("nobody")
+    except KeyError:
+        pytest.skip("no `nobody` account on this machine to connect as")
+    as_nobody = ["/usr/sbin/runuser", "-u", nobody.pw_name, "--"]
+    proc = subprocess.run([sys.executable, "-c", _LISTEN, *as_nobody], input=_FLOOD, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    held, answer, code = proc.stdout.split()[:2], proc.stdout.split()[2], proc.stdout.split()[3]
+    assert int(held[0]) > 250, proc.stdout  # the flood reached the limit
+    assert held[1] == "HTTP/1.1" and answer == "200" and code == "c1", proc.stdout

@@ -71,7 +71,8 @@ def test_connect_and_disconnect_by_keyboard(monad: Any, page: Any, monad_home: P
     kb.press("Enter")
     dialog = page.get_by_role("dialog", name="Connect Cursor")
     expect(dialog).to_contain_text("monad will change ~/.cursor/mcp.json")
-    entry = json.loads(dialog.get_by_label("The monad entry for Cursor").text_content() or "")
+    # The entry as the file spells it: Cursor's JSON under `mcpServers`.
+    entry = json.loads(dialog.get_by_label("The monad entry for Cursor").text_content() or "")["mcpServers"]["monad"]
     assert entry["args"][-2:] == ["mcp", "serve"] and entry["env"] == {"MONAD_HOME": str(monad_home)}
     assert _focused(page) == "Cancel" and files["cursor"].read_bytes() == cursor_before
     problems += _axe_problems(page, "the Connect dialog")

@@ -418,3 +418,22 @@ def test_changing_codexs_entry_again_and_again_keeps_its_file_the_same_size(cli:
         assert not path.exists()
     else:  # the person's own `monad` table was replaced; the rest is as it was
         assert path.read_text() == '[mcp_servers.x]\ncommand = "y"\n'
+
+
+def test_connect_says_when_it_replaces_a_monad_entry_that_ran_something_else(cli: Any, tmp_path: Path) -> None:
+    """A `monad` entry already there that runs another command (another install, another
+    MONAD_HOME, a person's own entry of that name) is replaced, never silently: a dry run
+    says it would, the write says it did; a second connect is quiet."""
+    file = tmp_path / ".cursor" / "mcp.json"
+    file.parent.mkdir()
+    file.write_text('{"mcpServers": {"monad": {"command": "/opt/old/monad", "args": ["mcp", "serve"]}}}\n')
+    r = cli("mcp", "connect", "cursor", str(file), "--dry-run", "--json")
+    assert r.code == 0 and r.json()["overwrote"] is True and r.json()["changed"] is True, r
+    r = cli("mcp", "connect", "cursor", str(file), "--dry-run")
+    assert "ran something else" in r.err and "would now run this one" in r.err, r
+    assert "/opt/old/monad" in file.read_text()
+    r = cli("mcp", "connect", "cursor", str(file))
+    assert r.code == 0 and "ran something else" in r.err and "now runs this one" in r.err, r
+    assert json.loads(file.read_text())["mcpServers"]["monad"]["command"] != "/opt/old/monad"
+    r = cli("mcp", "connect", "cursor", str(file), "--json")
+    assert r.code == 0 and r.json()["overwrote"] is False and r.json()["changed"] is False, r

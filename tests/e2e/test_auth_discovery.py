@@ -10,7 +10,15 @@ from typing import Any
 
 import pytest
 
-from tests.auth_helpers import DEVICE_AS, Servers, assert_no_sentinel, browser_calls, install_browser, stats
+from tests.auth_helpers import (
+    DEVICE_AS,
+    Servers,
+    assert_no_sentinel,
+    browser_calls,
+    browser_followed,
+    install_browser,
+    stats,
+)
 from tests.conftest import wait_state
 
 pytestmark = pytest.mark.e2e
@@ -63,7 +71,7 @@ def test_no_registration_endpoint_needs_client_id(monad: Any, monad_home: Path, 
     assert r.code == 0, r
     auth = _auth(monad_home)
     assert auth["clientId"] == "monad-cli" and "registration" not in auth
-    assert "client_id=monad-cli" in browser_calls(tmp_path)[0]
+    assert "client_id=monad-cli" in browser_followed(tmp_path)[0]
     assert stats(base)["registrations"] == 0
 
 
@@ -206,7 +214,7 @@ def test_client_id_metadata_document_when_advertised(monad: Any, monad_home: Pat
     assert r.code == 0, r
     from urllib.parse import quote
 
-    assert f"client_id={quote(cimd, safe='')}" in browser_calls(tmp_path)[0]
+    assert f"client_id={quote(cimd, safe='')}" in browser_followed(tmp_path)[0]
     assert stats(base)["registrations"] == 0
     text = (monad_home / "atoms" / "mcp" / "remote.toml").read_text()
     assert "# my server" in text and "# keep this comment" in text  # tomlkit kept the comments

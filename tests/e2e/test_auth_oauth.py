@@ -22,6 +22,7 @@ from tests.auth_helpers import (
     Servers,
     assert_no_sentinel,
     browser_calls,
+    browser_followed,
     install_browser,
     post,
     stats,
@@ -52,10 +53,15 @@ def test_authorize_refresh_restart_invalid_grant_logout(monad: Any, monad_home: 
     r = monad("mcp", "authorize", "remote", env={"MONAD_NO_AUTOSTART": "1"})
     outputs += [r.out, r.err]
     assert r.code == 0, r
-    # The URL is printed (stdout) and opened once, with PKCE S256 and the resource (RFC 8707).
-    calls = browser_calls(tmp_path)
-    assert len(calls) == 1 and calls[0] in r.out
-    assert "code_challenge_method=S256" in calls[0] and "resource=" in calls[0]
+    # The URL is printed (stdout) and opened once, with PKCE S256 and the resource (RFC 8707);
+    # the browser's command line holds only a 0600 file's path, never the URL (its `state`
+    # and redirect path would let another account answer the listener first), and the file
+    # is gone once the flow is over.
+    calls, followed = browser_calls(tmp_path), browser_followed(tmp_path)
+    assert len(calls) == 1 and calls[0].startswith(f"file://{monad_home}/run/authorize-"), calls
+    assert "state=" not in calls[0] and not Path(calls[0].removeprefix("file://")).exists()
+    assert len(followed) == 1 and followed[0] in r.out
+    assert "code_challenge_method=S256" in followed[0] and "resource=" in followed[0]
     s = stats(base)
     assert s["authorize"] == 1 and s["code_exchange"] == 1 and s["registrations"] == 1
     # The challenge asked for mcp:read; offline_access is advertised; `admin` (in the AS's

@@ -47,6 +47,9 @@ def test_list_connect_and_disconnect(supervisor: Any, monad_home: Path) -> None:
     assert rows["cursor"]["entry"]["args"][-2:] == ["mcp", "serve"] and rows["cursor"]["duplicates"] == ["time"]
     assert rows["zed"]["state"] == "not-connected" and rows["zed"]["entry"]["source"] == "custom"
     assert rows["codex"]["state"] == "unreadable" and "config.toml:1:" in rows["codex"]["detail"]
+    # Each entry as its file spells it: Codex's TOML table, Cursor's JSON.
+    assert rows["codex"]["entryText"].startswith("[mcp_servers.monad]\ncommand = ")
+    assert json.loads(rows["cursor"]["entryText"])["mcpServers"]["monad"] == rows["cursor"]["entry"]
     assert rows["goose"]["state"] == "not-installed"
 
     answer = _client().post("/v1/clients/cursor/connect", {"replace": True})

@@ -56,6 +56,15 @@ def test_a_failed_servers_entry_says_so_and_how_to_see_why(supervisor: Any, mona
                 message = listed.value.error.message
                 assert message.startswith("server `broken` has failed") and "`monad mcp status broken`" in message
                 assert SENTINEL not in message
+                # A call of a tool it would have (the agent remembers it, or guesses) says the same,
+                # not a bare "no tool is exposed".
+                for call in (agent.call_tool("search", {}), agent.call_tool("search", {}, meta={"tenant": "t"})):
+                    with pytest.raises(MCPError) as called:
+                        await call
+                    message = called.value.error.message
+                    assert called.value.error.code == -32602, called.value.error
+                    assert message.startswith("no tool `search`: server `broken` has failed"), message
+                    assert "`monad mcp status broken`" in message and SENTINEL not in message, message
         # Fixed while an agent is connected: it hears the list change and gets the tools.
         async with Client(_serve(monad_home, "broken"), mode="legacy", message_handler=on_message) as agent:
             with pytest.raises(MCPError):

@@ -436,6 +436,30 @@ def test_invented_names_are_other_and_known_secrets_never_leave(monad: Any, mona
     assert rss_after - rss_before < 8 * 1024, (rss_before, rss_after)
 
 
+def test_tool_search_meta_tools_are_recorded_by_name(monad: Any, monad_home: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """find_tool and call_tool, listed to an agent of `serve --tool-search`, are recorded by
+    their names, not as `_OTHER`."""
+    with OtlpReceiver() as otlp:
+        _telemetry_on(monad_home, monkeypatch, otlp.endpoint)
+        _atom(monad_home, "traced")
+        assert monad("daemon", "start").code == 0
+        try:
+            wait_state(monad, "traced", "connected", timeout=90)
+            env = {"AGENT_SERVE_FLAGS": "--tool-search"}
+            found = _agent(monad_home, "find_tool", "trace context", env=env)
+            assert not found["isError"] and "traced__where" in found["text"], found
+            called = _agent(monad_home, "call_tool", "", env=env)
+            wait_for(lambda: {found["traceId"], called["traceId"]} <= {
+                s.trace_id for s in otlp.spans() if s.kind == SERVER}, timeout=30)
+        finally:
+            monad("daemon", "stop")
+    spans = otlp.spans()
+    for agent, name in ((found, "find_tool"), (called, "call_tool")):
+        server = _named(spans, f"tools/call {name}", agent["traceId"])
+        assert server.kind == SERVER and server.attributes["gen_ai.tool.name"] == name, server
+
+
 def _otlp_counts(otlp: OtlpReceiver) -> int:
     """How many tools/call SERVER spans with `_OTHER` the receiver holds."""
     return sum(s.kind == SERVER and s.attributes.get("gen_ai.tool.name") == "_OTHER" for s in otlp.spans())

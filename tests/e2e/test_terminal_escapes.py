@@ -15,8 +15,9 @@ import pytest
 
 from tests.conftest import TESTSERVER, wait_state, write_atom
 
-HOSTILE = "\x1b]0;PWNED\x07\x1b]52;c;SGVsbG8=\x07\x1b[2J\x1b[8mhidden\x9b31m\x7f\rback"
-CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# ... and U+202E (right-to-left override): what follows it reads backwards.
+HOSTILE = "\x1b]0;PWNED\x07\x1b]52;c;SGVsbG8=\x07\x1b[2J\x1b[8mhidden\x9b31m\x7f\rback\u202ecod.exe"
+CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def _clean(*texts: str) -> None:
@@ -47,7 +48,7 @@ def test_server_text_reaches_the_terminal_escaped(supervisor: Any, monad_home: P
     called = monad("mcp", "call", "evil__echo", "--arg", f"text={HOSTILE}", "--yes")
     assert called.code == 0, called
     _clean(called.out, called.err)
-    assert "\\u001b]0;PWNED\\u0007" in called.out and "\\u000dback" in called.out, called
+    assert "\\u001b]0;PWNED\\u0007" in called.out and "\\u000dback\\u202ecod.exe" in called.out, called
 
     # --json: the same strings, exactly, and still no raw control on the terminal.
     as_json = monad("mcp", "tools", "evil", "--json")

@@ -139,6 +139,32 @@ def _row(call: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in call.items() if k not in ("id", "ts", "durationMs")}
 
 
+def test_find_tool_hits_pass_the_one_scrubber(supervisor: Any, monad_home: Path, tmp_path: Path) -> None:
+    """A stored secret in a tool's description (as the server lists it) is `***` in
+    find_tool's hits, text and structuredContent alike: the ingress scrubber masked it as
+    the list arrived, the one choke point (find_tool scrubs nothing again)."""
+    from mcp import Client
+
+    assert supervisor("env", "set", "API_TOKEN", input=SECRET).code == 0
+    catalog = tmp_path / "leaky.json"
+    catalog.write_text(json.dumps({"tools": [{
+        "name": "deploy", "description": f"Deploy the site with the token {SECRET} to production.",
+        "inputSchema": {"type": "object", "properties": {}}}]}))
+    write_atom(monad_home, "leaky", f"command = {json.dumps(sys.executable)}\n"
+                                    f"args = {json.dumps([CATALOGSERVER, str(catalog)])}\n"
+                                    f'env = {{API_TOKEN = "$API_TOKEN"}}\n')
+    wait_state(supervisor, "leaky", "connected", timeout=90)
+
+    async def agent() -> Any:
+        async with Client(_serve(monad_home, "--tool-search")) as client:
+            return await client.call_tool("find_tool", {"query": "deploy the site to production"})
+
+    found = anyio.run(agent)
+    assert _names(found) == ["leaky__deploy"], found
+    assert found.structured_content["tools"][0]["description"] == "Deploy the site with the token *** to production."
+    assert SECRET not in found.content[0].text and "token *** to" in found.content[0].text, found
+
+
 def test_call_tool_passes_the_gate_the_scrubber_and_the_journal_as_a_direct_call(supervisor: Any,
                                                                                monad_home: Path) -> None:
     """The same tools called directly and through call_tool, neither auto-approved: each waits
@@ -451,3 +477,89 @@ def test_the_index_follows_a_servers_list_change(supervisor: Any, monad_home: Pa
                     await anyio.sleep(0.2)
 
     anyio.run(agent)
+
+
+def test_found_tools_are_per_http_session_and_bounded(supervisor: Any, monad_home: Path) -> None:
+    """On `serve --http`, what one MCP session's find_tool found joins that session's list only
+    (the other session neither lists it nor hears a list change), and a session keeps at most
+    `MAX_FOUND` found tools, the most recently found."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    from monad_cli.daemon.gateway.search import MAX_FOUND
+
+    _catalog(monad_home, supervisor, "git", "atlassian")
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "monad_cli", "mcp", "serve", "--http", "--port", str(port),
+                             "--tool-search"], env={**os.environ, "MONAD_NO_AUTOSTART": "1"},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    heard = {"a": 0, "b": 0}
+    seen: dict[str, Any] = {}
+    try:
+        url, headers = gateway_up(monad_home, port)
+
+        def handler(who: str) -> Any:
+            async def on_message(message: Any) -> None:
+                if getattr(getattr(message, "root", message), "method", "") == "notifications/tools/list_changed":
+                    heard[who] += 1
+            return on_message
+
+        async def main() -> None:
+            async with (httpx2.AsyncClient(headers=headers) as h,
+                        Client(streamable_http_client(url, http_client=h), mode="legacy",
+                               message_handler=handler("a")) as a,
+                        Client(streamable_http_client(url, http_client=h), mode="legacy",
+                               message_handler=handler("b")) as b):
+                assert [t.name for t in (await b.list_tools()).tools] == ["find_tool", "call_tool"]
+                found = _names(await a.call_tool("find_tool", {"query": "what changed in my working tree?"}))
+                with anyio.fail_after(30):
+                    while not heard["a"]:
+                        await anyio.sleep(0.05)
+                seen["a"] = [t.name for t in (await a.list_tools()).tools]
+                seen["b"] = [t.name for t in (await b.list_tools()).tools]
+                seen["found"] = found
+                for query in ("create a jira issue", "edit a confluence page", "search jira with jql"):
+                    seen["last"] = _names(await a.call_tool("find_tool", {"query": query, "limit": 50}))
+                seen["capped"] = [t.name for t in (await a.list_tools()).tools]
+                await anyio.sleep(0.5)  # any stray list change to b would have come by now
+
+        anyio.run(main)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+    assert seen["a"][:2] == ["find_tool", "call_tool"] and set(seen["a"][2:]) == set(seen["found"]), seen
+    assert seen["b"] == ["find_tool", "call_tool"] and heard["b"] == 0, (seen, heard)
+    capped = seen["capped"][2:]
+    assert len(seen["last"]) == 50 and len(capped) == MAX_FOUND and set(seen["last"]) <= set(capped), seen
+
+
+def test_the_budget_keeps_a_typed_results_structured_content_valid(supervisor: Any, monad_home: Path) -> None:
+    """A tool with an `outputSchema` keeps its `structuredContent` whole under the result
+    budget, even past it (the schema promises it; a cut or dropped one fails the agent's
+    check): the SDK's client validates it, and the text is cut to the note naming the
+    kept whole, which reads back exactly."""
+    from mcp import Client
+
+    write_atom(monad_home, "typed", f"command = {json.dumps(sys.executable)}\n"
+                                    f"args = {json.dumps([CATALOGSERVER, str(CATALOG / 'time.json'), '--typed'])}\n"
+                                    'trust = {autoApproveTools = ["typed__big_record"]}\n')
+    wait_state(supervisor, "typed", "connected", timeout=90)
+    out: dict[str, Any] = {}
+
+    async def main() -> None:
+        async with Client(_serve(monad_home, "--max-result-tokens", "1000")) as client:
+            await client.list_tools()  # the SDK's client checks results against the listed outputSchema
+            result = await client.call_tool("typed__big_record", {"size": 40_000})
+            out["result"] = result
+            uri = re.search(r"monad://results/[A-Za-z0-9_-]+", result.content[-1].text)
+            assert uri, result.content
+            out["whole"] = await client.read_resource(uri.group(0))
+
+    anyio.run(main)
+    result = out["result"]
+    assert not result.is_error and result.structured_content["bytes"] == 40_000, result.content
+    assert len(result.structured_content["text"].encode()) == 40_000
+    assert len(result.content) == 1 and result.content[0].text.startswith("[monad: this result was cut"), result
+    texts = [c.text for c in out["whole"].contents]
+    assert json.loads(texts[0]) == result.structured_content == json.loads(texts[-1])

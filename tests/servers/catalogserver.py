@@ -1,7 +1,7 @@
 """An MCP test server that lists a real server's published tools (from bench/search/catalog/)
 and answers every call with what it was asked, for tool search (issue 40).
 
-    python catalogserver.py CATALOG.json... [--big] [--limit N]
+    python catalogserver.py CATALOG.json... [--big] [--typed] [--limit N]
 
 With several files, each tool is named `SERVER_TOOL` (two servers may share a tool name);
 `--limit N` serves the first N tools. Each tool of the file is listed as it was dumped (name, description, input schema,
@@ -9,7 +9,9 @@ annotations; not its output schema, which the canned answer would not match);
 a call answers one text item, `called NAME with ARGUMENTS-AS-JSON`. `--big` adds
 `big_text(size:int)`, a text of `size` UTF-8 bytes (a deterministic mix of ASCII and
 multibyte characters), and `big_blob(size:int)`, an image item of `size` random-looking bytes
-(base64), plus structured content in both, for the result budget.
+(base64), plus structured content in both, for the result budget. `--typed` adds
+`big_record(size:int)`, whose `outputSchema` (`RECORD_SCHEMA`) its structured content
+`{"text": <size bytes>, "bytes": size}` matches (and its text item is that JSON).
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ import anyio
 import mcp_types as types
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
+
+RECORD_SCHEMA: dict[str, Any] = {"type": "object", "properties": {"text": {"type": "string"},
+                                                                  "bytes": {"type": "integer"}},
+                                  "required": ["text", "bytes"]}
 
 
 def big_text(size: int) -> str:
@@ -51,6 +57,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("catalog", nargs="+")
     parser.add_argument("--big", action="store_true")
+    parser.add_argument("--typed", action="store_true")
     parser.add_argument("--limit", type=int)
     a = parser.parse_args()
     dumped = []
@@ -66,6 +73,10 @@ def main() -> None:
         size = {"type": "object", "properties": {"size": {"type": "integer"}}, "required": ["size"]}
         tools += [types.Tool(name="big_text", description="A long text result of `size` bytes.", input_schema=size),
                   types.Tool(name="big_blob", description="A large image result of `size` bytes.", input_schema=size)]
+    if a.typed:
+        size = {"type": "object", "properties": {"size": {"type": "integer"}}, "required": ["size"]}
+        tools.append(types.Tool(name="big_record", description="A long typed record of `size` bytes.",
+                                input_schema=size, output_schema=RECORD_SCHEMA))
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
@@ -76,6 +87,10 @@ def main() -> None:
             text = big_text(int(args["size"]))
             return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
                                         structured_content={"bytes": len(text.encode())})
+        if params.name == "big_record":
+            record = {"text": big_text(int(args["size"])), "bytes": int(args["size"])}
+            return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(record))],
+                                        structured_content=record)
         if params.name == "big_blob":
             data = base64.b64encode(big_bytes(int(args["size"]))).decode()
             return types.CallToolResult(content=[types.TextContent(type="text", text="an image follows"),

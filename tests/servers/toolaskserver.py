@@ -9,8 +9,9 @@ so a client speaks the handshake era with it and the server's questions are plai
 
 Tools: `signup()` asks a form (elicitation form mode: `name` string, `age` integer,
 `newsletter` boolean) and answers with what came back; `connect()` asks the person to open a
-URL (URL mode) and answers with the action; `summarize(text)` asks for a sampling and
-answers with the model's text, or why it was refused.
+URL (URL mode) and answers with the action; `withdraw(after)` asks the form and withdraws the
+question after `after` seconds (notifications/cancelled), answering `withdrawn`;
+`summarize(text)` asks for a sampling and answers with the model's text, or why it was refused.
 """
 
 from __future__ import annotations
@@ -40,6 +41,16 @@ async def signup(ctx: Context) -> str:
         return f"action: {result.action}"
     d = result.data
     return f"action: accept; name={d.name}; age={d.age}; newsletter={d.newsletter}"
+
+
+@app.tool()
+async def withdraw(after: float, ctx: Context) -> str:
+    """Ask the signup form, and withdraw the question after `after` seconds (the SDK sends
+    notifications/cancelled for it): `withdrawn`, or the action if an answer came first."""
+    with anyio.move_on_after(after):
+        result = await ctx.elicit("Sign up (this question is withdrawn soon)", Signup)
+        return f"action: {result.action}"
+    return "withdrawn"
 
 
 @app.tool()

@@ -1,6 +1,6 @@
 """An MCP server (the SDK's lowlevel `Server`, stdio) that says what trace context reached it.
 
-    python traceserver.py [--query VALUE] [--template TEMPLATE]
+    python traceserver.py [--query VALUE] [--template TEMPLATE] [--whole-meta]
 
 Tools: `where()` answers the W3C trace context keys of its request's `params._meta`
 (`traceparent`, `tracestate`, `baggage`) as JSON, as any server that continues a trace
@@ -9,7 +9,9 @@ sent); `fail(text)` is a tool error; `secret()` answers its `TRACE_SECRET` envir
 variable (a result that holds an env value). Resource `trace://where` (with `--query`:
 `trace://where?key=VALUE`, a URI with a query value; with `--template`: a resource template
 too, every URI it matches read as the resource) and prompt `where`
-answer the same trace context; completion/complete of the prompt's `topic` argument answers `["trace"]`.
+answer the same trace context; completion/complete of the prompt's `topic` argument answers `["trace"]`. `--whole-meta`:
+`where`, the resource and the prompt answer the request's whole `params._meta` instead (what
+reached the server of the keys its client put there).
 """
 
 from __future__ import annotations
@@ -43,8 +45,7 @@ def main() -> None:
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         given = (params.arguments or {}).get("text", "")
         if params.name == "where":
-            meta = (ctx.params or {}).get("_meta") or {}
-            return text(json.dumps({k: meta[k] for k in TRACE_KEYS if k in meta}))
+            return text(context_of(ctx))
         if params.name == "echo":
             return text(str(given))
         if params.name == "fail":
@@ -53,9 +54,11 @@ def main() -> None:
             return text(os.environ.get("TRACE_SECRET", ""))
         return text(f"unknown tool {params.name}", error=True)
 
+    whole = "--whole-meta" in sys.argv
+
     def context_of(ctx: Any) -> str:
         meta = (ctx.params or {}).get("_meta") or {}
-        return json.dumps({k: meta[k] for k in TRACE_KEYS if k in meta})
+        return json.dumps(meta, sort_keys=True) if whole else json.dumps({k: meta[k] for k in TRACE_KEYS if k in meta})
 
     uri = f"trace://where?key={sys.argv[sys.argv.index('--query') + 1]}" if "--query" in sys.argv else "trace://where"
     templates = [types.ResourceTemplate(uri_template=sys.argv[sys.argv.index("--template") + 1], name="places")

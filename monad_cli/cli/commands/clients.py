@@ -127,6 +127,10 @@ def connect(
         else:
             render.info(f"wrote the `monad` entry into {where}; restart {title} to see every "
                         f"monad server through the approval gate")
+        if result["overwrote"]:
+            # Never silent: the entry may have been another install's, or the person's own.
+            render.warn(f"the `monad` entry in {where} ran something else (another monad, another MONAD_HOME or "
+                        f"other serve options); it {'would now run' if dry_run else 'now runs'} this one")
         if result["replaced"]:
             render.info(f"{'would take' if dry_run else 'took'} {title}'s own entries {_names(result['replaced'])} "
                         f"out of {where}: monad runs those servers now")

@@ -33,7 +33,9 @@ def serve(
         = "10m",
     approval_timeout: Annotated[float, typer.Option(
         "--approval-timeout", help="Seconds a call waits for `monad approvals allow ID` before it is "
-                                   "refused.")] = DEFAULT_APPROVAL_TIMEOUT_S,
+                                   "refused (the agent is told at once that it waits, and how to approve), "
+                                   "and a server's question waits for the agent's answer.")]
+        = DEFAULT_APPROVAL_TIMEOUT_S,
     fact: Annotated[list[str] | None, typer.Option(
         "--fact", metavar="KEY=VALUE", help="A fact for server conditions, e.g. model_params=8 or env=ci "
                                             "(repeatable).")] = None,

@@ -12,7 +12,10 @@ What is cut (`cut`): the result's `content` items in order, each counted by
 `estimate_tokens`; the text item that crosses the budget keeps its first characters up to
 it (never splitting a character), later items are left out. `structuredContent` stays when
 it takes at most half the budget (the content gets the rest), else it is left out (its
-whole is in the resource). A note closes the
+whole is in the resource); a tool with an `outputSchema` (`typed`) keeps it whole whatever
+its size, the content getting what is left: the schema promises it (MCP spec, server/tools
+"Output Schema": a client validates it), and a cut or missing one fails the call in the
+agent, where a budget only meant to shorten it. A note closes the
 content: how much was cut and the URI. `resources/read` of the URI returns the whole
 result's content items as resource contents, in order: text as `text`, images and audio as
 `blob` (base64, as the tool gave them, with their `mimeType`), an embedded resource as it
@@ -123,16 +126,17 @@ def _cut_text(text: str, tokens: int) -> str:
     return data[:max(budget, 0)].decode(errors="ignore")
 
 
-def cut(result: dict[str, Any], budget: int, store: ResultStore) -> dict[str, Any]:
+def cut(result: dict[str, Any], budget: int, store: ResultStore, *, typed: bool = False) -> dict[str, Any]:
     """`result` as the agent gets it under a budget of `budget` tokens (module docstring):
     unchanged when it fits, or when its content items all fit and only its envelope passes
-    the budget; else cut, with a note naming the kept whole."""
+    the budget; else cut, with a note naming the kept whole. `typed`: the tool declares an
+    `outputSchema`, so its `structuredContent` stays whole."""
     total = estimate_tokens(result)
     if total <= budget:
         return result
     structured = result.get("structuredContent")
-    keep_structured = structured is not None and estimate_tokens(structured) <= budget // 2
-    left = budget - (estimate_tokens(structured) if keep_structured else 0)
+    keep_structured = structured is not None and (typed or estimate_tokens(structured) <= budget // 2)
+    left = max(budget - (estimate_tokens(structured) if keep_structured else 0), 0)
     content: list[dict[str, Any]] = []
     for item in result.get("content") or []:
         size = estimate_tokens(item)

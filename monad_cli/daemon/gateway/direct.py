@@ -5,7 +5,7 @@ offers it to `DirectCalls.take`. A plain `tools/call` — the request an agent s
 over — is taken there before the SDK parses it, handed to the session's handler
 (`GatewaySession.lane_call`: the same policy, approval gate, journal row and error mapping
 as the SDK's path, wrapped by what the supervisor installs: telemetry's SERVER span), and
-answered with one `json.loads` and one `json.dumps`. That skips, per call, the SDK's relay
+answered with one `json.loads` and one `encode_line`. That skips, per call, the SDK's relay
 task, its message model, its dispatcher task, the per-request connection, runner, session
 and context, and the params' validation: about a third of the supervisor's CPU per gateway
 call (bench/README.md, issue 15).
@@ -31,9 +31,10 @@ What is taken (shapes as in the MCP spec, server/tools "Calling Tools"):
 - params are `name` (a string), `arguments` (an object, or absent) and that `_meta`: no
   `progressToken` (progress stays with the SDK's path), no `task`, no `requestState` or
   `inputResponses` (a later input_required round: the SDK's path);
-- W3C trace context in `_meta` (`traceparent`, `tracestate`, `baggage`; SEP-414) is taken in
-  either era and handed on with the call (`LaneCall.trace`: telemetry's SERVER span
-  continues the caller's trace with it, as on the SDK's path).
+- the agent's own keys in `_meta` (a tenant, a tool-use id, W3C trace context; gateway/meta.py)
+  are taken in either era and handed on with the call (`LaneCall.passed`: the server gets
+  them; `LaneCall.trace`: telemetry's SERVER span continues the caller's trace, SEP-414, as
+  on the SDK's path).
 
 `notifications/cancelled` naming a call in flight here cancels it, which cancels the
 upstream request (basic/utilities/cancellation); the connection's end cancels them all.
@@ -49,7 +50,7 @@ import json
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -68,6 +69,9 @@ from mcp_types import (
 from mcp_types.jsonrpc import CONNECTION_CLOSED
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
+
+from monad_cli.daemon.gateway.meta import agent_meta
+from monad_cli.daemon.sessions.framing import encode_line
 
 log = logging.getLogger("monad.gateway")
 
@@ -92,8 +96,9 @@ QUESTION_ID = "monad-q-"  # the ids of the lane's own requests to the agent (a s
 class LaneCall:
     """One plain tools/call the lane took: its JSON-RPC `id`, the tool's `name` and
     `arguments` as sent, the protocol `version` it is answered at, its `_meta` (at
-    2026-07-28 the envelope: who the agent is, what it can answer; else None), and the W3C
-    trace context it carried (`trace`, SEP-414; None: none)."""
+    2026-07-28 the envelope: who the agent is, what it can answer; else None), the W3C
+    trace context it carried (`trace`, SEP-414; None: none), and the agent's own `_meta`
+    keys, trace context included, which the server is sent (`passed`, gateway/meta.py)."""
 
     id: Any
     name: str
@@ -101,6 +106,7 @@ class LaneCall:
     version: str
     meta: dict[str, Any] | None
     trace: dict[str, Any] | None
+    passed: dict[str, Any] = field(default_factory=dict)
 
 
 # The session's handler of a lane call (`GatewaySession.lane_call`, wrapped by what the
@@ -114,10 +120,6 @@ def _not_json(constant: str) -> Any:
 
 def _key(request_id: object) -> str:
     return str(request_id)  # "7" cancels 7, as the SDK's dispatcher coerces ids
-
-
-def _line(body: dict[str, Any]) -> bytes:
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode() + b"\n"
 
 
 def _error(request_id: Any, code: int, message: str) -> dict[str, Any]:
@@ -204,10 +206,13 @@ class DirectCalls:
         if b"\\u" in line and _SURROGATE.search(line):
             return False
         meta = params.get("_meta")
+        passed: dict[str, Any] = {}
         trace: dict[str, Any] | None = None
-        if isinstance(meta, dict) and not meta.keys().isdisjoint(TRACE):
-            trace = {k: v for k, v in meta.items() if k in TRACE}
-            params = {**params, "_meta": {k: v for k, v in meta.items() if k not in TRACE}}
+        if isinstance(meta, dict) and meta:
+            passed = agent_meta(meta)  # the agent's own keys: the server gets them (gateway/meta.py)
+            if passed:
+                params = {**params, "_meta": {k: v for k, v in meta.items() if k not in passed}}
+                trace = {k: v for k, v in passed.items() if k in TRACE} or None
         version = self._era_version(params.get("_meta")) if _plain_params(params) else None
         key = _key(request_id)
         if version is None or key in self.in_flight:  # a duplicate id: the SDK's to judge
@@ -217,7 +222,7 @@ class DirectCalls:
         self.taken += 1
         meta = params.get("_meta")
         call = LaneCall(request_id, params["name"], params.get("arguments"), version,
-                        meta if isinstance(meta, dict) else None, trace)
+                        meta if isinstance(meta, dict) else None, trace, passed)
         self.tg.start_soon(self._run, scope, call)
         return True
 
@@ -253,7 +258,9 @@ class DirectCalls:
     async def ask(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
         """Send the agent a request (`elicitation/create`, `sampling/createMessage`,
         `roots/list`) on this connection and wait for its answer: the result. Raises
-        MCPError with the agent's error. Cancelling the waiting call abandons the answer."""
+        MCPError with the agent's error. Cancelling the wait (the server withdrew its question,
+        the call ended, the time ran out) withdraws the request from the agent:
+        `notifications/cancelled` with its id."""
         self._asked += 1
         request_id = f"{QUESTION_ID}{self._asked}"
         done, box = anyio.Event(), list[dict[str, Any]]()
@@ -262,8 +269,17 @@ class DirectCalls:
         if params is not None:
             body["params"] = params
         try:
-            await self.send(_line(body))
+            await self.send(encode_line(body))
             await done.wait()
+        except anyio.get_cancelled_exc_class():
+            # Withdrawn (the server cancelled its question, the call ended, the time ran
+            # out): the agent is told, so it stops asking its person (basic/utilities/cancellation).
+            if not box:
+                cancelled = {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                             "params": {"requestId": request_id, "reason": "monad: the question was withdrawn"}}
+                with anyio.move_on_after(_SHUTDOWN_WRITE_S, shield=True):
+                    await self._write(encode_line(cancelled))
+            raise
         finally:
             self._questions.pop(request_id, None)
         answer = box[0]
@@ -303,7 +319,7 @@ class DirectCalls:
             # The connection is ending: answer so nobody waits (the SDK does the same).
             if key not in self._peer_cancelled:
                 with anyio.move_on_after(_SHUTDOWN_WRITE_S, shield=True):
-                    await self._write(_line(_error(call.id, CONNECTION_CLOSED, "Connection closed")))
+                    await self._write(encode_line(_error(call.id, CONNECTION_CLOSED, "Connection closed")))
             raise
         finally:
             self.in_flight.pop(key, None)
@@ -317,16 +333,16 @@ class DirectCalls:
         try:
             result = await self.handle(call)
         except MCPError as e:
-            return _line({"jsonrpc": "2.0", "id": call.id,
+            return encode_line({"jsonrpc": "2.0", "id": call.id,
                           "error": e.error.model_dump(by_alias=True, mode="json", exclude_none=True)})
         except Exception:  # the SDK answers a handler's failure too; ours is a bug, logged
             log.exception("gateway tools/call %s failed", call.name)
-            return _line(_error(call.id, INTERNAL_ERROR, "Internal error"))
+            return encode_line(_error(call.id, INTERNAL_ERROR, "Internal error"))
         try:
-            return _line({"jsonrpc": "2.0", "id": call.id, "result": self._shape(result, call.version)})
+            return encode_line({"jsonrpc": "2.0", "id": call.id, "result": self._shape(result, call.version)})
         except (ValidationError, ValueError, TypeError):  # not a valid result, or not JSON (NaN)
             log.exception("gateway tools/call %s: the handler's result is not a valid one", call.name)
-            return _line(_error(call.id, INTERNAL_ERROR, "Handler returned an invalid result"))
+            return encode_line(_error(call.id, INTERNAL_ERROR, "Handler returned an invalid result"))
 
     def _shape(self, result: dict[str, Any], version: str) -> dict[str, Any]:
         """The wire result, as the SDK's runner shapes a handler's (its per-version sieve;

@@ -45,6 +45,7 @@ from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, R
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from monad_cli.daemon.gateway.catalog import LEVELS, Catalog, level_at_least, quiet_deprecated
+from monad_cli.daemon.gateway.meta import agent_meta
 from monad_cli.daemon.gateway.paging import page
 from monad_cli.daemon.gateway.subscriptions import Subscriptions
 from monad_cli.daemon.trust.inputs import Caller
@@ -195,7 +196,8 @@ class SessionFeatures:
             if answer is not None:
                 return answer
         return await upstream(asking(self.questions(request.ctx, request.protocol_version, what=what,
-                                                    capabilities=request.capabilities(), log=request.log)))
+                                                    capabilities=request.capabilities(), log=request.log),
+                                     request.meta))
 
     async def subscribe(self, ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
         conn = self._remember(ctx)
@@ -373,10 +375,12 @@ class SessionFeatures:
         return conn
 
 
-def asking(questions: Any) -> Caller:
+def asking(questions: Any, meta: Any = None) -> Caller:
     """The `Caller` of an upstream request whose questions go to `questions` (an
-    `AgentQuestions`, or None: nobody), with the capabilities its agent declared."""
-    return Caller(inputs=questions, capabilities=questions.client_capabilities() if questions is not None else None)
+    `AgentQuestions`, or None: nobody), with the capabilities its agent declared and the
+    agent's own keys of its request's `_meta` (gateway/meta.py)."""
+    return Caller(inputs=questions, capabilities=questions.client_capabilities() if questions is not None else None,
+                  meta=agent_meta(meta))
 
 
 def _cursor(params: types.PaginatedRequestParams | None) -> str | None:

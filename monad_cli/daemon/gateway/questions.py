@@ -20,15 +20,26 @@ client/elicitation "Completion Notifications for URL Mode Elicitation"), on the 
 as the question. 2026-07-28 removed that notification: a 2026-07-28 agent's call simply goes on
 to its result.
 
+Every question ends, in either era: answered; withdrawn by the server (its
+notifications/cancelled cancels the wait, and the request to the agent is withdrawn in turn:
+notifications/cancelled, the SDK's on the request's channel, the lane's own); or after
+`timeout` seconds (the gateway's `--approval-timeout`), when an elicitation is answered
+`cancel` and anything else refused, and the agent's request is withdrawn the same way.
+
+`tell` sends the agent a log message on the request's channel (what the gateway says of a call
+waiting for approval, trust/service.py).
+
 Each question leaves a journal event `question`: the server, the method, the call's id, the
-outcome (`answered` with the elicitation's action, or `refused` with why); never the answer's
-content.
+outcome (`answered` with the elicitation's action, `timeout`, or `refused` with why); never
+the answer's content.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
+from functools import partial
 from typing import Any
 
 import anyio
@@ -39,10 +50,12 @@ from mcp_types import methods
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from monad_cli.daemon.trust.inputs import FORWARDED_CAPABILITIES, InputRefused
+from monad_cli.daemon.gateway.catalog import level_at_least, quiet_deprecated
+from monad_cli.daemon.trust.inputs import FORWARDED_CAPABILITIES, InputRefused, QuestionTimedOut
 
 log = logging.getLogger("monad.gateway")
 ELICITATION_COMPLETE = "notifications/elicitation/complete"
+LOGGER = "monad"  # the `logger` of the gateway's own log messages to an agent
 
 _KINDS: dict[str, tuple[str, Any, Any]] = {
     "elicitation/create": ("elicitation", types.ElicitRequest, types.ElicitResult),
@@ -75,8 +88,10 @@ class AgentQuestions:
 
     def __init__(self, ctx: Any, journal: Any, *, protocol_version: str, server: str | None = None,
                  what: str | None = None, lane: Any = None, round: Any = None,
-                 capabilities: Any = None) -> None:
+                 capabilities: Any = None, log: Any = None, timeout: float | None = None) -> None:
         self.ctx = ctx
+        self.log = log  # a 2026-07-28 request that asked for log messages: its `RequestLog` (features.py)
+        self.timeout = timeout  # seconds a question waits for the agent's answer (None: no bound)
         self.lane = lane  # a direct-lane call's `DirectCalls` (gateway/direct.py): its `ask`
         self.round = round  # a 2026-07-28 agent's call: its `input_required` rounds (gateway/rounds.py)
         self.raw_capabilities = capabilities  # a 2026-07-28 request's envelope `clientCapabilities`
@@ -139,25 +154,65 @@ class AgentQuestions:
             elicitation_id = (params or {}).get("elicitationId")
             if isinstance(elicitation_id, str):
                 self.url_elicitations.add(elicitation_id)
+        result = None
         try:
-            if self.round is not None:
-                body = {"method": method, **({"params": params} if params else {})}
-                result = result_type.model_validate(await self.round.ask(body, key))
-            elif self.ctx is not None:
-                typed = request_type.model_validate({"method": method, **({"params": params} if params else {})})
-                result = await self.ctx.session.send_request(
-                    typed, result_type, metadata=ServerMessageMetadata(related_request_id=self.ctx.request_id))
-            else:
-                result = result_type.model_validate(await self.lane.ask(method, params))
+            # Every question ends: answered, withdrawn by the server (its notifications/cancelled
+            # cancels this task, and the agent is told in turn), or out of time. A request to the
+            # agent that is cut here is withdrawn from it (notifications/cancelled: the SDK's on
+            # `ctx`, the lane's own), so nothing stays pending on either side.
+            with anyio.move_on_after(self.timeout if self.timeout is not None else math.inf):
+                if self.round is not None:
+                    body = {"method": method, **({"params": params} if params else {})}
+                    result = result_type.model_validate(await self.round.ask(body, key))
+                elif self.ctx is not None:
+                    typed = request_type.model_validate({"method": method, **({"params": params} if params else {})})
+                    result = await self.ctx.session.send_request(
+                        typed, result_type, metadata=ServerMessageMetadata(related_request_id=self.ctx.request_id))
+                else:
+                    result = result_type.model_validate(await self.lane.ask(method, params))
+        except QuestionTimedOut:
+            result = None
         except MCPError as e:
             raise self._refuse(method, f"the agent answered with an error: {e.error.message}", call_id) from None
         except InputRefused as e:
             raise self._refuse(method, str(e), call_id) from None
         except ValidationError:
             raise self._refuse(method, f"the agent's answer is not a {method} result", call_id) from None
+        if result is None:  # nobody answered in time
+            why = f"the agent did not answer within {self.timeout:g} s"
+            if method != "elicitation/create":
+                raise self._refuse(method, why, call_id)
+            # An elicitation the person left unanswered: `cancel`, "dismissed without making an
+            # explicit choice" (client/elicitation "Response Actions").
+            self._note(method, "timeout", call_id, action="cancel", reason=why)
+            return {"action": "cancel"}
         answer: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
         self._note(method, "answered", call_id, **({"action": answer.get("action")} if "action" in answer else {}))
         return answer
+
+    async def tell(self, level: str, text: str, *, threshold: str | None = None) -> bool:
+        """One log message to the agent on this request's own channel: `notifications/message`
+        (MCP spec, server/utilities/logging) with logger `monad`, at `level`, unless the agent
+        asked for a higher level (`threshold`: its `logging/setLevel`; at 2026-07-28 the
+        request's own `_meta` logLevel, without which that era allows none). True when sent."""
+        if threshold is not None and not level_at_least(level, threshold):
+            return False
+        try:
+            if self.ctx is not None:  # the SDK applies a 2026-07-28 request's opt-in itself
+                await quiet_deprecated(partial(self.ctx.session.send_log_message, level, text, LOGGER,
+                                               related_request_id=self.ctx.request_id))
+            elif self.lane is not None:
+                line = json.dumps({"jsonrpc": "2.0", "method": "notifications/message",
+                                   "params": {"level": level, "logger": LOGGER, "data": text}},
+                                  ensure_ascii=False, separators=(",", ":"))
+                await self.lane.send(line.encode() + b"\n")
+            elif self.log is not None and level_at_least(level, self.log.level):
+                self.log.send.send_nowait({"level": level, "logger": LOGGER, "data": text})
+            else:
+                return False
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.WouldBlock):
+            return False  # the agent is gone (its call ends with it) or its queue is full
+        return True
 
     async def elicitation_complete(self, elicitation_id: str) -> bool:
         """Tell the agent the URL-mode elicitation `elicitation_id` it was sent is complete:

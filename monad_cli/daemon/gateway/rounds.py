@@ -19,9 +19,9 @@ The same holds for `resources/read` and `prompts/get`, whose servers may ask too
   2026-07-28 server's `inputRequests` key), else `q1`, `q2`, …;
 - a call with that `requestState` hands the `inputResponses` to the questions waiting for
   them and answers, again, with the result or the next questions;
-- a question no round answers within `answer_timeout` seconds is refused (the server gets
-  the error, the call goes on as the server decides); a token unknown or finished is
-  refused with -32602.
+- a question no round answers within `answer_timeout` seconds ends (an elicitation is
+  answered `cancel`, anything else refused: gateway/questions.py; the call goes on as the
+  server decides); a token unknown or finished is refused with -32602.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ import anyio
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
-from monad_cli.daemon.trust.inputs import InputRefused
+from monad_cli.daemon.trust.inputs import QuestionTimedOut
 
 log = logging.getLogger("monad.gateway")
 KEEP_FINISHED_S = 300.0  # a finished call's answer waits this long for the agent's next round
@@ -77,7 +77,7 @@ class Round:
     async def ask(self, request: dict[str, Any], key: str | None = None) -> dict[str, Any]:
         """The upstream call's question (`key`: the server's own `inputRequests` key, if it
         gave one): out to the agent in the next round; its answer back. Raises
-        InputRefused when no round answers it in time."""
+        QuestionTimedOut when no round answers it in time."""
         self.asked += 1
         key = key or f"q{self.asked}"
         if key in self.questions:
@@ -90,7 +90,7 @@ class Round:
         finally:
             self.questions.pop(key, None)
         if question.answer is None:
-            raise InputRefused(f"the agent did not answer within {self.answer_timeout:.0f} s")
+            raise QuestionTimedOut(f"the agent did not answer within {self.answer_timeout:g} s")
         return question.answer
 
     def answer(self, responses: dict[str, Any]) -> None:

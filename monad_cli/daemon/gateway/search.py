@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping, Sequence
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,7 +40,45 @@ DEFAULT_LIMIT = 8
 MAX_LIMIT = 50
 MAX_QUERY_CHARS = 1000
 BYTES_PER_TOKEN = 4
+MAX_FOUND = 64  # found tools one agent's list keeps (the most recently found; clients cap lists at ~128)
 SLICE = 250  # tools analysed or indexed between two yields to the event loop (~5-50 ms)
+
+
+class FoundTools:
+    """What find_tool returned, per agent (progressive discovery: the found tools join that
+    agent's tools/list, no other's). `key` is the agent's connection (a weakly held object:
+    a connection that ends takes its found tools with it). An agent keeps at most
+    `MAX_FOUND`, the most recently found; a found tool its server no longer lists leaves at
+    the next listing. A found tool that left stays callable by its name and through call_tool."""
+
+    def __init__(self) -> None:
+        self._by: weakref.WeakKeyDictionary[Any, dict[str, None]] = weakref.WeakKeyDictionary()
+
+    def add(self, key: Any, names: Iterable[str]) -> bool:
+        """Remember `names` as found by `key` (the latest last); True when its list changed
+        (a new name, or an old one dropped for the cap)."""
+        found = self._by.get(key)
+        if found is None:
+            found = self._by[key] = {}
+        changed = False
+        for name in names:
+            changed |= found.pop(name, False) is False  # absent before: new
+            found[name] = None  # (re)found: the most recent
+        while len(found) > MAX_FOUND:
+            del found[next(iter(found))]
+            changed = True
+        return changed
+
+    def of(self, key: Any, listed: Iterable[str]) -> set[str]:
+        """The found tools of `key` among `listed` (the names its list would show now); those
+        no longer listed are forgotten."""
+        found = self._by.get(key)
+        if not found:
+            return set()
+        now = set(listed)
+        for name in [n for n in found if n not in now]:
+            del found[name]
+        return set(found)
 
 
 def estimate_tokens(value: Any) -> int:
@@ -217,5 +256,5 @@ def query_arguments(arguments: Mapping[str, Any]) -> tuple[str, int]:
     return query[:MAX_QUERY_CHARS], limit
 
 
-__all__ = ["CALL_TOOL", "DEFAULT_LIMIT", "FIND_TOOL", "ToolSearch",
+__all__ = ["CALL_TOOL", "DEFAULT_LIMIT", "FIND_TOOL", "MAX_FOUND", "FoundTools", "ToolSearch",
            "call_tool_tool", "estimate_tokens", "find_tool_tool", "query_arguments"]

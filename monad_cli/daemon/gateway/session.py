@@ -52,12 +52,12 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from monad_cli import __version__
 from monad_cli.core.errors import MonadError, NotFound, ToolCallFailed
 from monad_cli.core.hello import GatewayView
-from monad_cli.core.redact import scrub_data
 from monad_cli.core.states import State
 from monad_cli.daemon.gateway.budget import SCHEME, ResultStore, cut
 from monad_cli.daemon.gateway.catalog import Catalog, quiet_deprecated
 from monad_cli.daemon.gateway.direct import DirectCalls, LaneCall, LaneHandler
 from monad_cli.daemon.gateway.features import AgentRequest, RequestLog, SessionFeatures, asking, connection_of
+from monad_cli.daemon.gateway.meta import agent_meta
 from monad_cli.daemon.gateway.paging import page
 from monad_cli.daemon.gateway.policy import (
     LOAD_TOOLS,
@@ -74,6 +74,7 @@ from monad_cli.daemon.gateway.rounds import Round, Rounds
 from monad_cli.daemon.gateway.search import (
     CALL_TOOL,
     FIND_TOOL,
+    FoundTools,
     ToolSearch,
     call_tool_tool,
     estimate_tokens,
@@ -91,6 +92,8 @@ log = logging.getLogger("monad.gateway")
 _OUR_KEYS = frozenset({"callId", "server", "tool", "name", "decidedBy", "serverStderr"})
 _ROW_KEYS = frozenset({"server", "tool", "autoApproved", "deferred", "condition"})
 _SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"
+# The tools the gateway lists itself (tool search's and deferred loading's meta-tools).
+GATEWAY_TOOLS = frozenset({FIND_TOOL, CALL_TOOL, LOAD_TOOLS})
 
 
 class GatewayServer(Server[Any]):
@@ -192,9 +195,11 @@ class GatewaySession:
         self.environ = view.environ
         self.loaded = LoadedTools()
         # Tool search (gateway/search.py): the index is the gateway's; what find_tool
-        # returned joins this session's list. The result budget keeps whole results here.
+        # returned joins the list of the agent that found it. The result budget keeps whole
+        # results here.
         self.search = search or ToolSearch(tools)
-        self.found: dict[str, None] = {}
+        self.found = FoundTools()
+        self.transport = transport
         self.results = ResultStore() if view.max_result_tokens else None
         self.bus = InMemorySubscriptionBus()
         self.listen = ListenHandler(self.bus)
@@ -255,7 +260,8 @@ class GatewaySession:
         if capabilities is None and ctx is not None and protocol_version in MODERN_PROTOCOL_VERSIONS:
             capabilities = _envelope_capabilities((ctx.params or {}).get("_meta")) or {}
         inputs = AgentQuestions(ctx, self.tools.journal, protocol_version=protocol_version, server=server,
-                                what=what, lane=lane, round=round, capabilities=capabilities)
+                                what=what, lane=lane, round=round, capabilities=capabilities, log=log,
+                                timeout=self.view.approval_timeout)
         if log is not None:
             log.about.append(inputs)
         if round is not None:
@@ -265,7 +271,8 @@ class GatewaySession:
     async def call_in_rounds(self, name: str, arguments: dict[str, Any] | None, protocol_version: str, *,
                              capabilities: Any, request_state: str | None = None,
                              input_responses: dict[str, Any] | None = None,
-                             progress: ProgressFn | None = None, log: RequestLog | None = None) -> dict[str, Any]:
+                             progress: ProgressFn | None = None, log: RequestLog | None = None,
+                             meta: dict[str, Any] | None = None) -> dict[str, Any]:
         """A 2026-07-28 tools/call whose server may ask the agent something
         (gateway/rounds.py): the result, or an `InputRequiredResult` (wire shape) carrying the
         server's question; a call with `request_state` answers one and goes on. Cancelling
@@ -278,7 +285,7 @@ class GatewaySession:
             def run(r: Round) -> Any:
                 inputs = self.questions(None, protocol_version, what=name, round=r, capabilities=capabilities,
                                         log=log)
-                return self.call(name, arguments, protocol_version, progress=progress, inputs=inputs)
+                return self.call(name, arguments, protocol_version, progress=progress, inputs=inputs, meta=meta)
 
             r = self.rounds.start(run)
         try:
@@ -306,7 +313,7 @@ class GatewaySession:
         else:
             def run(r: Round) -> Any:
                 return ask(asking(self.questions(None, request.protocol_version, what=what, round=r,
-                                                 capabilities=capabilities, log=request.log)))
+                                                 capabilities=capabilities, log=request.log), request.meta))
 
             r = self.rounds.start(run, request.method)
         try:
@@ -358,8 +365,10 @@ class GatewaySession:
         shown = set(visible_tools(by_server, loaded=self.loaded, **policy))
         listed: list[dict[str, Any]] = [{k: v for k, v in row.items() if k not in _ROW_KEYS}
                                         for row in rows if row["name"] in shown]
-        if self._searching(listed):  # tool search: the meta-tools and what find_tool found
-            listed = [find_tool_tool(), call_tool_tool(), *(t for t in listed if t["name"] in self.found)]
+        if self._searching(listed):  # tool search: the meta-tools and what this agent's find_tool found
+            key = self._finder(ctx)
+            found = self.found.of(key, (t["name"] for t in listed)) if key is not None else set()
+            listed = [find_tool_tool(), call_tool_tool(), *(t for t in listed if t["name"] in found)]
             if self.rounds.spawn is not None:  # the index built (if it must be) before the first find_tool
                 self.rounds.spawn(self._warm_index)
         if self.single is not None:  # a per-server entry: the server's own names
@@ -383,10 +392,30 @@ class GatewaySession:
     async def _warm_index(self) -> None:
         await self.search.built(self.view.include_tools, self.view.exclude_tools)
 
-    async def _find_tool(self, arguments: dict[str, Any]) -> dict[str, Any]:
+    def _finder(self, ctx: Any) -> Any:
+        """Whose found tools a request's are (`FoundTools` key): on stdio the session's (one
+        relay connection, one agent), on HTTP the agent's own handshake-era connection (one
+        MCP session); None for a 2026-07-28 request over HTTP, which belongs to no session:
+        what it finds is called by name or through call_tool, and joins no list."""
+        if self.transport == "pipe":
+            return self
+        return connection_of(ctx) if ctx is not None else None
+
+    async def _found_changed(self, key: Any) -> None:
+        """The agent `key` found tools its list did not show: tell that agent only."""
+        if key is self:
+            await self.notify_changed()
+            return
+        try:
+            await key.send_tool_list_changed()
+        except Exception:  # noqa: BLE001 - a gone agent: its found tools go with its connection
+            log.debug("gateway client gone before its list change")
+
+    async def _find_tool(self, arguments: dict[str, Any], ctx: Any = None) -> dict[str, Any]:
         """The `find_tool` meta-tool: the best of the tools this view's plain tools/list would
-        show (never a disabled, filtered, hidden or unloaded deferred one); they join this
-        session's list (`notifications/tools/list_changed` when any is new)."""
+        show (never a disabled, filtered, hidden or unloaded deferred one); they join the list
+        of the agent that asked (`_finder`; `notifications/tools/list_changed` to it when any
+        is new)."""
         try:
             query, limit = query_arguments(arguments)
         except ValueError as e:
@@ -398,14 +427,16 @@ class GatewaySession:
         shown = set(visible_tools(by_server, loaded=self.loaded, **policy))
         hits = [d for name, _score in built.index.search(query, limit, among=shown)
                 if (d := self.search.describe(name)) is not None]
-        new = [h["name"] for h in hits if h["name"] not in self.found]
-        self.found.update(dict.fromkeys(new))
+        key = self._finder(ctx)
+        changed = key is not None and self.found.add(key, [h["name"] for h in hits])
         if self.single is not None:  # a per-server entry: the server's own names
             own = self.tools.name_map().by_exposed
             hits = [{**h, "name": own[h["name"]].tool} for h in hits]
-        structured = scrub_data({"tools": hits}, self.scrub)
-        if new:
-            await self.notify_changed()
+        # The hits are the servers' listed tools, which the scrubber masked as they arrived
+        # (daemon/scrubber.py, the one choke point): nothing to scrub again here.
+        structured = {"tools": hits}
+        if changed:
+            await self._found_changed(key)
         return {"content": [{"type": "text", "text": json.dumps(structured, ensure_ascii=False)}],
                 "structuredContent": structured, "isError": False}
 
@@ -475,24 +506,25 @@ class GatewaySession:
             answer = await self.call_in_rounds(params.name, params.arguments, ctx.protocol_version,
                                                capabilities=_envelope_capabilities(raw_meta),
                                                request_state=params.request_state, input_responses=responses,
-                                               progress=progress, log=log)
+                                               progress=progress, log=log, meta=agent_meta(raw_meta))
             if answer.get("resultType") == "input_required":
                 return types.InputRequiredResult.model_validate(answer)
             return answer
         # A dict, not a CallToolResult: the SDK validates the wire shape once, on the way out.
         return await self.call(params.name, params.arguments, ctx.protocol_version, progress=progress,
-                               inputs=self.questions(ctx, ctx.protocol_version, what=params.name, log=log))
+                               inputs=self.questions(ctx, ctx.protocol_version, what=params.name, log=log),
+                               meta=agent_meta(raw_meta))
 
     async def call(self, name: str, arguments: dict[str, Any] | None, protocol_version: str, *,
-                   progress: ProgressFn | None = None, inputs: AgentQuestions | None = None) -> dict[str, Any]:
+                   progress: ProgressFn | None = None, inputs: AgentQuestions | None = None,
+                   meta: dict[str, Any] | None = None) -> dict[str, Any]:
         """One tools/call of this view at `protocol_version` (the client's): the result as a
         dict in that era's vocabulary. Raises MCPError(-32602) for an unknown tool; every
         other failure is a tool error result (`isError: true`). The server's questions go to
-        `inputs` (none: a direct-lane call, whose agent can answer none)."""
+        `inputs` (none: a direct-lane call, whose agent can answer none); `meta`: the agent's
+        own `_meta` keys, which the server is sent (gateway/meta.py)."""
         inputs = inputs or self.questions(None, protocol_version, what=name)
-        result = await self._call(name, arguments, progress, inputs)
-        if self.results is not None and name != FIND_TOOL:
-            result = cut(result, self.view.max_result_tokens, self.results)
+        result = await self._call(name, arguments, progress, inputs, meta or {})
         # `resultType` is 2026-07-28 vocabulary (required there, unknown before); the upstream
         # server's era need not be the client's.
         if protocol_version in MODERN_PROTOCOL_VERSIONS:
@@ -502,12 +534,12 @@ class GatewaySession:
         return result
 
     async def _call(self, name: str, arguments: dict[str, Any] | None,
-                    progress: ProgressFn | None, inputs: AgentQuestions) -> dict[str, Any]:
+                    progress: ProgressFn | None, inputs: AgentQuestions, meta: dict[str, Any]) -> dict[str, Any]:
         if name == LOAD_TOOLS:
             return await self._load_tools(arguments or {})
         if self.view.tool_search != "off" and name in (FIND_TOOL, CALL_TOOL):
             if name == FIND_TOOL:
-                return await self._find_tool(arguments or {})
+                return await self._find_tool(arguments or {}, inputs.ctx)
             # call_tool: the named tool's call, down this very path (gate, journal, scrubber).
             inner, inner_arguments = (arguments or {}).get("name"), (arguments or {}).get("arguments")
             if not isinstance(inner, str) or not inner or inner in (FIND_TOOL, CALL_TOOL, LOAD_TOOLS):
@@ -515,7 +547,7 @@ class GatewaySession:
             if inner_arguments is not None and not isinstance(inner_arguments, dict):
                 return _text_result("call_tool: `arguments` must be an object (the tool's arguments)", error=True)
             try:
-                return await self._call(inner, inner_arguments, progress, inputs)
+                return await self._call(inner, inner_arguments, progress, inputs, meta)
             except MCPError as e:
                 if e.error.code != types.INVALID_PARAMS:
                     raise
@@ -528,6 +560,9 @@ class GatewaySession:
             # A server waiting for authorization lists nothing to map by: a call names it
             # `server__tool`, which starts its authorization (trust/authorization.py).
             name = exposed or (f"{self.single}__{name}" if actor is not None and actor.needs_authorization else name)
+            if exposed is None and (failed := not_serving(actor, self.scrub)):
+                # An unknown name of a server that is not serving: the agent learns why, not just "no tool".
+                raise MCPError(code=types.INVALID_PARAMS, message=f"no tool `{name}`: {failed}")
         inputs.server = self.tools.server_of(name)
         inputs.what = name
         refused = self._refusal(name)
@@ -537,10 +572,12 @@ class GatewaySession:
         approval = {"mode": "wait", "timeout": self.view.approval_timeout}
         try:
             # The service refuses a hidden tool (with this view's globs), naming the rule.
-            data = await self.tools.call(ToolCall(
+            call = ToolCall(
                 name, arguments, via="gateway", approval=approval, progress=progress, inputs=inputs,
+                waiting=self._waiting(progress, inputs),
                 capabilities=inputs.client_capabilities(), write_behind=True, include=self.view.include_tools,
-                exclude=self.view.exclude_tools))
+                exclude=self.view.exclude_tools, meta=dict(meta))
+            data = await self.tools.call(call)
         except NotFound as e:  # no such tool: a protocol error (MCP spec, server/tools "Error Handling")
             raise MCPError(code=types.INVALID_PARAMS, message=self.scrub(e.message)) from None
         except ToolCallFailed as e:
@@ -560,7 +597,30 @@ class GatewaySession:
             meta = {k: v for k, v in meta.items() if k != _SERVER_INFO_META}
             if meta:
                 result["_meta"] = meta
+        if self.results is not None:  # the result budget (gateway/budget.py); a typed result's structure stays whole
+            result = cut(result, self.view.max_result_tokens, self.results,
+                         typed=call.tool is not None and call.tool.output_schema is not None)
         return result
+
+    def _waiting(self, progress: ProgressFn | None, inputs: AgentQuestions) -> Callable[[str], Awaitable[None]]:
+        """How a call of this agent says it waits for a person (docs/gateway.md "A call that
+        waits for approval"): a notifications/progress under the agent's token when it sent one
+        (progress 0, the line as its message), else a `warning` log message on the request's
+        channel, at the level the agent asked for or none (at 2026-07-28: only when the request's
+        `_meta` asked for log messages, as that era allows no other)."""
+        async def tell(line: str) -> None:
+            line = self.scrub(line)
+            if progress is not None:
+                await progress(0.0, None, line)
+                return
+            threshold = None
+            if inputs.lane is not None:  # a relay connection: its one handshake-era connection's level
+                threshold = self.features.lowest_level()
+            elif inputs.ctx is not None and (conn := connection_of(inputs.ctx)) is not None:
+                threshold = self.features.log_levels.get(conn)
+            await inputs.tell("warning", line, threshold=threshold)
+
+        return tell
 
     async def lane_call(self, call: LaneCall, lane: DirectCalls) -> dict[str, Any]:
         """A plain tools/call the stdio direct lane took (`gateway/direct.py`): as the SDK's
@@ -569,8 +629,9 @@ class GatewaySession:
         modern = call.version in MODERN_PROTOCOL_VERSIONS
         capabilities = _envelope_capabilities(call.meta)
         if modern and self.rounds.spawn is not None and _answers(capabilities):
-            return await self.call_in_rounds(call.name, call.arguments, call.version, capabilities=capabilities)
-        return await self.call(call.name, call.arguments, call.version, inputs=self.questions(
+            return await self.call_in_rounds(call.name, call.arguments, call.version, capabilities=capabilities,
+                                             meta=call.passed)
+        return await self.call(call.name, call.arguments, call.version, meta=call.passed, inputs=self.questions(
             None, call.version, what=call.name, lane=lane, capabilities=(capabilities or {}) if modern else None))
 
     def direct_lane(self, writer: Any, tg: anyio.abc.TaskGroup) -> DirectCalls:
@@ -605,4 +666,4 @@ class GatewaySession:
         self.listen.close()
 
 
-__all__ = ["GatewayServer", "GatewaySession"]
+__all__ = ["GATEWAY_TOOLS", "GatewayServer", "GatewaySession"]

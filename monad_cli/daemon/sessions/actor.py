@@ -199,6 +199,7 @@ class ServerActor:
         self.last_failure: str | None = None  # why the previous attempt failed, while retrying
         self.next_attempt_at: float | None = None  # epoch seconds of the next attempt, while backing off
         self.retired = False
+        self._cut_by: str | None = None  # what ended the live session on purpose ("reconnect", "update")
         self.state_changed = anyio.Event()  # fires on every state change
         self.demand = Demand(self)  # who uses the session, whether it must run (on demand)
         self.lists = IdleLists(self)  # what it is served from while it is idle (on demand)
@@ -245,7 +246,27 @@ class ServerActor:
     def wakeup(self, reason: str) -> None:
         if self._wake_reason is None:
             self._wake_reason = reason
+        if reason in ("reconnect", "update") and self.client is not None:
+            self._cut_by = reason  # the calls this cuts say why (`cut_reason`)
         self._wake.set()
+
+    def cut_reason(self) -> tuple[str, str] | None:
+        """Why a request in flight was cut by the session ending on purpose, as (what
+        happened, what to do): the server was removed, reconnected, disabled or its definition
+        changed. None: it was not ended on purpose (a crash says its own reason)."""
+        name = self.name
+        if self.retired:
+            return (f"server `{name}` was removed (`monad mcp remove`, or its definition deleted)",
+                    "it is no longer defined (see `monad mcp status`)")
+        if self._cut_by == "reconnect":
+            return (f"server `{name}` was reconnected (`monad mcp reconnect {name}`)",
+                    f"call it again once it is back (`monad mcp wait {name}`)")
+        if self._cut_by == "update":
+            if self.spec is not None and not self.spec.enabled:
+                return (f"server `{name}` was disabled", f"`monad mcp enable {name}` turns it on again")
+            return (f"server `{name}` reconnected because its definition changed",
+                    f"call it again once it is back (`monad mcp wait {name}`)")
+        return None
 
     async def sleep_until_woken(self, timeout: float = math.inf) -> str | None:
         with anyio.move_on_after(timeout):
@@ -288,7 +309,9 @@ class ServerActor:
         """Not live, but on its way back: connecting, or waiting out its backoff (not given up,
         not disabled, not removed). A call to it waits (`ToolService.call`)."""
         return (not self.live and not self.retired and self.spec is not None and self.spec.enabled
-                and (self.state in (State.CONNECTING, State.BACKOFF) or self.state in LIVE))
+                and (self.state in (State.CONNECTING, State.BACKOFF) or self.state in LIVE
+                     # just enabled or added: its loop has not moved it yet
+                     or (self.state in (State.DISABLED, State.STOPPED) and not self.done.is_set())))
 
     @property
     def needs_authorization(self) -> bool:
@@ -578,6 +601,7 @@ class ServerActor:
 
     def _connected(self, client: Client, listing: ToolListing) -> None:
         self.client = client
+        self._cut_by = None
         self.last_failure = None
         tools, problem = listing.tools, listing.problems()
         self.tools = tools

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import json
 import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
@@ -282,10 +281,5 @@ def _may_be_a_task(tool: types.Tool) -> bool:
     return execution is not None and execution.task_support in ("optional", "required")
 
 
-def line(body: dict[str, Any]) -> bytes:
-    """`body` as one JSON-RPC line (stdio); raises ValueError or TypeError for what JSON
-    cannot hold (RFC 8259 §6: no NaN)."""
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode() + b"\n"
 
-
-__all__ = ["DirectLane", "Wire", "line"]
+__all__ = ["DirectLane", "Wire"]

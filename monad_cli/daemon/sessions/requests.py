@@ -102,7 +102,7 @@ class SessionRequests:
         # as a call's does.
         shaped = wrong_shape_fails_the_call() if method in ("resources/read", "prompts/get") else nullcontext()
         with self.actor.inputs.serving(caller), shaped:
-            return await send(client, caller_meta(caller))
+            return await send(client, caller_meta(caller, caller.meta if caller is not None else None))
 
 
 def address(actor: Any) -> tuple[str, int | None] | None:

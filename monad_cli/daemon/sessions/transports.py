@@ -32,7 +32,7 @@ from mcp.shared.message import SessionMessage
 
 from monad_cli.config.schema import ServerSpec
 from monad_cli.daemon.scrubber import NO_SCRUB, Ingress
-from monad_cli.daemon.sessions.direct import DirectLane, line
+from monad_cli.daemon.sessions.direct import DirectLane
 from monad_cli.daemon.sessions.exchange import Exchange
 from monad_cli.daemon.sessions.framing import (
     DEFAULT_MAX_MESSAGE_BYTES,
@@ -41,6 +41,7 @@ from monad_cli.daemon.sessions.framing import (
     Oversize,
     ScrubbedLines,
     decode_line,
+    encode_line,
     find_response_id,
     format_size,
 )
@@ -135,14 +136,14 @@ class StdinWriter:
     # The `Wire` of monad's own lane (sessions/direct.py): its requests are recorded in the
     # exchange as the session's are; a cancellation ends the wait for the request it names.
     async def request(self, body: dict[str, Any], headers: dict[str, str]) -> None:
-        data = line(body)
+        data = encode_line(body)
         if self.closed:
             raise anyio.ClosedResourceError
         self.exchange.sent_request(body["id"], body["method"])
         await self._write(data)
 
     async def notify(self, body: dict[str, Any]) -> None:
-        data = line(body)
+        data = encode_line(body)
         if self.closed:
             raise anyio.ClosedResourceError
         self.exchange.forget(body["params"]["requestId"])

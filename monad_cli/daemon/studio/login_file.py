@@ -10,10 +10,9 @@ at a sign-out, and at the Studio's next start.
 from __future__ import annotations
 
 import contextlib
-import html
-import os
-import secrets
 from pathlib import Path
+
+from monad_cli.core.redirect_file import write_redirect
 
 PREFIX = "studio-login-"
 
@@ -26,17 +25,7 @@ class LoginFiles:
 
     def write(self, url: str) -> Path:
         """A new 0600 file whose page opens `url`; its path. Raises OSError when it cannot be made."""
-        path = self.folder / f"{PREFIX}{secrets.token_hex(8)}.html"
-        href = html.escape(url, quote=True)
-        page = ("<!doctype html>\n<html><head><meta charset=\"utf-8\"><meta name=\"referrer\" content=\"no-referrer\">"
-                f"<meta http-equiv=\"refresh\" content=\"0;url={href}\"><title>monad Studio</title></head>\n"
-                f"<body><p>Opening the monad Studio… if nothing happens, <a href=\"{href}\">open it</a>.</p></body>"
-                f"</html>\n")
-        # O_EXCL and the mode at creation: the token is never in a file anyone else could read.
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(page)
-        return path
+        return write_redirect(self.folder, PREFIX, url, title="the monad Studio")
 
     def clear(self) -> None:
         """Remove every redirect file (their tokens are gone: a start, a sign-out)."""

@@ -42,12 +42,14 @@ class ToolCall(Caller):
     - `write_behind`: journal a successful outcome just after the answer (the gateway's
       hot path) rather than before it;
     - `progress`: awaited per notifications/progress of the call (None: none asked);
+    - `waiting`: awaited once with one line when the call starts waiting for a person's
+      approval (what it waits on, how to decide it); None: the caller shows its own;
     - `inputs`, `capabilities` (`Caller`): who answers the server's questions during the
       call, and what the caller declared of them;
     - `ref`: the caller's own tag (≤ 64 characters), on the call's events and its Task's
       correlation (the Studio finds its own calls by it);
-    - `meta`: keys the upstream request's `_meta` carries besides monad's envelope (W3C
-      trace context, written by telemetry's wrapper; SEP-414).
+    - `meta` (`Caller`): keys the upstream request's `_meta` carries besides monad's
+      envelope (the agent's own, W3C trace context).
 
     Learned by the path (None until then): `server` and `tool` (the session and the tool
     it lists), `call_id` (the `tool_calls` row), `decision` and `decided_by` (the gate's),
@@ -68,8 +70,8 @@ class ToolCall(Caller):
     exclude: Sequence[str] = ()
     write_behind: bool = False
     progress: ProgressFn | None = None
+    waiting: Callable[[str], Awaitable[None]] | None = None
     ref: str | None = None
-    meta: dict[str, Any] = field(default_factory=dict)
     server: ToolServer | None = None
     tool: Tool | None = None
     call_id: int | None = None

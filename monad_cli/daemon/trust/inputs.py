@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 # The client capabilities a caller's questions are relayed under (MCP spec, client/elicitation,
@@ -37,6 +37,10 @@ PERSON_CAPABILITIES: dict[str, Any] = {"elicitation": {"form": {}, "url": {}}}
 class InputRefused(Exception):
     """The handler cannot answer (no person, an unsupported kind); the message says why, in
     one line, and goes back to the server as the request's error."""
+
+
+class QuestionTimedOut(InputRefused):
+    """Nobody answered the question within its time (the gateway's `--approval-timeout`)."""
 
 
 class InputHandler(Protocol):
@@ -61,10 +65,14 @@ class Caller:
     saying so); `capabilities`: what the caller declared of FORWARDED_CAPABILITIES, wire
     shape (`{"elicitation": {"form": {}, "url": {}}}`; `{}`: none), which a 2026-07-28
     server sees in the request's envelope instead of monad's (sessions/stamp.py); None: the
-    request goes with monad's own, as monad's own requests (listings, pings) do."""
+    request goes with monad's own, as monad's own requests (listings, pings) do.
+    `meta`: keys the upstream request's `_meta` carries besides monad's envelope: the
+    caller's own (an agent's vendor keys, gateway/meta.py) and W3C trace context (written by
+    telemetry's wrapper; SEP-414)."""
 
     inputs: InputHandler | None = None
     capabilities: dict[str, Any] | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
 
 
 _caller: ContextVar[Caller | None] = ContextVar("monad_caller", default=None)
@@ -86,4 +94,4 @@ def current_caller() -> Caller | None:
 
 
 __all__ = ["FORWARDED_CAPABILITIES", "PERSON_CAPABILITIES", "Caller", "InputHandler", "InputRefused",
-           "current_caller", "serving"]
+           "QuestionTimedOut", "current_caller", "serving"]

@@ -16,7 +16,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -66,7 +66,14 @@ log = logging.getLogger("monad.tools")
 PENDING_TTL_S = 600.0
 DEFAULT_APPROVAL_TIMEOUT_S = 120.0
 STDERR_OF_CALL = 5  # stderr lines of a failed call quoted in its reason
+WAITING_SEND_S = 1.0  # at most this long to tell a caller that its call waits for a person
 RELOAD_GRACE_S = 5.0  # after an authorization on demand: the watcher's reload of the definition
+
+
+def _unasked(call: ToolCall) -> str:
+    """How to let `call`'s tool run without asking, from now on (its real names: shell-safe,
+    as server names and exposed names are `[A-Za-z0-9_-]`)."""
+    return f"`monad mcp trust {call.server_name} --auto-approve {call.exposed}` lets it run unasked from now on"
 
 
 def _quoted(said: list[str]) -> str:
@@ -106,8 +113,10 @@ class ToolService:
                  start_task: StartTask | None = None, run_task: RunTask | None = None,
                  clock: Callable[[], float] = time.time, recheck: Callable[[str], None] = lambda name: None,
                  write_pin: Callable[[str, str], None] = lambda name, digest: None,
-                 stopping: Callable[[], bool] = lambda: False) -> None:
+                 stopping: Callable[[], bool] = lambda: False,
+                 reload: Callable[[], Awaitable[None]] | None = None) -> None:
         self.journal = journal
+        self.reload = reload
         self.write_pin = write_pin
         self.stopping = stopping
         self.recheck = recheck
@@ -325,6 +334,14 @@ class ToolService:
         if found is not None:
             return found
         actor = self._restarting(exposed)
+        if actor is None and self.reload is not None:
+            # A definition edited a moment ago (`monad mcp enable X && …`: agents.json is polled,
+            # atoms watched) may not be applied yet: apply it now (a no-op when nothing changed).
+            try:
+                await self.reload()
+            except Exception:  # the call says what it finds; the watcher logs the reload's failure
+                log.debug("reload before resolving %s failed", exposed, exc_info=True)
+            actor = self._restarting(exposed)
         if actor is None:
             return self.resolve(exposed)
         limit = float(actor.spec.timeout) if actor.spec is not None else 10.0
@@ -396,6 +413,9 @@ class ToolService:
         held = self._claim(call)  # the intent row its `approval: check` wrote, if any
         waiting = "for the server's authorization"
         try:
+            if self.stopping():  # its server's session is ending, or gone: say so, not "no such tool"
+                raise Unavailable(f"the supervisor is stopping (`monad daemon stop` or a signal): `{call.exposed}` "
+                                  f"was not sent; call it again once the supervisor is back (`monad daemon start`)")
             await self._authorize_first(call)
             waiting = "for the server to come back"
             await self._resolve(call)
@@ -417,7 +437,10 @@ class ToolService:
             self._finish(call, "refused", f"approval {call.decision}: {call.decided_by}")
             if call.decision == "denied":
                 raise CallRefused(f"call to `{call.exposed}` was denied ({call.decided_by})")
-            raise ApprovalTimeout(f"call to `{call.exposed}` was not approved in time ({call.decided_by})")
+            raise ApprovalTimeout(f"call to `{call.exposed}` was not approved in time ({call.decided_by}), so server "
+                                  f"`{call.server_name}` was not sent it; approve it while it waits "
+                                  f"(`monad approvals` lists it, the Studio shows it: `monad studio`), or "
+                                  f"{_unasked(call)}")
         async with self._session(call):
             if call.detach:
                 return await self._detach(call)
@@ -506,7 +529,17 @@ class ToolService:
         return await self._wait(call, p, timeout)
 
     async def _wait_at_gate(self, call: ToolCall, pending: Pending, timeout: float) -> tuple[bool, str, str]:
-        """The gate's wait for a person's decision on `pending` (at most `timeout` s)."""
+        """The gate's wait for a person's decision on `pending` (at most `timeout` s); the
+        caller's `waiting` hears first what it waits on and how to decide it."""
+        if call.waiting is not None:
+            line = (f"call to `{call.exposed}` waits for a person's approval (up to {timeout:g} s): "
+                    f"`monad approvals allow {pending.id}` or the Studio (`monad studio`) lets it run, "
+                    f"`monad approvals deny {pending.id}` refuses it; {_unasked(call)}")
+            try:
+                with anyio.move_on_after(WAITING_SEND_S):  # a slow agent never holds up the wait itself
+                    await call.waiting(line)
+            except Exception:
+                log.exception("telling the caller that %s waits for approval failed", call.exposed)
         return await self.gate.wait(pending, timeout)
 
     # -- journal ----------------------------------------------------------------------
@@ -609,7 +642,7 @@ class ToolService:
         caller who waits: a plain call is refused. Every failure is journaled and raised
         as its kind (`ToolCallFailed` for the server's)."""
         from mcp import MCPError
-        from mcp_types import MISSING_REQUIRED_CLIENT_CAPABILITY, REQUEST_TIMEOUT
+        from mcp_types import CONNECTION_CLOSED, MISSING_REQUIRED_CLIENT_CAPABILITY, REQUEST_TIMEOUT
 
         server, tool = call.server, call.tool
         assert server is not None and tool is not None
@@ -626,6 +659,8 @@ class ToolService:
             raise
         except MCPError as exc:
             self._fail_if_stopping(call)
+            if exc.error.code == CONNECTION_CLOSED:
+                self._fail_if_cut(call)
             said = await self._stderr_of_call(sink, mark)
             self._finish(call, "timeout" if exc.error.code == REQUEST_TIMEOUT else "error",
                          f"{exc.error.message} (MCP error {exc.error.code}){_quoted(said)}")
@@ -639,6 +674,7 @@ class ToolService:
             raise
         except Exception as exc:  # noqa: BLE001 - e.g. an outputSchema mismatch in the SDK
             self._fail_if_stopping(call)
+            self._fail_if_cut(call)
             self._finish(call, "error", f"{type(exc).__name__}: {exc}")
             raise ToolCallFailed(self.scrub(f"server `{server.name}` failed `{tool.name}`: {exc}")) from None
         # An opaque "Error executing tool fetch" is often explained by what the server
@@ -685,9 +721,11 @@ class ToolService:
         is_error = bool(result.is_error)
         if said:
             out["serverStderr"] = said  # the caller's (never the agent's: gateway/session.py)
-        text = " ".join(c.get("text", "") for c in out.get("content", []) if c.get("type") == "text")
-        why = text[:300] + _quoted(said)
-        self._finish(call, "tool-error" if is_error else "ok", why if is_error else None, defer=call.write_behind)
+        why = None
+        if is_error:  # the reason its row keeps: the start of its text (never a copy of a whole large result)
+            texts = (c.get("text", "") for c in out.get("content", []) if c.get("type") == "text")
+            why = " ".join(t[:300] for t in texts)[:300] + _quoted(said)
+        self._finish(call, "tool-error" if is_error else "ok", why, defer=call.write_behind)
         out.update(callId=call.call_id, server=server.name, tool=tool.name, name=call.exposed,
                    decidedBy=call.decided_by)
         out.setdefault("isError", is_error)
@@ -709,7 +747,22 @@ class ToolService:
         if self.stopping():
             self._finish(call, "interrupted", "the supervisor stopped during the call")
             raise Unavailable(f"the supervisor stopped during the call to `{call.exposed}` (`monad daemon stop` or "
-                              f"a signal); whether server `{call.server_name}` acted on it is unknown") from None
+                              f"a signal); whether server `{call.server_name}` acted on it is unknown; call it "
+                              f"again once the supervisor is back (`monad daemon start`)") from None
+
+    def _fail_if_cut(self, call: ToolCall) -> None:
+        """When the server's session was ended on purpose under the call (removed,
+        reconnected, disabled, redefined: `cut_reason` of a supervisor actor), the server did
+        not fail it and whether it acted is unknown: journal it `interrupted` and raise
+        `Unavailable` saying what happened and what to do, not a bare "Connection closed"."""
+        cut_reason = getattr(call.server, "cut_reason", None)
+        why = cut_reason() if cut_reason is not None else None
+        if why is None:
+            return
+        happened, todo = why
+        self._finish(call, "interrupted", f"{happened} during the call")
+        raise Unavailable(self.scrub(f"the call to `{call.exposed}` was cut: {happened} while it ran; whether the "
+                                     f"server acted on it is unknown; {todo}")) from None
 
     # -- authorization on demand (trust/authorization.py) -------------------------------
     def _lapsed(self, exposed: str) -> ToolServer | None:

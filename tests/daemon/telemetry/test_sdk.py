@@ -85,3 +85,34 @@ def test_the_sampler_is_the_one_the_environment_names(monkeypatch: pytest.Monkey
     finally:
         tracers.shutdown()
         meters.shutdown()
+
+
+def test_a_batch_is_scanned_once_and_only_its_span_with_a_secret_is_rebuilt() -> None:
+    """The batch thread's export: one scan of every name and string attribute of the batch
+    (not one per string); the spans with nothing to hide go as they are, beside one that held
+    a secret, which goes masked."""
+    ended = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(ended))
+    tracer = provider.get_tracer("monad")
+    for name, uri in (("tools/call echo", "file:///a"), ("resources/read", f"file:///{SECRET}"),
+                      ("tools/call add", "file:///b")):
+        with tracer.start_as_current_span(name, attributes={"mcp.resource.uri": uri, "n": 1}):
+            pass
+    batch = ended.get_finished_spans()
+    scans: list[str] = []
+    reference = Scrubber([SECRET])
+
+    def scrub(text: str) -> str:
+        scans.append(text)
+        return reference(text)
+
+    clean = [batch[0], batch[2]]
+    out = InMemorySpanExporter()
+    Scrubbed(out, scrub).export(clean)
+    assert list(out.get_finished_spans()) == clean and len(scans) == 1  # one scan for the batch, no copy
+    out.clear()
+    Scrubbed(out, scrub).export(batch)
+    first, masked, last = out.get_finished_spans()
+    assert first is batch[0] and last is batch[2]
+    assert dict(masked.attributes or {}) == {"mcp.resource.uri": "file:///***", "n": 1}

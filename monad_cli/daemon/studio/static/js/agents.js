@@ -127,8 +127,8 @@ export class AgentsView {
           c.state === "outdated" ? "it replaces the entry named " : "it adds an entry named ", h("code", {}, "monad"),
           ", and everything else in the file stays:"),
         // Focusable: at 400 px it scrolls, and a keyboard must reach all of it.
-        h("pre", { class: "json", tabindex: "0", "aria-label": `The monad entry for ${c.title}` },
-          JSON.stringify(c.entry, null, 2)),
+        // As the file spells it (TOML for Codex, YAML for Goose): what the person will find there.
+        h("pre", { class: "json", tabindex: "0", "aria-label": `The monad entry for ${c.title}` }, c.entryText),
         c.duplicates.length ? h("div", { class: "field check" }, replace,
           h("label", { for: "agent-replace" }, `Also take out ${c.title}’s own entries for servers monad runs (`,
             c.duplicates.join(", "), "): else each runs twice")) : null];

@@ -238,7 +238,7 @@ export class ToolsView {
     this.noMatch = h("p", { class: "empty", hidden: true }, "No tool matches the filter.");
     this.slot = h("div", { class: "try-slot pane", hidden: true });
     this.filter = h("input", { type: "search", class: "filter", autocomplete: "off", spellcheck: "false",
-                               placeholder: "Filter by name, state or tool",
+                               placeholder: "Filter by server, name or description",
                                "aria-label": "Filter tools by server, name or description",
                                oninput: () => { this.setFilter(this.filter.value, true); } });
     this.search = new ToolSearchBox({ notify, open: (name) => this.open(name) });

@@ -1,0 +1,85 @@
+"""`monad mcp enable X && monad mcp call X__t` right after: the call waits for the server the
+edit just enabled (as for one restarting), instead of racing the supervisor's watcher into
+"no tool is exposed" (it did, for a server in agents.json, which the watcher polls every
+100 ms: an agent's call came first). Real supervisor, real CLI, a real stdio server."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import TESTSERVER, wait_state, write_atom
+
+pytestmark = pytest.mark.e2e
+
+
+def test_a_call_right_after_enable_reaches_the_server(supervisor: Any, monad_home: Path) -> None:
+    write_atom(monad_home, "ts", f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([TESTSERVER])}\n"
+                                 "enabled = false\n")
+    wait_state(supervisor, "ts", "disabled", timeout=60)
+    for _round in range(2):  # enable, call, disable, again: no round may race
+        r = supervisor("mcp", "enable", "ts")
+        assert r.code == 0, r
+        r = supervisor("mcp", "call", "ts__echo", "--arg", "text=hi", "--yes")
+        assert r.code == 0 and r.out == "hi\n", r
+        assert supervisor("mcp", "disable", "ts").code == 0
+        wait_state(supervisor, "ts", "disabled", timeout=60)
+
+
+def test_an_agents_call_right_after_enable_reaches_the_server(supervisor: Any, monad_home: Path) -> None:
+    """An agent already connected calls the tool of a server just enabled, at once."""
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    write_atom(monad_home, "ts", f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([TESTSERVER])}\n"
+                                 "enabled = false\ntrust = {autoApproveTools = [\"ts__echo\"]}\n")
+    wait_state(supervisor, "ts", "disabled", timeout=60)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "monad_cli", "mcp", "serve"],
+                                   env={"MONAD_HOME": str(monad_home), "MONAD_NO_AUTOSTART": "1"})
+    texts: list[str] = []
+
+    async def main() -> None:
+        async with Client(params, mode="legacy") as agent:
+            await agent.list_tools()
+            for _round in range(3):
+                r = await anyio.to_thread.run_sync(lambda: supervisor("mcp", "enable", "ts"))
+                assert r.code == 0, r
+                result = await agent.call_tool("ts__echo", {"text": "hi"})
+                texts.append(result.content[0].text if not result.is_error else f"error: {result.content[0].text}")
+                assert (await anyio.to_thread.run_sync(lambda: supervisor("mcp", "disable", "ts"))).code == 0
+                await anyio.to_thread.run_sync(lambda: wait_state(supervisor, "ts", "disabled", timeout=60))
+
+    anyio.run(main)
+    assert texts == ["hi"] * 3, texts
+
+
+def test_an_agents_call_right_after_enable_in_agents_json(supervisor: Any, monad_home: Path) -> None:
+    """The same for a server defined in agents.json, which the watcher polls (every 100 ms)."""
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    entry = {"name": "aj", "transport": "stdio", "command": sys.executable, "args": [TESTSERVER], "enabled": False,
+             "trust": {"autoApproveTools": ["aj__echo"]}}
+    (monad_home / "agents.json").write_text(json.dumps({"mcpServers": [entry]}))
+    wait_state(supervisor, "aj", "disabled", timeout=60)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "monad_cli", "mcp", "serve"],
+                                   env={"MONAD_HOME": str(monad_home), "MONAD_NO_AUTOSTART": "1"})
+    texts: list[str] = []
+
+    async def main() -> None:
+        async with Client(params, mode="legacy") as agent:
+            await agent.list_tools()
+            for _round in range(3):
+                r = await anyio.to_thread.run_sync(lambda: supervisor("mcp", "enable", "aj"))
+                assert r.code == 0, r
+                result = await agent.call_tool("aj__echo", {"text": "hi"})
+                texts.append(result.content[0].text if not result.is_error else f"error: {result.content[0].text}")
+                assert (await anyio.to_thread.run_sync(lambda: supervisor("mcp", "disable", "aj"))).code == 0
+                await anyio.to_thread.run_sync(lambda: wait_state(supervisor, "aj", "disabled", timeout=60))
+
+    anyio.run(main)
+    assert texts == ["hi"] * 3, texts

@@ -1,0 +1,72 @@
+"""A call in flight through the gateway that monad itself cuts (`monad mcp reconnect NAME`,
+`monad mcp remove NAME`, the supervisor stopping) answers the agent with what happened and
+what to do, not a bare "Connection closed (-32000)" (docs/gateway.md "A call monad cuts").
+Real supervisor, `monad mcp serve` over stdio (the direct lane) and `--http` (the SDK's
+path), the SDK's client, tests/servers/toolserver.py's `slow` tool."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.conftest import wait_state
+from tests.e2e.test_gateway_approval_wait import _agent
+
+pytestmark = pytest.mark.e2e
+TOOLSERVER = str(Path(__file__).resolve().parents[1] / "servers" / "toolserver.py")
+
+EXPECTED = {
+    "reconnect": "the call to `ts__slow` was cut: server `ts` was reconnected (`monad mcp reconnect ts`) while it "
+                 "ran; whether the server acted on it is unknown; call it again once it is back (`monad mcp wait ts`)",
+    "remove": "the call to `ts__slow` was cut: server `ts` was removed (`monad mcp remove`, or its definition "
+              "deleted) while it ran; whether the server acted on it is unknown; it is no longer defined (see "
+              "`monad mcp status`)",
+    "disable": "the call to `ts__slow` was cut: server `ts` was disabled while it ran; whether the server acted on "
+               "it is unknown; `monad mcp enable ts` turns it on again",
+    "stop": "the supervisor stopped during the call to `ts__slow` (`monad daemon stop` or a signal); whether "
+            "server `ts` acted on it is unknown; call it again once the supervisor is back (`monad daemon start`)",
+}
+
+
+@pytest.mark.parametrize(("what", "transport"), [
+    ("reconnect", "stdio"), ("reconnect", "http"), ("remove", "stdio"), ("disable", "http"),
+    ("stop", "stdio"), ("stop", "http")])
+def test_a_call_monad_cuts_says_what_happened(supervisor: Any, monad_home: Path, tmp_path: Path,
+                                             what: str, transport: str) -> None:
+    (monad_home / "atoms" / "mcp").mkdir(parents=True, exist_ok=True)
+    (monad_home / "atoms" / "mcp" / "ts.toml").write_text(
+        f"command = {json.dumps(sys.executable)}\n"
+        f"args = {json.dumps([TOOLSERVER, '--marker-dir', str(tmp_path)])}\ntimeout = 60\n"
+        'trust = {autoApproveTools = ["ts__slow"]}\n')
+    wait_state(supervisor, "ts", "connected", timeout=90)
+    argv = {"reconnect": ("mcp", "reconnect", "ts"), "remove": ("mcp", "remove", "ts"),
+            "disable": ("mcp", "disable", "ts"), "stop": ("daemon", "stop")}[what]
+    out: dict[str, Any] = {}
+
+    async def main() -> None:
+        async with _agent(monad_home, transport, "legacy", 60) as client, anyio.create_task_group() as tg:
+            async def cut() -> None:
+                with anyio.fail_after(30):
+                    while not (tmp_path / "slow.started").exists():
+                        await anyio.sleep(0.05)
+                r = await anyio.to_thread.run_sync(lambda: supervisor(*argv))
+                assert r.code == 0, r
+
+            tg.start_soon(cut)
+            started = time.monotonic()
+            result = await client.call_tool("ts__slow", {"seconds": 60})
+            out.update(seconds=time.monotonic() - started, error=result.is_error, text=result.content[0].text)
+
+    anyio.run(main)
+    assert out["error"] and out["text"] == EXPECTED[what], out
+    assert out["seconds"] < 30, out
+    if what != "stop":
+        r = supervisor("journal", "--calls", "--json")
+        rows = [c for c in r.json() if c.get("tool") == "slow"]
+        assert [c["outcome"] for c in rows] == ["interrupted"], rows

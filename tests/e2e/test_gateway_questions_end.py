@@ -1,0 +1,110 @@
+"""Every question a server asks an agent through the gateway ends (docs/gateway.md "A
+server's questions"): withdrawn by the server (the agent is told, notifications/cancelled),
+or out of the gateway's `--approval-timeout` (the server gets `cancel` for an elicitation, an
+error for a sampling; the agent's request is withdrawn too). Through the real supervisor,
+`monad mcp serve` over stdio (the direct lane) and `--http` (the SDK's path), with the SDK's
+client as a handshake-era agent whose person never answers."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.conftest import wait_state
+from tests.e2e.test_gateway_approval_wait import _agent
+
+pytestmark = pytest.mark.e2e
+TOOLASK = str(Path(__file__).resolve().parents[1] / "servers" / "toolaskserver.py")
+
+
+def _atom(home: Path) -> None:
+    path = home / "atoms" / "mcp" / "ask.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([TOOLASK])}\ntimeout = 60\n"
+                    "trust = {autoApproveTools = [\"ask__signup\", \"ask__withdraw\", \"ask__summarize\"]}\n")
+
+
+class Silent:
+    """An agent's person who never answers: each question waits until it is withdrawn."""
+
+    def __init__(self) -> None:
+        self.asked: list[float] = []
+        self.withdrawn: list[float] = []
+        self.start = time.monotonic()
+
+    async def _wait(self) -> Any:
+        self.asked.append(time.monotonic() - self.start)
+        try:
+            await anyio.sleep_forever()
+        except anyio.get_cancelled_exc_class():
+            self.withdrawn.append(time.monotonic() - self.start)
+            raise
+
+    async def elicit(self, context: Any, params: Any) -> Any:
+        return await self._wait()
+
+    async def sample(self, context: Any, params: Any) -> Any:
+        return await self._wait()
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_a_question_nobody_answers_ends_at_the_approval_timeout(supervisor: Any, monad_home: Path,
+                                                                transport: str) -> None:
+    _atom(monad_home)
+    wait_state(supervisor, "ask", "connected", timeout=90)
+    person = Silent()
+    out: dict[str, Any] = {}
+
+    async def main() -> None:
+        async with _agent(monad_home, transport, "legacy", 8, elicitation_callback=person.elicit,
+                          sampling_callback=person.sample) as client:
+            person.start = time.monotonic()
+            signup = await client.call_tool("ask__signup", {})
+            out["signup"] = (time.monotonic() - person.start, signup.content[0].text)
+            if transport == "http":
+                person.start = time.monotonic()
+                summary = await client.call_tool("ask__summarize", {"text": "a long text"})
+                out["summarize"] = (time.monotonic() - person.start, summary.content[0].text)
+            await anyio.sleep(0.5)  # the withdrawal reaches the agent's callback
+
+    anyio.run(main)
+    seconds, text = out["signup"]
+    assert text == "action: cancel" and 7.5 < seconds < 9.5, out  # over within ~9 s, a clean answer
+    if transport == "http":
+        seconds, text = out["summarize"]
+        assert 7.5 < seconds < 9.5 and "did not answer within 8 s" in text, out
+    # Each question the agent was asked was withdrawn from it: nothing stays pending.
+    assert len(person.asked) == len(person.withdrawn) == len(out), (person.asked, person.withdrawn)
+    details = [e["detail"] if isinstance(e["detail"], dict) else json.loads(e["detail"])
+               for e in supervisor("journal", "--server", "ask", "--json").json() if e.get("kind") == "question"]
+    assert [(d["about"], d["outcome"], d.get("action")) for d in details if d["about"] == "ask__signup"] == [
+        ("ask__signup", "timeout", "cancel")], details
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_a_question_the_server_withdraws_is_withdrawn_from_the_agent(supervisor: Any, monad_home: Path,
+                                                                     transport: str) -> None:
+    _atom(monad_home)
+    wait_state(supervisor, "ask", "connected", timeout=90)
+    person = Silent()
+    out: dict[str, Any] = {}
+
+    async def main() -> None:
+        async with _agent(monad_home, transport, "legacy", 60, elicitation_callback=person.elicit) as client:
+            person.start = time.monotonic()
+            result = await client.call_tool("ask__withdraw", {"after": 1})
+            out["result"] = (time.monotonic() - person.start, result.content[0].text)
+            with anyio.fail_after(5):
+                while not person.withdrawn:
+                    await anyio.sleep(0.05)
+
+    anyio.run(main)
+    seconds, text = out["result"]
+    assert text == "withdrawn" and seconds < 5, out
+    assert len(person.asked) == 1 and len(person.withdrawn) == 1 and person.withdrawn[0] < 5, person.__dict__
