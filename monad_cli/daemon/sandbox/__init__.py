@@ -103,7 +103,6 @@ def prepare(*, scratch: Path, command: str, args: list[str], cwd: str | None,
 
 __all__ = [
     "ABI_MAX_ENV",
-    "KERNEL_DOCS",
     "SandboxError",
     "landlock_abi",
     "launch_argv",
