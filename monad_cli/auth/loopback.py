@@ -76,9 +76,7 @@ class LoopbackListener:
         self._result: dict[str, str] | None = None
         self._got = anyio.Event()
         self._tg: anyio.abc.TaskGroup | None = None
-        self.expected_state: str | None = None
         self._waiting: dict[int, anyio.CancelScope] = {}  # insertion order: the oldest first
-        self.accept_errors = 0
 
     @property
     def redirect_uri(self) -> str:
@@ -113,7 +111,6 @@ class LoopbackListener:
             try:
                 stream = await listener.accept()
             except OSError:  # EMFILE/ENFILE/ECONNABORTED: the next accept may work
-                self.accept_errors += 1
                 await anyio.sleep(0.05)
                 continue
             if len(self._waiting) >= MAX_CONNECTIONS:

@@ -34,8 +34,6 @@ from monad_cli.core.errors import ConfigError, Conflict
 
 OWN_FILE = "monad.yaml"
 HEADER = "# Written by `monad mcp connect aura`: monad's gateway. Remove with `--remove`.\n"
-_FIELDS = {"type", "url", "headers", "command", "args", "env", "timeout", "sandbox", "disabled", "required",
-           "deferred", "condition", "tools"}
 _DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _UNIT_S = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 

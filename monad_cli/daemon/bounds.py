@@ -140,8 +140,9 @@ class Tally:
         log.warning("%s: %s%s", self.what, detail, more)
 
 
-def _peer_uid(transport: asyncio.BaseTransport) -> int | None:
-    sock = transport.get_extra_info("socket")
+def peer_uid(sock: socket.socket | None) -> int | None:
+    """The uid of the process at the other end of a unix socket (SO_PEERCRED); None for any
+    other socket."""
     if sock is None or sock.family != socket.AF_UNIX:
         return None
     creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
@@ -202,7 +203,7 @@ class ListenerGuard:
     def admit(self, transport: asyncio.BaseTransport) -> tuple[bool, str | None]:
         """(authenticated, refusal): whether the new connection on `transport` is let in."""
         if self.check_peer_uid:
-            uid = _peer_uid(transport)
+            uid = peer_uid(transport.get_extra_info("socket"))
             if uid is not None and uid not in (os.getuid(), 0):
                 return False, f"refused a connection from uid {uid} (only this user's processes may connect)"
             return True, None
@@ -384,4 +385,4 @@ def log_accept_errors(loop: asyncio.AbstractEventLoop) -> None:
 
 
 __all__ = ["BUDGET", "HEADER_TIMEOUT_S", "MAX_UNAUTHENTICATED", "ListenerGuard", "authenticated",
-           "check_descriptors", "log_accept_errors", "raise_nofile"]
+           "check_descriptors", "log_accept_errors", "peer_uid", "raise_nofile"]

@@ -18,8 +18,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import socket
-import struct
 
 import anyio
 import anyio.abc
@@ -29,6 +27,7 @@ from monad_cli.core.envelope import encode_line
 from monad_cli.core.errors import MonadError
 from monad_cli.core.hello import END_LINE, MAX_HELLO_BYTES, GatewayView, answer_ok, parse_hello
 from monad_cli.core.paths import Paths
+from monad_cli.daemon.bounds import peer_uid
 from monad_cli.daemon.gateway.http import bind_loopback, gateway_token, serve_http
 from monad_cli.daemon.gateway.server import Gateway
 from monad_cli.daemon.gateway.wire import PipeStream
@@ -36,15 +35,6 @@ from monad_cli.daemon.sessions.framing import LineReader, Oversize
 
 log = logging.getLogger("monad.gateway")
 HELLO_TIMEOUT_S = 10.0
-
-
-def peer_uid(stream: anyio.abc.SocketStream) -> int | None:
-    """The uid of the process at the other end of a unix socket stream (SO_PEERCRED)."""
-    sock = stream.extra(SocketAttribute.raw_socket, None)
-    if sock is None or sock.family != socket.AF_UNIX:
-        return None
-    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    return int(struct.unpack("3i", creds)[1])
 
 
 class GatewayListener:
@@ -95,7 +85,7 @@ class GatewayListener:
             return
         try:
             async with stream:
-                uid = peer_uid(stream)
+                uid = peer_uid(stream.extra(SocketAttribute.raw_socket, None))
                 if uid is not None and uid not in (os.getuid(), 0):  # root can read the socket anyway
                     log.warning("refused a gateway connection from uid %d", uid)
                     return
@@ -183,4 +173,4 @@ class GatewayListener:
             log.info("HTTP gateway on %s stopped (its `monad mcp serve --http` ended)", url)
 
 
-__all__ = ["GatewayListener", "peer_uid"]
+__all__ = ["GatewayListener"]

@@ -39,7 +39,6 @@ CALL_TOOL = "call_tool"
 DEFAULT_LIMIT = 8
 MAX_LIMIT = 50
 MAX_QUERY_CHARS = 1000
-DEFAULT_THRESHOLD_TOKENS = 20_000  # `auto`: search once the full list would pass this
 BYTES_PER_TOKEN = 4
 MAX_FOUND = 64  # found tools one agent's list keeps (the most recently found; clients cap lists at ~128)
 SLICE = 250  # tools analysed or indexed between two yields to the event loop (~5-50 ms)
@@ -257,5 +256,5 @@ def query_arguments(arguments: Mapping[str, Any]) -> tuple[str, int]:
     return query[:MAX_QUERY_CHARS], limit
 
 
-__all__ = ["CALL_TOOL", "DEFAULT_LIMIT", "DEFAULT_THRESHOLD_TOKENS", "FIND_TOOL", "MAX_FOUND", "FoundTools",
-           "ToolSearch", "call_tool_tool", "estimate_tokens", "find_tool_tool", "query_arguments"]
+__all__ = ["CALL_TOOL", "DEFAULT_LIMIT", "FIND_TOOL", "MAX_FOUND", "FoundTools", "ToolSearch",
+           "call_tool_tool", "estimate_tokens", "find_tool_tool", "query_arguments"]

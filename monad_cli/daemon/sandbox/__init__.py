@@ -24,7 +24,6 @@ from pathlib import Path
 
 # The cap lowers, never raises, the ABI used; 0 behaves like a kernel without Landlock.
 ABI_MAX_ENV = "MONAD_LANDLOCK_ABI_MAX"
-KERNEL_DOCS = "https://docs.kernel.org/userspace-api/landlock.html"
 
 
 class SandboxError(Exception):
@@ -104,7 +103,6 @@ def prepare(*, scratch: Path, command: str, args: list[str], cwd: str | None,
 
 __all__ = [
     "ABI_MAX_ENV",
-    "KERNEL_DOCS",
     "SandboxError",
     "landlock_abi",
     "launch_argv",

@@ -1,6 +1,6 @@
 """The Studio: the web page for MCP servers, served by the supervisor on 127.0.0.1 (docs/studio.md).
 
-- `routes`: what the control API gains (`POST /v1/studio` mints a one-time login URL,
+- `daemon/api/studio.py` (not here): what the control API gains (`POST /v1/studio` mints a one-time login URL,
   `GET /v1/journal`, `…/{name}/authorize`, the Tools view, the transcript's calls, MCP
   Apps), on the unix socket and the Studio's port alike;
 - `service`: the Studio itself: the listener on 127.0.0.1:PORT, which serves the control

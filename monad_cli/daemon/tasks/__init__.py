@@ -1,13 +1,15 @@
 """Long-running tool calls: the `io.modelcontextprotocol/tasks` extension (SEP-2663).
 
-- `states`: task states and every allowed transition (stdlib only; the CLI uses it too).
 - `snapshot`: folding a task snapshot into its row, a pure function (stdlib only).
-- `forms`: input_required form checks (stdlib only; the CLI uses them too).
 - `protocol`: the wire shapes and the SDK client extension (supervisor side only).
 - `store`: queries over the journal's `tasks` table (supervisor side only).
 - `ledger`: the rows and every change to them, journaled (supervisor side only).
 - `connection`: one server's submit, poll and listen loops over its live connection.
-- `manager`: the per-supervisor task manager's API (start, show, list, answer, cancel).
+- `manager`: the per-supervisor task manager's API (start, show, list, answer, cancel);
+  `views`: its reading side; `legacy`: 2025-11-25 servers' tasks.
+
+Task states and their transitions (`core/task_states.py`) and input_required forms
+(`core/task_forms.py`) are stdlib only, shared with the CLI.
 
 Nothing here imports the supervisor: the `TaskManager` gets the journal, a lookup of the
 servers' live links, the redaction function, a clock and a timeout lookup. The control API's

@@ -41,11 +41,6 @@ HOLD_ROWS = 1000
 log = logging.getLogger("monad.tasks")
 
 
-def _disk_fault(exc: BaseException) -> BaseException | None:
-    """`exc` when it says the journal's file could not be written, else None."""
-    return exc if is_disk_fault(exc) else None
-
-
 _JSON_COLS = ("arguments", "correlation", "result", "error", "input_requests", "answered_keys")
 
 
@@ -122,7 +117,7 @@ class TaskStore:
                     cur.execute(f"UPDATE tasks SET {', '.join(f'{k} = ?' for k in values)} WHERE id = ?",
                                 (*values.values(), id))
         except Exception as exc:
-            if _disk_fault(exc) is None:
+            if not is_disk_fault(exc):
                 raise
             self._faulted(exc)
             return False
@@ -155,13 +150,12 @@ class TaskStore:
             self.journal.pool.change(f"INSERT INTO tasks ({TASK_COLUMNS}) VALUES ({', '.join('?' * len(values))})",
                                      values)
         except Exception as exc:
-            fault = _disk_fault(exc)
-            if fault is None:
+            if not is_disk_fault(exc):
                 raise
-            self._faulted(fault)
+            self._faulted(exc)
             self.refused += 1
             raise DiskFull(f"cannot start a task of `{tool}` on server `{server}`: the journal's disk takes no "
-                           f"writes ({fault}); nothing was sent to the server. Free space on the disk of "
+                           f"writes ({exc}); nothing was sent to the server. Free space on the disk of "
                            f"`{self.journal.path}` and try again") from None
         return row
 
@@ -208,10 +202,9 @@ class TaskStore:
             self.journal.pool.change(f"UPDATE tasks SET {', '.join(f'{k} = ?' for k in values)} WHERE id = ?",
                                      (*values.values(), id))
         except Exception as exc:
-            fault = _disk_fault(exc)
-            if fault is None:
+            if not is_disk_fault(exc):
                 raise
-            self._faulted(fault)
+            self._faulted(exc)
             self._hold(id, values)
         return row
 
@@ -224,10 +217,9 @@ class TaskStore:
                 "UPDATE tasks SET delivery_pending = 0, deliveries = deliveries + 1, delivered_at = ? "
                 "WHERE id = ? AND delivery_pending = 1", (self.clock(), id)))
         except Exception as exc:
-            fault = _disk_fault(exc)
-            if fault is None:
+            if not is_disk_fault(exc):
                 raise
-            self._faulted(fault)
+            self._faulted(exc)
             return self._take_held(id)
 
     def _take_held(self, id: str) -> bool:
@@ -277,7 +269,7 @@ class TaskStore:
             return self.journal.pool.change("DELETE FROM tasks WHERE terminal_at IS NOT NULL AND terminal_at < ?",
                                             (cutoff,))
         except Exception as exc:  # a full disk: the next hourly cleanup tries again
-            if _disk_fault(exc) is None:
+            if not is_disk_fault(exc):
                 raise
             log.warning("tasks store: cleanup skipped: %s", exc)
             return 0

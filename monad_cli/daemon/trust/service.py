@@ -318,16 +318,21 @@ class ToolService:
         actor = self.servers.get(server) if server else None
         return actor if actor is not None and actor.restarting else None
 
+    def _live(self, exposed: str) -> tuple[ToolServer, Tool] | None:
+        """`resolve(exposed)` when its server is live, else None."""
+        try:
+            found = self.resolve(exposed)
+        except NotFound:
+            return None
+        return found if found[0].live else None
+
     async def _ready(self, exposed: str) -> tuple[ToolServer, Tool]:
         """`resolve(exposed)`, waiting for a restarting server (killed, crashed, its definition
         just edited) up to its connect `timeout` (seconds) instead of failing at once. Raises
         what `resolve` raises, and NotConnected when the server is not back in time."""
-        try:
-            found = self.resolve(exposed)
-            if found[0].live:
-                return found
-        except NotFound:
-            pass
+        found = self._live(exposed)
+        if found is not None:
+            return found
         actor = self._restarting(exposed)
         if actor is None and self.reload is not None:
             # A definition edited a moment ago (`monad mcp enable X && …`: agents.json is polled,
@@ -345,12 +350,9 @@ class ToolService:
             while True:
                 with anyio.move_on_after(0.25):  # a state change wakes it; the poll is the backstop
                     await self._state.wait()
-                try:
-                    found = self.resolve(exposed)
-                    if found[0].live:
-                        return found
-                except NotFound:
-                    pass
+                found = self._live(exposed)
+                if found is not None:
+                    return found
                 if self._restarting(exposed) is None:
                     return self.resolve(exposed)  # it gave up, was disabled or removed: say so
         state = getattr(actor, "state", "restarting")

@@ -1,0 +1,104 @@
+"""The way back from a masked definition (config/edits.py, core/redact.py), as the Studio's
+forms and the CLI use it: an edit that carries `***` keeps the stored secret; `***` is never
+written; an invalid definition names its field, in the control API's envelope too."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from monad_cli.config.edits import add_server, read_definition, update_server
+from monad_cli.core.errors import ConfigError
+from monad_cli.core.paths import Paths
+from monad_cli.core.redact import MASK, masked_fields, redact_args, redact_definition, redact_url, restore_masked
+
+STORED = {
+    "url": "https://user:pw-SECRET@h.example/mcp?key=q-SECRET&plain=1#frag",
+    "headers": {"X-Api-Key": "h-SECRET", "Accept": "text/plain"},
+    "env": {"TOKEN": "e-SECRET"},
+    "args": ["--token", "a1-SECRET", "--api-key=a2-SECRET", "plain", "https://x.example/?api_key=a3-SECRET&page=2"],
+    "auth": {"mode": "bearer", "token": "t-SECRET", "headers": {"X-Other": "ah-SECRET"}},
+}
+
+
+@pytest.mark.parametrize("field", sorted(STORED))
+def test_what_redaction_showed_comes_back_as_the_stored_secret(field: str) -> None:
+    shown = redact_definition(STORED)[field]
+    assert "SECRET" not in json.dumps(shown)
+    assert restore_masked(field, shown, STORED[field]) == STORED[field]
+
+
+def test_a_changed_field_keeps_the_secrets_it_still_masks() -> None:
+    assert restore_masked("url", "https://user:***@h.example/v2?key=***&plain=2", STORED["url"]) == \
+        "https://user:pw-SECRET@h.example/v2?key=q-SECRET&plain=2"
+    assert restore_masked("headers", {"X-Api-Key": MASK, "New": "typed"}, STORED["headers"]) == \
+        {"X-Api-Key": "h-SECRET", "New": "typed"}
+    shown_args = redact_args(STORED["args"])
+    assert restore_masked("args", ["first", *shown_args], STORED["args"]) == ["first", *STORED["args"]]
+    assert restore_masked("env", {"TOKEN": "new value"}, STORED["env"]) == {"TOKEN": "new value"}
+    # A mask with nothing behind it stays a mask, for masked_fields to find.
+    assert restore_masked("headers", {"Renamed": MASK}, STORED["headers"]) == {"Renamed": MASK}
+    # A URL's secrets belong to its origin: moved to another host, the key must be typed again.
+    assert restore_masked("url", "https://other.example/mcp?key=***", STORED["url"]) == \
+        "https://other.example/mcp?key=***"
+
+
+def test_masked_fields_finds_every_mask_in_a_secret_place() -> None:
+    defn = {"url": "https://h/?k=***", "headers": {"A": MASK, "B": "b"}, "env": {"E": MASK},
+            "args": ["--x=***", MASK, "ok", "https://u:***@h/"],
+            "auth": {"token": MASK, "tokens": {"accessToken": MASK}},
+            "command": "***-not-a-secret-field"}
+    assert masked_fields(defn) == ["args[0]", "args[1]", "args[3]", "auth.token", "auth.tokens.accessToken",
+                                   "env.E", "headers.A", "url"]
+    assert masked_fields(defn, ["headers"]) == ["headers.A"]
+    assert masked_fields(redact_definition(STORED)) != []
+    assert masked_fields(STORED) == []
+    assert redact_url(STORED["url"]).endswith("key=***&plain=1")  # a query value is a secret by its name or shape
+
+
+def _paths(tmp_path: Path) -> Paths:
+    p = Paths(tmp_path / "home")
+    p.ensure()
+    return p
+
+
+def test_edits_keep_secrets_in_agents_json_and_atoms_and_never_write_the_mask(tmp_path: Path) -> None:
+    paths = _paths(tmp_path)
+    paths.agents_json.write_text(json.dumps({"mcpServers": [
+        {"name": "remote", "url": "https://r.example/mcp", "headers": {"X-Api-Key": "h-SECRET"}}]}))
+    add_server(paths, "local", {"command": "srv", "env": {"TOKEN": "e-SECRET"}})
+    for name in ("remote", "local"):
+        _, raw = read_definition(paths, name)
+        shown = redact_definition(raw)
+        update_server(paths, name, shown)  # the page saving an untouched form
+        assert read_definition(paths, name)[1] == raw
+    for text in (paths.agents_json.read_text(), paths.atom_path("local").read_text()):
+        assert MASK not in text and "SECRET" in text
+    # A mask under a new name: refused, naming the field; the file is as it was.
+    before = paths.agents_json.read_bytes()
+    with pytest.raises(ConfigError) as e:
+        update_server(paths, "remote", {"headers": {"X-New": MASK}})
+    assert e.value.field == "headers.X-New" and "nothing was written" in e.value.message
+    assert e.value.message.startswith("`agents.json`: server `remote`, field `headers.X-New`: is `***`")
+    assert paths.agents_json.read_bytes() == before
+    # Adding a server that carries a mask is refused too: `***` is not a value.
+    with pytest.raises(ConfigError) as e:
+        add_server(paths, "new", {"url": "https://n.example/mcp", "headers": {"K": MASK}})
+    assert e.value.field == "headers.K" and not paths.atom_path("new").exists()
+    # A file a person wrote with `***` in it is not in the way of an unrelated edit.
+    paths.atom_path("odd").write_text('command = "srv"\n[env]\nX = "***"\n')
+    update_server(paths, "odd", {"enabled": False})
+    assert "enabled = false" in paths.atom_path("odd").read_text()
+
+
+def test_an_invalid_definition_names_its_field_in_the_envelope_both_ways() -> None:
+    from monad_cli.core.envelope import decode_error, encode_error
+
+    err = ConfigError("`atoms/mcp/x.toml`: server `x`, field `env.A B`: is not valid", field="env.A B")
+    body = encode_error(err)
+    assert body == {"error": {"code": "invalid_definition", "message": err.message, "field": "env.A B"}}
+    back = decode_error(422, body)
+    assert isinstance(back, ConfigError) and back.field == "env.A B" and back.message == err.message
+    assert "field" not in encode_error(ConfigError("no field here"))["error"]
