@@ -70,3 +70,40 @@ def test_a_call_monad_cuts_says_what_happened(supervisor: Any, monad_home: Path,
         r = supervisor("journal", "--calls", "--json")
         rows = [c for c in r.json() if c.get("tool") == "slow"]
         assert [c["outcome"] for c in rows] == ["interrupted"], rows
+
+
+def test_a_read_monad_cuts_says_what_happened(supervisor: Any, monad_home: Path) -> None:
+    """The same for a resources/read in flight (askserver's `ask://name` waits for the agent's
+    answer to its question): `monad mcp reconnect` cuts it, and the agent's error says so."""
+    from mcp.shared.exceptions import MCPError
+
+    askserver = str(Path(__file__).resolve().parents[1] / "servers" / "askserver.py")
+    (monad_home / "atoms" / "mcp").mkdir(parents=True, exist_ok=True)
+    (monad_home / "atoms" / "mcp" / "ask.toml").write_text(
+        f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([askserver])}\ntimeout = 60\n")
+    wait_state(supervisor, "ask", "connected", timeout=90)
+    asked = anyio.Event()
+    out: dict[str, Any] = {}
+
+    async def person(context: Any, params: Any) -> Any:
+        asked.set()
+        await anyio.sleep_forever()
+
+    async def main() -> None:
+        async with _agent(monad_home, "stdio", "legacy", 60, elicitation_callback=person) as client, \
+                anyio.create_task_group() as tg:
+            async def cut() -> None:
+                with anyio.fail_after(30):
+                    await asked.wait()
+                r = await anyio.to_thread.run_sync(lambda: supervisor("mcp", "reconnect", "ask"))
+                assert r.code == 0, r
+
+            tg.start_soon(cut)
+            with pytest.raises(MCPError) as failed:
+                await client.read_resource("ask://name")
+            out["error"] = failed.value.error
+
+    anyio.run(main)
+    assert out["error"].message == (
+        "server `ask`: the request was cut: server `ask` was reconnected (`monad mcp reconnect ask`) while it ran; "
+        "call it again once it is back (`monad mcp wait ask`)"), out

@@ -108,3 +108,35 @@ def test_a_question_the_server_withdraws_is_withdrawn_from_the_agent(supervisor:
     seconds, text = out["result"]
     assert text == "withdrawn" and seconds < 5, out
     assert len(person.asked) == 1 and len(person.withdrawn) == 1 and person.withdrawn[0] < 5, person.__dict__
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_a_2026_agents_question_is_bounded_by_the_same_timeout(supervisor: Any, monad_home: Path,
+                                                               transport: str) -> None:
+    """A 2026-07-28 agent gets the question as an input_required round; when its answer comes
+    after `--approval-timeout 8`, the server had already been answered `cancel` at 8 s (the
+    call went on without it), and the late round gets that result."""
+    _atom(monad_home)
+    wait_state(supervisor, "ask", "connected", timeout=90)
+    asked: list[float] = []
+    out: dict[str, Any] = {}
+
+    async def slow_person(context: Any, params: Any) -> Any:
+        import mcp_types as types
+
+        asked.append(time.monotonic())
+        await anyio.sleep(10)  # past the gateway's 8 s
+        return types.ElicitResult(action="accept", content={"name": "late", "age": 1})
+
+    async def main() -> None:
+        async with _agent(monad_home, transport, "auto", 8, elicitation_callback=slow_person) as client:
+            assert client.protocol_version == "2026-07-28"
+            started = time.monotonic()
+            result = await client.call_tool("ask__signup", {})
+            out.update(seconds=time.monotonic() - started, text=result.content[0].text)
+
+    anyio.run(main)
+    assert len(asked) == 1 and out["text"] == "action: cancel" and 9.5 < out["seconds"] < 14, out
+    details = [e["detail"] if isinstance(e["detail"], dict) else json.loads(e["detail"])
+               for e in supervisor("journal", "--server", "ask", "--json").json() if e.get("kind") == "question"]
+    assert [(d["outcome"], d.get("action")) for d in details if d["about"] == "ask__signup"] == [("timeout", "cancel")]

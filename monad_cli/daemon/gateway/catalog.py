@@ -46,6 +46,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from monad_cli.core.errors import MonadError
 from monad_cli.core.tool_names import NameMap, build_name_map
 from monad_cli.daemon.trust.inputs import Caller
+from monad_cli.daemon.trust.servers import SessionCut
 
 log = logging.getLogger("monad.gateway")
 
@@ -376,6 +377,10 @@ class Catalog:
         except MCPError as e:
             outcome, error = "error", f"{e.error.message} (MCP error {e.error.code})"
             raise MCPError(e.error.code, f"server `{server}`: {e.error.message}", e.error.data) from None
+        except SessionCut as e:  # monad ended the session under it: say so, not "Connection closed"
+            outcome, error = "error", e.message
+            raise MCPError(types.CONNECTION_CLOSED, self.scrub(f"server `{server}`: the request was cut: {e.happened} "
+                                                              f"while it ran; {e.todo}")) from None
         except MonadError as e:
             outcome, error = "error", e.message
             raise MCPError(types.INTERNAL_ERROR, self.scrub(e.message)) from None

@@ -199,7 +199,9 @@ class ServerActor:
         self.last_failure: str | None = None  # why the previous attempt failed, while retrying
         self.next_attempt_at: float | None = None  # epoch seconds of the next attempt, while backing off
         self.retired = False
-        self._cut_by: str | None = None  # what ended the live session on purpose ("reconnect", "update")
+        # What ended a live session on purpose ("reconnect", "update"), and that session's
+        # client: a request that fails on that client says why (`cut_reason`).
+        self._cut: tuple[Any, str] | None = None
         self.state_changed = anyio.Event()  # fires on every state change
         self.demand = Demand(self)  # who uses the session, whether it must run (on demand)
         self.lists = IdleLists(self)  # what it is served from while it is idle (on demand)
@@ -247,21 +249,23 @@ class ServerActor:
         if self._wake_reason is None:
             self._wake_reason = reason
         if reason in ("reconnect", "update") and self.client is not None:
-            self._cut_by = reason  # the calls this cuts say why (`cut_reason`)
+            self._cut = (self.client, reason)  # the requests this cuts say why (`cut_reason`)
         self._wake.set()
 
-    def cut_reason(self) -> tuple[str, str] | None:
-        """Why a request in flight was cut by the session ending on purpose, as (what
-        happened, what to do): the server was removed, reconnected, disabled or its definition
-        changed. None: it was not ended on purpose (a crash says its own reason)."""
+    def cut_reason(self, client: Any) -> tuple[str, str] | None:
+        """Why a request on `client` (the session's `mcp.Client` it was sent on) was cut by
+        that session ending on purpose, as (what happened, what to do): the server was
+        removed, reconnected, disabled or its definition changed. None: it was not ended on
+        purpose (a crash says its own reason), or `client` is not the session that was."""
         name = self.name
+        cut_by = self._cut[1] if self._cut is not None and self._cut[0] is client else None
         if self.retired:
             return (f"server `{name}` was removed (`monad mcp remove`, or its definition deleted)",
                     "it is no longer defined (see `monad mcp status`)")
-        if self._cut_by == "reconnect":
+        if cut_by == "reconnect":
             return (f"server `{name}` was reconnected (`monad mcp reconnect {name}`)",
                     f"call it again once it is back (`monad mcp wait {name}`)")
-        if self._cut_by == "update":
+        if cut_by == "update":
             if self.spec is not None and not self.spec.enabled:
                 return (f"server `{name}` was disabled", f"`monad mcp enable {name}` turns it on again")
             return (f"server `{name}` reconnected because its definition changed",
@@ -601,7 +605,6 @@ class ServerActor:
 
     def _connected(self, client: Client, listing: ToolListing) -> None:
         self.client = client
-        self._cut_by = None
         self.last_failure = None
         tools, problem = listing.tools, listing.problems()
         self.tools = tools

@@ -16,11 +16,11 @@ daemon/telemetry/wrappers.py).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from mcp import MCPError
-from mcp_types import INTERNAL_ERROR, CallToolResult
+from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, CallToolResult
 
 from monad_cli.daemon.sessions.reasons import describe
 from monad_cli.daemon.sessions.stamp import caller_meta
@@ -79,6 +79,12 @@ class SessionRequests:
                              f"{': ' + actor.reason if actor.reason else ''} (see `monad mcp status {actor.name}`)")
         return client
 
+    def _cut(self, client: Client) -> AbstractContextManager[None]:
+        """A request on `client` that fails because monad ended that session on purpose raises
+        `SessionCut` saying why (the SDK says only "Connection closed", or raises its own
+        RuntimeError once the client is closed), not what the SDK raised."""
+        return _cut_by(self.actor, client)
+
     async def call_tool(self, call: ToolCall) -> CallToolResult:
         actor = self.actor
         client = self._client()
@@ -86,7 +92,7 @@ class SessionRequests:
         rto = actor.spec.request_timeout_ms if actor.spec else None
         # A plain call (no progress asked, no deadline of its own) takes the direct lane.
         lane = actor.conn.lane if actor.conn is not None and call.progress is None and not rto else None
-        with actor.inputs.serving(call), wrong_shape_fails_the_call():
+        with self._cut(client), actor.inputs.serving(call), wrong_shape_fails_the_call():
             result = await lane.call(call, client.protocol_version, actor.tools) if lane is not None else None
             if result is None:
                 meta = caller_meta(call, call.meta)
@@ -101,8 +107,24 @@ class SessionRequests:
         # A read's or get's answer of a shape the protocol does not define fails it in one line,
         # as a call's does.
         shaped = wrong_shape_fails_the_call() if method in ("resources/read", "prompts/get") else nullcontext()
-        with self.actor.inputs.serving(caller), shaped:
+        with self._cut(client), self.actor.inputs.serving(caller), shaped:
             return await send(client, caller_meta(caller, caller.meta if caller is not None else None))
+
+
+@contextmanager
+def _cut_by(actor: Any, client: Any) -> Iterator[None]:
+    from monad_cli.daemon.trust.servers import SessionCut
+
+    try:
+        yield
+    except MCPError as e:
+        if e.error.code != CONNECTION_CLOSED or (why := actor.cut_reason(client)) is None:
+            raise
+        raise SessionCut(actor.name, *why) from None
+    except Exception:
+        if (why := actor.cut_reason(client)) is None:
+            raise
+        raise SessionCut(actor.name, *why) from None
 
 
 def address(actor: Any) -> tuple[str, int | None] | None:

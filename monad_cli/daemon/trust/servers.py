@@ -9,11 +9,25 @@ from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
+from monad_cli.core.errors import Unavailable
+
 if TYPE_CHECKING:
     from mcp_types import CallToolResult, Tool
 
     from monad_cli.config.schema import ServerSpec
     from monad_cli.daemon.trust.call import ToolCall
+
+
+class SessionCut(Unavailable):
+    """A request failed because monad ended its server's session on purpose under it (the
+    server was removed, reconnected, disabled or redefined): `happened` and `todo` say so in
+    words an agent can act on (sessions/requests.py raises it, the tool service and the
+    gateway's catalog word it for their callers). Whether the server acted on the request is
+    unknown."""
+
+    def __init__(self, server: str, happened: str, todo: str) -> None:
+        super().__init__(f"{happened} while the request ran; {todo}")
+        self.server, self.happened, self.todo = server, happened, todo
 
 
 class ProgressFn(Protocol):
@@ -34,7 +48,8 @@ class ToolServer(Protocol):
     it), so a call may authorize it (trust/authorization.py); `tools`: its last tools/list;
     `call_tool(tool, arguments, progress=, inputs=)`: tools/call with the server's own tool
     name (`progress` awaited per progress notification, its questions during the call going
-    to `inputs`, trust/inputs.py), raising `MonadError` when not connected and
+    to `inputs`, trust/inputs.py), raising `MonadError` when not connected, `SessionCut` when
+    monad ended the session under the call, and
     `mcp.MCPError` when the server fails the request.
     """
 

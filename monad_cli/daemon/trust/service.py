@@ -51,7 +51,7 @@ from monad_cli.daemon.trust.calls import CallLog
 from monad_cli.daemon.trust.gate import ApprovalGate, Pending, tool_definition_hash
 from monad_cli.daemon.trust.listing import dump_tool, listing_rows, tool_rules
 from monad_cli.daemon.trust.pins import canonical_tools, describe_change, same_hash, tool_set_hash
-from monad_cli.daemon.trust.servers import RunTask, StartTask, ToolServer
+from monad_cli.daemon.trust.servers import RunTask, SessionCut, StartTask, ToolServer
 from monad_cli.daemon.trust.shared import SharedTrust
 from monad_cli.daemon.trust.visibility import check_caller
 from monad_cli.journal import tools as jt
@@ -642,7 +642,7 @@ class ToolService:
         caller who waits: a plain call is refused. Every failure is journaled and raised
         as its kind (`ToolCallFailed` for the server's)."""
         from mcp import MCPError
-        from mcp_types import CONNECTION_CLOSED, MISSING_REQUIRED_CLIENT_CAPABILITY, REQUEST_TIMEOUT
+        from mcp_types import MISSING_REQUIRED_CLIENT_CAPABILITY, REQUEST_TIMEOUT
 
         server, tool = call.server, call.tool
         assert server is not None and tool is not None
@@ -659,8 +659,6 @@ class ToolService:
             raise
         except MCPError as exc:
             self._fail_if_stopping(call)
-            if exc.error.code == CONNECTION_CLOSED:
-                self._fail_if_cut(call)
             said = await self._stderr_of_call(sink, mark)
             self._finish(call, "timeout" if exc.error.code == REQUEST_TIMEOUT else "error",
                          f"{exc.error.message} (MCP error {exc.error.code}){_quoted(said)}")
@@ -669,12 +667,17 @@ class ToolService:
             if exc.error.code == MISSING_REQUIRED_CLIENT_CAPABILITY:  # about the caller's capabilities
                 failed.rpc_error = exc.error.model_dump(by_alias=True, mode="json", exclude_none=True)
             raise failed from None
+        except SessionCut as exc:
+            # monad ended the server's session under the call (removed, reconnected, disabled,
+            # redefined): the server did not fail it, and whether it acted is unknown.
+            self._finish(call, "interrupted", f"{exc.happened} during the call")
+            raise Unavailable(self.scrub(f"the call to `{call.exposed}` was cut: {exc.happened} while it ran; whether "
+                                         f"the server acted on it is unknown; {exc.todo}")) from None
         except (NotConnected, QueueFull, DiskFull, AuthorizationRequired, NotFound) as exc:  # the kind stays
             self._finish(call, "error", exc.message)
             raise
         except Exception as exc:  # noqa: BLE001 - e.g. an outputSchema mismatch in the SDK
             self._fail_if_stopping(call)
-            self._fail_if_cut(call)
             self._finish(call, "error", f"{type(exc).__name__}: {exc}")
             raise ToolCallFailed(self.scrub(f"server `{server.name}` failed `{tool.name}`: {exc}")) from None
         # An opaque "Error executing tool fetch" is often explained by what the server
@@ -749,20 +752,6 @@ class ToolService:
             raise Unavailable(f"the supervisor stopped during the call to `{call.exposed}` (`monad daemon stop` or "
                               f"a signal); whether server `{call.server_name}` acted on it is unknown; call it "
                               f"again once the supervisor is back (`monad daemon start`)") from None
-
-    def _fail_if_cut(self, call: ToolCall) -> None:
-        """When the server's session was ended on purpose under the call (removed,
-        reconnected, disabled, redefined: `cut_reason` of a supervisor actor), the server did
-        not fail it and whether it acted is unknown: journal it `interrupted` and raise
-        `Unavailable` saying what happened and what to do, not a bare "Connection closed"."""
-        cut_reason = getattr(call.server, "cut_reason", None)
-        why = cut_reason() if cut_reason is not None else None
-        if why is None:
-            return
-        happened, todo = why
-        self._finish(call, "interrupted", f"{happened} during the call")
-        raise Unavailable(self.scrub(f"the call to `{call.exposed}` was cut: {happened} while it ran; whether the "
-                                     f"server acted on it is unknown; {todo}")) from None
 
     # -- authorization on demand (trust/authorization.py) -------------------------------
     def _lapsed(self, exposed: str) -> ToolServer | None:
