@@ -206,6 +206,9 @@ def main(argv: list[str] | None = None) -> int:
             message = ("`monad env set NAME` takes no value on the command line (it would stay in the shell's "
                        "history); run it and type the value (not shown), or pipe it in: "
                        "`monad env set NAME < file`")
+        # click names its parameter types ("'abc' is not a valid int range"): say what a person types.
+        message = message.replace("is not a valid int range", "is not a whole number").replace(
+            "is not a valid float range", "is not a number")
         if message.strip():  # a group run without a command has printed its help: nothing to add
             message, hint = _other_tools_word(where, message)
             message, hint = _scope_word(where, message, hint)

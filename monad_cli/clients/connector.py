@@ -45,7 +45,7 @@ def _read(path: Path) -> str | None:
     except FileNotFoundError:
         return None
     except UnicodeDecodeError:
-        raise ConfigError(f"`{shown(path)}` is not UTF-8 text") from None
+        raise ConfigError(f"`{shown(path)}` is not UTF-8 text; save it as UTF-8") from None
 
 
 def _others(fmt: ClientFormat, text: str, source: str, names: Sequence[str]) -> Any:

@@ -50,7 +50,7 @@ def read_text(path: Path, source: str) -> str:
     try:
         return path.read_bytes().decode("utf-8-sig")  # a BOM is tolerated, as editors write one
     except UnicodeDecodeError:
-        raise ConfigError(f"`{source}` is not UTF-8 text", file=source) from None
+        raise ConfigError(f"`{source}` is not UTF-8 text; save it as UTF-8", file=source) from None
 
 
 # -- spans ---------------------------------------------------------------------------------------

@@ -63,7 +63,7 @@ def read_agents(paths: Paths) -> AgentsFile:
     try:
         doc = json.loads(data, object_pairs_hook=_unique_keys)
     except UnicodeDecodeError:
-        raise ConfigError(f"`{SOURCE}` is not UTF-8 text", file=SOURCE) from None
+        raise ConfigError(f"`{SOURCE}` is not UTF-8 text; save it as UTF-8", file=SOURCE) from None
     except _DuplicateKey as e:
         raise ConfigError(f"`{SOURCE}`: key `{e.key}` appears twice in one object; JSON keeps only the "
                           f"last, so remove or rename one", file=SOURCE) from None

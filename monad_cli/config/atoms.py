@@ -77,7 +77,7 @@ def read_toml(path: Path, source: str, *, server: str | None = None,
         text = data.decode("utf-8-sig")
         return tomllib.loads(text)
     except UnicodeDecodeError:
-        raise error("is not UTF-8 text") from None
+        raise error("is not UTF-8 text; save it as UTF-8 (monad never rewrites it)") from None
     except tomllib.TOMLDecodeError as e:
         msg = str(e)
         m = _POS.search(msg)

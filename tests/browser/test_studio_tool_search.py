@@ -44,6 +44,10 @@ def test_the_search_box_ranks_tools_for_a_task(monad: Any, monad_home: Path, pag
     expect(hits.first).to_contain_text("slack__slack_post_message")
     hits.first.get_by_role("button", name="Try slack__slack_post_message (found)").click()
     expect(page.get_by_role("region", name="Try slack__slack_post_message")).to_be_visible()
+    box.fill("qqzx vvkw")  # no tool's words: a sentence, not item 1 of the ranked list
+    expect(page.get_by_role("status").filter(has_text="No tool matches the task.")).to_be_visible()
+    expect(page.get_by_role("list", name="Tools found for the task")).to_be_hidden()
     box.fill("")
     expect(page.get_by_role("list", name="Tools found for the task")).to_be_hidden()
+    expect(page.get_by_text("No tool matches the task.")).to_be_hidden()
     monad("daemon", "stop")

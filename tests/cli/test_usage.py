@@ -27,6 +27,19 @@ def test_a_bad_option_is_still_one_line_naming_the_help(monad_home: Path) -> Non
     assert r.stderr.strip().splitlines()[-1] == "error: No such option: --bogus (see `monad mcp --help`)"
 
 
+@pytest.mark.parametrize(("argv", "says"), [
+    (["mcp", "serve", "--max-result-tokens", "abc"], "'abc' is not a whole number"),
+    (["mcp", "call", "t__x", "--approval-timeout", "soon"], "'soon' is not a number"),
+])
+def test_a_value_of_the_wrong_type_is_named_in_plain_words(argv: list[str], says: str, monad_home: Path) -> None:
+    r = subprocess.run([sys.executable, "-m", "monad_cli", *argv], capture_output=True, text=True, timeout=60,
+                       stdin=subprocess.DEVNULL)
+    assert r.returncode == 2
+    option = argv[-2]
+    assert r.stderr.strip().splitlines() == [
+        f"error: Invalid value for '{option}': {says} (see `monad {' '.join(argv[:2])} --help`)"], r.stderr
+
+
 def test_help_paragraphs_wrap_once_at_the_terminal_width(monad_home: Path) -> None:
     """typer keeps a docstring's line breaks after its first paragraph, so an 80-column
     terminal broke `monad mcp add --help` mid-sentence ("asked for on" / "a terminal");

@@ -82,3 +82,15 @@ def test_an_always_approval_does_not_cover_a_rewritten_tool(supervisor: Any, mon
     api.post(f"/v1/approvals/{last['approvalRequired']['id']}", {"decision": "deny"})
     assert any(e.get("kind") == "approval-revoked" for e in supervisor("journal", "--json").json())
     assert supervisor("approvals", "revoke", "rug__echo").code != 0  # nothing left to revoke
+
+
+def test_a_cli_call_nobody_approves_times_out_in_one_line(supervisor: Any, monad_home: Path) -> None:
+    write_atom(monad_home, "rug", f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([TOOLSERVER])}\n")
+    wait_state(supervisor, "rug", "connected", timeout=90)
+    r = supervisor("mcp", "call", "rug__echo", "--arg", "text=hi", "--approval-timeout", "1", input="")
+    assert r.code == 4, r
+    error = [line for line in r.err.splitlines() if line.startswith("error: ")]
+    assert error == [error[0]] and r.err.count("\n") == 2, r  # the "waiting up to 1 s" line, then the error
+    assert error[0].startswith("error: call to `rug__echo` was not approved in time (no decision within 1 s)"), r
+    assert error[0].endswith("; or here: pass --yes, or raise --approval-timeout (was 1 s)"), r
+    assert error[0].count("approve it") == 1 and "allow ID" not in error[0], r

@@ -58,6 +58,17 @@ def test_serve_with_servers_says_nothing_to_a_client(monad: Any, monad_home: Pat
     assert monad("daemon", "stop").code == 0
 
 
+def test_serve_with_an_include_that_matches_no_server_says_so(monad: Any, monad_home: Path) -> None:
+    assert monad("mcp", "add", "ts", "--", *server_cmd()).code == 0
+    answers, err = _serve_over_pipes([INIT], "--include-mcps", "tz*,nope")
+    assert answers[0]["result"]["serverInfo"]  # still served: a server added later under a matching name appears
+    assert ("monad mcp serve: --include-mcps `tz*,nope` matches none of the defined servers (`ts`), so it serves "
+            "no tools; fix the globs") in err, err
+    answers, err = _serve_over_pipes([INIT], "--include-mcps", "t*")
+    assert answers[0]["result"]["serverInfo"] and "matches none" not in err, err
+    assert monad("daemon", "stop").code == 0
+
+
 def test_serve_on_a_terminal_says_what_it_is(monad: Any, monad_home: Path) -> None:
     assert monad("mcp", "add", "ts", "--", *server_cmd()).code == 0
     primary, secondary = pty.openpty()

@@ -103,13 +103,27 @@ def test_agents_json_truncated_to_zero_bytes(supervisor: Any, monad_home: Path) 
 
 
 @pytest.mark.e2e
-def test_missing_command_and_bin_false(supervisor: Any) -> None:
+def test_missing_command_and_bin_false(supervisor: Any, tmp_path: Path) -> None:
     r = supervisor("mcp", "add", "nope", "--", "no-such-command-xyz")
     assert r.code == 0 and "warning: server `nope`: command `no-such-command-xyz` is not on PATH; it is added" \
         in r.err, r
     assert supervisor("mcp", "add", "false", "--", "/bin/false").code == 0
     row = wait_state(supervisor, "nope", "failed")
-    assert row["reason"] == "command `no-such-command-xyz` not found on PATH"
+    assert row["reason"] == ("command `no-such-command-xyz` not found on PATH; install it, or set `command` in "
+                             "`atoms/mcp/nope.toml` to its full path")
+    assert supervisor("mcp", "add", "gone", "--", "/no/such/dir/server").code == 0
+    row = wait_state(supervisor, "gone", "failed")
+    assert row["reason"] == ("command `/no/such/dir/server` does not exist; install it, or fix `command` in "
+                             "`atoms/mcp/gone.toml`")
+    r = supervisor("mcp", "wait", "gone", "--timeout", "5")
+    assert r.code == 1 and r.err.count("\n") == 1 and "fix `command` in `atoms/mcp/gone.toml`" in r.err, r
+    plain = tmp_path / "server.py"
+    plain.write_text("print('not executable')\n")
+    plain.chmod(0o644)
+    assert supervisor("mcp", "add", "plain", "--", str(plain)).code == 0
+    row = wait_state(supervisor, "plain", "failed")
+    assert row["reason"] == (f"command `{plain}` is not executable; `chmod +x` it, or fix `command` in "
+                             "`atoms/mcp/plain.toml`")
     row = wait_for(lambda: (s := status_of(supervisor, "false"))["state"] in ("backoff", "failed") and s)
     assert "exited with status 1" in row["reason"]
     row = wait_state(supervisor, "false", "failed", timeout=60)  # gave up after 5 failures

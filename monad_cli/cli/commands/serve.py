@@ -112,10 +112,13 @@ def serve(
                     "Ctrl-C stops it")
     try:
         client = supervisor()  # starts it if needed
-        if not client.get("/v1/settings/mcp-servers/status")["servers"]:
+        defined = [row["name"] for row in client.get("/v1/settings/mcp-servers/status")["servers"]]
+        if not defined:
             # Typically a client that does not pass MONAD_HOME: it reaches another (empty) home.
             render.info(f"monad mcp serve: no server is defined in MONAD_HOME `{paths().home}`, so it serves no "
                         f"tools; add one with `monad mcp add`, or set MONAD_HOME in the client's entry")
+        elif include is not None:
+            _warn_unmatched(include, defined)
         opened = relay.open_relay(paths(), hello, fds=[0, 1] if hand_over else None)
     except MonadError as e:
         _refuse(e, http=http)
@@ -128,6 +131,22 @@ def serve(
         relay.wait(opened)
     else:
         relay.pump(opened)
+
+
+def _warn_unmatched(include: list[str], defined: list[str]) -> None:
+    """A --include-mcps that matches no defined server serves an empty list, which an agent
+    cannot tell from "no tools": said on stderr (a typo, most often). Not refused: a server
+    added later under a matching name is served live."""
+    from fnmatch import fnmatchcase
+
+    from monad_cli.core.filters import split_patterns
+
+    patterns = split_patterns(include, what="--include-mcps")  # validated already by _hello
+    if patterns and not any(fnmatchcase(name, p) for name in defined for p in patterns):
+        shown = ", ".join(f"`{n}`" for n in sorted(defined)[:10]) + (", …" if len(defined) > 10 else "")
+        render.info(f"monad mcp serve: --include-mcps `{','.join(patterns)}` matches none of the defined "
+                    f"servers ({shown}), so it serves no tools; fix the globs (`monad mcp status` lists "
+                    f"the names)")
 
 
 def _refuse(error: MonadError, *, http: bool) -> None:

@@ -320,8 +320,10 @@ def call(
                 body["approval"] = {"mode": "wait", "approvalId": pending["id"], "timeout": approval_timeout}
             answer = post_call(client, body, answer_with=answer_with)
     except ApprovalTimeout as e:
-        raise ApprovalTimeout(f"{e.message}; approve it with `monad approvals allow ID`, pass --yes, or raise "
-                              f"--approval-timeout") from None
+        # The supervisor's message already says how to approve it; only this command's own
+        # ways are added (not a second "approve it", with an ID placeholder, that reads as a repeat).
+        raise ApprovalTimeout(f"{e.message}; or here: pass --yes, or raise --approval-timeout (was "
+                              f"{approval_timeout:g} s)") from None
     except KeyboardInterrupt:
         # Closing the connection is the cancel: the supervisor cancels the call's scope.
         if pending and body["approval"].get("mode") != "decided":

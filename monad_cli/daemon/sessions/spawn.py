@@ -107,13 +107,16 @@ def resolve_command(spec: ServerSpec, env: dict[str, str]) -> str:
         path = spec.command if os.path.isabs(spec.command) else \
             os.path.normpath(os.path.join(spec.cwd or "", spec.command))
         if not os.path.exists(path):
-            raise SpawnError(f"command `{spec.command}` does not exist")
+            raise SpawnError(f"command `{spec.command}` does not exist; install it, or fix `command` in "
+                             f"`{spec.source}`")
         if not os.access(path, os.X_OK):
-            raise SpawnError(f"command `{spec.command}` is not executable")
+            raise SpawnError(f"command `{spec.command}` is not executable; `chmod +x` it, or fix `command` in "
+                             f"`{spec.source}`")
         return path
     found = shutil.which(spec.command, path=env.get("PATH"))
     if not found:
-        raise SpawnError(f"command `{spec.command}` not found on PATH")
+        raise SpawnError(f"command `{spec.command}` not found on PATH; install it, or set `command` in "
+                         f"`{spec.source}` to its full path")
     return found
 
 

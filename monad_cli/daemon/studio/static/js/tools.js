@@ -244,7 +244,7 @@ export class ToolsView {
     this.search = new ToolSearchBox({ notify, open: (name) => this.open(name) });
     replaceChildren(root,
       h("div", { class: "toolbar" }, h("h1", { id: "tools-title" }, "Tools"), this.search.input, this.filter),
-      this.search.list,
+      this.search.list, this.search.none,
       h("p", { class: "hint" }, "Every tool agents see through monad, under its exposed name, grouped by server. Try "
                                 + "calls it through the same approval gate as the CLI and the gateway."),
       h("div", { class: "split" }, h("div", { class: "list" }, this.table, this.empty, this.noMatch), this.slot));

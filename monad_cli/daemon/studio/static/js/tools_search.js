@@ -9,6 +9,8 @@ export class ToolSearchBox {
     this.open = open; // (name) => opens the Try panel
     this.asked = 0;
     this.list = h("ol", { class: "search-hits", "aria-label": "Tools found for the task", hidden: true });
+    // No hit is a sentence of its own, not item 1 of the ranked list (read as "1 item").
+    this.none = h("p", { class: "empty search-none", role: "status", hidden: true }, "No tool matches the task.");
     this.input = h("input", { type: "search", class: "filter", autocomplete: "off", spellcheck: "false",
                               placeholder: "Find a tool for a task",
                               "aria-label": "Find a tool for a task, in plain words",
@@ -18,18 +20,18 @@ export class ToolSearchBox {
   async run() {
     const q = this.input.value.trim();
     const mine = ++this.asked;
-    if (!q) { this.list.hidden = true; replaceChildren(this.list); return; }
+    if (!q) { this.list.hidden = true; this.none.hidden = true; replaceChildren(this.list); return; }
     try {
       const answer = await api("GET", `/v1/tools/search?q=${encodeURIComponent(q)}&limit=10`);
       if (mine !== this.asked) return; // a later question was asked meanwhile
       const hits = answer.tools || [];
-      replaceChildren(this.list, hits.length ? hits.map((t) => h("li", {},
+      replaceChildren(this.list, hits.map((t) => h("li", {},
         h("code", { title: t.name }, t.name), " ",
         h("span", { class: "desc", title: t.description || null }, t.description || ""), " ",
         h("button", { type: "button", class: "small", "aria-label": `Try ${t.name} (found)`,
-                      onclick: () => this.open(t.name) }, "Try")))
-        : [h("li", { class: "empty" }, "No tool matches the task.")]);
-      this.list.hidden = false;
+                      onclick: () => this.open(t.name) }, "Try"))));
+      this.list.hidden = hits.length === 0;
+      this.none.hidden = hits.length !== 0;
     } catch (err) {
       if (err.code !== "unreachable" && err.status !== 401) this.notify(`search: ${err.message}`, true);
     }
