@@ -169,3 +169,17 @@ def test_a_refused_add_names_no_file_it_never_wrote(cli: Any, monad_home: Path, 
     r = cli("mcp", "add", "docs", *argv)
     assert r.code == 2 and r.err.startswith(says) and "atoms/mcp" not in r.err, r
     assert not (monad_home / "atoms" / "mcp" / "docs.toml").exists()
+
+
+def test_an_empty_status_names_the_home_it_looked_in(monad_home: Path, tmp_path: Path) -> None:
+    """Found by a newcomer: a mistyped MONAD_HOME is a new, empty home, and `status` said only
+    "no servers defined"; it names the folder, so the typo shows."""
+    typo = tmp_path / "monad-hmoe"
+    env = {**os.environ, "MONAD_HOME": str(typo)}
+    try:
+        r = subprocess.run([sys.executable, "-m", "monad_cli", "mcp", "status"], capture_output=True, text=True,
+                           timeout=60, env=env)
+        assert r.returncode == 0 and f"no servers defined in `{typo}`" in r.stderr + r.stdout, r
+    finally:
+        subprocess.run([sys.executable, "-m", "monad_cli", "daemon", "stop"], capture_output=True, timeout=60,
+                       env=env)

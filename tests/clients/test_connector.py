@@ -431,6 +431,8 @@ def test_connect_says_when_it_replaces_a_monad_entry_that_ran_something_else(cli
     assert r.code == 0 and r.json()["overwrote"] is True and r.json()["changed"] is True, r
     r = cli("mcp", "connect", "cursor", str(file), "--dry-run")
     assert "ran something else" in r.err and "would now run this one" in r.err, r
+    # The plan shows the entry as the file will spell it, on stdout.
+    assert json.loads(r.out)["mcpServers"]["monad"]["args"][-2:] == ["mcp", "serve"], r
     assert "/opt/old/monad" in file.read_text()
     r = cli("mcp", "connect", "cursor", str(file))
     assert r.code == 0 and "ran something else" in r.err and "now runs this one" in r.err, r

@@ -87,7 +87,8 @@ def show_status(rows: list[dict[str, Any]], problems: list[dict[str, Any]], as_j
         render.data_json(rows)
     else:
         render.table([_row_text(r) for r in rows], STATUS_COLUMNS,
-                     empty="no servers defined; add one with `monad mcp add NAME -- COMMAND`")
+                     # The home named: a mistyped MONAD_HOME is a new, empty one, not "nothing here".
+                     empty=f"no servers defined in `{paths().home}`; add one with `monad mcp add NAME -- COMMAND`")
 
 
 def _row_text(row: dict[str, Any]) -> dict[str, Any]:

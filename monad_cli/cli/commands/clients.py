@@ -118,6 +118,8 @@ def connect(
             verb = ("would remove the `monad` entry from" if remove else "would write the `monad` entry into") \
                 if result["changed"] else "nothing would change in"
             render.info(f"{verb} {where} (dry run: nothing written)")
+            if result["changed"] and not remove:  # the entry as the file will spell it, to read before writing
+                render.text(CLIENTS[client].set_entry("", result["file"], "monad", result["entry"]))
         elif not result["changed"]:
             render.info(f"{where} {'has no `monad` entry' if remove else 'already runs monad'}; nothing changed")
         elif result["deleted"]:
