@@ -113,6 +113,9 @@ def test_try_builds_the_form_from_the_schema_and_results_render_as_the_model_get
     expect(group.get_by_role("rowheader").first).to_contain_text("app")
     expect(group.get_by_role("row").filter(has=page.get_by_role("cell", name="app__show", exact=True))).to_have_count(1)
     expect(_tool_row(page, "app__app_only")).to_have_count(0)  # never shown to the model, nor here
+    # A narrow column breaks a name between its words (after a run of `_`), never inside one.
+    code = _tool_row(page, "app__model_only").locator("code")
+    assert code.evaluate("e => e.innerHTML") == "app__<wbr>model_<wbr>only"
 
     panel = _try(page, "app__form")
     form = panel.get_by_role("form", name="Arguments of app__form")

@@ -38,6 +38,12 @@ export function withCode(message) {
   return String(message).split(/`([^`\n]+)`/).map((part, i) => (i % 2 ? h("code", {}, part) : part));
 }
 
+/** A tool's name with a line-break opportunity (<wbr>) after each run of `_`, so a narrow
+ *  column breaks `time__get_current_time` between its words, not inside one. */
+export function breakAfterUnderscores(name) {
+  return String(name).split(/(?<=_)(?!_)/).flatMap((part, i) => (i ? [h("wbr"), part] : [part]));
+}
+
 export function replaceChildren(el, ...children) {
   el.replaceChildren();
   return append(el, children);

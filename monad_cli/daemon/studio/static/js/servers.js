@@ -4,7 +4,7 @@
 
 import { api } from "./api.js";
 import { AuthorizeDialog, confirmDialog } from "./dialogs.js";
-import { enc, h, listIndex, replaceChildren, setText, when, withCode } from "./dom.js";
+import { breakAfterUnderscores, enc, h, listIndex, replaceChildren, setText, when, withCode } from "./dom.js";
 import { ServerForm } from "./form.js";
 
 const PRESETS = "features/presets.toml";
@@ -480,7 +480,7 @@ function toolsPart(name, tools) {
     list.length ? h("table", { class: "tools", "aria-label": `Tools of ${name}` },
       h("thead", {}, h("tr", {}, ["Exposed name", "Description", "Parameters"].map((c) => h("th", { scope: "col" }, c)))),
       h("tbody", {}, list.map((t) => h("tr", {},
-        h("td", {}, h("code", {}, t.name),
+        h("td", {}, h("code", {}, breakAfterUnderscores(t.name)),
           t.hidden ? h("span", { class: "hint" }, ` hidden: ${t.hidden}`) : null),
         h("td", {}, t.description || ""),
         h("td", {}, parameters(t.inputSchema))))))

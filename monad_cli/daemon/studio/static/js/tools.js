@@ -6,7 +6,7 @@
 
 import { api } from "./api.js";
 import { AppFrame, appLog } from "./apphost.js";
-import { h, replaceChildren, setText } from "./dom.js";
+import { breakAfterUnderscores, h, replaceChildren, setText } from "./dom.js";
 import { ProgressView } from "./progress.js";
 import { askQuestion } from "./questions.js";
 import { renderResult } from "./results.js";
@@ -315,7 +315,7 @@ export class ToolsView {
         h("tr", { class: "group" }, h("th", { scope: "rowgroup", colspan: "3" },
           h("span", { class: "group-name", title: server }, server), h("span", { class: "hint" }, ` · ${list.length}`))),
         list.map((t) => h("tr", { dataset: { name: t.name, description: t.description || "" } },
-          h("td", { class: "col-0" }, h("code", { title: t.name }, t.name)),
+          h("td", { class: "col-0" }, h("code", { title: t.name }, breakAfterUnderscores(t.name))),
           h("td", { class: "col-1" }, h("span", { class: "desc", title: t.description || null }, t.description || ""),
             t.ui ? h("span", { class: "badge tag" }, "MCP App") : null,
             t.autoApproved ? h("span", { class: "badge tag" }, "auto-approved") : null,

@@ -1,7 +1,7 @@
 // The Tools page's "Find a tool for a task" box: the gateway's tool search (`find_tool`'s
 // index, `GET /v1/tools/search`), ranked best first, each hit with its Try button.
 import { api } from "./api.js";
-import { h, replaceChildren } from "./dom.js";
+import { breakAfterUnderscores, h, replaceChildren } from "./dom.js";
 
 export class ToolSearchBox {
   constructor({ notify, open }) {
@@ -26,7 +26,7 @@ export class ToolSearchBox {
       if (mine !== this.asked) return; // a later question was asked meanwhile
       const hits = answer.tools || [];
       replaceChildren(this.list, hits.map((t) => h("li", {},
-        h("code", { title: t.name }, t.name), " ",
+        h("code", { title: t.name }, breakAfterUnderscores(t.name)), " ",
         h("span", { class: "desc", title: t.description || null }, t.description || ""), " ",
         h("button", { type: "button", class: "small", "aria-label": `Try ${t.name} (found)`,
                       onclick: () => this.open(t.name) }, "Try"))));
