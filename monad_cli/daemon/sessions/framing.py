@@ -81,7 +81,8 @@ class LineReader:
         while True:
             cut = buf.find(b"\n", self._scanned)
             if cut >= 0:
-                line = bytes(buf[:cut])
+                with memoryview(buf) as view:  # one copy of the line (a slice of a bytearray is one more)
+                    line = bytes(view[:cut])
                 del buf[:cut + 1]
                 self._scanned = 0
                 if len(line) > self.limit:  # it came whole, in one read: over the limit all the same
