@@ -38,12 +38,15 @@ CHECKPOINT_EVERY_S = 0.25
 async def checkpoints(journal: Journal, *, every_s: float = CHECKPOINT_EVERY_S) -> None:
     """Every `every_s` seconds after a write transaction, `Journal.checkpoint` in a worker
     thread. Never returns (cancel it); a failed checkpoint (a full disk) is logged once and
-    tried again after the next write."""
+    tried again after the next write. None while the journal holds rows it could not write
+    (`Journal.fault`): a checkpoint then would let the WAL start again over its own blocks, and
+    the journal would take rows on a full disk for a while, then none, and say `degraded` and
+    `ok` by turns; its state changes when space returns, as SQLite's own checkpoints left it."""
     seen = -1  # what was written before it started (the journal's open) is copied back in its first round
     failing = False
     while True:
         await anyio.sleep(every_s)
-        if journal.commits == seen:
+        if journal.commits == seen or journal.fault is not None:
             continue
         seen = journal.commits
         try:

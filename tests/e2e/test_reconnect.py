@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import server_cmd, wait_state, write_atom
+from tests.conftest import server_cmd, wait_for, wait_state, write_atom
 
 pytestmark = pytest.mark.e2e
 
@@ -38,7 +38,9 @@ def test_reconnect_refuses_a_disabled_or_invalid_server_and_says_why(supervisor:
     # Pinning a server that is not connected says its state in words ("is backoff", before).
     assert monad("mcp", "add", "refuses", "--url", "http://127.0.0.1:9/mcp").code == 0
     wait_state(monad, "refuses", "backoff")
-    r = monad("mcp", "pin", "refuses")
+    # It goes on trying (connecting, then backoff again, 0.2 s first in tests): a pin that
+    # lands while it connects says so instead; the words for backoff are this test's.
+    r = wait_for(lambda: (x := monad("mcp", "pin", "refuses")) and "waiting to retry" in x.err and x, timeout=30)
     assert r.code == 1 and "server `refuses` is waiting to retry, so its tool set is unknown" in r.err, r
 
     # a server that can connect still reconnects, exit 0

@@ -17,6 +17,7 @@ names a response `id` is reported so that exactly that request can be failed.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -80,7 +81,8 @@ class LineReader:
         while True:
             cut = buf.find(b"\n", self._scanned)
             if cut >= 0:
-                line = bytes(buf[:cut])
+                with memoryview(buf) as view:  # one copy of the line (a slice of a bytearray is one more)
+                    line = bytes(view[:cut])
                 del buf[:cut + 1]
                 self._scanned = 0
                 if len(line) > self.limit:  # it came whole, in one read: over the limit all the same
@@ -200,13 +202,28 @@ def encode_line(body: Any) -> bytes:
     surrogate is no UTF-8).
 
     pydantic_core's encoder, not the standard library's: 0.8 ms for a 1 MB answer where
-    `json.dumps(ensure_ascii=False)` takes 5–6 ms (bench/README.md, issue 38). It writes NaN
-    and infinity as bare words; a line that holds either word anywhere (a string may) is
-    written again by the standard library's, which refuses them outside strings."""
-    data = pydantic_core.to_json(body)
-    if b"NaN" in data or b"Infinity" in data:
-        data = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
-    return data + b"\n"
+    `json.dumps(ensure_ascii=False)` takes 5–6 ms (bench/README.md, issue 38). It would write
+    NaN and infinity as bare words, so the value's numbers are looked at first (a walk of its
+    containers: a long string is one step, where a search of the encoded bytes for the words
+    costs as much as the encoding)."""
+    if not _finite(body):
+        raise ValueError("Out of range float values are not JSON compliant")
+    return pydantic_core.to_json(body) + b"\n"
+
+
+def _finite(value: Any) -> bool:
+    """Whether no float in `value` (and its lists and dicts) is NaN or infinite."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return False
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return True
 
 
 def decode_line(line: bytes) -> Decoded:
