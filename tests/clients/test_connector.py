@@ -439,3 +439,16 @@ def test_connect_says_when_it_replaces_a_monad_entry_that_ran_something_else(cli
     assert json.loads(file.read_text())["mcpServers"]["monad"]["command"] != "/opt/old/monad"
     r = cli("mcp", "connect", "cursor", str(file), "--json")
     assert r.code == 0 and r.json()["overwrote"] is False and r.json()["changed"] is False, r
+
+
+def test_connect_all_says_which_monad_entries_it_replaces(cli: Any, monad_home: Path) -> None:
+    """`--all` too: a client whose `monad` entry ran something else is `replaced`, not `connected`."""
+    cursor = Path(os.environ["HOME"]) / ".cursor" / "mcp.json"
+    cursor.parent.mkdir(parents=True)
+    cursor.write_text('{"mcpServers": {"monad": {"command": "/opt/old/monad", "args": ["mcp", "serve"]}}}\n')
+    r = cli("mcp", "connect", "--all", "--dry-run", "--json")
+    assert {row["client"]: row["result"] for row in r.json()}["cursor"] == "would replace", r
+    r = cli("mcp", "connect", "--all", "--json")
+    assert {row["client"]: row["result"] for row in r.json()}["cursor"] == "replaced", r
+    r = cli("mcp", "connect", "--all", "--json")
+    assert {row["client"]: row["result"] for row in r.json()}["cursor"] == "unchanged", r

@@ -211,6 +211,8 @@ def _show_all(rows: list[dict[str, Any]], *, dry_run: bool, remove: bool, as_jso
             row["result"] = "failed"
         elif not row["changed"]:
             row["result"] = "unchanged"
+        elif row.get("overwrote"):  # its `monad` entry ran something else: never replaced silently
+            row["result"] = "would replace" if dry_run else "replaced"
         else:
             row["result"] = ("would remove" if remove else "would connect") if dry_run else \
                 ("removed" if remove else "connected")
