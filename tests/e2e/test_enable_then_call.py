@@ -30,14 +30,13 @@ def test_a_call_right_after_enable_reaches_the_server(supervisor: Any, monad_hom
         wait_state(supervisor, "ts", "disabled", timeout=60)
 
 
-def test_an_agents_call_right_after_enable_reaches_the_server(supervisor: Any, monad_home: Path) -> None:
-    """An agent already connected calls the tool of a server just enabled, at once."""
+def _enable_then_call_three_times(supervisor: Any, monad_home: Path, name: str) -> None:
+    """An agent already connected through `monad mcp serve` enables `name` (defined disabled)
+    and calls its `echo` at once, three rounds; every call must reach the server."""
     import anyio
     from mcp import Client, StdioServerParameters
 
-    write_atom(monad_home, "ts", f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([TESTSERVER])}\n"
-                                 "enabled = false\ntrust = {autoApproveTools = [\"ts__echo\"]}\n")
-    wait_state(supervisor, "ts", "disabled", timeout=60)
+    wait_state(supervisor, name, "disabled", timeout=60)
     params = StdioServerParameters(command=sys.executable, args=["-m", "monad_cli", "mcp", "serve"],
                                    env={"MONAD_HOME": str(monad_home), "MONAD_NO_AUTOSTART": "1"})
     texts: list[str] = []
@@ -46,40 +45,27 @@ def test_an_agents_call_right_after_enable_reaches_the_server(supervisor: Any, m
         async with Client(params, mode="legacy") as agent:
             await agent.list_tools()
             for _round in range(3):
-                r = await anyio.to_thread.run_sync(lambda: supervisor("mcp", "enable", "ts"))
+                r = await anyio.to_thread.run_sync(lambda: supervisor("mcp", "enable", name))
                 assert r.code == 0, r
-                result = await agent.call_tool("ts__echo", {"text": "hi"})
+                result = await agent.call_tool(f"{name}__echo", {"text": "hi"})
                 texts.append(result.content[0].text if not result.is_error else f"error: {result.content[0].text}")
-                assert (await anyio.to_thread.run_sync(lambda: supervisor("mcp", "disable", "ts"))).code == 0
-                await anyio.to_thread.run_sync(lambda: wait_state(supervisor, "ts", "disabled", timeout=60))
+                assert (await anyio.to_thread.run_sync(lambda: supervisor("mcp", "disable", name))).code == 0
+                await anyio.to_thread.run_sync(lambda: wait_state(supervisor, name, "disabled", timeout=60))
 
     anyio.run(main)
     assert texts == ["hi"] * 3, texts
+
+
+def test_an_agents_call_right_after_enable_reaches_the_server(supervisor: Any, monad_home: Path) -> None:
+    """An agent already connected calls the tool of a server just enabled, at once."""
+    write_atom(monad_home, "ts", f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([TESTSERVER])}\n"
+                                 "enabled = false\ntrust = {autoApproveTools = [\"ts__echo\"]}\n")
+    _enable_then_call_three_times(supervisor, monad_home, "ts")
 
 
 def test_an_agents_call_right_after_enable_in_agents_json(supervisor: Any, monad_home: Path) -> None:
     """The same for a server defined in agents.json, which the watcher polls (every 100 ms)."""
-    import anyio
-    from mcp import Client, StdioServerParameters
-
     entry = {"name": "aj", "transport": "stdio", "command": sys.executable, "args": [TESTSERVER], "enabled": False,
              "trust": {"autoApproveTools": ["aj__echo"]}}
     (monad_home / "agents.json").write_text(json.dumps({"mcpServers": [entry]}))
-    wait_state(supervisor, "aj", "disabled", timeout=60)
-    params = StdioServerParameters(command=sys.executable, args=["-m", "monad_cli", "mcp", "serve"],
-                                   env={"MONAD_HOME": str(monad_home), "MONAD_NO_AUTOSTART": "1"})
-    texts: list[str] = []
-
-    async def main() -> None:
-        async with Client(params, mode="legacy") as agent:
-            await agent.list_tools()
-            for _round in range(3):
-                r = await anyio.to_thread.run_sync(lambda: supervisor("mcp", "enable", "aj"))
-                assert r.code == 0, r
-                result = await agent.call_tool("aj__echo", {"text": "hi"})
-                texts.append(result.content[0].text if not result.is_error else f"error: {result.content[0].text}")
-                assert (await anyio.to_thread.run_sync(lambda: supervisor("mcp", "disable", "aj"))).code == 0
-                await anyio.to_thread.run_sync(lambda: wait_state(supervisor, "aj", "disabled", timeout=60))
-
-    anyio.run(main)
-    assert texts == ["hi"] * 3, texts
+    _enable_then_call_three_times(supervisor, monad_home, "aj")
