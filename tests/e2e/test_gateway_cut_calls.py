@@ -29,8 +29,9 @@ EXPECTED = {
               "`monad mcp status`)",
     "disable": "the call to `ts__slow` was cut: server `ts` was disabled while it ran; whether the server acted on "
                "it is unknown; `monad mcp enable ts` turns it on again",
-    "stop": "the supervisor stopped during the call to `ts__slow` (`monad daemon stop` or a signal); whether "
-            "server `ts` acted on it is unknown; call it again once the supervisor is back (`monad daemon start`)",
+    "stop": "the call to `ts__slow` was cut: the supervisor stopped (`monad daemon stop` or a signal) while it "
+            "ran; whether the server acted on it is unknown; call it again once the supervisor is back "
+            "(`monad daemon start`)",
 }
 
 

@@ -485,12 +485,12 @@ def test_daemon_stop_during_a_call_names_the_supervisor_not_the_server(superviso
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode != 0 and "the supervisor stopped during the call to `ts__slow`" in err, err
+    assert proc.returncode != 0 and "the call to `ts__slow` was cut: the supervisor stopped" in err, err
     assert "failed `slow`" not in err and "Traceback" not in err, err
     assert monad("daemon", "start").code == 0
     row = calls(monad)[0]
     assert (row["outcome"], row["decision"], row["error"]) == (
-        "interrupted", "approved", "the supervisor stopped during the call"), row
+        "interrupted", "approved", "the supervisor stopped (`monad daemon stop` or a signal) during the call"), row
 
 
 def test_cli_call_help_does_not_import_the_sdk() -> None:

@@ -254,11 +254,15 @@ class ServerActor:
 
     def cut_reason(self, client: Any) -> tuple[str, str] | None:
         """Why a request on `client` (the session's `mcp.Client` it was sent on) was cut by
-        that session ending on purpose, as (what happened, what to do): the server was
-        removed, reconnected, disabled or its definition changed. None: it was not ended on
-        purpose (a crash says its own reason), or `client` is not the session that was."""
+        that session ending on purpose, as (what happened, what to do): the supervisor stopped,
+        or the server was removed, reconnected, disabled or its definition changed. None: it
+        was not ended on purpose (a crash says its own reason), or `client` is not the session
+        that was."""
         name = self.name
         cut_by = self._cut[1] if self._cut is not None and self._cut[0] is client else None
+        if self.ctx.stopping():
+            return ("the supervisor stopped (`monad daemon stop` or a signal)",
+                    "call it again once the supervisor is back (`monad daemon start`)")
         if self.retired:
             return (f"server `{name}` was removed (`monad mcp remove`, or its definition deleted)",
                     "it is no longer defined (see `monad mcp status`)")

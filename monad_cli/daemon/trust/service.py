@@ -17,7 +17,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import anyio
 
@@ -668,11 +668,9 @@ class ToolService:
                 failed.rpc_error = exc.error.model_dump(by_alias=True, mode="json", exclude_none=True)
             raise failed from None
         except SessionCut as exc:
-            # monad ended the server's session under the call (removed, reconnected, disabled,
-            # redefined): the server did not fail it, and whether it acted is unknown.
-            self._finish(call, "interrupted", f"{exc.happened} during the call")
-            raise Unavailable(self.scrub(f"the call to `{call.exposed}` was cut: {exc.happened} while it ran; whether "
-                                         f"the server acted on it is unknown; {exc.todo}")) from None
+            # monad ended the server's session under the call (stopped, removed, reconnected,
+            # disabled, redefined): the server did not fail it, and whether it acted is unknown.
+            self._interrupted(call, exc.happened, exc.todo)
         except (NotConnected, QueueFull, DiskFull, AuthorizationRequired, NotFound) as exc:  # the kind stays
             self._finish(call, "error", exc.message)
             raise
@@ -744,14 +742,18 @@ class ToolService:
         return [self.scrub(line) for line in lines[-STDERR_OF_CALL:]]
 
     def _fail_if_stopping(self, call: ToolCall) -> None:
-        """When the supervisor's stop closed the session under a call, the server did not fail
-        it and whether it acted is unknown (as after a crash): journal it `interrupted` and
-        raise `Unavailable` naming the supervisor."""
+        """When the supervisor's stop closed the session under a call the session did not word
+        as cut (a task's), the same answer as a `SessionCut`."""
         if self.stopping():
-            self._finish(call, "interrupted", "the supervisor stopped during the call")
-            raise Unavailable(f"the supervisor stopped during the call to `{call.exposed}` (`monad daemon stop` or "
-                              f"a signal); whether server `{call.server_name}` acted on it is unknown; call it "
-                              f"again once the supervisor is back (`monad daemon start`)") from None
+            self._interrupted(call, "the supervisor stopped (`monad daemon stop` or a signal)",
+                              "call it again once the supervisor is back (`monad daemon start`)")
+
+    def _interrupted(self, call: ToolCall, happened: str, todo: str) -> NoReturn:
+        """monad ended the session under `call`: journal it `interrupted` and raise `Unavailable`
+        saying what happened, that whether the server acted is unknown, and what to do."""
+        self._finish(call, "interrupted", f"{happened} during the call")
+        raise Unavailable(self.scrub(f"the call to `{call.exposed}` was cut: {happened} while it ran; whether "
+                                     f"the server acted on it is unknown; {todo}")) from None
 
     # -- authorization on demand (trust/authorization.py) -------------------------------
     def _lapsed(self, exposed: str) -> ToolServer | None:
