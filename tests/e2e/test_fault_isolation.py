@@ -43,7 +43,12 @@ def test_a_server_whose_output_ended_is_seen_as_gone_and_its_call_fails(supervis
 
 
 def test_a_refused_remote_is_retried_past_the_give_up_count_and_connects_when_it_comes(
-        supervisor: Any, edge: Any) -> None:
+        monad: Any, edge: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Retries 50 ms apart at first (MONAD_BACKOFF_INITIAL, doubling): 7 failed attempts then
+    # take ~3 s of waiting and the one after the server comes ~6 s, not 13 s and 13 s.
+    monkeypatch.setenv("MONAD_BACKOFF_INITIAL", "0.05")
+    supervisor = monad
+    assert supervisor("daemon", "start").code == 0
     port = free_port()
     assert supervisor("mcp", "add", "later", "--url", f"http://127.0.0.1:{port}/mcp").code == 0
     # A stdio server would be given up after 5 failures in 60 s; a remote one never is.

@@ -91,7 +91,10 @@ def test_a_read_monad_cuts_says_what_happened(supervisor: Any, monad_home: Path)
         await anyio.sleep_forever()
 
     async def main() -> None:
-        async with _agent(monad_home, "stdio", "legacy", 60, elicitation_callback=person) as client, \
+        # The question waits up to 20 s (`--approval-timeout`), long enough for the reconnect
+        # to cut it: the agent's session outlives its departure by what is left of that wait,
+        # which at 60 s was a minute of every run.
+        async with _agent(monad_home, "stdio", "legacy", 20, elicitation_callback=person) as client, \
                 anyio.create_task_group() as tg:
             async def cut() -> None:
                 with anyio.fail_after(30):

@@ -23,6 +23,11 @@ Tools:
 
 from __future__ import annotations
 
+import gc
+
+if __name__ == "__main__":  # a server process: no cyclic collection while the SDK is imported
+    gc.disable()
+
 import argparse
 import json
 from enum import StrEnum
@@ -241,4 +246,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    # The SDK's import made ~1e5 lasting objects (pydantic models): kept out of every later
+    # collection (`gc.freeze`), ~0.3 s of CPU less at each of hundreds of server starts a run.
+    gc.freeze()
+    gc.enable()
     main()

@@ -28,6 +28,11 @@ read shows there.
 
 from __future__ import annotations
 
+import gc
+
+if __name__ == "__main__":  # a server process: no cyclic collection while the SDK is imported
+    gc.disable()
+
 import json
 import sys
 import warnings
@@ -181,4 +186,8 @@ async def _empty() -> types.EmptyResult:
 
 
 if __name__ == "__main__":
+    # The SDK's import made ~1e5 lasting objects (pydantic models): kept out of every later
+    # collection (`gc.freeze`), ~0.3 s of CPU less at each of hundreds of server starts a run.
+    gc.freeze()
+    gc.enable()
     main()

@@ -26,6 +26,11 @@ direct lane (daemon/sessions/direct.py), so a test can hold both paths to the sa
 
 from __future__ import annotations
 
+import gc
+
+if __name__ == "__main__":  # a server process: no cyclic collection while the SDK is imported
+    gc.disable()
+
 import argparse
 import atexit
 import json
@@ -172,4 +177,8 @@ async def add_note(name: str, ctx: Context) -> str:
 
 
 if __name__ == "__main__":
+    # The SDK's import made ~1e5 lasting objects (pydantic models): kept out of every later
+    # collection (`gc.freeze`), ~0.3 s of CPU less at each of hundreds of server starts a run.
+    gc.freeze()
+    gc.enable()
     app.run()

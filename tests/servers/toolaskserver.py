@@ -16,6 +16,11 @@ question after `after` seconds (notifications/cancelled), answering `withdrawn`;
 
 from __future__ import annotations
 
+import gc
+
+if __name__ == "__main__":  # a server process: no cyclic collection while the SDK is imported
+    gc.disable()
+
 import anyio
 import mcp_types as types
 from mcp.server.mcpserver import Context, MCPServer
@@ -95,4 +100,8 @@ async def serve() -> None:
 
 
 if __name__ == "__main__":
+    # The SDK's import made ~1e5 lasting objects (pydantic models): kept out of every later
+    # collection (`gc.freeze`), ~0.3 s of CPU less at each of hundreds of server starts a run.
+    gc.freeze()
+    gc.enable()
     anyio.run(serve)

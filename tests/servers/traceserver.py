@@ -16,6 +16,11 @@ reached the server of the keys its client put there).
 
 from __future__ import annotations
 
+import gc
+
+if __name__ == "__main__":  # a server process: no cyclic collection while the SDK is imported
+    gc.disable()
+
 import json
 import os
 import sys
@@ -98,4 +103,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    # The SDK's import made ~1e5 lasting objects (pydantic models): kept out of every later
+    # collection (`gc.freeze`), ~0.3 s of CPU less at each of hundreds of server starts a run.
+    gc.freeze()
+    gc.enable()
     main()
