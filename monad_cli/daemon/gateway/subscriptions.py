@@ -3,18 +3,17 @@
 One `Subscriptions` per supervisor (`Gateway.subscriptions`), beside the `Catalog`
 (gateway/catalog.py), which routes each URI to its server and makes the requests:
 
-- however many agents subscribe to a URI (a handshake-era connection's `resources/subscribe`,
-  a 2026-07-28 agent's `subscriptions/listen` naming it), the server gets one subscription,
-  ended when the last subscriber leaves and made again after its session is renewed;
-- up to 2025-11-25 that is `resources/subscribe`/`unsubscribe`; at 2026-07-28 a
-  `subscriptions/listen` stream naming the URI, held open by a task of the gateway (the SDK
-  tees the stream's events to the actor's message handler, which hands them to the gateway);
+- however many agents subscribe to a URI (a handshake-era `resources/subscribe`, a
+  2026-07-28 `subscriptions/listen` naming it), the server gets one subscription, ended
+  when the last subscriber leaves and made again after its session is renewed;
+- upstream that is `resources/subscribe`/`unsubscribe` up to 2025-11-25; at 2026-07-28 a
+  `subscriptions/listen` stream held open by a task of the gateway (the SDK tees its events
+  to the actor's message handler, which hands them to the gateway); a 2026-07-28 server that
+  announces resource or prompt list changes gets one such stream for them per session;
 - each `notifications/resources/updated` goes to every subscriber's delivery once;
-- a 2026-07-28 server that announces resource or prompt list changes gets one listen stream
-  for them per session (legacy servers send those notifications unasked);
 - an on-demand server (docs/supervisor.md "On demand") is started by the first subscription
-  to one of its resources and held up (`actor.hold`) while any agent is subscribed to it;
-  the last unsubscribe (or the agent gone) releases it, and its idle time counts from then.
+  to one of its resources and held up (`actor.demand.hold`) while any agent is subscribed;
+  its idle time counts from the last unsubscribe (or the agent gone).
 """
 
 from __future__ import annotations
