@@ -1,27 +1,18 @@
 """The result budget: a long tool result reaches the agent cut to about N tokens, the whole
-of it kept as a `monad://` resource the agent can read (docs/gateway.md "Result budget";
-issue 40, item 3).
+of it kept as a `monad://` resource the agent can read (docs/gateway.md "Result budget"
+says what is cut, what a read returns and the bounds).
 
 `ResultStore` is one gateway session's: results are readable only through the session that
-got them (an HTTP listener's clients share one session). Bounds: a result is kept
-`KEEP_S` seconds (1 hour) from the call; at most `MAX_RESULT_BYTES` (64 MiB) a result (a
-larger one is still cut, and the note says it was not kept) and `MAX_STORE_BYTES` (256 MiB)
-in all, the oldest dropped first. Sizes are of the JSON the agent would have got.
+got them (an HTTP listener's clients share one session). Bounds: a result is kept `KEEP_S`
+seconds (1 hour) from the call; at most `MAX_RESULT_BYTES` (64 MiB) a result (a larger one
+is still cut, and the note says it was not kept) and `MAX_STORE_BYTES` (256 MiB) in all,
+the oldest dropped first; sizes are of the JSON the agent would have got.
 
-What is cut (`cut`): the result's `content` items in order, each counted by
-`estimate_tokens`; the text item that crosses the budget keeps its first characters up to
-it (never splitting a character), later items are left out. `structuredContent` stays when
-it takes at most half the budget (the content gets the rest), else it is left out (its
-whole is in the resource); a tool with an `outputSchema` (`typed`) keeps it whole whatever
-its size, the content getting what is left: the schema promises it (MCP spec, server/tools
-"Output Schema": a client validates it), and a cut or missing one fails the call in the
-agent, where a budget only meant to shorten it. A note closes the
-content: how much was cut and the URI. `resources/read` of the URI returns the whole
-result's content items as resource contents, in order: text as `text`, images and audio as
-`blob` (base64, as the tool gave them, with their `mimeType`), an embedded resource as it
-was, a resource link as JSON text; `structuredContent`, when there was one, as a last
-`application/json` text item. The result is exact: what the tool returned, after the
-scrubber.
+`cut` keeps the content items in order (`estimate_tokens` each), the text item that crosses
+the budget cut at a character boundary, and `structuredContent` when it takes at most half
+the budget; a tool with an `outputSchema` (`typed`) keeps it whole whatever its size: the
+schema promises it (MCP spec, server/tools "Output Schema"), and a client fails a call whose
+result lacks it, where a budget only meant to shorten it.
 """
 
 from __future__ import annotations
@@ -37,13 +28,13 @@ from typing import Any
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
+from monad_cli.daemon.gateway.catalog import RESOURCE_NOT_FOUND
 from monad_cli.daemon.gateway.search import BYTES_PER_TOKEN, estimate_tokens
 
 SCHEME = "monad://results/"
 KEEP_S = 3600.0
 MAX_RESULT_BYTES = 64 * 1024 * 1024
 MAX_STORE_BYTES = 256 * 1024 * 1024
-RESOURCE_NOT_FOUND = -32002  # MCP spec, server/resources "Error Handling"
 
 
 @dataclass

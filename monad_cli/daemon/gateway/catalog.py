@@ -5,27 +5,19 @@ the servers through their actors (`actor.call_through`, `actor.capabilities`), n
 through a session of its own, and keeps:
 
 - resources, resource templates and prompts per server (MCP spec, server/resources and
-  server/prompts), fetched when an agent lists them and kept until the server says its list
-  changed (`notifications/*/list_changed`) or its session is a new one;
-- the routes: a URI goes to the server that listed it; a URI no server listed goes to the
-  server one of whose templates matches it (RFC 6570 expressions, matched as patterns);
-  a prompt's exposed name `<server>__<prompt>` to its server, under the tool naming rules
-  (`core/tool_names.py`: sanitized, at most 64 characters, collisions hash-suffixed);
-- collisions: two servers listing one URI (or templates matching one URI) are reported in
-  the daemon log and in each listing (`_meta` names the server), and a read of such a URI is
-  refused naming both servers; neither shadows the other;
-- a list is kept only from a server that announces its changes (listChanged); any other is
-  listed again on every request;
-- the log level the agents asked for (`logging/setLevel`), passed to each server that
-  offers logging.
+  server/prompts), kept only from a server that announces its list changes (listChanged),
+  until it does or its session is a new one; any other is listed again on every request;
+- the routes: a URI to the server that listed it, else to the one whose template matches
+  it (RFC 6570, matched as patterns); a prompt's exposed name `<server>__<prompt>` to its
+  server, under the tool naming rules (`core/tool_names.py`);
+- collisions: a URI two servers list is reported (daemon log, each listing's `_meta`) and a
+  read of it refused naming both; neither shadows the other;
+- the log level the agents asked for (`logging/setLevel`), passed to each server.
 
-An idle on-demand server (docs/supervisor.md "On demand") is listed from its cached lists
-(`actor.cached_items`) without starting it; a request routed to it (a read, a get, a
-completion) starts it and holds it up while it runs (`actor.in_use()`).
-
-Resource subscriptions are gateway/subscriptions.py's. Every resource read and prompt get
-leaves a journal event (`resource.read`, `prompt.get`:
-server, URI or prompt, outcome, duration in ms; the journal redacts it).
+An idle on-demand server is listed from its cached lists (`actor.lists`) without starting
+it; a request routed to it starts it and holds it up while it runs (`actor.in_use()`).
+Every resource read and prompt get leaves a journal event (`resource.read`, `prompt.get`:
+server, URI or prompt, outcome, duration in ms).
 """
 
 from __future__ import annotations
@@ -36,7 +28,7 @@ import time
 import warnings
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, get_args
 
 import anyio
 import mcp_types as types
@@ -45,6 +37,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from monad_cli.core.errors import MonadError
 from monad_cli.core.tool_names import NameMap, build_name_map
+from monad_cli.daemon.sessions.listings import ITEM_LISTS, list_items
 from monad_cli.daemon.trust.inputs import Caller
 from monad_cli.daemon.trust.servers import SessionCut
 
@@ -52,10 +45,9 @@ log = logging.getLogger("monad.gateway")
 
 SERVER_META = "monad/server"  # which server listed a resource, template or prompt
 RESOURCE_NOT_FOUND = -32002  # MCP spec, server/resources "Error Handling"
-LEVELS: tuple[str, ...] = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+LEVELS: tuple[str, ...] = get_args(types.LoggingLevel)  # RFC 5424 order, least severe first
 Deliver = Callable[[str], Awaitable[None]]
 Allowed = Callable[[str], bool]
-_KINDS = ("resources", "templates", "prompts")
 
 
 def template_pattern(template: str) -> re.Pattern[str]:
@@ -116,9 +108,9 @@ class Catalog:
     def _shown(self, allowed: Allowed) -> list[Any]:
         """The live servers and the idle on-demand ones listed from their cached lists."""
         return [a for name, a in sorted(self.servers.items())
-                if a.spec is not None and allowed(name) and (a.live or a.cached_items("resources") is not None)]
+                if a.spec is not None and allowed(name) and (a.live or a.lists.items_of("resources") is not None)]
 
-    def forget(self, server: str, kinds: Iterable[str] = _KINDS) -> None:
+    def forget(self, server: str, kinds: Iterable[str] = tuple(ITEM_LISTS)) -> None:
         """Drop what `server` listed (it said its list changed)."""
         for kind in kinds:
             self._listed.pop((server, kind), None)
@@ -126,33 +118,17 @@ class Catalog:
 
     async def _fetch(self, actor: Any, kind: str) -> list[Any]:
         if not actor.live:  # idle: its cached lists, without starting it
-            return list(actor.cached_items(kind) or [])
+            return list(actor.lists.items_of(kind) or [])
         client = actor.client
         known = self._listed.get((actor.name, kind))
         if known is not None and known.client is client:
             return known.items
         caps = actor.capabilities
-        offered = caps is not None and (caps.prompts if kind == "prompts" else caps.resources) is not None
-        items: list[Any] = []
-        if offered:
-            cursor: str | None = None
-            for _page in range(100):  # a server whose cursors never end must not hold the agent forever
-                async def page(c: Any, meta: Any, cursor: str | None = cursor) -> Any:
-                    if kind == "resources":
-                        return await c.list_resources(cursor=cursor)
-                    if kind == "templates":
-                        return await c.list_resource_templates(cursor=cursor)
-                    return await c.list_prompts(cursor=cursor)
-
-                result = await actor.call_through(page)
-                items += (result.resources if kind == "resources" else
-                          result.resource_templates if kind == "templates" else result.prompts)
-                cursor = result.next_cursor
-                if not cursor:
-                    break
+        family = None if caps is None else caps.prompts if kind == "prompts" else caps.resources
+        items = [] if family is None else await list_items(
+            kind, lambda request: actor.call_through(lambda c, meta: request(c)))
         # Kept only while the server would say it changed (listChanged), else asked again;
         # the last listing of either routes requests (`_last_owners`).
-        family = caps.prompts if kind == "prompts" else caps.resources if caps is not None else None
         uris = frozenset(str(r.uri) for r in items) if kind == "resources" else frozenset()
         listed = self._last[(actor.name, kind)] = _Listed(client, items, uris)
         if family is not None and family.list_changed:
@@ -165,7 +141,7 @@ class Catalog:
         owners = []
         for actor in self._shown(allowed):
             if not actor.live:
-                if uri in {str(r.uri) for r in actor.cached_items("resources") or []}:
+                if uri in {str(r.uri) for r in actor.lists.items_of("resources") or []}:
                     owners.append(actor.name)
                 continue
             caps = actor.capabilities
@@ -424,10 +400,9 @@ class Catalog:
                    single: str | None = None) -> types.ReadResourceResult:
         """resources/read, routed (`route`), for `caller`; journaled `resource.read`."""
         server = single or await self.route(uri, allowed)
-        result: types.ReadResourceResult = await self.through(
+        return await self.through(
             server, "resource.read", {"uri": uri, "via": via}, lambda c, meta: c.read_resource(uri, meta=meta),
             caller, method="resources/read", target=self.scrub(uri))  # a known secret in it: `***`
-        return result
 
     async def get_prompt(self, name: str, arguments: dict[str, str] | None, allowed: Allowed, *,
                          via: str = "gateway", caller: Caller | None = None,
@@ -435,10 +410,8 @@ class Catalog:
         """prompts/get by exposed name, for `caller`; journaled `prompt.get` (argument names only)."""
         server, own = await self.prompt_owner(name, allowed, single=single)
         detail = {"prompt": own, "exposed": name, "via": via, "arguments": sorted(arguments or {})}
-        result: types.GetPromptResult = await self.through(
-            server, "prompt.get", detail, lambda c, meta: c.get_prompt(own, arguments, meta=meta), caller,
-            method="prompts/get", target=own)
-        return result
+        return await self.through(server, "prompt.get", detail, lambda c, meta: c.get_prompt(own, arguments, meta=meta),
+                                  caller, method="prompts/get", target=own)
 
     async def complete(self, params: types.CompleteRequestParams, allowed: Allowed, *,
                        single: str | None = None, caller: Caller | None = None) -> types.CompleteResult:
@@ -462,9 +435,7 @@ class Catalog:
                 context=types.CompletionContext(arguments=context) if context is not None else None, _meta=meta))
             return await c.session.send_request(request, types.CompleteResult)
 
-        result: types.CompleteResult = await self.through(server, "", {}, complete, caller,
-                                                          method="completion/complete")
-        return result
+        return await self.through(server, "", {}, complete, caller, method="completion/complete")
 
     async def _template_owner(self, template: str, allowed: Allowed) -> str:
         templates = await self._gather("templates", allowed)

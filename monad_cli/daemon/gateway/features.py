@@ -2,29 +2,20 @@
 
 Each handler answers for the agent's view (its server filter and the servers' conditions,
 as for tools) through the supervisor's `Catalog` (gateway/catalog.py), which routes to the
-server and journals reads and gets. What goes back to the agent:
+server and journals reads and gets:
 
-- resources/list, resources/templates/list, prompts/list: in pages (gateway/paging.py);
-- resources/list, resources/templates/list: every allowed server's, the server named in
-  `_meta["monad/server"]` (per-server mode: the server's own items, untouched);
-- resources/read: routed by URI, then by template; -32002 when no server offers it;
-- resources/subscribe, resources/unsubscribe (handshake era) and a 2026-07-28
-  `subscriptions/listen` naming resources: one upstream subscription per URI, shared;
-  `notifications/resources/updated` to the connections (or listen streams) that asked;
-- prompts/list, prompts/get: `<server>__<prompt>` (per-server mode: the server's names);
-- completion/complete: to the server owning the prompt or template;
+- the listings in pages (gateway/paging.py), each item's server in `_meta["monad/server"]`;
+  prompts as `<server>__<prompt>` (per-server mode: the server's own items and names);
+- resources/read routed by URI, then by template (-32002 when no server offers it);
+  completion/complete to the server owning the prompt or template;
+- resources/subscribe (handshake era) and a 2026-07-28 `subscriptions/listen` naming
+  resources: one shared upstream subscription per URI (gateway/subscriptions.py);
 - logging/setLevel (handshake era): this connection gets each server's
-  `notifications/message` at that level or above, `logger` naming the server
-  (`server` or `server/logger`); a 2026-07-28 request with `_meta`
-  `io.modelcontextprotocol/logLevel` gets those of the server it reaches while it runs, on
-  its own stream (`request_log`);
+  `notifications/message` at that level or above, `logger` naming the server; a 2026-07-28
+  request with `_meta` `io.modelcontextprotocol/logLevel` gets those of the servers it
+  reaches while it runs, on its own stream (`request_log`);
 - a server's questions during resources/read and prompts/get go to the agent whose request
-  it is, as during tools/call (gateway/questions.py; at 2026-07-28 in input_required rounds,
-  `GatewaySession.in_rounds`);
-- list changes of resources and prompts, like tools', reach every connection.
-
-A resources/read, prompts/get or completion/complete runs in the SDK's handler
-(`read_resource`, `get_prompt`, `complete`), the request described by an `AgentRequest`.
+  it is, as during tools/call (gateway/questions.py; at 2026-07-28 in input_required rounds).
 """
 
 from __future__ import annotations
@@ -86,7 +77,6 @@ class RequestLog:
 
     def servers(self) -> set[str]:
         return {a.server for a in self.about if a.server}
-
 
 
 @dataclass
@@ -159,7 +149,7 @@ class SessionFeatures:
 
     # -- resources -------------------------------------------------------------------------
     async def list_resources(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
-        self._remember(ctx)
+        self.remember(ctx)
         items = await self.catalog.resources(self._allowed, tag=self.single is None)
         items, next_cursor = page("resources/list", items, _cursor(params))
         return types.ListResourcesResult(resources=[types.Resource.model_validate(r) for r in items],
@@ -167,7 +157,7 @@ class SessionFeatures:
 
     async def list_templates(self, ctx: Any,
                              params: types.PaginatedRequestParams | None) -> types.ListResourceTemplatesResult:
-        self._remember(ctx)
+        self.remember(ctx)
         items = await self.catalog.templates(self._allowed, tag=self.single is None)
         items, next_cursor = page("resources/templates/list", items, _cursor(params))
         return types.ListResourceTemplatesResult(
@@ -175,7 +165,7 @@ class SessionFeatures:
 
     async def read_resource(self, ctx: Any, params: types.ReadResourceRequestParams) -> Any:
         """The SDK's resources/read handler."""
-        self._remember(ctx)
+        self.remember(ctx)
         async with self.request_log(ctx) as log:
             return await self.read(AgentRequest.of(ctx, params, log), str(params.uri))
 
@@ -200,7 +190,7 @@ class SessionFeatures:
                                      request.meta))
 
     async def subscribe(self, ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
-        conn = self._remember(ctx)
+        conn = self.remember(ctx)
         if conn is None:
             raise MCPError(types.INVALID_REQUEST, "resources/subscribe needs a handshake-era connection")
         uri = str(params.uri)
@@ -216,7 +206,7 @@ class SessionFeatures:
         return types.EmptyResult()
 
     async def unsubscribe(self, ctx: Any, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
-        conn = self._remember(ctx)
+        conn = self.remember(ctx)
         if conn is not None:
             await self.subscriptions.unsubscribe(str(params.uri), conn)
         return types.EmptyResult()
@@ -245,14 +235,14 @@ class SessionFeatures:
 
     # -- prompts and completion --------------------------------------------------------------
     async def list_prompts(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
-        self._remember(ctx)
+        self.remember(ctx)
         items = await self.catalog.prompts(self._allowed, single=self.single)
         items, next_cursor = page("prompts/list", items, _cursor(params))
         return types.ListPromptsResult(prompts=[types.Prompt.model_validate(p) for p in items], next_cursor=next_cursor)
 
     async def get_prompt(self, ctx: Any, params: types.GetPromptRequestParams) -> Any:
         """The SDK's prompts/get handler."""
-        self._remember(ctx)
+        self.remember(ctx)
         async with self.request_log(ctx) as log:
             return await self.get(AgentRequest.of(ctx, params, log), params.name, params.arguments)
 
@@ -266,7 +256,7 @@ class SessionFeatures:
 
     async def complete(self, ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
         """The SDK's completion/complete handler."""
-        self._remember(ctx)
+        self.remember(ctx)
         return await self.completion(AgentRequest.of(ctx, params), params)
 
     async def completion(self, request: AgentRequest, params: types.CompleteRequestParams) -> types.CompleteResult:
@@ -280,20 +270,19 @@ class SessionFeatures:
 
     # -- logging ---------------------------------------------------------------------------------
     async def set_level(self, ctx: Any, params: types.SetLevelRequestParams) -> types.EmptyResult:
-        conn = self._remember(ctx)
+        conn = self.remember(ctx)
         if conn is not None:
             self.log_levels[conn] = params.level
         await self._on_level()
         return types.EmptyResult()
 
     def lowest_level(self) -> str | None:
-        levels = list(self.log_levels.values())
-        return min(levels, key=_rank) if levels else None
+        return min(self.log_levels.values(), key=LEVELS.index, default=None)
 
     def _log_body(self, server: str, params: types.LoggingMessageNotificationParams) -> dict[str, Any]:
-        logger = server if self.single is None else params.logger
-        if self.single is None and params.logger:
-            logger = f"{server}/{params.logger}"
+        logger = params.logger
+        if self.single is None:  # the merged gateway: the server names the logger
+            logger = f"{server}/{logger}" if logger else server
         body: dict[str, Any] = {"level": params.level, "data": params.data}
         if logger:
             body["logger"] = logger
@@ -368,7 +357,8 @@ class SessionFeatures:
         for conn in list(self.connections):
             await conn.notify(method, None)
 
-    def _remember(self, ctx: Any) -> Any:
+    def remember(self, ctx: Any) -> Any:
+        """The request's handshake-era connection (None at 2026-07-28), kept for list changes."""
         conn = connection_of(ctx)
         if conn is not None:
             self.connections.add(conn)
@@ -385,10 +375,6 @@ def asking(questions: Any, meta: Any = None) -> Caller:
 
 def _cursor(params: types.PaginatedRequestParams | None) -> str | None:
     return params.cursor if params is not None else None
-
-
-def _rank(level: str) -> int:
-    return LEVELS.index(level) if level in LEVELS else 0
 
 
 def _without_server_info(result: Any) -> Any:

@@ -66,7 +66,6 @@ class BearerGuard:
         await self.app(scope, receive, send)
 
 
-
 def bind_loopback(port: int) -> socket.socket:
     """A listening TCP socket on 127.0.0.1:`port` (0: any free port). Raises Conflict when
     the port is taken."""

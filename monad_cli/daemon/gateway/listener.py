@@ -137,9 +137,7 @@ class GatewayListener:
         log.info("gateway session opened (stdio, the client's pipes)")
         async with anyio.create_task_group() as tg:
             async def relay_gone() -> None:
-                with contextlib.suppress(anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    while True:
-                        await stream.receive()
+                await _until_closed(stream)
                 log.info("gateway relay went away: ending its session")
                 tg.cancel_scope.cancel()
 
@@ -164,13 +162,16 @@ class GatewayListener:
             url = f"http://127.0.0.1:{port}/mcp"
             await stream.send(answer_ok(url=url, tokenFile=str(self.paths.gateway_token)))
             log.info("HTTP gateway listening on %s", url)
-            try:
-                while True:  # the relay sends nothing more; its end is the listener's end
-                    await stream.receive()
-            except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                pass
+            await _until_closed(stream)  # its end is the listener's end
             until.set()
             log.info("HTTP gateway on %s stopped (its `monad mcp serve --http` ended)", url)
+
+
+async def _until_closed(stream: anyio.abc.SocketStream) -> None:
+    """Until the relay closes its connection (it sends nothing after its hello)."""
+    with contextlib.suppress(anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+        while True:
+            await stream.receive()
 
 
 __all__ = ["GatewayListener"]

@@ -1,26 +1,19 @@
 """Which tools the gateway (`monad mcp serve`) shows a client, and `load_tools` (pure).
 
 The gateway keeps one `LoadedTools` per client session and asks this module, on every
-`tools/list` and `tools/call`, what is visible. Inputs are plain data so the rules are
-tested without a server:
+`tools/list` and `tools/call`, what is visible. Inputs are plain data, so the rules are
+tested without a server: `tools_by_server` (server → its exposed tool names, in list
+order); the server filter (`--include-mcps`/`--exclude-mcps`: a filtered-out server shows
+nothing); conditions (server → its `condition` text, evaluated against `--fact k=v` and the
+environment on every call: docs/filtering.md "Conditions"); and deferral (a server with
+`deferred = true`, or exposed names matching a `deferred` glob of `features/tools.toml`).
 
-- `tools_by_server`: server name → its exposed tool names (`server__tool`, already
-  sanitized by the gateway), in the order to list them;
-- server filters (`--include-mcps`/`--exclude-mcps` on `monad mcp serve`): a filtered-out
-  server shows nothing (`monad_cli.core.filters.ServerFilter`);
-- conditions: server name → its `condition` text (or None). A server whose condition
-  does not hold shows nothing and its tools cannot be called; re-evaluated on every call
-  against the facts (`--fact k=v`) and the environment (docs/filtering.md "Conditions");
-- deferral: a tool is deferred when its server has `deferred = true` or its exposed name
-  matches a glob of `features/tools.toml` `deferred`. Deferred tools are left out of the
-  list until loaded with the meta-tool `load_tools` (`servers`: names, `tools`: globs over
-  exposed names); after a load that adds anything the gateway sends
-  `notifications/tools/list_changed` (MCP spec, server/tools "List Changed Notification").
-
-Loads are remembered as the request (servers, globs), so a tool that appears later on a
-loaded server, or matches a loaded glob, is visible too. Deferral only trims the initial
-list (context size): a client that calls a deferred tool by name without loading it is
-allowed, unless a condition or filter hides the server.
+Deferred tools are left out of the list until `load_tools` loads them (`servers`: names,
+`tools`: globs over exposed names), which then sends `notifications/tools/list_changed`
+(MCP spec, server/tools "List Changed Notification"). Loads are remembered as asked, so a
+tool that appears later on a loaded server, or matches a loaded glob, is visible too.
+Deferral only trims the list: a deferred tool called by name without loading it is allowed,
+unless a condition or filter hides its server.
 """
 
 from __future__ import annotations

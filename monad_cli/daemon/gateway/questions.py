@@ -2,36 +2,20 @@
 
 The actor routes each `elicitation/create`, `sampling/createMessage` and `roots/list` a
 server sends during a call to the `InputHandler` of that call (sessions/inputs.py). The
-gateway's handler for one agent request asks the agent on the request's own channel (on
-streamable HTTP, the POST's response stream), so the question reaches the agent whose call
-it is and no other, and returns its answer:
+gateway's handler for one agent request asks on the request's own channel (on streamable
+HTTP, the POST's response stream), so the question reaches the agent whose call it is and
+no other. The agent must have declared the capability (MCP spec, client/elicitation,
+client/sampling, client/roots; a URL-mode elicitation needs `elicitation.url`, a form one
+`elicitation.form` or the bare `elicitation: {}` of 2025-06-18), else the question is
+refused naming it. A 2026-07-28 agent is asked through `input_required` rounds
+(gateway/rounds.py).
 
-- the agent must have declared the capability (MCP spec, client/elicitation, client/sampling,
-  client/roots); a URL-mode elicitation needs `elicitation.url`, a form one `elicitation.form`
-  (or the bare `elicitation: {}` of 2025-06-18);
-- otherwise the question is refused, naming the capability the agent did not declare;
-- a 2026-07-28 agent is asked through an `input_required` result: the call's `Round`
-  (gateway/rounds.py) carries the question out in the agent's next answer and brings its
-  `inputResponses` back.
-
-After a URL-mode elicitation this handler sent, `elicitation_complete(id)` tells the agent the
-out-of-band interaction is done (`notifications/elicitation/complete`, MCP spec 2025-11-25
-client/elicitation "Completion Notifications for URL Mode Elicitation"), on the same channel
-as the question. 2026-07-28 removed that notification: a 2026-07-28 agent's call simply goes on
-to its result.
-
-Every question ends, in either era: answered; withdrawn by the server (its
-notifications/cancelled cancels the wait, and the request to the agent is withdrawn in turn:
-notifications/cancelled, the SDK's on the request's channel, the lane's own); or after
-`timeout` seconds (the gateway's `--approval-timeout`), when an elicitation is answered
-`cancel` and anything else refused, and the agent's request is withdrawn the same way.
-
-`tell` sends the agent a log message on the request's channel (what the gateway says of a call
-waiting for approval, trust/service.py).
-
-Each question leaves a journal event `question`: the server, the method, the call's id, the
-outcome (`answered` with the elicitation's action, `timeout`, or `refused` with why); never
-the answer's content.
+Every question ends: answered; withdrawn by the server (its notifications/cancelled
+cancels the wait, and the request to the agent is withdrawn in turn); or after `timeout`
+seconds (the gateway's `--approval-timeout`), when an elicitation is answered `cancel`
+(client/elicitation "Response Actions") and anything else refused. Each leaves a journal
+event `question`: the server, the method, the call's id, the outcome; never the answer's
+content.
 """
 
 from __future__ import annotations
@@ -113,15 +97,12 @@ class AgentQuestions:
         return InputRefused(why)
 
     def _capabilities(self) -> types.ClientCapabilities | None:
-        if self.raw_capabilities is not None:
-            try:
-                return types.ClientCapabilities.model_validate(self.raw_capabilities)
-            except ValidationError:
-                return None
-        if self.ctx is not None:
+        if self.raw_capabilities is None and self.ctx is not None:
             caps: types.ClientCapabilities | None = self.ctx.session.client_capabilities
             return caps
-        raw = self.lane.capabilities if self.lane is not None else None
+        raw = self.raw_capabilities
+        if raw is None and self.lane is not None:
+            raw = self.lane.capabilities
         try:
             return types.ClientCapabilities.model_validate(raw) if raw is not None else None
         except ValidationError:
@@ -150,6 +131,7 @@ class AgentQuestions:
             raise self._refuse(method, f"the agent speaks {self.protocol_version}, where a server's question is an "
                                        f"input_required result, which this request cannot carry", call_id)
         _, request_type, result_type = _KINDS[method]
+        body = {"method": method, **({"params": params} if params else {})}
         if method == "elicitation/create" and (params or {}).get("mode") == "url":
             elicitation_id = (params or {}).get("elicitationId")
             if isinstance(elicitation_id, str):
@@ -162,12 +144,11 @@ class AgentQuestions:
             # `ctx`, the lane's own), so nothing stays pending on either side.
             with anyio.move_on_after(self.timeout if self.timeout is not None else math.inf):
                 if self.round is not None:
-                    body = {"method": method, **({"params": params} if params else {})}
                     result = result_type.model_validate(await self.round.ask(body, key))
                 elif self.ctx is not None:
-                    typed = request_type.model_validate({"method": method, **({"params": params} if params else {})})
                     result = await self.ctx.session.send_request(
-                        typed, result_type, metadata=ServerMessageMetadata(related_request_id=self.ctx.request_id))
+                        request_type.model_validate(body), result_type,
+                        metadata=ServerMessageMetadata(related_request_id=self.ctx.request_id))
                 else:
                     result = result_type.model_validate(await self.lane.ask(method, params))
         except QuestionTimedOut:
@@ -202,10 +183,7 @@ class AgentQuestions:
                 await quiet_deprecated(partial(self.ctx.session.send_log_message, level, text, LOGGER,
                                                related_request_id=self.ctx.request_id))
             elif self.lane is not None:
-                line = json.dumps({"jsonrpc": "2.0", "method": "notifications/message",
-                                   "params": {"level": level, "logger": LOGGER, "data": text}},
-                                  ensure_ascii=False, separators=(",", ":"))
-                await self.lane.send(line.encode() + b"\n")
+                await self._notify_lane("notifications/message", {"level": level, "logger": LOGGER, "data": text})
             elif self.log is not None and level_at_least(level, self.log.level):
                 self.log.send.send_nowait({"level": level, "logger": LOGGER, "data": text})
             else:
@@ -230,14 +208,18 @@ class AgentQuestions:
             if self.ctx is not None:
                 await self.ctx.session.send_elicit_complete(elicitation_id, related_request_id=self.ctx.request_id)
             elif self.lane is not None:
-                line = json.dumps({"jsonrpc": "2.0", "method": ELICITATION_COMPLETE,
-                                   "params": {"elicitationId": elicitation_id}}, separators=(",", ":"))
-                await self.lane.send(line.encode() + b"\n")
+                await self._notify_lane(ELICITATION_COMPLETE, {"elicitationId": elicitation_id})
             else:
                 return False
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             return False  # the agent is gone; its call ends with the connection
         return True
+
+    async def _notify_lane(self, method: str, params: dict[str, Any]) -> None:
+        """A notification to a direct-lane call's agent: one line on its relay connection."""
+        line = json.dumps({"jsonrpc": "2.0", "method": method, "params": params}, ensure_ascii=False,
+                          separators=(",", ":"))
+        await self.lane.send(line.encode() + b"\n")
 
 
 __all__ = ["AgentQuestions", "declared"]

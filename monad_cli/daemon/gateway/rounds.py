@@ -1,27 +1,20 @@
 """A server's questions to a 2026-07-28 agent: `input_required` rounds (SEP-2322).
 
-A 2026-07-28 agent cannot be sent a request; a server that asks it something answers the
-call with an `InputRequiredResult` (`inputRequests`, `requestState`) and the agent calls
-again with `inputResponses` and that `requestState`. The server behind monad asks in its
-own era (a legacy `elicitation/create` request, or its own rounds, which the actor's client
-drives), in the middle of one upstream call. So the gateway keeps that call running across
-the agent's rounds:
+A 2026-07-28 agent cannot be sent a request: a server that asks it something answers the
+call with an `InputRequiredResult` (`inputRequests`, `requestState`), and the agent calls
+again with `inputResponses` and that `requestState`. The server behind monad asks in its own
+era, in the middle of one upstream call (tools/call, resources/read or prompts/get), so the
+gateway keeps that call running across the agent's rounds:
 
-The same holds for `resources/read` and `prompts/get`, whose servers may ask too; a
-`requestState` comes back with the method that got it.
-
-- the first tools/call starts the upstream call in a task of the gateway (`spawn`), not of
-  the request, and answers with the first of: its result, or its questions as an
-  `InputRequiredResult` whose `requestState` names the running call (a random token, new
-  each round);
-- the questions a server asks together (the SDK answers an upstream `inputRequests` map
-  concurrently) go out together, each under the server's own key when it gave one (the
-  2026-07-28 server's `inputRequests` key), else `q1`, `q2`, …;
-- a call with that `requestState` hands the `inputResponses` to the questions waiting for
-  them and answers, again, with the result or the next questions;
-- a question no round answers within `answer_timeout` seconds ends (an elicitation is
-  answered `cancel`, anything else refused: gateway/questions.py; the call goes on as the
-  server decides); a token unknown or finished is refused with -32602.
+- the first request starts the upstream call in a task of the gateway (`spawn`), not of the
+  request, and answers with its result or its questions, whose `requestState` names the
+  running call (a random token, new each round);
+- questions a server asks together go out together, each under the server's own
+  `inputRequests` key when it gave one, else `q1`, `q2`, …;
+- a request with that `requestState` (and the method that got it) hands the
+  `inputResponses` to the waiting questions and answers again the same way;
+- a question no round answers within `answer_timeout` seconds ends (gateway/questions.py);
+  an unknown or finished token is refused with -32602.
 """
 
 from __future__ import annotations

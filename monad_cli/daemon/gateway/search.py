@@ -1,22 +1,19 @@
 """Tool search in the gateway: `find_tool` and `call_tool` instead of the whole catalog
-(docs/gateway.md "Tool search"; issue 40).
+(docs/gateway.md "Tool search").
 
 One `ToolSearch` per supervisor (`Gateway.search`), shared by every gateway session. It
-keeps a `monad_cli.search.ToolIndex` over the exposed tools (every registered server's,
-idle on-demand ones from their cached lists, as `ToolService.listing` gives them), built
-again when what the index was built from changes: the tool service's name map (rebuilt
-whenever a server's tool list is fetched again), a server's definition (its `tools`
-filter, `deferred`, `condition`), features/tools.toml's globs, or the session's own tool
-globs. A session then keeps only what its tools/list would show (`among`): a tool that is
-disabled, filtered, hidden or deferred and not loaded is never returned.
+keeps a `monad_cli.search.ToolIndex` over the exposed tools (as `ToolService.listing` gives
+them, idle on-demand servers' from their cached lists), built again when what it was built
+from changes: the name map, a server's definition, features/tools.toml's globs, or the
+session's own tool globs. A session then keeps only what its tools/list would show
+(`among`): a disabled, filtered, hidden or unloaded deferred tool is never returned.
 
-The index holds each tool's stemmed words once (a string per field) and the BM25F postings
-(two `array`s a word); never a tool's schema: a hit's description and `inputSchema` are
-read from the server's last tools/list when it is returned.
+The index holds each tool's stemmed words and the BM25F postings, never a tool's schema: a
+hit's description and `inputSchema` are read from the server's last tools/list.
 
-Token estimates (`estimate_tokens`) count a tool list's or a result's JSON: UTF-8 bytes / 4,
-the usual rule of thumb for English text and JSON in current tokenizers (the tools of
-bench/search/catalog/ average ~350 tokens each by it: 20,000 tokens, `auto`'s default, is ~57 of them).
+Token estimates (`estimate_tokens`) count JSON as UTF-8 bytes / 4, the usual rule of thumb
+for English text and JSON in current tokenizers (bench/search/catalog/'s tools average ~350
+tokens each by it: 20,000 tokens, `auto`'s default, is ~57 of them).
 """
 
 from __future__ import annotations

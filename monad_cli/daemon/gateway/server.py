@@ -187,7 +187,7 @@ class Gateway:
     async def pass_log_level(self) -> None:
         """The lowest level any agent asked for goes to the servers (gateway/catalog.py)."""
         levels = [lv for s in self.sessions if (lv := s.features.lowest_level())]
-        await self.catalog.set_log_level(min(levels, key=LEVELS.index) if levels else None)
+        await self.catalog.set_log_level(min(levels, key=LEVELS.index, default=None))
 
     async def run(self) -> None:
         """Watch the exposed tool set while sessions exist and carry the servers'

@@ -3,32 +3,21 @@
 Every client of `monad mcp serve` gets its own session: its own `mcp.server.Server` (the
 SDK's lowlevel server; building one costs ~25 µs), its view (`GatewayView`: facts, set
 environment names, server filter, approval timeout), its `load_tools` loads and its own
-list-changed delivery. The session calls the supervisor's `ToolService` directly: the
-same approval gate and the same journal row (`via: gateway`) as `monad mcp call`.
+list-changed delivery. Every call goes through the supervisor's `ToolService`: the same
+approval gate and journal rows (`via: gateway`) as `monad mcp call`.
 
-- tools/list: the exposed tools `gateway/policy.py` lets this view see (deferred tools once
-  loaded, no server whose `condition` fails or that its filter leaves out), plus the
-  `load_tools` meta-tool when anything is deferred, never a tool a tool filter hides (the
-  servers', features/tools.toml's and this view's `--include-tools`/`--exclude-tools`).
-  Conditions are re-evaluated on every list and call. In pages of `gateway/paging.py`'s
-  `PAGE_SIZE` (`cursor`, `nextCursor`).
-- tools/call: `ToolService.call(..., via="gateway", approval={"mode": "wait"})`, through
-  `call`, which both the SDK's handler and the stdio direct lane (`gateway/direct.py`, plain
-  calls past the SDK's per-request machinery) run. A call that
-  is denied, not approved in time, refused by a pin or failed upstream is a tool error
-  (`isError: true`) with the one-line reason; an unknown tool is a protocol error
-  (-32602; MCP spec, server/tools "Error Handling"). The caller's `_meta.progressToken`
-  makes the upstream call ask for progress, and every notifications/progress of the
-  server is passed on under the caller's token (basic/utilities/progress). Cancelling
-  the request (notifications/cancelled, or the client going away) cancels the upstream
-  call: the SDK sends notifications/cancelled to the server.
-- list changes: `notify_changed()` publishes `ToolsListChanged` to this session's
-  2026-07-28 `subscriptions/listen` streams and sends notifications/tools/list_changed to
-  its legacy (≤ 2025-11-25) connections. Both eras advertise `tools.listChanged: true`, on
-  stdio and on HTTP alike.
-- resources, prompts, completion and logging: `gateway/features.py` (`SessionFeatures`), over
-  the supervisor's `Catalog` (gateway/catalog.py); their list changes reach every connection
-  as tools' do.
+- tools/list: what `gateway/policy.py` lets this view see, never a tool a tool filter hides,
+  plus the meta-tools (`load_tools`, tool search's); conditions are evaluated on every list
+  and call; in pages (`gateway/paging.py`).
+- tools/call (`call`, run by the SDK's handler and by the stdio direct lane,
+  `gateway/direct.py`): a refusal or an upstream failure is a tool error (`isError: true`)
+  with the one-line reason, an unknown tool a protocol error (-32602; MCP spec,
+  server/tools "Error Handling"); progress is relayed under the caller's token
+  (basic/utilities/progress); cancelling the request cancels the upstream call.
+- list changes reach this session's 2026-07-28 `subscriptions/listen` streams and its
+  handshake-era connections alike (`notify_changed`; both eras advertise `listChanged`).
+- resources, prompts, completion and logging: `gateway/features.py`, over the shared
+  `Catalog` (gateway/catalog.py).
 """
 
 from __future__ import annotations
@@ -91,7 +80,6 @@ log = logging.getLogger("monad.gateway")
 # What `ToolService.call` adds to a CallToolResult, and the listing's own keys.
 _OUR_KEYS = frozenset({"callId", "server", "tool", "name", "decidedBy", "serverStderr"})
 _ROW_KEYS = frozenset({"server", "tool", "autoApproved", "deferred", "condition"})
-_SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"
 # The tools the gateway lists itself (tool search's and deferred loading's meta-tools).
 GATEWAY_TOOLS = frozenset({FIND_TOOL, CALL_TOOL, LOAD_TOOLS})
 
@@ -277,17 +265,24 @@ class GatewaySession:
         (gateway/rounds.py): the result, or an `InputRequiredResult` (wire shape) carrying the
         server's question; a call with `request_state` answers one and goes on. Cancelling
         it while it waits cancels the call."""
+        def run(r: Round) -> Any:
+            inputs = self.questions(None, protocol_version, what=name, round=r, capabilities=capabilities, log=log)
+            return self.call(name, arguments, protocol_version, progress=progress, inputs=inputs, meta=meta)
+
+        answer: dict[str, Any] = await self._next_round(request_state, input_responses, "tools/call", log, run)
+        return answer
+
+    async def _next_round(self, request_state: str | None, responses: dict[str, Any] | None, method: str,
+                          log: RequestLog | None, run: Callable[[Round], Any]) -> Any:
+        """The next answer of the call `request_state` names (`responses` handed to its
+        questions), or of a new one running `run(round)`. Cancelling it while it waits
+        cancels the call."""
         if request_state is not None:
-            r = self.rounds.resume(request_state, input_responses)
+            r = self.rounds.resume(request_state, responses, method)
             if log is not None:
                 log.about += r.about
         else:
-            def run(r: Round) -> Any:
-                inputs = self.questions(None, protocol_version, what=name, round=r, capabilities=capabilities,
-                                        log=log)
-                return self.call(name, arguments, protocol_version, progress=progress, inputs=inputs, meta=meta)
-
-            r = self.rounds.start(run)
+            r = self.rounds.start(run, method)
         try:
             return self.rounds.done(r, await r.next())
         except anyio.get_cancelled_exc_class():
@@ -306,21 +301,12 @@ class GatewaySession:
         capabilities = _envelope_capabilities(request.meta)
         if request.request_state is None and not _answers(capabilities):
             return None
-        if request.request_state is not None:
-            r = self.rounds.resume(request.request_state, request.input_responses, request.method)
-            if request.log is not None:
-                request.log.about += r.about
-        else:
-            def run(r: Round) -> Any:
-                return ask(asking(self.questions(None, request.protocol_version, what=what, round=r,
-                                                 capabilities=capabilities, log=request.log), request.meta))
+        def run(r: Round) -> Any:
+            return ask(asking(self.questions(None, request.protocol_version, what=what, round=r,
+                                             capabilities=capabilities, log=request.log), request.meta))
 
-            r = self.rounds.start(run, request.method)
-        try:
-            answer = self.rounds.done(r, await r.next())
-        except anyio.get_cancelled_exc_class():
-            r.scope.cancel()
-            raise
+        answer = await self._next_round(request.request_state, request.input_responses, request.method,
+                                        request.log, run)
         if isinstance(answer, dict) and answer.get("resultType") == "input_required":
             return types.InputRequiredResult.model_validate(answer)
         return answer
@@ -328,10 +314,8 @@ class GatewaySession:
     def init_options(self) -> Any:
         return self.server.create_initialization_options()
 
-    def _remember(self, ctx: Any) -> None:
-        conn = connection_of(ctx)
-        if conn is not None:
-            self.legacy_connections.add(conn)
+    async def _warm_index(self) -> None:
+        await self.search.built(self.view.include_tools, self.view.exclude_tools)
 
     def allowed(self, server: str) -> bool:
         """Whether this view shows `server` now (its filter and the server's condition)."""
@@ -354,7 +338,7 @@ class GatewaySession:
                     facts=self.view.facts, environ=self.environ, server_filter=self.view.server_filter)
 
     async def list_tools(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        self._remember(ctx)
+        self.features.remember(ctx)
         if self.single is not None and (failed := not_serving(self.tools.servers.get(self.single), self.scrub)):
             # An empty list would look healthy; the error is what an agent's MCP panel shows.
             # Once the server connects, tools/list_changed tells the agent to list again.
@@ -388,9 +372,6 @@ class GatewaySession:
         this view would list): `on`, or `auto` while `listed` passes the threshold."""
         mode = self.view.tool_search
         return mode == "on" or (mode == "auto" and estimate_tokens(listed) > self.view.tool_search_threshold)
-
-    async def _warm_index(self) -> None:
-        await self.search.built(self.view.include_tools, self.view.exclude_tools)
 
     def _finder(self, ctx: Any) -> Any:
         """Whose found tools a request's are (`FoundTools` key): on stdio the session's (one
@@ -468,12 +449,10 @@ class GatewaySession:
         if server is None:
             # A server in `needs-auth` lists no tools, yet a call of it starts its authorization
             # (trust/authorization.py): only for a server this view may call.
-            prefix = exposed.split("__", 1)[0] if "__" in exposed else None
-            actor = self.tools.servers.get(prefix) if prefix else None
-            if prefix is None or actor is None or not actor.needs_authorization:
+            actor = self.tools.named_server(exposed)
+            if actor is None or not actor.needs_authorization:
                 return None  # unknown or refused by a pin: the service says which
-            server = prefix
-
+            server = actor.name
         actor = self.tools.servers.get(server)
         condition = actor.spec.condition if actor is not None and actor.spec is not None else None
         return check_call(exposed, {server: [exposed]}, conditions={server: condition}, facts=self.view.facts,
@@ -485,7 +464,7 @@ class GatewaySession:
             return await self._call_tool(ctx, params, log)
 
     async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams, log: RequestLog | None) -> Any:
-        self._remember(ctx)
+        self.features.remember(ctx)
         self.sdk_calls += 1
         progress: ProgressFn | None = None
         raw_meta = (ctx.params or {}).get("_meta")
@@ -594,7 +573,7 @@ class GatewaySession:
         result = {k: v for k, v in data.items() if k not in _OUR_KEYS}
         meta = result.pop("_meta", None)
         if meta:  # the upstream server's own identity is not ours to pass on
-            meta = {k: v for k, v in meta.items() if k != _SERVER_INFO_META}
+            meta = {k: v for k, v in meta.items() if k != types.SERVER_INFO_META_KEY}
             if meta:
                 result["_meta"] = meta
         if self.results is not None:  # the result budget (gateway/budget.py); a typed result's structure stays whole

@@ -3,24 +3,23 @@
 One `Subscriptions` per supervisor (`Gateway.subscriptions`), beside the `Catalog`
 (gateway/catalog.py), which routes each URI to its server and makes the requests:
 
-- however many agents subscribe to a URI (a handshake-era connection's `resources/subscribe`,
-  a 2026-07-28 agent's `subscriptions/listen` naming it), the server gets one subscription,
-  ended when the last subscriber leaves and made again after its session is renewed;
-- up to 2025-11-25 that is `resources/subscribe`/`unsubscribe`; at 2026-07-28 a
-  `subscriptions/listen` stream naming the URI, held open by a task of the gateway (the SDK
-  tees the stream's events to the actor's message handler, which hands them to the gateway);
+- however many agents subscribe to a URI (a handshake-era `resources/subscribe`, a
+  2026-07-28 `subscriptions/listen` naming it), the server gets one subscription, ended
+  when the last subscriber leaves and made again after its session is renewed;
+- upstream that is `resources/subscribe`/`unsubscribe` up to 2025-11-25; at 2026-07-28 a
+  `subscriptions/listen` stream held open by a task of the gateway (the SDK tees its events
+  to the actor's message handler, which hands them to the gateway); a 2026-07-28 server that
+  announces resource or prompt list changes gets one such stream for them per session;
 - each `notifications/resources/updated` goes to every subscriber's delivery once;
-- a 2026-07-28 server that announces resource or prompt list changes gets one listen stream
-  for them per session (legacy servers send those notifications unasked);
 - an on-demand server (docs/supervisor.md "On demand") is started by the first subscription
-  to one of its resources and held up (`actor.hold`) while any agent is subscribed to it;
-  the last unsubscribe (or the agent gone) releases it, and its idle time counts from then.
+  to one of its resources and held up (`actor.demand.hold`) while any agent is subscribed;
+  its idle time counts from the last unsubscribe (or the agent gone).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,7 +49,6 @@ class _Held:
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     acked: anyio.Event = field(default_factory=anyio.Event)
     error: str | None = None
-
 
 
 class Subscriptions:
@@ -85,14 +83,15 @@ class Subscriptions:
                     client = actor.client
                     held = await self._subscribe_upstream(actor, uri)
                     sub = self.subscriptions[(server, uri)] = _Subscription(client=client, held=held)
-                    actor.hold(("subscription", uri))  # before in_use ends: no idle stop in between
+                    actor.demand.hold(("subscription", uri))  # before in_use ends: no idle stop in between
             sub.delivers[key] = deliver
 
     async def _subscribe_upstream(self, actor: Any, uri: str) -> _Held | None:
         """The one upstream subscription to `uri`: `resources/subscribe`, or on 2026-07-28 a
         listen stream, held (returned) once the server acknowledged it."""
         if actor.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            await self.catalog.through(actor.name, "", {}, _subscribe_request(uri))
+            await self.catalog.through(actor.name, "", {},
+                                       lambda c, meta: quiet_deprecated(lambda: c.subscribe_resource(uri)))
             return None
         held = await self._hold(actor, {"resource_subscriptions": [uri]})
         if held.error is not None:
@@ -149,30 +148,27 @@ class Subscriptions:
         """`key` no longer wants updates of `uri`; the last one leaving ends the upstream
         subscription. Unknown pairs are ignored (unsubscribe is idempotent)."""
         async with self._lock:
-            await self._unsubscribe(uri, key)
-
-    async def _unsubscribe(self, uri: str, key: object) -> None:
-        for (server, u), sub in list(self.subscriptions.items()):
-            if u != uri or key not in sub.delivers:
-                continue
-            del sub.delivers[key]
-            if sub.delivers:
-                continue
-            del self.subscriptions[(server, u)]
-            actor = self.servers.get(server)
-            try:
-                if sub.held is not None:
-                    sub.held.scope.cancel()
-                elif actor is not None and actor.live and actor.client is sub.client:
-                    try:
-                        await self.catalog.through(
-                            server, "", {}, lambda c, meta: quiet_deprecated(lambda: c.unsubscribe_resource(uri)))
-                    except MCPError as e:
-                        log.info("server %s: resources/unsubscribe %s failed: %s", server, self.scrub(uri),
-                                 self.scrub(e.error.message))
-            finally:
-                if actor is not None:
-                    actor.release(("subscription", uri))  # the last subscriber gone: idle time counts from now
+            for (server, u), sub in list(self.subscriptions.items()):
+                if u != uri or key not in sub.delivers:
+                    continue
+                del sub.delivers[key]
+                if sub.delivers:
+                    continue
+                del self.subscriptions[(server, u)]
+                actor = self.servers.get(server)
+                try:
+                    if sub.held is not None:
+                        sub.held.scope.cancel()
+                    elif actor is not None and actor.live and actor.client is sub.client:
+                        try:
+                            await self.catalog.through(
+                                server, "", {}, lambda c, meta: quiet_deprecated(lambda: c.unsubscribe_resource(uri)))
+                        except MCPError as e:
+                            log.info("server %s: resources/unsubscribe %s failed: %s", server, self.scrub(uri),
+                                     self.scrub(e.error.message))
+                finally:
+                    if actor is not None:  # the last subscriber gone: idle time counts from now
+                        actor.demand.release(("subscription", uri))
 
     async def drop_subscriber(self, key: object) -> None:
         """Everything `key` subscribed to (its connection or stream ended)."""
@@ -207,10 +203,6 @@ class Subscriptions:
                 log.warning("server %s: re-subscribing to %s failed: %s", server, self.scrub(uri),
                             self.scrub(e.error.message))
         await self.watch(actor)
-
-
-def _subscribe_request(uri: str) -> Callable[[Any, Any], Awaitable[Any]]:
-    return lambda c, meta: quiet_deprecated(lambda: c.subscribe_resource(uri))
 
 
 __all__ = ["LISTEN_ACK_S", "Subscriptions"]

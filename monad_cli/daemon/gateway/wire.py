@@ -164,7 +164,7 @@ class PipeStream:
             os.close(self.write_fd)
 
 
-class LineWriter:
+class LineWriter(anyio.abc.ObjectSendStream[SessionMessage]):
     """The SDK server's write stream, straight onto the connection: each message one line,
     written by the task that sends it (no relay task in between). Our own rejections take
     the same lock, so lines never interleave. A connection gone raises BrokenResourceError,
@@ -219,7 +219,7 @@ class LineWriter:
             self._flowing = anyio.Event()
             await self._flowing.wait()
 
-    async def send(self, item: SessionMessage, /) -> None:
+    async def send(self, item: SessionMessage) -> None:
         if isinstance(item.message, JSONRPCResponse | JSONRPCError):
             self.unanswered.discard(str(item.message.id))
         if self.on_send is not None:
@@ -229,14 +229,8 @@ class LineWriter:
     async def aclose(self) -> None:
         self.closed = True  # the connection itself is its owner's to close
 
-    async def __aenter__(self) -> LineWriter:
-        return self
 
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-
-class MessageReader:
+class MessageReader(anyio.abc.ObjectReceiveStream[SessionMessage]):
     """The SDK server's read stream, straight off the connection: one parsed
     `SessionMessage` per line; lines that are not JSON-RPC messages are answered here
     (`rejection`) and never reach the SDK, nor do the lines `take(line)` claims (True:
@@ -295,23 +289,8 @@ class MessageReader:
             while self.writer.unanswered or (self.busy is not None and self.busy()):
                 await anyio.sleep(SETTLE_POLL_S)
 
-    def __aiter__(self) -> MessageReader:
-        return self
-
-    async def __anext__(self) -> SessionMessage:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
     async def aclose(self) -> None:
         pass  # the connection itself is its owner's to close
-
-    async def __aenter__(self) -> MessageReader:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
 
 async def serve_lines(stream: anyio.abc.ByteStream | PipeStream, serve: Serve, *, buffered: bytes = b"",

@@ -74,14 +74,6 @@ log = logging.getLogger("monad.actor")
 T = TypeVar("T")
 
 
-def _no_extensions(actor: ServerActor) -> list[ClientExtension] | None:
-    return None
-
-
-def _no_elicitation(actor: ServerActor) -> Any:
-    return None
-
-
 class SessionEvents:
     """What a server's sessions tell whoever listens (`ActorContext.events`): a connection
     attempt starts (`connecting`) and ends (`connected`: `error` None, or why not: the
@@ -135,8 +127,8 @@ class ActorContext:
     check_pin: Callable[[ServerActor, list[Tool]], str | None]
     filter_reason: Callable[[str], str | None] = lambda name: None
     http_auth: Callable[[ServerSpec], httpx2.Auth | None] = lambda spec: None
-    client_extensions: Callable[[ServerActor], list[ClientExtension] | None] = _no_extensions
-    elicitation_callback: Callable[[ServerActor], Any] = _no_elicitation
+    client_extensions: Callable[[ServerActor], list[ClientExtension] | None] = lambda actor: None
+    elicitation_callback: Callable[[ServerActor], Any] = lambda actor: None
     on_tools_changed: Callable[[ServerActor], None] = lambda actor: None
     on_state_changed: Callable[[ServerActor], None] = lambda actor: None
     stopping: Callable[[], bool] = lambda: False
@@ -230,7 +222,7 @@ class ServerActor:
         era is remembered (connect.Learned: no second wait for an unanswered discover). An idle
         on-demand server is started (and stays up for its `idleStop`)."""
         self.backoff.reset()
-        self.learned.forget_transport()
+        self.learned.sse = False  # the HTTP transport is found again; the era is kept
         self.demand.start_wanted = True
         self.wakeup("reconnect")
 
@@ -342,17 +334,6 @@ class ServerActor:
         (`Demand.in_use`); raises NotConnected with the start's reason when that fails."""
         return self.demand.in_use()
 
-    def hold(self, holder: object) -> None:
-        """Keep the server up between calls until `release(holder)` (`Demand.hold`)."""
-        self.demand.hold(holder)
-
-    def release(self, holder: object) -> None:
-        self.demand.release(holder)
-
-    def cached_items(self, kind: str) -> list[Any] | None:
-        """What an idle on-demand server lists of `kind` from its cached lists (`IdleLists.items_of`)."""
-        return self.lists.items_of(kind)
-
     # -- the task ----------------------------------------------------------------------
     async def run(self) -> None:
         with anyio.CancelScope() as self._scope:
@@ -411,12 +392,8 @@ class ServerActor:
                     self.lists.go_idle(cached, f"on demand: {verb}: {reason}; the next call starts it again")
                     await self.sleep_until_woken()
                     continue
-            if outcome == "needs-auth":
-                self.set_state(State.NEEDS_AUTH, reason)
-                await self.sleep_until_woken()
-                continue
-            if outcome == "fatal":
-                self.set_state(State.FAILED, reason)
+            if outcome in ("needs-auth", "fatal"):  # only a person (authorize, fix, reconnect) moves it on
+                self.set_state(State.NEEDS_AUTH if outcome == "needs-auth" else State.FAILED, reason)
                 await self.sleep_until_woken()
                 continue
             # "failed" (connect failed) or "closed" (a live session ended)
@@ -610,11 +587,6 @@ class ServerActor:
     def _connected(self, client: Client, listing: ToolListing) -> None:
         self.client = client
         self.last_failure = None
-        tools, problem = listing.tools, listing.problems()
-        self.tools = tools
-        self.left_out = listing.left_out
-        self._fresh_until = listing.fresh_until
-        self.tool_problem = problem
         self.connected_at = time.monotonic()
         if self.conn is not None:
             self.conn.established = True
@@ -624,13 +596,7 @@ class ServerActor:
             self.conn.lane.attach(client)  # it shares the session's ids
         self.server_info = client.server_info.model_dump(exclude_none=True) if client.server_info else None
         self.lists.instructions = client.instructions
-        if self.spec is not None:
-            self.lists.remember(self.spec, tools)
-        pin_problem = self.ctx.check_pin(self, tools)  # always: it also unblocks
-        self.tool_problem = "; ".join(p for p in (problem, pin_problem) if p) or None
-        self.ctx.on_tools_changed(self)
-        problem = self._problem()
-        self.set_state(State.DEGRADED if problem else State.CONNECTED, problem)
+        self._take_listing(listing)
         self.first_attempt.set()  # it ended connected (else `_loop` sets it when `_session` returns)
         if self.conn is not None and self.conn.closed:  # died between tools/list and now
             self.wakeup("closed")
@@ -644,15 +610,19 @@ class ServerActor:
         except Exception as exc:  # noqa: BLE001
             self.set_state(State.DEGRADED, f"tools/list failed: {describe(exc)}")
             return
-        tools, problem = listing.tools, listing.problems()
+        self._take_listing(listing)
+
+    def _take_listing(self, listing: ToolListing) -> None:
+        """A (re)listing of the live session's tools: it meets the pin again (always: the check
+        also unblocks; no swapping tools under an approved pin mid-session), is remembered for
+        while it is idle, and sets `connected` or `degraded`."""
+        tools = self.tools = listing.tools
         self.left_out = listing.left_out
         self._fresh_until = listing.fresh_until
-        # A changed list meets the pin again: no swapping tools under an approved pin mid-session.
         pin_problem = self.ctx.check_pin(self, tools)
         if self.spec is not None:
             self.lists.remember(self.spec, tools)
-        self.tools = tools
-        self.tool_problem = "; ".join(p for p in (problem, pin_problem) if p) or None
+        self.tool_problem = "; ".join(p for p in (listing.problems(), pin_problem) if p) or None
         self.ctx.on_tools_changed(self)
         if self.client is not None:
             problem = self._problem()

@@ -68,10 +68,6 @@ class Learned:
                 self.legacy, self.sse = recalled
         return self
 
-    def forget_transport(self) -> None:
-        """`monad mcp reconnect`: the HTTP transport is found again; the era is kept."""
-        self.sse = False
-
     def note(self, protocol_version: str | None, transport: str | None) -> None:
         """After a successful connect: remember the era and the HTTP transport."""
         self.legacy = protocol_version not in MODERN_PROTOCOL_VERSIONS
@@ -84,21 +80,16 @@ class Learned:
         return "legacy" if self.legacy or over_sse else "auto"
 
 
-def options_for(spec: ServerSpec, paths: Paths, early: EarlySpawns | None = None,
-                ingress: Ingress = NO_SCRUB) -> TransportOptions:
-    """The bounds of a connection to `spec`: its message limit, a `server/discover` budget
-    from its connect timeout, its default working directory, the spawn records, the early
-    spawns it may adopt, the scrubber every message from it passes."""
-    return TransportOptions(max_message_bytes=spec.max_message_bytes, discover_budget=discover_budget(spec.timeout),
-                            workdir=str(default_workdir(paths, spec.name)), records=SpawnRecords(paths.run_dir),
-                            early=early, ingress=ingress)
-
-
 def transport_for(spec: ServerSpec, conn: Connection, sink: StderrSink, paths: Paths, *,
                   auth: httpx2.Auth | None, over_sse: bool,
                   early: EarlySpawns | None = None, ingress: Ingress = NO_SCRUB) -> AbstractAsyncContextManager[Any]:
-    """The transport (an async CM yielding the session's read and write streams)."""
-    options = options_for(spec, paths, early, ingress)
+    """The transport (an async CM yielding the session's read and write streams), bounded by
+    `spec`'s message limit and a `server/discover` budget from its connect timeout, spawning
+    in its default working directory, recorded in the spawn records, adopting one of the
+    `early` spawns, and every message from the server passing `ingress` first."""
+    options = TransportOptions(max_message_bytes=spec.max_message_bytes, discover_budget=discover_budget(spec.timeout),
+                               workdir=str(default_workdir(paths, spec.name)), records=SpawnRecords(paths.run_dir),
+                               early=early, ingress=ingress)
     if spec.transport == "stdio":
         return stdio_transport(spec, sink, conn, options)
     if over_sse:

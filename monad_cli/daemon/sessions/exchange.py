@@ -1,25 +1,19 @@
 """The requests in flight on one connection, between a transport and the SDK's session.
 
 Every transport (stdio, streamable HTTP, legacy HTTP+SSE) records here the requests the
-session writes and the responses it reads, so that a response that can never arrive —
-a line over the size limit, a line that is not JSON, a POST the server refused — fails
-exactly the request it belonged to, with a reason, instead of leaving its caller waiting
-forever (JSON-RPC 2.0 §5: every request gets a response object; here a local one).
+session writes and the responses it reads, so that a response that can never arrive (a line
+over the size limit, a line that is not JSON, a POST the server refused) fails exactly the
+request it belonged to, with a reason, instead of leaving its caller waiting forever
+(JSON-RPC 2.0 §5: every request gets a response object; here a local one).
 
-It also bounds the era probe: `server/discover` (MCP 2026-07-28, basic/lifecycle
-"Version Negotiation") gets `discover_budget` seconds, after which it is answered locally
-with a timeout error, which the SDK's `mode="auto"` takes as "legacy server" and falls
-back to `initialize` — so any legacy server, whatever it does with the probe, connects
-within the connect timeout.
-
-And it sieves list results (`tools/list`, `prompts/list`, ...) item by item before the SDK
-sees them (listings.py): an item the negotiated version does not accept is taken out, with
-a reason kept in `left_out`, instead of failing the whole list.
-
-It is the one place where every message passes, both ways, on every transport: what the
-session sends (`sent`: a 2026-07-28 request's envelope gets its caller's capabilities there,
-sessions/stamp.py) and what the server sends (`received`, before anything else reads it:
-monad's own lane's answers are taken there, sessions/direct.py).
+It bounds the era probe: `server/discover` (MCP 2026-07-28, basic/lifecycle "Version
+Negotiation") gets `discover_budget` seconds, then is answered locally with a timeout error,
+which the SDK's `mode="auto"` takes as "legacy server", so any legacy server connects within
+the connect timeout. It sieves list results item by item before the SDK sees them
+(listings.py): a bad item is taken out, with a reason in `left_out`, instead of failing the
+whole list. And it is where every message passes, both ways: `sent` (a 2026-07-28 request's
+envelope gets its caller's capabilities, sessions/stamp.py) and `received` (monad's own
+lane's answers are taken there, sessions/direct.py).
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ from mcp_types import (
 )
 
 from monad_cli.core.states import State
+from monad_cli.daemon.sessions.listings import list_items
 from monad_cli.daemon.sessions.reasons import describe
 from monad_cli.daemon.trust.listing import dump_tool
 from monad_cli.daemon.trust.pins import tool_set_hash
@@ -39,9 +40,6 @@ if TYPE_CHECKING:
     from monad_cli.daemon.sessions.actor import ServerActor
 
 log = logging.getLogger("monad.actor")
-# The most pages of prompts/resources/templates kept for an idle server (a server whose
-# cursors never end must not hold its session's start).
-ITEM_PAGES = 100
 _ITEM_MODELS: dict[str, type[Any]] = {"prompts": Prompt, "resources": Resource, "templates": ResourceTemplate}
 
 
@@ -158,22 +156,8 @@ class IdleLists:
         actor = self.actor
         for kind in jt.ITEM_KINDS:
             family = None if caps is None else caps.prompts if kind == "prompts" else caps.resources
-            got: list[Any] = []
             try:
-                cursor: str | None = None
-                for _page in range(ITEM_PAGES if family is not None else 0):
-                    if kind == "prompts":
-                        page: Any = await client.list_prompts(cursor=cursor)
-                        got += page.prompts
-                    elif kind == "resources":
-                        page = await client.list_resources(cursor=cursor)
-                        got += page.resources
-                    else:
-                        page = await client.list_resource_templates(cursor=cursor)
-                        got += page.resource_templates
-                    cursor = page.next_cursor
-                    if not cursor:
-                        break
+                got = [] if family is None else await list_items(kind, lambda request: request(client))
             except Exception as exc:  # noqa: BLE001 - the session works without them
                 log.info("server %s: listing %s to keep them failed: %s", actor.name, kind,
                          actor.ctx.scrub(describe(exc)))

@@ -10,12 +10,18 @@ that item, never the listing or the session.
   `tools` capability is not sent `tools/list` (it would answer -32601).
 - `first_of_each_name` keeps the first of tools that share a name (a client API such as
   Claude's refuses a list with two: "Tool names must be unique").
+- `list_items` lists a server's prompts, resources or templates, every page.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Awaitable, Callable
+from operator import methodcaller
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mcp import Client
 
 log = logging.getLogger("monad.actor")
 
@@ -27,6 +33,26 @@ LISTS: dict[str, tuple[str, str]] = {
     "resources/templates/list": ("resourceTemplates", "resource template"),
 }
 FALLBACK_VERSION = "2025-11-25"  # before the handshake settles a version (the SDK's own fallback)
+# Each kind's list method on `mcp.Client`, and the field of its result.
+ITEM_LISTS = {"prompts": ("list_prompts", "prompts"), "resources": ("list_resources", "resources"),
+              "templates": ("list_resource_templates", "resource_templates")}
+MAX_ITEM_PAGES = 100  # a server whose cursors never end must not hold a listing forever
+
+
+async def list_items(kind: str, send: Callable[[Callable[[Client], Awaitable[Any]]], Awaitable[Any]]) -> list[Any]:
+    """Every item of `kind` (`prompts`, `resources`, `templates`: `mcp_types` models), page
+    by page (MCP spec, server/utilities/pagination; at most `MAX_ITEM_PAGES`); `send(request)`
+    awaits `request(client)` on the server's live `mcp.Client`. Raises what a page raises."""
+    method, field = ITEM_LISTS[kind]
+    items: list[Any] = []
+    cursor: str | None = None
+    for _page in range(MAX_ITEM_PAGES):
+        result = await send(methodcaller(method, cursor=cursor))
+        items += getattr(result, field)
+        cursor = result.next_cursor
+        if not cursor:
+            break
+    return items
 
 
 def item_label(item: Any, index: int) -> str:

@@ -89,14 +89,11 @@ class PipeProcess(anyio.abc.Process):
                     self._popen.poll()
                 else:
                     await anyio.to_thread.run_sync(self._popen.wait, abandon_on_cancel=True)
-            self._close_pidfd()
+            if self._pidfd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(self._pidfd)
+                self._pidfd = None
             return self._popen.returncode
-
-    def _close_pidfd(self) -> None:
-        if self._pidfd is not None:
-            with contextlib.suppress(OSError):
-                os.close(self._pidfd)
-            self._pidfd = None
 
     def terminate(self) -> None:
         self.send_signal(signal.SIGTERM)

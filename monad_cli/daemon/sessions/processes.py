@@ -126,10 +126,7 @@ def members(rec: SpawnRecord) -> set[int]:
     # leader's pid runs something else now, the old group is empty and that pgid is not ours.
     group_ok = rec.boot == boot_id() and (leader_ok or leader is None)
     needle = f"{MARKER_ENV}={rec.marker}\0".encode()
-    found: set[int] = set()
-    for p in procs:
-        if (group_ok and p.pgid == rec.pgid) or _has_marker(p.pid, needle):
-            found.add(p.pid)
+    found = {p.pid for p in procs if (group_ok and p.pgid == rec.pgid) or _has_marker(p.pid, needle)}
     if leader_ok:
         found.add(rec.pid)
     # Descendants of anything found, whatever session or group they moved to.
@@ -152,14 +149,14 @@ def signal_pids(pids: Iterable[int], sig: int) -> None:
             os.kill(pid, sig)
 
 
+def signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
 def alive(pids: Iterable[int]) -> set[int]:
     """The pids that still run (a zombie has exited; its parent reaps it)."""
-    out = set()
-    for pid in pids:
-        info = proc_info(pid)
-        if info is not None and not info.zombie:
-            out.add(pid)
-    return out
+    return {pid for pid in pids if (info := proc_info(pid)) is not None and not info.zombie}
 
 
 class SpawnRecords:

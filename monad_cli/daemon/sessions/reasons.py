@@ -34,10 +34,7 @@ _TRANSFER_ERRORS = ("ReadTimeout", "WriteTimeout", "PoolTimeout", "RemoteProtoco
 def leaf_exceptions(exc: BaseException) -> list[BaseException]:
     """Flatten the ExceptionGroups anyio task groups wrap connect failures in."""
     if isinstance(exc, BaseExceptionGroup):
-        out: list[BaseException] = []
-        for sub in exc.exceptions:
-            out.extend(leaf_exceptions(sub))
-        return out
+        return [leaf for sub in exc.exceptions for leaf in leaf_exceptions(sub)]
     return [exc]
 
 

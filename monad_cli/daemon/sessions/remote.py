@@ -2,27 +2,17 @@
 protocol version 2024-11-05, both from the SDK, under monad's own bookkeeping.
 
 - `SessionKeeper`, an httpx2 transport under the SDK's HTTP client, records the status of
-  every POST by JSON-RPC method (the reasons a person reads; `initialize` answered
-  400/404/405 means "try the legacy SSE transport") and keeps a streamable-HTTP session
-  alive across a server restart: a 404 to a request carrying an old `Mcp-Session-Id` (or a
-  400 that says the session is not valid, as TypeScript servers answer) is answered by a
-  new `initialize` without a session id, then the request is sent again, once (MCP spec,
-  basic/transports "Session Management", item 4). It also honours `Retry-After` on a 429 or
-  503 (RFC 9110 §10.2.3, RFC 6585 §4): until then requests are answered locally, not sent. The SDK's
-  transport keeps sending the old id; the keeper rewrites it to the new one.
-- A request the server refuses with an HTTP error and no JSON-RPC error of its own gets one
-  that says so (`HTTP 404 Not Found from URL`): the SDK's stand-in (`Not Found`, `Server
-  returned an error response`) drops the status and where it came from, which is the line
-  that says why a call to a remote failed.
-- The session's streams pass through an `Exchange` (exchange.py): the `server/discover`
-  budget, and failing a request locally when the server refused its POST (legacy SSE).
-  Before it, every message the server sent passes the supervisor's scrubber
-  (`TransportOptions.ingress`), for streamable HTTP and legacy SSE alike.
-
-`legacy_sse_candidate(conn)` says when a failed streamable-HTTP connect should be tried
-again as legacy HTTP+SSE: the spec's backwards-compatibility procedure (basic/transports
-"Backwards Compatibility": POST `initialize`; on 400, 404 or 405, GET the URL and expect
-an SSE `endpoint` event).
+  every POST by JSON-RPC method (`initialize` answered 400/404/405 means "try legacy SSE":
+  MCP spec, basic/transports "Backwards Compatibility"), and keeps a streamable-HTTP
+  session across a server restart: a 404 to a request carrying an old `Mcp-Session-Id` (or
+  a 400 that says the session is not valid) is answered by a new `initialize`, then the
+  request is sent again, once ("Session Management", item 4; the SDK keeps sending the old
+  id, which the keeper rewrites). It honours `Retry-After` on
+  a 429 or 503 (RFC 9110 §10.2.3, RFC 6585 §4): until then requests are answered locally.
+- An HTTP error with no JSON-RPC error of its own gets one that says `HTTP 404 Not Found
+  from URL`: the SDK's stand-in drops the status and where it came from.
+- The session's streams pass through an `Exchange` (exchange.py), every message from the
+  server first through the supervisor's scrubber (`TransportOptions.ingress`).
 """
 
 from __future__ import annotations
@@ -37,6 +27,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import anyio.abc
 import httpx2
 from mcp.shared.message import ClientMessageMetadata, SessionMessage
 from mcp_types import JSONRPCNotification, JSONRPCRequest
@@ -238,22 +229,30 @@ class SessionKeeper(httpx2.AsyncBaseTransport):
         log.info("retrying a %s in the new session", request.method)
         return await self.inner.handle_async_request(request)  # once: a second 404 stands
 
-    async def _reinitialize(self, failed: httpx2.Request) -> str | None:
-        """A new session with the restarted server: `initialize` without a session id,
-        the same parameters as the first time, then `notifications/initialized`."""
-        assert self._initialize is not None
-        body, headers = self._initialize
+    async def _replay(self, saved: tuple[bytes, Any], failed: httpx2.Request, sid: str | None) -> httpx2.Response:
+        """A POST the session began with (`saved`: its body and headers) sent again to
+        `failed`'s URL in session `sid` (None: without one); the answer, read."""
+        body, headers = saved
         headers = headers.copy()
-        headers.pop(SESSION_HEADER, None)
         headers.pop("content-length", None)
+        headers.pop(SESSION_HEADER, None)
+        if sid is not None:
+            headers[SESSION_HEADER] = sid
         if "authorization" in failed.headers:  # the token may have been refreshed since
             headers["authorization"] = failed.headers["authorization"]
         response = await self.inner.handle_async_request(
             httpx2.Request("POST", failed.url, headers=headers, content=body))
-        raw = await response.aread()
+        await response.aread()
         await response.aclose()
+        return response
+
+    async def _reinitialize(self, failed: httpx2.Request) -> str | None:
+        """A new session with the restarted server: `initialize` without a session id,
+        the same parameters as the first time, then `notifications/initialized`."""
+        assert self._initialize is not None
+        response = await self._replay(self._initialize, failed, None)
         new_sid = response.headers.get(SESSION_HEADER)
-        result = _sse_or_json_result(raw)
+        result = _sse_or_json_result(response.content)
         negotiated = failed.headers.get("mcp-protocol-version")
         if response.status_code >= 300 or result is None or not new_sid:
             log.warning("the server lost the session and refused a new one (HTTP %d)", response.status_code)
@@ -264,16 +263,7 @@ class SessionKeeper(httpx2.AsyncBaseTransport):
             return None
         self._current = new_sid
         if self._initialized is not None:
-            note_body, note_headers = self._initialized
-            note_headers = note_headers.copy()
-            note_headers[SESSION_HEADER] = new_sid
-            note_headers.pop("content-length", None)
-            if "authorization" in failed.headers:
-                note_headers["authorization"] = failed.headers["authorization"]
-            note = await self.inner.handle_async_request(
-                httpx2.Request("POST", failed.url, headers=note_headers, content=note_body))
-            await note.aread()
-            await note.aclose()
+            await self._replay(self._initialized, failed, new_sid)
         self.reinitialized += 1
         log.info("the server lost the session; re-initialized (%d so far)", self.reinitialized)
         self.on_reinitialized()
@@ -281,7 +271,7 @@ class SessionKeeper(httpx2.AsyncBaseTransport):
 
 
 # -- the session's streams, through an Exchange ----------------------------------------
-class _ReadSide:
+class _ReadSide(anyio.abc.ObjectReceiveStream[Any]):
     """What the SDK session reads: the transport's messages (their sender context kept,
     as the SDK's context streams do) and local answers from the exchange."""
 
@@ -294,9 +284,6 @@ class _ReadSide:
         self.last_context = ctx
         return item
 
-    def __aiter__(self) -> _ReadSide:
-        return self
-
     async def __anext__(self) -> Any:
         try:
             return await self.receive()
@@ -306,14 +293,8 @@ class _ReadSide:
     async def aclose(self) -> None:
         await self._receive.aclose()
 
-    async def __aenter__(self) -> _ReadSide:
-        return self
 
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-
-class _WriteSide:
+class _WriteSide(anyio.abc.ObjectSendStream[SessionMessage]):
     """What the SDK session writes to: recorded, then sent on in the caller's own task
     (the SDK's streams capture the caller's contextvars, e.g. its request clock). Also the
     `Wire` of monad's own lane (sessions/direct.py): its messages take the same way."""
@@ -335,12 +316,6 @@ class _WriteSide:
 
     async def aclose(self) -> None:
         await self._inner.aclose()
-
-    async def __aenter__(self) -> _WriteSide:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
 
 @asynccontextmanager

@@ -16,7 +16,7 @@ daemon/telemetry/wrappers.py).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from mcp import MCPError
@@ -79,11 +79,20 @@ class SessionRequests:
                              f"{': ' + actor.reason if actor.reason else ''} (see `monad mcp status {actor.name}`)")
         return client
 
-    def _cut(self, client: Client) -> AbstractContextManager[None]:
+    @contextmanager
+    def _cut(self, client: Client) -> Iterator[None]:
         """A request on `client` that fails because monad ended that session on purpose raises
         `SessionCut` saying why (the SDK says only "Connection closed", or raises its own
         RuntimeError once the client is closed), not what the SDK raised."""
-        return _cut_by(self.actor, client)
+        from monad_cli.daemon.trust.servers import SessionCut
+
+        try:
+            yield
+        except Exception as e:
+            why = self.actor.cut_reason(client)
+            if why is None or (isinstance(e, MCPError) and e.error.code != CONNECTION_CLOSED):
+                raise
+            raise SessionCut(self.actor.name, *why) from None
 
     async def call_tool(self, call: ToolCall) -> CallToolResult:
         actor = self.actor
@@ -109,22 +118,6 @@ class SessionRequests:
         shaped = wrong_shape_fails_the_call() if method in ("resources/read", "prompts/get") else nullcontext()
         with self._cut(client), self.actor.inputs.serving(caller), shaped:
             return await send(client, caller_meta(caller, caller.meta if caller is not None else None))
-
-
-@contextmanager
-def _cut_by(actor: Any, client: Any) -> Iterator[None]:
-    from monad_cli.daemon.trust.servers import SessionCut
-
-    try:
-        yield
-    except MCPError as e:
-        if e.error.code != CONNECTION_CLOSED or (why := actor.cut_reason(client)) is None:
-            raise
-        raise SessionCut(actor.name, *why) from None
-    except Exception:
-        if (why := actor.cut_reason(client)) is None:
-            raise
-        raise SessionCut(actor.name, *why) from None
 
 
 def address(actor: Any) -> tuple[str, int | None] | None:

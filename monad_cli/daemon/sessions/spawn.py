@@ -1,22 +1,18 @@
 """Spawn first, import while they start: the supervisor's stdio servers start before the SDK.
 
-Importing the MCP SDK (~0.75 s) and SQLModel for the journal (~0.45 s) used to pass before
-the first server was spawned, and a real server spends about as long importing its own
-SDK. So `monad daemon run` reads the definitions first (the config code is standard
+Importing the MCP SDK (~0.75 s) and SQLModel for the journal (~0.45 s) takes about as long
+as a real server's own start. So `monad daemon run` reads the definitions first (standard
 library and tomlkit only), spawns every enabled, unfiltered stdio server exactly as its
-transport would (`transports.stdio_command`), and only then imports the rest; the servers
-start on the other core meanwhile. Each actor's first connect adopts its early process
-(`EarlySpawns.take`; the one instance is made by `daemon/main.py` and handed down through
-the supervisor and the actors' context, matched on the very argv, environment and cwd it
-would spawn, the spawn marker aside) instead of spawning one; whatever nobody adopted is stopped once every actor
-had its first attempt. Each early process is recorded in `run/servers/` like any spawn
-(`processes.py`), so a supervisor that dies before adopting it leaves nothing unnamed.
+transport would, and only then imports the rest; the servers start on the other core
+meanwhile. Each actor's first connect adopts its early process (`EarlySpawns.take`, matched
+on the very argv, environment and cwd it would spawn, the spawn marker aside) instead of
+spawning one; whatever nobody adopted is stopped once every actor had its first attempt.
+Each early process is recorded in `run/servers/` like any spawn (`processes.py`), so a
+supervisor that dies before adopting it leaves nothing unnamed.
 
-How a stdio server is started (`stdio_command`: the command resolved on the definition's
-PATH, the SDK's environment allowlist, the spawn marker, the cwd rule) lives here too, so
-the early spawn and the transport start a server the same way.
-
-Stdlib and anyio only: nothing here may pull in the SDK.
+`stdio_command` (the command resolved on the definition's PATH, the SDK's environment
+allowlist, the spawn marker, the cwd rule) lives here too, so the early spawn and the
+transport start a server the same way. Stdlib and anyio only: nothing here may pull in the SDK.
 """
 
 from __future__ import annotations
@@ -40,6 +36,7 @@ from monad_cli.daemon.sessions.processes import (
     SpawnRecords,
     members,
     new_marker,
+    signal_group,
     signal_pids,
     spawn_record,
 )
@@ -67,12 +64,8 @@ def default_environment() -> dict[str, str]:
     """The variables a stdio server inherits from the supervisor: the SDK's allowlist and the
     proxy and CA variables (`NETWORK_ENV_VARS`), minus values that start with `()` (exported
     shell functions)."""
-    env = {}
-    for key in (*DEFAULT_INHERITED_ENV_VARS, *NETWORK_ENV_VARS):
-        value = os.environ.get(key)
-        if value is not None and not value.startswith("()"):
-            env[key] = value
-    return env
+    return {key: value for key in (*DEFAULT_INHERITED_ENV_VARS, *NETWORK_ENV_VARS)
+            if (value := os.environ.get(key)) is not None and not value.startswith("()")}
 
 
 class SpawnError(Exception):
@@ -120,17 +113,13 @@ def resolve_command(spec: ServerSpec, env: dict[str, str]) -> str:
     return found
 
 
-def stdio_env(spec: ServerSpec) -> dict[str, str]:
-    # The SDK's allowlist (HOME LOGNAME PATH SHELL TERM USER), the proxy and CA variables,
-    # then the definition's env: never the supervisor's other variables, which may hold tokens.
-    return default_environment() | spec.env
-
-
 def stdio_command(spec: ServerSpec, workdir: str | None) -> StdioCommand:
     """How `spec` starts: its resolved command, environment and cwd (`workdir`, made 0700
     if missing, when the definition sets none; the Landlock launcher for `sandbox = true`).
     Raises SpawnError."""
-    env = stdio_env(spec)
+    # The SDK's allowlist, the proxy and CA variables, then the definition's env: never the
+    # supervisor's other variables, which may hold tokens.
+    env = default_environment() | spec.env
     command = resolve_command(spec, env)
     if spec.cwd and not os.path.isdir(spec.cwd):
         raise SpawnError(f"cwd `{spec.cwd}` is not a directory")
@@ -207,13 +196,11 @@ class EarlySpawns:
         leftovers, self.waiting = list(self.waiting.values()), {}
         for early in leftovers:
             log.info("stopping early-spawned process %d: no actor adopted it", early.process.pid)
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(early.process.pid, signal.SIGTERM)
+            signal_group(early.process.pid, signal.SIGTERM)
         for early in leftovers:
             with anyio.move_on_after(2.0):
                 await early.process.wait()
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(early.process.pid, signal.SIGKILL)
+            signal_group(early.process.pid, signal.SIGKILL)
             with anyio.move_on_after(2.0):
                 await early.process.aclose()  # closes its pipes and reaps it
             with contextlib.suppress(OSError):
@@ -224,8 +211,5 @@ class EarlySpawns:
                 self.records.forget(early.record)
 
 
-# One supervisor per process: the early processes of this one.
-
-
 __all__ = ["DEFAULT_INHERITED_ENV_VARS", "NETWORK_ENV_VARS", "EarlyProcess", "EarlySpawns", "SpawnError",
-           "StdioCommand", "default_environment", "resolve_command", "stdio_command", "stdio_env"]
+           "StdioCommand", "default_environment", "resolve_command", "stdio_command"]

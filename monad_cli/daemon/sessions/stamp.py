@@ -2,32 +2,22 @@
 
 At 2026-07-28 there is no handshake: every request carries the client's capabilities in
 `params._meta["io.modelcontextprotocol/clientCapabilities"]` (MCP spec, basic "_meta"
-envelope), and a server asks only what they allow (an elicitation when `elicitation` is
-declared, in the modes it names; sampling; roots). Behind monad the client is monad's one
-session per server, whose `mcp.Client` offers all three, so without this a server would ask
-an agent that declared none and only learn from monad's refusal. A request made for a caller
-(the gateway's agents, `monad mcp call`, the Studio) must carry that caller's own.
+envelope), and a server asks only what they allow. Behind monad the client is monad's one
+session per server, whose `mcp.Client` offers elicitation, sampling and roots, so without
+this a server would ask an agent that declared none and only learn from monad's refusal.
 
 The SDK (mcp 2.3) writes the envelope itself on every request of a 2026-07-28 session and
 takes no per-request capabilities (a `_meta` passed in has that key overwritten), so monad
-rewrites it where every request leaves: the connection's transport, which is monad's own
-(transports.py, remote.py; `Exchange.sent` hands each outgoing message here). A request made
-for a caller carries the caller's capabilities under `CALLER` in the `_meta` it is given
-(`caller_meta`; the request path, sessions/requests.py, passes it through the SDK's public
-`meta=` arguments); `Envelope.sent` takes that key out of every request (it never reaches a
-server) and, when the SDK wrote an envelope, replaces the capabilities in it by the caller's.
-Monad's own requests (listings, pings, subscriptions) carry no `CALLER` and keep monad's. A
-handshake-era session's requests carry no envelope (their capabilities were fixed at
-`initialize`): only `CALLER` is taken out. The 2026-07-28 `input_required` retries the SDK
-sends within the same call carry the same `_meta`, so the same capabilities.
+rewrites it where every request leaves: its own transports (`Exchange.sent` hands each
+outgoing message here). A request made for a caller carries the caller's capabilities under
+`CALLER` in the `_meta` it is given through the SDK's public `meta=` (`caller_meta`);
+`Envelope.sent` takes that key out of every request and, when the SDK wrote an envelope,
+puts the caller's capabilities in it. Monad's own requests (listings, pings) keep monad's; a
+handshake-era request carries no envelope (its capabilities were fixed at `initialize`).
 
-`Envelope` also keeps the envelope the SDK's stamp wrote on its last request, which monad's
-own lane's requests carry (sessions/direct.py, with their own caller's capabilities).
-
-What is forwarded: `elicitation` (with its modes), `sampling` and `roots` as the caller
-declared them (`roots` without `listChanged`: monad does not relay a caller's
-notifications/roots/list_changed); every other key (extensions, tasks, experimental) stays
-monad's, as the session that will handle them is monad's.
+Forwarded: `elicitation` (with its modes), `sampling` and `roots` as the caller declared them
+(`roots` without `listChanged`: monad does not relay a caller's roots/list_changed); every
+other key (extensions, tasks, experimental) stays monad's, as the session handling them is.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Collection
 from pathlib import Path
+from typing import BinaryIO
 
 import anyio
 
@@ -128,9 +129,7 @@ class StderrSink:
         """Read until EOF (every holder of the write end has exited)."""
         fd = self.read_fd
         assert fd is not None
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        fd_log = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        with os.fdopen(fd_log, "ab") as log:
+        with self._open_log() as log:
             while True:
                 try:
                     chunk = os.read(fd, 65536)
@@ -155,7 +154,7 @@ class StderrSink:
                 if log.tell() > LOG_CAP_BYTES:
                     log.close()
                     self._rotate()
-                    log = os.fdopen(os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab")
+                    log = self._open_log()
                 await anyio.lowlevel.checkpoint()
 
     def _scrubbed_lines(self, text: str) -> str:
@@ -234,6 +233,11 @@ class StderrSink:
         self._partial = ""
         self._end_block()
 
+    def _open_log(self) -> BinaryIO:
+        """The log file, appended to, 0600 when it is created."""
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        return os.fdopen(os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab")
+
     def _rotate(self) -> None:
         for i in range(LOG_BACKUPS - 1, 0, -1):
             src = self.log_path.with_name(f"{self.log_path.name}.{i}")
@@ -245,9 +249,7 @@ class StderrSink:
         """Append one line of ours (a log message the server sent over MCP) to the log file,
         scrubbed; not to the tail, which quotes the server's stderr in failure reasons."""
         try:
-            self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            with os.fdopen(fd, "ab") as log:
+            with self._open_log() as log:
                 log.write(self.scrub(line.replace("\n", " ")[:MAX_LINE_CHARS * 8] + "\n").encode())
         except OSError:
             pass  # a log line that cannot be written must not fail the session

@@ -19,7 +19,6 @@ shared by both.
 from __future__ import annotations
 
 import logging
-import os
 import signal
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
@@ -46,7 +45,15 @@ from monad_cli.daemon.sessions.framing import (
     format_size,
 )
 from monad_cli.daemon.sessions.popen import open_process
-from monad_cli.daemon.sessions.processes import SpawnRecord, SpawnRecords, alive, members, signal_pids, spawn_record
+from monad_cli.daemon.sessions.processes import (
+    SpawnRecord,
+    SpawnRecords,
+    alive,
+    members,
+    signal_group,
+    signal_pids,
+    spawn_record,
+)
 from monad_cli.daemon.sessions.spawn import EarlySpawns, SpawnError, stdio_command
 from monad_cli.daemon.sessions.stderr import StderrSink
 
@@ -110,7 +117,7 @@ class Connection:
             self.on_closed()
 
 
-class StdinWriter:
+class StdinWriter(anyio.abc.ObjectSendStream[SessionMessage]):
     """The session's write stream, straight onto the server's stdin: each message one line,
     written by the task that sends it (no writer task and memory stream in between: one
     event-loop hop less on every request). A lock keeps lines whole; a cancelled sender
@@ -127,7 +134,7 @@ class StdinWriter:
         self.lock = anyio.Lock(fast_acquire=True)
         self.closed = False
 
-    async def send(self, item: SessionMessage, /) -> None:
+    async def send(self, item: SessionMessage) -> None:
         if self.closed:
             raise anyio.ClosedResourceError
         self.exchange.sent(item)
@@ -161,24 +168,8 @@ class StdinWriter:
     async def aclose(self) -> None:
         self.closed = True  # stdin itself is closed by `_stop` (the graceful shutdown)
 
-    async def __aenter__(self) -> StdinWriter:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
 
 STRAY_LOGGED = 10  # stray stdout lines logged one by one; after that at every power of ten
-
-
-def _power_of_ten(n: int) -> bool:
-    while n >= 10 and n % 10 == 0:
-        n //= 10
-    return n == 1
-
-
-def _limit_hint(spec: ServerSpec, limit: int) -> str:
-    return f"the {format_size(limit)} message limit (raise `maxMessageBytes` in `{spec.source}`)"
 
 
 @asynccontextmanager
@@ -228,7 +219,8 @@ async def stdio_transport(spec: ServerSpec, sink: StderrSink, conn: Connection,
         for out in targets:
             what = f"the response to `{out.method}`" if target is not None else \
                 "a response (its id unreadable; it may be this request's)"
-            await exchange.fail(out, f"{what} is {size}, over {_limit_hint(spec, limit)}; the session goes on",
+            await exchange.fail(out, f"{what} is {size}, over the {format_size(limit)} message limit (raise "
+                                     f"`maxMessageBytes` in `{spec.source}`); the session goes on",
                                 data={"size": item.size, "limit": limit})
 
     async def bad_line(line: bytes, decoded: Decoded) -> None:
@@ -243,7 +235,7 @@ async def stdio_transport(spec: ServerSpec, sink: StderrSink, conn: Connection,
         if conn.first_stray_line is None:
             conn.first_stray_line = line[:80].decode("utf-8", "replace").strip()
         n = conn.stray_lines
-        if n <= STRAY_LOGGED or _power_of_ten(n):  # counted always, logged 10 times, then at 100, 1000, ...
+        if n <= STRAY_LOGGED or str(n).rstrip("0") == "1":  # counted always, logged 10 times, then at 100, 1000, ...
             log.warning("server %s: ignored a non-JSON-RPC stdout line (%d so far%s): %.200r", spec.name, n,
                         "; further ones are counted, and logged at 100, 1000, ..." if n == STRAY_LOGGED else "",
                         line[:200])
@@ -338,13 +330,13 @@ async def _stop(process: anyio.abc.Process, conn: Connection, record: SpawnRecor
             await process.wait()
     others = members(record) - {process.pid}
     if process.returncode is None or others:
-        _killpg(pgid, signal.SIGTERM)
+        signal_group(pgid, signal.SIGTERM)
         signal_pids(others, signal.SIGTERM)
         with anyio.move_on_after(TERM_GRACE_S):
             while process.returncode is None or alive(others):
                 await anyio.sleep(0.05)
     # SIGKILL whatever is left: the group, and the spawn's processes outside it.
-    _killpg(pgid, signal.SIGKILL)
+    signal_group(pgid, signal.SIGKILL)
     others = alive(others | (members(record) - {process.pid}))
     signal_pids(others, signal.SIGKILL)
     if process.returncode is None:
@@ -362,11 +354,6 @@ async def _stop(process: anyio.abc.Process, conn: Connection, record: SpawnRecor
     elif records is not None and process.returncode is not None:
         records.forget(record)
     conn.returncode = process.returncode
-
-
-def _killpg(pgid: int, sig: int) -> None:
-    with suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
 
 
 def http_headers(spec: ServerSpec) -> dict[str, str]:

@@ -3,22 +3,17 @@ changed, without letting a chatty server burn a core; and noticing a server that
 answering while nothing else would.
 
 `ToolRefresh` answers `notifications/tools/list_changed` (MCP spec, server/tools "List
-Changed Notification"; on 2026-07-28 the same event arrives on `subscriptions/listen`):
-one refresh in flight and at most one pending (notifications arriving meanwhile are
-coalesced into it), at most one refresh per `MIN_INTERVAL_S`. A server that announces more
-than `STORM_COUNT` changes within `STORM_WINDOW_S` is in a storm: refreshes slow to one
-per `STORM_INTERVAL_S` and `storm_reason` (constant text, so a long storm is one journal
-row, not thousands) stays set until the server has been quiet for `STORM_QUIET_S`.
-
-`listen_for_tool_changes` feeds a 2026-07-28 session's `subscriptions/listen` events to a
-`ToolRefresh` (legacy sessions send the notification to the actor's message handler).
+Changed Notification"; at 2026-07-28 the same event arrives on `subscriptions/listen`,
+`listen_for_tool_changes`): one refresh in flight and at most one pending, at most one per
+`MIN_INTERVAL_S`. A server that announces more than `STORM_COUNT` changes within
+`STORM_WINDOW_S` is in a storm: refreshes slow to one per `STORM_INTERVAL_S`, and
+`storm_reason` (constant text, so a long storm is one journal row, not thousands) stays set
+until the server has been quiet for `STORM_QUIET_S`.
 
 `keep_alive` pings an idle session every `PING_INTERVAL_S` (MCP spec, basic/utilities
-"Ping": `ping` up to 2025-11-25; `server/discover` on 2026-07-28, where `ping` is gone);
-no answer within `PING_TIMEOUT_S` means the server is hung, noticed within interval +
-timeout (40 s). While calls wait it is pinged too, with `BUSY_PATIENCE` × the timeout (5
-minutes). Any answer, an error included, proves it alive. `MONAD_PING_INTERVAL` (seconds) shortens
-the interval for tests, as `MONAD_BACKOFF_INITIAL` does the backoff.
+"Ping"; `server/discover` at 2026-07-28, where `ping` is gone): no answer within
+`PING_TIMEOUT_S` means the server is hung. `MONAD_PING_INTERVAL` (seconds) shortens the
+interval for tests, as `MONAD_BACKOFF_INITIAL` does the backoff.
 """
 
 from __future__ import annotations

@@ -2,26 +2,21 @@
 server whose OAuth grant lapsed starts the authorization instead of failing at once.
 
 A server is in `needs-auth` (never authorized, a refresh refused, a token rejected), or its
-grant lapses under a call (the refresh fails on the call's own request, which the server
-answers 401 without running the tool). Either way the call:
+grant lapses under a call (the server answers the call's own request 401 without running
+the tool). Either way the call:
 
-1. starts `monad mcp authorize`'s own authorization-code flow in the supervisor (or joins
-   the one already running for that server), which never opens a browser itself: it learns
-   the authorization URL (MCP spec, basic/authorization; RFC 6749 §4.1);
+1. starts `monad mcp authorize`'s authorization-code flow in the supervisor (or joins the
+   one running for that server), which learns the authorization URL and never opens a
+   browser itself (MCP spec, basic/authorization; RFC 6749 §4.1);
 2. shows the URL to whoever made the call: a URL-mode `elicitation/create` (MCP spec,
-   client/elicitation "URL Mode") to the call's `InputHandler` (a gateway agent that
-   declared `elicitation.url`; `monad mcp call` on a terminal). A caller that cannot be
-   asked, or declines, gets `AuthorizationRequired` at once, naming `monad mcp authorize
-   NAME` and the URL (the flow goes on for its own timeout, so the URL still works). The
-   Studio shows every waiting call as an Authorize card (`listeners`: `authorization.pending`
-   and `authorization.closed`); a call from the Studio itself is asked there only;
-3. waits, at most the call's approval timeout (seconds), for the flow to end: the tokens
-   arrive through the loopback redirect, the flow stores them and reconnects the server, and
-   the call goes on. Out of time: `AuthorizationTimeout`;
-4. once the tokens arrived, a caller that was sent the URL-mode elicitation and can be told
-   (its handler has `elicitation_complete`: a gateway agent at 2025-11-25) gets
-   `notifications/elicitation/complete` with that elicitation's `elicitationId` (client/
-   elicitation "Completion Notifications for URL Mode Elicitation"), before the call's result.
+   client/elicitation "URL Mode") to the call's `InputHandler`; a caller that cannot be
+   asked, or declines, gets `AuthorizationRequired` naming `monad mcp authorize NAME` and
+   the URL (the flow goes on, so the URL still works). The Studio shows every waiting call
+   as an Authorize card (`listeners`);
+3. waits, at most the call's approval timeout (seconds), for the tokens (the flow stores
+   them and reconnects the server), then goes on; out of time: `AuthorizationTimeout`;
+4. tells a caller that was sent the URL that it is done, when it can be told
+   (`notifications/elicitation/complete`, client/elicitation "Completion Notifications").
 
 Every step is a journal event `auth` on the server, saying which call started it, who was
 asked and how it ended; never a URL's or a token's value.
@@ -39,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 
 from monad_cli.core.errors import AuthorizationRequired, AuthorizationTimeout
+from monad_cli.daemon.trust.calls import Listeners
 from monad_cli.daemon.trust.inputs import InputRefused
 
 if TYPE_CHECKING:
@@ -106,17 +102,10 @@ class OnDemandAuthorization:
         self.clock = clock
         self.flows: AuthorizationFlows | None = None
         self.waiting: dict[str, Waiting] = {}
-        self.listeners: list[Callable[[str, dict[str, Any]], None]] = []
+        self.listeners = Listeners()
 
     def listing(self) -> list[dict[str, Any]]:
         return [w.as_dict() for w in self.waiting.values()]
-
-    def _tell(self, kind: str, data: dict[str, Any]) -> None:
-        for listener in list(self.listeners):
-            try:
-                listener(kind, data)
-            except Exception:  # a page listening must never fail a call
-                log.exception("authorization listener failed")
 
     def _note(self, server: str, reason: str, **detail: Any) -> None:
         if self.journal is None:
@@ -150,7 +139,7 @@ class OnDemandAuthorization:
         waiting = Waiting(id=secrets.token_urlsafe(9), server=name, exposed=exposed, via=via, url=url,
                           user_code=view.get("userCode"), created=now, expires=now + timeout)
         self.waiting[waiting.id] = waiting
-        self._tell("authorization.pending", waiting.as_dict())
+        self.listeners.tell("authorization.pending", waiting.as_dict())
         outcome = "failed"
         try:
             with anyio.move_on_after(timeout) as deadline:
@@ -176,7 +165,7 @@ class OnDemandAuthorization:
             raise
         finally:
             self.waiting.pop(waiting.id, None)
-            self._tell("authorization.closed", {"id": waiting.id, "outcome": outcome})
+            self.listeners.tell("authorization.closed", {"id": waiting.id, "outcome": outcome})
         await self._complete(inputs, waiting)
 
     async def _complete(self, inputs: InputHandler | None, waiting: Waiting) -> None:

@@ -1,12 +1,10 @@
 """`ToolCall`: one tools/call on its way through monad, as one explicit object.
 
-Every entry builds one (the control API for `monad mcp call` and the Studio, the gateway's
-sessions, an MCP App through the Studio) and hands it to `ToolService.call`, which passes it
-along its steps, to the server's session (`ToolServer.call_tool`) and to whatever wraps the
-path (telemetry, installed by the supervisor). What the caller asked and brings is set by
-the entry; what the path learns on the way (the server and tool, the approval decision, the
-journal row, the outcome) is written on it by the path's steps, so a wrapper reads the whole
-call from it once the path returns. Nothing about a call travels beside it.
+Every entry (the control API, the gateway's sessions, an MCP App through the Studio) builds
+one and hands it to `ToolService.call`. The caller sets what it asks and brings; the path's
+steps write what they learn on it (server and tool, decision, journal row, outcome), so a
+wrapper (telemetry) reads the whole call from it once the path returns. Nothing about a call
+travels beside it.
 """
 
 from __future__ import annotations

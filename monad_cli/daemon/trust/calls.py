@@ -35,12 +35,23 @@ Listener = Callable[[str, dict[str, Any]], None]
 OUTCOME_DELAY_S = 0.02  # sequential calls closer than this share commits
 
 
+class Listeners(list[Listener]):
+    """Who hears `(kind, data)` of the calls, approvals and authorizations (the Studio)."""
+
+    def tell(self, kind: str, data: dict[str, Any]) -> None:
+        for listener in list(self):
+            try:
+                listener(kind, data)
+            except Exception:  # a page listening must never fail a call
+                log.exception("%s listener failed", kind)
+
+
 class CallLog:
     """Owns the writes of `tool_calls` rows for one `ToolService` and the listeners of them."""
 
     def __init__(self, journal: Journal) -> None:
         self.journal = journal
-        self.listeners: list[Listener] = []
+        self.listeners = Listeners()
         self._running: set[int] = set()  # calls started and not finished
         self._deferred = anyio.Event()
 
@@ -74,13 +85,6 @@ class CallLog:
                                                  f"marked interrupted")
         return n
 
-    def _tell(self, kind: str, data: dict[str, Any]) -> None:
-        for listener in list(self.listeners):
-            try:
-                listener(kind, data)
-            except Exception:  # a transcript must never fail a call
-                log.exception("call listener failed")
-
     def start(self, *, server: str, tool: str, exposed: str, arguments: Any, via: str,
               decision: str | None = None, decided_by: str | None = None, ref: str | None = None) -> int:
         """The intent row (outcome `running`, with the approval `decision` and who made it);
@@ -88,7 +92,7 @@ class CallLog:
         call_id = jt.start_call(self.journal, server=server, tool=tool, exposed=exposed, arguments=arguments,
                                 via=via, decision=decision, decided_by=decided_by)
         self._running.add(call_id)
-        self._tell("call.started", {"id": call_id, "ts": time.time(), "server": server, "tool": tool,
+        self.listeners.tell("call.started", {"id": call_id, "ts": time.time(), "server": server, "tool": tool,
                                     "exposed": exposed, "via": via, "arguments": arguments, "ref": ref,
                                     "outcome": "running", "host": self.journal.host})
         return call_id
@@ -100,7 +104,8 @@ class CallLog:
         for progress gets a progressToken sent, so only its calls report any."""
         async def told(progress: float, total: float | None, message: str | None) -> None:
             if call_id in self._running:  # a notification that arrives after the answer is not news
-                self._tell("call.progress", {"id": call_id, "progress": progress, "total": total, "message": message})
+                self.listeners.tell("call.progress", {"id": call_id, "progress": progress, "total": total,
+                                                      "message": message})
             await forward(progress, total, message)
 
         return told
@@ -115,6 +120,6 @@ class CallLog:
         if defer:
             self._deferred.set()
         self._running.discard(call_id)
-        self._tell("call.finished", {"id": call_id, "outcome": outcome, "decision": decision,
+        self.listeners.tell("call.finished", {"id": call_id, "outcome": outcome, "decision": decision,
                                      "decidedBy": decided_by, "durationMs": duration_ms,
                                      "error": self.journal.scrub(error)[:500] if error else None})

@@ -1,23 +1,18 @@
 """The approval gate: every tool call passes it unless the tool is auto-approved.
 
-Decisions, and who or what made them (journaled with each call):
-- `autoApproveTools` lists the exposed name → approved by `autoApproveTools`;
-- an earlier "session" approval (in memory: until the supervisor restarts) or "always"
-  approval (journal table `approvals`) for the same (server, definition hash, tool);
-- the caller said so (`monad mcp call --yes`, or the person answered the TTY prompt);
-- a pending approval that `monad approvals allow|deny ID` decides, or that times out.
+Decisions, and who or what made them (journaled with each call): `autoApproveTools`; an
+earlier "session" (in memory, until the supervisor restarts) or "always" approval (journal
+table `approvals`) of the same (server, definition hash, tool); the caller (`monad mcp call
+--yes`, or the person at the TTY prompt); or a pending approval that `monad approvals
+allow|deny ID` decides, or that times out.
 
-The person sees the server, the tool and the full arguments before deciding; tool
-annotations never approve anything (MCP spec, server/tools "Security Considerations":
-annotations are untrusted). Approvals are keyed to `ServerSpec.definition_hash()`
-(command, args, env names, cwd, url): after the command is edited, earlier approvals no
-longer apply. They are bound, too, to the tool's own definition (`tool_definition_hash`:
-name, title, description, input and output schemas, annotations, execution): a server that
-rewrites an approved tool (a "rug pull", announced by `list_changed` or not) is asked about
-again, and a journal row (`approval-outdated`) says why. An "always" approval written before
-tools were hashed binds to the definition it first meets. Standing approvals are listed
-(`standing`) and revocable (`revoke`). A `hostEscape` server's tools can be approved for the
-session but never always.
+The person sees the server, the tool and the full arguments; tool annotations never approve
+anything (MCP spec, server/tools "Security Considerations": annotations are untrusted).
+Approvals are keyed to `ServerSpec.definition_hash()` (command, args, env names, cwd, url)
+and bound to the tool's own definition (`tool_definition_hash`): a server that rewrites an
+approved tool (a "rug pull") is asked about again, and a journal row (`approval-outdated`)
+says why. An "always" written before tools were hashed binds to the definition it first
+meets. A `hostEscape` server's tools can be approved for the session but never always.
 
 Listeners (`gate.listeners`, the Studio's event stream) hear `("approval.pending", request)`
 when a request opens or a caller starts waiting on it, and `("approval.closed", {"id",
@@ -36,6 +31,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import anyio
 
 from monad_cli.core.errors import InvalidInput, NotFound
+from monad_cli.daemon.trust.calls import Listeners
 
 if TYPE_CHECKING:
     from monad_cli.config.schema import ServerSpec
@@ -131,20 +127,13 @@ class ApprovalGate:
         self.always: dict[tuple[str, str, str], Grant] = {}
         self._outdated: set[tuple[str, str, str, str, str | None, str]] = set()  # told once each
         self.pending: dict[str, Pending] = {}
-        self.listeners: list[Callable[[str, dict[str, Any]], None]] = []
+        self.listeners = Listeners()
         # `(pending, outcome, why)` for a checked call nobody followed up (withdrawn, expired):
         # the owner of its intent row writes the outcome (ToolService).
         self.on_dropped: Callable[[Pending, str, str], None] | None = None
 
-    def _tell(self, kind: str, data: dict[str, Any]) -> None:
-        for listener in list(self.listeners):
-            try:
-                listener(kind, data)
-            except Exception:  # a page listening must never fail a call
-                log.exception("approval listener failed")
-
     def _closed(self, p: Pending, decision: str, by: str) -> None:
-        self._tell("approval.closed", {"id": p.id, "decision": decision, "by": by})
+        self.listeners.tell("approval.closed", {"id": p.id, "decision": decision, "by": by})
 
     def load(self, journal: Journal) -> None:
         """Read the "always" approvals once; later ones are added here and in the journal,
@@ -267,18 +256,6 @@ class ApprovalGate:
 
                 add_always(self.journal, server, definition_hash, tool, by, tool_hash)
 
-    def open(self, *, server: str, tool: str, exposed: str, arguments: Any, definition_hash: str,
-             host_escape: bool, command: list[str] | None, url: str | None, via: str,
-             timeout: float, tool_hash: str | None = None) -> Pending:
-        self.purge()
-        now = self.clock()
-        p = Pending(id=secrets.token_hex(4), server=server, tool=tool, exposed=exposed, arguments=arguments,
-                    definition_hash=definition_hash, host_escape=host_escape, command=command, url=url,
-                    via=via, created=now, expires=now + timeout, tool_hash=tool_hash)
-        self.pending[p.id] = p
-        self._tell("approval.pending", p.as_dict())
-        return p
-
     def open_call(self, spec: ServerSpec, server: str, tool: str, exposed: str, arguments: Any, via: str,
                   timeout: float, *, tool_hash: str | None = None) -> Pending:
         """A request for one call of `tool` of `server` as `spec` defines it: the person sees
@@ -287,11 +264,16 @@ class ApprovalGate:
         (`tool_hash`)."""
         from monad_cli.core.redact import redact_args, redact_url
 
-        command = [spec.command, *redact_args(spec.args)] if spec.command else None
-        return self.open(server=server, tool=tool, exposed=exposed, arguments=arguments,
-                         definition_hash=spec.definition_hash(), host_escape=spec.trust.host_escape,
-                         command=command, url=redact_url(spec.url) if spec.url else None, via=via,
-                         timeout=timeout, tool_hash=tool_hash)
+        self.purge()
+        now = self.clock()
+        p = Pending(id=secrets.token_hex(4), server=server, tool=tool, exposed=exposed, arguments=arguments,
+                    definition_hash=spec.definition_hash(), host_escape=spec.trust.host_escape,
+                    command=[spec.command, *redact_args(spec.args)] if spec.command else None,
+                    url=redact_url(spec.url) if spec.url else None, via=via, created=now, expires=now + timeout,
+                    tool_hash=tool_hash)
+        self.pending[p.id] = p
+        self.listeners.tell("approval.pending", p.as_dict())
+        return p
 
     def get(self, approval_id: str) -> Pending:
         p = self.pending.get(approval_id)
@@ -301,7 +283,7 @@ class ApprovalGate:
 
     async def wait(self, p: Pending, timeout: float) -> tuple[bool, str, str]:
         """(approved, decision, who): decision is approved | denied | timeout."""
-        self._tell("approval.pending", p.as_dict())  # again: a caller that waits now may have moved `expires`
+        self.listeners.tell("approval.pending", p.as_dict())  # again: a caller that waits now may have moved `expires`
         waited = anyio.move_on_after(max(0.0, timeout))
         try:
             with waited:
@@ -329,12 +311,8 @@ class ApprovalGate:
     def answer(self, approval_id: str, grant: str, *, by: str) -> tuple[bool, str, str]:
         """Decide the pending `approval_id` for the call that holds it (`grant`: `deny`, or
         the scope to allow) and forget it; returns (approved, decision, who) for that call."""
-        p = self.get(approval_id)
         allow = grant != "deny"
-        if allow:
-            self.decide(p.id, allow=True, scope=grant, by=by)
-        else:
-            self.decide(p.id, allow=False, by=by)
+        p = self.decide(approval_id, allow=allow, scope=grant if allow else "once", by=by)
         self.pending.pop(p.id, None)
         return allow, "approved" if allow else "denied", by + (f" ({grant})" if allow else "")
 

@@ -1,9 +1,6 @@
 """The exposed tool listing's rows (`ToolService.listing`) and the tool filters over one
-server's tools (docs/tools.md "Exposed tool names", docs/filtering.md "Tool filters").
-
-Kept apart from the call path so the service stays one screenful per concern: this module
-reads servers and their last tools/list, and decides nothing a call depends on except the
-rules it builds (`tool_rules`), which `ToolService.call` applies too.
+server's tools (docs/tools.md "Exposed tool names", docs/filtering.md "Tool filters"); the
+rules it builds (`tool_rules`) are what `ToolService.call` applies too.
 """
 
 from __future__ import annotations

@@ -30,11 +30,14 @@ def tool_set_hash(tools: Iterable[Mapping[str, Any]]) -> str:
     return "sha256:" + hashlib.sha256(body.encode()).hexdigest()
 
 
+def norm_hash(digest: str) -> str:
+    """`digest` as `sha256:<lowercase hex>`, whether it was written with the prefix or not."""
+    return "sha256:" + digest.removeprefix("sha256:").lower()
+
+
 def same_hash(a: str | None, b: str | None) -> bool:
     """Compare pins with or without the `sha256:` prefix."""
-    if a is None or b is None:
-        return False
-    return a.removeprefix("sha256:").lower() == b.removeprefix("sha256:").lower()
+    return a is not None and b is not None and norm_hash(a) == norm_hash(b)
 
 
 def _schema_params(tool: Mapping[str, Any]) -> set[str]:

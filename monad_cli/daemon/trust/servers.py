@@ -46,11 +46,9 @@ class ToolServer(Protocol):
     holds it up for the block (raises `MonadError` with the start's reason);
     `needs_authorization`: its OAuth grant lapsed (`needs-auth`, or ending the session for
     it), so a call may authorize it (trust/authorization.py); `tools`: its last tools/list;
-    `call_tool(tool, arguments, progress=, inputs=)`: tools/call with the server's own tool
-    name (`progress` awaited per progress notification, its questions during the call going
-    to `inputs`, trust/inputs.py), raising `MonadError` when not connected, `SessionCut` when
-    monad ended the session under the call, and
-    `mcp.MCPError` when the server fails the request.
+    `call_tool(call)`: tools/call of `call.tool` (its progress and questions go to the
+    caller's, trust/call.py), raising `MonadError` when not connected, `SessionCut` when monad
+    ended the session under the call, and `mcp.MCPError` when the server fails the request.
     """
 
     @property

@@ -17,6 +17,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import anyio
@@ -50,7 +51,7 @@ from monad_cli.daemon.trust.call import ApprovalMiddleware, ApprovalWait, CallHa
 from monad_cli.daemon.trust.calls import CallLog
 from monad_cli.daemon.trust.gate import ApprovalGate, Pending, tool_definition_hash
 from monad_cli.daemon.trust.listing import dump_tool, listing_rows, tool_rules
-from monad_cli.daemon.trust.pins import canonical_tools, describe_change, same_hash, tool_set_hash
+from monad_cli.daemon.trust.pins import canonical_tools, describe_change, norm_hash, same_hash, tool_set_hash
 from monad_cli.daemon.trust.servers import RunTask, SessionCut, StartTask, ToolServer
 from monad_cli.daemon.trust.shared import SharedTrust
 from monad_cli.daemon.trust.visibility import check_caller
@@ -194,7 +195,7 @@ class ToolService:
             self.blocked.pop(name, None)
             log.info("server %s: tool set %s differs from its pin but was vetted (%s)", name, digest, vetted)
             return None
-        old = jt.tool_set(self.journal, name, "sha256:" + pinned.removeprefix("sha256:").lower())
+        old = jt.tool_set(self.journal, name, norm_hash(pinned))
         reason = (f"tool set changed since it was pinned ({describe_change(old, dumped)}); refusing to register "
                   f"its tools: `trust.pinnedToolHash` is {pinned}, the new hash {digest}; accept it with "
                   f"`monad mcp pin {name}`")
@@ -311,11 +312,15 @@ class ToolService:
         tool = next(t for t in actor.tools if t.name == entry.tool)
         return actor, tool
 
+    def named_server(self, exposed: str) -> ToolServer | None:
+        """The server `exposed` names by its prefix (`server__tool`), whether it lists the
+        tool or not (a server restarting or in `needs-auth` lists none)."""
+        server, sep, _tool = exposed.partition("__")
+        return self.servers.get(server) if sep else None
+
     def _restarting(self, exposed: str) -> ToolServer | None:
-        """The server behind `exposed` if it is on its way back (`ToolServer.restarting`): its
-        tools are not exposed meanwhile, so it is found by its name's prefix."""
-        server = exposed.split("__", 1)[0] if "__" in exposed else None
-        actor = self.servers.get(server) if server else None
+        """The server behind `exposed` if it is on its way back (`ToolServer.restarting`)."""
+        actor = self.named_server(exposed)
         return actor if actor is not None and actor.restarting else None
 
     def _live(self, exposed: str) -> tuple[ToolServer, Tool] | None:
@@ -490,17 +495,17 @@ class ToolService:
         exposed, via, approval = call.exposed, call.via, call.approval
         if self.is_auto_approved(actor, tool.name, exposed):
             return True, "approved", "trust.autoApproveTools"
-        escape = spec.trust.host_escape
         tool_hash = tool_definition_hash(tool)  # approvals hold for this definition of the tool only
-        prior = self.gate.prior(actor.name, spec.definition_hash(), tool.name, host_escape=escape, tool_hash=tool_hash)
+        prior = partial(self.gate.prior, actor.name, spec.definition_hash(), tool.name,
+                        host_escape=spec.trust.host_escape, tool_hash=tool_hash)
         mode = approval.get("mode", "wait")
+        granted = prior()
         # In a fleet, an "always" decided elsewhere moments ago may not be merged yet: ask
         # the shared journal once before asking a person (never on an approved call's path).
-        if not prior and mode != "yes" and await self.shared.sync(timeout=1.0):
-            prior = self.gate.prior(actor.name, spec.definition_hash(), tool.name, host_escape=escape,
-                                    tool_hash=tool_hash)
-        if prior:
-            return True, "approved", prior
+        if not granted and mode != "yes" and await self.shared.sync(timeout=1.0):
+            granted = prior()
+        if granted:
+            return True, "approved", granted
         if mode == "yes":
             return True, "approved", f"{via} --yes"
         if mode == "check":
@@ -518,12 +523,11 @@ class ToolService:
             raise InvalidInput(f"approval mode must be one of yes, check, wait, decided; got {mode!r}")
         timeout = float(approval.get("timeout", DEFAULT_APPROVAL_TIMEOUT_S))
         approval_id = approval.get("approvalId")
-        known = self.gate.pending.get(str(approval_id)) if approval_id else None
-        if known is None:
+        p = self.gate.pending.get(str(approval_id)) if approval_id else None
+        if p is None:
             p = self.gate.open_call(spec, actor.name, tool.name, exposed, call.arguments, via, timeout,
                                     tool_hash=tool_hash)
         else:
-            p = known
             p.expires = self.clock() + timeout
         log.info("approval %s pending: %s (via %s)", p.id, exposed, via)
         return await self._wait(call, p, timeout)
@@ -757,10 +761,9 @@ class ToolService:
 
     # -- authorization on demand (trust/authorization.py) -------------------------------
     def _lapsed(self, exposed: str) -> ToolServer | None:
-        """The server behind `exposed` (by its name's prefix: a server in `needs-auth` lists
-        no tools) if its grant lapsed and a person can authorize it, else None."""
-        server = exposed.split("__", 1)[0] if "__" in exposed else None
-        actor = self.servers.get(server) if server else None
+        """The server behind `exposed` (`named_server`) if its grant lapsed and a person can
+        authorize it, else None."""
+        actor = self.named_server(exposed)
         if actor is None or not actor.needs_authorization or not authorizable(actor):
             return None
         return actor

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from monad_cli.daemon.trust.gate import Grant
+from monad_cli.daemon.trust.pins import norm_hash
 from monad_cli.journal import tools as jt
 
 if TYPE_CHECKING:
@@ -25,10 +26,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("monad.trust")
 FOLLOW_INTERVAL_S = 2.0
-
-
-def norm_hash(digest: str) -> str:
-    return "sha256:" + digest.removeprefix("sha256:").lower()
 
 
 def decided_where(journal: Journal, decided_by: str, host: str | None, home: str | None) -> str:

@@ -237,8 +237,8 @@ def test_releasing_an_always_on_server_keeps_its_session(monad_home: Path) -> No
         async with running(lambda ctx, _: ServerActor("ts", _stdio("ts"), ctx)) as (actor, _journal, seen):
             await _until(lambda: actor.state == State.CONNECTED)
             client = actor.client
-            actor.hold("subscription")
-            actor.release("subscription")
+            actor.demand.hold("subscription")
+            actor.demand.release("subscription")
             for _ in range(10):
                 await anyio.sleep(0.02)
             assert actor.client is client and actor.live
@@ -267,11 +267,11 @@ def test_an_on_demand_actor_is_held_up_by_a_holder_and_stops_once_released(monad
                 assert actor.live
                 result = await actor.call_tool(_call("echo", {"text": "hi"}))
                 assert result.content[0].text == "hi"
-            actor.hold("subscription")
+            actor.demand.hold("subscription")
             for _ in range(10):  # ten idle periods with no call: held, so up
                 await anyio.sleep(0.2)
                 assert actor.live and actor.state == State.CONNECTED
-            actor.release("subscription")
+            actor.demand.release("subscription")
             await _until(lambda: actor.state == State.IDLE)
             assert seen[-1] == "idle" and seen.count("connected") == 2
         assert len(spawns(log)[0]) == 2
