@@ -25,7 +25,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from monad_cli.core.errors import InvalidInput, NotFound
-from monad_cli.daemon.http import read_json_body
+from monad_cli.daemon.http import door, read_json_body, via
 
 if TYPE_CHECKING:
     from monad_cli.daemon.port import DaemonPort
@@ -58,13 +58,11 @@ def client_routes(port: DaemonPort) -> list[Route]:
             return {**result, "client": connector.client_row(name)}
 
         result = await anyio.to_thread.run_sync(work)
-        via = getattr(request.state, "via", "control")
         if result["changed"] and port.journal is not None:
             what = "disconnected" if remove else "connected"
-            where = "from the Studio" if via == "studio" else "through the control API"
-            port.journal.record("client", reason=f"{what} {result['client']['title']} (`{result['file']}`) {where}",
-                                detail={"via": via, "action": what, "client": name, "file": result["file"],
-                                        "replaced": result["replaced"]})
+            port.journal.record("client", reason=f"{what} {result['client']['title']} (`{result['file']}`) "
+                                f"{door(request)}", detail={"via": via(request), "action": what, "client": name,
+                                                            "file": result["file"], "replaced": result["replaced"]})
         return JSONResponse(result)
 
     return [Route("/v1/clients", listing),
