@@ -128,7 +128,7 @@ class StudioHub:
         if self.studio is None:
             self.studio = Studio(StudioDeps(control_app=self.control_app(), snapshot=self.snapshot,
                                             refresh=self.sup.reconcile, stopping=self.sup.stop_event,
-                                            start_soon=self.sup.start_soon, scrub=self.sup.scrub,
+                                            start_soon=self.sup.start_soon,
                                             state=StudioState(self.sup.paths.studio_state),
                                             login_files=LoginFiles(self.sup.paths.run_dir)),
                                  self.bus)

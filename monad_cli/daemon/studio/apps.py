@@ -96,10 +96,6 @@ def link_problem(url: Any) -> str | None:
     return None
 
 
-def uri_of(tool: Any) -> str:
-    return resource_uri(tool.meta) or ""
-
-
 def _check_message(message: Any) -> tuple[Any, str, dict[str, Any]]:
     """(id, method, params) of a JSON-RPC 2.0 request, or RpcError(-32600)."""
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
@@ -221,7 +217,7 @@ class AppHost:
                       body: dict[str, Any]) -> tuple[str, Any]:
         """(what to add to the journal's reason, the result) of one valid request."""
         if method == "ui/initialize":
-            return "", self._initialize(tool, body, self.granted.get((server, uri_of(tool)), {}))
+            return "", self._initialize(tool, body, self.granted.get((server, resource_uri(tool.meta) or ""), {}))
         if method == "ping":
             return "", {}
         if method == "ui/request-display-mode":
