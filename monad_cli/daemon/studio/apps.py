@@ -36,6 +36,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from mcp.client import advertise
+from mcp.shared.exceptions import MCPError
+
 from monad_cli import __version__
 from monad_cli.core.errors import CallRefused, InvalidInput, MonadError, NotFound
 from monad_cli.daemon.studio import csp
@@ -67,8 +70,6 @@ def apps_extension() -> ClientExtension:
     """What monad's `mcp.Client` advertises: `capabilities.extensions["io.modelcontextprotocol/ui"]
     = {"mimeTypes": ["text/html;profile=mcp-app"]}` (spec "Client<>Server Capability
     Negotiation"), so a server may offer its tools' UIs."""
-    from mcp.client import advertise
-
     return advertise(EXTENSION_ID, {"mimeTypes": [APP_MIME]})
 
 
@@ -154,8 +155,6 @@ class AppHost:
     async def resource(self, exposed: str) -> dict[str, Any]:
         """The app of tool `exposed`, read with `resources/read` from its server (spec "UI
         Resource Format"). Raises NotFound, InvalidInput (not an app resource), MonadError."""
-        from mcp.shared.exceptions import MCPError
-
         server, tool, uri = self._app_tool(exposed)
         try:
             result = await self._read(server, uri, via="studio")
@@ -228,8 +227,6 @@ class AppHost:
             target = params.get("uri")
             if not isinstance(target, str):
                 raise RpcError(INVALID_PARAMS, "resources/read needs a uri")
-            from mcp.shared.exceptions import MCPError
-
             try:
                 read = await self._read(server, target, via="app")
             except MCPError as e:

@@ -23,14 +23,12 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from monad_cli.core.redact import scrub_data
 
-Scrub = Callable[[str], str]
-
 
 class ScrubAnswers:
     """Re-encode every `application/json` answer with its strings scrubbed. Other answers
     (an event stream, NDJSON) pass as they are; their producers scrub them."""
 
-    def __init__(self, app: ASGIApp, scrub: Scrub) -> None:
+    def __init__(self, app: ASGIApp, scrub: Callable[[str], str]) -> None:
         self.app = app
         self.scrub = scrub
 

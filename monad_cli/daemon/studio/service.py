@@ -25,6 +25,8 @@ never the supervisor.
 from __future__ import annotations
 
 import errno
+import hashlib
+import json
 import logging
 import socket
 from collections.abc import Callable, Coroutine
@@ -90,8 +92,6 @@ class StaticPage:
 
     def __init__(self, snapshot: Callable[[], dict[str, Any]], refresh: Callable[[], Coroutine[Any, Any, None]],
                  root: Path = STATIC, host: Callable[[], dict[str, Any]] = dict) -> None:
-        import hashlib
-
         self.snapshot = snapshot
         self.host = host
         self.refresh = refresh
@@ -121,8 +121,6 @@ class StaticPage:
         await Response(body, headers=headers)(scope, receive, send)  # uvicorn sends no body to a HEAD
 
     def _page(self, template: bytes) -> bytes:
-        import json
-
         # `<` escaped: no text in the data can end the block (`</script>`) or open a comment.
         def block(slot: bytes, value: Any) -> bytes:
             data = json.dumps(value, separators=(",", ":"), default=str).replace("<", "\\u003c")
