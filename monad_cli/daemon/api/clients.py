@@ -38,14 +38,9 @@ def client_routes(port: DaemonPort) -> list[Route]:
     async def listing(request: Request) -> JSONResponse:
         return JSONResponse({"clients": await anyio.to_thread.run_sync(connector.client_rows)})
 
-    async def connect(request: Request) -> JSONResponse:
-        return await change(request, remove=False)
-
-    async def disconnect(request: Request) -> JSONResponse:
-        return await change(request, remove=True)
-
-    async def change(request: Request, *, remove: bool) -> JSONResponse:
-        name = request.path_params["name"]
+    async def change(request: Request) -> JSONResponse:
+        """`…/connect` and `…/disconnect`."""
+        name, remove = request.path_params["name"], request.url.path.endswith("/disconnect")
         if name not in CLIENTS or CLIENTS[name].project:
             raise NotFound(f"no agent `{name}` to connect here (see GET /v1/clients)")
         body = await read_json_body(request)
@@ -66,8 +61,8 @@ def client_routes(port: DaemonPort) -> list[Route]:
         return JSONResponse(result)
 
     return [Route("/v1/clients", listing),
-            Route("/v1/clients/{name}/connect", connect, methods=["POST"]),
-            Route("/v1/clients/{name}/disconnect", disconnect, methods=["POST"])]
+            Route("/v1/clients/{name}/connect", change, methods=["POST"]),
+            Route("/v1/clients/{name}/disconnect", change, methods=["POST"])]
 
 
 __all__ = ["client_routes"]
