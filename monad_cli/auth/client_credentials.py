@@ -56,14 +56,12 @@ class MemoryTokenStorage:
 
     def __init__(self) -> None:
         self.tokens: OAuthToken | None = None
-        self.writes = 0
 
     async def get_tokens(self) -> OAuthToken | None:
         return self.tokens
 
     async def set_tokens(self, tokens: OAuthToken) -> None:
         self.tokens = tokens
-        self.writes += 1
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
         return None
@@ -119,7 +117,6 @@ class _Supervised:
         self.on_needs_auth = on_needs_auth
         self.problem: str | None = None  # why the credentials are unusable until `reset()`
         self.unusable: str | None = None  # a key that cannot sign: only a new definition helps
-        self.grants = 0
         self._token_error: tuple[int, str | None] | None = None
 
     def reset(self) -> None:
@@ -133,7 +130,6 @@ class _Supervised:
         if self.explicit_scope:
             self.context.client_metadata.scope = self.explicit_scope
         request: httpx2.Request = await super()._perform_authorization()  # type: ignore[misc]
-        self.grants += 1
         return request
 
     async def _handle_token_response(self, response: httpx2.Response) -> None:

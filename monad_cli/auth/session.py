@@ -130,17 +130,11 @@ class SupervisorAuth:
         key = f"{spec.url}\0{spec.auth.client_id or ''}"
         held = self.providers.get(spec.name)
         if held is None or held[0] != key:
-            storage = DefinitionTokenStorage(self.paths, spec.name)
             name = spec.name
-
-            def needs_auth(reason: str) -> None:
-                self._needs_auth(name, reason)
-
-            def scope_required(reason: str) -> None:
-                self._needs_auth(name, reason, end_session=False)
-
-            provider = MonadOAuthProvider(name=name, server_url=spec.url, storage=storage, interactive=False,
-                                          on_needs_auth=needs_auth, on_scope_required=scope_required)
+            provider = MonadOAuthProvider(
+                name=name, server_url=spec.url, storage=DefinitionTokenStorage(self.paths, name), interactive=False,
+                on_needs_auth=lambda reason: self._needs_auth(name, reason),
+                on_scope_required=lambda reason: self._needs_auth(name, reason, end_session=False))
             provider.on_refresh = self.on_refresh
             self.providers[spec.name] = (key, provider)
             return provider

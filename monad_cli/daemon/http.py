@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -95,6 +96,52 @@ async def read_json_body(request: Request) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise InvalidInput("request body must be a JSON object")
     return body
+
+
+def limit_param(request: Request, default: int, most: int) -> int:
+    """`?limit=N` clamped to 1 … `most`. Raises InvalidInput when it is not a whole number."""
+    try:
+        return max(1, min(int(request.query_params.get("limit", default)), most))
+    except ValueError:
+        raise InvalidInput("limit must be a whole number") from None
+
+
+def via(request: Request) -> str:
+    """`studio` for a request the Studio's listener passed on (studio/locks.py), else `control`."""
+    return "studio" if getattr(request.state, "via", None) == "studio" else "control"
+
+
+def door(request: Request) -> str:
+    """How a journal row says which door an edit came through."""
+    return "from the Studio" if via(request) == "studio" else "through the control API"
+
+
+async def until_disconnect(request: Request, work: Callable[[], Awaitable[Any]], *,
+                           stop: anyio.Event | None = None) -> Any:
+    """Run `work()`; if the caller disconnects (or `stop` is set) first, cancel it (a waiting
+    approval goes with it) and return None."""
+    outcome: dict[str, Any] = {}
+    async with anyio.create_task_group() as tg:
+        async def watch() -> None:
+            while (await request.receive())["type"] != "http.disconnect":
+                pass
+            tg.cancel_scope.cancel()
+
+        async def stopped(stop: anyio.Event) -> None:
+            await stop.wait()
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(watch)
+        if stop is not None:
+            tg.start_soon(stopped, stop)
+        try:
+            outcome["value"] = await work()
+        except Exception as exc:  # noqa: BLE001 - raised below, outside the task group
+            outcome["error"] = exc
+        tg.cancel_scope.cancel()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")
 
 
 def bearer_matches(authorization: bytes, token: str) -> bool:

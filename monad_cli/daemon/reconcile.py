@@ -29,21 +29,16 @@ class Diff:
 
 def diff(old: dict[str, str], new: Definitions) -> Diff:
     """`old` maps server name → connection fingerprint (or "" for a broken definition)."""
-    d = Diff(fingerprints=fingerprints(new))
-    broken_names = {p.server for p in new.problems if p.server and p.server not in new.specs}
+    broken = {p.server for p in new.problems if p.server and p.server not in new.specs}
+    d = Diff(fingerprints=fingerprints(new), broken=sorted(broken),
+             removed=[name for name in old if name not in new.specs and name not in broken])
     for name in new.specs:
-        fp = d.fingerprints[name]
         if name not in old:
             d.added.append(name)
-        elif old[name] != fp:
+        elif old[name] != d.fingerprints[name]:
             d.changed.append(name)
         else:
             d.unchanged.append(name)
-    for name in sorted(broken_names):
-        d.broken.append(name)
-    for name in old:
-        if name not in new.specs and name not in broken_names:
-            d.removed.append(name)
     return d
 
 

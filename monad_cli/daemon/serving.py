@@ -50,10 +50,6 @@ class AppServer:
         self.cut = cut
         self.sock: socket.socket | None = None
 
-    @property
-    def started(self) -> bool:
-        return bool(self.server.started)
-
     async def start(self, sock: socket.socket) -> None:
         self.sock = sock
         self.config.load()

@@ -99,18 +99,17 @@ def load_journal_settings(paths: Paths, environ: Mapping[str, str] | None = None
         from monad_cli.config.envfile import LayeredEnviron, read_env_file
 
         environ = LayeredEnviron(read_env_file(paths).values, os.environ)
-    env = environ
     section = load_settings(paths).journal
-    host = env.get(HOST_ENV) or section.host or socket.gethostname()
+    host = environ.get(HOST_ENV) or section.host or socket.gethostname()
     home = str(paths.home)
     keep_s = section.keep_s
-    raw_url, source, where = env.get(URL_ENV), URL_ENV, f"`{URL_ENV}`"
+    raw_url, source, where = environ.get(URL_ENV), URL_ENV, f"`{URL_ENV}`"
     if not raw_url:
         raw_url, source, where = section.url or None, SETTINGS_FILE, f"`journal.url` in `{SETTINGS_FILE}`"
     if not raw_url:
         return JournalSettings(home=home, host=host, keep_s=keep_s)
     try:
-        expanded = expand(raw_url, env)
+        expanded = expand(raw_url, environ)
     except ExpansionError as e:
         raise ConfigError(f"{where}: {e}; set it or change the URL", file=SETTINGS_FILE
                           if source == SETTINGS_FILE else None, field="journal.url") from None

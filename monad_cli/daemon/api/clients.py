@@ -25,7 +25,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from monad_cli.core.errors import InvalidInput, NotFound
-from monad_cli.daemon.http import read_json_body
+from monad_cli.daemon.http import door, read_json_body, via
 
 if TYPE_CHECKING:
     from monad_cli.daemon.port import DaemonPort
@@ -38,14 +38,9 @@ def client_routes(port: DaemonPort) -> list[Route]:
     async def listing(request: Request) -> JSONResponse:
         return JSONResponse({"clients": await anyio.to_thread.run_sync(connector.client_rows)})
 
-    async def connect(request: Request) -> JSONResponse:
-        return await change(request, remove=False)
-
-    async def disconnect(request: Request) -> JSONResponse:
-        return await change(request, remove=True)
-
-    async def change(request: Request, *, remove: bool) -> JSONResponse:
-        name = request.path_params["name"]
+    async def change(request: Request) -> JSONResponse:
+        """`…/connect` and `…/disconnect`."""
+        name, remove = request.path_params["name"], request.url.path.endswith("/disconnect")
         if name not in CLIENTS or CLIENTS[name].project:
             raise NotFound(f"no agent `{name}` to connect here (see GET /v1/clients)")
         body = await read_json_body(request)
@@ -58,18 +53,16 @@ def client_routes(port: DaemonPort) -> list[Route]:
             return {**result, "client": connector.client_row(name)}
 
         result = await anyio.to_thread.run_sync(work)
-        via = getattr(request.state, "via", "control")
         if result["changed"] and port.journal is not None:
             what = "disconnected" if remove else "connected"
-            where = "from the Studio" if via == "studio" else "through the control API"
-            port.journal.record("client", reason=f"{what} {result['client']['title']} (`{result['file']}`) {where}",
-                                detail={"via": via, "action": what, "client": name, "file": result["file"],
-                                        "replaced": result["replaced"]})
+            port.journal.record("client", reason=f"{what} {result['client']['title']} (`{result['file']}`) "
+                                f"{door(request)}", detail={"via": via(request), "action": what, "client": name,
+                                                            "file": result["file"], "replaced": result["replaced"]})
         return JSONResponse(result)
 
     return [Route("/v1/clients", listing),
-            Route("/v1/clients/{name}/connect", connect, methods=["POST"]),
-            Route("/v1/clients/{name}/disconnect", disconnect, methods=["POST"])]
+            Route("/v1/clients/{name}/connect", change, methods=["POST"]),
+            Route("/v1/clients/{name}/disconnect", change, methods=["POST"])]
 
 
 __all__ = ["client_routes"]

@@ -26,7 +26,7 @@ from starlette.routing import Route
 from monad_cli.config import envfile
 from monad_cli.config.expansion import definition_references
 from monad_cli.core.errors import InvalidInput
-from monad_cli.daemon.http import read_json_body
+from monad_cli.daemon.http import read_json_body, via
 
 if TYPE_CHECKING:
     from monad_cli.daemon.port import DaemonPort
@@ -59,10 +59,9 @@ def env_routes(sup: DaemonPort) -> list[Route]:
         return JSONResponse(listing(asked or None))
 
     def journal(request: Request, what: str, name: str) -> None:
-        via = getattr(request.state, "via", "control")
         if sup.journal is not None:  # the name only, never the value
             sup.journal.record("edit", reason=f"variable `{name}` {what} in MONAD_HOME/env",
-                               detail={"via": via, "action": f"env {what}", "variable": name})
+                               detail={"via": via(request), "action": f"env {what}", "variable": name})
 
     async def set_env(request: Request) -> JSONResponse:
         name = request.path_params["name"]

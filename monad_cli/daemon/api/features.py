@@ -32,9 +32,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from monad_cli.core.errors import InvalidInput, MonadError, NotFound, ToolCallFailed
-from monad_cli.daemon.api.studio import until_disconnect
 from monad_cli.daemon.gateway.catalog import RESOURCE_NOT_FOUND
-from monad_cli.daemon.http import read_json_body
+from monad_cli.daemon.http import read_json_body, until_disconnect, via
 from monad_cli.daemon.port import actor_named
 
 if TYPE_CHECKING:
@@ -69,9 +68,6 @@ def feature_routes(sup: DaemonPort) -> list[Route]:
         caps = sup.actors[name].capabilities
         return None if caps is None else {"resources": caps.resources is not None,
                                           "prompts": caps.prompts is not None}
-
-    def via(request: Request) -> str:
-        return "studio" if getattr(request.state, "via", None) == "studio" else "control"
 
     async def resources(request: Request) -> JSONResponse:
         name = server_of(request)

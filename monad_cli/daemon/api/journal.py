@@ -16,7 +16,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from monad_cli.core.errors import InvalidInput, Unavailable
+from monad_cli.core.errors import Unavailable
+from monad_cli.daemon.http import limit_param
 from monad_cli.daemon.studio.transcript import MAX_CALLS, Transcript
 
 if TYPE_CHECKING:
@@ -29,10 +30,7 @@ MAX_JOURNAL_ROWS = 500
 def journal_routes(sup: DaemonPort, transcript: Transcript) -> list[Route]:
     async def journal(request: Request) -> JSONResponse:
         server = request.query_params.get("server") or None
-        try:
-            limit = max(1, min(int(request.query_params.get("limit", "50")), MAX_JOURNAL_ROWS))
-        except ValueError:
-            raise InvalidInput("limit must be a whole number") from None
+        limit = limit_param(request, 50, MAX_JOURNAL_ROWS)
         journal_db = sup.journal
         if journal_db is None:
             return JSONResponse({"events": []})
@@ -50,14 +48,9 @@ def journal_routes(sup: DaemonPort, transcript: Transcript) -> list[Route]:
         return JSONResponse({"events": rows, "shared": False})
 
     async def calls(request: Request) -> JSONResponse:
-        q = request.query_params
-        try:
-            limit = max(1, min(int(q.get("limit", "100")), MAX_CALLS))
-        except ValueError:
-            raise InvalidInput("limit must be a whole number") from None
-        server = q.get("server") or None
+        server = request.query_params.get("server") or None
         journal = transcript.tools.journal
-        return JSONResponse({"calls": await transcript.calls(server=server, limit=limit),
+        return JSONResponse({"calls": await transcript.calls(server=server, limit=limit_param(request, 100, MAX_CALLS)),
                              "fleet": journal.settings.fleet, "host": journal.host})
 
     return [Route("/v1/journal", journal), Route("/v1/journal/calls", calls)]

@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import secrets
 from collections.abc import Callable
 from typing import Any
 
@@ -39,6 +40,9 @@ from starlette.types import Receive, Scope, Send
 from monad_cli.core.envelope import encode_error
 from monad_cli.core.errors import MonadError
 from monad_cli.core.redact import scrub_data
+from monad_cli.core.task_forms import describe_request
+from monad_cli.daemon.trust.call import ToolCall
+from monad_cli.daemon.trust.inputs import PERSON_CAPABILITIES, InputRefused
 from monad_cli.daemon.trust.service import ApprovalRequired, ToolService
 
 log = logging.getLogger("monad.control")
@@ -58,11 +62,6 @@ class CallQuestions:
         """Send the question line with `send` and wait for its answer. Raises InputRefused
         for what `asker` (the CLI, the Studio) does not answer, or an answer that does not
         come in time."""
-        import secrets
-
-        from monad_cli.core.task_forms import describe_request
-        from monad_cli.daemon.trust.inputs import InputRefused
-
         method = request.get("method")
         if method != "elicitation/create":
             # Neither a terminal nor a page has a model to sample with or workspace roots to
@@ -145,8 +144,6 @@ class ProgressStream:
 
             async def inputs(request: dict[str, Any], *, key: str | None = None,
                              call_id: int | None = None) -> dict[str, Any]:
-                from monad_cli.daemon.trust.inputs import InputRefused
-
                 method = str(request.get("method"))
                 try:
                     answer = await questions.ask(send_line.send, self.name, request,
@@ -158,9 +155,6 @@ class ProgressStream:
                 return answer
 
         async def run() -> None:
-            from monad_cli.daemon.trust.call import ToolCall
-            from monad_cli.daemon.trust.inputs import PERSON_CAPABILITIES
-
             try:
                 # What a 2026-07-28 server sees this caller declare (sessions/stamp.py): a person
                 # answers forms and URLs (or is told why not, without a terminal); no sampling, no roots.

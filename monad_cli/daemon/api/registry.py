@@ -35,7 +35,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from monad_cli.core.errors import InvalidInput, MonadError, NotFound, Unavailable
-from monad_cli.daemon.http import read_json_body
+from monad_cli.daemon.http import door, read_json_body, via
 
 if TYPE_CHECKING:
     from monad_cli.daemon.port import DaemonPort
@@ -171,12 +171,10 @@ def registry_routes(port: DaemonPort) -> list[Route]:
         summary = await anyio.to_thread.run_sync(lambda: install_by_name(
             port.paths, ref, as_name=as_name, package=package, remote=remote, given=given, ask=None,
             force=bool(body.get("force"))))
-        via = getattr(request.state, "via", "control")
-        where = "from the Studio" if via == "studio" else "through the control API"
         if port.journal is not None:  # names only, never values
             port.journal.record("edit", server=summary["name"],
-                                reason=f"installed {summary['server']} {summary['version']} by name {where}",
-                                detail={"via": via, "action": "installed",
+                                reason=f"installed {summary['server']} {summary['version']} by name {door(request)}",
+                                detail={"via": via(request), "action": "installed",
                                         "source": f"atoms/mcp/{summary['name']}.toml",
                                         "registry": summary["server"], "version": summary["version"]})
         await port.reconcile()

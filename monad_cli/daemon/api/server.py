@@ -46,15 +46,13 @@ def build_app(port: DaemonPort) -> Starlette:
     routes are handed the app itself (`lambda: app`) to serve it there."""
     # Every JSON answer scrubbed, tool results and arguments too: the CLI shows what the Studio
     # shows (docs/atoms.md "Secrets"); streamed answers scrub their own lines.
-    app = Starlette(middleware=[Middleware(ScrubAnswers, scrub=port.scrub),
-                                Middleware(ErrorBoundary, scrub=port.scrub)])
     hub = StudioHub(port, lambda: app)
+    app = Starlette(routes=[*daemon_routes(port), *server_routes(port), *tools_routes(port), *env_routes(port),
+                            *feature_routes(port), *registry_routes(port), *client_routes(port),
+                            *task_routes(port.tasks), *telemetry_routes(), *studio_routes(port, hub)],
+                    middleware=[Middleware(ScrubAnswers, scrub=port.scrub),
+                                Middleware(ErrorBoundary, scrub=port.scrub)])
     app.state.studio_hub = hub
-    for route in [*daemon_routes(port), *server_routes(port), *tools_routes(port), *env_routes(port),
-                  *feature_routes(port), *registry_routes(port), *client_routes(port),
-                  *task_routes(port.tasks), *telemetry_routes(),
-                  *studio_routes(port, control_app=lambda: app, hub=hub)]:
-        app.router.routes.append(route)
     return app
 
 

@@ -29,7 +29,7 @@ from starlette.routing import Route
 from monad_cli.config import edits
 from monad_cli.core.errors import Conflict, InvalidInput
 from monad_cli.core.redact import redact_definition
-from monad_cli.daemon.http import read_json_body
+from monad_cli.daemon.http import door, read_json_body, via
 from monad_cli.daemon.port import actor_named
 
 if TYPE_CHECKING:
@@ -57,11 +57,9 @@ def server_routes(port: DaemonPort) -> list[Route]:
         """A journal row for a definition edited through the API, saying through which door
         (`via`: "studio" when the Studio's listener passed it on, else "control"). Field names
         only, never values."""
-        via = getattr(request.state, "via", "control")
-        where = "from the Studio" if via == "studio" else "through the control API"
         if port.journal is not None:
-            port.journal.record("edit", server=name, reason=f"{what} {where} ({source})",
-                                detail={"via": via, "action": what, "source": source, "fields": sorted(fields)})
+            port.journal.record("edit", server=name, reason=f"{what} {door(request)} ({source})", detail={
+                "via": via(request), "action": what, "source": source, "fields": sorted(fields)})
 
     async def list_servers(request: Request) -> JSONResponse:
         await port.reconcile()
@@ -137,7 +135,7 @@ def server_routes(port: DaemonPort) -> list[Route]:
         if why is not None:
             raise Conflict(f"not reconnecting `{actor.name}`: {why}")
         actor.reconnect()
-        if getattr(request.state, "via", None) == "studio" and port.journal is not None:
+        if via(request) == "studio" and port.journal is not None:
             port.journal.record("action", server=actor.name, reason="reconnect asked from the Studio",
                                 detail={"via": "studio", "action": "reconnect"})
         # A broken edit beside a running definition: the reconnect uses the last good one.

@@ -20,10 +20,9 @@ approvals and the task ledger; the Studio service itself starts on the first `PO
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import anyio
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
@@ -32,7 +31,7 @@ from monad_cli.core.errors import InvalidInput, NotFound
 from monad_cli.core.redact import redact_definition
 from monad_cli.core.studio import DEFAULT_PORT
 from monad_cli.daemon.api.journal import journal_routes
-from monad_cli.daemon.http import read_json_body
+from monad_cli.daemon.http import read_json_body, until_disconnect
 from monad_cli.daemon.studio.apps import INTERNAL, AppHost
 from monad_cli.daemon.studio.authorize import AuthorizeDeps, AuthorizeRuns
 from monad_cli.daemon.studio.events import EventBus
@@ -129,14 +128,11 @@ class StudioHub:
         if self.studio is None:
             self.studio = Studio(StudioDeps(control_app=self.control_app(), snapshot=self.snapshot,
                                             refresh=self.sup.reconcile, stopping=self.sup.stop_event,
-                                            start_soon=self.sup.start_soon, scrub=self.sup.scrub,
+                                            start_soon=self.sup.start_soon,
                                             state=StudioState(self.sup.paths.studio_state),
                                             login_files=LoginFiles(self.sup.paths.run_dir)),
                                  self.bus)
         return self.studio
-
-    async def serve(self, *, port: int | None, default_port: int) -> dict[str, Any]:
-        return await self.service().serve(port=port, default_port=default_port)
 
     async def sign_out(self) -> int:
         """End every Studio session (none when the page was never served in this run)."""
@@ -157,15 +153,12 @@ def _port(value: Any, what: str) -> int | None:
     return value
 
 
-def studio_routes(sup: DaemonPort, *, control_app: Callable[[], Starlette],
-                  hub: StudioHub | None = None) -> list[Route]:
-    hub = hub or StudioHub(sup, control_app)
-
+def studio_routes(sup: DaemonPort, hub: StudioHub) -> list[Route]:
     async def serve_studio(request: Request) -> JSONResponse:
         body = await read_json_body(request)
         port = _port(body.get("port"), "`--port`")
         default = _port(body.get("defaultPort"), "the default port")
-        answer = await hub.serve(port=port, default_port=DEFAULT_PORT if default is None else default)
+        answer = await hub.service().serve(port=port, default_port=DEFAULT_PORT if default is None else default)
         return JSONResponse(answer)
 
     async def sign_out(request: Request) -> JSONResponse:
@@ -192,16 +185,10 @@ def studio_routes(sup: DaemonPort, *, control_app: Callable[[], Starlette],
         name = known(request)
         return JSONResponse(await hub.authorize.start(name), status_code=202)
 
-    async def authorize_status(request: Request) -> JSONResponse:
+    async def authorize_run(request: Request) -> JSONResponse:
+        """GET: the last run of the server's authorization; DELETE: cancel it."""
         name = known(request)
-        run = hub.authorize.view(name)
-        if run is None:
-            raise NotFound(f"server `{name}` has no authorization in progress")
-        return JSONResponse(run)
-
-    async def authorize_cancel(request: Request) -> JSONResponse:
-        name = known(request)
-        run = hub.authorize.cancel(name)
+        run = (hub.authorize.view if request.method == "GET" else hub.authorize.cancel)(name)
         if run is None:
             raise NotFound(f"server `{name}` has no authorization in progress")
         return JSONResponse(run)
@@ -213,30 +200,8 @@ def studio_routes(sup: DaemonPort, *, control_app: Callable[[], Starlette],
         *journal_routes(sup, hub.transcript),
         *app_routes(hub.apps),
         Route("/v1/mcp-servers/{name}/authorize", authorize, methods=["POST"]),
-        Route("/v1/mcp-servers/{name}/authorize", authorize_status),
-        Route("/v1/mcp-servers/{name}/authorize", authorize_cancel, methods=["DELETE"]),
+        Route("/v1/mcp-servers/{name}/authorize", authorize_run, methods=["GET", "DELETE"]),
     ]
-
-
-async def until_disconnect(request: Request, work: Callable[[], Awaitable[Any]]) -> Any:
-    """Run `work()`; if the caller disconnects first, cancel it (a waiting approval goes with it)
-    and return None."""
-    outcome: dict[str, Any] = {}
-    async with anyio.create_task_group() as tg:
-        async def watch() -> None:
-            while (await request.receive())["type"] != "http.disconnect":
-                pass
-            tg.cancel_scope.cancel()
-
-        tg.start_soon(watch)
-        try:
-            outcome["value"] = await work()
-        except Exception as exc:  # noqa: BLE001 - raised below, outside the task group
-            outcome["error"] = exc
-        tg.cancel_scope.cancel()
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome.get("value")
 
 
 def app_routes(host: AppHost) -> list[Route]:

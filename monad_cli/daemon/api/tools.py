@@ -35,14 +35,13 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-import anyio
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from monad_cli.core.errors import InvalidInput, NotFound
 from monad_cli.daemon.api.progress import CallQuestions, ProgressStream
-from monad_cli.daemon.http import error_response, read_json_body
+from monad_cli.daemon.http import error_response, read_json_body, until_disconnect, via
 from monad_cli.daemon.port import actor_named
 from monad_cli.daemon.trust.call import ToolCall
 from monad_cli.daemon.trust.gate import standing_approval
@@ -116,24 +115,10 @@ def tools_routes(port: DaemonPort) -> list[Route]:
             timeout = min(float(request.query_params.get("timeout", "30")), MAX_LONG_POLL_S)
         except ValueError:
             raise InvalidInput("timeout must be a number of seconds") from None
-        answer: dict[str, str] = {}
         # End the long poll early when its caller goes away or the supervisor stops, so a
         # shutdown does not have to cancel it mid-wait.
-        async with anyio.create_task_group() as tg:
-            async def watch_disconnect() -> None:
-                while (await request.receive())["type"] != "http.disconnect":
-                    pass
-                tg.cancel_scope.cancel()
-
-            async def watch_stop() -> None:
-                await port.stop_event.wait()
-                tg.cancel_scope.cancel()
-
-            tg.start_soon(watch_disconnect)
-            tg.start_soon(watch_stop)
-            answer["signature"] = await svc.wait_changed(since, timeout)
-            tg.cancel_scope.cancel()
-        return JSONResponse({"signature": answer.get("signature") or svc.signature()})
+        signature = await until_disconnect(request, lambda: svc.wait_changed(since, timeout), stop=port.stop_event)
+        return JSONResponse({"signature": signature or svc.signature()})
 
     async def tool_set(request: Request) -> JSONResponse:
         name = request.path_params["name"]
@@ -152,38 +137,20 @@ def tools_routes(port: DaemonPort) -> list[Route]:
         approval = body.get("approval") or {}
         if not isinstance(approval, dict):
             raise InvalidInput("approval must be an object")
-        via = "studio" if getattr(request.state, "via", None) == "studio" else str(body.get("via", "api"))[:20]
+        caller = "studio" if via(request) == "studio" else str(body.get("via", "api"))[:20]
         if body.get("progress"):
-            return ProgressStream(svc, name, body, via=via, approval=approval, scrub=port.scrub,
+            return ProgressStream(svc, name, body, via=caller, approval=approval, scrub=port.scrub,
                                   questions=questions)
-        outcome: dict[str, Any] = {}
-
-        async with anyio.create_task_group() as tg:
-            async def watch_disconnect() -> None:
-                while True:
-                    message = await request.receive()
-                    if message["type"] == "http.disconnect":
-                        log.info("caller of %s disconnected: cancelling the call", name)
-                        tg.cancel_scope.cancel()
-                        return
-
-            tg.start_soon(watch_disconnect)
-            try:
-                outcome["result"] = await svc.call(ToolCall(name, body.get("arguments"), via=via, approval=approval,
-                                                            detach=bool(body.get("detach")), ref=body.get("ref")))
-            except Exception as exc:  # noqa: BLE001 - raised below, outside the task group
-                outcome["error"] = exc
-            tg.cancel_scope.cancel()
-
-        failure = outcome.get("error")
-        if "result" in outcome:
-            return JSONResponse(outcome["result"])
-        if isinstance(failure, ApprovalRequired):  # not an error: the caller asks the person
-            return JSONResponse({"approvalRequired": failure.pending.as_dict()}, status_code=202)
-        if failure is not None:
-            raise failure  # the ErrorBoundary answers with the kind's status
-        # The caller went away; nobody reads this answer.
-        return error_response(499, "cancelled", "the caller disconnected")
+        try:  # any other failure: the ErrorBoundary answers with the kind's status
+            result = await until_disconnect(request, lambda: svc.call(ToolCall(
+                name, body.get("arguments"), via=caller, approval=approval, detach=bool(body.get("detach")),
+                ref=body.get("ref"))))
+        except ApprovalRequired as e:  # not an error: the caller asks the person
+            return JSONResponse({"approvalRequired": e.pending.as_dict()}, status_code=202)
+        if result is None:  # the caller went away; nobody reads this answer
+            log.info("caller of %s disconnected: cancelling the call", name)
+            return error_response(499, "cancelled", "the caller disconnected")
+        return JSONResponse(result)
 
     async def answer(request: Request) -> JSONResponse:
         body = await read_json_body(request)
@@ -203,7 +170,7 @@ def tools_routes(port: DaemonPort) -> list[Route]:
         if scope not in (None, "session", "always") or not isinstance(name or server, str):
             raise InvalidInput('expected {"name": "SERVER__TOOL"} or {"server": "NAME"}, and optionally '
                                '"scope": "session"|"always"')
-        by = "the Studio" if getattr(request.state, "via", None) == "studio" else "monad approvals revoke"
+        by = "the Studio" if via(request) == "studio" else "monad approvals revoke"
         targets = {(g["server"], g["tool"]) for g in standing()
                    if (name is not None and g["exposed"] == name) or (name is None and g["server"] == server)}
         if not targets:
@@ -222,7 +189,7 @@ def tools_routes(port: DaemonPort) -> list[Route]:
         if decision not in ("allow", "deny"):
             raise InvalidInput('expected {"decision": "allow"|"deny", "scope": "once"|"session"|"always"}')
         scope = str(body.get("scope", "once"))
-        if getattr(request.state, "via", None) == "studio":
+        if via(request) == "studio":
             by = f"the Studio ({scope})" if decision == "allow" else "denied in the Studio"
         else:
             by = f"monad approvals {decision}" + (f" --{scope}" if decision == "allow" and scope != "once" else "")

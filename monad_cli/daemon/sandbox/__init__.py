@@ -101,11 +101,4 @@ def prepare(*, scratch: Path, command: str, args: list[str], cwd: str | None,
     return launch_argv(command, args, list(dict.fromkeys(rw)), abi_max=abi_cap()), run_cwd, env
 
 
-__all__ = [
-    "ABI_MAX_ENV",
-    "SandboxError",
-    "landlock_abi",
-    "launch_argv",
-    "prepare",
-    "unavailable_reason",
-]
+__all__ = ["ABI_MAX_ENV", "SandboxError", "landlock_abi", "launch_argv", "prepare", "unavailable_reason"]

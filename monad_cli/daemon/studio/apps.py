@@ -36,6 +36,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from mcp.client import advertise
+from mcp.shared.exceptions import MCPError
+
 from monad_cli import __version__
 from monad_cli.core.errors import CallRefused, InvalidInput, MonadError, NotFound
 from monad_cli.daemon.studio import csp
@@ -67,8 +70,6 @@ def apps_extension() -> ClientExtension:
     """What monad's `mcp.Client` advertises: `capabilities.extensions["io.modelcontextprotocol/ui"]
     = {"mimeTypes": ["text/html;profile=mcp-app"]}` (spec "Client<>Server Capability
     Negotiation"), so a server may offer its tools' UIs."""
-    from mcp.client import advertise
-
     return advertise(EXTENSION_ID, {"mimeTypes": [APP_MIME]})
 
 
@@ -94,10 +95,6 @@ def link_problem(url: Any) -> str | None:
     if parts.username is not None or parts.password is not None:
         return "a link with a user name or password is not opened"
     return None
-
-
-def uri_of(tool: Any) -> str:
-    return resource_uri(tool.meta) or ""
 
 
 def _check_message(message: Any) -> tuple[Any, str, dict[str, Any]]:
@@ -158,8 +155,6 @@ class AppHost:
     async def resource(self, exposed: str) -> dict[str, Any]:
         """The app of tool `exposed`, read with `resources/read` from its server (spec "UI
         Resource Format"). Raises NotFound, InvalidInput (not an app resource), MonadError."""
-        from mcp.shared.exceptions import MCPError
-
         server, tool, uri = self._app_tool(exposed)
         try:
             result = await self._read(server, uri, via="studio")
@@ -221,7 +216,7 @@ class AppHost:
                       body: dict[str, Any]) -> tuple[str, Any]:
         """(what to add to the journal's reason, the result) of one valid request."""
         if method == "ui/initialize":
-            return "", self._initialize(tool, body, self.granted.get((server, uri_of(tool)), {}))
+            return "", self._initialize(tool, body, self.granted.get((server, resource_uri(tool.meta) or ""), {}))
         if method == "ping":
             return "", {}
         if method == "ui/request-display-mode":
@@ -232,8 +227,6 @@ class AppHost:
             target = params.get("uri")
             if not isinstance(target, str):
                 raise RpcError(INVALID_PARAMS, "resources/read needs a uri")
-            from mcp.shared.exceptions import MCPError
-
             try:
                 read = await self._read(server, target, via="app")
             except MCPError as e:

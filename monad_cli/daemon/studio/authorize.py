@@ -38,7 +38,7 @@ class AuthorizeDeps:
     """`publish(type, data)` an event; `record(server, reason, detail)` a journal row;
     `reconnect(name)` the server; `start_soon(fn)` a supervisor task; `scrub(text)` the
     supervisor's redaction of free text; `reload()` apply the definition files now (the
-    grant's write may change `auth.mode`; None: leave it to the watcher)."""
+    grant's write may change `auth.mode`)."""
 
     paths: Paths
     scrub: Callable[[str], str]
@@ -46,7 +46,7 @@ class AuthorizeDeps:
     record: Callable[[str, str, dict[str, Any]], None]
     reconnect: Callable[[str], None]
     start_soon: Callable[[Callable[[], Coroutine[Any, Any, Any]]], None]
-    reload: Callable[[], Awaitable[None]] | None = None
+    reload: Callable[[], Awaitable[None]]
 
 
 @dataclass
@@ -177,11 +177,10 @@ class AuthorizeRuns:
                                   "flow": outcome.flow, "scope": outcome.scope,
                                   "expiresAt": outcome.expires_at,
                                   "authorizationServer": outcome.authorization_server})
-                if self.deps.reload is not None:
-                    # A first authorization writes `auth.mode = "oauth"`: the session must start
-                    # from that definition, not wait for the watcher to notice the file.
-                    with anyio.CancelScope(shield=True):  # a reload is never cut half-way
-                        await self.deps.reload()
+                # A first authorization writes `auth.mode = "oauth"`: the session must start
+                # from that definition, not wait for the watcher to notice the file.
+                with anyio.CancelScope(shield=True):  # a reload is never cut half-way
+                    await self.deps.reload()
                 self.deps.reconnect(name)
             if run.cancel_scope.cancelled_caught:
                 run.phase, run.message = "cancelled", "the authorization was cancelled"

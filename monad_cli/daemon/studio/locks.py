@@ -28,15 +28,15 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import html
-import json
 import secrets
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from http.cookies import SimpleCookie
 from pathlib import Path
 from urllib.parse import parse_qs
 
+from starlette.requests import cookie_parser
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from monad_cli.daemon.bounds import authenticated
@@ -275,36 +275,37 @@ class StudioLocks:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         host = headers.get("host", "")
         if host not in self.hosts:
-            await self._refuse(scope, send, 403, "forbidden_host",
+            await self._refuse(scope, receive, send, 403, "forbidden_host",
                                f"this Studio answers only at http://127.0.0.1:{self.port}/ (the request named "
                                f"another host: DNS rebinding protection)")
             return
         origin = headers.get("origin")
         if origin is not None and origin != f"http://{host}":
-            await self._refuse(scope, send, 403, "cross_origin",
+            await self._refuse(scope, receive, send, 403, "cross_origin",
                                "a request from another web page is refused; nothing was changed")
             return
         if scope["method"] not in SAFE_METHODS and origin is None:
-            await self._refuse(scope, send, 403, "origin_required",
+            await self._refuse(scope, receive, send, 403, "origin_required",
                                "a change needs the Studio page's own Origin header; nothing was changed")
             return
         if not headers.get("content-length", "0").isdigit() or int(headers.get("content-length", "0")) > MAX_BODY:
             # Refused before anything is read, with the control socket's limit: a huge
             # upload must not tie up the supervisor.
-            await self._refuse(scope, send, 413, "too_large", "the request body is too large; nothing was changed")
+            await self._refuse(scope, receive, send, 413, "too_large",
+                               "the request body is too large; nothing was changed")
             return
-        session = _cookie(headers.get("cookie", ""), self.cookie)
+        session = cookie_parser(headers.get("cookie", "")).get(self.cookie)
         if scope["path"] == LOGIN_PATH and scope["method"] == "GET":
-            await self._login(scope, send, session)
+            await self._login(scope, receive, send, session)
             return
         digest = self.logins.session(session)
         if digest is None:
-            await self._refuse(scope, send, 401, "unauthorized",
+            await self._refuse(scope, receive, send, 401, "unauthorized",
                                "not signed in to the Studio (or the session ended): run `monad studio` to sign in")
             return
         authenticated()  # its connection is no stranger's any more (bounds.py)
         if scope["path"].rstrip("/") == "/v1/studio":
-            await self._refuse(scope, send, 403, "forbidden",
+            await self._refuse(scope, receive, send, 403, "forbidden",
                                "login URLs are made over the control socket only (`monad studio`)")
             return
         # Routes behind this point journal what they change as made from the Studio.
@@ -312,61 +313,35 @@ class StudioLocks:
         with self.logins.using(digest):
             await self.app(scope, receive, send)
 
-    async def _login(self, scope: Scope, send: Send, session: str | None) -> None:
+    async def _login(self, scope: Scope, receive: Receive, send: Send, session: str | None) -> None:
         if self.logins.valid(session):  # already signed in (say, the login URL reloaded)
-            await _redirect(send, "/studio/")
+            await RedirectResponse("/studio/", status_code=303)(scope, receive, send)
             return
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         token = (query.get("token") or [""])[0]
         new = self.logins.redeem(token) if token else None
         if new is None:
-            await self._refuse(scope, send, 401, "unauthorized",
+            await self._refuse(scope, receive, send, 401, "unauthorized",
                                "this login URL was used already or has expired: run `monad studio` for a new one")
             return
         authenticated()
-        cookie = f"{self.cookie}={new}; HttpOnly; SameSite=Strict; Path=/"
         # A page that goes on to /studio/, not a redirect: the browser came from the redirect
         # file (file://), a cross-site start, and SameSite=Strict withholds the new cookie from
         # every request of that navigation, redirects included; one this page starts is same-site.
-        await send({"type": "http.response.start", "status": 200,
-                    "headers": [(b"content-type", b"text/html; charset=utf-8"),
-                                (b"content-length", str(len(SIGNED_IN_PAGE)).encode()),
-                                (b"cache-control", b"no-store"), (b"set-cookie", cookie.encode())]})
-        await send({"type": "http.response.body", "body": SIGNED_IN_PAGE})
+        cookie = f"{self.cookie}={new}; HttpOnly; SameSite=Strict; Path=/"
+        await HTMLResponse(SIGNED_IN_PAGE, headers={"set-cookie": cookie})(scope, receive, send)
 
-    async def _refuse(self, scope: Scope, send: Send, status: int, code: str, message: str) -> None:
-        if scope["path"].startswith("/v1/"):
-            body = json.dumps({"error": {"code": code, "message": message}}).encode()
-            kind = b"application/json"
-        else:
-            body = (f"<!doctype html><meta charset=utf-8><title>monad Studio</title>"
-                    f"<p>{html.escape(message)}</p>").encode()
-            kind = b"text/html; charset=utf-8"
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", kind), (b"content-length", str(len(body)).encode()),
-                                (b"cache-control", b"no-store")]})
-        await send({"type": "http.response.body", "body": body})
-
-
-def _cookie(header: str, name: str) -> str | None:
-    jar: SimpleCookie = SimpleCookie()
-    try:
-        jar.load(header)
-    except Exception:  # noqa: BLE001 - http.cookies raises CookieError and friends on junk
-        return None
-    morsel = jar.get(name)
-    return morsel.value if morsel is not None else None
-
-
-async def _redirect(send: Send, location: str, *, cookie: str | None = None) -> None:
-    headers = [(b"location", location.encode()), (b"content-length", b"0"), (b"cache-control", b"no-store")]
-    if cookie:
-        headers.append((b"set-cookie", cookie.encode()))
-    await send({"type": "http.response.start", "status": 303, "headers": headers})
-    await send({"type": "http.response.body", "body": b""})
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send, status: int, code: str, message: str) -> None:
+        response: Response = (JSONResponse({"error": {"code": code, "message": message}}, status)
+                              if scope["path"].startswith("/v1/") else
+                              HTMLResponse(f"<!doctype html><meta charset=utf-8><title>monad Studio</title>"
+                                           f"<p>{html.escape(message)}</p>", status))
+        await response(scope, receive, send)
 
 
 def _with_security_headers(send: Send, security: list[tuple[bytes, bytes]]) -> Send:
+    """Every answer gets the security headers it does not set itself, and `no-store` unless it
+    says how to cache."""
     async def wrapped(message: Message) -> None:
         if message["type"] == "http.response.start":
             present = {k.lower() for k, _ in message.get("headers", [])}

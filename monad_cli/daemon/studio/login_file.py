@@ -29,10 +29,9 @@ class LoginFiles:
 
     def clear(self) -> None:
         """Remove every redirect file (their tokens are gone: a start, a sign-out)."""
-        with contextlib.suppress(FileNotFoundError):
-            for path in self.folder.glob(f"{PREFIX}*.html"):
-                with contextlib.suppress(OSError):
-                    path.unlink()
+        for path in self.folder.glob(f"{PREFIX}*.html"):  # none when the folder is missing
+            with contextlib.suppress(OSError):
+                path.unlink()
 
 
 __all__ = ["PREFIX", "LoginFiles"]

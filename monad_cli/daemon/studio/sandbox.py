@@ -24,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import parse_qs
 
+from starlette.responses import PlainTextResponse, Response
 from starlette.types import Receive, Scope, Send
 
 PROXY_PATH = "/sandbox/proxy.html"
@@ -54,38 +55,29 @@ class SandboxProxy:
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         port = self.port()
-        if headers.get("host") not in (f"127.0.0.1:{port}", f"localhost:{port}"):
-            await _answer(send, 403, "this sandbox answers only at its own loopback address")
-            return
-        if scope["method"] not in ("GET", "HEAD") or scope["path"] != PROXY_PATH:
-            await _answer(send, 404, "not found")
-            return
-        if headers.get("sec-fetch-dest") != "iframe" or headers.get("sec-fetch-site") != "same-site":
-            await _answer(send, 403, "the MCP App sandbox opens only as a frame of the monad Studio page")
-            return
         host = (parse_qs(scope.get("query_string", b"").decode("latin-1")).get("host") or [""])[0]
-        if host not in self.page_origins():
-            await _answer(send, 403, "the MCP App sandbox serves only the monad Studio page on this machine")
-            return
-        body = self.template.replace(_SLOT, json.dumps(host).encode())
-        await send({"type": "http.response.start", "status": 200, "headers": [
-            (b"content-type", b"text/html; charset=utf-8"),
-            (b"content-length", str(len(body)).encode()),
-            # Only frame-ancestors: fetch directives here would be inherited by the app's
-            # srcdoc document and narrow the policy the app declared (proxy.html).
-            (b"content-security-policy", f"frame-ancestors {host}".encode()),
-            (b"x-content-type-options", b"nosniff"),
-            (b"referrer-policy", b"no-referrer"),
-            (b"cache-control", b"no-store"),
-            (b"cross-origin-resource-policy", b"same-site"),
-        ]})
-        await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else body})
+        response: Response
+        if headers.get("host") not in (f"127.0.0.1:{port}", f"localhost:{port}"):
+            response = _refusal(403, "this sandbox answers only at its own loopback address")
+        elif scope["method"] not in ("GET", "HEAD") or scope["path"] != PROXY_PATH:
+            response = _refusal(404, "not found")
+        elif headers.get("sec-fetch-dest") != "iframe" or headers.get("sec-fetch-site") != "same-site":
+            response = _refusal(403, "the MCP App sandbox opens only as a frame of the monad Studio page")
+        elif host not in self.page_origins():
+            response = _refusal(403, "the MCP App sandbox serves only the monad Studio page on this machine")
+        else:
+            body = self.template.replace(_SLOT, json.dumps(host).encode())
+            # uvicorn sends no body to a HEAD.
+            response = Response(body, media_type="text/html", headers={
+                # Only frame-ancestors: fetch directives here would be inherited by the app's
+                # srcdoc document and narrow the policy the app declared (proxy.html).
+                "content-security-policy": f"frame-ancestors {host}", "x-content-type-options": "nosniff",
+                "referrer-policy": "no-referrer", "cache-control": "no-store",
+                "cross-origin-resource-policy": "same-site"})
+        await response(scope, receive, send)
 
 
-async def _answer(send: Send, status: int, message: str) -> None:
-    body = message.encode()
-    await send({"type": "http.response.start", "status": status, "headers": [
-        (b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode()),
-        (b"cache-control", b"no-store"), (b"x-content-type-options", b"nosniff"),
-        (b"content-security-policy", b"default-src 'none'; frame-ancestors 'none'")]})
-    await send({"type": "http.response.body", "body": body})
+def _refusal(status: int, message: str) -> Response:
+    return PlainTextResponse(message, status, headers={
+        "cache-control": "no-store", "x-content-type-options": "nosniff",
+        "content-security-policy": "default-src 'none'; frame-ancestors 'none'"})

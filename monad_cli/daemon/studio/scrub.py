@@ -7,8 +7,8 @@ arguments), and any of the supervisor's own texts a producer did not scrub.
 
 - `scrub_data(value, scrub)` (core/redact.py): a copy of a JSON value with every string
   scrubbed (keys too); used on every event (`StudioHub.publish`);
-- `ScrubAnswers`: ASGI middleware that does the same to every JSON answer, in front of the
-  control app (the unix socket: the CLI) and again on the Studio's port. Tool results,
+- `ScrubAnswers`: ASGI middleware that does the same to every JSON answer of the control
+  app, which answers on the unix socket (the CLI) and on the Studio's port alike. Tool results,
   approval arguments and task rows are what a server or a caller sent, so they may carry a
   secret value (a server echoing its own environment, an agent passing a token): one rule,
   the CLI and the page show `***` alike (docs/atoms.md "Secrets").
@@ -23,14 +23,12 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from monad_cli.core.redact import scrub_data
 
-Scrub = Callable[[str], str]
-
 
 class ScrubAnswers:
     """Re-encode every `application/json` answer with its strings scrubbed. Other answers
     (an event stream, NDJSON) pass as they are; their producers scrub them."""
 
-    def __init__(self, app: ASGIApp, scrub: Scrub) -> None:
+    def __init__(self, app: ASGIApp, scrub: Callable[[str], str]) -> None:
         self.app = app
         self.scrub = scrub
 

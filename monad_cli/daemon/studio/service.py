@@ -6,8 +6,7 @@ What the port serves, behind `locks.StudioLocks`:
     GET /studio/…               the page (static files shipped in the package)
     GET /v1/events              server-sent events (events.py)
     everything else             the control API's own Starlette app: the same routes and the
-                                same JSON as on the unix socket, every string scrubbed of
-                                secret values (scrub.py)
+                                same JSON as on the unix socket, scrubbed there (scrub.py)
 
 and, on a second loopback port bound with the first listener, the MCP Apps sandbox proxy
 (sandbox.py): another origin, so an app never runs in the page's.
@@ -26,6 +25,8 @@ never the supervisor.
 from __future__ import annotations
 
 import errno
+import hashlib
+import json
 import logging
 import socket
 from collections.abc import Callable, Coroutine
@@ -48,7 +49,6 @@ from monad_cli.daemon.studio.events import PING_S, EventBus, event_stream
 from monad_cli.daemon.studio.locks import LOGIN_PATH, TOKEN_TTL_S, Logins, StudioLocks, studio_csp
 from monad_cli.daemon.studio.login_file import LoginFiles
 from monad_cli.daemon.studio.sandbox import PROXY_PATH, SandboxProxy
-from monad_cli.daemon.studio.scrub import ScrubAnswers
 from monad_cli.daemon.studio.state import StudioState
 
 log = logging.getLogger("monad.studio")
@@ -65,18 +65,16 @@ class StudioDeps:
     definitions}` as the events carry them; `refresh()`: re-read the definition files if
     they changed (so a page opened right after `monad mcp add` shows the server, as
     `monad mcp status` would); `stopping`: set when the supervisor stops; `start_soon(fn)`:
-    run a task that ends with the supervisor; `scrub(text)`: the redaction function;
-    `login_files`: where login URLs are written for the browser (`run/`)."""
+    run a task that ends with the supervisor; `state`: the port and sessions kept across
+    restarts (state.py); `login_files`: where login URLs are written for the browser (`run/`)."""
 
     control_app: ASGIApp
     snapshot: Callable[[], dict[str, Any]]
     refresh: Callable[[], Coroutine[Any, Any, None]]
     stopping: anyio.Event
     start_soon: Callable[[Callable[[], Coroutine[Any, Any, Any]]], None]
-    scrub: Callable[[str], str] = str
-    state: StudioState | None = None  # the port and sessions kept across restarts (state.py)
-    login_files: LoginFiles | None = None
-
+    state: StudioState
+    login_files: LoginFiles
 
 
 class StaticPage:
@@ -94,8 +92,6 @@ class StaticPage:
 
     def __init__(self, snapshot: Callable[[], dict[str, Any]], refresh: Callable[[], Coroutine[Any, Any, None]],
                  root: Path = STATIC, host: Callable[[], dict[str, Any]] = dict) -> None:
-        import hashlib
-
         self.snapshot = snapshot
         self.host = host
         self.refresh = refresh
@@ -122,12 +118,9 @@ class StaticPage:
         if etag in Headers(scope=scope).get("if-none-match", ""):
             await Response(status_code=304, headers=headers)(scope, receive, send)
             return
-        await Response(b"" if scope["method"] == "HEAD" else body, headers=headers)(scope, receive, send)
-
+        await Response(body, headers=headers)(scope, receive, send)  # uvicorn sends no body to a HEAD
 
     def _page(self, template: bytes) -> bytes:
-        import json
-
         # `<` escaped: no text in the data can end the block (`</script>`) or open a comment.
         def block(slot: bytes, value: Any) -> bytes:
             data = json.dumps(value, separators=(",", ":"), default=str).replace("<", "\\u003c")
@@ -198,7 +191,6 @@ class Studio:
         self._lock = anyio.Lock()
         self._watching = False
         self.page = StaticPage(deps.snapshot, deps.refresh, host=self.host_info)
-        self.control_app = ScrubAnswers(deps.control_app, deps.scrub)
 
     def host_info(self) -> dict[str, Any]:
         """What the page needs to host MCP Apps: `{sandboxPort, sandboxPath}`."""
@@ -235,8 +227,7 @@ class Studio:
                     await self._retire(current, new)
                 if not self._watching:
                     self._watching = True
-                    if self.deps.login_files is not None:
-                        self.deps.login_files.clear()  # an earlier run's: their tokens died with it
+                    self.deps.login_files.clear()  # an earlier run's: their tokens died with it
                     self.deps.start_soon(self._until_stopped)
                     self.deps.start_soon(self._reap)
             listener = self.listener
@@ -244,12 +235,11 @@ class Studio:
             token = listener.logins.new_token()
             url = f"http://{HOST}:{listener.port}{LOGIN_PATH}?token={token}"
             file = None
-            if self.deps.login_files is not None:
-                try:
-                    file = self.deps.login_files.write(url)
-                    listener.logins.keep_file(token, file)
-                except OSError as e:
-                    log.warning("cannot write the Studio's login file: %s", e.strerror or e)
+            try:
+                file = self.deps.login_files.write(url)
+                listener.logins.keep_file(token, file)
+            except OSError as e:
+                log.warning("cannot write the Studio's login file: %s", e.strerror or e)
             return {"url": url, "port": listener.port, "started": started,
                     "movedFrom": current.port if started and current else None,
                     "file": str(file) if file is not None else None}
@@ -263,8 +253,7 @@ class Studio:
             for listener in [*self._forwarding, *([self.listener] if self.listener else [])]:
                 count += listener.logins.sign_out()
                 self.bus.close(group=listener)
-            if self.deps.login_files is not None:
-                self.deps.login_files.clear()
+            self.deps.login_files.clear()
         log.info("Studio: signed out %d session(s)", count)
         return count
 
@@ -311,8 +300,6 @@ class Studio:
         """Sessions survive a restart on the same port: take back the ones kept for it, and
         keep each new one (digests, 0600). Another port starts over."""
         state = self.deps.state
-        if state is None:
-            return
         saved = state.read()
         if saved is not None and saved["port"] == listener.port:
             listener.logins.restore(saved["sessions"])
@@ -326,7 +313,7 @@ class Studio:
 
     async def resume(self) -> None:
         """Serve the page again where it was before the supervisor stopped (studio.json), if it was."""
-        saved = self.deps.state.read() if self.deps.state is not None else None
+        saved = self.deps.state.read()
         if saved is None:
             return
         try:
@@ -341,15 +328,12 @@ class Studio:
                 self._forwarding.remove(old)
                 await old.stop()
             if self.listener is not None:
-                await self._stop_listener(self.listener)
+                self.bus.close(group=self.listener)  # its pages' streams end first, so shutdown need not wait
+                await self.listener.stop()
                 self.listener = None
             if self.sandbox is not None:
                 await self.sandbox.stop()
                 self.sandbox = None
-
-    async def _stop_listener(self, listener: Listener) -> None:
-        self.bus.close(group=listener)  # its pages' streams end first, so shutdown need not wait
-        await listener.stop()
 
     def _app(self, listener: Listener) -> ASGIApp:
         async def to_page(request: Request) -> Response:
@@ -365,7 +349,7 @@ class Studio:
             Route("/studio", to_page),
             Route("/v1/events", events),
             Mount("/studio", app=self.page),
-            Mount("", app=self.control_app),
+            Mount("", app=self.deps.control_app),
         ])
         locked = StudioLocks(app, port=listener.port, logins=listener.logins,
                              csp=studio_csp(self.sandbox.port if self.sandbox else None))

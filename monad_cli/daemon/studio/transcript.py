@@ -51,7 +51,7 @@ class Transcript:
 
     def __init__(self, tools: ToolService, tasks: TaskManager, *, publish: Callable[[str, dict[str, Any]], None],
                  listening: Callable[[], bool],
-                 start_soon: Callable[[Callable[[], Coroutine[Any, Any, Any]]], None] | None = None) -> None:
+                 start_soon: Callable[[Callable[[], Coroutine[Any, Any, Any]]], None]) -> None:
         self.tools = tools
         self.tasks = tasks
         self.publish = publish
@@ -89,7 +89,7 @@ class Transcript:
             return
         now = time.monotonic()
         seen = self.progressing.get(data["id"])
-        if seen is None or self.start_soon is None or now - seen[0] >= PROGRESS_GAP_S:
+        if seen is None or now - seen[0] >= PROGRESS_GAP_S:
             self.progressing[data["id"]] = [now, None]
             self.publish("call.progress", dict(data))
             return

@@ -102,7 +102,6 @@ class ServerTasks:
         self.next_poll: dict[str, float] = {}  # row id -> monotonic due time
         self.failures: dict[str, int] = {}  # row id -> consecutive poll failures
         self.in_flight: set[str] = set()
-        self.honored: set[str] = set()  # server taskIds notified on the listen stream
         self.loop_started = False
 
     def poke(self) -> None:
@@ -159,7 +158,6 @@ class ServerTasks:
         self.next_poll.clear()
         self.failures.clear()
         self.in_flight.clear()
-        self.honored = set()
         async with anyio.create_task_group() as tg:
             if speaks_legacy_tasks(client):
                 def start_soon(fn: Callable[[], Coroutine[Any, Any, None]]) -> None:
@@ -360,7 +358,6 @@ class ServerTasks:
             try:
                 assert self.lane is not None
                 async with listen_for_tasks(self.lane, client.protocol_version, sorted(ids)) as (honored, wait_end):
-                    self.honored = honored
                     backoff = 0.2
                     for task_id in honored:  # changes before the ack were not notified
                         rid = ids.get(task_id)
@@ -395,7 +392,6 @@ class ServerTasks:
                          self.redact(str(flatten(exc)[0])), backoff)
                 await anyio.sleep(backoff)
                 backoff = min(backoff * 2, LISTEN_BACKOFF_CAP_S)
-            self.honored = set()
             if ended and self.client is client:
                 # The server closed the stream: re-listen, but never in a tight loop.
                 await anyio.sleep(backoff)

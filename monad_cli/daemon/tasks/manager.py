@@ -213,8 +213,32 @@ class TaskManager(TaskReader):
             raise NotFound(f"server `{server}` is not defined (see `monad mcp list`)")
         # An idle on-demand server starts here; once the task is open, the task holds it up.
         async with link.in_use():
-            return await self._start(link, server, tool, arguments, correlation=correlation,
-                                     submit_wait=submit_wait, sent=sent)
+            if not link.live:
+                raise NotConnected(f"server `{server}` is {link.state}"
+                                   f"{': ' + link.reason if link.reason else ''}; see `monad mcp status {server}`")
+            active, queued = self.counts(server)
+            if active >= self.max_active and queued >= self.max_queued:
+                raise QueueFull(f"server `{server}` already has {active} active and {queued} queued tasks "
+                                f"(limits {self.max_active} and {self.max_queued}); wait for some to finish "
+                                f"(`monad tasks --server {server}`)")
+            row_id = uuid.uuid4().hex
+            self.store.insert(id=row_id, server=server, tool=tool, arguments=arguments or {},
+                              correlation=correlation, state=TaskState.QUEUED)
+            self.ledger.note(server, TaskState.QUEUED, f"task {row_id[:12]} `{tool}` accepted", row_id)
+            self._server(server).poke()
+            with anyio.move_on_after(submit_wait):
+                while True:
+                    row = self.store.get(row_id)
+                    assert row is not None
+                    if row.state not in (TaskState.QUEUED, TaskState.SUBMITTING) or \
+                            (sent and row.state == TaskState.SUBMITTING):
+                        break
+                    if row.state == TaskState.QUEUED and self.counts(server)[0] >= self.max_active:
+                        break
+                    await self.ledger.wait_change(row_id, 1.0)
+            row = self.store.get(row_id)
+            assert row is not None
+            return self.view(row)
 
     async def detach(self, server: str, tool: str, arguments: dict[str, Any] | None, *,
                      correlation: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -223,35 +247,6 @@ class TaskManager(TaskReader):
         SEP-2663 server answering with a plain result) answers only at its end; its caller
         must not wait for that. The row follows the call either way (`monad tasks show ID`)."""
         return await self.start(server, tool, arguments, correlation=correlation, sent=True)
-
-    async def _start(self, link: ServerLink, server: str, tool: str, arguments: dict[str, Any] | None, *,
-                     correlation: dict[str, Any] | None, submit_wait: float, sent: bool = False) -> dict[str, Any]:
-        if not link.live:
-            raise NotConnected(f"server `{server}` is {link.state}"
-                               f"{': ' + link.reason if link.reason else ''}; see `monad mcp status {server}`")
-        active, queued = self.counts(server)
-        if active >= self.max_active and queued >= self.max_queued:
-            raise QueueFull(f"server `{server}` already has {active} active and {queued} queued tasks "
-                            f"(limits {self.max_active} and {self.max_queued}); wait for some to finish "
-                            f"(`monad tasks --server {server}`)")
-        row_id = uuid.uuid4().hex
-        self.store.insert(id=row_id, server=server, tool=tool, arguments=arguments or {},
-                          correlation=correlation, state=TaskState.QUEUED)
-        self.ledger.note(server, TaskState.QUEUED, f"task {row_id[:12]} `{tool}` accepted", row_id)
-        self._server(server).poke()
-        with anyio.move_on_after(submit_wait):
-            while True:
-                row = self.store.get(row_id)
-                assert row is not None
-                if row.state not in (TaskState.QUEUED, TaskState.SUBMITTING) or \
-                        (sent and row.state == TaskState.SUBMITTING):
-                    break
-                if row.state == TaskState.QUEUED and self.counts(server)[0] >= self.max_active:
-                    break
-                await self.ledger.wait_change(row_id, 1.0)
-        row = self.store.get(row_id)
-        assert row is not None
-        return self.view(row)
 
     # -- input and cancel ---------------------------------------------------------------------
     async def answer(self, ref: str, answers: dict[str, Any]) -> dict[str, Any]:

@@ -127,25 +127,6 @@ def dump(model: BaseModel) -> dict[str, Any]:
     return model.model_dump(by_alias=True, mode="json", exclude_none=True)
 
 
-async def get_task(session: Any, task_id: str, *, timeout: float | None = None) -> dict[str, Any]:
-    """`tasks/get`; returns the DetailedTask as wire JSON. Raises `MCPError` (-32602 unknown id)."""
-    res = await session.send_request(GetTaskRequest(params=TaskIdParams(task_id=task_id)), DetailedTask,
-                                     request_read_timeout_seconds=timeout)
-    return dump(res)
-
-
-async def update_task(session: Any, task_id: str, responses: dict[str, Any], *, timeout: float | None = None) -> None:
-    """`tasks/update {taskId, inputResponses}`; the ack is empty."""
-    await session.send_request(UpdateTaskRequest(params=UpdateTaskParams(task_id=task_id, input_responses=responses)),
-                               AckResult, request_read_timeout_seconds=timeout)
-
-
-async def cancel_task(session: Any, task_id: str, *, timeout: float | None = None) -> None:
-    """`tasks/cancel {taskId}` (idempotent); the ack is empty."""
-    await session.send_request(CancelTaskRequest(params=TaskIdParams(task_id=task_id)), AckResult,
-                               request_read_timeout_seconds=timeout)
-
-
 class TasksExtension(ClientExtension):
     """The client side of `io.modelcontextprotocol/tasks`, one instance per connection.
 
@@ -258,14 +239,22 @@ class Sep2663Wire:
         return "input", {}
 
     async def get(self, task_id: str) -> dict[str, Any]:
-        return await get_task(self.client.session, task_id, timeout=self.request_timeout)
+        """`tasks/get`: the DetailedTask as wire JSON. Raises `MCPError` (-32602 unknown id)."""
+        return dump(await self.client.session.send_request(
+            GetTaskRequest(params=TaskIdParams(task_id=task_id)), DetailedTask,
+            request_read_timeout_seconds=self.request_timeout))
 
     async def answer(self, task_id: str, responses: dict[str, Any]) -> None:
-        await update_task(self.client.session, task_id, responses, timeout=self.request_timeout)
+        """`tasks/update {taskId, inputResponses}`; the ack is empty."""
+        await self.client.session.send_request(
+            UpdateTaskRequest(params=UpdateTaskParams(task_id=task_id, input_responses=responses)), AckResult,
+            request_read_timeout_seconds=self.request_timeout)
 
     async def cancel(self, task_id: str) -> dict[str, Any] | None:
-        await cancel_task(self.client.session, task_id, timeout=self.request_timeout)
-        return None  # the ack is empty; the next poll shows the ending
+        """`tasks/cancel {taskId}` (idempotent). The ack is empty: the next poll shows the ending."""
+        await self.client.session.send_request(CancelTaskRequest(params=TaskIdParams(task_id=task_id)), AckResult,
+                                               request_read_timeout_seconds=self.request_timeout)
+        return None
 
     async def list_tasks(self) -> list[dict[str, Any]]:
         return []  # SEP-2663 has no tasks/list

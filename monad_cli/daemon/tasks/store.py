@@ -29,6 +29,8 @@ import time
 from collections.abc import Callable, Collection
 from typing import Any
 
+from pydantic.alias_generators import to_camel
+
 from monad_cli.core.errors import DiskFull
 from monad_cli.core.task_states import INITIAL, OPEN, IllegalTransition, check_transition
 from monad_cli.journal.db import RETRY_S, Journal, is_disk_fault
@@ -42,24 +44,15 @@ log = logging.getLogger("monad.tasks")
 
 
 _JSON_COLS = ("arguments", "correlation", "result", "error", "input_requests", "answered_keys")
+_INTERNAL_COLS = ("server_created_at", "submitted")  # the supervisor's own bookkeeping, not shown
 
 
 def row_dict(row: TaskRow) -> dict[str, Any]:
-    """The API shape of a row (camelCase, JSON columns decoded)."""
-    d = dataclasses.asdict(row)
-    for c in _JSON_COLS:
-        d[c] = json.loads(d[c]) if d[c] else None
-    return {
-        "id": d["id"], "server": d["server"], "tool": d["tool"], "arguments": d["arguments"],
-        "correlation": d["correlation"], "taskId": d["task_id"], "state": d["state"],
-        "statusMessage": d["status_message"], "createdAt": d["created_at"], "updatedAt": d["updated_at"],
-        "terminalAt": d["terminal_at"], "ttlMs": d["ttl_ms"], "pollIntervalMs": d["poll_interval_ms"],
-        "result": d["result"], "error": d["error"], "inputRequests": d["input_requests"],
-        "answeredKeys": d["answered_keys"] or [], "deliveryPending": d["delivery_pending"],
-        "pendingKind": d["pending_kind"], "deliveries": d["deliveries"], "deliveredAt": d["delivered_at"],
-        "cancelRequested": d["cancel_requested"], "recoveries": d["recoveries"], "retries": d["retries"],
-        "adopted": d["adopted"],
-    }
+    """The API shape of a row: its columns in camelCase, JSON columns decoded, `answeredKeys` a list."""
+    d = {to_camel(k): (json.loads(v) if v else None) if k in _JSON_COLS else v
+         for k, v in dataclasses.asdict(row).items() if k not in _INTERNAL_COLS}
+    d["answeredKeys"] = d["answeredKeys"] or []
+    return d
 
 
 class TaskStore:

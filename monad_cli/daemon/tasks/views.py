@@ -49,10 +49,6 @@ class TaskReader:
             d["result"]["_meta"] = meta
         return d
 
-    async def wait_change(self, row_id: str, timeout: float) -> None:
-        """Return when the row changes, or after `timeout` seconds."""
-        await self.ledger.wait_change(row_id, timeout)
-
     async def show(self, ref: str, *, wait: float = 0.0, deliver: bool = False) -> dict[str, Any]:
         """The row; with `wait`, first wait up to `wait` s for it to need attention (a terminal
         state or outstanding input). With `deliver`, take a pending delivery (`delivered`)."""
@@ -79,14 +75,8 @@ class TaskReader:
     def list_tasks(self, *, server: str | None = None, state: str | None = None) -> list[dict[str, Any]]:
         """Rows for `monad tasks`: state `active` (not terminal), `pending` (deliveryPending),
         `done` (terminal), or None for all."""
-        if state == "active":
-            rows = self.store.rows(server=server, states=OPEN)
-        elif state == "pending":
-            rows = self.store.rows(server=server, pending=True)
-        elif state == "done":
-            rows = self.store.rows(server=server, states=TERMINAL)
-        elif state is None:
-            rows = self.store.rows(server=server)
-        else:
+        filters: dict[str | None, dict[str, Any]] = {
+            "active": {"states": OPEN}, "pending": {"pending": True}, "done": {"states": TERMINAL}, None: {}}
+        if state not in filters:
             raise InvalidInput(f"--state must be active, pending or done, got {state!r}")
-        return [self.view(r) for r in rows]
+        return [self.view(r) for r in self.store.rows(server=server, **filters[state])]
