@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from monad_cli.journal import reader
 from monad_cli.journal.pool import SqlitePool
-from monad_cli.journal.schema import migrate
+from monad_cli.journal.schema import FLEET_INDEXES, migrate
 from monad_cli.journal.settings import JournalSettings
 
 if TYPE_CHECKING:
@@ -242,9 +242,15 @@ class Journal:
 
     def _migrate(self) -> list[str]:
         """Apply the pending migrations in one `BEGIN IMMEDIATE` transaction (another opener
-        waits, then finds them recorded); returns the names applied."""
+        waits, then finds them recorded); returns the names applied. In a fleet, also the
+        indexes its link and `rev_sql` read (`schema.FLEET_INDEXES`: made once, on the first
+        open in a fleet; a lone supervisor's calls do without them)."""
         with self.pool.transaction() as cur:
-            return migrate(cur, "sqlite")
+            applied = migrate(cur, "sqlite")
+            if self.settings.fleet:
+                for statement in FLEET_INDEXES:
+                    cur.execute(statement)
+            return applied
 
     def origin(self) -> tuple[str, str, str]:
         """(uid, host, home) of a new row (`tables.ORIGIN_COLUMNS` without `rev`)."""

@@ -22,7 +22,8 @@ for rows never shipped).
 A released migration is never renamed, reordered or edited (a journal that recorded it
 would not run the new text): a change is a new entry at the end. The statements speak the
 SQL that SQLite and PostgreSQL share; `{serial}` is the one word they spell differently (an
-id a new row gets by itself). Standard library only: a supervisor opens its journal with
+id a new row gets by itself). A migration for one of them names it (`{dialect: statements}`):
+the other records its name with nothing to run. Standard library only: a supervisor opens its journal with
 `sqlite3` alone (docs/supervisor.md "Start").
 """
 
@@ -46,7 +47,7 @@ def _origin(table: str) -> tuple[str, ...]:
             f"CREATE INDEX ix_{table}_host ON {table} (host)")
 
 
-MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
+MIGRATIONS: tuple[tuple[str, tuple[str, ...] | dict[str, tuple[str, ...]]], ...] = (
     ("0001_events", (
         "CREATE TABLE events (id {serial} NOT NULL, ts FLOAT NOT NULL, server VARCHAR, kind VARCHAR NOT NULL, "
         "state VARCHAR, reason VARCHAR, detail VARCHAR, PRIMARY KEY (id))",
@@ -92,7 +93,17 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # The tool definition an "always" approval approved (gate.tool_definition_hash); NULL in a
     # row written before tools were hashed, bound by the gate on first use.
     ("0303_approvals_tool_hash", ("ALTER TABLE approvals ADD COLUMN tool_hash VARCHAR",)),
+    # In the local file the origin indexes of the rows a fleet only ships (never pulls back by
+    # uid, never filters by host) cost every tool call's intent row three of its seven B-tree
+    # writes; the shared journal keeps them all, a fleet member its `rev` ones (`FLEET_INDEXES`).
+    ("0304_local_origin_indexes", {"sqlite": tuple(f"DROP INDEX IF EXISTS ix_{table}_{column}"
+                                                   for table in ("tool_calls", "events")
+                                                   for column in ("uid", "rev", "host"))}),
 )
+# What a fleet member's local file needs besides (`Journal` makes them when it opens in a
+# fleet): the link finds unshipped rows by `rev`, and each write takes the next `rev` from it.
+FLEET_INDEXES = tuple(f"CREATE INDEX IF NOT EXISTS ix_{table}_rev ON {table} (rev)"
+                      for table in ("tool_calls", "events"))
 _MIGRATIONS_TABLE = ("CREATE TABLE IF NOT EXISTS migrations (name VARCHAR NOT NULL, applied_at FLOAT NOT NULL, "
                      "PRIMARY KEY (name))")
 
@@ -116,7 +127,7 @@ def migrate(cur: Cursor, dialect: str) -> list[str]:
     for name, statements in MIGRATIONS:
         if name in done:
             continue
-        for statement in statements:
+        for statement in statements.get(dialect, ()) if isinstance(statements, dict) else statements:
             cur.execute(statement.format(serial=SERIAL[dialect]))
         cur.execute("INSERT INTO migrations (name, applied_at) VALUES (?, ?)", (name, time.time()))
         applied.append(name)

@@ -16,7 +16,7 @@ from monad_cli.journal.schema import MIGRATIONS
 OLD_SCHEMA = Path(__file__).resolve().parents[1] / "data" / "journal-0100.sql"
 OLD = ["0001_events", "0002_tool_calls_approvals_tool_sets", "0100_tasks"]  # what journal-0100.sql holds
 RELEASED = [*OLD, "0200_origin_columns", "0201_vetted_tool_sets", "0300_running_calls_index", "0301_server_lists",
-            "0302_server_lists_items", "0303_approvals_tool_hash"]
+            "0302_server_lists_items", "0303_approvals_tool_hash", "0304_local_origin_indexes"]
 
 
 def schema(db: Path) -> set[str]:
@@ -108,6 +108,36 @@ def test_an_existing_journal_is_not_migrated_again(tmp_path: Path) -> None:
                                  "ORDER BY id"))
     # The old row has no uid and rev 0 (never shipped): history stays local (docs/fleet.md).
     assert rows == [("old row", 0, 0, 0), ("new row", 1, 1, 0)]
+
+
+def indexes(db: Path, table: str) -> set[str]:
+    with sqlite3.connect(db) as conn:
+        return {row[1] for row in conn.execute(f"PRAGMA index_list({table})")}
+
+
+def test_the_local_file_has_only_the_origin_indexes_it_reads(tmp_path: Path) -> None:
+    """A call's intent row is written to `tool_calls` and its indexes before the call: the
+    uid, rev and host indexes of the rows a fleet only ships are the shared journal's
+    (a lone supervisor reads none of them), a fleet member's file gets the `rev` ones."""
+    from monad_cli.journal.settings import JournalSettings
+
+    lone = tmp_path / "lone" / "journal.db"
+    Journal(lone).close()
+    for table in ("tool_calls", "events"):
+        assert not {f"ix_{table}_uid", f"ix_{table}_rev", f"ix_{table}_host"} & indexes(lone, table)
+    # approvals and vetted tool sets are pulled back from the shared journal by uid.
+    assert {"ix_approvals_uid", "ix_vetted_tool_sets_uid"} <= indexes(lone, "approvals") | indexes(
+        lone, "vetted_tool_sets")
+    member = tmp_path / "member" / "journal.db"
+    settings = JournalSettings(home=str(member.parent), host="h", url="postgresql+psycopg://u@db.example/monad")
+    Journal(member, settings=settings).close()  # the link is never started: no database needed
+    for table in ("tool_calls", "events"):
+        assert f"ix_{table}_rev" in indexes(member, table)
+        assert not {f"ix_{table}_uid", f"ix_{table}_host"} & indexes(member, table)
+    with sqlite3.connect(member) as conn:
+        plan = " ".join(str(r) for r in conn.execute("EXPLAIN QUERY PLAN SELECT coalesce(max(rev), 0) + 1 "
+                                                       "FROM tool_calls"))
+    assert "ix_tool_calls_rev" in plan  # a fleet's every write reads it
 
 
 def test_a_journal_from_before_tools_and_tasks_gets_the_rest_in_order(tmp_path: Path) -> None:
