@@ -12,26 +12,24 @@ multibyte characters), and `big_blob(size:int)`, an image item of `size` random-
 (base64), plus structured content in both, for the result budget. `--typed` adds
 `big_record(size:int)`, whose `outputSchema` (`RECORD_SCHEMA`) its structured content
 `{"text": <size bytes>, "bytes": size}` matches (and its text item is that JSON).
+
+The standard library only, as tests/servers/lightserver.py (both protocol eras, newline-
+delimited JSON-RPC on stdio): tool search's tests start up to 8 of these at a time, and
+the SDK's import cost ~1.5 s of CPU a start. What is under test is monad's search over the
+lists, not the server's SDK.
 """
 
 from __future__ import annotations
-
-import gc
-
-if __name__ == "__main__":  # a server process: no cyclic collection while the SDK is imported
-    gc.disable()
 
 import argparse
 import base64
 import hashlib
 import json
+import sys
 from typing import Any
 
-import anyio
-import mcp_types as types
-from mcp.server import Server
-from mcp.server.stdio import stdio_server
-
+MODERN = "2026-07-28"
+HANDSHAKE = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 RECORD_SCHEMA: dict[str, Any] = {"type": "object", "properties": {"text": {"type": "string"},
                                                                   "bytes": {"type": "integer"}},
                                   "required": ["text", "bytes"]}
@@ -58,6 +56,45 @@ def big_bytes(size: int) -> bytes:
     return bytes(out[:size])
 
 
+def tools_of(catalogs: list[str], *, big: bool, typed: bool, limit: int | None) -> list[dict[str, Any]]:
+    """The tools listed, wire shape: each file's as dumped (without outputSchema: the canned
+    answer has no structured content to match one), then the `--big`/`--typed` ones."""
+    dumped: list[dict[str, Any]] = []
+    for path in catalogs:
+        with open(path) as f:
+            record = json.load(f)
+        prefix = f"{record['server']}_" if len(catalogs) > 1 else ""
+        dumped += [{**t, "name": prefix + t["name"]} for t in record["tools"]]
+    dumped = dumped[:limit] if limit is not None else dumped
+    tools = [{k: v for k, v in t.items() if k != "outputSchema"} for t in dumped]
+    size = {"type": "object", "properties": {"size": {"type": "integer"}}, "required": ["size"]}
+    if big:
+        tools += [{"name": "big_text", "description": "A long text result of `size` bytes.", "inputSchema": size},
+                  {"name": "big_blob", "description": "A large image result of `size` bytes.", "inputSchema": size}]
+    if typed:
+        tools.append({"name": "big_record", "description": "A long typed record of `size` bytes.",
+                      "inputSchema": size, "outputSchema": RECORD_SCHEMA})
+    return tools
+
+
+def call(name: str, args: dict[str, Any]) -> dict[str, Any]:
+    """A tools/call result, wire shape."""
+    if name == "big_text":
+        text = big_text(int(args["size"]))
+        return {"content": [{"type": "text", "text": text}], "structuredContent": {"bytes": len(text.encode())},
+                "isError": False}
+    if name == "big_record":
+        record = {"text": big_text(int(args["size"])), "bytes": int(args["size"])}
+        return {"content": [{"type": "text", "text": json.dumps(record)}], "structuredContent": record,
+                "isError": False}
+    if name == "big_blob":
+        data = base64.b64encode(big_bytes(int(args["size"]))).decode()
+        return {"content": [{"type": "text", "text": "an image follows"},
+                            {"type": "image", "data": data, "mimeType": "image/png"}], "isError": False}
+    text = f"called {name} with {json.dumps(args, sort_keys=True)}"
+    return {"content": [{"type": "text", "text": text}], "isError": False}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("catalog", nargs="+")
@@ -65,56 +102,47 @@ def main() -> None:
     parser.add_argument("--typed", action="store_true")
     parser.add_argument("--limit", type=int)
     a = parser.parse_args()
-    dumped = []
-    for path in a.catalog:
-        with open(path) as f:
-            record = json.load(f)
-        prefix = f"{record['server']}_" if len(a.catalog) > 1 else ""
-        dumped += [{**t, "name": prefix + t["name"]} for t in record["tools"]]
-    dumped = dumped[:a.limit] if a.limit is not None else dumped
-    # Listed without outputSchema: the canned answer has no structured content to match one.
-    tools = [types.Tool.model_validate({k: v for k, v in t.items() if k != "outputSchema"}) for t in dumped]
-    if a.big:
-        size = {"type": "object", "properties": {"size": {"type": "integer"}}, "required": ["size"]}
-        tools += [types.Tool(name="big_text", description="A long text result of `size` bytes.", input_schema=size),
-                  types.Tool(name="big_blob", description="A large image result of `size` bytes.", input_schema=size)]
-    if a.typed:
-        size = {"type": "object", "properties": {"size": {"type": "integer"}}, "required": ["size"]}
-        tools.append(types.Tool(name="big_record", description="A long typed record of `size` bytes.",
-                                input_schema=size, output_schema=RECORD_SCHEMA))
+    tools = tools_of(a.catalog, big=a.big, typed=a.typed, limit=a.limit)
+    info = {"name": "catalog", "version": "1.0"}
+    modern = False
+    out = sys.stdout
 
-    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=tools)
+    def send(message: dict[str, Any]) -> None:
+        out.write(json.dumps(message) + "\n")
+        out.flush()
 
-    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        args = params.arguments or {}
-        if params.name == "big_text":
-            text = big_text(int(args["size"]))
-            return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
-                                        structured_content={"bytes": len(text.encode())})
-        if params.name == "big_record":
-            record = {"text": big_text(int(args["size"])), "bytes": int(args["size"])}
-            return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(record))],
-                                        structured_content=record)
-        if params.name == "big_blob":
-            data = base64.b64encode(big_bytes(int(args["size"]))).decode()
-            return types.CallToolResult(content=[types.TextContent(type="text", text="an image follows"),
-                                                 types.ImageContent(type="image", data=data, mime_type="image/png")])
-        text = f"called {params.name} with {json.dumps(args, sort_keys=True)}"
-        return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+    def answer(rid: object, result: dict[str, Any]) -> None:
+        if modern:  # 2026-07-28: every result says its type and names the server
+            result = {"resultType": "complete", **result, "_meta": {"io.modelcontextprotocol/serverInfo": info}}
+        send({"jsonrpc": "2.0", "id": rid, "result": result})
 
-    server = Server("catalog", on_list_tools=list_tools, on_call_tool=call_tool)
-
-    async def run() -> None:
-        async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
-
-    anyio.run(run)
+    for line in sys.stdin:
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(msg, dict):
+            continue
+        method, rid, params = msg.get("method"), msg.get("id"), msg.get("params") or {}
+        if rid is None or method is None:
+            continue  # a notification (initialized, cancelled) or an answer: nothing to say
+        if method == "server/discover":
+            modern = True
+            answer(rid, {"supportedVersions": [MODERN], "capabilities": {"tools": {}}, "ttlMs": 0,
+                         "cacheScope": "private"})
+        elif method == "initialize":
+            asked = params.get("protocolVersion")
+            answer(rid, {"protocolVersion": asked if asked in HANDSHAKE else HANDSHAKE[0],
+                         "capabilities": {"tools": {}}, "serverInfo": info})
+        elif method == "tools/list":
+            answer(rid, {"tools": tools, **({"ttlMs": 0, "cacheScope": "private"} if modern else {})})
+        elif method == "tools/call":
+            answer(rid, call(str(params.get("name")), params.get("arguments") or {}))
+        elif method == "ping":
+            answer(rid, {})
+        else:
+            send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": f"Method not found: {method}"}})
 
 
 if __name__ == "__main__":
-    # The SDK's import made ~1e5 lasting objects (pydantic models): kept out of every later
-    # collection (`gc.freeze`), ~0.3 s of CPU less at each of hundreds of server starts a run.
-    gc.freeze()
-    gc.enable()
     main()
