@@ -69,7 +69,6 @@ class FleetLink:
         self.settings = settings
         self.interval = interval
         self.batch = batch
-        self.connect_timeout = connect_timeout
         self.applied: list[str] | None = None
         self.shared = PgDatabase(settings, connect_timeout=connect_timeout)
         self._connected = False
