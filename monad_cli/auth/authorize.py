@@ -26,7 +26,6 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -174,22 +173,10 @@ def _check_registration_possible(found: Discovery, has_client: bool, name: str, 
 async def _loopback(paths: Paths, name: str, url: str, headers: dict[str, str], storage: DefinitionTokenStorage,
                     found: Discovery, explicit: list[str], open_browser: bool, say: Say,
                     timeout: float, client_metadata_url: str | None) -> str | None:
-    written: list[Path] = []
-    try:
-        return await _loopback_flow(name, url, headers, storage, found, explicit, open_browser, say, timeout,
-                                    client_metadata_url, paths, written)
-    finally:
-        for path in written:  # its request is answered or abandoned: nothing left to open
-            with contextlib.suppress(OSError):
-                path.unlink()
-
-
-async def _loopback_flow(name: str, url: str, headers: dict[str, str], storage: DefinitionTokenStorage,
-                         found: Discovery, explicit: list[str], open_browser: bool, say: Say, timeout: float,
-                         client_metadata_url: str | None, paths: Paths, written: list[Path]) -> str | None:
     from mcp.client.auth import OAuthFlowError, OAuthRegistrationError, OAuthTokenError
 
-    async with LoopbackListener(server=name, timeout=timeout) as listener:
+    # `written`: the browser's redirect files, removed once their request is answered or abandoned.
+    async with LoopbackListener(server=name, timeout=timeout) as listener, contextlib.AsyncExitStack() as written:
         endpoint = str(found.server_metadata.authorization_endpoint)
 
         async def redirect_handler(authorization_url: str) -> None:
@@ -211,7 +198,7 @@ async def _loopback_flow(name: str, url: str, headers: dict[str, str], storage: 
                     say.info(f"(cannot write the browser's redirect file in {paths.run_dir}: "
                              f"{e.strerror or e}; open the URL yourself)")
                     return
-                written.append(redirect)
+                written.callback(redirect.unlink, missing_ok=True)
                 if not await open_file_in_browser(redirect):
                     say.info("(no browser could be started; open the URL yourself)")
             elif say.paste:

@@ -35,6 +35,7 @@ from mcp.client.auth.utils import (
 from mcp.shared.auth import OAuthMetadata, ProtectedResourceMetadata
 from mcp.shared.auth_utils import check_resource_allowed, resource_url_from_server_url
 from mcp_types import LATEST_PROTOCOL_VERSION
+from pydantic import ValidationError
 
 from monad_cli.auth.urls import url_problem
 from monad_cli.core.errors import AuthError
@@ -136,9 +137,10 @@ async def discover(http: httpx2.AsyncClient, server_url: str, *, name: str) -> D
                                 f"to use it")
         try:
             asm = OAuthMetadata.model_validate(doc)
-        except ValueError as e:
+        except ValidationError as e:
+            first = e.errors()[0]
             raise AuthError(f"server `{name}`: authorization server metadata at `{redact_url(url)}` is "
-                            f"invalid ({_first_error(e)})") from None
+                            f"invalid (`{'.'.join(str(x) for x in first['loc'])}`: {first['msg']})") from None
         if not issuers_match(str(asm.issuer), expected) and str(doc.get("issuer")) != expected:
             raise AuthError(f"server `{name}`: authorization server metadata names issuer `{asm.issuer}`, "
                             f"expected `{expected}` (RFC 8414 §3.3); refusing")
@@ -148,11 +150,3 @@ async def discover(http: httpx2.AsyncClient, server_url: str, *, name: str) -> D
     where = f"`{auth_server}`" if auth_server else f"`{redact_url(expected)}` (no protected resource metadata)"
     raise AuthError(f"server `{name}`: no authorization server metadata found for {where}; is this server "
                     f"using OAuth? (set `auth.mode` to `bearer` or `headers` otherwise)")
-
-
-def _first_error(e: Exception) -> str:
-    errors = getattr(e, "errors", None)
-    if callable(errors):
-        first = errors()[0]
-        return f"`{'.'.join(str(x) for x in first.get('loc', ()))}`: {first.get('msg')}"
-    return type(e).__name__

@@ -1,22 +1,12 @@
-"""Which scopes to ask for (MCP spec, basic/authorization "Scope Selection Strategy"). Stdlib only."""
+"""Which scopes to ask for (MCP spec, basic/authorization "Scope Selection Strategy")."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
+
+from mcp.client.auth.utils import union_scopes
 
 OFFLINE_ACCESS = "offline_access"
-
-
-def union_scopes(*groups: Iterable[str] | str | None) -> list[str]:
-    """Every scope of every group, in first-seen order, without repeats."""
-    out: list[str] = []
-    for group in groups:
-        if not group:
-            continue
-        for s in group.split() if isinstance(group, str) else group:
-            if s and s not in out:
-                out.append(s)
-    return out
 
 
 def select_scopes(*, explicit: Sequence[str] | None, challenged: str | None,
@@ -31,13 +21,12 @@ def select_scopes(*, explicit: Sequence[str] | None, challenged: str | None,
     On step-up, `previous` (what was granted before) is kept in front (SEP-2350).
     """
     if explicit:
-        chosen = union_scopes(explicit)
+        chosen = list(explicit)
     elif challenged:
-        chosen = union_scopes(previous, challenged)
-    elif resource_scopes:
-        chosen = union_scopes(resource_scopes)
+        chosen = (union_scopes(previous, challenged) or "").split()
     else:
-        chosen = []
+        chosen = list(resource_scopes or ())
+    chosen = list(dict.fromkeys(s for s in chosen if s))  # first-seen order, no repeats
     if chosen and server_scopes and OFFLINE_ACCESS in server_scopes and OFFLINE_ACCESS not in chosen:
         chosen.append(OFFLINE_ACCESS)
     return " ".join(chosen) or None

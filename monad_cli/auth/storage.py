@@ -78,11 +78,6 @@ def read_grant(paths: Paths, name: str) -> StoredGrant:
     auth: dict[str, Any] = _table(raw.get("auth"))
     tokens = _table(auth.get("tokens"))
     grant = _table(auth.get("grant"))
-
-    def table(key: str) -> dict[str, Any] | None:
-        v = auth.get(key)
-        return dict(v) if isinstance(v, dict) and v else None
-
     expires = grant.get("expiresAt")
     obtained = grant.get("obtainedAt")
     return StoredGrant(
@@ -93,9 +88,9 @@ def read_grant(paths: Paths, name: str) -> StoredGrant:
         obtained_at=float(obtained) if isinstance(obtained, (int, float)) else None,
         authorization_server=grant.get("authorizationServer"),
         resource=grant.get("resource"),
-        registration=table("registration"),
-        server_metadata=table("serverMetadata"),
-        resource_metadata=table("resourceMetadata"),
+        registration=_table(auth.get("registration")) or None,
+        server_metadata=_table(auth.get("serverMetadata")) or None,
+        resource_metadata=_table(auth.get("resourceMetadata")) or None,
         config={k: v for k, v in auth.items() if k not in OAUTH_STATE_KEYS},
     )
 
@@ -214,20 +209,16 @@ class DefinitionTokenStorage:
         updates["grant"] = grant
         if self.staged:
             self._pending.update(updates)
-            self.writes += 1
-            self.last_obtained_at = self._seen = now
-            return
-        try:
-            await _write(self.paths, self.name, updates,
-                         expect_obtained_at=_ANY if self.fresh else self._seen)
-        except GrantChanged:
-            # A newer grant is on disk (a concurrent `authorize`); keep it. The next connect
-            # re-reads the file and uses it.
-            log.warning("server %s: a newer grant was stored meanwhile; not overwriting it", self.name)
-            return
+        else:
+            try:
+                await _write(self.paths, self.name, updates, expect_obtained_at=_ANY if self.fresh else self._seen)
+            except GrantChanged:
+                # A newer grant is on disk (a concurrent `authorize`); keep it. The next connect
+                # re-reads the file and uses it.
+                log.warning("server %s: a newer grant was stored meanwhile; not overwriting it", self.name)
+                return
         self.writes += 1
-        self.last_obtained_at = now
-        self._seen = now
+        self.last_obtained_at = self._seen = now
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
         from mcp.shared.auth import OAuthClientInformationFull

@@ -219,18 +219,13 @@ class Supervisor:
         from monad_cli.config.edits import update_server
 
         def mutate(defn: Any) -> None:
-            trust = defn.get("trust")
-            if trust is None:
-                defn["trust"] = {"pinnedToolHash": digest}
-                return
-            trust["pinnedToolHash"] = digest
-            if "pinOnFirstUse" in trust:
-                del trust["pinOnFirstUse"]
+            if "trust" not in defn:
+                defn["trust"] = {}
+            defn["trust"]["pinnedToolHash"] = digest
+            defn["trust"].pop("pinOnFirstUse", None)
 
         source = update_server(self.paths, name, {}, mutate=mutate)
-        if self.journal is not None:
-            self.journal.record("config", server=name, reason=f"pinned on first use: trust.pinnedToolHash = "
-                                                              f"{digest} in {source}")
+        self._journal_config(name, f"pinned on first use: trust.pinnedToolHash = {digest} in {source}")
 
     def _holds(self, actor: ServerActor) -> str | None:
         """What keeps an on-demand server up besides calls in flight: its open Tasks (a

@@ -52,15 +52,6 @@ TRUST_TABLES = ("approvals", "vetted_tool_sets")
 RETRY_FIRST_S, RETRY_MAX_S = 0.5, 10.0
 
 
-def require_driver(settings: JournalSettings) -> None:
-    """Raise `ConfigError` when a PostgreSQL URL is configured but psycopg is missing."""
-    try:
-        import psycopg  # noqa: F401
-    except ImportError:
-        raise ConfigError(f"the journal URL ({settings.source}) is PostgreSQL but psycopg is not installed; "
-                          f"install it with `pip install 'monad-cli[postgres]'`", field="journal.url") from None
-
-
 class FleetLink:
     """Ships the local journal's queued rows to the shared journal from one daemon thread.
 
@@ -78,7 +69,6 @@ class FleetLink:
         self.settings = settings
         self.interval = interval
         self.batch = batch
-        self.connect_timeout = connect_timeout
         self.applied: list[str] | None = None
         self.shared = PgDatabase(settings, connect_timeout=connect_timeout)
         self._connected = False
@@ -99,7 +89,12 @@ class FleetLink:
 
     # -- lifecycle ---------------------------------------------------------------------
     def start(self) -> None:
-        require_driver(self.settings)
+        """Start the thread. Raises `ConfigError` when psycopg is not installed."""
+        try:
+            import psycopg  # noqa: F401
+        except ImportError:
+            raise ConfigError(f"the journal URL ({self.settings.source}) is PostgreSQL but psycopg is not installed; "
+                              f"install it with `pip install 'monad-cli[postgres]'`", field="journal.url") from None
         self._thread.start()
 
     def wake(self) -> None:

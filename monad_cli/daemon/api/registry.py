@@ -26,6 +26,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -68,6 +69,8 @@ def search_page(regs: Registries, text: str, cursor: str | None) -> dict[str, An
 
     index, inner = decode_cursor(cursor, len(regs.registries)) if cursor else (0, None)
     problems: list[str] = []
+    servers: list[dict[str, Any]] = []
+    after = None
     while index < len(regs.registries):
         try:
             entries, nxt = regs.registries[index].search(text, cursor=inner)
@@ -77,15 +80,13 @@ def search_page(regs: Registries, text: str, cursor: str | None) -> dict[str, An
             if index == len(regs.registries) and len(problems) == len(regs.registries):
                 raise
             continue
+        servers = [row(e) for e in entries]
         if nxt is not None and nxt != inner:
             after = encode_cursor(index, nxt)
         elif index + 1 < len(regs.registries):
             after = encode_cursor(index + 1, None)
-        else:
-            after = None
-        return {"servers": [row(e) for e in entries], "nextCursor": after, "problems": problems,
-                "registries": [shown(u) for u in regs.urls]}
-    return {"servers": [], "nextCursor": None, "problems": problems, "registries": [shown(u) for u in regs.urls]}
+        break
+    return {"servers": servers, "nextCursor": after, "problems": problems, "registries": [shown(u) for u in regs.urls]}
 
 
 def server_details(regs: Registries, name: str, version: str) -> dict[str, Any]:
@@ -104,11 +105,10 @@ def _option(text: Any) -> tuple[int | None, int | None]:
     """`packages[N]` → (N, None), `remotes[N]` → (None, N), absent → (None, None)."""
     if text is None:
         return None, None
-    for kind in ("packages", "remotes"):
-        inner = text[len(kind) + 1:-1] if isinstance(text, str) else ""
-        if isinstance(text, str) and text.startswith(f"{kind}[") and text.endswith("]") and inner.isdigit():
-            return (int(inner), None) if kind == "packages" else (None, int(inner))
-    raise InvalidInput(f"`option` must read packages[N] or remotes[N], got {text!r}")
+    found = re.fullmatch(r"(packages|remotes)\[(\d+)\]", text) if isinstance(text, str) else None
+    if found is None:
+        raise InvalidInput(f"`option` must read packages[N] or remotes[N], got {text!r}")
+    return (int(found[2]), None) if found[1] == "packages" else (None, int(found[2]))
 
 
 def _given(values: Any) -> dict[str, dict[str, str]]:

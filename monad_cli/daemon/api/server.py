@@ -74,11 +74,10 @@ class ControlServer:
     def __init__(self, sup: DaemonPort) -> None:
         self.sup = sup
         self.server: AppServer | None = None
-        self.sock: socket.socket | None = None
         self.app = build_app(sup)
 
     # -- lifecycle -----------------------------------------------------------------------
-    def _bind(self) -> socket.socket:
+    async def start(self) -> None:
         path = self.sup.paths.socket
         with contextlib.suppress(FileNotFoundError):
             path.unlink()  # stale: we hold the daemon lock, so no live supervisor owns it
@@ -91,15 +90,11 @@ class ControlServer:
         os.chmod(path, 0o600)
         sock.listen(128)
         sock.setblocking(False)
-        return sock
-
-    async def start(self) -> None:
-        self.sock = self._bind()
         # Peers are checked by uid at connect (SO_PEERCRED), which is their authentication; the
         # control socket is left out of the listeners' descriptor budget, whose reserve is for it.
         self.server = AppServer(self.app, what="the control socket", check_peer_uid=True, budgeted=False,
                                 timeout_graceful_shutdown=2, h11_max_incomplete_event_size=MAX_BODY)
-        await self.server.start(self.sock)
+        await self.server.start(sock)
 
     async def resume_studio(self) -> None:
         """Serve the Studio again where it was before the supervisor stopped, if it was

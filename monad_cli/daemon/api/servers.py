@@ -33,7 +33,14 @@ from monad_cli.daemon.http import door, read_json_body, via
 from monad_cli.daemon.port import actor_named
 
 if TYPE_CHECKING:
+    from monad_cli.config.loader import Definitions
     from monad_cli.daemon.port import DaemonPort
+
+
+def definitions_listing(defs: Definitions) -> list[dict[str, Any]]:
+    """`[{name, source, definition}]` of every definition, by name, redacted."""
+    return [{"name": name, "source": source, "definition": redact_definition(defs.raw.get(name, {}))}
+            for name, source in sorted(defs.sources.items())]
 
 
 def journal_status(port: DaemonPort) -> dict[str, Any] | None:
@@ -63,11 +70,7 @@ def server_routes(port: DaemonPort) -> list[Route]:
 
     async def list_servers(request: Request) -> JSONResponse:
         await port.reconcile()
-        out = []
-        for name, source in sorted(port.definitions.sources.items()):
-            raw = port.definitions.raw.get(name, {})
-            out.append({"name": name, "source": source, "definition": redact_definition(raw)})
-        return JSONResponse(out)
+        return JSONResponse(definitions_listing(port.definitions))
 
     async def get_server(request: Request) -> JSONResponse:
         name = request.path_params["name"]

@@ -28,9 +28,9 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from monad_cli.core.errors import InvalidInput, NotFound
-from monad_cli.core.redact import redact_definition
 from monad_cli.core.studio import DEFAULT_PORT
 from monad_cli.daemon.api.journal import journal_routes
+from monad_cli.daemon.api.servers import definitions_listing
 from monad_cli.daemon.http import read_json_body, until_disconnect
 from monad_cli.daemon.studio.apps import INTERNAL, AppHost
 from monad_cli.daemon.studio.authorize import AuthorizeDeps, AuthorizeRuns
@@ -92,13 +92,10 @@ class StudioHub:
         definition}], approvals: [pending request]}`, as `GET …/status`, `GET
         /v1/settings/mcp-servers` and `GET /v1/approvals` answer (redacted), and `authorizations`:
         the calls waiting for their server's authorization (trust/authorization.py)."""
-        defs = self.sup.definitions
-        definitions = [{"name": name, "source": source, "definition": redact_definition(defs.raw.get(name, {}))}
-                       for name, source in sorted(defs.sources.items())]
         return scrub_data({"servers": self.sup.status(), "problems": self.sup.file_problems,
-                           "definitions": definitions, "approvals": self.sup.tool_service.gate.listing(),
-                           "authorizations": self.sup.tool_service.authorization.listing()},
-                          self.sup.scrub)
+                           "definitions": definitions_listing(self.sup.definitions),
+                           "approvals": self.sup.tool_service.gate.listing(),
+                           "authorizations": self.sup.tool_service.authorization.listing()}, self.sup.scrub)
 
     def _on_actor(self, actor: Any) -> None:
         # A removed server's actor still reports `stopped` on its way out; it is no row any more.

@@ -198,7 +198,7 @@ class AppHost:
         detail = ""
         try:
             rid, method, params = _check_message(message)
-            detail, result = await self._answer(server, tool, exposed, method, params, body)
+            detail, result = await self._answer(server, tool, method, params, body)
             outcome = "ok"
             answer: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "result": result}
         except RpcError as e:
@@ -212,7 +212,7 @@ class AppHost:
                                     "outcome": "ok" if outcome == "ok" else outcome.split(":", 1)[0]})
         return answer
 
-    async def _answer(self, server: str, tool: Any, exposed: str, method: str, params: dict[str, Any],
+    async def _answer(self, server: str, tool: Any, method: str, params: dict[str, Any],
                       body: dict[str, Any]) -> tuple[str, Any]:
         """(what to add to the journal's reason, the result) of one valid request."""
         if method == "ui/initialize":

@@ -30,7 +30,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import anyio
@@ -160,11 +160,8 @@ class ServerTasks:
         self.in_flight.clear()
         async with anyio.create_task_group() as tg:
             if speaks_legacy_tasks(client):
-                def start_soon(fn: Callable[[], Coroutine[Any, Any, None]]) -> None:
-                    tg.start_soon(fn)
-
                 assert self.lane is not None
-                wire: TaskWire = LegacyTaskWire(client, self.lane, self.inbox, start_soon=start_soon,
+                wire: TaskWire = LegacyTaskWire(client, self.lane, self.inbox, start_soon=tg.start_soon,
                                                 on_result_stream_end=self._read_again,
                                                 request_timeout=REQUEST_TIMEOUT_S)
             else:

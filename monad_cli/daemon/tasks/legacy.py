@@ -172,7 +172,7 @@ class LegacyTaskWire:
     kind = "2025-11-25"
 
     def __init__(self, client: Client, lane: OwnRequests, inbox: ElicitationInbox, *,
-                 start_soon: Callable[[Callable[[], Coroutine[Any, Any, None]]], None],
+                 start_soon: Callable[[Callable[[], Coroutine[Any, Any, None]]], object],
                  on_result_stream_end: Callable[[str], None], request_timeout: float) -> None:
         self.client = client
         self.lane = lane

@@ -103,7 +103,6 @@ class TaskManager(TaskReader):
         self.links = servers
         self.redact = redact
         self.request_timeout = request_timeout
-        self.clock = clock
         super().__init__(TaskLedger(journal, clock=clock))
         self.max_active = max_active
         self.max_queued = max_queued
