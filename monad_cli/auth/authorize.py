@@ -26,6 +26,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -109,6 +110,13 @@ async def run_authorize(paths: Paths, name: str, *, flow: str | None, open_brows
             if isinstance(leaf, MonadError):
                 raise leaf from None
         raise
+
+
+def _remove(redirect: Path) -> None:
+    """The redirect file goes with its flow; a file that cannot be removed (gone, or its folder
+    made read-only) must not replace the flow's own outcome."""
+    with contextlib.suppress(OSError):
+        redirect.unlink()
 
 
 def _leaves(exc: BaseException) -> list[BaseException]:
@@ -198,7 +206,7 @@ async def _loopback(paths: Paths, name: str, url: str, headers: dict[str, str], 
                     say.info(f"(cannot write the browser's redirect file in {paths.run_dir}: "
                              f"{e.strerror or e}; open the URL yourself)")
                     return
-                written.callback(redirect.unlink, missing_ok=True)
+                written.callback(_remove, redirect)
                 if not await open_file_in_browser(redirect):
                     say.info("(no browser could be started; open the URL yourself)")
             elif say.paste:

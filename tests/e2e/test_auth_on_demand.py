@@ -421,3 +421,23 @@ def _expires_at(atom: Path) -> float:
     import tomllib
 
     return float(tomllib.loads(atom.read_text())["auth"]["grant"]["expiresAt"])
+
+
+def test_a_head_leaves_an_authorization_run_alone(supervisor: Any, monad_home: Path, servers: Any) -> None:
+    """`GET /v1/mcp-servers/NAME/authorize` shows the run and `DELETE` cancels it; a `HEAD`
+    (a safe method, which the Studio's locks let through without an Origin) only looks: the
+    run it looked at completes."""
+    from monad_cli.cli.control import ControlClient
+    from monad_cli.core.paths import paths
+
+    base = servers.start(OAUTH_AS)
+    _remote(monad_home, base)
+    wait_state(supervisor, "remote", "needs-auth", timeout=60)
+    api, path = ControlClient(paths(), timeout=60), "/v1/mcp-servers/remote/authorize"
+    started = api.post(path, {})
+    assert started["phase"] == "url" and started["url"].startswith(f"{base}/authorize?"), started
+    with api.exchange("HEAD", path) as head:  # its answer has headers only
+        assert head.status == 200
+    time.sleep(0.5)  # a cancel would have ended the run's loopback listener by now
+    assert _follow(started["url"]) == 200
+    wait_state(supervisor, "remote", "connected", timeout=60)

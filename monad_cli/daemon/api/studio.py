@@ -183,9 +183,9 @@ def studio_routes(sup: DaemonPort, hub: StudioHub) -> list[Route]:
         return JSONResponse(await hub.authorize.start(name), status_code=202)
 
     async def authorize_run(request: Request) -> JSONResponse:
-        """GET: the last run of the server's authorization; DELETE: cancel it."""
+        """GET (and so HEAD): the last run of the server's authorization; DELETE: cancel it."""
         name = known(request)
-        run = (hub.authorize.view if request.method == "GET" else hub.authorize.cancel)(name)
+        run = (hub.authorize.cancel if request.method == "DELETE" else hub.authorize.view)(name)
         if run is None:
             raise NotFound(f"server `{name}` has no authorization in progress")
         return JSONResponse(run)
