@@ -164,30 +164,24 @@ class SessionFeatures:
             resource_templates=[types.ResourceTemplate.model_validate(t) for t in items], next_cursor=next_cursor)
 
     async def read_resource(self, ctx: Any, params: types.ReadResourceRequestParams) -> Any:
-        """The SDK's resources/read handler."""
-        self.remember(ctx)
-        async with self.request_log(ctx) as log:
-            return await self.read(AgentRequest.of(ctx, params, log), str(params.uri))
-
-    async def read(self, request: AgentRequest, uri: str) -> Any:
-        """resources/read of `uri` for this agent: routed by the catalog (-32002 when no server
-        offers it), journaled, the server's questions going to the agent; the result (a
+        """The SDK's resources/read handler: routed by the catalog (-32002 when no server
+        offers the URI), journaled, the server's questions going to the agent; the result (a
         `ReadResourceResult`, or an `InputRequiredResult` at 2026-07-28)."""
-        def read(caller: Caller) -> Awaitable[types.ReadResourceResult]:
-            return self.catalog.read(uri, self._allowed, single=self.single, caller=caller)
-
-        return _without_server_info(await self._ask(request, uri, read))
+        self.remember(ctx)
+        uri = str(params.uri)
+        async with self.request_log(ctx) as log:
+            return await self._ask(AgentRequest.of(ctx, params, log), uri, lambda caller: self.catalog.read(
+                uri, self._allowed, single=self.single, caller=caller))
 
     async def _ask(self, request: AgentRequest, what: str, upstream: Callable[[Caller], Awaitable[Any]]) -> Any:
         """`upstream(caller)`, the server's questions going to this agent: on the request's
         channel (handshake era), or in input_required rounds (2026-07-28)."""
-        if self.rounds is not None:
-            answer = await self.rounds(request, what, upstream)
-            if answer is not None:
-                return answer
-        return await upstream(asking(self.questions(request.ctx, request.protocol_version, what=what,
-                                                    capabilities=request.capabilities(), log=request.log),
-                                     request.meta))
+        answer = await self.rounds(request, what, upstream) if self.rounds is not None else None
+        if answer is None:
+            answer = await upstream(asking(self.questions(request.ctx, request.protocol_version, what=what,
+                                                          capabilities=request.capabilities(), log=request.log),
+                                           request.meta))
+        return _without_server_info(answer)
 
     async def subscribe(self, ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
         conn = self.remember(ctx)
@@ -241,26 +235,18 @@ class SessionFeatures:
         return types.ListPromptsResult(prompts=[types.Prompt.model_validate(p) for p in items], next_cursor=next_cursor)
 
     async def get_prompt(self, ctx: Any, params: types.GetPromptRequestParams) -> Any:
-        """The SDK's prompts/get handler."""
+        """The SDK's prompts/get handler, by exposed name (-32602 for a name no server offers),
+        as `read_resource` does; the result (a `GetPromptResult` or an `InputRequiredResult`)."""
         self.remember(ctx)
         async with self.request_log(ctx) as log:
-            return await self.get(AgentRequest.of(ctx, params, log), params.name, params.arguments)
-
-    async def get(self, request: AgentRequest, name: str, arguments: dict[str, str] | None) -> Any:
-        """prompts/get of the exposed `name` for this agent (-32602 for a name no server
-        offers), as `read` does; the result (a `GetPromptResult` or an `InputRequiredResult`)."""
-        def get(caller: Caller) -> Awaitable[types.GetPromptResult]:
-            return self.catalog.get_prompt(name, arguments, self._allowed, single=self.single, caller=caller)
-
-        return _without_server_info(await self._ask(request, name, get))
+            return await self._ask(AgentRequest.of(ctx, params, log), params.name, lambda caller: (
+                self.catalog.get_prompt(params.name, params.arguments, self._allowed, single=self.single,
+                                        caller=caller)))
 
     async def complete(self, ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
-        """The SDK's completion/complete handler."""
+        """The SDK's completion/complete handler: to the server owning the prompt or template."""
         self.remember(ctx)
-        return await self.completion(AgentRequest.of(ctx, params), params)
-
-    async def completion(self, request: AgentRequest, params: types.CompleteRequestParams) -> types.CompleteResult:
-        """completion/complete for this agent, to the server owning the prompt or template."""
+        request = AgentRequest.of(ctx, params)
         # No question is relayed during a completion, yet the request is the agent's: a
         # 2026-07-28 server sees the agent's capabilities in it (sessions/stamp.py).
         asker = self.questions(request.ctx, request.protocol_version, what=params.ref.name if isinstance(

@@ -27,7 +27,6 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
-import anyio.abc
 import httpx2
 from mcp.shared.message import ClientMessageMetadata, SessionMessage
 from mcp_types import JSONRPCNotification, JSONRPCRequest
@@ -271,7 +270,7 @@ class SessionKeeper(httpx2.AsyncBaseTransport):
 
 
 # -- the session's streams, through an Exchange ----------------------------------------
-class _ReadSide(anyio.abc.ObjectReceiveStream[Any]):
+class _ReadSide:
     """What the SDK session reads: the transport's messages (their sender context kept,
     as the SDK's context streams do) and local answers from the exchange."""
 
@@ -284,6 +283,9 @@ class _ReadSide(anyio.abc.ObjectReceiveStream[Any]):
         self.last_context = ctx
         return item
 
+    def __aiter__(self) -> _ReadSide:
+        return self
+
     async def __anext__(self) -> Any:
         try:
             return await self.receive()
@@ -293,8 +295,14 @@ class _ReadSide(anyio.abc.ObjectReceiveStream[Any]):
     async def aclose(self) -> None:
         await self._receive.aclose()
 
+    async def __aenter__(self) -> _ReadSide:
+        return self
 
-class _WriteSide(anyio.abc.ObjectSendStream[SessionMessage]):
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+class _WriteSide:
     """What the SDK session writes to: recorded, then sent on in the caller's own task
     (the SDK's streams capture the caller's contextvars, e.g. its request clock). Also the
     `Wire` of monad's own lane (sessions/direct.py): its messages take the same way."""
@@ -316,6 +324,12 @@ class _WriteSide(anyio.abc.ObjectSendStream[SessionMessage]):
 
     async def aclose(self) -> None:
         await self._inner.aclose()
+
+    async def __aenter__(self) -> _WriteSide:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
 
 @asynccontextmanager

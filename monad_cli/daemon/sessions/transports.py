@@ -117,7 +117,7 @@ class Connection:
             self.on_closed()
 
 
-class StdinWriter(anyio.abc.ObjectSendStream[SessionMessage]):
+class StdinWriter:
     """The session's write stream, straight onto the server's stdin: each message one line,
     written by the task that sends it (no writer task and memory stream in between: one
     event-loop hop less on every request). A lock keeps lines whole; a cancelled sender
@@ -134,7 +134,7 @@ class StdinWriter(anyio.abc.ObjectSendStream[SessionMessage]):
         self.lock = anyio.Lock(fast_acquire=True)
         self.closed = False
 
-    async def send(self, item: SessionMessage) -> None:
+    async def send(self, item: SessionMessage, /) -> None:
         if self.closed:
             raise anyio.ClosedResourceError
         self.exchange.sent(item)
@@ -167,6 +167,12 @@ class StdinWriter(anyio.abc.ObjectSendStream[SessionMessage]):
 
     async def aclose(self) -> None:
         self.closed = True  # stdin itself is closed by `_stop` (the graceful shutdown)
+
+    async def __aenter__(self) -> StdinWriter:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
 
 STRAY_LOGGED = 10  # stray stdout lines logged one by one; after that at every power of ten
