@@ -21,6 +21,21 @@ def supervisor(*, autostart: bool = True) -> ControlClient:
     return connect(paths(), autostart=autostart)
 
 
+def running() -> ControlClient | None:
+    """A client to the supervisor if one runs, else None; never starts one."""
+    from monad_cli.cli.control import ControlClient
+
+    client = ControlClient(paths())
+    return client if client.is_running() else None
+
+
+def quoted(name: str) -> str:
+    """`name` as one URL path segment of the control API (`/` and all encoded)."""
+    from urllib.parse import quote
+
+    return quote(name, safe="")
+
+
 _ID_CHARS = frozenset("0123456789abcdefABCDEF-")
 
 

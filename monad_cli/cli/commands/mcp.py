@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from monad_cli.cli import render
-from monad_cli.cli.commands._common import JsonOpt, supervisor
+from monad_cli.cli.commands._common import JsonOpt, quoted, running, supervisor
 from monad_cli.cli.commands._status import local_rows, not_ready, show_status
 from monad_cli.core.errors import ExitCode, InvalidInput, MonadError, NotFound
 from monad_cli.core.messages import cut
@@ -246,7 +246,7 @@ def add(
     missing = _missing_command(defn)
     if missing:
         render.warn(f"server `{name}`: {missing}; it is added, and will fail to start until that is fixed")
-    for variable in _unset_variables(defn):
+    for variable in (v["name"] for v in _variable_sources(defn) if v["source"] is None):
         from monad_cli.config.envfile import unset_hint
 
         render.warn(f"server `{name}`: {unset_hint(variable)}; until then it fails to start")
@@ -282,19 +282,6 @@ def _listening() -> bool:
     return True
 
 
-def _unset_variables(defn: dict[str, Any]) -> list[str]:
-    """The variables `defn` references that neither MONAD_HOME/env nor the supervisor's
-    environment sets (docs/atoms.md "Variables")."""
-    from monad_cli.config.expansion import definition_references
-
-    names = definition_references(defn)
-    if not names:
-        return []
-    from monad_cli.cli.commands._variables import sources
-
-    return [n for n, source in sources(names).items() if source is None]
-
-
 def _missing_command(defn: dict[str, Any]) -> str | None:
     """Why a stdio definition's command will not be found, as far as this shell can tell
     (the supervisor resolves it the same way: PATH, or a path relative to `cwd`)."""
@@ -314,18 +301,12 @@ def _missing_command(defn: dict[str, Any]) -> str | None:
 def list_(as_json: JsonOpt = False) -> None:
     """One row per server from the atoms and agents.json, with live state if the supervisor
     runs (this command never starts it)."""
-    client = supervisor(autostart=False) if _running() else None
+    client = running()
     if client is None:
         show_status(local_rows(), [], as_json)
         return
     answer = client.get("/v1/settings/mcp-servers/status")
     show_status(answer["servers"], answer["problems"], as_json, answer.get("journal"))
-
-
-def _running() -> bool:
-    from monad_cli.cli.control import ControlClient
-
-    return ControlClient(paths()).is_running()
 
 
 @app.command("status")
@@ -342,7 +323,7 @@ def status(
         answer = client.get("/v1/settings/mcp-servers/status")
         show_status(answer["servers"], answer["problems"], as_json, answer.get("journal"))
         return
-    row = client.get(f"/v1/settings/mcp-servers/{_quote(name)}/status")
+    row = client.get(f"/v1/settings/mcp-servers/{quoted(name)}/status")
     if as_json:
         render.data_json(row)
         return
@@ -384,11 +365,6 @@ def _variables_text(variables: list[dict[str, Any]]) -> str | None:
                      for v in variables) or None
 
 
-def _quote(name: str) -> str:
-    from urllib.parse import quote
-
-    return quote(name, safe="")
-
 
 @app.command("get")
 def get(name: Annotated[str, typer.Argument(help="Server name.")], as_json: JsonOpt = False) -> None:
@@ -411,14 +387,13 @@ def get(name: Annotated[str, typer.Argument(help="Server name.")], as_json: Json
     shown = redact_definition(raw, read_env_file(paths()).values.values())
     runs_in = _runs_in(name, raw)
     variables = _variable_sources(raw)
+    start = _start_of(raw)
     if as_json:
-        start = _start_of(raw)
         render.data_json({"name": name, "source": source, "definition": shown,
                           "cwd": runs_in[0] if runs_in else None, "cwdDefault": bool(runs_in and runs_in[1]),
                           "variables": variables, "start": start[0],
                           "idleStop": start[2] if start[0] == "on-demand" else None})
         return
-    start = _start_of(raw)
     render.line(f"# {source}")
     for key, value in shown.items():
         render.line(f"{key} = {_toml_value(value)}")
@@ -433,7 +408,8 @@ def get(name: Annotated[str, typer.Argument(help="Server name.")], as_json: Json
 
 
 def _variable_sources(raw: dict[str, Any]) -> list[dict[str, Any]]:
-    """`[{name, source}]` for each `$VAR` the definition references (source None: unset)."""
+    """`[{name, source}]` for each `$VAR` the definition references (source None: set neither
+    in MONAD_HOME/env nor in the supervisor's environment; docs/atoms.md "Variables")."""
     from monad_cli.config.expansion import definition_references
 
     names = definition_references(raw)
@@ -500,10 +476,8 @@ def _set_enabled(name: str, enabled: bool, as_json: bool) -> None:
     from monad_cli.config.edits import update_server
 
     source = update_server(paths(), name, {"enabled": enabled})
-    if as_json:
-        render.data_json({"name": name, "source": source, "enabled": enabled})
-    else:
-        render.info(f"{'enabled' if enabled else 'disabled'} server `{name}` ({source})")
+    render.outcome({"name": name, "source": source, "enabled": enabled},
+                   f"{'enabled' if enabled else 'disabled'} server `{name}` ({source})", as_json=as_json)
 
 
 @app.command("enable")
@@ -533,7 +507,7 @@ def reconnect(
         raise InvalidInput("name one server, or pass --all")
     client = supervisor()
     answer = client.post("/v1/mcp-servers/reconnect") if all_ else \
-        client.post(f"/v1/mcp-servers/{_quote(name or '')}/reconnect")
+        client.post(f"/v1/mcp-servers/{quoted(name or '')}/reconnect")
     if as_json:
         render.data_json(answer)
         return

@@ -130,9 +130,9 @@ def show(
                 render.info(f"task {t['id'][:12]} {t['state']}{': ' + t['statusMessage'] if t['statusMessage'] else ''}"
                             f" (Ctrl-C cancels it)")
 
-        task = follow(client, check_id(task_id, "task", "monad tasks"), interactive=tty, on_update=progress)
+        task = follow(client, task_id, interactive=tty, on_update=progress)
     else:
-        task = client.get(task_path(check_id(task_id, "task", "monad tasks"), "?deliver=1"))
+        task = client.get(task_path(task_id, "?deliver=1"))
     if as_json:
         render.data_json(task)
     else:
@@ -198,10 +198,8 @@ def input_(
         raise InvalidInput(f"task `{task['id'][:12]}` asks for input; answer with --set NAME=VALUE "
                            f"(stdin is not a terminal)")
     task = client.post(task_path(task["id"], "/input"), {"responses": responses})
-    if as_json:
-        render.data_json(task)
-    else:
-        render.info(f"answered task {task['id'][:12]}; follow it with `monad tasks show {task['id'][:12]} --wait`")
+    short = task["id"][:12]
+    render.outcome(task, f"answered task {short}; follow it with `monad tasks show {short} --wait`", as_json=as_json)
 
 
 @app.command("cancel")
@@ -215,13 +213,8 @@ def cancel(task_id: Annotated[str, typer.Argument(help=ID_HELP)], as_json: JsonO
     client = supervisor()
     before = client.get(task_path(task_id))
     if before["state"] in TERMINAL:  # cancel is idempotent: say so, and succeed
-        if as_json:
-            render.data_json(before)
-        else:
-            render.info(f"task {before['id'][:12]} is already {before['state']}; nothing to cancel")
+        render.outcome(before,
+                       f"task {before['id'][:12]} is already {before['state']}; nothing to cancel", as_json=as_json)
         return
-    task = client.post(task_path(check_id(task_id, "task", "monad tasks"), "/cancel"))
-    if as_json:
-        render.data_json(task)
-    else:
-        render.info(f"cancel requested for task {task['id'][:12]} (now {task['state']})")
+    task = client.post(task_path(task_id, "/cancel"))
+    render.outcome(task, f"cancel requested for task {task['id'][:12]} (now {task['state']})", as_json=as_json)
