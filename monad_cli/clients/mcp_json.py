@@ -28,7 +28,6 @@ from monad_cli.clients.entries import (
     Parts,
     Unimportable,
     allow_deny_tools,
-    check_references,
     editor_references,
     left_out,
     map_strings,
@@ -109,8 +108,7 @@ class McpJson(JsonFormat):
                 if entry.get("trust"):
                     cand.notes.append("left out `trust` (monad's approval gate decides; see `monad mcp trust`)")
             cand.notes = left_out(entry, used) + cand.notes
-            fix = editor_references if client == "cursor" else check_references
-            cand.definition = map_strings(defn, fix)
+            cand.definition = map_strings(defn, editor_references) if client == "cursor" else defn
         except Unimportable as e:
             cand.problem = str(e)
         return cand
