@@ -55,12 +55,9 @@ class McpJson(JsonFormat):
         self.export_as = name if exports else "mcp-json"
         self.off_switch = name != "mcp-json"  # `.mcp.json` has no `disabled`
 
-    def candidate(self, name: str, entry: Any, where: str) -> Candidate:
+    def candidate(self, name: str, entry: dict[str, Any], where: str) -> Candidate:
         client = self.name
         cand = Candidate(name=name, where=where)
-        if not isinstance(entry, dict):
-            cand.problem = "the entry is not an object"
-            return cand
         kind = entry.get("type")
         defn: dict[str, Any] = {}
         used = set(_COMMON) | {"gemini": _GEMINI, "antigravity": _ANTIGRAVITY, "copilot": _COPILOT}.get(client, set())

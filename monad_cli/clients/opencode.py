@@ -40,11 +40,8 @@ def _to_opencode(value: str) -> str:
 class OpenCode(JsonFormat):
     key = KEY
 
-    def candidate(self, name: str, entry: Any, where: str) -> Candidate:
+    def candidate(self, name: str, entry: dict[str, Any], where: str) -> Candidate:
         cand = Candidate(name=name, where=where)
-        if not isinstance(entry, dict):
-            cand.problem = "the entry is not an object"
-            return cand
         kind = entry.get("type")
         defn: dict[str, Any] = {}
         if kind == "local":

@@ -24,11 +24,8 @@ KEY = "context_servers"
 class Zed(JsonFormat):
     key = KEY
 
-    def candidate(self, name: str, entry: Any, where: str) -> Candidate:
+    def candidate(self, name: str, entry: dict[str, Any], where: str) -> Candidate:
         cand = Candidate(name=name, where=where)
-        if not isinstance(entry, dict):
-            cand.problem = "the entry is not an object"
-            return cand
         defn: dict[str, Any] = {}
         command = entry.get("command")
         if isinstance(command, dict):  # the older, nested form

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from monad_cli.cli import render
-from monad_cli.cli.commands._common import JsonOpt, quoted, running, supervisor
+from monad_cli.cli.commands._common import JsonOpt, parse_pairs, quoted, running, supervisor
 from monad_cli.cli.commands._status import local_rows, not_ready, show_status
 from monad_cli.core.errors import ExitCode, InvalidInput, MonadError, NotFound
 from monad_cli.core.messages import cut
@@ -20,24 +20,10 @@ from monad_cli.core.paths import paths
 
 app = typer.Typer(help="Add, inspect and control MCP servers.", no_args_is_help=True)
 
-def _parse_pairs(items: list[str] | None, sep: str, what: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in items or []:
-        if sep not in item:
-            # Never echo the value: it may be the secret that lacks its name.
-            raise InvalidInput(f"every {what} needs the form {'K=V' if sep == '=' else '`Name: value`'}")
-        k, v = item.split(sep, 1)
-        k = k.strip()
-        if not k:
-            raise InvalidInput(f"{what} has an empty name")
-        out[k] = v.strip() if sep == ":" else v
-    return out
-
-
 def _headers(items: list[str] | None) -> dict[str, str]:
     """`--header` values; an empty one is warned about: `--header "X-Api-Key: $KEY"` in double
     quotes is expanded by the shell, to nothing when the shell has no such variable."""
-    headers = _parse_pairs(items, ":", "--header")
+    headers = parse_pairs(items, ":", "--header")
     for name, value in headers.items():
         if value == "":
             render.warn(f"header `{name}` is empty (a `$VAR` in double quotes is expanded by your shell, to "
@@ -141,8 +127,8 @@ def add(
                     or cwd or timeout is not None or required or disabled:
                 raise InvalidInput("installing by name or bundle takes --env, --header, --arg, --package, --remote, "
                                    "--name and --force; set the rest afterwards")
-            install(name, as_name=as_name, env=_parse_pairs(env, "=", "--env"),
-                    header=_headers(header), arg=_parse_pairs(arg, "=", "--arg"),
+            install(name, as_name=as_name, env=parse_pairs(env, "=", "--env"),
+                    header=_headers(header), arg=parse_pairs(arg, "=", "--arg"),
                     package=package, remote=remote, force=force, as_json=as_json)
             return
     if arg or package is not None or remote is not None or as_name:
@@ -198,7 +184,7 @@ def add(
             if recorded:
                 defn["cwd"], why = recorded
         if env:
-            defn["env"] = _parse_pairs(env, "=", "--env")
+            defn["env"] = parse_pairs(env, "=", "--env")
         if scope:  # claude's `--scope user`, or an OAuth scope where there is no OAuth: both lost
             raise InvalidInput("--scope is an OAuth scope, for http servers; for claude's `--scope user|project`, "
                                "monad has one scope, the atoms under MONAD_HOME, shared by every agent: drop it")
@@ -220,8 +206,7 @@ def add(
         if bearer_token is not None:
             defn["auth"] = {"mode": "bearer", "token": bearer_token}
         elif oauth or client_credentials or client_id or client_secret or private_key or scope:
-            from monad_cli.cli.commands._oauth import oauth_table
-            defn["auth"] = oauth_table(client_credentials=client_credentials, client_id=client_id,
+            defn["auth"] = _oauth_table(client_credentials=client_credentials, client_id=client_id,
                                         client_secret=client_secret, private_key=private_key, scopes=scope)
     if timeout is not None:
         defn["timeout"] = timeout
@@ -266,6 +251,27 @@ def add(
         return
     render.info(f"added server `{name}` ({rel}); the supervisor is not running — `monad daemon start` "
                 f"connects it (`monad mcp wait {name}` also starts it and waits)")
+
+
+def _oauth_table(*, client_credentials: bool, client_id: str | None, client_secret: str | None,
+                  private_key: str | None, scopes: list[str] | None) -> dict[str, Any]:
+    """The `auth` table `add` writes for `--oauth` / `--client-credentials` (docs/auth.md)."""
+    auth: dict[str, Any] = {"mode": "oauth"}
+    if client_credentials:
+        if not client_id:
+            raise InvalidInput("--client-credentials needs --client-id")
+        if (client_secret is None) == (private_key is None):
+            raise InvalidInput("--client-credentials needs one of --client-secret (client_secret_basic) and "
+                               "--private-key (private_key_jwt)")
+        auth["flow"] = "client_credentials"
+    elif private_key is not None:
+        raise InvalidInput("--private-key is for --client-credentials")
+    for key, value in (("clientId", client_id), ("clientSecret", client_secret), ("privateKey", private_key)):
+        if value is not None:
+            auth[key] = value
+    if scopes:
+        auth["scopes"] = list(scopes)
+    return auth
 
 
 def _listening() -> bool:
@@ -537,7 +543,7 @@ def wait(
         raise InvalidInput("--timeout must be a finite number of seconds")
     client = supervisor()
     deadline = time.monotonic() + timeout
-    final_bad = {"failed", "needs-auth", "disabled", "filtered"}
+    final = {"failed", "needs-auth", "disabled", "filtered", "undefined"}
     ready = {"connected", "idle"}  # idle: an on-demand server with its lists, started by a call
     rows: dict[str, dict[str, Any]] = {}
     while True:
@@ -547,16 +553,13 @@ def wait(
                                             "reason": f"server `{n}` is not defined (see `monad mcp list`)"}))
                 for n in names}
         states = {r["state"] for r in rows.values()}
-        if states <= ready:
-            break
-        stuck = any(r["state"] in final_bad | {"undefined"} for r in rows.values())
-        if stuck or time.monotonic() >= deadline:
+        if states <= ready or states & final or time.monotonic() >= deadline:
             break
         time.sleep(0.05)
     bad = [r for r in rows.values() if r["state"] not in ready]
     if as_json:
         render.data_json(list(rows.values()))
-    timed_out = all(r["state"] not in final_bad | {"undefined"} for r in bad)
+    timed_out = all(r["state"] not in final for r in bad)
     for r in bad:
         if r["state"] == "undefined":
             render.error(r["reason"])

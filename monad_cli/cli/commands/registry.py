@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from monad_cli.cli import render
-from monad_cli.cli.commands._common import JsonOpt, quoted, running
+from monad_cli.cli.commands._common import JsonOpt, parse_pairs, quoted, running
 from monad_cli.core.errors import InvalidInput, MonadError
 from monad_cli.core.paths import paths
 
@@ -185,12 +185,11 @@ def upgrade(
         render.outcome({"name": name, "from": origin.get("version"), "to": entry.version, "changed": False},
                        f"server `{name}` is already at {entry.version}; nothing changed", as_json=as_json)
         return
-    from monad_cli.cli.commands.mcp import _parse_pairs
     from monad_cli.registry.install import known_values
 
     given = {"env": {str(k): str(v) for k, v in (raw.get("env") or {}).items()},
              "header": {str(k): str(v) for k, v in (raw.get("headers") or {}).items()},
-             "arg": _parse_pairs(arg, "=", "--arg")}
+             "arg": parse_pairs(arg, "=", "--arg")}
     # What the installed version was given stays: its argument values are read back from the
     # atom (a bundle's from its manifest's placeholders), so only what is new is asked.
     old = None

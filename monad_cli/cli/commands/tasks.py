@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from monad_cli.cli import render
-from monad_cli.cli.commands._common import JsonOpt, check_id, supervisor
+from monad_cli.cli.commands._common import JsonOpt, check_id, parse_pairs, supervisor
 from monad_cli.cli.commands._follow import follow, prompt_answers, task_path
 from monad_cli.core.errors import InvalidInput, MonadError
 from monad_cli.core.task_states import TERMINAL
@@ -144,16 +144,6 @@ def show(
         raise typer.Exit(1)
 
 
-def _parse_sets(items: list[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in items:
-        if "=" not in item:
-            raise InvalidInput(f"--set `{item[:40]}` needs the form NAME=VALUE")
-        k, v = item.split("=", 1)
-        out[k.strip()] = v
-    return out
-
-
 @app.command("input")
 def input_(
     task_id: Annotated[str, typer.Argument(help=ID_HELP)],
@@ -185,7 +175,7 @@ def input_(
             raise InvalidInput(f"task `{task['id'][:12]}` has input requests {', '.join(requests)}; "
                                f"pick one with --key")
         answer: dict[str, Any] = {"action": "decline"} if decline else {"action": "accept"} if accept else \
-            {"action": "accept", "content": _parse_sets(set_ or [])}
+            {"action": "accept", "content": parse_pairs(set_, "=", "--set")}
         responses = {keys[0]: answer}
     elif sys.stdin.isatty():
         from monad_cli.core.task_forms import FormError
