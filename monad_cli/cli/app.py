@@ -106,10 +106,7 @@ def _narrowed(argv: list[str]) -> typer.Typer:
         if group.info.invoke_without_command and (len(argv) < 2 or argv[1].startswith("-")):
             # A group that is a command itself (`monad journal --json`): it alone, with its
             # own subcommands (`journal prune`), as its module defines it.
-            root = copy.copy(_root_app)
-            root.registered_commands, root.registered_groups = [], []
-            root.add_typer(group, name=argv[0])
-            return root
+            return _root_with(group, argv[0])
     if len(argv) < 2:
         return _whole_app()
     command = next((c for c in group.registered_commands if c.name == argv[1]), None) if group else None
@@ -121,9 +118,14 @@ def _narrowed(argv: list[str]) -> typer.Typer:
             return _whole_app()
     sub = copy.copy(group)
     sub.registered_commands, sub.registered_groups = [command], []
+    return _root_with(sub, argv[0])
+
+
+def _root_with(group: typer.Typer, name: str) -> typer.Typer:
+    """The root app holding `group` alone, as `name`."""
     root = copy.copy(_root_app)
     root.registered_commands, root.registered_groups = [], []
-    root.add_typer(sub, name=argv[0])
+    root.add_typer(group, name=name)
     return root
 
 
@@ -216,10 +218,7 @@ def main(argv: list[str] | None = None) -> int:
             render.error(f"{message.rstrip('.')}{hint} (see `{where} --help`)")
         return int(getattr(e, "exit_code", 2))
     except MonadError as e:
-        if _debug:
-            import traceback
-
-            traceback.print_exc()
+        _trace()
         render.error(e.message, quoted=getattr(e, "stderr", ()), about="the server's stderr during the call")
         return int(e.exit_code)
     except KeyboardInterrupt:
@@ -227,20 +226,22 @@ def main(argv: list[str] | None = None) -> int:
         return int(ExitCode.INTERRUPTED)
     except OSError as e:
         # The state directory itself is unusable (MONAD_HOME is a file, read-only, ...).
-        if _debug:
-            import traceback
-
-            traceback.print_exc()
+        _trace()
         render.error(_os_error_line(e))
         return int(ExitCode.ERROR)
     except Exception as e:  # noqa: BLE001 - the error boundary
-        if _debug:
-            import traceback
-
-            traceback.print_exc()
+        _trace()
         log = _write_crash_log()
         render.error(f"internal error: {type(e).__name__}; details in `{log}` (rerun with -v to see them here)")
         return int(ExitCode.ERROR)
+
+
+def _trace() -> None:
+    """The traceback on stderr with -v or MONAD_DEBUG=1 (without locals: they may hold tokens)."""
+    if _debug:
+        import traceback
+
+        traceback.print_exc()
 
 
 def _os_error_line(e: OSError) -> str:

@@ -90,6 +90,14 @@ def info(text: str, *, strong: str | None = None) -> None:
     _err(text + "\n", strong=strong)
 
 
+def outcome(data: Any, message: str, *, as_json: bool) -> None:
+    """What a command did: `data` as JSON on stdout with --json, else `message` on stderr."""
+    if as_json:
+        data_json(data)
+    else:
+        info(message)
+
+
 def warn(text: str) -> None:
     _err(f"warning: {_message(text)}\n")
 
@@ -119,12 +127,6 @@ def ask(prompt: str, *, secret: bool = False) -> str:
     return sys.stdin.readline().rstrip("\n")
 
 
-def _console() -> Any:
-    from rich.console import Console
-
-    return Console(highlight=False, soft_wrap=False)
-
-
 def table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]], *, empty: str = "") -> None:
     """Rows as a table; `columns` are (key, header). Plain text when stdout is not a TTY."""
     if not rows:
@@ -138,6 +140,7 @@ def table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]], *,
         for c in cells:
             line("  ".join(v + " " * (w - _width(v)) for v, w in zip(c, widths, strict=False)).rstrip())
         return
+    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
@@ -146,7 +149,7 @@ def table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]], *,
         t.add_column(h.upper(), overflow="fold")
     for c in cells:
         t.add_row(*(escape(v) for v in c))
-    _console().print(t)
+    Console(highlight=False, soft_wrap=False).print(t)
 
 
 def _width(text: str) -> int:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from monad_cli.clients import yaml_doc
-from monad_cli.clients.entries import Candidate, Parts, Unimportable, check_references, left_out, map_strings
+from monad_cli.clients.entries import Candidate, Parts, left_out
 from monad_cli.clients.format import OAUTH_LOST
 from monad_cli.core.errors import ConfigError, Conflict
 
@@ -81,10 +81,7 @@ def _candidate(name: str, entry: Any, where: str) -> Candidate:
             cand.notes.append(f"left out `timeout` {entry['timeout']!r}: not a duration such as `30s`")
         else:
             defn["timeout"] = seconds
-    try:
-        cand.definition = map_strings(defn, check_references)
-    except Unimportable as e:
-        cand.problem = str(e)
+    cand.definition = defn
     return cand
 
 

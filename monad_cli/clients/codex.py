@@ -34,16 +34,13 @@ from monad_cli.clients.entries import (
     Parts,
     Unimportable,
     allow_deny_tools,
-    check_references,
     left_out,
-    map_strings,
     tool_names,
 )
 from monad_cli.clients.format import ClientFormat
 from monad_cli.core.errors import ConfigError
 
 KEY = "mcp_servers"
-_POS = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
 _REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 _USED = {"command", "args", "env", "env_vars", "cwd", "url", "bearer_token_env_var", "http_headers",
          "env_http_headers", "enabled", "required", "startup_timeout_sec", "startup_timeout_ms",
@@ -54,12 +51,10 @@ def load(text: str, source: str) -> dict[str, Any]:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        msg = str(e)
-        m = _POS.search(msg)
-        where = f"{source}:{m.group(1)}:{m.group(2)}" if m else source
-        msg = _POS.sub("", msg)
-        raise ConfigError(f"`{where}`: malformed TOML: {msg[:1].lower() + msg[1:]}; fix the file "
-                          f"(nothing was written)", file=source) from None
+        from monad_cli.config.atoms import malformed_toml
+
+        raise ConfigError(f"{malformed_toml(e, text, source)}; fix the file (nothing was written)", file=source) \
+            from None
 
 
 def _number(value: Any) -> bool:
@@ -122,10 +117,7 @@ def _candidate(name: str, entry: Any) -> Candidate:
     used = _USED - ({"command", "args", "env", "env_vars", "cwd"} if http else
                     {"url", "bearer_token_env_var", "http_headers", "env_http_headers"})
     cand.notes = left_out(entry, used) + cand.notes
-    try:
-        cand.definition = map_strings(defn, check_references)
-    except Unimportable as e:
-        cand.problem = str(e)
+    cand.definition = defn
     return cand
 
 

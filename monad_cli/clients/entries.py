@@ -3,6 +3,8 @@ reference rules, and monad's own definition taken apart for writing other format
 
 A `Candidate` carries a monad definition in the atom's shape (docs/atoms.md) or the reason
 it cannot be imported; `notes` name what a client's entry had that monad leaves out.
+References stay as written: `${VAR}`, `$VAR` and `${VAR:-default}` (Claude Code's, POSIX's)
+mean the same in monad (docs/atoms.md "Variables"); only editors' own variables are rewritten.
 """
 
 from __future__ import annotations
@@ -30,12 +32,6 @@ class Unimportable(Exception):
 
 # VS Code's (and Cursor's) own variables: `${env:NAME}`, `${userHome}`, `${input:ID}`, ...
 _EDITOR_VAR = re.compile(r"\$\{([^}]*)\}")
-
-
-def check_references(value: str, fld: str) -> str:
-    """References as monad reads them: `${VAR}`, `$VAR`, and `${VAR:-default}` (Claude Code's,
-    POSIX's) all mean the same in monad (docs/atoms.md "Variables"), so they stay as written."""
-    return value
 
 
 def input_variable(input_id: str) -> str:
@@ -66,7 +62,7 @@ def editor_references(value: str, fld: str) -> str:
             raise Unimportable(f"field `{fld}` uses `${{{inner}}}`, which only the editor can fill in")
         return m.group(0)
 
-    return check_references(_EDITOR_VAR.sub(sub, value), fld)
+    return _EDITOR_VAR.sub(sub, value)
 
 
 _EDITOR_ONLY = {"workspaceFolder", "workspaceFolderBasename", "workspaceRoot", "file", "fileBasename",
@@ -287,5 +283,5 @@ def is_monad_gateway(definition: Mapping[str, Any] | None) -> bool:
     return rest[:2] == ["mcp", "serve"]
 
 
-__all__ = ["Candidate", "Parts", "Unimportable", "check_references", "editor_references", "is_monad_gateway",
+__all__ = ["Candidate", "Parts", "Unimportable", "editor_references", "is_monad_gateway",
            "is_reference", "left_out", "map_strings", "monad_entry", "shown_definition", "split_definition"]

@@ -120,13 +120,15 @@ class JsonFormat(ClientFormat):
             raise ConfigError(f"`{source}`: `{'.'.join(keys)}` must be an object of servers", file=source)
         return servers
 
-    def candidate(self, name: str, entry: Any, where: str) -> Candidate:
+    def candidate(self, name: str, entry: dict[str, Any], where: str) -> Candidate:
         raise NotImplementedError
 
     def read(self, path: Path, source: str) -> list[Candidate]:
         data = self.load(jsonc.read_text(path, source), source)
         prefix = ".".join(self.servers_path(data))
-        return [self.candidate(name, entry, f"{prefix}.{name}") for name, entry in self.servers(data, source).items()]
+        return [self.candidate(name, entry, f"{prefix}.{name}") if isinstance(entry, dict) else
+                Candidate(name=name, where=f"{prefix}.{name}", problem="the entry is not an object")
+                for name, entry in self.servers(data, source).items()]
 
     # -- connecting -----------------------------------------------------------------------
     def get_entry(self, text: str, source: str, name: str) -> Any:

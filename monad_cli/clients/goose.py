@@ -33,12 +33,15 @@ from pathlib import Path
 from typing import Any
 
 from monad_cli.clients import yaml_doc
-from monad_cli.clients.entries import Candidate, Parts, Unimportable, check_references, left_out, map_strings
+from monad_cli.clients.entries import Candidate, Parts, left_out
 from monad_cli.clients.format import OAUTH_LOST, ClientFormat
 from monad_cli.core.errors import ConfigError, MonadError
 
 KEY = "extensions"
 _REMOTE = {"streamable_http": "http", "sse": "http"}
+# The fields of an extension monad reads (or knows it can leave out) whatever its type.
+_USED = {"name", "type", "envs", "env_keys", "enabled", "timeout", "description", "bundled", "display_name",
+         "available_tools"}
 
 
 def load_document(text: str, source: str) -> Any:
@@ -59,15 +62,13 @@ def _candidate(name: str, entry: Any) -> Candidate:
         if entry.get("args"):
             defn["args"] = entry["args"]
         env = dict(entry.get("envs") or {})
-        used = {"name", "type", "cmd", "args", "envs", "env_keys", "enabled", "timeout", "description", "bundled",
-                "display_name", "available_tools"}
+        used = _USED | {"cmd", "args"}
     elif kind in _REMOTE:
         defn.update(transport="http", url=entry.get("uri"))
         if entry.get("headers"):
             defn["headers"] = entry["headers"]
         env = {}
-        used = {"name", "type", "uri", "headers", "envs", "env_keys", "enabled", "timeout", "description",
-                "bundled", "display_name", "available_tools"}
+        used = _USED | {"uri", "headers"}
     else:
         cand.problem = f"`type: {kind}` is one of Goose's own extensions, not an MCP server monad can run"
         return cand
@@ -86,10 +87,7 @@ def _candidate(name: str, entry: Any) -> Candidate:
     if isinstance(entry.get("description"), str) and entry["description"]:
         defn["description"] = entry["description"]
     cand.notes = left_out(entry, used) + cand.notes
-    try:
-        cand.definition = map_strings(defn, check_references)
-    except Unimportable as e:
-        cand.problem = str(e)
+    cand.definition = defn
     return cand
 
 

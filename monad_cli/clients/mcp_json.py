@@ -28,7 +28,6 @@ from monad_cli.clients.entries import (
     Parts,
     Unimportable,
     allow_deny_tools,
-    check_references,
     editor_references,
     left_out,
     map_strings,
@@ -56,12 +55,9 @@ class McpJson(JsonFormat):
         self.export_as = name if exports else "mcp-json"
         self.off_switch = name != "mcp-json"  # `.mcp.json` has no `disabled`
 
-    def candidate(self, name: str, entry: Any, where: str) -> Candidate:
+    def candidate(self, name: str, entry: dict[str, Any], where: str) -> Candidate:
         client = self.name
         cand = Candidate(name=name, where=where)
-        if not isinstance(entry, dict):
-            cand.problem = "the entry is not an object"
-            return cand
         kind = entry.get("type")
         defn: dict[str, Any] = {}
         used = set(_COMMON) | {"gemini": _GEMINI, "antigravity": _ANTIGRAVITY, "copilot": _COPILOT}.get(client, set())
@@ -109,8 +105,7 @@ class McpJson(JsonFormat):
                 if entry.get("trust"):
                     cand.notes.append("left out `trust` (monad's approval gate decides; see `monad mcp trust`)")
             cand.notes = left_out(entry, used) + cand.notes
-            fix = editor_references if client == "cursor" else check_references
-            cand.definition = map_strings(defn, fix)
+            cand.definition = map_strings(defn, editor_references) if client == "cursor" else defn
         except Unimportable as e:
             cand.problem = str(e)
         return cand

@@ -37,49 +37,42 @@ def _to_opencode(value: str) -> str:
     return "$".join(_MONAD_REF.sub(lambda m: "{env:" + (m.group(1) or m.group(2)) + "}", p) for p in parts)
 
 
-def _candidate(name: str, entry: Any, where: str) -> Candidate:
-    cand = Candidate(name=name, where=where)
-    if not isinstance(entry, dict):
-        cand.problem = "the entry is not an object"
-        return cand
-    kind = entry.get("type")
-    defn: dict[str, Any] = {}
-    if kind == "local":
-        command = entry.get("command")
-        if not isinstance(command, list) or not command or not all(isinstance(c, str) for c in command):
-            cand.problem = "field `command` must be a non-empty list (the executable and its arguments)"
-            return cand
-        defn.update(transport="stdio", command=command[0])
-        if command[1:]:
-            defn["args"] = command[1:]
-        if isinstance(entry.get("environment"), dict):
-            defn["env"] = entry["environment"]
-        used = {"type", "command", "environment", "enabled", "timeout"}
-    elif kind == "remote":
-        defn.update(transport="http", url=entry.get("url"))
-        if isinstance(entry.get("headers"), dict):
-            defn["headers"] = entry["headers"]
-        used = {"type", "url", "headers", "enabled", "timeout"}
-    else:
-        cand.problem = f"`type` {kind!r} is not one OpenCode writes (local, remote)"
-        return cand
-    if entry.get("enabled") is False:
-        defn["enabled"] = False
-    if isinstance(entry.get("timeout"), (int, float)) and not isinstance(entry["timeout"], bool):
-        defn["timeout"] = min(600.0, max(1.0, entry["timeout"] / 1000))
-    cand.notes = left_out(entry, used)
-    try:
-        cand.definition = map_strings(defn, _from_opencode)
-    except Unimportable as e:
-        cand.problem = str(e)
-    return cand
-
-
 class OpenCode(JsonFormat):
     key = KEY
 
-    def candidate(self, name: str, entry: Any, where: str) -> Candidate:
-        return _candidate(name, entry, where)
+    def candidate(self, name: str, entry: dict[str, Any], where: str) -> Candidate:
+        cand = Candidate(name=name, where=where)
+        kind = entry.get("type")
+        defn: dict[str, Any] = {}
+        if kind == "local":
+            command = entry.get("command")
+            if not isinstance(command, list) or not command or not all(isinstance(c, str) for c in command):
+                cand.problem = "field `command` must be a non-empty list (the executable and its arguments)"
+                return cand
+            defn.update(transport="stdio", command=command[0])
+            if command[1:]:
+                defn["args"] = command[1:]
+            if isinstance(entry.get("environment"), dict):
+                defn["env"] = entry["environment"]
+            used = {"type", "command", "environment", "enabled", "timeout"}
+        elif kind == "remote":
+            defn.update(transport="http", url=entry.get("url"))
+            if isinstance(entry.get("headers"), dict):
+                defn["headers"] = entry["headers"]
+            used = {"type", "url", "headers", "enabled", "timeout"}
+        else:
+            cand.problem = f"`type` {kind!r} is not one OpenCode writes (local, remote)"
+            return cand
+        if entry.get("enabled") is False:
+            defn["enabled"] = False
+        if isinstance(entry.get("timeout"), (int, float)) and not isinstance(entry["timeout"], bool):
+            defn["timeout"] = min(600.0, max(1.0, entry["timeout"] / 1000))
+        cand.notes = left_out(entry, used)
+        try:
+            cand.definition = map_strings(defn, _from_opencode)
+        except Unimportable as e:
+            cand.problem = str(e)
+        return cand
 
     def client_entry(self, name: str, entry: dict[str, Any]) -> dict[str, Any]:
         """monad's entry as OpenCode spells it: one `command` list, `environment`."""

@@ -34,6 +34,7 @@ from monad_cli.clients.opencode import OpenCode
 from monad_cli.clients.vscode import VSCode
 from monad_cli.clients.zed import Zed
 from monad_cli.core.errors import InvalidInput
+from monad_cli.core.messages import did_you_mean
 
 # Every client monad knows, in the order help texts list them. A `ClientFormat` each: mypy
 # holds every format to the protocol.
@@ -57,11 +58,7 @@ CLIENTS: dict[str, ClientFormat] = {c.name: c for c in (
 def get_client(name: str) -> ClientFormat:
     """The client called `name`; `InvalidInput` naming the known ones otherwise."""
     if name not in CLIENTS:
-        import difflib
-
-        close = difflib.get_close_matches(name, list(CLIENTS), n=1)
-        hint = f" (did you mean `{close[0]}`?)" if close else ""
-        raise InvalidInput(f"unknown client `{name}`{hint}; one of: {', '.join(CLIENTS)}")
+        raise InvalidInput(f"unknown client `{name}`{did_you_mean(name, CLIENTS)}; one of: {', '.join(CLIENTS)}")
     return CLIENTS[name]
 
 
@@ -79,33 +76,25 @@ def default_path(name: str, *, system: str | None = None, environ: Mapping[str, 
     system = system or platform.system()
     env = os.environ if environ is None else environ
     sep = "\\" if system == "Windows" else "/"
-    if name == "claude-desktop":
-        return sep.join((_app_config(system, env), "Claude", "claude_desktop_config.json"))
-    if name == "claude-code":
-        return sep.join((env.get("CLAUDE_CONFIG_DIR") or "~", ".claude.json"))
-    if name == "cursor":
-        return sep.join(("~", ".cursor", "mcp.json"))
-    if name == "vscode":
-        return sep.join((_app_config(system, env), "Code", "User", "mcp.json"))
-    if name == "codex":
-        return sep.join((env.get("CODEX_HOME") or sep.join(("~", ".codex")), "config.toml"))
-    if name == "gemini":
-        return sep.join(("~", ".gemini", "settings.json"))
-    if name == "antigravity":
-        return sep.join(("~", ".gemini", "config", "mcp_config.json"))
-    if name == "copilot":
-        return sep.join((env.get("COPILOT_HOME") or sep.join(("~", ".copilot")), "mcp-config.json"))
-    if name in ("opencode", "zed", "goose"):
-        # These three use `~/.config` on macOS too (XDG layout), `%APPDATA%` on Windows.
-        base = "%APPDATA%" if system == "Windows" else env.get("XDG_CONFIG_HOME") or "~/.config"
-        tail = {"opencode": ("opencode", "opencode.json"), "zed": ("Zed" if system == "Windows" else "zed",
-                                                                  "settings.json"),
-                "goose": ("Block", "goose", "config", "config.yaml") if system == "Windows"
-                else ("goose", "config.yaml")}[name]
-        return sep.join((base, *tail))
-    if name == "aura":
-        return sep.join((".aura", "config", "mcp"))
-    return ".mcp.json"
+    app = _app_config(system, env)
+    # opencode, zed and goose use `~/.config` on macOS too (XDG layout), `%APPDATA%` on Windows.
+    xdg = "%APPDATA%" if system == "Windows" else env.get("XDG_CONFIG_HOME") or "~/.config"
+    windows = system == "Windows"
+    parts = {
+        "claude-desktop": (app, "Claude", "claude_desktop_config.json"),
+        "claude-code": (env.get("CLAUDE_CONFIG_DIR") or "~", ".claude.json"),
+        "cursor": ("~", ".cursor", "mcp.json"),
+        "vscode": (app, "Code", "User", "mcp.json"),
+        "codex": (env.get("CODEX_HOME") or sep.join(("~", ".codex")), "config.toml"),
+        "gemini": ("~", ".gemini", "settings.json"),
+        "antigravity": ("~", ".gemini", "config", "mcp_config.json"),
+        "copilot": (env.get("COPILOT_HOME") or sep.join(("~", ".copilot")), "mcp-config.json"),
+        "opencode": (xdg, "opencode", "opencode.json"),
+        "zed": (xdg, "Zed" if windows else "zed", "settings.json"),
+        "goose": (xdg, "Block", "goose", "config", "config.yaml") if windows else (xdg, "goose", "config.yaml"),
+        "aura": (".aura", "config", "mcp"),
+    }
+    return sep.join(parts.get(name, (".mcp.json",)))
 
 
 def resolve(name: str, path: str | None) -> Path:

@@ -15,57 +15,47 @@ from __future__ import annotations
 
 from typing import Any
 
-from monad_cli.clients.entries import Candidate, Parts, Unimportable, check_references, left_out, map_strings
+from monad_cli.clients.entries import Candidate, Parts, left_out
 from monad_cli.clients.format import OAUTH_LOST, JsonFormat
 
 KEY = "context_servers"
 
 
-def _candidate(name: str, entry: Any, where: str) -> Candidate:
-    cand = Candidate(name=name, where=where)
-    if not isinstance(entry, dict):
-        cand.problem = "the entry is not an object"
-        return cand
-    defn: dict[str, Any] = {}
-    command = entry.get("command")
-    if isinstance(command, dict):  # the older, nested form
-        defn.update(transport="stdio", command=command.get("path"))
-        for key in ("args", "env"):
-            if key in command:
-                defn[key] = command[key]
-        used = {"source", "command", "settings", "enabled"}
-    elif isinstance(command, str):
-        defn.update(transport="stdio", command=command)
-        for key in ("args", "env"):
-            if key in entry:
-                defn[key] = entry[key]
-        used = {"source", "command", "args", "env", "settings", "enabled"}
-    elif isinstance(entry.get("url"), str):
-        defn.update(transport="http", url=entry["url"])
-        if "headers" in entry:
-            defn["headers"] = entry["headers"]
-        used = {"source", "url", "headers", "settings", "enabled"}
-    else:
-        cand.problem = ("a server from a Zed extension (no `command` or `url`): Zed runs it; add it to monad "
-                        "by its command with `monad mcp add`")
-        return cand
-    if entry.get("enabled") is False:
-        defn["enabled"] = False
-    cand.notes = left_out(entry, used)
-    if entry.get("settings"):
-        cand.notes.append("left out `settings` (passed to a Zed extension, not to the server)")
-    try:
-        cand.definition = map_strings(defn, check_references)
-    except Unimportable as e:
-        cand.problem = str(e)
-    return cand
-
-
 class Zed(JsonFormat):
     key = KEY
 
-    def candidate(self, name: str, entry: Any, where: str) -> Candidate:
-        return _candidate(name, entry, where)
+    def candidate(self, name: str, entry: dict[str, Any], where: str) -> Candidate:
+        cand = Candidate(name=name, where=where)
+        defn: dict[str, Any] = {}
+        command = entry.get("command")
+        if isinstance(command, dict):  # the older, nested form
+            defn.update(transport="stdio", command=command.get("path"))
+            for key in ("args", "env"):
+                if key in command:
+                    defn[key] = command[key]
+            used = {"source", "command", "settings", "enabled"}
+        elif isinstance(command, str):
+            defn.update(transport="stdio", command=command)
+            for key in ("args", "env"):
+                if key in entry:
+                    defn[key] = entry[key]
+            used = {"source", "command", "args", "env", "settings", "enabled"}
+        elif isinstance(entry.get("url"), str):
+            defn.update(transport="http", url=entry["url"])
+            if "headers" in entry:
+                defn["headers"] = entry["headers"]
+            used = {"source", "url", "headers", "settings", "enabled"}
+        else:
+            cand.problem = ("a server from a Zed extension (no `command` or `url`): Zed runs it; add it to monad "
+                            "by its command with `monad mcp add`")
+            return cand
+        if entry.get("enabled") is False:
+            defn["enabled"] = False
+        cand.notes = left_out(entry, used)
+        if entry.get("settings"):
+            cand.notes.append("left out `settings` (passed to a Zed extension, not to the server)")
+        cand.definition = defn
+        return cand
 
     def client_entry(self, name: str, entry: dict[str, Any]) -> dict[str, Any]:
         return {"source": "custom", **entry}

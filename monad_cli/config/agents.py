@@ -87,8 +87,7 @@ def read_agents(paths: Paths) -> AgentsFile:
             name = entry.get("name") if isinstance(entry, dict) else None
             entries.append((name if isinstance(name, str) else None, entry))
     elif isinstance(servers, dict):
-        for name, entry in servers.items():
-            entries.append((name, entry))
+        entries = list(servers.items())
     else:
         raise ConfigError(f"`{SOURCE}`: `mcpServers` must be a list of server objects", file=SOURCE)
     return AgentsFile(doc, entries)

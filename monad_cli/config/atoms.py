@@ -79,17 +79,8 @@ def read_toml(path: Path, source: str, *, server: str | None = None,
     except UnicodeDecodeError:
         raise error("is not UTF-8 text; save it as UTF-8 (monad never rewrites it)") from None
     except tomllib.TOMLDecodeError as e:
-        msg = str(e)
-        m = _POS.search(msg)
-        if m:
-            where = f"{source}:{m.group(1)}:{m.group(2)}"
-        elif _EOF.search(msg):
-            where = f"{source}:{max(1, len(text.splitlines()))}"  # the error is at the end of the file
-        else:
-            where = source
-        msg = _EOF.sub(" at the end of the file", _POS.sub("", msg))
-        raise ConfigError(f"`{where}`: malformed TOML: {msg[:1].lower() + msg[1:]}; fix the file "
-                          f"(monad never rewrites it)", file=source, server=server) from None
+        raise ConfigError(f"{malformed_toml(e, text, source)}; fix the file (monad never rewrites it)",
+                          file=source, server=server) from None
     except RecursionError:
         raise error("cannot be parsed: values nested too deeply; fix the file (monad never rewrites it)") from None
     except MemoryError:
@@ -98,14 +89,27 @@ def read_toml(path: Path, source: str, *, server: str | None = None,
         raise error(f"cannot be parsed: {str(e).split(';')[0]}; fix the file (monad never rewrites it)") from None
 
 
+def malformed_toml(error: ValueError, text: str, source: str) -> str:
+    """``  `FILE:LINE:COL`: malformed TOML: WHAT`` for tomllib's `TOMLDecodeError` on `text`."""
+    msg = str(error)
+    m = _POS.search(msg)
+    if m:
+        where = f"{source}:{m.group(1)}:{m.group(2)}"
+    elif _EOF.search(msg):
+        where = f"{source}:{max(1, len(text.splitlines()))}"  # the error is at the end of the file
+    else:
+        where = source
+    msg = _EOF.sub(" at the end of the file", _POS.sub("", msg))
+    return f"`{where}`: malformed TOML: {msg[:1].lower() + msg[1:]}"
+
+
 def list_atom_files(paths: Paths) -> list[Path]:
     """Atom files in name order; dotfiles and temp files are not atoms."""
     try:
-        names = sorted(p for p in paths.atoms_dir.iterdir()
-                       if p.suffix == ".toml" and not p.name.startswith(".") and p.is_file())
+        return sorted(p for p in paths.atoms_dir.iterdir()
+                      if p.suffix == ".toml" and not p.name.startswith(".") and p.is_file())
     except FileNotFoundError:
         return []
-    return names
 
 
 def render_atom(defn: Mapping[str, Any]) -> str:

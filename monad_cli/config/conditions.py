@@ -22,12 +22,13 @@ Predicates:
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import cast
+
+from monad_cli.core.messages import did_you_mean
 
 PREDICATES = ("model_params_gt", "fact_eq", "env_set")
 KEYWORDS = ("and", "or", "not")
@@ -154,12 +155,10 @@ class _Parser:
 def _predicate(tok: _Tok) -> Predicate:
     name, sep, arg = tok.text.partition(":")
     if not sep:
-        hint = difflib.get_close_matches(name, PREDICATES + KEYWORDS, n=1)
-        extra = f" (did you mean `{hint[0]}`?)" if hint else f"; predicates are {', '.join(PREDICATES)}"
+        extra = did_you_mean(name, PREDICATES + KEYWORDS) or f"; predicates are {', '.join(PREDICATES)}"
         raise ConditionError(f"`{tok.text}` is not a predicate `NAME:ARGUMENT`{extra}", tok.position)
     if name not in PREDICATES:
-        hint = difflib.get_close_matches(name, PREDICATES, n=1)
-        extra = f" (did you mean `{hint[0]}`?)" if hint else f"; known: {', '.join(PREDICATES)}"
+        extra = did_you_mean(name, PREDICATES) or f"; known: {', '.join(PREDICATES)}"
         raise ConditionError(f"unknown predicate `{name}`{extra}", tok.position)
     arg_pos = tok.position + len(name) + 1
     if not arg:

@@ -164,21 +164,7 @@ def update_server(paths: Paths, name: str, changes: Mapping[str, Any],
 def set_trust(paths: Paths, name: str, key: str, value: Any) -> str:
     """Set one field of the server's `trust` table (None removes it; an emptied table goes
     too). Returns the source; raises as `update_server`."""
-
-    def mutate(defn: Any) -> None:
-        trust = defn.get("trust")
-        if value is None:
-            if trust is not None and key in trust:
-                del trust[key]
-                if not trust:
-                    del defn["trust"]
-            return
-        if trust is None:
-            defn["trust"] = {key: value}
-        else:
-            trust[key] = value
-
-    return update_server(paths, name, {}, mutate=mutate)
+    return update_server(paths, name, {}, mutate=lambda defn: _update_trust(defn, {key: value}))
 
 
 def edit_trust(paths: Paths, name: str, *, auto_approve: Sequence[str] = (), remove: Sequence[str] = (),
@@ -194,8 +180,7 @@ def edit_trust(paths: Paths, name: str, *, auto_approve: Sequence[str] = (), rem
 
     def mutate(defn: Any) -> None:
         # Inside the config lock: the read-modify-write of the list cannot lose a concurrent edit.
-        trust_table = defn.get("trust")
-        current = [str(t) for t in (trust_table or {}).get("autoApproveTools", [])]
+        current = [str(t) for t in (defn.get("trust") or {}).get("autoApproveTools", [])]
         gone = {exposed(t) for t in remove}
         wanted = list(dict.fromkeys(t for t in current + [exposed(t) for t in auto_approve] if t not in gone))
         result[:] = wanted
@@ -204,20 +189,25 @@ def edit_trust(paths: Paths, name: str, *, auto_approve: Sequence[str] = (), rem
             updates["autoApproveTools"] = wanted or None
         if host_escape is not None:
             updates["hostEscape"] = True if host_escape else None
-        if trust_table is None:
-            trust_table = {}
-        for key, value in updates.items():
-            if value is None:
-                if key in trust_table:
-                    del trust_table[key]
-            else:
-                trust_table[key] = value
-        if "trust" in defn and not trust_table:
-            del defn["trust"]
-        elif trust_table and "trust" not in defn:
-            defn["trust"] = trust_table
+        _update_trust(defn, updates)
 
     return update_server(paths, name, {}, mutate=mutate), result
+
+
+def _update_trust(defn: Any, updates: Mapping[str, Any]) -> None:
+    """Set fields of the definition's `trust` table (None removes one; an emptied table goes too)."""
+    trust = defn.get("trust")
+    if trust is None:
+        trust = {}
+    for key, value in updates.items():
+        if value is None:
+            trust.pop(key, None)
+        else:
+            trust[key] = value
+    if "trust" in defn and not trust:
+        del defn["trust"]
+    elif trust and "trust" not in defn:
+        defn["trust"] = trust
 
 
 def _plain(value: Any) -> Any:

@@ -11,7 +11,6 @@ A missing file is the same as an empty one. A malformed file raises `ConfigError
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 from monad_cli.config.atoms import read_atom
 from monad_cli.core.errors import ConfigError
 from monad_cli.core.filters import PatternError, split_patterns
+from monad_cli.core.messages import did_you_mean
 from monad_cli.core.paths import Paths
 
 MCP_FILE = "features/mcp.toml"
@@ -45,9 +45,8 @@ def read_feature(paths: Paths, filename: str) -> dict[str, Any]:
 
 
 def _unknown(source: str, where: str, key: str, known: set[str]) -> ConfigError:
-    close = difflib.get_close_matches(key, sorted(known), n=1)
-    hint = f" (did you mean `{close[0]}`?)" if close else f"; known: {', '.join(sorted(known))}"
-    return ConfigError(f"`{source}`: {where}`{key}` is not a known field{hint}", file=source, field=key)
+    return ConfigError(f"`{source}`: {where}`{key}` is not a known field{did_you_mean(key, known, known=True)}",
+                       file=source, field=key)
 
 
 def _globs(source: str, fld: str, value: Any, *, server_patterns: bool) -> list[str]:

@@ -10,18 +10,11 @@ from typing import Any
 
 from monad_cli.config.expansion import ExpansionError, check_syntax, expand
 from monad_cli.core.errors import ConfigError
+from monad_cli.core.messages import did_you_mean
 
 # `tools = {enabled = [...], disabled = [...]}`: globs over the server's own or the exposed tool names.
 # Parsed and validated here; the gateway does not enforce them yet (docs/atoms.md).
 TOOL_FILTER_FIELDS = ("enabled", "disabled")
-
-
-def suggest(key: str, choices: set[str]) -> str:
-    """` (did you mean `X`?)` for the closest of `choices`, or ``."""
-    import difflib  # only on an error
-
-    close = difflib.get_close_matches(key, sorted(choices), n=1)
-    return f" (did you mean `{close[0]}`?)" if close else ""
 
 
 class FieldContext:
@@ -88,7 +81,7 @@ def tool_filters(ctx: FieldContext, value: Any) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for key, globs in value.items():
         if key not in TOOL_FILTER_FIELDS:
-            raise ctx.error(f"tools.{key}", f"unknown field{suggest(key, set(TOOL_FILTER_FIELDS))}; "
+            raise ctx.error(f"tools.{key}", f"unknown field{did_you_mean(key, TOOL_FILTER_FIELDS)}; "
                                             f"known: enabled, disabled")
         if not isinstance(globs, list) or not all(isinstance(g, str) for g in globs):
             raise ctx.error(f"tools.{key}", "must be a list of glob patterns over tool names")

@@ -21,7 +21,7 @@ from monad_cli.config import agents as agents_file
 from monad_cli.config.atoms import list_atom_files, read_atom, relative_source
 from monad_cli.config.features import PRESETS_FILE, load_presets
 from monad_cli.config.presets import preset_definitions
-from monad_cli.config.schema import ServerSpec, check_name, validate
+from monad_cli.config.schema import ServerSpec, validate
 from monad_cli.config.urls import normalize_url
 from monad_cli.core.errors import ConfigError
 from monad_cli.core.paths import Paths
@@ -186,7 +186,6 @@ def load_definitions(paths: Paths, environ: Mapping[str, str] | None = None, *,
         out.sources[name] = source
         if isinstance(raw, dict):
             out.raw[name] = raw
-        bad_name = check_name(name)
         try:
             if cache is not None and source in atom_sources:
                 spec = cache.validate(raw, name=name, source=source, environ=env)
@@ -194,8 +193,6 @@ def load_definitions(paths: Paths, environ: Mapping[str, str] | None = None, *,
                 spec = validate(raw, name=name, source=source, environ=env)
         except ConfigError as e:
             out.problems.append(Problem(e.message, source, name))
-            continue
-        if bad_name:  # validate() reports it, this is unreachable but keeps mypy honest
             continue
         valid.append(spec)
 

@@ -15,7 +15,6 @@ on first use, as `npx -y` (browser) or uv's `uvx` (computer) do (docs/filtering.
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 import shutil
@@ -25,6 +24,7 @@ from typing import Any
 
 from monad_cli.config.features import PRESETS_FILE, load_presets
 from monad_cli.core.errors import ConfigError, NotFound
+from monad_cli.core.messages import did_you_mean
 from monad_cli.core.paths import Paths
 
 # Pinned so a preset does not change under a running setup; `version = "latest"` opts out.
@@ -60,9 +60,7 @@ def _error(name: str, fld: str | None, message: str) -> ConfigError:
 def _check_fields(name: str, options: Mapping[str, Any], known: set[str]) -> None:
     for key in options:
         if key not in known:
-            close = difflib.get_close_matches(key, sorted(known), n=1)
-            hint = f" (did you mean `{close[0]}`?)" if close else f"; known: {', '.join(sorted(known))}"
-            raise _error(name, key, f"unknown field{hint}")
+            raise _error(name, key, f"unknown field{did_you_mean(key, known, known=True)}")
 
 
 def find_chromium(path: str | None, which: Callable[..., str | None] = shutil.which) -> str | None:
@@ -97,18 +95,17 @@ def browser_definition(options: Mapping[str, Any], *, environ: Mapping[str, str]
             raise _error("browser", None, f"no system Chromium found on PATH (looked for "
                                           f"{', '.join(CHROMIUM_NAMES)}); install one (Debian: `apt-get install "
                                           f"chromium`) or set `executablePath`")
-    definition: dict[str, Any] = {
-        "transport": "stdio",
-        "command": "npx",
-        "args": ["-y", f"{PLAYWRIGHT_MCP}@{version}", "--headless", "--browser", "chromium",
-                 "--executable-path", exe, "--isolated"],
-        "timeout": BROWSER_TIMEOUT_S,
-        "description": "preset `browser`: Playwright MCP, headless, system Chromium",
-        "trust": {"hostEscape": True},
-    }
-    for key in PASSTHROUGH & set(options):
-        definition[key] = options[key]
-    return definition
+    return _definition(options, command="npx",
+                       args=["-y", f"{PLAYWRIGHT_MCP}@{version}", "--headless", "--browser", "chromium",
+                             "--executable-path", exe, "--isolated"], timeout=BROWSER_TIMEOUT_S,
+                       description="preset `browser`: Playwright MCP, headless, system Chromium")
+
+
+def _definition(options: Mapping[str, Any], **fields: Any) -> dict[str, Any]:
+    """A preset's stdio definition: its `fields`, `trust.hostEscape` (a browser or a mouse
+    reaches past any local confinement), and the `PASSTHROUGH` fields of its table."""
+    return {"transport": "stdio", **fields, "trust": {"hostEscape": True},
+            **{key: options[key] for key in PASSTHROUGH & set(options)}}
 
 
 def computer_definition(options: Mapping[str, Any], *, environ: Mapping[str, str]) -> dict[str, Any]:
@@ -148,18 +145,8 @@ def computer_definition(options: Mapping[str, Any], *, environ: Mapping[str, str
     for var in (*NETWORK_ENV, *sorted(k for k in environ if k.startswith("UV_"))):
         if var in environ:
             env[var] = "${" + var + "}"
-    definition: dict[str, Any] = {
-        "transport": "stdio",
-        "command": uvx,
-        "args": [f"{COMPUTER_MCP}@{version}"],
-        "env": env,
-        "timeout": COMPUTER_TIMEOUT_S,
-        "description": f"preset `computer`: {COMPUTER_MCP} (mouse, keyboard, screenshots on X11)",
-        "trust": {"hostEscape": True},
-    }
-    for key in PASSTHROUGH & set(options):
-        definition[key] = options[key]
-    return definition
+    return _definition(options, command=uvx, args=[f"{COMPUTER_MCP}@{version}"], env=env, timeout=COMPUTER_TIMEOUT_S,
+                       description=f"preset `computer`: {COMPUTER_MCP} (mouse, keyboard, screenshots on X11)")
 
 
 _DEFINITIONS = {"browser": browser_definition, "computer": computer_definition}
@@ -176,10 +163,8 @@ def preset_definitions(presets: Mapping[str, Mapping[str, Any]], *, taken: set[s
     errors: list[ConfigError] = []
     for name, options in presets.items():
         if name not in PRESETS:
-            close = difflib.get_close_matches(name, PRESETS, n=1)
-            hint = f" (did you mean `{close[0]}`?)" if close else ""
-            errors.append(ConfigError(f"`{PRESETS_FILE}`: unknown preset `{name}`{hint}; known presets: "
-                                      f"{', '.join(PRESETS)}", file=PRESETS_FILE, field=name))
+            errors.append(ConfigError(f"`{PRESETS_FILE}`: unknown preset `{name}`{did_you_mean(name, PRESETS)}; "
+                                      f"known presets: {', '.join(PRESETS)}", file=PRESETS_FILE, field=name))
             continue
         enabled = options.get("enabled", False)
         if not isinstance(enabled, bool):

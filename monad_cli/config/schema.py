@@ -19,12 +19,12 @@ from monad_cli.config.fields import (
     expand_field,
     str_list,
     str_map,
-    suggest,
     tool_filters,
 )
 from monad_cli.config.oauth import check_oauth
 from monad_cli.config.start import START_MODES, StartDefaults, parse_duration
 from monad_cli.config.urls import check_url
+from monad_cli.core.messages import did_you_mean
 
 NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
 _ENV_NAME = re.compile(r"[^=\s\x00]+")
@@ -242,7 +242,7 @@ def _check_registry(ctx: FieldContext, table: Any) -> None:
         raise ctx.error("registry", "must be a table such as {name = \"io.github.owner/server\", version = \"1.2.3\"}")
     for key, value in table.items():
         if key not in REGISTRY_FIELDS:
-            raise ctx.error(f"registry.{key}", f"unknown field{suggest(key, REGISTRY_FIELDS)}")
+            raise ctx.error(f"registry.{key}", f"unknown field{did_you_mean(key, REGISTRY_FIELDS)}")
         if key == "asked":
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise ctx.error(f"registry.{key}", "must be a list of strings")
@@ -308,7 +308,7 @@ def _validate(raw: Mapping[str, Any], ctx: FieldContext, *, name: str, source: s
         raise ctx.error(None, "a server definition must be a table/object")
     for key in raw:
         if key not in ALL_FIELDS and key != "type":
-            raise ctx.error(key, f"unknown field{suggest(key, ALL_FIELDS)}")
+            raise ctx.error(key, f"unknown field{did_you_mean(key, ALL_FIELDS)}")
     if "schema" in raw and raw["schema"] != 1:
         raise ctx.error("schema", f"schema {raw['schema']!r} is not supported by this monad (expected 1)")
 
@@ -338,7 +338,7 @@ def _validate(raw: Mapping[str, Any], ctx: FieldContext, *, name: str, source: s
         raise ctx.error("trust", "must be a table")
     for key in trust:
         if key not in TRUST_FIELDS:
-            raise ctx.error(f"trust.{key}", f"unknown field{suggest(key, TRUST_FIELDS)}")
+            raise ctx.error(f"trust.{key}", f"unknown field{did_you_mean(key, TRUST_FIELDS)}")
     auto = trust.get("autoApproveTools", [])
     if not isinstance(auto, list) or not all(isinstance(x, str) for x in auto):
         raise ctx.error("trust.autoApproveTools", "must be a list of tool names")

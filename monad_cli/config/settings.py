@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from monad_cli.config.start import DEFAULT_IDLE_STOP_S, DEFAULT_START, START_MODES, parse_duration
 from monad_cli.core.errors import ConfigError
+from monad_cli.core.messages import did_you_mean
 
 if TYPE_CHECKING:
     from monad_cli.core.paths import Paths
@@ -199,10 +200,7 @@ def _kind(hint: Any) -> str:
 
 
 def _hint(name: str, known: dict[str, Any]) -> str:
-    import difflib
-
-    close = difflib.get_close_matches(name, list(known), n=1)
-    return (f" (did you mean `{close[0]}`?)" if close else "") + f"; known: {', '.join(sorted(known))}"
+    return did_you_mean(name, known) + f"; known: {', '.join(sorted(known))}"
 
 
 __all__ = ["DEFAULT_KEEP", "SETTINGS_FILE", "JournalSection", "RegistrySection", "ServersSection", "Settings",

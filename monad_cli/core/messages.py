@@ -10,6 +10,7 @@ single line a `status` row or a journal row has room for. Stdlib only.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 VALUE_LIMIT = 80
 """Characters of one quoted value kept in a message (the rest is counted, not shown)."""
@@ -59,6 +60,17 @@ def one_line(text: str) -> str:
     return " | ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
+def did_you_mean(word: str, choices: Iterable[str], *, known: bool = False) -> str:
+    """`` (did you mean `X`?)`` for the closest of `choices` to a mistyped `word`; else "", or
+    with `known`, ``; known: A, B`` (every choice, sorted)."""
+    import difflib  # only on an error
+
+    close = difflib.get_close_matches(word, sorted(choices), n=1)
+    if close:
+        return f" (did you mean `{close[0]}`?)"
+    return f"; known: {', '.join(sorted(choices))}" if known else ""
+
+
 def transport_error(exc: BaseException) -> str:
     """An HTTP client's error for a message: a transport error (refused, unknown host, a TLS
     certificate problem, a timeout) by its own text, `[Errno 111] Connection refused`, since
@@ -73,4 +85,4 @@ def transport_error(exc: BaseException) -> str:
     return f"{name}: {cut(text, 160)}" if text else name
 
 
-__all__ = ["NET_LIMIT", "VALUE_LIMIT", "cut", "cut_values", "one_line", "transport_error"]
+__all__ = ["NET_LIMIT", "VALUE_LIMIT", "cut", "cut_values", "did_you_mean", "one_line", "transport_error"]

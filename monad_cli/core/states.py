@@ -29,9 +29,6 @@ class State(StrEnum):
     STOPPED = "stopped"
     FILTERED = "filtered"
 
-    def __str__(self) -> str:
-        return self.value
-
 
 S = State
 # Every move an actor makes (daemon/sessions/actor.py), and no other; a move to the same state

@@ -31,9 +31,6 @@ class TaskState(StrEnum):
     FAILED = "failed"
     CANCELLED = "cancelled"
 
-    def __str__(self) -> str:
-        return self.value
-
 
 T = TaskState
 # The statuses a server may report (tasks/get, notifications/tasks, CreateTaskResult).

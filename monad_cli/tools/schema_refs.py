@@ -49,10 +49,6 @@ def ref_target(root: Any, ref: str) -> Any:
     return node
 
 
-def is_local_ref(ref: Any) -> bool:
-    return isinstance(ref, str) and ref.startswith("#")
-
-
 def _merge_all_of(node: dict[str, Any]) -> dict[str, Any]:
     """`{"allOf": [A, B], ...}` with every branch an object schema → one merged schema
     (properties merged, `required` joined); anything else is kept as it is."""
@@ -91,9 +87,9 @@ def resolve_local(schema: Any) -> Any:
         if not isinstance(node, Mapping):
             return node
         ref = node.get("$ref")
-        if isinstance(ref, str) and is_local_ref(ref) and ref not in active:
-            target = ref_target(schema, ref)
-            if target is not _MISSING and isinstance(target, Mapping):
+        if isinstance(ref, str) and ref not in active:
+            target = ref_target(schema, ref)  # `_MISSING` for a remote or dangling one
+            if isinstance(target, Mapping):
                 siblings = {k: v for k, v in node.items() if k != "$ref"}
                 return walk({**target, **siblings}, (*active, ref), depth + 1)
         out = {key: walk(value, active, depth + 1) for key, value in node.items()}

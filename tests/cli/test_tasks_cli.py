@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 HEAVY = ("mcp", "mcp_types", "sqlalchemy", "sqlmodel", "httpx2", "uvicorn", "starlette", "pydantic")
 
 
@@ -25,3 +27,14 @@ def test_help_names_the_commands_and_states(cli) -> None:  # type: ignore[no-unt
         assert word in r.out
     r = cli("tasks", "input", "--help")
     assert r.code == 0 and "--set" in r.out and "NAME=VALUE" in r.out
+
+
+def test_a_set_value_without_its_name_is_never_echoed() -> None:
+    # `--set` parses as `--env` does: a form answer may be a secret that lost its `NAME=`.
+    from monad_cli.cli.commands._common import parse_pairs
+    from monad_cli.core.errors import InvalidInput
+
+    assert parse_pairs(["region=eu=west"], "=", "--set") == {"region": "eu=west"}
+    with pytest.raises(InvalidInput) as refused:
+        parse_pairs(["hunter2-secret"], "=", "--set")
+    assert "--set" in refused.value.message and "hunter2" not in refused.value.message

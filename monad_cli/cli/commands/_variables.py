@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from monad_cli.cli.commands._common import running
 from monad_cli.core.paths import paths
 
 UNKNOWN = "unknown"  # the supervisor is not running: only the env file could be read
@@ -25,16 +26,9 @@ def users() -> dict[str, list[str]]:
     return out
 
 
-def _running_supervisor() -> Any:
-    from monad_cli.cli.control import ControlClient
-
-    client = ControlClient(paths())
-    return client if client.is_running() else None
-
-
 def listing() -> tuple[list[dict[str, Any]], list[str]]:
     """(`[{name, source, servers}]`, the env file's problems), from the supervisor if it runs."""
-    client = _running_supervisor()
+    client = running()
     if client is not None:
         answer = client.get("/v1/env")
         return answer["variables"], answer["problems"]
@@ -58,7 +52,7 @@ def sources(names: list[str]) -> dict[str, str | None]:
     rest = [n for n in names if n not in out]
     if not rest:
         return out
-    client = _running_supervisor()
+    client = running()
     if client is not None:
         from urllib.parse import urlencode
 

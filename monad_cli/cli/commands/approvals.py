@@ -61,10 +61,7 @@ def allow(
     scope = "session" if session else "always" if always else "once"
     check_id(approval_id, "approval", "monad approvals")
     answer = supervisor().post(f"/v1/approvals/{approval_id}", {"decision": "allow", "scope": scope})
-    if as_json:
-        render.data_json(answer)
-    else:
-        render.info(f"allowed `{answer['exposed']}` ({scope})")
+    render.outcome(answer, f"allowed `{answer['exposed']}` ({scope})", as_json=as_json)
 
 
 @app.command("revoke")
@@ -88,11 +85,8 @@ def revoke(
     if session or always:
         body["scope"] = "session" if session else "always"
     answer = supervisor().post("/v1/approvals/revoke", body)
-    if as_json:
-        render.data_json(answer)
-    else:
-        render.info(f"revoked {answer['revoked']} standing approval{'s' if answer['revoked'] != 1 else ''} "
-                    f"of `{name or server}`")
+    render.outcome(answer, f"revoked {answer['revoked']} standing approval{'s' if answer['revoked'] != 1 else ''} "
+                   f"of `{name or server}`", as_json=as_json)
 
 
 @app.command("deny")
@@ -103,7 +97,4 @@ def deny(
     """Deny the waiting call; the caller gets a refusal."""
     check_id(approval_id, "approval", "monad approvals")
     answer = supervisor().post(f"/v1/approvals/{approval_id}", {"decision": "deny"})
-    if as_json:
-        render.data_json(answer)
-    else:
-        render.info(f"denied `{answer['exposed']}`")
+    render.outcome(answer, f"denied `{answer['exposed']}`", as_json=as_json)

@@ -85,32 +85,28 @@ def logout(name: Annotated[str, typer.Argument(help="Server name.")], as_json: J
 
 def _journal(name: str, reason: str, detail: dict[str, Any] | None) -> None:
     """A journal row for the person's own action (never a token: none is passed in)."""
+    import contextlib
+
     from monad_cli.journal.db import Journal
 
-    try:
+    with contextlib.suppress(Exception):  # the grant is stored: a journal problem must not fail the command
         journal = Journal(paths().journal_db)
-    except Exception:  # noqa: BLE001 - the grant is stored; a journal problem must not fail the command
-        return
-    try:
-        journal.record("auth", server=name, reason=reason, detail=detail)
-    except Exception:  # noqa: BLE001
-        pass
-    finally:
-        journal.close()
+        try:
+            journal.record("auth", server=name, reason=reason, detail=detail)
+        finally:
+            journal.close()
 
 
 def _reconnect(name: str) -> bool:
     """Ask a running supervisor to reconnect `name` (it re-reads the grant). Never starts one."""
-    from urllib.parse import quote
-
-    from monad_cli.cli.control import ControlClient
+    from monad_cli.cli.commands._common import quoted, running
     from monad_cli.core.errors import MonadError
 
-    client = ControlClient(paths())
-    if not client.is_running():
+    client = running()
+    if client is None:
         return False
     try:
-        client.post(f"/v1/mcp-servers/{quote(name, safe='')}/reconnect")
+        client.post(f"/v1/mcp-servers/{quoted(name)}/reconnect")
     except MonadError:
         return False
     return True

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from monad_cli.cli import render
-from monad_cli.cli.commands._common import JsonOpt
+from monad_cli.cli.commands._common import JsonOpt, running
 from monad_cli.clients.registry import CLIENTS, defaults_help
 from monad_cli.core.errors import InvalidInput
 from monad_cli.core.paths import paths
@@ -144,14 +144,10 @@ def connect(
 
 def _states() -> dict[str, dict[str, Any]] | None:
     """The running supervisor's status rows by server name; None when none runs (never started here)."""
-    from monad_cli.cli.commands.mcp import _listening
-
-    if not _listening():
+    client = running()
+    if client is None:
         return None
-    from monad_cli.cli.commands._common import supervisor
-
-    rows = supervisor(autostart=False).get("/v1/settings/mcp-servers/status")["servers"]
-    return {row["name"]: row for row in rows}
+    return {row["name"]: row for row in client.get("/v1/settings/mcp-servers/status")["servers"]}
 
 
 def _connect_per_server(client: str, path: str | None, *, remove: bool, replace: bool, dry_run: bool,

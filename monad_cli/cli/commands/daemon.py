@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Annotated, Any
 
@@ -73,29 +74,22 @@ def start(include: IncludeOpt = None, exclude: ExcludeOpt = None, as_json: JsonO
 
     inc, exc = _filter_flags(include, exclude)
     client = ControlClient(paths())
+    started = False
     if client.is_running():
-        health = client.get("/v1/health")
-        if as_json:
-            render.data_json({"running": True, "pid": health["pid"], "started": False})
-        else:
-            render.info(f"the supervisor is already running (pid {health['pid']})")
-            if inc is not None or exc is not None:
-                render.warn("its server filters were not changed; run `monad daemon stop` first")
-        return
-    try:
-        pid = start_or_join(paths(), extra_args=_filter_args(inc, exc))
-    except LostStartRace as race:
-        # Another `start` won the race; report the one that runs, as a second start would.
-        pid = race.pid
-        if as_json:
-            render.data_json({"running": True, "pid": pid, "started": False})
-        else:
-            render.info(f"the supervisor is already running (pid {pid})")
-        return
-    if as_json:
-        render.data_json({"running": True, "pid": pid, "started": True})
+        pid = int(client.get("/v1/health")["pid"])
     else:
+        try:
+            pid, started = start_or_join(paths(), extra_args=_filter_args(inc, exc)), True
+        except LostStartRace as race:  # another `start` won: report the one that runs, as a second start would
+            pid = race.pid
+    if as_json:
+        render.data_json({"running": True, "pid": pid, "started": started})
+    elif started:
         render.info(f"supervisor started (pid {pid}) for {paths().home}")
+    else:
+        render.info(f"the supervisor is already running (pid {pid})")
+        if inc is not None or exc is not None:
+            render.warn("its server filters were not changed; run `monad daemon stop` first")
 
 
 @app.command("stop")
@@ -117,21 +111,16 @@ def stop(
         except SupervisorNotRunning:
             starting = starting_pid(paths())
             if starting is None or not pid_alive(starting):
-                if as_json:
-                    render.data_json({"running": False, "stopped": False})
-                else:
-                    render.info("the supervisor is not running")
+                render.outcome({"running": False, "stopped": False}, "the supervisor is not running", as_json=as_json)
                 return
             if time.monotonic() > deadline:
                 raise MonadError(f"the supervisor (pid {starting}) is still starting after {timeout:g} s; "
                                  f"see `{paths().daemon_log}`") from None
             time.sleep(0.05)
-    try:
+    # Gone between the two requests, or a connection cut while it stops (the stop itself):
+    # the wait below judges.
+    with contextlib.suppress(SupervisorNotRunning, ConnectionClosed):
         client.post("/v1/daemon/stop")
-    except SupervisorNotRunning:
-        pass  # it went away between the two requests: the wait below confirms it
-    except ConnectionClosed:
-        pass  # a connection cut while it stops is the stop itself; the wait below judges
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if not pid_alive(pid):
@@ -140,10 +129,7 @@ def stop(
     else:
         raise MonadError(f"the supervisor (pid {pid}) did not exit within {timeout:g} s; "
                          f"see `{paths().daemon_log}`")
-    if as_json:
-        render.data_json({"running": False, "stopped": True, "pid": pid})
-    else:
-        render.info(f"supervisor stopped (pid {pid})")
+    render.outcome({"running": False, "stopped": True, "pid": pid}, f"supervisor stopped (pid {pid})", as_json=as_json)
 
 
 @app.command("status")
@@ -157,10 +143,8 @@ def status(as_json: JsonOpt = False) -> None:
         servers = client.get("/v1/settings/mcp-servers/status")["servers"]
         telemetry = client.get("/v1/telemetry")
     except SupervisorNotRunning:
-        if as_json:
-            render.data_json({"running": False, "home": str(paths().home)})
-        else:
-            render.info(f"the supervisor is not running for {paths().home}")
+        render.outcome({"running": False, "home": str(paths().home)},
+                       f"the supervisor is not running for {paths().home}", as_json=as_json)
         raise typer.Exit(int(ExitCode.NOT_RUNNING)) from None
     counts: dict[str, int] = {}
     for row in servers:

@@ -77,10 +77,9 @@ def set_(
                            f"`monad env unset {name}` to remove it")
     existed = set_variable(paths(), name, value)
     servers = _servers_using(name)
-    if as_json:
-        render.data_json({"name": name, "created": not existed, "servers": servers})
-        return
-    render.info(f"{'updated' if existed else 'set'} `{name}` in MONAD_HOME/env; {_applied(servers)}")
+    verb = "updated" if existed else "set"
+    render.outcome({"name": name, "created": not existed, "servers": servers},
+                   f"{verb} `{name}` in MONAD_HOME/env; {_applied(servers)}", as_json=as_json)
 
 
 @app.command("unset")
@@ -90,10 +89,8 @@ def unset(name: NameArg, as_json: JsonOpt = False) -> None:
 
     unset_variable(paths(), name)
     servers = _servers_using(name)
-    if as_json:
-        render.data_json({"name": name, "servers": servers})
-        return
-    render.info(f"removed `{name}` from MONAD_HOME/env; {_applied(servers)}")
+    render.outcome({"name": name, "servers": servers}, f"removed `{name}` from MONAD_HOME/env; {_applied(servers)}",
+                   as_json=as_json)
 
 
 @app.command("list")

@@ -72,10 +72,7 @@ def journal(
         _show(reader.from_shared(settings, read), calls=calls, fleet=True, as_json=as_json)
         return
     if not p.journal_db.exists():
-        if as_json:
-            render.data_json([])
-        else:
-            render.info("the journal is empty (the supervisor has not run yet)")
+        render.outcome([], "the journal is empty (the supervisor has not run yet)", as_json=as_json)
         return
     import sqlite3
 

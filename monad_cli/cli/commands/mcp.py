@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from monad_cli.cli import render
-from monad_cli.cli.commands._common import JsonOpt, supervisor
+from monad_cli.cli.commands._common import JsonOpt, parse_pairs, quoted, running, supervisor
 from monad_cli.cli.commands._status import local_rows, not_ready, show_status
 from monad_cli.core.errors import ExitCode, InvalidInput, MonadError, NotFound
 from monad_cli.core.messages import cut
@@ -20,24 +20,10 @@ from monad_cli.core.paths import paths
 
 app = typer.Typer(help="Add, inspect and control MCP servers.", no_args_is_help=True)
 
-def _parse_pairs(items: list[str] | None, sep: str, what: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in items or []:
-        if sep not in item:
-            # Never echo the value: it may be the secret that lacks its name.
-            raise InvalidInput(f"every {what} needs the form {'K=V' if sep == '=' else '`Name: value`'}")
-        k, v = item.split(sep, 1)
-        k = k.strip()
-        if not k:
-            raise InvalidInput(f"{what} has an empty name")
-        out[k] = v.strip() if sep == ":" else v
-    return out
-
-
 def _headers(items: list[str] | None) -> dict[str, str]:
     """`--header` values; an empty one is warned about: `--header "X-Api-Key: $KEY"` in double
     quotes is expanded by the shell, to nothing when the shell has no such variable."""
-    headers = _parse_pairs(items, ":", "--header")
+    headers = parse_pairs(items, ":", "--header")
     for name, value in headers.items():
         if value == "":
             render.warn(f"header `{name}` is empty (a `$VAR` in double quotes is expanded by your shell, to "
@@ -141,8 +127,8 @@ def add(
                     or cwd or timeout is not None or required or disabled:
                 raise InvalidInput("installing by name or bundle takes --env, --header, --arg, --package, --remote, "
                                    "--name and --force; set the rest afterwards")
-            install(name, as_name=as_name, env=_parse_pairs(env, "=", "--env"),
-                    header=_headers(header), arg=_parse_pairs(arg, "=", "--arg"),
+            install(name, as_name=as_name, env=parse_pairs(env, "=", "--env"),
+                    header=_headers(header), arg=parse_pairs(arg, "=", "--arg"),
                     package=package, remote=remote, force=force, as_json=as_json)
             return
     if arg or package is not None or remote is not None or as_name:
@@ -198,7 +184,7 @@ def add(
             if recorded:
                 defn["cwd"], why = recorded
         if env:
-            defn["env"] = _parse_pairs(env, "=", "--env")
+            defn["env"] = parse_pairs(env, "=", "--env")
         if scope:  # claude's `--scope user`, or an OAuth scope where there is no OAuth: both lost
             raise InvalidInput("--scope is an OAuth scope, for http servers; for claude's `--scope user|project`, "
                                "monad has one scope, the atoms under MONAD_HOME, shared by every agent: drop it")
@@ -220,8 +206,7 @@ def add(
         if bearer_token is not None:
             defn["auth"] = {"mode": "bearer", "token": bearer_token}
         elif oauth or client_credentials or client_id or client_secret or private_key or scope:
-            from monad_cli.cli.commands._oauth import oauth_table
-            defn["auth"] = oauth_table(client_credentials=client_credentials, client_id=client_id,
+            defn["auth"] = _oauth_table(client_credentials=client_credentials, client_id=client_id,
                                         client_secret=client_secret, private_key=private_key, scopes=scope)
     if timeout is not None:
         defn["timeout"] = timeout
@@ -246,7 +231,7 @@ def add(
     missing = _missing_command(defn)
     if missing:
         render.warn(f"server `{name}`: {missing}; it is added, and will fail to start until that is fixed")
-    for variable in _unset_variables(defn):
+    for variable in (v["name"] for v in _variable_sources(defn) if v["source"] is None):
         from monad_cli.config.envfile import unset_hint
 
         render.warn(f"server `{name}`: {unset_hint(variable)}; until then it fails to start")
@@ -268,6 +253,27 @@ def add(
                 f"connects it (`monad mcp wait {name}` also starts it and waits)")
 
 
+def _oauth_table(*, client_credentials: bool, client_id: str | None, client_secret: str | None,
+                  private_key: str | None, scopes: list[str] | None) -> dict[str, Any]:
+    """The `auth` table `add` writes for `--oauth` / `--client-credentials` (docs/auth.md)."""
+    auth: dict[str, Any] = {"mode": "oauth"}
+    if client_credentials:
+        if not client_id:
+            raise InvalidInput("--client-credentials needs --client-id")
+        if (client_secret is None) == (private_key is None):
+            raise InvalidInput("--client-credentials needs one of --client-secret (client_secret_basic) and "
+                               "--private-key (private_key_jwt)")
+        auth["flow"] = "client_credentials"
+    elif private_key is not None:
+        raise InvalidInput("--private-key is for --client-credentials")
+    for key, value in (("clientId", client_id), ("clientSecret", client_secret), ("privateKey", private_key)):
+        if value is not None:
+            auth[key] = value
+    if scopes:
+        auth["scopes"] = list(scopes)
+    return auth
+
+
 def _listening() -> bool:
     """Whether a supervisor accepts on the control socket: a bare connect, without the
     control client and its JSON (`add` stays light: tests/cli/test_cli_weight.py)."""
@@ -280,19 +286,6 @@ def _listening() -> bool:
         except OSError:
             return False
     return True
-
-
-def _unset_variables(defn: dict[str, Any]) -> list[str]:
-    """The variables `defn` references that neither MONAD_HOME/env nor the supervisor's
-    environment sets (docs/atoms.md "Variables")."""
-    from monad_cli.config.expansion import definition_references
-
-    names = definition_references(defn)
-    if not names:
-        return []
-    from monad_cli.cli.commands._variables import sources
-
-    return [n for n, source in sources(names).items() if source is None]
 
 
 def _missing_command(defn: dict[str, Any]) -> str | None:
@@ -314,18 +307,12 @@ def _missing_command(defn: dict[str, Any]) -> str | None:
 def list_(as_json: JsonOpt = False) -> None:
     """One row per server from the atoms and agents.json, with live state if the supervisor
     runs (this command never starts it)."""
-    client = supervisor(autostart=False) if _running() else None
+    client = running()
     if client is None:
         show_status(local_rows(), [], as_json)
         return
     answer = client.get("/v1/settings/mcp-servers/status")
     show_status(answer["servers"], answer["problems"], as_json, answer.get("journal"))
-
-
-def _running() -> bool:
-    from monad_cli.cli.control import ControlClient
-
-    return ControlClient(paths()).is_running()
 
 
 @app.command("status")
@@ -342,7 +329,7 @@ def status(
         answer = client.get("/v1/settings/mcp-servers/status")
         show_status(answer["servers"], answer["problems"], as_json, answer.get("journal"))
         return
-    row = client.get(f"/v1/settings/mcp-servers/{_quote(name)}/status")
+    row = client.get(f"/v1/settings/mcp-servers/{quoted(name)}/status")
     if as_json:
         render.data_json(row)
         return
@@ -384,11 +371,6 @@ def _variables_text(variables: list[dict[str, Any]]) -> str | None:
                      for v in variables) or None
 
 
-def _quote(name: str) -> str:
-    from urllib.parse import quote
-
-    return quote(name, safe="")
-
 
 @app.command("get")
 def get(name: Annotated[str, typer.Argument(help="Server name.")], as_json: JsonOpt = False) -> None:
@@ -411,14 +393,13 @@ def get(name: Annotated[str, typer.Argument(help="Server name.")], as_json: Json
     shown = redact_definition(raw, read_env_file(paths()).values.values())
     runs_in = _runs_in(name, raw)
     variables = _variable_sources(raw)
+    start = _start_of(raw)
     if as_json:
-        start = _start_of(raw)
         render.data_json({"name": name, "source": source, "definition": shown,
                           "cwd": runs_in[0] if runs_in else None, "cwdDefault": bool(runs_in and runs_in[1]),
                           "variables": variables, "start": start[0],
                           "idleStop": start[2] if start[0] == "on-demand" else None})
         return
-    start = _start_of(raw)
     render.line(f"# {source}")
     for key, value in shown.items():
         render.line(f"{key} = {_toml_value(value)}")
@@ -433,7 +414,8 @@ def get(name: Annotated[str, typer.Argument(help="Server name.")], as_json: Json
 
 
 def _variable_sources(raw: dict[str, Any]) -> list[dict[str, Any]]:
-    """`[{name, source}]` for each `$VAR` the definition references (source None: unset)."""
+    """`[{name, source}]` for each `$VAR` the definition references (source None: set neither
+    in MONAD_HOME/env nor in the supervisor's environment; docs/atoms.md "Variables")."""
     from monad_cli.config.expansion import definition_references
 
     names = definition_references(raw)
@@ -500,10 +482,8 @@ def _set_enabled(name: str, enabled: bool, as_json: bool) -> None:
     from monad_cli.config.edits import update_server
 
     source = update_server(paths(), name, {"enabled": enabled})
-    if as_json:
-        render.data_json({"name": name, "source": source, "enabled": enabled})
-    else:
-        render.info(f"{'enabled' if enabled else 'disabled'} server `{name}` ({source})")
+    render.outcome({"name": name, "source": source, "enabled": enabled},
+                   f"{'enabled' if enabled else 'disabled'} server `{name}` ({source})", as_json=as_json)
 
 
 @app.command("enable")
@@ -533,7 +513,7 @@ def reconnect(
         raise InvalidInput("name one server, or pass --all")
     client = supervisor()
     answer = client.post("/v1/mcp-servers/reconnect") if all_ else \
-        client.post(f"/v1/mcp-servers/{_quote(name or '')}/reconnect")
+        client.post(f"/v1/mcp-servers/{quoted(name or '')}/reconnect")
     if as_json:
         render.data_json(answer)
         return
@@ -563,7 +543,7 @@ def wait(
         raise InvalidInput("--timeout must be a finite number of seconds")
     client = supervisor()
     deadline = time.monotonic() + timeout
-    final_bad = {"failed", "needs-auth", "disabled", "filtered"}
+    final = {"failed", "needs-auth", "disabled", "filtered", "undefined"}
     ready = {"connected", "idle"}  # idle: an on-demand server with its lists, started by a call
     rows: dict[str, dict[str, Any]] = {}
     while True:
@@ -573,16 +553,13 @@ def wait(
                                             "reason": f"server `{n}` is not defined (see `monad mcp list`)"}))
                 for n in names}
         states = {r["state"] for r in rows.values()}
-        if states <= ready:
-            break
-        stuck = any(r["state"] in final_bad | {"undefined"} for r in rows.values())
-        if stuck or time.monotonic() >= deadline:
+        if states <= ready or states & final or time.monotonic() >= deadline:
             break
         time.sleep(0.05)
     bad = [r for r in rows.values() if r["state"] not in ready]
     if as_json:
         render.data_json(list(rows.values()))
-    timed_out = all(r["state"] not in final_bad | {"undefined"} for r in bad)
+    timed_out = all(r["state"] not in final for r in bad)
     for r in bad:
         if r["state"] == "undefined":
             render.error(r["reason"])

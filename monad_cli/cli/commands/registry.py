@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from monad_cli.cli import render
-from monad_cli.cli.commands._common import JsonOpt
+from monad_cli.cli.commands._common import JsonOpt, parse_pairs, quoted, running
 from monad_cli.core.errors import InvalidInput, MonadError
 from monad_cli.core.paths import paths
 
@@ -106,18 +106,14 @@ def search(
         entries = regs.search(text, limit=limit)
     for problem in regs.problems:
         render.warn(f"{problem}; showing what the other registries answered")
-    rows = [_row(e) for e in entries]
+    from monad_cli.registry.listing import row
+
+    rows = [row(e) for e in entries]
     if as_json:
         render.data_json(rows)
         return
     render.table(rows, [("name", "name"), ("version", "version"), ("runs", "runs"), ("description", "description")],
                  empty=f"no server matches `{text}`")
-
-
-def _row(entry: Any) -> dict[str, Any]:
-    from monad_cli.registry.listing import row
-
-    return row(entry)
 
 
 def _installed() -> list[tuple[str, dict[str, Any]]]:
@@ -186,17 +182,14 @@ def upgrade(
     with Registries(paths()) as regs:
         entry = regs.server_at(str(origin["registry"]), str(origin["name"]), version)
     if entry.version == origin.get("version"):
-        if as_json:
-            render.data_json({"name": name, "from": origin.get("version"), "to": entry.version, "changed": False})
-        else:
-            render.info(f"server `{name}` is already at {entry.version}; nothing changed")
+        render.outcome({"name": name, "from": origin.get("version"), "to": entry.version, "changed": False},
+                       f"server `{name}` is already at {entry.version}; nothing changed", as_json=as_json)
         return
-    from monad_cli.cli.commands.mcp import _parse_pairs
     from monad_cli.registry.install import known_values
 
     given = {"env": {str(k): str(v) for k, v in (raw.get("env") or {}).items()},
              "header": {str(k): str(v) for k, v in (raw.get("headers") or {}).items()},
-             "arg": _parse_pairs(arg, "=", "--arg")}
+             "arg": parse_pairs(arg, "=", "--arg")}
     # What the installed version was given stays: its argument values are read back from the
     # atom (a bundle's from its manifest's placeholders), so only what is new is asked.
     old = None
@@ -209,8 +202,8 @@ def upgrade(
         given["env"] = {}  # its environment is the manifest's, filled from those values
     defn, _, _ = build(paths(), entry, name, package=None, remote=None, given=given,
                        ask=_ask_new(asked_before), recorded=str(origin.get("package") or ""))
-    client = _running_client()
-    before = client.get(f"/v1/tools/sets/{_quote(name)}") if client is not None else None
+    client = running()
+    before = client.get(f"/v1/tools/sets/{quoted(name)}") if client is not None else None
     started = time.time()
     # How to run it changes; what a person set around it (timeout, tools, trust, a cwd of a
     # package) stays. A bundle's `cwd` is its folder, which moves with the version.
@@ -250,12 +243,12 @@ def _tool_difference(client: Any, name: str, before: Mapping[str, Any] | None, s
     deadline = time.monotonic() + wait
     row: dict[str, Any] = {}
     while time.monotonic() < deadline:
-        row = client.get(f"/v1/settings/mcp-servers/{_quote(name)}/status")
+        row = client.get(f"/v1/settings/mcp-servers/{quoted(name)}/status")
         settled = row.get("state") in ("connected", "degraded", "failed", "needs-auth", "disabled")
         if settled and (row.get("since") or 0) >= started:
             break
         time.sleep(0.2)
-    after = client.get(f"/v1/tools/sets/{_quote(name)}")
+    after = client.get(f"/v1/tools/sets/{quoted(name)}")
     old_hash = (before or {}).get("hash")
     if after.get("blocked"):
         summary = f"tools: {after['blocked']}"
@@ -268,18 +261,6 @@ def _tool_difference(client: Any, name: str, before: Mapping[str, Any] | None, s
     return {"before": old_hash, "after": after.get("hash"), "refused": bool(after.get("blocked")),
             "state": row.get("state"), "summary": summary}
 
-
-def _running_client() -> Any:
-    from monad_cli.cli.control import ControlClient
-
-    client = ControlClient(paths())
-    return client if client.is_running() else None
-
-
-def _quote(name: str) -> str:
-    from urllib.parse import quote
-
-    return quote(name, safe="")
 
 
 def register(app: typer.Typer) -> None:

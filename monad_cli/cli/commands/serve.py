@@ -95,22 +95,18 @@ def serve(
                                   include_tools=include_tools, exclude_tools=exclude_tools,
                                   tool_search=tool_search, tool_search_above=tool_search_above,
                                   max_result_tokens=max_result_tokens)
-    except MonadError as e:
-        _refuse(e, http=http)
-        raise
-    if http:
-        import signal
+        if http:
+            import signal
 
-        # "Ctrl-C stops it" also when started with SIGINT ignored: a shell without job control
-        # starts a background job (`cmd &`) so, and Python then raises no KeyboardInterrupt.
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    if not http and sys.stdin.isatty():
-        # A person who ran it by hand sees a silent wait otherwise; an agent's client never
-        # gives it a terminal, so it never sees this.
-        render.info("monad mcp serve: an MCP server speaking JSON-RPC on stdin/stdout, for agents: an MCP "
-                    "client runs it as a stdio server (`monad mcp connect CLIENT` writes that entry); "
-                    "Ctrl-C stops it")
-    try:
+            # "Ctrl-C stops it" also when started with SIGINT ignored: a shell without job control
+            # starts a background job (`cmd &`) so, and Python then raises no KeyboardInterrupt.
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        elif sys.stdin.isatty():
+            # A person who ran it by hand sees a silent wait otherwise; an agent's client never
+            # gives it a terminal, so it never sees this.
+            render.info("monad mcp serve: an MCP server speaking JSON-RPC on stdin/stdout, for agents: an MCP "
+                        "client runs it as a stdio server (`monad mcp connect CLIENT` writes that entry); "
+                        "Ctrl-C stops it")
         client = supervisor()  # starts it if needed
         defined = [row["name"] for row in client.get("/v1/settings/mcp-servers/status")["servers"]]
         if not defined:

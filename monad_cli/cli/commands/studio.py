@@ -37,11 +37,9 @@ def studio(
     """
     if sign_out:
         ended = supervisor().post("/v1/studio/sign-out")["signedOut"]
-        if as_json:
-            render.data_json({"signedOut": ended})
-        else:
-            render.info(f"signed out {ended} Studio session{'' if ended == 1 else 's'}; every login URL handed "
-                        f"out is spent (`monad studio` signs in again)")
+        render.outcome({"signedOut": ended},
+                       f"signed out {ended} Studio session{'' if ended == 1 else 's'}; every login URL handed "
+                       f"out is spent (`monad studio` signs in again)", as_json=as_json)
         return
     try:
         fallback = default_port()

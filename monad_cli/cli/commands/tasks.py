@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from monad_cli.cli import render
-from monad_cli.cli.commands._common import JsonOpt, check_id, supervisor
+from monad_cli.cli.commands._common import JsonOpt, check_id, parse_pairs, supervisor
 from monad_cli.cli.commands._follow import follow, prompt_answers, task_path
 from monad_cli.core.errors import InvalidInput, MonadError
 from monad_cli.core.task_states import TERMINAL
@@ -130,9 +130,9 @@ def show(
                 render.info(f"task {t['id'][:12]} {t['state']}{': ' + t['statusMessage'] if t['statusMessage'] else ''}"
                             f" (Ctrl-C cancels it)")
 
-        task = follow(client, check_id(task_id, "task", "monad tasks"), interactive=tty, on_update=progress)
+        task = follow(client, task_id, interactive=tty, on_update=progress)
     else:
-        task = client.get(task_path(check_id(task_id, "task", "monad tasks"), "?deliver=1"))
+        task = client.get(task_path(task_id, "?deliver=1"))
     if as_json:
         render.data_json(task)
     else:
@@ -142,16 +142,6 @@ def show(
     # Exit like `monad mcp call` would: a failed task or a tool error is not a success.
     if task["state"] == "failed" or (isinstance(task.get("result"), dict) and task["result"].get("isError")):
         raise typer.Exit(1)
-
-
-def _parse_sets(items: list[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in items:
-        if "=" not in item:
-            raise InvalidInput(f"--set `{item[:40]}` needs the form NAME=VALUE")
-        k, v = item.split("=", 1)
-        out[k.strip()] = v
-    return out
 
 
 @app.command("input")
@@ -185,7 +175,7 @@ def input_(
             raise InvalidInput(f"task `{task['id'][:12]}` has input requests {', '.join(requests)}; "
                                f"pick one with --key")
         answer: dict[str, Any] = {"action": "decline"} if decline else {"action": "accept"} if accept else \
-            {"action": "accept", "content": _parse_sets(set_ or [])}
+            {"action": "accept", "content": parse_pairs(set_, "=", "--set")}
         responses = {keys[0]: answer}
     elif sys.stdin.isatty():
         from monad_cli.core.task_forms import FormError
@@ -198,10 +188,8 @@ def input_(
         raise InvalidInput(f"task `{task['id'][:12]}` asks for input; answer with --set NAME=VALUE "
                            f"(stdin is not a terminal)")
     task = client.post(task_path(task["id"], "/input"), {"responses": responses})
-    if as_json:
-        render.data_json(task)
-    else:
-        render.info(f"answered task {task['id'][:12]}; follow it with `monad tasks show {task['id'][:12]} --wait`")
+    short = task["id"][:12]
+    render.outcome(task, f"answered task {short}; follow it with `monad tasks show {short} --wait`", as_json=as_json)
 
 
 @app.command("cancel")
@@ -215,13 +203,8 @@ def cancel(task_id: Annotated[str, typer.Argument(help=ID_HELP)], as_json: JsonO
     client = supervisor()
     before = client.get(task_path(task_id))
     if before["state"] in TERMINAL:  # cancel is idempotent: say so, and succeed
-        if as_json:
-            render.data_json(before)
-        else:
-            render.info(f"task {before['id'][:12]} is already {before['state']}; nothing to cancel")
+        render.outcome(before,
+                       f"task {before['id'][:12]} is already {before['state']}; nothing to cancel", as_json=as_json)
         return
-    task = client.post(task_path(check_id(task_id, "task", "monad tasks"), "/cancel"))
-    if as_json:
-        render.data_json(task)
-    else:
-        render.info(f"cancel requested for task {task['id'][:12]} (now {task['state']})")
+    task = client.post(task_path(task_id, "/cancel"))
+    render.outcome(task, f"cancel requested for task {task['id'][:12]} (now {task['state']})", as_json=as_json)

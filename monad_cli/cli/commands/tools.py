@@ -15,7 +15,7 @@ import typer
 
 from monad_cli.cli import render
 from monad_cli.cli.commands._calls import post_call
-from monad_cli.cli.commands._common import JsonOpt, supervisor
+from monad_cli.cli.commands._common import JsonOpt, quoted, running, supervisor
 from monad_cli.cli.commands._status import not_ready
 from monad_cli.core.errors import (
     ApprovalTimeout,
@@ -32,11 +32,6 @@ from monad_cli.tools.arguments import build_arguments
 
 DEFAULT_APPROVAL_TIMEOUT_S = 120.0
 
-
-def _quote(name: str) -> str:
-    from urllib.parse import quote
-
-    return quote(name, safe="")
 
 
 def tools(
@@ -73,7 +68,7 @@ def tools(
     if search is not None:
         _search(client, search, limit=limit or 8, server=server, as_json=as_json)
         return
-    answer = client.get("/v1/tools" + (f"?server={_quote(server)}" if server else ""))
+    answer = client.get("/v1/tools" + (f"?server={quoted(server)}" if server else ""))
     listed = answer["tools"]
     if as_json:
         render.data_json(listed)
@@ -121,7 +116,7 @@ def _first_line(description: str, limit: int = 90) -> str:
 
 def _lookup(client: Any, name: str) -> dict[str, Any] | None:
     try:
-        listed = client.get(f"/v1/tools?name={_quote(name)}")["tools"]
+        listed = client.get(f"/v1/tools?name={quoted(name)}")["tools"]
     except NotFound:
         return None
     return next((t for t in listed if t["name"] == name), None)
@@ -137,7 +132,7 @@ def _wait_for_server(client: Any, server: str, limit: float = 120.0) -> dict[str
     row: dict[str, Any] | None = None
     while time.monotonic() < deadline:
         try:
-            row = client.get(f"/v1/settings/mcp-servers/{_quote(server)}/status")
+            row = client.get(f"/v1/settings/mcp-servers/{quoted(server)}/status")
         except NotFound:
             return None
         if row["state"] not in ("connecting", "backoff", "stopped"):  # stopped: not started yet
@@ -352,21 +347,19 @@ def pin(name: Annotated[str, typer.Argument(help="Server name.")], as_json: Json
     From then on, a changed tool set (description, parameters, added or removed tools) makes
     the supervisor refuse to register the server's tools until you pin again.
     """
-    info = supervisor().get(f"/v1/tools/sets/{_quote(name)}")
+    info = supervisor().get(f"/v1/tools/sets/{quoted(name)}")
     digest = info.get("hash")
     if not digest:
-        from monad_cli.cli.commands._status import _STATE_WORDS
+        from monad_cli.cli.commands._status import state_words
 
-        words = _STATE_WORDS.get(info["state"], f"is {info['state']}")  # "is waiting to retry", not "is backoff"
-        raise MonadError(f"server `{name}` {words}, so its tool set is unknown; pin it once it is "
+        # "is waiting to retry", not "is backoff"
+        raise MonadError(f"server `{name}` {state_words(info['state'])}, so its tool set is unknown; pin it once it is "
                          f"connected (`monad mcp wait {name}`)")
     from monad_cli.config.edits import set_trust
 
     source = set_trust(paths(), name, "pinnedToolHash", digest)
-    if as_json:
-        render.data_json({"name": name, "source": source, "pinnedToolHash": digest, "tools": info.get("tools")})
-    else:
-        render.info(f"pinned server `{name}` to {digest} ({info.get('tools')} tools) in {source}")
+    render.outcome({"name": name, "source": source, "pinnedToolHash": digest, "tools": info.get("tools")},
+                   f"pinned server `{name}` to {digest} ({info.get('tools')} tools) in {source}", as_json=as_json)
 
 
 def unpin(name: Annotated[str, typer.Argument(help="Server name.")], as_json: JsonOpt = False) -> None:
@@ -432,12 +425,10 @@ def trust(
 def _advertised(name: str) -> tuple[list[tuple[str, str]] | None, str]:
     """The tools server `name` advertises now as (own name, exposed name) pairs, from the
     running supervisor (never started for this), or (None, why not)."""
-    from monad_cli.cli.control import ControlClient
-
-    client = ControlClient(paths())
+    client = running()
     try:
-        row = client.get(f"/v1/settings/mcp-servers/{_quote(name)}/status") if client.is_running() else None
-        listed = client.get(f"/v1/tools?server={_quote(name)}")["tools"] if row and row["toolNames"] else []
+        row = client.get(f"/v1/settings/mcp-servers/{quoted(name)}/status") if client else None
+        listed = client.get(f"/v1/tools?server={quoted(name)}")["tools"] if client and row and row["toolNames"] else []
     except MonadError:
         return None, f"server `{name}` is unknown to the supervisor"
     if row is None:
@@ -468,18 +459,11 @@ def _refuse_unlisted(name: str, entries: list[str], pairs: list[tuple[str, str]]
 
 def _warn_inert(name: str, entries: list[str], advertised: tuple[list[tuple[str, str]] | None, str]
                 ) -> list[str] | None:
-    """Warn at once about new `autoApproveTools` entries that match no advertised tool;
-    returns them, or None when they could not be checked."""
-    from monad_cli.core.tool_names import inert_entries, inert_entry_warning
-
+    """The new `autoApproveTools` entries that match no advertised tool: none, since
+    `_refuse_unlisted` refused them already; None (said on stderr) when they could not be checked."""
     pairs, why = advertised
-    if not entries:
-        return []
-    if pairs is None:
+    if entries and pairs is None:
         render.info(f"could not check the tool name{'s' if len(entries) > 1 else ''} against the advertised "
                     f"tools ({why}); `monad mcp status {name}` warns once it is connected")
         return None
-    inert = inert_entries(name, entries, pairs)
-    for entry in inert:
-        render.warn(inert_entry_warning(entry, sorted(n for _own, n in pairs)))
-    return inert
+    return []
