@@ -185,5 +185,5 @@ def start_upkeep(tg: anyio.abc.TaskGroup, client: Client, conn: Connection, refr
     if exchange is not None:
         tg.start_soon(partial(keep_alive, partial(ping, client),
                               idle_for=lambda: time.monotonic() - exchange.last_received,
-                              busy=lambda: bool(exchange.unmatched_candidates()), on_hung=on_hung,
+                              busy=exchange.calls_waiting, on_hung=on_hung,
                               gone=(lambda: conn.unreachable) if keeper is not None else None))

@@ -165,6 +165,11 @@ class Exchange:
         """The requests an answer whose id could not be read may have belonged to."""
         return [o for o in self.outstanding.values() if o.method not in LONG_LIVED]
 
+    def calls_waiting(self) -> bool:
+        """Whether a request other than a liveness check (`ping`, `server/discover`) or a
+        long-lived one waits for its answer: what makes the session busy for `keep_alive`."""
+        return any(o.method not in ("ping", DISCOVER) for o in self.unmatched_candidates())
+
     async def fail(self, outgoing: Outgoing, message: str, *, code: int = INTERNAL_ERROR,
                    data: Any = None) -> None:
         """Answer `outgoing` locally with a JSON-RPC error; its real answer, if it ever

@@ -122,9 +122,10 @@ async def keep_alive(ping: Callable[[], Awaitable[object]], *, idle_for: Callabl
                      gone: Callable[[], str | None] | None = None) -> None:
     """Ping every interval while nothing is received for an interval; `on_hung(reason)` once
     when a ping gets no answer in time, then return. Liveness is watched while calls wait
-    too (`busy()`: a request waits for its answer), with more patience: the ping may take
-    `busy_timeout()` (5 minutes), so a server busy with a call is not judged by a ping's
-    time, but one that answers nothing at all does not keep its callers waiting forever.
+    too (`busy()`: a request waits for its answer), with more patience: a ping still
+    unanswered at its own timeout while calls wait may take `busy_timeout()` (5 minutes), so
+    a server busy with a call is not judged by a ping's time, but one that answers nothing
+    at all does not keep its callers waiting forever.
 
     `gone()` (a remote's transport: why its last request got no answer at all, else None)
     is read after each ping: a server that cannot be reached is gone however busy it was
@@ -134,29 +135,47 @@ async def keep_alive(ping: Callable[[], Awaitable[object]], *, idle_for: Callabl
         await anyio.sleep(max(0.05, interval - idle_for()))
         if idle_for() < interval:
             continue
-        waiting = busy()
-        patience = busy_timeout() if waiting else timeout
-        unanswered = False
         sent = time.monotonic()
-        with anyio.move_on_after(patience) as scope:
-            try:
-                await ping()
-            except anyio.get_cancelled_exc_class():
-                raise
-            except TimeoutError:
-                unanswered = True  # timed out on our side (connect.ping): no answer at all
-            except Exception as exc:  # noqa: BLE001 - an error answer is an answer: it lives
-                log.debug("ping answered with %s", exc)
+        answered, waiting = await _ping_once(ping, timeout, busy)
         reason = gone() if gone is not None else None
         if reason is not None:
             on_hung(f"it cannot be reached: {reason}")
             return
-        if scope.cancelled_caught or unanswered:
+        if not answered:
             # The time it got (a 2026-07-28 ping, `server/discover`, is bounded sooner: connect.ping).
-            waited = round(time.monotonic() - sent) or patience
+            waited = round(time.monotonic() - sent) or timeout
             on_hung(f"it stopped answering: no answer to a ping within {waited:g} s "
                     f"after {interval:g} s without traffic{' while calls waited' if waiting else ''}")
             return
+
+
+async def _ping_once(ping: Callable[[], Awaitable[object]], timeout: float,
+                     busy: Callable[[], bool]) -> tuple[bool, bool]:
+    """One ping for `keep_alive`: (answered, calls waited). Calls waiting when the ping's own
+    `timeout` is up earn it the busy patience; a call that ended meanwhile does not (a server
+    that froze right after answering it is not given five minutes)."""
+    answered, unanswered = anyio.Event(), False
+
+    async def send() -> None:
+        nonlocal unanswered
+        try:
+            await ping()
+        except TimeoutError:
+            unanswered = True  # timed out on our side (connect.ping): no answer at all
+        except Exception as exc:  # noqa: BLE001 - an error answer is an answer: it lives
+            log.debug("ping answered with %s", exc)
+        answered.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(send)
+        with anyio.move_on_after(timeout):
+            await answered.wait()
+        waiting = not answered.is_set() and busy()
+        if waiting:
+            with anyio.move_on_after(busy_timeout() - timeout):
+                await answered.wait()
+        tg.cancel_scope.cancel()
+    return answered.is_set() and not unanswered, waiting
 
 
 async def listen_for_tool_changes(client: Client, refresh: ToolRefresh, name: str,

@@ -131,6 +131,29 @@ def test_keep_alive_watches_while_calls_wait_with_more_patience(monkeypatch: pyt
     assert gone_reasons == ["it cannot be reached: ConnectError: refused"]
 
 
+def test_a_call_that_ended_during_the_ping_earns_it_no_patience(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The busy patience is for calls still waiting when the ping's own time is up: a server
+    that answered its last call as the ping went out, then froze, is judged by the ping's time."""
+    monkeypatch.setenv("MONAD_PING_INTERVAL", "0.2")
+    monkeypatch.setattr(upkeep, "BUSY_PATIENCE", 60)
+    hung: list[str] = []
+
+    async def ping_never() -> None:
+        await anyio.sleep(3600)
+
+    def busy() -> bool:  # a call waits as the ping goes out (the first tick, after 0.05 s) and ends 0.4 s in
+        return time.monotonic() < ended_at
+
+    async def main() -> None:
+        with anyio.fail_after(10):  # not BUSY_PATIENCE × 1 s
+            await upkeep.keep_alive(ping_never, idle_for=lambda: 10.0, busy=busy, on_hung=hung.append)
+
+    ended_at = time.monotonic() + 0.4
+
+    anyio.run(main)
+    assert hung == ["it stopped answering: no answer to a ping within 1 s after 0.2 s without traffic"]
+
+
 @pytest.mark.parametrize(("fresh_for", "relisted"), [(0.0, 1), (3600.0, 0)])
 def test_once_the_listen_stream_is_open_tools_are_listed_again_unless_still_fresh(
         fresh_for: float, relisted: int) -> None:
