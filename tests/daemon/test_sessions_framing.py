@@ -37,6 +37,18 @@ def test_what_json_cannot_hold_is_refused(value: Any) -> None:
         encode_line({"jsonrpc": "2.0", "id": 1, "result": {"structuredContent": {"v": value}, "content": []}})
 
 
+@pytest.mark.parametrize("text", ["short", "long " * 2000])
+def test_a_non_finite_number_is_refused_in_a_short_line_and_a_long_one(text: str) -> None:
+    """A short line is searched for the words once written, a long one's value walked: both
+    refuse a NaN wherever it is, and take the words inside a string."""
+    body = {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": text + " NaN Infinity"}],
+                                                  "structuredContent": {"deep": [{"v": [1.5, float("nan")]}]}}}
+    with pytest.raises(ValueError):
+        encode_line(body)
+    del body["result"]["structuredContent"]
+    assert encode_line(body) == reference(body)
+
+
 def test_a_large_answer_is_one_line() -> None:
     text = "plain answer " * 80_000
     data = encode_line({"jsonrpc": "2.0", "id": 3, "result": {"content": [{"type": "text", "text": text}]}})
