@@ -20,6 +20,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SERVERS = Path(__file__).resolve().parent / "servers"
 TESTSERVER = str(SERVERS / "testserver.py")
+# The standard library's server (one tool, `echo`): ~0.05 s of CPU to start, the SDK's ~1.5 s; for
+# tests that need a plain stdio server with a tool, not the SDK server's own behaviour.
+LIGHTSERVER = str(SERVERS / "lightserver.py")
 BIN = str(Path(sys.executable).parent)
 REAL_HOME = Path.home()
 # `make everything-deps` installs the reference server from npm here (`.ci/run` does, through `make test`).

@@ -23,7 +23,7 @@ import httpx2
 import pytest
 
 from tests.auth_helpers import DEVICE_AS, OAUTH_AS, assert_no_sentinel, post, stats
-from tests.conftest import TESTSERVER, wait_for, wait_state, write_atom
+from tests.conftest import LIGHTSERVER, wait_for, wait_state, write_atom
 
 pytestmark = pytest.mark.e2e
 
@@ -249,7 +249,7 @@ def test_a_view_that_does_not_serve_the_server_never_starts_its_authorization(su
     refused by the view, and no authorization starts."""
     base = servers.start(OAUTH_AS)
     _remote(monad_home, base)
-    write_atom(monad_home, "local", f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([TESTSERVER])}\n")
+    write_atom(monad_home, "local", f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([LIGHTSERVER])}\n")
     wait_state(supervisor, "remote", "needs-auth", timeout=60)
     wait_state(supervisor, "local", "connected", timeout=60)
     asked: list[str] = []

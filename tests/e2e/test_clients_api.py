@@ -109,3 +109,23 @@ def test_the_studio_port_needs_the_page_to_change_a_file(supervisor: Any, monad_
         assert row["detail"]["via"] == "studio" and row["reason"].endswith("from the Studio")
     finally:
         studio.close()
+
+
+def test_the_start_imports_no_agent_format_until_asked(monad_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every agent's file format (`monad_cli.clients`) is the Agents page's, not the start's:
+    the supervisor imports it at the first `GET /v1/clients`, not when it builds the routes."""
+    from monad_cli.cli.control import start_supervisor
+    from monad_cli.core.paths import paths
+
+    monkeypatch.setenv("PYTHONPROFILEIMPORTTIME", "1")  # its imports into its log (daemon.log)
+
+    def imported() -> set[str]:
+        return {line.rsplit("|", 1)[1].strip() for line in paths().daemon_log.read_text().splitlines()
+                if line.startswith("import time:") and "|" in line}
+
+    start_supervisor(paths())
+    started = imported()
+    assert "monad_cli.daemon.api.clients" in started  # the measurement works: the routes are built
+    assert not {m for m in started if m.startswith("monad_cli.clients")}, sorted(started)
+    assert "cursor" in _rows()
+    assert "monad_cli.clients.connector" in imported()

@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import TESTSERVER, wait_state, write_atom
+from tests.conftest import LIGHTSERVER, wait_state, write_atom
 
 pytestmark = pytest.mark.e2e
 
 
 def test_a_call_right_after_enable_reaches_the_server(supervisor: Any, monad_home: Path) -> None:
-    write_atom(monad_home, "ts", f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([TESTSERVER])}\n"
+    write_atom(monad_home, "ts", f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([LIGHTSERVER])}\n"
                                  "enabled = false\n")
     wait_state(supervisor, "ts", "disabled", timeout=60)
     for _round in range(2):  # enable, call, disable, again: no round may race
@@ -58,14 +58,14 @@ def _enable_then_call_three_times(supervisor: Any, monad_home: Path, name: str) 
 
 def test_an_agents_call_right_after_enable_reaches_the_server(supervisor: Any, monad_home: Path) -> None:
     """An agent already connected calls the tool of a server just enabled, at once."""
-    write_atom(monad_home, "ts", f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([TESTSERVER])}\n"
+    write_atom(monad_home, "ts", f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([LIGHTSERVER])}\n"
                                  "enabled = false\ntrust = {autoApproveTools = [\"ts__echo\"]}\n")
     _enable_then_call_three_times(supervisor, monad_home, "ts")
 
 
 def test_an_agents_call_right_after_enable_in_agents_json(supervisor: Any, monad_home: Path) -> None:
     """The same for a server defined in agents.json, which the watcher polls (every 100 ms)."""
-    entry = {"name": "aj", "transport": "stdio", "command": sys.executable, "args": [TESTSERVER], "enabled": False,
+    entry = {"name": "aj", "transport": "stdio", "command": sys.executable, "args": [LIGHTSERVER], "enabled": False,
              "trust": {"autoApproveTools": ["aj__echo"]}}
     (monad_home / "agents.json").write_text(json.dumps({"mcpServers": [entry]}))
     _enable_then_call_three_times(supervisor, monad_home, "aj")

@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.conftest import TESTSERVER, inspector_bin, wait_state, write_atom
+from tests.conftest import LIGHTSERVER, inspector_bin, wait_state, write_atom
 
 pytestmark = pytest.mark.e2e
 SENTINEL = "SENTINEL-5e1d0"
@@ -70,7 +70,7 @@ def test_a_failed_servers_entry_says_so_and_how_to_see_why(supervisor: Any, mona
             with pytest.raises(MCPError):
                 await agent.list_tools()  # as agents do on connecting
             write_atom(monad_home, "broken", f'transport = "stdio"\ncommand = {json.dumps(sys.executable)}\n'
-                                             f'args = [{json.dumps(TESTSERVER)}]\n')
+                                             f'args = [{json.dumps(LIGHTSERVER)}]\n')
             await anyio.to_thread.run_sync(lambda: wait_state(supervisor, "broken", "connected", timeout=60))
             with anyio.fail_after(30):
                 while not heard:
@@ -97,7 +97,7 @@ def test_connect_per_server_names_failed_and_disabled_servers(supervisor: Any, m
                                                               tmp_path: Path) -> None:
     write_atom(monad_home, "broken", DIES)
     write_atom(monad_home, "works", f'transport = "stdio"\ncommand = {json.dumps(sys.executable)}\n'
-                                    f'args = [{json.dumps(TESTSERVER)}]\n')
+                                    f'args = [{json.dumps(LIGHTSERVER)}]\n')
     write_atom(monad_home, "off", 'transport = "stdio"\ncommand = "true"\nenabled = false\n')
     wait_state(supervisor, "broken", "failed", timeout=60)
     wait_state(supervisor, "works", "connected", timeout=60)
@@ -121,7 +121,7 @@ def test_a_disabled_servers_entry_says_to_enable_it_not_to_reconnect(supervisor:
     from mcp.shared.exceptions import MCPError
 
     write_atom(monad_home, "off", f'transport = "stdio"\ncommand = {json.dumps(sys.executable)}\n'
-                                  f'args = [{json.dumps(TESTSERVER)}]\nenabled = false\n')
+                                  f'args = [{json.dumps(LIGHTSERVER)}]\nenabled = false\n')
     wait_state(supervisor, "off", "disabled", timeout=60)
 
     async def main() -> str:

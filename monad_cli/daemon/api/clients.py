@@ -13,6 +13,10 @@
 Only a client's usual file is ever changed (the supervisor's home folder and environment
 decide where it is): the page cannot name a path. Each change is a journal row (`kind =
 "client"`, `detail.via`, `detail.file`). The files are read and written in a worker thread.
+
+`clients.connector` and the client table are imported by the first request, in that worker
+thread, not when the routes are built: they are every agent's file format (~50 ms of CPU),
+which the supervisor's start does not use and most supervisors never serve.
 """
 
 from __future__ import annotations
@@ -31,24 +35,36 @@ if TYPE_CHECKING:
     from monad_cli.daemon.port import DaemonPort
 
 
-def client_routes(port: DaemonPort) -> list[Route]:
+def _rows() -> list[dict[str, Any]]:
     from monad_cli.clients import connector
+
+    return connector.client_rows()
+
+
+def _check_connectable(name: str) -> None:
+    """Raises `NotFound` unless `name` is a client `connect` can change (not a project one)."""
     from monad_cli.clients.registry import CLIENTS
 
+    if name not in CLIENTS or CLIENTS[name].project:
+        raise NotFound(f"no agent `{name}` to connect here (see GET /v1/clients)")
+
+
+def client_routes(port: DaemonPort) -> list[Route]:
     async def listing(request: Request) -> JSONResponse:
-        return JSONResponse({"clients": await anyio.to_thread.run_sync(connector.client_rows)})
+        return JSONResponse({"clients": await anyio.to_thread.run_sync(_rows)})
 
     async def change(request: Request) -> JSONResponse:
         """`…/connect` and `…/disconnect`."""
         name, remove = request.path_params["name"], request.url.path.endswith("/disconnect")
-        if name not in CLIENTS or CLIENTS[name].project:
-            raise NotFound(f"no agent `{name}` to connect here (see GET /v1/clients)")
+        await anyio.to_thread.run_sync(_check_connectable, name)
         body = await read_json_body(request)
         replace = body.get("replace", False)
         if not isinstance(replace, bool):
             raise InvalidInput("`replace` must be true or false")
 
         def work() -> dict[str, Any]:
+            from monad_cli.clients import connector
+
             result = connector.connect_client(name, None, remove=remove, replace=replace)
             return {**result, "client": connector.client_row(name)}
 
