@@ -181,9 +181,7 @@ class ServerActor:
         self._auth_reason: str | None = None
         self._lapsed = False  # the grant lapsed under the live session, which is ending for it
         self.inputs = InputRouter(name)
-        # Its request path; `session_requests` unwrapped: a session's end cuts its requests in flight.
-        self.session_requests = SessionRequests(self)
-        self.requests: Requests = ctx.wrap_requests(self, self.session_requests)
+        self.requests: Requests = ctx.wrap_requests(self, SessionRequests(self))  # its request path
         self._connecting = False  # a connection attempt is under way (`ctx.events`)
         self._phase = ""
         self._refresh: ToolRefresh | None = None
@@ -543,9 +541,9 @@ class ServerActor:
                 # closed"), but not one whose 2026-07-28 `input_required` round waits on its
                 # caller's answer (its round driver runs in the calling task, outside the
                 # session): that one would wait out the question (`--approval-timeout`), holding
-                # its agent's request. Every request on this session is cut now, while the
-                # server can still be told (notifications/cancelled).
-                self.session_requests.session_ended(client)
+                # its caller's request. The questions still waiting end now, and their requests
+                # with them (`cut_reason` says why).
+                self.inputs.session_ended()
             # Shutting a session down takes up to seconds (stdin grace); status
             # must not say `connected` meanwhile, and calls must fail fast.
             self.client = None

@@ -19,7 +19,6 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
-import anyio
 from mcp import MCPError
 from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, CallToolResult
 
@@ -69,16 +68,6 @@ class SessionRequests:
 
     def __init__(self, actor: ServerActor) -> None:
         self.actor = actor
-        self._inflight: dict[anyio.CancelScope, Client] = {}  # each request's scope, and its session's client
-
-    def session_ended(self, client: Client) -> None:
-        """The session of `client` ended (or is ending): its requests still in flight are cut
-        (`_cut` raises for each what happened). The SDK fails those that wait on the server's
-        answer itself, but not one held by a 2026-07-28 `input_required` round, whose driver
-        waits in the calling task for the caller's answer (SEP-2322)."""
-        for scope, on in list(self._inflight.items()):
-            if on is client:
-                scope.cancel()
 
     def _client(self) -> Client:
         from monad_cli.core.errors import MonadError
@@ -94,28 +83,16 @@ class SessionRequests:
     def _cut(self, client: Client) -> Iterator[None]:
         """A request on `client` that fails because monad ended that session on purpose raises
         `SessionCut` saying why (the SDK says only "Connection closed", or raises its own
-        RuntimeError once the client is closed), not what the SDK raised. A request the end
-        of its session cut (`session_ended`) raises the same, or MCPError(-32000 "Connection
-        closed") when the session was not ended on purpose."""
+        RuntimeError once the client is closed), not what the SDK raised."""
         from monad_cli.daemon.trust.servers import SessionCut
 
-        scope = anyio.CancelScope()
-        self._inflight[scope] = client
         try:
-            with scope:
-                yield
+            yield
         except Exception as e:
             why = self.actor.cut_reason(client)
             if why is None or (isinstance(e, MCPError) and e.error.code != CONNECTION_CLOSED):
                 raise
             raise SessionCut(self.actor.name, *why) from None
-        finally:
-            del self._inflight[scope]
-        if scope.cancelled_caught:  # `session_ended`: what the SDK would have said, or why monad ended it
-            why = self.actor.cut_reason(client)
-            if why is None:
-                raise MCPError(CONNECTION_CLOSED, "Connection closed")
-            raise SessionCut(self.actor.name, *why)
 
     async def call_tool(self, call: ToolCall) -> CallToolResult:
         actor = self.actor
