@@ -73,41 +73,65 @@ def test_a_call_monad_cuts_says_what_happened(supervisor: Any, monad_home: Path,
         assert [c["outcome"] for c in rows] == ["interrupted"], rows
 
 
-def test_a_read_monad_cuts_says_what_happened(supervisor: Any, monad_home: Path) -> None:
+READ_CUT = {
+    "reconnect tool": "the call to `ask__sample` was cut: server `ask` was reconnected (`monad mcp reconnect ask`) "
+                      "while it ran; whether the server acted on it is unknown; call it again once it is back "
+                      "(`monad mcp wait ask`)",
+    "reconnect read": "server `ask`: the request was cut: server `ask` was reconnected (`monad mcp reconnect ask`) "
+                      "while it ran; call it again once it is back (`monad mcp wait ask`)",
+    "stop read": "server `ask`: the request was cut: the supervisor stopped (`monad daemon stop` or a signal) while "
+                 "it ran; call it again once the supervisor is back (`monad daemon start`)",
+}
+
+
+@pytest.mark.parametrize(("what", "request_"), [("reconnect", "read"), ("stop", "read"), ("reconnect", "tool")])
+def test_a_read_monad_cuts_says_what_happened(supervisor: Any, monad_home: Path, what: str, request_: str) -> None:
     """The same for a resources/read in flight (askserver's `ask://name` waits for the agent's
-    answer to its question): `monad mcp reconnect` cuts it, and the agent's error says so."""
+    answer to its question, a 2026-07-28 `input_required` round between monad and the
+    server), and a tools/call held the same way (its `sample` tool): `monad mcp reconnect` or
+    `monad daemon stop` cuts it at once, not when the question runs out of time
+    (`--approval-timeout`, 60 s), and the agent's error says so; the question is withdrawn
+    from the agent."""
     from mcp.shared.exceptions import MCPError
 
     askserver = str(Path(__file__).resolve().parents[1] / "servers" / "askserver.py")
     (monad_home / "atoms" / "mcp").mkdir(parents=True, exist_ok=True)
     (monad_home / "atoms" / "mcp" / "ask.toml").write_text(
-        f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([askserver])}\ntimeout = 60\n")
+        f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([askserver])}\ntimeout = 60\n"
+        'trust = {autoApproveTools = ["ask__sample"]}\n')
     wait_state(supervisor, "ask", "connected", timeout=90)
-    asked = anyio.Event()
+    argv = {"reconnect": ("mcp", "reconnect", "ask"), "stop": ("daemon", "stop")}[what]
+    asked, withdrawn = anyio.Event(), anyio.Event()
     out: dict[str, Any] = {}
 
     async def person(context: Any, params: Any) -> Any:
         asked.set()
-        await anyio.sleep_forever()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            withdrawn.set()
 
     async def main() -> None:
-        # The question waits up to 20 s (`--approval-timeout`), long enough for the reconnect
-        # to cut it: the agent's session outlives its departure by what is left of that wait,
-        # which at 60 s was a minute of every run.
-        async with _agent(monad_home, "stdio", "legacy", 20, elicitation_callback=person) as client, \
+        async with _agent(monad_home, "stdio", "legacy", 60, elicitation_callback=person) as client, \
                 anyio.create_task_group() as tg:
             async def cut() -> None:
                 with anyio.fail_after(30):
                     await asked.wait()
-                r = await anyio.to_thread.run_sync(lambda: supervisor("mcp", "reconnect", "ask"))
+                out["cut"] = time.monotonic()
+                r = await anyio.to_thread.run_sync(lambda: supervisor(*argv))
                 assert r.code == 0, r
 
             tg.start_soon(cut)
-            with pytest.raises(MCPError) as failed:
-                await client.read_resource("ask://name")
-            out["error"] = failed.value.error
+            if request_ == "tool":
+                result = await client.call_tool("ask__sample", {})
+                out.update(error=result.is_error, text=result.content[0].text)
+            else:
+                with pytest.raises(MCPError) as failed:
+                    await client.read_resource("ask://name")
+                out.update(error=failed.value.error.code, text=failed.value.error.message)
+            out.update(seconds=time.monotonic() - out["cut"], withdrawn=withdrawn.is_set())
 
     anyio.run(main)
-    assert out["error"].message == (
-        "server `ask`: the request was cut: server `ask` was reconnected (`monad mcp reconnect ask`) while it ran; "
-        "call it again once it is back (`monad mcp wait ask`)"), out
+    assert out["text"] == READ_CUT[f"{what} {request_}"], out
+    assert out["error"] == (True if request_ == "tool" else -32000), out
+    assert out["seconds"] < 20 and out["withdrawn"], out

@@ -140,3 +140,37 @@ def test_a_2026_agents_question_is_bounded_by_the_same_timeout(supervisor: Any, 
     details = [e["detail"] if isinstance(e["detail"], dict) else json.loads(e["detail"])
                for e in supervisor("journal", "--server", "ask", "--json").json() if e.get("kind") == "question"]
     assert [(d["outcome"], d.get("action")) for d in details if d["about"] == "ask__signup"] == [("timeout", "cancel")]
+
+
+def test_an_agent_that_leaves_ends_its_session_and_its_pending_question(supervisor: Any, monad_home: Path) -> None:
+    """An agent that leaves (the SDK's client closes the relay's stdin) while a server's
+    question to it is pending (askserver's `ask://name` read asks its name) ends its session
+    at once: the read is cancelled (journaled `cancelled`), not held until `--approval-timeout`
+    (60 s here) runs out."""
+    askserver = str(Path(__file__).resolve().parents[1] / "servers" / "askserver.py")
+    path = monad_home / "atoms" / "mcp" / "ask.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([askserver])}\ntimeout = 60\n")
+    wait_state(supervisor, "ask", "connected", timeout=90)
+    asked = anyio.Event()
+
+    async def person(context: Any, params: Any) -> Any:
+        asked.set()
+        await anyio.sleep_forever()
+
+    async def main() -> None:
+        async with _agent(monad_home, "stdio", "legacy", 60, elicitation_callback=person) as client, \
+                anyio.create_task_group() as tg:
+            tg.start_soon(client.read_resource, "ask://name")
+            with anyio.fail_after(30):
+                await asked.wait()
+            tg.cancel_scope.cancel()  # the agent leaves, its question unanswered
+
+    anyio.run(main)
+    left = time.monotonic()
+    reads: list[dict[str, Any]] = []
+    while time.monotonic() - left < 10 and not reads:
+        reads = [e for e in supervisor("journal", "--server", "ask", "--json").json()
+                 if e.get("kind") == "resource.read"]
+        time.sleep(0.2)
+    assert [e["detail"]["outcome"] for e in reads] == ["cancelled"], reads

@@ -507,34 +507,43 @@ class ServerActor:
                         log_level="debug")
         self._phase = "negotiating the protocol version (server/discover, initialize)"
         async with client:
-            self._phase = "listing tools"
-            # Before the first tools/list: a list_changed that arrives while it is in flight
-            # asks for a re-listing, which runs once the session is up (not lost).
-            refresh = self._refresh = ToolRefresh(self.refresh_tools, on_storm=self._on_storm)
-            listing = await list_all_tools(client, conn.exchange)
-            deadline.deadline = math.inf
-            self._phase = "connected"
-            self.learned.note(client.protocol_version, conn.transport)
-            self.storm_reason = None
-            # Started for nobody (only to learn its lists): stop at once; else `idleStop` from now.
-            self.demand.last_used = time.monotonic() if kicked or self.demand.inflight else -math.inf
-            self._connected(client, listing)
-            async with anyio.create_task_group() as tg:
-                self._tg = tg
-                start_upkeep(tg, client, conn, refresh, on_hung=self._on_hung)
-                tg.start_soon(listen_for_tool_changes, client, refresh, self.name, lambda: self._fresh_until)
-                if self.on_demand(spec):
-                    # Its other lists, for while it is idle: before it stops when it was started
-                    # only to learn them; beside the waiting calls when they started it.
-                    if self.demand.last_used == -math.inf:
-                        await self.lists.learn(client, spec)
-                    else:
-                        tg.start_soon(self._learn_after_calls, client, spec)
-                reason = await self.demand.serve_until_woken(spec)
-                if reason == "idle":  # from here on, a call starts a new session instead of using this one
-                    self.client = None
-                    self._announce_end(reason)
-                tg.cancel_scope.cancel()
+            try:
+                self._phase = "listing tools"
+                # Before the first tools/list: a list_changed that arrives while it is in flight
+                # asks for a re-listing, which runs once the session is up (not lost).
+                refresh = self._refresh = ToolRefresh(self.refresh_tools, on_storm=self._on_storm)
+                listing = await list_all_tools(client, conn.exchange)
+                deadline.deadline = math.inf
+                self._phase = "connected"
+                self.learned.note(client.protocol_version, conn.transport)
+                self.storm_reason = None
+                # Started for nobody (only to learn its lists): stop at once; else `idleStop` from now.
+                self.demand.last_used = time.monotonic() if kicked or self.demand.inflight else -math.inf
+                self._connected(client, listing)
+                async with anyio.create_task_group() as tg:
+                    self._tg = tg
+                    start_upkeep(tg, client, conn, refresh, on_hung=self._on_hung)
+                    tg.start_soon(listen_for_tool_changes, client, refresh, self.name, lambda: self._fresh_until)
+                    if self.on_demand(spec):
+                        # Its other lists, for while it is idle: before it stops when it was started
+                        # only to learn them; beside the waiting calls when they started it.
+                        if self.demand.last_used == -math.inf:
+                            await self.lists.learn(client, spec)
+                        else:
+                            tg.start_soon(self._learn_after_calls, client, spec)
+                    reason = await self.demand.serve_until_woken(spec)
+                    if reason == "idle":  # from here on, a call starts a new session instead of using this one
+                        self.client = None
+                        self._announce_end(reason)
+                    tg.cancel_scope.cancel()
+            finally:
+                # The SDK fails the requests waiting on the session's answers ("Connection
+                # closed"), but not one whose 2026-07-28 `input_required` round waits on its
+                # caller's answer (its round driver runs in the calling task, outside the
+                # session): that one would wait out the question (`--approval-timeout`), holding
+                # its caller's request. The questions still waiting end now, and their requests
+                # with them (`cut_reason` says why).
+                self.inputs.session_ended()
             # Shutting a session down takes up to seconds (stdin grace); status
             # must not say `connected` meanwhile, and calls must fail fast.
             self.client = None

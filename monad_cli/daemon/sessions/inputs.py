@@ -29,8 +29,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import anyio
 from mcp.client.session import ElicitationFnT
 from mcp_types import (
+    CONNECTION_CLOSED,
     INVALID_REQUEST,
     CreateMessageRequestParams,
     CreateMessageResult,
@@ -53,6 +55,17 @@ class InputRouter:
         self.server = server
         self._inflight: list[Caller] = []  # the calls in flight whose caller answers questions
         self._calls = 0  # calls in flight, with or without a handler
+        self._asking: set[anyio.CancelScope] = set()  # the questions waiting for their caller's answer
+
+    def session_ended(self) -> None:
+        """The server's session ended (or is ending): the questions it asked that still wait
+        for an answer end, each answered with an error (-32000) that fails its request, and
+        are withdrawn from whoever was asked (the gateway's `AgentQuestions`, cancelled, tells
+        its agent). A handshake-era session's questions end with it anyway (the SDK cancels
+        its handlers); a 2026-07-28 `input_required` round's run in the task of the request
+        that got it (SEP-2322), which would otherwise wait out the question."""
+        for scope in list(self._asking):
+            scope.cancel()
 
     @contextmanager
     def serving(self, caller: Caller | None) -> Iterator[None]:
@@ -119,12 +132,20 @@ class InputRouter:
         request: dict[str, Any] = {"method": method}
         if params is not None:
             request["params"] = params.model_dump(by_alias=True, mode="json", exclude_none=True)
+        scope = anyio.CancelScope()
+        self._asking.add(scope)
         try:
-            answer = await caller.inputs(request, key=key if isinstance(key, str) else None,
-                                         call_id=getattr(caller, "call_id", None))
-            return result_type.model_validate(answer)
+            with scope:
+                answer = await caller.inputs(request, key=key if isinstance(key, str) else None,
+                                             call_id=getattr(caller, "call_id", None))
+                return result_type.model_validate(answer)
         except InputRefused as e:
             return ErrorData(code=INVALID_REQUEST, message=f"monad: {e}")
         except ValueError as e:  # an answer that is not a result of that request
             log.warning("server %s: an input answer was not usable: %s", self.server, type(e).__name__)
             return ErrorData(code=INVALID_REQUEST, message="monad: the answer to the server's question was not usable")
+        finally:
+            self._asking.discard(scope)
+        # `session_ended`: "Connection closed", as the SDK fails a request whose session ended
+        # (its request path says why, when monad ended it: sessions/requests.py `_cut`).
+        return ErrorData(code=CONNECTION_CLOSED, message="Connection closed")
