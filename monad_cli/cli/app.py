@@ -8,6 +8,7 @@ locals: they may hold tokens).
 from __future__ import annotations
 
 import copy
+import importlib
 import os
 import sys
 from typing import Annotated
@@ -116,7 +117,7 @@ def _narrowed(argv: list[str]) -> typer.Typer:
         return _whole_app()
     command = next((c for c in group.registered_commands if c.name == argv[1]), None) if group else None
     if group is not None and command is None and argv[0] == "mcp" and argv[1] in _MCP_ELSEWHERE:
-        module = __import__(f"monad_cli.cli.commands.{_MCP_ELSEWHERE[argv[1]]}", fromlist=[argv[1]])
+        module = importlib.import_module(f"monad_cli.cli.commands.{_MCP_ELSEWHERE[argv[1]]}")
         group = copy.copy(group)
         group.registered_commands = []
         group.command(argv[1])(getattr(module, argv[1]))
