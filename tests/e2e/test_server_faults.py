@@ -164,12 +164,13 @@ def test_kill_9_leftovers_are_killed_on_the_next_start(supervisor: Any, monad_ho
     daemon = int((monad_home / "run" / "monad.pid").read_text())
     os.kill(daemon, signal.SIGKILL)
     wait_for(lambda: not pid_alive(daemon), timeout=10)
-    assert pid_alive(server) and pid_alive(child)  # what a crash leaves behind
+    # What a crash leaves behind: the setsid child for sure; the server itself may see EOF on
+    # its stdin and exit at once (a fast-exiting one usually does), or linger.
+    assert pid_alive(child)
     assert supervisor("daemon", "start").code == 0
     wait_for(lambda: not pid_alive(server) and not pid_alive(child), timeout=30)
     wait_state(supervisor, "left", "connected")
     assert status_of(supervisor, "left")["pid"] != server  # one server, not two side by side
-    # The server itself may have seen EOF on stdin and exited meanwhile; its setsid child does not.
     rows = [r["reason"] or "" for r in supervisor("journal", "--json").json() if r.get("kind") == "daemon"]
     assert any(x.startswith(f"server `left` (pid {server}): killed ") and
                x.endswith(" a previous supervisor left running") for x in rows), rows
