@@ -35,13 +35,15 @@ def _stamp(path: str) -> tuple[int, int, int] | None:
 
 
 async def watch_definitions(paths: Paths, stop_event: anyio.Event, reconcile: Callable[[], Awaitable[None]]) -> None:
-    """Run `reconcile()` after each batch of changes until `stop_event` is set."""
+    """Run `reconcile()` once the watcher watches, then after each batch of changes, until
+    `stop_event` is set."""
     import watchfiles
 
     atoms = paths.atoms_dir
     features = paths.features_dir
     polled = (str(paths.agents_json), str(paths.env_file), str(paths.home / SETTINGS_FILE))
     seen = tuple(_stamp(p) for p in polled)
+    first = True
 
     def wanted(change: Any, path: str) -> bool:
         name = os.path.basename(path)
@@ -57,9 +59,12 @@ async def watch_definitions(paths: Paths, stop_event: anyio.Event, reconcile: Ca
                                            recursive=False, stop_event=stop_event, rust_timeout=AGENTS_POLL_MS,
                                            yield_on_timeout=True):
         stamp = tuple(_stamp(p) for p in polled)
-        if not changes and stamp == seen:
+        # The first batch, changes or not, comes once the watcher watches: one reconcile then
+        # applies an edit made between the supervisor's first read and that moment (a script's
+        # `daemon start` and then a hand edit), which no event will ever announce.
+        if not changes and stamp == seen and not first:
             continue
-        seen = stamp
+        seen, first = stamp, False
         try:
             await reconcile()
         except Exception:

@@ -94,6 +94,7 @@ def test_definitions_reconcile_and_journal_writes_do_not(tmp_path: Path) -> None
     assert Paths(home).features_dir.stat().st_ino in watched, watched
     assert home.stat().st_ino not in watched, "the home directory (journal.db, its WAL) is watched"
     assert "journal" not in seen, seen
-    assert "start" not in seen, seen
+    # Once when the watcher first watches (an edit made before that is applied then), never again.
+    assert seen.count("start") == 1, seen
     for label in ("atom", "features", "agents.json created", "agents.json replaced", "agents.json removed"):
         assert label in seen, (label, seen)
