@@ -279,6 +279,14 @@ def wait_state(monad: Any, name: str, state: str, timeout: float = 30.0) -> dict
     return wait_for(lambda: (s := status_of(monad, name, waiting=True))["state"] == state and s, timeout=timeout)
 
 
+def wait_reconnected(monad: Any, name: str, old_pid: int, timeout: float = 60.0) -> dict[str, Any]:
+    """Server `name`'s status row once a new process serves it: connected, with a pid that is
+    not `old_pid`. A row may still say `connected` with no pid for the moment between the old
+    process's exit and the supervisor noticing it; that is not the new session."""
+    return wait_for(lambda: (s := status_of(monad, name))["state"] == "connected"
+                    and s["pid"] not in (None, old_pid) and s, timeout=timeout)
+
+
 @pytest.fixture
 def http_testserver() -> Iterator[Any]:
     """Start a test server over streamable HTTP on a free loopback port; returns its URL.

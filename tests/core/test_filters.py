@@ -12,7 +12,7 @@ from monad_cli.config.features import load_mcp_filter
 from monad_cli.core.errors import ConfigError
 from monad_cli.core.filters import PatternError, Rule, ServerFilter, combine, split_patterns
 from monad_cli.core.paths import paths
-from tests.conftest import pid_alive, server_cmd, status_of, wait_for, wait_state, write_atom
+from tests.conftest import pid_alive, server_cmd, status_of, wait_for, wait_reconnected, wait_state, write_atom
 
 
 # -- pure rules -----------------------------------------------------------------------------
@@ -205,8 +205,7 @@ def test_reconnect_all_keeps_filtered_servers_filtered(monad: Any, monad_home: P
         r = monad("mcp", "reconnect", "--all")
         assert r.code == 0 and "reconnecting `on`\n" in r.err and "`off`" not in r.err.splitlines()[0], r
         assert "not reconnecting `off`: filtered out: excluded by `off`" in r.err
-        again = wait_for(lambda: (s := status_of(monad, "on"))["state"] == "connected"
-                         and s["pid"] != first["pid"] and s, timeout=90)
+        again = wait_reconnected(monad, "on", first["pid"], timeout=90)
         assert again["pid"] != first["pid"]
         assert status_of(monad, "off")["state"] == "filtered"
     finally:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import TESTSERVER, status_of, wait_for, wait_state, write_atom
+from tests.conftest import TESTSERVER, status_of, wait_for, wait_reconnected, wait_state, write_atom
 
 VALUE = "SENTINEL-env-5f3a9c1e"
 OTHER = "SENTINEL-env-2b7d4e80"
@@ -141,15 +141,13 @@ def test_a_variable_set_with_monad_env_set_reaches_a_running_server_without_a_re
         # and reconnects exactly the server that uses it.
         r = monad("env", "set", "DOCS_KEY2", input="file-wins-1234")
         assert r.code == 0, r
-        moved = wait_for(lambda: (s := status_of(monad, "other"))["state"] == "connected"
-                         and s["pid"] != other["pid"] and s)
+        moved = wait_reconnected(monad, "other", other["pid"])
         assert _server_environ(moved["pid"])["DOCS_KEY"] == "file-wins-1234"
         assert moved["variables"] == [{"name": "DOCS_KEY2", "source": "env-file"}]
         assert status_of(monad, "docs")["pid"] == docs["pid"]
         # Unset in the file: back to the supervisor's own value.
         assert monad("env", "unset", "DOCS_KEY2").code == 0
-        back = wait_for(lambda: (s := status_of(monad, "other"))["state"] == "connected"
-                        and s["pid"] != moved["pid"] and s)
+        back = wait_reconnected(monad, "other", moved["pid"])
         assert _server_environ(back["pid"])["DOCS_KEY"] == OTHER
         assert back["variables"] == [{"name": "DOCS_KEY2", "source": "environment"}]
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import TESTSERVER, free_port, status_of, wait_for, wait_state
+from tests.conftest import TESTSERVER, free_port, status_of, wait_for, wait_reconnected, wait_state
 from tests.e2e.test_reported_server_bugs import add_tool_faults, call, edge, start_edge, tool_names
 
 pytestmark = pytest.mark.e2e
@@ -139,7 +139,6 @@ def test_a_server_that_stops_answering_while_a_call_waits_fails_that_call(
                        for x in reasons)
 
         wait_for(hung_row, timeout=30)
-        wait_for(lambda: (s := status_of(monad, "frozen"))["state"] == "connected" and s["pid"] != row["pid"],
-                 timeout=60)
+        wait_reconnected(monad, "frozen", row["pid"])
     finally:
         monad("daemon", "stop")

@@ -20,7 +20,16 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT, TESTSERVER, end_test_server, free_port, status_of, wait_for, wait_state
+from tests.conftest import (
+    ROOT,
+    TESTSERVER,
+    end_test_server,
+    free_port,
+    status_of,
+    wait_for,
+    wait_reconnected,
+    wait_state,
+)
 from tests.e2e.test_supervisor import pid_alive
 
 WIRE_FAULTS = str(Path(__file__).resolve().parents[1] / "servers" / "wirefaultserver.py")
@@ -259,7 +268,7 @@ def test_a_server_that_stops_answering_is_noticed_while_idle(monad: Any, monkeyp
         assert call(monad, "wedge__freeze").code == 0  # alive, reading, answering nothing from now on
         row = wait_state(monad, "wedge", "backoff", timeout=30)
         assert "stopped answering: no answer to a ping within 1 s" in row["reason"], row
-        wait_for(lambda: (s := status_of(monad, "wedge"))["state"] == "connected" and s["pid"] != pid, timeout=60)
+        wait_reconnected(monad, "wedge", pid)
         assert not pid_alive(pid)
         reasons = [r.get("reason") or "" for r in monad("journal", "--server", "wedge", "--json").json()]
         assert any("stopped answering: no answer to a ping within 1 s" in x for x in reasons), reasons
@@ -286,8 +295,7 @@ def test_a_server_that_exits_while_a_child_holds_its_stdout_is_seen_gone(monad: 
         row = wait_state(supervisor, "leaver", "backoff", timeout=15)
         assert "retrying in" in row["reason"], row
         wait_for(lambda: not pid_alive(child), timeout=15)
-        wait_for(lambda: (s := status_of(supervisor, "leaver"))["state"] == "connected" and s["pid"] != pid,
-                 timeout=60)
+        wait_reconnected(supervisor, "leaver", pid)
     finally:
         supervisor("daemon", "stop")
 
@@ -326,8 +334,7 @@ def test_a_legacy_server_is_remembered_and_reconnects_straight_to_initialize(sup
     methods = log.read_text().splitlines()
     assert methods[:2] == ["server/discover", "initialize"]
     os.kill(row["pid"], signal.SIGKILL)  # a crash: the actor reconnects by itself
-    wait_for(lambda: (s := status_of(supervisor, "old"))["state"] == "connected" and s["pid"] != row["pid"],
-             timeout=60)
+    wait_reconnected(supervisor, "old", row["pid"])
     again = log.read_text().splitlines()[len(methods):]
     assert again[0] == "initialize" and "server/discover" not in again
 
