@@ -13,6 +13,9 @@
 4. The index's cost at 5,000 tools: the supervisor's RSS (VmRSS) after a plain tools/list,
    against after a --tool-search session's list and first find_tool built the index, and
    after 24 more. Target: <= 20 MB.
+5. The supervisor's CPU at rest at 1,000 tools, with no agent and with one gateway session
+   open (its watcher asks for the exposed tool set's signature twice a second). Target:
+   <= +1 % of a core.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import statistics
 import subprocess
 import sys
@@ -186,12 +190,48 @@ def memory() -> None:
         run("daemon", "stop")
 
 
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds process `pid` has used (/proc/PID/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def at_rest(seconds: float = 20.0) -> None:
+    home = temp_home()
+    run = monad_env(str(home))
+    define(home, [690, 310])
+    run("daemon", "start")
+    try:
+        wait_tools(run, 1000)
+        pid = int((home / "run" / "monad.pid").read_text().split()[0])
+        time.sleep(3)
+        start = cpu_s(pid)
+        time.sleep(seconds)
+        alone = (cpu_s(pid) - start) / seconds
+
+        async def main() -> float:
+            async with Client(serve(home)) as client:
+                await client.list_tools()
+                await anyio.sleep(3)
+                start = cpu_s(pid)
+                await anyio.sleep(seconds)
+                return (cpu_s(pid) - start) / seconds
+
+        served = anyio.run(main)
+        print(f"supervisor CPU at rest with 1,000 tools: {alone:.1%} of a core with no agent, {served:.1%} with one "
+              f"gateway session open ({seconds:g} s each; load {load()})")
+        target("CPU at rest, one gateway session open, 1,000 tools", f"{served:.1%} of a core",
+               f"{served - alone:+.1%} over none", "<= +1 % of a core", served - alone <= 0.01)
+    finally:
+        run("daemon", "stop")
+
+
 def main() -> None:
     # The SDK's client warns that a tool it did not list has no schema to check: called blind here.
     logging.getLogger("client").setLevel(logging.ERROR)
     parser = argparse.ArgumentParser()
     parser.add_argument("-n", type=int, default=300)
-    parser.add_argument("--only", choices=["recall", "speed", "bytes", "memory"])
+    parser.add_argument("--only", choices=["recall", "speed", "bytes", "memory", "rest"])
     a = parser.parse_args()
     if a.only in (None, "recall"):
         recall()
@@ -201,6 +241,8 @@ def main() -> None:
         list_bytes()
     if a.only in (None, "memory"):
         memory()
+    if a.only in (None, "rest"):
+        at_rest()
 
 
 if __name__ == "__main__":

@@ -166,16 +166,6 @@ class ToolSearch:
         self._words: dict[tuple[str, str], tuple[int, tuple[str, ...]]] = {}  # (server, tool) -> (digest, fields)
         self._lock = anyio.Lock()
 
-    def _key(self) -> tuple[Any, ...]:
-        specs = tuple((name, a.spec) for name, a in sorted(self.tools.servers.items()))
-        globs = tuple(sorted((k, tuple(v)) for k, v in self.tools.tool_globs().items()))
-        return (self.tools.name_map(), specs, globs)
-
-    @staticmethod
-    def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
-        return a[0] is b[0] and a[2] == b[2] and len(a[1]) == len(b[1]) and all(
-            x[0] == y[0] and x[1] is y[1] for x, y in zip(a[1], b[1], strict=True))
-
     async def built(self, include: Sequence[str] = (), exclude: Sequence[str] = ()) -> _Built:
         """The index over the tools `listing(include, exclude)` gives, built again if what
         it depends on changed (one per set of session globs; at most 8 kept). One build at a
@@ -185,12 +175,12 @@ class ToolSearch:
         per-thread arena kept ~25 MiB more of RSS, bench/bench_search.py.)"""
         slot = (tuple(include), tuple(exclude))
         built = self._built.get(slot)
-        if built is not None and self._same(built.key, self._key()):
+        if built is not None and self.tools.same_listing(built.key, self.tools.listing_key()):
             return built
         async with self._lock:
-            key = self._key()
+            key = self.tools.listing_key()
             built = self._built.get(slot)
-            if built is not None and self._same(built.key, key):
+            if built is not None and self.tools.same_listing(built.key, key):
                 return built
             # Only what the index reads, at once: the rows' schemas are let go before the build.
             rows = [_Row.of(r) for r in self.tools.listing(include=include, exclude=exclude)]

@@ -225,6 +225,40 @@ def test_a_server_error_is_scrubbed_and_a_server_that_went_away_is_not_exposed(t
     run(main)
 
 
+def test_the_signature_follows_each_input_of_the_listing_and_is_not_hashed_again_without_one(
+        tmp_path: Path) -> None:
+    """The gateway's watcher asks for it twice a second: only a change to what the listing is
+    built from (a definition, features/tools.toml's globs, a tool list, the listed servers)
+    hashes the listing again."""
+    globs: dict[str, list[str]] = {}
+
+    async def main() -> None:
+        async with service(tmp_path, _spec(), tool_globs=lambda: globs) as (svc, session):
+            built = []
+            listing = svc.listing
+
+            def counted(*args: Any, **kwargs: Any) -> list[dict[str, Any]]:
+                built.append(kwargs)
+                return listing(*args, **kwargs)
+
+            svc.listing = counted  # type: ignore[method-assign]
+            seen = [svc.signature()]
+            assert svc.signature() == seen[0] and len(built) == 1
+            session.spec = _spec(autoApproveTools=["srv__echo"])  # a trust edit: `autoApproved` changes
+            seen.append(svc.signature())
+            globs["disabled"] = ["srv__fail"]  # features/tools.toml hides a tool
+            seen.append(svc.signature())
+            session.tools = session.tools[:2]  # a re-list (the actor then tells the service)
+            svc.changed()
+            seen.append(svc.signature())
+            session.live = False  # the server went away
+            seen.append(svc.signature())
+            assert len(set(seen)) == 5 and len(built) == 5
+            assert svc.signature() == seen[-1] == svc.signature([]) and len(built) == 5
+
+    run(main)
+
+
 def test_an_unanswered_approval_request_expires_on_the_service_clock(tmp_path: Path) -> None:
     now = [1_000_000.0]
 
