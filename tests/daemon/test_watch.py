@@ -51,7 +51,7 @@ async def _count_reconciles(home: Path) -> tuple[list[str], set[int]]:
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(watch_definitions, paths, stop, reconcile)
-        await anyio.sleep(0.3)  # the watcher is up
+        await until("start")  # the watcher is up: its first batch reconciles once
         watched = _watched_inodes()
 
         what[0] = "journal"  # what a tool call does: commits to journal.db in WAL mode
