@@ -63,17 +63,23 @@ THROUGH_MONAD_ONLY: dict[str, set[str]] = {
 
 def _conformance(url: str, revision: str, out: Path) -> dict[str, tuple[int, int, int]]:
     """`conformance server --url URL --requirements REVISION`: {scenario: (passed, failed,
-    warnings)}. Niced, as the client-side test: it must not starve the processes under test."""
+    warnings)}. Niced, as the client-side test: it must not starve the processes under test.
+    A run in which a check failed on the suite's own HTTP request ("fetch failed": the
+    connection refused or reset, once, on a loaded machine, the SDK's server alone) is run
+    once more; that is the transport's hiccup, not a conformance result."""
     node_dir = _node_bin()
     assert node_dir is not None
     env = {**os.environ, "PATH": node_dir + os.pathsep + os.environ.get("PATH", "")}
-    proc = subprocess.run([str(DEPS / "node_modules" / ".bin" / "conformance"), "server", "--url", url,
-                           "--requirements", revision, "--timeout", str(TIMEOUT_MS), "-o", str(out)],
-                          capture_output=True, text=True, timeout=600, env=env, cwd=ROOT,
-                          preexec_fn=lambda: os.nice(10))
-    output = proc.stdout + proc.stderr
-    rows, _unscored = parse_summary(output)
-    assert rows and "Total:" in output, output[-3000:]
+    for attempt in (out, out / "again"):
+        proc = subprocess.run([str(DEPS / "node_modules" / ".bin" / "conformance"), "server", "--url", url,
+                               "--requirements", revision, "--timeout", str(TIMEOUT_MS), "-o", str(attempt)],
+                              capture_output=True, text=True, timeout=600, env=env, cwd=ROOT,
+                              preexec_fn=lambda: os.nice(10))
+        output = proc.stdout + proc.stderr
+        rows, _unscored = parse_summary(output)
+        assert rows and "Total:" in output, output[-3000:]
+        if not any("fetch failed" in f.read_text() for f in attempt.glob("*/checks.json")):
+            break
     return rows
 
 

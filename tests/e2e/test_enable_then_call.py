@@ -1,7 +1,7 @@
 """`monad mcp enable X && monad mcp call X__t` right after: the call waits for the server the
 edit just enabled (as for one restarting), instead of racing the supervisor's watcher into
-"no tool is exposed" (it did, for a server in agents.json, which the watcher polls every
-100 ms: an agent's call came first). Real supervisor, real CLI, a real stdio server."""
+"no tool is exposed" (it did, for a server in agents.json, which the watcher polls — then
+every 100 ms, now every half second: an agent's call came first). Real supervisor, real CLI, a real stdio server."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def test_an_agents_call_right_after_enable_reaches_the_server(supervisor: Any, m
 
 
 def test_an_agents_call_right_after_enable_in_agents_json(supervisor: Any, monad_home: Path) -> None:
-    """The same for a server defined in agents.json, which the watcher polls (every 100 ms)."""
+    """The same for a server defined in agents.json, which the watcher polls (every half second)."""
     entry = {"name": "aj", "transport": "stdio", "command": sys.executable, "args": [LIGHTSERVER], "enabled": False,
              "trust": {"autoApproveTools": ["aj__echo"]}}
     (monad_home / "agents.json").write_text(json.dumps({"mcpServers": [entry]}))
