@@ -11,7 +11,7 @@ returns empty-handed, every `AGENTS_POLL_MS`.
 What the watcher costs at rest is its wakeups, not the stats: each return is a hand-off from
 a worker thread and a task group on the loop, and the Rust side wakes every `step` to look at
 the stop event under the GIL. At a tenth and a hundredth of a second they kept a supervisor
-with no server at 1.7 % of a core at rest; at half a second and 25 ms, 0.5 % (bench/README.md).
+with no server at 1.7 % of a core at rest; at half a second and 25 ms, 0.7 % (bench/README.md).
 """
 
 from __future__ import annotations
