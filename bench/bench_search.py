@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -28,6 +29,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +81,21 @@ def wait_tools(run: Any, count: int, timeout: float = 300) -> None:
         time.sleep(1)
 
 
+@contextlib.contextmanager
+def supervised(counts: list[int], tools: int, timeout: float = 300) -> Iterator[Path]:
+    """A supervisor on a new MONAD_HOME serving one catalog server per count (`define`),
+    once `tools` tools are listed; stopped after the block. Yields the home."""
+    home = temp_home()
+    run = monad_env(str(home))
+    define(home, counts)
+    run("daemon", "start")
+    try:
+        wait_tools(run, tools, timeout=timeout)
+        yield home
+    finally:
+        run("daemon", "stop")
+
+
 def rss_mib(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -97,12 +114,7 @@ QUERIES = ["what changed in my working tree", "post a message to the general cha
 
 
 def speed(n: int) -> None:
-    home = temp_home()
-    run = monad_env(str(home))
-    define(home, [690, 310])
-    run("daemon", "start")
-    try:
-        wait_tools(run, 1000)
+    with supervised([690, 310], 1000) as home:
 
         async def main() -> tuple[list[float], list[float]]:
             finds: list[float] = []
@@ -128,17 +140,10 @@ def speed(n: int) -> None:
               f"gateway {c * 1000:.2f} ms (n={n} each, interleaved; load {load()})")
         target("find_tool / trivial call at 1,000 tools", f"{f * 1000:.2f} ms", f"{f / c:.2f}x", "<= 3x",
                f / c <= 3)
-    finally:
-        run("daemon", "stop")
 
 
 def list_bytes() -> None:
-    home = temp_home()
-    run = monad_env(str(home))
-    define(home, [300])
-    run("daemon", "start")
-    try:
-        wait_tools(run, 300)
+    with supervised([300], 300) as home:
 
         async def sizes() -> tuple[int, int]:
             out = []
@@ -153,17 +158,10 @@ def list_bytes() -> None:
         print(f"tools/list at 300 tools: {full:,} bytes (~{full // 4:,} tokens); with --tool-search {two:,} bytes")
         target("two-tool list / full list at 300 tools", f"{two:,} B", f"{two / full:.1%}", "<= 10 %",
                two / full <= 0.10)
-    finally:
-        run("daemon", "stop")
 
 
 def memory() -> None:
-    home = temp_home()
-    run = monad_env(str(home))
-    define(home, [690] * 7 + [170])
-    run("daemon", "start")
-    try:
-        wait_tools(run, 5000, timeout=600)
+    with supervised([690] * 7 + [170], 5000, timeout=600) as home:
         pid = int((home / "run" / "monad.pid").read_text().split()[0])
 
         async def main() -> tuple[float, float, float, float]:
@@ -186,8 +184,6 @@ def memory() -> None:
               f"(list and first find_tool {build * 1000:.0f} ms, the build included), {after:.1f} MiB after 24 more")
         grown = max(first, after) - before
         target("index RSS at 5,000 tools", f"{grown:.1f} MiB", "-", "<= 20 MB", grown * 1.048576 <= 20)
-    finally:
-        run("daemon", "stop")
 
 
 def cpu_s(pid: int) -> float:
@@ -197,12 +193,7 @@ def cpu_s(pid: int) -> float:
 
 
 def at_rest(seconds: float = 20.0) -> None:
-    home = temp_home()
-    run = monad_env(str(home))
-    define(home, [690, 310])
-    run("daemon", "start")
-    try:
-        wait_tools(run, 1000)
+    with supervised([690, 310], 1000) as home:
         pid = int((home / "run" / "monad.pid").read_text().split()[0])
         time.sleep(3)
         start = cpu_s(pid)
@@ -222,8 +213,6 @@ def at_rest(seconds: float = 20.0) -> None:
               f"gateway session open ({seconds:g} s each; load {load()})")
         target("CPU at rest, one gateway session open, 1,000 tools", f"{served:.1%} of a core",
                f"{served - alone:+.1%} over none", "<= +1 % of a core", served - alone <= 0.01)
-    finally:
-        run("daemon", "stop")
 
 
 def main() -> None:
