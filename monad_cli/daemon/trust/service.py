@@ -91,6 +91,11 @@ class ApprovalRequired(Exception):
         self.pending = pending
 
 
+def _digest(listing: list[dict[str, Any]]) -> str:
+    """16 hex digits of the SHA-256 of `listing` as sorted JSON."""
+    return hashlib.sha256(json.dumps(listing, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
 class ToolService:
     """Owns the exposed tool names, the tool-set hashes and pins, the approval gate, and the
     journal rows of tool calls.
@@ -274,19 +279,13 @@ class ToolService:
         full `listing()` when it is at hand. Hashed again only when `listing_key` changed:
         the gateway's watcher asks twice a second while an agent is connected, and hashing
         a listing of 1,000 tools each time took ~12 % of a core at rest (bench/README.md)."""
-        if listing is None:
-            key = self.listing_key()
-            if self._signed is not None and self.same_listing(self._signed[0], key):
-                return self._signed[1]
+        if listing is not None:
+            return _digest(listing)
+        key = self.listing_key()
+        if self._signed is None or not self.same_listing(self._signed[0], key):
             # The whole listing: deferral, conditions and filters change what a gateway lists, too.
-            listing = self.listing(hidden=True)
-        else:
-            key = None
-        body = json.dumps(listing, sort_keys=True, default=str)
-        signature = hashlib.sha256(body.encode()).hexdigest()[:16]
-        if key is not None:
-            self._signed = (key, signature)
-        return signature
+            self._signed = (key, _digest(self.listing(hidden=True)))
+        return self._signed[1]
 
     async def wait_changed(self, since: str, timeout: float) -> str:
         """Long poll: the signature once it differs from `since`, or after `timeout` s."""
