@@ -81,17 +81,24 @@ READ_CUT = {
                       "while it ran; call it again once it is back (`monad mcp wait ask`)",
     "stop read": "server `ask`: the request was cut: the supervisor stopped (`monad daemon stop` or a signal) while "
                  "it ran; call it again once the supervisor is back (`monad daemon start`)",
+    "remove read": "server `ask`: the request was cut: server `ask` was removed (`monad mcp remove`, or its "
+                   "definition deleted) while it ran; it is no longer defined (see `monad mcp status`)",
+    "disable tool": "the call to `ask__sample` was cut: server `ask` was disabled while it ran; whether the server "
+                    "acted on it is unknown; `monad mcp enable ask` turns it on again",
 }
 
 
-@pytest.mark.parametrize(("what", "request_"), [("reconnect", "read"), ("stop", "read"), ("reconnect", "tool")])
-def test_a_read_monad_cuts_says_what_happened(supervisor: Any, monad_home: Path, what: str, request_: str) -> None:
+@pytest.mark.parametrize(("what", "request_", "transport"), [
+    ("reconnect", "read", "stdio"), ("stop", "read", "stdio"), ("reconnect", "tool", "stdio"),
+    ("remove", "read", "http"), ("disable", "tool", "http")])
+def test_a_read_monad_cuts_says_what_happened(supervisor: Any, monad_home: Path, what: str, request_: str,
+                                              transport: str) -> None:
     """The same for a resources/read in flight (askserver's `ask://name` waits for the agent's
     answer to its question, a 2026-07-28 `input_required` round between monad and the
     server), and a tools/call held the same way (its `sample` tool): `monad mcp reconnect` or
     `monad daemon stop` cuts it at once, not when the question runs out of time
     (`--approval-timeout`, 60 s), and the agent's error says so; the question is withdrawn
-    from the agent."""
+    from the agent. `monad mcp remove` and `disable` too, over `--http` (the SDK's path)."""
     from mcp.shared.exceptions import MCPError
 
     askserver = str(Path(__file__).resolve().parents[1] / "servers" / "askserver.py")
@@ -100,7 +107,8 @@ def test_a_read_monad_cuts_says_what_happened(supervisor: Any, monad_home: Path,
         f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([askserver])}\ntimeout = 60\n"
         'trust = {autoApproveTools = ["ask__sample"]}\n')
     wait_state(supervisor, "ask", "connected", timeout=90)
-    argv = {"reconnect": ("mcp", "reconnect", "ask"), "stop": ("daemon", "stop")}[what]
+    argv = {"reconnect": ("mcp", "reconnect", "ask"), "remove": ("mcp", "remove", "ask"),
+            "disable": ("mcp", "disable", "ask"), "stop": ("daemon", "stop")}[what]
     asked, withdrawn = anyio.Event(), anyio.Event()
     out: dict[str, Any] = {}
 
@@ -112,7 +120,7 @@ def test_a_read_monad_cuts_says_what_happened(supervisor: Any, monad_home: Path,
             withdrawn.set()
 
     async def main() -> None:
-        async with _agent(monad_home, "stdio", "legacy", 60, elicitation_callback=person) as client, \
+        async with _agent(monad_home, transport, "legacy", 60, elicitation_callback=person) as client, \
                 anyio.create_task_group() as tg:
             async def cut() -> None:
                 with anyio.fail_after(30):
