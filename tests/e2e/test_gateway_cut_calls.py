@@ -143,3 +143,8 @@ def test_a_read_monad_cuts_says_what_happened(supervisor: Any, monad_home: Path,
     assert out["text"] == READ_CUT[f"{what} {request_}"], out
     assert out["error"] == (True if request_ == "tool" else -32000), out
     assert out["seconds"] < 20 and out["withdrawn"], out
+    if what != "stop":  # the question ended with its request: its journal event says so
+        events = supervisor("journal", "--server", "ask", "--json").json()
+        details = [e["detail"] if isinstance(e["detail"], dict) else json.loads(e["detail"])
+                   for e in events if e.get("kind") == "question"]
+        assert [d["outcome"] for d in details] == ["cancelled"], details

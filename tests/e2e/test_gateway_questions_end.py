@@ -108,6 +108,9 @@ def test_a_question_the_server_withdraws_is_withdrawn_from_the_agent(supervisor:
     seconds, text = out["result"]
     assert text == "withdrawn" and seconds < 5, out
     assert len(person.asked) == 1 and len(person.withdrawn) == 1 and person.withdrawn[0] < 5, person.__dict__
+    details = [e["detail"] if isinstance(e["detail"], dict) else json.loads(e["detail"])
+               for e in supervisor("journal", "--server", "ask", "--json").json() if e.get("kind") == "question"]
+    assert [(d["about"], d["outcome"]) for d in details] == [("ask__withdraw", "cancelled")], details
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])

@@ -153,6 +153,9 @@ class AgentQuestions:
                     result = result_type.model_validate(await self.lane.ask(method, params))
         except QuestionTimedOut:
             result = None
+        except anyio.get_cancelled_exc_class():  # withdrawn, or the request it came in ended
+            self._note(method, "cancelled", call_id)
+            raise
         except MCPError as e:
             raise self._refuse(method, f"the agent answered with an error: {e.error.message}", call_id) from None
         except InputRefused as e:
