@@ -177,3 +177,23 @@ def test_an_agent_that_leaves_ends_its_session_and_its_pending_question(supervis
                  if e.get("kind") == "resource.read"]
         time.sleep(0.2)
     assert [e["detail"]["outcome"] for e in reads] == ["cancelled"], reads
+
+
+def test_a_question_withdrawn_from_a_cli_or_studio_caller_is_journaled(supervisor: Any, monad_home: Path) -> None:
+    """The control API's call with `questions` (what `monad mcp call` on a terminal and the
+    Studio's Try form use): the server asks, the caller sees the question, the server
+    withdraws it; the call ends and the journal's `question` event says `cancelled`."""
+    from monad_cli.cli.control import ControlClient
+    from monad_cli.core.paths import Paths
+
+    _atom(monad_home)
+    wait_state(supervisor, "ask", "connected", timeout=90)
+    body = {"name": "ask__withdraw", "arguments": {"after": 1}, "via": "cli", "approval": {"mode": "yes"},
+            "progress": True, "questions": True}
+    items = list(ControlClient(Paths(monad_home), timeout=30).stream("POST", "/v1/tools/call", body))
+    assert [i["question"]["request"]["method"] for i in items if "question" in i] == ["elicitation/create"], items
+    assert items[-1]["result"]["content"][0]["text"] == "withdrawn", items
+    details = [e["detail"] if isinstance(e["detail"], dict) else json.loads(e["detail"])
+               for e in supervisor("journal", "--server", "ask", "--json").json() if e.get("kind") == "question"]
+    assert [(d["about"], d["outcome"], d.get("via")) for d in details] == [
+        ("ask__withdraw", "cancelled", "cli")], details

@@ -151,6 +151,9 @@ class ProgressStream:
                 except InputRefused as e:
                     self._note(method, "refused", reason=str(e))
                     raise
+                except anyio.get_cancelled_exc_class():  # withdrawn, or the call it came in ended
+                    self._note(method, "cancelled")
+                    raise
                 self._note(method, "answered", **({"action": answer["action"]} if "action" in answer else {}))
                 return answer
 
