@@ -22,6 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from monad_cli.core.envelope import encode_error, envelope
 from monad_cli.core.errors import InvalidInput, MonadError
 from monad_cli.core.messages import cut_values, one_line
+from monad_cli.tools.arguments import MAX_DEPTH, unsendable
 
 MAX_BODY = 1024 * 1024  # bytes; a control request is a few hundred
 
@@ -85,7 +86,8 @@ class ErrorBoundary:
 
 async def read_json_body(request: Request) -> dict[str, Any]:
     """The request's JSON object (`{}` when empty). Raises InvalidInput when too large,
-    not JSON, or not an object."""
+    not JSON, not an object, or JSON that nothing downstream can take (`unsendable`: NaN,
+    a lone surrogate escape, nesting past `MAX_DEPTH`), naming where."""
     raw = await request.body()
     if len(raw) > MAX_BODY:
         raise InvalidInput("request body too large")
@@ -93,8 +95,13 @@ async def read_json_body(request: Request) -> dict[str, Any]:
         body = json.loads(raw or b"{}")
     except ValueError:
         raise InvalidInput("request body is not JSON") from None
+    except RecursionError:
+        raise InvalidInput(f"request body is nested more than {MAX_DEPTH} levels deep") from None
     if not isinstance(body, dict):
         raise InvalidInput("request body must be a JSON object")
+    why = unsendable(body)
+    if why is not None:
+        raise InvalidInput(f"request body: {why}")
     return body
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 from typing import Any
 
 from monad_cli.core.errors import InvalidInput
@@ -85,11 +86,10 @@ def build_arguments(schema: dict[str, Any] | None, pairs: list[str] | None, args
             parsed = json.loads(args_json)
         except ValueError as e:
             raise InvalidInput(f"--args-json is not valid JSON ({e})") from None
+        except RecursionError:
+            raise InvalidInput(f"--args-json is nested more than {MAX_DEPTH} levels deep") from None
         if not isinstance(parsed, dict):
             raise InvalidInput("--args-json must be a JSON object, e.g. '{\"text\": \"hi\"}'")
-        where = _not_finite(parsed)
-        if where is not None:  # `NaN`, `Infinity` or an overflowing `1e400`: not JSON a server can take
-            raise InvalidInput(f"--args-json: `{where}` is not a finite number (JSON has no NaN or infinity)")
         arguments.update(parsed)
     resolved = resolve_local(schema) if pairs and isinstance(schema, dict) else {}
     props = resolved.get("properties") if isinstance(resolved, dict) else None
@@ -101,19 +101,50 @@ def build_arguments(schema: dict[str, Any] | None, pairs: list[str] | None, args
         if not key:
             raise InvalidInput("--arg has an empty key")
         arguments[key] = convert_value(key, value, props.get(key))
+    # What a server cannot be sent: `NaN` or `1e400` in --args-json, bytes of argv that are not
+    # UTF-8 (Python keeps them as lone surrogates), a `\uD800` escape.
+    why = unsendable(arguments)
+    if why is not None:
+        raise InvalidInput(f"arguments: {why}")
     return arguments
 
 
-def _not_finite(value: Any, path: str = "") -> str | None:
-    """The path (`a`, `a.b`, `a[0]`) of the first NaN or infinite number in `value`, or None."""
-    if isinstance(value, float):
-        return None if math.isfinite(value) else path
-    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
-    for k, v in items:
-        found = _not_finite(v, f"{path}[{k}]" if isinstance(k, int) else f"{path}.{k}" if path else str(k))
-        if found is not None:
-            return found
+MAX_DEPTH = 128  # arrays and objects in arguments; the SDK's own parser refuses a message deeper than ~200
+_SURROGATE = re.compile("[\ud800-\udfff]")  # what json.loads makes of a lone `\uD800` escape
+
+
+def unsendable(value: dict[str, Any]) -> str | None:
+    """Why `value` (a call's arguments, a request's body) is not JSON a server can be sent
+    (RFC 8259), naming where (`a`, `a.b`, `a[0]`): a NaN or infinite number (§6: JSON has
+    none), text with a lone surrogate (§8.2: not Unicode, no UTF-8 form; Python's parser
+    takes a lone `\\uD800` escape), or arrays and objects nested more than `MAX_DEPTH`
+    levels. None when it is. Walks without recursion, so no depth makes it fail."""
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, ())]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return f"`{_path(path)}` holds text that is not Unicode (a lone surrogate: bytes that are not UTF-8?)"
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                return f"`{_path(path)}` is not a finite number (JSON has no NaN or infinity)"
+        elif isinstance(item, dict | list):
+            if len(path) >= MAX_DEPTH:
+                return f"`{_path(path)}` is nested more than {MAX_DEPTH} levels deep"
+            for key, child in item.items() if isinstance(item, dict) else enumerate(item):
+                if isinstance(key, str) and _SURROGATE.search(key):
+                    return f"a name in `{_path(path) or 'the object'}` is not Unicode (a lone surrogate)"
+                stack.append((child, (*path, key)))
     return None
+
+
+def _path(keys: tuple[str | int, ...]) -> str:
+    out = ""
+    for key in keys:
+        out += f"[{key}]" if isinstance(key, int) else f".{key}" if out else str(key)
+        if len(out) > 60:  # a deep path: its start says where
+            return out[:60] + "…"
+    return out
 
 
 log = logging.getLogger("monad.tools")
@@ -156,7 +187,11 @@ def validate_arguments(schema: dict[str, Any] | None, arguments: dict[str, Any],
     its `$schema` names; `$ref`s are resolved within the schema only, never fetched); raises
     InvalidInput naming the first offending argument. A `null` for an optional property
     passes (`_without_optional_nulls`), and so does a missing required property that has a
-    `default` (`_with_required_defaults`)."""
+    `default` (`_with_required_defaults`). Arguments that are not JSON a server can take
+    (`unsendable`) are refused first, schema or not."""
+    why = unsendable(arguments)
+    if why is not None:
+        raise InvalidInput(f"tool `{exposed}`: arguments: {why}")
     if not schema:
         return
     import jsonschema

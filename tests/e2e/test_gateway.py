@@ -85,18 +85,31 @@ def test_what_is_not_json_rpc_is_answered_and_the_session_goes_on(supervisor: An
                             env={**os.environ, "MONAD_HOME": str(monad_home), "MONAD_NO_AUTOSTART": "1"})
     assert proc.stdin is not None and proc.stdout is not None
     try:
+        deep = b"[" * 100_000 + b"]" * 100_000  # past Python's parser: a RecursionError, not JSON it reads
+        huge = b'{"jsonrpc": "2.0", "id": 11, "method": "ping", "params": {"pad": "' + b"x" * (17 << 20) + b'"}}'
         for line in (b"this is not json\n", b"[1, 2]\n", b'{"id": 7, "method": 3}\n',
+                     b'{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": ' + deep + b"}\n",
+                     b'{"id": 10, "method": "x", "params": {"a": "\\ud800"}}\n', huge + b"\n",
                      b'{"jsonrpc": "2.0", "id": 8, "method": "ping"}\n'):
             proc.stdin.write(line)
         proc.stdin.flush()
-        answers = [json.loads(proc.stdout.readline()) for _ in range(4)]
+        answers = [json.loads(proc.stdout.readline()) for _ in range(7)]
     finally:
         proc.stdin.close()
         proc.wait(timeout=30)
     assert answers[0] == {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
     assert answers[1]["id"] is None and answers[1]["error"]["code"] == -32600
     assert answers[2]["id"] == 7 and answers[2]["error"]["code"] == -32600  # JSON-RPC 2.0 §5: the id, if any
-    assert answers[3] == {"jsonrpc": "2.0", "id": 8, "result": {}}  # the session went on
+    # Found by a new-user trial: these three were a RecursionError in the relay, and a request
+    # over the size limit was answered under no id, so the agent waited for its answer forever.
+    assert answers[3]["id"] == 9
+    assert answers[3]["error"] == {"code": -32700, "message": "Parse error: nested too deeply"}
+    assert answers[4]["id"] == 10 and answers[4]["error"] == {
+        "code": -32600, "message": "Invalid Request: `params.a` holds text that is not Unicode (a lone surrogate: "
+                                   "bytes that are not UTF-8?)"}
+    assert answers[5]["id"] == 11 and answers[5]["error"]["code"] == -32600
+    assert "a message over" in answers[5]["error"]["message"]
+    assert answers[6] == {"jsonrpc": "2.0", "id": 8, "result": {}}  # the session went on
     assert proc.returncode == 0
 
 

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from monad_cli.core.errors import InvalidInput
@@ -21,7 +23,7 @@ def test_a_number_json_cannot_carry_is_refused_before_the_call(value: str) -> No
 
 @pytest.mark.parametrize("text", ['{"a": NaN}', '{"a": Infinity}', '{"a": -Infinity}', '{"a": 1e400}'])
 def test_args_json_with_a_number_json_cannot_carry_is_refused(text: str) -> None:
-    with pytest.raises(InvalidInput, match="--args-json: `a` is not a finite number"):
+    with pytest.raises(InvalidInput, match="arguments: `a` is not a finite number"):
         build_arguments(SCHEMA, [], text)
     assert build_arguments(SCHEMA, [], '{"a": 1.5, "b": [1e3]}') == {"a": 1.5, "b": [1000.0]}
 
@@ -40,3 +42,26 @@ def test_a_missing_required_argument_names_the_unknown_one_given_instead() -> No
     with pytest.raises(InvalidInput) as e:
         validate_arguments(schema, {}, "time__get_current_time")
     assert str(e.value) == "tool `time__get_current_time`: arguments: 'timezone' is a required property"
+
+
+@pytest.mark.parametrize(("pairs", "text", "why"), [
+    (["text=\udcff\udcfe"], None, "`text` holds text that is not Unicode"),  # `--arg $'text=\\xff\\xfe'`
+    ([], '{"a": {"b": ["\\ud800"]}}', "`a.b[0]` holds text that is not Unicode"),
+    ([], '{"\\udfff": 1}', "a name in `the object` is not Unicode"),
+    ([], '{"a": ' + "[" * 200 + "]" * 200 + "}", "is nested more than 128 levels deep"),
+    ([], '{"a": ' + "[" * 5000 + "]" * 5000 + "}", "--args-json is nested more than 128 levels deep"),
+])
+def test_arguments_no_server_can_take_are_refused_naming_where(pairs: list[str], text: str | None, why: str) -> None:
+    """Found by a new-user trial: a lone surrogate was sent on and failed in the server's
+    pipe ("server failed … UnicodeEncodeError"), after the Studio's transcript had kept it and
+    could no longer be served; 50,000 nested brackets were an internal RecursionError."""
+    from monad_cli.tools.arguments import validate_arguments
+
+    with pytest.raises(InvalidInput, match=re.escape(why)):
+        build_arguments(SCHEMA, pairs, text)
+    if text is not None and len(text) < 10_000:  # the supervisor's check, for callers that are not the CLI
+        import json
+
+        with pytest.raises(InvalidInput, match=r"^tool `t__x`: arguments: .*" + re.escape(why.split("`")[-1])):
+            validate_arguments(None, json.loads(text), "t__x")
+    assert build_arguments(SCHEMA, ["text=héllo 😀"], '{"a": ' + "[" * 127 + "]" * 127 + "}")["text"] == "héllo 😀"

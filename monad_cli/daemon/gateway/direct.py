@@ -172,7 +172,7 @@ class DirectCalls:
         try:
             # NaN and Infinity are not JSON (RFC 8259 §6); Python's parser takes them.
             message = json.loads(line, parse_constant=_not_json)
-        except ValueError:
+        except (ValueError, RecursionError):
             return False  # the SDK's reader answers it
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             return False

@@ -13,7 +13,8 @@ message (an array, a number, an object without `jsonrpc: "2.0"`) `-32600 Invalid
 with `id: null` unless the object carries a usable id (JSON-RPC 2.0 §5 and §5.1), and so is
 a request whose id is not a string or an integer (`1.5`, `null`, `true`: the SDK's model
 would read it as a notification and answer nothing). None of these ends the session. A line
-over `max_line` bytes is answered `-32600` and skipped. At the end of the client's input,
+over `max_line` bytes is answered `-32600` (under its id, found at either end of the line) and
+skipped. At the end of the client's input,
 what it asked has `EOF_GRACE_S` to be answered before the SDK cancels the rest.
 """
 
@@ -39,7 +40,8 @@ from mcp_types import (
     jsonrpc_message_adapter,
 )
 
-from monad_cli.daemon.sessions.framing import LineReader, Oversize
+from monad_cli.daemon.sessions.framing import EDGE_BYTES, LineReader, Oversize, find_message_id
+from monad_cli.tools.arguments import unsendable
 
 log = logging.getLogger("monad.gateway")
 
@@ -61,21 +63,26 @@ def error_line(code: int, message: str, request_id: Any = None) -> bytes:
 
 def rejection(line: bytes) -> bytes:
     """The answer to a line that is not a JSON-RPC message: -32700 for text that is not
-    JSON, -32600 for JSON of the wrong shape (echoing its id when it has a valid one)."""
+    JSON (or nested past what the parser takes), -32600 for JSON of the wrong shape or that
+    no server can be sent (`unsendable`: a lone surrogate escape, NaN, nesting), saying
+    where; echoing the id when it has a valid one."""
     try:
         body = json.loads(line)
     except ValueError:
         return error_line(PARSE_ERROR, "Parse error")
+    except RecursionError:
+        return error_line(PARSE_ERROR, "Parse error: nested too deeply", find_message_id(line[:EDGE_BYTES]))
     rid = body.get("id") if isinstance(body, dict) else None
     if isinstance(rid, bool) or not isinstance(rid, str | int):
         rid = None
-    return error_line(INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message", rid)
+    why = unsendable(body) if isinstance(body, dict) else None
+    return error_line(INVALID_REQUEST, f"Invalid Request: {why or 'not a JSON-RPC 2.0 message'}", rid)
 
 
 def _has_id(line: bytes) -> bool:
     try:
         body = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     return isinstance(body, dict) and "id" in body
 
@@ -258,8 +265,9 @@ class MessageReader(anyio.abc.ObjectReceiveStream[SessionMessage]):
             except anyio.EndOfStream:
                 await self._settle()
                 raise
-            if isinstance(line, Oversize):
-                answer = error_line(INVALID_REQUEST, f"Invalid Request: a message over {self.max_line} bytes")
+            if isinstance(line, Oversize):  # answered under its id, so the agent's request ends
+                answer = error_line(INVALID_REQUEST, f"Invalid Request: a message over {self.max_line} bytes",
+                                    find_message_id(line.head, line.tail))
             elif not line.strip() or (self.take is not None and self.take(line)):
                 continue
             else:

@@ -31,7 +31,7 @@ from pydantic import ValidationError
 from monad_cli.config.schema import DEFAULT_MAX_MESSAGE_BYTES
 
 __all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "Decoded", "LineReader", "Oversize", "ScrubbedLines", "decode_line",
-           "encode_line", "find_response_id", "format_size"]
+           "encode_line", "find_message_id", "format_size"]
 
 EDGE_BYTES = 4096  # kept from each end of an oversize line: where the `id` is
 READ_CHUNK = 65536
@@ -151,14 +151,15 @@ class Decoded:
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _ID = r'(-?\d+|"(?:[^"\\]|\\.){0,200}")'
-# `id` near the start (the Python SDK writes jsonrpc, id, result) or at the end (the
-# TypeScript SDK writes result, jsonrpc, id).
+# `id` near the start (the Python SDK writes jsonrpc, id, result or method) or at the end
+# (the TypeScript SDK writes result, jsonrpc, id).
 _HEAD_ID = re.compile(rb'\A\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*' + _ID.encode())
 _TAIL_ID = re.compile(rb'"id"\s*:\s*' + _ID.encode() + rb'\s*(?:,\s*"jsonrpc"\s*:\s*"2\.0"\s*)?\}\s*\Z')
 
 
-def find_response_id(head: bytes, tail: bytes = b"") -> str | int | None:
-    """The JSON-RPC `id` a (possibly cut or oversize) response line names, or None."""
+def find_message_id(head: bytes, tail: bytes = b"") -> str | int | None:
+    """The JSON-RPC `id` a (possibly cut or oversize) line names at its top level, or None:
+    a server's response (the supervisor's side) or an agent's request (the gateway's)."""
     for pattern, text in ((_HEAD_ID, head), (_TAIL_ID, tail or head)):
         m = pattern.search(text.rstrip(b"\r"))
         if m:
@@ -252,10 +253,10 @@ def decode_line(line: bytes) -> Decoded:
         parsed = json.loads(text)
     except json.JSONDecodeError as e:
         return Decoded(problem=f"not valid JSON ({e.msg} at column {e.colno})",
-                       response_id=find_response_id(line[:EDGE_BYTES], line[-EDGE_BYTES:]))
+                       response_id=find_message_id(line[:EDGE_BYTES], line[-EDGE_BYTES:]))
     except RecursionError:
         return Decoded(problem="JSON nested too deeply",
-                       response_id=find_response_id(line[:EDGE_BYTES], line[-EDGE_BYTES:]))
+                       response_id=find_message_id(line[:EDGE_BYTES], line[-EDGE_BYTES:]))
     parsed, fixed = _scrub_surrogates(parsed)
     if fixed:
         repairs.append(f"{fixed} lone UTF-16 surrogate{'s' if fixed > 1 else ''}")

@@ -41,7 +41,7 @@ from monad_cli.daemon.sessions.framing import (
     ScrubbedLines,
     decode_line,
     encode_line,
-    find_response_id,
+    find_message_id,
     format_size,
 )
 from monad_cli.daemon.sessions.popen import open_process
@@ -213,7 +213,7 @@ async def stdio_transport(spec: ServerSpec, sink: StderrSink, conn: Connection,
 
     async def oversize(item: Oversize) -> None:
         conn.oversize_messages += 1
-        found = find_response_id(item.head, item.tail)
+        found = find_message_id(item.head, item.tail)
         target = exchange.lookup(found)
         looks_like_answer = target is not None or b'"result"' in item.head[:64] or b'"error"' in item.head[:64]
         log.warning("server %s: a %s stdout message over %s was skipped", spec.name, format_size(item.size),

@@ -128,3 +128,21 @@ def test_stop_sets_the_ports_stop_event(port: FakePort) -> None:
     r = _call(port, "POST", "/v1/daemon/stop")
     assert r.json()["stopping"] is True
     assert port.stop_event.is_set()
+
+
+@pytest.mark.parametrize(("body", "why"), [
+    (b'{"name": "x", "definition": {"command": "\\ud800"}}', "request body: `definition.command` holds text that is "
+                                                            "not Unicode"),
+    (b'{"name": "x", "definition": {"timeout": NaN}}', "request body: `definition.timeout` is not a finite number"),
+    (b'{"name": "x", "definition": {"args": ' + b"[" * 200 + b"]" * 200 + b"}}", "nested more than 128 levels"),
+    (b'{"name": "x", "definition": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+     "request body is nested more than 128 levels deep"),
+])
+def test_a_body_nothing_downstream_can_take_is_refused_naming_where(port: FakePort, tmp_path: Path, body: bytes,
+                                                                    why: str) -> None:
+    """Found by a new-user trial: a lone surrogate in a body reached the journal and the Studio's
+    transcript, which then could not be served; 100,000 brackets were an internal error."""
+    r = _call(port, "POST", "/v1/settings/mcp-servers", content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_input", r.text
+    assert why in r.json()["error"]["message"]
+    assert not (tmp_path / "atoms").exists() and port.reconciles == []  # nothing written

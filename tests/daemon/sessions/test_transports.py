@@ -18,7 +18,7 @@ from mcp import Client, MCPError
 from mcp_types import Implementation
 
 from monad_cli.config.schema import validate
-from monad_cli.daemon.sessions.framing import LineReader, Oversize, decode_line, find_response_id, format_size
+from monad_cli.daemon.sessions.framing import LineReader, Oversize, decode_line, find_message_id, format_size
 from monad_cli.daemon.sessions.stderr import StderrSink
 from monad_cli.daemon.sessions.transports import Connection, TransportOptions, stdio_transport
 
@@ -57,7 +57,7 @@ def test_line_reader_cuts_lines_across_chunks_and_skips_oversize_ones() -> None:
     out = _lines([b'{"a":1}\n{"b"', b':2}\n' + big[:3000], big[3000:] + b"\n{\"c\":3}\nlast"], limit=1024)
     assert out[0] == b'{"a":1}' and out[1] == b'{"b":2}'
     assert isinstance(out[2], Oversize) and out[2].size == len(big)
-    assert find_response_id(out[2].head, out[2].tail) == 7
+    assert find_message_id(out[2].head, out[2].tail) == 7
     assert out[3:] == [b'{"c":3}', b"last"]  # the session goes on; a final unterminated line is kept
 
 
