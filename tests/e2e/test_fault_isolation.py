@@ -28,6 +28,11 @@ def test_a_tool_with_an_unusable_schema_costs_that_tool_only(supervisor: Any) ->
     r = supervisor("mcp", "tools", "bad")
     assert "server `bad`: tool `broken` left out" in r.err, r
     assert call(supervisor, "bad__echo", "text=still usable").out.strip() == "still usable"
+    # Found by a new-user trial: `wait` timed out on a degraded server, which serves calls.
+    r = supervisor("mcp", "wait", "bad", "--timeout", "5")
+    assert r.code == 0 and r.out == "", r
+    assert r.err.startswith("warning: server `bad` is degraded: tool `broken` left out"), r
+    assert "degraded (it serves calls): bad" in r.err, r
 
 
 def test_a_server_whose_output_ended_is_seen_as_gone_and_its_call_fails(supervisor: Any) -> None:

@@ -532,8 +532,9 @@ def wait(
     timeout: Annotated[float, typer.Option("--timeout", min=0, help="Seconds to wait.")] = 30.0,
     as_json: JsonOpt = False,
 ) -> None:
-    """Exit 0 once every named server is connected (or idle: on demand, its first call starts it);
-    else non-zero with each one's reason.
+    """Exit 0 once every named server is connected (or idle: on demand, its first call starts it;
+    or degraded: its session serves calls, and stderr says what failed); else non-zero with each
+    one's reason.
 
     Gives up early when a server is failed, needs-auth or disabled. For CI scripts.
     """
@@ -544,7 +545,9 @@ def wait(
     client = supervisor()
     deadline = time.monotonic() + timeout
     final = {"failed", "needs-auth", "disabled", "filtered", "undefined"}
-    ready = {"connected", "idle"}  # idle: an on-demand server with its lists, started by a call
+    # idle: an on-demand server with its lists, started by a call; degraded: a live session
+    # with a problem (a tool left out, a pin refusing a changed list) that waiting does not mend
+    ready = {"connected", "idle", "degraded"}
     rows: dict[str, dict[str, Any]] = {}
     while True:
         answer = client.get("/v1/settings/mcp-servers/status")
@@ -567,11 +570,14 @@ def wait(
             render.error((f"gave up after --timeout {timeout:g} s: " if timed_out else "") + not_ready(r))
     if bad:
         raise typer.Exit(int(ExitCode.TIMEOUT if timed_out else ExitCode.ERROR))
+    for r in rows.values():
+        if r["state"] == "degraded":
+            render.warn(not_ready(r))
     if not as_json:
-        idle = [n for n in names if rows[n]["state"] == "idle"]
-        up = [n for n in names if n not in idle]
-        render.info("; ".join(([f"connected: {', '.join(up)}"] if up else [])
-                              + ([f"idle (on demand; the first call starts it): {', '.join(idle)}"] if idle else [])))
+        words = {"connected": "connected", "degraded": "degraded (it serves calls)",
+                 "idle": "idle (on demand; the first call starts it)"}
+        render.info("; ".join(f"{word}: {', '.join(those)}" for state, word in words.items()
+                              if (those := [n for n in names if rows[n]["state"] == state])))
 
 
 def _settled(row: dict[str, Any]) -> dict[str, Any]:
