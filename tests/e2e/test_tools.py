@@ -170,6 +170,9 @@ def test_rug_pulls_are_refused_until_pinned_again(supervisor: Any, tmp_path: Pat
         assert "refused" in next(line for line in table if line.startswith("rug ")), table
         assert "refused (its tool set does not match its pin" in monad("mcp", "status", "rug").out
         assert monad("mcp", "tools", "rug", "--json").json() == []
+        # Found by a new-user trial: the table's word was "is it connected?" of a connected server.
+        r = monad("mcp", "tools", "rug")
+        assert r.code == 0 and r.err.startswith("no tools exposed: server `rug` is degraded: tool set changed"), r
         r = monad("mcp", "call", "rug__echo", "--arg", "text=x", "--yes")
         assert r.code != 0 and "tool set changed" in r.err, r
         # Accept the new set: pin again; the server registers.

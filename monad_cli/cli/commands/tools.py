@@ -86,8 +86,17 @@ def tools(
                    "deferred" if t.get("deferred") else "listed",
                    "description": _first_line(t.get("description") or "")} for t in listed],
                  [("name", "tool"), ("auto", "approval"), ("deferred", "gateway"), ("description", "description")],
-                 empty=(f"server `{server}` exposes no tools (is it connected? `monad mcp status {server}`)"
-                        if server else "no tools exposed (see `monad mcp status`)"))
+                 empty=(_why_none(client, server) if server and not listed
+                        else "no tools exposed (see `monad mcp status`)"))
+
+
+def _why_none(client: Any, server: str) -> str:
+    """Why `server` exposes no tools, from its status row: its pin refused a changed tool set,
+    it is not connected (and why), or it lists none."""
+    row = client.get(f"/v1/settings/mcp-servers/{quoted(server)}/status")
+    if row["state"] in ("connected", "idle") and not row.get("toolsRefused"):
+        return f"server `{server}` lists no tools"
+    return f"no tools exposed: {not_ready(row)} (see `monad mcp status {server}`)"
 
 
 def _search(client: Any, query: str, *, limit: int, server: str | None, as_json: bool) -> None:
