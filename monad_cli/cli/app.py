@@ -244,7 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # noqa: BLE001 - the error boundary
         _trace()
         log = _write_crash_log()
-        render.error(f"internal error: {type(e).__name__}; details in `{log}` (rerun with -v to see them here)")
+        again = "" if _debug else " (rerun with -v to see them here)"  # with -v they are just above
+        render.error(f"internal error: {type(e).__name__}; details in `{log}`{again}")
         return int(ExitCode.ERROR)
 
 

@@ -183,3 +183,22 @@ def test_an_empty_status_names_the_home_it_looked_in(monad_home: Path, tmp_path:
     finally:
         subprocess.run([sys.executable, "-m", "monad_cli", "daemon", "stop"], capture_output=True, timeout=60,
                        env=env)
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_an_internal_error_names_its_log_and_says_rerun_with_v_only_without_it(
+        verbose: bool, monad_home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by a new-user trial: with -v, the traceback above it, the line still said to rerun with -v."""
+    from monad_cli.cli import app
+    from monad_cli.cli.commands import mcp
+
+    def broken() -> None:
+        raise RuntimeError("a bug of ours")
+
+    monkeypatch.setattr(mcp, "paths", broken)  # the boundary itself is what is tested
+    assert app.main([*(["-v"] if verbose else []), "mcp", "path"]) == 1
+    err = capsys.readouterr().err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("error: internal error: RuntimeError; details in `") and "crash.log" in last, err
+    assert last.endswith("(rerun with -v to see them here)") is not verbose, err
+    assert ("Traceback (most recent call last)" in err) is verbose, err
