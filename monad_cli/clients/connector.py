@@ -14,8 +14,11 @@ changed meanwhile (three tries). A symlinked file is written through to its targ
 
 The client's own entries for servers monad also runs stay unless `replace`: each such server
 would then run twice (once by the client, once behind the gateway), so the result names
-them (`duplicates`) and `replace` takes them out in the same write. `remove` on a file that
-then holds only what `connect` itself would have created from nothing deletes the file.
+them (`duplicates`) and `replace` takes them out in the same write. Only an entry monad runs
+as the client defines it (the same definition, under that name or another) counts: one whose
+name monad uses for another definition stays (`differing`), as taking it out would lose it.
+`remove` on a file that then holds only what `connect` itself would have created from
+nothing deletes the file.
 """
 
 from __future__ import annotations
@@ -58,25 +61,31 @@ def _others(fmt: ClientFormat, text: str, source: str, names: Sequence[str]) -> 
     return data
 
 
-def duplicates(client_name: str, file: Path, source: str) -> list[str]:
-    """Names of the client's own entries (not `monad`, not monad's gateway) for servers monad
-    also defines: the same name, or the same definition under another name."""
+def duplicates(client_name: str, file: Path, source: str) -> tuple[list[str], list[str]]:
+    """The client's own entries (not `monad`, not monad's gateway) that meet monad's servers, as
+    (`duplicates`, `differing`) lists of names: `duplicates` monad runs as the client defines
+    them (`importer.same_definition`, under that name or another), so each would run twice
+    and `replace` may take them out; `differing` have a name monad uses for another
+    definition, so monad does not run them and no copy of them would be left."""
     from monad_cli.clients.entries import is_monad_gateway
     from monad_cli.clients.importer import same_definition
     from monad_cli.config.loader import load_definitions
     from monad_cli.core.paths import paths
 
     if not file.exists() or file.is_dir():
-        return []
+        return [], []
     mine = load_definitions(paths(), expand=False)
-    out = []
+    dups: list[str] = []
+    differing: list[str] = []
     for cand in get_client(client_name).read(file, source):
         if cand.name == "monad" or is_monad_gateway(cand.definition) or cand.where.startswith("projects."):
             continue  # a project-scoped entry of Claude Code is not the client's global one
-        if cand.name in mine.raw or (cand.definition is not None and any(
-                same_definition(raw, cand.definition, cand.name) for raw in mine.raw.values())):
-            out.append(cand.name)
-    return out
+        if cand.definition is not None and any(same_definition(raw, cand.definition, cand.name)
+                                               for raw in mine.raw.values()):
+            dups.append(cand.name)
+        elif cand.name in mine.raw:
+            differing.append(cand.name)
+    return dups, differing
 
 
 def connect_all(*, dry_run: bool = False, remove: bool = False, replace: bool = False,
@@ -90,8 +99,8 @@ def connect_all(*, dry_run: bool = False, remove: bool = False, replace: bool = 
                                           dry_run=dry_run, serve_args=serve_args), "error": None})
         except MonadError as e:
             rows.append({"client": name, "file": shown(resolve(name, None)), "entry": None, "removed": remove,
-                         "changed": False, "dryRun": dry_run, "duplicates": [], "replaced": [], "deleted": False,
-                         "error": e.message})
+                         "changed": False, "dryRun": dry_run, "duplicates": [], "replaced": [], "differing": [],
+                         "deleted": False, "error": e.message})
     return rows
 
 
@@ -156,11 +165,13 @@ def connect_client(client_name: str, path: str | None, *, remove: bool = False, 
                    serve_args: Sequence[str] = ()) -> dict[str, Any]:
     """Write (or with `remove`, delete) the `monad` entry. Returns
     `{"client", "file", "entry", "changed", "removed", "dryRun", "duplicates", "replaced",
-    "deleted", "overwrote"}`; `overwrote`: the file's `monad` entry ran something else (another
-    monad, another MONAD_HOME, other serve options) and is replaced; `entry` is what the file
-    now holds (with `dry_run`: would hold; nothing is written), `duplicates` the client's own
-    entries for servers monad runs too (taken out when `replace`: then `replaced` lists them),
-    `deleted` whether `remove` deleted the file monad had created.
+    "differing", "deleted", "overwrote"}`; `overwrote`: the file's `monad` entry ran something
+    else (another monad, another MONAD_HOME, other serve options) and is replaced; `entry` is
+    what the file now holds (with `dry_run`: would hold; nothing is written), `duplicates` the
+    client's own entries for servers monad runs as the client defines them (taken out when
+    `replace`: then `replaced` lists them), `differing` with `replace` the client's own
+    entries it leaves because monad's server of that name is defined differently (taking
+    them out would lose them: `duplicates`), `deleted` whether `remove` deleted the file monad had created.
 
     `per_server`: instead, one entry per named server, each running `monad mcp serve NAME`
     under the server's own name, in place of the client's own entry of that name (its tool
@@ -195,7 +206,8 @@ def connect_client(client_name: str, path: str | None, *, remove: bool = False, 
     names = list(per_server) if per_server is not None else ["monad"]
     ours = {n: fmt.client_entry(n, monad_entry(n if per_server is not None else None, serve_args=serve_args))
             for n in names}
-    dups = [] if remove or per_server is not None or not fmt.per_server else duplicates(client_name, real, source)
+    dups, differing = ([], []) if remove or per_server is not None or not fmt.per_server else \
+        duplicates(client_name, real, source)
     out = _edit(fmt, real, source, ours, remove=remove, only_ours=per_server is not None,
                 take_out=dups if replace else [], dry_run=dry_run)
     result = {"client": fmt.name, "file": source, "removed": remove, "dryRun": dry_run, "changed": out["changed"],
@@ -203,7 +215,8 @@ def connect_client(client_name: str, path: str | None, *, remove: bool = False, 
     if per_server is not None:
         return {**result, "entries": out["entries"]}
     return {**result, "entry": out["entries"]["monad"], "duplicates": [] if replace else dups,
-            "replaced": dups if replace else [], "overwrote": "monad" in out["overwritten"]}
+            "replaced": dups if replace else [], "differing": differing if replace else [],
+            "overwrote": "monad" in out["overwritten"]}
 
 
 def _edit(fmt: ClientFormat, real: Path, source: str, ours: dict[str, dict[str, Any]], *, remove: bool,

@@ -186,10 +186,10 @@ def test_connect_names_the_clients_own_entries_and_replace_takes_them_out(
         cli: Any, monad_home: Path, tmp_path: Path) -> None:
     path = tmp_path / "mcp.json"
     path.write_text(json.dumps({"mcpServers": {
-        "time": {"command": "mcp-server-time", "args": ["--local-timezone", "UTC"]},  # same name
+        "time": {"command": "mcp-server-time", "args": ["--local-timezone", "UTC"]},  # same name and definition
         "clock": {"command": "mcp-server-git"},  # the same definition as monad's `git`
         "mine": {"command": "my-own-server"}}, "theme": "dark"}))
-    assert cli("mcp", "add", "time", "--", "mcp-server-time").code == 0
+    assert cli("mcp", "add", "time", "--", "mcp-server-time", "--local-timezone", "UTC").code == 0
     assert cli("mcp", "add", "git", "--", "mcp-server-git").code == 0
     r = cli("mcp", "connect", "cursor", str(path))
     assert r.code == 0, r
@@ -203,6 +203,36 @@ def test_connect_names_the_clients_own_entries_and_replace_takes_them_out(
     assert "runs twice" not in cli("mcp", "connect", "cursor", str(path)).err
     r = cli("mcp", "connect", "aura", str(tmp_path), "--replace")
     assert r.code == 2 and "--replace is not for aura" in r.err, r
+
+
+def test_replace_leaves_an_entry_whose_name_monad_uses_for_another_server(
+        cli: Any, monad_home: Path, tmp_path: Path) -> None:
+    """Found by a new-user trial: `--replace` took Cursor's `github` out because monad has a
+    `github` too, though monad's ran another command: Cursor's definition was then nowhere.
+    Only an entry monad runs as Cursor defines it is taken out; the other stays, byte for
+    byte, and connect says what to do; doing that, the next --replace takes it out."""
+    path = tmp_path / "mcp.json"
+    mine = '"github": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"]}'
+    path.write_text('{\n  "mcpServers": {\n    ' + mine + ',\n    "clock": {"command": "mcp-server-git"}\n  }\n}\n')
+    assert cli("mcp", "add", "github", "--", "github-mcp-server", "stdio").code == 0
+    assert cli("mcp", "add", "git", "--", "mcp-server-git").code == 0
+    before = path.read_bytes()
+    r = cli("mcp", "connect", "cursor", str(path), "--replace", "--dry-run")
+    assert r.code == 0 and path.read_bytes() == before, r
+    assert "would take Cursor's own entries `clock` out" in r.err, r
+    assert (f"Cursor's own entries `github` stay in `{path}`: monad's servers of those names are defined "
+            f"differently, so --replace leaves them; `monad mcp import cursor {path} --force`") in r.err, r
+    r = cli("mcp", "connect", "cursor", str(path), "--replace", "--json")
+    assert r.code == 0 and r.json()["replaced"] == ["clock"] and r.json()["differing"] == ["github"], r
+    assert r.json()["duplicates"] == [] and "`github` stay in" in r.err, r
+    text = path.read_text()
+    assert mine in text and set(json.loads(text)["mcpServers"]) == {"github", "monad"}, text
+    assert cli("mcp", "connect", "cursor", str(path), "--json").json()["duplicates"] == []  # not run twice either
+    assert cli("mcp", "import", "cursor", str(path), "--force").code == 0  # what the warning says to do
+    r = cli("mcp", "connect", "cursor", str(path), "--replace", "--json")
+    assert r.code == 0 and r.json()["replaced"] == ["github"] and r.json()["differing"] == [], r
+    assert set(json.loads(path.read_text())["mcpServers"]) == {"monad"}
+    assert "server-github" in (monad_home / "atoms" / "mcp" / "github.toml").read_text()
 
 
 def test_connect_remove_deletes_the_file_connect_created(cli: Any, tmp_path: Path) -> None:
@@ -310,14 +340,19 @@ def test_connect_all_names_the_clients_own_entries_that_would_run_twice(cli: Any
     home = Path(os.environ["HOME"])
     cursor = home / ".cursor" / "mcp.json"
     cursor.parent.mkdir(parents=True)
-    cursor.write_text('{"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"]}}}\n')
+    cursor.write_text('{"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"]}, '
+                      '"fetch": {"command": "my-fetch"}}}\n')
     assert cli("mcp", "add", "time", "--", "uvx", "mcp-server-time").code == 0
+    assert cli("mcp", "add", "fetch", "--", "uvx", "mcp-server-fetch").code == 0  # not Cursor's `fetch`
     r = cli("mcp", "connect", "--all", "--dry-run")
     row = next(line for line in r.out.splitlines() if line.startswith("cursor"))
     assert "would connect" in row and "its own `time` would run twice" in row and "--replace" in row, r.out
-    r = cli("mcp", "connect", "--all", "--replace", "--dry-run")
+    assert "fetch" not in row, r.out
+    r = cli("mcp", "connect", "--all", "--replace")
     row = next(line for line in r.out.splitlines() if line.startswith("cursor"))
-    assert "would take its own `time` out" in row, r.out
+    assert ("took its own `time` out; its own `fetch` stays: monad's is defined differently "
+            "(`monad mcp import cursor --force` first)") in row, r.out
+    assert json.loads(cursor.read_text())["mcpServers"]["fetch"] == {"command": "my-fetch"}
 
 
 # What the client may write after monad's entry (Codex keeps `[projects."…"]` trust tables

@@ -63,7 +63,8 @@ def connect(
     path: PathArg = None,
     remove: Annotated[bool, typer.Option("--remove", help="Take the `monad` entry out again.")] = False,
     replace: Annotated[bool, typer.Option("--replace", help="Also take out the client's own entries for "
-                                          "servers monad runs (else each runs twice).")] = False,
+                                          "servers monad runs as the client defines them (else each runs "
+                                          "twice); one monad defines differently stays.")] = False,
     all_: Annotated[bool, typer.Option("--all", help="Every client found on this machine by its usual config "
                                        "file (project files such as `.mcp.json` are left alone).")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would change; write nothing.")] = False,
@@ -135,11 +136,16 @@ def connect(
                         f"other serve options); it {'would now run' if dry_run else 'now runs'} this one")
         if result["replaced"]:
             render.info(f"{'would take' if dry_run else 'took'} {title}'s own entries {_names(result['replaced'])} "
-                        f"out of {where}: monad runs those servers now")
+                        f"out of {where}: monad runs those servers as {title} defined them")
     if result["duplicates"]:
         render.warn(f"{title}'s own entries {_names(result['duplicates'])} stay in `{result['file']}`, so each "
                     f"of those servers runs twice (once by {title}, once through monad); "
                     f"`monad mcp connect {client} --replace` takes them out")
+    if result["differing"]:  # taking them out would lose them: monad's servers of those names are others
+        render.warn(f"{title}'s own entries {_names(result['differing'])} stay in `{result['file']}`: monad's "
+                    f"servers of those names are defined differently, so --replace leaves them; "
+                    f"`monad mcp import {client}{' ' + path if path else ''} --force` makes monad's the same as "
+                    f"{title}'s, then --replace takes them out")
 
 
 def _states() -> dict[str, dict[str, Any]] | None:
@@ -188,13 +194,20 @@ def _connect_per_server(client: str, path: str | None, *, remove: bool, replace:
 
 
 def _twice(row: dict[str, Any], *, dry_run: bool) -> str:
-    """The `--all` row's word on the client's own entries for servers monad runs too."""
+    """The `--all` row's word on the client's own entries for servers monad runs too, and on
+    those --replace leaves because monad's server of that name is defined differently."""
+    word = ""
     if row.get("replaced"):
-        return f"{'would take' if dry_run else 'took'} its own {_names(row['replaced'])} out"
-    if row.get("duplicates"):
+        word = f"{'would take' if dry_run else 'took'} its own {_names(row['replaced'])} out"
+    elif row.get("duplicates"):
         dups = row["duplicates"]
-        return f"its own {_names(dups)} would run twice (--replace takes {'it' if len(dups) == 1 else 'them'} out)"
-    return ""
+        word = f"its own {_names(dups)} would run twice (--replace takes {'it' if len(dups) == 1 else 'them'} out)"
+    if row.get("differing"):
+        kept = row["differing"]
+        one = len(kept) == 1
+        word += f"{'; ' if word else ''}its own {_names(kept)} {'stays' if one else 'stay'}: monad's " \
+                f"{'is' if one else 'are'} defined differently (`monad mcp import {row['client']} --force` first)"
+    return word
 
 
 def _names(names: list[str]) -> str:
@@ -261,7 +274,8 @@ _CONNECT_HELP = (
     "Keeps every other key, comment and server of the file; the write is atomic; running it twice changes "
     "nothing; --remove takes the entry out (and deletes the file if connect created it). The client's own "
     "entries for servers monad also runs stay and are named (each would run twice); --replace takes them "
-    "out.\n\n"
+    "out: only those monad runs as the client defines them (the same definition); an entry whose name monad uses "
+    "for another server stays, and connect says so.\n\n"
     "--all does it for every client found on this machine by its usual file (below), one row each; exit 1 "
     "when one failed; --dry-run writes nothing.\n\n"
 )
