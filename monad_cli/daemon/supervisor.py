@@ -516,7 +516,7 @@ class Supervisor:
                 tg.start_soon(keep_trying)  # daemon.log's held lines, when nothing else logs
                 await self.stop_event.wait()
                 self.stopping = True  # from here a new call is refused, naming the stop
-                refused = self.tool_service.gate.refuse_all("the supervisor (stopping)")
+                refused = self.tool_service.gate.refuse_all("the supervisor is stopping")
                 # The servers' sessions end first: a call in flight fails with its session and
                 # answers its caller (an agent through the gateway, `monad mcp call`) that the
                 # supervisor stopped, while their connections are still open to carry it.

@@ -327,7 +327,7 @@ def test_approvals_deny_once_session_always_and_host_escape(supervisor: Any, mon
     wait_for(lambda: [p for p in pending(monad) if p["tool"] == "fail"])
     assert monad("daemon", "stop").code == 0
     _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 1 and "denied (the supervisor (stopping))" in err, err
+    assert proc.returncode == 1 and "error: call to `ts__fail` was denied (the supervisor is stopping)" in err, err
     assert "Traceback" not in (monad_home / "logs" / "daemon.log").read_text()
     assert monad("daemon", "start").code == 0
     wait_state(monad, "ts", "connected")
