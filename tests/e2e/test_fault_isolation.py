@@ -23,6 +23,7 @@ def test_a_tool_with_an_unusable_schema_costs_that_tool_only(supervisor: Any) ->
     row = wait_state(supervisor, "bad", "degraded", timeout=60)
     assert "tool `broken` left out: inputSchema: Input should be a valid dictionary" in row["reason"], row
     assert "tool #11 in the list left out: name: Field required" in row["reason"], row
+    assert "tool #12 in the list left out: name: empty" in row["reason"], row  # was exposed as `bad__`
     assert row["leftOut"] == row["reason"].split("; "), row
     assert "bad__broken" not in tool_names(supervisor, "bad") and "bad__echo" in tool_names(supervisor, "bad")
     r = supervisor("mcp", "tools", "bad")

@@ -25,7 +25,7 @@ Options:
   before the answer; every later listing also has the tool `late` (so a lost burst leaves
   the tool set stale);
 - `--bad-tool`: `tools/list` also has `broken`, whose `inputSchema` is a string (no usable
-  schema), and `nameless`, a tool without a name;
+  schema), a tool without a name and one whose name is empty;
 - `--discover never`: never answer `server/discover` (a legacy server that drops the probe);
   `--log-requests PATH` appends each request's method, one per line.
 """
@@ -61,6 +61,7 @@ def tool_defs(*, bad: bool) -> list[dict[str, Any]]:
     if bad:
         tools.append({"name": "broken", "description": "its schema is a string", "inputSchema": "object"})
         tools.append({"description": "a tool without a name", "inputSchema": obj})
+        tools.append({"name": "", "description": "a tool whose name is empty", "inputSchema": obj})
     return tools
 
 

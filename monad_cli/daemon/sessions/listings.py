@@ -66,9 +66,15 @@ def item_label(item: Any, index: int) -> str:
 
 
 def _item_problem(method: str, version: str, key: str, item: Any) -> str | None:
-    """Why `item` cannot be accepted in a `method` result of `version`, or None."""
+    """Why `item` cannot be accepted in a `method` result of `version`, or None. A tool or
+    prompt with an empty `name` is refused too: the SDK's model takes it, but it is called by
+    that name (tool names are 1 to 128 characters: MCP spec, server/tools "Tool Names"), and
+    such a tool was exposed as `server__`."""
     from mcp_types import methods
     from pydantic import ValidationError
+
+    if method in ("tools/list", "prompts/list") and isinstance(item, dict) and item.get("name") == "":
+        return "name: empty"
 
     try:
         methods.validate_server_result(method, version, {key: [item]})
