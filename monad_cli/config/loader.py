@@ -177,12 +177,20 @@ def load_definitions(paths: Paths, environ: Mapping[str, str] | None = None, *,
     _add_presets(paths, candidates, out, os.environ if environ is None else environ)
 
     valid: list[ServerSpec] = []
+    # Names that differ only in case are one name (as `edits.add_server` refuses them): on a
+    # case-insensitive file system two such atoms are one file, and `Time__now` beside
+    # `time__now` does not say which server an agent reaches.
+    folded = {n.casefold(): n for n in out.sources}
     for name, source, raw in candidates:
-        if name in out.sources:
-            other = out.sources[name]
-            out.problems.append(Problem(f"`{source}`: server `{name}` is already defined in `{other}`; "
-                                        f"server names must be unique, rename or remove one", source, name))
+        twin = folded.get(name.casefold())
+        if twin is not None:
+            other = out.sources[twin]
+            out.problems.append(Problem(
+                f"`{source}`: server `{name}` is already defined in `{other}`"
+                + (f" as `{twin}` (names that differ only in case are one name)" if twin != name else "")
+                + "; server names must be unique, rename or remove one", source, name))
             continue
+        folded[name.casefold()] = name
         out.sources[name] = source
         if isinstance(raw, dict):
             out.raw[name] = raw

@@ -232,6 +232,22 @@ def test_an_atom_named_badly_says_to_rename_the_file(monad_home: Path) -> None:
         "the name may only contain letters A-Z a-z, digits, `_` and `-`; rename the file"), problem
 
 
+def test_names_that_differ_only_in_case_are_one_name(monad_home: Path) -> None:
+    """Found by a new-user trial: `Time.toml` beside `time.toml` (written by hand: `monad mcp
+    add` refuses the twin) both loaded; on a case-insensitive file system they are one file."""
+    p = Paths(monad_home)
+    p.ensure()
+    (p.atoms_dir / "Time.toml").write_text('command = "echo"\n')
+    (p.atoms_dir / "time.toml").write_text('command = "cat"\n')
+    p.agents_json.write_text(json.dumps({"mcpServers": [{"name": "TIME", "command": "echo"}]}))
+    defs = load_definitions(p, {})
+    assert sorted(defs.specs) == ["Time"] and defs.specs["Time"].command == "echo"
+    assert [pr.message for pr in defs.problems] == [
+        f"`{source}`: server `{name}` is already defined in `atoms/mcp/Time.toml` as `Time` (names that differ "
+        f"only in case are one name); server names must be unique, rename or remove one"
+        for source, name in (("atoms/mcp/time.toml", "time"), ("agents.json", "TIME"))]
+
+
 def test_agents_json_forms_duplicates_and_empty_file(monad_home: Path) -> None:
     p = Paths(monad_home)
     p.ensure()
