@@ -119,10 +119,6 @@ def run(paths: Paths, *, include: list[str] | None = None, exclude: list[str] | 
     log = logging.getLogger("monad.supervisor")
     from monad_cli.daemon.bounds import BUDGET, log_accept_errors, raise_nofile
 
-    before, now = raise_nofile()
-    log.info("open files: limit %d%s; the listeners may hold %s connections", now,
-             f" (raised from {before})" if now != before else "", BUDGET.limit)
-
     def notify(error: MonadError | None) -> None:
         # The ready pipe speaks the API's error envelope, so the starter branches on the
         # kind (`Conflict`: another supervisor won the start race), never on the text.
@@ -151,6 +147,10 @@ def run(paths: Paths, *, include: list[str] | None = None, exclude: list[str] | 
         from monad_cli.daemon.startup import acquire_daemon_lock, spawn_early
 
         lock = acquire_daemon_lock(paths)
+        # Once this process owns the home: a second `daemon run` says only why it stops.
+        before, now = raise_nofile()
+        log.info("open files: limit %d%s; the listeners may hold %s connections", now,
+                 f" (raised from {before})" if now != before else "", BUDGET.limit)
         from monad_cli.config.envfile import LayeredEnviron, read_env_file
 
         early = EarlySpawns()
