@@ -242,6 +242,26 @@ def test_approvals_from_the_page_and_for_a_cli_call_and_the_transcript(monad: An
     expect(rows.nth(0).get_by_role("cell").nth(4)).to_have_text("approved (cli --yes)")
     expect(rows.nth(0).get_by_role("cell").nth(3)).to_have_text('{"timezone":"Asia/Tokyo"}')
 
+    # A call that asks first (`monad mcp call` at a prompt: `approval: check`) has its row while
+    # the person is asked. Found by a new-user trial: it showed as "running", though nothing was
+    # sent; the decision then reaches the row while the call runs.
+    from monad_cli.cli.control import ControlClient
+    from monad_cli.core.paths import paths
+
+    api = ControlClient(paths())
+    body = {"name": "time__get_current_time", "arguments": {"timezone": "Asia/Seoul"}, "via": "cli"}
+    asked = api.post("/v1/tools/call", {**body, "approval": {"mode": "check"}})
+    expect(rows).to_have_count(4)
+    cells = rows.nth(0).get_by_role("cell")
+    expect(cells.nth(5)).to_have_text("awaiting approval")
+    expect(cells.nth(4)).to_have_text("")
+    decided = {"mode": "decided", "approvalId": asked["approvalRequired"]["id"], "grant": "once"}
+    done = api.post("/v1/tools/call", {**body, "approval": decided})
+    assert "Asia/Seoul" in done["content"][0]["text"], done
+    expect(rows).to_have_count(4)  # the same row, decided, then finished
+    expect(cells.nth(4)).to_have_text("approved (cli prompt (once))")
+    expect(cells.nth(5)).to_have_text("ok")
+
 
 def lambda_ms() -> Any:
     import re

@@ -97,6 +97,14 @@ class CallLog:
                                     "outcome": "running", "host": self.journal.host})
         return call_id
 
+    def approved(self, call_id: int, *, decision: str, decided_by: str | None) -> None:
+        """A held intent row (written by `approval: check`, outcome `running` with no decision
+        while a person is asked) gets its decision as the call goes on; listeners hear it as
+        `call.decided`, so a page stops showing it as waiting for approval."""
+        jt.finish_call(self.journal, call_id, outcome="running", decision=decision, decided_by=decided_by)
+        self.listeners.tell("call.decided", {"id": call_id, "outcome": "running", "decision": decision,
+                                             "decidedBy": decided_by})
+
     def progress_of(self, call_id: int, forward: ProgressFn) -> ProgressFn:
         """The caller's `forward` for call `call_id`, which the listeners hear first (as
         `call.progress`, until the call's `finish`): a call's progress reaches the Studio

@@ -591,8 +591,7 @@ class ToolService:
         server, tool = call.server, call.tool
         assert server is not None and tool is not None
         if held is not None and call.decision == "approved":
-            jt.finish_call(self.journal, held, outcome="running", decision=call.decision,
-                           decided_by=call.decided_by)
+            self.calls.approved(held, decision=call.decision, decided_by=call.decided_by)
         call.call_id = held if held is not None else self.calls.start(
             server=server.name, tool=tool.name, exposed=call.exposed, arguments=call.arguments, via=call.via,
             decision=call.decision, decided_by=call.decided_by, ref=call.ref)

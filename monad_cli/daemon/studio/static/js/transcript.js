@@ -128,8 +128,11 @@ export class TranscriptView {
     const decided = r.decision ? `${r.decision}${r.decidedBy ? ` (${r.decidedBy})` : ""}` : "";
     setText(decision, decided);
     const badge = outcome.firstChild || outcome.appendChild(h("span", { class: "badge" }));
-    setText(badge, r.outcome || "");
-    badge.className = `badge outcome-${r.outcome || "none"}`;
+    // A call that asked first (`monad mcp call` at a prompt) has its row before a person
+    // answers: not sent yet, so not "running".
+    const asking = r.outcome === "running" && !r.decision;
+    setText(badge, asking ? "awaiting approval" : r.outcome || "");
+    badge.className = `badge outcome-${asking ? "awaiting" : r.outcome || "none"}`;
     entry.tr.dataset.outcome = r.outcome || "";
     if (r.error) badge.title = r.error;
     if (entry.progress && r.outcome !== "running") { // ended: its outcome, not its last step
