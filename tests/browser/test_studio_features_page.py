@@ -287,6 +287,11 @@ def test_variables_are_listed_set_replaced_and_removed_never_shown(monad: Any, p
     kb.press("Enter")
     expect(row).to_contain_text("MONAD_HOME/env")
     expect(value).to_have_value("")
+    # Found by a new-user trial: the row's buttons broke mid-word ("Repla|ce", "Remo|ve").
+    lines = page.evaluate("""[...document.querySelectorAll('table.variables button')].map((b) => {
+        const r = document.createRange(); r.selectNodeContents(b);
+        return [b.textContent, new Set([...r.getClientRects()].map((c) => Math.round(c.top))).size]; })""")
+    assert lines and all(n == 1 for _, n in lines), lines
     assert (monad_home / "env").read_text() == f"OTHER=1\nDOCS_KEY={SECRET}\n"
     wait_state(monad, "docs", "connected")
     assert _server_environ(status_of(monad, "docs")["pid"])["DOCS_KEY"] == SECRET
