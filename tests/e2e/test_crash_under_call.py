@@ -80,3 +80,41 @@ def test_a_server_killed_under_a_gateway_call_fails_it_with_the_signal(superviso
     assert out["error"] and out["text"] == (
         "server `ts` failed `slow`: its session ended during the request: server process was killed by signal 9 "
         f"(SIGKILL); {TODO}"), out
+
+
+def test_a_server_killed_under_a_read_fails_it_with_the_signal(supervisor: Any, monad_home: Path) -> None:
+    """A `resources/read` held by the server's question to the agent (askserver's `ask://name`),
+    the server killed meanwhile: -32000 with the same words, over the stdio relay."""
+    from mcp.shared.exceptions import MCPError
+
+    askserver = str(Path(__file__).resolve().parents[1] / "servers" / "askserver.py")
+    (monad_home / "atoms" / "mcp").mkdir(parents=True, exist_ok=True)
+    (monad_home / "atoms" / "mcp" / "ask.toml").write_text(
+        f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([askserver])}\ntimeout = 60\n")
+    pid = wait_state(supervisor, "ask", "connected", timeout=90)["pid"]
+    asked = anyio.Event()
+    out: dict[str, Any] = {}
+
+    async def person(context: Any, params: Any) -> Any:
+        asked.set()
+        await anyio.sleep_forever()
+
+    async def main() -> None:
+        async with _agent(monad_home, "stdio", "legacy", 60, elicitation_callback=person) as client, \
+                anyio.create_task_group() as tg:
+            async def kill() -> None:
+                with anyio.fail_after(30):
+                    await asked.wait()
+                os.kill(pid, signal.SIGKILL)
+
+            tg.start_soon(kill)
+            with anyio.fail_after(30), pytest.raises(MCPError) as failed:
+                await client.read_resource("ask://name")
+            out.update(code=failed.value.error.code, text=failed.value.error.message)
+
+    anyio.run(main)
+    # askserver notes each request on stderr: the last lines are quoted after the signal.
+    assert out["code"] == -32000 and out["text"].startswith(
+        "server `ask`: its session ended during the request: server process was killed by signal 9 (SIGKILL); "
+        "stderr: askserver: ") and out["text"].endswith(
+        "; whether the server acted on it is unknown; `monad mcp status ask` says whether it is back"), out
