@@ -97,7 +97,7 @@ class SessionRequests:
             why = actor.cut_reason(client)
             if why is not None and (closed or not isinstance(e, MCPError)):
                 raise SessionCut(actor.name, *why) from None
-            ended = await actor.ended_reason(conn) if closed and why is None else None
+            ended = await actor.ended_reason(conn) if closed else None
             if ended is None:
                 raise
             raise MCPError(CONNECTION_CLOSED, f"its session ended during the request: {ended}; whether the server "
