@@ -2,6 +2,7 @@
 
     python toolserver.py [--names] [--many N] [--page-size K] [--repeat-cursor]
                          [--tools-file PATH] [--marker-dir DIR] [--name NAME] [--progress] [--rich-schema] [--big]
+                         [--crash]
 
 Default tools: `echo(text)`, `add(a:int, b:int)`, `kinds(flag:bool, ratio:number, items:array,
 opts:object)`, `fail(message, log)` (isError, after writing `log` to stderr), `mutate(description)` (changes echo's
@@ -16,6 +17,8 @@ adds `rich`, whose inputSchema (`RICH_SCHEMA`) uses JSON Schema 2020-12 keywords
 client drops or rewrites; it answers with its arguments as JSON. `--tools-file`: JSON
 {"description": ..., "param": ..., "extra": bool} shapes `echo` (read at start: a rug pull
 between connects). `--big`: adds `big(kib)`, which answers `kib` KiB of words (bench/bench_scrub.py).
+`--crash`: adds `exit(status, log)`, which writes `log` to stderr and ends the process with
+`status` under the call, never answering it.
 """
 
 from __future__ import annotations
@@ -94,6 +97,7 @@ def main() -> None:
     ap.add_argument("--progress", action="store_true")
     ap.add_argument("--rich-schema", action="store_true")
     ap.add_argument("--big", action="store_true")
+    ap.add_argument("--crash", action="store_true")
     ap.add_argument("--token", default=None, help="ignored: a secret-looking argument for redaction tests")
     args = ap.parse_args()
 
@@ -123,6 +127,10 @@ def main() -> None:
     if args.big:
         tools.append(types.Tool(name="big", description="Answer kib KiB of words.",
                                 input_schema=schema({"kib": {"type": "integer"}})))
+    if args.crash:
+        tools.append(types.Tool(name="exit", description="Write log to stderr, then exit with status.",
+                                input_schema=schema({"status": {"type": "integer"}, "log": {"type": "string"}},
+                                                    ["status"])))
     if shape.get("extra"):
         tools.append(types.Tool(name="extra", description="An added tool.", input_schema=schema({})))
     if args.names:
@@ -159,6 +167,12 @@ def main() -> None:
                 sys.stderr.write(str(a["log"]) + "\n")
                 sys.stderr.flush()
             return text(str(a.get("message", "failed")), error=True)
+        if name == "exit":
+            import sys
+
+            sys.stderr.write(str(a.get("log", "")) + "\n")
+            sys.stderr.flush()
+            os._exit(int(a["status"]))  # no answer, no cleanup: as a crash
         if name == "big":
             words = ["plain", "answer", "result", "value", "server", "tool", "data", "12345", "alpha", "beta",
                      "gamma", "delta", "the", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog"]

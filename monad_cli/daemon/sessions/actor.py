@@ -72,6 +72,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("monad.actor")
 T = TypeVar("T")
+# How long a request the session's end failed waits to learn why (`ServerActor.ended_reason`):
+# a process that closed its stdout but lives on is stopped first (stdin grace, SIGTERM,
+# SIGKILL: about 6 s at most, sessions/transports.py `_stop`).
+END_KNOWN_S = 10.0
 
 
 class SessionEvents:
@@ -194,6 +198,8 @@ class ServerActor:
         # What ended a live session on purpose ("reconnect", "update"), and that session's
         # client: a request that fails on that client says why (`cut_reason`).
         self._cut: tuple[Any, str] | None = None
+        # The last session's connection and, when the server ended it, why (`ended_reason`).
+        self._ended: tuple[Connection | None, str | None] | None = None
         self.state_changed = anyio.Event()  # fires on every state change
         self.demand = Demand(self)  # who uses the session, whether it must run (on demand)
         self.lists = IdleLists(self)  # what it is served from while it is idle (on demand)
@@ -267,6 +273,19 @@ class ServerActor:
             return (f"server `{name}` reconnected because its definition changed",
                     f"call it again once it is back (`monad mcp wait {name}`)")
         return None
+
+    async def ended_reason(self, conn: Connection | None) -> str | None:
+        """Why the server ended its session on `conn` (it exited, was killed, closed its stdout,
+        stopped answering), in the words of its status row (`explain_closed`: the exit status
+        or signal and the last stderr lines, scrubbed), for a request that session's end
+        failed. Waits until this actor has seen the session end (the process reaped, its stderr
+        drained), at most END_KNOWN_S seconds. None: the session ended otherwise, or is not
+        over by then."""
+        with anyio.move_on_after(END_KNOWN_S):
+            # After each session the loop moves the state on (backoff, failed, idle, connecting).
+            while (self._ended is None or self._ended[0] is not conn) and not self.done.is_set():
+                await self.state_changed.wait()
+        return self._ended[1] if self._ended is not None and self._ended[0] is conn else None
 
     async def sleep_until_woken(self, timeout: float = math.inf) -> str | None:
         with anyio.move_on_after(timeout):
@@ -375,6 +394,7 @@ class ServerActor:
                 await self.sleep_until_woken()
                 continue
             outcome, reason = await self._session(spec)
+            self._ended = (self.conn, self.ctx.scrub(reason) if outcome == "closed" else None)
             self.first_attempt.set()
             if self.retired:
                 return

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 from collections.abc import Sequence
 from typing import Literal
 
@@ -77,7 +78,11 @@ def exit_text(conn: Connection) -> str:
     if rc is None:
         return "closed its stdout"
     if rc < 0:
-        return f"was killed by signal {-rc}"
+        try:
+            name = f" ({signal.Signals(-rc).name})"
+        except ValueError:  # a number this platform does not name
+            name = ""
+        return f"was killed by signal {-rc}{name}"
     return f"exited with status {rc}"
 
 

@@ -15,8 +15,8 @@ daemon/telemetry/wrappers.py).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from mcp import MCPError
@@ -79,20 +79,30 @@ class SessionRequests:
                              f"{': ' + actor.reason if actor.reason else ''} (see `monad mcp status {actor.name}`)")
         return client
 
-    @contextmanager
-    def _cut(self, client: Client) -> Iterator[None]:
-        """A request on `client` that fails because monad ended that session on purpose raises
-        `SessionCut` saying why (the SDK says only "Connection closed", or raises its own
-        RuntimeError once the client is closed), not what the SDK raised."""
+    @asynccontextmanager
+    async def _cut(self, client: Client) -> AsyncIterator[None]:
+        """A request on `client` that fails because its session ended says why, not what the
+        SDK raised (only "Connection closed", or its own RuntimeError once the client is
+        closed): `SessionCut` when monad ended the session on purpose; MCPError -32000 with
+        the words of the server's status row when the server ended it (it exited, was
+        killed, stopped answering: `ServerActor.ended_reason`)."""
         from monad_cli.daemon.trust.servers import SessionCut
 
+        actor = self.actor
+        conn = actor.conn
         try:
             yield
         except Exception as e:
-            why = self.actor.cut_reason(client)
-            if why is None or (isinstance(e, MCPError) and e.error.code != CONNECTION_CLOSED):
+            closed = isinstance(e, MCPError) and e.error.code == CONNECTION_CLOSED
+            why = actor.cut_reason(client)
+            if why is not None and (closed or not isinstance(e, MCPError)):
+                raise SessionCut(actor.name, *why) from None
+            ended = await actor.ended_reason(conn) if closed else None
+            if ended is None:
                 raise
-            raise SessionCut(self.actor.name, *why) from None
+            raise MCPError(CONNECTION_CLOSED, f"its session ended during the request: {ended}; whether the server "
+                                              f"acted on it is unknown; `monad mcp status {actor.name}` says whether "
+                                              "it is back") from None
 
     async def call_tool(self, call: ToolCall) -> CallToolResult:
         actor = self.actor
@@ -101,14 +111,15 @@ class SessionRequests:
         rto = actor.spec.request_timeout_ms if actor.spec else None
         # A plain call (no progress asked, no deadline of its own) takes the direct lane.
         lane = actor.conn.lane if actor.conn is not None and call.progress is None and not rto else None
-        with self._cut(client), actor.inputs.serving(call), wrong_shape_fails_the_call():
-            result = await lane.call(call, client.protocol_version, actor.tools) if lane is not None else None
-            if result is None:
-                meta = caller_meta(call, call.meta)
-                result = await client.call_tool(call.tool.name, call.arguments,
-                                                read_timeout_seconds=rto / 1000 if rto else None,
-                                                progress_callback=call.progress, meta=cast(Any, meta))
-            return result
+        async with self._cut(client):
+            with actor.inputs.serving(call), wrong_shape_fails_the_call():
+                result = await lane.call(call, client.protocol_version, actor.tools) if lane is not None else None
+                if result is None:
+                    meta = caller_meta(call, call.meta)
+                    result = await client.call_tool(call.tool.name, call.arguments,
+                                                    read_timeout_seconds=rto / 1000 if rto else None,
+                                                    progress_callback=call.progress, meta=cast(Any, meta))
+                return result
 
     async def request(self, send: Send[T], *, caller: Caller | None, method: str | None,
                       target: str | None) -> T:
@@ -116,8 +127,9 @@ class SessionRequests:
         # A read's or get's answer of a shape the protocol does not define fails it in one line,
         # as a call's does.
         shaped = wrong_shape_fails_the_call() if method in ("resources/read", "prompts/get") else nullcontext()
-        with self._cut(client), self.actor.inputs.serving(caller), shaped:
-            return await send(client, caller_meta(caller, caller.meta if caller is not None else None))
+        async with self._cut(client):
+            with self.actor.inputs.serving(caller), shaped:
+                return await send(client, caller_meta(caller, caller.meta if caller is not None else None))
 
 
 def address(actor: Any) -> tuple[str, int | None] | None:

@@ -63,7 +63,7 @@ def test_a_timeout_names_the_phase_and_what_stdout_showed() -> None:
 
 @pytest.mark.parametrize(("conn", "said"), [
     (Connection(returncode=3), "server process exited with status 3; stderr: boom"),
-    (Connection(returncode=-9), "server process was killed by signal 9; stderr: boom"),
+    (Connection(returncode=-9), "server process was killed by signal 9 (SIGKILL); stderr: boom"),
     (Connection(), "server process closed its stdout; stderr: boom"),
     (Connection(hung="it stopped answering"), "it stopped answering"),
     (Connection(protocol_error="a response to no request"), "closed the session: a response to no request"),
