@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import takewhile
 from pathlib import Path
 
 
@@ -187,6 +188,14 @@ def exposure(path: Path) -> Exposure | None:
         who = "others" if not st.st_mode & 0o020 else "group" if not st.st_mode & 0o002 else "group and others"
         return Exposure(f"is writable by {who} (mode {st.st_mode & 0o777:o})", False)
     return None
+
+
+def make_private_dir(path: Path) -> None:
+    """Create the folder `path` and its missing parents, each 0700 (`os.makedirs` gives the
+    parents the umask's mode, 0755): what monad makes in the home is its owner's alone."""
+    missing = list(takewhile(lambda p: not p.is_dir(), (path, *path.parents)))
+    for p in reversed(missing):
+        p.mkdir(mode=0o700, exist_ok=True)
 
 
 def read_regular(path: Path, limit: int) -> bytes:

@@ -206,10 +206,12 @@ def test_an_edit_of_an_atom_others_can_write_is_refused(monad: Any, monad_home: 
 @pytest.mark.e2e
 def test_what_monad_makes_in_the_home_is_only_its_owners(monad: Any, monad_home: Path) -> None:
     """Every folder 0700 and every file 0600 (the pid file aside: a number): the journal,
-    the daemon log and `features/` were once made with the umask's 0644/0755 — unreachable
+    the daemon log, `features/` and `work/` were once made with the umask's 0644/0755 — unreachable
     inside a 0700 home, but readable in a copy or a home someone opened."""
     try:
+        assert monad("mcp", "add", "a", "--", sys.executable, TESTSERVER).code == 0  # no `cwd`: it runs in `work/a/`
         assert monad("daemon", "start").code == 0
+        wait_state(monad, "a", "connected")
         assert monad("studio", "--no-browser").code == 0
         assert monad("env", "set", "A_KEY", input="value-123456").code == 0
     finally:
@@ -218,3 +220,4 @@ def test_what_monad_makes_in_the_home_is_only_its_owners(monad: Any, monad_home:
              if path.stat().st_mode & 0o077 and path.name != "monad.pid"]
     assert not loose, loose
     assert (monad_home / "journal.db").exists() and (monad_home / "logs" / "daemon.log").exists()
+    assert (monad_home / "work" / "a").is_dir()
