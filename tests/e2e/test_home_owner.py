@@ -162,7 +162,13 @@ def test_a_definition_opened_to_others_while_the_supervisor_runs_is_not_read(
     pids = {name: wait_state(supervisor, name, "connected")["pid"] for name in "abc"}
 
     path = monad_home / opened
-    path.chmod(mode)
+    path.chmod(mode)  # alone, no content changed: the supervisor notices it
+    words = f"`{opened}` is writable by group{' and others' if mode & 0o002 else ''} (mode {mode:o}): not read"
+    fix = f"`chmod {700 if path.is_dir() else 600} {path}`"
+    for name in victims:
+        row = wait_for(lambda n=name: (s := status_of(supervisor, n))["configError"] and s)
+        assert words in row["configError"] and fix in row["configError"], row
+        assert row["state"] == "connected" and row["pid"] == pids[name], row  # its last good definition
     # What another account does through the opening.
     if opened == "agents.json":
         agents.write_text(json.dumps({"mcpServers": [{"name": "c", **_server()},
@@ -171,14 +177,11 @@ def test_a_definition_opened_to_others_while_the_supervisor_runs_is_not_read(
         _atom(monad_home, "planted", _server(marker))
     else:
         _atom(monad_home, "a", _server(marker))
-    words = f"`{opened}` is writable by group{' and others' if mode & 0o002 else ''} (mode {mode:o}): not read"
-    fix = f"`chmod {700 if path.is_dir() else 600} {path}`"
-    for name in victims:
-        row = wait_for(lambda n=name: (s := status_of(supervisor, n))["configError"] and s)
-        assert words in row["configError"] and fix in row["configError"], row
-        assert row["state"] == "connected" and row["pid"] == pids[name], row  # its last good definition
-    time.sleep(1)
+    time.sleep(1.5)  # a reload is 25-500 ms after a write
     assert not marker.exists()
+    for name in victims:
+        row = status_of(supervisor, name)
+        assert row["state"] == "connected" and row["pid"] == pids[name] and words in row["configError"], row
     for name in set("abc") - set(victims):
         row = status_of(supervisor, name)
         assert row["configError"] is None and row["state"] == "connected" and row["pid"] == pids[name], row
