@@ -168,7 +168,7 @@ class Exposure:
     foreign: bool  # owned by another account (else: this user's, writable by group or others)
 
 
-def exposure(path: Path) -> Exposure | None:
+def exposure(path: str | os.PathLike[str]) -> Exposure | None:
     """The one rule for a file or folder that decides what runs as this user (the home's
     parts, `Paths.check_owner`; each definition file and its folders, `config/loader.py`):
     it must be owned by this process's uid and not writable by group or others (`S_IWGRP`,
@@ -178,7 +178,7 @@ def exposure(path: Path) -> Exposure | None:
     Returns None when `path` passes or does not exist, else what fails. Raises the other
     `OSError`s of `stat`."""
     try:
-        st = path.stat()
+        st = os.stat(path)
     except (FileNotFoundError, NotADirectoryError):
         return None
     uid = os.geteuid()
