@@ -122,7 +122,7 @@ class Exposures:
         self.paths = paths
         self._home = str(paths.home)
         # By path string, each one's answer with its folders': pathlib's `parents` and `==` cost
-        # 3 ms a load of 50 atoms, walking up again from each atom 0.3 ms more.
+        # ~3 ms a load of 50 atoms, walking up again from each atom ~0.2 ms more.
         self._seen: dict[str, str | None] = {}
 
     def why(self, path: str | os.PathLike[str]) -> str | None:
