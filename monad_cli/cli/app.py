@@ -351,12 +351,14 @@ def _command_hint(where: str, message: str, args: list[str]) -> str:
 def _write_crash_log() -> str:
     import traceback
 
-    from monad_cli.core.paths import paths
+    from monad_cli.core.paths import make_private_dir, paths
 
     try:
         p = paths().logs_dir / "crash.log"
-        p.parent.mkdir(parents=True, exist_ok=True)
-        with open(p, "a") as f:
+        make_private_dir(p.parent)
+        # 0600: a traceback names files and servers; fchmod: one an older monad made 0644.
+        with open(os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "a") as f:
+            os.fchmod(f.fileno(), 0o600)
             f.write(f"--- monad {' '.join(sys.argv[1:2])}\n")
             traceback.print_exc(file=f)  # no locals: they may hold tokens
         return str(p)

@@ -135,10 +135,16 @@ def update_server(paths: Paths, name: str, changes: Mapping[str, Any],
         if mutate is not None:
             mutate(defn)
 
+    from monad_cli.config.loader import Exposures
+
     with config_lock(paths):
         where = _where(paths, name)
+        # An edit writes the file back 0600: it would launder what another account wrote.
+        path = paths.atom_path(name) if where == "atom" else paths.agents_json
+        why = Exposures(paths).why(path) if where is not None else None
+        if why is not None:
+            raise ConfigError(f"{why}; nothing was changed", server=name)
         if where == "atom":
-            path = paths.atom_path(name)
             text = edit_atom(path, apply)
             import tomllib
 

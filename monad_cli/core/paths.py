@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import takewhile
 from pathlib import Path
 
 
@@ -125,24 +126,19 @@ class Paths:
         Raises `UnsafeHome` naming the first path that fails and what to do."""
         from monad_cli.core.errors import UnsafeHome
 
-        uid = os.geteuid()
         for path in (self.home, self.atoms_dir.parent, self.atoms_dir, self.run_dir, self.env_file, self.agents_json,
                      self.home / "settings.toml", self.features_dir, self.journal_db):
             try:
-                st = path.stat()
-            except (FileNotFoundError, NotADirectoryError):
-                continue  # made by `ensure`, 0700, or never (a home that is a file: its use says so)
+                found = exposure(path)
             except OSError as e:
                 raise UnsafeHome(f"cannot check `{path}`: {e.strerror or e}; check MONAD_HOME") from None
-            if st.st_uid != uid:
-                raise UnsafeHome(f"`{path}` is owned by {_account(st.st_uid)}, not by this user ({_account(uid)}): "
-                                 f"refusing to use MONAD_HOME `{self.home}`, whose owner decides what runs here; "
-                                 f"use a MONAD_HOME of your own")
-            if st.st_mode & 0o022:
-                who = "others" if not st.st_mode & 0o020 else "group" if not st.st_mode & 0o002 else "group and others"
-                raise UnsafeHome(f"`{path}` is writable by {who} (mode {st.st_mode & 0o777:o}): refusing to use "
-                                 f"MONAD_HOME `{self.home}`, as another account could have put a server there; "
-                                 f"check what is in it, then `chmod go-w {path}`")
+            if found is None:
+                continue  # made by `ensure`, 0700, or never (a home that is a file: its use says so)
+            if found.foreign:
+                raise UnsafeHome(f"`{path}` {found.what}: refusing to use MONAD_HOME `{self.home}`, whose owner "
+                                 f"decides what runs here; use a MONAD_HOME of your own")
+            raise UnsafeHome(f"`{path}` {found.what}: refusing to use MONAD_HOME `{self.home}`, as another account "
+                             f"could have put a server there; check what is in it, then `chmod go-w {path}`")
 
     def ensure(self) -> None:
         """Create the state directories (0700: atoms and agents.json may hold secrets).
@@ -162,6 +158,44 @@ class Paths:
         for d in (self.home, self.run_dir):
             if d.stat().st_mode & 0o077:
                 os.chmod(d, 0o700)
+
+
+@dataclass(frozen=True)
+class Exposure:
+    """Why an account other than this process's could write a path (`exposure`)."""
+
+    what: str  # "is owned by uid 65534 (nobody), not by this user (uid 1000 (ada))", "is writable by group (mode 770)"
+    foreign: bool  # owned by another account (else: this user's, writable by group or others)
+
+
+def exposure(path: str | os.PathLike[str]) -> Exposure | None:
+    """The one rule for a file or folder that decides what runs as this user (the home's
+    parts, `Paths.check_owner`; each definition file and its folders, `config/loader.py`):
+    it must be owned by this process's uid and not writable by group or others (`S_IWGRP`,
+    `S_IWOTH`; OpenSSH's `StrictModes`), followed through symlinks. Group counts: a group
+    can hold another account.
+
+    Returns None when `path` passes or does not exist, else what fails. Raises the other
+    `OSError`s of `stat`."""
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    uid = os.geteuid()
+    if st.st_uid != uid:
+        return Exposure(f"is owned by {_account(st.st_uid)}, not by this user ({_account(uid)})", True)
+    if st.st_mode & 0o022:
+        who = "others" if not st.st_mode & 0o020 else "group" if not st.st_mode & 0o002 else "group and others"
+        return Exposure(f"is writable by {who} (mode {st.st_mode & 0o777:o})", False)
+    return None
+
+
+def make_private_dir(path: Path) -> None:
+    """Create the folder `path` and its missing parents, each 0700 (`os.makedirs` gives the
+    parents the umask's mode, 0755): what monad makes in the home is its owner's alone."""
+    missing = list(takewhile(lambda p: not p.is_dir(), (path, *path.parents)))
+    for p in reversed(missing):
+        p.mkdir(mode=0o700, exist_ok=True)
 
 
 def read_regular(path: Path, limit: int) -> bytes:

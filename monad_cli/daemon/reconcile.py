@@ -51,16 +51,17 @@ def fingerprints(defs: Definitions) -> dict[str, str]:
     return out
 
 
-def config_stamp(paths: Paths) -> tuple[tuple[str, int, int], ...]:
-    """Cheap fingerprint of the config files (names, sizes, mtimes): a reload whose stamp is
-    unchanged has nothing to diff."""
-    entries: list[tuple[str, int, int]] = []
+def config_stamp(paths: Paths) -> tuple[tuple[str, int, int, int, int], ...]:
+    """Cheap fingerprint of the config files and their folders (names, sizes, mtimes, modes,
+    owners): a reload whose stamp is unchanged has nothing to diff. A `chmod` or `chown`
+    changes it: who may write a definition decides whether it is read (`config/loader.py`)."""
+    entries: list[tuple[str, int, int, int, int]] = []
     try:
         with os.scandir(paths.atoms_dir) as it:
             for e in it:
                 if e.name.endswith(".toml") and not e.name.startswith("."):
                     st = e.stat()
-                    entries.append((e.name, st.st_size, st.st_mtime_ns))
+                    entries.append((e.name, st.st_size, st.st_mtime_ns, st.st_mode, st.st_uid))
     except FileNotFoundError:
         pass
     # settings.toml: its `[servers]` defaults (start, idleStop) are part of every definition.
@@ -68,7 +69,14 @@ def config_stamp(paths: Paths) -> tuple[tuple[str, int, int], ...]:
                  "features/tools.toml"):
         try:
             st = (paths.home / name).stat()
-            entries.append((name, st.st_size, st.st_mtime_ns))
+            entries.append((name, st.st_size, st.st_mtime_ns, st.st_mode, st.st_uid))
+        except FileNotFoundError:
+            pass
+    # The folders' modes and owners only: their mtimes move with every entry (the home's with the journal's WAL).
+    for name in (".", "atoms", "atoms/mcp", "features"):
+        try:
+            st = (paths.home / name).stat()
+            entries.append((name, 0, 0, st.st_mode, st.st_uid))
         except FileNotFoundError:
             pass
     return tuple(sorted(entries))

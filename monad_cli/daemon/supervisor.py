@@ -102,7 +102,7 @@ class Supervisor:
         self.started_at = time.time()
         self.journal: Journal | None = None
         self._tg: anyio.abc.TaskGroup | None = None
-        self._stamp: tuple[tuple[str, int, int], ...] | None = None
+        self._stamp: tuple[tuple[str, int, int, int, int], ...] | None = None
         self._atoms = AtomCache()  # the atoms the last reload read, kept while unchanged
         self._secrets = Secrets()
         self._lock_fd: int | None = None

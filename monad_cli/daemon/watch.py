@@ -1,6 +1,7 @@
 """Watching the definition files: the atoms and features/*.toml (watchfiles), and agents.json,
-the env file and settings.toml (its `[servers]` defaults; their stats, checked every
-`AGENTS_POLL_MS`); every change batch reconciles (dotfiles and temp files ignored).
+the env file and settings.toml (its `[servers]` defaults), and the modes and owners of the
+folders the definitions are read from (their stats, checked every `AGENTS_POLL_MS`); every
+change batch reconciles (dotfiles and temp files ignored).
 
 agents.json is not watched through its directory: the home also holds `journal.db` and its
 WAL, which every tool call writes, and inotify on a directory reports every entry's writes,
@@ -30,14 +31,17 @@ log = logging.getLogger("monad.supervisor")
 AGENTS_POLL_MS = 500
 
 
-def _stamp(path: str) -> tuple[int, int, int] | None:
-    """(inode, size, mtime in ns) of `path`, or None when it does not exist: an atomic
-    replace changes the inode, an edit in place the size or the mtime."""
+def _stamp(path: str, *, folder: bool = False) -> tuple[int, int, int, int, int] | None:
+    """(inode, size, mtime in ns, mode, owner) of `path`, or None when it does not exist: an
+    atomic replace changes the inode, an edit in place the size or the mtime, a `chmod` or
+    `chown` who may write it (which decides whether it is read: `config/loader.py`). Of a
+    `folder`, the mode and owner only: its mtime moves with every entry."""
     try:
         st = os.stat(path)
     except OSError:
         return None
-    return st.st_ino, st.st_size, st.st_mtime_ns
+    return (0, 0, 0, st.st_mode, st.st_uid) if folder else (st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode,
+                                                           st.st_uid)
 
 
 async def watch_definitions(paths: Paths, stop_event: anyio.Event, reconcile: Callable[[], Awaitable[None]]) -> None:
@@ -48,7 +52,13 @@ async def watch_definitions(paths: Paths, stop_event: anyio.Event, reconcile: Ca
     atoms = paths.atoms_dir
     features = paths.features_dir
     polled = (str(paths.agents_json), str(paths.env_file), str(paths.home / SETTINGS_FILE))
-    seen = tuple(_stamp(p) for p in polled)
+    # The folders the definitions are read from: a `chmod` of one is no event the watch passes on.
+    folders = (str(paths.home), str(atoms.parent), str(atoms), str(features))
+
+    def stamps() -> tuple[tuple[int, int, int, int, int] | None, ...]:
+        return tuple(_stamp(p) for p in polled) + tuple(_stamp(p, folder=True) for p in folders)
+
+    seen = stamps()
     first = True
 
     def wanted(change: Any, path: str) -> bool:
@@ -65,7 +75,7 @@ async def watch_definitions(paths: Paths, stop_event: anyio.Event, reconcile: Ca
     async for changes in watchfiles.awatch(atoms, features, watch_filter=wanted, debounce=25, step=25,
                                            recursive=False, stop_event=stop_event, rust_timeout=AGENTS_POLL_MS,
                                            yield_on_timeout=True):
-        stamp = tuple(_stamp(p) for p in polled)
+        stamp = stamps()
         # The first batch, changes or not, comes once the watcher watches: one reconcile then
         # applies an edit made between the supervisor's first read and that moment (a script's
         # `daemon start` and then a hand edit), which no event will ever announce.

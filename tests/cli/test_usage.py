@@ -106,6 +106,19 @@ def test_a_full_stdout_is_named_not_monad_home(monad_home: Path) -> None:
     assert r.returncode == 1 and r.stderr == "error: cannot write to standard output: No space left on device\n", r
 
 
+def test_the_crash_log_is_its_owners_alone(monad_home: Path) -> None:
+    """A traceback names files and servers: `logs/crash.log` is 0600 in a 0700 `logs/`, as
+    every file of the home (it was made with the umask's 0644 in a 0755 folder)."""
+    from monad_cli.cli.app import _write_crash_log
+
+    try:
+        raise RuntimeError("a bug")
+    except RuntimeError:
+        log = Path(_write_crash_log())
+    assert log == monad_home / "logs" / "crash.log" and "RuntimeError: a bug" in log.read_text()
+    assert [oct(p.stat().st_mode & 0o777) for p in (log, log.parent, monad_home)] == ["0o600", "0o700", "0o700"]
+
+
 def test_a_file_outside_monad_home_that_cannot_be_used_is_not_blamed_on_monad_home(monad_home: Path,
                                                                                    tmp_path: Path) -> None:
     """Found by a new-user trial: `monad mcp connect cursor PATH` of a folder said "cannot use

@@ -222,6 +222,28 @@ def test_malformed_atom_reports_file_line_and_keeps_others(monad_home: Path) -> 
     assert (p.atoms_dir / "bad.toml").read_text() == 'command = "echo"\nargs = [\n'  # never rewritten
 
 
+def test_an_atom_of_another_account_is_not_read_and_keeps_others(monad_home: Path) -> None:
+    """The loader's half of core/paths.py `exposure` (tests/e2e/test_home_owner.py runs the
+    supervisor through the modes): an atom another uid owns is not read, even at 0600."""
+    import pwd
+
+    if os.geteuid() != 0:
+        pytest.skip("giving a file to another account needs root (chown); run as root to test it")
+    p = Paths(monad_home)
+    p.ensure()
+    for n in ("a", "b"):
+        (p.atoms_dir / f"{n}.toml").write_text('command = "echo"\n')
+    nobody = pwd.getpwnam("nobody").pw_uid
+    os.chown(p.atoms_dir / "b.toml", nobody, nobody)
+    os.chmod(p.atoms_dir / "b.toml", 0o600)
+    defs = load_definitions(p, {})
+    assert sorted(defs.specs) == ["a"]
+    problem = defs.problem_for("b")
+    assert problem is not None and problem.message == (
+        f"`atoms/mcp/b.toml` is owned by uid {nobody} (nobody), not by this user (uid 0 (root)): not read, as that "
+        f"account decides what it defines; check what is in it, then remove it or copy it to a file of your own")
+
+
 def test_an_atom_named_badly_says_to_rename_the_file(monad_home: Path) -> None:
     """An atom has no `name` field: its file name is the server's name, so that is the fix."""
     p = Paths(monad_home)

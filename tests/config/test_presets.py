@@ -188,3 +188,20 @@ def test_supervisor_preset_then_user_definition_takes_over(monad: Any, monad_hom
         assert os.path.basename(cmd[1]) == "testserver.py"
     finally:
         monad("daemon", "stop")
+
+
+def test_a_presets_file_others_can_write_is_not_read(monad_home: Path, tmp_path: Path) -> None:
+    """`executablePath` runs a program as this user: a features/presets.toml that group or
+    others may write is held to the home's rule (core/paths.py `exposure`), as an atom is."""
+    exe = _fake_chromium(tmp_path, "my-chrome")
+    presets = _write(monad_home, "features/presets.toml",
+                     f"[browser]\nenabled = true\nexecutablePath = {json.dumps(str(exe))}\n")
+    presets.chmod(0o664)
+    defs = load_definitions(paths(), {"PATH": ""})
+    assert "browser" not in defs.specs
+    assert [(p.file, p.message) for p in defs.problems] == [
+        ("features/presets.toml", f"`features/presets.toml` is writable by group (mode 664): not read, as another "
+                                  f"account could have changed what it defines; check what is in it, then "
+                                  f"`chmod 600 {presets}`")]
+    presets.chmod(0o644)  # readable by others is not this rule's business (only writing defines a server)
+    assert "browser" in load_definitions(paths(), {"PATH": ""}).specs

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import write_atom
+from tests.conftest import TESTSERVER, status_of, wait_for, wait_state, write_atom
 
 
 def _other_account() -> int:
@@ -131,13 +131,90 @@ def test_an_agents_json_another_account_wrote_through_an_open_home_runs_nothing(
         shutil.rmtree(top, ignore_errors=True)
 
 
+def _server(marker: Path | None = None) -> dict[str, Any]:
+    """A stdio definition: the test server, or a command that leaves `marker` behind."""
+    if marker is None:
+        return {"command": sys.executable, "args": [TESTSERVER]}
+    return {"command": sys.executable, "args": ["-c", f"open({str(marker)!r}, 'w').write('ran')"]}
+
+
+def _atom(home: Path, name: str, defn: dict[str, Any]) -> Path:
+    return write_atom(home, name, "".join(f"{k} = {json.dumps(v)}\n" for k, v in defn.items()))
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize(("opened", "mode", "victims"), [
+    ("atoms/mcp/a.toml", 0o666, ["a"]), ("atoms/mcp", 0o777, ["a", "b"]), ("agents.json", 0o620, ["c"])],
+    ids=["atom", "atoms-folder", "agents-json"])
+def test_a_definition_opened_to_others_while_the_supervisor_runs_is_not_read(
+        supervisor: Any, monad_home: Path, tmp_path: Path, opened: str, mode: int, victims: list[str]) -> None:
+    """A new-user trial: with the supervisor running, `chmod 777 atoms/mcp` (or a 0666 atom, a
+    0620 agents.json) and another account writes a server there. The supervisor holds every
+    definition file and its folders to the rule the home is held to at start (`check_owner`):
+    nothing written there runs; each server defined there keeps its last good definition
+    with the error beside it, naming the path and the `chmod`; every other server runs on."""
+    marker = tmp_path / "ran-as-victim"
+    _atom(monad_home, "a", _server())
+    _atom(monad_home, "b", _server())
+    agents = monad_home / "agents.json"
+    agents.write_text(json.dumps({"mcpServers": [{"name": "c", **_server()}]}))
+    agents.chmod(0o600)
+    pids = {name: wait_state(supervisor, name, "connected")["pid"] for name in "abc"}
+
+    path = monad_home / opened
+    path.chmod(mode)  # alone, no content changed: the supervisor notices it
+    words = f"`{opened}` is writable by group{' and others' if mode & 0o002 else ''} (mode {mode:o}): not read"
+    fix = f"`chmod {700 if path.is_dir() else 600} {path}`"
+    for name in victims:
+        row = wait_for(lambda n=name: (s := status_of(supervisor, n))["configError"] and s)
+        assert words in row["configError"] and fix in row["configError"], row
+        assert row["state"] == "connected" and row["pid"] == pids[name], row  # its last good definition
+    # What another account does through the opening.
+    if opened == "agents.json":
+        agents.write_text(json.dumps({"mcpServers": [{"name": "c", **_server()},
+                                                     {"name": "planted", **_server(marker)}]}))
+    elif opened == "atoms/mcp":
+        _atom(monad_home, "planted", _server(marker))
+    else:
+        _atom(monad_home, "a", _server(marker))
+    time.sleep(1.5)  # a reload is 25-500 ms after a write
+    assert not marker.exists()
+    for name in victims:
+        row = status_of(supervisor, name)
+        assert row["state"] == "connected" and row["pid"] == pids[name] and words in row["configError"], row
+    for name in set("abc") - set(victims):
+        row = status_of(supervisor, name)
+        assert row["configError"] is None and row["state"] == "connected" and row["pid"] == pids[name], row
+    if opened == "atoms/mcp/a.toml":  # the CLI's table (the home itself passes, so the CLI runs)
+        r = supervisor("mcp", "status")
+        line = next(line for line in r.out.splitlines() if line.startswith("a "))
+        assert r.code == 0 and words in line and "chmod 600" in line, r
+    else:
+        planted = status_of(supervisor, "planted", waiting=True)
+        assert planted.get("pid") is None, planted
+
+
+@pytest.mark.e2e
+def test_an_edit_of_an_atom_others_can_write_is_refused(monad: Any, monad_home: Path) -> None:
+    """An edit writes the atom back 0600: it would make trusted what another account wrote."""
+    atom = _atom(monad_home, "a", _server())
+    atom.chmod(0o646)
+    r = monad("mcp", "disable", "a")
+    assert r.code == 2 and r.err.count("\n") == 1, r
+    assert "`atoms/mcp/a.toml` is writable by others (mode 646)" in r.err and f"`chmod 600 {atom}`" in r.err, r
+    assert "nothing was changed" in r.err and atom.stat().st_mode & 0o777 == 0o646, r
+    assert "enabled" not in atom.read_text()
+
+
 @pytest.mark.e2e
 def test_what_monad_makes_in_the_home_is_only_its_owners(monad: Any, monad_home: Path) -> None:
     """Every folder 0700 and every file 0600 (the pid file aside: a number): the journal,
-    the daemon log and `features/` were once made with the umask's 0644/0755 — unreachable
+    the daemon log, `features/` and `work/` were once made with the umask's 0644/0755 — unreachable
     inside a 0700 home, but readable in a copy or a home someone opened."""
     try:
+        assert monad("mcp", "add", "a", "--", sys.executable, TESTSERVER).code == 0  # no `cwd`: it runs in `work/a/`
         assert monad("daemon", "start").code == 0
+        wait_state(monad, "a", "connected")
         assert monad("studio", "--no-browser").code == 0
         assert monad("env", "set", "A_KEY", input="value-123456").code == 0
     finally:
@@ -146,3 +223,4 @@ def test_what_monad_makes_in_the_home_is_only_its_owners(monad: Any, monad_home:
              if path.stat().st_mode & 0o077 and path.name != "monad.pid"]
     assert not loose, loose
     assert (monad_home / "journal.db").exists() and (monad_home / "logs" / "daemon.log").exists()
+    assert (monad_home / "work" / "a").is_dir()

@@ -22,6 +22,8 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from monad_cli.core.paths import make_private_dir
+
 # The cap lowers, never raises, the ABI used; 0 behaves like a kernel without Landlock.
 ABI_MAX_ENV = "MONAD_LANDLOCK_ABI_MAX"
 
@@ -87,8 +89,7 @@ def prepare(*, scratch: Path, command: str, args: list[str], cwd: str | None,
     reason = unavailable_reason(landlock_abi())
     if reason:
         raise SandboxError(reason)
-    scratch.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # one server's scratch is not another's
-    scratch.mkdir(mode=0o700, exist_ok=True)
+    make_private_dir(scratch)  # one server's scratch is not another's
     run_cwd = cwd or str(scratch)  # never the supervisor's own cwd: it could be anywhere
     rw = [run_cwd, str(scratch)]
     for path in writable:

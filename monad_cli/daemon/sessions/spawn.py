@@ -29,6 +29,7 @@ import anyio
 import anyio.abc
 
 from monad_cli.config.schema import ServerSpec
+from monad_cli.core.paths import make_private_dir
 from monad_cli.daemon.sessions.popen import open_process
 from monad_cli.daemon.sessions.processes import (
     MARKER_ENV,
@@ -129,7 +130,7 @@ def stdio_command(spec: ServerSpec, workdir: str | None) -> StdioCommand:
     if spec.sandbox:
         argv, cwd, env = _sandboxed(spec, command, env)
     elif cwd and not spec.cwd:
-        os.makedirs(cwd, mode=0o700, exist_ok=True)
+        make_private_dir(Path(cwd))
     return StdioCommand(argv, env, cwd, marker)
 
 
