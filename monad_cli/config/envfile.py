@@ -143,7 +143,8 @@ def stamp(paths: Paths) -> tuple[int, int, int] | None:
 def set_variable(paths: Paths, name: str, value: str) -> bool:
     """Write `NAME=value` into the file (replacing that name's line, or appended), under the
     config lock, atomically, 0600. Returns whether the name was there before. Raises
-    `InvalidInput` for a bad name or a value of more than one line."""
+    `InvalidInput` for a bad name, a value of more than one line, or one that would make the
+    file larger than `MAX_BYTES` (it would then not be read, and every `$VAR` in it unset)."""
     from monad_cli.config.store import config_lock, write_atomic
 
     check_name(name)
@@ -152,7 +153,12 @@ def set_variable(paths: Paths, name: str, value: str) -> bool:
         lines, found = _lines_without(paths, name)
         at = found[0] if found else len(lines)
         lines.insert(at, f"{name}={value}")
-        write_atomic(paths.env_file, ("\n".join(lines) + "\n").encode())
+        data = ("\n".join(lines) + "\n").encode()
+        if len(data) > MAX_BYTES:
+            raise InvalidInput(f"the value of `{name}` ({len(value.encode()) // 1024} KiB) would make MONAD_HOME/env "
+                               f"larger than {MAX_BYTES // 1024} KiB, the most it reads; nothing was written (for "
+                               f"a large value, keep it in a file and set the file's path)")
+        write_atomic(paths.env_file, data)
     return bool(found)
 
 

@@ -305,6 +305,13 @@ def test_variables_are_listed_set_replaced_and_removed_never_shown(monad: Any, p
     expect(page.locator(".toast").filter(has_text="replaced")).to_be_visible()
     assert (monad_home / "env").read_text() == f"OTHER=1\nDOCS_KEY={SECRET}-2\n"
     _no_secret(page)
+    # Nothing typed is not sent (a trial replaced a secret with nothing by one click on Save).
+    _tab_to(page, "Replace DOCS_KEY")
+    kb.press("Enter")
+    kb.press("Enter")
+    expect(page.locator("#var-value-error")).to_have_text("type its value (Remove takes a variable out)")
+    assert _focused(page) == "var-value"
+    assert (monad_home / "env").read_text() == f"OTHER=1\nDOCS_KEY={SECRET}-2\n"
     # A value typed into the name is refused before it is sent.
     _tab_to(page, "var-name", back=True)
     kb.type("DOCS_KEY=oops")

@@ -64,6 +64,14 @@ def test_bad_input_is_one_line_saying_what_to_do(monad: Any, monad_home: Path) -
     assert monad("env", "set", "EMPTY", "--allow-empty", input="").code == 0
     r = monad("env", "set", "N" * 5000, input="v")
     assert r.code != 0 and r.err.count("\n") == 1 and "5000 characters" in r.err and "NNNN" not in r.err, r
+    # Found by a new-user trial: a 2.7 MB value was written, the file was then over the size it
+    # reads, every `$VAR` in it went unset, and `unset` could not rewrite it.
+    before = (monad_home / "env").read_bytes()
+    r = monad("env", "set", "HUGE", input="x" * 2_000_000)
+    assert r.code == 2 and r.err.count("\n") == 1 and "would make MONAD_HOME/env larger than 1024 KiB" in r.err, r
+    assert (monad_home / "env").read_bytes() == before
+    assert monad("env", "set", "BIG", input="x" * 900_000).code == 0  # under the limit: taken
+    assert monad("env", "unset", "BIG").code == 0 and (monad_home / "env").read_bytes() == before
 
 
 def test_a_value_on_the_command_line_is_refused_without_being_printed(monad: Any, monad_home: Path) -> None:
@@ -237,6 +245,11 @@ def test_the_studio_sets_a_variable_and_never_gets_it_back(monad: Any, monad_hom
             == 403
         bad = studio.request("PUT", "/v1/env/1X", body={"value": "x"})
         assert bad.status_code == 400 and "is not a variable name" in bad.json()["error"]["message"], bad.text
+        # An empty value is refused unless asked for, as `monad env set` refuses it (a trial
+        # replaced a secret with nothing by one click on Save).
+        empty = studio.request("PUT", "/v1/env/DOCS_KEY", body={"value": ""})
+        assert empty.status_code == 400 and '"allowEmpty": true' in empty.json()["error"]["message"], empty.text
+        assert f"DOCS_KEY={VALUE}\n" in (monad_home / "env").read_text()
         texts = [studio.get(p).text for p in ("/v1/env", "/v1/settings/mcp-servers", "/v1/settings/mcp-servers/status",
                                             "/v1/journal?limit=500")]
         assert studio.request("DELETE", "/v1/env/DOCS_KEY").status_code == 200

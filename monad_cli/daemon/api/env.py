@@ -70,6 +70,9 @@ def env_routes(sup: DaemonPort) -> list[Route]:
         value = body.get("value")
         if not isinstance(value, str):
             raise InvalidInput('expected {"value": "..."} (a string)')
+        if not value and body.get("allowEmpty") is not True:  # as `monad env set`: nothing typed is a slip
+            raise InvalidInput(f'the value of `{name}` is empty; send "allowEmpty": true to set it empty, or '
+                               f"remove it (DELETE /v1/env/{name})")
         existed = await anyio.to_thread.run_sync(lambda: envfile.set_variable(sup.paths, name, value))
         journal(request, "set", name)
         await sup.reconcile(force=True)

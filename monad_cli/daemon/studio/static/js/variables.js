@@ -136,6 +136,10 @@ export class VariablesView {
       this.fail(this.name, this.nameError, why);
       return;
     }
+    if (!this.value.value) { // as `monad env set`: an empty value replaces a secret with nothing
+      this.fail(this.value, this.valueError, "type its value (Remove takes a variable out)");
+      return;
+    }
     this.save.disabled = true;
     try {
       const answer = await api("PUT", `/v1/env/${enc(name)}`, { value: this.value.value });
