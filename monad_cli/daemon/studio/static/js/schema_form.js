@@ -139,6 +139,10 @@ export class SchemaForm {
       else if (f.kind === "integer") {
         const n = Number(raw);
         if (!Number.isInteger(n)) fail("must be an integer");
+        // Past 2^53 a page's number is not the integer typed (9007199254740993 → …992): never
+        // send another value than the one typed (`monad mcp call --arg` sends it exactly).
+        else if (!Number.isSafeInteger(n)) fail("is larger than the page can send exactly (at most 9007199254740991); "
+                                                + "`monad mcp call --arg` sends it as typed");
         else value[f.name] = n;
       } else if (f.kind === "number") {
         const n = Number(raw);
