@@ -302,7 +302,9 @@ class ToolService:
         """Collisions, inert `autoApproveTools` entries and `tools` globs of one server (for `status NAME`)."""
         out = [describe_collision(c) for c in self.name_map().collisions_of(name)]
         actor = self.servers.get(name)
-        if actor is None or not (actor.live or actor.listed) or actor.spec is None:
+        # A pin refusing the tool set registers none: every entry would read as a typo (the
+        # status reason already says why none are listed).
+        if actor is None or not (actor.live or actor.listed) or actor.spec is None or name in self.blocked:
             return out
         nmap = self.name_map()
         pairs = [(t.name, n) for t in actor.tools if (n := nmap.exposed_name(name, t.name))]
