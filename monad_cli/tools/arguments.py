@@ -224,7 +224,17 @@ def validate_arguments(schema: dict[str, Any] | None, arguments: dict[str, Any],
         err = errors[0]
         where = ".".join(str(p) for p in err.absolute_path)
         prefix = f"argument `{where}`" if where else "arguments"
-        raise InvalidInput(f"tool `{exposed}`: {prefix}: {err.message}{_unknown_given(schema, arguments, err)}")
+        raise InvalidInput(f"tool `{exposed}`: {prefix}: {_as_json(err)}{_unknown_given(schema, arguments, err)}")
+
+
+def _as_json(err: Any) -> str:
+    """jsonschema's message with the value it starts with written as JSON, as the caller wrote
+    it (`null is not of type 'string'`, not Python's `None is not …`; `{"a": false}`)."""
+    said = repr(err.instance)
+    if not err.message.startswith(said):
+        return str(err.message)
+    shown = json.dumps(err.instance, ensure_ascii=False, default=str)
+    return (shown if len(shown) <= 80 else shown[:79] + "…") + err.message[len(said):]
 
 
 def _unknown_given(schema: dict[str, Any], arguments: dict[str, Any], err: Any) -> str:

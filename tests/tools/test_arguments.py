@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 
@@ -65,3 +66,20 @@ def test_arguments_no_server_can_take_are_refused_naming_where(pairs: list[str],
         with pytest.raises(InvalidInput, match=r"^tool `t__x`: arguments: .*" + re.escape(why.split("`")[-1])):
             validate_arguments(None, json.loads(text), "t__x")
     assert build_arguments(SCHEMA, ["text=héllo 😀"], '{"a": ' + "[" * 127 + "]" * 127 + "}")["text"] == "héllo 😀"
+
+
+@pytest.mark.parametrize(("arguments", "said"), [
+    ({"text": None}, "argument `text`: null is not of type 'string'"),
+    ({"text": True}, "argument `text`: true is not of type 'string'"),
+    ({"text": {"a": False}}, 'argument `text`: {"a": false} is not of type \'string\''),
+    ({"text": "x" * 200}, "argument `text`: \"" + "x" * 78 + "…"),
+])
+def test_a_refused_value_is_written_as_json_as_the_caller_wrote_it(arguments: dict[str, Any], said: str) -> None:
+    """Found by a new-user trial: the messages spoke Python (`None`, `True`, `{'a': False}`) to
+    callers that write JSON, agents among them."""
+    from monad_cli.tools.arguments import validate_arguments
+
+    schema = {"type": "object", "properties": {"text": {"type": "string", "maxLength": 10}}, "required": ["text"]}
+    with pytest.raises(InvalidInput) as e:
+        validate_arguments(schema, arguments, "t__x")
+    assert str(e.value).startswith(f"tool `t__x`: {said}"), str(e.value)
