@@ -61,6 +61,21 @@ class _CutAtStop(logging.Filter):
         return True
 
 
+class _OneLineFromTheSDK(logging.Filter):
+    """The SDK logs what a server sent wrong with its traceback (`Error parsing SSE message`:
+    a pydantic error of 20 lines, once per message, every retry: a trial saw 437 KB of them in
+    23 minutes from two bad servers). The server's status reason says what failed; the log
+    keeps one line, the exception's type and first line. `MONAD_DEBUG=1` keeps tracebacks."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.exc_info[1] is not None and record.name.split(".")[0] == "mcp":
+            exc = record.exc_info[1]
+            first = (str(exc).splitlines() or [""])[0][:200]
+            record.msg, record.args = f"{record.getMessage()} ({type(exc).__name__}: {first})", ()
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
 def _setup_logging(paths: Paths, scrub: Callable[[str], str], *, to_stderr: bool) -> None:
     paths.ensure()
     root = logging.getLogger()
@@ -72,6 +87,8 @@ def _setup_logging(paths: Paths, scrub: Callable[[str], str], *, to_stderr: bool
         handlers.append(logging.StreamHandler(sys.stderr))
     for h in handlers:
         h.setFormatter(fmt)
+        if os.environ.get("MONAD_DEBUG") != "1":
+            h.addFilter(_OneLineFromTheSDK())
         root.addHandler(h)
     for noisy in ("uvicorn", "uvicorn.error", "httpx2", "httpcore", "mcp", "watchfiles"):
         logging.getLogger(noisy).setLevel(logging.WARNING)

@@ -165,3 +165,39 @@ def test_a_mistyped_npx_package_is_named_in_the_reason(supervisor: Any, tmp_path
     assert "404 Not Found - GET https://registry.example/@acme%2fmcp-servr" in reason, row
     assert "'@acme/mcp-servr@*' is not in this registry" in reason, row
     assert "tarball" not in reason and "A complete log" not in reason, row
+
+
+def test_a_remote_that_answers_what_is_not_json_rpc_is_one_line_in_the_reason_and_the_log(
+        supervisor: Any, monad_home: Path) -> None:
+    """Found by a new-user trial: the reason quoted pydantic's whole error ("1 validation error
+    for union[…] … For further information visit https://errors.pydantic.dev/…"), and
+    daemon.log took the SDK's traceback for each bad message, on every retry."""
+    import http.server
+    import threading
+
+    class Garbage(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.end_headers()
+            self.wfile.write(b"event: message\ndata: {not json\n\n")
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Garbage)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        (monad_home / "atoms" / "mcp").mkdir(parents=True, exist_ok=True)
+        (monad_home / "atoms" / "mcp" / "gsse.toml").write_text(
+            f'url = "http://127.0.0.1:{server.server_address[1]}/mcp"\ntimeout = 3\n')
+        row = wait_state(supervisor, "gsse", "backoff", timeout=60)
+    finally:
+        server.shutdown()
+    assert row["reason"].startswith("Failed to parse SSE message: Invalid JSON: key must be a string at line 1 "
+                                    "column 2 (MCP error -32700)"), row
+    assert "pydantic" not in row["reason"] and "validation error" not in row["reason"], row
+    log = (monad_home / "logs" / "daemon.log").read_text()
+    assert "ERROR mcp.client.streamable_http: Error parsing SSE message (ValidationError: " in log, log[-2000:]
+    assert "Traceback" not in log, log[-2000:]

@@ -39,11 +39,20 @@ def leaf_exceptions(exc: BaseException) -> list[BaseException]:
     return [exc]
 
 
+# What pydantic's ValidationError text wraps its problem in, which the SDK quotes in an
+# MCPError ("Failed to parse SSE message: 1 validation error for union[…] …"): its header,
+# the `[type=…, input_value=…]` bracket (the server's bytes again) and the docs link.
+_PYDANTIC_FRAME = re.compile(r"\d+ validation errors? for \S+\s*|\s*\[type=[^\]]*\]|"
+                             r"\s*For further information visit https://errors\.pydantic\.dev/\S+")
+
+
 def describe(exc: BaseException) -> str:
-    """One line for an exception: an MCP error's message and code, a result of the wrong
-    shape (pydantic's multi-line ValidationError) by its first problem, else its text."""
+    """One line for an exception: an MCP error's message and code (a pydantic problem it
+    quotes, without pydantic's frame), a result of the wrong shape (pydantic's multi-line
+    ValidationError) by its first problem, else its text."""
     if isinstance(exc, MCPError):
-        return f"{exc.error.message} (MCP error {exc.error.code})"
+        said = " ".join(_PYDANTIC_FRAME.sub(" ", exc.error.message).split())
+        return f"{said} (MCP error {exc.error.code})"
     from pydantic import ValidationError
 
     if isinstance(exc, ValidationError):
