@@ -229,8 +229,11 @@ def _refuse_masks(defn: Mapping[str, Any], name: str, source: str, changes: Mapp
     found = masked_fields(defn, None if changes is None else [k for k, v in changes.items() if v is not None])
     if not found:
         return
-    why = ("it stands for a stored secret that is kept, but none is stored under this name; type the value"
+    why = ("it stands for a stored secret, but none is stored at this place; type the value"
            if stored else "it is how monad shows a hidden secret, not a value; type the real value")
+    if stored and found[0] == "url":  # a URL's secrets stay with its origin (core/redact.py `_restore_url`)
+        why = ("it stands for a stored secret, but a URL's secrets are kept only while its scheme, host and port "
+               "stay the same (another host gets none of them); type the value")
     where = f"`{source}`: " if source else ""
     raise ConfigError(f"{where}server `{name}`, field `{found[0]}`: is `***`: {why} (nothing was written)",
                       file=source or None, server=name, field=found[0])

@@ -83,6 +83,17 @@ def test_edits_keep_secrets_in_agents_json_and_atoms_and_never_write_the_mask(tm
     assert e.value.field == "headers.X-New" and "nothing was written" in e.value.message
     assert e.value.message.startswith("`agents.json`: server `remote`, field `headers.X-New`: is `***`")
     assert paths.agents_json.read_bytes() == before
+    # A URL moved to another host keeps none of its secrets, and the refusal says so (a trial
+    # read "none is stored under this name" while one was).
+    update_server(paths, "remote", {"url": "https://r.example/mcp?api_key=q-SECRET&x=1"})
+    shown = redact_definition(read_definition(paths, "remote")[1])["url"]
+    update_server(paths, "remote", {"url": shown.replace("x=1", "x=2")})  # same origin: kept
+    assert "api_key=q-SECRET&x=2" in paths.agents_json.read_text()
+    before = paths.agents_json.read_bytes()
+    with pytest.raises(ConfigError) as e:
+        update_server(paths, "remote", {"url": shown.replace("r.example", "attacker.example")})
+    assert e.value.field == "url" and "kept only while its scheme, host and port stay the same" in e.value.message
+    assert paths.agents_json.read_bytes() == before
     # Adding a server that carries a mask is refused too: `***` is not a value.
     with pytest.raises(ConfigError) as e:
         add_server(paths, "new", {"url": "https://n.example/mcp", "headers": {"K": MASK}})
