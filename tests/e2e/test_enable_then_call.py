@@ -28,6 +28,13 @@ def test_a_call_right_after_enable_reaches_the_server(supervisor: Any, monad_hom
         assert r.code == 0 and r.out == "hi\n", r
         assert supervisor("mcp", "disable", "ts").code == 0
         wait_state(supervisor, "ts", "disabled", timeout=60)
+    # Again: it says so and writes nothing (a trial read "disabled server" of a server already off).
+    atom = monad_home / "atoms" / "mcp" / "ts.toml"
+    before = atom.stat().st_mtime_ns
+    r = supervisor("mcp", "disable", "ts")
+    assert r.code == 0 and r.err == "server `ts` is already disabled (atoms/mcp/ts.toml); nothing was changed\n", r
+    assert supervisor("mcp", "disable", "ts", "--json").json()["changed"] is False
+    assert atom.stat().st_mtime_ns == before
 
 
 def _enable_then_call_three_times(supervisor: Any, monad_home: Path, name: str) -> None:

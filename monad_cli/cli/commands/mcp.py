@@ -479,11 +479,17 @@ def remove(name: Annotated[str, typer.Argument(help="Server name.")], as_json: J
 
 
 def _set_enabled(name: str, enabled: bool, as_json: bool) -> None:
-    from monad_cli.config.edits import update_server
+    from monad_cli.config.edits import read_definition, update_server
 
+    word = "enabled" if enabled else "disabled"
+    source, raw = read_definition(paths(), name)
+    if raw.get("enabled", True) is enabled:  # as `unpin` without a pin: say so, write nothing
+        render.outcome({"name": name, "source": source, "enabled": enabled, "changed": False},
+                       f"server `{name}` is already {word} ({source}); nothing was changed", as_json=as_json)
+        return
     source = update_server(paths(), name, {"enabled": enabled})
-    render.outcome({"name": name, "source": source, "enabled": enabled},
-                   f"{'enabled' if enabled else 'disabled'} server `{name}` ({source})", as_json=as_json)
+    render.outcome({"name": name, "source": source, "enabled": enabled, "changed": True},
+                   f"{word} server `{name}` ({source})", as_json=as_json)
 
 
 @app.command("enable")
