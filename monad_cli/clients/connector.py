@@ -14,7 +14,8 @@ changed meanwhile (three tries). A symlinked file is written through to its targ
 
 The client's own entries for servers monad also runs stay unless `replace`: each such server
 would then run twice (once by the client, once behind the gateway), so the result names
-them (`duplicates`) and `replace` takes them out in the same write. Only an entry monad runs
+them (`duplicates`) and `replace` takes them out in the same write, keeping each as the file
+held it (`MONAD_HOME/clients/replaced.json`, by file), so that `remove` puts them back. Only an entry monad runs
 as the client defines it (the same definition, under that name or another) counts: one whose
 name monad uses for another definition stays (`differing`), as taking it out would lose it.
 `remove` on a file that then holds only what `connect` itself would have created from
@@ -23,6 +24,7 @@ nothing deletes the file.
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from collections.abc import Mapping, Sequence
@@ -40,6 +42,44 @@ _TRIES = 3
 _SERVER_KEYS = ("mcpServers", "servers", "mcp_servers", "mcp", "context_servers", "extensions")
 # States in which a server's entry would not work yet (`core/states.py`): `--per-server` says so.
 NOT_SERVING = ("failed", "backoff", "needs-auth", "connecting", "stopped")
+
+
+def _replaced_record() -> Path:
+    from monad_cli.core.paths import paths
+
+    return paths().home / "clients" / "replaced.json"
+
+
+def _taken_out(real: Path) -> dict[str, Any]:
+    """The client's own entries `--replace` took out of the file at `real`, by name, as the
+    file held them (for `--remove` to put back); {} when none."""
+    try:
+        record = json.loads(_replaced_record().read_text())
+    except (OSError, ValueError):
+        return {}
+    entries = record.get(str(real)) if isinstance(record, dict) else None
+    return entries if isinstance(entries, dict) else {}
+
+
+def _keep_taken_out(real: Path, entries: Mapping[str, Any] | None) -> None:
+    """Add `entries` to what `--replace` took out of the file at `real` (None: forget them, put
+    back). The record is 0600 in the home: an entry may hold the client's secrets."""
+    from monad_cli.config.store import config_lock, write_atomic
+    from monad_cli.core.paths import make_private_dir, paths
+
+    path = _replaced_record()
+    with config_lock(paths()):
+        try:
+            record = json.loads(path.read_text())
+        except (OSError, ValueError):
+            record = {}
+        record = record if isinstance(record, dict) else {}
+        if entries:
+            record[str(real)] = {**_taken_out(real), **entries}
+        else:
+            record.pop(str(real), None)
+        make_private_dir(path.parent)
+        write_atomic(path, json.dumps(record, indent=2).encode())
 
 
 def _read(path: Path) -> str | None:
@@ -100,7 +140,7 @@ def connect_all(*, dry_run: bool = False, remove: bool = False, replace: bool = 
         except MonadError as e:
             rows.append({"client": name, "file": shown(resolve(name, None)), "entry": None, "removed": remove,
                          "changed": False, "dryRun": dry_run, "duplicates": [], "replaced": [], "differing": [],
-                         "deleted": False, "error": e.message})
+                         "restored": [], "deleted": False, "error": e.message})
     return rows
 
 
@@ -208,30 +248,40 @@ def connect_client(client_name: str, path: str | None, *, remove: bool = False, 
             for n in names}
     dups, differing = ([], []) if remove or per_server is not None or not fmt.per_server else \
         duplicates(client_name, real, source)
+    put_back = _taken_out(real) if remove and per_server is None else {}
     out = _edit(fmt, real, source, ours, remove=remove, only_ours=per_server is not None,
-                take_out=dups if replace else [], dry_run=dry_run)
+                take_out=dups if replace else [], put_back=put_back, dry_run=dry_run)
+    if not dry_run and (out["taken"] or put_back):
+        _keep_taken_out(real, out["taken"] or None)
     result = {"client": fmt.name, "file": source, "removed": remove, "dryRun": dry_run, "changed": out["changed"],
               "deleted": out["deleted"]}
     if per_server is not None:
         return {**result, "entries": out["entries"]}
     return {**result, "entry": out["entries"]["monad"], "duplicates": [] if replace else dups,
             "replaced": dups if replace else [], "differing": differing if replace else [],
-            "overwrote": "monad" in out["overwritten"]}
+            "restored": out["restored"], "overwrote": "monad" in out["overwritten"]}
 
 
 def _edit(fmt: ClientFormat, real: Path, source: str, ours: dict[str, dict[str, Any]], *, remove: bool,
-          only_ours: bool, take_out: list[str], dry_run: bool) -> dict[str, Any]:
+          only_ours: bool, take_out: list[str], put_back: Mapping[str, Any], dry_run: bool) -> dict[str, Any]:
     """The one edit of a client's file: set (or with `remove` take out) the entries `ours`,
-    first taking out `take_out`; with `only_ours`, an entry that is not monad's is not taken
+    first taking out `take_out` and putting back `put_back` (name → entry; one the file holds
+    again is left as it is); with `only_ours`, an entry that is not monad's is not taken
     out. The result is read back and must hold the intended entries and everything else
-    as it was, or nothing is written. Returns `{"entries", "changed", "deleted", "overwritten"}`;
-    `overwritten`: the names whose entry held something else before (another monad, another
-    MONAD_HOME, other options) and now holds ours."""
+    as it was, or nothing is written. Returns `{"entries", "changed", "deleted", "overwritten",
+    "taken", "restored"}`; `overwritten`: the names whose entry held something else before
+    (another monad, another MONAD_HOME, other options) and now holds ours; `taken`: each
+    entry of `take_out` as the file held it; `restored`: the names put back."""
     for _ in range(_TRIES):
         old = _read(real)
         base = old or ""
+        taken = {name: entry for name in take_out
+                 if base.strip() and (entry := fmt.get_entry(base, source, name)) is not None}
         for name in take_out:
             base = fmt.set_entry(base, source, name, None)
+        restored = [name for name in put_back if not base.strip() or fmt.get_entry(base, source, name) is None]
+        for name in restored:
+            base = fmt.set_entry(base, source, name, put_back[name])
         new, entries, overwritten = base, {}, []
         for name, entry in ours.items():
             current = fmt.get_entry(new, source, name) if new.strip() else None
@@ -248,8 +298,10 @@ def _edit(fmt: ClientFormat, real: Path, source: str, ours: dict[str, dict[str, 
             raise MonadError(f"editing `{source}` did not give the intended result; nothing was written "
                              f"(please report this with the file's shape)")
         changed = new != (old or "")
+        done = {"entries": entries, "changed": changed, "deleted": False, "overwritten": overwritten,
+                "taken": taken, "restored": restored}
         if not changed or dry_run:
-            return {"entries": entries, "changed": changed, "deleted": False, "overwritten": overwritten}
+            return done
         if _read(real) != old:
             continue  # the client wrote meanwhile: redo the edit on its new text
         deleted = old is not None and (not new.strip() or (remove and new == _created(fmt, source, ours)))
@@ -262,7 +314,7 @@ def _edit(fmt: ClientFormat, real: Path, source: str, ours: dict[str, dict[str, 
 
             mode = stat.S_IMODE(real.stat().st_mode) if old is not None else 0o600
             write_atomic(real, new.encode(), mode=mode)
-        return {"entries": entries, "changed": True, "deleted": deleted, "overwritten": overwritten}
+        return {**done, "deleted": deleted}
     raise MonadError(f"`{source}` kept changing while monad edited it (is {fmt.title} writing it?); "
                      f"nothing was written, try again")
 

@@ -201,6 +201,18 @@ def test_connect_names_the_clients_own_entries_and_replace_takes_them_out(
     data = json.loads(path.read_text())
     assert set(data["mcpServers"]) == {"monad", "mine"} and data["theme"] == "dark"
     assert "runs twice" not in cli("mcp", "connect", "cursor", str(path)).err
+    # --remove puts back what --replace took out, as the file held it (a trial's Cursor was
+    # left with none of its own servers after `connect --replace`, then `connect --remove`).
+    r = cli("mcp", "connect", "cursor", str(path), "--remove", "--dry-run", "--json")
+    assert r.code == 0 and r.json()["restored"] == ["time", "clock"] and "monad" in path.read_text(), r
+    r = cli("mcp", "connect", "cursor", str(path), "--remove")
+    assert r.code == 0 and "put back Cursor's own entries `time`, `clock`, which --replace had taken out" in r.err, r
+    assert json.loads(path.read_text()) == {"mcpServers": {
+        "mine": {"command": "my-own-server"}, "clock": {"command": "mcp-server-git"},
+        "time": {"command": "mcp-server-time", "args": ["--local-timezone", "UTC"]}}, "theme": "dark"}
+    assert oct((monad_home / "clients" / "replaced.json").stat().st_mode & 0o777) == "0o600"
+    r = cli("mcp", "connect", "cursor", str(path), "--remove", "--json")  # once: the record is gone
+    assert r.code == 0 and r.json()["changed"] is False and r.json()["restored"] == [], r
     r = cli("mcp", "connect", "aura", str(tmp_path), "--replace")
     assert r.code == 2 and "--replace is not for aura" in r.err, r
 

@@ -34,7 +34,6 @@ def test_list_connect_and_disconnect(supervisor: Any, monad_home: Path) -> None:
     cursor = home / ".cursor" / "mcp.json"
     cursor.parent.mkdir()
     cursor.write_text('{"mcpServers": {"time": {"command": "mcp-server-time"}}, "theme": "dark"}\n')
-    before = cursor.read_bytes()
     (home / ".config" / "zed").mkdir(parents=True)  # installed, no settings file yet
     codex = home / ".codex" / "config.toml"
     codex.parent.mkdir()
@@ -61,7 +60,10 @@ def test_list_connect_and_disconnect(supervisor: Any, monad_home: Path) -> None:
     assert again["changed"] is False
     answer = _client().post("/v1/clients/cursor/disconnect", {})
     assert answer["changed"] is True and answer["client"]["state"] == "not-connected"
-    assert parse("cursor", cursor.read_text()) == {"mcpServers": {}, "theme": "dark"}
+    # What the replace took out is put back: Cursor runs its own `time` again.
+    assert answer["restored"] == ["time"], answer
+    assert parse("cursor", cursor.read_text()) == {"mcpServers": {"time": {"command": "mcp-server-time"}},
+                                                   "theme": "dark"}
     _client().post("/v1/clients/zed/connect", {})
     assert "monad" in parse("zed", (home / ".config" / "zed" / "settings.json").read_text())["context_servers"]
     _client().post("/v1/clients/zed/disconnect", {})
@@ -70,7 +72,6 @@ def test_list_connect_and_disconnect(supervisor: Any, monad_home: Path) -> None:
     assert [(r["detail"]["client"], r["detail"]["action"]) for r in rows] == [
         ("cursor", "connected"), ("cursor", "disconnected"), ("zed", "connected"), ("zed", "disconnected")]
     assert rows[0]["reason"] == "connected Cursor (`~/.cursor/mcp.json`) through the control API"
-    assert before != cursor.read_bytes()  # its own `time` entry was taken out, as asked
 
 
 def test_refusals(supervisor: Any, monad_home: Path) -> None:

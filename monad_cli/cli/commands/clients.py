@@ -136,7 +136,11 @@ def connect(
                         f"other serve options); it {'would now run' if dry_run else 'now runs'} this one")
         if result["replaced"]:
             render.info(f"{'would take' if dry_run else 'took'} {title}'s own entries {_names(result['replaced'])} "
-                        f"out of {where}: monad runs those servers as {title} defined them")
+                        f"out of {where}: monad runs those servers as {title} defined them (`--remove` puts "
+                        f"them back)")
+        if result["restored"]:
+            render.info(f"{'would put' if dry_run else 'put'} back {title}'s own entries "
+                        f"{_names(result['restored'])}, which --replace had taken out")
     if result["duplicates"]:
         render.warn(f"{title}'s own entries {_names(result['duplicates'])} stay in `{result['file']}`, so each "
                     f"of those servers runs twice (once by {title}, once through monad); "
@@ -275,7 +279,7 @@ _CONNECT_HELP = (
     "nothing; --remove takes the entry out (and deletes the file if connect created it). The client's own "
     "entries for servers monad also runs stay and are named (each would run twice); --replace takes them "
     "out: only those monad runs as the client defines them (the same definition); an entry whose name monad uses "
-    "for another server stays, and connect says so.\n\n"
+    "for another server stays, and connect says so. --remove puts back what --replace took out.\n\n"
     "--all does it for every client found on this machine by its usual file (below), one row each; exit 1 "
     "when one failed; --dry-run writes nothing.\n\n"
 )
