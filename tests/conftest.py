@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -46,6 +47,14 @@ def everything_bin() -> str:
         pytest.skip(f"@modelcontextprotocol/server-everything is not installed in {EVERYTHING} "
                     f"(`make everything-deps`; npm could not give it)")
     return str(bin_)
+
+
+# A shell without job control starts a background command (`make test &`) with SIGINT
+# ignored, and every process it starts inherits that: the tests that press Ctrl-C on a
+# `monad` command (it must cancel and exit 130) would see nothing happen. A handler, unlike
+# an ignore, is reset to the default in each child this process starts.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session", autouse=True)
