@@ -103,7 +103,8 @@ def test_connect_and_disconnect_by_keyboard(monad: Any, page: Any, monad_home: P
     written = files["codex"].read_bytes()
     assert monad("mcp", "connect", "codex").code == 0 and files["codex"].read_bytes() == written  # the same code
 
-    # Disconnect Cursor: the file without monad's entry (its own `time` was taken out, as asked).
+    # Disconnect Cursor: the file without monad's entry, and with its own `time` put back (the
+    # Connect took it out, as asked; a disconnect undoes that).
     _tab_to(page, "Disconnect Cursor", back=True)
     kb.press("Enter")
     dialog = page.get_by_role("dialog", name="Disconnect Cursor")
@@ -111,7 +112,9 @@ def test_connect_and_disconnect_by_keyboard(monad: Any, page: Any, monad_home: P
     _tab_to(page, "Disconnect")
     kb.press("Enter")
     expect(cursor.get_by_role("cell").nth(2)).to_have_text("Not connected")
-    assert parse("cursor", files["cursor"].read_text()) == {"mcpServers": {}, "theme": "dark"}
+    expect(page.get_by_role("status").filter(has_text="put back Cursor's own time")).to_be_visible()
+    assert parse("cursor", files["cursor"].read_text()) == {"mcpServers": {"time": {"command": "mcp-server-time"}},
+                                                            "theme": "dark"}
     assert problems == [], problems
 
 

@@ -107,7 +107,9 @@ export class AgentsView {
         : result.deleted ? `removed \`${result.file}\`: monad had created it, and nothing else was in it`
           : remove ? `took the \`monad\` entry out of \`${result.file}\`; restart ${c.title} to drop it`
             : `wrote the \`monad\` entry into \`${result.file}\`; restart ${c.title} to see every monad server`;
-      this.notify(what);
+      const back = (result.restored || []).length  // what a Connect with "take out" had taken out
+        ? `; put back ${c.title}'s own ${result.restored.map((n) => `\`${n}\``).join(", ")}` : "";
+      this.notify(what + back);
     } catch (err) {
       this.notify(err.message, true);
     }
