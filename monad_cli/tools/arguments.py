@@ -230,11 +230,11 @@ def validate_arguments(schema: dict[str, Any] | None, arguments: dict[str, Any],
 def _as_json(err: Any) -> str:
     """jsonschema's message with the value it starts with written as JSON, as the caller wrote
     it (`null is not of type 'string'`, not Python's `None is not …`; `{"a": false}`)."""
-    said = repr(err.instance)
-    if not err.message.startswith(said):
-        return str(err.message)
+    text, said = str(err.message), repr(err.instance)  # jsonschema's wording, reworded (no kind decided)
+    if not text.startswith(said):
+        return text
     shown = json.dumps(err.instance, ensure_ascii=False, default=str)
-    return (shown if len(shown) <= 80 else shown[:79] + "…") + err.message[len(said):]
+    return (shown if len(shown) <= 80 else shown[:79] + "…") + text[len(said):]
 
 
 def _unknown_given(schema: dict[str, Any], arguments: dict[str, Any], err: Any) -> str:

@@ -51,7 +51,9 @@ def describe(exc: BaseException) -> str:
     quotes, without pydantic's frame), a result of the wrong shape (pydantic's multi-line
     ValidationError) by its first problem, else its text."""
     if isinstance(exc, MCPError):
-        said = " ".join(_PYDANTIC_FRAME.sub(" ", exc.error.message).split())
+        said, framed = _PYDANTIC_FRAME.subn(" ", exc.error.message)
+        if framed:  # pydantic's layout, flattened; a server's own lines stay lines (`one_line`)
+            said = " ".join(said.split())
         return f"{said} (MCP error {exc.error.code})"
     from pydantic import ValidationError
 
