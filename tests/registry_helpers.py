@@ -215,6 +215,17 @@ def hostile_docker_entries() -> list[tuple[str, dict[str, Any], str]]:
         ("docker-home-default", oci("docker-home-default", [
             {"type": "named", "name": "-v", "value": "{src}:/data", "variables": {"src": {"default": "/home"}}}]),
          "`-v` gives the container the host folder `/home` by itself"),
+        # `--mount` as docker reads it: the type's value in any case, a quoted CSV field,
+        # the keys in any case (docker before 24 lowered them).
+        ("docker-mount-type-case", oci("docker-mount-type-case", [
+            {"type": "named", "name": "--mount", "value": "type=BIND,src=/home,dst=/h"}]),
+         "`--mount` gives the container the host folder `/home` by itself"),
+        ("docker-mount-quoted", oci("docker-mount-quoted", [
+            {"type": "named", "name": "--mount", "value": 'type=bind,"source=/home",target=/h'}]),
+         "`--mount` gives the container the host folder `/home` by itself"),
+        ("docker-mount-key-case", oci("docker-mount-key-case", [
+            {"type": "named", "name": "--mount", "value": "Type=bind,SOURCE=/home,target=/h"}]),
+         "`--mount` gives the container the host folder `/home` by itself"),
         ("docker-host-network", oci("docker-host-network", [{"type": "named", "name": "--network", "value": "host"}]),
          "`--network host` shares the host's"),
         ("docker-option-default", oci("docker-option-default", [

@@ -182,8 +182,11 @@ def check_runtime_shape(runner: str, args: Sequence[Any]) -> str | None:
             return f"{where} `{name}` is not an option monad lets a registry give `{runner}` (allowed: {known})"
         if not allowed[name] and arg.get("value") not in (None, ""):
             return f"{where} `{name}` takes no value"
-        source = _bind_source(name, _registry_value(arg)) if runner == "docker" else None
-        if source and not _TEMPLATE_ONLY.fullmatch(source):
+        try:
+            sources = _bind_sources(name, _registry_value(arg)) if runner == "docker" else []
+        except ValueError as e:
+            return f"{where}: {e}"
+        for source in (s for s in sources if not _TEMPLATE_ONLY.fullmatch(s)):
             # `_HOST_PATHS` cannot list every folder that matters (`/home`, `$HOME`): the
             # host folder a container gets is the person's choice, never the entry's.
             return f"{where} `{name}` gives the container the host folder `{source}` by itself; only " \
@@ -211,16 +214,35 @@ _TEMPLATE = re.compile(r"\{([A-Za-z0-9_.-]+)\}")
 _TEMPLATE_ONLY = re.compile(r"\{[A-Za-z0-9_.-]+\}")
 
 
-def _bind_source(option: str, value: str) -> str | None:
-    """The host side of a docker `-v`/`--mount` value (`/home` of `-v /home:/h`, `src=…` of a
-    bind mount), or None when it names none (a named volume, a tmpfs)."""
+def _bind_sources(option: str, value: str) -> list[str]:
+    """The host paths a docker `-v`/`--volume` or `--mount` value binds into the container,
+    read as docker reads them; empty when it binds none (a named or anonymous volume, a tmpfs).
+
+    `-v SOURCE:TARGET[:MODE]` binds SOURCE when it reads as a path (`/`, `.`, `~`, `$…`, or
+    `{…}` still to fill); a value without `:` is an anonymous volume. `--mount` is one CSV
+    record of `key=value` fields (docker/cli `opts/mount.go`: Go's `encoding/csv`, so a field
+    may be quoted); `type` defaults to `volume` and its value is case-insensitive; keys are
+    compared case-insensitively, as docker before 24 read them. Raises `ValueError` (one
+    line) for a value docker could read another way: a line break, a record CSV refuses.
+    """
+    if "\n" in value or "\r" in value:
+        raise ValueError(f"`{option}` value has a line break")
     if option in ("-v", "--volume"):
-        source = value.split(":", 1)[0] if ":" in value else value
-        return source if source.startswith(("/", "~", "$", ".", "{")) else None
-    if option == "--mount":
-        fields = dict(part.split("=", 1) for part in value.split(",") if "=" in part)
-        return fields.get("source") or fields.get("src") if fields.get("type", "volume") == "bind" else None
-    return None
+        source, colon, _ = value.partition(":")
+        return [source] if colon and source.startswith(("/", "~", "$", ".", "{")) else []
+    if option != "--mount":
+        return []
+    import csv
+
+    try:
+        fields = next(csv.reader([value], strict=True), [])
+    except csv.Error as e:
+        raise ValueError(f"`{option} {value}` is not one CSV record ({e})") from None
+    pairs = [(k.lower(), v) for k, eq, v in (f.partition("=") for f in fields) if eq]
+    kinds = [v.lower() for k, v in pairs if k == "type"]
+    if (kinds[-1] if kinds else "volume") != "bind":
+        return []
+    return [v for k, v in pairs if k in ("source", "src")]
 
 
 def check_runtime(runner: str, tokens: Sequence[str]) -> str | None:
@@ -249,13 +271,11 @@ def check_runtime(runner: str, tokens: Sequence[str]) -> str | None:
 def _docker_value(option: str, value: str) -> str | None:
     if option in ("--network", "--net") and (value == "host" or value.startswith("container:")):
         return f"`{option} {value}` shares the host's (or another container's) network"
-    source = None
-    if option in ("-v", "--volume"):
-        source = value.split(":", 1)[0] if ":" in value else None
-    elif option == "--mount":
-        fields = dict(part.split("=", 1) for part in value.split(",") if "=" in part)
-        source = fields.get("source") or fields.get("src")
-    if source and source.startswith(("/", "~")):
+    try:
+        sources = _bind_sources(option, value)
+    except ValueError as e:
+        return str(e)
+    for source in (s for s in sources if s.startswith(("/", "~"))):
         path = "/" + "/".join(p for p in source.split("/") if p not in ("", "."))
         if ".." in path.split("/"):
             return f"`{option} {value}`: a host folder with `..` in it"

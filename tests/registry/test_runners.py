@@ -52,6 +52,13 @@ def test_runtime_arguments_are_only_the_runners_harmless_options() -> None:
     assert check_runtime("docker", ["-v", "/etc:/etc"]) is not None
     assert check_runtime("docker", ["-v", "/home/../etc:/x"]) is not None
     assert check_runtime("docker", ["--network", "container:db"]) is not None
+    # `--mount` read as docker reads it (docker/cli opts/mount.go): CSV fields, `type` in any case.
+    assert check_runtime("docker", ["--mount", "type=BIND,src=/etc,dst=/e"]) is not None
+    assert check_runtime("docker", ["--mount", 'type=bind,"src=/var/run/docker.sock",dst=/s']) is not None
+    assert check_runtime("docker", ["--mount", "TYPE=bind,Source=/proc,dst=/p"]) is not None
+    assert check_runtime("docker", ["--mount", "type=bind,src=/srv/a,dst=/a\ntype=bind,src=/,dst=/r"]) is not None
+    assert check_runtime("docker", ["--mount", "type=volume,src=data,dst=/data"]) is None
+    assert check_runtime("docker", ["-v", "/srv/data"]) is None  # an anonymous volume at /srv/data
     assert check_runtime("uvx", ["--with", "evil"]) is not None
 
 
