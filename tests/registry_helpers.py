@@ -226,6 +226,10 @@ def hostile_docker_entries() -> list[tuple[str, dict[str, Any], str]]:
         ("docker-mount-key-case", oci("docker-mount-key-case", [
             {"type": "named", "name": "--mount", "value": "Type=bind,SOURCE=/home,target=/h"}]),
          "`--mount` gives the container the host folder `/home` by itself"),
+        ("docker-mount-type-asked", oci("docker-mount-type-asked", [
+            {"type": "named", "name": "--mount", "value": "type={kind},src=/home,dst=/h",
+             "variables": {"kind": {"description": "mount type"}}}]),
+         "`--mount` gives the container the host folder `/home` by itself"),
         ("docker-host-network", oci("docker-host-network", [{"type": "named", "name": "--network", "value": "host"}]),
          "`--network host` shares the host's"),
         ("docker-option-default", oci("docker-option-default", [

@@ -222,7 +222,8 @@ def _bind_sources(option: str, value: str) -> list[str]:
     `{…}` still to fill); a value without `:` is an anonymous volume. `--mount` is one CSV
     record of `key=value` fields (docker/cli `opts/mount.go`: Go's `encoding/csv`, so a field
     may be quoted); `type` defaults to `volume` and its value is case-insensitive; keys are
-    compared case-insensitively, as docker before 24 read them. Raises `ValueError` (one
+    compared case-insensitively, as docker before 24 read them; a `type` still to fill counts
+    as a bind. Raises `ValueError` (one
     line) for a value docker could read another way: a line break, a record CSV refuses.
     """
     if "\n" in value or "\r" in value:
@@ -240,7 +241,8 @@ def _bind_sources(option: str, value: str) -> list[str]:
         raise ValueError(f"`{option} {value}` is not one CSV record ({e})") from None
     pairs = [(k.lower(), v) for k, eq, v in (f.partition("=") for f in fields) if eq]
     kinds = [v.lower() for k, v in pairs if k == "type"]
-    if (kinds[-1] if kinds else "volume") != "bind":
+    kind = kinds[-1] if kinds else "volume"
+    if kind != "bind" and not _TEMPLATE.search(kind):  # `type={t}` may be filled with `bind`
         return []
     return [v for k, v in pairs if k in ("source", "src")]
 
