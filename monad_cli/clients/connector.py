@@ -34,7 +34,7 @@ from typing import Any
 from monad_cli.clients.entries import monad_entry
 from monad_cli.clients.format import ClientFormat
 from monad_cli.clients.registry import CLIENTS, get_client, installed, installed_clients, resolve, shown
-from monad_cli.core.errors import ConfigError, InvalidInput, MonadError
+from monad_cli.core.errors import InvalidInput, MonadError
 
 _TRIES = 3
 # The keys other clients keep their servers under: an edit that empties one leaves `{}`,
@@ -83,12 +83,14 @@ def _keep_taken_out(real: Path, entries: Mapping[str, Any] | None) -> None:
 
 
 def _read(path: Path) -> str | None:
+    """The file's text, None when there is none; `ConfigError` for anything but a regular
+    file (`jsonc.read_text`): a write would replace a device or a FIFO with a file."""
+    from monad_cli.clients.jsonc import read_text
+
     try:
-        return path.read_bytes().decode("utf-8-sig")
+        return read_text(path, shown(path))
     except FileNotFoundError:
         return None
-    except UnicodeDecodeError:
-        raise ConfigError(f"`{shown(path)}` is not UTF-8 text; save it as UTF-8") from None
 
 
 def _others(fmt: ClientFormat, text: str, source: str, names: Sequence[str]) -> Any:

@@ -45,10 +45,30 @@ def load(text: str, *, source: str, comments: bool) -> Any:
                           file=source) from None
 
 
+#: Bytes: a client's config file is small; a larger one is refused rather than read whole.
+MAX_BYTES = 16 << 20
+
+
 def read_text(path: Path, source: str) -> str:
-    """The file as UTF-8 text; `ConfigError` when it cannot be read or decoded."""
+    """The client's file at `path` (followed through links) as UTF-8 text. Raises
+    `FileNotFoundError` when there is none; `ConfigError` when it is not a regular file (a
+    device such as `/dev/null`, a FIFO, a socket, a folder: never waited on, and never
+    replaced by a write), is larger than `MAX_BYTES`, or cannot be read or decoded."""
+    from monad_cli.core.paths import read_regular
+
     try:
-        return path.read_bytes().decode("utf-8-sig")  # a BOM is tolerated, as editors write one
+        data = read_regular(path, MAX_BYTES)
+    except FileNotFoundError:
+        raise
+    except OSError as e:
+        why = (e.strerror or str(e)).removesuffix("; not read")
+        raise ConfigError(f"`{source}`: {why}; give the path of the client's config file (nothing was read "
+                          f"or written)", file=source) from None
+    if len(data) > MAX_BYTES:
+        raise ConfigError(f"`{source}` is larger than {MAX_BYTES >> 20} MiB; not a client's config file "
+                          f"(nothing was read or written)", file=source)
+    try:
+        return data.decode("utf-8-sig")  # a BOM is tolerated, as editors write one
     except UnicodeDecodeError:
         raise ConfigError(f"`{source}` is not UTF-8 text; save it as UTF-8", file=source) from None
 

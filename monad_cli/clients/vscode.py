@@ -32,6 +32,7 @@ from monad_cli.clients.entries import (
     map_strings,
 )
 from monad_cli.clients.format import OAUTH_LOST, JsonFormat
+from monad_cli.core.errors import ConfigError
 
 _BARE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-[^}]*)?\}")
 _DEFAULTED = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*:-[^}]*\}")
@@ -78,7 +79,9 @@ def _env_file(entry: dict[str, Any], workspace: Path | None, folder: Path) -> tu
     if not path.is_absolute():
         path = (workspace or folder) / path
     try:
-        values = read_env_file(path.read_text())
+        values = read_env_file(jsonc.read_text(path, str(path)))
+    except ConfigError as e:
+        raise Unimportable(f"field `envFile`: {e.message}") from None
     except OSError as e:
         raise Unimportable(f"field `envFile`: cannot read `{path}` ({e.strerror or e})") from None
     return values, f"read {len(values)} variable(s) from `envFile` into `env` (kept in the 0600 atom)"

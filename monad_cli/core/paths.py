@@ -207,14 +207,20 @@ def read_regular(path: Path, limit: int) -> bytes:
     import errno
     import stat
 
+    not_regular = "not a regular file (a FIFO, a device or a socket?); not read"
     # O_NONBLOCK: opening a FIFO for reading otherwise waits for a writer, for ever.
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        if e.errno == errno.ENXIO:  # a socket (or a FIFO's other end) cannot be opened as a file
+            raise OSError(errno.EINVAL, not_regular) from None
+        raise
     try:
         mode = os.fstat(fd).st_mode
         if stat.S_ISDIR(mode):
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
         if not stat.S_ISREG(mode):
-            raise OSError(errno.EINVAL, "not a regular file (a FIFO, a device or a socket?); not read")
+            raise OSError(errno.EINVAL, not_regular)
         chunks, left = [], limit + 1
         while left > 0:
             chunk = os.read(fd, min(left, 1 << 20))

@@ -182,6 +182,38 @@ def test_connect_refuses_what_it_would_have_to_rewrite(cli: Any, tmp_path: Path)
     assert cli("mcp", "connect", "notaclient").code == 2
 
 
+def test_a_path_that_is_no_regular_file_is_refused_and_left_as_it_is(monad: Any, tmp_path: Path) -> None:
+    """A FIFO (a read would wait for a writer for ever), a socket, and a link to either: never
+    read, replaced by a file or deleted. (The trial's `connect cursor /dev/null` replaced the
+    device with a file; a device is not made here: mknod needs root, and a broken build would
+    replace a real one. `read_text` refuses `/dev/null` itself, below.)"""
+    import socket
+    import stat
+
+    from monad_cli.clients.jsonc import read_text
+    from monad_cli.core.errors import ConfigError
+
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(tmp_path / "sock.json"))
+    link = tmp_path / "link.json"
+    link.symlink_to(fifo)
+    try:
+        for path in (fifo, tmp_path / "sock.json", link):
+            for argv in (["mcp", "connect", "cursor", str(path)], ["mcp", "connect", "cursor", str(path), "--remove"],
+                         ["mcp", "import", "cursor", str(path)]):
+                r = monad(*argv, timeout=30)
+                assert r.code == 2 and "not a regular file" in r.err and "Traceback" not in r.err, (argv, r)
+                assert len(r.err.strip().splitlines()) == 1, r
+        assert stat.S_ISFIFO(fifo.stat().st_mode) and stat.S_ISSOCK((tmp_path / "sock.json").stat().st_mode)
+        assert link.is_symlink()
+    finally:
+        sock.close()
+    with pytest.raises(ConfigError, match="not a regular file"):
+        read_text(Path(os.devnull), os.devnull)
+
+
 def test_connect_names_the_clients_own_entries_and_replace_takes_them_out(
         cli: Any, monad_home: Path, tmp_path: Path) -> None:
     path = tmp_path / "mcp.json"
