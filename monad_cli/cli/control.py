@@ -314,16 +314,28 @@ class LostStartRace(Exception):
 def start_or_join(paths: Paths, **kwargs: Any) -> int:
     """`start_supervisor`, except that losing the race to another starter (the `Conflict`
     its ready pipe reports) is not an error: wait for the winner's socket and raise
-    `LostStartRace` with its pid."""
-    try:
-        return start_supervisor(paths, **kwargs)
-    except Conflict:
-        pass
-    client = ControlClient(paths)
-    for _ in range(200):
-        if client.is_running():
-            raise LostStartRace(int(client.get("/v1/health")["pid"]))
-        time.sleep(0.05)
+    `LostStartRace` with its pid. A winner that dies without serving (its lock is free
+    again) is no reason to fail: the start is tried once more, and its own error is the
+    one raised."""
+    for attempt in range(2):
+        try:
+            return start_supervisor(paths, **kwargs)
+        except Conflict:
+            if attempt:
+                raise
+        # The winner may take as long as a start may (`START_TIMEOUT_S`: a loaded machine's
+        # imports alone can pass 10 s), so the loser waits as long before it gives up.
+        client = ControlClient(paths)
+        deadline = time.monotonic() + kwargs.get("timeout", START_TIMEOUT_S)
+        while time.monotonic() < deadline:
+            if client.is_running():
+                raise LostStartRace(int(client.get("/v1/health")["pid"]))
+            # Gone without serving: its lock is free (read from Linux's /proc/locks).
+            if os.path.exists("/proc/locks") and starting_pid(paths) is None and not client.is_running():
+                break
+            time.sleep(0.05)
+        else:
+            break
     raise MonadError(f"another supervisor is starting for `{paths.home}` but does not answer yet; try again")
 
 
