@@ -91,8 +91,12 @@ def _clean_stale_temp_files(paths: Paths) -> None:
 
 
 def write_atomic(path: Path, data: bytes, *, mode: int = 0o600) -> None:
-    """Replace `path` with `data` atomically. Call inside `config_lock`. Raises `DiskFull`
-    (nothing written, `path` as it was) when its disk has no room."""
+    """Replace `path` with `data` atomically. A symlink is written through: its target is
+    replaced and the link stays (a definition kept in a dotfiles folder stays there, as
+    editors and `monad mcp connect` treat links). Call inside `config_lock`. Raises
+    `DiskFull` (nothing written, `path` as it was) when its disk has no room."""
+    if path.is_symlink():
+        path = path.resolve()
     with _disk_full_is_one_line(path):
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         tmp = path.parent / f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}{TMP_SUFFIX}"

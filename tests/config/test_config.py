@@ -12,6 +12,7 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -488,3 +489,23 @@ def test_an_empty_header_is_warned_about_and_shown_empty(cli, monad_home: Path) 
     assert "is empty" not in r.err, r
     help_text = cli("mcp", "add", "--help").out  # at 80 columns: the example on one line, as pasted
     assert "monad mcp add docs --url https://example.com/mcp -H 'X-Api-Key: $DOCS_KEY'" in help_text
+
+
+def test_an_edit_of_a_symlinked_atom_writes_through_the_link(cli: Any, monad_home: Path, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """`disable`, `enable` (any edit) of an atom that is a link to a file kept elsewhere (a
+    dotfiles folder) change that file; the link stays, so later edits of the file still count."""
+    monkeypatch.setenv("MONAD_NO_AUTOSTART", "1")
+    assert cli("mcp", "add", "lnk", "--", "echo", "hi").code == 0
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir(mode=0o700)
+    atom = monad_home / "atoms" / "mcp" / "lnk.toml"
+    kept = dotfiles / "lnk.toml"
+    atom.rename(kept)
+    atom.symlink_to(kept)
+    r = cli("mcp", "disable", "lnk")
+    assert r.code == 0, r
+    assert atom.is_symlink() and atom.resolve() == kept.resolve(), "the link was replaced by a file"
+    assert "enabled = false" in kept.read_text()
+    assert kept.stat().st_mode & 0o777 == 0o600
+    assert not [p.name for p in dotfiles.iterdir() if p.name != "lnk.toml"], "a temporary file was left"
