@@ -207,13 +207,16 @@ def connect_client(client_name: str, path: str | None, *, remove: bool = False, 
                    serve_args: Sequence[str] = ()) -> dict[str, Any]:
     """Write (or with `remove`, delete) the `monad` entry. Returns
     `{"client", "file", "entry", "changed", "removed", "dryRun", "duplicates", "replaced",
-    "differing", "deleted", "overwrote"}`; `overwrote`: the file's `monad` entry ran something
-    else (another monad, another MONAD_HOME, other serve options) and is replaced; `entry` is
-    what the file now holds (with `dry_run`: would hold; nothing is written), `duplicates` the
-    client's own entries for servers monad runs as the client defines them (taken out when
-    `replace`: then `replaced` lists them), `differing` with `replace` the client's own
-    entries it leaves because monad's server of that name is defined differently (taking
-    them out would lose them: `duplicates`), `deleted` whether `remove` deleted the file monad had created.
+    "differing", "deleted", "overwrote", "restored", "notRestored"}`; `overwrote`: the file's
+    `monad` entry ran something else (another monad, another MONAD_HOME, other serve options)
+    and is replaced; `entry` is what the file now holds (with `dry_run`: would hold; nothing is
+    written), `duplicates` the client's own entries for servers monad runs as the client
+    defines them (taken out when `replace`: then `replaced` lists them), `differing` with
+    `replace` the client's own entries it leaves because monad's server of that name is
+    defined differently (taking them out would lose them: `duplicates`), `deleted` whether
+    `remove` deleted the file monad had created, `restored` the entries `--replace` had taken
+    out that `remove` puts back, `notRestored` those it leaves because the file holds an entry
+    of that name again.
 
     `per_server`: instead, one entry per named server, each running `monad mcp serve NAME`
     under the server's own name, in place of the client's own entry of that name (its tool
@@ -261,7 +264,7 @@ def connect_client(client_name: str, path: str | None, *, remove: bool = False, 
         return {**result, "entries": out["entries"]}
     return {**result, "entry": out["entries"]["monad"], "duplicates": [] if replace else dups,
             "replaced": dups if replace else [], "differing": differing if replace else [],
-            "restored": out["restored"], "overwrote": "monad" in out["overwritten"]}
+            "restored": out["restored"], "notRestored": out["notRestored"], "overwrote": "monad" in out["overwritten"]}
 
 
 def _edit(fmt: ClientFormat, real: Path, source: str, ours: dict[str, dict[str, Any]], *, remove: bool,
@@ -271,9 +274,10 @@ def _edit(fmt: ClientFormat, real: Path, source: str, ours: dict[str, dict[str, 
     again is left as it is); with `only_ours`, an entry that is not monad's is not taken
     out. The result is read back and must hold the intended entries and everything else
     as it was, or nothing is written. Returns `{"entries", "changed", "deleted", "overwritten",
-    "taken", "restored"}`; `overwritten`: the names whose entry held something else before
-    (another monad, another MONAD_HOME, other options) and now holds ours; `taken`: each
-    entry of `take_out` as the file held it; `restored`: the names put back."""
+    "taken", "restored", "notRestored"}`; `overwritten`: the names whose entry held something
+    else before (another monad, another MONAD_HOME, other options) and now holds ours;
+    `taken`: each entry of `take_out` as the file held it; `restored`: the names put back;
+    `notRestored`: those of `put_back` the file holds again (left as they are)."""
     for _ in range(_TRIES):
         old = _read(real)
         base = old or ""
@@ -301,7 +305,7 @@ def _edit(fmt: ClientFormat, real: Path, source: str, ours: dict[str, dict[str, 
                              f"(please report this with the file's shape)")
         changed = new != (old or "")
         done = {"entries": entries, "changed": changed, "deleted": False, "overwritten": overwritten,
-                "taken": taken, "restored": restored}
+                "taken": taken, "restored": restored, "notRestored": [n for n in put_back if n not in restored]}
         if not changed or dry_run:
             return done
         if _read(real) != old:

@@ -247,6 +247,16 @@ def test_connect_names_the_clients_own_entries_and_replace_takes_them_out(
     assert r.code == 0 and r.json()["changed"] is False and r.json()["restored"] == [], r
     r = cli("mcp", "connect", "aura", str(tmp_path), "--replace")
     assert r.code == 2 and "--replace is not for aura" in r.err, r
+    # An entry added again after --replace is the person's now: left, and said so.
+    assert cli("mcp", "connect", "cursor", str(path), "--replace").code == 0
+    data = json.loads(path.read_text())
+    data["mcpServers"]["time"] = {"command": "my-time"}
+    path.write_text(json.dumps(data))
+    r = cli("mcp", "connect", "cursor", str(path), "--remove", "--dry-run", "--json")
+    assert r.code == 0 and r.json()["restored"] == ["clock"] and r.json()["notRestored"] == ["time"], r
+    r = cli("mcp", "connect", "cursor", str(path), "--remove")
+    assert "left Cursor's entries `time` as" in r.err and "the copies --replace kept are dropped" in r.err, r
+    assert json.loads(path.read_text())["mcpServers"]["time"] == {"command": "my-time"}
 
 
 def test_replace_leaves_an_entry_whose_name_monad_uses_for_another_server(

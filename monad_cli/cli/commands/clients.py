@@ -141,6 +141,9 @@ def connect(
         if result["restored"]:
             render.info(f"{'would put' if dry_run else 'put'} back {title}'s own entries "
                         f"{_names(result['restored'])}, which --replace had taken out")
+        if result["notRestored"]:
+            render.info(f"left {title}'s entries {_names(result['notRestored'])} as {where} holds them now (added "
+                        f"again since --replace took them out); the copies --replace kept are dropped")
     if result["duplicates"]:
         render.warn(f"{title}'s own entries {_names(result['duplicates'])} stay in `{result['file']}`, so each "
                     f"of those servers runs twice (once by {title}, once through monad); "
