@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from monad_cli.core.errors import ConfigError, InvalidInput, NotFound
-from monad_cli.core.paths import Paths, exposure, read_regular
+from monad_cli.core.paths import Paths, exposure, link_exposure, read_regular
 from monad_cli.core.redact import secret_name
 
 SOURCE = "env"  # the file, relative to MONAD_HOME, as messages name it
@@ -125,8 +125,14 @@ def exposed(paths: Paths, verb: str) -> str | None:
     for at, where, fix in ((paths.env_file, f"`{SOURCE}`", "chmod 600"), (paths.home, f"`{paths.home}`", "chmod 700")):
         try:
             found = exposure(at)
+            link = link_exposure(at) if found is None else None
         except OSError as e:
             return f"{where}: cannot check who may write it ({e.strerror or e}); {verb}"
+        if link is not None:  # a link into a dotfiles folder: the way to the file counts too
+            who = "that account decides" if link.exposure.foreign else "another account could have set"
+            todo = "copy the file to a folder of your own" if link.exposure.foreign else f"`chmod go-w {link.at}`"
+            return (f"{where} links to `{link.target}`, through `{link.at}`, which {link.exposure.what}: {verb}, "
+                    f"as {who} what a server receives; check what is in it, then {todo}")
         if found is None:
             continue
         if found.foreign:
