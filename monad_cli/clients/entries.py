@@ -149,16 +149,17 @@ def shown_definition(defn: Mapping[str, Any], *, reveal: bool) -> dict[str, Any]
     """`defn` with every secret value as `***` (references stay), or as written when `reveal`."""
     if reveal:
         return dict(defn)
-    from monad_cli.core.redact import MASK, redact_args, redact_url
+    from monad_cli.core.redact import MASK, redact_args, redact_url, secret_header
 
     out = dict(defn)
 
     def mask(value: Any) -> Any:
         return value if isinstance(value, str) and is_reference(value) else MASK
 
-    for key in ("env", "headers"):
-        if isinstance(out.get(key), Mapping):
-            out[key] = {k: mask(v) for k, v in out[key].items()}
+    if isinstance(out.get("env"), Mapping):
+        out["env"] = {k: mask(v) for k, v in out["env"].items()}
+    if isinstance(out.get("headers"), Mapping):  # a `Host` or `Accept` is no secret: exported as written
+        out["headers"] = {k: MASK if secret_header(k, v) else v for k, v in out["headers"].items()}
     if isinstance(out.get("url"), str):
         out["url"] = redact_url(out["url"])
     if isinstance(out.get("args"), list):
