@@ -116,7 +116,9 @@ class Exposures:
     """Why a definition file must not be read: it, or a folder between it and the home, may
     be written by another account (`core.paths.exposure`, the rule `Paths.check_owner` holds
     the home to when a command or the supervisor starts; this holds a running supervisor to
-    it on every load). Each folder is looked at once per load."""
+    it on every load). A path that is a symlink is followed to its file, every folder and
+    link on the way held to the rule too (`core.paths.link_exposure`). Each folder is looked
+    at once per load."""
 
     def __init__(self, paths: Paths) -> None:
         self.paths = paths
