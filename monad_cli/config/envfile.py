@@ -129,10 +129,9 @@ def exposed(paths: Paths, verb: str) -> str | None:
         except OSError as e:
             return f"{where}: cannot check who may write it ({e.strerror or e}); {verb}"
         if link is not None:  # a link into a dotfiles folder: the way to the file counts too
-            who = "that account decides" if link.exposure.foreign else "another account could have set"
             todo = "copy the file to a folder of your own" if link.exposure.foreign else f"`chmod go-w {link.at}`"
             return (f"{where} links to `{link.target}`, through `{link.at}`, which {link.exposure.what}: {verb}, "
-                    f"as {who} what a server receives; check what is in it, then {todo}")
+                    f"as another account could have set what a server receives; check what is in it, then {todo}")
         if found is None:
             continue
         if found.foreign:
