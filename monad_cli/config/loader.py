@@ -24,7 +24,7 @@ from monad_cli.config.presets import preset_definitions
 from monad_cli.config.schema import ServerSpec, validate
 from monad_cli.config.urls import normalize_url
 from monad_cli.core.errors import ConfigError
-from monad_cli.core.paths import LinkExposure, Paths, exposure, link_exposure
+from monad_cli.core.paths import Exposure, LinkExposure, Paths, exposure, link_exposure
 
 
 @dataclass
@@ -126,6 +126,7 @@ class Exposures:
         # By path string, each one's answer with its folders': pathlib's `parents` and `==` cost
         # ~3 ms a load of 50 atoms, walking up again from each atom ~0.2 ms more.
         self._seen: dict[str, str | None] = {}
+        self._folders: dict[str, Exposure | None] = {}  # the folders links lead through (`link_exposure`)
 
     def why(self, path: str | os.PathLike[str]) -> str | None:
         """One line naming the first of `path`, its folders up to the home, that fails and
@@ -144,7 +145,7 @@ class Exposures:
     def _check(self, at: str) -> str | None:
         try:
             found = exposure(at)
-            link = link_exposure(at) if found is None else None
+            link = link_exposure(at, self._folders) if found is None else None
         except OSError as e:
             return f"`{self._name(at)}`: cannot check who may write it ({e.strerror or e}); not read"
         if link is not None:  # the file passes, but the way a link leads to it does not

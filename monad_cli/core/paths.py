@@ -204,7 +204,8 @@ class LinkExposure:
 MAX_LINKS = 40
 
 
-def link_exposure(path: str | os.PathLike[str]) -> LinkExposure | None:
+def link_exposure(path: str | os.PathLike[str], folders: dict[str, Exposure | None] | None = None
+                  ) -> LinkExposure | None:
     """Whether another account could change what the symlink `path` leads to, though the file
     it ends at passes `exposure`: a folder the lookup reads a name from (every one from the
     root, or the link's own folder, down to the file, through each further link's folders),
@@ -213,6 +214,10 @@ def link_exposure(path: str | os.PathLike[str]) -> LinkExposure | None:
     rename or remove it). Root is trusted as OpenSSH's `StrictModes` trusts it (it owns `/`
     and `/home`). `path` itself is looked at no further than its link: the caller checks it
     and its folders (`exposure`).
+
+    `folders`: each folder's answer, kept by the caller across calls: links into one dotfiles
+    folder share its walk (50 linked atoms: 5.1 ms a load walked each alone, with a
+    `realpath` of the link's folder each; 1.7 ms with this and that only for a relative link).
 
     Returns None when nothing fails, `path` is not a link or its lookup ends at no file.
     Raises the `OSError`s of `stat`, `lstat` and `readlink` (`ELOOP` after `MAX_LINKS`)."""
@@ -223,9 +228,9 @@ def link_exposure(path: str | os.PathLike[str]) -> LinkExposure | None:
     if not os.path.islink(start):
         return None
     uid = os.geteuid()
+    known = {} if folders is None else folders
     checked: set[str] = set()
-    # A relative target starts from the link's folder, as the kernel finds it (links resolved).
-    at = os.path.realpath(os.path.dirname(os.path.abspath(start)))
+    at = ""  # the folder the next name is looked up in (links resolved), set by `follow`
     parts: list[str] = []  # what is left to look up, the next name last
     links = 0
 
@@ -237,6 +242,8 @@ def link_exposure(path: str | os.PathLike[str]) -> LinkExposure | None:
         target = os.readlink(link)
         if target.startswith("/"):
             at = "/"
+        elif not at:  # a relative target starts from the link's folder, as the kernel finds it
+            at = os.path.realpath(os.path.dirname(os.path.abspath(start)))
         parts.extend(p for p in reversed(target.split("/")) if p and p != ".")
 
     follow(start)
@@ -247,7 +254,9 @@ def link_exposure(path: str | os.PathLike[str]) -> LinkExposure | None:
             continue
         if at not in checked:  # a name is read from `at`: whoever may write it decides what it is
             checked.add(at)
-            why = _folder_exposure(at, uid)
+            if at not in known:
+                known[at] = _folder_exposure(at, uid)
+            why = known[at]
             if why is not None:
                 return LinkExposure(at, os.path.realpath(start), why)
         nxt = os.path.join(at, name)
