@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from monad_cli.clients import yaml_doc
-from monad_cli.clients.entries import Candidate, Parts, left_out
+from monad_cli.clients.entries import Candidate, Parts, leave_out
 from monad_cli.clients.format import OAUTH_LOST
 from monad_cli.core.errors import ConfigError, Conflict
 
@@ -74,7 +74,7 @@ def _candidate(name: str, entry: Any, where: str) -> Candidate:
     if "disabled" in entry:
         defn["enabled"] = not entry["disabled"] if isinstance(entry["disabled"], bool) else entry["disabled"]
     used = {"type", "disabled", "required", "deferred", "condition", "tools", "timeout", *keep}
-    cand.notes = left_out(entry, used)
+    leave_out(cand, entry, used)
     if "timeout" in entry:
         seconds = parse_duration(entry["timeout"]) if isinstance(entry["timeout"], str) else None
         if seconds is None:

@@ -34,7 +34,7 @@ from monad_cli.clients.entries import (
     Parts,
     Unimportable,
     allow_deny_tools,
-    left_out,
+    leave_out,
     tool_names,
 )
 from monad_cli.clients.format import ClientFormat
@@ -116,7 +116,7 @@ def _candidate(name: str, entry: Any) -> Candidate:
         defn["tools"] = tools
     used = _USED - ({"command", "args", "env", "env_vars", "cwd"} if http else
                     {"url", "bearer_token_env_var", "http_headers", "env_http_headers"})
-    cand.notes = left_out(entry, used) + cand.notes
+    leave_out(cand, entry, used)
     cand.definition = defn
     return cand
 

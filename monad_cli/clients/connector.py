@@ -17,7 +17,9 @@ would then run twice (once by the client, once behind the gateway), so the resul
 them (`duplicates`) and `replace` takes them out in the same write, keeping each as the file
 held it (`MONAD_HOME/clients/replaced.json`, by file), so that `remove` puts them back. Only an entry monad runs
 as the client defines it (the same definition, under that name or another) counts: one whose
-name monad uses for another definition stays (`differing`), as taking it out would lose it.
+name monad uses for another definition stays (`differing`), as taking it out would lose it,
+and so does one holding a field that says what runs or where which the import left out
+(`partial`: a `command` beside the `url` monad kept).
 `remove` on a file that then holds only what `connect` itself would have created from
 nothing deletes the file.
 """
@@ -103,31 +105,39 @@ def _others(fmt: ClientFormat, text: str, source: str, names: Sequence[str]) -> 
     return data
 
 
-def duplicates(client_name: str, file: Path, source: str) -> tuple[list[str], list[str]]:
+def duplicates(client_name: str, file: Path, source: str
+               ) -> tuple[list[str], list[str], list[dict[str, Any]]]:
     """The client's own entries (not `monad`, not monad's gateway) that meet monad's servers, as
-    (`duplicates`, `differing`) lists of names: `duplicates` monad runs as the client defines
-    them (`importer.same_definition`, under that name or another), so each would run twice
-    and `replace` may take them out; `differing` have a name monad uses for another
-    definition, so monad does not run them and no copy of them would be left."""
+    (`duplicates`, `differing`, `partial`): `duplicates` (names) monad runs as the client
+    defines them (`importer.same_definition`, under that name or another), so each would run
+    twice and `replace` may take them out; `differing` (names) have a name monad uses for
+    another definition, so monad does not run them and no copy of them would be left;
+    `partial` (`{name, leftOut}`) monad runs as far as it imported them, but they hold fields
+    that say what runs or where that the import left out (`leftOut`: a `command` beside the
+    `url` monad kept), so they are not the same definition and no copy of those would be left."""
     from monad_cli.clients.entries import is_monad_gateway
     from monad_cli.clients.importer import same_definition
     from monad_cli.config.loader import load_definitions
     from monad_cli.core.paths import paths
 
     if not file.exists() or file.is_dir():
-        return [], []
+        return [], [], []
     mine = load_definitions(paths(), expand=False)
     dups: list[str] = []
     differing: list[str] = []
+    partial: list[dict[str, Any]] = []
     for cand in get_client(client_name).read(file, source):
         if cand.name == "monad" or is_monad_gateway(cand.definition) or cand.where.startswith("projects."):
             continue  # a project-scoped entry of Claude Code is not the client's global one
         if cand.definition is not None and any(same_definition(raw, cand.definition, cand.name)
                                                for raw in mine.raw.values()):
-            dups.append(cand.name)
+            if cand.transport_dropped:
+                partial.append({"name": cand.name, "leftOut": cand.transport_dropped})
+            else:
+                dups.append(cand.name)
         elif cand.name in mine.raw:
             differing.append(cand.name)
-    return dups, differing
+    return dups, differing, partial
 
 
 def connect_all(*, dry_run: bool = False, remove: bool = False, replace: bool = False,
@@ -142,7 +152,7 @@ def connect_all(*, dry_run: bool = False, remove: bool = False, replace: bool = 
         except MonadError as e:
             rows.append({"client": name, "file": shown(resolve(name, None)), "entry": None, "removed": remove,
                          "changed": False, "dryRun": dry_run, "duplicates": [], "replaced": [], "differing": [],
-                         "restored": [], "deleted": False, "error": e.message})
+                         "partial": [], "restored": [], "deleted": False, "error": e.message})
     return rows
 
 
@@ -207,13 +217,15 @@ def connect_client(client_name: str, path: str | None, *, remove: bool = False, 
                    serve_args: Sequence[str] = ()) -> dict[str, Any]:
     """Write (or with `remove`, delete) the `monad` entry. Returns
     `{"client", "file", "entry", "changed", "removed", "dryRun", "duplicates", "replaced",
-    "differing", "deleted", "overwrote", "restored", "notRestored"}`; `overwrote`: the file's
-    `monad` entry ran something else (another monad, another MONAD_HOME, other serve options)
-    and is replaced; `entry` is what the file now holds (with `dry_run`: would hold; nothing is
-    written), `duplicates` the client's own entries for servers monad runs as the client
-    defines them (taken out when `replace`: then `replaced` lists them), `differing` with
-    `replace` the client's own entries it leaves because monad's server of that name is
-    defined differently (taking them out would lose them: `duplicates`), `deleted` whether
+    "differing", "partial", "deleted", "overwrote", "restored", "notRestored"}`; `overwrote`:
+    the file's `monad` entry ran something else (another monad, another MONAD_HOME, other serve
+    options) and is replaced; `entry` is what the file now holds (with `dry_run`: would hold;
+    nothing is written), `duplicates` the client's own entries for servers monad runs as the
+    client defines them (taken out when `replace`: then `replaced` lists them), `differing`
+    with `replace` the client's own entries it leaves because monad's server of that name is
+    defined differently (taking them out would lose them: `duplicates`), `partial` with
+    `replace` the client's own entries it leaves because they hold fields monad's server does
+    not (`{name, leftOut}`: a `command` beside the `url` import kept), `deleted` whether
     `remove` deleted the file monad had created, `restored` the entries `--replace` had taken
     out that `remove` puts back, `notRestored` those it leaves because the file holds an entry
     of that name again.
@@ -251,7 +263,7 @@ def connect_client(client_name: str, path: str | None, *, remove: bool = False, 
     names = list(per_server) if per_server is not None else ["monad"]
     ours = {n: fmt.client_entry(n, monad_entry(n if per_server is not None else None, serve_args=serve_args))
             for n in names}
-    dups, differing = ([], []) if remove or per_server is not None or not fmt.per_server else \
+    dups, differing, partial = ([], [], []) if remove or per_server is not None or not fmt.per_server else \
         duplicates(client_name, real, source)
     put_back = _taken_out(real) if remove and per_server is None else {}
     out = _edit(fmt, real, source, ours, remove=remove, only_ours=per_server is not None,
@@ -264,7 +276,8 @@ def connect_client(client_name: str, path: str | None, *, remove: bool = False, 
         return {**result, "entries": out["entries"]}
     return {**result, "entry": out["entries"]["monad"], "duplicates": [] if replace else dups,
             "replaced": dups if replace else [], "differing": differing if replace else [],
-            "restored": out["restored"], "notRestored": out["notRestored"], "overwrote": "monad" in out["overwritten"]}
+            "partial": partial if replace else [], "restored": out["restored"], "notRestored": out["notRestored"],
+            "overwrote": "monad" in out["overwritten"]}
 
 
 def _edit(fmt: ClientFormat, real: Path, source: str, ours: dict[str, dict[str, Any]], *, remove: bool,

@@ -16,6 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+#: The fields by which a client's entry says what runs or where it connects, in every
+#: format's spelling. An entry whose import left one of them out (both a `command` and a
+#: `url`: monad keeps one) is not the server monad holds, however alike the rest.
+TRANSPORT_FIELDS = frozenset({
+    "command", "cmd", "args", "env", "envs", "environment", "env_vars", "env_keys", "cwd", "envFile", "sandbox",
+    "url", "uri", "httpUrl", "serverUrl", "headers", "http_headers", "env_http_headers", "bearer_token_env_var"})
+
 
 @dataclass
 class Candidate:
@@ -24,6 +31,12 @@ class Candidate:
     definition: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
     problem: str | None = None
+    dropped: list[str] = field(default_factory=list)  # the entry's fields the definition does not carry
+
+    @property
+    def transport_dropped(self) -> list[str]:
+        """The `dropped` fields that say what runs or where (`TRANSPORT_FIELDS`), in the entry's order."""
+        return [k for k in self.dropped if k in TRANSPORT_FIELDS]
 
 
 class Unimportable(Exception):
@@ -85,10 +98,13 @@ def map_strings(defn: dict[str, Any], fn: Callable[[str, str], str]) -> dict[str
     return out
 
 
-def left_out(entry: Mapping[str, Any], used: set[str]) -> list[str]:
-    """A note naming the entry's fields monad does not carry, or nothing."""
-    extra = [k for k in entry if k not in used]
-    return [f"left out {', '.join(f'`{k}`' for k in extra)} (no monad equivalent)"] if extra else []
+def leave_out(cand: Candidate, entry: Mapping[str, Any], used: set[str]) -> None:
+    """The entry's fields not in `used`, which the definition does not carry: kept in
+    `cand.dropped` (`connect --replace` takes out only an entry monad holds whole) and named
+    in the first of `cand.notes`."""
+    cand.dropped = [k for k in entry if k not in used]
+    if cand.dropped:
+        cand.notes.insert(0, f"left out {', '.join(f'`{k}`' for k in cand.dropped)} (no monad equivalent)")
 
 
 def allow_deny_tools(allow: Any, deny: Any, *, allow_field: str, deny_field: str, notes: list[str],
@@ -149,16 +165,17 @@ def shown_definition(defn: Mapping[str, Any], *, reveal: bool) -> dict[str, Any]
     """`defn` with every secret value as `***` (references stay), or as written when `reveal`."""
     if reveal:
         return dict(defn)
-    from monad_cli.core.redact import MASK, redact_args, redact_url
+    from monad_cli.core.redact import MASK, redact_args, redact_url, secret_header
 
     out = dict(defn)
 
     def mask(value: Any) -> Any:
         return value if isinstance(value, str) and is_reference(value) else MASK
 
-    for key in ("env", "headers"):
-        if isinstance(out.get(key), Mapping):
-            out[key] = {k: mask(v) for k, v in out[key].items()}
+    if isinstance(out.get("env"), Mapping):
+        out["env"] = {k: mask(v) for k, v in out["env"].items()}
+    if isinstance(out.get("headers"), Mapping):  # a `Host` or `Accept` is no secret: exported as written
+        out["headers"] = {k: MASK if secret_header(k, v) else v for k, v in out["headers"].items()}
     if isinstance(out.get("url"), str):
         out["url"] = redact_url(out["url"])
     if isinstance(out.get("args"), list):
@@ -284,4 +301,4 @@ def is_monad_gateway(definition: Mapping[str, Any] | None) -> bool:
 
 
 __all__ = ["Candidate", "Parts", "Unimportable", "editor_references", "is_monad_gateway",
-           "is_reference", "left_out", "map_strings", "monad_entry", "shown_definition", "split_definition"]
+           "is_reference", "leave_out", "map_strings", "monad_entry", "shown_definition", "split_definition"]

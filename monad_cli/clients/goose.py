@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from monad_cli.clients import yaml_doc
-from monad_cli.clients.entries import Candidate, Parts, left_out
+from monad_cli.clients.entries import Candidate, Parts, leave_out
 from monad_cli.clients.format import OAUTH_LOST, ClientFormat
 from monad_cli.core.errors import ConfigError, MonadError
 
@@ -86,7 +86,7 @@ def _candidate(name: str, entry: Any) -> Candidate:
         defn["requestTimeoutMs"] = int(timeout * 1000)
     if isinstance(entry.get("description"), str) and entry["description"]:
         defn["description"] = entry["description"]
-    cand.notes = left_out(entry, used) + cand.notes
+    leave_out(cand, entry, used)
     cand.definition = defn
     return cand
 

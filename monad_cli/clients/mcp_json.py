@@ -29,7 +29,7 @@ from monad_cli.clients.entries import (
     Unimportable,
     allow_deny_tools,
     editor_references,
-    left_out,
+    leave_out,
     map_strings,
 )
 from monad_cli.clients.format import OAUTH_LOST, JsonFormat
@@ -40,6 +40,7 @@ _GEMINI = {"httpUrl", "timeout", "includeTools", "excludeTools", "trust"}
 _ANTIGRAVITY = {"serverUrl"}
 _COPILOT = {"tools"}
 _HTTP_TYPES = {None, "http", "streamable-http", "streamableHttp", "streamable_http"}
+_TRANSPORT = {"command", "args", "env", "cwd", "url", "headers", "httpUrl", "serverUrl"}
 
 
 class McpJson(JsonFormat):
@@ -63,17 +64,18 @@ class McpJson(JsonFormat):
         used = set(_COMMON) | {"gemini": _GEMINI, "antigravity": _ANTIGRAVITY, "copilot": _COPILOT}.get(client, set())
         if client == "copilot" and kind == "local":
             kind = "stdio"
+        url_key: str | None = None  # the field monad's `url` comes from
         if client == "gemini" and "httpUrl" in entry:
             defn["transport"] = "http"
-            defn["url"] = entry["httpUrl"]
+            defn["url"] = entry[url_key := "httpUrl"]
         elif client == "antigravity" and "serverUrl" in entry:
             defn["transport"] = "http"
-            defn["url"] = entry["serverUrl"]
+            defn["url"] = entry[url_key := "serverUrl"]
         elif "url" in entry and (kind in _HTTP_TYPES or kind == "sse"):
             # A legacy HTTP+SSE server (`type: "sse"`, Gemini's `url`) is an http server to monad:
             # the supervisor falls back to SSE by itself (docs/supervisor.md "Legacy HTTP+SSE").
             defn["transport"] = "http"
-            defn["url"] = entry["url"]
+            defn["url"] = entry[url_key := "url"]
         elif kind in (None, "stdio"):
             defn["transport"] = "stdio"
         else:
@@ -83,8 +85,9 @@ class McpJson(JsonFormat):
         for key in fields:
             if key in entry:
                 defn[key] = entry[key]
-        if defn["transport"] == "http":
-            used -= {"command", "args", "env", "cwd"}  # on an http entry these would be dropped: say so
+        # The fields of the transport monad did not take are left out, and said so: a `command`
+        # beside a `url`, a `url` on a `type: "stdio"` entry, Gemini's `url` beside its `httpUrl`.
+        used -= _TRANSPORT - {*fields, url_key}
         if entry.get("disabled") is True:
             defn["enabled"] = False
         if isinstance(entry.get("description"), str):
@@ -104,7 +107,7 @@ class McpJson(JsonFormat):
                     defn["tools"] = tools
                 if entry.get("trust"):
                     cand.notes.append("left out `trust` (monad's approval gate decides; see `monad mcp trust`)")
-            cand.notes = left_out(entry, used) + cand.notes
+            leave_out(cand, entry, used)
             cand.definition = map_strings(defn, editor_references) if client == "cursor" else defn
         except Unimportable as e:
             cand.problem = str(e)

@@ -17,7 +17,7 @@ import json
 import re
 from typing import Any
 
-from monad_cli.clients.entries import Candidate, Parts, Unimportable, left_out, map_strings
+from monad_cli.clients.entries import Candidate, Parts, Unimportable, leave_out, map_strings
 from monad_cli.clients.format import OAUTH_LOST, JsonFormat
 
 KEY = "mcp"
@@ -67,7 +67,7 @@ class OpenCode(JsonFormat):
             defn["enabled"] = False
         if isinstance(entry.get("timeout"), (int, float)) and not isinstance(entry["timeout"], bool):
             defn["timeout"] = min(600.0, max(1.0, entry["timeout"] / 1000))
-        cand.notes = left_out(entry, used)
+        leave_out(cand, entry, used)
         try:
             cand.definition = map_strings(defn, _from_opencode)
         except Unimportable as e:

@@ -28,7 +28,7 @@ from monad_cli.clients.entries import (
     Unimportable,
     editor_references,
     input_variable,
-    left_out,
+    leave_out,
     map_strings,
 )
 from monad_cli.clients.format import OAUTH_LOST, JsonFormat
@@ -101,7 +101,7 @@ def _candidate(name: str, entry: Any, prefix: str, inputs: dict[str, Any] | None
         return cand
     keep = ("command", "args", "env", "cwd") if kind == "stdio" else ("url", "headers")
     defn: dict[str, Any] = {"transport": kind, **{k: entry[k] for k in keep if k in entry}}
-    cand.notes = left_out(entry, {"type", "envFile", *keep})
+    leave_out(cand, entry, {"type", "envFile", *keep})
     try:
         if "envFile" in entry:
             if kind != "stdio":

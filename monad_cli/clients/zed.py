@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from monad_cli.clients.entries import Candidate, Parts, left_out
+from monad_cli.clients.entries import Candidate, Parts, leave_out
 from monad_cli.clients.format import OAUTH_LOST, JsonFormat
 
 KEY = "context_servers"
@@ -51,7 +51,7 @@ class Zed(JsonFormat):
             return cand
         if entry.get("enabled") is False:
             defn["enabled"] = False
-        cand.notes = left_out(entry, used)
+        leave_out(cand, entry, used)
         if entry.get("settings"):
             cand.notes.append("left out `settings` (passed to a Zed extension, not to the server)")
         cand.definition = defn

@@ -18,8 +18,8 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-from monad_cli.core.errors import InvalidInput, NotFound
-from monad_cli.core.paths import Paths, read_regular
+from monad_cli.core.errors import ConfigError, InvalidInput, NotFound
+from monad_cli.core.paths import Paths, exposure, link_exposure, read_regular
 from monad_cli.core.redact import secret_name
 
 SOURCE = "env"  # the file, relative to MONAD_HOME, as messages name it
@@ -37,10 +37,13 @@ PLAIN_NAMES = frozenset({"HOME", "PATH", "USER", "LOGNAME", "SHELL", "TERM", "PW
 @dataclass
 class EnvFile:
     """What the file holds: `values` by name (a later line wins), `problems` (one-line
-    messages about lines that were skipped, or a mode that lets others read it)."""
+    messages about lines that were skipped, or a mode that lets others read it), and
+    whether the file was `refused` unread (another account may have written it: `values`
+    is empty then, and a reader that holds earlier values keeps them)."""
 
     values: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    refused: bool = False
 
 
 #: Bytes: a larger env file is not read (a problem says so): thousands of variables fit.
@@ -112,9 +115,44 @@ def parse(text: str) -> EnvFile:
     return out
 
 
+def exposed(paths: Paths, verb: str) -> str | None:
+    """Why the file must not be trusted, as the start of a one-line message (`verb`: what is
+    not done with it, "not read"), or None. The rule every definition file is held to
+    (`core.paths.exposure`; config/loader.py `Exposures`): the file and the home it is in must
+    be this user's and not writable by group or others, as a variable written there reaches a
+    server's environment or headers. Checked on every read: `Paths.check_owner` holds the
+    home to it only when a command or the supervisor starts."""
+    for at, where, fix in ((paths.env_file, f"`{SOURCE}`", "chmod 600"), (paths.home, f"`{paths.home}`", "chmod 700")):
+        try:
+            found = exposure(at)
+            link = link_exposure(at) if found is None else None
+        except OSError as e:
+            return f"{where}: cannot check who may write it ({e.strerror or e}); {verb}"
+        if link is not None:  # a link into a dotfiles folder: the way to the file counts too
+            todo = "copy the file to a folder of your own" if link.exposure.foreign else f"`chmod go-w {link.at}`"
+            return (f"{where} links to `{link.target}`, through `{link.at}`, which {link.exposure.what}: {verb}, "
+                    f"as another account could have set what a server receives; check what is in it, then {todo}")
+        if found is None:
+            continue
+        if found.foreign:
+            todo = (f"make it a file of your own (`cp {at} {at}.new && mv {at}.new {at}`) or remove it"
+                    if at == paths.env_file else "use a MONAD_HOME of your own")
+        else:
+            todo = f"`{fix} {at}`"
+        return (f"{where} {found.what}: {verb}, as another account could have set what a server receives; "
+                f"check what is in it, then {todo}")
+    return None
+
+
 def read_env_file(paths: Paths) -> EnvFile:
-    """The file's variables; an absent file holds none. A mode that lets group or others
-    read it is a problem (the values are secrets), yet the file is read."""
+    """The file's variables; an absent file holds none. A file another account may write
+    (`exposed`) is `refused` unread: one problem names it and the fix. A mode that lets
+    group or others read it is a problem too, yet the file is read: its secrets may have
+    been read already, refusing it would not undo that, and would unset every variable of
+    every server."""
+    why = exposed(paths, "not read")
+    if why is not None:
+        return EnvFile(problems=[why], refused=True)
     try:
         st = paths.env_file.stat()
         data = read_regular(paths.env_file, MAX_BYTES)
@@ -125,31 +163,37 @@ def read_env_file(paths: Paths) -> EnvFile:
     if len(data) > MAX_BYTES:
         return EnvFile(problems=[f"`{SOURCE}` is larger than {MAX_BYTES // 1024} KiB; not read"])
     out = parse(data.decode("utf-8", "replace"))
-    if st.st_mode & 0o077:
-        out.problems.append(f"`{SOURCE}` is readable by others (mode {st.st_mode & 0o777:o}); "
-                            f"run `chmod 600 {paths.env_file}`")
+    if st.st_mode & 0o044:
+        who = "others" if not st.st_mode & 0o040 else "group" if not st.st_mode & 0o004 else "group and others"
+        out.problems.append(f"`{SOURCE}` is readable by {who} (mode {st.st_mode & 0o777:o}): the secrets in it "
+                            f"may have been read already; `chmod 600 {paths.env_file}`, then replace the ones "
+                            f"that matter")
     return out
 
 
-def stamp(paths: Paths) -> tuple[int, int, int] | None:
-    """(inode, size, mtime in ns) of the file, or None when it does not exist."""
+def stamp(paths: Paths) -> tuple[int, ...] | None:
+    """(inode, size, mtime in ns, mode, owner) of the file and the mode and owner of the home,
+    or None when the file does not exist: a `chmod` or `chown` decides whether it is read."""
     try:
         st = os.stat(paths.env_file)
+        home = os.stat(paths.home)
     except OSError:
         return None
-    return st.st_ino, st.st_size, st.st_mtime_ns
+    return st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode, st.st_uid, home.st_mode, home.st_uid
 
 
 def set_variable(paths: Paths, name: str, value: str) -> bool:
     """Write `NAME=value` into the file (replacing that name's line, or appended), under the
     config lock, atomically, 0600. Returns whether the name was there before. Raises
-    `InvalidInput` for a bad name, a value of more than one line, or one that would make the
-    file larger than `MAX_BYTES` (it would then not be read, and every `$VAR` in it unset)."""
+    `ConfigError` when another account may write the file (`exposed`); `InvalidInput` for a
+    bad name, a value of more than one line, or one that would make the file larger than
+    `MAX_BYTES` (it would then not be read, and every `$VAR` in it unset)."""
     from monad_cli.config.store import config_lock, write_atomic
 
     check_name(name)
     check_value(name, value)
     with config_lock(paths):
+        _refuse_exposed(paths)
         lines, found = _lines_without(paths, name)
         at = found[0] if found else len(lines)
         lines.insert(at, f"{name}={value}")
@@ -163,15 +207,25 @@ def set_variable(paths: Paths, name: str, value: str) -> bool:
 
 
 def unset_variable(paths: Paths, name: str) -> None:
-    """Remove every line of `name` from the file. Raises `NotFound` when it has none."""
+    """Remove every line of `name` from the file. Raises `NotFound` when it has none,
+    `ConfigError` when another account may write the file (`exposed`)."""
     from monad_cli.config.store import config_lock, write_atomic
 
     check_name(name)
     with config_lock(paths):
+        _refuse_exposed(paths)
         lines, found = _lines_without(paths, name)
         if not found:
             raise NotFound(f"variable `{name}` is not in MONAD_HOME/env (see `monad env list`)")
         write_atomic(paths.env_file, ("\n".join(lines) + "\n").encode() if lines else b"")
+
+
+def _refuse_exposed(paths: Paths) -> None:
+    """A rewrite keeps the other lines and writes them back 0600: it would make this user's
+    what another account wrote. Raises `ConfigError` (`exposed`) then."""
+    why = exposed(paths, "not rewritten")
+    if why is not None:
+        raise ConfigError(f"{why}; nothing was changed", file=SOURCE)
 
 
 def _lines_without(paths: Paths, name: str) -> tuple[list[str], list[int]]:

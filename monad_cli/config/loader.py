@@ -24,7 +24,7 @@ from monad_cli.config.presets import preset_definitions
 from monad_cli.config.schema import ServerSpec, validate
 from monad_cli.config.urls import normalize_url
 from monad_cli.core.errors import ConfigError
-from monad_cli.core.paths import Paths, exposure
+from monad_cli.core.paths import Exposure, LinkExposure, Paths, exposure, link_exposure
 
 
 @dataclass
@@ -116,7 +116,9 @@ class Exposures:
     """Why a definition file must not be read: it, or a folder between it and the home, may
     be written by another account (`core.paths.exposure`, the rule `Paths.check_owner` holds
     the home to when a command or the supervisor starts; this holds a running supervisor to
-    it on every load). Each folder is looked at once per load."""
+    it on every load). A path that is a symlink is followed to its file, every folder and
+    link on the way held to the rule too (`core.paths.link_exposure`). Each folder is looked
+    at once per load."""
 
     def __init__(self, paths: Paths) -> None:
         self.paths = paths
@@ -124,6 +126,7 @@ class Exposures:
         # By path string, each one's answer with its folders': pathlib's `parents` and `==` cost
         # ~3 ms a load of 50 atoms, walking up again from each atom ~0.2 ms more.
         self._seen: dict[str, str | None] = {}
+        self._folders: dict[str, Exposure | None] = {}  # the folders links lead through (`link_exposure`)
 
     def why(self, path: str | os.PathLike[str]) -> str | None:
         """One line naming the first of `path`, its folders up to the home, that fails and
@@ -142,8 +145,11 @@ class Exposures:
     def _check(self, at: str) -> str | None:
         try:
             found = exposure(at)
+            link = link_exposure(at, self._folders) if found is None else None
         except OSError as e:
             return f"`{self._name(at)}`: cannot check who may write it ({e.strerror or e}); not read"
+        if link is not None:  # the file passes, but the way a link leads to it does not
+            return link_message(self._name(at), link, "not read")
         if found is None:
             return None
         where = self._name(at)
@@ -153,6 +159,18 @@ class Exposures:
         fix = "chmod 700" if os.path.isdir(at) else "chmod 600"
         return (f"`{where}` {found.what}: not read, as another account could have changed what it defines; "
                 f"check what is in it, then `{fix} {at}`")
+
+
+def link_message(where: str, link: LinkExposure, verb: str) -> str:
+    """The one line for a link (`where`, as messages name it) whose way to its file another
+    account could change (`core.paths.link_exposure`): what, why, and the fix; `verb` says
+    what is not done ("not read")."""
+    head = f"`{where}` links to `{link.target}`, through `{link.at}`, which {link.exposure.what}: {verb}"
+    if link.exposure.foreign:
+        return (f"{head}, as that account decides what it defines; check what is in it, then copy the file to a "
+                f"folder of your own")
+    return (f"{head}, as another account could have changed what it defines; check what is in it, then "
+            f"`chmod go-w {link.at}`")
 
 
 def _odd_atom_entries(paths: Paths) -> list[Path]:

@@ -185,9 +185,113 @@ def exposure(path: str | os.PathLike[str]) -> Exposure | None:
     if st.st_uid != uid:
         return Exposure(f"is owned by {_account(st.st_uid)}, not by this user ({_account(uid)})", True)
     if st.st_mode & 0o022:
-        who = "others" if not st.st_mode & 0o020 else "group" if not st.st_mode & 0o002 else "group and others"
-        return Exposure(f"is writable by {who} (mode {st.st_mode & 0o777:o})", False)
+        return Exposure(f"is writable by {_writers(st.st_mode)} (mode {st.st_mode & 0o777:o})", False)
     return None
+
+
+@dataclass(frozen=True)
+class LinkExposure:
+    """What, on the way from a symlink to the file it names, another account could change
+    (`link_exposure`): `at` (a folder, or a link on the way), `target` (where the link leads
+    now), `exposure` (why)."""
+
+    at: str
+    target: str
+    exposure: Exposure
+
+
+#: Links followed before a lookup gives up, as the kernel's `MAXSYMLINKS` (40).
+MAX_LINKS = 40
+
+
+def link_exposure(path: str | os.PathLike[str], folders: dict[str, Exposure | None] | None = None
+                  ) -> LinkExposure | None:
+    """Whether another account could change what the symlink `path` leads to, though the file
+    it ends at passes `exposure`: a folder the lookup reads a name from (every one from the
+    root, or the link's own folder, down to the file, through each further link's folders),
+    or a link on the way, that is owned by neither this uid nor root, or a folder writable by
+    group or others that is not sticky (`S_ISVTX`, as /tmp: there only an entry's owner may
+    rename or remove it). Root is trusted as OpenSSH's `StrictModes` trusts it (it owns `/`
+    and `/home`). `path` itself is looked at no further than its link: the caller checks it
+    and its folders (`exposure`).
+
+    `folders`: each folder's answer, kept by the caller across calls: links into one dotfiles
+    folder share its walk (50 linked atoms: 5.1 ms a load walked each alone, with a
+    `realpath` of the link's folder each; 1.7 ms with this and that only for a relative link).
+
+    Returns None when nothing fails, `path` is not a link or its lookup ends at no file.
+    Raises the `OSError`s of `stat`, `lstat` and `readlink` (`ELOOP` after `MAX_LINKS`)."""
+    import errno
+    import stat
+
+    start = os.fspath(path)
+    if not os.path.islink(start):
+        return None
+    uid = os.geteuid()
+    known = {} if folders is None else folders
+    checked: set[str] = set()
+    at = ""  # the folder the next name is looked up in (links resolved), set by `follow`
+    parts: list[str] = []  # what is left to look up, the next name last
+    links = 0
+
+    def follow(link: str) -> None:
+        nonlocal at, links
+        links += 1
+        if links > MAX_LINKS:
+            raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), start)
+        target = os.readlink(link)
+        if target.startswith("/"):
+            at = "/"
+        elif not at:  # a relative target starts from the link's folder, as the kernel finds it
+            at = os.path.realpath(os.path.dirname(os.path.abspath(start)))
+        parts.extend(p for p in reversed(target.split("/")) if p and p != ".")
+
+    follow(start)
+    while parts:
+        name = parts.pop()
+        if name == "..":
+            at = os.path.dirname(at)
+            continue
+        if at not in checked:  # a name is read from `at`: whoever may write it decides what it is
+            checked.add(at)
+            if at not in known:
+                known[at] = _folder_exposure(at, uid)
+            why = known[at]
+            if why is not None:
+                return LinkExposure(at, os.path.realpath(start), why)
+        nxt = os.path.join(at, name)
+        try:
+            st = os.lstat(nxt)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        if not stat.S_ISLNK(st.st_mode):
+            at = nxt
+            continue
+        if st.st_uid not in (uid, 0):  # a link's owner decides where it leads
+            return LinkExposure(nxt, os.path.realpath(start),
+                                Exposure(f"is a link owned by {_account(st.st_uid)}, {_not_yours(uid)}", True))
+        follow(nxt)
+    return None
+
+
+def _folder_exposure(folder: str, uid: int) -> Exposure | None:
+    """`link_exposure`'s rule for one folder on the way."""
+    import stat
+
+    st = os.stat(folder)
+    if st.st_uid not in (uid, 0):
+        return Exposure(f"is owned by {_account(st.st_uid)}, {_not_yours(uid)}", True)
+    if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+        return Exposure(f"is writable by {_writers(st.st_mode)} (mode {st.st_mode & 0o777:o})", False)
+    return None
+
+
+def _writers(mode: int) -> str:
+    return "others" if not mode & 0o020 else "group" if not mode & 0o002 else "group and others"
+
+
+def _not_yours(uid: int) -> str:
+    return f"not by this user ({_account(uid)})" if uid == 0 else f"neither by this user ({_account(uid)}) nor by root"
 
 
 def make_private_dir(path: Path) -> None:

@@ -1,7 +1,10 @@
 """The one redaction function family: the API, the CLI, logs, errors and the journal use it.
 
 What counts as secret (docs/atoms.md "Secrets"), and nothing else:
-- every `headers` value (names stay visible), and an `env` value whose *name* says secret
+- a `headers` value whose field says credential (`Authorization`, `Cookie`, `X-Api-Key`: by
+  name) or whose value is shaped like a token (`secret_header`; never `Host`, `Accept`,
+  `User-Agent`, `Content-Type`, `MCP-Protocol-Version`), every `auth.headers` value (names stay
+  visible), and an `env` value whose *name* says secret
   (`secret_name`: a word such as TOKEN, KEY, SECRET, PASSWORD, CREDENTIAL, AUTH, COOKIE,
   SESSION) or whose *shape* says secret (`secret_shaped`: a known token prefix such as
   `ghp_`, `sk-`, `xoxb-`, `AKIA`, a JWT, a PEM key, a long random-looking string). A value
@@ -104,6 +107,33 @@ def secret_env(name: str, value: object) -> bool:
         (secret_name(name) or secret_shaped(value))
 
 
+# Request header fields whose value is never a credential: RFC 9110's content negotiation,
+# conditional and routing fields, MCP's own (`MCP-Protocol-Version`), CORS, proxies and
+# trace context (W3C). Their values (a host, an agent string, a media type) are shown as
+# written and never scrubbed from text, whatever they look like (a `traceparent` is hex).
+PLAIN_HEADERS = frozenset({
+    "host", "accept", "accept-charset", "accept-encoding", "accept-language", "user-agent", "content-type",
+    "content-language", "content-encoding", "mcp-protocol-version", "origin", "referer", "cache-control",
+    "pragma", "connection", "keep-alive", "te", "dnt", "via", "forwarded", "x-forwarded-for", "x-forwarded-host",
+    "x-forwarded-proto", "x-forwarded-port", "x-real-ip", "x-request-id", "x-correlation-id", "traceparent",
+    "tracestate", "baggage", "if-match", "if-none-match", "if-modified-since", "if-unmodified-since", "range",
+    "expect", "prefer", "x-requested-with", "upgrade"})
+
+
+def secret_header(name: str, value: object) -> bool:
+    """Whether a header holds a secret (docs/atoms.md "Secrets"), by what the field means: a
+    field whose name says credential (`Authorization`, `Proxy-Authorization`, `Cookie`,
+    `X-Api-Key`, `Private-Token`: `secret_name`) always; one of `PLAIN_HEADERS` (`Host`,
+    `Accept`, `User-Agent`, `Content-Type`, `MCP-Protocol-Version`) never; any other when its
+    value is shaped like a token (`secret_shaped`) or is a credential after an auth scheme
+    (`Bearer X`, RFC 9110 §11.4). An empty value or a `$VAR` reference holds none."""
+    if not isinstance(value, str) or not value or is_reference(value):
+        return False
+    if name.strip().lower() in PLAIN_HEADERS:
+        return False
+    return secret_name(name) or secret_shaped(value) or _SCHEME_VALUE.match(value) is not None
+
+
 def _secret_query(name: str, value: str) -> bool:
     return bool(value) and (secret_name(name) or name.lower() in _QUERY_SECRET_NAMES or secret_shaped(value))
 
@@ -192,7 +222,7 @@ def redact_definition(defn: Mapping[str, Any], secrets: Iterable[str] = ()) -> d
     for k, v in defn.items():
         if k == "headers" and isinstance(v, Mapping):
             # An empty value holds nothing to hide, and `***` would hide that it is empty.
-            out[k] = {name: value if is_reference(value) or value == "" else MASK for name, value in v.items()}
+            out[k] = {name: MASK if secret_header(name, value) else value for name, value in v.items()}
         elif k == "env" and isinstance(v, Mapping):  # `secret_env`: never an empty value
             out[k] = {name: MASK if secret_env(name, value) else value for name, value in v.items()}
         elif k == "url" and isinstance(v, str):
@@ -234,8 +264,9 @@ def secret_values(defn: Mapping[str, Any]) -> set[str]:
                 found.add(scheme.group(1))  # the bare token travels alone too (a tool argument)
 
     if isinstance(defn.get("headers"), Mapping):
-        for v in defn["headers"].values():
-            take(v)
+        for name, v in defn["headers"].items():
+            if secret_header(name, v):
+                take(v)
     if isinstance(defn.get("env"), Mapping):
         for name, v in defn["env"].items():
             if secret_env(name, v):

@@ -88,7 +88,7 @@ class Supervisor:
         # changes (the atoms' cache reuses a validation only for the same object).
         self.variables = envfile.LayeredEnviron({}, self.environ)
         self.env_problems: list[str] = []
-        self._env_stamp: tuple[int, int, int] | bool | None = False
+        self._env_stamp: tuple[int, ...] | bool | None = False
         self.actors: dict[str, ServerActor] = {}
         self.applied: dict[str, str] = {}
         self.definitions = Definitions()
@@ -303,6 +303,12 @@ class Supervisor:
             return
         self._env_stamp = stamp
         read = envfile.read_env_file(self.paths)
+        if read.refused:
+            # What another account may have written reaches no server, and the values read
+            # before stay in use: for the servers (no reconnect without them) and as the
+            # secrets to mask (dropping them would show them unmasked).
+            self.env_problems = [f"{p}; until then the values read before stay in use" for p in read.problems]
+            return
         if read.values != self.variables.file:
             self.variables = envfile.LayeredEnviron(read.values, self.environ)
             log.info("MONAD_HOME/env: %d variable(s)", len(read.values))

@@ -541,3 +541,41 @@ def test_connect_all_says_which_monad_entries_it_replaces(cli: Any, monad_home: 
     assert {row["client"]: row["result"] for row in r.json()}["cursor"] == "replaced", r
     r = cli("mcp", "connect", "--all", "--json")
     assert {row["client"]: row["result"] for row in r.json()}["cursor"] == "unchanged", r
+
+
+def test_replace_leaves_an_entry_that_holds_what_import_did_not_keep(cli: Any, monad_home: Path) -> None:
+    """Found by a new-user trial: Cursor's `docs` held both a `command` and a `url`; `monad mcp
+    import cursor` kept the url (saying it left the command out), and `connect --replace`
+    then took the entry out as "the same definition": the command was nowhere any more. An
+    entry is the same only when import kept every field of it that says what runs or where
+    it connects; the other stays byte for byte, and connect says which fields and why."""
+    path = Path(os.environ["HOME"]) / ".cursor" / "mcp.json"  # Cursor's own file, in the test's home
+    path.parent.mkdir()
+    both = {"command": "npx", "args": ["-y", "sentinel-docs-server"], "url": "https://docs.example.com/mcp"}
+    local = {"type": "stdio", "command": "sentinel-notes-server", "url": "https://notes.example.com/mcp"}
+    path.write_text(json.dumps({"mcpServers": {"docs": both, "notes": local,
+                                               "clock": {"url": "https://clock.example.com/mcp"}}}, indent=2))
+    r = cli("mcp", "import", "cursor", "--json")
+    assert r.code == 0 and r.json()["imported"] == 3, r
+    notes = {row["name"]: row["detail"] for row in r.json()["servers"]}
+    assert notes["docs"] == "left out `command`, `args` (no monad equivalent)", notes
+    assert notes["notes"] == "left out `url` (no monad equivalent)", notes  # was dropped without a word
+    r = cli("mcp", "connect", "cursor")
+    assert r.code == 0, r
+    assert "`docs`, `notes`" not in r.err and "Cursor's own entries `clock` stay in" in r.err, r  # runs twice: clock
+    r = cli("mcp", "connect", "cursor", "--replace", "--json")
+    assert r.code == 0 and r.json()["replaced"] == ["clock"] and r.json()["duplicates"] == [], r
+    assert r.json()["partial"] == [{"name": "docs", "leftOut": ["command", "args"]},
+                                   {"name": "notes", "leftOut": ["url"]}], r
+    assert ("Cursor's own entries `docs`, `notes` stay in `~/.cursor/mcp.json`: monad's servers hold them without "
+            "some of their fields (`docs`: `command`, `args`; `notes`: `url`), so they are not the same definitions "
+            "and --replace leaves them; take those fields out of `~/.cursor/mcp.json` if Cursor does not need "
+            "them, and --replace takes them out") in r.err, r
+    servers = json.loads(path.read_text())["mcpServers"]
+    assert servers == {"docs": both, "notes": local, "monad": servers["monad"]}, servers
+    # What the warning says to do: without the fields monad did not keep, it is the same.
+    servers["docs"] = {"url": both["url"]}
+    path.write_text(json.dumps({"mcpServers": servers}, indent=2))
+    r = cli("mcp", "connect", "cursor", "--replace", "--json")
+    assert r.code == 0 and r.json()["replaced"] == ["docs"], r
+    assert r.json()["partial"] == [{"name": "notes", "leftOut": ["url"]}], r

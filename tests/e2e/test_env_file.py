@@ -9,6 +9,7 @@ import json
 import os
 import stat
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -96,7 +97,7 @@ def test_a_bad_line_is_reported_without_its_content_and_the_rest_is_read(monad_h
     read = read_env_file(Paths(monad_home))
     assert read.values == {"GOOD": "1"}
     assert read.problems[0] == "`env` line 2: not `NAME=value`; skipped"
-    assert "readable by others" in read.problems[1] and "chmod 600" in read.problems[1]
+    assert "readable by group and others (mode 644)" in read.problems[1] and "chmod 600" in read.problems[1]
     assert VALUE not in " ".join(read.problems)
 
 
@@ -314,3 +315,116 @@ def test_on_a_terminal_the_value_is_read_without_echo(monad_home: Path) -> None:
     from monad_cli.config.envfile import parse
 
     assert parse((monad_home / "env").read_text()).values == {"TTY_KEY": VALUE}
+
+
+# -- who may write it (core/paths.py `exposure`, the rule every definition file is held to) ---
+def _exposed_env_atom(home: Path) -> None:
+    write_atom(home, "docs", f"command = {json.dumps(sys.executable)}\n"
+                             f"args = {json.dumps([TESTSERVER])}\n"
+                             'env = {DOCS_KEY = "$DOCS_KEY"}\n'
+                             'trust = {autoApproveTools = ["docs__env"]}\n')
+
+
+def _env_problems(api: Any) -> list[str]:
+    """The env file's lines of the status answer's `problems` (what `monad mcp status` warns)."""
+    return [p["message"] for p in api.get("/v1/settings/mcp-servers/status")["problems"] if p["file"] == "env"]
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("opening", ["group-writable", "another-owner"])
+def test_an_env_file_another_account_can_write_is_refused_and_the_last_values_stay(
+        supervisor: Any, monad_home: Path, opening: str) -> None:
+    """A new-user trial: with the supervisor running, the env file was opened to the group
+    (`chmod 620`) or given to another account, and its new content was still read: a
+    variable written there reaches a server's environment. The running supervisor refuses
+    the new content (one line naming the file and the fix, in status and `GET /v1/env`),
+    keeps the last values it read for the servers and for masking, and reads the file
+    again once it is this user's alone."""
+    from monad_cli.cli.control import ControlClient
+    from monad_cli.core.paths import Paths
+
+    env = monad_home / "env"
+    env.write_text(f"DOCS_KEY={VALUE}\n")
+    env.chmod(0o600)
+    _exposed_env_atom(monad_home)
+    docs = wait_state(supervisor, "docs", "connected", timeout=60)
+    assert _server_environ(docs["pid"])["DOCS_KEY"] == VALUE
+    # The API itself, not the CLI: the CLI refuses a home whose env file others may write.
+    api = ControlClient(Paths(monad_home))
+
+    def called() -> str:
+        answer = api.post("/v1/tools/call", {"name": "docs__env", "arguments": {"name": "DOCS_KEY"}, "via": "cli"})
+        return str(answer["content"][0]["text"])
+
+    assert called() == "***"
+    if opening == "group-writable":
+        env.chmod(0o620)
+        what = "is writable by group (mode 620)"
+        fix = f"then `chmod 600 {env}`"
+    else:
+        other = _other_account()
+        os.chown(env, other, other)
+        what = f"is owned by uid {other} (nobody), not by this user (uid 0 (root))"
+        fix = f"then make it a file of your own (`cp {env} {env}.new && mv {env}.new {env}`) or remove it"
+    env.write_text(f"DOCS_KEY={OTHER}\n")  # what the other account writes through the opening
+    refused = wait_for(lambda: _env_problems(api))
+    assert refused == [f"`env` {what}: not read, as another account could have set what a server receives; check "
+                       f"what is in it, {fix}; until then the values read before stay in use"], refused
+    assert api.get("/v1/env")["problems"] == refused
+    time.sleep(1)  # a reconnect, were one coming, would have begun
+    row = status_of(supervisor, "docs")
+    assert row["state"] == "connected" and row["pid"] == docs["pid"], row
+    assert _server_environ(docs["pid"])["DOCS_KEY"] == VALUE
+    assert called() == "***"  # still masked: the last good values stay the secrets to mask
+    # An edit through the API (the Studio's forms) would write the file back as this user's,
+    # 0600, keeping what the other account wrote: refused, nothing changed.
+    from monad_cli.core.errors import ConfigError
+
+    with pytest.raises(ConfigError) as edit:
+        api.request("PUT", "/v1/env/MORE", {"value": "x1234"})
+    assert edit.value.message == (f"`env` {what}: not rewritten, as another account could have set what a server "
+                                  f"receives; check what is in it, {fix}; nothing was changed"), edit.value.message
+    assert env.read_text() == f"DOCS_KEY={OTHER}\n" and env.stat().st_mode & 0o777 == (
+        0o620 if opening == "group-writable" else 0o600)
+
+    # This user's alone again: read, applied (the server reconnects with the new value), masked.
+    if opening == "group-writable":
+        env.chmod(0o600)
+    else:
+        os.chown(env, os.geteuid(), os.getegid())
+    moved = wait_reconnected(supervisor, "docs", docs["pid"])
+    assert _server_environ(moved["pid"])["DOCS_KEY"] == OTHER
+    assert _env_problems(api) == []
+    assert called() == "***"
+
+
+def _other_account() -> int:
+    from tests.e2e.test_home_owner import _other_account as other
+
+    return other()
+
+
+@pytest.mark.e2e
+def test_an_env_file_others_can_read_is_read_and_said_in_status_on_every_reload(
+        supervisor: Any, monad_home: Path) -> None:
+    """Readable by others is a leak that has happened already (refusing the file would not
+    undo it, and would unset every server's variables): it is read, and the warning stands
+    in `monad mcp status` until the mode is fixed, not only at the reload that saw it."""
+    env = monad_home / "env"
+    env.write_text(f"DOCS_KEY={VALUE}\n")
+    env.chmod(0o644)
+    _exposed_env_atom(monad_home)
+    docs = wait_state(supervisor, "docs", "connected", timeout=60)
+    assert _server_environ(docs["pid"])["DOCS_KEY"] == VALUE
+    warning = (f"`env` is readable by group and others (mode 644): the secrets in it may have been read "
+               f"already; `chmod 600 {env}`, then replace the ones that matter")
+    r = supervisor("mcp", "status")
+    assert r.code == 0 and f"warning: {warning}\n" in r.err, r
+    write_atom(monad_home, "more", f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([TESTSERVER])}\n")
+    wait_state(supervisor, "more", "connected", timeout=60)  # another reload, the env file unchanged
+    r = supervisor("mcp", "status")
+    assert r.code == 0 and f"warning: {warning}\n" in r.err, r
+    assert supervisor("env", "list").err.count(warning) == 1
+    env.chmod(0o600)
+    wait_for(lambda: "warning" not in supervisor("mcp", "status").err)
+    assert status_of(supervisor, "docs")["pid"] == docs["pid"]

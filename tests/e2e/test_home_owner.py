@@ -224,3 +224,120 @@ def test_what_monad_makes_in_the_home_is_only_its_owners(monad: Any, monad_home:
     assert not loose, loose
     assert (monad_home / "journal.db").exists() and (monad_home / "logs" / "daemon.log").exists()
     assert (monad_home / "work" / "a").is_dir()
+
+
+def _linked_atom(home: Path, name: str, target: Path, defn: dict[str, Any]) -> Path:
+    """`atoms/mcp/NAME.toml` as a symlink to `target` (a dotfiles checkout), which holds `defn`."""
+    target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    target.write_text("".join(f"{k} = {json.dumps(v)}\n" for k, v in defn.items()))
+    target.chmod(0o600)
+    link = home / "atoms" / "mcp" / f"{name}.toml"
+    link.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    link.symlink_to(target)
+    return link
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("opening", ["folder-777", "folder-of-another", "link-in-an-open-folder"])
+def test_a_linked_atom_whose_target_another_account_can_change_is_not_read(
+        supervisor: Any, monad_home: Path, tmp_path: Path, opening: str) -> None:
+    """A new-user trial: `atoms/mcp/a.toml` links into a dotfiles folder; the running supervisor
+    checked the link's folders (and, through the link, the file's owner and mode), not the
+    folders the target lies in, nor a link on the way. Every folder and link the lookup
+    passes through is held to the rule (this user's or root's, not writable by group or
+    others unless sticky, as /tmp): the server keeps its last good definition, the error
+    names what to fix, nothing planted runs."""
+    marker = tmp_path / "ran-as-victim"
+    dotfiles = tmp_path / "dotfiles"
+    target = dotfiles / "monad" / "a.toml"
+    link = _linked_atom(monad_home, "a", target, _server())
+    if opening == "link-in-an-open-folder":  # atoms/mcp/a.toml -> shared/a.toml -> dotfiles/monad/a.toml
+        hop = tmp_path / "shared" / "a.toml"
+        hop.parent.mkdir(mode=0o700)
+        hop.symlink_to(target)
+        link.unlink()
+        link.symlink_to(hop)
+    pid = wait_state(supervisor, "a", "connected")["pid"]
+
+    if opening == "folder-777":
+        opened = dotfiles / "monad"
+        opened.chmod(0o777)
+        words = f"`{opened}`, which is writable by group and others (mode 777)"
+        fix = f"`chmod go-w {opened}`"
+        planted = target
+    elif opening == "folder-of-another":
+        opened = dotfiles / "monad"
+        other = _other_account()
+        os.chown(opened, other, other)
+        words = f"`{opened}`, which is owned by uid {other} (nobody), not by this user (uid 0 (root))"
+        fix = "copy the file to a folder of your own"
+        planted = target
+    else:
+        opened = tmp_path / "shared"
+        opened.chmod(0o777)
+        words = f"`{opened}`, which is writable by group and others (mode 777)"
+        fix = f"`chmod go-w {opened}`"
+        planted = tmp_path / "elsewhere.toml"  # the other account's file, the link repointed to it
+        planted.write_text("")
+        planted.chmod(0o600)
+        (opened / "a.toml").unlink()
+        (opened / "a.toml").symlink_to(planted)
+    # What the other account writes (as this user's own file, kept 0600: the file's own check passes).
+    planted.write_text("".join(f"{k} = {json.dumps(v)}\n" for k, v in _server(marker).items()))
+    # A change outside `atoms/mcp/` is no event the watcher sees: the next reload reads it.
+    _atom(monad_home, "b", _server())
+    wait_state(supervisor, "b", "connected")
+    row = wait_for(lambda: (s := status_of(supervisor, "a"))["configError"] and s)
+    why = "another account could have changed what it defines" if opening != "folder-of-another" else \
+        "that account decides what it defines"
+    assert row["configError"] == (f"`atoms/mcp/a.toml` links to `{planted}`, through {words}: not read, as {why}; "
+                                  f"check what is in it, then {fix}"), row
+    assert row["state"] == "connected" and row["pid"] == pid, row  # its last good definition
+    time.sleep(1)
+    assert not marker.exists()
+    assert link.is_symlink()  # nothing is "fixed" for the person
+
+
+def test_a_link_is_followed_name_by_name_and_each_folder_on_the_way_counts(monad_home: Path, tmp_path: Path) -> None:
+    """`core/paths.py` `link_exposure` over the real file system: a relative link with `..`,
+    a link to a link, a sticky world-writable folder (/tmp: only an entry's owner may replace
+    it) passing, and the env file held to the same rule (a variable there reaches a server)."""
+    from monad_cli.config.envfile import read_env_file
+    from monad_cli.config.loader import load_definitions
+    from monad_cli.core.paths import Paths
+
+    (monad_home / "atoms" / "mcp").mkdir(mode=0o700, parents=True)
+    monad_home.chmod(0o700)
+    store = tmp_path / "store"
+    (store / "inner").mkdir(mode=0o700, parents=True)
+    (store / "inner" / "a.toml").write_text(f"command = {json.dumps(sys.executable)}\n")
+    (store / "env").write_text("DOCS_KEY=from-the-store\n")
+    for f in (store / "inner" / "a.toml", store / "env"):
+        f.chmod(0o600)
+    store.chmod(0o700)
+    # atoms/mcp/a.toml -> ../../../store/hop.toml -> inner/./a.toml (relative, through `..`)
+    (store / "hop.toml").symlink_to("inner/./a.toml")
+    (monad_home / "atoms" / "mcp" / "a.toml").symlink_to(os.path.relpath(store / "hop.toml",
+                                                                         monad_home / "atoms" / "mcp"))
+    (monad_home / "env").symlink_to(store / "env")
+    home = Paths(monad_home)
+    assert "a" in load_definitions(home, {"PATH": ""}).specs  # /tmp on the way: sticky, passes
+    assert read_env_file(home).values == {"DOCS_KEY": "from-the-store"}
+
+    (store / "inner").chmod(0o770)
+    [problem] = load_definitions(home, {"PATH": ""}).problems
+    assert problem.server == "a" and problem.message == (
+        f"`atoms/mcp/a.toml` links to `{store / 'inner' / 'a.toml'}`, through `{store / 'inner'}`, which is writable "
+        f"by group (mode 770): not read, as another account could have changed what it defines; check what is in "
+        f"it, then `chmod go-w {store / 'inner'}`"), problem.message
+    (store / "inner").chmod(0o700)
+    store.chmod(0o1777)  # sticky: another account cannot replace `hop.toml` or `inner` there
+    assert "a" in load_definitions(home, {"PATH": ""}).specs
+    store.chmod(0o757)  # not sticky: it can
+    assert load_definitions(home, {"PATH": ""}).problems[0].message.startswith(
+        f"`atoms/mcp/a.toml` links to `{store / 'inner' / 'a.toml'}`, through `{store}`, which is writable by others "
+        f"(mode 757): not read")
+    read = read_env_file(home)
+    assert read.refused and read.values == {} and read.problems == [
+        f"`env` links to `{store / 'env'}`, through `{store}`, which is writable by others (mode 757): not read, as "
+        f"another account could have set what a server receives; check what is in it, then `chmod go-w {store}`"]

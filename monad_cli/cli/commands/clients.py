@@ -153,6 +153,12 @@ def connect(
                     f"servers of those names are defined differently, so --replace leaves them; "
                     f"`monad mcp import {client}{' ' + path if path else ''} --force` makes monad's the same as "
                     f"{title}'s, then --replace takes them out")
+    if result.get("partial"):  # monad holds them without a field that says what runs: not the same
+        render.warn(f"{title}'s own entries {_names([p['name'] for p in result['partial']])} stay in "
+                    f"`{result['file']}`: monad's servers hold them without some of their fields "
+                    f"({_left_out(result['partial'])}), so they are not the same definitions and --replace leaves "
+                    f"them; take those fields out of `{result['file']}` if {title} does not need them, and "
+                    f"--replace takes them out")
 
 
 def _states() -> dict[str, dict[str, Any]] | None:
@@ -214,7 +220,17 @@ def _twice(row: dict[str, Any], *, dry_run: bool) -> str:
         one = len(kept) == 1
         word += f"{'; ' if word else ''}its own {_names(kept)} {'stays' if one else 'stay'}: monad's " \
                 f"{'is' if one else 'are'} defined differently (`monad mcp import {row['client']} --force` first)"
+    if row.get("partial"):
+        one = len(row["partial"]) == 1
+        word += f"{'; ' if word else ''}its own {_names([p['name'] for p in row['partial']])} " \
+                f"{'stays' if one else 'stay'}: monad's {'holds it' if one else 'hold them'} without " \
+                f"{_left_out(row['partial'])}"
     return word
+
+
+def _left_out(partial: list[dict[str, Any]]) -> str:
+    """`docs`: `command`, `args`; `notes`: `url` — each entry's fields monad does not hold."""
+    return "; ".join(f"`{p['name']}`: {_names(p['leftOut'])}" for p in partial)
 
 
 def _names(names: list[str]) -> str:

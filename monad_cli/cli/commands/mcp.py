@@ -36,9 +36,9 @@ def _secrets_on_command_line(defn: dict[str, Any]) -> list[str]:
     """Which of `add`'s options carried a secret value itself rather than a `$VAR` reference
     (core/redact.py decides what is secret): `--header X-Key`, `--env API_KEY`, `--url`,
     `--bearer-token`, `args[2]` after `--`. Names and places only, never values."""
-    from monad_cli.core.redact import is_reference, redact_args, redact_url, secret_env
+    from monad_cli.core.redact import is_reference, redact_args, redact_url, secret_env, secret_header
 
-    found = [f"--header {k}" for k, v in (defn.get("headers") or {}).items() if v and not is_reference(v)]
+    found = [f"--header {k}" for k, v in (defn.get("headers") or {}).items() if secret_header(k, v)]
     found += [f"--env {k}" for k, v in (defn.get("env") or {}).items() if secret_env(k, v)]
     if isinstance(defn.get("url"), str) and redact_url(defn["url"]) != defn["url"].split("#")[0]:
         found.append("--url")
