@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.test_studio_ux import _axe_problems, _focused, _no_sideways, _tab_to
+from tests.browser.test_studio_ux import _axe_problems, _focused, _no_sideways, _spilled, _tab_to
 from tests.clients import parse
 from tests.studio_helpers import browser, context, open_studio, page, sign_in
 
@@ -118,22 +118,29 @@ def test_connect_and_disconnect_by_keyboard(monad: Any, page: Any, monad_home: P
     assert problems == [], problems
 
 
-def test_at_400px_nothing_scrolls_sideways(browser: Any, monad: Any, monad_home: Path) -> None:
+@pytest.mark.parametrize("width", [375, 400])
+def test_narrow_nothing_scrolls_sideways_and_the_badges_fit(browser: Any, monad: Any, monad_home: Path,
+                                                            width: int) -> None:
+    """Found by a new-user trial at 375 px: "Not found on this machine" ran out of the Status
+    column over the Action one. A badge wraps within its cell; nothing scrolls sideways."""
     _agents(Path(os.environ["HOME"]))
-    ctx = browser.new_context(viewport={"width": 400, "height": 800})
+    ctx = browser.new_context(viewport={"width": width, "height": 800})
     ctx.set_default_timeout(20_000)
     try:
         page = ctx.new_page()
         _open_agents(monad, page)
         expect(_row(page, "Cursor").locator("code.narrow")).to_have_text("~/.cursor/mcp.json")  # under the name
         expect(_row(page, "Cursor").locator("code.narrow")).to_be_visible()
+        expect(_row(page, "Goose").locator(".badge")).to_have_text("Not found on this machine")
         _no_sideways(page, "Agents")
+        spilled = _spilled(page, "table.agents-list th, table.agents-list td")
+        assert not spilled, spilled
         _row(page, "Zed").get_by_role("button", name="Connect Zed").focus()
         page.keyboard.press("Enter")
         dialog = page.get_by_role("dialog", name="Connect Zed")
         expect(dialog).to_contain_text("~/.config/zed/settings.json")
         _no_sideways(page, "the Connect dialog")
-        assert _axe_problems(page, "Agents at 400 px") == []
+        assert _axe_problems(page, f"Agents at {width} px") == []
         page.keyboard.press("Escape")
         expect(dialog).to_have_count(0)
     finally:

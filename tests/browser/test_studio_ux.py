@@ -2,7 +2,7 @@
 against the real supervisor and `mcp-server-time`: keyboard-only flows (add a server, try a
 tool and answer its approval, remove a server with Enter landing on Cancel first), axe-core
 finding no serious or critical violation on any view or dialog, nothing scrolling sideways at
-400 px, and fifty servers with the filter."""
+400 and 375 px, and fifty servers with the filter."""
 
 from __future__ import annotations
 
@@ -212,12 +212,16 @@ def _no_sideways(page: Any, where: str) -> None:
     assert width[0] <= width[1], f"{where}: the page is {width[0]} px wide in a {width[1]} px window: {wide}"
 
 
-def test_at_400px_nothing_scrolls_sideways_and_long_names_fit(browser: Any, monad: Any, monad_home: Path) -> None:
+@pytest.mark.parametrize("width", [375, 400])
+def test_narrow_nothing_scrolls_sideways_and_long_names_fit(browser: Any, monad: Any, monad_home: Path,
+                                                            width: int) -> None:
+    """At 400 px and at 375 px (a small phone's width, where a new-user trial found the
+    Agents page's badges running over their column: test_studio_agents.py)."""
     _time_atom(monad_home, "time")
     _time_atom(monad_home, LONG)
     assert monad("mcp", "add", "broken", "--", "/nonexistent/mcp-server-with-a-long-path/" + "y" * 80).code == 0
     wait_state(monad, "time", "connected")
-    ctx = browser.new_context(viewport={"width": 400, "height": 800})
+    ctx = browser.new_context(viewport={"width": width, "height": 800})
     ctx.set_default_timeout(20_000)
     try:
         page = ctx.new_page()
@@ -230,7 +234,7 @@ def test_at_400px_nothing_scrolls_sideways_and_long_names_fit(browser: Any, mona
         pane = page.locator("#details")
         expect(pane.get_by_role("table", name="Journal rows")).to_be_visible()
         box = pane.bounding_box()
-        assert box is not None and box["x"] == 0 and box["width"] <= 400  # over the list
+        assert box is not None and box["x"] == 0 and box["width"] <= width  # over the list
         _no_sideways(page, "the pane")
         pane.get_by_role("button", name=f"Close details of {LONG}").click()
         server_row(page, "time").get_by_role("button", name="More actions for time").click()
@@ -351,7 +355,7 @@ def _spilled(page: Any, selector: str) -> list[str]:
           return out; })""", selector))
 
 
-@pytest.mark.parametrize("width", [400, 1280])
+@pytest.mark.parametrize("width", [375, 400, 1280])
 def test_server_rows_and_the_forms_check_boxes_fit(browser: Any, monad: Any, monad_home: Path, width: int) -> None:
     """Found by a new-user trial at 400 px: the TOOLS header ran into ACTIONS, a two-digit tool
     count sat under the Reconnect button and the state badge spilled out of its column. And in
