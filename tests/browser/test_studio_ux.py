@@ -14,7 +14,17 @@ from typing import Any
 import pytest
 
 from tests.conftest import wait_state, write_atom
-from tests.studio_helpers import browser, context, open_studio, page, row_action, server_row, sign_in, state_of
+from tests.studio_helpers import (
+    browser,
+    context,
+    open_pane,
+    open_studio,
+    page,
+    row_action,
+    server_row,
+    sign_in,
+    state_of,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
 __all__ = ["browser", "context", "page"]  # fixtures, used by name
@@ -457,3 +467,44 @@ def test_reasons_in_the_list_and_the_journal_set_backticked_names_as_code_and_st
 def json_str(text: str) -> str:
     """A TOML basic string (JSON's escapes are TOML's)."""
     return json.dumps(text)
+
+
+def test_at_1920px_the_page_uses_the_width_and_a_hash_stays_on_one_line(
+        browser: Any, monad: Any, monad_home: Path) -> None:
+    """Found by a new-user trial at 1920 px: the page stopped at ~1590 px (a max-width), and the
+    pane's journal wrapped a pin mismatch's sha256 hashes mid-hash over a dozen lines. The page
+    now spans the window; a hash is one line, cut with `…`, whole in the DOM (copy, screen
+    readers) and its `title`."""
+    pinned = "sha256:" + "ab" * 32
+    write_atom(monad_home, "pinned", 'command = "mcp-server-time"\n\n[trust]\n'
+                                     f'pinnedToolHash = "{pinned}"\n')
+    _time_atom(monad_home, "time")
+    wait_state(monad, "pinned", "degraded")
+    ctx = browser.new_context(viewport={"width": 1920, "height": 1000})
+    ctx.set_default_timeout(20_000)
+    try:
+        page = ctx.new_page()
+        _open(monad, page)
+        tools = server_row(page, "pinned").locator("td.col-3")
+        expect(tools).to_have_text("refused")
+        assert tools.evaluate("e => e.scrollHeight <= parseFloat(getComputedStyle(e).lineHeight) * 1.5 + 12"), \
+            "the tool count's `refused` wraps"
+        pane = open_pane(page, "pinned")
+        split = page.locator("#view .split").bounding_box()
+        assert split is not None and split["x"] + split["width"] >= 1920 - 40, f"the page stops at {split}"
+        journal = pane.get_by_role("table", name="Journal rows")
+        hashes = journal.locator("code.hash")
+        expect(hashes.first).to_be_visible()
+        for where in (journal, pane.locator("dl.facts dd").first):
+            for code in where.locator("code.hash").all():
+                text = code.text_content() or ""
+                assert text.startswith("sha256:") and len(text) == 71 and code.get_attribute("title") == text, text
+                lines = code.evaluate("e => e.getClientRects().length")
+                box = code.bounding_box()
+                assert lines == 1 and box is not None and box["height"] < 24, f"{text} takes {lines} lines ({box})"
+        assert journal.locator("code.hash").filter(has_text=pinned).count() == 1
+        spilled = _spilled(page, "table.journal td, table.servers td:not(.col-2)")  # a reason is cut with `…`
+        assert not spilled, spilled
+        _no_sideways(page, "at 1920 px")
+    finally:
+        ctx.close()

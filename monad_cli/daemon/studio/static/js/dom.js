@@ -35,7 +35,25 @@ export function setText(el, text) {
 /** A message as nodes: what monad writes in backticks (`monad mcp get time`, a file, a name)
  *  becomes <code>, the rest stays text. The CLI's messages are the page's messages. */
 export function withCode(message) {
-  return String(message).split(/`([^`\n]+)`/).map((part, i) => (i % 2 ? h("code", {}, part) : part));
+  return String(message).split(/`([^`\n]+)`/).flatMap((part, i) => (i % 2 ? [codeOf(part)] : withHashes(part)));
+}
+
+// A SHA-256 digest as monad writes it (a tool set's pin): 64 hex digits, maybe `sha256:` first.
+const HASH = /((?:sha256:)?[0-9a-f]{64})(?![0-9a-f])/;
+
+function codeOf(text) {
+  return HASH.test(text) && text.match(HASH)[0] === text ? hashCode(text) : h("code", {}, text);
+}
+
+/** Text with each digest in it as a one-line <code class="hash"> (cut with `…` by the CSS, whole
+ *  in the DOM and its title): a 71-character hash wrapped mid-hash over many lines reads as noise. */
+export function withHashes(text) {
+  return String(text).split(new RegExp(HASH.source, "g")).map((part, i) => (i % 2 ? hashCode(part) : part))
+    .filter((part) => part !== "");
+}
+
+function hashCode(hash) {
+  return h("code", { class: "hash", title: hash }, hash);
 }
 
 /** A tool's name with a line-break opportunity (<wbr>) after each run of `_`, so a narrow
