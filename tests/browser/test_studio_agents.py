@@ -145,3 +145,30 @@ def test_narrow_nothing_scrolls_sideways_and_the_badges_fit(browser: Any, monad:
         expect(dialog).to_have_count(0)
     finally:
         ctx.close()
+
+
+def test_connect_names_the_entries_it_leaves_because_monads_differ(monad: Any, page: Any) -> None:
+    """Found by a new-user trial: a Connect that takes out Cursor's own entries (the box) left
+    its `github`, whose name monad uses for another server, without a word, where `monad mcp
+    connect --replace` warns (`differing`). The page's message names it and says what to do."""
+    cursor = Path(os.environ["HOME"]) / ".cursor" / "mcp.json"
+    cursor.parent.mkdir(parents=True)
+    cursor.write_text(json.dumps({"mcpServers": {"time": {"command": "mcp-server-time"},
+                                                 "github": {"command": "github-mcp-server", "args": ["stdio"]}}}))
+    assert monad("mcp", "add", "time", "--", "mcp-server-time").code == 0
+    assert monad("mcp", "add", "github", "--disabled", "--", "docker", "run", "github-mcp").code == 0
+    _open_agents(monad, page)
+    _row(page, "Cursor").get_by_role("button", name="Connect Cursor").click()
+    dialog = page.get_by_role("dialog", name="Connect Cursor")
+    dialog.locator("#agent-replace").check()
+    dialog.get_by_role("button", name="Connect", exact=True).click()
+    toast = page.get_by_role("status").locator(".toast").filter(has_text="took Cursor's own time out")
+    expect(toast).to_contain_text("Cursor's own github stays in ~/.cursor/mcp.json: monad's github is defined "
+                                  "differently")
+    expect(toast).to_contain_text("monad mcp import cursor --force")
+    expect(toast.locator("code").filter(has_text="github").first).to_be_visible()
+    assert set(parse("cursor", cursor.read_text())["mcpServers"]) == {"github", "monad"}
+    page.wait_for_timeout(9_000)  # a message with something to do stays until dismissed
+    expect(toast).to_be_visible()
+    toast.get_by_role("button", name="Dismiss message").click()
+    expect(toast).to_have_count(0)
