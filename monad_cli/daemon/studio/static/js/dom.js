@@ -62,6 +62,15 @@ export function breakAfterUnderscores(name) {
   return String(name).split(/(?<=_)(?!_)/).flatMap((part, i) => (i ? [h("wbr"), part] : [part]));
 }
 
+/** A comparator of names as a person reads them: regardless of case (`alpha`, `Beta`, `gamma`),
+ *  then by the exact name, so the order is total. The CLI's order too (`core/order.py`). */
+export function byName(a, b) {
+  const la = String(a).toLowerCase();
+  const lb = String(b).toLowerCase();
+  if (la !== lb) return la < lb ? -1 : 1;
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
 export function replaceChildren(el, ...children) {
   el.replaceChildren();
   return append(el, children);

@@ -4,7 +4,7 @@
 
 import { api } from "./api.js";
 import { AuthorizeDialog, confirmDialog } from "./dialogs.js";
-import { breakAfterUnderscores, enc, h, listIndex, replaceChildren, setText, when, withCode } from "./dom.js";
+import { breakAfterUnderscores, byName, enc, h, listIndex, replaceChildren, setText, when, withCode } from "./dom.js";
 import { ServerForm } from "./form.js";
 
 const PRESETS = "features/presets.toml";
@@ -190,7 +190,7 @@ export class ServersView {
   }
 
   order() {
-    const names = [...this.rows.keys()].sort();
+    const names = [...this.rows.keys()].sort(byName);
     const frag = document.createDocumentFragment();
     for (const name of names) frag.append(this.rows.get(name).tr);
     this.tbody.append(frag);
