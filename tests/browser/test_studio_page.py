@@ -20,6 +20,7 @@ from tests.conftest import TESTSERVER, _stop_supervisor, wait_for
 from tests.studio_helpers import (
     browser,
     context,
+    fill_args,
     journal_rows,
     open_pane,
     open_studio,
@@ -91,7 +92,7 @@ def test_live_state_add_from_the_page_and_cli_and_hand_edits_show_without_reload
     form.get_by_label("Name").fill("clock")
     form.get_by_label("Transport").select_option("stdio")
     form.get_by_label("Command").fill("mcp-server-time")
-    form.get_by_label("Arguments").fill("--local-timezone\nUTC")
+    fill_args(form, ["--local-timezone", "UTC"])
     form.get_by_label("Timeout").fill("30")
     form.get_by_label("Start", exact=True).select_option("on-demand")
     form.get_by_label("Stop when idle after").fill("5m")

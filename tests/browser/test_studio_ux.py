@@ -76,8 +76,14 @@ def test_keyboard_only_add_try_approve_and_remove(monad: Any, page: Any, monad_h
     kb.type("clock")
     _tab_to(page, "f-command")
     kb.type("mcp-server-time")
-    kb.press("Tab")
-    kb.type("--local-timezone\nUTC")
+    kb.press("Tab")  # Arguments: one input each, added with its button
+    assert _focused(page) == "Add argument"
+    kb.press("Enter")
+    assert _focused(page) == "Argument 1"
+    kb.type("--local-timezone")
+    _tab_to(page, "Add argument")
+    kb.press("Enter")
+    kb.type("UTC")
     _tab_to(page, "Save")
     kb.press("Enter")
     expect(form).to_have_count(0)
@@ -508,3 +514,45 @@ def test_at_1920px_the_page_uses_the_width_and_a_hash_stays_on_one_line(
         _no_sideways(page, "at 1920 px")
     finally:
         ctx.close()
+
+
+def test_an_empty_argument_can_be_entered_and_is_written(monad: Any, page: Any, monad_home: Path) -> None:
+    """Found by a new-user trial: the Add form's one-line-per-argument box dropped empty lines,
+    so `--flag ""` could not be entered. Each argument is an input now; an empty one is an
+    empty argument, in the middle or last, and the atom says so. Pasting lines makes one
+    argument per line."""
+    import tomllib
+
+    from tests.studio_helpers import fill_args
+
+    _open(monad, page)
+    page.get_by_role("button", name="Add server").click()
+    form = page.get_by_role("dialog", name="Add server")
+    form.get_by_label("Name").fill("flagged")
+    form.get_by_label("Command").fill("true")
+    fill_args(form, ["--label", "", "--flag", ""])
+    expect(form.get_by_label("Argument 2", exact=True)).to_have_attribute("placeholder", "(empty argument)")
+    # Lines pasted into one input: one argument each (the copy's last line break adds none).
+    form.get_by_role("button", name="Add argument").click()
+    form.get_by_label("Argument 5", exact=True).evaluate("""(input) => {
+        const data = new DataTransfer(); data.setData('text/plain', 'one\\ntwo\\n');
+        const paste = new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true });
+        input.dispatchEvent(paste); }""")
+    expect(form.get_by_label("Argument 6", exact=True)).to_have_value("two")
+    expect(form.get_by_label("Argument 7", exact=True)).to_have_count(0)
+    form.get_by_role("button", name="Save").click()
+    expect(form).to_have_count(0)
+    atom = monad_home / "atoms" / "mcp" / "flagged.toml"
+    assert tomllib.loads(atom.read_text())["args"] == ["--label", "", "--flag", "", "one", "two"]
+
+    # Edit shows each, empty ones included; Remove takes one out, the rest stay as they were.
+    row_action(page, "flagged", "Edit")
+    edit = page.get_by_role("dialog", name="Edit flagged")
+    expect(edit.locator(".arg-value")).to_have_count(6)
+    expect(edit.get_by_label("Argument 4", exact=True)).to_have_value("")
+    for _ in range(2):
+        edit.get_by_role("button", name="Remove argument 5").click()
+    edit.get_by_label("Argument 1", exact=True).fill("--name")
+    edit.get_by_role("button", name="Save").click()
+    expect(edit).to_have_count(0)
+    assert tomllib.loads(atom.read_text())["args"] == ["--name", "", "--flag", ""]
