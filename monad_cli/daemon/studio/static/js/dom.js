@@ -39,15 +39,17 @@ export function withCode(message) {
 }
 
 // A SHA-256 digest as monad writes it (a tool set's pin): 64 hex digits, maybe `sha256:` first.
-const HASH = /((?:sha256:)?[0-9a-f]{64})(?![0-9a-f])/;
+// Whole: not the end of a longer run of hex digits.
+const HASH = /(?<![0-9a-f])((?:sha256:)?[0-9a-f]{64})(?![0-9a-f])/;
 
 function codeOf(text) {
-  return HASH.test(text) && text.match(HASH)[0] === text ? hashCode(text) : h("code", {}, text);
+  const m = text.match(HASH);
+  return m && m[0] === text ? hashCode(text) : h("code", {}, text);
 }
 
 /** Text with each digest in it as a one-line <code class="hash"> (cut with `…` by the CSS, whole
  *  in the DOM and its title): a 71-character hash wrapped mid-hash over many lines reads as noise. */
-export function withHashes(text) {
+function withHashes(text) {
   return String(text).split(new RegExp(HASH.source, "g")).map((part, i) => (i % 2 ? hashCode(part) : part))
     .filter((part) => part !== "");
 }
