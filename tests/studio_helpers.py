@@ -182,6 +182,14 @@ def row_action(page: Any, name: str, verb: str) -> None:
     row.get_by_role("menuitem", name=f"{verb} {name}", exact=True).click()
 
 
+def fill_args(form: Any, args: list[str]) -> None:
+    """Type `args` into the server form's Arguments, one input each (Add argument, then the new
+    input, which has focus): an empty string is an empty argument."""
+    for i, arg in enumerate(args, start=1):
+        form.get_by_role("button", name="Add argument").click()
+        form.get_by_label(f"Argument {i}", exact=True).fill(arg)
+
+
 def open_pane(page: Any, name: str) -> Any:
     """Select the server (its name is a link): its details pane."""
     server_row(page, name).get_by_role("link", name=name, exact=True).click()

@@ -37,6 +37,7 @@ from monad_cli.clients.entries import monad_entry
 from monad_cli.clients.format import ClientFormat
 from monad_cli.clients.registry import CLIENTS, get_client, installed, installed_clients, resolve, shown
 from monad_cli.core.errors import InvalidInput, MonadError
+from monad_cli.core.order import by_name, name_key
 
 _TRIES = 3
 # The keys other clients keep their servers under: an edit that empties one leaves `{}`,
@@ -202,9 +203,10 @@ def per_server_plan(specs: Mapping[str, Any], states: Mapping[str, Mapping[str, 
     is not written, and for a server the supervisor does not serve now (`states`: its status
     rows by name, None when no supervisor runs), whose entry is written and will tell its
     agent that it failed (`monad mcp serve NAME`, docs/gateway.md))."""
-    names = sorted(n for n, spec in specs.items() if spec.enabled)
+    names = by_name(n for n, spec in specs.items() if spec.enabled)
     notes: dict[str, dict[str, Any]] = {n: {"state": "disabled", "reason": None, "written": False}
-                                        for n, spec in sorted(specs.items()) if not spec.enabled}
+                                        for n, spec in sorted(specs.items(), key=lambda kv: name_key(kv[0]))
+                                        if not spec.enabled}
     for name in names:
         row = (states or {}).get(name) or {}
         if row.get("state") in NOT_SERVING:

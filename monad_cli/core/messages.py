@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from monad_cli.core.order import by_name
+
 VALUE_LIMIT = 80
 """Characters of one quoted value kept in a message (the rest is counted, not shown)."""
 
@@ -65,10 +67,10 @@ def did_you_mean(word: str, choices: Iterable[str], *, known: bool = False) -> s
     with `known`, ``; known: A, B`` (every choice, sorted)."""
     import difflib  # only on an error
 
-    close = difflib.get_close_matches(word, sorted(choices), n=1)
+    close = difflib.get_close_matches(word, by_name(choices), n=1)
     if close:
         return f" (did you mean `{close[0]}`?)"
-    return f"; known: {', '.join(sorted(choices))}" if known else ""
+    return f"; known: {', '.join(by_name(choices))}" if known else ""
 
 
 def transport_error(exc: BaseException) -> str:

@@ -23,6 +23,7 @@ from monad_cli.config.settings import SETTINGS_FILE
 from monad_cli.config.start import StartDefaults, load_start_defaults
 from monad_cli.core.errors import ConfigError
 from monad_cli.core.filters import ServerFilter, combine
+from monad_cli.core.order import by_name
 from monad_cli.core.paths import Paths
 from monad_cli.core.states import LIVE, State
 from monad_cli.daemon import telemetry
@@ -438,7 +439,7 @@ class Supervisor:
     def status(self, *, name: str | None = None, detail: bool = False) -> list[dict[str, Any]]:
         """Status rows by name (`ServerActor.status`, plus `toolsRefused`: connected, but its
         tools are refused by its pin, so `tools` is None); `detail` adds the tool warnings."""
-        names = [name] if name else sorted(self.actors)
+        names = [name] if name else by_name(self.actors)
         rows = []
         for n in (n for n in names if n in self.actors):
             row = self.actors[n].status(detail=detail)

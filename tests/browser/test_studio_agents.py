@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.test_studio_ux import _axe_problems, _focused, _no_sideways, _tab_to
+from tests.browser.test_studio_ux import _axe_problems, _focused, _no_sideways, _spilled, _tab_to
 from tests.clients import parse
 from tests.studio_helpers import browser, context, open_studio, page, sign_in
 
@@ -118,23 +118,57 @@ def test_connect_and_disconnect_by_keyboard(monad: Any, page: Any, monad_home: P
     assert problems == [], problems
 
 
-def test_at_400px_nothing_scrolls_sideways(browser: Any, monad: Any, monad_home: Path) -> None:
+@pytest.mark.parametrize("width", [375, 400])
+def test_narrow_nothing_scrolls_sideways_and_the_badges_fit(browser: Any, monad: Any, monad_home: Path,
+                                                            width: int) -> None:
+    """Found by a new-user trial at 375 px: "Not found on this machine" ran out of the Status
+    column over the Action one. A badge wraps within its cell; nothing scrolls sideways."""
     _agents(Path(os.environ["HOME"]))
-    ctx = browser.new_context(viewport={"width": 400, "height": 800})
+    ctx = browser.new_context(viewport={"width": width, "height": 800})
     ctx.set_default_timeout(20_000)
     try:
         page = ctx.new_page()
         _open_agents(monad, page)
         expect(_row(page, "Cursor").locator("code.narrow")).to_have_text("~/.cursor/mcp.json")  # under the name
         expect(_row(page, "Cursor").locator("code.narrow")).to_be_visible()
+        expect(_row(page, "Goose").locator(".badge")).to_have_text("Not found on this machine")
         _no_sideways(page, "Agents")
+        spilled = _spilled(page, "table.agents-list th, table.agents-list td")
+        assert not spilled, spilled
         _row(page, "Zed").get_by_role("button", name="Connect Zed").focus()
         page.keyboard.press("Enter")
         dialog = page.get_by_role("dialog", name="Connect Zed")
         expect(dialog).to_contain_text("~/.config/zed/settings.json")
         _no_sideways(page, "the Connect dialog")
-        assert _axe_problems(page, "Agents at 400 px") == []
+        assert _axe_problems(page, f"Agents at {width} px") == []
         page.keyboard.press("Escape")
         expect(dialog).to_have_count(0)
     finally:
         ctx.close()
+
+
+def test_connect_names_the_entries_it_leaves_because_monads_differ(monad: Any, page: Any) -> None:
+    """Found by a new-user trial: a Connect that takes out Cursor's own entries (the box) left
+    its `github`, whose name monad uses for another server, without a word, where `monad mcp
+    connect --replace` warns (`differing`). The page's message names it and says what to do."""
+    cursor = Path(os.environ["HOME"]) / ".cursor" / "mcp.json"
+    cursor.parent.mkdir(parents=True)
+    cursor.write_text(json.dumps({"mcpServers": {"time": {"command": "mcp-server-time"},
+                                                 "github": {"command": "github-mcp-server", "args": ["stdio"]}}}))
+    assert monad("mcp", "add", "time", "--", "mcp-server-time").code == 0
+    assert monad("mcp", "add", "github", "--disabled", "--", "docker", "run", "github-mcp").code == 0
+    _open_agents(monad, page)
+    _row(page, "Cursor").get_by_role("button", name="Connect Cursor").click()
+    dialog = page.get_by_role("dialog", name="Connect Cursor")
+    dialog.locator("#agent-replace").check()
+    dialog.get_by_role("button", name="Connect", exact=True).click()
+    toast = page.get_by_role("status").locator(".toast").filter(has_text="took Cursor's own time out")
+    expect(toast).to_contain_text("Cursor's own github stays in ~/.cursor/mcp.json: monad's github is defined "
+                                  "differently")
+    expect(toast).to_contain_text("monad mcp import cursor --force")
+    expect(toast.locator("code").filter(has_text="github").first).to_be_visible()
+    assert set(parse("cursor", cursor.read_text())["mcpServers"]) == {"github", "monad"}
+    page.wait_for_timeout(9_000)  # a message with something to do stays until dismissed
+    expect(toast).to_be_visible()
+    toast.get_by_role("button", name="Dismiss message").click()
+    expect(toast).to_have_count(0)

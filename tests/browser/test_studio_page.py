@@ -20,6 +20,7 @@ from tests.conftest import TESTSERVER, _stop_supervisor, wait_for
 from tests.studio_helpers import (
     browser,
     context,
+    fill_args,
     journal_rows,
     open_pane,
     open_studio,
@@ -91,7 +92,7 @@ def test_live_state_add_from_the_page_and_cli_and_hand_edits_show_without_reload
     form.get_by_label("Name").fill("clock")
     form.get_by_label("Transport").select_option("stdio")
     form.get_by_label("Command").fill("mcp-server-time")
-    form.get_by_label("Arguments").fill("--local-timezone\nUTC")
+    fill_args(form, ["--local-timezone", "UTC"])
     form.get_by_label("Timeout").fill("30")
     form.get_by_label("Start", exact=True).select_option("on-demand")
     form.get_by_label("Stop when idle after").fill("5m")
@@ -363,3 +364,30 @@ def test_a_second_browser_with_the_same_url_gets_nothing(monad: Any, page: Any, 
         assert response is not None and response.status == 401
     finally:
         other.close()
+
+
+def test_lists_sort_names_regardless_of_case(monad: Any, page: Any, monad_home: Path) -> None:
+    """Found by a new-user trial: servers `alpha`, `Beta`, `gamma` showed as Beta, alpha, gamma.
+    The server list, the Tools view's groups and the Variables view sort as a person reads,
+    and as the CLI lists them (tests/e2e/test_name_order.py)."""
+    from tests.conftest import wait_state, write_atom
+
+    for name in ("gamma", "Beta", "alpha"):
+        write_atom(monad_home, name, 'command = "mcp-server-time"\n')
+    write_atom(monad_home, "Zed", 'command = "true"\nenabled = false\n'
+                                  'env = { A = "$bKey", B = "$BKey", C = "$aKey" }\n')
+    for name in ("gamma", "Beta", "alpha"):
+        wait_state(monad, name, "connected")
+    sign_in(page, open_studio(monad))
+    rows = page.get_by_role("table", name="MCP servers").locator("tbody tr")
+    expect(rows).to_have_count(4)
+    assert [r.get_attribute("data-name") for r in rows.all()] == ["alpha", "Beta", "gamma", "Zed"]
+    sections = page.get_by_role("navigation", name="Sections")
+    sections.get_by_role("link", name="Tools").click()
+    groups = page.locator("tbody[data-server]")
+    expect(groups).to_have_count(3)
+    assert [g.get_attribute("data-server") for g in groups.all()] == ["alpha", "Beta", "gamma"]
+    sections.get_by_role("link", name="Variables").click()
+    variables = page.locator("#variables-view tbody tr[data-name]")
+    expect(variables).to_have_count(3)
+    assert [v.get_attribute("data-name") for v in variables.all()] == ["aKey", "BKey", "bKey"]

@@ -2,7 +2,7 @@
 against the real supervisor and `mcp-server-time`: keyboard-only flows (add a server, try a
 tool and answer its approval, remove a server with Enter landing on Cancel first), axe-core
 finding no serious or critical violation on any view or dialog, nothing scrolling sideways at
-400 px, and fifty servers with the filter."""
+400 and 375 px, and fifty servers with the filter."""
 
 from __future__ import annotations
 
@@ -14,7 +14,17 @@ from typing import Any
 import pytest
 
 from tests.conftest import wait_state, write_atom
-from tests.studio_helpers import browser, context, open_studio, page, row_action, server_row, sign_in, state_of
+from tests.studio_helpers import (
+    browser,
+    context,
+    open_pane,
+    open_studio,
+    page,
+    row_action,
+    server_row,
+    sign_in,
+    state_of,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
 __all__ = ["browser", "context", "page"]  # fixtures, used by name
@@ -66,8 +76,14 @@ def test_keyboard_only_add_try_approve_and_remove(monad: Any, page: Any, monad_h
     kb.type("clock")
     _tab_to(page, "f-command")
     kb.type("mcp-server-time")
-    kb.press("Tab")
-    kb.type("--local-timezone\nUTC")
+    kb.press("Tab")  # Arguments: one input each, added with its button
+    assert _focused(page) == "Add argument"
+    kb.press("Enter")
+    assert _focused(page) == "Argument 1"
+    kb.type("--local-timezone")
+    _tab_to(page, "Add argument")
+    kb.press("Enter")
+    kb.type("UTC")
     _tab_to(page, "Save")
     kb.press("Enter")
     expect(form).to_have_count(0)
@@ -212,12 +228,16 @@ def _no_sideways(page: Any, where: str) -> None:
     assert width[0] <= width[1], f"{where}: the page is {width[0]} px wide in a {width[1]} px window: {wide}"
 
 
-def test_at_400px_nothing_scrolls_sideways_and_long_names_fit(browser: Any, monad: Any, monad_home: Path) -> None:
+@pytest.mark.parametrize("width", [375, 400])
+def test_narrow_nothing_scrolls_sideways_and_long_names_fit(browser: Any, monad: Any, monad_home: Path,
+                                                            width: int) -> None:
+    """At 400 px and at 375 px (a small phone's width, where a new-user trial found the
+    Agents page's badges running over their column: test_studio_agents.py)."""
     _time_atom(monad_home, "time")
     _time_atom(monad_home, LONG)
     assert monad("mcp", "add", "broken", "--", "/nonexistent/mcp-server-with-a-long-path/" + "y" * 80).code == 0
     wait_state(monad, "time", "connected")
-    ctx = browser.new_context(viewport={"width": 400, "height": 800})
+    ctx = browser.new_context(viewport={"width": width, "height": 800})
     ctx.set_default_timeout(20_000)
     try:
         page = ctx.new_page()
@@ -230,7 +250,7 @@ def test_at_400px_nothing_scrolls_sideways_and_long_names_fit(browser: Any, mona
         pane = page.locator("#details")
         expect(pane.get_by_role("table", name="Journal rows")).to_be_visible()
         box = pane.bounding_box()
-        assert box is not None and box["x"] == 0 and box["width"] <= 400  # over the list
+        assert box is not None and box["x"] == 0 and box["width"] <= width  # over the list
         _no_sideways(page, "the pane")
         pane.get_by_role("button", name=f"Close details of {LONG}").click()
         server_row(page, "time").get_by_role("button", name="More actions for time").click()
@@ -351,7 +371,7 @@ def _spilled(page: Any, selector: str) -> list[str]:
           return out; })""", selector))
 
 
-@pytest.mark.parametrize("width", [400, 1280])
+@pytest.mark.parametrize("width", [375, 400, 1280])
 def test_server_rows_and_the_forms_check_boxes_fit(browser: Any, monad: Any, monad_home: Path, width: int) -> None:
     """Found by a new-user trial at 400 px: the TOOLS header ran into ACTIONS, a two-digit tool
     count sat under the Reconnect button and the state badge spilled out of its column. And in
@@ -453,3 +473,86 @@ def test_reasons_in_the_list_and_the_journal_set_backticked_names_as_code_and_st
 def json_str(text: str) -> str:
     """A TOML basic string (JSON's escapes are TOML's)."""
     return json.dumps(text)
+
+
+def test_at_1920px_the_page_uses_the_width_and_a_hash_stays_on_one_line(
+        browser: Any, monad: Any, monad_home: Path) -> None:
+    """Found by a new-user trial at 1920 px: the page stopped at ~1590 px (a max-width), and the
+    pane's journal wrapped a pin mismatch's sha256 hashes mid-hash over a dozen lines. The page
+    now spans the window; a hash is one line, cut with `…`, whole in the DOM (copy, screen
+    readers) and its `title`."""
+    pinned = "sha256:" + "ab" * 32
+    write_atom(monad_home, "pinned", 'command = "mcp-server-time"\n\n[trust]\n'
+                                     f'pinnedToolHash = "{pinned}"\n')
+    _time_atom(monad_home, "time")
+    wait_state(monad, "pinned", "degraded")
+    ctx = browser.new_context(viewport={"width": 1920, "height": 1000})
+    ctx.set_default_timeout(20_000)
+    try:
+        page = ctx.new_page()
+        _open(monad, page)
+        tools = server_row(page, "pinned").locator("td.col-3")
+        expect(tools).to_have_text("refused")
+        assert tools.evaluate("e => e.scrollHeight <= parseFloat(getComputedStyle(e).lineHeight) * 1.5 + 12"), \
+            "the tool count's `refused` wraps"
+        pane = open_pane(page, "pinned")
+        split = page.locator("#view .split").bounding_box()
+        assert split is not None and split["x"] + split["width"] >= 1920 - 40, f"the page stops at {split}"
+        journal = pane.get_by_role("table", name="Journal rows")
+        hashes = journal.locator("code.hash")
+        expect(hashes.first).to_be_visible()
+        for where in (journal, pane.locator("dl.facts dd").first):
+            for code in where.locator("code.hash").all():
+                text = code.text_content() or ""
+                assert text.startswith("sha256:") and len(text) == 71 and code.get_attribute("title") == text, text
+                lines = code.evaluate("e => e.getClientRects().length")
+                box = code.bounding_box()
+                assert lines == 1 and box is not None and box["height"] < 24, f"{text} takes {lines} lines ({box})"
+        assert journal.locator("code.hash").filter(has_text=pinned).count() == 1
+        spilled = _spilled(page, "table.journal td, table.servers td:not(.col-2)")  # a reason is cut with `…`
+        assert not spilled, spilled
+        _no_sideways(page, "at 1920 px")
+    finally:
+        ctx.close()
+
+
+def test_an_empty_argument_can_be_entered_and_is_written(monad: Any, page: Any, monad_home: Path) -> None:
+    """Found by a new-user trial: the Add form's one-line-per-argument box dropped empty lines,
+    so `--flag ""` could not be entered. Each argument is an input now; an empty one is an
+    empty argument, in the middle or last, and the atom says so. Pasting lines makes one
+    argument per line."""
+    import tomllib
+
+    from tests.studio_helpers import fill_args
+
+    _open(monad, page)
+    page.get_by_role("button", name="Add server").click()
+    form = page.get_by_role("dialog", name="Add server")
+    form.get_by_label("Name").fill("flagged")
+    form.get_by_label("Command").fill("true")
+    fill_args(form, ["--label", "", "--flag", ""])
+    expect(form.get_by_label("Argument 2", exact=True)).to_have_attribute("placeholder", "(empty argument)")
+    # Lines pasted into one input: one argument each (the copy's last line break adds none).
+    form.get_by_role("button", name="Add argument").click()
+    form.get_by_label("Argument 5", exact=True).evaluate("""(input) => {
+        const data = new DataTransfer(); data.setData('text/plain', 'one\\ntwo\\n');
+        const paste = new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true });
+        input.dispatchEvent(paste); }""")
+    expect(form.get_by_label("Argument 6", exact=True)).to_have_value("two")
+    expect(form.get_by_label("Argument 7", exact=True)).to_have_count(0)
+    form.get_by_role("button", name="Save").click()
+    expect(form).to_have_count(0)
+    atom = monad_home / "atoms" / "mcp" / "flagged.toml"
+    assert tomllib.loads(atom.read_text())["args"] == ["--label", "", "--flag", "", "one", "two"]
+
+    # Edit shows each, empty ones included; Remove takes one out, the rest stay as they were.
+    row_action(page, "flagged", "Edit")
+    edit = page.get_by_role("dialog", name="Edit flagged")
+    expect(edit.locator(".arg-value")).to_have_count(6)
+    expect(edit.get_by_label("Argument 4", exact=True)).to_have_value("")
+    for _ in range(2):
+        edit.get_by_role("button", name="Remove argument 5").click()
+    edit.get_by_label("Argument 1", exact=True).fill("--name")
+    edit.get_by_role("button", name="Save").click()
+    expect(edit).to_have_count(0)
+    assert tomllib.loads(atom.read_text())["args"] == ["--name", "", "--flag", ""]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from monad_cli.cli import render
+from monad_cli.core.order import name_key
 from monad_cli.core.paths import paths
 
 STATUS_COLUMNS = [("name", "name"), ("transport", "transport"), ("state", "state"), ("tools", "tools"),
@@ -18,7 +19,7 @@ def local_rows() -> list[dict[str, Any]]:
 
     defs = load_definitions(paths(), expand=False)
     rows: list[dict[str, Any]] = []
-    for name, source in sorted(defs.sources.items()):
+    for name, source in sorted(defs.sources.items(), key=lambda kv: name_key(kv[0])):
         spec = defs.specs.get(name)
         problem = defs.problem_for(name)
         rows.append({"name": name, "transport": spec.transport if spec else None,

@@ -9,6 +9,7 @@ import os
 from typing import Any
 
 from monad_cli.cli.commands._common import running
+from monad_cli.core.order import by_name, name_key
 from monad_cli.core.paths import paths
 
 UNKNOWN = "unknown"  # the supervisor is not running: only the env file could be read
@@ -20,7 +21,7 @@ def users() -> dict[str, list[str]]:
     from monad_cli.config.loader import load_definitions
 
     out: dict[str, list[str]] = {}
-    for server, raw in sorted(load_definitions(paths(), expand=False).raw.items()):
+    for server, raw in sorted(load_definitions(paths(), expand=False).raw.items(), key=lambda kv: name_key(kv[0])):
         for name in definition_references(raw):
             out.setdefault(name, []).append(server)
     return out
@@ -36,7 +37,7 @@ def listing() -> tuple[list[dict[str, Any]], list[str]]:
 
     read = read_env_file(paths())
     used = users()
-    names = sorted(set(read.values) | set(used))
+    names = by_name(set(read.values) | set(used))
     return ([{"name": n, "source": FROM_FILE if n in read.values else UNKNOWN, "servers": used.get(n, [])}
              for n in names], read.problems)
 

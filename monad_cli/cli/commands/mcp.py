@@ -305,8 +305,8 @@ def _missing_command(defn: dict[str, Any]) -> str | None:
 
 @app.command("list")
 def list_(as_json: JsonOpt = False) -> None:
-    """One row per server from the atoms and agents.json, with live state if the supervisor
-    runs (this command never starts it)."""
+    """One row per server from the atoms and agents.json, by name regardless of case, with live
+    state if the supervisor runs (this command never starts it)."""
     client = running()
     if client is None:
         show_status(local_rows(), [], as_json)

@@ -14,6 +14,7 @@ import typer
 from monad_cli.cli import render
 from monad_cli.cli.commands._common import JsonOpt, parse_pairs, quoted, running
 from monad_cli.core.errors import InvalidInput, MonadError
+from monad_cli.core.order import name_key
 from monad_cli.core.paths import paths
 
 if TYPE_CHECKING:
@@ -121,7 +122,7 @@ def _installed() -> list[tuple[str, dict[str, Any]]]:
     from monad_cli.config.loader import load_definitions
 
     defs = load_definitions(paths(), expand=False)
-    return [(n, raw) for n, raw in sorted(defs.raw.items())
+    return [(n, raw) for n, raw in sorted(defs.raw.items(), key=lambda kv: name_key(kv[0]))
             if isinstance(raw.get("registry"), Mapping) and raw["registry"].get("registry")]
 
 

@@ -26,6 +26,7 @@ from starlette.routing import Route
 from monad_cli.config import envfile
 from monad_cli.config.expansion import definition_references
 from monad_cli.core.errors import InvalidInput
+from monad_cli.core.order import by_name, name_key
 from monad_cli.daemon.http import read_json_body, via
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 def users(raw_definitions: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
     """Variable name → the servers whose definitions reference it (sorted)."""
     out: dict[str, list[str]] = {}
-    for server, raw in sorted(raw_definitions.items()):
+    for server, raw in sorted(raw_definitions.items(), key=lambda kv: name_key(kv[0])):
         for name in definition_references(raw):
             out.setdefault(name, []).append(server)
     return out
@@ -46,7 +47,7 @@ def env_routes(sup: DaemonPort) -> list[Route]:
     def listing(names: list[str] | None) -> dict[str, Any]:
         used = users(sup.definitions.raw)
         if names is None:
-            names = sorted(set(sup.variables.file) | set(used))
+            names = by_name(set(sup.variables.file) | set(used))
         return {"variables": [{"name": n, "source": sup.variables.source(n), "servers": used.get(n, [])}
                               for n in names],
                 "problems": list(sup.env_problems)}

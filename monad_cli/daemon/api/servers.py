@@ -28,6 +28,7 @@ from starlette.routing import Route
 
 from monad_cli.config import edits
 from monad_cli.core.errors import Conflict, InvalidInput
+from monad_cli.core.order import name_key
 from monad_cli.core.redact import redact_definition
 from monad_cli.daemon.http import door, read_json_body, via
 from monad_cli.daemon.port import actor_named
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
 def definitions_listing(defs: Definitions) -> list[dict[str, Any]]:
     """`[{name, source, definition}]` of every definition, by name, redacted."""
     return [{"name": name, "source": source, "definition": redact_definition(defs.raw.get(name, {}))}
-            for name, source in sorted(defs.sources.items())]
+            for name, source in sorted(defs.sources.items(), key=lambda kv: name_key(kv[0]))]
 
 
 def journal_status(port: DaemonPort) -> dict[str, Any] | None:
@@ -149,7 +150,7 @@ def server_routes(port: DaemonPort) -> list[Route]:
         (filtered out, disabled, an invalid definition), which a reconnect does not change."""
         await port.reconcile(force=True)
         reconnecting, skipped = [], []
-        for name, actor in sorted(port.actors.items()):
+        for name, actor in sorted(port.actors.items(), key=lambda kv: name_key(kv[0])):
             # Fifty on-demand servers must not all start at one `--all`.
             why = not_reconnectable(name, actor) or (
                 f"on demand and idle (`monad mcp reconnect {name}` starts it)" if actor.listed else None)

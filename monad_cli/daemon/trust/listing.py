@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from monad_cli.core.order import name_key
 from monad_cli.core.tool_filters import ToolRule, file_rule, hidden_by, is_deferred, server_rule, session_rule
 from monad_cli.daemon.trust.servers import ToolServer
 from monad_cli.daemon.trust.visibility import for_model
@@ -65,7 +66,7 @@ def listing_rows(actors: Sequence[ToolServer], nmap: NameMap, globs: Mapping[str
             if hidden:
                 row["hidden"] = why
             out.append(row)
-    return sorted(out, key=lambda r: r["name"])
+    return sorted(out, key=lambda r: name_key(r["name"]))
 
 
 __all__ = ["dump_tool", "listing_rows", "tool_rules"]

@@ -15,6 +15,20 @@ const STATUS = {
   unreadable: "Cannot read its file",
 };
 
+/** What `monad mcp connect --replace` warns of (`differing`): the client's own entries it left
+ *  because monad's server of that name is another one (taking them out would lose them), and
+ *  what to do; "" when there are none. */
+function differing(c, result) {
+  const kept = result.differing || [];
+  if (!kept.length) return "";
+  const one = kept.length === 1;
+  const list = kept.map((n) => `\`${n}\``).join(", ");
+  return `. ${c.title}'s own ${list} ${one ? "stays" : "stay"} in \`${result.file}\`: monad's ${list} `
+    + `${one ? "is" : "are"} defined differently, so taking ${one ? "it" : "them"} out would lose ${one ? "it" : "them"}; `
+    + `\`monad mcp import ${c.name} --force\` makes monad's the same as ${c.title}'s, then `
+    + `\`monad mcp connect ${c.name} --replace\` takes ${one ? "it" : "them"} out`;
+}
+
 export class AgentsView {
   constructor(root, { notify }) {
     this.root = root;
@@ -107,9 +121,14 @@ export class AgentsView {
         : result.deleted ? `removed \`${result.file}\`: monad had created it, and nothing else was in it`
           : remove ? `took the \`monad\` entry out of \`${result.file}\`; restart ${c.title} to drop it`
             : `wrote the \`monad\` entry into \`${result.file}\`; restart ${c.title} to see every monad server`;
+      const names = (list) => list.map((n) => `\`${n}\``).join(", ");
       const back = (result.restored || []).length  // what a Connect with "take out" had taken out
-        ? `; put back ${c.title}'s own ${result.restored.map((n) => `\`${n}\``).join(", ")}` : "";
-      this.notify(what + back);
+        ? `; put back ${c.title}'s own ${names(result.restored)}` : "";
+      const it = (result.replaced || []).length === 1 ? "it" : "them";
+      const took = (result.replaced || []).length
+        ? `; took ${c.title}'s own ${names(result.replaced)} out (monad runs ${it}; Disconnect puts ${it} back)` : "";
+      const left = differing(c, result);
+      this.notify(what + back + took + left, false, { sticky: Boolean(left) }); // what to do: until dismissed
     } catch (err) {
       this.notify(err.message, true);
     }

@@ -57,13 +57,14 @@ signOut.addEventListener("click", async () => {
 });
 
 // Messages after an action: in a corner that covers no control (clicks go through), long
-// enough to read (8 s, errors 15 s, or until dismissed with their button).
-function notify(message, isError = false) {
+// enough to read (8 s, errors 15 s, or until dismissed with their button; `sticky`: only
+// then, for a message that says what to do next).
+function notify(message, isError = false, { sticky = false } = {}) {
   const toast = h("p", { class: isError ? "toast error" : "toast" }, h("span", {}, withCode(message)),
     h("button", { type: "button", class: "small", "aria-label": "Dismiss message", onclick: () => toast.remove() }, "×"));
   toasts.append(toast);
   while (toasts.children.length > 3) toasts.firstChild.remove();
-  setTimeout(() => toast.remove(), isError ? 15000 : 8000);
+  if (!sticky) setTimeout(() => toast.remove(), isError ? 15000 : 8000);
 }
 
 function readData(id) {

@@ -35,13 +35,42 @@ export function setText(el, text) {
 /** A message as nodes: what monad writes in backticks (`monad mcp get time`, a file, a name)
  *  becomes <code>, the rest stays text. The CLI's messages are the page's messages. */
 export function withCode(message) {
-  return String(message).split(/`([^`\n]+)`/).map((part, i) => (i % 2 ? h("code", {}, part) : part));
+  return String(message).split(/`([^`\n]+)`/).flatMap((part, i) => (i % 2 ? [codeOf(part)] : withHashes(part)));
+}
+
+// A SHA-256 digest as monad writes it (a tool set's pin): 64 hex digits, maybe `sha256:` first.
+// Whole: not the end of a longer run of hex digits.
+const HASH = /(?<![0-9a-f])((?:sha256:)?[0-9a-f]{64})(?![0-9a-f])/;
+
+function codeOf(text) {
+  const m = text.match(HASH);
+  return m && m[0] === text ? hashCode(text) : h("code", {}, text);
+}
+
+/** Text with each digest in it as a one-line <code class="hash"> (cut with `…` by the CSS, whole
+ *  in the DOM and its title): a 71-character hash wrapped mid-hash over many lines reads as noise. */
+function withHashes(text) {
+  return String(text).split(new RegExp(HASH.source, "g")).map((part, i) => (i % 2 ? hashCode(part) : part))
+    .filter((part) => part !== "");
+}
+
+function hashCode(hash) {
+  return h("code", { class: "hash", title: hash }, hash);
 }
 
 /** A tool's name with a line-break opportunity (<wbr>) after each run of `_`, so a narrow
  *  column breaks `time__get_current_time` between its words, not inside one. */
 export function breakAfterUnderscores(name) {
   return String(name).split(/(?<=_)(?!_)/).flatMap((part, i) => (i ? [h("wbr"), part] : [part]));
+}
+
+/** A comparator of names as a person reads them: regardless of case (`alpha`, `Beta`, `gamma`),
+ *  then by the exact name, so the order is total. The CLI's order too (`core/order.py`). */
+export function byName(a, b) {
+  const la = String(a).toLowerCase();
+  const lb = String(b).toLowerCase();
+  if (la !== lb) return la < lb ? -1 : 1;
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 export function replaceChildren(el, ...children) {

@@ -87,6 +87,83 @@ class PairRows {
   }
 }
 
+/**
+ * The command's arguments, one input each, passed exactly as typed: an empty input is an
+ * empty argument (`--flag ""`), which one textarea line per argument could not say apart
+ * from a stray blank line. Add argument appends one; each has its Remove. Pasting several
+ * lines into one makes one argument per line (the copy's last line break adds none).
+ */
+class ArgRows {
+  constructor() {
+    this.list = h("div", { class: "args" });
+    this.error = h("p", { class: "field-error", id: "err-args", hidden: true });
+    this.addButton = h("button", { type: "button", class: "small", onclick: () => this.add("").focus() },
+      "Add argument");
+    this.element = h("fieldset", { class: "pairs-set", "data-field": "args" },
+      h("legend", {}, "Arguments"),
+      h("p", { class: "hint", id: "hint-args" }, "One input per argument, passed as typed: an empty one is an empty ",
+        "argument (\"\"). Pasting several lines makes one argument per line."),
+      this.list, this.addButton, this.error);
+  }
+
+  /** A new argument input after `after` (else at the end), holding `value`. */
+  add(value, after = null) {
+    const input = h("input", { class: "arg-value", value, autocomplete: "off", spellcheck: "false",
+                               placeholder: "(empty argument)", "aria-describedby": "hint-args" });
+    input.addEventListener("paste", (event) => this.paste(event, input));
+    const row = h("div", { class: "arg" }, input,
+      h("button", { type: "button", class: "small", onclick: () => this.remove(row) }, "Remove"));
+    if (after) after.after(row);
+    else this.list.append(row);
+    this.renumber();
+    return input;
+  }
+
+  remove(row) {
+    const next = row.nextElementSibling || row.previousElementSibling;
+    row.remove();
+    this.renumber();
+    (next ? next.querySelector("input") : this.addButton).focus();
+  }
+
+  /** Labels say each argument's place: "Argument 2", "Remove argument 2". */
+  renumber() {
+    [...this.list.children].forEach((row, i) => {
+      row.querySelector("input").setAttribute("aria-label", `Argument ${i + 1}`);
+      row.querySelector("button").setAttribute("aria-label", `Remove argument ${i + 1}`);
+    });
+  }
+
+  paste(event, input) {
+    const text = event.clipboardData ? event.clipboardData.getData("text/plain") : "";
+    if (!/[\r\n]/.test(text)) return; // one line: the browser pastes it as it is
+    event.preventDefault();
+    const lines = text.replace(/\r\n?/g, "\n").replace(/\n$/, "").split("\n");
+    const before = input.value.slice(0, input.selectionStart);
+    const rest = input.value.slice(input.selectionEnd);
+    input.value = before + lines[0];
+    let last = input;
+    for (const line of lines.slice(1)) last = this.add(line, last.closest(".arg"));
+    last.value += rest;
+    last.focus();
+  }
+
+  fill(args) {
+    this.list.replaceChildren();
+    for (const arg of args || []) this.add(arg);
+  }
+
+  /** Every argument, empty ones included, in order. */
+  value() {
+    return [...this.list.querySelectorAll(".arg-value")].map((input) => input.value);
+  }
+
+  /** The input `args[N]` names (N from 0), else none. */
+  input(index) {
+    return this.list.querySelectorAll(".arg-value")[index] || null;
+  }
+}
+
 // `$NAME` / `${NAME}` references, as the supervisor expands them (`$$` is a literal `$`).
 const REFERENCE = /\$(?:\$|\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))/g;
 
@@ -194,6 +271,7 @@ export class ServerForm {
     this.mode = mode;
     this.name = name;
     this.stored = definition;
+    this.args = new ArgRows();
     this.env = new PairRows("env", "Variable name", "Variable value", "variable");
     this.headers = new PairRows("headers", "Header name", "Header value", "header");
     this.variables = new VariableValues();
@@ -223,8 +301,7 @@ export class ServerForm {
       h("div", { class: "for-stdio" },
         field("command", "Command", h("input", { id: "f-command", value: def.command || "", autocomplete: "off",
                                                  spellcheck: "false" })),
-        field("args", "Arguments", h("textarea", { id: "f-args", rows: 3, spellcheck: "false" }),
-              "One argument per line."),
+        this.args.element,
         this.env.element),
       h("div", { class: "for-http" },
         field("url", "URL", h("input", { id: "f-url", type: "url", value: def.url || "", autocomplete: "off",
@@ -248,7 +325,7 @@ export class ServerForm {
         h("button", { type: "button", onclick: () => this.close() }, "Cancel")));
     form.querySelector("#f-transport").value = transport;
     form.querySelector("#f-start").value = ["always", "on-demand"].includes(def.start) ? def.start : "";
-    form.querySelector("#f-args").value = (def.args || []).join("\n");
+    this.args.fill(def.args);
     this.env.fill(def.env);
     this.headers.fill(def.headers);
     form.addEventListener("submit", (event) => {
@@ -274,7 +351,7 @@ export class ServerForm {
     const f = (id) => this.form.querySelector(`#f-${id}`).value;
     const stdio = f("transport") === "stdio";
     const pairs = (rows) => Object.entries(rows.value()).flat();
-    const texts = stdio ? [f("command"), f("args"), ...pairs(this.env)] : [f("url"), ...pairs(this.headers)];
+    const texts = stdio ? [f("command"), ...this.args.value(), ...pairs(this.env)] : [f("url"), ...pairs(this.headers)];
     return this.variables.sync(references(texts));
   }
 
@@ -291,7 +368,7 @@ export class ServerForm {
     const transport = f("transport").value;
     const stdio = transport === "stdio";
     const timeout = f("timeout").value.trim();
-    const args = f("args").value.split("\n").map((a) => a.replace(/\r$/, "")).filter((a) => a !== "");
+    const args = this.args.value(); // an empty argument stays: it is one
     const auth = f("auth").value;
     return {
       transport,
@@ -376,9 +453,13 @@ export class ServerForm {
     const top = fieldName.split(/[.[]/)[0];
     if (top === "variables") {
       target = this.variables.error;
+    } else if (top === "args") {
+      target = this.args.error;
+      const input = this.args.input(Number((fieldName.match(/^args\[(\d+)\]/) || [])[1]));
+      if (input) input.setAttribute("aria-invalid", "true");
     } else if (top === "env" || top === "headers") {
       target = this[top].errorFor(fieldName.slice(top.length + 1));
-    } else if (["name", "transport", "command", "args", "url", "timeout", "start", "idleStop", "required", "enabled",
+    } else if (["name", "transport", "command", "url", "timeout", "start", "idleStop", "required", "enabled",
                 "auth"].includes(top)) {
       target = this.form.querySelector(`#err-${top}`);
       const input = this.form.querySelector(`#f-${top}`);

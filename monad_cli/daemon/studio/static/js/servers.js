@@ -4,7 +4,7 @@
 
 import { api } from "./api.js";
 import { AuthorizeDialog, confirmDialog } from "./dialogs.js";
-import { breakAfterUnderscores, enc, h, listIndex, replaceChildren, setText, when, withCode } from "./dom.js";
+import { breakAfterUnderscores, byName, enc, h, listIndex, replaceChildren, setText, when, withCode } from "./dom.js";
 import { ServerForm } from "./form.js";
 
 const PRESETS = "features/presets.toml";
@@ -190,7 +190,7 @@ export class ServersView {
   }
 
   order() {
-    const names = [...this.rows.keys()].sort();
+    const names = [...this.rows.keys()].sort(byName);
     const frag = document.createDocumentFragment();
     for (const name of names) frag.append(this.rows.get(name).tr);
     this.tbody.append(frag);
@@ -501,11 +501,12 @@ function journalPart(journal) {
   // A fleet's shared journal holds every supervisor's rows: say which host wrote each.
   const shared = Boolean(journal && journal.shared);
   const columns = shared ? ["Time", "Host", "Kind", "State", "Reason"] : ["Time", "Kind", "State", "Reason"];
+  const col = (c) => h("th", { scope: "col", class: `col-${c.toLowerCase()}` }, c);
   return h("section", {},
     h("h3", {}, shared ? "Journal, every host (newest first)" : "Journal (newest first)"),
     journal.error ? h("p", { class: "error" }, journal.error) : null,
     rows.length ? h("table", { class: "journal", "aria-label": "Journal rows" },
-      h("thead", {}, h("tr", {}, columns.map((c) => h("th", { scope: "col" }, c)))),
+      h("thead", {}, h("tr", {}, columns.map(col))),
       h("tbody", {}, rows.map((r) => h("tr", {},
         h("td", {}, when(r.ts)), shared ? h("td", {}, dash(r.host)) : null, h("td", {}, r.kind),
         h("td", {}, dash(r.state)), h("td", {}, withCode(r.reason || ""))))))

@@ -6,7 +6,7 @@
 
 import { api } from "./api.js";
 import { AppFrame, appLog } from "./apphost.js";
-import { breakAfterUnderscores, h, replaceChildren, setText } from "./dom.js";
+import { breakAfterUnderscores, byName, h, replaceChildren, setText } from "./dom.js";
 import { ProgressView } from "./progress.js";
 import { askQuestion } from "./questions.js";
 import { renderResult } from "./results.js";
@@ -309,7 +309,7 @@ export class ToolsView {
     // A new tool list rebuilds the table: focus stays on the same Try button.
     const focused = this.table.contains(document.activeElement) ? document.activeElement.getAttribute("aria-label") : null;
     for (const body of [...this.table.tBodies]) body.remove();
-    for (const server of [...groups.keys()].sort()) {
+    for (const server of [...groups.keys()].sort(byName)) {
       const list = groups.get(server);
       this.table.append(h("tbody", { dataset: { server } },
         h("tr", { class: "group" }, h("th", { scope: "rowgroup", colspan: "3" },
