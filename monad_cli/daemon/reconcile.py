@@ -12,7 +12,7 @@ from typing import Any
 
 from monad_cli.config.loader import Definitions
 from monad_cli.config.schema import ServerSpec
-from monad_cli.core.paths import Paths
+from monad_cli.core.paths import Paths, link_stamp
 from monad_cli.core.redact import secret_values
 
 
@@ -53,15 +53,19 @@ def fingerprints(defs: Definitions) -> dict[str, str]:
 
 def config_stamp(paths: Paths) -> tuple[tuple[str, int, int, int, int], ...]:
     """Cheap fingerprint of the config files and their folders (names, sizes, mtimes, modes,
-    owners): a reload whose stamp is unchanged has nothing to diff. A `chmod` or `chown`
-    changes it: who may write a definition decides whether it is read (`config/loader.py`)."""
+    owners), and of the folders a linked atom's file lies in (`link_stamp`): a reload whose
+    stamp is unchanged has nothing to diff. A `chmod` or `chown` changes it: who may write a
+    definition decides whether it is read (`config/loader.py`)."""
     entries: list[tuple[str, int, int, int, int]] = []
+    linked: set[str] = set()  # folders stamped already, for an earlier link
     try:
         with os.scandir(paths.atoms_dir) as it:
             for e in it:
                 if e.name.endswith(".toml") and not e.name.startswith("."):
                     st = e.stat()
                     entries.append((e.name, st.st_size, st.st_mtime_ns, st.st_mode, st.st_uid))
+                    if e.is_symlink():  # the folders above the file it leads to decide whether it is read
+                        entries += link_stamp(e.path, linked)
     except FileNotFoundError:
         pass
     # settings.toml: its `[servers]` defaults (start, idleStop) are part of every definition.

@@ -25,7 +25,7 @@ from typing import Any
 import anyio
 
 from monad_cli.config.settings import SETTINGS_FILE
-from monad_cli.core.paths import Paths
+from monad_cli.core.paths import Paths, link_stamp
 
 log = logging.getLogger("monad.supervisor")
 AGENTS_POLL_MS = 500
@@ -44,6 +44,23 @@ def _stamp(path: str, *, folder: bool = False) -> tuple[int, int, int, int, int]
                                                            st.st_uid)
 
 
+def _linked(atoms: os.PathLike[str]) -> list[tuple[str, int, int, int, int]]:
+    """The modes and owners of the folders above each linked atom's file (`link_stamp`): a
+    `chmod` there decides whether the atom is read, and is no event in `atoms/mcp/`. A
+    scandir of the folder (~50-65 µs for 50 atoms), and ~11 µs a link (50 links into one
+    folder: 0.6 ms a poll, 0.12 % of a core)."""
+    out: list[tuple[str, int, int, int, int]] = []
+    seen: set[str] = set()
+    try:
+        with os.scandir(atoms) as it:
+            for e in it:
+                if e.name.endswith(".toml") and not e.name.startswith(".") and e.is_symlink():
+                    out += link_stamp(e.path, seen)
+    except OSError:
+        pass
+    return out
+
+
 async def watch_definitions(paths: Paths, stop_event: anyio.Event, reconcile: Callable[[], Awaitable[None]]) -> None:
     """Run `reconcile()` once the watcher watches, then after each batch of changes, until
     `stop_event` is set."""
@@ -55,8 +72,9 @@ async def watch_definitions(paths: Paths, stop_event: anyio.Event, reconcile: Ca
     # The folders the definitions are read from: a `chmod` of one is no event the watch passes on.
     folders = (str(paths.home), str(atoms.parent), str(atoms), str(features))
 
-    def stamps() -> tuple[tuple[int, int, int, int, int] | None, ...]:
-        return tuple(_stamp(p) for p in polled) + tuple(_stamp(p, folder=True) for p in folders)
+    def stamps() -> tuple[Any, ...]:
+        return (tuple(_stamp(p) for p in polled) + tuple(_stamp(p, folder=True) for p in folders)
+                + tuple(_linked(atoms)))
 
     seen = stamps()
     first = True

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import TESTSERVER, status_of, wait_for, wait_state, write_atom
+from tests.conftest import TESTSERVER, status_of, wait_for, wait_reconnected, wait_state, write_atom
 
 
 def _other_account() -> int:
@@ -341,3 +341,24 @@ def test_a_link_is_followed_name_by_name_and_each_folder_on_the_way_counts(monad
     assert read.refused and read.values == {} and read.problems == [
         f"`env` links to `{store / 'env'}`, through `{store}`, which is writable by others (mode 757): not read, as "
         f"another account could have set what a server receives; check what is in it, then `chmod go-w {store}`"]
+
+
+@pytest.mark.e2e
+def test_a_linked_atom_is_reloaded_when_its_file_or_a_folder_on_the_way_changes(
+        supervisor: Any, monad_home: Path, tmp_path: Path) -> None:
+    """An edit of the file a linked atom leads to (a dotfiles checkout) is no event in
+    `atoms/mcp/`: the supervisor watches the file and the folders above it too, so the edit
+    applies live, opening a folder on the way is refused at once, and closing it again clears
+    the error without another change."""
+    opened = tmp_path / "dotfiles" / "monad"
+    target = opened / "a.toml"
+    _linked_atom(monad_home, "a", target, _server())
+    pid = wait_state(supervisor, "a", "connected")["pid"]
+    target.write_text("".join(f"{k} = {json.dumps(v)}\n" for k, v in _server().items()) + 'env = {EDITED = "1"}\n')
+    moved = wait_reconnected(supervisor, "a", pid)
+    opened.chmod(0o770)
+    row = wait_for(lambda: (s := status_of(supervisor, "a"))["configError"] and s)
+    assert f"through `{opened}`, which is writable by group (mode 770): not read" in row["configError"], row
+    opened.chmod(0o700)
+    row = wait_for(lambda: (s := status_of(supervisor, "a"))["configError"] is None and s)
+    assert row["state"] == "connected" and row["pid"] == moved["pid"], row
