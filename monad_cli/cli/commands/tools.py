@@ -28,7 +28,7 @@ from monad_cli.core.errors import (
 )
 from monad_cli.core.messages import cut
 from monad_cli.core.paths import paths
-from monad_cli.tools.arguments import build_arguments
+from monad_cli.tools.arguments import build_arguments, split_pairs
 
 DEFAULT_APPROVAL_TIMEOUT_S = 120.0
 
@@ -247,7 +247,7 @@ def _prompt(pending: dict[str, Any]) -> str:
 
 def call(
     name: Annotated[str, typer.Argument(help="Exposed tool name `SERVER__TOOL` (see `monad mcp tools`).")],
-    arg: Annotated[list[str] | None, typer.Option("--arg", "-a", help="key=value, converted to the type the "
+    arg: Annotated[list[str] | None, typer.Option("--arg", "-a", help="NAME=VALUE, converted to the type the "
                                                   "tool's inputSchema declares (repeatable).")] = None,
     args_json: Annotated[str | None, typer.Option("--args-json", help="All arguments as one JSON object "
                                                   "(--arg values override its keys).")] = None,
@@ -283,6 +283,7 @@ def call(
 
     if not math.isfinite(approval_timeout):
         raise InvalidInput("--approval-timeout must be a finite number of seconds")
+    split_pairs(arg)  # a malformed --arg is said before the supervisor is asked anything
     supervisor()  # starts it if needed
     # A call has no deadline here: it may wait for a person, then run as long as the tool does.
     client = ControlClient(paths(), timeout=None)
