@@ -32,7 +32,7 @@ from typing import Any
 import anyio
 import httpx2
 
-from monad_cli.auth.discovery import Discovery, discover, new_http_client
+from monad_cli.auth.discovery import Discovery, discover, new_http_client, unreachable
 from monad_cli.auth.loopback import LoopbackListener, callback_result, open_file_in_browser, parse_callback
 from monad_cli.auth.provider import MonadOAuthProvider, check_server_metadata
 from monad_cli.auth.storage import DefinitionTokenStorage, configured_client, read_grant
@@ -40,14 +40,13 @@ from monad_cli.auth.urls import url_problem
 from monad_cli.config.edits import read_definition
 from monad_cli.config.schema import ServerSpec, validate
 from monad_cli.core.errors import AuthError, InvalidInput, MonadError
-from monad_cli.core.messages import transport_error
 from monad_cli.core.paths import Paths
-from monad_cli.core.redact import redact_url
 from monad_cli.core.redirect_file import write_redirect
 
 REDIRECT_PREFIX = "authorize-"  # run/authorize-<random>.html: the browser's way to the authorization URL
 
 FLOWS = ("loopback", "device")
+LOOPBACK_PING_TIMEOUT_S = 30.0  # the first request with the new token
 
 
 @dataclass
@@ -135,7 +134,7 @@ async def _run_authorize(paths: Paths, name: str, *, flow: str | None, open_brow
     url, headers = spec.url, dict(spec.headers)
     assert url is not None
     async with new_http_client(headers) as http:
-        found = await discover(http, url, name=name)
+        found = await discover(http, url, name=name, source=source)
         config = read_grant(paths, name).config
         has_client = configured_client({**config, "clientId": client_id} if client_id else config) is not None
         storage = DefinitionTokenStorage(paths, name, fresh=True, staged=True, client_id=client_id)
@@ -227,7 +226,7 @@ async def _loopback(paths: Paths, name: str, url: str, headers: dict[str, str], 
                                       client_metadata_url=client_metadata_url)
         try:
             async with httpx2.AsyncClient(auth=provider, headers=headers,
-                                          timeout=httpx2.Timeout(30.0)) as http:
+                                          timeout=httpx2.Timeout(LOOPBACK_PING_TIMEOUT_S)) as http:
                 r = await http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
                                     headers={"Accept": "application/json, text/event-stream"})
                 await r.aclose()
@@ -236,7 +235,7 @@ async def _loopback(paths: Paths, name: str, url: str, headers: dict[str, str], 
         except (OAuthTokenError, OAuthRegistrationError) as e:
             raise AuthError(f"server `{name}`: {_token_error_text(str(e))}") from None
         except httpx2.HTTPError as e:
-            raise AuthError(f"server `{name}`: cannot reach `{redact_url(url)}`: {transport_error(e)}") from None
+            raise unreachable(name, url, e, timeout=LOOPBACK_PING_TIMEOUT_S) from None
         if r.status_code in (401, 403) or storage.writes == 0:
             raise AuthError(f"server `{name}`: the server did not accept the new token "
                             f"(HTTP {r.status_code}); check `auth.scopes`")

@@ -39,7 +39,7 @@ from pydantic import ValidationError
 
 from monad_cli.auth.urls import url_problem
 from monad_cli.core.errors import AuthError
-from monad_cli.core.messages import transport_error
+from monad_cli.core.messages import connect_failure, transport_error
 from monad_cli.core.redact import redact_url
 
 MAX_DOCUMENT_BYTES = 1024 * 1024
@@ -61,6 +61,17 @@ class Discovery:
     def device_authorization_endpoint(self) -> str | None:
         v = self.server_metadata_raw.get("device_authorization_endpoint")
         return v if isinstance(v, str) and v else None
+
+
+def unreachable(name: str, url: str, exc: BaseException, *, source: str | None = None,
+                timeout: float = FETCH_TIMEOUT_S) -> AuthError:
+    """The error for a server whose own `url` could not be reached: what failed (refused,
+    DNS, a timeout: `connect_failure`), where (the server and its url) and what to do (check
+    the url; where to fix it)."""
+    fix = f"in `{source}` or " if source else ""
+    return AuthError(f"server `{name}`: cannot reach its url `{redact_url(url)}`: "
+                     f"{connect_failure(exc, url, timeout=timeout)}; check the url with `monad mcp get "
+                     f"{name}`, and if it is wrong fix it {fix}with `monad mcp add {name} --url URL --force`")
 
 
 def new_http_client(headers: dict[str, str] | None = None) -> httpx2.AsyncClient:
@@ -90,8 +101,9 @@ async def fetch_json(http: httpx2.AsyncClient, url: str) -> tuple[int, Any]:
         return status, None
 
 
-async def discover(http: httpx2.AsyncClient, server_url: str, *, name: str) -> Discovery:
-    """Run discovery for server `name` at `server_url`. Raises `AuthError` naming what failed."""
+async def discover(http: httpx2.AsyncClient, server_url: str, *, name: str, source: str | None = None) -> Discovery:
+    """Run discovery for server `name` at `server_url` (defined in `source`). Raises
+    `AuthError` naming what failed."""
     resource = resource_url_from_server_url(server_url)
     try:
         probe = await http.post(server_url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
@@ -99,7 +111,7 @@ async def discover(http: httpx2.AsyncClient, server_url: str, *, name: str) -> D
                                          "MCP-Protocol-Version": LATEST_PROTOCOL_VERSION})
         await probe.aclose()
     except httpx2.HTTPError as e:
-        raise AuthError(f"server `{name}`: cannot reach `{redact_url(server_url)}`: {transport_error(e)}") from None
+        raise unreachable(name, server_url, e, source=source) from None
     www_resource = extract_resource_metadata_from_www_auth(probe) if probe.status_code in (401, 403) else None
     challenged = extract_scope_from_www_auth(probe) if probe.status_code in (401, 403) else None
 

@@ -104,10 +104,13 @@ def warn(text: str) -> None:
 
 def error(text: str, *, quoted: Sequence[str] = (), about: str = "") -> None:
     """`error: text` on one line; then, when given, `about:` and each `quoted` line (what a
-    server said, e.g. its stderr during a call) on a line of its own, indented."""
-    _err(f"error: {_message(text)}\n")
-    if quoted:
-        _err(f"  {about}:\n" + "".join(f"    {_message(q)}\n" for q in quoted))
+    server said, e.g. its stderr during a call) on a line of its own, indented. A line the
+    error already quotes is not printed again (a crashed server's reason ends with its stderr)."""
+    shown = _message(text)
+    _err(f"error: {shown}\n")
+    rest = [line for q in quoted if (line := _message(q)) not in shown]
+    if rest:
+        _err(f"  {about}:\n" + "".join(f"    {line}\n" for line in rest))
 
 
 def _message(text: str) -> str:

@@ -87,4 +87,58 @@ def transport_error(exc: BaseException) -> str:
     return f"{name}: {cut(text, 160)}" if text else name
 
 
-__all__ = ["NET_LIMIT", "VALUE_LIMIT", "cut", "cut_values", "did_you_mean", "one_line", "transport_error"]
+def _chain(exc: BaseException) -> list[BaseException]:
+    """`exc` and what it was raised from, outermost first (an HTTP client wraps the socket's
+    error twice: httpx2's ConnectError from httpcore2's from the OSError)."""
+    out: list[BaseException] = []
+    at: BaseException | None = exc
+    while at is not None and at not in out and len(out) < 16:
+        out.append(at)
+        at = at.__cause__ or at.__context__
+    return out
+
+
+def connect_failure(exc: BaseException, url: str, *, timeout: float | None = None) -> str:
+    """What went wrong when an HTTP request to `url` got no answer, in the words a person acts
+    on: ``connection to HOST:PORT refused (nothing listens there)``, ``the host name `HOST`
+    does not resolve (DNS: …)``, ``connecting to HOST:PORT timed out``, ``HOST:PORT took the
+    connection but did not answer within N s``, the TLS certificate or handshake, a network
+    that is unreachable; any other error as `transport_error` says it. Read from the socket's
+    own error under the client's (by type: ConnectionRefusedError, socket.gaierror, ssl's) and
+    the client's timeout classes by name, so this module needs no HTTP client."""
+    import errno
+    import socket
+    import ssl
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    host = parts.hostname or "?"
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        port = 0
+    where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    chain = _chain(exc)
+    for e in chain:
+        if isinstance(e, socket.gaierror):
+            return f"the host name `{host}` does not resolve (DNS: {e.strerror or e})"
+        if isinstance(e, ConnectionRefusedError):
+            return f"connection to {where} refused (nothing listens there)"
+        if isinstance(e, ssl.SSLCertVerificationError):
+            return f"the TLS certificate of {where} is not trusted ({e.verify_message or e.reason})"
+        if isinstance(e, ssl.SSLError):
+            return f"the TLS handshake with {where} failed ({e.reason or e})"
+    names = {type(e).__name__ for e in chain}
+    within = f" within {timeout:g} s" if timeout else ""
+    if "ConnectTimeout" in names:
+        return f"connecting to {where} timed out{within}"
+    if names & {"ReadTimeout", "WriteTimeout", "PoolTimeout", "TimeoutError"}:
+        return f"{where} took the connection but did not answer{within}"
+    for e in chain:
+        if isinstance(e, OSError) and e.errno in (errno.ENETUNREACH, errno.EHOSTUNREACH):
+            return f"{where} is unreachable ({e.strerror})"
+    return transport_error(exc)
+
+
+__all__ = ["NET_LIMIT", "VALUE_LIMIT", "connect_failure", "cut", "cut_values", "did_you_mean", "one_line",
+           "transport_error"]

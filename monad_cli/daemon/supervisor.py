@@ -438,7 +438,8 @@ class Supervisor:
     # -- status ------------------------------------------------------------------------
     def status(self, *, name: str | None = None, detail: bool = False) -> list[dict[str, Any]]:
         """Status rows by name (`ServerActor.status`, plus `toolsRefused`: connected, but its
-        tools are refused by its pin, so `tools` is None); `detail` adds the tool warnings."""
+        tools are refused by its pin, so `tools` is None; `collisions`: the name collisions it
+        is in, one line each); `detail` adds the other warnings."""
         names = [name] if name else by_name(self.actors)
         rows = []
         for n in (n for n in names if n in self.actors):
@@ -447,9 +448,11 @@ class Supervisor:
             row["toolsRefused"] = n in self.tool_service.blocked and row["tools"] is not None
             if row["toolsRefused"]:
                 row["tools"] = None
+            # Name collisions are state, shown wherever the row is (said once, in the log and
+            # the journal, when they appear: ToolService._note_collisions).
+            row["collisions"] = self.tool_service.collisions(n) + self.gateway.catalog.warnings(n)
             if detail:
-                row["warnings"] = (self.tool_service.warnings(n) + self.gateway.catalog.warnings(n) +
-                                   self._argv_warnings(n))
+                row["warnings"] = self.tool_service.warnings(n) + self._argv_warnings(n)
             rows.append(row)
         return rows
 

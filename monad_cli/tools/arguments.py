@@ -77,9 +77,24 @@ def convert_value(key: str, value: str, prop: Any) -> Any:
     raise InvalidInput(f"--arg {key}: expected {want}, got {value!r}")
 
 
+def split_pairs(pairs: list[str] | None) -> list[tuple[str, str]]:
+    """Each `--arg NAME=VALUE` as (NAME, VALUE), split at the first `=` (a VALUE may hold more).
+    Raises InvalidInput naming the first one of another form, the form, and the help: checked
+    before anything else, so a typo is said at once, not after the supervisor starts."""
+    out = []
+    for item in pairs or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            why = "has no `=`" if not sep else "has no NAME before `=`"
+            raise InvalidInput(f"--arg `{item[:40]}` {why}: give each argument as `--arg NAME=VALUE`, e.g. "
+                               f"`--arg text=hello` (see `monad mcp call --help`)")
+        out.append((key, value))
+    return out
+
+
 def build_arguments(schema: dict[str, Any] | None, pairs: list[str] | None, args_json: str | None) -> dict[str, Any]:
     """The arguments object of `monad mcp call`: `--args-json` (an object), then each
-    `--arg key=value` converted by `convert_value` (overriding its key). Raises InvalidInput."""
+    `--arg NAME=VALUE` converted by `convert_value` (overriding its key). Raises InvalidInput."""
     arguments: dict[str, Any] = {}
     if args_json:
         try:
@@ -94,12 +109,7 @@ def build_arguments(schema: dict[str, Any] | None, pairs: list[str] | None, args
     resolved = resolve_local(schema) if pairs and isinstance(schema, dict) else {}
     props = resolved.get("properties") if isinstance(resolved, dict) else None
     props = props if isinstance(props, dict) else {}
-    for item in pairs or []:
-        if "=" not in item:
-            raise InvalidInput(f"--arg `{item[:40]}` needs the form key=value")
-        key, value = item.split("=", 1)
-        if not key:
-            raise InvalidInput("--arg has an empty key")
+    for key, value in split_pairs(pairs):
         arguments[key] = convert_value(key, value, props.get(key))
     # What a server cannot be sent: `NaN` or `1e400` in --args-json, bytes of argv that are not
     # UTF-8 (Python keeps them as lone surrogates), a `\uD800` escape.

@@ -162,16 +162,32 @@ def test_authorize_and_logout_unknown_server(cli: Any) -> None:
         assert r.code == 1 and "server `ghost` is not defined" in r.err, r
 
 
-def test_authorize_says_why_the_server_cannot_be_reached(cli: Any, monad_home: Any) -> None:
-    """The transport's own text (refused, unknown host, a certificate problem), not only its
-    class name `ConnectError`; a key in the URL's query stays `***`. (Over anyio, a refused
-    connection's text is httpcore's `All connection attempts failed`.)"""
+@pytest.mark.parametrize("fault", ["refused", "dns", "timeout"])
+def test_authorize_says_why_the_server_cannot_be_reached_and_what_to_do(cli: Any, monad_home: Any,
+                                                                        fault: str) -> None:
+    """One line: what failed (the socket's own error under httpx2's `ConnectError: All
+    connection attempts failed`: refused, a name that does not resolve, no answer in time),
+    where (the server, its url) and what to do (check the url, where to fix it). A key in the
+    url's query stays `***`. (Found by a new-user trial: no next step.)"""
+    import socket
+
     from tests.conftest import free_port
 
-    write_atom(monad_home, "x", f'schema = 1\nurl = "http://127.0.0.1:{free_port()}/mcp?key=abcd1234"\n')
-    r = cli("mcp", "authorize", "x")
+    silent = socket.create_server(("127.0.0.1", 0))  # takes connections (the backlog), never answers
+    try:
+        host = {"refused": f"127.0.0.1:{free_port()}", "dns": "no-such-host.invalid",
+                "timeout": f"127.0.0.1:{silent.getsockname()[1]}"}[fault]
+        write_atom(monad_home, "x", f'schema = 1\nurl = "http://{host}/mcp?key=abcd1234"\n')
+        r = cli("mcp", "authorize", "x")
+    finally:
+        silent.close()
     assert r.code == 1, r
-    assert "cannot reach" in r.err and "ConnectError: All connection attempts failed" in r.err, r
+    what = {"refused": f"connection to {host} refused (nothing listens there)",
+            "dns": "the host name `no-such-host.invalid` does not resolve (DNS: ",
+            "timeout": f"{host} took the connection but did not answer within 10 s"}[fault]
+    assert r.err.startswith(f"error: server `x`: cannot reach its url `http://{host}/mcp?key=***`: {what}"), r
+    assert r.err.rstrip().endswith("; check the url with `monad mcp get x`, and if it is wrong fix it in "
+                                   "`atoms/mcp/x.toml` or with `monad mcp add x --url URL --force`"), r
     assert "abcd1234" not in r.err and len(r.err.strip().splitlines()) == 1, r
 
 

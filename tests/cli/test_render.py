@@ -26,3 +26,14 @@ def test_a_list_value_ends_its_key_line_with_no_trailing_blanks(capsys: Any) -> 
     assert capsys.readouterr().out.splitlines() == [
         "name         time", "tools", "               get_current_time", "               convert_time",
         "stderr tail  -"]
+
+
+def test_an_error_prints_below_it_only_the_quoted_lines_it_does_not_hold(capsys: Any) -> None:
+    render.error("server `cr` failed `exit`: exited with status 3; stderr: File \"db.py\" | OSError: disk on fire",
+                 quoted=["starting", 'File "db.py"', "OSError: disk on fire"],
+                 about="the server's stderr during the call")
+    assert capsys.readouterr().err.splitlines() == [
+        "error: server `cr` failed `exit`: exited with status 3; stderr: File \"db.py\" | OSError: disk on fire",
+        "  the server's stderr during the call:", "    starting"]
+    render.error("tool `x` failed: it broke; OSError: disk on fire", quoted=["OSError: disk on fire"], about="said")
+    assert capsys.readouterr().err.splitlines() == ["error: tool `x` failed: it broke; OSError: disk on fire"]

@@ -215,3 +215,15 @@ def test_an_internal_error_names_its_log_and_says_rerun_with_v_only_without_it(
     assert last.startswith("error: internal error: RuntimeError; details in `") and "crash.log" in last, err
     assert last.endswith("(rerun with -v to see them here)") is not verbose, err
     assert ("Traceback (most recent call last)" in err) is verbose, err
+
+
+@pytest.mark.parametrize(("arg", "why"), [("bad", "has no `=`"), ("=x", "has no NAME before `=`")])
+def test_a_malformed_arg_is_one_line_with_the_form_and_the_help(arg: str, why: str, monad_home: Path) -> None:
+    """Said at once, before any supervisor is asked (none runs here, and none is started)."""
+    r = subprocess.run([sys.executable, "-m", "monad_cli", "mcp", "call", "ts__echo", "--arg", "text=ok", "--arg", arg],
+                       capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+                       env={**os.environ, "MONAD_NO_AUTOSTART": "1"})
+    assert r.returncode == 2
+    assert r.stderr.splitlines() == [
+        f"error: --arg `{arg}` {why}: give each argument as `--arg NAME=VALUE`, e.g. `--arg text=hello` "
+        "(see `monad mcp call --help`)"], r.stderr

@@ -104,7 +104,7 @@ def test_arg_conversion_follows_the_schema() -> None:
         convert_value("n", "x", {"type": "integer"})
     with pytest.raises(InvalidInput, match="--arg l: expected a JSON array"):
         convert_value("l", "{}", {"type": "array"})
-    with pytest.raises(InvalidInput, match="key=value"):
+    with pytest.raises(InvalidInput, match="NAME=VALUE"):
         build_arguments(schema, ["novalue"], None)
     with pytest.raises(InvalidInput, match="--args-json must be a JSON object"):
         build_arguments(schema, [], "[1]")

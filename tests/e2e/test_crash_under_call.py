@@ -118,3 +118,66 @@ def test_a_server_killed_under_a_read_fails_it_with_the_signal(supervisor: Any, 
         "server `ask`: its session ended during the request: server process was killed by signal 9 (SIGKILL); "
         "stderr: askserver: ") and out["text"].endswith(
         "; whether the server acted on it is unknown; `monad mcp status ask` says whether it is back"), out
+
+
+def test_a_remote_server_killed_under_a_call_fails_it_as_a_lost_connection(supervisor: Any, monad_home: Path,
+                                                                          tmp_path: Path) -> None:
+    """A streamable HTTP server (tests/servers/testserver.py --http) killed during `slow`: the
+    CLI and an agent through the gateway are told the connection to the server was lost, with
+    the structure of the stdio case (what happened; whether the server acted is unknown; where
+    to look), not the HTTP client's or the SDK's bare text."""
+    import subprocess
+
+    from tests.conftest import end_test_server, free_port, server_cmd, wait_for
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    (monad_home / "atoms" / "mcp").mkdir(parents=True, exist_ok=True)
+    (monad_home / "atoms" / "mcp" / "h.toml").write_text(
+        f'url = "{url}"\ntimeout = 60\ntrust = {{autoApproveTools = ["h__slow"]}}\n')
+    lost = (f"server `h` failed `slow`: its connection to the server was lost during the request (`{url}`, before "
+            "the answer); whether the server acted on it is unknown; `monad mcp status h` says whether it is back")
+
+    def start() -> subprocess.Popen[bytes]:
+        (tmp_path / "slow.started").unlink(missing_ok=True)
+        proc = subprocess.Popen(server_cmd("--http", str(port), "--marker-dir", str(tmp_path)),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        supervisor("mcp", "reconnect", "h")
+        wait_state(supervisor, "h", "connected", timeout=90)
+        return proc
+
+    def kill_when_started(proc: subprocess.Popen[bytes]) -> None:
+        wait_for(lambda: (tmp_path / "slow.started").exists(), timeout=30)
+        end_test_server(proc)  # SIGKILL: no goodbye on the wire
+
+    # The CLI.
+    server = start()
+    try:
+        call = subprocess.Popen([sys.executable, "-m", "monad_cli", "mcp", "call", "h__slow", "--arg", "seconds=60"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, "MONAD_HOME": str(monad_home)})
+        kill_when_started(server)
+        _, err = call.communicate(timeout=60)
+    finally:
+        end_test_server(server)
+    assert call.returncode == 1 and err.splitlines()[0] == f"error: {lost} (MCP error -32000)", err
+    row = supervisor("journal", "--calls", "--json").json()[-1]
+    assert row["outcome"] == "error" and row["error"].startswith(
+        f"its connection to the server was lost during the request (`{url}`, before the answer);"), row
+
+    # An agent through the gateway (stdio relay: the direct lane).
+    server = start()
+    out: dict[str, Any] = {}
+
+    async def main() -> None:
+        async with _agent(monad_home, "stdio", "legacy", 60) as client, anyio.create_task_group() as tg:
+            tg.start_soon(anyio.to_thread.run_sync, kill_when_started, server)
+            with anyio.fail_after(60):
+                result = await client.call_tool("h__slow", {"seconds": 60})
+            out.update(error=result.is_error, text=result.content[0].text)
+
+    try:
+        anyio.run(main)
+    finally:
+        end_test_server(server)
+    assert out == {"error": True, "text": f"{lost} (MCP error -32000)"}, out  # as the stdio case words it

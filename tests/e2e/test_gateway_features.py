@@ -233,11 +233,11 @@ def test_collisions_list_changes_and_a_per_server_entry(supervisor: Any, monad_h
             names = {p.name for p in (await merged.list_prompts()).prompts}
             assert {"everything__simple-prompt", "twin__simple-prompt"} <= names
             merged_tools = {t.name for t in (await merged.list_tools()).tools}
-            # Reported as tool collisions are: in `monad mcp status NAME`.
+            # Shown as tool collisions are: the row's `collisions` in `monad mcp status NAME`.
             row = await anyio.to_thread.run_sync(lambda: supervisor("mcp", "status", "twin", "--json").json())
             row = row[0] if isinstance(row, list) else row
             assert any(w.startswith(f"resource URI collision: `{static}` is listed by `everything` and `twin`")
-                       for w in row["warnings"]), row
+                       for w in row["collisions"]), row
 
         async with Client(StdioServerParameters(command=everything_bin(), args=["stdio"]), mode="legacy") as direct:
             direct_info, direct_instructions = direct.server_info, direct.instructions

@@ -191,3 +191,59 @@ def test_two_http_sessions_with_the_same_ids_at_once(supervisor: Any, monad_home
     anyio.run(main)
     assert got["a"] == "slept 1.5" and got["b"] == "slept 1" and got["b2"] == "slept 2", got
     assert got["ping"] < 1.0 and got["a2"] == "after", got
+
+
+def test_a_request_whose_id_is_in_flight_is_refused_and_the_first_still_answered(supervisor: Any, monad_home: Path,
+                                                                              tmp_path: Path) -> None:
+    """MCP basic ("The request ID MUST NOT have been previously used by the requestor within
+    the same session"): a second request under an id still in flight gets -32600 under that
+    id at once, whichever path (the direct lane, the SDK's) holds the first and takes the
+    second, and is never run; the first gets its one answer. An id answered may be used again."""
+    _atom(monad_home, tmp_path)
+    wait_state(supervisor, "ts", "connected", timeout=90)
+    agent = Raw(monad_home)
+
+    def sdk(token: str) -> dict[str, Any]:  # a progressToken takes a call onto the SDK's path
+        return {"_meta": {"progressToken": token}}
+
+    # id: (the first request's path, the second's)
+    cases: dict[Any, tuple[dict[str, Any], dict[str, Any]]] = {
+        7: ({}, {}), 17: ({}, sdk("b17")), "27": (sdk("a27"), {}), 37: (sdk("a37"), sdk("b37"))}
+    try:
+        agent.start()
+        for request_id, (first, _) in cases.items():
+            agent.send({"id": request_id, "method": "tools/call",
+                        "params": {"name": "ts__slow", "arguments": {"seconds": 3}, **first}})
+        sent = time.monotonic()
+        for request_id, (_, second) in cases.items():
+            agent.send({"id": request_id, "method": "tools/call",
+                        "params": {"name": "ts__echo", "arguments": {"text": "twice"}, **second}})
+        agent.send({"id": 7, "method": "ping"})  # any method: the id is what is refused
+        agent.send({"id": "7", "method": "ping"})  # another id (JSON-RPC 2.0 §4): answered
+        assert agent.answer("7")["result"] == {}
+        for request_id in cases:
+            refused = agent.answer(request_id)
+            assert refused["error"] == {
+                "code": -32600, "message": f"Invalid Request: id {json.dumps(request_id)} is already in flight "
+                                           "on this session; send this request under a new id"}, \
+                (request_id, refused)
+        assert time.monotonic() - sent < 2.5  # at once, not behind the first call
+        for request_id in cases:
+            deadline = time.monotonic() + 30
+            while len(agent.answers_to(request_id)) < (3 if request_id == 7 else 2) and time.monotonic() < deadline:
+                time.sleep(0.05)
+        time.sleep(0.3)  # nothing more comes
+        for request_id in cases:
+            *refusals, last = agent.answers_to(request_id)
+            assert [r["error"]["code"] for r in refusals] == [-32600] * (2 if request_id == 7 else 1), agent.got
+            assert _text(last) == "slept 3", (request_id, agent.got)
+        # Answered, the id is free again.
+        agent.send({"id": 7, "method": "tools/call", "params": {"name": "ts__echo", "arguments": {"text": "again"}}})
+        deadline = time.monotonic() + 30
+        while len(agent.answers_to(7)) < 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _text(agent.answers_to(7)[-1]) == "again"
+    finally:
+        agent.close()
+    calls = supervisor("journal", "--calls", "--json").json()
+    assert [c["tool"] for c in calls].count("echo") == 1, calls  # only "again": no refused request ran

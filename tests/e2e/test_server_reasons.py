@@ -74,6 +74,22 @@ def test_a_failed_tool_call_quotes_what_the_server_logged_during_it(supervisor: 
     assert r.err.strip() == "error: tool `ts__fail` failed: plain", r
 
 
+def test_the_stderr_a_crash_reason_quotes_is_printed_once(supervisor: Any) -> None:
+    """A server that dies under a call: the error already quotes its stderr (the session's
+    end reason), so `monad mcp call` does not print it again below (found by a new-user trial)."""
+    monad = supervisor
+    assert monad("mcp", "add", "cr", "--", sys.executable, TOOLSERVER, "--crash").code == 0
+    wait_state(monad, "cr", "connected")
+    log = "Traceback (most recent call last):\n  File \"db.py\", line 9\nOSError: disk on fire"
+    r = monad("mcp", "call", "cr__exit", "--arg", "status=3", "--arg", f"log={log}", "--yes")
+    assert r.code == 1, r
+    lines = [line for line in r.err.splitlines() if not line.startswith("waiting for server")]
+    assert len(lines) == 1 and lines[0].startswith("error: server `cr` failed `exit`: its session ended during the "
+                                                   "request: server process exited with status 3; stderr: "), r
+    for said in ("Traceback (most recent call last):", 'File "db.py", line 9', "OSError: disk on fire"):
+        assert r.err.count(said) == 1, (said, r.err)
+
+
 def test_reasons_with_newlines_stay_one_line_in_every_row(supervisor: Any) -> None:
     monad = supervisor
     assert monad("mcp", "add", "ts", "--", sys.executable, TOOLSERVER).code == 0

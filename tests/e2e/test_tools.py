@@ -101,9 +101,62 @@ def test_names_reverse_map_typed_args_and_journal(supervisor: Any) -> None:
     r = monad("journal", "--calls")
     assert r.code == 0 and "tool-error" in r.out, r
 
-    # The collision is reported in `status NAME`.
-    r = monad("mcp", "status", "ts")
-    assert "tool name collision" in r.err and "`ts`/`get.user`" in r.err, r
+    # The collision is state in `status NAME` (test_a_collision_is_said_once_and_shown_as_state).
+    r = monad("mcp", "status", "ts", "--json")
+    assert any("tool name collision" in c and "`ts`/`get.user`" in c for c in r.json()["collisions"]), r
+
+
+def test_a_collision_is_said_once_and_shown_as_state(supervisor: Any, monad_home: Path, tmp_path: Path) -> None:
+    """Two servers whose tools map to one exposed name (`notes` + `_search`, `notes_` +
+    `search`: `notes___search`): the supervisor's log and the journal say so once, when it
+    appears, and once when it is gone; `status`, `status NAME` and `tools` show it as state
+    (stdout); no command repeats it on stderr (found by a new-user trial: every status and
+    call printed it again)."""
+    monad = supervisor
+    server = str(Path(__file__).resolve().parents[1] / "servers" / "catalogserver.py")
+    schema = {"type": "object", "properties": {}}
+    for name, tool in (("notes", "_search"), ("notes_", "search")):
+        catalog = tmp_path / f"{name}.json"
+        catalog.write_text(json.dumps({"server": name, "tools": [{"name": tool, "description": "Search.",
+                                                                  "inputSchema": schema}]}))
+        assert monad("mcp", "add", name, "--", sys.executable, server, str(catalog)).code == 0
+    wait_state(monad, "notes", "connected")
+    wait_state(monad, "notes_", "connected")
+    said = ("tool name collision: `notes`/`_search` and `notes_`/`search` both map to `notes___search`; "
+            "exposed as `notes___search_")
+    listed = monad("mcp", "tools", "--json").json()
+    renamed = sorted(t["name"] for t in listed if t["name"].startswith("notes___search_"))
+    assert len(renamed) == 2, listed
+
+    runs = [monad("mcp", "status"), monad("mcp", "status", "notes"), monad("mcp", "list"), monad("mcp", "tools"),
+            monad("mcp", "call", renamed[0], "--yes"), monad("mcp", "call", renamed[1], "--yes"),
+            monad("mcp", "status", "notes")]
+    assert all(r.code == 0 for r in runs), runs
+    assert not [r for r in runs if "collision" in r.err], runs  # never repeated on stderr
+    table = {line.split()[0]: line for line in runs[0].out.splitlines()[1:]}
+    assert table["notes"].endswith("a name collision (see `monad mcp status notes`)"), runs[0].out
+    assert table["notes_"].endswith("a name collision (see `monad mcp status notes_`)"), runs[0].out
+    assert said in runs[1].out and "collisions" in runs[1].out, runs[1].out
+    for n in renamed:
+        assert "listed (renamed: a name collision)" in next(ln for ln in runs[3].out.splitlines() if n in ln), runs[3]
+    rows = {r["name"]: r for r in monad("mcp", "status", "--json").json()}
+    assert [c.startswith(said) for c in rows["notes"]["collisions"]] == [True], rows["notes"]
+    assert rows["notes"]["collisions"] == rows["notes_"]["collisions"]
+
+    # Said once: one warning in the log, one event row per server in it.
+    log = monad_home / "logs" / "daemon.log"
+    assert log.read_text().count("tool name collision") == 1, log.read_text()
+    events = [e for e in monad("journal", "--json").json() if e["kind"] == "collision"]
+    assert sorted((e["server"], e["reason"].startswith(said)) for e in events) == [("notes", True), ("notes_", True)]
+
+    # Gone: said once more, and no longer shown.
+    assert monad("mcp", "remove", "notes_").code == 0
+    wait_for(lambda: "resolved: tool name collision" in log.read_text(), timeout=30)
+    assert monad("mcp", "status", "notes", "--json").json()["collisions"] == []
+    monad("mcp", "status")
+    assert log.read_text().count("tool name collision") == 2, log.read_text()
+    events = [e for e in monad("journal", "--json").json() if e["kind"] == "collision"]
+    assert [e["reason"].startswith(f"resolved: {said}") for e in events[2:]] == [True, True], events
 
 
 def test_pagination_101_tools_and_a_repeating_cursor(supervisor: Any) -> None:

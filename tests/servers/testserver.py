@@ -3,6 +3,7 @@
     python testserver.py [--http PORT [--sse]] [--legacy] [--slow-start S] [--hang]
                          [--stderr-flood BYTES] [--no-newlines] [--stray-stdout [LINES]]
                          [--crash-after S] [--exit-at-start N] [--tools-file PATH] [--name NAME] [--ask]
+                         [--marker-dir DIR]
 
 `--legacy`: refuse `server/discover`, so clients fall back to `initialize`: over HTTP with
 HTTP 400, as a pre-2026 stateful server (the TypeScript SDK's) does, giving an
@@ -13,7 +14,8 @@ Tools: `echo(text)`, `pid()`, `add(a, b)`, `slow(seconds)`, `env(name)`. With
 `--tools-file`, the file (JSON: {"description": ..., "param": ..., "extra": bool}) shapes the
 `echo` tool so tests can change the tool set between connects. `--ask` adds `greet()`, which
 asks the client for a name (a form elicitation: a standalone `elicitation/create` on a legacy
-session, an `InputRequiredResult` round on 2026-07-28) and answers `hello NAME`.
+session, an `InputRequiredResult` round on 2026-07-28) and answers `hello NAME`. With
+`--marker-dir`, `slow` writes `DIR/slow.started` once it runs (a test kills the server then).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ def main() -> None:
     ap.add_argument("--tools-file", default=None)
     ap.add_argument("--say", default=None, help="write this line to stderr at start")
     ap.add_argument("--ask", action="store_true")
+    ap.add_argument("--marker-dir", default=None, help="`slow` writes DIR/slow.started once it runs")
     args = ap.parse_args()
 
     if args.say:
@@ -106,6 +109,9 @@ def main() -> None:
         """Sleep, then answer."""
         import anyio
 
+        if args.marker_dir:
+            with open(os.path.join(args.marker_dir, "slow.started"), "w") as f:
+                f.write("1")
         await anyio.sleep(seconds)
         return f"slept {seconds}"
 

@@ -104,6 +104,10 @@ def _row_text(row: dict[str, Any]) -> dict[str, Any]:
     if row["state"] == "idle":  # what an agent is shown comes from lists this old
         out["reason"] = f"{out.get('reason') or 'on demand'} (idle for {render.age(row.get('stoppedAt'))}, " \
                         f"lists {render.age(row.get('listedAt'))} old)"
+    if collisions := row.get("collisions"):  # state, shown in the row (said once, in the log, when it appeared)
+        what = "a name collision" if len(collisions) == 1 else f"{len(collisions)} name collisions"
+        said = f"{what} (see `monad mcp status {row['name']}`)"
+        out["reason"] = f"{out['reason']}; {said}" if out.get("reason") else said
     return out
 
 

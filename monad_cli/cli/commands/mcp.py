@@ -349,6 +349,7 @@ def status(
         *([("next attempt", render.when(row["nextAttemptAt"]))] if row.get("nextAttemptAt") else []),
         *config_error,
         ("variables", _variables_text(row.get("variables") or [])),
+        *([("collisions", row["collisions"])] if row.get("collisions") else []),
         ("tools", "refused (its tool set does not match its pin; see the reason)" if row.get("toolsRefused")
          else row["toolNames"]), ("stderr tail", row["stderrTail"]),
     ])

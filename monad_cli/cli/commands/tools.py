@@ -28,7 +28,7 @@ from monad_cli.core.errors import (
 )
 from monad_cli.core.messages import cut
 from monad_cli.core.paths import paths
-from monad_cli.tools.arguments import build_arguments
+from monad_cli.tools.arguments import build_arguments, split_pairs
 
 DEFAULT_APPROVAL_TIMEOUT_S = 120.0
 
@@ -52,9 +52,9 @@ def tools(
     `monad approvals revoke` takes one back) or `ask` (the approval gate asks); GATEWAY is
     `listed`, `deferred` or `hidden` (below). `--json` adds each tool's
     description, inputSchema, original name, whether it is auto-approved and its standing
-    `approval` (`session`, `always` or null). Name collisions,
-    and tools a server listed that monad could not take (a repeated name, an unusable schema),
-    are reported on stderr. Tools the gateway defers until
+    `approval` (`session`, `always` or null). A tool renamed by a name collision says
+    `renamed` in GATEWAY (the collision is in `monad mcp status`); tools a server listed that
+    monad could not take (a repeated name, an unusable schema) are reported on stderr. Tools the gateway defers until
     `load_tools` are marked `deferred` (`monad mcp call` calls them directly). Tools a tool
     filter hides are listed as `hidden` with the rule (`hidden` in --json, null when shown);
     no gateway lists them and every call of them is refused (docs/filtering.md).
@@ -73,17 +73,16 @@ def tools(
     if as_json:
         render.data_json(listed)
         return
-    from monad_cli.core.tool_names import describe_collision
-
-    for c in answer.get("collisions", []):
-        if server is None or any(m["server"] == server for m in c["members"]):
-            render.warn(describe_collision(c))
+    # A collision is state, said once in the supervisor's log and shown by `monad mcp status`;
+    # here each renamed tool says so in its row.
+    renamed = {m["exposed"] for c in answer.get("collisions", []) for m in c["members"] if m["exposed"]}
     for item in answer.get("leftOut", []):
         render.warn(f"server `{item['server']}`: {item['reason']}")
     # Every cell says something: a blank read as missing data (new-user trial).
     render.table([{"name": t["name"], "auto": "auto" if t.get("autoApproved") else t.get("approval") or "ask",
-                   "deferred": f"hidden: {t['hidden']}" if t.get("hidden") else
-                   "deferred" if t.get("deferred") else "listed",
+                   "deferred": (f"hidden: {t['hidden']}" if t.get("hidden") else
+                                "deferred" if t.get("deferred") else "listed")
+                   + (" (renamed: a name collision)" if t["name"] in renamed else ""),
                    "description": _first_line(t.get("description") or "")} for t in listed],
                  [("name", "tool"), ("auto", "approval"), ("deferred", "gateway"), ("description", "description")],
                  empty=(_why_none(client, server) if server and not listed
@@ -248,7 +247,7 @@ def _prompt(pending: dict[str, Any]) -> str:
 
 def call(
     name: Annotated[str, typer.Argument(help="Exposed tool name `SERVER__TOOL` (see `monad mcp tools`).")],
-    arg: Annotated[list[str] | None, typer.Option("--arg", "-a", help="key=value, converted to the type the "
+    arg: Annotated[list[str] | None, typer.Option("--arg", "-a", help="NAME=VALUE, converted to the type the "
                                                   "tool's inputSchema declares (repeatable).")] = None,
     args_json: Annotated[str | None, typer.Option("--args-json", help="All arguments as one JSON object "
                                                   "(--arg values override its keys).")] = None,
@@ -284,6 +283,7 @@ def call(
 
     if not math.isfinite(approval_timeout):
         raise InvalidInput("--approval-timeout must be a finite number of seconds")
+    split_pairs(arg)  # a malformed --arg is said before the supervisor is asked anything
     supervisor()  # starts it if needed
     # A call has no deadline here: it may wait for a person, then run as long as the tool does.
     client = ControlClient(paths(), timeout=None)

@@ -146,8 +146,10 @@ class DirectCalls:
     in `tg`, the connection's task group: cancelling it (the connection ended) cancels them."""
 
     def __init__(self, handle: LaneHandler, send: Callable[[bytes], Awaitable[None]], tg: anyio.abc.TaskGroup, *,
-                 server_info: dict[str, Any], listed: Callable[[], bool]) -> None:
+                 server_info: dict[str, Any], listed: Callable[[], bool],
+                 held: Callable[[int | str], bool] = lambda request_id: False) -> None:
         self.handle = handle
+        self.held = held  # the SDK's server has a request in flight under this id
         self.send = send
         self.tg = tg
         self.server_info = server_info
@@ -161,6 +163,7 @@ class DirectCalls:
         self._initialize_id: Any = None
         self._envelopes: list[dict[str, Any]] = []  # validated, at most a few per connection
         self.in_flight: dict[str, anyio.CancelScope] = {}
+        self.ids: set[int | str] = set()  # the ids of `in_flight` as sent (7 and "7" are two ids)
         self._peer_cancelled: set[str] = set()
         self.taken = 0  # tools/calls answered here (the session's end logs it)
 
@@ -215,10 +218,13 @@ class DirectCalls:
                 trace = {k: v for k, v in passed.items() if k in TRACE} or None
         version = self._era_version(params.get("_meta")) if _plain_params(params) else None
         key = _key(request_id)
-        if version is None or key in self.in_flight:  # a duplicate id: the SDK's to judge
+        # An id in flight here or at the SDK's server: the reader refuses it (gateway/wire.py).
+        # "7" while 7 is in flight here: the SDK's, as cancellation could not tell them apart.
+        if version is None or key in self.in_flight or self.held(request_id):
             return False
         # In flight from here: a cancellation that comes before the task runs still finds it.
         self.in_flight[key] = scope = anyio.CancelScope()
+        self.ids.add(request_id)
         self.taken += 1
         meta = params.get("_meta")
         call = LaneCall(request_id, params["name"], params.get("arguments"), version,
@@ -310,6 +316,7 @@ class DirectCalls:
         line: bytes | None = None
         if scope.cancel_called:  # cancelled by the client before this task ran: nothing was done
             self.in_flight.pop(key, None)
+            self.ids.discard(call.id)
             self._peer_cancelled.discard(key)
             return
         try:
@@ -323,6 +330,7 @@ class DirectCalls:
             raise
         finally:
             self.in_flight.pop(key, None)
+            self.ids.discard(call.id)
             peer_cancelled = key in self._peer_cancelled
             self._peer_cancelled.discard(key)
         if line is not None and not peer_cancelled:  # a cancelled request is never answered

@@ -621,7 +621,8 @@ class GatewaySession:
 
         lane = self.lane = DirectCalls(self.wrappers.lane(handle), writer.send_line, tg,
                                        server_info=self.server.server_info_stamp,
-                                       listed=lambda: bool(self.legacy_connections))
+                                       listed=lambda: bool(self.legacy_connections),
+                                       held=writer.unanswered.__contains__)
         return lane
 
     def calls_summary(self) -> str:

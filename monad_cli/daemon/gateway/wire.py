@@ -14,7 +14,10 @@ with `id: null` unless the object carries a usable id (JSON-RPC 2.0 §5 and §5.
 a request whose id is not a string or an integer (`1.5`, `null`, `true`: the SDK's model
 would read it as a notification and answer nothing). None of these ends the session. A line
 over `max_line` bytes is answered `-32600` (under its id, found at either end of the line) and
-skipped. At the end of the client's input,
+skipped. A request under an id still in flight on this connection, on either path (the SDK's
+`unanswered`, the lane's `holds`), is answered `-32600` under that id and never run (MCP
+basic: a request id must not be reused within the session); the first request is left alone.
+At the end of the client's input,
 what it asked has `EOF_GRACE_S` to be answered before the SDK cancels the rest.
 """
 
@@ -77,6 +80,27 @@ def rejection(line: bytes) -> bytes:
         rid = None
     why = unsendable(body) if isinstance(body, dict) else None
     return error_line(INVALID_REQUEST, f"Invalid Request: {why or 'not a JSON-RPC 2.0 message'}", rid)
+
+
+def spellings(request_id: object) -> set[int | str]:
+    """The ids the SDK's dispatcher takes `request_id` (a cancellation's `requestId`) to
+    name: itself and its other spelling (7 and "7"); none for a value that is no id."""
+    if isinstance(request_id, bool) or not isinstance(request_id, int | str):
+        return set()
+    if isinstance(request_id, int):
+        return {request_id, str(request_id)}
+    try:
+        return {request_id, int(request_id)}
+    except ValueError:
+        return {request_id}
+
+
+def in_flight_line(request_id: int | str) -> bytes:
+    """The answer to a request under an id the agent still waits on: MCP basic, "The request
+    ID MUST NOT have been previously used by the requestor within the same session". Only the
+    second is refused; the first goes on to its own one answer."""
+    return error_line(INVALID_REQUEST, f"Invalid Request: id {json.dumps(request_id)} is already in flight on this "
+                                       "session; send this request under a new id", request_id)
 
 
 def _has_id(line: bytes) -> bool:
@@ -183,7 +207,8 @@ class LineWriter(anyio.abc.ObjectSendStream[SessionMessage]):
         self.lock = anyio.Lock(fast_acquire=True)
         self.closed = False
         self.on_send: Callable[[Any], None] | None = None  # sees each SDK message on its way out
-        self.unanswered: set[str] = set()  # ids of the requests handed to the SDK, until answered
+        # Ids of the requests handed to the SDK, until answered, as sent (7 and "7" are two ids).
+        self.unanswered: set[int | str] = set()
         self.waiting_bytes = 0  # bytes of the writes under way (they wait when the client's pipe is full)
         self._flowing = anyio.Event()
         self._flowing.set()
@@ -192,9 +217,10 @@ class LineWriter(anyio.abc.ObjectSendStream[SessionMessage]):
         """A message handed to the SDK: a request waits for its answer; a cancellation ends
         the wait for the request it names (a cancelled request is never answered)."""
         if isinstance(message, JSONRPCRequest):
-            self.unanswered.add(str(message.id))
+            self.unanswered.add(message.id)
         elif isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
-            self.unanswered.discard(str((message.params or {}).get("requestId")))
+            # The SDK's dispatcher matches "7" to 7 (`coerce_request_id`): either may be the one cancelled.
+            self.unanswered.difference_update(spellings((message.params or {}).get("requestId")))
 
     async def send_raw(self, data: bytes) -> None:
         if self.closed:
@@ -227,8 +253,8 @@ class LineWriter(anyio.abc.ObjectSendStream[SessionMessage]):
             await self._flowing.wait()
 
     async def send(self, item: SessionMessage) -> None:
-        if isinstance(item.message, JSONRPCResponse | JSONRPCError):
-            self.unanswered.discard(str(item.message.id))
+        if isinstance(item.message, JSONRPCResponse | JSONRPCError) and item.message.id is not None:
+            self.unanswered.discard(item.message.id)
         if self.on_send is not None:
             self.on_send(item.message)
         await self.send_raw(item.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n")
@@ -245,12 +271,14 @@ class MessageReader(anyio.abc.ObjectReceiveStream[SessionMessage]):
     side."""
 
     def __init__(self, lines: LineReader, writer: LineWriter, max_line: int, *,
-                 take: Callable[[bytes], bool] | None = None, busy: Callable[[], bool] | None = None) -> None:
+                 take: Callable[[bytes], bool] | None = None, busy: Callable[[], bool] | None = None,
+                 holds: Callable[[int | str], bool] | None = None) -> None:
         self.lines = lines
         self.writer = writer
         self.max_line = max_line
         self.take = take
         self.busy = busy  # the lane has calls in flight
+        self.holds = holds  # the lane has a call in flight under this id
 
     async def receive(self) -> SessionMessage:
         while True:
@@ -276,12 +304,19 @@ class MessageReader(anyio.abc.ObjectReceiveStream[SessionMessage]):
                 except ValueError:
                     answer = rejection(line)
                 else:
-                    if not (isinstance(message, JSONRPCNotification) and b'"id"' in line and _has_id(line)):
+                    if isinstance(message, JSONRPCRequest) and (
+                            message.id in self.writer.unanswered
+                            or (self.holds is not None and self.holds(message.id))):
+                        # The SDK would run it and answer both under one id (its dispatcher
+                        # overwrites the first's entry), leaving the agent unable to tell them apart.
+                        answer = in_flight_line(message.id)
+                    elif not (isinstance(message, JSONRPCNotification) and b'"id"' in line and _has_id(line)):
                         self.writer.asked(message)
                         return SessionMessage(message)
-                    # The SDK's model reads a request with a bad id as a notification, and
-                    # would answer nothing (JSON-RPC 2.0 §4: ids are strings or numbers).
-                    answer = error_line(INVALID_REQUEST, "Invalid Request: `id` must be a string or an integer")
+                    else:
+                        # The SDK's model reads a request with a bad id as a notification, and
+                        # would answer nothing (JSON-RPC 2.0 §4: ids are strings or numbers).
+                        answer = error_line(INVALID_REQUEST, "Invalid Request: `id` must be a string or an integer")
             try:
                 await self.writer.send_raw(answer)
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
@@ -315,7 +350,8 @@ async def serve_lines(stream: anyio.abc.ByteStream | PipeStream, serve: Serve, *
             direct = lane(writer, tg)
             take, writer.on_send = direct.take, direct.sent
         reader = MessageReader(LineReader(stream, max_line, buffered=buffered), writer, max_line, take=take,
-                               busy=(lambda: bool(direct.in_flight)) if lane is not None else None)
+                               busy=(lambda: bool(direct.in_flight)) if lane is not None else None,
+                               holds=direct.ids.__contains__ if lane is not None else None)
         await serve(reader, writer)
         tg.cancel_scope.cancel()
 

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 from mcp import MCPError
 from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, CallToolResult
 
-from monad_cli.daemon.sessions.reasons import describe
+from monad_cli.core.redact import redact_url
+from monad_cli.daemon.sessions.reasons import describe, leaf_exceptions
 from monad_cli.daemon.sessions.stamp import caller_meta
 
 if TYPE_CHECKING:
@@ -63,6 +64,16 @@ def wrong_shape_fails_the_call() -> Iterator[None]:
         raise MCPError(INTERNAL_ERROR, describe(exc)) from None
 
 
+_UNKNOWN = "whether the server acted on it is unknown"
+# httpx2's errors for a connection that broke under a request already sent (not a refused
+# connect: that request never reached the server).
+_DROPPED_ERRORS = ("RemoteProtocolError", "ReadError")
+
+
+def _dropped(exc: BaseException) -> bool:
+    return any(type(leaf).__name__ in _DROPPED_ERRORS for leaf in leaf_exceptions(exc))
+
+
 class SessionRequests:
     """The request path of `actor`'s session (see the module docstring)."""
 
@@ -85,7 +96,8 @@ class SessionRequests:
         SDK raised (only "Connection closed", or its own RuntimeError once the client is
         closed): `SessionCut` when monad ended the session on purpose; MCPError -32000 with
         the words of the server's status row when the server ended it (it exited, was
-        killed, stopped answering: `ServerActor.ended_reason`)."""
+        killed, stopped answering: `ServerActor.ended_reason`), or, for a remote server,
+        saying the connection to it was lost, in the same structure."""
         from monad_cli.daemon.trust.servers import SessionCut
 
         actor = self.actor
@@ -97,12 +109,19 @@ class SessionRequests:
             why = actor.cut_reason(client)
             if why is not None and (closed or not isinstance(e, MCPError)):
                 raise SessionCut(actor.name, *why) from None
+            if actor.spec is not None and actor.spec.transport == "http" and (closed or _dropped(e)):
+                # The response stream broke (the server died, a proxy cut it): HTTP has no exit
+                # status to wait for, and the SDK's "Connection closed" or httpx2's own text
+                # would not say what the person needs to know.
+                raise MCPError(CONNECTION_CLOSED, f"its connection to the server was lost during the request "
+                                                  f"(`{redact_url(actor.spec.url or '')}`, before the answer); "
+                                                  f"{_UNKNOWN}; `monad mcp status {actor.name}` says whether it "
+                                                  "is back") from None
             ended = await actor.ended_reason(conn) if closed else None
             if ended is None:
                 raise
-            raise MCPError(CONNECTION_CLOSED, f"its session ended during the request: {ended}; whether the server "
-                                              f"acted on it is unknown; `monad mcp status {actor.name}` says whether "
-                                              "it is back") from None
+            raise MCPError(CONNECTION_CLOSED, f"its session ended during the request: {ended}; {_UNKNOWN}; "
+                                              f"`monad mcp status {actor.name}` says whether it is back") from None
 
     async def call_tool(self, call: ToolCall) -> CallToolResult:
         actor = self.actor

@@ -148,6 +148,7 @@ class ToolService:
         self._map_key: Any = None
         self._version = 0
         self._map = NameMap()
+        self._collisions: dict[str, list[str]] = {}  # said: each collision's text → its servers
         self._signed: tuple[tuple[Any, ...], str] | None = None  # (listing_key, signature)
         self._changed = anyio.Event()
         self._state = anyio.Event()
@@ -162,6 +163,9 @@ class ToolService:
 
     def state_changed(self) -> None:
         """A server's state changed: calls waiting for a restarting server look again."""
+        # The name map now (rebuilt only if the registered tools changed), so a collision a
+        # new list or a server's coming or going brings or ends is said when it happens.
+        self.name_map()
         self._state.set()
         self._state = anyio.Event()
 
@@ -241,7 +245,32 @@ class ToolService:
         if key != self._map_key:
             self._map = build_name_map((a.name, t.name) for a in actors for t in a.tools)
             self._map_key = key
+            self._note_collisions(self._map)
         return self._map
+
+    def _note_collisions(self, nmap: NameMap) -> None:
+        """Say a tool name collision once, when it appears (a warning in the daemon log, an
+        event row for each server in it) and once when it is gone; in between it is state,
+        shown by `monad mcp status` (`collisions`), never said again at each request."""
+        now = {describe_collision(c): sorted({str(m["server"]) for m in c["members"]})  # type: ignore[attr-defined]
+               for c in nmap.collisions}
+        for text, servers in now.items():
+            if text not in self._collisions:
+                log.warning("%s", text)
+                for server in servers:
+                    self._record_collision(server, text)
+        for text, servers in self._collisions.items():
+            if text not in now:
+                log.info("resolved: %s", text)
+                for server in servers:
+                    self._record_collision(server, f"resolved: {text}")
+        self._collisions = now
+
+    def _record_collision(self, server: str, text: str) -> None:
+        try:
+            self.journal.record("collision", server=server, reason=text)
+        except Exception:  # the name map serves calls: a journal that cannot write costs only the row
+            log.exception("journal write failed")
 
     def _auto_list(self, actor: ToolServer) -> list[str]:
         return list(actor.spec.trust.auto_approve_tools) if actor.spec else []
@@ -299,8 +328,8 @@ class ToolService:
         return self.signature()
 
     def warnings(self, name: str) -> list[str]:
-        """Collisions, inert `autoApproveTools` entries and `tools` globs of one server (for `status NAME`)."""
-        out = [describe_collision(c) for c in self.name_map().collisions_of(name)]
+        """Inert `autoApproveTools` entries and `tools` globs of one server (for `status NAME`)."""
+        out: list[str] = []
         actor = self.servers.get(name)
         # A pin refusing the tool set registers none: every entry would read as a typo (the
         # status reason already says why none are listed).
@@ -311,6 +340,10 @@ class ToolService:
         advertised = sorted(n for _own, n in pairs)
         out += [inert_entry_warning(e, advertised) for e in inert_entries(name, self._auto_list(actor), pairs)]
         return out + inert_globs(actor.spec.tools, [t.name for t in actor.tools], advertised)
+
+    def collisions(self, name: str) -> list[str]:
+        """The tool name collisions `name` is in, one line each (core/tool_names.py)."""
+        return [describe_collision(c) for c in self.name_map().collisions_of(name)]
 
     def _entry(self, exposed: str) -> ExposedTool | None:
         """`exposed`'s name-map entry, on every call's path: the built map is reused while no
