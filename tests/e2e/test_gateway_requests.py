@@ -213,8 +213,7 @@ def test_a_request_whose_id_is_in_flight_is_refused_and_the_first_still_answered
         agent.start()
         for request_id, (first, _) in cases.items():
             agent.send({"id": request_id, "method": "tools/call",
-                        "params": {"name": "ts__slow", "arguments": {"seconds": 3}, **first}})
-        sent = time.monotonic()
+                        "params": {"name": "ts__slow", "arguments": {"seconds": 8}, **first}})
         for request_id, (_, second) in cases.items():
             agent.send({"id": request_id, "method": "tools/call",
                         "params": {"name": "ts__echo", "arguments": {"text": "twice"}, **second}})
@@ -227,7 +226,8 @@ def test_a_request_whose_id_is_in_flight_is_refused_and_the_first_still_answered
                 "code": -32600, "message": f"Invalid Request: id {json.dumps(request_id)} is already in flight "
                                            "on this session; send this request under a new id"}, \
                 (request_id, refused)
-        assert time.monotonic() - sent < 2.5  # at once, not behind the first call
+        # At once, not behind the first calls: none of them has answered yet.
+        assert not [a for a in agent.got if "slept" in json.dumps(a)], agent.got
         for request_id in cases:
             deadline = time.monotonic() + 30
             while len(agent.answers_to(request_id)) < (3 if request_id == 7 else 2) and time.monotonic() < deadline:
@@ -236,7 +236,7 @@ def test_a_request_whose_id_is_in_flight_is_refused_and_the_first_still_answered
         for request_id in cases:
             *refusals, last = agent.answers_to(request_id)
             assert [r["error"]["code"] for r in refusals] == [-32600] * (2 if request_id == 7 else 1), agent.got
-            assert _text(last) == "slept 3", (request_id, agent.got)
+            assert _text(last) == "slept 8", (request_id, agent.got)
         # Answered, the id is free again.
         agent.send({"id": 7, "method": "tools/call", "params": {"name": "ts__echo", "arguments": {"text": "again"}}})
         deadline = time.monotonic() + 30
@@ -247,3 +247,56 @@ def test_a_request_whose_id_is_in_flight_is_refused_and_the_first_still_answered
         agent.close()
     calls = supervisor("journal", "--calls", "--json").json()
     assert [c["tool"] for c in calls].count("echo") == 1, calls  # only "again": no refused request ran
+
+
+def test_over_http_a_request_whose_id_its_session_has_in_flight_is_refused(supervisor: Any, monad_home: Path,
+                                                                          tmp_path: Path) -> None:
+    """The same rule on `monad mcp serve --http` (gateway/http.py `OneRequestPerId`): the
+    second POST under an id its session still has in flight is answered 400 with -32600 under
+    that id and never run; the first gets its answer; another session may use the id."""
+    import httpx2
+
+    from tests.conftest import free_port, gateway_up
+
+    _atom(monad_home, tmp_path)
+    wait_state(supervisor, "ts", "connected", timeout=90)
+    port = free_port()
+    serve = subprocess.Popen([sys.executable, "-m", "monad_cli", "mcp", "serve", "--http", "--port", str(port)],
+                             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        url, auth = gateway_up(monad_home, port)
+        base = {**auth, "Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+        def session() -> dict[str, str]:
+            r = httpx2.post(url, headers=base, timeout=30,
+                            json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT})
+            headers = {**base, "Mcp-Session-Id": r.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-11-25"}
+            httpx2.post(url, headers=headers, timeout=30, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+            return headers
+
+        def call(headers: dict[str, str], tool: str, arguments: dict[str, Any]) -> httpx2.Response:
+            return httpx2.post(url, headers=headers, timeout=60, json={
+                "jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": tool, "arguments": arguments}})
+
+        mine, other = session(), session()
+        first: list[httpx2.Response] = []
+        slow = threading.Thread(target=lambda: first.append(call(mine, "ts__slow", {"seconds": 6})))
+        slow.start()
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "slow.started").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        refused = call(mine, "ts__echo", {"text": "twice"})
+        assert refused.status_code == 400, refused.text
+        assert refused.json() == {"jsonrpc": "2.0", "id": 7, "error": {
+            "code": -32600, "message": "Invalid Request: id 7 is already in flight on this session; send this "
+                                       "request under a new id"}}
+        assert not first, "the refusal waited for the first call"
+        assert "elsewhere" in call(other, "ts__echo", {"text": "elsewhere"}).text  # another session's 7
+        slow.join(60)
+        assert first and "slept 6" in first[0].text, first
+        assert "again" in call(mine, "ts__echo", {"text": "again"}).text  # answered: the id is free again
+    finally:
+        serve.terminate()
+        serve.wait(30)
+    calls = supervisor("journal", "--calls", "--json").json()
+    assert sorted(c["tool"] for c in calls if c["tool"] == "echo") == ["echo", "echo"], calls  # not "twice"

@@ -9,7 +9,8 @@ filters and `load_tools` loads are that command's. The SDK's streamable HTTP app
 - `Authorization: Bearer <token>` on every request, the token in `run/gateway.token`
   (0600, ≥ 256 bits, created once and reused), compared in constant time;
 - the SDK's DNS-rebinding protection: `Host` must be loopback:port and a present `Origin`
-  loopback (MCP spec, basic/transports "Security Warning").
+  loopback (MCP spec, basic/transports "Security Warning");
+- a request under an id its session still has in flight refused (`OneRequestPerId`).
 """
 
 from __future__ import annotations
@@ -66,6 +67,71 @@ class BearerGuard:
         await self.app(scope, receive, send)
 
 
+class OneRequestPerId:
+    """ASGI wrapper: a POST carrying a request whose id its session (`Mcp-Session-Id`) still
+    has in flight is answered HTTP 400 with `-32600` under that id and never reaches the
+    SDK, whose dispatcher would take the second for the first and leave one of them
+    unanswered (MCP basic: "The request ID MUST NOT have been previously used by the
+    requestor within the same session"; the stdio gateway's rule, gateway/wire.py). A
+    request is in flight from its POST until the SDK's app is done with that POST. Ids are
+    compared as sent (7 and "7" are two). A body over `MAX_PEEK` bytes is handed on unread
+    (the SDK refuses it by its own size limit)."""
+
+    MAX_PEEK = 4 * 1024 * 1024
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.held: set[tuple[bytes, str]] = set()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        session = dict(scope.get("headers") or []).get(b"mcp-session-id") if scope["type"] == "http" else None
+        if session is None or scope["method"] != "POST":
+            return await self.app(scope, receive, send)
+        taken: list[Any] = []  # what was read, handed to the app again before the rest
+        body, more = b"", True
+        while more and len(body) <= self.MAX_PEEK:
+            message = await receive()
+            taken.append(message)
+            if message["type"] != "http.request":
+                break
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+
+        async def replay() -> Any:
+            return taken.pop(0) if taken else await receive()
+
+        request_id = _request_id(body) if not more else None
+        key = (session, json.dumps(request_id)) if request_id is not None else None
+        if request_id is not None and key in self.held:
+            from monad_cli.daemon.gateway.wire import in_flight_line
+
+            answer = in_flight_line(request_id).strip()
+            await send({"type": "http.response.start", "status": 400,
+                        "headers": [(b"content-type", b"application/json"),
+                                    (b"content-length", str(len(answer)).encode())]})
+            await send({"type": "http.response.body", "body": answer})
+            return None
+        if key is not None:
+            self.held.add(key)
+        try:
+            return await self.app(scope, replay, send)
+        finally:
+            if key is not None:
+                self.held.discard(key)
+
+
+def _request_id(body: bytes) -> int | str | None:
+    """The id of the JSON-RPC request `body` holds (an int or a string), else None."""
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(message, dict) or "method" not in message:
+        return None
+    found = message.get("id")
+    return found if isinstance(found, int | str) and not isinstance(found, bool) else None
+
+
 def bind_loopback(port: int) -> socket.socket:
     """A listening TCP socket on 127.0.0.1:`port` (0: any free port). Raises Conflict when
     the port is taken."""
@@ -88,9 +154,9 @@ async def serve_http(session: GatewaySession, sock: socket.socket, token: str, *
     session manager ends a streamable HTTP session after `session_idle` seconds without a
     request in flight (its ID then answers 404, and the client starts a new session: MCP
     basic/transports "Session Management"), and keeps at most `MAX_SESSIONS`."""
-    app = BearerGuard(session.server.streamable_http_app(
+    app = BearerGuard(OneRequestPerId(session.server.streamable_http_app(
         host="127.0.0.1", streamable_http_path="/mcp", session_idle_timeout=session_idle,
-        max_sessions=MAX_SESSIONS), token)
+        max_sessions=MAX_SESSIONS)), token)
     # lifespan on: the SDK's app runs its session manager's task group in it; cut: an agent's
     # open event stream ends with the listener (Ctrl-C on `monad mcp serve --http`).
     server = AppServer(app, what=f"the HTTP gateway on port {sock.getsockname()[1]}", lifespan="on",
@@ -98,4 +164,4 @@ async def serve_http(session: GatewaySession, sock: socket.socket, token: str, *
     await server.serve(sock, until)
 
 
-__all__ = ["BearerGuard", "bind_loopback", "gateway_token", "serve_http"]
+__all__ = ["BearerGuard", "OneRequestPerId", "bind_loopback", "gateway_token", "serve_http"]
