@@ -271,7 +271,8 @@ def test_over_http_a_request_whose_id_its_session_has_in_flight_is_refused(super
             r = httpx2.post(url, headers=base, timeout=30,
                             json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT})
             headers = {**base, "Mcp-Session-Id": r.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-11-25"}
-            httpx2.post(url, headers=headers, timeout=30, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+            httpx2.post(url, headers=headers, timeout=30,
+                        json={"jsonrpc": "2.0", "method": "notifications/initialized"})
             return headers
 
         def call(headers: dict[str, str], tool: str, arguments: dict[str, Any]) -> httpx2.Response:
