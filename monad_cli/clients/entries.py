@@ -162,18 +162,20 @@ def is_reference(value: str) -> bool:
 
 
 def shown_definition(defn: Mapping[str, Any], *, reveal: bool) -> dict[str, Any]:
-    """`defn` with every secret value as `***` (references stay), or as written when `reveal`."""
+    """`defn` with every secret value as `***` (references stay), or as written when `reveal`:
+    an env value or a header is a secret by `secret_env`/`secret_header` (its name or shape,
+    docs/atoms.md "Secrets"), the same rule `monad mcp get` shows by; an auth token always."""
     if reveal:
         return dict(defn)
-    from monad_cli.core.redact import MASK, redact_args, redact_url, secret_header
+    from monad_cli.core.redact import MASK, redact_args, redact_url, secret_env, secret_header
 
     out = dict(defn)
 
     def mask(value: Any) -> Any:
         return value if isinstance(value, str) and is_reference(value) else MASK
 
-    if isinstance(out.get("env"), Mapping):
-        out["env"] = {k: mask(v) for k, v in out["env"].items()}
+    if isinstance(out.get("env"), Mapping):  # a `DEBUG=1` is no secret: exported as written (as `get` shows it)
+        out["env"] = {k: MASK if secret_env(k, v) else v for k, v in out["env"].items()}
     if isinstance(out.get("headers"), Mapping):  # a `Host` or `Accept` is no secret: exported as written
         out["headers"] = {k: MASK if secret_header(k, v) else v for k, v in out["headers"].items()}
     if isinstance(out.get("url"), str):

@@ -1,8 +1,9 @@
 """`monad mcp export CLIENT [--reveal-secrets]`: every server in the format CLIENT's file takes.
 
 Every server monad defines (atoms, agents.json, enabled presets), as written (references
-such as `${TOKEN}` stay references). Secret values (env and header values, bearer tokens,
-URL query values, an argument after a secret-named flag) print as `***` unless
+such as `${TOKEN}` stay references). Secret values (env and header values whose name or
+shape says secret, bearer tokens, URL query values, an argument after a secret-named flag)
+print as `***` unless
 `reveal`; a value made only of references is not a secret and prints as it is. Stored
 OAuth state is never exported. One loop for every format: each gives one entry per server
 (`ClientFormat.export_entry`) and the document around them (`export_text`).

@@ -132,3 +132,16 @@ def test_export_takes_the_client_as_import_and_connect_do(cli: Any, client: str)
         assert "CLIENT" in usage.split("Usage:", 1)[1].splitlines()[0], usage
     r = cli("mcp", "export", "cursr")
     assert r.code == 2 and r.err.startswith("error: unknown client `cursr` (did you mean `cursor`?)"), r
+
+
+def test_export_masks_only_what_is_secret(cli: Any, monad_home: Path) -> None:
+    """`***` marks secrets only: an ordinary env value (`DEBUG=1`, a path) is exported as
+    written, as `monad mcp get` shows it; a secret by name or shape is masked."""
+    (monad_home / "atoms" / "mcp").mkdir(parents=True, exist_ok=True)
+    (monad_home / "atoms" / "mcp" / "plain.toml").write_text(
+        'command = "srv"\n[env]\nDEBUG = "1"\nDATA_DIR = "/srv/data"\nAPI_TOKEN = "sk-sentinel-55e0c1"\n'
+        'OTHER = "a1b2c3d4e5f6a7b8c9d0e1f2"\n')
+    r = cli("mcp", "export", "mcp-json")
+    assert r.code == 0, r
+    env = json.loads(r.out)["mcpServers"]["plain"]["env"]
+    assert env == {"DEBUG": "1", "DATA_DIR": "/srv/data", "API_TOKEN": "***", "OTHER": "***"}, env
