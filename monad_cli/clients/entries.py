@@ -167,7 +167,7 @@ def shown_definition(defn: Mapping[str, Any], *, reveal: bool) -> dict[str, Any]
     docs/atoms.md "Secrets"), the same rule `monad mcp get` shows by; an auth token always."""
     if reveal:
         return dict(defn)
-    from monad_cli.core.redact import MASK, redact_args, redact_url, secret_env, secret_header
+    from monad_cli.core.redact import MASK, redact_args, redact_url, secret_header, shown_env
 
     out = dict(defn)
 
@@ -175,7 +175,7 @@ def shown_definition(defn: Mapping[str, Any], *, reveal: bool) -> dict[str, Any]
         return value if isinstance(value, str) and is_reference(value) else MASK
 
     if isinstance(out.get("env"), Mapping):  # a `DEBUG=1` is no secret: exported as written (as `get` shows it)
-        out["env"] = {k: MASK if secret_env(k, v) else v for k, v in out["env"].items()}
+        out["env"] = {k: shown_env(k, v) for k, v in out["env"].items()}
     if isinstance(out.get("headers"), Mapping):  # a `Host` or `Accept` is no secret: exported as written
         out["headers"] = {k: MASK if secret_header(k, v) else v for k, v in out["headers"].items()}
     if isinstance(out.get("url"), str):

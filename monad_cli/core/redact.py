@@ -120,6 +120,28 @@ PLAIN_HEADERS = frozenset({
     "expect", "prefer", "x-requested-with", "upgrade"})
 
 
+def shown_env(name: str, value: object) -> object:
+    """An `env` value as output shows it: `***` when it is a secret (`secret_env`); a URL
+    (`postgres://app:pw@db/x`, whatever the name) with its password and secret query values
+    masked (`redact_url`); else as written."""
+    if secret_env(name, value):
+        return MASK
+    if isinstance(value, str) and "://" in value and not is_reference(value):
+        return redact_url(value)
+    return value
+
+
+def url_secrets(url: str) -> list[str]:
+    """The secrets a URL holds (`redact_url` masks them): its userinfo password and the
+    query values whose name or shape says secret."""
+    try:
+        parts = urlsplit(url)
+        found = [v for k, v in parse_qsl(parts.query) if _secret_query(k, v)]
+        return [*found, parts.password] if parts.password else found
+    except ValueError:
+        return []
+
+
 def secret_header(name: str, value: object) -> bool:
     """Whether a header holds a secret (docs/atoms.md "Secrets"), by what the field means: a
     field whose name says credential (`Authorization`, `Proxy-Authorization`, `Cookie`,
@@ -224,7 +246,7 @@ def redact_definition(defn: Mapping[str, Any], secrets: Iterable[str] = ()) -> d
             # An empty value holds nothing to hide, and `***` would hide that it is empty.
             out[k] = {name: MASK if secret_header(name, value) else value for name, value in v.items()}
         elif k == "env" and isinstance(v, Mapping):  # `secret_env`: never an empty value
-            out[k] = {name: MASK if secret_env(name, value) else value for name, value in v.items()}
+            out[k] = {name: shown_env(name, value) for name, value in v.items()}
         elif k == "url" and isinstance(v, str):
             out[k] = redact_url(v)
         elif k == "args" and isinstance(v, list):
@@ -271,17 +293,13 @@ def secret_values(defn: Mapping[str, Any]) -> set[str]:
         for name, v in defn["env"].items():
             if secret_env(name, v):
                 take(v)
+            elif isinstance(v, str) and "://" in v:  # a database URL's password, whatever the name
+                for part in url_secrets(v):
+                    take(part)
     url = defn.get("url")
     if isinstance(url, str):
-        try:
-            parts = urlsplit(url)
-            for k, v in parse_qsl(parts.query):
-                if _secret_query(k, v):
-                    take(v)
-            if parts.password:
-                take(parts.password)
-        except ValueError:
-            pass
+        for part in url_secrets(url):
+            take(part)
     args = defn.get("args")
     if isinstance(args, list):
         for raw, shown in zip(args, _redact_flagged(str(a) for a in args), strict=False):

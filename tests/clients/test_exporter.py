@@ -140,8 +140,11 @@ def test_export_masks_only_what_is_secret(cli: Any, monad_home: Path) -> None:
     (monad_home / "atoms" / "mcp").mkdir(parents=True, exist_ok=True)
     (monad_home / "atoms" / "mcp" / "plain.toml").write_text(
         'command = "srv"\n[env]\nDEBUG = "1"\nDATA_DIR = "/srv/data"\nAPI_TOKEN = "sk-sentinel-55e0c1"\n'
-        'OTHER = "a1b2c3d4e5f6a7b8c9d0e1f2"\n')
+        'OTHER = "a1b2c3d4e5f6a7b8c9d0e1f2"\nDB_URL = "postgres://app:pw-sentinel-9d1@db/app"\n')
     r = cli("mcp", "export", "mcp-json")
     assert r.code == 0, r
     env = json.loads(r.out)["mcpServers"]["plain"]["env"]
-    assert env == {"DEBUG": "1", "DATA_DIR": "/srv/data", "API_TOKEN": "***", "OTHER": "***"}, env
+    assert env == {"DEBUG": "1", "DATA_DIR": "/srv/data", "API_TOKEN": "***", "OTHER": "***",
+                   "DB_URL": "postgres://app:***@db/app"}, env
+    got = cli("mcp", "get", "plain", "--json")
+    assert "pw-sentinel-9d1" not in got.out + got.err and "postgres://app:***@db/app" in got.out, got

@@ -126,6 +126,12 @@ def test_which_values_are_secrets() -> None:
     assert secret_values(defn) == {SECRET, "q1w2e3r4t5"}
     assert redact_definition(defn)["env"] == {"MODE": "plain", "API_KEY": MASK}
     assert redact_url(defn["url"]) == "https://h/p?page=2&key=***"
+    # A URL in an env value (a database's, whatever the variable's name): its password is a
+    # secret to scrub and to mask; the rest of the URL is shown.
+    defn = {"env": {"DATABASE": "postgres://app:pw-sentinel-9d1@db:5432/app", "HOME_URL": "https://example.com/x"}}
+    assert secret_values(defn) == {"pw-sentinel-9d1"}
+    assert redact_definition(defn)["env"] == {"DATABASE": "postgres://app:***@db:5432/app",
+                                              "HOME_URL": "https://example.com/x"}
 
 
 @pytest.mark.parametrize("scrubber", [SecretScrubber, Scrubber])
