@@ -71,6 +71,7 @@ from monad_cli.daemon.gateway.search import (
     query_arguments,
 )
 from monad_cli.daemon.gateway.subscriptions import Subscriptions
+from monad_cli.daemon.sessions.reasons import describe, leaf_exceptions
 from monad_cli.daemon.trust.call import ToolCall
 from monad_cli.daemon.trust.inputs import Caller
 from monad_cli.daemon.trust.servers import ProgressFn
@@ -122,6 +123,28 @@ async def before_initialize(ctx: Any, call_next: Any) -> Any:
                                              f"notifications/initialized) first (MCP spec, basic/lifecycle), "
                                              f"or speak 2026-07-28 with the `_meta` envelope on each request",
                        ctx.method) from None
+
+
+def failures_in_one_line(scrub: Callable[[str], str]) -> Callable[[Any, Any], Awaitable[Any]]:
+    """Server middleware: a handler's failure that is not an MCP error becomes one (-32603, one
+    scrubbed line: `METHOD failed: WHY`). The SDK answers any other exception with JSON-RPC
+    error code 0, which JSON-RPC 2.0 does not define (section 5.1), and its text: "unhandled
+    errors in a TaskGroup (1 sub-exception)". Its traceback goes to the daemon log only with
+    MONAD_DEBUG. A pydantic ValidationError passes: the SDK's own answer to bad params (-32602)."""
+    from pydantic import ValidationError
+
+    async def middleware(ctx: Any, call_next: Any) -> Any:
+        try:
+            return await call_next(ctx)
+        except (MCPError, ValidationError):
+            raise
+        except Exception as e:
+            leaf = leaf_exceptions(e)[0]
+            said = scrub(f"{ctx.method} failed: {describe(leaf)}")
+            log.warning("gateway %s", said, exc_info=leaf if log.isEnabledFor(logging.DEBUG) else None)
+            raise MCPError(types.INTERNAL_ERROR, said) from None
+
+    return middleware
 
 
 @dataclass(frozen=True)
@@ -219,7 +242,7 @@ class GatewaySession:
         # by the tool the agent sent, listed or not: what wraps the gateway decides
         # (`GatewayWrappers.middleware`; off, emptying the list is the SDK's opt-out).
         self.server.middleware[:] = [*wrappers.middleware(list(self.server.middleware), transport),
-                                     before_initialize]
+                                     before_initialize, failures_in_one_line(scrub)]
         self.lane: DirectCalls | None = None
         self.sdk_calls = 0  # tools/calls the SDK's server handled (the rest: `lane.taken`)
 
