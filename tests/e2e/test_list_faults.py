@@ -107,9 +107,28 @@ def test_a_servers_shapeless_answer_leaves_that_server_out_not_every_servers_lis
                                   for r in (await gateway.list_resources()).resources],
                     "prompts": [p.name for p in (await gateway.list_prompts()).prompts]}
 
+    async def per_server() -> list[Any]:
+        from mcp.shared.exceptions import MCPError
+
+        own = StdioServerParameters(command=sys.executable, args=["-m", "monad_cli", "mcp", "serve", "odd"],
+                                    env={"MONAD_HOME": str(monad_home), "MONAD_NO_AUTOSTART": "1"})
+        errors = []
+        async with Client(own) as entry:
+            for listing in (entry.list_resource_templates, entry.list_resources, entry.list_prompts):
+                with pytest.raises(MCPError) as failed:
+                    await listing()
+                errors.append(failed.value.error)
+        return errors
+
     seen = anyio.run(agent)
     assert seen == {"templates": [("memo://notes/{id}", "good")], "resources": [("memo://notes/1", "good")],
                     "prompts": ["good__greet"]}, seen
+    # Its own entry (`monad mcp serve odd`) says why, instead of lists that look empty.
+    errors = anyio.run(per_server)
+    assert [e.code for e in errors] == [-32603] * 3, errors
+    assert errors[0].message == ("server `odd`: listing resource templates failed: the server's "
+                                 "ListResourceTemplatesResult is not of the shape the protocol defines: "
+                                 "resourceTemplates: Field required"), errors[0]
     # The Studio's route (the control API's, on either port): the server's one-line error, not a 500.
     with pytest.raises(ToolCallFailed) as failed:
         ControlClient(Paths(monad_home)).get("/v1/mcp-servers/odd/resources")
