@@ -273,6 +273,20 @@ def validate(raw: Mapping[str, Any], *, name: str, source: str,
     return spec
 
 
+def fields_under_env(raw: Mapping[str, Any], source: str) -> list[str]:
+    """One warning per `env` entry that looks like a top-level field written after the
+    `[env]` table (`timeout = 60` appended to an atom that ends with one): a number named
+    like a field (`timeout`, `requestTimeoutMs`, …), which TOML puts in the table above it,
+    so it silently becomes an environment variable of the server. [] when there is none."""
+    env = raw.get("env")
+    if not isinstance(env, Mapping):
+        return []
+    return [f"`env.{key} = {value!r}` is an environment variable of the server, not its `{key}`: "
+            f"a line after the `[env]` table of `{source}` belongs to it; move it above the first `[table]`"
+            for key, value in env.items()
+            if key in ALL_FIELDS and isinstance(value, int | float) and not isinstance(value, bool)]
+
+
 class _Recorder(Mapping[str, str]):
     """The environment as `expand` reads it, noting every name looked up (in order)."""
 

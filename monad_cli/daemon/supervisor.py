@@ -19,6 +19,7 @@ from monad_cli.auth.session import SupervisorAuth
 from monad_cli.config import envfile
 from monad_cli.config.features import MCP_FILE, TOOLS_FILE, load_mcp_filter, load_tool_globs
 from monad_cli.config.loader import AtomCache, Definitions, Problem, load_definitions
+from monad_cli.config.schema import fields_under_env
 from monad_cli.config.settings import SETTINGS_FILE
 from monad_cli.config.start import StartDefaults, load_start_defaults
 from monad_cli.core.errors import ConfigError
@@ -452,7 +453,9 @@ class Supervisor:
             # the journal, when they appear: ToolService._note_collisions).
             row["collisions"] = self.tool_service.collisions(n) + self.gateway.catalog.warnings(n)
             if detail:
-                row["warnings"] = self.tool_service.warnings(n) + self._argv_warnings(n)
+                spec = self.actors[n].spec
+                row["warnings"] = (self.tool_service.warnings(n) + self._argv_warnings(n) +
+                                   (fields_under_env(spec.raw, spec.source) if spec is not None else []))
             rows.append(row)
         return rows
 

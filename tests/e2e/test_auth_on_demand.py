@@ -220,8 +220,12 @@ def test_a_device_flow_server_shows_the_agent_its_verification_url_and_code(supe
 def test_a_per_server_entry_calls_by_the_servers_own_name_and_authorizes(supervisor: Any, monad_home: Path,
                                                                           servers: Any) -> None:
     """`monad mcp serve remote` (one server, its own tool names): `echo` of a server never
-    authorized starts its authorization and goes on."""
+    authorized starts its authorization and goes on. Before it, the entry does not look
+    healthy (found by a new-user trial: empty instructions and `tools/list = []`): its
+    instructions and tools/list say it needs authorization and what to run, as for a failed
+    server (docs/gateway.md "A server that is not serving")."""
     from mcp import Client
+    from mcp.shared.exceptions import MCPError
     from mcp_types import ElicitResult
 
     base = servers.start(OAUTH_AS)
@@ -236,9 +240,17 @@ def test_a_per_server_entry_calls_by_the_servers_own_name_and_authorizes(supervi
 
     async def main() -> Any:
         async with Client(_serve(monad_home, "remote"), mode="legacy", elicitation_callback=elicit) as agent:
-            return await agent.call_tool("echo", {"text": "by its own name"})
+            told = agent.instructions or ""
+            with pytest.raises(MCPError) as listed:
+                await agent.list_tools()
+            result = await agent.call_tool("echo", {"text": "by its own name"})
+            return told, listed.value.error, result
 
-    result = anyio.run(main)
+    told, listed, result = anyio.run(main)
+    assert told.startswith("monad: server `remote` needs authorization"), told
+    assert "`monad mcp authorize remote` authorizes it" in told, told
+    assert listed.code == -32603 and listed.message.startswith("server `remote` needs authorization"), listed
+    assert "`monad mcp authorize remote`" in listed.message and "reconnect" not in listed.message, listed
     assert not result.is_error and result.content[0].text == "by its own name", result
     assert len(asked) == 1
 

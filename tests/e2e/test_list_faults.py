@@ -74,3 +74,81 @@ def test_a_bad_prompt_resource_and_template_cost_that_item_only(supervisor: Any,
     assert "lists__echo" in tool_names(supervisor, "lists")
     r = supervisor("mcp", "status", "lists")
     assert r.code == 0 and "server `lists`: prompt `broken_prompt` left out" in r.err, r
+
+
+SHAPELESS = ("prompts/list", "resources/list", "resources/templates/list")
+
+
+def test_a_servers_shapeless_answer_leaves_that_server_out_not_every_servers_list(supervisor: Any,
+                                                                                monad_home: Path) -> None:
+    """Found by a new-user trial: one stdio server answering `resources/templates/list` with `{}`
+    failed the merged listing for every server with JSON-RPC error code 0 ("unhandled errors in
+    a TaskGroup"), and the Studio's resources route with HTTP 500 and a pydantic traceback.
+    The listing leaves that server out, saying so once; the route answers its one-line error."""
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    from monad_cli.cli.control import ControlClient
+    from monad_cli.core.errors import ToolCallFailed
+    from monad_cli.core.paths import Paths
+
+    add_list_faults(supervisor, "good")
+    add_list_faults(supervisor, "odd", *(f"--shapeless={m}" for m in SHAPELESS))
+    wait_state(supervisor, "good", "connected", timeout=60)
+    wait_state(supervisor, "odd", "connected", timeout=60)
+    serve = StdioServerParameters(command=sys.executable, args=["-m", "monad_cli", "mcp", "serve"],
+                                  env={"MONAD_HOME": str(monad_home), "MONAD_NO_AUTOSTART": "1"})
+
+    async def agent() -> dict[str, Any]:
+        async with Client(serve) as gateway:
+            return {"templates": [(t.uri_template, (t.meta or {}).get("monad/server"))
+                                  for t in (await gateway.list_resource_templates()).resource_templates],
+                    "resources": [(str(r.uri), (r.meta or {}).get("monad/server"))
+                                  for r in (await gateway.list_resources()).resources],
+                    "prompts": [p.name for p in (await gateway.list_prompts()).prompts]}
+
+    async def per_server() -> list[Any]:
+        from mcp.shared.exceptions import MCPError
+
+        own = StdioServerParameters(command=sys.executable, args=["-m", "monad_cli", "mcp", "serve", "odd"],
+                                    env={"MONAD_HOME": str(monad_home), "MONAD_NO_AUTOSTART": "1"})
+        errors = []
+        async with Client(own) as entry:
+            for listing in (entry.list_resource_templates, entry.list_resources, entry.list_prompts):
+                with pytest.raises(MCPError) as failed:
+                    await listing()
+                errors.append(failed.value.error)
+        return errors
+
+    seen = anyio.run(agent)
+    assert seen == {"templates": [("memo://notes/{id}", "good")], "resources": [("memo://notes/1", "good")],
+                    "prompts": ["good__greet"]}, seen
+    # Its own entry (`monad mcp serve odd`) says why, instead of lists that look empty.
+    errors = anyio.run(per_server)
+    assert [e.code for e in errors] == [-32603] * 3, errors
+    assert errors[0].message == ("server `odd`: listing resource templates failed: the server's "
+                                 "ListResourceTemplatesResult is not of the shape the protocol defines: "
+                                 "resourceTemplates: Field required"), errors[0]
+    # The Studio's route (the control API's, on either port): the server's one-line error, not a 500.
+    with pytest.raises(ToolCallFailed) as failed:
+        ControlClient(Paths(monad_home)).get("/v1/mcp-servers/odd/resources")
+    message = failed.value.message
+    assert message.startswith("server `odd`: listing resources failed: the server's ListResourcesResult is not "
+                              "of the shape the protocol defines: resources: Field required"), message
+    with pytest.raises(ToolCallFailed) as failed:
+        ControlClient(Paths(monad_home)).get("/v1/mcp-servers/odd/prompts")
+    assert "prompts: Field required" in failed.value.message, failed.value.message
+    assert ControlClient(Paths(monad_home)).get("/v1/mcp-servers/good/resources")["templates"][0]["uriTemplate"] \
+        == "memo://notes/{id}"
+    # One line each in the daemon log, naming the server and what was wrong; no traceback.
+    logged = (monad_home / "logs" / "daemon.log").read_text()
+    assert "Traceback" not in logged and "TaskGroup" not in logged, logged[-3000:]
+    for title, key in (("ListResourceTemplatesResult", "resourceTemplates"), ("ListResourcesResult", "resources"),
+                       ("ListPromptsResult", "prompts")):
+        assert ("server odd: listing " in logged and
+                f"the server's {title} is not of the shape the protocol defines: {key}: Field required" in logged), \
+            logged[-3000:]
+    # And `monad mcp status odd` names them.
+    left = status_of(supervisor, "odd")["leftOut"]
+    assert any(r.startswith("resources/templates/list answer left out: resourceTemplates: Field required")
+               for r in left), left

@@ -5,13 +5,14 @@ tail, and reasons that stay one line."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import SERVERS, status_of, wait_for, wait_state
+from tests.conftest import SERVERS, status_of, wait_for, wait_state, write_atom
 
 pytestmark = pytest.mark.e2e
 TOOLSERVER = str(SERVERS / "toolserver.py")
@@ -151,7 +152,49 @@ def test_a_package_runner_that_times_out_is_told_to_raise_the_timeout(supervisor
     reason = row["reason"]
     assert "timed out after 1 s" in reason and "flush" not in reason, row
     assert ("`npx` may still be fetching the server on its first start: raise `timeout` in `atoms/mcp/memory.toml`, "
-            "e.g. `timeout = 60`") in reason, row
+            "e.g. `timeout = 60` on a line before its first `[table]`") in reason, row
+    # A download killed half way leaves npx's cache broken (every later start fails with
+    # ERR_MODULE_NOT_FOUND): the hint says what to do then (found by a new-user trial).
+    assert "or run the command once by hand; if that fails with ERR_MODULE_NOT_FOUND" in reason, row
+    assert "`npm cache clean --force` (or remove the `_npx` folder of npm's cache" in reason, row
+
+
+def test_an_npx_whose_cache_a_stopped_download_broke_is_told_to_clear_it(supervisor: Any, tmp_path: Path) -> None:
+    """What the start after a killed first fetch gives: npx runs the package from its
+    half-written cache folder and node fails with ERR_MODULE_NOT_FOUND. (An `npx` script
+    stands in, printing what node prints.)"""
+    monad = supervisor
+    runner = tmp_path / "bin" / "npx"
+    runner.parent.mkdir()
+    runner.write_text('#!/bin/sh\necho "node:internal/modules/esm/resolve:873" >&2\n'
+                      'echo "Error [ERR_MODULE_NOT_FOUND]: Cannot find package \'/cache/_npx/9c1e/node_modules/'
+                      '@modelcontextprotocol/sdk/index.js\'" >&2\necho "  code: \'ERR_MODULE_NOT_FOUND\'" >&2\n'
+                      "exit 1\n")
+    runner.chmod(0o755)
+    assert monad("mcp", "add", "memory", "--", str(runner), "-y", "some-server").code == 0
+    row = wait_for(lambda: (s := status_of(monad, "memory"))["state"] in ("backoff", "failed") and s["reason"] and s)
+    reason = row["reason"]
+    assert reason.startswith("server process exited with status 1 before answering"), row
+    assert ("npx's cache may have been left broken by a stopped download: run the command once by hand; if it "
+            "fails with ERR_MODULE_NOT_FOUND too, clear npx's cache with `npm cache clean --force`") in reason, row
+    assert "code: 'ERR_MODULE_NOT_FOUND'" in reason, row  # its stderr still quoted
+
+
+def test_a_field_written_after_the_env_table_is_warned_of(supervisor: Any, monad_home: Path) -> None:
+    """Found by a new-user trial: `timeout = 60` appended to an atom that ends with an `[env]`
+    table is an environment variable (TOML puts it in the table above), silently. `status
+    NAME` and `get NAME` say so."""
+    monad = supervisor
+    write_atom(monad_home, "slow", f'command = {json.dumps(sys.executable)}\nargs = [{json.dumps(TOOLSERVER)}]\n'
+                                   '[env]\nLOG_LEVEL = "info"\ntimeout = 60\n')
+    wait_state(monad, "slow", "connected", timeout=60)
+    said = ("server `slow`: `env.timeout = 60` is an environment variable of the server, not its `timeout`: "
+            "a line after the `[env]` table of `atoms/mcp/slow.toml` belongs to it; move it above the first `[table]`")
+    r = monad("mcp", "status", "slow")
+    assert r.code == 0 and said in r.err, r
+    r = monad("mcp", "get", "slow")
+    assert r.code == 0 and said in r.err, r
+    assert "LOG_LEVEL" not in r.err, r  # a string entry is an environment variable as meant
 
 
 NPM_404 = """npm error code E404

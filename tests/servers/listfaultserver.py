@@ -4,7 +4,7 @@ items, and a tools change before its `subscriptions/listen` stream opens.
 The SDK's lowlevel `Server` does the MCP part; this file owns the stdio wire (as
 toolfaultserver.py does), so it can answer lists no SDK would send:
 
-    python listfaultserver.py [--change-before-listen] [--bad-items] [--ttl-ms N]
+    python listfaultserver.py [--change-before-listen] [--bad-items] [--ttl-ms N] [--shapeless METHOD]...
 
 Tools: `echo(text)`. Prompts: `greet`. Resources: `memo://notes/1`; template `memo://notes/{id}`.
 
@@ -19,6 +19,9 @@ Options:
 - `--bad-items`: `prompts/list` also has `broken_prompt`, whose `arguments` is a string;
   `resources/list` also has `no_uri`, a resource without a `uri`;
   `resources/templates/list` also has `no_template`, a template without a `uriTemplate`.
+- `--shapeless METHOD` (repeatable; `prompts/list`, `resources/list`,
+  `resources/templates/list`): answers METHOD without its list (`{}` and, for a 2026-07-28
+  client, the result envelope);
 - `--log-requests PATH` appends each request's method, one per line.
 """
 
@@ -38,6 +41,8 @@ def main() -> None:
     ap.add_argument("--bad-items", action="store_true")
     ap.add_argument("--ttl-ms", type=int, default=0)
     ap.add_argument("--log-requests", default=None)
+    ap.add_argument("--shapeless", action="append", default=[],
+                    choices=["prompts/list", "resources/list", "resources/templates/list"])
     args = ap.parse_args()
 
     gc.disable()  # no cyclic collection while the SDK is imported (~0.3 s of CPU a start)
@@ -133,6 +138,9 @@ def main() -> None:
                             log.write(message.method + "\n")
                         if message.method == "tools/list":
                             tools_list(message.id)
+                            continue
+                        if message.method in args.shapeless:
+                            write({"jsonrpc": "2.0", "id": message.id, "result": {**envelope}})
                             continue
                         if args.bad_items and message.method in (
                                 "prompts/list", "resources/list", "resources/templates/list"):

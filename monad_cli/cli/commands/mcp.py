@@ -390,6 +390,7 @@ def get(name: Annotated[str, typer.Argument(help="Server name.")], as_json: Json
 
         source, raw = PRESETS_FILE, preset_definition(paths(), name, os.environ)  # NotFound again if not one
     from monad_cli.config.envfile import read_env_file
+    from monad_cli.config.schema import fields_under_env
 
     shown = redact_definition(raw, read_env_file(paths()).values.values())
     runs_in = _runs_in(name, raw)
@@ -412,6 +413,8 @@ def get(name: Annotated[str, typer.Argument(help="Server name.")], as_json: Json
         render.line(f"# variables: {_variables_text(variables)}")
     if runs_in and runs_in[1]:
         render.line(f"# runs in {runs_in[0]} (no `cwd` set: the server's own directory under MONAD_HOME)")
+    for warning in fields_under_env(raw, source):  # `timeout = 60` appended after `[env]`
+        render.warn(f"server `{name}`: {warning}")
 
 
 def _variable_sources(raw: dict[str, Any]) -> list[dict[str, Any]]:

@@ -18,7 +18,8 @@ on the Studio's port, else `control`); the server's questions during one are ref
 to ask). `offers` says which of the two the live session's server declared (null while it is
 not connected). A caller that disconnects cancels its read or get. Errors: 404 for an unknown
 server, or a resource the server does not have (MCP -32002); 400 (`invalid_input`) for bad
-params; 502 (`tool_call_failed`) for any other failure of the server, its message scrubbed.
+params; 502 (`tool_call_failed`) for any other failure of the server (a listing it fails, or
+answers in a shape the protocol does not define, included), its message scrubbed.
 """
 
 from __future__ import annotations
@@ -71,8 +72,9 @@ def feature_routes(sup: DaemonPort) -> list[Route]:
 
     async def resources(request: Request) -> JSONResponse:
         name = server_of(request)
-        listed = await sup.catalog.resources(only(name), tag=False)
-        templates = await sup.catalog.templates(only(name), tag=False)
+        # The server's failure to list, in one line (502), not a 500 with pydantic's traceback.
+        listed = await _upstream(request, lambda: sup.catalog.resources(only(name), tag=False, strict=True))
+        templates = await _upstream(request, lambda: sup.catalog.templates(only(name), tag=False, strict=True))
         return JSONResponse({"resources": listed, "templates": templates, "offers": offers(name)})
 
     async def read(request: Request) -> JSONResponse:
@@ -86,7 +88,7 @@ def feature_routes(sup: DaemonPort) -> list[Route]:
 
     async def prompts(request: Request) -> JSONResponse:
         name = server_of(request)
-        listed = await sup.catalog.prompts(only(name), single=name)
+        listed = await _upstream(request, lambda: sup.catalog.prompts(only(name), single=name, strict=True))
         return JSONResponse({"prompts": listed, "offers": offers(name)})
 
     async def get(request: Request) -> JSONResponse:

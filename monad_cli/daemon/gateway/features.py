@@ -148,9 +148,11 @@ class SessionFeatures:
         return (self.single is None or name == self.single) and self.allowed(name)
 
     # -- resources -------------------------------------------------------------------------
+    # A listing leaves out a server that fails it (catalog.py `_gather`); a per-server entry's
+    # one server failing it is an error (-32603, its one line), not a list that looks empty.
     async def list_resources(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
         self.remember(ctx)
-        items = await self.catalog.resources(self._allowed, tag=self.single is None)
+        items = await self.catalog.resources(self._allowed, tag=self.single is None, strict=self.single is not None)
         items, next_cursor = page("resources/list", items, _cursor(params))
         return types.ListResourcesResult(resources=[types.Resource.model_validate(r) for r in items],
                                          next_cursor=next_cursor)
@@ -158,7 +160,7 @@ class SessionFeatures:
     async def list_templates(self, ctx: Any,
                              params: types.PaginatedRequestParams | None) -> types.ListResourceTemplatesResult:
         self.remember(ctx)
-        items = await self.catalog.templates(self._allowed, tag=self.single is None)
+        items = await self.catalog.templates(self._allowed, tag=self.single is None, strict=self.single is not None)
         items, next_cursor = page("resources/templates/list", items, _cursor(params))
         return types.ListResourceTemplatesResult(
             resource_templates=[types.ResourceTemplate.model_validate(t) for t in items], next_cursor=next_cursor)
@@ -230,7 +232,7 @@ class SessionFeatures:
     # -- prompts and completion --------------------------------------------------------------
     async def list_prompts(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
         self.remember(ctx)
-        items = await self.catalog.prompts(self._allowed, single=self.single)
+        items = await self.catalog.prompts(self._allowed, single=self.single, strict=self.single is not None)
         items, next_cursor = page("prompts/list", items, _cursor(params))
         return types.ListPromptsResult(prompts=[types.Prompt.model_validate(p) for p in items], next_cursor=next_cursor)
 

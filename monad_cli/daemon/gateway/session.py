@@ -71,6 +71,7 @@ from monad_cli.daemon.gateway.search import (
     query_arguments,
 )
 from monad_cli.daemon.gateway.subscriptions import Subscriptions
+from monad_cli.daemon.sessions.reasons import describe, leaf_exceptions
 from monad_cli.daemon.trust.call import ToolCall
 from monad_cli.daemon.trust.inputs import Caller
 from monad_cli.daemon.trust.servers import ProgressFn
@@ -124,6 +125,28 @@ async def before_initialize(ctx: Any, call_next: Any) -> Any:
                        ctx.method) from None
 
 
+def failures_in_one_line(scrub: Callable[[str], str]) -> Callable[[Any, Any], Awaitable[Any]]:
+    """Server middleware: a handler's failure that is not an MCP error becomes one (-32603, one
+    scrubbed line: `METHOD failed: WHY`). The SDK answers any other exception with JSON-RPC
+    error code 0, which JSON-RPC 2.0 does not define (section 5.1), and its text: "unhandled
+    errors in a TaskGroup (1 sub-exception)". Its traceback goes to the daemon log only with
+    MONAD_DEBUG. A pydantic ValidationError passes: the SDK's own answer to bad params (-32602)."""
+    from pydantic import ValidationError
+
+    async def middleware(ctx: Any, call_next: Any) -> Any:
+        try:
+            return await call_next(ctx)
+        except (MCPError, ValidationError):
+            raise
+        except Exception as e:
+            leaf = leaf_exceptions(e)[0]
+            said = scrub(f"{ctx.method} failed: {describe(leaf)}")
+            log.warning("gateway %s", said, exc_info=leaf if log.isEnabledFor(logging.DEBUG) else None)
+            raise MCPError(types.INTERNAL_ERROR, said) from None
+
+    return middleware
+
+
 @dataclass(frozen=True)
 class GatewayWrappers:
     """What cuts across every gateway request, installed by the supervisor (telemetry, when
@@ -139,20 +162,24 @@ class GatewayWrappers:
 
 # A per-server entry's server in one of these, with no tools to show, is not serving: its
 # agent is told so (docs/gateway.md "A server that is not serving").
-_NOT_SERVING = frozenset({State.FAILED, State.BACKOFF, State.STOPPED, State.DISABLED})
+_NOT_SERVING = frozenset({State.FAILED, State.BACKOFF, State.STOPPED, State.DISABLED, State.NEEDS_AUTH})
 _STATE_WORDS = {State.FAILED: "has failed", State.BACKOFF: "is waiting to retry", State.STOPPED: "is stopped",
-                State.DISABLED: "is disabled"}
+                State.DISABLED: "is disabled", State.NEEDS_AUTH: "needs authorization"}
 
 
 def not_serving(actor: Any, scrub: Callable[[str], str]) -> str | None:
     """One line for the agent of `monad mcp serve NAME` when NAME's server is not serving (failed,
-    retrying, stopped or disabled, and not listed from its cache): what it is, why, and where to
-    see more. None while it serves, starts, or is idle with its lists cached."""
+    retrying, stopped, disabled or waiting for authorization, and not listed from its cache):
+    what it is, why, and what to run. None while it serves, starts, or is idle with its lists
+    cached."""
     if actor is None or actor.live or actor.listed or actor.state not in _NOT_SERVING:
         return None
     why = f" ({scrub(actor.reason)})" if actor.reason else ""
-    # A disabled server is not reconnected (`reconnect` refuses it): enabling it is the way.
+    # A disabled server is not reconnected (`reconnect` refuses it): enabling it is the way;
+    # one waiting for authorization connects once authorized (or on a call of one of its tools).
     again = (f"`monad mcp enable {actor.name}` turns it on" if actor.state == State.DISABLED
+             else f"`monad mcp authorize {actor.name}` authorizes it (a call of one of its tools starts "
+                  "that too)" if actor.state == State.NEEDS_AUTH
              else f"`monad mcp reconnect {actor.name}` tries again")
     return (f"server `{actor.name}` {_STATE_WORDS[actor.state]}{why}: its tools are unavailable until it "
             f"connects; `monad mcp status {actor.name}` says why, {again}")
@@ -219,7 +246,7 @@ class GatewaySession:
         # by the tool the agent sent, listed or not: what wraps the gateway decides
         # (`GatewayWrappers.middleware`; off, emptying the list is the SDK's opt-out).
         self.server.middleware[:] = [*wrappers.middleware(list(self.server.middleware), transport),
-                                     before_initialize]
+                                     before_initialize, failures_in_one_line(scrub)]
         self.lane: DirectCalls | None = None
         self.sdk_calls = 0  # tools/calls the SDK's server handled (the rest: `lane.taken`)
 
@@ -538,8 +565,9 @@ class GatewaySession:
             actor = self.tools.servers.get(self.single) if exposed is None else None
             # A server waiting for authorization lists nothing to map by: a call names it
             # `server__tool`, which starts its authorization (trust/authorization.py).
-            name = exposed or (f"{self.single}__{name}" if actor is not None and actor.needs_authorization else name)
-            if exposed is None and (failed := not_serving(actor, self.scrub)):
+            authorizes = actor is not None and actor.needs_authorization
+            name = exposed or (f"{self.single}__{name}" if authorizes else name)
+            if exposed is None and not authorizes and (failed := not_serving(actor, self.scrub)):
                 # An unknown name of a server that is not serving: the agent learns why, not just "no tool".
                 raise MCPError(code=types.INVALID_PARAMS, message=f"no tool `{name}`: {failed}")
         inputs.server = self.tools.server_of(name)

@@ -691,8 +691,8 @@ class ServerActor:
         `caller`, whose `inputs` answer the server's questions during it; None: monad's own
         request). `method` (the JSON-RPC method) and `target` (the prompt's name, the
         resource's URI, as the server names them) name it for whatever wraps the path
-        (telemetry's CLIENT span, docs/telemetry.md). A read's or get's result of a shape the
-        protocol does not define fails it with MCPError(-32603) in one line. Raises
+        (telemetry's CLIENT span, docs/telemetry.md). A result of a shape the protocol does
+        not define fails the request with MCPError(-32603) in one line. Raises
         MonadError if not connected, and whatever the request raises (`mcp.MCPError` when
         the server fails it)."""
         return await self.requests.request(send, caller=caller, method=method, target=target)

@@ -93,13 +93,20 @@ def _item_problem(method: str, version: str, key: str, item: Any) -> str | None:
 def sieve_listing(method: str, version: str | None, result: dict[str, Any]) -> list[str]:
     """Take out of `result` (a `method` result, as received; changed in place) every item that
     fails the `version` result shape on its own; returns one reason per item taken out,
-    e.g. "tool `broken` left out: inputSchema: Input should be a valid dictionary"."""
+    e.g. "tool `broken` left out: inputSchema: Input should be a valid dictionary". A
+    prompts or resources listing without its list (`{}`) fails whole (the request fails with
+    the SDK's validation, and the gateway's catalog leaves that server out): one reason for
+    it, "resources/templates/list answer left out: resourceTemplates: Field required".
+    A tools/list answer without its list fails the connect, whose reason says so."""
     if method not in LISTS:
         return []
     key, noun = LISTS[method]
     items = result.get(key)
     if not isinstance(items, list):
-        return []
+        if method == "tools/list":
+            return []
+        return [f"{method} answer left out: {key}: "
+                + ("Field required" if key not in result else "Input should be a valid list")]
     kept: list[Any] = []
     reasons: list[str] = []
     for index, item in enumerate(items):

@@ -137,14 +137,37 @@ def explain_timeout(spec: ServerSpec, phase: str, stderr: Sequence[str], conn: C
 _PACKAGE_RUNNERS = ("npx", "uvx", "bunx", "pnpx", "pipx", "dnx", "docker", "podman")
 
 
+# What npx's own cache (`_npx` in npm's cache folder) gives when a download was killed half
+# way: the package's folder is there, its files are not, and every later start fails with it.
+_NPX_BROKEN_CACHE = "ERR_MODULE_NOT_FOUND"
+_NPX_CACHE_FIX = ("clear npx's cache with `npm cache clean --force` (or remove the `_npx` folder of npm's "
+                  "cache, `npm config get cache` says where)")
+
+
 def runner_hint(spec: ServerSpec) -> str:
     """` (`npx` may still be fetching the package: …raise `timeout`…)` for a command that
-    fetches its server first, else ``."""
+    fetches its server first, else ``. Says where the `timeout` line goes: after an `[env]`
+    table (the last of most atoms) it is an environment variable, not the connect's timeout.
+    For `npx`, also what to do when fetching it by hand fails with ERR_MODULE_NOT_FOUND (the
+    cache a stopped download left broken)."""
     name = os.path.basename(spec.command or "")
     if name not in _PACKAGE_RUNNERS:
         return ""
+    cache = (f"; if that fails with {_NPX_BROKEN_CACHE}, a stopped download left npx's cache broken: "
+             f"{_NPX_CACHE_FIX}") if name == "npx" else ""
     return (f" (`{name}` may still be fetching the server on its first start: raise `timeout` in "
-            f"`{spec.source}`, e.g. `timeout = 60`, or fetch it once by hand)")
+            f"`{spec.source}`, e.g. `timeout = 60` on a line before its first `[table]` (under `[env]` it "
+            f"would be an environment variable), or run the command once by hand{cache})")
+
+
+def npx_cache_hint(spec: ServerSpec, stderr: Sequence[str]) -> str:
+    """` (npx's cache may be broken: …)` when an `npx` server's stderr names
+    ERR_MODULE_NOT_FOUND (a download stopped half way, by a connect timeout say, leaves the
+    package's folder without its files, and every later start fails the same), else ``."""
+    if os.path.basename(spec.command or "") != "npx" or not any(_NPX_BROKEN_CACHE in line for line in stderr):
+        return ""
+    return (f" (npx's cache may have been left broken by a stopped download: run the command once by hand; "
+            f"if it fails with {_NPX_BROKEN_CACHE} too, {_NPX_CACHE_FIX})")
 
 
 _NETWORK_WORDS = ("certificate", "cert_", "ssl", "tls", "proxy", "econnrefused", "etimedout", "enotfound",
@@ -210,7 +233,7 @@ def classify(spec: ServerSpec, exc: BaseException, phase: str, *, conn: Connecti
                     # It never wrote a line: it died starting (an import error, a missing
                     # dependency), not while speaking MCP; its stderr says why.
                     return "failed", (f"server process {exit_text(conn)} before answering (it wrote nothing to "
-                                      f"its stdout){stderr_hint(stderr)}")
+                                      f"its stdout){npx_cache_hint(spec, stderr)}{stderr_hint(stderr)}")
                 # What it printed instead of answering (a usage text, a banner) often names the
                 # mistake: a command that is not an MCP server, or a missing argument.
                 return "failed", (f"server process {exit_text(conn)} while {phase}{stray_hint(conn)}"

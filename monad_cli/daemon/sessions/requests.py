@@ -16,7 +16,7 @@ daemon/telemetry/wrappers.py).
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager, nullcontext
+from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from mcp import MCPError
@@ -143,11 +143,11 @@ class SessionRequests:
     async def request(self, send: Send[T], *, caller: Caller | None, method: str | None,
                       target: str | None) -> T:
         client = self._client()
-        # A read's or get's answer of a shape the protocol does not define fails it in one line,
-        # as a call's does.
-        shaped = wrong_shape_fails_the_call() if method in ("resources/read", "prompts/get") else nullcontext()
+        # An answer of a shape the protocol does not define fails its request in one line, as a
+        # call's does: a read, a get, a listing (a `resources/templates/list` answered `{}`
+        # left pydantic's error to the gateway, which failed every server's listing with it).
         async with self._cut(client):
-            with self.actor.inputs.serving(caller), shaped:
+            with self.actor.inputs.serving(caller), wrong_shape_fails_the_call():
                 return await send(client, caller_meta(caller, caller.meta if caller is not None else None))
 
 

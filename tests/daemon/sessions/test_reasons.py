@@ -52,6 +52,9 @@ def test_a_timeout_names_the_phase_and_what_stdout_showed() -> None:
         "timed out after 2 s while initializing; it wrote nothing to its stdout (does it flush its output?)")
     said = explain_timeout(spec("npx", args=["-y", "@x/mcp"]), "initializing", [], quiet)
     assert "`npx` may still be fetching the server on its first start: raise `timeout` in `atoms/mcp/s.toml`" in said
+    assert "`npm cache clean --force`" in said and "before its first `[table]`" in said, said
+    uvx = explain_timeout(spec("uvx", args=["mcp-server-time"]), "initializing", [], quiet)
+    assert "before its first `[table]`" in uvx and "npm" not in uvx, uvx  # npx's cache is npx's alone
     proxy = explain_timeout(spec("python3"), "initializing", ["SSL: CERTIFICATE_VERIFY_FAILED"], quiet)
     assert "its stderr names a network or certificate problem" in proxy
     assert proxy.endswith("; stderr: SSL: CERTIFICATE_VERIFY_FAILED")
