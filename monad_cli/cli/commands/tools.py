@@ -258,7 +258,11 @@ def call(
         = DEFAULT_APPROVAL_TIMEOUT_S,
     detach: Annotated[bool, typer.Option("--detach", help="Once approved, run the call as a background task: "
                                          "print its id as soon as it is sent and return (follow it "
-                                         "with `monad tasks show ID --wait`).")] = False,
+                                         "with `monad tasks show ID --wait`). A call whose answer is "
+                                         "lost (the server exits, the supervisor stops) is not sent "
+                                         "again unless the tool declares readOnlyHint or "
+                                         "idempotentHint (then at most twice); it fails saying whether "
+                                         "the server acted on it is unknown.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Call a tool through the supervisor and its approval gate; the result goes to stdout.
