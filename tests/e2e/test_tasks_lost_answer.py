@@ -1,6 +1,7 @@
 """A detached call (`monad mcp call --detach`) that was sent and whose answer was lost (the
 supervisor stopped or was killed, the server exited under it) is not sent again unless its
-tool says that is safe, and then at most twice (docs/tasks.md "Resume after failures").
+tool says that is safe, and then at most twice; `monad tasks cancel` of a call that is sent
+tells the server and frees its slot (docs/tasks.md "Resume after failures", "Cancellation").
 
 The server is tests/servers/runsserver.py: each run of a tool appends a line to a file, so
 the tests count how many times a call reached it."""
@@ -147,3 +148,22 @@ def test_a_read_only_call_that_kills_its_server_every_time_is_a_poison_call(mona
     assert sent_events(supervisor, row["id"]) == 3
     wait_state(supervisor, "evil", "connected")
 
+
+def test_cancel_of_a_sent_call_tells_the_server_and_frees_its_slot(monad_home: Path, supervisor: Any,
+                                                                  tmp_path: Path) -> None:
+    """`hang` never answers: `monad tasks cancel` ends its row at once, the server gets
+    `notifications/cancelled` (the tool sees it), and the slot is free."""
+    log = tmp_path / "runs.log"
+    runs_atom(monad_home, "counter", log)
+    wait_state(supervisor, "counter", "connected")
+    row = detach(supervisor, "counter__hang")
+    assert row["state"] == "submitting", row
+    wait_for(lambda: runs(log, "start", "hang") == [row["id"]])
+
+    r = supervisor("tasks", "cancel", row["id"], "--json")
+    assert r.code == 0, r
+    assert r.json()["state"] == "cancelled", r
+    assert r.json()["statusMessage"] == ("cancelled after it was sent; the server was told "
+                                         "(notifications/cancelled); whether it acted on it is unknown")
+    wait_for(lambda: runs(log, "cancelled", "hang") == [row["id"]])
+    assert supervisor("tasks", "--server", "counter", "--state", "active", "--json").json() == []

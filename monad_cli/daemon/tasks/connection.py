@@ -143,6 +143,7 @@ class ServerTasks:
         self.next_poll: dict[str, float] = {}  # row id -> monotonic due time
         self.failures: dict[str, int] = {}  # row id -> consecutive poll failures
         self.in_flight: set[str] = set()
+        self.sending: dict[str, anyio.CancelScope] = {}  # row id -> its tools/call awaiting the answer
         self.lost: dict[str, str] = {}  # row id -> why its answer was lost, left `submitting` to be resent
         self.loop_started = False
 
@@ -318,13 +319,17 @@ class ServerTasks:
     async def _submit(self, client: Client, row_id: str) -> None:
         row = self.store.get(row_id)
         assert row is not None and self.wire is not None
+        if row.state != TaskState.SUBMITTING:
+            return  # cancelled before this task got to send it
         args = json.loads(row.arguments) if row.arguments else {}
         self.ledger.note(self.name, TaskState.SUBMITTING, f"task {row_id[:12]} `{row.tool}` sent (tools/call)",
                          row_id)
+        scope = self.sending[row_id] = anyio.CancelScope()  # `abandon` ends it: the SDK tells the server
         try:
-            kind, res = await self.wire.submit(row.tool, args, meta={INVOCATION_META_KEY: row_id},
-                                               task_support=self.task_support(row.tool),
-                                               timeout=self.request_timeout())
+            with scope:
+                kind, res = await self.wire.submit(row.tool, args, meta={INVOCATION_META_KEY: row_id},
+                                                   task_support=self.task_support(row.tool),
+                                                   timeout=self.request_timeout())
         except Exception as exc:  # noqa: BLE001 - every failure is recorded on the row
             leaves = flatten(exc)
             if any(isinstance(e, MCPError) and e.error.code == CONNECTION_CLOSED for e in leaves) \
@@ -347,7 +352,10 @@ class ServerTasks:
                         error=error_object(leaf))
             return
         finally:
+            self.sending.pop(row_id, None)
             self.poke()
+        if scope.cancelled_caught:
+            return  # abandoned (`monad tasks cancel`): the row has ended
         if kind == "task":
             task_id = str(res["taskId"])
             self.store.update(row_id, task_id=task_id, server_created_at=res.get("createdAt"))
@@ -367,6 +375,16 @@ class ServerTasks:
         self.finish(row_id, TaskState.FAILED, "the server asked for input before creating a task "
                                               "(multi round-trip), which monad does not answer",
                     error={"code": types.INTERNAL_ERROR, "message": "input_required on tools/call"})
+
+    def abandon(self, row_id: str) -> bool:
+        """Stop waiting for the answer to the row's `tools/call`, which makes the SDK send
+        `notifications/cancelled` for it (MCP spec, basic/utilities/cancellation). Whether it
+        was awaiting its answer on this connection (False: nobody could be told)."""
+        scope = self.sending.get(row_id)
+        if scope is None:
+            return False
+        scope.cancel()
+        return True
 
     async def _poll(self, client: Client, row_id: str) -> None:
         try:

@@ -306,7 +306,10 @@ class TaskManager(TaskReader):
 
     async def cancel(self, ref: str) -> dict[str, Any]:
         """Cancel: a queued call never goes out; a task gets `tasks/cancel` now, or on the next
-        connection if the server is away. Idempotent; a terminal task is returned as is."""
+        connection if the server is away; a call that was sent and has no task (yet) ends
+        `cancelled` at once, freeing its slot, and its server is sent `notifications/cancelled`
+        for the request (MCP spec, basic/utilities/cancellation) when it still awaits the
+        answer. Idempotent; a terminal task is returned as is."""
         row = self.resolve_id(ref)
         if row.state in TERMINAL:
             return self.view(row)
@@ -319,6 +322,15 @@ class TaskManager(TaskReader):
                 st.ended(row.id)
         elif row.task_id and st is not None:
             await st.send_cancel(row.id)
+        elif not row.task_id:  # `submitting`: sent, its answer not here yet
+            told = st is not None and row.id in st.sending
+            how = ("the server was told (notifications/cancelled)" if told else
+                   "the server could not be told (no connection awaits its answer)")
+            self.ledger.finish(row.id, TaskState.CANCELLED, f"cancelled after it was sent; {how}; whether it "
+                                                             f"acted on it is unknown", deliver=False)
+            if st is not None:
+                st.abandon(row.id)  # after the row ended: the answer it cuts off changes nothing
+                st.ended(row.id)
         return self.view(self.store.get(row.id) or row)
 
     # -- servers that went away ---------------------------------------------------------------
