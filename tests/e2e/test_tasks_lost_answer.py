@@ -167,3 +167,28 @@ def test_cancel_of_a_sent_call_tells_the_server_and_frees_its_slot(monad_home: P
                                          "(notifications/cancelled); whether it acted on it is unknown")
     wait_for(lambda: runs(log, "cancelled", "hang") == [row["id"]])
     assert supervisor("tasks", "--server", "counter", "--state", "active", "--json").json() == []
+
+
+def test_a_detached_call_queued_behind_hung_calls_says_why_and_a_cancel_sends_it(
+        monad_home: Path, supervisor: Any, tmp_path: Path) -> None:
+    """Eight hung calls hold every active slot of the server (no `requestTimeoutMs`): the ninth
+    `--detach` call is queued and says why and what frees a slot; cancelling one sends it."""
+    log = tmp_path / "runs.log"
+    runs_atom(monad_home, "counter", log)
+    wait_state(supervisor, "counter", "connected")
+    hung = [detach(supervisor, "counter__hang") for _ in range(8)]
+    wait_for(lambda: len(runs(log, "start", "hang")) == 8)
+
+    r = supervisor("mcp", "call", "counter__charge", "--arg", "seconds=0", "--detach", "--yes")
+    assert r.code == 0, r
+    queued = r.out.strip()
+    assert r.err.strip() == (
+        f"`counter__charge` is queued as task {queued}: every active slot of server `counter` holds a call that "
+        f"has not ended, and it is sent once one does (`monad tasks --server counter --state active` lists them; "
+        f"`monad tasks cancel ID` ends one; `requestTimeoutMs` bounds each call); follow it with "
+        f"`monad tasks show {queued} --wait`"), r
+    assert show(supervisor, queued)["state"] == "queued"
+
+    assert supervisor("tasks", "cancel", hung[0]["id"]).code == 0
+    assert ended(supervisor, queued)["state"] == "completed"
+    assert runs(log, "done", "charge") == [queued]
