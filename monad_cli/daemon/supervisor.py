@@ -173,7 +173,8 @@ class Supervisor:
         from monad_cli.daemon.tasks.manager import TaskManager
 
         tasks = self.tasks = TaskManager(journal, self.actors, redact=self.scrub,
-                                         request_timeout=self.request_timeout)
+                                         request_timeout=self.request_timeout,
+                                         lost_reason=lambda name, client: self.actors[name].lost_reason(client))
         self.state_listeners.append(tasks.on_actor_state)
         self.tool_service = ToolService(journal, self.actors, scrub=self.scrub,
                                         tool_globs=lambda: self.tool_globs, start_task=tasks.detach,

@@ -11,7 +11,8 @@ ids, unless `--no-notify` (then the ack honors no task ids and nothing is pushed
 
 Task tools:
 - `slow(seconds, label)`: says `sleeping <seconds> s` (statusMessage), sleeps, completes
-  with text `slept <seconds> <label>`;
+  with text `slept <seconds> <label>`; annotated `idempotentHint: true`, since a call resent
+  with the same invocation id joins its task instead of running again;
 - `ask(unsafe, mode)`: asks for a form {name: string, age: integer, ratio: number, subscribe:
   boolean} (with `unsafe`, the form also names `__proto__`), or with `mode=url` asks the
   person to open a sign-in URL (URL-mode elicitation; `url` overrides it); completes with
@@ -334,8 +335,12 @@ def main() -> None:
         """Conformance fixture: a protocol error (a failed task)."""
         raise ValueError("protocol_error_job failed")
 
+    # `slow` deduplicates on the invocation id (a resent call joins its task), so sending it
+    # again is harmless: it says so (MCP spec, server/tools "Tool Annotations").
+    resend_safe = types.ToolAnnotations(idempotent_hint=True)
     for fn in (slow, ask, fail, quick, slow_compute, failing_job, protocol_error_job):
-        mcp.add_tool(fn, structured_output=False)
+        mcp.add_tool(fn, structured_output=False,
+                     annotations=resend_safe if fn in (slow, slow_compute) else None)
     mcp._lowlevel_server.add_request_handler("subscriptions/listen", types.SubscriptionsListenRequestParams,
                                              listen_handler(state))
     if cfg.http is not None:

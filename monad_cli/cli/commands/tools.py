@@ -257,7 +257,11 @@ def call(
         = DEFAULT_APPROVAL_TIMEOUT_S,
     detach: Annotated[bool, typer.Option("--detach", help="Once approved, run the call as a background task: "
                                          "print its id as soon as it is sent and return (follow it "
-                                         "with `monad tasks show ID --wait`).")] = False,
+                                         "with `monad tasks show ID --wait`). A call whose answer is "
+                                         "lost (the server exits, the supervisor stops) is not sent "
+                                         "again unless the tool declares readOnlyHint or "
+                                         "idempotentHint (then at most twice); it fails saying whether "
+                                         "the server acted on it is unknown.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Call a tool through the supervisor and its approval gate; the result goes to stdout.
@@ -341,6 +345,15 @@ def call(
         task = answer["task"]
         if as_json:
             render.data_json(task)
+        elif task.get("state") == "queued":
+            # Every active slot of the server holds a call that has not ended (a hung tool keeps
+            # its slot until it answers, times out or is cancelled): say so, and what frees one.
+            server = task.get("server")
+            render.line(str(task["id"]))
+            render.info(f"`{name}` is queued as task {task['id']}: every active slot of server `{server}` holds a "
+                        f"call that has not ended, and it is sent once one does (`monad tasks --server {server} "
+                        f"--state active` lists them; `monad tasks cancel ID` ends one; `requestTimeoutMs` bounds "
+                        f"each call); follow it with `monad tasks show {task['id']} --wait`")
         else:
             render.line(str(task["id"]))
             render.info(f"`{name}` runs as task {task['id']} ({task.get('state')}), in the background; follow it "

@@ -200,6 +200,7 @@ class ServerActor:
         self._cut: tuple[Any, str] | None = None
         # The last session's connection and, when the server ended it, why (`ended_reason`).
         self._ended: tuple[Connection | None, str | None] | None = None
+        self._session_of: tuple[Any, Connection | None] | None = None  # the live client and its connection
         self.state_changed = anyio.Event()  # fires on every state change
         self.demand = Demand(self)  # who uses the session, whether it must run (on demand)
         self.lists = IdleLists(self)  # what it is served from while it is idle (on demand)
@@ -286,6 +287,17 @@ class ServerActor:
             while (self._ended is None or self._ended[0] is not conn) and not self.done.is_set():
                 await self.state_changed.wait()
         return self._ended[1] if self._ended is not None and self._ended[0] is conn else None
+
+    async def lost_reason(self, client: Any) -> str | None:
+        """Why the session on `client` ended under a request, in words: what `cut_reason`
+        says happened (monad ended it on purpose), else "the server's session ended: " and
+        `ended_reason` (the server ended it; waits for it as that does). None: unknown."""
+        why = self.cut_reason(client)
+        if why is not None:
+            return why[0]
+        conn = self._session_of[1] if self._session_of is not None and self._session_of[0] is client else None
+        ended = await self.ended_reason(conn) if conn is not None else None
+        return f"the server's session ended: {ended}" if ended else None
 
     async def sleep_until_woken(self, timeout: float = math.inf) -> str | None:
         with anyio.move_on_after(timeout):
@@ -615,6 +627,7 @@ class ServerActor:
 
     def _connected(self, client: Client, listing: ToolListing) -> None:
         self.client = client
+        self._session_of = (client, self.conn)
         self.last_failure = None
         self.connected_at = time.monotonic()
         if self.conn is not None:

@@ -19,9 +19,11 @@ one task group:
   (`on_elicitation`).
 
 When the connection is rebuilt (reconnect, server restart, supervisor restarted after
-`kill -9`) the open rows are resumed: tasks the server has are observed again, a call
-whose answer was lost is resent with the same invocation id, pending cancellations are
-finished.
+`kill -9`) the open rows are resumed: tasks the server has are observed again, pending
+cancellations are finished. A call that was sent and whose answer was lost (no task id
+stored) is sent again, with the same invocation id, only when its tool says that is safe
+(`resend_safe`) and at most `MAX_RESENDS` times; otherwise its row ends `failed`, saying
+that whether the server acted on it is unknown (`_answer_lost`).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import anyio
@@ -56,6 +58,7 @@ from monad_cli.daemon.tasks.protocol import (
     flatten,
     listen_for_tasks,
 )
+from monad_cli.journal.schema import TaskRow
 
 log = logging.getLogger("monad.tasks")
 LISTEN_BACKOFF_CAP_S = 30.0  # seconds between re-listens for task notifications, at most
@@ -70,6 +73,38 @@ REQUEST_TIMEOUT_S = 30.0  # tasks/get, tasks/update, tasks/cancel: small request
 
 TaskWire = Sep2663Wire | LegacyTaskWire
 ELICITATION_ROW_WAIT_S = 2.0  # an input request may overtake the answer that names its task
+# A sent call whose answer was lost goes out again at most this many times, and only when its
+# tool says that is safe: a call that ended its server's session that often is a poison call.
+MAX_RESENDS = 2
+LOST_REASON_WAIT_S = 12.0  # how long to wait for the words of why a session ended (the actor's 10 s)
+SUPERVISOR_GONE = "the supervisor stopped before its answer came (`monad daemon stop`, a signal or a crash)"
+
+
+def resend_safe(hints: types.ToolAnnotations | None) -> str | None:
+    """Which annotation makes sending a call again harmless (MCP spec, server/tools "Tool
+    Annotations": `readOnlyHint` — no side effects; `idempotentHint` — a repeat has no
+    further effect), or None. The hints come from the server that would run the call again:
+    a server that lies about them could run its own tool twice anyway, so they are trusted
+    as far as the tool service trusts them for a lapsed authorization (trust/service.py),
+    bounded by `MAX_RESENDS`."""
+    if hints is None:
+        return None
+    if hints.read_only_hint:
+        return "readOnlyHint"
+    if hints.idempotent_hint:
+        return "idempotentHint"
+    return None
+
+
+def lost_message(why: str) -> str:
+    """The row's one line for a sent call whose answer was lost and that is not sent again (the
+    words the gateway uses for a cut call, trust/service.py `_interrupted`)."""
+    return (f"sent, and its answer was lost: {why}; whether the server acted on it is unknown, so it is not "
+            f"sent again; call it again if that is safe")
+
+
+async def _unknown(client: Client) -> str | None:
+    return None
 
 
 def poll_seconds(poll_ms: int | None) -> float:
@@ -82,11 +117,15 @@ class ServerTasks:
     """The tasks of server `name`: its live client (set by the manager), due polls, and the
     loops that serve each connection. `request_timeout()` is the seconds a `tools/call`
     may take (the server's `requestTimeoutMs`; None: no deadline); `task_support(tool)` is
-    the tool's 2025-11-25 `execution.taskSupport` (None: not declared)."""
+    the tool's 2025-11-25 `execution.taskSupport` (None: not declared); `annotations(tool)`
+    its `ToolAnnotations` (None: none); `lost_reason(client)` says why the session of
+    `client` ended under a request, in words (None: unknown)."""
 
     def __init__(self, name: str, ledger: TaskLedger, *, max_active: int,
                  request_timeout: Callable[[], float | None], redact: Callable[[str], str],
-                 task_support: Callable[[str], str | None] = lambda tool: None) -> None:
+                 task_support: Callable[[str], str | None] = lambda tool: None,
+                 annotations: Callable[[str], types.ToolAnnotations | None] = lambda tool: None,
+                 lost_reason: Callable[[Client], Awaitable[str | None]] = _unknown) -> None:
         self.name = name
         self.ledger = ledger
         self.store = ledger.store
@@ -94,6 +133,8 @@ class ServerTasks:
         self.request_timeout = request_timeout
         self.redact = redact
         self.task_support = task_support
+        self.annotations = annotations
+        self.lost_reason = lost_reason
         self.client: Client | None = None
         self.lane: OwnRequests | None = None  # the live connection's own requests (with `client`)
         self.wire: TaskWire | None = None  # the live connection's, while it is served
@@ -102,6 +143,8 @@ class ServerTasks:
         self.next_poll: dict[str, float] = {}  # row id -> monotonic due time
         self.failures: dict[str, int] = {}  # row id -> consecutive poll failures
         self.in_flight: set[str] = set()
+        self.sending: dict[str, anyio.CancelScope] = {}  # row id -> its tools/call awaiting the answer
+        self.lost: dict[str, str] = {}  # row id -> why its answer was lost, left `submitting` to be resent
         self.loop_started = False
 
     def poke(self) -> None:
@@ -136,6 +179,7 @@ class ServerTasks:
 
     def finish(self, row_id: str, state: TaskState, message: str | None, **kw: Any) -> None:
         """End the row locally (`TaskLedger.finish`) and stop polling it."""
+        self.lost.pop(row_id, None)
         self.ledger.finish(row_id, state, message, **kw)
         self.ended(row_id)
 
@@ -179,8 +223,11 @@ class ServerTasks:
                     if row.cancel_requested:
                         tg.start_soon(self.send_cancel, row.id)
                 else:
-                    # It may or may not exist on the server: resend with the same invocation id.
-                    self.store.update(row.id, state=TaskState.QUEUED)
+                    # Sent, and its answer lost: the server may or may not have acted on it.
+                    if self.lost.pop(row.id, None) is not None and not row.cancel_requested:
+                        self.store.update(row.id, state=TaskState.QUEUED)  # judged safe to resend
+                    else:  # left by a supervisor that stopped or died
+                        self._answer_lost(row, SUPERVISOR_GONE, resend_now=True)
             tg.start_soon(self._listen_loop, client)
             tg.start_soon(self._resync, wire)
             tg.start_soon(self._poll_loop, client, tg)
@@ -238,27 +285,77 @@ class ServerTasks:
             with anyio.move_on_after(min(delay, 5.0)):
                 await changed.wait()
 
+    def _answer_lost(self, row: TaskRow, why: str, *, resend_now: bool) -> None:
+        """`row` was sent (`tools/call`) and its answer was lost (`why`: the server exited, the
+        supervisor stopped, ...), so whether the server acted on it is unknown. It goes out
+        again (same invocation id) only when its tool says that is safe (`resend_safe`) and it
+        was sent again fewer than `MAX_RESENDS` times: `resend_now` queues it (a new
+        connection), else it stays `submitting` until the next connection resumes it. Otherwise
+        it ends `failed`, saying so; a cancelled one ends `cancelled`."""
+        why = self.redact(why)
+        if row.cancel_requested:
+            self.finish(row.id, TaskState.CANCELLED, f"cancelled after it was sent, and its answer was lost: {why}; "
+                                                     f"whether the server acted on it is unknown", deliver=False)
+            return
+        safe = resend_safe(self.annotations(row.tool))
+        resends = row.retries  # a row without a task id counts only its resends there
+        if safe is None:
+            self.finish(row.id, TaskState.FAILED, lost_message(why),
+                        error={"code": CONNECTION_CLOSED, "message": lost_message(why)})
+            return
+        if resends >= MAX_RESENDS:
+            message = (f"sent {resends + 1} times, and each time its answer was lost (last: {why}); not sent "
+                       f"again: a call that ends its server's session every time is a poison call; whether the "
+                       f"server acted on it is unknown; see `monad mcp status {self.name}` before calling it again")
+            self.finish(row.id, TaskState.FAILED, message, error={"code": CONNECTION_CLOSED, "message": message})
+            return
+        self.ledger.note(self.name, row.state, f"task {row.id[:12]} `{row.tool}` answer lost ({why}); sent again "
+                         f"({resends + 1} of at most {MAX_RESENDS}): the tool declares {safe}", row.id)
+        if resend_now:
+            self.store.update(row.id, state=TaskState.QUEUED)
+        else:
+            self.lost[row.id] = why
+
     async def _submit(self, client: Client, row_id: str) -> None:
         row = self.store.get(row_id)
         assert row is not None and self.wire is not None
+        if row.state != TaskState.SUBMITTING:
+            return  # cancelled before this task got to send it
         args = json.loads(row.arguments) if row.arguments else {}
         self.ledger.note(self.name, TaskState.SUBMITTING, f"task {row_id[:12]} `{row.tool}` sent (tools/call)",
                          row_id)
+        scope = self.sending[row_id] = anyio.CancelScope()  # `abandon` ends it: the SDK tells the server
         try:
-            kind, res = await self.wire.submit(row.tool, args, meta={INVOCATION_META_KEY: row_id},
-                                               task_support=self.task_support(row.tool),
-                                               timeout=self.request_timeout())
+            with scope:
+                kind, res = await self.wire.submit(row.tool, args, meta={INVOCATION_META_KEY: row_id},
+                                                   task_support=self.task_support(row.tool),
+                                                   timeout=self.request_timeout())
         except Exception as exc:  # noqa: BLE001 - every failure is recorded on the row
             leaves = flatten(exc)
             if any(isinstance(e, MCPError) and e.error.code == CONNECTION_CLOSED for e in leaves) \
                     or self.client is not client:
-                return  # left `submitting`: resent on the next connection
+                # Shielded: the connection's task group is being cancelled as its session ended.
+                with anyio.CancelScope(shield=True):
+                    why = None
+                    with anyio.move_on_after(LOST_REASON_WAIT_S):
+                        try:
+                            why = await self.lost_reason(client)
+                        except Exception:  # the row is judged without the words
+                            log.exception("why the session of %s ended is unknown", self.name)
+                    row = self.store.get(row_id)
+                    if row is not None and row.state == TaskState.SUBMITTING and not row.task_id:
+                        self._answer_lost(row, why or "the server's session ended (the connection closed)",
+                                          resend_now=False)
+                return
             leaf = leaves[0]
             self.finish(row_id, TaskState.FAILED, f"tools/call failed: {self.redact(str(leaf))}",
                         error=error_object(leaf))
             return
         finally:
+            self.sending.pop(row_id, None)
             self.poke()
+        if scope.cancelled_caught:
+            return  # abandoned (`monad tasks cancel`): the row has ended
         if kind == "task":
             task_id = str(res["taskId"])
             self.store.update(row_id, task_id=task_id, server_created_at=res.get("createdAt"))
@@ -278,6 +375,16 @@ class ServerTasks:
         self.finish(row_id, TaskState.FAILED, "the server asked for input before creating a task "
                                               "(multi round-trip), which monad does not answer",
                     error={"code": types.INTERNAL_ERROR, "message": "input_required on tools/call"})
+
+    def abandon(self, row_id: str) -> bool:
+        """Stop waiting for the answer to the row's `tools/call`, which makes the SDK send
+        `notifications/cancelled` for it (MCP spec, basic/utilities/cancellation). Whether it
+        was awaiting its answer on this connection (False: nobody could be told)."""
+        scope = self.sending.get(row_id)
+        if scope is None:
+            return False
+        scope.cancel()
+        return True
 
     async def _poll(self, client: Client, row_id: str) -> None:
         try:

@@ -20,7 +20,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
@@ -87,7 +87,9 @@ class TaskManager(TaskReader):
     It is handed what it uses, built once the journal is open: `servers` maps a server
     name to its live link (the supervisor's actors; read, never changed), `redact` scrubs
     secrets from messages, `request_timeout(name)` is a server's `tools/call` deadline in
-    seconds (None: none), `clock` is epoch seconds (injectable). The supervisor calls
+    seconds (None: none), `lost_reason(name, client)` says why the session of server `name` on
+    `client` ended under a request (the actor's words; None: unknown), `clock` is epoch
+    seconds (injectable). The supervisor calls
     `on_actor_state` on every state change and passes `client_extensions(name)` and
     `elicitation_callback(name)` to each new `mcp.Client`.
 
@@ -98,11 +100,13 @@ class TaskManager(TaskReader):
 
     def __init__(self, journal: Journal, servers: Mapping[str, ServerLink], *, redact: Callable[[str], str],
                  request_timeout: Callable[[str], float | None] = lambda name: None,
+                 lost_reason: Callable[[str, Client], Awaitable[str | None]] | None = None,
                  clock: Callable[[], float] = time.time, max_active: int = MAX_ACTIVE,
                  max_queued: int = MAX_QUEUED) -> None:
         self.links = servers
         self.redact = redact
         self.request_timeout = request_timeout
+        self.lost_reason = lost_reason
         super().__init__(TaskLedger(journal, clock=clock))
         self.max_active = max_active
         self.max_queued = max_queued
@@ -132,12 +136,14 @@ class TaskManager(TaskReader):
 
         return elicit
 
-    def _task_support(self, server: str, tool: str) -> str | None:
+    def _tool(self, server: str, tool: str) -> types.Tool | None:
+        """The tool as server `server` last listed it."""
         link = self.links.get(server)
-        for t in getattr(link, "tools", None) or ():
-            if t.name == tool:
-                return t.execution.task_support if t.execution is not None else None
-        return None
+        return next((t for t in getattr(link, "tools", None) or () if t.name == tool), None)
+
+    def _task_support(self, server: str, tool: str) -> str | None:
+        t = self._tool(server, tool)
+        return t.execution.task_support if t is not None and t.execution is not None else None
 
     def on_actor_state(self, link: ServerLink) -> None:
         """State listener: track the live client of every server."""
@@ -147,13 +153,19 @@ class TaskManager(TaskReader):
             st.client, st.lane = client, link.lane if client is not None else None
             st.poke()
 
+    async def _lost_reason(self, name: str, client: Client) -> str | None:
+        return await self.lost_reason(name, client) if self.lost_reason is not None else None
+
     def _server(self, name: str) -> ServerTasks:
         st = self.servers.get(name)
         if st is None:
             st = self.servers[name] = ServerTasks(name, self.ledger, max_active=self.max_active,
                                                   request_timeout=lambda: self.request_timeout(name),
                                                   redact=self.redact,
-                                                  task_support=lambda tool: self._task_support(name, tool))
+                                                  task_support=lambda tool: self._task_support(name, tool),
+                                                  annotations=lambda tool: getattr(self._tool(name, tool),
+                                                                                   "annotations", None),
+                                                  lost_reason=lambda client: self._lost_reason(name, client))
         if not st.loop_started and self._tg is not None:
             st.loop_started = True
             self._tg.start_soon(st.run)
@@ -294,7 +306,10 @@ class TaskManager(TaskReader):
 
     async def cancel(self, ref: str) -> dict[str, Any]:
         """Cancel: a queued call never goes out; a task gets `tasks/cancel` now, or on the next
-        connection if the server is away. Idempotent; a terminal task is returned as is."""
+        connection if the server is away; a call that was sent and has no task (yet) ends
+        `cancelled` at once, freeing its slot, and its server is sent `notifications/cancelled`
+        for the request (MCP spec, basic/utilities/cancellation) when it still awaits the
+        answer. Idempotent; a terminal task is returned as is."""
         row = self.resolve_id(ref)
         if row.state in TERMINAL:
             return self.view(row)
@@ -307,6 +322,15 @@ class TaskManager(TaskReader):
                 st.ended(row.id)
         elif row.task_id and st is not None:
             await st.send_cancel(row.id)
+        elif not row.task_id:  # `submitting`: sent, its answer not here yet
+            told = st is not None and row.id in st.sending
+            how = ("the server was told (notifications/cancelled)" if told else
+                   "the server could not be told (no connection awaits its answer)")
+            self.ledger.finish(row.id, TaskState.CANCELLED, f"cancelled after it was sent; {how}; whether it "
+                                                             f"acted on it is unknown", deliver=False)
+            if st is not None:
+                st.abandon(row.id)  # after the row ended: the answer it cuts off changes nothing
+                st.ended(row.id)
         return self.view(self.store.get(row.id) or row)
 
     # -- servers that went away ---------------------------------------------------------------
