@@ -129,7 +129,8 @@ def test_a_file_outside_monad_home_that_cannot_be_used_is_not_blamed_on_monad_ho
     folder.mkdir()
     r = subprocess.run([sys.executable, "-m", "monad_cli", "mcp", "connect", "cursor", str(folder)],
                        capture_output=True, text=True, timeout=60, env=env)
-    assert r.returncode == 1 and r.stderr == f"error: cannot use `{folder}`: Is a directory; check that path\n", r
+    assert r.returncode == 2 and r.stderr == (f"error: `{folder}`: Is a directory; give the path of the client's "
+                                              f"config file (nothing was read or written)\n"), r
     home_file = tmp_path / "home-file"
     home_file.write_text("")
     r = subprocess.run([sys.executable, "-m", "monad_cli", "mcp", "status"], capture_output=True, text=True,
