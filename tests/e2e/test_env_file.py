@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import TESTSERVER, status_of, wait_for, wait_reconnected, wait_state, write_atom
+from tests.conftest import LIGHTSERVER, status_of, wait_for, wait_reconnected, wait_state, write_atom
 
 VALUE = "SENTINEL-env-5f3a9c1e"
 OTHER = "SENTINEL-env-2b7d4e80"
@@ -28,7 +28,7 @@ def _server_environ(pid: int) -> dict[str, str]:
 
 def _env_atom(home: Path, name: str, variable: str) -> None:
     write_atom(home, name, f"command = {json.dumps(sys.executable)}\n"
-                           f"args = {json.dumps([TESTSERVER])}\n"
+                           f"args = {json.dumps([LIGHTSERVER])}\n"
                            f'env = {{DOCS_KEY = "${variable}"}}\n')
 
 
@@ -121,7 +121,7 @@ def test_a_variable_set_with_monad_env_set_reaches_a_running_server_without_a_re
     outputs = [r.out + r.err]
     try:
         supervisor_pid = int((monad_home / "run" / "monad.pid").read_text())
-        r = monad("mcp", "add", "docs", "-e", "DOCS_KEY=$DOCS_KEY", "--", sys.executable, TESTSERVER)
+        r = monad("mcp", "add", "docs", "-e", "DOCS_KEY=$DOCS_KEY", "--", sys.executable, LIGHTSERVER)
         outputs.append(r.out + r.err)
         assert r.code == 0, r
         # `add` warns at once, naming both places and the command that fixes it.
