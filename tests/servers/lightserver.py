@@ -158,7 +158,7 @@ class Server:
                 return self.answer(rid, error(f"Error executing tool {name}: `{param}` must be {spec['type']}"))
         if name == "slow":
             self.cancelled[rid] = threading.Event()
-            threading.Thread(target=self.slow, args=(rid, arguments["seconds"]), daemon=True).start()
+            threading.Thread(target=self.slow, args=(rid, float(arguments["seconds"])), daemon=True).start()
             return None
         value: object = {
             "echo": lambda: arguments[next(iter(schema["properties"]))],  # its one parameter, whatever its name
