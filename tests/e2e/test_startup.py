@@ -119,7 +119,7 @@ def _pids_with(word: str) -> list[int]:
 def test_daemon_start_spawns_before_the_sdk_and_the_actor_adopts_it(monad: Any, monad_home: Path) -> None:
     atoms = monad_home / "atoms" / "mcp"
     atoms.mkdir(parents=True)
-    marker = "early-spawn-marker"
+    marker = f"early-spawn-marker-{os.getpid()}"  # its own: another run of this test may be on the machine
     (atoms / "early.toml").write_text(f'command = "{sys.executable}"\nargs = ["{LIGHTSERVER}", "--say", "{marker}"]\n')
     (atoms / "off.toml").write_text(f'command = "{sys.executable}"\nargs = ["{LIGHTSERVER}"]\nenabled = false\n')
     r = monad("daemon", "start")
