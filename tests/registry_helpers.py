@@ -90,7 +90,7 @@ def publish(folder: Path, doc: dict[str, Any]) -> None:
 
 
 def build_bundle(path: Path, *, version: str = "1.0.0", shape: dict[str, Any] | None = None) -> str:
-    """A python `.mcpb` running tests/servers/testserver.py; `shape` is written into the
+    """A python `.mcpb` running tests/servers/lightserver.py; `shape` is written into the
     bundle as `shape.json` and passed as `--tools-file` (so versions differ in tools). A
     sensitive `api_key` and a `tools_file` user_config field. Returns the file's sha256."""
     manifest = {
@@ -109,7 +109,7 @@ def build_bundle(path: Path, *, version: str = "1.0.0", shape: dict[str, Any] | 
     }
     with zipfile.ZipFile(path, "w") as z:
         z.writestr("manifest.json", json.dumps(manifest, indent=2))
-        z.write(SERVERS / "testserver.py", "server/main.py")
+        z.write(SERVERS / "lightserver.py", "server/main.py")
         if shape is not None:
             z.writestr("shape.json", json.dumps(shape))
     return hashlib.sha256(path.read_bytes()).hexdigest()

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import TESTSERVER, status_of
+from tests.conftest import LIGHTSERVER, status_of
 from tests.e2e.test_env_file import _server_environ
 from tests.studio_helpers import browser, context, fill_args, open_studio, page, row_action, sign_in, state_of
 
@@ -41,7 +41,7 @@ def test_the_add_form_sets_a_referenced_variable_and_never_shows_it_back(
         form.get_by_label("Name").fill("docs")
         form.get_by_label("Transport").select_option("stdio")
         form.get_by_label("Command").fill(sys.executable)
-        fill_args(form, [TESTSERVER])
+        fill_args(form, [LIGHTSERVER])
         form.get_by_role("button", name="Add variable").click()
         form.get_by_label("Variable name").fill("DOCS_KEY")
         form.get_by_label("Variable value").fill("${DOCS_KEY}")

@@ -258,9 +258,9 @@ def test_a_servers_resources_and_prompts_are_browsed_by_keyboard(monad: Any, pag
 
 # -- 14: variables -------------------------------------------------------------------------------
 def test_variables_are_listed_set_replaced_and_removed_never_shown(monad: Any, page: Any, monad_home: Path) -> None:
-    from tests.conftest import TESTSERVER
+    from tests.conftest import LIGHTSERVER
 
-    write_atom(monad_home, "docs", f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([TESTSERVER])}\n"
+    write_atom(monad_home, "docs", f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([LIGHTSERVER])}\n"
                                    '[env]\nDOCS_KEY = "${DOCS_KEY}"\n')
     (monad_home / "env").write_text("OTHER=1\n")
     (monad_home / "env").chmod(0o600)

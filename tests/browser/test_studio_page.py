@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.auth_helpers import DEVICE_AS, OAUTH_AS, Servers, assert_no_sentinel, stats
-from tests.conftest import TESTSERVER, _stop_supervisor, wait_for
+from tests.conftest import LIGHTSERVER, _stop_supervisor, wait_for
 from tests.studio_helpers import (
     browser,
     context,
@@ -111,7 +111,7 @@ def test_live_state_add_from_the_page_and_cli_and_hand_edits_show_without_reload
     # A CLI add, a hand-written atom, and a hand edit that breaks it: all live.
     assert monad("mcp", "add", "from-cli", "--disabled", "--", "true").code == 0
     expect(state_of(page, "from-cli")).to_have_text("disabled")
-    _atom(monad_home, "by-hand").write_text(f'command = "{sys.executable}"\nargs = ["{TESTSERVER}"]\n')
+    _atom(monad_home, "by-hand").write_text(f'command = "{sys.executable}"\nargs = ["{LIGHTSERVER}"]\n')
     expect(state_of(page, "by-hand")).to_have_text("connected", timeout=30_000)
     _atom(monad_home, "by-hand").write_text("command = 5\n")
     # monad's backticked names are set as code (the cell's text holds no backticks).
@@ -193,7 +193,7 @@ def test_edit_with_a_secret_header_saved_unchanged_keeps_it_and_the_page_never_h
     url = http_testserver()
     assert monad("mcp", "add", "remote", "--url", f"{url}?key={SECRET}-q",
                  "--header", f"X-Api-Key: {SECRET}-h").code == 0
-    assert monad("mcp", "add", "local", "--env", f"API_TOKEN={SECRET}-e", "--", sys.executable, TESTSERVER).code == 0
+    assert monad("mcp", "add", "local", "--env", f"API_TOKEN={SECRET}-e", "--", sys.executable, LIGHTSERVER).code == 0
     before = {n: _atom(monad_home, n).read_text() for n in ("remote", "local")}
     _open(monad, page)
     expect(state_of(page, "remote")).to_have_text("connected", timeout=30_000)

@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.conftest import SERVERS, TESTSERVER, wait_for, wait_state, write_atom
+from tests.conftest import LIGHTSERVER, SERVERS, wait_for, wait_state, write_atom
 from tests.studio_helpers import browser, context, journal_rows, open_studio, page, sign_in
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
@@ -518,7 +518,7 @@ def test_what_an_app_may_ask_tool_calls_through_the_gate_links_and_malformed_mes
 
 
 def test_no_secret_value_in_the_page(monad: Any, page: Any, monad_home: Path) -> None:
-    _atom(monad_home, "ts", [sys.executable, TESTSERVER], extra=f'[env]\nAPI_KEY = "{SECRET}"\n')
+    _atom(monad_home, "ts", [sys.executable, LIGHTSERVER], extra=f'[env]\nAPI_KEY = "{SECRET}"\n')
     wait_state(monad, "ts", "connected")
     _open(monad, page)
     panel = _try(page, "ts__env")

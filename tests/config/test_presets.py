@@ -18,7 +18,7 @@ from monad_cli.config.loader import load_definitions
 from monad_cli.config.presets import PLAYWRIGHT_MCP_VERSION
 from monad_cli.core.errors import ConfigError
 from monad_cli.core.paths import paths
-from tests.conftest import server_cmd, status_of, wait_for, wait_state
+from tests.conftest import light_cmd, status_of, wait_for, wait_state
 
 
 def _write(home: Path, rel: str, text: str) -> Path:
@@ -180,12 +180,12 @@ def test_supervisor_preset_then_user_definition_takes_over(monad: Any, monad_hom
         row = wait_for(lambda: (s := status_of(monad, "browser"))["state"] == "failed" and s, timeout=60)
         assert row["source"] == "features/presets.toml"
         assert "`/nonexistent/c` is not an executable file" in row["reason"]
-        cmd = server_cmd()
+        cmd = light_cmd()
         _write(monad_home, "atoms/mcp/browser.toml",
                f"command = {json.dumps(cmd[0])}\nargs = {json.dumps(cmd[1:])}\ntimeout = 60\n")
         row = wait_state(monad, "browser", "connected", timeout=90)
         assert row["source"] == "atoms/mcp/browser.toml"
-        assert os.path.basename(cmd[1]) == "testserver.py"
+        assert os.path.basename(cmd[1]) == "lightserver.py"
     finally:
         monad("daemon", "stop")
 

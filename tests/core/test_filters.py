@@ -12,7 +12,7 @@ from monad_cli.config.features import load_mcp_filter
 from monad_cli.core.errors import ConfigError
 from monad_cli.core.filters import PatternError, Rule, ServerFilter, combine, split_patterns
 from monad_cli.core.paths import paths
-from tests.conftest import pid_alive, server_cmd, status_of, wait_for, wait_reconnected, wait_state, write_atom
+from tests.conftest import light_cmd, pid_alive, status_of, wait_for, wait_reconnected, wait_state, write_atom
 
 
 # -- pure rules -----------------------------------------------------------------------------
@@ -98,7 +98,7 @@ def test_bad_pattern_flag_is_a_one_line_usage_error(cli: Any) -> None:
 
 # -- the real supervisor ----------------------------------------------------------------------
 def _atom(home: Path, name: str, *, required: bool = False) -> None:
-    cmd = server_cmd()
+    cmd = light_cmd()
     lines = [f"command = {json.dumps(cmd[0])}", f"args = {json.dumps(cmd[1:])}", "timeout = 60"]
     if required:
         lines.append("required = true")

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import TESTSERVER, wait_state, write_atom
+from tests.conftest import LIGHTSERVER, wait_state, write_atom
 
 pytestmark = pytest.mark.e2e
 SECRET = "SENTINEL-argv-7f3e2a"
@@ -34,8 +34,8 @@ def test_a_secret_in_a_servers_arguments_is_warned_about(supervisor: Any, monad_
     monad = supervisor
     assert monad("env", "set", "MY_TOKEN", input=SECRET).code == 0
     write_atom(monad_home, "argy", f"command = {json.dumps(sys.executable)}\n"
-                                   f"args = {json.dumps([TESTSERVER, '--say', '$MY_TOKEN'])}\n")
-    write_atom(monad_home, "envy", f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([TESTSERVER])}\n"
+                                   f"args = {json.dumps([LIGHTSERVER, '--say', '$MY_TOKEN'])}\n")
+    write_atom(monad_home, "envy", f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([LIGHTSERVER])}\n"
                                    'env = {MY_TOKEN = "$MY_TOKEN"}\n')
     wait_state(monad, "argy", "connected", timeout=60)
     wait_state(monad, "envy", "connected", timeout=60)
@@ -62,12 +62,12 @@ def test_add_says_when_a_secret_was_given_on_its_own_command_line(monad: Any) ->
     assert "a secret was given on this command line (--header X-Key, --url, --bearer-token), which every " \
            "account on this machine could read in the process list" in r.err, r
     r = monad("mcp", "add", "s1", "--env", f"API_KEY={SECRET}", "--env", "MODE=plain", "--",
-              sys.executable, TESTSERVER, f"--token={SECRET}")
+              sys.executable, LIGHTSERVER, f"--token={SECRET}")
     assert r.code == 0 and "(--env API_KEY, args[1])" in r.err and SECRET not in r.err, r
     r = monad("mcp", "add", "r2", "--url", "https://other.example.com/mcp", "--bearer-token", "${MY_TOKEN}",
               "--header", "X-Key: $MY_KEY")
     assert r.code == 0 and "command line" not in r.err, r
-    r = monad("mcp", "add", "plain", "--env", "MODE=plain", "--", sys.executable, TESTSERVER, "--port", "8080")
+    r = monad("mcp", "add", "plain", "--env", "MODE=plain", "--", sys.executable, LIGHTSERVER, "--port", "8080")
     assert r.code == 0 and "warning" not in r.err, r
 
 

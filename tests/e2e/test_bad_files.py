@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import server_cmd, status_of, wait_for, wait_state, write_atom
+from tests.conftest import light_cmd, status_of, wait_for, wait_state, write_atom
 
 DEEP_TOML = "x = " + "[" * 100_000 + "]" * 100_000 + "\n"
 DEEP_JSON = '{"mcpServers": ' + "[" * 100_000 + "]" * 100_000 + "}"
 
 
 def _good_atom(home: Path, name: str) -> None:
-    cmd = server_cmd()
+    cmd = light_cmd()
     write_atom(home, name, f"command = {json.dumps(cmd[0])}\nargs = {json.dumps(cmd[1:])}\n")
 
 
@@ -51,7 +51,7 @@ def test_hostile_atoms_cost_only_themselves(supervisor: Any, monad_home: Path) -
 def test_a_hostile_agents_json_is_one_problem_and_add_still_works(supervisor: Any, monad_home: Path) -> None:
     monad = supervisor
     (monad_home / "agents.json").write_text(DEEP_JSON)
-    cmd = server_cmd()
+    cmd = light_cmd()
     r = monad("mcp", "add", "fresh", "--", *cmd)
     assert r.code == 0 and "internal" not in r.err and "Traceback" not in r.err, r
     wait_state(monad, "fresh", "connected", timeout=60)

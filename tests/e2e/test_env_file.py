@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import TESTSERVER, status_of, wait_for, wait_reconnected, wait_state, write_atom
+from tests.conftest import LIGHTSERVER, status_of, wait_for, wait_reconnected, wait_state, write_atom
 
 VALUE = "SENTINEL-env-5f3a9c1e"
 OTHER = "SENTINEL-env-2b7d4e80"
@@ -29,7 +29,7 @@ def _server_environ(pid: int) -> dict[str, str]:
 
 def _env_atom(home: Path, name: str, variable: str) -> None:
     write_atom(home, name, f"command = {json.dumps(sys.executable)}\n"
-                           f"args = {json.dumps([TESTSERVER])}\n"
+                           f"args = {json.dumps([LIGHTSERVER])}\n"
                            f'env = {{DOCS_KEY = "${variable}"}}\n')
 
 
@@ -122,7 +122,7 @@ def test_a_variable_set_with_monad_env_set_reaches_a_running_server_without_a_re
     outputs = [r.out + r.err]
     try:
         supervisor_pid = int((monad_home / "run" / "monad.pid").read_text())
-        r = monad("mcp", "add", "docs", "-e", "DOCS_KEY=$DOCS_KEY", "--", sys.executable, TESTSERVER)
+        r = monad("mcp", "add", "docs", "-e", "DOCS_KEY=$DOCS_KEY", "--", sys.executable, LIGHTSERVER)
         outputs.append(r.out + r.err)
         assert r.code == 0, r
         # `add` warns at once, naming both places and the command that fixes it.
@@ -320,7 +320,7 @@ def test_on_a_terminal_the_value_is_read_without_echo(monad_home: Path) -> None:
 # -- who may write it (core/paths.py `exposure`, the rule every definition file is held to) ---
 def _exposed_env_atom(home: Path) -> None:
     write_atom(home, "docs", f"command = {json.dumps(sys.executable)}\n"
-                             f"args = {json.dumps([TESTSERVER])}\n"
+                             f"args = {json.dumps([LIGHTSERVER])}\n"
                              'env = {DOCS_KEY = "$DOCS_KEY"}\n'
                              'trust = {autoApproveTools = ["docs__env"]}\n')
 
@@ -420,7 +420,7 @@ def test_an_env_file_others_can_read_is_read_and_said_in_status_on_every_reload(
                f"already; `chmod 600 {env}`, then replace the ones that matter")
     r = supervisor("mcp", "status")
     assert r.code == 0 and f"warning: {warning}\n" in r.err, r
-    write_atom(monad_home, "more", f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([TESTSERVER])}\n")
+    write_atom(monad_home, "more", f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([LIGHTSERVER])}\n")
     wait_state(supervisor, "more", "connected", timeout=60)  # another reload, the env file unchanged
     r = supervisor("mcp", "status")
     assert r.code == 0 and f"warning: {warning}\n" in r.err, r

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import TESTSERVER, wait_state, write_atom
+from tests.conftest import LIGHTSERVER, wait_state, write_atom
 
 GOOD = "SENTINEL-env-good-41c7"
 EVIL = "SENTINEL-env-evil-93a2"
@@ -27,7 +27,7 @@ def _server_environ(pid: int) -> dict[str, str]:
 @pytest.mark.e2e
 def test_a_value_with_a_unicode_line_break_cannot_set_another_variable(supervisor: Any, monad_home: Path) -> None:
     monad = supervisor
-    write_atom(monad_home, "docs", f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([TESTSERVER])}\n"
+    write_atom(monad_home, "docs", f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([LIGHTSERVER])}\n"
                                    f'env = {{DOCS_KEY = "$DOCS_KEY"}}\n')
     assert monad("env", "set", "DOCS_KEY", input=GOOD).code == 0
     before = wait_state(monad, "docs", "connected", timeout=60)

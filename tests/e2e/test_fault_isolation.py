@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import TESTSERVER, free_port, status_of, wait_for, wait_reconnected, wait_state
+from tests.conftest import LIGHTSERVER, free_port, status_of, wait_for, wait_reconnected, wait_state
 from tests.e2e.test_reported_server_bugs import add_tool_faults, call, edge, start_edge, tool_names
 
 pytestmark = pytest.mark.e2e
@@ -94,7 +94,7 @@ def test_a_remote_that_went_away_is_not_shown_connected(monad: Any, monkeypatch:
 
 
 def test_a_stdio_crash_loop_gives_up_and_says_so(supervisor: Any) -> None:
-    r = supervisor("mcp", "add", "crashy", "--", sys.executable, TESTSERVER, "--exit-at-start", "3")
+    r = supervisor("mcp", "add", "crashy", "--", sys.executable, LIGHTSERVER, "--exit-at-start", "3")
     assert r.code == 0, r
     row = wait_state(supervisor, "crashy", "failed", timeout=90)
     assert "gave up after 5 failures in 60 s, run `monad mcp reconnect crashy`" in row["reason"], row

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import TESTSERVER, status_of, wait_for, wait_reconnected, wait_state, write_atom
+from tests.conftest import LIGHTSERVER, status_of, wait_for, wait_reconnected, wait_state, write_atom
 
 
 def _other_account() -> int:
@@ -132,9 +132,9 @@ def test_an_agents_json_another_account_wrote_through_an_open_home_runs_nothing(
 
 
 def _server(marker: Path | None = None) -> dict[str, Any]:
-    """A stdio definition: the test server, or a command that leaves `marker` behind."""
+    """A stdio definition: the light test server, or a command that leaves `marker` behind."""
     if marker is None:
-        return {"command": sys.executable, "args": [TESTSERVER]}
+        return {"command": sys.executable, "args": [LIGHTSERVER]}
     return {"command": sys.executable, "args": ["-c", f"open({str(marker)!r}, 'w').write('ran')"]}
 
 
@@ -212,7 +212,7 @@ def test_what_monad_makes_in_the_home_is_only_its_owners(monad: Any, monad_home:
     the daemon log, `features/` and `work/` were once made with the umask's 0644/0755 — unreachable
     inside a 0700 home, but readable in a copy or a home someone opened."""
     try:
-        assert monad("mcp", "add", "a", "--", sys.executable, TESTSERVER).code == 0  # no `cwd`: it runs in `work/a/`
+        assert monad("mcp", "add", "a", "--", sys.executable, LIGHTSERVER).code == 0  # no `cwd`: it runs in `work/a/`
         assert monad("daemon", "start").code == 0
         wait_state(monad, "a", "connected")
         assert monad("studio", "--no-browser").code == 0

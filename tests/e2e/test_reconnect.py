@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import server_cmd, wait_for, wait_state, write_atom
+from tests.conftest import light_cmd, wait_for, wait_state, write_atom
 
 pytestmark = pytest.mark.e2e
 
 
 def test_reconnect_refuses_a_disabled_or_invalid_server_and_says_why(supervisor: Any, monad_home: Path) -> None:
     monad = supervisor
-    assert monad("mcp", "add", "off", "--disabled", "--", *server_cmd()).code == 0
+    assert monad("mcp", "add", "off", "--disabled", "--", *light_cmd()).code == 0
     write_atom(monad_home, "broken", 'schema = 1\ntransport = "stdio"\ncommand = "x"\ntimeout = "soon"\n')
     wait_state(monad, "off", "disabled")
     wait_state(monad, "broken", "failed")
@@ -44,7 +44,7 @@ def test_reconnect_refuses_a_disabled_or_invalid_server_and_says_why(supervisor:
     assert r.code == 1 and "server `refuses` is waiting to retry, so its tool set is unknown" in r.err, r
 
     # a server that can connect still reconnects, exit 0
-    assert monad("mcp", "add", "ok", "--", *server_cmd()).code == 0
+    assert monad("mcp", "add", "ok", "--", *light_cmd()).code == 0
     wait_state(monad, "ok", "connected")
     r = monad("mcp", "reconnect", "ok")
     assert r.code == 0 and "reconnecting `ok`" in r.err, r

@@ -141,7 +141,7 @@ def test_what_add_shows_is_what_the_supervisor_runs_and_a_hostile_entry_runs_not
     import shlex
     import sys
 
-    from tests.conftest import TESTSERVER
+    from tests.conftest import LIGHTSERVER
     from tests.registry_helpers import TIME_VERSION, hostile_entries, refusal_code
 
     sentinel = tmp_path / "ran"
@@ -150,7 +150,7 @@ def test_what_add_shows_is_what_the_supervisor_runs_and_a_hostile_entry_runs_not
     bin_dir.mkdir()
     fake = bin_dir / "uvx"
     fake.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$(basename \"$0\")\" \"$@\" > {argv_file}\n"
-                    f"exec {sys.executable} {TESTSERVER} --name clock\n")
+                    f"exec {sys.executable} {LIGHTSERVER} --name clock\n")
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     folder = tmp_path / "registry"

@@ -1,6 +1,7 @@
 """Calls to a server that is restarting wait for it, bounded by its connect timeout, and every
 call has its journal rows, refused ones too (docs/tools.md "The journal of calls"). The real
-supervisor, a real test server killed with SIGKILL, the control API and the CLI."""
+supervisor, a real stdio server (the standard library's lightserver.py) killed with SIGKILL, the control API
+and the CLI."""
 
 from __future__ import annotations
 
@@ -13,15 +14,11 @@ from typing import Any
 import pytest
 
 from monad_cli.core.errors import NotConnected
-from tests.conftest import status_of, wait_for, wait_state, write_atom
-
-SERVERS = Path(__file__).resolve().parents[1] / "servers"
-TOOLSERVER = str(SERVERS / "toolserver.py")
-TESTSERVER = str(SERVERS / "testserver.py")
+from tests.conftest import LIGHTSERVER, status_of, wait_for, wait_state, write_atom
 
 
-def _atom(home: Path, script: str, *flags: str, timeout: int = 10) -> None:
-    args = ", ".join(f'"{a}"' for a in (script, *flags))
+def _atom(home: Path, *flags: str, timeout: int = 10) -> None:
+    args = ", ".join(f'"{a}"' for a in (LIGHTSERVER, *flags))
     write_atom(home, "s", f'schema = 1\ntransport = "stdio"\ncommand = "{sys.executable}"\nargs = [{args}]\n'
                           f'timeout = {timeout}\n\n[trust]\nautoApproveTools = ["s__echo"]\n')
 
@@ -53,7 +50,7 @@ def test_a_call_to_a_killed_server_waits_for_it_and_one_that_does_not_come_back_
     from monad_cli.core.paths import Paths
 
     monad = slow_backoff
-    _atom(monad_home, TOOLSERVER)
+    _atom(monad_home)
     row = wait_state(monad, "s", "connected")
     api = ControlClient(Paths(monad_home))
     assert _call(api, "before")["content"][0]["text"] == "before"
@@ -65,7 +62,7 @@ def test_a_call_to_a_killed_server_waits_for_it_and_one_that_does_not_come_back_
     assert status_of(monad, "s")["pid"] != row["pid"]
 
     # Now it cannot come back: its command hangs before answering, its connect timeout is 2 s.
-    _atom(monad_home, TESTSERVER, "--hang", timeout=2)
+    _atom(monad_home, "--hang", timeout=2)
     wait_for(lambda: status_of(monad, "s")["state"] in ("backoff", "connecting"), timeout=15)
     with pytest.raises(NotConnected) as failed:
         _call(api, "never")
@@ -78,7 +75,7 @@ def test_a_call_to_a_killed_server_waits_for_it_and_one_that_does_not_come_back_
 
 def test_calls_refused_by_the_cli_or_the_supervisor_have_their_rows(supervisor: Any, monad_home: Path) -> None:
     monad = supervisor
-    _atom(monad_home, TOOLSERVER)
+    _atom(monad_home)
     wait_state(monad, "s", "connected")
     r = monad("mcp", "call", "s__nope", "--yes")
     assert r.code == 1 and "s__nope" in r.err, r

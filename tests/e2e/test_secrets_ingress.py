@@ -166,9 +166,9 @@ def test_a_server_echoing_its_secrets_gets_none_of_them_out(monad: Any, monad_ho
 def test_a_value_that_is_not_a_secret_is_never_masked(monad: Any, monad_home: Path) -> None:
     """`MODE=plain` is not a secret: the server `plain`, its atom, its tools, a call by name
     with an argument, and a result holding "plain" are shown as they are."""
-    from tests.conftest import TESTSERVER
+    from tests.conftest import LIGHTSERVER
 
-    r = monad("mcp", "add", "plain", "--env", "MODE=plain", "--", sys.executable, TESTSERVER)
+    r = monad("mcp", "add", "plain", "--env", "MODE=plain", "--", sys.executable, LIGHTSERVER)
     assert r.code == 0, r
     assert "***" not in r.out + r.err, r
     atom = monad_home / "atoms" / "mcp" / "plain.toml"
@@ -226,7 +226,7 @@ def test_what_fails_to_parse_and_a_line_cut_in_pieces_carry_no_piece_of_a_secret
     to the agent and the CLI, and its traceback wrote the whole token to daemon.log. A
     stdio server writes a 100 KiB stderr line of its secret over and over: the log is
     written in 64 KiB pieces, and a secret across a cut once left both halves there."""
-    from tests.conftest import TESTSERVER
+    from tests.conftest import LIGHTSERVER
 
     port = free_port()
     web = subprocess.Popen([sys.executable, MALFORMSERVER, "--http", str(port)], stdout=subprocess.DEVNULL,
@@ -237,7 +237,7 @@ def test_what_fails_to_parse_and_a_line_cut_in_pieces_carry_no_piece_of_a_secret
                                       f'headers = {{Authorization = "Bearer {CUT_SECRET}"}}\ntimeout = 60\n'
                                       f"trust = {{autoApproveTools = {json.dumps(BAD_TOOLS)}}}\n")
         write_atom(monad_home, "loud", f"command = {json.dumps(sys.executable)}\n"
-                                       f"args = {json.dumps([TESTSERVER, '--say', CUT_SECRET * 4500])}\n"
+                                       f"args = {json.dumps([LIGHTSERVER, '--say', CUT_SECRET * 4500])}\n"
                                        f'env = {{LEAK_API_KEY = "{CUT_SECRET}"}}\ntimeout = 60\n')
         assert monad("daemon", "start").code == 0
         wait_state(monad, "bad", "connected", timeout=90)

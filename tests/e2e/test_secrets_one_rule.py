@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.conftest import TESTSERVER, wait_for, wait_state, write_atom
+from tests.conftest import LIGHTSERVER, wait_for, wait_state, write_atom
 from tests.studio_helpers import StudioHTTP, open_studio
 
 pytestmark = pytest.mark.e2e
@@ -41,7 +41,7 @@ def test_a_secret_is_masked_on_every_surface(monad: Any, monad_home: Path, http_
     # inside an argument, where no flag names it: `--say "token …"` (the server writes it to
     # its stderr at start).
     write_atom(monad_home, "envsrv", f"command = {json.dumps(sys.executable)}\n"
-                                     f"args = {json.dumps([TESTSERVER, '--say', f'token {IN_ARG}'])}\n"
+                                     f"args = {json.dumps([LIGHTSERVER, '--say', f'token {IN_ARG}'])}\n"
                                      f'env = {{API_TOKEN = "$API_TOKEN", SECOND_KEY = "{IN_ARG}"}}\n'
                                      f"trust = {{autoApproveTools = {auto}}}\n")
     write_atom(monad_home, "web", f'url = "{url}"\nheaders = {{Authorization = "Bearer {BEARER}"}}\n'

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import server_cmd
+from tests.conftest import light_cmd
 
 pytestmark = pytest.mark.e2e
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -51,7 +51,7 @@ def test_serve_in_an_empty_home_says_which_home_and_that_it_is_empty(monad: Any,
 
 
 def test_serve_with_servers_says_nothing_to_a_client(monad: Any, monad_home: Path) -> None:
-    assert monad("mcp", "add", "ts", "--", *server_cmd()).code == 0
+    assert monad("mcp", "add", "ts", "--", *light_cmd()).code == 0
     answers, err = _serve_over_pipes([INIT])
     assert answers[0]["result"]["serverInfo"]
     assert "no server is defined" not in err and "speaking JSON-RPC" not in err, err
@@ -59,7 +59,7 @@ def test_serve_with_servers_says_nothing_to_a_client(monad: Any, monad_home: Pat
 
 
 def test_serve_with_an_include_that_matches_no_server_says_so(monad: Any, monad_home: Path) -> None:
-    assert monad("mcp", "add", "ts", "--", *server_cmd()).code == 0
+    assert monad("mcp", "add", "ts", "--", *light_cmd()).code == 0
     answers, err = _serve_over_pipes([INIT], "--include-mcps", "tz*,nope")
     assert answers[0]["result"]["serverInfo"]  # still served: a server added later under a matching name appears
     assert ("monad mcp serve: --include-mcps `tz*,nope` matches none of the defined servers (`ts`), so it serves "
@@ -70,7 +70,7 @@ def test_serve_with_an_include_that_matches_no_server_says_so(monad: Any, monad_
 
 
 def test_serve_on_a_terminal_says_what_it_is(monad: Any, monad_home: Path) -> None:
-    assert monad("mcp", "add", "ts", "--", *server_cmd()).code == 0
+    assert monad("mcp", "add", "ts", "--", *light_cmd()).code == 0
     primary, secondary = pty.openpty()
     proc = subprocess.Popen([sys.executable, "-m", "monad_cli", "mcp", "serve"], stdin=secondary,
                             stdout=secondary, stderr=subprocess.PIPE, text=True)

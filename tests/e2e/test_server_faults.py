@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import (
+    LIGHTSERVER,
     ROOT,
     TESTSERVER,
     end_test_server,
@@ -125,7 +126,7 @@ def silent_host() -> Iterator[SilentHost]:
 
 def test_refs_convert_dangling_and_remote_refs_are_forwarded(supervisor: Any, silent_host: SilentHost) -> None:
     add_wire_faults(supervisor, "wild", "--remote-ref", f"http://127.0.0.1:{silent_host.port}/schema.json")
-    supervisor("mcp", "add", "other", "--", sys.executable, TESTSERVER)
+    supervisor("mcp", "add", "other", "--", sys.executable, LIGHTSERVER)
     assert supervisor("mcp", "wait", "wild", "other", "--timeout", "60").code == 0
     r = call(supervisor, "wild__local_ref", "n=5", 'opts={"deep": true}')
     assert r.code == 0 and json.loads(r.out) == {"n": 5, "opts": {"deep": True}}, r
@@ -224,7 +225,7 @@ def test_relative_commands_work_wherever_the_supervisor_started(monad: Any, tmp_
     (project / "srv.py").write_text(PROJECT_SERVER)
     (project / "data.txt").write_text("project data\n")
     assert monad("mcp", "add", "proj", "--", sys.executable, "srv.py", cwd=project).code == 0
-    assert monad("mcp", "add", "plain", "--", sys.executable, TESTSERVER, cwd=project).code == 0
+    assert monad("mcp", "add", "plain", "--", sys.executable, LIGHTSERVER, cwd=project).code == 0
     try:
         assert monad("daemon", "start", cwd=elsewhere).code == 0  # the supervisor runs elsewhere
         assert monad("mcp", "wait", "proj", "plain", "--timeout", "60").code == 0

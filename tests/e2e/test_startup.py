@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.conftest import TESTSERVER, status_of, wait_for, wait_state
+from tests.conftest import LIGHTSERVER, status_of, wait_for, wait_state
 
 
 def test_the_default_environment_is_the_sdks(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -119,9 +119,9 @@ def _pids_with(word: str) -> list[int]:
 def test_daemon_start_spawns_before_the_sdk_and_the_actor_adopts_it(monad: Any, monad_home: Path) -> None:
     atoms = monad_home / "atoms" / "mcp"
     atoms.mkdir(parents=True)
-    marker = "early-spawn-marker"
-    (atoms / "early.toml").write_text(f'command = "{sys.executable}"\nargs = ["{TESTSERVER}", "--say", "{marker}"]\n')
-    (atoms / "off.toml").write_text(f'command = "{sys.executable}"\nargs = ["{TESTSERVER}"]\nenabled = false\n')
+    marker = f"early-spawn-marker-{os.getpid()}"  # its own: another run of this test may be on the machine
+    (atoms / "early.toml").write_text(f'command = "{sys.executable}"\nargs = ["{LIGHTSERVER}", "--say", "{marker}"]\n')
+    (atoms / "off.toml").write_text(f'command = "{sys.executable}"\nargs = ["{LIGHTSERVER}"]\nenabled = false\n')
     r = monad("daemon", "start")
     assert r.code == 0, r
     try:
@@ -193,7 +193,7 @@ def test_daemon_stop_during_the_start_waits_for_it_and_stops_it(monad: Any, mona
     atoms = monad_home / "atoms" / "mcp"
     atoms.mkdir(parents=True)
     for i in range(10):
-        (atoms / f"s{i}.toml").write_text(f'command = "{sys.executable}"\nargs = ["{TESTSERVER}"]\n')
+        (atoms / f"s{i}.toml").write_text(f'command = "{sys.executable}"\nargs = ["{LIGHTSERVER}"]\n')
     start = subprocess.Popen([sys.executable, "-m", "monad_cli", "daemon", "start"], env=os.environ.copy(),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.conftest import SERVERS, TESTSERVER, wait_for, wait_state, write_atom
+from tests.conftest import LIGHTSERVER, SERVERS, wait_for, wait_state, write_atom
 from tests.studio_helpers import StudioHTTP, journal_rows, open_studio
 
 pytestmark = pytest.mark.e2e
@@ -260,7 +260,7 @@ def test_the_sandbox_port_and_its_locks(studio: StudioHTTP) -> None:
 
 
 def test_events_carry_approvals_tasks_and_no_secret(studio: StudioHTTP, monad: Any, monad_home: Path) -> None:
-    write_atom(monad_home, "ts", f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([TESTSERVER])}\n"
+    write_atom(monad_home, "ts", f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([LIGHTSERVER])}\n"
                                  f"[env]\nAPI_KEY = \"{SECRET}\"\n")
     write_atom(monad_home, "tk", f"command = {json.dumps(sys.executable)}\n"
                                  f"args = {json.dumps([str(SERVERS / 'tasks_server.py')])}\n")

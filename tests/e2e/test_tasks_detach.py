@@ -42,12 +42,12 @@ def test_detach_returns_a_task_id_and_the_result_arrives(monad_home: Path, super
 
 def test_detach_of_a_tool_that_is_not_a_task_returns_once_the_call_is_sent(monad_home: Path,
                                                                             supervisor: Any) -> None:
-    """A plain tool (tests/servers/testserver.py `slow`: no task support, answered only at its
+    """A plain tool (tests/servers/lightserver.py `slow`: no task support, answered only at its
     end) detached: the command returns with the row to follow while the tool still runs,
     and the result arrives on the row. Without a connected server: refused at once."""
-    from tests.conftest import server_cmd
+    from tests.conftest import light_cmd
 
-    cmd = server_cmd("--name", "plain")
+    cmd = light_cmd("--name", "plain")
     write_atom(monad_home, "plain", f"command = {json.dumps(cmd[0])}\nargs = {json.dumps(cmd[1:])}\n")
     wait_state(supervisor, "plain", "connected")
     r = supervisor("mcp", "call", "plain__slow", "--arg", "seconds=8", "--yes", "--detach", "--json")

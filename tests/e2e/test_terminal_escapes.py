@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import TESTSERVER, wait_state, write_atom
+from tests.conftest import LIGHTSERVER, wait_state, write_atom
 
 # ... and U+202E (right-to-left override): what follows it reads backwards.
 HOSTILE = "\x1b]0;PWNED\x07\x1b]52;c;SGVsbG8=\x07\x1b[2J\x1b[8mhidden\x9b31m\x7f\rback\u202ecod.exe"
@@ -31,8 +31,8 @@ def test_server_text_reaches_the_terminal_escaped(supervisor: Any, monad_home: P
     monad = supervisor
     shape = tmp_path / "tools.json"
     shape.write_text(json.dumps({"description": f"Echo. {HOSTILE}"}))
-    write_atom(monad_home, "evil", f"command = {json.dumps(sys.executable)}\n"
-                                   f"args = {json.dumps([TESTSERVER, '--say', HOSTILE, '--tools-file', str(shape)])}\n")
+    args = [LIGHTSERVER, "--say", HOSTILE, "--tools-file", str(shape)]
+    write_atom(monad_home, "evil", f"command = {json.dumps(sys.executable)}\nargs = {json.dumps(args)}\n")
     wait_state(monad, "evil", "connected", timeout=60)
 
     shown = monad("mcp", "status", "evil")

@@ -20,13 +20,21 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.conftest import free_port, gateway_up, inspector_bin, status_of, wait_for, wait_state, write_atom
+from tests.conftest import (
+    LIGHTSERVER,
+    free_port,
+    gateway_up,
+    inspector_bin,
+    status_of,
+    wait_for,
+    wait_state,
+    write_atom,
+)
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
 CATALOG = ROOT / "bench" / "search" / "catalog"
 CATALOGSERVER = str(ROOT / "tests" / "servers" / "catalogserver.py")
-TESTSERVER = str(ROOT / "tests" / "servers" / "testserver.py")
 SERVERS = ("git", "github", "slack", "playwright", "filesystem", "time", "memory", "atlassian")
 SECRET = "SENTINEL-search-5d2e19"
 
@@ -173,7 +181,7 @@ def test_call_tool_passes_the_gate_the_scrubber_and_the_journal_as_a_direct_call
     from mcp import Client
 
     assert supervisor("env", "set", "API_TOKEN", input=SECRET).code == 0
-    write_atom(monad_home, "envsrv", f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([TESTSERVER])}\n"
+    write_atom(monad_home, "envsrv", f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([LIGHTSERVER])}\n"
                                      f'env = {{API_TOKEN = "$API_TOKEN"}}\n')
     wait_state(supervisor, "envsrv", "connected", timeout=90)
 

@@ -1,7 +1,8 @@
 """A `ServerActor` run without a `Supervisor`: only an `ActorContext` (a real journal, the real
-tool service's pin check), against the real stdio test server; and a `SupervisorAuth`
-built without a supervisor whose providers reach the actor lookup when the authorization
-server will not let them in."""
+tool service's pin check), against real stdio test servers (lightserver.py; the SDK's
+testserver.py where its elicitation is used); and a `SupervisorAuth` built without a
+supervisor whose providers reach the actor lookup when the authorization server will not
+let them in."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from monad_cli.daemon.trust.call import ToolCall
 from monad_cli.daemon.trust.service import ToolService
 from monad_cli.journal.db import Journal
 from tests.auth_helpers import OAUTH_AS, Servers
-from tests.conftest import server_cmd
+from tests.conftest import light_cmd, server_cmd
 
 
 def _call(tool: str, arguments: dict[str, Any]) -> ToolCall:
@@ -37,8 +38,8 @@ def _call(tool: str, arguments: dict[str, Any]) -> ToolCall:
 CONNECT_TIMEOUT_S = 120
 
 
-def _stdio(name: str, *flags: str, **fields: Any) -> ServerSpec:
-    command, *args = server_cmd(*flags)
+def _stdio(name: str, *flags: str, sdk: bool = False, **fields: Any) -> ServerSpec:
+    command, *args = server_cmd(*flags) if sdk else light_cmd(*flags)
     return validate({"command": command, "args": args, "timeout": CONNECT_TIMEOUT_S, **fields}, name=name,
                     source=f"atoms/mcp/{name}.toml", environ={})
 
@@ -121,7 +122,7 @@ def test_an_actor_explains_a_crash_and_backs_off(monad_home: Path) -> None:
             # Mid-session or, on a slow machine, mid-handshake: either way the exit status, the
             # server's last words and the retry are in the reason.
             assert actor.reason is not None and actor.reason.startswith("server process exited with status 3")
-            assert "stderr: testserver: crashing as asked" in actor.reason and "retrying in" in actor.reason
+            assert "stderr: lightserver: crashing as asked" in actor.reason and "retrying in" in actor.reason
         assert actor.reason == "supervisor stopping"
 
     anyio.run(main)
@@ -209,7 +210,7 @@ def test_a_servers_question_goes_to_the_handler_of_the_call_it_belongs_to(monad_
 
     async def main() -> None:
         flags = ("--ask", "--legacy") if era == "legacy" else ("--ask",)
-        spec = _stdio("ask", *flags, trust={"autoApproveTools": ["ask__greet"]})
+        spec = _stdio("ask", *flags, sdk=True, trust={"autoApproveTools": ["ask__greet"]})
         async with running(lambda ctx, actors: ServerActor("ask", spec, ctx)) as (actor, journal, _):
             await _until(lambda: actor.state == State.CONNECTED)
             assert (actor.protocol_version == "2026-07-28") == (era == "2026-07-28"), actor.protocol_version
