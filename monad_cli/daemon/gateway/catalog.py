@@ -48,7 +48,6 @@ SERVER_META = "monad/server"  # which server listed a resource, template or prom
 RESOURCE_NOT_FOUND = -32002  # MCP spec, server/resources "Error Handling"
 LEVELS: tuple[str, ...] = get_args(types.LoggingLevel)  # RFC 5424 order, least severe first
 Deliver = Callable[[str], Awaitable[None]]
-ITEM_METHODS = {"prompts": "prompts/list", "resources": "resources/list", "templates": "resources/templates/list"}
 ITEM_WORDS = {"prompts": "prompts", "resources": "resources", "templates": "resource templates"}
 Allowed = Callable[[str], bool]
 
@@ -129,7 +128,7 @@ class Catalog:
         caps = actor.capabilities
         family = None if caps is None else caps.prompts if kind == "prompts" else caps.resources
         items = [] if family is None else await list_items(
-            kind, lambda request: actor.call_through(lambda c, meta: request(c), method=ITEM_METHODS[kind]))
+            kind, lambda request: actor.call_through(lambda c, meta: request(c)))
         # Kept only while the server would say it changed (listChanged), else asked again;
         # the last listing of either routes requests (`_last_owners`).
         uris = frozenset(str(r.uri) for r in items) if kind == "resources" else frozenset()
