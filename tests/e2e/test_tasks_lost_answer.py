@@ -11,13 +11,16 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import SERVERS, pid_alive, wait_for, wait_state, write_atom
+from tests.conftest import SERVERS, end_test_server, free_port, pid_alive, wait_for, wait_state, write_atom
 
 pytestmark = pytest.mark.e2e
 
@@ -192,3 +195,62 @@ def test_a_detached_call_queued_behind_hung_calls_says_why_and_a_cancel_sends_it
     assert supervisor("tasks", "cancel", hung[0]["id"]).code == 0
     assert ended(supervisor, queued)["state"] == "completed"
     assert runs(log, "done", "charge") == [queued]
+
+
+def test_a_remote_server_that_dies_under_a_call_is_sent_it_once(monad_home: Path, supervisor: Any, tmp_path: Path,
+                                                                 http_testserver: Any) -> None:
+    """The same rule for a streamable-HTTP server: `crash` ends the server's process while
+    the POST waits for its answer; the row fails saying the answer was lost, and it is not
+    sent again when the server is back."""
+    log = tmp_path / "runs.log"
+    url = http_testserver("--runs", str(log), script=str(SERVERS / "runsserver.py"))
+    write_atom(monad_home, "remote", f"url = {json.dumps(url)}\n")
+    wait_state(supervisor, "remote", "connected")
+    row = detach(supervisor, "remote__crash")
+
+    shown = ended(supervisor, row["id"])
+    assert shown["state"] == "failed", shown
+    message = shown["statusMessage"]
+    assert message.startswith("sent, and its answer was lost: "), message
+    assert "whether the server acted on it is unknown, so it is not sent again" in message
+    assert runs(log, "start", "crash") == [row["id"]]
+    assert sent_events(supervisor, row["id"]) == 1
+
+
+def test_a_read_only_call_that_kills_a_remote_server_every_time_is_a_poison_call(
+        monad_home: Path, supervisor: Any, tmp_path: Path) -> None:
+    """Over streamable HTTP too: `crash_safe` (`readOnlyHint: true`) goes out again each time
+    the server is back (the test starts it again on its port whenever it exits), at most
+    twice; then the row fails as a poison call."""
+    log = tmp_path / "runs.log"
+    port = free_port()
+    argv = [sys.executable, str(SERVERS / "runsserver.py"), "--runs", str(log), "--http", str(port)]
+    done = threading.Event()
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def keep_serving() -> None:
+        while not done.is_set():
+            proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            procs.append(proc)
+            while proc.poll() is None and not done.is_set():
+                time.sleep(0.05)
+
+    restarter = threading.Thread(target=keep_serving, daemon=True)
+    restarter.start()
+    try:
+        write_atom(monad_home, "remote", f'url = "http://127.0.0.1:{port}/mcp"\n')
+        wait_state(supervisor, "remote", "connected")
+        row = detach(supervisor, "remote__crash_safe")
+
+        shown = ended(supervisor, row["id"], timeout=120)
+        assert shown["state"] == "failed", shown
+        message = shown["statusMessage"]
+        assert message.startswith("sent 3 times, and each time its answer was lost"), message
+        assert "poison call" in message
+        assert runs(log, "start", "crash_safe") == [row["id"]] * 3
+        assert sent_events(supervisor, row["id"]) == 3
+    finally:
+        done.set()
+        restarter.join(timeout=10)
+        for proc in procs:
+            end_test_server(proc)

@@ -1,7 +1,9 @@
 """A stdio MCP server whose tools write down every run, so a test can count how many times a
 call reached a server (docs/tasks.md "Resume after failures").
 
-    python runsserver.py --runs PATH
+    python runsserver.py --runs PATH [--http PORT]
+
+Over stdio, or with `--http PORT` over streamable HTTP at `http://127.0.0.1:PORT/mcp`.
 
 Each run appends one line to PATH: `<event> <tool> <invocationId>` (the request's
 `_meta["dev.monad/invocationId"]`, `-` without one). Events: `start` when a tool begins,
@@ -33,6 +35,7 @@ INVOCATION = "dev.monad/invocationId"
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", required=True)
+    ap.add_argument("--http", type=int, default=None)
     args = ap.parse_args()
 
     mcp = MCPServer("runs")
@@ -85,7 +88,10 @@ def main() -> None:
         """Never answers (until cancelled)."""
         return await run("hang", 1e9, ctx)
 
-    mcp.run()
+    if args.http is None:
+        mcp.run()
+    else:
+        mcp.run("streamable-http", host="127.0.0.1", port=args.http)
 
 
 if __name__ == "__main__":
