@@ -8,9 +8,11 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from tests.conftest import everything_bin, free_port, task_of, wait_for, wait_state
@@ -115,3 +117,31 @@ def test_over_http_and_after_a_killed_supervisor(monad_home: Path, supervisor: A
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_an_agent_that_calls_a_required_task_tool_plainly_gets_its_result(monad_home: Path, supervisor: Any,
+                                                                          mode: str) -> None:
+    """An agent through `monad mcp serve` calls a tool whose `execution.taskSupport` is
+    `required` with a plain `tools/call` (no task): the supervisor runs it as a task on the
+    server, follows it, and answers the agent's call with the task's result; the row is
+    taken (delivered), not left for `monad tasks` to show as undelivered."""
+    from mcp import Client, StdioServerParameters
+
+    write_atom(monad_home, "everything", f'transport = "stdio"\ncommand = {json.dumps(everything_bin())}\n'
+                                         f'args = ["stdio"]\n'
+                                         f'trust = {{autoApproveTools = ["{TOOL}"]}}\n')
+    wait_state(supervisor, "everything", "connected", timeout=60)
+    serve = StdioServerParameters(command=sys.executable, args=["-m", "monad_cli", "mcp", "serve"],
+                                  env={"MONAD_HOME": str(monad_home), "MONAD_NO_AUTOSTART": "1"})
+
+    async def main() -> Any:
+        async with Client(serve, mode=mode) as client:
+            return await client.call_tool(TOOL, {"topic": "kelp"})
+
+    result = anyio.run(main)
+    assert not result.is_error, result
+    assert "# Research Report: kelp" in result.content[0].text
+    rows = [t for t in supervisor("tasks", "--json").json() if t["tool"] == "simulate-research-query"]
+    assert [(t["state"], t["deliveryPending"], t["deliveries"]) for t in rows] == [("completed", False, 1)], rows
+    assert rows[0]["correlation"]["via"] == "gateway"
