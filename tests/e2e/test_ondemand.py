@@ -344,3 +344,24 @@ def test_cached_lists_hold_no_secret(supervisor: Any, monad_home: Path, tmp_path
     with sqlite3.connect(monad_home / "journal.db") as db:
         (tools,) = db.execute("SELECT tools FROM server_lists WHERE server = 'sec'").fetchone()
     assert sentinel not in tools and "Configured with token ***." in tools
+
+
+def test_add_says_what_happens_to_an_on_demand_or_disabled_server(monad_home: Path, supervisor: Any,
+                                                                  tmp_path: Path) -> None:
+    """`monad mcp add` said "the supervisor connects it live" of every server: of an on-demand
+    one it says that it is started once to learn its tools and then waits for a call; of a
+    `--disabled` one that nothing starts it and what does."""
+    log = tmp_path / "spawns.log"
+    r = supervisor("mcp", "add", "lazy", "--start", "on-demand", "--", sys.executable, SPAWNLOG, "--log", str(log))
+    assert r.code == 0, r
+    assert r.err.strip() == ("added server `lazy` (atoms/mcp/lazy.toml); the supervisor starts it once now to learn "
+                             "its tools, then stops it until its first call — `monad mcp wait lazy` or "
+                             "`monad mcp status lazy`"), r
+    wait_state(supervisor, "lazy", "idle")
+    assert len(spawns(log)[0]) == 1
+
+    r = supervisor("mcp", "add", "off", "--disabled", "--", sys.executable, SPAWNLOG, "--log", str(tmp_path / "off"))
+    assert r.code == 0, r
+    assert r.err.strip() == ("added server `off` (atoms/mcp/off.toml), disabled: nothing starts it until "
+                             "`monad mcp enable off`"), r
+    assert status_of(supervisor, "off")["state"] == "disabled"

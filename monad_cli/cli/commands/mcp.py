@@ -245,8 +245,13 @@ def add(
         return
     if why:
         render.info(f"it runs in `{defn['cwd']}` (recorded as `cwd`: {why})")
+    if disabled:
+        render.info(f"added server `{name}` ({rel}), disabled: nothing starts it until `monad mcp enable {name}`")
+        return
     if _listening():
-        render.info(f"added server `{name}` ({rel}); the supervisor connects it live — "
+        how = ("starts it once now to learn its tools, then stops it until its first call"
+               if defn.get("start") == "on-demand" else "connects it live")
+        render.info(f"added server `{name}` ({rel}); the supervisor {how} — "
                     f"`monad mcp wait {name}` or `monad mcp status {name}`")
         return
     render.info(f"added server `{name}` ({rel}); the supervisor is not running — `monad daemon start` "
