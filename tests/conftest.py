@@ -382,6 +382,18 @@ def pg(pg_cluster: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[FleetDB]:
     pg_cluster.start_if_stopped()
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Byte-compile monad_cli once, in the run's first process (not in each xdist worker).
+    The editable install has no .pyc files of its own, and under PYTHONDONTWRITEBYTECODE=1
+    (set in many shells and images) Python never writes them: every supervisor the suite starts
+    compiled its ~150 modules again from source, ~0.5 CPU-s of a start's ~2.5 (a fresh clone's
+    run, as CI's). Quiet, and a few ms when they are current (bench/_util.py does the same)."""
+    if not hasattr(config, "workerinput"):
+        import compileall
+
+        compileall.compile_dir(str(ROOT / "monad_cli"), quiet=1)
+
+
 # The directories whose files run real supervisors, servers or a browser: seconds a test.
 SLOW_FIRST = ("e2e", "browser")
 
