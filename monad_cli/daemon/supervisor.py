@@ -452,13 +452,18 @@ class Supervisor:
                 row["tools"] = None
             # Name collisions are state, shown wherever the row is (said once, in the log and
             # the journal, when they appear: ToolService._note_collisions).
-            row["collisions"] = self.tool_service.collisions(n) + self.gateway.catalog.warnings(n)
+            row["collisions"] = self.collisions(n)
             if detail:
                 spec = self.actors[n].spec
                 row["warnings"] = (self.tool_service.warnings(n) + self._argv_warnings(n) +
                                    (fields_under_env(spec.raw, spec.source) if spec is not None else []))
             rows.append(row)
         return rows
+
+    def collisions(self, name: str) -> list[str]:
+        """The name collisions server `name` is in, one line each: its tools' (trust/service.py),
+        then its resource URIs' and prompt names' (gateway/catalog.py)."""
+        return self.tool_service.collisions(name) + self.gateway.catalog.warnings(name)
 
     def _argv_warnings(self, name: str) -> list[str]:
         """One warning when a secret monad holds is in a stdio server's command line as it is

@@ -172,3 +172,32 @@ def test_connect_names_the_entries_it_leaves_because_monads_differ(monad: Any, p
     expect(toast).to_be_visible()
     toast.get_by_role("button", name="Dismiss message").click()
     expect(toast).to_have_count(0)
+
+
+def test_connect_names_the_entries_it_leaves_because_monad_holds_them_without_some_fields(
+        monad: Any, page: Any) -> None:
+    """`monad mcp connect --replace` warns of Cursor's own entries that hold a field import left
+    out (`partial`: a `command` beside the `url` monad kept): the page's Connect with the box
+    took `clock` out and said nothing of `docs`, which stayed. Its message names them, the
+    fields, and what to do, as the CLI words it; it stays until dismissed."""
+    cursor = Path(os.environ["HOME"]) / ".cursor" / "mcp.json"
+    cursor.parent.mkdir(parents=True)
+    # Nothing listens on port 9 (discard): the imported servers only retry, no request leaves the machine.
+    docs = {"command": "npx", "args": ["-y", "sentinel-docs-server"], "url": "http://127.0.0.1:9/docs"}
+    cursor.write_text(json.dumps({"mcpServers": {"docs": docs, "clock": {"url": "http://127.0.0.1:9/clock"}}}))
+    assert monad("mcp", "import", "cursor").code == 0
+    _open_agents(monad, page)
+    _row(page, "Cursor").get_by_role("button", name="Connect Cursor").click()
+    dialog = page.get_by_role("dialog", name="Connect Cursor")
+    dialog.locator("#agent-replace").check()
+    dialog.get_by_role("button", name="Connect", exact=True).click()
+    toast = page.get_by_role("status").locator(".toast").filter(has_text="took Cursor's own clock out")
+    expect(toast).to_contain_text("Cursor's own docs stays in ~/.cursor/mcp.json: monad's docs holds it without some "
+                                  "of its fields (docs: command, args), so it is not the same definition and Connect "
+                                  "leaves it; take those fields out of ~/.cursor/mcp.json if Cursor does not need "
+                                  "them, and monad mcp connect cursor --replace takes it out")
+    expect(toast.locator("code").filter(has_text="command").first).to_be_visible()
+    assert set(parse("cursor", cursor.read_text())["mcpServers"]) == {"docs", "monad"}
+    assert _axe_problems(page, "Agents with the message") == []
+    page.wait_for_timeout(9_000)  # a message with something to do stays until dismissed
+    expect(toast).to_be_visible()

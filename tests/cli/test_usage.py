@@ -83,6 +83,38 @@ def test_no_help_text_loses_bracketed_words_to_rich_markup(monad_home: Path) -> 
     assert "`[telemetry] enabled = true`" in r.stdout, r.stdout
 
 
+def test_every_option_name_shows_whole_in_help_at_80_columns(
+        monad_home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """rich sizes an option table's columns together: `monad mcp serve --help` at 80 columns
+    showed `--approval-timeo…`, `--no-tool-sear…`, `--tool-search-ab…`, `--max-result-tok…` and
+    cut help words too. Every command's help, at 80 columns: each option's names appear whole
+    in its panels, and no word there ends cut (`…`)."""
+    import typer.main
+
+    from monad_cli.cli import app
+
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setenv("TERM", "dumb")
+    commands: list[tuple[list[str], Any]] = []
+
+    def walk(command: Any, path: list[str]) -> None:
+        commands.append((path, command))
+        for name, sub in (getattr(command, "commands", None) or {}).items():
+            walk(sub, [*path, name])
+
+    walk(typer.main.get_command(app.app), [])
+    assert len(commands) > 40  # the walk reached every group's commands
+    faults: list[str] = []
+    for path, command in commands:
+        assert app.main([*path, "--help"]) == 0
+        panels = [line.strip("│ ") for line in capsys.readouterr().out.splitlines() if line.startswith("│")]
+        words = {word for line in panels for word in line.split()}
+        names = [n for p in command.params for n in (*p.opts, *p.secondary_opts) if n.startswith("-")]
+        faults += [f"monad {' '.join(path)}: {n}" for n in names if n not in words]
+        faults += [f"monad {' '.join(path)}: {w}" for w in sorted(words) if w.endswith("…")]
+    assert not faults, faults
+
+
 @pytest.mark.parametrize("argv", [["mcp", "path"], ["mcp", "path", "--json"]])
 def test_a_reader_that_goes_away_is_not_an_error(monad_home: Path, argv: list[str]) -> None:
     """`monad journal | head -1` exited 1 (click's answer to EPIPE), which fails a script under

@@ -17,6 +17,13 @@ from monad_cli.cli.commands.tools import DEFAULT_APPROVAL_TIMEOUT_S
 from monad_cli.core.errors import InvalidInput, MonadError
 from monad_cli.core.paths import paths
 
+# `--help` shows the options in three panels. Each panel is a table of its own, its columns as
+# wide as its own longest name, metavar and `--no-` form: as one table, the `--no-tool-search`
+# column and the `TOKENS [x>=0]` metavars left the names too little room at 80 columns and
+# rich cut five of them (tests/cli/test_usage.py).
+_LISTED = "Tools listed"
+_BUDGET = "Context budget"
+
 
 def serve(
     names: Annotated[list[str] | None, typer.Argument(
@@ -40,28 +47,29 @@ def serve(
         "--fact", metavar="KEY=VALUE", help="A fact for server conditions, e.g. model_params=8 or env=ci "
                                             "(repeatable).")] = None,
     include: Annotated[list[str] | None, typer.Option(
-        "--include-mcps", metavar="GLOBS", help="Serve only servers matching these comma-separated globs.")]
-        = None,
+        "--include-mcps", metavar="GLOBS", rich_help_panel=_LISTED,
+        help="Serve only servers matching these comma-separated globs.")] = None,
     exclude: Annotated[list[str] | None, typer.Option(
-        "--exclude-mcps", metavar="GLOBS", help="Never serve servers matching these globs (wins over "
-                                                "--include-mcps).")] = None,
+        "--exclude-mcps", metavar="GLOBS", rich_help_panel=_LISTED,
+        help="Never serve servers matching these globs (wins over --include-mcps).")] = None,
     include_tools: Annotated[list[str] | None, typer.Option(
-        "--include-tools", metavar="GLOBS", help="Serve only tools whose exposed names (SERVER__TOOL) match "
-                                                 "these comma-separated globs.")] = None,
+        "--include-tools", metavar="GLOBS", rich_help_panel=_LISTED,
+        help="Serve only tools whose exposed names (SERVER__TOOL) match these comma-separated globs.")] = None,
     exclude_tools: Annotated[list[str] | None, typer.Option(
-        "--exclude-tools", metavar="GLOBS", help="Hide tools whose exposed names match these globs (wins over "
-                                                 "--include-tools); calls of them are refused.")] = None,
+        "--exclude-tools", metavar="GLOBS", rich_help_panel=_LISTED,
+        help="Hide tools whose exposed names match these globs (wins over --include-tools); calls of them "
+             "are refused.")] = None,
     tool_search: Annotated[bool | None, typer.Option(
-        "--tool-search/--no-tool-search", help="List two tools, find_tool and call_tool, instead of every tool: "
-                                               "the agent finds tools by describing its task (default: "
-                                               "`toolSearch` of features/gateway.toml, else off).",
+        "--tool-search/--no-tool-search", rich_help_panel=_LISTED,
+        help="List two tools, find_tool and call_tool, instead of every tool: the agent finds tools by "
+             "describing its task (default: `toolSearch` of features/gateway.toml, else off).",
         show_default=False)] = None,
     tool_search_above: Annotated[int | None, typer.Option(
-        "--tool-search-above", metavar="TOKENS", min=0,
+        "--tool-search-above", rich_help_panel=_BUDGET, metavar="TOKENS", min=0,
         help="Search only while the full tool list would pass about TOKENS tokens (its JSON's bytes / 4); below, "
              "list every tool.", show_default=False)] = None,
     max_result_tokens: Annotated[int | None, typer.Option(
-        "--max-result-tokens", metavar="N", min=0,
+        "--max-result-tokens", rich_help_panel=_BUDGET, metavar="N", min=0,
         help="Cut a tool result longer than about N tokens to N, with a note naming a monad:// resource that "
              "holds the whole result for an hour (0: never cut; default: `maxResultTokens` of "
              "features/gateway.toml, else 0).", show_default=False)] = None,

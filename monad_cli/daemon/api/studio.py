@@ -4,7 +4,8 @@
                                              (the Studio's port refuses it: locks.py)
     POST   /v1/studio/sign-out               {} → {signedOut: N}: end every session of the page
     GET    /v1/studio/tools                  the Tools view: `GET /v1/tools` rows + `formSchema`
-                                             (inputSchema, local $refs resolved) + `ui` ({resourceUri})
+                                             (inputSchema, local $refs resolved) + `ui` ({resourceUri}),
+                                             and the name `collisions` (as `GET /v1/tools`)
     GET    /v1/journal, /v1/journal/calls    the journal's rows (journal.py; the calls with the
                                              arguments the transcript kept)
     GET    /v1/studio/apps/resource · POST /v1/studio/apps/request   MCP Apps (apps.py)
@@ -59,15 +60,19 @@ class StudioHub:
     /v1/studio` asks for it, the authorization runs, and the MCP Apps host.
 
     Never: keeps server state of its own (events are read from the actors and definitions
-    when they happen), writes a definition (the control routes do, through `config.edits`),
-    decides an approval (a person does, through `POST /v1/approvals/{id}`), or publishes
-    anything the redaction function has not passed (`publish`)."""
+    when they happen; it remembers only the collision lines it last published, to publish
+    the other side's row when a collision comes or goes), writes a definition (the control
+    routes do, through `config.edits`), decides an approval (a person does, through `POST
+    /v1/approvals/{id}`), or publishes anything the redaction function has not passed
+    (`publish`)."""
 
     def __init__(self, sup: DaemonPort, control_app: Callable[[], Starlette]) -> None:
         self.control_app = control_app
         self.sup = sup
         self.bus = EventBus()
         self.studio: Studio | None = None
+        # Each server's collision lines as its last `server.state` event carried them.
+        self._collisions_shown: dict[str, list[str]] = {}
         self.authorize = AuthorizeRuns(AuthorizeDeps(
             paths=sup.paths, scrub=sup.scrub, publish=self.publish, record=self._record_auth,
             reconnect=self._reconnect, start_soon=sup.start_soon, reload=sup.reconcile))
@@ -99,9 +104,19 @@ class StudioHub:
 
     def _on_actor(self, actor: Any) -> None:
         # A removed server's actor still reports `stopped` on its way out; it is no row any more.
-        registered = self.sup.actors.get(actor.name)
-        if self.bus.listening and registered is actor:
-            self.publish("server.state", {"server": registered.status()})
+        name: str = actor.name
+        if not self.bus.listening or self.sup.actors.get(name) is not actor:
+            return
+        # The row as `GET …/status` answers it: `collisions` and `toolsRefused` are the
+        # supervisor's, which the actor's own row lacks.
+        self.publish("server.state", {"server": self.sup.status(name=name)[0]})
+        # A collision is the state of two servers: when this one's tools (or its going away)
+        # make or end one, the other side's row changes too, without an event of its own.
+        now = {other: self.sup.collisions(other) for other in self.sup.actors}
+        for other, lines in now.items():
+            if other != name and lines != self._collisions_shown.get(other, []):
+                self.publish("server.state", {"server": self.sup.status(name=other)[0]})
+        self._collisions_shown = now
 
     def _on_config(self) -> None:
         if self.bus.listening:
@@ -170,7 +185,8 @@ def studio_routes(sup: DaemonPort, hub: StudioHub) -> list[Route]:
             row["formSchema"] = resolve_local(row.get("inputSchema") or {})
             uri = resource_uri(row.get("_meta"))
             row["ui"] = {"resourceUri": uri} if uri else None
-        return JSONResponse({"tools": rows})
+        # As `GET /v1/tools` has them: each renamed tool says why on its row.
+        return JSONResponse({"tools": rows, "collisions": sup.tool_service.name_map().collisions})
 
     def known(request: Request) -> str:
         name = request.path_params["name"]

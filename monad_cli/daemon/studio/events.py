@@ -11,6 +11,7 @@ Every event is one JSON object on one SSE `data:` line (the SSE `id:` is its `id
                       authorizations}
     config            after each reload the supervisor applied: the same shape as snapshot
     server.state      {server: <status row>}: a state change or a new tool list of one server
+                      (and the other side's row when a name collision comes or goes)
     authorize         {name, phase: started|url|device|done|failed|cancelled, ...}
     call              {call: {...}}: a tool call started, then the same id when it ended
     approval.pending  {approval: {...}}: a request the gate holds (again when its caller waits)

@@ -29,6 +29,22 @@ function differing(c, result) {
     + `\`monad mcp connect ${c.name} --replace\` takes ${one ? "it" : "them"} out`;
 }
 
+/** What `monad mcp connect --replace` warns of (`partial`): the client's own entries it left
+ *  because monad holds them without some of their fields (a `command` beside the `url` import
+ *  kept), so they are not the same definitions, and what to do; "" when there are none. */
+function partial(c, result) {
+  const kept = result.partial || [];
+  if (!kept.length) return "";
+  const one = kept.length === 1;
+  const list = kept.map((p) => `\`${p.name}\``).join(", ");
+  const fields = kept.map((p) => `\`${p.name}\`: ${p.leftOut.map((f) => `\`${f}\``).join(", ")}`).join("; ");
+  return `. ${c.title}'s own ${list} ${one ? "stays" : "stay"} in \`${result.file}\`: monad's ${list} `
+    + `${one ? "holds it" : "hold them"} without some of ${one ? "its" : "their"} fields (${fields}), so `
+    + `${one ? "it is not the same definition" : "they are not the same definitions"} and Connect leaves `
+    + `${one ? "it" : "them"}; take those fields out of \`${result.file}\` if ${c.title} does not need them, `
+    + `and \`monad mcp connect ${c.name} --replace\` takes ${one ? "it" : "them"} out`;
+}
+
 export class AgentsView {
   constructor(root, { notify }) {
     this.root = root;
@@ -127,7 +143,7 @@ export class AgentsView {
       const it = (result.replaced || []).length === 1 ? "it" : "them";
       const took = (result.replaced || []).length
         ? `; took ${c.title}'s own ${names(result.replaced)} out (monad runs ${it}; Disconnect puts ${it} back)` : "";
-      const left = differing(c, result);
+      const left = differing(c, result) + partial(c, result);
       this.notify(what + back + took + left, false, { sticky: Boolean(left) }); // what to do: until dismissed
     } catch (err) {
       this.notify(err.message, true);

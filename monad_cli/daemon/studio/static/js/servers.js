@@ -28,6 +28,16 @@ function reasonOf(row) {
   return row.reason || "";
 }
 
+/** The list's Reason cell: the reason, then the name collisions the server is in, counted as
+ *  `monad mcp status` counts them (the pane names each, as `monad mcp status NAME` does). */
+function rowReasonOf(row) {
+  const why = reasonOf(row);
+  const collisions = row.collisions || [];
+  if (!collisions.length) return why;
+  const what = collisions.length === 1 ? "a name collision" : `${collisions.length} name collisions`;
+  return `${why ? `${why}; ` : ""}${what} (see Details)`;
+}
+
 /** The hash that opens `name` in the pane (reload and back keep it). */
 export function serverHash(name) {
   return `${SERVERS_HASH}/${enc(name)}`;
@@ -172,7 +182,7 @@ export class ServersView {
     setText(entry.badge, row.state);
     entry.badge.className = `badge state-${row.state}`;
     entry.tr.dataset.state = row.state;
-    const why = reasonOf(row);
+    const why = rowReasonOf(row);
     // monad's backticked names as code, as toasts show them; rebuilt only when the text changed.
     if (entry.why !== why) replaceChildren(reason, withCode(why));
     entry.why = why;
@@ -451,6 +461,9 @@ function statusPart(status, row) {
     h("dt", {}, "State"), h("dd", {}, h("span", { class: `badge state-${status.state}` }, status.state),
                                       status.reason ? [" ", withCode(status.reason)] : ""),
     row.configError ? [h("dt", {}, "Config"), h("dd", {}, withCode(reasonOf(row)))] : null,
+    // Each one line, as `monad mcp status NAME` shows them: both sides and the names given.
+    (status.collisions || []).length ? [h("dt", {}, "Collisions"), h("dd", {}, h("ul", { class: "collisions" },
+      status.collisions.map((line) => h("li", {}, withCode(line)))))] : null,
     h("dt", {}, "Since"), h("dd", {}, when(status.since)),
     h("dt", {}, "Transport"), h("dd", {}, dash(row.transport)),
     h("dt", {}, "Protocol"), h("dd", {}, dash(row.protocolVersion)),
@@ -472,8 +485,14 @@ function parameters(schema) {
   }));
 }
 
+/** The exposed names a collision renamed (each side gets a hash suffix: core/tool_names.py). */
+export function renamedNames(collisions) {
+  return new Set((collisions || []).flatMap((c) => c.members.map((m) => m.exposed).filter(Boolean)));
+}
+
 function toolsPart(name, tools) {
   const list = (tools && tools.tools) || [];
+  const renamed = renamedNames(tools && tools.collisions);
   return h("section", {},
     h("h3", {}, `Tools (${list.length})`),
     tools.error ? h("p", { class: "error" }, tools.error) : null,
@@ -481,7 +500,9 @@ function toolsPart(name, tools) {
       h("thead", {}, h("tr", {}, ["Exposed name", "Description", "Parameters"].map((c) => h("th", { scope: "col" }, c)))),
       h("tbody", {}, list.map((t) => h("tr", {},
         h("td", {}, h("code", {}, breakAfterUnderscores(t.name)),
-          t.hidden ? h("span", { class: "hint" }, ` hidden: ${t.hidden}`) : null),
+          t.hidden ? h("span", { class: "hint" }, ` hidden: ${t.hidden}`) : null,
+          // As `monad mcp tools` says it: the suffix is monad's, the pane's Collisions say why.
+          renamed.has(t.name) ? h("span", { class: "hint" }, " renamed: a name collision") : null),
         h("td", {}, t.description || ""),
         h("td", {}, parameters(t.inputSchema))))))
       : h("p", { class: "hint" }, "No tools listed (the server is not connected, or has none)."));

@@ -11,6 +11,7 @@ import { ProgressView } from "./progress.js";
 import { askQuestion } from "./questions.js";
 import { renderResult } from "./results.js";
 import { SchemaForm } from "./schema_form.js";
+import { renamedNames } from "./servers.js";
 import { TaskCard } from "./tasks.js";
 import { ToolSearchBox } from "./tools_search.js";
 
@@ -264,7 +265,7 @@ export class ToolsView {
     try {
       const answer = await api("GET", "/v1/studio/tools");
       this.loaded = true;
-      this.render(answer.tools || []);
+      this.render(answer.tools || [], answer.collisions || []);
     } catch (err) {
       if (err.code !== "unreachable" && err.status !== 401) this.notify(`tools: ${err.message}`, true);
     }
@@ -295,9 +296,10 @@ export class ToolsView {
     this.noMatch.hidden = this.tools.length === 0 || shown > 0;
   }
 
-  render(tools) {
+  render(tools, collisions = []) {
     this.onTools(tools);
-    const key = JSON.stringify(tools.map((t) => [t.name, t.description, t.ui, t.server, t.approval]));
+    const renamed = renamedNames(collisions);
+    const key = JSON.stringify([tools.map((t) => [t.name, t.description, t.ui, t.server, t.approval]), [...renamed]]);
     if (key === this.key) return;
     this.key = key;
     this.tools = tools;
@@ -318,6 +320,8 @@ export class ToolsView {
           h("td", { class: "col-0" }, h("code", { title: t.name }, breakAfterUnderscores(t.name))),
           h("td", { class: "col-1" }, h("span", { class: "desc", title: t.description || null }, t.description || ""),
             t.ui ? h("span", { class: "badge tag" }, "MCP App") : null,
+            // Its name has monad's hash suffix: as `monad mcp tools` says (the server's Details name both sides).
+            renamed.has(t.name) ? h("span", { class: "badge tag" }, "renamed: a name collision") : null,
             t.autoApproved ? h("span", { class: "badge tag" }, "auto-approved") : null,
             t.approval ? h("span", { class: "badge tag" }, `approved (${t.approval})`) : null,
             // A standing approval is taken back here too (`monad approvals revoke`): the next call asks.
