@@ -15,10 +15,8 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from monad_cli.clients import jsonc
-from monad_cli.clients.entries import Candidate, Parts
+from monad_cli.clients.entries import OAUTH_LOST, Candidate, Parts
 from monad_cli.core.errors import ConfigError
-
-OAUTH_LOST = "auth (OAuth: the client authorizes on its own)"
 
 
 class ClientFormat(Protocol):

@@ -34,7 +34,7 @@ from typing import Any
 
 from monad_cli.clients import yaml_doc
 from monad_cli.clients.entries import Candidate, Parts, leave_out
-from monad_cli.clients.format import OAUTH_LOST, ClientFormat
+from monad_cli.clients.format import ClientFormat
 from monad_cli.core.errors import ConfigError, MonadError
 
 KEY = "extensions"
@@ -171,7 +171,7 @@ class Goose(ClientFormat):
             out["timeout"] = max(1, int(rest.pop("requestTimeoutMs")) // 1000)
         out["description"] = rest.pop("description", None)
         out["bundled"] = None
-        return out, (["cwd"] if p.cwd else []) + ([OAUTH_LOST] if p.oauth else [])
+        return out, p.lost()
 
     def export_text(self, entries: dict[str, dict[str, Any]]) -> str:
         return yaml_doc.dump({KEY: entries})
