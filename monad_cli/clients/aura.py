@@ -29,6 +29,7 @@ from typing import Any
 
 from monad_cli.clients import yaml_doc
 from monad_cli.clients.entries import Candidate, Parts, leave_out
+from monad_cli.clients.format import ClientFormat
 from monad_cli.core.errors import ConfigError, Conflict
 
 OWN_FILE = "monad.yaml"
@@ -84,14 +85,13 @@ def _candidate(name: str, entry: Any, where: str) -> Candidate:
     return cand
 
 
-class Aura:
+class Aura(ClientFormat):
     """Aura's MCP folder (`ClientFormat`): monad's entry is a file of its own, `monad.yaml`."""
 
     name = "aura"
     title = "Aura"
     project = True
     per_server = False  # its per-server files are the person's own
-    off_switch = True
     export_as = "aura"
 
     def read(self, path: Path, source: str) -> list[Candidate]:

@@ -132,9 +132,6 @@ class Codex(ClientFormat):
 
     name = "codex"
     title = "Codex"
-    project = False
-    per_server = True
-    off_switch = True
     export_as = "codex"
 
     def read(self, path: Path, source: str) -> list[Candidate]:
@@ -183,9 +180,6 @@ class Codex(ClientFormat):
             table.add(tomlkit.nl())
         servers[name] = table
         return tomlkit.dumps(doc)
-
-    def client_entry(self, name: str, entry: dict[str, Any]) -> dict[str, Any]:
-        return dict(entry)
 
     def export_entry(self, name: str, server: Parts) -> tuple[dict[str, Any], list[str]]:
         """A reference to a variable of the same name becomes `env_vars`, a bearer `${VAR}`

@@ -105,9 +105,6 @@ class Goose(ClientFormat):
 
     name = "goose"
     title = "Goose"
-    project = False
-    per_server = True
-    off_switch = True
     export_as = "goose"
 
     def read(self, path: Path, source: str) -> list[Candidate]:
