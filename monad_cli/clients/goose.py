@@ -44,12 +44,6 @@ _USED = {"name", "type", "envs", "env_keys", "enabled", "timeout", "description"
          "available_tools"}
 
 
-def load_document(text: str, source: str) -> Any:
-    """The YAML document (`{}` for an empty one); `ConfigError` with `source:line:col`."""
-    data = yaml_doc.load(text, source) if text.strip() else None
-    return {} if data is None else data
-
-
 def _candidate(name: str, entry: Any) -> Candidate:
     cand = Candidate(name=name, where=f"{KEY}.{name}")
     if not isinstance(entry, dict):
@@ -111,14 +105,16 @@ class Goose(ClientFormat):
         """The servers of Goose's `config.yaml`. `ConfigError` for a malformed file or a wrong shape."""
         from monad_cli.clients.jsonc import read_text
 
-        servers = _extensions(load_document(read_text(path, source), source), source)
+        servers = _extensions(self.load(read_text(path, source), source), source)
         return [_candidate(str(name), entry) for name, entry in servers.items()]
 
     def load(self, text: str, source: str) -> Any:
-        return load_document(text, source)
+        """The YAML document (`{}` for an empty one); `ConfigError` with `source:line:col`."""
+        data = yaml_doc.load(text, source) if text.strip() else None
+        return {} if data is None else data
 
     def get_entry(self, text: str, source: str, name: str) -> Any:
-        extensions = load_document(text, source).get(KEY) if text.strip() else None
+        extensions = self.load(text, source).get(KEY)
         return extensions.get(name) if isinstance(extensions, dict) else None
 
     def client_entry(self, name: str, entry: dict[str, Any]) -> dict[str, Any]:
@@ -132,7 +128,7 @@ class Goose(ClientFormat):
         """Through ruamel.yaml's round trip: comments, key order and every other key kept."""
         import io
 
-        _extensions(load_document(text, source), source)  # refuses a malformed file or shape first
+        _extensions(self.load(text, source), source)  # refuses a malformed file or shape first
         yaml = yaml_doc.round_trip()
         doc = yaml.load(text) if text.strip() else None
         if doc is None:
@@ -150,7 +146,7 @@ class Goose(ClientFormat):
         out = io.StringIO()
         yaml.dump(doc, out)
         try:
-            load_document(out.getvalue(), source)
+            self.load(out.getvalue(), source)
         except ConfigError:
             raise MonadError(f"editing `{source}` did not give a YAML file that reads again; nothing was written "
                              f"(please report this with the file's shape)") from None
