@@ -8,10 +8,9 @@ locals: they may hold tokens).
 from __future__ import annotations
 
 import copy
-import importlib
 import os
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -28,15 +27,15 @@ _root_app = typer.Typer(
     add_completion=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-# Each group and the command module whose `app` it is; the whole app adds more to `mcp`.
-_GROUPS = {"mcp": "mcp", "daemon": "daemon", "tasks": "tasks", "approvals": "approvals", "env": "env",
-           "journal": "journal"}
+# Each group and the command module whose `app` it is, in `--help` order; the whole app adds more to `mcp`.
+_GROUPS = {"mcp": "mcp", "daemon": "daemon", "env": "env", "tasks": "tasks", "journal": "journal",
+           "approvals": "approvals"}
 _whole: typer.Typer | None = None
 # The `mcp` group's commands another module defines (`_whole_app` registers them on the
-# group): command name → that module, so `monad mcp serve`, the relay every agent spawns,
+# group, in this order): command name → that module, so `monad mcp serve`, the relay every agent spawns,
 # imports its module alone, not all thirteen (~0.1 s of CPU a start).
-_MCP_ELSEWHERE = {"serve": "serve", "tools": "tools", "call": "tools", "pin": "tools", "unpin": "tools",
-                  "trust": "tools"}
+_MCP_ELSEWHERE = {"tools": "tools", "call": "tools", "pin": "tools", "unpin": "tools", "trust": "tools",
+                  "serve": "serve"}
 
 _debug = False
 
@@ -46,37 +45,27 @@ def _whole_app() -> typer.Typer:
     global _whole
     if _whole is not None:
         return _whole
-    from monad_cli.cli.commands import approvals as approvals_cmd
-    from monad_cli.cli.commands import auth as auth_cmd
-    from monad_cli.cli.commands import clients as clients_cmd
-    from monad_cli.cli.commands import daemon as daemon_cmd
-    from monad_cli.cli.commands import env as env_cmd
-    from monad_cli.cli.commands import journal as journal_cmd
-    from monad_cli.cli.commands import mcp as mcp_cmd
-    from monad_cli.cli.commands import metrics as metrics_cmd
-    from monad_cli.cli.commands import registry as registry_cmd
-    from monad_cli.cli.commands import serve as serve_cmd
-    from monad_cli.cli.commands import studio as studio_cmd
-    from monad_cli.cli.commands import tasks as tasks_cmd
-    from monad_cli.cli.commands import tools as tools_cmd
+    from monad_cli.cli.commands import auth, clients, metrics, registry, studio
 
     whole = _root_app
-    auth_cmd.register(mcp_cmd.app)
-    clients_cmd.register(mcp_cmd.app)
-    registry_cmd.register(mcp_cmd.app)
-    whole.add_typer(mcp_cmd.app, name="mcp")
-    whole.add_typer(daemon_cmd.app, name="daemon")
-    whole.add_typer(env_cmd.app, name="env")
-    whole.add_typer(tasks_cmd.app, name="tasks")
-    whole.add_typer(journal_cmd.app, name="journal")
-    whole.add_typer(approvals_cmd.app, name="approvals")
-    whole.command("studio")(studio_cmd.studio)
-    whole.command("metrics")(metrics_cmd.metrics)
-    for name in ("tools", "call", "pin", "unpin", "trust"):
-        mcp_cmd.app.command(name)(getattr(tools_cmd, name))
-    mcp_cmd.app.command("serve")(serve_cmd.serve)
+    mcp = _commands("mcp").app
+    for module in (auth, clients, registry):
+        module.register(mcp)
+    for group, module_name in _GROUPS.items():
+        whole.add_typer(_commands(module_name).app, name=group)
+    whole.command("studio")(studio.studio)
+    whole.command("metrics")(metrics.metrics)
+    for name, module_name in _MCP_ELSEWHERE.items():
+        mcp.command(name)(getattr(_commands(module_name), name))
     _whole = whole
     return whole
+
+
+def _commands(module: str) -> Any:
+    """The command module `module` (`monad_cli.cli.commands.mcp`), imported by the import
+    statement's own path: importlib.import_module would hide it from `python -X importtime`,
+    which tests/cli/test_cli_weight.py reads."""
+    return __import__(f"monad_cli.cli.commands.{module}", fromlist=["app"])
 
 
 def __getattr__(name: str) -> typer.Typer:
@@ -106,9 +95,7 @@ def _narrowed(argv: list[str]) -> typer.Typer:
         return _whole_app()
     group: typer.Typer | None = None
     if argv[0] in _GROUPS:
-        # The import statement's own path (importlib.import_module would hide the module
-        # from `python -X importtime`, which tests/cli/test_cli_weight.py reads).
-        group = __import__(f"monad_cli.cli.commands.{_GROUPS[argv[0]]}", fromlist=["app"]).app
+        group = _commands(_GROUPS[argv[0]]).app
         if group.info.invoke_without_command and (len(argv) < 2 or argv[1].startswith("-")):
             # A group that is a command itself (`monad journal --json`): it alone, with its
             # own subcommands (`journal prune`), as its module defines it.
@@ -117,10 +104,9 @@ def _narrowed(argv: list[str]) -> typer.Typer:
         return _whole_app()
     command = next((c for c in group.registered_commands if c.name == argv[1]), None) if group else None
     if group is not None and command is None and argv[0] == "mcp" and argv[1] in _MCP_ELSEWHERE:
-        module = importlib.import_module(f"monad_cli.cli.commands.{_MCP_ELSEWHERE[argv[1]]}")
         group = copy.copy(group)
         group.registered_commands = []
-        group.command(argv[1])(getattr(module, argv[1]))
+        group.command(argv[1])(getattr(_commands(_MCP_ELSEWHERE[argv[1]]), argv[1]))
         command = group.registered_commands[0]
     if group is None or command is None:
         info = next((g for g in _whole_app().registered_groups if g.name == argv[0]), None)

@@ -29,7 +29,7 @@ from typing import Any
 
 from monad_cli.clients import yaml_doc
 from monad_cli.clients.entries import Candidate, Parts, leave_out
-from monad_cli.clients.format import OAUTH_LOST
+from monad_cli.clients.format import ClientFormat
 from monad_cli.core.errors import ConfigError, Conflict
 
 OWN_FILE = "monad.yaml"
@@ -85,14 +85,13 @@ def _candidate(name: str, entry: Any, where: str) -> Candidate:
     return cand
 
 
-class Aura:
+class Aura(ClientFormat):
     """Aura's MCP folder (`ClientFormat`): monad's entry is a file of its own, `monad.yaml`."""
 
     name = "aura"
     title = "Aura"
     project = True
     per_server = False  # its per-server files are the person's own
-    off_switch = True
     export_as = "aura"
 
     def read(self, path: Path, source: str) -> list[Candidate]:
@@ -160,17 +159,7 @@ class Aura:
     def export_entry(self, name: str, server: Parts) -> tuple[dict[str, Any], list[str]]:
         """Aura's fields; what it lacks (`cwd`, `trust`, ...) and a name's case are lost."""
         p, rest = server, server.rest
-        out: dict[str, Any] = {"type": p.transport}
-        if p.transport == "stdio":
-            out["command"] = p.command
-            if p.args:
-                out["args"] = p.args
-            if p.env:
-                out["env"] = p.env
-        else:
-            out["url"] = p.url
-            if p.all_headers():
-                out["headers"] = p.all_headers()
+        out: dict[str, Any] = {"type": p.transport, **p.fields(cwd=False)}
         if "enabled" in rest:
             out["disabled"] = not rest.pop("enabled")
         if "timeout" in rest:
@@ -178,7 +167,7 @@ class Aura:
         for key in ("required", "deferred", "condition", "sandbox", "tools"):
             if key in rest:
                 out[key] = rest.pop(key)
-        return out, (["cwd"] if p.cwd else []) + ([OAUTH_LOST] if p.oauth else []) + (
+        return out, p.lost() + (
             [f"the name's case (Aura lower-cases names: it will be `{name.lower()}`)"] if name != name.lower() else [])
 
     def export_text(self, entries: dict[str, dict[str, Any]]) -> str:

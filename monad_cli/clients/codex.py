@@ -47,16 +47,6 @@ _USED = {"command", "args", "env", "env_vars", "cwd", "url", "bearer_token_env_v
          "tool_timeout_sec", "enabled_tools", "disabled_tools"}
 
 
-def load(text: str, source: str) -> dict[str, Any]:
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        from monad_cli.config.atoms import malformed_toml
-
-        raise ConfigError(f"{malformed_toml(e, text, source)}; fix the file (nothing was written)", file=source) \
-            from None
-
-
 def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
@@ -132,32 +122,35 @@ class Codex(ClientFormat):
 
     name = "codex"
     title = "Codex"
-    project = False
-    per_server = True
-    off_switch = True
     export_as = "codex"
 
     def read(self, path: Path, source: str) -> list[Candidate]:
         """The `[mcp_servers.*]` tables. `ConfigError` for a bad file."""
         from monad_cli.clients.jsonc import read_text
 
-        servers = load(read_text(path, source), source).get(KEY, {})
+        servers = self.load(read_text(path, source), source).get(KEY, {})
         if not isinstance(servers, dict):
             raise ConfigError(f"`{source}`: `{KEY}` must be a table of servers", file=source)
         return [_candidate(name, entry) for name, entry in servers.items()]
 
-    def load(self, text: str, source: str) -> Any:
-        return load(text, source)
+    def load(self, text: str, source: str) -> dict[str, Any]:
+        try:
+            return tomllib.loads(text)
+        except tomllib.TOMLDecodeError as e:
+            from monad_cli.config.atoms import malformed_toml
+
+            raise ConfigError(f"{malformed_toml(e, text, source)}; fix the file (nothing was written)",
+                              file=source) from None
 
     def get_entry(self, text: str, source: str, name: str) -> Any:
-        servers = load(text, source).get(KEY)
+        servers = self.load(text, source).get(KEY)
         return servers.get(name) if isinstance(servers, dict) else None
 
     def set_entry(self, text: str, source: str, name: str, entry: dict[str, Any] | None) -> str:
         """Through tomlkit, so comments, order and every other table stay."""
         import tomlkit
 
-        load(text, source)  # a malformed file is refused with its position, never rewritten
+        self.load(text, source)  # a malformed file is refused with its position, never rewritten
         doc = tomlkit.parse(text)
         servers = doc.get(KEY)
         old = servers.get(name) if servers is not None else None
@@ -183,9 +176,6 @@ class Codex(ClientFormat):
             table.add(tomlkit.nl())
         servers[name] = table
         return tomlkit.dumps(doc)
-
-    def client_entry(self, name: str, entry: dict[str, Any]) -> dict[str, Any]:
-        return dict(entry)
 
     def export_entry(self, name: str, server: Parts) -> tuple[dict[str, Any], list[str]]:
         """A reference to a variable of the same name becomes `env_vars`, a bearer `${VAR}`
@@ -253,4 +243,4 @@ class Codex(ClientFormat):
         return tomlkit.dumps(doc)
 
 
-__all__ = ["Codex", "load"]
+__all__ = ["Codex"]

@@ -193,6 +193,9 @@ def shown_definition(defn: Mapping[str, Any], *, reveal: bool) -> dict[str, Any]
     return out
 
 
+OAUTH_LOST = "auth (OAuth: the client authorizes on its own)"
+
+
 @dataclass
 class Parts:
     """A monad definition as the fields every client format has, plus what is left over."""
@@ -211,6 +214,20 @@ class Parts:
     def all_headers(self) -> dict[str, str]:
         """`headers` with the bearer token as an `Authorization` header, for formats without one."""
         return {**self.headers, **({"Authorization": f"Bearer {self.bearer}"} if self.bearer else {})}
+
+    def fields(self, *, cwd: bool = True) -> dict[str, Any]:
+        """The fields most formats spell as monad does, each only when set: `command`, `args`,
+        `env` and (with `cwd`) `cwd` of a stdio server; `url` and `headers` (`all_headers`)
+        of an http one."""
+        if self.transport == "stdio":
+            out = {"command": self.command, "args": self.args, "env": self.env, "cwd": self.cwd if cwd else None}
+        else:
+            out = {"url": self.url, "headers": self.all_headers()}
+        return {k: v for k, v in out.items() if v or k in ("command", "url")}
+
+    def lost(self) -> list[str]:
+        """What a format without `cwd` and OAuth cannot hold of this server."""
+        return (["cwd"] if self.cwd else []) + ([OAUTH_LOST] if self.oauth else [])
 
 
 def split_definition(defn: Mapping[str, Any]) -> Parts:

@@ -15,10 +15,8 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from monad_cli.clients import jsonc
-from monad_cli.clients.entries import Candidate, Parts
+from monad_cli.clients.entries import OAUTH_LOST, Candidate, Parts
 from monad_cli.core.errors import ConfigError
-
-OAUTH_LOST = "auth (OAuth: the client authorizes on its own)"
 
 
 class ClientFormat(Protocol):
@@ -29,14 +27,15 @@ class ClientFormat(Protocol):
     and the Studio leave it alone); `per_server`: its file can take one entry per monad server
     (`connect --per-server`); `off_switch`: an entry can be written disabled (else `export`
     leaves disabled servers out); `export_as`: the CLIENT whose format `export` writes for it
-    (itself, or `mcp-json` for the clients that read that one).
+    (itself, or `mcp-json` for the clients that read that one). A format that subclasses this
+    protocol inherits the defaults: a user's file, per-server entries, an off switch.
     """
 
     name: str
     title: str
-    project: bool
-    per_server: bool
-    off_switch: bool
+    project: bool = False
+    per_server: bool = True
+    off_switch: bool = True
     export_as: str
 
     def read(self, path: Path, source: str) -> list[Candidate]:
@@ -70,8 +69,8 @@ class ClientFormat(Protocol):
 
     def client_entry(self, name: str, entry: dict[str, Any]) -> dict[str, Any]:
         """monad's entry `name` (`command`, `args`, `env`: `entries.monad_entry`) as this
-        client writes a server."""
-        ...
+        client writes a server (the default: as it is)."""
+        return dict(entry)
 
     def export_entry(self, name: str, server: Parts) -> tuple[dict[str, Any], list[str]]:
         """One server in this format, and what it cannot hold beyond `server.rest`, from which
@@ -91,9 +90,6 @@ class JsonFormat(ClientFormat):
     title: str
     key: ClassVar[str] = "mcpServers"
     comments: bool = True
-    project: bool = False
-    per_server: bool = True
-    off_switch: bool = True
     export_as: str = ""
 
     def __init__(self, name: str, title: str) -> None:
@@ -141,9 +137,6 @@ class JsonFormat(ClientFormat):
     def set_entry(self, text: str, source: str, name: str, entry: dict[str, Any] | None) -> str:
         data = self.load(text, source)  # a malformed file is refused with its position, never rewritten
         return jsonc.set_member(text, (*self.servers_path(data), name), entry, comments=self.comments)
-
-    def client_entry(self, name: str, entry: dict[str, Any]) -> dict[str, Any]:
-        return dict(entry)
 
     # -- exporting ------------------------------------------------------------------------
     def export_entry(self, name: str, server: Parts) -> tuple[dict[str, Any], list[str]]:

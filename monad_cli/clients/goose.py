@@ -34,7 +34,7 @@ from typing import Any
 
 from monad_cli.clients import yaml_doc
 from monad_cli.clients.entries import Candidate, Parts, leave_out
-from monad_cli.clients.format import OAUTH_LOST, ClientFormat
+from monad_cli.clients.format import ClientFormat
 from monad_cli.core.errors import ConfigError, MonadError
 
 KEY = "extensions"
@@ -42,12 +42,6 @@ _REMOTE = {"streamable_http": "http", "sse": "http"}
 # The fields of an extension monad reads (or knows it can leave out) whatever its type.
 _USED = {"name", "type", "envs", "env_keys", "enabled", "timeout", "description", "bundled", "display_name",
          "available_tools"}
-
-
-def load_document(text: str, source: str) -> Any:
-    """The YAML document (`{}` for an empty one); `ConfigError` with `source:line:col`."""
-    data = yaml_doc.load(text, source) if text.strip() else None
-    return {} if data is None else data
 
 
 def _candidate(name: str, entry: Any) -> Candidate:
@@ -105,23 +99,22 @@ class Goose(ClientFormat):
 
     name = "goose"
     title = "Goose"
-    project = False
-    per_server = True
-    off_switch = True
     export_as = "goose"
 
     def read(self, path: Path, source: str) -> list[Candidate]:
         """The servers of Goose's `config.yaml`. `ConfigError` for a malformed file or a wrong shape."""
         from monad_cli.clients.jsonc import read_text
 
-        servers = _extensions(load_document(read_text(path, source), source), source)
+        servers = _extensions(self.load(read_text(path, source), source), source)
         return [_candidate(str(name), entry) for name, entry in servers.items()]
 
     def load(self, text: str, source: str) -> Any:
-        return load_document(text, source)
+        """The YAML document (`{}` for an empty one); `ConfigError` with `source:line:col`."""
+        data = yaml_doc.load(text, source) if text.strip() else None
+        return {} if data is None else data
 
     def get_entry(self, text: str, source: str, name: str) -> Any:
-        extensions = load_document(text, source).get(KEY) if text.strip() else None
+        extensions = self.load(text, source).get(KEY)
         return extensions.get(name) if isinstance(extensions, dict) else None
 
     def client_entry(self, name: str, entry: dict[str, Any]) -> dict[str, Any]:
@@ -135,7 +128,7 @@ class Goose(ClientFormat):
         """Through ruamel.yaml's round trip: comments, key order and every other key kept."""
         import io
 
-        _extensions(load_document(text, source), source)  # refuses a malformed file or shape first
+        _extensions(self.load(text, source), source)  # refuses a malformed file or shape first
         yaml = yaml_doc.round_trip()
         doc = yaml.load(text) if text.strip() else None
         if doc is None:
@@ -153,7 +146,7 @@ class Goose(ClientFormat):
         out = io.StringIO()
         yaml.dump(doc, out)
         try:
-            load_document(out.getvalue(), source)
+            self.load(out.getvalue(), source)
         except ConfigError:
             raise MonadError(f"editing `{source}` did not give a YAML file that reads again; nothing was written "
                              f"(please report this with the file's shape)") from None
@@ -171,7 +164,7 @@ class Goose(ClientFormat):
             out["timeout"] = max(1, int(rest.pop("requestTimeoutMs")) // 1000)
         out["description"] = rest.pop("description", None)
         out["bundled"] = None
-        return out, (["cwd"] if p.cwd else []) + ([OAUTH_LOST] if p.oauth else [])
+        return out, p.lost()
 
     def export_text(self, entries: dict[str, dict[str, Any]]) -> str:
         return yaml_doc.dump({KEY: entries})

@@ -140,18 +140,11 @@ class McpJson(JsonFormat):
         """Claude Code's spelling; Antigravity's `serverUrl`, Copilot's `type: "local"` and `tools`."""
         p, client = server, self.name
         out: dict[str, Any]
+        out = p.fields()
         if p.transport == "stdio":
-            out = {"type": "local", "command": p.command} if client == "copilot" else {"command": p.command}
-            if p.args:
-                out["args"] = p.args
-            if p.env:
-                out["env"] = p.env
-            if p.cwd:
-                out["cwd"] = p.cwd
+            out = {"type": "local", **out} if client == "copilot" else out
         else:
-            out = {"serverUrl": p.url} if client == "antigravity" else {"type": "http", "url": p.url}
-            if p.all_headers():
-                out["headers"] = p.all_headers()
+            out = {"serverUrl": out.pop("url"), **out} if client == "antigravity" else {"type": "http", **out}
         if client == "copilot":
             out["tools"] = ["*"]
         return out, [OAUTH_LOST] if p.oauth else []

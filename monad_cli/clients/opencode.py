@@ -18,7 +18,7 @@ import re
 from typing import Any
 
 from monad_cli.clients.entries import Candidate, Parts, Unimportable, leave_out, map_strings
-from monad_cli.clients.format import OAUTH_LOST, JsonFormat
+from monad_cli.clients.format import JsonFormat
 
 KEY = "mcp"
 _ENV_REF = re.compile(r"\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -98,7 +98,7 @@ class OpenCode(JsonFormat):
         if "timeout" in p.rest:
             out["timeout"] = int(float(p.rest.pop("timeout")) * 1000)
         p.rest.pop("description", None)
-        return out, (["cwd"] if p.cwd else []) + ([OAUTH_LOST] if p.oauth else [])
+        return out, p.lost()
 
     def export_text(self, entries: dict[str, dict[str, Any]]) -> str:
         doc = {"$schema": "https://opencode.ai/config.json", KEY: entries}

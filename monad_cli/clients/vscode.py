@@ -150,19 +150,7 @@ class VSCode(JsonFormat):
     def export_entry(self, name: str, server: Parts) -> tuple[dict[str, Any], list[str]]:
         """References as `${env:NAME}`; `${VAR:-default}` loses its default (VS Code has none)."""
         p = server
-        out: dict[str, Any] = {"type": p.transport}
-        if p.transport == "stdio":
-            out["command"] = _editor(p.command or "")
-            if p.args:
-                out["args"] = [_editor(a) for a in p.args]
-            if p.env:
-                out["env"] = {k: _editor(v) for k, v in p.env.items()}
-            if p.cwd:
-                out["cwd"] = _editor(p.cwd)
-        else:
-            out["url"] = _editor(p.url or "")
-            if p.all_headers():
-                out["headers"] = {k: _editor(v) for k, v in p.all_headers().items()}
+        out: dict[str, Any] = {"type": p.transport, **map_strings(p.fields(), lambda v, _: _editor(v))}
         lost = [OAUTH_LOST] if p.oauth else []
         if _DEFAULTED.search(json.dumps([p.command, p.args, p.env, p.cwd, p.url, p.all_headers()])):
             lost.append("the defaults of `${VAR:-default}` (VS Code has none)")

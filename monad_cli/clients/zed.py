@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from monad_cli.clients.entries import Candidate, Parts, leave_out
-from monad_cli.clients.format import OAUTH_LOST, JsonFormat
+from monad_cli.clients.format import JsonFormat
 
 KEY = "context_servers"
 
@@ -62,20 +62,13 @@ class Zed(JsonFormat):
 
     def export_entry(self, name: str, server: Parts) -> tuple[dict[str, Any], list[str]]:
         p = server
-        out: dict[str, Any] = {"source": "custom"}
-        if p.transport == "stdio":
-            out["command"] = p.command
-            out["args"] = p.args
-            if p.env:
-                out["env"] = p.env
-        else:
-            out["url"] = p.url
-            if p.all_headers():
-                out["headers"] = p.all_headers()
+        out: dict[str, Any] = {"source": "custom", **p.fields(cwd=False)}
+        if p.transport == "stdio":  # Zed's flat form has `args`, even empty
+            out = {"source": "custom", "command": p.command, "args": p.args, **out}
         if p.rest.pop("enabled", True) is False:
             out["enabled"] = False
         p.rest.pop("description", None)
-        return out, (["cwd"] if p.cwd else []) + ([OAUTH_LOST] if p.oauth else [])
+        return out, p.lost()
 
 
 __all__ = ["Zed"]

@@ -29,11 +29,12 @@ class PatternError(ValueError):
     """A malformed pattern list; the message is one line naming the pattern."""
 
 
-def split_globs(values: Iterable[str], *, what: str, pattern: re.Pattern[str] = _PATTERN,
-                kind: str = "server-name", hint: str = "", error: type[ValueError] = PatternError) -> list[str]:
+def split_patterns(values: Iterable[str], *, what: str, pattern: re.Pattern[str] = _PATTERN,
+                   kind: str = "server-name", hint: str = "", error: type[ValueError] = PatternError) -> list[str]:
     """`["context7,git*", "x"]` → `["context7", "git*", "x"]`: comma-separated, repeatable,
-    blanks dropped, each matching `pattern`. Raises `error` naming `what` (e.g.
-    `--include-mcps`), the part and the `kind` of pattern expected."""
+    blanks dropped, each matching `pattern` (server-name globs by default). Raises `error`
+    (`PatternError`) naming `what` (e.g. `--include-mcps`), the part and the `kind` of
+    pattern expected."""
     out: list[str] = []
     for value in values:
         for part in value.split(","):
@@ -45,11 +46,6 @@ def split_globs(values: Iterable[str], *, what: str, pattern: re.Pattern[str] = 
                             f"`_`, `-` and the globs `*`, `?`, `[...]`{hint})")
             out.append(part)
     return out
-
-
-def split_patterns(values: Iterable[str], *, what: str) -> list[str]:
-    """Server-name globs (`split_globs`); raises `PatternError`."""
-    return split_globs(values, what=what)
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-from monad_cli.core.filters import split_globs
+from monad_cli.core.filters import split_patterns
 
 # Exposed-name characters plus the glob ones (exposed names are `[A-Za-z0-9_-]`).
 _PATTERN = re.compile(r"[A-Za-z0-9_\-*?\[\]!]{1,160}\Z")
@@ -124,7 +124,7 @@ def inert_globs(tools: Mapping[str, Sequence[str]], own_names: Sequence[str],
 def split_tool_patterns(values: Iterable[str], *, what: str) -> list[str]:
     """`["github__*,time__*", "x__y"]` → three globs over exposed names: comma-separated,
     repeatable, blanks dropped. Raises `ToolPatternError` naming `what` (`--include-tools`)."""
-    return split_globs(values, what=what, pattern=_PATTERN, kind="tool-name", error=ToolPatternError,
+    return split_patterns(values, what=what, pattern=_PATTERN, kind="tool-name", error=ToolPatternError,
                        hint="; exposed names look like `server__tool`")
 
 

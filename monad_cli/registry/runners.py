@@ -186,7 +186,7 @@ def check_runtime_shape(runner: str, args: Sequence[Any]) -> str | None:
             sources = _bind_sources(name, _registry_value(arg)) if runner == "docker" else []
         except ValueError as e:
             return f"{where}: {e}"
-        for source in (s for s in sources if not _TEMPLATE_ONLY.fullmatch(s)):
+        for source in (s for s in sources if not TEMPLATE.fullmatch(s)):
             # `_HOST_PATHS` cannot list every folder that matters (`/home`, `$HOME`): the
             # host folder a container gets is the person's choice, never the entry's.
             return f"{where} `{name}` gives the container the host folder `{source}` by itself; only " \
@@ -206,12 +206,11 @@ def _registry_value(arg: Mapping[str, Any]) -> str:
         return str(found) if isinstance(found, (str, int, float)) else m.group(0)
 
     if "value" in arg:
-        return _TEMPLATE.sub(default, str(arg["value"]))
+        return TEMPLATE.sub(default, str(arg["value"]))
     return str(arg.get("default") or "")
 
 
-_TEMPLATE = re.compile(r"\{([A-Za-z0-9_.-]+)\}")
-_TEMPLATE_ONLY = re.compile(r"\{[A-Za-z0-9_.-]+\}")
+TEMPLATE = re.compile(r"\{([A-Za-z0-9_.-]+)\}")  # a `{variable}` of server.json's values
 
 
 def _bind_sources(option: str, value: str) -> list[str]:
@@ -242,7 +241,7 @@ def _bind_sources(option: str, value: str) -> list[str]:
     pairs = [(k.lower(), v) for k, eq, v in (f.partition("=") for f in fields) if eq]
     kinds = [v.lower() for k, v in pairs if k == "type"]
     kind = kinds[-1] if kinds else "volume"
-    if kind != "bind" and not _TEMPLATE.search(kind):  # `type={t}` may be filled with `bind`
+    if kind != "bind" and not TEMPLATE.search(kind):  # `type={t}` may be filled with `bind`
         return []
     return [v for k, v in pairs if k in ("source", "src")]
 

@@ -34,7 +34,6 @@ from monad_cli.core.errors import InvalidInput
 from monad_cli.registry import runners
 
 REMOTE_TYPES = ("streamable-http", "sse")
-_TEMPLATE = re.compile(r"\{([A-Za-z0-9_.-]+)\}")
 
 
 @dataclass(frozen=True)
@@ -219,7 +218,7 @@ def _input_variables(body: Mapping[str, Any], where: str) -> list[Variable]:
     variables = body.get("variables")
     if not isinstance(variables, Mapping):
         return []
-    used = set(_TEMPLATE.findall(str(body.get("value", ""))))
+    used = set(runners.TEMPLATE.findall(str(body.get("value", ""))))
     return [_variable(k, "arg", f"{where}.variables.{k}", v) for k, v in variables.items()
             if k in used and isinstance(v, Mapping)]
 
@@ -286,7 +285,7 @@ def _fill(template: str, values: Mapping[str, str]) -> str:
     reference); the rest of `template` is registry text, made `literal`. An unknown `{x}`
     stays (the schema says so)."""
     out, at = [], 0
-    for m in _TEMPLATE.finditer(template):
+    for m in runners.TEMPLATE.finditer(template):
         out += [literal(template[at:m.start()]), values.get(m.group(1), literal(m.group(0)))]
         at = m.end()
     return "".join([*out, literal(template[at:])])

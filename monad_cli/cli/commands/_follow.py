@@ -25,17 +25,13 @@ def task_path(task_id: str, suffix: str = "") -> str:
     return f"/v1/tasks/{quote(task_id, safe='')}{suffix}"
 
 
-def _say(text: str) -> None:
-    render.info(text)
-
-
 def _input(prompt: str) -> str:
     """`input()` with the prompt's server-chosen words made safe for the terminal (render.py)."""
     return input(render.terminal_text(prompt))
 
 
 def prompt_answers(task: dict[str, Any], *, ask: Callable[[str], str] = _input,
-                   say: Callable[[str], None] = _say, who: str | None = None) -> dict[str, Any]:
+                   say: Callable[[str], None] = render.info, who: str | None = None) -> dict[str, Any]:
     """Ask a person for every outstanding input request of `task`; returns `responses`
     for `POST /v1/tasks/{id}/input`. Values are typed by the form (`coerce`); a wrong value
     is asked again. A URL request is shown whole, with its host, and the person says whether
@@ -77,7 +73,7 @@ def _ask_url(task: dict[str, Any], key: str, request: dict[str, Any], *, ask: Ca
     message, url, _eid = url_fields(request)
     host = urlsplit(url).hostname or ""
     line = f"{who} asks you to open a URL on {host}: {message or key}"
-    if say is _say:  # the host in bold on a terminal: the part a person must check
+    if say is render.info:  # the host in bold on a terminal: the part a person must check
         render.info(line, strong=host)
     else:
         say(line)
