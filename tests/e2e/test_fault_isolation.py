@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from typing import Any
 
 import pytest
@@ -153,3 +154,20 @@ def test_a_server_that_stops_answering_while_a_call_waits_fails_that_call(
         wait_reconnected(monad, "frozen", row["pid"])
     finally:
         monad("daemon", "stop")
+
+
+def test_a_cli_call_to_a_server_waiting_to_retry_waits_only_its_connect_timeout(supervisor: Any) -> None:
+    """Found by a new-user trial: `monad mcp call` to a remote that went away waited ~130 s
+    (until its next attempt, a minute away, and more); it waits the server's connect
+    `timeout`, as a gateway call does, then says why it cannot go through."""
+    port = free_port()  # nothing listens there
+    assert supervisor("mcp", "add", "gone", "--url", f"http://127.0.0.1:{port}/mcp", "--timeout", "3").code == 0
+    row = wait_state(supervisor, "gone", "backoff")
+    assert row["timeout"] == 3, row
+    started = time.monotonic()
+    r = supervisor("mcp", "call", "gone__anything", "--arg", "x=1", "--yes", timeout=100)
+    waited = time.monotonic() - started
+    assert r.code != 0 and "Traceback" not in r.err, r
+    assert r.err.startswith("waiting for server `gone` to connect (backoff)\nerror: server `gone` is waiting to retry: "
+                            f"cannot connect to http://127.0.0.1:{port}/mcp"), r
+    assert 3 <= waited < 60, waited

@@ -132,10 +132,15 @@ def _lookup(client: Any, name: str) -> dict[str, Any] | None:
 
 def _wait_for_server(client: Any, server: str, limit: float = 120.0) -> dict[str, Any] | None:
     """A server still connecting (the supervisor just started, or it was just added) is
-    waited for; returns its last status row (None: no such server)."""
+    waited for, up to `limit` seconds (each attempt is bounded by the server's connect
+    timeout); one waiting to retry (`backoff`) only for its connect timeout (`timeout`), as
+    a gateway call waits for it (trust/service.py `_ready`, which the call then passes
+    through too: at most twice that in all): its next attempt may be a minute away. Returns
+    its last status row (None: no such server)."""
     import time
 
     deadline = time.monotonic() + limit
+    backoff_until: float | None = None
     announced = False
     row: dict[str, Any] | None = None
     while time.monotonic() < deadline:
@@ -145,6 +150,11 @@ def _wait_for_server(client: Any, server: str, limit: float = 120.0) -> dict[str
             return None
         if row["state"] not in ("connecting", "backoff", "stopped"):  # stopped: not started yet
             return row
+        if row["state"] == "backoff":
+            if backoff_until is None:
+                backoff_until = time.monotonic() + float(row.get("timeout") or 10.0)
+            elif time.monotonic() >= backoff_until:
+                return row
         if not announced:
             render.info(f"waiting for server `{server}` to connect ({row['state']})")
             announced = True

@@ -19,8 +19,10 @@ if TYPE_CHECKING:
 def status_row(actor: ServerActor, *, detail: bool = False) -> dict[str, Any]:
     """The server's row in `monad mcp status` (docs/supervisor.md "Routes"):
     `{name, transport, state, reason, since, tools, protocolVersion, source, enabled,
-    required, pid, configError, attempt, lastAttemptReason, nextAttemptAt, start, listedAt,
-    stoppedAt, variables}`:
+    required, timeout, pid, configError, attempt, lastAttemptReason, nextAttemptAt, start,
+    listedAt, stoppedAt, variables}`:
+    - `timeout`: its connect timeout in force (seconds; the definition's `timeout`), how long
+      a call waits for it while it restarts;
     - `pid` also while it connects; `attempt` and why the last one failed while connecting
       or backing off; `nextAttemptAt` (epoch s) while backing off;
     - `start` (`always` | `on-demand`), `listedAt` (epoch s: when its tools were last
@@ -47,6 +49,7 @@ def status_row(actor: ServerActor, *, detail: bool = False) -> dict[str, Any]:
         "source": actor.source,
         "enabled": spec.enabled if spec else None,
         "required": spec.required if spec else None,
+        "timeout": spec.timeout if spec else None,
         # While it connects too: a server that hangs at start is a live process worth naming.
         "pid": conn.pid if conn and conn.returncode is None and (actor.live or actor.state == State.CONNECTING)
         else None,
