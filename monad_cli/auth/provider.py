@@ -80,9 +80,9 @@ def client_metadata(*, redirect_uri: str, scope: str | None) -> OAuthClientMetad
                                grant_types=["authorization_code", "refresh_token"], response_types=["code"])
 
 
-def check_server_metadata(asm: OAuthMetadata, *, pkce: bool = True) -> None:
+def check_server_metadata(asm: OAuthMetadata) -> None:
     """Refuse an authorization server before any request to it: every endpoint must pass
-    `url_problem` and, for the code flow, S256 must be advertised (MCP spec,
+    `url_problem` and S256 must be advertised (MCP spec,
     basic/authorization "Authorization Code Protection"; RFC 7636).
 
     Raises `AuthError`.
@@ -91,7 +91,7 @@ def check_server_metadata(asm: OAuthMetadata, *, pkce: bool = True) -> None:
         value = getattr(asm, key, None)
         if value is not None and (problem := url_problem(str(value))):
             raise AuthError(f"the authorization server's `{key}` {problem}; refusing to use it")
-    if pkce and "S256" not in (asm.code_challenge_methods_supported or []):
+    if "S256" not in (asm.code_challenge_methods_supported or []):
         raise AuthError(f"the authorization server `{asm.issuer}` does not advertise PKCE `S256` "
                         f"(code_challenge_methods_supported); monad refuses to authorize without it")
 

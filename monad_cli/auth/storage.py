@@ -270,18 +270,16 @@ def _apply_state(auth: Any, updates: Mapping[str, Any]) -> None:
     for key, value in updates.items():
         assert key in OAUTH_STATE_KEYS
         if value is None:
-            if key in auth:
-                del auth[key]
+            auth.pop(key, None)
         else:
             auth[key] = _plain(value)
 
 
-def configured_client(config: dict[str, Any], environ: Mapping[str, str] | None = None,
-                      ) -> OAuthClientInformationFull | None:
+def configured_client(config: dict[str, Any]) -> OAuthClientInformationFull | None:
     """The pre-registered client named by `clientId` (and `clientSecret`), or None.
 
-    `clientSecret` may be a `${VAR}` reference: it is expanded from `environ` (default: this
-    process's environment), as the definition's other fields are. Raises `AuthError` naming
+    `clientSecret` may be a `${VAR}` reference: it is expanded from this process's
+    environment, as the definition's other fields are. Raises `AuthError` naming
     the field (never a value) when a variable is unset."""
     from mcp.shared.auth import OAuthClientInformationFull
 
@@ -295,7 +293,7 @@ def configured_client(config: dict[str, Any], environ: Mapping[str, str] | None 
     secret = secret if isinstance(secret, str) and secret else None
     if secret is not None:
         try:
-            secret = expand(secret, os.environ if environ is None else environ) or None
+            secret = expand(secret, os.environ) or None
         except ExpansionError as e:
             raise AuthError(f"`auth.clientSecret`: {e}") from None
     # A confidential client authenticates with HTTP Basic (RFC 6749 §2.3.1: MUST support).

@@ -68,9 +68,7 @@ def _candidate(name: str, entry: Any, where: str) -> Candidate:
         return cand
     keep = ("command", "args", "env", "sandbox") if kind == "stdio" else ("url", "headers")
     defn: dict[str, Any] = {"transport": kind, **{k: entry[k] for k in keep if k in entry}}
-    for key in ("required", "deferred", "condition", "tools"):
-        if key in entry:
-            defn[key] = entry[key]
+    defn.update({k: entry[k] for k in ("required", "deferred", "condition", "tools") if k in entry})
     if "disabled" in entry:
         defn["enabled"] = not entry["disabled"] if isinstance(entry["disabled"], bool) else entry["disabled"]
     used = {"type", "disabled", "required", "deferred", "condition", "tools", "timeout", *keep}
@@ -164,9 +162,7 @@ class Aura(ClientFormat):
             out["disabled"] = not rest.pop("enabled")
         if "timeout" in rest:
             out["timeout"] = format_duration(float(rest.pop("timeout")))
-        for key in ("required", "deferred", "condition", "sandbox", "tools"):
-            if key in rest:
-                out[key] = rest.pop(key)
+        out.update({k: rest.pop(k) for k in ("required", "deferred", "condition", "sandbox", "tools") if k in rest})
         return out, p.lost() + (
             [f"the name's case (Aura lower-cases names: it will be `{name.lower()}`)"] if name != name.lower() else [])
 

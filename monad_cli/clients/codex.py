@@ -87,9 +87,7 @@ def _candidate(name: str, entry: Any) -> Candidate:
                 cand.problem = "field `bearer_token_env_var` must name an environment variable"
                 return cand
             defn["auth"] = {"mode": "bearer", "token": "${" + var + "}"}
-    for key in ("enabled", "required"):
-        if key in entry:
-            defn[key] = entry[key]
+    defn.update({k: entry[k] for k in ("enabled", "required") if k in entry})
     if _number(entry.get("startup_timeout_sec")):
         defn["timeout"] = entry["startup_timeout_sec"]
     elif _number(entry.get("startup_timeout_ms")):
@@ -214,9 +212,7 @@ class Codex(ClientFormat):
             if p.oauth:
                 lost.append("auth (OAuth: run `codex mcp login NAME`)")
         rest = p.rest
-        for key in ("enabled", "required"):
-            if key in rest:
-                t[key] = rest.pop(key)
+        t.update({k: rest.pop(k) for k in ("enabled", "required") if k in rest})
         if "timeout" in rest:
             t["startup_timeout_sec"] = rest.pop("timeout")
         if "requestTimeoutMs" in rest:

@@ -82,9 +82,7 @@ class McpJson(JsonFormat):
             cand.problem = f"`type` {kind!r} is not a transport monad knows (stdio, http)"
             return cand
         fields = ("command", "args", "env", "cwd") if defn["transport"] == "stdio" else ("headers",)
-        for key in fields:
-            if key in entry:
-                defn[key] = entry[key]
+        defn.update({k: entry[k] for k in fields if k in entry})
         # The fields of the transport monad did not take are left out, and said so: a `command`
         # beside a `url`, a `url` on a `type: "stdio"` entry, Gemini's `url` beside its `httpUrl`.
         used -= _TRANSPORT - {*fields, url_key}

@@ -30,15 +30,11 @@ class Zed(JsonFormat):
         command = entry.get("command")
         if isinstance(command, dict):  # the older, nested form
             defn.update(transport="stdio", command=command.get("path"))
-            for key in ("args", "env"):
-                if key in command:
-                    defn[key] = command[key]
+            defn.update({k: command[k] for k in ("args", "env") if k in command})
             used = {"source", "command", "settings", "enabled"}
         elif isinstance(command, str):
             defn.update(transport="stdio", command=command)
-            for key in ("args", "env"):
-                if key in entry:
-                    defn[key] = entry[key]
+            defn.update({k: entry[k] for k in ("args", "env") if k in entry})
             used = {"source", "command", "args", "env", "settings", "enabled"}
         elif isinstance(entry.get("url"), str):
             defn.update(transport="http", url=entry["url"])

@@ -128,8 +128,7 @@ def update_server(paths: Paths, name: str, changes: Mapping[str, Any],
         known = secret_values({k: _plain(v) for k, v in defn.items()})
         for key, value in changes.items():
             if value is None:
-                if key in defn:
-                    del defn[key]
+                defn.pop(key, None)
             else:
                 defn[key] = restore_masked(key, value, _plain(defn.get(key)), known)
         if mutate is not None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -63,10 +63,10 @@ def _check_fields(name: str, options: Mapping[str, Any], known: set[str]) -> Non
             raise _error(name, key, f"unknown field{did_you_mean(key, known, known=True)}")
 
 
-def find_chromium(path: str | None, which: Callable[..., str | None] = shutil.which) -> str | None:
+def find_chromium(path: str | None) -> str | None:
     """The system Chromium on `path` (a PATH string), or None."""
     for name in CHROMIUM_NAMES:
-        found = which(name, path=path)
+        found = shutil.which(name, path=path)
         if found:
             return found
     return None

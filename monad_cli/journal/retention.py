@@ -87,15 +87,14 @@ def prune(db: Database, *, keep_s: float, now: float | None = None, cursor: dict
     return counts
 
 
-def prune_shared(settings: JournalSettings, *, keep_s: float, every_host: bool = False,
-                 now: float | None = None) -> dict[str, Any]:
+def prune_shared(settings: JournalSettings, *, keep_s: float, every_host: bool = False) -> dict[str, Any]:
     """`prune` on the fleet's shared journal: `events` and `tool_calls` (approvals and vetted
     tool sets are trust, kept), this supervisor's rows (`settings.host`, `home`) or with
     `every_host` everyone's. Returns `{"deleted": {table: n}, "cutoff": epoch s, "scope":
     "this host" | "every host"}`. Raises `Unavailable` (one line, the password as `***`)."""
     from monad_cli.journal.reader import from_shared
 
-    now = time.time() if now is None else now
+    now = time.time()
     origin = None if every_host else (settings.host, settings.home)
     deleted = from_shared(settings, lambda db: prune(db, keep_s=keep_s, now=now, origin=origin, tables=SHIPPED))
     return {"deleted": deleted, "cutoff": now - keep_s, "scope": "every host" if every_host else "this host"}
@@ -123,11 +122,12 @@ def reclaim(conn: sqlite3.Connection, *, convert: bool = True) -> dict[str, Any]
     return {"mode": mode, "pages": int(free), "bytes": int((before - after) * page_size)}
 
 
-def prune_file(path: Path, *, keep_s: float, fleet: bool = False, now: float | None = None) -> dict[str, Any]:
+def prune_file(path: Path, *, keep_s: float, fleet: bool = False) -> dict[str, Any]:
     """`prune` then `reclaim` on the journal file at `path` (the CLI's `monad journal prune`):
     `{"deleted": {table: n}, "reclaimed": {...}, "cutoff": epoch seconds}`."""
     from monad_cli.journal.pool import SqlitePool
 
+    now = time.time()
     pool = SqlitePool(path, keep=1)
     try:
         deleted = prune(pool, keep_s=keep_s, now=now, cursor=(shipped_cursor(path) or {}) if fleet else None)
@@ -135,4 +135,4 @@ def prune_file(path: Path, *, keep_s: float, fleet: bool = False, now: float | N
             reclaimed = reclaim(conn)
     finally:
         pool.close()
-    return {"deleted": deleted, "reclaimed": reclaimed, "cutoff": (time.time() if now is None else now) - keep_s}
+    return {"deleted": deleted, "reclaimed": reclaimed, "cutoff": now - keep_s}

@@ -10,12 +10,13 @@ name is taken: a bundle unpacked for a refused install is removed again.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import shutil
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -114,13 +115,20 @@ def install_by_name(paths: Paths, ref: str, *, as_name: str | None, package: int
         entry = regs.server(name, version)
     atom = as_name or serverjson.atom_name(entry.name)
     defn, summary, made = build(paths, entry, atom, package=package, remote=remote, given=given, ask=ask)
-    try:
+    with _removed_on_failure(made):
         summary["path"] = _write(paths, atom, defn, force=force)
+    return summary
+
+
+@contextlib.contextmanager
+def _removed_on_failure(made: Path | None) -> Iterator[None]:
+    """Remove the bundle folder an install unpacked (`made`; None: none) if the block fails."""
+    try:
+        yield
     except BaseException:
         if made is not None:
             shutil.rmtree(made, ignore_errors=True)
         raise
-    return summary
 
 
 def build(paths: Paths, entry: Entry, atom: str, *, package: int | None, remote: int | None,
@@ -159,12 +167,8 @@ def build(paths: Paths, entry: Entry, atom: str, *, package: int | None, remote:
         variables = serverjson.variables(option)
         values = gather(variables, given, ask=ask, server=label)
         defn = serverjson.definition(server, option, values)
-    try:
+    with _removed_on_failure(made):
         _extras(defn, given, {(v.kind, v.key) for v in variables})
-    except BaseException:
-        if made is not None:
-            shutil.rmtree(made, ignore_errors=True)
-        raise
     if defn["transport"] == "stdio":
         defn["timeout"] = FETCH_TIMEOUT_S
         if option.kind == "package" and option.body.get("registryType") in ("npm", "pypi", "nuget"):
@@ -282,17 +286,13 @@ def install_bundle_file(paths: Paths, file: str, *, as_name: str | None, given: 
     label = f"{manifest['name']}@{manifest['version']}"
     values = gather(variables, given, ask=ask, server=label)
     folder, made = _unpack(paths, atom, manifest, data, what=what)
-    try:
+    with _removed_on_failure(made):
         defn = bundles.definition(manifest, folder, {k: v for (_, k), v in values.items()})
         _extras(defn, given, {(v.kind, v.key) for v in variables})
         defn["registry"] = {"name": str(manifest["name"]), "version": str(manifest["version"]),
                             "package": f"mcpb:sha256:{bundles.sha256_hex(data)}", "bundle": str(folder),
                             **record(variables, values)}
         written = _write(paths, atom, defn, force=force)
-    except BaseException:
-        if made is not None:
-            shutil.rmtree(made, ignore_errors=True)
-        raise
     return {"name": atom, "server": manifest["name"], "version": manifest["version"], "option": "bundle",
             "package": f"mcpb {path.name}", "transport": "stdio", "path": written,
             "runs": serverjson.command_line(defn, _secret_values(variables, values)),
