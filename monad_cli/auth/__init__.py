@@ -10,9 +10,10 @@ refresh. This package adds what it lacks (docs/auth.md):
 - `loopback`: the one-shot redirect listener on 127.0.0.1 (RFC 8252 §7.3) and browser opening;
 - `urls`: validation of every URL before a browser sees it;
 - `device`: the RFC 8628 device authorization grant;
+- `target`: whether `monad mcp authorize` applies to a server (stdlib-light);
 - `authorize`: what `monad mcp authorize` runs; `session`: the supervisor's providers, one
   per oauth server (`SupervisorAuth.http_auth`).
 
-Only `urls` and `storage`'s key names are stdlib-light; everything else imports the SDK
+Only `urls`, `target` and `storage`'s key names are stdlib-light; everything else imports the SDK
 and is imported inside command bodies. Their one error, `AuthError`, is in `monad_cli.core.errors`.
 """

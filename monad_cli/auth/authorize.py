@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -36,9 +35,8 @@ from monad_cli.auth.discovery import Discovery, discover, new_http_client, unrea
 from monad_cli.auth.loopback import LoopbackListener, callback_result, open_file_in_browser, parse_callback
 from monad_cli.auth.provider import MonadOAuthProvider, check_server_metadata
 from monad_cli.auth.storage import DefinitionTokenStorage, configured_client, read_grant
+from monad_cli.auth.target import authorizable
 from monad_cli.auth.urls import url_problem
-from monad_cli.config.edits import read_definition
-from monad_cli.config.schema import ServerSpec, validate
 from monad_cli.core.errors import AuthError, InvalidInput, MonadError
 from monad_cli.core.paths import Paths
 from monad_cli.core.redirect_file import write_redirect
@@ -76,24 +74,6 @@ class Say:
     paste: bool = True
 
 
-def prepare(paths: Paths, name: str) -> tuple[str, ServerSpec]:
-    """Check the server can use OAuth (`auth.mode` is `none` or `oauth`). Writes nothing:
-    `auth.mode = "oauth"` and a `--client-id` are written with the tokens, once the flow
-    has succeeded (`DefinitionTokenStorage.commit`), so a failed flow changes nothing."""
-    source, raw = read_definition(paths, name)
-    spec = validate(raw, name=name, source=source, environ=os.environ)
-    if spec.transport != "http":
-        raise InvalidInput(f"server `{name}` is a stdio server; only http servers are authorized")
-    mode = spec.auth.mode
-    if mode not in ("none", "oauth"):
-        raise InvalidInput(f"`{source}`: server `{name}`, field `auth.mode`: is `{mode}`; set it to `oauth` "
-                           f"to use `monad mcp authorize`")
-    if spec.auth.flow == "client_credentials":
-        raise InvalidInput(f"server `{name}` uses client credentials (`auth.flow` in `{source}`): the supervisor "
-                           f"gets its tokens itself, there is nothing to authorize; see `monad mcp status {name}`")
-    return source, spec
-
-
 async def run_authorize(paths: Paths, name: str, *, flow: str | None, open_browser: bool,
                         scopes: Sequence[str], client_id: str | None, say: Say,
                         timeout: float = 300.0) -> Outcome:
@@ -126,7 +106,7 @@ def _leaves(exc: BaseException) -> list[BaseException]:
 
 async def _run_authorize(paths: Paths, name: str, *, flow: str | None, open_browser: bool,
                          scopes: Sequence[str], client_id: str | None, say: Say, timeout: float) -> Outcome:
-    source, spec = prepare(paths, name)
+    source, spec = authorizable(paths, name)
     flow = flow or spec.auth.flow
     if flow not in FLOWS:
         raise InvalidInput(f"`--flow` must be one of {', '.join(FLOWS)}; got `{flow}`")

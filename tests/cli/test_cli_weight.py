@@ -80,6 +80,23 @@ def test_add_and_remove_load_only_what_they_use(argv: tuple[str, ...], absent: s
     assert not names & (OTHER_COMMANDS | absent), sorted(names & (OTHER_COMMANDS | absent))
 
 
+@pytest.mark.parametrize("argv,code,says", [
+    (("mcp", "authorize", "nosuch"), 1, "server `nosuch` is not defined"),
+    (("mcp", "authorize", "light"), 2, "server `light` is a stdio server; only http servers are authorized"),
+])
+def test_authorize_says_a_wrong_server_before_the_sdk_loads(argv: tuple[str, ...], code: int, says: str) -> None:
+    """Found by a new-user trial: `monad mcp authorize nosuch` took 5-11 s to say the name was
+    wrong (loading the SDK and the OAuth code first)."""
+    subprocess.run([sys.executable, "-m", "monad_cli", "mcp", "add", "light", "--force", "--", "echo"],
+                   check=True, capture_output=True)
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "monad_cli", *argv], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == code and says in proc.stderr, proc.stderr[-2000:]
+    mods = {line.rsplit("|", 1)[1].strip().split(".")[0] for line in proc.stderr.splitlines()
+            if line.startswith("import time:") and "|" in line}
+    assert "typer" in mods and not (mods & set(HEAVY)), sorted(mods & set(HEAVY))
+
+
 def test_the_group_table_names_each_groups_module() -> None:
     """`_narrowed` finds `monad mcp add` by importing `_GROUPS["mcp"]` alone: the table must
     name every group of the whole app, with the module whose `app` that group is."""

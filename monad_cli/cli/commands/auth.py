@@ -37,6 +37,9 @@ def authorize(
     them in the server's definition file (mode 0600). The supervisor refreshes them from
     then on; run this again if `monad mcp status` shows `needs-auth`.
     """
+    from monad_cli.auth.target import authorizable
+
+    authorizable(paths(), name)  # a wrong name or server is said before the SDK loads
     import anyio
 
     from monad_cli.auth.authorize import Say, run_authorize
