@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from monad_cli.core.errors import ConfigError, InvalidInput, NotFound
-from monad_cli.core.paths import Paths, exposure, link_exposure, read_regular
+from monad_cli.core.paths import Paths, exposure, link_exposure, own_file_fix, read_regular
 from monad_cli.core.redact import secret_name
 
 SOURCE = "env"  # the file, relative to MONAD_HOME, as messages name it
@@ -135,8 +135,7 @@ def exposed(paths: Paths, verb: str) -> str | None:
         if found is None:
             continue
         if found.foreign:
-            todo = (f"make it a file of your own (`cp {at} {at}.new && mv {at}.new {at}`) or remove it"
-                    if at == paths.env_file else "use a MONAD_HOME of your own")
+            todo = own_file_fix(at) if at == paths.env_file else "use a MONAD_HOME of your own"
         else:
             todo = f"`{fix} {at}`"
         return (f"{where} {found.what}: {verb}, as another account could have set what a server receives; "

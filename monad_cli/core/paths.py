@@ -134,6 +134,12 @@ class Paths:
                 raise UnsafeHome(f"cannot check `{path}`: {e.strerror or e}; check MONAD_HOME") from None
             if found is None:
                 continue  # made by `ensure`, 0700, or never (a home that is a file: its use says so)
+            if path == self.env_file:
+                # The file is what to fix, not the home: its variables reach servers' environments
+                # and headers. Worded as the running supervisor words it (config/envfile.py `exposed`).
+                todo = own_file_fix(path) if found.foreign else f"`chmod go-w {path}`"
+                raise UnsafeHome(f"`{path}` {found.what}: refusing to use MONAD_HOME `{self.home}`, as another "
+                                 f"account could have set what a server receives; check what is in it, then {todo}")
             if found.foreign:
                 raise UnsafeHome(f"`{path}` {found.what}: refusing to use MONAD_HOME `{self.home}`, whose owner "
                                  f"decides what runs here; use a MONAD_HOME of your own")
@@ -158,6 +164,13 @@ class Paths:
         for d in (self.home, self.run_dir):
             if d.stat().st_mode & 0o077:
                 os.chmod(d, 0o700)
+
+
+def own_file_fix(path: str | os.PathLike[str]) -> str:
+    """What makes a file of the home that another account owns this user's again, as the end
+    of a one-line message: a copy that replaces it (this user owns the folder it is in, so
+    may replace it), or its removal."""
+    return f"make it a file of your own (`cp {path} {path}.new && mv {path}.new {path}`) or remove it"
 
 
 @dataclass(frozen=True)

@@ -443,6 +443,7 @@ class Supervisor:
         tools are refused by its pin, so `tools` is None; `collisions`: the name collisions it
         is in, one line each); `detail` adds the other warnings."""
         names = [name] if name else by_name(self.actors)
+        collisions = self.all_collisions()
         rows = []
         for n in (n for n in names if n in self.actors):
             row = self.actors[n].status(detail=detail)
@@ -452,7 +453,7 @@ class Supervisor:
                 row["tools"] = None
             # Name collisions are state, shown wherever the row is (said once, in the log and
             # the journal, when they appear: ToolService._note_collisions).
-            row["collisions"] = self.collisions(n)
+            row["collisions"] = collisions.get(n, [])
             if detail:
                 spec = self.actors[n].spec
                 row["warnings"] = (self.tool_service.warnings(n) + self._argv_warnings(n) +
@@ -460,10 +461,12 @@ class Supervisor:
             rows.append(row)
         return rows
 
-    def collisions(self, name: str) -> list[str]:
-        """The name collisions server `name` is in, one line each: its tools' (trust/service.py),
-        then its resource URIs' and prompt names' (gateway/catalog.py)."""
-        return self.tool_service.collisions(name) + self.gateway.catalog.warnings(name)
+    def all_collisions(self) -> dict[str, list[str]]:
+        """The name collisions each server is in, one line each, by server name (a server in
+        none is left out): its tools' (trust/service.py), then its resource URIs' and prompt
+        names' (gateway/catalog.py), in one pass over every server's lists."""
+        tools, catalog = self.tool_service.all_collisions(), self.gateway.catalog.collisions()
+        return {n: tools.get(n, []) + catalog.get(n, []) for n in by_name({*tools, *catalog})}
 
     def _argv_warnings(self, name: str) -> list[str]:
         """One warning when a secret monad holds is in a stdio server's command line as it is

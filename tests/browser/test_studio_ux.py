@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import wait_state, write_atom
+from tests.conftest import LIGHTSERVER, wait_state, write_atom
 from tests.studio_helpers import (
     browser,
     context,
@@ -287,6 +287,50 @@ def test_narrow_nothing_scrolls_sideways_and_long_names_fit(browser: Any, monad:
         page.locator(f"tbody[data-server='{LONG}']").get_by_role("button").first.click()
         expect(page.locator(".try")).to_be_visible()
         _no_sideways(page, "Try of a long-named server's tool")
+    finally:
+        ctx.close()
+
+
+def test_the_transcripts_calls_fit_at_400_px_and_keep_their_columns_at_1920(browser: Any, monad: Any) -> None:
+    """The Calls table ran 670 px wide in a 400 px window: it scrolled sideways inside its own
+    view, a scrollbar the page-wide check (`_no_sideways`) does not see. In a narrow window
+    each call is a card, its tool on top, then a labelled line per field; at 1920 px it is a
+    row of columns, each short cell on one line."""
+    assert monad("mcp", "add", "notes", "--", sys.executable, LIGHTSERVER).code == 0
+    wait_state(monad, "notes", "connected")
+    for text in ("hello", "a long argument value that goes on and on " * 3):
+        assert monad("mcp", "call", "notes__echo", "--arg", f"text={text}", "--yes").code == 0
+    ctx = browser.new_context(viewport={"width": 400, "height": 800})
+    ctx.set_default_timeout(20_000)
+    try:
+        page = ctx.new_page()
+        _open(monad, page)
+        page.get_by_role("navigation", name="Sections").get_by_role("link", name="Transcript").click()
+        table = page.get_by_role("table", name="Calls")
+        rows = table.locator("tbody").get_by_role("row")
+        expect(rows).to_have_count(2)
+        _no_sideways(page, "Transcript")
+        sideways = page.locator("#transcript-view").evaluate("v => [v.scrollWidth, v.clientWidth]")
+        assert sideways[0] <= sideways[1], f"the Transcript view scrolls sideways: {sideways}"
+        box = table.bounding_box()
+        assert box is not None and box["x"] + box["width"] <= 400, box
+        cells = rows.first.get_by_role("cell")  # still a table's cells to a screen reader
+        time, tool = cells.nth(0).bounding_box(), cells.nth(2).bounding_box()
+        assert time is not None and tool is not None and tool["y"] < time["y"], (time, tool)  # the tool on top
+        expect(cells.nth(2)).to_have_text("notes__echo")
+        label = cells.nth(0).evaluate("td => getComputedStyle(td, '::before').content")
+        assert label == '"Time"', label
+        assert _axe_problems(page, "Transcript at 400 px") == []
+
+        page.set_viewport_size({"width": 1920, "height": 900})
+        expect(table.get_by_role("columnheader", name="Arguments")).to_be_visible()
+        time, tool = cells.nth(0).bounding_box(), cells.nth(2).bounding_box()
+        assert time is not None and tool is not None
+        assert tool["x"] > time["x"] + time["width"] and abs(tool["y"] - time["y"]) < 2, (time, tool)  # side by side
+        lines = cells.nth(0).evaluate("td => { const r = document.createRange(); r.selectNodeContents(td); "
+                                      "return r.getClientRects().length; }")
+        assert lines == 1, lines  # the date and the time on one line
+        assert cells.nth(0).evaluate("td => getComputedStyle(td, '::before').content") == "none"
     finally:
         ctx.close()
 

@@ -64,12 +64,25 @@ def test_a_home_planted_by_another_account_runs_nothing(monad: Any, monad_home: 
 
 @pytest.mark.e2e
 def test_an_env_file_of_another_account_is_refused(monad: Any, monad_home: Path) -> None:
+    """Every command refuses the home, naming the env file and its fix as the running
+    supervisor does (it said "use a MONAD_HOME of your own", as for a home another account
+    owns, though the file is what to replace); the fix it names works."""
     other = _other_account()
     monad_home.mkdir(mode=0o700)
-    (monad_home / "env").write_text("DOCS_KEY=planted\n")
-    os.chmod(monad_home / "env", 0o600)
-    os.chown(monad_home / "env", other, other)
-    _refused(monad("mcp", "list"), monad_home / "env", f"is owned by uid {other}")
+    env = monad_home / "env"
+    env.write_text("DOCS_KEY=planted\n")
+    os.chmod(env, 0o600)
+    os.chown(env, other, other)
+    said = (f"error: `{env}` is owned by uid {other} (nobody), not by this user (uid 0 (root)): refusing to use "
+            f"MONAD_HOME `{monad_home}`, as another account could have set what a server receives; check what is "
+            f"in it, then make it a file of your own (`cp {env} {env}.new && mv {env}.new {env}`) or remove it\n")
+    for r in (monad("mcp", "list"), monad("mcp", "status"), monad("env", "list"), monad("env", "set", "A", input="1")):
+        _refused(r, env, f"is owned by uid {other}")
+        assert r.err == said, r
+    assert env.read_text() == "DOCS_KEY=planted\n"  # nothing was changed
+    assert subprocess.run(["sh", "-c", f"cp {env} {env}.new && mv {env}.new {env}"]).returncode == 0
+    r = monad("env", "list")
+    assert r.code == 0 and "DOCS_KEY" in r.out, r
 
 
 @pytest.mark.e2e

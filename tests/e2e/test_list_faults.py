@@ -152,3 +152,38 @@ def test_a_servers_shapeless_answer_leaves_that_server_out_not_every_servers_lis
     left = status_of(supervisor, "odd")["leftOut"]
     assert any(r.startswith("resources/templates/list answer left out: resourceTemplates: Field required")
                for r in left), left
+
+
+def test_a_servers_error_code_0_on_a_read_or_a_prompt_is_answered_minus_32603(supervisor: Any,
+                                                                               monad_home: Path) -> None:
+    """A server failing resources/read or prompts/get with JSON-RPC error code 0 (undefined in
+    JSON-RPC 2.0 section 5.1; an SDK server's answer to its handler's exception) passed through
+    the gateway unchanged, as tools/call and the listings no longer do. The agent gets -32603
+    with the server's one line, its own code named, and a secret in it masked."""
+    import anyio
+    from mcp import Client, StdioServerParameters
+    from mcp.shared.exceptions import MCPError
+
+    secret = "SENTINEL-code-zero-7c41"
+    assert supervisor("env", "set", "FAULT_NOTE", input=secret).code == 0
+    r = supervisor("mcp", "add", "zero", "--env", "FAULT_NOTE=${FAULT_NOTE}", "--", sys.executable, LIST_FAULTS,
+                   "--code-zero=resources/read", "--code-zero=prompts/get")
+    assert r.code == 0, r
+    wait_state(supervisor, "zero", "connected", timeout=60)
+
+    async def agent(*names: str) -> list[Any]:
+        serve = StdioServerParameters(command=sys.executable, args=["-m", "monad_cli", "mcp", "serve", *names],
+                                      env={"MONAD_HOME": str(monad_home), "MONAD_NO_AUTOSTART": "1"})
+        errors = []
+        async with Client(serve) as gateway:
+            prompt = "greet" if names else "zero__greet"
+            for request in (lambda: gateway.read_resource("memo://notes/1"), lambda: gateway.get_prompt(prompt)):
+                with pytest.raises(MCPError) as failed:
+                    await request()
+                errors.append(failed.value.error)
+        return errors
+
+    said = "server `zero`: unhandled errors in a TaskGroup (1 sub-exception); note *** (MCP error 0)"
+    for names in ((), ("zero",)):  # the whole gateway, and the server's own entry
+        errors = anyio.run(agent, *names)
+        assert [(e.code, e.message) for e in errors] == [(-32603, said)] * 2, errors

@@ -5,6 +5,7 @@ The SDK's lowlevel `Server` does the MCP part; this file owns the stdio wire (as
 toolfaultserver.py does), so it can answer lists no SDK would send:
 
     python listfaultserver.py [--change-before-listen] [--bad-items] [--ttl-ms N] [--shapeless METHOD]...
+                              [--code-zero METHOD]...
 
 Tools: `echo(text)`. Prompts: `greet`. Resources: `memo://notes/1`; template `memo://notes/{id}`.
 
@@ -22,6 +23,11 @@ Options:
 - `--shapeless METHOD` (repeatable; `prompts/list`, `resources/list`,
   `resources/templates/list`): answers METHOD without its list (`{}` and, for a 2026-07-28
   client, the result envelope);
+- `--code-zero METHOD` (repeatable; `resources/read`, `prompts/get`): fails METHOD with
+  JSON-RPC error code 0, which JSON-RPC 2.0 does not define (section 5.1), and the text an
+  SDK server sends for a handler's unhandled exception ("unhandled errors in a TaskGroup (1
+  sub-exception)"), then `; note ` and the value of FAULT_NOTE when it is set (a secret the
+  supervisor must mask);
 - `--log-requests PATH` appends each request's method, one per line.
 """
 
@@ -43,6 +49,7 @@ def main() -> None:
     ap.add_argument("--log-requests", default=None)
     ap.add_argument("--shapeless", action="append", default=[],
                     choices=["prompts/list", "resources/list", "resources/templates/list"])
+    ap.add_argument("--code-zero", action="append", default=[], choices=["resources/read", "prompts/get"])
     args = ap.parse_args()
 
     gc.disable()  # no cyclic collection while the SDK is imported (~0.3 s of CPU a start)
@@ -138,6 +145,11 @@ def main() -> None:
                             log.write(message.method + "\n")
                         if message.method == "tools/list":
                             tools_list(message.id)
+                            continue
+                        if message.method in args.code_zero:
+                            note = f"; note {os.environ['FAULT_NOTE']}" if os.environ.get("FAULT_NOTE") else ""
+                            write({"jsonrpc": "2.0", "id": message.id, "error": {
+                                "code": 0, "message": f"unhandled errors in a TaskGroup (1 sub-exception){note}"}})
                             continue
                         if message.method in args.shapeless:
                             write({"jsonrpc": "2.0", "id": message.id, "result": {**envelope}})

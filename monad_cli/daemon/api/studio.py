@@ -112,9 +112,9 @@ class StudioHub:
         self.publish("server.state", {"server": self.sup.status(name=name)[0]})
         # A collision is the state of two servers: when this one's tools (or its going away)
         # make or end one, the other side's row changes too, without an event of its own.
-        now = {other: self.sup.collisions(other) for other in self.sup.actors}
-        for other, lines in now.items():
-            if other != name and lines != self._collisions_shown.get(other, []):
+        now = self.sup.all_collisions()  # one pass over every server's lists
+        for other in {*now, *self._collisions_shown}:
+            if other != name and other in self.sup.actors and now.get(other) != self._collisions_shown.get(other):
                 self.publish("server.state", {"server": self.sup.status(name=other)[0]})
         self._collisions_shown = now
 

@@ -184,19 +184,25 @@ class Catalog:
             raise failed[0]  # out of the task group: an MCPError, not an ExceptionGroup
         return dict(sorted(out.items()))
 
-    def warnings(self, server: str) -> list[str]:
-        """The resource URI collisions `server` is in, as the kept lists tell (what agents
-        listed last), and its prompt name collisions: for `monad mcp status NAME`."""
+    def collisions(self) -> dict[str, list[str]]:
+        """The resource URI collisions each server is in, as the kept lists tell (what agents
+        listed last), and its prompt name collisions, one line each, by server name (a server
+        in none is left out): for `monad mcp status` and the Studio, which asks on each state
+        change, so one pass over the kept lists serves every server."""
         owners: dict[str, list[str]] = {}
         for (name, kind), listed in sorted(self._listed.items()):
             actor = self.servers.get(name)
             if kind == "resources" and actor is not None and actor.live and listed.client is actor.client:
                 for uri in listed.uris:
                     owners.setdefault(uri, []).append(name)
-        out = [_uri_collision(uri, names) for uri, names in sorted(owners.items())
-               if len(names) > 1 and server in names]
-        if self._prompt_map is not None:
-            out += [_prompt_collision(c) for c in self._prompt_map[1].collisions_of(server)]
+        out: dict[str, list[str]] = {}
+        for uri, names in sorted(owners.items()):
+            if len(names) > 1:
+                for name in names:
+                    out.setdefault(name, []).append(_uri_collision(uri, names))
+        for c in self._prompt_map[1].collisions if self._prompt_map is not None else []:
+            for name in dict.fromkeys(str(m["server"]) for m in c["members"]):  # type: ignore[attr-defined]
+                out.setdefault(name, []).append(_prompt_collision(c))
         return out
 
     def _report(self, text: str) -> None:

@@ -130,13 +130,22 @@ def failures_in_one_line(scrub: Callable[[str], str]) -> Callable[[Any, Any], Aw
     scrubbed line: `METHOD failed: WHY`). The SDK answers any other exception with JSON-RPC
     error code 0, which JSON-RPC 2.0 does not define (section 5.1), and its text: "unhandled
     errors in a TaskGroup (1 sub-exception)". Its traceback goes to the daemon log only with
-    MONAD_DEBUG. A pydantic ValidationError passes: the SDK's own answer to bad params (-32602)."""
+    MONAD_DEBUG. A pydantic ValidationError passes: the SDK's own answer to bad params (-32602).
+
+    A server's own error with code 0 (an SDK server's answer to its handler's exception, on
+    resources/read, prompts/get, completion/complete or a listing routed to it) is answered
+    -32603 as well, its scrubbed message ending `(MCP error 0)`, as a tool call's failure names
+    the server's code; every other code passes as the server gave it."""
     from pydantic import ValidationError
 
     async def middleware(ctx: Any, call_next: Any) -> Any:
         try:
             return await call_next(ctx)
-        except (MCPError, ValidationError):
+        except MCPError as e:
+            if e.error.code != 0:
+                raise
+            raise MCPError(types.INTERNAL_ERROR, scrub(f"{e.error.message} (MCP error 0)")) from None
+        except ValidationError:
             raise
         except Exception as e:
             leaf = leaf_exceptions(e)[0]

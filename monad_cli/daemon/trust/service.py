@@ -341,9 +341,14 @@ class ToolService:
         out += [inert_entry_warning(e, advertised) for e in inert_entries(name, self._auto_list(actor), pairs)]
         return out + inert_globs(actor.spec.tools, [t.name for t in actor.tools], advertised)
 
-    def collisions(self, name: str) -> list[str]:
-        """The tool name collisions `name` is in, one line each (core/tool_names.py)."""
-        return [describe_collision(c) for c in self.name_map().collisions_of(name)]
+    def all_collisions(self) -> dict[str, list[str]]:
+        """The tool name collisions each server is in, one line each (core/tool_names.py), by
+        server name (a server in none is left out)."""
+        out: dict[str, list[str]] = {}
+        for c in self.name_map().collisions:
+            for name in dict.fromkeys(str(m["server"]) for m in c["members"]):  # type: ignore[attr-defined]
+                out.setdefault(name, []).append(describe_collision(c))
+        return out
 
     def _entry(self, exposed: str) -> ExposedTool | None:
         """`exposed`'s name-map entry, on every call's path: the built map is reused while no

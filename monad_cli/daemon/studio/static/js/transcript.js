@@ -78,7 +78,8 @@ export class TranscriptView {
     if (!update || update.id === undefined) return;
     let entry = this.calls.get(update.id);
     if (!entry) {
-      const cells = COLUMNS.map(() => h("td"));
+      // Each cell names its column: in a narrow window a call is a card of labelled lines (studio.css).
+      const cells = COLUMNS.map((c) => h("td", { class: `col-${c.toLowerCase()}`, dataset: { label: c } }));
       entry = { row: null, tr: h("tr", { dataset: { callId: String(update.id) } }, cells), cells };
       this.calls.set(update.id, entry);
       this.insert(entry, update.id);
@@ -124,7 +125,7 @@ export class TranscriptView {
     setText(tool, r.exposed || "");
     const shown = r.arguments !== undefined ? JSON.stringify(r.arguments) : r.argsDigest ? `digest ${r.argsDigest}` : "";
     setText(args, shown);
-    args.className = "args";
+    args.classList.add("args");
     const decided = r.decision ? `${r.decision}${r.decidedBy ? ` (${r.decidedBy})` : ""}` : "";
     setText(decision, decided);
     const badge = outcome.firstChild || outcome.appendChild(h("span", { class: "badge" }));
