@@ -30,7 +30,6 @@ import os
 import sqlite3
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -66,8 +65,12 @@ def is_disk_fault(exc: BaseException) -> bool:
 
 
 def new_uid() -> str:
-    """A row's identity across journals (the idempotency key of its upserts)."""
-    return uuid.uuid4().hex
+    """A row's identity across journals (the idempotency key of its upserts): the 32 hex
+    digits of a random (version 4) UUID, RFC 9562 §5.4. Written from the random bytes
+    directly: `uuid.uuid4().hex` builds a `UUID` object on every tool call's intent row, ~4x
+    the cost."""
+    h = os.urandom(16).hex()
+    return f"{h[:12]}4{h[13:16]}{'89ab'[int(h[16], 16) & 3]}{h[17:]}"
 
 
 class Journal:
@@ -180,10 +183,7 @@ class Journal:
         on_write = self.on_write
         started = time.perf_counter() if on_write is not None else 0.0
         try:
-            with self.pool.transaction() as cur:
-                for sql, params in [*queued, *statements]:
-                    cur.execute(sql, params)
-                row_id = cur.lastrowid
+            row_id = self.pool.run([*queued, *statements])
         except BaseException as exc:
             held = is_disk_fault(exc)
             with self._deferred_lock:  # not written: they wait for the next transaction, first
