@@ -126,6 +126,10 @@ class Journal:
         # threads, and reads flush): each transaction takes the queue under the lock, so no
         # statement is written twice or dropped by another's bookkeeping.
         self.deferred: list[tuple[str, tuple[Any, ...]]] = []
+        # When the oldest statement now in `deferred` was queued (`time.monotonic()`; None: the
+        # queue is empty): the supervisor's flush waits until it is ~20 ms old, and a call's
+        # intent row that comes first takes it along (`CallLog.write_outcomes`).
+        self.deferred_since: float | None = None
         self._deferred_lock = threading.Lock()
         # Told each write transaction's seconds (the supervisor's telemetry); None: not timed.
         self.on_write: Callable[[float], None] | None = None
@@ -159,6 +163,8 @@ class Journal:
     def defer(self, sql: str, params: tuple[Any, ...]) -> None:
         """Queue `sql` for the next write transaction (or `flush`): a write-behind row."""
         with self._deferred_lock:
+            if not self.deferred:
+                self.deferred_since = time.monotonic()
             self.deferred.append((sql, params))
 
     def flush(self) -> int:
@@ -176,8 +182,9 @@ class Journal:
             if self.fault is not None and not attempt and statements:
                 self._hold(statements, None)
                 return None, 0
-            queued = self.deferred[:]
+            queued, since = self.deferred[:], self.deferred_since
             del self.deferred[:]
+            self.deferred_since = None
         if not queued and not statements:
             return None, 0
         on_write = self.on_write
@@ -188,6 +195,8 @@ class Journal:
             held = is_disk_fault(exc)
             with self._deferred_lock:  # not written: they wait for the next transaction, first
                 self.deferred[:0] = queued
+                if queued:
+                    self.deferred_since = since
                 if held:
                     self._hold(statements, exc)
             if held:
@@ -205,6 +214,8 @@ class Journal:
         """Keep `statements` after the queue, up to `HOLD_MAX`; count the rest (lock held).
         `exc`: the disk's error (None: held because an earlier one still stands)."""
         room = max(0, HOLD_MAX - len(self.deferred))
+        if statements[:room] and not self.deferred:
+            self.deferred_since = time.monotonic()
         self.deferred.extend(statements[:room])
         self.lost += len(statements) - min(room, len(statements))
         if exc is None:
