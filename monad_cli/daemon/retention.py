@@ -9,9 +9,9 @@ it (a full VACUUM is for a person to start, not for a supervisor under load). Th
 deletes the stderr logs of servers removed longer than `keep` ago (`prune_server_logs`).
 
 `checkpoints` copies the journal's WAL back into the file from a worker thread, a moment after
-writes: the supervisor's journal never does it inside a write (`Journal(checkpoints=False)`),
-where SQLite's autocheckpoint would, fsync included, every ~150 tool calls inside one of them
-(bench/README.md, issue 37)."""
+writes pause (or every ~1000 pages while they go on): the supervisor's journal never does it
+inside a write (`Journal(checkpoints=False)`), where SQLite's autocheckpoint would, fsync
+included, every ~150 tool calls inside one of them (bench/README.md, issue 37)."""
 
 from __future__ import annotations
 
@@ -30,25 +30,47 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("monad.journal")
 EVERY_S = 24 * 3600.0
-# How soon after a write the WAL is copied back: at 1,000 calls a second, ~250 commits of
-# 5–7 pages each, so the WAL stays near SQLite's own 1000-page mark.
+# How often the WAL is looked at: a moment after writes pause, what they wrote is copied back.
 CHECKPOINT_EVERY_S = 0.25
+# While writes go on without a pause, a checkpoint waits for this many commits: a gateway call
+# commits one transaction of ~4 pages (its intent row, the last call's outcome), so about
+# SQLite's own 1000-page mark. Each checkpoint costs two fsyncs and a worker thread's hand-off
+# whatever it copies, and the pages a run of calls rewrites (the table's and its indexes' last
+# leaves) are copied once: a checkpoint every 0.25 s under a steady call loop was ~2 % of the
+# supervisor's CPU (bench/README.md, 2026-12-07 evening).
+CHECKPOINT_COMMITS = 250
 
 
-async def checkpoints(journal: Journal, *, every_s: float = CHECKPOINT_EVERY_S) -> None:
-    """Every `every_s` seconds after a write transaction, `Journal.checkpoint` in a worker
-    thread. Never returns (cancel it); a failed checkpoint (a full disk) is logged once and
-    tried again after the next write. None while the journal holds rows it could not write
-    (`Journal.fault`): a checkpoint then would let the WAL start again over its own blocks, and
-    the journal would take rows on a full disk for a while, then none, and say `degraded` and
-    `ok` by turns; its state changes when space returns, as SQLite's own checkpoints left it."""
+def checkpoint_due(commits: int, *, at_tick: int, at_checkpoint: int, every: int = CHECKPOINT_COMMITS) -> bool:
+    """Whether to copy the WAL back now: `commits` (the journal's count now) differ from
+    `at_checkpoint` (the count the last checkpoint saw) and either no commit came since the
+    last look (`at_tick`: the writes paused) or `every` or more piled up since the last
+    checkpoint."""
+    if commits == at_checkpoint:
+        return False
+    return commits == at_tick or commits - at_checkpoint >= every
+
+
+async def checkpoints(journal: Journal, *, every_s: float = CHECKPOINT_EVERY_S,
+                      every_commits: int = CHECKPOINT_COMMITS) -> None:
+    """`Journal.checkpoint` in a worker thread, looked at every `every_s` seconds: once the
+    writes pause for a look, or every `every_commits` commits while they go on
+    (`checkpoint_due`). Never returns (cancel it); a failed checkpoint (a full disk) is logged
+    once and tried again after the next write. None while the journal holds rows it could not
+    write (`Journal.fault`): a checkpoint then would let the WAL start again over its own
+    blocks, and the journal would take rows on a full disk for a while, then none, and say
+    `degraded` and `ok` by turns; its state changes when space returns, as SQLite's own
+    checkpoints left it."""
     seen = -1  # what was written before it started (the journal's open) is copied back in its first round
+    tick = -1
     failing = False
     while True:
         await anyio.sleep(every_s)
-        if journal.commits == seen or journal.fault is not None:
+        commits, last_tick, tick = journal.commits, tick, journal.commits
+        if journal.fault is not None or not checkpoint_due(commits, at_tick=last_tick, at_checkpoint=seen,
+                                                           every=every_commits):
             continue
-        seen = journal.commits
+        seen = commits
         try:
             await anyio.to_thread.run_sync(journal.checkpoint)
             failing = False

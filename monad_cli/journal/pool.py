@@ -115,6 +115,28 @@ class SqlitePool:
                     cur.execute("ROLLBACK")
                 raise
 
+    def run(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> int | None:
+        """`statements` in one `BEGIN IMMEDIATE` transaction, committed, as `transaction`
+        does them (rolled back if one raises; the first error is the one raised); returns
+        the row id the last `INSERT` gave, if any. One call without context managers: every
+        tool call's intent row is written this way."""
+        conn = self.checkout()
+        try:
+            cur = conn.cursor()
+            cur.execute("BEGIN IMMEDIATE")
+            try:
+                for sql, params in statements:
+                    cur.execute(sql, params)
+                row_id = cur.lastrowid
+                cur.execute("COMMIT")
+            except BaseException:
+                with suppress(sqlite3.Error):
+                    cur.execute("ROLLBACK")
+                raise
+            return row_id
+        finally:
+            self.give_back(conn)
+
     def checkpoint(self) -> tuple[int, int, int]:
         """`PRAGMA wal_checkpoint(PASSIVE)`: as much of the WAL as no reader still needs copied
         back into the file, without waiting for a writer or a reader; (busy, WAL frames,

@@ -28,10 +28,13 @@ from typing import Any, NamedTuple
 from monad_cli.journal import reader
 from monad_cli.journal.db import Journal
 
+# `json.dumps` with these options builds an encoder per call; one kept writes the same text.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
+
 
 def args_digest(arguments: Any) -> str:
     """`sha256:` + 16 hex of the canonical JSON arguments: comparable, never the values."""
-    body = json.dumps(arguments or {}, sort_keys=True, separators=(",", ":"), default=str)
+    body = _CANONICAL.encode(arguments or {})
     return "sha256:" + hashlib.sha256(body.encode()).hexdigest()[:16]
 
 

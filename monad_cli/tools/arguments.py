@@ -159,6 +159,21 @@ def _path(keys: tuple[str | int, ...]) -> str:
 
 log = logging.getLogger("monad.tools")
 _validators: dict[int, tuple[Any, Any]] = {}
+# (jsonschema, referencing.Registry, referencing.exceptions.Unresolvable), imported on the
+# first validation: the CLI's import path stays light, and a call's check does not run three
+# import statements (`from … import` on a package runs importlib's Python code each time).
+_library: tuple[Any, Any, Any] | None = None
+
+
+def _jsonschema() -> tuple[Any, Any, Any]:
+    global _library
+    if _library is None:
+        import jsonschema
+        from referencing import Registry
+        from referencing.exceptions import Unresolvable
+
+        _library = (jsonschema, Registry, Unresolvable)
+    return _library
 
 
 def _without_optional_nulls(schema: dict[str, Any], arguments: dict[str, Any]) -> dict[str, Any]:
@@ -169,7 +184,7 @@ def _without_optional_nulls(schema: dict[str, Any], arguments: dict[str, Any]) -
     transports "Custom Headers"). Whether the tool accepts it is the server's to judge; the
     arguments are sent as given."""
     props = schema.get("properties")
-    if not isinstance(props, dict):
+    if not isinstance(props, dict) or None not in arguments.values():
         return arguments
     required = schema.get("required")
     required = set(required) if isinstance(required, list) else set()
@@ -204,10 +219,7 @@ def validate_arguments(schema: dict[str, Any] | None, arguments: dict[str, Any],
         raise InvalidInput(f"tool `{exposed}`: arguments: {why}")
     if not schema:
         return
-    import jsonschema
-    from referencing import Registry
-    from referencing.exceptions import Unresolvable
-
+    jsonschema, Registry, Unresolvable = _library or _jsonschema()
     try:
         # Building a validator costs more than using one: keep one per schema object (the
         # entry holds the schema, so its id cannot be reused while cached).

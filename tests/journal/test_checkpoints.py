@@ -9,7 +9,7 @@ from pathlib import Path
 
 import anyio
 
-from monad_cli.daemon.retention import checkpoints
+from monad_cli.daemon.retention import checkpoint_due, checkpoints
 from monad_cli.journal.db import Journal
 
 ROW = "INSERT INTO events (ts, kind, reason, rev) VALUES (?, 'bench', ?, 0)"
@@ -49,5 +49,35 @@ def test_the_supervisors_checkpoints_copy_the_wal_back_after_writes(tmp_path: Pa
 
     anyio.run(main)
     j.write(ROW, (0.0, "after"))  # the WAL was copied back whole: this write starts it again
+    assert wal_frames(j) < 10
+    j.close()
+
+
+def test_a_steady_run_of_writes_is_checkpointed_every_so_many_commits_and_a_pause_at_once() -> None:
+    # Writes going on (a commit since the last look): not before `every` commits piled up.
+    assert not checkpoint_due(120, at_tick=100, at_checkpoint=0, every=250)
+    assert checkpoint_due(250, at_tick=240, at_checkpoint=0, every=250)
+    # The writes paused for a look: what they wrote is copied back at once, however little.
+    assert checkpoint_due(3, at_tick=3, at_checkpoint=0, every=250)
+    # Nothing new since the last checkpoint: nothing to do.
+    assert not checkpoint_due(7, at_tick=7, at_checkpoint=7, every=250)
+
+
+def test_the_checkpoints_wait_for_a_pause_while_writes_go_on(tmp_path: Path) -> None:
+    j = Journal(tmp_path / "journal.db", checkpoints=False)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: checkpoints(j, every_s=0.05, every_commits=10_000))
+            for i in range(100):  # a write every ~5 ms, a look every 50 ms: commits between any two looks
+                j.write(ROW, (float(i), "y"))
+                await anyio.sleep(0.005)
+            frames_while_writing = wal_frames(j)
+            await anyio.sleep(0.3)  # a pause of a few looks: copied back
+            tg.cancel_scope.cancel()
+        assert frames_while_writing >= 100  # never copied back while the writes went on
+
+    anyio.run(main)
+    j.write(ROW, (0.0, "after"))
     assert wal_frames(j) < 10
     j.close()

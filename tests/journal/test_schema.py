@@ -105,3 +105,27 @@ def test_task_rows_read_back_as_written(tmp_path: Path) -> None:
     assert jt.interrupt_running(j) == 1
     assert [c["outcome"] for c in jt.calls(j)] == ["interrupted"]
     j.close()
+
+
+def test_a_rows_uid_is_a_random_version_4_uuid() -> None:
+    import uuid
+
+    from monad_cli.journal.db import new_uid
+
+    uids = [new_uid() for _ in range(2000)]
+    assert len(set(uids)) == len(uids)
+    for uid in uids:
+        parsed = uuid.UUID(uid)
+        assert parsed.hex == uid and parsed.version == 4 and parsed.variant == uuid.RFC_4122
+
+
+def test_a_calls_args_digest_is_of_its_canonical_json() -> None:
+    import hashlib
+    import json
+
+    from monad_cli.journal.tools import args_digest
+
+    arguments = {"b": [1, 2.5, None], "a": {"z": "é", "y": True}, "when": object()}
+    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
+    assert args_digest(arguments) == "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()[:16]
+    assert args_digest(None) == args_digest({})

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("monad.tools")
 Listener = Callable[[str, dict[str, Any]], None]
-OUTCOME_DELAY_S = 0.02  # sequential calls closer than this share commits
+OUTCOME_DELAY_S = 0.02  # an outcome waits at most this long for the next call's intent row
 
 
 class Listeners(list[Listener]):
@@ -57,10 +57,11 @@ class CallLog:
 
     async def write_outcomes(self) -> None:
         """Commit the deferred outcome rows within ~20 ms (run once, for the log's life): the
-        answer goes out first, and outcomes that pile up meanwhile share one commit (or ride
-        on the next call's intent row); while the journal's disk takes no writes, retry the
-        rows it holds every second. Never returns (cancel it); `Journal.close` writes what is
-        left."""
+        answer goes out first, and outcomes that pile up meanwhile share one commit, or ride
+        on the next call's intent row (then none is left to commit: a steady run of calls
+        closer than 20 ms has no commit but its intent rows); while the journal's disk takes
+        no writes, retry the rows it holds every second. Never returns (cancel it);
+        `Journal.close` writes what is left."""
         from monad_cli.journal.db import RETRY_S
 
         while True:
@@ -71,6 +72,12 @@ class CallLog:
             if self._deferred.is_set():
                 self._deferred = anyio.Event()
                 await anyio.sleep(OUTCOME_DELAY_S)
+                # Then until the oldest outcome waiting is OUTCOME_DELAY_S old: while calls
+                # follow each other closer than that, each intent row takes the outcomes
+                # before it along and nothing is left for a commit of its own.
+                while self.journal.fault is None and (since := self.journal.deferred_since) is not None \
+                        and (left := since + OUTCOME_DELAY_S - time.monotonic()) > 0:
+                    await anyio.sleep(left)
             try:
                 self.journal.flush()
             except Exception:
