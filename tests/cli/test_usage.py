@@ -208,6 +208,9 @@ def test_claudes_scope_option_says_monad_has_one_scope(argv: list[str], monad_ho
     (["--url", "notaurl"], "error: server `docs`, field `url`: must start with http:// or https://"),
     (["--url", "https://x.example/mcp", "--header", "X-Key: ***"],
      "error: server `docs`, field `headers.X-Key`: is `***`: it is how monad shows a hidden secret"),
+    # A new-user trial: "between 0 and 600, got 0.0" contradicted itself (0 is refused, 600 taken).
+    (["--timeout", "0", "--", "srv"],
+     "error: server `docs`, field `timeout`: must be a number of seconds more than 0 and at most 600, got 0.0"),
 ])
 def test_a_refused_add_names_no_file_it_never_wrote(cli: Any, monad_home: Path, argv: list[str], says: str) -> None:
     """Issue 39 (a new-user trial): `monad mcp add docs --url notaurl` said "`atoms/mcp/docs.toml`:
