@@ -221,6 +221,9 @@ def add(
 
         if parse_duration(idle_stop) is None:
             raise InvalidInput(f"--idle-stop must be a duration such as 10m or 30s (at most a week), got {idle_stop!r}")
+        if _start_of(defn)[0] != "on-demand":  # its own --start, else settings.toml's default
+            raise InvalidInput("--idle-stop applies to `--start on-demand` servers (an always-on server never "
+                               "stops when idle): add `--start on-demand`, or leave --idle-stop out")
         defn["idleStop"] = idle_stop
     if required:
         defn["required"] = True
