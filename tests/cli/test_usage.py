@@ -263,3 +263,14 @@ def test_a_malformed_arg_is_one_line_with_the_form_and_the_help(arg: str, why: s
     assert r.stderr.splitlines() == [
         f"error: --arg `{arg}` {why}: give each argument as `--arg NAME=VALUE`, e.g. `--arg text=hello` "
         "(see `monad mcp call --help`)"], r.stderr
+
+
+@pytest.mark.parametrize("flag", ["-v", "--verbose"])
+def test_verbose_after_the_command_says_to_put_it_before(flag: str, monad_home: Path) -> None:
+    """Found by a new-user trial: `monad mcp status -v` said only "No such option: -v"; -v is
+    the root's option, so the line says where it goes."""
+    r = subprocess.run([sys.executable, "-m", "monad_cli", "mcp", "status", flag], capture_output=True, text=True,
+                       timeout=60, env={**os.environ, "MONAD_NO_AUTOSTART": "1"})
+    assert r.returncode == 2 and r.stderr.splitlines() == [
+        f"error: No such option: {flag}; put {flag} before the command: `monad {flag} mcp status` "
+        "(see `monad mcp status --help`)"], r.stderr
