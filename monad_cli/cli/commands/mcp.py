@@ -472,10 +472,32 @@ def _toml_value(value: Any) -> str:
 
 
 @app.command("remove")
-def remove(name: Annotated[str, typer.Argument(help="Server name.")], as_json: JsonOpt = False) -> None:
-    """Delete the server's definition; the supervisor disconnects it live.
+def remove(names: Annotated[list[str], typer.Argument(help="Server names.")], as_json: JsonOpt = False) -> None:
+    """Delete each server's definition; the supervisor disconnects it live. One line per name;
+    exits non-zero when any could not be removed (the others are removed all the same).
 
-    A preset server is turned off instead: `enabled = false` in features/presets.toml."""
+    A preset server is turned off instead: `enabled = false` in features/presets.toml.
+    --json: `{name, source, removed}` for one name; a list of them for several (`removed`
+    false and `error` for one that failed)."""
+    rows: list[dict[str, Any]] = []
+    failed: MonadError | None = None
+    for name in dict.fromkeys(names):  # `remove a a` removes `a` once and says it once
+        try:
+            rows.append(_remove_one(name, as_json))
+        except MonadError as e:
+            if len(names) == 1:
+                raise
+            render.error(e.message)
+            rows.append({"name": name, "source": None, "removed": False, "error": e.message})
+            failed = failed or e
+    if as_json:
+        render.data_json(rows[0] if len(names) == 1 else rows)
+    if failed is not None:
+        raise typer.Exit(int(failed.exit_code))
+
+
+def _remove_one(name: str, as_json: bool) -> dict[str, Any]:
+    """Remove one server (or turn off its preset), saying so unless `as_json`; its JSON row."""
     from monad_cli.config.edits import remove_server
 
     try:
@@ -490,8 +512,7 @@ def remove(name: Annotated[str, typer.Argument(help="Server name.")], as_json: J
     else:
         if not as_json:
             render.info(f"removed server `{name}` (from {source})")
-    if as_json:
-        render.data_json({"name": name, "source": source, "removed": True})
+    return {"name": name, "source": source, "removed": True}
 
 
 def _set_enabled(name: str, enabled: bool, as_json: bool) -> None:
