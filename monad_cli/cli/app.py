@@ -169,7 +169,8 @@ def _print_version(value: bool) -> None:
 
 @_root_app.callback()
 def _root(
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show tracebacks on errors.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show tracebacks on errors (before the "
+                                          "command: `monad -v mcp status`).")] = False,
     version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_print_version,
                                           help="Print the version and exit.")] = False,
 ) -> None:
@@ -212,7 +213,8 @@ def main(argv: list[str] | None = None) -> int:
         if message.strip():  # a group run without a command has printed its help: nothing to add
             message, hint = _other_tools_word(where, message)
             message, hint = _scope_word(where, message, hint)
-            hint = hint or _server_hint(ctx, message) or _command_hint(where, message, args)
+            hint = hint or _server_hint(ctx, message) or _command_hint(where, message, args) or \
+                _verbose_hint(where, message)
             render.error(f"{message.rstrip('.')}{hint} (see `{where} --help`)")
         return int(getattr(e, "exit_code", 2))
     except MonadError as e:
@@ -332,6 +334,18 @@ def _command_hint(where: str, message: str, args: list[str]) -> str:
     if where != "monad mcp add" or not message.startswith("No such option") or "--" in args or "--url" in args:
         return ""
     return "; if it is the server's own option, put its command after `--`: `monad mcp add NAME -- COMMAND ARGS...`"
+
+
+def _verbose_hint(where: str, message: str) -> str:
+    """`; put -v before the command: `monad -v mcp status`` for `monad mcp status -v`: -v is
+    the root's option (click options belong to one command, and typer has no option that
+    every command takes); moving it silently could take a server's own `-v` (`add srv echo -v`)."""
+    import re
+
+    m = re.match(r"No such option: (-v|--verbose)\b", message.strip())
+    if m is None:
+        return ""
+    return f"; put {m.group(1)} before the command: `monad {m.group(1)} {where.removeprefix('monad ')}`"
 
 
 def _write_crash_log() -> str:

@@ -112,7 +112,8 @@ def duplicates(client_name: str, file: Path, source: str
     (`duplicates`, `differing`, `partial`): `duplicates` (names) monad runs as the client
     defines them (`importer.same_definition`, under that name or another), so each would run
     twice and `replace` may take them out; `differing` (names) have a name monad uses for
-    another definition, so monad does not run them and no copy of them would be left;
+    another definition (even when another of monad's servers matches them), so monad does not
+    run them under their name and no copy of them would be left;
     `partial` (`{name, leftOut}`) monad runs as far as it imported them, but they hold fields
     that say what runs or where that the import left out (`leftOut`: a `command` beside the
     `url` monad kept), so they are not the same definition and no copy of those would be left."""
@@ -130,14 +131,17 @@ def duplicates(client_name: str, file: Path, source: str
     for cand in get_client(client_name).read(file, source):
         if cand.name == "monad" or is_monad_gateway(cand.definition) or cand.where.startswith("projects."):
             continue  # a project-scoped entry of Claude Code is not the client's global one
-        if cand.definition is not None and any(same_definition(raw, cand.definition, cand.name)
-                                               for raw in mine.raw.values()):
+        if cand.name in mine.raw and (cand.definition is None
+                                      or not same_definition(mine.raw[cand.name], cand.definition, cand.name)):
+            # The name rules over a match under another name: monad's server of this name is
+            # not the client's, so taking the entry out would lose the client's own `time`.
+            differing.append(cand.name)
+        elif cand.definition is not None and any(same_definition(raw, cand.definition, cand.name)
+                                                 for raw in mine.raw.values()):
             if cand.transport_dropped:
                 partial.append({"name": cand.name, "leftOut": cand.transport_dropped})
             else:
                 dups.append(cand.name)
-        elif cand.name in mine.raw:
-            differing.append(cand.name)
     return dups, differing, partial
 
 

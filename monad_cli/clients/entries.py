@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -161,13 +161,16 @@ def is_reference(value: str) -> bool:
     return bool(_PURE_REFERENCE.fullmatch(value))
 
 
-def shown_definition(defn: Mapping[str, Any], *, reveal: bool) -> dict[str, Any]:
+def shown_definition(defn: Mapping[str, Any], *, reveal: bool, secrets: Iterable[str] = ()) -> dict[str, Any]:
     """`defn` with every secret value as `***` (references stay), or as written when `reveal`:
     an env value or a header is a secret by `secret_env`/`secret_header` (its name or shape,
-    docs/atoms.md "Secrets"), the same rule `monad mcp get` shows by; an auth token always."""
+    docs/atoms.md "Secrets") or when it equals one of `secrets` (`redact.held_secrets`: a
+    secret monad holds elsewhere), the same rule `monad mcp get` shows by; an auth token always."""
     if reveal:
         return dict(defn)
-    from monad_cli.core.redact import MASK, redact_args, redact_url, secret_header, shown_env
+    from monad_cli.core.redact import MASK, redact_args, redact_url, secret_values, shown_field
+
+    known = secret_values(defn) | set(secrets)
 
     out = dict(defn)
 
@@ -175,13 +178,13 @@ def shown_definition(defn: Mapping[str, Any], *, reveal: bool) -> dict[str, Any]
         return value if isinstance(value, str) and is_reference(value) else MASK
 
     if isinstance(out.get("env"), Mapping):  # a `DEBUG=1` is no secret: exported as written (as `get` shows it)
-        out["env"] = {k: shown_env(k, v) for k, v in out["env"].items()}
+        out["env"] = {k: shown_field("env", k, v, known) for k, v in out["env"].items()}
     if isinstance(out.get("headers"), Mapping):  # a `Host` or `Accept` is no secret: exported as written
-        out["headers"] = {k: MASK if secret_header(k, v) else v for k, v in out["headers"].items()}
+        out["headers"] = {k: shown_field("headers", k, v, known) for k, v in out["headers"].items()}
     if isinstance(out.get("url"), str):
         out["url"] = redact_url(out["url"])
     if isinstance(out.get("args"), list):
-        out["args"] = redact_args(str(a) for a in out["args"])
+        out["args"] = redact_args((str(a) for a in out["args"]), known)
     auth = out.get("auth")
     if isinstance(auth, Mapping):
         shown = {k: v for k, v in auth.items() if k in ("mode", "flow", "scopes", "clientId")}

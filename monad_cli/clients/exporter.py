@@ -28,13 +28,18 @@ def export_servers(paths: Paths, client_name: str, *, reveal: bool = False) -> t
     warnings += [f"server `{p.server}` is not exported: {p.message}" for p in defs.problems
                  if p.server is not None and p.server not in defs.specs]
     entries = {}
+    from monad_cli.config.envfile import read_env_file
+    from monad_cli.core.redact import held_secrets
+
+    # A value equal to a secret held elsewhere (the same token as a plain-named header) is one too.
+    known = set() if reveal else held_secrets(defs.raw.values(), read_env_file(paths).values.values())
     for name in sorted(defs.specs):
         if not defs.specs[name].enabled and not fmt.off_switch:
             warnings.append(f"server `{name}` is disabled and the {fmt.name} format has no off switch; not exported")
             continue
         if name not in defs.raw:
             continue
-        server = split_definition(shown_definition(defs.raw[name], reveal=reveal))
+        server = split_definition(shown_definition(defs.raw[name], reveal=reveal, secrets=known))
         if server.rest.get("enabled") is True and not fmt.off_switch:
             # What `monad mcp enable` writes: the default, and the only state exported there.
             del server.rest["enabled"]

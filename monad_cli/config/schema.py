@@ -337,7 +337,7 @@ def _validate(raw: Mapping[str, Any], ctx: FieldContext, *, name: str, source: s
 
     timeout = raw.get("timeout", DEFAULT_TIMEOUT_S)
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 600:
-        raise ctx.error("timeout", f"must be a number of seconds between 0 and 600, got {timeout!r}")
+        raise ctx.error("timeout", f"must be a number of seconds more than 0 and at most 600, got {timeout!r}")
     rto = raw.get("requestTimeoutMs")
     if rto is not None and (isinstance(rto, bool) or not isinstance(rto, int) or rto <= 0):
         raise ctx.error("requestTimeoutMs", f"must be a positive whole number of milliseconds, got {rto!r}")

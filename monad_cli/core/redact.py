@@ -235,18 +235,39 @@ def is_reference(value: object) -> bool:
     return isinstance(value, str) and _REFERENCE_ONLY.fullmatch(value) is not None
 
 
+def held_secrets(definitions: Iterable[Mapping[str, Any]], env_values: Iterable[str] = ()) -> set[str]:
+    """Every secret value monad holds: each definition's (`secret_values`) and the env file's
+    values of at least `MIN_SCRUB_LEN` characters (a shorter one, `1`, is a word elsewhere)."""
+    found = {v for v in env_values if isinstance(v, str) and len(v) >= MIN_SCRUB_LEN}
+    for defn in definitions:
+        found |= secret_values(defn)
+    return found
+
+
+def shown_field(kind: str, name: str, value: object, known: Iterable[str] = ()) -> object:
+    """An `env` (`kind` "env") or `headers` value as output shows it: `***` when it is a secret
+    by meaning (`secret_env`, `secret_header`) or equals a secret monad holds elsewhere
+    (`known`: an `X-Custom` header carrying the `Authorization` token); else as written
+    (`shown_env` masks a URL's password)."""
+    if isinstance(value, str) and value in known:
+        return MASK
+    if kind == "env":
+        return shown_env(name, value)
+    return MASK if secret_header(name, value) else value
+
+
 def redact_definition(defn: Mapping[str, Any], secrets: Iterable[str] = ()) -> dict[str, Any]:
     """A copy of a server definition (atom/agents.json shape) with every secret value masked:
-    its own (`secret_values`) and `secrets` (the env file's, say) wherever they appear in an
-    argument."""
+    its own (`secret_values`) and `secrets` (the env file's and the other definitions',
+    `held_secrets`) as an env or header value and wherever they appear in an argument."""
     known = secret_values(defn) | set(secrets)
     out: dict[str, Any] = {}
     for k, v in defn.items():
         if k == "headers" and isinstance(v, Mapping):
             # An empty value holds nothing to hide, and `***` would hide that it is empty.
-            out[k] = {name: MASK if secret_header(name, value) else value for name, value in v.items()}
+            out[k] = {name: shown_field("headers", name, value, known) for name, value in v.items()}
         elif k == "env" and isinstance(v, Mapping):  # `secret_env`: never an empty value
-            out[k] = {name: shown_env(name, value) for name, value in v.items()}
+            out[k] = {name: shown_field("env", name, value, known) for name, value in v.items()}
         elif k == "url" and isinstance(v, str):
             out[k] = redact_url(v)
         elif k == "args" and isinstance(v, list):

@@ -208,6 +208,9 @@ def test_claudes_scope_option_says_monad_has_one_scope(argv: list[str], monad_ho
     (["--url", "notaurl"], "error: server `docs`, field `url`: must start with http:// or https://"),
     (["--url", "https://x.example/mcp", "--header", "X-Key: ***"],
      "error: server `docs`, field `headers.X-Key`: is `***`: it is how monad shows a hidden secret"),
+    # A new-user trial: "between 0 and 600, got 0.0" contradicted itself (0 is refused, 600 taken).
+    (["--timeout", "0", "--", "srv"],
+     "error: server `docs`, field `timeout`: must be a number of seconds more than 0 and at most 600, got 0.0"),
 ])
 def test_a_refused_add_names_no_file_it_never_wrote(cli: Any, monad_home: Path, argv: list[str], says: str) -> None:
     """Issue 39 (a new-user trial): `monad mcp add docs --url notaurl` said "`atoms/mcp/docs.toml`:
@@ -260,3 +263,14 @@ def test_a_malformed_arg_is_one_line_with_the_form_and_the_help(arg: str, why: s
     assert r.stderr.splitlines() == [
         f"error: --arg `{arg}` {why}: give each argument as `--arg NAME=VALUE`, e.g. `--arg text=hello` "
         "(see `monad mcp call --help`)"], r.stderr
+
+
+@pytest.mark.parametrize("flag", ["-v", "--verbose"])
+def test_verbose_after_the_command_says_to_put_it_before(flag: str, monad_home: Path) -> None:
+    """Found by a new-user trial: `monad mcp status -v` said only "No such option: -v"; -v is
+    the root's option, so the line says where it goes."""
+    r = subprocess.run([sys.executable, "-m", "monad_cli", "mcp", "status", flag], capture_output=True, text=True,
+                       timeout=60, env={**os.environ, "MONAD_NO_AUTOSTART": "1"})
+    assert r.returncode == 2 and r.stderr.splitlines() == [
+        f"error: No such option: {flag}; put {flag} before the command: `monad {flag} mcp status` "
+        "(see `monad mcp status --help`)"], r.stderr

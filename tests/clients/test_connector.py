@@ -289,6 +289,21 @@ def test_replace_leaves_an_entry_whose_name_monad_uses_for_another_server(
     assert "server-github" in (monad_home / "atoms" / "mcp" / "github.toml").read_text()
 
 
+def test_replace_leaves_an_entry_whose_name_monad_uses_though_another_server_matches_it(
+        cli: Any, tmp_path: Path) -> None:
+    """Found by a new-user trial: Cursor's `time` runs `mcp-server-time`, monad's `time` runs it
+    with `--local-timezone UTC`, and monad's `clock` runs Cursor's definition exactly.
+    `--replace` took Cursor's `time` out, matched by definition to `clock`, though the docs
+    say an entry whose name monad uses for another definition is never taken out."""
+    path = tmp_path / "mcp.json"
+    path.write_text('{\n  "mcpServers": {\n    "time": {"command": "mcp-server-time"}\n  }\n}\n')
+    assert cli("mcp", "add", "time", "--", "mcp-server-time", "--local-timezone", "UTC").code == 0
+    assert cli("mcp", "add", "clock", "--", "mcp-server-time").code == 0
+    r = cli("mcp", "connect", "cursor", str(path), "--replace", "--json")
+    assert r.code == 0 and r.json()["replaced"] == [] and r.json()["differing"] == ["time"], r
+    assert json.loads(path.read_text())["mcpServers"]["time"] == {"command": "mcp-server-time"}
+
+
 def test_connect_remove_deletes_the_file_connect_created(cli: Any, tmp_path: Path) -> None:
     new = tmp_path / "fresh" / ".cursor" / "mcp.json"
     assert cli("mcp", "connect", "cursor", str(new)).code == 0 and new.exists()

@@ -148,3 +148,22 @@ def test_export_masks_only_what_is_secret(cli: Any, monad_home: Path) -> None:
                    "DB_URL": "postgres://app:***@db/app"}, env
     got = cli("mcp", "get", "plain", "--json")
     assert "pw-sentinel-9d1" not in got.out + got.err and "postgres://app:***@db/app" in got.out, got
+
+
+def test_a_value_equal_to_a_held_secret_is_masked_under_any_name(cli: Any, monad_home: Path) -> None:
+    """Found by a new-user trial: the token of `Authorization` also sent as `X-Custom` (a name
+    that says nothing), or set as a plain-named env var, was shown in clear by `get` and
+    `export`, though it is a secret monad holds. `DEBUG=1` stays shown; --reveal-secrets shows all."""
+    token = "SENTINEL-c0ffee-42"
+    assert cli("mcp", "add", "web", "--url", "https://example.com/mcp", "--header", f"Authorization: Bearer {token}",
+               "--header", f"X-Custom: {token}").code == 0
+    assert cli("mcp", "add", "loc", "-e", f"PLAIN={token}", "-e", "DEBUG=1", "--", "srv").code == 0
+    got = cli("mcp", "get", "web")
+    assert got.code == 0 and token not in got.out + got.err and '"X-Custom": "***"' in got.out, got
+    got = cli("mcp", "get", "loc", "--json")
+    assert got.json()["definition"]["env"] == {"PLAIN": "***", "DEBUG": "1"}, got
+    r = cli("mcp", "export", "cursor")
+    assert r.code == 0 and token not in r.out, r
+    servers = json.loads(r.out)["mcpServers"]
+    assert servers["web"]["headers"]["X-Custom"] == "***" and servers["loc"]["env"] == {"PLAIN": "***", "DEBUG": "1"}
+    assert token in cli("mcp", "export", "cursor", "--reveal-secrets").out

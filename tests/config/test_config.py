@@ -96,6 +96,24 @@ def test_remove_and_unknown_server(cli, monad_home: Path) -> None:
     assert r.code == 1 and "not defined" in r.err
 
 
+def test_remove_takes_several_names_and_says_each(cli: Any, monad_home: Path) -> None:
+    """Found by a new-user trial: `monad mcp remove a b` was "unexpected extra argument". Each
+    name is removed, one line each; one that fails is said and the exit is non-zero."""
+    for n in ("a", "b"):
+        assert cli("mcp", "add", n, "--", "echo").code == 0
+    r = cli("mcp", "remove", "a", "nope", "b")
+    assert r.code == 1 and not list((monad_home / "atoms" / "mcp").glob("*.toml")), r
+    lines = r.err.splitlines()
+    assert len(lines) == 3 and lines[0] == "removed server `a` (from atoms/mcp/a.toml)", r
+    assert lines[1].startswith("error: server `nope` is not defined") and "`b`" in lines[2], r
+    assert cli("mcp", "add", "c", "--", "echo").code == 0
+    assert cli("mcp", "remove", "c", "--json").json() == {"name": "c", "source": "atoms/mcp/c.toml", "removed": True}
+    for n in ("a", "b"):
+        assert cli("mcp", "add", n, "--", "echo").code == 0
+    r = cli("mcp", "remove", "a", "b", "--json")
+    assert r.code == 0 and [row["name"] for row in r.json()] == ["a", "b"] and all(x["removed"] for x in r.json()), r
+
+
 def test_usage_errors_are_one_line_naming_the_help(cli) -> None:
     for argv, start, where in [
         (("mcp", "add", "x", "--timeout", "abc", "--", "echo"), "error: Invalid value for '--timeout'", "mcp add"),

@@ -89,6 +89,22 @@ def test_add_writes_start_and_get_shows_the_value_in_force(cli: Any, monad_home:
     assert not (monad_home / "atoms" / "mcp" / "bad.toml").exists()
 
 
+def test_idle_stop_is_refused_for_a_server_that_starts_always(cli: Any, monad_home: Path) -> None:
+    """Found by a new-user trial: `--idle-stop 5m` without `--start on-demand` wrote `idleStop`
+    on an always-on server, where it does nothing. Taken when settings.toml's default start is
+    on-demand, as the server then is."""
+    r = cli("mcp", "add", "od", "--idle-stop", "5m", "--", "echo")
+    assert r.code == 2 and r.err.strip() == ("error: --idle-stop applies to `--start on-demand` servers (an always-on "
+                                             "server never stops when idle): add `--start on-demand`, or leave "
+                                             "--idle-stop out"), r
+    assert not (monad_home / "atoms" / "mcp" / "od.toml").exists()
+    assert cli("mcp", "add", "od", "--start", "always", "--idle-stop", "5m", "--", "echo").code == 2
+    monad_home.mkdir(parents=True, exist_ok=True)
+    (monad_home / "settings.toml").write_text('[servers]\nstart = "on-demand"\n')
+    assert cli("mcp", "add", "od", "--idle-stop", "5m", "--", "echo").code == 0
+    assert cli("mcp", "get", "od", "--json").json()["idleStop"] == "5m"
+
+
 def test_idle_has_only_the_moves_that_happen() -> None:
     for old in (State.STOPPED, State.CONNECTING, State.CONNECTED, State.DEGRADED, State.DISABLED, State.FILTERED,
                 State.FAILED, State.BACKOFF, State.NEEDS_AUTH):

@@ -221,6 +221,9 @@ def add(
 
         if parse_duration(idle_stop) is None:
             raise InvalidInput(f"--idle-stop must be a duration such as 10m or 30s (at most a week), got {idle_stop!r}")
+        if _start_of(defn)[0] != "on-demand":  # its own --start, else settings.toml's default
+            raise InvalidInput("--idle-stop applies to `--start on-demand` servers (an always-on server never "
+                               "stops when idle): add `--start on-demand`, or leave --idle-stop out")
         defn["idleStop"] = idle_stop
     if required:
         defn["required"] = True
@@ -395,9 +398,13 @@ def get(name: Annotated[str, typer.Argument(help="Server name.")], as_json: Json
 
         source, raw = PRESETS_FILE, preset_definition(paths(), name, os.environ)  # NotFound again if not one
     from monad_cli.config.envfile import read_env_file
+    from monad_cli.config.loader import load_definitions
     from monad_cli.config.schema import fields_under_env
+    from monad_cli.core.redact import held_secrets
 
-    shown = redact_definition(raw, read_env_file(paths()).values.values())
+    # A value equal to a secret monad holds anywhere (another field, server, the env file) is one.
+    others = load_definitions(paths(), expand=False).raw.values()
+    shown = redact_definition(raw, held_secrets(others, read_env_file(paths()).values.values()))
     runs_in = _runs_in(name, raw)
     variables = _variable_sources(raw)
     start = _start_of(raw)
@@ -465,10 +472,32 @@ def _toml_value(value: Any) -> str:
 
 
 @app.command("remove")
-def remove(name: Annotated[str, typer.Argument(help="Server name.")], as_json: JsonOpt = False) -> None:
-    """Delete the server's definition; the supervisor disconnects it live.
+def remove(names: Annotated[list[str], typer.Argument(help="Server names.")], as_json: JsonOpt = False) -> None:
+    """Delete each server's definition; the supervisor disconnects it live. One line per name;
+    exits non-zero when any could not be removed (the others are removed all the same).
 
-    A preset server is turned off instead: `enabled = false` in features/presets.toml."""
+    A preset server is turned off instead: `enabled = false` in features/presets.toml.
+    --json: `{name, source, removed}` for one name; a list of them for several (`removed`
+    false and `error` for one that failed)."""
+    rows: list[dict[str, Any]] = []
+    failed: MonadError | None = None
+    for name in dict.fromkeys(names):  # `remove a a` removes `a` once and says it once
+        try:
+            rows.append(_remove_one(name, as_json))
+        except MonadError as e:
+            if len(names) == 1:
+                raise
+            render.error(e.message)
+            rows.append({"name": name, "source": None, "removed": False, "error": e.message})
+            failed = failed or e
+    if as_json:
+        render.data_json(rows[0] if len(names) == 1 else rows)
+    if failed is not None:
+        raise typer.Exit(int(failed.exit_code))
+
+
+def _remove_one(name: str, as_json: bool) -> dict[str, Any]:
+    """Remove one server (or turn off its preset), saying so unless `as_json`; its JSON row."""
     from monad_cli.config.edits import remove_server
 
     try:
@@ -483,8 +512,7 @@ def remove(name: Annotated[str, typer.Argument(help="Server name.")], as_json: J
     else:
         if not as_json:
             render.info(f"removed server `{name}` (from {source})")
-    if as_json:
-        render.data_json({"name": name, "source": source, "removed": True})
+    return {"name": name, "source": source, "removed": True}
 
 
 def _set_enabled(name: str, enabled: bool, as_json: bool) -> None:

@@ -29,7 +29,7 @@ from starlette.routing import Route
 from monad_cli.config import edits
 from monad_cli.core.errors import Conflict, InvalidInput
 from monad_cli.core.order import name_key
-from monad_cli.core.redact import redact_definition
+from monad_cli.core.redact import held_secrets, redact_definition
 from monad_cli.daemon.http import door, read_json_body, via
 from monad_cli.daemon.port import actor_named
 
@@ -39,8 +39,10 @@ if TYPE_CHECKING:
 
 
 def definitions_listing(defs: Definitions) -> list[dict[str, Any]]:
-    """`[{name, source, definition}]` of every definition, by name, redacted."""
-    return [{"name": name, "source": source, "definition": redact_definition(defs.raw.get(name, {}))}
+    """`[{name, source, definition}]` of every definition, by name, redacted (a value equal to
+    another definition's secret too: `held_secrets`)."""
+    known = held_secrets(defs.raw.values())
+    return [{"name": name, "source": source, "definition": redact_definition(defs.raw.get(name, {}), known)}
             for name, source in sorted(defs.sources.items(), key=lambda kv: name_key(kv[0]))]
 
 
@@ -76,7 +78,8 @@ def server_routes(port: DaemonPort) -> list[Route]:
     async def get_server(request: Request) -> JSONResponse:
         name = request.path_params["name"]
         source, raw = edits.read_definition(port.paths, name)
-        return JSONResponse({"name": name, "source": source, "definition": redact_definition(raw)})
+        return JSONResponse({"name": name, "source": source, "definition": redact_definition(
+            raw, held_secrets(port.definitions.raw.values()))})
 
     async def add_server(request: Request) -> JSONResponse:
         body = await read_json_body(request)
