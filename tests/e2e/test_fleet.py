@@ -224,7 +224,7 @@ def test_a_tool_set_vetted_on_one_supervisor_is_accepted_by_the_other(fleet: Any
                  and s["state"] == "degraded", timeout=60)
         r = m("mcp", "call", "ts__extra", "--yes")
         assert r.code != 0 and "pinned" in r.err, r
-    assert a("mcp", "pin", "ts").code == 0  # a person vets the new set through a
+    assert a("mcp", "pin", "ts", "--yes").code == 0  # a person vets the new set through a
     # b's atom still pins the old hash, yet it accepts the set vetted for the same definition.
     wait_for(lambda: b.state("ts") == "connected", timeout=60)
     r = b("mcp", "call", "ts__extra", "--yes")

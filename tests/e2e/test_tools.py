@@ -232,9 +232,9 @@ def test_rug_pulls_are_refused_until_pinned_again(supervisor: Any, tmp_path: Pat
         assert r.code == 0 and r.err.startswith("no tools exposed: server `rug` is degraded: tool set changed"), r
         r = monad("mcp", "call", "rug__echo", "--arg", "text=x", "--yes")
         assert r.code != 0 and "tool set changed" in r.err, r
-        # Accept the new set: pin again; the server registers.
+        # Accept the new set: pin again (no terminal here: --yes); the server registers.
         t = time.time()
-        assert monad("mcp", "pin", "rug").code == 0
+        assert monad("mcp", "pin", "rug", "--yes").code == 0
         settled(monad, "rug", "connected", t)
         r = monad("mcp", "tools", "rug", "--json")
         assert r.code == 0 and r.json(), r

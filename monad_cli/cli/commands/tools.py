@@ -43,6 +43,9 @@ def tools(
     limit: Annotated[int | None, typer.Option("--limit", min=1, max=50, help="With --search: how many tools "
                                                                                "(default 8, as find_tool's).",
                                               show_default=False)] = None,
+    refused: Annotated[bool, typer.Option(
+        "--refused", help="The tool set SERVER advertises that its pin refuses, with what changed since it was "
+                          "pinned; nothing is accepted (`monad mcp pin SERVER` does that).")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Tools of the connected servers under their exposed names (`SERVER__TOOL`).
@@ -61,10 +64,20 @@ def tools(
 
     `--search TASK` ranks the tools for a task put in plain words, as the gateway's find_tool
     does, to see what an agent would find (docs/gateway.md "Tool search").
+
+    `SERVER --refused` shows the tools a pin refuses (none of them is exposed) and what
+    changed since the pin, without accepting them; `--json`: `{hash, pinned, change, tools}`,
+    or null when the pin refuses nothing (docs/tools.md "Trust controls").
     """
     if limit is not None and search is None:
         raise InvalidInput("--limit goes with --search (`monad mcp tools --search TASK --limit N`)")
+    if refused and (server is None or search is not None):
+        raise InvalidInput("--refused shows one server's refused tool set: `monad mcp tools SERVER --refused`")
     client = supervisor()
+    if refused:
+        assert server is not None
+        _show_refused(client, server, as_json=as_json)
+        return
     if search is not None:
         _search(client, search, limit=limit or 8, server=server, as_json=as_json)
         return
@@ -89,12 +102,37 @@ def tools(
                         else "no tools exposed (see `monad mcp status`)"))
 
 
+def _show_refused(client: Any, server: str, *, as_json: bool) -> None:
+    """The tool set `server`'s pin refuses, and the change (`monad mcp tools SERVER --refused`)."""
+    review = client.get(f"/v1/tools/sets/{quoted(server)}").get("review")
+    if as_json:
+        render.data_json(review)
+        return
+    if review is None:
+        render.info(f"server `{server}`: its pin refuses no tool set (`monad mcp tools {server}` lists its tools)")
+        return
+    from monad_cli.cli.commands._pin_review import change_lines
+
+    change = review["change"]
+    how = {t["name"]: "added" for t in change["added"]} | {c["name"]: "changed" for c in change["changed"]}
+    render.table([{"name": t["name"], "change": how.get(t["name"], "unchanged"),
+                   "description": _first_line(t.get("description") or "")} for t in review["tools"]],
+                 [("name", "refused tool"), ("change", "change"), ("description", "description")])
+    render.line()
+    render.text("".join(f"{line}\n" for line in change_lines(server, review)))
+    render.info(f"none of these is registered; review them, then accept them with `monad mcp pin {server}` "
+                f"(or `monad mcp unpin {server}`)")
+
+
 def _why_none(client: Any, server: str) -> str:
     """Why `server` exposes no tools, from its status row: its pin refused a changed tool set,
     it is not connected (and why), or it lists none."""
     row = client.get(f"/v1/settings/mcp-servers/{quoted(server)}/status")
     if row["state"] in ("connected", "idle") and not row.get("toolsRefused"):
         return f"server `{server}` lists no tools"
+    if row.get("toolsRefused"):
+        return (f"no tools exposed: {not_ready(row)} (`monad mcp tools {server} --refused` shows the refused "
+                f"tools and what changed)")
     return f"no tools exposed: {not_ready(row)} (see `monad mcp status {server}`)"
 
 
@@ -373,13 +411,21 @@ def call(
 
 
 # -- trust controls -------------------------------------------------------------------
-def pin(name: Annotated[str, typer.Argument(help="Server name.")], as_json: JsonOpt = False) -> None:
+def pin(name: Annotated[str, typer.Argument(help="Server name.")],
+        yes: Annotated[bool, typer.Option("--yes", "-y", help="Accept a changed tool set without asking "
+                                                               "(needed where there is no terminal to ask on).")]
+        = False,
+        as_json: JsonOpt = False) -> None:
     """Write the server's current tool-set hash as `trust.pinnedToolHash`.
 
     From then on, a changed tool set (description, parameters, added or removed tools) makes
-    the supervisor refuse to register the server's tools until you pin again.
+    the supervisor refuse to register the server's tools until you pin again. Pinning again
+    shows what changed, tool by tool (old and new descriptions and schemas), and asks before
+    it accepts it; without a terminal it accepts only with --yes. `monad mcp tools NAME
+    --refused` shows the refused set without accepting it.
     """
-    info = supervisor().get(f"/v1/tools/sets/{quoted(name)}")
+    client = supervisor()
+    info = client.get(f"/v1/tools/sets/{quoted(name)}")
     digest = info.get("hash")
     if not digest:
         from monad_cli.cli.commands._status import state_words
@@ -387,11 +433,33 @@ def pin(name: Annotated[str, typer.Argument(help="Server name.")], as_json: Json
         # "is waiting to retry", not "is backoff"
         raise MonadError(f"server `{name}` {state_words(info['state'])}, so its tool set is unknown; pin it once it is "
                          f"connected (`monad mcp wait {name}`)")
-    from monad_cli.config.edits import set_trust
+    review = info.get("review")
+    if review:
+        _confirm_change(name, review, yes=yes, as_json=as_json)
+    done = client.post(f"/v1/tools/sets/{quoted(name)}/pin", {"hash": digest})
+    source = done["source"]
+    render.outcome({"name": name, "source": source, "pinnedToolHash": digest, "tools": done.get("tools"),
+                    "previous": done.get("previous"), "change": review["change"] if review else None},
+                   f"pinned server `{name}` to {digest} ({done.get('tools')} tools) in {source}"
+                   + ("; its tools are registered again" if review else ""), as_json=as_json)
 
-    source = set_trust(paths(), name, "pinnedToolHash", digest)
-    render.outcome({"name": name, "source": source, "pinnedToolHash": digest, "tools": info.get("tools")},
-                   f"pinned server `{name}` to {digest} ({info.get('tools')} tools) in {source}", as_json=as_json)
+
+def _confirm_change(name: str, review: dict[str, Any], *, yes: bool, as_json: bool) -> None:
+    """Show the change a pin would accept, then ask (on a terminal), or go on with --yes,
+    or refuse: nothing is pinned unseen, as a commit follows a `git diff`."""
+    from monad_cli.cli.commands._pin_review import change_lines
+
+    if not as_json:  # with --json the change is in the answer (`change`)
+        render.text("".join(f"{line}\n" for line in change_lines(name, review)))
+    if yes:
+        return
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        raise MonadError(f"server `{name}`: its tool set changed since it was pinned, and nothing was pinned: no "
+                         f"terminal here to ask on; review the change (`monad mcp tools {name} --refused`), then "
+                         f"accept it with `monad mcp pin {name} --yes`")
+    if render.ask(f"Accept this tool set for `{name}` (its tools register and agents see this text)? [y/N] ") \
+            .strip().lower() not in ("y", "yes"):
+        raise MonadError(f"not pinned: server `{name}` keeps its pin, and its changed tools stay refused")
 
 
 def unpin(name: Annotated[str, typer.Argument(help="Server name.")], as_json: JsonOpt = False) -> None:

@@ -11,7 +11,9 @@
     POST /v1/tools/call                   {name, arguments, via, approval: {mode, ...}, ref?, progress?,
                                           questions?}
     POST /v1/tools/call/answer            {id, answer}: a caller's answer to a `question` line
-    GET  /v1/tools/sets/{name}            the server's current tool-set hash and its pin
+    GET  /v1/tools/sets/{name}            the server's current tool-set hash and its pin; while the
+                                          pin refuses the set, `review`: {hash, pinned, change, tools}
+    POST /v1/tools/sets/{name}/pin        {hash}: pin the set reviewed (409 if it changed since)
     GET  /v1/approvals                    pending approvals, and `standing` ones (session and always:
                                           {server, tool, exposed, scope, decidedBy, current})
     POST /v1/approvals/{id}               {decision: allow|deny, scope: once|session|always}
@@ -35,16 +37,19 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+import anyio
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from monad_cli.core.errors import InvalidInput, NotFound
+from monad_cli.config import edits
+from monad_cli.core.errors import Conflict, InvalidInput, NotConnected, NotFound
 from monad_cli.daemon.api.progress import CallQuestions, ProgressStream
 from monad_cli.daemon.http import error_response, read_json_body, until_disconnect, via
 from monad_cli.daemon.port import actor_named
 from monad_cli.daemon.trust.call import ToolCall
 from monad_cli.daemon.trust.gate import standing_approval
+from monad_cli.daemon.trust.pins import same_hash
 from monad_cli.daemon.trust.service import ApprovalRequired
 
 if TYPE_CHECKING:
@@ -125,9 +130,39 @@ def tools_routes(port: DaemonPort) -> list[Route]:
         actor = actor_named(port, name)
         pinned = actor.spec.trust.pinned_tool_hash if actor.spec else None
         current = svc.hashes.get(name) if actor.live or actor.listed else None
-        return JSONResponse({"server": name, "hash": current, "pinned": pinned,
+        # While the pin refuses the set: the change and the refused tools, to review first.
+        review = svc.pin_review(name)
+        return JSONResponse({"server": name, "hash": review["hash"] if review else current, "pinned": pinned,
                              "blocked": svc.blocked.get(name), "state": str(actor.state),
-                             "tools": len(actor.tools) if actor.live or actor.listed else None})
+                             "tools": len(actor.tools) if actor.live or actor.listed else None,
+                             "refused": review is not None, "review": review})
+
+    async def pin(request: Request) -> JSONResponse:
+        name = request.path_params["name"]
+        actor = actor_named(port, name)
+        body = await read_json_body(request)
+        wanted = body.get("hash")
+        if not isinstance(wanted, str):
+            raise InvalidInput('expected {"hash": "sha256:..."}: the tool-set hash you reviewed '
+                               f"(GET /v1/tools/sets/{name})")
+        review = svc.pin_review(name)
+        current = review["hash"] if review else (svc.hashes.get(name) if actor.live or actor.listed else None)
+        if current is None:
+            raise NotConnected(f"server `{name}` is {actor.state}, so its tool set is unknown; pin it once it is "
+                               f"connected (`monad mcp wait {name}`)")
+        if not same_hash(wanted, current):
+            # Accept only what was shown: a set that changed again meanwhile is reviewed again.
+            raise Conflict(f"the tool set of server `{name}` changed since it was reviewed (now {current}, reviewed "
+                           f"{wanted}); review it again (`monad mcp pin {name}`)")
+        before = actor.spec.trust.pinned_tool_hash if actor.spec else None
+        source = await anyio.to_thread.run_sync(lambda: edits.set_trust(port.paths, name, "pinnedToolHash", current))
+        await port.reconcile()  # applied to the live session before the answer (docs/tools.md)
+        by = "the Studio" if via(request) == "studio" else "monad mcp pin"
+        if port.journal is not None:
+            port.journal.record("config", server=name, reason=f"pinned by {by}: trust.pinnedToolHash = {current}"
+                                + (f" (was {before})" if before and not same_hash(before, current) else ""))
+        return JSONResponse({"name": name, "source": source, "pinnedToolHash": current,
+                             "previous": before, "tools": len(actor.tools), "accepted": review is not None})
 
     async def call(request: Request) -> Response | ProgressStream:
         body = await read_json_body(request)
@@ -204,6 +239,7 @@ def tools_routes(port: DaemonPort) -> list[Route]:
         Route("/v1/tools/call", call, methods=["POST"]),
         Route("/v1/tools/call/answer", answer, methods=["POST"]),
         Route("/v1/tools/sets/{name}", tool_set),
+        Route("/v1/tools/sets/{name}/pin", pin, methods=["POST"]),
         Route("/v1/approvals", approvals),
         Route("/v1/approvals/revoke", revoke, methods=["POST"]),
         Route("/v1/approvals/{id}", decide, methods=["POST"]),

@@ -74,3 +74,29 @@ def describe_change(old: Iterable[Mapping[str, Any]] | None, new: Iterable[Mappi
                            f"added: {', '.join(sorted(new_params)) or '-'})")
         parts.append(f"`{name}` changed {detail}")
     return "; ".join(parts) or "no visible difference"
+
+
+def tool_set_change(old: Iterable[Mapping[str, Any]] | None, new: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """What changed between the pinned tool set `old` and the advertised set `new`, tool by
+    tool, for a person to review before a pin accepts it (`monad mcp pin`, the Studio).
+
+    Returns `{pinnedKnown, added, removed, changed}`: `added`/`removed` are whole tools in
+    the pinned view (`canonical_tools`), by name; `changed` is `[{name, fields: [{field, old,
+    new}]}]` with each differing field of `PINNED_FIELDS` and its two values as the server
+    sent them (None: absent on that side). `old=None` (the pinned set was never seen by this
+    journal: a pin written by hand or in another home) gives `pinnedKnown: false` and every
+    new tool under `added`. The values are the server's own text: the caller scrubs them
+    and escapes them for its screen.
+    """
+    new_by = {str(t["name"]): t for t in canonical_tools(new)}
+    old_by = {str(t["name"]): t for t in canonical_tools(old)} if old is not None else {}
+    changed = []
+    for name in sorted(set(old_by) & set(new_by)):
+        a, b = old_by[name], new_by[name]
+        fields = [{"field": f, "old": a.get(f), "new": b.get(f)} for f in PINNED_FIELDS if a.get(f) != b.get(f)]
+        if fields:
+            changed.append({"name": name, "fields": fields})
+    return {"pinnedKnown": old is not None,
+            "added": [new_by[n] for n in sorted(set(new_by) - set(old_by))],
+            "removed": [old_by[n] for n in sorted(set(old_by) - set(new_by))],
+            "changed": changed}

@@ -51,7 +51,14 @@ from monad_cli.daemon.trust.call import ApprovalMiddleware, ApprovalWait, CallHa
 from monad_cli.daemon.trust.calls import CallLog
 from monad_cli.daemon.trust.gate import ApprovalGate, Pending, tool_definition_hash
 from monad_cli.daemon.trust.listing import dump_tool, listing_rows, tool_rules
-from monad_cli.daemon.trust.pins import canonical_tools, describe_change, norm_hash, same_hash, tool_set_hash
+from monad_cli.daemon.trust.pins import (
+    canonical_tools,
+    describe_change,
+    norm_hash,
+    same_hash,
+    tool_set_change,
+    tool_set_hash,
+)
 from monad_cli.daemon.trust.servers import RunTask, SessionCut, StartTask, ToolServer
 from monad_cli.daemon.trust.shared import SharedTrust
 from monad_cli.daemon.trust.visibility import check_caller
@@ -207,11 +214,28 @@ class ToolService:
             return None
         old = jt.tool_set(self.journal, name, norm_hash(pinned))
         reason = (f"tool set changed since it was pinned ({describe_change(old, dumped)}); refusing to register "
-                  f"its tools: `trust.pinnedToolHash` is {pinned}, the new hash {digest}; accept it with "
-                  f"`monad mcp pin {name}`")
+                  f"its tools: `trust.pinnedToolHash` is {pinned}, the new hash {digest}; review and accept it "
+                  f"with `monad mcp pin {name}` (`monad mcp tools {name} --refused` shows it)")
         log.warning("server %s: %s", name, reason)
         self.blocked[name] = reason
         return reason
+
+    def pin_review(self, name: str) -> dict[str, Any] | None:
+        """While `name`'s pin refuses the tool set it advertises: what a person reviews before
+        accepting it, else None. `{hash, pinned, change, tools}`: `hash` of the refused set
+        (the one to pin: it is computed from the very `tools` shown, so what is accepted is
+        what was reviewed), `change` from `tool_set_change` against the pinned set as the
+        journal's `tool_sets` kept it, `tools` the refused set (pinned view, by name). The
+        text is as the server sent it, scrubbed at ingress; every JSON answer is scrubbed
+        again on its way out (studio/scrub.py)."""
+        server = self.servers.get(name)
+        pinned = server.spec.trust.pinned_tool_hash if server is not None and server.spec is not None else None
+        if server is None or not pinned or name not in self.blocked:
+            return None
+        dumped = [dump_tool(t) for t in server.tools]
+        old = jt.tool_set(self.journal, name, norm_hash(pinned))
+        return {"hash": tool_set_hash(dumped), "pinned": pinned, "change": tool_set_change(old, dumped),
+                "tools": canonical_tools(dumped)}
 
     def _pin_first_use(self, server: ToolServer, digest: str, count: int) -> None:
         """`trust.pinOnFirstUse`: the first tool set seen becomes `trust.pinnedToolHash`

@@ -423,18 +423,24 @@ export class ServersView {
   async loadDetails(name) {
     if (!name) return;
     const get = (path) => api("GET", path).catch((err) => ({ error: err.message }));
-    const [status, tools, journal, { ServerFeatures }] = await Promise.all([
+    // A pin refusing its tool set: the review (what changed) is asked for too.
+    const refused = Boolean(this.rows.get(name)?.data?.toolsRefused);
+    const [status, tools, journal, { ServerFeatures }, set, pinReview] = await Promise.all([
       get(`/v1/settings/mcp-servers/${enc(name)}/status`),
       get(`/v1/tools?server=${enc(name)}`),
       get(`/v1/journal?server=${enc(name)}&limit=20`),
       import("./features.js"),
+      refused ? get(`/v1/tools/sets/${enc(name)}`) : null,
+      refused ? import("./pin_review.js") : null,
     ]);
     if (name !== this.openName) return;
     if (!this.features || this.features.server !== name) this.features = new ServerFeatures(name, this.notify);
     const hadFocus = this.details.contains(document.activeElement) ? document.activeElement : null;
     const focusLabel = hadFocus && (hadFocus.getAttribute("aria-label") || hadFocus.id);
     const row = this.rows.get(name)?.data || {};
-    const before = [this.paneHead(name), statusPart(status, row), toolsPart(name, tools)];
+    const review = set && set.review;
+    const before = [this.paneHead(name), statusPart(status, row),
+                    review ? pinReview.refusedPart(name, review, this.notify) : toolsPart(name, tools, status)];
     const after = [stderrPart(status), journalPart(journal)];
     const features = this.features.element;
     if (features.parentNode === this.details) {
@@ -490,7 +496,7 @@ export function renamedNames(collisions) {
   return new Set((collisions || []).flatMap((c) => c.members.map((m) => m.exposed).filter(Boolean)));
 }
 
-function toolsPart(name, tools) {
+function toolsPart(name, tools, status) {
   const list = (tools && tools.tools) || [];
   const renamed = renamedNames(tools && tools.collisions);
   return h("section", {},
@@ -505,7 +511,8 @@ function toolsPart(name, tools) {
           renamed.has(t.name) ? h("span", { class: "hint" }, " renamed: a name collision") : null),
         h("td", {}, t.description || ""),
         h("td", {}, parameters(t.inputSchema))))))
-      : h("p", { class: "hint" }, "No tools listed (the server is not connected, or has none)."));
+      : h("p", { class: "hint" }, ["connected", "degraded", "idle"].includes(status && status.state)
+        ? "The server lists no tools." : "No tools listed: the server is not connected."));
 }
 
 function stderrPart(status) {
