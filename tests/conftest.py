@@ -24,6 +24,9 @@ TESTSERVER = str(SERVERS / "testserver.py")
 # The standard library's server (testserver.py's stdio tools and fault flags): ~0.05 s of CPU to
 # start, the SDK's ~1.5 s; for tests that need a plain stdio server, not the SDK server's own behaviour.
 LIGHTSERVER = str(SERVERS / "lightserver.py")
+# toolserver.py's tools and flags on the standard library, its wire held equal to the SDK
+# server's (tests/servers/test_lighttoolserver.py): for tests of monad, not of the SDK server.
+LIGHTTOOLSERVER = str(SERVERS / "lighttoolserver.py")
 BIN = str(Path(sys.executable).parent)
 REAL_HOME = Path.home()
 # `make everything-deps` installs the reference server from npm here (`.ci/run` does, through `make test`).
@@ -416,5 +419,5 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
                 terminalreporter.write_line(str(value))
 
 
-__all__ = ["LIGHTSERVER", "TESTSERVER", "end_test_server", "free_port", "light_cmd", "pid_alive", "server_cmd",
-           "shutil", "status_of", "wait_for", "wait_state", "write_atom"]
+__all__ = ["LIGHTSERVER", "LIGHTTOOLSERVER", "TESTSERVER", "end_test_server", "free_port", "light_cmd", "pid_alive",
+           "server_cmd", "shutil", "status_of", "wait_for", "wait_state", "write_atom"]

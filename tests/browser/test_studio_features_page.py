@@ -1,7 +1,7 @@
 """A call's progress, a server's resources and prompts, and the variables of MONAD_HOME/env in
 the Studio page, in a real browser (Playwright driving Debian's chromium) against the real
-supervisor and real servers (the SDK-written tests/servers/resourceserver.py and
-toolserver.py, and `@modelcontextprotocol/server-everything`), with the keyboard only, at
+supervisor and real servers (the SDK-written tests/servers/resourceserver.py,
+lighttoolserver.py, and `@modelcontextprotocol/server-everything`), with the keyboard only, at
 1280 and 400 px, axe-core finding no serious or critical violation, nothing scrolling
 sideways, and no secret value anywhere in the page."""
 
@@ -18,9 +18,8 @@ from typing import Any
 import pytest
 
 from tests.browser.test_studio_ux import _axe_problems, _focused, _no_sideways, _tab_to
-from tests.conftest import SERVERS, everything_bin, status_of, wait_state, write_atom
+from tests.conftest import LIGHTTOOLSERVER, SERVERS, everything_bin, status_of, wait_state, write_atom
 from tests.e2e.test_env_file import _server_environ
-from tests.e2e.test_gateway import TOOLSERVER
 from tests.studio_helpers import browser, open_studio, sign_in, state_of
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
@@ -70,7 +69,7 @@ def _no_secret(page: Any) -> None:
 # -- 12: a running call's progress ---------------------------------------------------------------
 def test_a_running_calls_progress_shows_live_and_goes_at_its_end(monad: Any, page: Any, monad_home: Path) -> None:
     write_atom(monad_home, "p", f"command = {json.dumps(sys.executable)}\n"
-                                f"args = {json.dumps([TOOLSERVER, '--progress'])}\ntimeout = 60\n"
+                                f"args = {json.dumps([LIGHTTOOLSERVER, '--progress'])}\ntimeout = 60\n"
                                 '[trust]\nautoApproveTools = ["p__steps"]\n')
     write_atom(monad_home, "everything", f"command = {json.dumps(everything_bin())}\ntimeout = 60\n"
                                          '[trust]\nautoApproveTools = ["everything__trigger-long-running-operation"]\n')

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import LIGHTSERVER, wait_state, write_atom
+from tests.conftest import LIGHTSERVER, LIGHTTOOLSERVER, wait_state, write_atom
 from tests.studio_helpers import (
     browser,
     context,
@@ -423,10 +423,9 @@ def test_server_rows_and_the_forms_check_boxes_fit(browser: Any, monad: Any, mon
     alone on a line above its label."""
     import sys
 
-    from tests.e2e.test_gateway import TOOLSERVER
-
+    
     _time_atom(monad_home, "filesystem")  # a common ten-letter name: shown whole at 400 px too
-    write_atom(monad_home, "many", f"command = {sys.executable!r}\nargs = [{TOOLSERVER!r}, '--many', '12']\n"
+    write_atom(monad_home, "many", f"command = {sys.executable!r}\nargs = [{LIGHTTOOLSERVER!r}, '--many', '12']\n"
                                    "timeout = 60\n")
     wait_state(monad, "many", "connected", timeout=90)
     ctx = browser.new_context(viewport={"width": width, "height": 800})

@@ -1,5 +1,5 @@
 """Issue 38 item 7: an approval holds for the tool it approved. After "always" on `echo`, the
-server rewrites `echo` (tests/servers/toolserver.py `mutate`: a new description, then
+server rewrites `echo` (tests/servers/lighttoolserver.py `mutate`: a new description, then
 `list_changed`) and the next call asks again, with a journal row that says why. Standing
 approvals are listed (`monad approvals`, `monad mcp tools`, the API's JSON) and revoked from
 the CLI."""
@@ -13,10 +13,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import wait_for, wait_state, write_atom
+from tests.conftest import LIGHTTOOLSERVER, wait_for, wait_state, write_atom
 
 pytestmark = pytest.mark.e2e
-TOOLSERVER = str(Path(__file__).resolve().parents[1] / "servers" / "toolserver.py")
 
 
 def _tool_row(monad: Any) -> dict[str, Any]:
@@ -28,7 +27,7 @@ def test_an_always_approval_does_not_cover_a_rewritten_tool(supervisor: Any, mon
     from monad_cli.cli.control import ControlClient
     from monad_cli.core.paths import paths
 
-    write_atom(monad_home, "rug", f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([TOOLSERVER])}\n"
+    write_atom(monad_home, "rug", f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([LIGHTTOOLSERVER])}\n"
                                   'trust = {autoApproveTools = ["rug__mutate"]}\n')
     wait_state(supervisor, "rug", "connected", timeout=90)
     api = ControlClient(paths())
@@ -85,7 +84,7 @@ def test_an_always_approval_does_not_cover_a_rewritten_tool(supervisor: Any, mon
 
 
 def test_a_cli_call_nobody_approves_times_out_in_one_line(supervisor: Any, monad_home: Path) -> None:
-    write_atom(monad_home, "rug", f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([TOOLSERVER])}\n")
+    write_atom(monad_home, "rug", f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([LIGHTTOOLSERVER])}\n")
     wait_state(supervisor, "rug", "connected", timeout=90)
     r = supervisor("mcp", "call", "rug__echo", "--arg", "text=hi", "--approval-timeout", "1", input="")
     assert r.code == 4, r

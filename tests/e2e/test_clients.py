@@ -11,10 +11,9 @@ from typing import Any
 import pytest
 
 from tests.clients import EXPECTED, copy_fixture, parse, servers_key
-from tests.conftest import wait_state
+from tests.conftest import LIGHTTOOLSERVER, wait_state
 
 pytestmark = pytest.mark.e2e
-TOOLSERVER = str(Path(__file__).resolve().parents[1] / "servers" / "toolserver.py")
 
 
 def test_every_connected_client_lists_monads_tools(supervisor: Any, monad_home: Path, tmp_path: Path) -> None:
@@ -22,7 +21,7 @@ def test_every_connected_client_lists_monads_tools(supervisor: Any, monad_home: 
     from mcp import Client, StdioServerParameters
 
     monad = supervisor
-    assert monad("mcp", "add", "ts", "--", sys.executable, TOOLSERVER).code == 0
+    assert monad("mcp", "add", "ts", "--", sys.executable, LIGHTTOOLSERVER).code == 0
     wait_state(monad, "ts", "connected")
     entries: dict[str, dict[str, Any]] = {}
     for client, (rel, _) in EXPECTED.items():

@@ -2,7 +2,7 @@
 that call with what happened to it, in the words its status row gives (its exit status or
 signal, its last stderr lines, scrubbed) and where to look, not the SDK's bare "Connection
 closed" (docs/tools.md "Exit codes", docs/gateway.md "A call monad cuts"). Real supervisor,
-tests/servers/toolserver.py's `exit` (`--crash`) and `slow` tools; `monad mcp call`, and the
+tests/servers/lighttoolserver.py's `exit` (`--crash`) and `slow` tools; `monad mcp call`, and the
 SDK's client over `monad mcp serve` (stdio: the direct lane; `--http`: the SDK's path)."""
 
 from __future__ import annotations
@@ -17,11 +17,10 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.conftest import wait_state
+from tests.conftest import LIGHTTOOLSERVER, wait_state
 from tests.e2e.test_gateway_approval_wait import _agent
 
 pytestmark = pytest.mark.e2e
-TOOLSERVER = str(Path(__file__).resolve().parents[1] / "servers" / "toolserver.py")
 SECRET = "SENTINEL-crash-5e2a"
 TODO = "whether the server acted on it is unknown; `monad mcp status ts` says whether it is back (MCP error -32000)"
 
@@ -30,7 +29,7 @@ def _atom(home: Path, tmp_path: Path) -> None:
     (home / "atoms" / "mcp").mkdir(parents=True, exist_ok=True)
     (home / "atoms" / "mcp" / "ts.toml").write_text(
         f"command = {json.dumps(sys.executable)}\n"
-        f"args = {json.dumps([TOOLSERVER, '--crash', '--marker-dir', str(tmp_path)])}\ntimeout = 60\n"
+        f"args = {json.dumps([LIGHTTOOLSERVER, '--crash', '--marker-dir', str(tmp_path)])}\ntimeout = 60\n"
         f'env = {{API_KEY = "{SECRET}"}}\n'
         'trust = {autoApproveTools = ["ts__slow", "ts__exit"]}\n')
 

@@ -16,13 +16,12 @@ import pytest
 from monad_cli.cli.control import ControlClient
 from monad_cli.core.paths import Paths
 from monad_cli.journal.schema import MIGRATIONS
-from tests.conftest import wait_for, write_atom
+from tests.conftest import LIGHTTOOLSERVER, wait_for, write_atom
 from tests.studio_helpers import browser, context, page
 
 __all__ = ["browser", "context", "page"]  # fixtures, used by name
 
 pytestmark = pytest.mark.e2e
-TOOLSERVER = str(Path(__file__).resolve().parents[1] / "servers" / "toolserver.py")
 
 
 class Member:
@@ -43,7 +42,7 @@ class Member:
                                 env={**os.environ, **self.env})
 
     def add_toolserver(self, name: str = "ts", *args: str) -> None:
-        quoted = ", ".join(f'"{a}"' for a in (TOOLSERVER, *args))
+        quoted = ", ".join(f'"{a}"' for a in (LIGHTTOOLSERVER, *args))
         write_atom(self.home, name, f'schema = 1\ncommand = "{sys.executable}"\nargs = [{quoted}]\n')
 
     def state(self, name: str) -> str:

@@ -23,9 +23,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import _stop_supervisor, wait_for, wait_state
-
-TOOLSERVER = str(Path(__file__).resolve().parents[1] / "servers" / "toolserver.py")
+from tests.conftest import LIGHTTOOLSERVER, _stop_supervisor, wait_for, wait_state
 
 
 @pytest.fixture
@@ -78,12 +76,12 @@ def home_on(small_disk: Path, monkeypatch: pytest.MonkeyPatch, monad: Any) -> It
 def test_add_on_a_full_disk_fails_in_one_line_naming_the_disk_and_writes_nothing(home_on: Path,
                                                                                  monad: Any) -> None:
     env = {"MONAD_NO_AUTOSTART": "1"}
-    r = monad("mcp", "add", "one", "--", sys.executable, TOOLSERVER, env=env)
+    r = monad("mcp", "add", "one", "--", sys.executable, LIGHTTOOLSERVER, env=env)
     assert r.code == 0, r
     atom = home_on / "atoms" / "mcp" / "one.toml"
     before = atom.read_bytes()
     fill(home_on.parent)
-    r = monad("mcp", "add", "two", "--", sys.executable, TOOLSERVER, env=env)
+    r = monad("mcp", "add", "two", "--", sys.executable, LIGHTTOOLSERVER, env=env)
     assert r.code == 1, r
     lines = r.err.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in r.err, r
@@ -107,7 +105,7 @@ def test_the_supervisor_serves_calls_on_a_full_disk_and_writes_every_row_once_sp
     from monad_cli.cli.control import ControlClient
     from monad_cli.core.paths import Paths
 
-    r = monad("mcp", "add", "one", "--", sys.executable, TOOLSERVER)
+    r = monad("mcp", "add", "one", "--", sys.executable, LIGHTTOOLSERVER)
     assert r.code == 0, r
     wait_state(monad, "one", "connected")
     api = ControlClient(Paths(home_on))

@@ -16,17 +16,16 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.conftest import free_port, gateway_up, wait_for, wait_state
+from tests.conftest import LIGHTTOOLSERVER, free_port, gateway_up, wait_for, wait_state
 
 pytestmark = pytest.mark.e2e
-TOOLSERVER = str(Path(__file__).resolve().parents[1] / "servers" / "toolserver.py")
 
 
 def _atom(home: Path, name: str, *flags: str, auto: tuple[str, ...] = ()) -> None:
     path = home / "atoms" / "mcp" / f"{name}.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join([f"command = {json.dumps(sys.executable)}",
-                               f"args = {json.dumps([TOOLSERVER, *flags])}", "timeout = 60",
+                               f"args = {json.dumps([LIGHTTOOLSERVER, *flags])}", "timeout = 60",
                                f"trust = {{autoApproveTools = {json.dumps([f'{name}__{t}' for t in auto])}}}"])
                     + "\n")
 

@@ -20,11 +20,10 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.conftest import free_port, gateway_up, wait_state
+from tests.conftest import LIGHTTOOLSERVER, free_port, gateway_up, wait_state
 from tests.studio_helpers import StudioHTTP, open_studio
 
 pytestmark = pytest.mark.e2e
-TOOLSERVER = str(Path(__file__).resolve().parents[1] / "servers" / "toolserver.py")
 ALLOW = re.compile(r"`monad approvals allow ([0-9a-f]{8})`")
 TRUST = "`monad mcp trust ts --auto-approve ts__echo` lets it run unasked from now on"
 
@@ -32,7 +31,7 @@ TRUST = "`monad mcp trust ts --auto-approve ts__echo` lets it run unasked from n
 def _atom(home: Path) -> None:
     path = home / "atoms" / "mcp" / "ts.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([TOOLSERVER])}\ntimeout = 60\n")
+    path.write_text(f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([LIGHTTOOLSERVER])}\ntimeout = 60\n")
 
 
 @asynccontextmanager

@@ -2,7 +2,7 @@
 `monad mcp remove NAME`, the supervisor stopping) answers the agent with what happened and
 what to do, not a bare "Connection closed (-32000)" (docs/gateway.md "A call monad cuts").
 Real supervisor, `monad mcp serve` over stdio (the direct lane) and `--http` (the SDK's
-path), the SDK's client, tests/servers/toolserver.py's `slow` tool."""
+path), the SDK's client, tests/servers/lighttoolserver.py's `slow` tool."""
 
 from __future__ import annotations
 
@@ -15,11 +15,10 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.conftest import wait_state
+from tests.conftest import LIGHTTOOLSERVER, wait_state
 from tests.e2e.test_gateway_approval_wait import _agent
 
 pytestmark = pytest.mark.e2e
-TOOLSERVER = str(Path(__file__).resolve().parents[1] / "servers" / "toolserver.py")
 
 EXPECTED = {
     "reconnect": "the call to `ts__slow` was cut: server `ts` was reconnected (`monad mcp reconnect ts`) while it "
@@ -43,7 +42,7 @@ def test_a_call_monad_cuts_says_what_happened(supervisor: Any, monad_home: Path,
     (monad_home / "atoms" / "mcp").mkdir(parents=True, exist_ok=True)
     (monad_home / "atoms" / "mcp" / "ts.toml").write_text(
         f"command = {json.dumps(sys.executable)}\n"
-        f"args = {json.dumps([TOOLSERVER, '--marker-dir', str(tmp_path)])}\ntimeout = 60\n"
+        f"args = {json.dumps([LIGHTTOOLSERVER, '--marker-dir', str(tmp_path)])}\ntimeout = 60\n"
         'trust = {autoApproveTools = ["ts__slow"]}\n')
     wait_state(supervisor, "ts", "connected", timeout=90)
     argv = {"reconnect": ("mcp", "reconnect", "ts"), "remove": ("mcp", "remove", "ts"),

@@ -12,16 +12,15 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.conftest import status_of, wait_state, write_atom
+from tests.conftest import LIGHTTOOLSERVER, status_of, wait_state, write_atom
 
 pytestmark = pytest.mark.e2e
-TOOLSERVER = str(Path(__file__).resolve().parents[1] / "servers" / "toolserver.py")
 TOOLS = ["add", "echo", "fail", "kinds", "mutate", "slow"]
 
 
 def _atom(home: Path, name: str, *extra: str) -> Path:
     return write_atom(home, name, "\n".join([f"command = {json.dumps(sys.executable)}",
-                                             f"args = {json.dumps([TOOLSERVER])}", "timeout = 60", *extra,
+                                             f"args = {json.dumps([LIGHTTOOLSERVER])}", "timeout = 60", *extra,
                                              f"trust = {{autoApproveTools = [\"{name}__echo\"]}}"]) + "\n")
 
 

@@ -16,11 +16,10 @@ import anyio
 import pytest
 
 from monad_cli.daemon.gateway.paging import PAGE_SIZE
-from tests.conftest import wait_state, write_atom
+from tests.conftest import LIGHTTOOLSERVER, wait_state, write_atom
 from tests.e2e.test_gateway_features import RESOURCESERVER, _http_gateway, _serve
 
 pytestmark = [pytest.mark.e2e]
-TOOLSERVER = str(Path(__file__).resolve().parents[1] / "servers" / "toolserver.py")
 MANY = 1200
 
 
@@ -46,7 +45,7 @@ def test_an_sdk_client_pages_through_long_listings(supervisor: Any, monad_home: 
     from mcp.shared.exceptions import MCPError
 
     write_atom(monad_home, "ts", f"command = {json.dumps(sys.executable)}\n"
-                                 f"args = {json.dumps([TOOLSERVER, '--many', str(MANY), '--page-size', '300'])}\n")
+                                 f"args = {json.dumps([LIGHTTOOLSERVER, '--many', str(MANY), '--page-size', '300'])}\n")
     write_atom(monad_home, "r", f"command = {json.dumps(sys.executable)}\n"
                                 f"args = {json.dumps([RESOURCESERVER, '--many', '1100'])}\n")
     wait_state(supervisor, "ts", "connected", timeout=90)

@@ -21,18 +21,18 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.conftest import wait_state
+from tests.conftest import LIGHTTOOLSERVER, wait_state
 from tests.e2e.test_gateway_approval_wait import _agent
 
 pytestmark = pytest.mark.e2e
-TOOLSERVER = str(Path(__file__).resolve().parents[1] / "servers" / "toolserver.py")
 INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}
 
 
 def _atom(home: Path, markers: Path) -> None:
     (home / "atoms" / "mcp").mkdir(parents=True, exist_ok=True)
     (home / "atoms" / "mcp" / "ts.toml").write_text(
-        f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([TOOLSERVER, '--marker-dir', str(markers)])}\n"
+        f"command = {json.dumps(sys.executable)}\n"
+        f"args = {json.dumps([LIGHTTOOLSERVER, '--marker-dir', str(markers)])}\n"
         'timeout = 60\ntrust = {autoApproveTools = ["ts__slow", "ts__echo"]}\n')
 
 

@@ -12,11 +12,10 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import wait_state
-from tests.servers.toolserver import RICH_SCHEMA
+from tests.conftest import LIGHTTOOLSERVER, wait_state
+from tests.servers.lighttoolserver import RICH_SCHEMA
 
 pytestmark = pytest.mark.e2e
-TOOLSERVER = str(Path(__file__).resolve().parents[1] / "servers" / "toolserver.py")
 
 
 def test_rich_schema_survives_the_tool_service_and_the_gateway(supervisor: Any, monad_home: Path) -> None:
@@ -24,7 +23,7 @@ def test_rich_schema_survives_the_tool_service_and_the_gateway(supervisor: Any, 
     from mcp import Client, StdioServerParameters
 
     monad = supervisor
-    r = monad("mcp", "add", "ts", "--", sys.executable, TOOLSERVER, "--rich-schema")
+    r = monad("mcp", "add", "ts", "--", sys.executable, LIGHTTOOLSERVER, "--rich-schema")
     assert r.code == 0, r
     r = monad("mcp", "trust", "ts", "--auto-approve", "ts__rich")
     assert r.code == 0, r

@@ -12,10 +12,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import SERVERS, status_of, wait_for, wait_state, write_atom
+from tests.conftest import LIGHTTOOLSERVER, SERVERS, status_of, wait_for, wait_state, write_atom
 
 pytestmark = pytest.mark.e2e
-TOOLSERVER = str(SERVERS / "toolserver.py")
 WIRE_FAULTS = str(SERVERS / "wirefaultserver.py")
 
 
@@ -51,7 +50,7 @@ def test_a_command_that_prints_to_stdout_and_exits_is_quoted(supervisor: Any, tm
 
 def test_a_failed_tool_call_quotes_what_the_server_logged_during_it(supervisor: Any) -> None:
     monad = supervisor
-    assert monad("mcp", "add", "ts", "--", sys.executable, TOOLSERVER).code == 0
+    assert monad("mcp", "add", "ts", "--", sys.executable, LIGHTTOOLSERVER).code == 0
     wait_state(monad, "ts", "connected")
     assert monad("mcp", "call", "ts__fail", "--arg", "message=before", "--arg", "log=an older line",
                  "--yes").code == 1
@@ -79,7 +78,7 @@ def test_the_stderr_a_crash_reason_quotes_is_printed_once(supervisor: Any) -> No
     """A server that dies under a call: the error already quotes its stderr (the session's
     end reason), so `monad mcp call` does not print it again below (found by a new-user trial)."""
     monad = supervisor
-    assert monad("mcp", "add", "cr", "--", sys.executable, TOOLSERVER, "--crash").code == 0
+    assert monad("mcp", "add", "cr", "--", sys.executable, LIGHTTOOLSERVER, "--crash").code == 0
     wait_state(monad, "cr", "connected")
     log = "Traceback (most recent call last):\n  File \"db.py\", line 9\nOSError: disk on fire"
     r = monad("mcp", "call", "cr__exit", "--arg", "status=3", "--arg", f"log={log}", "--yes")
@@ -93,7 +92,7 @@ def test_the_stderr_a_crash_reason_quotes_is_printed_once(supervisor: Any) -> No
 
 def test_reasons_with_newlines_stay_one_line_in_every_row(supervisor: Any) -> None:
     monad = supervisor
-    assert monad("mcp", "add", "ts", "--", sys.executable, TOOLSERVER).code == 0
+    assert monad("mcp", "add", "ts", "--", sys.executable, LIGHTTOOLSERVER).code == 0
     wait_state(monad, "ts", "connected")
     r = monad("mcp", "call", "ts__fail", "--arg", "message=refused\nHint: check the proxy\n\nsee the docs",
               "--yes")
@@ -185,7 +184,7 @@ def test_a_field_written_after_the_env_table_is_warned_of(supervisor: Any, monad
     table is an environment variable (TOML puts it in the table above), silently. `status
     NAME` and `get NAME` say so."""
     monad = supervisor
-    write_atom(monad_home, "slow", f'command = {json.dumps(sys.executable)}\nargs = [{json.dumps(TOOLSERVER)}]\n'
+    write_atom(monad_home, "slow", f'command = {json.dumps(sys.executable)}\nargs = [{json.dumps(LIGHTTOOLSERVER)}]\n'
                                    '[env]\nLOG_LEVEL = "info"\ntimeout = 60\n')
     wait_state(monad, "slow", "connected", timeout=60)
     said = ("server `slow`: `env.timeout = 60` is an environment variable of the server, not its `timeout`: "

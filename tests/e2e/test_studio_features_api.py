@@ -1,6 +1,6 @@
 """A server's resources and prompts, and the progress of calls, through the Studio's port, with
-real HTTP requests against the real supervisor and real servers (tests/servers/resourceserver.py
-and toolserver.py, SDK servers): the routes of daemon/api/features.py read and get through the
+real HTTP requests against the real supervisor and real servers (tests/servers/resourceserver.py,
+an SDK server, and lighttoolserver.py): the routes of daemon/api/features.py read and get through the
 gateway's own catalog (journaled `via: studio`, scrubbed, an idle on-demand server listed from
 its cached lists and started for a read), and `call.progress` events carry a running call's
 notifications/progress, at most ten a second, none after its end."""
@@ -17,8 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import SERVERS, status_of, wait_for, wait_state, write_atom
-from tests.e2e.test_gateway import TOOLSERVER
+from tests.conftest import LIGHTTOOLSERVER, SERVERS, status_of, wait_for, wait_state, write_atom
 from tests.e2e.test_ondemand_resources import idle_again, notes_atom, spawns
 from tests.e2e.test_studio_calls_api import Events
 from tests.studio_helpers import StudioHTTP, journal_rows, open_studio
@@ -119,7 +118,7 @@ def test_an_idle_on_demand_server_is_listed_from_its_cache_and_started_for_a_rea
 def test_call_progress_events_carry_a_running_calls_progress_at_most_ten_a_second(
         studio: StudioHTTP, monad: Any, monad_home: Path) -> None:
     write_atom(monad_home, "p", f"command = {json.dumps(sys.executable)}\n"
-                                f"args = {json.dumps([TOOLSERVER, '--progress'])}\ntimeout = 60\n"
+                                f"args = {json.dumps([LIGHTTOOLSERVER, '--progress'])}\ntimeout = 60\n"
                                 '[trust]\nautoApproveTools = ["p__steps"]\n')
     wait_state(monad, "p", "connected", timeout=60)
     events = Events(studio)
@@ -150,7 +149,7 @@ def test_a_call_without_progress_asked_sends_no_progress_token_and_no_events(
     """Only a caller that asked for progress gets it from the server: a plain call through the
     API (no `progress`) stays on the fast path, and the pages hear no progress of it."""
     write_atom(monad_home, "p", f"command = {json.dumps(sys.executable)}\n"
-                                f"args = {json.dumps([TOOLSERVER, '--progress'])}\ntimeout = 60\n"
+                                f"args = {json.dumps([LIGHTTOOLSERVER, '--progress'])}\ntimeout = 60\n"
                                 '[trust]\nautoApproveTools = ["p__steps"]\n')
     wait_state(monad, "p", "connected", timeout=60)
     events = Events(studio)

@@ -14,17 +14,16 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.conftest import status_of, wait_for, wait_state, write_atom
+from tests.conftest import LIGHTTOOLSERVER, status_of, wait_for, wait_state, write_atom
 from tests.studio_helpers import StudioHTTP, open_studio
 
 pytestmark = pytest.mark.e2e
-TOOLSERVER = str(Path(__file__).resolve().parents[1] / "servers" / "toolserver.py")
 TOOLS = ["add", "echo", "fail", "kinds", "mutate", "slow"]
 
 
 def _atom(home: Path, name: str, *extra: str) -> Path:
     return write_atom(home, name, "\n".join([f"command = {json.dumps(sys.executable)}",
-                                             f"args = {json.dumps([TOOLSERVER])}", "timeout = 60", *extra,
+                                             f"args = {json.dumps([LIGHTTOOLSERVER])}", "timeout = 60", *extra,
                                              f"trust = {{autoApproveTools = [\"{name}__echo\", \"{name}__add\"]}}"])
                       + "\n")
 
@@ -166,11 +165,11 @@ def test_imported_filters_through_a_connected_client(monad: Any, monad_home: Pat
     codex = tmp_path / "codex" / "config.toml"
     codex.parent.mkdir()
     codex.write_text(f'model = "o3"\n\n[mcp_servers.cx]\ncommand = {json.dumps(sys.executable)}\n'
-                     f'args = [{json.dumps(TOOLSERVER)}]\nenabled_tools = ["echo", "add"]\n'
+                     f'args = [{json.dumps(LIGHTTOOLSERVER)}]\nenabled_tools = ["echo", "add"]\n'
                      f'disabled_tools = ["add"]\n')
     gemini = tmp_path / "gemini.json"
     gemini.write_text(json.dumps({"theme": "dark", "mcpServers": {"gm": {
-        "command": sys.executable, "args": [TOOLSERVER], "includeTools": ["kinds", "echo(text)", "add"],
+        "command": sys.executable, "args": [LIGHTTOOLSERVER], "includeTools": ["kinds", "echo(text)", "add"],
         "excludeTools": ["kinds"]}}}))
     for client, path in (("codex", codex), ("gemini", gemini)):
         r = monad("mcp", "import", client, str(path))

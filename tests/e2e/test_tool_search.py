@@ -22,6 +22,7 @@ import pytest
 
 from tests.conftest import (
     LIGHTSERVER,
+    LIGHTTOOLSERVER,
     free_port,
     gateway_up,
     inspector_bin,
@@ -464,13 +465,13 @@ def test_the_inspector_finds_and_calls_through_tool_search(supervisor: Any, mona
 
 
 def test_the_index_follows_a_servers_list_change(supervisor: Any, monad_home: Path) -> None:
-    """A server announces its tools changed (tests/servers/toolserver.py's `mutate` rewrites
+    """A server announces its tools changed (tests/servers/lighttoolserver.py's `mutate` rewrites
     `echo`'s description): the next find_tool ranks by the new text."""
     from mcp import Client
 
     tools = ["echo", "add", "kinds", "fail", "mutate", "slow"]
     write_atom(monad_home, "ts", f"command = {json.dumps(sys.executable)}\n"
-                                 f"args = {json.dumps([str(ROOT / 'tests' / 'servers' / 'toolserver.py')])}\n"
+                                 f"args = {json.dumps([LIGHTTOOLSERVER])}\n"
                                  f"trust = {{autoApproveTools = {json.dumps([f'ts__{t}' for t in tools])}}}\n")
     wait_state(supervisor, "ts", "connected", timeout=90)
 

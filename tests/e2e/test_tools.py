@@ -15,14 +15,13 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import free_port, gateway_up, status_of, wait_for, wait_state
+from tests.conftest import LIGHTTOOLSERVER, free_port, gateway_up, status_of, wait_for, wait_state
 
 pytestmark = pytest.mark.e2e
-TOOLSERVER = str(Path(__file__).resolve().parents[1] / "servers" / "toolserver.py")
 
 
-def add(monad: Any, name: str, *flags: str) -> None:
-    r = monad("mcp", "add", name, "--", sys.executable, TOOLSERVER, *flags)
+def add(monad: Any, name: str, *flags: str, server: str = LIGHTTOOLSERVER) -> None:
+    r = monad("mcp", "add", name, "--", sys.executable, server, *flags)
     assert r.code == 0, r
 
 
@@ -299,8 +298,10 @@ def test_trust_edits_apply_to_the_live_session_without_a_restart(supervisor: Any
 
 
 def test_a_rug_pull_under_a_live_session_is_caught_on_list_changed(supervisor: Any) -> None:
+    """The SDK's own server (toolserver.py), not its light twin: a list change announced on its
+    2026-07-28 `subscriptions/listen` stream, as the SDK sends it, reaches the pins."""
     monad = supervisor
-    add(monad, "live")
+    add(monad, "live", server=str(Path(LIGHTTOOLSERVER).with_name("toolserver.py")))
     pid = wait_state(monad, "live", "connected")["pid"]
     assert monad("mcp", "pin", "live").code == 0
     assert status_of(monad, "live")["pid"] == pid  # `status` applies the edit first: no reconnect
@@ -394,7 +395,7 @@ def test_approvals_deny_once_session_always_and_host_escape(supervisor: Any, mon
     r = monad("mcp", "call", "ts__echo", "--arg", "text=six", "--approval-timeout", "0.5")
     assert r.code == 4, r  # the session approval ended with the supervisor
     t = time.time()
-    r = monad("mcp", "add", "ts", "--force", "--", sys.executable, TOOLSERVER, "--name", "edited")
+    r = monad("mcp", "add", "ts", "--force", "--", sys.executable, LIGHTTOOLSERVER, "--name", "edited")
     assert r.code == 0, r
     settled(monad, "ts", "connected", t)
     r = monad("mcp", "call", "ts__add", "--arg", "a=3", "--arg", "b=3", "--approval-timeout", "0.3")
@@ -449,7 +450,7 @@ def test_auto_approve_and_inert_entries(supervisor: Any, monad_home: Path) -> No
 def test_secrets_and_argument_values_stay_out_of_outputs(supervisor: Any, monad_home: Path) -> None:
     monad = supervisor
     secret, arg_secret = "SENTINEL-token-6f1b2c", "ARGVALUE-sentinel-9d8e"
-    r = monad("mcp", "add", "sec", "-e", f"API_KEY={secret}", "--", sys.executable, TOOLSERVER, "--token", secret)
+    r = monad("mcp", "add", "sec", "-e", f"API_KEY={secret}", "--", sys.executable, LIGHTTOOLSERVER, "--token", secret)
     assert r.code == 0, r
     wait_state(monad, "sec", "connected")
     proc = popen_monad("mcp", "call", "sec__echo", "--arg", f"text={arg_secret}", "--approval-timeout", "60")

@@ -1,8 +1,8 @@
 """A stdio MCP server whose lists break (issue 26): prompts and resources lists with bad
 items, and a tools change before its `subscriptions/listen` stream opens.
 
-The SDK's lowlevel `Server` does the MCP part; this file owns the stdio wire (as
-toolfaultserver.py does), so it can answer lists no SDK would send:
+The SDK's lowlevel `Server` does the MCP part; this file owns the stdio wire, so it can
+answer lists no SDK would send:
 
     python listfaultserver.py [--change-before-listen] [--bad-items] [--ttl-ms N] [--shapeless METHOD]...
                               [--code-zero METHOD]...

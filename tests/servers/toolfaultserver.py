@@ -1,8 +1,9 @@
 """A stdio MCP server whose tools lists and results break the ways public bug reports show
 servers in the wild doing (issue 26): repeated names, bursts, bad schemas, answers that are not text.
 
-The SDK's lowlevel `Server` does the MCP part; this file owns only the stdio wire (as
-wirefaultserver.py does), so it can bend what crosses it the way the public bug reports describe:
+The standard library only (~0.05 s of CPU a start; the SDK's import was ~1.5 s): it answers the
+requests it serves as the SDK's lowlevel `Server` did (the same lines, era by era), and bends what
+crosses its stdio wire the way the public bug reports describe:
 
     python toolfaultserver.py [--duplicate] [--no-tools] [--burst] [--bad-tool]
                           [--discover never] [--close-stdout-after-call]
@@ -34,12 +35,12 @@ from __future__ import annotations
 
 import argparse
 import base64
-import gc
 import json
 import os
 import sys
 from typing import Any
 
+HANDSHAKE = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 BLOB = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(256))).decode()
 
 
@@ -95,33 +96,13 @@ def main() -> None:
     ap.add_argument("--log-requests", default=None)
     args = ap.parse_args()
 
-    gc.disable()  # no cyclic collection while the SDK is imported (~0.3 s of CPU a start)
-    import anyio
-    import mcp_types as types
-    from mcp.server import Server
-    from mcp.shared.message import SessionMessage
-    gc.freeze()  # the SDK's import made ~1e5 lasting objects: out of every later collection
-    gc.enable()
-
-    async def list_prompts(ctx: Any, params: Any) -> types.ListPromptsResult:
-        return types.ListPromptsResult(prompts=[types.Prompt(name="greet", description="a greeting")])
-
-    async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
-        return types.ListResourcesResult(resources=[types.Resource(uri="memo://notes/1", name="note")])
-
-    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[])  # answered on the wire (`tools/list` below)
-
-    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        return types.CallToolResult.model_validate(result_for(params.name, params.arguments or {}))
-
-    handlers: dict[str, Any] = {"on_list_prompts": list_prompts, "on_list_resources": list_resources}
+    info = {"name": "toolfaultserver", "version": "1.0"}
+    capabilities: dict[str, Any] = {"prompts": {"listChanged": False},
+                                    "resources": {"listChanged": False, "subscribe": False}}
     if not args.no_tools:
-        handlers.update(on_list_tools=list_tools, on_call_tool=call_tool)
-    server = Server("toolfaultserver", version="1.0", **handlers)
+        capabilities["tools"] = {"listChanged": False}
     log = open(args.log_requests, "a", buffering=1) if args.log_requests else None  # noqa: SIM115
     listings = {"n": 0}
-    frozen: list[bool] = []
     stdout = os.fdopen(1, "wb", buffering=0)
 
     def write(data: dict[str, Any]) -> None:
@@ -142,53 +123,53 @@ def main() -> None:
         write({"jsonrpc": "2.0", "id": request_id, "result": {"tools": tools, "resultType": "complete",
                                                                "ttlMs": 0, "cacheScope": "private"}})
 
-    async def serve() -> None:
-        to_server, server_reads = anyio.create_memory_object_stream[SessionMessage | Exception](16)
-        server_writes, from_server = anyio.create_memory_object_stream[SessionMessage](16)
+    for raw in sys.stdin.buffer:
+        try:
+            message = json.loads(raw)
+        except ValueError:
+            continue
+        if not isinstance(message, dict) or "method" not in message or "id" not in message:
+            continue  # a notification (initialized, cancelled) or an answer: nothing to answer
+        method, rid, params = message["method"], message["id"], message.get("params") or {}
+        if log is not None:
+            log.write(method + "\n")
+        # As the SDK's lowlevel `Server`: a request carrying the 2026-07-28 `_meta` is of that era.
+        modern = "io.modelcontextprotocol/protocolVersion" in (params.get("_meta") or {})
+        cache = {"ttlMs": 0, "cacheScope": "private"}
 
-        async def read_stdin() -> None:
-            stdin = anyio.wrap_file(os.fdopen(0, "rb"))
-            async with to_server:
-                async for raw in stdin:
-                    try:
-                        message = types.jsonrpc_message_adapter.validate_json(raw, by_name=False)
-                    except ValueError:
-                        continue
-                    if frozen:
-                        continue  # wedged: alive, reading, answering nothing
-                    if isinstance(message, types.JSONRPCRequest):
-                        if log is not None:
-                            log.write(message.method + "\n")
-                        if message.method == "server/discover" and args.discover == "never":
-                            continue
-                        if message.method == "tools/list" and not args.no_tools:
-                            tools_list(message.id)
-                            continue
-                        called = (message.params or {}).get("name") if message.method == "tools/call" else None
-                        if called == "close_stdout":
-                            stdout.close()  # the output ends; the process lives on, reading stdin
-                            continue
-                        if called == "hang":
-                            frozen.append(True)
-                            continue
-                        if called == "odd_shape":  # a result no protocol version accepts
-                            write({"jsonrpc": "2.0", "id": message.id, "result": {"content": "not a list"}})
-                            continue
-                    await to_server.send(SessionMessage(message))
+        def answer(result: dict[str, Any], rid: Any = rid, modern: bool = modern) -> None:
+            if modern:
+                result = {**result, "resultType": "complete", "_meta": {"io.modelcontextprotocol/serverInfo": info}}
+            write({"jsonrpc": "2.0", "id": rid, "result": result})
 
-        async def write_stdout() -> None:
-            async with from_server:
-                async for item in from_server:
-                    write(item.message.model_dump(by_alias=True, exclude_unset=True, mode="json"))
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(read_stdin)
-            tg.start_soon(write_stdout)
-            await server.run(server_reads, server_writes, server.create_initialization_options())
-            tg.cancel_scope.cancel()
-
-    anyio.run(serve)
-    sys.exit(0)
+        called = params.get("name") if method == "tools/call" else None
+        if method == "server/discover":
+            if args.discover == "answer":
+                answer({"supportedVersions": ["2026-07-28"], "capabilities": capabilities, **cache}, modern=True)
+        elif method == "initialize":
+            asked = params.get("protocolVersion")
+            answer({"protocolVersion": asked if asked in HANDSHAKE else HANDSHAKE[0], "capabilities": capabilities,
+                    "serverInfo": info})
+        elif method == "tools/list" and not args.no_tools:
+            tools_list(rid)
+        elif called == "close_stdout":
+            stdout.close()  # the output ends; the process lives on, reading stdin
+        elif called == "hang":
+            for _ in sys.stdin.buffer:
+                pass  # wedged: alive, reading, answering nothing
+        elif called == "odd_shape":  # a result no protocol version accepts
+            write({"jsonrpc": "2.0", "id": rid, "result": {"content": "not a list"}})
+        elif method == "tools/call" and not args.no_tools:
+            answer({**result_for(str(called), params.get("arguments") or {}), "isError": False})
+        elif method == "prompts/list":
+            answer({"prompts": [{"name": "greet", "description": "a greeting"}], **(cache if modern else {})})
+        elif method == "resources/list":
+            answer({"resources": [{"uri": "memo://notes/1", "name": "note"}], **(cache if modern else {})})
+        elif method == "ping" and not modern:
+            answer({})
+        else:
+            write({"jsonrpc": "2.0", "id": rid,
+                   "error": {"code": -32601, "message": "Method not found", "data": method}})
 
 
 if __name__ == "__main__":

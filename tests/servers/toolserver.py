@@ -31,6 +31,7 @@ if __name__ == "__main__":  # a server process: no cyclic collection while the S
 import argparse
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -46,39 +47,9 @@ from mcp.server.subscriptions import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-LONG_NAME = "a_tool_with_a_very_long_name_" + "x" * 41  # 70 characters
-assert len(LONG_NAME) == 70
-
-
-# The conformance suite's `json_schema_2020_12_tool` fixture (SEP-1613, SEP-2106) plus keywords
-# whose values are easy to lose on the way: nulls (`default`, `const`), `$comment`, vendor
-# `x-` keywords, an `x-mcp-header` annotation (SEP-2243), `$id`-less `$ref`s, `prefixItems`,
-# `dependentRequired`, `unevaluatedProperties`.
-RICH_SCHEMA: dict[str, Any] = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "$comment": "kept verbatim",
-    "type": "object",
-    "$defs": {"address": {"$anchor": "addressDef", "type": "object",
-                          "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
-    "properties": {
-        "name": {"type": "string", "x-mcp-header": "Name"},
-        "address": {"$ref": "#/$defs/address"},
-        "contactMethod": {"type": "string", "enum": ["phone", "email"]},
-        "phone": {"type": "string"},
-        "email": {"type": "string", "format": "email"},
-        "note": {"type": ["string", "null"], "default": None},
-        "nothing": {"const": None},
-        "pair": {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}], "items": False},
-        "x-vendor": {"type": "string", "x-internal": True},
-    },
-    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
-    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
-    "then": {"required": ["phone"]},
-    "else": {"required": ["email"]},
-    "dependentRequired": {"phone": ["name"]},
-    "unevaluatedProperties": False,
-    "additionalProperties": False,
-}
+# The tool set it shares with its standard-library twin (lighttoolserver.py, a sibling).
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from lighttoolserver import LONG_NAME, RICH_SCHEMA
 
 
 def schema(props: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:

@@ -1,8 +1,9 @@
 """A stdio MCP server with faults on its wire and in its processes, as servers in the wild have
 (issue 17): cut and oversize lines, bad UTF-8, freezes, children that outlive it, odd eras.
 
-The SDK's lowlevel `Server` does the MCP part; this file owns only the stdio wire, so it
-can bend what crosses it the way the public bug reports describe:
+The standard library only (~0.05 s of CPU a start; the SDK's import was ~1.5 s): it answers
+as the SDK's lowlevel `Server` did (the same messages, era by era), and owns its stdio wire,
+so it can bend what crosses it the way the public bug reports describe:
 
     python wirefaultserver.py [--discover answer|error|odd|never|old-sdk] [--id-last] [--storm]
                          [--log-requests PATH] [--setsid-child PIDFILE]
@@ -26,7 +27,7 @@ Tools:
   answers with the arguments it received, as JSON.
 
 Wire options:
-- `--discover`: what to do with `server/discover` (`answer`: let the SDK answer, the
+- `--discover`: what to do with `server/discover` (`answer`: answer it, the
   2026-07-28 era; `error`: -32601; `odd`: a result that is no DiscoverResult; `never`:
   drop it; `old-sdk`: what a server on the Python SDK 1.x does, a root-logger warning on
   stderr quoting pydantic's 31 validation errors for `ClientRequest`, then -32602 "Invalid
@@ -45,13 +46,11 @@ Wire options:
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +58,7 @@ HALF_EMOJI = "@@HALF_EMOJI@@"
 BAD_UTF8 = "@@BAD_UTF8@@"
 GARBAGE = "@@GARBAGE@@"
 BAD_SHAPE = "@@BAD-SHAPE@@"
+HANDSHAKE = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 SLEEPER = "import os, sys, time\nos.setsid()\nopen(sys.argv[1], 'w').write(str(os.getpid()))\ntime.sleep(3600)\n"
 
 
@@ -144,63 +144,17 @@ def main() -> None:
     if args.orphan_child:
         spawn_orphan(args.orphan_child)
 
-    gc.disable()  # no cyclic collection while the SDK is imported (~0.3 s of CPU a start)
-    import anyio
-    import mcp_types as types
-    from mcp.server import Server
-    from mcp.shared.message import SessionMessage
-    gc.freeze()  # the SDK's import made ~1e5 lasting objects: out of every later collection
-    gc.enable()
-
-    tools = [types.Tool.model_validate(t) for t in tool_defs(args.remote_ref)]
-
-    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=tools)
-
-    state = {"frozen": False}
-
-    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        name, arguments = params.name, params.arguments or {}
-        text: str
-        if name == "echo":
-            text = str(arguments.get("text", ""))
-        elif name == "pid":
-            text = str(os.getpid())
-        elif name == "big":
-            text = "x" * int(float(arguments["mib"]) * 1024 * 1024)
-        elif name == "emoji_cut":
-            text = f"cut {HALF_EMOJI} here"
-        elif name == "bad_utf8":
-            text = f"cut {BAD_UTF8} here"
-        elif name == "garbage":
-            text = f"{GARBAGE} and the rest"
-        elif name == "freeze":
-            state["frozen"] = True
-            text = "frozen from now on"
-        elif name == "exit_leaving_child":
-            child = subprocess.Popen(["sleep", "300"], stdin=subprocess.DEVNULL)  # stdout: ours
-            Path(str(arguments["pidfile"])).write_text(str(child.pid))
-            threading.Timer(0.3, os._exit, (3,)).start()
-            text = f"exiting, child {child.pid} keeps stdout"
-        else:
-            text = json.dumps(arguments, sort_keys=True)
-        return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
-
-    async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
-        return types.ListResourcesResult(resources=[types.Resource(uri="wild://fine", name="fine"),
-                                                    types.Resource(uri="wild://bad-shape", name="bad-shape")])
-
-    async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
-        text = BAD_SHAPE if str(params.uri) == "wild://bad-shape" else "fine"
-        return types.ReadResourceResult(contents=[types.TextResourceContents(uri=str(params.uri), text=text)])
-
-    server = Server("wirefaultserver", version="1.0", on_list_tools=list_tools, on_call_tool=call_tool,
-                    on_list_resources=list_resources, on_read_resource=read_resource)
+    info = {"name": "wirefaultserver", "version": "1.0"}
+    capabilities = {"resources": {"listChanged": False, "subscribe": False}, "tools": {"listChanged": False}}
+    tools = tool_defs(args.remote_ref)
     log = open(args.log_requests, "a", buffering=1) if args.log_requests else None  # noqa: SIM115
-    methods: dict[Any, str] = {}
+    stdout = os.fdopen(1, "wb", buffering=0)
+    frozen = False
 
-    def encode(message: Any) -> bytes:
-        data = message.model_dump(by_alias=True, exclude_unset=True, mode="json")
+    def write_line(data: bytes) -> None:
+        stdout.write(data)
+
+    def encode(data: dict[str, Any]) -> bytes:
         if BAD_SHAPE in json.dumps(data.get("result") or {}):
             data["result"]["contents"] = "not a list"  # a shape resources/read does not define
         if args.id_last and "id" in data:
@@ -211,69 +165,98 @@ def main() -> None:
         line = line.replace(HALF_EMOJI, "\\ud83d")
         return line.encode().replace(BAD_UTF8.encode(), b"\xf0\x9f") + b"\n"
 
-    async def serve() -> None:
-        to_server, server_reads = anyio.create_memory_object_stream[SessionMessage | Exception](16)
-        server_writes, from_server = anyio.create_memory_object_stream[SessionMessage](16)
-        stdout = anyio.wrap_file(os.fdopen(1, "wb", buffering=0))
+    def error(rid: Any, code: int, message: str, **data: Any) -> bytes:
+        return json.dumps({"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message, **data}}).encode() \
+            + b"\n"
 
-        async def write_line(data: bytes) -> None:
-            await stdout.write(data)
+    def call_tool(name: str, arguments: dict[str, Any]) -> str:
+        nonlocal frozen
+        if name == "echo":
+            return str(arguments.get("text", ""))
+        if name == "pid":
+            return str(os.getpid())
+        if name == "big":
+            return "x" * int(float(arguments["mib"]) * 1024 * 1024)
+        if name == "emoji_cut":
+            return f"cut {HALF_EMOJI} here"
+        if name == "bad_utf8":
+            return f"cut {BAD_UTF8} here"
+        if name == "garbage":
+            return f"{GARBAGE} and the rest"
+        if name == "freeze":
+            frozen = True
+            return "frozen from now on"
+        if name == "exit_leaving_child":
+            child = subprocess.Popen(["sleep", "300"], stdin=subprocess.DEVNULL)  # stdout: ours
+            Path(str(arguments["pidfile"])).write_text(str(child.pid))
+            threading.Timer(0.3, os._exit, (3,)).start()
+            return f"exiting, child {child.pid} keeps stdout"
+        return json.dumps(arguments, sort_keys=True)
 
-        async def read_stdin() -> None:
-            stdin = anyio.wrap_file(os.fdopen(0, "rb"))
-            async with to_server:
-                async for raw in stdin:
-                    try:
-                        message = types.jsonrpc_message_adapter.validate_json(raw, by_name=False)
-                    except ValueError:
-                        continue
-                    if state["frozen"]:
-                        continue  # wedged: alive, reading, answering nothing
-                    if isinstance(message, types.JSONRPCRequest):
-                        if log is not None:
-                            log.write(message.method + "\n")
-                        methods[message.id] = message.method
-                        if args.refuse is not None and message.method in ("server/discover", "initialize"):
-                            await write_line(json.dumps({"jsonrpc": "2.0", "id": message.id, "error": {
-                                "code": -32603, "message": args.refuse}}).encode() + b"\n")
-                            continue
-                        if message.method == "server/discover" and args.discover != "answer":
-                            if args.discover == "error":
-                                await write_line(json.dumps({"jsonrpc": "2.0", "id": message.id, "error": {
-                                    "code": -32601, "message": "Method not found"}}).encode() + b"\n")
-                            elif args.discover == "old-sdk":
-                                sys.stderr.write(old_sdk_warning(message.method))
-                                sys.stderr.flush()
-                                await write_line(json.dumps({"jsonrpc": "2.0", "id": message.id, "error": {
-                                    "code": -32602, "message": "Invalid request parameters", "data": ""}}).encode()
-                                                 + b"\n")
-                                sys.stderr.write("hello from the server: serving\n")
-                                sys.stderr.flush()
-                            elif args.discover == "odd":
-                                await write_line(json.dumps({"jsonrpc": "2.0", "id": message.id,
-                                                             "result": {"hello": "world"}}).encode() + b"\n")
-                            continue  # never: no answer at all
-                    await to_server.send(SessionMessage(message))
-
-        async def write_stdout() -> None:
-            async with from_server:
-                async for item in from_server:
-                    message = item.message
-                    await write_line(encode(message))
-                    answered = getattr(message, "id", None)
-                    if args.storm and methods.pop(answered, None) == "tools/list" and "result" in \
-                            message.model_dump(by_alias=True, exclude_unset=True):
-                        await write_line(b'{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}\n')
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(read_stdin)
-            tg.start_soon(write_stdout)
-            await server.run(server_reads, server_writes, server.create_initialization_options())
-            tg.cancel_scope.cancel()
-
-    anyio.run(serve)
-    time.sleep(0)
-
+    # As the SDK's lowlevel `Server` answers: the result's fields in order, `_meta` last; a
+    # request carrying the 2026-07-28 `_meta` is of that era (its results say their type and
+    # server; listings and reads their cache hints), any other of the handshake's.
+    for raw in sys.stdin.buffer:
+        try:
+            message = json.loads(raw)
+        except ValueError:
+            continue
+        if frozen:
+            continue  # wedged: alive, reading, answering nothing
+        if not isinstance(message, dict) or "method" not in message or "id" not in message:
+            continue  # a notification (initialized, cancelled): nothing to answer
+        method, rid, params = message["method"], message["id"], message.get("params") or {}
+        if log is not None:
+            log.write(method + "\n")
+        if args.refuse is not None and method in ("server/discover", "initialize"):
+            write_line(error(rid, -32603, args.refuse))
+            continue
+        if method == "server/discover" and args.discover != "answer":
+            if args.discover == "error":
+                write_line(error(rid, -32601, "Method not found"))
+            elif args.discover == "old-sdk":
+                sys.stderr.write(old_sdk_warning(method))
+                sys.stderr.flush()
+                write_line(error(rid, -32602, "Invalid request parameters", data=""))
+                sys.stderr.write("hello from the server: serving\n")
+                sys.stderr.flush()
+            elif args.discover == "odd":
+                write_line(json.dumps({"jsonrpc": "2.0", "id": rid, "result": {"hello": "world"}}).encode() + b"\n")
+            continue  # never: no answer at all
+        modern = method == "server/discover" or "io.modelcontextprotocol/protocolVersion" in (params.get("_meta") or {})
+        cache = {"cacheScope": "private", "ttlMs": 0} if modern else {}
+        result: dict[str, Any]
+        if method == "server/discover":
+            result = {"capabilities": capabilities, "supportedVersions": ["2026-07-28"], **cache}
+        elif method == "initialize":
+            asked = params.get("protocolVersion")
+            result = {"capabilities": capabilities, "serverInfo": info,
+                      "protocolVersion": asked if asked in HANDSHAKE else HANDSHAKE[0]}
+        elif method == "tools/list":
+            result = {"tools": [{"inputSchema": t["inputSchema"], "name": t["name"]} for t in tools], **cache}
+        elif method == "tools/call":
+            text = call_tool(str(params.get("name")), params.get("arguments") or {})
+            result = {"content": [{"text": text, "type": "text"}], "isError": False}
+        elif method == "resources/list":
+            result = {"resources": [{"name": "fine", "uri": "wild://fine"},
+                                    {"name": "bad-shape", "uri": "wild://bad-shape"}], **cache}
+        elif method == "resources/read":
+            uri = str(params.get("uri"))
+            result = {"contents": [{"text": BAD_SHAPE if uri == "wild://bad-shape" else "fine", "uri": uri}], **cache}
+        elif method == "ping" and not modern:
+            result = {}
+        else:
+            write_line(encode({"jsonrpc": "2.0", "id": rid,
+                               "error": {"code": -32601, "message": "Method not found", "data": method}}))
+            continue
+        if modern:
+            result.update(resultType="complete")
+        result = dict(sorted(result.items()))
+        if modern:
+            result["_meta"] = {"io.modelcontextprotocol/serverInfo": info}
+        write_line(encode({"jsonrpc": "2.0", "id": rid, "result": result}))
+        if args.storm and method == "tools/list":
+            write_line(b'{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}\n')
 
 if __name__ == "__main__":
     main()

@@ -27,7 +27,7 @@ from monad_cli.daemon.sessions.stamp import Envelope
 from monad_cli.daemon.sessions.stderr import StderrSink
 from monad_cli.daemon.sessions.transports import Connection, stdio_transport
 from monad_cli.daemon.trust.call import ToolCall
-from tests.conftest import wait_for, wait_state
+from tests.conftest import LIGHTTOOLSERVER, wait_for, wait_state
 
 MODERN = "2026-07-28"
 STAMP = {"io.modelcontextprotocol/protocolVersion": MODERN,
@@ -35,7 +35,6 @@ STAMP = {"io.modelcontextprotocol/protocolVersion": MODERN,
          "io.modelcontextprotocol/clientInfo": {"name": "monad", "version": "0"}}
 TOOLS = [Tool(name="echo", input_schema={"type": "object"})]
 SERVERS = Path(__file__).resolve().parents[2] / "servers"
-TOOLSERVER = str(SERVERS / "toolserver.py")
 
 
 @asynccontextmanager
@@ -307,7 +306,7 @@ def test_on_a_real_connection_the_lane_and_the_sdk_share_it(tmp_path: Path) -> N
     """A stdio connection of monad's own transport: a plain call goes on the lane (the
     server answers it), the SDK's requests and the lane's never mix up their ids."""
     async def main() -> None:
-        async with monad_stdio(tmp_path, sys.executable, [TOOLSERVER]) as (client, conn):
+        async with monad_stdio(tmp_path, sys.executable, [LIGHTTOOLSERVER]) as (client, conn):
             assert conn.lane is not None
             tools = list((await client.list_tools()).tools)
             tool = next(t for t in tools if t.name == "echo")
@@ -328,7 +327,7 @@ def test_an_answer_over_the_limit_fails_the_lanes_call_and_the_session_goes_on(s
                                                                                monad_home: Path) -> None:
     path = monad_home / "atoms" / "mcp" / "big.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([TOOLSERVER])}\n"
+    path.write_text(f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([LIGHTTOOLSERVER])}\n"
                     "maxMessageBytes = 65536\ntrust = {autoApproveTools = [\"big__echo\"]}\n")
     wait_state(supervisor, "big", "connected", timeout=90)
     from tests.e2e.test_gateway_direct import MODERN as ENVELOPE
