@@ -439,14 +439,17 @@ def _confirm_change(name: str, review: dict[str, Any], *, yes: bool, as_json: bo
     or refuse: nothing is pinned unseen, as a commit follows a `git diff`."""
     from monad_cli.cli.commands._pin_review import change_lines
 
+    shown = "".join(f"{line}\n" for line in change_lines(name, review))
     if not as_json:  # with --json the change is in the answer (`change`)
-        render.text("".join(f"{line}\n" for line in change_lines(name, review)))
+        render.text(shown)
     if yes:
         return
     if not (sys.stdin.isatty() and sys.stderr.isatty()):
         raise MonadError(f"server `{name}`: its tool set changed since it was pinned, and nothing was pinned: no "
                          f"terminal here to ask on; review the change (`monad mcp tools {name} --refused`), then "
                          f"accept it with `monad mcp pin {name} --yes`")
+    if as_json:  # asked on the terminal: the change is shown there, stdout keeps only the JSON
+        render.info(shown.rstrip("\n"))
     if render.ask(f"Accept this tool set for `{name}` (its tools register and agents see this text)? [y/N] ") \
             .strip().lower() not in ("y", "yes"):
         raise MonadError(f"not pinned: server `{name}` keeps its pin, and its changed tools stay refused")
