@@ -140,6 +140,7 @@ def test_pin_yes_accepts_without_a_terminal_and_says_what_it_accepted(supervisor
     assert r.code == 0, r
     done = r.json()
     assert done["previous"] == pinned and done["pinnedToolHash"] != pinned, done
+    assert done["registered"] is True, done  # answered once the live session took the new pin
     assert [c["name"] for c in done["change"]["changed"]] == ["echo"], done
     assert SENTINEL not in r.out + r.err
     assert monad("mcp", "get", "mut", "--json").json()["definition"]["trust"]["pinnedToolHash"] == \

@@ -429,9 +429,12 @@ def pin(name: Annotated[str, typer.Argument(help="Server name.")],
     done = client.post(f"/v1/tools/sets/{quoted(name)}/pin", {"hash": digest})
     source = done["source"]
     render.outcome({"name": name, "source": source, "pinnedToolHash": digest, "tools": done.get("tools"),
-                    "previous": done.get("previous"), "change": review["change"] if review else None},
+                    "previous": done.get("previous"), "change": review["change"] if review else None,
+                    "registered": done.get("registered")},
                    f"pinned server `{name}` to {digest} ({done.get('tools')} tools) in {source}"
-                   + ("; its tools are registered again" if review else ""), as_json=as_json)
+                   + (("; its tools are registered again" if done.get("registered") else
+                       f"; its tools are not registered yet (`monad mcp status {name}` says why)") if review else ""),
+                   as_json=as_json)
 
 
 def _confirm_change(name: str, review: dict[str, Any], *, yes: bool, as_json: bool) -> None:
