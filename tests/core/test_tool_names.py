@@ -92,6 +92,34 @@ def test_describe_change_names_what_changed() -> None:
     assert "parameters removed: text; added: message" in text
 
 
+def test_tool_set_change_gives_each_field_old_and_new_and_the_cli_shows_them() -> None:
+    from monad_cli.cli.commands._pin_review import change_lines
+    from monad_cli.daemon.trust.pins import tool_set_change
+
+    old = [_tool("echo"), _tool("add", params=("a", "b"))]
+    new = [_tool("echo", "Line one.\nnow steals keys", params=("message",)), _tool("extra")]
+    change = tool_set_change(old, new)
+    assert change["pinnedKnown"] is True
+    assert [t["name"] for t in change["added"]] == ["extra"] and [t["name"] for t in change["removed"]] == ["add"]
+    [echo] = change["changed"]
+    assert [f["field"] for f in echo["fields"]] == ["description", "inputSchema"]
+    assert echo["fields"][0]["old"] == old[0]["description"] and echo["fields"][0]["new"].endswith("keys")
+    lines = change_lines("srv", {"change": change, "pinned": "sha256:a", "hash": "sha256:b"})
+    assert lines[0] == "server `srv`: its tool set changed since it was pinned (pinned sha256:a, now sha256:b)"
+    assert "+ tool `extra` added" in lines and "- tool `add` removed" in lines
+    assert "~ tool `echo` changed: description, inputSchema" in lines
+    # A description whole on both sides, a line each; a schema as a line diff.
+    at = lines.index("    description:", lines.index("~ tool `echo` changed: description, inputSchema"))
+    assert lines[at + 1:at + 4] == [f"    - {old[0]['description']}", "    + Line one.", "    + now steals keys"]
+    assert '    -     "text": {' in lines and '    +     "message": {' in lines
+
+    # A pin this journal never saw the set of: said, and every tool shown as added.
+    unknown = tool_set_change(None, new)
+    assert unknown["pinnedKnown"] is False and unknown["removed"] == unknown["changed"] == []
+    assert [t["name"] for t in unknown["added"]] == ["echo", "extra"]
+    assert "unknown to this journal" in change_lines("srv", {"change": unknown, "pinned": "x", "hash": "y"})[1]
+
+
 def test_arg_conversion_follows_the_schema() -> None:
     schema = {"properties": {"n": {"type": "integer"}, "r": {"type": "number"}, "f": {"type": "boolean"},
                              "l": {"type": "array"}, "o": {"type": "object"}, "s": {"type": "string"},

@@ -91,6 +91,9 @@ def test_a_refused_tool_set_is_shown_and_accepted_only_when_confirmed(supervisor
     code, shown = _pin_on_a_tty(b"n\n")
     assert code == 1 and "Accept this tool set for `mut`" in shown and "not pinned" in shown, shown
     assert "~ tool `echo` changed" in shown and atom.read_bytes() == before
+    # With --json too: the question comes with the change (on the terminal, not in the JSON).
+    code, shown = _pin_on_a_tty(b"n\n", "--json")
+    assert code == 1 and "~ tool `echo` changed" in shown and "not pinned" in shown, shown
     # "y" accepts it: the tools register, in the same session (the route reconciles first).
     code, shown = _pin_on_a_tty(b"y\n")
     assert code == 0 and "its tools are registered again" in shown, shown
@@ -104,10 +107,10 @@ def test_a_refused_tool_set_is_shown_and_accepted_only_when_confirmed(supervisor
     assert SENTINEL not in everything and "***" in by_field["description"]["new"], by_field
 
 
-def _pin_on_a_tty(answer: bytes) -> tuple[int, str]:
-    """`monad mcp pin mut` with its stdin and stderr on a terminal, answering `answer`."""
+def _pin_on_a_tty(answer: bytes, *flags: str) -> tuple[int, str]:
+    """`monad mcp pin mut [flags]` with its stdin and stderr on a terminal, answering `answer`."""
     master, slave = os.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "monad_cli", "mcp", "pin", "mut"],
+    proc = subprocess.Popen([sys.executable, "-m", "monad_cli", "mcp", "pin", "mut", *flags],
                             stdin=slave, stderr=slave, stdout=slave)
     os.close(slave)
     shown = b""
@@ -137,6 +140,7 @@ def test_pin_yes_accepts_without_a_terminal_and_says_what_it_accepted(supervisor
     assert r.code == 0, r
     done = r.json()
     assert done["previous"] == pinned and done["pinnedToolHash"] != pinned, done
+    assert done["registered"] is True, done  # answered once the live session took the new pin
     assert [c["name"] for c in done["change"]["changed"]] == ["echo"], done
     assert SENTINEL not in r.out + r.err
     assert monad("mcp", "get", "mut", "--json").json()["definition"]["trust"]["pinnedToolHash"] == \

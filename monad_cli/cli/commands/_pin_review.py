@@ -49,7 +49,7 @@ def _whole(sign: str, tool: dict[str, Any]) -> list[str]:
 
 def change_lines(name: str, review: dict[str, Any]) -> list[str]:
     """The review of server `name`'s refused tool set as lines (no line ends): a head line
-    with both hashes, then each added (`+`), removed (`-`) and changed (`~`) tool with its
+    with both hashes, then each changed (`~`), added (`+`) and removed (`-`) tool with its
     fields, old (`-`) above new (`+`)."""
     change = review["change"]
     out = [f"server `{name}`: its tool set changed since it was pinned "
@@ -57,13 +57,14 @@ def change_lines(name: str, review: dict[str, Any]) -> list[str]:
     if not change["pinnedKnown"]:
         out.append("  the pinned tool set is unknown to this journal (pinned by hand or in another MONAD_HOME): "
                    "every tool it advertises now is shown as added")
-    for tool in change["added"]:
-        out += [f"+ tool `{tool['name']}` added", *_whole("+", tool)]
-    for tool in change["removed"]:
-        out += [f"- tool `{tool['name']}` removed", *_whole("-", tool)]
+    # Changed tools first: a rewritten description is the usual rug pull.
     for item in change["changed"]:
         fields = item["fields"]
         out.append(f"~ tool `{item['name']}` changed: {', '.join(f['field'] for f in fields)}")
         for f in fields:
             out += _field(f["field"], f["old"], f["new"])
+    for tool in change["added"]:
+        out += [f"+ tool `{tool['name']}` added", *_whole("+", tool)]
+    for tool in change["removed"]:
+        out += [f"- tool `{tool['name']}` removed", *_whole("-", tool)]
     return out

@@ -439,9 +439,12 @@ def pin(name: Annotated[str, typer.Argument(help="Server name.")],
     done = client.post(f"/v1/tools/sets/{quoted(name)}/pin", {"hash": digest})
     source = done["source"]
     render.outcome({"name": name, "source": source, "pinnedToolHash": digest, "tools": done.get("tools"),
-                    "previous": done.get("previous"), "change": review["change"] if review else None},
+                    "previous": done.get("previous"), "change": review["change"] if review else None,
+                    "registered": done.get("registered")},
                    f"pinned server `{name}` to {digest} ({done.get('tools')} tools) in {source}"
-                   + ("; its tools are registered again" if review else ""), as_json=as_json)
+                   + (("; its tools are registered again" if done.get("registered") else
+                       f"; its tools are not registered yet (`monad mcp status {name}` says why)") if review else ""),
+                   as_json=as_json)
 
 
 def _confirm_change(name: str, review: dict[str, Any], *, yes: bool, as_json: bool) -> None:
@@ -449,14 +452,17 @@ def _confirm_change(name: str, review: dict[str, Any], *, yes: bool, as_json: bo
     or refuse: nothing is pinned unseen, as a commit follows a `git diff`."""
     from monad_cli.cli.commands._pin_review import change_lines
 
+    shown = "".join(f"{line}\n" for line in change_lines(name, review))
     if not as_json:  # with --json the change is in the answer (`change`)
-        render.text("".join(f"{line}\n" for line in change_lines(name, review)))
+        render.text(shown)
     if yes:
         return
     if not (sys.stdin.isatty() and sys.stderr.isatty()):
         raise MonadError(f"server `{name}`: its tool set changed since it was pinned, and nothing was pinned: no "
                          f"terminal here to ask on; review the change (`monad mcp tools {name} --refused`), then "
                          f"accept it with `monad mcp pin {name} --yes`")
+    if as_json:  # asked on the terminal: the change is shown there, stdout keeps only the JSON
+        render.info(shown.rstrip("\n"))
     if render.ask(f"Accept this tool set for `{name}` (its tools register and agents see this text)? [y/N] ") \
             .strip().lower() not in ("y", "yes"):
         raise MonadError(f"not pinned: server `{name}` keeps its pin, and its changed tools stay refused")

@@ -57,6 +57,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("monad.control")
 MAX_LONG_POLL_S = 60.0
+PIN_APPLIED_WAIT_S = 10.0
+"""How long `POST /v1/tools/sets/{name}/pin` waits for the live session to register the tools
+it accepted (a tools/list round trip; a server that changed its set again stays refused)."""
 
 
 def tools_routes(port: DaemonPort) -> list[Route]:
@@ -157,12 +160,20 @@ def tools_routes(port: DaemonPort) -> list[Route]:
         before = actor.spec.trust.pinned_tool_hash if actor.spec else None
         source = await anyio.to_thread.run_sync(lambda: edits.set_trust(port.paths, name, "pinnedToolHash", current))
         await port.reconcile()  # applied to the live session before the answer (docs/tools.md)
+        if review is not None:
+            # The live session's tools meet the new pin in a tools/list of their own (the
+            # supervisor's recheck): wait for it, bounded, so a status read after this
+            # answer sees them registered.
+            with anyio.move_on_after(PIN_APPLIED_WAIT_S):
+                while name in svc.blocked and same_hash(svc.hashes.get(name), current):
+                    await anyio.sleep(0.05)
         by = "the Studio" if via(request) == "studio" else "monad mcp pin"
         if port.journal is not None:
             port.journal.record("config", server=name, reason=f"pinned by {by}: trust.pinnedToolHash = {current}"
                                 + (f" (was {before})" if before and not same_hash(before, current) else ""))
         return JSONResponse({"name": name, "source": source, "pinnedToolHash": current,
-                             "previous": before, "tools": len(actor.tools), "accepted": review is not None})
+                             "previous": before, "tools": len(actor.tools), "accepted": review is not None,
+                             "registered": name not in svc.blocked})
 
     async def call(request: Request) -> Response | ProgressStream:
         body = await read_json_body(request)

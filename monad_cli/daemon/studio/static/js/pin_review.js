@@ -42,12 +42,17 @@ function wholeTool(tool, side) {
 }
 
 /** The change of a review as elements: added, removed and changed tools, each field's two sides. */
-export function changeView(review) {
+export function changeView(review, scrolls = false) {
   const c = review.change;
   const items = [];
   if (!c.pinnedKnown) {
     items.push(h("p", { class: "hint" }, "The pinned tool set is unknown to this journal (pinned by hand or in "
       + "another MONAD_HOME): every tool the server advertises now is shown as added."));
+  }
+  // Changed tools first: a rewritten description is the usual rug pull.
+  for (const t of c.changed) {
+    items.push(h("li", {}, h("p", { class: "pin-tool" }, "Changed: ", h("code", {}, visible(t.name)),
+      ` (${t.fields.map((f) => f.field).join(", ")})`), t.fields.map((f) => fieldDiff(visible(t.name), f))));
   }
   for (const t of c.added) {
     items.push(h("li", {}, h("p", { class: "pin-tool" }, "Added: ", h("code", {}, visible(t.name))), wholeTool(t, "new")));
@@ -55,11 +60,10 @@ export function changeView(review) {
   for (const t of c.removed) {
     items.push(h("li", {}, h("p", { class: "pin-tool" }, "Removed: ", h("code", {}, visible(t.name))), wholeTool(t, "old")));
   }
-  for (const t of c.changed) {
-    items.push(h("li", {}, h("p", { class: "pin-tool" }, "Changed: ", h("code", {}, visible(t.name)),
-      ` (${t.fields.map((f) => f.field).join(", ")})`), t.fields.map((f) => fieldDiff(visible(t.name), f))));
-  }
-  return h("div", { class: "pin-review" },
+  // In the dialog the change scrolls between its question and its buttons: a tab stop
+  // (axe: scrollable-region-focusable), named for what it holds.
+  return h("div", scrolls ? { class: "pin-review scrolls", tabindex: "0", "aria-label": "The change to accept" }
+    : { class: "pin-review" },
     h("p", {}, withCode(`Pinned \`${review.pinned}\`, now \`${review.hash}\`.`)),
     h("ul", { class: "pin-changes", "aria-label": "Changes since the pin" }, items));
 }
@@ -84,7 +88,7 @@ function acceptDialog(name, review, notify) {
     h("h2", { id: "pin-title" }, `Accept the new tool set of ${name}?`),
     h("p", { id: "pin-text" }, "Its tools register with this text, and agents are told it. Only the set shown "
       + "here is accepted: if the server changed it again meanwhile, nothing is pinned."),
-    changeView(review));
+    changeView(review, true));
   const status = h("p", { role: "status", class: "error" });
   const done = () => {
     if (dialog.open) dialog.close();
