@@ -73,6 +73,15 @@ def did_you_mean(word: str, choices: Iterable[str], *, known: bool = False) -> s
     return f"; known: {', '.join(by_name(choices))}" if known else ""
 
 
+def server_not_defined(name: str, defined: Iterable[str]) -> str:
+    """``server `Time` is not defined (names are case-sensitive: `time` is) (see `monad mcp
+    list`)``: a name that differs from a defined one only in case says so; a near one gets
+    `did_you_mean`."""
+    same = [n for n in defined if n.lower() == name.lower() and n != name]
+    near = f" (names are case-sensitive: `{same[0]}` is)" if same else did_you_mean(name, defined)
+    return f"server `{name}` is not defined{near} (see `monad mcp list`)"
+
+
 def transport_error(exc: BaseException) -> str:
     """An HTTP client's error for a message: a transport error (refused, unknown host, a TLS
     certificate problem, a timeout) by its own text, `[Errno 111] Connection refused`, since
@@ -141,4 +150,4 @@ def connect_failure(exc: BaseException, url: str, *, timeout: float | None = Non
 
 
 __all__ = ["NET_LIMIT", "VALUE_LIMIT", "connect_failure", "cut", "cut_values", "did_you_mean", "one_line",
-           "transport_error"]
+           "server_not_defined", "transport_error"]

@@ -37,6 +37,7 @@ from monad_cli.core.errors import (
     ToolHidden,
     Unavailable,
 )
+from monad_cli.core.messages import did_you_mean
 from monad_cli.core.tool_filters import hidden_by, inert_globs
 from monad_cli.core.tool_names import (
     ExposedTool,
@@ -370,7 +371,9 @@ class ToolService:
             for name, reason in self.blocked.items():
                 if exposed.startswith(f"{name}__"):
                     raise NotRegistered(f"server `{name}`: {reason}")
-            raise NotFound(f"no tool `{exposed}` is exposed (see `monad mcp tools`)")
+            # A single `_` for the `__` separator is the usual slip (`time_get_current_time`).
+            near = did_you_mean(exposed, self.name_map().by_exposed)
+            raise NotFound(f"no tool `{exposed}` is exposed{near} (see `monad mcp tools`)")
         actor = self.servers[entry.server]
         tool = next(t for t in actor.tools if t.name == entry.tool)
         return actor, tool
