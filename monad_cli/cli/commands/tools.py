@@ -26,7 +26,7 @@ from monad_cli.core.errors import (
     NotFound,
     ToolCallFailed,
 )
-from monad_cli.core.messages import cut
+from monad_cli.core.messages import counted, cut
 from monad_cli.core.paths import paths
 from monad_cli.tools.arguments import build_arguments, split_pairs
 
@@ -381,7 +381,8 @@ def pin(name: Annotated[str, typer.Argument(help="Server name.")], as_json: Json
 
     source = set_trust(paths(), name, "pinnedToolHash", digest)
     render.outcome({"name": name, "source": source, "pinnedToolHash": digest, "tools": info.get("tools")},
-                   f"pinned server `{name}` to {digest} ({info.get('tools')} tools) in {source}", as_json=as_json)
+                   f"pinned server `{name}` to {digest} ({counted(info.get('tools') or 0, 'tool')}) in {source}",
+                   as_json=as_json)
 
 
 def unpin(name: Annotated[str, typer.Argument(help="Server name.")], as_json: JsonOpt = False) -> None:

@@ -37,7 +37,7 @@ from monad_cli.core.errors import (
     ToolHidden,
     Unavailable,
 )
-from monad_cli.core.messages import did_you_mean
+from monad_cli.core.messages import counted, did_you_mean
 from monad_cli.core.tool_filters import hidden_by, inert_globs
 from monad_cli.core.tool_names import (
     ExposedTool,
@@ -193,8 +193,8 @@ class ToolService:
             self.first_pins.pop(name, None)
         if not pinned or server.spec is None:
             self.blocked.pop(name, None)
-            log.info("server %s: tool set hash %s (%d tools; pin it with `monad mcp pin %s`)",
-                     name, digest, len(tools), name)
+            log.info("server %s: tool set hash %s (%s; pin it with `monad mcp pin %s`)",
+                     name, digest, counted(len(tools), "tool"), name)
             return None
         definition = server.spec.definition_hash()
         if same_hash(pinned, digest):
@@ -226,7 +226,7 @@ class ToolService:
             self.first_pins.pop(name, None)
             log.warning("server %s: could not write its first-use pin: %s", name, self.scrub(str(e)))
             return
-        log.info("server %s: pinned on first use to %s (%d tools)", name, digest, count)
+        log.info("server %s: pinned on first use to %s (%s)", name, digest, counted(count, "tool"))
 
     def _on_vetted(self, server: str, definition_hash: str, digest: str) -> None:
         actor = self.servers.get(server)
