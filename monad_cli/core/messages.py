@@ -73,6 +73,21 @@ def did_you_mean(word: str, choices: Iterable[str], *, known: bool = False) -> s
     return f"; known: {', '.join(by_name(choices))}" if known else ""
 
 
+def counted(n: int, noun: str) -> str:
+    """`1 tool`, `2 tools`, `0 tools`: a count with its noun in the number it takes (`noun`
+    singular; the plural adds `s`)."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def server_not_defined(name: str, defined: Iterable[str]) -> str:
+    """``server `Time` is not defined (names are case-sensitive: `time` is) (see `monad mcp
+    list`)``: a name that differs from a defined one only in case says so; a near one gets
+    `did_you_mean`."""
+    same = [n for n in defined if n.lower() == name.lower() and n != name]
+    near = f" (names are case-sensitive: `{same[0]}` is)" if same else did_you_mean(name, defined)
+    return f"server `{name}` is not defined{near} (see `monad mcp list`)"
+
+
 def transport_error(exc: BaseException) -> str:
     """An HTTP client's error for a message: a transport error (refused, unknown host, a TLS
     certificate problem, a timeout) by its own text, `[Errno 111] Connection refused`, since
@@ -140,5 +155,5 @@ def connect_failure(exc: BaseException, url: str, *, timeout: float | None = Non
     return transport_error(exc)
 
 
-__all__ = ["NET_LIMIT", "VALUE_LIMIT", "connect_failure", "cut", "cut_values", "did_you_mean", "one_line",
-           "transport_error"]
+__all__ = ["NET_LIMIT", "VALUE_LIMIT", "connect_failure", "counted", "cut", "cut_values", "did_you_mean", "one_line",
+           "server_not_defined", "transport_error"]

@@ -9,6 +9,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from monad_cli.core.errors import NotFound
+from monad_cli.core.messages import server_not_defined
 
 if TYPE_CHECKING:
     import anyio
@@ -85,5 +86,5 @@ def actor_named(port: DaemonPort, name: str) -> ServerActor:
     """The live actor of server `name`. Raises NotFound (404) when no server has that name."""
     actor = port.actors.get(name)
     if actor is None:
-        raise NotFound(f"server `{name}` is not defined (see `monad mcp list`)")
+        raise NotFound(server_not_defined(name, port.actors))
     return actor

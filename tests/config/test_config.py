@@ -191,6 +191,23 @@ def test_a_url_given_as_a_command_says_to_use_url(cli, monad_home: Path) -> None
         "error: an http server takes its URL with --url (`monad mcp add docs --url URL`), not a command"), r
 
 
+def test_an_unset_variable_in_the_command_says_how_to_pass_it_literally(cli: Any, monad_home: Path) -> None:
+    """Found by a new-user trial: `-e MY_TOKEN=x -- sh -c 'echo $MY_TOKEN'` meant the shell's
+    `$MY_TOKEN`, but monad expands it first; the warning says `$$MY_TOKEN` passes it literally,
+    and that atom's command gets `$MY_TOKEN` (a reference in `env` alone gets no such line)."""
+    r = cli("mcp", "add", "t", "-e", "MY_TOKEN=x", "--", "sh", "-c", "echo $MY_TOKEN")
+    assert r.code == 0 and r.err.splitlines()[0] == (
+        "warning: server `t`: variable `MY_TOKEN` is set neither in MONAD_HOME/env nor in the supervisor's "
+        "environment; set it with `monad env set MY_TOKEN`; until then it fails to start; monad expands "
+        "`$MY_TOKEN` in the command itself: for the command to read the server's `-e MY_TOKEN` (`sh -c`), "
+        "write `$$MY_TOKEN`, which monad passes on as a literal `$MY_TOKEN`"), r
+    r = cli("mcp", "add", "t2", "-e", "MY_TOKEN=x", "--", "sh", "-c", "echo $$MY_TOKEN")
+    assert r.code == 0 and "is set neither" not in r.err, r
+    assert expand("echo $$MY_TOKEN", {}) == "echo $MY_TOKEN"  # what the server is given
+    r = cli("mcp", "add", "t3", "-e", "KEY=$OTHER_TOKEN", "--", "srv")
+    assert "is set neither" in r.err and "$$" not in r.err, r
+
+
 def test_expansion_rules() -> None:
     env = {"HOME_DIR": "/h", "EMPTY": ""}
     assert expand("$HOME_DIR/x ${HOME_DIR}y $$ $EMPTY.", env) == "/h/x /hy $ ."

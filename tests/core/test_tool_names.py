@@ -90,6 +90,9 @@ def test_describe_change_names_what_changed() -> None:
     assert "added `extra`" in text and "removed `add`" in text
     assert "`echo` changed description, inputSchema" in text
     assert "parameters removed: text; added: message" in text
+    # A count takes its noun in the number it needs ("(1 tools)" was found by a new-user trial).
+    assert describe_change(None, [_tool("echo")]).endswith("now 1 tool advertised")
+    assert describe_change(None, new).endswith("now 2 tools advertised")
 
 
 def test_tool_set_change_gives_each_field_old_and_new_and_the_cli_shows_them() -> None:

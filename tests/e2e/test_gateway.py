@@ -74,6 +74,13 @@ def test_monad_mcp_call_shows_progress_on_stderr(supervisor: Any, monad_home: Pa
     # An error kind still comes back as itself through the progress stream.
     r = supervisor("mcp", "call", "p__nope", "--yes")
     assert r.code == 1 and r.err == "error: no tool `p__nope` is exposed (see `monad mcp tools`)\n", r
+    # A new-user trial typed one `_` for the separator: the closest exposed name is offered.
+    r = supervisor("mcp", "call", "p_steps", "--yes")
+    assert r.code == 1 and r.err == ("error: no tool `p_steps` is exposed (did you mean `p__steps`?) "
+                                     "(see `monad mcp tools`)\n"), r
+    r = supervisor("mcp", "status", "P")  # and a server name in the wrong case is said to be one
+    assert r.code == 1 and r.err == ("error: server `P` is not defined (names are case-sensitive: `p` is) "
+                                     "(see `monad mcp list`)\n"), r
     # A caller that leaves after its answer cancelled nothing (the log said so for every call).
     assert "disconnected: cancelling" not in (monad_home / "logs" / "daemon.log").read_text()
 

@@ -73,14 +73,14 @@ def test_deferred_tools_load_tools_and_list_changed(supervisor: Any, monad_home:
             async with client.listen(tools_list_changed=True) as sub:
                 loaded = await client.call_tool("load_tools", {"servers": ["gh"]})
                 assert not loaded.is_error
-                assert _text(loaded) == f"loaded {len(TOOLS)} tool(s): " + ", ".join(f"gh__{t}" for t in TOOLS)
+                assert _text(loaded) == f"loaded {len(TOOLS)} tools: " + ", ".join(f"gh__{t}" for t in TOOLS)
                 await _expect_list_changed(sub)
             assert await _names(client) == sorted(first + [f"gh__{t}" for t in TOOLS])
             echoed = await client.call_tool("gh__echo", {"text": "via gateway"})
             assert _text(echoed) == "via gateway" and not echoed.is_error
 
             by_glob = await client.call_tool("load_tools", {"tools": ["ts__sl*"]})
-            assert _text(by_glob) == "loaded 1 tool(s): ts__slow"
+            assert _text(by_glob) == "loaded 1 tool: ts__slow"
             assert "ts__slow" in await _names(client)
 
             again = await client.call_tool("load_tools", {"servers": ["gh"]})

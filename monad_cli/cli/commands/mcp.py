@@ -237,7 +237,8 @@ def add(
     for variable in (v["name"] for v in _variable_sources(defn) if v["source"] is None):
         from monad_cli.config.envfile import unset_hint
 
-        render.warn(f"server `{name}`: {unset_hint(variable)}; until then it fails to start")
+        render.warn(f"server `{name}`: {unset_hint(variable)}; until then it fails to start"
+                    f"{_literal_hint(defn, variable)}")
     given = _secrets_on_command_line(defn)
     if given:
         render.warn(f"server `{name}`: a secret was given on this command line ({', '.join(given)}), which every "
@@ -428,6 +429,19 @@ def get(name: Annotated[str, typer.Argument(help="Server name.")], as_json: Json
         render.line(f"# runs in {runs_in[0]} (no `cwd` set: the server's own directory under MONAD_HOME)")
     for warning in fields_under_env(raw, source):  # `timeout = 60` appended after `[env]`
         render.warn(f"server `{name}`: {warning}")
+
+
+def _literal_hint(defn: dict[str, Any], variable: str) -> str:
+    """`; … write `$$NAME`` when the command or its arguments reference `variable`: monad
+    expands it there (docs/atoms.md "Variables"), which `sh -c 'echo $NAME'` did not mean."""
+    from monad_cli.config.expansion import references
+
+    words = [defn.get("command") or "", *(defn.get("args") or [])]
+    if not any(variable in references(str(w)) for w in words):
+        return ""
+    whose = f"the server's `-e {variable}`" if variable in (defn.get("env") or {}) else "its own environment"
+    return (f"; monad expands `${variable}` in the command itself: for the command to read {whose} "
+            f"(`sh -c`), write `$${variable}`, which monad passes on as a literal `${variable}`")
 
 
 def _variable_sources(raw: dict[str, Any]) -> list[dict[str, Any]]:

@@ -14,6 +14,7 @@ import typer
 from monad_cli.cli import render
 from monad_cli.cli.commands._common import JsonOpt, parse_pairs, quoted, running
 from monad_cli.core.errors import InvalidInput, MonadError
+from monad_cli.core.messages import counted
 from monad_cli.core.order import name_key
 from monad_cli.core.paths import paths
 
@@ -258,7 +259,8 @@ def _tool_difference(client: Any, name: str, before: Mapping[str, Any] | None, s
     elif old_hash is not None and after["hash"] == old_hash:
         summary = "tools: unchanged"
     else:
-        summary = f"tools: now {after.get('tools')} tools, hash {after['hash']} (there was no pin to compare with)"
+        summary = (f"tools: now {counted(after.get('tools') or 0, 'tool')}, hash {after['hash']} "
+                   "(there was no pin to compare with)")
     return {"before": old_hash, "after": after.get("hash"), "refused": bool(after.get("blocked")),
             "state": row.get("state"), "summary": summary}
 

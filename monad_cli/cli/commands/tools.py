@@ -26,7 +26,7 @@ from monad_cli.core.errors import (
     NotFound,
     ToolCallFailed,
 )
-from monad_cli.core.messages import cut
+from monad_cli.core.messages import counted, cut
 from monad_cli.core.paths import paths
 from monad_cli.tools.arguments import build_arguments, split_pairs
 
@@ -441,7 +441,7 @@ def pin(name: Annotated[str, typer.Argument(help="Server name.")],
     render.outcome({"name": name, "source": source, "pinnedToolHash": digest, "tools": done.get("tools"),
                     "previous": done.get("previous"), "change": review["change"] if review else None,
                     "registered": done.get("registered")},
-                   f"pinned server `{name}` to {digest} ({done.get('tools')} tools) in {source}"
+                   f"pinned server `{name}` to {digest} ({counted(done.get('tools') or 0, 'tool')}) in {source}"
                    + (("; its tools are registered again" if done.get("registered") else
                        f"; its tools are not registered yet (`monad mcp status {name}` says why)") if review else ""),
                    as_json=as_json)

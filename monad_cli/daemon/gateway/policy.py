@@ -26,6 +26,7 @@ from typing import Any
 
 from monad_cli.config.conditions import ConditionError, Node, evaluate, parse
 from monad_cli.core.filters import ServerFilter
+from monad_cli.core.messages import counted
 from monad_cli.core.tool_filters import is_deferred
 
 LOAD_TOOLS = "load_tools"
@@ -55,7 +56,7 @@ class LoadResult:
 
     def summary(self) -> str:
         """One line for the `load_tools` tool result text."""
-        parts = [f"loaded {len(self.added)} tool(s): {', '.join(self.added)}" if self.added
+        parts = [f"loaded {counted(len(self.added), 'tool')}: {', '.join(self.added)}" if self.added
                  else "no new tools loaded"]
         if self.unknown_servers:
             parts.append(f"unknown server(s): {', '.join(self.unknown_servers)}")

@@ -19,6 +19,7 @@ from mcp import MCPError
 from mcp_types import CONNECTION_CLOSED
 
 from monad_cli.config.schema import ServerSpec
+from monad_cli.core.messages import connect_failure
 from monad_cli.core.redact import redact_url
 from monad_cli.daemon.sessions.framing import format_size
 from monad_cli.daemon.sessions.spawn import SpawnError
@@ -223,7 +224,8 @@ def classify(spec: ServerSpec, exc: BaseException, phase: str, *, conn: Connecti
     for leaf in leaves:
         name = type(leaf).__name__
         if name in _CONNECT_ERRORS:
-            return "failed", f"cannot connect to {url}: {leaf or name}"
+            # httpx2's own text ("All connection attempts failed") says not which: the socket's does.
+            return "failed", f"cannot connect to {url}: {connect_failure(leaf, spec.url or '', timeout=spec.timeout)}"
         if name in _TRANSFER_ERRORS:
             return "failed", f"HTTP error talking to {url}: {leaf or name}"
     for leaf in leaves:

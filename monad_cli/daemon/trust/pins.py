@@ -16,6 +16,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from monad_cli.core.messages import counted
+
 PINNED_FIELDS = ("name", "title", "description", "inputSchema", "outputSchema", "annotations", "execution")
 
 
@@ -52,7 +54,7 @@ def describe_change(old: Iterable[Mapping[str, Any]] | None, new: Iterable[Mappi
     """
     new_by = {t["name"]: t for t in canonical_tools(new)}
     if old is None:
-        return f"the pinned tool set is unknown to this journal; now {len(new_by)} tools advertised"
+        return f"the pinned tool set is unknown to this journal; now {counted(len(new_by), 'tool')} advertised"
     old_by = {t["name"]: t for t in canonical_tools(old)}
     parts: list[str] = []
     added = sorted(set(new_by) - set(old_by))

@@ -37,6 +37,7 @@ from monad_cli.core.errors import (
     ToolHidden,
     Unavailable,
 )
+from monad_cli.core.messages import counted, did_you_mean
 from monad_cli.core.tool_filters import hidden_by, inert_globs
 from monad_cli.core.tool_names import (
     ExposedTool,
@@ -199,8 +200,8 @@ class ToolService:
             self.first_pins.pop(name, None)
         if not pinned or server.spec is None:
             self.blocked.pop(name, None)
-            log.info("server %s: tool set hash %s (%d tools; pin it with `monad mcp pin %s`)",
-                     name, digest, len(tools), name)
+            log.info("server %s: tool set hash %s (%s; pin it with `monad mcp pin %s`)",
+                     name, digest, counted(len(tools), "tool"), name)
             return None
         definition = server.spec.definition_hash()
         if same_hash(pinned, digest):
@@ -249,7 +250,7 @@ class ToolService:
             self.first_pins.pop(name, None)
             log.warning("server %s: could not write its first-use pin: %s", name, self.scrub(str(e)))
             return
-        log.info("server %s: pinned on first use to %s (%d tools)", name, digest, count)
+        log.info("server %s: pinned on first use to %s (%s)", name, digest, counted(count, "tool"))
 
     def _on_vetted(self, server: str, definition_hash: str, digest: str) -> None:
         actor = self.servers.get(server)
@@ -399,7 +400,9 @@ class ToolService:
             for name, reason in self.blocked.items():
                 if exposed.startswith(f"{name}__"):
                     raise NotRegistered(f"server `{name}`: {reason}")
-            raise NotFound(f"no tool `{exposed}` is exposed (see `monad mcp tools`)")
+            # A single `_` for the `__` separator is the usual slip (`time_get_current_time`).
+            near = did_you_mean(exposed, self.name_map().by_exposed)
+            raise NotFound(f"no tool `{exposed}` is exposed{near} (see `monad mcp tools`)")
         actor = self.servers[entry.server]
         tool = next(t for t in actor.tools if t.name == entry.tool)
         return actor, tool

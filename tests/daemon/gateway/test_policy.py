@@ -60,7 +60,7 @@ def test_load_by_glob_adds_only_matching_tools() -> None:
     r = load_tools(LoadedTools(), tools=["github__create_*", "slack__*"], tools_by_server=TOOLS, **ctx())
     assert r.added == ["github__create_issue", "github__create_pr", "slack__post_message"]
     assert "github__search" not in visible_tools(TOOLS, loaded=r.loaded, **ctx())
-    assert r.summary().startswith("loaded 3 tool(s): github__create_issue")
+    assert r.summary().startswith("loaded 3 tools: github__create_issue")
 
 
 def test_loads_are_remembered_for_tools_that_appear_later() -> None:
