@@ -152,23 +152,15 @@ def tool_names(globs: list[str]) -> tuple[list[str], list[str]]:
 
 
 # -- monad's definition, taken apart for other formats ------------------------------------------
-_PURE_REFERENCE = re.compile(r"((Bearer|Basic|Token|token) )?(\$\{[A-Za-z_][A-Za-z0-9_]*\}|\$[A-Za-z_][A-Za-z0-9_]*)+")
-
-
-def is_reference(value: str) -> bool:
-    """True for values made only of `$VAR`/`${VAR}` references (optionally after an auth scheme):
-    they name where a secret lives, never the secret itself."""
-    return bool(_PURE_REFERENCE.fullmatch(value))
-
-
 def shown_definition(defn: Mapping[str, Any], *, reveal: bool, secrets: Iterable[str] = ()) -> dict[str, Any]:
     """`defn` with every secret value as `***` (references stay), or as written when `reveal`:
     an env value or a header is a secret by `secret_env`/`secret_header` (its name or shape,
     docs/atoms.md "Secrets") or when it equals one of `secrets` (`redact.held_secrets`: a
-    secret monad holds elsewhere), the same rule `monad mcp get` shows by; an auth token always."""
+    secret monad holds elsewhere), the same rule `monad mcp get` shows by; an auth token unless it
+    only names where its secret is (`is_reference`)."""
     if reveal:
         return dict(defn)
-    from monad_cli.core.redact import MASK, redact_args, redact_url, secret_values, shown_field
+    from monad_cli.core.redact import MASK, is_reference, redact_args, redact_url, secret_values, shown_field
 
     known = secret_values(defn) | set(secrets)
 
@@ -323,4 +315,4 @@ def is_monad_gateway(definition: Mapping[str, Any] | None) -> bool:
 
 
 __all__ = ["Candidate", "Parts", "Unimportable", "editor_references", "is_monad_gateway",
-           "is_reference", "leave_out", "map_strings", "monad_entry", "shown_definition", "split_definition"]
+           "leave_out", "map_strings", "monad_entry", "shown_definition", "split_definition"]

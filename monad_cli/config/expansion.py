@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from monad_cli.core.order import name_key
+
 _TOKEN = re.compile(r"\$(?:(\$)|\{([^}]*)\}|([A-Za-z_][A-Za-z0-9_]*)|(\{))")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _DEFAULTED = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):-(.*)\Z", re.S)
@@ -92,6 +94,17 @@ def definition_references(raw: Mapping[str, object]) -> list[str]:
     if isinstance(raw, Mapping):
         for key in EXPANDED_FIELDS:
             walk(raw.get(key))
+    return out
+
+
+def variable_users(raw_definitions: Mapping[str, Mapping[str, object]]) -> dict[str, list[str]]:
+    """Variable name → the servers whose raw definitions (atom/agents.json shape, as written)
+    reference it (`definition_references`), servers in `name_key` order: what `monad env
+    list` and `GET /v1/env` show as `servers`."""
+    out: dict[str, list[str]] = {}
+    for server, raw in sorted(raw_definitions.items(), key=lambda kv: name_key(kv[0])):
+        for name in definition_references(raw):
+            out.setdefault(name, []).append(server)
     return out
 
 

@@ -214,10 +214,11 @@ def _redact_auth(auth: Any) -> Any:
         return auth
     out: dict[str, Any] = {}
     for k, v in auth.items():
+        # `token = "${FIGMA_TOKEN}"` only names where its secret is: shown, as `export` shows it.
         if k.lower() in _SECRET_AUTH_KEYS:
-            out[k] = MASK if v else v
+            out[k] = MASK if v and not is_reference(v) else v
         elif k == "headers" and isinstance(v, Mapping):
-            out[k] = {hk: MASK for hk in v}
+            out[k] = {hk: hv if is_reference(hv) else MASK for hk, hv in v.items()}
         elif isinstance(v, Mapping):
             out[k] = _redact_auth(v)
         else:
@@ -225,14 +226,29 @@ def _redact_auth(auth: Any) -> Any:
     return out
 
 
-# A value that only names where the secret is (`$DOCS_KEY`, `Bearer ${TOKEN}`): no secret in it.
-_REFERENCE_ONLY = re.compile(r"(?i:(?:bearer|basic|token)\s+)?\$(?:\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_][A-Za-z0-9_]*)")
+# A `$VAR` reference as config/expansion.py expands it: `$$` (a literal `$`), `${NAME}`,
+# `${NAME:-default}` (the default is literal text) or `$NAME`.
+_REFERENCE = re.compile(
+    r"\$(?:(?P<dollar>\$)|\{[A-Za-z_][A-Za-z0-9_]*(?::-(?P<default>[^}]*))?\}|[A-Za-z_][A-Za-z0-9_]*)")
 
 
 def is_reference(value: object) -> bool:
-    """Whether an env or header value is only a `$VAR` reference (an optional auth scheme
-    before it): shown as written, since the secret is elsewhere (MONAD_HOME/env)."""
-    return isinstance(value, str) and _REFERENCE_ONLY.fullmatch(value) is not None
+    """Whether a value only names where its secret is (docs/atoms.md "Secrets"): at least one
+    `$VAR`/`${VAR}` reference, and literal text around it (a `${VAR:-default}`'s default
+    included) that holds no secret: no secret shape (`secret_shaped`), no credential after an
+    auth scheme, no URL password or secret query value that is not itself a reference.
+    `Bearer ${TOKEN}`, `${A}${B}`, `https://${HOST}/x?key=${KEY}` are references, shown as
+    written (the secret is in MONAD_HOME/env); `${A}sk-live-…`, `Bearer x${A}`,
+    `https://u:pw@${HOST}` and `$$HOME` (a literal `$`) are not, and are judged as literals.
+    The one rule `monad mcp get`, `monad mcp export`, the API and the scrubber use."""
+    if not isinstance(value, str) or "$" not in value:
+        return False
+    if not any(m.group("dollar") is None for m in _REFERENCE.finditer(value)):
+        return False
+    literal = _REFERENCE.sub(lambda m: m.group("dollar") or m.group("default") or "", value)
+    if secret_shaped(literal) or _SCHEME_VALUE.match(literal):
+        return False
+    return "://" not in value or all(is_reference(s) for s in url_secrets(value))
 
 
 def held_secrets(definitions: Iterable[Mapping[str, Any]], env_values: Iterable[str] = ()) -> set[str]:

@@ -9,7 +9,7 @@ import os
 from typing import Any
 
 from monad_cli.cli.commands._common import running
-from monad_cli.core.order import by_name, name_key
+from monad_cli.core.order import by_name
 from monad_cli.core.paths import paths
 
 UNKNOWN = "unknown"  # the supervisor is not running: only the env file could be read
@@ -17,14 +17,10 @@ UNKNOWN = "unknown"  # the supervisor is not running: only the env file could be
 
 def users() -> dict[str, list[str]]:
     """Variable name → the servers whose definitions (as written) reference it."""
-    from monad_cli.config.expansion import definition_references
+    from monad_cli.config.expansion import variable_users
     from monad_cli.config.loader import load_definitions
 
-    out: dict[str, list[str]] = {}
-    for server, raw in sorted(load_definitions(paths(), expand=False).raw.items(), key=lambda kv: name_key(kv[0])):
-        for name in definition_references(raw):
-            out.setdefault(name, []).append(server)
-    return out
+    return variable_users(load_definitions(paths(), expand=False).raw)
 
 
 def listing() -> tuple[list[dict[str, Any]], list[str]]:

@@ -24,28 +24,19 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from monad_cli.config import envfile
-from monad_cli.config.expansion import definition_references
+from monad_cli.config.expansion import variable_users
 from monad_cli.core.errors import InvalidInput
-from monad_cli.core.order import by_name, name_key
+from monad_cli.core.order import by_name
 from monad_cli.daemon.http import read_json_body, via
 
 if TYPE_CHECKING:
     from monad_cli.daemon.port import DaemonPort
 
 
-def users(raw_definitions: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
-    """Variable name → the servers whose definitions reference it (sorted)."""
-    out: dict[str, list[str]] = {}
-    for server, raw in sorted(raw_definitions.items(), key=lambda kv: name_key(kv[0])):
-        for name in definition_references(raw):
-            out.setdefault(name, []).append(server)
-    return out
-
-
 def env_routes(sup: DaemonPort) -> list[Route]:
 
     def listing(names: list[str] | None) -> dict[str, Any]:
-        used = users(sup.definitions.raw)
+        used = variable_users(sup.definitions.raw)
         if names is None:
             names = by_name(set(sup.variables.file) | set(used))
         return {"variables": [{"name": n, "source": sup.variables.source(n), "servers": used.get(n, [])}
@@ -78,14 +69,14 @@ def env_routes(sup: DaemonPort) -> list[Route]:
         journal(request, "set", name)
         await sup.reconcile(force=True)
         return JSONResponse({"name": name, "created": not existed,
-                             "servers": users(sup.definitions.raw).get(name, [])})
+                             "servers": variable_users(sup.definitions.raw).get(name, [])})
 
     async def unset_env(request: Request) -> JSONResponse:
         name = request.path_params["name"]
         await anyio.to_thread.run_sync(lambda: envfile.unset_variable(sup.paths, name))
         journal(request, "unset", name)
         await sup.reconcile(force=True)
-        return JSONResponse({"name": name, "servers": users(sup.definitions.raw).get(name, [])})
+        return JSONResponse({"name": name, "servers": variable_users(sup.definitions.raw).get(name, [])})
 
     return [
         Route("/v1/env", list_env),

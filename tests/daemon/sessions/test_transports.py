@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -166,17 +168,59 @@ def test_the_default_limit_takes_results_over_the_old_4_mib_cap(tmp_path: Path) 
     run_session(tmp_path, body)
 
 
+class _SendTimes:
+    """The session's write stream (the SDK's `WriteStream` protocol) noting when each request
+    method was first sent, then passing it on: the client's side of the negotiation, timed
+    apart from how long the server process took to start."""
+
+    def __init__(self, inner: Any, sent: dict[str, float]) -> None:
+        self.inner, self.sent = inner, sent
+
+    async def send(self, item: Any, /) -> None:
+        method = getattr(item.message, "method", None)
+        if isinstance(method, str):
+            self.sent.setdefault(method, time.monotonic())
+        await self.inner.send(item)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    async def __aenter__(self) -> _SendTimes:
+        await self.inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        result: bool | None = await self.inner.__aexit__(*exc)
+        return result
+
+
 @pytest.mark.parametrize("discover", ["error", "odd", "never"])
 def test_any_legacy_server_negotiates_within_the_discover_budget(tmp_path: Path, discover: str) -> None:
-    async def body(client: Client, conn: Connection) -> str:
-        return client.protocol_version
+    """`server/discover` gets the budget (1.5 s), then `initialize` goes out: never the SDK's
+    own 10 s. Timed from the client's `server/discover` to its `initialize`, so the server's
+    start (a Python process importing the SDK: 2 CPU-s, 10 s on a loaded machine) is not
+    counted; the budget also bounds a server too slow to start to answer at all."""
+    budget, sent = 1.5, dict[str, float]()
 
-    started = time.monotonic()
-    version = run_session(tmp_path, body, "--discover", discover,
-                          options=TransportOptions(discover_budget=1.5, workdir=str(tmp_path)))
-    assert version == "2025-11-25"
-    # `never` waits the budget out, the others fall back at once; none waits the SDK's 10 s.
-    assert time.monotonic() - started < 9
+    @asynccontextmanager
+    async def timed() -> AsyncIterator[tuple[Any, _SendTimes]]:
+        options = TransportOptions(discover_budget=budget, workdir=str(tmp_path))
+        spec = wire_faults_spec("--discover", discover)
+        async with stdio_transport(spec, StderrSink(tmp_path / "wild.stderr.log"), Connection(), options) as (
+                read_stream, write_stream):
+            yield read_stream, _SendTimes(write_stream, sent)
+
+    async def main() -> str:
+        async with Client(timed(), mode="auto", cache=None,
+                          client_info=Implementation(name="monad-test", version="0")) as client:
+            return client.protocol_version
+
+    assert anyio.run(main) == "2025-11-25"
+    waited = sent["initialize"] - sent["server/discover"]
+    # A timer fires late on a loaded machine, but not by 3.5 s; the SDK's own wait is 10 s.
+    assert waited < budget + 3.5, waited
+    if discover == "never":  # nothing answered: it was the budget that ended the wait
+        assert waited >= budget - 0.05, waited
 
 
 def _alive(pid: int) -> bool:
