@@ -359,10 +359,15 @@ def test_fifty_servers_list_and_filter(monad: Any, page: Any, monad_home: Path) 
     page.get_by_role("navigation", name="Sections").get_by_role("link", name="Tools").click()
     tools_filter = page.get_by_label("Filter tools by server, name or description")
     expect(tools_filter).to_have_value("time")
-    expect(page.locator("tbody[data-server='time']")).to_be_visible()
+    group = page.locator("tbody[data-server='time']")
+    expect(group).to_be_visible()
+    expect(group.get_by_role("rowheader")).to_have_text("time · 2")  # a filter that hides none: the count
     tools_filter.fill("convert")
     expect(page.get_by_role("button", name="Try time__convert_time")).to_be_visible()
     expect(page.get_by_role("button", name="Try time__get_current_time")).to_be_hidden()
+    expect(group.get_by_role("rowheader")).to_have_text("time · 1 of 2")  # what is shown, of how many
+    tools_filter.fill("")
+    expect(group.get_by_role("rowheader")).to_have_text("time · 2")
 
 
 def test_the_small_things_duplicate_name_edit_hint_labels(monad: Any, page: Any, monad_home: Path) -> None:
