@@ -74,9 +74,25 @@ def servers(monad_home: Path) -> Any:
 def test_live_state_add_from_the_page_and_cli_and_hand_edits_show_without_reload(
         monad: Any, page: Any, monad_home: Path) -> None:
     assert monad("mcp", "add", "time", "--", *TIME).code == 0
+    # The first load, from the login on: no 4xx/5xx and no console error. A browser with a window
+    # asks each HTML page's /favicon.ico unless the page names its icon (headless asks none).
+    problems: list[str] = []
+    pages_without_icon: list[str] = []
+
+    def answered(r: Any) -> None:
+        if r.status >= 400:
+            problems.append(f"{r.status} {r.url}")
+        elif r.url.startswith("http") and "text/html" in (r.headers.get("content-type") or ""):
+            if '<link rel="icon"' not in r.text():
+                pages_without_icon.append(r.url.split("?")[0])
+
+    page.on("response", answered)
+    page.on("console", lambda m: problems.append(f"console: {m.text}") if m.type == "error" else None)
     _open(monad, page)
     expect(state_of(page, "time")).to_have_text("connected", timeout=30_000)
     expect(tools_of(page, "time")).to_have_text("2")
+    assert problems == [] and pages_without_icon == [], (problems, pages_without_icon)
+    page.remove_listener("response", answered)
     # Transport, protocol and source are in the pane, beside the list.
     pane = open_pane(page, "time")
     facts = pane.locator("dl.facts")
