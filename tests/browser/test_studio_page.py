@@ -82,9 +82,9 @@ def test_live_state_add_from_the_page_and_cli_and_hand_edits_show_without_reload
     def answered(r: Any) -> None:
         if r.status >= 400:
             problems.append(f"{r.status} {r.url}")
-        elif r.url.startswith("http") and "text/html" in (r.headers.get("content-type") or ""):
-            if '<link rel="icon"' not in r.text():
-                pages_without_icon.append(r.url.split("?")[0])
+        elif (r.url.startswith("http") and "text/html" in (r.headers.get("content-type") or "")
+              and '<link rel="icon"' not in r.text()):
+            pages_without_icon.append(r.url.split("?")[0])
 
     page.on("response", answered)
     page.on("console", lambda m: problems.append(f"console: {m.text}") if m.type == "error" else None)
