@@ -269,9 +269,17 @@ def test_bad_input_gets_the_cli_reason_next_to_the_field_and_nothing_is_written(
     _open(monad, page)
     page.get_by_role("button", name="Add server").click()
     form = page.get_by_role("dialog", name="Add server")
+    # Empty name and empty command: both said at once, each next to its field; focus on the first.
+    form.get_by_role("button", name="Save").click()
+    for label, reason in (("Name", "the server's name is empty"), ("Command", "the command is empty")):
+        box = form.get_by_label(label, exact=True)
+        expect(box).to_have_attribute("aria-invalid", "true")
+        expect(box).to_have_accessible_description(re.compile(reason))
+    expect(form.get_by_label("Name", exact=True)).to_be_focused()
     form.get_by_label("Name").fill("bad name!")
     form.get_by_label("Command").fill("true")
     form.get_by_role("button", name="Save").click()
+    expect(form.get_by_label("Command", exact=True)).not_to_have_attribute("aria-invalid", "true")
     error = form.locator("#err-name")
     expect(error).to_have_text(cli.err.strip().removeprefix("error: "))
     expect(form.get_by_label("Name")).to_have_attribute("aria-invalid", "true")
