@@ -193,8 +193,11 @@ class Logins:
             self._seen(found, self._clock())
 
     def expire(self) -> int:
-        """End the sessions past a lifetime; returns how many ended."""
+        """End the sessions past a lifetime, and spend the login tokens past theirs (their
+        redirect files go now, not at the next `monad studio`); returns how many sessions ended."""
         now = self._clock()
+        for digest in [d for d, t in self._tokens.items() if t <= now]:
+            self._spend(digest)
         ended = [d for d, s in self._sessions.items() if self._ended(s, now)]
         for digest in ended:
             del self._sessions[digest]
