@@ -74,9 +74,25 @@ def servers(monad_home: Path) -> Any:
 def test_live_state_add_from_the_page_and_cli_and_hand_edits_show_without_reload(
         monad: Any, page: Any, monad_home: Path) -> None:
     assert monad("mcp", "add", "time", "--", *TIME).code == 0
+    # The first load, from the login on: no 4xx/5xx and no console error. A browser with a window
+    # asks each HTML page's /favicon.ico unless the page names its icon (headless asks none).
+    problems: list[str] = []
+    pages_without_icon: list[str] = []
+
+    def answered(r: Any) -> None:
+        if r.status >= 400:
+            problems.append(f"{r.status} {r.url}")
+        elif (r.url.startswith("http") and "text/html" in (r.headers.get("content-type") or "")
+              and '<link rel="icon"' not in r.text()):
+            pages_without_icon.append(r.url.split("?")[0])
+
+    page.on("response", answered)
+    page.on("console", lambda m: problems.append(f"console: {m.text}") if m.type == "error" else None)
     _open(monad, page)
     expect(state_of(page, "time")).to_have_text("connected", timeout=30_000)
     expect(tools_of(page, "time")).to_have_text("2")
+    assert problems == [] and pages_without_icon == [], (problems, pages_without_icon)
+    page.remove_listener("response", answered)
     # Transport, protocol and source are in the pane, beside the list.
     pane = open_pane(page, "time")
     facts = pane.locator("dl.facts")
@@ -253,9 +269,17 @@ def test_bad_input_gets_the_cli_reason_next_to_the_field_and_nothing_is_written(
     _open(monad, page)
     page.get_by_role("button", name="Add server").click()
     form = page.get_by_role("dialog", name="Add server")
+    # Empty name and empty command: both said at once, each next to its field; focus on the first.
+    form.get_by_role("button", name="Save").click()
+    for label, reason in (("Name", "the server's name is empty"), ("Command", "the command is empty")):
+        box = form.get_by_label(label, exact=True)
+        expect(box).to_have_attribute("aria-invalid", "true")
+        expect(box).to_have_accessible_description(re.compile(reason))
+    expect(form.get_by_label("Name", exact=True)).to_be_focused()
     form.get_by_label("Name").fill("bad name!")
     form.get_by_label("Command").fill("true")
     form.get_by_role("button", name="Save").click()
+    expect(form.get_by_label("Command", exact=True)).not_to_have_attribute("aria-invalid", "true")
     error = form.locator("#err-name")
     expect(error).to_have_text(cli.err.strip().removeprefix("error: "))
     expect(form.get_by_label("Name")).to_have_attribute("aria-invalid", "true")

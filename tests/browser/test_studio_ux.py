@@ -359,10 +359,15 @@ def test_fifty_servers_list_and_filter(monad: Any, page: Any, monad_home: Path) 
     page.get_by_role("navigation", name="Sections").get_by_role("link", name="Tools").click()
     tools_filter = page.get_by_label("Filter tools by server, name or description")
     expect(tools_filter).to_have_value("time")
-    expect(page.locator("tbody[data-server='time']")).to_be_visible()
+    group = page.locator("tbody[data-server='time']")
+    expect(group).to_be_visible()
+    expect(group.get_by_role("rowheader")).to_have_text("time · 2")  # a filter that hides none: the count
     tools_filter.fill("convert")
     expect(page.get_by_role("button", name="Try time__convert_time")).to_be_visible()
     expect(page.get_by_role("button", name="Try time__get_current_time")).to_be_hidden()
+    expect(group.get_by_role("rowheader")).to_have_text("time · 1 of 2")  # what is shown, of how many
+    tools_filter.fill("")
+    expect(group.get_by_role("rowheader")).to_have_text("time · 2")
 
 
 def test_the_small_things_duplicate_name_edit_hint_labels(monad: Any, page: Any, monad_home: Path) -> None:
@@ -599,3 +604,28 @@ def test_an_empty_argument_can_be_entered_and_is_written(monad: Any, page: Any, 
     edit.get_by_role("button", name="Save").click()
     expect(edit).to_have_count(0)
     assert tomllib.loads(atom.read_text())["args"] == ["--name", "", "--flag", ""]
+
+
+def test_a_change_of_view_by_url_closes_an_open_dialog_without_its_action(
+        monad: Any, page: Any, monad_home: Path) -> None:
+    assert monad("mcp", "add", "off", "--disabled", "--", "true").code == 0
+    _open(monad, page)
+    page.get_by_role("button", name="Add server").click()
+    form = page.get_by_role("dialog", name="Add server")
+    form.get_by_label("Name").fill("clock")
+    form.get_by_label("Command").fill("mcp-server-time")
+    page.evaluate("location.hash = '#/tools'")  # typed in the address bar, or a link
+    expect(form).to_have_count(0)
+    expect(page.locator("#tools-view")).to_be_visible()
+    assert not (monad_home / "atoms" / "mcp" / "clock.toml").exists()  # not saved
+    page.go_back()  # back to the list; a removal asked there is not done when the view goes
+    expect(state_of(page, "off")).to_have_text("disabled")
+    row_action(page, "off", "Remove")
+    confirm = page.get_by_role("dialog", name="Remove off?")
+    expect(confirm).to_be_visible()
+    page.go_forward()
+    expect(confirm).to_have_count(0)
+    expect(page.locator("#tools-view")).to_be_visible()
+    assert (monad_home / "atoms" / "mcp" / "off.toml").exists()
+    page.go_back()
+    expect(state_of(page, "off")).to_have_text("disabled")

@@ -141,3 +141,17 @@ def test_sign_out_ends_every_session_stream_and_unused_login(monad: Any, monad_h
     finally:
         a.close()
         b.close()
+
+
+def test_a_login_file_an_earlier_run_left_goes_when_the_supervisor_starts(monad: Any, monad_home: Path) -> None:
+    from tests.conftest import wait_for
+
+    run = monad_home / "run"
+    run.mkdir(mode=0o700, parents=True, exist_ok=True)
+    stale = run / "studio-login-0123456789abcdef.html"  # a killed supervisor's: its token is gone
+    stale.write_text("x")
+    stale.chmod(0o600)
+    assert monad("daemon", "start").code == 0
+    wait_for(lambda: not stale.exists(), timeout=20)  # without a `monad studio`
+    assert monad("daemon", "stop").code == 0
+

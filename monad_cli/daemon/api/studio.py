@@ -85,6 +85,10 @@ class StudioHub:
         sup.on_state(self._on_actor)
         sup.on_tools(self._on_actor)
         sup.on_config(lambda _diff: self._on_config())
+        # Login files an earlier run left (a crash, a kill): their tokens died with it.
+        from monad_cli.daemon.studio.login_file import LoginFiles
+
+        LoginFiles(sup.paths.run_dir).clear()
 
     # -- what the events carry ---------------------------------------------------------------
     def publish(self, type_: str, data: dict[str, Any]) -> None:

@@ -51,7 +51,10 @@ SESSION_MAX_S = 7 * 86400.0
 """A session ends this long after its sign-in, however much it is used (its open streams too)."""
 SEEN_WRITE_S = 60.0  # a session's last use is written to studio.json at most this often
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
-SIGNED_IN_PAGE = (b'<!doctype html><meta charset=utf-8><meta http-equiv="refresh" content="0;url=/studio/">'
+# Its own (empty) icon, as the Studio page has: else a browser asks for /favicon.ico, a 404 in the
+# console of the first load.
+SIGNED_IN_PAGE = (b'<!doctype html><meta charset=utf-8><link rel="icon" href="data:,">'
+                  b'<meta http-equiv="refresh" content="0;url=/studio/">'
                   b'<title>monad Studio</title><p>Signed in: <a href="/studio/">open the Studio</a>.</p>')
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; media-src 'self' data:; "
        "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
@@ -190,8 +193,11 @@ class Logins:
             self._seen(found, self._clock())
 
     def expire(self) -> int:
-        """End the sessions past a lifetime; returns how many ended."""
+        """End the sessions past a lifetime, and spend the login tokens past theirs (their
+        redirect files go now, not at the next `monad studio`); returns how many sessions ended."""
         now = self._clock()
+        for digest in [d for d, t in self._tokens.items() if t <= now]:
+            self._spend(digest)
         ended = [d for d, s in self._sessions.items() if self._ended(s, now)]
         for digest in ended:
             del self._sessions[digest]

@@ -4,7 +4,7 @@ that sends the browser on to the URL. `monad studio` opens `file://` of it, so t
 token never appears on a command line: `/proc/PID/cmdline` is readable by every account, and
 a token handed to the browser as an argument was redeemed by another account within
 milliseconds. The file goes when its token is spent or expires (`locks.Logins.keep_file`),
-at a sign-out, and at the Studio's next start.
+at a sign-out, and at the supervisor's next start (an earlier run's tokens died with it).
 """
 
 from __future__ import annotations

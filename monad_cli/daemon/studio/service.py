@@ -227,7 +227,6 @@ class Studio:
                     await self._retire(current, new)
                 if not self._watching:
                     self._watching = True
-                    self.deps.login_files.clear()  # an earlier run's: their tokens died with it
                     self.deps.start_soon(self._until_stopped)
                     self.deps.start_soon(self._reap)
             listener = self.listener

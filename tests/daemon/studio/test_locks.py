@@ -119,3 +119,22 @@ def test_a_redirect_file_is_0600_holds_the_url_and_goes_when_its_token_is_spent(
     stale = files.write(url)
     files.clear()
     assert not stale.exists()
+
+
+def test_an_unused_login_file_goes_when_its_token_expires(tmp_path: Path) -> None:
+    """The supervisor's reaper calls `expire` every minute: an unused login URL's file does not
+    wait for the next `monad studio` to go."""
+    from monad_cli.daemon.studio.login_file import LoginFiles
+
+    clock = Clock()
+    logins = Logins(clock=clock)
+    token = logins.new_token()
+    path = LoginFiles(tmp_path).write(f"http://127.0.0.1:8720/studio/login?token={token}")
+    logins.keep_file(token, path)
+    clock.now += TOKEN_TTL_S - 1
+    logins.expire()
+    assert path.exists()  # still usable
+    clock.now += 2
+    logins.expire()
+    assert not path.exists() and logins.redeem(token) is None
+

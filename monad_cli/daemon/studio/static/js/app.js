@@ -5,6 +5,7 @@
 
 import { api } from "./api.js";
 import { ApprovalsPanel } from "./approvals.js";
+import { cancelOpenDialogs } from "./dialogs.js";
 import { h, replaceChildren, setText, withCode } from "./dom.js";
 import { LiveStream } from "./events.js";
 import { SERVERS_HASH, ServersView } from "./servers.js";
@@ -108,7 +109,8 @@ function route() {
   if (current.view === "variables" && variables) variables.shown();
 }
 let routed = false; // the first route (a reload) opens the pane without taking focus
-window.addEventListener("hashchange", route);
+// A new view by its URL (typed, a link, back/forward) closes a dialog left open, without its action.
+window.addEventListener("hashchange", () => { cancelOpenDialogs(); route(); });
 route();
 
 // The page came with a snapshot (the same data the stream starts with): render it now, before

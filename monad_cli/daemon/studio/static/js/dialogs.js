@@ -4,6 +4,18 @@
 import { api } from "./api.js";
 import { enc, h, httpUrl, replaceChildren, setText } from "./dom.js";
 
+/**
+ * Close every open modal dialog as Escape does: its own `cancel` handling gives the safe answer
+ * (a removal not done, a form not saved), then it closes. For a change of view (the URL's hash,
+ * back/forward): a dialog belongs to the view that opened it.
+ */
+export function cancelOpenDialogs() {
+  for (const dialog of document.querySelectorAll("dialog[open]")) {
+    const escape = new Event("cancel", { cancelable: true });
+    if (dialog.dispatchEvent(escape) && dialog.open) dialog.close();
+  }
+}
+
 /** Ask before doing something that cannot be undone; resolves true only on the confirm button. */
 export function confirmDialog({ title, text, confirm }) {
   return new Promise((resolve) => {

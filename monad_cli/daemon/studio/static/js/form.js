@@ -300,12 +300,12 @@ export class ServerForm {
         h("option", { value: "http" }, "http (a remote URL)"))),
       h("div", { class: "for-stdio" },
         field("command", "Command", h("input", { id: "f-command", value: def.command || "", autocomplete: "off",
-                                                 spellcheck: "false" })),
+                                                 spellcheck: "false", "aria-describedby": "err-command" })),
         this.args.element,
         this.env.element),
       h("div", { class: "for-http" },
         field("url", "URL", h("input", { id: "f-url", type: "url", value: def.url || "", autocomplete: "off",
-                                         spellcheck: "false" })),
+                                         spellcheck: "false", "aria-describedby": "err-url" })),
         this.headers.element,
         field("auth", "Authorization", authSelect)),
       this.variables.element,
@@ -417,8 +417,27 @@ export class ServerForm {
     return changes;
   }
 
+  /** The fields left empty that the server needs, each with its reason: [{field, message}]. The
+   * supervisor checks everything again, but answers one error at a time; these are said at once. */
+  missing() {
+    const value = (id) => this.form.querySelector(`#f-${id}`).value.trim();
+    const stdio = value("transport") === "stdio";
+    const wanted = [
+      ["name", this.mode === "add", "the server's name is empty: give it one"],
+      ["command", stdio, "the command is empty: the program that starts the server, such as npx"],
+      ["url", !stdio, "the URL is empty: the server's http(s) address"],
+    ];
+    return wanted.filter(([id, needed]) => needed && !value(id)).map(([field, , message]) => ({ field, message }));
+  }
+
   async save() {
     this.clearErrors();
+    const missing = this.missing();
+    if (missing.length) {
+      for (const err of missing) this.showError(err);
+      this.form.querySelector(`#f-${missing[0].field}`).focus();
+      return;
+    }
     const body = this.payload();
     this.saveButton.disabled = true;
     try {

@@ -284,14 +284,19 @@ export class ToolsView {
     for (const group of this.table.tBodies) {
       const serverHit = !q || group.dataset.server.toLowerCase().includes(q)
         || (group.dataset.state || "").includes(q);
-      let any = false;
-      for (const tr of group.querySelectorAll("tr[data-name]")) {
+      let inGroup = 0;
+      const rows = group.querySelectorAll("tr[data-name]");
+      for (const tr of rows) {
         const ok = serverHit || tr.dataset.name.toLowerCase().includes(q)
           || (tr.dataset.description || "").toLowerCase().includes(q);
         tr.hidden = !ok;
-        if (ok) { any = true; shown += 1; }
+        if (ok) inGroup += 1;
       }
-      group.hidden = !any;
+      shown += inGroup;
+      group.hidden = inGroup === 0;
+      // The count says what is shown: "· 1 of 2" under a filter that hides some, "· 2" otherwise.
+      const count = group.querySelector(".group-count");
+      if (count) count.textContent = inGroup < rows.length ? ` · ${inGroup} of ${rows.length}` : ` · ${rows.length}`;
     }
     this.noMatch.hidden = this.tools.length === 0 || shown > 0;
   }
@@ -315,7 +320,7 @@ export class ToolsView {
       const list = groups.get(server);
       this.table.append(h("tbody", { dataset: { server } },
         h("tr", { class: "group" }, h("th", { scope: "rowgroup", colspan: "3" },
-          h("span", { class: "group-name", title: server }, server), h("span", { class: "hint" }, ` · ${list.length}`))),
+          h("span", { class: "group-name", title: server }, server), h("span", { class: "hint group-count" }, ` · ${list.length}`))),
         list.map((t) => h("tr", { dataset: { name: t.name, description: t.description || "" } },
           h("td", { class: "col-0" }, h("code", { title: t.name }, breakAfterUnderscores(t.name))),
           h("td", { class: "col-1" }, h("span", { class: "desc", title: t.description || null }, t.description || ""),
