@@ -41,6 +41,10 @@ log = logging.getLogger("monad.gateway")
 ELICITATION_COMPLETE = "notifications/elicitation/complete"
 LOGGER = "monad"  # the `logger` of the gateway's own log messages to an agent
 
+# `client_capabilities` of a declaration (a raw dict), by the dict's identity: a handshake-era
+# connection's capabilities are one dict for all of its calls, validated and dumped once (a
+# model_validate and model_dump on every call before).
+_forwarded: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
 _KINDS: dict[str, tuple[str, Any, Any]] = {
     "elicitation/create": ("elicitation", types.ElicitRequest, types.ElicitResult),
     "sampling/createMessage": ("sampling", types.CreateMessageRequest, types.CreateMessageResult),
@@ -112,11 +116,22 @@ class AgentQuestions:
         """What the agent declared of the capabilities monad relays questions under
         (`trust.inputs.FORWARDED_CAPABILITIES`), wire shape, `{}` for none: a 2026-07-28
         server sees these in the request made for this agent (sessions/stamp.py)."""
+        raw = self.raw_capabilities
+        if raw is None and self.ctx is None and self.lane is not None:
+            raw = self.lane.capabilities  # one dict, the connection's `initialize`, for all its calls
+        cached = _forwarded.get(id(raw)) if raw is not None else None
+        if cached is not None and cached[0] is raw:
+            return dict(cached[1])
         caps = self._capabilities()
         if caps is None:
             return {}
         wire = caps.model_dump(by_alias=True, mode="json", exclude_none=True)
-        return {k: wire[k] for k in FORWARDED_CAPABILITIES if isinstance(wire.get(k), dict)}
+        out = {k: wire[k] for k in FORWARDED_CAPABILITIES if isinstance(wire.get(k), dict)}
+        if raw is not None:
+            if len(_forwarded) > 256:
+                _forwarded.clear()
+            _forwarded[id(raw)] = (raw, out)  # the entry holds `raw`: its id is not reused while cached
+        return dict(out)
 
     async def __call__(self, request: dict[str, Any], *, key: str | None = None,
                        call_id: int | None = None) -> dict[str, Any]:

@@ -73,7 +73,8 @@ class Demand:
         finally:
             self.inflight -= 1
             self.last_used = time.monotonic()
-            if self.inflight == 0:
+            # Only for a waiter (`after_calls`): a new event on every call's end cost one a call.
+            if self.inflight == 0 and self.calls_ended.statistics().tasks_waiting:
                 self.calls_ended.set()
                 self.calls_ended = anyio.Event()
 
