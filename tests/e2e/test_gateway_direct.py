@@ -203,8 +203,16 @@ def test_a_client_that_does_not_read_its_answers_is_not_read_either(supervisor: 
     (it grew by ~525 MiB for 60 calls of 4 MiB before); once it reads, all is answered.
 
     The short version: 24 calls of 4 MiB, where the writer stalls after ~14 (the 32 MiB
-    backlog and the pipes' buffers). The 60-call soak with its RSS is bench/bench_backpressure.py."""
-    _atom(monad_home, "ts", auto=("echo",))
+    backlog and the pipes' buffers). The 60-call soak with its RSS is bench/bench_backpressure.py.
+
+    Against the SDK's server (tests/servers/toolserver.py), not its stdlib twin: with the twin
+    the writer got all 24 requests in under load (3 runs of 3 beside another test file), with
+    the SDK's server it stalled as it should; why is not known yet."""
+    sdk_toolserver = str(Path(__file__).resolve().parents[1] / "servers" / "toolserver.py")
+    (monad_home / "atoms" / "mcp").mkdir(parents=True, exist_ok=True)
+    (monad_home / "atoms" / "mcp" / "ts.toml").write_text(
+        f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([sdk_toolserver])}\ntimeout = 60\n"
+        f"trust = {{autoApproveTools = [\"ts__echo\"]}}\n")
     wait_state(supervisor, "ts", "connected", timeout=90)
     pid = int((monad_home / "run" / "monad.pid").read_text())
 
