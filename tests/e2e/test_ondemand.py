@@ -364,4 +364,4 @@ def test_add_says_what_happens_to_an_on_demand_or_disabled_server(monad_home: Pa
     assert r.code == 0, r
     assert r.err.strip() == ("added server `off` (atoms/mcp/off.toml), disabled: nothing starts it until "
                              "`monad mcp enable off`"), r
-    assert status_of(supervisor, "off")["state"] == "disabled"
+    wait_state(supervisor, "off", "disabled")  # once the supervisor has read the new atom
