@@ -104,7 +104,9 @@ def tool_defs(args: argparse.Namespace, shape: dict[str, Any]) -> list[dict[str,
     return tools
 
 
-def main() -> None:
+def options() -> tuple[argparse.Namespace, dict[str, Any]]:
+    """The command line both tool servers take (this one and toolserver.py, the SDK's), and
+    the echo tool's shape: its description, parameter name and extras (`--tools-file`)."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--name", default="toolserver")
     ap.add_argument("--names", action="store_true")
@@ -122,6 +124,11 @@ def main() -> None:
     shape: dict[str, Any] = {"description": "Echo the text back.", "param": "text", "extra": False}
     if args.tools_file and os.path.exists(args.tools_file):
         shape.update(json.loads(Path(args.tools_file).read_text()))
+    return args, shape
+
+
+def main() -> None:
+    args, shape = options()
     Server(args, shape["param"], tool_defs(args, shape)).serve()
 
 

@@ -28,7 +28,6 @@ import gc
 if __name__ == "__main__":  # a server process: no cyclic collection while the SDK is imported
     gc.disable()
 
-import argparse
 import json
 import os
 import sys
@@ -49,7 +48,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 # The tool set it shares with its standard-library twin (lighttoolserver.py, a sibling).
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from lighttoolserver import LONG_NAME, RICH_SCHEMA
+from lighttoolserver import LONG_NAME, RICH_SCHEMA, options
 
 
 def schema(props: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
@@ -57,24 +56,7 @@ def schema(props: dict[str, Any], required: list[str] | None = None) -> dict[str
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--name", default="toolserver")
-    ap.add_argument("--names", action="store_true")
-    ap.add_argument("--many", type=int, default=0)
-    ap.add_argument("--page-size", type=int, default=40)
-    ap.add_argument("--repeat-cursor", action="store_true")
-    ap.add_argument("--tools-file", default=None)
-    ap.add_argument("--marker-dir", default=None)
-    ap.add_argument("--progress", action="store_true")
-    ap.add_argument("--rich-schema", action="store_true")
-    ap.add_argument("--big", action="store_true")
-    ap.add_argument("--crash", action="store_true")
-    ap.add_argument("--token", default=None, help="ignored: a secret-looking argument for redaction tests")
-    args = ap.parse_args()
-
-    shape: dict[str, Any] = {"description": "Echo the text back.", "param": "text", "extra": False}
-    if args.tools_file and os.path.exists(args.tools_file):
-        shape.update(json.loads(Path(args.tools_file).read_text()))
+    args, shape = options()
     param = shape["param"]
     tools = [
         types.Tool(name="echo", description=shape["description"], input_schema=schema({param: {"type": "string"}})),
