@@ -61,10 +61,6 @@ class NameMap:
     def exposed_name(self, server: str, tool: str) -> str | None:
         return self.by_original.get((server, tool))
 
-    def collisions_of(self, server: str) -> list[dict[str, object]]:
-        return [c for c in self.collisions
-                if any(m["server"] == server for m in c["members"])]  # type: ignore[attr-defined]
-
 
 def build_name_map(pairs: Iterable[tuple[str, str]]) -> NameMap:
     """Exposed names for every (server, tool) pair; the result depends only on the set."""
