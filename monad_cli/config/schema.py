@@ -22,7 +22,8 @@ from monad_cli.config.fields import (
     tool_filters,
 )
 from monad_cli.config.oauth import check_oauth
-from monad_cli.config.start import START_MODES, StartDefaults, parse_duration
+from monad_cli.config.settings import ServersSection
+from monad_cli.config.start import START_MODES, parse_duration
 from monad_cli.config.urls import check_url
 from monad_cli.core.messages import did_you_mean
 
@@ -160,17 +161,17 @@ class ServerSpec:
     # Every variable a `$VAR` reference expanded, and where its value came from
     # (`env-file` or `environment`, config/envfile.py): names and sources, never values.
     variables: dict[str, str] = field(default_factory=dict)
-    # `start` / `idleStop` as written (None: the default of settings.toml, config/start.py).
+    # `start` / `idleStop` as written (None: the default of settings.toml, `ServersSection`).
     start: str | None = None
     idle_stop: float | None = None
 
-    def start_mode(self, defaults: StartDefaults) -> str:
+    def start_mode(self, defaults: ServersSection) -> str:
         """`always` or `on-demand`: its own `start`, else the settings' default."""
         return self.start or defaults.start
 
-    def idle_stop_s(self, defaults: StartDefaults) -> float:
+    def idle_stop_s(self, defaults: ServersSection) -> float:
         """Seconds an on-demand server stays up without use: `idleStop`, else the default."""
-        return self.idle_stop if self.idle_stop is not None else defaults.idle_stop
+        return self.idle_stop if self.idle_stop is not None else defaults.idle_stop_s
 
     def connection_fingerprint(self) -> str:
         """Stable digest of everything that affects the live session (not `source`, `enabled`,

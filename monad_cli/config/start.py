@@ -13,11 +13,6 @@ A duration is a number of seconds or a string: `500ms`, `30s`, `10m`, `1h`, or s
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from monad_cli.core.paths import Paths
 
 START_MODES = ("always", "on-demand")
 DEFAULT_START = "always"
@@ -52,21 +47,3 @@ def describe_duration(seconds: float) -> str:
     minutes = int(seconds // 60)
     hours, minutes = divmod(minutes, 60)
     return (f"{hours}h" if hours else "") + (f"{minutes}m" if minutes else "")
-
-
-@dataclass(frozen=True)
-class StartDefaults:
-    """The `[servers]` table of settings.toml: `start` for definitions that do not say,
-    `idle_stop` (seconds) for on-demand servers that do not say."""
-
-    start: str = DEFAULT_START
-    idle_stop: float = DEFAULT_IDLE_STOP_S
-
-
-def load_start_defaults(paths: Paths) -> StartDefaults:
-    """`[servers]` of `MONAD_HOME/settings.toml` (missing file or table: the built-in
-    defaults). Raises `ConfigError` naming the file and the setting (config/settings.py)."""
-    from monad_cli.config.settings import load_settings
-
-    servers = load_settings(paths).servers
-    return StartDefaults(start=servers.start, idle_stop=servers.idle_stop_s)

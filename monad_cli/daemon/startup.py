@@ -16,7 +16,7 @@ import anyio
 
 from monad_cli.config.features import load_mcp_filter
 from monad_cli.config.loader import load_definitions
-from monad_cli.config.start import load_start_defaults
+from monad_cli.config.settings import load_settings
 from monad_cli.config.workdir import default_workdir
 from monad_cli.core.errors import ConfigError, Conflict
 from monad_cli.core.filters import combine
@@ -58,7 +58,7 @@ async def spawn_early(paths: Paths, environ: Mapping[str, str], early: EarlySpaw
     try:
         defs = load_definitions(paths, environ)
         enabled, disabled = load_mcp_filter(paths)
-        defaults = load_start_defaults(paths)
+        defaults = load_settings(paths).servers
     except (ConfigError, OSError):
         return 0
     server_filter = combine(flag_include=include, flag_exclude=exclude, file_enabled=enabled, file_disabled=disabled)

@@ -20,8 +20,7 @@ from monad_cli.config import envfile
 from monad_cli.config.features import MCP_FILE, TOOLS_FILE, load_mcp_filter, load_tool_globs
 from monad_cli.config.loader import AtomCache, Definitions, Problem, load_definitions
 from monad_cli.config.schema import fields_under_env
-from monad_cli.config.settings import SETTINGS_FILE
-from monad_cli.config.start import StartDefaults, load_start_defaults
+from monad_cli.config.settings import SETTINGS_FILE, ServersSection, load_settings
 from monad_cli.core.errors import ConfigError
 from monad_cli.core.filters import ServerFilter, combine
 from monad_cli.core.order import by_name
@@ -84,7 +83,7 @@ class Supervisor:
         # Globs over exposed tool names from `features/tools.toml`: deferred, enabled, disabled.
         self.tool_globs: dict[str, list[str]] = {}
         # `[servers]` of settings.toml: `start` and `idleStop` for definitions that do not say.
-        self.start_defaults = StartDefaults()
+        self.start_defaults = ServersSection()
         self.environ = dict(os.environ if environ is None else environ)
         # What `$VAR` expands from: MONAD_HOME/env over `environ`, rebuilt only when the file
         # changes (the atoms' cache reuses a validation only for the same object).
@@ -322,7 +321,7 @@ class Supervisor:
         """Re-read `[servers]` of settings.toml; a server whose effective `start`/`idleStop`
         changed with it is woken (as by an edit). A bad table keeps the last good defaults."""
         try:
-            defaults = load_start_defaults(self.paths)
+            defaults = load_settings(self.paths).servers
         except ConfigError as e:
             defs.problems.append(Problem(f"{e.message}; the previous defaults stay in force", SETTINGS_FILE))
             return

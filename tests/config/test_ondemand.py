@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from monad_cli.config.schema import validate
-from monad_cli.config.start import StartDefaults, describe_duration, load_start_defaults, parse_duration
+from monad_cli.config.settings import ServersSection, load_settings
+from monad_cli.config.start import describe_duration, parse_duration
 from monad_cli.core.errors import ConfigError
 from monad_cli.core.paths import Paths
 from monad_cli.core.states import IllegalTransition, State, check_transition
@@ -35,10 +36,10 @@ def test_fields_validate_and_default_from_the_settings() -> None:
                     environ={})
     assert (spec.start, spec.idle_stop) == ("on-demand", 300.0)
     plain = validate({"command": "x"}, name="b", source="agents.json", environ={})
-    assert plain.start_mode(StartDefaults()) == "always"
-    assert plain.start_mode(StartDefaults(start="on-demand")) == "on-demand"
-    assert plain.idle_stop_s(StartDefaults(idle_stop=42.0)) == 42.0
-    assert spec.start_mode(StartDefaults(start="always")) == "on-demand"
+    assert plain.start_mode(ServersSection()) == "always"
+    assert plain.start_mode(ServersSection(start="on-demand")) == "on-demand"
+    assert plain.idle_stop_s(ServersSection(idleStop=42.0)) == 42.0
+    assert spec.start_mode(ServersSection(start="always")) == "on-demand"
     # Unset, the connection fingerprint is what it was before the fields existed.
     assert "start" not in str(plain.connection_fingerprint())
 
@@ -57,16 +58,17 @@ def test_bad_fields_are_one_line_errors(raw: dict[str, Any], message: str) -> No
 
 def test_settings_table(tmp_path: Path) -> None:
     paths = Paths(tmp_path)
-    assert load_start_defaults(paths) == StartDefaults()
+    assert load_settings(paths).servers == ServersSection()
     (tmp_path / "settings.toml").write_text('[journal]\nhost = "h"\n[servers]\nstart = "on-demand"\nidleStop = "2m"\n')
-    assert load_start_defaults(paths) == StartDefaults(start="on-demand", idle_stop=120.0)
+    servers = load_settings(paths).servers
+    assert (servers.start, servers.idle_stop_s) == ("on-demand", 120.0)
     for body, what in (('[servers]\nstart = "sometimes"\n', "`servers.start` must be one of always, on-demand"),
                        ('[servers]\nidleStop = "a while"\n', "`servers.idleStop` must be a duration"),
                        ('[servers]\nstrat = "always"\n', "`servers.strat` is not a known setting"),
                        ('servers = 3\n', "`servers` must be a table")):
         (tmp_path / "settings.toml").write_text(body)
         with pytest.raises(ConfigError) as e:
-            load_start_defaults(paths)
+            load_settings(paths)
         assert what in e.value.message and e.value.message.startswith("`settings.toml`: "), e.value.message
 
 

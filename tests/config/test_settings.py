@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from monad_cli.config.settings import Settings, load_settings
-from monad_cli.config.start import load_start_defaults
 from monad_cli.core.errors import ConfigError
 from monad_cli.core.paths import Paths
 from monad_cli.daemon.telemetry.settings import load_telemetry_settings
@@ -36,7 +35,6 @@ def test_every_section_is_read_typed(tmp_path: Path) -> None:
     assert s.registry.urls == ("https://registry.example/", "https://second.example")
     # ...and each user reads its section through it, with the environment on top where it has one.
     paths = Paths(tmp_path)
-    assert load_start_defaults(paths).idle_stop == 90.0
     assert load_journal_settings(paths, {}).host == "runner-7"
     assert load_telemetry_settings(paths, {"OTEL_SERVICE_NAME": "env-wins"}).service_name == "env-wins"
     assert registry_urls(paths, {}) == ["https://registry.example", "https://second.example"]
@@ -70,7 +68,7 @@ def test_a_mistake_is_one_line_naming_the_file_and_the_key(tmp_path: Path, body:
 
 
 @pytest.mark.parametrize("reader", [
-    lambda p: load_start_defaults(p), lambda p: load_journal_settings(p, {}),
+    lambda p: load_settings(p).servers, lambda p: load_journal_settings(p, {}),
     lambda p: load_telemetry_settings(p, {}), lambda p: registry_urls(p, {})])
 def test_every_user_of_the_file_finds_a_mistake_in_any_section(tmp_path: Path, reader: Any) -> None:
     # One reader checks the whole file: a typo under [telemetry] is not silently ignored by

@@ -460,13 +460,14 @@ def _variable_sources(raw: dict[str, Any]) -> list[dict[str, Any]]:
 def _start_of(raw: dict[str, Any]) -> tuple[str, str, str]:
     """(start, where it comes from, idleStop) of a definition: its own fields, else the
     `[servers]` defaults of settings.toml (config/start.py)."""
-    from monad_cli.config.start import describe_duration, load_start_defaults, parse_duration
+    from monad_cli.config.settings import load_settings
+    from monad_cli.config.start import describe_duration, parse_duration
 
-    defaults = load_start_defaults(paths())
+    defaults = load_settings(paths()).servers
     start = raw.get("start") if raw.get("start") in ("always", "on-demand") else None
     idle = parse_duration(raw.get("idleStop")) if raw.get("idleStop") is not None else None
     where = "its definition" if start else "settings.toml" if defaults.start != "always" else "built in"
-    return start or defaults.start, where, describe_duration(idle if idle is not None else defaults.idle_stop)
+    return start or defaults.start, where, describe_duration(idle if idle is not None else defaults.idle_stop_s)
 
 
 def _runs_in(name: str, raw: dict[str, Any]) -> tuple[str, bool] | None:

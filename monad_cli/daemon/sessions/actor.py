@@ -42,7 +42,8 @@ from mcp_types import (
 
 from monad_cli import __version__
 from monad_cli.config.schema import ServerSpec
-from monad_cli.config.start import StartDefaults, describe_duration
+from monad_cli.config.settings import ServersSection
+from monad_cli.config.start import describe_duration
 from monad_cli.core.messages import one_line
 from monad_cli.core.paths import Paths
 from monad_cli.core.states import LIVE, State, check_transition
@@ -137,7 +138,7 @@ class ActorContext:
     on_state_changed: Callable[[ServerActor], None] = lambda actor: None
     stopping: Callable[[], bool] = lambda: False
     early: EarlySpawns | None = None
-    start_defaults: Callable[[], StartDefaults] = StartDefaults
+    start_defaults: Callable[[], ServersSection] = ServersSection
     busy: Callable[[ServerActor], str | None] = lambda actor: None
     on_notification: Callable[[ServerActor, Any], None] = lambda actor, notification: None
     wrap_requests: Callable[[ServerActor, Requests], Requests] = lambda actor, requests: requests

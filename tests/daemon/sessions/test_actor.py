@@ -252,7 +252,7 @@ def test_releasing_an_always_on_server_keeps_its_session(monad_home: Path) -> No
 def test_an_on_demand_actor_is_held_up_by_a_holder_and_stops_once_released(monad_home: Path, tmp_path: Path) -> None:
     """`hold()` (a gateway's resource subscription) keeps a started on-demand server up past
     many `idleStop`s; `release()` lets it stop. Spawns counted by the server itself."""
-    from monad_cli.config.start import StartDefaults
+    from monad_cli.config.settings import ServersSection
     from tests.e2e.test_ondemand import SPAWNLOG, spawns
 
     log = tmp_path / "spawn.log"
@@ -261,7 +261,7 @@ def test_an_on_demand_actor_is_held_up_by_a_holder_and_stops_once_released(monad
 
     async def main() -> None:
         async with running(lambda ctx, _: ServerActor("od", spec, ctx),
-                           start_defaults=lambda: StartDefaults(start="on-demand")) as (actor, _journal, seen):
+                           start_defaults=lambda: ServersSection(start="on-demand")) as (actor, _journal, seen):
             await _until(lambda: actor.state == State.IDLE)  # learned, then stopped
             assert [t.name for t in actor.tools] == ["echo", "slow"] and not actor.live
             async with actor.in_use():  # starts it
