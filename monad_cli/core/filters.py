@@ -50,45 +50,51 @@ def split_patterns(values: Iterable[str], *, what: str, pattern: re.Pattern[str]
 
 @dataclass(frozen=True)
 class Rule:
-    """Patterns and where they came from (shown in status: "the rule that filtered it")."""
+    """Include and exclude globs and where each list came from (for the reason). One rule
+    type for the server filter (`ServerFilter`: `Rule()` lets every name through) and each
+    layer of tool filters (core/tool_filters.py), whose server layer sets `own_names`: a
+    glob may match the server's own tool name as well as the exposed name."""
 
-    patterns: tuple[str, ...]
-    origin: str  # "--include-mcps" or "`[mcp] enabled` in `features/mcp.toml`"
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    include_origin: str = ""  # "--include-mcps" or "`[mcp] enabled` in `features/mcp.toml`"
+    exclude_origin: str = ""
+    own_names: bool = False
 
-    def first_match(self, name: str) -> str | None:
-        return next((p for p in self.patterns if fnmatchcase(name, p)), None)
+    def __bool__(self) -> bool:
+        return bool(self.include or self.exclude)
 
-    def describe(self) -> str:
-        return ",".join(self.patterns)
+    def _matches(self, glob: str, name: str, own: str) -> bool:
+        return fnmatchcase(name, glob) or (self.own_names and fnmatchcase(own, glob))
 
+    def excluded(self, name: str, own: str) -> str | None:
+        for glob in self.exclude:
+            if self._matches(glob, name, own):
+                return f"excluded by `{glob}` ({self.exclude_origin})"
+        return None
 
-@dataclass(frozen=True)
-class ServerFilter:
-    """The effective filter. `include=None` (or empty) lets every name through."""
-
-    include: Rule | None = None
-    exclude: Rule | None = None
+    def not_included(self, name: str, own: str) -> str | None:
+        if not self.include or any(self._matches(g, name, own) for g in self.include):
+            return None
+        return f"not included: matches none of `{','.join(self.include)}` ({self.include_origin})"
 
     def reason(self, name: str) -> str | None:
-        """None if `name` runs, else the one-line rule that filtered it out."""
-        if self.exclude is not None:
-            hit = self.exclude.first_match(name)
-            if hit is not None:
-                return f"excluded by `{hit}` ({self.exclude.origin})"
-        if self.include is not None and self.include.patterns and self.include.first_match(name) is None:
-            return f"not included: matches none of `{self.include.describe()}` ({self.include.origin})"
-        return None
+        """None if `name` runs, else the one-line rule that filtered it out (exclude wins)."""
+        return self.excluded(name, name) or self.not_included(name, name)
 
     def allows(self, name: str) -> bool:
         return self.reason(name) is None
 
     def describe(self) -> str:
         parts = []
-        if self.include is not None and self.include.patterns:
-            parts.append(f"include `{self.include.describe()}` ({self.include.origin})")
-        if self.exclude is not None and self.exclude.patterns:
-            parts.append(f"exclude `{self.exclude.describe()}` ({self.exclude.origin})")
+        if self.include:
+            parts.append(f"include `{','.join(self.include)}` ({self.include_origin})")
+        if self.exclude:
+            parts.append(f"exclude `{','.join(self.exclude)}` ({self.exclude_origin})")
         return "; ".join(parts) or "no filter"
+
+
+ServerFilter = Rule
 
 
 def combine(*, flag_include: Sequence[str] | None, flag_exclude: Sequence[str] | None,
@@ -96,14 +102,15 @@ def combine(*, flag_include: Sequence[str] | None, flag_exclude: Sequence[str] |
     """The effective filter: a flag given (not None, even empty) replaces the file's list of
     the same kind. Patterns must already be validated (`split_patterns`)."""
     if flag_include is not None:
-        include = Rule(tuple(flag_include), "--include-mcps")
+        include, include_origin = tuple(flag_include), "--include-mcps"
     else:
-        include = Rule(tuple(file_enabled), f"`[mcp] enabled` in `{FILE}`")
+        include, include_origin = tuple(file_enabled), f"`[mcp] enabled` in `{FILE}`"
     if flag_exclude is not None:
-        exclude = Rule(tuple(flag_exclude), "--exclude-mcps")
+        exclude, exclude_origin = tuple(flag_exclude), "--exclude-mcps"
     else:
-        exclude = Rule(tuple(file_disabled), f"`[mcp] disabled` in `{FILE}`")
-    return ServerFilter(include=include, exclude=exclude)
+        exclude, exclude_origin = tuple(file_disabled), f"`[mcp] disabled` in `{FILE}`"
+    return ServerFilter(include=include, exclude=exclude, include_origin=include_origin,
+                        exclude_origin=exclude_origin)
 
 
 __all__ = ["FILE", "PatternError", "Rule", "ServerFilter", "combine", "split_patterns"]

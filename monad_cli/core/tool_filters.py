@@ -20,10 +20,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-from monad_cli.core.filters import split_patterns
+from monad_cli.core.filters import Rule, split_patterns
 
 # Exposed-name characters plus the glob ones (exposed names are `[A-Za-z0-9_-]`).
 _PATTERN = re.compile(r"[A-Za-z0-9_\-*?\[\]!]{1,160}\Z")
@@ -33,66 +32,38 @@ class ToolPatternError(ValueError):
     """A malformed pattern list; the message is one line naming the pattern and where."""
 
 
-@dataclass(frozen=True)
-class ToolRule:
-    """One layer: include and exclude globs, where each came from (for the reason), and
-    whether a glob may match the server's own tool name as well as the exposed name
-    (`own_names`: a server's own `tools` field, where either name means the same tool)."""
-
-    include: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = ()
-    include_origin: str = ""
-    exclude_origin: str = ""
-    own_names: bool = False
-
-    def __bool__(self) -> bool:
-        return bool(self.include or self.exclude)
-
-    def _matches(self, glob: str, exposed: str, own: str) -> bool:
-        return fnmatchcase(exposed, glob) or (self.own_names and fnmatchcase(own, glob))
-
-    def excluded(self, exposed: str, own: str) -> str | None:
-        hit = next((g for g in self.exclude if self._matches(g, exposed, own)), None)
-        return None if hit is None else f"excluded by `{hit}` ({self.exclude_origin})"
-
-    def not_included(self, exposed: str, own: str) -> str | None:
-        if not self.include or any(self._matches(g, exposed, own) for g in self.include):
-            return None
-        return f"not included: matches none of `{','.join(self.include)}` ({self.include_origin})"
+NO_RULE = Rule()  # no globs: nothing hidden (built once: a rule is made on every call's path)
 
 
-NO_RULE = ToolRule()  # no globs: nothing hidden (built once: a rule is made on every call's path)
-
-
-def server_rule(server: str, tools: Mapping[str, Sequence[str]], source: str | None) -> ToolRule:
+def server_rule(server: str, tools: Mapping[str, Sequence[str]], source: str | None) -> Rule:
     """The `tools` field of server `server` (from `source`, e.g. `atoms/mcp/github.toml`)."""
     if not tools.get("enabled") and not tools.get("disabled"):
         return NO_RULE
     where = f" in {source}" if source else ""
-    return ToolRule(include=tuple(tools.get("enabled", ())), exclude=tuple(tools.get("disabled", ())),
-                    include_origin=f"`tools.enabled` of server `{server}`{where}",
-                    exclude_origin=f"`tools.disabled` of server `{server}`{where}", own_names=True)
+    return Rule(include=tuple(tools.get("enabled", ())), exclude=tuple(tools.get("disabled", ())),
+                include_origin=f"`tools.enabled` of server `{server}`{where}",
+                exclude_origin=f"`tools.disabled` of server `{server}`{where}", own_names=True)
 
 
-def file_rule(enabled: Sequence[str], disabled: Sequence[str]) -> ToolRule:
+def file_rule(enabled: Sequence[str], disabled: Sequence[str]) -> Rule:
     """`enabled` / `disabled` of `features/tools.toml`."""
     if not enabled and not disabled:
         return NO_RULE
-    return ToolRule(include=tuple(enabled), exclude=tuple(disabled),
-                    include_origin="`enabled` in features/tools.toml",
-                    exclude_origin="`disabled` in features/tools.toml")
+    return Rule(include=tuple(enabled), exclude=tuple(disabled),
+                include_origin="`enabled` in features/tools.toml",
+                exclude_origin="`disabled` in features/tools.toml")
 
 
-def session_rule(include: Sequence[str] = (), exclude: Sequence[str] = ()) -> ToolRule:
+def session_rule(include: Sequence[str] = (), exclude: Sequence[str] = ()) -> Rule:
     """A gateway session's `--include-tools` / `--exclude-tools`."""
     if not include and not exclude:
         return NO_RULE
-    return ToolRule(include=tuple(include), exclude=tuple(exclude),
-                    include_origin="--include-tools of this gateway",
-                    exclude_origin="--exclude-tools of this gateway")
+    return Rule(include=tuple(include), exclude=tuple(exclude),
+                include_origin="--include-tools of this gateway",
+                exclude_origin="--exclude-tools of this gateway")
 
 
-def hidden_by(exposed: str, own: str, rules: Iterable[ToolRule]) -> str | None:
+def hidden_by(exposed: str, own: str, rules: Iterable[Rule]) -> str | None:
     """None if tool `exposed` (the server's own name `own`) is shown, else the rule that
     hid it: `excluded by `GLOB` (ORIGIN)` or `not included: matches none of `GLOBS` (ORIGIN)`."""
     layers = [r for r in rules if r]
@@ -136,7 +107,6 @@ def literal_glob(name: str) -> str:
 
 __all__ = [
     "ToolPatternError",
-    "ToolRule",
     "file_rule",
     "hidden_by",
     "inert_globs",

@@ -10,7 +10,7 @@ import pytest
 
 from monad_cli.config.features import load_mcp_filter
 from monad_cli.core.errors import ConfigError
-from monad_cli.core.filters import PatternError, Rule, ServerFilter, combine, split_patterns
+from monad_cli.core.filters import PatternError, ServerFilter, combine, split_patterns
 from monad_cli.core.paths import paths
 from tests.conftest import light_cmd, pid_alive, status_of, wait_for, wait_reconnected, wait_state, write_atom
 
@@ -26,8 +26,8 @@ def test_split_patterns_is_comma_separated_and_repeatable() -> None:
 
 
 def test_exclude_wins_over_include_and_names_the_rule() -> None:
-    f = ServerFilter(include=Rule(("git*", "context7"), "--include-mcps"),
-                     exclude=Rule(("gitlab",), "--exclude-mcps"))
+    f = ServerFilter(include=("git*", "context7"), exclude=("gitlab",), include_origin="--include-mcps",
+                     exclude_origin="--exclude-mcps")
     assert f.reason("github") is None
     assert f.reason("context7") is None
     assert f.reason("gitlab") == "excluded by `gitlab` (--exclude-mcps)"
@@ -35,17 +35,17 @@ def test_exclude_wins_over_include_and_names_the_rule() -> None:
 
 
 def test_empty_include_means_all_and_star_exclude_means_none() -> None:
-    assert ServerFilter(include=Rule((), "x")).allows("anything")
+    assert ServerFilter(include=(), include_origin="x").allows("anything")
     assert ServerFilter().allows("anything")
-    off = ServerFilter(exclude=Rule(("*",), "--exclude-mcps"))
+    off = ServerFilter(exclude=("*",), exclude_origin="--exclude-mcps")
     assert not off.allows("a") and not off.allows("Z-9")
 
 
 def test_globs_are_case_sensitive_and_match_whole_names() -> None:
-    f = ServerFilter(include=Rule(("git",), "f"))
+    f = ServerFilter(include=("git",), include_origin="f")
     assert f.allows("git")
     assert not f.allows("github") and not f.allows("Git")
-    assert ServerFilter(include=Rule(("s[0-9]",), "f")).allows("s7")
+    assert ServerFilter(include=("s[0-9]",), include_origin="f").allows("s7")
 
 
 def test_flags_replace_the_file_list_by_list() -> None:

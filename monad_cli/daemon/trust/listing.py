@@ -8,8 +8,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from monad_cli.core.filters import Rule
 from monad_cli.core.order import name_key
-from monad_cli.core.tool_filters import ToolRule, file_rule, hidden_by, is_deferred, server_rule, session_rule
+from monad_cli.core.tool_filters import file_rule, hidden_by, is_deferred, server_rule, session_rule
 from monad_cli.daemon.trust.servers import ToolServer
 from monad_cli.daemon.trust.visibility import for_model
 
@@ -24,7 +25,7 @@ def dump_tool(tool: Tool) -> dict[str, Any]:
 
 
 def tool_rules(actor: ToolServer, globs: Mapping[str, Sequence[str]], include: Sequence[str] = (),
-               exclude: Sequence[str] = ()) -> list[ToolRule]:
+               exclude: Sequence[str] = ()) -> list[Rule]:
     """The tool filters over `actor`'s tools, in order: its own `tools` field, `enabled` /
     `disabled` of features/tools.toml (`globs`), and a gateway session's `include`/`exclude`."""
     spec = actor.spec

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from monad_cli.core.filters import Rule, ServerFilter
+from monad_cli.core.filters import ServerFilter
 from monad_cli.daemon.gateway.policy import (
     LOAD_TOOLS,
     LoadedTools,
@@ -132,7 +132,7 @@ def test_deferred_tools_can_be_called_without_loading() -> None:
 
 
 def test_server_filter_on_the_gateway() -> None:
-    only_time = ServerFilter(include=Rule(("time",), "--include-mcps"))
+    only_time = ServerFilter(include=("time",), include_origin="--include-mcps")
     assert visible_tools(TOOLS, loaded=LoadedTools(), server_filter=only_time, **ctx()) == ["time__now"]
     r = load_tools(LoadedTools(), servers=["github"], tools_by_server=TOOLS, server_filter=only_time, **ctx())
     assert r.added == [] and r.hidden == ["github"]
