@@ -21,8 +21,8 @@ wraps it too). What they hold to:
 - **All listeners' connections under the nofile limit.** `raise_nofile()` raises the soft
   limit to the hard one at the supervisor's start, and the listeners together may hold that
   many less `FD_RESERVE`, kept for the control socket, the journal, the logs and the pipes
-  of the servers the supervisor spawns (`BUDGET`): 1,019 idle connections once used every
-  descriptor and every CLI command failed.
+  of the servers the supervisor spawns (`BUDGET`): idle connections must not take every
+  descriptor and fail every CLI command.
 - **Each refusal is one log line**: a refused peer, a connection closed for its headers'
   time, a failed accept (`log_accept_errors`), counted per listener and kind and logged at
   most every `LOG_EVERY_S` (a flood of refusals must not become a flood of log lines).

@@ -42,8 +42,7 @@ ELICITATION_COMPLETE = "notifications/elicitation/complete"
 LOGGER = "monad"  # the `logger` of the gateway's own log messages to an agent
 
 # `client_capabilities` of a declaration (a raw dict), by the dict's identity: a handshake-era
-# connection's capabilities are one dict for all of its calls, validated and dumped once (a
-# model_validate and model_dump on every call before).
+# connection's capabilities are one dict for all of its calls, so validated and dumped once.
 _forwarded: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
 _KINDS: dict[str, tuple[str, Any, Any]] = {
     "elicitation/create": ("elicitation", types.ElicitRequest, types.ElicitResult),
