@@ -571,10 +571,11 @@ class Supervisor:
         exposition = t.exposition
         if exposition is None or not t.settings.prometheus:
             return None
-        from monad_cli.daemon.telemetry.listener import bind, metrics_token, serve_metrics
+        from monad_cli.daemon.http import bearer_token
+        from monad_cli.daemon.telemetry.listener import bind, serve_metrics
 
         sock = bind(t.settings.prometheus_port)
-        token = metrics_token(self.paths.metrics_token)
+        token = bearer_token(self.paths.metrics_token)
         t.where = {"url": f"http://127.0.0.1:{sock.getsockname()[1]}/metrics",
                    "tokenFile": str(self.paths.metrics_token)}
         log.info("Prometheus metrics on %s", t.where["url"])

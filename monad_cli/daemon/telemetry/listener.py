@@ -9,24 +9,18 @@ from __future__ import annotations
 import logging
 import socket
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import anyio
 
 from monad_cli.daemon.bounds import authenticated
-from monad_cli.daemon.http import bearer_matches, bearer_refusal, bearer_token, empty_token_message
+from monad_cli.daemon.http import bearer_matches, bearer_refusal, empty_token_message
 from monad_cli.daemon.serving import AppServer
 
 log = logging.getLogger("monad.telemetry")
 TOKEN_FILE = "run/metrics.token"
 # The Prometheus text exposition format that `prometheus_client.generate_latest` writes.
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-
-
-def metrics_token(path: Path) -> str:
-    """The `/metrics` bearer token in `path` (`run/metrics.token`): created once, 0600, reused."""
-    return bearer_token(path)
 
 
 class MetricsApp:
@@ -91,4 +85,4 @@ async def serve_metrics(text: Callable[[], bytes], sock: socket.socket, token: s
     await server.serve(sock, until)
 
 
-__all__ = ["MetricsApp", "bind", "metrics_token", "serve_metrics"]
+__all__ = ["MetricsApp", "bind", "serve_metrics"]
