@@ -4,7 +4,7 @@
 // dialog names the file and shows the entry that goes into it; Cancel is the safe default.
 
 import { api } from "./api.js";
-import { h, listIndex, replaceChildren, setText, withCode } from "./dom.js";
+import { dismiss, h, listIndex, replaceChildren, setText, withCode } from "./dom.js";
 
 const COLUMNS = ["Agent", "File", "Status", "Action"];
 const STATUS = {
@@ -175,9 +175,7 @@ export class AgentsView {
       const done = (ok) => {
         if (answered) return;
         answered = true;
-        if (dialog.open) dialog.close();
-        dialog.remove();
-        if (opener && opener.isConnected) opener.focus();
+        dismiss(dialog, opener);
         resolve(ok ? { replace: replace.checked } : null);
       };
       const cancel = h("button", { type: "button", onclick: () => done(false) }, "Cancel");

@@ -13,7 +13,7 @@
 // most TEARDOWN_MS) before the frame is removed.
 
 import { api } from "./api.js";
-import { h, setText } from "./dom.js";
+import { dismiss, h, setText } from "./dom.js";
 
 const SANDBOX = "ui/notifications/sandbox-";
 const TEARDOWN_MS = 2000;
@@ -55,8 +55,7 @@ function confirmLink(appName, url) {
         const tab = window.open(url, "_blank", "noopener,noreferrer");
         if (tab) tab.opener = null;
       }
-      dialog.close();
-      dialog.remove();
+      dismiss(dialog, null);
       resolve(answer);
     };
     dialog.append(h("div", { class: "buttons" },

@@ -2,7 +2,7 @@
 // authorization of a remote server.
 
 import { api } from "./api.js";
-import { enc, h, httpUrl, replaceChildren, setText } from "./dom.js";
+import { dismiss, enc, h, httpUrl, replaceChildren, setText } from "./dom.js";
 
 /**
  * Close every open modal dialog as Escape does: its own `cancel` handling gives the safe answer
@@ -28,11 +28,8 @@ export function confirmDialog({ title, text, confirm }) {
     const done = (answer) => {
       if (answered) return;
       answered = true;
-      if (dialog.open) dialog.close();
-      dialog.remove();
       // Back to what opened it (a removed row's button is gone: then the list itself).
-      const back = opener && opener.isConnected ? opener : document.querySelector("[data-focus-fallback]");
-      if (back && typeof back.focus === "function") back.focus();
+      dismiss(dialog, opener && opener.isConnected ? opener : document.querySelector("[data-focus-fallback]"));
       resolve(answer);
     };
     // The safe answer first, and focused: Enter, Enter must never destroy anything.
@@ -139,14 +136,9 @@ export class AuthorizeDialog {
   }
 
   close() {
-    if (this.dialog) {
-      const dialog = this.dialog;
-      this.dialog = null;
-      if (dialog.open) dialog.close();
-      dialog.remove();
-      const back = this.opener;
-      this.opener = null;
-      if (back && back.isConnected && typeof back.focus === "function") back.focus();
-    }
+    const { dialog, opener } = this;
+    this.dialog = null;
+    this.opener = null;
+    if (dialog) dismiss(dialog, opener);
   }
 }

@@ -87,6 +87,14 @@ export function when(epochSeconds) {
 
 export const enc = encodeURIComponent;
 
+/** Close and remove a modal `dialog`, and give the focus back to `back` (what opened it) if it
+ *  is still on the page. */
+export function dismiss(dialog, back) {
+  if (dialog.open) dialog.close();
+  dialog.remove();
+  if (back && back.isConnected && typeof back.focus === "function") back.focus();
+}
+
 /** `url` when it is an http(s) URL (its normalized href), else null: a page links to nothing else. */
 export function httpUrl(url) {
   try {

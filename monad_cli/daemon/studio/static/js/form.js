@@ -10,7 +10,7 @@
 // CLI's one-line reasons with the field they concern, and are shown next to that field.
 
 import { api } from "./api.js";
-import { enc, h, setText } from "./dom.js";
+import { dismiss, enc, h, setText } from "./dom.js";
 
 export const MASK = "***";
 
@@ -498,14 +498,9 @@ export class ServerForm {
   }
 
   close() {
-    if (this.dialog) {
-      const dialog = this.dialog;
-      this.dialog = null;
-      if (dialog.open) dialog.close();
-      dialog.remove();
-      const back = this.opener;
-      this.opener = null;
-      if (back && back.isConnected && typeof back.focus === "function") back.focus();
-    }
+    const { dialog, opener } = this;
+    this.dialog = null;
+    this.opener = null;
+    if (dialog) dismiss(dialog, opener);
   }
 }

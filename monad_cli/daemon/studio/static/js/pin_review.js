@@ -5,7 +5,7 @@
 // posts its `hash` to `POST /v1/tools/sets/NAME/pin`, which pins only that set.
 
 import { api } from "./api.js";
-import { enc, h, withCode } from "./dom.js";
+import { dismiss, enc, h, withCode } from "./dom.js";
 
 // What the CLI writes as `\u001b`-style escapes (cli/render.py `terminal_text`): C0 but tab and
 // newline, DEL, C1, and the bidi overrides, which reorder what follows them on the page too.
@@ -90,11 +90,7 @@ function acceptDialog(name, review, notify) {
       + "here is accepted: if the server changed it again meanwhile, nothing is pinned."),
     changeView(review, true));
   const status = h("p", { role: "status", class: "error" });
-  const done = () => {
-    if (dialog.open) dialog.close();
-    dialog.remove();
-    if (opener && opener.isConnected) opener.focus();
-  };
+  const done = () => dismiss(dialog, opener);
   const cancel = h("button", { type: "button", autofocus: true, onclick: done }, "Cancel");
   const confirm = h("button", { type: "button", class: "danger", onclick: async () => {
     confirm.disabled = true;

@@ -6,7 +6,7 @@
 // `POST /v1/tools/call/answer`. Sampling and roots are refused by the supervisor before they
 // reach the page (docs/studio.md "Questions during a call").
 
-import { h, httpUrl, replaceChildren } from "./dom.js";
+import { dismiss, h, httpUrl, replaceChildren } from "./dom.js";
 import { SchemaForm } from "./schema_form.js";
 
 /** `https://<strong>host</strong>/path…`: the URL whole, its host the part to check. */
@@ -39,9 +39,7 @@ export function askQuestion(question, signal) {
     const done = (answer) => {
       if (answered) return;
       answered = true;
-      if (dialog.open) dialog.close();
-      dialog.remove();
-      if (opener && opener.isConnected && typeof opener.focus === "function") opener.focus();
+      dismiss(dialog, opener);
       resolve(answer);
     };
     if (signal) signal.addEventListener("abort", () => done({ action: "cancel" }));
