@@ -91,3 +91,19 @@ class AppServer:
             transport = getattr(connection, "transport", None)
             if transport is not None:
                 transport.close()
+
+
+def listen_loopback(port: int) -> socket.socket:
+    """A listening, non-blocking TCP socket on 127.0.0.1:`port` (0: any free port; never
+    0.0.0.0), for `AppServer.start`. SO_REUSEADDR: rebinding right after a stop works, and a
+    port in use is still refused. Raises the `OSError` of binding (the socket closed)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(("127.0.0.1", port))
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    sock.setblocking(False)
+    return sock

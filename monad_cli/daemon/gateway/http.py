@@ -27,7 +27,7 @@ from monad_cli.core.paths import Paths
 from monad_cli.daemon.bounds import authenticated
 from monad_cli.daemon.gateway.session import GatewaySession
 from monad_cli.daemon.http import bearer_matches, bearer_refusal, bearer_token, empty_token_message
-from monad_cli.daemon.serving import AppServer
+from monad_cli.daemon.serving import AppServer, listen_loopback
 
 log = logging.getLogger("monad.gateway")
 TOKEN_FILE = "run/gateway.token"
@@ -135,17 +135,11 @@ def _request_id(body: bytes) -> int | str | None:
 def bind_loopback(port: int) -> socket.socket:
     """A listening TCP socket on 127.0.0.1:`port` (0: any free port). Raises Conflict when
     the port is taken."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        sock.bind(("127.0.0.1", port))  # loopback only, never 0.0.0.0
+        return listen_loopback(port)
     except OSError as e:
-        sock.close()
         raise Conflict(f"cannot listen on 127.0.0.1:{port}: {e.strerror or e}; pick another --port "
                        f"(0 picks a free one)") from None
-    sock.listen(128)
-    sock.setblocking(False)
-    return sock
 
 
 async def serve_http(session: GatewaySession, sock: socket.socket, token: str, *,

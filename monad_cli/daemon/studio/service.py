@@ -28,7 +28,6 @@ import errno
 import hashlib
 import json
 import logging
-import socket
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +43,7 @@ from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from monad_cli.core.errors import Conflict
-from monad_cli.daemon.serving import AppServer
+from monad_cli.daemon.serving import AppServer, listen_loopback
 from monad_cli.daemon.studio.events import PING_S, EventBus, event_stream
 from monad_cli.daemon.studio.locks import LOGIN_PATH, TOKEN_TTL_S, Logins, StudioLocks, studio_csp
 from monad_cli.daemon.studio.login_file import LoginFiles
@@ -146,19 +145,13 @@ class Listener:
     async def start(self) -> None:
         """Bind 127.0.0.1:port (0: any free port) and serve. Raises `Conflict` (HTTP 409, exit 2:
         a port to change) when the port cannot be bound."""
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        # Rebinding right after a stop must work; SO_REUSEADDR still refuses a port in use.
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            sock.bind((HOST, self.requested))
-            sock.listen(128)
+            sock = listen_loopback(self.requested)
         except OSError as e:
-            sock.close()
             hint = ("pass `--port N` for another port, or `--port 0` for any free one"
                     if e.errno == errno.EADDRINUSE else "pass `--port N` with N above 1023")
             raise Conflict(f"cannot serve the {self.what} on {HOST}:{self.requested}: "
                              f"{e.strerror or e}; {hint}") from None
-        sock.setblocking(False)
         self.port = int(sock.getsockname()[1])
         self._server = AppServer(self._make_app(self), what=f"the {self.what} on port {self.port}",
                                  timeout_graceful_shutdown=1)

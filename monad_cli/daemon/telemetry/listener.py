@@ -15,7 +15,7 @@ import anyio
 
 from monad_cli.daemon.bounds import authenticated
 from monad_cli.daemon.http import bearer_matches, bearer_refusal, empty_token_message
-from monad_cli.daemon.serving import AppServer
+from monad_cli.daemon.serving import AppServer, listen_loopback
 
 log = logging.getLogger("monad.telemetry")
 TOKEN_FILE = "run/metrics.token"
@@ -63,18 +63,12 @@ def bind(port: int) -> socket.socket:
     that means another supervisor won the start)."""
     from monad_cli.core.errors import ConfigError
 
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        sock.bind(("127.0.0.1", port))
+        return listen_loopback(port)
     except OSError as e:
-        sock.close()
         raise ConfigError(f"cannot listen on 127.0.0.1:{port} for /metrics: {e.strerror or e}; change "
                           f"`telemetry.prometheus_port` in settings.toml (0 picks a free port)",
                           file="settings.toml", field="telemetry.prometheus_port") from None
-    sock.listen(64)
-    sock.setblocking(False)
-    return sock
 
 
 async def serve_metrics(text: Callable[[], bytes], sock: socket.socket, token: str, *, until: anyio.Event) -> None:
