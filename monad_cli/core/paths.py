@@ -16,6 +16,7 @@ Layout (see docs/supervisor.md):
 from __future__ import annotations
 
 import os
+from contextlib import suppress
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import takewhile
@@ -339,6 +340,24 @@ def make_private_dir(path: Path) -> None:
     missing = list(takewhile(lambda p: not p.is_dir(), (path, *path.parents)))
     for p in reversed(missing):
         p.mkdir(mode=0o700, exist_ok=True)
+
+
+def write_private(path: Path, text: str) -> None:
+    """Replace the file at `path` with `text`, mode 0600, atomically (a temporary file beside
+    it, then `os.replace`), its folder made (0700) if missing: for a file only monad reads
+    back (a spawn record, the Studio's state). Raises `OSError`, the temporary file removed."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.chmod(tmp, 0o600)  # O_CREAT's mode is masked by the umask
+        os.replace(tmp, path)
+    except OSError:
+        with suppress(OSError):
+            tmp.unlink()
+        raise
 
 
 def read_regular(path: Path, limit: int) -> bytes:

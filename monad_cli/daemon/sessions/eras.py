@@ -12,13 +12,13 @@ is probed afresh; an entry older than `RECHECK_AFTER_S` is forgotten, so a serve
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import os
 import time
 from pathlib import Path
 from typing import Any
+
+from monad_cli.core.paths import write_private
 
 log = logging.getLogger("monad.actor")
 
@@ -72,15 +72,8 @@ class EraStore:
         self._write(entries)
 
     def _write(self, entries: dict[str, dict[str, Any]]) -> None:
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         try:
-            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w") as f:
-                json.dump(entries, f)
-            os.replace(tmp, self.path)
+            write_private(self.path, json.dumps(entries))
         except OSError as e:
             # A full disk costs the memory (one slower connect next time), never the session.
             log.warning("cannot write %s (%s); the era is remembered in memory only", self.path.name, e.strerror)
-            with contextlib.suppress(OSError):
-                tmp.unlink()

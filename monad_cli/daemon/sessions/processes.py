@@ -33,6 +33,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from monad_cli.core.paths import write_private
+
 MARKER_ENV = "MONAD_SERVER_ID"
 log = logging.getLogger("monad.supervisor")
 
@@ -169,21 +171,13 @@ class SpawnRecords:
         return self.dir / f"{server}.{pid}.json"
 
     def write(self, rec: SpawnRecord) -> None:
-        path = self._path(rec.server, rec.pid)
-        tmp = path.with_name(f".{path.name}.tmp")
         try:
-            self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w") as f:
-                json.dump(asdict(rec), f)
-            os.replace(tmp, path)
+            write_private(self._path(rec.server, rec.pid), json.dumps(asdict(rec)))
         except OSError as e:
             # A full disk costs the record (a crashed supervisor's successor would not find this
             # process to stop it), never the server's start.
             log.warning("cannot write the spawn record of server %s (pid %d): %s; its process is not recorded",
                         rec.server, rec.pid, e.strerror or e)
-            with contextlib.suppress(OSError):
-                tmp.unlink()
 
     def forget(self, rec: SpawnRecord) -> None:
         with contextlib.suppress(FileNotFoundError):

@@ -13,12 +13,12 @@ form before sessions had lifetimes) is read as no session: those browsers sign i
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import os
 from pathlib import Path
 from typing import Any
+
+from monad_cli.core.paths import write_private
 
 log = logging.getLogger("monad.studio")
 
@@ -51,15 +51,8 @@ class StudioState:
 
     def write(self, port: int, sessions: dict[str, tuple[float, float]]) -> None:
         """Keep `port` and `sessions` (digest → (signed in, last used)), 0600, replaced atomically."""
-        tmp = self.path.with_name(self.path.name + ".tmp")
         rows = [{"digest": d, "created": round(c, 3), "seen": round(s, 3)} for d, (c, s) in sorted(sessions.items())]
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w") as f:
-                json.dump({"port": port, "sessions": rows}, f)
-            os.chmod(tmp, 0o600)
-            os.replace(tmp, self.path)
+            write_private(self.path, json.dumps({"port": port, "sessions": rows}))
         except OSError as e:
             log.warning("cannot keep the Studio's state in %s: %s", self.path, e)
-            with contextlib.suppress(OSError):
-                tmp.unlink()
