@@ -50,11 +50,10 @@ def read_atom(paths: Paths, path: Path) -> dict[str, Any]:
         raise ConfigError(f"`{source}`: cannot read ({e.strerror})", file=source, server=path.stem) from None
 
 
-def read_toml(path: Path, source: str, *, server: str | None = None,
-              max_bytes: int = MAX_TOML_BYTES) -> dict[str, Any]:
+def read_toml(path: Path, source: str, *, server: str | None = None) -> dict[str, Any]:
     """Parse the TOML file at `path`, `source` naming it in messages. Every way it can fail
     is one `ConfigError` line naming the file (for that file alone: the caller goes on with
-    the others): unreadable, over `max_bytes`, not UTF-8, malformed (`file:line:col`), and
+    the others): unreadable, over `MAX_TOML_BYTES`, not UTF-8, malformed (`file:line:col`), and
     what tomllib raises beside `TOMLDecodeError` for hostile input: `RecursionError` (arrays
     or inline tables nested thousands deep), `ValueError` (an integer of more digits than
     Python converts), `MemoryError`. Raises `FileNotFoundError` when there is no file."""
@@ -64,13 +63,13 @@ def read_toml(path: Path, source: str, *, server: str | None = None,
         return ConfigError(f"`{source}`: {what}", file=source, server=server)
 
     try:
-        data = read_regular(path, max_bytes)
+        data = read_regular(path, MAX_TOML_BYTES)
     except FileNotFoundError:
         raise
     except OSError as e:
         raise error(f"cannot read ({e.strerror})") from None
-    if len(data) > max_bytes:
-        raise error(f"larger than {max_bytes // 1024} KiB; not read (is it the file you meant?)") from None
+    if len(data) > MAX_TOML_BYTES:
+        raise error(f"larger than {MAX_TOML_BYTES // 1024} KiB; not read (is it the file you meant?)") from None
     try:
         # `utf-8-sig`: some Windows editors save a byte-order mark; TOML 1.0 (§ Spec) has none,
         # but refusing a file for an invisible prefix helps nobody. CRLF is TOML's own newline.

@@ -29,7 +29,7 @@ import logging
 import os
 import secrets
 import signal
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -204,10 +204,10 @@ def spawn_record(server: str, pid: int, marker: str) -> SpawnRecord:
                        marker=marker, supervisor=os.getpid())
 
 
-def kill_leftovers(records: SpawnRecords, report: Callable[[str], None] = lambda line: None) -> list[str]:
+def kill_leftovers(records: SpawnRecords) -> list[str]:
     """At supervisor start: SIGKILL every process the records of a dead supervisor name
     (verified as ours, see `members`), forget those records. Each spawn that still had
-    processes is logged and `report`ed, and returned, as one line: "server `x` (pid 123):
+    processes is logged and returned as one line: "server `x` (pid 123):
     killed 3 processes a previous supervisor left running"."""
     lines = []
     for rec in records.read_all():
@@ -219,7 +219,6 @@ def kill_leftovers(records: SpawnRecords, report: Callable[[str], None] = lambda
             line = (f"server `{rec.server}` (pid {rec.pid}): killed {len(pids)} "
                     f"process{'es' if len(pids) != 1 else ''} a previous supervisor left running")
             log.warning("%s", line)
-            report(line)
             lines.append(line)
         records.forget(rec)
     return lines
