@@ -28,8 +28,28 @@ def _where(paths: Paths, name: str) -> str | None:
     return "agents" if any(n == name for n, _ in agents.entries) else None
 
 
-def _not_found(name: str) -> NotFound:
-    return NotFound(f"server `{name}` is not defined (see `monad mcp list`)")
+def _stored_names(paths: Paths) -> list[str]:
+    """The names of the atoms and of agents.json's servers (an unreadable agents.json: none)."""
+    try:
+        agents = [n for n, _ in agents_file.read_agents(paths).entries if isinstance(n, str)]
+    except ConfigError:
+        agents = []
+    return [p.stem for p in paths.atoms_dir.glob("*.toml")] + agents if paths.atoms_dir.is_dir() else agents
+
+
+def not_defined(paths: Paths, name: str) -> NotFound:
+    """`NotFound` for a server name no definition has, offering the closest defined one (an
+    atom, agents.json, an enabled preset) or saying that only the case differs
+    (`messages.server_not_defined`)."""
+    from monad_cli.config.features import load_presets
+    from monad_cli.config.presets import PRESETS
+    from monad_cli.core.messages import server_not_defined
+
+    try:
+        presets = [n for n, o in load_presets(paths).items() if n in PRESETS and o.get("enabled") is True]
+    except ConfigError:
+        presets = []
+    return NotFound(server_not_defined(name, _stored_names(paths) + presets))
 
 
 def add_server(paths: Paths, name: str, definition: Mapping[str, Any], *, force: bool = False) -> str:
@@ -69,13 +89,8 @@ def _refuse_case_twin(paths: Paths, name: str) -> None:
     """A new name that differs from an existing server's only in case (`Time` beside `time`)
     is refused: on a case-insensitive file system the two atoms are one file, and a person
     reading `time__now` beside `Time__now` in an agent cannot tell which server they reach."""
-    try:
-        agents = [n for n, _ in agents_file.read_agents(paths).entries if isinstance(n, str)]
-    except ConfigError:
-        agents = []
-    atoms = [p.stem for p in paths.atoms_dir.glob("*.toml")] if paths.atoms_dir.is_dir() else []
     folded = name.casefold()
-    for other in atoms + agents:
+    for other in _stored_names(paths):
         if other != name and other.casefold() == folded:
             raise Conflict(f"server `{name}` differs from the existing server `{other}` only in case; "
                            f"choose another name, or edit `{other}`")
@@ -107,7 +122,7 @@ def remove_server(paths: Paths, name: str) -> str:
             agents = agents_file.read_agents(paths)
             write_atomic(paths.agents_json, agents_file.edit_agents(agents, name, lambda e: None))
             return agents_file.SOURCE
-    raise _not_found(name)
+    raise not_defined(paths, name)
 
 
 def update_server(paths: Paths, name: str, changes: Mapping[str, Any],
@@ -163,7 +178,7 @@ def update_server(paths: Paths, name: str, changes: Mapping[str, Any],
 
             write_atomic(paths.agents_json, agents_file.edit_agents(agents, name, edit))
             return agents_file.SOURCE
-    raise _not_found(name)
+    raise not_defined(paths, name)
 
 
 def set_trust(paths: Paths, name: str, key: str, value: Any) -> str:
@@ -249,8 +264,8 @@ def read_definition(paths: Paths, name: str) -> tuple[str, dict[str, Any]]:
     for n, entry in agents.entries:
         if n == name and isinstance(entry, dict):
             return agents_file.SOURCE, agents_file.strip_name(entry)
-    raise _not_found(name)
+    raise not_defined(paths, name)
 
 
-__all__ = ["add_server", "edit_trust", "read_definition", "remove_server", "set_trust",
+__all__ = ["add_server", "edit_trust", "not_defined", "read_definition", "remove_server", "set_trust",
            "update_server"]

@@ -15,10 +15,11 @@ from monad_cli.cli import render
 from monad_cli.cli.commands._common import JsonOpt, parse_pairs, quoted, running, supervisor
 from monad_cli.cli.commands._status import local_rows, not_ready, show_status
 from monad_cli.core.errors import ExitCode, InvalidInput, MonadError, NotFound
-from monad_cli.core.messages import cut
+from monad_cli.core.messages import cut, server_not_defined
 from monad_cli.core.paths import paths
 
-app = typer.Typer(help="Add, inspect and control MCP servers.", no_args_is_help=True)
+app = typer.Typer(help="Add, inspect and control MCP servers.\n\nServer names are case-sensitive; a name no "
+                       "server has is answered with the closest defined one.", no_args_is_help=True)
 
 def _headers(items: list[str] | None) -> dict[str, str]:
     """`--header` values; an empty one is warned about: `--header "X-Api-Key: $KEY"` in double
@@ -611,7 +612,7 @@ def wait(
         answer = client.get("/v1/settings/mcp-servers/status")
         by_name = {r["name"]: r for r in answer["servers"]}
         rows = {n: _settled(by_name.get(n, {"name": n, "state": "undefined",
-                                            "reason": f"server `{n}` is not defined (see `monad mcp list`)"}))
+                                            "reason": server_not_defined(n, by_name)}))
                 for n in names}
         states = {r["state"] for r in rows.values()}
         if states <= ready or states & final or time.monotonic() >= deadline:
