@@ -135,12 +135,17 @@ def update_server(paths: Paths, name: str, changes: Mapping[str, Any],
     (`redact.restore_masked`). A mask with no stored secret behind it raises `ConfigError`
     naming the field, and nothing is written."""
     from monad_cli.config.atoms import edit_atom
+
+    # What `redact_definition` masked inside arguments, to find them again: the secrets monad
+    # holds elsewhere too (the env file's, another server's), as `monad mcp get` showed them.
+    from monad_cli.config.loader import Exposures, held_secrets_of
     from monad_cli.config.schema import validate
-    from monad_cli.core.redact import restore_masked, secret_values
+    from monad_cli.core.redact import masked_fields, restore_masked, secret_values
+
+    held = held_secrets_of(paths) if masked_fields(changes) else set()
 
     def apply(defn: Any) -> None:
-        # What `redact_definition` masked inside arguments, to find them again.
-        known = secret_values({k: _plain(v) for k, v in defn.items()})
+        known = secret_values({k: _plain(v) for k, v in defn.items()}) | held
         for key, value in changes.items():
             if value is None:
                 defn.pop(key, None)
@@ -148,8 +153,6 @@ def update_server(paths: Paths, name: str, changes: Mapping[str, Any],
                 defn[key] = restore_masked(key, value, _plain(defn.get(key)), known)
         if mutate is not None:
             mutate(defn)
-
-    from monad_cli.config.loader import Exposures
 
     with config_lock(paths):
         where = _where(paths, name)

@@ -397,3 +397,27 @@ def test_event_stream_starts_with_a_snapshot_then_follows_changes(studio: Studio
     assert "config" in kinds and kinds[-1] == "server.state"
     ids = [e["id"] for e in events]
     assert ids == sorted(ids) and len(set(ids[1:])) == len(ids) - 1
+
+
+def test_a_value_equal_to_an_env_file_secret_is_masked_as_the_cli_masks_it(studio: StudioHTTP, monad: Any,
+                                                                          monad_home: Path) -> None:
+    """A header, env or argument value equal to a value of MONAD_HOME/env is a secret monad
+    holds: the Studio's answers mask it as `monad mcp get` does, and the unchanged form sent
+    back keeps it (one set for both: `redact.held_secrets`)."""
+    secret = "SENTINEL-envfile-3c9d"
+    (monad_home / "env").write_text(f"SHARED_TOKEN={secret}\n")
+    os.chmod(monad_home / "env", 0o600)
+    definition = {"command": "sh", "args": ["-c", "exit 3", "--opt", secret, f"value:{secret}"],
+                  "env": {"PLAIN": secret}, "enabled": False}
+    r = studio.request("POST", "/v1/settings/mcp-servers", body={"name": "plain", "definition": definition})
+    assert r.status_code == 201, r.text
+    before = _atom(monad_home, "plain").read_text()
+    cli = monad("mcp", "get", "plain", "--json").json()["definition"]
+    assert cli["env"] == {"PLAIN": "***"} and cli["args"] == ["-c", "exit 3", "--opt", "***", "value:***"], cli
+    shown = studio.get("/v1/settings/mcp-servers/plain").json()["definition"]
+    assert shown == cli
+    listed = {d["name"]: d["definition"] for d in studio.get("/v1/settings/mcp-servers").json()}
+    assert listed["plain"] == cli
+    r = studio.request("PATCH", "/v1/settings/mcp-servers/plain", body=shown)
+    assert r.status_code == 200, r.text
+    assert _atom(monad_home, "plain").read_text() == before

@@ -400,14 +400,11 @@ def get(name: Annotated[str, typer.Argument(help="Server name.")], as_json: Json
         from monad_cli.config.presets import PRESETS_FILE, preset_definition
 
         source, raw = PRESETS_FILE, preset_definition(paths(), name, os.environ)  # NotFound again if not one
-    from monad_cli.config.envfile import read_env_file
-    from monad_cli.config.loader import load_definitions
+    from monad_cli.config.loader import held_secrets_of
     from monad_cli.config.schema import fields_under_env
-    from monad_cli.core.redact import held_secrets
 
     # A value equal to a secret monad holds anywhere (another field, server, the env file) is one.
-    others = load_definitions(paths(), expand=False).raw.values()
-    shown = redact_definition(raw, held_secrets(others, read_env_file(paths()).values.values()))
+    shown = redact_definition(raw, held_secrets_of(paths()))
     runs_in = _runs_in(name, raw)
     variables = _variable_sources(raw)
     start = _start_of(raw)

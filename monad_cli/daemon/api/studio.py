@@ -103,7 +103,7 @@ class StudioHub:
         /v1/settings/mcp-servers` and `GET /v1/approvals` answer (redacted), and `authorizations`:
         the calls waiting for their server's authorization (trust/authorization.py)."""
         return scrub_data({"servers": self.sup.status(), "problems": self.sup.file_problems,
-                           "definitions": definitions_listing(self.sup.definitions),
+                           "definitions": definitions_listing(self.sup.paths, self.sup.definitions),
                            "approvals": self.sup.tool_service.gate.listing(),
                            "authorizations": self.sup.tool_service.authorization.listing()}, self.sup.scrub)
 
