@@ -60,13 +60,14 @@ def add_server(paths: Paths, name: str, definition: Mapping[str, Any], *, force:
     or a URL another server already uses.
     """
     from monad_cli.config.atoms import render_atom
-    from monad_cli.config.schema import check_name, validate
+    from monad_cli.config.schema import check_name
 
     bad_name = check_name(name)
-    if bad_name:  # before any path is made of it: `../evil` names no file
-        raise ConfigError(f"server name `{name}`: the name {bad_name}; choose another", server=name, field="name")
+    # Before any path is made of it (`../evil` names no file), with the definition's own problems.
+    named = [ConfigError(f"server name `{name}`: the name {bad_name}; choose another", server=name,
+                         field="name")] if bad_name else []
     # No file is named: a refused definition writes none (the atom would be `atoms/mcp/NAME.toml`).
-    validate(definition, name=name, source="", environ=None)
+    _refuse_invalid(definition, name, "", named)
     _refuse_masks(definition, name, "", None, stored=False)
     paths.ensure()
     target = paths.atom_path(name)
@@ -139,7 +140,6 @@ def update_server(paths: Paths, name: str, changes: Mapping[str, Any],
     # What `redact_definition` masked inside arguments, to find them again: the secrets monad
     # holds elsewhere too (the env file's, another server's), as `monad mcp get` showed them.
     from monad_cli.config.loader import Exposures, held_secrets_of
-    from monad_cli.config.schema import validate
     from monad_cli.core.redact import masked_fields, restore_masked, secret_values
 
     held = held_secrets_of(paths) if masked_fields(changes) else set()
@@ -166,7 +166,7 @@ def update_server(paths: Paths, name: str, changes: Mapping[str, Any],
             import tomllib
 
             edited = tomllib.loads(text.removeprefix("\ufeff"))
-            validate(edited, name=name, source=f"atoms/mcp/{name}.toml", environ=None)
+            _refuse_invalid(edited, name, f"atoms/mcp/{name}.toml")
             _refuse_masks(edited, name, f"atoms/mcp/{name}.toml", changes)
             write_atomic(path, text.encode())
             return f"atoms/mcp/{name}.toml"
@@ -175,7 +175,7 @@ def update_server(paths: Paths, name: str, changes: Mapping[str, Any],
 
             def edit(entry: dict[str, Any]) -> dict[str, Any]:
                 apply(entry)
-                validate(agents_file.strip_name(entry), name=name, source=agents_file.SOURCE, environ=None)
+                _refuse_invalid(agents_file.strip_name(entry), name, agents_file.SOURCE)
                 _refuse_masks(entry, name, agents_file.SOURCE, changes)
                 return entry
 
@@ -238,6 +238,18 @@ def _plain(value: Any) -> Any:
     return value.unwrap() if hasattr(value, "unwrap") else value
 
 
+def _refuse_invalid(defn: Mapping[str, Any], name: str, source: str, found: Sequence[ConfigError] = ()) -> None:
+    """Raise the first of `found` and the definition's own problems (`schema.field_errors`),
+    carrying every one (`ConfigError.errors`: the Studio's form shows each next to its field)."""
+    from monad_cli.config.schema import field_errors
+
+    problems = [*found, *field_errors(defn, name=name, source=source)]
+    if problems:
+        first = problems[0]
+        first.errors = [(p.field, p.message) for p in problems if p.field]
+        raise first
+
+
 def _refuse_masks(defn: Mapping[str, Any], name: str, source: str, changes: Mapping[str, Any] | None,
                   *, stored: bool = True) -> None:
     """Never write `***`: a mask left in a secret field (of those `changes` touched) is an error."""
@@ -246,14 +258,17 @@ def _refuse_masks(defn: Mapping[str, Any], name: str, source: str, changes: Mapp
     found = masked_fields(defn, None if changes is None else [k for k, v in changes.items() if v is not None])
     if not found:
         return
-    why = ("it stands for a stored secret, but none is stored at this place; type the value"
-           if stored else "it is how monad shows a hidden secret, not a value; type the real value")
-    if stored and found[0] == "url":  # a URL's secrets stay with its origin (core/redact.py `_restore_url`)
-        why = ("it stands for a stored secret, but a URL's secrets are kept only while its scheme, host and port "
-               "stay the same (another host gets none of them); type the value")
-    where = f"`{source}`: " if source else ""
-    raise ConfigError(f"{where}server `{name}`, field `{found[0]}`: is `***`: {why} (nothing was written)",
-                      file=source or None, server=name, field=found[0])
+    def message(fld: str) -> str:
+        why = ("it stands for a stored secret, but none is stored at this place; type the value"
+               if stored else "it is how monad shows a hidden secret, not a value; type the real value")
+        if stored and fld == "url":  # a URL's secrets stay with its origin (core/redact.py `_restore_url`)
+            why = ("it stands for a stored secret, but a URL's secrets are kept only while its scheme, host and "
+                   "port stay the same (another host gets none of them); type the value")
+        where = f"`{source}`: " if source else ""
+        return f"{where}server `{name}`, field `{fld}`: is `***`: {why} (nothing was written)"
+
+    raise ConfigError(message(found[0]), file=source or None, server=name, field=found[0],
+                      errors=[(fld, message(fld)) for fld in found])
 
 
 def read_definition(paths: Paths, name: str) -> tuple[str, dict[str, Any]]:

@@ -303,10 +303,21 @@ def test_the_same_control_api_and_json_as_the_unix_socket(studio: StudioHTTP, mo
     # An invalid definition names its field, for the form.
     r = studio.request("POST", "/v1/settings/mcp-servers", body={"name": "bad name", "definition": {"command": "x"}})
     assert r.status_code == 422
-    assert r.json()["error"] == {
-        "code": "invalid_definition", "field": "name",
-        "message": "server name `bad name`: the name may only contain letters A-Z a-z, digits, `_` and `-`; "
-                   "choose another"}
+    said = ("server name `bad name`: the name may only contain letters A-Z a-z, digits, `_` and `-`; "
+            "choose another")
+    assert r.json()["error"] == {"code": "invalid_definition", "field": "name", "message": said,
+                                 "errors": [{"field": "name", "message": said}]}
+    assert not list((monad_home / "atoms" / "mcp").glob("bad*"))
+    # Every field problem of one request at once (a new-user trial got one per Save), each next
+    # to its field; `field` and `message` stay the first's for older clients.
+    r = studio.request("POST", "/v1/settings/mcp-servers", body={"name": "bad name", "definition": {
+        "url": "ftp://x", "timeout": 0, "headers": {"X-Key": "a\nb"}}})
+    error = r.json()["error"]
+    assert r.status_code == 422 and error["field"] == "name" and error["message"] == said, error
+    assert [(e["field"], e["message"].split(": ", 1)[1]) for e in error["errors"][1:]] == [
+        ("timeout", "must be a number of seconds more than 0 and at most 600, got 0"),
+        ("url", "must start with http:// or https://, got `ftp:`"),
+        ("headers.X-Key", "a header value must not contain line breaks")], error
     assert not list((monad_home / "atoms" / "mcp").glob("bad*"))
 
 
