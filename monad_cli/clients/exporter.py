@@ -28,11 +28,10 @@ def export_servers(paths: Paths, client_name: str, *, reveal: bool = False) -> t
     warnings += [f"server `{p.server}` is not exported: {p.message}" for p in defs.problems
                  if p.server is not None and p.server not in defs.specs]
     entries = {}
-    from monad_cli.config.envfile import read_env_file
-    from monad_cli.core.redact import held_secrets
+    from monad_cli.config.loader import held_secrets_of
 
     # A value equal to a secret held elsewhere (the same token as a plain-named header) is one too.
-    known = set() if reveal else held_secrets(defs.raw.values(), read_env_file(paths).values.values())
+    known = set() if reveal else held_secrets_of(paths, defs.raw.values())
     for name in sorted(defs.specs):
         if not defs.specs[name].enabled and not fmt.off_switch:
             warnings.append(f"server `{name}` is disabled and the {fmt.name} format has no off switch; not exported")

@@ -28,8 +28,28 @@ def _where(paths: Paths, name: str) -> str | None:
     return "agents" if any(n == name for n, _ in agents.entries) else None
 
 
-def _not_found(name: str) -> NotFound:
-    return NotFound(f"server `{name}` is not defined (see `monad mcp list`)")
+def _stored_names(paths: Paths) -> list[str]:
+    """The names of the atoms and of agents.json's servers (an unreadable agents.json: none)."""
+    try:
+        agents = [n for n, _ in agents_file.read_agents(paths).entries if isinstance(n, str)]
+    except ConfigError:
+        agents = []
+    return [p.stem for p in paths.atoms_dir.glob("*.toml")] + agents if paths.atoms_dir.is_dir() else agents
+
+
+def not_defined(paths: Paths, name: str) -> NotFound:
+    """`NotFound` for a server name no definition has, offering the closest defined one (an
+    atom, agents.json, an enabled preset) or saying that only the case differs
+    (`messages.server_not_defined`)."""
+    from monad_cli.config.features import load_presets
+    from monad_cli.config.presets import PRESETS
+    from monad_cli.core.messages import server_not_defined
+
+    try:
+        presets = [n for n, o in load_presets(paths).items() if n in PRESETS and o.get("enabled") is True]
+    except ConfigError:
+        presets = []
+    return NotFound(server_not_defined(name, _stored_names(paths) + presets))
 
 
 def add_server(paths: Paths, name: str, definition: Mapping[str, Any], *, force: bool = False) -> str:
@@ -40,13 +60,14 @@ def add_server(paths: Paths, name: str, definition: Mapping[str, Any], *, force:
     or a URL another server already uses.
     """
     from monad_cli.config.atoms import render_atom
-    from monad_cli.config.schema import check_name, validate
+    from monad_cli.config.schema import check_name
 
     bad_name = check_name(name)
-    if bad_name:  # before any path is made of it: `../evil` names no file
-        raise ConfigError(f"server name `{name}`: the name {bad_name}; choose another", server=name, field="name")
+    # Before any path is made of it (`../evil` names no file), with the definition's own problems.
+    named = [ConfigError(f"server name `{name}`: the name {bad_name}; choose another", server=name,
+                         field="name")] if bad_name else []
     # No file is named: a refused definition writes none (the atom would be `atoms/mcp/NAME.toml`).
-    validate(definition, name=name, source="", environ=None)
+    _refuse_invalid(definition, name, "", named)
     _refuse_masks(definition, name, "", None, stored=False)
     paths.ensure()
     target = paths.atom_path(name)
@@ -69,13 +90,8 @@ def _refuse_case_twin(paths: Paths, name: str) -> None:
     """A new name that differs from an existing server's only in case (`Time` beside `time`)
     is refused: on a case-insensitive file system the two atoms are one file, and a person
     reading `time__now` beside `Time__now` in an agent cannot tell which server they reach."""
-    try:
-        agents = [n for n, _ in agents_file.read_agents(paths).entries if isinstance(n, str)]
-    except ConfigError:
-        agents = []
-    atoms = [p.stem for p in paths.atoms_dir.glob("*.toml")] if paths.atoms_dir.is_dir() else []
     folded = name.casefold()
-    for other in atoms + agents:
+    for other in _stored_names(paths):
         if other != name and other.casefold() == folded:
             raise Conflict(f"server `{name}` differs from the existing server `{other}` only in case; "
                            f"choose another name, or edit `{other}`")
@@ -107,7 +123,7 @@ def remove_server(paths: Paths, name: str) -> str:
             agents = agents_file.read_agents(paths)
             write_atomic(paths.agents_json, agents_file.edit_agents(agents, name, lambda e: None))
             return agents_file.SOURCE
-    raise _not_found(name)
+    raise not_defined(paths, name)
 
 
 def update_server(paths: Paths, name: str, changes: Mapping[str, Any],
@@ -120,12 +136,16 @@ def update_server(paths: Paths, name: str, changes: Mapping[str, Any],
     (`redact.restore_masked`). A mask with no stored secret behind it raises `ConfigError`
     naming the field, and nothing is written."""
     from monad_cli.config.atoms import edit_atom
-    from monad_cli.config.schema import validate
-    from monad_cli.core.redact import restore_masked, secret_values
+
+    # What `redact_definition` masked inside arguments, to find them again: the secrets monad
+    # holds elsewhere too (the env file's, another server's), as `monad mcp get` showed them.
+    from monad_cli.config.loader import Exposures, held_secrets_of
+    from monad_cli.core.redact import masked_fields, restore_masked, secret_values
+
+    held = held_secrets_of(paths) if masked_fields(changes) else set()
 
     def apply(defn: Any) -> None:
-        # What `redact_definition` masked inside arguments, to find them again.
-        known = secret_values({k: _plain(v) for k, v in defn.items()})
+        known = secret_values({k: _plain(v) for k, v in defn.items()}) | held
         for key, value in changes.items():
             if value is None:
                 defn.pop(key, None)
@@ -133,8 +153,6 @@ def update_server(paths: Paths, name: str, changes: Mapping[str, Any],
                 defn[key] = restore_masked(key, value, _plain(defn.get(key)), known)
         if mutate is not None:
             mutate(defn)
-
-    from monad_cli.config.loader import Exposures
 
     with config_lock(paths):
         where = _where(paths, name)
@@ -148,7 +166,7 @@ def update_server(paths: Paths, name: str, changes: Mapping[str, Any],
             import tomllib
 
             edited = tomllib.loads(text.removeprefix("\ufeff"))
-            validate(edited, name=name, source=f"atoms/mcp/{name}.toml", environ=None)
+            _refuse_invalid(edited, name, f"atoms/mcp/{name}.toml")
             _refuse_masks(edited, name, f"atoms/mcp/{name}.toml", changes)
             write_atomic(path, text.encode())
             return f"atoms/mcp/{name}.toml"
@@ -157,13 +175,13 @@ def update_server(paths: Paths, name: str, changes: Mapping[str, Any],
 
             def edit(entry: dict[str, Any]) -> dict[str, Any]:
                 apply(entry)
-                validate(agents_file.strip_name(entry), name=name, source=agents_file.SOURCE, environ=None)
+                _refuse_invalid(agents_file.strip_name(entry), name, agents_file.SOURCE)
                 _refuse_masks(entry, name, agents_file.SOURCE, changes)
                 return entry
 
             write_atomic(paths.agents_json, agents_file.edit_agents(agents, name, edit))
             return agents_file.SOURCE
-    raise _not_found(name)
+    raise not_defined(paths, name)
 
 
 def set_trust(paths: Paths, name: str, key: str, value: Any) -> str:
@@ -220,6 +238,18 @@ def _plain(value: Any) -> Any:
     return value.unwrap() if hasattr(value, "unwrap") else value
 
 
+def _refuse_invalid(defn: Mapping[str, Any], name: str, source: str, found: Sequence[ConfigError] = ()) -> None:
+    """Raise the first of `found` and the definition's own problems (`schema.field_errors`),
+    carrying every one (`ConfigError.errors`: the Studio's form shows each next to its field)."""
+    from monad_cli.config.schema import field_errors
+
+    problems = [*found, *field_errors(defn, name=name, source=source)]
+    if problems:
+        first = problems[0]
+        first.errors = [(p.field, p.message) for p in problems if p.field]
+        raise first
+
+
 def _refuse_masks(defn: Mapping[str, Any], name: str, source: str, changes: Mapping[str, Any] | None,
                   *, stored: bool = True) -> None:
     """Never write `***`: a mask left in a secret field (of those `changes` touched) is an error."""
@@ -228,14 +258,17 @@ def _refuse_masks(defn: Mapping[str, Any], name: str, source: str, changes: Mapp
     found = masked_fields(defn, None if changes is None else [k for k, v in changes.items() if v is not None])
     if not found:
         return
-    why = ("it stands for a stored secret, but none is stored at this place; type the value"
-           if stored else "it is how monad shows a hidden secret, not a value; type the real value")
-    if stored and found[0] == "url":  # a URL's secrets stay with its origin (core/redact.py `_restore_url`)
-        why = ("it stands for a stored secret, but a URL's secrets are kept only while its scheme, host and port "
-               "stay the same (another host gets none of them); type the value")
-    where = f"`{source}`: " if source else ""
-    raise ConfigError(f"{where}server `{name}`, field `{found[0]}`: is `***`: {why} (nothing was written)",
-                      file=source or None, server=name, field=found[0])
+    def message(fld: str) -> str:
+        why = ("it stands for a stored secret, but none is stored at this place; type the value"
+               if stored else "it is how monad shows a hidden secret, not a value; type the real value")
+        if stored and fld == "url":  # a URL's secrets stay with its origin (core/redact.py `_restore_url`)
+            why = ("it stands for a stored secret, but a URL's secrets are kept only while its scheme, host and "
+                   "port stay the same (another host gets none of them); type the value")
+        where = f"`{source}`: " if source else ""
+        return f"{where}server `{name}`, field `{fld}`: is `***`: {why} (nothing was written)"
+
+    raise ConfigError(message(found[0]), file=source or None, server=name, field=found[0],
+                      errors=[(fld, message(fld)) for fld in found])
 
 
 def read_definition(paths: Paths, name: str) -> tuple[str, dict[str, Any]]:
@@ -249,8 +282,8 @@ def read_definition(paths: Paths, name: str) -> tuple[str, dict[str, Any]]:
     for n, entry in agents.entries:
         if n == name and isinstance(entry, dict):
             return agents_file.SOURCE, agents_file.strip_name(entry)
-    raise _not_found(name)
+    raise not_defined(paths, name)
 
 
-__all__ = ["add_server", "edit_trust", "read_definition", "remove_server", "set_trust",
+__all__ = ["add_server", "edit_trust", "not_defined", "read_definition", "remove_server", "set_trust",
            "update_server"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -286,6 +286,19 @@ def load_definitions(paths: Paths, environ: Mapping[str, str] | None = None, *,
             seen_urls[key] = spec.name
         out.specs[spec.name] = spec
     return out
+
+
+def held_secrets_of(paths: Paths, raw: Iterable[Mapping[str, Any]] | None = None) -> set[str]:
+    """Every secret value monad holds (`redact.held_secrets`): each definition's (`raw`, the
+    definitions as written; read from the files when None) and MONAD_HOME/env's values. The
+    one set of every place that shows a definition (`monad mcp get`/`export`, the control
+    API) or takes one back with its masks (`edits.update_server`)."""
+    from monad_cli.config.envfile import read_env_file
+    from monad_cli.core.redact import held_secrets
+
+    if raw is None:
+        raw = load_definitions(paths, expand=False).raw.values()
+    return held_secrets(raw, read_env_file(paths).values.values())
 
 
 def _add_presets(paths: Paths, candidates: list[tuple[str, str, Any]], out: Definitions,

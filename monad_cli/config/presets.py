@@ -22,8 +22,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from monad_cli.config.edits import not_defined
 from monad_cli.config.features import PRESETS_FILE, load_presets
-from monad_cli.core.errors import ConfigError, NotFound
+from monad_cli.core.errors import ConfigError
 from monad_cli.core.messages import did_you_mean
 from monad_cli.core.paths import Paths
 
@@ -188,7 +189,7 @@ def preset_definition(paths: Paths, name: str, environ: Mapping[str, str]) -> di
     presets = load_presets(paths)
     options = presets.get(name)
     if name not in PRESETS or options is None or options.get("enabled") is not True:
-        raise NotFound(f"server `{name}` is not defined (see `monad mcp list`)")
+        raise not_defined(paths, name)
     definitions, errors = preset_definitions({name: options}, taken=set(), environ=environ)
     if errors:
         raise errors[0]
@@ -207,7 +208,7 @@ def turn_off_preset(paths: Paths, name: str) -> None:
     with config_lock(paths):
         options = load_presets(paths).get(name)
         if name not in PRESETS or options is None or options.get("enabled") is not True:
-            raise NotFound(f"server `{name}` is not defined (see `monad mcp list`)")
+            raise not_defined(paths, name)
         doc = tomlkit.parse(path.read_text("utf-8"))
         doc[name]["enabled"] = False
         mode = path.stat().st_mode & 0o777

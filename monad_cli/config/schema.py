@@ -25,6 +25,7 @@ from monad_cli.config.oauth import check_oauth
 from monad_cli.config.settings import ServersSection
 from monad_cli.config.start import START_MODES, parse_duration
 from monad_cli.config.urls import check_url
+from monad_cli.core.errors import ConfigError
 from monad_cli.core.messages import did_you_mean
 
 NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
@@ -272,6 +273,65 @@ def validate(raw: Mapping[str, Any], *, name: str, source: str,
         assert environ is not None
         spec.variables = {n: found for n in recorder.seen if (found := source_of(environ, n))}
     return spec
+
+
+MAX_FIELD_ERRORS = 32
+
+
+def field_errors(raw: Mapping[str, Any], *, name: str, source: str) -> list[ConfigError]:
+    """Every field problem of the definition `raw` (as `validate` with `environ=None` finds
+    them, first the one it raises): [] when it validates. Each problem's field is set aside
+    (`_set_aside`) and the rest validated again, so a form can show each next to its field at
+    once. A problem that names no field or a field set aside already (a consequence of setting
+    one aside) ends the search. A bad `name` is not one of them (`check_name`): the rest is
+    checked as if it were good, its messages naming it as given."""
+    ctx = FieldContext(source, name)
+    stand_in = name if check_name(name) is None else "server"
+    current: dict[str, Any] = dict(raw) if isinstance(raw, Mapping) else {}
+    found: list[ConfigError] = []
+    while len(found) < MAX_FIELD_ERRORS:
+        try:
+            _validate(current if found else raw, ctx, name=stand_in, source=source, environ=None)
+            break
+        except ConfigError as e:
+            again = bool(found) and e.field in {f.field for f in found}
+            if again and e.field in _STAND_INS and current.get(e.field) == _STAND_INS[e.field]:
+                del current[e.field]  # its stand-in is refused too: this transport takes no such field
+                continue
+            if again or (found and e.field is None):
+                break
+            found.append(e)
+            if e.field is None or not _set_aside(current, e.field):
+                break
+    return found
+
+
+def _top(fld: str) -> str:
+    return re.split(r"[.\[]", fld, maxsplit=1)[0]
+
+
+def _set_aside(raw: dict[str, Any], fld: str) -> bool:
+    """Take field `fld` (`env.K`, `headers.K`, `args[2]`, `timeout`, `trust.x`) out of `raw`:
+    the entry of a table, an argument emptied (the others keep their places), a good stand-in
+    for the `command` or `url` a server needs, else its top-level field. False when there was
+    nothing to take."""
+    top = _top(fld)
+    if fld in _STAND_INS:
+        raw[fld] = _STAND_INS[fld]
+        return True
+    if top in ("env", "headers") and fld != top and isinstance(raw.get(top), Mapping):
+        raw[top] = {k: v for k, v in raw[top].items() if f"{top}.{k}" != fld}
+        return True
+    index = re.fullmatch(r"args\[(\d+)\]", fld)
+    if index and isinstance(raw.get("args"), list) and int(index[1]) < len(raw["args"]):
+        raw["args"] = [("" if i == int(index[1]) else a) for i, a in enumerate(raw["args"])]
+        return True
+    key = "type" if top == "transport" and top not in raw else top  # `type`: another name of `transport`
+    return raw.pop(key, _ABSENT) is not _ABSENT
+
+
+_ABSENT = object()
+_STAND_INS = {"command": "command", "url": "https://server.invalid/mcp"}  # RFC 2606: never a real host
 
 
 def fields_under_env(raw: Mapping[str, Any], source: str) -> list[str]:

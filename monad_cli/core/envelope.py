@@ -1,7 +1,9 @@
 """The control API's error envelope, both ways (stdlib only: the CLI's light path uses it).
 
 An error answer is `{"error": {"code": "<kind code>", "message": "<one line>"}}` with the
-kind's HTTP status (docs/supervisor.md "Control API"). `daemon/http.py` writes it for
+kind's HTTP status; a definition's field problems add `field` (the first's) and `errors`
+(`[{"field", "message"}]`, every one found, the first being `message`) (docs/supervisor.md
+"Control API"). `daemon/http.py` writes it for
 every route; `decode_error` rebuilds the kind for the CLI client (`cli/control.py`),
 the gateway (`gateway/server.py`) and the supervisor's ready pipe (`start_supervisor`).
 """
@@ -39,12 +41,14 @@ def envelope(code: str, message: str) -> dict[str, Any]:
 
 def encode_error(exc: MonadError) -> dict[str, Any]:
     """The envelope of `exc` (its message as is: the server side scrubs it first). A
-    `ConfigError` about one field also names it (`"field": "headers.X-Key"`), so the
-    Studio can show the message next to that field; a `ToolCallFailed` carries what the
-    server wrote to stderr during the call (`"stderr": [line, ...]`)."""
+    `ConfigError` about a field also names it (`"field": "headers.X-Key"`) and lists every
+    field problem found in the same definition (`"errors": [{"field", "message"}]`, this one
+    first), so the Studio can show each next to its field at once; a `ToolCallFailed`
+    carries what the server wrote to stderr during the call (`"stderr": [line, ...]`)."""
     body = envelope(type(exc).code, exc.message)
     if isinstance(exc, ConfigError) and exc.field:
         body["error"]["field"] = exc.field
+        body["error"]["errors"] = [{"field": f, "message": m} for f, m in exc.errors or [(exc.field, exc.message)]]
     if isinstance(exc, ToolCallFailed) and exc.stderr:
         body["error"]["stderr"] = exc.stderr  # a list: one server line each
     return body
@@ -66,7 +70,10 @@ def decode_error(status: int, body: Any, *, default_message: str | None = None) 
         message = default_message or f"HTTP {status}"
     field = err.get("field") if isinstance(err, dict) else None
     if issubclass(kind, ConfigError) and isinstance(field, str):
-        return kind(message, field=field)
+        listed = err["errors"] if isinstance(err, dict) and isinstance(err.get("errors"), list) else []
+        errors = [(e["field"], e["message"]) for e in listed
+                  if isinstance(e, dict) and isinstance(e.get("field"), str) and isinstance(e.get("message"), str)]
+        return kind(message, field=field, errors=errors)
     stderr = err.get("stderr") if isinstance(err, dict) else None
     if issubclass(kind, ToolCallFailed) and isinstance(stderr, list):
         return kind(message, stderr=[str(line) for line in stderr])

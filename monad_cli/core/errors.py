@@ -51,17 +51,20 @@ class InvalidInput(MonadError):
 
 
 class ConfigError(InvalidInput):
-    """A definition that does not validate; names file, server and field."""
+    """A definition that does not validate; names file, server and field. `errors`: every
+    field problem found in the same definition (`[(field, message)]`, this one first), for a
+    form that shows each next to its field at once; empty when only this one is known."""
 
     code = "invalid_definition"
     http_status = 422
 
     def __init__(self, message: str, *, file: str | None = None, server: str | None = None,
-                 field: str | None = None) -> None:
+                 field: str | None = None, errors: list[tuple[str, str]] | None = None) -> None:
         super().__init__(message)
         self.file = file
         self.server = server
         self.field = field
+        self.errors = list(errors or [])
 
 
 class NotFound(MonadError):

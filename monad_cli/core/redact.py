@@ -251,9 +251,10 @@ def is_reference(value: object) -> bool:
     return "://" not in value or all(is_reference(s) for s in url_secrets(value))
 
 
-def held_secrets(definitions: Iterable[Mapping[str, Any]], env_values: Iterable[str] = ()) -> set[str]:
+def held_secrets(definitions: Iterable[Mapping[str, Any]], env_values: Iterable[str]) -> set[str]:
     """Every secret value monad holds: each definition's (`secret_values`) and the env file's
-    values of at least `MIN_SCRUB_LEN` characters (a shorter one, `1`, is a word elsewhere)."""
+    values of at least `MIN_SCRUB_LEN` characters (a shorter one, `1`, is a word elsewhere).
+    Read from the files by `config.loader.held_secrets_of`."""
     found = {v for v in env_values if isinstance(v, str) and len(v) >= MIN_SCRUB_LEN}
     for defn in definitions:
         found |= secret_values(defn)

@@ -109,7 +109,48 @@ def test_an_invalid_definition_names_its_field_in_the_envelope_both_ways() -> No
 
     err = ConfigError("`atoms/mcp/x.toml`: server `x`, field `env.A B`: is not valid", field="env.A B")
     body = encode_error(err)
-    assert body == {"error": {"code": "invalid_definition", "message": err.message, "field": "env.A B"}}
+    assert body == {"error": {"code": "invalid_definition", "message": err.message, "field": "env.A B",
+                              "errors": [{"field": "env.A B", "message": err.message}]}}
     back = decode_error(422, body)
     assert isinstance(back, ConfigError) and back.field == "env.A B" and back.message == err.message
-    assert "field" not in encode_error(ConfigError("no field here"))["error"]
+    assert back.errors == [("env.A B", err.message)]
+    assert encode_error(ConfigError("no field here"))["error"].keys() == {"code", "message"}
+    # Every problem of one definition travels at once; the single `field`/`message` stay the first's.
+    many = ConfigError("first", field="timeout", errors=[("timeout", "first"), ("url", "second")])
+    body = encode_error(many)
+    assert body["error"]["field"] == "timeout" and body["error"]["message"] == "first"
+    assert body["error"]["errors"] == [{"field": "timeout", "message": "first"}, {"field": "url", "message": "second"}]
+    assert decode_error(422, body).errors == many.errors  # type: ignore[attr-defined]
+    assert decode_error(422, {"error": {"code": "invalid_definition", "message": "old", "field": "url"}}).errors == []  # type: ignore[attr-defined]
+
+
+def test_an_invalid_definition_says_every_field_problem_at_once(tmp_path: Path) -> None:
+    """Found by a new-user trial: the Studio's form got one field error per Save. An add or
+    edit names every field problem of the definition (`errors`), each with its own message,
+    the first as the one-line `message`; nothing is written."""
+    paths = Paths(tmp_path)
+    with pytest.raises(ConfigError) as e:
+        add_server(paths, "bad name", {"command": "", "timeout": 0, "env": {"A B": "1", "OK": "2"},
+                                       "enabled": "yes"})
+    fields = [f for f, _ in e.value.errors]
+    assert fields == ["name", "timeout", "enabled", "command", "env.A B"], e.value.errors
+    assert e.value.field == "name" and e.value.message == e.value.errors[0][1]
+    assert "field `timeout`: must be a number of seconds" in e.value.errors[1][1]
+    assert not paths.atoms_dir.exists() or not list(paths.atoms_dir.iterdir())
+    with pytest.raises(ConfigError) as e:  # a remote's: the URL, a header, the auth mode
+        add_server(paths, "web", {"url": "ftp://x", "headers": {"X": "a\nb", "Y": "ok"}, "auth": {"mode": "nope"}})
+    assert [f for f, _ in e.value.errors] == ["url", "headers.X", "auth.mode"], e.value.errors
+    # An edit too: a URL given to a stdio server leaves its command and arguments out of place.
+    add_server(paths, "ok", {"command": "srv"})
+    before = paths.atom_path("ok").read_text()
+    with pytest.raises(ConfigError) as e:
+        update_server(paths, "ok", {"url": "https://h.example/mcp", "timeout": -1, "args": ["${", "fine", "${X"]})
+    assert [f for f, _ in e.value.errors] == ["timeout", "command", "args"], e.value.errors
+    with pytest.raises(ConfigError) as e:
+        update_server(paths, "ok", {"timeout": -1, "args": ["${", "fine", "${X"]})
+    assert [f for f, _ in e.value.errors] == ["timeout", "args[0]", "args[2]"], e.value.errors
+    assert paths.atom_path("ok").read_text() == before
+    # Masks left where no secret is stored: every such field.
+    with pytest.raises(ConfigError) as e:
+        add_server(paths, "m", {"url": "https://m.example/mcp", "headers": {"A": MASK, "B": MASK}})
+    assert [f for f, _ in e.value.errors] == ["headers.A", "headers.B"], e.value.errors

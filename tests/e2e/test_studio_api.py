@@ -303,10 +303,21 @@ def test_the_same_control_api_and_json_as_the_unix_socket(studio: StudioHTTP, mo
     # An invalid definition names its field, for the form.
     r = studio.request("POST", "/v1/settings/mcp-servers", body={"name": "bad name", "definition": {"command": "x"}})
     assert r.status_code == 422
-    assert r.json()["error"] == {
-        "code": "invalid_definition", "field": "name",
-        "message": "server name `bad name`: the name may only contain letters A-Z a-z, digits, `_` and `-`; "
-                   "choose another"}
+    said = ("server name `bad name`: the name may only contain letters A-Z a-z, digits, `_` and `-`; "
+            "choose another")
+    assert r.json()["error"] == {"code": "invalid_definition", "field": "name", "message": said,
+                                 "errors": [{"field": "name", "message": said}]}
+    assert not list((monad_home / "atoms" / "mcp").glob("bad*"))
+    # Every field problem of one request at once (a new-user trial got one per Save), each next
+    # to its field; `field` and `message` stay the first's for older clients.
+    r = studio.request("POST", "/v1/settings/mcp-servers", body={"name": "bad name", "definition": {
+        "url": "ftp://x", "timeout": 0, "headers": {"X-Key": "a\nb"}}})
+    error = r.json()["error"]
+    assert r.status_code == 422 and error["field"] == "name" and error["message"] == said, error
+    assert [(e["field"], e["message"].split(": ", 1)[1]) for e in error["errors"][1:]] == [
+        ("timeout", "must be a number of seconds more than 0 and at most 600, got 0"),
+        ("url", "must start with http:// or https://, got `ftp:`"),
+        ("headers.X-Key", "a header value must not contain line breaks")], error
     assert not list((monad_home / "atoms" / "mcp").glob("bad*"))
 
 
@@ -397,3 +408,27 @@ def test_event_stream_starts_with_a_snapshot_then_follows_changes(studio: Studio
     assert "config" in kinds and kinds[-1] == "server.state"
     ids = [e["id"] for e in events]
     assert ids == sorted(ids) and len(set(ids[1:])) == len(ids) - 1
+
+
+def test_a_value_equal_to_an_env_file_secret_is_masked_as_the_cli_masks_it(studio: StudioHTTP, monad: Any,
+                                                                          monad_home: Path) -> None:
+    """A header, env or argument value equal to a value of MONAD_HOME/env is a secret monad
+    holds: the Studio's answers mask it as `monad mcp get` does, and the unchanged form sent
+    back keeps it (one set for both: `redact.held_secrets`)."""
+    secret = "SENTINEL-envfile-3c9d"
+    (monad_home / "env").write_text(f"SHARED_TOKEN={secret}\n")
+    os.chmod(monad_home / "env", 0o600)
+    definition = {"command": "sh", "args": ["-c", "exit 3", "--opt", secret, f"value:{secret}"],
+                  "env": {"PLAIN": secret}, "enabled": False}
+    r = studio.request("POST", "/v1/settings/mcp-servers", body={"name": "plain", "definition": definition})
+    assert r.status_code == 201, r.text
+    before = _atom(monad_home, "plain").read_text()
+    cli = monad("mcp", "get", "plain", "--json").json()["definition"]
+    assert cli["env"] == {"PLAIN": "***"} and cli["args"] == ["-c", "exit 3", "--opt", "***", "value:***"], cli
+    shown = studio.get("/v1/settings/mcp-servers/plain").json()["definition"]
+    assert shown == cli
+    listed = {d["name"]: d["definition"] for d in studio.get("/v1/settings/mcp-servers").json()}
+    assert listed["plain"] == cli
+    r = studio.request("PATCH", "/v1/settings/mcp-servers/plain", body=shown)
+    assert r.status_code == 200, r.text
+    assert _atom(monad_home, "plain").read_text() == before

@@ -330,6 +330,15 @@ def test_slow_start_within_timeout_connects(supervisor: Any) -> None:
 def test_wait_for_undefined_server_fails_fast(supervisor: Any) -> None:
     r = supervisor("mcp", "wait", "ghost", "--timeout", "30")
     assert r.code == 1 and "server `ghost` is not defined" in r.err
+    # The commands the supervisor answers offer the closest name too (a new-user trial), as
+    # those that read the files do (tests/config/test_config.py).
+    for n in ("github", "Time"):
+        assert supervisor("mcp", "add", n, "--start", "on-demand", "--", *light_cmd()).code == 0
+    for argv in (("wait",), ("status",), ("reconnect",), ("pin",), ("tools",), ("serve",)):
+        for typed, hint in (("githb", "(did you mean `github`?)"), ("time", "(names are case-sensitive: `Time` is)")):
+            r = supervisor("mcp", *argv, typed, input="")
+            assert r.code == 1 and r.err.endswith(f"error: server `{typed}` is not defined {hint} "
+                                                  f"(see `monad mcp list`)\n"), (argv, r)
 
 
 @pytest.mark.e2e

@@ -15,10 +15,11 @@ from monad_cli.cli import render
 from monad_cli.cli.commands._common import JsonOpt, parse_pairs, quoted, running, supervisor
 from monad_cli.cli.commands._status import local_rows, not_ready, show_status
 from monad_cli.core.errors import ExitCode, InvalidInput, MonadError, NotFound
-from monad_cli.core.messages import cut
+from monad_cli.core.messages import cut, server_not_defined
 from monad_cli.core.paths import paths
 
-app = typer.Typer(help="Add, inspect and control MCP servers.", no_args_is_help=True)
+app = typer.Typer(help="Add, inspect and control MCP servers.\n\nServer names are case-sensitive; a name no "
+                       "server has is answered with the closest defined one.", no_args_is_help=True)
 
 def _headers(items: list[str] | None) -> dict[str, str]:
     """`--header` values; an empty one is warned about: `--header "X-Api-Key: $KEY"` in double
@@ -399,14 +400,11 @@ def get(name: Annotated[str, typer.Argument(help="Server name.")], as_json: Json
         from monad_cli.config.presets import PRESETS_FILE, preset_definition
 
         source, raw = PRESETS_FILE, preset_definition(paths(), name, os.environ)  # NotFound again if not one
-    from monad_cli.config.envfile import read_env_file
-    from monad_cli.config.loader import load_definitions
+    from monad_cli.config.loader import held_secrets_of
     from monad_cli.config.schema import fields_under_env
-    from monad_cli.core.redact import held_secrets
 
     # A value equal to a secret monad holds anywhere (another field, server, the env file) is one.
-    others = load_definitions(paths(), expand=False).raw.values()
-    shown = redact_definition(raw, held_secrets(others, read_env_file(paths()).values.values()))
+    shown = redact_definition(raw, held_secrets_of(paths()))
     runs_in = _runs_in(name, raw)
     variables = _variable_sources(raw)
     start = _start_of(raw)
@@ -612,7 +610,7 @@ def wait(
         answer = client.get("/v1/settings/mcp-servers/status")
         by_name = {r["name"]: r for r in answer["servers"]}
         rows = {n: _settled(by_name.get(n, {"name": n, "state": "undefined",
-                                            "reason": f"server `{n}` is not defined (see `monad mcp list`)"}))
+                                            "reason": server_not_defined(n, by_name)}))
                 for n in names}
         states = {r["state"] for r in rows.values()}
         if states <= ready or states & final or time.monotonic() >= deadline:

@@ -27,21 +27,23 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from monad_cli.config import edits
+from monad_cli.config.loader import held_secrets_of
 from monad_cli.core.errors import Conflict, InvalidInput
 from monad_cli.core.order import name_key
-from monad_cli.core.redact import held_secrets, redact_definition
+from monad_cli.core.redact import redact_definition
 from monad_cli.daemon.http import door, read_json_body, via
 from monad_cli.daemon.port import actor_named
 
 if TYPE_CHECKING:
     from monad_cli.config.loader import Definitions
+    from monad_cli.core.paths import Paths
     from monad_cli.daemon.port import DaemonPort
 
 
-def definitions_listing(defs: Definitions) -> list[dict[str, Any]]:
+def definitions_listing(paths: Paths, defs: Definitions) -> list[dict[str, Any]]:
     """`[{name, source, definition}]` of every definition, by name, redacted (a value equal to
-    another definition's secret too: `held_secrets`)."""
-    known = held_secrets(defs.raw.values())
+    another definition's secret or the env file's too: `held_secrets_of`)."""
+    known = held_secrets_of(paths, defs.raw.values())
     return [{"name": name, "source": source, "definition": redact_definition(defs.raw.get(name, {}), known)}
             for name, source in sorted(defs.sources.items(), key=lambda kv: name_key(kv[0]))]
 
@@ -73,13 +75,13 @@ def server_routes(port: DaemonPort) -> list[Route]:
 
     async def list_servers(request: Request) -> JSONResponse:
         await port.reconcile()
-        return JSONResponse(definitions_listing(port.definitions))
+        return JSONResponse(definitions_listing(port.paths, port.definitions))
 
     async def get_server(request: Request) -> JSONResponse:
         name = request.path_params["name"]
         source, raw = edits.read_definition(port.paths, name)
         return JSONResponse({"name": name, "source": source, "definition": redact_definition(
-            raw, held_secrets(port.definitions.raw.values()))})
+            raw, held_secrets_of(port.paths, port.definitions.raw.values()))})
 
     async def add_server(request: Request) -> JSONResponse:
         body = await read_json_body(request)

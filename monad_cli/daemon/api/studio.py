@@ -33,6 +33,7 @@ from monad_cli.core.studio import DEFAULT_PORT
 from monad_cli.daemon.api.journal import journal_routes
 from monad_cli.daemon.api.servers import definitions_listing
 from monad_cli.daemon.http import read_json_body, until_disconnect
+from monad_cli.daemon.port import actor_named
 from monad_cli.daemon.studio.apps import INTERNAL, AppHost
 from monad_cli.daemon.studio.authorize import AuthorizeDeps, AuthorizeRuns
 from monad_cli.daemon.studio.events import EventBus
@@ -102,7 +103,7 @@ class StudioHub:
         /v1/settings/mcp-servers` and `GET /v1/approvals` answer (redacted), and `authorizations`:
         the calls waiting for their server's authorization (trust/authorization.py)."""
         return scrub_data({"servers": self.sup.status(), "problems": self.sup.file_problems,
-                           "definitions": definitions_listing(self.sup.definitions),
+                           "definitions": definitions_listing(self.sup.paths, self.sup.definitions),
                            "approvals": self.sup.tool_service.gate.listing(),
                            "authorizations": self.sup.tool_service.authorization.listing()}, self.sup.scrub)
 
@@ -194,9 +195,7 @@ def studio_routes(sup: DaemonPort, hub: StudioHub) -> list[Route]:
 
     def known(request: Request) -> str:
         name = request.path_params["name"]
-        if name not in sup.actors:
-            raise NotFound(f"server `{name}` is not defined (see `monad mcp list`)")
-        return str(name)
+        return actor_named(sup, name).name
 
     async def authorize(request: Request) -> JSONResponse:
         name = known(request)

@@ -85,8 +85,8 @@ def tools_routes(port: DaemonPort) -> list[Route]:
 
     async def list_tools(request: Request) -> JSONResponse:
         name = request.query_params.get("server")
-        if name is not None and name not in port.actors:
-            raise NotFound(f"server `{name}` is not defined (see `monad mcp list`)")
+        if name is not None:
+            actor_named(port, name)
         everything = svc.listing(hidden=True)  # `monad mcp tools` shows hidden tools and why
         listed = everything if name is None else [t for t in everything if t["server"] == name]
         wanted = request.query_params.get("name")

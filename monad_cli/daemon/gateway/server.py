@@ -29,6 +29,7 @@ import mcp_types as types
 
 from monad_cli.core.errors import NotFound
 from monad_cli.core.hello import GatewayView
+from monad_cli.core.messages import server_not_defined
 from monad_cli.core.states import State
 from monad_cli.daemon.gateway.catalog import LEVELS, Catalog
 from monad_cli.daemon.gateway.search import ToolSearch
@@ -67,6 +68,8 @@ class Gateway:
     def check_view(self, view: GatewayView) -> None:
         """Raises NotFound when `monad mcp serve NAME…` names a server that is not defined."""
         unknown = [n for n in view.servers if n not in self.tools.servers]
+        if len(unknown) == 1:  # the closest name, or that names are case-sensitive
+            raise NotFound(server_not_defined(unknown[0], self.tools.servers))
         if unknown:
             raise NotFound(f"no server {', '.join(f'`{n}`' for n in unknown)} is defined (see `monad mcp status`)")
 

@@ -32,6 +32,7 @@ from mcp.shared.message import ClientMessageMetadata, SessionMessage
 from mcp_types import JSONRPCNotification, JSONRPCRequest
 
 from monad_cli.config.schema import ServerSpec
+from monad_cli.core.messages import connect_failure
 from monad_cli.daemon.sessions.direct import DirectLane
 from monad_cli.daemon.sessions.exchange import Exchange, Outgoing
 from monad_cli.daemon.sessions.transports import Connection, TransportOptions, http_headers
@@ -180,8 +181,9 @@ class SessionKeeper(httpx2.AsyncBaseTransport):
         try:
             response = await self.inner.handle_async_request(request)
         except Exception as exc:
-            # Refused, reset, timed out: no answer at all. The session's liveness check reads it.
-            self.conn.unreachable = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            # Refused, reset, timed out: no answer at all. The session's liveness check reads it,
+            # in the words of a failed first connect (`reasons.classify`), not httpx2's.
+            self.conn.unreachable = connect_failure(exc, str(request.url))
             raise
         status = response.status_code
         self.conn.last_http_status = status

@@ -31,6 +31,7 @@ from mcp.client import ClaimContext, ClientRequestContext
 
 from monad_cli.core import task_forms as forms
 from monad_cli.core.errors import InvalidInput, NotConnected, NotFound, QueueFull
+from monad_cli.core.messages import server_not_defined
 from monad_cli.core.task_states import TERMINAL, TaskState
 from monad_cli.daemon.tasks.connection import ServerTasks
 from monad_cli.daemon.tasks.ledger import TaskLedger
@@ -221,7 +222,7 @@ class TaskManager(TaskReader):
         """
         link = self.links.get(server)
         if link is None:
-            raise NotFound(f"server `{server}` is not defined (see `monad mcp list`)")
+            raise NotFound(server_not_defined(server, self.links))
         # An idle on-demand server starts here; once the task is open, the task holds it up.
         async with link.in_use():
             if not link.live:

@@ -174,3 +174,25 @@ def test_a_call_refused_with_an_http_error_says_the_status_and_the_url(servers: 
             s.shutdown()
             s.server_close()
     assert message == f"HTTP 404 Not Found from {url}", message
+
+
+def test_a_server_refusing_connections_mid_session_is_said_in_monads_words(servers: Servers) -> None:
+    """Found by a new-user trial: a remote that was connected, then whose port closed, was
+    `it cannot be reached: ConnectError: All connection attempts failed` (httpx2's words) in
+    its status; the words of a refused first connect say what happened and where."""
+    port = servers.start()
+    conn = Connection()
+
+    async def main() -> None:
+        async with Client(streamable_http_transport(spec_for(f"http://127.0.0.1:{port}/mcp"), conn),
+                          mode="auto") as client:
+            assert _text(await client.call_tool("add", {"a": 1, "b": 2})) == "3"
+            proc, _ = servers.procs.pop(port)
+            proc.kill()
+            proc.wait(timeout=10)
+            with anyio.fail_after(30):
+                await client.call_tool("add", {"a": 1, "b": 2})
+
+    with pytest.raises(BaseException):  # noqa: B017 - the SDK's session ends; the reason is the keeper's
+        anyio.run(main)
+    assert conn.unreachable == f"connection to 127.0.0.1:{port} refused (nothing listens there)"

@@ -2,13 +2,15 @@
 // session cookie goes along by itself (same origin); the browser adds our Origin to every
 // change, which the listener requires.
 
-/** An error answer, decoded from the API's one envelope {"error": {code, message, field?}}. */
+/** An error answer, decoded from the API's one envelope {"error": {code, message, field?, errors?}}.
+ *  `errors`: every field problem of a definition, [{field, message}], the first being `field`/`message`. */
 export class ApiError extends Error {
-  constructor(status, code, message, field = null) {
+  constructor(status, code, message, field = null, errors = []) {
     super(message);
     this.status = status;
     this.code = code;
     this.field = field;
+    this.errors = errors;
   }
 }
 
@@ -34,7 +36,7 @@ export async function api(method, path, body) {
   if (!response.ok) {
     const err = (data && data.error) || {};
     throw new ApiError(response.status, err.code || "http_error", err.message || `HTTP ${response.status}`,
-                       err.field || null);
+                       err.field || null, Array.isArray(err.errors) ? err.errors : []);
   }
   return data;
 }

@@ -417,8 +417,9 @@ export class ServerForm {
     return changes;
   }
 
-  /** The fields left empty that the server needs, each with its reason: [{field, message}]. The
-   * supervisor checks everything again, but answers one error at a time; these are said at once. */
+  /** The fields left empty that the server needs, each with its reason: [{field, message}], said
+   * at once before anything is sent. The supervisor checks everything again, and answers every
+   * problem it finds at once too (the envelope's `errors`). */
   missing() {
     const value = (id) => this.form.querySelector(`#f-${id}`).value.trim();
     const stdio = value("transport") === "stdio";
@@ -451,7 +452,9 @@ export class ServerForm {
       }
       this.close();
     } catch (err) {
-      this.showError(err);
+      // Each field problem next to its field; an older supervisor names only the first.
+      const each = err.errors && err.errors.length ? err.errors : [err];
+      for (const e of each) this.showError({ status: err.status, field: e.field, message: e.message });
     } finally {
       this.saveButton.disabled = false;
     }
@@ -492,7 +495,8 @@ export class ServerForm {
       target = this.form.querySelector("#err-name");
       this.form.querySelector("#f-name").setAttribute("aria-invalid", "true");
     }
-    setText(target, message);
+    // Two problems at one place (two arguments, two without a field of their own): both, a line each.
+    setText(target, target.hidden || !target.textContent ? message : `${target.textContent}\n${message}`);
     target.hidden = false;
     target.setAttribute("role", "alert");
   }
