@@ -121,6 +121,17 @@ def _not_json(constant: str) -> Any:
     raise ValueError(f"{constant} is not JSON")
 
 
+# `json.loads(line, parse_constant=…)` builds a decoder (and its scanner) per line; one kept
+# reads the same (`_loads`: what `json.loads` does with bytes, then this decoder).
+_DECODER = json.JSONDecoder(parse_constant=_not_json)
+
+
+def _loads(line: bytes) -> Any:
+    """`json.loads(line, parse_constant=_not_json)`, with a decoder kept (~15k instructions less
+    a line)."""
+    return _DECODER.decode(line.decode(json.detect_encoding(line), "surrogatepass"))
+
+
 def _key(request_id: object) -> str:
     return str(request_id)  # "7" cancels 7, as the SDK's dispatcher coerces ids
 
@@ -179,7 +190,7 @@ class DirectCalls:
             return False
         try:
             # NaN and Infinity are not JSON (RFC 8259 §6); Python's parser takes them.
-            message = json.loads(line, parse_constant=_not_json)
+            message = _loads(line)
         except (ValueError, RecursionError):
             return False  # the SDK's reader answers it
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":

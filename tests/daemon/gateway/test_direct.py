@@ -15,7 +15,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 from mcp_types import JSONRPCResponse
 
-from monad_cli.daemon.gateway.direct import DirectCalls, LaneCall, LaneHandler
+from monad_cli.daemon.gateway.direct import DirectCalls, LaneCall, LaneHandler, _loads, _not_json
 
 MODERN = "2026-07-28"
 ENVELOPE = {"io.modelcontextprotocol/protocolVersion": MODERN,
@@ -281,6 +281,22 @@ def test_escaped_spellings_are_read_as_json_reads_them() -> None:
         assert sorted(seen) == ["first", "second"] and lane.in_flight == {}
 
     assert run_lane(test, call_fn=slow) == []
+
+
+@pytest.mark.parametrize("data", [
+    call(1), call(1).decode().encode("utf-16-le"), call(1).decode().encode("utf-32"), b"\xef\xbb\xbf" + call(1),
+    b'{"a": NaN}', b'{"a": -Infinity}', b'{"a": "\\ud800"}', b'{"a": "\xff"}', b'{"a": "\xed\xa0\x80"}', b"",
+    b"[1, 2", b'{"a": 1} x', b'{"a": 1}\n',
+])
+def test_lines_are_parsed_as_json_loads_parses_them(data: bytes) -> None:
+    # The lane keeps one decoder (`_loads`); what it reads, or refuses, is what json.loads does.
+    def outcome(parse: Callable[[bytes], Any]) -> Any:
+        try:
+            return parse(data)
+        except ValueError as e:
+            return type(e)
+
+    assert outcome(_loads) == outcome(lambda b: json.loads(b, parse_constant=_not_json))
 
 
 @pytest.mark.parametrize("method, params", [
