@@ -21,10 +21,13 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from mcp import MCPError
 from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, CallToolResult
+from pydantic import ValidationError
 
+from monad_cli.core.errors import MonadError
 from monad_cli.core.redact import redact_url
 from monad_cli.daemon.sessions.reasons import describe, leaf_exceptions
 from monad_cli.daemon.sessions.stamp import caller_meta
+from monad_cli.daemon.trust.servers import SessionCut
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -56,8 +59,6 @@ class Requests(Protocol):
 def wrong_shape_fails_the_call() -> Iterator[None]:
     """An answer of a shape the protocol does not define fails its call with a one-line
     reason (an MCPError, as any failed call), not pydantic's multi-line report."""
-    from pydantic import ValidationError
-
     try:
         yield
     except ValidationError as exc:
@@ -81,8 +82,6 @@ class SessionRequests:
         self.actor = actor
 
     def _client(self) -> Client:
-        from monad_cli.core.errors import MonadError
-
         actor = self.actor
         client = actor.client
         if client is None or not actor.live:
@@ -98,8 +97,6 @@ class SessionRequests:
         the words of the server's status row when the server ended it (it exited, was
         killed, stopped answering: `ServerActor.ended_reason`), or, for a remote server,
         saying the connection to it was lost, in the same structure."""
-        from monad_cli.daemon.trust.servers import SessionCut
-
         actor = self.actor
         conn = actor.conn
         try:

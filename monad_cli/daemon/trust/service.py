@@ -67,6 +67,7 @@ from monad_cli.journal import tools as jt
 from monad_cli.tools.arguments import validate_arguments
 
 if TYPE_CHECKING:
+    from mcp import MCPError
     from mcp_types import CallToolResult, Tool
 
     from monad_cli.journal.db import Journal
@@ -97,6 +98,21 @@ class ApprovalRequired(Exception):
     def __init__(self, pending: Pending) -> None:
         super().__init__(pending.id)
         self.pending = pending
+
+
+# What `_send` catches from the SDK, imported at the first call, not at this module's import
+# (the supervisor loads it before the SDK) nor on every call (a `from … import` of a package
+# runs importlib's `_handle_fromlist`: the two cost ~11k instructions a call).
+_sdk: tuple[type[MCPError], int, int] | None = None
+
+
+def _sdk_names() -> tuple[type[MCPError], int, int]:
+    global _sdk
+    from mcp import MCPError
+    from mcp_types import MISSING_REQUIRED_CLIENT_CAPABILITY, REQUEST_TIMEOUT
+
+    _sdk = (MCPError, MISSING_REQUIRED_CLIENT_CAPABILITY, REQUEST_TIMEOUT)
+    return _sdk
 
 
 def _digest(listing: list[dict[str, Any]]) -> str:
@@ -739,9 +755,7 @@ class ToolService:
         (2025-11-25 "Tool-Level Negotiation") goes through the task manager, also for a
         caller who waits: a plain call is refused. Every failure is journaled and raised
         as its kind (`ToolCallFailed` for the server's)."""
-        from mcp import MCPError
-        from mcp_types import MISSING_REQUIRED_CLIENT_CAPABILITY, REQUEST_TIMEOUT
-
+        MCPError, MISSING_REQUIRED_CLIENT_CAPABILITY, REQUEST_TIMEOUT = _sdk or _sdk_names()
         server, tool = call.server, call.tool
         assert server is not None and tool is not None
         sink = getattr(server, "sink", None)  # a stdio server's stderr (sessions/stderr.py), if any
