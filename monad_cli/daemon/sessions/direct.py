@@ -33,6 +33,7 @@ Connection closed`, as the SDK does.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
 import logging
@@ -76,7 +77,7 @@ class _Waiter:
     __slots__ = ("answer", "event", "on_ack")
 
     def __init__(self, on_ack: Callable[[dict[str, Any]], None] | None) -> None:
-        self.event = anyio.Event()
+        self.event = asyncio.Event()  # asyncio's: anyio's wraps one, and is made through its backend lookup
         self.answer: JSONRPCResponse | JSONRPCError | None = None
         self.on_ack = on_ack
 
