@@ -158,7 +158,7 @@ def _path(keys: tuple[str | int, ...]) -> str:
 
 
 log = logging.getLogger("monad.tools")
-_validators: dict[int, tuple[Any, Any]] = {}
+_validators: dict[int, tuple[Any, Any, Any]] = {}
 # (jsonschema, referencing.Registry, referencing.exceptions.Unresolvable), imported on the
 # first validation: the CLI's import path stays light, and a call's check does not run three
 # import statements (`from … import` on a package runs importlib's Python code each time).
@@ -174,6 +174,71 @@ def _jsonschema() -> tuple[Any, Any, Any]:
 
         _library = (jsonschema, Registry, Unresolvable)
     return _library
+
+
+# The schema most tools declare: an object of named properties, each of plain types (or none),
+# some required, other properties allowed or not. For such a schema `_plain_valid` says
+# "valid" itself (jsonschema's `iter_errors` takes ~68k instructions a call for it); whatever
+# it does not call valid, and every other schema, is jsonschema's to judge and word.
+# `tests/tools/test_arguments_plain.py` holds its verdicts to jsonschema's.
+_PLAIN_DIALECTS = frozenset({None, "https://json-schema.org/draft/2020-12/schema",
+                             "https://json-schema.org/draft/2019-09/schema",
+                             "http://json-schema.org/draft-07/schema", "http://json-schema.org/draft-07/schema#",
+                             "http://json-schema.org/draft-06/schema", "http://json-schema.org/draft-06/schema#"})
+_PLAIN_KEYS = frozenset({"type", "properties", "required", "additionalProperties", "$schema", "title", "description"})
+# A property's keys that assert nothing (`format` is an annotation: no format checker is given).
+_PLAIN_PROPERTY_KEYS = frozenset({"type", "title", "description", "default", "examples", "format", "$comment"})
+# Exact types only (`True` is no integer; `1.0`, which jsonschema counts as one, is left to it).
+_PLAIN_TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "integer": (int,), "number": (int, float),
+                                             "boolean": (bool,), "object": (dict,), "array": (list,),
+                                             "null": (type(None),)}
+# The plan of a plain schema: (required names, property name -> allowed types or None for
+# any, whether other properties are allowed).
+_Plan = tuple[tuple[str, ...], dict[str, "frozenset[type] | None"], bool]
+
+
+def _plain_plan(schema: dict[str, Any]) -> _Plan | None:
+    """The plan of `schema` if it is plain (see above), else None."""
+    if (not schema.keys() <= _PLAIN_KEYS or schema.get("type") != "object"
+            or schema.get("$schema") not in _PLAIN_DIALECTS):
+        return None
+    props, required = schema.get("properties", {}), schema.get("required", [])
+    others = schema.get("additionalProperties", True)
+    if (not isinstance(props, dict) or not isinstance(required, list) or not isinstance(others, bool)
+            or not all(isinstance(name, str) for name in required)):
+        return None
+    kinds: dict[str, frozenset[type] | None] = {}
+    for name, prop in props.items():
+        if not isinstance(prop, dict) or not prop.keys() <= _PLAIN_PROPERTY_KEYS:
+            return None
+        declared = prop.get("type")
+        if declared is None:
+            kinds[name] = None
+            continue
+        names = [declared] if isinstance(declared, str) else declared
+        if not isinstance(names, list) or not names or not all(isinstance(n, str) and n in _PLAIN_TYPES
+                                                                 for n in names):
+            return None
+        kinds[name] = frozenset(t for n in names for t in _PLAIN_TYPES[n])
+    return tuple(required), kinds, others
+
+
+def _plain_valid(plan: _Plan, arguments: dict[str, Any]) -> bool:
+    """True: `arguments` are valid under the plain schema of `plan` (False: not known here)."""
+    required, kinds, others = plan
+    if not isinstance(arguments, dict):
+        return False
+    for name in required:
+        if name not in arguments:
+            return False
+    for name, value in arguments.items():
+        if name in kinds:
+            allowed = kinds[name]
+            if allowed is not None and type(value) not in allowed:
+                return False
+        elif not others:
+            return False
+    return True
 
 
 def _without_optional_nulls(schema: dict[str, Any], arguments: dict[str, Any]) -> dict[str, Any]:
@@ -225,15 +290,18 @@ def validate_arguments(schema: dict[str, Any] | None, arguments: dict[str, Any],
         # entry holds the schema, so its id cannot be reused while cached).
         cached = _validators.get(id(schema))
         if cached is not None and cached[0] is schema:
-            validator = cached[1]
+            validator, plan = cached[1], cached[2]
         else:
             if len(_validators) > 4096:
                 _validators.clear()
             # An empty registry, as the SDK uses for output schemas: jsonschema's default
             # one fetches remote `$ref`s, blocking, inside the supervisor's event loop.
             validator = jsonschema.validators.validator_for(schema)(schema, registry=Registry())
-            _validators[id(schema)] = (schema, validator)
+            plan = _plain_plan(schema) if isinstance(schema, dict) else None
+            _validators[id(schema)] = (schema, validator, plan)
         checked = _with_required_defaults(schema, _without_optional_nulls(schema, arguments))
+        if plan is not None and _plain_valid(plan, checked):
+            return
         errors = sorted(validator.iter_errors(checked),
                         key=lambda e: list(e.absolute_path))
     except Unresolvable as e:

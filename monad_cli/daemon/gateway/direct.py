@@ -37,7 +37,10 @@ What is taken (shapes as in the MCP spec, server/tools "Calling Tools"):
   on the SDK's path).
 
 `notifications/cancelled` naming a call in flight here cancels it, which cancels the
-upstream request (basic/utilities/cancellation); the connection's end cancels them all.
+upstream request (basic/utilities/cancellation); the connection's end (`close`) cancels them
+all. Each call is an asyncio task of its own with one anyio cancel scope (anyio's
+`TaskGroup.start_soon` costs ~85k instructions a call more: its own scope, event and task
+state per task; bench/README.md, issue 37).
 
 A server's question during a call taken here (elicitation, sampling, roots:
 gateway/questions.py) is asked by the lane: `ask` writes the request with an id of its own
@@ -46,6 +49,7 @@ gateway/questions.py) is asked by the lane: `ask` writes the request with an id 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -54,7 +58,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-import anyio.abc
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
     CLIENT_CAPABILITIES_META_KEY,
@@ -118,6 +121,17 @@ def _not_json(constant: str) -> Any:
     raise ValueError(f"{constant} is not JSON")
 
 
+# `json.loads(line, parse_constant=…)` builds a decoder (and its scanner) per line; one kept
+# reads the same (`_loads`: what `json.loads` does with bytes, then this decoder).
+_DECODER = json.JSONDecoder(parse_constant=_not_json)
+
+
+def _loads(line: bytes) -> Any:
+    """`json.loads(line, parse_constant=_not_json)`, with a decoder kept (~15k instructions less
+    a line)."""
+    return _DECODER.decode(line.decode(json.detect_encoding(line), "surrogatepass"))
+
+
 def _key(request_id: object) -> str:
     return str(request_id)  # "7" cancels 7, as the SDK's dispatcher coerces ids
 
@@ -142,16 +156,18 @@ class DirectCalls:
     `handle(call)` answers a `LaneCall` (`GatewaySession.lane_call`, wrapped); `send` writes
     one line to the client; `server_info` is the 2026-07-28 `serverInfo` stamp (the SDK
     server's, serialized at once, so one dict serves every answer); `listed()` says whether
-    the session has registered this connection for list_changed (handshake era). Calls run
-    in `tg`, the connection's task group: cancelling it (the connection ended) cancels them."""
+    the session has registered this connection for list_changed (handshake era). Each call
+    runs in a task of its own, on the loop the lane was made on; `close()` (the connection
+    ended) cancels them and waits for them."""
 
-    def __init__(self, handle: LaneHandler, send: Callable[[bytes], Awaitable[None]], tg: anyio.abc.TaskGroup, *,
+    def __init__(self, handle: LaneHandler, send: Callable[[bytes], Awaitable[None]], *,
                  server_info: dict[str, Any], listed: Callable[[], bool],
                  held: Callable[[int | str], bool] = lambda request_id: False) -> None:
         self.handle = handle
         self.held = held  # the SDK's server has a request in flight under this id
         self.send = send
-        self.tg = tg
+        self._loop = asyncio.get_running_loop()
+        self._tasks: set[asyncio.Task[None]] = set()
         self.server_info = server_info
         self.listed = listed
         self.era: str | None = None  # "modern" | "handshake", from the first request
@@ -174,7 +190,7 @@ class DirectCalls:
             return False
         try:
             # NaN and Infinity are not JSON (RFC 8259 §6); Python's parser takes them.
-            message = json.loads(line, parse_constant=_not_json)
+            message = _loads(line)
         except (ValueError, RecursionError):
             return False  # the SDK's reader answers it
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
@@ -229,7 +245,9 @@ class DirectCalls:
         meta = params.get("_meta")
         call = LaneCall(request_id, params["name"], params.get("arguments"), version,
                         meta if isinstance(meta, dict) else None, trace, passed)
-        self.tg.start_soon(self._run, scope, call)
+        task = self._loop.create_task(self._run(scope, call))
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
         return True
 
     def sent(self, message: Any) -> None:
@@ -310,31 +328,53 @@ class DirectCalls:
         scope.cancel()
         return True
 
+    async def close(self) -> None:
+        """The connection ended: cancel every call in flight (each is answered `-32000
+        Connection closed`, as the SDK answers its own) and return once all are done."""
+        for scope in list(self.in_flight.values()):
+            scope.cancel()
+        if self._tasks:
+            with anyio.CancelScope(shield=True):
+                await asyncio.wait(set(self._tasks))
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and (exc := task.exception()) is not None:  # a bug of ours
+            log.error("gateway tools/call task failed", exc_info=exc)
+
     # -- one call ------------------------------------------------------------------------
     async def _run(self, scope: anyio.CancelScope, call: LaneCall) -> None:
         key = _key(call.id)
         line: bytes | None = None
-        if scope.cancel_called:  # cancelled by the client before this task ran: nothing was done
+        if scope.cancel_called and key in self._peer_cancelled:
+            # Cancelled by the client before this task ran: nothing was done, nothing is answered.
             self.in_flight.pop(key, None)
             self.ids.discard(call.id)
             self._peer_cancelled.discard(key)
             return
         try:
-            with scope:
+            with scope:  # cancelled by the client (`_cancel`) or the connection's end (`close`)
                 line = await self._answer(call)
         except anyio.get_cancelled_exc_class():
-            # The connection is ending: answer so nobody waits (the SDK does the same).
+            # The task itself was cancelled (the event loop is ending): answer so nobody waits.
             if key not in self._peer_cancelled:
-                with anyio.move_on_after(_SHUTDOWN_WRITE_S, shield=True):
-                    await self._write(encode_line(_error(call.id, CONNECTION_CLOSED, "Connection closed")))
+                await self._closed(call)
             raise
         finally:
             self.in_flight.pop(key, None)
             self.ids.discard(call.id)
             peer_cancelled = key in self._peer_cancelled
             self._peer_cancelled.discard(key)
-        if line is not None and not peer_cancelled:  # a cancelled request is never answered
+        if peer_cancelled:  # a cancelled request is never answered
+            return
+        if line is None:  # the connection ended under it: answer so nobody waits (the SDK does the same)
+            await self._closed(call)
+        else:
             await self._write(line)
+
+    async def _closed(self, call: LaneCall) -> None:
+        with anyio.move_on_after(_SHUTDOWN_WRITE_S, shield=True):
+            await self._write(encode_line(_error(call.id, CONNECTION_CLOSED, "Connection closed")))
 
     async def _answer(self, call: LaneCall) -> bytes:
         """The answer line: the result, or the error the SDK's runner would answer."""

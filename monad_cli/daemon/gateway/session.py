@@ -30,7 +30,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-import anyio.abc
+import anyio
 import mcp_types as types
 from mcp.server import Server
 from mcp.server.lowlevel.server import NotificationOptions
@@ -650,13 +650,13 @@ class GatewaySession:
         return await self.call(call.name, call.arguments, call.version, meta=call.passed, inputs=self.questions(
             None, call.version, what=call.name, lane=lane, capabilities=(capabilities or {}) if modern else None))
 
-    def direct_lane(self, writer: Any, tg: anyio.abc.TaskGroup) -> DirectCalls:
+    def direct_lane(self, writer: Any) -> DirectCalls:
         """This session's direct lane for one relay connection (`gateway/direct.py`), its
         calls' handler wrapped by what the supervisor installed (`GatewayWrappers.lane`)."""
         def handle(call: LaneCall) -> Awaitable[dict[str, Any]]:
             return self.lane_call(call, lane)
 
-        lane = self.lane = DirectCalls(self.wrappers.lane(handle), writer.send_line, tg,
+        lane = self.lane = DirectCalls(self.wrappers.lane(handle), writer.send_line,
                                        server_info=self.server.server_info_stamp,
                                        listed=lambda: bool(self.legacy_connections),
                                        held=writer.unanswered.__contains__)

@@ -33,11 +33,12 @@ Connection closed`, as the SDK does.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
 import logging
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import anyio
 import mcp_types as types
@@ -45,7 +46,8 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import MCP_METHOD_HEADER, MCP_NAME_HEADER, MCP_PROTOCOL_VERSION_HEADER, encode_header_value
 from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT, JSONRPCError, JSONRPCNotification, JSONRPCResponse, methods
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from mcp_types.version import KNOWN_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+from pydantic import TypeAdapter
 
 from monad_cli.daemon.sessions.stamp import Envelope
 
@@ -75,7 +77,7 @@ class _Waiter:
     __slots__ = ("answer", "event", "on_ack")
 
     def __init__(self, on_ack: Callable[[dict[str, Any]], None] | None) -> None:
-        self.event = anyio.Event()
+        self.event = asyncio.Event()  # asyncio's: anyio's wraps one, and is made through its backend lookup
         self.answer: JSONRPCResponse | JSONRPCError | None = None
         self.on_ack = on_ack
 
@@ -270,9 +272,27 @@ def _call_result(raw: dict[str, Any], version: str) -> types.CallToolResult | No
     ttl = raw.get("ttlMs")
     if isinstance(ttl, int | float) and not isinstance(ttl, bool) and ttl < 0:
         raw["ttlMs"] = 0
-    with contextlib.suppress(KeyError):
-        methods.validate_server_result(CALL, version, raw)
+    surface = _surface(version)
+    if surface is not None:
+        surface.validate_python(raw, by_name=False)
     return types.CallToolResult.model_validate(raw, by_name=False)
+
+
+_surfaces: dict[str, TypeAdapter[Any] | None] = {}
+
+
+def _surface(version: str) -> TypeAdapter[Any] | None:
+    """The check `methods.validate_server_result(CALL, version, …)` makes, without the dump
+    it throws away (~18k instructions a call): a validator of the version's own result type
+    (`methods.SERVER_RESULTS`, the table it reads). None: the table has no such row (that
+    check's KeyError, which was passed over). An unknown version raises its ValueError."""
+    if version in _surfaces:
+        return _surfaces[version]
+    if version not in KNOWN_PROTOCOL_VERSIONS:
+        raise ValueError(f"version must be a known protocol version, got {version!r}")
+    model = methods.SERVER_RESULTS.get((CALL, version))
+    adapter = _surfaces[version] = TypeAdapter(cast(Any, model)) if model is not None else None
+    return adapter
 
 
 def _may_be_a_task(tool: types.Tool) -> bool:

@@ -42,6 +42,8 @@ KEEP = 500  # calls whose arguments are kept
 PROGRESS_GAP_S = 0.1  # a server that reports progress in a tight loop cannot flood the pages
 MAX_ARGUMENTS = 16 * 1024  # bytes of JSON per call; larger ones show their size only
 MAX_CALLS = 500
+# `json.dumps(arguments, default=str)` builds an encoder per call; one kept writes the same text.
+_SIZE = json.JSONEncoder(default=str)
 
 
 class Transcript:
@@ -73,7 +75,7 @@ class Transcript:
         call = dict(data)
         if kind == "call.started":
             arguments = call.get("arguments")
-            size = len(json.dumps(arguments, default=str))
+            size = len(_SIZE.encode(arguments))
             if size > MAX_ARGUMENTS:
                 arguments = {"(not kept)": f"{size} bytes of arguments"}
             call["arguments"] = arguments

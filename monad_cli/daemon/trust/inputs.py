@@ -18,8 +18,6 @@ about a call travels this way (trust/call.py).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -78,14 +76,19 @@ class Caller:
 _caller: ContextVar[Caller | None] = ContextVar("monad_caller", default=None)
 
 
-@contextmanager
-def serving(caller: Caller | None) -> Iterator[None]:
-    """The block is a request made for `caller` (see the module docstring)."""
-    token = _caller.set(caller)
-    try:
-        yield
-    finally:
-        _caller.reset(token)
+class serving:  # a context manager, named as the generator it was (a class: ~7k instructions less a use)
+    """`with serving(caller):` the block is a request made for `caller` (see the module docstring)."""
+
+    __slots__ = ("caller", "token")
+
+    def __init__(self, caller: Caller | None) -> None:
+        self.caller = caller
+
+    def __enter__(self) -> None:
+        self.token = _caller.set(self.caller)
+
+    def __exit__(self, *exc: object) -> None:
+        _caller.reset(self.token)
 
 
 def current_caller() -> Caller | None:

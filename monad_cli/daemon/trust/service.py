@@ -11,13 +11,13 @@ gets the same refusal.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
+from types import TracebackType
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import anyio
@@ -67,6 +67,7 @@ from monad_cli.journal import tools as jt
 from monad_cli.tools.arguments import validate_arguments
 
 if TYPE_CHECKING:
+    from mcp import MCPError
     from mcp_types import CallToolResult, Tool
 
     from monad_cli.journal.db import Journal
@@ -97,6 +98,21 @@ class ApprovalRequired(Exception):
     def __init__(self, pending: Pending) -> None:
         super().__init__(pending.id)
         self.pending = pending
+
+
+# What `_send` catches from the SDK, imported at the first call, not at this module's import
+# (the supervisor loads it before the SDK) nor on every call (a `from … import` of a package
+# runs importlib's `_handle_fromlist`: the two cost ~11k instructions a call).
+_sdk: tuple[type[MCPError], int, int] | None = None
+
+
+def _sdk_names() -> tuple[type[MCPError], int, int]:
+    global _sdk
+    from mcp import MCPError
+    from mcp_types import MISSING_REQUIRED_CLIENT_CAPABILITY, REQUEST_TIMEOUT
+
+    _sdk = (MCPError, MISSING_REQUIRED_CLIENT_CAPABILITY, REQUEST_TIMEOUT)
+    return _sdk
 
 
 def _digest(listing: list[dict[str, Any]]) -> str:
@@ -693,29 +709,24 @@ class ToolService:
                           duration_ms=0.0, error=error)
 
     # -- the server's session ---------------------------------------------------------
-    @contextlib.asynccontextmanager
-    async def _session(self, call: ToolCall) -> AsyncIterator[None]:
-        """The server's session held up for the call: an on-demand server that is idle
-        starts here, once approved, and stays up for the call; the lists it answers may
-        differ from the cached ones the call was checked on, so it is checked again."""
-        server = call.server
-        assert server is not None
-        was_live = server.live
-        try:
-            async with server.in_use():
-                if not was_live:
-                    call.server, call.tool = self.resolve(call.exposed)
-                    self._check_arguments(call)
-                yield
-        except MonadError as exc:
-            if call.outcome is None:  # the start failed (a failure of the call itself is journaled there)
-                self._finish(call, "refused" if isinstance(exc, NotRegistered) else "error", exc.message)
-            raise
-        except anyio.get_cancelled_exc_class():
-            if call.outcome is None:
-                with anyio.CancelScope(shield=True):
-                    self._finish(call, "cancelled", "the caller cancelled the call while the server started")
-            raise
+    def _session(self, call: ToolCall) -> _Held:
+        """`async with self._session(call):` the server's session held up for the call: an
+        on-demand server that is idle starts here, once approved, and stays up for the call;
+        the lists it answers may differ from the cached ones the call was checked on, so it
+        is checked again."""
+        return _Held(self, call)
+
+    def _not_held(self, call: ToolCall, exc: BaseException) -> None:
+        """`exc` left `_session`'s block: the row of a call that has no outcome yet (the
+        start failed, or the caller left while it ran; a failure of the call itself is
+        journaled there)."""
+        if call.outcome is not None:
+            return
+        if isinstance(exc, MonadError):
+            self._finish(call, "refused" if isinstance(exc, NotRegistered) else "error", exc.message)
+        elif isinstance(exc, anyio.get_cancelled_exc_class()):
+            with anyio.CancelScope(shield=True):
+                self._finish(call, "cancelled", "the caller cancelled the call while the server started")
 
     async def _detach(self, call: ToolCall) -> dict[str, Any]:
         """Hand the approved call to the task manager; its row says which task it became."""
@@ -739,9 +750,7 @@ class ToolService:
         (2025-11-25 "Tool-Level Negotiation") goes through the task manager, also for a
         caller who waits: a plain call is refused. Every failure is journaled and raised
         as its kind (`ToolCallFailed` for the server's)."""
-        from mcp import MCPError
-        from mcp_types import MISSING_REQUIRED_CLIENT_CAPABILITY, REQUEST_TIMEOUT
-
+        MCPError, MISSING_REQUIRED_CLIENT_CAPABILITY, REQUEST_TIMEOUT = _sdk or _sdk_names()
         server, tool = call.server, call.tool
         assert server is not None and tool is not None
         sink = getattr(server, "sink", None)  # a stdio server's stderr (sessions/stderr.py), if any
@@ -878,3 +887,43 @@ class ToolService:
             while not actor.live:
                 with anyio.move_on_after(0.25):
                     await self._state.wait()
+
+class _Held:
+    """`ToolService._session`'s block (a class, not a generator: ~12k instructions less a call)."""
+
+    __slots__ = ("call", "service", "use")
+
+    def __init__(self, service: ToolService, call: ToolCall) -> None:
+        self.service = service
+        self.call = call
+
+    async def __aenter__(self) -> None:
+        service, call = self.service, self.call
+        server = call.server
+        assert server is not None
+        was_live = server.live
+        self.use = server.in_use()
+        try:
+            await self.use.__aenter__()
+        except BaseException as exc:
+            service._not_held(call, exc)
+            raise
+        if not was_live:
+            try:
+                call.server, call.tool = service.resolve(call.exposed)
+                service._check_arguments(call)
+            except BaseException as exc:
+                await self.__aexit__(type(exc), exc, exc.__traceback__)
+                raise
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> bool:
+        try:
+            if await self.use.__aexit__(exc_type, exc, tb):
+                return True
+        except BaseException as left:
+            self.service._not_held(self.call, left)
+            raise
+        if exc is not None:
+            self.service._not_held(self.call, exc)
+        return False

@@ -15,7 +15,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 from mcp_types import JSONRPCResponse
 
-from monad_cli.daemon.gateway.direct import DirectCalls, LaneCall, LaneHandler
+from monad_cli.daemon.gateway.direct import DirectCalls, LaneCall, LaneHandler, _loads, _not_json
 
 MODERN = "2026-07-28"
 ENVELOPE = {"io.modelcontextprotocol/protocolVersion": MODERN,
@@ -70,7 +70,8 @@ def as_handler(call_fn: Callable[..., Awaitable[dict[str, Any]]]) -> LaneHandler
 
 def run_lane(test: Callable[[DirectCalls, list[dict[str, Any]]], Awaitable[None]], *,
              call_fn: Callable[..., Awaitable[dict[str, Any]]] = echo, listed: bool = True) -> list[dict[str, Any]]:
-    """Run `test(lane, answers)` with a lane in a task group; returns every line it wrote."""
+    """Run `test(lane, answers)` with a lane, then end its connection (`close`); returns every
+    line it wrote."""
     answers: list[dict[str, Any]] = []
 
     async def send(data: bytes) -> None:
@@ -78,10 +79,9 @@ def run_lane(test: Callable[[DirectCalls, list[dict[str, Any]]], Awaitable[None]
         answers.append(json.loads(data))
 
     async def main() -> None:
-        async with anyio.create_task_group() as tg:
-            lane = DirectCalls(as_handler(call_fn), send, tg, server_info=STAMP, listed=lambda: listed)
-            await test(lane, answers)
-            tg.cancel_scope.cancel()
+        lane = DirectCalls(as_handler(call_fn), send, server_info=STAMP, listed=lambda: listed)
+        await test(lane, answers)
+        await lane.close()
 
     anyio.run(main)
     return answers
@@ -180,10 +180,9 @@ def test_a_handshake_era_call_is_taken_only_after_the_handshake_and_a_listing() 
         answers.append(json.loads(data))
 
     async def main() -> None:
-        async with anyio.create_task_group() as tg:
-            lane = DirectCalls(as_handler(echo), send, tg, server_info=STAMP, listed=lambda: listed["value"])
-            await test(lane, answers)
-            tg.cancel_scope.cancel()
+        lane = DirectCalls(as_handler(echo), send, server_info=STAMP, listed=lambda: listed["value"])
+        await test(lane, answers)
+        await lane.close()
 
     anyio.run(main)
     # No resultType and no serverInfo stamp: both are 2026-07-28 vocabulary.
@@ -230,7 +229,7 @@ def test_a_cancelled_call_is_cancelled_and_never_answered() -> None:
         assert seen == ["first"] and list(lane.in_flight) == ["8"]
 
     answers = run_lane(test, call_fn=slow)
-    # The connection's end (the task group cancelled) answers the call still in flight.
+    # The connection's end (`close`) answers the call still in flight.
     assert answers == [{"jsonrpc": "2.0", "id": 8, "error": {"code": -32000, "message": "Connection closed"}}]
     assert seen == ["first", "second"]
 
@@ -282,6 +281,22 @@ def test_escaped_spellings_are_read_as_json_reads_them() -> None:
         assert sorted(seen) == ["first", "second"] and lane.in_flight == {}
 
     assert run_lane(test, call_fn=slow) == []
+
+
+@pytest.mark.parametrize("data", [
+    call(1), call(1).decode().encode("utf-16-le"), call(1).decode().encode("utf-32"), b"\xef\xbb\xbf" + call(1),
+    b'{"a": NaN}', b'{"a": -Infinity}', b'{"a": "\\ud800"}', b'{"a": "\xff"}', b'{"a": "\xed\xa0\x80"}', b"",
+    b"[1, 2", b'{"a": 1} x', b'{"a": 1}\n',
+])
+def test_lines_are_parsed_as_json_loads_parses_them(data: bytes) -> None:
+    # The lane keeps one decoder (`_loads`); what it reads, or refuses, is what json.loads does.
+    def outcome(parse: Callable[[bytes], Any]) -> Any:
+        try:
+            return parse(data)
+        except ValueError as e:
+            return type(e)
+
+    assert outcome(_loads) == outcome(lambda b: json.loads(b, parse_constant=_not_json))
 
 
 @pytest.mark.parametrize("method, params", [
