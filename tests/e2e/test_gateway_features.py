@@ -256,7 +256,7 @@ def test_collisions_list_changes_and_a_per_server_entry(supervisor: Any, monad_h
 
     anyio.run(main)
     r = supervisor("mcp", "serve", "nope", input="")
-    assert r.code != 0 and "no server `nope` is defined" in r.err, r
+    assert r.code != 0 and "server `nope` is not defined" in r.err, r
 
 
 def test_a_servers_question_reaches_the_agent_whose_call_it_is(supervisor: Any, monad_home: Path) -> None:

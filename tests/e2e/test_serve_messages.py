@@ -98,8 +98,8 @@ def test_a_serve_that_cannot_serve_answers_the_first_request_with_why(monad: Any
     from mcp import Client, StdioServerParameters
 
     answers, err = _serve_over_pipes([INIT], "nosuch")
-    assert answers[0]["id"] == 1 and "no server `nosuch` is defined" in answers[0]["error"]["message"], answers
-    assert "error: no server `nosuch` is defined" in err, err
+    assert answers[0]["id"] == 1 and "server `nosuch` is not defined" in answers[0]["error"]["message"], answers
+    assert "error: server `nosuch` is not defined" in err, err
 
     async def connect() -> str:
         params = StdioServerParameters(command=sys.executable, args=["-m", "monad_cli", "mcp", "serve", "nosuch"],
@@ -113,7 +113,7 @@ def test_a_serve_that_cannot_serve_answers_the_first_request_with_why(monad: Any
             return f"{type(e).__name__}: {e}"
 
     said = anyio.run(connect)
-    assert "no server `nosuch` is defined" in said, said
+    assert "server `nosuch` is not defined" in said, said
     assert monad("daemon", "stop").code == 0
     monkeypatch.setenv("MONAD_NO_AUTOSTART", "1")
     answers, err = _serve_over_pipes([INIT])
