@@ -63,14 +63,19 @@ def one_line(text: str) -> str:
 
 
 def did_you_mean(word: str, choices: Iterable[str], *, known: bool = False) -> str:
-    """`` (did you mean `X`?)`` for the closest of `choices` to a mistyped `word`; else "", or
-    with `known`, ``; known: A, B`` (every choice, sorted)."""
+    """`` (did you mean `X`?)`` for the closest of `choices` to a mistyped `word` (as written,
+    else without case: `GitHb` is offered `github`); else "", or with `known`, ``; known: A, B``
+    (every choice, sorted)."""
     import difflib  # only on an error
 
-    close = difflib.get_close_matches(word, by_name(choices), n=1)
+    names = by_name(choices)
+    close = difflib.get_close_matches(word, names, n=1)
+    if not close:  # then without case: `GitHb` is not close to `github` as written
+        lowered = {name.lower(): name for name in reversed(names)}  # the first of a case-only pair
+        close = [lowered[m] for m in difflib.get_close_matches(word.lower(), list(lowered), n=1)]
     if close:
         return f" (did you mean `{close[0]}`?)"
-    return f"; known: {', '.join(by_name(choices))}" if known else ""
+    return f"; known: {', '.join(names)}" if known else ""
 
 
 def counted(n: int, noun: str) -> str:

@@ -101,14 +101,15 @@ def test_remove_and_unknown_server(cli, monad_home: Path) -> None:
 def test_a_mistyped_server_name_is_offered_the_closest(cli: Any, monad_home: Path, argv: tuple[str, ...]) -> None:
     """Found by a new-user trial: `monad mcp get githb` said only "not defined", where `status`
     and `reconnect` offered `github`. Every command taking a server name says the closest
-    defined one (an atom, an agents.json server, an enabled preset), or that only the case differs."""
+    defined one (an atom, an agents.json server, an enabled preset), or that only the case differs;
+    the closeness is judged without case (`GitHb` is offered `github`)."""
     for n in ("github", "Time"):
         assert cli("mcp", "add", n, "--", "echo").code == 0
     (monad_home / "features").mkdir(exist_ok=True)
     (monad_home / "features" / "presets.toml").write_text("browser = {enabled = true}\n")
     command, *rest = argv
     for typed, hint in (("githb", "(did you mean `github`?)"), ("time", "(names are case-sensitive: `Time` is)"),
-                        ("browsr", "(did you mean `browser`?)")):
+                        ("browsr", "(did you mean `browser`?)"), ("GitHb", "(did you mean `github`?)")):
         r = cli("mcp", command, typed, *rest)
         assert r.code == 1 and r.err == f"error: server `{typed}` is not defined {hint} (see `monad mcp list`)\n", r
     r = cli("mcp", command, "zzzz", *rest)  # nothing close: no guess
