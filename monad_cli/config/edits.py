@@ -37,19 +37,24 @@ def _stored_names(paths: Paths) -> list[str]:
     return [p.stem for p in paths.atoms_dir.glob("*.toml")] + agents if paths.atoms_dir.is_dir() else agents
 
 
+def _enabled_presets(paths: Paths) -> list[str]:
+    """The names of the enabled presets (an unreadable `features/presets.toml`: none)."""
+    from monad_cli.config.features import load_presets
+    from monad_cli.config.presets import PRESETS
+
+    try:
+        return [n for n, o in load_presets(paths).items() if n in PRESETS and o.get("enabled") is True]
+    except ConfigError:
+        return []
+
+
 def not_defined(paths: Paths, name: str) -> NotFound:
     """`NotFound` for a server name no definition has, offering the closest defined one (an
     atom, agents.json, an enabled preset) or saying that only the case differs
     (`messages.server_not_defined`)."""
-    from monad_cli.config.features import load_presets
-    from monad_cli.config.presets import PRESETS
     from monad_cli.core.messages import server_not_defined
 
-    try:
-        presets = [n for n, o in load_presets(paths).items() if n in PRESETS and o.get("enabled") is True]
-    except ConfigError:
-        presets = []
-    return NotFound(server_not_defined(name, _stored_names(paths) + presets))
+    return NotFound(server_not_defined(name, _stored_names(paths) + _enabled_presets(paths)))
 
 
 def add_server(paths: Paths, name: str, definition: Mapping[str, Any], *, force: bool = False) -> str:
@@ -89,12 +94,19 @@ def add_server(paths: Paths, name: str, definition: Mapping[str, Any], *, force:
 def _refuse_case_twin(paths: Paths, name: str) -> None:
     """A new name that differs from an existing server's only in case (`Time` beside `time`)
     is refused: on a case-insensitive file system the two atoms are one file, and a person
-    reading `time__now` beside `Time__now` in an agent cannot tell which server they reach."""
+    reading `time__now` beside `Time__now` in an agent cannot tell which server they reach.
+    An enabled preset's name counts too (`BROWSER` beside the preset `browser`); the preset's
+    exact name stays free: a server defined under it replaces the preset (docs/filtering.md)."""
     folded = name.casefold()
     for other in _stored_names(paths):
         if other != name and other.casefold() == folded:
             raise Conflict(f"server `{name}` differs from the existing server `{other}` only in case; "
                            f"choose another name, or edit `{other}`")
+    for preset in _enabled_presets(paths):
+        if preset != name and preset.casefold() == folded:
+            raise Conflict(f"server `{name}` differs from the enabled preset `{preset}` "
+                           f"(`features/presets.toml`) only in case; choose another name, or add it as "
+                           f"`{preset}` to replace the preset")
 
 
 def _refuse_duplicate_url(paths: Paths, name: str, definition: Mapping[str, Any]) -> None:

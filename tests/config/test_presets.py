@@ -103,6 +103,21 @@ def test_a_user_defined_browser_takes_precedence(monad_home: Path, tmp_path: Pat
     assert problem is not None and problem.file == "agents.json"
 
 
+def test_add_refuses_a_case_twin_of_an_enabled_preset(cli, monad_home: Path) -> None:
+    """`BROWSER` beside the preset `browser` would run and be served twice (`BROWSER__*` and
+    `browser__*`) while the loader reports the pair as one name: `add` refuses it up front."""
+    _write(monad_home, "features/presets.toml", "browser = {enabled = true}\ncomputer = {enabled = false}\n")
+    r = cli("mcp", "add", "BROWSER", "--", "my-browser-server")
+    assert r.code == 2, r
+    assert r.err.strip().splitlines() == [
+        "error: server `BROWSER` differs from the enabled preset `browser` (`features/presets.toml`) only in "
+        "case; choose another name, or add it as `browser` to replace the preset"], r
+    assert not (monad_home / "atoms/mcp/BROWSER.toml").exists()
+    # The preset's own name replaces it (documented above), and a disabled preset holds no name.
+    assert cli("mcp", "add", "browser", "--", "my-browser-server").code == 0
+    assert cli("mcp", "add", "Computer", "--", "my-computer-server").code == 0
+
+
 def test_disabled_or_absent_preset_adds_nothing(monad_home: Path, tmp_path: Path) -> None:
     exe = _fake_chromium(tmp_path)
     assert "browser" not in load_definitions(paths(), {"PATH": str(exe.parent)}).specs

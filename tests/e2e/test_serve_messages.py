@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import light_cmd
+from tests.conftest import light_cmd, wait_state
 
 pytestmark = pytest.mark.e2e
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -62,10 +62,62 @@ def test_serve_with_an_include_that_matches_no_server_says_so(monad: Any, monad_
     assert monad("mcp", "add", "ts", "--", *light_cmd()).code == 0
     answers, err = _serve_over_pipes([INIT], "--include-mcps", "tz*,nope")
     assert answers[0]["result"]["serverInfo"]  # still served: a server added later under a matching name appears
-    assert ("monad mcp serve: --include-mcps `tz*,nope` matches none of the defined servers (`ts`), so it serves "
-            "no tools; fix the globs") in err, err
+    assert _warnings(err) == [
+        "--include-mcps `tz*` matches no defined server (`monad mcp status` lists the names)",
+        "--include-mcps `nope` matches no defined server (`monad mcp status` lists the names); it serves no tools",
+    ], err
+    answers, err = _serve_over_pipes([INIT], "--include-mcps", "t*,tsx")  # one matches: it serves, `tsx` is said
+    assert answers[0]["result"]["serverInfo"], err
+    assert _warnings(err) == ["--include-mcps `tsx` matches no defined server (did you mean `ts`?)"], err
     answers, err = _serve_over_pipes([INIT], "--include-mcps", "t*")
-    assert answers[0]["result"]["serverInfo"] and "matches none" not in err, err
+    assert answers[0]["result"]["serverInfo"] and "matches no" not in err, err
+    assert monad("daemon", "stop").code == 0
+
+
+def _warnings(err: str) -> list[str]:
+    return [line.removeprefix("monad mcp serve: ") for line in err.splitlines()
+            if line.startswith("monad mcp serve: ") and "matches no" in line]
+
+
+def test_serve_says_each_filter_glob_that_matches_nothing(monad: Any, monad_home: Path) -> None:
+    """Found by a new-user trial: `--exclude-mcps Time`, `--exclude-mcps tmie`, a mistyped
+    `--exclude-tools` and `--include-tools 'Time__*'` (which serves 0 tools) said nothing, and
+    a typo in an exclusion silently served what it meant to hide. Each glob that matches
+    nothing is now one warning on stderr with the closest name or the case note; the
+    gateway serves on."""
+    assert monad("mcp", "add", "time", "--", *light_cmd()).code == 0
+    assert monad("mcp", "add", "other", "--", *light_cmd()).code == 0
+    assert monad("daemon", "start").code == 0
+    wait_state(monad, "time", "connected")
+    wait_state(monad, "other", "connected")
+    tools_list = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    answers, err = _serve_over_pipes(
+        [INIT, initialized, tools_list], "--exclude-mcps", "Time,tmie,other", "--exclude-tools", "time__ecoh,*__pid",
+        "--include-tools", "Time__*,time__*")
+    assert _warnings(err) == [
+        "--exclude-mcps `Time` matches no defined server (names are case-sensitive: `time` differs only in case); "
+        "it hides nothing",
+        "--exclude-mcps `tmie` matches no defined server (did you mean `time`?); it hides nothing",
+        "--include-tools `Time__*` matches no tool: no served server matches `Time` (names are case-sensitive: "
+        "`time` differs only in case)",
+        "--exclude-tools `time__ecoh` matches no tool of the served servers (did you mean `time__echo`?); it hides "
+        "nothing",
+    ], err
+    served = sorted(t["name"] for t in answers[1]["result"]["tools"])
+    assert "time__echo" in served and "time__pid" not in served and not any(n.startswith("other__") for n in served)
+
+    # An --include-tools of which nothing matches serves no tools, and says so; the case of a tool name too.
+    answers, err = _serve_over_pipes([INIT, initialized, tools_list], "--include-tools", "time__Echo")
+    assert answers[1]["result"]["tools"] == []
+    assert _warnings(err) == ["--include-tools `time__Echo` matches no tool of the served servers (names are "
+                              "case-sensitive: `time__echo` differs only in case); it serves no tools"], err
+    # Every glob that matches says nothing; per-server NAMEs are the served servers.
+    _, err = _serve_over_pipes([INIT], "time", "--exclude-tools", "time__echo", "--include-tools", "time__*")
+    assert _warnings(err) == [], err
+    _, err = _serve_over_pipes([INIT], "time", "--exclude-tools", "other__echo")
+    assert _warnings(err) == ["--exclude-tools `other__echo` matches no tool: no served server matches `other` "
+                              "(`monad mcp status` lists the names); it hides nothing"], err
     assert monad("daemon", "stop").code == 0
 
 

@@ -7,7 +7,7 @@ supervisor: nothing here loads the SDK (tests/cli/test_cli_weight.py keeps it so
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -116,13 +116,21 @@ def serve(
                         "client runs it as a stdio server (`monad mcp connect CLIENT` writes that entry); "
                         "Ctrl-C stops it")
         client = supervisor()  # starts it if needed
-        defined = [row["name"] for row in client.get("/v1/settings/mcp-servers/status")["servers"]]
-        if not defined:
+        rows = client.get("/v1/settings/mcp-servers/status")["servers"]
+        if not rows:
             # Typically a client that does not pass MONAD_HOME: it reaches another (empty) home.
             render.info(f"monad mcp serve: no server is defined in MONAD_HOME `{paths().home}`, so it serves no "
                         f"tools; add one with `monad mcp add`, or set MONAD_HOME in the client's entry")
-        elif include is not None:
-            _warn_unmatched(include, defined)
+        else:
+            flags = {"--include-mcps": include, "--exclude-mcps": exclude, "--include-tools": include_tools,
+                     "--exclude-tools": exclude_tools}
+            patterns = {flag: _patterns(flag, given) for flag, given in flags.items() if given}
+            if names:
+                patterns["--include-mcps"] = list(names)  # the NAMEs: each checked by the supervisor already
+            tools = (client.get("/v1/tools")["tools"] if "--include-tools" in patterns
+                     or "--exclude-tools" in patterns else [])
+            for line in unmatched_filters(patterns, rows, tools, named=bool(names)):
+                render.info(f"monad mcp serve: {line}")
         opened = relay.open_relay(paths(), hello, fds=[0, 1] if hand_over else None)
     except MonadError as e:
         _refuse(e, http=http)
@@ -137,20 +145,80 @@ def serve(
         relay.pump(opened)
 
 
-def _warn_unmatched(include: list[str], defined: list[str]) -> None:
-    """A --include-mcps that matches no defined server serves an empty list, which an agent
-    cannot tell from "no tools": said on stderr (a typo, most often). Not refused: a server
-    added later under a matching name is served live."""
+def _patterns(flag: str, given: list[str]) -> list[str]:
+    """The globs of one filter flag (validated already by `_hello`)."""
+    from monad_cli.core.filters import split_patterns
+    from monad_cli.core.tool_filters import split_tool_patterns
+
+    return (split_tool_patterns if flag.endswith("-tools") else split_patterns)(given, what=flag)
+
+
+def unmatched_filters(patterns: dict[str, list[str]], rows: list[dict[str, Any]], tools: list[dict[str, Any]],
+                      *, named: bool = False) -> list[str]:
+    """One line per filter glob that matches nothing, with the closest name or the case note
+    (`messages.did_you_mean`): a typo in an exclusion would silently serve what it meant to
+    hide, one in an inclusion serves an empty list an agent cannot tell from "no tools".
+
+    `patterns`: flag (`--include-mcps`, `--exclude-mcps`, `--include-tools`, `--exclude-tools`)
+    → its globs; `rows`: the supervisor's status rows (`name`; `tools`, None while its tools
+    are not known yet); `tools`: `GET /v1/tools` rows (`name`: the exposed name, `server`).
+    A -mcps glob is checked against the defined servers; a -tools glob against the exposed
+    tools of the served servers, and only once every served server it could match has
+    listed its tools (a server still connecting says nothing yet). Warnings, not errors: a
+    server added later under a matching name is served live. `named`: the servers are the
+    command's NAMEs, which the supervisor checks itself."""
     from fnmatch import fnmatchcase
 
-    from monad_cli.core.filters import split_patterns
+    from monad_cli.core.filters import Rule
 
-    patterns = split_patterns(include, what="--include-mcps")  # validated already by _hello
-    if patterns and not any(fnmatchcase(name, p) for name in defined for p in patterns):
-        shown = ", ".join(f"`{n}`" for n in sorted(defined)[:10]) + (", …" if len(defined) > 10 else "")
-        render.info(f"monad mcp serve: --include-mcps `{','.join(patterns)}` matches none of the defined "
-                    f"servers ({shown}), so it serves no tools; fix the globs (`monad mcp status` lists "
-                    f"the names)")
+    defined = [row["name"] for row in rows]
+    included = patterns.get("--include-mcps") or []
+    served_rule = Rule(include=tuple(included), exclude=tuple(patterns.get("--exclude-mcps") or ()))
+    served = {row["name"]: row["tools"] is not None for row in rows if served_rule.allows(row["name"])}
+    out: list[str] = []
+    for flag in ("--include-mcps", "--exclude-mcps"):
+        given = [] if flag == "--include-mcps" and named else patterns.get(flag) or []
+        lines = [f"{flag} `{p}` matches no defined server{_hint(p, defined, 'monad mcp status')}"
+                 for p in given if not any(fnmatchcase(n, p) for n in defined)]
+        out += _with_effect(flag, lines, len(given))
+    exposed = [t["name"] for t in tools if t.get("server") in served]
+    for flag in ("--include-tools", "--exclude-tools"):
+        given = patterns.get(flag) or []
+        lines = []
+        for p in given:
+            server_part = p.split("__", 1)[0] if "__" in p else None
+            could = [n for n in served if server_part is None or fnmatchcase(n, server_part)]
+            if server_part is not None and not could:
+                lines.append(f"{flag} `{p}` matches no tool: no served server matches `{server_part}`"
+                             f"{_hint(server_part, list(served), 'monad mcp status')}")
+            elif could and all(served[n] for n in could) and not any(fnmatchcase(t, p) for t in exposed):
+                lines.append(f"{flag} `{p}` matches no tool of the served servers"
+                             f"{_hint(p, exposed, 'monad mcp tools')}")
+        out += _with_effect(flag, lines, len(given))
+    return out
+
+
+def _with_effect(flag: str, lines: list[str], given: int) -> list[str]:
+    """What the unmatched globs do: an exclusion hides nothing; inclusions of which none
+    matched serve nothing (said on the last line)."""
+    if flag.startswith("--exclude"):
+        return [f"{line}; it hides nothing" for line in lines]
+    if lines and len(lines) == given:
+        return [*lines[:-1], f"{lines[-1]}; it serves no tools"]
+    return lines
+
+
+def _hint(pattern: str, names: list[str], command: str) -> str:
+    """` (names are case-sensitive: `time` matches if case is ignored)`, else the closest
+    name (` (did you mean `time`?)`), else where the names are listed."""
+    from fnmatch import fnmatchcase
+
+    from monad_cli.core.messages import did_you_mean
+
+    same = sorted(n for n in names if fnmatchcase(n.casefold(), pattern.casefold()))
+    if same:
+        return f" (names are case-sensitive: `{same[0]}` differs only in case)"
+    return did_you_mean(pattern, names) or f" (`{command}` lists the names)"
 
 
 def _refuse(error: MonadError, *, http: bool) -> None:

@@ -146,3 +146,16 @@ def test_a_body_nothing_downstream_can_take_is_refused_naming_where(port: FakePo
     assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_input", r.text
     assert why in r.json()["error"]["message"]
     assert not (tmp_path / "atoms").exists() and port.reconciles == []  # nothing written
+
+
+def test_the_studios_add_refuses_a_case_twin_of_an_enabled_preset(port: FakePort, tmp_path: Path) -> None:
+    """The Studio's add goes through `config.edits.add_server` as `monad mcp add` does: `Browser`
+    beside the enabled preset `browser` is refused with the same line, and nothing is written."""
+    (tmp_path / "features").mkdir()
+    (tmp_path / "features" / "presets.toml").write_text("browser = {enabled = true}\n")
+    r = _call(port, "POST", "/v1/settings/mcp-servers", json={"name": "Browser", "definition": {"command": "x"}})
+    assert r.status_code == 409 and r.json()["error"]["code"] == "conflict", r.text
+    assert r.json()["error"]["message"] == (
+        "server `Browser` differs from the enabled preset `browser` (`features/presets.toml`) only in case; choose "
+        "another name, or add it as `browser` to replace the preset")
+    assert not (tmp_path / "atoms" / "mcp" / "Browser.toml").exists() and port.reconciles == []
