@@ -275,7 +275,7 @@ def _os_error_line(e: OSError) -> str:
 def _server_hint(ctx: object, message: str) -> str:
     """`; for one server's rows: `monad journal --server NAME`` when `monad journal NAME` (or
     `tasks`, `approvals`) named a server where the group expects a subcommand: people type the
-    name as they would after `monad mcp status`."""
+    name as they would after `monad mcp status`. `list`/`ls` there: the group itself lists."""
     import re
 
     m = re.fullmatch(r"No such command '(.+)'\.?", message.strip())
@@ -283,6 +283,8 @@ def _server_hint(ctx: object, message: str) -> str:
     if m is None or not any("--server" in getattr(p, "opts", ()) for p in params):
         return ""
     path = getattr(ctx, "command_path", "monad")
+    if m.group(1) in ("list", "ls"):
+        return f"; `{path}` itself lists them"
     return f"; for one server's rows: `{path} --server {m.group(1)}`"
 
 

@@ -159,6 +159,10 @@ def test_a_server_name_where_a_subcommand_goes_points_at_server(cli) -> None:
             f"(see `monad {group} --help`)"), r
     r = cli("mcp", "time")
     assert r.code == 2 and r.err.strip() == "error: No such command 'time' (see `monad mcp --help`)", r
+    for group in ("journal", "tasks"):  # a trial: `tasks list` was told `--server list`
+        r = cli(group, "list")
+        assert r.code == 2 and r.err.strip() == (
+            f"error: No such command 'list'; `monad {group}` itself lists them (see `monad {group} --help`)"), r
     r = cli("journal", "prun")  # a subcommand mistyped: click's suggestion, no server hint
     assert r.code == 2 and "Did you mean 'prune'?" in r.err and "--server" not in r.err, r
 
