@@ -188,3 +188,20 @@ def test_every_entry_of_a_table_says_its_problem_at_once(tmp_path: Path) -> None
     assert [f for f, _ in e.value.errors] == ["trust.autoApproveTools", "trust.pinnedToolHash", "tools.enabled",
                                                "tools.disabled", "tools.bogus"], e.value.errors
     assert paths.atom_path("t").read_text() == before
+
+
+def test_a_mask_left_in_place_is_said_with_the_other_field_problems(tmp_path: Path) -> None:
+    """Found by a new-user trial: a `***` left in env/headers/args was said only once every
+    other field problem was fixed (a second round)."""
+    paths = Paths(tmp_path)
+    with pytest.raises(ConfigError) as e:
+        add_server(paths, "m", {"url": "https://m.example/mcp", "timeout": 0, "headers": {"A": MASK}})
+    assert [f for f, _ in e.value.errors] == ["timeout", "headers.A"], e.value.errors
+    assert "field `headers.A`: is `***`" in e.value.errors[1][1]
+    assert not paths.atoms_dir.exists() or not list(paths.atoms_dir.iterdir())
+    add_server(paths, "s", {"command": "srv", "env": {"TOKEN": "e-SECRET"}})
+    before = paths.atom_path("s").read_text()
+    with pytest.raises(ConfigError) as e:
+        update_server(paths, "s", {"env": {"TOKEN": MASK, "NEW": MASK}, "timeout": -1, "args": ["${"]})
+    assert [f for f, _ in e.value.errors] == ["timeout", "args[0]", "env.NEW"], e.value.errors
+    assert paths.atom_path("s").read_text() == before
