@@ -72,8 +72,7 @@ def add_server(paths: Paths, name: str, definition: Mapping[str, Any], *, force:
     named = [ConfigError(f"server name `{name}`: the name {bad_name}; choose another", server=name,
                          field="name")] if bad_name else []
     # No file is named: a refused definition writes none (the atom would be `atoms/mcp/NAME.toml`).
-    _refuse_invalid(definition, name, "", named)
-    _refuse_masks(definition, name, "", None, stored=False)
+    _refuse_invalid(definition, name, "", named, _mask_errors(definition, name, "", None, stored=False))
     paths.ensure()
     target = paths.atom_path(name)
     with config_lock(paths):
@@ -178,8 +177,8 @@ def update_server(paths: Paths, name: str, changes: Mapping[str, Any],
             import tomllib
 
             edited = tomllib.loads(text.removeprefix("\ufeff"))
-            _refuse_invalid(edited, name, f"atoms/mcp/{name}.toml")
-            _refuse_masks(edited, name, f"atoms/mcp/{name}.toml", changes)
+            source = f"atoms/mcp/{name}.toml"
+            _refuse_invalid(edited, name, source, (), _mask_errors(edited, name, source, changes))
             write_atomic(path, text.encode())
             return f"atoms/mcp/{name}.toml"
         if where == "agents":
@@ -187,8 +186,8 @@ def update_server(paths: Paths, name: str, changes: Mapping[str, Any],
 
             def edit(entry: dict[str, Any]) -> dict[str, Any]:
                 apply(entry)
-                _refuse_invalid(agents_file.strip_name(entry), name, agents_file.SOURCE)
-                _refuse_masks(entry, name, agents_file.SOURCE, changes)
+                _refuse_invalid(agents_file.strip_name(entry), name, agents_file.SOURCE, (),
+                                _mask_errors(entry, name, agents_file.SOURCE, changes))
                 return entry
 
             write_atomic(paths.agents_json, agents_file.edit_agents(agents, name, edit))
@@ -250,26 +249,29 @@ def _plain(value: Any) -> Any:
     return value.unwrap() if hasattr(value, "unwrap") else value
 
 
-def _refuse_invalid(defn: Mapping[str, Any], name: str, source: str, found: Sequence[ConfigError] = ()) -> None:
-    """Raise the first of `found` and the definition's own problems (`schema.field_errors`),
-    carrying every one (`ConfigError.errors`: the Studio's form shows each next to its field)."""
+def _refuse_invalid(defn: Mapping[str, Any], name: str, source: str, found: Sequence[ConfigError] = (),
+                    masks: Sequence[ConfigError] = ()) -> None:
+    """Raise the first of `found`, the definition's own problems (`schema.field_errors`) and
+    `masks` (`_mask_errors`, each field not named already), carrying every one
+    (`ConfigError.errors`: the Studio's form shows each next to its field, from one Save)."""
     from monad_cli.config.schema import field_errors
 
     problems = [*found, *field_errors(defn, name=name, source=source)]
+    named = {p.field for p in problems}
+    problems += [m for m in masks if m.field not in named]
     if problems:
         first = problems[0]
         first.errors = [(p.field, p.message) for p in problems if p.field]
         raise first
 
 
-def _refuse_masks(defn: Mapping[str, Any], name: str, source: str, changes: Mapping[str, Any] | None,
-                  *, stored: bool = True) -> None:
-    """Never write `***`: a mask left in a secret field (of those `changes` touched) is an error."""
+def _mask_errors(defn: Mapping[str, Any], name: str, source: str, changes: Mapping[str, Any] | None,
+                 *, stored: bool = True) -> list[ConfigError]:
+    """Never write `***`: one error per mask left in a secret field (of those `changes` touched)."""
     from monad_cli.core.redact import masked_fields
 
     found = masked_fields(defn, None if changes is None else [k for k, v in changes.items() if v is not None])
-    if not found:
-        return
+
     def message(fld: str) -> str:
         why = ("it stands for a stored secret, but none is stored at this place; type the value"
                if stored else "it is how monad shows a hidden secret, not a value; type the real value")
@@ -279,8 +281,7 @@ def _refuse_masks(defn: Mapping[str, Any], name: str, source: str, changes: Mapp
         where = f"`{source}`: " if source else ""
         return f"{where}server `{name}`, field `{fld}`: is `***`: {why} (nothing was written)"
 
-    raise ConfigError(message(found[0]), file=source or None, server=name, field=found[0],
-                      errors=[(fld, message(fld)) for fld in found])
+    return [ConfigError(message(fld), file=source or None, server=name, field=fld) for fld in found]
 
 
 def read_definition(paths: Paths, name: str) -> tuple[str, dict[str, Any]]:

@@ -282,9 +282,11 @@ def field_errors(raw: Mapping[str, Any], *, name: str, source: str) -> list[Conf
     """Every field problem of the definition `raw` (as `validate` with `environ=None` finds
     them, first the one it raises): [] when it validates. Each problem's field is set aside
     (`_set_aside`) and the rest validated again, so a form can show each next to its field at
-    once. A problem that names no field or a field set aside already (a consequence of setting
-    one aside) ends the search. A bad `name` is not one of them (`check_name`): the rest is
-    checked as if it were good, its messages naming it as given."""
+    once; inside a table (`trust`, `tools`, `auth`, `env`) only the one entry, so each of its
+    entries' problems is found too. A problem that names no field or a field set aside already
+    (a consequence of setting one aside: a bearer `auth` without its `token`) ends the search.
+    A bad `name` is not one of them (`check_name`): the rest is checked as if it were good, its
+    messages naming it as given."""
     ctx = FieldContext(source, name)
     stand_in = name if check_name(name) is None else "server"
     current: dict[str, Any] = dict(raw) if isinstance(raw, Mapping) else {}
@@ -311,23 +313,44 @@ def _top(fld: str) -> str:
 
 
 def _set_aside(raw: dict[str, Any], fld: str) -> bool:
-    """Take field `fld` (`env.K`, `headers.K`, `args[2]`, `timeout`, `trust.x`) out of `raw`:
-    the entry of a table, an argument emptied (the others keep their places), a good stand-in
-    for the `command` or `url` a server needs, else its top-level field. False when there was
-    nothing to take."""
+    """Take field `fld` (`env.K`, `headers.K`, `args[2]`, `timeout`, `trust.x`, `auth.headers.K`)
+    out of `raw`: the one entry of a table (the table's other entries are still checked), an
+    argument emptied (the others keep their places), a good stand-in for the `command` or
+    `url` a server needs, else its top-level field. False when there was nothing to take."""
     top = _top(fld)
     if fld in _STAND_INS:
         raw[fld] = _STAND_INS[fld]
         return True
-    if top in ("env", "headers") and fld != top and isinstance(raw.get(top), Mapping):
-        raw[top] = {k: v for k, v in raw[top].items() if f"{top}.{k}" != fld}
-        return True
+    if fld.startswith(f"{top}.") and isinstance(raw.get(top), Mapping):
+        table = dict(raw[top])
+        if _drop_entry(table, fld[len(top) + 1:]):
+            raw[top] = table
+            return True
     index = re.fullmatch(r"args\[(\d+)\]", fld)
     if index and isinstance(raw.get("args"), list) and int(index[1]) < len(raw["args"]):
         raw["args"] = [("" if i == int(index[1]) else a) for i, a in enumerate(raw["args"])]
         return True
     key = "type" if top == "transport" and top not in raw else top  # `type`: another name of `transport`
     return raw.pop(key, _ABSENT) is not _ABSENT
+
+
+def _drop_entry(table: dict[str, Any], path: str) -> bool:
+    """Take the entry `path` names out of `table`: a key as it is (`A.B` in `env`), one inside
+    a nested table (`headers.K` in `auth`), or the whole entry a list index is in
+    (`enabled[0]` in `tools`). False when `path` names none."""
+    if path in table:
+        del table[path]
+        return True
+    for key, value in table.items():
+        if path.startswith(f"{key}.") and isinstance(value, Mapping):
+            inner = dict(value)
+            if _drop_entry(inner, path[len(key) + 1:]):
+                table[key] = inner
+                return True
+        if path.startswith(f"{key}["):
+            del table[key]
+            return True
+    return False
 
 
 _ABSENT = object()

@@ -306,6 +306,57 @@ def test_bad_input_gets_the_cli_reason_next_to_the_field_and_nothing_is_written(
     expect(form).to_be_hidden()
 
 
+def test_edit_of_a_hand_written_bad_value_shows_it_and_never_rewrites_it(
+        monad: Any, page: Any, monad_home: Path) -> None:
+    # A new-user trial: Edit showed `start = "ondemand"` as "the default", and Save with nothing
+    # changed sent `start: null`, deleting the line; `transport = "htp"` showed a blank select
+    # and the URL hidden, and Save sent `transport: ""`.
+    hand = (f'# written by hand\ncommand = "{sys.executable}"\nargs = ["{LIGHTSERVER}"]\n'
+            'start = "ondemand"  # a typo\ntimeout = 30\n')
+    typo = '# by hand too\ntransport = "htp"\nurl = "https://server.invalid/mcp"\n'
+    _atom(monad_home, "hand").parent.mkdir(parents=True, exist_ok=True)
+    _atom(monad_home, "hand").write_text(hand)
+    _atom(monad_home, "typo").write_text(typo)
+    _open(monad, page)
+    expect(server_row(page, "hand")).to_have_count(1)
+
+    row_action(page, "hand", "Edit")
+    form = page.get_by_role("dialog", name="Edit hand")
+    start = form.get_by_label("Start", exact=True)
+    expect(start).to_have_value("ondemand")
+    expect(start.locator("option:checked")).to_have_text("ondemand (invalid)")
+    expect(start).to_have_accessible_description(re.compile("must be one of always, on-demand, got 'ondemand'"))
+    # Saved unchanged, then with another field changed: refused with the reason at Start, and
+    # the file is as written (the bad value is never silently replaced).
+    form.get_by_role("button", name="Save").click()
+    expect(form.locator("#err-start")).to_contain_text("got 'ondemand'")
+    form.get_by_label("Timeout").fill("20")
+    form.get_by_role("button", name="Save").click()
+    expect(form.locator("#err-start")).to_contain_text("got 'ondemand'")
+    expect(start).to_have_attribute("aria-invalid", "true")
+    expect(form).to_be_visible()
+    assert _atom(monad_home, "hand").read_text() == hand
+    # Chosen right, it saves, the other lines and comments kept.
+    start.select_option("on-demand")
+    form.get_by_role("button", name="Save").click()
+    expect(form).to_be_hidden()
+    text = _atom(monad_home, "hand").read_text()
+    assert 'start = "on-demand"' in text and "timeout = 20" in text and "# written by hand" in text, text
+    assert f'args = ["{LIGHTSERVER}"]' in text, text
+
+    row_action(page, "typo", "Edit")
+    form = page.get_by_role("dialog", name="Edit typo")
+    transport = form.get_by_label("Transport")
+    expect(transport).to_have_value("htp")
+    expect(transport.locator("option:checked")).to_have_text("htp (invalid)")
+    expect(form.get_by_label("URL")).to_have_value("https://server.invalid/mcp")  # shown: it has a URL
+    expect(form.locator("#err-transport")).to_contain_text("got 'htp'")
+    form.get_by_role("button", name="Save").click()
+    expect(form.locator("#err-transport")).to_contain_text("got 'htp'")
+    assert _atom(monad_home, "typo").read_text() == typo
+    assert [r["server"] for r in journal_rows(monad_home, "edit")] == ["hand"]
+
+
 def test_authorize_opens_the_authorization_server_in_a_new_tab(monad: Any, page: Any, context: Any,
                                                               monad_home: Path, servers: Servers) -> None:
     base = servers.start(OAUTH_AS)

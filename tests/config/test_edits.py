@@ -154,3 +154,54 @@ def test_an_invalid_definition_says_every_field_problem_at_once(tmp_path: Path) 
     with pytest.raises(ConfigError) as e:
         add_server(paths, "m", {"url": "https://m.example/mcp", "headers": {"A": MASK, "B": MASK}})
     assert [f for f, _ in e.value.errors] == ["headers.A", "headers.B"], e.value.errors
+
+
+def test_every_entry_of_a_table_says_its_problem_at_once(tmp_path: Path) -> None:
+    """Found by a new-user trial: a problem inside `trust` hid the table's others (the whole
+    table was set aside), and `tools = {enabled = 5, disabled = 6, bogus = 1}` took three Saves."""
+    from monad_cli.config.schema import field_errors
+
+    def fields(raw: dict[str, object]) -> list[str | None]:
+        return [e.field for e in field_errors(raw, name="s", source="atoms/mcp/s.toml")]
+
+    assert fields({"command": "srv", "trust": {"pinnedToolHash": "zz", "autoApproveTools": "all"}}) == [
+        "trust.autoApproveTools", "trust.pinnedToolHash"]
+    assert fields({"command": "srv", "tools": {"enabled": 5, "disabled": 6, "bogus": 1}}) == [
+        "tools.enabled", "tools.disabled", "tools.bogus"]
+    assert fields({"command": "srv", "tools": {"enabled": [" x"], "disabled": ["ok", ""]}, "timeout": 0}) == [
+        "timeout", "tools.enabled[0]", "tools.disabled[1]"]
+    # `auth`: each entry, a nested table's entry too.
+    assert fields({"url": "https://h.example/mcp", "auth": {
+        "mode": "oauth", "flow": "nope", "scopes": "all", "clientSecret": "s"}}) == [
+        "auth.flow", "auth.scopes", "auth.clientSecret"]
+    assert fields({"url": "https://h.example/mcp", "timeout": 0, "auth": {"mode": "headers", "headers": {
+        "A": "${", "B": "ok", "C": "${X"}}}) == ["timeout", "auth.headers.A", "auth.headers.C"]
+    assert fields({"url": "https://h.example/mcp", "auth": {"mode": "bearer", "token": "a b"},
+                   "headers": {"X\nY": "1"}}) == ["headers.X\nY", "auth.token"]
+    # The API answers them all at once, and nothing is written.
+    paths = Paths(tmp_path)
+    add_server(paths, "t", {"command": "srv"})
+    before = paths.atom_path("t").read_text()
+    with pytest.raises(ConfigError) as e:
+        update_server(paths, "t", {"trust": {"pinnedToolHash": "zz", "autoApproveTools": "all"},
+                                   "tools": {"enabled": 5, "disabled": 6, "bogus": 1}})
+    assert [f for f, _ in e.value.errors] == ["trust.autoApproveTools", "trust.pinnedToolHash", "tools.enabled",
+                                               "tools.disabled", "tools.bogus"], e.value.errors
+    assert paths.atom_path("t").read_text() == before
+
+
+def test_a_mask_left_in_place_is_said_with_the_other_field_problems(tmp_path: Path) -> None:
+    """Found by a new-user trial: a `***` left in env/headers/args was said only once every
+    other field problem was fixed (a second round)."""
+    paths = Paths(tmp_path)
+    with pytest.raises(ConfigError) as e:
+        add_server(paths, "m", {"url": "https://m.example/mcp", "timeout": 0, "headers": {"A": MASK}})
+    assert [f for f, _ in e.value.errors] == ["timeout", "headers.A"], e.value.errors
+    assert "field `headers.A`: is `***`" in e.value.errors[1][1]
+    assert not paths.atoms_dir.exists() or not list(paths.atoms_dir.iterdir())
+    add_server(paths, "s", {"command": "srv", "env": {"TOKEN": "e-SECRET"}})
+    before = paths.atom_path("s").read_text()
+    with pytest.raises(ConfigError) as e:
+        update_server(paths, "s", {"env": {"TOKEN": MASK, "NEW": MASK}, "timeout": -1, "args": ["${"]})
+    assert [f for f, _ in e.value.errors] == ["timeout", "args[0]", "env.NEW"], e.value.errors
+    assert paths.atom_path("s").read_text() == before

@@ -4,7 +4,7 @@
     GET    /v1/settings/mcp-servers               every definition, redacted, with its file
     POST   /v1/settings/mcp-servers               {name, definition, force?} → a new atom
     GET    /v1/settings/mcp-servers/status        {servers: [status row], problems, journal}
-    GET    /v1/settings/mcp-servers/{name}        one definition, redacted
+    GET    /v1/settings/mcp-servers/{name}        one definition, redacted, with its field errors
     PATCH  /v1/settings/mcp-servers/{name}        fields to set (null removes one)
     DELETE /v1/settings/mcp-servers/{name}        remove it from its file
     GET    /v1/settings/mcp-servers/{name}/status one status row, in detail
@@ -28,6 +28,7 @@ from starlette.routing import Route
 
 from monad_cli.config import edits
 from monad_cli.config.loader import held_secrets_of
+from monad_cli.config.schema import field_errors
 from monad_cli.core.errors import Conflict, InvalidInput
 from monad_cli.core.order import name_key
 from monad_cli.core.redact import redact_definition
@@ -80,8 +81,12 @@ def server_routes(port: DaemonPort) -> list[Route]:
     async def get_server(request: Request) -> JSONResponse:
         name = request.path_params["name"]
         source, raw = edits.read_definition(port.paths, name)
+        # What is wrong with it as written, so the edit form shows each problem at its field
+        # (a hand-written `start = "ondemand"`) before anyone saves.
+        errors = [{"field": e.field, "message": str(e)}
+                  for e in field_errors(raw, name=name, source=source) if e.field]
         return JSONResponse({"name": name, "source": source, "definition": redact_definition(
-            raw, held_secrets_of(port.paths, port.definitions.raw.values()))})
+            raw, held_secrets_of(port.paths, port.definitions.raw.values())), "errors": errors})
 
     async def add_server(request: Request) -> JSONResponse:
         body = await read_json_body(request)

@@ -6,16 +6,35 @@
 // The page never holds a secret. Editing shows every env and header value as an empty input
 // whose placeholder is `***`; left empty, the value is sent back as `***`, which the
 // supervisor replaces with the stored secret (config/edits.py). Only fields that differ from
-// what was loaded are sent, so an unchanged form changes nothing. Errors come back as the
-// CLI's one-line reasons with the field they concern, and are shown next to that field.
+// what the form showed when it opened are sent, so an unchanged form changes nothing: a value
+// the form has no control for (a hand-written `start = "ondemand"`) is shown as written, marked
+// "(invalid)", with its error beside it, and is never rewritten unless it is changed. Errors
+// come back as the CLI's one-line reasons with the field they concern, shown next to that field.
 
 import { api } from "./api.js";
 import { dismiss, enc, h, setText } from "./dom.js";
 
 export const MASK = "***";
 
+// The names `transport` (or `type`) may take, as the supervisor reads them (config/schema.py).
+const TRANSPORTS = { stdio: "stdio", http: "http", "streamable-http": "http", streamableHttp: "http",
+                     streamable_http: "http" };
+
+/** `stdio` or `http`; a value the supervisor refuses (`htp`) as written. */
 function inferTransport(def) {
-  return def.transport || def.type || (def.url ? "http" : "stdio");
+  const written = def.transport ?? def.type;
+  if (written === undefined || written === null) return def.url ? "http" : "stdio";
+  return Object.hasOwn(TRANSPORTS, written) ? TRANSPORTS[written] : String(written);
+}
+
+/** Select `value` in `select`; one that is none of its options (a hand-written value the
+ *  supervisor refuses) gets an option of its own, "VALUE (invalid)", so it is shown and kept. */
+function choose(select, value) {
+  const text = value === undefined || value === null ? "" : String(value);
+  if (![...select.options].some((o) => o.value === text)) {
+    select.append(h("option", { value: text }, `${text || '""'} (invalid)`));
+  }
+  select.value = text;
 }
 
 function field(id, label, input, hint) {
@@ -265,7 +284,9 @@ export class ServerForm {
     this.dialog = null;
   }
 
-  open({ mode, name = "", definition = {}, source = null }) {
+  /** `errors`: the definition's problems as stored ([{field, message}], `GET …/{name}`),
+   *  each shown next to its field at once. */
+  open({ mode, name = "", definition = {}, source = null, errors = [] }) {
     this.close();
     this.opener = document.activeElement; // focus goes back there when the dialog closes
     this.mode = mode;
@@ -295,7 +316,8 @@ export class ServerForm {
       source ? h("p", { class: "hint" }, "Defined in ", h("code", {}, source), "; Save writes only the fields you changed there.") : null,
       this.formError,
       field("name", "Name", nameInput, mode === "add" ? "Letters, digits, _ and -; at most 64." : null),
-      field("transport", "Transport", h("select", { id: "f-transport", onchange: () => this.showTransport() },
+      field("transport", "Transport", h("select", { id: "f-transport", onchange: () => this.showTransport(),
+                                                   "aria-describedby": "err-transport" },
         h("option", { value: "stdio" }, "stdio (a local command)"),
         h("option", { value: "http" }, "http (a remote URL)"))),
       h("div", { class: "for-stdio" },
@@ -310,8 +332,10 @@ export class ServerForm {
         field("auth", "Authorization", authSelect)),
       this.variables.element,
       field("timeout", "Timeout (seconds to connect)",
-            h("input", { id: "f-timeout", type: "number", min: "0", step: "any", value: def.timeout ?? "" })),
-      field("start", "Start", h("select", { id: "f-start" },
+            // Text, not a number input: a hand-written value it could not hold is shown as written.
+            h("input", { id: "f-timeout", inputmode: "decimal", value: def.timeout ?? "", autocomplete: "off",
+                         "aria-describedby": "err-timeout" })),
+      field("start", "Start", h("select", { id: "f-start", "aria-describedby": "err-start" },
         h("option", { value: "" }, "the default (settings.toml, else always)"),
         h("option", { value: "always" }, "always (kept running)"),
         h("option", { value: "on-demand" }, "on demand (started by the first call, stopped when idle)"))),
@@ -323,9 +347,9 @@ export class ServerForm {
       check("enabled", "Enabled", def.enabled !== false),
       h("div", { class: "buttons" }, this.saveButton,
         h("button", { type: "button", onclick: () => this.close() }, "Cancel")));
-    form.querySelector("#f-transport").value = transport;
-    form.querySelector("#f-start").value = ["always", "on-demand"].includes(def.start) ? def.start : "";
-    this.args.fill(def.args);
+    choose(form.querySelector("#f-transport"), transport);
+    choose(form.querySelector("#f-start"), def.start);
+    this.args.fill(Array.isArray(def.args) ? def.args : []);
     this.env.fill(def.env);
     this.headers.fill(def.headers);
     form.addEventListener("submit", (event) => {
@@ -337,26 +361,35 @@ export class ServerForm {
       if (!event.target.classList.contains("variable-value")) this.syncVariables();
     });
     this.form = form;
+    this.shown = this.read(); // what Save compares with: only what the user changed is sent
     this.dialog = h("dialog", { class: "modal wide", "aria-labelledby": titleId }, form);
     this.dialog.addEventListener("close", () => this.close());
     document.body.append(this.dialog);
     this.showTransport();
     this.dialog.showModal();
-    (mode === "add" ? nameInput : form.querySelector(transport === "http" ? "#f-url" : "#f-command")).focus();
+    for (const err of errors) this.showError(err);
+    (mode === "add" ? nameInput : form.querySelector(this.isHttp() ? "#f-url" : "#f-command")).focus();
+  }
+
+  /** The http fields are shown (and read): `http` chosen, or a transport the supervisor
+   *  refuses on a definition with a `url`. */
+  isHttp() {
+    const transport = this.form.querySelector("#f-transport").value;
+    return transport === "http" || (transport !== "stdio" && this.stored.url !== undefined);
   }
 
   /** The `$VAR`s the form references now (a stored value that is only a reference, such as
    *  `Bearer ${TOKEN}`, is shown as written; a literal secret shows as `***`). */
   syncVariables() {
     const f = (id) => this.form.querySelector(`#f-${id}`).value;
-    const stdio = f("transport") === "stdio";
+    const stdio = !this.isHttp();
     const pairs = (rows) => Object.entries(rows.value()).flat();
     const texts = stdio ? [f("command"), ...this.args.value(), ...pairs(this.env)] : [f("url"), ...pairs(this.headers)];
     return this.variables.sync(references(texts));
   }
 
   showTransport() {
-    const http = this.form.querySelector("#f-transport").value === "http";
+    const http = this.isHttp();
     this.form.querySelector(".for-stdio").hidden = http;
     this.form.querySelector(".for-http").hidden = !http;
     if (this.variables) this.syncVariables();
@@ -366,8 +399,9 @@ export class ServerForm {
   read() {
     const f = (id) => this.form.querySelector(`#f-${id}`);
     const transport = f("transport").value;
-    const stdio = transport === "stdio";
+    const stdio = !this.isHttp();
     const timeout = f("timeout").value.trim();
+    const seconds = Number(timeout);
     const args = this.args.value(); // an empty argument stays: it is one
     const auth = f("auth").value;
     return {
@@ -378,7 +412,8 @@ export class ServerForm {
       url: stdio ? null : emptyToNull(f("url").value.trim()),
       headers: stdio ? null : emptyToNull(this.headers.value()),
       auth: stdio || auth === "none" ? null : { mode: auth },
-      timeout: timeout === "" ? null : Number(timeout),
+      // Not a number: sent as typed, so the supervisor's reason quotes it.
+      timeout: timeout === "" ? null : Number.isFinite(seconds) ? seconds : timeout,
       start: emptyToNull(f("start").value),
       idleStop: emptyToNull(f("idleStop").value.trim()),
       required: f("required").checked ? true : null,
@@ -394,26 +429,19 @@ export class ServerForm {
       for (const [key, value] of Object.entries(now)) if (value !== null) definition[key] = value;
       return { name: this.form.querySelector("#f-name").value.trim(), definition };
     }
-    const old = this.stored;
-    const before = {
-      transport: inferTransport(old), command: old.command ?? null, args: emptyToNull(old.args),
-      env: emptyToNull(old.env), url: old.url ?? null, headers: emptyToNull(old.headers),
-      auth: old.auth && old.auth.mode ? old.auth.mode : null,
-      timeout: old.timeout ?? null, start: old.start ?? null,
-      idleStop: old.idleStop === undefined || old.idleStop === null ? null : String(old.idleStop),
-      required: old.required === true ? true : null,
-      enabled: old.enabled === false ? false : null,
-    };
+    // Compared with what the form showed, not with the stored definition: a stored value the
+    // form shows otherwise (`timeout = "30"`, `type = "streamable-http"`) is not rewritten.
+    const before = this.shown;
     const changes = {};
     for (const [key, value] of Object.entries(now)) {
       if (key === "auth") {
-        if ((value ? value.mode : null) !== before.auth) changes.auth = value; // a new mode starts afresh
+        const mode = (v) => (v ? v.mode : null);
+        if (mode(value) !== mode(before.auth)) changes.auth = value; // a new mode starts afresh
         continue;
       }
-      if (key === "transport" && value === before.transport) continue;
       if (!same(value, before[key])) changes[key] = value;
     }
-    if (changes.enabled === null && old.enabled === false) changes.enabled = true; // as `monad mcp enable`
+    if (changes.enabled === null && this.stored.enabled === false) changes.enabled = true; // as `monad mcp enable`
     return changes;
   }
 
@@ -422,7 +450,7 @@ export class ServerForm {
    * problem it finds at once too (the envelope's `errors`). */
   missing() {
     const value = (id) => this.form.querySelector(`#f-${id}`).value.trim();
-    const stdio = value("transport") === "stdio";
+    const stdio = !this.isHttp();
     const wanted = [
       ["name", this.mode === "add", "the server's name is empty: give it one"],
       ["command", stdio, "the command is empty: the program that starts the server, such as npx"],

@@ -319,7 +319,8 @@ export class ServersView {
   async edit(name) {
     try {
       const answer = await api("GET", `/v1/settings/mcp-servers/${enc(name)}`);
-      this.form.open({ mode: "edit", name, definition: answer.definition, source: answer.source });
+      this.form.open({ mode: "edit", name, definition: answer.definition, source: answer.source,
+                       errors: answer.errors || [] });
     } catch (err) {
       this.notify(err.message, true);
     }
