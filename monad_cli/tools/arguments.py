@@ -37,6 +37,11 @@ def _types_of(prop: Any) -> list[str]:
     return out
 
 
+# A number as JSON writes one (RFC 8259 §6), a sign and leading zeros allowed; ASCII digits only.
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+
+
 def convert_value(key: str, value: str, prop: Any) -> Any:
     """`--arg key=value` → the type the inputSchema declares for `key` (string if unknown)."""
     kinds = [k for k in _types_of(prop) if k != "null"] or ["string"]
@@ -49,11 +54,15 @@ def convert_value(key: str, value: str, prop: Any) -> Any:
             if kind == "string":
                 return value
             if kind == "integer":
+                if not _INTEGER.fullmatch(value):  # not `int`'s `1_000`, `١` or spaces
+                    raise ValueError
                 return int(value)
             if kind == "number":
                 number = float(value)
                 if not math.isfinite(number):  # JSON has no NaN or infinity: it would be sent as null
                     nonfinite = True
+                    raise ValueError
+                if not _NUMBER.fullmatch(value):
                     raise ValueError
                 return int(number) if number.is_integer() and "." not in value and "e" not in value.lower() \
                     else number

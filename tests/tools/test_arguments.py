@@ -83,3 +83,14 @@ def test_a_refused_value_is_written_as_json_as_the_caller_wrote_it(arguments: di
     with pytest.raises(InvalidInput) as e:
         validate_arguments(schema, arguments, "t__x")
     assert str(e.value).startswith(f"tool `t__x`: {said}"), str(e.value)
+
+
+@pytest.mark.parametrize(("value", "kind"), [("1_000", "integer"), ("\u0661", "integer"), ("1_0", "number"),
+                                             ("\u0661.5", "number"), (" 12", "integer")])
+def test_a_number_is_written_as_json_writes_it(value: str, kind: str) -> None:
+    """A new-user trial: `--arg a=1_000` was sent as 1000 and `--arg a=١` (an Arabic-Indic
+    digit) as 1: Python's `int`/`float` take digit separators, other scripts' digits and
+    spaces. An `--arg` number is a JSON number's text; anything else is refused, not guessed."""
+    with pytest.raises(InvalidInput, match=r"expected an integer|expected a number"):
+        convert_value("a", value, {"type": kind})
+    assert convert_value("a", "-12", {"type": kind}) == -12 and convert_value("a", "2.5e1", {"type": "number"}) == 25.0
