@@ -284,8 +284,13 @@ def test_bad_input_gets_the_cli_reason_next_to_the_field_and_nothing_is_written(
     form.get_by_label("Variable name").fill("BAD NAME")
     form.get_by_label("Variable value").fill("x")
     form.get_by_label("Timeout").fill("9999")
+    form.get_by_label("Stop when idle after").fill("soon")
     form.get_by_role("button", name="Save").click()
     expect(form.get_by_label("Command", exact=True)).not_to_have_attribute("aria-invalid", "true")
+    # The keyboard goes to the first problem, and each invalid field is described by its reason.
+    expect(form.get_by_label("Name", exact=True)).to_be_focused()
+    expect(form.get_by_label("Stop when idle after")).to_have_attribute("aria-invalid", "true")
+    expect(form.get_by_label("Stop when idle after")).to_have_accessible_description(re.compile("idleStop"))
     error = form.locator("#err-name")
     expect(error).to_have_text(cli.err.strip().removeprefix("error: "))
     expect(form.get_by_label("Name", exact=True)).to_have_attribute("aria-invalid", "true")

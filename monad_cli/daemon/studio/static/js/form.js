@@ -341,7 +341,7 @@ export class ServerForm {
         h("option", { value: "on-demand" }, "on demand (started by the first call, stopped when idle)"))),
       field("idleStop", "Stop when idle after",
             h("input", { id: "f-idleStop", value: def.idleStop ?? "", placeholder: "10m", autocomplete: "off",
-                         spellcheck: "false" }),
+                         spellcheck: "false", "aria-describedby": "err-idleStop hint-idleStop" }),
             "On demand only: a duration such as 30s, 10m or 1h."),
       check("required", ["Required (", h("code", {}, "monad daemon start"), " fails without it)"], def.required === true),
       check("enabled", "Enabled", def.enabled !== false),
@@ -483,6 +483,9 @@ export class ServerForm {
       // Each field problem next to its field; an older supervisor names only the first.
       const each = err.errors && err.errors.length ? err.errors : [err];
       for (const e of each) this.showError({ status: err.status, field: e.field, message: e.message });
+      // The keyboard goes where the first problem is (the browser-side check does the same).
+      const first = this.form.querySelector('[aria-invalid="true"]');
+      if (first) first.focus();
     } finally {
       this.saveButton.disabled = false;
     }
