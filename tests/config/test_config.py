@@ -568,3 +568,25 @@ def test_an_edit_of_a_symlinked_atom_writes_through_the_link(cli: Any, monad_hom
     assert "enabled = false" in kept.read_text()
     assert kept.stat().st_mode & 0o777 == 0o600
     assert not [p.name for p in dotfiles.iterdir() if p.name != "lnk.toml"], "a temporary file was left"
+
+
+def test_get_of_a_definition_that_does_not_validate_says_each_problem(cli: Any, monad_home: Path) -> None:
+    """A new-user trial: `monad mcp get hand` of an atom edited by hand with three problems
+    printed it, exit 0, with no word that the supervisor cannot run it. It is still shown as
+    written (that is what `get` is for), and each problem goes to stderr (`--json`: `errors`)."""
+    from tests.conftest import write_atom
+
+    write_atom(monad_home, "hand", 'command = "x"\nretries = 3\ntimeout = 0\nstart = "ondemand"\n')
+    r = cli("mcp", "get", "hand")
+    assert r.code == 0 and "retries = 3" in r.out and 'start = "ondemand"' in r.out, r
+    said = r.err.splitlines()
+    assert len(said) == 3 and all(line.startswith("warning: `atoms/mcp/hand.toml`: server `hand`, field `")
+                                  for line in said), r
+    assert "field `retries`: unknown field" in said[0] and "field `start`: must be one of" in said[2], r
+    assert all(line.endswith("(the supervisor does not run this definition: see `monad mcp status hand`)")
+               for line in said), r
+    got = cli("mcp", "get", "hand", "--json").json()
+    assert [e["field"] for e in got["errors"]] == ["retries", "timeout", "start"], got
+    assert cli("mcp", "add", "good", "--", "echo").code == 0
+    good = cli("mcp", "get", "good")
+    assert good.err == "" and cli("mcp", "get", "good", "--json").json()["errors"] == []

@@ -388,20 +388,26 @@ def _variables_text(variables: list[dict[str, Any]]) -> str | None:
 def get(name: Annotated[str, typer.Argument(help="Server name.")], as_json: JsonOpt = False) -> None:
     """The server's definition as written, with every secret value shown as `***`.
 
+    A definition that does not validate (an atom edited by hand) is shown as written, and each
+    of its problems is said on stderr (`--json`: `errors`, [{field, message}]).
+
     For a preset server (features/presets.toml), the definition the preset synthesizes."""
     from monad_cli.config.edits import read_definition
+    from monad_cli.config.schema import field_errors, fields_under_env
     from monad_cli.core.redact import redact_definition
 
     try:
         source, raw = read_definition(paths(), name)
+        # As written by hand it may not validate: said beside it, as the Studio's Edit does.
+        problems = [(e.field, e.message) for e in field_errors(raw, name=name, source=source)]
     except NotFound:
         import os
 
         from monad_cli.config.presets import PRESETS_FILE, preset_definition
 
         source, raw = PRESETS_FILE, preset_definition(paths(), name, os.environ)  # NotFound again if not one
+        problems = []
     from monad_cli.config.loader import held_secrets_of
-    from monad_cli.config.schema import fields_under_env
 
     # A value equal to a secret monad holds anywhere (another field, server, the env file) is one.
     shown = redact_definition(raw, held_secrets_of(paths()))
@@ -412,7 +418,8 @@ def get(name: Annotated[str, typer.Argument(help="Server name.")], as_json: Json
         render.data_json({"name": name, "source": source, "definition": shown,
                           "cwd": runs_in[0] if runs_in else None, "cwdDefault": bool(runs_in and runs_in[1]),
                           "variables": variables, "start": start[0],
-                          "idleStop": start[2] if start[0] == "on-demand" else None})
+                          "idleStop": start[2] if start[0] == "on-demand" else None,
+                          "errors": [{"field": f, "message": m} for f, m in problems]})
         return
     render.line(f"# {source}")
     for key, value in shown.items():
@@ -427,6 +434,8 @@ def get(name: Annotated[str, typer.Argument(help="Server name.")], as_json: Json
         render.line(f"# runs in {runs_in[0]} (no `cwd` set: the server's own directory under MONAD_HOME)")
     for warning in fields_under_env(raw, source):  # `timeout = 60` appended after `[env]`
         render.warn(f"server `{name}`: {warning}")
+    for _field, message in problems:
+        render.warn(f"{message} (the supervisor does not run this definition: see `monad mcp status {name}`)")
 
 
 def _literal_hint(defn: dict[str, Any], variable: str) -> str:
