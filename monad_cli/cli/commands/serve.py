@@ -209,7 +209,7 @@ def _with_effect(flag: str, lines: list[str], given: int) -> list[str]:
 
 
 def _hint(pattern: str, names: list[str], command: str) -> str:
-    """` (names are case-sensitive: `time` matches if case is ignored)`, else the closest
+    """` (names are case-sensitive: `time` differs only in case)`, else the closest
     name (` (did you mean `time`?)`), else where the names are listed."""
     from fnmatch import fnmatchcase
 
