@@ -28,8 +28,6 @@ import gc
 if __name__ == "__main__":  # a server process: no cyclic collection while the SDK is imported
     gc.disable()
 
-import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -48,7 +46,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 # The tool set it shares with its standard-library twin (lighttoolserver.py, a sibling).
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from lighttoolserver import LONG_NAME, RICH_SCHEMA, options
+from lighttoolserver import LONG_NAME, RICH_SCHEMA, options, plain_call
 
 
 def schema(props: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
@@ -107,34 +105,8 @@ def main() -> None:
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         a = params.arguments or {}
         name = params.name
-        if name == "echo":
-            return text(str(a.get(param, "")))
-        if name == "add":
-            return text(str(a["a"] + a["b"]))
-        if name in ("kinds", "rich"):
-            return text(json.dumps(a, sort_keys=True))
-        if name == "fail":
-            if a.get("log"):  # what it logs before the opaque answer, as a server's traceback
-                import sys
-
-                sys.stderr.write(str(a["log"]) + "\n")
-                sys.stderr.flush()
-            return text(str(a.get("message", "failed")), error=True)
-        if name == "exit":
-            import sys
-
-            sys.stderr.write(str(a.get("log", "")) + "\n")
-            sys.stderr.flush()
-            os._exit(int(a["status"]))  # no answer, no cleanup: as a crash
-        if name == "big":
-            words = ["plain", "answer", "result", "value", "server", "tool", "data", "12345", "alpha", "beta",
-                     "gamma", "delta", "the", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog"]
-            out, size, i = [], 0, 0
-            while size < int(a.get("kib", 1024)) * 1024:
-                out.append(words[i % len(words)] + str(i % 97))
-                size += len(out[-1]) + 1
-                i += 1
-            return text(" ".join(out))
+        if (plain := plain_call(name, a, param)) is not None:
+            return types.CallToolResult.model_validate(plain)
         if name == "steps":
             n = int(a.get("n", 3))
             for i in range(1, n + 1):
