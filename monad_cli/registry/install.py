@@ -90,15 +90,16 @@ def _write(paths: Paths, name: str, defn: dict[str, Any], *, force: bool) -> str
     return add_server(paths, name, defn, force=force)
 
 
-def _shown_variables(variables: list[serverjson.Variable],
-                     values: Mapping[tuple[str, str], str]) -> list[dict[str, Any]]:
-    """The variables and whether each got a value; never the value of a secret."""
-    out = []
-    for v in variables:
-        value = values.get((v.kind, v.key))
-        out.append({"key": v.key, "kind": v.kind, "secret": v.secret, "set": value is not None,
-                    "value": None if value is None or v.secret else value})
-    return out
+def _shown(defn: Mapping[str, Any], variables: list[serverjson.Variable],
+           values: Mapping[tuple[str, str], str], *, deprecated: bool) -> dict[str, Any]:
+    """A summary's `runs`, `variables` (whether each got a value; never a secret's value),
+    `deprecated` and `warnings`."""
+    secrets = [value for v in variables if v.secret and (value := values.get((v.kind, v.key)))]
+    shown = [{"key": v.key, "kind": v.kind, "secret": v.secret, "set": value is not None,
+             "value": None if value is None or v.secret else value}
+             for v in variables for value in [values.get((v.kind, v.key))]]
+    return {"runs": serverjson.command_line(defn, secrets), "variables": shown, "deprecated": deprecated,
+            "warnings": secrets_in_args(defn, variables, values)}
 
 
 def install_by_name(paths: Paths, ref: str, *, as_name: str | None, package: int | None, remote: int | None,
@@ -176,9 +177,7 @@ def build(paths: Paths, entry: Entry, atom: str, *, package: int | None, remote:
     defn["registry"] = {**origin, **record(variables, values)}
     summary = {"name": atom, "server": entry.name, "version": entry.version, "option": option.where,
                "package": option.label, "transport": defn["transport"], "path": None,
-               "runs": serverjson.command_line(defn, _secret_values(variables, values)),
-               "variables": _shown_variables(variables, values), "deprecated": entry.status == "deprecated",
-               "warnings": secrets_in_args(defn, variables, values)}
+               **_shown(defn, variables, values, deprecated=entry.status == "deprecated")}
     return defn, summary, made
 
 
@@ -193,10 +192,6 @@ def record(variables: list[serverjson.Variable], values: Mapping[tuple[str, str]
         if v.kind == "arg" and value is not None:
             out.setdefault("secrets" if v.secret else "values", {})[v.key] = value
     return out
-
-
-def _secret_values(variables: list[serverjson.Variable], values: Mapping[tuple[str, str], str]) -> list[str]:
-    return [value for v in variables if v.secret and (value := values.get((v.kind, v.key)))]
 
 
 def secrets_in_args(defn: Mapping[str, Any], variables: list[serverjson.Variable],
@@ -295,18 +290,14 @@ def install_bundle_file(paths: Paths, file: str, *, as_name: str | None, given: 
         written = _write(paths, atom, defn, force=force)
     return {"name": atom, "server": manifest["name"], "version": manifest["version"], "option": "bundle",
             "package": f"mcpb {path.name}", "transport": "stdio", "path": written,
-            "runs": serverjson.command_line(defn, _secret_values(variables, values)),
-            "variables": _shown_variables(variables, values), "deprecated": False,
-            "warnings": secrets_in_args(defn, variables, values)}
+            **_shown(defn, variables, values, deprecated=False)}
 
 
 def _unpack(paths: Paths, atom: str, manifest: Mapping[str, Any], data: bytes, *,
             what: str) -> tuple[Path, Path | None]:
     """The bundle's folder `bundles/ATOM/VERSION-SHA12` and, if this call made it, the same
     path again (to remove on a refused install); an identical bundle unpacked before is reused."""
-    from monad_cli.registry.serverjson import atom_name
-
-    version = atom_name(str(manifest["version"]))
+    version = serverjson.atom_name(str(manifest["version"]))
     folder = paths.home / BUNDLES_DIR / atom / f"{version}-{bundles.sha256_hex(data)[:12]}"
     if folder.is_dir():
         return folder, None
@@ -328,14 +319,12 @@ def download(url: str, *, what: str) -> bytes:
         with http_client(60.0) as http, http.stream("GET", url) as response:
             if response.status_code != 200:
                 raise Unavailable(f"{what}: HTTP {response.status_code} from its URL; nothing was installed")
-            chunks: list[bytes] = []
-            size = 0
+            data = bytearray()
             for chunk in response.iter_bytes():
-                size += len(chunk)
-                if size > MAX_DOWNLOAD_BYTES:
+                data += chunk
+                if len(data) > MAX_DOWNLOAD_BYTES:
                     raise InvalidInput(f"{what} is larger than {MAX_DOWNLOAD_BYTES // 2**20} MiB; refused")
-                chunks.append(chunk)
-            return b"".join(chunks)
+            return bytes(data)
     except httpx2.HTTPError as e:
         raise Unavailable(f"{what}: download failed ({transport_error(e)}); nothing was installed") from None
 

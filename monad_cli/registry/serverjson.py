@@ -234,11 +234,9 @@ def argument_key(arg: Mapping[str, Any]) -> str:
 def _inputs(option: Option) -> list[tuple[str, str, Mapping[str, Any]]]:
     """(kind, where, input) of every input of an option, in command-line order."""
     body = option.body
-    out: list[tuple[str, str, Mapping[str, Any]]] = []
     if option.kind == "remote":
-        for i, h in enumerate(body.get("headers") or []):
-            out.append(("header", f"{option.where}.headers[{i}]", h))
-        return out
+        return [("header", f"{option.where}.headers[{i}]", h) for i, h in enumerate(body.get("headers") or [])]
+    out: list[tuple[str, str, Mapping[str, Any]]] = []
     for list_name in ("runtimeArguments", "packageArguments"):
         for i, a in enumerate(body.get(list_name) or []):
             out.append(("arg", f"{option.where}.{list_name}[{i}]", a))
@@ -264,13 +262,10 @@ def variables(option: Option) -> list[Variable]:
         if not key:
             raise InvalidInput(f"{where} has neither a `value` nor a name to ask it by")
         out.append(_variable(key, kind, where, body))
-    seen: set[tuple[str, str]] = set()
-    unique = []
+    first: dict[tuple[str, str], Variable] = {}
     for v in out:  # one question per name: a `{variable}` used twice is asked once
-        if (v.kind, v.key) not in seen:
-            seen.add((v.kind, v.key))
-            unique.append(v)
-    return unique
+        first.setdefault((v.kind, v.key), v)
+    return list(first.values())
 
 
 # -- the definition ----------------------------------------------------------------------------
@@ -316,14 +311,15 @@ def _arguments(args: Any, values: Mapping[tuple[str, str], str]) -> list[str]:
     return out
 
 
-def _env(option: Option, values: Mapping[tuple[str, str], str]) -> dict[str, str]:
-    env: dict[str, str] = {}
-    for e in option.body.get("environmentVariables") or []:
+def _named(kind: str, inputs: Any, values: Mapping[tuple[str, str], str]) -> dict[str, str]:
+    """name → value of the named inputs (environment variables, headers) that have one."""
+    out: dict[str, str] = {}
+    for e in inputs or []:
         if isinstance(e, Mapping) and isinstance(e.get("name"), str):
-            value = _resolved("env", e, values)
+            value = _resolved(kind, e, values)
             if value is not None:
-                env[e["name"]] = value
-    return env
+                out[e["name"]] = value
+    return out
 
 
 def image_reference(identifier: str, version: str) -> str:
@@ -399,16 +395,11 @@ def definition(server: Mapping[str, Any], option: Option, values: Mapping[tuple[
         defn["transport"] = "http"
         names = {k: v for (_, k), v in values.items()}
         defn["url"] = _fill(str(option.body["url"]), names)
-        headers: dict[str, str] = {}
-        for h in option.body.get("headers") or []:
-            if isinstance(h, Mapping) and isinstance(h.get("name"), str):
-                value = _resolved("header", h, values)
-                if value is not None:
-                    headers[h["name"]] = value
+        headers = _named("header", option.body.get("headers"), values)
         if headers:
             defn["headers"] = headers
     else:
-        env = _env(option, values)
+        env = _named("env", option.body.get("environmentVariables"), values)
         command, args = package_command(option.body, values, list(env))
         defn.update(transport="stdio", command=command)
         if args:
@@ -426,8 +417,7 @@ def atom_name(server_name: str) -> str:
     `-` (`io.github.acme/weather.api` → `weather-api`)."""
     base = server_name.rsplit("/", 1)[-1]
     name = re.sub(r"[^A-Za-z0-9_-]+", "-", base).strip("-")
-    name = re.sub(r"_{2,}", "_", name)[:64].rstrip("-") or "server"
-    return name
+    return re.sub(r"_{2,}", "_", name)[:64].rstrip("-") or "server"
 
 
 __all__ = ["Option", "Variable", "argument_key", "atom_name", "choose", "definition", "image_reference", "literal",
