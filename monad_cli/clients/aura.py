@@ -46,10 +46,6 @@ def parse_duration(text: str) -> float | None:
     return sum(float(n) * _UNIT_S[u] for n, u in _DURATION.findall(text))
 
 
-def format_duration(seconds: float) -> str:
-    return f"{seconds:g}s"
-
-
 def yaml_files(path: Path) -> list[Path]:
     """The files Aura reads: PATH itself, or every `*.yaml` beneath it but `*.example.*`."""
     if path.is_file():
@@ -161,7 +157,7 @@ class Aura(ClientFormat):
         if "enabled" in rest:
             out["disabled"] = not rest.pop("enabled")
         if "timeout" in rest:
-            out["timeout"] = format_duration(float(rest.pop("timeout")))
+            out["timeout"] = f"{float(rest.pop('timeout')):g}s"  # a Go duration
         out.update({k: rest.pop(k) for k in ("required", "deferred", "condition", "sandbox", "tools") if k in rest})
         return out, p.lost() + (
             [f"the name's case (Aura lower-cases names: it will be `{name.lower()}`)"] if name != name.lower() else [])

@@ -163,16 +163,14 @@ def shown_definition(defn: Mapping[str, Any], *, reveal: bool, secrets: Iterable
     from monad_cli.core.redact import MASK, is_reference, redact_args, redact_url, secret_values, shown_field
 
     known = secret_values(defn) | set(secrets)
-
     out = dict(defn)
 
     def mask(value: Any) -> Any:
         return value if isinstance(value, str) and is_reference(value) else MASK
 
-    if isinstance(out.get("env"), Mapping):  # a `DEBUG=1` is no secret: exported as written (as `get` shows it)
-        out["env"] = {k: shown_field("env", k, v, known) for k, v in out["env"].items()}
-    if isinstance(out.get("headers"), Mapping):  # a `Host` or `Accept` is no secret: exported as written
-        out["headers"] = {k: shown_field("headers", k, v, known) for k, v in out["headers"].items()}
+    for key in ("env", "headers"):  # a `DEBUG=1` or an `Accept` is no secret: exported as written (as `get` shows)
+        if isinstance(out.get(key), Mapping):
+            out[key] = {k: shown_field(key, k, v, known) for k, v in out[key].items()}
     if isinstance(out.get("url"), str):
         out["url"] = redact_url(out["url"])
     if isinstance(out.get("args"), list):
@@ -230,8 +228,6 @@ def split_definition(defn: Mapping[str, Any]) -> Parts:
     transport = str(defn.get("transport") or defn.get("type") or ("http" if "url" in defn else "stdio"))
     transport = "http" if transport != "stdio" else "stdio"
     parts = Parts(transport=transport)
-    auth = defn.get("auth") if isinstance(defn.get("auth"), Mapping) else {}
-    assert isinstance(auth, Mapping)
     for key, value in defn.items():
         if key in ("schema", "name", "transport", "type"):
             continue
@@ -248,11 +244,11 @@ def split_definition(defn: Mapping[str, Any]) -> Parts:
         elif key == "headers":
             parts.headers.update({str(k): str(v) for k, v in value.items()})
         elif key == "auth":
-            mode = auth.get("mode", "none")
+            mode = value.get("mode", "none") if isinstance(value, Mapping) else "none"
             if mode == "bearer":
-                parts.bearer = str(auth.get("token", ""))
-            elif mode == "headers" and isinstance(auth.get("headers"), Mapping):
-                parts.headers.update({str(k): str(v) for k, v in auth["headers"].items()})
+                parts.bearer = str(value.get("token", ""))
+            elif mode == "headers" and isinstance(value.get("headers"), Mapping):
+                parts.headers.update({str(k): str(v) for k, v in value["headers"].items()})
             elif mode == "oauth":
                 parts.oauth = True
         else:
@@ -272,8 +268,7 @@ def monad_command() -> list[str]:
     beside = Path(sys.executable).parent / "monad"  # the venv (or pipx) this Python belongs to
     if os.access(beside, os.X_OK):
         return [str(beside)]
-    found = shutil.which("monad")
-    if found:
+    if found := shutil.which("monad"):
         return [os.path.abspath(found)]
     return [sys.executable, "-P", "-m", "monad_cli"]  # -P: the installed code, whatever the cwd
 

@@ -192,11 +192,14 @@ def _indent_before(text: str, i: int) -> str | None:
 
 
 def _unit(text: str, root: _Node) -> str:
-    if root.members:
-        lead = _indent_before(text, root.members[0].key_start)
-        if lead:
-            return lead
-    return "  "
+    return (_indent_before(text, root.members[0].key_start) if root.members else None) or "  "
+
+
+def _nest(keys: tuple[str, ...], value: Any) -> Any:
+    """`value` under `keys`, outermost first: `{k1: {k2: value}}`."""
+    for key in reversed(keys):
+        value = {key: value}
+    return value
 
 
 def _render(value: Any, unit: str, indent: str) -> str:
@@ -258,10 +261,7 @@ def set_member(text: str, keys: tuple[str, ...], value: Any | None, *, comments:
     if not text.strip():
         if value is None:
             return text
-        nested: Any = value
-        for key in reversed(keys):
-            nested = {key: nested}
-        return json.dumps(nested, indent=2, ensure_ascii=False) + "\n"
+        return json.dumps(_nest(keys, value), indent=2, ensure_ascii=False) + "\n"
     scanner = _Scanner(text, comments=comments)
     root = scanner.value()
     if root.kind != "object":
@@ -273,10 +273,7 @@ def set_member(text: str, keys: tuple[str, ...], value: Any | None, *, comments:
         if not found:
             if value is None:
                 return text
-            nested = value
-            for inner in reversed(keys[depth + 1:]):
-                nested = {inner: nested}
-            return _insert(text, obj, key, nested, unit)
+            return _insert(text, obj, key, _nest(keys[depth + 1:], value), unit)
         if found[-1].value.kind != "object":
             raise ConfigError(f"`{'.'.join(keys[:depth + 1])}` is not a JSON object; fix the file first")
         obj = found[-1].value

@@ -60,27 +60,22 @@ class McpJson(JsonFormat):
         client = self.name
         cand = Candidate(name=name, where=where)
         kind = entry.get("type")
-        defn: dict[str, Any] = {}
         used = set(_COMMON) | {"gemini": _GEMINI, "antigravity": _ANTIGRAVITY, "copilot": _COPILOT}.get(client, set())
         if client == "copilot" and kind == "local":
             kind = "stdio"
         url_key: str | None = None  # the field monad's `url` comes from
         if client == "gemini" and "httpUrl" in entry:
-            defn["transport"] = "http"
-            defn["url"] = entry[url_key := "httpUrl"]
+            url_key = "httpUrl"
         elif client == "antigravity" and "serverUrl" in entry:
-            defn["transport"] = "http"
-            defn["url"] = entry[url_key := "serverUrl"]
+            url_key = "serverUrl"
         elif "url" in entry and (kind in _HTTP_TYPES or kind == "sse"):
             # A legacy HTTP+SSE server (`type: "sse"`, Gemini's `url`) is an http server to monad:
             # the supervisor falls back to SSE by itself (docs/supervisor.md "Legacy HTTP+SSE").
-            defn["transport"] = "http"
-            defn["url"] = entry[url_key := "url"]
-        elif kind in (None, "stdio"):
-            defn["transport"] = "stdio"
-        else:
+            url_key = "url"
+        elif kind not in (None, "stdio"):
             cand.problem = f"`type` {kind!r} is not a transport monad knows (stdio, http)"
             return cand
+        defn: dict[str, Any] = {"transport": "http", "url": entry[url_key]} if url_key else {"transport": "stdio"}
         fields = ("command", "args", "env", "cwd") if defn["transport"] == "stdio" else ("headers",)
         defn.update({k: entry[k] for k in fields if k in entry})
         # The fields of the transport monad did not take are left out, and said so: a `command`
@@ -137,8 +132,7 @@ class McpJson(JsonFormat):
     def export_entry(self, name: str, server: Parts) -> tuple[dict[str, Any], list[str]]:
         """Claude Code's spelling; Antigravity's `serverUrl`, Copilot's `type: "local"` and `tools`."""
         p, client = server, self.name
-        out: dict[str, Any]
-        out = p.fields()
+        out: dict[str, Any] = p.fields()
         if p.transport == "stdio":
             out = {"type": "local", **out} if client == "copilot" else out
         else:

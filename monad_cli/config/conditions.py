@@ -100,9 +100,6 @@ class _Parser:
     def peek(self) -> _Tok | None:
         return self.tokens[self.i] if self.i < len(self.tokens) else None
 
-    def end_position(self) -> int:
-        return len(self.text.rstrip()) + 1
-
     def parse(self) -> Node:
         if not self.tokens:
             raise ConditionError("the condition is empty; write an expression such as `env_set:CI`", 1)
@@ -133,7 +130,7 @@ class _Parser:
         if tok is None:
             what = f"after `{after.text}`" if after else "here"
             raise ConditionError(f"expected a predicate or `(` {what}, but the condition ends",
-                                 self.end_position())
+                                 len(self.text.rstrip()) + 1)
         if tok.text == "not":
             self.i += 1
             return Not(self.parse_not(tok))
@@ -152,6 +149,14 @@ class _Parser:
         return _predicate(tok)
 
 
+def _number(text: str) -> float:
+    """`text` as a float; NaN when it is not a number."""
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan
+
+
 def _predicate(tok: _Tok) -> Predicate:
     name, sep, arg = tok.text.partition(":")
     if not sep:
@@ -164,10 +169,7 @@ def _predicate(tok: _Tok) -> Predicate:
     if not arg:
         raise ConditionError(f"`{name}:` needs an argument", arg_pos)
     if name == "model_params_gt":
-        try:
-            number = float(arg)
-        except ValueError:
-            number = math.nan
+        number = _number(arg)
         if not math.isfinite(number):
             raise ConditionError(f"`model_params_gt` needs a number, got `{arg}`", arg_pos)
         return Predicate(name, arg, number)
@@ -193,10 +195,7 @@ def evaluate(node: Node, *, facts: Mapping[str, str], environ: Mapping[str, str]
     `model_params_gt` false (never an error: a gateway keeps serving)."""
     if isinstance(node, Predicate):
         if node.name == "model_params_gt":
-            try:
-                have = float(facts["model_params"])
-            except (KeyError, ValueError):
-                return False
+            have = _number(facts.get("model_params", "nan"))
             assert isinstance(node.value, float)
             return math.isfinite(have) and have > node.value
         if node.name == "fact_eq":
@@ -223,14 +222,9 @@ def parse_facts(items: list[str]) -> dict[str, str]:
         key, eq, value = item.partition("=")
         if not eq or not _FACT_KEY.match(key):
             raise ValueError(f"--fact `{item[:60]}` needs the form KEY=VALUE (KEY: letters, digits, `_`, `.`, `-`)")
-        if key == "model_params":
-            try:
-                ok = math.isfinite(float(value))
-            except ValueError:
-                ok = False
-            if not ok:
-                raise ValueError(f"--fact model_params must be a number (parameters in billions, "
-                                 f"e.g. `model_params=8`), got `{value[:40]}`")
+        if key == "model_params" and not math.isfinite(_number(value)):
+            raise ValueError(f"--fact model_params must be a number (parameters in billions, "
+                             f"e.g. `model_params=8`), got `{value[:40]}`")
         facts[key] = value
     return facts
 

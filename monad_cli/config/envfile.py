@@ -96,6 +96,12 @@ def _lines(text: str) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
+def _split(line: str) -> tuple[str, str, str]:
+    """(name, `=` or "", value) of a line; a shell-style file's `export NAME=value` too."""
+    name, sep, value = line.partition("=")
+    return name.strip().removeprefix("export ").strip(), sep, value
+
+
 def parse(text: str) -> EnvFile:
     """The variables of the file's `text` (never raises: a bad line is a problem, skipped)."""
     out = EnvFile()
@@ -103,10 +109,7 @@ def parse(text: str) -> EnvFile:
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
-        name, sep, value = raw.partition("=")
-        name = name.strip()
-        if name.startswith("export "):  # a shell-style file: `export NAME=value`
-            name = name[len("export "):].strip()
+        name, sep, value = _split(raw)
         if not sep or not NAME_RE.match(name):
             # Never the line itself: it may be a secret that lost its name.
             out.problems.append(f"`{SOURCE}` line {number}: not `NAME=value`; skipped")
@@ -237,13 +240,10 @@ def _lines_without(paths: Paths, name: str) -> tuple[list[str], list[int]]:
     if len(data) > MAX_BYTES:  # rewriting what was read would cut the rest off
         raise InvalidInput(f"`{SOURCE}` is larger than {MAX_BYTES // 1024} KiB, so it is not rewritten; "
                            f"make it smaller by hand")
-    text = data.decode("utf-8", errors="replace")
     lines: list[str] = []
     found: list[int] = []
-    for raw in _lines(text):
-        key, sep, _ = raw.partition("=")
-        key = key.strip()
-        key = key[len("export "):].strip() if key.startswith("export ") else key
+    for raw in _lines(data.decode("utf-8", errors="replace")):
+        key, sep, _ = _split(raw)
         if sep and key == name:
             found.append(len(lines))
             continue
@@ -260,9 +260,7 @@ class LayeredEnviron(Mapping[str, str]):
         self.environment = environment
 
     def __getitem__(self, name: str) -> str:
-        if name in self.file:
-            return self.file[name]
-        return self.environment[name]
+        return self.file[name] if name in self.file else self.environment[name]
 
     def __contains__(self, name: object) -> bool:
         return name in self.file or name in self.environment

@@ -47,6 +47,11 @@ class Definitions:
     def problem_for(self, name: str) -> Problem | None:
         return next((p for p in self.problems if p.server == name), None)
 
+    def refuse(self, message: str, source: str, name: str) -> None:
+        """A problem of server `name`, whose `source` still claims the name."""
+        self.problems.append(Problem(message, source, name))
+        self.sources.setdefault(name, source)
+
 
 # Seconds: an atom modified more recently is read on every load (see `AtomCache`).
 RECENT_S = 1.0
@@ -195,9 +200,7 @@ def load_definitions(paths: Paths, environ: Mapping[str, str] | None = None, *,
 
     for path in _odd_atom_entries(paths):
         source = relative_source(paths, path)
-        out.problems.append(Problem(f"`{source}` is not a regular file (a dangling link or a folder?); "
-                                    f"not read", source, path.stem))
-        out.sources.setdefault(path.stem, source)
+        out.refuse(f"`{source}` is not a regular file (a dangling link or a folder?); not read", source, path.stem)
     atom_files = list_atom_files(paths)
     if cache is not None:
         cache.keep({p.name for p in atom_files})
@@ -208,20 +211,16 @@ def load_definitions(paths: Paths, environ: Mapping[str, str] | None = None, *,
         name = path.stem
         why = exposed.why(path)
         if why is not None:
-            out.problems.append(Problem(why, source, name))
-            out.sources.setdefault(name, source)
+            out.refuse(why, source, name)
             continue
         try:
             raw = read_atom(paths, path) if cache is None else cache.read(paths, path)
         except ConfigError as e:
-            out.problems.append(Problem(e.message, source, name))
-            out.sources.setdefault(name, source)
+            out.refuse(e.message, source, name)
             continue
         if "name" in raw and raw["name"] != name:
-            out.problems.append(Problem(f"`{source}`: server `{name}`, field `name`: says "
-                                        f"{raw['name']!r} but the file is named `{path.name}`; "
-                                        f"the file name is the server name", source, name))
-            out.sources.setdefault(name, source)
+            out.refuse(f"`{source}`: server `{name}`, field `name`: says {raw['name']!r} but the file is named "
+                       f"`{path.name}`; the file name is the server name", source, name)
             continue
         candidates.append((name, source, raw))
         atom_sources.add(source)
@@ -318,5 +317,4 @@ def _add_presets(paths: Paths, candidates: list[tuple[str, str, Any]], out: Defi
         out.problems.append(Problem(err.message, PRESETS_FILE, err.server))
         if err.server:
             out.sources.setdefault(err.server, PRESETS_FILE)
-    for name, raw in definitions.items():
-        candidates.append((name, PRESETS_FILE, raw))
+    candidates += [(name, PRESETS_FILE, raw) for name, raw in definitions.items()]

@@ -66,11 +66,7 @@ def _check_fields(name: str, options: Mapping[str, Any], known: set[str]) -> Non
 
 def find_chromium(path: str | None) -> str | None:
     """The system Chromium on `path` (a PATH string), or None."""
-    for name in CHROMIUM_NAMES:
-        found = shutil.which(name, path=path)
-        if found:
-            return found
-    return None
+    return next((found for name in CHROMIUM_NAMES if (found := shutil.which(name, path=path))), None)
 
 
 def browser_definition(options: Mapping[str, Any], *, environ: Mapping[str, str]) -> dict[str, Any]:

@@ -443,10 +443,9 @@ def _validate(raw: Mapping[str, Any], ctx: FieldContext, *, name: str, source: s
     pin = trust.get("pinnedToolHash")
     if pin is not None and not (isinstance(pin, str) and re.fullmatch(r"(sha256:)?[0-9a-f]{64}", pin)):
         raise ctx.error("trust.pinnedToolHash", "must be a sha256 hex digest (see `monad mcp pin`)")
-    if not isinstance(trust.get("hostEscape", False), bool):
-        raise ctx.error("trust.hostEscape", "must be true or false")
-    if not isinstance(trust.get("pinOnFirstUse", False), bool):
-        raise ctx.error("trust.pinOnFirstUse", "must be true or false")
+    for key in ("hostEscape", "pinOnFirstUse"):
+        if not isinstance(trust.get(key, False), bool):
+            raise ctx.error(f"trust.{key}", "must be true or false")
     _check_registry(ctx, raw.get("registry"))
     start = raw.get("start")
     if start is not None and start not in START_MODES:
@@ -513,7 +512,7 @@ def _validate(raw: Mapping[str, Any], ctx: FieldContext, *, name: str, source: s
         for key in ("sandbox", "sandboxWritable"):
             if raw.get(key):
                 raise ctx.error(key, "http servers cannot be confined locally; remove `sandbox`")
-        for key in ("command", "args", "env", "cwd") :
+        for key in ("command", "args", "env", "cwd"):
             if key in raw:
                 raise ctx.error(key, "only stdio servers take this field (this server's transport is http)")
         url = raw.get("url")

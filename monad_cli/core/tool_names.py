@@ -33,9 +33,7 @@ def short_hash(server: str, tool: str) -> str:
 def base_name(server: str, tool: str) -> str:
     """The exposed name before collision handling: sanitized, at most 64 characters."""
     name = _UNSAFE.sub("_", f"{server}{SEPARATOR}{tool}")
-    if len(name) > MAX_LEN:
-        name = f"{name[:MAX_LEN - HASH_LEN - 1]}_{short_hash(server, tool)}"
-    return name
+    return name if len(name) <= MAX_LEN else _suffixed(server, tool)
 
 
 def _suffixed(server: str, tool: str) -> str:
@@ -70,15 +68,12 @@ def build_name_map(pairs: Iterable[tuple[str, str]]) -> NameMap:
     out = NameMap()
     for name, members in sorted(groups.items()):
         if len(members) == 1:
-            server, tool = members[0]
-            out.by_exposed[name] = ExposedTool(name, server, tool)
-            out.by_original[(server, tool)] = name
+            out.by_original[members[0]] = name
             continue
         renamed = []
         for server, tool in members:
             alt = _suffixed(server, tool)
             renamed.append({"server": server, "tool": tool, "exposed": alt})
-            out.by_exposed[alt] = ExposedTool(alt, server, tool)
             out.by_original[(server, tool)] = alt
         out.collisions.append({"name": name, "members": renamed})
     # A hash-suffixed name could in theory equal another tool's plain name; keep the first

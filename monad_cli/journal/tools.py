@@ -90,14 +90,6 @@ def calls(j: Journal, *, server: str | None = None, since: float | None = None, 
     return reader.calls(j.pool, server=server, since=since, host=host, limit=limit)
 
 
-def always_approved(j: Journal, server: str, definition_hash: str, tool: str,
-                    tool_hash: str | None = None) -> bool:
-    """Whether an `approvals` row holds this approval (of this tool definition)."""
-    rows = j.pool.read("SELECT 1 FROM approvals WHERE server = ? AND definition_hash = ? AND tool = ? "
-                       "AND tool_hash IS ? LIMIT 1", (server, definition_hash, tool, tool_hash))
-    return bool(rows)
-
-
 class Approval(NamedTuple):
     """An `approvals` row, as a supervisor's start reads them."""
 
@@ -131,7 +123,8 @@ def add_always(j: Journal, server: str, definition_hash: str, tool: str, decided
                tool_hash: str | None = None) -> None:
     """An "always" approval of `tool` as `tool_hash` defines it (a later row for the same
     tool, approved again after it changed, wins when the rows are read in order)."""
-    if always_approved(j, server, definition_hash, tool, tool_hash):
+    if j.pool.read("SELECT 1 FROM approvals WHERE server = ? AND definition_hash = ? AND tool = ? "
+                   "AND tool_hash IS ? LIMIT 1", (server, definition_hash, tool, tool_hash)):
         return
     j.write(f"INSERT INTO approvals (server, definition_hash, tool, created, decided_by, uid, host, home, rev, "
             f"tool_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, {j.rev_sql('approvals')}, ?)",
