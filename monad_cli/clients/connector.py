@@ -1,27 +1,20 @@
 """`monad mcp connect CLIENT [PATH] [--remove] [--per-server]`: point a client at monad's gateway.
 
-Writes one server entry named `monad` running `monad mcp serve` (by the absolute path of
-this `monad`) into the client's file, in its own format and key, and nothing else (with
-`--per-server`: one entry per monad server, named as the server, running `monad mcp serve
-NAME`, in place of the client's own entry of that name): the
-JSON formats are edited in place (`jsonc.set_member`), Codex's TOML through tomlkit, Aura
-gets a file of its own. The result is parsed back with the client's rules and must hold
-exactly the intended entry and everything the file held before, or nothing is written.
+Writes one entry named `monad` running `monad mcp serve` (by this `monad`'s absolute path)
+into the client's file, in its own format and key, and nothing else (`--per-server`: one
+entry per server, named as it, running `monad mcp serve NAME`, in place of the client's own
+entry of that name). JSON is edited in place (`jsonc.set_member`), Codex's TOML through
+tomlkit; Aura gets a file of its own. The result is parsed back with the client's rules and
+must hold exactly the intended entries and everything the file held before, or nothing is
+written. The client may rewrite its file at any moment (Claude Code does) and monad's lock
+does not bind it: the file is re-read just before the atomic replace and the edit redone if
+it changed (three tries). A symlinked file is written through to its target.
 
-The client may rewrite its file at any moment (Claude Code does), and monad's lock does
-not bind it: the file is re-read just before the atomic replace and the edit redone if it
-changed meanwhile (three tries). A symlinked file is written through to its target.
-
-The client's own entries for servers monad also runs stay unless `replace`: each such server
-would then run twice (once by the client, once behind the gateway), so the result names
-them (`duplicates`) and `replace` takes them out in the same write, keeping each as the file
-held it (`MONAD_HOME/clients/replaced.json`, by file), so that `remove` puts them back. Only an entry monad runs
-as the client defines it (the same definition, under that name or another) counts: one whose
-name monad uses for another definition stays (`differing`), as taking it out would lose it,
-and so does one holding a field that says what runs or where which the import left out
-(`partial`: a `command` beside the `url` monad kept).
-`remove` on a file that then holds only what `connect` itself would have created from
-nothing deletes the file.
+The client's own entries for servers monad also runs would run twice: the result names them
+(`duplicates`, see `duplicates` for which count) and `replace` takes them out in the same
+write, keeping each as the file held it (`MONAD_HOME/clients/replaced.json`, by file) for
+`remove` to put back. `remove` deletes a file left holding only what `connect` would have
+created from nothing.
 """
 
 from __future__ import annotations
@@ -109,14 +102,12 @@ def _others(fmt: ClientFormat, text: str, source: str, names: Sequence[str]) -> 
 def duplicates(client_name: str, file: Path, source: str
                ) -> tuple[list[str], list[str], list[dict[str, Any]]]:
     """The client's own entries (not `monad`, not monad's gateway) that meet monad's servers, as
-    (`duplicates`, `differing`, `partial`): `duplicates` (names) monad runs as the client
-    defines them (`importer.same_definition`, under that name or another), so each would run
-    twice and `replace` may take them out; `differing` (names) have a name monad uses for
-    another definition (even when another of monad's servers matches them), so monad does not
-    run them under their name and no copy of them would be left;
-    `partial` (`{name, leftOut}`) monad runs as far as it imported them, but they hold fields
-    that say what runs or where that the import left out (`leftOut`: a `command` beside the
-    `url` monad kept), so they are not the same definition and no copy of those would be left."""
+    (`duplicates`, `differing`, `partial`). `duplicates` (names): monad runs them as the client
+    defines them (`importer.same_definition`, under that name or another), so `replace` may take
+    them out. `differing` (names): monad uses the name for another definition (even when another
+    of its servers matches), so taking them out would lose them. `partial` (`{name, leftOut}`):
+    monad runs them as imported, but they hold fields saying what runs or where that the import
+    left out (`leftOut`: a `command` beside the `url` monad kept), so they stay too."""
     from monad_cli.clients.entries import is_monad_gateway
     from monad_cli.clients.importer import same_definition
     from monad_cli.config.loader import load_definitions
@@ -223,18 +214,13 @@ def connect_client(client_name: str, path: str | None, *, remove: bool = False, 
                    serve_args: Sequence[str] = ()) -> dict[str, Any]:
     """Write (or with `remove`, delete) the `monad` entry. Returns
     `{"client", "file", "entry", "changed", "removed", "dryRun", "duplicates", "replaced",
-    "differing", "partial", "deleted", "overwrote", "restored", "notRestored"}`; `overwrote`:
-    the file's `monad` entry ran something else (another monad, another MONAD_HOME, other serve
-    options) and is replaced; `entry` is what the file now holds (with `dry_run`: would hold;
-    nothing is written), `duplicates` the client's own entries for servers monad runs as the
-    client defines them (taken out when `replace`: then `replaced` lists them), `differing`
-    with `replace` the client's own entries it leaves because monad's server of that name is
-    defined differently (taking them out would lose them: `duplicates`), `partial` with
-    `replace` the client's own entries it leaves because they hold fields monad's server does
-    not (`{name, leftOut}`: a `command` beside the `url` import kept), `deleted` whether
-    `remove` deleted the file monad had created, `restored` the entries `--replace` had taken
-    out that `remove` puts back, `notRestored` those it leaves because the file holds an entry
-    of that name again.
+    "differing", "partial", "deleted", "overwrote", "restored", "notRestored"}`: `entry`, what
+    the file now holds (`dry_run`: would hold; nothing is written); `overwrote`, the `monad`
+    entry ran something else (another monad or MONAD_HOME, other serve options) and is
+    replaced; `duplicates` (see `duplicates`), taken out with `replace` and then listed as
+    `replaced`; with `replace`, the `differing` and `partial` entries it leaves; `deleted`,
+    whether `remove` deleted the file monad had created; `restored`, the entries `--replace`
+    had taken out that `remove` puts back; `notRestored`, those the file holds again.
 
     `per_server`: instead, one entry per named server, each running `monad mcp serve NAME`
     under the server's own name, in place of the client's own entry of that name (its tool

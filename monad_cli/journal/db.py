@@ -74,23 +74,19 @@ def new_uid() -> str:
 
 
 class Journal:
-    """The journal at `path`: opened, created if missing, and migrated once, on open (every
-    entry of `journal.schema.MIGRATIONS` not yet recorded, in the list's order; their
-    names are in `applied`).
+    """The journal at `path`: opened, created if missing, and migrated once, on open (the
+    entries of `journal.schema.MIGRATIONS` not yet recorded, in order; names in `applied`).
 
-    Owns the connections and their settings (`pool`), the schema, and the `events` rows
-    (`record`, `events`); the other tables' queries live beside their users (`journal.tools`,
-    `tasks.store`) and run on `pool`. `scrub` is applied to every
-    free-text value before it is written. It must never decide anything about servers,
-    calls or tasks (it stores what the services tell it), never write a value that has not
-    been through `scrub`, and never import the supervisor.
+    Owns the connections (`pool`), the schema and the `events` rows (`record`, `events`);
+    the other tables' queries live beside their users (`journal.tools`, `tasks.store`) and
+    run on `pool`. Every free-text value goes through `scrub` before it is written. It never
+    decides anything about servers, calls or tasks, and never imports the supervisor.
 
     `settings` name this supervisor's origin (`host`, `home`: stamped on every row) and, in
-    a fleet, the shared journal: then every write of a shipped table gives its row the next
+    a fleet, the shared journal: every write of a shipped table then gives its row the next
     `rev` (`rev_sql`) and `start_link()` starts the `FleetLink` that ships rows above its
-    cursor; without a URL rows get `rev = 0` (nothing to send anywhere). Local rows stay
-    the complete record of this supervisor either way, and every write here is local: none
-    waits on the network.
+    cursor; without a URL rows get `rev = 0`. Every write here is local: none waits on the
+    network, and local rows stay the complete record either way.
     """
 
     def __init__(self, path: Path, *, scrub: Callable[[str], str] = lambda s: s,
@@ -153,11 +149,8 @@ class Journal:
 
     def write(self, sql: str, params: tuple[Any, ...]) -> int | None:
         """The deferred statements, then `sql`, in one `BEGIN IMMEDIATE` transaction on a
-        pooled DB-API connection; returns the row id it inserted, if any, and wakes the link.
-
-        The tool-call writes sit on every call's path: the driver costs ~0.05 ms a write
-        (an ORM cost ~1 ms). The pool's connections have WAL and busy_timeout set.
-        """
+        pooled connection; returns the row id it inserted, if any, and wakes the link. On
+        every call's path: the driver costs ~0.05 ms a write (an ORM cost ~1 ms)."""
         return self._transaction([(sql, params)])[0]
 
     def defer(self, sql: str, params: tuple[Any, ...]) -> None:

@@ -1,21 +1,10 @@
-"""Queries over the journal tables of tool calls, "always" approvals and seen tool sets
-(the tables are in `journal/schema.py`).
-
-- `tool_calls`: one row per call, written before the call (outcome `running`) and updated
-  after it, so a crash between the side effect and its outcome leaves a visible gap.
-  Arguments are kept only as a digest.
-- `approvals`: "always" approvals, keyed to (server, definition hash, tool), so an edited
-  command or URL asks again.
-- `tool_sets`: every tool set a server advertised, by hash, so a pin mismatch can say what
-  changed against the pinned set;
-- `vetted_tool_sets`: the tool sets a pin accepted, per definition hash, shared by a fleet.
-- `server_lists`: each server's last lists, served while an on-demand server is stopped.
+"""Queries over the journal's `tool_calls`, `approvals` ("always", keyed to server,
+definition hash and tool, so an edited command or URL asks again), `tool_sets`,
+`vetted_tool_sets` and `server_lists` (what each table holds: `journal/schema.py`).
 
 Every write stamps the origin columns and its `rev` and wakes the fleet link
 (`Journal.write`); in a fleet the row is then queued locally until the link ships it
-(docs/fleet.md).
-
-Every query is plain SQL on the journal's own connections (`Journal.pool`).
+(docs/fleet.md). Every query is plain SQL on the journal's own connections (`Journal.pool`).
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ evaluation set (bench/search/README.md says how it is split).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -178,11 +179,9 @@ class Synonyms:
         return cls(groups, by_first)
 
     @classmethod
+    @functools.cache
     def default(cls) -> Synonyms:
-        global _DEFAULT
-        if _DEFAULT is None:
-            _DEFAULT = cls.parse(TABLE)
-        return _DEFAULT
+        return cls.parse(TABLE)
 
     def expand(self, query: Sequence[str], weight: float) -> list[list[tuple[tuple[str, ...], float]]]:
         """The query's concepts: for each word or phrase of `query` (stemmed words), its
@@ -207,8 +206,5 @@ class Synonyms:
 
     def members(self) -> Iterable[tuple[str, ...]]:
         return (m for g in self.groups for m in g)
-
-
-_DEFAULT: Synonyms | None = None
 
 __all__ = ["TABLE", "Synonyms"]
