@@ -225,8 +225,7 @@ class _Supervised:
             await flow.aclose()
         # Sent bare once more so the caller sees the resource server's own 401, not the token
         # endpoint's answer.
-        if "Authorization" in request.headers:
-            del request.headers["Authorization"]
+        request.headers.pop("Authorization", None)
         yield request
 
 

@@ -290,8 +290,7 @@ class MonadOAuthProvider(OAuthClientProvider):
                 # httpx2 hands the caller the flow's last response, which would be the token
                 # endpoint's error; send the request once more, bare, so the caller sees the
                 # resource server's own 401.
-                if "Authorization" in request.headers:
-                    del request.headers["Authorization"]
+                request.headers.pop("Authorization", None)
                 yield request
                 return
             self._add_auth_header(request)

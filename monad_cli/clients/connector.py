@@ -30,7 +30,7 @@ from monad_cli.clients.entries import monad_entry
 from monad_cli.clients.format import ClientFormat
 from monad_cli.clients.registry import CLIENTS, get_client, installed, installed_clients, resolve, shown
 from monad_cli.core.errors import InvalidInput, MonadError
-from monad_cli.core.order import by_name, name_key
+from monad_cli.core.order import by_name
 
 _TRIES = 3
 # The keys other clients keep their servers under: an edit that empties one leaves `{}`,
@@ -46,14 +46,19 @@ def _replaced_record() -> Path:
     return paths().home / "clients" / "replaced.json"
 
 
-def _taken_out(real: Path) -> dict[str, Any]:
-    """The client's own entries `--replace` took out of the file at `real`, by name, as the
-    file held them (for `--remove` to put back); {} when none."""
+def _record() -> dict[str, Any]:
+    """`MONAD_HOME/clients/replaced.json`: client file → the entries `--replace` took out of it."""
     try:
         record = json.loads(_replaced_record().read_text())
     except (OSError, ValueError):
         return {}
-    entries = record.get(str(real)) if isinstance(record, dict) else None
+    return record if isinstance(record, dict) else {}
+
+
+def _taken_out(real: Path) -> dict[str, Any]:
+    """The client's own entries `--replace` took out of the file at `real`, by name, as the
+    file held them (for `--remove` to put back); {} when none."""
+    entries = _record().get(str(real))
     return entries if isinstance(entries, dict) else {}
 
 
@@ -65,11 +70,7 @@ def _keep_taken_out(real: Path, entries: Mapping[str, Any] | None) -> None:
 
     path = _replaced_record()
     with config_lock(paths()):
-        try:
-            record = json.loads(path.read_text())
-        except (OSError, ValueError):
-            record = {}
-        record = record if isinstance(record, dict) else {}
+        record = _record()
         if entries:
             record[str(real)] = {**_taken_out(real), **entries}
         else:
@@ -200,8 +201,7 @@ def per_server_plan(specs: Mapping[str, Any], states: Mapping[str, Mapping[str, 
     agent that it failed (`monad mcp serve NAME`, docs/gateway.md))."""
     names = by_name(n for n, spec in specs.items() if spec.enabled)
     notes: dict[str, dict[str, Any]] = {n: {"state": "disabled", "reason": None, "written": False}
-                                        for n, spec in sorted(specs.items(), key=lambda kv: name_key(kv[0]))
-                                        if not spec.enabled}
+                                        for n in by_name(specs) if not specs[n].enabled}
     for name in names:
         row = (states or {}).get(name) or {}
         if row.get("state") in NOT_SERVING:

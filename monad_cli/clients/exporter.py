@@ -20,7 +20,7 @@ def export_servers(paths: Paths, client_name: str, *, reveal: bool = False) -> t
     """(the document's text, warnings): servers that could not be exported and, per server,
     the fields the format has no place for. `client_name` is any client: the clients that
     read the `.mcp.json` format get that one. Raises `InvalidInput` for an unknown client."""
-    from monad_cli.config.loader import load_definitions
+    from monad_cli.config.loader import held_secrets_of, load_definitions
 
     fmt = CLIENTS[get_client(client_name).export_as]
     defs = load_definitions(paths, expand=False)
@@ -28,8 +28,6 @@ def export_servers(paths: Paths, client_name: str, *, reveal: bool = False) -> t
     warnings += [f"server `{p.server}` is not exported: {p.message}" for p in defs.problems
                  if p.server is not None and p.server not in defs.specs]
     entries = {}
-    from monad_cli.config.loader import held_secrets_of
-
     # A value equal to a secret held elsewhere (the same token as a plain-named header) is one too.
     known = set() if reveal else held_secrets_of(paths, defs.raw.values())
     for name in sorted(defs.specs):

@@ -62,23 +62,15 @@ def get_client(name: str) -> ClientFormat:
     return CLIENTS[name]
 
 
-def _app_config(system: str, environ: Mapping[str, str]) -> str:
-    """The per-user application config folder, as `~`-relative text where it can be."""
-    if system == "Darwin":
-        return "~/Library/Application Support"
-    if system == "Windows":
-        return "%APPDATA%"
-    return environ.get("XDG_CONFIG_HOME") or "~/.config"
-
-
 def default_path(name: str, *, system: str | None = None, environ: Mapping[str, str] | None = None) -> str:
     """The client's usual config file (a folder for `aura`) on `system`, unexpanded (`~`)."""
     system = system or platform.system()
     env = os.environ if environ is None else environ
     sep = "\\" if system == "Windows" else "/"
-    app = _app_config(system, env)
-    # opencode, zed and goose use `~/.config` on macOS too (XDG layout), `%APPDATA%` on Windows.
+    # opencode, zed and goose use `~/.config` on macOS too (XDG layout), `%APPDATA%` on Windows;
+    # `app`, the per-user application config folder, differs from it on macOS only.
     xdg = "%APPDATA%" if system == "Windows" else env.get("XDG_CONFIG_HOME") or "~/.config"
+    app = "~/Library/Application Support" if system == "Darwin" else xdg
     windows = system == "Windows"
     parts = {
         "claude-desktop": (app, "Claude", "claude_desktop_config.json"),

@@ -102,11 +102,11 @@ def malformed_toml(error: ValueError, text: str, source: str) -> str:
     return f"`{where}`: malformed TOML: {msg[:1].lower() + msg[1:]}"
 
 
-def list_atom_files(paths: Paths) -> list[Path]:
-    """Atom files in name order; dotfiles and temp files are not atoms."""
+def atom_entries(paths: Paths) -> list[Path]:
+    """The `atoms/mcp/*.toml` entries in name order, files or not (a folder, a dangling link);
+    dotfiles and temp files are not atoms."""
     try:
-        return sorted(p for p in paths.atoms_dir.iterdir()
-                      if p.suffix == ".toml" and not p.name.startswith(".") and p.is_file())
+        return sorted(p for p in paths.atoms_dir.iterdir() if p.suffix == ".toml" and not p.name.startswith("."))
     except FileNotFoundError:
         return []
 

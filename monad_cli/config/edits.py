@@ -291,8 +291,7 @@ def read_definition(paths: Paths, name: str) -> tuple[str, dict[str, Any]]:
     path = paths.atom_path(name)
     if path.exists():
         return f"atoms/mcp/{name}.toml", read_atom(paths, path)
-    agents = agents_file.read_agents(paths)
-    for n, entry in agents.entries:
+    for n, entry in agents_file.read_agents(paths).entries:
         if n == name and isinstance(entry, dict):
             return agents_file.SOURCE, agents_file.strip_name(entry)
     raise not_defined(paths, name)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from monad_cli.config import agents as agents_file
-from monad_cli.config.atoms import list_atom_files, read_atom, relative_source
+from monad_cli.config.atoms import atom_entries, read_atom, relative_source
 from monad_cli.config.features import PRESETS_FILE, feature_path, load_presets
 from monad_cli.config.presets import preset_definitions
 from monad_cli.config.schema import ServerSpec, validate
@@ -178,14 +178,6 @@ def link_message(where: str, link: LinkExposure, verb: str) -> str:
             f"`chmod go-w {link.at}`")
 
 
-def _odd_atom_entries(paths: Paths) -> list[Path]:
-    try:
-        return sorted(p for p in paths.atoms_dir.iterdir()
-                      if p.suffix == ".toml" and not p.name.startswith(".") and not p.is_file())
-    except FileNotFoundError:
-        return []
-
-
 def load_definitions(paths: Paths, environ: Mapping[str, str] | None = None, *,
                      expand: bool = True, prefer: frozenset[str] = frozenset(),
                      cache: AtomCache | None = None) -> Definitions:
@@ -198,10 +190,13 @@ def load_definitions(paths: Paths, environ: Mapping[str, str] | None = None, *,
     out = Definitions()
     candidates: list[tuple[str, str, Any]] = []  # (name, source, raw)
 
-    for path in _odd_atom_entries(paths):
+    atom_files: list[Path] = []
+    for path in atom_entries(paths):
+        if path.is_file():
+            atom_files.append(path)
+            continue
         source = relative_source(paths, path)
         out.refuse(f"`{source}` is not a regular file (a dangling link or a folder?); not read", source, path.stem)
-    atom_files = list_atom_files(paths)
     if cache is not None:
         cache.keep({p.name for p in atom_files})
     atom_sources: set[str] = set()

@@ -139,9 +139,8 @@ def computer_definition(options: Mapping[str, Any], *, environ: Mapping[str, str
         # One of the server's two X libraries (python3-xlib 0.15) fails without an authority
         # file; an empty one means "no cookie", which a display without access control accepts.
         env["XAUTHORITY"] = "/dev/null"
-    for var in (*NETWORK_ENV, *sorted(k for k in environ if k.startswith("UV_"))):
-        if var in environ:
-            env[var] = "${" + var + "}"
+    env |= {var: "${" + var + "}" for var in (*NETWORK_ENV, *sorted(k for k in environ if k.startswith("UV_")))
+            if var in environ}
     return _definition(options, command=uvx, args=[f"{COMPUTER_MCP}@{version}"], env=env, timeout=COMPUTER_TIMEOUT_S,
                        description=f"preset `computer`: {COMPUTER_MCP} (mouse, keyboard, screenshots on X11)")
 

@@ -308,16 +308,12 @@ def field_errors(raw: Mapping[str, Any], *, name: str, source: str) -> list[Conf
     return found
 
 
-def _top(fld: str) -> str:
-    return re.split(r"[.\[]", fld, maxsplit=1)[0]
-
-
 def _set_aside(raw: dict[str, Any], fld: str) -> bool:
     """Take field `fld` (`env.K`, `headers.K`, `args[2]`, `timeout`, `trust.x`, `auth.headers.K`)
     out of `raw`: the one entry of a table (the table's other entries are still checked), an
     argument emptied (the others keep their places), a good stand-in for the `command` or
     `url` a server needs, else its top-level field. False when there was nothing to take."""
-    top = _top(fld)
+    top = re.split(r"[.\[]", fld, maxsplit=1)[0]
     if fld in _STAND_INS:
         raw[fld] = _STAND_INS[fld]
         return True

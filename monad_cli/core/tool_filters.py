@@ -76,13 +76,10 @@ def inert_globs(tools: Mapping[str, Sequence[str]], own_names: Sequence[str],
     """Warnings for the globs of a server's `tools` field that match none of its advertised
     tools, by their own names (`own_names`) or exposed names (`exposed_names`): most often a
     typo, or another server's prefix (for `monad mcp status NAME`)."""
-    out = []
-    for key in ("enabled", "disabled"):
-        for g in tools.get(key, ()):
-            if not any(fnmatchcase(n, g) for n in (*own_names, *exposed_names)):
-                out.append(f"`tools.{key}` entry `{g}` matches no advertised tool; advertised: "
-                           f"{', '.join(sorted(own_names)) or 'none'}")
-    return out
+    return [f"`tools.{key}` entry `{g}` matches no advertised tool; advertised: "
+            f"{', '.join(sorted(own_names)) or 'none'}"
+            for key in ("enabled", "disabled") for g in tools.get(key, ())
+            if not any(fnmatchcase(n, g) for n in (*own_names, *exposed_names))]
 
 
 def split_tool_patterns(values: Iterable[str], *, what: str) -> list[str]:

@@ -227,9 +227,8 @@ class FleetLink:
                 # Python runs here, so the link thread seldom holds the GIL a call waits for.
                 cur.executemany(self._upsert(table), rows)
         if queued:
-            moved = dict(self.cursor)
-            for table, rows in queued.items():
-                moved[table] = int(rows[-1][self.columns[table].index("rev")])
+            moved = {**self.cursor, **{table: int(rows[-1][self.columns[table].index("rev")])
+                                       for table, rows in queued.items()}}
             self._save_cursor(moved)
             self.cursor = moved
         n = sum(len(rows) for rows in queued.values())
@@ -238,16 +237,11 @@ class FleetLink:
         return max((len(rows) for rows in queued.values()), default=0)
 
     def _count(self) -> None:
-        total = 0
-        oldest: float | None = None
-        for table in SHIPPED_TABLES:
-            ((count, first),) = self.journal.pool.read(f"SELECT count(*), min({_TIME_COLUMN[table]}) FROM "
-                                                       f"{table} WHERE rev > ?", (self.cursor[table],))
-            total += int(count)
-            if first is not None and (oldest is None or first < oldest):
-                oldest = float(first)
+        counts = [self.journal.pool.read(f"SELECT count(*), min({_TIME_COLUMN[table]}) FROM {table} WHERE rev > ?",
+                                         (self.cursor[table],))[0] for table in SHIPPED_TABLES]
         with self._lock:
-            self._queued, self._oldest = total, oldest
+            self._queued = sum(int(count) for count, _ in counts)
+            self._oldest = min((float(first) for _, first in counts if first is not None), default=None)
 
     # -- shared trust ------------------------------------------------------------------
     def pull_trust(self, after: dict[str, int]) -> dict[str, list[dict[str, Any]]] | None:

@@ -28,10 +28,8 @@ PRAGMAS = ("PRAGMA auto_vacuum=INCREMENTAL", "PRAGMA journal_mode=WAL", f"PRAGMA
 def configure(conn: sqlite3.Connection) -> None:
     """Autocommit (every transaction is an explicit `BEGIN IMMEDIATE`) and the `PRAGMAS`."""
     conn.isolation_level = None
-    cur = conn.cursor()
     for pragma in PRAGMAS:
-        cur.execute(pragma)
-    cur.close()
+        conn.execute(pragma)
 
 
 class SqlitePool:

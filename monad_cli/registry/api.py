@@ -200,23 +200,20 @@ class Registries:
     def search(self, text: str, *, limit: int) -> list[Entry]:
         """Up to `limit` latest versions matching `text`, following cursors; a name found in
         an earlier registry hides the same name in a later one."""
-        seen: set[str] = set()
-        out: list[Entry] = []
+        found: dict[str, Entry] = {}
         failed: list[MonadError] = []
         for registry in self.registries:
             try:
                 for entry in _pages(registry, text):
-                    if entry.name not in seen:
-                        seen.add(entry.name)
-                        out.append(entry)
-                    if len(out) >= limit:
-                        return out
+                    found.setdefault(entry.name, entry)
+                    if len(found) >= limit:
+                        return list(found.values())
             except (Unavailable, NotFound) as e:
                 failed.append(e)
                 self.problems.append(e.message)
         if failed and len(failed) == len(self.registries):
             raise failed[0]
-        return out
+        return list(found.values())
 
     def server(self, name: str, version: str = "latest") -> Entry:
         """The first registry's entry for `name` at `version`; `NotFound` naming every registry asked.

@@ -133,8 +133,7 @@ def unpack(data: bytes, dest: Path, *, what: str) -> None:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 with z.open(m) as src, open(target, "wb") as out:
                     shutil.copyfileobj(src, out)
-                mode = (m.external_attr >> 16) & 0o777
-                if mode & 0o111:
+                if (m.external_attr >> 16) & 0o111:
                     target.chmod(0o755)
         os.replace(tmp, dest)
     except BaseException:
@@ -187,8 +186,8 @@ def definition(manifest: Mapping[str, Any], folder: Path, values: Mapping[str, s
     defn: dict[str, Any] = {"transport": "stdio", "command": command, "cwd": str(folder)}
     if args:
         defn["args"] = args
-    env = {str(k): _fill(str(v), folder, values) for k, v in (config.get("env") or {}).items()}
-    env = {k: v for k, v in env.items() if v != ""}  # an optional field left empty is not set
+    env = {str(k): filled for k, v in (config.get("env") or {}).items()
+           if (filled := _fill(str(v), folder, values)) != ""}  # an optional field left empty is not set
     if env:
         defn["env"] = env
     description = manifest.get("description")

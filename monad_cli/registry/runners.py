@@ -222,8 +222,8 @@ def _bind_sources(option: str, value: str) -> list[str]:
     record of `key=value` fields (docker/cli `opts/mount.go`: Go's `encoding/csv`, so a field
     may be quoted); `type` defaults to `volume` and its value is case-insensitive; keys are
     compared case-insensitively, as docker before 24 read them; a `type` still to fill counts
-    as a bind. Raises `ValueError` (one
-    line) for a value docker could read another way: a line break, a record CSV refuses.
+    as a bind. Raises `ValueError` (one line) for a value docker could read another way: a
+    line break, a record CSV refuses.
     """
     if "\n" in value or "\r" in value:
         raise ValueError(f"`{option}` value has a line break")

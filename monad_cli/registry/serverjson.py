@@ -236,13 +236,10 @@ def _inputs(option: Option) -> list[tuple[str, str, Mapping[str, Any]]]:
     body = option.body
     if option.kind == "remote":
         return [("header", f"{option.where}.headers[{i}]", h) for i, h in enumerate(body.get("headers") or [])]
-    out: list[tuple[str, str, Mapping[str, Any]]] = []
-    for list_name in ("runtimeArguments", "packageArguments"):
-        for i, a in enumerate(body.get(list_name) or []):
-            out.append(("arg", f"{option.where}.{list_name}[{i}]", a))
-    for i, e in enumerate(body.get("environmentVariables") or []):
-        out.append(("env", f"{option.where}.environmentVariables[{i}]", e))
-    return out
+    return [*(("arg", f"{option.where}.{list_name}[{i}]", a) for list_name in ("runtimeArguments", "packageArguments")
+              for i, a in enumerate(body.get(list_name) or [])),
+            *(("env", f"{option.where}.environmentVariables[{i}]", e)
+              for i, e in enumerate(body.get("environmentVariables") or []))]
 
 
 def variables(option: Option) -> list[Variable]:
