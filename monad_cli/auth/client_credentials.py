@@ -251,6 +251,7 @@ def client_credentials_provider(*, name: str, source: str, server_url: str, clie
     storage = MemoryTokenStorage()
     scope = " ".join(scopes) or None
     provider: SecretProvider | KeyProvider
+    unusable: str | None = None
     with warnings.catch_warnings():
         # Without `issuer` the SDK warns that the server picks the authorization server;
         # monad pins the first one it sees instead (module docstring).
@@ -258,20 +259,17 @@ def client_credentials_provider(*, name: str, source: str, server_url: str, clie
         if private_key is None:
             assert client_secret is not None
             provider = SecretProvider(server_url, storage, client_id, client_secret, scope=scope, issuer=issuer)
-            provider._supervise(name=name, source=source, secret_field="clientSecret", scopes=scopes,
-                                on_needs_auth=on_needs_auth)
-            return provider
-        unusable: str | None = None
-        try:
-            alg = algorithm or signing_algorithm(private_key)
-        except ValueError as e:
-            alg, unusable = "RS256", str(e)
-        params = SignedJWTParameters(issuer=client_id, subject=client_id, signing_key=private_key,
-                                     signing_algorithm=alg, lifetime_seconds=ASSERTION_LIFETIME_S)
-        provider = KeyProvider(server_url, storage, client_id, params.create_assertion_provider(), scope=scope,
-                               issuer=issuer)
-    provider._supervise(name=name, source=source, secret_field="privateKey", scopes=scopes,
-                        on_needs_auth=on_needs_auth)
+        else:
+            try:
+                alg = algorithm or signing_algorithm(private_key)
+            except ValueError as e:
+                alg, unusable = "RS256", str(e)
+            params = SignedJWTParameters(issuer=client_id, subject=client_id, signing_key=private_key,
+                                         signing_algorithm=alg, lifetime_seconds=ASSERTION_LIFETIME_S)
+            provider = KeyProvider(server_url, storage, client_id, params.create_assertion_provider(), scope=scope,
+                                   issuer=issuer)
+    provider._supervise(name=name, source=source, secret_field="clientSecret" if private_key is None else "privateKey",
+                        scopes=scopes, on_needs_auth=on_needs_auth)
     if unusable is not None:
         provider.unusable = provider.problem = f"`auth.privateKey` in `{source}` {unusable}"
     return provider

@@ -231,16 +231,12 @@ def split_definition(defn: Mapping[str, Any]) -> Parts:
     for key, value in defn.items():
         if key in ("schema", "name", "transport", "type"):
             continue
-        if key == "command":
-            parts.command = str(value)
+        if key in ("command", "cwd", "url"):
+            setattr(parts, key, str(value))
         elif key == "args":
             parts.args = [str(a) for a in value]
         elif key == "env":
             parts.env = {str(k): str(v) for k, v in value.items()}
-        elif key == "cwd":
-            parts.cwd = str(value)
-        elif key == "url":
-            parts.url = str(value)
         elif key == "headers":
             parts.headers.update({str(k): str(v) for k, v in value.items()})
         elif key == "auth":
