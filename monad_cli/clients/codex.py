@@ -163,8 +163,7 @@ class Codex(ClientFormat):
             servers = tomlkit.table(is_super_table=True)
             doc[KEY] = servers
         table = tomlkit.table()
-        for key, value in entry.items():
-            table[key] = value
+        table.update(entry)
         # Replaced in place, with the blank line after it as it was: deleting and adding it
         # again left a blank line behind on every change (the file grew at each new flag).
         if old is not None:

@@ -199,8 +199,7 @@ def _tomlkit_atom(defn: Mapping[str, Any], keys: Sequence[str]) -> str:
         value = defn[key]
         if isinstance(value, Mapping):
             table = tomlkit.table()
-            for k, v in value.items():
-                table[k] = v
+            table.update(value)
             doc[key] = table
         else:
             doc[key] = value
