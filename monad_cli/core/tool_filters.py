@@ -67,8 +67,15 @@ def hidden_by(exposed: str, own: str, rules: Iterable[Rule]) -> str | None:
     """None if tool `exposed` (the server's own name `own`) is shown, else the rule that
     hid it: `excluded by `GLOB` (ORIGIN)` or `not included: matches none of `GLOBS` (ORIGIN)`."""
     layers = [r for r in rules if r]
-    checks = [*(r.excluded for r in layers), *(r.not_included for r in layers)]
-    return next((reason for check in checks if (reason := check(exposed, own))), None)
+    for rule in layers:
+        reason = rule.excluded(exposed, own)
+        if reason:
+            return reason
+    for rule in layers:
+        reason = rule.not_included(exposed, own)
+        if reason:
+            return reason
+    return None
 
 
 def inert_globs(tools: Mapping[str, Sequence[str]], own_names: Sequence[str],
