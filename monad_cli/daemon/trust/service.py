@@ -370,17 +370,16 @@ class ToolService:
 
     def warnings(self, name: str) -> list[str]:
         """Inert `autoApproveTools` entries and `tools` globs of one server (for `status NAME`)."""
-        out: list[str] = []
         actor = self.servers.get(name)
         # A pin refusing the tool set registers none: every entry would read as a typo (the
         # status reason already says why none are listed).
         if actor is None or not (actor.live or actor.listed) or actor.spec is None or name in self.blocked:
-            return out
+            return []
         nmap = self.name_map()
         pairs = [(t.name, n) for t in actor.tools if (n := nmap.exposed_name(name, t.name))]
         advertised = sorted(n for _own, n in pairs)
-        out += [inert_entry_warning(e, advertised) for e in inert_entries(name, self._auto_list(actor), pairs)]
-        return out + inert_globs(actor.spec.tools, [t.name for t in actor.tools], advertised)
+        return ([inert_entry_warning(e, advertised) for e in inert_entries(name, self._auto_list(actor), pairs)]
+                + inert_globs(actor.spec.tools, [t.name for t in actor.tools], advertised))
 
     def all_collisions(self) -> dict[str, list[str]]:
         """The tool name collisions each server is in, one line each (core/tool_names.py), by
@@ -534,11 +533,16 @@ class ToolService:
                                   f"was not sent; call it again once the supervisor is back (`monad daemon start`)")
             await self._authorize_first(call)
             waiting = "for the server to come back"
-            await self._resolve(call)
+            call.arguments = call.arguments or {}
+            if not isinstance(call.arguments, dict):
+                raise InvalidInput(f"tool `{call.exposed}`: arguments must be a JSON object")
+            call.server, call.tool = await self._ready(call.exposed)
             waiting = "for approval"
             self._check_visible(call)
             self._check_arguments(call)
-            approved = await self._gate(call)
+            approved, call.decision, call.decided_by = await self._decide(call)
+            if approved and not call.server.live and not call.detach:  # it went away while a person decided
+                call.server, call.tool = await self._ready(call.exposed)
         except MonadError as exc:  # refused before the server saw it: still a call, with its rows
             with anyio.CancelScope(shield=True):
                 self._journal_refusal(call, exc, held)
@@ -557,19 +561,11 @@ class ToolService:
                                   f"`{call.server_name}` was not sent it; approve it while it waits "
                                   f"(`monad approvals` lists it, the Studio shows it: `monad studio`), or "
                                   f"{_unasked(call)}")
-        async with self._session(call):
+        async with _Held(self, call):
             if call.detach:
                 return await self._detach(call)
             result, said = await self._send(call)
         return self._answer(call, result, said)
-
-    # -- resolve ----------------------------------------------------------------------
-    async def _resolve(self, call: ToolCall) -> None:
-        """`call.server` and `call.tool`, waiting for a restarting server (`_ready`)."""
-        call.arguments = call.arguments or {}
-        if not isinstance(call.arguments, dict):
-            raise InvalidInput(f"tool `{call.exposed}`: arguments must be a JSON object")
-        call.server, call.tool = await self._ready(call.exposed)
 
     # -- visibility and filters -------------------------------------------------------
     def _check_visible(self, call: ToolCall) -> None:
@@ -588,21 +584,11 @@ class ToolService:
         validate_arguments(call.tool.input_schema, call.arguments, call.exposed)
 
     # -- gate -------------------------------------------------------------------------
-    async def _gate(self, call: ToolCall) -> bool:
-        """Whether the call may go: `call.decision` and `call.decided_by` say who decided.
-        Raises ApprovalRequired (`mode: check`). A server that went away while a person
-        decided is waited for again."""
-        server, tool = call.server, call.tool
-        assert server is not None and tool is not None
-        approved, call.decision, call.decided_by = await self._decide(server, tool, call)
-        if approved and not server.live and not call.detach:
-            call.server, call.tool = await self._ready(call.exposed)
-        return approved
-
-    async def _decide(self, actor: ToolServer, tool: Tool, call: ToolCall) -> tuple[bool, str, str]:
+    async def _decide(self, call: ToolCall) -> tuple[bool, str, str]:
         """(approved, decision, who) for one call; raises ApprovalRequired for `mode: check`."""
+        actor, tool = call.server, call.tool
+        assert actor is not None and tool is not None and actor.spec is not None
         spec = actor.spec
-        assert spec is not None
         exposed, via, approval = call.exposed, call.via, call.approval
         if self.is_auto_approved(actor, tool.name, exposed):
             return True, "approved", "trust.autoApproveTools"
@@ -709,15 +695,8 @@ class ToolService:
                           duration_ms=0.0, error=error)
 
     # -- the server's session ---------------------------------------------------------
-    def _session(self, call: ToolCall) -> _Held:
-        """`async with self._session(call):` the server's session held up for the call: an
-        on-demand server that is idle starts here, once approved, and stays up for the call;
-        the lists it answers may differ from the cached ones the call was checked on, so it
-        is checked again."""
-        return _Held(self, call)
-
     def _not_held(self, call: ToolCall, exc: BaseException) -> None:
-        """`exc` left `_session`'s block: the row of a call that has no outcome yet (the
+        """`exc` left `_Held`'s block: the row of a call that has no outcome yet (the
         start failed, or the caller left while it ran; a failure of the call itself is
         journaled there)."""
         if call.outcome is not None:
@@ -889,7 +868,10 @@ class ToolService:
                     await self._state.wait()
 
 class _Held:
-    """`ToolService._session`'s block (a class, not a generator: ~12k instructions less a call)."""
+    """`async with _Held(service, call):` the server's session held up for the call: an
+    on-demand server that is idle starts here, once approved, and stays up for the call; the
+    lists it answers may differ from the cached ones the call was checked on, so it is checked
+    again (a class, not a generator: ~12k instructions less a call)."""
 
     __slots__ = ("call", "service", "use")
 
