@@ -31,7 +31,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import anyio
 
 from monad_cli.core.errors import InvalidInput, NotFound
+from monad_cli.core.redact import redact_args, redact_url
 from monad_cli.daemon.trust.calls import Listeners
+from monad_cli.daemon.trust.pins import tool_set_hash
+from monad_cli.journal import tools as jt
 
 if TYPE_CHECKING:
     from monad_cli.config.schema import ServerSpec
@@ -46,8 +49,6 @@ def tool_definition_hash(tool: Any) -> str:
     """`sha256:<hex>` over the canonical JSON of one tool's definition: the fields a pin
     covers (trust/pins.py: name, title, description, inputSchema, outputSchema, annotations,
     execution). `tool`: an `mcp_types.Tool` or its wire dump."""
-    from monad_cli.daemon.trust.pins import tool_set_hash
-
     if isinstance(tool, Mapping):
         return tool_set_hash([tool])
     hit = _HASHES.get(id(tool))
@@ -58,6 +59,15 @@ def tool_definition_hash(tool: Any) -> str:
         _HASHES.clear()
     _HASHES[id(tool)] = (tool, digest)
     return digest
+
+
+def decided_where(journal: Journal, decided_by: str, host: str | None, home: str | None) -> str:
+    """`decided_by`, plus where, when another supervisor decided it: `… on HOST` or `… in HOME`."""
+    if host and host != journal.host:
+        return f"{decided_by} on {host}"
+    if home and home != journal.home:
+        return f"{decided_by} in {home}"
+    return decided_by
 
 
 def standing_approval(gate: ApprovalGate, actor: Any, name: str) -> str | None:
@@ -138,15 +148,12 @@ class ApprovalGate:
     def load(self, journal: Journal) -> None:
         """Read the "always" approvals once; later ones are added here and in the journal,
         so a call never waits on a journal query."""
-        from monad_cli.daemon.trust.shared import decided_where
-        from monad_cli.journal.tools import all_always
-
         self.journal = journal
         # Rows another supervisor of a fleet wrote say where they were decided; a later row
         # for the same key (the tool approved again after it changed) wins.
         self.always = {(r.server, r.definition_hash, r.tool):
                        Grant(decided_where(journal, r.decided_by, r.host, r.home), r.tool_hash)
-                       for r in all_always(journal)}
+                       for r in jt.all_always(journal)}
 
     def prior(self, server: str, definition_hash: str, tool: str, *, host_escape: bool = False,
               tool_hash: str | None = None) -> str | None:
@@ -166,9 +173,7 @@ class ApprovalGate:
             if tool_hash is not None and g.tool_hash is None:  # written before tools were hashed
                 grants[key] = g = Grant(g.by, tool_hash)
                 if scope == "always" and self.journal is not None:
-                    from monad_cli.journal.tools import bind_always
-
-                    bind_always(self.journal, server, definition_hash, tool, tool_hash)
+                    jt.bind_always(self.journal, server, definition_hash, tool, tool_hash)
             return f"{scope} approval ({g.by})"
         return None
 
@@ -232,9 +237,7 @@ class ApprovalGate:
                                         reason=f"the {name} approval of `{key[2]}` was revoked by {by}",
                                         detail={"tool": key[2], "scope": name, "by": by})
         if self.journal is not None and scope in (None, "always"):
-            from monad_cli.journal.tools import remove_always
-
-            remove_always(self.journal, server, tool)
+            jt.remove_always(self.journal, server, tool)
         return gone
 
     def grant(self, server: str, definition_hash: str, tool: str, scope: str, by: str,
@@ -252,9 +255,7 @@ class ApprovalGate:
         elif scope == "always":
             self.always[key] = Grant(by, tool_hash)
             if self.journal is not None:
-                from monad_cli.journal.tools import add_always
-
-                add_always(self.journal, server, definition_hash, tool, by, tool_hash)
+                jt.add_always(self.journal, server, definition_hash, tool, by, tool_hash)
 
     def open_call(self, spec: ServerSpec, server: str, tool: str, exposed: str, arguments: Any, via: str,
                   timeout: float, *, tool_hash: str | None = None) -> Pending:
@@ -262,8 +263,6 @@ class ApprovalGate:
         the exact command (secret-looking arguments redacted) or the URL (query secrets
         redacted), and the decision is keyed to its definition hash and the tool's own
         (`tool_hash`)."""
-        from monad_cli.core.redact import redact_args, redact_url
-
         self.purge()
         now = self.clock()
         p = Pending(id=secrets.token_hex(4), server=server, tool=tool, exposed=exposed, arguments=arguments,

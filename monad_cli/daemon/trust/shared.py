@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from monad_cli.daemon.trust.gate import Grant
+from monad_cli.daemon.trust.gate import Grant, decided_where
 from monad_cli.daemon.trust.pins import norm_hash
 from monad_cli.journal import tools as jt
 
@@ -26,15 +26,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("monad.trust")
 FOLLOW_INTERVAL_S = 2.0
-
-
-def decided_where(journal: Journal, decided_by: str, host: str | None, home: str | None) -> str:
-    """`decided_by`, plus where, when another supervisor decided it: `… on HOST` or `… in HOME`."""
-    if host and host != journal.host:
-        return f"{decided_by} on {host}"
-    if home and home != journal.home:
-        return f"{decided_by} in {home}"
-    return decided_by
 
 
 class SharedTrust:
