@@ -107,11 +107,12 @@ class OnDemandAuthorization:
     def listing(self) -> list[dict[str, Any]]:
         return [w.as_dict() for w in self.waiting.values()]
 
-    def _note(self, server: str, reason: str, **detail: Any) -> None:
+    def _note(self, server: str, exposed: str, via: str, step: str, reason: str) -> None:
         if self.journal is None:
             return
         try:
-            self.journal.record("auth", server=server, reason=reason, detail={"onDemand": True, **detail})
+            self.journal.record("auth", server=server, reason=f"authorization on demand: {reason}",
+                                detail={"onDemand": True, "exposed": exposed, "via": via, "step": step})
         except Exception:  # the journal must not fail the call
             log.exception("journal write failed")
 
@@ -125,14 +126,12 @@ class OnDemandAuthorization:
         hint = f"run `monad mcp authorize {name}`"
         if self.flows is None:
             raise AuthorizationRequired(f"server `{name}` needs authorization: {hint}")
-        self._note(name, f"authorization on demand: a call of `{exposed}` ({via}) started it",
-                   exposed=exposed, via=via, step="started")
+        self._note(name, exposed, via, "started", f"a call of `{exposed}` ({via}) started it")
         view = await self.flows.join(name, why=f"a call of `{exposed}` ({via})")
         url = _url_of(view)
         if view.get("phase") in ("failed", "cancelled") or not url:
             why = view.get("message") or "the authorization server gave no URL"
-            self._note(name, f"authorization on demand: could not start: {why}", exposed=exposed, via=via,
-                       step="failed")
+            self._note(name, exposed, via, "failed", f"could not start: {why}")
             raise AuthorizationRequired(f"server `{name}` needs authorization, and the flow could not start: "
                                         f"{why}; {hint}")
         now = self.clock()
@@ -146,22 +145,20 @@ class OnDemandAuthorization:
                 final = await self._wait(waiting, inputs, hint)
             if deadline.cancelled_caught:
                 outcome = "timeout"
-                self._note(name, f"authorization on demand: no tokens within {timeout:g} s; the call of "
-                                 f"`{exposed}` was not sent", exposed=exposed, via=via, step="timeout")
+                self._note(name, exposed, via, "timeout",
+                           f"no tokens within {timeout:g} s; the call of `{exposed}` was not sent")
                 raise AuthorizationTimeout(f"server `{name}` was not authorized within {timeout:g} s, so the call "
                                            f"of `{exposed}` was not sent; {hint} and call again")
             if final.get("phase") != "done":
                 why = final.get("message") or final.get("phase")
-                self._note(name, f"authorization on demand: {why}", exposed=exposed, via=via, step="failed")
+                self._note(name, exposed, via, "failed", str(why))
                 raise AuthorizationRequired(f"server `{name}`: the authorization did not finish ({why}); {hint}")
             outcome = "done"
-            self._note(name, f"authorization on demand: tokens arrived; the call of `{exposed}` goes on",
-                       exposed=exposed, via=via, step="done")
+            self._note(name, exposed, via, "done", f"tokens arrived; the call of `{exposed}` goes on")
         except anyio.get_cancelled_exc_class():
             outcome = "cancelled"
             with anyio.CancelScope(shield=True):
-                self._note(name, f"authorization on demand: the caller of `{exposed}` left while it waited",
-                           exposed=exposed, via=via, step="cancelled")
+                self._note(name, exposed, via, "cancelled", f"the caller of `{exposed}` left while it waited")
             raise
         finally:
             self.waiting.pop(waiting.id, None)
@@ -189,8 +186,7 @@ class OnDemandAuthorization:
         if waiting.via == "studio":
             inputs = None  # the page's own card asks; no second dialog for the same call
         elif inputs is None:
-            self._note(name, "authorization on demand: the caller cannot be shown the URL", exposed=waiting.exposed,
-                       via=waiting.via, step="refused")
+            self._note(name, waiting.exposed, waiting.via, "refused", "the caller cannot be shown the URL")
             raise AuthorizationRequired(f"server `{name}` needs authorization: {hint}, or open {url}")
         refused: list[str] = []
 
@@ -215,8 +211,7 @@ class OnDemandAuthorization:
             final = await flows.finished(name)
             tg.cancel_scope.cancel()  # the tokens came first: nobody needs to answer any more
         if refused:
-            self._note(name, f"authorization on demand: not asked: {refused[0]}", exposed=waiting.exposed,
-                       via=waiting.via, step="refused")
+            self._note(name, waiting.exposed, waiting.via, "refused", f"not asked: {refused[0]}")
             raise AuthorizationRequired(f"server `{name}` needs authorization ({refused[0]}): {hint}, or open {url}")
         return final
 
