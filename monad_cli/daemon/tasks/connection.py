@@ -87,13 +87,9 @@ def resend_safe(hints: types.ToolAnnotations | None) -> str | None:
     a server that lies about them could run its own tool twice anyway, so they are trusted
     as far as the tool service trusts them for a lapsed authorization (trust/service.py),
     bounded by `MAX_RESENDS`."""
-    if hints is None:
-        return None
-    if hints.read_only_hint:
+    if hints is not None and hints.read_only_hint:
         return "readOnlyHint"
-    if hints.idempotent_hint:
-        return "idempotentHint"
-    return None
+    return "idempotentHint" if hints is not None and hints.idempotent_hint else None
 
 
 def lost_message(why: str) -> str:
@@ -494,10 +490,9 @@ class ServerTasks:
                     return
                 log.info("listen for tasks on %s ended: %s; re-listening in %.1f s", self.name,
                          self.redact(str(flatten(exc)[0])), backoff)
-                await anyio.sleep(backoff)
-                backoff = min(backoff * 2, LISTEN_BACKOFF_CAP_S)
+                ended = True
             if ended and self.client is client:
-                # The server closed the stream: re-listen, but never in a tight loop.
+                # The stream failed or the server closed it: re-listen, but never in a tight loop.
                 await anyio.sleep(backoff)
                 backoff = min(backoff * 2, LISTEN_BACKOFF_CAP_S)
             if not notifying:

@@ -228,8 +228,7 @@ class LegacyTaskWire:
         except MCPError as exc:
             if exc.error.code == INVALID_PARAMS and snap["status"] == "completed":
                 raise  # it ended and is gone already: the caller judges a forgotten task
-            snap.update(status="failed", error={"code": exc.error.code, "message": exc.error.message,
-                                                **({"data": exc.error.data} if exc.error.data is not None else {})})
+            snap.update(status="failed", error=exc.error.model_dump(exclude_none=True))
             return
         if set(payload.get("_meta") or {}) <= {RELATED_TASK_META}:
             payload.pop("_meta", None)  # only the task's own id, which the row has anyway

@@ -22,6 +22,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
+from functools import partial
 from typing import Any, Protocol
 
 import anyio
@@ -121,10 +122,7 @@ class TaskManager(TaskReader):
         async def on_notification(params: dict[str, Any]) -> None:
             self._server(name).apply(params, source="notification")
 
-        async def resolve(created: CreateTaskResult, ctx: ClaimContext) -> types.CallToolResult:
-            return await self._resolve_claimed(name, created, ctx)
-
-        return [TasksExtension(on_notification=on_notification, resolve=resolve)]
+        return [TasksExtension(on_notification=on_notification, resolve=partial(self._resolve_claimed, name))]
 
     def elicitation_callback(self, name: str) -> Callable[[ClientRequestContext, types.ElicitRequestParams],
                                                           Any]:

@@ -115,10 +115,7 @@ def flatten(exc: BaseException) -> list[BaseException]:
 def error_object(exc: BaseException) -> dict[str, Any]:
     """A JSON-RPC error object (`code`, `message`, `data`?) for the row's `error`."""
     if isinstance(exc, MCPError):
-        out: dict[str, Any] = {"code": exc.error.code, "message": exc.error.message}
-        if exc.error.data is not None:
-            out["data"] = exc.error.data
-        return out
+        return exc.error.model_dump(exclude_none=True)
     return {"code": types.INTERNAL_ERROR, "message": str(exc) or type(exc).__name__}
 
 
