@@ -95,21 +95,14 @@ class SecretScrubber:
             self._db = self._compile()
 
     def _compile(self) -> Any:
-        exprs: list[bytes] = []
-        ids: list[int] = []
-        flags: list[int] = []
-        for i, forms in enumerate(self.forms):
-            for form in forms:
-                exprs.append(_literal(form.encode("utf-8", "surrogatepass")))
-                ids.append(i)
-                flags.append(hyperscan.HS_FLAG_SINGLEMATCH)
-        exprs += [rb"\\u", rb"\\/", rb"\b(?:bearer|basic)\s+[A-Za-z0-9._~+/=-]{8}"]
-        ids += [self._escape, self._escape, self._credential]
-        flags += [hyperscan.HS_FLAG_SINGLEMATCH] * 2 + [hyperscan.HS_FLAG_SINGLEMATCH | hyperscan.HS_FLAG_CASELESS]
+        once = hyperscan.HS_FLAG_SINGLEMATCH
+        rules = [(_literal(form.encode("utf-8", "surrogatepass")), i, once)
+                 for i, forms in enumerate(self.forms) for form in forms]
+        rules += [(rb"\\u", self._escape, once), (rb"\\/", self._escape, once),
+                  (rb"\b(?:bearer|basic)\s+[A-Za-z0-9._~+/=-]{8}", self._credential, once | hyperscan.HS_FLAG_CASELESS)]
         if self.values:
-            exprs += [_literal(mark.encode()) for mark in TRUNCATION_MARKS]
-            ids += [self._mark] * len(TRUNCATION_MARKS)
-            flags += [hyperscan.HS_FLAG_SINGLEMATCH] * len(TRUNCATION_MARKS)
+            rules += [(_literal(mark.encode()), self._mark, once) for mark in TRUNCATION_MARKS]
+        exprs, ids, flags = (list(column) for column in zip(*rules, strict=True))
         db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
         db.compile(expressions=exprs, ids=ids, elements=len(exprs), flags=flags)
         return db
