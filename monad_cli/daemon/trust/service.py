@@ -1,12 +1,8 @@
 """The tool service: exposed names, pins, the approval gate and the call path.
 
-One instance per supervisor (`Supervisor.tool_service`). `call()` is the one function every
-tool call goes through: the control API (`monad mcp call`) and the gateway's sessions
-(`monad mcp serve`, in-process) call it. It is built from narrow parts only: the journal, a
-name → `ToolServer` lookup (the supervisor's actors), the redaction function, the globs of
-`features/tools.toml` and a `StartTask` callback for detached calls. It is also the one place
-a call of a tool that a tool filter hides is refused (`core/tool_filters.py`), so every caller
-gets the same refusal.
+One instance per supervisor. `call()` is the one function every tool call goes through (the
+control API, the gateway's sessions), so it is also the one place a call of a tool that a
+tool filter hides is refused (`core/tool_filters.py`): every caller gets the same refusal.
 """
 
 from __future__ import annotations
@@ -81,14 +77,12 @@ RELOAD_GRACE_S = 5.0  # after an authorization on demand: the watcher's reload o
 
 
 def _unasked(call: ToolCall) -> str:
-    """How to let `call`'s tool run without asking, from now on (its real names: shell-safe,
-    as server names and exposed names are `[A-Za-z0-9_-]`)."""
+    """How to let `call`'s tool run unasked (its names are `[A-Za-z0-9_-]`: shell-safe)."""
     return f"`monad mcp trust {call.server_name} --auto-approve {call.exposed}` lets it run unasked from now on"
 
 
 def _quoted(said: list[str]) -> str:
-    """What a server wrote to stderr during a call, for its journal row: its lines as a
-    JSON list (each line whole, none glued to the next)."""
+    """A call's stderr lines for its journal row, as a JSON list (none glued to the next)."""
     return f"; stderr during the call: {json.dumps(said, ensure_ascii=False)}" if said else ""
 
 
@@ -124,18 +118,15 @@ class ToolService:
     """Owns the exposed tool names, the tool-set hashes and pins, the approval gate, and the
     journal rows of tool calls.
 
-    `servers` is a live view (the supervisor's actors), read on every call; `scrub` redacts
-    a server's error text before it is raised; `tool_globs()` returns the current globs of
-    `features/tools.toml` (`deferred`, `enabled`, `disabled`); `start_task` runs detached
-    calls (None: `detach` is refused),
-    `run_task` the calls of tools whose `execution.taskSupport` is `required` (2025-11-25);
-    `clock` (epoch seconds) dates approval requests; `stopping()` is true once the supervisor
-    stops (a call its stop cuts fails naming the supervisor, not the server). Call `changed()`
+    `servers`: a live view (the supervisor's actors), read on every call; `scrub` redacts a
+    server's error text before it is raised; `tool_globs()`: features/tools.toml's globs
+    (`deferred`, `enabled`, `disabled`); `start_task` runs detached calls (None: `detach` is
+    refused), `run_task` those of tools with `execution.taskSupport: required` (2025-11-25);
+    `clock`: epoch seconds; `stopping()`: true once the supervisor stops. Call `changed()`
     whenever a server's tool list was (re)fetched.
 
     It never opens or closes a session, never edits a definition file and never asks a
-    person anything itself: a call that needs a person waits on the gate (or raises
-    `ApprovalRequired`) until someone decides through `gate.decide`.
+    person itself: a call that needs one waits on the gate (or raises `ApprovalRequired`).
     """
 
     def __init__(self, journal: Journal, servers: Mapping[str, ToolServer], *,
@@ -238,13 +229,11 @@ class ToolService:
         return reason
 
     def pin_review(self, name: str) -> dict[str, Any] | None:
-        """While `name`'s pin refuses the tool set it advertises: what a person reviews before
-        accepting it, else None. `{hash, pinned, change, tools}`: `hash` of the refused set
-        (the one to pin: it is computed from the very `tools` shown, so what is accepted is
-        what was reviewed), `change` from `tool_set_change` against the pinned set as the
-        journal's `tool_sets` kept it, `tools` the refused set (pinned view, by name). The
-        text is as the server sent it, scrubbed at ingress; every JSON answer is scrubbed
-        again on its way out (studio/scrub.py)."""
+        """While `name`'s pin refuses the tool set it advertises, what a person reviews before
+        accepting it, else None: `{hash, pinned, change, tools}`, `hash` of the refused set
+        computed from the very `tools` shown (what is accepted is what was reviewed), `change`
+        from `tool_set_change` against the journal's pinned set. The server's own text,
+        scrubbed at ingress and again on its way out (studio/scrub.py)."""
         server = self.servers.get(name)
         pinned = server.spec.trust.pinned_tool_hash if server is not None and server.spec is not None else None
         if server is None or not pinned or name not in self.blocked:
@@ -256,7 +245,7 @@ class ToolService:
 
     def _pin_first_use(self, server: ToolServer, digest: str, count: int) -> None:
         """`trust.pinOnFirstUse`: the first tool set seen becomes `trust.pinnedToolHash`
-        (written to the server's file by `write_pin`), so a later change is refused."""
+        (`write_pin`), so a later change is refused."""
         name = server.name
         self.first_pins[name] = digest
         self.blocked.pop(name, None)
@@ -290,9 +279,8 @@ class ToolService:
         return self._map
 
     def _note_collisions(self, nmap: NameMap) -> None:
-        """Say a tool name collision once, when it appears (a warning in the daemon log, an
-        event row for each server in it) and once when it is gone; in between it is state,
-        shown by `monad mcp status` (`collisions`), never said again at each request."""
+        """Say a tool name collision once when it appears (a log warning, a row per server in
+        it) and once when it is gone; in between `monad mcp status` shows it."""
         now = {describe_collision(c): sorted({str(m["server"]) for m in c["members"]})  # type: ignore[attr-defined]
                for c in nmap.collisions}
         for text, servers in now.items():
@@ -329,26 +317,24 @@ class ToolService:
                             server=server, include=include, exclude=exclude, hidden=hidden)
 
     def listing_key(self) -> tuple[Any, ...]:
-        """What every `listing()` is built from: the name map (a new one whenever a tool list
-        or the set of listed servers changes), each server's definition (its filters,
-        deferral, condition, auto-approvals) and features/tools.toml's globs. Compare two with
-        `same_listing`: equal keys give equal listings."""
+        """What every `listing()` is built from: the name map (new whenever a tool list or the
+        listed servers change), each server's definition and features/tools.toml's globs.
+        Equal keys (`same_listing`) give equal listings."""
         specs = tuple((name, a.spec) for name, a in sorted(self.servers.items()))
         globs = tuple(sorted((k, tuple(v)) for k, v in self.tool_globs().items()))
         return (self.name_map(), specs, globs)
 
     @staticmethod
     def same_listing(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
-        """Whether two `listing_key`s are of the same listing (the map and each definition the
-        very same objects, the globs equal)."""
+        """Whether two `listing_key`s hold the very same map and definitions, and equal globs."""
         return a[0] is b[0] and a[2] == b[2] and len(a[1]) == len(b[1]) and all(
             x[0] == y[0] and x[1] is y[1] for x, y in zip(a[1], b[1], strict=True))
 
     def signature(self, listing: list[dict[str, Any]] | None = None) -> str:
-        """Changes whenever the exposed tool set (names or definitions) changes; pass the
-        full `listing()` when it is at hand. Hashed again only when `listing_key` changed:
-        the gateway's watcher asks twice a second while an agent is connected, and hashing
-        a listing of 1,000 tools each time took ~12 % of a core at rest (bench/README.md)."""
+        """Changes whenever the exposed tool set (names or definitions) changes; pass the full
+        `listing()` when it is at hand. Hashed again only when `listing_key` changed: the
+        gateway's watcher asks twice a second, and hashing 1,000 tools each time took ~12 % of
+        a core at rest (bench/README.md)."""
         if listing is not None:
             return _digest(listing)
         key = self.listing_key()
@@ -382,8 +368,7 @@ class ToolService:
                 + inert_globs(actor.spec.tools, [t.name for t in actor.tools], advertised))
 
     def all_collisions(self) -> dict[str, list[str]]:
-        """The tool name collisions each server is in, one line each (core/tool_names.py), by
-        server name (a server in none is left out)."""
+        """Server name → the tool name collisions it is in, one line each (none: left out)."""
         out: dict[str, list[str]] = {}
         for c in self.name_map().collisions:
             for name in dict.fromkeys(str(m["server"]) for m in c["members"]):  # type: ignore[attr-defined]
@@ -392,8 +377,7 @@ class ToolService:
 
     def _entry(self, exposed: str) -> ExposedTool | None:
         """`exposed`'s name-map entry, on every call's path: the built map is reused while no
-        tool list changed and the entry's server is still registered (else it is rebuilt;
-        building it sorts every server)."""
+        tool list changed and the entry's server is still registered (building sorts them all)."""
         if self._map_key is not None and self._map_key[0] == self._version:
             entry = self._map.by_exposed.get(exposed)
             actor = self.servers.get(entry.server) if entry is not None else None
@@ -423,8 +407,7 @@ class ToolService:
         return actor, tool
 
     def named_server(self, exposed: str) -> ToolServer | None:
-        """The server `exposed` names by its prefix (`server__tool`), whether it lists the
-        tool or not (a server restarting or in `needs-auth` lists none)."""
+        """The server `exposed` names by its prefix (`server__tool`), listed or not."""
         server, sep, _tool = exposed.partition("__")
         return self.servers.get(server) if sep else None
 
@@ -442,9 +425,8 @@ class ToolService:
         return found if found[0].live else None
 
     async def _ready(self, exposed: str) -> tuple[ToolServer, Tool]:
-        """`resolve(exposed)`, waiting for a restarting server (killed, crashed, its definition
-        just edited) up to its connect `timeout` (seconds) instead of failing at once. Raises
-        what `resolve` raises, and NotConnected when the server is not back in time."""
+        """`resolve(exposed)`, waiting up to its connect `timeout` (s) for a restarting server
+        (killed, crashed, just redefined). Raises what `resolve` does, and NotConnected."""
         found = self._live(exposed)
         if found is not None:
             return found
@@ -486,8 +468,7 @@ class ToolService:
     def refuse(self, exposed: str, arguments: Any, *, via: str, reason: str, unknown: bool = False) -> None:
         """Journal a call its caller's own policy refused before the service saw it (a gateway
         view's filter or condition), or, `unknown`, one of a tool its caller could not find
-        (an MCP App's call of a tool its server does not have: `not_found`): every call has
-        its rows."""
+        (an MCP App's): every call has its rows."""
         exc: MonadError = NotFound(reason) if unknown else CallRefused(reason)
         self._journal_refusal(ToolCall(exposed, arguments, via=via), exc)
 
@@ -513,18 +494,16 @@ class ToolService:
         return await self._handle(call)
 
     def use(self, *, calls: CallMiddleware | None = None, approvals: ApprovalMiddleware | None = None) -> None:
-        """Wrap every call's path in `calls`, and every wait at the gate for a person in
-        `approvals` (what cuts across them: telemetry, installed by the supervisor); the last
-        one installed runs outermost."""
+        """Wrap every call's path in `calls`, and every wait for a person at the gate in
+        `approvals` (telemetry); the last one installed runs outermost."""
         if calls is not None:
             self._handle = calls(self._handle)
         if approvals is not None:
             self._wait = approvals(self._wait)
 
     async def _path(self, call: ToolCall) -> dict[str, Any]:
-        """The path of one call, top to bottom: resolve → visibility and filters → arguments
-        → gate → journal → the server's session → answer. Each step reads `call` and writes
-        what it learns on it."""
+        """One call, top to bottom: resolve → visibility and filters → arguments → gate →
+        journal → the server's session → answer. Each step writes what it learns on `call`."""
         held = self._claim(call)  # the intent row its `approval: check` wrote, if any
         waiting = "for the server's authorization"
         try:
@@ -567,10 +546,9 @@ class ToolService:
             result, said = await self._send(call)
         return self._answer(call, result, said)
 
-    # -- visibility and filters -------------------------------------------------------
+    # -- visibility, filters and arguments --------------------------------------------
     def _check_visible(self, call: ToolCall) -> None:
-        """Who may call it (an MCP App only its own server's `app` tools: visibility.py), and
-        whether a tool filter hides it (the server's, features/tools.toml's, the caller's)."""
+        """Refuse a caller the tool's visibility leaves out, or a tool a filter hides."""
         server, tool = call.server, call.tool
         assert server is not None and tool is not None
         check_caller(tool.meta, exposed=call.exposed, server=server.name, app_of=call.app_of)
@@ -578,7 +556,6 @@ class ToolService:
         if why:
             raise ToolHidden(f"tool `{call.exposed}` is hidden: {why}; nothing was sent to the server")
 
-    # -- arguments --------------------------------------------------------------------
     def _check_arguments(self, call: ToolCall) -> None:
         assert call.tool is not None
         validate_arguments(call.tool.input_schema, call.arguments, call.exposed)
@@ -657,16 +634,18 @@ class ToolService:
     def _journal_intent(self, call: ToolCall, held: int | None) -> None:
         """The intent row, with the decision, before anything is sent (`held`: the one its
         `approval: check` wrote, which gets the decision now)."""
-        server, tool = call.server, call.tool
-        assert server is not None and tool is not None
         if held is not None and call.decision == "approved":
             self.calls.approved(held, decision=call.decision, decided_by=call.decided_by)
-        call.call_id = held if held is not None else self.calls.start(
-            server=server.name, tool=tool.name, exposed=call.exposed, arguments=call.arguments, via=call.via,
-            decision=call.decision, decided_by=call.decided_by, ref=call.ref)
+        call.call_id = self._row(call, held, decision=call.decision, decided_by=call.decided_by)
         call.started = time.monotonic()
         if call.progress is not None:  # from here its progress reaches the call log's listeners too
             call.progress = self.calls.progress_of(call.call_id, call.progress)
+
+    def _row(self, call: ToolCall, held: int | None, **decided: str | None) -> int:
+        """The call's intent row: `held` (its `approval: check` wrote it), or a new one."""
+        return held if held is not None else self.calls.start(
+            server=call.server_name, tool=call.tool_name, exposed=call.exposed, arguments=call.arguments,
+            via=call.via, ref=call.ref, **decided)
 
     def _finish(self, call: ToolCall, outcome: str, error: str | None = None, *, defer: bool = False) -> None:
         """The outcome row of a journaled call (`defer`: behind the answer, `write_behind`)."""
@@ -687,9 +666,7 @@ class ToolService:
 
     def _journal_early(self, call: ToolCall, held: int | None, outcome: str, error: str | None = None) -> None:
         """The rows of a call that never reached its server (refused, or its caller left)."""
-        call.call_id = held if held is not None else self.calls.start(
-            server=call.server_name, tool=call.tool_name, exposed=call.exposed, arguments=call.arguments,
-            via=call.via, ref=call.ref)
+        call.call_id = self._row(call, held)
         call.outcome = outcome
         self.calls.finish(call.call_id, outcome=outcome, decision=call.decision, decided_by=call.decided_by,
                           duration_ms=0.0, error=error)
