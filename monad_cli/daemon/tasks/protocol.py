@@ -1,22 +1,13 @@
-"""SEP-2663 wire shapes and the SDK client extension that declares them.
+"""SEP-2663 wire shapes and the SDK client extension that declares them (supervisor side).
 
-The SDK 2.3 has the hooks (`ClientExtension`, `ResultClaim`, `NotificationBinding`) but
-no tasks implementation, so this module supplies:
-
-- `CreateTaskResult`: the flat `resultType: "task"` answer a `tools/call` may return;
-- `GetTaskRequest` / `UpdateTaskRequest` / `CancelTaskRequest`: `tasks/get`, `tasks/update`,
-  `tasks/cancel`, each with `name_param = "taskId"` so the SDK sets `Mcp-Name` on HTTP
-  (SEP-2663 "Streamable HTTP: Routing Headers");
-- `DetailedTask`: what `tasks/get` and `notifications/tasks` carry (exactly one of
-  `result`, `error`, `inputRequests` by status);
-- `TasksExtension`: declared in the client capabilities (`extensions`), claims
-  `resultType: "task"` on `tools/call`, and binds `notifications/tasks`;
-- `listen_for_tasks`: a `subscriptions/listen` stream with the extension's `taskIds` filter;
-- `Sep2663Wire`: those requests over one live connection, in the interface the
-  per-connection loops use for either shape (`tasks.legacy.LegacyTaskWire` is the other);
-- `flatten`, `error_object`: the SDK's exception groups and errors as the rows keep them.
-
-Supervisor side only: imports the SDK.
+The SDK 2.3 has the hooks (`ClientExtension`, `ResultClaim`, `NotificationBinding`) but no
+tasks implementation, so this module supplies the models (`CreateTaskResult`: the flat
+`resultType: "task"` answer; `tasks/get`, `tasks/update`, `tasks/cancel` requests with
+`name_param = "taskId"`, so the SDK sets `Mcp-Name` on HTTP, SEP-2663 "Streamable HTTP:
+Routing Headers"; `DetailedTask`), `TasksExtension` (declared in the client capabilities,
+claims `resultType: "task"` on `tools/call`, binds `notifications/tasks`),
+`listen_for_tasks`, and `Sep2663Wire`, the interface the loops use for either shape
+(`tasks.legacy.LegacyTaskWire` is the other).
 """
 
 from __future__ import annotations
@@ -160,16 +151,12 @@ class TasksExtension(ClientExtension):
 @asynccontextmanager
 async def listen_for_tasks(lane: OwnRequests, version: str, task_ids: Sequence[str], *,
                            ack_timeout: float = 10.0) -> AsyncIterator[tuple[set[str], Callable[[], Awaitable[str]]]]:
-    """One `subscriptions/listen` stream asking for `notifications/tasks` of `task_ids`, on
-    monad's own lane of the connection (`lane`; the SDK's `listen()` builds its filter without
-    extension keys and has no public way to add `taskIds`, SEP-2663 "Task Status
-    Notifications").
-
-    Yields `(honored, wait_end)`: the task ids the server agreed to notify about (from its
-    `notifications/subscriptions/acknowledged`), and a coroutine function that returns
-    `"graceful"` or `"lost"` when the stream ends. The notifications themselves arrive
-    through `TasksExtension`'s binding. Raises `MCPError` if refused, `TimeoutError`
-    without an ack.
+    """One `subscriptions/listen` stream for `notifications/tasks` of `task_ids` on monad's
+    own `lane` (the SDK's `listen()` has no public way to add `taskIds`, SEP-2663 "Task
+    Status Notifications"). Yields `(honored, wait_end)`: the ids the server's ack agreed
+    to, and a coroutine function returning `"graceful"` or `"lost"` when the stream ends
+    (the notifications arrive through `TasksExtension`). Raises `MCPError` if refused,
+    `TimeoutError` without an ack.
     """
     acked, ended = anyio.Event(), anyio.Event()
     honored: set[str] | None = None
@@ -248,7 +235,7 @@ class Sep2663Wire:
             request_read_timeout_seconds=self.request_timeout)
 
     async def cancel(self, task_id: str) -> dict[str, Any] | None:
-        """`tasks/cancel {taskId}` (idempotent). The ack is empty: the next poll shows the ending."""
+        """`tasks/cancel {taskId}` (idempotent); the next poll shows the ending."""
         await self.client.session.send_request(CancelTaskRequest(params=TaskIdParams(task_id=task_id)), AckResult,
                                                request_read_timeout_seconds=self.request_timeout)
         return None

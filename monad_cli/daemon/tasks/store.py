@@ -2,22 +2,16 @@
 started through the task manager, and the only place rows change state.
 
 Every state change goes through `TaskStore.update`, which checks it against
-`tasks.states.TRANSITIONS` inside the write transaction, so a stale reader cannot move a
-row that another task has already ended. Terminal rows are deleted 7 days after they
-ended (`cleanup`).
+`core.task_states.TRANSITIONS`, so a stale reader cannot move a row another task has ended.
+Terminal rows are deleted 7 days after they ended. Times are epoch seconds from the
+manager's clock; JSON columns hold wire JSON, scrubbed like every journal value. Plain SQL
+on the journal's own connections (`Journal.pool`).
 
-Times are epoch seconds from the manager's clock (injectable for tests). JSON columns
-hold wire JSON (camelCase), scrubbed of known secrets like every journal value.
-
-A write the journal's file cannot take (its disk is full, or fails: `journal.db.is_disk_fault`)
-never reaches the caller as an error that stops a task's loop. A change of an existing row
-is held in memory (`held`, per row, the latest value of each column; at most `HOLD_ROWS`
-rows, further changes are counted in `lost`), applied to every row this store reads, and
-written in one transaction once the file takes writes again (`retry`, every `RETRY_S` from
-the task manager, and before each write). A new row cannot be held (nothing could find it):
-`insert` raises `DiskFull` (one line, HTTP 507) and counts it in `refused`. `status()` says so.
-
-Every query is plain SQL on the journal's own connections (`Journal.pool`).
+A write the journal's disk cannot take (`journal.db.is_disk_fault`) never stops a task's
+loop: a change of an existing row is held in memory (`held`: the latest value of each
+column, at most `HOLD_ROWS` rows, more counted in `lost`), applied to every row read, and
+written in one transaction once the disk takes writes (`retry`). A new row cannot be held
+(nothing could find it): `insert` raises `DiskFull` (HTTP 507), counted in `refused`.
 """
 
 from __future__ import annotations
