@@ -148,31 +148,20 @@ def coerce(name: str, prop: dict[str, Any], value: Any) -> Any:
         if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
             return value.strip().lower() in _TRUE
         raise FormError(f"`{name}` must be true or false, got {value!r}")
-    if kind == "integer":
+    if kind in ("integer", "number"):
+        want = "an integer" if kind == "integer" else "a number"
         if isinstance(value, bool):
-            raise FormError(f"`{name}` must be an integer, got {value!r}")
-        if isinstance(value, int):
+            raise FormError(f"`{name}` must be {want}, got {value!r}")
+        if isinstance(value, int) or (kind == "number" and isinstance(value, float)):
             out: Any = value
-        elif isinstance(value, float) and value.is_integer():
+        elif kind == "integer" and isinstance(value, float) and value.is_integer():
             out = int(value)
         else:
             try:
-                out = int(str(value).strip())
+                out = (int if kind == "integer" else float)(str(value).strip())
             except ValueError:
-                raise FormError(f"`{name}` must be an integer, got {value!r}") from None
-        _check_range(name, prop, out)
-        return out
-    if kind == "number":
-        if isinstance(value, bool):
-            raise FormError(f"`{name}` must be a number, got {value!r}")
-        if isinstance(value, int | float):
-            out = value
-        else:
-            try:
-                out = float(str(value).strip())
-            except ValueError:
-                raise FormError(f"`{name}` must be a number, got {value!r}") from None
-            if out.is_integer() and "." not in str(value) and "e" not in str(value).lower():
+                raise FormError(f"`{name}` must be {want}, got {value!r}") from None
+            if kind == "number" and out.is_integer() and "." not in str(value) and "e" not in str(value).lower():
                 out = int(out)
         if isinstance(out, float) and not math.isfinite(out):
             raise FormError(f"`{name}` must be a finite number")
