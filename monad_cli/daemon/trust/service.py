@@ -283,23 +283,17 @@ class ToolService:
         it) and once when it is gone; in between `monad mcp status` shows it."""
         now = {describe_collision(c): sorted({str(m["server"]) for m in c["members"]})  # type: ignore[attr-defined]
                for c in nmap.collisions}
-        for text, servers in now.items():
-            if text not in self._collisions:
-                log.warning("%s", text)
-                for server in servers:
-                    self._record_collision(server, text)
-        for text, servers in self._collisions.items():
-            if text not in now:
-                log.info("resolved: %s", text)
-                for server in servers:
-                    self._record_collision(server, f"resolved: {text}")
+        said = [(text, servers, "", logging.WARNING) for text, servers in now.items() if text not in self._collisions]
+        said += [(text, servers, "resolved: ", logging.INFO) for text, servers in self._collisions.items()
+                 if text not in now]
+        for text, servers, prefix, level in said:
+            log.log(level, "%s%s", prefix, text)
+            for server in servers:
+                try:
+                    self.journal.record("collision", server=server, reason=prefix + text)
+                except Exception:  # the name map serves calls: a journal that cannot write costs only the row
+                    log.exception("journal write failed")
         self._collisions = now
-
-    def _record_collision(self, server: str, text: str) -> None:
-        try:
-            self.journal.record("collision", server=server, reason=text)
-        except Exception:  # the name map serves calls: a journal that cannot write costs only the row
-            log.exception("journal write failed")
 
     def _auto_list(self, actor: ToolServer) -> list[str]:
         return list(actor.spec.trust.auto_approve_tools) if actor.spec else []
