@@ -1,22 +1,21 @@
 """The approval gate: every tool call passes it unless the tool is auto-approved.
 
-Decisions, and who or what made them (journaled with each call): `autoApproveTools`; an
-earlier "session" (in memory, until the supervisor restarts) or "always" approval (journal
-table `approvals`) of the same (server, definition hash, tool); the caller (`monad mcp call
---yes`, or the person at the TTY prompt); or a pending approval that `monad approvals
-allow|deny ID` decides, or that times out.
+Who decides (journaled with each call): `autoApproveTools`; an earlier "session" (in
+memory) or "always" approval (journal table `approvals`) of the same (server, definition
+hash, tool); the caller (`--yes`, the person at the TTY prompt); or a pending approval that
+`monad approvals allow|deny ID` decides, or that times out.
 
 The person sees the server, the tool and the full arguments; tool annotations never approve
-anything (MCP spec, server/tools "Security Considerations": annotations are untrusted).
-Approvals are keyed to `ServerSpec.definition_hash()` (command, args, env names, cwd, url)
-and bound to the tool's own definition (`tool_definition_hash`): a server that rewrites an
-approved tool (a "rug pull") is asked about again, and a journal row (`approval-outdated`)
-says why. An "always" written before tools were hashed binds to the definition it first
-meets. A `hostEscape` server's tools can be approved for the session but never always.
+anything (MCP spec, server/tools "Security Considerations"). Approvals are keyed to
+`ServerSpec.definition_hash()` and bound to the tool's own definition
+(`tool_definition_hash`): a tool rewritten after approval (a "rug pull") is asked about
+again, and an `approval-outdated` row says why. An "always" written before tools were
+hashed binds to the definition it first meets. A `hostEscape` server's tools are never
+approved always.
 
-Listeners (`gate.listeners`, the Studio's event stream) hear `("approval.pending", request)`
-when a request opens or a caller starts waiting on it, and `("approval.closed", {"id",
-"decision", "by"})` when it is decided, withdrawn or expires, or its caller went away.
+Listeners (`gate.listeners`, the Studio) hear `("approval.pending", request)` when a
+request opens or a caller starts waiting on it, and `("approval.closed", {"id", "decision",
+"by"})` when it is decided, withdrawn or expires, or its caller went away.
 """
 
 from __future__ import annotations
@@ -120,14 +119,13 @@ class Pending:
 
 
 class ApprovalGate:
-    """Owns the approvals: pending requests (in memory, by id), "session" grants (in memory,
-    until the supervisor restarts) and "always" grants (the journal's `approvals` table,
-    read once by `load`). Keys are (server, definition hash, tool); each grant holds the
-    tool definition hash it approved.
+    """Owns the approvals: pending requests (by id), "session" grants (in memory) and
+    "always" grants (the journal's `approvals`, read once by `load`), keyed (server,
+    definition hash, tool), each holding the tool definition hash it approved.
 
-    It only records and answers decisions; it never runs a call, never decides on its own
-    (a pending request is decided by a person, or times out as a refusal), and never grants
-    "always" to a `hostEscape` server. `clock` is epoch seconds (injectable).
+    It only records and answers decisions: it never runs a call, never decides on its own
+    (unanswered, a request times out as a refusal), and never grants "always" to a
+    `hostEscape` server. `clock` is epoch seconds.
     """
 
     def __init__(self, journal: Journal | None, *, clock: Callable[[], float] = time.time) -> None:
