@@ -9,6 +9,7 @@ loaded on the first validation.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -168,21 +169,18 @@ def _path(keys: tuple[str | int, ...]) -> str:
 
 log = logging.getLogger("monad.tools")
 _validators: dict[int, tuple[Any, Any, Any]] = {}
-# (jsonschema, referencing.Registry, referencing.exceptions.Unresolvable), imported on the
-# first validation: the CLI's import path stays light, and a call's check does not run three
-# import statements (`from … import` on a package runs importlib's Python code each time).
-_library: tuple[Any, Any, Any] | None = None
 
 
+@functools.cache
 def _jsonschema() -> tuple[Any, Any, Any]:
-    global _library
-    if _library is None:
-        import jsonschema
-        from referencing import Registry
-        from referencing.exceptions import Unresolvable
+    """(jsonschema, referencing.Registry, referencing.exceptions.Unresolvable), imported on the
+    first validation: the CLI's import path stays light, and a call's check does not run three
+    import statements (`from … import` on a package runs importlib's Python code each time)."""
+    import jsonschema
+    from referencing import Registry
+    from referencing.exceptions import Unresolvable
 
-        _library = (jsonschema, Registry, Unresolvable)
-    return _library
+    return jsonschema, Registry, Unresolvable
 
 
 # The schema most tools declare: an object of named properties, each of plain types (or none),
@@ -293,7 +291,7 @@ def validate_arguments(schema: dict[str, Any] | None, arguments: dict[str, Any],
         raise InvalidInput(f"tool `{exposed}`: arguments: {why}")
     if not schema:
         return
-    jsonschema, Registry, Unresolvable = _library or _jsonschema()
+    jsonschema, Registry, Unresolvable = _jsonschema()
     try:
         # Building a validator costs more than using one: keep one per schema object (the
         # entry holds the schema, so its id cannot be reused while cached).

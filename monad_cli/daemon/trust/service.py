@@ -7,6 +7,7 @@ tool filter hides is refused (`core/tool_filters.py`): every caller gets the sam
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -97,16 +98,12 @@ class ApprovalRequired(Exception):
 # What `_send` catches from the SDK, imported at the first call, not at this module's import
 # (the supervisor loads it before the SDK) nor on every call (a `from … import` of a package
 # runs importlib's `_handle_fromlist`: the two cost ~11k instructions a call).
-_sdk: tuple[type[MCPError], int, int] | None = None
-
-
+@functools.cache
 def _sdk_names() -> tuple[type[MCPError], int, int]:
-    global _sdk
     from mcp import MCPError
     from mcp_types import MISSING_REQUIRED_CLIENT_CAPABILITY, REQUEST_TIMEOUT
 
-    _sdk = (MCPError, MISSING_REQUIRED_CLIENT_CAPABILITY, REQUEST_TIMEOUT)
-    return _sdk
+    return MCPError, MISSING_REQUIRED_CLIENT_CAPABILITY, REQUEST_TIMEOUT
 
 
 def _digest(listing: list[dict[str, Any]]) -> str:
@@ -700,7 +697,7 @@ class ToolService:
         (2025-11-25 "Tool-Level Negotiation") goes through the task manager, also for a
         caller who waits: a plain call is refused. Every failure is journaled and raised
         as its kind (`ToolCallFailed` for the server's)."""
-        MCPError, MISSING_REQUIRED_CLIENT_CAPABILITY, REQUEST_TIMEOUT = _sdk or _sdk_names()
+        MCPError, MISSING_REQUIRED_CLIENT_CAPABILITY, REQUEST_TIMEOUT = _sdk_names()
         server, tool = call.server, call.tool
         assert server is not None and tool is not None
         sink = getattr(server, "sink", None)  # a stdio server's stderr (sessions/stderr.py), if any
