@@ -68,7 +68,10 @@ class TaskStore:
         return {"state": "degraded" if self.fault else "ok", "reason": self.fault, "heldRows": len(self.held),
                 "lost": self.lost, "refused": self.refused, "heldSince": self.fault_since}
 
-    def _faulted(self, exc: BaseException) -> None:
+    def _faulted(self, exc: Exception) -> None:
+        """Note a write the disk did not take; re-raises `exc` when it is no disk fault."""
+        if not is_disk_fault(exc):
+            raise exc
         if self.fault is None:
             self.fault_since = time.time()
             log.error("tasks store: cannot write the journal (%s); holding task changes in memory "
@@ -103,9 +106,7 @@ class TaskStore:
                 for id, values in held.items():
                     cur.execute(f"UPDATE tasks SET {', '.join(f'{k} = ?' for k in values)} WHERE id = ?",
                                 (*values.values(), id))
-        except Exception as exc:
-            if not is_disk_fault(exc):
-                raise
+        except Exception as exc:  # noqa: BLE001 - `_faulted` re-raises all but a disk fault
             self._faulted(exc)
             return False
         for id, values in held.items():
@@ -136,9 +137,7 @@ class TaskStore:
         try:
             self.journal.pool.change(f"INSERT INTO tasks ({TASK_COLUMNS}) VALUES ({', '.join('?' * len(values))})",
                                      values)
-        except Exception as exc:
-            if not is_disk_fault(exc):
-                raise
+        except Exception as exc:  # noqa: BLE001 - `_faulted` re-raises all but a disk fault
             self._faulted(exc)
             self.refused += 1
             raise DiskFull(f"cannot start a task of `{tool}` on server `{server}`: the journal's disk takes no "
@@ -188,9 +187,7 @@ class TaskStore:
         try:
             self.journal.pool.change(f"UPDATE tasks SET {', '.join(f'{k} = ?' for k in values)} WHERE id = ?",
                                      (*values.values(), id))
-        except Exception as exc:
-            if not is_disk_fault(exc):
-                raise
+        except Exception as exc:  # noqa: BLE001 - `_faulted` re-raises all but a disk fault
             self._faulted(exc)
             self._hold(id, values)
         return row
@@ -203,9 +200,7 @@ class TaskStore:
             return bool(self.journal.pool.change(
                 "UPDATE tasks SET delivery_pending = 0, deliveries = deliveries + 1, delivered_at = ? "
                 "WHERE id = ? AND delivery_pending = 1", (self.clock(), id)))
-        except Exception as exc:
-            if not is_disk_fault(exc):
-                raise
+        except Exception as exc:  # noqa: BLE001 - `_faulted` re-raises all but a disk fault
             self._faulted(exc)
             return self._take_held(id)
 
