@@ -280,11 +280,9 @@ def redact_definition(defn: Mapping[str, Any], secrets: Iterable[str] = ()) -> d
     known = secret_values(defn) | set(secrets)
     out: dict[str, Any] = {}
     for k, v in defn.items():
-        if k == "headers" and isinstance(v, Mapping):
+        if k in ("headers", "env") and isinstance(v, Mapping):
             # An empty value holds nothing to hide, and `***` would hide that it is empty.
-            out[k] = {name: shown_field("headers", name, value, known) for name, value in v.items()}
-        elif k == "env" and isinstance(v, Mapping):  # `secret_env`: never an empty value
-            out[k] = {name: shown_field("env", name, value, known) for name, value in v.items()}
+            out[k] = {name: shown_field(k, name, value, known) for name, value in v.items()}
         elif k == "url" and isinstance(v, str):
             out[k] = redact_url(v)
         elif k == "args" and isinstance(v, list):
