@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -251,9 +250,8 @@ class ServerTasks:
             if row.cancel_requested:
                 self.finish(row.id, TaskState.CANCELLED, "cancelled before it was sent")
                 continue
-            retry = row.submitted
             self.store.update(row.id, state=TaskState.SUBMITTING, submitted=True,
-                              retries=row.retries + (1 if retry else 0))
+                              retries=row.retries + (1 if row.submitted else 0))
             tg.start_soon(self._submit, client, row.id)
 
     async def _poll_loop(self, client: Client, tg: anyio.abc.TaskGroup) -> None:
@@ -266,8 +264,8 @@ class ServerTasks:
                 self.in_flight.add(rid)
                 tg.start_soon(self._poll, client, rid)
             pending = [t for rid, t in self.next_poll.items() if rid not in self.in_flight]
-            delay = max(0.0, min(pending) - time.monotonic()) if pending else math.inf
-            with anyio.move_on_after(min(delay, 5.0)):
+            delay = min(max(0.0, min(pending) - time.monotonic()), 5.0) if pending else 5.0
+            with anyio.move_on_after(delay):
                 await changed.wait()
 
     def _answer_lost(self, row: TaskRow, why: str, *, resend_now: bool) -> None:

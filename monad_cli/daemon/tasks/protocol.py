@@ -90,12 +90,6 @@ class CancelTaskRequest(types.Request[TaskIdParams, Literal["tasks/cancel"]]):
     name_param = "taskId"
 
 
-class AckResult(types.Result):
-    """The empty acknowledgement of `tasks/update` and `tasks/cancel`."""
-
-    model_config = ConfigDict(extra="allow")
-
-
 def flatten(exc: BaseException) -> list[BaseException]:
     """The leaves of an exception group (the SDK's task groups wrap errors), or `[exc]`."""
     if isinstance(exc, BaseExceptionGroup):
@@ -231,12 +225,13 @@ class Sep2663Wire:
     async def answer(self, task_id: str, responses: dict[str, Any]) -> None:
         """`tasks/update {taskId, inputResponses}`; the ack is empty."""
         await self.client.session.send_request(
-            UpdateTaskRequest(params=UpdateTaskParams(task_id=task_id, input_responses=responses)), AckResult,
+            UpdateTaskRequest(params=UpdateTaskParams(task_id=task_id, input_responses=responses)), types.EmptyResult,
             request_read_timeout_seconds=self.request_timeout)
 
     async def cancel(self, task_id: str) -> dict[str, Any] | None:
         """`tasks/cancel {taskId}` (idempotent); the next poll shows the ending."""
-        await self.client.session.send_request(CancelTaskRequest(params=TaskIdParams(task_id=task_id)), AckResult,
+        await self.client.session.send_request(CancelTaskRequest(params=TaskIdParams(task_id=task_id)),
+                                               types.EmptyResult,
                                                request_read_timeout_seconds=self.request_timeout)
         return None
 
