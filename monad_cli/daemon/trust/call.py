@@ -1,10 +1,8 @@
 """`ToolCall`: one tools/call on its way through monad, as one explicit object.
 
-Every entry (the control API, the gateway's sessions, an MCP App through the Studio) builds
-one and hands it to `ToolService.call`. The caller sets what it asks and brings; the path's
-steps write what they learn on it (server and tool, decision, journal row, outcome), so a
-wrapper (telemetry) reads the whole call from it once the path returns. Nothing about a call
-travels beside it.
+Every entry builds one and hands it to `ToolService.call`; the path's steps write what they
+learn on it, so a wrapper (telemetry) reads the whole call from it once the path returns.
+Nothing about a call travels beside it.
 """
 
 from __future__ import annotations
