@@ -76,11 +76,8 @@ def secret_name(name: str) -> bool:
     one of its words is TOKEN, KEY, SECRET, PASSWORD, CREDENTIAL, AUTH, COOKIE, SESSION, … or
     ends with one (`GITHUB_TOKEN`, `apiKey`, `--api-key`, `ACCESSKEY`); `MODE`, `AUTHOR`,
     `KEYBOARD` do not."""
-    for word in _NAME_WORDS.findall(name):
-        low = word.lower()
-        if low in _SECRET_WORDS or low.endswith(_SECRET_SUFFIXES):
-            return True
-    return False
+    words = [word.lower() for word in _NAME_WORDS.findall(name)]
+    return any(word in _SECRET_WORDS or word.endswith(_SECRET_SUFFIXES) for word in words)
 
 
 def secret_shaped(value: str) -> bool:
@@ -90,14 +87,10 @@ def secret_shaped(value: str) -> bool:
     UUIDs and words joined by `-`/`_` are not."""
     if len(value) < MIN_SCRUB_LEN or value.startswith(("/", "~", "./", "../")) or "://" in value:
         return False
-    if "-----BEGIN" in value and "PRIVATE KEY" in value:
+    if ("-----BEGIN" in value and "PRIVATE KEY" in value) or _TOKEN_PREFIX.search(value) or _JWT.search(value):
         return True
-    if _TOKEN_PREFIX.search(value) or _JWT.search(value):
-        return True
-    for run in _RANDOM_RUN.findall(value):
-        if any(c.isdigit() for c in run) and sum(c.isalpha() for c in run) >= 4:
-            return True
-    return False
+    return any(any(c.isdigit() for c in run) and sum(c.isalpha() for c in run) >= 4
+               for run in _RANDOM_RUN.findall(value))
 
 
 def secret_env(name: str, value: object) -> bool:
@@ -385,20 +378,17 @@ def _credential_span(m: re.Match[str]) -> str:
 
 
 def scrub_credentials(text: str) -> str:
-    """`text` with its `Bearer`/`Basic` credential spans masked (`_credential_span`)."""
+    """`text` with its `Bearer`/`Basic` credential spans masked."""
     return _BEARER.sub(_credential_span, text)
 
 
 def secret_forms(secret: str) -> set[str]:
     """The spellings of `secret` the scrubber masks (docs/atoms.md "Secrets"): as it is;
-    inside JSON text as a canonical encoder writes it (`"` → `\\"`, non-ASCII → `\\uXXXX`),
-    and inside JSON text inside a JSON string (escaped twice: a tool that answers with a
-    JSON document); and percent-encoded in a URL (RFC 3986 §2.1, either case of hex digit,
-    with `/` kept or not, a space as `+` or `%20`): a server echoing a link with the token
-    in its query. Any other JSON spelling uses a `\\u` or `\\/` escape, which the
-    supervisor's scrubber treats as a reason to look closer. Encodings a server must choose
-    to apply (base64, hex, reversed, split in two) are not caught: a server that holds a
-    secret can always send it on some other way; the scrubber stops echoes."""
+    in JSON text as a canonical encoder writes it, once and twice escaped (a tool answering
+    with a JSON document); percent-encoded (RFC 3986 §2.1, either hex case, `/` kept or not,
+    a space as `+` or `%20`). Any other JSON spelling uses a `\\u` or `\\/` escape, which the
+    supervisor's scrubber looks closer at. Encodings a server must choose (base64, hex,
+    split) are not caught: the scrubber stops echoes, not a server that means to leak."""
     if _PLAIN_FORM.fullmatch(secret):
         return {secret}  # JSON and percent-encoding leave it as it is (most tokens)
     import json  # not on the CLI's light path (`add` imports this module)
@@ -421,11 +411,10 @@ TRUNCATION_MARKS = ("...", "\u2026")
 
 
 class Fragments:
-    """The part of a secret left beside a truncation mark: `...ENTINEL-token-5b1c9e` (the
-    SDK's parse error quotes a server's answer through pydantic, which cuts a long `repr`
-    in the middle, so the whole secret is not there to match, but all but its first
-    characters are). A piece of at least `MIN_SCRUB_LEN` characters that ends a secret
-    right after a mark, or begins one right before it, is masked; nothing else is."""
+    """The part of a secret left beside a truncation mark: `...ENTINEL-token-5b1c9e` (pydantic
+    cuts a long `repr` in the middle of a parse error). A piece of at least `MIN_SCRUB_LEN`
+    characters that ends a secret right after a mark, or begins one right before it, is
+    masked; nothing else is."""
 
     def __init__(self, values: Iterable[str]) -> None:
         self.values = tuple(values)
@@ -464,12 +453,10 @@ class Fragments:
 
 
 class Scrubber:
-    """`redact_text` over one set of secrets, prepared once: the values of at least
-    `MIN_SCRUB_LEN` characters sorted longest first (a secret inside a longer one must not
-    leave the rest of the longer one behind), each in its `secret_forms`, and the
-    `Fragments` of them a truncation left. `source` is the set it was built from, as
-    given. The reference of daemon/scrubber.py's (a loop over the values: fine for the CLI's
-    few short texts, far too slow for a supervisor's answers)."""
+    """`redact_text` over one set of secrets (`source`, as given), prepared once: the values of
+    at least `MIN_SCRUB_LEN` characters longest first (a secret inside a longer one must not
+    leave the rest of it behind), each in its `secret_forms`, and their `Fragments`. The
+    reference of daemon/scrubber.py's (a loop: fine for the CLI, too slow for a supervisor)."""
 
     def __init__(self, secrets: Iterable[str]) -> None:
         self.source = secrets
@@ -485,9 +472,7 @@ class Scrubber:
         if "..." in text or "\u2026" in text:
             text = self.fragments(text)
         low = text.lower()  # the case-insensitive regex scans every position: look first
-        if "bearer" not in low and "basic" not in low:
-            return text
-        return scrub_credentials(text)
+        return scrub_credentials(text) if "bearer" in low or "basic" in low else text
 
 
 def scrub_data(value: Any, scrub: Callable[[str], str]) -> Any:
