@@ -1,26 +1,21 @@
 """The supervisor's scrubber: every secret value monad holds → `***` (docs/atoms.md "Secrets").
 
-One engine over the current secret set, with four doors:
-- `scrub(text) -> text`: free text (the supervisor's redaction function: logs, reasons,
-  errors, spans, journal rows). The signature is stable; other parts take it as a plain
-  `Callable[[str], str]`;
-- `line(bytes) -> bytes`: one line a stdio server wrote to stdout, before anything parses
-  it (sessions/transports.py: the ingress choke point);
-- `message(JSONRPCMessage) -> JSONRPCMessage`: one message an HTTP server sent, as the SDK's
-  transport parsed it (sessions/remote.py: the same choke point for HTTP);
+One engine over the current secret set, with four doors, each returning its input itself
+when no secret is in it (a clean answer costs one scan and no copy):
+- `scrub(text) -> text`: free text (logs, reasons, errors, spans, journal rows); others
+  take it as a plain `Callable[[str], str]`;
+- `line(bytes) -> bytes`: one line a stdio server wrote, before anything parses it
+  (sessions/transports.py: the ingress choke point);
+- `message(JSONRPCMessage) -> JSONRPCMessage`: one message an HTTP server sent, as the
+  SDK's transport parsed it (sessions/remote.py: the same choke point for HTTP);
 - `data(value) -> value`: a JSON-shaped value.
-Each returns its input itself when no secret is in it (the usual case), so a clean answer
-costs one scan and no copy.
 
 How: one Hyperscan database holds every secret of at least `MIN_SCRUB_LEN` characters in
-each of its `secret_forms` (JSON-escaped once and twice, percent-encoded), plus the two
-escapes that spell a character another way (`\\u`, `\\/`: a server could write a secret
-with them), `Bearer`/`Basic` spans, and the truncation marks (`...`, `…`) a piece of a
-secret may be left beside (`Fragments`: looked up where a mark is, before anything is
-parsed). A scan says which of them occur (~0.5 ms for a 1 MB line against 300 secrets,
-where a loop of `in` over the values takes ~180 ms and Aho-Corasick ~28 ms;
-bench/bench_scrub.py). Only when something occurs is the line parsed and its decoded
-strings replaced exactly (core/redact.py's rules), then written again.
+each of its `secret_forms`, plus the escapes that spell a character another way (`\\u`,
+`\\/`), `Bearer`/`Basic` spans, and the truncation marks (`...`, `…`) a piece of a secret
+may stand beside (`Fragments`). A scan says which occur (~0.5 ms for a 1 MB line against
+300 secrets, where a loop of `in` takes ~180 ms; bench/bench_scrub.py). Only then is the
+line parsed and its decoded strings replaced exactly (core/redact.py's rules).
 
 `core.redact.Scrubber` is the reference (standard library, for the CLI); tests hold this one
 to it. Without the `hyperscan` package (a platform with no wheel) this falls back to it.
