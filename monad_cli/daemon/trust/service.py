@@ -194,36 +194,33 @@ class ToolService:
             jt.remember_tool_set(self.journal, name, digest, canonical_tools(dumped))
         except Exception:
             log.exception("journal write failed")  # the pin check itself needs no journal
-        pinned = server.spec.trust.pinned_tool_hash if server.spec else None
-        if server.spec is not None and not pinned and server.spec.trust.pin_on_first_use:
+        spec = server.spec
+        pinned = spec.trust.pinned_tool_hash if spec else None
+        if spec is not None and not pinned and spec.trust.pin_on_first_use:
             pinned = self.first_pins.get(name)
             if pinned is None:
                 self._pin_first_use(server, digest, len(tools))
                 return None
-        elif server.spec is not None:
+        elif spec is not None:
             self.first_pins.pop(name, None)
-        if not pinned or server.spec is None:
-            self.blocked.pop(name, None)
+        if not pinned or spec is None:
             log.info("server %s: tool set hash %s (%s; pin it with `monad mcp pin %s`)",
                      name, digest, counted(len(tools), "tool"), name)
-            return None
-        definition = server.spec.definition_hash()
-        if same_hash(pinned, digest):
-            self.blocked.pop(name, None)
-            self.shared.vet(name, definition, digest, f"trust.pinnedToolHash in {server.spec.source or 'its file'}")
-            return None
-        vetted = self.shared.accepted(name, definition, digest)
-        if vetted:  # re-vetted elsewhere in the fleet for this very definition
-            self.blocked.pop(name, None)
+        elif same_hash(pinned, digest):
+            self.shared.vet(name, spec.definition_hash(), digest,
+                            f"trust.pinnedToolHash in {spec.source or 'its file'}")
+        elif vetted := self.shared.accepted(name, spec.definition_hash(), digest):  # re-vetted elsewhere in the fleet
             log.info("server %s: tool set %s differs from its pin but was vetted (%s)", name, digest, vetted)
-            return None
-        old = jt.tool_set(self.journal, name, norm_hash(pinned))
-        reason = (f"tool set changed since it was pinned ({describe_change(old, dumped)}); refusing to register "
-                  f"its tools: `trust.pinnedToolHash` is {pinned}, the new hash {digest}; review and accept it "
-                  f"with `monad mcp pin {name}` (`monad mcp tools {name} --refused` shows it)")
-        log.warning("server %s: %s", name, reason)
-        self.blocked[name] = reason
-        return reason
+        else:
+            old = jt.tool_set(self.journal, name, norm_hash(pinned))
+            reason = (f"tool set changed since it was pinned ({describe_change(old, dumped)}); refusing to register "
+                      f"its tools: `trust.pinnedToolHash` is {pinned}, the new hash {digest}; review and accept it "
+                      f"with `monad mcp pin {name}` (`monad mcp tools {name} --refused` shows it)")
+            log.warning("server %s: %s", name, reason)
+            self.blocked[name] = reason
+            return reason
+        self.blocked.pop(name, None)
+        return None
 
     def pin_review(self, name: str) -> dict[str, Any] | None:
         """While `name`'s pin refuses the tool set it advertises, what a person reviews before
@@ -469,18 +466,16 @@ class ToolService:
 
         Returns the CallToolResult in wire shape plus `callId`, `server`, `tool`,
         `decidedBy`; with `call.detach`, once approved, `{"detached": True, "task": row,
-        "callId", "server", "tool", "name", "decidedBy"}` at once (the call goes on as a
-        task: `monad tasks show ID`). What the path learns is on `call` when it returns
-        or raises (trust/call.py). Raises NotFound (unknown exposed name, or an app-only
-        tool), ToolHidden (a tool filter hides it, with the call's `include`/`exclude`;
-        the message names the rule), InvalidInput (arguments do not match the
-        inputSchema), ApprovalRequired (`mode: check`), CallRefused (denied) and its
-        ApprovalTimeout and NotRegistered (pin mismatch), ToolCallFailed (the server
-        failed the request), NotConnected (the server did not come back in time), and with
-        `detach` Unavailable (no task manager) and the task manager's NotConnected and
-        QueueFull. Every call that got past name and argument checks leaves one
-        `tool_calls` pair of rows. Cancelling the caller's scope cancels the call: the
-        server is told (notifications/cancelled), and the call is journaled `cancelled`.
+        "callId", "server", "tool", "name", "decidedBy"}` at once. What the path learns is
+        on `call` when it returns or raises. Raises NotFound (unknown name, an app-only
+        tool), ToolHidden (a tool filter hides it; the message names the rule), InvalidInput
+        (arguments do not match the inputSchema), ApprovalRequired (`mode: check`),
+        CallRefused (denied) and its ApprovalTimeout and NotRegistered (pin mismatch),
+        ToolCallFailed (the server failed the request), NotConnected (the server did not
+        come back in time), and with `detach` Unavailable (no task manager) and the task
+        manager's NotConnected and QueueFull. Every call past the name and argument checks
+        leaves one pair of `tool_calls` rows. Cancelling the caller's scope cancels the call
+        (the server is told, notifications/cancelled; journaled `cancelled`).
         """
         return await self._handle(call)
 
@@ -598,8 +593,8 @@ class ToolService:
         return await self._wait(call, p, timeout)
 
     async def _wait_at_gate(self, call: ToolCall, pending: Pending, timeout: float) -> tuple[bool, str, str]:
-        """The gate's wait for a person's decision on `pending` (at most `timeout` s); the
-        caller's `waiting` hears first what it waits on and how to decide it."""
+        """Wait at most `timeout` s for a person's decision on `pending`; the caller's
+        `waiting` hears first how to decide it."""
         if call.waiting is not None:
             line = (f"call to `{call.exposed}` waits for a person's approval (up to {timeout:g} s): "
                     f"`monad approvals allow {pending.id}` or the Studio (`monad studio`) lets it run, "
@@ -613,8 +608,8 @@ class ToolService:
 
     # -- journal ----------------------------------------------------------------------
     def _claim(self, call: ToolCall) -> int | None:
-        """The intent row of this call when an `approval: check` wrote it (the call follows
-        up its approval id): this call takes it over, so one call has one pair of rows."""
+        """The intent row an `approval: check` wrote for this call (it follows up that approval
+        id): taken over, so one call has one pair of rows."""
         approval_id = call.approval.get("approvalId")
         p = self.gate.pending.get(str(approval_id)) if approval_id else None
         if p is None or p.call_id is None or p.claimed:
@@ -647,9 +642,8 @@ class ToolService:
                           defer=defer)
 
     def _journal_refusal(self, call: ToolCall, exc: MonadError, held: int | None = None) -> None:
-        """The two rows of a call that never reached its server: intent (`held`: the one its
-        `approval: check` wrote), then its refusal (`error` when the server was not back in
-        time) with the reason."""
+        """The rows of a call refused before it reached its server (`error` when the server was
+        not back in time), with the reason."""
         outcome = "error" if isinstance(exc, NotConnected) else "refused"
         call.decision = "refused" if outcome == "refused" else None
         call.decided_by = f"monad ({exc.code})"
@@ -664,9 +658,8 @@ class ToolService:
 
     # -- the server's session ---------------------------------------------------------
     def _not_held(self, call: ToolCall, exc: BaseException) -> None:
-        """`exc` left `_Held`'s block: the row of a call that has no outcome yet (the
-        start failed, or the caller left while it ran; a failure of the call itself is
-        journaled there)."""
+        """`exc` left `_Held`'s block: the outcome row of a call that has none yet (the start
+        failed, or the caller left while it started)."""
         if call.outcome is not None:
             return
         if isinstance(exc, MonadError):
@@ -692,11 +685,10 @@ class ToolService:
                 "name": call.exposed, "decidedBy": call.decided_by}
 
     async def _send(self, call: ToolCall) -> tuple[CallToolResult, list[str]]:
-        """tools/call on the server's session: its result, and for a tool error what a
-        stdio server wrote to stderr meanwhile. A tool its server runs only as a task
-        (2025-11-25 "Tool-Level Negotiation") goes through the task manager, also for a
-        caller who waits: a plain call is refused. Every failure is journaled and raised
-        as its kind (`ToolCallFailed` for the server's)."""
+        """tools/call on the server's session: its result, and for a tool error what a stdio
+        server wrote to stderr meanwhile. A tool its server runs only as a task (2025-11-25
+        "Tool-Level Negotiation") goes through the task manager. Every failure is journaled
+        and raised as its kind (`ToolCallFailed` for the server's)."""
         MCPError, MISSING_REQUIRED_CLIENT_CAPABILITY, REQUEST_TIMEOUT = _sdk_names()
         server, tool = call.server, call.tool
         assert server is not None and tool is not None
@@ -738,12 +730,10 @@ class ToolService:
         return result, said
 
     async def _on_session(self, call: ToolCall) -> CallToolResult:
-        """`call` on its server's session. When the server's grant lapses under the call (a
-        refresh refused, the session ending for it), the call failed; it is sent again once
-        the server is authorized on demand only if the tool says doing so is harmless
-        (`readOnlyHint` or `idempotentHint`, MCP spec, server/tools "Tool Annotations"): the
-        lapse may have come from another request while this one ran. Otherwise it fails with
-        AuthorizationRequired, and the next call authorizes the server."""
+        """`call` on its server's session. When the server's grant lapses under the call, it is
+        sent again once the server is authorized on demand only if the tool says that is
+        harmless (`readOnlyHint`, `idempotentHint`: MCP spec, server/tools "Tool
+        Annotations"); otherwise AuthorizationRequired, and the next call authorizes it."""
         server, tool = call.server, call.tool
         assert server is not None and tool is not None
         try:
@@ -768,8 +758,8 @@ class ToolService:
 
     # -- answer -----------------------------------------------------------------------
     def _answer(self, call: ToolCall, result: CallToolResult, said: list[str]) -> dict[str, Any]:
-        """The result in wire shape plus monad's keys; its outcome row (behind the answer
-        with `write_behind`: the intent row was committed before the call)."""
+        """The result in wire shape plus monad's keys; its outcome row (behind the answer with
+        `write_behind`)."""
         server, tool = call.server, call.tool
         assert server is not None and tool is not None
         out = result.model_dump(by_alias=True, exclude_none=True, mode="json")
@@ -787,8 +777,8 @@ class ToolService:
         return out
 
     async def _stderr_of_call(self, sink: Any, mark: int) -> list[str]:
-        """The last `STDERR_OF_CALL` lines a stdio server wrote to stderr since `mark` (its
-        sink's count when the call was sent), scrubbed; Python's `^^^^` marker lines left out."""
+        """The last `STDERR_OF_CALL` lines a stdio server wrote since `mark`, scrubbed; Python's
+        `^^^^` marker lines left out."""
         if sink is None:
             return []
         await sink.settle()
@@ -796,31 +786,28 @@ class ToolService:
         return [self.scrub(line) for line in lines[-STDERR_OF_CALL:]]
 
     def _fail_if_stopping(self, call: ToolCall) -> None:
-        """When the supervisor's stop closed the session under a call the session did not word
-        as cut (a task's), the same answer as a `SessionCut`."""
+        """A call the supervisor's stop cut (unworded by the session: a task's) is a `SessionCut`."""
         if self.stopping():
             self._interrupted(call, "the supervisor stopped (`monad daemon stop` or a signal)",
                               "call it again once the supervisor is back (`monad daemon start`)")
 
     def _interrupted(self, call: ToolCall, happened: str, todo: str) -> NoReturn:
-        """monad ended the session under `call`: journal it `interrupted` and raise `Unavailable`
-        saying what happened, that whether the server acted is unknown, and what to do."""
+        """monad ended the session under `call`: journaled `interrupted`, raised `Unavailable`."""
         self._finish(call, "interrupted", f"{happened} during the call")
         raise Unavailable(self.scrub(f"the call to `{call.exposed}` was cut: {happened} while it ran; whether "
                                      f"the server acted on it is unknown; {todo}")) from None
 
     # -- authorization on demand (trust/authorization.py) -------------------------------
     def _lapsed(self, exposed: str) -> ToolServer | None:
-        """The server behind `exposed` (`named_server`) if its grant lapsed and a person can
-        authorize it, else None."""
+        """The server behind `exposed` if its grant lapsed and a person can authorize it."""
         actor = self.named_server(exposed)
         if actor is None or not actor.needs_authorization or not authorizable(actor):
             return None
         return actor
 
     async def _authorize_first(self, call: ToolCall) -> None:
-        """A call to a server in `needs-auth`: authorize it, then wait (at most its connect
-        `timeout` and a little more) until its session is up again with the new grant."""
+        """A call to a server in `needs-auth`: authorize it, then wait (its connect `timeout`
+        and a little more) until its session is up with the new grant."""
         actor = self._lapsed(call.exposed)
         if actor is None:
             return
