@@ -1,23 +1,17 @@
 """Checks for `input_required` requests (stdlib only: the CLI and the supervisor share them).
 
 An input request in a task's `inputRequests` is an `elicitation/create` request (MCP
-2025-11-25 client/elicitation), in one of two modes:
-
-- form mode: a `requestedSchema` that is a flat object of primitive properties
-  ("Requested Schema": string, number, integer, boolean, enums of strings, titled
-  single-select enums as `oneOf` of `const`s);
-- URL mode (`mode: "url"`): the person opens `url` in a browser, out of band; the answer
-  says only whether they agreed to (`accept`, `decline`, `cancel`), never any content.
-  monad shows the whole URL and its host ("Safe URL Handling": highlight the domain) and
-  never opens or fetches it itself; a URL that is not absolute http(s), or that carries
-  control characters, is refused.
+2025-11-25 client/elicitation) in form mode (a flat `requestedSchema` of string, number,
+integer, boolean, string enums, titled single-select `oneOf` of `const`s) or URL mode (the
+person opens `url` out of band; the answer says only `accept`, `decline` or `cancel`).
+monad shows the whole URL and its host ("Safe URL Handling") and never opens it; one that
+is not absolute http(s), or carries control characters, is refused.
 
 `describe_request` gives either kind the one shape the API, the CLI and the Studio show.
-Form answers keep their JSON types: `"3"` for an integer property is converted to `3` and
-`"yes"` for a boolean to `true`; anything that does not fit is refused with a one-line
-message. Property names that are dangerous to the many clients that merge answers
-into JavaScript objects (`__proto__`, `constructor`, `prototype`) or that carry control
-characters are refused on both sides: in a server's form and in an answer.
+Form answers keep their JSON types (`"3"` → `3` for an integer, `"yes"` → `true`); what
+does not fit is refused in one line. Property names dangerous to clients that merge answers
+into JavaScript objects (`__proto__`, `constructor`, `prototype`) or with control characters
+are refused in a server's form and in an answer.
 """
 
 from __future__ import annotations

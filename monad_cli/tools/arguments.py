@@ -1,10 +1,8 @@
 """Tool arguments against the tool's `inputSchema` (MCP spec, server/tools "Tool"; JSON
-Schema 2020-12): `build_arguments` turns `monad mcp call --arg key=value` pairs into the
-types the schema declares (local `$ref`s followed: schema_refs.py), `validate_arguments`
-checks a call's arguments before it is sent — with an empty `referencing.Registry`, so a
-`$ref` is never fetched; one that cannot be resolved (remote, dangling) leaves the call
-unvalidated for the server to judge. Light imports (the CLI uses it): jsonschema is
-loaded on the first validation.
+Schema 2020-12): `build_arguments` turns `--arg key=value` pairs into the types the schema
+declares (local `$ref`s followed), `validate_arguments` checks a call's arguments before it
+is sent, with an empty `referencing.Registry` (a `$ref` is never fetched; one that cannot be
+resolved leaves the call for the server to judge). jsonschema loads at the first validation.
 """
 
 from __future__ import annotations
@@ -249,12 +247,9 @@ def _plain_valid(plan: _Plan, arguments: dict[str, Any]) -> bool:
 
 
 def _without_optional_nulls(schema: dict[str, Any], arguments: dict[str, Any]) -> dict[str, Any]:
-    """`arguments` as checked: a `null` for a declared, optional property counts as not given.
-
-    Agents send `null` for "no value" whatever the property's type, and the MCP spec counts
-    on it: a client "MUST omit" the `Mcp-Param` header of a null argument (SEP-2243, basic/
-    transports "Custom Headers"). Whether the tool accepts it is the server's to judge; the
-    arguments are sent as given."""
+    """`arguments` as checked: a `null` for a declared, optional property counts as not given
+    (agents send `null` for "no value", and a client "MUST omit" the `Mcp-Param` header of a
+    null argument: SEP-2243, basic/transports "Custom Headers"). Sent as given."""
     props = schema.get("properties")
     if not isinstance(props, dict) or None not in arguments.values():
         return arguments
@@ -264,11 +259,9 @@ def _without_optional_nulls(schema: dict[str, Any], arguments: dict[str, Any]) -
 
 
 def _with_required_defaults(schema: dict[str, Any], arguments: dict[str, Any]) -> dict[str, Any]:
-    """`arguments` as checked: a required property the call leaves out but the schema gives a
-    `default` counts as given (its default). Servers fill such defaults in themselves
-    (`@playwright/mcp`'s `browser_take_screenshot` marks `scale` required with a default, and
-    accepts a call without it); monad's check must never refuse what the server accepts. The
-    arguments are sent as given."""
+    """`arguments` as checked: a required property left out that has a `default` counts as
+    given (servers fill it in: `@playwright/mcp`'s `browser_take_screenshot` `scale`; monad
+    must never refuse what the server accepts). Sent as given."""
     props = schema.get("properties")
     required = schema.get("required")
     if not isinstance(props, dict) or not isinstance(required, list):

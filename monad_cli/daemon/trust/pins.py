@@ -1,12 +1,10 @@
 """`pinnedToolHash`: sha256 over the canonical JSON of a server's whole tool set.
 
-The hash covers every page of tools/list and, per tool, the fields that change what an
-agent is told or what a call does: name, title, description, inputSchema, outputSchema,
-annotations, execution. Tools are sorted by name, keys sorted, no whitespace, so the hash
-does not depend on page order or the server's JSON formatting. Written `sha256:<hex>`.
-A server that swaps a tool's description or schema after it was trusted (a "rug pull")
-no longer matches; pagination cursors are opaque, so every page counts (MCP spec,
-server/utilities/pagination). Stdlib only: the CLI computes nothing here, but may import it.
+The hash covers every page of tools/list (MCP spec, server/utilities/pagination) and, per
+tool, the fields that change what an agent is told or a call does (`PINNED_FIELDS`); tools
+sorted by name, keys sorted, no whitespace, written `sha256:<hex>`. A server that swaps a
+tool's description or schema after it was trusted (a "rug pull") no longer matches.
+Stdlib only.
 """
 
 from __future__ import annotations
