@@ -246,26 +246,19 @@ def _plain_valid(plan: _Plan, arguments: dict[str, Any]) -> bool:
     return True
 
 
-def _without_optional_nulls(schema: dict[str, Any], arguments: dict[str, Any]) -> dict[str, Any]:
-    """`arguments` as checked: a `null` for a declared, optional property counts as not given
-    (agents send `null` for "no value", and a client "MUST omit" the `Mcp-Param` header of a
-    null argument: SEP-2243, basic/transports "Custom Headers"). Sent as given."""
-    props = schema.get("properties")
-    if not isinstance(props, dict) or None not in arguments.values():
+def _as_checked(schema: dict[str, Any], arguments: dict[str, Any]) -> dict[str, Any]:
+    """`arguments` as checked (they are sent as given): a `null` for a declared, optional
+    property counts as not given (agents send `null` for "no value", and a client "MUST omit"
+    the `Mcp-Param` header of a null argument: SEP-2243, basic/transports "Custom Headers");
+    a required property left out that has a `default` counts as given (servers fill it in:
+    `@playwright/mcp`'s `browser_take_screenshot` `scale`; monad must never refuse what the
+    server accepts)."""
+    props, required = schema.get("properties"), schema.get("required")
+    if not isinstance(props, dict):
         return arguments
-    required = schema.get("required")
-    required = set(required) if isinstance(required, list) else set()
-    return {k: v for k, v in arguments.items() if v is not None or k in required or k not in props}
-
-
-def _with_required_defaults(schema: dict[str, Any], arguments: dict[str, Any]) -> dict[str, Any]:
-    """`arguments` as checked: a required property left out that has a `default` counts as
-    given (servers fill it in: `@playwright/mcp`'s `browser_take_screenshot` `scale`; monad
-    must never refuse what the server accepts). Sent as given."""
-    props = schema.get("properties")
-    required = schema.get("required")
-    if not isinstance(props, dict) or not isinstance(required, list):
-        return arguments
+    required = required if isinstance(required, list) else []
+    if None in arguments.values():
+        arguments = {k: v for k, v in arguments.items() if v is not None or k in required or k not in props}
     missing = {k: props[k]["default"] for k in required
                if isinstance(k, str) and k not in arguments and isinstance(props.get(k), dict)
                and "default" in props[k]}
@@ -276,8 +269,8 @@ def validate_arguments(schema: dict[str, Any] | None, arguments: dict[str, Any],
     """Check `arguments` against the tool's inputSchema (JSON Schema 2020-12, or the dialect
     its `$schema` names; `$ref`s are resolved within the schema only, never fetched); raises
     InvalidInput naming the first offending argument. A `null` for an optional property
-    passes (`_without_optional_nulls`), and so does a missing required property that has a
-    `default` (`_with_required_defaults`). Arguments that are not JSON a server can take
+    passes, and so does a missing required property that has a `default` (`_as_checked`).
+    Arguments that are not JSON a server can take
     (`unsendable`) are refused first, schema or not."""
     why = unsendable(arguments)
     if why is not None:
@@ -299,7 +292,7 @@ def validate_arguments(schema: dict[str, Any] | None, arguments: dict[str, Any],
             validator = jsonschema.validators.validator_for(schema)(schema, registry=Registry())
             plan = _plain_plan(schema) if isinstance(schema, dict) else None
             _validators[id(schema)] = (schema, validator, plan)
-        checked = _with_required_defaults(schema, _without_optional_nulls(schema, arguments))
+        checked = _as_checked(schema, arguments)
         if plan is not None and _plain_valid(plan, checked):
             return
         errors = sorted(validator.iter_errors(checked),
