@@ -53,16 +53,13 @@ class TaskReader:
         """The row; with `wait`, first wait up to `wait` s for it to need attention (a terminal
         state or outstanding input). With `deliver`, take a pending delivery (`delivered`)."""
         row = self.resolve_id(ref)
-        deadline = anyio.current_time() + max(0.0, wait)
-        while wait > 0:
-            row = self.store.get(row.id) or row
-            if row.state in TERMINAL or (row.state == TaskState.INPUT_REQUIRED
-                                         and row.input_requests not in (None, "{}")):
-                break
-            left = deadline - anyio.current_time()
-            if left <= 0:
-                break
-            await self.ledger.wait_change(row.id, left)
+        with anyio.move_on_after(max(0.0, wait)):
+            while wait > 0:
+                row = self.store.get(row.id) or row
+                if row.state in TERMINAL or (row.state == TaskState.INPUT_REQUIRED
+                                             and row.input_requests not in (None, "{}")):
+                    break
+                await self.ledger.wait_change(row.id, wait)
         row = self.store.get(row.id) or row
         delivered = deliver and row.delivery_pending and self.store.take_delivery(row.id)
         if delivered:
