@@ -1,28 +1,23 @@
 """The one redaction function family: the API, the CLI, logs, errors and the journal use it.
 
 What counts as secret (docs/atoms.md "Secrets"), and nothing else:
-- a `headers` value whose field says credential (`Authorization`, `Cookie`, `X-Api-Key`: by
-  name) or whose value is shaped like a token (`secret_header`; never `Host`, `Accept`,
-  `User-Agent`, `Content-Type`, `MCP-Protocol-Version`), every `auth.headers` value (names stay
-  visible), and an `env` value whose *name* says secret
-  (`secret_name`: a word such as TOKEN, KEY, SECRET, PASSWORD, CREDENTIAL, AUTH, COOKIE,
-  SESSION) or whose *shape* says secret (`secret_shaped`: a known token prefix such as
-  `ghp_`, `sk-`, `xoxb-`, `AKIA`, a JWT, a PEM key, a long random-looking string). A value
-  that is only a `$VAR` reference (`$DOCS_KEY`, `Bearer ${TOKEN}`) holds no secret; the
-  variable's value does (every value of MONAD_HOME/env is a secret: the way to mark one);
-- URL userinfo passwords, and URL query values whose name or shape says secret (`?key=***`);
-- `auth.token`, `auth.clientSecret`, `auth.privateKey` (a client credentials key), stored
-  OAuth token state, a signed client assertion;
-- an argument that follows a flag named like a secret (`--token X`, `--api-key=X`), and
-  any part of an argument that is one of the definition's secret values (`"token X"`);
-- the bare token of a `Bearer X` / `Basic X` / `token X` header or env value, as well as the
-  whole value;
+- a `headers` value whose field says credential by name, or whose value is shaped like a
+  token (`secret_header`; never `PLAIN_HEADERS`), every `auth.headers` value, and an `env`
+  value whose *name* says secret (`secret_name`: TOKEN, KEY, SECRET, PASSWORD, AUTH, …) or
+  whose *shape* does (`secret_shaped`: `ghp_`, `sk-`, `AKIA`, a JWT, a PEM key, a long
+  random-looking string). A value that is only a `$VAR` reference (`Bearer ${TOKEN}`) holds
+  no secret; the variable's value does (every value of MONAD_HOME/env is a secret);
+- URL userinfo passwords, and URL query values whose name or shape says secret;
+- `auth.token`, `auth.clientSecret`, `auth.privateKey`, stored OAuth token state, a signed
+  client assertion;
+- an argument after a flag named like a secret (`--token X`, `--api-key=X`), and any part of
+  an argument that is one of the definition's secret values;
+- the bare token of a `Bearer X` / `Basic X` / `token X` value, as well as the whole value;
 - the secret arguments a registry install recorded (`registry.secrets`);
-- the values of MONAD_HOME/env (config/envfile.py), which the supervisor adds.
-Free text (reasons, stderr, everything a server sends) is scrubbed of every known secret value
-of at least `MIN_SCRUB_LEN` characters, and of `Bearer <token>` / `Basic <user:password>`
-spans. Redacted values read `***`. One rule (docs/atoms.md "Secrets"): a value monad holds as
-a secret is `***` wherever it appears, and `***` stands nowhere else.
+- the values of MONAD_HOME/env, which the supervisor adds.
+Free text is scrubbed of every known secret value of at least `MIN_SCRUB_LEN` characters, and
+of `Bearer <token>` / `Basic <user:password>` spans. One rule: a value monad holds as a
+secret is `***` wherever it appears, and `***` stands nowhere else.
 
 `Scrubber` here is the reference (standard library: the CLI's light path uses it); the
 supervisor scrubs with daemon/scrubber.py's, which a test holds to this one.
@@ -136,12 +131,11 @@ def url_secrets(url: str) -> list[str]:
 
 
 def secret_header(name: str, value: object) -> bool:
-    """Whether a header holds a secret (docs/atoms.md "Secrets"), by what the field means: a
-    field whose name says credential (`Authorization`, `Proxy-Authorization`, `Cookie`,
-    `X-Api-Key`, `Private-Token`: `secret_name`) always; one of `PLAIN_HEADERS` (`Host`,
-    `Accept`, `User-Agent`, `Content-Type`, `MCP-Protocol-Version`) never; any other when its
-    value is shaped like a token (`secret_shaped`) or is a credential after an auth scheme
-    (`Bearer X`, RFC 9110 §11.4). An empty value or a `$VAR` reference holds none."""
+    """Whether a header holds a secret (docs/atoms.md "Secrets"): a field whose name says
+    credential (`Authorization`, `Cookie`, `X-Api-Key`: `secret_name`) always; one of
+    `PLAIN_HEADERS` never; any other when its value is shaped like a token or is a
+    credential after an auth scheme (RFC 9110 §11.4). An empty value or a `$VAR` reference
+    holds none."""
     if not isinstance(value, str) or not value or is_reference(value):
         return False
     if name.strip().lower() in PLAIN_HEADERS:
@@ -228,12 +222,10 @@ _REFERENCE = re.compile(
 def is_reference(value: object) -> bool:
     """Whether a value only names where its secret is (docs/atoms.md "Secrets"): at least one
     `$VAR`/`${VAR}` reference, and literal text around it (a `${VAR:-default}`'s default
-    included) that holds no secret: no secret shape (`secret_shaped`), no credential after an
-    auth scheme, no URL password or secret query value that is not itself a reference.
-    `Bearer ${TOKEN}`, `${A}${B}`, `https://${HOST}/x?key=${KEY}` are references, shown as
-    written (the secret is in MONAD_HOME/env); `${A}sk-live-…`, `Bearer x${A}`,
-    `https://u:pw@${HOST}` and `$$HOME` (a literal `$`) are not, and are judged as literals.
-    The one rule `monad mcp get`, `monad mcp export`, the API and the scrubber use."""
+    included) with no secret shape, no credential after an auth scheme, no URL password or
+    secret query value that is not itself a reference. `Bearer ${TOKEN}`, `${A}${B}`,
+    `https://${HOST}/x?key=${KEY}` are; `${A}sk-live-…`, `Bearer x${A}`, `https://u:pw@${HOST}`
+    and `$$HOME` (a literal `$`) are not, and are judged as literals."""
     if not isinstance(value, str) or "$" not in value:
         return False
     if not any(m.group("dollar") is None for m in _REFERENCE.finditer(value)):
@@ -246,8 +238,7 @@ def is_reference(value: object) -> bool:
 
 def held_secrets(definitions: Iterable[Mapping[str, Any]], env_values: Iterable[str]) -> set[str]:
     """Every secret value monad holds: each definition's (`secret_values`) and the env file's
-    values of at least `MIN_SCRUB_LEN` characters (a shorter one, `1`, is a word elsewhere).
-    Read from the files by `config.loader.held_secrets_of`."""
+    values of at least `MIN_SCRUB_LEN` characters (a shorter one is a word elsewhere)."""
     found = {v for v in env_values if isinstance(v, str) and len(v) >= MIN_SCRUB_LEN}
     for defn in definitions:
         found |= secret_values(defn)
@@ -255,10 +246,9 @@ def held_secrets(definitions: Iterable[Mapping[str, Any]], env_values: Iterable[
 
 
 def shown_field(kind: str, name: str, value: object, known: Iterable[str] = ()) -> object:
-    """An `env` (`kind` "env") or `headers` value as output shows it: `***` when it is a secret
-    by meaning (`secret_env`, `secret_header`) or equals a secret monad holds elsewhere
-    (`known`: an `X-Custom` header carrying the `Authorization` token); else as written
-    (`shown_env` masks a URL's password)."""
+    """An `env` or `headers` (`kind`) value as output shows it: `***` when it is a secret by
+    meaning or equals one monad holds elsewhere (`known`); else as written (`shown_env` masks
+    a URL's password)."""
     if isinstance(value, str) and value in known:
         return MASK
     if kind == "env":

@@ -156,10 +156,9 @@ class ApprovalGate:
     def prior(self, server: str, definition_hash: str, tool: str, *, host_escape: bool = False,
               tool_hash: str | None = None) -> str | None:
         """Who approved this tool earlier ("session …"/"always …"), or None. A `hostEscape`
-        server's "always" approvals do not count (one made before the flag was set here, or
-        by a supervisor of the fleet where the server is not marked). With `tool_hash` (the
-        tool's definition now), a grant of another definition does not count either: the
-        journal says so once (`approval-outdated`), and the person is asked again."""
+        server's "always" approvals do not count (made before the flag, or elsewhere in the
+        fleet); with `tool_hash`, neither does a grant of another definition (journaled once,
+        `approval-outdated`)."""
         key = (server, definition_hash, tool)
         for scope, grants in (("session", self.session), ("always", self.always)):
             g = grants.get(key)
@@ -190,8 +189,8 @@ class ApprovalGate:
                                         "currentToolHash": now, "decidedBy": g.by})
 
     def release(self, key: tuple[str, str, str], grant: Grant) -> None:
-        """An "always" approval that arrived from a fleet's shared journal answers the
-        requests waiting on the same (server, definition hash, tool) and tool definition."""
+        """An "always" approval from the fleet answers the requests waiting on the same key and
+        tool definition."""
         for p in list(self.pending.values()):
             if p.decision is None and not p.host_escape and (p.server, p.definition_hash, p.tool) == key \
                     and (grant.tool_hash is None or p.tool_hash is None or grant.tool_hash == p.tool_hash):
@@ -210,8 +209,8 @@ class ApprovalGate:
 
     def standing_for(self, server: str, definition_hash: str, tool: str, tool_hash: str, *,
                      host_escape: bool = False) -> str | None:
-        """The scope ("session"/"always") of the approval that would let the next call of
-        this tool definition run unasked, or None (no side effects: for listings)."""
+        """The scope of the approval the next call of this tool definition would run on, or
+        None (no side effects: for listings)."""
         key = (server, definition_hash, tool)
         for scope, grants in (("session", self.session), ("always", self.always)):
             g = grants.get(key)
@@ -220,9 +219,8 @@ class ApprovalGate:
         return None
 
     def revoke(self, server: str, tool: str | None = None, scope: str | None = None, *, by: str) -> int:
-        """Forget the standing approvals of `server`'s `tool` (every tool of it when None), of
-        `scope` (both when None), whatever definition they were given for; journaled
-        (`approval-revoked`). Returns how many were forgotten."""
+        """Forget the standing approvals of `server`'s `tool` (None: every tool) of `scope`
+        (None: both), whatever definition; journaled (`approval-revoked`). Returns how many."""
         gone = 0
         for name, grants in (("session", self.session), ("always", self.always)):
             if scope not in (None, name):
@@ -257,10 +255,8 @@ class ApprovalGate:
 
     def open_call(self, spec: ServerSpec, server: str, tool: str, exposed: str, arguments: Any, via: str,
                   timeout: float, *, tool_hash: str | None = None) -> Pending:
-        """A request for one call of `tool` of `server` as `spec` defines it: the person sees
-        the exact command (secret-looking arguments redacted) or the URL (query secrets
-        redacted), and the decision is keyed to its definition hash and the tool's own
-        (`tool_hash`)."""
+        """A request for one call of `server`'s `tool`: the person sees the exact command or
+        URL (secrets redacted); the decision is keyed to the definition and `tool_hash`."""
         self.purge()
         now = self.clock()
         p = Pending(id=secrets.token_hex(4), server=server, tool=tool, exposed=exposed, arguments=arguments,
@@ -315,8 +311,7 @@ class ApprovalGate:
 
     def refuse_all(self, why: str) -> int:
         """Deny every request still waiting for a person, `why` as who decided (the supervisor
-        is stopping: nobody can approve them any more, and their callers get an answer
-        instead of a cut connection). Returns how many there were."""
+        stops: its callers get an answer, not a cut connection). Returns how many."""
         waiting = [p for p in self.pending.values() if p.decision is None]
         for p in waiting:
             p.decision = (False, "once", why)
@@ -339,8 +334,8 @@ class ApprovalGate:
             self.on_dropped(p, outcome, why)
 
     def purge(self) -> None:
-        """Forget expired requests: undecided ones close as timed out; a checked call that
-        nobody followed up, decided or not, gets its outcome row (`on_dropped`)."""
+        """Forget expired requests: undecided ones close as timed out; a checked call nobody
+        followed up gets its outcome row (`on_dropped`)."""
         now = self.clock()
         for key in [k for k, p in self.pending.items()
                     if p.expires < now and (not p.event.is_set() or (p.call_id is not None and not p.claimed))]:
