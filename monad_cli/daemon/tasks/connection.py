@@ -223,8 +223,7 @@ class ServerTasks:
             tg.cancel_scope.cancel()
 
     async def _resync(self, wire: TaskWire) -> None:
-        """2025-11-25 `tasks/list` once per connection: the statuses of every task the server
-        still has, folded into the open rows before their first poll lands."""
+        """2025-11-25 `tasks/list` once per connection, folded into the open rows."""
         try:
             listed = await wire.list_tasks()
         except Exception as exc:  # noqa: BLE001 - the polls read each task anyway

@@ -155,11 +155,9 @@ class ElicitationInbox:
 
 
 class LegacyTaskWire:
-    """Tasks over one live 2025-11-25 connection (see the module docstring).
-
-    `inbox`: the server's waiting elicitations; `start_soon`: the connection's task group
-    (a pending `tasks/result` lives there); `on_result_stream_end(task_id)`: a pending
-    `tasks/result` returned or failed, so the task should be read again.
+    """Tasks over one live 2025-11-25 connection. `inbox`: the server's waiting elicitations;
+    `start_soon`: the connection's task group (a pending `tasks/result` lives there);
+    `on_result_stream_end(task_id)`: a pending `tasks/result` ended: read the task again.
     """
 
     kind = "2025-11-25"
@@ -181,9 +179,9 @@ class LegacyTaskWire:
 
     async def submit(self, tool: str, arguments: dict[str, Any], *, meta: dict[str, Any],
                      task_support: str | None, timeout: float | None) -> tuple[str, dict[str, Any]]:
-        """`tools/call`, task-augmented when the tool allows it ("Tool-Level Negotiation":
-        `required` or `optional`; absent or `forbidden` must not be). Returns `("task",
-        snapshot)` or `("result", CallToolResult)`. Raises `MCPError`."""
+        """`tools/call`, task-augmented when the tool allows it (`required`, `optional`:
+        "Tool-Level Negotiation"): `("task", snapshot)` or `("result", CallToolResult)`.
+        Raises `MCPError`."""
         if task_support not in ("required", "optional"):
             res = await self.client.session.call_tool(tool, arguments, read_timeout_seconds=timeout,
                                                       meta=cast(types.RequestParamsMeta, meta))

@@ -121,8 +121,8 @@ class TaskManager(TaskReader):
 
     def elicitation_callback(self, name: str) -> Callable[[ClientRequestContext, types.ElicitRequestParams],
                                                           Any]:
-        """The `elicitation_callback=` of server `name`'s next `mcp.Client`: a 2025-11-25 task's
-        `elicitation/create` becomes that task's input request (`ServerTasks.on_elicitation`)."""
+        """The `elicitation_callback=` of server `name`'s next `mcp.Client` (a 2025-11-25 task's
+        input requests: `ServerTasks.on_elicitation`)."""
 
         async def elicit(ctx: ClientRequestContext, params: types.ElicitRequestParams
                          ) -> types.ElicitResult | types.ErrorData:
@@ -180,8 +180,7 @@ class TaskManager(TaskReader):
                 self._cleanup()
 
     async def _write_held(self) -> None:
-        """While the journal's disk takes no writes, the task changes held in memory are
-        tried again every `RETRY_S` (store.py)."""
+        """While the journal's disk takes no writes, retry the held changes every `RETRY_S`."""
         from monad_cli.journal.db import RETRY_S
 
         while True:
@@ -252,9 +251,8 @@ class TaskManager(TaskReader):
 
     # -- input and cancel ---------------------------------------------------------------------
     async def answer(self, ref: str, answers: dict[str, Any]) -> dict[str, Any]:
-        """Answer outstanding input requests: `answers` maps an inputRequests key to an answer
-        (see `forms.build_response`). Sends `tasks/update`. Raises `InvalidInput` for a bad
-        answer (unsafe or unknown property, wrong type), `NotConnected`."""
+        """Answer outstanding input requests (`answers`: inputRequests key → answer, see
+        `forms.build_response`) with `tasks/update`. Raises `InvalidInput`, `NotConnected`."""
         row = self.resolve_id(ref)
         outstanding = json.loads(row.input_requests or "{}")
         if row.state != TaskState.INPUT_REQUIRED or not outstanding:
@@ -386,10 +384,9 @@ class TaskManager(TaskReader):
 
     async def run_call(self, server: str, tool: str, arguments: dict[str, Any] | None, *,
                        correlation: dict[str, Any] | None = None) -> types.CallToolResult:
-        """A call whose caller waits for the result, of a tool that must run as a task
-        (2025-11-25 `execution.taskSupport: "required"`, "Tool-Level Negotiation"): started
-        like `start`, followed to its end; returns the `CallToolResult`. Raises what `start`
-        raises, and `MCPError` for a task that did not complete."""
+        """A waited-for call of a tool that must run as a task (2025-11-25 `taskSupport:
+        "required"`): `start`, followed to its `CallToolResult`. Raises what `start` does, and
+        `MCPError` for a task that did not complete."""
         row = await self.start(server, tool, arguments, correlation=correlation, submit_wait=0)
         return await self._await_end(row["id"])
 

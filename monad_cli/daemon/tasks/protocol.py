@@ -31,9 +31,9 @@ INVOCATION_META_KEY = "dev.monad/invocationId"
 
 
 class Task(types.Result):
-    """The fields every task shape carries (SEP-2663 "Task"); times are ISO 8601, extra keys
-    are kept. `status` stays a plain string: a status monad does not know is the fold's
-    to ignore (`tasks.snapshot`), not a reason to reject the whole answer."""
+    """The fields every task shape carries (SEP-2663 "Task"): times ISO 8601, extra keys kept,
+    `status` a plain string (an unknown one is the fold's to ignore, not a reason to reject
+    the answer)."""
 
     model_config = ConfigDict(extra="allow")  # merged with `Result`'s camelCase aliases
     task_id: str
@@ -111,12 +111,9 @@ def dump(model: BaseModel) -> dict[str, Any]:
 
 class TasksExtension(ClientExtension):
     """The client side of `io.modelcontextprotocol/tasks`, one instance per connection.
-
     `on_notification(params)` receives every `notifications/tasks` (wire JSON), and every
-    2025-11-25 `notifications/tasks/status` in the same spelling (`legacy.normalize_task`:
-    the binding works at any version; only the claim is modern-only);
-    `resolve(created, ctx)` finishes a task returned to a plain `Client.call_tool` (the
-    SDK calls it) and must return the final `CallToolResult`.
+    2025-11-25 `notifications/tasks/status` in the same spelling; `resolve(created, ctx)`
+    finishes a task returned to a plain `Client.call_tool` with its `CallToolResult`.
     """
 
     identifier = TASKS_EXTENSION
@@ -193,8 +190,7 @@ async def listen_for_tasks(lane: OwnRequests, version: str, task_ids: Sequence[s
 
 class Sep2663Wire:
     """SEP-2663 tasks over one live connection: the server decides whether `tools/call`
-    becomes a task (the claim is declared on the session), input goes back with
-    `tasks/update`, and `tasks/cancel` is always there (SEP-2663 "Cancelling Tasks")."""
+    becomes a task, input goes back with `tasks/update`, `tasks/cancel` is always there."""
 
     kind = "sep-2663"
     cancels = True

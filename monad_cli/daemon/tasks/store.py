@@ -168,9 +168,8 @@ class TaskStore:
         return self._select("id LIKE ? ESCAPE '\\' OR task_id LIKE ? ESCAPE '\\'", (like, like), tail=" LIMIT 5")
 
     def update(self, id: str, **fields: Any) -> TaskRow | None:
-        """Set columns (JSON columns take Python values) and `updated_at`; returns the row,
-        or None if there is none. A `state` must be allowed from the row's current state
-        (`states.TRANSITIONS`), else `IllegalTransition` is raised and nothing is written."""
+        """Set columns (JSON columns take Python values) and `updated_at`; the row, or None. A
+        `state` the row cannot move to raises `IllegalTransition`, and nothing is written."""
         row = self.get(id)  # the transition is checked against what it is, held changes included
         if row is None:
             return None
