@@ -188,12 +188,11 @@ class OnDemandAuthorization:
                 try:
                     answer = await handler({"method": "elicitation/create", "params": {
                         "mode": "url", "message": message, "url": url, "elicitationId": waiting.id}})
+                    if answer.get("action") != "accept":
+                        refused.append(f"the caller answered `{answer.get('action')}`")
                 except InputRefused as e:
                     refused.append(str(e))
-                    tg.cancel_scope.cancel()
-                    return
-                if answer.get("action") != "accept":
-                    refused.append(f"the caller answered `{answer.get('action')}`")
+                if refused:
                     tg.cancel_scope.cancel()
 
             if inputs is not None:
