@@ -133,10 +133,9 @@ _SURROGATE = re.compile("[\ud800-\udfff]")  # what json.loads makes of a lone `\
 
 def unsendable(value: dict[str, Any]) -> str | None:
     """Why `value` (a call's arguments, a request's body) is not JSON a server can be sent
-    (RFC 8259), naming where (`a`, `a.b`, `a[0]`): a NaN or infinite number (§6: JSON has
-    none), text with a lone surrogate (§8.2: not Unicode, no UTF-8 form; Python's parser
-    takes a lone `\\uD800` escape), or arrays and objects nested more than `MAX_DEPTH`
-    levels. None when it is. Walks without recursion, so no depth makes it fail."""
+    (RFC 8259), naming where (`a.b`, `a[0]`): a NaN or infinite number (§6), text with a
+    lone surrogate (§8.2; Python's parser takes a lone `\\uD800` escape), or nesting deeper
+    than `MAX_DEPTH`. None when it is. Walks without recursion (no depth makes it fail)."""
     stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, ())]
     while stack:
         item, path = stack.pop()

@@ -37,13 +37,12 @@ class QuestionTimedOut(InputRefused):
 
 
 class InputHandler(Protocol):
-    """Answer one input request. `request` is the wire shape, e.g. `{"method":
-    "elicitation/create", "params": {"message": ..., "requestedSchema": {...}}}`; `key`: the
-    key a 2026-07-28 server gave the question in its `inputRequests` (None: a legacy
-    request, which has none), so a gateway relaying it to a 2026-07-28 agent asks under the
-    same key; `call_id`: the `tool_calls` row of the call it belongs to, once journaled. The
-    answer is the result's wire shape (`{"action": "accept", "content": {...}}`, or
-    `"decline"` / `"cancel"`). Raises `InputRefused`."""
+    """Answer one input request, wire shape (`{"method": "elicitation/create", "params":
+    {...}}`); `key`: the key a 2026-07-28 server gave it in its `inputRequests` (None: a
+    legacy request), so a gateway relaying it asks under the same key; `call_id`: the
+    `tool_calls` row of its call, once journaled. The answer is the result's wire shape
+    (`{"action": "accept", "content": {...}}`, `"decline"`, `"cancel"`). Raises
+    `InputRefused`."""
 
     async def __call__(self, request: dict[str, Any], *, key: str | None = None,
                        call_id: int | None = None) -> dict[str, Any]: ...
