@@ -88,7 +88,7 @@ def lost_message(why: str) -> str:
             f"sent again; call it again if that is safe")
 
 
-async def _unknown(client: Client) -> str | None:
+async def unknown_reason(client: Client) -> str | None:
     return None
 
 
@@ -109,7 +109,7 @@ class ServerTasks:
                  request_timeout: Callable[[], float | None], redact: Callable[[str], str],
                  task_support: Callable[[str], str | None] = lambda tool: None,
                  annotations: Callable[[str], types.ToolAnnotations | None] = lambda tool: None,
-                 lost_reason: Callable[[Client], Awaitable[str | None]] = _unknown) -> None:
+                 lost_reason: Callable[[Client], Awaitable[str | None]] = unknown_reason) -> None:
         self.name = name
         self.ledger = ledger
         self.store = ledger.store

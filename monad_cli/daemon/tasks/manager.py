@@ -31,7 +31,7 @@ from monad_cli.core import task_forms as forms
 from monad_cli.core.errors import InvalidInput, NotConnected, NotFound, QueueFull
 from monad_cli.core.messages import server_not_defined
 from monad_cli.core.task_states import TERMINAL, TaskState
-from monad_cli.daemon.tasks.connection import ServerTasks
+from monad_cli.daemon.tasks.connection import ServerTasks, unknown_reason
 from monad_cli.daemon.tasks.ledger import TaskLedger
 from monad_cli.daemon.tasks.legacy import InputGone, OwnRequests
 from monad_cli.daemon.tasks.protocol import CreateTaskResult, TasksExtension, dump, flatten
@@ -147,9 +147,6 @@ class TaskManager(TaskReader):
             st.client, st.lane = client, link.lane if client is not None else None
             st.poke()
 
-    async def _lost_reason(self, name: str, client: Client) -> str | None:
-        return await self.lost_reason(name, client) if self.lost_reason is not None else None
-
     def _server(self, name: str) -> ServerTasks:
         st = self.servers.get(name)
         if st is None:
@@ -159,7 +156,8 @@ class TaskManager(TaskReader):
                                                   task_support=lambda tool: self._task_support(name, tool),
                                                   annotations=lambda tool: getattr(self._tool(name, tool),
                                                                                    "annotations", None),
-                                                  lost_reason=lambda client: self._lost_reason(name, client))
+                                                  lost_reason=unknown_reason if self.lost_reason is None
+                                                  else partial(self.lost_reason, name))
         if not st.loop_started and self._tg is not None:
             st.loop_started = True
             self._tg.start_soon(st.run)
