@@ -204,9 +204,7 @@ class SecretScrubber:
         if isinstance(message, JSONRPCError):
             error = [message.error.message, message.error.data]
             scrubbed = self.data(error)
-            if scrubbed is error:
-                return message
-            return message.model_copy(update={"error": message.error.model_copy(
+            return message if scrubbed is error else message.model_copy(update={"error": message.error.model_copy(
                 update={"message": scrubbed[0], "data": scrubbed[1]})})
         return message
 

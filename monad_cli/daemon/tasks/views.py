@@ -45,8 +45,7 @@ class TaskReader:
             if row.state == TaskState.INPUT_REQUIRED else []
         if isinstance(d.get("result"), dict) and row.task_id:
             meta = dict(d["result"].get("_meta") or {})
-            meta[RELATED_TASK_META] = {"taskId": row.task_id}
-            d["result"]["_meta"] = meta
+            d["result"]["_meta"] = {**meta, RELATED_TASK_META: {"taskId": row.task_id}}
         return d
 
     async def show(self, ref: str, *, wait: float = 0.0, deliver: bool = False) -> dict[str, Any]:
