@@ -1,28 +1,23 @@
 """The one redaction function family: the API, the CLI, logs, errors and the journal use it.
 
 What counts as secret (docs/atoms.md "Secrets"), and nothing else:
-- a `headers` value whose field says credential (`Authorization`, `Cookie`, `X-Api-Key`: by
-  name) or whose value is shaped like a token (`secret_header`; never `Host`, `Accept`,
-  `User-Agent`, `Content-Type`, `MCP-Protocol-Version`), every `auth.headers` value (names stay
-  visible), and an `env` value whose *name* says secret
-  (`secret_name`: a word such as TOKEN, KEY, SECRET, PASSWORD, CREDENTIAL, AUTH, COOKIE,
-  SESSION) or whose *shape* says secret (`secret_shaped`: a known token prefix such as
-  `ghp_`, `sk-`, `xoxb-`, `AKIA`, a JWT, a PEM key, a long random-looking string). A value
-  that is only a `$VAR` reference (`$DOCS_KEY`, `Bearer ${TOKEN}`) holds no secret; the
-  variable's value does (every value of MONAD_HOME/env is a secret: the way to mark one);
-- URL userinfo passwords, and URL query values whose name or shape says secret (`?key=***`);
-- `auth.token`, `auth.clientSecret`, `auth.privateKey` (a client credentials key), stored
-  OAuth token state, a signed client assertion;
-- an argument that follows a flag named like a secret (`--token X`, `--api-key=X`), and
-  any part of an argument that is one of the definition's secret values (`"token X"`);
-- the bare token of a `Bearer X` / `Basic X` / `token X` header or env value, as well as the
-  whole value;
+- a `headers` value whose field says credential by name, or whose value is shaped like a
+  token (`secret_header`; never `PLAIN_HEADERS`), every `auth.headers` value, and an `env`
+  value whose *name* says secret (`secret_name`: TOKEN, KEY, SECRET, PASSWORD, AUTH, …) or
+  whose *shape* does (`secret_shaped`: `ghp_`, `sk-`, `AKIA`, a JWT, a PEM key, a long
+  random-looking string). A value that is only a `$VAR` reference (`Bearer ${TOKEN}`) holds
+  no secret; the variable's value does (every value of MONAD_HOME/env is a secret);
+- URL userinfo passwords, and URL query values whose name or shape says secret;
+- `auth.token`, `auth.clientSecret`, `auth.privateKey`, stored OAuth token state, a signed
+  client assertion;
+- an argument after a flag named like a secret (`--token X`, `--api-key=X`), and any part of
+  an argument that is one of the definition's secret values;
+- the bare token of a `Bearer X` / `Basic X` / `token X` value, as well as the whole value;
 - the secret arguments a registry install recorded (`registry.secrets`);
-- the values of MONAD_HOME/env (config/envfile.py), which the supervisor adds.
-Free text (reasons, stderr, everything a server sends) is scrubbed of every known secret value
-of at least `MIN_SCRUB_LEN` characters, and of `Bearer <token>` / `Basic <user:password>`
-spans. Redacted values read `***`. One rule (docs/atoms.md "Secrets"): a value monad holds as
-a secret is `***` wherever it appears, and `***` stands nowhere else.
+- the values of MONAD_HOME/env, which the supervisor adds.
+Free text is scrubbed of every known secret value of at least `MIN_SCRUB_LEN` characters, and
+of `Bearer <token>` / `Basic <user:password>` spans. One rule: a value monad holds as a
+secret is `***` wherever it appears, and `***` stands nowhere else.
 
 `Scrubber` here is the reference (standard library: the CLI's light path uses it); the
 supervisor scrubs with daemon/scrubber.py's, which a test holds to this one.
@@ -76,11 +71,8 @@ def secret_name(name: str) -> bool:
     one of its words is TOKEN, KEY, SECRET, PASSWORD, CREDENTIAL, AUTH, COOKIE, SESSION, … or
     ends with one (`GITHUB_TOKEN`, `apiKey`, `--api-key`, `ACCESSKEY`); `MODE`, `AUTHOR`,
     `KEYBOARD` do not."""
-    for word in _NAME_WORDS.findall(name):
-        low = word.lower()
-        if low in _SECRET_WORDS or low.endswith(_SECRET_SUFFIXES):
-            return True
-    return False
+    words = [word.lower() for word in _NAME_WORDS.findall(name)]
+    return any(word in _SECRET_WORDS or word.endswith(_SECRET_SUFFIXES) for word in words)
 
 
 def secret_shaped(value: str) -> bool:
@@ -90,14 +82,10 @@ def secret_shaped(value: str) -> bool:
     UUIDs and words joined by `-`/`_` are not."""
     if len(value) < MIN_SCRUB_LEN or value.startswith(("/", "~", "./", "../")) or "://" in value:
         return False
-    if "-----BEGIN" in value and "PRIVATE KEY" in value:
+    if ("-----BEGIN" in value and "PRIVATE KEY" in value) or _TOKEN_PREFIX.search(value) or _JWT.search(value):
         return True
-    if _TOKEN_PREFIX.search(value) or _JWT.search(value):
-        return True
-    for run in _RANDOM_RUN.findall(value):
-        if any(c.isdigit() for c in run) and sum(c.isalpha() for c in run) >= 4:
-            return True
-    return False
+    return any(any(c.isdigit() for c in run) and sum(c.isalpha() for c in run) >= 4
+               for run in _RANDOM_RUN.findall(value))
 
 
 def secret_env(name: str, value: object) -> bool:
@@ -143,12 +131,11 @@ def url_secrets(url: str) -> list[str]:
 
 
 def secret_header(name: str, value: object) -> bool:
-    """Whether a header holds a secret (docs/atoms.md "Secrets"), by what the field means: a
-    field whose name says credential (`Authorization`, `Proxy-Authorization`, `Cookie`,
-    `X-Api-Key`, `Private-Token`: `secret_name`) always; one of `PLAIN_HEADERS` (`Host`,
-    `Accept`, `User-Agent`, `Content-Type`, `MCP-Protocol-Version`) never; any other when its
-    value is shaped like a token (`secret_shaped`) or is a credential after an auth scheme
-    (`Bearer X`, RFC 9110 §11.4). An empty value or a `$VAR` reference holds none."""
+    """Whether a header holds a secret (docs/atoms.md "Secrets"): a field whose name says
+    credential (`Authorization`, `Cookie`, `X-Api-Key`: `secret_name`) always; one of
+    `PLAIN_HEADERS` never; any other when its value is shaped like a token or is a
+    credential after an auth scheme (RFC 9110 §11.4). An empty value or a `$VAR` reference
+    holds none."""
     if not isinstance(value, str) or not value or is_reference(value):
         return False
     if name.strip().lower() in PLAIN_HEADERS:
@@ -235,12 +222,10 @@ _REFERENCE = re.compile(
 def is_reference(value: object) -> bool:
     """Whether a value only names where its secret is (docs/atoms.md "Secrets"): at least one
     `$VAR`/`${VAR}` reference, and literal text around it (a `${VAR:-default}`'s default
-    included) that holds no secret: no secret shape (`secret_shaped`), no credential after an
-    auth scheme, no URL password or secret query value that is not itself a reference.
-    `Bearer ${TOKEN}`, `${A}${B}`, `https://${HOST}/x?key=${KEY}` are references, shown as
-    written (the secret is in MONAD_HOME/env); `${A}sk-live-…`, `Bearer x${A}`,
-    `https://u:pw@${HOST}` and `$$HOME` (a literal `$`) are not, and are judged as literals.
-    The one rule `monad mcp get`, `monad mcp export`, the API and the scrubber use."""
+    included) with no secret shape, no credential after an auth scheme, no URL password or
+    secret query value that is not itself a reference. `Bearer ${TOKEN}`, `${A}${B}`,
+    `https://${HOST}/x?key=${KEY}` are; `${A}sk-live-…`, `Bearer x${A}`, `https://u:pw@${HOST}`
+    and `$$HOME` (a literal `$`) are not, and are judged as literals."""
     if not isinstance(value, str) or "$" not in value:
         return False
     if not any(m.group("dollar") is None for m in _REFERENCE.finditer(value)):
@@ -253,8 +238,7 @@ def is_reference(value: object) -> bool:
 
 def held_secrets(definitions: Iterable[Mapping[str, Any]], env_values: Iterable[str]) -> set[str]:
     """Every secret value monad holds: each definition's (`secret_values`) and the env file's
-    values of at least `MIN_SCRUB_LEN` characters (a shorter one, `1`, is a word elsewhere).
-    Read from the files by `config.loader.held_secrets_of`."""
+    values of at least `MIN_SCRUB_LEN` characters (a shorter one is a word elsewhere)."""
     found = {v for v in env_values if isinstance(v, str) and len(v) >= MIN_SCRUB_LEN}
     for defn in definitions:
         found |= secret_values(defn)
@@ -262,10 +246,9 @@ def held_secrets(definitions: Iterable[Mapping[str, Any]], env_values: Iterable[
 
 
 def shown_field(kind: str, name: str, value: object, known: Iterable[str] = ()) -> object:
-    """An `env` (`kind` "env") or `headers` value as output shows it: `***` when it is a secret
-    by meaning (`secret_env`, `secret_header`) or equals a secret monad holds elsewhere
-    (`known`: an `X-Custom` header carrying the `Authorization` token); else as written
-    (`shown_env` masks a URL's password)."""
+    """An `env` or `headers` (`kind`) value as output shows it: `***` when it is a secret by
+    meaning or equals one monad holds elsewhere (`known`); else as written (`shown_env` masks
+    a URL's password)."""
     if isinstance(value, str) and value in known:
         return MASK
     if kind == "env":
@@ -280,11 +263,9 @@ def redact_definition(defn: Mapping[str, Any], secrets: Iterable[str] = ()) -> d
     known = secret_values(defn) | set(secrets)
     out: dict[str, Any] = {}
     for k, v in defn.items():
-        if k == "headers" and isinstance(v, Mapping):
+        if k in ("headers", "env") and isinstance(v, Mapping):
             # An empty value holds nothing to hide, and `***` would hide that it is empty.
-            out[k] = {name: shown_field("headers", name, value, known) for name, value in v.items()}
-        elif k == "env" and isinstance(v, Mapping):  # `secret_env`: never an empty value
-            out[k] = {name: shown_field("env", name, value, known) for name, value in v.items()}
+            out[k] = {name: shown_field(k, name, value, known) for name, value in v.items()}
         elif k == "url" and isinstance(v, str):
             out[k] = redact_url(v)
         elif k == "args" and isinstance(v, list):
@@ -387,20 +368,17 @@ def _credential_span(m: re.Match[str]) -> str:
 
 
 def scrub_credentials(text: str) -> str:
-    """`text` with its `Bearer`/`Basic` credential spans masked (`_credential_span`)."""
+    """`text` with its `Bearer`/`Basic` credential spans masked."""
     return _BEARER.sub(_credential_span, text)
 
 
 def secret_forms(secret: str) -> set[str]:
     """The spellings of `secret` the scrubber masks (docs/atoms.md "Secrets"): as it is;
-    inside JSON text as a canonical encoder writes it (`"` → `\\"`, non-ASCII → `\\uXXXX`),
-    and inside JSON text inside a JSON string (escaped twice: a tool that answers with a
-    JSON document); and percent-encoded in a URL (RFC 3986 §2.1, either case of hex digit,
-    with `/` kept or not, a space as `+` or `%20`): a server echoing a link with the token
-    in its query. Any other JSON spelling uses a `\\u` or `\\/` escape, which the
-    supervisor's scrubber treats as a reason to look closer. Encodings a server must choose
-    to apply (base64, hex, reversed, split in two) are not caught: a server that holds a
-    secret can always send it on some other way; the scrubber stops echoes."""
+    in JSON text as a canonical encoder writes it, once and twice escaped (a tool answering
+    with a JSON document); percent-encoded (RFC 3986 §2.1, either hex case, `/` kept or not,
+    a space as `+` or `%20`). Any other JSON spelling uses a `\\u` or `\\/` escape, which the
+    supervisor's scrubber looks closer at. Encodings a server must choose (base64, hex,
+    split) are not caught: the scrubber stops echoes, not a server that means to leak."""
     if _PLAIN_FORM.fullmatch(secret):
         return {secret}  # JSON and percent-encoding leave it as it is (most tokens)
     import json  # not on the CLI's light path (`add` imports this module)
@@ -423,11 +401,10 @@ TRUNCATION_MARKS = ("...", "\u2026")
 
 
 class Fragments:
-    """The part of a secret left beside a truncation mark: `...ENTINEL-token-5b1c9e` (the
-    SDK's parse error quotes a server's answer through pydantic, which cuts a long `repr`
-    in the middle, so the whole secret is not there to match, but all but its first
-    characters are). A piece of at least `MIN_SCRUB_LEN` characters that ends a secret
-    right after a mark, or begins one right before it, is masked; nothing else is."""
+    """The part of a secret left beside a truncation mark: `...ENTINEL-token-5b1c9e` (pydantic
+    cuts a long `repr` in the middle of a parse error). A piece of at least `MIN_SCRUB_LEN`
+    characters that ends a secret right after a mark, or begins one right before it, is
+    masked; nothing else is."""
 
     def __init__(self, values: Iterable[str]) -> None:
         self.values = tuple(values)
@@ -466,12 +443,10 @@ class Fragments:
 
 
 class Scrubber:
-    """`redact_text` over one set of secrets, prepared once: the values of at least
-    `MIN_SCRUB_LEN` characters sorted longest first (a secret inside a longer one must not
-    leave the rest of the longer one behind), each in its `secret_forms`, and the
-    `Fragments` of them a truncation left. `source` is the set it was built from, as
-    given. The reference of daemon/scrubber.py's (a loop over the values: fine for the CLI's
-    few short texts, far too slow for a supervisor's answers)."""
+    """`redact_text` over one set of secrets (`source`, as given), prepared once: the values of
+    at least `MIN_SCRUB_LEN` characters longest first (a secret inside a longer one must not
+    leave the rest of it behind), each in its `secret_forms`, and their `Fragments`. The
+    reference of daemon/scrubber.py's (a loop: fine for the CLI, too slow for a supervisor)."""
 
     def __init__(self, secrets: Iterable[str]) -> None:
         self.source = secrets
@@ -487,9 +462,7 @@ class Scrubber:
         if "..." in text or "\u2026" in text:
             text = self.fragments(text)
         low = text.lower()  # the case-insensitive regex scans every position: look first
-        if "bearer" not in low and "basic" not in low:
-            return text
-        return scrub_credentials(text)
+        return scrub_credentials(text) if "bearer" in low or "basic" in low else text
 
 
 def scrub_data(value: Any, scrub: Callable[[str], str]) -> Any:

@@ -1,23 +1,17 @@
 """Checks for `input_required` requests (stdlib only: the CLI and the supervisor share them).
 
 An input request in a task's `inputRequests` is an `elicitation/create` request (MCP
-2025-11-25 client/elicitation), in one of two modes:
-
-- form mode: a `requestedSchema` that is a flat object of primitive properties
-  ("Requested Schema": string, number, integer, boolean, enums of strings, titled
-  single-select enums as `oneOf` of `const`s);
-- URL mode (`mode: "url"`): the person opens `url` in a browser, out of band; the answer
-  says only whether they agreed to (`accept`, `decline`, `cancel`), never any content.
-  monad shows the whole URL and its host ("Safe URL Handling": highlight the domain) and
-  never opens or fetches it itself; a URL that is not absolute http(s), or that carries
-  control characters, is refused.
+2025-11-25 client/elicitation) in form mode (a flat `requestedSchema` of string, number,
+integer, boolean, string enums, titled single-select `oneOf` of `const`s) or URL mode (the
+person opens `url` out of band; the answer says only `accept`, `decline` or `cancel`).
+monad shows the whole URL and its host ("Safe URL Handling") and never opens it; one that
+is not absolute http(s), or carries control characters, is refused.
 
 `describe_request` gives either kind the one shape the API, the CLI and the Studio show.
-Form answers keep their JSON types: `"3"` for an integer property is converted to `3` and
-`"yes"` for a boolean to `true`; anything that does not fit is refused with a one-line
-message. Property names that are dangerous to the many clients that merge answers
-into JavaScript objects (`__proto__`, `constructor`, `prototype`) or that carry control
-characters are refused on both sides: in a server's form and in an answer.
+Form answers keep their JSON types (`"3"` → `3` for an integer, `"yes"` → `true`); what
+does not fit is refused in one line. Property names dangerous to clients that merge answers
+into JavaScript objects (`__proto__`, `constructor`, `prototype`) or with control characters
+are refused in a server's form and in an answer.
 """
 
 from __future__ import annotations
@@ -148,31 +142,20 @@ def coerce(name: str, prop: dict[str, Any], value: Any) -> Any:
         if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
             return value.strip().lower() in _TRUE
         raise FormError(f"`{name}` must be true or false, got {value!r}")
-    if kind == "integer":
+    if kind in ("integer", "number"):
+        want = "an integer" if kind == "integer" else "a number"
         if isinstance(value, bool):
-            raise FormError(f"`{name}` must be an integer, got {value!r}")
-        if isinstance(value, int):
+            raise FormError(f"`{name}` must be {want}, got {value!r}")
+        if isinstance(value, int) or (kind == "number" and isinstance(value, float)):
             out: Any = value
-        elif isinstance(value, float) and value.is_integer():
+        elif kind == "integer" and isinstance(value, float) and value.is_integer():
             out = int(value)
         else:
             try:
-                out = int(str(value).strip())
+                out = (int if kind == "integer" else float)(str(value).strip())
             except ValueError:
-                raise FormError(f"`{name}` must be an integer, got {value!r}") from None
-        _check_range(name, prop, out)
-        return out
-    if kind == "number":
-        if isinstance(value, bool):
-            raise FormError(f"`{name}` must be a number, got {value!r}")
-        if isinstance(value, int | float):
-            out = value
-        else:
-            try:
-                out = float(str(value).strip())
-            except ValueError:
-                raise FormError(f"`{name}` must be a number, got {value!r}") from None
-            if out.is_integer() and "." not in str(value) and "e" not in str(value).lower():
+                raise FormError(f"`{name}` must be {want}, got {value!r}") from None
+            if kind == "number" and out.is_integer() and "." not in str(value) and "e" not in str(value).lower():
                 out = int(out)
         if isinstance(out, float) and not math.isfinite(out):
             raise FormError(f"`{name}` must be a finite number")

@@ -3,18 +3,16 @@
 monad's own two states come before the MCP task statuses of the tasks extension
 (SEP-2663 "Task Status": `working`, `input_required`, `completed`, `failed`, `cancelled`):
 
-    queued          the row is written, nothing is sent yet (all `max_active` slots busy,
-                    or the submitter has not got to it)
-    submitting      `tools/call` is on the wire; the server has not answered with a task yet
+    queued          written, nothing sent yet (every `max_active` slot busy, or not reached)
+    submitting      `tools/call` is on the wire, not yet answered with a task
     working         the server is working on the task
     input_required  the server waits for answers to its `inputRequests` (`tasks/update`)
-    completed       the task ended with a `CallToolResult` (which may be a tool error, `isError`)
-    failed          the task ended with a JSON-RPC error, or monad gave up on it (the server
-                    forgot it, its `ttlMs` passed, the call itself failed)
-    cancelled       the task ended by `tasks/cancel`, or a queued call was never sent
+    completed       ended with a `CallToolResult` (maybe a tool error, `isError`)
+    failed          ended with a JSON-RPC error, or monad gave up on it (forgotten, past its
+                    `ttlMs`, the call itself failed)
+    cancelled       ended by `tasks/cancel`, or a queued call never sent
 
-The three terminal states are sticky: a row that reached one never changes state again, so
-a late notification or a poll answered after the end cannot overwrite the first ending.
+The terminal states are sticky: a late notification or poll never overwrites the first ending.
 """
 
 from __future__ import annotations

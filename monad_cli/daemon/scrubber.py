@@ -1,26 +1,21 @@
 """The supervisor's scrubber: every secret value monad holds → `***` (docs/atoms.md "Secrets").
 
-One engine over the current secret set, with four doors:
-- `scrub(text) -> text`: free text (the supervisor's redaction function: logs, reasons,
-  errors, spans, journal rows). The signature is stable; other parts take it as a plain
-  `Callable[[str], str]`;
-- `line(bytes) -> bytes`: one line a stdio server wrote to stdout, before anything parses
-  it (sessions/transports.py: the ingress choke point);
-- `message(JSONRPCMessage) -> JSONRPCMessage`: one message an HTTP server sent, as the SDK's
-  transport parsed it (sessions/remote.py: the same choke point for HTTP);
+One engine over the current secret set, with four doors, each returning its input itself
+when no secret is in it (a clean answer costs one scan and no copy):
+- `scrub(text) -> text`: free text (logs, reasons, errors, spans, journal rows); others
+  take it as a plain `Callable[[str], str]`;
+- `line(bytes) -> bytes`: one line a stdio server wrote, before anything parses it
+  (sessions/transports.py: the ingress choke point);
+- `message(JSONRPCMessage) -> JSONRPCMessage`: one message an HTTP server sent, as the
+  SDK's transport parsed it (sessions/remote.py: the same choke point for HTTP);
 - `data(value) -> value`: a JSON-shaped value.
-Each returns its input itself when no secret is in it (the usual case), so a clean answer
-costs one scan and no copy.
 
 How: one Hyperscan database holds every secret of at least `MIN_SCRUB_LEN` characters in
-each of its `secret_forms` (JSON-escaped once and twice, percent-encoded), plus the two
-escapes that spell a character another way (`\\u`, `\\/`: a server could write a secret
-with them), `Bearer`/`Basic` spans, and the truncation marks (`...`, `…`) a piece of a
-secret may be left beside (`Fragments`: looked up where a mark is, before anything is
-parsed). A scan says which of them occur (~0.5 ms for a 1 MB line against 300 secrets,
-where a loop of `in` over the values takes ~180 ms and Aho-Corasick ~28 ms;
-bench/bench_scrub.py). Only when something occurs is the line parsed and its decoded
-strings replaced exactly (core/redact.py's rules), then written again.
+each of its `secret_forms`, plus the escapes that spell a character another way (`\\u`,
+`\\/`), `Bearer`/`Basic` spans, and the truncation marks (`...`, `…`) a piece of a secret
+may stand beside (`Fragments`). A scan says which occur (~0.5 ms for a 1 MB line against
+300 secrets, where a loop of `in` takes ~180 ms; bench/bench_scrub.py). Only then is the
+line parsed and its decoded strings replaced exactly (core/redact.py's rules).
 
 `core.redact.Scrubber` is the reference (standard library, for the CLI); tests hold this one
 to it. Without the `hyperscan` package (a platform with no wheel) this falls back to it.
@@ -95,21 +90,14 @@ class SecretScrubber:
             self._db = self._compile()
 
     def _compile(self) -> Any:
-        exprs: list[bytes] = []
-        ids: list[int] = []
-        flags: list[int] = []
-        for i, forms in enumerate(self.forms):
-            for form in forms:
-                exprs.append(_literal(form.encode("utf-8", "surrogatepass")))
-                ids.append(i)
-                flags.append(hyperscan.HS_FLAG_SINGLEMATCH)
-        exprs += [rb"\\u", rb"\\/", rb"\b(?:bearer|basic)\s+[A-Za-z0-9._~+/=-]{8}"]
-        ids += [self._escape, self._escape, self._credential]
-        flags += [hyperscan.HS_FLAG_SINGLEMATCH] * 2 + [hyperscan.HS_FLAG_SINGLEMATCH | hyperscan.HS_FLAG_CASELESS]
+        once = hyperscan.HS_FLAG_SINGLEMATCH
+        rules = [(_literal(form.encode("utf-8", "surrogatepass")), i, once)
+                 for i, forms in enumerate(self.forms) for form in forms]
+        rules += [(rb"\\u", self._escape, once), (rb"\\/", self._escape, once),
+                  (rb"\b(?:bearer|basic)\s+[A-Za-z0-9._~+/=-]{8}", self._credential, once | hyperscan.HS_FLAG_CASELESS)]
         if self.values:
-            exprs += [_literal(mark.encode()) for mark in TRUNCATION_MARKS]
-            ids += [self._mark] * len(TRUNCATION_MARKS)
-            flags += [hyperscan.HS_FLAG_SINGLEMATCH] * len(TRUNCATION_MARKS)
+            rules += [(_literal(mark.encode()), self._mark, once) for mark in TRUNCATION_MARKS]
+        exprs, ids, flags = (list(column) for column in zip(*rules, strict=True))
         db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
         db.compile(expressions=exprs, ids=ids, elements=len(exprs), flags=flags)
         return db
@@ -216,9 +204,7 @@ class SecretScrubber:
         if isinstance(message, JSONRPCError):
             error = [message.error.message, message.error.data]
             scrubbed = self.data(error)
-            if scrubbed is error:
-                return message
-            return message.model_copy(update={"error": message.error.model_copy(
+            return message if scrubbed is error else message.model_copy(update={"error": message.error.model_copy(
                 update={"message": scrubbed[0], "data": scrubbed[1]})})
         return message
 

@@ -1,14 +1,13 @@
 """Tool arguments against the tool's `inputSchema` (MCP spec, server/tools "Tool"; JSON
-Schema 2020-12): `build_arguments` turns `monad mcp call --arg key=value` pairs into the
-types the schema declares (local `$ref`s followed: schema_refs.py), `validate_arguments`
-checks a call's arguments before it is sent — with an empty `referencing.Registry`, so a
-`$ref` is never fetched; one that cannot be resolved (remote, dangling) leaves the call
-unvalidated for the server to judge. Light imports (the CLI uses it): jsonschema is
-loaded on the first validation.
+Schema 2020-12): `build_arguments` turns `--arg key=value` pairs into the types the schema
+declares (local `$ref`s followed), `validate_arguments` checks a call's arguments before it
+is sent, with an empty `referencing.Registry` (a `$ref` is never fetched; one that cannot be
+resolved leaves the call for the server to judge). jsonschema loads at the first validation.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -134,10 +133,9 @@ _SURROGATE = re.compile("[\ud800-\udfff]")  # what json.loads makes of a lone `\
 
 def unsendable(value: dict[str, Any]) -> str | None:
     """Why `value` (a call's arguments, a request's body) is not JSON a server can be sent
-    (RFC 8259), naming where (`a`, `a.b`, `a[0]`): a NaN or infinite number (§6: JSON has
-    none), text with a lone surrogate (§8.2: not Unicode, no UTF-8 form; Python's parser
-    takes a lone `\\uD800` escape), or arrays and objects nested more than `MAX_DEPTH`
-    levels. None when it is. Walks without recursion, so no depth makes it fail."""
+    (RFC 8259), naming where (`a.b`, `a[0]`): a NaN or infinite number (§6), text with a
+    lone surrogate (§8.2; Python's parser takes a lone `\\uD800` escape), or nesting deeper
+    than `MAX_DEPTH`. None when it is. Walks without recursion (no depth makes it fail)."""
     stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, ())]
     while stack:
         item, path = stack.pop()
@@ -168,21 +166,18 @@ def _path(keys: tuple[str | int, ...]) -> str:
 
 log = logging.getLogger("monad.tools")
 _validators: dict[int, tuple[Any, Any, Any]] = {}
-# (jsonschema, referencing.Registry, referencing.exceptions.Unresolvable), imported on the
-# first validation: the CLI's import path stays light, and a call's check does not run three
-# import statements (`from … import` on a package runs importlib's Python code each time).
-_library: tuple[Any, Any, Any] | None = None
 
 
+@functools.cache
 def _jsonschema() -> tuple[Any, Any, Any]:
-    global _library
-    if _library is None:
-        import jsonschema
-        from referencing import Registry
-        from referencing.exceptions import Unresolvable
+    """(jsonschema, referencing.Registry, referencing.exceptions.Unresolvable), imported on the
+    first validation: the CLI's import path stays light, and a call's check does not run three
+    import statements (`from … import` on a package runs importlib's Python code each time)."""
+    import jsonschema
+    from referencing import Registry
+    from referencing.exceptions import Unresolvable
 
-        _library = (jsonschema, Registry, Unresolvable)
-    return _library
+    return jsonschema, Registry, Unresolvable
 
 
 # The schema most tools declare: an object of named properties, each of plain types (or none),
@@ -250,31 +245,19 @@ def _plain_valid(plan: _Plan, arguments: dict[str, Any]) -> bool:
     return True
 
 
-def _without_optional_nulls(schema: dict[str, Any], arguments: dict[str, Any]) -> dict[str, Any]:
-    """`arguments` as checked: a `null` for a declared, optional property counts as not given.
-
-    Agents send `null` for "no value" whatever the property's type, and the MCP spec counts
-    on it: a client "MUST omit" the `Mcp-Param` header of a null argument (SEP-2243, basic/
-    transports "Custom Headers"). Whether the tool accepts it is the server's to judge; the
-    arguments are sent as given."""
-    props = schema.get("properties")
-    if not isinstance(props, dict) or None not in arguments.values():
+def _as_checked(schema: dict[str, Any], arguments: dict[str, Any]) -> dict[str, Any]:
+    """`arguments` as checked (they are sent as given): a `null` for a declared, optional
+    property counts as not given (agents send `null` for "no value", and a client "MUST omit"
+    the `Mcp-Param` header of a null argument: SEP-2243, basic/transports "Custom Headers");
+    a required property left out that has a `default` counts as given (servers fill it in:
+    `@playwright/mcp`'s `browser_take_screenshot` `scale`; monad must never refuse what the
+    server accepts)."""
+    props, required = schema.get("properties"), schema.get("required")
+    if not isinstance(props, dict):
         return arguments
-    required = schema.get("required")
-    required = set(required) if isinstance(required, list) else set()
-    return {k: v for k, v in arguments.items() if v is not None or k in required or k not in props}
-
-
-def _with_required_defaults(schema: dict[str, Any], arguments: dict[str, Any]) -> dict[str, Any]:
-    """`arguments` as checked: a required property the call leaves out but the schema gives a
-    `default` counts as given (its default). Servers fill such defaults in themselves
-    (`@playwright/mcp`'s `browser_take_screenshot` marks `scale` required with a default, and
-    accepts a call without it); monad's check must never refuse what the server accepts. The
-    arguments are sent as given."""
-    props = schema.get("properties")
-    required = schema.get("required")
-    if not isinstance(props, dict) or not isinstance(required, list):
-        return arguments
+    required = required if isinstance(required, list) else []
+    if None in arguments.values():
+        arguments = {k: v for k, v in arguments.items() if v is not None or k in required or k not in props}
     missing = {k: props[k]["default"] for k in required
                if isinstance(k, str) and k not in arguments and isinstance(props.get(k), dict)
                and "default" in props[k]}
@@ -285,15 +268,15 @@ def validate_arguments(schema: dict[str, Any] | None, arguments: dict[str, Any],
     """Check `arguments` against the tool's inputSchema (JSON Schema 2020-12, or the dialect
     its `$schema` names; `$ref`s are resolved within the schema only, never fetched); raises
     InvalidInput naming the first offending argument. A `null` for an optional property
-    passes (`_without_optional_nulls`), and so does a missing required property that has a
-    `default` (`_with_required_defaults`). Arguments that are not JSON a server can take
+    passes, and so does a missing required property that has a `default` (`_as_checked`).
+    Arguments that are not JSON a server can take
     (`unsendable`) are refused first, schema or not."""
     why = unsendable(arguments)
     if why is not None:
         raise InvalidInput(f"tool `{exposed}`: arguments: {why}")
     if not schema:
         return
-    jsonschema, Registry, Unresolvable = _library or _jsonschema()
+    jsonschema, Registry, Unresolvable = _jsonschema()
     try:
         # Building a validator costs more than using one: keep one per schema object (the
         # entry holds the schema, so its id cannot be reused while cached).
@@ -308,7 +291,7 @@ def validate_arguments(schema: dict[str, Any] | None, arguments: dict[str, Any],
             validator = jsonschema.validators.validator_for(schema)(schema, registry=Registry())
             plan = _plain_plan(schema) if isinstance(schema, dict) else None
             _validators[id(schema)] = (schema, validator, plan)
-        checked = _with_required_defaults(schema, _without_optional_nulls(schema, arguments))
+        checked = _as_checked(schema, arguments)
         if plan is not None and _plain_valid(plan, checked):
             return
         errors = sorted(validator.iter_errors(checked),

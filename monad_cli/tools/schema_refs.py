@@ -1,19 +1,13 @@
 """Local references in a tool's `inputSchema`, resolved without fetching anything.
 
-pydantic and FastMCP put a tool's nested types under `$defs` and point at them with
-`{"$ref": "#/$defs/Name"}`, sometimes wrapped as `{"allOf": [{"$ref": ...}]}` with a
-description beside it (JSON Schema 2020-12 §8.2.3.1 `$ref`, §10.2.1.1 `allOf`; older
-drafts use `definitions`). `resolve_local` replaces each local reference by what it
-points to (RFC 6901 JSON Pointer in the URI fragment), so `--arg n=5` converts by the
-referenced type and a form can be built from the result (the CLI and the Studio use the
-same function). It is pure: nothing is fetched, nothing is imported.
-
-- A reference to another document (`http://…`, `other.json#…`) is left as it is: it is
-  never fetched (validation uses an empty `referencing.Registry`, as the SDK does for
-  output schemas).
-- A dangling local reference (pointing at nothing) is left as it is.
-- A reference cycle (a recursive type) is followed once; the inner occurrence stays a
-  `$ref`.
+pydantic and FastMCP put a tool's nested types under `$defs` (older drafts: `definitions`)
+and point at them with `{"$ref": "#/$defs/Name"}`, sometimes wrapped as `{"allOf": [{"$ref":
+...}]}` beside a description (JSON Schema 2020-12 §8.2.3.1 `$ref`, §10.2.1.1 `allOf`).
+`resolve_local` replaces each local reference by what it points to (RFC 6901 JSON Pointer),
+so `--arg n=5` converts by the referenced type and the CLI and the Studio build forms from
+the result. Pure: nothing is fetched or imported. A reference to another document, or a
+dangling one, is left as it is; a cycle (a recursive type) is followed once, the inner
+occurrence staying a `$ref`.
 """
 
 from __future__ import annotations

@@ -1,36 +1,27 @@
 """One server's tasks over its live connection: submit, poll, listen, answer, cancel.
 
-Two shapes of tasks sit behind the same rows: SEP-2663 (`io.modelcontextprotocol/tasks`, a
-2026-07-28 extension; `protocol.Sep2663Wire`) and the 2025-11-25 core tasks
-(`legacy.LegacyTaskWire`). Each connection gets the wire its server speaks; the loops
-below see only SEP-2663 snapshots.
+Each connection gets the wire its server speaks, SEP-2663 (`protocol.Sep2663Wire`) or the
+2025-11-25 core tasks (`legacy.LegacyTaskWire`); the loops see only SEP-2663 snapshots.
+`ServerTasks` keeps the in-memory side of one server's tasks (the journal holds the durable
+part, through `TaskLedger`). While the server has a live `mcp.Client`, one task group runs:
 
-`ServerTasks` keeps the in-memory side of one server's tasks (the journal holds the
-durable part, through `TaskLedger`). While the server has a live `mcp.Client`, it runs in
-one task group:
+- the submitter: queued calls go out as `tools/call` as slots free up (≤ `max_active`);
+- a poll loop: `tasks/get` for every open task at the server's `pollIntervalMs` (SEP-2663
+  "Task Polling"), with bounded exponential backoff on transient failures;
+- on SEP-2663, a listen loop so `notifications/tasks` arrive as they happen; on 2025-11-25,
+  a `tasks/list` resync when a connection starts, and the server's task-related
+  `elicitation/create` requests held as input requests (`on_elicitation`).
 
-- the submitter: queued calls go out as `tools/call` as slots free up (at most
-  `max_active` in flight);
-- a poll loop: `tasks/get` for every open task at the server's `pollIntervalMs`
-  (SEP-2663 "Task Polling"), with bounded exponential backoff on transient failures;
-- on SEP-2663, a listen loop (`_listen_loop`) so `notifications/tasks` arrive as they
-  happen; on 2025-11-25, a `tasks/list` resync of the open rows when a connection starts,
-  and the server's task-related `elicitation/create` requests held as input requests
-  (`on_elicitation`).
-
-When the connection is rebuilt (reconnect, server restart, supervisor restarted after
-`kill -9`) the open rows are resumed: tasks the server has are observed again, pending
-cancellations are finished. A call that was sent and whose answer was lost (no task id
-stored) is sent again, with the same invocation id, only when its tool says that is safe
-(`resend_safe`) and at most `MAX_RESENDS` times; otherwise its row ends `failed`, saying
-that whether the server acted on it is unknown (`_answer_lost`).
+On a new connection (reconnect, restart, a supervisor back after `kill -9`) the open rows
+are resumed. A call sent whose answer was lost (no task id) is sent again, same invocation
+id, only when its tool says that is safe (`resend_safe`), at most `MAX_RESENDS` times;
+otherwise its row ends `failed`: whether the server acted on it is unknown (`_answer_lost`).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import math
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -82,28 +73,22 @@ SUPERVISOR_GONE = "the supervisor stopped before its answer came (`monad daemon 
 
 def resend_safe(hints: types.ToolAnnotations | None) -> str | None:
     """Which annotation makes sending a call again harmless (MCP spec, server/tools "Tool
-    Annotations": `readOnlyHint` — no side effects; `idempotentHint` — a repeat has no
-    further effect), or None. The hints come from the server that would run the call again:
-    a server that lies about them could run its own tool twice anyway, so they are trusted
-    as far as the tool service trusts them for a lapsed authorization (trust/service.py),
-    bounded by `MAX_RESENDS`."""
-    if hints is None:
-        return None
-    if hints.read_only_hint:
+    Annotations": `readOnlyHint`, `idempotentHint`), or None. A server that lies about them
+    could run its own tool twice anyway: trusted as the tool service trusts them for a
+    lapsed authorization, bounded by `MAX_RESENDS`."""
+    if hints is not None and hints.read_only_hint:
         return "readOnlyHint"
-    if hints.idempotent_hint:
-        return "idempotentHint"
-    return None
+    return "idempotentHint" if hints is not None and hints.idempotent_hint else None
 
 
 def lost_message(why: str) -> str:
-    """The row's one line for a sent call whose answer was lost and that is not sent again (the
-    words the gateway uses for a cut call, trust/service.py `_interrupted`)."""
+    """The row's line for a sent call whose answer was lost, not sent again (the gateway's
+    words for a cut call)."""
     return (f"sent, and its answer was lost: {why}; whether the server acted on it is unknown, so it is not "
             f"sent again; call it again if that is safe")
 
 
-async def _unknown(client: Client) -> str | None:
+async def unknown_reason(client: Client) -> str | None:
     return None
 
 
@@ -115,17 +100,16 @@ def poll_seconds(poll_ms: int | None) -> float:
 
 class ServerTasks:
     """The tasks of server `name`: its live client (set by the manager), due polls, and the
-    loops that serve each connection. `request_timeout()` is the seconds a `tools/call`
-    may take (the server's `requestTimeoutMs`; None: no deadline); `task_support(tool)` is
-    the tool's 2025-11-25 `execution.taskSupport` (None: not declared); `annotations(tool)`
-    its `ToolAnnotations` (None: none); `lost_reason(client)` says why the session of
-    `client` ended under a request, in words (None: unknown)."""
+    loops that serve each connection. `request_timeout()`: seconds a `tools/call` may take
+    (None: no deadline); `task_support(tool)`: the tool's 2025-11-25 `execution.taskSupport`;
+    `annotations(tool)`: its `ToolAnnotations`; `lost_reason(client)`: why the session of
+    `client` ended under a request, in words (each None: unknown)."""
 
     def __init__(self, name: str, ledger: TaskLedger, *, max_active: int,
                  request_timeout: Callable[[], float | None], redact: Callable[[str], str],
                  task_support: Callable[[str], str | None] = lambda tool: None,
                  annotations: Callable[[str], types.ToolAnnotations | None] = lambda tool: None,
-                 lost_reason: Callable[[Client], Awaitable[str | None]] = _unknown) -> None:
+                 lost_reason: Callable[[Client], Awaitable[str | None]] = unknown_reason) -> None:
         self.name = name
         self.ledger = ledger
         self.store = ledger.store
@@ -239,8 +223,7 @@ class ServerTasks:
             tg.cancel_scope.cancel()
 
     async def _resync(self, wire: TaskWire) -> None:
-        """2025-11-25 `tasks/list` once per connection: the statuses of every task the server
-        still has, folded into the open rows before their first poll lands."""
+        """2025-11-25 `tasks/list` once per connection, folded into the open rows."""
         try:
             listed = await wire.list_tasks()
         except Exception as exc:  # noqa: BLE001 - the polls read each task anyway
@@ -266,9 +249,8 @@ class ServerTasks:
             if row.cancel_requested:
                 self.finish(row.id, TaskState.CANCELLED, "cancelled before it was sent")
                 continue
-            retry = row.submitted
             self.store.update(row.id, state=TaskState.SUBMITTING, submitted=True,
-                              retries=row.retries + (1 if retry else 0))
+                              retries=row.retries + (1 if row.submitted else 0))
             tg.start_soon(self._submit, client, row.id)
 
     async def _poll_loop(self, client: Client, tg: anyio.abc.TaskGroup) -> None:
@@ -281,17 +263,15 @@ class ServerTasks:
                 self.in_flight.add(rid)
                 tg.start_soon(self._poll, client, rid)
             pending = [t for rid, t in self.next_poll.items() if rid not in self.in_flight]
-            delay = max(0.0, min(pending) - time.monotonic()) if pending else math.inf
-            with anyio.move_on_after(min(delay, 5.0)):
+            delay = min(max(0.0, min(pending) - time.monotonic()), 5.0) if pending else 5.0
+            with anyio.move_on_after(delay):
                 await changed.wait()
 
     def _answer_lost(self, row: TaskRow, why: str, *, resend_now: bool) -> None:
-        """`row` was sent (`tools/call`) and its answer was lost (`why`: the server exited, the
-        supervisor stopped, ...), so whether the server acted on it is unknown. It goes out
-        again (same invocation id) only when its tool says that is safe (`resend_safe`) and it
-        was sent again fewer than `MAX_RESENDS` times: `resend_now` queues it (a new
-        connection), else it stays `submitting` until the next connection resumes it. Otherwise
-        it ends `failed`, saying so; a cancelled one ends `cancelled`."""
+        """`row` was sent and its answer was lost (`why`), so whether the server acted on it is
+        unknown. It goes out again only when `resend_safe` and sent again fewer than
+        `MAX_RESENDS` times: `resend_now` queues it, else it stays `submitting` until the next
+        connection resumes it. Otherwise it ends `failed` (a cancelled one `cancelled`)."""
         why = self.redact(why)
         if row.cancel_requested:
             self.finish(row.id, TaskState.CANCELLED, f"cancelled after it was sent, and its answer was lost: {why}; "
@@ -377,9 +357,8 @@ class ServerTasks:
                     error={"code": types.INTERNAL_ERROR, "message": "input_required on tools/call"})
 
     def abandon(self, row_id: str) -> bool:
-        """Stop waiting for the answer to the row's `tools/call`, which makes the SDK send
-        `notifications/cancelled` for it (MCP spec, basic/utilities/cancellation). Whether it
-        was awaiting its answer on this connection (False: nobody could be told)."""
+        """Stop waiting for the row's `tools/call`, so the SDK sends `notifications/cancelled`
+        (MCP spec, basic/utilities/cancellation); False when nothing awaited it here."""
         scope = self.sending.get(row_id)
         if scope is None:
             return False
@@ -438,14 +417,11 @@ class ServerTasks:
         self.next_poll[row_id] = time.monotonic() + delay
 
     async def _listen_loop(self, client: Client) -> None:
-        """Keep one `subscriptions/listen` stream covering every open task of this server, for as
-        long as `client` is its connection (returns at once on a connection without the extension).
-
-        SEP-2663 "Task Status Notifications": the stream has the extension's `taskIds` filter, so
-        `notifications/tasks` arrive as they happen. It re-listens when the stream ends or new tasks
-        appear, and polls each honored task once after the ack, because a change made before the ack
-        is never notified. Polling serves every task either way; this only makes changes arrive
-        sooner."""
+        """Keep one `subscriptions/listen` stream (SEP-2663 "Task Status Notifications", the
+        `taskIds` filter) over every open task of this server while `client` is its connection.
+        It re-listens when the stream ends or new tasks appear, and polls each honored task once
+        after the ack (a change before the ack is never notified). Polling serves every task
+        anyway; this only makes changes arrive sooner."""
         from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
         caps = client.server_capabilities
@@ -494,10 +470,9 @@ class ServerTasks:
                     return
                 log.info("listen for tasks on %s ended: %s; re-listening in %.1f s", self.name,
                          self.redact(str(flatten(exc)[0])), backoff)
-                await anyio.sleep(backoff)
-                backoff = min(backoff * 2, LISTEN_BACKOFF_CAP_S)
+                ended = True
             if ended and self.client is client:
-                # The server closed the stream: re-listen, but never in a tight loop.
+                # The stream failed or the server closed it: re-listen, but never in a tight loop.
                 await anyio.sleep(backoff)
                 backoff = min(backoff * 2, LISTEN_BACKOFF_CAP_S)
             if not notifying:
@@ -512,12 +487,11 @@ class ServerTasks:
         return {r.task_id: r.id for r in self.store.open_rows() if r.server == self.name and r.task_id}
 
     async def send_cancel(self, row_id: str) -> bool:
-        """`tasks/cancel` for the row's task on the live connection; True once the server
-        acknowledged it. A failure leaves `cancel_requested` for the next connection. An
-        unknown task (-32602) ends the row `cancelled` on SEP-2663, where cancel is
-        idempotent; on 2025-11-25 it may mean "already terminal", so the task is read again.
-        A 2025-11-25 server without `tasks.cancel` cannot be asked: the row ends `cancelled`
-        here, saying so."""
+        """`tasks/cancel` for the row's task; True once the server acknowledged it. A failure
+        leaves `cancel_requested` for the next connection. An unknown task (-32602) ends the row
+        `cancelled` on SEP-2663 (cancel is idempotent); on 2025-11-25 it may mean "already
+        terminal", so the task is read again. A server without `tasks.cancel` cannot be asked:
+        the row ends `cancelled` here, saying so."""
         row = self.store.get(row_id)
         wire = self.wire
         if row is None or not row.task_id or row.state in TERMINAL or wire is None:
@@ -546,10 +520,9 @@ class ServerTasks:
 
     async def on_elicitation(self, ctx: ClientRequestContext, params: types.ElicitRequestParams
                              ) -> types.ElicitResult | types.ErrorData:
-        """A server's `elicitation/create`: one tagged with a task of ours (2025-11-25
-        "Associating Task-Related Messages") waits as that task's input request until a
-        person answers it (`monad tasks input`); any other is refused, since nobody sits
-        behind the supervisor to answer it."""
+        """A server's `elicitation/create` tagged with a task of ours (2025-11-25 "Associating
+        Task-Related Messages") waits as that task's input request until a person answers it;
+        any other is refused: nobody sits behind the supervisor to answer it."""
         task_id = related_task_id(ctx.meta) or related_task_id(params.meta)
         row = None
         with anyio.move_on_after(ELICITATION_ROW_WAIT_S if task_id else 0):

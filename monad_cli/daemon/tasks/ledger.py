@@ -1,10 +1,8 @@
 """The task rows and every change to them, shared by the manager's API and its loops.
 
-`TaskLedger` writes rows (through `TaskStore`, which checks each state change), journals
-what happened (`kind = "task"` events), and wakes whoever waits on a row. It holds no
-connection and sends nothing: the per-connection loops (`tasks.connection`) and the API
-(`tasks.manager`) decide, the ledger records. Its `listeners` (the Studio's Task cards) are
-told the row id after every change it records or journals.
+`TaskLedger` writes rows (through `TaskStore`), journals what happened (`task` events), wakes
+whoever waits on a row, and tells its `listeners` (the Studio's Task cards) the row id. It
+sends nothing: the loops and the API decide, the ledger records.
 """
 
 from __future__ import annotations
@@ -60,9 +58,8 @@ class TaskLedger:
         return sum(by_state.values()) - queued, queued
 
     def fold(self, server: str, snap: Mapping[str, Any], *, source: str) -> tuple[TaskRow, Fold] | None:
-        """Fold a snapshot (wire JSON with `taskId`, see `snapshot.fold_snapshot`) into the row
-        of `server` that has that taskId; returns the row before the fold and what it did,
-        or None when no row has that taskId."""
+        """Fold a snapshot into the row of `server` with its `taskId`: the row before the fold
+        and what it did, or None (no such row)."""
         task_id = snap.get("taskId")
         if not isinstance(task_id, str):
             return None
@@ -79,9 +76,8 @@ class TaskLedger:
 
     def finish(self, row_id: str, state: TaskState, message: str | None, *, result: Any = None,
                error: Any = None, deliver: bool = True) -> TaskRow | None:
-        """End the row locally (monad decided, not a server snapshot) in terminal `state`,
-        with a `result` delivery pending unless `deliver` is False. Returns the row, or None
-        if it had already ended: the first ending stays (terminal is sticky)."""
+        """End the row in terminal `state` (monad decided), a `result` delivery pending unless
+        not `deliver`. The row, or None if it had already ended (terminal is sticky)."""
         assert state in TERMINAL
         current = self.store.get(row_id)
         if current is None or current.state in TERMINAL:

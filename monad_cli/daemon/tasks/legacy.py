@@ -1,34 +1,28 @@
 """The 2025-11-25 shape of tasks (MCP 2025-11-25 basic/utilities/tasks, SEP-1686) behind
 the same rows as SEP-2663.
 
-A server speaking the 2025-11-25 revision (the legacy `initialize` handshake) declares
-`capabilities.tasks.requests.tools.call` and marks each tool `execution.taskSupport`
-(`required`, `optional`, `forbidden`). The shapes differ from SEP-2663:
+A 2025-11-25 server declares `capabilities.tasks.requests.tools.call` and marks each tool
+`execution.taskSupport` (`required`, `optional`, `forbidden`). Unlike SEP-2663:
 
-- the requestor asks for a task: `tools/call` carries `task: {ttl}` and is answered
-  `{task: {taskId, status, ttl, pollInterval, ...}}` (a nested `CreateTaskResult`);
+- `tools/call` carries `task: {ttl}` and is answered `{task: {taskId, status, ttl,
+  pollInterval, ...}}`;
 - `tasks/get` answers the bare Task; the payload comes from `tasks/result`, which blocks
-  until the task ends and returns exactly what `tools/call` would have (a `CallToolResult`
-  or the JSON-RPC error);
-- input: while a task is `input_required` the server sends ordinary `elicitation/create`
-  requests tagged `_meta["io.modelcontextprotocol/related-task"]`, and may deliver them
-  only on a pending `tasks/result` ("Input Required Status": the requestor SHOULD call it
-  preemptively);
-- `tasks/cancel` answers the cancelled Task, and refuses a terminal one with -32602;
-  `tasks/list` pages through every task; `notifications/tasks/status` is optional.
+  until the task ends and returns what `tools/call` would have (result or JSON-RPC error);
+- input: an `input_required` task's server sends `elicitation/create` requests tagged
+  `_meta["io.modelcontextprotocol/related-task"]`, maybe only on a pending `tasks/result`
+  ("Input Required Status": the requestor SHOULD call it preemptively);
+- `tasks/cancel` refuses a terminal task with -32602; `tasks/list` pages through every
+  task; `notifications/tasks/status` is optional.
 
-`LegacyTaskWire` speaks that over one live connection and hands the per-connection loops
-(`tasks.connection`) the SEP-2663 shapes they fold: `normalize_task` renames `ttl` and
-`pollInterval`, `get` merges `tasks/get` and `tasks/result` into a DetailedTask, and the
-elicitations waiting in an `ElicitationInbox` become the task's `inputRequests`. A
-2025-11-25 `failed` task whose payload is a tool result (`isError`) is recorded as
-SEP-2663 spells a tool error: `completed` with that result.
+`LegacyTaskWire` hands the loops (`tasks.connection`) SEP-2663 shapes: `normalize_task`
+renames `ttl` and `pollInterval`, `get` merges `tasks/get` and `tasks/result` into a
+DetailedTask, waiting elicitations (`ElicitationInbox`) become `inputRequests`, and a
+`failed` task whose payload is a tool result is `completed` with it (SEP-2663's tool error).
 
-The SDK's `ClientSession` validates every `tools/call` answer as a `CallToolResult` and
-has no public way around it, so the task-augmented call goes on monad's own lane of the
-connection (`OwnRequests`: sessions/direct.py, which writes it on monad's transport); the
-`tasks/*` requests, which the SDK's method tables do not know at 2025-11-25, go through the
-session's public `send_request` with their answers unvalidated (`legacy_request`).
+The SDK's `ClientSession` validates every `tools/call` answer as a `CallToolResult`, so the
+task-augmented call goes on monad's own lane (`OwnRequests`: sessions/direct.py); the
+`tasks/*` requests, unknown to the SDK's tables at 2025-11-25, go through the session's
+public `send_request`, unvalidated (`legacy_request`).
 """
 
 from __future__ import annotations
@@ -101,9 +95,8 @@ class _Raw(BaseModel):
 
 async def legacy_request(client: Client, method: str, params: dict[str, Any], *,
                          timeout: float | None) -> dict[str, Any]:
-    """One `tasks/*` request through the session (`ClientSession.send_request`, stamped as
-    the session stamps its own); its answer as a dict, unvalidated (the SDK's tables have
-    no 2025-11-25 `tasks/*` methods). Raises `MCPError`."""
+    """One `tasks/*` request through `ClientSession.send_request`; its answer as a dict,
+    unvalidated. Raises `MCPError`."""
     request = types.Request[dict[str, Any], str](method=method, params=params)
     raw = await client.session.send_request(request, _Raw, request_read_timeout_seconds=timeout)
     return raw.model_extra or {}
@@ -121,9 +114,9 @@ class InputGone(LookupError):
 
 
 class ElicitationInbox:
-    """The `elicitation/create` requests of one server's tasks that wait for a person,
-    by taskId and then by input key (a key monad makes: unique for the row's lifetime,
-    so an answered key is never mistaken for a new question after a reconnect)."""
+    """The `elicitation/create` requests of one server's tasks that wait for a person, by
+    taskId and input key (monad's, unique for the row's life: an answered key is never
+    mistaken for a new question after a reconnect)."""
 
     def __init__(self) -> None:
         self.asked: dict[str, dict[str, _Asked]] = {}
@@ -162,11 +155,9 @@ class ElicitationInbox:
 
 
 class LegacyTaskWire:
-    """Tasks over one live 2025-11-25 connection (see the module docstring).
-
-    `inbox`: the server's waiting elicitations; `start_soon`: the connection's task group
-    (a pending `tasks/result` lives there); `on_result_stream_end(task_id)`: a pending
-    `tasks/result` returned or failed, so the task should be read again.
+    """Tasks over one live 2025-11-25 connection. `inbox`: the server's waiting elicitations;
+    `start_soon`: the connection's task group (a pending `tasks/result` lives there);
+    `on_result_stream_end(task_id)`: a pending `tasks/result` ended: read the task again.
     """
 
     kind = "2025-11-25"
@@ -188,9 +179,9 @@ class LegacyTaskWire:
 
     async def submit(self, tool: str, arguments: dict[str, Any], *, meta: dict[str, Any],
                      task_support: str | None, timeout: float | None) -> tuple[str, dict[str, Any]]:
-        """`tools/call`, task-augmented when the tool allows it ("Tool-Level Negotiation":
-        `required` or `optional`; absent or `forbidden` must not be). Returns `("task",
-        snapshot)` or `("result", CallToolResult)`. Raises `MCPError`."""
+        """`tools/call`, task-augmented when the tool allows it (`required`, `optional`:
+        "Tool-Level Negotiation"): `("task", snapshot)` or `("result", CallToolResult)`.
+        Raises `MCPError`."""
         if task_support not in ("required", "optional"):
             res = await self.client.session.call_tool(tool, arguments, read_timeout_seconds=timeout,
                                                       meta=cast(types.RequestParamsMeta, meta))
@@ -203,10 +194,9 @@ class LegacyTaskWire:
         return "result", raw  # a server that ran it at once after all
 
     async def get(self, task_id: str) -> dict[str, Any]:
-        """The task as a SEP-2663 DetailedTask: `tasks/get`, plus the `tasks/result` payload
-        once it ended, plus the elicitations waiting for a person as `inputRequests`. On
-        `input_required` without any, a `tasks/result` is opened so the server can deliver
-        them. Raises `MCPError` (-32602: the server does not know the task)."""
+        """The task as a SEP-2663 DetailedTask: `tasks/get`, the `tasks/result` payload once
+        it ended, the waiting elicitations as `inputRequests` (none on `input_required`: a
+        `tasks/result` is opened to carry them). Raises `MCPError` (-32602: unknown task)."""
         snap = normalize_task(await legacy_request(self.client, "tasks/get", {"taskId": task_id},
                                                 timeout=self.request_timeout))
         asked = self.inbox.requests(task_id)
@@ -228,8 +218,7 @@ class LegacyTaskWire:
         except MCPError as exc:
             if exc.error.code == INVALID_PARAMS and snap["status"] == "completed":
                 raise  # it ended and is gone already: the caller judges a forgotten task
-            snap.update(status="failed", error={"code": exc.error.code, "message": exc.error.message,
-                                                **({"data": exc.error.data} if exc.error.data is not None else {})})
+            snap.update(status="failed", error=exc.error.model_dump(exclude_none=True))
             return
         if set(payload.get("_meta") or {}) <= {RELATED_TASK_META}:
             payload.pop("_meta", None)  # only the task's own id, which the row has anyway

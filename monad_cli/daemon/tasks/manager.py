@@ -1,17 +1,14 @@
 """The supervisor's task manager: every tool call that may become a task (SEP-2663, or the
 2025-11-25 core tasks: `tasks.legacy`).
 
-One `TaskManager` per supervisor. Per server it keeps at most `max_active` (8) tasks in
-flight (`submitting`, `working`, `input_required`) and `max_queued` (64) waiting; more is
-refused (`QueueFull`). This module is its API side (start, show, list, answer, cancel, the
-resolver of tasks returned to a plain `Client.call_tool`); each server's per-connection
-loops (submit, poll, listen) are in `tasks.connection`, the rows and their changes in
-`tasks.ledger`, the states in `tasks.states`.
+Per server it keeps at most `max_active` (8) tasks in flight (`submitting`, `working`,
+`input_required`) and `max_queued` (64) waiting; more is refused (`QueueFull`). This is its
+API side (start, show, list, answer, cancel, the resolver of tasks returned to a plain
+`Client.call_tool`); the per-connection loops are `tasks.connection`.
 
-Results are never handed to anyone implicitly: a terminal snapshot, or new input
-requests, set `deliveryPending` in the journal; whoever reads it with `deliver`
-(`monad tasks show ID`, a waiting caller, `Client.call_tool`'s resolver) takes the
-delivery exactly once (`TaskStore.take_delivery`).
+Results are never handed to anyone implicitly: a terminal snapshot, or new input requests,
+set `deliveryPending`; whoever reads it with `deliver` takes the delivery exactly once
+(`TaskStore.take_delivery`).
 """
 
 from __future__ import annotations
@@ -22,6 +19,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
+from functools import partial
 from typing import Any, Protocol
 
 import anyio
@@ -33,7 +31,7 @@ from monad_cli.core import task_forms as forms
 from monad_cli.core.errors import InvalidInput, NotConnected, NotFound, QueueFull
 from monad_cli.core.messages import server_not_defined
 from monad_cli.core.task_states import TERMINAL, TaskState
-from monad_cli.daemon.tasks.connection import ServerTasks
+from monad_cli.daemon.tasks.connection import ServerTasks, unknown_reason
 from monad_cli.daemon.tasks.ledger import TaskLedger
 from monad_cli.daemon.tasks.legacy import InputGone, OwnRequests
 from monad_cli.daemon.tasks.protocol import CreateTaskResult, TasksExtension, dump, flatten
@@ -85,18 +83,16 @@ class TaskManager(TaskReader):
     """Owns one supervisor's tasks: the `tasks` rows (through a `TaskLedger` on `journal`),
     the per-server bounds, and one `ServerTasks` loop per server.
 
-    It is handed what it uses, built once the journal is open: `servers` maps a server
-    name to its live link (the supervisor's actors; read, never changed), `redact` scrubs
-    secrets from messages, `request_timeout(name)` is a server's `tools/call` deadline in
-    seconds (None: none), `lost_reason(name, client)` says why the session of server `name` on
-    `client` ended under a request (the actor's words; None: unknown), `clock` is epoch
-    seconds (injectable). The supervisor calls
-    `on_actor_state` on every state change and passes `client_extensions(name)` and
-    `elicitation_callback(name)` to each new `mcp.Client`.
+    `servers` maps a name to its live link (the supervisor's actors; read only), `redact`
+    scrubs messages, `request_timeout(name)`: a server's `tools/call` deadline in seconds
+    (None: none), `lost_reason(name, client)`: why that session ended under a request (None:
+    unknown), `clock`: epoch seconds. The supervisor calls `on_actor_state` on every state
+    change and passes `client_extensions(name)` and `elicitation_callback(name)` to each new
+    `mcp.Client`.
 
-    It must never open, close or reconnect a session (the actors own them; it only sends
-    on the live client it was told about), never send a call that has no row yet, never
-    hand a result to anyone who did not ask for it, and never import the supervisor.
+    It never opens, closes or reconnects a session (it only sends on the live client it was
+    told about), never sends a call that has no row yet, and never hands a result to anyone
+    who did not ask for it.
     """
 
     def __init__(self, journal: Journal, servers: Mapping[str, ServerLink], *, redact: Callable[[str], str],
@@ -121,15 +117,12 @@ class TaskManager(TaskReader):
         async def on_notification(params: dict[str, Any]) -> None:
             self._server(name).apply(params, source="notification")
 
-        async def resolve(created: CreateTaskResult, ctx: ClaimContext) -> types.CallToolResult:
-            return await self._resolve_claimed(name, created, ctx)
-
-        return [TasksExtension(on_notification=on_notification, resolve=resolve)]
+        return [TasksExtension(on_notification=on_notification, resolve=partial(self._resolve_claimed, name))]
 
     def elicitation_callback(self, name: str) -> Callable[[ClientRequestContext, types.ElicitRequestParams],
                                                           Any]:
-        """The `elicitation_callback=` of server `name`'s next `mcp.Client`: a 2025-11-25 task's
-        `elicitation/create` becomes that task's input request (`ServerTasks.on_elicitation`)."""
+        """The `elicitation_callback=` of server `name`'s next `mcp.Client` (a 2025-11-25 task's
+        input requests: `ServerTasks.on_elicitation`)."""
 
         async def elicit(ctx: ClientRequestContext, params: types.ElicitRequestParams
                          ) -> types.ElicitResult | types.ErrorData:
@@ -154,9 +147,6 @@ class TaskManager(TaskReader):
             st.client, st.lane = client, link.lane if client is not None else None
             st.poke()
 
-    async def _lost_reason(self, name: str, client: Client) -> str | None:
-        return await self.lost_reason(name, client) if self.lost_reason is not None else None
-
     def _server(self, name: str) -> ServerTasks:
         st = self.servers.get(name)
         if st is None:
@@ -166,7 +156,8 @@ class TaskManager(TaskReader):
                                                   task_support=lambda tool: self._task_support(name, tool),
                                                   annotations=lambda tool: getattr(self._tool(name, tool),
                                                                                    "annotations", None),
-                                                  lost_reason=lambda client: self._lost_reason(name, client))
+                                                  lost_reason=unknown_reason if self.lost_reason is None
+                                                  else partial(self.lost_reason, name))
         if not st.loop_started and self._tg is not None:
             st.loop_started = True
             self._tg.start_soon(st.run)
@@ -187,8 +178,7 @@ class TaskManager(TaskReader):
                 self._cleanup()
 
     async def _write_held(self) -> None:
-        """While the journal's disk takes no writes, the task changes held in memory are
-        tried again every `RETRY_S` (store.py)."""
+        """While the journal's disk takes no writes, retry the held changes every `RETRY_S`."""
         from monad_cli.journal.db import RETRY_S
 
         while True:
@@ -212,13 +202,12 @@ class TaskManager(TaskReader):
     async def start(self, server: str, tool: str, arguments: dict[str, Any] | None, *,
                     correlation: dict[str, Any] | None = None, submit_wait: float = 15.0,
                     sent: bool = False) -> dict[str, Any]:
-        """Start `tools/call` of `tool` (the server's own tool name) through the task manager.
+        """Start `tools/call` of `tool` (the server's own name) through the task manager.
 
-        Writes the row (state `queued`) before anything is sent, then returns once the
-        call has left `submitting` (a task was created, or a plain result came back) —
-        with `sent`, once it has been sent (`submitting`) — or stays `queued` because all
-        `max_active` slots are busy, or after `submit_wait` seconds. Returns the row (API
-        shape). Raises `NotFound` (no such server), `NotConnected`, `QueueFull`.
+        Writes the row (`queued`) before anything is sent, then returns its API shape once
+        the call left `submitting` (with `sent`: once it is `submitting`), or stays `queued`
+        (every slot busy), or after `submit_wait` seconds. Raises `NotFound` (no such
+        server), `NotConnected`, `QueueFull`.
         """
         link = self.links.get(server)
         if link is None:
@@ -254,17 +243,14 @@ class TaskManager(TaskReader):
 
     async def detach(self, server: str, tool: str, arguments: dict[str, Any] | None, *,
                      correlation: dict[str, Any] | None = None) -> dict[str, Any]:
-        """A detached call (`monad mcp call --detach`): `start`, returning as soon as the call
-        is sent. A tool that is not a task on its server (no `execution.taskSupport`, or a
-        SEP-2663 server answering with a plain result) answers only at its end; its caller
-        must not wait for that. The row follows the call either way (`monad tasks show ID`)."""
+        """A detached call (`monad mcp call --detach`): `start`, returning once the call is
+        sent (a tool that is no task answers only at its end; its caller must not wait)."""
         return await self.start(server, tool, arguments, correlation=correlation, sent=True)
 
     # -- input and cancel ---------------------------------------------------------------------
     async def answer(self, ref: str, answers: dict[str, Any]) -> dict[str, Any]:
-        """Answer outstanding input requests: `answers` maps an inputRequests key to an answer
-        (see `forms.build_response`). Sends `tasks/update`. Raises `InvalidInput` for a bad
-        answer (unsafe or unknown property, wrong type), `NotConnected`."""
+        """Answer outstanding input requests (`answers`: inputRequests key → answer, see
+        `forms.build_response`) with `tasks/update`. Raises `InvalidInput`, `NotConnected`."""
         row = self.resolve_id(ref)
         outstanding = json.loads(row.input_requests or "{}")
         if row.state != TaskState.INPUT_REQUIRED or not outstanding:
@@ -307,10 +293,9 @@ class TaskManager(TaskReader):
 
     async def cancel(self, ref: str) -> dict[str, Any]:
         """Cancel: a queued call never goes out; a task gets `tasks/cancel` now, or on the next
-        connection if the server is away; a call that was sent and has no task (yet) ends
-        `cancelled` at once, freeing its slot, and its server is sent `notifications/cancelled`
-        for the request (MCP spec, basic/utilities/cancellation) when it still awaits the
-        answer. Idempotent; a terminal task is returned as is."""
+        connection; a call sent with no task (yet) ends `cancelled` at once, freeing its slot,
+        and its server is sent `notifications/cancelled` (MCP spec, basic/utilities/
+        cancellation) when it still awaits the answer. Idempotent."""
         row = self.resolve_id(ref)
         if row.state in TERMINAL:
             return self.view(row)
@@ -336,11 +321,10 @@ class TaskManager(TaskReader):
 
     # -- servers that went away ---------------------------------------------------------------
     async def server_removed(self, name: str, *, timeout: float = 5.0) -> int:
-        """Server `name` left the config: its open rows end `cancelled` (reason: server
-        removed), and each task it still holds is sent `tasks/cancel` while its connection
-        is live (at most `timeout` s in all; the outcome is journaled). The rows end first, so
-        the server's own answer (a `cancelled` notification) cannot replace the reason. Call
-        before its session is closed. Returns how many rows ended."""
+        """Server `name` left the config: its open rows end `cancelled` first (so the server's
+        own answer cannot replace the reason), then each task it holds is sent `tasks/cancel`
+        (at most `timeout` s in all, journaled). Call before its session is closed. Returns
+        how many rows ended."""
         rows = [r for r in self.store.open_rows() if r.server == name]
         st = self.servers.get(name)
         wire = st.wire if st is not None else None
@@ -380,11 +364,9 @@ class TaskManager(TaskReader):
                                ) -> types.CallToolResult:
         """The SDK's resolver: journal the task, wait for its end, return the tool result.
 
-        The row starts `submitting` (the call is out; its answer, `created`, is folded in
-        next), as a row monad sent itself would be. Its correlation is the tool service's call
-        running in this task (`trust.inputs.current_caller`: the SDK runs this resolver there).
-        Cancelling the caller cancels the task (`tasks/cancel`). A task that does not end
-        `completed` with a result raises `MCPError` with the task's error.
+        The row starts `submitting` (`created` is folded in next); its correlation is the
+        tool service's call running in this task (`current_caller`). Cancelling the caller
+        cancels the task. A task that does not end `completed` raises `MCPError`.
         """
         row_id = uuid.uuid4().hex
         caller = current_caller()
@@ -400,10 +382,9 @@ class TaskManager(TaskReader):
 
     async def run_call(self, server: str, tool: str, arguments: dict[str, Any] | None, *,
                        correlation: dict[str, Any] | None = None) -> types.CallToolResult:
-        """A call whose caller waits for the result, of a tool that must run as a task
-        (2025-11-25 `execution.taskSupport: "required"`, "Tool-Level Negotiation"): started
-        like `start`, followed to its end; returns the `CallToolResult`. Raises what `start`
-        raises, and `MCPError` for a task that did not complete."""
+        """A waited-for call of a tool that must run as a task (2025-11-25 `taskSupport:
+        "required"`): `start`, followed to its `CallToolResult`. Raises what `start` does, and
+        `MCPError` for a task that did not complete."""
         row = await self.start(server, tool, arguments, correlation=correlation, submit_wait=0)
         return await self._await_end(row["id"])
 

@@ -1,22 +1,13 @@
-"""SEP-2663 wire shapes and the SDK client extension that declares them.
+"""SEP-2663 wire shapes and the SDK client extension that declares them (supervisor side).
 
-The SDK 2.3 has the hooks (`ClientExtension`, `ResultClaim`, `NotificationBinding`) but
-no tasks implementation, so this module supplies:
-
-- `CreateTaskResult`: the flat `resultType: "task"` answer a `tools/call` may return;
-- `GetTaskRequest` / `UpdateTaskRequest` / `CancelTaskRequest`: `tasks/get`, `tasks/update`,
-  `tasks/cancel`, each with `name_param = "taskId"` so the SDK sets `Mcp-Name` on HTTP
-  (SEP-2663 "Streamable HTTP: Routing Headers");
-- `DetailedTask`: what `tasks/get` and `notifications/tasks` carry (exactly one of
-  `result`, `error`, `inputRequests` by status);
-- `TasksExtension`: declared in the client capabilities (`extensions`), claims
-  `resultType: "task"` on `tools/call`, and binds `notifications/tasks`;
-- `listen_for_tasks`: a `subscriptions/listen` stream with the extension's `taskIds` filter;
-- `Sep2663Wire`: those requests over one live connection, in the interface the
-  per-connection loops use for either shape (`tasks.legacy.LegacyTaskWire` is the other);
-- `flatten`, `error_object`: the SDK's exception groups and errors as the rows keep them.
-
-Supervisor side only: imports the SDK.
+The SDK 2.3 has the hooks (`ClientExtension`, `ResultClaim`, `NotificationBinding`) but no
+tasks implementation, so this module supplies the models (`CreateTaskResult`: the flat
+`resultType: "task"` answer; `tasks/get`, `tasks/update`, `tasks/cancel` requests with
+`name_param = "taskId"`, so the SDK sets `Mcp-Name` on HTTP, SEP-2663 "Streamable HTTP:
+Routing Headers"; `DetailedTask`), `TasksExtension` (declared in the client capabilities,
+claims `resultType: "task"` on `tools/call`, binds `notifications/tasks`),
+`listen_for_tasks`, and `Sep2663Wire`, the interface the loops use for either shape
+(`tasks.legacy.LegacyTaskWire` is the other).
 """
 
 from __future__ import annotations
@@ -40,9 +31,9 @@ INVOCATION_META_KEY = "dev.monad/invocationId"
 
 
 class Task(types.Result):
-    """The fields every task shape carries (SEP-2663 "Task"); times are ISO 8601, extra keys
-    are kept. `status` stays a plain string: a status monad does not know is the fold's
-    to ignore (`tasks.snapshot`), not a reason to reject the whole answer."""
+    """The fields every task shape carries (SEP-2663 "Task"): times ISO 8601, extra keys kept,
+    `status` a plain string (an unknown one is the fold's to ignore, not a reason to reject
+    the answer)."""
 
     model_config = ConfigDict(extra="allow")  # merged with `Result`'s camelCase aliases
     task_id: str
@@ -99,12 +90,6 @@ class CancelTaskRequest(types.Request[TaskIdParams, Literal["tasks/cancel"]]):
     name_param = "taskId"
 
 
-class AckResult(types.Result):
-    """The empty acknowledgement of `tasks/update` and `tasks/cancel`."""
-
-    model_config = ConfigDict(extra="allow")
-
-
 def flatten(exc: BaseException) -> list[BaseException]:
     """The leaves of an exception group (the SDK's task groups wrap errors), or `[exc]`."""
     if isinstance(exc, BaseExceptionGroup):
@@ -115,10 +100,7 @@ def flatten(exc: BaseException) -> list[BaseException]:
 def error_object(exc: BaseException) -> dict[str, Any]:
     """A JSON-RPC error object (`code`, `message`, `data`?) for the row's `error`."""
     if isinstance(exc, MCPError):
-        out: dict[str, Any] = {"code": exc.error.code, "message": exc.error.message}
-        if exc.error.data is not None:
-            out["data"] = exc.error.data
-        return out
+        return exc.error.model_dump(exclude_none=True)
     return {"code": types.INTERNAL_ERROR, "message": str(exc) or type(exc).__name__}
 
 
@@ -129,12 +111,9 @@ def dump(model: BaseModel) -> dict[str, Any]:
 
 class TasksExtension(ClientExtension):
     """The client side of `io.modelcontextprotocol/tasks`, one instance per connection.
-
     `on_notification(params)` receives every `notifications/tasks` (wire JSON), and every
-    2025-11-25 `notifications/tasks/status` in the same spelling (`legacy.normalize_task`:
-    the binding works at any version; only the claim is modern-only);
-    `resolve(created, ctx)` finishes a task returned to a plain `Client.call_tool` (the
-    SDK calls it) and must return the final `CallToolResult`.
+    2025-11-25 `notifications/tasks/status` in the same spelling; `resolve(created, ctx)`
+    finishes a task returned to a plain `Client.call_tool` with its `CallToolResult`.
     """
 
     identifier = TASKS_EXTENSION
@@ -163,16 +142,12 @@ class TasksExtension(ClientExtension):
 @asynccontextmanager
 async def listen_for_tasks(lane: OwnRequests, version: str, task_ids: Sequence[str], *,
                            ack_timeout: float = 10.0) -> AsyncIterator[tuple[set[str], Callable[[], Awaitable[str]]]]:
-    """One `subscriptions/listen` stream asking for `notifications/tasks` of `task_ids`, on
-    monad's own lane of the connection (`lane`; the SDK's `listen()` builds its filter without
-    extension keys and has no public way to add `taskIds`, SEP-2663 "Task Status
-    Notifications").
-
-    Yields `(honored, wait_end)`: the task ids the server agreed to notify about (from its
-    `notifications/subscriptions/acknowledged`), and a coroutine function that returns
-    `"graceful"` or `"lost"` when the stream ends. The notifications themselves arrive
-    through `TasksExtension`'s binding. Raises `MCPError` if refused, `TimeoutError`
-    without an ack.
+    """One `subscriptions/listen` stream for `notifications/tasks` of `task_ids` on monad's
+    own `lane` (the SDK's `listen()` has no public way to add `taskIds`, SEP-2663 "Task
+    Status Notifications"). Yields `(honored, wait_end)`: the ids the server's ack agreed
+    to, and a coroutine function returning `"graceful"` or `"lost"` when the stream ends
+    (the notifications arrive through `TasksExtension`). Raises `MCPError` if refused,
+    `TimeoutError` without an ack.
     """
     acked, ended = anyio.Event(), anyio.Event()
     honored: set[str] | None = None
@@ -215,8 +190,7 @@ async def listen_for_tasks(lane: OwnRequests, version: str, task_ids: Sequence[s
 
 class Sep2663Wire:
     """SEP-2663 tasks over one live connection: the server decides whether `tools/call`
-    becomes a task (the claim is declared on the session), input goes back with
-    `tasks/update`, and `tasks/cancel` is always there (SEP-2663 "Cancelling Tasks")."""
+    becomes a task, input goes back with `tasks/update`, `tasks/cancel` is always there."""
 
     kind = "sep-2663"
     cancels = True
@@ -247,12 +221,13 @@ class Sep2663Wire:
     async def answer(self, task_id: str, responses: dict[str, Any]) -> None:
         """`tasks/update {taskId, inputResponses}`; the ack is empty."""
         await self.client.session.send_request(
-            UpdateTaskRequest(params=UpdateTaskParams(task_id=task_id, input_responses=responses)), AckResult,
+            UpdateTaskRequest(params=UpdateTaskParams(task_id=task_id, input_responses=responses)), types.EmptyResult,
             request_read_timeout_seconds=self.request_timeout)
 
     async def cancel(self, task_id: str) -> dict[str, Any] | None:
-        """`tasks/cancel {taskId}` (idempotent). The ack is empty: the next poll shows the ending."""
-        await self.client.session.send_request(CancelTaskRequest(params=TaskIdParams(task_id=task_id)), AckResult,
+        """`tasks/cancel {taskId}` (idempotent); the next poll shows the ending."""
+        await self.client.session.send_request(CancelTaskRequest(params=TaskIdParams(task_id=task_id)),
+                                               types.EmptyResult,
                                                request_read_timeout_seconds=self.request_timeout)
         return None
 

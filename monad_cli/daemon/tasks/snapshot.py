@@ -1,10 +1,9 @@
 """Folding a task snapshot into its row: a pure function (stdlib only).
 
-A snapshot is the wire JSON (camelCase) of a task as a server reports it: a DetailedTask
-from `tasks/get`, the params of `notifications/tasks`, or the `CreateTaskResult` that
-answered `tools/call` (SEP-2663 "Task Creation", "Getting Tasks", "Task Status
-Notifications"). `fold_snapshot(row, snapshot, now)` says what that snapshot changes in the
-row and what the manager does next; the manager writes it, journals it and acts on it.
+A snapshot is the wire JSON of a task as a server reports it: a DetailedTask, the params of
+`notifications/tasks`, or a `CreateTaskResult` (SEP-2663 "Task Creation", "Getting Tasks",
+"Task Status Notifications"). `fold_snapshot` says what it changes in the row and what to
+do next; the manager writes, journals and acts on it.
 """
 
 from __future__ import annotations
@@ -33,12 +32,9 @@ class _Row(Protocol):
 
 @dataclass(frozen=True)
 class RowView:
-    """What the fold reads of a row: decoded, immutable.
-
-    `input_requests` are the outstanding ones (key → request), `answered_keys` the keys
-    monad already answered with `tasks/update` (a server may list them again until it has
-    processed the answer).
-    """
+    """What the fold reads of a row, decoded: `input_requests` the outstanding ones (key →
+    request), `answered_keys` those monad answered (a server may list them again until it
+    has processed the answer)."""
 
     id: str
     tool: str
@@ -57,13 +53,9 @@ class RowView:
 
 @dataclass(frozen=True)
 class Fold:
-    """What a snapshot does to its row.
-
-    `changes`: the columns to set (JSON columns as Python values); empty means the row stays
-    as it is. `journal`: the text of a journal row (the state changed), or None. `poll_now`:
-    the snapshot is a bare Task whose payload must be fetched with `tasks/get` at once.
-    `ended`: the row is now terminal (stop polling it).
-    """
+    """What a snapshot does to its row: `changes`, the columns to set (JSON columns as Python
+    values; empty: none); `journal`, a journal row's text (the state changed) or None;
+    `poll_now`, a bare Task whose payload `tasks/get` must fetch at once; `ended`, terminal."""
 
     changes: dict[str, Any] = field(default_factory=dict)
     journal: str | None = None

@@ -2,22 +2,16 @@
 started through the task manager, and the only place rows change state.
 
 Every state change goes through `TaskStore.update`, which checks it against
-`tasks.states.TRANSITIONS` inside the write transaction, so a stale reader cannot move a
-row that another task has already ended. Terminal rows are deleted 7 days after they
-ended (`cleanup`).
+`core.task_states.TRANSITIONS`, so a stale reader cannot move a row another task has ended.
+Terminal rows are deleted 7 days after they ended. Times are epoch seconds from the
+manager's clock; JSON columns hold wire JSON, scrubbed like every journal value. Plain SQL
+on the journal's own connections (`Journal.pool`).
 
-Times are epoch seconds from the manager's clock (injectable for tests). JSON columns
-hold wire JSON (camelCase), scrubbed of known secrets like every journal value.
-
-A write the journal's file cannot take (its disk is full, or fails: `journal.db.is_disk_fault`)
-never reaches the caller as an error that stops a task's loop. A change of an existing row
-is held in memory (`held`, per row, the latest value of each column; at most `HOLD_ROWS`
-rows, further changes are counted in `lost`), applied to every row this store reads, and
-written in one transaction once the file takes writes again (`retry`, every `RETRY_S` from
-the task manager, and before each write). A new row cannot be held (nothing could find it):
-`insert` raises `DiskFull` (one line, HTTP 507) and counts it in `refused`. `status()` says so.
-
-Every query is plain SQL on the journal's own connections (`Journal.pool`).
+A write the journal's disk cannot take (`journal.db.is_disk_fault`) never stops a task's
+loop: a change of an existing row is held in memory (`held`: the latest value of each
+column, at most `HOLD_ROWS` rows, more counted in `lost`), applied to every row read, and
+written in one transaction once the disk takes writes (`retry`). A new row cannot be held
+(nothing could find it): `insert` raises `DiskFull` (HTTP 507), counted in `refused`.
 """
 
 from __future__ import annotations
@@ -74,7 +68,10 @@ class TaskStore:
         return {"state": "degraded" if self.fault else "ok", "reason": self.fault, "heldRows": len(self.held),
                 "lost": self.lost, "refused": self.refused, "heldSince": self.fault_since}
 
-    def _faulted(self, exc: BaseException) -> None:
+    def _faulted(self, exc: Exception) -> None:
+        """Note a write the disk did not take; re-raises `exc` when it is no disk fault."""
+        if not is_disk_fault(exc):
+            raise exc
         if self.fault is None:
             self.fault_since = time.time()
             log.error("tasks store: cannot write the journal (%s); holding task changes in memory "
@@ -109,9 +106,7 @@ class TaskStore:
                 for id, values in held.items():
                     cur.execute(f"UPDATE tasks SET {', '.join(f'{k} = ?' for k in values)} WHERE id = ?",
                                 (*values.values(), id))
-        except Exception as exc:
-            if not is_disk_fault(exc):
-                raise
+        except Exception as exc:  # noqa: BLE001 - `_faulted` re-raises all but a disk fault
             self._faulted(exc)
             return False
         for id, values in held.items():
@@ -142,9 +137,7 @@ class TaskStore:
         try:
             self.journal.pool.change(f"INSERT INTO tasks ({TASK_COLUMNS}) VALUES ({', '.join('?' * len(values))})",
                                      values)
-        except Exception as exc:
-            if not is_disk_fault(exc):
-                raise
+        except Exception as exc:  # noqa: BLE001 - `_faulted` re-raises all but a disk fault
             self._faulted(exc)
             self.refused += 1
             raise DiskFull(f"cannot start a task of `{tool}` on server `{server}`: the journal's disk takes no "
@@ -175,9 +168,8 @@ class TaskStore:
         return self._select("id LIKE ? ESCAPE '\\' OR task_id LIKE ? ESCAPE '\\'", (like, like), tail=" LIMIT 5")
 
     def update(self, id: str, **fields: Any) -> TaskRow | None:
-        """Set columns (JSON columns take Python values) and `updated_at`; returns the row,
-        or None if there is none. A `state` must be allowed from the row's current state
-        (`states.TRANSITIONS`), else `IllegalTransition` is raised and nothing is written."""
+        """Set columns (JSON columns take Python values) and `updated_at`; the row, or None. A
+        `state` the row cannot move to raises `IllegalTransition`, and nothing is written."""
         row = self.get(id)  # the transition is checked against what it is, held changes included
         if row is None:
             return None
@@ -194,9 +186,7 @@ class TaskStore:
         try:
             self.journal.pool.change(f"UPDATE tasks SET {', '.join(f'{k} = ?' for k in values)} WHERE id = ?",
                                      (*values.values(), id))
-        except Exception as exc:
-            if not is_disk_fault(exc):
-                raise
+        except Exception as exc:  # noqa: BLE001 - `_faulted` re-raises all but a disk fault
             self._faulted(exc)
             self._hold(id, values)
         return row
@@ -209,9 +199,7 @@ class TaskStore:
             return bool(self.journal.pool.change(
                 "UPDATE tasks SET delivery_pending = 0, deliveries = deliveries + 1, delivered_at = ? "
                 "WHERE id = ? AND delivery_pending = 1", (self.clock(), id)))
-        except Exception as exc:
-            if not is_disk_fault(exc):
-                raise
+        except Exception as exc:  # noqa: BLE001 - `_faulted` re-raises all but a disk fault
             self._faulted(exc)
             return self._take_held(id)
 

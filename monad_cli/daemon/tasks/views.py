@@ -45,24 +45,20 @@ class TaskReader:
             if row.state == TaskState.INPUT_REQUIRED else []
         if isinstance(d.get("result"), dict) and row.task_id:
             meta = dict(d["result"].get("_meta") or {})
-            meta[RELATED_TASK_META] = {"taskId": row.task_id}
-            d["result"]["_meta"] = meta
+            d["result"]["_meta"] = {**meta, RELATED_TASK_META: {"taskId": row.task_id}}
         return d
 
     async def show(self, ref: str, *, wait: float = 0.0, deliver: bool = False) -> dict[str, Any]:
         """The row; with `wait`, first wait up to `wait` s for it to need attention (a terminal
         state or outstanding input). With `deliver`, take a pending delivery (`delivered`)."""
         row = self.resolve_id(ref)
-        deadline = anyio.current_time() + max(0.0, wait)
-        while wait > 0:
-            row = self.store.get(row.id) or row
-            if row.state in TERMINAL or (row.state == TaskState.INPUT_REQUIRED
-                                         and row.input_requests not in (None, "{}")):
-                break
-            left = deadline - anyio.current_time()
-            if left <= 0:
-                break
-            await self.ledger.wait_change(row.id, left)
+        with anyio.move_on_after(max(0.0, wait)):
+            while wait > 0:
+                row = self.store.get(row.id) or row
+                if row.state in TERMINAL or (row.state == TaskState.INPUT_REQUIRED
+                                             and row.input_requests not in (None, "{}")):
+                    break
+                await self.ledger.wait_change(row.id, wait)
         row = self.store.get(row.id) or row
         delivered = deliver and row.delivery_pending and self.store.take_delivery(row.id)
         if delivered:

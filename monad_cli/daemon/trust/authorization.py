@@ -1,25 +1,21 @@
 """Authorization on demand (docs/gateway.md "Authorization on demand"): a tool call to a
-server whose OAuth grant lapsed starts the authorization instead of failing at once.
+server whose OAuth grant lapsed (`needs-auth`, or a 401 under the call) starts the
+authorization instead of failing at once. The call:
 
-A server is in `needs-auth` (never authorized, a refresh refused, a token rejected), or its
-grant lapses under a call (the server answers the call's own request 401 without running
-the tool). Either way the call:
-
-1. starts `monad mcp authorize`'s authorization-code flow in the supervisor (or joins the
-   one running for that server), which learns the authorization URL and never opens a
-   browser itself (MCP spec, basic/authorization; RFC 6749 §4.1);
-2. shows the URL to whoever made the call: a URL-mode `elicitation/create` (MCP spec,
-   client/elicitation "URL Mode") to the call's `InputHandler`; a caller that cannot be
-   asked, or declines, gets `AuthorizationRequired` naming `monad mcp authorize NAME` and
-   the URL (the flow goes on, so the URL still works). The Studio shows every waiting call
-   as an Authorize card (`listeners`);
-3. waits, at most the call's approval timeout (seconds), for the tokens (the flow stores
-   them and reconnects the server), then goes on; out of time: `AuthorizationTimeout`;
-4. tells a caller that was sent the URL that it is done, when it can be told
+1. starts (or joins) `monad mcp authorize`'s authorization-code flow in the supervisor,
+   which learns the URL and never opens a browser (MCP spec, basic/authorization; RFC 6749
+   §4.1);
+2. shows the URL to the caller: a URL-mode `elicitation/create` (client/elicitation "URL
+   Mode") to its `InputHandler`; a caller that cannot be asked, or declines, gets
+   `AuthorizationRequired` naming `monad mcp authorize NAME` and the URL (the flow goes
+   on). The Studio shows every waiting call as an Authorize card (`listeners`);
+3. waits, at most the call's approval timeout (s), for the tokens, then goes on; out of
+   time: `AuthorizationTimeout`;
+4. tells a caller that was sent the URL that it is done, when it can
    (`notifications/elicitation/complete`, client/elicitation "Completion Notifications").
 
-Every step is a journal event `auth` on the server, saying which call started it, who was
-asked and how it ended; never a URL's or a token's value.
+Every step is a journal event `auth` on the server (which call, who was asked, how it
+ended), never a URL's or a token's value.
 """
 
 from __future__ import annotations
@@ -48,12 +44,9 @@ TELL_COMPLETE_S = 5.0  # at most this long telling the caller the elicitation is
 
 class AuthorizationFlows(Protocol):
     """The supervisor's authorization runs (daemon/studio/authorize.py `AuthorizeRuns`).
-
-    `join(name, why=)`: the server's run in progress, or a new one (`why` says who started
-    it, for its journal row); returns its view (`{phase, url, userCode, verificationUri,
-    verificationUriComplete, message, ...}`) once it has a URL or has failed.
-    `finished(name)`: wait for that run to end; its last view (`phase` done, failed or
-    cancelled)."""
+    `join(name, why=)`: the server's run in progress or a new one; its view (`{phase, url,
+    userCode, verificationUri, verificationUriComplete, message, ...}`) once it has a URL
+    or failed. `finished(name)`: its last view (`phase` done, failed or cancelled)."""
 
     async def join(self, name: str, *, why: str) -> dict[str, Any]: ...
     async def finished(self, name: str) -> dict[str, Any]: ...
@@ -92,10 +85,9 @@ def _url_of(view: dict[str, Any]) -> str | None:
 
 class OnDemandAuthorization:
     """Owns the calls waiting for an authorization (`waiting`, by id) and tells `listeners`
-    `("authorization.pending", waiting.as_dict())` and `("authorization.closed", {id, outcome})`
-    (`done`, `timeout`, `failed` or `cancelled`: the caller left).
-    `flows` is set by whoever runs the authorization flows (the control API's Studio hub);
-    without it a call is refused with the command to run."""
+    `("authorization.pending", waiting.as_dict())` and `("authorization.closed", {id,
+    outcome})` (`done`, `timeout`, `failed`, `cancelled`). Without `flows` (set by the
+    Studio hub) a call is refused with the command to run."""
 
     def __init__(self, journal: Journal | None, *, clock: Callable[[], float] = time.time) -> None:
         self.journal = journal
@@ -107,32 +99,30 @@ class OnDemandAuthorization:
     def listing(self) -> list[dict[str, Any]]:
         return [w.as_dict() for w in self.waiting.values()]
 
-    def _note(self, server: str, reason: str, **detail: Any) -> None:
+    def _note(self, server: str, exposed: str, via: str, step: str, reason: str) -> None:
         if self.journal is None:
             return
         try:
-            self.journal.record("auth", server=server, reason=reason, detail={"onDemand": True, **detail})
+            self.journal.record("auth", server=server, reason=f"authorization on demand: {reason}",
+                                detail={"onDemand": True, "exposed": exposed, "via": via, "step": step})
         except Exception:  # the journal must not fail the call
             log.exception("journal write failed")
 
     async def authorize(self, actor: ToolServer, exposed: str, *, via: str, inputs: InputHandler | None,
                         timeout: float) -> None:
-        """Authorize `actor` for a call of `exposed` by `via`, asking `inputs` (None: nobody
-        but the Studio's card), waiting at most `timeout` seconds for the tokens. Returns
-        once the flow stored them (the server is reconnecting). Raises AuthorizationRequired
-        (the caller cannot be asked or declined; the flow failed) and AuthorizationTimeout."""
+        """Authorize `actor` for a call of `exposed` by `via`, asking `inputs` (None: only the
+        Studio's card), waiting at most `timeout` s until the flow stored the tokens. Raises
+        AuthorizationRequired (not asked, declined, the flow failed), AuthorizationTimeout."""
         name = actor.name
         hint = f"run `monad mcp authorize {name}`"
         if self.flows is None:
             raise AuthorizationRequired(f"server `{name}` needs authorization: {hint}")
-        self._note(name, f"authorization on demand: a call of `{exposed}` ({via}) started it",
-                   exposed=exposed, via=via, step="started")
+        self._note(name, exposed, via, "started", f"a call of `{exposed}` ({via}) started it")
         view = await self.flows.join(name, why=f"a call of `{exposed}` ({via})")
         url = _url_of(view)
         if view.get("phase") in ("failed", "cancelled") or not url:
             why = view.get("message") or "the authorization server gave no URL"
-            self._note(name, f"authorization on demand: could not start: {why}", exposed=exposed, via=via,
-                       step="failed")
+            self._note(name, exposed, via, "failed", f"could not start: {why}")
             raise AuthorizationRequired(f"server `{name}` needs authorization, and the flow could not start: "
                                         f"{why}; {hint}")
         now = self.clock()
@@ -146,22 +136,20 @@ class OnDemandAuthorization:
                 final = await self._wait(waiting, inputs, hint)
             if deadline.cancelled_caught:
                 outcome = "timeout"
-                self._note(name, f"authorization on demand: no tokens within {timeout:g} s; the call of "
-                                 f"`{exposed}` was not sent", exposed=exposed, via=via, step="timeout")
+                self._note(name, exposed, via, "timeout",
+                           f"no tokens within {timeout:g} s; the call of `{exposed}` was not sent")
                 raise AuthorizationTimeout(f"server `{name}` was not authorized within {timeout:g} s, so the call "
                                            f"of `{exposed}` was not sent; {hint} and call again")
             if final.get("phase") != "done":
                 why = final.get("message") or final.get("phase")
-                self._note(name, f"authorization on demand: {why}", exposed=exposed, via=via, step="failed")
+                self._note(name, exposed, via, "failed", str(why))
                 raise AuthorizationRequired(f"server `{name}`: the authorization did not finish ({why}); {hint}")
             outcome = "done"
-            self._note(name, f"authorization on demand: tokens arrived; the call of `{exposed}` goes on",
-                       exposed=exposed, via=via, step="done")
+            self._note(name, exposed, via, "done", f"tokens arrived; the call of `{exposed}` goes on")
         except anyio.get_cancelled_exc_class():
             outcome = "cancelled"
             with anyio.CancelScope(shield=True):
-                self._note(name, f"authorization on demand: the caller of `{exposed}` left while it waited",
-                           exposed=exposed, via=via, step="cancelled")
+                self._note(name, exposed, via, "cancelled", f"the caller of `{exposed}` left while it waited")
             raise
         finally:
             self.waiting.pop(waiting.id, None)
@@ -169,9 +157,8 @@ class OnDemandAuthorization:
         await self._complete(inputs, waiting)
 
     async def _complete(self, inputs: InputHandler | None, waiting: Waiting) -> None:
-        """The tokens arrived: tell a caller that was sent the URL (the elicitation's id is
-        `waiting.id`) that the interaction is complete, when its handler can
-        (`elicitation_complete(id)`, gateway/questions.py). Never fails the call."""
+        """Tell a caller that was sent the URL that it is complete, when its handler can
+        (`elicitation_complete(waiting.id)`, gateway/questions.py). Never fails the call."""
         complete = getattr(inputs, "elicitation_complete", None) if waiting.via != "studio" else None
         if complete is None:
             return
@@ -189,8 +176,7 @@ class OnDemandAuthorization:
         if waiting.via == "studio":
             inputs = None  # the page's own card asks; no second dialog for the same call
         elif inputs is None:
-            self._note(name, "authorization on demand: the caller cannot be shown the URL", exposed=waiting.exposed,
-                       via=waiting.via, step="refused")
+            self._note(name, waiting.exposed, waiting.via, "refused", "the caller cannot be shown the URL")
             raise AuthorizationRequired(f"server `{name}` needs authorization: {hint}, or open {url}")
         refused: list[str] = []
 
@@ -202,12 +188,11 @@ class OnDemandAuthorization:
                 try:
                     answer = await handler({"method": "elicitation/create", "params": {
                         "mode": "url", "message": message, "url": url, "elicitationId": waiting.id}})
+                    if answer.get("action") != "accept":
+                        refused.append(f"the caller answered `{answer.get('action')}`")
                 except InputRefused as e:
                     refused.append(str(e))
-                    tg.cancel_scope.cancel()
-                    return
-                if answer.get("action") != "accept":
-                    refused.append(f"the caller answered `{answer.get('action')}`")
+                if refused:
                     tg.cancel_scope.cancel()
 
             if inputs is not None:
@@ -215,8 +200,7 @@ class OnDemandAuthorization:
             final = await flows.finished(name)
             tg.cancel_scope.cancel()  # the tokens came first: nobody needs to answer any more
         if refused:
-            self._note(name, f"authorization on demand: not asked: {refused[0]}", exposed=waiting.exposed,
-                       via=waiting.via, step="refused")
+            self._note(name, waiting.exposed, waiting.via, "refused", f"not asked: {refused[0]}")
             raise AuthorizationRequired(f"server `{name}` needs authorization ({refused[0]}): {hint}, or open {url}")
         return final
 

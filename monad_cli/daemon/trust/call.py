@@ -1,10 +1,8 @@
 """`ToolCall`: one tools/call on its way through monad, as one explicit object.
 
-Every entry (the control API, the gateway's sessions, an MCP App through the Studio) builds
-one and hands it to `ToolService.call`. The caller sets what it asks and brings; the path's
-steps write what they learn on it (server and tool, decision, journal row, outcome), so a
-wrapper (telemetry) reads the whole call from it once the path returns. Nothing about a call
-travels beside it.
+Every entry builds one and hands it to `ToolService.call`; the path's steps write what they
+learn on it, so a wrapper (telemetry) reads the whole call from it once the path returns.
+Nothing about a call travels beside it.
 """
 
 from __future__ import annotations
@@ -28,33 +26,23 @@ MAX_REF = 64  # characters of a caller's own tag kept
 class ToolCall(Caller):
     """One tools/call (MCP spec, server/tools "Calling Tools") and what it carries.
 
-    Set by its caller:
-    - `exposed`: the exposed name (`server__tool`); `arguments`: as sent (the path checks
-      that they are an object and match the tool's inputSchema);
-    - `via`: who calls (`cli`, `gateway`, `studio`, `app`, `api`, …), journaled;
-    - `approval`: `{"mode": "wait" | "yes" | "check" | "decided", "timeout": s,
-      "approvalId", "grant"}` (docs/tools.md "Approvals");
-    - `detach`: once approved, hand the call to the task manager and return at once;
-    - `app_of`: the server whose MCP App makes the call (trust/visibility.py);
-    - `include`/`exclude`: a gateway view's tool globs (core/tool_filters.py);
-    - `write_behind`: journal a successful outcome just after the answer (the gateway's
-      hot path) rather than before it;
-    - `progress`: awaited per notifications/progress of the call (None: none asked);
-    - `waiting`: awaited once with one line when the call starts waiting for a person's
-      approval (what it waits on, how to decide it); None: the caller shows its own;
-    - `inputs`, `capabilities` (`Caller`): who answers the server's questions during the
-      call, and what the caller declared of them;
-    - `ref`: the caller's own tag (≤ 64 characters), on the call's events and its Task's
-      correlation (the Studio finds its own calls by it);
-    - `meta` (`Caller`): keys the upstream request's `_meta` carries besides monad's
-      envelope (the agent's own, W3C trace context).
+    Set by its caller: `exposed` (`server__tool`); `arguments` as sent (checked against
+    the inputSchema); `via` (`cli`, `gateway`, `studio`, `app`, `api`, …, journaled);
+    `approval`: `{"mode": "wait" | "yes" | "check" | "decided", "timeout": s, "approvalId",
+    "grant"}` (docs/tools.md "Approvals"); `detach`: once approved, hand it to the task
+    manager and return at once; `app_of`: the server whose MCP App calls (visibility.py);
+    `include`/`exclude`: a gateway view's tool globs; `write_behind`: journal a successful
+    outcome just after the answer (the gateway's hot path); `progress`: awaited per
+    notifications/progress (None: none asked); `waiting`: awaited once with one line when
+    the call starts waiting for a person (None: the caller shows its own); `ref`: the
+    caller's own tag (≤ 64 characters) on its events and its Task's correlation; `inputs`,
+    `capabilities`, `meta`: see `Caller`.
 
-    Learned by the path (None until then): `server` and `tool` (the session and the tool
-    it lists), `call_id` (the `tool_calls` row), `decision` and `decided_by` (the gate's),
-    `outcome` (as journaled: `ok`, `tool-error`, `error`, `timeout`, `refused`,
-    `cancelled`, `interrupted`, `detached`), `started` (monotonic s: when its intent row
-    was written, which its duration counts from), `request_id` (the upstream JSON-RPC id
-    when monad's own lane sent it, sessions/direct.py).
+    Learned by the path (None until then): `server` and `tool`, `call_id` (the `tool_calls`
+    row), `decision` and `decided_by`, `outcome` (as journaled: `ok`, `tool-error`,
+    `error`, `timeout`, `refused`, `cancelled`, `interrupted`, `detached`), `started`
+    (monotonic s of its intent row, its duration's start), `request_id` (the upstream
+    JSON-RPC id when monad's own lane sent it).
     """
 
     exposed: str

@@ -1,8 +1,8 @@
 """The `tool_calls` rows of the tool service, and who hears of them as they are written.
 
-`CallLog` writes a call's intent row before the call and its outcome after it (through
-`journal/tools.py`; a deferred outcome behind the answer, committed by `write_outcomes`),
-and tells its listeners (the Studio's transcript) each time:
+`CallLog` writes a call's intent row before the call and its outcome after it (a deferred
+outcome behind the answer, committed by `write_outcomes`), and tells its listeners (the
+Studio's transcript) each time:
 
     listener("call.started",  {"id", "ts", "server", "tool", "exposed", "via", "arguments", "ref", "host"})
     listener("call.progress", {"id", "progress", "total", "message"})   (a notifications/progress of
@@ -10,9 +10,8 @@ and tells its listeners (the Studio's transcript) each time:
     listener("call.finished", {"id", "outcome", "decision", "decidedBy", "durationMs", "error"})
 
 The journal keeps only a digest of the arguments (docs/tools.md "The journal of calls");
-the listeners get them, for a transcript held in memory. A listener's failure is logged and
-never fails the call. `ref` is the caller's own tag of the call (`ToolCall.ref`: the Studio
-page finds its own call's rows and Task among everyone's by it).
+the listeners get them. A listener's failure is logged, never fails the call. `ref` is the
+caller's own tag (`ToolCall.ref`).
 """
 
 from __future__ import annotations
@@ -57,11 +56,9 @@ class CallLog:
 
     async def write_outcomes(self) -> None:
         """Commit the deferred outcome rows within ~20 ms (run once, for the log's life): the
-        answer goes out first, and outcomes that pile up meanwhile share one commit, or ride
-        on the next call's intent row (then none is left to commit: a steady run of calls
-        closer than 20 ms has no commit but its intent rows); while the journal's disk takes
-        no writes, retry the rows it holds every second. Never returns (cancel it);
-        `Journal.close` writes what is left."""
+        answer goes out first; outcomes that pile up meanwhile share one commit, or ride on
+        the next call's intent row; while the journal's disk takes no writes, retry the rows
+        it holds every second. Never returns (cancel it); `Journal.close` writes the rest."""
         from monad_cli.journal.db import RETRY_S
 
         while True:
@@ -105,18 +102,15 @@ class CallLog:
         return call_id
 
     def approved(self, call_id: int, *, decision: str, decided_by: str | None) -> None:
-        """A held intent row (written by `approval: check`, outcome `running` with no decision
-        while a person is asked) gets its decision as the call goes on; listeners hear it as
-        `call.decided`, so a page stops showing it as waiting for approval."""
+        """A held intent row (`approval: check`'s, no decision while a person is asked) gets
+        its decision; listeners hear `call.decided` (a page stops showing it as waiting)."""
         jt.finish_call(self.journal, call_id, outcome="running", decision=decision, decided_by=decided_by)
         self.listeners.tell("call.decided", {"id": call_id, "outcome": "running", "decision": decision,
                                              "decidedBy": decided_by})
 
     def progress_of(self, call_id: int, forward: ProgressFn) -> ProgressFn:
         """The caller's `forward` for call `call_id`, which the listeners hear first (as
-        `call.progress`, until the call's `finish`): a call's progress reaches the Studio
-        whoever asked for it (MCP spec, basic/utilities/progress). Only a caller that asked
-        for progress gets a progressToken sent, so only its calls report any."""
+        `call.progress`, until `finish`; MCP spec, basic/utilities/progress)."""
         async def told(progress: float, total: float | None, message: str | None) -> None:
             if call_id in self._running:  # a notification that arrives after the answer is not news
                 self.listeners.tell("call.progress", {"id": call_id, "progress": progress, "total": total,
@@ -128,8 +122,7 @@ class CallLog:
     def finish(self, call_id: int, *, outcome: str, decision: str | None = None, decided_by: str | None = None,
                duration_ms: float | None = None, error: str | None = None, defer: bool = False) -> None:
         """The outcome of call `call_id`, written after the side effect (`defer`: behind the
-        answer, in the journal's next write transaction; `jt.finish_call`). Listeners hear of
-        it at once either way."""
+        answer, in the journal's next write transaction). Listeners hear of it at once."""
         jt.finish_call(self.journal, call_id, outcome=outcome, decision=decision, decided_by=decided_by,
                        duration_ms=duration_ms, error=error, defer=defer)
         if defer:

@@ -1,22 +1,21 @@
 """The approval gate: every tool call passes it unless the tool is auto-approved.
 
-Decisions, and who or what made them (journaled with each call): `autoApproveTools`; an
-earlier "session" (in memory, until the supervisor restarts) or "always" approval (journal
-table `approvals`) of the same (server, definition hash, tool); the caller (`monad mcp call
---yes`, or the person at the TTY prompt); or a pending approval that `monad approvals
-allow|deny ID` decides, or that times out.
+Who decides (journaled with each call): `autoApproveTools`; an earlier "session" (in
+memory) or "always" approval (journal table `approvals`) of the same (server, definition
+hash, tool); the caller (`--yes`, the person at the TTY prompt); or a pending approval that
+`monad approvals allow|deny ID` decides, or that times out.
 
 The person sees the server, the tool and the full arguments; tool annotations never approve
-anything (MCP spec, server/tools "Security Considerations": annotations are untrusted).
-Approvals are keyed to `ServerSpec.definition_hash()` (command, args, env names, cwd, url)
-and bound to the tool's own definition (`tool_definition_hash`): a server that rewrites an
-approved tool (a "rug pull") is asked about again, and a journal row (`approval-outdated`)
-says why. An "always" written before tools were hashed binds to the definition it first
-meets. A `hostEscape` server's tools can be approved for the session but never always.
+anything (MCP spec, server/tools "Security Considerations"). Approvals are keyed to
+`ServerSpec.definition_hash()` and bound to the tool's own definition
+(`tool_definition_hash`): a tool rewritten after approval (a "rug pull") is asked about
+again, and an `approval-outdated` row says why. An "always" written before tools were
+hashed binds to the definition it first meets. A `hostEscape` server's tools are never
+approved always.
 
-Listeners (`gate.listeners`, the Studio's event stream) hear `("approval.pending", request)`
-when a request opens or a caller starts waiting on it, and `("approval.closed", {"id",
-"decision", "by"})` when it is decided, withdrawn or expires, or its caller went away.
+Listeners (`gate.listeners`, the Studio) hear `("approval.pending", request)` when a
+request opens or a caller starts waiting on it, and `("approval.closed", {"id", "decision",
+"by"})` when it is decided, withdrawn or expires, or its caller went away.
 """
 
 from __future__ import annotations
@@ -31,7 +30,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import anyio
 
 from monad_cli.core.errors import InvalidInput, NotFound
+from monad_cli.core.redact import redact_args, redact_url
 from monad_cli.daemon.trust.calls import Listeners
+from monad_cli.daemon.trust.pins import tool_set_hash
+from monad_cli.journal import tools as jt
 
 if TYPE_CHECKING:
     from monad_cli.config.schema import ServerSpec
@@ -46,8 +48,6 @@ def tool_definition_hash(tool: Any) -> str:
     """`sha256:<hex>` over the canonical JSON of one tool's definition: the fields a pin
     covers (trust/pins.py: name, title, description, inputSchema, outputSchema, annotations,
     execution). `tool`: an `mcp_types.Tool` or its wire dump."""
-    from monad_cli.daemon.trust.pins import tool_set_hash
-
     if isinstance(tool, Mapping):
         return tool_set_hash([tool])
     hit = _HASHES.get(id(tool))
@@ -58,6 +58,15 @@ def tool_definition_hash(tool: Any) -> str:
         _HASHES.clear()
     _HASHES[id(tool)] = (tool, digest)
     return digest
+
+
+def decided_where(journal: Journal, decided_by: str, host: str | None, home: str | None) -> str:
+    """`decided_by`, plus where, when another supervisor decided it: `… on HOST` or `… in HOME`."""
+    if host and host != journal.host:
+        return f"{decided_by} on {host}"
+    if home and home != journal.home:
+        return f"{decided_by} in {home}"
+    return decided_by
 
 
 def standing_approval(gate: ApprovalGate, actor: Any, name: str) -> str | None:
@@ -110,14 +119,13 @@ class Pending:
 
 
 class ApprovalGate:
-    """Owns the approvals: pending requests (in memory, by id), "session" grants (in memory,
-    until the supervisor restarts) and "always" grants (the journal's `approvals` table,
-    read once by `load`). Keys are (server, definition hash, tool); each grant holds the
-    tool definition hash it approved.
+    """Owns the approvals: pending requests (by id), "session" grants (in memory) and
+    "always" grants (the journal's `approvals`, read once by `load`), keyed (server,
+    definition hash, tool), each holding the tool definition hash it approved.
 
-    It only records and answers decisions; it never runs a call, never decides on its own
-    (a pending request is decided by a person, or times out as a refusal), and never grants
-    "always" to a `hostEscape` server. `clock` is epoch seconds (injectable).
+    It only records and answers decisions: it never runs a call, never decides on its own
+    (unanswered, a request times out as a refusal), and never grants "always" to a
+    `hostEscape` server. `clock` is epoch seconds.
     """
 
     def __init__(self, journal: Journal | None, *, clock: Callable[[], float] = time.time) -> None:
@@ -138,23 +146,19 @@ class ApprovalGate:
     def load(self, journal: Journal) -> None:
         """Read the "always" approvals once; later ones are added here and in the journal,
         so a call never waits on a journal query."""
-        from monad_cli.daemon.trust.shared import decided_where
-        from monad_cli.journal.tools import all_always
-
         self.journal = journal
         # Rows another supervisor of a fleet wrote say where they were decided; a later row
         # for the same key (the tool approved again after it changed) wins.
         self.always = {(r.server, r.definition_hash, r.tool):
                        Grant(decided_where(journal, r.decided_by, r.host, r.home), r.tool_hash)
-                       for r in all_always(journal)}
+                       for r in jt.all_always(journal)}
 
     def prior(self, server: str, definition_hash: str, tool: str, *, host_escape: bool = False,
               tool_hash: str | None = None) -> str | None:
         """Who approved this tool earlier ("session …"/"always …"), or None. A `hostEscape`
-        server's "always" approvals do not count (one made before the flag was set here, or
-        by a supervisor of the fleet where the server is not marked). With `tool_hash` (the
-        tool's definition now), a grant of another definition does not count either: the
-        journal says so once (`approval-outdated`), and the person is asked again."""
+        server's "always" approvals do not count (made before the flag, or elsewhere in the
+        fleet); with `tool_hash`, neither does a grant of another definition (journaled once,
+        `approval-outdated`)."""
         key = (server, definition_hash, tool)
         for scope, grants in (("session", self.session), ("always", self.always)):
             g = grants.get(key)
@@ -166,9 +170,7 @@ class ApprovalGate:
             if tool_hash is not None and g.tool_hash is None:  # written before tools were hashed
                 grants[key] = g = Grant(g.by, tool_hash)
                 if scope == "always" and self.journal is not None:
-                    from monad_cli.journal.tools import bind_always
-
-                    bind_always(self.journal, server, definition_hash, tool, tool_hash)
+                    jt.bind_always(self.journal, server, definition_hash, tool, tool_hash)
             return f"{scope} approval ({g.by})"
         return None
 
@@ -187,8 +189,8 @@ class ApprovalGate:
                                         "currentToolHash": now, "decidedBy": g.by})
 
     def release(self, key: tuple[str, str, str], grant: Grant) -> None:
-        """An "always" approval that arrived from a fleet's shared journal answers the
-        requests waiting on the same (server, definition hash, tool) and tool definition."""
+        """An "always" approval from the fleet answers the requests waiting on the same key and
+        tool definition."""
         for p in list(self.pending.values()):
             if p.decision is None and not p.host_escape and (p.server, p.definition_hash, p.tool) == key \
                     and (grant.tool_hash is None or p.tool_hash is None or grant.tool_hash == p.tool_hash):
@@ -207,8 +209,8 @@ class ApprovalGate:
 
     def standing_for(self, server: str, definition_hash: str, tool: str, tool_hash: str, *,
                      host_escape: bool = False) -> str | None:
-        """The scope ("session"/"always") of the approval that would let the next call of
-        this tool definition run unasked, or None (no side effects: for listings)."""
+        """The scope of the approval the next call of this tool definition would run on, or
+        None (no side effects: for listings)."""
         key = (server, definition_hash, tool)
         for scope, grants in (("session", self.session), ("always", self.always)):
             g = grants.get(key)
@@ -217,9 +219,8 @@ class ApprovalGate:
         return None
 
     def revoke(self, server: str, tool: str | None = None, scope: str | None = None, *, by: str) -> int:
-        """Forget the standing approvals of `server`'s `tool` (every tool of it when None), of
-        `scope` (both when None), whatever definition they were given for; journaled
-        (`approval-revoked`). Returns how many were forgotten."""
+        """Forget the standing approvals of `server`'s `tool` (None: every tool) of `scope`
+        (None: both), whatever definition; journaled (`approval-revoked`). Returns how many."""
         gone = 0
         for name, grants in (("session", self.session), ("always", self.always)):
             if scope not in (None, name):
@@ -232,9 +233,7 @@ class ApprovalGate:
                                         reason=f"the {name} approval of `{key[2]}` was revoked by {by}",
                                         detail={"tool": key[2], "scope": name, "by": by})
         if self.journal is not None and scope in (None, "always"):
-            from monad_cli.journal.tools import remove_always
-
-            remove_always(self.journal, server, tool)
+            jt.remove_always(self.journal, server, tool)
         return gone
 
     def grant(self, server: str, definition_hash: str, tool: str, scope: str, by: str,
@@ -252,18 +251,12 @@ class ApprovalGate:
         elif scope == "always":
             self.always[key] = Grant(by, tool_hash)
             if self.journal is not None:
-                from monad_cli.journal.tools import add_always
-
-                add_always(self.journal, server, definition_hash, tool, by, tool_hash)
+                jt.add_always(self.journal, server, definition_hash, tool, by, tool_hash)
 
     def open_call(self, spec: ServerSpec, server: str, tool: str, exposed: str, arguments: Any, via: str,
                   timeout: float, *, tool_hash: str | None = None) -> Pending:
-        """A request for one call of `tool` of `server` as `spec` defines it: the person sees
-        the exact command (secret-looking arguments redacted) or the URL (query secrets
-        redacted), and the decision is keyed to its definition hash and the tool's own
-        (`tool_hash`)."""
-        from monad_cli.core.redact import redact_args, redact_url
-
+        """A request for one call of `server`'s `tool`: the person sees the exact command or
+        URL (secrets redacted); the decision is keyed to the definition and `tool_hash`."""
         self.purge()
         now = self.clock()
         p = Pending(id=secrets.token_hex(4), server=server, tool=tool, exposed=exposed, arguments=arguments,
@@ -318,8 +311,7 @@ class ApprovalGate:
 
     def refuse_all(self, why: str) -> int:
         """Deny every request still waiting for a person, `why` as who decided (the supervisor
-        is stopping: nobody can approve them any more, and their callers get an answer
-        instead of a cut connection). Returns how many there were."""
+        stops: its callers get an answer, not a cut connection). Returns how many."""
         waiting = [p for p in self.pending.values() if p.decision is None]
         for p in waiting:
             p.decision = (False, "once", why)
@@ -342,8 +334,8 @@ class ApprovalGate:
             self.on_dropped(p, outcome, why)
 
     def purge(self) -> None:
-        """Forget expired requests: undecided ones close as timed out; a checked call that
-        nobody followed up, decided or not, gets its outcome row (`on_dropped`)."""
+        """Forget expired requests: undecided ones close as timed out; a checked call nobody
+        followed up gets its outcome row (`on_dropped`)."""
         now = self.clock()
         for key in [k for k, p in self.pending.items()
                     if p.expires < now and (not p.event.is_set() or (p.call_id is not None and not p.claimed))]:

@@ -1,19 +1,14 @@
 """Who answers a server's requests for input during a request monad makes for a caller
 (stdlib only).
 
-A server may ask the caller something before it answers a `tools/call` (or a
-`resources/read`, a `prompts/get`): an `elicitation/create` request on a legacy session, or,
-on 2026-07-28, an `InputRequiredResult` whose `inputRequests` the client answers and retries
-with (SEP-2322, multi-round-trip requests). The request's `Caller` names the `InputHandler`
-that answers; the server's session routes each question to the handler of the request it
-belongs to, never to another's (sessions/inputs.py).
-
-The SDK's client calls the session's one `elicitation_callback` for the questions of every
-request, and says nothing of the request a 2026-07-28 round belongs to except that it runs in
-the requesting task. `serving(caller)`, entered by the session around each request, is the one
-bridge for that: `current_caller()` in an SDK callback is the caller of the request in whose
-task it runs (None: monad's own, or a callback on the session's receive task). Nothing else
-about a call travels this way (trust/call.py).
+A server may ask before it answers a `tools/call` (or `resources/read`, `prompts/get`): an
+`elicitation/create` on a legacy session, or on 2026-07-28 an `InputRequiredResult`
+(SEP-2322, multi-round-trip requests). The request's `Caller` names the `InputHandler`
+that answers; the session routes each question to its own request's handler
+(sessions/inputs.py). The SDK calls one `elicitation_callback` for every request, in the
+requesting task: `serving(caller)`, entered by the session around each request, is the one
+bridge, so `current_caller()` in an SDK callback is that request's caller (None: monad's
+own, or the receive task). Nothing else about a call travels this way (trust/call.py).
 """
 
 from __future__ import annotations
@@ -42,13 +37,12 @@ class QuestionTimedOut(InputRefused):
 
 
 class InputHandler(Protocol):
-    """Answer one input request. `request` is the wire shape, e.g. `{"method":
-    "elicitation/create", "params": {"message": ..., "requestedSchema": {...}}}`; `key`: the
-    key a 2026-07-28 server gave the question in its `inputRequests` (None: a legacy
-    request, which has none), so a gateway relaying it to a 2026-07-28 agent asks under the
-    same key; `call_id`: the `tool_calls` row of the call it belongs to, once journaled. The
-    answer is the result's wire shape (`{"action": "accept", "content": {...}}`, or
-    `"decline"` / `"cancel"`). Raises `InputRefused`."""
+    """Answer one input request, wire shape (`{"method": "elicitation/create", "params":
+    {...}}`); `key`: the key a 2026-07-28 server gave it in its `inputRequests` (None: a
+    legacy request), so a gateway relaying it asks under the same key; `call_id`: the
+    `tool_calls` row of its call, once journaled. The answer is the result's wire shape
+    (`{"action": "accept", "content": {...}}`, `"decline"`, `"cancel"`). Raises
+    `InputRefused`."""
 
     async def __call__(self, request: dict[str, Any], *, key: str | None = None,
                        call_id: int | None = None) -> dict[str, Any]: ...
@@ -56,17 +50,14 @@ class InputHandler(Protocol):
 
 @dataclass(eq=False, kw_only=True)
 class Caller:
-    """Who an upstream request is made for (a tools/call's `ToolCall` is one; a gateway's
-    resources/read, prompts/get and completion/complete make one of their own).
+    """Who an upstream request is made for (a `ToolCall`, or a gateway's own for
+    resources/read, prompts/get, completion/complete).
 
-    `inputs` answers the server's questions during the request (None: they are refused,
-    saying so); `capabilities`: what the caller declared of FORWARDED_CAPABILITIES, wire
-    shape (`{"elicitation": {"form": {}, "url": {}}}`; `{}`: none), which a 2026-07-28
-    server sees in the request's envelope instead of monad's (sessions/stamp.py); None: the
-    request goes with monad's own, as monad's own requests (listings, pings) do.
-    `meta`: keys the upstream request's `_meta` carries besides monad's envelope: the
-    caller's own (an agent's vendor keys, gateway/meta.py) and W3C trace context (written by
-    telemetry's wrapper; SEP-414)."""
+    `inputs` answers the server's questions (None: refused, saying so); `capabilities`: what
+    the caller declared of FORWARDED_CAPABILITIES, wire shape (`{"elicitation": {"form": {},
+    "url": {}}}`; `{}`: none), which a 2026-07-28 server sees in the envelope instead of
+    monad's (sessions/stamp.py; None: monad's own). `meta`: keys the upstream `_meta` carries
+    besides monad's envelope (an agent's own, gateway/meta.py; W3C trace context, SEP-414)."""
 
     inputs: InputHandler | None = None
     capabilities: dict[str, Any] | None = None

@@ -38,12 +38,10 @@ def listing_rows(actors: Sequence[ToolServer], nmap: NameMap, globs: Mapping[str
                  include: Sequence[str] = (), exclude: Sequence[str] = (),
                  hidden: bool = False) -> list[dict[str, Any]]:
     """Rows of `actors`' tools, sorted by exposed name: the tool in wire shape plus `name`
-    (exposed), `server`, `tool` (its own name), `autoApproved`, `deferred` (the server has
-    `deferred = true` or the name matches a `deferred` glob of features/tools.toml) and
-    `condition` (the server's condition text or None). Never a tool whose
-    `_meta.ui.visibility` leaves out "model". A tool the rules hide (`tool_rules` with the
-    session's `include`/`exclude` globs over exposed names) is left out, unless `hidden`:
-    then every row has `hidden`, the rule that hid it or None."""
+    (exposed), `server`, `tool` (its own name), `autoApproved`, `deferred` (the server's
+    `deferred`, or a `deferred` glob of features/tools.toml) and `condition` (text or None).
+    Never a tool whose `_meta.ui.visibility` leaves out "model". A tool `tool_rules` hide is
+    left out, unless `hidden`: then every row has `hidden`, the rule that hid it or None."""
     out = []
     for actor in actors:
         if server is not None and actor.name != server:

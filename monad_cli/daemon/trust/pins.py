@@ -1,12 +1,10 @@
 """`pinnedToolHash`: sha256 over the canonical JSON of a server's whole tool set.
 
-The hash covers every page of tools/list and, per tool, the fields that change what an
-agent is told or what a call does: name, title, description, inputSchema, outputSchema,
-annotations, execution. Tools are sorted by name, keys sorted, no whitespace, so the hash
-does not depend on page order or the server's JSON formatting. Written `sha256:<hex>`.
-A server that swaps a tool's description or schema after it was trusted (a "rug pull")
-no longer matches; pagination cursors are opaque, so every page counts (MCP spec,
-server/utilities/pagination). Stdlib only: the CLI computes nothing here, but may import it.
+The hash covers every page of tools/list (MCP spec, server/utilities/pagination) and, per
+tool, the fields that change what an agent is told or a call does (`PINNED_FIELDS`); tools
+sorted by name, keys sorted, no whitespace, written `sha256:<hex>`. A server that swaps a
+tool's description or schema after it was trusted (a "rug pull") no longer matches.
+Stdlib only.
 """
 
 from __future__ import annotations
@@ -42,8 +40,8 @@ def same_hash(a: str | None, b: str | None) -> bool:
     return a is not None and b is not None and norm_hash(a) == norm_hash(b)
 
 
-def _schema_params(tool: Mapping[str, Any]) -> set[str]:
-    props = (tool.get("inputSchema") or {}).get("properties") or {}
+def _params(schema: Any) -> set[str]:
+    props = (schema or {}).get("properties") or {}
     return set(props) if isinstance(props, Mapping) else set()
 
 
@@ -52,29 +50,20 @@ def describe_change(old: Iterable[Mapping[str, Any]] | None, new: Iterable[Mappi
 
     `old=None` (the pinned set was never seen by this journal) says so instead of a diff.
     """
-    new_by = {t["name"]: t for t in canonical_tools(new)}
+    change = tool_set_change(old, new)
     if old is None:
-        return f"the pinned tool set is unknown to this journal; now {counted(len(new_by), 'tool')} advertised"
-    old_by = {t["name"]: t for t in canonical_tools(old)}
-    parts: list[str] = []
-    added = sorted(set(new_by) - set(old_by))
-    removed = sorted(set(old_by) - set(new_by))
-    if added:
-        parts.append("added " + ", ".join(f"`{n}`" for n in added))
-    if removed:
-        parts.append("removed " + ", ".join(f"`{n}`" for n in removed))
-    for name in sorted(set(old_by) & set(new_by)):
-        a, b = old_by[name], new_by[name]
-        fields = [f for f in PINNED_FIELDS if a.get(f) != b.get(f)]
-        if not fields:
-            continue
-        detail = ", ".join(fields)
-        if "inputSchema" in fields:
-            gone, new_params = _schema_params(a) - _schema_params(b), _schema_params(b) - _schema_params(a)
-            if gone or new_params:
-                detail += (f" (parameters removed: {', '.join(sorted(gone)) or '-'}; "
-                           f"added: {', '.join(sorted(new_params)) or '-'})")
-        parts.append(f"`{name}` changed {detail}")
+        return f"the pinned tool set is unknown to this journal; now {counted(len(change['added']), 'tool')} advertised"
+    parts = [f"{verb} " + ", ".join(f"`{t['name']}`" for t in change[verb]) for verb in ("added", "removed")
+             if change[verb]]
+    for tool in change["changed"]:
+        detail = ", ".join(f["field"] for f in tool["fields"])
+        schema = next((f for f in tool["fields"] if f["field"] == "inputSchema"), None)
+        if schema is not None:
+            was, now = _params(schema["old"]), _params(schema["new"])
+            if was != now:
+                detail += (f" (parameters removed: {', '.join(sorted(was - now)) or '-'}; "
+                           f"added: {', '.join(sorted(now - was)) or '-'})")
+        parts.append(f"`{tool['name']}` changed {detail}")
     return "; ".join(parts) or "no visible difference"
 
 

@@ -1,7 +1,5 @@
-"""What the tool service is handed (service.py): the server sessions it calls through, the
-task manager's entry points and a call's progress callback. Protocols only (no SDK import at
-run time), so a test double or an in-process caller can stand in for the supervisor's actors
-and task manager."""
+"""What the tool service is handed: the server sessions it calls through, the task manager's
+entry points and a call's progress callback. Protocols only (no SDK import at run time)."""
 
 from __future__ import annotations
 
@@ -19,11 +17,9 @@ if TYPE_CHECKING:
 
 
 class SessionCut(Unavailable):
-    """A request failed because monad ended its server's session on purpose under it (the
-    server was removed, reconnected, disabled or redefined): `happened` and `todo` say so in
-    words an agent can act on (sessions/requests.py raises it, the tool service and the
-    gateway's catalog word it for their callers). Whether the server acted on the request is
-    unknown."""
+    """A request failed because monad ended its server's session on purpose under it
+    (removed, reconnected, disabled, redefined): `happened` and `todo` say so in words an
+    agent can act on. Whether the server acted on the request is unknown."""
 
     def __init__(self, server: str, happened: str, todo: str) -> None:
         super().__init__(f"{happened} while the request ran; {todo}")
@@ -39,16 +35,13 @@ class ProgressFn(Protocol):
 class ToolServer(Protocol):
     """What the tool service uses of one server's session (a supervisor actor is one).
 
-    `live`: the session is up and `call_tool` can be used; `restarting`: not live now, but
-    connecting or waiting to retry (a call waits for it, up to its `timeout`); `listed`: no
-    session, but its `tools` are listed all the same (an on-demand server, idle: its cached
-    lists); `in_use()`: an async context manager that starts such a server, waits for it and
-    holds it up for the block (raises `MonadError` with the start's reason);
-    `needs_authorization`: its OAuth grant lapsed (`needs-auth`, or ending the session for
-    it), so a call may authorize it (trust/authorization.py); `tools`: its last tools/list;
-    `call_tool(call)`: tools/call of `call.tool` (its progress and questions go to the
-    caller's, trust/call.py), raising `MonadError` when not connected, `SessionCut` when monad
-    ended the session under the call, and `mcp.MCPError` when the server fails the request.
+    `live`: the session is up; `restarting`: connecting or waiting to retry (a call waits
+    up to its `timeout`); `listed`: no session, but its cached `tools` are listed (an idle
+    on-demand server); `in_use()`: starts such a server and holds it up for the block
+    (raises `MonadError`); `needs_authorization`: its OAuth grant lapsed, so a call may
+    authorize it; `tools`: its last tools/list; `call_tool(call)`: tools/call of `call.tool`,
+    raising `MonadError` when not connected, `SessionCut` when monad ended the session under
+    the call, `mcp.MCPError` when the server fails the request.
     """
 
     @property
@@ -71,10 +64,9 @@ class ToolServer(Protocol):
 
 
 class StartTask(Protocol):
-    """Hand an approved call to the task manager (`TaskManager.start`): the server's own
-    tool name, the arguments and what to journal beside the task; returns the task's row
-    (API shape) once it is submitted or queued. Raises `MonadError` (not connected, queue
-    full)."""
+    """Hand an approved call (the server's own tool name, its arguments, what to journal
+    beside it) to the task manager; the task's row (API shape) once it is submitted or
+    queued. Raises `MonadError` (not connected, queue full)."""
 
     async def __call__(self, server: str, tool: str, arguments: dict[str, Any] | None, *,
                        correlation: dict[str, Any] | None = None) -> dict[str, Any]: ...

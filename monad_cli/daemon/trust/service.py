@@ -1,16 +1,13 @@
 """The tool service: exposed names, pins, the approval gate and the call path.
 
-One instance per supervisor (`Supervisor.tool_service`). `call()` is the one function every
-tool call goes through: the control API (`monad mcp call`) and the gateway's sessions
-(`monad mcp serve`, in-process) call it. It is built from narrow parts only: the journal, a
-name → `ToolServer` lookup (the supervisor's actors), the redaction function, the globs of
-`features/tools.toml` and a `StartTask` callback for detached calls. It is also the one place
-a call of a tool that a tool filter hides is refused (`core/tool_filters.py`), so every caller
-gets the same refusal.
+One instance per supervisor. `call()` is the one function every tool call goes through (the
+control API, the gateway's sessions), so it is also the one place a call of a tool that a
+tool filter hides is refused (`core/tool_filters.py`): every caller gets the same refusal.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -81,14 +78,12 @@ RELOAD_GRACE_S = 5.0  # after an authorization on demand: the watcher's reload o
 
 
 def _unasked(call: ToolCall) -> str:
-    """How to let `call`'s tool run without asking, from now on (its real names: shell-safe,
-    as server names and exposed names are `[A-Za-z0-9_-]`)."""
+    """How to let `call`'s tool run unasked (its names are `[A-Za-z0-9_-]`: shell-safe)."""
     return f"`monad mcp trust {call.server_name} --auto-approve {call.exposed}` lets it run unasked from now on"
 
 
 def _quoted(said: list[str]) -> str:
-    """What a server wrote to stderr during a call, for its journal row: its lines as a
-    JSON list (each line whole, none glued to the next)."""
+    """A call's stderr lines for its journal row, as a JSON list (none glued to the next)."""
     return f"; stderr during the call: {json.dumps(said, ensure_ascii=False)}" if said else ""
 
 
@@ -103,16 +98,12 @@ class ApprovalRequired(Exception):
 # What `_send` catches from the SDK, imported at the first call, not at this module's import
 # (the supervisor loads it before the SDK) nor on every call (a `from … import` of a package
 # runs importlib's `_handle_fromlist`: the two cost ~11k instructions a call).
-_sdk: tuple[type[MCPError], int, int] | None = None
-
-
+@functools.cache
 def _sdk_names() -> tuple[type[MCPError], int, int]:
-    global _sdk
     from mcp import MCPError
     from mcp_types import MISSING_REQUIRED_CLIENT_CAPABILITY, REQUEST_TIMEOUT
 
-    _sdk = (MCPError, MISSING_REQUIRED_CLIENT_CAPABILITY, REQUEST_TIMEOUT)
-    return _sdk
+    return MCPError, MISSING_REQUIRED_CLIENT_CAPABILITY, REQUEST_TIMEOUT
 
 
 def _digest(listing: list[dict[str, Any]]) -> str:
@@ -124,18 +115,15 @@ class ToolService:
     """Owns the exposed tool names, the tool-set hashes and pins, the approval gate, and the
     journal rows of tool calls.
 
-    `servers` is a live view (the supervisor's actors), read on every call; `scrub` redacts
-    a server's error text before it is raised; `tool_globs()` returns the current globs of
-    `features/tools.toml` (`deferred`, `enabled`, `disabled`); `start_task` runs detached
-    calls (None: `detach` is refused),
-    `run_task` the calls of tools whose `execution.taskSupport` is `required` (2025-11-25);
-    `clock` (epoch seconds) dates approval requests; `stopping()` is true once the supervisor
-    stops (a call its stop cuts fails naming the supervisor, not the server). Call `changed()`
+    `servers`: a live view (the supervisor's actors), read on every call; `scrub` redacts a
+    server's error text before it is raised; `tool_globs()`: features/tools.toml's globs
+    (`deferred`, `enabled`, `disabled`); `start_task` runs detached calls (None: `detach` is
+    refused), `run_task` those of tools with `execution.taskSupport: required` (2025-11-25);
+    `clock`: epoch seconds; `stopping()`: true once the supervisor stops. Call `changed()`
     whenever a server's tool list was (re)fetched.
 
     It never opens or closes a session, never edits a definition file and never asks a
-    person anything itself: a call that needs a person waits on the gate (or raises
-    `ApprovalRequired`) until someone decides through `gate.decide`.
+    person itself: a call that needs one waits on the gate (or raises `ApprovalRequired`).
     """
 
     def __init__(self, journal: Journal, servers: Mapping[str, ToolServer], *,
@@ -206,45 +194,40 @@ class ToolService:
             jt.remember_tool_set(self.journal, name, digest, canonical_tools(dumped))
         except Exception:
             log.exception("journal write failed")  # the pin check itself needs no journal
-        pinned = server.spec.trust.pinned_tool_hash if server.spec else None
-        if server.spec is not None and not pinned and server.spec.trust.pin_on_first_use:
+        spec = server.spec
+        pinned = spec.trust.pinned_tool_hash if spec else None
+        if spec is not None and not pinned and spec.trust.pin_on_first_use:
             pinned = self.first_pins.get(name)
             if pinned is None:
                 self._pin_first_use(server, digest, len(tools))
                 return None
-        elif server.spec is not None:
+        elif spec is not None:
             self.first_pins.pop(name, None)
-        if not pinned or server.spec is None:
-            self.blocked.pop(name, None)
+        if not pinned or spec is None:
             log.info("server %s: tool set hash %s (%s; pin it with `monad mcp pin %s`)",
                      name, digest, counted(len(tools), "tool"), name)
-            return None
-        definition = server.spec.definition_hash()
-        if same_hash(pinned, digest):
-            self.blocked.pop(name, None)
-            self.shared.vet(name, definition, digest, f"trust.pinnedToolHash in {server.spec.source or 'its file'}")
-            return None
-        vetted = self.shared.accepted(name, definition, digest)
-        if vetted:  # re-vetted elsewhere in the fleet for this very definition
-            self.blocked.pop(name, None)
+        elif same_hash(pinned, digest):
+            self.shared.vet(name, spec.definition_hash(), digest,
+                            f"trust.pinnedToolHash in {spec.source or 'its file'}")
+        elif vetted := self.shared.accepted(name, spec.definition_hash(), digest):  # re-vetted elsewhere in the fleet
             log.info("server %s: tool set %s differs from its pin but was vetted (%s)", name, digest, vetted)
-            return None
-        old = jt.tool_set(self.journal, name, norm_hash(pinned))
-        reason = (f"tool set changed since it was pinned ({describe_change(old, dumped)}); refusing to register "
-                  f"its tools: `trust.pinnedToolHash` is {pinned}, the new hash {digest}; review and accept it "
-                  f"with `monad mcp pin {name}` (`monad mcp tools {name} --refused` shows it)")
-        log.warning("server %s: %s", name, reason)
-        self.blocked[name] = reason
-        return reason
+        else:
+            old = jt.tool_set(self.journal, name, norm_hash(pinned))
+            reason = (f"tool set changed since it was pinned ({describe_change(old, dumped)}); refusing to register "
+                      f"its tools: `trust.pinnedToolHash` is {pinned}, the new hash {digest}; review and accept it "
+                      f"with `monad mcp pin {name}` (`monad mcp tools {name} --refused` shows it)")
+            log.warning("server %s: %s", name, reason)
+            self.blocked[name] = reason
+            return reason
+        self.blocked.pop(name, None)
+        return None
 
     def pin_review(self, name: str) -> dict[str, Any] | None:
-        """While `name`'s pin refuses the tool set it advertises: what a person reviews before
-        accepting it, else None. `{hash, pinned, change, tools}`: `hash` of the refused set
-        (the one to pin: it is computed from the very `tools` shown, so what is accepted is
-        what was reviewed), `change` from `tool_set_change` against the pinned set as the
-        journal's `tool_sets` kept it, `tools` the refused set (pinned view, by name). The
-        text is as the server sent it, scrubbed at ingress; every JSON answer is scrubbed
-        again on its way out (studio/scrub.py)."""
+        """While `name`'s pin refuses the tool set it advertises, what a person reviews before
+        accepting it, else None: `{hash, pinned, change, tools}`, `hash` of the refused set
+        computed from the very `tools` shown (what is accepted is what was reviewed), `change`
+        from `tool_set_change` against the journal's pinned set. The server's own text,
+        scrubbed at ingress and again on its way out (studio/scrub.py)."""
         server = self.servers.get(name)
         pinned = server.spec.trust.pinned_tool_hash if server is not None and server.spec is not None else None
         if server is None or not pinned or name not in self.blocked:
@@ -256,7 +239,7 @@ class ToolService:
 
     def _pin_first_use(self, server: ToolServer, digest: str, count: int) -> None:
         """`trust.pinOnFirstUse`: the first tool set seen becomes `trust.pinnedToolHash`
-        (written to the server's file by `write_pin`), so a later change is refused."""
+        (`write_pin`), so a later change is refused."""
         name = server.name
         self.first_pins[name] = digest
         self.blocked.pop(name, None)
@@ -290,28 +273,21 @@ class ToolService:
         return self._map
 
     def _note_collisions(self, nmap: NameMap) -> None:
-        """Say a tool name collision once, when it appears (a warning in the daemon log, an
-        event row for each server in it) and once when it is gone; in between it is state,
-        shown by `monad mcp status` (`collisions`), never said again at each request."""
+        """Say a tool name collision once when it appears (a log warning, a row per server in
+        it) and once when it is gone; in between `monad mcp status` shows it."""
         now = {describe_collision(c): sorted({str(m["server"]) for m in c["members"]})  # type: ignore[attr-defined]
                for c in nmap.collisions}
-        for text, servers in now.items():
-            if text not in self._collisions:
-                log.warning("%s", text)
-                for server in servers:
-                    self._record_collision(server, text)
-        for text, servers in self._collisions.items():
-            if text not in now:
-                log.info("resolved: %s", text)
-                for server in servers:
-                    self._record_collision(server, f"resolved: {text}")
+        said = [(text, servers, "", logging.WARNING) for text, servers in now.items() if text not in self._collisions]
+        said += [(text, servers, "resolved: ", logging.INFO) for text, servers in self._collisions.items()
+                 if text not in now]
+        for text, servers, prefix, level in said:
+            log.log(level, "%s%s", prefix, text)
+            for server in servers:
+                try:
+                    self.journal.record("collision", server=server, reason=prefix + text)
+                except Exception:  # the name map serves calls: a journal that cannot write costs only the row
+                    log.exception("journal write failed")
         self._collisions = now
-
-    def _record_collision(self, server: str, text: str) -> None:
-        try:
-            self.journal.record("collision", server=server, reason=text)
-        except Exception:  # the name map serves calls: a journal that cannot write costs only the row
-            log.exception("journal write failed")
 
     def _auto_list(self, actor: ToolServer) -> list[str]:
         return list(actor.spec.trust.auto_approve_tools) if actor.spec else []
@@ -329,26 +305,24 @@ class ToolService:
                             server=server, include=include, exclude=exclude, hidden=hidden)
 
     def listing_key(self) -> tuple[Any, ...]:
-        """What every `listing()` is built from: the name map (a new one whenever a tool list
-        or the set of listed servers changes), each server's definition (its filters,
-        deferral, condition, auto-approvals) and features/tools.toml's globs. Compare two with
-        `same_listing`: equal keys give equal listings."""
+        """What every `listing()` is built from: the name map (new whenever a tool list or the
+        listed servers change), each server's definition and features/tools.toml's globs.
+        Equal keys (`same_listing`) give equal listings."""
         specs = tuple((name, a.spec) for name, a in sorted(self.servers.items()))
         globs = tuple(sorted((k, tuple(v)) for k, v in self.tool_globs().items()))
         return (self.name_map(), specs, globs)
 
     @staticmethod
     def same_listing(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
-        """Whether two `listing_key`s are of the same listing (the map and each definition the
-        very same objects, the globs equal)."""
+        """Whether two `listing_key`s hold the very same map and definitions, and equal globs."""
         return a[0] is b[0] and a[2] == b[2] and len(a[1]) == len(b[1]) and all(
             x[0] == y[0] and x[1] is y[1] for x, y in zip(a[1], b[1], strict=True))
 
     def signature(self, listing: list[dict[str, Any]] | None = None) -> str:
-        """Changes whenever the exposed tool set (names or definitions) changes; pass the
-        full `listing()` when it is at hand. Hashed again only when `listing_key` changed:
-        the gateway's watcher asks twice a second while an agent is connected, and hashing
-        a listing of 1,000 tools each time took ~12 % of a core at rest (bench/README.md)."""
+        """Changes whenever the exposed tool set (names or definitions) changes; pass the full
+        `listing()` when it is at hand. Hashed again only when `listing_key` changed: the
+        gateway's watcher asks twice a second, and hashing 1,000 tools each time took ~12 % of
+        a core at rest (bench/README.md)."""
         if listing is not None:
             return _digest(listing)
         key = self.listing_key()
@@ -370,21 +344,19 @@ class ToolService:
 
     def warnings(self, name: str) -> list[str]:
         """Inert `autoApproveTools` entries and `tools` globs of one server (for `status NAME`)."""
-        out: list[str] = []
         actor = self.servers.get(name)
         # A pin refusing the tool set registers none: every entry would read as a typo (the
         # status reason already says why none are listed).
         if actor is None or not (actor.live or actor.listed) or actor.spec is None or name in self.blocked:
-            return out
+            return []
         nmap = self.name_map()
         pairs = [(t.name, n) for t in actor.tools if (n := nmap.exposed_name(name, t.name))]
         advertised = sorted(n for _own, n in pairs)
-        out += [inert_entry_warning(e, advertised) for e in inert_entries(name, self._auto_list(actor), pairs)]
-        return out + inert_globs(actor.spec.tools, [t.name for t in actor.tools], advertised)
+        return ([inert_entry_warning(e, advertised) for e in inert_entries(name, self._auto_list(actor), pairs)]
+                + inert_globs(actor.spec.tools, [t.name for t in actor.tools], advertised))
 
     def all_collisions(self) -> dict[str, list[str]]:
-        """The tool name collisions each server is in, one line each (core/tool_names.py), by
-        server name (a server in none is left out)."""
+        """Server name → the tool name collisions it is in, one line each (none: left out)."""
         out: dict[str, list[str]] = {}
         for c in self.name_map().collisions:
             for name in dict.fromkeys(str(m["server"]) for m in c["members"]):  # type: ignore[attr-defined]
@@ -393,8 +365,7 @@ class ToolService:
 
     def _entry(self, exposed: str) -> ExposedTool | None:
         """`exposed`'s name-map entry, on every call's path: the built map is reused while no
-        tool list changed and the entry's server is still registered (else it is rebuilt;
-        building it sorts every server)."""
+        tool list changed and the entry's server is still registered (building sorts them all)."""
         if self._map_key is not None and self._map_key[0] == self._version:
             entry = self._map.by_exposed.get(exposed)
             actor = self.servers.get(entry.server) if entry is not None else None
@@ -424,8 +395,7 @@ class ToolService:
         return actor, tool
 
     def named_server(self, exposed: str) -> ToolServer | None:
-        """The server `exposed` names by its prefix (`server__tool`), whether it lists the
-        tool or not (a server restarting or in `needs-auth` lists none)."""
+        """The server `exposed` names by its prefix (`server__tool`), listed or not."""
         server, sep, _tool = exposed.partition("__")
         return self.servers.get(server) if sep else None
 
@@ -443,9 +413,8 @@ class ToolService:
         return found if found[0].live else None
 
     async def _ready(self, exposed: str) -> tuple[ToolServer, Tool]:
-        """`resolve(exposed)`, waiting for a restarting server (killed, crashed, its definition
-        just edited) up to its connect `timeout` (seconds) instead of failing at once. Raises
-        what `resolve` raises, and NotConnected when the server is not back in time."""
+        """`resolve(exposed)`, waiting up to its connect `timeout` (s) for a restarting server
+        (killed, crashed, just redefined). Raises what `resolve` does, and NotConnected."""
         found = self._live(exposed)
         if found is not None:
             return found
@@ -487,8 +456,7 @@ class ToolService:
     def refuse(self, exposed: str, arguments: Any, *, via: str, reason: str, unknown: bool = False) -> None:
         """Journal a call its caller's own policy refused before the service saw it (a gateway
         view's filter or condition), or, `unknown`, one of a tool its caller could not find
-        (an MCP App's call of a tool its server does not have: `not_found`): every call has
-        its rows."""
+        (an MCP App's): every call has its rows."""
         exc: MonadError = NotFound(reason) if unknown else CallRefused(reason)
         self._journal_refusal(ToolCall(exposed, arguments, via=via), exc)
 
@@ -498,34 +466,30 @@ class ToolService:
 
         Returns the CallToolResult in wire shape plus `callId`, `server`, `tool`,
         `decidedBy`; with `call.detach`, once approved, `{"detached": True, "task": row,
-        "callId", "server", "tool", "name", "decidedBy"}` at once (the call goes on as a
-        task: `monad tasks show ID`). What the path learns is on `call` when it returns
-        or raises (trust/call.py). Raises NotFound (unknown exposed name, or an app-only
-        tool), ToolHidden (a tool filter hides it, with the call's `include`/`exclude`;
-        the message names the rule), InvalidInput (arguments do not match the
-        inputSchema), ApprovalRequired (`mode: check`), CallRefused (denied) and its
-        ApprovalTimeout and NotRegistered (pin mismatch), ToolCallFailed (the server
-        failed the request), NotConnected (the server did not come back in time), and with
-        `detach` Unavailable (no task manager) and the task manager's NotConnected and
-        QueueFull. Every call that got past name and argument checks leaves one
-        `tool_calls` pair of rows. Cancelling the caller's scope cancels the call: the
-        server is told (notifications/cancelled), and the call is journaled `cancelled`.
+        "callId", "server", "tool", "name", "decidedBy"}` at once. What the path learns is
+        on `call` when it returns or raises. Raises NotFound (unknown name, an app-only
+        tool), ToolHidden (a tool filter hides it; the message names the rule), InvalidInput
+        (arguments do not match the inputSchema), ApprovalRequired (`mode: check`),
+        CallRefused (denied) and its ApprovalTimeout and NotRegistered (pin mismatch),
+        ToolCallFailed (the server failed the request), NotConnected (the server did not
+        come back in time), and with `detach` Unavailable (no task manager) and the task
+        manager's NotConnected and QueueFull. Every call past the name and argument checks
+        leaves one pair of `tool_calls` rows. Cancelling the caller's scope cancels the call
+        (the server is told, notifications/cancelled; journaled `cancelled`).
         """
         return await self._handle(call)
 
     def use(self, *, calls: CallMiddleware | None = None, approvals: ApprovalMiddleware | None = None) -> None:
-        """Wrap every call's path in `calls`, and every wait at the gate for a person in
-        `approvals` (what cuts across them: telemetry, installed by the supervisor); the last
-        one installed runs outermost."""
+        """Wrap every call's path in `calls`, and every wait for a person at the gate in
+        `approvals` (telemetry); the last one installed runs outermost."""
         if calls is not None:
             self._handle = calls(self._handle)
         if approvals is not None:
             self._wait = approvals(self._wait)
 
     async def _path(self, call: ToolCall) -> dict[str, Any]:
-        """The path of one call, top to bottom: resolve → visibility and filters → arguments
-        → gate → journal → the server's session → answer. Each step reads `call` and writes
-        what it learns on it."""
+        """One call, top to bottom: resolve → visibility and filters → arguments → gate →
+        journal → the server's session → answer. Each step writes what it learns on `call`."""
         held = self._claim(call)  # the intent row its `approval: check` wrote, if any
         waiting = "for the server's authorization"
         try:
@@ -534,11 +498,16 @@ class ToolService:
                                   f"was not sent; call it again once the supervisor is back (`monad daemon start`)")
             await self._authorize_first(call)
             waiting = "for the server to come back"
-            await self._resolve(call)
+            call.arguments = call.arguments or {}
+            if not isinstance(call.arguments, dict):
+                raise InvalidInput(f"tool `{call.exposed}`: arguments must be a JSON object")
+            call.server, call.tool = await self._ready(call.exposed)
             waiting = "for approval"
             self._check_visible(call)
             self._check_arguments(call)
-            approved = await self._gate(call)
+            approved, call.decision, call.decided_by = await self._decide(call)
+            if approved and not call.server.live and not call.detach:  # it went away while a person decided
+                call.server, call.tool = await self._ready(call.exposed)
         except MonadError as exc:  # refused before the server saw it: still a call, with its rows
             with anyio.CancelScope(shield=True):
                 self._journal_refusal(call, exc, held)
@@ -557,24 +526,15 @@ class ToolService:
                                   f"`{call.server_name}` was not sent it; approve it while it waits "
                                   f"(`monad approvals` lists it, the Studio shows it: `monad studio`), or "
                                   f"{_unasked(call)}")
-        async with self._session(call):
+        async with _Held(self, call):
             if call.detach:
                 return await self._detach(call)
             result, said = await self._send(call)
         return self._answer(call, result, said)
 
-    # -- resolve ----------------------------------------------------------------------
-    async def _resolve(self, call: ToolCall) -> None:
-        """`call.server` and `call.tool`, waiting for a restarting server (`_ready`)."""
-        call.arguments = call.arguments or {}
-        if not isinstance(call.arguments, dict):
-            raise InvalidInput(f"tool `{call.exposed}`: arguments must be a JSON object")
-        call.server, call.tool = await self._ready(call.exposed)
-
-    # -- visibility and filters -------------------------------------------------------
+    # -- visibility, filters and arguments --------------------------------------------
     def _check_visible(self, call: ToolCall) -> None:
-        """Who may call it (an MCP App only its own server's `app` tools: visibility.py), and
-        whether a tool filter hides it (the server's, features/tools.toml's, the caller's)."""
+        """Refuse a caller the tool's visibility leaves out, or a tool a filter hides."""
         server, tool = call.server, call.tool
         assert server is not None and tool is not None
         check_caller(tool.meta, exposed=call.exposed, server=server.name, app_of=call.app_of)
@@ -582,27 +542,16 @@ class ToolService:
         if why:
             raise ToolHidden(f"tool `{call.exposed}` is hidden: {why}; nothing was sent to the server")
 
-    # -- arguments --------------------------------------------------------------------
     def _check_arguments(self, call: ToolCall) -> None:
         assert call.tool is not None
         validate_arguments(call.tool.input_schema, call.arguments, call.exposed)
 
     # -- gate -------------------------------------------------------------------------
-    async def _gate(self, call: ToolCall) -> bool:
-        """Whether the call may go: `call.decision` and `call.decided_by` say who decided.
-        Raises ApprovalRequired (`mode: check`). A server that went away while a person
-        decided is waited for again."""
-        server, tool = call.server, call.tool
-        assert server is not None and tool is not None
-        approved, call.decision, call.decided_by = await self._decide(server, tool, call)
-        if approved and not server.live and not call.detach:
-            call.server, call.tool = await self._ready(call.exposed)
-        return approved
-
-    async def _decide(self, actor: ToolServer, tool: Tool, call: ToolCall) -> tuple[bool, str, str]:
+    async def _decide(self, call: ToolCall) -> tuple[bool, str, str]:
         """(approved, decision, who) for one call; raises ApprovalRequired for `mode: check`."""
+        actor, tool = call.server, call.tool
+        assert actor is not None and tool is not None and actor.spec is not None
         spec = actor.spec
-        assert spec is not None
         exposed, via, approval = call.exposed, call.via, call.approval
         if self.is_auto_approved(actor, tool.name, exposed):
             return True, "approved", "trust.autoApproveTools"
@@ -644,8 +593,8 @@ class ToolService:
         return await self._wait(call, p, timeout)
 
     async def _wait_at_gate(self, call: ToolCall, pending: Pending, timeout: float) -> tuple[bool, str, str]:
-        """The gate's wait for a person's decision on `pending` (at most `timeout` s); the
-        caller's `waiting` hears first what it waits on and how to decide it."""
+        """Wait at most `timeout` s for a person's decision on `pending`; the caller's
+        `waiting` hears first how to decide it."""
         if call.waiting is not None:
             line = (f"call to `{call.exposed}` waits for a person's approval (up to {timeout:g} s): "
                     f"`monad approvals allow {pending.id}` or the Studio (`monad studio`) lets it run, "
@@ -659,8 +608,8 @@ class ToolService:
 
     # -- journal ----------------------------------------------------------------------
     def _claim(self, call: ToolCall) -> int | None:
-        """The intent row of this call when an `approval: check` wrote it (the call follows
-        up its approval id): this call takes it over, so one call has one pair of rows."""
+        """The intent row an `approval: check` wrote for this call (it follows up that approval
+        id): taken over, so one call has one pair of rows."""
         approval_id = call.approval.get("approvalId")
         p = self.gate.pending.get(str(approval_id)) if approval_id else None
         if p is None or p.call_id is None or p.claimed:
@@ -671,16 +620,18 @@ class ToolService:
     def _journal_intent(self, call: ToolCall, held: int | None) -> None:
         """The intent row, with the decision, before anything is sent (`held`: the one its
         `approval: check` wrote, which gets the decision now)."""
-        server, tool = call.server, call.tool
-        assert server is not None and tool is not None
         if held is not None and call.decision == "approved":
             self.calls.approved(held, decision=call.decision, decided_by=call.decided_by)
-        call.call_id = held if held is not None else self.calls.start(
-            server=server.name, tool=tool.name, exposed=call.exposed, arguments=call.arguments, via=call.via,
-            decision=call.decision, decided_by=call.decided_by, ref=call.ref)
+        call.call_id = self._row(call, held, decision=call.decision, decided_by=call.decided_by)
         call.started = time.monotonic()
         if call.progress is not None:  # from here its progress reaches the call log's listeners too
             call.progress = self.calls.progress_of(call.call_id, call.progress)
+
+    def _row(self, call: ToolCall, held: int | None, **decided: str | None) -> int:
+        """The call's intent row: `held` (its `approval: check` wrote it), or a new one."""
+        return held if held is not None else self.calls.start(
+            server=call.server_name, tool=call.tool_name, exposed=call.exposed, arguments=call.arguments,
+            via=call.via, ref=call.ref, **decided)
 
     def _finish(self, call: ToolCall, outcome: str, error: str | None = None, *, defer: bool = False) -> None:
         """The outcome row of a journaled call (`defer`: behind the answer, `write_behind`)."""
@@ -691,9 +642,8 @@ class ToolService:
                           defer=defer)
 
     def _journal_refusal(self, call: ToolCall, exc: MonadError, held: int | None = None) -> None:
-        """The two rows of a call that never reached its server: intent (`held`: the one its
-        `approval: check` wrote), then its refusal (`error` when the server was not back in
-        time) with the reason."""
+        """The rows of a call refused before it reached its server (`error` when the server was
+        not back in time), with the reason."""
         outcome = "error" if isinstance(exc, NotConnected) else "refused"
         call.decision = "refused" if outcome == "refused" else None
         call.decided_by = f"monad ({exc.code})"
@@ -701,25 +651,15 @@ class ToolService:
 
     def _journal_early(self, call: ToolCall, held: int | None, outcome: str, error: str | None = None) -> None:
         """The rows of a call that never reached its server (refused, or its caller left)."""
-        call.call_id = held if held is not None else self.calls.start(
-            server=call.server_name, tool=call.tool_name, exposed=call.exposed, arguments=call.arguments,
-            via=call.via, ref=call.ref)
+        call.call_id = self._row(call, held)
         call.outcome = outcome
         self.calls.finish(call.call_id, outcome=outcome, decision=call.decision, decided_by=call.decided_by,
                           duration_ms=0.0, error=error)
 
     # -- the server's session ---------------------------------------------------------
-    def _session(self, call: ToolCall) -> _Held:
-        """`async with self._session(call):` the server's session held up for the call: an
-        on-demand server that is idle starts here, once approved, and stays up for the call;
-        the lists it answers may differ from the cached ones the call was checked on, so it
-        is checked again."""
-        return _Held(self, call)
-
     def _not_held(self, call: ToolCall, exc: BaseException) -> None:
-        """`exc` left `_session`'s block: the row of a call that has no outcome yet (the
-        start failed, or the caller left while it ran; a failure of the call itself is
-        journaled there)."""
+        """`exc` left `_Held`'s block: the outcome row of a call that has none yet (the start
+        failed, or the caller left while it started)."""
         if call.outcome is not None:
             return
         if isinstance(exc, MonadError):
@@ -745,12 +685,11 @@ class ToolService:
                 "name": call.exposed, "decidedBy": call.decided_by}
 
     async def _send(self, call: ToolCall) -> tuple[CallToolResult, list[str]]:
-        """tools/call on the server's session: its result, and for a tool error what a
-        stdio server wrote to stderr meanwhile. A tool its server runs only as a task
-        (2025-11-25 "Tool-Level Negotiation") goes through the task manager, also for a
-        caller who waits: a plain call is refused. Every failure is journaled and raised
-        as its kind (`ToolCallFailed` for the server's)."""
-        MCPError, MISSING_REQUIRED_CLIENT_CAPABILITY, REQUEST_TIMEOUT = _sdk or _sdk_names()
+        """tools/call on the server's session: its result, and for a tool error what a stdio
+        server wrote to stderr meanwhile. A tool its server runs only as a task (2025-11-25
+        "Tool-Level Negotiation") goes through the task manager. Every failure is journaled
+        and raised as its kind (`ToolCallFailed` for the server's)."""
+        MCPError, MISSING_REQUIRED_CLIENT_CAPABILITY, REQUEST_TIMEOUT = _sdk_names()
         server, tool = call.server, call.tool
         assert server is not None and tool is not None
         sink = getattr(server, "sink", None)  # a stdio server's stderr (sessions/stderr.py), if any
@@ -791,12 +730,10 @@ class ToolService:
         return result, said
 
     async def _on_session(self, call: ToolCall) -> CallToolResult:
-        """`call` on its server's session. When the server's grant lapses under the call (a
-        refresh refused, the session ending for it), the call failed; it is sent again once
-        the server is authorized on demand only if the tool says doing so is harmless
-        (`readOnlyHint` or `idempotentHint`, MCP spec, server/tools "Tool Annotations"): the
-        lapse may have come from another request while this one ran. Otherwise it fails with
-        AuthorizationRequired, and the next call authorizes the server."""
+        """`call` on its server's session. When the server's grant lapses under the call, it is
+        sent again once the server is authorized on demand only if the tool says that is
+        harmless (`readOnlyHint`, `idempotentHint`: MCP spec, server/tools "Tool
+        Annotations"); otherwise AuthorizationRequired, and the next call authorizes it."""
         server, tool = call.server, call.tool
         assert server is not None and tool is not None
         try:
@@ -821,8 +758,8 @@ class ToolService:
 
     # -- answer -----------------------------------------------------------------------
     def _answer(self, call: ToolCall, result: CallToolResult, said: list[str]) -> dict[str, Any]:
-        """The result in wire shape plus monad's keys; its outcome row (behind the answer
-        with `write_behind`: the intent row was committed before the call)."""
+        """The result in wire shape plus monad's keys; its outcome row (behind the answer with
+        `write_behind`)."""
         server, tool = call.server, call.tool
         assert server is not None and tool is not None
         out = result.model_dump(by_alias=True, exclude_none=True, mode="json")
@@ -840,8 +777,8 @@ class ToolService:
         return out
 
     async def _stderr_of_call(self, sink: Any, mark: int) -> list[str]:
-        """The last `STDERR_OF_CALL` lines a stdio server wrote to stderr since `mark` (its
-        sink's count when the call was sent), scrubbed; Python's `^^^^` marker lines left out."""
+        """The last `STDERR_OF_CALL` lines a stdio server wrote since `mark`, scrubbed; Python's
+        `^^^^` marker lines left out."""
         if sink is None:
             return []
         await sink.settle()
@@ -849,31 +786,28 @@ class ToolService:
         return [self.scrub(line) for line in lines[-STDERR_OF_CALL:]]
 
     def _fail_if_stopping(self, call: ToolCall) -> None:
-        """When the supervisor's stop closed the session under a call the session did not word
-        as cut (a task's), the same answer as a `SessionCut`."""
+        """A call the supervisor's stop cut (unworded by the session: a task's) is a `SessionCut`."""
         if self.stopping():
             self._interrupted(call, "the supervisor stopped (`monad daemon stop` or a signal)",
                               "call it again once the supervisor is back (`monad daemon start`)")
 
     def _interrupted(self, call: ToolCall, happened: str, todo: str) -> NoReturn:
-        """monad ended the session under `call`: journal it `interrupted` and raise `Unavailable`
-        saying what happened, that whether the server acted is unknown, and what to do."""
+        """monad ended the session under `call`: journaled `interrupted`, raised `Unavailable`."""
         self._finish(call, "interrupted", f"{happened} during the call")
         raise Unavailable(self.scrub(f"the call to `{call.exposed}` was cut: {happened} while it ran; whether "
                                      f"the server acted on it is unknown; {todo}")) from None
 
     # -- authorization on demand (trust/authorization.py) -------------------------------
     def _lapsed(self, exposed: str) -> ToolServer | None:
-        """The server behind `exposed` (`named_server`) if its grant lapsed and a person can
-        authorize it, else None."""
+        """The server behind `exposed` if its grant lapsed and a person can authorize it."""
         actor = self.named_server(exposed)
         if actor is None or not actor.needs_authorization or not authorizable(actor):
             return None
         return actor
 
     async def _authorize_first(self, call: ToolCall) -> None:
-        """A call to a server in `needs-auth`: authorize it, then wait (at most its connect
-        `timeout` and a little more) until its session is up again with the new grant."""
+        """A call to a server in `needs-auth`: authorize it, then wait (its connect `timeout`
+        and a little more) until its session is up with the new grant."""
         actor = self._lapsed(call.exposed)
         if actor is None:
             return
@@ -889,7 +823,10 @@ class ToolService:
                     await self._state.wait()
 
 class _Held:
-    """`ToolService._session`'s block (a class, not a generator: ~12k instructions less a call)."""
+    """`async with _Held(service, call):` the server's session held up for the call: an
+    on-demand server that is idle starts here, once approved, and stays up for the call; the
+    lists it answers may differ from the cached ones the call was checked on, so it is checked
+    again (a class, not a generator: ~12k instructions less a call)."""
 
     __slots__ = ("call", "service", "use")
 

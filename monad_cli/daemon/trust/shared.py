@@ -1,11 +1,10 @@
 """The trust a fleet shares through the journal (docs/fleet.md "Shared trust").
 
-"Always" approvals and vetted tool sets are journal rows keyed, as on one machine, to the
-server's definition hash: a server defined differently elsewhere is a different server.
-`SharedTrust` keeps the vetted tool sets in memory (the gate keeps the approvals), merges
-what other supervisors wrote to the shared journal (`FleetLink.pull_trust`, in a worker
-thread, never on a call's path unless the call would otherwise wait for a person), and
-reports a newly vetted set so a server refused for it can be checked again.
+"Always" approvals and vetted tool sets are journal rows keyed to the server's definition
+hash (a server defined differently elsewhere is a different server). `SharedTrust` keeps the
+vetted sets in memory, merges what other supervisors wrote (`FleetLink.pull_trust`, in a
+worker thread, on a call's path only before asking a person), and reports a newly vetted
+set so a server refused for it can be checked again.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from monad_cli.daemon.trust.gate import Grant
+from monad_cli.daemon.trust.gate import Grant, decided_where
 from monad_cli.daemon.trust.pins import norm_hash
 from monad_cli.journal import tools as jt
 
@@ -28,23 +27,11 @@ log = logging.getLogger("monad.trust")
 FOLLOW_INTERVAL_S = 2.0
 
 
-def decided_where(journal: Journal, decided_by: str, host: str | None, home: str | None) -> str:
-    """`decided_by`, plus where, when another supervisor decided it: `… on HOST` or `… in HOME`."""
-    if host and host != journal.host:
-        return f"{decided_by} on {host}"
-    if home and home != journal.home:
-        return f"{decided_by} in {home}"
-    return decided_by
-
-
 class SharedTrust:
     """Vetted tool sets (server, definition hash, tool-set hash) → who vetted them, and the
-    merge of the fleet's trust rows into them and into `gate.always`.
-
-    `on_vetted(server, definition_hash, digest)` is called (in the event loop) for every
-    set another supervisor vetted. Never asks the network on its own when there is no
-    fleet link, and never raises for a journal that cannot be reached: the local policy
-    (what the local journal holds) applies.
+    merge of the fleet's trust rows into them and into `gate.always`. `on_vetted(server,
+    definition_hash, digest)` is called for every set another supervisor vetted. Without a
+    fleet link, or one that cannot be reached, the local journal's policy applies.
     """
 
     def __init__(self, journal: Journal, gate: ApprovalGate, *,

@@ -2,16 +2,10 @@
 "Resource Discovery → Visibility"). Stdlib only.
 
 A tool's `_meta.ui` may carry `resourceUri` (a `ui://` resource the host renders the result
-with; the flat `_meta["ui/resourceUri"]` is the deprecated spelling) and `visibility`, a
-list of `"model"` and `"app"`, `["model", "app"]` when absent:
-
-- without `"model"` the tool is never listed to an agent (`monad mcp tools`, the gateway's
-  tools/list, the Studio's Tools view) and no agent, script or person can call it — only
-  an MCP App of its own server;
-- without `"app"` no MCP App may call it; an app may never call another server's tools.
-
-A `visibility` that is not a list is treated as absent; unknown entries are ignored, so
-`[]` hides a tool from both.
+with; `_meta["ui/resourceUri"]` is the deprecated spelling) and `visibility`, a list of
+`"model"` and `"app"` (absent or not a list: both; unknown entries ignored). Without
+`"model"` the tool is never listed to an agent and only an MCP App of its own server may
+call it; without `"app"` no MCP App may. An app never calls another server's tools.
 """
 
 from __future__ import annotations
