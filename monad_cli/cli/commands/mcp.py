@@ -121,11 +121,9 @@ def add(
       monad mcp add ci --url https://example.com/mcp --client-credentials --client-id ci --client-secret '${CI_SECRET}'
     """
     if not command and url is None and transport is None:
-        from monad_cli.cli.commands.registry import is_install_ref
+        from monad_cli.cli.commands.registry import install, is_install_ref
 
         if is_install_ref(name):
-            from monad_cli.cli.commands.registry import install
-
             if bearer_token or oauth or client_credentials or client_id or client_secret or private_key or scope \
                     or cwd or timeout is not None or required or disabled:
                 raise InvalidInput("installing by name or bundle takes --env, --header, --arg, --package, --remote, "
