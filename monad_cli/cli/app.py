@@ -8,7 +8,9 @@ locals: they may hold tokens).
 from __future__ import annotations
 
 import copy
+import inspect
 import os
+import re
 import sys
 from typing import Annotated, Any
 
@@ -34,7 +36,9 @@ _whole: typer.Typer | None = None
 # The `mcp` group's commands another module defines (`_whole_app` registers them on the
 # group, in this order): command name → that module, so `monad mcp serve`, the relay every agent spawns,
 # imports its module alone, not all thirteen (~0.1 s of CPU a start).
-_MCP_ELSEWHERE = {"tools": "tools", "call": "tools", "pin": "tools", "unpin": "tools", "trust": "tools",
+_MCP_ELSEWHERE = {"authorize": "auth", "logout": "auth", "import": "clients", "connect": "clients",
+                  "export": "clients", "search": "registry", "outdated": "registry", "upgrade": "registry",
+                  "tools": "tools", "call": "tools", "pin": "tools", "unpin": "tools", "trust": "tools",
                   "serve": "serve"}
 
 _debug = False
@@ -45,18 +49,16 @@ def _whole_app() -> typer.Typer:
     global _whole
     if _whole is not None:
         return _whole
-    from monad_cli.cli.commands import auth, clients, metrics, registry, studio
+    from monad_cli.cli.commands import metrics, studio
 
     whole = _root_app
-    mcp = _commands("mcp").app
-    for module in (auth, clients, registry):
-        module.register(mcp)
     for group, module_name in _GROUPS.items():
         whole.add_typer(_commands(module_name).app, name=group)
     whole.command("studio")(studio.studio)
     whole.command("metrics")(metrics.metrics)
-    for name, module_name in _MCP_ELSEWHERE.items():
-        mcp.command(name)(getattr(_commands(module_name), name))
+    mcp = _commands("mcp").app
+    for name in _MCP_ELSEWHERE:
+        mcp.command(name)(_mcp_command(name))
     _whole = whole
     return whole
 
@@ -66,6 +68,12 @@ def _commands(module: str) -> Any:
     statement's own path: importlib.import_module would hide it from `python -X importtime`,
     which tests/cli/test_cli_weight.py reads."""
     return __import__(f"monad_cli.cli.commands.{module}", fromlist=["app"])
+
+
+def _mcp_command(name: str) -> Any:
+    """The function of `monad mcp NAME` in its module (`_MCP_ELSEWHERE`): `import_` for `import`."""
+    module = _commands(_MCP_ELSEWHERE[name])
+    return getattr(module, f"{name}_", None) or getattr(module, name)
 
 
 def __getattr__(name: str) -> typer.Typer:
@@ -106,14 +114,10 @@ def _narrowed(argv: list[str]) -> typer.Typer:
     if group is not None and command is None and argv[0] == "mcp" and argv[1] in _MCP_ELSEWHERE:
         group = copy.copy(group)
         group.registered_commands = []
-        group.command(argv[1])(getattr(_commands(_MCP_ELSEWHERE[argv[1]]), argv[1]))
+        group.command(argv[1])(_mcp_command(argv[1]))
         command = group.registered_commands[0]
-    if group is None or command is None:
-        info = next((g for g in _whole_app().registered_groups if g.name == argv[0]), None)
-        group = info.typer_instance if info is not None else None
-        command = next((c for c in group.registered_commands if c.name == argv[1]), None) if group else None
-        if group is None or command is None:
-            return _whole_app()
+    if group is None or command is None:  # an unknown name: click says so, with the whole app's names
+        return _whole_app()
     sub = copy.copy(group)
     sub.registered_commands, sub.registered_groups = [command], []
     return _root_with(sub, argv[0])
@@ -150,8 +154,6 @@ def reflow(text: str) -> str:
 
 def _reflow(command: object) -> None:
     """`reflow` every help text of `command` and the commands under it (click objects)."""
-    import inspect
-
     help_text = getattr(command, "help", None)
     if help_text:
         command.help = reflow(inspect.cleandoc(help_text))  # type: ignore[attr-defined]
@@ -181,13 +183,12 @@ def _root(
 def main(argv: list[str] | None = None) -> int:
     global _debug
     _debug = os.environ.get("MONAD_DEBUG") == "1"
-    args: list[str] = []
+    args = sys.argv[1:] if argv is None else argv
     try:
         # Not standalone: a usage error comes back here, to be one line like every other error
         # (typer's own rendering is a four-line box); `--help` and `typer.Exit` return a code.
         from typer.main import get_command
 
-        args = sys.argv[1:] if argv is None else argv
         command = get_command(_narrowed(args))
         _reflow(command)
         code = command.main(args=argv, prog_name="monad", standalone_mode=False)
@@ -195,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as e:
         code = e.code
         return code if isinstance(code, int) else (0 if code is None else 1)
-    except typer.Abort:
+    except (typer.Abort, KeyboardInterrupt):
         render.error("interrupted")
         return int(ExitCode.INTERRUPTED)
     except typer.TyperException as e:  # click's usage errors: a bad option, value or command
@@ -221,9 +222,6 @@ def main(argv: list[str] | None = None) -> int:
         _trace()
         render.error(e.message, quoted=getattr(e, "stderr", ()), about="the server's stderr during the call")
         return int(e.exit_code)
-    except KeyboardInterrupt:
-        render.error("interrupted")
-        return int(ExitCode.INTERRUPTED)
     except OSError as e:
         # The state directory itself is unusable (MONAD_HOME is a file, read-only, ...).
         _trace()
@@ -249,7 +247,6 @@ def _os_error_line(e: OSError) -> str:
     """`cannot use `FILE`: WHY; check …`: MONAD_HOME for a file in it (or none named: a
     socket's connect), else the file itself — a client's config file that is a directory is
     no matter of MONAD_HOME."""
-    import os
     from pathlib import Path
 
     from monad_cli.core.paths import paths
@@ -276,8 +273,6 @@ def _server_hint(ctx: object, message: str) -> str:
     """`; for one server's rows: `monad journal --server NAME`` when `monad journal NAME` (or
     `tasks`, `approvals`) named a server where the group expects a subcommand: people type the
     name as they would after `monad mcp status`. `list`/`ls` there: the group itself lists."""
-    import re
-
     m = re.fullmatch(r"No such command '(.+)'\.?", message.strip())
     params = getattr(getattr(ctx, "command", None), "params", [])
     if m is None or not any("--server" in getattr(p, "opts", ()) for p in params):
@@ -307,8 +302,6 @@ _OTHER_WORDS = {
 def _other_tools_word(where: str, message: str) -> tuple[str, str]:
     """(message, hint) for `monad mcp rm` and the like: click's message without its
     misleading "Did you mean", and where monad has that command; else as it was, no hint."""
-    import re
-
     m = re.fullmatch(r"No such command '(.+?)'(\.|\. Did you mean '.+'\?)?", message.strip())
     if where != "monad mcp" or m is None or m.group(1) not in _OTHER_WORDS:
         return message, ""
@@ -322,8 +315,6 @@ _ONE_SCOPE = "monad has one scope, the atoms under MONAD_HOME, shared by every a
 def _scope_word(where: str, message: str, hint: str) -> tuple[str, str]:
     """(message, hint) for `monad mcp add -s user ...` (claude's scope option): click's message
     without its list of possible options, and that monad has no scopes to choose from."""
-    import re
-
     m = re.match(r"No such option: (-s|--scope)\b", message.strip())
     if not where.startswith("monad mcp") or m is None:
         return message, hint
@@ -342,8 +333,6 @@ def _verbose_hint(where: str, message: str) -> str:
     """`; put -v before the command: `monad -v mcp status`` for `monad mcp status -v`: -v is
     the root's option (click options belong to one command, and typer has no option that
     every command takes); moving it silently could take a server's own `-v` (`add srv echo -v`)."""
-    import re
-
     m = re.match(r"No such option: (-v|--verbose)\b", message.strip())
     if m is None:
         return ""

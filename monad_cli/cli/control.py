@@ -23,7 +23,7 @@ from typing import Any
 
 from monad_cli.core.envelope import decode_error, decode_line
 from monad_cli.core.errors import Conflict, ConnectionClosed, MonadError, SupervisorNotRunning
-from monad_cli.core.paths import Paths
+from monad_cli.core.paths import MAX_SOCKET_PATH, Paths
 
 START_TIMEOUT_S = 60.0
 CHUNK = 65536
@@ -46,10 +46,8 @@ class _Response:
         if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
             raise _Cut(f"not an HTTP response: {status_line[:60]!r}")
         self.status = int(parts[1])
-        self.headers: dict[str, str] = {}
-        for line in header_lines:
-            name, _, value = line.partition(":")
-            self.headers[name.strip().lower()] = value.strip()
+        self.headers = {name.strip().lower(): value.strip()
+                        for name, _, value in (line.partition(":") for line in header_lines)}
 
     def _fill(self) -> bool:
         chunk = self.sock.recv(CHUNK)
@@ -123,8 +121,6 @@ class ControlClient:
     def exchange(self, method: str, path: str, body: Any = None) -> Iterator[_Response]:
         """Send one request and yield its response (status and headers read, body not yet).
         Raises `SupervisorNotRunning`, `ConnectionClosed`, or `MonadError` on a timeout."""
-        from monad_cli.core.paths import MAX_SOCKET_PATH
-
         if len(str(self.paths.socket).encode()) > MAX_SOCKET_PATH:
             self.paths.ensure()  # raises the clear "MONAD_HOME is too long" error
         payload = json.dumps(body).encode() if body is not None else b""
@@ -239,10 +235,6 @@ def pid_alive(pid: int) -> bool:
         return True
 
 
-def autostart_allowed() -> bool:
-    return os.environ.get("MONAD_NO_AUTOSTART", "") not in ("1", "true", "yes")
-
-
 def start_supervisor(paths: Paths, *, timeout: float = START_TIMEOUT_S, extra_args: list[str] | None = None,
                      check_required: bool = True) -> int:
     """Start the supervisor (`python -m monad_cli.daemon`, what `monad daemon run` runs)
@@ -344,7 +336,7 @@ def connect(paths: Paths, *, autostart: bool = True) -> ControlClient:
     client = ControlClient(paths)
     if client.is_running():
         return client
-    if autostart and autostart_allowed():
+    if autostart and os.environ.get("MONAD_NO_AUTOSTART", "") not in ("1", "true", "yes"):
         with contextlib.suppress(LostStartRace):  # another CLI started it: same result
             start_or_join(paths, check_required=False)
         return client

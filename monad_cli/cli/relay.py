@@ -22,9 +22,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import socket
 import stat
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,12 +71,8 @@ def open_relay(paths: Paths, hello: bytes, *, timeout: float = 30.0, fds: list[i
         except (FileNotFoundError, ConnectionRefusedError):
             raise SupervisorNotRunning(f"the supervisor is not running for `{paths.home}` (or predates the "
                                        f"gateway socket); start it with `monad daemon start`") from None
-        if fds:
-            sent = socket.send_fds(sock, [hello], fds)
-            if sent < len(hello):
-                sock.sendall(hello[sent:])
-        else:
-            sock.sendall(hello)
+        sent = socket.send_fds(sock, [hello], fds) if fds else 0
+        sock.sendall(hello[sent:])
         data = b""
         while b"\n" not in data and len(data) < MAX_ANSWER_BYTES:
             chunk = sock.recv(CHUNK)
@@ -170,9 +168,6 @@ def refuse_requests(message: str, *, stdin: int = 0, stdout: int = 1, wait: floa
     `initialize`), for up to `wait` seconds until the first and `after` seconds past the
     latest, or until the client closes stdin; notifications are skipped. Returns how many
     requests were answered."""
-    import select
-    import time
-
     deadline = time.monotonic() + wait
     data = b""
     answered = 0

@@ -15,12 +15,15 @@ json.dumps has escaped the C0 ones already; the others are inside strings there,
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import sys
 import time
 from collections.abc import Sequence
 from typing import Any
 
+from monad_cli.core.errors import MonadError
 from monad_cli.core.messages import cut_values, one_line
 
 # What a terminal acts on rather than shows: C0 but \t and \n, DEL, C1 (ECMA-48 §5); and
@@ -33,9 +36,7 @@ _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
 def terminal_text(text: str) -> str:
     """`text` with every C0 control but newline and tab, DEL and every C1 control written as
     `\\u00XX` (a `\\r\\n` line end is a newline). Shapes no valid JSON text changes the value of."""
-    if "\r\n" in text:
-        text = text.replace("\r\n", "\n")
-    return _CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return _CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}", text.replace("\r\n", "\n"))
 
 
 def data_json(data: Any) -> None:
@@ -61,16 +62,11 @@ def _out(data: str) -> None:
     try:
         sys.stdout.write(terminal_text(data))
     except BrokenPipeError:
-        import contextlib
-        import os
-
         # What is still buffered must not fail again when the interpreter flushes at exit.
         with contextlib.suppress(OSError, ValueError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         raise SystemExit(0) from None
     except OSError as e:
-        from monad_cli.core.errors import MonadError
-
         raise MonadError(f"cannot write to standard output: {e.strerror or e}") from None
 
 

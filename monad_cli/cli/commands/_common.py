@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -56,9 +56,14 @@ def parse_pairs(items: list[str] | None, sep: str, what: str) -> dict[str, str]:
 _ID_CHARS = frozenset("0123456789abcdefABCDEF-")
 
 
-def check_id(value: str, what: str, hint: str) -> str:
-    """An approval or task id as typed by a person: hex digits (a prefix is fine)."""
-    if not value or not set(value) <= _ID_CHARS:
-        shown = value if len(value) <= 40 and value.isprintable() else "that value"
-        raise InvalidInput(f"{what} `{shown}` is not a valid id (hex digits; see `{hint}`)")
-    return value
+def id_argument(what: str, hint: str, **kwargs: Any) -> Any:
+    """The argument of an approval or task id as typed by a person: hex digits (a prefix is
+    fine), checked as it is parsed, so a bad id starts no supervisor (`InvalidInput`)."""
+
+    def check(value: str) -> str:
+        if not value or not set(value) <= _ID_CHARS:
+            shown = value if len(value) <= 40 and value.isprintable() else "that value"
+            raise InvalidInput(f"{what} `{shown}` is not a valid id (hex digits; see `{hint}`)")
+        return value
+
+    return typer.Argument(callback=check, **kwargs)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import monad_cli.cli.render as render
 from monad_cli.core.task_forms import FormError, choices, coerce, form_fields, request_mode, url_fields
@@ -68,8 +68,6 @@ def prompt_answers(task: dict[str, Any], *, ask: Callable[[str], str] = _input,
 
 def _ask_url(task: dict[str, Any], key: str, request: dict[str, Any], *, ask: Callable[[str], str],
              say: Callable[[str], None], who: str) -> dict[str, Any]:
-    from urllib.parse import urlsplit
-
     message, url, _eid = url_fields(request)
     host = urlsplit(url).hostname or ""
     line = f"{who} asks you to open a URL on {host}: {message or key}"

@@ -75,10 +75,11 @@ def store_warnings(journal: dict[str, Any] | None) -> list[str]:
     return out
 
 
-def show_status(rows: list[dict[str, Any]], problems: list[dict[str, Any]], as_json: bool,
-                journal: dict[str, Any] | None = None) -> None:
-    """Warnings (file problems, a degraded journal, tasks store or log) on stderr, then the rows."""
-    for p in problems:
+def show_status(answer: dict[str, Any], as_json: bool) -> None:
+    """`GET /v1/settings/mcp-servers/status`'s answer (`servers`; `problems` and `journal` when
+    given): warnings (file problems, a degraded journal, tasks store or log) on stderr, then the rows."""
+    rows, journal = answer["servers"], answer.get("journal")
+    for p in answer.get("problems") or []:
         render.warn(p["message"])
     if warning := journal_warning(journal):
         render.warn(warning)

@@ -9,9 +9,11 @@ from typing import Annotated
 import typer
 
 from monad_cli.cli import render
-from monad_cli.cli.commands._common import JsonOpt, check_id, supervisor
+from monad_cli.cli.commands._common import JsonOpt, id_argument, supervisor
 from monad_cli.core.errors import InvalidInput
 
+ApprovalId = Annotated[str, id_argument("approval", "monad approvals", metavar="ID",
+                                        help="Approval id (see `monad approvals`).")]
 app = typer.Typer(help="Tool-call approvals: pending ones (list, allow, deny) and standing ones (revoke).",
                   invoke_without_command=True)
 
@@ -46,7 +48,7 @@ def listing(ctx: typer.Context, as_json: JsonOpt = False,
 
 @app.command("allow")
 def allow(
-    approval_id: Annotated[str, typer.Argument(metavar="ID", help="Approval id (see `monad approvals`).")],
+    approval_id: ApprovalId,
     session: Annotated[bool, typer.Option("--session", help="Also allow this tool until the supervisor "
                                                             "restarts.")] = False,
     always: Annotated[bool, typer.Option("--always", help="Also allow this tool from now on (until the "
@@ -59,7 +61,6 @@ def allow(
     if session and always:
         raise InvalidInput("choose one of --session and --always")
     scope = "session" if session else "always" if always else "once"
-    check_id(approval_id, "approval", "monad approvals")
     answer = supervisor().post(f"/v1/approvals/{approval_id}", {"decision": "allow", "scope": scope})
     render.outcome(answer, f"allowed `{answer['exposed']}` ({scope})", as_json=as_json)
 
@@ -90,11 +91,7 @@ def revoke(
 
 
 @app.command("deny")
-def deny(
-    approval_id: Annotated[str, typer.Argument(metavar="ID", help="Approval id (see `monad approvals`).")],
-    as_json: JsonOpt = False,
-) -> None:
+def deny(approval_id: ApprovalId, as_json: JsonOpt = False) -> None:
     """Deny the waiting call; the caller gets a refusal."""
-    check_id(approval_id, "approval", "monad approvals")
     answer = supervisor().post(f"/v1/approvals/{approval_id}", {"decision": "deny"})
     render.outcome(answer, f"denied `{answer['exposed']}`", as_json=as_json)

@@ -6,12 +6,14 @@ module it imports the SDK and httpx2 only inside command bodies.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Annotated, Any
 
 import typer
 
 from monad_cli.cli import render
-from monad_cli.cli.commands._common import JsonOpt
+from monad_cli.cli.commands._common import JsonOpt, quoted, running
+from monad_cli.core.errors import MonadError
 from monad_cli.core.paths import paths
 
 
@@ -78,18 +80,14 @@ def logout(name: Annotated[str, typer.Argument(help="Server name.")], as_json: J
     clear_state(paths(), name)
     _journal(name, "logged out: stored tokens removed", None)
     reconnected = _reconnect(name)
-    if as_json:
-        render.data_json({"name": name, "removed": bool(had.access_token or had.refresh_token),
-                          "reconnecting": reconnected})
-        return
-    what = "removed the stored tokens of" if had.access_token or had.refresh_token else "no tokens were stored for"
-    render.info(f"{what} server `{name}`")
+    removed = bool(had.access_token or had.refresh_token)
+    render.outcome({"name": name, "removed": removed, "reconnecting": reconnected},
+                   f"{'removed the stored tokens of' if removed else 'no tokens were stored for'} server `{name}`",
+                   as_json=as_json)
 
 
 def _journal(name: str, reason: str, detail: dict[str, Any] | None) -> None:
     """A journal row for the person's own action (never a token: none is passed in)."""
-    import contextlib
-
     from monad_cli.journal.db import Journal
 
     with contextlib.suppress(Exception):  # the grant is stored: a journal problem must not fail the command
@@ -102,9 +100,6 @@ def _journal(name: str, reason: str, detail: dict[str, Any] | None) -> None:
 
 def _reconnect(name: str) -> bool:
     """Ask a running supervisor to reconnect `name` (it re-reads the grant). Never starts one."""
-    from monad_cli.cli.commands._common import quoted, running
-    from monad_cli.core.errors import MonadError
-
     client = running()
     if client is None:
         return False
@@ -114,8 +109,3 @@ def _reconnect(name: str) -> bool:
         return False
     return True
 
-
-def register(app: typer.Typer) -> None:
-    """Add the commands to the `mcp` group."""
-    app.command("authorize")(authorize)
-    app.command("logout")(logout)

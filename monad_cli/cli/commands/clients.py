@@ -161,14 +161,6 @@ def connect(
                     f"--replace takes them out")
 
 
-def _states() -> dict[str, dict[str, Any]] | None:
-    """The running supervisor's status rows by server name; None when none runs (never started here)."""
-    client = running()
-    if client is None:
-        return None
-    return {row["name"]: row for row in client.get("/v1/settings/mcp-servers/status")["servers"]}
-
-
 def _connect_per_server(client: str, path: str | None, *, remove: bool, replace: bool, dry_run: bool,
                         as_json: bool) -> None:
     """`connect CLIENT --per-server`: one entry per enabled monad server (docs/gateway.md); the
@@ -176,8 +168,11 @@ def _connect_per_server(client: str, path: str | None, *, remove: bool, replace:
     from monad_cli.clients.connector import connect_client, per_server_plan
     from monad_cli.config.loader import load_definitions
 
-    servers, notes = per_server_plan(load_definitions(paths(), expand=False).specs,
-                                     None if remove else _states())
+    # The running supervisor's rows by name (None: none runs; never started for this).
+    supervisor = None if remove else running()
+    states = {row["name"]: row for row in supervisor.get("/v1/settings/mcp-servers/status")["servers"]} \
+        if supervisor is not None else None
+    servers, notes = per_server_plan(load_definitions(paths(), expand=False).specs, states)
     result = connect_client(client, path, remove=remove, replace=replace, dry_run=dry_run, per_server=servers)
     result["notes"] = notes
     if as_json:
@@ -283,15 +278,15 @@ def export(
     render.line(text.rstrip("\n"))
 
 
-# One paragraph per line: Typer joins the lines of a paragraph.
-_IMPORT_HELP = (
+# One paragraph per line: Typer joins the lines of a paragraph. Both name this OS's default paths.
+import_.__doc__ = (
     "Turn every server of another client's config into a monad atom.\n\n"
     "Each server goes through the same validation and writer as `monad mcp add`; `${VAR}` references stay "
     "references, literal secrets land in 0600 atoms. Prints one row per server: imported, unchanged (the same "
     "definition exists) or skipped with the reason. Exit 1 when a server was skipped; exit 2 for a malformed "
     "file (nothing is written).\n\n"
-)
-_CONNECT_HELP = (
+) + defaults_help()
+connect.__doc__ = (
     "Add a server named `monad` to a client's config: it runs `monad mcp serve` (this monad, by absolute path), "
     "so the client sees every monad server through the approval gate.\n\n"
     "Keeps every other key, comment and server of the file; the write is atomic; running it twice changes "
@@ -301,15 +296,4 @@ _CONNECT_HELP = (
     "for another server stays, and connect says so. --remove puts back what --replace took out.\n\n"
     "--all does it for every client found on this machine by its usual file (below), one row each; exit 1 "
     "when one failed; --dry-run writes nothing.\n\n"
-)
-
-
-def register(app: typer.Typer) -> None:
-    """Add the commands to the `mcp` group (their help names this OS's default paths)."""
-    defaults = defaults_help()
-    app.command("import", help=_IMPORT_HELP + defaults)(import_)
-    app.command("connect", help=_CONNECT_HELP + defaults)(connect)
-    app.command("export")(export)
-
-
-__all__ = ["register"]
+) + defaults_help()

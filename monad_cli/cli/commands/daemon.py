@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections import Counter
 from typing import Annotated, Any
 
 import typer
 
 from monad_cli.cli import render
 from monad_cli.cli.commands._common import JsonOpt
-from monad_cli.core.errors import ConnectionClosed, ExitCode, MonadError, SupervisorNotRunning
+from monad_cli.core.errors import ConnectionClosed, ExitCode, InvalidInput, MonadError, SupervisorNotRunning
 from monad_cli.core.paths import paths
 
 app = typer.Typer(help="Start, stop and inspect the supervisor (one per MONAD_HOME).", no_args_is_help=True)
@@ -27,7 +28,6 @@ ExcludeOpt = Annotated[list[str] | None, typer.Option(
 
 def _filter_flags(include: list[str] | None, exclude: list[str] | None) -> tuple[list[str] | None,
                                                                                 list[str] | None]:
-    from monad_cli.core.errors import InvalidInput
     from monad_cli.core.filters import PatternError, split_patterns
 
     try:
@@ -35,16 +35,6 @@ def _filter_flags(include: list[str] | None, exclude: list[str] | None) -> tuple
                 None if exclude is None else split_patterns(exclude, what="--exclude-mcps"))
     except PatternError as e:
         raise InvalidInput(str(e)) from None
-
-
-def _filter_args(include: list[str] | None, exclude: list[str] | None) -> list[str]:
-    # Joined into one value each: an explicit empty list (`--include-mcps ""`) must survive.
-    args: list[str] = []
-    if include is not None:
-        args += ["--include-mcps", ",".join(include)]
-    if exclude is not None:
-        args += ["--exclude-mcps", ",".join(exclude)]
-    return args
 
 
 @app.command("run")
@@ -73,13 +63,16 @@ def start(include: IncludeOpt = None, exclude: ExcludeOpt = None, as_json: JsonO
     from monad_cli.cli.control import ControlClient, LostStartRace, start_or_join
 
     inc, exc = _filter_flags(include, exclude)
+    # Joined into one value each: an explicit empty list (`--include-mcps ""`) must survive.
+    args = [arg for flag, globs in (("--include-mcps", inc), ("--exclude-mcps", exc)) if globs is not None
+            for arg in (flag, ",".join(globs))]
     client = ControlClient(paths())
     started = False
     if client.is_running():
         pid = int(client.get("/v1/health")["pid"])
     else:
         try:
-            pid, started = start_or_join(paths(), extra_args=_filter_args(inc, exc)), True
+            pid, started = start_or_join(paths(), extra_args=args), True
         except LostStartRace as race:  # another `start` won: report the one that runs, as a second start would
             pid = race.pid
     if as_json:
@@ -146,9 +139,7 @@ def status(as_json: JsonOpt = False) -> None:
         render.outcome({"running": False, "home": str(paths().home)},
                        f"the supervisor is not running for {paths().home}", as_json=as_json)
         raise typer.Exit(int(ExitCode.NOT_RUNNING)) from None
-    counts: dict[str, int] = {}
-    for row in servers:
-        counts[row["state"]] = counts.get(row["state"], 0) + 1
+    counts = dict(Counter(row["state"] for row in servers))
     data = {"running": True, **health, "servers": counts,
             "telemetry": {"on": telemetry["on"], "reason": telemetry.get("reason")}}
     if as_json:

@@ -16,6 +16,7 @@ import typer
 
 from monad_cli.cli import render
 from monad_cli.cli.commands._common import JsonOpt
+from monad_cli.cli.commands._variables import listing, users
 from monad_cli.core.errors import InvalidInput
 from monad_cli.core.paths import paths
 
@@ -31,19 +32,11 @@ def _read_value(name: str) -> str:
         import getpass
 
         try:
-            value = getpass.getpass(f"value of {name} (not shown): ")
+            return getpass.getpass(f"value of {name} (not shown): ")
         except EOFError:
             raise InvalidInput(f"no value given for `{name}`") from None
-        return value
     data = sys.stdin.read() if sys.stdin is not None else ""
     return data[:-1] if data.endswith("\n") else data
-
-
-def _servers_using(name: str) -> list[str]:
-    """The servers whose definitions reference `$name` (read from the files, not expanded)."""
-    from monad_cli.cli.commands._variables import users
-
-    return users().get(name, [])
 
 
 def _applied(servers: list[str]) -> str:
@@ -76,7 +69,7 @@ def set_(
         raise InvalidInput(f"the value of `{name}` is empty; pass --allow-empty to set it empty, or "
                            f"`monad env unset {name}` to remove it")
     existed = set_variable(paths(), name, value)
-    servers = _servers_using(name)
+    servers = users().get(name, [])  # the servers whose definitions (as written) reference it
     verb = "updated" if existed else "set"
     render.outcome({"name": name, "created": not existed, "servers": servers},
                    f"{verb} `{name}` in MONAD_HOME/env; {_applied(servers)}", as_json=as_json)
@@ -88,7 +81,7 @@ def unset(name: NameArg, as_json: JsonOpt = False) -> None:
     from monad_cli.config.envfile import unset_variable
 
     unset_variable(paths(), name)
-    servers = _servers_using(name)
+    servers = users().get(name, [])
     render.outcome({"name": name, "servers": servers}, f"removed `{name}` from MONAD_HOME/env; {_applied(servers)}",
                    as_json=as_json)
 
@@ -97,8 +90,6 @@ def unset(name: NameArg, as_json: JsonOpt = False) -> None:
 def list_(as_json: JsonOpt = False) -> None:
     """Names only: every variable MONAD_HOME/env sets or a definition references, where its
     value comes from, and which servers use it. Never a value."""
-    from monad_cli.cli.commands._variables import listing
-
     variables, problems = listing()
     for problem in problems:
         render.warn(problem)

@@ -58,12 +58,12 @@ def journal(
     """
     if ctx.invoked_subcommand is not None:
         return
+    from monad_cli.journal import reader
     from monad_cli.journal.settings import load_journal_settings
 
     p = paths()
     settings = load_journal_settings(p)
     after = parse_since(since) if since else None
-    from monad_cli.journal import reader
 
     def read(db: reader.Database) -> list[dict[str, Any]]:
         return (reader.calls if calls else reader.events)(db, server=server, since=after, host=host, limit=limit)

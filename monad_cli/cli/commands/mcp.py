@@ -6,6 +6,8 @@ command's string annotations on every run, four times over (`inspect.signature` 
 parameters; evaluated once, as the functions are defined, they cost nothing measurable.
 """
 
+import math
+import os
 import time
 from typing import Annotated, Any
 
@@ -119,11 +121,9 @@ def add(
       monad mcp add ci --url https://example.com/mcp --client-credentials --client-id ci --client-secret '${CI_SECRET}'
     """
     if not command and url is None and transport is None:
-        from monad_cli.cli.commands.registry import is_install_ref
+        from monad_cli.cli.commands.registry import install, is_install_ref
 
         if is_install_ref(name):
-            from monad_cli.cli.commands.registry import install
-
             if bearer_token or oauth or client_credentials or client_id or client_secret or private_key or scope \
                     or cwd or timeout is not None or required or disabled:
                 raise InvalidInput("installing by name or bundle takes --env, --header, --arg, --package, --remote, "
@@ -164,8 +164,6 @@ def add(
         defn["command"] = command[0]
         if command[1:]:
             defn["args"] = list(command[1:])
-        import os
-
         if cwd and "$" in cwd:
             defn["cwd"] = cwd  # expanded by the supervisor, which also checks it
         elif cwd:
@@ -301,7 +299,6 @@ def _listening() -> bool:
 def _missing_command(defn: dict[str, Any]) -> str | None:
     """Why a stdio definition's command will not be found, as far as this shell can tell
     (the supervisor resolves it the same way: PATH, or a path relative to `cwd`)."""
-    import os
     import shutil
 
     command = defn.get("command")
@@ -318,11 +315,7 @@ def list_(as_json: JsonOpt = False) -> None:
     """One row per server from the atoms and agents.json, by name regardless of case, with live
     state if the supervisor runs (this command never starts it)."""
     client = running()
-    if client is None:
-        show_status(local_rows(), [], as_json)
-        return
-    answer = client.get("/v1/settings/mcp-servers/status")
-    show_status(answer["servers"], answer["problems"], as_json, answer.get("journal"))
+    show_status(client.get("/v1/settings/mcp-servers/status") if client else {"servers": local_rows()}, as_json)
 
 
 @app.command("status")
@@ -336,8 +329,7 @@ def status(
     """
     client = supervisor()
     if name is None:
-        answer = client.get("/v1/settings/mcp-servers/status")
-        show_status(answer["servers"], answer["problems"], as_json, answer.get("journal"))
+        show_status(client.get("/v1/settings/mcp-servers/status"), as_json)
         return
     row = client.get(f"/v1/settings/mcp-servers/{quoted(name)}/status")
     if as_json:
@@ -383,7 +375,6 @@ def _variables_text(variables: list[dict[str, Any]]) -> str | None:
                      for v in variables) or None
 
 
-
 @app.command("get")
 def get(name: Annotated[str, typer.Argument(help="Server name.")], as_json: JsonOpt = False) -> None:
     """The server's definition as written, with every secret value shown as `***`.
@@ -401,8 +392,6 @@ def get(name: Annotated[str, typer.Argument(help="Server name.")], as_json: Json
         # As written by hand it may not validate: said beside it, as the Studio's Edit does.
         problems = [(e.field, e.message) for e in field_errors(raw, name=name, source=source)]
     except NotFound:
-        import os
-
         from monad_cli.config.presets import PRESETS_FILE, preset_definition
 
         source, raw = PRESETS_FILE, preset_definition(paths(), name, os.environ)  # NotFound again if not one
@@ -543,13 +532,12 @@ def _set_enabled(name: str, enabled: bool, as_json: bool) -> None:
 
     word = "enabled" if enabled else "disabled"
     source, raw = read_definition(paths(), name)
-    if raw.get("enabled", True) is enabled:  # as `unpin` without a pin: say so, write nothing
-        render.outcome({"name": name, "source": source, "enabled": enabled, "changed": False},
-                       f"server `{name}` is already {word} ({source}); nothing was changed", as_json=as_json)
-        return
-    source = update_server(paths(), name, {"enabled": enabled})
-    render.outcome({"name": name, "source": source, "enabled": enabled, "changed": True},
-                   f"{word} server `{name}` ({source})", as_json=as_json)
+    changed = raw.get("enabled", True) is not enabled  # as `unpin` without a pin: say so, write nothing
+    if changed:
+        source = update_server(paths(), name, {"enabled": enabled})
+    render.outcome({"name": name, "source": source, "enabled": enabled, "changed": changed},
+                   f"{word} server `{name}` ({source})" if changed else
+                   f"server `{name}` is already {word} ({source}); nothing was changed", as_json=as_json)
 
 
 @app.command("enable")
@@ -604,8 +592,6 @@ def wait(
 
     Gives up early when a server is failed, needs-auth or disabled. For CI scripts.
     """
-    import math
-
     if not math.isfinite(timeout):
         raise InvalidInput("--timeout must be a finite number of seconds")
     client = supervisor()

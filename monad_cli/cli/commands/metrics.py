@@ -8,6 +8,7 @@ import typer
 
 from monad_cli.cli import render
 from monad_cli.cli.commands._common import JsonOpt, supervisor
+from monad_cli.core.errors import Unavailable
 
 
 def metrics(
@@ -23,8 +24,6 @@ def metrics(
     of the loopback `/metrics` listener and the path of the file holding its bearer token
     (for a Prometheus scrape config); `--json` with it prints `{"url", "tokenFile"}`.
     """
-    from monad_cli.core.errors import Unavailable
-
     client = supervisor()
     if where:
         state = client.get("/v1/telemetry")

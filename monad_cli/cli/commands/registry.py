@@ -174,7 +174,7 @@ def upgrade(
     """
     from monad_cli.config.edits import read_definition, update_server
     from monad_cli.registry.api import Registries
-    from monad_cli.registry.install import build
+    from monad_cli.registry.install import build, known_values
 
     _, raw = read_definition(paths(), name)
     origin = raw.get("registry")
@@ -187,8 +187,6 @@ def upgrade(
         render.outcome({"name": name, "from": origin.get("version"), "to": entry.version, "changed": False},
                        f"server `{name}` is already at {entry.version}; nothing changed", as_json=as_json)
         return
-    from monad_cli.registry.install import known_values
-
     given = {"env": {str(k): str(v) for k, v in (raw.get("env") or {}).items()},
              "header": {str(k): str(v) for k, v in (raw.get("headers") or {}).items()},
              "arg": parse_pairs(arg, "=", "--arg")}
@@ -266,11 +264,4 @@ def _tool_difference(client: Any, name: str, before: Mapping[str, Any] | None, s
 
 
 
-def register(app: typer.Typer) -> None:
-    """Add `search`, `outdated` and `upgrade` to the `mcp` group."""
-    app.command("search")(search)
-    app.command("outdated")(outdated)
-    app.command("upgrade")(upgrade)
-
-
-__all__ = ["install", "is_install_ref", "register"]
+__all__ = ["install", "is_install_ref"]

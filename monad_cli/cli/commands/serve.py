@@ -7,6 +7,9 @@ supervisor: nothing here loads the SDK (tests/cli/test_cli_weight.py keeps it so
 
 from __future__ import annotations
 
+import math
+import os
+import sys
 from typing import Annotated, Any
 
 import typer
@@ -93,12 +96,10 @@ def serve(
     features/tools.toml (docs/filtering.md). Resources, prompts, completions and log
     messages pass through as well (docs/gateway.md).
     """
-    import sys
-
     from monad_cli.cli import relay
 
     try:
-        hello, hand_over = _hello(names, http=http, port=port, session_idle=session_idle,
+        hello, hand_over, patterns = _hello(names, http=http, port=port, session_idle=session_idle,
                                   approval_timeout=approval_timeout, fact=fact, include=include, exclude=exclude,
                                   include_tools=include_tools, exclude_tools=exclude_tools,
                                   tool_search=tool_search, tool_search_above=tool_search_above,
@@ -122,18 +123,17 @@ def serve(
             render.info(f"monad mcp serve: no server is defined in MONAD_HOME `{paths().home}`, so it serves no "
                         f"tools; add one with `monad mcp add`, or set MONAD_HOME in the client's entry")
         else:
-            flags = {"--include-mcps": include, "--exclude-mcps": exclude, "--include-tools": include_tools,
-                     "--exclude-tools": exclude_tools}
-            patterns = {flag: _patterns(flag, given) for flag, given in flags.items() if given}
-            if names:
-                patterns["--include-mcps"] = list(names)  # the NAMEs: each checked by the supervisor already
             tools = (client.get("/v1/tools")["tools"] if "--include-tools" in patterns
                      or "--exclude-tools" in patterns else [])
             for line in unmatched_filters(patterns, rows, tools, named=bool(names)):
                 render.info(f"monad mcp serve: {line}")
         opened = relay.open_relay(paths(), hello, fds=[0, 1] if hand_over else None)
     except MonadError as e:
-        _refuse(e, http=http)
+        # An agent's client keeps a stdio server's stderr to itself: over stdio, its requests are
+        # answered with `error`, so its MCP panel says why. A person at a terminal, or --http,
+        # reads it on stderr only.
+        if not http and not sys.stdin.isatty():
+            relay.refuse_requests(f"monad mcp serve: {e}")
         raise
     if http:
         render.info(f"monad gateway: {opened.answer['url']} (bearer token in `{opened.answer['tokenFile']}`); "
@@ -143,14 +143,6 @@ def serve(
         relay.wait(opened)
     else:
         relay.pump(opened)
-
-
-def _patterns(flag: str, given: list[str]) -> list[str]:
-    """The globs of one filter flag (validated already by `_hello`)."""
-    from monad_cli.core.filters import split_patterns
-    from monad_cli.core.tool_filters import split_tool_patterns
-
-    return (split_tool_patterns if flag.endswith("-tools") else split_patterns)(given, what=flag)
 
 
 def unmatched_filters(patterns: dict[str, list[str]], rows: list[dict[str, Any]], tools: list[dict[str, Any]],
@@ -221,33 +213,20 @@ def _hint(pattern: str, names: list[str], command: str) -> str:
     return did_you_mean(pattern, names) or f" (`{command}` lists the names)"
 
 
-def _refuse(error: MonadError, *, http: bool) -> None:
-    """An agent's client keeps a stdio server's stderr to itself: over stdio, its requests are
-    answered with `error` (relay.refuse_requests), so its MCP panel says why. A person at a
-    terminal, or --http, reads it on stderr only."""
-    import sys
-
-    from monad_cli.cli import relay
-
-    if not http and not sys.stdin.isatty():
-        relay.refuse_requests(f"monad mcp serve: {error}")
-
-
 def _hello(names: list[str] | None, *, http: bool, port: int, session_idle: str, approval_timeout: float,
            fact: list[str] | None, include: list[str] | None, exclude: list[str] | None,
            include_tools: list[str] | None, exclude_tools: list[str] | None, tool_search: bool | None,
-           tool_search_above: int | None, max_result_tokens: int | None) -> tuple[bytes, bool]:
-    """The gateway hello for these flags and features/gateway.toml, and whether the client's
-    own pipes are handed to the supervisor. Raises `InvalidInput` for a bad flag value and
+           tool_search_above: int | None, max_result_tokens: int | None
+           ) -> tuple[bytes, bool, dict[str, list[str]]]:
+    """The gateway hello for these flags and features/gateway.toml, whether the client's own
+    pipes are handed to the supervisor, and each filter flag given → its globs (the NAMEs as
+    `--include-mcps`: `unmatched_filters`' `patterns`). Raises `InvalidInput` for a bad flag value and
     `ConfigError` for a malformed features/gateway.toml (one line each)."""
-    import math
-    import os
-
     from monad_cli.cli import relay
     from monad_cli.config.conditions import parse_facts
     from monad_cli.config.features import load_gateway_settings
     from monad_cli.config.start import parse_duration
-    from monad_cli.core.filters import PatternError, split_patterns
+    from monad_cli.core.filters import split_patterns
     from monad_cli.core.hello import build_hello
     from monad_cli.core.tool_filters import split_tool_patterns
 
@@ -257,7 +236,7 @@ def _hello(names: list[str] | None, *, http: bool, port: int, session_idle: str,
         exc = None if exclude is None else split_patterns(exclude, what="--exclude-mcps")
         tools_in = split_tool_patterns(include_tools or [], what="--include-tools")
         tools_out = split_tool_patterns(exclude_tools or [], what="--exclude-tools")
-    except (ValueError, PatternError) as e:
+    except ValueError as e:  # PatternError is one
         raise InvalidInput(str(e)) from None
     servers = list(dict.fromkeys(names or []))
     if servers and include is not None:
@@ -284,7 +263,8 @@ def _hello(names: list[str] | None, *, http: bool, port: int, session_idle: str,
                         tool_search_threshold=(tool_search_above if tool_search_above is not None
                                                else settings["toolSearchAbove"]),
                         max_result_tokens=budget, session_idle=idle)
-    return hello, hand_over
+    filters = {"--include-mcps": inc, "--exclude-mcps": exc, "--include-tools": tools_in, "--exclude-tools": tools_out}
+    return hello, hand_over, {flag: globs for flag, globs in filters.items() if globs}
 
 
 def check_search_flags(tool_search: bool | None, tool_search_above: int | None) -> None:

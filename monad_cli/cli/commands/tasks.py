@@ -9,9 +9,10 @@ from typing import Annotated, Any
 import typer
 
 from monad_cli.cli import render
-from monad_cli.cli.commands._common import JsonOpt, check_id, parse_pairs, supervisor
+from monad_cli.cli.commands._common import JsonOpt, id_argument, parse_pairs, supervisor
 from monad_cli.cli.commands._follow import follow, prompt_answers, task_path
 from monad_cli.core.errors import InvalidInput, MonadError
+from monad_cli.core.task_forms import FormError
 from monad_cli.core.task_states import TERMINAL
 
 app = typer.Typer(
@@ -20,7 +21,8 @@ app = typer.Typer(
     invoke_without_command=True,
 )
 
-ID_HELP = "Task id (a unique prefix is enough), or the server's taskId."
+TaskId = Annotated[str, id_argument("task", "monad tasks",
+                                    help="Task id (a unique prefix is enough), or the server's taskId.")]
 COLUMNS = [("short", "id"), ("server", "server"), ("tool", "tool"), ("state", "state"),
            ("pending", "pending"), ("created", "created"), ("statusMessage", "message")]
 
@@ -50,12 +52,8 @@ def list_tasks(
 
 
 def _result_text(result: dict[str, Any]) -> list[str]:
-    out: list[str] = []
-    for item in result.get("content") or []:
-        if item.get("type") == "text":
-            out.append(item.get("text", ""))
-        else:
-            out.append(f"[{item.get('type')} content]")
+    out = [item.get("text", "") if item.get("type") == "text" else f"[{item.get('type')} content]"
+           for item in result.get("content") or []]
     if not out and result.get("structuredContent") is not None:
         out.append(json.dumps(result["structuredContent"], ensure_ascii=False))
     return out
@@ -108,7 +106,7 @@ def _print_task(task: dict[str, Any]) -> None:
 
 @app.command("show")
 def show(
-    task_id: Annotated[str, typer.Argument(help=ID_HELP)],
+    task_id: TaskId,
     wait: Annotated[bool, typer.Option("--wait", "-w", help="Follow it to its end; prompt for input on a "
                                        "terminal; Ctrl-C cancels the task.")] = False,
     as_json: JsonOpt = False,
@@ -117,7 +115,6 @@ def show(
 
     Showing a finished task delivers it: its `pending` mark is cleared (exactly once).
     """
-    check_id(task_id, "task", "monad tasks")  # before connecting: a bad id starts no supervisor
     client = supervisor()
     if wait:
         tty = sys.stdin.isatty() and sys.stderr.isatty() and not as_json
@@ -146,7 +143,7 @@ def show(
 
 @app.command("input")
 def input_(
-    task_id: Annotated[str, typer.Argument(help=ID_HELP)],
+    task_id: TaskId,
     set_: Annotated[list[str] | None, typer.Option("--set", help="NAME=VALUE for a form field (repeatable); "
                                                    "values are typed by the form.")] = None,
     key: Annotated[str | None, typer.Option("--key", help="Which input request to answer (default: "
@@ -161,7 +158,6 @@ def input_(
     On a terminal it prompts for each field (or shows the URL and asks whether you opened
     it); otherwise pass `--set NAME=VALUE`, or `--accept` for a URL you opened.
     """
-    check_id(task_id, "task", "monad tasks")  # before connecting: a bad id starts no supervisor
     client = supervisor()
     task = client.get(task_path(task_id))
     requests = task.get("inputRequests") or {}
@@ -178,8 +174,6 @@ def input_(
             {"action": "accept", "content": parse_pairs(set_, "=", "--set")}
         responses = {keys[0]: answer}
     elif sys.stdin.isatty():
-        from monad_cli.core.task_forms import FormError
-
         try:
             responses = prompt_answers(task)
         except FormError as e:
@@ -193,13 +187,12 @@ def input_(
 
 
 @app.command("cancel")
-def cancel(task_id: Annotated[str, typer.Argument(help=ID_HELP)], as_json: JsonOpt = False) -> None:
+def cancel(task_id: TaskId, as_json: JsonOpt = False) -> None:
     """Cancel a task (a queued call is never sent; a running one gets `tasks/cancel`).
 
     `tasks/cancel` goes out now, or when the server is connected again. The server decides
     whether the work stops; see `monad tasks show ID`.
     """
-    check_id(task_id, "task", "monad tasks")  # before connecting: a bad id starts no supervisor
     client = supervisor()
     before = client.get(task_path(task_id))
     if before["state"] in TERMINAL:  # cancel is idempotent: say so, and succeed

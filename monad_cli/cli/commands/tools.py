@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+import time
 from typing import Annotated, Any
 
 import typer
@@ -16,7 +17,7 @@ import typer
 from monad_cli.cli import render
 from monad_cli.cli.commands._calls import post_call
 from monad_cli.cli.commands._common import JsonOpt, quoted, running, supervisor
-from monad_cli.cli.commands._status import not_ready
+from monad_cli.cli.commands._status import not_ready, state_words
 from monad_cli.core.errors import (
     ApprovalTimeout,
     ExitCode,
@@ -31,7 +32,6 @@ from monad_cli.core.paths import paths
 from monad_cli.tools.arguments import build_arguments, split_pairs
 
 DEFAULT_APPROVAL_TIMEOUT_S = 120.0
-
 
 
 def tools(
@@ -175,8 +175,6 @@ def _wait_for_server(client: Any, server: str, limit: float = 120.0) -> dict[str
     a gateway call waits for it (trust/service.py `_ready`, which the call then passes
     through too: at most twice that in all): its next attempt may be a minute away. Returns
     its last status row (None: no such server)."""
-    import time
-
     deadline = time.monotonic() + limit
     backoff_until: float | None = None
     announced = False
@@ -227,31 +225,29 @@ def _show_content(tool: str, c: dict[str, Any]) -> None:
     kind = c.get("type")
     if kind == "text":
         render.line(c.get("text", ""))
-        return
-    if kind == "resource" and isinstance(c.get("resource"), dict):
+    elif kind == "resource" and isinstance(c.get("resource"), dict):
         res = c["resource"]
-        uri, mime = res.get("uri", ""), res.get("mimeType")
+        mime = res.get("mimeType")
+        head = f"[resource {res.get('uri', '')}{' ' + mime if mime else ''}"
         if "text" in res:
-            render.info(f"[resource {uri}{' ' + mime if mime else ''}]")
+            render.info(f"{head}]")
             render.line(res.get("text") or "")
         elif "blob" in res:
             path = _save_blob(tool, res.get("blob") or "", mime)
-            render.info(f"[resource {uri}{' ' + mime if mime else ''}, saved to {path}]")
+            render.info(f"{head}, saved to {path}]")
             render.line(path)
         else:
-            render.info(f"[resource {uri}{' ' + mime if mime else ''}, no content]")
-        return
-    if kind == "resource_link":
+            render.info(f"{head}, no content]")
+    elif kind == "resource_link":
         mime, name = c.get("mimeType"), c.get("name")
         render.info(f"[resource link{' ' + name if name else ''}{' ' + mime if mime else ''}]")
         render.line(c.get("uri", ""))
-        return
-    if kind in ("image", "audio") and isinstance(c.get("data"), str):
+    elif kind in ("image", "audio") and isinstance(c.get("data"), str):
         path = _save_blob(tool, c["data"], c.get("mimeType"))
         render.info(f"[{kind}{' ' + c['mimeType'] if c.get('mimeType') else ''}, saved to {path}]")
         render.line(path)
-        return
-    render.info(f"[{kind} content{': ' + c['mimeType'] if c.get('mimeType') else ''}; see it with --json]")
+    else:
+        render.info(f"[{kind} content{': ' + c['mimeType'] if c.get('mimeType') else ''}; see it with --json]")
 
 
 def _show_result(result: dict[str, Any], as_json: bool, tool: str = "") -> None:
@@ -288,9 +284,7 @@ def _prompt(pending: dict[str, Any]) -> str:
     render.info(f"allow? {choices}: ")
     answer = sys.stdin.readline().strip().lower()
     grant = {"y": "once", "yes": "once", "s": "session", "a": "always"}.get(answer, "deny")
-    if grant == "always" and pending.get("hostEscape"):
-        grant = "deny"
-    return grant
+    return "deny" if grant == "always" and pending.get("hostEscape") else grant
 
 
 def call(
@@ -349,9 +343,9 @@ def call(
         elif row is not None:
             unready = f"{not_ready(row)} (see `monad mcp status {server}`)"
     arguments = build_arguments(tool.get("inputSchema") if tool else None, arg, args_json)
-    body: dict[str, Any] = {"name": name, "arguments": arguments, "via": "cli", "detach": detach}
+    body: dict[str, Any] = {"name": name, "arguments": arguments, "via": "cli", "detach": detach,
+                            "approval": {"mode": "yes" if yes else "check"}}
     interactive = sys.stdin.isatty() and sys.stderr.isatty()
-    body["approval"] = {"mode": "yes"} if yes else {"mode": "check"}
     pending: dict[str, Any] | None = None
     # On a terminal a server's form or URL question is asked here; without one it is refused.
     answer_with = (lambda path, data: ControlClient(paths(), timeout=30).post(path, data)) if interactive else None
@@ -393,17 +387,17 @@ def call(
         task = answer["task"]
         if as_json:
             render.data_json(task)
-        elif task.get("state") == "queued":
+            return
+        render.line(str(task["id"]))
+        if task.get("state") == "queued":
             # Every active slot of the server holds a call that has not ended (a hung tool keeps
             # its slot until it answers, times out or is cancelled): say so, and what frees one.
             server = task.get("server")
-            render.line(str(task["id"]))
             render.info(f"`{name}` is queued as task {task['id']}: every active slot of server `{server}` holds a "
                         f"call that has not ended, and it is sent once one does (`monad tasks --server {server} "
                         f"--state active` lists them; `monad tasks cancel ID` ends one; `requestTimeoutMs` bounds "
                         f"each call); follow it with `monad tasks show {task['id']} --wait`")
         else:
-            render.line(str(task["id"]))
             render.info(f"`{name}` runs as task {task['id']} ({task.get('state')}), in the background; follow it "
                         f"with `monad tasks show {task['id']} --wait`")
         return
@@ -428,8 +422,6 @@ def pin(name: Annotated[str, typer.Argument(help="Server name.")],
     info = client.get(f"/v1/tools/sets/{quoted(name)}")
     digest = info.get("hash")
     if not digest:
-        from monad_cli.cli.commands._status import state_words
-
         # "is waiting to retry", not "is backoff"
         raise MonadError(f"server `{name}` {state_words(info['state'])}, so its tool set is unknown; pin it once it is "
                          f"connected (`monad mcp wait {name}`)")
@@ -479,12 +471,10 @@ def unpin(name: Annotated[str, typer.Argument(help="Server name.")], as_json: Js
     had = isinstance(trust_table, dict) and trust_table.get("pinnedToolHash") is not None
     if had:
         source = set_trust(paths(), name, "pinnedToolHash", None)
-    if as_json:
-        render.data_json({"name": name, "source": source, "pinnedToolHash": None, "removed": had})
-    elif had:
-        render.info(f"unpinned server `{name}` ({source})")
-    else:
-        render.info(f"server `{name}` has no pin (`trust.pinnedToolHash` is not set in {source}); nothing changed")
+    render.outcome({"name": name, "source": source, "pinnedToolHash": None, "removed": had},
+                   f"unpinned server `{name}` ({source})" if had else
+                   f"server `{name}` has no pin (`trust.pinnedToolHash` is not set in {source}); nothing changed",
+                   as_json=as_json)
 
 
 def trust(
@@ -513,12 +503,18 @@ def trust(
 
     if not auto_approve and not remove and host_escape is None:
         raise InvalidInput("nothing to change: pass --auto-approve TOOL, --remove TOOL or --host-escape")
-    advertised = _advertised(name) if auto_approve else (None, "")
+    pairs, why = _advertised(name) if auto_approve else (None, "")
     added = [t if t.startswith(f"{name}__") else f"{name}__{t}" for t in auto_approve or []]
-    _refuse_unlisted(name, added, advertised[0])
+    _refuse_unlisted(name, added, pairs)
     source, wanted = edit_trust(paths(), name, auto_approve=auto_approve or [], remove=remove or [],
                                 host_escape=host_escape)
-    inert = _warn_inert(name, added, advertised)
+    # `inert`: the new entries that match no advertised tool: none, `_refuse_unlisted` refused
+    # them; None (said on stderr) when they could not be checked.
+    inert: list[str] | None = []
+    if added and pairs is None:
+        render.info(f"could not check the tool name{'s' if len(added) > 1 else ''} against the advertised "
+                    f"tools ({why}); `monad mcp status {name}` warns once it is connected")
+        inert = None
     if as_json:
         render.data_json({"name": name, "source": source, "autoApproveTools": wanted, "hostEscape": host_escape,
                           "inert": inert})
@@ -562,14 +558,3 @@ def _refuse_unlisted(name: str, entries: list[str], pairs: list[tuple[str, str]]
         raise InvalidInput(f"server `{name}` lists no tool `{cut(own)}`; {hint} (see `monad mcp tools`); "
                            f"nothing was written")
 
-
-def _warn_inert(name: str, entries: list[str], advertised: tuple[list[tuple[str, str]] | None, str]
-                ) -> list[str] | None:
-    """The new `autoApproveTools` entries that match no advertised tool: none, since
-    `_refuse_unlisted` refused them already; None (said on stderr) when they could not be checked."""
-    pairs, why = advertised
-    if entries and pairs is None:
-        render.info(f"could not check the tool name{'s' if len(entries) > 1 else ''} against the advertised "
-                    f"tools ({why}); `monad mcp status {name}` warns once it is connected")
-        return None
-    return []
