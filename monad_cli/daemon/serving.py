@@ -39,11 +39,8 @@ class AppServer:
     def __init__(self, app: Any, *, what: str, stop_within: float = 3.0, cut: bool = False,
                  check_peer_uid: bool = False, budgeted: bool = True, **config: Any) -> None:
         self.guard = ListenerGuard(what, check_peer_uid=check_peer_uid, budget=BUDGET if budgeted else None)
-        config.setdefault("lifespan", "off")
-        config.setdefault("log_config", None)
-        config.setdefault("access_log", False)
-        config.setdefault("ws", "none")
-        config["http"] = self.guard.protocol(H11Protocol)
+        config = {"lifespan": "off", "log_config": None, "access_log": False, "ws": "none", **config,
+                  "http": self.guard.protocol(H11Protocol)}
         self.config = uvicorn.Config(self.guard.app(app), **config)
         self.server = uvicorn.Server(self.config)
         self.stop_within = stop_within

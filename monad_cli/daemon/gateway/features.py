@@ -113,8 +113,7 @@ class AgentRequest:
         connection's, from `initialize`)."""
         if not self.modern:
             return None
-        caps = self.meta.get(types.CLIENT_CAPABILITIES_META_KEY) if self.meta is not None else None
-        return caps or {}
+        return (self.meta or {}).get(types.CLIENT_CAPABILITIES_META_KEY) or {}
 
 
 class SessionFeatures:
@@ -126,10 +125,9 @@ class SessionFeatures:
     `connections`: the session's handshake-era connections (for list changes)."""
 
     def __init__(self, catalog: Catalog, subscriptions: Subscriptions, *, allowed: Callable[[str], bool],
-                 single: str | None,
-                 bus: InMemorySubscriptionBus, listen: ListenHandler, connections: weakref.WeakSet[Any],
-                 on_level: Callable[[], Any], questions: Callable[..., Any] | None = None,
-                 rounds: Callable[..., Awaitable[Any]] | None = None) -> None:
+                 single: str | None, bus: InMemorySubscriptionBus, listen: ListenHandler,
+                 connections: weakref.WeakSet[Any], on_level: Callable[[], Any], questions: Callable[..., Any],
+                 rounds: Callable[..., Awaitable[Any]]) -> None:
         self.catalog = catalog
         self.subscriptions = subscriptions
         self.allowed = allowed
@@ -139,7 +137,7 @@ class SessionFeatures:
         self.connections = connections
         self.log_levels: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
         self._on_level = on_level
-        self.questions = questions or (lambda ctx, version, **about: None)
+        self.questions = questions
         self.rounds = rounds  # a 2026-07-28 request's input_required rounds (GatewaySession.in_rounds)
         self._subscribed: weakref.WeakSet[Any] = weakref.WeakSet()  # connections holding subscriptions
         self._request_logs: set[RequestLog] = set()  # 2026-07-28 requests in flight that asked for logs
@@ -154,16 +152,14 @@ class SessionFeatures:
         self.remember(ctx)
         items = await self.catalog.resources(self._allowed, tag=self.single is None, strict=self.single is not None)
         items, next_cursor = page("resources/list", items, _cursor(params))
-        return types.ListResourcesResult(resources=[types.Resource.model_validate(r) for r in items],
-                                         next_cursor=next_cursor)
+        return types.ListResourcesResult.model_validate({"resources": items, "nextCursor": next_cursor})
 
     async def list_templates(self, ctx: Any,
                              params: types.PaginatedRequestParams | None) -> types.ListResourceTemplatesResult:
         self.remember(ctx)
         items = await self.catalog.templates(self._allowed, tag=self.single is None, strict=self.single is not None)
         items, next_cursor = page("resources/templates/list", items, _cursor(params))
-        return types.ListResourceTemplatesResult(
-            resource_templates=[types.ResourceTemplate.model_validate(t) for t in items], next_cursor=next_cursor)
+        return types.ListResourceTemplatesResult.model_validate({"resourceTemplates": items, "nextCursor": next_cursor})
 
     async def read_resource(self, ctx: Any, params: types.ReadResourceRequestParams) -> Any:
         """The SDK's resources/read handler: routed by the catalog (-32002 when no server
@@ -178,7 +174,7 @@ class SessionFeatures:
     async def _ask(self, request: AgentRequest, what: str, upstream: Callable[[Caller], Awaitable[Any]]) -> Any:
         """`upstream(caller)`, the server's questions going to this agent: on the request's
         channel (handshake era), or in input_required rounds (2026-07-28)."""
-        answer = await self.rounds(request, what, upstream) if self.rounds is not None else None
+        answer = await self.rounds(request, what, upstream)
         if answer is None:
             answer = await upstream(asking(self.questions(request.ctx, request.protocol_version, what=what,
                                                           capabilities=request.capabilities(), log=request.log),
@@ -234,7 +230,7 @@ class SessionFeatures:
         self.remember(ctx)
         items = await self.catalog.prompts(self._allowed, single=self.single, strict=self.single is not None)
         items, next_cursor = page("prompts/list", items, _cursor(params))
-        return types.ListPromptsResult(prompts=[types.Prompt.model_validate(p) for p in items], next_cursor=next_cursor)
+        return types.ListPromptsResult.model_validate({"prompts": items, "nextCursor": next_cursor})
 
     async def get_prompt(self, ctx: Any, params: types.GetPromptRequestParams) -> Any:
         """The SDK's prompts/get handler, by exposed name (-32602 for a name no server offers),
@@ -253,7 +249,7 @@ class SessionFeatures:
         # 2026-07-28 server sees the agent's capabilities in it (sessions/stamp.py).
         asker = self.questions(request.ctx, request.protocol_version, what=params.ref.name if isinstance(
             params.ref, types.PromptReference) else params.ref.uri, capabilities=request.capabilities())
-        caller = Caller(capabilities=asker.client_capabilities() if asker is not None else None)
+        caller = Caller(capabilities=asker.client_capabilities())
         return await self.catalog.complete(params, self._allowed, single=self.single, caller=caller)
 
     # -- logging ---------------------------------------------------------------------------------
@@ -353,12 +349,11 @@ class SessionFeatures:
         return conn
 
 
-def asking(questions: Any, meta: Any = None) -> Caller:
+def asking(questions: Any, meta: Any) -> Caller:
     """The `Caller` of an upstream request whose questions go to `questions` (an
-    `AgentQuestions`, or None: nobody), with the capabilities its agent declared and the
-    agent's own keys of its request's `_meta` (gateway/meta.py)."""
-    return Caller(inputs=questions, capabilities=questions.client_capabilities() if questions is not None else None,
-                  meta=agent_meta(meta))
+    `AgentQuestions`), with the capabilities its agent declared and the agent's own keys of
+    its request's `_meta` (gateway/meta.py)."""
+    return Caller(inputs=questions, capabilities=questions.client_capabilities(), meta=agent_meta(meta))
 
 
 def _cursor(params: types.PaginatedRequestParams | None) -> str | None:
@@ -367,8 +362,6 @@ def _cursor(params: types.PaginatedRequestParams | None) -> str | None:
 
 def _without_server_info(result: Any) -> Any:
     """The upstream server's identity stamp is not ours to pass on (the gateway stamps its own)."""
-    if isinstance(result, types.InputRequiredResult):
-        return result
     meta = result.meta
     if meta and types.SERVER_INFO_META_KEY in meta:
         result = result.model_copy(update={"meta": {k: v for k, v in meta.items()

@@ -87,10 +87,6 @@ def server_available(server: str, *, conditions: Mapping[str, str | None], facts
     return node is not None and evaluate(node, facts=facts, environ=environ)
 
 
-def _is_loaded(tool: str, server: str, loaded: LoadedTools) -> bool:
-    return server in loaded.servers or any(fnmatchcase(tool, g) for g in loaded.globs)
-
-
 def visible_tools(tools_by_server: Mapping[str, Sequence[str]], *, deferred_servers: Collection[str],
                   deferred_globs: Sequence[str], loaded: LoadedTools, conditions: Mapping[str, str | None],
                   facts: Mapping[str, str], environ: Mapping[str, str],
@@ -104,7 +100,7 @@ def visible_tools(tools_by_server: Mapping[str, Sequence[str]], *, deferred_serv
             continue
         for tool in tools:
             if (not is_deferred(tool, server, deferred_servers=deferred_servers, deferred_globs=deferred_globs)
-                    or _is_loaded(tool, server, loaded)):
+                    or server in loaded.servers or any(fnmatchcase(tool, g) for g in loaded.globs)):
                 out.append(tool)
     return out
 

@@ -20,7 +20,6 @@ content.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 from functools import partial
@@ -35,6 +34,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from monad_cli.daemon.gateway.catalog import level_at_least, quiet_deprecated
+from monad_cli.daemon.sessions.framing import encode_line
 from monad_cli.daemon.trust.inputs import FORWARDED_CAPABILITIES, InputRefused, QuestionTimedOut
 
 log = logging.getLogger("monad.gateway")
@@ -54,16 +54,14 @@ _KINDS: dict[str, tuple[str, Any, Any]] = {
 def declared(capabilities: types.ClientCapabilities | None, method: str, params: dict[str, Any] | None) -> str | None:
     """The capability `method` (with `params`) needs that `capabilities` lacks, or None."""
     name = _KINDS[method][0]
-    caps = capabilities
-    if caps is None or getattr(caps, name) is None:
+    given = getattr(capabilities, name, None)  # None when `capabilities` is
+    if given is None:
         return name
     if name == "elicitation":
-        elicitation = caps.elicitation
-        assert elicitation is not None
         url_mode = (params or {}).get("mode") == "url"
-        if url_mode and elicitation.url is None:
+        if url_mode and given.url is None:
             return "elicitation.url"
-        if not url_mode and elicitation.url is not None and elicitation.form is None:
+        if not url_mode and given.url is not None and given.form is None:
             return "elicitation.form"  # an agent that named only `url` takes no forms
     return None
 
@@ -234,9 +232,7 @@ class AgentQuestions:
 
     async def _notify_lane(self, method: str, params: dict[str, Any]) -> None:
         """A notification to a direct-lane call's agent: one line on its relay connection."""
-        line = json.dumps({"jsonrpc": "2.0", "method": method, "params": params}, ensure_ascii=False,
-                          separators=(",", ":"))
-        await self.lane.send(line.encode() + b"\n")
+        await self.lane.send(encode_line({"jsonrpc": "2.0", "method": method, "params": params}))
 
 
 __all__ = ["AgentQuestions", "declared"]

@@ -54,9 +54,7 @@ class FoundTools:
     def add(self, key: Any, names: Iterable[str]) -> bool:
         """Remember `names` as found by `key` (the latest last); True when its list changed
         (a new name, or an old one dropped for the cap)."""
-        found = self._by.get(key)
-        if found is None:
-            found = self._by[key] = {}
+        found = self._by.setdefault(key, {})
         changed = False
         for name in names:
             changed |= found.pop(name, False) is False  # absent before: new

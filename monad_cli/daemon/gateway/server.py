@@ -51,11 +51,10 @@ class Gateway:
     request, or reads a definition file.
     """
 
-    def __init__(self, tools: ToolService, *, scrub: Callable[[str], str],
-                 wrappers: GatewayWrappers | None = None) -> None:
+    def __init__(self, tools: ToolService, *, scrub: Callable[[str], str], wrappers: GatewayWrappers) -> None:
         self.tools = tools
         self.scrub = scrub
-        self.wrappers = wrappers or GatewayWrappers()  # what the supervisor installs around each session
+        self.wrappers = wrappers  # what the supervisor installs around each session
         self.sessions: set[GatewaySession] = set()
         self._opened = anyio.Event()
         self.catalog = Catalog(tools.servers, tools.journal, scrub=scrub, spawn=self._spawn)
@@ -104,8 +103,9 @@ class Gateway:
                           buffered: bytes = b"") -> None:
         """Serve one relay connection (JSON-RPC lines) until its client closes it."""
         async with self.session(view) as session:
+            server, options = session.server, session.server.create_initialization_options()
             try:
-                await serve_lines(stream, lambda read, write: session.server.run(read, write, session.init_options()),
+                await serve_lines(stream, lambda read, write: server.run(read, write, options),
                                   buffered=buffered, lane=session.direct_lane)
             finally:
                 log.info("gateway session served %s", session.calls_summary())

@@ -1,23 +1,19 @@
 """One gateway client's MCP server inside the supervisor (a `GatewaySession`).
 
 Every client of `monad mcp serve` gets its own session: its own `mcp.server.Server` (the
-SDK's lowlevel server; building one costs ~25 µs), its view (`GatewayView`: facts, set
-environment names, server filter, approval timeout), its `load_tools` loads and its own
-list-changed delivery. Every call goes through the supervisor's `ToolService`: the same
-approval gate and journal rows (`via: gateway`) as `monad mcp call`.
+SDK's lowlevel server, ~25 µs to build), its view (`GatewayView`: facts, environment names,
+server filter, approval timeout), its `load_tools` loads and its list-changed delivery.
+Every call goes through the supervisor's `ToolService`: the approval gate and journal rows
+(`via: gateway`) of `monad mcp call`.
 
-- tools/list: what `gateway/policy.py` lets this view see, never a tool a tool filter hides,
-  plus the meta-tools (`load_tools`, tool search's); conditions are evaluated on every list
-  and call; in pages (`gateway/paging.py`).
-- tools/call (`call`, run by the SDK's handler and by the stdio direct lane,
-  `gateway/direct.py`): a refusal or an upstream failure is a tool error (`isError: true`)
-  with the one-line reason, an unknown tool a protocol error (-32602; MCP spec,
-  server/tools "Error Handling"); progress is relayed under the caller's token
-  (basic/utilities/progress); cancelling the request cancels the upstream call.
-- list changes reach this session's 2026-07-28 `subscriptions/listen` streams and its
-  handshake-era connections alike (`notify_changed`; both eras advertise `listChanged`).
-- resources, prompts, completion and logging: `gateway/features.py`, over the shared
-  `Catalog` (gateway/catalog.py).
+- tools/list: what `gateway/policy.py` lets this view see (never a tool a tool filter
+  hides; conditions evaluated on every list and call), plus the meta-tools, in pages;
+- tools/call (`call`: the SDK's handler and the stdio direct lane, `gateway/direct.py`): a
+  refusal or an upstream failure is a tool error (`isError: true`), an unknown tool -32602
+  (MCP spec, server/tools "Error Handling"); progress is relayed under the caller's token
+  (basic/utilities/progress); cancelling the request cancels the upstream call;
+- list changes reach its `subscriptions/listen` streams and handshake-era connections alike;
+- resources, prompts, completion and logging: `gateway/features.py`, over the `Catalog`.
 """
 
 from __future__ import annotations
@@ -206,13 +202,11 @@ class GatewaySession:
     itself except the `load_tools` meta-tool. `scrub` redacts every error text it returns.
     """
 
-    def __init__(self, tools: ToolService, view: GatewayView, *, scrub: Callable[[str], str],
-                 catalog: Catalog | None = None, subscriptions: Subscriptions | None = None,
-                 on_level: Callable[[], Any] | None = None, spawn: Callable[..., None] | None = None,
-                 transport: str = "pipe", search: ToolSearch | None = None,
-                 wrappers: GatewayWrappers | None = None) -> None:
+    def __init__(self, tools: ToolService, view: GatewayView, *, scrub: Callable[[str], str], catalog: Catalog,
+                 subscriptions: Subscriptions, on_level: Callable[[], Any], spawn: Callable[..., None],
+                 search: ToolSearch, wrappers: GatewayWrappers, transport: str = "pipe") -> None:
         self.tools = tools
-        self.wrappers = wrappers = wrappers or GatewayWrappers()
+        self.wrappers = wrappers
         self.rounds = Rounds(spawn, answer_timeout=view.approval_timeout)
         self.view = view
         self.scrub = scrub
@@ -221,7 +215,7 @@ class GatewaySession:
         # Tool search (gateway/search.py): the index is the gateway's; what find_tool
         # returned joins the list of the agent that found it. The result budget keeps whole
         # results here.
-        self.search = search or ToolSearch(tools)
+        self.search = search
         self.found = FoundTools()
         self.transport = transport
         self.results = ResultStore() if view.max_result_tokens else None
@@ -229,17 +223,12 @@ class GatewaySession:
         self.listen = ListenHandler(self.bus)
         # Its handshake-era connections (features.py `connection_of`), for their notifications.
         self.legacy_connections: weakref.WeakSet[Any] = weakref.WeakSet()
-        self.catalog = catalog or Catalog(tools.servers, tools.journal, scrub=scrub)
-
-        async def no_level() -> None:
-            return None
-
+        self.catalog = catalog
         self.single = view.single
-        self.subscriptions = subscriptions or Subscriptions(self.catalog, spawn=spawn)
-        self.features = SessionFeatures(self.catalog, self.subscriptions, allowed=self.allowed, single=self.single,
+        self.subscriptions = subscriptions
+        self.features = SessionFeatures(catalog, subscriptions, allowed=self.allowed, single=self.single,
                                         bus=self.bus, listen=self.listen, connections=self.legacy_connections,
-                                        on_level=on_level or no_level, questions=self.questions,
-                                        rounds=self.in_rounds)
+                                        on_level=on_level, questions=self.questions, rounds=self.in_rounds)
         f = self.features
         # logging/setLevel is deprecated at 2026-07-28 (SEP-2577), the SDK warns of it; the
         # handshake-era agents that use it are what it is here for.
@@ -272,20 +261,19 @@ class GatewaySession:
                 "website_url": info.get("website_url"),
                 "instructions": f"monad: {failed}" if failed else actor.instructions}
 
-    def questions(self, ctx: Any, protocol_version: str, *, server: str | None = None,
-                  what: str | None = None, lane: DirectCalls | None = None, round: Round | None = None,
-                  capabilities: Any = None, log: RequestLog | None = None) -> AgentQuestions:
+    def questions(self, ctx: Any, protocol_version: str, *, what: str | None = None, lane: DirectCalls | None = None,
+                  round: Round | None = None, capabilities: Any = None,
+                  log: RequestLog | None = None) -> AgentQuestions:
         """The handler of a server's questions during this agent request (`ctx`, a
         direct-lane call's `lane`, or a 2026-07-28 call's `round` with the request's
-        `capabilities`; gateway/questions.py) about `what` (a tool, prompt or URI) of `server`.
+        `capabilities`; gateway/questions.py) about `what` (a tool, prompt or URI).
         A 2026-07-28 request's `capabilities` default to its envelope's: they are also what
         the upstream request made for it carries (sessions/stamp.py). `log`: the request asked
         for log messages (features.py `request_log`): its servers' messages go to it."""
         if capabilities is None and ctx is not None and protocol_version in MODERN_PROTOCOL_VERSIONS:
             capabilities = _envelope_capabilities((ctx.params or {}).get("_meta")) or {}
-        inputs = AgentQuestions(ctx, self.tools.journal, protocol_version=protocol_version, server=server,
-                                what=what, lane=lane, round=round, capabilities=capabilities, log=log,
-                                timeout=self.view.approval_timeout)
+        inputs = AgentQuestions(ctx, self.tools.journal, protocol_version=protocol_version, what=what, lane=lane,
+                                round=round, capabilities=capabilities, log=log, timeout=self.view.approval_timeout)
         if log is not None:
             log.about.append(inputs)
         if round is not None:
@@ -305,8 +293,7 @@ class GatewaySession:
             inputs = self.questions(None, protocol_version, what=name, round=r, capabilities=capabilities, log=log)
             return self.call(name, arguments, protocol_version, progress=progress, inputs=inputs, meta=meta)
 
-        answer: dict[str, Any] = await self._next_round(request_state, input_responses, "tools/call", log, run)
-        return answer
+        return await self._next_round(request_state, input_responses, "tools/call", log, run)
 
     async def _next_round(self, request_state: str | None, responses: dict[str, Any] | None, method: str,
                           log: RequestLog | None, run: Callable[[Round], Any]) -> Any:
@@ -332,7 +319,7 @@ class GatewaySession:
         result or an `InputRequiredResult`; None when the request is not one for rounds (a
         handshake-era agent, or one that can answer nothing and sent no `requestState`): run
         it plainly."""
-        if not request.modern or self.rounds.spawn is None:
+        if not request.modern:
             return None
         capabilities = _envelope_capabilities(request.meta)
         if request.request_state is None and not _answers(capabilities):
@@ -346,9 +333,6 @@ class GatewaySession:
         if isinstance(answer, dict) and answer.get("resultType") == "input_required":
             return types.InputRequiredResult.model_validate(answer)
         return answer
-
-    def init_options(self) -> Any:
-        return self.server.create_initialization_options()
 
     async def _warm_index(self) -> None:
         await self.search.built(self.view.include_tools, self.view.exclude_tools)
@@ -389,14 +373,11 @@ class GatewaySession:
             key = self._finder(ctx)
             found = self.found.of(key, (t["name"] for t in listed)) if key is not None else set()
             listed = [find_tool_tool(), call_tool_tool(), *(t for t in listed if t["name"] in found)]
-            if self.rounds.spawn is not None:  # the index built (if it must be) before the first find_tool
-                self.rounds.spawn(self._warm_index)
+            self.rounds.spawn(self._warm_index)  # the index built (if it must be) before the first find_tool
         if self.single is not None:  # a per-server entry: the server's own names
             own = {row["name"]: row["tool"] for row in rows}
             listed = [{**t, "name": own.get(t["name"], t["name"])} for t in listed]
-        available = {s: names for s, names in by_server.items()
-                     if server_available(s, conditions=policy["conditions"], facts=self.view.facts,
-                                         environ=self.environ, server_filter=self.view.server_filter)}
+        available = {s: names for s, names in by_server.items() if self.allowed(s)}
         if offers_load_tools(available, deferred_servers=(), deferred_globs=policy["deferred_globs"]):
             listed.append(load_tools_tool(available, deferred_servers=(), deferred_globs=policy["deferred_globs"]))
         listed, next_cursor = page("tools/list", listed, params.cursor if params is not None else None)
@@ -417,16 +398,6 @@ class GatewaySession:
         if self.transport == "pipe":
             return self
         return connection_of(ctx) if ctx is not None else None
-
-    async def _found_changed(self, key: Any) -> None:
-        """The agent `key` found tools its list did not show: tell that agent only."""
-        if key is self:
-            await self.notify_changed()
-            return
-        try:
-            await key.send_tool_list_changed()
-        except Exception:  # noqa: BLE001 - a gone agent: its found tools go with its connection
-            log.debug("gateway client gone before its list change")
 
     async def _find_tool(self, arguments: dict[str, Any], ctx: Any = None) -> dict[str, Any]:
         """The `find_tool` meta-tool: the best of the tools this view's plain tools/list would
@@ -452,8 +423,13 @@ class GatewaySession:
         # The hits are the servers' listed tools, which the scrubber masked as they arrived
         # (daemon/scrubber.py, the one choke point): nothing to scrub again here.
         structured = {"tools": hits}
-        if changed:
-            await self._found_changed(key)
+        if changed and key is self:  # tell the agent that found them only
+            await self.notify_changed()
+        elif changed:
+            try:
+                await key.send_tool_list_changed()
+            except Exception:  # noqa: BLE001 - a gone agent: its found tools go with its connection
+                log.debug("gateway client gone before its list change")
         return {"content": [{"type": "text", "text": json.dumps(structured, ensure_ascii=False)}],
                 "structuredContent": structured, "isError": False}
 
@@ -502,9 +478,9 @@ class GatewaySession:
     async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams, log: RequestLog | None) -> Any:
         self.features.remember(ctx)
         self.sdk_calls += 1
-        progress: ProgressFn | None = None
-        raw_meta = (ctx.params or {}).get("_meta")
-        if isinstance(raw_meta, dict) and raw_meta.get("progressToken") is not None:
+        request = AgentRequest.of(ctx, params, log)
+        raw_meta, progress = request.meta, None
+        if raw_meta is not None and raw_meta.get("progressToken") is not None:
             session = ctx.session
 
             async def forward(progress: float, total: float | None, message: str | None) -> None:
@@ -514,13 +490,11 @@ class GatewaySession:
                     await session.report_progress(progress, total, message)  # scrubbed as it arrived
 
             progress = forward
-        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and self.rounds.spawn is not None and (
-                params.request_state is not None or _answers(_envelope_capabilities(raw_meta))):
-            responses = {k: v.model_dump(by_alias=True, mode="json", exclude_none=True)
-                         for k, v in (params.input_responses or {}).items()}
+        if request.modern and (params.request_state is not None or _answers(_envelope_capabilities(raw_meta))):
             answer = await self.call_in_rounds(params.name, params.arguments, ctx.protocol_version,
                                                capabilities=_envelope_capabilities(raw_meta),
-                                               request_state=params.request_state, input_responses=responses,
+                                               request_state=params.request_state,
+                                               input_responses=request.input_responses,
                                                progress=progress, log=log, meta=agent_meta(raw_meta))
             if answer.get("resultType") == "input_required":
                 return types.InputRequiredResult.model_validate(answer)
@@ -608,11 +582,9 @@ class GatewaySession:
         # No stored secret is in it: the server's answer passed the supervisor's scrubber as it
         # arrived (daemon/scrubber.py; docs/atoms.md "Secrets").
         result = {k: v for k, v in data.items() if k not in _OUR_KEYS}
-        meta = result.pop("_meta", None)
+        meta = {k: v for k, v in (result.pop("_meta", None) or {}).items() if k != types.SERVER_INFO_META_KEY}
         if meta:  # the upstream server's own identity is not ours to pass on
-            meta = {k: v for k, v in meta.items() if k != types.SERVER_INFO_META_KEY}
-            if meta:
-                result["_meta"] = meta
+            result["_meta"] = meta
         if self.results is not None:  # the result budget (gateway/budget.py); a typed result's structure stays whole
             result = cut(result, self.view.max_result_tokens, self.results,
                          typed=call.tool is not None and call.tool.output_schema is not None)
@@ -644,7 +616,7 @@ class GatewaySession:
         rounds for a 2026-07-28 agent that can answer them."""
         modern = call.version in MODERN_PROTOCOL_VERSIONS
         capabilities = _envelope_capabilities(call.meta)
-        if modern and self.rounds.spawn is not None and _answers(capabilities):
+        if modern and _answers(capabilities):
             return await self.call_in_rounds(call.name, call.arguments, call.version, capabilities=capabilities,
                                              meta=call.passed)
         return await self.call(call.name, call.arguments, call.version, meta=call.passed, inputs=self.questions(

@@ -53,10 +53,9 @@ class _Held:
 
 class Subscriptions:
     """Who wants which resource's updates, and the upstream subscriptions that serve them
-    (see the module docstring). `spawn` runs a task for the gateway's life (None: no
-    2026-07-28 listen streams)."""
+    (see the module docstring). `spawn` runs a task for the gateway's life."""
 
-    def __init__(self, catalog: Catalog, *, spawn: Spawn | None = None) -> None:
+    def __init__(self, catalog: Catalog, *, spawn: Spawn) -> None:
         self.catalog = catalog
         self.scrub = catalog.scrub
         self.servers = catalog.servers
@@ -105,7 +104,7 @@ class Subscriptions:
         acknowledged (or failed: `error`)."""
         held = _Held()
         client = actor.client
-        if self.spawn is None or client is None:
+        if client is None:
             held.error = "no task to hold the stream in"
             return held
 

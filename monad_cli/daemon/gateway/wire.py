@@ -208,7 +208,7 @@ class LineWriter(anyio.abc.ObjectSendStream[SessionMessage]):
         # writes its whole line and hears of it at its next wait.
         self.lock = asyncio.Lock()
         self.closed = False
-        self.on_send: Callable[[Any], None] | None = None  # sees each SDK message on its way out
+        self.on_send: Callable[[Any], None] = lambda message: None  # sees each SDK message on its way out
         # Ids of the requests handed to the SDK, until answered, as sent (7 and "7" are two ids).
         self.unanswered: set[int | str] = set()
         self.waiting_bytes = 0  # bytes of the writes under way (they wait when the client's pipe is full)
@@ -257,8 +257,7 @@ class LineWriter(anyio.abc.ObjectSendStream[SessionMessage]):
     async def send(self, item: SessionMessage) -> None:
         if isinstance(item.message, JSONRPCResponse | JSONRPCError) and item.message.id is not None:
             self.unanswered.discard(item.message.id)
-        if self.on_send is not None:
-            self.on_send(item.message)
+        self.on_send(item.message)
         await self.send_raw(item.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n")
 
     async def aclose(self) -> None:
@@ -272,9 +271,8 @@ class MessageReader(anyio.abc.ObjectReceiveStream[SessionMessage]):
     taken; `gateway/direct.py`). Ends (StopAsyncIteration) when the client closes its
     side."""
 
-    def __init__(self, lines: LineReader, writer: LineWriter, max_line: int, *,
-                 take: Callable[[bytes], bool] | None = None, busy: Callable[[], bool] | None = None,
-                 holds: Callable[[int | str], bool] | None = None) -> None:
+    def __init__(self, lines: LineReader, writer: LineWriter, max_line: int, *, take: Callable[[bytes], bool],
+                 busy: Callable[[], bool], holds: Callable[[int | str], bool]) -> None:
         self.lines = lines
         self.writer = writer
         self.max_line = max_line
@@ -298,7 +296,7 @@ class MessageReader(anyio.abc.ObjectReceiveStream[SessionMessage]):
             if isinstance(line, Oversize):  # answered under its id, so the agent's request ends
                 answer = error_line(INVALID_REQUEST, f"Invalid Request: a message over {self.max_line} bytes",
                                     find_message_id(line.head, line.tail))
-            elif not line.strip() or (self.take is not None and self.take(line)):
+            elif not line.strip() or self.take(line):
                 continue
             else:
                 try:
@@ -307,8 +305,7 @@ class MessageReader(anyio.abc.ObjectReceiveStream[SessionMessage]):
                     answer = rejection(line)
                 else:
                     if isinstance(message, JSONRPCRequest) and (
-                            message.id in self.writer.unanswered
-                            or (self.holds is not None and self.holds(message.id))):
+                            message.id in self.writer.unanswered or self.holds(message.id)):
                         # The SDK would run it and answer both under one id (its dispatcher
                         # overwrites the first's entry), leaving the agent unable to tell them apart.
                         answer = in_flight_line(message.id)
@@ -331,7 +328,7 @@ class MessageReader(anyio.abc.ObjectReceiveStream[SessionMessage]):
         SDK cancelled the handler before it ever ran, and nothing was answered
         (`echo '{... "ping"}' | monad mcp serve`)."""
         with anyio.move_on_after(EOF_GRACE_S):
-            while self.writer.unanswered or (self.busy is not None and self.busy()):
+            while self.writer.unanswered or self.busy():
                 await anyio.sleep(SETTLE_POLL_S)
 
     async def aclose(self) -> None:
@@ -339,7 +336,7 @@ class MessageReader(anyio.abc.ObjectReceiveStream[SessionMessage]):
 
 
 async def serve_lines(stream: anyio.abc.ByteStream | PipeStream, serve: Serve, *, buffered: bytes = b"",
-                      max_line: int = MAX_LINE_BYTES, lane: Lane | None = None) -> None:
+                      max_line: int = MAX_LINE_BYTES, lane: Lane) -> None:
     """Run `serve(read, write)` (the SDK server loop) over `stream` until the client closes
     its side. The end of the stream ends the read side, which makes the SDK cancel every
     request still in flight (and so their upstream calls). `lane(writer)` builds the
@@ -347,18 +344,14 @@ async def serve_lines(stream: anyio.abc.ByteStream | PipeStream, serve: Serve, *
     `sent` every SDK message going out, and its calls are cancelled at the end (`close`)."""
     writer = LineWriter(stream)
     async with anyio.create_task_group():  # a failure leaves as a task group's, as it always has
-        take = None
-        if lane is not None:
-            direct = lane(writer)
-            take, writer.on_send = direct.take, direct.sent
-        reader = MessageReader(LineReader(stream, max_line, buffered=buffered), writer, max_line, take=take,
-                               busy=(lambda: bool(direct.in_flight)) if lane is not None else None,
-                               holds=direct.ids.__contains__ if lane is not None else None)
+        direct = lane(writer)
+        writer.on_send = direct.sent
+        reader = MessageReader(LineReader(stream, max_line, buffered=buffered), writer, max_line, take=direct.take,
+                               busy=lambda: bool(direct.in_flight), holds=direct.ids.__contains__)
         try:
             await serve(reader, writer)
         finally:
-            if lane is not None:
-                await direct.close()
+            await direct.close()
 
 
 __all__ = ["MAX_LINE_BYTES", "LineWriter", "MessageReader", "PipeStream", "error_line", "rejection",
