@@ -1,8 +1,7 @@
 """One gateway session's MCP handlers besides tools: resources, prompts, completion, logging.
 
-Each handler answers for the agent's view (its server filter and the servers' conditions,
-as for tools) through the supervisor's `Catalog` (gateway/catalog.py), which routes to the
-server and journals reads and gets:
+Each answers for the agent's view (server filter, conditions) through the supervisor's
+`Catalog` (gateway/catalog.py), which routes to the server and journals reads and gets:
 
 - the listings in pages (gateway/paging.py), each item's server in `_meta["monad/server"]`;
   prompts as `<server>__<prompt>` (per-server mode: the server's own items and names);
@@ -10,12 +9,11 @@ server and journals reads and gets:
   completion/complete to the server owning the prompt or template;
 - resources/subscribe (handshake era) and a 2026-07-28 `subscriptions/listen` naming
   resources: one shared upstream subscription per URI (gateway/subscriptions.py);
-- logging/setLevel (handshake era): this connection gets each server's
-  `notifications/message` at that level or above, `logger` naming the server; a 2026-07-28
-  request with `_meta` `io.modelcontextprotocol/logLevel` gets those of the servers it
-  reaches while it runs, on its own stream (`request_log`);
+- logging/setLevel (handshake era): the connection gets each server's `notifications/message`
+  at that level or above, `logger` naming the server; a 2026-07-28 request with `_meta`
+  `io.modelcontextprotocol/logLevel`, those of the servers it reaches, on its own stream;
 - a server's questions during resources/read and prompts/get go to the agent whose request
-  it is, as during tools/call (gateway/questions.py; at 2026-07-28 in input_required rounds).
+  it is (gateway/questions.py; at 2026-07-28 in input_required rounds).
 """
 
 from __future__ import annotations
@@ -51,12 +49,11 @@ def connection_of(ctx: Any) -> Any:
     """The per-client Connection of a handshake-era request (None on 2026-07-28): what its
     notifications outside any request go to, and whose end releases its subscriptions.
 
-    The one private reach left on the gateway's side: the SDK's runner hands a handler a
-    `ServerRequestContext` whose `session` is built per request and exposes no public
-    handle on the long-lived per-client `Connection` (its own `Context` has one,
-    `Context.connection`, which the runner does not construct); there is no slower public
-    way to send a handshake-era client a notification outside its requests, or to hear of
-    its connection's end. The upstream ask: `ServerRequestContext.connection`."""
+    The one private reach left on the gateway's side: the runner's `ServerRequestContext`
+    has a per-request `session` and no public handle on the per-client `Connection` (the
+    SDK's `Context.connection` is not built by the runner), and no public way, however slow,
+    sends a notification outside a request or hears of the connection's end. The upstream
+    ask: `ServerRequestContext.connection`."""
     if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
         return None
     return getattr(ctx.session, "_connection", None)
@@ -81,11 +78,10 @@ class RequestLog:
 
 @dataclass
 class AgentRequest:
-    """One agent's resources/read, prompts/get or completion/complete (`ctx`: the SDK
-    handler's request context; None for a request made up elsewhere).
-    `meta`: the request's `_meta` (at 2026-07-28 the envelope: what the agent can answer);
-    `request_state`/`input_responses` (wire shapes by key): a later input_required round;
-    `log`: a 2026-07-28 request that asked for log messages: its `RequestLog`."""
+    """One agent's request to an SDK handler (`ctx`: its request context). `meta`: its
+    `_meta` (at 2026-07-28 the envelope: what the agent can answer); `request_state`/
+    `input_responses` (wire shapes by key): a later input_required round; `log`: its
+    `RequestLog` when it asked for log messages (2026-07-28)."""
 
     method: str
     protocol_version: str
@@ -117,12 +113,10 @@ class AgentRequest:
 
 
 class SessionFeatures:
-    """Resources, prompts, completion and logging for one gateway session.
-
-    `allowed(server)`: whether this session's view shows the server now; `single`: the one
-    server of a per-server session (its own names, no `_meta` tag), or None; `bus` and
-    `listen`: the session's 2026-07-28 event bus and its `subscriptions/listen` handler;
-    `connections`: the session's handshake-era connections (for list changes)."""
+    """Resources, prompts, completion and logging for one gateway session. `allowed(server)`:
+    whether its view shows the server now; `single`: a per-server session's server (its own
+    names, no `_meta` tag), or None; `bus`/`listen`: its 2026-07-28 event bus and
+    `subscriptions/listen` handler; `connections`: its handshake-era connections."""
 
     def __init__(self, catalog: Catalog, subscriptions: Subscriptions, *, allowed: Callable[[str], bool],
                  single: str | None, bus: InMemorySubscriptionBus, listen: ListenHandler,
@@ -165,21 +159,22 @@ class SessionFeatures:
         """The SDK's resources/read handler: routed by the catalog (-32002 when no server
         offers the URI), journaled, the server's questions going to the agent; the result (a
         `ReadResourceResult`, or an `InputRequiredResult` at 2026-07-28)."""
-        self.remember(ctx)
         uri = str(params.uri)
-        async with self.request_log(ctx) as log:
-            return await self._ask(AgentRequest.of(ctx, params, log), uri, lambda caller: self.catalog.read(
-                uri, self._allowed, single=self.single, caller=caller))
+        return await self._ask(ctx, params, uri, lambda caller: self.catalog.read(
+            uri, self._allowed, single=self.single, caller=caller))
 
-    async def _ask(self, request: AgentRequest, what: str, upstream: Callable[[Caller], Awaitable[Any]]) -> Any:
+    async def _ask(self, ctx: Any, params: Any, what: str, upstream: Callable[[Caller], Awaitable[Any]]) -> Any:
         """`upstream(caller)`, the server's questions going to this agent: on the request's
         channel (handshake era), or in input_required rounds (2026-07-28)."""
-        answer = await self.rounds(request, what, upstream)
-        if answer is None:
-            answer = await upstream(asking(self.questions(request.ctx, request.protocol_version, what=what,
-                                                          capabilities=request.capabilities(), log=request.log),
-                                           request.meta))
-        return _without_server_info(answer)
+        self.remember(ctx)
+        async with self.request_log(ctx) as log:
+            request = AgentRequest.of(ctx, params, log)
+            answer = await self.rounds(request, what, upstream)
+            if answer is None:
+                answer = await upstream(asking(self.questions(ctx, request.protocol_version, what=what,
+                                                              capabilities=request.capabilities(), log=log),
+                                               request.meta))
+            return _without_server_info(answer)
 
     async def subscribe(self, ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
         conn = self.remember(ctx)
@@ -235,11 +230,8 @@ class SessionFeatures:
     async def get_prompt(self, ctx: Any, params: types.GetPromptRequestParams) -> Any:
         """The SDK's prompts/get handler, by exposed name (-32602 for a name no server offers),
         as `read_resource` does; the result (a `GetPromptResult` or an `InputRequiredResult`)."""
-        self.remember(ctx)
-        async with self.request_log(ctx) as log:
-            return await self._ask(AgentRequest.of(ctx, params, log), params.name, lambda caller: (
-                self.catalog.get_prompt(params.name, params.arguments, self._allowed, single=self.single,
-                                        caller=caller)))
+        return await self._ask(ctx, params, params.name, lambda caller: self.catalog.get_prompt(
+            params.name, params.arguments, self._allowed, single=self.single, caller=caller))
 
     async def complete(self, ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
         """The SDK's completion/complete handler: to the server owning the prompt or template."""
@@ -247,7 +239,7 @@ class SessionFeatures:
         request = AgentRequest.of(ctx, params)
         # No question is relayed during a completion, yet the request is the agent's: a
         # 2026-07-28 server sees the agent's capabilities in it (sessions/stamp.py).
-        asker = self.questions(request.ctx, request.protocol_version, what=params.ref.name if isinstance(
+        asker = self.questions(ctx, request.protocol_version, what=params.ref.name if isinstance(
             params.ref, types.PromptReference) else params.ref.uri, capabilities=request.capabilities())
         caller = Caller(capabilities=asker.client_capabilities())
         return await self.catalog.complete(params, self._allowed, single=self.single, caller=caller)

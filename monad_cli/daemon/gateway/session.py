@@ -83,9 +83,8 @@ GATEWAY_TOOLS = frozenset({FIND_TOOL, CALL_TOOL, LOAD_TOOLS})
 
 class GatewayServer(Server[Any]):
     """The SDK's lowlevel `Server`, advertising `listChanged: true` (tools, prompts,
-    resources) however it is run:
-    `Server.run` (the relay) passes our options, but the streamable-HTTP manager builds them
-    with no `NotificationOptions` (listChanged false) unless this default says otherwise."""
+    resources) however it is run: the streamable-HTTP manager builds its options with no
+    `NotificationOptions` (listChanged false) unless this default says otherwise."""
 
     def create_initialization_options(self, notification_options: NotificationOptions | None = None,
                                       experimental_capabilities: dict[str, dict[str, Any]] | None = None,
@@ -123,15 +122,12 @@ async def before_initialize(ctx: Any, call_next: Any) -> Any:
 
 def failures_in_one_line(scrub: Callable[[str], str]) -> Callable[[Any, Any], Awaitable[Any]]:
     """Server middleware: a handler's failure that is not an MCP error becomes one (-32603, one
-    scrubbed line: `METHOD failed: WHY`). The SDK answers any other exception with JSON-RPC
-    error code 0, which JSON-RPC 2.0 does not define (section 5.1), and its text: "unhandled
-    errors in a TaskGroup (1 sub-exception)". Its traceback goes to the daemon log only with
-    MONAD_DEBUG. A pydantic ValidationError passes: the SDK's own answer to bad params (-32602).
-
-    A server's own error with code 0 (an SDK server's answer to its handler's exception, on
-    resources/read, prompts/get, completion/complete or a listing routed to it) is answered
-    -32603 as well, its scrubbed message ending `(MCP error 0)`, as a tool call's failure names
-    the server's code; every other code passes as the server gave it."""
+    scrubbed line: `METHOD failed: WHY`; its traceback in the daemon log only with MONAD_DEBUG),
+    where the SDK answers error code 0, which JSON-RPC 2.0 does not define (section 5.1), and
+    "unhandled errors in a TaskGroup (1 sub-exception)". A pydantic ValidationError passes:
+    the SDK's own answer to bad params (-32602). A server's own error with code 0 (an SDK
+    server's answer to its handler's exception) is answered -32603 too, its scrubbed message
+    ending `(MCP error 0)`; every other code passes as the server gave it."""
     from pydantic import ValidationError
 
     async def middleware(ctx: Any, call_next: Any) -> Any:
@@ -155,10 +151,9 @@ def failures_in_one_line(scrub: Callable[[str], str]) -> Callable[[Any, Any], Aw
 @dataclass(frozen=True)
 class GatewayWrappers:
     """What cuts across every gateway request, installed by the supervisor (telemetry, when
-    it is on; nothing otherwise): `lane(handle)` wraps the stdio direct lane's tools/call
-    handler; `middleware(sdk_default, transport)` is the SDK server path's middleware list,
-    given the SDK's default one (`transport`: `pipe` or `tcp`); `session_ended(transport,
-    seconds)` hears each gateway session's end."""
+    on): `lane(handle)` wraps the direct lane's tools/call handler; `middleware(sdk_default,
+    transport)` is the SDK path's middleware list (`transport`: `pipe` or `tcp`);
+    `session_ended(transport, seconds)` hears each session's end."""
 
     lane: Callable[[LaneHandler], LaneHandler] = lambda handle: handle
     middleware: Callable[[list[Any], str], list[Any]] = lambda sdk_default, transport: []
@@ -196,11 +191,8 @@ def _text_result(text: str, *, error: bool) -> dict[str, Any]:
 
 class GatewaySession:
     """One gateway client: its view, its loads, its `Server` and its list-changed delivery.
-
-    Owns no MCP client session and decides no approval: every call goes through
-    `ToolService.call`. Never reads a definition file or a secret, and answers nothing
-    itself except the `load_tools` meta-tool. `scrub` redacts every error text it returns.
-    """
+    Every call goes through `ToolService.call`; it reads no definition file or secret, and
+    answers only the meta-tools itself. `scrub` redacts every error text it returns."""
 
     def __init__(self, tools: ToolService, view: GatewayView, *, scrub: Callable[[str], str], catalog: Catalog,
                  subscriptions: Subscriptions, on_level: Callable[[], Any], spawn: Callable[..., None],
@@ -264,12 +256,11 @@ class GatewaySession:
     def questions(self, ctx: Any, protocol_version: str, *, what: str | None = None, lane: DirectCalls | None = None,
                   round: Round | None = None, capabilities: Any = None,
                   log: RequestLog | None = None) -> AgentQuestions:
-        """The handler of a server's questions during this agent request (`ctx`, a
-        direct-lane call's `lane`, or a 2026-07-28 call's `round` with the request's
-        `capabilities`; gateway/questions.py) about `what` (a tool, prompt or URI).
-        A 2026-07-28 request's `capabilities` default to its envelope's: they are also what
-        the upstream request made for it carries (sessions/stamp.py). `log`: the request asked
-        for log messages (features.py `request_log`): its servers' messages go to it."""
+        """The handler of a server's questions during this agent request (`ctx`, a direct-lane
+        call's `lane`, or a 2026-07-28 call's `round`; gateway/questions.py) about `what` (a
+        tool, prompt or URI). A 2026-07-28 request's `capabilities` default to its envelope's,
+        which its upstream request carries (sessions/stamp.py). `log`: the request's
+        `RequestLog`, which gets its servers' messages."""
         if capabilities is None and ctx is not None and protocol_version in MODERN_PROTOCOL_VERSIONS:
             capabilities = _envelope_capabilities((ctx.params or {}).get("_meta")) or {}
         inputs = AgentQuestions(ctx, self.tools.journal, protocol_version=protocol_version, what=what, lane=lane,
@@ -313,12 +304,10 @@ class GatewaySession:
             raise
 
     async def in_rounds(self, request: AgentRequest, what: str, ask: Callable[[Caller], Any]) -> Any:
-        """A 2026-07-28 `resources/read` or `prompts/get` (`request`, from either entry) whose
-        server may ask the agent something, run as tools/call's rounds (gateway/rounds.py):
-        `ask(caller)` is the upstream request, its questions going to `caller.inputs`. Returns its
-        result or an `InputRequiredResult`; None when the request is not one for rounds (a
-        handshake-era agent, or one that can answer nothing and sent no `requestState`): run
-        it plainly."""
+        """A 2026-07-28 `resources/read` or `prompts/get` run in rounds, as tools/call
+        (gateway/rounds.py): `ask(caller)` is the upstream request, its questions going to
+        `caller.inputs`. Returns its result or an `InputRequiredResult`; None when the request
+        is not for rounds (handshake era, or it can answer nothing and sent no `requestState`)."""
         if not request.modern:
             return None
         capabilities = _envelope_capabilities(request.meta)
@@ -345,9 +334,8 @@ class GatewaySession:
                                 environ=self.environ, server_filter=self.view.server_filter)
 
     def _policy(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
-        """The policy's inputs from `ToolService.listing()` rows. The service already decided
-        which tools are deferred (server flag or tools.toml glob); exposed names are
-        `[A-Za-z0-9_-]` only, so each deferred name is an exact-match glob."""
+        """The policy's inputs from `ToolService.listing()` rows, whose `deferred` the service
+        decided: exposed names are `[A-Za-z0-9_-]` only, so each is an exact-match glob."""
         by_server: dict[str, list[str]] = {}
         conditions: dict[str, str | None] = {}
         for row in rows:
@@ -392,18 +380,16 @@ class GatewaySession:
 
     def _finder(self, ctx: Any) -> Any:
         """Whose found tools a request's are (`FoundTools` key): on stdio the session's (one
-        relay connection, one agent), on HTTP the agent's own handshake-era connection (one
-        MCP session); None for a 2026-07-28 request over HTTP, which belongs to no session:
-        what it finds is called by name or through call_tool, and joins no list."""
+        agent), on HTTP the agent's handshake-era connection; None for a 2026-07-28 request
+        over HTTP, which belongs to no session: what it finds joins no list."""
         if self.transport == "pipe":
             return self
         return connection_of(ctx) if ctx is not None else None
 
     async def _find_tool(self, arguments: dict[str, Any], ctx: Any = None) -> dict[str, Any]:
         """The `find_tool` meta-tool: the best of the tools this view's plain tools/list would
-        show (never a disabled, filtered, hidden or unloaded deferred one); they join the list
-        of the agent that asked (`_finder`; `notifications/tools/list_changed` to it when any
-        is new)."""
+        show; they join the list of the agent that asked (`_finder`), told by
+        `notifications/tools/list_changed` when any is new."""
         try:
             query, limit = query_arguments(arguments)
         except ValueError as e:
@@ -591,11 +577,10 @@ class GatewaySession:
         return result
 
     def _waiting(self, progress: ProgressFn | None, inputs: AgentQuestions) -> Callable[[str], Awaitable[None]]:
-        """How a call of this agent says it waits for a person (docs/gateway.md "A call that
-        waits for approval"): a notifications/progress under the agent's token when it sent one
-        (progress 0, the line as its message), else a `warning` log message on the request's
-        channel, at the level the agent asked for or none (at 2026-07-28: only when the request's
-        `_meta` asked for log messages, as that era allows no other)."""
+        """How a call says it waits for a person (docs/gateway.md "A call that waits for
+        approval"): notifications/progress under the agent's token (progress 0, the line as
+        its message), else a `warning` log message on the request's channel if the agent's
+        level lets it (at 2026-07-28 only when the request's `_meta` asked for log messages)."""
         async def tell(line: str) -> None:
             line = self.scrub(line)
             if progress is not None:
