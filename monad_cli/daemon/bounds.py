@@ -352,12 +352,10 @@ def _open_descriptors() -> int | None:
 
 def log_accept_errors(loop: asyncio.AbstractEventLoop) -> None:
     """Make the loop's report of a failed `accept()` (asyncio's "socket.accept() out of
-    system resource", logged with a traceback on every retry) one counted log line; every
-    other report goes where it went. uvloop reports none: libuv closes a connection it
-    cannot accept (its EMFILE trick) without a word to the loop (measured: 50 refused
-    connections, no report). So the descriptors left are also looked at every
-    `LOG_EVERY_S` (`check_descriptors`), which says when accepting fails, on any loop; the
-    budget above keeps the listeners from getting there."""
+    system resource", a traceback on every retry) one counted log line; other reports go
+    where they went. uvloop reports none (libuv closes a connection it cannot accept without
+    a word; measured: 50 refused, no report), so `check_descriptors` also looks every
+    `LOG_EVERY_S`, on any loop; the budget above keeps the listeners from getting there."""
 
     def watch() -> None:
         check_descriptors()

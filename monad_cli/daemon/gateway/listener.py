@@ -38,11 +38,8 @@ HELLO_TIMEOUT_S = 10.0
 
 
 class GatewayListener:
-    """The relay socket: binds it, checks each peer, reads its hello and serves it.
-
-    Owns `run/gateway.sock` (created at `serve`, removed at `cleanup`). Never: answers a
-    control API route, or lets a relay of another uid in.
-    """
+    """The relay socket `run/gateway.sock` (created at `serve`, removed at `cleanup`): checks
+    each peer (never a relay of another uid), reads its hello and serves it."""
 
     def __init__(self, gateway: Gateway, paths: Paths) -> None:
         self.gateway = gateway

@@ -1,18 +1,16 @@
 """The gateway inside the supervisor: its sessions and their list-changed fan-out.
 
-One `Gateway` per supervisor, built on the supervisor's `ToolService` (never on the
-supervisor itself). Each client of `monad mcp serve` is one `GatewaySession`
-(`gateway/session.py`): a relay's connection on `run/gateway.sock` (`gateway/listener.py`)
-or one `monad mcp serve --http` listener (`gateway/http.py`, whose HTTP clients share it).
-While any session exists, one task watches the tool service's signature (the exposed
-tool set, deferral and conditions included) and tells every session when it changes
+One `Gateway` per supervisor, on the supervisor's `ToolService`. Each client of `monad mcp
+serve` is one `GatewaySession` (`gateway/session.py`): a relay's connection on
+`run/gateway.sock` (`gateway/listener.py`) or one `--http` listener (`gateway/http.py`,
+shared by its HTTP clients). While any session exists, one task watches the tool service's
+signature (exposed tools, deferral, conditions) and tells every session when it changes
 (MCP spec, server/tools "List Changed Notification").
 
-The `Catalog` (gateway/catalog.py) is the sessions' shared view of resources, prompts and
-log levels, `Subscriptions` (gateway/subscriptions.py) their shared resource subscriptions.
-The servers' notifications come in through `on_notification` (the actors'
-`ActorContext.on_notification`) and their sessions' renewals through `on_actor_state`; both
-hand the work to the gateway's task group, so a slow agent never holds a server's session.
+The sessions share the `Catalog` (gateway/catalog.py: resources, prompts, log levels) and
+`Subscriptions` (gateway/subscriptions.py). The servers' notifications (`on_notification`)
+and session renewals (`on_actor_state`) hand their work to the gateway's task group, so a
+slow agent never holds a server's session.
 """
 
 from __future__ import annotations
@@ -44,12 +42,9 @@ SINGLE_WAIT_S = 60.0
 
 
 class Gateway:
-    """The gateway's sessions and the watcher that tells them about tool-set changes.
-
-    Owns: the live sessions and the change watcher (`run`, one task for the supervisor's
-    life). Never: holds an MCP client session (the actors do), answers a control API
-    request, or reads a definition file.
-    """
+    """The gateway's live sessions and the watcher that tells them about tool-set changes
+    (`run`, one task for the supervisor's life). Holds no MCP client session (the actors do)
+    and reads no definition file."""
 
     def __init__(self, tools: ToolService, *, scrub: Callable[[str], str], wrappers: GatewayWrappers) -> None:
         self.tools = tools

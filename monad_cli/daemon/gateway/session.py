@@ -204,13 +204,10 @@ class GatewaySession:
         self.scrub = scrub
         self.environ = view.environ
         self.loaded = LoadedTools()
-        # Tool search (gateway/search.py): the index is the gateway's; what find_tool
-        # returned joins the list of the agent that found it. The result budget keeps whole
-        # results here.
-        self.search = search
+        self.search = search  # the gateway's tool index (gateway/search.py)
         self.found = FoundTools()
         self.transport = transport
-        self.results = ResultStore() if view.max_result_tokens else None
+        self.results = ResultStore() if view.max_result_tokens else None  # the result budget's whole results
         self.bus = InMemorySubscriptionBus()
         self.listen = ListenHandler(self.bus)
         # Its handshake-era connections (features.py `connection_of`), for their notifications.
@@ -280,23 +277,25 @@ class GatewaySession:
         (gateway/rounds.py): the result, or an `InputRequiredResult` (wire shape) carrying the
         server's question; a call with `request_state` answers one and goes on. Cancelling
         it while it waits cancels the call."""
-        def run(r: Round) -> Any:
-            inputs = self.questions(None, protocol_version, what=name, round=r, capabilities=capabilities, log=log)
+        def go(inputs: AgentQuestions) -> Any:
             return self.call(name, arguments, protocol_version, progress=progress, inputs=inputs, meta=meta)
 
-        return await self._next_round(request_state, input_responses, "tools/call", log, run)
+        return await self._next_round(protocol_version, name, capabilities, request_state, input_responses,
+                                      "tools/call", log, go)
 
-    async def _next_round(self, request_state: str | None, responses: dict[str, Any] | None, method: str,
-                          log: RequestLog | None, run: Callable[[Round], Any]) -> Any:
+    async def _next_round(self, version: str, what: str, capabilities: Any, request_state: str | None,
+                          responses: dict[str, Any] | None, method: str, log: RequestLog | None,
+                          go: Callable[[AgentQuestions], Any]) -> Any:
         """The next answer of the call `request_state` names (`responses` handed to its
-        questions), or of a new one running `run(round)`. Cancelling it while it waits
-        cancels the call."""
+        questions), or of a new one running `go(inputs)`, its questions asked in rounds.
+        Cancelling it while it waits cancels the call."""
         if request_state is not None:
             r = self.rounds.resume(request_state, responses, method)
             if log is not None:
                 log.about += r.about
         else:
-            r = self.rounds.start(run, method)
+            r = self.rounds.start(lambda r: go(self.questions(None, version, what=what, round=r,
+                                                              capabilities=capabilities, log=log)), method)
         try:
             return self.rounds.done(r, await r.next())
         except anyio.get_cancelled_exc_class():
@@ -313,12 +312,9 @@ class GatewaySession:
         capabilities = _envelope_capabilities(request.meta)
         if request.request_state is None and not _answers(capabilities):
             return None
-        def run(r: Round) -> Any:
-            return ask(asking(self.questions(None, request.protocol_version, what=what, round=r,
-                                             capabilities=capabilities, log=request.log), request.meta))
-
-        answer = await self._next_round(request.request_state, request.input_responses, request.method,
-                                        request.log, run)
+        answer = await self._next_round(request.protocol_version, what, capabilities, request.request_state,
+                                        request.input_responses, request.method, request.log,
+                                        lambda inputs: ask(asking(inputs, request.meta)))
         if isinstance(answer, dict) and answer.get("resultType") == "input_required":
             return types.InputRequiredResult.model_validate(answer)
         return answer

@@ -19,7 +19,6 @@ One `Subscriptions` per supervisor (`Gateway.subscriptions`), beside the `Catalo
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,11 +27,10 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from monad_cli.daemon.gateway.catalog import Allowed, Catalog, Deliver, quiet_deprecated
+from monad_cli.daemon.gateway.catalog import Allowed, Catalog, Deliver, Spawn, quiet_deprecated
 
 log = logging.getLogger("monad.gateway")
 LISTEN_ACK_S = 10.0
-Spawn = Callable[..., None]
 
 
 @dataclass

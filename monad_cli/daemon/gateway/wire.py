@@ -87,10 +87,9 @@ def spellings(request_id: object) -> set[int | str]:
         return set()
     if isinstance(request_id, int):
         return {request_id, str(request_id)}
-    try:
+    with contextlib.suppress(ValueError):
         return {request_id, int(request_id)}
-    except ValueError:
-        return {request_id}
+    return {request_id}
 
 
 def in_flight_line(request_id: int | str) -> bytes:
