@@ -152,10 +152,9 @@ class Catalog:
         return owners
 
     async def _gather(self, kind: str, allowed: Allowed, *, strict: bool = False) -> dict[str, list[Any]]:
-        """Each allowed live server's items of `kind`; a server that fails to list (its error,
-        an answer of the wrong shape, whatever it raised) is left out, with one scrubbed line in
-        the daemon log naming it, never the whole answer. `strict` (one server's own listing,
-        the control API's): its failure raises MCPError, ``server `NAME`: listing KIND failed: …``."""
+        """Each allowed live server's items of `kind`; a server that fails to list (whatever it
+        raised) is left out, with one scrubbed line in the daemon log naming it. `strict` (one
+        server's own listing): its failure raises MCPError, ``server `NAME`: listing KIND failed: …``."""
         out: dict[str, list[Any]] = {}
 
         async def one(actor: Any) -> None:
@@ -180,10 +179,9 @@ class Catalog:
         return dict(sorted(out.items()))
 
     def collisions(self) -> dict[str, list[str]]:
-        """The resource URI collisions each server is in, as the kept lists tell (what agents
-        listed last), and its prompt name collisions, one line each, by server name (a server
-        in none is left out): for `monad mcp status` and the Studio, which asks on each state
-        change, so one pass over the kept lists serves every server."""
+        """Each server's resource URI collisions (by the kept lists: what agents listed last) and
+        prompt name collisions, one line each, by server name (none: left out); for `monad mcp
+        status` and the Studio, which asks on each state change: one pass serves every server."""
         owners: dict[str, list[str]] = {}
         for (name, kind), listed in sorted(self._listed.items()):
             actor = self.servers.get(name)
@@ -260,11 +258,9 @@ class Catalog:
 
     async def route(self, uri: str, allowed: Allowed) -> str:
         """The server a URI belongs to: the one that listed it, else the one whose template
-        matches it. Raises MCPError: -32002 (no server offers it), -32602 (a collision).
-
-        The last listings decide when they name one server (a server that does not announce
-        its list changes is not listed again for every read: an agent reads what a listing
-        showed it); otherwise the servers are listed again."""
+        matches it. Raises MCPError: -32002 (no server offers it), -32602 (a collision). The
+        last listings decide when they name one server (an agent reads what a listing showed
+        it: no listing per read); otherwise the servers are listed again."""
         known = self._known_owners(uri, allowed)
         if known is not None and len(known) == 1:
             return known[0]  # the hot path: no listing, no task

@@ -137,15 +137,12 @@ def _error(request_id: Any, code: int, message: str) -> dict[str, Any]:
 
 class DirectCalls:
     """One connection's direct lane: `take(line)` claims a plain tools/call (or the
-    cancellation of one it runs), `sent(message)` watches the SDK's answers for the
-    handshake's negotiated version.
-
-    `handle(call)` answers a `LaneCall` (`GatewaySession.lane_call`, wrapped); `send` writes
-    one line to the client; `server_info` is the 2026-07-28 `serverInfo` stamp (the SDK
-    server's, serialized at once, so one dict serves every answer); `listed()` says whether
-    the session has registered this connection for list_changed (handshake era). Each call
-    runs in a task of its own, on the loop the lane was made on; `close()` (the connection
-    ended) cancels them and waits for them."""
+    cancellation of one it runs); `sent(message)` watches the SDK's answers for the
+    handshake's negotiated version. `handle(call)` answers a `LaneCall`; `send` writes one line
+    to the client; `server_info`: the 2026-07-28 `serverInfo` stamp (serialized once, for
+    every answer); `listed()`: whether the session registered this connection for
+    list_changed (handshake era). Each call is a task of its own on the lane's loop;
+    `close()` (the connection ended) cancels them and waits for them."""
 
     def __init__(self, handle: LaneHandler, send: Callable[[bytes], Awaitable[None]], *,
                  server_info: dict[str, Any], listed: Callable[[], bool],
@@ -273,10 +270,8 @@ class DirectCalls:
     # -- a server's question to the agent, during a call of this lane ---------------------
     async def ask(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
         """Send the agent a request (`elicitation/create`, `sampling/createMessage`,
-        `roots/list`) on this connection and wait for its answer: the result. Raises
-        MCPError with the agent's error. Cancelling the wait (the server withdrew its question,
-        the call ended, the time ran out) withdraws the request from the agent:
-        `notifications/cancelled` with its id."""
+        `roots/list`) on this connection; its answer's result. Raises MCPError with the agent's
+        error. Cancelling the wait withdraws the request (`notifications/cancelled`)."""
         self._asked += 1
         request_id = f"{QUESTION_ID}{self._asked}"
         done, box = anyio.Event(), list[dict[str, Any]]()

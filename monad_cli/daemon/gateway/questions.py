@@ -1,21 +1,18 @@
 """A server's questions during an agent's call, asked of that agent (`AgentQuestions`).
 
 The actor routes each `elicitation/create`, `sampling/createMessage` and `roots/list` a
-server sends during a call to the `InputHandler` of that call (sessions/inputs.py). The
-gateway's handler for one agent request asks on the request's own channel (on streamable
-HTTP, the POST's response stream), so the question reaches the agent whose call it is and
-no other. The agent must have declared the capability (MCP spec, client/elicitation,
-client/sampling, client/roots; a URL-mode elicitation needs `elicitation.url`, a form one
-`elicitation.form` or the bare `elicitation: {}` of 2025-06-18), else the question is
-refused naming it. A 2026-07-28 agent is asked through `input_required` rounds
-(gateway/rounds.py).
+server sends during a call to that call's `InputHandler` (sessions/inputs.py). The gateway's
+asks on the agent request's own channel (on streamable HTTP, the POST's response stream):
+the agent whose call it is, no other. The agent must have declared the capability (MCP
+spec, client/elicitation, client/sampling, client/roots; URL mode needs `elicitation.url`,
+a form `elicitation.form` or 2025-06-18's bare `elicitation: {}`), else the question is
+refused naming it. A 2026-07-28 agent is asked in `input_required` rounds (gateway/rounds.py).
 
 Every question ends: answered; withdrawn by the server (its notifications/cancelled
 cancels the wait, and the request to the agent is withdrawn in turn); or after `timeout`
-seconds (the gateway's `--approval-timeout`), when an elicitation is answered `cancel`
-(client/elicitation "Response Actions") and anything else refused. Each leaves a journal
-event `question`: the server, the method, the call's id, the outcome; never the answer's
-content.
+seconds (`--approval-timeout`): an elicitation answered `cancel` (client/elicitation
+"Response Actions"), anything else refused. Each leaves a journal event `question`: server,
+method, the call's id, outcome; never the answer's content.
 """
 
 from __future__ import annotations
@@ -210,10 +207,9 @@ class AgentQuestions:
     async def elicitation_complete(self, elicitation_id: str) -> bool:
         """Tell the agent the URL-mode elicitation `elicitation_id` it was sent is complete:
         `notifications/elicitation/complete` with `{"elicitationId": ...}` (MCP spec 2025-11-25,
-        client/elicitation), on the question's own channel (the request's stream, or the
-        relay connection). True when sent; False when there is nothing to tell: an id this
-        handler did not send, a 2026-07-28 agent (the notification is gone from that revision),
-        a version that has none (before 2025-11-25), or an agent that went away."""
+        client/elicitation), on the question's channel. True when sent; False for an id this
+        handler did not send, a version without it (before 2025-11-25, and 2026-07-28), or an
+        agent that went away."""
         if elicitation_id not in self.url_elicitations or self.round is not None:
             return False
         if (ELICITATION_COMPLETE, self.protocol_version) not in methods.SERVER_NOTIFICATIONS:

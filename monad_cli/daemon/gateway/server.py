@@ -70,10 +70,9 @@ class Gateway:
     @asynccontextmanager
     async def session(self, view: GatewayView, *, transport: str = "pipe") -> AsyncIterator[GatewaySession]:
         """A new session for `view`, told about changes until the block ends. `transport`:
-        how its client reaches it (`pipe`: a relay's stdio, `tcp`: HTTP), for telemetry. A
-        per-server session (`view.single`) first waits, bounded by the server's connect timeout,
-        for the server's first connection attempt: its serverInfo and instructions are its
-        identity."""
+        `pipe` (a relay's stdio) or `tcp` (HTTP), for telemetry. A per-server session
+        (`view.single`) first waits (at most the server's connect timeout) for the server's
+        first connection attempt: its serverInfo and instructions are its identity."""
         actor: Any = self.tools.servers.get(view.single) if view.single else None  # the actor itself
         if actor is not None:
             timeout = actor.spec.timeout if actor.spec is not None else SINGLE_WAIT_S

@@ -269,10 +269,9 @@ class GatewaySession:
         return inputs
 
     async def call_in_rounds(self, name: str, arguments: dict[str, Any] | None, protocol_version: str, *,
-                             capabilities: Any, request_state: str | None = None,
+                             capabilities: Any, meta: dict[str, Any], request_state: str | None = None,
                              input_responses: dict[str, Any] | None = None,
-                             progress: ProgressFn | None = None, log: RequestLog | None = None,
-                             meta: dict[str, Any] | None = None) -> dict[str, Any]:
+                             progress: ProgressFn | None = None, log: RequestLog | None = None) -> dict[str, Any]:
         """A 2026-07-28 tools/call whose server may ask the agent something
         (gateway/rounds.py): the result, or an `InputRequiredResult` (wire shape) carrying the
         server's question; a call with `request_state` answers one and goes on. Cancelling
@@ -487,15 +486,12 @@ class GatewaySession:
                                meta=agent_meta(raw_meta))
 
     async def call(self, name: str, arguments: dict[str, Any] | None, protocol_version: str, *,
-                   progress: ProgressFn | None = None, inputs: AgentQuestions | None = None,
-                   meta: dict[str, Any] | None = None) -> dict[str, Any]:
+                   inputs: AgentQuestions, meta: dict[str, Any], progress: ProgressFn | None = None) -> dict[str, Any]:
         """One tools/call of this view at `protocol_version` (the client's): the result as a
         dict in that era's vocabulary. Raises MCPError(-32602) for an unknown tool; every
         other failure is a tool error result (`isError: true`). The server's questions go to
-        `inputs` (none: a direct-lane call, whose agent can answer none); `meta`: the agent's
-        own `_meta` keys, which the server is sent (gateway/meta.py)."""
-        inputs = inputs or self.questions(None, protocol_version, what=name)
-        result = await self._call(name, arguments, progress, inputs, meta or {})
+        `inputs`; `meta`: the agent's own `_meta` keys, which the server is sent (gateway/meta.py)."""
+        result = await self._call(name, arguments, progress, inputs, meta)
         # `resultType` is 2026-07-28 vocabulary (required there, unknown before); the upstream
         # server's era need not be the client's.
         if protocol_version in MODERN_PROTOCOL_VERSIONS:
@@ -541,24 +537,21 @@ class GatewaySession:
         if refused:
             self.tools.refuse(name, arguments, via="gateway", reason=refused)
             return _text_result(refused, error=True)
-        approval = {"mode": "wait", "timeout": self.view.approval_timeout}
         try:
             # The service refuses a hidden tool (with this view's globs), naming the rule.
             call = ToolCall(
-                name, arguments, via="gateway", approval=approval, progress=progress, inputs=inputs,
-                waiting=self._waiting(progress, inputs),
+                name, arguments, via="gateway", approval={"mode": "wait", "timeout": self.view.approval_timeout},
+                progress=progress, inputs=inputs, waiting=self._waiting(progress, inputs),
                 capabilities=inputs.client_capabilities(), write_behind=True, include=self.view.include_tools,
                 exclude=self.view.exclude_tools, meta=dict(meta))
             data = await self.tools.call(call)
         except NotFound as e:  # no such tool: a protocol error (MCP spec, server/tools "Error Handling")
             raise MCPError(code=types.INVALID_PARAMS, message=self.scrub(e.message)) from None
-        except ToolCallFailed as e:
-            if e.rpc_error is None:
-                return _text_result(self.scrub(e.message), error=True)
-            # The server needs a capability this agent did not declare (its own are what the
-            # server saw: sessions/stamp.py): the agent gets the server's -32021 as it is.
-            raise MCPError(e.rpc_error["code"], e.rpc_error.get("message", ""), e.rpc_error.get("data")) from None
         except MonadError as e:
+            if isinstance(e, ToolCallFailed) and e.rpc_error is not None:
+                # The server needs a capability this agent did not declare (its own are what the
+                # server saw: sessions/stamp.py): the agent gets the server's -32021 as it is.
+                raise MCPError(e.rpc_error["code"], e.rpc_error.get("message", ""), e.rpc_error.get("data")) from None
             # Refusals, invalid arguments and upstream failures are tool errors the model can read.
             return _text_result(self.scrub(e.message), error=True)
         # No stored secret is in it: the server's answer passed the supervisor's scrubber as it

@@ -6,10 +6,9 @@ One `Subscriptions` per supervisor (`Gateway.subscriptions`), beside the `Catalo
 - however many agents subscribe to a URI (a handshake-era `resources/subscribe`, a
   2026-07-28 `subscriptions/listen` naming it), the server gets one subscription, ended
   when the last subscriber leaves and made again after its session is renewed;
-- upstream that is `resources/subscribe`/`unsubscribe` up to 2025-11-25; at 2026-07-28 a
-  `subscriptions/listen` stream held open by a task of the gateway (the SDK tees its events
-  to the actor's message handler, which hands them to the gateway); a 2026-07-28 server that
-  announces resource or prompt list changes gets one such stream for them per session;
+- upstream: `resources/subscribe`/`unsubscribe` up to 2025-11-25; at 2026-07-28 a
+  `subscriptions/listen` stream held open by a gateway task (the SDK tees its events to the
+  actor, which hands them to the gateway), and one per session for a server's list changes;
 - each `notifications/resources/updated` goes to every subscriber's delivery once;
 - an on-demand server (docs/supervisor.md "On demand") is started by the first subscription
   to one of its resources and held up (`actor.demand.hold`) while any agent is subscribed;
