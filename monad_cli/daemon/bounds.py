@@ -1,31 +1,28 @@
 """What a stranger can hold of the supervisor through a listener (DESIGN "Control API").
 
-Every uvicorn listener the supervisor serves (the control socket, the Studio's and the MCP
-Apps sandbox's ports, each HTTP gateway's port, `/metrics`) gets a `ListenerGuard` from
-`serving.AppServer`, so the bounds are kept at one place, through two public seams: uvicorn's
-`Config(http=…)` takes the HTTP protocol class (the guard wraps uvicorn's `H11Protocol` in an
-`asyncio.Protocol` of its own, without touching its insides), and the ASGI app (the guard
-wraps it too). What they hold to:
+Every uvicorn listener of the supervisor (the control socket, the Studio's and the MCP Apps
+sandbox's ports, each HTTP gateway's port, `/metrics`) gets a `ListenerGuard` from
+`serving.AppServer`, through two public seams: uvicorn's `Config(http=…)` takes the HTTP
+protocol class (the guard wraps uvicorn's `H11Protocol` in an `asyncio.Protocol` of its own,
+without touching its insides), and the ASGI app (wrapped too). What they hold to:
 
-- **A request's headers within `HEADER_TIMEOUT_S`** of the connection's start, or of the end
-  of its previous answer. uvicorn has no such limit: its keep-alive timer only counts idle
-  time between requests and is reset by every byte (its issue #157), so a peer that sends a
-  header line every few seconds holds a connection forever (slowloris, CVE-2007-6750). The
-  timer stops while the app handles a request: an event stream or a long tool call is not
-  cut.
-- **At most `MAX_UNAUTHENTICATED` unauthenticated connections per listener**: a connection
-  counts until a request on it carries valid credentials (the app says so with
-  `authenticated()`; the control socket's peers are checked at connect by uid). More are
-  answered 503 and closed at once; and an unauthenticated request's answer closes its
-  connection (`Connection: close`), so a refused peer cannot keep a slot by asking again.
+- **A request's headers within `HEADER_TIMEOUT_S`** of the connection's start or of its
+  previous answer's end. uvicorn's keep-alive timer only counts idle time and is reset by
+  every byte (its issue #157): a peer sending a header line every few seconds would hold a
+  connection forever (slowloris, CVE-2007-6750). The timer stops while the app handles a
+  request: an event stream or a long tool call is not cut.
+- **At most `MAX_UNAUTHENTICATED` unauthenticated connections per listener**, until a
+  request on one carries valid credentials (the app calls `authenticated()`; the control
+  socket's peers are checked at connect by uid). More are answered 503 and closed; an
+  unauthenticated request's answer closes its connection (`Connection: close`), so a refused
+  peer cannot keep a slot by asking again.
 - **All listeners' connections under the nofile limit.** `raise_nofile()` raises the soft
-  limit to the hard one at the supervisor's start, and the listeners together may hold that
-  many less `FD_RESERVE`, kept for the control socket, the journal, the logs and the pipes
-  of the servers the supervisor spawns (`BUDGET`): idle connections must not take every
-  descriptor and fail every CLI command.
+  limit to the hard one at the supervisor's start; the listeners together may hold that many
+  less `FD_RESERVE` (`BUDGET`), kept for the control socket, the journal, the logs and the
+  spawned servers' pipes: idle connections must not fail every CLI command.
 - **Each refusal is one log line**: a refused peer, a connection closed for its headers'
   time, a failed accept (`log_accept_errors`), counted per listener and kind and logged at
-  most every `LOG_EVERY_S` (a flood of refusals must not become a flood of log lines).
+  most every `LOG_EVERY_S`.
 """
 
 from __future__ import annotations
@@ -40,6 +37,7 @@ import struct
 import time
 from collections.abc import Callable
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 if TYPE_CHECKING:  # stdlib only at run time: daemon/main.py raises the limit before the HTTP stack loads
@@ -72,13 +70,13 @@ def authenticated() -> None:
         connection.authenticate()
 
 
+@dataclass
 class FdBudget:
     """How many connections all guarded listeners together may hold: `limit` (None: no limit,
     before `raise_nofile` set one)."""
 
-    def __init__(self) -> None:
-        self.limit: int | None = None
-        self.open = 0
+    limit: int | None = None
+    open: int = 0
 
 
 BUDGET = FdBudget()
@@ -354,12 +352,10 @@ def _open_descriptors() -> int | None:
 
 def log_accept_errors(loop: asyncio.AbstractEventLoop) -> None:
     """Make the loop's report of a failed `accept()` (asyncio's "socket.accept() out of
-    system resource", logged with a traceback on every retry) one counted log line; every
-    other report goes where it went. uvloop reports none: libuv closes a connection it
-    cannot accept (its EMFILE trick) without a word to the loop (measured: 50 refused
-    connections, no report). So the descriptors left are also looked at every
-    `LOG_EVERY_S` (`check_descriptors`), which says when accepting fails, on any loop; the
-    budget above keeps the listeners from getting there."""
+    system resource", a traceback on every retry) one counted log line; other reports go
+    where they went. uvloop reports none (libuv closes a connection it cannot accept without
+    a word; measured: 50 refused, no report), so `check_descriptors` also looks every
+    `LOG_EVERY_S`, on any loop; the budget above keeps the listeners from getting there."""
 
     def watch() -> None:
         check_descriptors()

@@ -50,14 +50,11 @@ def error_answer(exc: Exception, *, scrub: Callable[[str], str], where: str = ""
 
 
 class ErrorBoundary:
-    """ASGI middleware around the control app's routes (inside Starlette's own
-    ServerErrorMiddleware, outside its ExceptionMiddleware, so route-not-found stays
-    Starlette's plain 404/405).
-
-    Owns: turning every exception a route raises into its answer (`error_answer`), so
-    nothing is re-raised to uvicorn (no second traceback, the keep-alive connection
-    survives). Never answers twice: an exception after the response started is re-raised.
-    """
+    """ASGI middleware around the control app's routes (inside Starlette's
+    ServerErrorMiddleware, outside its ExceptionMiddleware: route-not-found stays its plain
+    404/405). Every exception a route raises becomes its answer (`error_answer`), never
+    re-raised to uvicorn (no second traceback; the keep-alive connection survives), unless
+    the response had started: it never answers twice."""
 
     def __init__(self, app: ASGIApp, scrub: Callable[[str], str]) -> None:
         self.app = app
@@ -163,9 +160,7 @@ def bearer_matches(authorization: bytes, token: str) -> bool:
 
 def bearer_refusal(token: str, token_file: str) -> str:
     """What a refused request is told (the same line as the log's for an empty token file)."""
-    if not token:
-        return empty_token_message(token_file)
-    return f"missing or wrong bearer token (see {token_file})"
+    return f"missing or wrong bearer token (see {token_file})" if token else empty_token_message(token_file)
 
 
 def empty_token_message(token_file: str) -> str:

@@ -25,25 +25,20 @@ class AppServer:
 
     `what` names the listener in the log ("the Studio on port 8720"); `check_peer_uid` and
     `budgeted` go to its `ListenerGuard` (bounds.py), which wraps uvicorn's h11 protocol and
-    `app`. `config` is passed to `uvicorn.Config` (`lifespan` defaults to "off", `log_config` to
-    None, `access_log` to False, `ws` to "none": an upgraded connection would leave the guard).
+    `app`. `config` goes to `uvicorn.Config` (defaults: `lifespan` "off", `log_config` None,
+    `access_log` False, `ws` "none": an upgraded connection would leave the guard).
 
     `start(sock)` returns once uvicorn listens; `stop()` closes the listener and every
-    connection, waiting at most `stop_within` seconds (open event streams are cut, not
-    drained), and runs the app's lifespan shutdown when it has one. `cut`: then cancel every
-    response still in flight and close its connection (the gateway's listener, whose agents'
-    event streams never end by themselves). Not for the control API: at the supervisor's stop
-    its calls in flight are answered (the stop ends them with a reason, as `the supervisor
-    stopped during the call`), and a cut would lose that answer."""
+    connection within `stop_within` seconds (event streams cut, not drained) and runs the
+    app's lifespan shutdown. `cut`: then cancel every response in flight and close its
+    connection (the gateway's listener: agents' event streams never end by themselves); not
+    for the control API, whose calls in flight the supervisor's stop answers with a reason."""
 
     def __init__(self, app: Any, *, what: str, stop_within: float = 3.0, cut: bool = False,
                  check_peer_uid: bool = False, budgeted: bool = True, **config: Any) -> None:
         self.guard = ListenerGuard(what, check_peer_uid=check_peer_uid, budget=BUDGET if budgeted else None)
-        config.setdefault("lifespan", "off")
-        config.setdefault("log_config", None)
-        config.setdefault("access_log", False)
-        config.setdefault("ws", "none")
-        config["http"] = self.guard.protocol(H11Protocol)
+        config = {"lifespan": "off", "log_config": None, "access_log": False, "ws": "none", **config,
+                  "http": self.guard.protocol(H11Protocol)}
         self.config = uvicorn.Config(self.guard.app(app), **config)
         self.server = uvicorn.Server(self.config)
         self.stop_within = stop_within

@@ -95,11 +95,8 @@ def _contents(uri: str, result: dict[str, Any]) -> list[Any]:
         elif kind in ("image", "audio"):
             out.append(types.BlobResourceContents(uri=uri, mime_type=item.get("mimeType"), blob=item.get("data", "")))
         elif kind == "resource" and isinstance(item.get("resource"), dict):
-            res = item["resource"]
-            if "blob" in res:
-                out.append(types.BlobResourceContents.model_validate(res))
-            else:
-                out.append(types.TextResourceContents.model_validate(res))
+            r = item["resource"]
+            out.append((types.BlobResourceContents if "blob" in r else types.TextResourceContents).model_validate(r))
         else:
             out.append(types.TextResourceContents(uri=uri, mime_type="application/json", text=json.dumps(item)))
     if "structuredContent" in result:

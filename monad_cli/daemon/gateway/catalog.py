@@ -1,12 +1,11 @@
 """What the connected servers offer an agent besides tools, gathered for the gateway.
 
 One `Catalog` per supervisor (`Gateway.catalog`), shared by every gateway session. It reads
-the servers through their actors (`actor.call_through`, `actor.capabilities`), never
-through a session of its own, and keeps:
+the servers through their actors (`actor.call_through`), never a session of its own, and keeps:
 
 - resources, resource templates and prompts per server (MCP spec, server/resources and
-  server/prompts), kept only from a server that announces its list changes (listChanged),
-  until it does or its session is a new one; any other is listed again on every request;
+  server/prompts), only from a server that announces its list changes (listChanged), until
+  it does or its session is a new one; any other is listed again on every request;
 - the routes: a URI to the server that listed it, else to the one whose template matches
   it (RFC 6570, matched as patterns); a prompt's exposed name `<server>__<prompt>` to its
   server, under the tool naming rules (`core/tool_names.py`);
@@ -79,20 +78,17 @@ Spawn = Callable[..., None]  # runs a task for the gateway's life
 
 
 class Catalog:
-    """Resources, templates, prompts and log levels of the connected servers
-    (see the module docstring).
+    """Resources, templates, prompts and log levels of the connected servers (module docstring).
 
-    `servers` is the supervisor's live name -> actor view; `journal` takes one event per
-    read or get; `scrub` redacts the servers' error texts. Owns no session and decides no
-    approval: reads and gets are not gated (they change nothing on the server).
-    """
+    `servers`: the supervisor's live name -> actor view; `journal` takes one event per read or
+    get; `scrub` redacts the servers' error texts. Reads and gets are not gated (they change
+    nothing on the server)."""
 
-    def __init__(self, servers: Mapping[str, Any], journal: Any, *, scrub: Callable[[str], str],
-                 spawn: Spawn | None = None) -> None:
+    def __init__(self, servers: Mapping[str, Any], journal: Any, *, scrub: Callable[[str], str], spawn: Spawn) -> None:
         self.servers = servers
         self.journal = journal
         self.scrub = scrub
-        self.spawn = spawn  # runs a task for the gateway's life (None: journal events are written at once)
+        self.spawn = spawn  # runs a task for the gateway's life
         self._pending: list[tuple[str, str, dict[str, Any]]] = []  # journal events not yet written
         self._writer_due = False
         self._prompt_map: tuple[Any, NameMap] | None = None  # (the lists it was built from, the names)
@@ -104,8 +100,7 @@ class Catalog:
 
     # -- what is listed ------------------------------------------------------------------
     def _live(self, allowed: Allowed) -> list[Any]:
-        return [a for name, a in sorted(self.servers.items())
-                if a.live and a.spec is not None and allowed(name)]
+        return [a for name, a in sorted(self.servers.items()) if a.live and a.spec is not None and allowed(name)]
 
     def _shown(self, allowed: Allowed) -> list[Any]:
         """The live servers and the idle on-demand ones listed from their cached lists."""
@@ -157,10 +152,9 @@ class Catalog:
         return owners
 
     async def _gather(self, kind: str, allowed: Allowed, *, strict: bool = False) -> dict[str, list[Any]]:
-        """Each allowed live server's items of `kind`; a server that fails to list (its error,
-        an answer of the wrong shape, whatever it raised) is left out, with one scrubbed line in
-        the daemon log naming it, never the whole answer. `strict` (one server's own listing,
-        the control API's): its failure raises MCPError, ``server `NAME`: listing KIND failed: …``."""
+        """Each allowed live server's items of `kind`; a server that fails to list (whatever it
+        raised) is left out, with one scrubbed line in the daemon log naming it. `strict` (one
+        server's own listing): its failure raises MCPError, ``server `NAME`: listing KIND failed: …``."""
         out: dict[str, list[Any]] = {}
 
         async def one(actor: Any) -> None:
@@ -185,10 +179,9 @@ class Catalog:
         return dict(sorted(out.items()))
 
     def collisions(self) -> dict[str, list[str]]:
-        """The resource URI collisions each server is in, as the kept lists tell (what agents
-        listed last), and its prompt name collisions, one line each, by server name (a server
-        in none is left out): for `monad mcp status` and the Studio, which asks on each state
-        change, so one pass over the kept lists serves every server."""
+        """Each server's resource URI collisions (by the kept lists: what agents listed last) and
+        prompt name collisions, one line each, by server name (none: left out); for `monad mcp
+        status` and the Studio, which asks on each state change: one pass serves every server."""
         owners: dict[str, list[str]] = {}
         for (name, kind), listed in sorted(self._listed.items()):
             actor = self.servers.get(name)
@@ -222,8 +215,7 @@ class Catalog:
         `_meta` (`tag`); a URI two servers list is reported, and listed for both. A server
         that fails to list is left out; with `strict`, its failure raises (`_gather`)."""
         by_server = await self._gather("resources", allowed, strict=strict)
-        owners = self._owners(by_server)
-        for uri, names in owners.items():
+        for uri, names in self._owners(by_server).items():
             if len(names) > 1:
                 self._report(_uri_collision(uri, names))
         return [self._dump(r, server if tag else None) for server, items in by_server.items() for r in items]
@@ -266,11 +258,9 @@ class Catalog:
 
     async def route(self, uri: str, allowed: Allowed) -> str:
         """The server a URI belongs to: the one that listed it, else the one whose template
-        matches it. Raises MCPError: -32002 (no server offers it), -32602 (a collision).
-
-        The last listings decide when they name one server (a server that does not announce
-        its list changes is not listed again for every read: an agent reads what a listing
-        showed it); otherwise the servers are listed again."""
+        matches it. Raises MCPError: -32002 (no server offers it), -32602 (a collision). The
+        last listings decide when they name one server (an agent reads what a listing showed
+        it: no listing per read); otherwise the servers are listed again."""
         known = self._known_owners(uri, allowed)
         if known is not None and len(known) == 1:
             return known[0]  # the hot path: no listing, no task
@@ -397,12 +387,9 @@ class Catalog:
 
     def _journal_later(self, kind: str, server: str, detail: dict[str, Any]) -> None:
         """The event goes in the journal just after the answer (within ~20 ms, events
-        that pile up meanwhile written together, in one transaction), off the request's path; at once when
-        there is no gateway task to write it."""
+        that pile up meanwhile written together, in one transaction), off the request's path."""
         self._pending.append((kind, server, detail))
-        if self.spawn is None:
-            self._write_pending()
-        elif not self._writer_due:
+        if not self._writer_due:
             self._writer_due = True
             self.spawn(self._write_soon)
 
@@ -482,12 +469,9 @@ class Catalog:
             await self.pass_log_level(actor)
 
     async def pass_log_level(self, actor: Any) -> None:
-        level = self.log_level
-        caps = actor.capabilities
-        client = actor.client
-        if level is None or caps is None or caps.logging is None or actor.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            return
-        if self._level_sent.get(actor.name) == (client, level):
+        level, caps, client = self.log_level, actor.capabilities, actor.client
+        if (level is None or caps is None or caps.logging is None or actor.protocol_version in MODERN_PROTOCOL_VERSIONS
+                or self._level_sent.get(actor.name) == (client, level)):
             return
         try:
             await self.through(actor.name, "", {},
@@ -513,8 +497,7 @@ def quiet_deprecated(build: Callable[[], Any]) -> Any:
     """`build()` without the SDK's MCPDeprecationWarning: logging/setLevel and
     resources/subscribe are deprecated at 2026-07-28 but are what handshake-era servers and
     agents speak. (The warning is raised when the call is made, not when it is awaited.)"""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", MCPDeprecationWarning)
+    with warnings.catch_warnings(action="ignore", category=MCPDeprecationWarning):
         return build()
 
 

@@ -1,50 +1,45 @@
 """Plain `tools/call`s on a stdio gateway connection, answered without the SDK's server runner.
 
-Every line of a relay connection passes `gateway/wire.py`'s `MessageReader`, which first
-offers it to `DirectCalls.take`. A plain `tools/call` — the request an agent sends over and
-over — is taken there before the SDK parses it, handed to the session's handler
-(`GatewaySession.lane_call`: the same policy, approval gate, journal row and error mapping
-as the SDK's path, wrapped by what the supervisor installs: telemetry's SERVER span), and
-answered with one `json.loads` and one `encode_line`. That skips, per call, the SDK's relay
-task, its message model, its dispatcher task, the per-request connection, runner, session
-and context, and the params' validation: about a third of the supervisor's CPU per gateway
-call (bench/README.md, issue 15).
+Every line of a relay connection is first offered to `DirectCalls.take` (by
+`gateway/wire.py`'s `MessageReader`). A plain `tools/call`, the request an agent sends over
+and over, is taken there before the SDK parses it, handed to the session's handler
+(`GatewaySession.lane_call`: the SDK path's policy, approval gate, journal row and error
+mapping, wrapped by what the supervisor installs: telemetry's SERVER span), and answered
+with one `json.loads` and one `encode_line`. That skips the SDK's relay task, message model,
+dispatcher task, per-request connection, runner, session and context, and the params'
+validation: about a third of the supervisor's CPU per gateway call (bench/README.md, issue 15).
 
-The SDK's server stays the reference, and everything else goes to it: the handshake, every
-other method (resources/read, prompts/get and completion/complete included), and any
-`tools/call` this does not fully understand. An answer here is the one the SDK gives: the
-result through its own per-version sieve (`mcp_types.methods.serialize_server_result`),
+The SDK's server stays the reference and gets everything else: the handshake, every other
+method, and any `tools/call` not fully understood here. An answer here is the SDK's: the
+result through its per-version sieve (`mcp_types.methods.serialize_server_result`),
 `resultType` and the `serverInfo` stamp on 2026-07-28 connections, -32602 for an unknown
-tool, no answer for a cancelled request, and -32000 "Connection closed" for a call the
+tool, no answer for a cancelled request, -32000 "Connection closed" for a call the
 connection's end cut short.
 
 What is taken (shapes as in the MCP spec, server/tools "Calling Tools"):
-- the connection's era is decided as the SDK decides it (`serve_dual_era_loop`): by the
-  first request; a 2026-07-28 `_meta` envelope on a request other than `initialize` opens
-  a modern connection, anything else a handshake-era one;
+- the connection's era is decided as the SDK decides it (`serve_dual_era_loop`), by the
+  first request: a 2026-07-28 `_meta` envelope on a request other than `initialize` opens a
+  modern connection, anything else a handshake-era one;
 - modern: `_meta` holds the envelope (a protocol version we serve, client capabilities,
-  optionally client info) and nothing else; each distinct envelope is validated once
-  with the SDK's own request check;
+  optionally client info) and nothing else, each distinct envelope validated once with the
+  SDK's own request check;
 - handshake era: after the `initialize` answer (its negotiated version) and
-  `notifications/initialized`, and once the session has listed tools for this connection
-  (which registers it for list_changed); no envelope keys in `_meta`;
+  `notifications/initialized`, once the session has listed tools for this connection (which
+  registers it for list_changed); no envelope keys in `_meta`;
 - params are `name` (a string), `arguments` (an object, or absent) and that `_meta`: no
-  `progressToken` (progress stays with the SDK's path), no `task`, no `requestState` or
-  `inputResponses` (a later input_required round: the SDK's path);
-- the agent's own keys in `_meta` (a tenant, a tool-use id, W3C trace context; gateway/meta.py)
-  are taken in either era and handed on with the call (`LaneCall.passed`: the server gets
-  them; `LaneCall.trace`: telemetry's SERVER span continues the caller's trace, SEP-414, as
-  on the SDK's path).
+  `progressToken`, `task`, `requestState` or `inputResponses` (those go the SDK's path);
+- the agent's own `_meta` keys (gateway/meta.py) are taken in either era and handed on
+  (`LaneCall.passed`: the server gets them; `LaneCall.trace`: telemetry's SERVER span
+  continues the caller's trace, SEP-414, as on the SDK's path).
 
-`notifications/cancelled` naming a call in flight here cancels it, which cancels the
-upstream request (basic/utilities/cancellation); the connection's end (`close`) cancels them
-all. Each call is an asyncio task of its own with one anyio cancel scope (anyio's
-`TaskGroup.start_soon` costs ~85k instructions a call more: its own scope, event and task
-state per task; bench/README.md, issue 37).
+`notifications/cancelled` naming a call in flight here cancels it and so the upstream
+request (basic/utilities/cancellation); the connection's end (`close`) cancels them all.
+Each call is an asyncio task with one anyio cancel scope (anyio's `TaskGroup.start_soon`
+costs ~85k instructions a call more; bench/README.md, issue 37).
 
-A server's question during a call taken here (elicitation, sampling, roots:
-gateway/questions.py) is asked by the lane: `ask` writes the request with an id of its own
-(`monad-q-N`, never one the agent uses) and `take` claims the agent's answer to it.
+A server's question during a call taken here (gateway/questions.py) is asked by the lane:
+`ask` writes the request under an id of its own (`monad-q-N`, never the agent's) and `take`
+claims the agent's answer.
 """
 
 from __future__ import annotations
@@ -140,25 +135,14 @@ def _error(request_id: Any, code: int, message: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
 
 
-def _plain_params(params: dict[str, Any]) -> bool:
-    """Whether `params` are a tools/call this lane takes (see the module docstring)."""
-    if not params.keys() <= PARAMS or not isinstance(params.get("name"), str):
-        return False
-    arguments = params.get("arguments")
-    return arguments is None or isinstance(arguments, dict)
-
-
 class DirectCalls:
     """One connection's direct lane: `take(line)` claims a plain tools/call (or the
-    cancellation of one it runs), `sent(message)` watches the SDK's answers for the
-    handshake's negotiated version.
-
-    `handle(call)` answers a `LaneCall` (`GatewaySession.lane_call`, wrapped); `send` writes
-    one line to the client; `server_info` is the 2026-07-28 `serverInfo` stamp (the SDK
-    server's, serialized at once, so one dict serves every answer); `listed()` says whether
-    the session has registered this connection for list_changed (handshake era). Each call
-    runs in a task of its own, on the loop the lane was made on; `close()` (the connection
-    ended) cancels them and waits for them."""
+    cancellation of one it runs); `sent(message)` watches the SDK's answers for the
+    handshake's negotiated version. `handle(call)` answers a `LaneCall`; `send` writes one line
+    to the client; `server_info`: the 2026-07-28 `serverInfo` stamp (serialized once, for
+    every answer); `listed()`: whether the session registered this connection for
+    list_changed (handshake era). Each call is a task of its own on the lane's loop;
+    `close()` (the connection ended) cancels them and waits for them."""
 
     def __init__(self, handle: LaneHandler, send: Callable[[bytes], Awaitable[None]], *,
                  server_info: dict[str, Any], listed: Callable[[], bool],
@@ -197,7 +181,10 @@ class DirectCalls:
             return False
         method = message.get("method")
         if method is None and isinstance(message.get("id"), str) and message["id"] in self._questions:
-            return self._answered(message)
+            done, box = self._questions[message["id"]]  # the agent's answer to the lane's question
+            box.append(message)
+            done.set()
+            return True
         if not isinstance(method, str):
             return False
         params = message.get("params")
@@ -232,7 +219,9 @@ class DirectCalls:
             if passed:
                 params = {**params, "_meta": {k: v for k, v in meta.items() if k not in passed}}
                 trace = {k: v for k, v in passed.items() if k in TRACE} or None
-        version = self._era_version(params.get("_meta")) if _plain_params(params) else None
+        arguments = params.get("arguments")  # a plain tools/call: see the module docstring
+        plain = params.keys() <= PARAMS and isinstance(params.get("name"), str) and isinstance(arguments, dict | None)
+        version = self._era_version(params.get("_meta")) if plain else None
         key = _key(request_id)
         # An id in flight here or at the SDK's server: the reader refuses it (gateway/wire.py).
         # "7" while 7 is in flight here: the SDK's, as cancellation could not tell them apart.
@@ -243,7 +232,7 @@ class DirectCalls:
         self.ids.add(request_id)
         self.taken += 1
         meta = params.get("_meta")
-        call = LaneCall(request_id, params["name"], params.get("arguments"), version,
+        call = LaneCall(request_id, params["name"], arguments, version,
                         meta if isinstance(meta, dict) else None, trace, passed)
         task = self._loop.create_task(self._run(scope, call))
         self._tasks.add(task)
@@ -281,10 +270,8 @@ class DirectCalls:
     # -- a server's question to the agent, during a call of this lane ---------------------
     async def ask(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
         """Send the agent a request (`elicitation/create`, `sampling/createMessage`,
-        `roots/list`) on this connection and wait for its answer: the result. Raises
-        MCPError with the agent's error. Cancelling the wait (the server withdrew its question,
-        the call ended, the time ran out) withdraws the request from the agent:
-        `notifications/cancelled` with its id."""
+        `roots/list`) on this connection; its answer's result. Raises MCPError with the agent's
+        error. Cancelling the wait withdraws the request (`notifications/cancelled`)."""
         self._asked += 1
         request_id = f"{QUESTION_ID}{self._asked}"
         done, box = anyio.Event(), list[dict[str, Any]]()
@@ -313,12 +300,6 @@ class DirectCalls:
         result = answer.get("result")
         return result if isinstance(result, dict) else {}
 
-    def _answered(self, message: dict[str, Any]) -> bool:
-        done, box = self._questions[message["id"]]
-        box.append(message)
-        done.set()
-        return True
-
     def _cancel(self, request_id: Any) -> bool:
         key = _key(request_id)
         scope = self.in_flight.get(key)
@@ -346,15 +327,11 @@ class DirectCalls:
     async def _run(self, scope: anyio.CancelScope, call: LaneCall) -> None:
         key = _key(call.id)
         line: bytes | None = None
-        if scope.cancel_called and key in self._peer_cancelled:
-            # Cancelled by the client before this task ran: nothing was done, nothing is answered.
-            self.in_flight.pop(key, None)
-            self.ids.discard(call.id)
-            self._peer_cancelled.discard(key)
-            return
         try:
-            with scope:  # cancelled by the client (`_cancel`) or the connection's end (`close`)
-                line = await self._answer(call)
+            # Cancelled by the client before this task ran: nothing is done, nothing answered.
+            if not (scope.cancel_called and key in self._peer_cancelled):
+                with scope:  # cancelled by the client (`_cancel`) or the connection's end (`close`)
+                    line = await self._answer(call)
         except anyio.get_cancelled_exc_class():
             # The task itself was cancelled (the event loop is ending): answer so nobody waits.
             if key not in self._peer_cancelled:
@@ -404,10 +381,8 @@ class DirectCalls:
             if result.get("resultType") is None:
                 result["resultType"] = "complete"
             meta = result.get("_meta")
-            if meta is None:
-                result["_meta"] = {SERVER_INFO_META_KEY: self.server_info}
-            elif isinstance(meta, dict) and meta.get(SERVER_INFO_META_KEY) is None:
-                result["_meta"] = {**meta, SERVER_INFO_META_KEY: self.server_info}
+            if meta is None or (isinstance(meta, dict) and meta.get(SERVER_INFO_META_KEY) is None):
+                result["_meta"] = {**(meta or {}), SERVER_INFO_META_KEY: self.server_info}
         return result
 
     async def _write(self, line: bytes) -> None:

@@ -1,8 +1,7 @@
 """One gateway session's MCP handlers besides tools: resources, prompts, completion, logging.
 
-Each handler answers for the agent's view (its server filter and the servers' conditions,
-as for tools) through the supervisor's `Catalog` (gateway/catalog.py), which routes to the
-server and journals reads and gets:
+Each answers for the agent's view (server filter, conditions) through the supervisor's
+`Catalog` (gateway/catalog.py), which routes to the server and journals reads and gets:
 
 - the listings in pages (gateway/paging.py), each item's server in `_meta["monad/server"]`;
   prompts as `<server>__<prompt>` (per-server mode: the server's own items and names);
@@ -10,12 +9,11 @@ server and journals reads and gets:
   completion/complete to the server owning the prompt or template;
 - resources/subscribe (handshake era) and a 2026-07-28 `subscriptions/listen` naming
   resources: one shared upstream subscription per URI (gateway/subscriptions.py);
-- logging/setLevel (handshake era): this connection gets each server's
-  `notifications/message` at that level or above, `logger` naming the server; a 2026-07-28
-  request with `_meta` `io.modelcontextprotocol/logLevel` gets those of the servers it
-  reaches while it runs, on its own stream (`request_log`);
+- logging/setLevel (handshake era): the connection gets each server's `notifications/message`
+  at that level or above, `logger` naming the server; a 2026-07-28 request with `_meta`
+  `io.modelcontextprotocol/logLevel`, those of the servers it reaches, on its own stream;
 - a server's questions during resources/read and prompts/get go to the agent whose request
-  it is, as during tools/call (gateway/questions.py; at 2026-07-28 in input_required rounds).
+  it is (gateway/questions.py; at 2026-07-28 in input_required rounds).
 """
 
 from __future__ import annotations
@@ -51,12 +49,11 @@ def connection_of(ctx: Any) -> Any:
     """The per-client Connection of a handshake-era request (None on 2026-07-28): what its
     notifications outside any request go to, and whose end releases its subscriptions.
 
-    The one private reach left on the gateway's side: the SDK's runner hands a handler a
-    `ServerRequestContext` whose `session` is built per request and exposes no public
-    handle on the long-lived per-client `Connection` (its own `Context` has one,
-    `Context.connection`, which the runner does not construct); there is no slower public
-    way to send a handshake-era client a notification outside its requests, or to hear of
-    its connection's end. The upstream ask: `ServerRequestContext.connection`."""
+    The one private reach left on the gateway's side: the runner's `ServerRequestContext`
+    has a per-request `session` and no public handle on the per-client `Connection` (the
+    SDK's `Context.connection` is not built by the runner), and no public way, however slow,
+    sends a notification outside a request or hears of the connection's end. The upstream
+    ask: `ServerRequestContext.connection`."""
     if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
         return None
     return getattr(ctx.session, "_connection", None)
@@ -81,11 +78,10 @@ class RequestLog:
 
 @dataclass
 class AgentRequest:
-    """One agent's resources/read, prompts/get or completion/complete (`ctx`: the SDK
-    handler's request context; None for a request made up elsewhere).
-    `meta`: the request's `_meta` (at 2026-07-28 the envelope: what the agent can answer);
-    `request_state`/`input_responses` (wire shapes by key): a later input_required round;
-    `log`: a 2026-07-28 request that asked for log messages: its `RequestLog`."""
+    """One agent's request to an SDK handler (`ctx`: its request context). `meta`: its
+    `_meta` (at 2026-07-28 the envelope: what the agent can answer); `request_state`/
+    `input_responses` (wire shapes by key): a later input_required round; `log`: its
+    `RequestLog` when it asked for log messages (2026-07-28)."""
 
     method: str
     protocol_version: str
@@ -113,23 +109,19 @@ class AgentRequest:
         connection's, from `initialize`)."""
         if not self.modern:
             return None
-        caps = self.meta.get(types.CLIENT_CAPABILITIES_META_KEY) if self.meta is not None else None
-        return caps or {}
+        return (self.meta or {}).get(types.CLIENT_CAPABILITIES_META_KEY) or {}
 
 
 class SessionFeatures:
-    """Resources, prompts, completion and logging for one gateway session.
-
-    `allowed(server)`: whether this session's view shows the server now; `single`: the one
-    server of a per-server session (its own names, no `_meta` tag), or None; `bus` and
-    `listen`: the session's 2026-07-28 event bus and its `subscriptions/listen` handler;
-    `connections`: the session's handshake-era connections (for list changes)."""
+    """Resources, prompts, completion and logging for one gateway session. `allowed(server)`:
+    whether its view shows the server now; `single`: a per-server session's server (its own
+    names, no `_meta` tag), or None; `bus`/`listen`: its 2026-07-28 event bus and
+    `subscriptions/listen` handler; `connections`: its handshake-era connections."""
 
     def __init__(self, catalog: Catalog, subscriptions: Subscriptions, *, allowed: Callable[[str], bool],
-                 single: str | None,
-                 bus: InMemorySubscriptionBus, listen: ListenHandler, connections: weakref.WeakSet[Any],
-                 on_level: Callable[[], Any], questions: Callable[..., Any] | None = None,
-                 rounds: Callable[..., Awaitable[Any]] | None = None) -> None:
+                 single: str | None, bus: InMemorySubscriptionBus, listen: ListenHandler,
+                 connections: weakref.WeakSet[Any], on_level: Callable[[], Any], questions: Callable[..., Any],
+                 rounds: Callable[..., Awaitable[Any]]) -> None:
         self.catalog = catalog
         self.subscriptions = subscriptions
         self.allowed = allowed
@@ -139,7 +131,7 @@ class SessionFeatures:
         self.connections = connections
         self.log_levels: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
         self._on_level = on_level
-        self.questions = questions or (lambda ctx, version, **about: None)
+        self.questions = questions
         self.rounds = rounds  # a 2026-07-28 request's input_required rounds (GatewaySession.in_rounds)
         self._subscribed: weakref.WeakSet[Any] = weakref.WeakSet()  # connections holding subscriptions
         self._request_logs: set[RequestLog] = set()  # 2026-07-28 requests in flight that asked for logs
@@ -154,36 +146,35 @@ class SessionFeatures:
         self.remember(ctx)
         items = await self.catalog.resources(self._allowed, tag=self.single is None, strict=self.single is not None)
         items, next_cursor = page("resources/list", items, _cursor(params))
-        return types.ListResourcesResult(resources=[types.Resource.model_validate(r) for r in items],
-                                         next_cursor=next_cursor)
+        return types.ListResourcesResult.model_validate({"resources": items, "nextCursor": next_cursor})
 
     async def list_templates(self, ctx: Any,
                              params: types.PaginatedRequestParams | None) -> types.ListResourceTemplatesResult:
         self.remember(ctx)
         items = await self.catalog.templates(self._allowed, tag=self.single is None, strict=self.single is not None)
         items, next_cursor = page("resources/templates/list", items, _cursor(params))
-        return types.ListResourceTemplatesResult(
-            resource_templates=[types.ResourceTemplate.model_validate(t) for t in items], next_cursor=next_cursor)
+        return types.ListResourceTemplatesResult.model_validate({"resourceTemplates": items, "nextCursor": next_cursor})
 
     async def read_resource(self, ctx: Any, params: types.ReadResourceRequestParams) -> Any:
         """The SDK's resources/read handler: routed by the catalog (-32002 when no server
         offers the URI), journaled, the server's questions going to the agent; the result (a
         `ReadResourceResult`, or an `InputRequiredResult` at 2026-07-28)."""
-        self.remember(ctx)
         uri = str(params.uri)
-        async with self.request_log(ctx) as log:
-            return await self._ask(AgentRequest.of(ctx, params, log), uri, lambda caller: self.catalog.read(
-                uri, self._allowed, single=self.single, caller=caller))
+        return await self._ask(ctx, params, uri, lambda caller: self.catalog.read(
+            uri, self._allowed, single=self.single, caller=caller))
 
-    async def _ask(self, request: AgentRequest, what: str, upstream: Callable[[Caller], Awaitable[Any]]) -> Any:
+    async def _ask(self, ctx: Any, params: Any, what: str, upstream: Callable[[Caller], Awaitable[Any]]) -> Any:
         """`upstream(caller)`, the server's questions going to this agent: on the request's
         channel (handshake era), or in input_required rounds (2026-07-28)."""
-        answer = await self.rounds(request, what, upstream) if self.rounds is not None else None
-        if answer is None:
-            answer = await upstream(asking(self.questions(request.ctx, request.protocol_version, what=what,
-                                                          capabilities=request.capabilities(), log=request.log),
-                                           request.meta))
-        return _without_server_info(answer)
+        self.remember(ctx)
+        async with self.request_log(ctx) as log:
+            request = AgentRequest.of(ctx, params, log)
+            answer = await self.rounds(request, what, upstream)
+            if answer is None:
+                answer = await upstream(asking(self.questions(ctx, request.protocol_version, what=what,
+                                                              capabilities=request.capabilities(), log=log),
+                                               request.meta))
+            return _without_server_info(answer)
 
     async def subscribe(self, ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
         conn = self.remember(ctx)
@@ -234,16 +225,13 @@ class SessionFeatures:
         self.remember(ctx)
         items = await self.catalog.prompts(self._allowed, single=self.single, strict=self.single is not None)
         items, next_cursor = page("prompts/list", items, _cursor(params))
-        return types.ListPromptsResult(prompts=[types.Prompt.model_validate(p) for p in items], next_cursor=next_cursor)
+        return types.ListPromptsResult.model_validate({"prompts": items, "nextCursor": next_cursor})
 
     async def get_prompt(self, ctx: Any, params: types.GetPromptRequestParams) -> Any:
         """The SDK's prompts/get handler, by exposed name (-32602 for a name no server offers),
         as `read_resource` does; the result (a `GetPromptResult` or an `InputRequiredResult`)."""
-        self.remember(ctx)
-        async with self.request_log(ctx) as log:
-            return await self._ask(AgentRequest.of(ctx, params, log), params.name, lambda caller: (
-                self.catalog.get_prompt(params.name, params.arguments, self._allowed, single=self.single,
-                                        caller=caller)))
+        return await self._ask(ctx, params, params.name, lambda caller: self.catalog.get_prompt(
+            params.name, params.arguments, self._allowed, single=self.single, caller=caller))
 
     async def complete(self, ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
         """The SDK's completion/complete handler: to the server owning the prompt or template."""
@@ -251,9 +239,9 @@ class SessionFeatures:
         request = AgentRequest.of(ctx, params)
         # No question is relayed during a completion, yet the request is the agent's: a
         # 2026-07-28 server sees the agent's capabilities in it (sessions/stamp.py).
-        asker = self.questions(request.ctx, request.protocol_version, what=params.ref.name if isinstance(
+        asker = self.questions(ctx, request.protocol_version, what=params.ref.name if isinstance(
             params.ref, types.PromptReference) else params.ref.uri, capabilities=request.capabilities())
-        caller = Caller(capabilities=asker.client_capabilities() if asker is not None else None)
+        caller = Caller(capabilities=asker.client_capabilities())
         return await self.catalog.complete(params, self._allowed, single=self.single, caller=caller)
 
     # -- logging ---------------------------------------------------------------------------------
@@ -353,12 +341,11 @@ class SessionFeatures:
         return conn
 
 
-def asking(questions: Any, meta: Any = None) -> Caller:
+def asking(questions: Any, meta: Any) -> Caller:
     """The `Caller` of an upstream request whose questions go to `questions` (an
-    `AgentQuestions`, or None: nobody), with the capabilities its agent declared and the
-    agent's own keys of its request's `_meta` (gateway/meta.py)."""
-    return Caller(inputs=questions, capabilities=questions.client_capabilities() if questions is not None else None,
-                  meta=agent_meta(meta))
+    `AgentQuestions`), with the capabilities its agent declared and the agent's own keys of
+    its request's `_meta` (gateway/meta.py)."""
+    return Caller(inputs=questions, capabilities=questions.client_capabilities(), meta=agent_meta(meta))
 
 
 def _cursor(params: types.PaginatedRequestParams | None) -> str | None:
@@ -367,8 +354,6 @@ def _cursor(params: types.PaginatedRequestParams | None) -> str | None:
 
 def _without_server_info(result: Any) -> Any:
     """The upstream server's identity stamp is not ours to pass on (the gateway stamps its own)."""
-    if isinstance(result, types.InputRequiredResult):
-        return result
     meta = result.meta
     if meta and types.SERVER_INFO_META_KEY in meta:
         result = result.model_copy(update={"meta": {k: v for k, v in meta.items()

@@ -69,13 +69,12 @@ class BearerGuard:
 
 class OneRequestPerId:
     """ASGI wrapper: a POST carrying a request whose id its session (`Mcp-Session-Id`) still
-    has in flight is answered HTTP 400 with `-32600` under that id and never reaches the
-    SDK, whose dispatcher would take the second for the first and leave one of them
-    unanswered (MCP basic: "The request ID MUST NOT have been previously used by the
-    requestor within the same session"; the stdio gateway's rule, gateway/wire.py). A
-    request is in flight from its POST until the SDK's app is done with that POST. Ids are
-    compared as sent (7 and "7" are two). A body over `MAX_PEEK` bytes is handed on unread
-    (the SDK refuses it by its own size limit)."""
+    has in flight (from its POST until the SDK's app is done with it) is answered HTTP 400
+    with `-32600` under that id and never reaches the SDK, whose dispatcher would leave one
+    of the two unanswered (MCP basic: "The request ID MUST NOT have been previously used by
+    the requestor within the same session"; gateway/wire.py's rule). Ids are compared as
+    sent (7 and "7" are two). A body over `MAX_PEEK` bytes is handed on unread (the SDK
+    refuses it by its own size limit)."""
 
     MAX_PEEK = 4 * 1024 * 1024
 

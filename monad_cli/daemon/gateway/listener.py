@@ -38,11 +38,8 @@ HELLO_TIMEOUT_S = 10.0
 
 
 class GatewayListener:
-    """The relay socket: binds it, checks each peer, reads its hello and serves it.
-
-    Owns `run/gateway.sock` (created at `serve`, removed at `cleanup`). Never: answers a
-    control API route, or lets a relay of another uid in.
-    """
+    """The relay socket `run/gateway.sock` (created at `serve`, removed at `cleanup`): checks
+    each peer (never a relay of another uid), reads its hello and serves it."""
 
     def __init__(self, gateway: Gateway, paths: Paths) -> None:
         self.gateway = gateway
@@ -154,12 +151,11 @@ class GatewayListener:
         except MonadError as e:
             await stream.send(encode_line(e).encode())
             return
-        port = sock.getsockname()[1]
         token = gateway_token(self.paths)
         until = anyio.Event()
         async with self.gateway.session(view, transport="tcp") as session, anyio.create_task_group() as tg:
             tg.start_soon(lambda: serve_http(session, sock, token, until=until, session_idle=view.session_idle))
-            url = f"http://127.0.0.1:{port}/mcp"
+            url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
             await stream.send(answer_ok(url=url, tokenFile=str(self.paths.gateway_token)))
             log.info("HTTP gateway listening on %s", url)
             await _until_closed(stream)  # its end is the listener's end

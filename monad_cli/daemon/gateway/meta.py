@@ -21,8 +21,6 @@ from typing import Any
 
 PROGRESS_TOKEN = "progressToken"
 OWN_PREFIX = "monad/"
-
-
 RESERVED_LABELS = frozenset({"modelcontextprotocol", "mcp"})
 
 

@@ -1,13 +1,11 @@
 """Pages of the gateway's listings: `tools/list`, `prompts/list`, `resources/list`,
 `resources/templates/list` (MCP spec, server/utilities/pagination).
 
-The gateway gathers every server's whole list (gateway/catalog.py, `ToolService.listing`),
-then answers one page of it: `PAGE_SIZE` items, with `nextCursor` when more follow. A
-cursor is opaque to the agent; here it is the listing's method and the offset of the next
-item, base64url-encoded, so it needs no state in the supervisor and survives a gateway
-session (a cursor from one HTTP client works for another of the same listener). A list
-that changes between two pages may repeat or skip items at the seam; the list-changed
-notification that came with the change tells the agent to list again.
+The gateway gathers every server's whole list, then answers one page: `PAGE_SIZE` items,
+with `nextCursor` when more follow. The cursor, opaque to the agent, is the listing's method
+and the next item's offset, base64url-encoded: no state in the supervisor, and it outlives a
+gateway session. A list that changes between two pages may repeat or skip items at the
+seam; the list-changed notification that came with the change tells the agent to list again.
 
 A cursor this gateway did not give for that method (garbage, another method's, past the
 end) is refused with -32602 (Invalid params) saying to list again without one.

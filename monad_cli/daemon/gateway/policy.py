@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
 from monad_cli.config.conditions import ConditionError, Node, evaluate, parse
@@ -87,10 +87,6 @@ def server_available(server: str, *, conditions: Mapping[str, str | None], facts
     return node is not None and evaluate(node, facts=facts, environ=environ)
 
 
-def _is_loaded(tool: str, server: str, loaded: LoadedTools) -> bool:
-    return server in loaded.servers or any(fnmatchcase(tool, g) for g in loaded.globs)
-
-
 def visible_tools(tools_by_server: Mapping[str, Sequence[str]], *, deferred_servers: Collection[str],
                   deferred_globs: Sequence[str], loaded: LoadedTools, conditions: Mapping[str, str | None],
                   facts: Mapping[str, str], environ: Mapping[str, str],
@@ -104,7 +100,7 @@ def visible_tools(tools_by_server: Mapping[str, Sequence[str]], *, deferred_serv
             continue
         for tool in tools:
             if (not is_deferred(tool, server, deferred_servers=deferred_servers, deferred_globs=deferred_globs)
-                    or _is_loaded(tool, server, loaded)):
+                    or server in loaded.servers or any(fnmatchcase(tool, g) for g in loaded.globs)):
                 out.append(tool)
     return out
 
@@ -132,10 +128,8 @@ def load_tools(loaded: LoadedTools, *, servers: Sequence[str] = (), tools: Seque
     if not servers and not tools:
         raise ValueError("give `servers` (server names) and/or `tools` (glob patterns over tool names)")
 
-    def available(server: str) -> bool:
-        return server_available(server, conditions=conditions, facts=facts, environ=environ,
-                                server_filter=server_filter)
-
+    available = partial(server_available, conditions=conditions, facts=facts, environ=environ,
+                        server_filter=server_filter)
     unknown = [s for s in servers if s not in tools_by_server]
     hidden = [s for s in servers if s in tools_by_server and not available(s)]
     all_tools = [(s, t) for s, ts in tools_by_server.items() for t in ts]

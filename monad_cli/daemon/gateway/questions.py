@@ -1,26 +1,22 @@
 """A server's questions during an agent's call, asked of that agent (`AgentQuestions`).
 
 The actor routes each `elicitation/create`, `sampling/createMessage` and `roots/list` a
-server sends during a call to the `InputHandler` of that call (sessions/inputs.py). The
-gateway's handler for one agent request asks on the request's own channel (on streamable
-HTTP, the POST's response stream), so the question reaches the agent whose call it is and
-no other. The agent must have declared the capability (MCP spec, client/elicitation,
-client/sampling, client/roots; a URL-mode elicitation needs `elicitation.url`, a form one
-`elicitation.form` or the bare `elicitation: {}` of 2025-06-18), else the question is
-refused naming it. A 2026-07-28 agent is asked through `input_required` rounds
-(gateway/rounds.py).
+server sends during a call to that call's `InputHandler` (sessions/inputs.py). The gateway's
+asks on the agent request's own channel (on streamable HTTP, the POST's response stream):
+the agent whose call it is, no other. The agent must have declared the capability (MCP
+spec, client/elicitation, client/sampling, client/roots; URL mode needs `elicitation.url`,
+a form `elicitation.form` or 2025-06-18's bare `elicitation: {}`), else the question is
+refused naming it. A 2026-07-28 agent is asked in `input_required` rounds (gateway/rounds.py).
 
 Every question ends: answered; withdrawn by the server (its notifications/cancelled
 cancels the wait, and the request to the agent is withdrawn in turn); or after `timeout`
-seconds (the gateway's `--approval-timeout`), when an elicitation is answered `cancel`
-(client/elicitation "Response Actions") and anything else refused. Each leaves a journal
-event `question`: the server, the method, the call's id, the outcome; never the answer's
-content.
+seconds (`--approval-timeout`): an elicitation answered `cancel` (client/elicitation
+"Response Actions"), anything else refused. Each leaves a journal event `question`: server,
+method, the call's id, outcome; never the answer's content.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 from functools import partial
@@ -35,6 +31,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from monad_cli.daemon.gateway.catalog import level_at_least, quiet_deprecated
+from monad_cli.daemon.sessions.framing import encode_line
 from monad_cli.daemon.trust.inputs import FORWARDED_CAPABILITIES, InputRefused, QuestionTimedOut
 
 log = logging.getLogger("monad.gateway")
@@ -54,16 +51,14 @@ _KINDS: dict[str, tuple[str, Any, Any]] = {
 def declared(capabilities: types.ClientCapabilities | None, method: str, params: dict[str, Any] | None) -> str | None:
     """The capability `method` (with `params`) needs that `capabilities` lacks, or None."""
     name = _KINDS[method][0]
-    caps = capabilities
-    if caps is None or getattr(caps, name) is None:
+    given = getattr(capabilities, name, None)  # None when `capabilities` is
+    if given is None:
         return name
     if name == "elicitation":
-        elicitation = caps.elicitation
-        assert elicitation is not None
         url_mode = (params or {}).get("mode") == "url"
-        if url_mode and elicitation.url is None:
+        if url_mode and given.url is None:
             return "elicitation.url"
-        if not url_mode and elicitation.url is not None and elicitation.form is None:
+        if not url_mode and given.url is not None and given.form is None:
             return "elicitation.form"  # an agent that named only `url` takes no forms
     return None
 
@@ -212,10 +207,9 @@ class AgentQuestions:
     async def elicitation_complete(self, elicitation_id: str) -> bool:
         """Tell the agent the URL-mode elicitation `elicitation_id` it was sent is complete:
         `notifications/elicitation/complete` with `{"elicitationId": ...}` (MCP spec 2025-11-25,
-        client/elicitation), on the question's own channel (the request's stream, or the
-        relay connection). True when sent; False when there is nothing to tell: an id this
-        handler did not send, a 2026-07-28 agent (the notification is gone from that revision),
-        a version that has none (before 2025-11-25), or an agent that went away."""
+        client/elicitation), on the question's channel. True when sent; False for an id this
+        handler did not send, a version without it (before 2025-11-25, and 2026-07-28), or an
+        agent that went away."""
         if elicitation_id not in self.url_elicitations or self.round is not None:
             return False
         if (ELICITATION_COMPLETE, self.protocol_version) not in methods.SERVER_NOTIFICATIONS:
@@ -234,9 +228,7 @@ class AgentQuestions:
 
     async def _notify_lane(self, method: str, params: dict[str, Any]) -> None:
         """A notification to a direct-lane call's agent: one line on its relay connection."""
-        line = json.dumps({"jsonrpc": "2.0", "method": method, "params": params}, ensure_ascii=False,
-                          separators=(",", ":"))
-        await self.lane.send(line.encode() + b"\n")
+        await self.lane.send(encode_line({"jsonrpc": "2.0", "method": method, "params": params}))
 
 
 __all__ = ["AgentQuestions", "declared"]

@@ -47,7 +47,7 @@ class _Question:
 class Round:
     """One upstream call an agent is answering questions for (see the module docstring)."""
 
-    def __init__(self, token: str, answer_timeout: float, method: str = "tools/call") -> None:
+    def __init__(self, token: str, answer_timeout: float, method: str, retoken: Callable[[Round], str]) -> None:
         self.token = token
         self.method = method  # the agent's request (tools/call, resources/read, prompts/get)
         self.about: list[Any] = []  # the call's `AgentQuestions` (they know its server)
@@ -58,13 +58,12 @@ class Round:
         self.finished_at: float | None = None
         self.scope = anyio.CancelScope()
         self.held: tuple[str, Any] | None = None
-        self.retoken: Callable[[Round], str] | None = None  # set by `Rounds`: a new token per round
+        self.retoken = retoken  # `Rounds`': a new token per round
 
     def new_token(self) -> str:
         """The `requestState` for the next round: new each round (SEP-2322 has a server's
         state change as the call goes on; an agent echoes the latest)."""
-        if self.retoken is not None:
-            self.token = self.retoken(self)
+        self.token = self.retoken(self)
         return self.token
 
     async def ask(self, request: dict[str, Any], key: str | None = None) -> dict[str, Any]:
@@ -123,8 +122,7 @@ class Round:
 class Rounds:
     """The running calls of one gateway session, by `requestState` token."""
 
-    def __init__(self, spawn: Callable[[Callable[[], Awaitable[None]]], None] | None, *,
-                 answer_timeout: float) -> None:
+    def __init__(self, spawn: Callable[[Callable[[], Awaitable[None]]], None], *, answer_timeout: float) -> None:
         self.spawn = spawn
         self.answer_timeout = answer_timeout
         self.calls: dict[str, Round] = {}
@@ -139,12 +137,9 @@ class Rounds:
         """Run `run(round)` (the upstream call, its questions going to `round.ask`) in a task
         of the gateway; returns the round to take its answers from. `method`: the agent's
         request, which a `requestState` must come back with."""
-        if self.spawn is None:
-            raise MCPError(types.INTERNAL_ERROR, "the gateway cannot keep a call across input_required rounds here")
         self._tidy()
         token = secrets.token_urlsafe(18)
-        r = self.calls[token] = Round(token, self.answer_timeout, method)
-        r.retoken = self._retoken
+        r = self.calls[token] = Round(token, self.answer_timeout, method, self._retoken)
 
         async def go() -> None:
             outcome: tuple[str, Any] = ("error", MCPError(types.INTERNAL_ERROR, "the call was cancelled"))

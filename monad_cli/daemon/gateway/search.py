@@ -1,15 +1,13 @@
 """Tool search in the gateway: `find_tool` and `call_tool` instead of the whole catalog
 (docs/gateway.md "Tool search").
 
-One `ToolSearch` per supervisor (`Gateway.search`), shared by every gateway session. It
-keeps a `monad_cli.search.ToolIndex` over the exposed tools (as `ToolService.listing` gives
-them, idle on-demand servers' from their cached lists), built again when what it was built
-from changes: the name map, a server's definition, features/tools.toml's globs, or the
-session's own tool globs. A session then keeps only what its tools/list would show
-(`among`): a disabled, filtered, hidden or unloaded deferred tool is never returned.
-
-The index holds each tool's stemmed words and the BM25F postings, never a tool's schema: a
-hit's description and `inputSchema` are read from the server's last tools/list.
+One `ToolSearch` per supervisor (`Gateway.search`), shared by every session: a
+`monad_cli.search.ToolIndex` over the exposed tools (`ToolService.listing`, idle on-demand
+servers' from their cached lists), built again when the name map, a server's definition,
+features/tools.toml's globs or the session's tool globs change. A session keeps only what
+its tools/list would show (`among`: never a disabled, filtered, hidden or unloaded deferred
+tool). The index holds stemmed words and BM25F postings, never a schema: a hit's
+description and `inputSchema` come from the server's last tools/list.
 
 Token estimates (`estimate_tokens`) count JSON as UTF-8 bytes / 4, the usual rule of thumb
 for English text and JSON in current tokenizers (bench/search/catalog/'s tools average ~350
@@ -42,11 +40,10 @@ SLICE = 250  # tools analysed or indexed between two yields to the event loop (~
 
 
 class FoundTools:
-    """What find_tool returned, per agent (progressive discovery: the found tools join that
-    agent's tools/list, no other's). `key` is the agent's connection (a weakly held object:
-    a connection that ends takes its found tools with it). An agent keeps at most
-    `MAX_FOUND`, the most recently found; a found tool its server no longer lists leaves at
-    the next listing. A found tool that left stays callable by its name and through call_tool."""
+    """What find_tool returned, per agent: the found tools join that agent's tools/list. `key`
+    is the agent's connection, held weakly (its end takes its found tools). At most
+    `MAX_FOUND`, the latest; one its server no longer lists leaves at the next listing (and
+    stays callable by name and through call_tool)."""
 
     def __init__(self) -> None:
         self._by: weakref.WeakKeyDictionary[Any, dict[str, None]] = weakref.WeakKeyDictionary()
@@ -54,9 +51,7 @@ class FoundTools:
     def add(self, key: Any, names: Iterable[str]) -> bool:
         """Remember `names` as found by `key` (the latest last); True when its list changed
         (a new name, or an old one dropped for the cap)."""
-        found = self._by.get(key)
-        if found is None:
-            found = self._by[key] = {}
+        found = self._by.setdefault(key, {})
         changed = False
         for name in names:
             changed |= found.pop(name, False) is False  # absent before: new
@@ -169,10 +164,9 @@ class ToolSearch:
     async def built(self, include: Sequence[str] = (), exclude: Sequence[str] = ()) -> _Built:
         """The index over the tools `listing(include, exclude)` gives, built again if what
         it depends on changed (one per set of session globs; at most 8 kept). One build at a
-        time, on the event loop in slices of `SLICE` tools with a yield between them: at
-        5,000 tools it is about a second of CPU, which must not stall the supervisor. (Not in
-        a worker thread: there it took 4× as long against the loop for the GIL, and glibc's
-        per-thread arena kept ~25 MiB more of RSS, bench/bench_search.py.)"""
+        time, on the loop in slices of `SLICE` tools (5,000 tools: ~1 s of CPU must not stall
+        the supervisor); not in a thread, where the GIL made it 4× as long and glibc's arena
+        kept ~25 MiB more RSS (bench/bench_search.py)."""
         slot = (tuple(include), tuple(exclude))
         built = self._built.get(slot)
         if built is not None and self.tools.same_listing(built.key, self.tools.listing_key()):

@@ -1,18 +1,16 @@
 """The gateway inside the supervisor: its sessions and their list-changed fan-out.
 
-One `Gateway` per supervisor, built on the supervisor's `ToolService` (never on the
-supervisor itself). Each client of `monad mcp serve` is one `GatewaySession`
-(`gateway/session.py`): a relay's connection on `run/gateway.sock` (`gateway/listener.py`)
-or one `monad mcp serve --http` listener (`gateway/http.py`, whose HTTP clients share it).
-While any session exists, one task watches the tool service's signature (the exposed
-tool set, deferral and conditions included) and tells every session when it changes
+One `Gateway` per supervisor, on the supervisor's `ToolService`. Each client of `monad mcp
+serve` is one `GatewaySession` (`gateway/session.py`): a relay's connection on
+`run/gateway.sock` (`gateway/listener.py`) or one `--http` listener (`gateway/http.py`,
+shared by its HTTP clients). While any session exists, one task watches the tool service's
+signature (exposed tools, deferral, conditions) and tells every session when it changes
 (MCP spec, server/tools "List Changed Notification").
 
-The `Catalog` (gateway/catalog.py) is the sessions' shared view of resources, prompts and
-log levels, `Subscriptions` (gateway/subscriptions.py) their shared resource subscriptions.
-The servers' notifications come in through `on_notification` (the actors'
-`ActorContext.on_notification`) and their sessions' renewals through `on_actor_state`; both
-hand the work to the gateway's task group, so a slow agent never holds a server's session.
+The sessions share the `Catalog` (gateway/catalog.py: resources, prompts, log levels) and
+`Subscriptions` (gateway/subscriptions.py). The servers' notifications (`on_notification`)
+and session renewals (`on_actor_state`) hand their work to the gateway's task group, so a
+slow agent never holds a server's session.
 """
 
 from __future__ import annotations
@@ -44,18 +42,14 @@ SINGLE_WAIT_S = 60.0
 
 
 class Gateway:
-    """The gateway's sessions and the watcher that tells them about tool-set changes.
+    """The gateway's live sessions and the watcher that tells them about tool-set changes
+    (`run`, one task for the supervisor's life). Holds no MCP client session (the actors do)
+    and reads no definition file."""
 
-    Owns: the live sessions and the change watcher (`run`, one task for the supervisor's
-    life). Never: holds an MCP client session (the actors do), answers a control API
-    request, or reads a definition file.
-    """
-
-    def __init__(self, tools: ToolService, *, scrub: Callable[[str], str],
-                 wrappers: GatewayWrappers | None = None) -> None:
+    def __init__(self, tools: ToolService, *, scrub: Callable[[str], str], wrappers: GatewayWrappers) -> None:
         self.tools = tools
         self.scrub = scrub
-        self.wrappers = wrappers or GatewayWrappers()  # what the supervisor installs around each session
+        self.wrappers = wrappers  # what the supervisor installs around each session
         self.sessions: set[GatewaySession] = set()
         self._opened = anyio.Event()
         self.catalog = Catalog(tools.servers, tools.journal, scrub=scrub, spawn=self._spawn)
@@ -76,10 +70,9 @@ class Gateway:
     @asynccontextmanager
     async def session(self, view: GatewayView, *, transport: str = "pipe") -> AsyncIterator[GatewaySession]:
         """A new session for `view`, told about changes until the block ends. `transport`:
-        how its client reaches it (`pipe`: a relay's stdio, `tcp`: HTTP), for telemetry. A
-        per-server session (`view.single`) first waits, bounded by the server's connect timeout,
-        for the server's first connection attempt: its serverInfo and instructions are its
-        identity."""
+        `pipe` (a relay's stdio) or `tcp` (HTTP), for telemetry. A per-server session
+        (`view.single`) first waits (at most the server's connect timeout) for the server's
+        first connection attempt: its serverInfo and instructions are its identity."""
         actor: Any = self.tools.servers.get(view.single) if view.single else None  # the actor itself
         if actor is not None:
             timeout = actor.spec.timeout if actor.spec is not None else SINGLE_WAIT_S
@@ -104,8 +97,9 @@ class Gateway:
                           buffered: bytes = b"") -> None:
         """Serve one relay connection (JSON-RPC lines) until its client closes it."""
         async with self.session(view) as session:
+            server, options = session.server, session.server.create_initialization_options()
             try:
-                await serve_lines(stream, lambda read, write: session.server.run(read, write, session.init_options()),
+                await serve_lines(stream, lambda read, write: server.run(read, write, options),
                                   buffered=buffered, lane=session.direct_lane)
             finally:
                 log.info("gateway session served %s", session.calls_summary())

@@ -1,23 +1,19 @@
 """One gateway client's MCP server inside the supervisor (a `GatewaySession`).
 
 Every client of `monad mcp serve` gets its own session: its own `mcp.server.Server` (the
-SDK's lowlevel server; building one costs ~25 µs), its view (`GatewayView`: facts, set
-environment names, server filter, approval timeout), its `load_tools` loads and its own
-list-changed delivery. Every call goes through the supervisor's `ToolService`: the same
-approval gate and journal rows (`via: gateway`) as `monad mcp call`.
+SDK's lowlevel server, ~25 µs to build), its view (`GatewayView`: facts, environment names,
+server filter, approval timeout), its `load_tools` loads and its list-changed delivery.
+Every call goes through the supervisor's `ToolService`: the approval gate and journal rows
+(`via: gateway`) of `monad mcp call`.
 
-- tools/list: what `gateway/policy.py` lets this view see, never a tool a tool filter hides,
-  plus the meta-tools (`load_tools`, tool search's); conditions are evaluated on every list
-  and call; in pages (`gateway/paging.py`).
-- tools/call (`call`, run by the SDK's handler and by the stdio direct lane,
-  `gateway/direct.py`): a refusal or an upstream failure is a tool error (`isError: true`)
-  with the one-line reason, an unknown tool a protocol error (-32602; MCP spec,
-  server/tools "Error Handling"); progress is relayed under the caller's token
-  (basic/utilities/progress); cancelling the request cancels the upstream call.
-- list changes reach this session's 2026-07-28 `subscriptions/listen` streams and its
-  handshake-era connections alike (`notify_changed`; both eras advertise `listChanged`).
-- resources, prompts, completion and logging: `gateway/features.py`, over the shared
-  `Catalog` (gateway/catalog.py).
+- tools/list: what `gateway/policy.py` lets this view see (never a tool a tool filter
+  hides; conditions evaluated on every list and call), plus the meta-tools, in pages;
+- tools/call (`call`: the SDK's handler and the stdio direct lane, `gateway/direct.py`): a
+  refusal or an upstream failure is a tool error (`isError: true`), an unknown tool -32602
+  (MCP spec, server/tools "Error Handling"); progress is relayed under the caller's token
+  (basic/utilities/progress); cancelling the request cancels the upstream call;
+- list changes reach its `subscriptions/listen` streams and handshake-era connections alike;
+- resources, prompts, completion and logging: `gateway/features.py`, over the `Catalog`.
 """
 
 from __future__ import annotations
@@ -87,9 +83,8 @@ GATEWAY_TOOLS = frozenset({FIND_TOOL, CALL_TOOL, LOAD_TOOLS})
 
 class GatewayServer(Server[Any]):
     """The SDK's lowlevel `Server`, advertising `listChanged: true` (tools, prompts,
-    resources) however it is run:
-    `Server.run` (the relay) passes our options, but the streamable-HTTP manager builds them
-    with no `NotificationOptions` (listChanged false) unless this default says otherwise."""
+    resources) however it is run: the streamable-HTTP manager builds its options with no
+    `NotificationOptions` (listChanged false) unless this default says otherwise."""
 
     def create_initialization_options(self, notification_options: NotificationOptions | None = None,
                                       experimental_capabilities: dict[str, dict[str, Any]] | None = None,
@@ -127,15 +122,12 @@ async def before_initialize(ctx: Any, call_next: Any) -> Any:
 
 def failures_in_one_line(scrub: Callable[[str], str]) -> Callable[[Any, Any], Awaitable[Any]]:
     """Server middleware: a handler's failure that is not an MCP error becomes one (-32603, one
-    scrubbed line: `METHOD failed: WHY`). The SDK answers any other exception with JSON-RPC
-    error code 0, which JSON-RPC 2.0 does not define (section 5.1), and its text: "unhandled
-    errors in a TaskGroup (1 sub-exception)". Its traceback goes to the daemon log only with
-    MONAD_DEBUG. A pydantic ValidationError passes: the SDK's own answer to bad params (-32602).
-
-    A server's own error with code 0 (an SDK server's answer to its handler's exception, on
-    resources/read, prompts/get, completion/complete or a listing routed to it) is answered
-    -32603 as well, its scrubbed message ending `(MCP error 0)`, as a tool call's failure names
-    the server's code; every other code passes as the server gave it."""
+    scrubbed line: `METHOD failed: WHY`; its traceback in the daemon log only with MONAD_DEBUG),
+    where the SDK answers error code 0, which JSON-RPC 2.0 does not define (section 5.1), and
+    "unhandled errors in a TaskGroup (1 sub-exception)". A pydantic ValidationError passes:
+    the SDK's own answer to bad params (-32602). A server's own error with code 0 (an SDK
+    server's answer to its handler's exception) is answered -32603 too, its scrubbed message
+    ending `(MCP error 0)`; every other code passes as the server gave it."""
     from pydantic import ValidationError
 
     async def middleware(ctx: Any, call_next: Any) -> Any:
@@ -159,10 +151,9 @@ def failures_in_one_line(scrub: Callable[[str], str]) -> Callable[[Any, Any], Aw
 @dataclass(frozen=True)
 class GatewayWrappers:
     """What cuts across every gateway request, installed by the supervisor (telemetry, when
-    it is on; nothing otherwise): `lane(handle)` wraps the stdio direct lane's tools/call
-    handler; `middleware(sdk_default, transport)` is the SDK server path's middleware list,
-    given the SDK's default one (`transport`: `pipe` or `tcp`); `session_ended(transport,
-    seconds)` hears each gateway session's end."""
+    on): `lane(handle)` wraps the direct lane's tools/call handler; `middleware(sdk_default,
+    transport)` is the SDK path's middleware list (`transport`: `pipe` or `tcp`);
+    `session_ended(transport, seconds)` hears each session's end."""
 
     lane: Callable[[LaneHandler], LaneHandler] = lambda handle: handle
     middleware: Callable[[list[Any], str], list[Any]] = lambda sdk_default, transport: []
@@ -200,46 +191,33 @@ def _text_result(text: str, *, error: bool) -> dict[str, Any]:
 
 class GatewaySession:
     """One gateway client: its view, its loads, its `Server` and its list-changed delivery.
+    Every call goes through `ToolService.call`; it reads no definition file or secret, and
+    answers only the meta-tools itself. `scrub` redacts every error text it returns."""
 
-    Owns no MCP client session and decides no approval: every call goes through
-    `ToolService.call`. Never reads a definition file or a secret, and answers nothing
-    itself except the `load_tools` meta-tool. `scrub` redacts every error text it returns.
-    """
-
-    def __init__(self, tools: ToolService, view: GatewayView, *, scrub: Callable[[str], str],
-                 catalog: Catalog | None = None, subscriptions: Subscriptions | None = None,
-                 on_level: Callable[[], Any] | None = None, spawn: Callable[..., None] | None = None,
-                 transport: str = "pipe", search: ToolSearch | None = None,
-                 wrappers: GatewayWrappers | None = None) -> None:
+    def __init__(self, tools: ToolService, view: GatewayView, *, scrub: Callable[[str], str], catalog: Catalog,
+                 subscriptions: Subscriptions, on_level: Callable[[], Any], spawn: Callable[..., None],
+                 search: ToolSearch, wrappers: GatewayWrappers, transport: str = "pipe") -> None:
         self.tools = tools
-        self.wrappers = wrappers = wrappers or GatewayWrappers()
+        self.wrappers = wrappers
         self.rounds = Rounds(spawn, answer_timeout=view.approval_timeout)
         self.view = view
         self.scrub = scrub
         self.environ = view.environ
         self.loaded = LoadedTools()
-        # Tool search (gateway/search.py): the index is the gateway's; what find_tool
-        # returned joins the list of the agent that found it. The result budget keeps whole
-        # results here.
-        self.search = search or ToolSearch(tools)
+        self.search = search  # the gateway's tool index (gateway/search.py)
         self.found = FoundTools()
         self.transport = transport
-        self.results = ResultStore() if view.max_result_tokens else None
+        self.results = ResultStore() if view.max_result_tokens else None  # the result budget's whole results
         self.bus = InMemorySubscriptionBus()
         self.listen = ListenHandler(self.bus)
         # Its handshake-era connections (features.py `connection_of`), for their notifications.
         self.legacy_connections: weakref.WeakSet[Any] = weakref.WeakSet()
-        self.catalog = catalog or Catalog(tools.servers, tools.journal, scrub=scrub)
-
-        async def no_level() -> None:
-            return None
-
+        self.catalog = catalog
         self.single = view.single
-        self.subscriptions = subscriptions or Subscriptions(self.catalog, spawn=spawn)
-        self.features = SessionFeatures(self.catalog, self.subscriptions, allowed=self.allowed, single=self.single,
+        self.subscriptions = subscriptions
+        self.features = SessionFeatures(catalog, subscriptions, allowed=self.allowed, single=self.single,
                                         bus=self.bus, listen=self.listen, connections=self.legacy_connections,
-                                        on_level=on_level or no_level, questions=self.questions,
-                                        rounds=self.in_rounds)
+                                        on_level=on_level, questions=self.questions, rounds=self.in_rounds)
         f = self.features
         # logging/setLevel is deprecated at 2026-07-28 (SEP-2577), the SDK warns of it; the
         # handshake-era agents that use it are what it is here for.
@@ -272,20 +250,18 @@ class GatewaySession:
                 "website_url": info.get("website_url"),
                 "instructions": f"monad: {failed}" if failed else actor.instructions}
 
-    def questions(self, ctx: Any, protocol_version: str, *, server: str | None = None,
-                  what: str | None = None, lane: DirectCalls | None = None, round: Round | None = None,
-                  capabilities: Any = None, log: RequestLog | None = None) -> AgentQuestions:
-        """The handler of a server's questions during this agent request (`ctx`, a
-        direct-lane call's `lane`, or a 2026-07-28 call's `round` with the request's
-        `capabilities`; gateway/questions.py) about `what` (a tool, prompt or URI) of `server`.
-        A 2026-07-28 request's `capabilities` default to its envelope's: they are also what
-        the upstream request made for it carries (sessions/stamp.py). `log`: the request asked
-        for log messages (features.py `request_log`): its servers' messages go to it."""
+    def questions(self, ctx: Any, protocol_version: str, *, what: str | None = None, lane: DirectCalls | None = None,
+                  round: Round | None = None, capabilities: Any = None,
+                  log: RequestLog | None = None) -> AgentQuestions:
+        """The handler of a server's questions during this agent request (`ctx`, a direct-lane
+        call's `lane`, or a 2026-07-28 call's `round`; gateway/questions.py) about `what` (a
+        tool, prompt or URI). A 2026-07-28 request's `capabilities` default to its envelope's,
+        which its upstream request carries (sessions/stamp.py). `log`: the request's
+        `RequestLog`, which gets its servers' messages."""
         if capabilities is None and ctx is not None and protocol_version in MODERN_PROTOCOL_VERSIONS:
             capabilities = _envelope_capabilities((ctx.params or {}).get("_meta")) or {}
-        inputs = AgentQuestions(ctx, self.tools.journal, protocol_version=protocol_version, server=server,
-                                what=what, lane=lane, round=round, capabilities=capabilities, log=log,
-                                timeout=self.view.approval_timeout)
+        inputs = AgentQuestions(ctx, self.tools.journal, protocol_version=protocol_version, what=what, lane=lane,
+                                round=round, capabilities=capabilities, log=log, timeout=self.view.approval_timeout)
         if log is not None:
             log.about.append(inputs)
         if round is not None:
@@ -293,32 +269,32 @@ class GatewaySession:
         return inputs
 
     async def call_in_rounds(self, name: str, arguments: dict[str, Any] | None, protocol_version: str, *,
-                             capabilities: Any, request_state: str | None = None,
+                             capabilities: Any, meta: dict[str, Any], request_state: str | None = None,
                              input_responses: dict[str, Any] | None = None,
-                             progress: ProgressFn | None = None, log: RequestLog | None = None,
-                             meta: dict[str, Any] | None = None) -> dict[str, Any]:
+                             progress: ProgressFn | None = None, log: RequestLog | None = None) -> dict[str, Any]:
         """A 2026-07-28 tools/call whose server may ask the agent something
         (gateway/rounds.py): the result, or an `InputRequiredResult` (wire shape) carrying the
         server's question; a call with `request_state` answers one and goes on. Cancelling
         it while it waits cancels the call."""
-        def run(r: Round) -> Any:
-            inputs = self.questions(None, protocol_version, what=name, round=r, capabilities=capabilities, log=log)
+        def go(inputs: AgentQuestions) -> Any:
             return self.call(name, arguments, protocol_version, progress=progress, inputs=inputs, meta=meta)
 
-        answer: dict[str, Any] = await self._next_round(request_state, input_responses, "tools/call", log, run)
-        return answer
+        return await self._next_round(protocol_version, name, capabilities, request_state, input_responses,
+                                      "tools/call", log, go)
 
-    async def _next_round(self, request_state: str | None, responses: dict[str, Any] | None, method: str,
-                          log: RequestLog | None, run: Callable[[Round], Any]) -> Any:
+    async def _next_round(self, version: str, what: str, capabilities: Any, request_state: str | None,
+                          responses: dict[str, Any] | None, method: str, log: RequestLog | None,
+                          go: Callable[[AgentQuestions], Any]) -> Any:
         """The next answer of the call `request_state` names (`responses` handed to its
-        questions), or of a new one running `run(round)`. Cancelling it while it waits
-        cancels the call."""
+        questions), or of a new one running `go(inputs)`, its questions asked in rounds.
+        Cancelling it while it waits cancels the call."""
         if request_state is not None:
             r = self.rounds.resume(request_state, responses, method)
             if log is not None:
                 log.about += r.about
         else:
-            r = self.rounds.start(run, method)
+            r = self.rounds.start(lambda r: go(self.questions(None, version, what=what, round=r,
+                                                              capabilities=capabilities, log=log)), method)
         try:
             return self.rounds.done(r, await r.next())
         except anyio.get_cancelled_exc_class():
@@ -326,29 +302,21 @@ class GatewaySession:
             raise
 
     async def in_rounds(self, request: AgentRequest, what: str, ask: Callable[[Caller], Any]) -> Any:
-        """A 2026-07-28 `resources/read` or `prompts/get` (`request`, from either entry) whose
-        server may ask the agent something, run as tools/call's rounds (gateway/rounds.py):
-        `ask(caller)` is the upstream request, its questions going to `caller.inputs`. Returns its
-        result or an `InputRequiredResult`; None when the request is not one for rounds (a
-        handshake-era agent, or one that can answer nothing and sent no `requestState`): run
-        it plainly."""
-        if not request.modern or self.rounds.spawn is None:
+        """A 2026-07-28 `resources/read` or `prompts/get` run in rounds, as tools/call
+        (gateway/rounds.py): `ask(caller)` is the upstream request, its questions going to
+        `caller.inputs`. Returns its result or an `InputRequiredResult`; None when the request
+        is not for rounds (handshake era, or it can answer nothing and sent no `requestState`)."""
+        if not request.modern:
             return None
         capabilities = _envelope_capabilities(request.meta)
         if request.request_state is None and not _answers(capabilities):
             return None
-        def run(r: Round) -> Any:
-            return ask(asking(self.questions(None, request.protocol_version, what=what, round=r,
-                                             capabilities=capabilities, log=request.log), request.meta))
-
-        answer = await self._next_round(request.request_state, request.input_responses, request.method,
-                                        request.log, run)
+        answer = await self._next_round(request.protocol_version, what, capabilities, request.request_state,
+                                        request.input_responses, request.method, request.log,
+                                        lambda inputs: ask(asking(inputs, request.meta)))
         if isinstance(answer, dict) and answer.get("resultType") == "input_required":
             return types.InputRequiredResult.model_validate(answer)
         return answer
-
-    def init_options(self) -> Any:
-        return self.server.create_initialization_options()
 
     async def _warm_index(self) -> None:
         await self.search.built(self.view.include_tools, self.view.exclude_tools)
@@ -361,9 +329,8 @@ class GatewaySession:
                                 environ=self.environ, server_filter=self.view.server_filter)
 
     def _policy(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
-        """The policy's inputs from `ToolService.listing()` rows. The service already decided
-        which tools are deferred (server flag or tools.toml glob); exposed names are
-        `[A-Za-z0-9_-]` only, so each deferred name is an exact-match glob."""
+        """The policy's inputs from `ToolService.listing()` rows, whose `deferred` the service
+        decided: exposed names are `[A-Za-z0-9_-]` only, so each is an exact-match glob."""
         by_server: dict[str, list[str]] = {}
         conditions: dict[str, str | None] = {}
         for row in rows:
@@ -389,14 +356,11 @@ class GatewaySession:
             key = self._finder(ctx)
             found = self.found.of(key, (t["name"] for t in listed)) if key is not None else set()
             listed = [find_tool_tool(), call_tool_tool(), *(t for t in listed if t["name"] in found)]
-            if self.rounds.spawn is not None:  # the index built (if it must be) before the first find_tool
-                self.rounds.spawn(self._warm_index)
+            self.rounds.spawn(self._warm_index)  # the index built (if it must be) before the first find_tool
         if self.single is not None:  # a per-server entry: the server's own names
             own = {row["name"]: row["tool"] for row in rows}
             listed = [{**t, "name": own.get(t["name"], t["name"])} for t in listed]
-        available = {s: names for s, names in by_server.items()
-                     if server_available(s, conditions=policy["conditions"], facts=self.view.facts,
-                                         environ=self.environ, server_filter=self.view.server_filter)}
+        available = {s: names for s, names in by_server.items() if self.allowed(s)}
         if offers_load_tools(available, deferred_servers=(), deferred_globs=policy["deferred_globs"]):
             listed.append(load_tools_tool(available, deferred_servers=(), deferred_globs=policy["deferred_globs"]))
         listed, next_cursor = page("tools/list", listed, params.cursor if params is not None else None)
@@ -411,28 +375,16 @@ class GatewaySession:
 
     def _finder(self, ctx: Any) -> Any:
         """Whose found tools a request's are (`FoundTools` key): on stdio the session's (one
-        relay connection, one agent), on HTTP the agent's own handshake-era connection (one
-        MCP session); None for a 2026-07-28 request over HTTP, which belongs to no session:
-        what it finds is called by name or through call_tool, and joins no list."""
+        agent), on HTTP the agent's handshake-era connection; None for a 2026-07-28 request
+        over HTTP, which belongs to no session: what it finds joins no list."""
         if self.transport == "pipe":
             return self
         return connection_of(ctx) if ctx is not None else None
 
-    async def _found_changed(self, key: Any) -> None:
-        """The agent `key` found tools its list did not show: tell that agent only."""
-        if key is self:
-            await self.notify_changed()
-            return
-        try:
-            await key.send_tool_list_changed()
-        except Exception:  # noqa: BLE001 - a gone agent: its found tools go with its connection
-            log.debug("gateway client gone before its list change")
-
     async def _find_tool(self, arguments: dict[str, Any], ctx: Any = None) -> dict[str, Any]:
         """The `find_tool` meta-tool: the best of the tools this view's plain tools/list would
-        show (never a disabled, filtered, hidden or unloaded deferred one); they join the list
-        of the agent that asked (`_finder`; `notifications/tools/list_changed` to it when any
-        is new)."""
+        show; they join the list of the agent that asked (`_finder`), told by
+        `notifications/tools/list_changed` when any is new."""
         try:
             query, limit = query_arguments(arguments)
         except ValueError as e:
@@ -452,8 +404,13 @@ class GatewaySession:
         # The hits are the servers' listed tools, which the scrubber masked as they arrived
         # (daemon/scrubber.py, the one choke point): nothing to scrub again here.
         structured = {"tools": hits}
-        if changed:
-            await self._found_changed(key)
+        if changed and key is self:  # tell the agent that found them only
+            await self.notify_changed()
+        elif changed:
+            try:
+                await key.send_tool_list_changed()
+            except Exception:  # noqa: BLE001 - a gone agent: its found tools go with its connection
+                log.debug("gateway client gone before its list change")
         return {"content": [{"type": "text", "text": json.dumps(structured, ensure_ascii=False)}],
                 "structuredContent": structured, "isError": False}
 
@@ -502,9 +459,9 @@ class GatewaySession:
     async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams, log: RequestLog | None) -> Any:
         self.features.remember(ctx)
         self.sdk_calls += 1
-        progress: ProgressFn | None = None
-        raw_meta = (ctx.params or {}).get("_meta")
-        if isinstance(raw_meta, dict) and raw_meta.get("progressToken") is not None:
+        request = AgentRequest.of(ctx, params, log)
+        raw_meta, progress = request.meta, None
+        if raw_meta is not None and raw_meta.get("progressToken") is not None:
             session = ctx.session
 
             async def forward(progress: float, total: float | None, message: str | None) -> None:
@@ -514,13 +471,11 @@ class GatewaySession:
                     await session.report_progress(progress, total, message)  # scrubbed as it arrived
 
             progress = forward
-        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and self.rounds.spawn is not None and (
-                params.request_state is not None or _answers(_envelope_capabilities(raw_meta))):
-            responses = {k: v.model_dump(by_alias=True, mode="json", exclude_none=True)
-                         for k, v in (params.input_responses or {}).items()}
+        if request.modern and (params.request_state is not None or _answers(_envelope_capabilities(raw_meta))):
             answer = await self.call_in_rounds(params.name, params.arguments, ctx.protocol_version,
                                                capabilities=_envelope_capabilities(raw_meta),
-                                               request_state=params.request_state, input_responses=responses,
+                                               request_state=params.request_state,
+                                               input_responses=request.input_responses,
                                                progress=progress, log=log, meta=agent_meta(raw_meta))
             if answer.get("resultType") == "input_required":
                 return types.InputRequiredResult.model_validate(answer)
@@ -531,15 +486,12 @@ class GatewaySession:
                                meta=agent_meta(raw_meta))
 
     async def call(self, name: str, arguments: dict[str, Any] | None, protocol_version: str, *,
-                   progress: ProgressFn | None = None, inputs: AgentQuestions | None = None,
-                   meta: dict[str, Any] | None = None) -> dict[str, Any]:
+                   inputs: AgentQuestions, meta: dict[str, Any], progress: ProgressFn | None = None) -> dict[str, Any]:
         """One tools/call of this view at `protocol_version` (the client's): the result as a
         dict in that era's vocabulary. Raises MCPError(-32602) for an unknown tool; every
         other failure is a tool error result (`isError: true`). The server's questions go to
-        `inputs` (none: a direct-lane call, whose agent can answer none); `meta`: the agent's
-        own `_meta` keys, which the server is sent (gateway/meta.py)."""
-        inputs = inputs or self.questions(None, protocol_version, what=name)
-        result = await self._call(name, arguments, progress, inputs, meta or {})
+        `inputs`; `meta`: the agent's own `_meta` keys, which the server is sent (gateway/meta.py)."""
+        result = await self._call(name, arguments, progress, inputs, meta)
         # `resultType` is 2026-07-28 vocabulary (required there, unknown before); the upstream
         # server's era need not be the client's.
         if protocol_version in MODERN_PROTOCOL_VERSIONS:
@@ -585,45 +537,39 @@ class GatewaySession:
         if refused:
             self.tools.refuse(name, arguments, via="gateway", reason=refused)
             return _text_result(refused, error=True)
-        approval = {"mode": "wait", "timeout": self.view.approval_timeout}
         try:
             # The service refuses a hidden tool (with this view's globs), naming the rule.
             call = ToolCall(
-                name, arguments, via="gateway", approval=approval, progress=progress, inputs=inputs,
-                waiting=self._waiting(progress, inputs),
+                name, arguments, via="gateway", approval={"mode": "wait", "timeout": self.view.approval_timeout},
+                progress=progress, inputs=inputs, waiting=self._waiting(progress, inputs),
                 capabilities=inputs.client_capabilities(), write_behind=True, include=self.view.include_tools,
                 exclude=self.view.exclude_tools, meta=dict(meta))
             data = await self.tools.call(call)
         except NotFound as e:  # no such tool: a protocol error (MCP spec, server/tools "Error Handling")
             raise MCPError(code=types.INVALID_PARAMS, message=self.scrub(e.message)) from None
-        except ToolCallFailed as e:
-            if e.rpc_error is None:
-                return _text_result(self.scrub(e.message), error=True)
-            # The server needs a capability this agent did not declare (its own are what the
-            # server saw: sessions/stamp.py): the agent gets the server's -32021 as it is.
-            raise MCPError(e.rpc_error["code"], e.rpc_error.get("message", ""), e.rpc_error.get("data")) from None
         except MonadError as e:
+            if isinstance(e, ToolCallFailed) and e.rpc_error is not None:
+                # The server needs a capability this agent did not declare (its own are what the
+                # server saw: sessions/stamp.py): the agent gets the server's -32021 as it is.
+                raise MCPError(e.rpc_error["code"], e.rpc_error.get("message", ""), e.rpc_error.get("data")) from None
             # Refusals, invalid arguments and upstream failures are tool errors the model can read.
             return _text_result(self.scrub(e.message), error=True)
         # No stored secret is in it: the server's answer passed the supervisor's scrubber as it
         # arrived (daemon/scrubber.py; docs/atoms.md "Secrets").
         result = {k: v for k, v in data.items() if k not in _OUR_KEYS}
-        meta = result.pop("_meta", None)
+        meta = {k: v for k, v in (result.pop("_meta", None) or {}).items() if k != types.SERVER_INFO_META_KEY}
         if meta:  # the upstream server's own identity is not ours to pass on
-            meta = {k: v for k, v in meta.items() if k != types.SERVER_INFO_META_KEY}
-            if meta:
-                result["_meta"] = meta
+            result["_meta"] = meta
         if self.results is not None:  # the result budget (gateway/budget.py); a typed result's structure stays whole
             result = cut(result, self.view.max_result_tokens, self.results,
                          typed=call.tool is not None and call.tool.output_schema is not None)
         return result
 
     def _waiting(self, progress: ProgressFn | None, inputs: AgentQuestions) -> Callable[[str], Awaitable[None]]:
-        """How a call of this agent says it waits for a person (docs/gateway.md "A call that
-        waits for approval"): a notifications/progress under the agent's token when it sent one
-        (progress 0, the line as its message), else a `warning` log message on the request's
-        channel, at the level the agent asked for or none (at 2026-07-28: only when the request's
-        `_meta` asked for log messages, as that era allows no other)."""
+        """How a call says it waits for a person (docs/gateway.md "A call that waits for
+        approval"): notifications/progress under the agent's token (progress 0, the line as
+        its message), else a `warning` log message on the request's channel if the agent's
+        level lets it (at 2026-07-28 only when the request's `_meta` asked for log messages)."""
         async def tell(line: str) -> None:
             line = self.scrub(line)
             if progress is not None:
@@ -644,7 +590,7 @@ class GatewaySession:
         rounds for a 2026-07-28 agent that can answer them."""
         modern = call.version in MODERN_PROTOCOL_VERSIONS
         capabilities = _envelope_capabilities(call.meta)
-        if modern and self.rounds.spawn is not None and _answers(capabilities):
+        if modern and _answers(capabilities):
             return await self.call_in_rounds(call.name, call.arguments, call.version, capabilities=capabilities,
                                              meta=call.passed)
         return await self.call(call.name, call.arguments, call.version, meta=call.passed, inputs=self.questions(

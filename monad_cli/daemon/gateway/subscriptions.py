@@ -6,10 +6,9 @@ One `Subscriptions` per supervisor (`Gateway.subscriptions`), beside the `Catalo
 - however many agents subscribe to a URI (a handshake-era `resources/subscribe`, a
   2026-07-28 `subscriptions/listen` naming it), the server gets one subscription, ended
   when the last subscriber leaves and made again after its session is renewed;
-- upstream that is `resources/subscribe`/`unsubscribe` up to 2025-11-25; at 2026-07-28 a
-  `subscriptions/listen` stream held open by a task of the gateway (the SDK tees its events
-  to the actor's message handler, which hands them to the gateway); a 2026-07-28 server that
-  announces resource or prompt list changes gets one such stream for them per session;
+- upstream: `resources/subscribe`/`unsubscribe` up to 2025-11-25; at 2026-07-28 a
+  `subscriptions/listen` stream held open by a gateway task (the SDK tees its events to the
+  actor, which hands them to the gateway), and one per session for a server's list changes;
 - each `notifications/resources/updated` goes to every subscriber's delivery once;
 - an on-demand server (docs/supervisor.md "On demand") is started by the first subscription
   to one of its resources and held up (`actor.demand.hold`) while any agent is subscribed;
@@ -19,7 +18,6 @@ One `Subscriptions` per supervisor (`Gateway.subscriptions`), beside the `Catalo
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,11 +26,10 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from monad_cli.daemon.gateway.catalog import Allowed, Catalog, Deliver, quiet_deprecated
+from monad_cli.daemon.gateway.catalog import Allowed, Catalog, Deliver, Spawn, quiet_deprecated
 
 log = logging.getLogger("monad.gateway")
 LISTEN_ACK_S = 10.0
-Spawn = Callable[..., None]
 
 
 @dataclass
@@ -53,10 +50,9 @@ class _Held:
 
 class Subscriptions:
     """Who wants which resource's updates, and the upstream subscriptions that serve them
-    (see the module docstring). `spawn` runs a task for the gateway's life (None: no
-    2026-07-28 listen streams)."""
+    (see the module docstring). `spawn` runs a task for the gateway's life."""
 
-    def __init__(self, catalog: Catalog, *, spawn: Spawn | None = None) -> None:
+    def __init__(self, catalog: Catalog, *, spawn: Spawn) -> None:
         self.catalog = catalog
         self.scrub = catalog.scrub
         self.servers = catalog.servers
@@ -105,7 +101,7 @@ class Subscriptions:
         acknowledged (or failed: `error`)."""
         held = _Held()
         client = actor.client
-        if self.spawn is None or client is None:
+        if client is None:
             held.error = "no task to hold the stream in"
             return held
 

@@ -1,24 +1,22 @@
 """JSON-RPC lines over one relay connection: the byte stream ↔ the SDK server's streams.
 
-The relay (`monad mcp serve`) passes its client's stdin and stdout through unparsed, so
-this is where the gateway's stdio framing lives (MCP spec, basic/transports "stdio":
-newline-delimited JSON-RPC messages). Each line is offered to the connection's direct lane
-first (`gateway/direct.py`, which takes plain tools/calls); any other is parsed once, into
-the SDK's `SessionMessage`; each outgoing message is written as one line. The reader and
-writer are the SDK server's streams themselves (its `ReadStream`/`WriteStream` protocols),
-so none of our tasks or memory streams sits between the socket and the SDK.
+The relay (`monad mcp serve`) passes its client's stdio through unparsed, so the gateway's
+stdio framing lives here (MCP spec, basic/transports "stdio": newline-delimited JSON-RPC).
+Each line is offered to the connection's direct lane first (`gateway/direct.py`); any other
+is parsed once, into the SDK's `SessionMessage`; each outgoing message is one line. The
+reader and writer are the SDK server's streams themselves (`ReadStream`/`WriteStream`): no
+task or memory stream of ours sits between the socket and the SDK.
 
-A line that is not JSON is answered `-32700 Parse error`, and JSON that is not a JSON-RPC
-message (an array, a number, an object without `jsonrpc: "2.0"`) `-32600 Invalid Request`,
-with `id: null` unless the object carries a usable id (JSON-RPC 2.0 §5 and §5.1), and so is
-a request whose id is not a string or an integer (`1.5`, `null`, `true`: the SDK's model
-would read it as a notification and answer nothing). None of these ends the session. A line
-over `max_line` bytes is answered `-32600` (under its id, found at either end of the line) and
-skipped. A request under an id still in flight on this connection, on either path (the SDK's
-`unanswered`, the lane's `holds`), is answered `-32600` under that id and never run (MCP
-basic: a request id must not be reused within the session); the first request is left alone.
-At the end of the client's input,
-what it asked has `EOF_GRACE_S` to be answered before the SDK cancels the rest.
+Not JSON is answered `-32700 Parse error`; JSON that is not a JSON-RPC message (an array, a
+number, no `jsonrpc: "2.0"`) `-32600 Invalid Request`, `id: null` unless it carries a usable
+id (JSON-RPC 2.0 §5, §5.1), and so is a request whose id is not a string or an integer
+(`1.5`, `null`, `true`: the SDK's model would take it for a notification). None ends the
+session. A line over `max_line` bytes is answered `-32600` (under its id, found at either
+end) and skipped. A request under an id still in flight on either path (the SDK's
+`unanswered`, the lane's `holds`) is answered `-32600` under that id and never run (MCP
+basic: a request id must not be reused within the session); the first goes on. At the end
+of the client's input, what it asked has `EOF_GRACE_S` to be answered before the SDK
+cancels the rest.
 """
 
 from __future__ import annotations
@@ -89,10 +87,9 @@ def spellings(request_id: object) -> set[int | str]:
         return set()
     if isinstance(request_id, int):
         return {request_id, str(request_id)}
-    try:
+    with contextlib.suppress(ValueError):
         return {request_id, int(request_id)}
-    except ValueError:
-        return {request_id}
+    return {request_id}
 
 
 def in_flight_line(request_id: int | str) -> bytes:
@@ -112,15 +109,11 @@ def _has_id(line: bytes) -> bool:
 
 
 class PipeStream:
-    """A byte stream over two pipe fds handed over by a relay (its stdin and stdout, the MCP
-    client's pipes, or the socketpair some clients use instead): `receive` reads the one,
-    `send` writes the other. Closing is the owner's (`close`).
-
-    The read side is the event loop's own pipe transport (`loop.connect_read_pipe`, read
-    in C under uvloop), registered once for the connection's life: waiting for each line
-    with `wait_readable` registered and removed the fd with the loop every time, seven
-    system calls per request. Writes go straight to the fd and wait only when the pipe is
-    full."""
+    """A byte stream over two pipe fds a relay handed over (the MCP client's stdin and
+    stdout, or a socketpair): `receive` reads one, `send` writes the other; `close` is the
+    owner's. Reads are the event loop's pipe transport (`loop.connect_read_pipe`, C under
+    uvloop), registered once (`wait_readable` per line cost seven system calls a request);
+    writes go straight to the fd and wait only when the pipe is full."""
 
     def __init__(self, read_fd: int, write_fd: int) -> None:
         self.read_fd, self.write_fd = read_fd, write_fd
@@ -165,10 +158,9 @@ class PipeStream:
             view = view[n:]
 
     async def _writable(self) -> None:
-        """Until the pipe takes more. The event loop's own writer callback, not
-        `anyio.wait_writable`: a 1 MB answer waits ~16 times for a client reading 64 KiB at a
-        time, and anyio's wait costs a cancel scope and its bookkeeping each time. Cancelling
-        the task cancels the wait (anyio cancels the awaited future)."""
+        """Until the pipe takes more: the loop's writer callback, not `anyio.wait_writable`
+        (a 1 MB answer waits ~16 times, each a cancel scope's bookkeeping there). Cancelling
+        the task cancels the wait."""
         loop = asyncio.get_running_loop()
         ready: asyncio.Future[None] = loop.create_future()
 
@@ -197,9 +189,8 @@ class PipeStream:
 
 class LineWriter(anyio.abc.ObjectSendStream[SessionMessage]):
     """The SDK server's write stream, straight onto the connection: each message one line,
-    written by the task that sends it (no relay task in between). Our own rejections take
-    the same lock, so lines never interleave. A connection gone raises BrokenResourceError,
-    which the SDK treats as the end of the session."""
+    written by the task that sends it, under one lock with our rejections (lines never
+    interleave). A connection gone raises BrokenResourceError: the session's end to the SDK."""
 
     def __init__(self, stream: anyio.abc.ByteSendStream | PipeStream) -> None:
         self.stream = stream
@@ -208,7 +199,7 @@ class LineWriter(anyio.abc.ObjectSendStream[SessionMessage]):
         # writes its whole line and hears of it at its next wait.
         self.lock = asyncio.Lock()
         self.closed = False
-        self.on_send: Callable[[Any], None] | None = None  # sees each SDK message on its way out
+        self.on_send: Callable[[Any], None] = lambda message: None  # sees each SDK message on its way out
         # Ids of the requests handed to the SDK, until answered, as sent (7 and "7" are two ids).
         self.unanswered: set[int | str] = set()
         self.waiting_bytes = 0  # bytes of the writes under way (they wait when the client's pipe is full)
@@ -257,8 +248,7 @@ class LineWriter(anyio.abc.ObjectSendStream[SessionMessage]):
     async def send(self, item: SessionMessage) -> None:
         if isinstance(item.message, JSONRPCResponse | JSONRPCError) and item.message.id is not None:
             self.unanswered.discard(item.message.id)
-        if self.on_send is not None:
-            self.on_send(item.message)
+        self.on_send(item.message)
         await self.send_raw(item.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n")
 
     async def aclose(self) -> None:
@@ -266,15 +256,13 @@ class LineWriter(anyio.abc.ObjectSendStream[SessionMessage]):
 
 
 class MessageReader(anyio.abc.ObjectReceiveStream[SessionMessage]):
-    """The SDK server's read stream, straight off the connection: one parsed
-    `SessionMessage` per line; lines that are not JSON-RPC messages are answered here
-    (`rejection`) and never reach the SDK, nor do the lines `take(line)` claims (True:
-    taken; `gateway/direct.py`). Ends (StopAsyncIteration) when the client closes its
-    side."""
+    """The SDK server's read stream, straight off the connection: one `SessionMessage` per
+    line; a line that is no JSON-RPC message is answered here (`rejection`), and one
+    `take(line)` claims (`gateway/direct.py`) goes no further. Ends (StopAsyncIteration) when
+    the client closes its side."""
 
-    def __init__(self, lines: LineReader, writer: LineWriter, max_line: int, *,
-                 take: Callable[[bytes], bool] | None = None, busy: Callable[[], bool] | None = None,
-                 holds: Callable[[int | str], bool] | None = None) -> None:
+    def __init__(self, lines: LineReader, writer: LineWriter, max_line: int, *, take: Callable[[bytes], bool],
+                 busy: Callable[[], bool], holds: Callable[[int | str], bool]) -> None:
         self.lines = lines
         self.writer = writer
         self.max_line = max_line
@@ -298,7 +286,7 @@ class MessageReader(anyio.abc.ObjectReceiveStream[SessionMessage]):
             if isinstance(line, Oversize):  # answered under its id, so the agent's request ends
                 answer = error_line(INVALID_REQUEST, f"Invalid Request: a message over {self.max_line} bytes",
                                     find_message_id(line.head, line.tail))
-            elif not line.strip() or (self.take is not None and self.take(line)):
+            elif not line.strip() or self.take(line):
                 continue
             else:
                 try:
@@ -307,8 +295,7 @@ class MessageReader(anyio.abc.ObjectReceiveStream[SessionMessage]):
                     answer = rejection(line)
                 else:
                     if isinstance(message, JSONRPCRequest) and (
-                            message.id in self.writer.unanswered
-                            or (self.holds is not None and self.holds(message.id))):
+                            message.id in self.writer.unanswered or self.holds(message.id)):
                         # The SDK would run it and answer both under one id (its dispatcher
                         # overwrites the first's entry), leaving the agent unable to tell them apart.
                         answer = in_flight_line(message.id)
@@ -326,12 +313,11 @@ class MessageReader(anyio.abc.ObjectReceiveStream[SessionMessage]):
 
     async def _settle(self) -> None:
         """The client's end of input: what it asked gets up to `EOF_GRACE_S` to be answered
-        before the SDK hears of the end (and cancels the rest, answering them `Connection
-        closed`). A request and the end of input often come in one read: without this, the
-        SDK cancelled the handler before it ever ran, and nothing was answered
+        before the SDK hears of it (and answers the rest `Connection closed`). A request and
+        the end often come in one read, and the SDK cancelled the handler before it ran
         (`echo '{... "ping"}' | monad mcp serve`)."""
         with anyio.move_on_after(EOF_GRACE_S):
-            while self.writer.unanswered or (self.busy is not None and self.busy()):
+            while self.writer.unanswered or self.busy():
                 await anyio.sleep(SETTLE_POLL_S)
 
     async def aclose(self) -> None:
@@ -339,26 +325,21 @@ class MessageReader(anyio.abc.ObjectReceiveStream[SessionMessage]):
 
 
 async def serve_lines(stream: anyio.abc.ByteStream | PipeStream, serve: Serve, *, buffered: bytes = b"",
-                      max_line: int = MAX_LINE_BYTES, lane: Lane | None = None) -> None:
+                      max_line: int = MAX_LINE_BYTES, lane: Lane) -> None:
     """Run `serve(read, write)` (the SDK server loop) over `stream` until the client closes
-    its side. The end of the stream ends the read side, which makes the SDK cancel every
-    request still in flight (and so their upstream calls). `lane(writer)` builds the
-    connection's direct lane (`gateway/direct.py`): its `take` sees every line first, its
-    `sent` every SDK message going out, and its calls are cancelled at the end (`close`)."""
+    its side, which makes the SDK cancel every request in flight (and their upstream calls).
+    `lane(writer)` builds the connection's direct lane (`gateway/direct.py`): its `take` sees
+    every line first, its `sent` every SDK message out; its calls are cancelled at the end."""
     writer = LineWriter(stream)
     async with anyio.create_task_group():  # a failure leaves as a task group's, as it always has
-        take = None
-        if lane is not None:
-            direct = lane(writer)
-            take, writer.on_send = direct.take, direct.sent
-        reader = MessageReader(LineReader(stream, max_line, buffered=buffered), writer, max_line, take=take,
-                               busy=(lambda: bool(direct.in_flight)) if lane is not None else None,
-                               holds=direct.ids.__contains__ if lane is not None else None)
+        direct = lane(writer)
+        writer.on_send = direct.sent
+        reader = MessageReader(LineReader(stream, max_line, buffered=buffered), writer, max_line, take=direct.take,
+                               busy=lambda: bool(direct.in_flight), holds=direct.ids.__contains__)
         try:
             await serve(reader, writer)
         finally:
-            if lane is not None:
-                await direct.close()
+            await direct.close()
 
 
 __all__ = ["MAX_LINE_BYTES", "LineWriter", "MessageReader", "PipeStream", "error_line", "rejection",
