@@ -10,8 +10,7 @@
                                      servers whose expanded definition changed reconnect
     DELETE /v1/env/{name}            → {name, servers}; 404 when the file does not set it
 
-`monad env set/unset` write the file themselves (the supervisor may not run); the Studio's
-Add/Edit forms set a variable through PUT.
+`monad env set/unset` write the file themselves (the supervisor may not run).
 """
 
 from __future__ import annotations

@@ -12,9 +12,8 @@
     POST   /v1/mcp-servers/{name}/reconnect
     GET    /v1/mcp-servers/{name}/tools           the server's tools as it listed them
 
-Definitions are written only through `config.edits` (the locked path the CLI takes too), then
-the supervisor reconciles before the answer, so a status read after an edit sees it. Never a
-secret value in an answer: definitions pass `redact_definition`.
+Definitions are written only through `config.edits` (the CLI's locked path), then reconciled
+before the answer. Never a secret value in an answer: definitions pass `redact_definition`.
 """
 
 from __future__ import annotations
@@ -58,17 +57,14 @@ def journal_status(port: DaemonPort) -> dict[str, Any] | None:
     if port.journal is None:
         return None
     out = port.journal.status()
-    tasks = getattr(port, "tasks", None)
-    if tasks is not None:
-        out["tasks"] = tasks.store.status()
-    out["log"] = log_status()
-    return out
+    if port.tasks is not None:
+        out["tasks"] = port.tasks.store.status()
+    return {**out, "log": log_status()}
 
 
 def server_routes(port: DaemonPort) -> list[Route]:
     def journal_edit(request: Request, what: str, name: str, source: str, fields: list[str]) -> None:
-        """A journal row for a definition edited through the API, saying through which door
-        (`via`: "studio" when the Studio's listener passed it on, else "control"). Field names
+        """A journal row for a definition edited through the API, with its door. Field names
         only, never values."""
         if port.journal is not None:
             port.journal.record("edit", server=name, reason=f"{what} {door(request)} ({source})", detail={
