@@ -15,6 +15,7 @@ import contextlib
 import logging
 import logging.handlers
 import os
+import sys
 import time
 from collections import deque
 from typing import Any
@@ -71,8 +72,6 @@ class HeldLogHandler(logging.handlers.RotatingFileHandler):
 
     def handleError(self, record: logging.LogRecord) -> None:
         # `StreamHandler.emit` catches its own errors and lands here: raise them to `emit`.
-        import sys
-
         exc = sys.exc_info()[1]
         if isinstance(exc, OSError):
             raise exc

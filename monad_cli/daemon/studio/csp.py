@@ -54,8 +54,7 @@ def policy(approved: Mapping[str, list[str]]) -> str:
     def sources(key: str, fallback: str) -> str:
         return " ".join(approved.get(key) or []) or fallback
 
-    resources = " ".join(approved.get("resourceDomains") or [])
-    extra = f" {resources}" if resources else ""
+    extra = "".join(f" {source}" for source in approved.get("resourceDomains") or [])
     return "; ".join([
         "default-src 'none'",
         f"script-src 'self' 'unsafe-inline'{extra}",

@@ -71,12 +71,10 @@ class EventBus:
         for send in list(self._subscribers):
             try:
                 send.send_nowait(event)
-            except anyio.WouldBlock:
-                # Too far behind: end its stream; the page reconnects to a fresh snapshot.
+            except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                # Too far behind (or gone): end its stream; the page reconnects to a fresh snapshot.
                 self._subscribers.pop(send, None)
                 send.close()
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                self._subscribers.pop(send, None)
 
     @contextlib.asynccontextmanager
     async def subscribe(self, group: object = None) -> AsyncIterator[MemoryObjectReceiveStream[dict[str, Any]]]:

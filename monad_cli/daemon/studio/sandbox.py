@@ -22,8 +22,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from urllib.parse import parse_qs
 
+from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.types import Receive, Scope, Send
 
@@ -53,9 +53,8 @@ class SandboxProxy:
             return
         if scope["type"] != "http":
             return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        port = self.port()
-        host = (parse_qs(scope.get("query_string", b"").decode("latin-1")).get("host") or [""])[0]
+        request = Request(scope)
+        headers, host, port = request.headers, request.query_params.get("host", ""), self.port()
         response: Response
         if headers.get("host") not in (f"127.0.0.1:{port}", f"localhost:{port}"):
             response = _refusal(403, "this sandbox answers only at its own loopback address")

@@ -1,17 +1,14 @@
 """The page never holds a secret: every JSON value the Studio sends passes the supervisor's
 redaction function (`Supervisor.scrub`: every secret value monad holds → `***`).
 
-What a server sent is scrubbed as it arrives (daemon/scrubber.py: the ingress), so these
-catch what else an answer may carry: what a caller sent (an approval's or a call's
-arguments), and any of the supervisor's own texts a producer did not scrub.
+What a server sent is scrubbed as it arrives (daemon/scrubber.py), so these catch what else
+an answer may carry: what a caller sent (an approval's or a call's arguments, an agent passing
+a token), and any of the supervisor's own texts a producer did not scrub.
 
 - `scrub_data(value, scrub)` (core/redact.py): a copy of a JSON value with every string
   scrubbed (keys too); used on every event (`StudioHub.publish`);
-- `ScrubAnswers`: ASGI middleware that does the same to every JSON answer of the control
-  app, which answers on the unix socket (the CLI) and on the Studio's port alike. Tool results,
-  approval arguments and task rows are what a server or a caller sent, so they may carry a
-  secret value (a server echoing its own environment, an agent passing a token): one rule,
-  the CLI and the page show `***` alike (docs/atoms.md "Secrets").
+- `ScrubAnswers`: the same for every JSON answer of the control app, on the unix socket and
+  the Studio's port alike: the CLI and the page show `***` alike (docs/atoms.md "Secrets").
 """
 
 from __future__ import annotations
