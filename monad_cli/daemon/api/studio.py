@@ -144,10 +144,6 @@ class StudioHub:
                                  self.bus)
         return self.studio
 
-    async def sign_out(self) -> int:
-        """End every Studio session (none when the page was never served in this run)."""
-        return await self.studio.sign_out() if self.studio is not None else 0
-
     async def resume(self) -> None:
         """At the supervisor's start: serve the page again on its port if it was served before
         (`studio.json`), whichever way the supervisor started."""
@@ -173,7 +169,7 @@ def studio_routes(sup: DaemonPort, hub: StudioHub) -> list[Route]:
 
     async def sign_out(request: Request) -> JSONResponse:
         await read_json_body(request)
-        return JSONResponse({"signedOut": await hub.sign_out()})
+        return JSONResponse({"signedOut": await hub.studio.sign_out() if hub.studio is not None else 0})
 
     async def studio_tools(request: Request) -> JSONResponse:
         rows = sup.tool_service.listing()

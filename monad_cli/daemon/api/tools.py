@@ -103,13 +103,11 @@ def tools_routes(port: DaemonPort) -> list[Route]:
         if not query.strip() or not 1 <= limit <= 100:
             raise InvalidInput("give `q` (the task, in plain words) and a `limit` from 1 to 100")
         built = await port.tool_search.built()
-        rows = []
-        for name, score in built.index.search(query[:1000], limit):
-            hit = port.tool_search.describe(name)
-            if hit is not None:
-                rows.append({"name": name, "server": hit["server"], "description": port.scrub(hit["description"]),
-                             "score": round(score, 3)})
-        return JSONResponse({"tools": rows})
+        return JSONResponse({"tools": [
+            {"name": name, "server": hit["server"], "description": port.scrub(hit["description"]),
+             "score": round(score, 3)}
+            for name, score in built.index.search(query[:1000], limit)
+            if (hit := port.tool_search.describe(name)) is not None]})
 
     async def changes(request: Request) -> JSONResponse:
         since = request.query_params.get("since", "")

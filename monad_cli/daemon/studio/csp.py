@@ -36,10 +36,8 @@ def approve(csp: Mapping[str, Any] | None) -> tuple[dict[str, list[str]], list[s
     """(approved sources by key, the entries dropped) of a resource's `_meta.ui.csp`."""
     approved: dict[str, list[str]] = {}
     dropped: list[str] = []
-    if not isinstance(csp, Mapping):
-        return approved, dropped
     for key in KEYS:
-        entries = csp.get(key)
+        entries = csp.get(key) if isinstance(csp, Mapping) else None
         if not isinstance(entries, list):
             continue
         kept = [e for e in entries if isinstance(e, str) and _SOURCE.fullmatch(e)][:MAX_SOURCES]

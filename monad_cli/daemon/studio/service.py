@@ -212,7 +212,6 @@ class Studio:
                 if not self._watching:
                     self._watching = True
                     self.deps.start_soon(self._until_stopped)
-                    self.deps.start_soon(self._reap)
             listener = self.listener
             assert listener is not None
             token = listener.logins.new_token()
@@ -239,17 +238,6 @@ class Studio:
             self.deps.login_files.clear()
         log.info("Studio: signed out %d session(s)", count)
         return count
-
-    async def _reap(self) -> None:
-        """End sessions past their lifetimes even while no request comes, and close the streams
-        of the listener they were on (the pages of sessions still live reconnect at once)."""
-        while True:
-            with anyio.move_on_after(REAP_EVERY_S):
-                await self.deps.stopping.wait()
-                return
-            listener = self.listener
-            if listener is not None and listener.logins.expire():
-                self.bus.close(group=listener)
 
     async def _retire(self, old: Listener, new: Listener) -> None:
         """The page moved from `old` to `new`: its sessions end now, but a login URL handed out
@@ -300,7 +288,16 @@ class Studio:
             log.warning("the Studio was not served again: %s", e)
 
     async def _until_stopped(self) -> None:
-        await self.deps.stopping.wait()
+        """End sessions past their lifetimes even while no request comes, closing the streams of
+        their listener (the pages of live sessions reconnect at once); then, once the supervisor
+        stops, every listener."""
+        while True:
+            with anyio.move_on_after(REAP_EVERY_S):
+                await self.deps.stopping.wait()
+                break
+            listener = self.listener
+            if listener is not None and listener.logins.expire():
+                self.bus.close(group=listener)
         async with self._lock:
             for old in list(self._forwarding):
                 self._forwarding.remove(old)

@@ -118,10 +118,8 @@ class Transcript:
 
         journal = self.tools.journal
         rows = await anyio.to_thread.run_sync(lambda: jt.calls(journal, server=server, limit=limit))
-        out = []
-        for row in reversed(rows):
+        for row in rows:
             kept = self.arguments.get(row["id"])
             if kept is not None:
                 row["arguments"], row["ref"] = kept
-            out.append(row)
-        return out
+        return rows[::-1]
