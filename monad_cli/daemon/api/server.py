@@ -26,7 +26,6 @@ from monad_cli.daemon.api.registry import registry_routes
 from monad_cli.daemon.api.servers import server_routes
 from monad_cli.daemon.api.studio import StudioHub, studio_routes
 from monad_cli.daemon.api.tasks import task_routes
-from monad_cli.daemon.api.telemetry import telemetry_routes
 from monad_cli.daemon.api.tools import tools_routes
 from monad_cli.daemon.http import MAX_BODY, ErrorBoundary
 from monad_cli.daemon.serving import AppServer
@@ -47,7 +46,7 @@ def build_app(port: DaemonPort) -> Starlette:
     hub = StudioHub(port, lambda: app)
     app = Starlette(routes=[*daemon_routes(port), *server_routes(port), *tools_routes(port), *env_routes(port),
                             *feature_routes(port), *registry_routes(port), *client_routes(port),
-                            *task_routes(port.tasks), *telemetry_routes(), *studio_routes(port, hub)],
+                            *task_routes(port.tasks), *studio_routes(port, hub)],
                     middleware=[Middleware(ScrubAnswers, scrub=port.scrub),
                                 Middleware(ErrorBoundary, scrub=port.scrub)])
     app.state.studio_hub = hub

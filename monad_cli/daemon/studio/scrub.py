@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from monad_cli.core.redact import scrub_data
@@ -39,13 +40,10 @@ class ScrubAnswers:
         async def wrapped(message: Message) -> None:
             nonlocal start
             if message["type"] == "http.response.start":
-                kind = dict(message.get("headers", [])).get(b"content-type", b"")
-                if kind.startswith(b"application/json"):
+                if Headers(scope=message).get("content-type", "").startswith("application/json"):
                     start = message  # held until the whole body is in
                     return
-                await send(message)
-                return
-            if message["type"] == "http.response.body" and start is not None:
+            elif message["type"] == "http.response.body" and start is not None:
                 chunks.append(message.get("body", b""))
                 if message.get("more_body"):
                     return
@@ -58,10 +56,9 @@ class ScrubAnswers:
                         body = json.dumps(scrub_data(json.loads(body), self.scrub), separators=(",", ":")).encode()
                     except ValueError:
                         body = self.scrub(text).encode()
-                headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
-                await send({**start, "headers": [*headers, (b"content-length", str(len(body)).encode())]})
-                await send({"type": "http.response.body", "body": body})
-                return
+                MutableHeaders(scope=start)["content-length"] = str(len(body))
+                await send(start)
+                message = {"type": "http.response.body", "body": body}
             await send(message)
 
         await self.app(scope, receive, wrapped)
