@@ -36,11 +36,11 @@ from pathlib import Path
 
 from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from monad_cli.daemon.bounds import authenticated
-from monad_cli.daemon.http import MAX_BODY
+from monad_cli.daemon.http import MAX_BODY, error_response
 
 LOGIN_PATH = "/studio/login"
 TOKEN_TTL_S = 600.0  # an unused login URL stops working after 10 minutes
@@ -328,7 +328,7 @@ class StudioLocks:
         await HTMLResponse(SIGNED_IN_PAGE, headers={"set-cookie": cookie})(scope, receive, send)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send, status: int, code: str, message: str) -> None:
-        response: Response = (JSONResponse({"error": {"code": code, "message": message}}, status)
+        response: Response = (error_response(status, code, message)
                               if scope["path"].startswith("/v1/") else
                               HTMLResponse(f"<!doctype html><meta charset=utf-8><title>monad Studio</title>"
                                            f"<p>{html.escape(message)}</p>", status))
