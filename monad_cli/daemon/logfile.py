@@ -15,6 +15,7 @@ import contextlib
 import logging
 import logging.handlers
 import os
+import sys
 import time
 from collections import deque
 from typing import Any
@@ -62,17 +63,13 @@ class HeldLogHandler(logging.handlers.RotatingFileHandler):
                 self._hold(record)
                 return
         try:
-            if self.shouldRollover(record):
-                self.doRollover()
-            logging.FileHandler.emit(self, record)
+            super().emit(record)
         except OSError as exc:
             self._failed(exc)
             self._hold(record)
 
     def handleError(self, record: logging.LogRecord) -> None:
-        # `StreamHandler.emit` catches its own errors and lands here: raise them to `emit`.
-        import sys
-
+        # The handlers' `emit` catch their own errors and land here: raise them to ours.
         exc = sys.exc_info()[1]
         if isinstance(exc, OSError):
             raise exc

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from monad_cli.core.errors import MonadError
 from monad_cli.daemon.sessions.stderr import prune_logs
 from monad_cli.journal import retention
 
@@ -53,14 +54,11 @@ def checkpoint_due(commits: int, *, at_tick: int, at_checkpoint: int, every: int
 
 async def checkpoints(journal: Journal, *, every_s: float = CHECKPOINT_EVERY_S,
                       every_commits: int = CHECKPOINT_COMMITS) -> None:
-    """`Journal.checkpoint` in a worker thread, looked at every `every_s` seconds: once the
-    writes pause for a look, or every `every_commits` commits while they go on
+    """`Journal.checkpoint` in a worker thread, looked at every `every_s` seconds
     (`checkpoint_due`). Never returns (cancel it); a failed checkpoint (a full disk) is logged
     once and tried again after the next write. None while the journal holds rows it could not
-    write (`Journal.fault`): a checkpoint then would let the WAL start again over its own
-    blocks, and the journal would take rows on a full disk for a while, then none, and say
-    `degraded` and `ok` by turns; its state changes when space returns, as SQLite's own
-    checkpoints left it."""
+    write (`Journal.fault`): the WAL would start again over its own blocks, and the journal
+    say `degraded` and `ok` by turns; its state changes when space returns."""
     seen = -1  # what was written before it started (the journal's open) is copied back in its first round
     tick = -1
     failing = False
@@ -93,7 +91,12 @@ def prune_once(journal: Journal) -> dict[str, Any] | None:
     if sum(deleted.values()):
         with journal.pool.connection() as conn:
             reclaimed = retention.reclaim(conn, convert=False)
-    shared = _prune_shared(journal, keep_s)
+    shared = None
+    if journal.settings.fleet:  # this host's rows of the shared journal
+        try:
+            shared = retention.prune_shared(journal.settings, keep_s=keep_s)
+        except MonadError as e:  # the database cannot be reached: the next round tries again
+            log.warning("%s; the next round tries again", e.message)
     days = keep_s / 86400
     if reclaimed is not None:
         what = ", ".join(f"{n} {table}" for table, n in deleted.items() if n)
@@ -106,21 +109,6 @@ def prune_once(journal: Journal) -> dict[str, Any] | None:
                                                          f"from the shared journal ({what})",
                        detail={"shared": shared["deleted"]})
     return {"deleted": deleted, "reclaimed": reclaimed, "shared": shared}
-
-
-def _prune_shared(journal: Journal, keep_s: float) -> dict[str, Any] | None:
-    """In a fleet, this supervisor's rows of the shared journal older than `keep_s`
-    (`journal.retention.prune_shared`); None without a fleet, or when the database cannot be reached
-    (logged; the next round tries again)."""
-    if not journal.settings.fleet:
-        return None
-    from monad_cli.core.errors import MonadError
-
-    try:
-        return retention.prune_shared(journal.settings, keep_s=keep_s)
-    except MonadError as e:
-        log.warning("%s; the next round tries again", e.message)
-        return None
 
 
 def prune_server_logs(journal: Journal, folder: Path, defined: Collection[str]) -> dict[str, int] | None:

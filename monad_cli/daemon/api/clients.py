@@ -10,13 +10,10 @@
     POST /v1/clients/{name}/disconnect     → what `monad mcp connect NAME --remove` returns,
                                            then `client`
 
-Only a client's usual file is ever changed (the supervisor's home folder and environment
-decide where it is): the page cannot name a path. Each change is a journal row (`kind =
-"client"`, `detail.via`, `detail.file`). The files are read and written in a worker thread.
-
-`clients.connector` and the client table are imported by the first request, in that worker
-thread, not when the routes are built: they are every agent's file format (~50 ms of CPU),
-which the supervisor's start does not use and most supervisors never serve.
+Only a client's usual file is ever changed: the page cannot name a path. Each change is a
+journal row (`kind = "client"`, `detail.via`, `detail.file`). The files are read and written
+in a worker thread, which also imports `clients.connector` (there, not when the routes are
+built): every agent's file format, ~50 ms of CPU most supervisors never spend.
 """
 
 from __future__ import annotations
@@ -35,12 +32,6 @@ if TYPE_CHECKING:
     from monad_cli.daemon.port import DaemonPort
 
 
-def _rows() -> list[dict[str, Any]]:
-    from monad_cli.clients import connector
-
-    return connector.client_rows()
-
-
 def _check_connectable(name: str) -> None:
     """Raises `NotFound` unless `name` is a client `connect` can change (not a project one)."""
     from monad_cli.clients.registry import CLIENTS
@@ -49,12 +40,17 @@ def _check_connectable(name: str) -> None:
         raise NotFound(f"no agent `{name}` to connect here (see GET /v1/clients)")
 
 
+def _rows() -> list[dict[str, Any]]:
+    from monad_cli.clients import connector
+
+    return connector.client_rows()
+
+
 def client_routes(port: DaemonPort) -> list[Route]:
     async def listing(request: Request) -> JSONResponse:
         return JSONResponse({"clients": await anyio.to_thread.run_sync(_rows)})
 
-    async def change(request: Request) -> JSONResponse:
-        """`…/connect` and `…/disconnect`."""
+    async def change(request: Request) -> JSONResponse:  # `…/connect` and `…/disconnect`
         name, remove = request.path_params["name"], request.url.path.endswith("/disconnect")
         await anyio.to_thread.run_sync(_check_connectable, name)
         body = await read_json_body(request)

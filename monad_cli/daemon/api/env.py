@@ -10,8 +10,7 @@
                                      servers whose expanded definition changed reconnect
     DELETE /v1/env/{name}            → {name, servers}; 404 when the file does not set it
 
-`monad env set/unset` write the file themselves (the supervisor may not run); the Studio's
-Add/Edit forms set a variable through PUT.
+`monad env set/unset` write the file themselves (the supervisor may not run).
 """
 
 from __future__ import annotations
@@ -50,10 +49,13 @@ def env_routes(sup: DaemonPort) -> list[Route]:
             envfile.check_name(name)
         return JSONResponse(listing(asked or None))
 
-    def journal(request: Request, what: str, name: str) -> None:
-        if sup.journal is not None:  # the name only, never the value
+    async def applied(request: Request, what: str, name: str) -> dict[str, Any]:
+        """Journal the change (the name only, never the value), apply it; `{name, servers}`."""
+        if sup.journal is not None:
             sup.journal.record("edit", reason=f"variable `{name}` {what} in MONAD_HOME/env",
                                detail={"via": via(request), "action": f"env {what}", "variable": name})
+        await sup.reconcile(force=True)
+        return {"name": name, "servers": variable_users(sup.definitions.raw).get(name, [])}
 
     async def set_env(request: Request) -> JSONResponse:
         name = request.path_params["name"]
@@ -66,17 +68,12 @@ def env_routes(sup: DaemonPort) -> list[Route]:
             raise InvalidInput(f'the value of `{name}` is empty; send "allowEmpty": true to set it empty, or '
                                f"remove it (DELETE /v1/env/{name})")
         existed = await anyio.to_thread.run_sync(lambda: envfile.set_variable(sup.paths, name, value))
-        journal(request, "set", name)
-        await sup.reconcile(force=True)
-        return JSONResponse({"name": name, "created": not existed,
-                             "servers": variable_users(sup.definitions.raw).get(name, [])})
+        return JSONResponse({"name": name, "created": not existed, **await applied(request, "set", name)})
 
     async def unset_env(request: Request) -> JSONResponse:
         name = request.path_params["name"]
         await anyio.to_thread.run_sync(lambda: envfile.unset_variable(sup.paths, name))
-        journal(request, "unset", name)
-        await sup.reconcile(force=True)
-        return JSONResponse({"name": name, "servers": variable_users(sup.definitions.raw).get(name, [])})
+        return JSONResponse(await applied(request, "unset", name))
 
     return [
         Route("/v1/env", list_env),

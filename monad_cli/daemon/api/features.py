@@ -10,16 +10,14 @@ server pane and any caller of the control API.
     POST /v1/mcp-servers/{name}/prompts/get      {name, arguments?: {str: str}} → GetPromptResult
                                                   ({description?, messages: [{role, content}]})
 
-Items are in the server's own names and wire shapes. Every request goes through the
-gateway's own `Catalog` (gateway/catalog.py), the one path an agent's `resources/read` and
-`prompts/get` take: an idle on-demand server is listed from its cached lists and started for a
-read or a get; each read and get is journaled (`resource.read`, `prompt.get`, `via` `studio`
-on the Studio's port, else `control`); the server's questions during one are refused (no agent
-to ask). `offers` says which of the two the live session's server declared (null while it is
-not connected). A caller that disconnects cancels its read or get. Errors: 404 for an unknown
-server, or a resource the server does not have (MCP -32002); 400 (`invalid_input`) for bad
-params; 502 (`tool_call_failed`) for any other failure of the server (a listing it fails, or
-answers in a shape the protocol does not define, included), its message scrubbed.
+Items are in the server's own names and wire shapes, through the gateway's `Catalog`
+(gateway/catalog.py), the path an agent's reads and gets take: an idle on-demand server is
+listed from its cached lists and started for a read or a get; each is journaled
+(`resource.read`, `prompt.get`, with `via`); the server's questions during one are refused.
+`offers`: which of the two the live session's server declared (null while not connected). A
+caller that disconnects cancels its read or get. Errors: 404 for an unknown server, or a
+resource the server does not have (MCP -32002); 400 (`invalid_input`) for bad params; 502
+(`tool_call_failed`) for any other failure of the server (a bad shape included), scrubbed.
 """
 
 from __future__ import annotations
@@ -43,9 +41,8 @@ if TYPE_CHECKING:
 INVALID_PARAMS = -32602  # JSON-RPC 2.0
 
 
-def _wire(result: Any) -> dict[str, Any]:
-    out: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-    return out
+def _wire(result: Any) -> Any:
+    return result.model_dump(by_alias=True, mode="json", exclude_none=True) if result is not None else {}
 
 
 async def _upstream(request: Request, work: Callable[[], Awaitable[Any]]) -> Any:
@@ -84,7 +81,7 @@ def feature_routes(sup: DaemonPort) -> list[Route]:
         if not isinstance(uri, str) or not uri:
             raise InvalidInput('expected {"uri": "..."} (the resource\'s URI, a string)')
         result = await _upstream(request, lambda: sup.catalog.read(uri, only(name), via=via(request), single=name))
-        return JSONResponse(_wire(result) if result is not None else {})
+        return JSONResponse(_wire(result))
 
     async def prompts(request: Request) -> JSONResponse:
         name = server_of(request)
@@ -101,7 +98,7 @@ def feature_routes(sup: DaemonPort) -> list[Route]:
             raise InvalidInput("prompt arguments must be an object of strings (MCP spec, server/prompts)")
         result = await _upstream(request, lambda: sup.catalog.get_prompt(
             prompt, arguments, only(name), via=via(request), single=name))
-        return JSONResponse(_wire(result) if result is not None else {})
+        return JSONResponse(_wire(result))
 
     return [
         Route("/v1/mcp-servers/{name}/resources", resources),

@@ -11,18 +11,15 @@ The answer is `200 application/x-ndjson`, one JSON object per line, sent as it c
 
 The progress lines are the server's notifications/progress for this call (MCP spec,
 basic/utilities/progress). With `questions: true` in the body, a server's form or URL
-question during the call (`elicitation/create`, client/elicitation) is a `question` line,
-and the call waits (at most `QUESTION_TIMEOUT_S`) for its answer, posted to
-`POST /v1/tools/call/answer` `{"id", "answer": {"action", "content"?}}`; other questions
-(sampling, roots) are refused, naming them: the CLI and the Studio's page (`via: studio`)
-have no model to sample with and no workspace roots to list. Without it every question is
-refused. A 2026-07-28 server sees this caller declare `elicitation` (form and URL) and
-neither sampling nor roots, in each request made for the call (daemon/sessions/stamp.py). The
+question (`elicitation/create`, client/elicitation) is a `question` line, and the call waits
+(at most `QUESTION_TIMEOUT_S`) for its answer, posted to `POST /v1/tools/call/answer`
+`{"id", "answer": {"action", "content"?}}`; other questions (sampling, roots) are refused,
+naming them: neither the CLI nor the Studio's page (`via: studio`) has a model or workspace
+roots. Without it every question is refused. A 2026-07-28 server sees this caller declare
+`elicitation` (form and URL), neither sampling nor roots (daemon/sessions/stamp.py). The
 last line is what the plain answer's body would be, with an error's status beside its
-envelope (the client raises it as the same kind). The
-connection is the call's lifetime, as for the plain answer: a caller that goes away
-cancels the call. Progress lines that the caller does not read fast enough are dropped
-(at most 64 wait), never the outcome.
+envelope. A caller that goes away cancels the call. Progress lines the caller does not read
+fast enough are dropped (at most 64 wait), never the outcome.
 """
 
 from __future__ import annotations
@@ -32,15 +29,18 @@ import json
 import logging
 import secrets
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
+from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
 from monad_cli.core.envelope import encode_error
 from monad_cli.core.errors import MonadError
 from monad_cli.core.redact import scrub_data
 from monad_cli.core.task_forms import describe_request
+from monad_cli.daemon.http import until_disconnect
 from monad_cli.daemon.trust.call import ToolCall
 from monad_cli.daemon.trust.inputs import PERSON_CAPABILITIES, InputRefused
 from monad_cli.daemon.trust.service import ApprovalRequired, ToolService
@@ -51,8 +51,7 @@ QUESTION_TIMEOUT_S = 600.0
 
 
 class CallQuestions:
-    """The questions waiting for a `monad mcp call` caller's answer, by id (one registry per
-    control server)."""
+    """The questions waiting for a caller's answer, by id (one per control server)."""
 
     def __init__(self) -> None:
         self.waiting: dict[str, tuple[anyio.Event, list[dict[str, Any]]]] = {}
@@ -96,19 +95,18 @@ def _line(obj: Any) -> bytes:
     return json.dumps(obj, separators=(",", ":"), default=str).encode() + b"\n"
 
 
+@dataclass
 class ProgressStream:
-    """An ASGI response that runs one tool call and streams its progress, then its outcome."""
+    """An ASGI response that runs one tool call and streams its progress, then its outcome;
+    `questions`: where the caller's answers arrive, None when it takes no questions."""
 
-    def __init__(self, svc: ToolService, name: str, body: dict[str, Any], *, via: str,
-                 approval: dict[str, Any], scrub: Callable[[str], str],
-                 questions: CallQuestions | None = None) -> None:
-        self.svc = svc
-        self.name = name
-        self.body = body
-        self.via = via
-        self.approval = approval
-        self.scrub = scrub
-        self.questions = questions if body.get("questions") else None
+    svc: ToolService
+    name: str
+    body: dict[str, Any]
+    via: str
+    approval: dict[str, Any]
+    scrub: Callable[[str], str]
+    questions: CallQuestions | None = None
 
     def _note(self, method: str, outcome: str, **detail: Any) -> None:
         """The journal event `question` of a question asked of this caller, as the gateway
@@ -173,27 +171,20 @@ class ProgressStream:
 
         answered = anyio.Event()
 
-        async def write() -> None:
-            await send({"type": "http.response.start", "status": 200,
-                        "headers": [(b"content-type", b"application/x-ndjson"), (b"cache-control", b"no-store")]})
-            async with lines:
-                async for chunk in lines:
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        async def respond() -> None:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(run)
+                await send({"type": "http.response.start", "status": 200, "headers": [
+                    (b"content-type", b"application/x-ndjson"), (b"cache-control", b"no-store")]})
+                async with lines:
+                    async for chunk in lines:
+                        await send({"type": "http.response.body", "body": chunk, "more_body": True})
             answered.set()  # the outcome line is out: a disconnect from here on is the caller done
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
-        async with anyio.create_task_group() as tg:
-            async def watch_disconnect() -> None:
-                while (await receive())["type"] != "http.disconnect":
-                    pass
-                if not answered.is_set():
-                    log.info("caller of %s disconnected: cancelling the call", self.name)
-                tg.cancel_scope.cancel()
-
-            tg.start_soon(watch_disconnect)
-            tg.start_soon(run)
-            await write()
-            tg.cancel_scope.cancel()
+        await until_disconnect(Request(scope, receive), respond)
+        if not answered.is_set():
+            log.info("caller of %s disconnected: cancelling the call", self.name)
 
 
 __all__ = ["CallQuestions", "ProgressStream"]

@@ -17,8 +17,7 @@
                 names every missing one) and the same atom, pinned when it first connects
 
 Row and details shapes: `registry/listing.py`. Never a secret value in an answer: an
-installed secret variable is `{"set": true, "value": null}`, and the answer passes the
-scrub like every other.
+installed secret variable is `{"set": true, "value": null}`.
 """
 
 from __future__ import annotations
@@ -89,18 +88,6 @@ def search_page(regs: Registries, text: str, cursor: str | None) -> dict[str, An
     return {"servers": servers, "nextCursor": after, "problems": problems, "registries": [shown(u) for u in regs.urls]}
 
 
-def server_details(regs: Registries, name: str, version: str) -> dict[str, Any]:
-    from monad_cli.registry.install import docker_works
-    from monad_cli.registry.listing import details
-
-    entry = regs.server(name, version)
-    try:
-        versions = regs.versions(name, entry.registry)
-    except MonadError:
-        versions = [entry]  # the versions list is extra: the entry itself was found
-    return details(entry, versions, docker_works=docker_works)
-
-
 def _option(text: Any) -> tuple[int | None, int | None]:
     """`packages[N]` → (N, None), `remotes[N]` → (None, N), absent → (None, None)."""
     if text is None:
@@ -149,8 +136,16 @@ def registry_routes(port: DaemonPort) -> list[Route]:
         version = request.query_params.get("version") or "latest"
 
         def work() -> dict[str, Any]:
+            from monad_cli.registry.install import docker_works
+            from monad_cli.registry.listing import details
+
             with registries() as regs:
-                return server_details(regs, name, version)
+                entry = regs.server(name, version)
+                try:
+                    versions = regs.versions(name, entry.registry)
+                except MonadError:
+                    versions = [entry]  # the versions list is extra: the entry itself was found
+                return details(entry, versions, docker_works=docker_works)
 
         return JSONResponse({"server": await anyio.to_thread.run_sync(work)})
 

@@ -26,7 +26,6 @@ from monad_cli.daemon.api.registry import registry_routes
 from monad_cli.daemon.api.servers import server_routes
 from monad_cli.daemon.api.studio import StudioHub, studio_routes
 from monad_cli.daemon.api.tasks import task_routes
-from monad_cli.daemon.api.telemetry import telemetry_routes
 from monad_cli.daemon.api.tools import tools_routes
 from monad_cli.daemon.http import MAX_BODY, ErrorBoundary
 from monad_cli.daemon.serving import AppServer
@@ -39,17 +38,15 @@ log = logging.getLogger("monad.control")
 
 
 def build_app(port: DaemonPort) -> Starlette:
-    """The control API's one Starlette app: every resource's routes inside one
-    `ErrorBoundary` (MonadError kinds → the error envelope, scrubbed) and `ScrubAnswers` (every
-    JSON answer passes the redaction function). The same app answers
-    on the unix socket and, behind the Studio's locks, on the Studio's port; the Studio's
-    routes are handed the app itself (`lambda: app`) to serve it there."""
+    """The control API's one Starlette app: every resource's routes inside `ErrorBoundary` and
+    `ScrubAnswers`. It answers on the unix socket and, behind the Studio's locks, on the
+    Studio's port (the Studio's routes are handed it as `lambda: app`)."""
     # Every JSON answer scrubbed, tool results and arguments too: the CLI shows what the Studio
     # shows (docs/atoms.md "Secrets"); streamed answers scrub their own lines.
     hub = StudioHub(port, lambda: app)
     app = Starlette(routes=[*daemon_routes(port), *server_routes(port), *tools_routes(port), *env_routes(port),
                             *feature_routes(port), *registry_routes(port), *client_routes(port),
-                            *task_routes(port.tasks), *telemetry_routes(), *studio_routes(port, hub)],
+                            *task_routes(port.tasks), *studio_routes(port, hub)],
                     middleware=[Middleware(ScrubAnswers, scrub=port.scrub),
                                 Middleware(ErrorBoundary, scrub=port.scrub)])
     app.state.studio_hub = hub
@@ -57,18 +54,13 @@ def build_app(port: DaemonPort) -> Starlette:
 
 
 class ControlServer:
-    """The control API (`/v1/`) on the unix socket: its socket and its uvicorn.
+    """The control API (`/v1/`) on the unix socket (`run/monad.sock`, 0600, peers of another
+    uid refused), serving `build_app(port)`; the routes live one module per resource.
 
-    Owns: binding `run/monad.sock` (0600, peers of another uid refused) and serving
-    `build_app(port)` there. The routes live one module per resource beside this one, each
-    built on the `DaemonPort` and the services it hands over.
-
-    Never: keeps API state of its own (every answer is read from the supervisor's actors,
-    definitions and services at request time), opens an MCP session (the actors own them),
-    writes a definition other than through `config.edits` (the locked path the CLI takes
-    too), answers an error other than by raising a `MonadError` kind (the boundary maps
-    it, scrubbed), or lets a secret value into an answer (definitions pass
-    `redact_definition`).
+    Never: keeps API state of its own (every answer is read from the supervisor at request
+    time), opens an MCP session (the actors own them), writes a definition other than through
+    `config.edits`, answers an error other than by raising a `MonadError` kind, or lets a
+    secret value into an answer (definitions pass `redact_definition`).
     """
 
     def __init__(self, sup: DaemonPort) -> None:
@@ -76,7 +68,6 @@ class ControlServer:
         self.server: AppServer | None = None
         self.app = build_app(sup)
 
-    # -- lifecycle -----------------------------------------------------------------------
     async def start(self) -> None:
         path = self.sup.paths.socket
         with contextlib.suppress(FileNotFoundError):

@@ -12,9 +12,8 @@
     POST   /v1/mcp-servers/{name}/reconnect
     GET    /v1/mcp-servers/{name}/tools           the server's tools as it listed them
 
-Definitions are written only through `config.edits` (the locked path the CLI takes too), then
-the supervisor reconciles before the answer, so a status read after an edit sees it. Never a
-secret value in an answer: definitions pass `redact_definition`.
+Definitions are written only through `config.edits` (the CLI's locked path), then reconciled
+before the answer. Never a secret value in an answer: definitions pass `redact_definition`.
 """
 
 from __future__ import annotations
@@ -58,21 +57,19 @@ def journal_status(port: DaemonPort) -> dict[str, Any] | None:
     if port.journal is None:
         return None
     out = port.journal.status()
-    tasks = getattr(port, "tasks", None)
-    if tasks is not None:
-        out["tasks"] = tasks.store.status()
-    out["log"] = log_status()
-    return out
+    if port.tasks is not None:
+        out["tasks"] = port.tasks.store.status()
+    return {**out, "log": log_status()}
 
 
 def server_routes(port: DaemonPort) -> list[Route]:
-    def journal_edit(request: Request, what: str, name: str, source: str, fields: list[str]) -> None:
-        """A journal row for a definition edited through the API, saying through which door
-        (`via`: "studio" when the Studio's listener passed it on, else "control"). Field names
-        only, never values."""
+    async def edited(request: Request, what: str, name: str, source: str, fields: list[str]) -> None:
+        """Journal a definition edited through the API, with its door (field names only, never
+        values), and apply it before the answer."""
         if port.journal is not None:
             port.journal.record("edit", server=name, reason=f"{what} {door(request)} ({source})", detail={
                 "via": via(request), "action": what, "source": source, "fields": sorted(fields)})
+        await port.reconcile()
 
     async def list_servers(request: Request) -> JSONResponse:
         await port.reconcile()
@@ -96,23 +93,20 @@ def server_routes(port: DaemonPort) -> list[Route]:
             raise InvalidInput('expected {"name": ..., "definition": {...}}')
         force = bool(body.get("force"))
         path = await anyio.to_thread.run_sync(lambda: edits.add_server(port.paths, name, definition, force=force))
-        journal_edit(request, "added", name, f"atoms/mcp/{name}.toml", list(definition))
-        await port.reconcile()
+        await edited(request, "added", name, f"atoms/mcp/{name}.toml", list(definition))
         return JSONResponse({"name": name, "path": path}, status_code=201)
 
     async def patch_server(request: Request) -> JSONResponse:
         name = request.path_params["name"]
         body = await read_json_body(request)
         source = await anyio.to_thread.run_sync(lambda: edits.update_server(port.paths, name, body))
-        journal_edit(request, "edited", name, source, list(body))
-        await port.reconcile()
+        await edited(request, "edited", name, source, list(body))
         return JSONResponse({"name": name, "source": source})
 
     async def delete_server(request: Request) -> JSONResponse:
         name = request.path_params["name"]
         source = await anyio.to_thread.run_sync(lambda: edits.remove_server(port.paths, name))
-        journal_edit(request, "removed", name, source, [])
-        await port.reconcile()
+        await edited(request, "removed", name, source, [])
         return JSONResponse({"name": name, "source": source})
 
     async def status(request: Request) -> JSONResponse:

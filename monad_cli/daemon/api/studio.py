@@ -6,16 +6,14 @@
     GET    /v1/studio/tools                  the Tools view: `GET /v1/tools` rows + `formSchema`
                                              (inputSchema, local $refs resolved) + `ui` ({resourceUri}),
                                              and the name `collisions` (as `GET /v1/tools`)
-    GET    /v1/journal, /v1/journal/calls    the journal's rows (journal.py; the calls with the
-                                             arguments the transcript kept)
+    GET    /v1/journal[?server=NAME][&limit=N]        events, newest first (a fleet's shared
+                                             rows when its link is up: `shared: true`)
+    GET    /v1/journal/calls[?server=NAME][&limit=N]  tool calls, with the arguments the
+                                             transcript kept in memory
     GET    /v1/studio/apps/resource · POST /v1/studio/apps/request   MCP Apps (apps.py)
     POST   /v1/mcp-servers/{name}/authorize  start `monad mcp authorize`'s flow → 202 the run
     GET    /v1/mcp-servers/{name}/authorize  the last run of that server
     DELETE /v1/mcp-servers/{name}/authorize  cancel it
-
-`StudioHub` owns the event bus and wires it to the supervisor's listeners (state changes,
-tool lists, reloads) and, through the transcript, to the tool service's calls and
-approvals and the task ledger; the Studio service itself starts on the first `POST /v1/studio`.
 """
 
 from __future__ import annotations
@@ -24,21 +22,21 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import anyio
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from monad_cli.core.errors import InvalidInput, NotFound
+from monad_cli.core.errors import InvalidInput, NotFound, Unavailable
 from monad_cli.core.studio import DEFAULT_PORT
-from monad_cli.daemon.api.journal import journal_routes
 from monad_cli.daemon.api.servers import definitions_listing
-from monad_cli.daemon.http import read_json_body, until_disconnect
+from monad_cli.daemon.http import limit_param, read_json_body, until_disconnect
 from monad_cli.daemon.port import actor_named
 from monad_cli.daemon.studio.apps import INTERNAL, AppHost
 from monad_cli.daemon.studio.authorize import AuthorizeDeps, AuthorizeRuns
 from monad_cli.daemon.studio.events import EventBus
 from monad_cli.daemon.studio.scrub import scrub_data
-from monad_cli.daemon.studio.transcript import Transcript
+from monad_cli.daemon.studio.transcript import MAX_CALLS, Transcript
 from monad_cli.daemon.trust.gate import standing_approval
 from monad_cli.daemon.trust.visibility import resource_uri
 from monad_cli.tools.schema_refs import resolve_local
@@ -50,22 +48,19 @@ if TYPE_CHECKING:
     from monad_cli.daemon.studio.service import Studio
 
 log = logging.getLogger("monad.studio")
+MAX_JOURNAL_ROWS = 500
 
 
 class StudioHub:
     """The Studio's side of one control server.
 
-    Owns: the event bus and what feeds it (the supervisor's state, tool and reload
-    listeners, turned into `server.state` and `config` events, only while a page listens;
-    the transcript's call, approval and task events), the Studio service once `POST
+    Owns: the event bus and what feeds it (the supervisor's state, tool and reload listeners,
+    only while a page listens; the transcript's events), the Studio service once `POST
     /v1/studio` asks for it, the authorization runs, and the MCP Apps host.
 
-    Never: keeps server state of its own (events are read from the actors and definitions
-    when they happen; it remembers only the collision lines it last published, to publish
-    the other side's row when a collision comes or goes), writes a definition (the control
-    routes do, through `config.edits`), decides an approval (a person does, through `POST
-    /v1/approvals/{id}`), or publishes anything the redaction function has not passed
-    (`publish`)."""
+    Never: keeps server state of its own (only the collision lines it last published), writes
+    a definition, decides an approval, or publishes anything the redaction function has not
+    passed (`publish`)."""
 
     def __init__(self, sup: DaemonPort, control_app: Callable[[], Starlette]) -> None:
         self.control_app = control_app
@@ -91,7 +86,6 @@ class StudioHub:
 
         LoginFiles(sup.paths.run_dir).clear()
 
-    # -- what the events carry ---------------------------------------------------------------
     def publish(self, type_: str, data: dict[str, Any]) -> None:
         """An event to every open page, every string of it scrubbed (scrub.py)."""
         if self.bus.listening:
@@ -136,7 +130,6 @@ class StudioHub:
         if actor is not None:
             actor.reconnect()
 
-    # -- the Studio --------------------------------------------------------------------------
     def service(self) -> Studio:
         from monad_cli.daemon.studio.login_file import LoginFiles
         from monad_cli.daemon.studio.service import Studio, StudioDeps
@@ -150,10 +143,6 @@ class StudioHub:
                                             login_files=LoginFiles(self.sup.paths.run_dir)),
                                  self.bus)
         return self.studio
-
-    async def sign_out(self) -> int:
-        """End every Studio session (none when the page was never served in this run)."""
-        return await self.studio.sign_out() if self.studio is not None else 0
 
     async def resume(self) -> None:
         """At the supervisor's start: serve the page again on its port if it was served before
@@ -180,7 +169,7 @@ def studio_routes(sup: DaemonPort, hub: StudioHub) -> list[Route]:
 
     async def sign_out(request: Request) -> JSONResponse:
         await read_json_body(request)
-        return JSONResponse({"signedOut": await hub.sign_out()})
+        return JSONResponse({"signedOut": await hub.studio.sign_out() if hub.studio is not None else 0})
 
     async def studio_tools(request: Request) -> JSONResponse:
         rows = sup.tool_service.listing()
@@ -194,8 +183,7 @@ def studio_routes(sup: DaemonPort, hub: StudioHub) -> list[Route]:
         return JSONResponse({"tools": rows, "collisions": sup.tool_service.name_map().collisions})
 
     def known(request: Request) -> str:
-        name = request.path_params["name"]
-        return actor_named(sup, name).name
+        return actor_named(sup, request.path_params["name"]).name
 
     async def authorize(request: Request) -> JSONResponse:
         name = known(request)
@@ -218,6 +206,35 @@ def studio_routes(sup: DaemonPort, hub: StudioHub) -> list[Route]:
         Route("/v1/mcp-servers/{name}/authorize", authorize, methods=["POST"]),
         Route("/v1/mcp-servers/{name}/authorize", authorize_run, methods=["GET", "DELETE"]),
     ]
+
+
+def journal_routes(sup: DaemonPort, transcript: Transcript) -> list[Route]:
+    async def journal(request: Request) -> JSONResponse:
+        server = request.query_params.get("server") or None
+        limit = limit_param(request, 50, MAX_JOURNAL_ROWS)
+        journal_db = sup.journal
+        if journal_db is None:
+            return JSONResponse({"events": []})
+        if journal_db.link is not None and journal_db.link.state() == "ok":
+            # A fleet: the shared journal's rows of this server, from every host (docs/fleet.md).
+            from monad_cli.journal import reader
+
+            try:
+                rows = await anyio.to_thread.run_sync(lambda: reader.from_shared(
+                    journal_db.settings, lambda db: reader.events(db, server=server, limit=limit)))
+                return JSONResponse({"events": rows, "shared": True})
+            except Unavailable as e:  # the link went down meanwhile: this supervisor's own rows
+                log.info("studio journal: %s", e.message)
+        rows = await anyio.to_thread.run_sync(lambda: journal_db.events(server=server, limit=limit))
+        return JSONResponse({"events": rows, "shared": False})
+
+    async def calls(request: Request) -> JSONResponse:
+        server = request.query_params.get("server") or None
+        journal = transcript.tools.journal
+        return JSONResponse({"calls": await transcript.calls(server=server, limit=limit_param(request, 100, MAX_CALLS)),
+                             "fleet": journal.settings.fleet, "host": journal.host})
+
+    return [Route("/v1/journal", journal), Route("/v1/journal/calls", calls)]
 
 
 def app_routes(host: AppHost) -> list[Route]:

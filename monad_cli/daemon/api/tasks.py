@@ -1,5 +1,4 @@
-"""Control API routes for tasks (docs/tasks.md "Control API"); added to the control server's
-routes list by `task_routes(sup.tasks)`.
+"""Control API routes for tasks (docs/tasks.md "Control API").
 
     POST /v1/tasks                {server, tool, arguments?, correlation?}  → 202 the task
     GET  /v1/tasks                ?server=S&state=active|pending|done      → {"tasks": [...]}
@@ -7,8 +6,8 @@ routes list by `task_routes(sup.tasks)`.
     POST /v1/tasks/{id}/input     {responses: {<inputRequests key>: answer}} → the task
     POST /v1/tasks/{id}/cancel                                               → the task
 
-Routes raise; the control app's `ErrorBoundary` answers: a full queue is 429 `queue_full`,
-a server that is not connected 409 `not_connected`, no task manager 503 `unavailable`.
+Errors: a full queue is 429 `queue_full`, a server that is not connected 409
+`not_connected`, no task manager 503 `unavailable`.
 """
 
 from __future__ import annotations
@@ -29,9 +28,6 @@ MAX_WAIT_S = 25.0  # below the CLI client's 30 s socket timeout
 
 
 def task_routes(tasks: TaskManager) -> list[Route]:
-    """The `/v1/tasks` routes over the supervisor's `TaskManager` (built before any route
-    serves: `Supervisor.open`)."""
-
     async def start(request: Request) -> JSONResponse:
         body = await read_json_body(request)
         server, tool = body.get("server"), body.get("tool")

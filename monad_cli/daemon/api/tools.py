@@ -21,15 +21,11 @@
                                           forget standing approvals; {revoked: n}
 
 Each tool row of `GET /v1/tools` carries `approval`: "session" or "always" when a standing
-approval lets its next call run unasked (one given for this definition of the tool), else None.
-
-A call's HTTP connection is its lifetime: when the caller disconnects (Ctrl-C in
-`monad mcp call`, a cancelled gateway request) the call's scope is cancelled, the SDK
-sends notifications/cancelled, and the call is journaled `cancelled`. On the Studio's port
-`via` is always `studio`, whatever the body says; `ref` (the caller's own tag, ≤ 64
-characters) comes back on the call's events and its Task's correlation (trust/calls.py).
-With `progress: true` the answer is NDJSON (`daemon/api/progress.py`): the server's progress
-notifications as they come, then the outcome.
+approval (for this definition of the tool) lets its next call run unasked, else None. A
+call's HTTP connection is its lifetime: a caller that disconnects cancels it (the SDK sends
+notifications/cancelled; journaled `cancelled`). On the Studio's port `via` is always
+`studio`; `ref` (the caller's tag, ≤ 64 characters) comes back on the call's events and its
+Task's correlation (trust/calls.py). With `progress: true` the answer is NDJSON (progress.py).
 """
 
 from __future__ import annotations
@@ -57,9 +53,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("monad.control")
 MAX_LONG_POLL_S = 60.0
-PIN_APPLIED_WAIT_S = 10.0
-"""How long `POST /v1/tools/sets/{name}/pin` waits for the live session to register the tools
-it accepted (a tools/list round trip; a server that changed its set again stays refused)."""
+PIN_APPLIED_WAIT_S = 10.0  # for the live session to register the tools a pin accepted (a tools/list)
 
 
 def tools_routes(port: DaemonPort) -> list[Route]:
@@ -109,13 +103,11 @@ def tools_routes(port: DaemonPort) -> list[Route]:
         if not query.strip() or not 1 <= limit <= 100:
             raise InvalidInput("give `q` (the task, in plain words) and a `limit` from 1 to 100")
         built = await port.tool_search.built()
-        rows = []
-        for name, score in built.index.search(query[:1000], limit):
-            hit = port.tool_search.describe(name)
-            if hit is not None:
-                rows.append({"name": name, "server": hit["server"], "description": port.scrub(hit["description"]),
-                             "score": round(score, 3)})
-        return JSONResponse({"tools": rows})
+        return JSONResponse({"tools": [
+            {"name": name, "server": hit["server"], "description": port.scrub(hit["description"]),
+             "score": round(score, 3)}
+            for name, score in built.index.search(query[:1000], limit)
+            if (hit := port.tool_search.describe(name)) is not None]})
 
     async def changes(request: Request) -> JSONResponse:
         since = request.query_params.get("since", "")
@@ -161,9 +153,8 @@ def tools_routes(port: DaemonPort) -> list[Route]:
         source = await anyio.to_thread.run_sync(lambda: edits.set_trust(port.paths, name, "pinnedToolHash", current))
         await port.reconcile()  # applied to the live session before the answer (docs/tools.md)
         if review is not None:
-            # The live session's tools meet the new pin in a tools/list of their own (the
-            # supervisor's recheck): wait for it, bounded, so a status read after this
-            # answer sees them registered.
+            # The live session's tools meet the new pin in a tools/list of their own: wait for
+            # it, bounded, so a status read after this answer sees them registered.
             with anyio.move_on_after(PIN_APPLIED_WAIT_S):
                 while name in svc.blocked and same_hash(svc.hashes.get(name), current):
                     await anyio.sleep(0.05)
@@ -186,7 +177,7 @@ def tools_routes(port: DaemonPort) -> list[Route]:
         caller = "studio" if via(request) == "studio" else str(body.get("via", "api"))[:20]
         if body.get("progress"):
             return ProgressStream(svc, name, body, via=caller, approval=approval, scrub=port.scrub,
-                                  questions=questions)
+                                  questions=questions if body.get("questions") else None)
         try:  # any other failure: the ErrorBoundary answers with the kind's status
             result = await until_disconnect(request, lambda: svc.call(ToolCall(
                 name, body.get("arguments"), via=caller, approval=approval, detach=bool(body.get("detach")),

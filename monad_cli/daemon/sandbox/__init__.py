@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 
 from monad_cli.core.paths import make_private_dir
@@ -32,17 +31,15 @@ class SandboxError(Exception):
     """The server cannot be started confined; the message is the reason a person reads."""
 
 
-def abi_cap(environ: Mapping[str, str] | None = None) -> int | None:
-    raw = (os.environ if environ is None else environ).get(ABI_MAX_ENV, "").strip()
-    if not raw:
-        return None
+def abi_cap() -> int | None:
+    raw = os.environ.get(ABI_MAX_ENV, "").strip()
     try:
-        return max(0, int(raw))
+        return max(0, int(raw)) if raw else None
     except ValueError:
         return None
 
 
-def landlock_abi(environ: Mapping[str, str] | None = None) -> int:
+def landlock_abi() -> int:
     """The Landlock ABI version monad will use: the kernel's (0 = none), lowered by
     `MONAD_LANDLOCK_ABI_MAX` if set. Source: landlock_create_ruleset(2) with
     LANDLOCK_CREATE_RULESET_VERSION."""
@@ -52,7 +49,7 @@ def landlock_abi(environ: Mapping[str, str] | None = None) -> int:
         abi = landlockpy.abi_version()
     except OSError:
         abi = 0
-    cap = abi_cap(environ)
+    cap = abi_cap()
     return abi if cap is None else min(abi, cap)
 
 
@@ -73,9 +70,7 @@ def launch_argv(command: str, args: list[str], writable: list[str], *, abi_max: 
     argv = [sys.executable, "-I", "-m", "monad_cli.daemon.sandbox.launch"]
     if abi_max is not None:
         argv += ["--abi-max", str(abi_max)]
-    for path in writable:
-        argv += ["--rw", path]
-    return [*argv, "--", command, *args]
+    return [*argv, *(arg for path in writable for arg in ("--rw", path)), "--", command, *args]
 
 
 def prepare(*, scratch: Path, command: str, args: list[str], cwd: str | None,
@@ -97,8 +92,7 @@ def prepare(*, scratch: Path, command: str, args: list[str], cwd: str | None,
             raise SandboxError(f"`sandboxWritable` path `{path}` does not exist; create it or remove it "
                                f"from the list")
         rw.append(path)
-    env = {**env}
-    env.setdefault("TMPDIR", str(scratch))  # /tmp is read-only inside the sandbox
+    env = {"TMPDIR": str(scratch), **env}  # /tmp is read-only inside the sandbox
     return launch_argv(command, args, list(dict.fromkeys(rw)), abi_max=abi_cap()), run_cwd, env
 
 

@@ -20,8 +20,7 @@ EXIT_CANNOT_CONFINE = 126
 
 
 def _fail(message: str) -> int:
-    sys.stderr.write(f"monad sandbox: {message}\n")
-    sys.stderr.flush()
+    print(f"monad sandbox: {message}", file=sys.stderr, flush=True)
     return EXIT_CANNOT_CONFINE
 
 

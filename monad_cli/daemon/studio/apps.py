@@ -1,6 +1,6 @@
-"""MCP Apps (extension `io.modelcontextprotocol/ui`, ext-apps spec 2026-01-26): the
-supervisor's side of the Studio as their host. The page renders the app (static/js/apphost.js,
-behind the sandbox proxy: sandbox.py); everything an app asks for comes here.
+"""MCP Apps (extension `io.modelcontextprotocol/ui`, ext-apps spec 2026-01-26): the Studio's
+host side in the supervisor. The page renders the app (static/js/apphost.js, behind the
+sandbox proxy: sandbox.py); everything an app asks for comes here.
 
     GET  /v1/studio/apps/resource?name=EXPOSED   the app of a tool → {server, tool, name, uri,
          html (wrapped behind its policy), policy, csp (approved), dropped, permissions, prefersBorder}
@@ -14,10 +14,9 @@ Every request an app makes (`message`, as the page received it) is validated as 
   no permissions: camera, microphone and the like are never granted), the page's
   hostContext plus `toolInfo`;
 - `tools/call` → only a tool of the app's own server whose visibility includes "app"
-  (trust/visibility.py), through `ToolService.call(via="app")`: the approval gate as for
-  every caller (autoApproveTools applies; otherwise the request waits in the page's
-  approvals, and a refusal is a JSON-RPC error to the app); a call of a tool the server does
-  not have gets its `tool_calls` rows too (`refused`, `monad (not_found)`);
+  (trust/visibility.py), through `ToolService.call(via="app")` and its approval gate (a
+  refusal is a JSON-RPC error to the app); a call of a tool the server does not have gets
+  its `tool_calls` rows too (`refused`, `monad (not_found)`);
 - `resources/read` → a resource of the app's own server, through the gateway's catalog
   (gateway/catalog.py: journaled `resource.read`, `via: app`), as an agent's read;
 - `ui/open-link` → only an http(s) URL without credentials, and only once the person
@@ -76,8 +75,7 @@ def apps_extension() -> ClientExtension:
 class RpcError(Exception):
     def __init__(self, code: int, message: str) -> None:
         super().__init__(message)
-        self.code = code
-        self.message = message
+        self.code, self.message = code, message
 
 
 def link_problem(url: Any) -> str | None:
@@ -122,9 +120,7 @@ def _rpc_error(exc: MonadError) -> RpcError:
 
 
 class AppHost:
-    """Owns the answers to MCP Apps' requests and their journal rows. `tools`: the tool service
-    (names, the call path); `catalog`: the gateway's, which reads resources; `scrub`:
-    the redaction function."""
+    """Owns the answers to MCP Apps' requests and their journal rows."""
 
     def __init__(self, tools: ToolService, catalog: Catalog, journal: Journal, *,
                  scrub: Callable[[str], str]) -> None:
@@ -145,9 +141,8 @@ class AppHost:
         return actor.name, tool, uri
 
     async def _read(self, server: str, uri: str, *, via: str) -> ReadResourceResult:
-        """resources/read of `uri` on `server`, the path an agent's read takes (an idle on-demand
-        server is started for it; journaled `resource.read` with `via`). Raises MCPError: the
-        server's failure, or it is not connected (its message scrubbed, naming the server)."""
+        """resources/read of `uri` on `server`, the path an agent's read takes (journaled
+        `resource.read` with `via`). Raises MCPError, its message scrubbed, naming the server."""
         result: ReadResourceResult = await self.catalog.read(uri, lambda name: name == server, via=via,
                                                              single=server)
         return result
@@ -237,14 +232,12 @@ class AppHost:
                 raise RpcError(INTERNAL, f"server `{server}` could not read `{target}`: {exc}") from None
             return f" `{target[:200]}`", read.model_dump(by_alias=True, exclude_none=True, mode="json")
         if method == "ui/open-link":
-            url = params.get("url")
-            problem = link_problem(url)
-            shown = f" {str(url)[:300]}"
+            problem = link_problem(params.get("url"))
             if problem:
                 raise RpcError(INVALID_PARAMS, problem)
             if body.get("confirmed") is not True:
                 raise RpcError(REFUSED, "the person declined to open the link")
-            return shown, {}
+            return f" {params['url'][:300]}", {}
         raise RpcError(METHOD_NOT_FOUND, f"`{method}` is not supported by the monad Studio")
 
     def _initialize(self, tool: Any, body: dict[str, Any], granted: dict[str, list[str]]) -> dict[str, Any]:

@@ -1,19 +1,14 @@
 """**Authorize** from the page: the supervisor runs `monad mcp authorize`'s own flow
-(`monad_cli.auth.authorize.run_authorize`) and the page opens the authorization server.
-
-From the CLI the flow runs in the CLI process, which opens a browser itself. From the Studio
-there is no terminal: the supervisor runs the same code with `open_browser=False` and no
-stdin, and hands the page what a terminal would have shown — the authorization URL
-(loopback flow: the page opens it in a new tab; the one-shot redirect listener on 127.0.0.1
-is the supervisor's) or the device code and verification URL (RFC 8628 §3.3: the page shows
-them). Progress goes out as `authorize` events; on success the grant is journaled as made
-from the Studio and the server reconnects, exactly as after `monad mcp authorize`.
+(`auth.authorize.run_authorize`) with `open_browser=False` and no stdin, and hands the page
+what a terminal would have shown: the authorization URL (loopback flow: the page opens it in
+a new tab; the redirect listener on 127.0.0.1 is the supervisor's) or the device code and
+verification URL (RFC 8628 §3.3). Progress goes out as `authorize` events; on success the
+grant is journaled and the server reconnects, as after `monad mcp authorize`.
 
 One run per server: asking again cancels the previous run (its tab was probably closed),
 unless a tool call started it. A tool call to a server in `needs-auth` joins the run in
-progress, or starts one
-(`join`, `finished`: authorization on demand, trust/authorization.py); its journal row
-names the call that started it.
+progress, or starts one (`join`, `finished`: trust/authorization.py); its journal row names
+the call that started it.
 """
 
 from __future__ import annotations
@@ -35,10 +30,8 @@ FLOW_TIMEOUT_S = 300.0  # as `monad mcp authorize --timeout`
 
 @dataclass
 class AuthorizeDeps:
-    """`publish(type, data)` an event; `record(server, reason, detail)` a journal row;
-    `reconnect(name)` the server; `start_soon(fn)` a supervisor task; `scrub(text)` the
-    supervisor's redaction of free text; `reload()` apply the definition files now (the
-    grant's write may change `auth.mode`)."""
+    """`record(server, reason, detail)` a journal row; `start_soon(fn)` a supervisor task;
+    `reload()` apply the definition files now (the grant's write may change `auth.mode`)."""
 
     paths: Paths
     scrub: Callable[[str], str]
@@ -86,10 +79,9 @@ class AuthorizeRuns:
         self.runs: dict[str, Run] = {}
 
     async def start(self, name: str, *, timeout: float = FLOW_TIMEOUT_S) -> dict[str, Any]:
-        """Start authorizing `name`; returns the run once the page has something to show
-        (a URL, a device code, or the failure), at most after `READY_TIMEOUT_S`. A run a
-        tool call started and waits for is joined, not replaced: its URL is the one the
-        call's Authorize card and its caller show."""
+        """Start authorizing `name`; the run's view once the page has something to show (a
+        URL, a device code, the failure), at most after `READY_TIMEOUT_S`. A run a tool call
+        started is joined, not replaced: its URL is the one the call's caller shows."""
         old = self.runs.get(name)
         if old is not None and not old.finished and old.started_by != "from the Studio":
             return await self._shown(old)

@@ -36,10 +36,8 @@ def approve(csp: Mapping[str, Any] | None) -> tuple[dict[str, list[str]], list[s
     """(approved sources by key, the entries dropped) of a resource's `_meta.ui.csp`."""
     approved: dict[str, list[str]] = {}
     dropped: list[str] = []
-    if not isinstance(csp, Mapping):
-        return approved, dropped
     for key in KEYS:
-        entries = csp.get(key)
+        entries = csp.get(key) if isinstance(csp, Mapping) else None
         if not isinstance(entries, list):
             continue
         kept = [e for e in entries if isinstance(e, str) and _SOURCE.fullmatch(e)][:MAX_SOURCES]
@@ -54,8 +52,7 @@ def policy(approved: Mapping[str, list[str]]) -> str:
     def sources(key: str, fallback: str) -> str:
         return " ".join(approved.get(key) or []) or fallback
 
-    resources = " ".join(approved.get("resourceDomains") or [])
-    extra = f" {resources}" if resources else ""
+    extra = "".join(f" {source}" for source in approved.get("resourceDomains") or [])
     return "; ".join([
         "default-src 'none'",
         f"script-src 'self' 'unsafe-inline'{extra}",

@@ -22,9 +22,8 @@ Every event is one JSON object on one SSE `data:` line (the SSE `id:` is its `id
     authorization.closed   {id, outcome}
 
 (`call` to `task`: transcript.py). The page ignores types it does not know. A page that
-reconnects gets a fresh `snapshot`, so no replay is kept. A subscriber that falls more than
-`BUFFER` events behind is cut off (its stream ends; the browser reconnects and starts from a
-snapshot) rather than slowing the supervisor down.
+reconnects gets a fresh `snapshot` (no replay is kept); one more than `BUFFER` events behind
+is cut off (and reconnects) rather than slowing the supervisor down.
 """
 
 from __future__ import annotations
@@ -71,12 +70,10 @@ class EventBus:
         for send in list(self._subscribers):
             try:
                 send.send_nowait(event)
-            except anyio.WouldBlock:
-                # Too far behind: end its stream; the page reconnects to a fresh snapshot.
+            except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                # Too far behind (or gone): end its stream; the page reconnects to a fresh snapshot.
                 self._subscribers.pop(send, None)
                 send.close()
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                self._subscribers.pop(send, None)
 
     @contextlib.asynccontextmanager
     async def subscribe(self, group: object = None) -> AsyncIterator[MemoryObjectReceiveStream[dict[str, Any]]]:

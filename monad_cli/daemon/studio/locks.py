@@ -33,14 +33,14 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import parse_qs
 
-from starlette.requests import cookie_parser
-from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.datastructures import MutableHeaders
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from monad_cli.daemon.bounds import authenticated
-from monad_cli.daemon.http import MAX_BODY
+from monad_cli.daemon.http import MAX_BODY, error_response
 
 LOGIN_PATH = "/studio/login"
 TOKEN_TTL_S = 600.0  # an unused login URL stops working after 10 minutes
@@ -67,13 +67,14 @@ def studio_csp(sandbox_port: int | None) -> str:
     return f"{CSP}; frame-src http://127.0.0.1:{sandbox_port} http://localhost:{sandbox_port}"
 
 
-SECURITY_HEADERS = [
-    (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),  # the login URL carries a token
-    (b"x-frame-options", b"DENY"),
-    (b"cross-origin-opener-policy", b"same-origin"),
-    (b"cross-origin-resource-policy", b"same-origin"),
-]
+SECURITY_HEADERS = {
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",  # the login URL carries a token
+    "x-frame-options": "DENY",
+    "cross-origin-opener-policy": "same-origin",
+    "cross-origin-resource-policy": "same-origin",
+    "cache-control": "no-store",  # unless the answer says how to cache
+}
 
 
 def _digest(secret: str) -> str:
@@ -92,12 +93,10 @@ class Session:
 
 class Logins:
     """One-time login tokens and the sessions they become, for one port. Only digests are
-    kept, so a lookup compares digests, never the secrets themselves. Times are `clock()`
-    seconds: wall-clock ones by default, because they are kept across supervisor restarts.
-
-    A session ends when it was not used for `SESSION_IDLE_S`, `SESSION_MAX_S` after its sign-in,
-    or at `sign_out`. `on_change(saved)` hears `saved()` after each change worth keeping (a new
-    session, an ended one, a last use `SEEN_WRITE_S` newer than the one kept)."""
+    kept, never the secrets. Times are `clock()` seconds, wall-clock by default: they are kept
+    across supervisor restarts. A session ends `SESSION_IDLE_S` unused, `SESSION_MAX_S` after
+    its sign-in, or at `sign_out`. `on_change(saved)` hears `saved()` after each change worth
+    keeping (a new session, an ended one, a last use `SEEN_WRITE_S` newer than the one kept)."""
 
     def __init__(self, *, clock: Callable[[], float] = time.time,
                  on_change: Callable[[dict[str, tuple[float, float]]], None] | None = None) -> None:
@@ -105,10 +104,9 @@ class Logins:
         self._tokens: dict[str, float] = {}  # digest → expiry
         self._files: dict[str, Path] = {}  # token digest → its redirect file (login_file.py)
         self._sessions: dict[str, Session] = {}  # digest → session
-        self._on_change = on_change
+        self.on_change = on_change
         self._written = 0.0  # when on_change last heard
 
-    # -- login tokens ------------------------------------------------------------------------
     def new_token(self) -> str:
         """A fresh 256-bit token, valid once, for `TOKEN_TTL_S` seconds."""
         now = self._clock()
@@ -143,9 +141,8 @@ class Logins:
                 path.unlink()
 
     def hand_over(self, other: Logins) -> int:
-        """Move this port's unused, unexpired login tokens (and their redirect files) to `other`
-        (the port the page moved to), so a URL handed out here still logs in there; returns how
-        many moved."""
+        """Move this port's live login tokens (and their redirect files) to `other`, the port
+        the page moved to; how many moved."""
         now = self._clock()
         live = {d: t for d, t in self._tokens.items() if t > now}
         other._tokens.update(live)
@@ -157,7 +154,6 @@ class Logins:
         self._files.clear()
         return len(live)
 
-    # -- sessions ----------------------------------------------------------------------------
     def session(self, cookie: str | None) -> str | None:
         """The digest of the live session `cookie` names (now its last use), or None: unknown,
         or ended by its lifetimes (then it is gone)."""
@@ -193,8 +189,8 @@ class Logins:
             self._seen(found, self._clock())
 
     def expire(self) -> int:
-        """End the sessions past a lifetime, and spend the login tokens past theirs (their
-        redirect files go now, not at the next `monad studio`); returns how many sessions ended."""
+        """End the sessions and spend the login tokens past their lifetimes (their redirect
+        files go now); how many sessions ended."""
         now = self._clock()
         for digest in [d for d, t in self._tokens.items() if t <= now]:
             self._spend(digest)
@@ -217,26 +213,20 @@ class Logins:
 
     @staticmethod
     def _ended(session: Session, now: float) -> bool:
-        if now - session.created > SESSION_MAX_S:
-            return True
-        return session.busy == 0 and now - session.seen > SESSION_IDLE_S
+        return now - session.created > SESSION_MAX_S or (session.busy == 0 and now - session.seen > SESSION_IDLE_S)
 
     def _seen(self, session: Session, now: float) -> None:
         session.seen = now
         if now - self._written >= SEEN_WRITE_S:
             self._changed()
 
-    # -- kept across restarts (state.py) -----------------------------------------------------
-    def on_change(self, callback: Callable[[dict[str, tuple[float, float]]], None]) -> None:
-        self._on_change = callback
-
     def saved(self) -> dict[str, tuple[float, float]]:
         """What is kept of the sessions: digest → (signed in, last used)."""
         return {d: (s.created, s.seen) for d, s in self._sessions.items()}
 
     def restore(self, saved: dict[str, tuple[float, float]]) -> None:
-        """Sessions of an earlier run of this port (digests only: a restart keeps the tabs
-        signed in, within their lifetimes, which go on counting from the kept times)."""
+        """Sessions of an earlier run of this port, within their lifetimes (counted from the
+        kept times)."""
         now = self._clock()
         for digest, (created, seen) in saved.items():
             session = Session(created=created, seen=min(seen, now))
@@ -245,8 +235,8 @@ class Logins:
 
     def _changed(self) -> None:
         self._written = self._clock()
-        if self._on_change is not None:
-            self._on_change(self.saved())
+        if self.on_change is not None:
+            self.on_change(self.saved())
 
     def clear(self) -> None:
         """Forget everything (the listener stopped); the kept sessions stay kept."""
@@ -264,7 +254,7 @@ class StudioLocks:
 
     def __init__(self, app: ASGIApp, *, port: int, logins: Logins, csp: str = CSP) -> None:
         self.app = app
-        self.headers = [(b"content-security-policy", csp.encode()), *SECURITY_HEADERS]
+        self.headers = {"content-security-policy": csp, **SECURITY_HEADERS}
         self.port = port
         self.logins = logins
         self.cookie = f"monad_studio_{port}"
@@ -278,7 +268,8 @@ class StudioLocks:
             await self.app(scope, receive, send)
             return
         send = _with_security_headers(send, self.headers)
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        request = Request(scope)
+        headers = request.headers
         host = headers.get("host", "")
         if host not in self.hosts:
             await self._refuse(scope, receive, send, 403, "forbidden_host",
@@ -300,9 +291,9 @@ class StudioLocks:
             await self._refuse(scope, receive, send, 413, "too_large",
                                "the request body is too large; nothing was changed")
             return
-        session = cookie_parser(headers.get("cookie", "")).get(self.cookie)
+        session = request.cookies.get(self.cookie)
         if scope["path"] == LOGIN_PATH and scope["method"] == "GET":
-            await self._login(scope, receive, send, session)
+            await self._login(scope, receive, send, session, request.query_params.get("token"))
             return
         digest = self.logins.session(session)
         if digest is None:
@@ -319,12 +310,11 @@ class StudioLocks:
         with self.logins.using(digest):
             await self.app(scope, receive, send)
 
-    async def _login(self, scope: Scope, receive: Receive, send: Send, session: str | None) -> None:
+    async def _login(self, scope: Scope, receive: Receive, send: Send, session: str | None,
+                     token: str | None) -> None:
         if self.logins.valid(session):  # already signed in (say, the login URL reloaded)
             await RedirectResponse("/studio/", status_code=303)(scope, receive, send)
             return
-        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-        token = (query.get("token") or [""])[0]
         new = self.logins.redeem(token) if token else None
         if new is None:
             await self._refuse(scope, receive, send, 401, "unauthorized",
@@ -338,23 +328,20 @@ class StudioLocks:
         await HTMLResponse(SIGNED_IN_PAGE, headers={"set-cookie": cookie})(scope, receive, send)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send, status: int, code: str, message: str) -> None:
-        response: Response = (JSONResponse({"error": {"code": code, "message": message}}, status)
+        response: Response = (error_response(status, code, message)
                               if scope["path"].startswith("/v1/") else
                               HTMLResponse(f"<!doctype html><meta charset=utf-8><title>monad Studio</title>"
                                            f"<p>{html.escape(message)}</p>", status))
         await response(scope, receive, send)
 
 
-def _with_security_headers(send: Send, security: list[tuple[bytes, bytes]]) -> Send:
-    """Every answer gets the security headers it does not set itself, and `no-store` unless it
-    says how to cache."""
+def _with_security_headers(send: Send, security: dict[str, str]) -> Send:
+    """Every answer gets the security headers it does not set itself."""
     async def wrapped(message: Message) -> None:
         if message["type"] == "http.response.start":
-            present = {k.lower() for k, _ in message.get("headers", [])}
-            extra: list[tuple[bytes, bytes]] = [(k, v) for k, v in security if k not in present]
-            if b"cache-control" not in present:
-                extra.append((b"cache-control", b"no-store"))
-            message = {**message, "headers": [*message.get("headers", []), *extra]}
+            headers = MutableHeaders(scope=message)
+            for name, value in security.items():
+                headers.setdefault(name, value)
         await send(message)
 
     return wrapped

@@ -1,10 +1,9 @@
 """The redirect file that carries a one-time login URL to the browser (Jupyter's
-`use_redirect_file`): `run/studio-login-<random>.html`, 0600 inside the 0700 home, a page
-that sends the browser on to the URL. `monad studio` opens `file://` of it, so the login
-token never appears on a command line: `/proc/PID/cmdline` is readable by every account, and
-a token handed to the browser as an argument was redeemed by another account within
-milliseconds. The file goes when its token is spent or expires (`locks.Logins.keep_file`),
-at a sign-out, and at the supervisor's next start (an earlier run's tokens died with it).
+`use_redirect_file`): `run/studio-login-<random>.html`, 0600 inside the 0700 home. `monad
+studio` opens `file://` of it, so the token is never on a command line (`/proc/PID/cmdline`
+is readable by every account: a token passed as an argument was redeemed by another account
+within milliseconds). The file goes when its token is spent or expires, at a sign-out, and
+at the supervisor's next start.
 """
 
 from __future__ import annotations

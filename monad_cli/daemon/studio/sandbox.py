@@ -22,8 +22,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from urllib.parse import parse_qs
 
+from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.types import Receive, Scope, Send
 
@@ -43,19 +43,14 @@ class SandboxProxy:
         self.template = template.read_bytes()
         assert self.template.count(_SLOT) == 1
 
-    def page_origins(self) -> set[str]:
-        p = self.page_port()
-        return {f"http://127.0.0.1:{p}", f"http://localhost:{p}"} if p else set()
-
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1008})
             return
         if scope["type"] != "http":
             return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        port = self.port()
-        host = (parse_qs(scope.get("query_string", b"").decode("latin-1")).get("host") or [""])[0]
+        request, port, page = Request(scope), self.port(), self.page_port()
+        headers, host = request.headers, request.query_params.get("host", "")
         response: Response
         if headers.get("host") not in (f"127.0.0.1:{port}", f"localhost:{port}"):
             response = _refusal(403, "this sandbox answers only at its own loopback address")
@@ -63,7 +58,7 @@ class SandboxProxy:
             response = _refusal(404, "not found")
         elif headers.get("sec-fetch-dest") != "iframe" or headers.get("sec-fetch-site") != "same-site":
             response = _refusal(403, "the MCP App sandbox opens only as a frame of the monad Studio page")
-        elif host not in self.page_origins():
+        elif not page or host not in (f"http://127.0.0.1:{page}", f"http://localhost:{page}"):
             response = _refusal(403, "the MCP App sandbox serves only the monad Studio page on this machine")
         else:
             body = self.template.replace(_SLOT, json.dumps(host).encode())

@@ -1,17 +1,14 @@
 """The page never holds a secret: every JSON value the Studio sends passes the supervisor's
 redaction function (`Supervisor.scrub`: every secret value monad holds → `***`).
 
-What a server sent is scrubbed as it arrives (daemon/scrubber.py: the ingress), so these
-catch what else an answer may carry: what a caller sent (an approval's or a call's
-arguments), and any of the supervisor's own texts a producer did not scrub.
+What a server sent is scrubbed as it arrives (daemon/scrubber.py), so these catch what else
+an answer may carry: what a caller sent (an approval's or a call's arguments, an agent passing
+a token), and any of the supervisor's own texts a producer did not scrub.
 
 - `scrub_data(value, scrub)` (core/redact.py): a copy of a JSON value with every string
   scrubbed (keys too); used on every event (`StudioHub.publish`);
-- `ScrubAnswers`: ASGI middleware that does the same to every JSON answer of the control
-  app, which answers on the unix socket (the CLI) and on the Studio's port alike. Tool results,
-  approval arguments and task rows are what a server or a caller sent, so they may carry a
-  secret value (a server echoing its own environment, an agent passing a token): one rule,
-  the CLI and the page show `***` alike (docs/atoms.md "Secrets").
+- `ScrubAnswers`: the same for every JSON answer of the control app, on the unix socket and
+  the Studio's port alike: the CLI and the page show `***` alike (docs/atoms.md "Secrets").
 """
 
 from __future__ import annotations
@@ -19,6 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from monad_cli.core.redact import scrub_data
@@ -42,13 +40,10 @@ class ScrubAnswers:
         async def wrapped(message: Message) -> None:
             nonlocal start
             if message["type"] == "http.response.start":
-                kind = dict(message.get("headers", [])).get(b"content-type", b"")
-                if kind.startswith(b"application/json"):
+                if Headers(scope=message).get("content-type", "").startswith("application/json"):
                     start = message  # held until the whole body is in
                     return
-                await send(message)
-                return
-            if message["type"] == "http.response.body" and start is not None:
+            elif message["type"] == "http.response.body" and start is not None:
                 chunks.append(message.get("body", b""))
                 if message.get("more_body"):
                     return
@@ -61,10 +56,9 @@ class ScrubAnswers:
                         body = json.dumps(scrub_data(json.loads(body), self.scrub), separators=(",", ":")).encode()
                     except ValueError:
                         body = self.scrub(text).encode()
-                headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
-                await send({**start, "headers": [*headers, (b"content-length", str(len(body)).encode())]})
-                await send({"type": "http.response.body", "body": body})
-                return
+                MutableHeaders(scope=start)["content-length"] = str(len(body))
+                await send(start)
+                message = {"type": "http.response.body", "body": body}
             await send(message)
 
         await self.app(scope, receive, wrapped)

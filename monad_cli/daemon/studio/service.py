@@ -12,14 +12,11 @@ and, on a second loopback port bound with the first listener, the MCP Apps sandb
 (sandbox.py): another origin, so an app never runs in the page's.
 
 `Studio.serve(port=…)` starts the listener (or keeps the running one) and returns a fresh
-one-time login URL and the 0600 redirect file holding it (login_file.py), which the CLI has
-the browser open: the token is never on a command line. `Studio.sign_out()` ends every
-session; sessions also end by their lifetimes (locks.py), checked on every request and by a
-reaper once a minute, which closes the event streams of a listener whose sessions ended.
-Asking for another explicit port moves the page there: the new port is
-bound first (a busy port leaves the old one serving), then the old listener stops, which
-ends its pages' streams and sessions. The service gets only what it uses (`StudioDeps`),
-never the supervisor.
+one-time login URL and the 0600 redirect file holding it (login_file.py): the token is never
+on a command line. Sessions end at `Studio.sign_out()` or by their lifetimes (locks.py),
+checked on every request and once a minute. Another explicit port moves the page: the new
+port is bound first (a busy port leaves the old one serving), then the old listener stops.
+The service gets only what it uses (`StudioDeps`), never the supervisor.
 """
 
 from __future__ import annotations
@@ -58,14 +55,10 @@ REAP_EVERY_S = 60.0  # how often sessions past their lifetimes are ended while n
 
 @dataclass
 class StudioDeps:
-    """What the Studio needs from the supervisor.
-
-    `control_app`: the control API's ASGI app; `snapshot()`: `{servers, problems,
-    definitions}` as the events carry them; `refresh()`: re-read the definition files if
-    they changed (so a page opened right after `monad mcp add` shows the server, as
-    `monad mcp status` would); `stopping`: set when the supervisor stops; `start_soon(fn)`:
-    run a task that ends with the supervisor; `state`: the port and sessions kept across
-    restarts (state.py); `login_files`: where login URLs are written for the browser (`run/`)."""
+    """What the Studio needs from the supervisor: `snapshot()` is `{servers, problems,
+    definitions}` as the events carry them; `refresh()` re-reads the definition files if they
+    changed (a page opened right after `monad mcp add` shows the server); `start_soon(fn)`
+    runs a task that ends with the supervisor; `state`: what is kept across restarts."""
 
     control_app: ASGIApp
     snapshot: Callable[[], dict[str, Any]]
@@ -77,12 +70,10 @@ class StudioDeps:
 
 
 class StaticPage:
-    """The page's files (`static/`), read once and answered from memory: a first render must
-    not wait on a thread pool opening files. ETags let a reload revalidate cheaply.
-
-    The page itself carries the current `snapshot()` (the first event every stream starts
-    with) in a JSON data block, so it renders before its event stream is even open, and
-    `host()` (`{sandboxPort}`: where MCP Apps render) in another."""
+    """The page's files (`static/`), read once and answered from memory (a first render must
+    not wait on a thread pool opening files), with ETags. The page carries the current
+    `snapshot()` in a JSON data block, so it renders before its event stream is open, and
+    `host()` (where MCP Apps render) in another."""
 
     TYPES: ClassVar[dict[str, str]] = {".html": "text/html; charset=utf-8", ".css": "text/css; charset=utf-8",
                                        ".js": "text/javascript; charset=utf-8"}
@@ -168,11 +159,11 @@ class Listener:
 class Studio:
     """The page's listener on 127.0.0.1 (at most one at a time) and its login URLs.
 
-    Owns: binding, moving and stopping the listener (it stops with the supervisor), the
-    ASGI app it serves (locks → login, page, events, the control app), the MCP Apps sandbox
-    listener (bound with the first page listener, on any free port, kept while the page
-    moves), and minting one-time tokens. Never: answers a `/v1/` route itself other than `/v1/events` (the control app
-    does, the same as on the unix socket), or serves anything before `StudioLocks` passed it.
+    Owns: binding, moving and stopping the listener, the ASGI app it serves (locks → login,
+    page, events, the control app), the MCP Apps sandbox listener (bound with the first page
+    listener, on any free port, kept while the page moves), and minting one-time tokens.
+    Never: answers a `/v1/` route itself but `/v1/events`, or serves anything before
+    `StudioLocks` passed it.
     """
 
     def __init__(self, deps: StudioDeps, bus: EventBus) -> None:
@@ -221,7 +212,6 @@ class Studio:
                 if not self._watching:
                     self._watching = True
                     self.deps.start_soon(self._until_stopped)
-                    self.deps.start_soon(self._reap)
             listener = self.listener
             assert listener is not None
             token = listener.logins.new_token()
@@ -249,26 +239,10 @@ class Studio:
         log.info("Studio: signed out %d session(s)", count)
         return count
 
-    async def _reap(self) -> None:
-        """End sessions past their lifetimes even while no request comes, and close the streams
-        of the listener they were on (the pages of sessions still live reconnect at once)."""
-        with anyio.CancelScope() as scope:
-            async def stop() -> None:
-                await self.deps.stopping.wait()
-                scope.cancel()
-
-            self.deps.start_soon(stop)
-            while True:
-                await anyio.sleep(REAP_EVERY_S)
-                listener = self.listener
-                if listener is not None and listener.logins.expire():
-                    self.bus.close(group=listener)
-
     async def _retire(self, old: Listener, new: Listener) -> None:
-        """The page moved from `old` to `new`. Its pages' sessions end now; but a login URL
-        handed out for `old` and not opened yet (two `monad studio --port` at once) must not
-        be dead: its token moves to `new`, and `old` stays up, answering only with a redirect
-        to the same URL on `new`, until such a token would have expired."""
+        """The page moved from `old` to `new`: its sessions end now, but a login URL handed out
+        for `old` and not opened yet (two `monad studio --port` at once) moves to `new`, and
+        `old` redirects to it until such a token would have expired."""
         self.bus.close(group=old)
         old.logins.end_sessions()
         for earlier in self._forwarding:  # a second move: older ports forward to the page's port too
@@ -289,8 +263,8 @@ class Studio:
         self.deps.start_soon(stop_later)
 
     def _keep_sessions(self, listener: Listener) -> None:
-        """Sessions survive a restart on the same port: take back the ones kept for it, and
-        keep each new one (digests, 0600). Another port starts over."""
+        """Take back the sessions kept for this port, and keep each new one (another port
+        starts over)."""
         state = self.deps.state
         saved = state.read()
         if saved is not None and saved["port"] == listener.port:
@@ -301,7 +275,7 @@ class Studio:
             if self.listener is listener:
                 state.write(listener.port, sessions)
 
-        listener.logins.on_change(on_change)
+        listener.logins.on_change = on_change
 
     async def resume(self) -> None:
         """Serve the page again where it was before the supervisor stopped (studio.json), if it was."""
@@ -314,7 +288,16 @@ class Studio:
             log.warning("the Studio was not served again: %s", e)
 
     async def _until_stopped(self) -> None:
-        await self.deps.stopping.wait()
+        """End sessions past their lifetimes even while no request comes, closing the streams of
+        their listener (the pages of live sessions reconnect at once); then, once the supervisor
+        stops, every listener."""
+        while True:
+            with anyio.move_on_after(REAP_EVERY_S):
+                await self.deps.stopping.wait()
+                break
+            listener = self.listener
+            if listener is not None and listener.logins.expire():
+                self.bus.close(group=listener)
         async with self._lock:
             for old in list(self._forwarding):
                 self._forwarding.remove(old)

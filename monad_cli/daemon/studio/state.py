@@ -1,14 +1,12 @@
 """What the Studio keeps across supervisor restarts (`MONAD_HOME/studio.json`, 0600).
 
-`{"port": N, "sessions": [{"digest": sha256, "created": T, "seen": T}, ...]}`: the page was
-served, on which port, and the digests of its sessions with when each signed in and was
-last used (epoch seconds) — never the session secrets themselves: those live only in the
-browsers' cookies. A supervisor that starts, on any path (`monad daemon start`, autostart,
-a restart after a crash), serves the page again on that port and takes those sessions back,
-so an open tab resumes without a new sign-in; their idle and absolute lifetimes go on
-counting from the kept times, and a sign-out empties the list. Moving the page to another
-port starts the file over (the old port's sessions end with it). A list of bare digests (the
-form before sessions had lifetimes) is read as no session: those browsers sign in again.
+`{"port": N, "sessions": [{"digest": sha256, "created": T, "seen": T}, ...]}`: the port the
+page was served on, and the digests of its sessions with when each signed in and was last
+used (epoch seconds); never the session secrets (only the browsers' cookies hold them). A
+supervisor that starts, on any path, serves the page again on that port and takes those
+sessions back, so an open tab resumes without a new sign-in; their lifetimes go on counting
+from the kept times. A sign-out empties the list; another port starts the file over. A list
+of bare digests (an older form) is read as no session.
 """
 
 from __future__ import annotations

@@ -17,11 +17,8 @@ and the task ledger, and publishes:
     task              {task: <the task row, as GET /v1/tasks/{id} answers>}
 
 The journal keeps a call's arguments only as a digest (docs/tools.md), so the transcript
-keeps the arguments of the last `KEEP` calls in memory, scrubbed; a row from before the
-supervisor started shows its digest only. `GET /v1/journal/calls` merges them back in, and
-says whether this supervisor is one of a fleet's (`fleet`, docs/fleet.md): then the page
-shows each call's host (this supervisor's `host`; other hosts' calls are in the shared
-journal, `monad journal --calls`).
+keeps those of the last `KEEP` calls in memory, scrubbed. `GET /v1/journal/calls` merges them
+back in, with `fleet` (docs/fleet.md: the page then shows each call's host) and `host`.
 """
 
 from __future__ import annotations
@@ -48,8 +45,7 @@ _SIZE = json.JSONEncoder(default=str)
 
 class Transcript:
     """Owns the in-memory arguments of recent calls and turns the services' callbacks into
-    events. `publish(type, data)` sends an event (scrubbed by the hub), `listening()` says
-    whether any page listens (a task row is read only then)."""
+    events; `listening()`: whether any page listens (a task row is read only then)."""
 
     def __init__(self, tools: ToolService, tasks: TaskManager, *, publish: Callable[[str, dict[str, Any]], None],
                  listening: Callable[[], bool],
@@ -122,10 +118,8 @@ class Transcript:
 
         journal = self.tools.journal
         rows = await anyio.to_thread.run_sync(lambda: jt.calls(journal, server=server, limit=limit))
-        out = []
-        for row in reversed(rows):
+        for row in rows:
             kept = self.arguments.get(row["id"])
             if kept is not None:
                 row["arguments"], row["ref"] = kept
-            out.append(row)
-        return out
+        return rows[::-1]
