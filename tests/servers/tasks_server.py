@@ -19,7 +19,8 @@ Task tools:
   the answer as JSON text;
 - `fail(kind, message)`: `kind=error` → task `failed` with a JSON-RPC error; `kind=tool`
   → `completed` with `isError: true`.
-`quick(text)` is never a task. With `--log`, every run, dedupe, get, update and cancel is
+`quick(text)` is never a task. `--ack JSON` is the answer of `tasks/update` and `tasks/cancel`
+(default `{"resultType": "complete"}`). With `--log`, every run, dedupe, get, update and cancel is
 a JSON line, so tests can count them (one run per invocation id).
 """
 
@@ -245,7 +246,7 @@ class TasksServerExtension(Extension):
                 t.responses[key] = value
         if t.input_requests and all(k in t.responses for k in t.input_requests):
             t.answered.set()
-        return {"resultType": "complete"}
+        return dict(self.state.cfg.ack)
 
     async def cancel(self, ctx: Any, params: TaskIdParams) -> dict[str, Any]:
         require_declared(ctx, params.meta)
@@ -254,7 +255,7 @@ class TasksServerExtension(Extension):
         if t.status not in ("completed", "failed", "cancelled"):
             t.scope.cancel()
             self.state.set_status(t, "cancelled", status_message="cancelled at the client's request")
-        return {"resultType": "complete"}
+        return dict(self.state.cfg.ack)
 
 
 def listen_handler(state: State) -> Any:
@@ -294,6 +295,8 @@ def main() -> None:
     ap.add_argument("--ttl-ms", type=int, default=600_000)
     ap.add_argument("--no-notify", action="store_true")
     ap.add_argument("--log", default=None)
+    ap.add_argument("--ack", type=json.loads, default={"resultType": "complete"},
+                    help="the JSON answer of tasks/update and tasks/cancel (a malformed one, for tests)")
     cfg = ap.parse_args()
     state = State(cfg)
 

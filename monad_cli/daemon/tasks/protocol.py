@@ -90,6 +90,13 @@ class CancelTaskRequest(types.Request[TaskIdParams, Literal["tasks/cancel"]]):
     name_param = "taskId"
 
 
+class AckResult(types.Result):
+    """The acknowledgement of `tasks/update` and `tasks/cancel`, read for nothing: any keys
+    taken (`EmptyResult` would refuse a server's odd `resultType`)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
 def flatten(exc: BaseException) -> list[BaseException]:
     """The leaves of an exception group (the SDK's task groups wrap errors), or `[exc]`."""
     if isinstance(exc, BaseExceptionGroup):
@@ -221,13 +228,12 @@ class Sep2663Wire:
     async def answer(self, task_id: str, responses: dict[str, Any]) -> None:
         """`tasks/update {taskId, inputResponses}`; the ack is empty."""
         await self.client.session.send_request(
-            UpdateTaskRequest(params=UpdateTaskParams(task_id=task_id, input_responses=responses)), types.EmptyResult,
+            UpdateTaskRequest(params=UpdateTaskParams(task_id=task_id, input_responses=responses)), AckResult,
             request_read_timeout_seconds=self.request_timeout)
 
     async def cancel(self, task_id: str) -> dict[str, Any] | None:
         """`tasks/cancel {taskId}` (idempotent); the next poll shows the ending."""
-        await self.client.session.send_request(CancelTaskRequest(params=TaskIdParams(task_id=task_id)),
-                                               types.EmptyResult,
+        await self.client.session.send_request(CancelTaskRequest(params=TaskIdParams(task_id=task_id)), AckResult,
                                                request_read_timeout_seconds=self.request_timeout)
         return None
 

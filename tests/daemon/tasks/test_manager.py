@@ -187,6 +187,27 @@ def test_input_required_is_answered_with_tasks_update(tmp_path: Path) -> None:
     run(scenario)
 
 
+def test_an_ack_is_taken_whatever_else_it_holds(tmp_path: Path) -> None:
+    # The acks of tasks/update and tasks/cancel are read for nothing: one whose `resultType`
+    # is no string (a sloppy server) still acknowledges, rather than failing the answer with
+    # a validation error after the server took it.
+    async def scenario() -> None:
+        async with connected(tmp_path, "--ack", '{"resultType": 1, "taskId": "x"}') as (manager, _client, log):
+            row = await manager.start("ts", "ask", {})
+            assert (await manager.show(row["id"], wait=10))["state"] == "input_required"
+            answered = await manager.answer(row["id"], {"profile": {"name": "Ada", "age": "36"}})
+            assert answered["answeredKeys"] == ["profile"]
+            assert (await manager.show(row["id"], wait=10))["state"] == "completed"
+            long = await manager.start("ts", "slow", {"seconds": 60})
+            await manager.cancel(long["id"])
+            await until(lambda: (manager.store.get(long["id"]) or long).state == "cancelled")
+            reasons = [e["reason"] for e in manager.ledger.journal.events(kinds=["task"])]
+            assert f"task {long['id'][:12]} tasks/cancel acknowledged" in reasons
+            assert events(log).count("update") == events(log).count("cancel") == 1
+
+    run(scenario)
+
+
 def test_a_server_that_is_not_live_is_refused(tmp_path: Path) -> None:
     from monad_cli.core.errors import NotConnected, NotFound
 
