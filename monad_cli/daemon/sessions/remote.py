@@ -27,6 +27,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import anyio.abc
 import httpx2
 from mcp.shared.message import ClientMessageMetadata, SessionMessage
 from mcp_types import JSONRPCNotification, JSONRPCRequest
@@ -272,9 +273,11 @@ class SessionKeeper(httpx2.AsyncBaseTransport):
 
 
 # -- the session's streams, through an Exchange ----------------------------------------
-class _ReadSide:
+class _ReadSide(anyio.abc.ObjectReceiveStream[Any]):
     """What the SDK session reads: the transport's messages (their sender context kept,
-    as the SDK's context streams do) and local answers from the exchange."""
+    as the SDK's context streams do) and local answers from the exchange. anyio's base
+    gives the iteration and the async CM; the SDK's dispatcher takes a closed stream as
+    the end of it."""
 
     def __init__(self, receive: Any) -> None:
         self._receive = receive
@@ -285,26 +288,11 @@ class _ReadSide:
         self.last_context = ctx
         return item
 
-    def __aiter__(self) -> _ReadSide:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            return await self.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            raise StopAsyncIteration from None
-
     async def aclose(self) -> None:
         await self._receive.aclose()
 
-    async def __aenter__(self) -> _ReadSide:
-        return self
 
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-
-class _WriteSide:
+class _WriteSide(anyio.abc.ObjectSendStream[SessionMessage]):
     """What the SDK session writes to: recorded, then sent on in the caller's own task
     (the SDK's streams capture the caller's contextvars, e.g. its request clock). Also the
     `Wire` of monad's own lane (sessions/direct.py): its messages take the same way."""
@@ -326,12 +314,6 @@ class _WriteSide:
 
     async def aclose(self) -> None:
         await self._inner.aclose()
-
-    async def __aenter__(self) -> _WriteSide:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
 
 @asynccontextmanager

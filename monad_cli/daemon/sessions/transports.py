@@ -118,7 +118,7 @@ class Connection:
             self.on_closed()
 
 
-class StdinWriter:
+class StdinWriter(anyio.abc.ObjectSendStream[SessionMessage]):
     """The session's write stream, straight onto the server's stdin: each message one line,
     written by the task that sends it (no writer task and memory stream in between: one
     event-loop hop less on every request). A lock keeps lines whole; a cancelled sender
@@ -171,12 +171,6 @@ class StdinWriter:
 
     async def aclose(self) -> None:
         self.closed = True  # stdin itself is closed by `_stop` (the graceful shutdown)
-
-    async def __aenter__(self) -> StdinWriter:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
 
 STRAY_LOGGED = 10  # stray stdout lines logged one by one; after that at every power of ten
