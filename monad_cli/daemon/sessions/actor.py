@@ -381,22 +381,13 @@ class ServerActor:
     async def _loop(self) -> None:
         while not self.retired:
             spec = self.spec
-            if spec is None:
-                self.set_state(State.FAILED, f"config error: {self.config_error}")
+            parked = self._parked(spec)
+            if parked is not None:
+                self.set_state(*parked)
                 self.first_attempt.set()
                 await self.sleep_until_woken()
                 continue
-            if not spec.enabled:
-                self.set_state(State.DISABLED, "enabled = false in its definition")
-                self.first_attempt.set()
-                await self.sleep_until_woken()
-                continue
-            filtered = self.ctx.filter_reason(self.name)
-            if filtered is not None:
-                self.set_state(State.FILTERED, filtered)
-                self.first_attempt.set()
-                await self.sleep_until_woken()
-                continue
+            assert spec is not None
             on_demand = self.on_demand(spec)
             cached = self.lists.cached(spec) if on_demand else None
             if cached is not None and not self.demand.wanted():
@@ -450,6 +441,15 @@ class ServerActor:
                 await self.sleep_until_woken(delay)
             finally:
                 self.next_attempt_at = None
+
+    def _parked(self, spec: ServerSpec | None) -> tuple[State, str] | None:
+        """The state it waits in with no session (a config error, disabled, filtered out), or None."""
+        if spec is None:
+            return State.FAILED, f"config error: {self.config_error}"
+        if not spec.enabled:
+            return State.DISABLED, "enabled = false in its definition"
+        filtered = self.ctx.filter_reason(self.name)
+        return None if filtered is None else (State.FILTERED, filtered)
 
     def _new_connection(self) -> Connection:
         conn = Connection()  # only a live session's end wakes the actor; a failed connect reports itself
@@ -552,7 +552,7 @@ class ServerActor:
                 self.storm_reason = None
                 # Started for nobody (only to learn its lists): stop at once; else `idleStop` from now.
                 self.demand.last_used = time.monotonic() if kicked or self.demand.inflight else -math.inf
-                self._connected(client, listing)
+                self._connected(client, conn, listing)
                 async with anyio.create_task_group() as tg:
                     self._tg = tg
                     start_upkeep(tg, client, conn, refresh, on_hung=self._on_hung)
@@ -604,12 +604,13 @@ class ServerActor:
 
     def _on_storm(self, reason: str | None) -> None:
         self.storm_reason = reason
-        if self.client is not None:
-            problem = self._problem()
-            self.set_state(State.DEGRADED if problem else State.CONNECTED, problem)
+        self._settle()
 
-    def _problem(self) -> str | None:
-        return "; ".join(p for p in (self.tool_problem, self.storm_reason) if p) or None
+    def _settle(self) -> None:
+        """A live session is `connected`, or `degraded` by its tools' or its storm's problem."""
+        problem = "; ".join(p for p in (self.tool_problem, self.storm_reason) if p) or None
+        if self.client is not None:
+            self.set_state(State.DEGRADED if problem else State.CONNECTED, problem)
 
     def _announce_end(self, reason: str | None) -> None:
         spec = self.spec
@@ -626,22 +627,21 @@ class ServerActor:
                            f"on demand: stopped after {describe_duration(self.demand.idle_stop(spec))} without use; "
                            f"the next call starts it")
 
-    def _connected(self, client: Client, listing: ToolListing) -> None:
+    def _connected(self, client: Client, conn: Connection, listing: ToolListing) -> None:
         self.client = client
-        self._session_of = (client, self.conn)
+        self._session_of = (client, conn)
         self.last_failure = None
         self.connected_at = time.monotonic()
-        if self.conn is not None:
-            self.conn.established = True
+        conn.established = True
         self.protocol_version = client.protocol_version
         self._connect_ended(None)
-        if self.conn is not None and self.conn.lane is not None:
-            self.conn.lane.attach(client)  # it shares the session's ids
+        if conn.lane is not None:
+            conn.lane.attach(client)  # it shares the session's ids
         self.server_info = client.server_info.model_dump(exclude_none=True) if client.server_info else None
         self.lists.instructions = client.instructions
         self._take_listing(listing)
         self.first_attempt.set()  # it ended connected (else `_loop` sets it when `_session` returns)
-        if self.conn is not None and self.conn.closed:  # died between tools/list and now
+        if conn.closed:  # died between tools/list and now
             self.wakeup("closed")
 
     async def refresh_tools(self) -> None:
@@ -667,9 +667,7 @@ class ServerActor:
             self.lists.remember(self.spec, tools)
         self.tool_problem = "; ".join(p for p in (listing.problems(), pin_problem) if p) or None
         self.ctx.on_tools_changed(self)
-        if self.client is not None:
-            problem = self._problem()
-            self.set_state(State.DEGRADED if problem else State.CONNECTED, problem)
+        self._settle()
 
     async def call_tool(self, call: ToolCall) -> CallToolResult:
         """tools/call of `call.tool` (the server's own name) on this session from any task

@@ -74,7 +74,7 @@ class IdleLists:
         actor = self.actor
         if cached.tool_hash != self.tools_hash:
             tools = [Tool.model_validate(t) for t in cached.tools]
-            actor.tools, self.tools_hash, actor.tool_problem = tools, cached.tool_hash, None
+            actor.tools, self.tools_hash = tools, cached.tool_hash
             actor.tool_problem = actor.ctx.check_pin(actor, tools)
             actor.ctx.on_tools_changed(actor)
         self.listed_at = cached.listed_at
