@@ -10,7 +10,7 @@ import logging
 import os
 import time
 from collections.abc import Mapping, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -23,6 +23,9 @@ from monad_cli.core.filters import combine
 from monad_cli.core.paths import Paths
 from monad_cli.daemon.sessions.processes import SpawnRecords, kill_leftovers
 from monad_cli.daemon.sessions.spawn import EarlySpawns, SpawnError, stdio_command
+
+if TYPE_CHECKING:
+    from monad_cli.daemon.sessions.actor import ServerActor
 
 log = logging.getLogger("monad.supervisor")
 
@@ -81,14 +84,7 @@ async def spawn_early(paths: Paths, environ: Mapping[str, str], early: EarlySpaw
     return n
 
 
-class Attempted(Protocol):
-    """What `after_start` waits on: an actor's first connection attempt."""
-
-    @property
-    def first_attempt(self) -> anyio.Event: ...
-
-
-async def after_start(actors: Sequence[Attempted], early: EarlySpawns, *, limit: float = 60.0) -> None:
+async def after_start(actors: Sequence[ServerActor], early: EarlySpawns, *, limit: float = 60.0) -> None:
     """Once every actor made its first attempt (and so adopted its early process, if it had
     one), or after `limit` seconds: stop the early processes nobody adopted."""
     with anyio.move_on_after(limit):

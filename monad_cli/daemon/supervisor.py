@@ -275,13 +275,6 @@ class Supervisor:
         spec = actor.spec if actor is not None else None
         return spec.request_timeout_ms / 1000 if spec is not None and spec.request_timeout_ms else None
 
-    # -- process-level guards ------------------------------------------------------------
-    def acquire_daemon_lock(self) -> None:
-        """One supervisor per MONAD_HOME: an flock on run/daemon.lock, held for life (taken
-        already when `monad daemon run` spawned early: `daemon/startup.py`)."""
-        if self._lock_fd is None:
-            self._lock_fd = acquire_daemon_lock(self.paths)
-
     # -- definitions -----------------------------------------------------------------
     async def reconcile(self, *, force: bool = False) -> None:
         """Load the definitions and apply the diff. Safe to call from any task."""
@@ -489,7 +482,8 @@ class Supervisor:
         from monad_cli.daemon.api.server import ControlServer
         from monad_cli.daemon.gateway.listener import GatewayListener
 
-        self.acquire_daemon_lock()
+        if self._lock_fd is None:  # one per MONAD_HOME, held for life (`monad daemon run` took it early)
+            self._lock_fd = acquire_daemon_lock(self.paths)
         journal = self.open()
         journal.start_link()  # a fleet's shared journal: shipped from a thread, never awaited
         self.tool_service.calls.recover()

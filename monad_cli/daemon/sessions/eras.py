@@ -12,6 +12,7 @@ is probed afresh; an entry older than `RECHECK_AFTER_S` is forgotten, so a serve
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import time
@@ -24,7 +25,6 @@ log = logging.getLogger("monad.actor")
 
 RECHECK_AFTER_S = 24 * 3600.0
 MAX_ENTRIES = 1000
-_stores: dict[Path, EraStore] = {}
 
 
 class EraStore:
@@ -34,14 +34,11 @@ class EraStore:
         self.path = path
         self._entries: dict[str, dict[str, Any]] | None = None
 
-    @classmethod
-    def at(cls, run_dir: Path) -> EraStore:
+    @staticmethod
+    @functools.cache
+    def at(run_dir: Path) -> EraStore:
         """The one store of a MONAD_HOME's run directory (shared by its actors)."""
-        path = run_dir / "eras.json"
-        store = _stores.get(path)
-        if store is None:
-            store = _stores[path] = cls(path)
-        return store
+        return EraStore(run_dir / "eras.json")
 
     def _load(self) -> dict[str, dict[str, Any]]:
         if self._entries is None:

@@ -178,22 +178,11 @@ def _scrub_surrogates(value: Any) -> tuple[Any, int]:
         fixed, n = _SURROGATE.subn("\ufffd", value)
         return fixed, n
     if isinstance(value, list):
-        total = 0
-        out = []
-        for item in value:
-            fixed, n = _scrub_surrogates(item)
-            out.append(fixed)
-            total += n
-        return out, total
+        items = [_scrub_surrogates(item) for item in value]
+        return [fixed for fixed, _ in items], sum(n for _, n in items)
     if isinstance(value, dict):
-        total = 0
-        obj = {}
-        for k, v in value.items():
-            fk, nk = _scrub_surrogates(k)
-            fv, nv = _scrub_surrogates(v)
-            obj[fk] = fv
-            total += nk + nv
-        return obj, total
+        pairs = [(_scrub_surrogates(k), _scrub_surrogates(v)) for k, v in value.items()]
+        return {k[0]: v[0] for k, v in pairs}, sum(k[1] + v[1] for k, v in pairs)
     return value, 0
 
 

@@ -55,6 +55,10 @@ class Requests(Protocol):
 
 
 class _WrongShapeFails:
+    """`with WRONG_SHAPE_FAILS:` an answer of a shape the protocol does not define fails its
+    call with a one-line reason (an MCPError, as any failed call), not pydantic's multi-line
+    report. (A class, not a generator: ~7k instructions less a call.)"""
+
     __slots__ = ()
 
     def __enter__(self) -> None:
@@ -65,14 +69,7 @@ class _WrongShapeFails:
             raise MCPError(INTERNAL_ERROR, describe(exc)) from None
 
 
-_WRONG_SHAPE_FAILS = _WrongShapeFails()
-
-
-def wrong_shape_fails_the_call() -> _WrongShapeFails:
-    """`with wrong_shape_fails_the_call():` an answer of a shape the protocol does not define
-    fails its call with a one-line reason (an MCPError, as any failed call), not pydantic's
-    multi-line report. (A class, not a generator: ~7k instructions less a call.)"""
-    return _WRONG_SHAPE_FAILS
+WRONG_SHAPE_FAILS = _WrongShapeFails()
 
 
 _UNKNOWN = "whether the server acted on it is unknown"
@@ -99,15 +96,6 @@ class SessionRequests:
                              f"{': ' + actor.reason if actor.reason else ''} (see `monad mcp status {actor.name}`)")
         return client
 
-    def _cut(self, client: Client) -> _Cut:
-        """`async with self._cut(client):` a request on `client` that fails because its
-        session ended says why, not what the SDK raised (only "Connection closed", or its own
-        RuntimeError once the client is closed): `SessionCut` when monad ended the session on
-        purpose; MCPError -32000 with the words of the server's status row when the server
-        ended it (it exited, was killed, stopped answering: `ServerActor.ended_reason`), or,
-        for a remote server, saying the connection to it was lost, in the same structure."""
-        return _Cut(self.actor, client)
-
     async def call_tool(self, call: ToolCall) -> CallToolResult:
         actor = self.actor
         client = self._client()
@@ -115,8 +103,8 @@ class SessionRequests:
         rto = actor.spec.request_timeout_ms if actor.spec else None
         # A plain call (no progress asked, no deadline of its own) takes the direct lane.
         lane = actor.conn.lane if actor.conn is not None and call.progress is None and not rto else None
-        async with self._cut(client):
-            with actor.inputs.serving(call), wrong_shape_fails_the_call():
+        async with _Cut(actor, client):
+            with actor.inputs.serving(call), WRONG_SHAPE_FAILS:
                 result = await lane.call(call, client.protocol_version, actor.tools) if lane is not None else None
                 if result is None:
                     meta = caller_meta(call, call.meta)
@@ -131,13 +119,19 @@ class SessionRequests:
         # An answer of a shape the protocol does not define fails its request in one line, as a
         # call's does: a read, a get, a listing (a `resources/templates/list` answered `{}`
         # left pydantic's error to the gateway, which failed every server's listing with it).
-        async with self._cut(client):
-            with self.actor.inputs.serving(caller), wrong_shape_fails_the_call():
+        async with _Cut(self.actor, client):
+            with self.actor.inputs.serving(caller), WRONG_SHAPE_FAILS:
                 return await send(client, caller_meta(caller, caller.meta if caller is not None else None))
 
 
 class _Cut:
-    """`SessionRequests._cut`'s block (a class, not a generator: ~12k instructions less a call)."""
+    """`async with _Cut(actor, client):` a request on `client` that fails because its session
+    ended says why, not what the SDK raised (only "Connection closed", or its own
+    RuntimeError once the client is closed): `SessionCut` when monad ended the session on
+    purpose; MCPError -32000 with the words of the server's status row when the server
+    ended it (it exited, was killed, stopped answering: `ServerActor.ended_reason`), or,
+    for a remote server, saying the connection to it was lost, in the same structure.
+    (A class, not a generator: ~12k instructions less a call.)"""
 
     __slots__ = ("actor", "client", "conn")
 
@@ -186,4 +180,4 @@ def address(actor: Any) -> tuple[str, int | None] | None:
         return None
 
 
-__all__ = ["Requests", "Send", "SessionRequests", "address", "wrong_shape_fails_the_call"]
+__all__ = ["WRONG_SHAPE_FAILS", "Requests", "Send", "SessionRequests", "address"]
