@@ -3,16 +3,10 @@
 The SDK requires a Client to be entered and exited in the same task (anyio cancel scopes), so
 the actor holds `async with Client(...)` open for the life of a session while other tasks use
 `actor.client` concurrently. It owns the state machine (states.py), the connect deadline and
-the restart loop (`run`, with backoff.py's policy and reasons.py's reasons); what it needs
-from around it comes in one `ActorContext`, built once by the supervisor.
-
-Its other concerns are collaborators of their own, each in its file:
-- the request path: monad's requests to the server from any task (requests.py,
-  `actor.requests`, wrapped by what the supervisor installs);
-- on-demand holds and idling: who uses the session, and whether it must run (ondemand.py,
-  `actor.demand`);
-- the lists an idle on-demand server is served from (idle.py, `actor.lists`);
-- its row in `monad mcp status` (status.py)."""
+the restart loop (`run`: backoff.py, reasons.py); what it needs from around it comes in one
+`ActorContext`. Its collaborators: the request path (requests.py, `actor.requests`),
+on-demand holds (ondemand.py, `actor.demand`), an idle server's lists (idle.py,
+`actor.lists`) and its status row (status.py)."""
 
 from __future__ import annotations
 
@@ -80,12 +74,11 @@ END_KNOWN_S = 10.0
 
 
 class SessionEvents:
-    """What a server's sessions tell whoever listens (`ActorContext.events`): a connection
-    attempt starts (`connecting`) and ends (`connected`: `error` None, or why not: the
-    exception's type, `timeout`, `cancelled`), a live session ends after `seconds`
-    (`session_ended`: `error` `closed` or `needs-auth` when it did not end by monad's
-    choice), a failed attempt or an ended session is retried (`restarting`: `failed` or
-    `closed`). Here each does nothing; telemetry's (daemon/telemetry/wrappers.py) records."""
+    """A server's session lifecycle (`ActorContext.events`): an attempt starts (`connecting`)
+    and ends (`connected`: `error` None, or the exception's type, `timeout`, `cancelled`), a
+    live session ends after `seconds` (`session_ended`: `error` `closed` or `needs-auth` when
+    monad did not end it), a retry (`restarting`: `failed` or `closed`). No-ops here;
+    telemetry's (daemon/telemetry/wrappers.py) records."""
 
     def connecting(self, actor: ServerActor) -> None:
         pass

@@ -114,12 +114,7 @@ class DirectLane:
         if not self.pending:
             return False
         if isinstance(message, JSONRPCResponse | JSONRPCError) and message.id is not None:
-            waiter = self.pending.pop(str(message.id), None)
-            if waiter is None:
-                return False
-            waiter.answer = message
-            waiter.event.set()
-            return True
+            return self._answer(str(message.id), message)
         if isinstance(message, JSONRPCNotification) and message.method == ACKNOWLEDGED:
             meta = (message.params or {}).get("_meta")
             waiter = self.pending.get(str(meta.get(SUBSCRIPTION_ID_META_KEY))) if isinstance(meta, dict) else None
@@ -130,23 +125,24 @@ class DirectLane:
         if isinstance(message, JSONRPCNotification) and message.method == CANCELLED:
             # The server gave up one of the lane's requests (a listen stream it tears down).
             key = str((message.params or {}).get("requestId"))
-            waiter = self.pending.pop(key, None)
-            if waiter is None:
-                return False
-            waiter.answer = JSONRPCError(jsonrpc="2.0", id=key, error=types.ErrorData(
-                code=types.INTERNAL_ERROR, message="the server cancelled the request"))
-            waiter.event.set()
-            return True
+            return self._answer(key, JSONRPCError(jsonrpc="2.0", id=key, error=types.ErrorData(
+                code=types.INTERNAL_ERROR, message="the server cancelled the request")))
         return False
+
+    def _answer(self, key: str, answer: JSONRPCResponse | JSONRPCError) -> bool:
+        """Wake the request `key` waits in with `answer`; False: no such request waits."""
+        waiter = self.pending.pop(key, None)
+        if waiter is not None:
+            waiter.answer = answer
+            waiter.event.set()
+        return waiter is not None
 
     def close(self) -> None:
         """The connection ended: every request in flight fails as the SDK's would."""
         self.closed = True
-        for key, waiter in list(self.pending.items()):
-            waiter.answer = JSONRPCError(jsonrpc="2.0", id=key, error=types.ErrorData(
-                code=CONNECTION_CLOSED, message="Connection closed"))
-            waiter.event.set()
-        self.pending.clear()
+        for key in list(self.pending):
+            self._answer(key, JSONRPCError(jsonrpc="2.0", id=key, error=types.ErrorData(
+                code=CONNECTION_CLOSED, message="Connection closed")))
 
     # -- a plain tools/call ----------------------------------------------------------------
     async def call(self, call: ToolCall, version: str | None, tools: Sequence[types.Tool]) -> Any:

@@ -116,19 +116,18 @@ class Exchange:
             return
         if not isinstance(message, JSONRPCRequest):
             return
-        key = _key(message.id)
-        self.outstanding[key] = Outgoing(message.id, message.method, item)
-        self._failed.discard(key)
+        key = self.sent_request(message.id, message.method, item)
         if message.method in LISTS and message.method != "tools/list" and not (message.params or {}).get("cursor"):
             self.listed_out[message.method] = []  # a new listing (its first page): its own reasons only
         if message.method == DISCOVER and self.discover_budget is not None and self._tg is not None:
             self._tg.start_soon(self._bound_discover, key, self.discover_budget)
 
-    def sent_request(self, request_id: RequestId, method: str) -> None:
-        """A request written as a line of monad's own lane, not by the session."""
+    def sent_request(self, request_id: RequestId, method: str, item: SessionMessage | None = None) -> str:
+        """A request written (`item` None: as a line of monad's own lane); its key."""
         key = _key(request_id)
-        self.outstanding[key] = Outgoing(request_id, method, None)
+        self.outstanding[key] = Outgoing(request_id, method, item)
         self._failed.discard(key)
+        return key
 
     def forget(self, request_id: RequestId) -> None:
         """Nobody waits for that request's answer any more (its caller cancelled it)."""

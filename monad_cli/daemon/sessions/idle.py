@@ -22,7 +22,6 @@ from mcp_types import (
     Resource,
     ResourceListChangedNotification,
     ResourceTemplate,
-    ServerCapabilities,
     Tool,
 )
 
@@ -127,7 +126,18 @@ class IdleLists:
         caps = client.server_capabilities
         items: dict[str, list[dict[str, Any]]] = {}
         with anyio.move_on_after(spec.timeout):  # a server that never answers must not hold a learning start
-            await self._list(client, caps, items)
+            for kind in jt.ITEM_KINDS:
+                family = None if caps is None else caps.prompts if kind == "prompts" else caps.resources
+                try:
+                    got = [] if family is None else await list_items(kind, lambda request: request(client))
+                except Exception as exc:  # noqa: BLE001 - the session works without them
+                    log.info("server %s: listing %s to keep them failed: %s", actor.name, kind,
+                             actor.ctx.scrub(describe(exc)))
+                    items[kind] = self.item_dumps.get(kind, [])
+                    continue
+                # As the journal keeps them: an idle server lists the same before and after a
+                # supervisor restart (secrets were `***` as they arrived: `ActorContext.ingress`).
+                items[kind] = [i.model_dump(by_alias=True, mode="json", exclude_none=True) for i in got]
         for kind in jt.ITEM_KINDS:
             if kind not in items:
                 log.info("server %s: listing %s to keep them took over %g s", actor.name, kind, spec.timeout)
@@ -149,23 +159,6 @@ class IdleLists:
                 actor.ctx.on_notification(actor, PromptListChangedNotification())
             if "resources" in changed or "templates" in changed:
                 actor.ctx.on_notification(actor, ResourceListChangedNotification())
-
-    async def _list(self, client: Client, caps: ServerCapabilities | None,
-                    items: dict[str, list[dict[str, Any]]]) -> None:
-        """Each kind's items into `items` as wire dumps, kind by kind."""
-        actor = self.actor
-        for kind in jt.ITEM_KINDS:
-            family = None if caps is None else caps.prompts if kind == "prompts" else caps.resources
-            try:
-                got = [] if family is None else await list_items(kind, lambda request: request(client))
-            except Exception as exc:  # noqa: BLE001 - the session works without them
-                log.info("server %s: listing %s to keep them failed: %s", actor.name, kind,
-                         actor.ctx.scrub(describe(exc)))
-                items[kind] = self.item_dumps.get(kind, [])
-                continue
-            # As the journal keeps them: an idle server lists the same before and after a
-            # supervisor restart (secrets were `***` as they arrived: `ActorContext.ingress`).
-            items[kind] = [i.model_dump(by_alias=True, mode="json", exclude_none=True) for i in got]
 
 
 __all__ = ["IdleLists"]

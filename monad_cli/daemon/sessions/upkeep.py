@@ -48,11 +48,6 @@ PING_TIMEOUT_S = 10.0
 BUSY_PATIENCE = 30
 
 
-def busy_timeout() -> float:
-    """Seconds a ping sent while calls wait may take: `BUSY_PATIENCE` × the timeout."""
-    return ping_schedule()[1] * BUSY_PATIENCE
-
-
 def ping_schedule() -> tuple[float, float]:
     """(interval, timeout) in seconds; `MONAD_PING_INTERVAL` overrides the interval."""
     try:
@@ -123,7 +118,7 @@ async def keep_alive(ping: Callable[[], Awaitable[object]], *, idle_for: Callabl
     """Ping every interval while nothing is received for an interval; `on_hung(reason)` once
     when a ping gets no answer in time, then return. Liveness is watched while calls wait
     too (`busy()`: a request waits for its answer), with more patience: a ping still
-    unanswered at its own timeout while calls wait may take `busy_timeout()` (5 minutes), so
+    unanswered at its own timeout while calls wait may take `BUSY_PATIENCE` times it (5 minutes), so
     a server busy with a call is not judged by a ping's time, but one that answers nothing
     at all does not keep its callers waiting forever.
 
@@ -172,7 +167,7 @@ async def _ping_once(ping: Callable[[], Awaitable[object]], timeout: float,
             await answered.wait()
         waiting = not answered.is_set() and busy()
         if waiting:
-            with anyio.move_on_after(busy_timeout() - timeout):
+            with anyio.move_on_after(timeout * (BUSY_PATIENCE - 1)):
                 await answered.wait()
         tg.cancel_scope.cancel()
     return answered.is_set() and not unanswered, waiting
