@@ -1,34 +1,27 @@
 """monad's own requests on one server connection, beside the SDK's session (`DirectLane`).
 
-The connection's transport is monad's own (transports.py, remote.py: the SDK's public
-`Transport` seam), so monad can write a request on it itself and take the answer out of
-what the server sends before the SDK's session sees it (`Exchange.received`, where every
-message from the server passes). Two kinds of request go this way, under ids of monad's own
-(`monad-N`: strings that never parse as integers, so they never meet the integer ids the
-SDK's dispatcher mints, as its `CallOptions.request_id` advises):
+The transport is monad's own (the SDK's public `Transport` seam), so monad can write a
+request on it and take the answer out before the SDK's session sees it (`Exchange.received`).
+Its ids are `monad-N`: strings never meeting the integer ids the SDK's dispatcher mints (as
+its `CallOptions.request_id` advises). Two kinds of request go this way:
 
-- a plain `tools/call` on a stdio session (`call`), the one request an agent sends over and
-  over: the SDK's `Client.call_tool` costs ~0.36 ms of CPU per call on its own (its request
-  model, the dispatcher's pending-response stream, request clock and cancel scopes, the
-  response's hop through a memory stream, the result's validation; bench/README.md, issue
-  15), the same request as a line ~0.07 ms. The answer is checked with the SDK's own
-  per-version validation (`mcp_types.methods`). Everything else stays the SDK's: a call
-  with progress or a request timeout, a tool with an `outputSchema` (the SDK checks
-  structured content) or one that may answer with a task, a server that declares
-  extensions, a 2026-07-28 session whose envelope has not been seen yet, and any answer
-  that is not a complete `CallToolResult`: an `input_required` round is sent again through
-  the SDK, which runs the rounds (a 2026-07-28 server asks before it acts), any other shape
-  is refused, never sent twice;
-- requests the SDK's session has no public call for (`request`, on any transport): a
+- a plain `tools/call` on a stdio session (`call`), what an agent sends over and over: the
+  SDK's `Client.call_tool` costs ~0.36 ms of CPU a call (request model, pending-response
+  stream, request clock, cancel scopes, a memory-stream hop, validation; bench/README.md,
+  issue 15), a line ~0.07 ms. The answer is checked with the SDK's per-version validation
+  (`mcp_types.methods`). The SDK keeps the rest: progress or a request timeout, a tool with
+  an `outputSchema` or that may answer with a task, a server declaring extensions, a
+  2026-07-28 session whose envelope is not seen yet; an `input_required` answer is sent
+  again through the SDK (it runs the rounds; a 2026-07-28 server asks before it acts), any
+  other non-complete shape is refused, never sent twice;
+- requests the SDK's session has no public call for (`request`, any transport): a
   2025-11-25 task-augmented `tools/call` (the session refuses its `CreateTaskResult`) and a
-  `subscriptions/listen` with the tasks extension's `taskIds` (the SDK's `listen()` builds
-  its filter without extension keys); daemon/tasks/ sends them.
+  `subscriptions/listen` with the tasks extension's `taskIds` (daemon/tasks/ sends them).
 
-A 2026-07-28 request carries the envelope the SDK's stamp last wrote, with its own caller's
-capabilities (sessions/stamp.py), and on HTTP the headers the SDK's stamp would give it
-(`Mcp-Protocol-Version`, `Mcp-Method`, `Mcp-Name`). A cancelled request tells the server
-(notifications/cancelled); the connection's end fails every request in flight `-32000
-Connection closed`, as the SDK does.
+A 2026-07-28 request carries the SDK's last envelope with its caller's capabilities
+(sessions/stamp.py) and, on HTTP, the SDK's headers (`Mcp-Protocol-Version`, `Mcp-Method`,
+`Mcp-Name`). A cancelled request tells the server (notifications/cancelled); the connection's
+end fails every request in flight `-32000 Connection closed`, as the SDK does.
 """
 
 from __future__ import annotations

@@ -1,13 +1,11 @@
-"""What connecting to a server showed, kept across reconnects and supervisor restarts:
-its protocol era (a legacy server, up to 2025-11-25, that does not speak 2026-07-28) and
-whether its URL is a legacy HTTP+SSE endpoint.
+"""What connecting to a server showed, across reconnects and supervisor restarts: its era (a
+legacy server, up to 2025-11-25) and whether its URL is a legacy HTTP+SSE endpoint.
 
-A legacy stdio server that never answers `server/discover` costs the discover budget (half
-the connect timeout, up to 10 s) on every connect that probes it; remembered, its connects
-go straight to `initialize`. Kept in `run/eras.json` (0600) under the definition's connection
-fingerprint (a digest: no command line, URL or secret in the file), so a changed definition
-is probed afresh; an entry older than `RECHECK_AFTER_S` is forgotten, so a server upgraded to
-2026-07-28 is found again within a day. Written only when something changes.
+A legacy server that never answers `server/discover` costs the discover budget (half the
+connect timeout, up to 10 s) on every probing connect; remembered, it goes straight to
+`initialize`. Kept in `run/eras.json` (0600) by connection fingerprint (a digest: no command
+line, URL or secret); an entry older than `RECHECK_AFTER_S` is forgotten (an upgraded server
+is found within a day). Written only on a change.
 """
 
 from __future__ import annotations

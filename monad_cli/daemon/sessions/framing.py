@@ -1,17 +1,13 @@
 """Reading a stdio server's stdout: newline-delimited JSON-RPC (MCP spec, basic/transports
 "stdio": messages are delimited by newlines and MUST NOT contain embedded newlines).
 
-`LineReader` cuts the byte stream into lines with bounded memory: a line longer than the
-limit is skipped up to its newline and reported as `Oversize` (its first and last few KiB
-kept, to find the request it answers), so the session goes on with the next line.
-
-`encode_line` writes one message as a line (what the supervisor sends: a server's request on
-monad's own lane, an agent's answer on the gateway's).
-
-`decode_line` turns one line into a JSON-RPC message, repairing what other clients repair:
-invalid UTF-8 bytes and lone UTF-16 surrogate escapes (`\\ud83d` from a server that cut an
-emoji in half) become U+FFFD REPLACEMENT CHARACTER. A line that is still not JSON-RPC but
-names a response `id` is reported so that exactly that request can be failed.
+`LineReader` cuts the byte stream into lines with bounded memory: a line over the limit is
+skipped to its newline and reported as `Oversize` (its first and last few KiB kept, to find
+the request it answers); the session goes on. `encode_line` writes one message as a line
+(monad's own lane, the gateway's answers). `decode_line` turns a line into a JSON-RPC
+message, repairing what other clients repair: invalid UTF-8 and lone UTF-16 surrogate
+escapes (`\\ud83d` from a server that cut an emoji in half) become U+FFFD. A line still not
+JSON-RPC but naming a response `id` is reported, so exactly that request can be failed.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
-"""The lists an on-demand server is served from while it is idle (`IdleLists`, a collaborator
-of its `ServerActor`).
+"""The lists an idle on-demand server is served from (`IdleLists`, of its `ServerActor`).
 
-An idle on-demand server has no session, yet agents see its tools, prompts, resources and
-templates: those of its last session, kept in the journal (`journal/tools.py`) for this very
-definition, so a supervisor restart serves them too. Its tools list is checked against its
-pin again when it goes idle (`go_idle`); its other lists are learned on a live session
-(`learn`) and, when they differ from the cached ones, announced to the gateway as the server's
-own `notifications/{resources,prompts}/list_changed`.
+An idle server has no session, yet agents see its last session's tools, prompts, resources
+and templates, kept in the journal (`journal/tools.py`) for this very definition (a restart
+serves them too). Its tools meet its pin again when it goes idle (`go_idle`); its other lists
+are learned on a live session (`learn`), and a change is announced to the gateway as the
+server's own `notifications/{resources,prompts}/list_changed`.
 """
 
 from __future__ import annotations

@@ -1,25 +1,18 @@
 """Routing a server's requests for input to the tool call they belong to.
 
-The actor's `mcp.Client` gets `InputRouter.elicitation_callback`, which advertises form and
-URL elicitation and is what the SDK calls both for a legacy `elicitation/create` request
-and for each `elicitation/create` inside a 2026-07-28 `InputRequiredResult` (SEP-2322: the
-SDK runs the rounds, echoes `requestState` untouched and sends each retry with a new
-JSON-RPC id). Which call a request belongs to:
+The SDK calls the actor's `elicitation_callback` (it advertises form and URL elicitation) for
+a legacy `elicitation/create` and for each one inside a 2026-07-28 `InputRequiredResult`
+(SEP-2322: the SDK runs the rounds, echoes `requestState`, retries with a new id). Its call:
 
-- a 2026 round runs in the calling task: its call is that task's (`trust.inputs.serving`,
-  entered for the length of the call; tasks the SDK starts for concurrent questions inherit
-  it, and a call made meanwhile from elsewhere has its own);
-- a legacy request arrives on the session's receive task, outside any call: it goes to the
-  only call in flight that has a handler, and is refused when there are several (the
-  session does not say which request it relates to).
+- a 2026 round runs in the calling task: that task's call (`trust.inputs.serving`, entered
+  for the call; tasks the SDK starts for concurrent questions inherit it);
+- a legacy request arrives on the session's receive task: the only call in flight with a
+  handler; refused when there are several (the session does not say which it is for).
 
-With no handler the request is refused with an error naming why, and the call fails with it.
-A request that names a 2025-11-25 task goes to the task manager instead (`callback`).
-
-`sampling/createMessage` and `roots/list` are routed the same way (`sampling_callback`,
-`roots_callback`): monad has no model and no roots of its own, so only a caller that can
-answer them (an agent through the gateway that declared the capability) does; a request
-outside any call is refused, saying so.
+With no handler it is refused with an error naming why, which fails the call. One naming a
+2025-11-25 task goes to the task manager (`callback`). `sampling/createMessage` and
+`roots/list` are routed the same way: monad has no model and no roots of its own, so only a
+caller that declared the capability (an agent through the gateway) answers them.
 """
 
 from __future__ import annotations

@@ -1,18 +1,17 @@
 """Transports to remote servers: streamable HTTP, and the legacy HTTP+SSE transport of
 protocol version 2024-11-05, both from the SDK, under monad's own bookkeeping.
 
-- `SessionKeeper`, an httpx2 transport under the SDK's HTTP client, records the status of
-  every POST by JSON-RPC method (`initialize` answered 400/404/405 means "try legacy SSE":
-  MCP spec, basic/transports "Backwards Compatibility"), and keeps a streamable-HTTP
-  session across a server restart: a 404 to a request carrying an old `Mcp-Session-Id` (or
-  a 400 that says the session is not valid) is answered by a new `initialize`, then the
-  request is sent again, once ("Session Management", item 4; the SDK keeps sending the old
-  id, which the keeper rewrites). It honours `Retry-After` on
-  a 429 or 503 (RFC 9110 §10.2.3, RFC 6585 §4): until then requests are answered locally.
-- An HTTP error with no JSON-RPC error of its own gets one that says `HTTP 404 Not Found
-  from URL`: the SDK's stand-in drops the status and where it came from.
-- The session's streams pass through an `Exchange` (exchange.py), every message from the
-  server first through the supervisor's scrubber (`TransportOptions.ingress`).
+- `SessionKeeper`, an httpx2 transport under the SDK's HTTP client, records each POST's
+  status by JSON-RPC method (`initialize` answered 400/404/405: "try legacy SSE", MCP spec,
+  basic/transports "Backwards Compatibility") and keeps a streamable-HTTP session across a
+  server restart: a 404 to an old `Mcp-Session-Id` (or a 400 saying the session is not
+  valid) gets a new `initialize`, then the request is sent again, once ("Session
+  Management", item 4; the keeper rewrites the old id the SDK keeps sending). It honours
+  `Retry-After` on a 429 or 503 (RFC 9110 §10.2.3, RFC 6585 §4), answering locally until then.
+- An HTTP error without a JSON-RPC error gets one saying `HTTP 404 Not Found from URL`: the
+  SDK's stand-in drops the status and where it came from.
+- The streams pass through an `Exchange` (exchange.py), every message from the server first
+  through the supervisor's scrubber (`TransportOptions.ingress`).
 """
 
 from __future__ import annotations

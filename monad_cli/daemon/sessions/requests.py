@@ -1,16 +1,11 @@
 """The request path of one server's session: monad's requests to the server, from any task.
 
-`SessionRequests` is what the tool service and the gateway's catalog call through (via the
-actor, `ServerActor.call_tool` / `call_through`): it takes the live `mcp.Client` the actor's
-task holds open, routes the server's questions during a request to its caller
-(`InputRouter`, sessions/inputs.py), gives a request made for a caller that caller's
-capabilities (sessions/stamp.py), sends a plain `tools/call` on a stdio session through
-monad's own lane (sessions/direct.py) and anything else through the SDK's session, and fails
-a request whose answer has a shape the protocol does not define in one line.
-
-It is the seam what cuts across upstream requests wraps (`Requests`): the supervisor installs
-telemetry's CLIENT spans around it when telemetry is on (`ActorContext.wrap_requests`,
-daemon/telemetry/wrappers.py).
+`SessionRequests` (behind `ServerActor.call_tool` / `call_through`) takes the live
+`mcp.Client`, routes the server's questions during a request to its caller (inputs.py), gives
+a request its caller's capabilities (stamp.py), sends a plain stdio `tools/call` on monad's
+own lane (direct.py) and the rest through the SDK's session, and fails an answer of a shape
+the protocol does not define in one line. It is the seam (`Requests`) telemetry's CLIENT
+spans wrap when on (`ActorContext.wrap_requests`, daemon/telemetry/wrappers.py).
 """
 
 from __future__ import annotations

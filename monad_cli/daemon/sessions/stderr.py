@@ -1,16 +1,14 @@
 """Continuous draining of a stdio server's stderr (a full pipe would block the server).
 
-The server writes into a real pipe (the SDK and the kernel need an fd); the read end is
-drained by a task here into `logs/servers/<name>.stderr.log` (size-capped, rotated) and an
-in-memory tail of the last lines, so a server that writes megabytes, with or without
-newlines, never blocks on a full pipe.
+The server writes into a real pipe; a task drains it into `logs/servers/<name>.stderr.log`
+(size-capped, rotated) and an in-memory tail, so megabytes, with or without newlines, never
+block it.
 
-The tail leaves out one kind of noise monad itself causes: a server on an older SDK (the
-Python SDK 1.x) answers the `server/discover` probe of `mode="auto"` with a root-logger
-warning quoting pydantic's validation errors, one per request type it knows (31 of them,
-~90 lines), which would push every line of its own out of the tail. Such a block, recognised
-by its first line and its continuation lines and dropped only when it names
-`server/discover`, goes to the log file but not the tail (`probe_noise` counts its lines).
+The tail leaves out noise monad causes: a server on the Python SDK 1.x answers the
+`server/discover` probe of `mode="auto"` with a root-logger warning quoting pydantic's
+errors, one per request type (31, ~90 lines), which would push its own lines out. Such a
+block (its first line and continuation lines, naming `server/discover`) goes to the log file
+only (`probe_noise` counts its lines).
 """
 
 from __future__ import annotations

@@ -1,19 +1,15 @@
 """Transports the supervisor hands to `mcp.Client` (any async CM yielding read/write streams).
 
-stdio is ours rather than the SDK's `stdio_client`: the supervisor needs what that one
-does not expose - the pid and exit status (for "why did it fail"), a bound on stdout
-line length (a server cannot grow the supervisor's memory without bound), counting
-stray non-JSON lines without ending the session (the stdio transport forbids them, but
-one stray print should not cost a working session), an end-of-connection signal while
-idle, and a place for monad's own requests (sessions/direct.py) beside the SDK's session.
-It keeps the SDK's spawn and stop policy: its own process group, the SDK's default
-environment allowlist, and close stdin → 2 s → SIGTERM the group → 2 s → SIGKILL (MCP spec,
-basic/lifecycle "Shutdown"), and it also kills the group on a cancelled connect.
+stdio is ours, not the SDK's `stdio_client`, which does not expose what the supervisor
+needs: the pid and exit status (why it failed), a bound on a stdout line (memory), stray
+non-JSON lines counted, not ending the session (the transport forbids them, but one stray
+print should not cost a working session), an end-of-connection signal while idle, and
+monad's own requests (direct.py). It keeps the SDK's policy: its own process group, the
+SDK's environment allowlist, close stdin → 2 s → SIGTERM the group → 2 s → SIGKILL (MCP
+spec, basic/lifecycle "Shutdown"), and the group killed on a cancelled connect.
 
-How a stdio server's command, environment and cwd are built is in spawn.py (standard
-library, shared with the early spawn at supervisor start, whose process an attempt adopts).
-The http transports (streamable HTTP, legacy HTTP+SSE) are in remote.py; `http_headers` is
-shared by both.
+The command, environment and cwd are built in spawn.py (shared with the early spawn); the
+http transports are in remote.py; `http_headers` serves both.
 """
 
 from __future__ import annotations

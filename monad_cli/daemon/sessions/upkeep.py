@@ -1,19 +1,16 @@
-"""What a connected session needs while it lasts: re-listing tools when the server says they
-changed, without letting a chatty server burn a core; and noticing a server that stopped
-answering while nothing else would.
+"""A connected session's upkeep: re-listing tools when the server says they changed (without
+letting a chatty server burn a core), and noticing a server that stopped answering.
 
 `ToolRefresh` answers `notifications/tools/list_changed` (MCP spec, server/tools "List
-Changed Notification"; at 2026-07-28 the same event arrives on `subscriptions/listen`,
-`listen_for_tool_changes`): one refresh in flight and at most one pending, at most one per
-`MIN_INTERVAL_S`. A server that announces more than `STORM_COUNT` changes within
-`STORM_WINDOW_S` is in a storm: refreshes slow to one per `STORM_INTERVAL_S`, and
-`storm_reason` (constant text, so a long storm is one journal row, not thousands) stays set
-until the server has been quiet for `STORM_QUIET_S`.
+Changed Notification"; at 2026-07-28 on `subscriptions/listen`, `listen_for_tool_changes`):
+one refresh in flight, at most one pending, at most one per `MIN_INTERVAL_S`. Over
+`STORM_COUNT` changes within `STORM_WINDOW_S` is a storm: one refresh per
+`STORM_INTERVAL_S`, and `storm_reason` (constant text: a long storm is one journal row)
+stays set until `STORM_QUIET_S` of quiet.
 
 `keep_alive` pings an idle session every `PING_INTERVAL_S` (MCP spec, basic/utilities
 "Ping"; `server/discover` at 2026-07-28, where `ping` is gone): no answer within
-`PING_TIMEOUT_S` means the server is hung. `MONAD_PING_INTERVAL` (seconds) shortens the
-interval for tests, as `MONAD_BACKOFF_INITIAL` does the backoff.
+`PING_TIMEOUT_S` means it is hung. `MONAD_PING_INTERVAL` (seconds) shortens it for tests.
 """
 
 from __future__ import annotations
