@@ -117,24 +117,10 @@ def run(paths: Paths, *, include: list[str] | None = None, exclude: list[str] | 
     """
     ready_fd = int(os.environ.pop("MONAD_READY_FD", "-1"))
     check_required = os.environ.pop("MONAD_SKIP_REQUIRED", "") != "1"
-    try:
-        # First, before a log line or a socket is made there: a home another account can
-        # write to would have this process run what that account planted.
-        paths.check_owner()
-    except MonadError as e:
-        if ready_fd >= 0:
-            os.write(ready_fd, encode_line(e).encode())
-            os.close(ready_fd)
-        print(f"error: the supervisor did not start: {e.message}", file=sys.stderr)
-        return 1
     holder: list[Supervisor] = []  # the supervisor, once the SDK is imported and it exists
 
     def scrub(text: str) -> str:
         return holder[0].scrub(text) if holder else text  # before it exists no secret is known
-
-    _setup_logging(paths, scrub, to_stderr=ready_fd < 0)
-    log = logging.getLogger("monad.supervisor")
-    from monad_cli.daemon.bounds import BUDGET, log_accept_errors, raise_nofile
 
     def notify(error: MonadError | None) -> None:
         # The ready pipe speaks the API's error envelope, so the starter branches on the
@@ -147,6 +133,18 @@ def run(paths: Paths, *, include: list[str] | None = None, exclude: list[str] | 
             finally:
                 os.close(ready_fd)
                 ready_fd = -1
+
+    try:
+        # First, before a log line or a socket is made there: a home another account can
+        # write to would have this process run what that account planted.
+        paths.check_owner()
+    except MonadError as e:
+        notify(e)
+        print(f"error: the supervisor did not start: {e.message}", file=sys.stderr)
+        return 1
+    _setup_logging(paths, scrub, to_stderr=ready_fd < 0)
+    log = logging.getLogger("monad.supervisor")
+    from monad_cli.daemon.bounds import BUDGET, log_accept_errors, raise_nofile
 
     def on_ready(reason: str | None) -> None:
         # `reason`: a required server failed, so this supervisor cannot offer what was asked.

@@ -48,13 +48,11 @@ def acquire_daemon_lock(paths: Paths) -> int:
 
 async def spawn_early(paths: Paths, environ: Mapping[str, str], early: EarlySpawns, *, include: list[str] | None,
                       exclude: list[str] | None) -> int:
-    """Spawn every enabled, unfiltered, unsandboxed stdio server of the current definitions
-    that starts `always` (an on-demand one waits for a call) as its transport would, into
-    `early` (recorded in `run/servers/`); returns how many. A dead supervisor's leftover
-    processes are killed first (their lines kept in `early.leftovers_killed` for the
-    journal), so new servers never start beside them.
-    Anything that fails here (a bad file, a missing command) is left for the supervisor to
-    meet again and report in its place."""
+    """Spawn every enabled, unfiltered, unsandboxed stdio server that starts `always` as its
+    transport would, into `early` (recorded in `run/servers/`); returns how many. A dead
+    supervisor's leftovers are killed first (their lines in `early.leftovers_killed`, for the
+    journal). What fails here (a bad file, a missing command) the supervisor meets again and
+    reports."""
     started = time.monotonic()
     records = SpawnRecords(paths.run_dir)
     early.leftovers_killed += kill_leftovers(records)

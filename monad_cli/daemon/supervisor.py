@@ -59,15 +59,12 @@ class StartupFailed(Exception):
 
 
 class Supervisor:
-    """One per MONAD_HOME (an flock): owns the actors (one per defined server), the last
-    applied definitions and their problems, the secret values to scrub, the server
-    filters, the journal, and the services built on them once the journal is open
-    (`tool_service`, `auth`, `tasks`), each handed only what it uses.
-
-    It reconciles by diff (added → start an actor, changed → `update`, removed → stop),
-    so an unchanged server keeps its process and session. It never talks MCP itself (the
-    actors do), never edits a definition (the control API's edits do, through
-    config/edits.py), and never hands itself to a service.
+    """One per MONAD_HOME (an flock): owns the actors (one per defined server), the applied
+    definitions and their problems, the secrets to scrub, the server filters, the journal,
+    and the services built on it (`tool_service`, `auth`, `tasks`), each handed only what it
+    uses. It reconciles by diff (added → start an actor, changed → `update`, removed →
+    stop): an unchanged server keeps its session. It never talks MCP (the actors do), never
+    edits a definition (config/edits.py does) and never hands itself to a service.
     """
 
     def __init__(self, paths: Paths, *, environ: dict[str, str] | None = None,

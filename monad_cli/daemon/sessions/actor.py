@@ -98,25 +98,22 @@ class ActorContext:
     """Everything an actor uses from its surroundings (as uvicorn hands its protocols a
     `Config` and a `ServerState`, never the `Server`).
 
-    `paths`: where the server's stderr log goes; `journal`: one `state` row per change;
-    `scrub`: the redaction function applied to every reason; `check_pin(actor, tools)`: the
-    reason to refuse registering `tools`, or None; `filter_reason(name)`: why the server is
-    filtered out, or None; `http_auth(spec)`: the httpx2 Auth of an http server, or None;
-    `client_extensions(actor)`: `extensions=` for its next `mcp.Client`;
-    `elicitation_callback(actor)`: its `elicitation_callback=` (None: the SDK's default, which
-    advertises no elicitation); `on_tools_changed`
-    and `on_state_changed`: called after a (re)listing and after every state change;
-    `stopping()`: whether the supervisor is shutting down (the `stopped` reason says so);
-    `early`: the stdio servers spawned before the SDK's import, one of which a first connect
-    adopts (sessions/spawn.py); `start_defaults()`: the `[servers]` defaults of settings.toml
-    (`start`, `idleStop`); `busy(actor)`: what holds an on-demand server up besides calls (an
-    open Task), or None; `on_notification(actor, notification)`: every notification the server
-    sends (an `mcp_types` model: resources/updated, list changes, log messages…), for the
-    gateway's fan-out; called in the session's receive task, so it must not block.
-    What cuts across every server's sessions is installed here by the supervisor (telemetry,
-    when it is on; nothing otherwise): `wrap_requests(actor, requests)` wraps each session's
-    request path (sessions/requests.py), `events` hears each session's lifecycle;
-    `ingress`: what every message the server sends passes first (the supervisor's scrubber).
+    `paths`: where its stderr log goes; `journal`: a `state` row per change; `scrub`: applied
+    to every reason; `check_pin(actor, tools)`: why `tools` are refused, or None;
+    `filter_reason(name)`: why it is filtered out, or None; `http_auth(spec)`: an http
+    server's httpx2 Auth, or None; `client_extensions(actor)` and `elicitation_callback(actor)`:
+    `extensions=` and `elicitation_callback=` for its next `mcp.Client` (None: the SDK's
+    default, no elicitation); `on_tools_changed`, `on_state_changed`: after a (re)listing and
+    a state change; `stopping()`: the supervisor is shutting down (the `stopped` reason says
+    so); `early`: the stdio servers spawned before the SDK's import, one of which a first
+    connect adopts (spawn.py); `start_defaults()`: `[servers]` of settings.toml (`start`,
+    `idleStop`); `busy(actor)`: what holds an on-demand server up besides calls (an open
+    Task), or None; `on_notification(actor, notification)`: each notification the server
+    sends (an `mcp_types` model), for the gateway's fan-out, in the session's receive task
+    (it must not block). Installed by the supervisor for what cuts across sessions
+    (telemetry when on): `wrap_requests(actor, requests)` around each request path
+    (requests.py), `events` for each lifecycle; `ingress`: what every message from the
+    server passes first (the supervisor's scrubber).
     """
 
     paths: Paths
@@ -142,12 +139,11 @@ class ActorContext:
 class ServerActor:
     """The lifecycle of one server's session; `spec is None`: its definition does not validate.
 
-    Owns the server's one `mcp.Client` (entered and exited in its own task, `run()`), its state
-    and reason, its tool list, its stderr log and its restart backoff. Other tasks read `client`,
-    `tools`, `state` and call `call_tool`, `update`, `reconnect`, `auth_required` and `stop`.
-    It never decides approvals or pins (it asks `ctx.check_pin`), never edits a definition file,
-    never opens a browser, and never raises out of `run()` for a server's failure: every
-    failure becomes a state and a reason."""
+    Owns the server's `mcp.Client` (entered and exited in `run()`), state and reason, tools,
+    stderr log and backoff; other tasks read `client`, `tools`, `state` and call `call_tool`,
+    `update`, `reconnect`, `auth_required`, `stop`. It never decides approvals or pins (it
+    asks `ctx.check_pin`), edits a definition or opens a browser, and never raises out of
+    `run()` for a server's failure: every failure becomes a state and a reason."""
 
     def __init__(self, name: str, spec: ServerSpec | None, ctx: ActorContext,
                  *, config_error: str | None = None, source: str | None = None) -> None:
@@ -663,13 +659,11 @@ class ServerActor:
         self._settle()
 
     async def call_tool(self, call: ToolCall) -> CallToolResult:
-        """tools/call of `call.tool` (the server's own name) on this session from any task
-        (the actor task keeps the Client open), through its request path
-        (sessions/requests.py): the deadline is `requestTimeoutMs` (unset = none); on expiry,
-        or when the caller's scope is cancelled, the server gets notifications/cancelled
-        (expiry raises MCPError(-32001)); `call.progress` is awaited per
-        notifications/progress; the server's questions go to `call.inputs`. Raises
-        MonadError if not connected. Returns `mcp_types.CallToolResult`."""
+        """tools/call of `call.tool` (the server's own name) from any task, through its request
+        path (requests.py): deadline `requestTimeoutMs` (unset = none); on expiry (MCPError
+        -32001) or the caller's cancellation the server gets notifications/cancelled;
+        `call.progress` is awaited per notifications/progress; the server's questions go to
+        `call.inputs`. Raises MonadError if not connected. Returns `mcp_types.CallToolResult`."""
         return await self.requests.call_tool(call)
 
     @property
@@ -689,17 +683,14 @@ class ServerActor:
 
     async def call_through(self, send: Send[T], *, caller: Caller | None = None, method: str | None = None,
                            target: str | None = None) -> T:
-        """A request other than tools/call on this session from any task (resources/*,
-        prompts/*, completion/complete, logging/setLevel: the gateway's, gateway/catalog.py),
-        through its request path (sessions/requests.py): `send(client, meta)` is awaited
-        with the live `mcp.Client` and the `_meta` to pass it (the request made for
-        `caller`, whose `inputs` answer the server's questions during it; None: monad's own
-        request). `method` (the JSON-RPC method) and `target` (the prompt's name, the
-        resource's URI, as the server names them) name it for whatever wraps the path
-        (telemetry's CLIENT span, docs/telemetry.md). A result of a shape the protocol does
-        not define fails the request with MCPError(-32603) in one line. Raises
-        MonadError if not connected, and whatever the request raises (`mcp.MCPError` when
-        the server fails it)."""
+        """A request other than tools/call from any task (resources/*, prompts/*,
+        completion/complete, logging/setLevel: gateway/catalog.py), through its request path
+        (requests.py): `send(client, meta)` is awaited with the live `mcp.Client` and the
+        `_meta` for `caller` (whose `inputs` answer the server's questions; None: monad's own).
+        `method` (JSON-RPC) and `target` (the prompt's name, the resource's URI) name it for
+        what wraps the path (telemetry's CLIENT span, docs/telemetry.md). A result of a shape
+        the protocol does not define raises MCPError(-32603) in one line. Raises MonadError if
+        not connected, and what the request raises (`mcp.MCPError` when the server fails it)."""
         return await self.requests.request(send, caller=caller, method=method, target=target)
 
     async def _on_message(self, message: IncomingMessage) -> None:

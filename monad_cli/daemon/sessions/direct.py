@@ -241,13 +241,11 @@ class _NotJSON(Exception):
 def _call_result(raw: dict[str, Any], version: str) -> types.CallToolResult | None:
     """The answer as a `CallToolResult`; None for an `input_required` round (2026-07-28).
 
-    Before 2026-07-28 a `resultType` means nothing: the version's own surface drops it and
-    every later field, as the SDK does. At 2026-07-28, `input_required` is the one shape
-    handed back: the caller sends the call again through the SDK, which runs the rounds; a
-    server asks before it acts and keeps what it needs in `requestState` (MCP 2026-07-28,
-    "Multi Round-Trip Requests"), so the first ask is only asked again. Any other shape is
-    refused (MCPError -32603): it is never sent twice. A negative `ttlMs` (2026-07-28 caching) is taken as 0,
-    as the SDK's `send_request` does."""
+    Before 2026-07-28 the version's own surface drops `resultType` and every later field, as
+    the SDK does. At 2026-07-28 `input_required` is handed back: the SDK sends the call again
+    and runs the rounds (a server asks before it acts, keeping its state in `requestState`:
+    MCP 2026-07-28, "Multi Round-Trip Requests"). Any other shape is refused (MCPError
+    -32603), never sent twice. A negative `ttlMs` is taken as 0, as the SDK's `send_request`."""
     if version not in MODERN_PROTOCOL_VERSIONS:
         with contextlib.suppress(KeyError):  # a version the surface does not list: the SDK skips it too
             raw = methods.serialize_server_result(CALL, version, raw)

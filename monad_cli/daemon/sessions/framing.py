@@ -43,14 +43,11 @@ class Oversize:
 
 
 class LineReader:
-    """Newline-delimited lines from `stream`, each at most `limit` bytes (else `Oversize`).
-
-    Memory stays under `limit` + one read chunk however long a line is. Each byte is
-    scanned for a newline once. Raises `anyio.EndOfStream` after the last line (a final
-    line without a newline is returned first). `buffered` bytes come first (what an earlier
-    read brought along: the gateway's hello). Both sides of the supervisor read lines with
-    it: a stdio server's stdout and a gateway client's requests.
-    """
+    """Newline-delimited lines from `stream` (a stdio server's stdout, a gateway client's
+    requests), each at most `limit` bytes (else `Oversize`), in at most `limit` + one read
+    chunk of memory, each byte scanned once. Raises `anyio.EndOfStream` after the last line
+    (a final line without a newline is returned first). `buffered` bytes come first (what an
+    earlier read brought along: the gateway's hello)."""
 
     def __init__(self, stream: ByteReceiveStream | Any, limit: int, *, buffered: bytes = b"") -> None:
         self._stream = stream
@@ -193,12 +190,9 @@ _SEARCHED_BYTES = 4096
 def encode_line(body: Any) -> bytes:
     """`body` (a JSON-shaped value) as one line: compact JSON, UTF-8, ending in a newline.
     Raises ValueError for what JSON cannot hold (RFC 8259 §6: no NaN or infinity; a lone
-    surrogate is no UTF-8).
-
-    pydantic_core's encoder, not the standard library's: 0.8 ms for a 1 MB answer where
-    `json.dumps(ensure_ascii=False)` takes 5–6 ms (bench/README.md, issue 38). It writes NaN
-    and infinity as bare words, so a line that may hold one has its value's numbers looked at
-    (a walk of its containers: a long string is one step)."""
+    surrogate is no UTF-8). pydantic_core's encoder: 0.8 ms for a 1 MB answer where
+    `json.dumps(ensure_ascii=False)` takes 5–6 ms (bench/README.md, issue 38); it writes NaN
+    and infinity as bare words, so a line that may hold one has its numbers looked at."""
     line = pydantic_core.to_json(body)
     if (len(line) > _SEARCHED_BYTES or b"NaN" in line or b"Infinity" in line) and not _finite(body):
         raise ValueError("Out of range float values are not JSON compliant")

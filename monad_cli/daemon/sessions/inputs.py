@@ -81,12 +81,11 @@ class InputRouter:
         self._asking: set[anyio.CancelScope] = set()  # the questions waiting for their caller's answer
 
     def session_ended(self) -> None:
-        """The server's session ended (or is ending): the questions it asked that still wait
-        for an answer end, each answered with an error (-32000) that fails its request, and
-        are withdrawn from whoever was asked (the gateway's `AgentQuestions`, cancelled, tells
-        its agent). A handshake-era session's questions end with it anyway (the SDK cancels
-        its handlers); a 2026-07-28 `input_required` round's run in the task of the request
-        that got it (SEP-2322), which would otherwise wait out the question."""
+        """The session ended (or is ending): its questions still waiting end, each answered
+        -32000 (which fails its request) and withdrawn from whoever was asked (the gateway's
+        `AgentQuestions`, cancelled, tells its agent). Needed for a 2026-07-28
+        `input_required` round, run in its request's task (SEP-2322), which would otherwise
+        wait out the question; the SDK cancels a handshake-era session's handlers itself."""
         for scope in list(self._asking):
             scope.cancel()
 

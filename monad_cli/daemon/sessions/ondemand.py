@@ -33,12 +33,11 @@ _NO_START = (State.FAILED, State.NEEDS_AUTH, State.DISABLED, State.FILTERED, Sta
 
 class Demand:
     """Who uses `actor`'s session and whether it must run (see the module docstring).
-
-    `inflight`: requests using the session; `last_used` (monotonic s): when the last one
-    ended (-inf: started for nobody); `start_wanted`: a call or `reconnect` asked for a
-    start; `failed_starts`/`start_failure`: starts that failed so far and why the last did
-    (a waiting call fails when the count moves); `holders`: what keeps it up between calls
-    (a gateway's subscription); `calls_ended` fires when the last request in flight ends."""
+    `inflight`: requests using it; `last_used` (monotonic s): when the last ended (-inf:
+    started for nobody); `start_wanted`: a call or `reconnect` asked for a start;
+    `failed_starts`/`start_failure`: how many failed, why the last did (a waiting call fails
+    when the count moves); `holders`: what keeps it up between calls (a subscription);
+    `calls_ended` fires when the last request in flight ends."""
 
     def __init__(self, actor: ServerActor) -> None:
         self.actor = actor

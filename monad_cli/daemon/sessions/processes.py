@@ -108,19 +108,15 @@ def _has_marker(pid: int, needle: bytes) -> bool:
     return environ.startswith(needle) or b"\0" + needle in environ
 
 
-def record_is_ours(rec: SpawnRecord, info: ProcInfo | None) -> bool:
-    """The live process `info` is the one `rec` describes (same boot, same start time)."""
-    return info is not None and info.start == rec.start and rec.boot == boot_id()
-
-
 def members(rec: SpawnRecord) -> set[int]:
     """Live (non-zombie) pids of the spawn `rec`: group, descendants and marker holders."""
     procs = [p for p in _all_procs() if not p.zombie and p.pid != os.getpid()]
     leader = proc_info(rec.pid)
-    leader_ok = record_is_ours(rec, leader)
+    same_boot = rec.boot == boot_id()
+    leader_ok = same_boot and leader is not None and leader.start == rec.start  # not a reused pid
     # The kernel never hands out a pid still used as some process's group id: if the
     # leader's pid runs something else now, the old group is empty and that pgid is not ours.
-    group_ok = rec.boot == boot_id() and (leader_ok or leader is None)
+    group_ok = same_boot and (leader_ok or leader is None)
     needle = f"{MARKER_ENV}={rec.marker}\0".encode()
     found = {p.pid for p in procs if (group_ok and p.pgid == rec.pgid) or _has_marker(p.pid, needle)}
     if leader_ok:

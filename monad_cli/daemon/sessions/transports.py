@@ -63,13 +63,11 @@ KILL_REAP_S = 2.0
 
 @dataclass(frozen=True)
 class TransportOptions:
-    """How a transport bounds one connection: `max_message_bytes` per message (a stdio
-    line, an SSE event); `discover_budget` seconds for `server/discover` (None: the SDK's
-    own 10 s); `workdir`, the cwd of a stdio server without `cwd`; `records`, where
-    spawned processes are recorded (None: not recorded); `early`, the processes the
-    supervisor spawned before importing the SDK, one of which this connection may adopt;
-    `ingress`, what every message from the server passes before anything reads it (the
-    supervisor's scrubber: daemon/scrubber.py)."""
+    """How a transport bounds one connection: `max_message_bytes` per message (a stdio line,
+    an SSE event); `discover_budget` seconds for `server/discover` (None: the SDK's 10 s);
+    `workdir`: the cwd of a stdio server without `cwd`; `records`: where spawns are recorded
+    (None: nowhere); `early`: the early spawns, one of which it may adopt; `ingress`: what
+    every message from the server passes first (daemon/scrubber.py)."""
 
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     discover_budget: float | None = None
@@ -115,13 +113,11 @@ class Connection:
 
 
 class StdinWriter(anyio.abc.ObjectSendStream[SessionMessage]):
-    """The session's write stream, straight onto the server's stdin: each message one line,
-    written by the task that sends it (no writer task and memory stream in between: one
-    event-loop hop less on every request). A lock keeps lines whole; a cancelled sender
-    never cuts one (the process stream takes the whole line into its buffer before it
-    waits to drain). When the server's stdin is gone, the read side is closed (the session
-    ends) and the send raises BrokenResourceError, which the SDK reports as a closed
-    connection."""
+    """The session's write stream, straight onto the server's stdin, one line a message,
+    written by the sending task (no writer task: one event-loop hop less a request). A lock
+    keeps lines whole; a cancelled sender never cuts one (the whole line is buffered before
+    the drain). When stdin is gone the read side is closed (the session ends) and the send
+    raises BrokenResourceError, which the SDK reports as a closed connection."""
 
     def __init__(self, stdin: anyio.abc.ByteSendStream, exchange: Exchange,
                  on_broken: Callable[[], Any]) -> None:
@@ -315,12 +311,9 @@ async def stdio_transport(spec: ServerSpec, sink: StderrSink, conn: Connection,
 async def _stop(process: anyio.abc.Process, conn: Connection, record: SpawnRecord,
                 records: SpawnRecords | None) -> None:
     """close stdin → 2 s → SIGTERM → 2 s → SIGKILL → reap (MCP spec, basic/lifecycle
-    "Shutdown"), for the server's
-    group and for every process of the spawn that left it (`processes.members`: setsid
-    descendants, orphans carrying its marker) — also after a graceful exit of the leader.
-
-    A server that never completed the handshake (a connect that timed out or was
-    cancelled) gets no stdin grace: the connect timeout is the time a person waits."""
+    "Shutdown"), for the server's group and every process of the spawn that left it
+    (`processes.members`), also after the leader exited gracefully. No stdin grace before
+    the handshake completed: the connect timeout is the time a person waits."""
     pgid = process.pid  # start_new_session: the server leads its own group
     if process.returncode is None:
         with suppress(Exception):

@@ -113,15 +113,11 @@ async def keep_alive(ping: Callable[[], Awaitable[object]], *, idle_for: Callabl
                      busy: Callable[[], bool], on_hung: Callable[[str], None],
                      gone: Callable[[], str | None] | None = None) -> None:
     """Ping every interval while nothing is received for an interval; `on_hung(reason)` once
-    when a ping gets no answer in time, then return. Liveness is watched while calls wait
-    too (`busy()`: a request waits for its answer), with more patience: a ping still
-    unanswered at its own timeout while calls wait may take `BUSY_PATIENCE` times it (5 minutes), so
-    a server busy with a call is not judged by a ping's time, but one that answers nothing
-    at all does not keep its callers waiting forever.
-
-    `gone()` (a remote's transport: why its last request got no answer at all, else None)
-    is read after each ping: a server that cannot be reached is gone however busy it was
-    (calls waiting on it fail at once when the session ends)."""
+    when a ping gets no answer in time, then return. While calls wait (`busy()`) a ping
+    unanswered at its timeout may take `BUSY_PATIENCE` times it (5 minutes): a server busy
+    with a call is not judged by a ping's time, one that answers nothing does not hold its
+    callers forever. `gone()` (a remote's transport: why its last request got no answer at
+    all, else None), read after each ping: an unreachable server is gone however busy."""
     interval, timeout = ping_schedule()
     while True:
         await anyio.sleep(max(0.05, interval - idle_for()))
@@ -173,16 +169,14 @@ async def _ping_once(ping: Callable[[], Awaitable[object]], timeout: float,
 async def listen_for_tool_changes(client: Client, refresh: ToolRefresh, name: str,
                                   fresh_until: Callable[[], float] = lambda: math.inf) -> None:
     """2026-07-28 servers announce list changes only on a `subscriptions/listen` stream
-    (legacy ones send notifications/tools/list_changed to the actor's `_on_message`); either
-    way the tools are re-listed through `refresh`, coalesced and rate-limited, and the pin
-    re-checked (MCP spec, server/tools "List Changed Notification"). `name` is the server's
-    (for the log).
+    (legacy ones send notifications/tools/list_changed to `_on_message`); either way `refresh`
+    re-lists the tools and the pin is re-checked (MCP spec, server/tools "List Changed
+    Notification"). `name`: the server's, for the log.
 
-    The stream opens after the first `tools/list` (the session is up by then); a change made
-    between the two has no stream to ride. So once the stream is acknowledged, the tools are
-    listed once more, unless the last listing is still fresh by the server's own word
-    (`fresh_until()`, time.monotonic(): its start + `ttlMs`). The cost is one `tools/list`
-    per connect of a server whose listings are immediately stale (`ttlMs` 0, the default)."""
+    The stream opens after the first `tools/list`: a change between the two has no stream to
+    ride, so once it is acknowledged the tools are listed again, unless the last listing is
+    fresh by the server's word (`fresh_until()`, monotonic: its start + `ttlMs`); one more
+    `tools/list` per connect where `ttlMs` is 0, the default."""
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
     from monad_cli.daemon.sessions.reasons import describe
