@@ -447,11 +447,9 @@ class ServerActor:
         return conn
 
     async def _session(self, spec: ServerSpec) -> tuple[str, str]:
-        """One connection attempt and, if it succeeds, the session until it ends.
-
-        An http URL whose `initialize` POST is refused as a GET-only endpoint refuses it
-        is tried again as legacy HTTP+SSE within the same deadline (MCP spec,
-        basic/transports "Backwards Compatibility")."""
+        """One connection attempt and, if it succeeds, the session until it ends. An http URL
+        that refuses the `initialize` POST as a GET-only endpoint does is tried again as legacy
+        HTTP+SSE within the same deadline (MCP spec, basic/transports "Backwards Compatibility")."""
         conn = self._new_connection()
         self._wake = anyio.Event()
         self._wake_reason = None
@@ -487,7 +485,6 @@ class ServerActor:
                 return "failed", explain_timeout(spec, self._phase, self.sink.lines(), conn)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a reason
             self._connect_ended(type(exc).__qualname__)
-            self.client = None
             self._tg = None
             if first is not None:  # neither streamable HTTP nor legacy SSE: the first reason tells more
                 verdict, text = classify(spec, first[0], "connecting", conn=first[1], auth_reason=self._auth_reason,

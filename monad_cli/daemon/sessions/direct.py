@@ -140,11 +140,10 @@ class DirectLane:
     # -- a plain tools/call ----------------------------------------------------------------
     async def call(self, call: ToolCall, version: str | None, tools: Sequence[types.Tool]) -> Any:
         """`call`'s `CallToolResult` (`call.request_id`: the id it went under), or None: not
-        one for this lane (send it through the SDK). `tools` is the session's listing: the
-        tool must be in it without an `outputSchema`. Its `_meta` is `call.meta` (trace
-        context) and, at 2026-07-28, the envelope with `call.capabilities`. Raises MCPError
-        for an error answer, pydantic.ValidationError for a result that does not conform to
-        `version` (as the SDK does)."""
+        for this lane (the SDK sends it). The tool must be in `tools` (the session's listing)
+        without an `outputSchema`. `_meta`: `call.meta` (trace context), at 2026-07-28 with
+        the envelope for `call.capabilities`. Raises MCPError for an error answer,
+        pydantic.ValidationError for a result not conforming to `version` (as the SDK)."""
         assert call.tool is not None
         name = call.tool.name
         if (not self.fast or self.closed or not self.attached or self.extended or version is None

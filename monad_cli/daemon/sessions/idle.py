@@ -114,12 +114,11 @@ class IdleLists:
             log.exception("journal write failed")
 
     async def learn(self, client: Client, spec: ServerSpec, *, announce: bool = True) -> None:
-        """List an on-demand server's prompts, resources and templates on its live session
-        and keep them in the journal for while it is idle. With `announce`, lists that
-        differ from the cached ones are told to the gateway as the server's own
-        `notifications/{resources,prompts}/list_changed` (the agents were shown the cached
-        ones). A kind that fails to list, or is not listed within the server's `timeout`,
-        keeps what was cached (none: empty)."""
+        """List an on-demand server's prompts, resources and templates on its live session and
+        keep them in the journal for while it is idle; with `announce`, lists that differ
+        from the cached ones (shown to agents) are told to the gateway as the server's
+        `notifications/{resources,prompts}/list_changed`. A kind that fails or takes over
+        the server's `timeout` keeps what was cached (none: empty)."""
         actor = self.actor
         caps = client.server_capabilities
         items: dict[str, list[dict[str, Any]]] = {}

@@ -1,7 +1,7 @@
 """Routing a server's requests for input to the tool call they belong to.
 
-The SDK calls the actor's `elicitation_callback` (it advertises form and URL elicitation) for
-a legacy `elicitation/create` and for each one inside a 2026-07-28 `InputRequiredResult`
+The SDK calls `InputRouter.callback` (it advertises form and URL elicitation) for a legacy
+`elicitation/create` and for each one inside a 2026-07-28 `InputRequiredResult`
 (SEP-2322: the SDK runs the rounds, echoes `requestState`, retries with a new id). Its call:
 
 - a 2026 round runs in the calling task: that task's call (`trust.inputs.serving`, entered
@@ -112,12 +112,9 @@ class InputRouter:
                                       or related_task_id(params.meta)):
                 result: ElicitResult | ErrorData = await tasks(context, params)
                 return result
-            return await self.elicitation_callback(context, params)
+            return await self._ask("elicitation/create", params, ElicitResult, context)
 
         return elicit
-
-    async def elicitation_callback(self, context: Any, params: ElicitRequestParams) -> ElicitResult | ErrorData:
-        return await self._ask("elicitation/create", params, ElicitResult, context)
 
     async def sampling_callback(self, context: Any, params: CreateMessageRequestParams) -> Any:
         """The session's `sampling_callback=`: to the caller of the call, as elicitation is."""

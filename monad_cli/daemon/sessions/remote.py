@@ -141,10 +141,9 @@ async def _session_unknown(response: httpx2.Response) -> bool:
 
 class SessionKeeper(httpx2.AsyncBaseTransport):
     """An `httpx2.AsyncBaseTransport` wrapping `inner` (see the module docstring).
-
-    `on_refused(id, method, status)`: awaited when a POST carrying a request is answered
-    with a 4xx/5xx status the SDK's transport will not turn into a response itself (the
-    legacy SSE client only logs it, and the request would wait forever)."""
+    `on_refused(id, method, status)`: awaited when a request's POST gets a 4xx/5xx the SDK's
+    transport does not turn into a response (the legacy SSE client only logs it: the request
+    would wait forever)."""
 
     def __init__(self, inner: httpx2.AsyncBaseTransport, conn: Connection, *,
                  keep_session: bool = True,

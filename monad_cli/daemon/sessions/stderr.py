@@ -76,11 +76,10 @@ secret is long (a 4096-bit PEM key is ~3.3 kB), so one across a cut is whole in 
 
 
 class StderrSink:
-    """One pipe per connection attempt; `tail` keeps the lines across attempts.
-
-    `scrub` is applied to each line as it is read, before it is written to the log or kept
-    in the tail: nothing here ever holds a secret the server printed (the ingress choke
-    point for stderr, as `SecretScrubber.line` is for stdout; docs/atoms.md "Secrets")."""
+    """One pipe per connection attempt; `tail` keeps the lines across attempts. `scrub` is
+    applied to each line as it is read, before the log or the tail: nothing here holds a
+    secret the server printed (stderr's ingress choke point, as `SecretScrubber.line` is
+    stdout's; docs/atoms.md "Secrets")."""
 
     def __init__(self, log_path: Path, scrub: Callable[[str], str] = lambda s: s) -> None:
         self.log_path = log_path
