@@ -64,9 +64,6 @@ class EraStore:
         if len(entries) > MAX_ENTRIES:
             for key in sorted(entries, key=lambda k: float(entries[k].get("at", 0)))[:len(entries) - MAX_ENTRIES]:
                 del entries[key]
-        self._write(entries)
-
-    def _write(self, entries: dict[str, dict[str, Any]]) -> None:
         try:
             write_private(self.path, json.dumps(entries))
         except OSError as e:
