@@ -89,6 +89,3 @@ async def after_start(actors: Sequence[ServerActor], early: EarlySpawns, *, limi
         for actor in actors:
             await actor.first_attempt.wait()
     await early.discard()
-
-
-__all__ = ["acquire_daemon_lock", "after_start", "spawn_early"]

@@ -285,7 +285,3 @@ def _may_be_a_task(tool: types.Tool) -> bool:
     """The tool's server may answer a call with a task (2025-11-25 "Tool-Level Negotiation")."""
     execution = tool.execution
     return execution is not None and execution.task_support in ("optional", "required")
-
-
-
-__all__ = ["DirectLane", "Wire"]

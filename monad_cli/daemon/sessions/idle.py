@@ -156,6 +156,3 @@ class IdleLists:
                 actor.ctx.on_notification(actor, PromptListChangedNotification())
             if "resources" in changed or "templates" in changed:
                 actor.ctx.on_notification(actor, ResourceListChangedNotification())
-
-
-__all__ = ["IdleLists"]

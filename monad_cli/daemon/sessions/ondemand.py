@@ -173,6 +173,3 @@ class _InUse:
 
     async def __aexit__(self, *exc: object) -> None:
         self.demand._done()
-
-
-__all__ = ["Demand"]

@@ -155,7 +155,3 @@ async def open_process(argv: Sequence[str], *, stderr: int, env: Mapping[str, st
         raise
     writer = asyncio.StreamWriter(write_transport, write_protocol, None, loop)
     return PipeProcess(popen, _Send(writer), _Receive(reader, read_transport))
-
-
-__all__ = ["PipeProcess", "open_process"]
-

@@ -173,6 +173,3 @@ def address(actor: Any) -> tuple[str, int | None] | None:
         return (parts.hostname, parts.port) if parts.hostname else None
     except ValueError:
         return None
-
-
-__all__ = ["WRONG_SHAPE_FAILS", "Requests", "Send", "SessionRequests", "address"]

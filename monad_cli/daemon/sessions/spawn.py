@@ -208,7 +208,3 @@ class EarlySpawns:
             signal_pids(members(early.record), signal.SIGKILL)
             if self.records is not None:
                 self.records.forget(early.record)
-
-
-__all__ = ["DEFAULT_INHERITED_ENV_VARS", "NETWORK_ENV_VARS", "EarlyProcess", "EarlySpawns", "SpawnError",
-           "StdioCommand", "default_environment", "resolve_command", "stdio_command"]

@@ -84,6 +84,3 @@ class Envelope:
         if capabilities is not None and self.own is not None:
             meta[CLIENT_CAPABILITIES_META_KEY] = for_caller(self.own, capabilities)
         return meta
-
-
-__all__ = ["CALLER", "Envelope", "caller_meta", "for_caller"]

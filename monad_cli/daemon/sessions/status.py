@@ -77,6 +77,3 @@ def left_out(actor: ServerActor) -> list[str]:
     exchange = actor.conn.exchange if actor.conn is not None else None
     listed = exchange.listed_out if exchange is not None and actor.live else {}
     return [*actor.left_out, *(reason for method in sorted(listed) for reason in listed[method])]
-
-
-__all__ = ["left_out", "status_row"]
