@@ -21,8 +21,8 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio.abc
-from mcp import Client
-from mcp_types import Tool
+from mcp import Client, MCPError
+from mcp_types import REQUEST_TIMEOUT, Tool
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from monad_cli.config.schema import ServerSpec
@@ -156,9 +156,6 @@ async def ping(client: Client) -> None:
     2026-07-28, where `ping` was removed and discover is the cheap stateless request.
     Raises TimeoutError when the request timed out here (the transport's `server/discover`
     budget answers it locally, exchange.py): that is no answer from the server."""
-    from mcp import MCPError
-    from mcp_types import REQUEST_TIMEOUT
-
     try:
         if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
             await client.session.send_discover(client.protocol_version)

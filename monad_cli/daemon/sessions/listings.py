@@ -18,6 +18,9 @@ from collections.abc import Awaitable, Callable
 from operator import methodcaller
 from typing import TYPE_CHECKING, Any
 
+from mcp_types import methods
+from pydantic import ValidationError
+
 if TYPE_CHECKING:
     from mcp import Client
 
@@ -68,9 +71,6 @@ def _item_problem(method: str, version: str, key: str, item: Any) -> str | None:
     prompt with an empty `name` is refused too: the SDK's model takes it, but it is called by
     that name (tool names are 1 to 128 characters: MCP spec, server/tools "Tool Names"), and
     such a tool was exposed as `server__`."""
-    from mcp_types import methods
-    from pydantic import ValidationError
-
     if method in ("tools/list", "prompts/list") and isinstance(item, dict) and item.get("name") == "":
         return "name: empty"
 

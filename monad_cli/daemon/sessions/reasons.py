@@ -17,6 +17,7 @@ from typing import Literal
 
 from mcp import MCPError
 from mcp_types import CONNECTION_CLOSED
+from pydantic import ValidationError
 
 from monad_cli.config.schema import ServerSpec
 from monad_cli.core.messages import connect_failure
@@ -56,8 +57,6 @@ def describe(exc: BaseException) -> str:
         if framed:  # pydantic's layout, flattened; a server's own lines stay lines (`one_line`)
             said = " ".join(said.split())
         return f"{said} (MCP error {exc.error.code})"
-    from pydantic import ValidationError
-
     if isinstance(exc, ValidationError):
         errors = exc.errors()
         first = errors[0] if errors else None

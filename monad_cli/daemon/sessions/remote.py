@@ -23,16 +23,18 @@ import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 import anyio
 import anyio.abc
 import httpx2
 from mcp.shared.message import ClientMessageMetadata, SessionMessage
-from mcp_types import JSONRPCNotification, JSONRPCRequest
+from mcp_types import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, JSONRPCNotification, JSONRPCRequest
 
 from monad_cli.config.schema import ServerSpec
 from monad_cli.core.messages import connect_failure
+from monad_cli.core.redact import redact_url
 from monad_cli.daemon.sessions.direct import DirectLane
 from monad_cli.daemon.sessions.exchange import Exchange, Outgoing
 from monad_cli.daemon.sessions.transports import Connection, TransportOptions, http_headers
@@ -59,8 +61,6 @@ def retry_after_seconds(value: str | None, *, now: float | None = None) -> float
     value = value.strip()
     if value.isdigit():
         return float(value)
-    from email.utils import parsedate_to_datetime
-
     try:
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError):
@@ -82,10 +82,6 @@ async def _with_rpc_error(request: httpx2.Request, response: httpx2.Response, re
     code is the one the SDK would give (streamable_http `_handle_post_request`): a 404 without
     a session is METHOD_NOT_FOUND, with one INVALID_REQUEST (the session is gone), any other
     status INTERNAL_ERROR."""
-    from mcp_types import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND
-
-    from monad_cli.core.redact import redact_url
-
     body = await response.aread()
     try:
         data = json.loads(body)

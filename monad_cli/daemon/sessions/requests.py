@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
+from urllib.parse import urlsplit
 
 from mcp import MCPError
 from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, CallToolResult
@@ -166,8 +167,6 @@ def address(actor: Any) -> tuple[str, int | None] | None:
     spec = actor.spec
     if spec is None or spec.transport != "http" or not spec.url:
         return None
-    from urllib.parse import urlsplit
-
     try:
         parts = urlsplit(spec.url)
         return (parts.hostname, parts.port) if parts.hostname else None

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import select
 import time
 from collections import deque
 from collections.abc import Callable, Collection
@@ -211,8 +212,6 @@ class StderrSink:
     async def settle(self, timeout: float = 0.2) -> None:
         """Wait (at most `timeout` s) until what the server already wrote to stderr is read:
         a server writes its stderr before its answer, but the two pipes are drained apart."""
-        import select
-
         fd = self.read_fd
         with anyio.move_on_after(timeout):
             while fd is not None and fd == self.read_fd:

@@ -24,6 +24,9 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import anyio
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from monad_cli.daemon.sessions.reasons import describe
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -177,10 +180,6 @@ async def listen_for_tool_changes(client: Client, refresh: ToolRefresh, name: st
     ride, so once it is acknowledged the tools are listed again, unless the last listing is
     fresh by the server's word (`fresh_until()`, monotonic: its start + `ttlMs`); one more
     `tools/list` per connect where `ttlMs` is 0, the default."""
-    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-
-    from monad_cli.daemon.sessions.reasons import describe
-
     caps = client.server_capabilities
     if client.protocol_version not in MODERN_PROTOCOL_VERSIONS or not (caps and caps.tools
                                                                        and caps.tools.list_changed):
