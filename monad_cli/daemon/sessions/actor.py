@@ -243,10 +243,9 @@ class ServerActor:
 
     def cut_reason(self, client: Any) -> tuple[str, str] | None:
         """Why a request on `client` (the session's `mcp.Client` it was sent on) was cut by
-        that session ending on purpose, as (what happened, what to do): the supervisor stopped,
-        or the server was removed, reconnected, disabled or its definition changed. None: it
-        was not ended on purpose (a crash says its own reason), or `client` is not the session
-        that was."""
+        monad ending that session, as (what happened, what to do): the supervisor stopped, or
+        the server was removed, reconnected, disabled or redefined. None: not ended on purpose
+        (a crash says its own reason), or `client` is not that session's."""
         name = self.name
         cut_by = self._cut[1] if self._cut is not None and self._cut[0] is client else None
         if self.ctx.stopping():
@@ -267,11 +266,9 @@ class ServerActor:
 
     async def ended_reason(self, conn: Connection | None) -> str | None:
         """Why the server ended its session on `conn` (it exited, was killed, closed its stdout,
-        stopped answering), in the words of its status row (`explain_closed`: the exit status
-        or signal and the last stderr lines, scrubbed), for a request that session's end
-        failed. Waits until this actor has seen the session end (the process reaped, its stderr
-        drained), at most END_KNOWN_S seconds. None: the session ended otherwise, or is not
-        over by then."""
+        stopped answering), in its status row's words (`explain_closed`, scrubbed), for a
+        request that end failed. Waits until the actor has seen the end (process reaped, stderr
+        drained), at most END_KNOWN_S seconds. None: it ended otherwise, or not by then."""
         with anyio.move_on_after(END_KNOWN_S):
             # After each session the loop moves the state on (backoff, failed, idle, connecting).
             while (self._ended is None or self._ended[0] is not conn) and not self.done.is_set():

@@ -1,10 +1,9 @@
 """On-demand holds and idling of one server (`Demand`, a collaborator of its `ServerActor`).
 
 An on-demand server (`start = "on-demand"`, docs/supervisor.md "On demand") is `idle` while
-nobody uses it: no process, no session, its last lists (kept in the journal: idle.py) still
-served. `in_use()` starts it, waits for the connect and keeps it up for the block; `hold()`
-keeps it up between requests; the actor stops it after `idleStop` without use, with nothing
-in flight, no open Task (`ctx.busy`) and no holder (`serve_until_woken`).
+unused: no process, its last lists (idle.py) still served. `in_use()` starts it and keeps it
+up for the block, `hold()` between requests; the actor stops it after `idleStop` without use,
+nothing in flight, no open Task (`ctx.busy`) and no holder (`serve_until_woken`).
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """Why a connection attempt or a session ended, in the words `monad mcp status` shows.
 
-Pure functions of what the actor saw: the server's definition, the phase it was in, the
-`Connection` record (pid, exit status, last HTTP status, a protocol error), the last
-stderr lines, and the reason the OAuth provider gave. `classify` also decides what the
-actor does next: `fatal` (no retry: the command cannot start), `needs-auth` (wait for
-`monad mcp authorize`) or `failed` (back off and retry).
+Pure functions of what the actor saw: the definition, the phase, the `Connection` record
+(pid, exit status, last HTTP status, a protocol error), the last stderr lines, the OAuth
+provider's reason. `classify` also decides what the actor does next: `fatal` (the command
+cannot start: no retry), `needs-auth` (wait for `monad mcp authorize`) or `failed` (retry).
 """
 
 from __future__ import annotations
