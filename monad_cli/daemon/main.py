@@ -1,9 +1,8 @@
 """`monad daemon run`: the supervisor's process entry (no typer here).
 
-`python -m monad_cli.daemon` (what `monad daemon start` runs) and `monad daemon run`
-both end in `run`. Startup is "spawn first, import while they start": the daemon lock, the
-definitions and the stdio servers' processes come before the SDK and the HTTP stack are
-imported (`daemon/startup.py`); this module imports neither itself.
+`python -m monad_cli.daemon` (what `monad daemon start` runs) and `monad daemon run` both
+end in `run`: the daemon lock, the definitions and the stdio servers' processes come before
+the SDK and the HTTP stack are imported (`daemon/startup.py`); this module imports neither.
 """
 
 from __future__ import annotations
@@ -96,11 +95,10 @@ def _setup_logging(paths: Paths, scrub: Callable[[str], str], *, to_stderr: bool
 
 
 def use_uvloop() -> bool:
-    """Whether the supervisor runs on uvloop: when it is installed (a dependency on POSIX)
-    and `MONAD_EVENT_LOOP` is not `asyncio`. Every session, the gateway and the control API
-    share this one loop; libuv's costs ~10-15 % less supervisor CPU per gateway call than
-    the standard library's selector loop (bench/README.md). `MONAD_EVENT_LOOP=asyncio`
-    is the way back, to rule the loop out when debugging."""
+    """Whether the supervisor runs on uvloop: installed (a dependency on POSIX) and
+    `MONAD_EVENT_LOOP` is not `asyncio` (the way back, to rule the loop out when debugging).
+    libuv's loop costs ~10-15 % less supervisor CPU per gateway call than the standard
+    library's selector loop (bench/README.md)."""
     if os.environ.get("MONAD_EVENT_LOOP", "").lower() == "asyncio":
         return False
     return importlib.util.find_spec("uvloop") is not None
@@ -108,33 +106,16 @@ def use_uvloop() -> bool:
 
 def run(paths: Paths, *, include: list[str] | None = None, exclude: list[str] | None = None) -> int:
     """Run the supervisor in this process until SIGTERM/SIGINT or `daemon stop`.
-
-    `include`/`exclude` are validated server-name globs from `--include-mcps` /
-    `--exclude-mcps` (None: not given, `features/mcp.toml` decides).
-
-    Returns the exit status: 0 after a clean stop, 1 when it could not start (another
-    supervisor owns this MONAD_HOME, or a `required` server failed).
-    """
+    `include`/`exclude`: validated server-name globs of `--include-mcps`/`--exclude-mcps`
+    (None: not given, `features/mcp.toml` decides). Returns the exit status: 0 after a clean
+    stop, 1 when it could not start (another supervisor owns this MONAD_HOME, a `required`
+    server failed)."""
     ready_fd = int(os.environ.pop("MONAD_READY_FD", "-1"))
     check_required = os.environ.pop("MONAD_SKIP_REQUIRED", "") != "1"
-    try:
-        # First, before a log line or a socket is made there: a home another account can
-        # write to would have this process run what that account planted.
-        paths.check_owner()
-    except MonadError as e:
-        if ready_fd >= 0:
-            os.write(ready_fd, encode_line(e).encode())
-            os.close(ready_fd)
-        print(f"error: the supervisor did not start: {e.message}", file=sys.stderr)
-        return 1
     holder: list[Supervisor] = []  # the supervisor, once the SDK is imported and it exists
 
     def scrub(text: str) -> str:
         return holder[0].scrub(text) if holder else text  # before it exists no secret is known
-
-    _setup_logging(paths, scrub, to_stderr=ready_fd < 0)
-    log = logging.getLogger("monad.supervisor")
-    from monad_cli.daemon.bounds import BUDGET, log_accept_errors, raise_nofile
 
     def notify(error: MonadError | None) -> None:
         # The ready pipe speaks the API's error envelope, so the starter branches on the
@@ -147,6 +128,18 @@ def run(paths: Paths, *, include: list[str] | None = None, exclude: list[str] | 
             finally:
                 os.close(ready_fd)
                 ready_fd = -1
+
+    try:
+        # First, before a log line or a socket is made there: a home another account can
+        # write to would have this process run what that account planted.
+        paths.check_owner()
+    except MonadError as e:
+        notify(e)
+        print(f"error: the supervisor did not start: {e.message}", file=sys.stderr)
+        return 1
+    _setup_logging(paths, scrub, to_stderr=ready_fd < 0)
+    log = logging.getLogger("monad.supervisor")
+    from monad_cli.daemon.bounds import BUDGET, log_accept_errors, raise_nofile
 
     def on_ready(reason: str | None) -> None:
         # `reason`: a required server failed, so this supervisor cannot offer what was asked.

@@ -51,6 +51,12 @@ def fingerprints(defs: Definitions) -> dict[str, str]:
     return out
 
 
+# settings.toml: its `[servers]` defaults (start, idleStop) are part of every definition.
+_FILES = ("agents.json", "env", "settings.toml", "features/mcp.toml", "features/presets.toml", "features/tools.toml")
+# Their modes and owners only: their mtimes move with every entry (the home's with the journal's WAL).
+_FOLDERS = (".", "atoms", "atoms/mcp", "features")
+
+
 def config_stamp(paths: Paths) -> tuple[tuple[str, int, int, int, int], ...]:
     """Cheap fingerprint of the config files and their folders (names, sizes, mtimes, modes,
     owners), and of the folders a linked atom's file lies in (`link_stamp`): a reload whose
@@ -68,21 +74,13 @@ def config_stamp(paths: Paths) -> tuple[tuple[str, int, int, int, int], ...]:
                         entries += link_stamp(e.path, linked)
     except FileNotFoundError:
         pass
-    # settings.toml: its `[servers]` defaults (start, idleStop) are part of every definition.
-    for name in ("agents.json", "env", "settings.toml", "features/mcp.toml", "features/presets.toml",
-                 "features/tools.toml"):
+    for name in (*_FILES, *_FOLDERS):
         try:
             st = (paths.home / name).stat()
-            entries.append((name, st.st_size, st.st_mtime_ns, st.st_mode, st.st_uid))
         except FileNotFoundError:
-            pass
-    # The folders' modes and owners only: their mtimes move with every entry (the home's with the journal's WAL).
-    for name in (".", "atoms", "atoms/mcp", "features"):
-        try:
-            st = (paths.home / name).stat()
-            entries.append((name, 0, 0, st.st_mode, st.st_uid))
-        except FileNotFoundError:
-            pass
+            continue
+        folder = name in _FOLDERS
+        entries.append((name, 0 if folder else st.st_size, 0 if folder else st.st_mtime_ns, st.st_mode, st.st_uid))
     return tuple(sorted(entries))
 
 

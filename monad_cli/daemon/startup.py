@@ -10,7 +10,7 @@ import logging
 import os
 import time
 from collections.abc import Mapping, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -23,6 +23,9 @@ from monad_cli.core.filters import combine
 from monad_cli.core.paths import Paths
 from monad_cli.daemon.sessions.processes import SpawnRecords, kill_leftovers
 from monad_cli.daemon.sessions.spawn import EarlySpawns, SpawnError, stdio_command
+
+if TYPE_CHECKING:
+    from monad_cli.daemon.sessions.actor import ServerActor
 
 log = logging.getLogger("monad.supervisor")
 
@@ -45,13 +48,11 @@ def acquire_daemon_lock(paths: Paths) -> int:
 
 async def spawn_early(paths: Paths, environ: Mapping[str, str], early: EarlySpawns, *, include: list[str] | None,
                       exclude: list[str] | None) -> int:
-    """Spawn every enabled, unfiltered, unsandboxed stdio server of the current definitions
-    that starts `always` (an on-demand one waits for a call) as its transport would, into
-    `early` (recorded in `run/servers/`); returns how many. A dead supervisor's leftover
-    processes are killed first (their lines kept in `early.leftovers_killed` for the
-    journal), so new servers never start beside them.
-    Anything that fails here (a bad file, a missing command) is left for the supervisor to
-    meet again and report in its place."""
+    """Spawn every enabled, unfiltered, unsandboxed stdio server that starts `always` as its
+    transport would, into `early` (recorded in `run/servers/`); returns how many. A dead
+    supervisor's leftovers are killed first (their lines in `early.leftovers_killed`, for the
+    journal). What fails here (a bad file, a missing command) the supervisor meets again and
+    reports."""
     started = time.monotonic()
     records = SpawnRecords(paths.run_dir)
     early.leftovers_killed += kill_leftovers(records)
@@ -81,20 +82,10 @@ async def spawn_early(paths: Paths, environ: Mapping[str, str], early: EarlySpaw
     return n
 
 
-class Attempted(Protocol):
-    """What `after_start` waits on: an actor's first connection attempt."""
-
-    @property
-    def first_attempt(self) -> anyio.Event: ...
-
-
-async def after_start(actors: Sequence[Attempted], early: EarlySpawns, *, limit: float = 60.0) -> None:
+async def after_start(actors: Sequence[ServerActor], early: EarlySpawns, *, limit: float = 60.0) -> None:
     """Once every actor made its first attempt (and so adopted its early process, if it had
     one), or after `limit` seconds: stop the early processes nobody adopted."""
     with anyio.move_on_after(limit):
         for actor in actors:
             await actor.first_attempt.wait()
     await early.discard()
-
-
-__all__ = ["acquire_daemon_lock", "after_start", "spawn_early"]

@@ -59,15 +59,12 @@ class StartupFailed(Exception):
 
 
 class Supervisor:
-    """One per MONAD_HOME (an flock): owns the actors (one per defined server), the last
-    applied definitions and their problems, the secret values to scrub, the server
-    filters, the journal, and the services built on them once the journal is open
-    (`tool_service`, `auth`, `tasks`), each handed only what it uses.
-
-    It reconciles by diff (added → start an actor, changed → `update`, removed → stop),
-    so an unchanged server keeps its process and session. It never talks MCP itself (the
-    actors do), never edits a definition (the control API's edits do, through
-    config/edits.py), and never hands itself to a service.
+    """One per MONAD_HOME (an flock): owns the actors (one per defined server), the applied
+    definitions and their problems, the secrets to scrub, the server filters, the journal,
+    and the services built on it (`tool_service`, `auth`, `tasks`), each handed only what it
+    uses. It reconciles by diff (added → start an actor, changed → `update`, removed →
+    stop): an unchanged server keeps its session. It never talks MCP (the actors do), never
+    edits a definition (config/edits.py does) and never hands itself to a service.
     """
 
     def __init__(self, paths: Paths, *, environ: dict[str, str] | None = None,
@@ -274,13 +271,6 @@ class Supervisor:
         actor = self.actors.get(name)
         spec = actor.spec if actor is not None else None
         return spec.request_timeout_ms / 1000 if spec is not None and spec.request_timeout_ms else None
-
-    # -- process-level guards ------------------------------------------------------------
-    def acquire_daemon_lock(self) -> None:
-        """One supervisor per MONAD_HOME: an flock on run/daemon.lock, held for life (taken
-        already when `monad daemon run` spawned early: `daemon/startup.py`)."""
-        if self._lock_fd is None:
-            self._lock_fd = acquire_daemon_lock(self.paths)
 
     # -- definitions -----------------------------------------------------------------
     async def reconcile(self, *, force: bool = False) -> None:
@@ -489,7 +479,8 @@ class Supervisor:
         from monad_cli.daemon.api.server import ControlServer
         from monad_cli.daemon.gateway.listener import GatewayListener
 
-        self.acquire_daemon_lock()
+        if self._lock_fd is None:  # one per MONAD_HOME, held for life (`monad daemon run` took it early)
+            self._lock_fd = acquire_daemon_lock(self.paths)
         journal = self.open()
         journal.start_link()  # a fleet's shared journal: shipped from a thread, never awaited
         self.tool_service.calls.recover()

@@ -1,18 +1,15 @@
-"""Watching the definition files: the atoms and features/*.toml (watchfiles), and agents.json,
-the env file and settings.toml (its `[servers]` defaults), and the modes and owners of the
-folders the definitions are read from (their stats, checked every `AGENTS_POLL_MS`); every
-change batch reconciles (dotfiles and temp files ignored).
+"""Watching the definitions: the atoms and features/*.toml (watchfiles); agents.json, the env
+file, settings.toml (`[servers]`) and the modes and owners of the definitions' folders (their
+stats, every `AGENTS_POLL_MS`). Every change batch reconciles (dotfiles, temp files ignored).
 
-agents.json is not watched through its directory: the home also holds `journal.db` and its
-WAL, which every tool call writes, and inotify on a directory reports every entry's writes,
-so each call woke the watcher's thread and the event loop (~0.3 ms of supervisor CPU per
-gateway call, bench/README.md). Their stats are read each time the watcher's Rust side
-returns empty-handed, every `AGENTS_POLL_MS`.
+agents.json is not watched through its directory: the home holds `journal.db` and its WAL,
+which every tool call writes, and inotify reported each write (~0.3 ms of supervisor CPU per
+gateway call, bench/README.md). The stats are read when the Rust side returns empty-handed.
 
-What the watcher costs at rest is its wakeups, not the stats: each return is a hand-off from
-a worker thread and a task group on the loop, and the Rust side wakes every `step` to look at
-the stop event under the GIL. At a tenth and a hundredth of a second they kept a supervisor
-with no server at 1.7 % of a core at rest; at half a second and 25 ms, 0.7 % (bench/README.md).
+At rest the watcher costs its wakeups, not the stats: each return is a hand-off from a worker
+thread to the loop, and the Rust side wakes every `step` to look at the stop event under the
+GIL. At 0.1 s and 10 ms a supervisor with no server used 1.7 % of a core at rest; at 0.5 s
+and 25 ms, 0.7 % (bench/README.md).
 """
 
 from __future__ import annotations

@@ -3,16 +3,10 @@
 The SDK requires a Client to be entered and exited in the same task (anyio cancel scopes), so
 the actor holds `async with Client(...)` open for the life of a session while other tasks use
 `actor.client` concurrently. It owns the state machine (states.py), the connect deadline and
-the restart loop (`run`, with backoff.py's policy and reasons.py's reasons); what it needs
-from around it comes in one `ActorContext`, built once by the supervisor.
-
-Its other concerns are collaborators of their own, each in its file:
-- the request path: monad's requests to the server from any task (requests.py,
-  `actor.requests`, wrapped by what the supervisor installs);
-- on-demand holds and idling: who uses the session, and whether it must run (ondemand.py,
-  `actor.demand`);
-- the lists an idle on-demand server is served from (idle.py, `actor.lists`);
-- its row in `monad mcp status` (status.py)."""
+the restart loop (`run`: backoff.py, reasons.py); what it needs from around it comes in one
+`ActorContext`. Its collaborators: the request path (requests.py, `actor.requests`),
+on-demand holds (ondemand.py, `actor.demand`), an idle server's lists (idle.py,
+`actor.lists`) and its status row (status.py)."""
 
 from __future__ import annotations
 
@@ -80,12 +74,11 @@ END_KNOWN_S = 10.0
 
 
 class SessionEvents:
-    """What a server's sessions tell whoever listens (`ActorContext.events`): a connection
-    attempt starts (`connecting`) and ends (`connected`: `error` None, or why not: the
-    exception's type, `timeout`, `cancelled`), a live session ends after `seconds`
-    (`session_ended`: `error` `closed` or `needs-auth` when it did not end by monad's
-    choice), a failed attempt or an ended session is retried (`restarting`: `failed` or
-    `closed`). Here each does nothing; telemetry's (daemon/telemetry/wrappers.py) records."""
+    """A server's session lifecycle (`ActorContext.events`): an attempt starts (`connecting`)
+    and ends (`connected`: `error` None, or the exception's type, `timeout`, `cancelled`), a
+    live session ends after `seconds` (`session_ended`: `error` `closed` or `needs-auth` when
+    monad did not end it), a retry (`restarting`: `failed` or `closed`). No-ops here;
+    telemetry's (daemon/telemetry/wrappers.py) records."""
 
     def connecting(self, actor: ServerActor) -> None:
         pass
@@ -105,25 +98,22 @@ class ActorContext:
     """Everything an actor uses from its surroundings (as uvicorn hands its protocols a
     `Config` and a `ServerState`, never the `Server`).
 
-    `paths`: where the server's stderr log goes; `journal`: one `state` row per change;
-    `scrub`: the redaction function applied to every reason; `check_pin(actor, tools)`: the
-    reason to refuse registering `tools`, or None; `filter_reason(name)`: why the server is
-    filtered out, or None; `http_auth(spec)`: the httpx2 Auth of an http server, or None;
-    `client_extensions(actor)`: `extensions=` for its next `mcp.Client`;
-    `elicitation_callback(actor)`: its `elicitation_callback=` (None: the SDK's default, which
-    advertises no elicitation); `on_tools_changed`
-    and `on_state_changed`: called after a (re)listing and after every state change;
-    `stopping()`: whether the supervisor is shutting down (the `stopped` reason says so);
-    `early`: the stdio servers spawned before the SDK's import, one of which a first connect
-    adopts (sessions/spawn.py); `start_defaults()`: the `[servers]` defaults of settings.toml
-    (`start`, `idleStop`); `busy(actor)`: what holds an on-demand server up besides calls (an
-    open Task), or None; `on_notification(actor, notification)`: every notification the server
-    sends (an `mcp_types` model: resources/updated, list changes, log messages…), for the
-    gateway's fan-out; called in the session's receive task, so it must not block.
-    What cuts across every server's sessions is installed here by the supervisor (telemetry,
-    when it is on; nothing otherwise): `wrap_requests(actor, requests)` wraps each session's
-    request path (sessions/requests.py), `events` hears each session's lifecycle;
-    `ingress`: what every message the server sends passes first (the supervisor's scrubber).
+    `paths`: where its stderr log goes; `journal`: a `state` row per change; `scrub`: applied
+    to every reason; `check_pin(actor, tools)`: why `tools` are refused, or None;
+    `filter_reason(name)`: why it is filtered out, or None; `http_auth(spec)`: an http
+    server's httpx2 Auth, or None; `client_extensions(actor)` and `elicitation_callback(actor)`:
+    `extensions=` and `elicitation_callback=` for its next `mcp.Client` (None: the SDK's
+    default, no elicitation); `on_tools_changed`, `on_state_changed`: after a (re)listing and
+    a state change; `stopping()`: the supervisor is shutting down (the `stopped` reason says
+    so); `early`: the stdio servers spawned before the SDK's import, one of which a first
+    connect adopts (spawn.py); `start_defaults()`: `[servers]` of settings.toml (`start`,
+    `idleStop`); `busy(actor)`: what holds an on-demand server up besides calls (an open
+    Task), or None; `on_notification(actor, notification)`: each notification the server
+    sends (an `mcp_types` model), for the gateway's fan-out, in the session's receive task
+    (it must not block). Installed by the supervisor for what cuts across sessions
+    (telemetry when on): `wrap_requests(actor, requests)` around each request path
+    (requests.py), `events` for each lifecycle; `ingress`: what every message from the
+    server passes first (the supervisor's scrubber).
     """
 
     paths: Paths
@@ -149,12 +139,11 @@ class ActorContext:
 class ServerActor:
     """The lifecycle of one server's session; `spec is None`: its definition does not validate.
 
-    Owns the server's one `mcp.Client` (entered and exited in its own task, `run()`), its state
-    and reason, its tool list, its stderr log and its restart backoff. Other tasks read `client`,
-    `tools`, `state` and call `call_tool`, `update`, `reconnect`, `auth_required` and `stop`.
-    It never decides approvals or pins (it asks `ctx.check_pin`), never edits a definition file,
-    never opens a browser, and never raises out of `run()` for a server's failure: every
-    failure becomes a state and a reason."""
+    Owns the server's `mcp.Client` (entered and exited in `run()`), state and reason, tools,
+    stderr log and backoff; other tasks read `client`, `tools`, `state` and call `call_tool`,
+    `update`, `reconnect`, `auth_required`, `stop`. It never decides approvals or pins (it
+    asks `ctx.check_pin`), edits a definition or opens a browser, and never raises out of
+    `run()` for a server's failure: every failure becomes a state and a reason."""
 
     def __init__(self, name: str, spec: ServerSpec | None, ctx: ActorContext,
                  *, config_error: str | None = None, source: str | None = None) -> None:
@@ -254,10 +243,9 @@ class ServerActor:
 
     def cut_reason(self, client: Any) -> tuple[str, str] | None:
         """Why a request on `client` (the session's `mcp.Client` it was sent on) was cut by
-        that session ending on purpose, as (what happened, what to do): the supervisor stopped,
-        or the server was removed, reconnected, disabled or its definition changed. None: it
-        was not ended on purpose (a crash says its own reason), or `client` is not the session
-        that was."""
+        monad ending that session, as (what happened, what to do): the supervisor stopped, or
+        the server was removed, reconnected, disabled or redefined. None: not ended on purpose
+        (a crash says its own reason), or `client` is not that session's."""
         name = self.name
         cut_by = self._cut[1] if self._cut is not None and self._cut[0] is client else None
         if self.ctx.stopping():
@@ -278,11 +266,9 @@ class ServerActor:
 
     async def ended_reason(self, conn: Connection | None) -> str | None:
         """Why the server ended its session on `conn` (it exited, was killed, closed its stdout,
-        stopped answering), in the words of its status row (`explain_closed`: the exit status
-        or signal and the last stderr lines, scrubbed), for a request that session's end
-        failed. Waits until this actor has seen the session end (the process reaped, its stderr
-        drained), at most END_KNOWN_S seconds. None: the session ended otherwise, or is not
-        over by then."""
+        stopped answering), in its status row's words (`explain_closed`, scrubbed), for a
+        request that end failed. Waits until the actor has seen the end (process reaped, stderr
+        drained), at most END_KNOWN_S seconds. None: it ended otherwise, or not by then."""
         with anyio.move_on_after(END_KNOWN_S):
             # After each session the loop moves the state on (backoff, failed, idle, connecting).
             while (self._ended is None or self._ended[0] is not conn) and not self.done.is_set():
@@ -381,22 +367,13 @@ class ServerActor:
     async def _loop(self) -> None:
         while not self.retired:
             spec = self.spec
-            if spec is None:
-                self.set_state(State.FAILED, f"config error: {self.config_error}")
+            parked = self._parked(spec)
+            if parked is not None:
+                self.set_state(*parked)
                 self.first_attempt.set()
                 await self.sleep_until_woken()
                 continue
-            if not spec.enabled:
-                self.set_state(State.DISABLED, "enabled = false in its definition")
-                self.first_attempt.set()
-                await self.sleep_until_woken()
-                continue
-            filtered = self.ctx.filter_reason(self.name)
-            if filtered is not None:
-                self.set_state(State.FILTERED, filtered)
-                self.first_attempt.set()
-                await self.sleep_until_woken()
-                continue
+            assert spec is not None
             on_demand = self.on_demand(spec)
             cached = self.lists.cached(spec) if on_demand else None
             if cached is not None and not self.demand.wanted():
@@ -451,6 +428,15 @@ class ServerActor:
             finally:
                 self.next_attempt_at = None
 
+    def _parked(self, spec: ServerSpec | None) -> tuple[State, str] | None:
+        """The state it waits in with no session (a config error, disabled, filtered out), or None."""
+        if spec is None:
+            return State.FAILED, f"config error: {self.config_error}"
+        if not spec.enabled:
+            return State.DISABLED, "enabled = false in its definition"
+        filtered = self.ctx.filter_reason(self.name)
+        return None if filtered is None else (State.FILTERED, filtered)
+
     def _new_connection(self) -> Connection:
         conn = Connection()  # only a live session's end wakes the actor; a failed connect reports itself
         conn.on_closed = lambda: self.wakeup("closed") if self.client is not None and self.conn is conn else None
@@ -458,11 +444,9 @@ class ServerActor:
         return conn
 
     async def _session(self, spec: ServerSpec) -> tuple[str, str]:
-        """One connection attempt and, if it succeeds, the session until it ends.
-
-        An http URL whose `initialize` POST is refused as a GET-only endpoint refuses it
-        is tried again as legacy HTTP+SSE within the same deadline (MCP spec,
-        basic/transports "Backwards Compatibility")."""
+        """One connection attempt and, if it succeeds, the session until it ends. An http URL
+        that refuses the `initialize` POST as a GET-only endpoint does is tried again as legacy
+        HTTP+SSE within the same deadline (MCP spec, basic/transports "Backwards Compatibility")."""
         conn = self._new_connection()
         self._wake = anyio.Event()
         self._wake_reason = None
@@ -498,7 +482,6 @@ class ServerActor:
                 return "failed", explain_timeout(spec, self._phase, self.sink.lines(), conn)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a reason
             self._connect_ended(type(exc).__qualname__)
-            self.client = None
             self._tg = None
             if first is not None:  # neither streamable HTTP nor legacy SSE: the first reason tells more
                 verdict, text = classify(spec, first[0], "connecting", conn=first[1], auth_reason=self._auth_reason,
@@ -552,7 +535,7 @@ class ServerActor:
                 self.storm_reason = None
                 # Started for nobody (only to learn its lists): stop at once; else `idleStop` from now.
                 self.demand.last_used = time.monotonic() if kicked or self.demand.inflight else -math.inf
-                self._connected(client, listing)
+                self._connected(client, conn, listing)
                 async with anyio.create_task_group() as tg:
                     self._tg = tg
                     start_upkeep(tg, client, conn, refresh, on_hung=self._on_hung)
@@ -604,12 +587,13 @@ class ServerActor:
 
     def _on_storm(self, reason: str | None) -> None:
         self.storm_reason = reason
-        if self.client is not None:
-            problem = self._problem()
-            self.set_state(State.DEGRADED if problem else State.CONNECTED, problem)
+        self._settle()
 
-    def _problem(self) -> str | None:
-        return "; ".join(p for p in (self.tool_problem, self.storm_reason) if p) or None
+    def _settle(self) -> None:
+        """A live session is `connected`, or `degraded` by its tools' or its storm's problem."""
+        problem = "; ".join(p for p in (self.tool_problem, self.storm_reason) if p) or None
+        if self.client is not None:
+            self.set_state(State.DEGRADED if problem else State.CONNECTED, problem)
 
     def _announce_end(self, reason: str | None) -> None:
         spec = self.spec
@@ -626,22 +610,21 @@ class ServerActor:
                            f"on demand: stopped after {describe_duration(self.demand.idle_stop(spec))} without use; "
                            f"the next call starts it")
 
-    def _connected(self, client: Client, listing: ToolListing) -> None:
+    def _connected(self, client: Client, conn: Connection, listing: ToolListing) -> None:
         self.client = client
-        self._session_of = (client, self.conn)
+        self._session_of = (client, conn)
         self.last_failure = None
         self.connected_at = time.monotonic()
-        if self.conn is not None:
-            self.conn.established = True
+        conn.established = True
         self.protocol_version = client.protocol_version
         self._connect_ended(None)
-        if self.conn is not None and self.conn.lane is not None:
-            self.conn.lane.attach(client)  # it shares the session's ids
+        if conn.lane is not None:
+            conn.lane.attach(client)  # it shares the session's ids
         self.server_info = client.server_info.model_dump(exclude_none=True) if client.server_info else None
         self.lists.instructions = client.instructions
         self._take_listing(listing)
         self.first_attempt.set()  # it ended connected (else `_loop` sets it when `_session` returns)
-        if self.conn is not None and self.conn.closed:  # died between tools/list and now
+        if conn.closed:  # died between tools/list and now
             self.wakeup("closed")
 
     async def refresh_tools(self) -> None:
@@ -667,18 +650,14 @@ class ServerActor:
             self.lists.remember(self.spec, tools)
         self.tool_problem = "; ".join(p for p in (listing.problems(), pin_problem) if p) or None
         self.ctx.on_tools_changed(self)
-        if self.client is not None:
-            problem = self._problem()
-            self.set_state(State.DEGRADED if problem else State.CONNECTED, problem)
+        self._settle()
 
     async def call_tool(self, call: ToolCall) -> CallToolResult:
-        """tools/call of `call.tool` (the server's own name) on this session from any task
-        (the actor task keeps the Client open), through its request path
-        (sessions/requests.py): the deadline is `requestTimeoutMs` (unset = none); on expiry,
-        or when the caller's scope is cancelled, the server gets notifications/cancelled
-        (expiry raises MCPError(-32001)); `call.progress` is awaited per
-        notifications/progress; the server's questions go to `call.inputs`. Raises
-        MonadError if not connected. Returns `mcp_types.CallToolResult`."""
+        """tools/call of `call.tool` (the server's own name) from any task, through its request
+        path (requests.py): deadline `requestTimeoutMs` (unset = none); on expiry (MCPError
+        -32001) or the caller's cancellation the server gets notifications/cancelled;
+        `call.progress` is awaited per notifications/progress; the server's questions go to
+        `call.inputs`. Raises MonadError if not connected. Returns `mcp_types.CallToolResult`."""
         return await self.requests.call_tool(call)
 
     @property
@@ -698,17 +677,14 @@ class ServerActor:
 
     async def call_through(self, send: Send[T], *, caller: Caller | None = None, method: str | None = None,
                            target: str | None = None) -> T:
-        """A request other than tools/call on this session from any task (resources/*,
-        prompts/*, completion/complete, logging/setLevel: the gateway's, gateway/catalog.py),
-        through its request path (sessions/requests.py): `send(client, meta)` is awaited
-        with the live `mcp.Client` and the `_meta` to pass it (the request made for
-        `caller`, whose `inputs` answer the server's questions during it; None: monad's own
-        request). `method` (the JSON-RPC method) and `target` (the prompt's name, the
-        resource's URI, as the server names them) name it for whatever wraps the path
-        (telemetry's CLIENT span, docs/telemetry.md). A result of a shape the protocol does
-        not define fails the request with MCPError(-32603) in one line. Raises
-        MonadError if not connected, and whatever the request raises (`mcp.MCPError` when
-        the server fails it)."""
+        """A request other than tools/call from any task (resources/*, prompts/*,
+        completion/complete, logging/setLevel: gateway/catalog.py), through its request path
+        (requests.py): `send(client, meta)` is awaited with the live `mcp.Client` and the
+        `_meta` for `caller` (whose `inputs` answer the server's questions; None: monad's own).
+        `method` (JSON-RPC) and `target` (the prompt's name, the resource's URI) name it for
+        what wraps the path (telemetry's CLIENT span, docs/telemetry.md). A result of a shape
+        the protocol does not define raises MCPError(-32603) in one line. Raises MonadError if
+        not connected, and what the request raises (`mcp.MCPError` when the server fails it)."""
         return await self.requests.request(send, caller=caller, method=method, target=target)
 
     async def _on_message(self, message: IncomingMessage) -> None:

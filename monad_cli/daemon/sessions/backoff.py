@@ -1,14 +1,12 @@
 """Restart policy (docs/supervisor.md; systemd's RestartSteps and StartLimitBurst, supervisord's
 BACKOFF and FATAL).
 
-Delay before retry n (n = consecutive failures, from 1): initial × 2^(n-1), capped at
-60 s, with ±20 % jitter. More than `give_up_after` failures inside `window` seconds
-means give up (`failed`) until `monad mcp reconnect` — for a stdio server's crash loop only:
-a remote server's failures (refused, reset, 5xx, 429, timeouts) are transient, retried for
-as long as it stays configured (`record_failure(..., may_give_up=False)`). A server's own
-`Retry-After` stretches one delay (`delay_for`), never past `MAX_DELAY_S` (5 minutes).
-A connection that stayed up for `healthy_after` seconds resets the consecutive count. All
-times are monotonic seconds.
+Delay before retry n (consecutive failures, from 1): initial × 2^(n-1), capped at 60 s,
+±20 % jitter. Over `give_up_after` failures within `window` seconds gives up (`failed`) until
+`monad mcp reconnect`, for a stdio crash loop only: a remote's failures (refused, reset, 5xx,
+429, timeouts) are transient (`may_give_up=False`). A `Retry-After` stretches one delay
+(`delay_for`), never past `MAX_DELAY_S` (5 minutes). Up `healthy_after` seconds resets the
+count. Times are monotonic seconds.
 """
 
 from __future__ import annotations
@@ -21,14 +19,10 @@ from dataclasses import dataclass, field
 MAX_DELAY_S = 300.0  # never longer between attempts, whatever a Retry-After asks
 
 
-def _initial_default() -> float:
-    # Tests shorten the schedule; documented in docs/supervisor.md.
-    return float(os.environ.get("MONAD_BACKOFF_INITIAL", "1.0"))
-
-
 @dataclass
 class Backoff:
-    initial: float = field(default_factory=_initial_default)
+    # Tests shorten the schedule (MONAD_BACKOFF_INITIAL, docs/supervisor.md).
+    initial: float = field(default_factory=lambda: float(os.environ.get("MONAD_BACKOFF_INITIAL", "1.0")))
     factor: float = 2.0
     cap: float = 60.0
     jitter: float = 0.2

@@ -4,12 +4,10 @@ and what earlier connections to the same definition taught.
 - stdio → transports.stdio_transport; http → remote.streamable_http_transport, or
   remote.sse_transport for a legacy HTTP+SSE endpoint (2024-11-05), found by the spec's
   backwards-compatibility procedure (remote.legacy_sse_candidate) or remembered.
-- `Learned`: a server found to speak only the handshake era (up to 2025-11-25) is
-  reconnected with `mode="legacy"` — straight to `initialize`, no `server/discover` probe —
-  and one found on legacy SSE straight over SSE. Kept per definition (its connection
-  fingerprint), in memory and in `run/eras.json` (eras.py), so reconnects and supervisor
-  restarts skip the probe; a changed definition forgets it, `monad mcp reconnect` forgets
-  only the SSE finding.
+- `Learned`: a handshake-era server (up to 2025-11-25) reconnects with `mode="legacy"` (no
+  `server/discover` probe), one on legacy SSE straight over SSE; kept per connection
+  fingerprint in memory and `run/eras.json` (eras.py). A changed definition forgets it,
+  `monad mcp reconnect` only the SSE finding.
 """
 
 from __future__ import annotations
@@ -23,8 +21,8 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio.abc
-from mcp import Client
-from mcp_types import Tool
+from mcp import Client, MCPError
+from mcp_types import REQUEST_TIMEOUT, Tool
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from monad_cli.config.schema import ServerSpec
@@ -158,9 +156,6 @@ async def ping(client: Client) -> None:
     2026-07-28, where `ping` was removed and discover is the cheap stateless request.
     Raises TimeoutError when the request timed out here (the transport's `server/discover`
     budget answers it locally, exchange.py): that is no answer from the server."""
-    from mcp import MCPError
-    from mcp_types import REQUEST_TIMEOUT
-
     try:
         if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
             await client.session.send_discover(client.protocol_version)

@@ -1,34 +1,27 @@
 """monad's own requests on one server connection, beside the SDK's session (`DirectLane`).
 
-The connection's transport is monad's own (transports.py, remote.py: the SDK's public
-`Transport` seam), so monad can write a request on it itself and take the answer out of
-what the server sends before the SDK's session sees it (`Exchange.received`, where every
-message from the server passes). Two kinds of request go this way, under ids of monad's own
-(`monad-N`: strings that never parse as integers, so they never meet the integer ids the
-SDK's dispatcher mints, as its `CallOptions.request_id` advises):
+The transport is monad's own (the SDK's public `Transport` seam), so monad can write a
+request on it and take the answer out before the SDK's session sees it (`Exchange.received`).
+Its ids are `monad-N`: strings never meeting the integer ids the SDK's dispatcher mints (as
+its `CallOptions.request_id` advises). Two kinds of request go this way:
 
-- a plain `tools/call` on a stdio session (`call`), the one request an agent sends over and
-  over: the SDK's `Client.call_tool` costs ~0.36 ms of CPU per call on its own (its request
-  model, the dispatcher's pending-response stream, request clock and cancel scopes, the
-  response's hop through a memory stream, the result's validation; bench/README.md, issue
-  15), the same request as a line ~0.07 ms. The answer is checked with the SDK's own
-  per-version validation (`mcp_types.methods`). Everything else stays the SDK's: a call
-  with progress or a request timeout, a tool with an `outputSchema` (the SDK checks
-  structured content) or one that may answer with a task, a server that declares
-  extensions, a 2026-07-28 session whose envelope has not been seen yet, and any answer
-  that is not a complete `CallToolResult`: an `input_required` round is sent again through
-  the SDK, which runs the rounds (a 2026-07-28 server asks before it acts), any other shape
-  is refused, never sent twice;
-- requests the SDK's session has no public call for (`request`, on any transport): a
+- a plain `tools/call` on a stdio session (`call`), what an agent sends over and over: the
+  SDK's `Client.call_tool` costs ~0.36 ms of CPU a call (request model, pending-response
+  stream, request clock, cancel scopes, a memory-stream hop, validation; bench/README.md,
+  issue 15), a line ~0.07 ms. The answer is checked with the SDK's per-version validation
+  (`mcp_types.methods`). The SDK keeps the rest: progress or a request timeout, a tool with
+  an `outputSchema` or that may answer with a task, a server declaring extensions, a
+  2026-07-28 session whose envelope is not seen yet; an `input_required` answer is sent
+  again through the SDK (it runs the rounds; a 2026-07-28 server asks before it acts), any
+  other non-complete shape is refused, never sent twice;
+- requests the SDK's session has no public call for (`request`, any transport): a
   2025-11-25 task-augmented `tools/call` (the session refuses its `CreateTaskResult`) and a
-  `subscriptions/listen` with the tasks extension's `taskIds` (the SDK's `listen()` builds
-  its filter without extension keys); daemon/tasks/ sends them.
+  `subscriptions/listen` with the tasks extension's `taskIds` (daemon/tasks/ sends them).
 
-A 2026-07-28 request carries the envelope the SDK's stamp last wrote, with its own caller's
-capabilities (sessions/stamp.py), and on HTTP the headers the SDK's stamp would give it
-(`Mcp-Protocol-Version`, `Mcp-Method`, `Mcp-Name`). A cancelled request tells the server
-(notifications/cancelled); the connection's end fails every request in flight `-32000
-Connection closed`, as the SDK does.
+A 2026-07-28 request carries the SDK's last envelope with its caller's capabilities
+(sessions/stamp.py) and, on HTTP, the SDK's headers (`Mcp-Protocol-Version`, `Mcp-Method`,
+`Mcp-Name`). A cancelled request tells the server (notifications/cancelled); the connection's
+end fails every request in flight `-32000 Connection closed`, as the SDK does.
 """
 
 from __future__ import annotations
@@ -114,12 +107,7 @@ class DirectLane:
         if not self.pending:
             return False
         if isinstance(message, JSONRPCResponse | JSONRPCError) and message.id is not None:
-            waiter = self.pending.pop(str(message.id), None)
-            if waiter is None:
-                return False
-            waiter.answer = message
-            waiter.event.set()
-            return True
+            return self._answer(str(message.id), message)
         if isinstance(message, JSONRPCNotification) and message.method == ACKNOWLEDGED:
             meta = (message.params or {}).get("_meta")
             waiter = self.pending.get(str(meta.get(SUBSCRIPTION_ID_META_KEY))) if isinstance(meta, dict) else None
@@ -130,32 +118,32 @@ class DirectLane:
         if isinstance(message, JSONRPCNotification) and message.method == CANCELLED:
             # The server gave up one of the lane's requests (a listen stream it tears down).
             key = str((message.params or {}).get("requestId"))
-            waiter = self.pending.pop(key, None)
-            if waiter is None:
-                return False
-            waiter.answer = JSONRPCError(jsonrpc="2.0", id=key, error=types.ErrorData(
-                code=types.INTERNAL_ERROR, message="the server cancelled the request"))
-            waiter.event.set()
-            return True
+            return self._answer(key, JSONRPCError(jsonrpc="2.0", id=key, error=types.ErrorData(
+                code=types.INTERNAL_ERROR, message="the server cancelled the request")))
         return False
+
+    def _answer(self, key: str, answer: JSONRPCResponse | JSONRPCError) -> bool:
+        """Wake the request `key` waits in with `answer`; False: no such request waits."""
+        waiter = self.pending.pop(key, None)
+        if waiter is not None:
+            waiter.answer = answer
+            waiter.event.set()
+        return waiter is not None
 
     def close(self) -> None:
         """The connection ended: every request in flight fails as the SDK's would."""
         self.closed = True
-        for key, waiter in list(self.pending.items()):
-            waiter.answer = JSONRPCError(jsonrpc="2.0", id=key, error=types.ErrorData(
-                code=CONNECTION_CLOSED, message="Connection closed"))
-            waiter.event.set()
-        self.pending.clear()
+        for key in list(self.pending):
+            self._answer(key, JSONRPCError(jsonrpc="2.0", id=key, error=types.ErrorData(
+                code=CONNECTION_CLOSED, message="Connection closed")))
 
     # -- a plain tools/call ----------------------------------------------------------------
     async def call(self, call: ToolCall, version: str | None, tools: Sequence[types.Tool]) -> Any:
         """`call`'s `CallToolResult` (`call.request_id`: the id it went under), or None: not
-        one for this lane (send it through the SDK). `tools` is the session's listing: the
-        tool must be in it without an `outputSchema`. Its `_meta` is `call.meta` (trace
-        context) and, at 2026-07-28, the envelope with `call.capabilities`. Raises MCPError
-        for an error answer, pydantic.ValidationError for a result that does not conform to
-        `version` (as the SDK does)."""
+        for this lane (the SDK sends it). The tool must be in `tools` (the session's listing)
+        without an `outputSchema`. `_meta`: `call.meta` (trace context), at 2026-07-28 with
+        the envelope for `call.capabilities`. Raises MCPError for an error answer,
+        pydantic.ValidationError for a result not conforming to `version` (as the SDK)."""
         assert call.tool is not None
         name = call.tool.name
         if (not self.fast or self.closed or not self.attached or self.extended or version is None
@@ -252,13 +240,11 @@ class _NotJSON(Exception):
 def _call_result(raw: dict[str, Any], version: str) -> types.CallToolResult | None:
     """The answer as a `CallToolResult`; None for an `input_required` round (2026-07-28).
 
-    Before 2026-07-28 a `resultType` means nothing: the version's own surface drops it and
-    every later field, as the SDK does. At 2026-07-28, `input_required` is the one shape
-    handed back: the caller sends the call again through the SDK, which runs the rounds; a
-    server asks before it acts and keeps what it needs in `requestState` (MCP 2026-07-28,
-    "Multi Round-Trip Requests"), so the first ask is only asked again. Any other shape is
-    refused (MCPError -32603): it is never sent twice. A negative `ttlMs` (2026-07-28 caching) is taken as 0,
-    as the SDK's `send_request` does."""
+    Before 2026-07-28 the version's own surface drops `resultType` and every later field, as
+    the SDK does. At 2026-07-28 `input_required` is handed back: the SDK sends the call again
+    and runs the rounds (a server asks before it acts, keeping its state in `requestState`:
+    MCP 2026-07-28, "Multi Round-Trip Requests"). Any other shape is refused (MCPError
+    -32603), never sent twice. A negative `ttlMs` is taken as 0, as the SDK's `send_request`."""
     if version not in MODERN_PROTOCOL_VERSIONS:
         with contextlib.suppress(KeyError):  # a version the surface does not list: the SDK skips it too
             raw = methods.serialize_server_result(CALL, version, raw)
@@ -299,7 +285,3 @@ def _may_be_a_task(tool: types.Tool) -> bool:
     """The tool's server may answer a call with a task (2025-11-25 "Tool-Level Negotiation")."""
     execution = tool.execution
     return execution is not None and execution.task_support in ("optional", "required")
-
-
-
-__all__ = ["DirectLane", "Wire"]

@@ -1,17 +1,16 @@
-"""What connecting to a server showed, kept across reconnects and supervisor restarts:
-its protocol era (a legacy server, up to 2025-11-25, that does not speak 2026-07-28) and
-whether its URL is a legacy HTTP+SSE endpoint.
+"""What connecting to a server showed, across reconnects and supervisor restarts: its era (a
+legacy server, up to 2025-11-25) and whether its URL is a legacy HTTP+SSE endpoint.
 
-A legacy stdio server that never answers `server/discover` costs the discover budget (half
-the connect timeout, up to 10 s) on every connect that probes it; remembered, its connects
-go straight to `initialize`. Kept in `run/eras.json` (0600) under the definition's connection
-fingerprint (a digest: no command line, URL or secret in the file), so a changed definition
-is probed afresh; an entry older than `RECHECK_AFTER_S` is forgotten, so a server upgraded to
-2026-07-28 is found again within a day. Written only when something changes.
+A legacy server that never answers `server/discover` costs the discover budget (half the
+connect timeout, up to 10 s) on every probing connect; remembered, it goes straight to
+`initialize`. Kept in `run/eras.json` (0600) by connection fingerprint (a digest: no command
+line, URL or secret); an entry older than `RECHECK_AFTER_S` is forgotten (an upgraded server
+is found within a day). Written only on a change.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import time
@@ -24,7 +23,6 @@ log = logging.getLogger("monad.actor")
 
 RECHECK_AFTER_S = 24 * 3600.0
 MAX_ENTRIES = 1000
-_stores: dict[Path, EraStore] = {}
 
 
 class EraStore:
@@ -34,14 +32,11 @@ class EraStore:
         self.path = path
         self._entries: dict[str, dict[str, Any]] | None = None
 
-    @classmethod
-    def at(cls, run_dir: Path) -> EraStore:
+    @staticmethod
+    @functools.cache
+    def at(run_dir: Path) -> EraStore:
         """The one store of a MONAD_HOME's run directory (shared by its actors)."""
-        path = run_dir / "eras.json"
-        store = _stores.get(path)
-        if store is None:
-            store = _stores[path] = cls(path)
-        return store
+        return EraStore(run_dir / "eras.json")
 
     def _load(self) -> dict[str, dict[str, Any]]:
         if self._entries is None:
@@ -69,9 +64,6 @@ class EraStore:
         if len(entries) > MAX_ENTRIES:
             for key in sorted(entries, key=lambda k: float(entries[k].get("at", 0)))[:len(entries) - MAX_ENTRIES]:
                 del entries[key]
-        self._write(entries)
-
-    def _write(self, entries: dict[str, dict[str, Any]]) -> None:
         try:
             write_private(self.path, json.dumps(entries))
         except OSError as e:

@@ -1,19 +1,17 @@
 """The requests in flight on one connection, between a transport and the SDK's session.
 
-Every transport (stdio, streamable HTTP, legacy HTTP+SSE) records here the requests the
-session writes and the responses it reads, so that a response that can never arrive (a line
-over the size limit, a line that is not JSON, a POST the server refused) fails exactly the
-request it belonged to, with a reason, instead of leaving its caller waiting forever
+Every transport records here the requests the session writes and the responses it reads,
+so a response that can never arrive (a line over the size limit or not JSON, a refused POST)
+fails exactly its request, with a reason, instead of leaving its caller waiting forever
 (JSON-RPC 2.0 §5: every request gets a response object; here a local one).
 
 It bounds the era probe: `server/discover` (MCP 2026-07-28, basic/lifecycle "Version
-Negotiation") gets `discover_budget` seconds, then is answered locally with a timeout error,
-which the SDK's `mode="auto"` takes as "legacy server", so any legacy server connects within
-the connect timeout. It sieves list results item by item before the SDK sees them
-(listings.py): a bad item is taken out, with a reason in `left_out`, instead of failing the
-whole list. And it is where every message passes, both ways: `sent` (a 2026-07-28 request's
-envelope gets its caller's capabilities, sessions/stamp.py) and `received` (monad's own
-lane's answers are taken there, sessions/direct.py).
+Negotiation") gets `discover_budget` seconds, then a local timeout error, which the SDK's
+`mode="auto"` takes as "legacy server": any legacy server connects within the connect
+timeout. It sieves list results item by item (listings.py): a bad item is taken out, with a
+reason in `left_out`, not the whole list. Every message passes it: `sent` (a 2026-07-28
+envelope gets its caller's capabilities, stamp.py), `received` (monad's own lane's answers
+are taken there, direct.py).
 """
 
 from __future__ import annotations
@@ -116,19 +114,18 @@ class Exchange:
             return
         if not isinstance(message, JSONRPCRequest):
             return
-        key = _key(message.id)
-        self.outstanding[key] = Outgoing(message.id, message.method, item)
-        self._failed.discard(key)
+        key = self.sent_request(message.id, message.method, item)
         if message.method in LISTS and message.method != "tools/list" and not (message.params or {}).get("cursor"):
             self.listed_out[message.method] = []  # a new listing (its first page): its own reasons only
         if message.method == DISCOVER and self.discover_budget is not None and self._tg is not None:
             self._tg.start_soon(self._bound_discover, key, self.discover_budget)
 
-    def sent_request(self, request_id: RequestId, method: str) -> None:
-        """A request written as a line of monad's own lane, not by the session."""
+    def sent_request(self, request_id: RequestId, method: str, item: SessionMessage | None = None) -> str:
+        """A request written (`item` None: as a line of monad's own lane); its key."""
         key = _key(request_id)
-        self.outstanding[key] = Outgoing(request_id, method, None)
+        self.outstanding[key] = Outgoing(request_id, method, item)
         self._failed.discard(key)
+        return key
 
     def forget(self, request_id: RequestId) -> None:
         """Nobody waits for that request's answer any more (its caller cancelled it)."""

@@ -1,17 +1,13 @@
 """Reading a stdio server's stdout: newline-delimited JSON-RPC (MCP spec, basic/transports
 "stdio": messages are delimited by newlines and MUST NOT contain embedded newlines).
 
-`LineReader` cuts the byte stream into lines with bounded memory: a line longer than the
-limit is skipped up to its newline and reported as `Oversize` (its first and last few KiB
-kept, to find the request it answers), so the session goes on with the next line.
-
-`encode_line` writes one message as a line (what the supervisor sends: a server's request on
-monad's own lane, an agent's answer on the gateway's).
-
-`decode_line` turns one line into a JSON-RPC message, repairing what other clients repair:
-invalid UTF-8 bytes and lone UTF-16 surrogate escapes (`\\ud83d` from a server that cut an
-emoji in half) become U+FFFD REPLACEMENT CHARACTER. A line that is still not JSON-RPC but
-names a response `id` is reported so that exactly that request can be failed.
+`LineReader` cuts the byte stream into lines with bounded memory: a line over the limit is
+skipped to its newline and reported as `Oversize` (its first and last few KiB kept, to find
+the request it answers); the session goes on. `encode_line` writes one message as a line
+(monad's own lane, the gateway's answers). `decode_line` turns a line into a JSON-RPC
+message, repairing what other clients repair: invalid UTF-8 and lone UTF-16 surrogate
+escapes (`\\ud83d` from a server that cut an emoji in half) become U+FFFD. A line still not
+JSON-RPC but naming a response `id` is reported, so exactly that request can be failed.
 """
 
 from __future__ import annotations
@@ -47,14 +43,11 @@ class Oversize:
 
 
 class LineReader:
-    """Newline-delimited lines from `stream`, each at most `limit` bytes (else `Oversize`).
-
-    Memory stays under `limit` + one read chunk however long a line is. Each byte is
-    scanned for a newline once. Raises `anyio.EndOfStream` after the last line (a final
-    line without a newline is returned first). `buffered` bytes come first (what an earlier
-    read brought along: the gateway's hello). Both sides of the supervisor read lines with
-    it: a stdio server's stdout and a gateway client's requests.
-    """
+    """Newline-delimited lines from `stream` (a stdio server's stdout, a gateway client's
+    requests), each at most `limit` bytes (else `Oversize`), in at most `limit` + one read
+    chunk of memory, each byte scanned once. Raises `anyio.EndOfStream` after the last line
+    (a final line without a newline is returned first). `buffered` bytes come first (what an
+    earlier read brought along: the gateway's hello)."""
 
     def __init__(self, stream: ByteReceiveStream | Any, limit: int, *, buffered: bytes = b"") -> None:
         self._stream = stream
@@ -178,22 +171,11 @@ def _scrub_surrogates(value: Any) -> tuple[Any, int]:
         fixed, n = _SURROGATE.subn("\ufffd", value)
         return fixed, n
     if isinstance(value, list):
-        total = 0
-        out = []
-        for item in value:
-            fixed, n = _scrub_surrogates(item)
-            out.append(fixed)
-            total += n
-        return out, total
+        items = [_scrub_surrogates(item) for item in value]
+        return [fixed for fixed, _ in items], sum(n for _, n in items)
     if isinstance(value, dict):
-        total = 0
-        obj = {}
-        for k, v in value.items():
-            fk, nk = _scrub_surrogates(k)
-            fv, nv = _scrub_surrogates(v)
-            obj[fk] = fv
-            total += nk + nv
-        return obj, total
+        pairs = [(_scrub_surrogates(k), _scrub_surrogates(v)) for k, v in value.items()]
+        return {k[0]: v[0] for k, v in pairs}, sum(k[1] + v[1] for k, v in pairs)
     return value, 0
 
 
@@ -208,12 +190,9 @@ _SEARCHED_BYTES = 4096
 def encode_line(body: Any) -> bytes:
     """`body` (a JSON-shaped value) as one line: compact JSON, UTF-8, ending in a newline.
     Raises ValueError for what JSON cannot hold (RFC 8259 §6: no NaN or infinity; a lone
-    surrogate is no UTF-8).
-
-    pydantic_core's encoder, not the standard library's: 0.8 ms for a 1 MB answer where
-    `json.dumps(ensure_ascii=False)` takes 5–6 ms (bench/README.md, issue 38). It writes NaN
-    and infinity as bare words, so a line that may hold one has its value's numbers looked at
-    (a walk of its containers: a long string is one step)."""
+    surrogate is no UTF-8). pydantic_core's encoder: 0.8 ms for a 1 MB answer where
+    `json.dumps(ensure_ascii=False)` takes 5–6 ms (bench/README.md, issue 38); it writes NaN
+    and infinity as bare words, so a line that may hold one has its numbers looked at."""
     line = pydantic_core.to_json(body)
     if (len(line) > _SEARCHED_BYTES or b"NaN" in line or b"Infinity" in line) and not _finite(body):
         raise ValueError("Out of range float values are not JSON compliant")

@@ -1,12 +1,10 @@
-"""The lists an on-demand server is served from while it is idle (`IdleLists`, a collaborator
-of its `ServerActor`).
+"""The lists an idle on-demand server is served from (`IdleLists`, of its `ServerActor`).
 
-An idle on-demand server has no session, yet agents see its tools, prompts, resources and
-templates: those of its last session, kept in the journal (`journal/tools.py`) for this very
-definition, so a supervisor restart serves them too. Its tools list is checked against its
-pin again when it goes idle (`go_idle`); its other lists are learned on a live session
-(`learn`) and, when they differ from the cached ones, announced to the gateway as the server's
-own `notifications/{resources,prompts}/list_changed`.
+An idle server has no session, yet agents see its last session's tools, prompts, resources
+and templates, kept in the journal (`journal/tools.py`) for this very definition (a restart
+serves them too). Its tools meet its pin again when it goes idle (`go_idle`); its other lists
+are learned on a live session (`learn`), and a change is announced to the gateway as the
+server's own `notifications/{resources,prompts}/list_changed`.
 """
 
 from __future__ import annotations
@@ -22,7 +20,6 @@ from mcp_types import (
     Resource,
     ResourceListChangedNotification,
     ResourceTemplate,
-    ServerCapabilities,
     Tool,
 )
 
@@ -74,7 +71,7 @@ class IdleLists:
         actor = self.actor
         if cached.tool_hash != self.tools_hash:
             tools = [Tool.model_validate(t) for t in cached.tools]
-            actor.tools, self.tools_hash, actor.tool_problem = tools, cached.tool_hash, None
+            actor.tools, self.tools_hash = tools, cached.tool_hash
             actor.tool_problem = actor.ctx.check_pin(actor, tools)
             actor.ctx.on_tools_changed(actor)
         self.listed_at = cached.listed_at
@@ -117,17 +114,27 @@ class IdleLists:
             log.exception("journal write failed")
 
     async def learn(self, client: Client, spec: ServerSpec, *, announce: bool = True) -> None:
-        """List an on-demand server's prompts, resources and templates on its live session
-        and keep them in the journal for while it is idle. With `announce`, lists that
-        differ from the cached ones are told to the gateway as the server's own
-        `notifications/{resources,prompts}/list_changed` (the agents were shown the cached
-        ones). A kind that fails to list, or is not listed within the server's `timeout`,
-        keeps what was cached (none: empty)."""
+        """List an on-demand server's prompts, resources and templates on its live session and
+        keep them in the journal for while it is idle; with `announce`, lists that differ
+        from the cached ones (shown to agents) are told to the gateway as the server's
+        `notifications/{resources,prompts}/list_changed`. A kind that fails or takes over
+        the server's `timeout` keeps what was cached (none: empty)."""
         actor = self.actor
         caps = client.server_capabilities
         items: dict[str, list[dict[str, Any]]] = {}
         with anyio.move_on_after(spec.timeout):  # a server that never answers must not hold a learning start
-            await self._list(client, caps, items)
+            for kind in jt.ITEM_KINDS:
+                family = None if caps is None else caps.prompts if kind == "prompts" else caps.resources
+                try:
+                    got = [] if family is None else await list_items(kind, lambda request: request(client))
+                except Exception as exc:  # noqa: BLE001 - the session works without them
+                    log.info("server %s: listing %s to keep them failed: %s", actor.name, kind,
+                             actor.ctx.scrub(describe(exc)))
+                    items[kind] = self.item_dumps.get(kind, [])
+                    continue
+                # As the journal keeps them: an idle server lists the same before and after a
+                # supervisor restart (secrets were `***` as they arrived: `ActorContext.ingress`).
+                items[kind] = [i.model_dump(by_alias=True, mode="json", exclude_none=True) for i in got]
         for kind in jt.ITEM_KINDS:
             if kind not in items:
                 log.info("server %s: listing %s to keep them took over %g s", actor.name, kind, spec.timeout)
@@ -149,23 +156,3 @@ class IdleLists:
                 actor.ctx.on_notification(actor, PromptListChangedNotification())
             if "resources" in changed or "templates" in changed:
                 actor.ctx.on_notification(actor, ResourceListChangedNotification())
-
-    async def _list(self, client: Client, caps: ServerCapabilities | None,
-                    items: dict[str, list[dict[str, Any]]]) -> None:
-        """Each kind's items into `items` as wire dumps, kind by kind."""
-        actor = self.actor
-        for kind in jt.ITEM_KINDS:
-            family = None if caps is None else caps.prompts if kind == "prompts" else caps.resources
-            try:
-                got = [] if family is None else await list_items(kind, lambda request: request(client))
-            except Exception as exc:  # noqa: BLE001 - the session works without them
-                log.info("server %s: listing %s to keep them failed: %s", actor.name, kind,
-                         actor.ctx.scrub(describe(exc)))
-                items[kind] = self.item_dumps.get(kind, [])
-                continue
-            # As the journal keeps them: an idle server lists the same before and after a
-            # supervisor restart (secrets were `***` as they arrived: `ActorContext.ingress`).
-            items[kind] = [i.model_dump(by_alias=True, mode="json", exclude_none=True) for i in got]
-
-
-__all__ = ["IdleLists"]

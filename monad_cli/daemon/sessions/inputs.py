@@ -1,25 +1,18 @@
 """Routing a server's requests for input to the tool call they belong to.
 
-The actor's `mcp.Client` gets `InputRouter.elicitation_callback`, which advertises form and
-URL elicitation and is what the SDK calls both for a legacy `elicitation/create` request
-and for each `elicitation/create` inside a 2026-07-28 `InputRequiredResult` (SEP-2322: the
-SDK runs the rounds, echoes `requestState` untouched and sends each retry with a new
-JSON-RPC id). Which call a request belongs to:
+The SDK calls `InputRouter.callback` (it advertises form and URL elicitation) for a legacy
+`elicitation/create` and for each one inside a 2026-07-28 `InputRequiredResult`
+(SEP-2322: the SDK runs the rounds, echoes `requestState`, retries with a new id). Its call:
 
-- a 2026 round runs in the calling task: its call is that task's (`trust.inputs.serving`,
-  entered for the length of the call; tasks the SDK starts for concurrent questions inherit
-  it, and a call made meanwhile from elsewhere has its own);
-- a legacy request arrives on the session's receive task, outside any call: it goes to the
-  only call in flight that has a handler, and is refused when there are several (the
-  session does not say which request it relates to).
+- a 2026 round runs in the calling task: that task's call (`trust.inputs.serving`, entered
+  for the call; tasks the SDK starts for concurrent questions inherit it);
+- a legacy request arrives on the session's receive task: the only call in flight with a
+  handler; refused when there are several (the session does not say which it is for).
 
-With no handler the request is refused with an error naming why, and the call fails with it.
-A request that names a 2025-11-25 task goes to the task manager instead (`callback`).
-
-`sampling/createMessage` and `roots/list` are routed the same way (`sampling_callback`,
-`roots_callback`): monad has no model and no roots of its own, so only a caller that can
-answer them (an agent through the gateway that declared the capability) does; a request
-outside any call is refused, saying so.
+With no handler it is refused with an error naming why, which fails the call. One naming a
+2025-11-25 task goes to the task manager (`callback`). `sampling/createMessage` and
+`roots/list` are routed the same way: monad has no model and no roots of its own, so only a
+caller that declared the capability (an agent through the gateway) answers them.
 """
 
 from __future__ import annotations
@@ -88,12 +81,11 @@ class InputRouter:
         self._asking: set[anyio.CancelScope] = set()  # the questions waiting for their caller's answer
 
     def session_ended(self) -> None:
-        """The server's session ended (or is ending): the questions it asked that still wait
-        for an answer end, each answered with an error (-32000) that fails its request, and
-        are withdrawn from whoever was asked (the gateway's `AgentQuestions`, cancelled, tells
-        its agent). A handshake-era session's questions end with it anyway (the SDK cancels
-        its handlers); a 2026-07-28 `input_required` round's run in the task of the request
-        that got it (SEP-2322), which would otherwise wait out the question."""
+        """The session ended (or is ending): its questions still waiting end, each answered
+        -32000 (which fails its request) and withdrawn from whoever was asked (the gateway's
+        `AgentQuestions`, cancelled, tells its agent). Needed for a 2026-07-28
+        `input_required` round, run in its request's task (SEP-2322), which would otherwise
+        wait out the question; the SDK cancels a handshake-era session's handlers itself."""
         for scope in list(self._asking):
             scope.cancel()
 
@@ -120,12 +112,9 @@ class InputRouter:
                                       or related_task_id(params.meta)):
                 result: ElicitResult | ErrorData = await tasks(context, params)
                 return result
-            return await self.elicitation_callback(context, params)
+            return await self._ask("elicitation/create", params, ElicitResult, context)
 
         return elicit
-
-    async def elicitation_callback(self, context: Any, params: ElicitRequestParams) -> ElicitResult | ErrorData:
-        return await self._ask("elicitation/create", params, ElicitResult, context)
 
     async def sampling_callback(self, context: Any, params: CreateMessageRequestParams) -> Any:
         """The session's `sampling_callback=`: to the caller of the call, as elicitation is."""

@@ -1,15 +1,13 @@
 """A server's lists (tools, prompts, resources), taken item by item: one bad item costs
 that item, never the listing or the session.
 
-- `sieve_listing` runs on the wire, before the SDK validates a `*/list` result as a whole
-  (where one tool whose `inputSchema` is not an object fails the whole `tools/list`, and
-  with it the connect): each item is checked alone against the negotiated version's result
-  shape, and one that does not pass is taken out, with a reason naming it.
-- `declared` says whether the server declared a capability: a client uses only what the
-  server declared (MCP spec, basic/lifecycle "Capability Negotiation"), so a server with no
-  `tools` capability is not sent `tools/list` (it would answer -32601).
-- `first_of_each_name` keeps the first of tools that share a name (a client API such as
-  Claude's refuses a list with two: "Tool names must be unique").
+- `sieve_listing` runs on the wire, before the SDK validates a `*/list` result whole (one
+  tool whose `inputSchema` is not an object failed `tools/list`, and the connect): each item
+  is checked alone against the version's result shape; one that fails is taken out, named.
+- `declared`: a client uses only what the server declared (MCP spec, basic/lifecycle
+  "Capability Negotiation"): no `tools` capability, no `tools/list` (it would answer -32601).
+- `first_of_each_name` keeps the first of tools sharing a name (Claude's API refuses a list
+  with two: "Tool names must be unique").
 - `list_items` lists a server's prompts, resources or templates, every page.
 """
 
@@ -19,6 +17,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from operator import methodcaller
 from typing import TYPE_CHECKING, Any
+
+from mcp_types import methods
+from pydantic import ValidationError
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -70,9 +71,6 @@ def _item_problem(method: str, version: str, key: str, item: Any) -> str | None:
     prompt with an empty `name` is refused too: the SDK's model takes it, but it is called by
     that name (tool names are 1 to 128 characters: MCP spec, server/tools "Tool Names"), and
     such a tool was exposed as `server__`."""
-    from mcp_types import methods
-    from pydantic import ValidationError
-
     if method in ("tools/list", "prompts/list") and isinstance(item, dict) and item.get("name") == "":
         return "name: empty"
 
@@ -91,13 +89,12 @@ def _item_problem(method: str, version: str, key: str, item: Any) -> str | None:
 
 
 def sieve_listing(method: str, version: str | None, result: dict[str, Any]) -> list[str]:
-    """Take out of `result` (a `method` result, as received; changed in place) every item that
-    fails the `version` result shape on its own; returns one reason per item taken out,
-    e.g. "tool `broken` left out: inputSchema: Input should be a valid dictionary". A
-    prompts or resources listing without its list (`{}`) fails whole (the request fails with
-    the SDK's validation, and the gateway's catalog leaves that server out): one reason for
-    it, "resources/templates/list answer left out: resourceTemplates: Field required".
-    A tools/list answer without its list fails the connect, whose reason says so."""
+    """Take out of `result` (a `method` result as received, changed in place) every item that
+    fails the `version` result shape on its own; one reason per item, e.g. "tool `broken`
+    left out: inputSchema: Input should be a valid dictionary". A prompts or resources answer
+    without its list (`{}`) fails whole (the SDK's validation; the catalog leaves the server
+    out), with one reason: "resources/templates/list answer left out: resourceTemplates:
+    Field required". A tools/list answer without its list fails the connect, which says so."""
     if method not in LISTS:
         return []
     key, noun = LISTS[method]

@@ -1,10 +1,9 @@
 """On-demand holds and idling of one server (`Demand`, a collaborator of its `ServerActor`).
 
 An on-demand server (`start = "on-demand"`, docs/supervisor.md "On demand") is `idle` while
-nobody uses it: no process, no session, its last lists (kept in the journal: idle.py) still
-served. `in_use()` starts it, waits for the connect and keeps it up for the block; `hold()`
-keeps it up between requests; the actor stops it after `idleStop` without use, with nothing
-in flight, no open Task (`ctx.busy`) and no holder (`serve_until_woken`).
+unused: no process, its last lists (idle.py) still served. `in_use()` starts it and keeps it
+up for the block, `hold()` between requests; the actor stops it after `idleStop` without use,
+nothing in flight, no open Task (`ctx.busy`) and no holder (`serve_until_woken`).
 """
 
 from __future__ import annotations
@@ -33,12 +32,11 @@ _NO_START = (State.FAILED, State.NEEDS_AUTH, State.DISABLED, State.FILTERED, Sta
 
 class Demand:
     """Who uses `actor`'s session and whether it must run (see the module docstring).
-
-    `inflight`: requests using the session; `last_used` (monotonic s): when the last one
-    ended (-inf: started for nobody); `start_wanted`: a call or `reconnect` asked for a
-    start; `failed_starts`/`start_failure`: starts that failed so far and why the last did
-    (a waiting call fails when the count moves); `holders`: what keeps it up between calls
-    (a gateway's subscription); `calls_ended` fires when the last request in flight ends."""
+    `inflight`: requests using it; `last_used` (monotonic s): when the last ended (-inf:
+    started for nobody); `start_wanted`: a call or `reconnect` asked for a start;
+    `failed_starts`/`start_failure`: how many failed, why the last did (a waiting call fails
+    when the count moves); `holders`: what keeps it up between calls (a subscription);
+    `calls_ended` fires when the last request in flight ends."""
 
     def __init__(self, actor: ServerActor) -> None:
         self.actor = actor
@@ -174,6 +172,3 @@ class _InUse:
 
     async def __aexit__(self, *exc: object) -> None:
         self.demand._done()
-
-
-__all__ = ["Demand"]

@@ -1,15 +1,12 @@
 """Spawning a stdio server with the standard library's `subprocess.Popen` (`close_fds=True`),
 its pipes read and written through the event loop's own pipe transports.
 
-Why not `anyio.open_process`: under uvloop (the supervisor's loop when it is installed,
-daemon/main.py), `loop.subprocess_exec` leaves the child extra copies of its own stdin,
-stdout and stderr (uvloop 0.23 ignores `close_fds`; `/proc/PID/fd` shows them). A server
-that closes its stdout but lives on then still holds it open through the copy: the
-supervisor never reads end-of-file, a call waits for an answer that cannot come, and
-`status` says `connected`. `Popen` closes every other descriptor in the child, on any loop.
-
-The process's exit is awaited on a pidfd (Linux ≥ 5.3: one readable event, no thread and no
-SIGCHLD handler), else in a worker thread.
+Not `anyio.open_process`: under uvloop (daemon/main.py), `loop.subprocess_exec` leaves the
+child extra copies of its stdin, stdout and stderr (uvloop 0.23 ignores `close_fds`). A server
+that closes its stdout but lives on still holds it through the copy: no end-of-file, a call
+waits for an answer that cannot come, `status` says `connected`. `Popen` closes every other
+descriptor, on any loop. The exit is awaited on a pidfd (Linux ≥ 5.3: no thread, no SIGCHLD
+handler), else in a worker thread.
 """
 
 from __future__ import annotations
@@ -158,7 +155,3 @@ async def open_process(argv: Sequence[str], *, stderr: int, env: Mapping[str, st
         raise
     writer = asyncio.StreamWriter(write_transport, write_protocol, None, loop)
     return PipeProcess(popen, _Send(writer), _Receive(reader, read_transport))
-
-
-__all__ = ["PipeProcess", "open_process"]
-

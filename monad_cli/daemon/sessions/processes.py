@@ -1,24 +1,18 @@
 """A stdio server's processes: finding every one of them, and the records under `run/`.
 
-A server runs in its own session and process group, but its descendants may leave
-it: browser-driving servers start the browser with `setsid`, launchers double-fork. So a
-server's processes are the union of
-- its process group,
-- the descendants of its leader (by parent pid, across sessions),
-- every process whose environment carries the server's spawn marker `MONAD_SERVER_ID`
-  (inherited by every descendant that does not scrub its environment, even after its
-  parent died and it was reparented away).
+A server runs in its own process group, but descendants may leave it (a browser started
+with `setsid`, a launcher's double fork). So its processes are its group, its leader's
+descendants (by parent pid, across sessions), and every process whose environment carries
+its spawn marker `MONAD_SERVER_ID` (inherited even after a reparenting).
 
-Why not `PR_SET_CHILD_SUBREAPER` or a cgroup: a subreaper keeps orphans in the
-supervisor's tree only while it lives (not across a `kill -9`), cannot tell which server
-an adopted orphan came from, and makes the supervisor reap other processes' zombies; a
-cgroup per server needs a delegated cgroup v2 subtree (a systemd user session), which
-containers and many hosts do not give. The marker works after a supervisor crash too.
+Not `PR_SET_CHILD_SUBREAPER`: it holds orphans only while the supervisor lives, cannot tell
+which server one came from, and reaps others' zombies. Not a cgroup: that needs a delegated
+cgroup v2 subtree, which containers and many hosts do not give. The marker outlives a crash.
 
 Each spawn is recorded in `run/servers/<name>.<pid>.json` (pid, group, start time from
-`/proc/<pid>/stat`, boot id, marker) and forgotten once its processes are gone. On
-start, the supervisor kills what the records of a dead supervisor still name; the start
-time and boot id make sure a reused pid is never taken for one of ours.
+`/proc/<pid>/stat`, boot id, marker), forgotten once its processes are gone. At start the
+supervisor kills what a dead supervisor's records name; start time and boot id keep a
+reused pid from being taken for one of ours.
 """
 
 from __future__ import annotations
@@ -114,19 +108,15 @@ def _has_marker(pid: int, needle: bytes) -> bool:
     return environ.startswith(needle) or b"\0" + needle in environ
 
 
-def record_is_ours(rec: SpawnRecord, info: ProcInfo | None) -> bool:
-    """The live process `info` is the one `rec` describes (same boot, same start time)."""
-    return info is not None and info.start == rec.start and rec.boot == boot_id()
-
-
 def members(rec: SpawnRecord) -> set[int]:
     """Live (non-zombie) pids of the spawn `rec`: group, descendants and marker holders."""
     procs = [p for p in _all_procs() if not p.zombie and p.pid != os.getpid()]
     leader = proc_info(rec.pid)
-    leader_ok = record_is_ours(rec, leader)
+    same_boot = rec.boot == boot_id()
+    leader_ok = same_boot and leader is not None and leader.start == rec.start  # not a reused pid
     # The kernel never hands out a pid still used as some process's group id: if the
     # leader's pid runs something else now, the old group is empty and that pgid is not ours.
-    group_ok = rec.boot == boot_id() and (leader_ok or leader is None)
+    group_ok = same_boot and (leader_ok or leader is None)
     needle = f"{MARKER_ENV}={rec.marker}\0".encode()
     found = {p.pid for p in procs if (group_ok and p.pgid == rec.pgid) or _has_marker(p.pid, needle)}
     if leader_ok:

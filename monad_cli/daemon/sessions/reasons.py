@@ -1,10 +1,9 @@
 """Why a connection attempt or a session ended, in the words `monad mcp status` shows.
 
-Pure functions of what the actor saw: the server's definition, the phase it was in, the
-`Connection` record (pid, exit status, last HTTP status, a protocol error), the last
-stderr lines, and the reason the OAuth provider gave. `classify` also decides what the
-actor does next: `fatal` (no retry: the command cannot start), `needs-auth` (wait for
-`monad mcp authorize`) or `failed` (back off and retry).
+Pure functions of what the actor saw: the definition, the phase, the `Connection` record
+(pid, exit status, last HTTP status, a protocol error), the last stderr lines, the OAuth
+provider's reason. `classify` also decides what the actor does next: `fatal` (the command
+cannot start: no retry), `needs-auth` (wait for `monad mcp authorize`) or `failed` (retry).
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ from typing import Literal
 
 from mcp import MCPError
 from mcp_types import CONNECTION_CLOSED
+from pydantic import ValidationError
 
 from monad_cli.config.schema import ServerSpec
 from monad_cli.core.messages import connect_failure
@@ -56,8 +56,6 @@ def describe(exc: BaseException) -> str:
         if framed:  # pydantic's layout, flattened; a server's own lines stay lines (`one_line`)
             said = " ".join(said.split())
         return f"{said} (MCP error {exc.error.code})"
-    from pydantic import ValidationError
-
     if isinstance(exc, ValidationError):
         errors = exc.errors()
         first = errors[0] if errors else None

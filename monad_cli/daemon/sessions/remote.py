@@ -1,18 +1,17 @@
 """Transports to remote servers: streamable HTTP, and the legacy HTTP+SSE transport of
 protocol version 2024-11-05, both from the SDK, under monad's own bookkeeping.
 
-- `SessionKeeper`, an httpx2 transport under the SDK's HTTP client, records the status of
-  every POST by JSON-RPC method (`initialize` answered 400/404/405 means "try legacy SSE":
-  MCP spec, basic/transports "Backwards Compatibility"), and keeps a streamable-HTTP
-  session across a server restart: a 404 to a request carrying an old `Mcp-Session-Id` (or
-  a 400 that says the session is not valid) is answered by a new `initialize`, then the
-  request is sent again, once ("Session Management", item 4; the SDK keeps sending the old
-  id, which the keeper rewrites). It honours `Retry-After` on
-  a 429 or 503 (RFC 9110 §10.2.3, RFC 6585 §4): until then requests are answered locally.
-- An HTTP error with no JSON-RPC error of its own gets one that says `HTTP 404 Not Found
-  from URL`: the SDK's stand-in drops the status and where it came from.
-- The session's streams pass through an `Exchange` (exchange.py), every message from the
-  server first through the supervisor's scrubber (`TransportOptions.ingress`).
+- `SessionKeeper`, an httpx2 transport under the SDK's HTTP client, records each POST's
+  status by JSON-RPC method (`initialize` answered 400/404/405: "try legacy SSE", MCP spec,
+  basic/transports "Backwards Compatibility") and keeps a streamable-HTTP session across a
+  server restart: a 404 to an old `Mcp-Session-Id` (or a 400 saying the session is not
+  valid) gets a new `initialize`, then the request is sent again, once ("Session
+  Management", item 4; the keeper rewrites the old id the SDK keeps sending). It honours
+  `Retry-After` on a 429 or 503 (RFC 9110 §10.2.3, RFC 6585 §4), answering locally until then.
+- An HTTP error without a JSON-RPC error gets one saying `HTTP 404 Not Found from URL`: the
+  SDK's stand-in drops the status and where it came from.
+- The streams pass through an `Exchange` (exchange.py), every message from the server first
+  through the supervisor's scrubber (`TransportOptions.ingress`).
 """
 
 from __future__ import annotations
@@ -24,15 +23,18 @@ import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 import anyio
+import anyio.abc
 import httpx2
 from mcp.shared.message import ClientMessageMetadata, SessionMessage
-from mcp_types import JSONRPCNotification, JSONRPCRequest
+from mcp_types import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, JSONRPCNotification, JSONRPCRequest
 
 from monad_cli.config.schema import ServerSpec
 from monad_cli.core.messages import connect_failure
+from monad_cli.core.redact import redact_url
 from monad_cli.daemon.sessions.direct import DirectLane
 from monad_cli.daemon.sessions.exchange import Exchange, Outgoing
 from monad_cli.daemon.sessions.transports import Connection, TransportOptions, http_headers
@@ -59,8 +61,6 @@ def retry_after_seconds(value: str | None, *, now: float | None = None) -> float
     value = value.strip()
     if value.isdigit():
         return float(value)
-    from email.utils import parsedate_to_datetime
-
     try:
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError):
@@ -82,10 +82,6 @@ async def _with_rpc_error(request: httpx2.Request, response: httpx2.Response, re
     code is the one the SDK would give (streamable_http `_handle_post_request`): a 404 without
     a session is METHOD_NOT_FOUND, with one INVALID_REQUEST (the session is gone), any other
     status INTERNAL_ERROR."""
-    from mcp_types import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND
-
-    from monad_cli.core.redact import redact_url
-
     body = await response.aread()
     try:
         data = json.loads(body)
@@ -141,10 +137,9 @@ async def _session_unknown(response: httpx2.Response) -> bool:
 
 class SessionKeeper(httpx2.AsyncBaseTransport):
     """An `httpx2.AsyncBaseTransport` wrapping `inner` (see the module docstring).
-
-    `on_refused(id, method, status)`: awaited when a POST carrying a request is answered
-    with a 4xx/5xx status the SDK's transport will not turn into a response itself (the
-    legacy SSE client only logs it, and the request would wait forever)."""
+    `on_refused(id, method, status)`: awaited when a request's POST gets a 4xx/5xx the SDK's
+    transport does not turn into a response (the legacy SSE client only logs it: the request
+    would wait forever)."""
 
     def __init__(self, inner: httpx2.AsyncBaseTransport, conn: Connection, *,
                  keep_session: bool = True,
@@ -272,9 +267,11 @@ class SessionKeeper(httpx2.AsyncBaseTransport):
 
 
 # -- the session's streams, through an Exchange ----------------------------------------
-class _ReadSide:
+class _ReadSide(anyio.abc.ObjectReceiveStream[Any]):
     """What the SDK session reads: the transport's messages (their sender context kept,
-    as the SDK's context streams do) and local answers from the exchange."""
+    as the SDK's context streams do) and local answers from the exchange. anyio's base
+    gives the iteration and the async CM; the SDK's dispatcher takes a closed stream as
+    the end of it."""
 
     def __init__(self, receive: Any) -> None:
         self._receive = receive
@@ -285,26 +282,11 @@ class _ReadSide:
         self.last_context = ctx
         return item
 
-    def __aiter__(self) -> _ReadSide:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            return await self.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            raise StopAsyncIteration from None
-
     async def aclose(self) -> None:
         await self._receive.aclose()
 
-    async def __aenter__(self) -> _ReadSide:
-        return self
 
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-
-class _WriteSide:
+class _WriteSide(anyio.abc.ObjectSendStream[SessionMessage]):
     """What the SDK session writes to: recorded, then sent on in the caller's own task
     (the SDK's streams capture the caller's contextvars, e.g. its request clock). Also the
     `Wire` of monad's own lane (sessions/direct.py): its messages take the same way."""
@@ -326,12 +308,6 @@ class _WriteSide:
 
     async def aclose(self) -> None:
         await self._inner.aclose()
-
-    async def __aenter__(self) -> _WriteSide:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
 
 @asynccontextmanager

@@ -1,22 +1,18 @@
 """The request path of one server's session: monad's requests to the server, from any task.
 
-`SessionRequests` is what the tool service and the gateway's catalog call through (via the
-actor, `ServerActor.call_tool` / `call_through`): it takes the live `mcp.Client` the actor's
-task holds open, routes the server's questions during a request to its caller
-(`InputRouter`, sessions/inputs.py), gives a request made for a caller that caller's
-capabilities (sessions/stamp.py), sends a plain `tools/call` on a stdio session through
-monad's own lane (sessions/direct.py) and anything else through the SDK's session, and fails
-a request whose answer has a shape the protocol does not define in one line.
-
-It is the seam what cuts across upstream requests wraps (`Requests`): the supervisor installs
-telemetry's CLIENT spans around it when telemetry is on (`ActorContext.wrap_requests`,
-daemon/telemetry/wrappers.py).
+`SessionRequests` (behind `ServerActor.call_tool` / `call_through`) takes the live
+`mcp.Client`, routes the server's questions during a request to its caller (inputs.py), gives
+a request its caller's capabilities (stamp.py), sends a plain stdio `tools/call` on monad's
+own lane (direct.py) and the rest through the SDK's session, and fails an answer of a shape
+the protocol does not define in one line. It is the seam (`Requests`) telemetry's CLIENT
+spans wrap when on (`ActorContext.wrap_requests`, daemon/telemetry/wrappers.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
+from urllib.parse import urlsplit
 
 from mcp import MCPError
 from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, CallToolResult
@@ -55,6 +51,10 @@ class Requests(Protocol):
 
 
 class _WrongShapeFails:
+    """`with WRONG_SHAPE_FAILS:` an answer of a shape the protocol does not define fails its
+    call with a one-line reason (an MCPError, as any failed call), not pydantic's multi-line
+    report. (A class, not a generator: ~7k instructions less a call.)"""
+
     __slots__ = ()
 
     def __enter__(self) -> None:
@@ -65,14 +65,7 @@ class _WrongShapeFails:
             raise MCPError(INTERNAL_ERROR, describe(exc)) from None
 
 
-_WRONG_SHAPE_FAILS = _WrongShapeFails()
-
-
-def wrong_shape_fails_the_call() -> _WrongShapeFails:
-    """`with wrong_shape_fails_the_call():` an answer of a shape the protocol does not define
-    fails its call with a one-line reason (an MCPError, as any failed call), not pydantic's
-    multi-line report. (A class, not a generator: ~7k instructions less a call.)"""
-    return _WRONG_SHAPE_FAILS
+WRONG_SHAPE_FAILS = _WrongShapeFails()
 
 
 _UNKNOWN = "whether the server acted on it is unknown"
@@ -99,15 +92,6 @@ class SessionRequests:
                              f"{': ' + actor.reason if actor.reason else ''} (see `monad mcp status {actor.name}`)")
         return client
 
-    def _cut(self, client: Client) -> _Cut:
-        """`async with self._cut(client):` a request on `client` that fails because its
-        session ended says why, not what the SDK raised (only "Connection closed", or its own
-        RuntimeError once the client is closed): `SessionCut` when monad ended the session on
-        purpose; MCPError -32000 with the words of the server's status row when the server
-        ended it (it exited, was killed, stopped answering: `ServerActor.ended_reason`), or,
-        for a remote server, saying the connection to it was lost, in the same structure."""
-        return _Cut(self.actor, client)
-
     async def call_tool(self, call: ToolCall) -> CallToolResult:
         actor = self.actor
         client = self._client()
@@ -115,8 +99,8 @@ class SessionRequests:
         rto = actor.spec.request_timeout_ms if actor.spec else None
         # A plain call (no progress asked, no deadline of its own) takes the direct lane.
         lane = actor.conn.lane if actor.conn is not None and call.progress is None and not rto else None
-        async with self._cut(client):
-            with actor.inputs.serving(call), wrong_shape_fails_the_call():
+        async with _Cut(actor, client):
+            with actor.inputs.serving(call), WRONG_SHAPE_FAILS:
                 result = await lane.call(call, client.protocol_version, actor.tools) if lane is not None else None
                 if result is None:
                     meta = caller_meta(call, call.meta)
@@ -131,13 +115,19 @@ class SessionRequests:
         # An answer of a shape the protocol does not define fails its request in one line, as a
         # call's does: a read, a get, a listing (a `resources/templates/list` answered `{}`
         # left pydantic's error to the gateway, which failed every server's listing with it).
-        async with self._cut(client):
-            with self.actor.inputs.serving(caller), wrong_shape_fails_the_call():
+        async with _Cut(self.actor, client):
+            with self.actor.inputs.serving(caller), WRONG_SHAPE_FAILS:
                 return await send(client, caller_meta(caller, caller.meta if caller is not None else None))
 
 
 class _Cut:
-    """`SessionRequests._cut`'s block (a class, not a generator: ~12k instructions less a call)."""
+    """`async with _Cut(actor, client):` a request on `client` that fails because its session
+    ended says why, not what the SDK raised (only "Connection closed", or its own
+    RuntimeError once the client is closed): `SessionCut` when monad ended the session on
+    purpose; MCPError -32000 with the words of the server's status row when the server
+    ended it (it exited, was killed, stopped answering: `ServerActor.ended_reason`), or,
+    for a remote server, saying the connection to it was lost, in the same structure.
+    (A class, not a generator: ~12k instructions less a call.)"""
 
     __slots__ = ("actor", "client", "conn")
 
@@ -177,13 +167,8 @@ def address(actor: Any) -> tuple[str, int | None] | None:
     spec = actor.spec
     if spec is None or spec.transport != "http" or not spec.url:
         return None
-    from urllib.parse import urlsplit
-
     try:
         parts = urlsplit(spec.url)
         return (parts.hostname, parts.port) if parts.hostname else None
     except ValueError:
         return None
-
-
-__all__ = ["Requests", "Send", "SessionRequests", "address", "wrong_shape_fails_the_call"]

@@ -1,18 +1,16 @@
 """Spawn first, import while they start: the supervisor's stdio servers start before the SDK.
 
-Importing the MCP SDK (~0.75 s) and SQLModel for the journal (~0.45 s) takes about as long
-as a real server's own start. So `monad daemon run` reads the definitions first (standard
-library and tomlkit only), spawns every enabled, unfiltered stdio server exactly as its
-transport would, and only then imports the rest; the servers start on the other core
-meanwhile. Each actor's first connect adopts its early process (`EarlySpawns.take`, matched
-on the very argv, environment and cwd it would spawn, the spawn marker aside) instead of
-spawning one; whatever nobody adopted is stopped once every actor had its first attempt.
-Each early process is recorded in `run/servers/` like any spawn (`processes.py`), so a
-supervisor that dies before adopting it leaves nothing unnamed.
+Importing the MCP SDK (~0.75 s) and SQLModel (~0.45 s) takes about as long as a server's own
+start. So `monad daemon run` reads the definitions (stdlib and tomlkit), spawns every enabled,
+unfiltered stdio server as its transport would, and then imports the rest while they start.
+An actor's first connect adopts its early process (`EarlySpawns.take`: the same argv,
+environment and cwd, the spawn marker aside); what nobody adopted is stopped once every actor
+had its first attempt. Each is recorded in `run/servers/` (processes.py), so a supervisor that
+dies before adopting it leaves nothing unnamed.
 
-`stdio_command` (the command resolved on the definition's PATH, the SDK's environment
-allowlist, the spawn marker, the cwd rule) lives here too, so the early spawn and the
-transport start a server the same way. Stdlib and anyio only: nothing here may pull in the SDK.
+`stdio_command` (the command on the definition's PATH, the SDK's environment allowlist, the
+spawn marker, the cwd rule) is here so both start a server the same way. Stdlib and anyio
+only: nothing here may pull in the SDK.
 """
 
 from __future__ import annotations
@@ -210,7 +208,3 @@ class EarlySpawns:
             signal_pids(members(early.record), signal.SIGKILL)
             if self.records is not None:
                 self.records.forget(early.record)
-
-
-__all__ = ["DEFAULT_INHERITED_ENV_VARS", "NETWORK_ENV_VARS", "EarlyProcess", "EarlySpawns", "SpawnError",
-           "StdioCommand", "default_environment", "resolve_command", "stdio_command"]

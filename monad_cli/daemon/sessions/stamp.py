@@ -1,23 +1,19 @@
 """The caller's client capabilities in a 2026-07-28 request monad makes for it (`Envelope`).
 
-At 2026-07-28 there is no handshake: every request carries the client's capabilities in
+At 2026-07-28 every request carries the client's capabilities in
 `params._meta["io.modelcontextprotocol/clientCapabilities"]` (MCP spec, basic "_meta"
-envelope), and a server asks only what they allow. Behind monad the client is monad's one
-session per server, whose `mcp.Client` offers elicitation, sampling and roots, so without
-this a server would ask an agent that declared none and only learn from monad's refusal.
+envelope), and a server asks only what they allow. monad's `mcp.Client` offers elicitation,
+sampling and roots: without this a server would ask an agent that declared none.
 
-The SDK (mcp 2.3) writes the envelope itself on every request of a 2026-07-28 session and
-takes no per-request capabilities (a `_meta` passed in has that key overwritten), so monad
-rewrites it where every request leaves: its own transports (`Exchange.sent` hands each
-outgoing message here). A request made for a caller carries the caller's capabilities under
-`CALLER` in the `_meta` it is given through the SDK's public `meta=` (`caller_meta`);
-`Envelope.sent` takes that key out of every request and, when the SDK wrote an envelope,
-puts the caller's capabilities in it. Monad's own requests (listings, pings) keep monad's; a
-handshake-era request carries no envelope (its capabilities were fixed at `initialize`).
+The SDK (mcp 2.3) writes the envelope on every request and overwrites that key of a `_meta`
+passed in, so monad rewrites it where requests leave, its own transports (`Exchange.sent`).
+A request made for a caller carries the caller's capabilities under `CALLER` in its `meta=`
+(`caller_meta`); `Envelope.sent` takes that key out and, when the SDK wrote an envelope, puts
+them in it. monad's own requests keep monad's; a handshake-era request carries no envelope.
 
-Forwarded: `elicitation` (with its modes), `sampling` and `roots` as the caller declared them
-(`roots` without `listChanged`: monad does not relay a caller's roots/list_changed); every
-other key (extensions, tasks, experimental) stays monad's, as the session handling them is.
+Forwarded: `elicitation` (with its modes), `sampling` and `roots` (without `listChanged`:
+monad does not relay a caller's roots/list_changed); other keys (extensions, tasks,
+experimental) stay monad's, as the session handling them is.
 """
 
 from __future__ import annotations
@@ -88,6 +84,3 @@ class Envelope:
         if capabilities is not None and self.own is not None:
             meta[CLIENT_CAPABILITIES_META_KEY] = for_caller(self.own, capabilities)
         return meta
-
-
-__all__ = ["CALLER", "Envelope", "caller_meta", "for_caller"]

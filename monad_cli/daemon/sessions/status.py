@@ -20,21 +20,16 @@ def status_row(actor: ServerActor, *, detail: bool = False) -> dict[str, Any]:
     """The server's row in `monad mcp status` (docs/supervisor.md "Routes"):
     `{name, transport, state, reason, since, tools, protocolVersion, source, enabled,
     required, timeout, pid, configError, attempt, lastAttemptReason, nextAttemptAt, start,
-    listedAt, stoppedAt, variables}`:
-    - `timeout`: its connect timeout in force (seconds; the definition's `timeout`), how long
-      a call waits for it while it restarts;
-    - `pid` also while it connects; `attempt` and why the last one failed while connecting
-      or backing off; `nextAttemptAt` (epoch s) while backing off;
-    - `start` (`always` | `on-demand`), `listedAt` (epoch s: when its tools were last
-      listed) and, while `idle`, `stoppedAt` (epoch s; `tools` then counts the cached list);
-    - `variables`: each `$VAR` its definition references, `{name, source}` with source
-      `env-file` or `environment`, never a value.
-    With `detail`, also `toolNames`, `stderrTail` (scrubbed), `probeNoiseLines` (lines of an
-    older SDK's validation warning about the `server/discover` probe, left out of the tail),
-    `serverInfo`, `strayStdoutLines`, `repairedStdoutLines`, `oversizeMessages`,
-    `httpTransport` (`streamable-http` or `sse`, for an http server) and `leftOut` (one
-    reason per item of its tools/list, and of its latest prompts and resources lists,
-    that was not taken: sessions/listings.py)."""
+    listedAt, stoppedAt, variables}`: `timeout` is its connect timeout (s), how long a call
+    waits for it while it restarts; `pid` also while connecting; `attempt` and
+    `lastAttemptReason` while connecting or backing off, `nextAttemptAt` (epoch s) while
+    backing off; `start` `always` | `on-demand`; `listedAt` (epoch s) of its tools; while
+    `idle`, `stoppedAt` (epoch s; `tools` counts the cached list); `variables`: each `$VAR`
+    it references, `{name, source}` (`env-file` | `environment`), never a value. With
+    `detail`, also `toolNames`, `stderrTail` (scrubbed), `probeNoiseLines` (an older SDK's
+    warning lines about the probe, left out of the tail), `serverInfo`, `strayStdoutLines`,
+    `repairedStdoutLines`, `oversizeMessages`, `httpTransport` (`streamable-http` | `sse`)
+    and `leftOut` (one reason per item of its lists not taken: listings.py)."""
     spec, conn = actor.spec, actor.conn
     live = actor.live or actor.listed  # an idle server's tools are its cached lists
     retrying = actor.state in (State.CONNECTING, State.BACKOFF)
@@ -82,6 +77,3 @@ def left_out(actor: ServerActor) -> list[str]:
     exchange = actor.conn.exchange if actor.conn is not None else None
     listed = exchange.listed_out if exchange is not None and actor.live else {}
     return [*actor.left_out, *(reason for method in sorted(listed) for reason in listed[method])]
-
-
-__all__ = ["left_out", "status_row"]

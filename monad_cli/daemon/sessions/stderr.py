@@ -1,22 +1,21 @@
 """Continuous draining of a stdio server's stderr (a full pipe would block the server).
 
-The server writes into a real pipe (the SDK and the kernel need an fd); the read end is
-drained by a task here into `logs/servers/<name>.stderr.log` (size-capped, rotated) and an
-in-memory tail of the last lines, so a server that writes megabytes, with or without
-newlines, never blocks on a full pipe.
+The server writes into a real pipe; a task drains it into `logs/servers/<name>.stderr.log`
+(size-capped, rotated) and an in-memory tail, so megabytes, with or without newlines, never
+block it.
 
-The tail leaves out one kind of noise monad itself causes: a server on an older SDK (the
-Python SDK 1.x) answers the `server/discover` probe of `mode="auto"` with a root-logger
-warning quoting pydantic's validation errors, one per request type it knows (31 of them,
-~90 lines), which would push every line of its own out of the tail. Such a block, recognised
-by its first line and its continuation lines and dropped only when it names
-`server/discover`, goes to the log file but not the tail (`probe_noise` counts its lines).
+The tail leaves out noise monad causes: a server on the Python SDK 1.x answers the
+`server/discover` probe of `mode="auto"` with a root-logger warning quoting pydantic's
+errors, one per request type (31, ~90 lines), which would push its own lines out. Such a
+block (its first line and continuation lines, naming `server/discover`) goes to the log file
+only (`probe_noise` counts its lines).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import select
 import time
 from collections import deque
 from collections.abc import Callable, Collection
@@ -78,11 +77,10 @@ secret is long (a 4096-bit PEM key is ~3.3 kB), so one across a cut is whole in 
 
 
 class StderrSink:
-    """One pipe per connection attempt; `tail` keeps the lines across attempts.
-
-    `scrub` is applied to each line as it is read, before it is written to the log or kept
-    in the tail: nothing here ever holds a secret the server printed (the ingress choke
-    point for stderr, as `SecretScrubber.line` is for stdout; docs/atoms.md "Secrets")."""
+    """One pipe per connection attempt; `tail` keeps the lines across attempts. `scrub` is
+    applied to each line as it is read, before the log or the tail: nothing here holds a
+    secret the server printed (stderr's ingress choke point, as `SecretScrubber.line` is
+    stdout's; docs/atoms.md "Secrets")."""
 
     def __init__(self, log_path: Path, scrub: Callable[[str], str] = lambda s: s) -> None:
         self.log_path = log_path
@@ -214,8 +212,6 @@ class StderrSink:
     async def settle(self, timeout: float = 0.2) -> None:
         """Wait (at most `timeout` s) until what the server already wrote to stderr is read:
         a server writes its stderr before its answer, but the two pipes are drained apart."""
-        import select
-
         fd = self.read_fd
         with anyio.move_on_after(timeout):
             while fd is not None and fd == self.read_fd:

@@ -1,19 +1,15 @@
 """Transports the supervisor hands to `mcp.Client` (any async CM yielding read/write streams).
 
-stdio is ours rather than the SDK's `stdio_client`: the supervisor needs what that one
-does not expose - the pid and exit status (for "why did it fail"), a bound on stdout
-line length (a server cannot grow the supervisor's memory without bound), counting
-stray non-JSON lines without ending the session (the stdio transport forbids them, but
-one stray print should not cost a working session), an end-of-connection signal while
-idle, and a place for monad's own requests (sessions/direct.py) beside the SDK's session.
-It keeps the SDK's spawn and stop policy: its own process group, the SDK's default
-environment allowlist, and close stdin → 2 s → SIGTERM the group → 2 s → SIGKILL (MCP spec,
-basic/lifecycle "Shutdown"), and it also kills the group on a cancelled connect.
+stdio is ours, not the SDK's `stdio_client`, which does not expose what the supervisor
+needs: the pid and exit status (why it failed), a bound on a stdout line (memory), stray
+non-JSON lines counted, not ending the session (the transport forbids them, but one stray
+print should not cost a working session), an end-of-connection signal while idle, and
+monad's own requests (direct.py). It keeps the SDK's policy: its own process group, the
+SDK's environment allowlist, close stdin → 2 s → SIGTERM the group → 2 s → SIGKILL (MCP
+spec, basic/lifecycle "Shutdown"), and the group killed on a cancelled connect.
 
-How a stdio server's command, environment and cwd are built is in spawn.py (standard
-library, shared with the early spawn at supervisor start, whose process an attempt adopts).
-The http transports (streamable HTTP, legacy HTTP+SSE) are in remote.py; `http_headers` is
-shared by both.
+The command, environment and cwd are built in spawn.py (shared with the early spawn); the
+http transports are in remote.py; `http_headers` serves both.
 """
 
 from __future__ import annotations
@@ -67,13 +63,11 @@ KILL_REAP_S = 2.0
 
 @dataclass(frozen=True)
 class TransportOptions:
-    """How a transport bounds one connection: `max_message_bytes` per message (a stdio
-    line, an SSE event); `discover_budget` seconds for `server/discover` (None: the SDK's
-    own 10 s); `workdir`, the cwd of a stdio server without `cwd`; `records`, where
-    spawned processes are recorded (None: not recorded); `early`, the processes the
-    supervisor spawned before importing the SDK, one of which this connection may adopt;
-    `ingress`, what every message from the server passes before anything reads it (the
-    supervisor's scrubber: daemon/scrubber.py)."""
+    """How a transport bounds one connection: `max_message_bytes` per message (a stdio line,
+    an SSE event); `discover_budget` seconds for `server/discover` (None: the SDK's 10 s);
+    `workdir`: the cwd of a stdio server without `cwd`; `records`: where spawns are recorded
+    (None: nowhere); `early`: the early spawns, one of which it may adopt; `ingress`: what
+    every message from the server passes first (daemon/scrubber.py)."""
 
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     discover_budget: float | None = None
@@ -118,14 +112,12 @@ class Connection:
             self.on_closed()
 
 
-class StdinWriter:
-    """The session's write stream, straight onto the server's stdin: each message one line,
-    written by the task that sends it (no writer task and memory stream in between: one
-    event-loop hop less on every request). A lock keeps lines whole; a cancelled sender
-    never cuts one (the process stream takes the whole line into its buffer before it
-    waits to drain). When the server's stdin is gone, the read side is closed (the session
-    ends) and the send raises BrokenResourceError, which the SDK reports as a closed
-    connection."""
+class StdinWriter(anyio.abc.ObjectSendStream[SessionMessage]):
+    """The session's write stream, straight onto the server's stdin, one line a message,
+    written by the sending task (no writer task: one event-loop hop less a request). A lock
+    keeps lines whole; a cancelled sender never cuts one (the whole line is buffered before
+    the drain). When stdin is gone the read side is closed (the session ends) and the send
+    raises BrokenResourceError, which the SDK reports as a closed connection."""
 
     def __init__(self, stdin: anyio.abc.ByteSendStream, exchange: Exchange,
                  on_broken: Callable[[], Any]) -> None:
@@ -171,12 +163,6 @@ class StdinWriter:
 
     async def aclose(self) -> None:
         self.closed = True  # stdin itself is closed by `_stop` (the graceful shutdown)
-
-    async def __aenter__(self) -> StdinWriter:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
 
 STRAY_LOGGED = 10  # stray stdout lines logged one by one; after that at every power of ten
@@ -325,12 +311,9 @@ async def stdio_transport(spec: ServerSpec, sink: StderrSink, conn: Connection,
 async def _stop(process: anyio.abc.Process, conn: Connection, record: SpawnRecord,
                 records: SpawnRecords | None) -> None:
     """close stdin → 2 s → SIGTERM → 2 s → SIGKILL → reap (MCP spec, basic/lifecycle
-    "Shutdown"), for the server's
-    group and for every process of the spawn that left it (`processes.members`: setsid
-    descendants, orphans carrying its marker) — also after a graceful exit of the leader.
-
-    A server that never completed the handshake (a connect that timed out or was
-    cancelled) gets no stdin grace: the connect timeout is the time a person waits."""
+    "Shutdown"), for the server's group and every process of the spawn that left it
+    (`processes.members`), also after the leader exited gracefully. No stdin grace before
+    the handshake completed: the connect timeout is the time a person waits."""
     pgid = process.pid  # start_new_session: the server leads its own group
     if process.returncode is None:
         with suppress(Exception):

@@ -1,19 +1,16 @@
-"""What a connected session needs while it lasts: re-listing tools when the server says they
-changed, without letting a chatty server burn a core; and noticing a server that stopped
-answering while nothing else would.
+"""A connected session's upkeep: re-listing tools when the server says they changed (without
+letting a chatty server burn a core), and noticing a server that stopped answering.
 
 `ToolRefresh` answers `notifications/tools/list_changed` (MCP spec, server/tools "List
-Changed Notification"; at 2026-07-28 the same event arrives on `subscriptions/listen`,
-`listen_for_tool_changes`): one refresh in flight and at most one pending, at most one per
-`MIN_INTERVAL_S`. A server that announces more than `STORM_COUNT` changes within
-`STORM_WINDOW_S` is in a storm: refreshes slow to one per `STORM_INTERVAL_S`, and
-`storm_reason` (constant text, so a long storm is one journal row, not thousands) stays set
-until the server has been quiet for `STORM_QUIET_S`.
+Changed Notification"; at 2026-07-28 on `subscriptions/listen`, `listen_for_tool_changes`):
+one refresh in flight, at most one pending, at most one per `MIN_INTERVAL_S`. Over
+`STORM_COUNT` changes within `STORM_WINDOW_S` is a storm: one refresh per
+`STORM_INTERVAL_S`, and `storm_reason` (constant text: a long storm is one journal row)
+stays set until `STORM_QUIET_S` of quiet.
 
 `keep_alive` pings an idle session every `PING_INTERVAL_S` (MCP spec, basic/utilities
 "Ping"; `server/discover` at 2026-07-28, where `ping` is gone): no answer within
-`PING_TIMEOUT_S` means the server is hung. `MONAD_PING_INTERVAL` (seconds) shortens the
-interval for tests, as `MONAD_BACKOFF_INITIAL` does the backoff.
+`PING_TIMEOUT_S` means it is hung. `MONAD_PING_INTERVAL` (seconds) shortens it for tests.
 """
 
 from __future__ import annotations
@@ -27,6 +24,9 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import anyio
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from monad_cli.daemon.sessions.reasons import describe
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -46,11 +46,6 @@ PING_TIMEOUT_S = 10.0
 # While calls wait, a ping gets this many times the timeout (5 minutes): a server that handles
 # one request at a time answers it only after the call, and must not be killed for a long one.
 BUSY_PATIENCE = 30
-
-
-def busy_timeout() -> float:
-    """Seconds a ping sent while calls wait may take: `BUSY_PATIENCE` × the timeout."""
-    return ping_schedule()[1] * BUSY_PATIENCE
 
 
 def ping_schedule() -> tuple[float, float]:
@@ -121,15 +116,11 @@ async def keep_alive(ping: Callable[[], Awaitable[object]], *, idle_for: Callabl
                      busy: Callable[[], bool], on_hung: Callable[[str], None],
                      gone: Callable[[], str | None] | None = None) -> None:
     """Ping every interval while nothing is received for an interval; `on_hung(reason)` once
-    when a ping gets no answer in time, then return. Liveness is watched while calls wait
-    too (`busy()`: a request waits for its answer), with more patience: a ping still
-    unanswered at its own timeout while calls wait may take `busy_timeout()` (5 minutes), so
-    a server busy with a call is not judged by a ping's time, but one that answers nothing
-    at all does not keep its callers waiting forever.
-
-    `gone()` (a remote's transport: why its last request got no answer at all, else None)
-    is read after each ping: a server that cannot be reached is gone however busy it was
-    (calls waiting on it fail at once when the session ends)."""
+    when a ping gets no answer in time, then return. While calls wait (`busy()`) a ping
+    unanswered at its timeout may take `BUSY_PATIENCE` times it (5 minutes): a server busy
+    with a call is not judged by a ping's time, one that answers nothing does not hold its
+    callers forever. `gone()` (a remote's transport: why its last request got no answer at
+    all, else None), read after each ping: an unreachable server is gone however busy."""
     interval, timeout = ping_schedule()
     while True:
         await anyio.sleep(max(0.05, interval - idle_for()))
@@ -172,7 +163,7 @@ async def _ping_once(ping: Callable[[], Awaitable[object]], timeout: float,
             await answered.wait()
         waiting = not answered.is_set() and busy()
         if waiting:
-            with anyio.move_on_after(busy_timeout() - timeout):
+            with anyio.move_on_after(timeout * (BUSY_PATIENCE - 1)):
                 await answered.wait()
         tg.cancel_scope.cancel()
     return answered.is_set() and not unanswered, waiting
@@ -181,20 +172,14 @@ async def _ping_once(ping: Callable[[], Awaitable[object]], timeout: float,
 async def listen_for_tool_changes(client: Client, refresh: ToolRefresh, name: str,
                                   fresh_until: Callable[[], float] = lambda: math.inf) -> None:
     """2026-07-28 servers announce list changes only on a `subscriptions/listen` stream
-    (legacy ones send notifications/tools/list_changed to the actor's `_on_message`); either
-    way the tools are re-listed through `refresh`, coalesced and rate-limited, and the pin
-    re-checked (MCP spec, server/tools "List Changed Notification"). `name` is the server's
-    (for the log).
+    (legacy ones send notifications/tools/list_changed to `_on_message`); either way `refresh`
+    re-lists the tools and the pin is re-checked (MCP spec, server/tools "List Changed
+    Notification"). `name`: the server's, for the log.
 
-    The stream opens after the first `tools/list` (the session is up by then); a change made
-    between the two has no stream to ride. So once the stream is acknowledged, the tools are
-    listed once more, unless the last listing is still fresh by the server's own word
-    (`fresh_until()`, time.monotonic(): its start + `ttlMs`). The cost is one `tools/list`
-    per connect of a server whose listings are immediately stale (`ttlMs` 0, the default)."""
-    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-
-    from monad_cli.daemon.sessions.reasons import describe
-
+    The stream opens after the first `tools/list`: a change between the two has no stream to
+    ride, so once it is acknowledged the tools are listed again, unless the last listing is
+    fresh by the server's word (`fresh_until()`, monotonic: its start + `ttlMs`); one more
+    `tools/list` per connect where `ttlMs` is 0, the default."""
     caps = client.server_capabilities
     if client.protocol_version not in MODERN_PROTOCOL_VERSIONS or not (caps and caps.tools
                                                                        and caps.tools.list_changed):
