@@ -33,15 +33,14 @@ AGENT_META = {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b71692033
 def one(rec: Recorder, i: int, agent_meta: dict[str, str] | None = None) -> None:
     with rec.server_request("tools/call", "b__echo", request_id=i, protocol_version="2025-11-25", meta=agent_meta,
                             transport="pipe") as server, rec.call("b__echo", "gateway"):
-        rec.annotate_call(server="b", exposed="b__echo", via="gateway", decision="approved",
-                          decided_by="trust.autoApproveTools", call_id=i, arguments={"text": "hello"})
         with rec.client_request("tools/call", "echo", server="b", transport="stdio", protocol_version="2025-11-25",
-                                address=None, current=False) as upstream:
+                                address=None, current=False, resolved=True) as upstream:
             meta: dict[str, Any] = {}
             upstream.inject(meta)
             upstream.request_id(i)
             upstream.result(RESULT)
-        rec.outcome(server="b", outcome="ok", decision="approved", via="gateway")
+        rec.call_ended(server="b", exposed="b__echo", via="gateway", outcome="ok", decision="approved",
+                       decided_by="trust.autoApproveTools", call_id=i, arguments={"text": "hello"})
         server.result(RESULT)
 
 

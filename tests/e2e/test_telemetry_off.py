@@ -145,7 +145,8 @@ def test_every_instrument_is_documented_and_the_dashboard_uses_documented_series
     r = Recorder(listed=lambda method, name: True, meter_provider=provider, tracer_provider=TracerProvider())
     r.observe_servers(lambda: {"a": "connected"}, tasks=lambda: {"a": (1, 0)}, fleet_queued=lambda: 0)
     with r.server_request("tools/call", "a__t", request_id=1, protocol_version=None, meta=None, transport="pipe"):
-        r.outcome(server="a", outcome="ok", decision="approved", via="gateway")
+        r.call_ended(server="a", exposed="a__t", via="gateway", outcome="ok", decision="approved",
+                     decided_by="cli --yes", call_id=1, arguments={})
     with r.client_request("tools/call", "t", server="a", transport="stdio", protocol_version=None, address=None):
         pass
     with r.approval("a__t", "a") as decided:

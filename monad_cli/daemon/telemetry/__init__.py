@@ -15,9 +15,9 @@ manager or a plain call, none with a cost while off, since a wrapper is installe
   error, `.rpc_error(e)` an error answer; an exception leaving the block fails it.
   `middleware(transport)` is the same around the MCP SDK's server path.
 - `call(exposed, via)`: a SERVER span of its own for a call from the CLI or the Studio;
-  `annotate_call(...)` and `outcome(...)` put the decision and the outcome on the current
-  span and count `monad.tool.calls`; `approval(exposed, server)` spans the gate's wait.
-- `client_request(method, target, server=, transport=, protocol_version=, address=)`: one
+  `call_ended(...)` puts the decision and the outcome on the current span and counts
+  `monad.tool.calls`; `approval(exposed, server)` spans the gate's wait.
+- `client_request(method, target, server=, transport=, protocol_version=, address=, resolved=)`: one
   request to an upstream server. CLIENT span and `mcp.client.operation.duration`; yields an
   `Operation`: `.inject(meta)` writes its W3C context into the request's `_meta`,
   `.request_id(id)` records the id it was sent with, `.result(result)` a tool error.

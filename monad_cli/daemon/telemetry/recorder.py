@@ -16,9 +16,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextvars import Token
 from typing import Any
 
 from opentelemetry import context, metrics, propagate, trace
+from opentelemetry.context import Context
 from opentelemetry.metrics import CallbackOptions, Histogram, Observation
 from opentelemetry.trace import Span, SpanKind, StatusCode
 
@@ -94,6 +96,35 @@ class Operation:
     def request_id(self, request_id: Any) -> None:
         """The JSON-RPC id the request was sent with."""
         self.span.set_attribute("jsonrpc.request.id", str(request_id))
+
+
+class _Timed:
+    """`Recorder._operation`'s block (a class, not a generator: two of these run on every
+    call's path): the span made current on entry, then ended and its duration recorded; an
+    exception (not a cancellation) fails the operation first."""
+
+    __slots__ = ("current", "histogram", "labels", "op", "started", "token")
+
+    def __init__(self, op: Operation, histogram: Histogram, labels: dict[str, Any], current: bool) -> None:
+        self.op, self.histogram, self.labels, self.current = op, histogram, labels, current
+        self.token: Token[Context] | None = None
+        self.started = 0.0
+
+    def __enter__(self) -> Operation:
+        if self.current:
+            self.token = context.attach(trace.set_span_in_context(self.op.span))
+        self.started = time.perf_counter()
+        return self.op
+
+    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
+        op = self.op
+        if isinstance(exc, Exception):  # not a cancellation: nothing failed then
+            op.fail(*_error_type(exc))
+        if self.token is not None:
+            context.detach(self.token)
+        op.span.end()
+        self.histogram.record(time.perf_counter() - self.started,
+                              {**self.labels, "error.type": op.error} if op.error else self.labels)
 
 
 class Recorder:
@@ -191,24 +222,12 @@ class Recorder:
             return None
         return name if self.listed(method, name) else OTHER
 
-    @contextmanager
     def _operation(self, name: str, kind: SpanKind, attributes: dict[str, Any], histogram: Histogram,
-                   labels: dict[str, Any], *, parent: Any = None, current: bool = True) -> Iterator[Operation]:
+                   labels: dict[str, Any], *, parent: Any = None, current: bool = True) -> _Timed:
         """A span around a block, made current unless `current` is False, and its duration in
         `histogram` under `labels` plus `error.type` when it failed."""
-        op = Operation(self.tracer.start_span(name, context=parent, kind=kind, attributes=attributes))
-        started = time.perf_counter()
-        token = context.attach(trace.set_span_in_context(op.span)) if current else None
-        try:
-            yield op
-        except Exception as e:  # not a cancellation: nothing failed then
-            op.fail(*_error_type(e))
-            raise
-        finally:
-            if token is not None:
-                context.detach(token)
-            op.span.end()
-            histogram.record(time.perf_counter() - started, {**labels, "error.type": op.error} if op.error else labels)
+        return _Timed(Operation(self.tracer.start_span(name, context=parent, kind=kind, attributes=attributes)),
+                      histogram, labels, current)
 
     # -- the gateway's side (SERVER spans) -------------------------------------------------
     def server_request(self, method: str, target: Any, *, request_id: Any, protocol_version: str | None,
@@ -265,32 +284,38 @@ class Recorder:
                         "gen_ai.tool.name": shown or OTHER, "monad.via": via},
             record_exception=False, set_status_on_exception=False)
 
-    def annotate_call(self, *, server: str, exposed: str, via: str, decision: str, decided_by: str,
-                      call_id: int | None, arguments: Any) -> None:
-        """monad's own attributes on the current (SERVER) span of a tools/call, once it is
-        resolved to a server's tool and decided."""
+    def call_ended(self, *, server: str, exposed: str, via: str, outcome: str | None, decision: str | None,
+                   decided_by: str | None, call_id: int | None, arguments: Any) -> None:
+        """One tools/call's end: `monad.tool.calls` (when it has an `outcome`), and in one update
+        of the current (SERVER) span its outcome (a gateway answers a refused, failed or
+        timed-out call as a tool error, which its span records from the answer; a CLI call's
+        span keeps the outcome as `error.type`) and, once it was resolved to a server's tool
+        and decided (`call_id`, `decision` and `decided_by` set), monad's own attributes.
+        `monad.tool.exposed_name` only when the agent called the tool by the server's own name
+        (`monad mcp serve NAME`): else the span's name and `gen_ai.tool.name` hold it."""
+        failed = outcome is not None and outcome not in ("ok", "detached")
+        if outcome is not None:
+            key = (server, outcome, decision or "none", via)
+            self.calls[key] = self.calls.get(key, 0) + 1
         span = trace.get_current_span()
         if not span.is_recording():
             return
-        shown = self._target(CALL, exposed) or OTHER
-        attributes: dict[str, Any] = {"monad.server": server, "monad.tool.exposed_name": shown, "monad.via": via,
-                                      "monad.approval.decision": decision, "monad.approval.decided_by": decided_by}
-        if call_id is not None:
-            attributes["monad.call.id"] = call_id
-        if self.digest is not None:
-            attributes["gen_ai.tool.call.arguments"] = self.digest(arguments)
-        span.set_attributes(attributes)
-
-    def outcome(self, *, server: str, outcome: str, decision: str, via: str) -> None:
-        """One call's end: `monad.tool.calls`, and the outcome on the current span (a gateway
-        answers a refused, failed or timed-out call as a tool error, which its span records
-        from the answer; a CLI call's span keeps the outcome as `error.type`)."""
-        key = (server, outcome, decision, via)
-        self.calls[key] = self.calls.get(key, 0) + 1
-        span = trace.get_current_span()
-        span.set_attribute("monad.call.outcome", outcome)
-        if outcome not in ("ok", "detached"):
-            span.set_attribute("error.type", "tool_error" if outcome == "tool-error" else outcome)
+        attributes: dict[str, Any] = {}
+        if call_id is not None and decision and decided_by:
+            attributes.update({"monad.server": server, "monad.via": via, "monad.approval.decision": decision,
+                               "monad.approval.decided_by": decided_by, "monad.call.id": call_id})
+            # `name`: the SDK's span's (a ReadableSpan); it holds the exposed name only when listed.
+            if getattr(span, "name", None) != f"tools/call {exposed}" and self._target(CALL, exposed) == exposed:
+                attributes["monad.tool.exposed_name"] = exposed
+            if self.digest is not None:
+                attributes["gen_ai.tool.call.arguments"] = self.digest(arguments)
+        if outcome is not None:
+            attributes["monad.call.outcome"] = outcome
+        if failed:
+            attributes["error.type"] = "tool_error" if outcome == "tool-error" else outcome
+        if attributes:
+            span.set_attributes(attributes)
+        if failed:
             span.set_status(StatusCode.ERROR)
 
     @contextmanager
@@ -313,7 +338,7 @@ class Recorder:
     # -- upstream (CLIENT spans) -----------------------------------------------------------
     def client_request(self, method: str, target: str | None, *, server: str, transport: str,
                        protocol_version: str | None, address: tuple[str, int | None] | None,
-                       current: bool = True) -> AbstractContextManager[Operation]:
+                       current: bool = True, resolved: bool = False) -> AbstractContextManager[Operation]:
         """The CLIENT span of one request to an upstream server, and its duration in
         `mcp.client.operation.duration`. `target`, as the server names it: the tool
         (tools/call: in the name and `gen_ai.tool.name`), the prompt (prompts/get: in the name
@@ -322,15 +347,17 @@ class Recorder:
         `transport`: the definition's (`stdio`, `http`); `address`: a remote's host and port.
         The request's `_meta` gets the context from `Operation.inject` (the MCP SDK's session
         injects the current span's itself). `current` False: the span is not made current (a
-        lane handed the operation). The session id is never recorded (a server may treat it as a
-        credential). Raises what the block raises."""
+        lane handed the operation). `resolved`: `target` is the tool the call path resolved from
+        the server's own listing, never an agent's word: recorded as it is, with no look-up (which
+        walks every server's tools for a name no agent was listed). The session id is never
+        recorded (a server may treat it as a credential). Raises what the block raises."""
         net = TRANSPORTS.get(transport, transport)
         attributes: dict[str, Any] = {"mcp.method.name": method, "network.transport": net, "monad.server": server}
         labels = dict(attributes)
         name = method
         if method == CALL:
             attributes["gen_ai.operation.name"] = "execute_tool"
-        shown = self._target(method, target)
+        shown = target if resolved and method == CALL and target else self._target(method, target)
         if shown is not None:
             attributes[_TARGETS[method]] = shown
             name = f"{method} {shown}" if shown != OTHER else method

@@ -41,6 +41,20 @@ _EXCEPTION_TEXT = ("exception.message", "exception.stacktrace")
 log = logging.getLogger("monad.telemetry")
 
 
+class HashedResource(Resource):
+    """A `Resource` whose hash is computed once. The OTLP encoder groups every span of a
+    batch by its resource (a dict keyed by it), and `Resource.__hash__` writes the attributes
+    as sorted JSON each time: ~4 µs a span on the exporter's thread, for a value that never
+    changes (a resource is immutable)."""
+
+    def __init__(self, resource: Resource) -> None:
+        super().__init__(resource.attributes, resource.schema_url)
+        self.hashed = super().__hash__()
+
+    def __hash__(self) -> int:
+        return self.hashed
+
+
 class QuietSampler(Sampler):
     """The configured sampler, except for the MCP SDK's own spans that start a trace: its
     pings, list refreshes and handshakes, which no caller asked for (a trace per ping per
@@ -128,7 +142,7 @@ def providers(settings: TelemetrySettings, environ: Mapping[str, str], scrub: Ca
               ) -> tuple[TracerProvider | None, MeterProvider, Callable[[], bytes]]:
     """The tracer provider (None without an OTLP endpoint), the meter provider and the
     `/metrics` text (bytes, the Prometheus text format 0.0.4), as the supervisor runs them."""
-    resource = Resource.create({"service.name": settings.service_name, "service.version": __version__})
+    resource = HashedResource(Resource.create({"service.name": settings.service_name, "service.version": __version__}))
     registry = CollectorRegistry(auto_describe=False)
     readers: list[MetricReader] = [PrometheusMetricReader(disable_target_info=True, scope_info_enabled=False,
                                                           registry=registry)]
@@ -189,4 +203,4 @@ def install(settings: TelemetrySettings, environ: Mapping[str, str],
     return exposition, shutdown
 
 
-__all__ = ["SDK_SPAN", "QuietSampler", "Scrubbed", "SdkRequestIds", "install", "providers"]
+__all__ = ["SDK_SPAN", "HashedResource", "QuietSampler", "Scrubbed", "SdkRequestIds", "install", "providers"]

@@ -18,7 +18,7 @@ decorates its backend client:
 - `gateway` (gateway/session.py `GatewayWrappers`): the SERVER span of a `tools/call` the
   gateway's stdio lane answers, the SDK server path's middleware, and session durations.
 
-The recorder's methods these call: `call`, `annotate_call`, `outcome`, `approval`,
+The recorder's methods these call: `call`, `call_ended`, `approval`,
 `client_request`, `inject`, `request_id`, `result`, `server_request`, `middleware`,
 `connecting`, `connected`, `session_ended`, `restarted`, `gateway_session_ended`.
 """
@@ -62,13 +62,9 @@ class Wrappers:
                     # A name no server lists is the agent's invention: its prefix is no server
                     # either, and a label of it would grow /metrics with every new one.
                     server = call.server.name if call.server is not None else OTHER
-                    if call.call_id is not None and call.decision and call.decided_by:
-                        recorder.annotate_call(server=server, exposed=call.exposed, via=call.via,
-                                               decision=call.decision, decided_by=call.decided_by,
-                                               call_id=call.call_id, arguments=call.arguments)
-                    if call.outcome is not None:
-                        recorder.outcome(server=server, outcome=call.outcome,
-                                         decision=call.decision or "none", via=call.via)
+                    recorder.call_ended(server=server, exposed=call.exposed, via=call.via, outcome=call.outcome,
+                                        decision=call.decision, decided_by=call.decided_by, call_id=call.call_id,
+                                        arguments=call.arguments)
 
         return traced
 
@@ -126,7 +122,8 @@ class _TracedRequests:
     async def call_tool(self, call: ToolCall) -> CallToolResult:
         actor, recorder = self.actor, self.recorder
         with recorder.client_request("tools/call", call.tool_name, server=actor.name, transport=_transport(actor),
-                                     protocol_version=actor.protocol_version, address=address(actor)) as op:
+                                     protocol_version=actor.protocol_version, address=address(actor),
+                                     resolved=call.tool is not None) as op:
             recorder.inject(call.meta, op)  # for monad's own lane; the SDK's session injects its own
             result = await self.inner.call_tool(call)
             if call.request_id is not None:
