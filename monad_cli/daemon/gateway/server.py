@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -56,6 +56,7 @@ class Gateway:
         self.subscriptions = Subscriptions(self.catalog, spawn=self._spawn)
         self.search = ToolSearch(tools)  # the tool index every session's find_tool shares
         self._tg: anyio.abc.TaskGroup | None = None
+        self._early: list[Callable[[], Coroutine[Any, Any, None]]] = []  # spawned before `run` had its task group
         self._clients: dict[str, Any] = {}  # server -> the session its lists came from
         self._from_cache: set[str] = set()  # idle on-demand servers, listed from their cached lists
 
@@ -121,6 +122,8 @@ class Gateway:
 
         if self._tg is not None:
             self._tg.start_soon(guarded)
+        else:  # the control API serves before `run` starts (daemon/supervisor.py): run it then
+            self._early.append(guarded)
 
     def on_notification(self, actor: Any, message: Any) -> None:
         """A server's notification (from its session's receive task: nothing is awaited here)."""
@@ -191,6 +194,9 @@ class Gateway:
         notifications to them; never returns (cancel it)."""
         async with anyio.create_task_group() as tg:
             self._tg = tg
+            for early in self._early:
+                tg.start_soon(early)
+            self._early.clear()
             try:
                 await self._watch()
             finally:
