@@ -18,6 +18,7 @@ Tools:
 - `emoji_cut()`: a result carrying a lone UTF-16 surrogate escape `\\ud83d` (an emoji
   cut in half), `bad_utf8()`: raw bytes of a cut UTF-8 sequence;
 - `garbage()`: its response line is cut off mid-JSON (never valid), later ones are fine;
+- `nested(depth)`: answers a JSON-RPC error whose `data` holds lists nested `depth` deep;
 - `freeze()`: answers, then the server stops answering anything (the process lives on);
 - `exit_leaving_child(pidfile)`: starts a child (same process group) that inherits stdout
   and sleeps, writes its pid to `pidfile`, answers, then exits: its stdout never ends;
@@ -83,6 +84,7 @@ def tool_defs(remote_ref: str | None) -> list[dict[str, Any]]:
         {"name": "emoji_cut", "inputSchema": obj},
         {"name": "bad_utf8", "inputSchema": obj},
         {"name": "garbage", "inputSchema": obj},
+        {"name": "nested", "inputSchema": {**obj, "properties": {"depth": {"type": "integer"}}, "required": ["depth"]}},
         {"name": "freeze", "inputSchema": obj},
         {"name": "exit_leaving_child", "inputSchema": {**obj, "properties": {"pidfile": {"type": "string"}}}},
         # The shape pydantic gives `def local_ref(n: Count, opts: Opts)`.
@@ -237,6 +239,12 @@ def main() -> None:
         elif method == "tools/call":
             text = call_tool(str(params.get("name")), params.get("arguments") or {})
             result = {"content": [{"text": text, "type": "text"}], "isError": False}
+            if params.get("name") == "nested":  # written by hand: json.dumps stops at ~1000 levels
+                depth = int((params.get("arguments") or {})["depth"])
+                write_line(f'{{"jsonrpc":"2.0","id":{json.dumps(rid)},"error":{{"code":-32603,'
+                           f'"message":"nested too deep to say","data":{{"deep":{"[" * depth}{"]" * depth}}}}}}}\n'
+                           .encode())
+                continue
         elif method == "resources/list":
             result = {"resources": [{"name": "fine", "uri": "wild://fine"},
                                     {"name": "bad-shape", "uri": "wild://bad-shape"}], **cache}

@@ -170,12 +170,24 @@ def _scrub_surrogates(value: Any) -> tuple[Any, int]:
     if isinstance(value, str):
         fixed, n = _SURROGATE.subn("\ufffd", value)
         return fixed, n
+    # Loops, not comprehensions: one frame a level (a comprehension is a frame of its own
+    # before Python 3.12), so whatever json.loads took deep is walked.
+    total = 0
     if isinstance(value, list):
-        items = [_scrub_surrogates(item) for item in value]
-        return [fixed for fixed, _ in items], sum(n for _, n in items)
+        out = []
+        for item in value:
+            fixed, n = _scrub_surrogates(item)
+            out.append(fixed)
+            total += n
+        return out, total
     if isinstance(value, dict):
-        pairs = [(_scrub_surrogates(k), _scrub_surrogates(v)) for k, v in value.items()]
-        return {k[0]: v[0] for k, v in pairs}, sum(k[1] + v[1] for k, v in pairs)
+        obj = {}
+        for k, v in value.items():
+            fk, nk = _scrub_surrogates(k)
+            fv, nv = _scrub_surrogates(v)
+            obj[fk] = fv
+            total += nk + nv
+        return obj, total
     return value, 0
 
 
@@ -229,14 +241,13 @@ def decode_line(line: bytes) -> Decoded:
         text = line.decode("utf-8", errors="replace")
         repairs.append("invalid UTF-8")
     try:
-        parsed = json.loads(text)
+        parsed, fixed = _scrub_surrogates(json.loads(text))
     except json.JSONDecodeError as e:
         return Decoded(problem=f"not valid JSON ({e.msg} at column {e.colno})",
                        response_id=find_message_id(line[:EDGE_BYTES], line[-EDGE_BYTES:]))
-    except RecursionError:
+    except RecursionError:  # from either: out of the stdout reader it would end the session
         return Decoded(problem="JSON nested too deeply",
                        response_id=find_message_id(line[:EDGE_BYTES], line[-EDGE_BYTES:]))
-    parsed, fixed = _scrub_surrogates(parsed)
     if fixed:
         repairs.append(f"{fixed} lone UTF-16 surrogate{'s' if fixed > 1 else ''}")
     try:

@@ -137,6 +137,30 @@ def test_an_unrepairable_response_fails_only_its_request(tmp_path: Path) -> None
     run_session(tmp_path, body)
 
 
+@pytest.mark.parametrize("depth", [600, 1100])
+def test_a_deeply_nested_answer_fails_only_its_call(tmp_path: Path, depth: int) -> None:
+    # 600 levels: over pydantic_core's parse depth (the line takes the repairing path), within
+    # what json.loads takes. The repair's walk raised RecursionError out of the stdout reader
+    # when it took two frames a level (Python 3.11's comprehensions), and the session died.
+    # 1100: past json.loads on 3.11, within it on 3.12+ (a C recursion limit of its own), where
+    # the walk then ran out of frames.
+    async def body(client: Client, conn: Connection) -> None:
+        pid = int(_text(await client.call_tool("pid", {})))
+        with anyio.fail_after(20), pytest.raises(MCPError) as err:
+            await client.call_tool("nested", {"depth": depth})
+        if depth == 600:
+            assert err.value.error.message == "nested too deep to say"
+            value, levels = err.value.error.data["deep"], 0
+            while value is not None:
+                value, levels = value[0] if value else None, levels + 1
+            assert levels == depth
+        else:
+            assert "response to `tools/call` was JSON nested too deeply" in err.value.error.message
+        assert int(_text(await client.call_tool("pid", {}))) == pid and not conn.closed
+
+    run_session(tmp_path, body)
+
+
 @pytest.mark.parametrize("order", ["id-first", "id-last"])
 def test_a_response_over_the_limit_fails_that_call_and_keeps_the_session(tmp_path: Path, order: str) -> None:
     flags = ("--id-last",) if order == "id-last" else ()
