@@ -7,6 +7,7 @@ finding no serious or critical violation on any view or dialog, nothing scrollin
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -387,6 +388,21 @@ def test_the_small_things_duplicate_name_edit_hint_labels(monad: Any, page: Any,
     error = form.locator("#err-name")
     expect(error).to_contain_text("exists already")
     assert "--force" not in error.inner_text()
+    # A name taken in agents.json, or but for its case: said at Name too, not at the form's top
+    # (a new-user trial saw nothing: the top had scrolled out of view, the focus stayed on Save).
+    legacy = {"mcpServers": {"legacy": {"command": "true", "enabled": False}}}
+    (monad_home / "agents.json").write_text(json.dumps(legacy))
+    name = form.get_by_label("Name", exact=True)
+    for taken, reason in (("legacy", "is already defined in `agents.json`"),
+                          ("OFF", "differs from the existing server `off` only in case")):
+        name.fill(taken)
+        form.get_by_role("button", name="Save").click()
+        expect(error).to_contain_text(reason)
+        expect(name).to_have_attribute("aria-invalid", "true")
+        expect(name).to_have_accessible_description(re.compile(reason))
+        expect(name).to_be_focused()
+        expect(form.locator("#err-form")).to_be_hidden()
+    assert _axe_problems(page, "Add server, a name taken") == []
     form.get_by_role("button", name="Cancel").click()
     # The edit form says where it will write, not "Saved to" before anything is saved.
     row_action(page, "off", "Edit")

@@ -37,6 +37,16 @@ function choose(select, value) {
   select.value = text;
 }
 
+/** `message` said beside the field `name` it is about: without the file and server before the field
+ *  ("`atoms/mcp/x.toml`: server `x`, field `timeout`: must be …"), nor the field when `own` (the
+ *  place is that field's), which its place says already. */
+function atField(message, name, own) {
+  const mark = `field \`${name}\`: `;
+  const at = message.indexOf(mark);
+  if (at < 0) return message.replace(/^server name `[^`]*`: /, ""); // `check_name`'s
+  return message.slice(own ? at + mark.length : at);
+}
+
 function field(id, label, input, hint) {
   return h("div", { class: "field", "data-field": id },
     h("label", { for: `f-${id}` }, label), input,
@@ -499,10 +509,12 @@ export class ServerForm {
     for (const el of this.form.querySelectorAll("[aria-invalid]")) el.removeAttribute("aria-invalid");
   }
 
-  /** The reason goes next to the field it names (`name`, `headers.X-Key`, `args[2]`, ...). */
+  /** The reason goes next to the field it names (`name`, `headers.X-Key`, `args[2]`, ...), said
+   * there without the place it names (the summary at the top keeps the whole line). */
   showError(err) {
     const fieldName = err.field || "";
     let target = this.formError;
+    let own = false; // the place is this field's alone
     const top = fieldName.split(/[.[]/)[0];
     if (top === "variables") {
       target = this.variables.error;
@@ -512,19 +524,25 @@ export class ServerForm {
       if (input) input.setAttribute("aria-invalid", "true");
     } else if (top === "env" || top === "headers") {
       target = this[top].errorFor(fieldName.slice(top.length + 1));
+      own = target !== this[top].error;
     } else if (["name", "transport", "command", "url", "timeout", "start", "idleStop", "required", "enabled",
                 "auth"].includes(top)) {
       target = this.form.querySelector(`#err-${top}`);
+      own = fieldName === top;
       const input = this.form.querySelector(`#f-${top}`);
       if (input) input.setAttribute("aria-invalid", "true");
     }
-    let message = err.message;
-    if (err.status === 409 && this.mode === "add" && message.includes("--force")) {
-      // The CLI's way out (`--force`) has no control here: say what the page offers instead.
-      message = `a server named ${this.form.querySelector("#f-name").value} exists already: choose another name, `
-                + "or Cancel and use Edit on that server";
+    let message = target === this.formError ? err.message : atField(err.message, fieldName, own);
+    const name = this.form.querySelector("#f-name");
+    if (err.status === 409 && this.mode === "add" && message.startsWith(`server \`${name.value.trim()}\` `)) {
+      // The name is taken (an atom, agents.json, another server's but for case): said at Name.
       target = this.form.querySelector("#err-name");
-      this.form.querySelector("#f-name").setAttribute("aria-invalid", "true");
+      name.setAttribute("aria-invalid", "true");
+      // The CLI's way out (`--force`) has no control here: say what the page offers instead.
+      if (message.includes("--force")) {
+        message = `a server named ${name.value} exists already: choose another name, `
+                  + "or Cancel and use Edit on that server";
+      }
     }
     // Two problems at one place (two arguments, two without a field of their own): both, a line each.
     setText(target, target.hidden || !target.textContent ? message : `${target.textContent}\n${message}`);
