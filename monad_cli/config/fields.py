@@ -101,9 +101,9 @@ def check_headers(ctx: FieldContext, fld: str, headers: Mapping[str, str]) -> No
     seen: dict[str, str] = {}
     for k, v in headers.items():
         if not HEADER_NAME.fullmatch(k):
-            raise ctx.error(f"{fld}.{k}", "is not a valid HTTP header name (letters, digits, `-`; no spaces)")
+            raise ctx.error(f"{fld}.{k}", "not a valid HTTP header name (letters, digits, `-`; no spaces)")
         if any(c in v for c in "\r\n\x00"):
             raise ctx.error(f"{fld}.{k}", "a header value must not contain line breaks")
         if k.lower() in seen:
-            raise ctx.error(f"{fld}.{k}", f"is the same header as `{seen[k.lower()]}` (names ignore case)")
+            raise ctx.error(f"{fld}.{k}", f"the same header as `{seen[k.lower()]}` (names ignore case)")
         seen[k.lower()] = k

@@ -487,7 +487,7 @@ def _validate(raw: Mapping[str, Any], ctx: FieldContext, *, name: str, source: s
         env_map = str_map(ctx, raw, "env")
         for k in env_map:
             if not _ENV_NAME.fullmatch(k):
-                raise ctx.error(f"env.{k}", "is not a valid environment variable name (no `=` or spaces)")
+                raise ctx.error(f"env.{k}", "not a valid environment variable name (no `=` or spaces)")
         spec.env = {k: expand_field(ctx, f"env.{k}", v, environ) for k, v in env_map.items()}
         cwd = raw.get("cwd")
         if cwd is not None:

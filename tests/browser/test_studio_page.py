@@ -297,7 +297,7 @@ def test_bad_input_gets_the_cli_reason_next_to_the_field_and_nothing_is_written(
     expect(error).to_have_text(cli.err.strip().removeprefix("error: server name `bad name!`: "))
     expect(form.get_by_label("Name", exact=True)).to_have_attribute("aria-invalid", "true")
     pair = form.locator(".pair").filter(has=page.get_by_label("Variable name"))
-    expect(pair.locator(".field-error")).to_have_text("is not a valid environment variable name (no `=` or spaces)")
+    expect(pair.locator(".field-error")).to_have_text("not a valid environment variable name (no `=` or spaces)")
     expect(form.locator("#err-timeout")).to_have_text(
         "must be a number of seconds more than 0 and at most 600, got 9999")
     expect(form.get_by_label("Timeout")).to_have_attribute("aria-invalid", "true")
