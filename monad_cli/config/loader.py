@@ -21,7 +21,7 @@ from monad_cli.config import agents as agents_file
 from monad_cli.config.atoms import atom_entries, read_atom, relative_source
 from monad_cli.config.features import PRESETS_FILE, feature_path, load_presets
 from monad_cli.config.presets import preset_definitions
-from monad_cli.config.schema import ServerSpec, validate
+from monad_cli.config.schema import ServerSpec, field_errors, validate
 from monad_cli.config.urls import normalize_url
 from monad_cli.core.errors import ConfigError
 from monad_cli.core.paths import Exposure, LinkExposure, Paths, exposure, link_exposure
@@ -264,7 +264,7 @@ def load_definitions(paths: Paths, environ: Mapping[str, str] | None = None, *,
             else:
                 spec = validate(raw, name=name, source=source, environ=env)
         except ConfigError as e:
-            out.problems.append(Problem(e.message, source, name))
+            out.problems.append(Problem(e.message + _more_problems(e, raw, name, source), source, name))
             continue
         valid.append(spec)
 
@@ -280,6 +280,17 @@ def load_definitions(paths: Paths, environ: Mapping[str, str] | None = None, *,
             seen_urls[key] = spec.name
         out.specs[spec.name] = spec
     return out
+
+
+def _more_problems(first: ConfigError, raw: Any, name: str, source: str) -> str:
+    """The definition's problems besides `first` (`schema.field_errors`), as a suffix naming
+    their fields and where each is said; "" when it has no other. Found by a new-user trial:
+    `comand = "x"` hid every later problem of a hand-edited atom."""
+    others = [f"`{e.field}`" if e.field else "no `command` or `url`"
+              for e in field_errors(raw, name=name, source=source) if e.field != first.field]
+    if not others:
+        return ""
+    return f" (also: {', '.join(others)}; `monad mcp get {name}` says each)"
 
 
 def held_secrets_of(paths: Paths, raw: Iterable[Mapping[str, Any]] | None = None) -> set[str]:
