@@ -19,6 +19,7 @@ from typing import Any
 
 from monad_cli.config import agents as agents_file
 from monad_cli.config.atoms import atom_entries, read_atom, relative_source
+from monad_cli.config.edits import preset_twin
 from monad_cli.config.features import PRESETS_FILE, feature_path, load_presets
 from monad_cli.config.presets import preset_definitions
 from monad_cli.config.schema import ServerSpec, field_errors, validate
@@ -243,16 +244,20 @@ def load_definitions(paths: Paths, environ: Mapping[str, str] | None = None, *,
     valid: list[ServerSpec] = []
     # Names that differ only in case are one name (as `edits.add_server` refuses them): on a
     # case-insensitive file system two such atoms are one file, and `Time__now` beside
-    # `time__now` does not say which server an agent reaches.
+    # `time__now` does not say which server an agent reaches. An enabled preset keeps its name
+    # (presets come first) from a twin written by hand; one written under its exact name
+    # replaces it (`_add_presets`).
     folded = {n.casefold(): n for n in out.sources}
     for name, source, raw in candidates:
         twin = folded.get(name.casefold())
         if twin is not None:
             other = out.sources[twin]
-            out.problems.append(Problem(
-                f"`{source}`: server `{name}` is already defined in `{other}`"
-                + (f" as `{twin}` (names that differ only in case are one name)" if twin != name else "")
-                + "; server names must be unique, rename or remove one", source, name))
+            why = (f"{preset_twin(name, twin)}; not run: rename it, or name it `{twin}` to replace the preset"
+                   if other == PRESETS_FILE else  # as `monad mcp add` refuses it
+                   f"server `{name}` is already defined in `{other}`"
+                   + (f" as `{twin}` (names that differ only in case are one name)" if twin != name else "")
+                   + "; server names must be unique, rename or remove one")
+            out.refuse(f"`{source}`: {why}", source, name)
             continue
         folded[name.casefold()] = name
         out.sources[name] = source
@@ -308,7 +313,7 @@ def held_secrets_of(paths: Paths, raw: Iterable[Mapping[str, Any]] | None = None
 
 def _add_presets(paths: Paths, candidates: list[tuple[str, str, Any]], out: Definitions,
                  environ: Mapping[str, str], exposed: Exposures) -> None:
-    """Append the enabled presets (features/presets.toml) that no user-defined server shadows."""
+    """Put first the enabled presets (features/presets.toml) that no user-defined server shadows."""
     try:
         why = exposed.why(feature_path(paths, "presets.toml"))
         if why is not None:
@@ -323,4 +328,4 @@ def _add_presets(paths: Paths, candidates: list[tuple[str, str, Any]], out: Defi
         out.problems.append(Problem(err.message, PRESETS_FILE, err.server))
         if err.server:
             out.sources.setdefault(err.server, PRESETS_FILE)
-    candidates += [(name, PRESETS_FILE, raw) for name, raw in definitions.items()]
+    candidates[:0] = [(name, PRESETS_FILE, raw) for name, raw in definitions.items()]
