@@ -321,7 +321,7 @@ def _as_json(err: Any) -> str:
     if err.validator == "const":
         return f"expected {_shown(err.validator_value)}, got {shown}"
     if err.validator == "enum" and isinstance(err.validator_value, list):
-        return f"expected one of {', '.join(map(_shown, err.validator_value))}, got {shown}"
+        return f"expected one of {_shown(err.validator_value)}, got {shown}"
     text, said = str(err.message), repr(err.instance)
     if text.startswith(said):
         text = shown + text[len(said):]

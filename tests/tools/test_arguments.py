@@ -110,7 +110,7 @@ def test_an_integer_written_with_a_fraction_of_zero_is_sent_as_an_integer(value:
 
 @pytest.mark.parametrize(("prop", "value", "said"), [
     ({"const": None}, 1, "argument `a`: expected null, got 1"),
-    ({"enum": ["x", True, None]}, "y", 'argument `a`: expected one of "x", true, null, got "y"'),
+    ({"enum": ["x", True, None]}, "y", 'argument `a`: expected one of ["x", true, null], got "y"'),
     ({"type": "array", "prefixItems": [{}], "items": False}, [1, None], "argument `a`: Expected at most 1 item "
                                                                         "but found 1 extra: null"),
     ({"type": "integer"}, "None", "argument `a`: \"None\" is not of type 'integer'"),  # a string's None is kept
