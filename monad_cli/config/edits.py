@@ -103,9 +103,13 @@ def _refuse_case_twin(paths: Paths, name: str) -> None:
                            f"choose another name, or edit `{other}`")
     for preset in _enabled_presets(paths):
         if preset != name and preset.casefold() == folded:
-            raise Conflict(f"server `{name}` differs from the enabled preset `{preset}` "
-                           f"(`features/presets.toml`) only in case; choose another name, or add it as "
-                           f"`{preset}` to replace the preset")
+            raise Conflict(f"{preset_twin(name, preset)}; choose another name, or add it as `{preset}` to replace "
+                           f"the preset")
+
+
+def preset_twin(name: str, preset: str) -> str:
+    """What is wrong with a server `name` beside the enabled preset `preset` (its case-twin)."""
+    return f"server `{name}` differs from the enabled preset `{preset}` (`features/presets.toml`) only in case"
 
 
 def _refuse_duplicate_url(paths: Paths, name: str, definition: Mapping[str, Any]) -> None:

@@ -19,9 +19,10 @@ from typing import Any
 
 from monad_cli.config import agents as agents_file
 from monad_cli.config.atoms import atom_entries, read_atom, relative_source
+from monad_cli.config.edits import preset_twin
 from monad_cli.config.features import PRESETS_FILE, feature_path, load_presets
 from monad_cli.config.presets import preset_definitions
-from monad_cli.config.schema import ServerSpec, validate
+from monad_cli.config.schema import ServerSpec, field_errors, validate
 from monad_cli.config.urls import normalize_url
 from monad_cli.core.errors import ConfigError
 from monad_cli.core.paths import Exposure, LinkExposure, Paths, exposure, link_exposure
@@ -183,9 +184,10 @@ def load_definitions(paths: Paths, environ: Mapping[str, str] | None = None, *,
                      cache: AtomCache | None = None) -> Definitions:
     """Read and validate everything. `expand=False` checks `$VAR` syntax only.
 
-    `prefer`: servers that keep a contested URL (the supervisor passes the running ones,
-    so adding a duplicate never displaces the server already connected). `cache`: what
-    an earlier load read (see `AtomCache`); the result is the same with or without it."""
+    `prefer`: servers that keep a contested URL or a preset's name in another case (the
+    supervisor passes the running ones, so adding a duplicate never displaces the server
+    already connected). `cache`: what an earlier load read (see `AtomCache`); the result is
+    the same with or without it."""
     env = (os.environ if environ is None else environ) if expand else None
     out = Definitions()
     candidates: list[tuple[str, str, Any]] = []  # (name, source, raw)
@@ -238,21 +240,25 @@ def load_definitions(paths: Paths, environ: Mapping[str, str] | None = None, *,
             raw = agents_file.strip_name(entry) if isinstance(entry, dict) else entry
             candidates.append((entry_name, agents_file.SOURCE, raw))
 
-    _add_presets(paths, candidates, out, os.environ if environ is None else environ, exposed)
+    _add_presets(paths, candidates, out, os.environ if environ is None else environ, exposed, prefer)
 
     valid: list[ServerSpec] = []
     # Names that differ only in case are one name (as `edits.add_server` refuses them): on a
     # case-insensitive file system two such atoms are one file, and `Time__now` beside
-    # `time__now` does not say which server an agent reaches.
+    # `time__now` does not say which server an agent reaches. An enabled preset keeps its name
+    # (presets come first) from a twin written by hand, unless the twin runs (`prefer`); one
+    # written under its exact name replaces it (`_add_presets`).
     folded = {n.casefold(): n for n in out.sources}
     for name, source, raw in candidates:
         twin = folded.get(name.casefold())
         if twin is not None:
             other = out.sources[twin]
-            out.problems.append(Problem(
-                f"`{source}`: server `{name}` is already defined in `{other}`"
-                + (f" as `{twin}` (names that differ only in case are one name)" if twin != name else "")
-                + "; server names must be unique, rename or remove one", source, name))
+            why = (f"{preset_twin(name, twin)}; not run: rename it, or name it `{twin}` to replace the preset"
+                   if other == PRESETS_FILE else  # as `monad mcp add` refuses it
+                   f"server `{name}` is already defined in `{other}`"
+                   + (f" as `{twin}` (names that differ only in case are one name)" if twin != name else "")
+                   + "; server names must be unique, rename or remove one")
+            out.refuse(f"`{source}`: {why}", source, name)
             continue
         folded[name.casefold()] = name
         out.sources[name] = source
@@ -264,7 +270,7 @@ def load_definitions(paths: Paths, environ: Mapping[str, str] | None = None, *,
             else:
                 spec = validate(raw, name=name, source=source, environ=env)
         except ConfigError as e:
-            out.problems.append(Problem(e.message, source, name))
+            out.problems.append(Problem(e.message + _more_problems(e, raw, name, source), source, name))
             continue
         valid.append(spec)
 
@@ -282,6 +288,17 @@ def load_definitions(paths: Paths, environ: Mapping[str, str] | None = None, *,
     return out
 
 
+def _more_problems(first: ConfigError, raw: Any, name: str, source: str) -> str:
+    """The definition's problems besides `first` (`schema.field_errors`), as a suffix naming
+    their fields and where each is said; "" when it has no other. Found by a new-user trial:
+    `comand = "x"` hid every later problem of a hand-edited atom."""
+    others = [f"`{e.field}`" if e.field else "no `command` or `url`"
+              for e in field_errors(raw, name=name, source=source) if e.field != first.field]
+    if not others:
+        return ""
+    return f" (also: {', '.join(others)}; `monad mcp get {name}` says each)"
+
+
 def held_secrets_of(paths: Paths, raw: Iterable[Mapping[str, Any]] | None = None) -> set[str]:
     """Every secret value monad holds (`redact.held_secrets`): each definition's (`raw`, the
     definitions as written; read from the files when None) and MONAD_HOME/env's values. The
@@ -296,8 +313,9 @@ def held_secrets_of(paths: Paths, raw: Iterable[Mapping[str, Any]] | None = None
 
 
 def _add_presets(paths: Paths, candidates: list[tuple[str, str, Any]], out: Definitions,
-                 environ: Mapping[str, str], exposed: Exposures) -> None:
-    """Append the enabled presets (features/presets.toml) that no user-defined server shadows."""
+                 environ: Mapping[str, str], exposed: Exposures, prefer: frozenset[str]) -> None:
+    """Put first the enabled presets (features/presets.toml) that no user-defined server shadows,
+    last those whose case-twin is one of `prefer` (running: a preset enabled later steps aside)."""
     try:
         why = exposed.why(feature_path(paths, "presets.toml"))
         if why is not None:
@@ -312,4 +330,7 @@ def _add_presets(paths: Paths, candidates: list[tuple[str, str, Any]], out: Defi
         out.problems.append(Problem(err.message, PRESETS_FILE, err.server))
         if err.server:
             out.sources.setdefault(err.server, PRESETS_FILE)
-    candidates += [(name, PRESETS_FILE, raw) for name, raw in definitions.items()]
+    running = {name.casefold() for name, _, _ in candidates if name in prefer}
+    mine = [(name, PRESETS_FILE, raw) for name, raw in definitions.items()]
+    candidates[:0] = [c for c in mine if c[0].casefold() not in running]
+    candidates += [c for c in mine if c[0].casefold() in running]

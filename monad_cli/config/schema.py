@@ -283,8 +283,9 @@ def field_errors(raw: Mapping[str, Any], *, name: str, source: str) -> list[Conf
     them, first the one it raises): [] when it validates. Each problem's field is set aside
     (`_set_aside`) and the rest validated again, so a form can show each next to its field at
     once; inside a table (`trust`, `tools`, `auth`, `env`) only the one entry, so each of its
-    entries' problems is found too. A problem that names no field or a field set aside already
-    (a consequence of setting one aside: a bearer `auth` without its `token`) ends the search.
+    entries' problems is found too; "needs either `command` or `url`" (no field) is followed by
+    a stand-in `command`. A problem of a field set aside already (a consequence of setting one
+    aside: a bearer `auth` without its `token`) ends the search.
     A bad `name` is not one of them (`check_name`): the rest is checked as if it were good, its
     messages naming it as given."""
     ctx = FieldContext(source, name)
@@ -300,10 +301,10 @@ def field_errors(raw: Mapping[str, Any], *, name: str, source: str) -> list[Conf
             if again and e.field in _STAND_INS and current.get(e.field) == _STAND_INS[e.field]:
                 del current[e.field]  # its stand-in is refused too: this transport takes no such field
                 continue
-            if again or (found and e.field is None):
+            if again:
                 break
             found.append(e)
-            if e.field is None or not _set_aside(current, e.field):
+            if not _set_aside(current, e.field or "command"):
                 break
     return found
 

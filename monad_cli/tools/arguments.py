@@ -52,10 +52,12 @@ def convert_value(key: str, value: str, prop: Any) -> Any:
         try:
             if kind == "string":
                 return value
-            if kind == "integer":
-                if not _INTEGER.fullmatch(value):  # not `int`'s `1_000`, `١` or spaces
+            if kind == "integer":  # `1.0` and `1e3` are integers too (JSON Schema 2020-12 §6.1.1): sent as `1`
+                if _INTEGER.fullmatch(value):  # not `int`'s `1_000`, `١` or spaces
+                    return int(value)
+                if not (_NUMBER.fullmatch(value) and float(value).is_integer()):  # not `1.5` or `1e400`
                     raise ValueError
-                return int(value)
+                return int(float(value))
             if kind == "number":
                 number = float(value)
                 if not math.isfinite(number):  # JSON has no NaN or infinity: it would be sent as null
@@ -192,7 +194,7 @@ _PLAIN_DIALECTS = frozenset({None, "https://json-schema.org/draft/2020-12/schema
 _PLAIN_KEYS = frozenset({"type", "properties", "required", "additionalProperties", "$schema", "title", "description"})
 # A property's keys that assert nothing (`format` is an annotation: no format checker is given).
 _PLAIN_PROPERTY_KEYS = frozenset({"type", "title", "description", "default", "examples", "format", "$comment"})
-# Exact types only (`True` is no integer; `1.0`, which jsonschema counts as one, is left to it).
+# Exact types (`True` is no integer), and a float with no fraction for an integer (below).
 _PLAIN_TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "integer": (int,), "number": (int, float),
                                              "boolean": (bool,), "object": (dict,), "array": (list,),
                                              "null": (type(None),)}
@@ -238,7 +240,8 @@ def _plain_valid(plan: _Plan, arguments: dict[str, Any]) -> bool:
     for name, value in arguments.items():
         if name in kinds:
             allowed = kinds[name]
-            if allowed is not None and type(value) not in allowed:
+            if allowed is not None and type(value) not in allowed and not (
+                    type(value) is float and int in allowed and value.is_integer()):  # 1.0: an integer
                 return False
         elif not others:
             return False
@@ -310,13 +313,30 @@ def validate_arguments(schema: dict[str, Any] | None, arguments: dict[str, Any],
 
 
 def _as_json(err: Any) -> str:
-    """jsonschema's message with the value it starts with written as JSON, as the caller wrote
-    it (`null is not of type 'string'`, not Python's `None is not …`; `{"a": false}`)."""
-    text, said = str(err.message), repr(err.instance)  # jsonschema's wording, reworded (no kind decided)
-    if not text.startswith(said):
-        return text
-    shown = json.dumps(err.instance, ensure_ascii=False, default=str)
-    return (shown if len(shown) <= 80 else shown[:79] + "…") + text[len(said):]
+    """jsonschema's message in JSON's words, as the caller wrote the arguments: `expected
+    null, got 1` for a `const` or `enum` (its text is `None was expected`, `'x' is not one of
+    ['a', True]`); else its text, the value it starts with written as JSON (`null is not of
+    type 'string'`, `{"a": false} …`) and any other Python `None`/`True`/`False` as JSON's."""
+    shown = _shown(err.instance)
+    if err.validator == "const":
+        return f"expected {_shown(err.validator_value)}, got {shown}"
+    if err.validator == "enum" and isinstance(err.validator_value, list):
+        return f"expected one of {_shown(err.validator_value)}, got {shown}"
+    text, said = str(err.message), repr(err.instance)
+    if text.startswith(said):
+        text = shown + text[len(said):]
+    return _PYTHON_WORDS.sub(lambda m: m[1] or _JSON_WORDS[m[2]], text)
+
+
+# A quoted Python string (kept as it is) or a Python literal outside one (made JSON's).
+_PYTHON_WORDS = re.compile(r"""('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")|\b(None|True|False)\b""")
+_JSON_WORDS = {"None": "null", "True": "true", "False": "false"}
+
+
+def _shown(value: Any) -> str:
+    """`value` as JSON, cut at 80 characters."""
+    shown = json.dumps(value, ensure_ascii=False, default=str)
+    return shown if len(shown) <= 80 else shown[:79] + "…"
 
 
 def _unknown_given(schema: dict[str, Any], arguments: dict[str, Any], err: Any) -> str:

@@ -259,6 +259,26 @@ def test_unknown_field_suggests_the_right_one() -> None:
         validate({"comand": "x"}, name="a", source="f", environ={})
 
 
+def test_every_problem_of_a_hand_edited_atom_is_said(cli: Any, monad_home: Path) -> None:
+    """Found by a new-user trial: `comand = "x"` (no `command`) hid the atom's later problems
+    from `monad mcp get` (its "needs either `command` or `url`" named no field, which ended the
+    search) and the supervisor's line (status, journal, log) said only the first."""
+    p = Paths(monad_home)
+    p.ensure()
+    (p.atoms_dir / "bad.toml").write_text('comand = "x"\ntimeout = "soon"\nenabled = "yes"\n')
+    problem = load_definitions(p, {}).problem_for("bad")
+    assert problem is not None and problem.message == (
+        "`atoms/mcp/bad.toml`: server `bad`, field `comand`: unknown field (did you mean `command`?) (also: no "
+        "`command` or `url`, `timeout`, `enabled`; `monad mcp get bad` says each)")
+    r = cli("mcp", "get", "bad")
+    assert [line.split(": server `bad`")[1].split(":")[0] for line in r.err.splitlines()] == [
+        ", field `comand`", "", ", field `timeout`", ", field `enabled`"], r.err
+    (p.atoms_dir / "bad.toml").write_text('comand = "x"\n')
+    problem = load_definitions(p, {}).problem_for("bad")
+    assert problem is not None and problem.message.endswith("(also: no `command` or `url`; `monad mcp get bad` "
+                                                            "says each)")
+
+
 def test_secret_reference_is_refused_at_add(cli) -> None:
     r = cli("mcp", "add", "a", "--env", "T=${secret:gh}", "--", "echo")
     assert r.code == 2 and "secret" in r.err and "env.T" in r.err

@@ -51,6 +51,32 @@ def test_browser_preset_synthesizes_a_headless_playwright_server(monad_home: Pat
     assert defs.problems == []
 
 
+def test_a_hand_written_case_twin_of_a_preset_is_refused_and_the_preset_kept(monad_home: Path, tmp_path: Path) -> None:
+    """Found by a new-user trial: `atoms/mcp/BROWSER.toml` beside the enabled preset `browser`
+    (`monad mcp add BROWSER` refuses it) took the name, and a supervisor kept running both (the
+    preset on its last good definition). The twin is refused as `add` refuses it; an atom under
+    the preset's own name still replaces the preset."""
+    exe = _fake_chromium(tmp_path)
+    _write(monad_home, "features/presets.toml", "browser = {enabled = true}\n")
+    _write(monad_home, "atoms/mcp/BROWSER.toml", 'command = "echo"\n')
+    _write(monad_home, "agents.json", json.dumps({"mcpServers": {"Browser": {"command": "echo"}}}))
+    defs = load_definitions(paths(), {"PATH": str(exe.parent)})
+    assert sorted(defs.specs) == ["browser"] and defs.specs["browser"].source == "features/presets.toml"
+    assert [p.message for p in defs.problems] == [
+        f"`{source}`: server `{name}` differs from the enabled preset `browser` (`features/presets.toml`) only in "
+        f"case; not run: rename it, or name it `browser` to replace the preset"
+        for source, name in (("atoms/mcp/BROWSER.toml", "BROWSER"), ("agents.json", "Browser"))]
+    # A twin that runs already (the preset enabled after it) keeps running: the preset steps aside.
+    defs = load_definitions(paths(), {"PATH": str(exe.parent)}, prefer=frozenset({"BROWSER"}))
+    assert sorted(defs.specs) == ["BROWSER"] and [p.server for p in defs.problems] == ["Browser", "browser"]
+    assert defs.problems[1].message.startswith("`features/presets.toml`: server `browser` is already defined in "
+                                               "`atoms/mcp/BROWSER.toml` as `BROWSER`")
+    _write(monad_home, "atoms/mcp/browser.toml", 'command = "cat"\n')
+    (monad_home / "atoms/mcp/BROWSER.toml").unlink()
+    defs = load_definitions(paths(), {"PATH": str(exe.parent)})
+    assert defs.specs["browser"].command == "cat" and defs.problem_for("browser") is None
+
+
 def test_browser_preset_options(monad_home: Path, tmp_path: Path) -> None:
     exe = _fake_chromium(tmp_path, "my-chrome")
     _write(monad_home, "features/presets.toml",

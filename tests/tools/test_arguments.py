@@ -94,3 +94,32 @@ def test_a_number_is_written_as_json_writes_it(value: str, kind: str) -> None:
     with pytest.raises(InvalidInput, match=r"expected an integer|expected a number"):
         convert_value("a", value, {"type": kind})
     assert convert_value("a", "-12", {"type": kind}) == -12 and convert_value("a", "2.5e1", {"type": "number"}) == 25.0
+
+
+@pytest.mark.parametrize(("value", "sent"), [("1.0", 1), ("-2.00", -2), ("1e3", 1000), ("12", 12)])
+def test_an_integer_written_with_a_fraction_of_zero_is_sent_as_an_integer(value: str, sent: int) -> None:
+    """A new-user trial: `--arg a=1.0` for an `integer` was refused, though JSON Schema (and
+    the supervisor's check) counts 1.0 as one. It is sent as `1`: a server that parses into
+    an integer type (Go's `int`, pydantic's strict `int`) may refuse `1.0`, none refuses `1`."""
+    converted = convert_value("a", value, {"type": "integer"})
+    assert converted == sent and type(converted) is int
+    for fraction in ("1.5", "1e-3", "1e400"):
+        with pytest.raises(InvalidInput, match=f"--arg a: expected an integer, got '{fraction}'"):
+            convert_value("a", fraction, {"type": "integer"})
+
+
+@pytest.mark.parametrize(("prop", "value", "said"), [
+    ({"const": None}, 1, "argument `a`: expected null, got 1"),
+    ({"enum": ["x", True, None]}, "y", 'argument `a`: expected one of ["x", true, null], got "y"'),
+    ({"type": "array", "prefixItems": [{}], "items": False}, [1, None], "argument `a`: Expected at most 1 item "
+                                                                        "but found 1 extra: null"),
+    ({"type": "integer"}, "None", "argument `a`: \"None\" is not of type 'integer'"),  # a string's None is kept
+])
+def test_a_refused_value_is_said_in_jsons_words(prop: dict[str, Any], value: Any, said: str) -> None:
+    """A new-user trial: `None was expected`, `'x' is not one of ['a', True]`: jsonschema's
+    text names Python's values; the caller wrote JSON's."""
+    from monad_cli.tools.arguments import validate_arguments
+
+    with pytest.raises(InvalidInput) as e:
+        validate_arguments({"type": "object", "properties": {"a": prop}, "required": ["a"]}, {"a": value}, "t__x")
+    assert str(e.value) == f"tool `t__x`: {said}"
