@@ -72,7 +72,8 @@ def open_relay(paths: Paths, hello: bytes, *, timeout: float = 30.0, fds: list[i
             raise SupervisorNotRunning(f"the supervisor is not running for `{paths.home}` (or predates the "
                                        f"gateway socket); start it with `monad daemon start`") from None
         sent = socket.send_fds(sock, [hello], fds) if fds else 0
-        sock.sendall(hello[sent:])
+        if sent < len(hello):  # never an empty send: the supervisor may have refused and closed (EPIPE)
+            sock.sendall(hello[sent:])
         data = b""
         while b"\n" not in data and len(data) < MAX_ANSWER_BYTES:
             chunk = sock.recv(CHUNK)
