@@ -62,6 +62,26 @@ def one_line(text: str) -> str:
     return " | ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
+# What pydantic's ValidationError text wraps its problems in, which the SDK quotes in an
+# MCPError ("Failed to parse JSON response: 4 validation errors for union[…] …"): its header,
+# the `[type=…, input_value=…]` bracket (the server's bytes again) and the docs link.
+_PYDANTIC_FRAME = re.compile(r"\d+ validation errors? for \S+\s*|[ \t]*\[type=[^\]]*\]|"
+                             r"\s*For further information visit https://errors\.pydantic\.dev/\S+")
+
+
+def without_pydantic_frame(text: str) -> str:
+    """`text` (an error message) with a pydantic report it quotes cut to its problems, on one
+    line: `…: JSONRPCRequest.method: Field required; JSONRPCResponse.result: Input should be
+    an object`. Text without pydantic's frame is returned as it is (a server's own lines stay
+    lines, for `one_line`)."""
+    said, framed = _PYDANTIC_FRAME.subn("", text)
+    if not framed:
+        return text
+    # pydantic's layout: a location's line, its problem indented under it.
+    said = re.sub(r"\n[ \t]+(?=\S)", ": ", said.strip())
+    return " ".join("; ".join(line.strip() for line in said.splitlines() if line.strip()).split())
+
+
 def did_you_mean(word: str, choices: Iterable[str], *, known: bool = False) -> str:
     """`` (did you mean `X`?)`` for the closest of `choices` to a mistyped `word` (as written,
     else without case: `GitHb` is offered `github`); else "", or with `known`, ``; known: A, B``

@@ -124,7 +124,8 @@ def test_an_answer_of_the_wrong_shape_fails_its_call_at_once_in_one_line(supervi
     row = wait_state(supervisor, "odd", "connected", timeout=60)
     r = call(supervisor, "odd__odd_shape")
     assert r.code == 1 and len(r.err.strip().splitlines()) == 1, r
-    assert "is not of the shape the protocol defines: CallToolResult.content: Input should be a valid list" in r.err
+    assert ("the server's CallToolResult is not of the shape the protocol defines: CallToolResult.content: "
+            "Input should be a valid list") in r.err, r  # not pydantic's `union[CallToolResult,…]`
     calls = supervisor("journal", "--calls", "--json").json()
     assert [c["outcome"] for c in calls if c["tool"] == "odd_shape"] == ["error"], calls
     # The session goes on.

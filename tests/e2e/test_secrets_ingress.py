@@ -248,6 +248,16 @@ def test_what_fails_to_parse_and_a_line_cut_in_pieces_carry_no_piece_of_a_secret
                 assert r.code != 0, r
                 outputs[f"mcp call bad__{tool} {extra}"] = r.out + r.err
         assert "Failed to parse JSON response" in outputs["mcp call bad__malformed ()"], outputs
+        # One line, without pydantic's frame (a new-user trial: its whole report, links and all),
+        # in the CLI and the journal alike.
+        journaled = {c["tool"]: c["error"] for c in monad("journal", "--calls", "--json").json()}
+        for said in (outputs["mcp call bad__malformed ()"], outputs["mcp call bad__garbled ()"],
+                     journaled["malformed"], journaled["garbled"]):
+            assert len(said.strip().splitlines()) == 1, said
+            assert "validation error" not in said and "pydantic" not in said and "[type=" not in said, said
+        assert ("Failed to parse JSON response: JSONRPCRequest.method: Field required; JSONRPCNotification.method: "
+                "Field required; JSONRPCResponse.result: Input should be an object; JSONRPCError.error: Field "
+                "required (MCP error -32700)") in journaled["malformed"], journaled
 
         async def agent() -> str:
             from mcp import Client

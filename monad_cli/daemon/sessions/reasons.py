@@ -19,7 +19,7 @@ from mcp_types import CONNECTION_CLOSED
 from pydantic import ValidationError
 
 from monad_cli.config.schema import ServerSpec
-from monad_cli.core.messages import connect_failure
+from monad_cli.core.messages import connect_failure, without_pydantic_frame
 from monad_cli.core.redact import redact_url
 from monad_cli.daemon.sessions.framing import format_size
 from monad_cli.daemon.sessions.spawn import SpawnError
@@ -40,29 +40,22 @@ def leaf_exceptions(exc: BaseException) -> list[BaseException]:
     return [exc]
 
 
-# What pydantic's ValidationError text wraps its problem in, which the SDK quotes in an
-# MCPError ("Failed to parse SSE message: 1 validation error for union[…] …"): its header,
-# the `[type=…, input_value=…]` bracket (the server's bytes again) and the docs link.
-_PYDANTIC_FRAME = re.compile(r"\d+ validation errors? for \S+\s*|\s*\[type=[^\]]*\]|"
-                             r"\s*For further information visit https://errors\.pydantic\.dev/\S+")
-
-
 def describe(exc: BaseException) -> str:
     """One line for an exception: an MCP error's message and code (a pydantic problem it
     quotes, without pydantic's frame), a result of the wrong shape (pydantic's multi-line
     ValidationError) by its first problem, else its text."""
     if isinstance(exc, MCPError):
-        said, framed = _PYDANTIC_FRAME.subn(" ", exc.error.message)
-        if framed:  # pydantic's layout, flattened; a server's own lines stay lines (`one_line`)
-            said = " ".join(said.split())
-        return f"{said} (MCP error {exc.error.code})"
+        return f"{without_pydantic_frame(exc.error.message)} (MCP error {exc.error.code})"
     if isinstance(exc, ValidationError):
         errors = exc.errors()
         first = errors[0] if errors else None
         where = ".".join(str(p) for p in first["loc"]) if first else ""
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         what = f"{where}: {first['msg']}" if first else "invalid"
-        return f"the server's {exc.title} is not of the shape the protocol defines: {what}{more}"
+        # The SDK checks a result against `union[CallToolResult,InputRequiredResult]`: the first
+        # is the result the request asked for.
+        title = exc.title.removeprefix("union[").split(",")[0].rstrip("]")
+        return f"the server's {title} is not of the shape the protocol defines: {what}{more}"
     return " ".join((str(exc) or type(exc).__name__).split())
 
 

@@ -34,7 +34,7 @@ from monad_cli.core.errors import (
     ToolHidden,
     Unavailable,
 )
-from monad_cli.core.messages import counted, did_you_mean
+from monad_cli.core.messages import counted, did_you_mean, without_pydantic_frame
 from monad_cli.core.tool_filters import hidden_by, inert_globs
 from monad_cli.core.tool_names import (
     ExposedTool,
@@ -706,10 +706,10 @@ class ToolService:
         except MCPError as exc:
             self._fail_if_stopping(call)
             said = await self._stderr_of_call(sink, mark)
-            self._finish(call, "timeout" if exc.error.code == REQUEST_TIMEOUT else "error",
-                         f"{exc.error.message} (MCP error {exc.error.code}){_quoted(said)}")
-            failed = ToolCallFailed(self.scrub(f"server `{server.name}` failed `{tool.name}`: {exc.error.message} "
-                                              f"(MCP error {exc.error.code})"), stderr=said)
+            # The SDK quotes pydantic's whole report for an answer that is not JSON-RPC.
+            message = f"{without_pydantic_frame(exc.error.message)} (MCP error {exc.error.code})"
+            self._finish(call, "timeout" if exc.error.code == REQUEST_TIMEOUT else "error", f"{message}{_quoted(said)}")
+            failed = ToolCallFailed(self.scrub(f"server `{server.name}` failed `{tool.name}`: {message}"), stderr=said)
             if exc.error.code == MISSING_REQUIRED_CLIENT_CAPABILITY:  # about the caller's capabilities
                 failed.rpc_error = exc.error.model_dump(by_alias=True, mode="json", exclude_none=True)
             raise failed from None
