@@ -100,11 +100,15 @@ def warn(text: str) -> None:
 
 def error(text: str, *, quoted: Sequence[str] = (), about: str = "") -> None:
     """`error: text` on one line; then, when given, `about:` and each `quoted` line (what a
-    server said, e.g. its stderr during a call) on a line of its own, indented. A line the
-    error already quotes is not printed again (a crashed server's reason ends with its stderr)."""
+    server said, e.g. its stderr during a call) on a line of its own, indented. The last lines,
+    as far as the error already quotes them, are not printed again (a crashed server's reason
+    ends with its stderr); a line above them is, even when the error happens to hold its
+    words, so the block has no gap."""
     shown = _message(text)
     _err(f"error: {shown}\n")
-    rest = [line for q in quoted if (line := _message(q)) not in shown]
+    rest = [_message(q) for q in quoted]
+    while rest and rest[-1] in shown:
+        rest.pop()
     if rest:
         _err(f"  {about}:\n" + "".join(f"    {line}\n" for line in rest))
 

@@ -28,7 +28,7 @@ def test_a_list_value_ends_its_key_line_with_no_trailing_blanks(capsys: Any) -> 
         "stderr tail  -"]
 
 
-def test_an_error_prints_below_it_only_the_quoted_lines_it_does_not_hold(capsys: Any) -> None:
+def test_an_error_prints_below_it_the_quoted_lines_but_the_last_it_already_holds(capsys: Any) -> None:
     render.error("server `cr` failed `exit`: exited with status 3; stderr: File \"db.py\" | OSError: disk on fire",
                  quoted=["starting", 'File "db.py"', "OSError: disk on fire"],
                  about="the server's stderr during the call")
@@ -37,3 +37,11 @@ def test_an_error_prints_below_it_only_the_quoted_lines_it_does_not_hold(capsys:
         "  the server's stderr during the call:", "    starting"]
     render.error("tool `x` failed: it broke; OSError: disk on fire", quoted=["OSError: disk on fire"], about="said")
     assert capsys.readouterr().err.splitlines() == ["error: tool `x` failed: it broke; OSError: disk on fire"]
+    # mcp-server-time's log of a failed call, wrapped by its logger: a line in the middle that the
+    # error happens to hold stays, or the block reads with a gap (a new-user trial).
+    said = ["[12/08/26 02:24:32] INFO     Tool 'get_current_time' failed:       server.py:453",
+            '"Error executing tool', "get_current_time: Invalid timezone:", "'No time zone found with key",
+            "Mars/Olympus'\""]
+    render.error("tool `time__get_current_time` failed: Error executing tool get_current_time: Invalid timezone: "
+                 "'No time zone found with key Mars/Olympus'", quoted=said, about="said")
+    assert capsys.readouterr().err.splitlines()[2:] == [f"    {line}" for line in said]
