@@ -272,6 +272,8 @@ def test_what_fails_to_parse_and_a_line_cut_in_pieces_carry_no_piece_of_a_secret
             return "\n".join(heard)
 
         outputs["agent"] = anyio.run(agent)
+        assert "Failed to parse JSON response: JSONRPCRequest.method: Field required; " in outputs["agent"], outputs
+        assert "validation error" not in outputs["agent"] and "pydantic" not in outputs["agent"], outputs["agent"]
         outputs["status"] = monad("mcp", "status", "loud", "--json").out
         outputs["journal"] = monad("journal", "--json").out
     finally:
