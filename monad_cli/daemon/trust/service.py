@@ -515,6 +515,8 @@ class ToolService:
             if self.stopping():  # its server's session is ending, or gone: say so, not "no such tool"
                 raise Unavailable(f"the supervisor is stopping (`monad daemon stop` or a signal): `{call.exposed}` "
                                   f"was not sent; call it again once the supervisor is back (`monad daemon start`)")
+            if call.approval and (gone := self.gate.gone.get(str(call.approval.get("approvalId")))):
+                raise Unavailable(f"the call to `{call.exposed}` was not sent: {gone}")  # its tool went away meanwhile
             await self._authorize_first(call)
             waiting = "for the server to come back"
             call.arguments = call.arguments or {}
