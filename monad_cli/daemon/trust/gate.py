@@ -15,7 +15,8 @@ approved always.
 
 Listeners (`gate.listeners`, the Studio) hear `("approval.pending", request)` when a
 request opens or a caller starts waiting on it, and `("approval.closed", {"id", "decision",
-"by"})` when it is decided, withdrawn or expires, or its caller went away.
+"by"})` when it is decided, withdrawn or expires, or its caller went away. A request whose
+tool went away meanwhile (its server removed or disabled) is withdrawn (`drop`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from monad_cli.journal.db import Journal
 
 GRANTS = ("once", "session", "always")
+GONE_KEPT = 256  # withdrawn request ids remembered, so a late decision of one says why it is gone
 log = logging.getLogger("monad.tools")
 _HASHES: dict[int, tuple[Any, str]] = {}  # id(tool) → (tool, its hash): a tool is hashed once per listing
 
@@ -90,7 +92,8 @@ class Grant(NamedTuple):
 
 @dataclass
 class Pending:
-    """An approval a caller waits on; `decision` is (approved, scope, who) once decided."""
+    """An approval a caller waits on; `decision` is (approved, scope, who) once decided
+    (scope `withdrawn`: its tool went away, `who` says how: `ApprovalGate.drop`)."""
 
     id: str
     server: str
@@ -135,6 +138,7 @@ class ApprovalGate:
         self.always: dict[tuple[str, str, str], Grant] = {}
         self._outdated: set[tuple[str, str, str, str, str | None, str]] = set()  # told once each
         self.pending: dict[str, Pending] = {}
+        self.gone: dict[str, str] = {}  # id → why, of the last GONE_KEPT requests `drop` withdrew
         self.listeners = Listeners()
         # `(pending, outcome, why)` for a checked call nobody followed up (withdrawn, expired):
         # the owner of its intent row writes the outcome (ToolService).
@@ -270,6 +274,8 @@ class ApprovalGate:
 
     def get(self, approval_id: str) -> Pending:
         p = self.pending.get(approval_id)
+        if p is None and approval_id in self.gone:
+            raise NotFound(f"approval `{approval_id}` is gone: {self.gone[approval_id]}")
         if p is None:
             raise NotFound(f"no pending approval `{approval_id}` (see `monad approvals`)")
         return p
@@ -288,8 +294,8 @@ class ApprovalGate:
                              "nobody decided in time" if timed_out else "the caller stopped waiting")
         if p.decision is None:
             return False, "timeout", f"no decision within {timeout:g} s"
-        approved, _scope, who = p.decision
-        return approved, "approved" if approved else "denied", who
+        approved, scope, who = p.decision
+        return approved, "approved" if approved else "withdrawn" if scope == "withdrawn" else "denied", who
 
     def decide(self, approval_id: str, *, allow: bool, scope: str = "once", by: str) -> Pending:
         p = self.get(approval_id)
@@ -327,6 +333,20 @@ class ApprovalGate:
         self.pending.pop(p.id, None)
         self._dropped(p, "cancelled", by)
         return p
+
+    def drop(self, p: Pending, why: str) -> None:
+        """Withdraw the undecided `p`: the tool it asks about went away (`why`: what happened,
+        and what to do). Its waiting caller hears decision `withdrawn` (who: `why`), listeners
+        `approval.closed`; a later decision of its id raises NotFound with `why`; a checked call
+        nobody waits on is journaled `refused`."""
+        self.pending.pop(p.id, None)
+        self.gone[p.id] = why
+        while len(self.gone) > GONE_KEPT:
+            del self.gone[next(iter(self.gone))]
+        p.decision = (False, "withdrawn", why)
+        p.event.set()
+        self._closed(p, "withdrawn", why)
+        self._dropped(p, "refused", why)
 
     def _dropped(self, p: Pending, outcome: str, why: str) -> None:
         if p.call_id is not None and not p.claimed and self.on_dropped is not None:

@@ -180,6 +180,24 @@ class ToolService:
         self.name_map()
         self._state.set()
         self._state = anyio.Event()
+        for p in list(self.gate.pending.values()):  # a request whose tool went away is withdrawn
+            if p.decision is None and (why := self._gone(p)) is not None:
+                self.gate.drop(p, why)
+
+    def _gone(self, p: Pending) -> str | None:
+        """Why the tool `p` asks about went away (what happened, what to do), or None: its
+        server was removed or disabled, or lists its tools now without it."""
+        actor, name = self.servers.get(p.server), p.server
+        if actor is None:
+            return (f"server `{name}` was removed (`monad mcp remove`, or its definition deleted) while it waited "
+                    f"for approval; it is no longer defined (see `monad mcp status`)")
+        if actor.spec is not None and not actor.spec.enabled:
+            return (f"server `{name}` was disabled while it waited for approval; `monad mcp enable {name}` turns it "
+                    f"on again")
+        if (actor.live or actor.listed) and all(t.name != p.tool for t in actor.tools):
+            return (f"server `{name}` no longer lists tool `{p.tool}` (its tools changed while the call waited for "
+                    f"approval; see `monad mcp tools {name}`)")
+        return None
 
     # -- pins ------------------------------------------------------------------------
     def check_pin(self, server: ToolServer, tools: Sequence[Tool]) -> str | None:
@@ -448,10 +466,11 @@ class ToolService:
 
     def _checked_call_dropped(self, p: Pending, outcome: str, why: str) -> None:
         """The outcome row of a call `approval: check` opened and nobody followed up: its
-        caller withdrew it (`cancelled`), or left it until it expired (`refused`)."""
+        caller withdrew it (`cancelled`), left it until it expired, or its tool went away
+        (`refused`; decision `timeout`, `withdrawn`)."""
         assert p.call_id is not None
-        self.calls.finish(p.call_id, outcome=outcome, decision="cancelled" if outcome == "cancelled" else "timeout",
-                          decided_by=why, duration_ms=0.0)
+        decision = "cancelled" if outcome == "cancelled" else "withdrawn" if p.id in self.gate.gone else "timeout"
+        self.calls.finish(p.call_id, outcome=outcome, decision=decision, decided_by=why, duration_ms=0.0)
 
     def refuse(self, exposed: str, arguments: Any, *, via: str, reason: str, unknown: bool = False) -> None:
         """Journal a call its caller's own policy refused before the service saw it (a gateway
@@ -496,6 +515,8 @@ class ToolService:
             if self.stopping():  # its server's session is ending, or gone: say so, not "no such tool"
                 raise Unavailable(f"the supervisor is stopping (`monad daemon stop` or a signal): `{call.exposed}` "
                                   f"was not sent; call it again once the supervisor is back (`monad daemon start`)")
+            if call.approval and (gone := self.gate.gone.get(str(call.approval.get("approvalId")))):
+                raise Unavailable(f"the call to `{call.exposed}` was not sent: {gone}")  # its tool went away meanwhile
             await self._authorize_first(call)
             waiting = "for the server to come back"
             call.arguments = call.arguments or {}
@@ -520,6 +541,8 @@ class ToolService:
         self._journal_intent(call, held)
         if not approved:
             self._finish(call, "refused", f"approval {call.decision}: {call.decided_by}")
+            if call.decision == "withdrawn":  # its tool went away while it waited (`_gone`)
+                raise Unavailable(f"the call to `{call.exposed}` was not sent: {call.decided_by}")
             if call.decision == "denied":
                 raise CallRefused(f"call to `{call.exposed}` was denied ({call.decided_by})")
             raise ApprovalTimeout(f"call to `{call.exposed}` was not approved in time ({call.decided_by}), so server "

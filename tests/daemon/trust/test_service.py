@@ -20,7 +20,15 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, Tool
 
 from monad_cli.config.schema import ServerSpec, validate
-from monad_cli.core.errors import CallRefused, InvalidInput, NotConnected, NotFound, NotRegistered, ToolCallFailed
+from monad_cli.core.errors import (
+    CallRefused,
+    InvalidInput,
+    NotConnected,
+    NotFound,
+    NotRegistered,
+    ToolCallFailed,
+    Unavailable,
+)
 from monad_cli.daemon.trust.call import ToolCall
 from monad_cli.daemon.trust.service import ApprovalRequired, ToolService
 from monad_cli.journal import tools as jt
@@ -157,6 +165,33 @@ def test_an_approval_decided_through_the_gate(tmp_path: Path) -> None:
                                 ("fail", "denied", "refused")]
 
     run(main)
+
+
+def test_a_waiting_approval_is_withdrawn_when_its_server_goes_away(tmp_path: Path) -> None:
+    """The page hears `approval.closed` (`withdrawn`, why) at once; the waiting caller fails with why."""
+    heard: list[tuple[str, dict[str, Any]]] = []
+
+    async def main() -> None:
+        async with service(tmp_path, _spec()) as (svc, _session):
+            svc.gate.listeners.append(lambda kind, data: heard.append((kind, data)))
+
+            async def caller() -> None:
+                with pytest.raises(Unavailable, match="was not sent: server `srv` was removed"):
+                    await svc.call(ToolCall("srv__echo", {"text": "x"}, via="test",
+                                            approval={"mode": "wait", "timeout": 30}))
+
+            with anyio.fail_after(10):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(caller)
+                    while not svc.gate.listing():
+                        await anyio.sleep(0.01)
+                    del svc.servers["srv"]  # type: ignore[attr-defined]
+                    svc.state_changed()  # what the supervisor does on the actor's state change
+            assert svc.gate.listing() == []
+
+    run(main)
+    closed = [d for k, d in heard if k == "approval.closed"]
+    assert [d["decision"] for d in closed] == ["withdrawn"] and "was removed" in closed[0]["by"], closed
 
 
 def test_a_tool_error_and_a_detached_call(tmp_path: Path) -> None:
