@@ -169,8 +169,8 @@ async def _loopback(paths: Paths, name: str, url: str, headers: dict[str, str], 
         async def redirect_handler(authorization_url: str) -> None:
             problem = url_problem(authorization_url)
             if problem or not authorization_url.startswith(endpoint.split("?")[0]):
-                raise AuthError(f"server `{name}`: refusing the authorization URL: "
-                                f"{problem or 'it is not the discovered authorization endpoint'}")
+                raise AuthError(f"server `{name}`: refusing the authorization URL: it "
+                                f"{problem or 'is not the discovered authorization endpoint'}")
             say.info(f"Open this URL in a browser to authorize `{name}`:")
             say.url(authorization_url, "authorization")
             if open_browser:

@@ -22,8 +22,8 @@ def authorizable(paths: Paths, name: str) -> tuple[str, ServerSpec]:
         raise InvalidInput(f"server `{name}` is a stdio server; only http servers are authorized")
     mode = spec.auth.mode
     if mode not in ("none", "oauth"):
-        raise InvalidInput(f"`{source}`: server `{name}`, field `auth.mode`: is `{mode}`; set it to `oauth` "
-                           f"to use `monad mcp authorize`")
+        raise InvalidInput(f"`{source}`: server `{name}`, field `auth.mode`: set it to `oauth` "
+                           f"(not `{mode}`) to use `monad mcp authorize`")
     if spec.auth.flow == "client_credentials":
         raise InvalidInput(f"server `{name}` uses client credentials (`auth.flow` in `{source}`): the supervisor "
                            f"gets its tokens itself, there is nothing to authorize; see `monad mcp status {name}`")

@@ -76,7 +76,7 @@ def read_toml(path: Path, source: str, *, server: str | None = None) -> dict[str
         text = data.decode("utf-8-sig")
         return tomllib.loads(text)
     except UnicodeDecodeError:
-        raise error("is not UTF-8 text; save it as UTF-8 (monad never rewrites it)") from None
+        raise error("not UTF-8 text; save it as UTF-8 (monad never rewrites it)") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{malformed_toml(e, text, source)}; fix the file (monad never rewrites it)",
                           file=source, server=server) from None

@@ -283,7 +283,7 @@ def _mask_errors(defn: Mapping[str, Any], name: str, source: str, changes: Mappi
             why = ("it stands for a stored secret, but a URL's secrets are kept only while its scheme, host and "
                    "port stay the same (another host gets none of them); type the value")
         where = f"`{source}`: " if source else ""
-        return f"{where}server `{name}`, field `{fld}`: is `***`: {why} (nothing was written)"
+        return f"{where}server `{name}`, field `{fld}`: the value is `***`: {why} (nothing was written)"
 
     return [ConfigError(message(fld), file=source or None, server=name, field=fld) for fld in found]
 

@@ -51,7 +51,7 @@ def check_oauth(ctx: FieldContext, auth: Mapping[str, Any], environ: Mapping[str
     else:
         for key in ("privateKey", "signingAlgorithm", "issuer"):
             if key in auth:
-                raise ctx.error(f"auth.{key}", 'is for `flow = "client_credentials"`')
+                raise ctx.error(f"auth.{key}", 'only for `flow = "client_credentials"`')
     return expanded
 
 
@@ -63,17 +63,17 @@ def _check_client_credentials(ctx: FieldContext, auth: Mapping[str, Any], values
         raise ctx.error("auth", "the client credentials flow needs exactly one of `clientSecret` "
                                 "(client_secret_basic) and `privateKey` (private_key_jwt)")
     if "clientMetadataUrl" in auth:
-        raise ctx.error("auth.clientMetadataUrl", "is for the browser flow; a client credentials client is "
+        raise ctx.error("auth.clientMetadataUrl", "only for the browser flow; a client credentials client is "
                                                   "known by its `clientId`")
     key = "clientSecret" if "clientSecret" in auth else "privateKey"
     if expanded and not values[key]:
-        raise ctx.error(f"auth.{key}", "is empty (is the variable it names set?)")
+        raise ctx.error(f"auth.{key}", "empty (is the variable it names set?)")
     if key == "privateKey" and expanded and not _looks_like_pem(values[key]):
         raise ctx.error("auth.privateKey", "must be a PEM private key (`-----BEGIN PRIVATE KEY-----` ...), "
                                            "unencrypted")
     alg = auth.get("signingAlgorithm")
     if alg is not None and key != "privateKey":
-        raise ctx.error("auth.signingAlgorithm", "is for `privateKey` (private_key_jwt)")
+        raise ctx.error("auth.signingAlgorithm", "only for `privateKey` (private_key_jwt)")
     if alg is not None and alg not in SIGNING_ALGORITHMS:
         raise ctx.error("auth.signingAlgorithm", f"must be one of {', '.join(SIGNING_ALGORITHMS)}; got {alg!r}")
     issuer = auth.get("issuer")

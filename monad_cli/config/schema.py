@@ -255,7 +255,7 @@ def _check_registry(ctx: FieldContext, table: Any) -> None:
             raise ctx.error(f"registry.{key}", "must be a non-empty string")
     for key in ("name", "version"):
         if key not in table:
-            raise ctx.error(f"registry.{key}", "is required in the `registry` table")
+            raise ctx.error(f"registry.{key}", f"the `registry` table needs `{key}`")
 
 
 def validate(raw: Mapping[str, Any], *, name: str, source: str,

@@ -25,7 +25,7 @@ def check_url(url: str) -> str | None:
         p = urlsplit(url)
         p.port  # noqa: B018 - raises ValueError for a bad port
     except ValueError as e:
-        return f"is not a valid URL ({e})"
+        return f"not a valid URL ({e})"
     if p.scheme not in ("http", "https"):
         return (f"must start with http:// or https://, got `{p.scheme}:`" if p.scheme
                 else "must start with http:// or https://")

@@ -314,7 +314,7 @@ def download(url: str, *, what: str) -> bytes:
 
     problem = check_url(url)
     if problem:
-        raise InvalidInput(f"{what}: `{url}` {problem}")
+        raise InvalidInput(f"{what}: `{url}`: {problem}")
     try:
         with http_client(60.0) as http, http.stream("GET", url) as response:
             if response.status_code != 200:

@@ -145,7 +145,7 @@ def test_cli_import_path_stays_light() -> None:
 @pytest.mark.parametrize("atom,argv,expected", [
     ('command = "true"\n', (), "is a stdio server"),
     ('url = "https://x.example/mcp"\n[auth]\nmode = "bearer"\ntoken = "abcd1234"\n', (),
-     "field `auth.mode`: is `bearer`"),
+     "field `auth.mode`: set it to `oauth` (not `bearer`)"),
     ('url = "https://x.example/mcp"\n', ("--flow", "carrier-pigeon"), "`--flow` must be one of"),
 ])
 def test_authorize_refuses_bad_input_in_one_line(cli: Any, monad_home: Any, atom: str, argv: tuple,

@@ -276,6 +276,13 @@ def test_bad_input_gets_the_cli_reason_next_to_the_field_and_nothing_is_written(
         expect(box).to_have_attribute("aria-invalid", "true")
         expect(box).to_have_accessible_description(re.compile(reason))
     expect(form.get_by_label("Name", exact=True)).to_be_focused()
+    # A bad name with the command still empty: the supervisor's reason for the name comes with
+    # the form's own for the command (a new-user trial saw the name's only after filling it).
+    form.get_by_label("Name").fill("bad name!")
+    form.get_by_role("button", name="Save").click()
+    expect(form.locator("#err-name")).to_have_text(re.compile("^the name may only contain"))
+    expect(form.locator("#err-command")).to_have_text(re.compile("^the command is empty"))
+    expect(form.get_by_label("Name", exact=True)).to_be_focused()
     # A bad name, a bad variable name and a bad timeout: the supervisor's reasons all come back
     # from one Save, each next to its field (a new-user trial got one per Save).
     form.get_by_label("Name").fill("bad name!")

@@ -207,7 +207,9 @@ def test_claudes_scope_option_says_monad_has_one_scope(argv: list[str], monad_ho
 @pytest.mark.parametrize(("argv", "says"), [
     (["--url", "notaurl"], "error: server `docs`, field `url`: must start with http:// or https://"),
     (["--url", "https://x.example/mcp", "--header", "X-Key: ***"],
-     "error: server `docs`, field `headers.X-Key`: is `***`: it is how monad shows a hidden secret"),
+     "error: server `docs`, field `headers.X-Key`: the value is `***`: it is how monad shows a hidden secret"),
+    # Beside its field in the Studio (the prefix trimmed) a leading "is" read as a fragment.
+    (["--url", "http://[::1"], "error: server `docs`, field `url`: not a valid URL (Invalid IPv6 URL)"),
     # A new-user trial: "between 0 and 600, got 0.0" contradicted itself (0 is refused, 600 taken).
     (["--timeout", "0", "--", "srv"],
      "error: server `docs`, field `timeout`: must be a number of seconds more than 0 and at most 600, got 0.0"),

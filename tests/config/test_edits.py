@@ -81,7 +81,7 @@ def test_edits_keep_secrets_in_agents_json_and_atoms_and_never_write_the_mask(tm
     with pytest.raises(ConfigError) as e:
         update_server(paths, "remote", {"headers": {"X-New": MASK}})
     assert e.value.field == "headers.X-New" and "nothing was written" in e.value.message
-    assert e.value.message.startswith("`agents.json`: server `remote`, field `headers.X-New`: is `***`")
+    assert e.value.message.startswith("`agents.json`: server `remote`, field `headers.X-New`: the value is `***`")
     assert paths.agents_json.read_bytes() == before
     # A URL moved to another host keeps none of its secrets, and the refusal says so (a trial
     # read "none is stored under this name" while one was).
@@ -197,7 +197,7 @@ def test_a_mask_left_in_place_is_said_with_the_other_field_problems(tmp_path: Pa
     with pytest.raises(ConfigError) as e:
         add_server(paths, "m", {"url": "https://m.example/mcp", "timeout": 0, "headers": {"A": MASK}})
     assert [f for f, _ in e.value.errors] == ["timeout", "headers.A"], e.value.errors
-    assert "field `headers.A`: is `***`" in e.value.errors[1][1]
+    assert "field `headers.A`: the value is `***`" in e.value.errors[1][1]
     assert not paths.atoms_dir.exists() or not list(paths.atoms_dir.iterdir())
     add_server(paths, "s", {"command": "srv", "env": {"TOKEN": "e-SECRET"}})
     before = paths.atom_path("s").read_text()

@@ -35,7 +35,7 @@ def test_hostile_atoms_cost_only_themselves(supervisor: Any, monad_home: Path) -
     _good_atom(monad_home, "after")
     wait_state(monad, "after", "connected", timeout=60)
     expected = {"deep": "nested too deeply", "digits": "integer string conversion",
-                "huge": "larger than 1024 KiB", "latin": "is not UTF-8 text; save it as UTF-8"}
+                "huge": "larger than 1024 KiB", "latin": "`atoms/mcp/latin.toml`: not UTF-8 text; save it as UTF-8"}
     for name, words in expected.items():
         row = wait_state(monad, name, "failed")
         assert f"atoms/mcp/{name}.toml" in row["reason"] and words in row["reason"], row

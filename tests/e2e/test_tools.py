@@ -223,12 +223,15 @@ def test_rug_pulls_are_refused_until_pinned_again(supervisor: Any, tmp_path: Pat
         assert "refused" in next(line for line in table if line.startswith("rug ")), table
         shown = monad("mcp", "status", "rug")
         assert "refused (its tool set does not match its pin" in shown.out, shown
+        # The way to see them is said once (a new-user trial read it twice: the reason's, the CLI's).
+        assert shown.out.count("`monad mcp tools rug --refused`") == 1, shown
         # Found by a new-user trial: each autoApproveTools entry was said to match no tool.
         assert "matches no advertised tool" not in shown.out + shown.err, shown
         assert monad("mcp", "tools", "rug", "--json").json() == []
         # Found by a new-user trial: the table's word was "is it connected?" of a connected server.
         r = monad("mcp", "tools", "rug")
         assert r.code == 0 and r.err.startswith("no tools exposed: server `rug` is degraded: tool set changed"), r
+        assert r.err.count("`monad mcp tools rug --refused`") == 1, r
         r = monad("mcp", "call", "rug__echo", "--arg", "text=x", "--yes")
         assert r.code != 0 and "tool set changed" in r.err, r
         # Accept the new set: pin again (no terminal here: --yes); the server registers.

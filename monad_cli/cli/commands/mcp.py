@@ -352,9 +352,10 @@ def status(
         *config_error,
         ("variables", _variables_text(row.get("variables") or [])),
         *([("collisions", row["collisions"])] if row.get("collisions") else []),
-        ("tools", "refused (its tool set does not match its pin; see the reason; `monad mcp tools "
-                  f"{name} --refused` shows the refused tools and what changed)" if row.get("toolsRefused")
-         else row["toolNames"]), ("stderr tail", row["stderrTail"]),
+        ("tools", "refused (its tool set does not match its pin; see the reason" + (
+            ")" if f"`monad mcp tools {name} --refused`" in (row["reason"] or "") else
+            f"; `monad mcp tools {name} --refused` shows the refused tools and what changed)")
+         if row.get("toolsRefused") else row["toolNames"]), ("stderr tail", row["stderrTail"]),
     ])
     if row.get("probeNoiseLines"):
         render.info(f"({row['probeNoiseLines']} lines the server wrote about monad's `server/discover` probe, "

@@ -131,8 +131,9 @@ def _why_none(client: Any, server: str) -> str:
     if row["state"] in ("connected", "idle") and not row.get("toolsRefused"):
         return f"server `{server}` lists no tools"
     if row.get("toolsRefused"):
-        return (f"no tools exposed: {not_ready(row)} (`monad mcp tools {server} --refused` shows the refused "
-                f"tools and what changed)")
+        text, hint = f"no tools exposed: {not_ready(row)}", f"`monad mcp tools {server} --refused`"
+        # The supervisor's reason names the command already: said once.
+        return text if hint in text else f"{text} ({hint} shows the refused tools and what changed)"
     return f"no tools exposed: {not_ready(row)} (see `monad mcp status {server}`)"
 
 

@@ -153,7 +153,7 @@ class ServerActor:
         self.ctx = ctx
         self.config_error = config_error
         self.state = State.STOPPED
-        self.reason: str | None = None
+        self._reason: str | None = None  # as set (`reason` adds a back-off's wait, counted from now)
         self.since = time.time()
         self.client: Client | None = None
         self.tools: list[Tool] = []
@@ -298,12 +298,13 @@ class ServerActor:
         # One line: a reason is one row of `status` and one journal field (an HTTP library's
         # hint may span lines).
         reason = one_line(self.ctx.scrub(reason)) if reason else reason
-        if state == self.state and reason == self.reason:
+        if state == self.state and reason == self._reason:
             return
         check_transition(self.state, state)
-        self.state, self.reason, self.since = state, reason, time.time()
+        self.state, self._reason, self.since = state, reason, time.time()
         self.state_changed.set()
         self.state_changed = anyio.Event()
+        reason = self.reason
         log.info("server %s: %s%s", self.name, state, f" ({reason})" if reason else "")
         try:
             self.ctx.journal.record("state", server=self.name, state=str(state), reason=reason)
@@ -312,6 +313,14 @@ class ServerActor:
             # the session; the log above still has the change.
             log.exception("journal write failed")
         self.ctx.on_state_changed(self)
+
+    @property
+    def reason(self) -> str | None:
+        """Why it is in its state, one line; backing off, it ends `retrying in N s` with N the
+        seconds left now (a status row read later than the state was set says the wait left)."""
+        if self.state == State.BACKOFF and self.next_attempt_at is not None and self._reason:
+            return f"{self._reason}; retrying in {max(0.0, self.next_attempt_at - time.time()):.1f} s"
+        return self._reason
 
     @property
     def live(self) -> bool:
@@ -422,7 +431,7 @@ class ServerActor:
             self.next_attempt_at = time.time() + delay
             wait = f"; it asked to wait {asked:g} s (Retry-After)" if asked is not None else ""
             self.ctx.events.restarting(self, outcome)
-            self.set_state(State.BACKOFF, f"{reason}{wait}; retrying in {delay:.1f} s")
+            self.set_state(State.BACKOFF, f"{reason}{wait}")  # `reason` adds "retrying in N s"
             try:
                 await self.sleep_until_woken(delay)
             finally:

@@ -7,6 +7,8 @@ let them in."""
 from __future__ import annotations
 
 import dataclasses
+import re
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -110,6 +112,28 @@ def test_the_last_attempts_reason_is_scrubbed_like_the_reason(monad_home: Path) 
             row = rows[-1]
             assert "my key is ***" in row["lastAttemptReason"], row
             assert not any("SENTINEL" in str(r) for r in rows), [r for r in rows if "SENTINEL" in str(r)]
+
+    anyio.run(main)
+
+
+def test_a_backing_off_actor_says_the_wait_left_when_its_row_is_read(monad_home: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new-user trial: `monad mcp wait exit0 --timeout 5` gave up still saying "retrying in
+    8.8 s", the wait as it stood when the back-off began; the reason counts from its reading."""
+    monkeypatch.setenv("MONAD_BACKOFF_INITIAL", "5")  # 4-6 s: still waiting after the pause below
+
+    async def main() -> None:
+        spec = _stdio("crashy", "--crash-after", "0")
+        async with running(lambda ctx, _: ServerActor("crashy", spec, ctx), stopping=True) as (actor, journal, _s):
+            await _until(lambda: actor.state == State.BACKOFF)
+            await anyio.sleep(1.5)
+            row = actor.status()
+            found = re.search(r"; retrying in (\d+\.\d) s$", row["reason"] or "")
+            assert row["state"] == "backoff" and found, row
+            assert abs(float(found[1]) - (row["nextAttemptAt"] - time.time())) < 0.5, row
+            # The journal keeps the wait as it was when the back-off began.
+            said = [e["reason"] for e in journal.events(server="crashy", kinds=["state"]) if e["state"] == "backoff"]
+            assert said and "; retrying in " in said[-1], said
 
     anyio.run(main)
 

@@ -456,8 +456,8 @@ export class ServerForm {
   }
 
   /** The fields left empty that the server needs, each with its reason: [{field, message}], said
-   * at once before anything is sent. The supervisor checks everything again, and answers every
-   * problem it finds at once too (the envelope's `errors`). */
+   * in these words. The supervisor checks everything again, and answers every problem it finds
+   * at once too (the envelope's `errors`). */
   missing() {
     const value = (id) => this.form.querySelector(`#f-${id}`).value.trim();
     const stdio = !this.isHttp();
@@ -471,16 +471,14 @@ export class ServerForm {
 
   async save() {
     this.clearErrors();
+    // An empty required field is still sent: the supervisor refuses the definition for it (and
+    // writes nothing), so its answer says the form's other problems too, from this one Save.
     const missing = this.missing();
-    if (missing.length) {
-      for (const err of missing) this.showError(err);
-      this.form.querySelector(`#f-${missing[0].field}`).focus();
-      return;
-    }
     const body = this.payload();
     this.saveButton.disabled = true;
     try {
-      await this.variables.save(); // first: the saved server connects with its values in place
+      // First: the saved server connects with its values in place (none while one is missing).
+      if (!missing.length) await this.variables.save();
       if (this.mode === "add") {
         await api("POST", "/v1/settings/mcp-servers", body);
         this.onSaved(`added ${body.name}`);
@@ -492,7 +490,10 @@ export class ServerForm {
     } catch (err) {
       // Each field problem next to its field; an older supervisor names only the first.
       const each = err.errors && err.errors.length ? err.errors : [err];
-      for (const e of each) this.showError({ status: err.status, field: e.field, message: e.message });
+      for (const e of missing) this.showError(e);
+      // With one missing, only the other fields' problems (not its own, or one naming no field).
+      const others = (e) => !missing.length || (e.field && !missing.some((m) => m.field === e.field));
+      for (const e of each.filter(others)) this.showError({ status: err.status, field: e.field, message: e.message });
       // The keyboard goes where the first problem is (the browser-side check does the same).
       const first = this.form.querySelector('[aria-invalid="true"]');
       if (first) first.focus();
