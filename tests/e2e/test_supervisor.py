@@ -397,6 +397,23 @@ def test_duplicate_url_keeps_the_running_server(supervisor: Any, http_testserver
 
 
 @pytest.mark.e2e
+def test_a_case_twin_added_later_is_refused_and_the_running_server_kept(supervisor: Any, monad_home: Path) -> None:
+    """Found by a new-user trial: `cp envy.toml Envy.toml` beside a running `envy` connected
+    `Envy` and left `envy` on its last good definition: both served tools (docs/atoms.md "Names")."""
+    add_test_server(supervisor, "envy")
+    assert supervisor("mcp", "wait", "envy", "--timeout", "60").code == 0
+    atoms = monad_home / "atoms" / "mcp"
+    (atoms / "Envy.toml").write_text((atoms / "envy.toml").read_text())  # sorts first, arrives second
+    row = wait_state(supervisor, "Envy", "failed")
+    assert row["reason"].startswith("config error: `atoms/mcp/Envy.toml`: server `Envy` is already defined in "
+                                    "`atoms/mcp/envy.toml` as `envy`"), row
+    row = status_of(supervisor, "envy")
+    assert row["state"] == "connected" and not row.get("configError"), row
+    servers = {t["name"].split("__")[0] for t in supervisor("mcp", "tools", "--json").json()}
+    assert servers == {"envy"}, servers
+
+
+@pytest.mark.e2e
 def test_disable_shows_at_once(supervisor: Any) -> None:
     add_test_server(supervisor, "d")
     assert supervisor("mcp", "wait", "d", "--timeout", "60").code == 0
