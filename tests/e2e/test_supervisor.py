@@ -397,6 +397,20 @@ def test_duplicate_url_keeps_the_running_server(supervisor: Any, http_testserver
 
 
 @pytest.mark.e2e
+def test_a_failed_server_whose_atom_broke_does_not_say_it_runs(supervisor: Any, monad_home: Path) -> None:
+    """Found by a new-user trial: `failed` (its command not on PATH), then a config error in its
+    atom: the reason said "runs its last good definition" while nothing ran."""
+    assert supervisor("mcp", "add", "nope", "--", "no-such-command-xyz").code == 0
+    wait_state(supervisor, "nope", "failed")
+    atom = monad_home / "atoms" / "mcp" / "nope.toml"
+    atom.write_text(atom.read_text() + "bogus = 3\n")
+    wait_for(lambda: status_of(supervisor, "nope").get("configError"))
+    line = next(x for x in supervisor("mcp", "status").out.splitlines() if x.startswith("nope "))
+    assert "runs" not in line and "command `no-such-command-xyz` not found on PATH" in line, line
+    assert "config error: `atoms/mcp/nope.toml`: server `nope`, field `bogus`" in line, line
+
+
+@pytest.mark.e2e
 def test_a_case_twin_added_later_is_refused_and_the_running_server_kept(supervisor: Any, monad_home: Path) -> None:
     """Found by a new-user trial: `cp envy.toml Envy.toml` beside a running `envy` connected
     `Envy` and left `envy` on its last good definition: both served tools (docs/atoms.md "Names")."""
