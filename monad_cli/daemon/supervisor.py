@@ -371,9 +371,11 @@ class Supervisor:
             if running is None:
                 self._start_actor(ServerActor(name, None, self._actor_context,
                                               config_error=self.scrub(problem.message), source=problem.file))
-            elif running.spec is not None and self.applied.get(name):
+            elif running.spec is not None and self.applied.get(name) and \
+                    defs.raw.get(name, {}).get("enabled") is not False:
                 # A broken edit must not take down a server that works: keep the last good
-                # definition running and show the error beside it.
+                # definition running and show the error beside it (unless the edit turned it
+                # off: `monad mcp disable` stops a broken server).
                 running.config_error = self.scrub(problem.message)
             else:
                 running.update(None, config_error=self.scrub(problem.message), source=problem.file)
