@@ -332,6 +332,15 @@ class Supervisor:
             if actor.source in unreadable and name not in defs.sources:
                 defs.problems.append(Problem(unreadable[actor.source].message, actor.source or "", name))
                 defs.sources[name] = actor.source or ""
+                # One that ran keeps its name, as config/loader.py keeps a running server's: a
+                # case-twin added meanwhile is refused (not a second session beside it).
+                twins = [n for n in defs.specs if n.casefold() == name.casefold()] if actor.spec else []
+                for twin in twins:
+                    source = defs.specs.pop(twin).source
+                    defs.problems.append(Problem(
+                        f"`{source}`: server `{twin}` is already defined in `{actor.source}` as `{name}` (names that "
+                        f"differ only in case are one name); server names must be unique, rename or remove one",
+                        source, twin))
         old_problems = {(p.server, p.message) for p in self.definitions.problems}
         self.definitions = defs
         # With the last good definitions still in use.

@@ -428,6 +428,23 @@ def test_a_case_twin_added_later_is_refused_and_the_running_server_kept(supervis
 
 
 @pytest.mark.e2e
+def test_a_case_twin_of_a_server_kept_from_an_unreadable_file_is_refused(supervisor: Any, monad_home: Path) -> None:
+    """A server whose file cannot be read keeps running (its last good definition): its name
+    stays taken, so `Envy` added meanwhile does not run beside `envy`."""
+    (monad_home / "agents.json").write_text(json.dumps({"mcpServers": [{"name": "envy", "command": light_cmd()[0],
+                                                                        "args": light_cmd()[1:]}]}))
+    wait_state(supervisor, "envy", "connected", timeout=60)
+    (monad_home / "agents.json").write_text("{not json")
+    (monad_home / "atoms" / "mcp" / "Envy.toml").write_text(f"command = {json.dumps(light_cmd()[0])}\n"
+                                                            f"args = {json.dumps(light_cmd()[1:])}\n")
+    row = wait_state(supervisor, "Envy", "failed")
+    assert "server `Envy` is already defined in `agents.json` as `envy`" in row["reason"], row
+    assert status_of(supervisor, "envy")["state"] == "connected"
+    servers = {t["name"].split("__")[0] for t in supervisor("mcp", "tools", "--json").json()}
+    assert servers == {"envy"}, servers
+
+
+@pytest.mark.e2e
 def test_disable_shows_at_once(supervisor: Any) -> None:
     add_test_server(supervisor, "d")
     assert supervisor("mcp", "wait", "d", "--timeout", "60").code == 0
