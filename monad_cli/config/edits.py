@@ -142,9 +142,10 @@ def remove_server(paths: Paths, name: str) -> str:
 
 
 def update_server(paths: Paths, name: str, changes: Mapping[str, Any],
-                  *, mutate: Callable[[dict[str, Any]], None] | None = None) -> str:
+                  *, mutate: Callable[[dict[str, Any]], None] | None = None, check: bool = True) -> str:
     """Set top-level fields (None deletes one) and/or run `mutate` on the definition, then
     validate the result and write it back where it lives (comments kept in atoms).
+    `check=False` writes it even if it stays invalid (`monad mcp disable` of a broken server).
 
     A changed field may carry the mask `***` where the stored definition has a secret (the
     Studio's form sends back what `redact_definition` showed it): the stored secret is kept
@@ -182,7 +183,8 @@ def update_server(paths: Paths, name: str, changes: Mapping[str, Any],
 
             edited = tomllib.loads(text.removeprefix("\ufeff"))
             source = f"atoms/mcp/{name}.toml"
-            _refuse_invalid(edited, name, source, (), _mask_errors(edited, name, source, changes))
+            if check:
+                _refuse_invalid(edited, name, source, (), _mask_errors(edited, name, source, changes))
             write_atomic(path, text.encode())
             return f"atoms/mcp/{name}.toml"
         if where == "agents":
@@ -190,8 +192,9 @@ def update_server(paths: Paths, name: str, changes: Mapping[str, Any],
 
             def edit(entry: dict[str, Any]) -> dict[str, Any]:
                 apply(entry)
-                _refuse_invalid(agents_file.strip_name(entry), name, agents_file.SOURCE, (),
-                                _mask_errors(entry, name, agents_file.SOURCE, changes))
+                if check:
+                    _refuse_invalid(agents_file.strip_name(entry), name, agents_file.SOURCE, (),
+                                    _mask_errors(entry, name, agents_file.SOURCE, changes))
                 return entry
 
             write_atomic(paths.agents_json, agents_file.edit_agents(agents, name, edit))

@@ -184,7 +184,7 @@ def load_definitions(paths: Paths, environ: Mapping[str, str] | None = None, *,
                      cache: AtomCache | None = None) -> Definitions:
     """Read and validate everything. `expand=False` checks `$VAR` syntax only.
 
-    `prefer`: servers that keep a contested URL or a preset's name in another case (the
+    `prefer`: servers that keep a contested URL or their name against a case-twin (the
     supervisor passes the running ones, so adding a duplicate never displaces the server
     already connected). `cache`: what an earlier load read (see `AtomCache`); the result is
     the same with or without it."""
@@ -240,14 +240,16 @@ def load_definitions(paths: Paths, environ: Mapping[str, str] | None = None, *,
             raw = agents_file.strip_name(entry) if isinstance(entry, dict) else entry
             candidates.append((entry_name, agents_file.SOURCE, raw))
 
-    _add_presets(paths, candidates, out, os.environ if environ is None else environ, exposed, prefer)
+    _add_presets(paths, candidates, out, os.environ if environ is None else environ, exposed)
+    candidates.sort(key=lambda c: c[0] not in prefer)  # stable: file order otherwise
 
     valid: list[ServerSpec] = []
     # Names that differ only in case are one name (as `edits.add_server` refuses them): on a
     # case-insensitive file system two such atoms are one file, and `Time__now` beside
     # `time__now` does not say which server an agent reaches. An enabled preset keeps its name
-    # (presets come first) from a twin written by hand, unless the twin runs (`prefer`); one
-    # written under its exact name replaces it (`_add_presets`).
+    # (presets come first) from a twin written by hand, and a running server (`prefer`, first)
+    # from any twin added after it; one written under a preset's exact name replaces it
+    # (`_add_presets`).
     folded = {n.casefold(): n for n in out.sources}
     for name, source, raw in candidates:
         twin = folded.get(name.casefold())
@@ -313,9 +315,8 @@ def held_secrets_of(paths: Paths, raw: Iterable[Mapping[str, Any]] | None = None
 
 
 def _add_presets(paths: Paths, candidates: list[tuple[str, str, Any]], out: Definitions,
-                 environ: Mapping[str, str], exposed: Exposures, prefer: frozenset[str]) -> None:
-    """Put first the enabled presets (features/presets.toml) that no user-defined server shadows,
-    last those whose case-twin is one of `prefer` (running: a preset enabled later steps aside)."""
+                 environ: Mapping[str, str], exposed: Exposures) -> None:
+    """Put first the enabled presets (features/presets.toml) that no user-defined server shadows."""
     try:
         why = exposed.why(feature_path(paths, "presets.toml"))
         if why is not None:
@@ -330,7 +331,4 @@ def _add_presets(paths: Paths, candidates: list[tuple[str, str, Any]], out: Defi
         out.problems.append(Problem(err.message, PRESETS_FILE, err.server))
         if err.server:
             out.sources.setdefault(err.server, PRESETS_FILE)
-    running = {name.casefold() for name, _, _ in candidates if name in prefer}
-    mine = [(name, PRESETS_FILE, raw) for name, raw in definitions.items()]
-    candidates[:0] = [c for c in mine if c[0].casefold() not in running]
-    candidates += [c for c in mine if c[0].casefold() in running]
+    candidates[:0] = [(name, PRESETS_FILE, raw) for name, raw in definitions.items()]

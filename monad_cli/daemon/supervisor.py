@@ -332,6 +332,15 @@ class Supervisor:
             if actor.source in unreadable and name not in defs.sources:
                 defs.problems.append(Problem(unreadable[actor.source].message, actor.source or "", name))
                 defs.sources[name] = actor.source or ""
+                # One that ran keeps its name, as config/loader.py keeps a running server's: a
+                # case-twin added meanwhile is refused (not a second session beside it).
+                twins = [n for n in defs.specs if n.casefold() == name.casefold()] if actor.spec else []
+                for twin in twins:
+                    source = defs.specs.pop(twin).source
+                    defs.problems.append(Problem(
+                        f"`{source}`: server `{twin}` is already defined in `{actor.source}` as `{name}` (names that "
+                        f"differ only in case are one name); server names must be unique, rename or remove one",
+                        source, twin))
         old_problems = {(p.server, p.message) for p in self.definitions.problems}
         self.definitions = defs
         # With the last good definitions still in use.
@@ -371,9 +380,11 @@ class Supervisor:
             if running is None:
                 self._start_actor(ServerActor(name, None, self._actor_context,
                                               config_error=self.scrub(problem.message), source=problem.file))
-            elif running.spec is not None and self.applied.get(name):
+            elif running.spec is not None and self.applied.get(name) and \
+                    defs.raw.get(name, {}).get("enabled") is not False:
                 # A broken edit must not take down a server that works: keep the last good
-                # definition running and show the error beside it.
+                # definition running and show the error beside it (unless the edit turned it
+                # off: `monad mcp disable` stops a broken server).
                 running.config_error = self.scrub(problem.message)
             else:
                 running.update(None, config_error=self.scrub(problem.message), source=problem.file)

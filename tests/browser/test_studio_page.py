@@ -140,6 +140,11 @@ def test_live_state_add_from_the_page_and_cli_and_hand_edits_show_without_reload
     assert monad("mcp", "add", "broken", "--", "/nonexistent/mcp-server").code == 0
     expect(state_of(page, "broken")).to_have_text("failed")
     expect(reason_of(page, "broken")).to_contain_text("/nonexistent/mcp-server")
+    # Then its atom breaks too: nothing runs, so the reason says why it failed, not "runs".
+    _atom(monad_home, "broken").write_text(_atom(monad_home, "broken").read_text() + "bogus = 3\n")
+    expect(reason_of(page, "broken")).to_contain_text("/nonexistent/mcp-server does not exist; install it, or fix "
+                                                      "command in atoms/mcp/broken.toml; config error: ")
+    expect(reason_of(page, "broken")).not_to_contain_text("runs")
     # A whole file that cannot be read is listed above the table; the rows stay.
     (monad_home / "agents.json").write_text("{not json")
     problems = page.get_by_role("list", name="Configuration problems")

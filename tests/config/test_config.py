@@ -348,6 +348,11 @@ def test_names_that_differ_only_in_case_are_one_name(monad_home: Path) -> None:
         f"`{source}`: server `{name}` is already defined in `atoms/mcp/Time.toml` as `Time` (names that differ "
         f"only in case are one name); server names must be unique, rename or remove one"
         for source, name in (("atoms/mcp/time.toml", "time"), ("agents.json", "TIME"))]
+    # A running server (`prefer`, as the supervisor passes) keeps its name from a twin added after it.
+    defs = load_definitions(p, {}, prefer=frozenset({"TIME"}))
+    assert sorted(defs.specs) == ["TIME"] and sorted(pr.server for pr in defs.problems) == ["Time", "time"]
+    assert defs.problem_for("Time").message.startswith(  # type: ignore[union-attr]
+        "`atoms/mcp/Time.toml`: server `Time` is already defined in `agents.json` as `TIME`")
 
 
 def test_agents_json_forms_duplicates_and_empty_file(monad_home: Path) -> None:

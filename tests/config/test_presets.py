@@ -68,9 +68,9 @@ def test_a_hand_written_case_twin_of_a_preset_is_refused_and_the_preset_kept(mon
         for source, name in (("atoms/mcp/BROWSER.toml", "BROWSER"), ("agents.json", "Browser"))]
     # A twin that runs already (the preset enabled after it) keeps running: the preset steps aside.
     defs = load_definitions(paths(), {"PATH": str(exe.parent)}, prefer=frozenset({"BROWSER"}))
-    assert sorted(defs.specs) == ["BROWSER"] and [p.server for p in defs.problems] == ["Browser", "browser"]
-    assert defs.problems[1].message.startswith("`features/presets.toml`: server `browser` is already defined in "
-                                               "`atoms/mcp/BROWSER.toml` as `BROWSER`")
+    assert sorted(defs.specs) == ["BROWSER"] and sorted(p.server for p in defs.problems) == ["Browser", "browser"]
+    assert defs.problem_for("browser").message.startswith(  # type: ignore[union-attr]
+        "`features/presets.toml`: server `browser` is already defined in `atoms/mcp/BROWSER.toml` as `BROWSER`")
     _write(monad_home, "atoms/mcp/browser.toml", 'command = "cat"\n')
     (monad_home / "atoms/mcp/BROWSER.toml").unlink()
     defs = load_definitions(paths(), {"PATH": str(exe.parent)})

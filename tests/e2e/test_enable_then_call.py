@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import LIGHTSERVER, wait_state, write_atom
+from tests.conftest import LIGHTSERVER, status_of, wait_for, wait_state, write_atom
 
 pytestmark = pytest.mark.e2e
 
@@ -35,6 +35,29 @@ def test_a_call_right_after_enable_reaches_the_server(supervisor: Any, monad_hom
     assert r.code == 0 and r.err == "server `ts` is already disabled (atoms/mcp/ts.toml); nothing was changed\n", r
     assert supervisor("mcp", "disable", "ts", "--json").json()["changed"] is False
     assert atom.stat().st_mtime_ns == before
+
+
+def test_disable_stops_a_server_whose_atom_is_broken(supervisor: Any, monad_home: Path) -> None:
+    """Found by a new-user trial: `bogus = 3` in a running server's atom, then `monad mcp
+    disable` refused ("field `bogus`: unknown field") and `enable` said "nothing was changed"."""
+    atom = write_atom(monad_home, "br", f"command = {json.dumps(sys.executable)}\n"
+                                        f"args = {json.dumps([LIGHTSERVER])}\n")
+    wait_state(supervisor, "br", "connected", timeout=60)
+    atom.write_text(atom.read_text() + "# kept as written\nbogus = 3\n")
+    wait_for(lambda: status_of(supervisor, "br").get("configError"))  # runs its last good definition
+    r = supervisor("mcp", "enable", "br")  # enabled, but not as written: the problem, not "nothing was changed"
+    assert r.code == 2 and r.err == "error: `atoms/mcp/br.toml`: server `br`, field `bogus`: unknown field\n", r
+    r = supervisor("mcp", "disable", "br")
+    assert r.code == 0 and r.err == "disabled server `br` (atoms/mcp/br.toml)\n", r
+    assert atom.read_text().endswith("# kept as written\nbogus = 3\nenabled = false\n")
+    row = wait_state(supervisor, "br", "failed")  # stopped: its definition is still invalid
+    assert "field `bogus`: unknown field" in row["reason"], row
+    assert not [t for t in supervisor("mcp", "tools", "--json").json() if t["name"].startswith("br__")]
+    atom.write_text('command = "cat\n')  # a file that does not parse: nothing can be written into it
+    r = supervisor("mcp", "disable", "br")
+    assert r.code == 2 and r.err == (
+        "error: server `br` cannot be disabled: `atoms/mcp/br.toml:1:15`: malformed TOML: illegal character "
+        "'\\n'; fix the file (monad never rewrites it); or remove the server (`monad mcp remove br`)\n"), r
 
 
 def _enable_then_call_three_times(supervisor: Any, monad_home: Path, name: str) -> None:

@@ -397,6 +397,54 @@ def test_duplicate_url_keeps_the_running_server(supervisor: Any, http_testserver
 
 
 @pytest.mark.e2e
+def test_a_failed_server_whose_atom_broke_does_not_say_it_runs(supervisor: Any, monad_home: Path) -> None:
+    """Found by a new-user trial: `failed` (its command not on PATH), then a config error in its
+    atom: the reason said "runs its last good definition" while nothing ran."""
+    assert supervisor("mcp", "add", "nope", "--", "no-such-command-xyz").code == 0
+    wait_state(supervisor, "nope", "failed")
+    atom = monad_home / "atoms" / "mcp" / "nope.toml"
+    atom.write_text(atom.read_text() + "bogus = 3\n")
+    wait_for(lambda: status_of(supervisor, "nope").get("configError"))
+    line = next(x for x in supervisor("mcp", "status").out.splitlines() if x.startswith("nope "))
+    assert "runs" not in line and "command `no-such-command-xyz` not found on PATH" in line, line
+    assert "config error: `atoms/mcp/nope.toml`: server `nope`, field `bogus`" in line, line
+
+
+@pytest.mark.e2e
+def test_a_case_twin_added_later_is_refused_and_the_running_server_kept(supervisor: Any, monad_home: Path) -> None:
+    """Found by a new-user trial: `cp envy.toml Envy.toml` beside a running `envy` connected
+    `Envy` and left `envy` on its last good definition: both served tools (docs/atoms.md "Names")."""
+    add_test_server(supervisor, "envy")
+    assert supervisor("mcp", "wait", "envy", "--timeout", "60").code == 0
+    atoms = monad_home / "atoms" / "mcp"
+    (atoms / "Envy.toml").write_text((atoms / "envy.toml").read_text())  # sorts first, arrives second
+    row = wait_state(supervisor, "Envy", "failed")
+    assert row["reason"].startswith("config error: `atoms/mcp/Envy.toml`: server `Envy` is already defined in "
+                                    "`atoms/mcp/envy.toml` as `envy`"), row
+    row = status_of(supervisor, "envy")
+    assert row["state"] == "connected" and not row.get("configError"), row
+    servers = {t["name"].split("__")[0] for t in supervisor("mcp", "tools", "--json").json()}
+    assert servers == {"envy"}, servers
+
+
+@pytest.mark.e2e
+def test_a_case_twin_of_a_server_kept_from_an_unreadable_file_is_refused(supervisor: Any, monad_home: Path) -> None:
+    """A server whose file cannot be read keeps running (its last good definition): its name
+    stays taken, so `Envy` added meanwhile does not run beside `envy`."""
+    (monad_home / "agents.json").write_text(json.dumps({"mcpServers": [{"name": "envy", "command": light_cmd()[0],
+                                                                        "args": light_cmd()[1:]}]}))
+    wait_state(supervisor, "envy", "connected", timeout=60)
+    (monad_home / "agents.json").write_text("{not json")
+    (monad_home / "atoms" / "mcp" / "Envy.toml").write_text(f"command = {json.dumps(light_cmd()[0])}\n"
+                                                            f"args = {json.dumps(light_cmd()[1:])}\n")
+    row = wait_state(supervisor, "Envy", "failed")
+    assert "server `Envy` is already defined in `agents.json` as `envy`" in row["reason"], row
+    assert status_of(supervisor, "envy")["state"] == "connected"
+    servers = {t["name"].split("__")[0] for t in supervisor("mcp", "tools", "--json").json()}
+    assert servers == {"envy"}, servers
+
+
+@pytest.mark.e2e
 def test_disable_shows_at_once(supervisor: Any) -> None:
     add_test_server(supervisor, "d")
     assert supervisor("mcp", "wait", "d", "--timeout", "60").code == 0

@@ -96,8 +96,10 @@ def show_status(answer: dict[str, Any], as_json: bool) -> None:
 def _row_text(row: dict[str, Any]) -> dict[str, Any]:
     """A status row as the table shows it."""
     out = dict(row)
-    if row.get("configError"):  # a running server whose file went bad keeps its last good definition
-        out["reason"] = f"runs its last good definition; config error: {row['configError']}"
+    if row.get("configError"):  # a server whose file went bad keeps its last good definition
+        # ... which runs, unless the server has failed (its command gone, say): then why, first.
+        ran = "runs its last good definition" if row["state"] != "failed" else row.get("reason") or "failed"
+        out["reason"] = f"{ran}; config error: {row['configError']}"
     elif row.get("lastAttemptReason") and row["state"] == "connecting":  # retrying: why the last one failed
         out["reason"] = f"{row.get('reason') or row['state']}; last attempt: {row['lastAttemptReason']}"
     if row.get("toolsRefused"):

@@ -16,7 +16,7 @@ import typer
 from monad_cli.cli import render
 from monad_cli.cli.commands._common import JsonOpt, parse_pairs, quoted, running, supervisor
 from monad_cli.cli.commands._status import local_rows, not_ready, show_status
-from monad_cli.core.errors import ExitCode, InvalidInput, MonadError, NotFound
+from monad_cli.core.errors import ConfigError, ExitCode, InvalidInput, MonadError, NotFound
 from monad_cli.core.messages import cut, server_not_defined
 from monad_cli.core.paths import paths
 
@@ -530,12 +530,21 @@ def _remove_one(name: str, as_json: bool) -> dict[str, Any]:
 
 def _set_enabled(name: str, enabled: bool, as_json: bool) -> None:
     from monad_cli.config.edits import read_definition, update_server
+    from monad_cli.config.schema import field_errors
 
     word = "enabled" if enabled else "disabled"
-    source, raw = read_definition(paths(), name)
+    try:
+        source, raw = read_definition(paths(), name)
+    except ConfigError as e:  # a file that does not parse: nothing can be written into it
+        if enabled or not (e.file or "").startswith("atoms/"):
+            raise
+        raise ConfigError(f"server `{name}` cannot be disabled: {e.message}; or remove the server "
+                          f"(`monad mcp remove {name}`)", file=e.file, server=name) from None
     changed = raw.get("enabled", True) is not enabled  # as `unpin` without a pin: say so, write nothing
-    if changed:
-        source = update_server(paths(), name, {"enabled": enabled})
+    if changed:  # a broken server can be stopped: `enabled = false` is written whatever else is wrong
+        source = update_server(paths(), name, {"enabled": enabled}, check=enabled)
+    elif enabled and (problems := field_errors(raw, name=name, source=source)):
+        raise problems[0]  # enabled, but it does not run as written: not "nothing was changed"
     render.outcome({"name": name, "source": source, "enabled": enabled, "changed": changed},
                    f"{word} server `{name}` ({source})" if changed else
                    f"server `{name}` is already {word} ({source}); nothing was changed", as_json=as_json)

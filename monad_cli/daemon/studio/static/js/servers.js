@@ -19,8 +19,12 @@ function dash(value) {
 }
 
 function reasonOf(row) {
-  // A running server whose file went bad keeps its last good definition: say so (as the CLI does).
-  if (row.configError) return `runs its last good definition; config error: ${row.configError}`;
+  // A server whose file went bad keeps its last good definition: say so (as the CLI does),
+  // or, when it has failed, why, as nothing runs.
+  if (row.configError) {
+    const ran = row.state === "failed" ? row.reason || "failed" : "runs its last good definition";
+    return `${ran}; config error: ${row.configError}`;
+  }
   // An on-demand server at rest: its tools come from lists this old (as the CLI's table says).
   if (row.state === "idle") {
     return `${row.reason || "on demand"} (stopped ${when(row.stoppedAt)}, lists from ${when(row.listedAt)})`;
